@@ -1,0 +1,3 @@
+module github.com/tierfs/tierfs
+
+go 1.26.0

@@ -1,0 +1,62 @@
+// Package gpuio is tierfs's asynchronous IO stack: reads of arbitrary byte ranges of a fixed set
+// of files, served by io_uring with O_DIRECT into registered, mmap'ed staging memory, or by pread
+// where io_uring is unavailable.
+//
+// Submission and completion are split as in Hyperion's IOStack: Submit queues reads and hands as
+// many to the kernel as the ring and staging hold, never waiting for one to finish; Complete reaps
+// completions, verifies and scatters the staged bytes into each request's destination, refills the
+// ring with the requests still queued, and returns once every submitted request is in place.
+// Several Submit calls may precede one Complete. A later GPU completion step replaces the scatter
+// with a CUDA kernel; the contract stays the same.
+//
+// A Stack is used by one goroutine at a time; open one Stack per concurrent gatherer.
+package gpuio
+
+// Request asks for Length bytes at byte Offset of file File, delivered into Dst.
+// Offset and Length need no alignment: the stack reads the covering BlockSize-aligned range.
+type Request struct {
+	File   int    // index into the fds the Stack was opened with
+	Offset int64  // byte offset in that file, >= 0
+	Length int    // bytes, > 0, == len(Dst)
+	Dst    []byte // host memory the completion copies into; the kernel never writes it
+}
+
+// Backend names how reads reach the disk.
+type Backend string
+
+const (
+	BackendAuto    Backend = ""         // io_uring when the kernel allows it, else pread
+	BackendIOUring Backend = "io_uring" // io_uring, READ_FIXED into registered staging buffers
+	BackendPread   Backend = "pread"    // pread(2) from a few goroutines, same staging and alignment
+)
+
+// Options configure a Stack. Zero values take the defaults named on each field.
+type Options struct {
+	Backend      Backend
+	BlockSize    int // O_DIRECT alignment of offsets, lengths and buffers; default 4096
+	QueueDepth   int // reads in flight at most; default 128
+	MaxIOBytes   int // largest single read; longer ranges are split; default 128 KiB
+	StagingBytes int // staging memory (mmap'ed); default QueueDepth*MaxIOBytes, at least MaxIOBytes
+	// Coalesce merges requests whose aligned block ranges overlap or touch (same file) into one
+	// read of at most MaxIOBytes, so rows sharing a block are read once. Default on; set
+	// NoCoalesce to read each request on its own.
+	NoCoalesce bool
+	// Verify, when set, is called once for every BlockSize-aligned block of every completed read
+	// before its bytes are scattered; an error fails the Complete call that reaped it.
+	Verify func(file int, blockOffset int64, block []byte) error
+}
+
+// Stats counts what a Stack did since it was opened.
+type Stats struct {
+	Backend        Backend
+	Requests       uint64 // requests submitted
+	Reads          uint64 // reads issued to the kernel (after coalescing and splitting)
+	BytesRequested uint64 // sum of request lengths
+	BytesRead      uint64 // bytes read from disk (aligned); BytesRead/BytesRequested is read amplification
+	// LatencyHistogram[i] counts reads whose submit-to-reap latency was in [2^i, 2^(i+1)) µs
+	// (bucket 0 also holds < 1 µs, the last bucket everything longer).
+	LatencyHistogram [LatencyBuckets]uint64
+}
+
+// LatencyBuckets is the number of power-of-two microsecond buckets in Stats.LatencyHistogram.
+const LatencyBuckets = 24
