@@ -1,0 +1,151 @@
+package dataset
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+func hashHex(b []byte) string { return fmt.Sprintf("%016x", xxhash.Sum64(b)) }
+
+// blockChecksums hashes each block of the first size bytes of f.
+func blockChecksums(f *os.File, size, block int64) ([]uint64, error) {
+	sums := make([]uint64, 0, size/block)
+	buf := make([]byte, 1<<20/block*block)
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return nil, fmt.Errorf("dataset: read %s at %d: %w", f.Name(), off, err)
+		}
+		for b := int64(0); b < n; b += block {
+			sums = append(sums, xxhash.Sum64(buf[b:b+block]))
+		}
+		off += n
+	}
+	return sums, nil
+}
+
+// Checksums are the per-block checksums of one data file.
+type Checksums struct {
+	Path      string
+	BlockSize int64
+	Sums      []uint64
+}
+
+// LoadChecksums reads the sidecar of file f (a files-list entry) and checks it against the hash
+// the manifest holds for it.
+func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
+	side, err := os.ReadFile(m.Path(f.Checksums))
+	if err != nil {
+		return nil, fmt.Errorf("dataset: checksums of %s: %w", f.Path, err)
+	}
+	if got := hashHex(side); got != f.ChecksumsHash {
+		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
+	}
+	bs := int64(m.BlockSize)
+	if int64(len(side)) != f.Bytes/bs*8 {
+		return nil, fmt.Errorf("dataset: checksum sidecar %s has %d bytes, want %d for a %d-byte file: %w", f.Checksums, len(side), f.Bytes/bs*8, f.Bytes, ErrCorrupt)
+	}
+	c := &Checksums{Path: f.Path, BlockSize: bs, Sums: make([]uint64, len(side)/8)}
+	for i := range c.Sums {
+		c.Sums[i] = binary.LittleEndian.Uint64(side[8*i:])
+	}
+	return c, nil
+}
+
+// Check verifies whole blocks read at a block-aligned offset.
+func (c *Checksums) Check(offset int64, blocks []byte) error {
+	for b := int64(0); b < int64(len(blocks)); b += c.BlockSize {
+		i := (offset + b) / c.BlockSize
+		if i >= int64(len(c.Sums)) {
+			return fmt.Errorf("dataset: %s: block at offset %d is past the file's end: %w", c.Path, offset+b, ErrCorrupt)
+		}
+		if got := xxhash.Sum64(blocks[b : b+c.BlockSize]); got != c.Sums[i] {
+			return fmt.Errorf("dataset: %s: block %d (bytes %d..%d) has xxhash64 %016x, checksum file says %016x: %w",
+				c.Path, i, offset+b, offset+b+c.BlockSize, got, c.Sums[i], ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// Problem is one thing Verify found wrong.
+type Problem struct {
+	File   string
+	Offset int64 // byte offset of the bad block, or -1 for the file as a whole
+	What   string
+}
+
+func (p Problem) String() string {
+	if p.Offset < 0 {
+		return p.File + ": " + p.What
+	}
+	return p.File + " at byte " + strconv.FormatInt(p.Offset, 10) + ": " + p.What
+}
+
+// Verify reads every block of every file and compares it with its checksum. It reports every
+// problem it finds (up to limit per file; 0 means no limit) and calls progress with the bytes
+// checked so far.
+func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Problem, error) {
+	var problems []Problem
+	var total, done int64
+	for _, f := range m.Files {
+		total += f.Bytes
+	}
+	for i := range m.Files {
+		f := &m.Files[i]
+		perFile := 0
+		report := func(off int64, what string) {
+			if limit == 0 || perFile < limit {
+				problems = append(problems, Problem{f.Path, off, what})
+			}
+			perFile++
+		}
+		sums, err := m.LoadChecksums(f)
+		if err != nil {
+			report(-1, err.Error())
+			done += f.Bytes
+			continue
+		}
+		fd, err := os.Open(m.Path(f.Path))
+		if err != nil {
+			report(-1, err.Error())
+			done += f.Bytes
+			continue
+		}
+		st, err := fd.Stat()
+		if err == nil && st.Size() != f.Bytes {
+			report(-1, fmt.Sprintf("file has %d bytes, manifest says %d", st.Size(), f.Bytes))
+		}
+		buf := make([]byte, 4<<20)
+		for off := int64(0); off < f.Bytes; {
+			n := min(int64(len(buf)), f.Bytes-off)
+			got, err := fd.ReadAt(buf[:n], off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				report(off, err.Error())
+				break
+			}
+			whole := int64(got) / sums.BlockSize * sums.BlockSize
+			for b := int64(0); b < whole; b += sums.BlockSize {
+				if sums.Check(off+b, buf[b:b+sums.BlockSize]) != nil {
+					report(off+b, fmt.Sprintf("block %d does not match its checksum", (off+b)/sums.BlockSize))
+				}
+			}
+			done += whole
+			if progress != nil {
+				progress(done, total)
+			}
+			if int64(got) < n {
+				report(off+whole, "file ends early")
+				break
+			}
+			off += n
+		}
+		fd.Close()
+	}
+	return problems, nil
+}

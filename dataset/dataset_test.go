@@ -1,0 +1,267 @@
+package dataset
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeTestDataset writes count rows of rowBytes random bytes striped over nfiles files plus a
+// small topology, and returns the manifest and the rows.
+func writeTestDataset(t *testing.T, dir string, count, dim int64, dtype DType, nfiles int, rng *rand.Rand) (*Manifest, []byte) {
+	t.Helper()
+	if err := Begin(dir); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := NewFeatureSpec("x", dtype, dim, count, nfiles, DefaultBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"indptr.bin", "indices.bin", "labels.bin"}
+	for k := range spec.Files {
+		spec.Files[k] = "features.x." + string(rune('0'+k)) + ".bin"
+		files = append(files, spec.Files[k])
+	}
+	rows := make([]byte, count*spec.RowBytes)
+	for i := range rows {
+		rows[i] = byte(rng.UintN(256))
+	}
+	w, err := NewFeatureWriter(dir, &spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uneven chunks exercise rows arriving in any grouping.
+	for off := int64(0); off < int64(len(rows)); {
+		n := min(int64(len(rows))-off, (rng.Int64N(5)+1)*spec.RowBytes)
+		if err := w.WriteRows(rows[off : off+n]); err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	indptr := make([]int64, count+1) // a ring: node v's in-neighbor is v-1
+	for v := int64(1); v <= count; v++ {
+		indptr[v] = v
+	}
+	idx, err := CreateMapped(filepath.Join(dir, "indices.bin"), 4*count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(0); v < count; v++ {
+		u := uint32((v + count - 1) % count)
+		copy(idx.Bytes()[4*v:], []byte{byte(u), byte(u >> 8), byte(u >> 16), byte(u >> 24)})
+	}
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]int64, count)
+	if err := WriteInt64s(filepath.Join(dir, "indptr.bin"), indptr); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{
+		NodeTypes: []NodeType{{Name: "node", Count: count, Features: []FeatureSpec{spec},
+			Labels: &LabelSpec{ArraySpec{"labels.bin", Int64}, 1}}},
+		EdgeTypes: []EdgeType{{Src: "node", Rel: "to", Dst: "node", Count: count, Layout: "csc",
+			Indptr: ArraySpec{"indptr.bin", Int64}, Indices: ArraySpec{"indices.bin", Int32}}},
+	}
+	m.SetDir(dir)
+	if err := Commit(m, files, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	return m, rows
+}
+
+func TestFeatureLayoutRoundTrip(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		count, dim int64
+		dtype      DType
+		nfiles     int
+	}{
+		{1, 1, Int8, 1}, {1000, 3, Float32, 1}, {5000, 100, Float16, 3}, {300, 1500, Float32, 2},
+		{3000, 1024, Float32, 4}, {700, 17, BFloat16, 5}, {0, 8, Float32, 2},
+	} {
+		dir := t.TempDir()
+		m, rows := writeTestDataset(t, dir, tc.count, tc.dim, tc.dtype, tc.nfiles, rng)
+		loaded, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		spec, err := loaded.Feature("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Count() != tc.count || spec.RowBytes != m.Nodes().Features[0].RowBytes {
+			t.Fatalf("%+v: loaded spec %+v", tc, spec)
+		}
+		contents := make([][]byte, tc.nfiles)
+		for k, p := range spec.Files {
+			contents[k], err = os.ReadFile(loaded.Path(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(contents[k]))%DefaultBlockSize != 0 {
+				t.Fatalf("%s not padded: %d bytes", p, len(contents[k]))
+			}
+		}
+		for r := int64(0); r < tc.count; r++ {
+			k, off := spec.Locate(r)
+			if spec.RowsPerBlock > 0 && off/DefaultBlockSize != (off+spec.RowBytes-1)/DefaultBlockSize {
+				t.Fatalf("%+v: row %d straddles a block at offset %d", tc, r, off)
+			}
+			got := contents[k][off : off+spec.RowBytes]
+			if !bytes.Equal(got, rows[r*spec.RowBytes:(r+1)*spec.RowBytes]) {
+				t.Fatalf("%+v: row %d differs (file %d offset %d)", tc, r, k, off)
+			}
+		}
+		problems, err := loaded.Verify(0, nil)
+		if err != nil || len(problems) != 0 {
+			t.Fatalf("%+v: verify of a fresh dataset: %v %v", tc, problems, err)
+		}
+	}
+}
+
+func TestVerifyFindsFlippedByte(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	dir := t.TempDir()
+	m, _ := writeTestDataset(t, dir, 10000, 64, Float32, 2, rng)
+	f := m.Nodes().Features[0].Files[1]
+	path := m.Path(f)
+	data, _ := os.ReadFile(path)
+	at := rng.IntN(len(data))
+	data[at] ^= 1 << rng.UintN(8)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := m.Verify(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].File != f || problems[0].Offset != int64(at)/DefaultBlockSize*DefaultBlockSize {
+		t.Fatalf("flipped byte %d of %s: problems %v", at, f, problems)
+	}
+	// The on-the-fly check catches it too, and says it is corruption.
+	sums, err := m.LoadChecksums(m.File(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := int64(at) / DefaultBlockSize * DefaultBlockSize
+	if err := sums.Check(blk, data[blk:blk+DefaultBlockSize]); !IsCorrupt(err) || !strings.Contains(err.Error(), f) {
+		t.Fatalf("Check of the flipped block: %v", err)
+	}
+	// A truncated file is reported, not read past.
+	if err := os.Truncate(m.Path("labels.bin"), 100); err != nil {
+		t.Fatal(err)
+	}
+	problems, _ = m.Verify(0, nil)
+	found := false
+	for _, p := range problems {
+		found = found || (p.File == "labels.bin" && strings.Contains(p.What, "bytes"))
+	}
+	if !found {
+		t.Fatalf("truncated labels.bin not reported: %v", problems)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir); !errors.Is(err, ErrNotDataset) {
+		t.Fatalf("empty dir: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("missing dir: %v", err)
+	}
+	m, _ := writeTestDataset(t, dir, 10, 4, Float32, 1, rand.New(rand.NewPCG(1, 2)))
+	raw, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	for _, tc := range []struct{ from, to, want string }{
+		{`"version": 1`, `"version": 2`, "newer than this tierfs reads"},
+		{`"format": "tierfs-dataset"`, `"format": "other"`, "format"},
+		{`"block_size": 4096`, `"block_size": 1000`, "block_size"},
+		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype"},
+		{`"row_bytes": 16`, `"row_bytes": 12`, "row_bytes"},
+		{`"count": 10`, `"count": 100000`, "needs"},
+		{`"checksum": "xxhash64"`, `"checksum": "crc"`, "checksum"},
+	} {
+		bad := strings.Replace(string(raw), tc.from, tc.to, 1)
+		if bad == string(raw) {
+			t.Fatalf("test case %q does not apply to %s", tc.from, raw)
+		}
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s -> %s: error %v, want it to mention %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+	// A sidecar that does not match the manifest is corruption.
+	side := m.Path("indptr.bin" + ChecksumSuffix)
+	data, _ := os.ReadFile(side)
+	data[0] ^= 0xff
+	os.WriteFile(side, data, 0o644)
+	if _, err := m.LoadChecksums(m.File("indptr.bin")); !IsCorrupt(err) {
+		t.Fatalf("tampered sidecar: %v", err)
+	}
+	// Begin on an existing dataset removes its manifest first.
+	if err := Begin(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); !errors.Is(err, ErrNotDataset) {
+		t.Fatalf("after Begin: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	dir := f.TempDir()
+	// Seed with a real manifest.
+	f.Add([]byte(`{"format":"tierfs-dataset","version":1}`))
+	f.Add([]byte(`{}`))
+	if err := seedManifest(dir); err == nil {
+		if raw, err := os.ReadFile(filepath.Join(dir, ManifestName)); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse(data)
+		if err == nil {
+			// Anything that parses must answer layout questions without panicking.
+			for i := range m.Nodes().Features {
+				fs := &m.Nodes().Features[i]
+				for k := range fs.Files {
+					fs.RowsInFile(k)
+				}
+				if fs.Count() > 0 {
+					fs.Locate(fs.Count() - 1)
+				}
+			}
+		}
+	})
+}
+
+func seedManifest(dir string) error {
+	spec, err := NewFeatureSpec("x", Float32, 4, 2, 1, DefaultBlockSize)
+	if err != nil {
+		return err
+	}
+	spec.Files[0] = "f.bin"
+	w, err := NewFeatureWriter(dir, &spec)
+	if err != nil {
+		return err
+	}
+	w.WriteRows(make([]byte, 32))
+	if err := w.Close(); err != nil {
+		return err
+	}
+	m := &Manifest{NodeTypes: []NodeType{{Name: "node", Count: 2, Features: []FeatureSpec{spec}}}}
+	m.SetDir(dir)
+	return Commit(m, []string{"f.bin"}, "test", nil)
+}

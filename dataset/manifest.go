@@ -1,0 +1,357 @@
+// Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
+// little-endian array files and one xxhash64 checksum sidecar per file.
+//
+// Invariants of a valid dataset (format version 1):
+//   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
+//   - every data file is padded with zeros to a multiple of BlockSize, so every O_DIRECT read of
+//     whole blocks stays inside the file;
+//   - every BlockSize block of every data file has its xxhash64 in the file's sidecar
+//     (<file>.xxh64, little-endian uint64s), and the manifest holds the xxhash64 of each sidecar;
+//   - feature rows never straddle a block when a row fits in one (RowsPerBlock > 0), so a row
+//     costs one block read.
+//
+// Version 1 holds one node type and one edge type; the lists leave room for heterogeneous graphs.
+package dataset
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FormatName is the "format" field of every manifest.
+const FormatName = "tierfs-dataset"
+
+// Version is the newest format version this package reads and the one it writes.
+const Version = 1
+
+// ManifestName is the manifest's file name inside a dataset directory.
+const ManifestName = "manifest.json"
+
+// ChecksumSuffix is appended to a data file's path to name its checksum sidecar.
+const ChecksumSuffix = ".xxh64"
+
+// DefaultBlockSize is the block size new datasets use: the O_DIRECT alignment of every read.
+const DefaultBlockSize = 4096
+
+// Manifest describes a dataset. Paths in it are relative to the dataset directory unless absolute
+// (feature stripes on other devices).
+type Manifest struct {
+	Format    string     `json:"format"`
+	Version   int        `json:"version"`
+	BlockSize int        `json:"block_size"`
+	Checksum  string     `json:"checksum"` // "xxhash64", one per block
+	NodeTypes []NodeType `json:"node_types"`
+	EdgeTypes []EdgeType `json:"edge_types"`
+	Files     []File     `json:"files"`
+	Created   Created    `json:"created"`
+
+	dir string // directory the manifest was loaded from or will be saved to
+}
+
+// NodeType is one kind of node: its count, features, labels and splits.
+type NodeType struct {
+	Name     string             `json:"name"`
+	Count    int64              `json:"count"`
+	Features []FeatureSpec      `json:"features,omitempty"`
+	Labels   *LabelSpec         `json:"labels,omitempty"`
+	Splits   map[string]IDsSpec `json:"splits,omitempty"` // "train", "val", "test" → node ids
+}
+
+// EdgeType is one kind of edge, stored as CSC: for each destination node its source nodes.
+type EdgeType struct {
+	Src     string    `json:"src"`
+	Rel     string    `json:"rel"`
+	Dst     string    `json:"dst"`
+	Count   int64     `json:"count"`
+	Layout  string    `json:"layout"` // "csc"
+	Indptr  ArraySpec `json:"indptr"`  // int64, Count(dst)+1 entries
+	Indices ArraySpec `json:"indices"` // int32 or int64, Count entries
+}
+
+// ArraySpec is a flat array in one file.
+type ArraySpec struct {
+	File  string `json:"file"`
+	DType DType  `json:"dtype"`
+}
+
+// LabelSpec is one int64 label per node (-1 where unlabelled).
+type LabelSpec struct {
+	ArraySpec
+	NumClasses int64 `json:"num_classes"`
+}
+
+// IDsSpec is a list of int64 node ids.
+type IDsSpec struct {
+	ArraySpec
+	Count int64 `json:"count"`
+}
+
+// FeatureSpec is a dense [Count, Dim] feature matrix striped over Files. See Locate for the layout.
+type FeatureSpec struct {
+	Name         string   `json:"name"`
+	DType        DType    `json:"dtype"`
+	Dim          int64    `json:"dim"`
+	RowBytes     int64    `json:"row_bytes"`      // Dim * DType.Size()
+	RowsPerBlock int64    `json:"rows_per_block"` // BlockSize / RowBytes when a row fits a block, else 0 (rows packed back to back)
+	StripeRows   int64    `json:"stripe_rows"`    // rows per stripe unit; stripe s lives in Files[s % len(Files)]
+	Files        []string `json:"files"`
+
+	blockSize int64
+	count     int64
+}
+
+// File is one data file with its checksum sidecar.
+type File struct {
+	Path          string `json:"path"`
+	Bytes         int64  `json:"bytes"`           // size on disk, a multiple of BlockSize
+	ContentBytes  int64  `json:"content_bytes"`   // bytes before the zero padding
+	Checksums     string `json:"checksums"`       // sidecar path
+	ChecksumsHash string `json:"checksums_xxh64"` // hex xxhash64 of the sidecar
+}
+
+// Created records how a dataset was made.
+type Created struct {
+	By      string   `json:"by"`
+	Args    []string `json:"args,omitempty"`
+	Time    string   `json:"time,omitempty"`
+	Version string   `json:"tierfs_version,omitempty"`
+}
+
+// ErrNotDataset is wrapped by Load's error when the directory has no manifest.
+var ErrNotDataset = errors.New("not a tierfs dataset")
+
+// ErrCorrupt is wrapped by every error that reports data not matching its checksum or manifest.
+var ErrCorrupt = errors.New("tierfs dataset corrupt")
+
+// IsCorrupt reports whether err reports corrupt data.
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// Load reads and validates dir/manifest.json.
+func Load(dir string) (*Manifest, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("dataset: %s is not a directory: %w", dir, ErrNotDataset)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("dataset: %s has no %s (a dataset is complete only once its manifest is written): %w", dir, ManifestName, ErrNotDataset)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	m, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", filepath.Join(dir, ManifestName), err)
+	}
+	m.dir = dir
+	return m, nil
+}
+
+// Parse decodes and validates a manifest. It never panics, whatever the input.
+func Parse(data []byte) (*Manifest, error) {
+	var probe struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("manifest is not valid JSON: %v", err)
+	}
+	if probe.Format != FormatName {
+		return nil, fmt.Errorf("manifest format is %q, want %q: %w", probe.Format, FormatName, ErrNotDataset)
+	}
+	if probe.Version > Version {
+		return nil, fmt.Errorf("manifest version %d is newer than this tierfs reads (up to %d); upgrade tierfs", probe.Version, Version)
+	}
+	if probe.Version < 1 {
+		return nil, fmt.Errorf("manifest version %d is not a valid version", probe.Version)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest version %d: %v", probe.Version, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the manifest's internal consistency: counts, dtypes, layouts and that every
+// referenced file is listed with the size its contents need.
+func (m *Manifest) Validate() error {
+	if m.BlockSize < 512 || m.BlockSize > 1<<20 || m.BlockSize&(m.BlockSize-1) != 0 {
+		return fmt.Errorf("manifest block_size %d is not a power of two in [512, 1 MiB]", m.BlockSize)
+	}
+	if m.Checksum != "xxhash64" {
+		return fmt.Errorf("manifest checksum %q is not supported (want xxhash64)", m.Checksum)
+	}
+	if len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1 {
+		return fmt.Errorf("manifest has %d node types and %d edge types; format version 1 holds exactly one node type and at most one edge type", len(m.NodeTypes), len(m.EdgeTypes))
+	}
+	files := make(map[string]*File, len(m.Files))
+	for i := range m.Files {
+		f := &m.Files[i]
+		if f.Path == "" || f.Checksums == "" {
+			return fmt.Errorf("manifest files[%d] has an empty path or checksums path", i)
+		}
+		if _, dup := files[f.Path]; dup {
+			return fmt.Errorf("manifest lists file %q twice", f.Path)
+		}
+		if f.Bytes < 0 || f.Bytes%int64(m.BlockSize) != 0 || f.ContentBytes < 0 || f.ContentBytes > f.Bytes || f.Bytes-f.ContentBytes >= int64(m.BlockSize) {
+			return fmt.Errorf("manifest file %q: bytes %d / content_bytes %d are not content padded to a multiple of block_size %d", f.Path, f.Bytes, f.ContentBytes, m.BlockSize)
+		}
+		files[f.Path] = f
+	}
+	need := func(what, path string, minContent int64) error {
+		f, ok := files[path]
+		if !ok {
+			return fmt.Errorf("manifest %s refers to file %q, which is not in the files list", what, path)
+		}
+		if f.ContentBytes < minContent {
+			return fmt.Errorf("manifest %s: file %q holds %d bytes, needs %d", what, path, f.ContentBytes, minContent)
+		}
+		return nil
+	}
+	nt := &m.NodeTypes[0]
+	if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/2 {
+		return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
+	}
+	for i := range nt.Features {
+		f := &nt.Features[i]
+		if err := f.validate(int64(m.BlockSize), nt.Count); err != nil {
+			return err
+		}
+		for k, path := range f.Files {
+			if err := need(fmt.Sprintf("feature %q stripe %d", f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
+				return err
+			}
+		}
+	}
+	if l := nt.Labels; l != nil {
+		if l.DType != Int64 || l.NumClasses < 0 {
+			return fmt.Errorf("manifest labels: dtype %q num_classes %d; want int64 and >= 0", l.DType, l.NumClasses)
+		}
+		if err := need("labels", l.File, nt.Count*8); err != nil {
+			return err
+		}
+	}
+	for name, s := range nt.Splits {
+		if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
+			return fmt.Errorf("manifest split %q: dtype %q count %d; want int64 and a count >= 0", name, s.DType, s.Count)
+		}
+		if err := need("split "+name, s.File, s.Count*8); err != nil {
+			return err
+		}
+	}
+	for _, et := range m.EdgeTypes {
+		if et.Src != nt.Name || et.Dst != nt.Name {
+			return fmt.Errorf("manifest edge type (%s, %s, %s) joins unknown node types", et.Src, et.Rel, et.Dst)
+		}
+		if et.Layout != "csc" || et.Indptr.DType != Int64 || (et.Indices.DType != Int32 && et.Indices.DType != Int64) {
+			return fmt.Errorf("manifest edge type %q: layout %q indptr %q indices %q; want csc, int64, int32|int64", et.Rel, et.Layout, et.Indptr.DType, et.Indices.DType)
+		}
+		if et.Count < 0 || et.Count > math.MaxInt64/8 {
+			return fmt.Errorf("manifest edge type %q has invalid count %d", et.Rel, et.Count)
+		}
+		if et.Indices.DType == Int32 && nt.Count > math.MaxInt32 {
+			return fmt.Errorf("manifest edge type %q: int32 indices cannot name %d nodes", et.Rel, nt.Count)
+		}
+		if err := need("indptr", et.Indptr.File, (nt.Count+1)*8); err != nil {
+			return err
+		}
+		if err := need("indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *FeatureSpec) validate(blockSize, count int64) error {
+	size := f.DType.Size()
+	if size == 0 {
+		return fmt.Errorf("manifest feature %q: unknown dtype %q", f.Name, f.DType)
+	}
+	if f.Dim <= 0 || f.Dim > 1<<30 || f.RowBytes != f.Dim*int64(size) {
+		return fmt.Errorf("manifest feature %q: dim %d and row_bytes %d do not agree with dtype %s", f.Name, f.Dim, f.RowBytes, f.DType)
+	}
+	want := int64(0)
+	if f.RowBytes <= blockSize {
+		want = blockSize / f.RowBytes
+	}
+	if f.RowsPerBlock != want {
+		return fmt.Errorf("manifest feature %q: rows_per_block %d, want %d for %d-byte rows in %d-byte blocks", f.Name, f.RowsPerBlock, want, f.RowBytes, blockSize)
+	}
+	if len(f.Files) == 0 || len(f.Files) > 1024 {
+		return fmt.Errorf("manifest feature %q lists %d files, want 1 to 1024", f.Name, len(f.Files))
+	}
+	if f.StripeRows <= 0 || (f.RowsPerBlock > 0 && f.StripeRows%f.RowsPerBlock != 0) {
+		return fmt.Errorf("manifest feature %q: stripe_rows %d must be positive and a multiple of rows_per_block %d", f.Name, f.StripeRows, f.RowsPerBlock)
+	}
+	f.blockSize, f.count = blockSize, count
+	return nil
+}
+
+// Dir is the directory the manifest belongs to.
+func (m *Manifest) Dir() string { return m.dir }
+
+// SetDir sets the directory relative paths resolve against.
+func (m *Manifest) SetDir(dir string) { m.dir = dir }
+
+// Path resolves a path of the manifest: absolute paths stay, relative ones join Dir.
+func (m *Manifest) Path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(m.dir, p)
+}
+
+// File returns the files-list entry for path, or nil.
+func (m *Manifest) File(path string) *File {
+	for i := range m.Files {
+		if m.Files[i].Path == path {
+			return &m.Files[i]
+		}
+	}
+	return nil
+}
+
+// Nodes is the single node type of a version 1 dataset.
+func (m *Manifest) Nodes() *NodeType { return &m.NodeTypes[0] }
+
+// Edges is the single edge type of a version 1 dataset, or nil when it has no topology.
+func (m *Manifest) Edges() *EdgeType {
+	if len(m.EdgeTypes) == 0 {
+		return nil
+	}
+	return &m.EdgeTypes[0]
+}
+
+// Feature returns the feature named name, or the first feature when name is "".
+func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
+	nt := m.Nodes()
+	if len(nt.Features) == 0 {
+		return nil, fmt.Errorf("dataset %s has no node features", m.dir)
+	}
+	if name == "" {
+		return &nt.Features[0], nil
+	}
+	for i := range nt.Features {
+		if nt.Features[i].Name == name {
+			return &nt.Features[i], nil
+		}
+	}
+	names := make([]string, len(nt.Features))
+	for i := range nt.Features {
+		names[i] = nt.Features[i].Name
+	}
+	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s)", m.dir, name, strings.Join(names, ", "))
+}

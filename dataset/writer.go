@@ -1,0 +1,284 @@
+package dataset
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Begin prepares dir to receive a new dataset: it creates the directory and removes any
+// manifest already there (and syncs that), so a write killed half way leaves no directory that
+// opens as a valid dataset, never an old manifest over new data.
+func Begin(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("dataset: create %s: %w", dir, err)
+	}
+	err := os.Remove(filepath.Join(dir, ManifestName))
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("dataset: remove old manifest of %s: %w", dir, err)
+	}
+	return syncDir(dir)
+}
+
+// MappedFile is a file of a fixed size mapped read-write, for filling arrays in any order.
+type MappedFile struct {
+	f    *os.File
+	data []byte
+}
+
+// CreateMapped creates (or truncates) path with the given size and maps it shared.
+func CreateMapped(path string, size int64) (*MappedFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dataset: size %s to %d bytes: %w", path, size, err)
+	}
+	m := &MappedFile{f: f}
+	if size > 0 {
+		m.data, err = unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("dataset: map %s: %w", path, err)
+		}
+	}
+	return m, nil
+}
+
+// Bytes is the mapped content.
+func (m *MappedFile) Bytes() []byte { return m.data }
+
+// Close flushes the mapping to disk, unmaps and closes the file.
+func (m *MappedFile) Close() error {
+	var err error
+	if m.data != nil {
+		if e := unix.Msync(m.data, unix.MS_SYNC); e != nil {
+			err = fmt.Errorf("dataset: msync %s: %w", m.f.Name(), e)
+		}
+		if e := unix.Munmap(m.data); e != nil && err == nil {
+			err = e
+		}
+		m.data = nil
+	}
+	if e := m.f.Close(); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+// FeatureWriter streams feature rows, in row order, into the stripe files of a FeatureSpec.
+type FeatureWriter struct {
+	spec  *FeatureSpec
+	files []*os.File
+	bufs  []*bufio.Writer
+	local []int64 // rows written per file
+	row   int64
+	pad   []byte
+}
+
+// NewFeatureWriter creates the spec's files (resolved against dir when relative).
+func NewFeatureWriter(dir string, spec *FeatureSpec) (*FeatureWriter, error) {
+	w := &FeatureWriter{spec: spec, local: make([]int64, len(spec.Files))}
+	if spec.RowsPerBlock > 0 {
+		w.pad = make([]byte, spec.blockSize-spec.RowsPerBlock*spec.RowBytes)
+	}
+	for _, p := range spec.Files {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			w.abort()
+			return nil, fmt.Errorf("dataset: create feature file: %w", err)
+		}
+		w.files = append(w.files, f)
+		w.bufs = append(w.bufs, bufio.NewWriterSize(f, 1<<20))
+	}
+	return w, nil
+}
+
+// WriteRows appends whole rows (len(rows) a multiple of RowBytes).
+func (w *FeatureWriter) WriteRows(rows []byte) error {
+	rb := w.spec.RowBytes
+	if int64(len(rows))%rb != 0 {
+		return fmt.Errorf("dataset: feature %q: %d bytes is not a whole number of %d-byte rows", w.spec.Name, len(rows), rb)
+	}
+	for off := int64(0); off < int64(len(rows)); off += rb {
+		if w.row >= w.spec.count {
+			return fmt.Errorf("dataset: feature %q: more than the %d rows declared", w.spec.Name, w.spec.count)
+		}
+		k := int((w.row / w.spec.StripeRows) % int64(len(w.files)))
+		if _, err := w.bufs[k].Write(rows[off : off+rb]); err != nil {
+			return fmt.Errorf("dataset: write %s: %w", w.files[k].Name(), err)
+		}
+		w.local[k]++
+		if w.pad != nil && w.local[k]%w.spec.RowsPerBlock == 0 && len(w.pad) > 0 {
+			if _, err := w.bufs[k].Write(w.pad); err != nil {
+				return fmt.Errorf("dataset: write %s: %w", w.files[k].Name(), err)
+			}
+		}
+		w.row++
+	}
+	return nil
+}
+
+// Close checks every declared row was written and flushes the files (padding comes in Commit).
+func (w *FeatureWriter) Close() error {
+	defer w.abort()
+	if w.row != w.spec.count {
+		return fmt.Errorf("dataset: feature %q: %d rows written, %d declared", w.spec.Name, w.row, w.spec.count)
+	}
+	for k, b := range w.bufs {
+		if err := b.Flush(); err != nil {
+			return fmt.Errorf("dataset: write %s: %w", w.files[k].Name(), err)
+		}
+		// Drop a trailing partial block's padding: content ends at the last row.
+		if err := w.files[k].Truncate(w.spec.ContentBytesOfFile(k)); err != nil {
+			return fmt.Errorf("dataset: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *FeatureWriter) abort() {
+	for _, f := range w.files {
+		f.Close()
+	}
+	w.files = nil
+}
+
+// WriteInt64s writes a little-endian int64 array file (labels, split ids, small indptrs).
+func WriteInt64s(path string, values []int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	b := bufio.NewWriterSize(f, 1<<20)
+	var buf [8]byte
+	for _, v := range values {
+		binary.LittleEndian.PutUint64(buf[:], uint64(v))
+		b.Write(buf[:])
+	}
+	if err := b.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("dataset: write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// Commit finishes a dataset written into m's directory: it pads every data file named by the
+// manifest to the block size, syncs it, writes its checksum sidecar, fills m.Files, validates m and
+// then writes the manifest (temporary name, fsync, rename, directory fsync). Until Commit returns
+// nil the directory is not a dataset.
+func Commit(m *Manifest, files []string, by string, args []string) error {
+	m.Format, m.Version, m.Checksum = FormatName, Version, "xxhash64"
+	if m.BlockSize == 0 {
+		m.BlockSize = DefaultBlockSize
+	}
+	m.Created = Created{By: by, Args: args, Time: time.Now().UTC().Format(time.RFC3339), Version: ToolVersion}
+	m.Files = m.Files[:0]
+	for _, p := range files {
+		f, err := finishFile(m.Path(p), int64(m.BlockSize))
+		if err != nil {
+			return err
+		}
+		f.Path, f.Checksums = p, p+ChecksumSuffix
+		m.Files = append(m.Files, f)
+	}
+	for i := range m.NodeTypes {
+		for j := range m.NodeTypes[i].Features {
+			m.NodeTypes[i].Features[j].blockSize = int64(m.BlockSize)
+			m.NodeTypes[i].Features[j].count = m.NodeTypes[i].Count
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("dataset: refusing to commit an inconsistent manifest: %w", err)
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	tmp := filepath.Join(m.dir, ManifestName+".tmp")
+	if err := writeSynced(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(m.dir, ManifestName)); err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	return syncDir(m.dir)
+}
+
+// ToolVersion is recorded in manifests this build writes.
+var ToolVersion = "0.1.0"
+
+// finishFile pads path to a block multiple, syncs it and writes its sidecar.
+func finishFile(path string, block int64) (File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return File{}, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return File{}, fmt.Errorf("dataset: %w", err)
+	}
+	content := st.Size()
+	padded := RoundUp(content, block)
+	if padded != content {
+		if err := f.Truncate(padded); err != nil {
+			return File{}, fmt.Errorf("dataset: pad %s: %w", path, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return File{}, fmt.Errorf("dataset: fsync %s: %w", path, err)
+	}
+	sums, err := blockChecksums(f, padded, block)
+	if err != nil {
+		return File{}, err
+	}
+	side := make([]byte, 8*len(sums))
+	for i, s := range sums {
+		binary.LittleEndian.PutUint64(side[8*i:], s)
+	}
+	if err := writeSynced(path+ChecksumSuffix, side); err != nil {
+		return File{}, err
+	}
+	return File{Bytes: padded, ContentBytes: content, ChecksumsHash: hashHex(side)}, nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("dataset: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("dataset: fsync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("dataset: fsync %s: %w", dir, err)
+	}
+	return nil
+}
