@@ -48,14 +48,14 @@ type Options struct {
 
 // Stats counts what a Stack did since it was opened.
 type Stats struct {
-	Backend        Backend
-	Requests       uint64 // requests submitted
-	Reads          uint64 // reads issued to the kernel (after coalescing and splitting)
-	BytesRequested uint64 // sum of request lengths
-	BytesRead      uint64 // bytes read from disk (aligned); BytesRead/BytesRequested is read amplification
+	Backend        Backend `json:"backend"`
+	Requests       uint64  `json:"requests"`        // requests submitted
+	Reads          uint64  `json:"reads"`           // reads issued to the kernel (after coalescing and splitting)
+	BytesRequested uint64  `json:"bytes_requested"` // sum of request lengths
+	BytesRead      uint64  `json:"bytes_read"`      // bytes read from disk (aligned); BytesRead/BytesRequested is read amplification
 	// LatencyHistogram[i] counts reads whose submit-to-reap latency was in [2^i, 2^(i+1)) µs
 	// (bucket 0 also holds < 1 µs, the last bucket everything longer).
-	LatencyHistogram [LatencyBuckets]uint64
+	LatencyHistogram [LatencyBuckets]uint64 `json:"latency_histogram_us_log2"`
 }
 
 // LatencyBuckets is the number of power-of-two microsecond buckets in Stats.LatencyHistogram.

@@ -1,0 +1,462 @@
+package gpuio
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stack serves Requests against a fixed set of files. It is not safe for concurrent use.
+type Stack struct {
+	opts        Options // defaults filled in
+	fds         []int
+	backend     Backend
+	eng         engine
+	arena       []byte   // the mmap'ed region, as returned by unix.Mmap
+	slots       [][]byte // staging slots of MaxIOBytes, each BlockSize-aligned
+	freeSlots   []int
+	queue       []*read // planned reads not yet handed to the kernel, FIFO from queueHead
+	queueHead   int
+	inflight    int
+	maxInflight int // min(QueueDepth, len(slots))
+	stats       Stats
+	closed      bool
+}
+
+// read is one aligned read of a file into a staging slot, and the request bytes it feeds.
+type read struct {
+	file    int
+	off     int64 // BlockSize-aligned
+	length  int   // BlockSize multiple, <= MaxIOBytes
+	pieces  []piece
+	slot    int
+	started time.Time
+}
+
+// piece copies buf[src:src+len(dst)] of a completed read into dst, part of one Request's Dst.
+type piece struct {
+	dst []byte
+	src int
+}
+
+// engine moves reads to the disk: io_uring or pread workers.
+type engine interface {
+	start(s *Stack, rd *read) // hand rd to the kernel or a worker; never waits
+	flush() error             // make started reads visible to the kernel
+	// wait blocks until at least one read finished and calls done for each finished read.
+	wait(done func(rd *read, n int, err error)) error
+	close() error
+}
+
+// Open builds a Stack over fds (opened by the caller, normally O_DIRECT; the Stack never closes
+// them). It maps the staging memory and sets up the backend named by opts.Backend; BackendAuto
+// falls back to pread when io_uring setup or buffer registration fails.
+func Open(fds []int, opts Options) (*Stack, error) {
+	if err := fillDefaults(&opts); err != nil {
+		return nil, err
+	}
+	s := &Stack{opts: opts, fds: slices.Clone(fds)}
+	nSlots := opts.StagingBytes / opts.MaxIOBytes
+	s.maxInflight = min(opts.QueueDepth, nSlots)
+	pad := 0
+	if page := unix.Getpagesize(); opts.BlockSize > page {
+		pad = opts.BlockSize // mmap only aligns to pages
+	}
+	arena, err := unix.Mmap(-1, 0, nSlots*opts.MaxIOBytes+pad, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("gpuio: mmap %d bytes of staging: %w", nSlots*opts.MaxIOBytes+pad, err)
+	}
+	s.arena = arena
+	base := int((-uintptr(unsafe.Pointer(&arena[0]))) & uintptr(opts.BlockSize-1))
+	for i := range nSlots {
+		at := base + i*opts.MaxIOBytes
+		s.slots = append(s.slots, arena[at:at+opts.MaxIOBytes:at+opts.MaxIOBytes])
+		s.freeSlots = append(s.freeSlots, nSlots-1-i)
+	}
+	switch opts.Backend {
+	case BackendIOUring, BackendAuto:
+		eng, uerr := newURingEngine(s)
+		if uerr == nil {
+			s.eng, s.backend = eng, BackendIOUring
+			break
+		}
+		if opts.Backend == BackendIOUring {
+			_ = unix.Munmap(arena)
+			return nil, uerr
+		}
+		fallthrough
+	case BackendPread:
+		s.eng, s.backend = newPreadEngine(s), BackendPread
+	default:
+		_ = unix.Munmap(arena)
+		return nil, fmt.Errorf("gpuio: unknown backend %q", opts.Backend)
+	}
+	s.stats.Backend = s.backend
+	return s, nil
+}
+
+func fillDefaults(o *Options) error {
+	if o.BlockSize < 0 || o.QueueDepth < 0 || o.MaxIOBytes < 0 || o.StagingBytes < 0 {
+		return fmt.Errorf("gpuio: negative option (BlockSize %d, QueueDepth %d, MaxIOBytes %d, StagingBytes %d)",
+			o.BlockSize, o.QueueDepth, o.MaxIOBytes, o.StagingBytes)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = 4096
+	}
+	if o.BlockSize&(o.BlockSize-1) != 0 {
+		return fmt.Errorf("gpuio: BlockSize %d is not a power of two", o.BlockSize)
+	}
+	if o.QueueDepth == 0 {
+		o.QueueDepth = 128
+	}
+	if o.MaxIOBytes == 0 {
+		o.MaxIOBytes = 128 << 10
+	}
+	o.MaxIOBytes = int(alignUp(int64(o.MaxIOBytes), int64(o.BlockSize)))
+	if o.StagingBytes == 0 {
+		o.StagingBytes = o.QueueDepth * o.MaxIOBytes
+	}
+	o.StagingBytes = max(o.StagingBytes, o.MaxIOBytes)
+	return nil
+}
+
+func alignDown(x, a int64) int64 { return x &^ (a - 1) }
+func alignUp(x, a int64) int64   { return (x + a - 1) &^ (a - 1) }
+
+// Backend reports the backend in use (never BackendAuto).
+func (s *Stack) Backend() Backend { return s.backend }
+
+// Stats returns the counters accumulated since Open.
+func (s *Stack) Stats() Stats { return s.stats }
+
+// Submit validates every request, plans aligned reads for them and hands as many to the kernel as
+// the queue depth and staging allow; the rest wait for Complete. It never waits for a read. On a
+// validation error nothing is queued. Dst of each request must stay untouched until Complete.
+func (s *Stack) Submit(reqs []Request) error {
+	if s.closed {
+		return errors.New("gpuio: Submit on a closed Stack")
+	}
+	for i, r := range reqs {
+		switch {
+		case r.File < 0 || r.File >= len(s.fds):
+			return fmt.Errorf("gpuio: request %d: file index %d out of range [0, %d)", i, r.File, len(s.fds))
+		case r.Offset < 0:
+			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
+		case r.Length <= 0:
+			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
+		case len(r.Dst) != r.Length:
+			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
+		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
+			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
+		}
+	}
+	for _, r := range reqs {
+		s.stats.Requests++
+		s.stats.BytesRequested += uint64(r.Length)
+	}
+	s.plan(reqs)
+	return s.pump()
+}
+
+// plan appends the reads covering reqs to the queue: requests are grouped by overlapping or
+// touching aligned ranges of one file (each its own group under NoCoalesce), and each group is
+// cut into reads of at most MaxIOBytes.
+func (s *Stack) plan(reqs []Request) {
+	bs := int64(s.opts.BlockSize)
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	if !s.opts.NoCoalesce {
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(reqs[a].File, reqs[b].File), cmp.Compare(reqs[a].Offset, reqs[b].Offset))
+		})
+	}
+	for i := 0; i < len(order); {
+		first := reqs[order[i]]
+		start, end := alignDown(first.Offset, bs), alignUp(first.Offset+int64(first.Length), bs)
+		j := i + 1
+		for ; !s.opts.NoCoalesce && j < len(order); j++ {
+			r := reqs[order[j]]
+			if r.File != first.File || alignDown(r.Offset, bs) > end {
+				break
+			}
+			end = max(end, alignUp(r.Offset+int64(r.Length), bs))
+		}
+		s.planGroup(reqs, order[i:j], first.File, start, end)
+		i = j
+	}
+}
+
+func (s *Stack) planGroup(reqs []Request, group []int, file int, start, end int64) {
+	maxIO := int64(s.opts.MaxIOBytes)
+	reads := make([]*read, (end-start+maxIO-1)/maxIO)
+	for k := range reads {
+		off := start + int64(k)*maxIO
+		reads[k] = &read{file: file, off: off, length: int(min(maxIO, end-off)), slot: -1}
+	}
+	for _, ri := range group {
+		r := reqs[ri]
+		a, b := r.Offset, r.Offset+int64(r.Length)
+		for k := (a - start) / maxIO; k <= (b-1-start)/maxIO; k++ {
+			rd := reads[k]
+			lo, hi := max(a, rd.off), min(b, rd.off+int64(rd.length))
+			rd.pieces = append(rd.pieces, piece{dst: r.Dst[lo-a : hi-a], src: int(lo - rd.off)})
+		}
+	}
+	s.queue = append(s.queue, reads...)
+}
+
+// pump starts queued reads while queue depth and staging allow, then flushes them to the kernel.
+func (s *Stack) pump() error {
+	for s.queueHead < len(s.queue) && s.inflight < s.maxInflight {
+		rd := s.queue[s.queueHead]
+		s.queue[s.queueHead] = nil
+		s.queueHead++
+		rd.slot = s.freeSlots[len(s.freeSlots)-1]
+		s.freeSlots = s.freeSlots[:len(s.freeSlots)-1]
+		rd.started = time.Now()
+		s.inflight++
+		s.stats.Reads++
+		s.eng.start(s, rd)
+	}
+	if s.queueHead == len(s.queue) {
+		s.queue, s.queueHead = s.queue[:0], 0
+	}
+	return s.eng.flush()
+}
+
+// Complete waits for every submitted request: it reaps reads, checks and verifies them, copies
+// the requested bytes into each Dst and starts queued reads as staging frees up. On the first
+// error it stops starting reads (the requests not yet read are dropped and their Dst contents are
+// unspecified), still waits for every read in flight, and returns that error; the Stack stays
+// usable.
+func (s *Stack) Complete() error {
+	var firstErr error
+	done := func(rd *read, n int, err error) {
+		if err := s.finish(rd, n, err); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for {
+		if firstErr == nil {
+			if err := s.pump(); err != nil {
+				firstErr = err
+			}
+		}
+		if firstErr != nil {
+			s.queue, s.queueHead = s.queue[:0], 0
+		}
+		if s.inflight == 0 {
+			return firstErr
+		}
+		if err := s.eng.wait(done); err != nil {
+			return errors.Join(firstErr, fmt.Errorf("gpuio: %d reads still in flight: %w", s.inflight, err))
+		}
+	}
+}
+
+// finish accounts for one completed read, checks it, verifies and scatters it, and frees its slot.
+func (s *Stack) finish(rd *read, n int, ioErr error) error {
+	s.inflight--
+	us := uint64(time.Since(rd.started).Microseconds())
+	s.stats.LatencyHistogram[min(max(bits.Len64(us), 1)-1, LatencyBuckets-1)]++
+	buf := s.slots[rd.slot][:rd.length]
+	defer func() { s.freeSlots = append(s.freeSlots, rd.slot) }()
+	if n > 0 {
+		s.stats.BytesRead += uint64(n)
+	}
+	if ioErr != nil {
+		name := ""
+		if errno, ok := ioErr.(unix.Errno); ok {
+			name = unix.ErrnoName(errno) + " "
+		}
+		return fmt.Errorf("gpuio: read of file %d at offset %d (%d bytes) failed: %s%w", rd.file, rd.off, rd.length, name, ioErr)
+	}
+	if n != rd.length {
+		return fmt.Errorf("gpuio: short read of file %d at offset %d: want %d bytes, got %d (past end of file?)", rd.file, rd.off, rd.length, n)
+	}
+	if verify := s.opts.Verify; verify != nil {
+		for at := 0; at < rd.length; at += s.opts.BlockSize {
+			if err := verify(rd.file, rd.off+int64(at), buf[at:at+s.opts.BlockSize]); err != nil {
+				return fmt.Errorf("gpuio: verify of file %d block at offset %d: %w", rd.file, rd.off+int64(at), err)
+			}
+		}
+	}
+	for _, p := range rd.pieces {
+		copy(p.dst, buf[p.src:])
+	}
+	return nil
+}
+
+// Close drops queued reads, waits for the ones in flight, tears down the backend and unmaps the
+// staging memory. It does not close the fds.
+func (s *Stack) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.queue, s.queueHead = nil, 0
+	var err error
+	for s.inflight > 0 && err == nil {
+		err = s.eng.wait(func(rd *read, n int, ioErr error) { _ = s.finish(rd, n, ioErr) })
+	}
+	err = errors.Join(err, s.eng.close())
+	if s.inflight == 0 { // never unmap memory the kernel may still write
+		err = errors.Join(err, unix.Munmap(s.arena))
+	}
+	s.arena, s.slots = nil, nil
+	return err
+}
+
+// uringEngine issues READ_FIXED into registered staging; user_data is the staging slot.
+type uringEngine struct {
+	ring        *uring
+	bySlot      []*read
+	slotsPerBuf int // staging slots per registered buffer (each at most 1 GiB)
+}
+
+func newURingEngine(s *Stack) (*uringEngine, error) {
+	ring, err := newURing(uint32(s.maxInflight))
+	if err != nil {
+		return nil, err
+	}
+	if ring.sqEntries < uint32(s.maxInflight) {
+		s.maxInflight = int(ring.sqEntries)
+	}
+	e := &uringEngine{ring: ring, bySlot: make([]*read, len(s.slots)), slotsPerBuf: max(1, (1<<30)/s.opts.MaxIOBytes)}
+	var iovs []unix.Iovec
+	for i := 0; i < len(s.slots); i += e.slotsPerBuf {
+		n := min(e.slotsPerBuf, len(s.slots)-i)
+		iov := unix.Iovec{Base: &s.slots[i][0]}
+		iov.SetLen(n * s.opts.MaxIOBytes)
+		iovs = append(iovs, iov)
+	}
+	if err := ring.registerBuffers(iovs); err != nil {
+		ring.close()
+		return nil, err
+	}
+	fds := make([]int32, len(s.fds))
+	for i, fd := range s.fds {
+		fds[i] = int32(fd)
+	}
+	if ring.registerFiles(fds) != nil {
+		ring.fixedFiles = false // plain fds work too
+	}
+	return e, nil
+}
+
+func (e *uringEngine) start(s *Stack, rd *read) {
+	e.bySlot[rd.slot] = rd
+	file := int32(rd.file)
+	if !e.ring.fixedFiles {
+		file = int32(s.fds[rd.file])
+	}
+	buf := s.slots[rd.slot]
+	e.ring.pushReadFixed(file, rd.off, unsafe.Pointer(&buf[0]), rd.length, rd.slot/e.slotsPerBuf, uint64(rd.slot))
+}
+
+// flush submits started reads; EAGAIN and EBUSY are left for wait to retry after reaping.
+func (e *uringEngine) flush() error {
+	err := e.ring.submit(false)
+	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY) {
+		return nil
+	}
+	return err
+}
+
+func (e *uringEngine) wait(done func(rd *read, n int, err error)) error {
+	deliver := func(userData uint64, res int32) {
+		rd := e.bySlot[userData]
+		e.bySlot[userData] = nil
+		if res < 0 {
+			done(rd, 0, unix.Errno(-res))
+		} else {
+			done(rd, int(res), nil)
+		}
+	}
+	for e.ring.reap(deliver) == 0 {
+		if err := e.ring.submit(true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *uringEngine) close() error { return e.ring.close() }
+
+// preadEngine runs pread(2) on a few worker goroutines, into the same staging slots.
+type preadEngine struct {
+	jobs    chan *read
+	results chan preadResult
+	workers sync.WaitGroup
+}
+
+type preadResult struct {
+	rd  *read
+	n   int
+	err error
+}
+
+func newPreadEngine(s *Stack) *preadEngine {
+	e := &preadEngine{jobs: make(chan *read, s.maxInflight), results: make(chan preadResult, s.maxInflight)}
+	fds, slots := s.fds, s.slots // workers must not touch s: it belongs to the caller's goroutine
+	for range min(s.maxInflight, 8) {
+		e.workers.Go(func() {
+			for rd := range e.jobs {
+				n, err := preadFull(fds[rd.file], slots[rd.slot][:rd.length], rd.off)
+				e.results <- preadResult{rd, n, err}
+			}
+		})
+	}
+	return e
+}
+
+// preadFull reads until buf is full, EOF or an error.
+func preadFull(fd int, buf []byte, off int64) (int, error) {
+	total := 0
+	for total < len(buf) {
+		n, err := unix.Pread(fd, buf[total:], off+int64(total))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func (e *preadEngine) start(_ *Stack, rd *read) { e.jobs <- rd }
+func (e *preadEngine) flush() error             { return nil }
+
+func (e *preadEngine) wait(done func(rd *read, n int, err error)) error {
+	r := <-e.results
+	done(r.rd, r.n, r.err)
+	for {
+		select {
+		case r := <-e.results:
+			done(r.rd, r.n, r.err)
+		default:
+			return nil
+		}
+	}
+}
+
+func (e *preadEngine) close() error {
+	close(e.jobs)
+	e.workers.Wait()
+	return nil
+}

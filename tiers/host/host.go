@@ -1,0 +1,168 @@
+// Package host is the host-memory tier: a fixed set of feature rows in one mmap'ed arena (so it
+// can be pinned and registered for DMA by the GPU path) and an open-addressing index from node id
+// to slot. Contents are static between Fill calls.
+//
+// Memory: RowBytes per row for the arena plus 16 bytes per row for the index (8 for the sorted id
+// list, 8 for the hash table at load factor 1/2); BytesPerRow says it, and CapacityRows turns a
+// byte budget into rows.
+package host
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/tiers"
+)
+
+// IndexBytesPerRow is the index overhead per cached row.
+const IndexBytesPerRow = 16
+
+// Cache is the host tier. Lookup, Row and Ranges may run concurrently; Fill and Close may not run
+// with anything else.
+type Cache struct {
+	rowBytes int64
+	ids      []int64 // sorted node ids held; slot of ids[i] is i
+	table    []int32 // open addressing: index into ids, -1 empty
+	mask     uint64
+	arena    []byte // mmap'ed, len(ids)*rowBytes
+}
+
+var _ tiers.Tier = (*Cache)(nil)
+
+// New returns an empty host tier for rows of rowBytes bytes.
+func New(rowBytes int64) *Cache { return &Cache{rowBytes: rowBytes} }
+
+// BytesPerRow is the host memory one cached row costs.
+func BytesPerRow(rowBytes int64) int64 { return rowBytes + IndexBytesPerRow }
+
+// CapacityRows is how many rows of rowBytes a budget of budget bytes holds.
+func CapacityRows(budget, rowBytes int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	return min(budget/BytesPerRow(rowBytes), math.MaxInt32/2)
+}
+
+// Fill replaces the tier's contents with the rows of ids (any order, no duplicates): it maps a new
+// arena and calls load with the ids sorted and the arena to fill, row i of arena for ids[i].
+func (c *Cache) Fill(ids []int64, load func(sorted []int64, arena []byte) error) error {
+	if int64(len(ids)) > math.MaxInt32/2 {
+		return fmt.Errorf("host tier: %d rows is more than one tier holds (%d)", len(ids), math.MaxInt32/2)
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return fmt.Errorf("host tier: node %d listed twice for the cache", sorted[i])
+		}
+	}
+	var arena []byte
+	if n := int64(len(sorted)) * c.rowBytes; n > 0 {
+		var err error
+		arena, err = unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return fmt.Errorf("host tier: map %d bytes for %d rows: %w", n, len(sorted), err)
+		}
+		if err := load(sorted, arena); err != nil {
+			unix.Munmap(arena)
+			return err
+		}
+	}
+	size := uint64(16)
+	for size < 2*uint64(len(sorted)) {
+		size *= 2
+	}
+	table := make([]int32, size)
+	for i := range table {
+		table[i] = -1
+	}
+	mask := size - 1
+	for i, id := range sorted {
+		h := hash(id) & mask
+		for table[h] >= 0 {
+			h = (h + 1) & mask
+		}
+		table[h] = int32(i)
+	}
+	c.Close()
+	c.ids, c.table, c.mask, c.arena = sorted, table, mask, arena
+	return nil
+}
+
+func hash(id int64) uint64 {
+	x := uint64(id)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}
+
+// Kind is tiers.Host.
+func (c *Cache) Kind() tiers.Kind { return tiers.Host }
+
+// Slot returns the slot of id, or -1.
+func (c *Cache) Slot(id int64) int64 {
+	if len(c.ids) == 0 {
+		return -1
+	}
+	for h := hash(id) & c.mask; ; h = (h + 1) & c.mask {
+		s := c.table[h]
+		if s < 0 {
+			return -1
+		}
+		if c.ids[s] == id {
+			return int64(s)
+		}
+	}
+}
+
+// Lookup implements tiers.Tier.
+func (c *Cache) Lookup(ids []int64, slots []int64) int {
+	hits := 0
+	for i, id := range ids {
+		slots[i] = c.Slot(id)
+		if slots[i] >= 0 {
+			hits++
+		}
+	}
+	return hits
+}
+
+// Row is the bytes of the row in slot.
+func (c *Cache) Row(slot int64) []byte { return c.arena[slot*c.rowBytes : (slot+1)*c.rowBytes] }
+
+// Arena is the memory all rows live in (for pinning by the GPU path).
+func (c *Cache) Arena() []byte { return c.arena }
+
+// Rows implements tiers.Tier.
+func (c *Cache) Rows() int64 { return int64(len(c.ids)) }
+
+// Bytes implements tiers.Tier.
+func (c *Cache) Bytes() int64 { return int64(len(c.arena)) + 8*int64(len(c.ids)) + 4*int64(len(c.table)) }
+
+// Ranges implements tiers.Tier.
+func (c *Cache) Ranges(fn func(first, count int64) bool) {
+	for i := 0; i < len(c.ids); {
+		j := i + 1
+		for j < len(c.ids) && c.ids[j] == c.ids[j-1]+1 {
+			j++
+		}
+		if !fn(c.ids[i], int64(j-i)) {
+			return
+		}
+		i = j
+	}
+}
+
+// Close releases the arena; the tier is then empty.
+func (c *Cache) Close() error {
+	var err error
+	if c.arena != nil {
+		err = unix.Munmap(c.arena)
+	}
+	c.ids, c.table, c.arena = nil, nil, nil
+	return err
+}
