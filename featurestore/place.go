@@ -1,0 +1,151 @@
+package featurestore
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Place refills the host tier with the hottest rows that fit Options.HostCacheBytes. hotness has
+// one count per node (higher is hotter, ties go to the smaller id); nil ranks by in-degree, or by
+// id when the dataset has no topology. Gathers wait while it runs.
+func (s *Store) Place(hotness []uint32) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	n := s.NumNodes()
+	if hotness != nil && int64(len(hotness)) != n {
+		return fmt.Errorf("featurestore: hotness has %d entries, the dataset %d nodes", len(hotness), n)
+	}
+	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes), n)
+	var ids []int64
+	switch {
+	case k == n:
+		ids = make([]int64, n)
+		for i := range ids {
+			ids[i] = int64(i)
+		}
+	case k == 0:
+	case hotness != nil:
+		ids = topK(k, func(yield func(int64, uint64) bool) {
+			for v, h := range hotness {
+				if !yield(int64(v), uint64(h)) {
+					return
+				}
+			}
+		})
+	case s.graph != nil:
+		ids, err = s.topByDegree(k)
+		if err != nil {
+			return err
+		}
+	default:
+		ids = make([]int64, k)
+		for i := range ids {
+			ids[i] = int64(i)
+		}
+	}
+	s.place.Lock()
+	defer s.place.Unlock()
+	return s.host.Fill(ids, s.loadRows)
+}
+
+// loadRows reads the rows of sorted ids from disk into consecutive rows of arena.
+func (s *Store) loadRows(sorted []int64, arena []byte) error {
+	rb := s.spec.RowBytes
+	const chunk = 1 << 16
+	reqs := make([]gpuio.Request, 0, min(chunk, len(sorted)))
+	for lo := 0; lo < len(sorted); lo += chunk {
+		reqs = reqs[:0]
+		for i := lo; i < min(lo+chunk, len(sorted)); i++ {
+			file, off := s.spec.Locate(sorted[i])
+			reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: arena[int64(i)*rb : int64(i+1)*rb]})
+		}
+		if err := s.read(reqs); err != nil {
+			return fmt.Errorf("featurestore: fill host tier: %w", err)
+		}
+	}
+	return nil
+}
+
+// topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.
+func (s *Store) topByDegree(k int64) ([]int64, error) {
+	if csc, ok := s.graph.(*topology.CSC); ok {
+		return topK(k, func(yield func(int64, uint64) bool) {
+			for v := range s.NumNodes() {
+				if !yield(v, uint64(csc.Indptr[v+1]-csc.Indptr[v])) {
+					return
+				}
+			}
+		}), nil
+	}
+	f, err := os.Open(s.m.Path(s.m.Edges().Indptr.File))
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var buf [8]byte
+	var readErr error
+	next := func() int64 {
+		if _, err := io.ReadFull(r, buf[:]); err != nil && readErr == nil {
+			readErr = fmt.Errorf("featurestore: read index pointers of %s: %w", f.Name(), err)
+		}
+		return int64(binary.LittleEndian.Uint64(buf[:]))
+	}
+	ids := topK(k, func(yield func(int64, uint64) bool) {
+		prev := next()
+		for v := range s.NumNodes() {
+			cur := next()
+			if readErr != nil || !yield(v, uint64(cur-prev)) {
+				return
+			}
+			prev = cur
+		}
+	})
+	return ids, readErr
+}
+
+// topK returns the k ids with the highest scores (ties to the smaller id), in no order.
+func topK(k int64, scores func(yield func(id int64, score uint64) bool)) []int64 {
+	h := make(minHeap, 0, k)
+	for id, score := range scores {
+		e := scored{score, id}
+		if int64(len(h)) < k {
+			heap.Push(&h, e)
+		} else if h[0].less(e) {
+			h[0] = e
+			heap.Fix(&h, 0)
+		}
+	}
+	ids := make([]int64, len(h))
+	for i, e := range h {
+		ids[i] = e.id
+	}
+	return ids
+}
+
+type scored struct {
+	score uint64
+	id    int64
+}
+
+// less orders by coldness: lower score first, then higher id.
+func (a scored) less(b scored) bool { return a.score < b.score || (a.score == b.score && a.id > b.id) }
+
+type minHeap []scored
+
+func (h minHeap) Len() int           { return len(h) }
+func (h minHeap) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *minHeap) Pop() any          { old := *h; e := old[len(old)-1]; *h = old[:len(old)-1]; return e }

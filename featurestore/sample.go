@@ -1,0 +1,27 @@
+package featurestore
+
+import (
+	"fmt"
+
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Sample draws a k-hop neighborhood of seeds from the store's topology (see
+// topology.SampleNeighbors for the contract). Hop reads of a topology kept on disk go through the
+// IO stacks, one batched read per hop.
+func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	if s.graph == nil {
+		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample", s.m.Dir())
+	}
+	s.closeMu.RLock()
+	closed := s.closed
+	s.closeMu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	out, err := topology.SampleNeighbors(s.graph, seeds, opt)
+	if err == nil {
+		s.stats.samples.Add(1)
+	}
+	return out, err
+}

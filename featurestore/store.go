@@ -1,0 +1,232 @@
+// Package featurestore is the store every front end calls: open a dataset, place the hottest rows
+// in faster tiers, gather feature rows by node id, sample neighborhoods, report statistics.
+//
+// A Store is a value (no globals): several may be open at once, on the same dataset or not. Its
+// methods are safe for concurrent use, except that Place waits for running gathers and blocks new
+// ones while it refills the host tier.
+//
+// Memory a Store holds, all bounded by Options: the host tier (HostCacheBytes), the IO stacks'
+// staging (MaxConcurrentIO × StagingBytes), and the topology when it is held in memory
+// (TopologyMemoryBytes); nothing grows with the dataset beyond those, except the per-batch buffers
+// a call needs for its own ids.
+package featurestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Options configure Open. The zero value opens with no host cache, io_uring where available, and
+// topology in memory when it fits 1 GiB.
+type Options struct {
+	Feature        string // feature to serve; "" is the dataset's first
+	HostCacheBytes int64  // host tier budget, rows and index together
+	// Hotness ranks nodes for the initial placement (higher is hotter; len = node count). Nil
+	// ranks by in-degree, or leaves the host tier empty when the dataset has no topology.
+	Hotness []uint32
+	// TopologyMemoryBytes: the topology is read into memory when it fits this budget, otherwise it
+	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
+	// negative keeps it on disk always.
+	TopologyMemoryBytes int64
+	IOBackend           gpuio.Backend // "" picks io_uring, falling back to pread
+	QueueDepth          int           // reads in flight per IO stack; default 128
+	MaxConcurrentIO     int           // IO stacks (gathers reading disk at once); default GOMAXPROCS
+	VerifyReads         bool          // check every block read from disk against its checksum
+	CopyWorkers         int           // goroutines copying host-tier hits; default GOMAXPROCS
+}
+
+// DefaultTopologyMemoryBytes is the topology budget when Options leaves it 0.
+const DefaultTopologyMemoryBytes = 1 << 30
+
+// Store serves one feature of one dataset.
+type Store struct {
+	m    *dataset.Manifest
+	spec *dataset.FeatureSpec
+	opt  Options
+
+	fds        []int // features stripes, then indptr and indices when present
+	indptrFile int   // index of indptr in fds, -1 without topology
+	stacks     chan *gpuio.Stack
+	backend    gpuio.Backend
+	checksums  []*dataset.Checksums // per fd, when VerifyReads
+
+	graph topology.Graph // nil without topology
+
+	place sync.RWMutex // Place holds it for writing; gathers for reading
+	host  *host.Cache
+
+	stats   counters
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("featurestore: store is closed")
+
+// Open opens the dataset in dir and places its hottest rows in the host tier.
+func Open(dir string, opt Options) (_ *Store, err error) {
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := m.Feature(opt.Feature)
+	if err != nil {
+		return nil, err
+	}
+	if opt.HostCacheBytes < 0 {
+		return nil, fmt.Errorf("featurestore: host cache of %d bytes is negative", opt.HostCacheBytes)
+	}
+	if opt.QueueDepth < 0 || opt.MaxConcurrentIO < 0 || opt.CopyWorkers < 0 {
+		return nil, fmt.Errorf("featurestore: queue depth %d, concurrent IO %d and copy workers %d must not be negative", opt.QueueDepth, opt.MaxConcurrentIO, opt.CopyWorkers)
+	}
+	if opt.MaxConcurrentIO == 0 {
+		opt.MaxConcurrentIO = runtime.GOMAXPROCS(0)
+	}
+	if opt.CopyWorkers == 0 {
+		opt.CopyWorkers = runtime.GOMAXPROCS(0)
+	}
+	if opt.TopologyMemoryBytes == 0 {
+		opt.TopologyMemoryBytes = DefaultTopologyMemoryBytes
+	}
+	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1, host: host.New(spec.RowBytes)}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	paths := append([]string(nil), spec.Files...)
+	if et := m.Edges(); et != nil {
+		s.indptrFile = len(paths)
+		paths = append(paths, et.Indptr.File, et.Indices.File)
+	}
+	for _, p := range paths {
+		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
+			fd, err = unix.Open(m.Path(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("featurestore: open %s: %w", m.Path(p), &os.PathError{Op: "open", Path: m.Path(p), Err: err})
+		}
+		s.fds = append(s.fds, fd)
+		if opt.VerifyReads {
+			sums, err := m.LoadChecksums(m.File(p))
+			if err != nil {
+				return nil, err
+			}
+			s.checksums = append(s.checksums, sums)
+		}
+	}
+	if err := s.openStacks(); err != nil {
+		return nil, err
+	}
+	if err := s.openGraph(); err != nil {
+		return nil, err
+	}
+	if err := s.Place(opt.Hotness); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) openStacks() error {
+	qd := s.opt.QueueDepth
+	if qd == 0 {
+		qd = 128
+	}
+	var verify func(int, int64, []byte) error
+	if s.opt.VerifyReads {
+		verify = func(file int, off int64, block []byte) error { return s.checksums[file].Check(off, block) }
+	}
+	s.stacks = make(chan *gpuio.Stack, s.opt.MaxConcurrentIO)
+	for range s.opt.MaxConcurrentIO {
+		st, err := gpuio.Open(s.fds, gpuio.Options{Backend: s.opt.IOBackend, BlockSize: s.m.BlockSize, QueueDepth: qd, Verify: verify})
+		if err != nil {
+			return fmt.Errorf("featurestore: %w", err)
+		}
+		s.backend = st.Backend()
+		s.stacks <- st
+	}
+	return nil
+}
+
+// read serves requests through one of the store's IO stacks, waiting for a free one.
+func (s *Store) read(reqs []gpuio.Request) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	st := <-s.stacks
+	defer func() {
+		s.stats.noteIO(st)
+		s.stacks <- st
+	}()
+	if err := st.Submit(reqs); err != nil {
+		st.Complete() // drain whatever was handed to the kernel before the error
+		return err
+	}
+	return st.Complete()
+}
+
+// Manifest is the dataset's manifest.
+func (s *Store) Manifest() *dataset.Manifest { return s.m }
+
+// Feature is the layout of the feature this store serves.
+func (s *Store) Feature() *dataset.FeatureSpec { return s.spec }
+
+// NumNodes is the number of nodes (rows).
+func (s *Store) NumNodes() int64 { return s.m.Nodes().Count }
+
+// RowBytes is the size of one feature row.
+func (s *Store) RowBytes() int64 { return s.spec.RowBytes }
+
+// Graph is the topology, or nil when the dataset has none.
+func (s *Store) Graph() topology.Graph { return s.graph }
+
+// IOBackend says how disk reads are served ("io_uring" or "pread").
+func (s *Store) IOBackend() gpuio.Backend { return s.backend }
+
+// Host is the host tier.
+func (s *Store) Host() *host.Cache { return s.host }
+
+// enter guards a call against a concurrent Close; the returned func ends the call.
+func (s *Store) enter() (func(), error) {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.closeMu.RUnlock, nil
+}
+
+// Close waits for running calls, then releases memory and files. Later calls get ErrClosed.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.stacks != nil {
+		close(s.stacks)
+		for st := range s.stacks {
+			st.Close()
+		}
+	}
+	s.host.Close()
+	if g, ok := s.graph.(*diskGraph); ok {
+		g.close()
+	}
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package featurestore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// testData is a dataset written for a test plus the plain in-memory copy it is checked against.
+type testData struct {
+	dir      string
+	rows     []byte // count * rowBytes
+	rowBytes int64
+	count    int64
+	indptr   []int64
+	indices  []int32
+}
+
+// writeDataset writes count nodes with random rows of dim float32 (striped over nfiles) and a
+// random skewed graph of about avgDeg in-edges per node.
+func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
+	t.Helper()
+	dir := t.TempDir()
+	if err := dataset.Begin(dir); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := dataset.NewFeatureSpec("x", dataset.Float32, dim, count, nfiles, dataset.DefaultBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"indptr.bin", "indices.bin"}
+	for k := range spec.Files {
+		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
+		files = append(files, spec.Files[k])
+	}
+	d := &testData{dir: dir, rowBytes: spec.RowBytes, count: count, rows: make([]byte, count*spec.RowBytes)}
+	for i := range d.rows {
+		d.rows[i] = byte(rng.UintN(256))
+	}
+	w, err := dataset.NewFeatureWriter(dir, &spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows(d.rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// In-degree skewed towards small ids: node v gets about avgDeg*2*(count-v)/count in-edges.
+	d.indptr = make([]int64, count+1)
+	for v := range count {
+		deg := int64(0)
+		if avgDeg > 0 {
+			deg = rng.Int64N(int64(2*avgDeg)*(count-v)/count + 1)
+		}
+		d.indptr[v+1] = d.indptr[v] + deg
+		for range deg {
+			d.indices = append(d.indices, int32(rng.Int64N(count)))
+		}
+	}
+	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), d.indptr); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 4*len(d.indices))
+	for i, u := range d.indices {
+		binary.LittleEndian.PutUint32(raw[4*i:], uint32(u))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "indices.bin"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &dataset.Manifest{
+		NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec}}},
+		EdgeTypes: []dataset.EdgeType{{Src: "node", Rel: "to", Dst: "node", Count: int64(len(d.indices)), Layout: "csc",
+			Indptr: dataset.ArraySpec{File: "indptr.bin", DType: dataset.Int64}, Indices: dataset.ArraySpec{File: "indices.bin", DType: dataset.Int32}}},
+	}
+	m.SetDir(dir)
+	if err := dataset.Commit(m, files, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (d *testData) want(ids []int64) []byte {
+	out := make([]byte, 0, int64(len(ids))*d.rowBytes)
+	for _, id := range ids {
+		out = append(out, d.rows[id*d.rowBytes:(id+1)*d.rowBytes]...)
+	}
+	return out
+}
+
+func newRand(t testing.TB) *rand.Rand {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 0))
+}
+
+func backends(t *testing.T) []gpuio.Backend {
+	if err := gpuio.Probe(); err != nil {
+		t.Logf("io_uring unavailable, testing pread only: %v", err)
+		return []gpuio.Backend{gpuio.BackendPread}
+	}
+	return []gpuio.Backend{gpuio.BackendIOUring, gpuio.BackendPread}
+}
+
+func TestGatherMatchesReference(t *testing.T) {
+	rng := newRand(t)
+	for _, shape := range []struct {
+		count, dim int64
+		nfiles     int
+	}{{5000, 32, 1}, {3000, 1100, 3}, {2000, 3, 2}} {
+		d := writeDataset(t, shape.count, shape.dim, shape.nfiles, 8, rng)
+		rowMem := d.rowBytes + 16
+		for _, backend := range backends(t) {
+			for _, cache := range []struct {
+				name  string
+				bytes int64
+			}{{"ssd-only", 0}, {"mixed", rowMem * shape.count / 5}, {"host-only", rowMem * shape.count}} {
+				name := fmt.Sprintf("%dx%d/%d-files/%s/%s", shape.count, shape.dim, shape.nfiles, backend, cache.name)
+				s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend, VerifyReads: true, QueueDepth: 32})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				fillReads := s.Stats().IO.Reads
+				if s.IOBackend() != backend {
+					t.Fatalf("%s: backend %s", name, s.IOBackend())
+				}
+				for _, n := range []int{0, 1, 7, 4096} {
+					ids := make([]int64, n)
+					for i := range ids {
+						ids[i] = rng.Int64N(shape.count)
+					}
+					if n > 4 { // repeated ids, adjacent and apart
+						ids[1], ids[n-1] = ids[0], ids[0]
+					}
+					got := make([]byte, int64(n)*d.rowBytes)
+					if err := s.Gather(ids, got); err != nil {
+						t.Fatalf("%s: gather %d ids: %v", name, n, err)
+					}
+					if !bytes.Equal(got, d.want(ids)) {
+						t.Fatalf("%s: gather of %d ids differs from the reference", name, n)
+					}
+				}
+				st := s.Stats()
+				hostHits, ssdHits := st.Tiers[0].Hits, st.Tiers[1].Hits
+				switch cache.name {
+				case "ssd-only":
+					if hostHits != 0 || st.Tiers[0].RowsHeld != 0 {
+						t.Fatalf("%s: host tier served %d rows", name, hostHits)
+					}
+				case "host-only":
+					if ssdHits != 0 || st.IO.Reads != fillReads {
+						t.Fatalf("%s: ssd tier served %d rows with %d reads", name, ssdHits, st.IO.Reads)
+					}
+				case "mixed":
+					if hostHits == 0 || ssdHits == 0 {
+						t.Fatalf("%s: host %d ssd %d hits; want both", name, hostHits, ssdHits)
+					}
+				}
+				if st.RowsGathered != hostHits+ssdHits || st.RowsGathered != 1+7+4096 {
+					t.Fatalf("%s: stats %+v", name, st)
+				}
+				s.Close()
+			}
+		}
+	}
+}
+
+func TestConcurrentGathers(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 20000, 64, 2, 4, rng)
+	s, err := Open(d.dir, Options{HostCacheBytes: 20000 * 80 / 4, MaxConcurrentIO: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		seed := rng.Uint64()
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			for range 20 {
+				ids := make([]int64, 1+r.IntN(3000))
+				for i := range ids {
+					ids[i] = r.Int64N(d.count)
+				}
+				got := make([]byte, int64(len(ids))*d.rowBytes)
+				if err := s.Gather(ids, got); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(got, d.want(ids)) {
+					errs <- fmt.Errorf("goroutine %d: rows differ", g)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestGatherErrors(t *testing.T) {
+	d := writeDataset(t, 100, 4, 1, 2, newRand(t))
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ids  []int64
+		dst  int
+		want string
+	}{
+		{[]int64{0, 100}, 32, "ids[1] = 100 is out of range [0, 100)"},
+		{[]int64{-1}, 16, "ids[0] = -1 is out of range"},
+		{[]int64{1, 2}, 31, "needs a 32-byte destination"},
+	} {
+		err := s.Gather(tc.ids, make([]byte, tc.dst))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Gather(%v): %v, want %q", tc.ids, err, tc.want)
+		}
+	}
+	if err := s.Gather([]int64{5}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := s.Gather([]int64{5}, make([]byte, 16)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("gather after close: %v", err)
+	}
+	if _, err := Open(t.TempDir(), Options{}); !errors.Is(err, dataset.ErrNotDataset) {
+		t.Fatalf("open of an empty dir: %v", err)
+	}
+	if _, err := Open(d.dir, Options{Feature: "y"}); err == nil || !strings.Contains(err.Error(), `no feature "y"`) {
+		t.Fatalf("open of a missing feature: %v", err)
+	}
+	if _, err := Open(d.dir, Options{Hotness: []uint32{1}}); err == nil || !strings.Contains(err.Error(), "hotness has 1 entries") {
+		t.Fatalf("short hotness: %v", err)
+	}
+}
+
+func TestVerifyReadsCatchesFlippedByte(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 1000, 16, 1, 2, rng)
+	path := filepath.Join(d.dir, "features.x.0.bin")
+	raw, _ := os.ReadFile(path)
+	row := rng.Int64N(d.count)
+	raw[row*d.rowBytes+rng.Int64N(d.rowBytes)] ^= 0x10 // rows of 64 B: 64 per block, no padding before row 64
+	os.WriteFile(path, raw, 0o644)
+	for _, verify := range []bool{true, false} {
+		s, err := Open(d.dir, Options{VerifyReads: verify})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Gather([]int64{row}, make([]byte, d.rowBytes))
+		if verify && !dataset.IsCorrupt(err) {
+			t.Fatalf("verified gather of corrupt row %d: %v", row, err)
+		}
+		if !verify && err != nil {
+			t.Fatalf("unverified gather: %v", err)
+		}
+		s.Close()
+	}
+}
+
+func TestPlacementHoldsHottest(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 8, 1, 6, rng)
+	hot := make([]uint32, d.count)
+	for i := range hot {
+		hot[i] = rng.Uint32N(1000)
+	}
+	const k = 300
+	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16), Hotness: hot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ranked := make([]int64, d.count)
+	for i := range ranked {
+		ranked[i] = int64(i)
+	}
+	slices.SortStableFunc(ranked, func(a, b int64) int { return int(hot[b]) - int(hot[a]) })
+	slots := make([]int64, d.count)
+	if hits := s.Host().Lookup(ranked, slots); hits != k {
+		t.Fatalf("host tier holds %d rows, want %d", hits, k)
+	}
+	for i := range k {
+		if slots[i] < 0 {
+			t.Fatalf("node %d (rank %d, hotness %d) is not in the host tier", ranked[i], i, hot[ranked[i]])
+		}
+	}
+	// Default placement ranks by in-degree.
+	if err := s.Place(nil); err != nil {
+		t.Fatal(err)
+	}
+	minHeld, maxOut := int64(1<<62), int64(-1)
+	for v := range d.count {
+		deg := d.indptr[v+1] - d.indptr[v]
+		if s.Host().Slot(v) >= 0 {
+			minHeld = min(minHeld, deg)
+		} else {
+			maxOut = max(maxOut, deg)
+		}
+	}
+	if minHeld < maxOut {
+		t.Fatalf("degree placement holds a node of degree %d but not one of degree %d", minHeld, maxOut)
+	}
+}
+
+func TestDiskGraphMatchesMemory(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 4000, 4, 1, 12, rng)
+	mem, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	disk, err := Open(d.dir, Options{TopologyMemoryBytes: -1, QueueDepth: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer disk.Close()
+	if _, ok := mem.Graph().(*topology.CSC); !ok {
+		t.Fatalf("small topology not in memory: %T", mem.Graph())
+	}
+	if _, ok := disk.Graph().(*diskGraph); !ok {
+		t.Fatalf("TopologyMemoryBytes -1 kept topology in memory: %T", disk.Graph())
+	}
+	seeds := make([]int64, 500)
+	for i := range seeds {
+		seeds[i] = rng.Int64N(d.count)
+	}
+	for _, replace := range []bool{false, true} {
+		opt := topology.SampleOptions{Fanouts: []int{10, 5, -1}, Replace: replace, Seed: rng.Uint64()}
+		a, err := mem.Sample(seeds, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := disk.Sample(seeds, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Nodes, b.Nodes) || !slices.Equal(a.Row, b.Row) || !slices.Equal(a.Col, b.Col) {
+			t.Fatalf("replace=%v: samples from disk and memory differ (%d vs %d nodes)", replace, len(a.Nodes), len(b.Nodes))
+		}
+		// Every sampled edge exists in the reference CSC.
+		for i := range a.Row {
+			u, v := a.Nodes[a.Row[i]], a.Nodes[a.Col[i]]
+			if !slices.Contains(d.indices[d.indptr[v]:d.indptr[v+1]], int32(u)) {
+				t.Fatalf("sampled edge %d->%d is not in the graph", u, v)
+			}
+		}
+	}
+	deg := make([]int64, 2)
+	if err := disk.Graph().Degrees([]int64{0, d.count}, deg); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("degree of a node out of range: %v", err)
+	}
+}
