@@ -1,0 +1,357 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// SampleOptions configures SampleNeighbors.
+type SampleOptions struct {
+	// Fanouts holds, per hop, how many neighbors to sample for each node: -1 takes every
+	// neighbor, 0 none. It must not be empty.
+	Fanouts []int
+	// Replace samples positions with repetition; without it a node's sampled positions are
+	// distinct.
+	Replace bool
+	// Seed drives all randomness: the same graph, seeds and options give the same Sample,
+	// whatever Workers is.
+	Seed uint64
+	// Workers is the number of goroutines choosing positions; 0 means runtime.GOMAXPROCS(0).
+	Workers int
+}
+
+// Sample is a k-hop neighborhood. Local ids are indices into Nodes.
+//
+// Nodes holds the seeds first, exactly as given (duplicates kept in place), then for each hop
+// the nodes it reached first, in the order its edges reached them. So the nodes of hops 0..l
+// are the prefix Nodes[:NodesPerHop[0]+...+NodesPerHop[l]]. An edge of hop h has its Col among
+// the nodes first reached at hop h-1 (for hop 0, the first position of a seed) and its Row in
+// the prefix of hops 0..h. This nesting is what DGL message-flow blocks need: the block of hop h
+// has the prefix of hops 0..h as src nodes and the prefix of hops 0..h-1 as dst nodes, a prefix
+// of the src nodes.
+type Sample struct {
+	// Nodes holds the global ids of all sampled nodes, seeds first.
+	Nodes []int64
+	// Row and Col hold the sampled edges in local ids, hop after hop: Row[i] is the neighbor
+	// (message source), Col[i] the node it was sampled for (message target), as PyG's
+	// SamplerOutput. Within a hop, edges are grouped by target in Nodes order, and each target's
+	// neighbors come in ascending list position.
+	Row, Col []int64
+	// NodesPerHop has len(Fanouts)+1 entries: the number of seeds, then the number of nodes
+	// first reached at each hop.
+	NodesPerHop []int64
+	// EdgesPerHop has len(Fanouts) entries: the number of edges sampled at each hop.
+	EdgesPerHop []int64
+}
+
+// SampleNeighbors samples the k-hop in-neighborhood of seeds, uniformly.
+//
+// Hop h samples for every node first reached at hop h-1 (hop 0: for each distinct seed, once, at
+// its first position); a later reference to an id always maps to its first local id. For a node of
+// degree d and fanout f: without replacement it takes all d neighbors when f < 0 or d <= f, else f
+// distinct positions drawn uniformly; with replacement it takes all d when f < 0, else f positions
+// drawn uniformly with repetition (none when d is 0). A node's draws depend only on
+// (Seed, hop, node id).
+//
+// Each hop makes one Degrees and one NeighborsAt call on g. It fails on empty Fanouts, a fanout
+// below -1, negative Workers, a seed outside [0, g.NumNodes()), or an error or out-of-range answer
+// from g.
+func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error) {
+	if len(opt.Fanouts) == 0 {
+		return nil, errors.New("topology: Fanouts is empty; give one fanout per hop")
+	}
+	for h, f := range opt.Fanouts {
+		if f < -1 {
+			return nil, fmt.Errorf("topology: Fanouts[%d] = %d; want -1 (every neighbor) or a count >= 0", h, f)
+		}
+	}
+	workers := opt.Workers
+	if workers < 0 {
+		return nil, fmt.Errorf("topology: Workers = %d is negative", workers)
+	}
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	numNodes := g.NumNodes()
+	for i, v := range seeds {
+		if v < 0 || v >= numNodes {
+			return nil, fmt.Errorf("topology: seeds[%d] = %d is not a node id in [0, %d)", i, v, numNodes)
+		}
+	}
+
+	s := &Sample{
+		Nodes:       slices.Clone(seeds),
+		NodesPerHop: make([]int64, len(opt.Fanouts)+1),
+		EdgesPerHop: make([]int64, len(opt.Fanouts)),
+	}
+	if s.Nodes == nil {
+		s.Nodes = []int64{}
+	}
+	s.NodesPerHop[0] = int64(len(seeds))
+
+	// localOf maps a global id to its first local id. frontier holds the nodes first reached at
+	// the previous hop, targets their local ids.
+	var localOf idMap
+	localOf.reserve(len(seeds))
+	var frontier, targets []int64
+	for i, v := range seeds {
+		if _, added := localOf.addIfAbsent(v, int64(i)); added {
+			frontier = append(frontier, v)
+			targets = append(targets, int64(i))
+		}
+	}
+
+	var deg, off, pos, out []int64
+	picker := newPositionPicker(workers)
+	for h, fanout := range opt.Fanouts {
+		if len(frontier) == 0 || fanout == 0 {
+			break // nothing more is reachable; the remaining counts stay 0
+		}
+		deg = resize(deg, len(frontier))
+		if err := g.Degrees(frontier, deg); err != nil {
+			return nil, err
+		}
+		off = resize(off, len(frontier)+1)
+		off[0] = 0
+		for i, d := range deg {
+			if d < 0 {
+				return nil, fmt.Errorf("topology: graph gave degree %d for node %d", d, frontier[i])
+			}
+			off[i+1] = off[i] + sampleCount(d, fanout, opt.Replace)
+		}
+		total := off[len(frontier)]
+		pos = resize(pos, int(total))
+		out = resize(out, int(total))
+		picker.pick(frontier, deg, off, pos, fanout, opt.Replace, opt.Seed, h)
+		if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
+			return nil, err
+		}
+
+		start := int64(len(s.Nodes))
+		localOf.reserve(int(min(start+total, numNodes)))
+		s.Row = slices.Grow(s.Row, int(total))
+		s.Col = slices.Grow(s.Col, int(total))
+		for i, target := range targets {
+			for _, nb := range out[off[i]:off[i+1]] {
+				if nb < 0 || nb >= numNodes {
+					return nil, fmt.Errorf("topology: graph gave neighbor %d of node %d, not a node id in [0, %d)", nb, frontier[i], numNodes)
+				}
+				local, added := localOf.addIfAbsent(nb, int64(len(s.Nodes)))
+				if added {
+					s.Nodes = append(s.Nodes, nb)
+				}
+				s.Row = append(s.Row, local)
+				s.Col = append(s.Col, target)
+			}
+		}
+		end := int64(len(s.Nodes))
+		s.EdgesPerHop[h] = total
+		s.NodesPerHop[h+1] = end - start
+		frontier = s.Nodes[start:end:end]
+		targets = resize(targets, len(frontier))
+		for i := range targets {
+			targets[i] = start + int64(i)
+		}
+	}
+	if s.Row == nil {
+		s.Row, s.Col = []int64{}, []int64{}
+	}
+	return s, nil
+}
+
+// idMap maps node ids to local ids by open addressing with linear probing. The caller reserves
+// room before adding, which keeps the table at most half full.
+type idMap struct {
+	slots []idSlot // len is a power of two
+	shift uint     // 64 - log2(len(slots)), for Fibonacci hashing
+}
+
+// idSlot holds a node id plus one (0 marks an empty slot) and its local id.
+type idSlot struct{ idPlus1, local int64 }
+
+// reserve makes room for count ids in all.
+func (m *idMap) reserve(count int) {
+	if 2*count <= len(m.slots) {
+		return
+	}
+	log2 := bits.Len(uint(max(16, 2*count) - 1))
+	old := m.slots
+	m.slots, m.shift = make([]idSlot, 1<<log2), uint(64-log2)
+	for _, s := range old {
+		if s.idPlus1 != 0 {
+			i := m.home(s.idPlus1)
+			for m.slots[i].idPlus1 != 0 {
+				i = (i + 1) & (len(m.slots) - 1)
+			}
+			m.slots[i] = s
+		}
+	}
+}
+
+func (m *idMap) home(idPlus1 int64) int {
+	return int(uint64(idPlus1) * 0x9e3779b97f4a7c15 >> m.shift)
+}
+
+// addIfAbsent returns the local id of id, mapping id to local first if id is new (added).
+func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
+	key := id + 1
+	for i := m.home(key); ; i = (i + 1) & (len(m.slots) - 1) {
+		switch m.slots[i].idPlus1 {
+		case key:
+			return m.slots[i].local, false
+		case 0:
+			m.slots[i] = idSlot{key, local}
+			return local, true
+		}
+	}
+}
+
+// sampleCount is the number of positions sampled for a node of degree deg.
+func sampleCount(deg int64, fanout int, replace bool) int64 {
+	if takesAll(deg, fanout, replace) {
+		return deg
+	}
+	return int64(fanout)
+}
+
+// takesAll reports whether a node of degree deg keeps its whole neighbor list.
+func takesAll(deg int64, fanout int, replace bool) bool {
+	return deg == 0 || fanout < 0 || (!replace && deg <= int64(fanout))
+}
+
+// resize returns a slice of length n, reusing buf's storage when it is large enough.
+func resize(buf []int64, n int) []int64 {
+	if cap(buf) < n {
+		return make([]int64, n)
+	}
+	return buf[:n]
+}
+
+// pickChunk is the number of nodes a worker takes at a time.
+const pickChunk = 256
+
+// positionPicker chooses sampled positions in parallel. Each worker owns its scratch set.
+type positionPicker struct {
+	workers int
+	seen    []map[int64]struct{}
+}
+
+func newPositionPicker(workers int) *positionPicker {
+	return &positionPicker{workers: workers, seen: make([]map[int64]struct{}, workers)}
+}
+
+// pick fills pos[off[i]:off[i+1]] with ascending positions for nodes[i], of degree deg[i].
+func (p *positionPicker) pick(nodes, deg, off, pos []int64, fanout int, replace bool, seed uint64, hop int) {
+	pickRange := func(worker, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst := pos[off[i]:off[i+1]]
+			d := deg[i]
+			switch {
+			case takesAll(d, fanout, replace):
+				for j := range dst {
+					dst[j] = int64(j)
+				}
+			case replace:
+				r := nodeRNG(seed, hop, nodes[i])
+				for j := range dst {
+					dst[j] = int64(r.below(uint64(d)))
+				}
+				slices.Sort(dst)
+			default:
+				r := nodeRNG(seed, hop, nodes[i])
+				p.floyd(worker, dst, d, &r)
+			}
+		}
+	}
+	n := len(nodes)
+	workers := min(p.workers, (n+pickChunk-1)/pickChunk)
+	if workers <= 1 {
+		pickRange(0, 0, n)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(pickChunk)) - pickChunk
+				if lo >= n {
+					return
+				}
+				pickRange(w, lo, min(lo+pickChunk, n))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// smallPick is the largest sample checked for repeats by scanning rather than with a set.
+const smallPick = 64
+
+// floyd fills dst with len(dst) distinct positions in [0, deg), ascending, each subset equally
+// likely (Floyd's algorithm). len(dst) < deg.
+func (p *positionPicker) floyd(worker int, dst []int64, deg int64, r *splitmix) {
+	k := int64(len(dst))
+	if k <= smallPick {
+		for m, j := 0, deg-k; j < deg; m, j = m+1, j+1 {
+			t := int64(r.below(uint64(j + 1)))
+			if slices.Contains(dst[:m], t) {
+				t = j
+			}
+			dst[m] = t
+		}
+	} else {
+		seen := p.seen[worker]
+		if seen == nil {
+			seen = make(map[int64]struct{}, k)
+			p.seen[worker] = seen
+		}
+		clear(seen)
+		for m, j := 0, deg-k; j < deg; m, j = m+1, j+1 {
+			t := int64(r.below(uint64(j + 1)))
+			if _, dup := seen[t]; dup {
+				t = j
+			}
+			seen[t] = struct{}{}
+			dst[m] = t
+		}
+	}
+	slices.Sort(dst)
+}
+
+// splitmix is the SplitMix64 generator.
+type splitmix struct{ state uint64 }
+
+// nodeRNG is the generator of node's draws at hop: a hash of (seed, hop, node), so draws do not
+// depend on which worker makes them.
+func nodeRNG(seed uint64, hop int, node int64) splitmix {
+	return splitmix{mix64(mix64(mix64(seed)^uint64(hop)) ^ uint64(node))}
+}
+
+func (r *splitmix) next() uint64 {
+	r.state += 0x9e3779b97f4a7c15
+	return mix64(r.state)
+}
+
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a uniform value in [0, n), n > 0 (Lemire's multiply-shift with rejection).
+func (r *splitmix) below(n uint64) uint64 {
+	hi, lo := bits.Mul64(r.next(), n)
+	if lo < n {
+		threshold := -n % n
+		for lo < threshold {
+			hi, lo = bits.Mul64(r.next(), n)
+		}
+	}
+	return hi
+}
