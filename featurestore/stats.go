@@ -13,6 +13,9 @@ import (
 // ErrIDOutOfRange is wrapped by errors about node ids outside [0, NumNodes).
 var ErrIDOutOfRange = errors.New("node id out of range")
 
+// ErrNotFound is wrapped by errors about a named thing (split, feature) the dataset lacks.
+var ErrNotFound = errors.New("not found")
+
 // TierStats describes one tier: what it holds and what it served.
 type TierStats struct {
 	Tier        tiers.Kind `json:"tier"`

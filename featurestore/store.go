@@ -54,7 +54,8 @@ type Store struct {
 	spec *dataset.FeatureSpec
 	opt  Options
 
-	fds        []int // features stripes, then indptr and indices when present
+	paths      []string // files read through the IO stacks: feature stripes, then indptr and indices, then labels
+	fds        []int    // paths opened with O_DIRECT
 	indptrFile int   // index of indptr in fds, -1 without topology
 	stacks     chan *gpuio.Stack
 	backend    gpuio.Backend
@@ -65,9 +66,11 @@ type Store struct {
 	place sync.RWMutex // Place holds it for writing; gathers for reading
 	host  *host.Cache
 
-	stats   counters
-	closeMu sync.RWMutex
-	closed  bool
+	stats    counters
+	closeMu  sync.RWMutex
+	closed   bool
+	closers  []func()
+	closerMu sync.Mutex
 }
 
 // ErrClosed is returned by calls on a closed Store.
@@ -104,12 +107,15 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 			s.Close()
 		}
 	}()
-	paths := append([]string(nil), spec.Files...)
+	s.paths = append([]string(nil), spec.Files...)
 	if et := m.Edges(); et != nil {
-		s.indptrFile = len(paths)
-		paths = append(paths, et.Indptr.File, et.Indices.File)
+		s.indptrFile = len(s.paths)
+		s.paths = append(s.paths, et.Indptr.File, et.Indices.File)
 	}
-	for _, p := range paths {
+	if l := m.Nodes().Labels; l != nil {
+		s.paths = append(s.paths, l.File)
+	}
+	for _, p := range s.paths {
 		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
 			fd, err = unix.Open(m.Path(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -207,8 +213,24 @@ func (s *Store) enter() (func(), error) {
 	return s.closeMu.RUnlock, nil
 }
 
-// Close waits for running calls, then releases memory and files. Later calls get ErrClosed.
+// OnClose registers fn to run at the start of Close, before it waits for running calls (a mount
+// of the store unmounts there).
+func (s *Store) OnClose(fn func()) {
+	s.closerMu.Lock()
+	s.closers = append(s.closers, fn)
+	s.closerMu.Unlock()
+}
+
+// Close runs the OnClose functions, waits for running calls, then releases memory and files.
+// Later calls get ErrClosed.
 func (s *Store) Close() error {
+	s.closerMu.Lock()
+	closers := s.closers
+	s.closers = nil
+	s.closerMu.Unlock()
+	for _, fn := range closers {
+		fn()
+	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {

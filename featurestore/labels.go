@@ -1,0 +1,77 @@
+package featurestore
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// NumClasses is the number of label classes, or 0 when the dataset has no labels.
+func (s *Store) NumClasses() int64 {
+	if l := s.m.Nodes().Labels; l != nil {
+		return l.NumClasses
+	}
+	return 0
+}
+
+// Labels sets out[i] to the label of ids[i] (-1 where unlabelled), reading only the blocks
+// those labels are in. len(out) == len(ids).
+func (s *Store) Labels(ids []int64, out []int64) error {
+	l := s.m.Nodes().Labels
+	if l == nil {
+		return fmt.Errorf("featurestore: dataset %s has no labels", s.m.Dir())
+	}
+	if len(out) != len(ids) {
+		return fmt.Errorf("featurestore: labels of %d ids need %d outputs, got %d", len(ids), len(ids), len(out))
+	}
+	if err := s.checkIDs(ids); err != nil {
+		return err
+	}
+	return s.readArray(l.File, ids, int64Bytes(out))
+}
+
+// Split returns the node ids of a split ("train", "val", "test").
+func (s *Store) Split(name string) ([]int64, error) {
+	sp, ok := s.m.Nodes().Splits[name]
+	if !ok {
+		return nil, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
+	}
+	ids := make([]int64, sp.Count)
+	if err := readArray(s.m.Path(sp.File), int64Bytes(ids)); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// SplitNames lists the dataset's splits.
+func (s *Store) SplitNames() []string {
+	var names []string
+	for n := range s.m.Nodes().Splits {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// readArray reads the 8-byte entries at positions ids of an array file of the dataset into out
+// through the IO stacks.
+func (s *Store) readArray(file string, ids []int64, out []byte) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	idx := slices.Index(s.paths, file)
+	if idx < 0 {
+		return fmt.Errorf("featurestore: %s is not a file this store reads", file)
+	}
+	reqs := make([]gpuio.Request, len(ids))
+	for i, id := range ids {
+		reqs[i] = gpuio.Request{File: idx, Offset: 8 * id, Length: 8, Dst: out[8*i : 8*i+8]}
+	}
+	if err := s.read(reqs); err != nil {
+		return fmt.Errorf("featurestore: read %s: %w", file, err)
+	}
+	return nil
+}
