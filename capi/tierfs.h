@@ -5,11 +5,13 @@
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, tfs_sample*) are opaque and not pointers to memory; free
- *    each with its _close/_free function exactly once. A store may be used from many threads at
- *    once; a sampler or a sample from one thread at a time.
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*) are opaque and not pointers to
+ *    memory; free each with its _close/_free function exactly once (a closed or freed handle
+ *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
+ *    from one thread at a time.
  *  - Option structs start with their own size: set .struct_size = sizeof(the struct); zero
- *    fields take defaults. Newer libraries accept older, smaller structs.
+ *    fields take defaults. Newer libraries accept older, smaller structs (struct_size must cover
+ *    at least the first field after it, and not exceed the library's sizeof).
  *  - Buffers are the caller's; the library never keeps a pointer after a call returns.
  *  - Load the library once per process and do not fork after loading it (it runs a Go runtime).
  */
@@ -41,7 +43,9 @@ typedef enum tfs_status {
 
 typedef struct tfs_store tfs_store;
 typedef struct tfs_sampler tfs_sampler;
-typedef struct tfs_sample tfs_sample;
+/* A sample is a struct tfs_sample* (no typedef: the name tfs_sample is the sampling function, as
+ * with struct stat and stat()). */
+struct tfs_sample;
 
 /* TFS_ABI_VERSION of the loaded library. */
 int tfs_abi_version(void);
@@ -113,13 +117,13 @@ tfs_status tfs_sampler_free(tfs_sampler *sampler);
 
 /* Samples the k-hop neighborhood of seeds. The sample's nodes are the seeds first, then the
  * nodes each hop reached; edges are (row = neighbor, col = node it was sampled for) in local ids. */
-tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, tfs_sample **out);
-tfs_status tfs_sample_sizes(tfs_sample *sample, int64_t *num_nodes, int64_t *num_edges, int32_t *num_hops);
+tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, struct tfs_sample **out);
+tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64_t *num_edges, int32_t *num_hops);
 /* Copies the arrays out; each pointer may be NULL to skip it. Sizes: nodes num_nodes, row and col
  * num_edges, nodes_per_hop num_hops+1, edges_per_hop num_hops. */
-tfs_status tfs_sample_copy(tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
+tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
                            int64_t *nodes_per_hop, int64_t *edges_per_hop);
-tfs_status tfs_sample_free(tfs_sample *sample);
+tfs_status tfs_sample_free(struct tfs_sample *sample);
 
 /* Builds a dataset; options_json holds the fields of `tierfs synth` / `tierfs ingest` (see
  * README), e.g. {"out": "/data/g", "nodes": 1000000, "avg_degree": 10, "dim": 128, "seed": 1}. */

@@ -1,0 +1,152 @@
+// The public symbols of libtierfs: thin C wrappers around the Go exports (tfsgo_*), plus the
+// thread-local last error.
+//
+// Why wrappers: handles are runtime/cgo.Handle integers, and a small integer must never sit in a
+// Go pointer-typed variable (the Go stack copier rejects pointer values below 4096). So the Go side
+// sees handles only as uintptr_t, and the cast to and from the opaque tfs_* pointer types happens
+// here, in C. The wrappers also carry the const qualifiers of tierfs.h, which cgo's generated
+// prototypes cannot express.
+//
+// The error message lives in C thread-local storage: a goroutine may move between OS threads, but
+// a Go export runs on the calling C thread for its whole call, so the tfs_set_error it calls writes
+// the caller's slot. A pthread key with a destructor frees a thread's message when it exits.
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tierfs.h"
+#include "_cgo_export.h"
+
+static __thread char *tfs_err;
+
+// Out-of-memory fallback: a static message, never freed.
+static char tfs_err_nomem[] = "tierfs: out of memory while recording an error message";
+
+static pthread_key_t tfs_err_key;
+static pthread_once_t tfs_err_once = PTHREAD_ONCE_INIT;
+static int tfs_err_key_ok;
+
+static void tfs_err_free(void *m) {
+  if (m != NULL && m != tfs_err_nomem) {
+    free(m);
+  }
+}
+
+// Runs on the exiting thread itself, so it can clear that thread's slot too.
+static void tfs_err_at_exit(void *m) {
+  tfs_err_free(m);
+  tfs_err = NULL;
+}
+
+static void tfs_err_key_init(void) { tfs_err_key_ok = pthread_key_create(&tfs_err_key, tfs_err_at_exit) == 0; }
+
+__attribute__((visibility("hidden"))) void tfs_set_error(const char *msg, size_t n) {
+  char *m = malloc(n + 1);
+  tfs_err_free(tfs_err);
+  tfs_err = m != NULL ? m : tfs_err_nomem;
+  if (m != NULL) {
+    if (n > 0) {
+      memcpy(m, msg, n);
+    }
+    m[n] = '\0';
+  }
+  pthread_once(&tfs_err_once, tfs_err_key_init);
+  if (tfs_err_key_ok) {
+    pthread_setspecific(tfs_err_key, tfs_err); // freed when the thread exits
+  }
+}
+
+const char *tfs_last_error(void) { return tfs_err != NULL ? tfs_err : ""; }
+
+int tfs_abi_version(void) { return TFS_ABI_VERSION; }
+
+#define H(p) ((uintptr_t)(p))
+
+tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  tfs_status st = (tfs_status)tfsgo_open((char *)path, (tfs_open_options *)opts, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_store *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_close(tfs_store *store) { return (tfs_status)tfsgo_close(H(store)); }
+
+tfs_status tfs_store_info_get(tfs_store *store, tfs_store_info *out) {
+  return (tfs_status)tfsgo_store_info_get(H(store), out);
+}
+
+tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes) {
+  return (tfs_status)tfsgo_gather(H(store), (int64_t *)ids, n, dst, dst_bytes);
+}
+
+tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
+                             int64_t dst_bytes, void *cuda_stream) {
+  return (tfs_status)tfsgo_gather_device(H(store), (int64_t *)ids, n, dst_device, dst_bytes, cuda_stream);
+}
+
+tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out) {
+  return (tfs_status)tfsgo_labels(H(store), (int64_t *)ids, n, out);
+}
+
+tfs_status tfs_split(tfs_store *store, const char *name, int64_t *out, int64_t cap, int64_t *count) {
+  return (tfs_status)tfsgo_split(H(store), (char *)name, out, cap, count);
+}
+
+tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n) {
+  return (tfs_status)tfsgo_place(H(store), (uint32_t *)hotness, n);
+}
+
+tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
+  return (tfs_status)tfsgo_stats_json(H(store), buf, cap, needed);
+}
+
+tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts, tfs_sampler **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  tfs_status st = (tfs_status)tfsgo_sampler_create(H(store), (tfs_sampler_options *)opts, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_sampler *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_sampler_free(tfs_sampler *sampler) { return (tfs_status)tfsgo_sampler_free(H(sampler)); }
+
+tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, struct tfs_sample **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  tfs_status st = (tfs_status)tfsgo_sample(H(sampler), (int64_t *)seeds, n, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_sample *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64_t *num_edges, int32_t *num_hops) {
+  return (tfs_status)tfsgo_sample_sizes(H(sample), num_nodes, num_edges, num_hops);
+}
+
+tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
+                           int64_t *nodes_per_hop, int64_t *edges_per_hop) {
+  return (tfs_status)tfsgo_sample_copy(H(sample), nodes, row, col, nodes_per_hop, edges_per_hop);
+}
+
+tfs_status tfs_sample_free(struct tfs_sample *sample) { return (tfs_status)tfsgo_sample_free(H(sample)); }
+
+tfs_status tfs_synth(const char *options_json) { return (tfs_status)tfsgo_synth((char *)options_json); }
+
+tfs_status tfs_ingest(const char *options_json) { return (tfs_status)tfsgo_ingest((char *)options_json); }
+
+tfs_status tfs_mount(tfs_store *store, const char *dir) { return (tfs_status)tfsgo_mount(H(store), (char *)dir); }
+
+tfs_status tfs_unmount(tfs_store *store) { return (tfs_status)tfsgo_unmount(H(store)); }

@@ -1,0 +1,613 @@
+// Command capi is the C ABI of tierfs (capi/tierfs.h), built with
+// `go build -buildmode=c-shared -o build/libtierfs.so ./capi`.
+//
+// Layout: abi.c holds the public C symbols, each a thin wrapper that turns the opaque handle
+// pointers into uintptr_t and calls the Go export tfsgo_<name> here; the thread-local last error
+// lives in abi.c too. Every export recovers panics into TFS_EINTERNAL (guard), checks its
+// handles against the registry (handles.go) so a closed handle gives TFS_ECLOSED, checks every
+// pointer argument for NULL, and maps core errors to statuses (errors.go). C buffers are used in
+// place through unsafe.Slice and never kept after the call returns; no Go pointer goes to C.
+package main
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/topology"
+)
+
+func main() {}
+
+// storeRec is what a tfs_store handle holds.
+type storeRec struct {
+	s      *featurestore.Store
+	opened featurestore.Options // what the store was opened with (for the mount's placement.json)
+
+	mu       sync.Mutex // guards the mount
+	mount    unmounter
+	mountDir string
+}
+
+// samplerRec is what a tfs_sampler handle holds. The store is kept by handle, so a sampler of a
+// closed store gives TFS_ECLOSED.
+type samplerRec struct {
+	store   uintptr
+	fanouts []int
+	replace bool
+	seed    uint64
+	workers int
+	calls   atomic.Uint64 // samples drawn so far; call k uses seed + k
+}
+
+// withStatus gives err a fixed status, keeping its message.
+func withStatus(code status, err error) error {
+	return &statusError{code: code, msg: err.Error(), err: err}
+}
+
+// readOptions copies a caller's option struct that starts with size_t struct_size into a zeroed
+// Go copy of the full struct, reading only the struct_size bytes the caller has (older callers
+// pass smaller structs; what they lack stays zero, i.e. default). firstEnd is where the struct's
+// first field after struct_size ends: a struct must hold at least that.
+func readOptions[T any](p *T, firstEnd uintptr, what string) (T, error) {
+	var out T
+	size := uintptr(*(*C.size_t)(unsafe.Pointer(p)))
+	if full := unsafe.Sizeof(out); size < firstEnd || size > full {
+		return out, fail(stEINVAL, "%s.struct_size is %d; want sizeof(%s) = %d (at least %d for older callers)", what, size, what, full, firstEnd)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&out)), size), unsafe.Slice((*byte)(unsafe.Pointer(p)), size))
+	return out, nil
+}
+
+// writeOutStruct copies the first struct_size bytes of full (whose struct_size field is set to the
+// caller's) to the caller's struct p, after the same size check as readOptions.
+func writeOutStruct[T any](p *T, full *T, firstEnd uintptr, what string) error {
+	size := uintptr(*(*C.size_t)(unsafe.Pointer(p)))
+	if fullSize := unsafe.Sizeof(*full); size < firstEnd || size > fullSize {
+		return fail(stEINVAL, "%s.struct_size is %d; want sizeof(%s) = %d (at least %d for older callers)", what, size, what, fullSize, firstEnd)
+	}
+	*(*C.size_t)(unsafe.Pointer(full)) = C.size_t(size)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), size), unsafe.Slice((*byte)(unsafe.Pointer(full)), size))
+	return nil
+}
+
+// ids64 views n int64s of C memory; the caller has checked p against NULL when n > 0.
+func ids64(p *C.int64_t, n int64) []int64 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(p)), n)
+}
+
+// checkArray validates a (pointer, count) argument pair.
+func checkArray(p unsafe.Pointer, pname string, n int64, nname string) error {
+	if n < 0 {
+		return fail(stEINVAL, "%s = %d is negative", nname, n)
+	}
+	if n > 0 && p == nil {
+		return fail(stEINVAL, "%s is NULL (with %s = %d)", pname, nname, n)
+	}
+	return nil
+}
+
+// putString copies s into a fixed char array, NUL-terminated, truncated if it must be.
+func putString(dst []C.char, s string) {
+	n := min(len(s), len(dst)-1)
+	for i := range n {
+		dst[i] = C.char(s[i])
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = 0
+	}
+}
+
+//export tfsgo_open
+func tfsgo_open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_open", &st)
+	return finish("tfs_open", open(path, opts, out, h), stEIO)
+}
+
+func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintptr_t) error {
+	if path == nil {
+		return fail(stEINVAL, "path is NULL")
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	var o C.tfs_open_options
+	if opts != nil {
+		var err error
+		if o, err = readOptions(opts, unsafe.Offsetof(o.feature)+unsafe.Sizeof(o.feature), "tfs_open_options"); err != nil {
+			return err
+		}
+	}
+	dir := C.GoString(path)
+	var fo featurestore.Options
+	if o.feature != nil {
+		fo.Feature = C.GoString(o.feature)
+	}
+	if o.io_backend != nil {
+		fo.IOBackend = gpuio.Backend(C.GoString(o.io_backend))
+	}
+	switch fo.IOBackend {
+	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:
+	default:
+		return fail(stEINVAL, "io_backend %q is not one of \"io_uring\", \"pread\" (or NULL/\"\" to pick)", fo.IOBackend)
+	}
+	if o.host_cache_bytes < 0 {
+		return fail(stEINVAL, "host_cache_bytes = %d is negative", o.host_cache_bytes)
+	}
+	if o.queue_depth < 0 {
+		return fail(stEINVAL, "queue_depth = %d is negative", o.queue_depth)
+	}
+	if o.max_concurrent_io < 0 {
+		return fail(stEINVAL, "max_concurrent_io = %d is negative", o.max_concurrent_io)
+	}
+	switch {
+	case o.device < -1:
+		return fail(stEINVAL, "device = %d; want -1 (host), 0 or a CUDA ordinal", o.device)
+	case o.device > 0:
+		return fail(stENOTSUP, "device = %d: no CUDA path in this build (use -1 or 0 for host memory)", o.device)
+	case o.gpu_cache_bytes < 0:
+		return fail(stEINVAL, "gpu_cache_bytes = %d is negative", o.gpu_cache_bytes)
+	case o.gpu_cache_bytes > 0:
+		return fail(stENOTSUP, "gpu_cache_bytes = %d: no CUDA path in this build (leave it 0)", o.gpu_cache_bytes)
+	}
+	fo.HostCacheBytes = int64(o.host_cache_bytes)
+	fo.TopologyMemoryBytes = int64(o.topology_memory_bytes)
+	fo.QueueDepth = int(o.queue_depth)
+	fo.MaxConcurrentIO = int(o.max_concurrent_io)
+	fo.VerifyReads = o.verify_reads != 0
+	s, err := featurestore.Open(dir, fo)
+	if err != nil {
+		return withStatus(diagnoseOpen(dir, fo.Feature, fo.IOBackend == gpuio.BackendIOUring, err), err)
+	}
+	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
+	return nil
+}
+
+//export tfsgo_close
+func tfsgo_close(store C.uintptr_t) (st C.int) {
+	defer guard("tfs_close", &st)
+	return finish("tfs_close", closeStore(uintptr(store)), stEIO)
+}
+
+func closeStore(h uintptr) error {
+	rec, err := release[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	rec.mu.Lock()
+	var uerr error
+	if rec.mount != nil {
+		if err := rec.mount.Unmount(); err != nil {
+			uerr = fmt.Errorf("unmount %s (the store is closed regardless): %w", rec.mountDir, err)
+		}
+		rec.mount = nil
+	}
+	rec.mu.Unlock()
+	if err := rec.s.Close(); err != nil {
+		return err
+	}
+	return uerr
+}
+
+//export tfsgo_store_info_get
+func tfsgo_store_info_get(store C.uintptr_t, out *C.tfs_store_info) (st C.int) {
+	defer guard("tfs_store_info_get", &st)
+	return finish("tfs_store_info_get", storeInfo(uintptr(store), out), stEIO)
+}
+
+func storeInfo(h uintptr, out *C.tfs_store_info) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	s := rec.s
+	var info C.tfs_store_info
+	info.num_nodes = C.int64_t(s.NumNodes())
+	if g := s.Graph(); g != nil {
+		info.num_edges = C.int64_t(g.NumEdges())
+	}
+	info.dim = C.int64_t(s.Feature().Dim)
+	info.row_bytes = C.int64_t(s.RowBytes())
+	info.num_classes = C.int64_t(s.NumClasses())
+	putString(info.dtype[:], string(s.Feature().DType))
+	putString(info.io_backend[:], string(s.IOBackend()))
+	return writeOutStruct(out, &info, unsafe.Offsetof(info.num_nodes)+unsafe.Sizeof(info.num_nodes), "tfs_store_info")
+}
+
+//export tfsgo_gather
+func tfsgo_gather(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_gather", &st)
+	return finish("tfs_gather", gather(uintptr(store), ids, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+func gather(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkGatherArgs(rec.s, ids, n, dst, "dst", dstBytes); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	// Rows land directly in the caller's buffer: no copy through Go memory.
+	return rec.s.Gather(ids64(ids, n), unsafe.Slice((*byte)(dst), dstBytes))
+}
+
+func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.Pointer, dstName string, dstBytes int64) error {
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(dst, dstName, n, "n"); err != nil {
+		return err
+	}
+	rb := s.RowBytes()
+	if n > math.MaxInt64/rb {
+		return fail(stEINVAL, "n = %d rows of %d bytes overflow int64", n, rb)
+	}
+	if dstBytes != n*rb {
+		return fail(stEINVAL, "dst_bytes = %d; %d ids of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+	}
+	return nil
+}
+
+//export tfsgo_gather_device
+func tfsgo_gather_device(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+	defer guard("tfs_gather_device", &st)
+	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkGatherArgs(rec.s, ids, n, dst, "dst_device", dstBytes); err != nil {
+		return err
+	}
+	return fail(stENOTSUP, "no CUDA path in this build")
+}
+
+//export tfsgo_labels
+func tfsgo_labels(store C.uintptr_t, ids *C.int64_t, n C.int64_t, out *C.int64_t) (st C.int) {
+	defer guard("tfs_labels", &st)
+	return finish("tfs_labels", labels(uintptr(store), ids, int64(n), out), stEIO)
+}
+
+func labels(h uintptr, ids *C.int64_t, n int64, out *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(out), "out", n, "n"); err != nil {
+		return err
+	}
+	if rec.s.Manifest().Nodes().Labels == nil {
+		return fail(stENOENT, "dataset %s has no labels", rec.s.Manifest().Dir())
+	}
+	if n == 0 {
+		return nil
+	}
+	return rec.s.Labels(ids64(ids, n), ids64(out, n))
+}
+
+//export tfsgo_split
+func tfsgo_split(store C.uintptr_t, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) (st C.int) {
+	defer guard("tfs_split", &st)
+	return finish("tfs_split", split(uintptr(store), name, out, int64(capacity), count), stEIO)
+}
+
+// split reads the split's ids straight into the caller's buffer (only the cap it asked for); a
+// size query (cap 0) reads nothing.
+func split(h uintptr, name *C.char, out *C.int64_t, capacity int64, count *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if name == nil {
+		return fail(stEINVAL, "name is NULL")
+	}
+	if count == nil {
+		return fail(stEINVAL, "count is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(out), "out", capacity, "cap"); err != nil {
+		return err
+	}
+	m := rec.s.Manifest()
+	sp, ok := m.Nodes().Splits[C.GoString(name)]
+	if !ok {
+		_, err := rec.s.Split(C.GoString(name)) // the core's message, listing the splits there are
+		if err == nil {
+			err = fail(stEINTERNAL, "split %q is missing from the manifest but the store found it", C.GoString(name))
+		}
+		return err
+	}
+	if k := min(capacity, sp.Count); k > 0 {
+		path := m.Path(sp.File)
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := io.ReadFull(f, unsafe.Slice((*byte)(unsafe.Pointer(out)), k*8)); err != nil {
+			return fmt.Errorf("read %d ids of split %q from %s: %w", k, C.GoString(name), path, err)
+		}
+	}
+	*count = C.int64_t(sp.Count)
+	return nil
+}
+
+//export tfsgo_place
+func tfsgo_place(store C.uintptr_t, hotness *C.uint32_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_place", &st)
+	return finish("tfs_place", place(uintptr(store), hotness, int64(n)), stEIO)
+}
+
+func place(h uintptr, hotness *C.uint32_t, n int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if hotness == nil {
+		return rec.s.Place(nil)
+	}
+	if nodes := rec.s.NumNodes(); n != nodes {
+		return fail(stEINVAL, "hotness has n = %d counts; the dataset has %d nodes (pass NULL to rank by in-degree)", n, nodes)
+	}
+	if n == 0 {
+		return rec.s.Place([]uint32{})
+	}
+	return rec.s.Place(unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n))
+}
+
+//export tfsgo_stats_json
+func tfsgo_stats_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_stats_json", &st)
+	return finish("tfs_stats_json", statsJSON(uintptr(store), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func statsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if needed == nil {
+		return fail(stEINVAL, "needed is NULL")
+	}
+	if capacity > 0 && buf == nil {
+		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	}
+	data, err := json.Marshal(rec.s.Stats())
+	if err != nil {
+		return err
+	}
+	*needed = C.size_t(len(data) + 1)
+	if capacity == 0 {
+		return nil
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
+	n := copy(dst, data)
+	if n < len(dst) {
+		dst[n] = 0
+	}
+	return nil
+}
+
+//export tfsgo_sampler_create
+func tfsgo_sampler_create(store C.uintptr_t, opts *C.tfs_sampler_options, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sampler_create", &st)
+	return finish("tfs_sampler_create", samplerCreate(uintptr(store), opts, out, h), stEINVAL)
+}
+
+func samplerCreate(store uintptr, opts *C.tfs_sampler_options, out unsafe.Pointer, h *C.uintptr_t) error {
+	rec, err := lookup[*storeRec](store, kindStore)
+	if err != nil {
+		return err
+	}
+	if opts == nil {
+		return fail(stEINVAL, "opts is NULL (the fanouts are required)")
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	var o C.tfs_sampler_options
+	if o, err = readOptions(opts, unsafe.Offsetof(o.fanouts)+unsafe.Sizeof(o.fanouts), "tfs_sampler_options"); err != nil {
+		return err
+	}
+	if o.num_hops <= 0 {
+		return fail(stEINVAL, "num_hops = %d; want at least one hop", o.num_hops)
+	}
+	if o.fanouts == nil {
+		return fail(stEINVAL, "fanouts is NULL (with num_hops = %d)", o.num_hops)
+	}
+	if o.workers < 0 {
+		return fail(stEINVAL, "workers = %d is negative", o.workers)
+	}
+	if rec.s.Graph() == nil {
+		return fail(stENOENT, "dataset %s has no topology to sample", rec.s.Manifest().Dir())
+	}
+	sr := &samplerRec{store: store, replace: o.replace != 0, seed: uint64(o.seed), workers: int(o.workers)}
+	for i, f := range unsafe.Slice((*int32)(unsafe.Pointer(o.fanouts)), o.num_hops) {
+		if f < -1 {
+			return fail(stEINVAL, "fanouts[%d] = %d; want -1 (every neighbor) or a count >= 0", i, f)
+		}
+		sr.fanouts = append(sr.fanouts, int(f))
+	}
+	*h = C.uintptr_t(register(kindSampler, sr))
+	return nil
+}
+
+//export tfsgo_sampler_free
+func tfsgo_sampler_free(sampler C.uintptr_t) (st C.int) {
+	defer guard("tfs_sampler_free", &st)
+	_, err := release[*samplerRec](uintptr(sampler), kindSampler)
+	return finish("tfs_sampler_free", err, stEINTERNAL)
+}
+
+//export tfsgo_sample
+func tfsgo_sample(sampler C.uintptr_t, seeds *C.int64_t, n C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample", &st)
+	return finish("tfs_sample", sample(uintptr(sampler), seeds, int64(n), out, h), stEIO)
+}
+
+func sample(h uintptr, seeds *C.int64_t, n int64, out unsafe.Pointer, hout *C.uintptr_t) error {
+	sr, err := lookup[*samplerRec](h, kindSampler)
+	if err != nil {
+		return err
+	}
+	rec, err := lookup[*storeRec](sr.store, kindStore)
+	if err != nil {
+		return fmt.Errorf("the sampler's store: %w", err)
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+		return err
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	ids := ids64(seeds, n)
+	nodes := rec.s.NumNodes()
+	for i, v := range ids {
+		if uint64(v) >= uint64(nodes) {
+			return fmt.Errorf("seeds[%d] = %d is out of range [0, %d): %w", i, v, nodes, featurestore.ErrIDOutOfRange)
+		}
+	}
+	call := sr.calls.Load()
+	smp, err := rec.s.Sample(ids, topology.SampleOptions{Fanouts: sr.fanouts, Replace: sr.replace, Seed: sr.seed + call, Workers: sr.workers})
+	if err != nil {
+		return err
+	}
+	sr.calls.Add(1)
+	*hout = C.uintptr_t(register(kindSample, smp))
+	return nil
+}
+
+//export tfsgo_sample_sizes
+func tfsgo_sample_sizes(sample C.uintptr_t, numNodes, numEdges *C.int64_t, numHops *C.int32_t) (st C.int) {
+	defer guard("tfs_sample_sizes", &st)
+	return finish("tfs_sample_sizes", sampleSizes(uintptr(sample), numNodes, numEdges, numHops), stEINTERNAL)
+}
+
+func sampleSizes(h uintptr, numNodes, numEdges *C.int64_t, numHops *C.int32_t) error {
+	smp, err := lookup[*topology.Sample](h, kindSample)
+	if err != nil {
+		return err
+	}
+	switch {
+	case numNodes == nil:
+		return fail(stEINVAL, "num_nodes is NULL")
+	case numEdges == nil:
+		return fail(stEINVAL, "num_edges is NULL")
+	case numHops == nil:
+		return fail(stEINVAL, "num_hops is NULL")
+	}
+	*numNodes = C.int64_t(len(smp.Nodes))
+	*numEdges = C.int64_t(len(smp.Row))
+	*numHops = C.int32_t(len(smp.EdgesPerHop))
+	return nil
+}
+
+//export tfsgo_sample_copy
+func tfsgo_sample_copy(sample C.uintptr_t, nodes, row, col, nodesPerHop, edgesPerHop *C.int64_t) (st C.int) {
+	defer guard("tfs_sample_copy", &st)
+	return finish("tfs_sample_copy", sampleCopy(uintptr(sample), nodes, row, col, nodesPerHop, edgesPerHop), stEINTERNAL)
+}
+
+func sampleCopy(h uintptr, nodes, row, col, nodesPerHop, edgesPerHop *C.int64_t) error {
+	smp, err := lookup[*topology.Sample](h, kindSample)
+	if err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		dst *C.int64_t
+		src []int64
+	}{{nodes, smp.Nodes}, {row, smp.Row}, {col, smp.Col}, {nodesPerHop, smp.NodesPerHop}, {edgesPerHop, smp.EdgesPerHop}} {
+		if a.dst != nil && len(a.src) > 0 {
+			copy(ids64(a.dst, int64(len(a.src))), a.src)
+		}
+	}
+	return nil
+}
+
+//export tfsgo_sample_free
+func tfsgo_sample_free(sample C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample_free", &st)
+	_, err := release[*topology.Sample](uintptr(sample), kindSample)
+	return finish("tfs_sample_free", err, stEINTERNAL)
+}
+
+//export tfsgo_mount
+func tfsgo_mount(store C.uintptr_t, dir *C.char) (st C.int) {
+	defer guard("tfs_mount", &st)
+	// Mount's own errors that are not errno or missing paths are about dir (not a directory).
+	return finish("tfs_mount", mount(uintptr(store), dir), stEINVAL)
+}
+
+func mount(h uintptr, dir *C.char) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if dir == nil {
+		return fail(stEINVAL, "dir is NULL")
+	}
+	d := C.GoString(dir)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.mount != nil {
+		return fail(stEINVAL, "the store is already mounted at %s", rec.mountDir)
+	}
+	m, err := mountStore(rec, d)
+	if err != nil {
+		return err
+	}
+	rec.mount, rec.mountDir = m, d
+	return nil
+}
+
+//export tfsgo_unmount
+func tfsgo_unmount(store C.uintptr_t) (st C.int) {
+	defer guard("tfs_unmount", &st)
+	return finish("tfs_unmount", unmount(uintptr(store)), stEIO)
+}
+
+func unmount(h uintptr) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.mount == nil {
+		return fail(stEINVAL, "the store is not mounted")
+	}
+	if err := rec.mount.Unmount(); err != nil {
+		return fmt.Errorf("unmount %s: %w", rec.mountDir, err)
+	}
+	rec.mount, rec.mountDir = nil, ""
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+/*
+#include <stddef.h>
+#include "tierfs.h"
+void tfs_set_error(const char *msg, size_t n);
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// status is a tfs_status value.
+type status int32
+
+const (
+	stOK        = status(C.TFS_OK)
+	stEINVAL    = status(C.TFS_EINVAL)
+	stENOENT    = status(C.TFS_ENOENT)
+	stERANGE    = status(C.TFS_ERANGE)
+	stECORRUPT  = status(C.TFS_ECORRUPT)
+	stEIO       = status(C.TFS_EIO)
+	stENOMEM    = status(C.TFS_ENOMEM)
+	stECLOSED   = status(C.TFS_ECLOSED)
+	stENOTSUP   = status(C.TFS_ENOTSUP)
+	stEVERSION  = status(C.TFS_EVERSION)
+	stEINTERNAL = status(C.TFS_EINTERNAL)
+)
+
+// statusError is an error whose status is decided where it is made (argument checks, handles).
+type statusError struct {
+	code status
+	msg  string
+	err  error // wrapped cause, if any
+}
+
+func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Unwrap() error { return e.err }
+
+// fail makes an error with a fixed status.
+func fail(code status, format string, args ...any) error {
+	return &statusError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// failWrap makes an error with a fixed status that keeps err's message after prefix.
+func failWrap(code status, err error, format string, args ...any) error {
+	return &statusError{code: code, msg: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
+}
+
+// classify maps an error of the core to a status; def is the status of an error none of the
+// known kinds match (what an unknown error most likely means for the call at hand).
+func classify(err error, def status) status {
+	var se *statusError
+	var errno unix.Errno
+	switch {
+	case err == nil:
+		return stOK
+	case errors.As(err, &se):
+		return se.code
+	case errors.Is(err, featurestore.ErrClosed):
+		return stECLOSED
+	case errors.Is(err, featurestore.ErrIDOutOfRange):
+		return stERANGE
+	case dataset.IsCorrupt(err):
+		return stECORRUPT
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, dataset.ErrNotDataset), errors.Is(err, featurestore.ErrNotFound):
+		return stENOENT
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		// A data file shorter than its manifest says: the data does not match the manifest.
+		return stECORRUPT
+	case errors.As(err, &errno):
+		switch errno {
+		case unix.ENOMEM:
+			return stENOMEM
+		case unix.ENOSYS, unix.EOPNOTSUPP:
+			return stENOTSUP
+		}
+		return stEIO
+	}
+	return def
+}
+
+// setError records msg as the calling thread's last error. It must be called from the goroutine
+// of the export itself (which runs on the C caller's thread), never from one it started.
+func setError(msg string) {
+	if msg == "" {
+		C.tfs_set_error(nil, 0)
+		return
+	}
+	C.tfs_set_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+}
+
+// finish turns the result of an export into its status, recording the message on failure.
+func finish(fn string, err error, def status) C.int {
+	if err == nil {
+		return C.int(stOK)
+	}
+	setError(fn + ": " + err.Error())
+	return C.int(classify(err, def))
+}
+
+// guard recovers a panic of the export fn into TFS_EINTERNAL with a message saying where. Use as
+// `defer guard("tfs_x", &st)` with st the export's named result.
+func guard(fn string, st *C.int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	where := ""
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if f.Function != "" && !strings.HasPrefix(f.Function, "runtime.") {
+			where = fmt.Sprintf(" at %s (%s:%d)", f.Function, filepath.Base(f.File), f.Line)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	setError(fmt.Sprintf("%s: internal error (a bug in tierfs): panic: %v%s", fn, r, where))
+	*st = C.int(stEINTERNAL)
+}
+
+// diagnoseOpen classifies an error of featurestore.Open that classify does not know, by looking
+// at the dataset again: a manifest of a newer format version, a manifest that does not load, a
+// feature the dataset lacks, io_uring forced where the kernel refuses it.
+func diagnoseOpen(dir, feature string, forcedURing bool, err error) status {
+	if forcedURing && gpuio.Probe() != nil {
+		if _, lerr := dataset.Load(dir); lerr == nil {
+			return stENOTSUP
+		}
+	}
+	if code := classify(err, -1); code >= 0 {
+		return code
+	}
+	if data, rerr := os.ReadFile(filepath.Join(dir, dataset.ManifestName)); rerr == nil {
+		var probe struct {
+			Format  string `json:"format"`
+			Version int    `json:"version"`
+		}
+		if json.Unmarshal(data, &probe) == nil && probe.Format == dataset.FormatName && probe.Version > dataset.Version {
+			return stEVERSION
+		}
+	}
+	m, lerr := dataset.Load(dir)
+	if lerr != nil {
+		// The manifest is there but does not parse or validate.
+		return classify(lerr, stECORRUPT)
+	}
+	if _, ferr := m.Feature(feature); ferr != nil {
+		return stENOENT
+	}
+	return stEIO
+}

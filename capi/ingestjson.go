@@ -1,0 +1,123 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tierfs/tierfs/ingest"
+)
+
+// The JSON keys of tfs_synth and tfs_ingest: snake_case of the ingest options' fields (those of
+// `tierfs synth` / `tierfs ingest`), mapped to the Go field names.
+var (
+	synthKeys = map[string]string{
+		"out": "Out", "nodes": "Nodes", "avg_degree": "AvgDegree", "dim": "Dim", "dtype": "DType",
+		"classes": "Classes", "seed": "Seed", "device_paths": "DevicePaths",
+		"train_frac": "TrainFrac", "val_frac": "ValFrac", "test_frac": "TestFrac",
+	}
+	ingestKeys = map[string]string{
+		"edges": "Edges", "features": "Features", "labels": "Labels", "splits": "SplitsDir",
+		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
+		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
+		"feature_dtype": "FeatureDType",
+	}
+)
+
+// decodeOptions fills dst (a pointer to an ingest options struct) from a JSON object whose keys
+// must all be in keys. The object is re-keyed to the Go field names and decoded with unknown
+// fields disallowed, so the field types are the ingest package's own.
+func decodeOptions(js *C.char, keys map[string]string, dst any) error {
+	if js == nil {
+		return fail(stEINVAL, "options_json is NULL")
+	}
+	src := C.GoString(js)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(src), &obj); err != nil || obj == nil {
+		if err == nil {
+			err = errors.New("it is null")
+		}
+		return fail(stEINVAL, "options_json is not a JSON object: %v", err)
+	}
+	fieldKey := map[string]string{}
+	renamed := map[string]json.RawMessage{}
+	for k, v := range obj {
+		f, ok := keys[k]
+		if !ok {
+			known := make([]string, 0, len(keys))
+			for k := range keys {
+				known = append(known, k)
+			}
+			slices.Sort(known)
+			return fail(stEINVAL, "options_json: unknown key %q (known keys: %s)", k, strings.Join(known, ", "))
+		}
+		renamed[f], fieldKey[f] = v, k
+	}
+	data, err := json.Marshal(renamed)
+	if err != nil {
+		return fail(stEINTERNAL, "options_json: re-encode: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			key := fieldKey[te.Field]
+			if key == "" {
+				key = te.Field
+			}
+			return fail(stEINVAL, "options_json: %q must be a JSON value of Go type %s, not a JSON %s", key, te.Type, te.Value)
+		}
+		return fail(stEINVAL, "options_json: %v", err)
+	}
+	return nil
+}
+
+//export tfsgo_synth
+func tfsgo_synth(js *C.char) (st C.int) {
+	defer guard("tfs_synth", &st)
+	var opt ingest.SynthOptions
+	err := decodeOptions(js, synthKeys, &opt)
+	if err == nil {
+		_, err = ingest.Synth(opt)
+	}
+	// Synth's own errors that are not IO are about its options.
+	return finish("tfs_synth", err, stEINVAL)
+}
+
+//export tfsgo_ingest
+func tfsgo_ingest(js *C.char) (st C.int) {
+	defer guard("tfs_ingest", &st)
+	var opt ingest.Options
+	err := decodeOptions(js, ingestKeys, &opt)
+	if err == nil {
+		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir})
+	}
+	if err == nil {
+		_, err = ingest.Ingest(opt)
+	}
+	// Ingest's own errors that are not IO (missing files, errno) are about its inputs.
+	return finish("tfs_ingest", err, stEINVAL)
+}
+
+// checkInputs gives TFS_ENOENT, naming the key and the path, for an input that is not there (the
+// ingest package reports it too, but without wrapping os.ErrNotExist).
+func checkInputs(inputs map[string]string) error {
+	for _, key := range []string{"edges", "features", "labels", "splits"} {
+		if p := inputs[key]; p != "" {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("options_json: %q: %w", key, err)
+			}
+		}
+	}
+	return nil
+}

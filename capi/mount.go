@@ -1,0 +1,30 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"syscall"
+
+	"github.com/tierfs/tierfs/fusefs"
+)
+
+// unmounter is a mounted view of a store (a *fusefs.View).
+type unmounter interface{ Unmount() error }
+
+// mountStore mounts a read-only FUSE view of the store at dir. fusefs.Mount also registers the
+// unmount with the store's OnClose; tfs_close unmounts explicitly first all the same (Unmount is
+// idempotent), so it can report an unmount error.
+func mountStore(rec *storeRec, dir string) (unmounter, error) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return nil, failWrap(stENOTSUP, err, "FUSE is not available on this machine (/dev/fuse)")
+	}
+	v, err := fusefs.Mount(rec.s, dir, fusefs.Options{Placement: fusefs.PlacementOf(rec.s, rec.opened)})
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			// Neither root nor a fusermount helper: this machine cannot mount for us.
+			return nil, withStatus(stENOTSUP, err)
+		}
+		return nil, err
+	}
+	return v, nil
+}

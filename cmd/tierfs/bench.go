@@ -1,0 +1,370 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// benchResult is one line of `tierfs bench gather`.
+type benchResult struct {
+	Name      string  `json:"name"`
+	Rows      int64   `json:"rows"`
+	Seconds   float64 `json:"seconds"`
+	RowsPerS  float64 `json:"rows_per_s"`
+	GBPerS    float64 `json:"gb_per_s"` // feature bytes delivered
+	DiskReads uint64  `json:"disk_reads"`
+	IOPS      float64 `json:"iops"`
+	ReadAmp   float64 `json:"read_amplification,omitempty"` // bytes read from disk / bytes of rows served from disk
+	HostShare float64 `json:"host_hit_share"`
+	Note      string  `json:"note,omitempty"`
+}
+
+func runBench(args []string) error {
+	if len(args) == 0 || args[0] != "gather" {
+		return fmt.Errorf("usage: tierfs bench gather DIR [flags] (the only benchmark so far)")
+	}
+	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
+	batch := fs.Int("batch", 4096, "ids per gather call")
+	batches := fs.Int("batches", 100, "gather calls per configuration")
+	dist := fs.String("dist", "sample", "id stream: uniform, or sample (the nodes of 2-hop neighborhoods of random seeds: the skewed stream of GNN training)")
+	var hostCache sizeFlag = -1
+	fs.Var(&hostCache, "host-cache", "host tier of the mixed configuration (default: 20% of the feature bytes)")
+	qd := fs.Int("qd", 128, "reads in flight per IO stack")
+	threads := fs.Int("threads", 1, "goroutines gathering at once")
+	seed := fs.Uint64("seed", 1, "random seed of the id stream")
+	asJSON := fs.String("json", "", "also write the results as JSON to this file")
+	pos, err := parseFlags(fs, args[1:], 1)
+	if err != nil {
+		return err
+	}
+	dir := pos[0]
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return err
+	}
+	spec, err := m.Feature("")
+	if err != nil {
+		return err
+	}
+	featBytes := spec.RowBytes * m.Nodes().Count
+	if hostCache < 0 {
+		hostCache = sizeFlag(host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5)
+	}
+	streams, hotness, err := idStreams(dir, *dist, *threads, *batches, *batch, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
+		dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, *qd, runtime.NumCPU())
+
+	var results []benchResult
+	run := func(name string, opt featurestore.Options, note string) error {
+		opt.QueueDepth, opt.MaxConcurrentIO, opt.Hotness = *qd, *threads, hotness
+		s, err := featurestore.Open(dir, opt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		defer s.Close()
+		before := s.Stats()
+		took, err := timeGathers(streams, int(s.RowBytes()), s.Gather)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		after := s.Stats()
+		r := result(name, streams, spec.RowBytes, took)
+		r.DiskReads = after.IO.Reads - before.IO.Reads
+		r.IOPS = float64(r.DiskReads) / took
+		if served := (after.Tiers[1].Hits - before.Tiers[1].Hits) * uint64(spec.RowBytes); served > 0 {
+			r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
+		}
+		r.HostShare = float64(after.Tiers[0].Hits-before.Tiers[0].Hits) / float64(r.Rows)
+		r.Note = note + ", " + string(s.IOBackend())
+		results = append(results, r)
+		return nil
+	}
+	if err := run("ssd tier", featurestore.Options{}, "no host cache"); err != nil {
+		return err
+	}
+	if err := run("mixed", featurestore.Options{HostCacheBytes: int64(hostCache)}, "host cache "+formatBytes(int64(hostCache))); err != nil {
+		return err
+	}
+	fitsMemory := featBytes*3 < int64(totalMemory())
+	if fitsMemory {
+		if err := run("host tier", featurestore.Options{HostCacheBytes: host.BytesPerRow(spec.RowBytes) * m.Nodes().Count}, "every row cached"); err != nil {
+			return err
+		}
+		r, err := benchInMemory(m, spec, streams)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	raw, err := benchRawIO(m, spec, *qd, *threads, streams)
+	if err != nil {
+		return err
+	}
+	results = append(results, raw)
+
+	fmt.Printf("\n%-22s %12s %9s %11s %9s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "read amp", "host hit", "note")
+	for _, r := range results {
+		amp := "-"
+		if r.ReadAmp > 0 {
+			amp = fmt.Sprintf("%.2f", r.ReadAmp)
+		}
+		fmt.Printf("%-22s %12.0f %9.3f %11.0f %9s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, amp, 100*r.HostShare, r.Note)
+	}
+	byName := map[string]benchResult{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	fmt.Println()
+	if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
+		fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", *qd, ssd.IOPS/raw.IOPS)
+		fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
+	}
+	if h, mem := byName["host tier"], byName["in-memory reference"]; mem.RowsPerS > 0 {
+		fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f\n", h.RowsPerS/mem.RowsPerS)
+		fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
+	}
+	if *asJSON != "" {
+		data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+			"qd": *qd, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
+		return os.WriteFile(*asJSON, data, 0o644)
+	}
+	return nil
+}
+
+// idStreams makes each thread's batches of ids, and for the sample stream the hotness a
+// pre-sampling pass over other seeds counts (what the host tier is then filled by).
+func idStreams(dir, dist string, threads, batches, batch int, seed uint64) ([][][]int64, []uint32, error) {
+	s, err := featurestore.Open(dir, featurestore.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	n := s.NumNodes()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	streams := make([][][]int64, threads)
+	switch dist {
+	case "uniform":
+		for t := range streams {
+			for range batches {
+				ids := make([]int64, batch)
+				for i := range ids {
+					ids[i] = rng.Int64N(n)
+				}
+				streams[t] = append(streams[t], ids)
+			}
+		}
+		return streams, nil, nil
+	case "sample":
+		if s.Graph() == nil {
+			return nil, nil, fmt.Errorf("--dist sample needs a dataset with topology")
+		}
+		// Seeds per batch such that a 2-hop [10, 5] neighborhood holds about batch nodes.
+		draw := func() ([]int64, error) {
+			seeds := make([]int64, max(1, batch/40))
+			for i := range seeds {
+				seeds[i] = rng.Int64N(n)
+			}
+			out, err := s.Sample(seeds, topology.SampleOptions{Fanouts: []int{10, 5}, Seed: rng.Uint64()})
+			if err != nil {
+				return nil, err
+			}
+			return out.Nodes, nil
+		}
+		hot := make([]uint32, n)
+		for range threads * batches {
+			ids, err := draw()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, id := range ids {
+				hot[id]++
+			}
+		}
+		for t := range streams {
+			for range batches {
+				ids, err := draw()
+				if err != nil {
+					return nil, nil, err
+				}
+				streams[t] = append(streams[t], ids)
+			}
+		}
+		return streams, hot, nil
+	}
+	return nil, nil, fmt.Errorf("--dist %q: want uniform or sample", dist)
+}
+
+// timeGathers runs each thread's batches through gather, threads at once, and returns seconds.
+func timeGathers(streams [][][]int64, rowBytes int, gather func([]int64, []byte) error) (float64, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(streams))
+	start := time.Now()
+	for t, batches := range streams {
+		wg.Go(func() {
+			var dst []byte
+			for _, ids := range batches {
+				if need := len(ids) * rowBytes; cap(dst) < need {
+					dst = make([]byte, need)
+				}
+				if err := gather(ids, dst[:len(ids)*rowBytes]); err != nil {
+					errs[t] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return took, nil
+}
+
+func result(name string, streams [][][]int64, rowBytes int64, seconds float64) benchResult {
+	var rows int64
+	for _, batches := range streams {
+		for _, ids := range batches {
+			rows += int64(len(ids))
+		}
+	}
+	return benchResult{Name: name, Rows: rows, Seconds: seconds, RowsPerS: float64(rows) / seconds, GBPerS: float64(rows*rowBytes) / seconds / 1e9}
+}
+
+// benchInMemory gathers the same ids from a plain in-memory copy of all rows: the memcpy-bound
+// reference the host tier is judged against.
+func benchInMemory(m *dataset.Manifest, spec *dataset.FeatureSpec, streams [][][]int64) (benchResult, error) {
+	n := m.Nodes().Count
+	rb := spec.RowBytes
+	all := make([]byte, n*rb)
+	s, err := featurestore.Open(m.Dir(), featurestore.Options{})
+	if err != nil {
+		return benchResult{}, err
+	}
+	const chunk = 1 << 14
+	ids := make([]int64, 0, chunk)
+	for lo := int64(0); lo < n; lo += chunk {
+		ids = ids[:0]
+		for v := lo; v < min(lo+chunk, n); v++ {
+			ids = append(ids, v)
+		}
+		if err := s.Gather(ids, all[lo*rb:(lo+int64(len(ids)))*rb]); err != nil {
+			s.Close()
+			return benchResult{}, err
+		}
+	}
+	s.Close()
+	took, err := timeGathers(streams, int(rb), func(ids []int64, dst []byte) error {
+		for i, id := range ids {
+			copy(dst[int64(i)*rb:int64(i+1)*rb], all[id*rb:(id+1)*rb])
+		}
+		return nil
+	})
+	if err != nil {
+		return benchResult{}, err
+	}
+	r := result("in-memory reference", streams, rb, took)
+	r.Note = "plain copy from one []byte holding every row"
+	return r, nil
+}
+
+// benchRawIO issues one uncoalesced block read per id of the stream, at random block offsets of
+// the feature files, through a bare IO stack: the disk's random-read limit at this block size
+// and queue depth, with none of the store's work.
+func benchRawIO(m *dataset.Manifest, spec *dataset.FeatureSpec, qd, threads int, streams [][][]int64) (benchResult, error) {
+	var fds []int
+	var blocks []int64
+	for _, p := range spec.Files {
+		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT, 0)
+		if err != nil {
+			return benchResult{}, err
+		}
+		defer unix.Close(fd)
+		fds = append(fds, fd)
+		blocks = append(blocks, m.File(p).Bytes/int64(m.BlockSize))
+	}
+	bs := m.BlockSize
+	var reads, total uint64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(streams))
+	start := time.Now()
+	for t, batches := range streams {
+		wg.Go(func() {
+			st, err := gpuio.Open(fds, gpuio.Options{BlockSize: bs, QueueDepth: qd, NoCoalesce: true})
+			if err != nil {
+				errs[t] = err
+				return
+			}
+			defer st.Close()
+			rng := rand.New(rand.NewPCG(uint64(t), 99))
+			buf := make([]byte, bs)
+			for _, ids := range batches {
+				reqs := make([]gpuio.Request, len(ids))
+				for i := range reqs {
+					f := rng.IntN(len(fds))
+					reqs[i] = gpuio.Request{File: f, Offset: rng.Int64N(max(1, blocks[f])) * int64(bs), Length: bs, Dst: buf}
+				}
+				if err := st.Submit(reqs); err != nil {
+					errs[t] = err
+					return
+				}
+				if err := st.Complete(); err != nil {
+					errs[t] = err
+					return
+				}
+			}
+			mu.Lock()
+			reads += st.Stats().Reads
+			total += uint64(st.Stats().Requests)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	for _, err := range errs {
+		if err != nil {
+			return benchResult{}, err
+		}
+	}
+	return benchResult{Name: "raw io_uring", Rows: int64(total), Seconds: took, RowsPerS: float64(total) / took,
+		GBPerS: float64(reads) * float64(bs) / took / 1e9, DiskReads: reads, IOPS: float64(reads) / took,
+		Note: fmt.Sprintf("%d-byte random O_DIRECT reads, no coalescing", bs)}, nil
+}
+
+func totalMemory() uint64 {
+	var info unix.Sysinfo_t
+	if unix.Sysinfo(&info) != nil {
+		return 0
+	}
+	return info.Totalram * uint64(info.Unit)
+}
+
+func int64sAsBytes(v []int64) []byte {
+	out := make([]byte, 8*len(v))
+	for i, x := range v {
+		for b := range 8 {
+			out[8*i+b] = byte(uint64(x) >> (8 * b))
+		}
+	}
+	return out
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/topology"
+)
+
+func runSynth(args []string) error {
+	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+	opt := ingest.SynthOptions{}
+	fs.Int64Var(&opt.Nodes, "nodes", 100000, "number of nodes")
+	fs.Float64Var(&opt.AvgDegree, "avg-degree", 10, "average in-degree")
+	fs.Int64Var(&opt.Dim, "dim", 128, "feature dimension")
+	dtype := fs.String("dtype", "float32", "feature dtype: float32, float16, bfloat16, float64, int8, ...")
+	fs.IntVar(&opt.Classes, "classes", 16, "label classes")
+	fs.Uint64Var(&opt.Seed, "seed", 1, "random seed (same seed, same bytes)")
+	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	var devs listFlag
+	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if opt.Out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	var err error
+	if opt.DType, err = dataset.ParseDType(*dtype); err != nil {
+		return err
+	}
+	opt.DevicePaths = devs
+	bar := newProgressBar()
+	opt.Progress = bar.update
+	m, err := ingest.Synth(opt)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	printInfo(m)
+	return nil
+}
+
+func runIngest(args []string) error {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	opt := ingest.Options{}
+	fs.StringVar(&opt.Edges, "edges", "", "edges: Parquet / Arrow IPC with two integer columns (src, dst), or .npy of shape (2,E) or (E,2)")
+	fs.StringVar(&opt.Features, "features", "", "features: 2-D .npy, or Parquet (fixed-size-list column or one column per dimension)")
+	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
+	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
+	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")
+	fs.BoolVar(&opt.Undirected, "undirected", false, "add the reverse of every edge")
+	fs.BoolVar(&opt.DropSelfLoops, "drop-self-loops", false, "drop edges v -> v")
+	fs.BoolVar(&opt.Dedup, "dedup", false, "drop duplicate edges")
+	dtype := fs.String("feature-dtype", "", "dtype of .npy features saved as raw void (e.g. bfloat16)")
+	var devs listFlag
+	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if opt.Out == "" || opt.Edges == "" {
+		return fmt.Errorf("--edges and --out are required")
+	}
+	if *dtype != "" {
+		var err error
+		if opt.FeatureDType, err = dataset.ParseDType(*dtype); err != nil {
+			return err
+		}
+	}
+	opt.DevicePaths = devs
+	bar := newProgressBar()
+	opt.Progress = bar.update
+	m, err := ingest.Ingest(opt)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	printInfo(m)
+	return nil
+}
+
+func runInfo(args []string) error {
+	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the manifest as JSON")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	m, err := dataset.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	printInfo(m)
+	return nil
+}
+
+func printInfo(m *dataset.Manifest) {
+	nt := m.Nodes()
+	fmt.Printf("dataset     %s (format v%d, %d-byte blocks, made by %s %s)\n", m.Dir(), m.Version, m.BlockSize, m.Created.By, m.Created.Time)
+	fmt.Printf("nodes       %d\n", nt.Count)
+	if et := m.Edges(); et != nil {
+		fmt.Printf("edges       %d (CSC, %s indices)\n", et.Count, et.Indices.DType)
+	}
+	for _, f := range nt.Features {
+		var bytes int64
+		for k := range f.Files {
+			bytes += f.ContentBytesOfFile(k)
+		}
+		layout := "rows packed back to back"
+		if f.RowsPerBlock > 0 {
+			layout = fmt.Sprintf("%d rows per block", f.RowsPerBlock)
+		}
+		fmt.Printf("feature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
+	}
+	if l := nt.Labels; l != nil {
+		fmt.Printf("labels      %d classes\n", l.NumClasses)
+	}
+	for _, name := range []string{"train", "val", "test"} {
+		if s, ok := nt.Splits[name]; ok {
+			fmt.Printf("split       %-5s %d nodes\n", name, s.Count)
+		}
+	}
+	var total int64
+	for _, f := range m.Files {
+		total += f.Bytes
+	}
+	fmt.Printf("on disk     %s in %d files, xxhash64 per block\n", formatBytes(total), len(m.Files))
+}
+
+func runVerify(args []string) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	m, err := dataset.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	bar := newProgressBar()
+	problems, err := m.Verify(20, func(done, total int64) { bar.update("verify", done, total) })
+	bar.done()
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, f := range m.Files {
+		total += f.Bytes
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Println(p)
+		}
+		return fmt.Errorf("%s: %d problem(s) found: %w", m.Dir(), len(problems), dataset.ErrCorrupt)
+	}
+	fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), formatBytes(total))
+	return nil
+}
+
+// storeFlags adds the flags every command that opens a store shares.
+func storeFlags(fs *flag.FlagSet) *featurestore.Options {
+	opt := &featurestore.Options{}
+	fs.Var((*sizeFlag)(&opt.HostCacheBytes), "host-cache", "host tier size, e.g. 512MB or 4GiB")
+	fs.StringVar(&opt.Feature, "feature", "", "feature to serve (default: the first)")
+	fs.BoolVar(&opt.VerifyReads, "verify-reads", false, "check every block read from disk against its checksum")
+	fs.IntVar(&opt.QueueDepth, "qd", 0, "reads in flight per IO stack (default 128)")
+	return opt
+}
+
+func runGather(args []string) error {
+	fs := flag.NewFlagSet("gather", flag.ContinueOnError)
+	opt := storeFlags(fs)
+	idsPath := fs.String("ids", "", "node ids: .npy of any integer dtype, or split:NAME for a split of the dataset (split:test)")
+	out := fs.String("out", "", "output .npy of shape (len(ids), dim)")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if *idsPath == "" || *out == "" {
+		return fmt.Errorf("--ids and --out are required")
+	}
+	s, err := featurestore.Open(pos[0], *opt)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ids, err := readIDs(s, *idsPath)
+	if err != nil {
+		return err
+	}
+	dst := make([]byte, int64(len(ids))*s.RowBytes())
+	if err := s.Gather(ids, dst); err != nil {
+		return err
+	}
+	f := s.Feature()
+	return ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst)
+}
+
+func runSample(args []string) error {
+	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	opt := storeFlags(fs)
+	seedsPath := fs.String("seeds", "", "seed node ids: .npy, or split:NAME (split:train)")
+	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
+	replace := fs.Bool("replace", false, "sample with replacement")
+	seed := fs.Uint64("seed", 0, "random seed")
+	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if *seedsPath == "" || *out == "" {
+		return fmt.Errorf("--seeds and --out are required")
+	}
+	var hops []int
+	for _, f := range strings.Split(*fanouts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
+		}
+		hops = append(hops, n)
+	}
+	s, err := featurestore.Open(pos[0], *opt)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	seeds, err := readIDs(s, *seedsPath)
+	if err != nil {
+		return err
+	}
+	sample, err := s.Sample(seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for name, arr := range map[string][]int64{"nodes": sample.Nodes, "row": sample.Row, "col": sample.Col,
+		"nodes_per_hop": sample.NodesPerHop, "edges_per_hop": sample.EdgesPerHop} {
+		if err := ingest.WriteNpy(filepath.Join(*out, name+".npy"), "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("sampled %d nodes and %d edges from %d seeds (nodes per hop %v)\n", len(sample.Nodes), len(sample.Row), len(seeds), sample.NodesPerHop)
+	return nil
+}
+
+// readIDs reads ids from a .npy file, or from the store's split NAME for "split:NAME".
+func readIDs(s *featurestore.Store, arg string) ([]int64, error) {
+	if name, ok := strings.CutPrefix(arg, "split:"); ok {
+		return s.Split(name)
+	}
+	return ingest.ReadNpyInt64s(arg)
+}

@@ -1,0 +1,113 @@
+// Command tierfs makes, inspects and serves tierfs datasets.
+//
+//	tierfs synth   --nodes N --avg-degree D --dim F [--dtype T] [--classes C] --seed S --out DIR
+//	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...]
+//	tierfs info    DIR
+//	tierfs verify  DIR
+//	tierfs gather  DIR --ids ids.npy --out out.npy [--host-cache BYTES]
+//	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2
+//	tierfs bench gather DIR [--host-cache BYTES] [--batch N] [--batches N] [--dist powerlaw]
+//	tierfs mount   DIR MOUNTPOINT [--host-cache BYTES] [--foreground]
+//	tierfs umount  MOUNTPOINT
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type command struct {
+	name, usage string
+	run         func(args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"synth", "make a deterministic power-law graph with features and labels", runSynth},
+		{"ingest", "turn edges and features (Parquet, Arrow IPC, .npy) into a dataset", runIngest},
+		{"info", "print what a dataset holds", runInfo},
+		{"verify", "check every block of a dataset against its checksum", runVerify},
+		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
+		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
+		{"bench", "measure gather throughput per tier (bench gather DIR ...)", runBench},
+		{"mount", "mount a read-only view of a dataset's tiers (FUSE)", runMount},
+		{"umount", "unmount a tierfs mount", runUmount},
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: tierfs COMMAND [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.usage)
+	}
+	fmt.Fprintf(os.Stderr, "\nRun 'tierfs COMMAND -h' for a command's flags.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	for _, c := range commands {
+		if c.name == os.Args[1] {
+			err := c.run(os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "tierfs %s: %v\n", c.name, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "tierfs: unknown command %q\n\n", os.Args[1])
+	usage()
+	os.Exit(2)
+}
+
+// parseFlags parses args with fs, allowing flags after positional arguments
+// ("tierfs info DIR --json"), and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	fs.SetOutput(os.Stderr)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) != positional {
+		return nil, fmt.Errorf("want %d argument(s) besides flags, got %d (%s)", positional, len(pos), strings.Join(pos, " "))
+	}
+	return pos, nil
+}
+
+// listFlag collects a repeated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// sizeFlag is a byte size flag accepting 512MB, 4GiB, 1.5G and plain bytes.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return fmt.Sprint(int64(*s)) }
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	*s = sizeFlag(n)
+	return err
+}

@@ -1,0 +1,248 @@
+// Package ingest builds tierfs datasets (see package dataset) from user files, and synthesizes
+// power-law graphs for benchmarks.
+//
+// Inputs: edges as .npy of shape (2, E) or (E, 2), Parquet, or Arrow IPC (file or stream) with
+// integer columns src and dst; features as a 2-D .npy or a Parquet / Arrow IPC file with one
+// fixed_size_list column or one numeric column per dimension; labels as a 1-D integer .npy;
+// splits as train.npy / val.npy / test.npy holding node ids or bool masks.
+//
+// Memory: ingest never holds the edge list, the features or the labels. The topology is built in
+// two streaming passes over the edges (count in-degrees, then fill each node's list in place in a
+// memory-mapped indices.bin), which costs one int64 per node: the degree counts turn into the fill
+// cursors and then into indptr. Add fixed buffers (64 MiB of feature rows, a few MiB of edge
+// chunks and Arrow batches) and the Arrow batch sizes the input files were written with. The
+// budget to plan for is about 16 bytes per node (8 when the node count is given or comes from
+// the features or labels; up to 16 while a count derived from edge ids grows) plus ~100 MiB.
+// Synth has the same bound.
+//
+// Crash safety: Ingest and Synth check the inputs' headers first, then call dataset.Begin, which
+// removes any old manifest, write every data file, and finish with dataset.Commit, which syncs
+// the files, writes checksums and renames the manifest into place last. A run that fails or is
+// killed leaves a directory that dataset.Load rejects with dataset.ErrNotDataset, never a
+// manifest describing half-written files; run again to overwrite it. A full disk surfaces as
+// the failing write's error (the mapped indices file is preallocated, so it never faults).
+package ingest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// nodeTypeName is the single node type of a version 1 dataset.
+const nodeTypeName = "node"
+
+// Options says what Ingest reads and how it transforms the graph.
+type Options struct {
+	Edges     string // edge list: .npy (2,E)/(E,2), Parquet or Arrow IPC; "" for no topology
+	Features  string // node features: 2-D .npy, Parquet or Arrow IPC; "" for none
+	Labels    string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
+	SplitsDir string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
+	Out       string // dataset directory to write
+
+	// DevicePaths, when set, stripes the features over these directories, one file each:
+	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
+	DevicePaths []string
+
+	// NumNodes is the node count. 0 takes it from the features' rows, else from the labels'
+	// length, else from the largest edge id + 1.
+	NumNodes int64
+
+	Undirected    bool // add the reverse of every edge (a self loop is added once)
+	DropSelfLoops bool // drop edges v -> v
+	Dedup         bool // sort each neighbor list and remove repeated neighbors
+
+	// FeatureDType names feature values whose input dtype does not: raw void values ('<V2' as
+	// ml_dtypes saves bfloat16) or 2-byte integers holding float16/bfloat16 bits.
+	FeatureDType dataset.DType
+
+	// Progress, when set, is called now and then with the stage, the work done and the total
+	// (0 when not known up front).
+	Progress func(stage string, done, total int64)
+}
+
+// hostIsLittleEndian guards the in-place views of mapped little-endian files.
+var hostIsLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// Ingest converts the inputs of opt into a dataset in opt.Out and returns its manifest. Errors
+// name the input and the problem; on error the directory holds no valid dataset (an older one
+// there survives only when the error came from checking the inputs, before anything is written).
+func Ingest(opt Options) (*dataset.Manifest, error) {
+	if !hostIsLittleEndian {
+		return nil, errors.New("ingest: big-endian hosts are not supported")
+	}
+	if opt.Out == "" {
+		return nil, errors.New("ingest: no output directory (Options.Out)")
+	}
+	if opt.Edges == "" && opt.Features == "" && opt.Labels == "" {
+		return nil, errors.New("ingest: nothing to ingest: set Edges, Features or Labels")
+	}
+	if opt.NumNodes < 0 {
+		return nil, fmt.Errorf("ingest: NumNodes %d is negative", opt.NumNodes)
+	}
+
+	// Check every input's header before touching the output.
+	var edges edgeSource
+	var features *featureSource
+	var labelCount int64
+	var splits map[string]splitInput
+	var err error
+	if opt.Edges != "" {
+		if edges, err = openEdges(opt.Edges); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Features != "" {
+		if features, err = openFeatures(opt.Features, opt.FeatureDType); err != nil {
+			return nil, err
+		}
+	} else if opt.FeatureDType != "" && opt.FeatureDType.Size() == 0 {
+		return nil, fmt.Errorf("ingest: FeatureDType %q is not a known dtype", opt.FeatureDType)
+	}
+	if opt.Labels != "" {
+		if labelCount, err = openLabels(opt.Labels); err != nil {
+			return nil, err
+		}
+	}
+	if opt.SplitsDir != "" {
+		if splits, err = splitInputs(opt.SplitsDir); err != nil {
+			return nil, err
+		}
+	}
+
+	numNodes, source := int64(-1), ""
+	switch {
+	case opt.NumNodes > 0:
+		numNodes, source = opt.NumNodes, "NumNodes"
+	case features != nil:
+		numNodes, source = features.rows, "features file "+features.path
+	case opt.Labels != "":
+		numNodes, source = labelCount, "labels file "+opt.Labels
+	}
+	if features != nil && features.rows != numNodes {
+		return nil, fmt.Errorf("ingest: features file %s has %d rows, but the graph has %d nodes (from %s)", features.path, features.rows, numNodes, source)
+	}
+	if opt.Labels != "" && numNodes >= 0 && labelCount != numNodes {
+		return nil, fmt.Errorf("ingest: labels file %s has %d labels, but the graph has %d nodes (from %s)", opt.Labels, labelCount, numNodes, source)
+	}
+	if numNodes >= 0 {
+		for _, name := range splitNames {
+			if in, ok := splits[name]; ok {
+				if err := in.checkMask(numNodes); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	var spec dataset.FeatureSpec
+	if features != nil {
+		// Lay out (and check the device paths) before writing anything.
+		if spec, err = newFeatureSpec(opt.Out, features.dtype, features.dim, numNodes, opt.DevicePaths); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := dataset.Begin(opt.Out); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
+	m.SetDir(opt.Out)
+	var files []string
+	if edges != nil {
+		et, n, err := buildTopology(opt.Out, edges, numNodes, topologyOptions{
+			undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress})
+		if err != nil {
+			return nil, err
+		}
+		numNodes = n
+		m.EdgeTypes = []dataset.EdgeType{et}
+		files = append(files, et.Indptr.File, et.Indices.File)
+	}
+	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
+	if features != nil {
+		w, err := dataset.NewFeatureWriter(opt.Out, &spec)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		err = features.writeTo(w, opt.Progress)
+		if cerr := w.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("ingest: %w", cerr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		nt.Features = []dataset.FeatureSpec{spec}
+		files = append(files, spec.Files...)
+	}
+	if opt.Labels != "" {
+		if nt.Labels, err = writeLabels(opt.Out, opt.Labels, numNodes, opt.Progress); err != nil {
+			return nil, err
+		}
+		files = append(files, nt.Labels.File)
+	}
+	for _, name := range splitNames {
+		in, ok := splits[name]
+		if !ok {
+			continue
+		}
+		ids, err := writeSplit(opt.Out, name, in, numNodes, opt.Progress)
+		if err != nil {
+			return nil, err
+		}
+		if nt.Splits == nil {
+			nt.Splits = map[string]dataset.IDsSpec{}
+		}
+		nt.Splits[name] = ids
+		files = append(files, ids.File)
+	}
+	m.NodeTypes = []dataset.NodeType{nt}
+	report(opt.Progress, "commit", 0, 1)
+	if err := dataset.Commit(m, files, "tierfs ingest", opt.args()); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	report(opt.Progress, "commit", 1, 1)
+	return m, nil
+}
+
+// args records the options in the manifest's Created.Args, as key=value.
+func (opt Options) args() []string {
+	var a []string
+	add := func(k, v string) {
+		if v != "" {
+			a = append(a, k+"="+v)
+		}
+	}
+	abs := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		if ap, err := filepath.Abs(p); err == nil {
+			return ap
+		}
+		return p
+	}
+	add("edges", abs(opt.Edges))
+	add("features", abs(opt.Features))
+	add("labels", abs(opt.Labels))
+	add("splits", abs(opt.SplitsDir))
+	if len(opt.DevicePaths) > 0 {
+		add("device-paths", strings.Join(opt.DevicePaths, ","))
+	}
+	if opt.NumNodes > 0 {
+		add("num-nodes", fmt.Sprint(opt.NumNodes))
+	}
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"undirected", opt.Undirected}, {"drop-self-loops", opt.DropSelfLoops}, {"dedup", opt.Dedup}} {
+		if f.on {
+			add(f.name, "true")
+		}
+	}
+	add("feature-dtype", string(opt.FeatureDType))
+	return a
+}

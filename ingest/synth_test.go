@@ -1,0 +1,340 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// fileHashes hashes every file of dir except the manifest (which records the time).
+func fileHashes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		if e.Name() == dataset.ManifestName {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return out
+}
+
+func smallChunks(t *testing.T) {
+	oldE, oldF := synthEdgeChunk, synthFeatureChunkMax
+	synthEdgeChunk, synthFeatureChunkMax = 1000, 64<<10 // many chunks, to exercise the ordering
+	t.Cleanup(func() { synthEdgeChunk, synthFeatureChunkMax = oldE, oldF })
+}
+
+func TestSynthDeterministic(t *testing.T) {
+	smallChunks(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	opt := SynthOptions{Nodes: 3000, AvgDegree: 6, Dim: 19, Seed: seed}
+	hashes := make([]map[string]string, 3)
+	for i := range hashes {
+		o := opt
+		o.Out = filepath.Join(t.TempDir(), "ds")
+		if i == 2 {
+			o.Seed = seed + 1
+		}
+		if _, err := Synth(o); err != nil {
+			t.Fatal(err)
+		}
+		loadVerified(t, o.Out)
+		hashes[i] = fileHashes(t, o.Out)
+	}
+	if len(hashes[0]) < 8 {
+		t.Fatalf("only files %v", hashes[0])
+	}
+	for name, h := range hashes[0] {
+		if hashes[1][name] != h {
+			t.Errorf("same seed: %s differs", name)
+		}
+	}
+	for _, name := range []string{"indices.bin", "indptr.bin", "features.x.0.bin", "labels.bin", "train.ids"} {
+		if hashes[2][name] == hashes[0][name] {
+			t.Errorf("seeds %d and %d give the same %s", seed, seed+1, name)
+		}
+	}
+}
+
+func TestSynthShapesAndSkew(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	const nodes, classes = 20000, 16
+	out := filepath.Join(t.TempDir(), "ds")
+	m, err := Synth(SynthOptions{Nodes: nodes, AvgDegree: 10, Dim: 32, Classes: classes, Seed: seed, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = loadVerified(t, out)
+	nt, et := m.Nodes(), m.Edges()
+	if nt.Count != nodes || et.Count != nodes*10 || et.Indices.DType != dataset.Int32 {
+		t.Fatalf("%d nodes, %d edges, indices %s", nt.Count, et.Count, et.Indices.DType)
+	}
+	if !slices.Contains(m.Created.Args, fmt.Sprintf("seed=%d", seed)) || m.Created.By != "tierfs synth" {
+		t.Errorf("created %+v", m.Created)
+	}
+
+	// Degrees: power law, so the largest in-degree is far above the mean; no self loops.
+	lists := neighborLists(t, m)
+	var maxDeg, hubs int
+	var maxNode int
+	for v, l := range lists {
+		if len(l) > maxDeg {
+			maxDeg, maxNode = len(l), v
+		}
+		if len(l) > 100 {
+			hubs++
+		}
+		if slices.Contains(l, int64(v)) {
+			t.Fatalf("node %d has a self loop", v)
+		}
+	}
+	t.Logf("max in-degree %d (node %d), mean 10, %d nodes above 100", maxDeg, maxNode, hubs)
+	if maxDeg < 20*10 {
+		t.Errorf("max in-degree %d is not far above the mean 10", maxDeg)
+	}
+	if maxNode < 100 {
+		t.Errorf("the hub is node %d: ids are not scrambled", maxNode)
+	}
+
+	// Labels and splits.
+	labels := readInt64File(t, m.Path(nt.Labels.File), nodes)
+	counts := make([]int, classes)
+	for _, y := range labels {
+		counts[y]++
+	}
+	if nt.Labels.NumClasses != classes || slices.Min(counts) < nodes/classes/2 {
+		t.Errorf("classes %d, counts %v", nt.Labels.NumClasses, counts)
+	}
+	seen := map[int64]string{}
+	splitIDs := map[string][]int64{}
+	for name, frac := range map[string]float64{"train": 0.1, "val": 0.05, "test": 0.05} {
+		s := nt.Splits[name]
+		ids := readInt64File(t, m.Path(s.File), s.Count)
+		splitIDs[name] = ids
+		if math.Abs(float64(len(ids))-frac*nodes) > 5*math.Sqrt(frac*nodes) {
+			t.Errorf("split %s has %d ids, want about %v", name, len(ids), frac*nodes)
+		}
+		if !slices.IsSorted(ids) {
+			t.Errorf("split %s is not sorted", name)
+		}
+		for _, v := range ids {
+			if v < 0 || v >= nodes {
+				t.Fatalf("split %s holds %d", name, v)
+			}
+			if other, dup := seen[v]; dup {
+				t.Fatalf("node %d is in %s and %s", v, other, name)
+			}
+			seen[v] = name
+		}
+	}
+
+	// Features: learnable but not trivially. Nearest class mean (a linear classifier) fit on
+	// train, scored on test.
+	spec, _ := m.Feature("x")
+	if spec.DType != dataset.Float32 || spec.Dim != 32 || spec.Count() != nodes {
+		t.Fatalf("feature spec %+v", spec)
+	}
+	x := featureBytes(t, m, spec)
+	row := func(v int64) []float64 {
+		r := make([]float64, 32)
+		for j := range r {
+			r[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(x[(v*32+int64(j))*4:])))
+		}
+		return r
+	}
+	means := make([][]float64, classes)
+	n := make([]int, classes)
+	for c := range means {
+		means[c] = make([]float64, 32)
+	}
+	for _, v := range splitIDs["train"] {
+		y := labels[v]
+		for j, f := range row(v) {
+			means[y][j] += f
+		}
+		n[y]++
+	}
+	for c := range means {
+		for j := range means[c] {
+			means[c][j] /= float64(max(1, n[c]))
+		}
+	}
+	correct := 0
+	for _, v := range splitIDs["test"] {
+		r := row(v)
+		best, bestD := -1, math.Inf(1)
+		for c := range means {
+			var d float64
+			for j := range r {
+				d += (r[j] - means[c][j]) * (r[j] - means[c][j])
+			}
+			if d < bestD {
+				best, bestD = c, d
+			}
+		}
+		if int64(best) == labels[v] {
+			correct++
+		}
+	}
+	acc := float64(correct) / float64(len(splitIDs["test"]))
+	t.Logf("nearest-class-mean accuracy on test: %.3f", acc)
+	if acc < 0.55 || acc > 0.93 {
+		t.Errorf("linear accuracy %.3f is outside [0.55, 0.93]: the task is too hard or too easy", acc)
+	}
+}
+
+// TestSynthDTypes: every dtype is the float32 data converted (float16/bfloat16 round to
+// nearest even, integers scaled and clamped); device paths stripe it.
+func TestSynthDTypes(t *testing.T) {
+	smallChunks(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	const nodes, dim = 1500, 5
+	base := SynthOptions{Nodes: nodes, AvgDegree: 2, Dim: dim, Seed: seed, Classes: 4}
+	ref := base
+	ref.Out = filepath.Join(t.TempDir(), "f32")
+	if _, err := Synth(ref); err != nil {
+		t.Fatal(err)
+	}
+	mref := loadVerified(t, ref.Out)
+	specRef, _ := mref.Feature("")
+	vals := make([]float32, nodes*dim)
+	raw := featureBytes(t, mref, specRef)
+	for i := range vals {
+		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	for _, dt := range []dataset.DType{dataset.Float16, dataset.BFloat16, dataset.Float64, dataset.Int8, dataset.Uint8, dataset.Int16, dataset.Int32, dataset.Int64} {
+		root := t.TempDir()
+		devs := []string{filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")}
+		for _, d := range devs {
+			os.Mkdir(d, 0o755)
+		}
+		o := base
+		o.DType, o.Out, o.DevicePaths = dt, filepath.Join(root, "ds"), devs
+		if _, err := Synth(o); err != nil {
+			t.Fatal(err)
+		}
+		m := loadVerified(t, o.Out)
+		spec, _ := m.Feature("x")
+		if spec.DType != dt || len(spec.Files) != 3 || spec.Files[2] != filepath.Join(devs[2], "ds.x.2.bin") {
+			t.Fatalf("%s: spec %+v", dt, spec)
+		}
+		want := make([]byte, nodes*dim*dt.Size())
+		encodeValues(want, vals, dt)
+		if got := featureBytes(t, m, spec); string(got) != string(want) {
+			t.Fatalf("%s: features are not the float32 features converted", dt)
+		}
+		if hashes := fileHashes(t, o.Out); hashes["indices.bin"] != fileHashes(t, ref.Out)["indices.bin"] {
+			t.Fatalf("%s: topology depends on the dtype", dt)
+		}
+	}
+	if got := scaleClamp(100, 127); got != 127 {
+		t.Errorf("scaleClamp(100) = %d, want 127 (clamped)", got)
+	}
+	if got := scaleClamp(-2, 127); got != -64 { // -63.5 rounds to even
+		t.Errorf("scaleClamp(-2) = %d, want -64", got)
+	}
+}
+
+// TestKilledBeforeCommit: a directory written after Begin but never committed is no dataset,
+// even where a valid dataset was before.
+func TestKilledBeforeCommit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := Synth(SynthOptions{Nodes: 100, AvgDegree: 3, Dim: 4, Seed: 7, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	loadVerified(t, out)
+	// What a run killed between Begin and Commit leaves behind.
+	if err := dataset.Begin(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "indptr.bin"), make([]byte, 808), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := dataset.WriteInt64s(filepath.Join(out, "labels.bin"), make([]int64, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Load(out); !errors.Is(err, dataset.ErrNotDataset) {
+		t.Fatalf("Load of an uncommitted directory: %v, want ErrNotDataset", err)
+	}
+}
+
+func TestSynthBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []SynthOptions{
+		{Nodes: 0, Out: dir},
+		{Nodes: 10, AvgDegree: -1, Out: dir},
+		{Nodes: 10, DType: "float8", Dim: 3, Out: dir},
+		{Nodes: 10, TrainFrac: 0.9, ValFrac: 0.2, Out: dir},
+		{Nodes: 1, AvgDegree: 1, Out: dir},
+		{Nodes: 10},
+	} {
+		if _, err := Synth(o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	// Negative fractions drop a split; Dim 0 drops the features.
+	out := filepath.Join(dir, "ds")
+	if _, err := Synth(SynthOptions{Nodes: 50, AvgDegree: 1, ValFrac: -1, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	if _, ok := m.Nodes().Splits["val"]; ok || len(m.Nodes().Features) != 0 || len(m.Nodes().Splits) != 2 {
+		t.Errorf("splits %v, features %v", m.Nodes().Splits, m.Nodes().Features)
+	}
+}
+
+// TestSynthTiming measures the benchmark-sized run the package doc quotes. Run with
+// TIERFS_SYNTH_TIMING=1 go test -run TestSynthTiming ./ingest/.
+func TestSynthTiming(t *testing.T) {
+	if os.Getenv("TIERFS_SYNTH_TIMING") == "" {
+		t.Skip("set TIERFS_SYNTH_TIMING=1 to time Synth on 1M nodes")
+	}
+	out := filepath.Join(t.TempDir(), "ds")
+	stages := map[string]time.Duration{}
+	var order []string
+	last, lastStage := time.Now(), ""
+	start := last
+	_, err := Synth(SynthOptions{Nodes: 1_000_000, AvgDegree: 10, Dim: 128, Seed: 1, Out: out,
+		Progress: func(stage string, done, total int64) {
+			now := time.Now()
+			if stage != lastStage {
+				order = append(order, stage)
+			}
+			if lastStage != "" {
+				stages[lastStage] += now.Sub(last)
+			}
+			last, lastStage = now, stage
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages[lastStage] += time.Since(last)
+	t.Logf("Synth 1M nodes, 10M edges, 128 x float32: %v", time.Since(start))
+	sort.SliceStable(order, func(i, j int) bool { return false })
+	for _, s := range order {
+		t.Logf("  %-14s %v", s, stages[s].Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,274 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// File names of the topology inside a dataset directory.
+const (
+	indptrFile  = "indptr.bin"
+	indicesFile = "indices.bin"
+)
+
+// topologyOptions are the edge transformations applied while building the CSC.
+type topologyOptions struct {
+	undirected, dropSelfLoops, dedup bool
+	progress                         func(stage string, done, total int64)
+}
+
+// buildTopology writes indptr.bin and indices.bin into dir from two passes over edges and returns
+// the edge type and the node count. numNodes < 0 means "max id + 1".
+//
+// Memory: one int64 per node (the degree counts, which become the fill cursors and then indptr),
+// plus fixed chunk buffers. The indices are filled in place in a mapped file.
+func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOptions) (dataset.EdgeType, int64, error) {
+	// Pass 1: validate, count in-degrees into pos[d+1].
+	var pos []int64
+	growable := numNodes < 0
+	if !growable {
+		pos = make([]int64, numNodes+1)
+	}
+	var total int64
+	var fingerprint uint64
+	inputTotal := edges.count()
+	err := edges.scan(func(first int64, src, dst []int64) error {
+		for i := range src {
+			s, d := src[i], dst[i]
+			if s < 0 || d < 0 || (!growable && (s >= numNodes || d >= numNodes)) {
+				return edgeRangeError(edges.name(), first+int64(i), s, d, numNodes)
+			}
+			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
+			if growable {
+				if need := max(s, d) + 2; need > int64(len(pos)) {
+					pos = slices.Grow(pos, int(need)-len(pos))[:need]
+				}
+			}
+			if opt.dropSelfLoops && s == d {
+				continue
+			}
+			pos[d+1]++
+			total++
+			if opt.undirected && s != d {
+				pos[s+1]++
+				total++
+			}
+		}
+		report(opt.progress, "edges: count", first+int64(len(src)), inputTotal)
+		return nil
+	})
+	if err != nil {
+		return dataset.EdgeType{}, 0, err
+	}
+	if growable {
+		numNodes = max(0, int64(len(pos))-1)
+		if len(pos) == 0 {
+			pos = make([]int64, 1)
+		}
+	}
+	for v := int64(1); v <= numNodes; v++ {
+		pos[v] += pos[v-1]
+	}
+	// pos[v] is now the first slot of v's list.
+
+	idxType := dataset.Int32
+	if numNodes > math.MaxInt32 {
+		idxType = dataset.Int64
+	}
+	size := int64(idxType.Size())
+	idxPath := filepath.Join(dir, indicesFile)
+	mf, err := dataset.CreateMapped(idxPath, total*size)
+	if err != nil {
+		return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+	}
+	if err := preallocate(idxPath, total*size); err != nil {
+		mf.Close()
+		return dataset.EdgeType{}, 0, err
+	}
+	mapped := mf.Bytes()
+	var idx32 []int32
+	var idx64 []int64
+	if idxType == dataset.Int32 {
+		idx32 = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(mapped))), total)
+	} else {
+		idx64 = unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(mapped))), total)
+	}
+	put := func(at, v int64) {
+		if idx32 != nil {
+			idx32[at] = int32(v)
+		} else {
+			idx64[at] = v
+		}
+	}
+
+	// Pass 2: fill each node's list at its cursor, in input order.
+	var check uint64
+	err = faultsAsErrors(idxPath, func() error {
+		return edges.scan(func(first int64, src, dst []int64) error {
+			for i := range src {
+				s, d := src[i], dst[i]
+				if s < 0 || d < 0 || s >= numNodes || d >= numNodes {
+					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
+				}
+				check = check*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
+				if opt.dropSelfLoops && s == d {
+					continue
+				}
+				if pos[d] >= total || (opt.undirected && s != d && pos[s] >= total) {
+					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
+				}
+				put(pos[d], s)
+				pos[d]++
+				if opt.undirected && s != d {
+					put(pos[s], d)
+					pos[s]++
+				}
+			}
+			report(opt.progress, "edges: fill", first+int64(len(src)), inputTotal)
+			return nil
+		})
+	})
+	if err == nil && check != fingerprint {
+		err = fmt.Errorf("ingest: edges file %s changed between the two passes", edges.name())
+	}
+	if err != nil {
+		mf.Close()
+		return dataset.EdgeType{}, 0, err
+	}
+	// pos[v] is now the end of v's list, the start of v+1's: shift into indptr.
+	copy(pos[1:], pos[:numNodes])
+	pos[0] = 0
+	indptr := pos
+
+	if opt.dedup {
+		err = faultsAsErrors(idxPath, func() error {
+			if idx32 != nil {
+				total = dedupLists(indptr, idx32, opt.progress)
+			} else {
+				total = dedupLists(indptr, idx64, opt.progress)
+			}
+			return nil
+		})
+	}
+	if cerr := mf.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("ingest: %w", cerr)
+	}
+	if err != nil {
+		return dataset.EdgeType{}, 0, err
+	}
+	if opt.dedup {
+		if err := os.Truncate(idxPath, total*size); err != nil {
+			return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	if err := dataset.WriteInt64s(filepath.Join(dir, indptrFile), indptr); err != nil {
+		return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+	}
+	et := dataset.EdgeType{
+		Src: nodeTypeName, Rel: "to", Dst: nodeTypeName, Count: total, Layout: "csc",
+		Indptr:  dataset.ArraySpec{File: indptrFile, DType: dataset.Int64},
+		Indices: dataset.ArraySpec{File: indicesFile, DType: idxType},
+	}
+	return et, numNodes, nil
+}
+
+func edgeRangeError(input string, edge, s, d, numNodes int64) error {
+	which, v := "source", s
+	if s >= 0 && (numNodes < 0 || s < numNodes) {
+		which, v = "destination", d
+	}
+	if v < 0 {
+		return fmt.Errorf("ingest: edges file %s: edge %d has negative %s id %d", input, edge, which, v)
+	}
+	return fmt.Errorf("ingest: edges file %s: edge %d has %s id %d, outside the %d nodes [0, %d)", input, edge, which, v, numNodes, numNodes)
+}
+
+// dedupLists sorts each node's list in place and removes duplicates, compacting the lists
+// towards the front and rewriting indptr. It returns the new number of indices.
+func dedupLists[T int32 | int64](indptr []int64, idx []T, progress func(string, int64, int64)) int64 {
+	n := int64(len(indptr) - 1)
+	var w int64
+	start := indptr[0]
+	for v := int64(0); v < n; v++ {
+		end := indptr[v+1]
+		list := idx[start:end]
+		slices.Sort(list)
+		indptr[v] = w
+		for i, x := range list {
+			if i > 0 && x == idx[w-1] {
+				continue
+			}
+			idx[w] = x
+			w++
+		}
+		start = end
+		if v&0xfffff == 0xfffff {
+			report(progress, "edges: dedup", v+1, n)
+		}
+	}
+	indptr[n] = w
+	report(progress, "edges: dedup", n, n)
+	return w
+}
+
+var errUnsupported = errors.New("not supported")
+
+// preallocate reserves the disk blocks of a sparse file, so that running out of space is an
+// error here instead of a SIGBUS while writing through a mapping.
+func preallocate(path string, size int64) error {
+	if size == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	defer f.Close()
+	err = allocate(f, size)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, errUnsupported) {
+		return fmt.Errorf("ingest: reserve %d bytes for %s: %w", size, path, err)
+	}
+	// No fallocate on this file system: allocate by writing the zeros.
+	zeros := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
+			return fmt.Errorf("ingest: reserve %d bytes for %s: %w", size, path, err)
+		}
+	}
+	return nil
+}
+
+// faultsAsErrors runs fn, turning a fault on mapped memory (an IO error of the mapped file
+// surfacing as SIGBUS) into an error naming the file.
+func faultsAsErrors(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			if re, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("ingest: writing %s through its mapping failed at address %#x (disk full or IO error)", path, re.Addr())
+				return
+			}
+			panic(r)
+		}
+	}()
+	return fn()
+}
+
+// report calls progress when set.
+func report(progress func(string, int64, int64), stage string, done, total int64) {
+	if progress != nil {
+		progress(stage, done, max(total, 0))
+	}
+}

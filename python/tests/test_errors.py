@@ -1,0 +1,127 @@
+"""Status codes become typed exceptions that keep the core's message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tierfs
+from tierfs import errors
+
+
+def test_out_of_range_ids(store, graph):
+    n = graph["n"]
+    for bad in ([0, n], [-1], np.array([5, n + 100])):
+        with pytest.raises(tierfs.OutOfRangeError) as e:
+            store.gather(bad)
+        assert isinstance(e.value, IndexError) and isinstance(e.value, ValueError) and isinstance(e.value, tierfs.Error)
+        assert "out of range" in str(e.value) and f"[0, {n})" in str(e.value)  # the core's message
+        assert e.value.status == errors.ERANGE and e.value.status_name == "TFS_ERANGE"
+    with pytest.raises(IndexError):
+        store.labels([n])
+
+
+def test_closed_store(graph):
+    s = tierfs.open(graph["path"])
+    sampler = s.sampler([2])
+    s.close()
+    assert s.closed and "closed" in repr(s)
+    for call in (lambda: s.gather([0]), lambda: s.labels([0]), lambda: s.split("train"), s.stats, lambda: s.sampler([1]), s.place, lambda: s.gather([])):
+        with pytest.raises(tierfs.ClosedError):
+            call()
+    with pytest.raises(tierfs.ClosedError) as e:  # the core answers for the sampler of a closed store
+        sampler.sample([0])
+    assert isinstance(e.value, tierfs.Error) and e.value.status == errors.ECLOSED
+    s.close()  # twice is fine
+    with tierfs.open(graph["path"]) as s2:
+        pass
+    with pytest.raises(tierfs.ClosedError):
+        s2.gather([0])
+
+
+def test_wrong_dtype_ids(store):
+    for bad in (np.array([1.0, 2.0]), torch.tensor([1.5]), np.array([True, False]), torch.tensor([True]), ["a"], [1.5, 2.5], "12"):
+        with pytest.raises(TypeError) as e:
+            store.gather(bad)
+        assert isinstance(e.value, tierfs.DTypeError) and isinstance(e.value, tierfs.Error)
+    with pytest.raises(ValueError):
+        store.gather(np.zeros((2, 2), np.int64))
+    with pytest.raises(TypeError):
+        store.sampler([2]).sample(np.array([0.5]))
+
+
+def test_missing_split_and_feature(store, graph):
+    with pytest.raises(KeyError) as e:
+        store.split("holdout")
+    assert isinstance(e.value, tierfs.KeyNotFoundError)
+    assert "holdout" in str(e.value) and not str(e.value).startswith("'")  # message, not repr
+    with pytest.raises(KeyError):
+        tierfs.open(graph["path"], feature="no-such-feature")
+
+
+def test_missing_dataset(tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        tierfs.open(tmp_path / "nothing-here")
+    assert isinstance(e.value, tierfs.NotFoundError) and "nothing-here" in str(e.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tierfs.Error):
+        tierfs.open(tmp_path / "empty")
+
+
+def test_bad_options(graph):
+    with pytest.raises(ValueError):
+        tierfs.open(graph["path"], io_backend="carrier-pigeon")
+    with pytest.raises(ValueError):
+        tierfs.open(graph["path"], host_cache="lots")
+    with pytest.raises(ValueError):
+        tierfs.open(graph["path"], host_cache=-5)
+    with pytest.raises(ValueError):
+        tierfs.open(graph["path"], device="tpu")
+
+
+def test_ingest_errors_keep_core_message(tmp_path):
+    x = np.zeros((10, 4), np.float32)
+    with pytest.raises(ValueError) as e:
+        tierfs.ingest(tmp_path / "d", None, x, labels=np.zeros(11, np.int64))
+    assert isinstance(e.value, tierfs.Error) and "11 labels" in str(e.value)
+    with pytest.raises(FileNotFoundError):
+        tierfs.ingest(tmp_path / "d", None, tmp_path / "missing.npy")
+    with pytest.raises(ValueError):
+        tierfs.ingest(tmp_path / "d", None, x, splits={"holdout": [1]})
+    with pytest.raises(ValueError):
+        tierfs.ingest(tmp_path / "d")
+    with pytest.raises(ValueError):
+        tierfs.synth(tmp_path / "s", nodes=10, avg_degree=2, dim=4, dtype="float33")
+
+
+def test_status_mapping_table():
+    cases = {
+        errors.EINVAL: ValueError,
+        errors.ENOENT: FileNotFoundError,
+        errors.ERANGE: IndexError,
+        errors.ECORRUPT: OSError,
+        errors.EIO: OSError,
+        errors.ENOMEM: MemoryError,
+        errors.ECLOSED: tierfs.ClosedError,
+        errors.ENOTSUP: NotImplementedError,
+        errors.EVERSION: tierfs.VersionError,
+        errors.EINTERNAL: RuntimeError,
+    }
+    for status, cls in cases.items():
+        e = errors.from_status(status, "core says no")
+        assert isinstance(e, cls) and isinstance(e, tierfs.Error)
+        assert str(e) == "core says no" and e.status == status
+    assert isinstance(errors.from_status(errors.ENOENT, 'dataset /x has no split "a"'), KeyError)
+    assert isinstance(errors.from_status(errors.ENOENT, "open /x/manifest.json: no such file or directory"), FileNotFoundError)
+    assert isinstance(errors.from_status(99, ""), tierfs.Error)
+
+
+def test_parse_size():
+    p = tierfs.parse_size
+    assert p(None) == 0 and p(4096) == 4096 and p("4096") == 4096
+    assert p("512MB") == 512 * 10**6 and p("4GiB") == 4 << 30 and p("4GB") == 4 * 10**9
+    assert p("1.5G") == int(1.5 * (1 << 30)) and p("64 KiB") == 64 << 10 and p("2k") == 2048
+    for bad in ("-1", "GB", "4 XB", True, [1]):
+        with pytest.raises(ValueError):
+            p(bad)

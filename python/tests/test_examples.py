@@ -1,0 +1,38 @@
+"""The example and the benchmark run in the suite (small settings) so they never rot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train_pyg_graphsage.py"
+BENCH = ROOT / "python" / "bench" / "overhead.py"
+
+
+def run(args, timeout=300):
+    r = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    assert r.returncode == 0, f"{args[0]} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+@pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
+def test_example_cora_compare_in_memory(cora_dir):
+    out = run([EXAMPLE, "--data", cora_dir, "--epochs", "3", "--seeds", "1", "--compare-in-memory", "--check", "--host-cache", "1MB"])
+    assert "epoch   3" in out and "difference:" in out and "test accuracy" in out
+
+
+@pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
+def test_example_synth(tmp_path):
+    out = run([EXAMPLE, "--synth", "3000", "--dim", "16", "--data", tmp_path / "s", "--epochs", "1", "--batch-size", "64", "--max-batches", "3", "--prefetch", "2"])
+    assert "test accuracy" in out
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="python/bench is missing")
+def test_overhead_bench_runs(tmp_path, cli):
+    out = run([BENCH, "--nodes", "20000", "--batch", "20000", "--reps", "2", "--loader-batches", "4", "--seeds-per-batch", "256", "--data", tmp_path / "b", "--cli", cli])
+    assert "ctypes tfs_gather" in out and "PyG NodeLoader" in out

@@ -1,0 +1,143 @@
+"""tierfs.Loader and tierfs.prefetch: order, contents, exceptions, shutdown, overlap."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import tierfs
+
+
+def loader_threads():
+    return [t for t in threading.enumerate() if t.name in ("tierfs-loader", "tierfs-prefetch") and t.is_alive()]
+
+
+def wait_no_threads(timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while loader_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not loader_threads()
+
+
+def test_order_and_contents(store, graph):
+    seeds = graph["splits"]["train"]
+    loader = tierfs.Loader(store, store.sampler([4, 3], seed=9), seeds, batch_size=100, shuffle=False, prefetch=3)
+    ref_sampler = store.sampler([4, 3], seed=9)
+    batches = list(loader)
+    assert len(batches) == len(loader) == 12
+    for i, b in enumerate(batches):
+        want_seeds = seeds[i * 100 : (i + 1) * 100]
+        np.testing.assert_array_equal(b.seeds, want_seeds)
+        ref = ref_sampler.sample(want_seeds)  # the same call sequence: batches in order
+        np.testing.assert_array_equal(b.sample.nodes, ref.nodes)
+        np.testing.assert_array_equal(b.sample.row, ref.row)
+        np.testing.assert_array_equal(b.x, graph["x"][b.sample.nodes])
+        np.testing.assert_array_equal(b.y, graph["y"][want_seeds])
+        assert b.batch_size == len(want_seeds)
+    assert wait_no_threads()
+
+
+def test_shuffle_epochs_drop_last(store, graph):
+    seeds = np.arange(250)
+    loader = tierfs.Loader(store, store.sampler([2]), seeds, batch_size=64, shuffle=True, drop_last=True, seed=1)
+    assert len(loader) == 3
+    e0 = np.concatenate([b.seeds for b in loader])
+    e1 = np.concatenate([b.seeds for b in loader])
+    assert len(e0) == 192 and len(np.unique(e0)) == 192 and np.isin(e0, seeds).all()
+    assert not np.array_equal(e0, e1)  # a new order each epoch
+    again = tierfs.Loader(store, store.sampler([2]), seeds, batch_size=64, shuffle=True, drop_last=True, seed=1)
+    np.testing.assert_array_equal(np.concatenate([b.seeds for b in again]), e0)  # same seed, same order
+    full = tierfs.Loader(store, store.sampler([2]), seeds, batch_size=64, shuffle=False)
+    assert [b.batch_size for b in full] == [64, 64, 64, 58]
+
+
+def test_torch_seeds(store, graph):
+    loader = tierfs.Loader(store, store.sampler([3]), torch.arange(100), batch_size=50)
+    for b in loader:
+        assert isinstance(b.x, torch.Tensor) and isinstance(b.y, torch.Tensor) and isinstance(b.sample.row, torch.Tensor)
+        np.testing.assert_array_equal(b.x.numpy(), graph["x"][b.sample.nodes.numpy()])
+
+
+class FailingSampler:
+    """Wraps a sampler; raises on call number `fail_at`."""
+
+    def __init__(self, inner, fail_at, delay=0.0):
+        self.inner, self.fail_at, self.delay, self.calls = inner, fail_at, delay, 0
+
+    def sample(self, seeds):
+        self.calls += 1
+        if self.delay:
+            time.sleep(self.delay)
+        if self.calls - 1 == self.fail_at:
+            raise RuntimeError(f"boom at batch {self.fail_at}")
+        return self.inner.sample(seeds)
+
+
+def test_exception_reraised_in_order(store):
+    sampler = FailingSampler(store.sampler([2]), fail_at=3)
+    got = []
+    with pytest.raises(RuntimeError, match="boom at batch 3"):
+        for b in tierfs.Loader(store, sampler, np.arange(1000), batch_size=100, shuffle=False):
+            got.append(int(b.seeds[0]))
+    assert got == [0, 100, 200]
+    assert wait_no_threads()
+
+
+def test_core_error_reraised(store, graph):
+    seeds = np.arange(300)
+    seeds[250] = graph["n"] + 5  # out of range in batch 2
+    it = iter(tierfs.Loader(store, store.sampler([2]), seeds, batch_size=100, shuffle=False))
+    next(it), next(it)
+    with pytest.raises(tierfs.OutOfRangeError):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_break_stops_thread(store):
+    slow = FailingSampler(store.sampler([2]), fail_at=-1, delay=0.02)
+    loader = tierfs.Loader(store, slow, np.arange(2000), batch_size=10, prefetch=2)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    gc.collect()
+    assert wait_no_threads(), "the loader thread outlived the loop"
+    assert slow.calls < 10  # it stopped instead of running through the 200 batches
+
+
+def test_prefetch_runs_ahead(store):
+    calls = []
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def sample(self, seeds):
+            calls.append(time.monotonic())
+            return self.inner.sample(seeds)
+
+    loader = tierfs.Loader(store, Recording(store.sampler([2])), np.arange(1000), batch_size=100, prefetch=3)
+    it = iter(loader)
+    next(it)
+    time.sleep(0.3)  # "training" on batch 0
+    assert len(calls) >= 4, f"only {len(calls)} batches were made while the caller trained"
+    it.close()
+    assert wait_no_threads()
+
+
+def test_prefetch_generic():
+    assert list(tierfs.prefetch(iter(range(100)), depth=4)) == list(range(100))
+
+    def gen():
+        yield 1
+        raise KeyError("x")
+
+    it = tierfs.prefetch(gen())
+    assert next(it) == 1
+    with pytest.raises(KeyError):
+        next(it)

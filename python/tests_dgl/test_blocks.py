@@ -1,0 +1,246 @@
+"""Classic DGL side: blocks from tierfs samples, FeatureStorage, GraphStorage with
+dgl.dataloading.DataLoader, and tierfs.dgl.DataLoader."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import dgl
+import dgl.dataloading
+import dgl.storages
+import tierfs
+import tierfs.dgl as tdgl
+
+
+def _seeds(graph, n=40, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).choice(graph.train, n, replace=False))
+
+
+def _check_structure(graph, store, seeds, fanouts, cumulative, replace=False):
+    """Blocks of NeighborSampler(fanouts) against the raw Sample tierfs gives for the same seed
+    (fanouts reversed: tierfs counts hops from the seeds, DGL layers from the input)."""
+    sampler = tdgl.NeighborSampler(store, fanouts, replace=replace, seed=11, cumulative=cumulative)
+    input_nodes, output_nodes, blocks = sampler.sample(seeds)
+    sample = store.sampler(list(reversed(fanouts)), replace=replace, seed=11).sample(seeds.numpy())
+    nph = np.asarray(sample.nodes_per_hop)
+    eph = np.asarray(sample.edges_per_hop)
+    nodes = np.asarray(sample.nodes)
+    L = len(fanouts)
+
+    assert len(blocks) == L
+    assert all(b.is_block for b in blocks)
+    assert torch.equal(output_nodes, seeds)
+    np.testing.assert_array_equal(input_nodes.numpy(), nodes)
+    assert torch.equal(blocks[0].srcdata[dgl.NID], input_nodes)
+    assert torch.equal(blocks[-1].dstdata[dgl.NID], output_nodes)
+    edges = graph.edge_set()
+    deg = graph.in_degree()
+    for i, block in enumerate(blocks):
+        h = L - 1 - i  # the hop this layer consumes, counted from the seeds
+        src_ids = block.srcdata[dgl.NID]
+        dst_ids = block.dstdata[dgl.NID]
+        # dst nodes are the nodes of hops 0..h, a prefix of the src nodes (hops 0..h+1).
+        assert block.num_dst_nodes() == nph[: h + 1].sum()
+        assert block.num_src_nodes() == nph[: h + 2].sum()
+        assert torch.equal(src_ids[: block.num_dst_nodes()], dst_ids)
+        # Consecutive layers chain: a layer's dst nodes are the next layer's src nodes.
+        if i + 1 < L:
+            assert torch.equal(dst_ids, blocks[i + 1].srcdata[dgl.NID])
+        # Edge counts per hop match the Sample.
+        expect = eph[: h + 1].sum() if cumulative else eph[h]
+        assert block.num_edges() == expect
+        # Every block edge is an edge of the graph (src -> dst, global ids).
+        u, v = block.edges()
+        pairs = zip(src_ids[u].tolist(), dst_ids[v].tolist())
+        assert all(p in edges for p in pairs)
+        # Fanouts: without replacement a node reached at hop h gets min(degree, fanout) edges
+        # in the block of hop h (all of them for -1).
+        first = int(nph[:h].sum())  # dst nodes first reached at hop h: [first, num_dst)
+        in_deg = block.in_degrees().numpy()
+        new_dst = dst_ids[first:].numpy()
+        f = fanouts[i]
+        if not replace:
+            want = deg[new_dst] if f < 0 else np.minimum(deg[new_dst], f)
+            np.testing.assert_array_equal(in_deg[first:], want)
+        else:
+            np.testing.assert_array_equal(in_deg[first:], np.where(deg[new_dst] > 0, f, 0))
+        if not cumulative and h > 0:
+            assert in_deg[:first].sum() == 0  # older dst nodes have no edges of this hop
+    return input_nodes, output_nodes, blocks
+
+
+@pytest.mark.parametrize("cumulative", [True, False])
+@pytest.mark.parametrize("fanouts", [[3, 5], [2, 4, 3], [-1, 2]])
+def test_block_structure(graph, store, fanouts, cumulative):
+    _check_structure(graph, store, _seeds(graph), fanouts, cumulative)
+
+
+def test_block_structure_with_replacement(graph, store):
+    _check_structure(graph, store, _seeds(graph, 30, seed=4), [3, 6], True, replace=True)
+
+
+def test_cumulative_blocks_give_every_dst_node_its_neighbors(graph, store):
+    seeds = _seeds(graph, 30, seed=5)
+    _, _, blocks = tdgl.NeighborSampler(store, [4, 4], seed=1).sample(seeds)
+    deg = graph.in_degree()
+    for block in blocks:
+        dst = block.dstdata[dgl.NID].numpy()
+        in_deg = block.in_degrees().numpy()
+        assert ((in_deg > 0) == (deg[dst] > 0)).all()
+
+
+def test_dgl_call_form_and_determinism(graph, store):
+    seeds = _seeds(graph, 25, seed=6)
+    a = tdgl.NeighborSampler(store, [3, 3], seed=5).sample(seeds)
+    b = tdgl.NeighborSampler(store, [3, 3], seed=5).sample(None, seeds)  # sample(g, seeds)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for x, y in zip(a[2], b[2]):
+        assert all(torch.equal(p, q) for p, q in zip(x.edges(), y.edges()))
+    assert isinstance(tdgl.NeighborSampler(store, [3]), dgl.dataloading.BlockSampler)
+
+
+def test_sample_to_blocks_of_a_store_sample(graph, store):
+    seeds = _seeds(graph, 10, seed=8)
+    sample = store.sampler([5, 5], seed=3).sample(seeds)
+    inp, out, blocks = tdgl.sample_to_blocks(sample)
+    assert torch.equal(out, seeds)
+    assert blocks[-1].num_edges() == int(sample.edges_per_hop[0])
+    assert blocks[0].num_edges() == int(sample.edges_per_hop.sum())
+
+
+def test_sampler_errors(graph, store):
+    with pytest.raises(ValueError):
+        tdgl.NeighborSampler(store, [])
+    with pytest.raises(tierfs.InvalidArgumentError):
+        tdgl.NeighborSampler(store, [3, -2])
+    sampler = tdgl.NeighborSampler(store, [3])
+    with pytest.raises(tierfs.Error):
+        sampler.sample(torch.tensor([graph.num_nodes]))
+    with pytest.raises(NotImplementedError):
+        sampler.sample(None, torch.tensor([1]), exclude_eids=torch.tensor([0]))
+
+
+# FeatureStorage --------------------------------------------------------------------------
+
+
+def test_feature_storage_fetch(graph, store):
+    feat = tdgl.FeatureStorage(store)
+    assert isinstance(feat, dgl.storages.FeatureStorage)
+    ids = torch.tensor([9, 1, 9, graph.num_nodes - 1])
+    got = feat.fetch(ids, "cpu")
+    np.testing.assert_array_equal(got.numpy(), graph.x[ids.numpy()])
+    np.testing.assert_array_equal(feat[ids.numpy()].numpy(), graph.x[ids.numpy()])
+    got = feat.fetch({"_N": ids}, torch.device("cpu"), pin_memory=False)
+    np.testing.assert_array_equal(got["_N"].numpy(), graph.x[ids.numpy()])
+    lab = tdgl.FeatureStorage(store, "label").fetch(ids, "cpu")
+    np.testing.assert_array_equal(lab.numpy(), graph.y[ids.numpy()])
+    assert feat.shape == (graph.num_nodes, graph.x.shape[1]) and len(feat) == graph.num_nodes
+    gs = tdgl.GraphStorage(store)
+    assert gs.get_node_storage("feat").kind == "feat" and gs.get_node_storage("label").kind == "label"
+    with pytest.raises(KeyError):
+        gs.get_node_storage("missing")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_feature_storage_fetch_to_cuda(graph, store):
+    got = tdgl.FeatureStorage(store).fetch(torch.tensor([1, 2]), "cuda", pin_memory=True)
+    assert got.is_cuda
+    np.testing.assert_array_equal(got.cpu().numpy(), graph.x[[1, 2]])
+
+
+# Loaders ---------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Dataloader CPU affinity")
+def test_dgl_dataloader_prefetches_from_tierfs(graph, store):
+    sampler = tdgl.NeighborSampler(
+        store, [3, 3], seed=2, prefetch_node_feats=["feat"], prefetch_labels=["label"]
+    )
+    loader = dgl.dataloading.DataLoader(
+        tdgl.GraphStorage(store),
+        torch.from_numpy(graph.train),
+        sampler,
+        batch_size=50,
+        shuffle=True,
+        drop_last=False,
+        num_workers=0,
+    )
+    seen = []
+    for input_nodes, output_nodes, blocks in loader:
+        np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), graph.x[input_nodes.numpy()])
+        np.testing.assert_array_equal(blocks[-1].dstdata["label"].numpy(), graph.y[output_nodes.numpy()])
+        seen.append(output_nodes)
+    np.testing.assert_array_equal(np.sort(torch.cat(seen).numpy()), graph.train)
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_tierfs_dataloader(graph, store, prefetch):
+    sampler = tdgl.NeighborSampler(store, [3, 3], seed=2)
+    loader = tdgl.DataLoader(store, "train", sampler, batch_size=64, shuffle=True, seed=3, prefetch=prefetch)
+    assert len(loader) == -(-len(graph.train) // 64)
+    epochs = []
+    for _ in range(2):
+        order = []
+        for input_nodes, output_nodes, blocks in loader:
+            assert torch.equal(blocks[0].srcdata[dgl.NID], input_nodes)
+            np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), graph.x[input_nodes.numpy()])
+            np.testing.assert_array_equal(blocks[-1].dstdata["label"].numpy(), graph.y[output_nodes.numpy()])
+            order.append(output_nodes)
+        order = torch.cat(order).numpy()
+        np.testing.assert_array_equal(np.sort(order), graph.train)
+        epochs.append(order)
+    assert not np.array_equal(epochs[0], epochs[1])  # reshuffled per epoch
+
+
+def test_tierfs_dataloader_drop_last_and_break(graph, store):
+    sampler = tdgl.NeighborSampler(store, [2])
+    loader = tdgl.DataLoader(store, graph.val, sampler, batch_size=32, drop_last=True)
+    assert len(loader) == len(graph.val) // 32
+    assert sum(1 for _ in loader) == len(loader)
+    for i, _ in enumerate(loader):  # leaving early stops the prefetch thread cleanly
+        if i == 1:
+            break
+
+
+def _dgl_loader(graph, store, **kwargs):
+    sampler = tdgl.NeighborSampler(store, [3, 3], prefetch_node_feats=["feat"], prefetch_labels=["label"])
+    return dgl.dataloading.DataLoader(
+        tdgl.GraphStorage(store), torch.from_numpy(graph.train), sampler, batch_size=100, **kwargs
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Dataloader CPU affinity")
+def test_dgl_dataloader_forked_workers_fail_cleanly(graph, store):
+    """The library runs a Go runtime, which does not survive fork(): a forked worker gets a
+    tierfs.ForkedProcessError instead of hanging."""
+    with pytest.raises(tierfs.ForkedProcessError):
+        for _ in _dgl_loader(graph, store, num_workers=1, multiprocessing_context="fork", timeout=120):
+            pass
+
+
+@pytest.mark.filterwarnings("ignore:Dataloader CPU affinity")
+def test_dgl_dataloader_spawn_workers(graph, store):
+    """Spawned workers get the sampler pickled (the store reopens by path) and sample there."""
+    seen = []
+    for input_nodes, output_nodes, blocks in _dgl_loader(
+        graph, store, num_workers=1, multiprocessing_context="spawn", timeout=300
+    ):
+        np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), graph.x[input_nodes.numpy()])
+        seen.append(output_nodes)
+    np.testing.assert_array_equal(np.sort(torch.cat(seen).numpy()), graph.train)
+
+
+# Whole-topology helpers ------------------------------------------------------------------
+
+
+def test_dgl_graph_and_sampling_graph_match_the_ingested_edges(graph, store):
+    indptr, indices = graph.csc()
+    g = tdgl.dgl_graph(store)
+    assert (g.num_nodes(), g.num_edges()) == (graph.num_nodes, len(graph.src))
+    u, v = g.edges()
+    assert sorted(zip(u.tolist(), v.tolist())) == sorted(zip(graph.src.tolist(), graph.dst.tolist()))
+    sg = tdgl.sampling_graph(store)
+    np.testing.assert_array_equal(sg.csc_indptr.numpy(), indptr)
+    np.testing.assert_array_equal(sg.indices.numpy(), indices)

@@ -1,0 +1,89 @@
+"""tierfs — a tiered GPU / host-memory / SSD feature store for out-of-core GNN training.
+
+Quick start::
+
+    import tierfs
+    tierfs.synth("/tmp/g", nodes=100_000, avg_degree=10, dim=128)
+    with tierfs.open("/tmp/g", host_cache="64MB") as store:
+        x = store.gather([3, 1, 4])                 # (3, 128) numpy array
+        s = store.sampler([15, 10]).sample(store.split("train")[:1024])
+        for batch in tierfs.Loader(store, store.sampler([15, 10]), store.split("train"), 1024):
+            ...                                     # batch.x, batch.y, batch.sample
+
+PyTorch Geometric: :mod:`tierfs.pyg`. Planetoid Cora: :func:`tierfs.datasets.cora`.
+
+The native library (a Go runtime behind a C ABI) is loaded once, at import; it must not be
+loaded in a process that then forks and calls it: worker processes must use the ``spawn`` start
+method (see :mod:`tierfs.pyg` for PyG loaders). Every native call releases the GIL.
+"""
+
+from __future__ import annotations
+
+from . import _native
+from ._util import format_bytes, parse_size
+from .build import ingest, synth
+from .errors import (
+    ClosedError,
+    CorruptError,
+    DTypeError,
+    Error,
+    ForkedProcessError,
+    InternalError,
+    InvalidArgumentError,
+    IOFailedError,
+    KeyNotFoundError,
+    NotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    VersionError,
+)
+from .loader import Batch, Loader, Prefetcher, prefetch
+from .store import Sample, Sampler, Store, open
+
+__version__ = "0.1.0"
+
+#: C ABI version of the loaded library.
+ABI_VERSION: int = _native.ABI_VERSION
+#: Path of the loaded libtierfs.so.
+LIBRARY_PATH: str = str(_native.lib_path)
+
+__all__ = [
+    "open",
+    "Store",
+    "Sampler",
+    "Sample",
+    "Loader",
+    "Batch",
+    "Prefetcher",
+    "prefetch",
+    "ingest",
+    "synth",
+    "parse_size",
+    "format_bytes",
+    "Error",
+    "ClosedError",
+    "CorruptError",
+    "DTypeError",
+    "ForkedProcessError",
+    "InternalError",
+    "InvalidArgumentError",
+    "IOFailedError",
+    "KeyNotFoundError",
+    "NotFoundError",
+    "NotSupportedError",
+    "OutOfMemoryError",
+    "OutOfRangeError",
+    "VersionError",
+    "ABI_VERSION",
+    "LIBRARY_PATH",
+]
+
+
+def __getattr__(name: str):
+    # Submodules that import torch / torch_geometric load on first use only.
+    if name in ("pyg", "datasets"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tierfs' has no attribute {name!r}")

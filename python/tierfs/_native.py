@@ -1,0 +1,225 @@
+"""Loading of libtierfs.so and its ctypes declarations (capi/tierfs.h).
+
+The library is loaded once per process, at ``import tierfs``. It runs a Go runtime, so:
+
+* it is never loaded twice (a second copy of this module, e.g. the source tree and an installed
+  package both imported, reuses the first copy's handle, kept on the ``sys`` module);
+* a process must not fork after loading it: a ``fork()`` copies only the calling thread, and the
+  Go runtime's other threads (scheduler, garbage collector, IO) do not exist in the child. Every
+  call checks for that and raises :class:`tierfs.ForkedProcessError` in a forked child instead of
+  hanging. Worker processes must use the ``spawn`` start method.
+
+ctypes releases the GIL for the duration of every call into the library, so gathers and
+samples in one thread run while other Python threads (training) go on.
+
+Where the library is looked for, in order:
+
+1. ``$TIERFS_LIB`` (a path to a prebuilt ``libtierfs.so``; the GPU machines, which have no Go,
+   use this);
+2. ``tierfs/_lib/libtierfs.so`` inside the installed package (``pip install ./python`` builds it);
+3. ``build/libtierfs.so`` of the source checkout (``make lib``), when running from the tree.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+
+import numpy as np
+
+from . import errors as _errors
+
+ABI_VERSION = 1
+LIB_NAME = "libtierfs.so"
+
+
+class OpenOptions(Structure):
+    """tfs_open_options."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("feature", c_char_p),
+        ("host_cache_bytes", c_int64),
+        ("topology_memory_bytes", c_int64),
+        ("io_backend", c_char_p),
+        ("queue_depth", c_int32),
+        ("max_concurrent_io", c_int32),
+        ("verify_reads", c_int32),
+        ("device", c_int32),
+        ("gpu_cache_bytes", c_int64),
+    ]
+
+
+class StoreInfo(Structure):
+    """tfs_store_info."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("num_nodes", c_int64),
+        ("num_edges", c_int64),
+        ("dim", c_int64),
+        ("row_bytes", c_int64),
+        ("num_classes", c_int64),
+        ("dtype", c_char * 16),
+        ("io_backend", c_char * 16),
+    ]
+
+
+class SamplerOptions(Structure):
+    """tfs_sampler_options."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("fanouts", POINTER(c_int32)),
+        ("num_hops", c_int32),
+        ("replace", c_int32),
+        ("seed", c_uint64),
+        ("workers", c_int32),
+    ]
+
+
+# (name, argtypes). Every function returns tfs_status (int) unless listed in _RESTYPES.
+_SIGNATURES: list[tuple[str, list]] = [
+    ("tfs_abi_version", []),
+    ("tfs_last_error", []),
+    ("tfs_open", [c_char_p, POINTER(OpenOptions), POINTER(c_void_p)]),
+    ("tfs_close", [c_void_p]),
+    ("tfs_store_info_get", [c_void_p, POINTER(StoreInfo)]),
+    ("tfs_gather", [c_void_p, c_void_p, c_int64, c_void_p, c_int64]),
+    ("tfs_gather_device", [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
+    ("tfs_labels", [c_void_p, c_void_p, c_int64, c_void_p]),
+    ("tfs_split", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
+    ("tfs_place", [c_void_p, c_void_p, c_int64]),
+    ("tfs_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_sampler_create", [c_void_p, POINTER(SamplerOptions), POINTER(c_void_p)]),
+    ("tfs_sampler_free", [c_void_p]),
+    ("tfs_sample", [c_void_p, c_void_p, c_int64, POINTER(c_void_p)]),
+    ("tfs_sample_sizes", [c_void_p, POINTER(c_int64), POINTER(c_int64), POINTER(c_int32)]),
+    ("tfs_sample_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
+    ("tfs_sample_free", [c_void_p]),
+    ("tfs_synth", [c_char_p]),
+    ("tfs_ingest", [c_char_p]),
+    ("tfs_mount", [c_void_p, c_char_p]),
+    ("tfs_unmount", [c_void_p]),
+]
+_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p}
+
+
+def candidate_paths() -> list[tuple[str, Path]]:
+    """Where the library is looked for, in order, as (origin, path)."""
+    out: list[tuple[str, Path]] = []
+    env = os.environ.get("TIERFS_LIB")
+    if env:
+        out.append(("$TIERFS_LIB", Path(env).expanduser()))
+    pkg = Path(__file__).resolve().parent
+    out.append(("installed package", pkg / "_lib" / LIB_NAME))
+    # Source checkout: <repo>/python/tierfs/_native.py -> <repo>/build/libtierfs.so
+    out.append(("source tree (make lib)", pkg.parent.parent / "build" / LIB_NAME))
+    return out
+
+
+def _find_library() -> Path:
+    tried = []
+    cands = candidate_paths()
+    for origin, path in cands:
+        if path.is_file():
+            return path
+        tried.append(f"  {origin}: {path}")
+        if origin == "$TIERFS_LIB":
+            # An explicit path that is wrong is an error, not a cue to look elsewhere.
+            break
+    raise ImportError(
+        "tierfs: cannot find the native library libtierfs.so. Looked in:\n"
+        + "\n".join(tried)
+        + "\nBuild it with `make lib` in the repository (needs Go), install the package with "
+        "`pip install ./python` (builds it), or set TIERFS_LIB to a prebuilt libtierfs.so."
+    )
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    for name, argtypes in _SIGNATURES:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError as e:
+            raise ImportError(f"tierfs: {lib._name} does not export {name}: {e}") from None
+        fn.argtypes = argtypes
+        fn.restype = _RESTYPES.get(name, c_int)
+
+
+def _load() -> tuple[ctypes.CDLL, Path]:
+    prior = getattr(sys, "_tierfs_native", None)
+    if prior is not None:  # loaded by another copy of this package in this process
+        return prior
+    path = _find_library()
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise ImportError(f"tierfs: cannot load {path}: {e}") from None
+    _declare(lib)
+    version = lib.tfs_abi_version()
+    if version != ABI_VERSION:
+        raise ImportError(
+            f"tierfs: {path} has C ABI version {version}; this Python package needs {ABI_VERSION}. "
+            "Rebuild the library and the package from the same checkout."
+        )
+    sys._tierfs_native = (lib, path)  # type: ignore[attr-defined]
+    return lib, path
+
+
+lib, lib_path = _load()
+
+# Fork guard -------------------------------------------------------------------------------
+_loaded_pid = os.getpid()
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def check_process() -> None:
+    """Raises ForkedProcessError in a process forked after the library was loaded."""
+    if _forked:
+        raise _errors.ForkedProcessError(
+            f"tierfs: this process (pid {os.getpid()}) was forked from pid {_loaded_pid} after "
+            "libtierfs (a Go runtime) was loaded; the runtime does not survive fork(). Start "
+            "worker processes with the 'spawn' method: torch DataLoader(..., "
+            "multiprocessing_context='spawn') or multiprocessing.get_context('spawn'); with "
+            "PyG loaders keep num_workers=0 (tierfs samples and gathers on its own threads)."
+        )
+
+
+def last_error() -> str:
+    msg = lib.tfs_last_error()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check(status: int) -> None:
+    """Raises the exception for a non-zero status, with the calling thread's last error."""
+    if status != 0:
+        raise _errors.from_status(status, last_error())
+
+
+def addr(obj) -> int:
+    """Address of a numpy array's or torch tensor's first element (0 for an empty one)."""
+    if isinstance(obj, np.ndarray):
+        return obj.ctypes.data
+    return obj.data_ptr()

@@ -1,0 +1,231 @@
+"""Making datasets: :func:`ingest` from arrays or files, :func:`synth` for benchmarks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native, _util, errors
+from ._native import check, lib
+
+__all__ = ["ingest", "synth"]
+
+PathLike = Union[str, os.PathLike]
+_SPLIT_NAMES = ("train", "val", "test")
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def _to_numpy(x: Any, what: str) -> tuple[np.ndarray, Optional[str]]:
+    """x as a numpy array, and the feature dtype to declare when numpy cannot hold it."""
+    if _util.is_tensor(x):
+        import torch
+
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        t = t.contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16), "bfloat16"
+        return t.numpy(), None
+    if isinstance(x, np.ndarray):
+        return x, None
+    if isinstance(x, (list, tuple, range)):
+        return np.asarray(x), None
+    raise errors.DTypeError(f"{what}: want a numpy array, a torch tensor or a file path, got {type(x).__name__}")
+
+
+def _input_path(x: PathLike, what: str) -> str:
+    p = os.fspath(x)
+    if not os.path.exists(p):
+        raise errors.NotFoundError(f"ingest: {what}: {p}: no such file or directory")
+    return p
+
+
+def _save(dirpath: Path, name: str, arr: np.ndarray) -> str:
+    path = dirpath / f"{name}.npy"
+    np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
+    return str(path)
+
+
+def ingest(
+    out: PathLike,
+    edges: Any = None,
+    features: Any = None,
+    labels: Any = None,
+    splits: Union[Mapping[str, Any], PathLike, None] = None,
+    undirected: bool = False,
+    device_paths: Optional[Sequence[PathLike]] = None,
+    *,
+    num_nodes: Optional[int] = None,
+    drop_self_loops: bool = False,
+    dedup: bool = False,
+    feature_dtype: Optional[str] = None,
+    tmp_dir: Optional[PathLike] = None,
+) -> str:
+    """Builds a dataset in the directory ``out`` and returns its path.
+
+    Each input is an array (numpy or torch) or a file path; arrays are written to temporary
+    ``.npy`` files (next to ``out`` unless ``tmp_dir`` is given, since they can be large) and
+    removed afterwards. One native call (``tfs_ingest``) does the work, streaming with bounded
+    memory.
+
+    Args:
+        out: dataset directory to write (an existing dataset there is replaced).
+        edges: ``(2, E)`` or ``(E, 2)`` integer array of (src, dst) pairs; or a ``.npy``,
+            Parquet or Arrow IPC file (integer columns src and dst). None: no topology.
+        features: ``(N, dim)`` array of any supported dtype (float32, float16, bfloat16 as a
+            torch tensor or uint16 bits with ``feature_dtype="bfloat16"``, float64, int8, uint8,
+            int16, int32, int64); or a 2-D ``.npy``/Parquet/Arrow IPC file. None: no features.
+        labels: 1-D integer array, one class per node, -1 unlabelled; or a ``.npy`` file.
+        splits: ``{"train": ids_or_mask, "val": ..., "test": ...}`` (node ids or boolean
+            masks), or a directory holding train.npy / val.npy / test.npy.
+        undirected: add the reverse of every edge.
+        device_paths: directories on other devices to stripe the features over, one file each.
+        num_nodes: node count (default: feature rows, else labels, else largest id + 1).
+        drop_self_loops: drop edges v -> v.
+        dedup: drop repeated edges (and sort each neighbor list).
+        feature_dtype: dtype of features whose array dtype does not say it (``"bfloat16"``
+            for uint16/int16 bits, or raw void values).
+        tmp_dir: where to write the temporary ``.npy`` files.
+
+    Raises:
+        ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
+            message names the input and the problem).
+        FileNotFoundError (tierfs.NotFoundError): an input file that does not exist.
+    """
+    _native.check_process()
+    out = os.fspath(out)
+    if edges is None and features is None and labels is None:
+        raise errors.InvalidArgumentError("ingest: nothing to ingest: give edges, features or labels")
+    opts: Dict[str, Any] = {"out": out}
+    tmp: Optional[Path] = None
+
+    def tmpdir() -> Path:
+        nonlocal tmp
+        if tmp is None:
+            base = Path(tmp_dir) if tmp_dir is not None else Path(out).resolve().parent
+            base.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".tierfs-ingest-", dir=base))
+        return tmp
+
+    try:
+        if edges is not None:
+            if _is_path(edges):
+                opts["edges"] = _input_path(edges, "edges")
+            else:
+                arr, _ = _to_numpy(edges, "edges")
+                if arr.ndim != 2 or 2 not in arr.shape:
+                    raise errors.InvalidArgumentError(f"ingest: edges must have shape (2, E) or (E, 2), got {arr.shape}")
+                if arr.dtype.kind not in "iu":
+                    raise errors.DTypeError(f"ingest: edges must be integers, got {arr.dtype}")
+                opts["edges"] = _save(tmpdir(), "edges", arr)
+        if features is not None:
+            if _is_path(features):
+                opts["features"] = _input_path(features, "features")
+            else:
+                arr, declared = _to_numpy(features, "features")
+                if arr.ndim != 2:
+                    raise errors.InvalidArgumentError(f"ingest: features must be 2-D (nodes, dim), got shape {arr.shape}")
+                if declared and feature_dtype is None:
+                    feature_dtype = declared
+                opts["features"] = _save(tmpdir(), "features", arr)
+        if labels is not None:
+            if _is_path(labels):
+                opts["labels"] = _input_path(labels, "labels")
+            else:
+                arr, _ = _to_numpy(labels, "labels")
+                if arr.ndim != 1 or arr.dtype.kind not in "iu":
+                    raise errors.InvalidArgumentError(f"ingest: labels must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+                opts["labels"] = _save(tmpdir(), "labels", arr.astype(np.int64, copy=False))
+        if splits is not None:
+            if _is_path(splits):
+                opts["splits"] = _input_path(splits, "splits")
+            else:
+                bad = sorted(set(splits) - set(_SPLIT_NAMES))
+                if bad:
+                    raise errors.InvalidArgumentError(f"ingest: unknown split name(s) {bad}; want train, val, test")
+                d = tmpdir() / "splits"
+                d.mkdir()
+                for name, ids in splits.items():
+                    arr, _ = _to_numpy(ids, f"splits[{name!r}]")
+                    if arr.dtype.kind not in "iub" or arr.ndim != 1:
+                        raise errors.InvalidArgumentError(f"ingest: splits[{name!r}] must be 1-D node ids or a boolean mask, got {arr.dtype} of shape {arr.shape}")
+                    _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
+                opts["splits"] = str(d)
+        if undirected:
+            opts["undirected"] = True
+        if drop_self_loops:
+            opts["drop_self_loops"] = True
+        if dedup:
+            opts["dedup"] = True
+        if num_nodes:
+            opts["num_nodes"] = int(num_nodes)
+        if feature_dtype:
+            opts["feature_dtype"] = str(feature_dtype)
+        if device_paths:
+            opts["device_paths"] = [os.fspath(p) for p in device_paths]
+        check(lib.tfs_ingest(json.dumps(opts).encode()))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def synth(
+    out: PathLike,
+    nodes: int,
+    avg_degree: float,
+    dim: int,
+    dtype: str = "float32",
+    classes: int = 16,
+    seed: int = 0,
+    device_paths: Optional[Sequence[PathLike]] = None,
+    train_frac: Optional[float] = None,
+    val_frac: Optional[float] = None,
+    test_frac: Optional[float] = None,
+) -> str:
+    """Writes a deterministic power-law graph with features, labels and splits to ``out`` and
+    returns its path (the same seed gives the same bytes). One native call (``tfs_synth``).
+
+    Args:
+        out: dataset directory to write.
+        nodes: number of nodes.
+        avg_degree: average in-degree.
+        dim: feature dimension.
+        dtype: feature dtype: float32, float16, bfloat16, float64, int8, uint8, int16, int32,
+            int64.
+        classes: label classes.
+        seed: random seed.
+        device_paths: directories on other devices to stripe the features over.
+        train_frac, val_frac, test_frac: expected split fractions (defaults 0.1, 0.05, 0.05;
+            each node falls in a split by a hash, so sizes are close to, not exactly, these).
+
+    Labels are learnable: features are a per-class centroid plus noise.
+    """
+    _native.check_process()
+    out = os.fspath(out)
+    opts: Dict[str, Any] = {
+        "out": out,
+        "nodes": int(nodes),
+        "avg_degree": float(avg_degree),
+        "dim": int(dim),
+        "dtype": str(dtype),
+        "classes": int(classes),
+        "seed": int(seed),
+    }
+    if device_paths:
+        opts["device_paths"] = [os.fspath(p) for p in device_paths]
+    for key, frac in (("train_frac", train_frac), ("val_frac", val_frac), ("test_frac", test_frac)):
+        if frac is not None:
+            opts[key] = float(frac)
+    check(lib.tfs_synth(json.dumps(opts).encode()))
+    return out

@@ -1,0 +1,717 @@
+"""DGL integration of tierfs: features and sampled blocks served from a tierfs Store.
+
+Two DGL APIs are covered.
+
+GraphBolt (``dgl.graphbolt``)
+    :class:`Feature` is a ``gb.Feature`` reading one column of a store (the node features, or the
+    labels); :class:`FeatureStore` is a ``gb.BasicFeatureStore`` holding
+    ``("node", None, "feat")`` and, when the dataset has labels, ``("node", None, "label")``. Hand
+    it to ``gb.FeatureFetcher`` / ``datapipe.fetch_feature(store, node_feature_keys=["feat"])``.
+    ``Feature.read_async`` / ``read_async_num_stages`` follow the staged protocol of GraphBolt 2.4's
+    ``FeatureFetcher`` (the read runs on a worker thread, overlapped with the rest of the
+    pipeline); older GraphBolt versions simply call ``read``.
+
+Classic (``dgl.dataloading``)
+    :class:`NeighborSampler` is a ``dgl.dataloading.BlockSampler`` that samples with tierfs (so the
+    topology may stay on disk) and returns ``(input_nodes, output_nodes, blocks)`` like
+    ``dgl.dataloading.NeighborSampler``; :class:`FeatureStorage` is a ``dgl.storages.FeatureStorage``
+    (``fetch(indices, device, pin_memory=False)``); :class:`GraphStorage` stands for the graph in
+    ``dgl.dataloading.DataLoader`` so that it prefetches features and labels from the store, and
+    :class:`DataLoader` is a small self-contained batch iterator that samples and gathers the next
+    batch on a background thread while the current one trains.
+
+Whole topology, for graphs that fit in memory: :func:`sampling_graph` (GraphBolt's
+``FusedCSCSamplingGraph``, to use GraphBolt's own samplers with tierfs features) and
+:func:`dgl_graph`.
+
+Sampling semantics. ``fanouts`` follow DGL's order: ``fanouts[i]`` is for GNN layer ``i`` (input
+layer first), so ``fanouts[-1]`` is applied to the seeds; tierfs itself is handed the reversed
+list. tierfs samples each node once, at the hop where it is first reached (the seeds at hop 0),
+and numbers the nodes seeds first, then the nodes each hop reached, so the nodes of hops 0..h are
+a prefix of the sample's nodes. The block of layer ``i`` (``h = L-1-i``) has the nodes of hops
+0..h as dst nodes and those of hops 0..h+1 as src nodes (dst nodes are a prefix of src nodes, as
+DGL requires). With ``cumulative=True`` (the default) its edges are those sampled at hops 0..h: a
+node keeps the neighbors it was sampled with in every layer, as PyG's NeighborLoader computes over
+one sampled subgraph. With ``cumulative=False`` a block holds only the edges of its own hop, so
+dst nodes reached before hop h have no in-edges there. Unlike ``dgl.dataloading.NeighborSampler``,
+a node's neighbors are not drawn again for each layer, and blocks carry no ``dgl.EID``
+(tierfs samples have no edge ids).
+
+Processes: the tierfs library runs a Go runtime, which does not survive ``fork``. Worker
+processes of ``dgl.dataloading.DataLoader`` / ``torch.utils.data.DataLoader`` must be started with
+``multiprocessing_context="spawn"`` (the sampler pickles; each worker reopens the dataset) or not
+at all (``num_workers=0``); a forked worker raises ``tierfs.ForkedProcessError``. GraphBolt's
+``gb.DataLoader`` runs the feature fetcher in the main process, so tierfs features work with any
+``num_workers`` there as long as the sampling stages do not call tierfs.
+
+Tested with DGL 2.1.0 (the newest DGL wheel PyPI has for Linux) and torch 2.2.1.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+import dgl
+import dgl.dataloading
+import dgl.storages
+
+import tierfs
+
+try:  # GraphBolt needs extra packages (torchdata, pydantic, ...) and a build for this torch.
+    import dgl.graphbolt as gb
+except Exception as _exc:  # pylint: disable=broad-except
+    gb = None
+    _GRAPHBOLT_ERROR = _exc
+else:
+    _GRAPHBOLT_ERROR = None
+
+__all__ = [
+    "Feature",
+    "FeatureStore",
+    "FeatureStorage",
+    "GraphStorage",
+    "NeighborSampler",
+    "DataLoader",
+    "ReadOnlyError",
+    "sample_to_blocks",
+    "sampling_graph",
+    "dgl_graph",
+    "FEATURE",
+    "LABEL",
+]
+
+FEATURE = "feat"
+LABEL = "label"
+
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+}
+
+
+class ReadOnlyError(tierfs.NotSupportedError):
+    """Raised by ``update``: a tierfs dataset is read-only once ingested (a
+    ``tierfs.NotSupportedError``, so also a ``NotImplementedError`` as GraphBolt's base raises)."""
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _ids_tensor(ids) -> torch.Tensor:
+    """ids (torch tensor on any device, numpy array, list, range, scalar) as a 1-D int64 CPU tensor."""
+    if isinstance(ids, torch.Tensor):
+        t = ids.detach()
+        if t.dtype == torch.bool:
+            raise tierfs.DTypeError("tierfs.dgl: ids must be integer node ids, not a boolean mask")
+        if t.is_floating_point() or t.is_complex():
+            raise tierfs.DTypeError(f"tierfs.dgl: ids must be integers, got dtype {t.dtype}")
+        t = t.to("cpu", torch.int64)
+    else:
+        a = np.asarray(ids)
+        if a.dtype == np.bool_:
+            raise tierfs.DTypeError("tierfs.dgl: ids must be integer node ids, not a boolean mask")
+        if a.size and a.dtype.kind not in "iu":
+            raise tierfs.DTypeError(f"tierfs.dgl: ids must be integers, got dtype {a.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))
+    return t.reshape(-1).contiguous()
+
+
+def _as_tensor(values, dtype_name: str | None = None) -> torch.Tensor:
+    """A store's answer (torch tensor or numpy array) as a torch tensor."""
+    if isinstance(values, torch.Tensor):
+        return values
+    a = np.asarray(values)
+    if dtype_name == "bfloat16" and a.dtype != np.float32:
+        # numpy has no bfloat16: the bits arrive as 2-byte integers or raw void / ml_dtypes.
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _dtype_name(store) -> str:
+    """The feature dtype's name ("float32", "bfloat16", ...); ``Store.dtype`` is the numpy dtype
+    of gathered rows, which is uint16 for bfloat16."""
+    return str(getattr(store, "dtype_name", None) or store.dtype)
+
+
+def _torch_dtype(store) -> torch.dtype:
+    name = _dtype_name(store)
+    try:
+        return _TORCH_DTYPES[name]
+    except KeyError:
+        raise tierfs.Error(f"tierfs.dgl: feature dtype {name!r} has no torch equivalent") from None
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in ("feat", "label"):
+        raise tierfs.InvalidArgumentError(f"tierfs.dgl: kind must be 'feat' or 'label', got {kind!r}")
+    return kind
+
+
+def _read_rows(store, kind: str, ids: torch.Tensor) -> torch.Tensor:
+    """Rows of ids (1-D int64 CPU tensor) of the store's features (kind 'feat') or labels."""
+    n = ids.numel()
+    if kind == "label":
+        if n == 0:
+            return torch.empty((0,), dtype=torch.int64)
+        return _as_tensor(store.labels(ids)).reshape(n).to(torch.int64)
+    if n == 0:
+        return torch.empty((0, int(store.dim)), dtype=_torch_dtype(store))
+    return _as_tensor(store.gather(ids), _dtype_name(store)).reshape(n, int(store.dim))
+
+
+def _all_ids(store) -> torch.Tensor:
+    return torch.arange(int(store.num_nodes), dtype=torch.int64)
+
+
+_executor = None
+_executor_lock = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The worker threads of read_async (tierfs gathers release the GIL)."""
+    global _executor  # pylint: disable=global-statement
+    with _executor_lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="tierfs-dgl"
+            )
+        return _executor
+
+
+_side_streams = {}
+
+
+def _side_stream(device: torch.device):
+    with _executor_lock:
+        s = _side_streams.get(device)
+        if s is None:
+            s = _side_streams[device] = torch.cuda.Stream(device=device)
+        return s
+
+
+class _Future:
+    """What the last stage of read_async yields: ``wait()`` returns the values (call it once)."""
+
+    def __init__(self, future: concurrent.futures.Future, device: torch.device | None):
+        self._future = future
+        self._device = device
+
+    def wait(self) -> torch.Tensor:
+        values = self._future.result()
+        if self._device is not None and values.device != self._device:
+            values = values.to(self._device)
+        self._future = None  # drop the reference; waiting twice is undefined, as in GraphBolt
+        return values
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt
+
+if gb is not None:
+
+    class Feature(gb.Feature):
+        """One column of a tierfs store as a GraphBolt feature: the node features
+        (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
+        (``kind="label"``, int64, -1 for unlabelled nodes). Read-only.
+
+        ``read(ids)`` answers on the ids' device when they are on a GPU, else on the store's
+        device (the CPU unless the store was opened with ``device="cuda:N"``).
+        """
+
+        def __init__(self, store, kind: str = FEATURE, metadata: dict | None = None):
+            super().__init__()
+            self._store = store
+            self._kind = _check_kind(kind)
+            if kind == "label" and not int(store.num_classes):
+                raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
+            meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
+            if kind == "label":
+                meta["num_classes"] = int(store.num_classes)
+            meta.update(metadata or {})
+            self._metadata = meta
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        @property
+        def kind(self) -> str:
+            """'feat' or 'label'."""
+            return self._kind
+
+        def _read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
+            return _read_rows(self._store, self._kind, ids_cpu)
+
+        def read(self, ids: torch.Tensor = None):
+            """Rows ``ids`` (every row when None: the whole column, materialised in memory)."""
+            if ids is None:
+                return self._read(_all_ids(self._store))
+            values = self._read(_ids_tensor(ids))
+            if isinstance(ids, torch.Tensor) and ids.is_cuda and values.device != ids.device:
+                values = values.to(ids.device)
+            return values
+
+        def read_async(self, ids: torch.Tensor):
+            """Reads rows ``ids`` in stages (GraphBolt >= 2.4's protocol): a generator to be
+            advanced ``read_async_num_stages(ids.device)`` times; the last ``next()`` returns a
+            future whose ``wait()`` returns what ``read(ids)`` would.
+
+            CPU ids (1 stage): the read starts on a worker thread and the stage yields its
+            future. GPU ids (2 stages): the first stage starts copying the ids to the host on a
+            side stream; the second waits for that copy, starts the read and yields the future,
+            which moves the rows to the ids' device in ``wait()``.
+            """
+            if not isinstance(ids, torch.Tensor):
+                ids = _ids_tensor(ids)
+            if ids.is_cuda:
+                device = ids.device
+                current = torch.cuda.current_stream(device)
+                side = _side_stream(device)
+                side.wait_stream(current)
+                with torch.cuda.stream(side):
+                    ids.record_stream(side)
+                    ids_host = ids.to("cpu", non_blocking=True)
+                    copied = torch.cuda.Event()
+                    copied.record(side)
+                yield  # stage 1 done: the ids are on their way to the host
+
+                copied.synchronize()
+                future = _pool().submit(self._read, _ids_tensor(ids_host))
+                yield _Future(future, device)
+            else:
+                future = _pool().submit(self._read, _ids_tensor(ids))
+                yield _Future(future, None)
+
+        def read_async_num_stages(self, ids_device) -> int:
+            """How many times to advance ``read_async(ids)`` for ids on ``ids_device``."""
+            return 2 if torch.device(ids_device).type == "cuda" else 1
+
+        def size(self) -> torch.Size:
+            """Shape of one row: ``(dim,)`` for features, ``()`` for labels."""
+            return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
+
+        def count(self) -> int:
+            """Number of rows (the number of nodes)."""
+            return int(self._store.num_nodes)
+
+        def update(self, value: torch.Tensor, ids: torch.Tensor = None):
+            raise ReadOnlyError(
+                "tierfs.dgl: features are read-only; re-ingest the dataset to change them"
+            )
+
+        def metadata(self) -> dict:
+            return dict(self._metadata)
+
+        def __repr__(self) -> str:
+            return (
+                f"tierfs.dgl.Feature(kind={self._kind!r}, count={self.count()}, "
+                f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
+            )
+
+    class FeatureStore(gb.BasicFeatureStore):
+        """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``:
+        ``("node", type_name, feature_name)`` for the node features and, when the dataset has
+        labels, ``("node", type_name, label_name)``. ``store`` is an open tierfs Store (not
+        closed by this object) or a dataset path, opened with ``open_kwargs`` and closed by
+        :meth:`close`.
+        """
+
+        def __init__(
+            self,
+            store,
+            feature_name: str = FEATURE,
+            label_name: str | None = LABEL,
+            type_name: str | None = None,
+            **open_kwargs,
+        ):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError("tierfs.dgl.FeatureStore: open options given with an open store")
+            self._store = store
+            features = {("node", type_name, feature_name): Feature(store, FEATURE)}
+            if label_name is not None and int(store.num_classes):
+                features[("node", type_name, label_name)] = Feature(store, LABEL)
+            super().__init__(features)
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        # GraphBolt >= 2.4 looks features up by key (``key in store``, ``store[key]``).
+        def __getitem__(self, key):
+            return self._features[tuple(key)]
+
+        def __contains__(self, key):
+            return tuple(key) in self._features
+
+        def __iter__(self):
+            return iter(self._features)
+
+        def count(self, domain: str, type_name: str, feature_name: str) -> int:
+            return self._features[(domain, type_name, feature_name)].count()
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+        def __repr__(self) -> str:
+            return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
+
+else:  # pragma: no cover - only without a working GraphBolt
+
+    class _NoGraphBolt:
+        def __init__(self, *args, **kwargs):
+            raise ImportError(
+                f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}"
+            )
+
+    class Feature(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+    class FeatureStore(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+
+def sampling_graph(store):
+    """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
+    samplers with features from :class:`FeatureStore`). Materialises every edge in memory
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise."""
+    if gb is None:
+        raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
+    indptr, indices = store.csc()
+    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices))
+
+
+def dgl_graph(store):
+    """The store's whole topology as a ``DGLGraph`` (edges neighbor -> node, int64 ids, edge ``i``
+    in CSC order). Materialises every edge in memory (``Store.csc()``): for graphs that fit."""
+    indptr, indices = store.csc()
+    dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    return dgl.graph(
+        (torch.from_numpy(indices), torch.from_numpy(dst)),
+        num_nodes=int(store.num_nodes),
+        idtype=torch.int64,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# classic DGL: storages, blocks, loaders
+
+
+class FeatureStorage(dgl.storages.FeatureStorage):
+    """The node features (``kind="feat"``) or labels (``kind="label"``) of a tierfs store as a
+    ``dgl.storages.FeatureStorage``: ``fetch(indices, device, pin_memory=False)`` gathers the rows
+    and moves them to ``device`` (through pinned memory when ``pin_memory`` and the target is a
+    GPU). ``storage[indices]`` is ``fetch(indices, "cpu")``.
+    """
+
+    def __init__(self, store, kind: str = FEATURE):
+        self.store = store
+        self.kind = _check_kind(kind)
+
+    def fetch(self, indices, device, pin_memory=False, **kwargs):
+        if isinstance(indices, Mapping):
+            if len(indices) != 1:
+                raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
+            ((key, ids),) = indices.items()
+            return {key: self.fetch(ids, device, pin_memory, **kwargs)}
+        values = _read_rows(self.store, self.kind, _ids_tensor(indices))
+        device = torch.device(device)
+        if values.device == device:
+            return values
+        non_blocking = bool(kwargs.pop("non_blocking", False))
+        if pin_memory and device.type == "cuda" and values.device.type == "cpu":
+            values = values.pin_memory()
+            non_blocking = True
+        return values.to(device, non_blocking=non_blocking, **kwargs)
+
+    def __getitem__(self, indices):
+        return self.fetch(indices, "cpu")
+
+    def __len__(self):
+        return int(self.store.num_nodes)
+
+    @property
+    def shape(self):
+        n = int(self.store.num_nodes)
+        return (n, int(self.store.dim)) if self.kind == "feat" else (n,)
+
+
+class GraphStorage:
+    """Stands for the graph in ``dgl.dataloading.DataLoader(GraphStorage(store), ids,
+    NeighborSampler(store, fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"]))``:
+    DGL asks it for the storages of the lazily prefetched node data (``get_node_storage``). The
+    graph itself stays in tierfs; the sampler ignores the graph argument. Worker processes need
+    ``multiprocessing_context="spawn"`` (or ``num_workers=0``): see the module docstring.
+    """
+
+    def __init__(self, store, feature_name: str = FEATURE, label_name: str | None = LABEL):
+        self.store = store
+        self.device = torch.device("cpu")
+        self._node = {feature_name: FeatureStorage(store, FEATURE)}
+        if label_name is not None and int(store.num_classes):
+            self._node[label_name] = FeatureStorage(store, LABEL)
+
+    def get_node_storage(self, key, ntype=None):
+        try:
+            return self._node[key]
+        except KeyError:
+            raise tierfs.KeyNotFoundError(
+                f"tierfs.dgl: no node data {key!r}; this store has {sorted(self._node)}"
+            ) from None
+
+    def get_edge_storage(self, key, etype=None):
+        raise tierfs.KeyNotFoundError(f"tierfs.dgl: tierfs stores have no edge data ({key!r})")
+
+    def num_nodes(self, ntype=None) -> int:
+        return int(self.store.num_nodes)
+
+    def num_edges(self, etype=None) -> int:
+        return int(self.store.num_edges)
+
+    @property
+    def ntypes(self):
+        return ["_N"]
+
+
+def _sample_arrays(sample):
+    def t(x):
+        return _ids_tensor(x)
+
+    return (
+        t(sample.nodes),
+        t(sample.row),
+        t(sample.col),
+        _ids_tensor(sample.nodes_per_hop).tolist(),
+        _ids_tensor(sample.edges_per_hop).tolist(),
+    )
+
+
+def sample_to_blocks(sample, cumulative: bool = True, device=None):
+    """DGL blocks of a tierfs Sample: ``(input_nodes, output_nodes, blocks)``, blocks from the
+    input layer (farthest hop) to the output layer (whose dst nodes are the seeds). Block ``i``
+    of ``L`` (hop ``h = L-1-i``) has the nodes of hops 0..h+1 as src nodes and those of hops
+    0..h as dst nodes, ``dgl.NID`` in srcdata and dstdata, and the edges of hops 0..h
+    (``cumulative``) or of hop h alone.
+    """
+    nodes, row, col, nph, eph = _sample_arrays(sample)
+    num_hops = len(eph)
+    if num_hops == 0 or len(nph) != num_hops + 1:
+        raise tierfs.Error(
+            f"tierfs.dgl: sample has {len(nph)} node counts for {num_hops} hops; want hops+1"
+        )
+    node_prefix = np.cumsum(nph).tolist()  # nodes of hops 0..h: nodes[:node_prefix[h]]
+    edge_prefix = np.cumsum([0] + eph).tolist()  # hop h edges: [edge_prefix[h], edge_prefix[h+1])
+    if node_prefix[-1] != nodes.numel() or not edge_prefix[-1] == row.numel() == col.numel():
+        raise tierfs.Error("tierfs.dgl: sample sizes do not add up")
+    blocks = []
+    for h in reversed(range(num_hops)):
+        lo = 0 if cumulative else edge_prefix[h]
+        hi = edge_prefix[h + 1]
+        num_src, num_dst = node_prefix[h + 1], node_prefix[h]
+        block = dgl.create_block(
+            (row[lo:hi], col[lo:hi]),
+            num_src_nodes=num_src,
+            num_dst_nodes=num_dst,
+            idtype=torch.int64,
+        )
+        block.srcdata[dgl.NID] = nodes[:num_src]
+        block.dstdata[dgl.NID] = nodes[:num_dst]
+        blocks.append(block)
+    input_nodes = nodes[: node_prefix[-1]]
+    output_nodes = nodes[: node_prefix[0]]
+    if device is not None and torch.device(device).type != "cpu":
+        device = torch.device(device)
+        blocks = [b.to(device) for b in blocks]
+        input_nodes, output_nodes = input_nodes.to(device), output_nodes.to(device)
+    return input_nodes, output_nodes, blocks
+
+
+class NeighborSampler(dgl.dataloading.BlockSampler):
+    """Uniform k-hop neighbor sampling by tierfs, returning DGL blocks like
+    ``dgl.dataloading.NeighborSampler``.
+
+    ``fanouts[i]`` is the number of neighbors for GNN layer ``i`` (input layer first, so
+    ``fanouts[-1]`` is for the seeds; -1 takes every neighbor). ``replace`` samples with
+    replacement; ``seed`` makes runs repeat (each call uses seed + call number). See the module
+    docstring for ``cumulative``. ``prefetch_node_feats`` / ``prefetch_labels`` /
+    ``output_device`` are as in DGL, for use with ``dgl.dataloading.DataLoader`` and
+    :class:`GraphStorage`.
+
+    ``sample(seeds)`` and DGL's ``sample(g, seeds)`` (``g`` ignored) both return
+    ``(input_nodes, output_nodes, blocks)``. Calls may come from several threads; they are
+    serialised.
+    """
+
+    def __init__(
+        self,
+        store,
+        fanouts,
+        replace: bool = False,
+        seed: int = 0,
+        *,
+        cumulative: bool = True,
+        prefetch_node_feats=None,
+        prefetch_labels=None,
+        output_device=None,
+    ):
+        super().__init__(
+            prefetch_node_feats=prefetch_node_feats,
+            prefetch_labels=prefetch_labels,
+            prefetch_edge_feats=None,
+            output_device=output_device,
+        )
+        fanouts = [int(f) for f in fanouts]
+        if not fanouts:
+            raise tierfs.InvalidArgumentError("tierfs.dgl.NeighborSampler: fanouts is empty; give one per layer")
+        if any(f < -1 for f in fanouts):
+            raise tierfs.InvalidArgumentError(f"tierfs.dgl.NeighborSampler: bad fanouts {fanouts}; each >= -1")
+        self.store = store
+        self.fanouts = fanouts
+        self.replace = bool(replace)
+        self.seed = int(seed)
+        self.cumulative = bool(cumulative)
+        self._sampler = store.sampler(list(reversed(fanouts)), replace=self.replace, seed=self.seed)
+        self._lock = threading.Lock()
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.fanouts)
+
+    # Pickled for spawn worker processes: the store and the tierfs sampler pickle as their path
+    # and options (the worker opens the dataset again; its call counter starts at 0).
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def sample(self, *args, exclude_eids=None):  # pylint: disable=arguments-differ
+        """``sample(seeds)`` or ``sample(g, seeds)``: ``(input_nodes, output_nodes, blocks)``."""
+        if len(args) == 1:
+            g, seeds = None, args[0]
+        elif len(args) == 2:
+            g, seeds = args
+        else:
+            raise TypeError("tierfs.dgl.NeighborSampler.sample(seeds) or sample(g, seeds)")
+        return self.assign_lazy_features(self.sample_blocks(g, seeds, exclude_eids))
+
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+        if exclude_eids is not None:
+            raise tierfs.NotSupportedError("tierfs.dgl.NeighborSampler: exclude_eids is not supported")
+        if isinstance(seed_nodes, Mapping):
+            if len(seed_nodes) != 1:
+                raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
+            (seed_nodes,) = seed_nodes.values()
+        device = self.output_device
+        if device is None and isinstance(seed_nodes, torch.Tensor):
+            device = seed_nodes.device
+        seeds = _ids_tensor(seed_nodes)
+        with self._lock:
+            sample = self._sampler.sample(seeds)
+        return sample_to_blocks(sample, cumulative=self.cumulative, device=device)
+
+
+class DataLoader:
+    """Mini-batches of ``nodes`` (a split name such as ``"train"``, or node ids) as
+    ``(input_nodes, output_nodes, blocks)`` with ``blocks[0].srcdata[feature_name]`` and, when
+    the dataset has labels, ``blocks[-1].dstdata[label_name]`` filled from the store.
+
+    Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch). With
+    ``prefetch`` the next batch is sampled and gathered on a background thread while the current
+    one is used. ``device`` is where the batches go.
+    """
+
+    def __init__(
+        self,
+        store,
+        nodes,
+        sampler: NeighborSampler,
+        batch_size: int = 1024,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        device="cpu",
+        prefetch: bool = True,
+        feature_name: str | None = FEATURE,
+        label_name: str | None = LABEL,
+    ):
+        if batch_size < 1:
+            raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: batch_size {batch_size} < 1")
+        if isinstance(nodes, str):
+            nodes = store.split(nodes)
+        self.store = store
+        self.nodes = _ids_tensor(nodes)
+        self.sampler = sampler
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.seed = int(seed)
+        self.device = torch.device(device)
+        self.prefetch = bool(prefetch)
+        self.feature_name = feature_name
+        self.label_name = label_name if int(store.num_classes) else None
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        n = self.nodes.numel()
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _batches(self):
+        nodes = self.nodes
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+            nodes = nodes[torch.randperm(nodes.numel(), generator=gen)]
+        self.epoch += 1
+        return [nodes[i * self.batch_size : (i + 1) * self.batch_size] for i in range(len(self))]
+
+    def _load(self, seeds):
+        input_nodes, output_nodes, blocks = self.sampler.sample(seeds)
+        if self.feature_name is not None:
+            blocks[0].srcdata[self.feature_name] = _read_rows(self.store, FEATURE, input_nodes)
+        if self.label_name is not None:
+            blocks[-1].dstdata[self.label_name] = _read_rows(self.store, LABEL, output_nodes)
+        if self.device.type != "cpu":
+            blocks = [b.to(self.device) for b in blocks]
+            input_nodes, output_nodes = input_nodes.to(self.device), output_nodes.to(self.device)
+        return input_nodes, output_nodes, blocks
+
+    def __iter__(self):
+        batches = self._batches()
+        if not self.prefetch or len(batches) < 2:
+            for seeds in batches:
+                yield self._load(seeds)
+            return
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tierfs-dgl-load") as ex:
+            pending = ex.submit(self._load, batches[0])
+            for i in range(len(batches)):
+                following = ex.submit(self._load, batches[i + 1]) if i + 1 < len(batches) else None
+                yield pending.result()
+                pending = following

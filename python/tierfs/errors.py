@@ -1,0 +1,218 @@
+"""Exceptions of tierfs.
+
+Every error raised by tierfs is a :class:`tierfs.Error`. Each class also derives from the built-in
+exception a Python caller would expect, so ``except ValueError`` and ``except tierfs.Error`` both
+catch a bad argument. The message is the core's (``tfs_last_error()``), unchanged.
+
+=================  ================================  =========================================
+C status           class                             also a
+=================  ================================  =========================================
+TFS_EINVAL         :class:`InvalidArgumentError`     ``ValueError``
+TFS_ENOENT         :class:`NotFoundError`            ``FileNotFoundError`` (files, datasets)
+TFS_ENOENT         :class:`KeyNotFoundError`         ``KeyError`` (a split or feature by name)
+TFS_ERANGE         :class:`OutOfRangeError`          ``IndexError`` and ``ValueError``
+TFS_ECORRUPT       :class:`CorruptError`             ``OSError``
+TFS_EIO            :class:`IOFailedError`            ``OSError``
+TFS_ENOMEM         :class:`OutOfMemoryError`         ``MemoryError``
+TFS_ECLOSED        :class:`ClosedError`              ``ValueError`` (as a closed Python file)
+TFS_ENOTSUP        :class:`NotSupportedError`        ``NotImplementedError``
+TFS_EVERSION       :class:`VersionError`             ``RuntimeError``
+TFS_EINTERNAL      :class:`InternalError`            ``RuntimeError``
+(Python side)      :class:`DTypeError`               ``TypeError`` (ids of a non-integer dtype)
+(Python side)      :class:`ForkedProcessError`       ``RuntimeError``
+=================  ================================  =========================================
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Error",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "KeyNotFoundError",
+    "OutOfRangeError",
+    "CorruptError",
+    "IOFailedError",
+    "OutOfMemoryError",
+    "ClosedError",
+    "NotSupportedError",
+    "VersionError",
+    "InternalError",
+    "DTypeError",
+    "ForkedProcessError",
+    "STATUS_NAMES",
+]
+
+# tfs_status codes (capi/tierfs.h). They never change meaning.
+OK = 0
+EINVAL = 1
+ENOENT = 2
+ERANGE = 3
+ECORRUPT = 4
+EIO = 5
+ENOMEM = 6
+ECLOSED = 7
+ENOTSUP = 8
+EVERSION = 9
+EINTERNAL = 10
+
+STATUS_NAMES = {
+    OK: "TFS_OK",
+    EINVAL: "TFS_EINVAL",
+    ENOENT: "TFS_ENOENT",
+    ERANGE: "TFS_ERANGE",
+    ECORRUPT: "TFS_ECORRUPT",
+    EIO: "TFS_EIO",
+    ENOMEM: "TFS_ENOMEM",
+    ECLOSED: "TFS_ECLOSED",
+    ENOTSUP: "TFS_ENOTSUP",
+    EVERSION: "TFS_EVERSION",
+    EINTERNAL: "TFS_EINTERNAL",
+}
+
+
+class Error(Exception):
+    """Base class of every tierfs error.
+
+    Attributes:
+        status: the ``tfs_status`` code of the failed native call (0 for errors raised by the
+            Python layer itself).
+        message: the core's message, or the Python layer's.
+    """
+
+    status: int = 0
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+
+    def __str__(self) -> str:  # KeyError would otherwise print repr(message)
+        return self.message
+
+    @property
+    def status_name(self) -> str:
+        """The status code's name, e.g. ``"TFS_ERANGE"``."""
+        return STATUS_NAMES.get(self.status, f"status {self.status}")
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad argument: wrong size, shape, option or value (``TFS_EINVAL``)."""
+
+    status = EINVAL
+
+
+class NotFoundError(Error, FileNotFoundError):
+    """A file or dataset that does not exist (``TFS_ENOENT``)."""
+
+    status = ENOENT
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        Error.__init__(self, message, status)
+
+
+class KeyNotFoundError(Error, KeyError):
+    """A split or feature the dataset does not have (``TFS_ENOENT``)."""
+
+    status = ENOENT
+
+
+class OutOfRangeError(Error, IndexError, ValueError):
+    """A node id outside ``[0, num_nodes)`` (``TFS_ERANGE``)."""
+
+    status = ERANGE
+
+
+class CorruptError(Error, OSError):
+    """Data that does not match its checksum or manifest (``TFS_ECORRUPT``)."""
+
+    status = ECORRUPT
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        Error.__init__(self, message, status)
+
+
+class IOFailedError(Error, OSError):
+    """A read or write that failed (``TFS_EIO``)."""
+
+    status = EIO
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        Error.__init__(self, message, status)
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """Memory could not be had (``TFS_ENOMEM``)."""
+
+    status = ENOMEM
+
+
+class ClosedError(Error, ValueError):
+    """A call on a closed store, or a freed sampler (``TFS_ECLOSED``)."""
+
+    status = ECLOSED
+
+
+class NotSupportedError(Error, NotImplementedError):
+    """Not supported by this build or machine, e.g. no GPU (``TFS_ENOTSUP``)."""
+
+    status = ENOTSUP
+
+
+class VersionError(Error, RuntimeError):
+    """A dataset format or ABI version this library does not support (``TFS_EVERSION``)."""
+
+    status = EVERSION
+
+
+class InternalError(Error, RuntimeError):
+    """A bug in tierfs; the message says where (``TFS_EINTERNAL``)."""
+
+    status = EINTERNAL
+
+
+class DTypeError(Error, TypeError):
+    """Node ids (or an output buffer) of the wrong dtype, e.g. floats as ids."""
+
+    status = EINVAL
+
+
+class ForkedProcessError(Error, RuntimeError):
+    """A tierfs call in a process forked after the library was loaded.
+
+    The library runs a Go runtime, whose threads do not survive ``fork()``: a forked child that
+    called into it could hang. Start worker processes with the ``spawn`` method instead.
+    """
+
+    status = EINVAL
+
+
+_BY_STATUS: dict[int, type[Error]] = {
+    EINVAL: InvalidArgumentError,
+    ENOENT: NotFoundError,
+    ERANGE: OutOfRangeError,
+    ECORRUPT: CorruptError,
+    EIO: IOFailedError,
+    ENOMEM: OutOfMemoryError,
+    ECLOSED: ClosedError,
+    ENOTSUP: NotSupportedError,
+    EVERSION: VersionError,
+    EINTERNAL: InternalError,
+}
+
+
+def _is_name_lookup(message: str) -> bool:
+    """Whether an ENOENT message is about a named split or feature rather than a file."""
+    m = message.lower()
+    return ("split" in m or "feature" in m) and ("no such file" not in m)
+
+
+def from_status(status: int, message: str) -> Error:
+    """The exception for a failed native call's status and message."""
+    if not message:
+        message = f"tierfs call failed with {STATUS_NAMES.get(status, f'status {status}')}"
+    if status == ENOENT and _is_name_lookup(message):
+        return KeyNotFoundError(message, status)
+    cls = _BY_STATUS.get(status, Error)
+    return cls(message, status)

@@ -1,0 +1,224 @@
+"""A prefetching mini-batch loader: sampling and gathering of the next batches run on a
+background thread while the caller trains on the current one.
+
+Why a thread and not worker processes: every native call releases the GIL and runs on the Go
+runtime's own threads (the sampler and the gather are parallel inside), so one Python thread
+keeps them busy; worker processes would each need their own copy of the store (caches,
+topology, IO stacks) and must never be forked from a process that loaded the library.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional, TypeVar
+
+import numpy as np
+
+from .store import IdsLike, Sample, Sampler, Store, _ids
+
+__all__ = ["Loader", "Batch", "prefetch"]
+
+T = TypeVar("T")
+
+_END = object()
+
+
+class _Failure:
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _produce(it: Iterator[Any], q: "queue.Queue[Any]", stop: threading.Event) -> None:
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    try:
+        for item in it:
+            if not put(item) or stop.is_set():
+                return
+    except BaseException as e:  # re-raised in the consumer
+        put(_Failure(e))
+        return
+    put(_END)
+
+
+def _shutdown(stop: threading.Event, q: "queue.Queue[Any]", thread: threading.Thread) -> None:
+    stop.set()
+    try:
+        while True:
+            q.get_nowait()
+    except queue.Empty:
+        pass
+    if thread is not threading.current_thread():
+        thread.join()
+
+
+class Prefetcher(Iterator[T]):
+    """Iterates ``iterable`` on a background thread, up to ``depth`` items ahead.
+
+    Items come out in order; an exception raised by the iterable is raised in the caller at the
+    position it happened. Breaking out of the loop, :meth:`close` or garbage collection stops
+    the thread (it finishes the item in progress, then exits).
+    """
+
+    def __init__(self, iterable: Iterable[T], depth: int = 2, name: str = "tierfs-prefetch"):
+        if depth < 1:
+            raise ValueError(f"prefetch depth {depth} must be at least 1")
+        self._q: "queue.Queue[Any]" = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=_produce, args=(iter(iterable), self._q, self._stop), name=name, daemon=True
+        )
+        self._thread.start()
+        self._done = False
+        self._finalizer = weakref.finalize(self, _shutdown, self._stop, self._q, self._thread)
+
+    def __iter__(self) -> "Prefetcher[T]":
+        return self
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        item = self._q.get()
+        if item is _END:
+            self.close()
+            raise StopIteration
+        if isinstance(item, _Failure):
+            self.close()
+            raise item.exc
+        return item
+
+    def close(self) -> None:
+        """Stops the background thread and drops prefetched items."""
+        self._done = True
+        self._finalizer()
+
+
+def prefetch(iterable: Iterable[T], depth: int = 2) -> Prefetcher[T]:
+    """Runs ``iterable`` (e.g. a PyG ``NodeLoader`` over tierfs stores) ``depth`` items ahead
+    on a background thread; see :class:`Prefetcher`."""
+    return Prefetcher(iterable, depth)
+
+
+@dataclass
+class Batch:
+    """One mini-batch of :class:`Loader`.
+
+    Attributes:
+        seeds: the batch's seed node ids (global).
+        sample: their k-hop neighborhood (:class:`tierfs.Sample`); ``sample.nodes[:len(seeds)]``
+            are the seeds.
+        x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``.
+        y: labels of the seeds, or None when the dataset has no labels.
+    """
+
+    seeds: Any
+    sample: Sample
+    x: Any
+    y: Any
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.seeds.shape[0])
+
+
+class Loader:
+    """Mini-batches of (seeds, sampled neighborhood, features, labels), prefetched.
+
+    Each epoch (each ``iter(loader)``) splits ``seeds`` into batches of ``batch_size``
+    (shuffled by ``seed`` and the epoch number when ``shuffle``), and a background thread
+    samples and gathers up to ``prefetch`` batches ahead of the caller. Batches come in order;
+    an exception on the thread is raised in the caller; breaking out of the loop stops the
+    thread.
+
+    Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
+    store's device for features).
+
+    Example::
+
+        store = tierfs.open("/data/papers", host_cache="8GB", device="cuda:0")
+        loader = tierfs.Loader(store, store.sampler([15, 10]), torch.from_numpy(store.split("train")),
+                               batch_size=1024)
+        for batch in loader:
+            out = model(batch.x, batch.sample.edge_index.cuda())[: batch.batch_size]
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        sampler: Sampler,
+        seeds: IdsLike,
+        batch_size: int,
+        shuffle: bool = True,
+        drop_last: bool = False,
+        prefetch: int = 2,
+        seed: int = 0,
+        labels: Optional[bool] = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size {batch_size} must be at least 1")
+        if prefetch < 1:
+            raise ValueError(f"prefetch {prefetch} must be at least 1")
+        self.store = store
+        self.sampler = sampler
+        ids = _ids(seeds, "seeds")
+        self._seeds = ids.array
+        self._torch = ids.kind == "torch"
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.prefetch = int(prefetch)
+        self.seed = int(seed)
+        self.labels = store.num_classes > 0 if labels is None else bool(labels)
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        n = self._seeds.shape[0]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _order(self, epoch: int) -> np.ndarray:
+        if not self.shuffle:
+            return self._seeds
+        rng = np.random.default_rng([self.seed, epoch])
+        return self._seeds[rng.permutation(self._seeds.shape[0])]
+
+    def batches(self, epoch: int) -> Iterator[Batch]:
+        """The batches of ``epoch``, computed in the calling thread (no prefetch)."""
+        order = self._order(epoch)
+        for i in range(len(self)):
+            seeds = order[i * self.batch_size : (i + 1) * self.batch_size]
+            yield self._make(seeds)
+
+    def _make(self, seeds: np.ndarray) -> Batch:
+        if self._torch:
+            import torch
+
+            seeds_out: Any = torch.from_numpy(seeds)
+        else:
+            seeds_out = seeds
+        sample = self.sampler.sample(seeds_out)
+        x = self.store.gather(sample.nodes)
+        y = self.store.labels(seeds_out) if self.labels else None
+        return Batch(seeds_out, sample, x, y)
+
+    def __iter__(self) -> Prefetcher[Batch]:
+        epoch = self.epoch
+        self.epoch += 1
+        return Prefetcher(self.batches(epoch), self.prefetch, name="tierfs-loader")
+
+    def __repr__(self) -> str:
+        return (
+            f"<tierfs.Loader seeds={self._seeds.shape[0]} batch_size={self.batch_size} "
+            f"batches={len(self)} shuffle={self.shuffle} prefetch={self.prefetch}>"
+        )

@@ -1,0 +1,279 @@
+"""PyTorch Geometric (2.6–2.8) integration: a remote-backend FeatureStore and GraphStore backed
+by a :class:`tierfs.Store`, and a :class:`NeighborSampler` that samples in the core.
+
+PyG's own ``NeighborSampler`` needs pyg-lib or torch-sparse, which are not on PyPI; this one
+needs neither::
+
+    import tierfs, tierfs.pyg, torch
+    from torch_geometric.loader import NodeLoader
+
+    store = tierfs.open("/data/cora", host_cache="64MB")
+    fs, gs = tierfs.pyg.stores(store)
+    loader = NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(store, [25, 10]),
+                        input_nodes=torch.from_numpy(store.split("train")), batch_size=1024,
+                        shuffle=True)
+    for batch in loader:           # batch.x, batch.y, batch.edge_index, batch.batch_size
+        ...
+
+Per batch, the loader makes one native sampling call (``sample_from_nodes``) and
+``FeatureStore._multi_get_tensor`` makes one native gather for every requested ``x`` (plus one
+label read when ``y`` is requested).
+
+Worker processes: keep ``num_workers=0`` (and pass ``filter_per_worker=False``). tierfs already
+samples and gathers on the Go runtime's threads with the GIL released, so workers add nothing
+but copies: each worker would reopen the store (its own host cache, topology and IO stacks),
+and a worker *forked* from a process that loaded the library cannot call it at all (the Go
+runtime does not survive ``fork()``; tierfs raises :class:`tierfs.ForkedProcessError` there).
+If you must use workers, pass ``multiprocessing_context="spawn"``: the stores and the sampler
+pickle as (path, options) and reopen in each worker. To overlap loading with training, wrap the
+loader in :func:`tierfs.prefetch` (a background thread).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import EdgeAttr, TensorAttr
+from torch_geometric.data import FeatureStore as _PyGFeatureStore
+from torch_geometric.data import GraphStore as _PyGGraphStore
+from torch_geometric.data.graph_store import EdgeLayout
+from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
+
+from . import errors
+from .store import Store
+
+__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "stores"]
+
+
+def _unwrap(store: Any) -> Store:
+    if isinstance(store, Store):
+        return store
+    inner = getattr(store, "store", None)
+    if isinstance(inner, Store):
+        return inner
+    raise TypeError(f"want a tierfs.Store (or a tierfs.pyg store), got {type(store).__name__}")
+
+
+class FeatureStore(_PyGFeatureStore):
+    """Read-only PyG ``FeatureStore`` over a :class:`tierfs.Store`.
+
+    Holds the node features as attribute ``x`` (``group_name=None``) and, where the dataset has
+    labels, the labels as ``y``. Tensors come back on the store's device (``tierfs.open(...,
+    device=)``), or on the index's device for CUDA indices.
+
+    ``_multi_get_tensor`` serves all requested ``x`` attributes with one native gather (their
+    indices concatenated) and all ``y`` attributes with one label read. ``_get_tensor_size``
+    reads no data. Picklable (the store reopens in the receiving process).
+    """
+
+    def __init__(self, store: Store, x: str = "x", y: str = "y") -> None:
+        super().__init__()
+        self.store = store
+        self.x_name = x
+        self.y_name = y
+
+    # PyG CRUD --------------------------------------------------------------------------
+
+    def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
+        raise errors.NotSupportedError(
+            "tierfs.pyg.FeatureStore is read-only; build datasets with tierfs.ingest()"
+        )
+
+    def _remove_tensor(self, attr: TensorAttr) -> bool:
+        return False
+
+    def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
+        return self._multi_get_tensor([attr])[0]
+
+    def _kind(self, attr: TensorAttr) -> str:
+        if attr.group_name is not None:
+            raise KeyError(f"tierfs holds one node type (group_name=None), not {attr.group_name!r}")
+        if attr.attr_name == self.x_name:
+            return "x"
+        if attr.attr_name == self.y_name and self.store.num_classes > 0:
+            return "y"
+        raise KeyError(f"tierfs store has no tensor attribute {attr.attr_name!r} (it has {self._names()})")
+
+    def _names(self) -> List[str]:
+        return [self.x_name] + ([self.y_name] if self.store.num_classes > 0 else [])
+
+    def _index(self, index: Any) -> Tuple[Tensor, bool]:
+        """(1-D int64 CPU or CUDA tensor of node ids, whether the attr asked for one row)."""
+        n = self.store.num_nodes
+        if index is None:
+            return torch.arange(n), False
+        if isinstance(index, slice):
+            return torch.arange(n)[index], False
+        if isinstance(index, (int, np.integer)):
+            return torch.tensor([int(index)]), True
+        if isinstance(index, np.ndarray):
+            index = torch.from_numpy(index)
+        if isinstance(index, Tensor):
+            if index.dtype == torch.bool:
+                return index.nonzero().view(-1), False
+            return index.view(-1), False
+        return torch.as_tensor(index, dtype=torch.long).view(-1), False
+
+    def _multi_get_tensor(self, attrs: List[TensorAttr]) -> List[Optional[Tensor]]:
+        kinds = [self._kind(a) for a in attrs]
+        results: List[Optional[Tensor]] = [None] * len(attrs)
+        for kind in ("x", "y"):
+            which = [i for i, k in enumerate(kinds) if k == kind]
+            if not which:
+                continue
+            # One native call per kind: distinct index tensors concatenated, results split.
+            unique: dict = {}
+            for i in which:
+                unique.setdefault(id(attrs[i].index), []).append(i)
+            indices, single = [], []
+            for pos in unique.values():
+                idx, one = self._index(attrs[pos[0]].index)
+                indices.append(idx)
+                single.append(one)
+            if len(indices) > 1:
+                dev = indices[0].device
+                ids = torch.cat([t.to(dev) for t in indices])
+            else:
+                ids = indices[0]
+            out = self.store.gather(ids) if kind == "x" else self.store.labels(ids)
+            if not isinstance(out, Tensor):
+                out = torch.from_numpy(out)
+            parts = out.split([t.numel() for t in indices]) if len(indices) > 1 else [out]
+            for pos, part, one in zip(unique.values(), parts, single):
+                for i in pos:
+                    results[i] = part[0] if one else part
+        return results
+
+    def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple[int, ...]]:
+        try:
+            kind = self._kind(attr)
+        except KeyError:
+            return None
+        index = attr.index if attr.is_set("index") else None
+        if index is None or (isinstance(index, slice) and index == slice(None)):
+            rows = self.store.num_nodes
+        elif isinstance(index, (int, np.integer)):
+            return (self.store.dim,) if kind == "x" else ()
+        elif isinstance(index, slice):
+            rows = len(range(*index.indices(self.store.num_nodes)))
+        elif isinstance(index, Tensor) and index.dtype == torch.bool:
+            rows = int(index.sum())
+        else:
+            rows = len(index)
+        return (rows, self.store.dim) if kind == "x" else (rows,)
+
+    def get_all_tensor_attrs(self) -> List[TensorAttr]:
+        """``x`` (node features) and, with labels, ``y``; node attributes only."""
+        return [self._tensor_attr_cls.cast(None, name) for name in self._names()]
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.FeatureStore({self.store!r})"
+
+
+class GraphStore(_PyGGraphStore):
+    """Read-only PyG ``GraphStore`` over a :class:`tierfs.Store`'s topology.
+
+    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``. The
+    :class:`NeighborSampler` never reads edges through it. Asking for the edge index
+    (``get_edge_index``, ``coo()``, ``csr()``, ``csc()``) materializes the whole topology in
+    memory (:meth:`tierfs.Store.csc`: 8 bytes per edge and per node, more for COO/CSR); it is
+    not cached, so keep the result if you need it twice.
+    """
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+
+    def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
+        raise errors.NotSupportedError("tierfs.pyg.GraphStore is read-only; build datasets with tierfs.ingest()")
+
+    def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
+        return False
+
+    def get_all_edge_attrs(self) -> List[EdgeAttr]:
+        if self.store.num_edges == 0:
+            return []
+        n = self.store.num_nodes
+        return [EdgeAttr(None, EdgeLayout.CSC, is_sorted=True, size=(n, n))]
+
+    def _get_edge_index(self, edge_attr: EdgeAttr) -> Optional[Tuple[Tensor, Tensor]]:
+        if edge_attr.edge_type is not None or self.store.num_edges == 0:
+            return None
+        indptr, indices = self.store.csc()
+        n = self.store.num_nodes
+        if edge_attr.layout == EdgeLayout.CSC:
+            return torch.from_numpy(indices), torch.from_numpy(indptr)
+        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        if edge_attr.layout == EdgeLayout.COO:
+            return torch.from_numpy(indices), torch.from_numpy(dst)
+        order = np.argsort(indices, kind="stable")  # CSR: by source
+        rowptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(indices, minlength=n), out=rowptr[1:])
+        return torch.from_numpy(rowptr), torch.from_numpy(dst[order])
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.GraphStore({self.store!r})"
+
+
+def stores(store: Store) -> Tuple[FeatureStore, GraphStore]:
+    """``(FeatureStore(store), GraphStore(store))``, the ``data`` argument of PyG loaders."""
+    return FeatureStore(store), GraphStore(store)
+
+
+class NeighborSampler(BaseSampler):
+    """Uniform k-hop neighbor sampling in the tierfs core, as a PyG ``BaseSampler``.
+
+    ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
+    ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
+    ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge=None``
+    (no edge ids) and ``batch=None`` (not disjoint).
+
+    Args:
+        store: a :class:`tierfs.Store` (or one of this module's stores).
+        num_neighbors: neighbors per node per hop, e.g. ``[25, 10]``; -1 takes all.
+        replace: sample with replacement.
+        seed: the i-th call samples with ``seed + i``: same seed, same batches.
+        workers: goroutines of the sampler (0: CPUs); results do not depend on it.
+    """
+
+    def __init__(
+        self,
+        store: Union[Store, FeatureStore, GraphStore],
+        num_neighbors: Sequence[int],
+        replace: bool = False,
+        seed: int = 0,
+        workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.store = _unwrap(store)
+        self.num_neighbors = [int(k) for k in num_neighbors]
+        self.replace = bool(replace)
+        self.seed = int(seed)
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
+
+    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:
+        if index.input_type is not None:
+            raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
+        seeds = index.node
+        if seeds.device.type != "cpu":
+            seeds = seeds.cpu()
+        s = self.sampler.sample(seeds)
+        return SamplerOutput(
+            node=s.nodes,
+            row=s.row,
+            col=s.col,
+            edge=None,
+            batch=None,
+            num_sampled_nodes=s.nodes_per_hop.tolist(),
+            num_sampled_edges=s.edges_per_hop.tolist(),
+            metadata=(index.input_id, index.time),
+        )
+
+    def sample_from_edges(self, index: Any, neg_sampling: Any = None) -> Any:
+        raise NotImplementedError("tierfs.pyg.NeighborSampler samples from nodes only (no link loaders yet)")
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"

@@ -1,0 +1,789 @@
+"""Store, Sampler and Sample: the numpy/torch face of the C API (capi/tierfs.h).
+
+Every method makes a constant number of native calls per batch (a gather is one ``tfs_gather``),
+never one per node. ctypes releases the GIL during each call.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import threading
+from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native, _util, errors
+from ._native import check, lib
+
+__all__ = ["open", "Store", "Sampler", "Sample", "IdsLike"]
+
+#: What gather, labels and sample accept as node ids: a 1-D integer numpy array, a torch tensor
+#: (CPU or CUDA), a list/tuple/range of ints, or one int.
+IdsLike = Any
+
+# numpy dtype of each feature dtype. bfloat16 has none in numpy: numpy outputs hold its bits as
+# uint16 (``.view(torch.bfloat16)`` on ``torch.from_numpy`` of it gives the values).
+_NUMPY_DTYPES = {
+    "float32": np.dtype(np.float32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(np.uint16),
+    "float64": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+}
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+# ids ---------------------------------------------------------------------------------------
+
+
+class _Ids:
+    """Node ids as a contiguous int64 numpy array, plus what kind of object they came as."""
+
+    __slots__ = ("array", "kind", "device", "scalar")
+
+    def __init__(self, array: np.ndarray, kind: str, device: Any = None, scalar: bool = False):
+        self.array = array  # 1-D, int64, C-contiguous, on the host
+        self.kind = kind  # "numpy", "torch" or "list"
+        self.device = device  # torch device of torch ids
+        self.scalar = scalar
+
+
+def _ids(ids: IdsLike, what: str = "ids") -> _Ids:
+    if isinstance(ids, np.ndarray):
+        return _Ids(_np_ids(ids, what), "numpy")
+    if _util.is_tensor(ids):
+        torch = _torch()
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise errors.DTypeError(f"{what} must be integers, got a tensor of {ids.dtype}")
+        if ids.dim() > 1:
+            raise errors.InvalidArgumentError(f"{what} must be 1-D, got a tensor of shape {tuple(ids.shape)}")
+        scalar = ids.dim() == 0
+        t = ids.detach().reshape(-1)
+        if t.device.type != "cpu":
+            t = t.cpu()
+        arr = t.to(torch.int64).contiguous().numpy()
+        return _Ids(arr, "torch", ids.device, scalar)
+    if isinstance(ids, (bool, np.bool_)):
+        raise errors.DTypeError(f"{what} must be integers, got {ids!r}")
+    if isinstance(ids, (int, np.integer)):
+        return _Ids(np.array([int(ids)], dtype=np.int64), "numpy", scalar=True)
+    if isinstance(ids, (list, tuple, range)):
+        if len(ids) == 0:
+            return _Ids(np.empty(0, dtype=np.int64), "list")
+        arr = np.asarray(ids)
+        return _Ids(_np_ids(arr, what), "list")
+    raise errors.DTypeError(
+        f"{what}: want a numpy array, a torch tensor, a list of ints or an int; got {type(ids).__name__}"
+    )
+
+
+def _np_ids(arr: np.ndarray, what: str) -> np.ndarray:
+    if arr.dtype.kind not in "iu":
+        raise errors.DTypeError(f"{what} must be integers, got an array of {arr.dtype}")
+    if arr.ndim != 1:
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        else:
+            raise errors.InvalidArgumentError(f"{what} must be 1-D, got an array of shape {arr.shape}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise errors.OutOfRangeError(f"{what}: id {int(arr.max())} is out of range")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+# Store -------------------------------------------------------------------------------------
+
+
+def open(
+    path: Union[str, os.PathLike],
+    host_cache: _util.SizeLike = None,
+    gpu_cache: _util.SizeLike = None,
+    device: Any = "cpu",
+    feature: Optional[str] = None,
+    verify_reads: bool = False,
+    topology_memory: Union[_util.SizeLike, bool] = None,
+    io_backend: Optional[str] = None,
+    queue_depth: Optional[int] = None,
+    max_concurrent_io: Optional[int] = None,
+) -> "Store":
+    """Opens the dataset directory ``path``.
+
+    Args:
+        path: a dataset made by :func:`tierfs.ingest`, :func:`tierfs.synth` or the CLI.
+        host_cache: host-memory tier budget, as bytes or a string like ``"512MB"``/``"4GiB"``
+            (KB/MB/GB are powers of 1000, KiB/MiB/GiB and bare K/M/G of 1024). None or 0: no
+            host tier, every row is read from the SSD. The tier is filled at open time with the
+            rows of the highest in-degree; :meth:`Store.place` refills it.
+        gpu_cache: GPU tier budget (needs the CUDA path of the library; ignored with a warning
+            where the library has none).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``: where gathers return
+            rows. With a CUDA device every gather returns a CUDA tensor.
+        feature: the feature to serve; None is the dataset's first.
+        verify_reads: check every block read from disk against its checksum.
+        topology_memory: budget for holding the topology in memory (default 1 GiB); False or a
+            negative number keeps it on disk (each sampling hop then reads what it needs).
+        io_backend: None picks io_uring, falling back to pread; ``"io_uring"`` or ``"pread"``
+            forces one.
+        queue_depth: reads in flight per IO stack (default 128).
+        max_concurrent_io: IO stacks, i.e. gathers reading the disk at once (default: CPUs).
+
+    Raises:
+        FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
+        KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
+        ValueError (tierfs.InvalidArgumentError): a bad option.
+    """
+    return Store(
+        path,
+        host_cache=host_cache,
+        gpu_cache=gpu_cache,
+        device=device,
+        feature=feature,
+        verify_reads=verify_reads,
+        topology_memory=topology_memory,
+        io_backend=io_backend,
+        queue_depth=queue_depth,
+        max_concurrent_io=max_concurrent_io,
+    )
+
+
+def _reopen(path: str, options: Dict[str, Any]) -> "Store":
+    return Store(path, **options)
+
+
+class Store:
+    """An open tierfs dataset: gather feature rows, read labels and splits, sample.
+
+    Made by :func:`tierfs.open`. Safe to use from several threads at once (each call is one
+    native call that releases the GIL). Close it with :meth:`close` or a ``with`` block; calls on
+    a closed store raise :class:`tierfs.ClosedError`.
+
+    Pickling a store pickles its path and options; unpickling opens the dataset again in the
+    receiving process (its own caches), which is what ``spawn`` worker processes get.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike],
+        host_cache: _util.SizeLike = None,
+        gpu_cache: _util.SizeLike = None,
+        device: Any = "cpu",
+        feature: Optional[str] = None,
+        verify_reads: bool = False,
+        topology_memory: Union[_util.SizeLike, bool] = None,
+        io_backend: Optional[str] = None,
+        queue_depth: Optional[int] = None,
+        max_concurrent_io: Optional[int] = None,
+    ) -> None:
+        _native.check_process()
+        self._handle: Optional[int] = None
+        self._path = os.fspath(path)
+        self._options = dict(
+            host_cache=host_cache,
+            gpu_cache=gpu_cache,
+            device=str(device) if not isinstance(device, str) else device,
+            feature=feature,
+            verify_reads=verify_reads,
+            topology_memory=topology_memory,
+            io_backend=io_backend,
+            queue_depth=queue_depth,
+            max_concurrent_io=max_concurrent_io,
+        )
+        self._device_type, self._device_index = _util.parse_device(device)
+        if self._device_type == "cuda":
+            torch = _torch()
+            if not torch.cuda.is_available() or self._device_index >= torch.cuda.device_count():
+                raise errors.NotSupportedError(
+                    f"tierfs: device {device!r} requested, but torch sees "
+                    f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA device(s)"
+                )
+        self._host_cache_bytes = _util.parse_size(host_cache, "host_cache")
+        self._gpu_cache_bytes = _util.parse_size(gpu_cache, "gpu_cache")
+        if topology_memory is False:
+            topo = -1
+        elif isinstance(topology_memory, int) and not isinstance(topology_memory, bool) and topology_memory < 0:
+            topo = -1
+        else:
+            topo = _util.parse_size(topology_memory, "topology_memory")
+        if io_backend not in (None, "", "io_uring", "pread"):
+            raise errors.InvalidArgumentError(f"io_backend {io_backend!r}: want None, 'io_uring' or 'pread'")
+
+        opts = _native.OpenOptions()
+        opts.struct_size = _native.ctypes.sizeof(_native.OpenOptions)
+        opts.feature = feature.encode() if feature else None
+        opts.host_cache_bytes = self._host_cache_bytes
+        opts.topology_memory_bytes = topo
+        opts.io_backend = io_backend.encode() if io_backend else None
+        opts.queue_depth = int(queue_depth or 0)
+        opts.max_concurrent_io = int(max_concurrent_io or 0)
+        opts.verify_reads = 1 if verify_reads else 0
+        opts.device = self._device_index if self._device_type == "cuda" else -1
+        opts.gpu_cache_bytes = self._gpu_cache_bytes
+        handle = c_void_p()
+        status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
+        if status == errors.ENOTSUP and self._device_type == "cuda":
+            # No CUDA path in this library: serve from the host and copy to the device.
+            if self._gpu_cache_bytes:
+                import warnings
+
+                warnings.warn(
+                    f"tierfs: this library has no CUDA path; gpu_cache={gpu_cache!r} is ignored "
+                    "(rows are gathered on the host and copied to the GPU)",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            opts.device = -1
+            opts.gpu_cache_bytes = 0
+            status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
+        check(status)
+        self._handle = handle.value
+        info = _native.StoreInfo()
+        info.struct_size = _native.ctypes.sizeof(_native.StoreInfo)
+        try:
+            check(lib.tfs_store_info_get(self._handle, byref(info)))
+        except BaseException:
+            self.close()
+            raise
+        self._num_nodes = int(info.num_nodes)
+        self._num_edges = int(info.num_edges)
+        self._dim = int(info.dim)
+        self._row_bytes = int(info.row_bytes)
+        self._num_classes = int(info.num_classes)
+        self._dtype_name = info.dtype.decode()
+        self._io_backend = info.io_backend.decode()
+        if self._dtype_name not in _NUMPY_DTYPES:
+            self.close()
+            raise errors.VersionError(f"tierfs: feature dtype {self._dtype_name!r} is not known to this package")
+        self._np_dtype = _NUMPY_DTYPES[self._dtype_name]
+        self._device_gather: Optional[bool] = None  # tfs_gather_device works? None: not tried
+        self._manifest: Optional[dict] = None
+
+    # properties ------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The dataset directory."""
+        return self._path
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes (feature rows)."""
+        return self._num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges (0 without topology)."""
+        return self._num_edges
+
+    @property
+    def dim(self) -> int:
+        """Feature elements per row."""
+        return self._dim
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes per feature row."""
+        return self._row_bytes
+
+    @property
+    def num_classes(self) -> int:
+        """Number of label classes (0 without labels)."""
+        return self._num_classes
+
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy dtype of gathered rows (``uint16`` holding the bits for bfloat16)."""
+        return self._np_dtype
+
+    @property
+    def dtype_name(self) -> str:
+        """The feature dtype as the dataset names it: "float32", "bfloat16", ..."""
+        return self._dtype_name
+
+    @property
+    def torch_dtype(self):
+        """torch dtype of gathered rows (``torch.bfloat16`` for bfloat16)."""
+        return getattr(_torch(), self._dtype_name)
+
+    @property
+    def device(self) -> str:
+        """Where gathers return rows: "cpu" or "cuda:N"."""
+        return "cpu" if self._device_type == "cpu" else f"cuda:{self._device_index}"
+
+    @property
+    def io_backend(self) -> str:
+        """How disk reads are served: "io_uring" or "pread"."""
+        return self._io_backend
+
+    @property
+    def host_cache_bytes(self) -> int:
+        """The host tier budget in bytes."""
+        return self._host_cache_bytes
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._handle is None
+
+    @property
+    def manifest(self) -> dict:
+        """The dataset's manifest.json, parsed (read on first use)."""
+        if self._manifest is None:
+            with builtins.open(os.path.join(self._path, "manifest.json")) as f:
+                self._manifest = json.load(f)
+        return self._manifest
+
+    @property
+    def split_names(self) -> List[str]:
+        """Names of the dataset's splits ("train", "val", "test" where present)."""
+        nts = self.manifest.get("node_types") or [{}]
+        return sorted((nts[0].get("splits") or {}).keys())
+
+    def _h(self) -> int:
+        _native.check_process()
+        h = self._handle
+        if h is None:
+            raise errors.ClosedError(f"tierfs: store {self._path} is closed")
+        return h
+
+    # output placement ------------------------------------------------------------------
+
+    def _out_device(self, ids: _Ids):
+        """None for numpy output, else the torch device of the output."""
+        if ids.kind == "torch" and ids.device is not None and ids.device.type == "cuda":
+            return ids.device
+        if self._device_type == "cuda":
+            return _torch().device("cuda", self._device_index)
+        if ids.kind == "torch":
+            return _torch().device("cpu")
+        return None
+
+    # gather ----------------------------------------------------------------------------
+
+    def gather(self, ids: IdsLike, out: Any = None) -> Any:
+        """Feature rows of ``ids``: an ``(n, dim)`` array, ``out[i] = row(ids[i])``.
+
+        One native call for the whole batch; ids may repeat and come in any order.
+
+        Args:
+            ids: a 1-D integer numpy array, torch tensor (CPU or CUDA), list of ints, or one int
+                (then the result is the ``(dim,)`` row).
+            out: optional preallocated, C-contiguous buffer of shape ``(n, dim)`` and the store's
+                dtype (numpy: :attr:`dtype`; torch: :attr:`torch_dtype`), on the host or a CUDA
+                device; rows are written there and ``out`` is returned.
+
+        Returns:
+            numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on
+            a CUDA store: on the store's device); lists give numpy arrays. On a store opened with
+            ``device="cuda:N"`` the result is always a CUDA tensor.
+
+        Raises:
+            IndexError/ValueError (tierfs.OutOfRangeError): an id outside ``[0, num_nodes)``.
+            TypeError (tierfs.DTypeError): ids that are not integers, or ``out`` of another dtype.
+            tierfs.ClosedError: the store is closed.
+        """
+        h = self._h()
+        ids_ = _ids(ids)
+        n = ids_.array.shape[0]
+        shape = (self._dim,) if ids_.scalar else (n, self._dim)
+        if out is not None:
+            self._check_out(out, shape)
+            if isinstance(out, np.ndarray):
+                self._gather_host(h, ids_.array, out)
+            elif out.device.type == "cpu":
+                self._gather_host(h, ids_.array, out)
+            else:
+                self._gather_cuda(h, ids_.array, out)
+            return out
+        dev = self._out_device(ids_)
+        if dev is None:
+            result = np.empty(shape, dtype=self._np_dtype)
+            self._gather_host(h, ids_.array, result)
+            return result
+        torch = _torch()
+        if dev.type == "cpu":
+            result = torch.empty(shape, dtype=self.torch_dtype)
+            self._gather_host(h, ids_.array, result)
+            return result
+        result = torch.empty(shape, dtype=self.torch_dtype, device=dev)
+        self._gather_cuda(h, ids_.array, result)
+        return result
+
+    def _check_out(self, out: Any, shape: tuple) -> None:
+        if isinstance(out, np.ndarray):
+            if out.dtype != self._np_dtype:
+                raise errors.DTypeError(f"out has dtype {out.dtype}; this store's rows are {self._np_dtype} ({self._dtype_name})")
+            if not out.flags.c_contiguous or not out.flags.writeable:
+                raise errors.InvalidArgumentError("out must be a C-contiguous, writeable array")
+            got = out.shape
+        elif _util.is_tensor(out):
+            if out.dtype != self.torch_dtype:
+                raise errors.DTypeError(f"out has dtype {out.dtype}; this store's rows are {self.torch_dtype}")
+            if not out.is_contiguous():
+                raise errors.InvalidArgumentError("out must be a contiguous tensor")
+            if out.requires_grad:
+                raise errors.InvalidArgumentError("out must not require grad")
+            got = tuple(out.shape)
+        else:
+            raise errors.DTypeError(f"out must be a numpy array or a torch tensor, got {type(out).__name__}")
+        if tuple(got) != tuple(shape):
+            raise errors.InvalidArgumentError(f"out has shape {tuple(got)}; the gather needs {tuple(shape)}")
+
+    def _gather_host(self, h: int, ids: np.ndarray, out: Any) -> None:
+        n = ids.shape[0]
+        if n == 0:
+            return
+        check(lib.tfs_gather(h, ids.ctypes.data, n, _native.addr(out), n * self._row_bytes))
+
+    def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
+        n = ids.shape[0]
+        if n == 0:
+            return
+        torch = _torch()
+        if self._device_gather is not False:
+            stream = torch.cuda.current_stream(out.device).cuda_stream
+            status = lib.tfs_gather_device(h, ids.ctypes.data, n, out.data_ptr(), n * self._row_bytes, stream)
+            if status == 0:
+                self._device_gather = True
+                return
+            if status != errors.ENOTSUP:
+                check(status)
+            self._device_gather = False
+        # No CUDA path in the library: gather into pinned host memory, copy asynchronously.
+        staging = torch.empty(tuple(out.shape), dtype=out.dtype, pin_memory=True)
+        self._gather_host(h, ids, staging)
+        out.copy_(staging, non_blocking=True)
+
+    # labels and splits -----------------------------------------------------------------
+
+    def labels(self, ids: IdsLike) -> Any:
+        """Labels (int64, -1 where unlabelled) of ``ids``, of the same kind as :meth:`gather`'s
+        output. One native call."""
+        h = self._h()
+        ids_ = _ids(ids)
+        n = ids_.array.shape[0]
+        result = np.empty(n, dtype=np.int64)
+        if n:
+            check(lib.tfs_labels(h, ids_.array.ctypes.data, n, result.ctypes.data))
+        if ids_.scalar:
+            result = result.reshape(())
+        dev = self._out_device(ids_)
+        if dev is None:
+            return result
+        t = _torch().from_numpy(result)
+        return t if dev.type == "cpu" else t.to(dev)
+
+    def split(self, name: str) -> np.ndarray:
+        """Node ids (int64 numpy array) of the split ``name`` ("train", "val", "test").
+
+        Raises:
+            KeyError (tierfs.KeyNotFoundError): the dataset has no such split.
+        """
+        h = self._h()
+        count = c_int64(0)
+        check(lib.tfs_split(h, name.encode(), None, 0, byref(count)))
+        out = np.empty(count.value, dtype=np.int64)
+        if count.value:
+            check(lib.tfs_split(h, name.encode(), out.ctypes.data, count.value, byref(count)))
+        return out
+
+    # sampling --------------------------------------------------------------------------
+
+    def sampler(
+        self,
+        fanouts: Sequence[int],
+        replace: bool = False,
+        seed: int = 0,
+        workers: int = 0,
+    ) -> "Sampler":
+        """A k-hop uniform neighbor sampler over this store's topology.
+
+        Args:
+            fanouts: neighbors to sample per node, per hop (e.g. ``[25, 10]``); -1 takes every
+                neighbor.
+            replace: sample with replacement.
+            seed: each :meth:`Sampler.sample` call uses ``seed + call number``, so batches
+                differ but runs repeat.
+            workers: goroutines choosing neighbors (0: number of CPUs). Results do not depend
+                on it.
+        """
+        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
+
+    def csc(self, chunk_size: int = 1 << 20) -> tuple:
+        """The whole topology as CSC: ``(indptr, indices)``, int64 numpy arrays, the
+        in-neighbors of node v being ``indices[indptr[v]:indptr[v+1]]`` in stored order.
+
+        Cost: materializes all edges in memory (8 bytes per edge plus 8 per node, twice that
+        while it is built), through sampling every neighbor of ``chunk_size`` nodes per native
+        call. Meant for small graphs, tests and conversions; training samples instead.
+        """
+        self._h()
+        n = self._num_nodes
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        parts = []
+        s = self.sampler([-1])
+        try:
+            for lo in range(0, n, chunk_size):
+                hi = min(n, lo + chunk_size)
+                sample = s.sample(np.arange(lo, hi, dtype=np.int64))
+                indptr[lo + 1 : hi + 1] = np.bincount(sample.col, minlength=hi - lo)
+                parts.append(sample.nodes[sample.row])
+        finally:
+            s.close()
+        np.cumsum(indptr, out=indptr)
+        indices = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return indptr, indices
+
+    # placement, stats, mount -----------------------------------------------------------
+
+    def place(self, hotness: Optional[Any] = None) -> None:
+        """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
+        are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
+        new ones while it runs."""
+        h = self._h()
+        if hotness is None:
+            check(lib.tfs_place(h, None, 0))
+            return
+        if _util.is_tensor(hotness):
+            hotness = hotness.detach().cpu().numpy()
+        arr = np.asarray(hotness)
+        if arr.ndim != 1 or arr.shape[0] != self._num_nodes:
+            raise errors.InvalidArgumentError(f"hotness must have one entry per node ({self._num_nodes}), got shape {arr.shape}")
+        if arr.dtype != np.uint32:
+            if arr.dtype.kind not in "iuf":
+                raise errors.DTypeError(f"hotness must be numbers, got {arr.dtype}")
+            arr = np.clip(arr, 0, np.iinfo(np.uint32).max).astype(np.uint32)
+        arr = np.ascontiguousarray(arr)
+        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters since open, as a dict: gathers, rows gathered, per-tier rows held / hits /
+        bytes served (``tiers``), disk IO (``io``: requests, reads, bytes, latency histogram),
+        samples."""
+        h = self._h()
+        cap = 1 << 14
+        while True:
+            buf = _native.ctypes.create_string_buffer(cap)
+            needed = c_size_t(0)
+            check(lib.tfs_stats_json(h, buf, cap, byref(needed)))
+            if needed.value <= cap:
+                return json.loads(buf.value.decode())
+            cap = needed.value
+
+    def mount(self, path: Union[str, os.PathLike]) -> None:
+        """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live
+        stats.json, tiers/{gpu,host,ssd}/, nodes/<id>/...; unmounted by :meth:`unmount` or
+        :meth:`close`."""
+        check(lib.tfs_mount(self._h(), os.fspath(path).encode()))
+
+    def unmount(self) -> None:
+        """Unmounts what :meth:`mount` mounted."""
+        check(lib.tfs_unmount(self._h()))
+
+    # lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the store (unmounting it if mounted) after calls in flight finish. Later calls
+        raise :class:`tierfs.ClosedError`; closing again does nothing."""
+        h, self._handle = self._handle, None
+        if h is not None and not _native._forked:
+            check(lib.tfs_close(h))
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        if self._handle is None:
+            raise errors.ClosedError(f"tierfs: cannot pickle the closed store {self._path}")
+        return (_reopen, (self._path, self._options))
+
+    def __repr__(self) -> str:
+        if self._handle is None:
+            return f"<tierfs.Store {self._path!r} closed>"
+        parts = [
+            f"nodes={self._num_nodes}",
+            f"edges={self._num_edges}",
+            f"dim={self._dim}",
+            f"dtype={self._dtype_name}",
+        ]
+        if self._num_classes:
+            parts.append(f"classes={self._num_classes}")
+        parts += [
+            f"host_cache={_util.format_bytes(self._host_cache_bytes)}",
+            f"device={self.device}",
+            f"io={self._io_backend}",
+        ]
+        return f"<tierfs.Store {self._path!r} " + " ".join(parts) + ">"
+
+
+# Sampler -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """A k-hop neighborhood of a batch of seeds, in local ids.
+
+    ``nodes`` holds the global ids: the seeds first, exactly as given (duplicates kept), then
+    the nodes each hop reached first, in order. Edges are ``(row[i], col[i])`` = (neighbor, node
+    it was sampled for), local ids into ``nodes`` — messages flow row → col, as PyG's
+    ``edge_index``. ``nodes_per_hop`` has ``num_hops + 1`` entries (seeds, then new nodes per
+    hop), ``edges_per_hop`` ``num_hops``. All int64, numpy or torch like the seeds given.
+    """
+
+    nodes: Any
+    row: Any
+    col: Any
+    nodes_per_hop: Any
+    edges_per_hop: Any
+
+    @property
+    def num_seeds(self) -> int:
+        """Number of seeds (the first ``num_seeds`` entries of ``nodes``)."""
+        return int(self.nodes_per_hop[0])
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.nodes.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.row.shape[0])
+
+    @property
+    def num_hops(self) -> int:
+        return int(self.edges_per_hop.shape[0])
+
+    @property
+    def edge_index(self) -> Any:
+        """``[row; col]`` as a ``(2, num_edges)`` array/tensor."""
+        if isinstance(self.row, np.ndarray):
+            return np.stack([self.row, self.col])
+        return _torch().stack([self.row, self.col])
+
+
+class Sampler:
+    """Uniform k-hop neighbor sampling in the core; see :meth:`Store.sampler`.
+
+    One native sampling call per batch. A sampler is used by one thread at a time (calls from
+    several threads are serialized by a lock); make one sampler per thread for parallel
+    sampling. Pickles as its store and options (its call counter starts again at 0).
+    """
+
+    def __init__(self, store: Store, fanouts: Sequence[int], replace: bool = False, seed: int = 0, workers: int = 0):
+        h = store._h()
+        if isinstance(fanouts, int):
+            fanouts = [fanouts]
+        fanouts = [int(f) for f in fanouts]
+        if not fanouts:
+            raise errors.InvalidArgumentError("fanouts is empty; give one fanout per hop, e.g. [25, 10]")
+        self._store = store
+        self._fanouts = fanouts
+        self._replace = bool(replace)
+        self._seed = int(seed)
+        self._workers = int(workers)
+        self._lock = threading.Lock()
+        self._handle: Optional[int] = None
+        arr = (c_int32 * len(fanouts))(*fanouts)
+        opts = _native.SamplerOptions()
+        opts.struct_size = _native.ctypes.sizeof(_native.SamplerOptions)
+        opts.fanouts = arr
+        opts.num_hops = len(fanouts)
+        opts.replace = 1 if replace else 0
+        opts.seed = self._seed & 0xFFFFFFFFFFFFFFFF
+        opts.workers = self._workers
+        handle = c_void_p()
+        check(lib.tfs_sampler_create(h, byref(opts), byref(handle)))
+        self._handle = handle.value
+        self._sizes = (c_int64(), c_int64(), c_int32())
+
+    @property
+    def fanouts(self) -> List[int]:
+        return list(self._fanouts)
+
+    @property
+    def replace(self) -> bool:
+        return self._replace
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def sample(self, seeds: IdsLike) -> Sample:
+        """Samples the k-hop in-neighborhood of ``seeds`` (see :class:`Sample`).
+
+        numpy or list seeds give numpy arrays; torch seeds give torch tensors on their device.
+        """
+        _native.check_process()
+        ids_ = _ids(seeds, "seeds")
+        arr = ids_.array
+        with self._lock:
+            h = self._handle
+            if h is None:
+                raise errors.ClosedError("tierfs: sampler is closed")
+            hs = c_void_p()
+            check(lib.tfs_sample(h, arr.ctypes.data, arr.shape[0], byref(hs)))
+            try:
+                nn, ne, nh = self._sizes
+                check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
+                nodes = np.empty(nn.value, dtype=np.int64)
+                row = np.empty(ne.value, dtype=np.int64)
+                col = np.empty(ne.value, dtype=np.int64)
+                nph = np.empty(nh.value + 1, dtype=np.int64)
+                eph = np.empty(nh.value, dtype=np.int64)
+                check(
+                    lib.tfs_sample_copy(
+                        hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data
+                    )
+                )
+            finally:
+                lib.tfs_sample_free(hs)
+        if ids_.kind != "torch":
+            return Sample(nodes, row, col, nph, eph)
+        torch = _torch()
+        out = [torch.from_numpy(a) for a in (nodes, row, col, nph, eph)]
+        if ids_.device is not None and ids_.device.type != "cpu":
+            out = [t.to(ids_.device, non_blocking=True) for t in out]
+        return Sample(*out)
+
+    def close(self) -> None:
+        """Frees the native sampler; closing again does nothing."""
+        with self._lock:
+            h, self._handle = self._handle, None
+        if h is not None and not _native._forked:
+            lib.tfs_sampler_free(h)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        return (Sampler, (self._store, self._fanouts, self._replace, self._seed, self._workers))
+
+    def __repr__(self) -> str:
+        return f"<tierfs.Sampler fanouts={self._fanouts} replace={self._replace} seed={self._seed}>"

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# c_test.sh BUILD_DIR — tests the C ABI: builds the C and C++ examples and the checking programs of
+# examples/c against BUILD_DIR/libtierfs.so and BUILD_DIR/tierfs.h (`make lib`), makes datasets,
+# runs everything, and compares gathers byte for byte across independent paths (C, C++, host tier
+# on/off, pread with verify_reads, the tierfs CLI when BUILD_DIR/tierfs exists, and .npy inputs of
+# known contents). Prints each check and ends with "N passed, M failed"; exits nonzero on failure.
+set -u -o pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 BUILD_DIR" >&2
+  exit 2
+fi
+BUILD=$(cd "$1" && pwd) || exit 2
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SRC=$ROOT/examples/c
+CC=${CC:-gcc}
+CXX=${CXX:-g++}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tierfs-c-test.XXXXXX")
+cleanup() {
+  # A failed run may leave the FUSE mount of the error checks behind.
+  if mountpoint -q "$WORK/err/scratch/mnt" 2>/dev/null; then
+    umount -l "$WORK/err/scratch/mnt" 2>/dev/null || fusermount3 -uz "$WORK/err/scratch/mnt" 2>/dev/null ||
+      fusermount -uz "$WORK/err/scratch/mnt" 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $*"; failed=$((failed + 1)); }
+
+# check DESC CMD...: runs CMD, quiet on success, shows its output on failure.
+check() {
+  local desc=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    ok "$desc"
+  else
+    not_ok "$desc"
+    echo "$out" | tail -n 20 | sed 's/^/    /'
+  fi
+}
+
+# tap NAME CMD...: runs a program that prints "ok - ..." / "not ok - ..." lines and counts them;
+# a nonzero exit without a "not ok" line counts as one failure.
+tap() {
+  local name=$1 out rc n_ok n_bad
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  echo "$out" | grep -E '^(ok|not ok) - ' | sed "s/^\(ok\|not ok\) - /\1 - $name: /"
+  n_ok=$(echo "$out" | grep -c '^ok - ')
+  n_bad=$(echo "$out" | grep -c '^not ok - ')
+  passed=$((passed + n_ok))
+  failed=$((failed + n_bad))
+  if [[ $rc -ne 0 && $n_bad -eq 0 ]]; then
+    not_ok "$name exited with status $rc"
+    echo "$out" | tail -n 20 | sed 's/^/    /'
+  fi
+}
+
+# same_bytes DESC A B: A and B are identical files.
+same_bytes() {
+  check "$1" cmp "$2" "$3"
+}
+
+echo "# tierfs C ABI tests: library $BUILD/libtierfs.so, work dir $WORK"
+
+# ---- the library and its header ----
+check "libtierfs.so and tierfs.h are in $BUILD" test -f "$BUILD/libtierfs.so" -a -f "$BUILD/tierfs.h"
+if [[ ! -f $BUILD/libtierfs.so || ! -f $BUILD/tierfs.h ]]; then
+  echo "$passed passed, $((failed)) failed"
+  exit 1
+fi
+check "tierfs.h compiles alone as C99 (-Wall -Wextra -pedantic -Werror)" \
+  bash -c "echo '#include \"tierfs.h\"' | $CC -std=c99 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c -fsyntax-only -"
+check "tierfs.h compiles alone as C++17 (-Wall -Wextra -pedantic -Werror)" \
+  bash -c "echo '#include \"tierfs.h\"' | $CXX -std=c++17 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c++ -fsyntax-only -"
+declared=$(grep -oE '\btfs_[a-z_]+\(' "$BUILD/tierfs.h" | tr -d '(' | sort -u)
+exported=$(nm -D --defined-only "$BUILD/libtierfs.so" | awk '$2 == "T" {print $3}' | grep '^tfs_' | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
+extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
+if [[ -z $missing && -z $extra ]]; then
+  ok "the library exports exactly the $(echo "$declared" | wc -l) tfs_ functions tierfs.h declares"
+else
+  not_ok "exports differ from the header: missing [${missing//$'\n'/ }], extra [${extra//$'\n'/ }]"
+fi
+
+# ---- build the programs ----
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -pthread -I "$BUILD")
+LDFLAGS=(-L "$BUILD" -ltierfs "-Wl,-rpath,$BUILD")
+check "gcc -Wall -Werror examples/c/example.c" "$CC" "${CFLAGS[@]}" "$SRC/example.c" "${LDFLAGS[@]}" -o "$WORK/example"
+check "g++ -std=c++17 -Wall -Werror examples/c/example.cpp" \
+  "$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -I "$BUILD" "$SRC/example.cpp" "${LDFLAGS[@]}" -o "$WORK/example_cpp"
+check "gcc -Wall -Werror examples/c/roundtrip.c" "$CC" "${CFLAGS[@]}" "$SRC/roundtrip.c" "${LDFLAGS[@]}" -o "$WORK/roundtrip"
+check "gcc -Wall -Werror examples/c/errors.c" "$CC" "${CFLAGS[@]}" "$SRC/errors.c" "${LDFLAGS[@]}" -o "$WORK/errors"
+for p in example example_cpp roundtrip errors; do
+  if [[ ! -x $WORK/$p ]]; then
+    echo "# $p did not build; stopping"
+    echo "$passed passed, $failed failed"
+    exit 1
+  fi
+done
+
+# ---- datasets: A (float16 rows of 200 bytes, many per block), B (float32 rows of 4400 bytes,
+# straddling blocks) ----
+CLI=$BUILD/tierfs
+[[ -x $CLI ]] || CLI=""
+DATASETS=("A 20000 100 float16" "B 3000 1100 float32")
+for spec in "${DATASETS[@]}"; do
+  read -r name nodes dim dtype <<<"$spec"
+  check "tfs_synth dataset $name ($nodes nodes, dim $dim, $dtype)" "$WORK/example" --synth "$WORK/ds$name" "$nodes" "$dim" "$dtype"
+  if [[ -n $CLI ]]; then
+    check "tierfs synth dataset $name with the same options" "$CLI" synth --nodes "$nodes" --avg-degree 8 --dim "$dim" \
+      --dtype "$dtype" --classes 10 --seed 7 --out "$WORK/cli$name"
+    same=1
+    for f in "$WORK/ds$name"/*.bin "$WORK/ds$name"/*.ids; do
+      cmp -s "$f" "$WORK/cli$name/$(basename "$f")" || same=0
+    done
+    if [[ $same -eq 1 ]]; then
+      ok "dataset $name: tfs_synth (JSON options) and tierfs synth (flags) wrote identical data files"
+    else
+      not_ok "dataset $name: tfs_synth and tierfs synth data files differ"
+    fi
+  fi
+done
+
+# ---- the examples, then gathers of the same ids through independent paths ----
+for spec in "${DATASETS[@]}"; do
+  read -r name nodes dim dtype <<<"$spec"
+  ds=$WORK/ds$name
+  check "example (C) runs on dataset $name" "$WORK/example" "$ds"
+  check "example (C++) runs on dataset $name" "$WORK/example_cpp" "$ds"
+  hc=$("$WORK/example" "$ds" 2>&1 | grep 'byte hash')
+  hcpp=$("$WORK/example_cpp" "$ds" 2>&1 | grep 'byte hash')
+  if [[ -n $hc && $hc == "$hcpp" ]]; then
+    ok "dataset $name: C and C++ examples sample and gather the same bytes ($hc)"
+  else
+    not_ok "dataset $name: C and C++ examples differ: [$hc] vs [$hcpp]"
+  fi
+
+  ids=$WORK/ids$name
+  check "write 5000 random ids for dataset $name" "$WORK/roundtrip" --ids 5000 "$nodes" 3 "$ids.bin" "$ids.npy"
+  check "dataset $name: C gather, no host tier, default IO" "$WORK/example" "$ds" "$ids.bin" "$WORK/g$name.c"
+  check "dataset $name: C gather, host tier holding every row" "$WORK/example" --host-cache 1073741824 "$ds" "$ids.bin" "$WORK/g$name.cache"
+  check "dataset $name: C gather, pread with verify_reads" "$WORK/example" --pread --verify "$ds" "$ids.bin" "$WORK/g$name.verify"
+  check "dataset $name: C++ gather, partial host tier" "$WORK/example_cpp" --host-cache 300000 "$ds" "$ids.bin" "$WORK/g$name.cpp"
+  rows=$(($(stat -c %s "$WORK/g$name.c" 2>/dev/null || echo 0)))
+  if [[ $rows -gt 0 ]]; then ok "dataset $name: the gather wrote $rows bytes"; else not_ok "dataset $name: the gather wrote nothing"; fi
+  same_bytes "dataset $name: full host tier == no host tier, byte for byte" "$WORK/g$name.c" "$WORK/g$name.cache"
+  same_bytes "dataset $name: pread + verify_reads == default IO, byte for byte" "$WORK/g$name.c" "$WORK/g$name.verify"
+  same_bytes "dataset $name: C++ partial host tier == C, byte for byte" "$WORK/g$name.c" "$WORK/g$name.cpp"
+  if [[ -n $CLI ]]; then
+    check "dataset $name: tierfs gather of the same ids" "$CLI" gather "$ds" --ids "$ids.npy" --out "$WORK/ref$name.npy"
+    if tail -c "$rows" "$WORK/ref$name.npy" 2>/dev/null | cmp -s - "$WORK/g$name.c"; then
+      ok "dataset $name: the C API's rows == tierfs gather's rows (the .npy's data), byte for byte"
+    else
+      not_ok "dataset $name: the C API's rows differ from tierfs gather's"
+    fi
+  fi
+done
+[[ -n $CLI ]] || echo "# $BUILD/tierfs not built: skipped the CLI comparisons (make build)"
+
+# ---- ground truth: .npy inputs of known contents through tfs_ingest ----
+tap roundtrip "$WORK/roundtrip" "$WORK/rt"
+
+# ---- error paths: on copies of dataset A with a newer manifest version, a flipped byte in the
+# first feature block, and a manifest that is not JSON ----
+E=$WORK/err
+if [[ -f $WORK/dsA/manifest.json ]]; then
+  mkdir -p "$E/scratch" "$E/badman"
+  cp -r "$WORK/dsA" "$E/v99" && sed -i 's/"version": 1,/"version": 99,/' "$E/v99/manifest.json"
+  check "the version-99 copy's manifest says version 99" grep -q '"version": 99,' "$E/v99/manifest.json"
+  cp -r "$WORK/dsA" "$E/corrupt"
+  feat=$(ls "$E/corrupt"/features.*.0.bin | head -n 1)
+  printf '\xff' | dd of="$feat" bs=1 seek=3 conv=notrunc status=none
+  cmp -s "$feat" "$WORK/dsA/$(basename "$feat")" && printf '\x00' | dd of="$feat" bs=1 seek=3 conv=notrunc status=none
+  check "the corrupt copy differs from dataset A in its first feature file" \
+    bash -c "! cmp -s '$feat' '$WORK/dsA/$(basename "$feat")'"
+  echo '{ not json' >"$E/badman/manifest.json"
+  tap errors "$WORK/errors" "$WORK/dsA" "$E/v99" "$E/corrupt" "$E/badman" "$E/scratch"
+else
+  not_ok "error paths: dataset A is missing, so they did not run"
+fi
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
