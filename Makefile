@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench cuda gpu-test lint clean
+.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -43,17 +43,11 @@ $(VENV)/.done: python/requirements-test.txt
 py-test: lib venv ## Python, PyG and FUSE-from-Python tests
 	./scripts/py_test.sh $(VENV_PY)
 
-dgl-test: lib ## DGL 2.2.1 tests in their own environment (.venv-dgl)
+dgl-test: lib ## DGL tests in their own environment (.venv-dgl: dgl 2.1.0, torch 2.2.1)
 	./scripts/dgl_test.sh
 
 bench: build ## gather benchmarks on a synthetic dataset (see BENCHMARKS.md)
 	./scripts/bench.sh $(BUILD)/tierfs
-
-cuda: ## build the CUDA shim (needs nvcc)
-	$(MAKE) -C gpuio/cuda
-
-gpu-test: lib cuda ## GPU tests and benchmarks (on a GPU machine)
-	./scripts/gpu_test.sh
 
 clean: ## remove build outputs
 	rm -rf $(BUILD)

@@ -15,6 +15,22 @@ func (s *Store) NumClasses() int64 {
 	return 0
 }
 
+// loadLabels holds the labels in memory (8 bytes per node) when they fit the topology budget;
+// otherwise Labels reads the blocks it needs from disk per call.
+func (s *Store) loadLabels() error {
+	l := s.m.Nodes().Labels
+	n := s.NumNodes()
+	if l == nil || n == 0 || s.opt.TopologyMemoryBytes < 0 || 8*n > s.opt.TopologyMemoryBytes {
+		return nil
+	}
+	labels := make([]int64, n)
+	if err := readArray(s.m.Path(l.File), int64Bytes(labels)); err != nil {
+		return err
+	}
+	s.labels = labels
+	return nil
+}
+
 // Labels sets out[i] to the label of ids[i] (-1 where unlabelled), reading only the blocks
 // those labels are in. len(out) == len(ids).
 func (s *Store) Labels(ids []int64, out []int64) error {
@@ -27,6 +43,12 @@ func (s *Store) Labels(ids []int64, out []int64) error {
 	}
 	if err := s.checkIDs(ids); err != nil {
 		return err
+	}
+	if s.labels != nil {
+		for i, id := range ids {
+			out[i] = s.labels[id]
+		}
+		return nil
 	}
 	return s.readArray(l.File, ids, int64Bytes(out))
 }

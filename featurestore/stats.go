@@ -33,7 +33,7 @@ type Stats struct {
 	RowsGathered uint64      `json:"rows_gathered"`
 	GatherTime   float64     `json:"gather_seconds"` // summed wall time of Gather calls
 	Tiers        []TierStats `json:"tiers"`          // fastest first
-	IO           gpuio.Stats `json:"io"`            // disk reads of every IO stack, features and topology
+	IO           gpuio.Stats `json:"io"`             // disk reads of every IO stack, features and topology
 	Samples      uint64      `json:"samples"`
 }
 

@@ -7,7 +7,7 @@
 //
 // Memory a Store holds, all bounded by Options: the host tier (HostCacheBytes), the IO stacks'
 // staging (MaxConcurrentIO × StagingBytes), and the topology when it is held in memory
-// (TopologyMemoryBytes); nothing grows with the dataset beyond those, except the per-batch buffers
+// and labels (TopologyMemoryBytes); nothing grows with the dataset beyond those, except the per-batch buffers
 // a call needs for its own ids.
 package featurestore
 
@@ -56,12 +56,13 @@ type Store struct {
 
 	paths      []string // files read through the IO stacks: feature stripes, then indptr and indices, then labels
 	fds        []int    // paths opened with O_DIRECT
-	indptrFile int   // index of indptr in fds, -1 without topology
+	indptrFile int      // index of indptr in fds, -1 without topology
 	stacks     chan *gpuio.Stack
 	backend    gpuio.Backend
 	checksums  []*dataset.Checksums // per fd, when VerifyReads
 
-	graph topology.Graph // nil without topology
+	graph  topology.Graph // nil without topology
+	labels []int64        // in memory when they fit TopologyMemoryBytes, else nil
 
 	place sync.RWMutex // Place holds it for writing; gathers for reading
 	host  *host.Cache
@@ -136,6 +137,9 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 		return nil, err
 	}
 	if err := s.openGraph(); err != nil {
+		return nil, err
+	}
+	if err := s.loadLabels(); err != nil {
 		return nil, err
 	}
 	if err := s.Place(opt.Hotness); err != nil {

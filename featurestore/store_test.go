@@ -40,7 +40,7 @@ func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"indptr.bin", "indices.bin"}
+	files := []string{"indptr.bin", "indices.bin", "labels.bin"}
 	for k := range spec.Files {
 		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
 		files = append(files, spec.Files[k])
@@ -74,6 +74,13 @@ func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *r
 	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), d.indptr); err != nil {
 		t.Fatal(err)
 	}
+	labels := make([]int64, count)
+	for v := range labels {
+		labels[v] = int64(v%7) - 1 // -1 marks unlabelled
+	}
+	if err := dataset.WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
+		t.Fatal(err)
+	}
 	raw := make([]byte, 4*len(d.indices))
 	for i, u := range d.indices {
 		binary.LittleEndian.PutUint32(raw[4*i:], uint32(u))
@@ -82,7 +89,8 @@ func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *r
 		t.Fatal(err)
 	}
 	m := &dataset.Manifest{
-		NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec}}},
+		NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec},
+			Labels: &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: "labels.bin", DType: dataset.Int64}, NumClasses: 6}}},
 		EdgeTypes: []dataset.EdgeType{{Src: "node", Rel: "to", Dst: "node", Count: int64(len(d.indices)), Layout: "csc",
 			Indptr: dataset.ArraySpec{File: "indptr.bin", DType: dataset.Int64}, Indices: dataset.ArraySpec{File: "indices.bin", DType: dataset.Int32}}},
 	}
@@ -370,5 +378,36 @@ func TestDiskGraphMatchesMemory(t *testing.T) {
 	deg := make([]int64, 2)
 	if err := disk.Graph().Degrees([]int64{0, d.count}, deg); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("degree of a node out of range: %v", err)
+	}
+}
+
+func TestLabelsInMemoryAndOnDisk(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 4, 1, 2, rng)
+	ids := make([]int64, 500)
+	for i := range ids {
+		ids[i] = rng.Int64N(d.count)
+	}
+	for _, budget := range []int64{0, -1} {
+		s, err := Open(d.dir, Options{TopologyMemoryBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (s.labels != nil) != (budget == 0) {
+			t.Fatalf("budget %d: labels in memory = %v", budget, s.labels != nil)
+		}
+		out := make([]int64, len(ids))
+		if err := s.Labels(ids, out); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			if out[i] != id%7-1 {
+				t.Fatalf("budget %d: label of %d is %d, want %d", budget, id, out[i], id%7-1)
+			}
+		}
+		if err := s.Labels([]int64{d.count}, make([]int64, 1)); !errors.Is(err, ErrIDOutOfRange) {
+			t.Fatalf("label of an id out of range: %v", err)
+		}
+		s.Close()
 	}
 }
