@@ -60,6 +60,9 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 
 // Check verifies whole blocks read at a block-aligned offset.
 func (c *Checksums) Check(offset int64, blocks []byte) error {
+	if offset%c.BlockSize != 0 || int64(len(blocks))%c.BlockSize != 0 {
+		return fmt.Errorf("dataset: %s: check of %d bytes at offset %d is not whole %d-byte blocks", c.Path, len(blocks), offset, c.BlockSize)
+	}
 	for b := int64(0); b < int64(len(blocks)); b += c.BlockSize {
 		i := (offset + b) / c.BlockSize
 		if i >= int64(len(c.Sums)) {

@@ -222,7 +222,7 @@ func (m *Manifest) Validate() error {
 		return nil
 	}
 	nt := &m.NodeTypes[0]
-	if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/2 {
+	if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 {
 		return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
 	}
 	for i := range nt.Features {
@@ -282,6 +282,9 @@ func (f *FeatureSpec) validate(blockSize, count int64) error {
 	}
 	if f.Dim <= 0 || f.Dim > 1<<30 || f.RowBytes != f.Dim*int64(size) {
 		return fmt.Errorf("manifest feature %q: dim %d and row_bytes %d do not agree with dtype %s", f.Name, f.Dim, f.RowBytes, f.DType)
+	}
+	if count > math.MaxInt64/2/f.RowBytes {
+		return fmt.Errorf("manifest feature %q: %d rows of %d bytes overflow a file offset", f.Name, count, f.RowBytes)
 	}
 	want := int64(0)
 	if f.RowBytes <= blockSize {

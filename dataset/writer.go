@@ -183,6 +183,9 @@ func Commit(m *Manifest, files []string, by string, args []string) error {
 	if m.BlockSize == 0 {
 		m.BlockSize = DefaultBlockSize
 	}
+	if m.BlockSize < 512 || m.BlockSize > 1<<20 || m.BlockSize&(m.BlockSize-1) != 0 {
+		return fmt.Errorf("dataset: block size %d is not a power of two in [512, 1 MiB]", m.BlockSize)
+	}
 	m.Created = Created{By: by, Args: args, Time: time.Now().UTC().Format(time.RFC3339), Version: ToolVersion}
 	m.Files = m.Files[:0]
 	for _, p := range files {
