@@ -91,7 +91,6 @@ type diskGraph struct {
 
 func (g *diskGraph) NumNodes() int64 { return g.n }
 func (g *diskGraph) NumEdges() int64 { return g.edges }
-func (g *diskGraph) close()          {}
 
 func (g *diskGraph) checkNodes(nodes []int64) error {
 	for i, v := range nodes {

@@ -248,9 +248,6 @@ func (s *Store) Close() error {
 		}
 	}
 	s.host.Close()
-	if g, ok := s.graph.(*diskGraph); ok {
-		g.close()
-	}
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
