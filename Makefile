@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench clean
+.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench clean cuda gpu-bundle gpu-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,23 @@ dgl-test: lib ## DGL tests in their own environment (.venv-dgl: dgl 2.1.0, torch
 
 bench: build ## gather benchmarks on a synthetic dataset (see BENCHMARKS.md)
 	./scripts/bench.sh $(BUILD)/tierfs
+
+NVCC ?= nvcc
+# sm_90 machine code for Hopper, plus PTX that newer and older (>= sm_75) GPUs compile at load.
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
+
+cuda: $(BUILD)/libtierfs_cuda.so ## build the CUDA shim build/libtierfs_cuda.so (needs nvcc)
+$(BUILD)/libtierfs_cuda.so: gpuio/cuda/tierfs_cuda.cu gpuio/cuda/tierfs_cuda.h
+	@mkdir -p $(BUILD)
+	$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC $(CUDA_ARCH) -o $@ $<
+
+gpu-bundle: ## Go test binaries, CLI and library for a GPU machine without Go (build/gpu-bundle.tar.xz)
+	./scripts/gpu_bundle.sh $(BUILD)
+
+gpu-test: ## GPU tests, sanitizer runs and GPU benchmarks (on a GPU machine; builds the bundle where Go exists)
+	if command -v $(GO) >/dev/null; then $(MAKE) gpu-bundle; fi
+	$(MAKE) cuda
+	./scripts/gpu_test.sh $(BUILD)
 
 clean: ## remove build outputs
 	rm -rf $(BUILD)

@@ -106,6 +106,10 @@ tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *neede
   return (tfs_status)tfsgo_stats_json(H(store), buf, cap, needed);
 }
 
+tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
+  return (tfs_status)tfsgo_advise_json(H(store), (char *)request_json, buf, cap, needed);
+}
+
 tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts, tfs_sampler **out) {
   uintptr_t h = 0;
   if (out != NULL) {

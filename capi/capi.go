@@ -18,6 +18,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -160,14 +161,21 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 	switch {
 	case o.device < -1:
 		return fail(stEINVAL, "device = %d; want -1 (host), 0 or a CUDA ordinal", o.device)
-	case o.device > 0:
-		return fail(stENOTSUP, "device = %d: no CUDA path in this build (use -1 or 0 for host memory)", o.device)
 	case o.gpu_cache_bytes < 0:
 		return fail(stEINVAL, "gpu_cache_bytes = %d is negative", o.gpu_cache_bytes)
-	case o.gpu_cache_bytes > 0:
-		return fail(stENOTSUP, "gpu_cache_bytes = %d: no CUDA path in this build (leave it 0)", o.gpu_cache_bytes)
+	}
+	fo.GPUDevice = max(0, int(o.device))
+	fo.GPUCacheBytes = int64(o.gpu_cache_bytes)
+	if o.gpu_topology != nil {
+		fo.GPUTopology = C.GoString(o.gpu_topology)
 	}
 	fo.HostCacheBytes = int64(o.host_cache_bytes)
+	if o.host_policy != nil {
+		fo.HostPolicy = C.GoString(o.host_policy)
+		if p := fo.HostPolicy; p != "" && p != featurestore.HostStatic && p != featurestore.HostSieve {
+			return fail(stEINVAL, "host_policy %q is not one of \"static\", \"sieve\" (or NULL/\"\" for static)", p)
+		}
+	}
 	fo.TopologyMemoryBytes = int64(o.topology_memory_bytes)
 	fo.QueueDepth = int(o.queue_depth)
 	fo.MaxConcurrentIO = int(o.max_concurrent_io)
@@ -275,10 +283,10 @@ func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.
 //export tfsgo_gather_device
 func tfsgo_gather_device(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
 	defer guard("tfs_gather_device", &st)
-	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes)), stEIO)
+	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream), stEIO)
 }
 
-func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
@@ -286,7 +294,15 @@ func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstByt
 	if err := checkGatherArgs(rec.s, ids, n, dst, "dst_device", dstBytes); err != nil {
 		return err
 	}
-	return fail(stENOTSUP, "no CUDA path in this build")
+	var idSlice []int64
+	if n > 0 {
+		idSlice = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
+	}
+	err = rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
+	if errors.Is(err, featurestore.ErrNoGPU) {
+		return failWrap(stENOTSUP, err, "no GPU path")
+	}
+	return err
 }
 
 //export tfsgo_labels

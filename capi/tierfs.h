@@ -61,8 +61,13 @@ typedef struct tfs_open_options {
   int32_t queue_depth;           /* reads in flight per IO stack; 0: 128 */
   int32_t max_concurrent_io;     /* IO stacks; 0: number of CPUs */
   int32_t verify_reads;          /* nonzero: check every block read against its checksum */
-  int32_t device;                /* -1 or 0 with no GPU path: host; CUDA ordinal otherwise */
-  int64_t gpu_cache_bytes;       /* GPU tier budget (needs the CUDA path) */
+  int32_t device;                /* CUDA ordinal of the GPU path; -1: the default, 0 */
+  int64_t gpu_cache_bytes;       /* GPU tier budget; the store runs on the host where no GPU path
+                                    can start (tfs_stats_json says why) */
+  const char *gpu_topology;      /* NULL/"": sample on the host; "device": topology in GPU memory;
+                                    "pinned": in pinned host memory read over PCIe */
+  const char *host_policy;       /* NULL/"" or "static": host tier placed once (tfs_place refills);
+                                    "sieve": a cache admitting rows read from disk, SIEVE eviction */
 } tfs_open_options;
 
 /* Opens the dataset directory path. opts may be NULL. */
@@ -85,8 +90,10 @@ tfs_status tfs_store_info_get(tfs_store *store, tfs_store_info *out);
 
 /* Writes the feature row of ids[i] to dst + i*row_bytes. dst_bytes must be n*row_bytes. */
 tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes);
-/* Same into device memory, ordered on cuda_stream (a cudaStream_t, NULL for the default
- * stream). TFS_ENOTSUP where the CUDA path is missing. */
+/* Same into device memory of the store's CUDA device, ordered on cuda_stream (a cudaStream_t,
+ * NULL for the legacy default stream): work queued on the stream afterwards sees every row, and
+ * the call returns without waiting for the kernels. ids are host memory. Starts the GPU path on
+ * first use; TFS_ENOTSUP where it cannot (no libtierfs_cuda.so or no GPU). */
 tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream);
 
@@ -102,6 +109,16 @@ tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n);
 /* Statistics as JSON. Copies up to cap bytes (NUL-terminated when it fits) and sets *needed to
  * the length plus one. */
 tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
+
+/* Throughput-per-dollar advice (`tierfs advise`): runs the store's sampler and gather for a few
+ * batches with its caches as they are, optionally probes this machine, and evaluates Hyperion's
+ * TPC model for 1..max_ssds SSDs. request_json holds the keys of `tierfs advise`, e.g.
+ * {"fanouts": [10, 5], "batch_size": 1024, "ssd_price": 150, "machine_price": 3000,
+ *  "measure": true}; the report (JSON, as `tierfs advise --json`) is copied to buf when it fits
+ * (NUL-terminated) and *needed is set to its length plus one. When it does not fit, buf gets ""
+ * and the report is kept: calling again with the same request_json and cap >= *needed returns
+ * it without measuring again. Takes seconds (it runs real batches). */
+tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed);
 
 typedef struct tfs_sampler_options {
   size_t struct_size;

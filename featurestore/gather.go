@@ -29,6 +29,9 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 	start := time.Now()
 	s.place.RLock()
 	defer s.place.RUnlock()
+	if s.dyn != nil {
+		return s.gatherDynamic(ids, dst, start)
+	}
 
 	slots := make([]int64, len(ids))
 	hostHits := s.host.Lookup(ids, slots)

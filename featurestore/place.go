@@ -13,7 +13,8 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// Place refills the host tier with the hottest rows that fit Options.HostCacheBytes. hotness has
+// Place refills the GPU tier with the hottest rows that fit Options.GPUCacheBytes (when a GPU is
+// in use) and the host tier with the next hottest that fit Options.HostCacheBytes. hotness has
 // one count per node (higher is hotter, ties go to the smaller id); nil ranks by in-degree, or by
 // id when the dataset has no topology. Gathers wait while it runs.
 func (s *Store) Place(hotness []uint32) error {
@@ -26,13 +27,18 @@ func (s *Store) Place(hotness []uint32) error {
 	if hotness != nil && int64(len(hotness)) != n {
 		return fmt.Errorf("featurestore: hotness has %d entries, the dataset %d nodes", len(hotness), n)
 	}
-	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes), n)
+	gpuRows := s.gpuCapacityRows()
+	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes)+gpuRows, n)
 	var ids []int64
 	switch {
-	case k == n:
+	case k == n && gpuRows == 0:
 		ids = make([]int64, n)
 		for i := range ids {
 			ids[i] = int64(i)
+		}
+	case hotness == nil && s.opt.Placement != nil:
+		if ids, err = s.planRows(k, gpuRows); err != nil {
+			return err
 		}
 	case k == 0:
 	case hotness != nil:
@@ -56,7 +62,10 @@ func (s *Store) Place(hotness []uint32) error {
 	}
 	s.place.Lock()
 	defer s.place.Unlock()
-	return s.host.Fill(ids, s.loadRows)
+	if s.dyn != nil {
+		return s.placeDynamic(ids, gpuRows)
+	}
+	return s.fillTiers(ids, gpuRows)
 }
 
 // loadRows reads the rows of sorted ids from disk into consecutive rows of arena.
@@ -115,7 +124,7 @@ func (s *Store) topByDegree(k int64) ([]int64, error) {
 	return ids, readErr
 }
 
-// topK returns the k ids with the highest scores (ties to the smaller id), in no order.
+// topK returns the k ids with the highest scores (ties to the smaller id), hottest first.
 func topK(k int64, scores func(yield func(id int64, score uint64) bool)) []int64 {
 	h := make(minHeap, 0, k)
 	for id, score := range scores {
@@ -128,8 +137,8 @@ func topK(k int64, scores func(yield func(id int64, score uint64) bool)) []int64
 		}
 	}
 	ids := make([]int64, len(h))
-	for i, e := range h {
-		ids[i] = e.id
+	for i := len(ids) - 1; i >= 0; i-- {
+		ids[i] = heap.Pop(&h).(scored).id
 	}
 	return ids
 }

@@ -8,7 +8,8 @@ import (
 
 // Sample draws a k-hop neighborhood of seeds from the store's topology (see
 // topology.SampleNeighbors for the contract). Hop reads of a topology kept on disk go through the
-// IO stacks, one batched read per hop.
+// IO stacks, one batched read per hop. With Options.GPUTopology the hops are drawn on the GPU,
+// with the same result.
 func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
 	if s.graph == nil {
 		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample", s.m.Dir())
@@ -19,7 +20,7 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 	if closed {
 		return nil, ErrClosed
 	}
-	out, err := topology.SampleNeighbors(s.graph, seeds, opt)
+	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -31,9 +32,18 @@ import (
 type Options struct {
 	Feature        string // feature to serve; "" is the dataset's first
 	HostCacheBytes int64  // host tier budget, rows and index together
+	// HostPolicy is how the host tier is kept: "" or "static" fills it from the placement and
+	// keeps it until the next Place; "sieve" makes it a cache that admits the rows gathers read
+	// from disk and evicts by SIEVE (pre-filled by the placement), for access patterns that
+	// drift. Host gathers use it; device gathers (GatherDevice) see only the static tier.
+	HostPolicy string
 	// Hotness ranks nodes for the initial placement (higher is hotter; len = node count). Nil
 	// ranks by in-degree, or leaves the host tier empty when the dataset has no topology.
 	Hotness []uint32
+	// Placement, when set and Hotness is nil, fills the feature tiers with its memory-tier feature
+	// rows (they must fit the caches), and, when the topology stays on disk, holds the neighbor
+	// lists of its memory-tier topology nodes in memory. Nil keeps the behaviour above.
+	Placement *placement.Placement
 	// TopologyMemoryBytes: the topology is read into memory when it fits this budget, otherwise it
 	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
 	// negative keeps it on disk always.
@@ -43,6 +53,17 @@ type Options struct {
 	MaxConcurrentIO     int           // IO stacks (gathers reading disk at once); default GOMAXPROCS
 	VerifyReads         bool          // check every block read from disk against its checksum
 	CopyWorkers         int           // goroutines copying host-tier hits; default GOMAXPROCS
+
+	// GPUDevice is the CUDA device of the GPU tier, device gathers and GPU sampling.
+	GPUDevice int
+	// GPUCacheBytes is the GPU tier's budget of device memory, for rows only (its index lives in
+	// host memory, 16 bytes a row). A budget > 0 starts CUDA at Open; a budget above the device's
+	// free memory is an error, a missing GPU or shim is not: the store then serves from the host
+	// and Stats.GPU says why.
+	GPUCacheBytes int64
+	// GPUTopology places the topology for GPU sampling: "" samples on the host, "device" copies
+	// it into GPU memory, "pinned" into pinned host memory the GPU reads over PCIe.
+	GPUTopology string
 }
 
 // DefaultTopologyMemoryBytes is the topology budget when Options leaves it 0.
@@ -66,6 +87,10 @@ type Store struct {
 
 	place sync.RWMutex // Place holds it for writing; gathers for reading
 	host  *host.Cache
+	dyn   *host.Sieve // the host tier under HostPolicy "sieve" (host then stays empty); nil when static
+
+	gpu    *gpuState // nil until the GPU path starts
+	gpuErr error     // why it could not start, once tried
 
 	stats    counters
 	closeMu  sync.RWMutex
@@ -86,6 +111,12 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	spec, err := m.Feature(opt.Feature)
 	if err != nil {
 		return nil, err
+	}
+	if opt.GPUCacheBytes < 0 || opt.GPUDevice < 0 {
+		return nil, fmt.Errorf("featurestore: GPU cache of %d bytes on device %d: neither may be negative", opt.GPUCacheBytes, opt.GPUDevice)
+	}
+	if t := opt.GPUTopology; t != "" && t != "device" && t != "pinned" {
+		return nil, fmt.Errorf("featurestore: GPUTopology %q: want \"\", \"device\" or \"pinned\"", t)
 	}
 	if opt.HostCacheBytes < 0 {
 		return nil, fmt.Errorf("featurestore: host cache of %d bytes is negative", opt.HostCacheBytes)
@@ -108,6 +139,9 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 			s.Close()
 		}
 	}()
+	if s.dyn, err = newDynamicHost(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes); err != nil {
+		return nil, err
+	}
 	s.paths = append([]string(nil), spec.Files...)
 	if et := m.Edges(); et != nil {
 		s.indptrFile = len(s.paths)
@@ -141,6 +175,11 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	}
 	if err := s.loadLabels(); err != nil {
 		return nil, err
+	}
+	if opt.GPUCacheBytes > 0 || opt.GPUTopology != "" {
+		if err := s.startGPU(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.Place(opt.Hotness); err != nil {
 		return nil, err
@@ -241,6 +280,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.stopGPU()
 	if s.stacks != nil {
 		close(s.stacks)
 		for st := range s.stacks {
@@ -248,6 +288,9 @@ func (s *Store) Close() error {
 		}
 	}
 	s.host.Close()
+	if s.dyn != nil {
+		s.dyn.Close()
+	}
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}

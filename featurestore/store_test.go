@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -31,12 +32,17 @@ type testData struct {
 // writeDataset writes count nodes with random rows of dim float32 (striped over nfiles) and a
 // random skewed graph of about avgDeg in-edges per node.
 func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
+	return writeTypedDataset(t, dataset.Float32, count, dim, nfiles, avgDeg, rng)
+}
+
+// writeTypedDataset is writeDataset with rows of dim elements of dtype.
+func writeTypedDataset(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
 	t.Helper()
 	dir := t.TempDir()
 	if err := dataset.Begin(dir); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := dataset.NewFeatureSpec("x", dataset.Float32, dim, count, nfiles, dataset.DefaultBlockSize)
+	spec, err := dataset.NewFeatureSpec("x", dtype, dim, count, nfiles, dataset.DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +168,10 @@ func TestGatherMatchesReference(t *testing.T) {
 					}
 				}
 				st := s.Stats()
-				hostHits, ssdHits := st.Tiers[0].Hits, st.Tiers[1].Hits
+				hostHits, ssdHits := st.Tier(tiers.Host).Hits, st.Tier(tiers.SSD).Hits
 				switch cache.name {
 				case "ssd-only":
-					if hostHits != 0 || st.Tiers[0].RowsHeld != 0 {
+					if hostHits != 0 || st.Tier(tiers.Host).RowsHeld != 0 {
 						t.Fatalf("%s: host tier served %d rows", name, hostHits)
 					}
 				case "host-only":

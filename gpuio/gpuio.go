@@ -12,13 +12,15 @@
 // A Stack is used by one goroutine at a time; open one Stack per concurrent gatherer.
 package gpuio
 
-// Request asks for Length bytes at byte Offset of file File, delivered into Dst.
+// Request asks for Length bytes at byte Offset of file File, delivered into Dst, or, when Dst is
+// nil, into device memory at DevDst by the completion kernel (a Stack with AttachDevice).
 // Offset and Length need no alignment: the stack reads the covering BlockSize-aligned range.
 type Request struct {
-	File   int    // index into the fds the Stack was opened with
-	Offset int64  // byte offset in that file, >= 0
-	Length int    // bytes, > 0, == len(Dst)
-	Dst    []byte // host memory the completion copies into; the kernel never writes it
+	File   int     // index into the fds the Stack was opened with
+	Offset int64   // byte offset in that file, >= 0
+	Length int     // bytes, > 0, == len(Dst) when Dst is set
+	Dst    []byte  // host memory the completion copies into; the kernel never writes it
+	DevDst uintptr // device address of Length bytes, used when Dst is nil
 }
 
 // Backend names how reads reach the disk.
@@ -53,6 +55,10 @@ type Stats struct {
 	Reads          uint64  `json:"reads"`           // reads issued to the kernel (after coalescing and splitting)
 	BytesRequested uint64  `json:"bytes_requested"` // sum of request lengths
 	BytesRead      uint64  `json:"bytes_read"`      // bytes read from disk (aligned); BytesRead/BytesRequested is read amplification
+	// DeviceRequests counts requests delivered to device memory, CompletionKernels the
+	// completion kernels launched for them.
+	DeviceRequests    uint64 `json:"device_requests"`
+	CompletionKernels uint64 `json:"completion_kernels"`
 	// LatencyHistogram[i] counts reads whose submit-to-reap latency was in [2^i, 2^(i+1)) µs
 	// (bucket 0 also holds < 1 µs, the last bucket everything longer).
 	LatencyHistogram [LatencyBuckets]uint64 `json:"latency_histogram_us_log2"`

@@ -29,6 +29,7 @@ type Stack struct {
 	maxInflight int // min(QueueDepth, len(slots))
 	stats       Stats
 	closed      bool
+	dev         *deviceCompletion // nil until AttachDevice
 }
 
 // read is one aligned read of a file into a staging slot, and the request bytes it feeds.
@@ -41,10 +42,13 @@ type read struct {
 	started time.Time
 }
 
-// piece copies buf[src:src+len(dst)] of a completed read into dst, part of one Request's Dst.
+// piece copies buf[src:src+n] of a completed read into dst, part of one Request's Dst, or,
+// when dst is nil, to the device address devDst.
 type piece struct {
-	dst []byte
-	src int
+	dst    []byte
+	devDst uintptr
+	n      int
+	src    int
 }
 
 // engine moves reads to the disk: io_uring or pread workers.
@@ -152,8 +156,12 @@ func (s *Stack) Submit(reqs []Request) error {
 			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
 		case r.Length <= 0:
 			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
-		case len(r.Dst) != r.Length:
+		case r.Dst != nil && len(r.Dst) != r.Length:
 			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
+		case r.Dst == nil && r.DevDst == 0:
+			return fmt.Errorf("gpuio: request %d: neither Dst nor DevDst is set", i)
+		case r.Dst == nil && s.dev == nil:
+			return fmt.Errorf("gpuio: request %d: device destination 0x%x on a Stack without a device (AttachDevice)", i, r.DevDst)
 		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
 			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
 		}
@@ -161,6 +169,9 @@ func (s *Stack) Submit(reqs []Request) error {
 	for _, r := range reqs {
 		s.stats.Requests++
 		s.stats.BytesRequested += uint64(r.Length)
+		if r.Dst == nil {
+			s.stats.DeviceRequests++
+		}
 	}
 	s.plan(reqs)
 	return s.pump()
@@ -209,15 +220,30 @@ func (s *Stack) planGroup(reqs []Request, group []int, file int, start, end int6
 		for k := (a - start) / maxIO; k <= (b-1-start)/maxIO; k++ {
 			rd := reads[k]
 			lo, hi := max(a, rd.off), min(b, rd.off+int64(rd.length))
-			rd.pieces = append(rd.pieces, piece{dst: r.Dst[lo-a : hi-a], src: int(lo - rd.off)})
+			pc := piece{n: int(hi - lo), src: int(lo - rd.off)}
+			if r.Dst != nil {
+				pc.dst = r.Dst[lo-a : hi-a]
+			} else {
+				pc.devDst = r.DevDst + uintptr(lo-a)
+			}
+			rd.pieces = append(rd.pieces, pc)
 		}
 	}
 	s.queue = append(s.queue, reads...)
 }
 
 // pump starts queued reads while queue depth and staging allow, then flushes them to the kernel.
+// Staging still read by a completion kernel is reclaimed (waited for) only when no slot is free.
 func (s *Stack) pump() error {
 	for s.queueHead < len(s.queue) && s.inflight < s.maxInflight {
+		if len(s.freeSlots) == 0 {
+			if s.dev == nil || !s.dev.launchedActive() {
+				break
+			}
+			if err := s.dev.reclaim(s); err != nil {
+				return err
+			}
+		}
 		rd := s.queue[s.queueHead]
 		s.queue[s.queueHead] = nil
 		s.queueHead++
@@ -238,28 +264,55 @@ func (s *Stack) pump() error {
 // the requested bytes into each Dst and starts queued reads as staging frees up. On the first
 // error it stops starting reads (the requests not yet read are dropped and their Dst contents are
 // unspecified), still waits for every read in flight, and returns that error; the Stack stays
-// usable.
-func (s *Stack) Complete() error {
+// usable. Device destinations are served as by CompleteOn on the legacy default stream.
+func (s *Stack) Complete() error { return s.CompleteOn(0) }
+
+// CompleteOn is Complete for a Stack that may hold device requests: their staged bytes are moved
+// by completion kernels enqueued on stream (a cudaStream_t), each over a batch of reaped reads,
+// while later reads are still in flight. It returns once every read is reaped and every kernel
+// enqueued, without waiting for the last kernel: work queued on stream after CompleteOn returns
+// sees every row in place.
+func (s *Stack) CompleteOn(stream uintptr) error {
 	var firstErr error
 	done := func(rd *read, n int, err error) {
 		if err := s.finish(rd, n, err); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	for {
 		if firstErr == nil {
+			if s.dev != nil && len(s.freeSlots) == 0 && s.dev.hasPending() {
+				if err := s.dev.launch(s, stream); err != nil {
+					fail(err)
+				}
+			}
 			if err := s.pump(); err != nil {
-				firstErr = err
+				fail(err)
 			}
 		}
 		if firstErr != nil {
 			s.queue, s.queueHead = s.queue[:0], 0
 		}
 		if s.inflight == 0 {
+			if s.dev != nil && s.dev.hasPending() {
+				if firstErr == nil {
+					fail(s.dev.launch(s, stream))
+				} else {
+					s.dev.drop(s)
+				}
+			}
 			return firstErr
 		}
 		if err := s.eng.wait(done); err != nil {
 			return errors.Join(firstErr, fmt.Errorf("gpuio: %d reads still in flight: %w", s.inflight, err))
+		}
+		if firstErr == nil && s.dev != nil && s.dev.pendingReads() >= max(1, s.maxInflight/2) {
+			fail(s.dev.launch(s, stream))
 		}
 	}
 }
@@ -270,7 +323,12 @@ func (s *Stack) finish(rd *read, n int, ioErr error) error {
 	us := uint64(time.Since(rd.started).Microseconds())
 	s.stats.LatencyHistogram[min(max(bits.Len64(us), 1)-1, LatencyBuckets-1)]++
 	buf := s.slots[rd.slot][:rd.length]
-	defer func() { s.freeSlots = append(s.freeSlots, rd.slot) }()
+	deviceBound := false
+	defer func() {
+		if !deviceBound {
+			s.freeSlots = append(s.freeSlots, rd.slot)
+		}
+	}()
 	if n > 0 {
 		s.stats.BytesRead += uint64(n)
 	}
@@ -292,7 +350,15 @@ func (s *Stack) finish(rd *read, n int, ioErr error) error {
 		}
 	}
 	for _, p := range rd.pieces {
-		copy(p.dst, buf[p.src:])
+		if p.dst != nil {
+			copy(p.dst, buf[p.src:])
+		} else {
+			s.dev.add(s, rd.slot, p)
+			deviceBound = true
+		}
+	}
+	if deviceBound {
+		s.dev.addSlot(rd.slot)
 	}
 	return nil
 }
@@ -308,6 +374,9 @@ func (s *Stack) Close() error {
 	var err error
 	for s.inflight > 0 && err == nil {
 		err = s.eng.wait(func(rd *read, n int, ioErr error) { _ = s.finish(rd, n, ioErr) })
+	}
+	if s.dev != nil {
+		err = errors.Join(err, s.dev.close(s))
 	}
 	err = errors.Join(err, s.eng.close())
 	if s.inflight == 0 { // never unmap memory the kernel may still write

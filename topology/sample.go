@@ -127,9 +127,15 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		total := off[len(frontier)]
 		pos = resize(pos, int(total))
 		out = resize(out, int(total))
-		picker.pick(frontier, deg, off, pos, fanout, opt.Replace, opt.Seed, h)
-		if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
-			return nil, err
+		if drawer, ok := g.(HopDrawer); ok {
+			if err := drawer.DrawHop(frontier, deg, off, fanout, opt.Replace, opt.Seed, h, out); err != nil {
+				return nil, err
+			}
+		} else {
+			picker.pick(frontier, deg, off, pos, fanout, opt.Replace, opt.Seed, h)
+			if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
+				return nil, err
+			}
 		}
 
 		start := int64(len(s.Nodes))

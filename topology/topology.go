@@ -17,3 +17,13 @@ type Graph interface {
 	// len(off) == len(nodes)+1, len(out) == len(pos) == off[len(nodes)].
 	NeighborsAt(nodes []int64, off []int64, pos []int64, out []int64) error
 }
+
+// HopDrawer is a Graph that draws a hop's neighbors itself, on other hardware (the GPU sampler):
+// given the nodes' degrees and the output offsets SampleNeighbors computed, it fills
+// out[off[i]:off[i+1]] with exactly the neighbors SampleNeighbors would draw for nodes[i] at hop
+// (same generator, same positions, ascending). SampleNeighbors calls it instead of drawing
+// positions and calling NeighborsAt.
+type HopDrawer interface {
+	Graph
+	DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, out []int64) error
+}

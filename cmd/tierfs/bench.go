@@ -15,6 +15,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -34,13 +35,19 @@ type benchResult struct {
 }
 
 func runBench(args []string) error {
+	if len(args) > 0 && args[0] == "gpu" {
+		return runBenchGPU(args[1:])
+	}
 	if len(args) == 0 || args[0] != "gather" {
-		return fmt.Errorf("usage: tierfs bench gather DIR [flags] (the only benchmark so far)")
+		return fmt.Errorf("usage: tierfs bench gather DIR [flags], or tierfs bench gpu DIR [flags]")
 	}
 	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
 	batch := fs.Int("batch", 4096, "ids per gather call")
 	batches := fs.Int("batches", 100, "gather calls per configuration")
-	dist := fs.String("dist", "sample", "id stream: uniform, or sample (the nodes of 2-hop neighborhoods of random seeds: the skewed stream of GNN training)")
+	dist := fs.String("dist", "sample", "id stream: uniform, or sample (the nodes of 2-hop neighborhoods of random seeds: the skewed stream of GNN training), zipf (Zipf ids over scattered nodes), drift (zipf whose hot set moves every --drift-every batches)")
+	fs.Float64Var(&zipfS, "zipf-s", zipfS, "Zipf exponent of the zipf and drift streams (> 1)")
+	fs.IntVar(&driftEvery, "drift-every", driftEvery, "batches per hot set of the drift stream")
+	policy := fs.String("host-policy", "static", "host tier of the mixed configuration: static (placed once), sieve (cache with SIEVE eviction), or static,sieve for both")
 	var hostCache sizeFlag = -1
 	fs.Var(&hostCache, "host-cache", "host tier of the mixed configuration (default: 20% of the feature bytes)")
 	qd := fs.Int("qd", 128, "reads in flight per IO stack")
@@ -52,6 +59,10 @@ func runBench(args []string) error {
 		return err
 	}
 	dir := pos[0]
+	policies, err := hostPolicies(*policy)
+	if err != nil {
+		return err
+	}
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return err
@@ -88,10 +99,10 @@ func runBench(args []string) error {
 		r := result(name, streams, spec.RowBytes, took)
 		r.DiskReads = after.IO.Reads - before.IO.Reads
 		r.IOPS = float64(r.DiskReads) / took
-		if served := (after.Tiers[1].Hits - before.Tiers[1].Hits) * uint64(spec.RowBytes); served > 0 {
+		if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(spec.RowBytes); served > 0 {
 			r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
 		}
-		r.HostShare = float64(after.Tiers[0].Hits-before.Tiers[0].Hits) / float64(r.Rows)
+		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
 		r.Note = note + ", " + string(s.IOBackend())
 		results = append(results, r)
 		return nil
@@ -99,8 +110,14 @@ func runBench(args []string) error {
 	if err := run("ssd tier", featurestore.Options{}, "no host cache"); err != nil {
 		return err
 	}
-	if err := run("mixed", featurestore.Options{HostCacheBytes: int64(hostCache)}, "host cache "+formatBytes(int64(hostCache))); err != nil {
-		return err
+	for _, p := range policies {
+		name := "mixed"
+		if p != featurestore.HostStatic {
+			name = "mixed " + p
+		}
+		if err := run(name, featurestore.Options{HostCacheBytes: int64(hostCache), HostPolicy: p}, p+" host cache "+formatBytes(int64(hostCache))); err != nil {
+			return err
+		}
 	}
 	fitsMemory := featBytes*3 < int64(totalMemory())
 	if fitsMemory {
@@ -139,10 +156,13 @@ func runBench(args []string) error {
 	if h, mem := byName["host tier"], byName["in-memory reference"]; mem.RowsPerS > 0 {
 		fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f\n", h.RowsPerS/mem.RowsPerS)
 		fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
+		if sv, ok := byName["mixed sieve"]; ok {
+			fmt.Printf("mixed sieve rows/s / in-memory gather rows/s:         %.2f\n", sv.RowsPerS/mem.RowsPerS)
+		}
 	}
 	if *asJSON != "" {
 		data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-			"qd": *qd, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
+			"qd": *qd, "host_policy": *policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
 		return os.WriteFile(*asJSON, data, 0o644)
 	}
 	return nil
@@ -208,7 +228,10 @@ func idStreams(dir, dist string, threads, batches, batch int, seed uint64) ([][]
 		}
 		return streams, hot, nil
 	}
-	return nil, nil, fmt.Errorf("--dist %q: want uniform or sample", dist)
+	if dist == "zipf" || dist == "drift" {
+		return zipfStreams(n, dist == "drift", threads, batches, batch, rng)
+	}
+	return nil, nil, fmt.Errorf("--dist %q: want uniform, sample, zipf or drift", dist)
 }
 
 // timeGathers runs each thread's batches through gather, threads at once, and returns seconds.

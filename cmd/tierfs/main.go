@@ -7,6 +7,7 @@
 //	tierfs gather  DIR --ids ids.npy --out out.npy [--host-cache BYTES]
 //	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2
 //	tierfs bench gather DIR [--host-cache BYTES] [--batch N] [--batches N] [--dist powerlaw]
+//	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png]
 //	tierfs mount   DIR MOUNTPOINT [--host-cache BYTES] [--foreground]
 //	tierfs umount  MOUNTPOINT
 package main
@@ -35,6 +36,7 @@ func init() {
 		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
 		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
 		{"bench", "measure gather throughput per tier (bench gather DIR ...)", runBench},
+		{"advise", "predict seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model)", runAdvise},
 		{"mount", "mount a read-only view of a dataset's tiers (FUSE)", runMount},
 		{"umount", "unmount a tierfs mount", runUmount},
 	}

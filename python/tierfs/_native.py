@@ -61,6 +61,8 @@ class OpenOptions(Structure):
         ("verify_reads", c_int32),
         ("device", c_int32),
         ("gpu_cache_bytes", c_int64),
+        ("gpu_topology", c_char_p),
+        ("host_policy", c_char_p),
     ]
 
 
@@ -105,6 +107,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_split", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
     ("tfs_place", [c_void_p, c_void_p, c_int64]),
     ("tfs_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_advise_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_sampler_create", [c_void_p, POINTER(SamplerOptions), POINTER(c_void_p)]),
     ("tfs_sampler_free", [c_void_p]),
     ("tfs_sample", [c_void_p, c_void_p, c_int64, POINTER(c_void_p)]),

@@ -117,6 +117,8 @@ def open(
     io_backend: Optional[str] = None,
     queue_depth: Optional[int] = None,
     max_concurrent_io: Optional[int] = None,
+    gpu_topology: Optional[str] = None,
+    host_policy: Optional[str] = None,
 ) -> "Store":
     """Opens the dataset directory ``path``.
 
@@ -126,8 +128,10 @@ def open(
             (KB/MB/GB are powers of 1000, KiB/MiB/GiB and bare K/M/G of 1024). None or 0: no
             host tier, every row is read from the SSD. The tier is filled at open time with the
             rows of the highest in-degree; :meth:`Store.place` refills it.
-        gpu_cache: GPU tier budget (needs the CUDA path of the library; ignored with a warning
-            where the library has none).
+        gpu_cache: GPU tier budget in device memory: the hottest rows live there, the next
+            hottest in the host tier. Needs ``libtierfs_cuda.so`` (``make cuda``) and a GPU;
+            without them the store serves from the host with a warning, and ``stats()["gpu"]``
+            says why. A budget above the GPU's free memory is a ValueError.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``: where gathers return
             rows. With a CUDA device every gather returns a CUDA tensor.
         feature: the feature to serve; None is the dataset's first.
@@ -138,6 +142,12 @@ def open(
             forces one.
         queue_depth: reads in flight per IO stack (default 128).
         max_concurrent_io: IO stacks, i.e. gathers reading the disk at once (default: CPUs).
+        gpu_topology: ``"device"`` copies the topology into GPU memory, ``"pinned"`` into pinned
+            host memory read over PCIe, and the sampler then draws on the GPU (same samples as
+            the host sampler); None samples on the host.
+        host_policy: how the host tier is kept: None or ``"static"`` fills it at open time (and
+            on :meth:`Store.place`) and keeps it; ``"sieve"`` makes it a cache that admits the rows
+            gathers read from disk and evicts with SIEVE, for access patterns that drift.
 
     Raises:
         FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
@@ -155,6 +165,8 @@ def open(
         io_backend=io_backend,
         queue_depth=queue_depth,
         max_concurrent_io=max_concurrent_io,
+        gpu_topology=gpu_topology,
+        host_policy=host_policy,
     )
 
 
@@ -185,6 +197,8 @@ class Store:
         io_backend: Optional[str] = None,
         queue_depth: Optional[int] = None,
         max_concurrent_io: Optional[int] = None,
+        gpu_topology: Optional[str] = None,
+        host_policy: Optional[str] = None,
     ) -> None:
         _native.check_process()
         self._handle: Optional[int] = None
@@ -199,6 +213,8 @@ class Store:
             io_backend=io_backend,
             queue_depth=queue_depth,
             max_concurrent_io=max_concurrent_io,
+            gpu_topology=gpu_topology,
+            host_policy=host_policy,
         )
         self._device_type, self._device_index = _util.parse_device(device)
         if self._device_type == "cuda":
@@ -230,24 +246,27 @@ class Store:
         opts.verify_reads = 1 if verify_reads else 0
         opts.device = self._device_index if self._device_type == "cuda" else -1
         opts.gpu_cache_bytes = self._gpu_cache_bytes
+        if gpu_topology not in (None, "", "device", "pinned"):
+            raise errors.InvalidArgumentError(f"gpu_topology {gpu_topology!r}: want None, 'device' or 'pinned'")
+        opts.gpu_topology = gpu_topology.encode() if gpu_topology else None
+        if host_policy not in (None, "", "static", "sieve"):
+            raise errors.InvalidArgumentError(f"host_policy {host_policy!r}: want None, 'static' or 'sieve'")
+        opts.host_policy = host_policy.encode() if host_policy else None
         handle = c_void_p()
         status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
-        if status == errors.ENOTSUP and self._device_type == "cuda":
-            # No CUDA path in this library: serve from the host and copy to the device.
-            if self._gpu_cache_bytes:
+        check(status)
+        self._handle = handle.value
+        if self._gpu_cache_bytes or gpu_topology:
+            gpu = self.stats().get("gpu", {})
+            if not gpu.get("available"):
                 import warnings
 
                 warnings.warn(
-                    f"tierfs: this library has no CUDA path; gpu_cache={gpu_cache!r} is ignored "
-                    "(rows are gathered on the host and copied to the GPU)",
+                    f"tierfs: the GPU path is unavailable ({gpu.get('reason', 'unknown')}); "
+                    "gpu_cache and gpu_topology are ignored and rows are served from the host",
                     RuntimeWarning,
                     stacklevel=3,
                 )
-            opts.device = -1
-            opts.gpu_cache_bytes = 0
-            status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
-        check(status)
-        self._handle = handle.value
         info = _native.StoreInfo()
         info.struct_size = _native.ctypes.sizeof(_native.StoreInfo)
         try:
@@ -580,6 +599,79 @@ class Store:
             if needed.value <= cap:
                 return json.loads(buf.value.decode())
             cap = needed.value
+
+    def advise(
+        self,
+        fanouts: Sequence[int],
+        batch_size: int,
+        ssd_price: float,
+        machine_price: float,
+        *,
+        budget: Optional[float] = None,
+        max_ssds: int = 8,
+        measure: bool = False,
+        train_ms: float = 0.0,
+        ssd_iops: Optional[float] = None,
+        pcie_gbps: Optional[float] = None,
+        alpha_us: Optional[float] = None,
+        batches: int = 20,
+        seed: int = 1,
+        replace: bool = False,
+        mode: Optional[str] = None,
+        current_ssds: Optional[int] = None,
+        check: bool = False,
+    ) -> Dict[str, Any]:
+        """How many SSDs to buy: Hyperion's throughput-per-dollar model, as ``tierfs advise``.
+
+        Runs this store's sampler and gather for ``batches`` batches of ``batch_size`` seeds
+        (its caches as they are), counts the rows and disk reads each tier serves per batch,
+        and predicts, for 1..``max_ssds`` SSDs, ``T_ssd = N_ssd / (IOPS * Q) + alpha``,
+        ``T_pcie = bytes / link throughput``, the batch time, seeds/s and TPC (seeds/s per unit
+        of price, ``ssd_price * Q + machine_price``). ``measure`` probes the disk and the host
+        memory path of this machine (about 2 s); otherwise throughputs come from ``ssd_iops``
+        (per SSD), ``pcie_gbps`` (GB/s) and ``alpha_us`` or their defaults. ``check`` times
+        fresh batches afterwards and compares. Takes seconds; releases the GIL.
+
+        Returns the report as a dict (the JSON of ``tierfs advise --json``): ``configs`` (one
+        per SSD count: ``t_ssd_s``, ``t_pcie_s``, ``t_sample_s``, ``t_train_s``, ``t_batch_s``,
+        ``bottleneck``, ``seeds_per_s``, ``tpc``, ``price``, ``within_budget``),
+        ``recommended_ssds``, ``recommended``, ``current``, ``workload``, ``machine``,
+        ``prices``, ``formula``, ``notes`` and, with ``check``, ``check``.
+
+        Raises:
+            ValueError (tierfs.InvalidArgumentError): a zero or negative price, size or
+                throughput, or a budget that affords no configuration.
+        """
+        req: Dict[str, Any] = dict(
+            fanouts=[int(f) for f in fanouts],
+            batch_size=int(batch_size),
+            ssd_price=float(ssd_price),
+            machine_price=float(machine_price),
+            max_ssds=int(max_ssds),
+            measure=bool(measure),
+            train_ms=float(train_ms),
+            batches=int(batches),
+            seed=int(seed),
+            replace=bool(replace),
+            check=bool(check),
+        )
+        for key, val in (("budget", budget), ("ssd_iops", ssd_iops), ("pcie_gbps", pcie_gbps), ("alpha_us", alpha_us)):
+            if val is not None:
+                req[key] = float(val)
+        if mode is not None:
+            req["mode"] = str(mode)
+        if current_ssds is not None:
+            req["current_ssds"] = int(current_ssds)
+        request = json.dumps(req).encode()
+        h = self._h()
+        cap = 1 << 16
+        while True:
+            buf = _native.ctypes.create_string_buffer(cap)
+            needed = c_size_t(0)
+            _native.check(lib.tfs_advise_json(h, request, buf, cap, byref(needed)))  # `check` is the flag here
+            if needed.value <= cap:
+                return json.loads(buf.value.decode())
+            cap = needed.value  # the report is kept: the retry does not measure again
 
     def mount(self, path: Union[str, os.PathLike]) -> None:
         """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live

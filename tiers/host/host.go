@@ -23,12 +23,56 @@ const IndexBytesPerRow = 16
 // Cache is the host tier. Lookup, Row and Ranges may run concurrently; Fill and Close may not run
 // with anything else.
 type Cache struct {
+	Index
 	rowBytes int64
-	ids      []int64 // sorted node ids held; slot of ids[i] is i
-	table    []int32 // open addressing: index into ids, -1 empty
-	mask     uint64
 	arena    []byte // mmap'ed, len(ids)*rowBytes
 }
+
+// Index maps a fixed set of node ids to slots: the slot of an id is its rank among them. It is
+// the lookup structure of the memory tiers (8 bytes per id plus a hash table at load factor 1/2).
+// Its methods may run concurrently.
+type Index struct {
+	ids   []int64 // sorted node ids held; slot of ids[i] is i
+	table []int32 // open addressing: index into ids, -1 empty
+	mask  uint64
+}
+
+// NewIndex indexes ids (any order, no duplicates, at most math.MaxInt32/2 of them).
+func NewIndex(ids []int64) (Index, error) {
+	if int64(len(ids)) > math.MaxInt32/2 {
+		return Index{}, fmt.Errorf("tier index: %d rows is more than one tier holds (%d)", len(ids), math.MaxInt32/2)
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return Index{}, fmt.Errorf("tier index: node %d listed twice for the cache", sorted[i])
+		}
+	}
+	size := uint64(16)
+	for size < 2*uint64(len(sorted)) {
+		size *= 2
+	}
+	table := make([]int32, size)
+	for i := range table {
+		table[i] = -1
+	}
+	mask := size - 1
+	for i, id := range sorted {
+		h := hash(id) & mask
+		for table[h] >= 0 {
+			h = (h + 1) & mask
+		}
+		table[h] = int32(i)
+	}
+	return Index{ids: sorted, table: table, mask: mask}, nil
+}
+
+// IDs are the ids held, ascending; slot i holds IDs()[i]. Callers must not modify it.
+func (x *Index) IDs() []int64 { return x.ids }
+
+// IndexBytes is the memory the index takes.
+func (x *Index) IndexBytes() int64 { return 8*int64(len(x.ids)) + 4*int64(len(x.table)) }
 
 var _ tiers.Tier = (*Cache)(nil)
 
@@ -49,16 +93,11 @@ func CapacityRows(budget, rowBytes int64) int64 {
 // Fill replaces the tier's contents with the rows of ids (any order, no duplicates): it maps a new
 // arena and calls load with the ids sorted and the arena to fill, row i of arena for ids[i].
 func (c *Cache) Fill(ids []int64, load func(sorted []int64, arena []byte) error) error {
-	if int64(len(ids)) > math.MaxInt32/2 {
-		return fmt.Errorf("host tier: %d rows is more than one tier holds (%d)", len(ids), math.MaxInt32/2)
+	index, err := NewIndex(ids)
+	if err != nil {
+		return fmt.Errorf("host tier: %w", err)
 	}
-	sorted := slices.Clone(ids)
-	slices.Sort(sorted)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return fmt.Errorf("host tier: node %d listed twice for the cache", sorted[i])
-		}
-	}
+	sorted := index.ids
 	var arena []byte
 	if n := int64(len(sorted)) * c.rowBytes; n > 0 {
 		var err error
@@ -71,24 +110,8 @@ func (c *Cache) Fill(ids []int64, load func(sorted []int64, arena []byte) error)
 			return err
 		}
 	}
-	size := uint64(16)
-	for size < 2*uint64(len(sorted)) {
-		size *= 2
-	}
-	table := make([]int32, size)
-	for i := range table {
-		table[i] = -1
-	}
-	mask := size - 1
-	for i, id := range sorted {
-		h := hash(id) & mask
-		for table[h] >= 0 {
-			h = (h + 1) & mask
-		}
-		table[h] = int32(i)
-	}
 	c.Close()
-	c.ids, c.table, c.mask, c.arena = sorted, table, mask, arena
+	c.Index, c.arena = index, arena
 	return nil
 }
 
@@ -104,26 +127,26 @@ func hash(id int64) uint64 {
 func (c *Cache) Kind() tiers.Kind { return tiers.Host }
 
 // Slot returns the slot of id, or -1.
-func (c *Cache) Slot(id int64) int64 {
-	if len(c.ids) == 0 {
+func (x *Index) Slot(id int64) int64 {
+	if len(x.ids) == 0 {
 		return -1
 	}
-	for h := hash(id) & c.mask; ; h = (h + 1) & c.mask {
-		s := c.table[h]
+	for h := hash(id) & x.mask; ; h = (h + 1) & x.mask {
+		s := x.table[h]
 		if s < 0 {
 			return -1
 		}
-		if c.ids[s] == id {
+		if x.ids[s] == id {
 			return int64(s)
 		}
 	}
 }
 
-// Lookup implements tiers.Tier.
-func (c *Cache) Lookup(ids []int64, slots []int64) int {
+// Lookup sets slots[i] to the slot of ids[i] or -1 and returns the number of hits (tiers.Tier).
+func (x *Index) Lookup(ids []int64, slots []int64) int {
 	hits := 0
 	for i, id := range ids {
-		slots[i] = c.Slot(id)
+		slots[i] = x.Slot(id)
 		if slots[i] >= 0 {
 			hits++
 		}
@@ -137,20 +160,20 @@ func (c *Cache) Row(slot int64) []byte { return c.arena[slot*c.rowBytes : (slot+
 // Arena is the memory all rows live in (for pinning by the GPU path).
 func (c *Cache) Arena() []byte { return c.arena }
 
-// Rows implements tiers.Tier.
-func (c *Cache) Rows() int64 { return int64(len(c.ids)) }
+// Rows is the number of ids held (tiers.Tier).
+func (x *Index) Rows() int64 { return int64(len(x.ids)) }
 
 // Bytes implements tiers.Tier.
-func (c *Cache) Bytes() int64 { return int64(len(c.arena)) + 8*int64(len(c.ids)) + 4*int64(len(c.table)) }
+func (c *Cache) Bytes() int64 { return int64(len(c.arena)) + c.IndexBytes() }
 
-// Ranges implements tiers.Tier.
-func (c *Cache) Ranges(fn func(first, count int64) bool) {
-	for i := 0; i < len(c.ids); {
+// Ranges calls fn with each maximal run of consecutive ids held, ascending (tiers.Tier).
+func (x *Index) Ranges(fn func(first, count int64) bool) {
+	for i := 0; i < len(x.ids); {
 		j := i + 1
-		for j < len(c.ids) && c.ids[j] == c.ids[j-1]+1 {
+		for j < len(x.ids) && x.ids[j] == x.ids[j-1]+1 {
 			j++
 		}
-		if !fn(c.ids[i], int64(j-i)) {
+		if !fn(x.ids[i], int64(j-i)) {
 			return
 		}
 		i = j
@@ -163,6 +186,6 @@ func (c *Cache) Close() error {
 	if c.arena != nil {
 		err = unix.Munmap(c.arena)
 	}
-	c.ids, c.table, c.arena = nil, nil, nil
+	c.Index, c.arena = Index{}, nil
 	return err
 }

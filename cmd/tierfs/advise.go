@@ -1,0 +1,281 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/tierfs/tierfs/advise"
+	"github.com/tierfs/tierfs/featurestore"
+)
+
+const adviseUsage = `usage: tierfs advise DATASET --ssd-price P --machine-price P [flags]
+
+Runs the real sampler and gather for a few batches on DATASET (with the given caches), counts
+what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max-ssds SSDs:
+
+  T_ssd  = N_ssd / (IOPS * Q) + alpha       N_ssd: disk reads per batch
+  T_pcie = (B_ssd + B_mem) / Th_link        bytes per batch over the host-to-GPU link
+                                             (no GPU: the host memory copy, measured)
+  T_batch = max(T_ssd, T_pcie, T_sample, T_train)           overlapped (GPU pipeline)
+          = max(T_sample + max(T_ssd, T_pcie), T_train)     serial (CPU-only loader)
+  TPC    = batch_size / (T_batch * (C_ssd * Q + C_machine))
+
+and recommends the SSD count with the best TPC within --budget (ties: fewer SSDs).
+Without --measure the throughputs come from --ssd-iops (default %d per SSD), --pcie-gbps
+(default %d GB/s) and --alpha-us (default %d us).
+
+flags:
+`
+
+func runAdvise(args []string) error {
+	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), adviseUsage, advise.DefaultSSDIOPS, advise.DefaultPCIeGBps, advise.DefaultAlphaUS)
+		fs.PrintDefaults()
+	}
+	opt := storeFlags(fs)
+	var req advise.Request
+	fanouts := fs.String("fanouts", "10,5", "neighbors per hop, comma separated; -1 takes all")
+	fs.IntVar(&req.BatchSize, "batch-size", 1024, "seeds per batch")
+	var gpuCache sizeFlag
+	fs.Var(&gpuCache, "gpu-cache", "GPU tier size (needs the CUDA path)")
+	fs.Float64Var(&req.SSDPrice, "ssd-price", 0, "price of one SSD (required)")
+	fs.Float64Var(&req.MachinePrice, "machine-price", 0, "price of the machine without SSDs (required)")
+	fs.Float64Var(&req.Budget, "budget", 0, "most total price allowed (0: no limit)")
+	fs.IntVar(&req.MaxSSDs, "max-ssds", advise.DefaultMaxSSDs, "SSD slots: configurations 1..N are evaluated")
+	fs.BoolVar(&req.Measure, "measure", false, "probe SSD IOPS, read latency and host copy throughput on this machine (~2 s)")
+	fs.Float64Var(&req.TrainMS, "train-ms", 0, "training step per batch in ms (0: predict the loader alone)")
+	fs.Float64Var(&req.SSDIOPS, "ssd-iops", 0, fmt.Sprintf("random reads/s of one SSD at the block size (default: measured, else %d)", advise.DefaultSSDIOPS))
+	fs.Float64Var(&req.PCIeGBps, "pcie-gbps", 0, fmt.Sprintf("host-to-GPU link in GB/s = 1e9 bytes/s (default: measured host copy without a GPU, else %d)", advise.DefaultPCIeGBps))
+	fs.Float64Var(&req.AlphaUS, "alpha-us", 0, fmt.Sprintf("fixed SSD latency per batch in us (default: measured, else %d)", advise.DefaultAlphaUS))
+	fs.IntVar(&req.Batches, "batches", advise.DefaultBatches, "batches to sample and gather for the counts")
+	fs.Uint64Var(&req.Seed, "seed", 1, "random seed of the batches and the sampler")
+	mode := fs.String("mode", "", "overlapped (GPU pipeline) or serial (CPU loader); default: serial without a GPU tier")
+	fs.IntVar(&req.CurrentSSDs, "current-ssds", 0, "SSDs the dataset sits on now (default: the devices of its feature files)")
+	fs.Float64Var(&req.ProbeSeconds, "probe-seconds", 1, "length of the IOPS probe of --measure")
+	fs.BoolVar(&req.Check, "check", false, "afterwards, time fresh batches of sample+gather and compare with the prediction")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	plot := fs.String("plot", "", "write a PNG plot of TPC against the SSD count to this file")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	req.Mode = advise.Mode(*mode)
+	req.QueueDepth = opt.QueueDepth
+	for _, f := range strings.Split(*fanouts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
+		}
+		req.Fanouts = append(req.Fanouts, n)
+	}
+	if gpuCache > 0 {
+		return fmt.Errorf("--gpu-cache %s: this build has no GPU tier (leave it 0)", formatBytes(int64(gpuCache)))
+	}
+	if avail, err := advise.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
+		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
+			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
+	}
+	s, err := featurestore.Open(pos[0], *opt)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r, err := advise.Run(s, req)
+	if err != nil {
+		return err
+	}
+	if *plot != "" {
+		if err := writePlot(*plot, r.Advice); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printAdvice(r)
+	return nil
+}
+
+func printAdvice(r *advise.Report) {
+	w, m := r.Workload, r.Machine
+	fmt.Printf("dataset     %s: %d-byte rows, %d-byte blocks\n", r.Dataset, w.RowBytes, w.BlockSize)
+	fmt.Printf("workload    batch of %d seeds, fanouts %v; %d batches measured (host tier %s)\n", w.BatchSize, w.Fanouts, w.Batches, formatBytes(w.HostCache))
+	var parts []string
+	for _, t := range w.Tiers {
+		parts = append(parts, fmt.Sprintf("%s %.0f rows (%s)", t.Tier, t.Rows, formatBytes(int64(t.Bytes))))
+	}
+	fmt.Printf("per batch   %.0f rows: %s; %.0f disk reads (%s)\n", w.Rows, strings.Join(parts, ", "), w.SSDReads, formatBytes(int64(w.SSDBytes)))
+	fmt.Printf("measured    sample %.2f ms, gather %.2f ms per batch: %.0f seeds/s on this machine\n", 1e3*w.Sample, 1e3*w.Gather, w.Measured)
+	src := "given/defaults"
+	if m.Measured {
+		src = "measured"
+	}
+	fmt.Printf("machine     %.0f IOPS per SSD, alpha %.0f us, %s %.2f GB/s, train %.2f ms, mode %s (%s); now on %d SSD(s)\n",
+		m.SSDIOPS, 1e6*m.AlphaSeconds, m.Link, m.LinkBytesPS/1e9, 1e3*m.TrainSeconds, m.Mode, src, m.CurrentSSDs)
+	if p := m.Probe; p != nil {
+		fmt.Printf("probe       %s, %d device(s): %.0f IOPS at QD %d (%d-byte random reads, %.2f s), QD-1 latency %.0f us; host copy %.2f GB/s (%d-byte rows)\n",
+			p.Backend, p.Devices, p.IOPS, p.QueueDepth, p.BlockSize, p.Seconds, 1e6*p.AlphaSeconds, p.CopyBytesPS/1e9, p.CopyRowBytes)
+	}
+	fmt.Printf("model       %s\n\n", r.Formula)
+	fmt.Printf("  %4s %10s %9s %9s %9s %9s %9s  %-10s %11s %12s\n", "SSDs", "price", "T_ssd ms", "T_pcie ms", "sample ms", "train ms", "batch ms", "bottleneck", "seeds/s", "TPC")
+	for _, c := range r.Configs {
+		mark := " "
+		switch {
+		case c.SSDs == r.Recommended:
+			mark = "*"
+		case !c.InBudget:
+			mark = "x"
+		}
+		fmt.Printf("%s %4d %10.0f %9.3f %9.3f %9.3f %9.3f %9.3f  %-10s %11.0f %12.4g\n", mark, c.SSDs, c.Price, 1e3*c.TSSD, 1e3*c.TPCIe, 1e3*c.TSample, 1e3*c.TTrain, 1e3*c.TBatch, c.Bottleneck, c.SeedsPerS, c.TPC)
+	}
+	fmt.Printf("\nrecommended %d SSD(s): %.0f seeds/s for %.0f, TPC %.4g (* recommended, x over budget)\n", r.Recommended, r.Best.SeedsPerS, r.Best.Price, r.Best.TPC)
+	if c := r.Check; c != nil {
+		fmt.Printf("check       %d fresh batches: measured %.0f seeds/s, predicted %.0f for %d SSD(s): ratio %.2f\n", c.Batches, c.Measured, c.Predicted, m.CurrentSSDs, c.Ratio)
+	}
+	notes := append(append(append([]string(nil), m.Notes...), r.Notes...), probeNotes(m.Probe)...)
+	for _, n := range notes {
+		fmt.Printf("note        %s\n", n)
+	}
+}
+
+func probeNotes(p *advise.Probe) []string {
+	if p == nil {
+		return nil
+	}
+	return p.Notes
+}
+
+// writePlot draws TPC against the SSD count: axes, a line with markers (the recommended count
+// filled larger), tick labels in a built-in 3x5 pixel font. The numbers are in the table/JSON.
+func writePlot(path string, a *advise.Advice) error {
+	const W, H, left, right, top, bottom = 640, 400, 70, 20, 20, 40
+	img := image.NewRGBA(image.Rect(0, 0, W, H))
+	white, black, grey := color.RGBA{255, 255, 255, 255}, color.RGBA{0, 0, 0, 255}, color.RGBA{220, 220, 220, 255}
+	blue, red := color.RGBA{30, 90, 200, 255}, color.RGBA{210, 40, 40, 255}
+	for y := range H {
+		for x := range W {
+			img.Set(x, y, white)
+		}
+	}
+	maxTPC := 0.0
+	for _, c := range a.Configs {
+		if !math.IsInf(c.TPC, 0) {
+			maxTPC = max(maxTPC, c.TPC)
+		}
+	}
+	if maxTPC == 0 {
+		maxTPC = 1
+	}
+	maxTPC *= 1.1
+	n := len(a.Configs)
+	px := func(q int) int {
+		if n == 1 {
+			return left + (W-left-right)/2
+		}
+		return left + (q-1)*(W-left-right)/(n-1)
+	}
+	py := func(v float64) int { return H - bottom - int(v/maxTPC*float64(H-top-bottom)) }
+	// grid and y ticks
+	for i := 0; i <= 5; i++ {
+		v := maxTPC * float64(i) / 5
+		y := py(v)
+		line(img, left, y, W-right, y, grey)
+		drawText(img, left-6-textWidth(fmtTick(v)), y-5, fmtTick(v), black)
+	}
+	line(img, left, top, left, H-bottom, black)
+	line(img, left, H-bottom, W-right, H-bottom, black)
+	for _, c := range a.Configs {
+		x := px(c.SSDs)
+		line(img, x, H-bottom, x, H-bottom+4, black)
+		drawText(img, x-textWidth(strconv.Itoa(c.SSDs))/2, H-bottom+8, strconv.Itoa(c.SSDs), black)
+	}
+	drawText(img, (W-textWidth("SSDS"))/2, H-14, "SSDS", black)
+	drawText(img, 4, top-14, "TPC", black)
+	for i := 1; i < n; i++ {
+		a0, a1 := a.Configs[i-1], a.Configs[i]
+		line(img, px(a0.SSDs), py(a0.TPC), px(a1.SSDs), py(a1.TPC), blue)
+	}
+	for _, c := range a.Configs {
+		r, col := 3, blue
+		if c.SSDs == a.Recommended {
+			r, col = 5, red
+		}
+		for dy := -r; dy <= r; dy++ {
+			for dx := -r; dx <= r; dx++ {
+				if dx*dx+dy*dy <= r*r {
+					img.Set(px(c.SSDs)+dx, py(c.TPC)+dy, col)
+				}
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func fmtTick(v float64) string {
+	s := strconv.FormatFloat(v, 'g', 3, 64)
+	return strings.ToUpper(s)
+}
+
+func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color) {
+	steps := max(abs(x1-x0), abs(y1-y0), 1)
+	for i := 0; i <= steps; i++ {
+		img.Set(x0+(x1-x0)*i/steps, y0+(y1-y0)*i/steps, c)
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// font3x5 holds the glyphs the plot needs, rows top to bottom, 3 bits each (4 = left pixel).
+var font3x5 = map[rune][5]uint8{
+	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
+	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1},
+	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2}, '-': {0, 0, 7, 0, 0},
+	'+': {0, 2, 7, 2, 0}, 'E': {7, 4, 6, 4, 7}, 'S': {7, 4, 7, 1, 7}, 'D': {6, 5, 5, 5, 6},
+	'T': {7, 2, 2, 2, 2}, 'P': {7, 5, 7, 4, 4}, 'C': {7, 4, 4, 4, 7},
+}
+
+const fontScale = 2
+
+func textWidth(s string) int { return len(s) * 4 * fontScale }
+
+func drawText(img *image.RGBA, x, y int, s string, c color.Color) {
+	for i, r := range s {
+		g := font3x5[r]
+		for row := range 5 {
+			for col := range 3 {
+				if g[row]&(4>>col) == 0 {
+					continue
+				}
+				for dy := range fontScale {
+					for dx := range fontScale {
+						img.Set(x+i*4*fontScale+col*fontScale+dx, y+row*fontScale+dy, c)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// gpuBenchResult is one line of `tierfs bench gpu`.
+type gpuBenchResult struct {
+	Name      string  `json:"name"`
+	RowBytes  int64   `json:"row_bytes"`
+	Rows      int64   `json:"rows"`
+	Seconds   float64 `json:"seconds"`
+	RowsPerS  float64 `json:"rows_per_s"`
+	GBPerS    float64 `json:"gb_per_s"`
+	IOPS      float64 `json:"iops,omitempty"`
+	GPUShare  float64 `json:"gpu_hit_share,omitempty"`
+	HostShare float64 `json:"host_hit_share,omitempty"`
+	SMShare   float64 `json:"io_sm_share,omitempty"` // share of SMs the completion kernel's grid may occupy
+	Blocks    int     `json:"blocks,omitempty"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// runBenchGPU measures the GPU path: kernels alone on synthetic tables (--kernels) and
+// GatherDevice on a dataset with everything in the GPU tier, everything in the host tier,
+// everything on disk, and a mixed placement.
+func runBenchGPU(args []string) error {
+	fs := flag.NewFlagSet("bench gpu", flag.ContinueOnError)
+	batch := fs.Int("batch", 1<<18, "ids per gather call")
+	batches := fs.Int("batches", 20, "gather calls per configuration")
+	ssdBatches := fs.Int("ssd-batches", 4, "gather calls of the all-on-disk configuration")
+	dist := fs.String("dist", "sample", "id stream: uniform, or sample (nodes of 2-hop neighborhoods: power-law)")
+	qd := fs.Int("qd", 128, "reads in flight per IO stack")
+	kernels := fs.Bool("kernels", false, "also time the gather kernel alone on 2 GiB device and pinned tables")
+	seed := fs.Uint64("seed", 1, "random seed")
+	asJSON := fs.String("json", "", "also write the results as JSON to this file")
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if err := cuda.Load(); err != nil {
+		return err
+	}
+	info, err := cuda.Info(0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path())
+	var results []gpuBenchResult
+	if *kernels {
+		for _, rb := range []int64{512, 4096} {
+			rs, err := benchKernels(info, rb, *seed)
+			if err != nil {
+				return err
+			}
+			results = append(results, rs...)
+		}
+	}
+	dir := pos[0]
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return err
+	}
+	spec, err := m.Feature("")
+	if err != nil {
+		return err
+	}
+	n := m.Nodes().Count
+	rb := spec.RowBytes
+	streams, hotness, err := idStreams(dir, *dist, 1, *batches, *batch, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, *qd)
+	dst, err := cuda.Malloc(0, uint64(int64(*batch)*rb))
+	if err != nil {
+		return err
+	}
+	defer cuda.Free(0, dst)
+	stream, err := cuda.NewStream(0)
+	if err != nil {
+		return err
+	}
+	defer cuda.DestroyStream(0, stream)
+	run := func(name string, opt featurestore.Options, nb int, note string) error {
+		opt.QueueDepth, opt.MaxConcurrentIO, opt.Hotness = *qd, 1, hotness
+		s, err := featurestore.Open(dir, opt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		defer s.Close()
+		ids := streams[0][:min(nb, len(streams[0]))]
+		if err := s.GatherDevice(ids[0], dst, uintptr(stream)); err != nil { // warm up
+			return err
+		}
+		cuda.SyncStream(0, stream)
+		before := s.Stats()
+		start := time.Now()
+		var rows int64
+		for _, b := range ids {
+			if err := s.GatherDevice(b, dst, uintptr(stream)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			rows += int64(len(b))
+		}
+		if err := cuda.SyncStream(0, stream); err != nil {
+			return err
+		}
+		sec := time.Since(start).Seconds()
+		after := s.Stats()
+		r := gpuBenchResult{Name: name, RowBytes: rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
+			GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks}
+		r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
+		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
+		if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
+			r.IOPS = float64(reads) / sec
+			r.SMShare = after.GPU.CompletionSMShare
+		}
+		results = append(results, r)
+		fmt.Printf("  %-10s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %s\n",
+			name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, note)
+		return nil
+	}
+	all := n * rb
+	if err := run("gpu-tier", featurestore.Options{GPUCacheBytes: all}, *batches, "every row in device memory"); err != nil {
+		return err
+	}
+	if err := run("host-tier", featurestore.Options{HostCacheBytes: host.BytesPerRow(rb) * n}, *batches, "every row in pinned host memory, read over PCIe"); err != nil {
+		return err
+	}
+	if err := run("ssd", featurestore.Options{}, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
+		return err
+	}
+	if err := run("mixed", featurestore.Options{GPUCacheBytes: all / 10, HostCacheBytes: host.BytesPerRow(rb) * n / 5}, *batches, "GPU 10% + host 20% of rows, hottest first"); err != nil {
+		return err
+	}
+	if *asJSON != "" {
+		data, _ := json.MarshalIndent(results, "", "  ")
+		return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
+	}
+	return nil
+}
+
+// benchKernels times the store's gather kernel alone, as the roofline probe does: 1M random ids
+// into a 2 GiB table in device memory and in pinned host memory.
+func benchKernels(info cuda.Device, rb int64, seed uint64) ([]gpuBenchResult, error) {
+	const tableBytes = 2 << 30
+	const n = 1 << 20
+	rows := int64(tableBytes) / rb
+	devTab, err := cuda.Malloc(0, tableBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer cuda.Free(0, devTab)
+	hostAddr, hostTab, err := cuda.HostAlloc(0, tableBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer cuda.HostFree(0, hostAddr)
+	for i := 0; i < len(hostTab); i += 4096 {
+		hostTab[i] = byte(i >> 12)
+	}
+	out, err := cuda.Malloc(0, uint64(n*rb))
+	if err != nil {
+		return nil, err
+	}
+	defer cuda.Free(0, out)
+	idsAddr, idsBuf, err := cuda.HostAlloc(0, n*8)
+	if err != nil {
+		return nil, err
+	}
+	defer cuda.HostFree(0, idsAddr)
+	ids := unsafe.Slice((*int64)(unsafe.Pointer(&idsBuf[0])), n)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for i := range ids {
+		ids[i] = rng.Int64N(rows)
+	}
+	devIDs, err := cuda.Malloc(0, n*8)
+	if err != nil {
+		return nil, err
+	}
+	defer cuda.Free(0, devIDs)
+	if err := cuda.Memcpy(0, devIDs, idsAddr, n*8, 0); err != nil {
+		return nil, err
+	}
+	a, _ := cuda.NewEvent(0)
+	b, _ := cuda.NewEvent(0)
+	defer cuda.DestroyEvent(0, a)
+	defer cuda.DestroyEvent(0, b)
+	var results []gpuBenchResult
+	for _, which := range []struct {
+		name string
+		tab  uintptr
+	}{{"kernel-device", devTab}, {"kernel-pinned", hostAddr}} {
+		for _, blocks := range []int{info.SMs, info.SMs * 8, info.SMs * 16} {
+			if err := cuda.GatherRows(0, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0); err != nil {
+				return nil, err
+			}
+			cuda.Record(0, a, 0)
+			for range 5 {
+				cuda.GatherRows(0, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0)
+			}
+			cuda.Record(0, b, 0)
+			if err := cuda.SyncEvent(0, b); err != nil {
+				return nil, err
+			}
+			ms, _ := cuda.ElapsedMs(0, a, b)
+			sec := float64(ms) / 1e3
+			r := gpuBenchResult{Name: which.name, RowBytes: rb, Rows: 5 * n, Seconds: sec, RowsPerS: 5 * n / sec,
+				GBPerS: float64(5*n*rb) / sec / 1e9, Blocks: blocks, Note: "tfc_gather_rows alone, 256-thread blocks, ids in device memory"}
+			fmt.Printf("  %-14s %5d B rows, %5d blocks: %8.1f GB/s %8.1f M rows/s\n", which.name, rb, blocks, r.GBPerS, r.RowsPerS/1e6)
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}

@@ -1,0 +1,469 @@
+package featurestore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// The GPU path: a GPU tier of the hottest rows in device memory, the host tier pinned and read by
+// a kernel over PCIe, and SSD reads completed by the IO stacks' completion kernel, all writing
+// into a caller's device buffer. It starts at Open when asked for (GPUCacheBytes, GPUTopology) or
+// at the first device gather, and only where the CUDA shim and a GPU are there.
+
+// ErrNoGPU is wrapped by errors of device calls on a store whose GPU path could not start.
+var ErrNoGPU = errors.New("GPU path unavailable")
+
+// gpuState is what the GPU path holds. Its fields change only under the place lock (write).
+type gpuState struct {
+	dev  int
+	info cuda.Device
+
+	tier      host.Index // ids of the GPU tier; slot i lives at arena + i*RowBytes
+	arena     uintptr    // device memory for capacity rows
+	capacity  int64
+	hostBase  uintptr // host tier arena as registered (0: none)
+	hostDev   uintptr // its device address
+	ctxs      chan *gatherCtx
+	topo      *gpuTopology
+	blocks    int // grid of the tier kernels
+	ioBlocks  int // grid of the completion kernel
+	startedAt time.Time
+}
+
+// gatherCtx is the per-call scratch of a device gather: pinned index pairs, their device copy,
+// a stream per tier and the events that order them with the caller's stream. A context is
+// reused only after its last call's work finished (acquire waits for its events).
+type gatherCtx struct {
+	pinned     []byte
+	pinnedAddr uintptr
+	devIdx     uintptr
+	devIdxLen  int
+	streams    [3]cuda.Stream // gpu tier, host tier, ssd completion
+	done       [3]cuda.Event
+	entry      cuda.Event
+	used       bool
+}
+
+// startGPU starts the GPU path once. A missing shim or GPU is remembered in gpuErr and is not an
+// error; a GPU budget the device cannot hold is.
+func (s *Store) startGPU() error {
+	if s.gpu != nil || s.gpuErr != nil {
+		return nil
+	}
+	if err := cuda.Load(); err != nil {
+		s.gpuErr = err
+		return nil
+	}
+	info, err := cuda.Info(s.opt.GPUDevice)
+	if err != nil {
+		s.gpuErr = err
+		return nil
+	}
+	rb := s.spec.RowBytes
+	capacity := min(s.opt.GPUCacheBytes/rb, s.NumNodes())
+	if uint64(s.opt.GPUCacheBytes) > info.FreeBytes {
+		return fmt.Errorf("featurestore: GPU cache of %d bytes is more than the %d bytes free on GPU %d (%s, %d total)",
+			s.opt.GPUCacheBytes, info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)
+	}
+	g := &gpuState{dev: info.Ordinal, info: info, capacity: capacity, startedAt: time.Now(),
+		blocks: info.SMs * 8, ioBlocks: max(1, info.SMs/32)}
+	if capacity > 0 {
+		if g.arena, err = cuda.Malloc(g.dev, uint64(capacity*rb)); err != nil {
+			return fmt.Errorf("featurestore: GPU tier: %w", err)
+		}
+	}
+	// Attach every IO stack; none is in use before the store is returned or while Place holds
+	// the lock, and startGPU runs only then.
+	stacks := make([]*gpuio.Stack, 0, cap(s.stacks))
+	for range cap(s.stacks) {
+		stacks = append(stacks, <-s.stacks)
+	}
+	var attachErr error
+	for _, st := range stacks {
+		if attachErr == nil && st.Device() < 0 {
+			attachErr = st.AttachDevice(g.dev, g.ioBlocks)
+		}
+		s.stacks <- st
+	}
+	g.ctxs = make(chan *gatherCtx, cap(s.stacks))
+	for range cap(s.stacks) {
+		g.ctxs <- &gatherCtx{}
+	}
+	s.gpu = g
+	if attachErr != nil {
+		return fmt.Errorf("featurestore: %w", attachErr)
+	}
+	if err := g.registerHost(s.host); err != nil {
+		return err
+	}
+	if s.opt.GPUTopology != "" {
+		if err := s.loadGPUTopology(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureGPU starts the GPU path on first use by a device call.
+func (s *Store) ensureGPU() (*gpuState, error) {
+	s.place.RLock()
+	g, gerr := s.gpu, s.gpuErr
+	s.place.RUnlock()
+	if g == nil && gerr == nil {
+		s.place.Lock()
+		err := s.startGPU()
+		g, gerr = s.gpu, s.gpuErr
+		s.place.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if g == nil {
+		return nil, fmt.Errorf("featurestore: %w: %v", ErrNoGPU, gerr)
+	}
+	return g, nil
+}
+
+// gpuCapacityRows is how many rows the GPU tier holds (0 without a GPU).
+func (s *Store) gpuCapacityRows() int64 {
+	if s.gpu == nil {
+		return 0
+	}
+	return s.gpu.capacity
+}
+
+// fillTiers puts ids[:gpuRows] (ids are hottest first) in the GPU tier and the rest in the host
+// tier. The caller holds the place lock; kernels of earlier gathers may still read the tiers,
+// so they are waited for first.
+func (s *Store) fillTiers(ids []int64, gpuRows int64) error {
+	g := s.gpu
+	if g == nil {
+		return s.host.Fill(ids, s.loadRows)
+	}
+	if err := g.quiesce(); err != nil {
+		return err
+	}
+	gpuRows = min(gpuRows, int64(len(ids)))
+	if err := g.unregisterHost(); err != nil {
+		return err
+	}
+	err := s.host.Fill(ids[gpuRows:], s.loadRows)
+	if rerr := g.registerHost(s.host); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if err != nil {
+		return err
+	}
+	return s.fillGPUTier(ids[:gpuRows])
+}
+
+// fillGPUTier loads the rows of ids into device memory through a pinned bounce buffer.
+func (s *Store) fillGPUTier(ids []int64) error {
+	g := s.gpu
+	index, err := host.NewIndex(ids)
+	if err != nil {
+		return fmt.Errorf("featurestore: GPU tier: %w", err)
+	}
+	g.tier = host.Index{}
+	sorted := index.IDs()
+	rb := s.spec.RowBytes
+	if len(sorted) > 0 {
+		chunkRows := max(1, (32<<20)/rb)
+		bounceAddr, bounce, err := cuda.HostAlloc(g.dev, uint64(min(chunkRows, int64(len(sorted)))*rb))
+		if err != nil {
+			return fmt.Errorf("featurestore: GPU tier fill: %w", err)
+		}
+		defer cuda.HostFree(g.dev, bounceAddr)
+		for lo := int64(0); lo < int64(len(sorted)); lo += chunkRows {
+			part := sorted[lo:min(lo+chunkRows, int64(len(sorted)))]
+			if err := s.loadRows(part, bounce[:int64(len(part))*rb]); err != nil {
+				return fmt.Errorf("featurestore: GPU tier fill: %w", err)
+			}
+			if err := cuda.Memcpy(g.dev, g.arena+uintptr(lo*rb), bounceAddr, uint64(int64(len(part))*rb), 0); err != nil {
+				return fmt.Errorf("featurestore: GPU tier fill: %w", err)
+			}
+			if err := cuda.SyncStream(g.dev, 0); err != nil {
+				return fmt.Errorf("featurestore: GPU tier fill: %w", err)
+			}
+		}
+	}
+	g.tier = index
+	return nil
+}
+
+func (g *gpuState) registerHost(c *host.Cache) error {
+	arena := c.Arena()
+	if len(arena) == 0 {
+		return nil
+	}
+	base := uintptr(unsafe.Pointer(&arena[0]))
+	devAddr, err := cuda.HostRegister(g.dev, base, uint64(len(arena)))
+	if err != nil {
+		return fmt.Errorf("featurestore: pin host tier for GPU %d: %w", g.dev, err)
+	}
+	g.hostBase, g.hostDev = base, devAddr
+	return nil
+}
+
+func (g *gpuState) unregisterHost() error {
+	if g.hostBase == 0 {
+		return nil
+	}
+	base := g.hostBase
+	g.hostBase, g.hostDev = 0, 0
+	if err := cuda.HostUnregister(g.dev, base); err != nil {
+		return fmt.Errorf("featurestore: unpin host tier: %w", err)
+	}
+	return nil
+}
+
+// quiesce waits until no kernel of an earlier gather runs. Contexts are all idle (the place lock
+// is held for writing), so each one's events say when its last call finished.
+func (g *gpuState) quiesce() error {
+	var err error
+	for range cap(g.ctxs) {
+		c := <-g.ctxs
+		err = errors.Join(err, c.wait(g.dev))
+		g.ctxs <- c
+	}
+	return err
+}
+
+// stopGPU releases the GPU path; Close calls it after every call has left.
+func (s *Store) stopGPU() {
+	g := s.gpu
+	if g == nil {
+		return
+	}
+	g.quiesce()
+	for range cap(g.ctxs) {
+		(<-g.ctxs).free(g.dev)
+	}
+	g.unregisterHost()
+	if g.arena != 0 {
+		cuda.Free(g.dev, g.arena)
+	}
+	if g.topo != nil {
+		g.topo.free(g.dev)
+	}
+	s.gpu = nil
+}
+
+// wait blocks until the context's last call finished on the GPU.
+func (c *gatherCtx) wait(dev int) error {
+	if !c.used {
+		return nil
+	}
+	c.used = false
+	var err error
+	for _, ev := range c.done {
+		err = errors.Join(err, cuda.SyncEvent(dev, ev))
+	}
+	return err
+}
+
+// setup creates the streams and events on first use and sizes the index buffers for n pairs.
+func (c *gatherCtx) setup(dev, pairs int) error {
+	if c.entry == 0 {
+		for i := range c.streams {
+			var err error
+			if c.streams[i], err = cuda.NewStream(dev); err != nil {
+				return err
+			}
+			if c.done[i], err = cuda.NewEvent(dev); err != nil {
+				return err
+			}
+		}
+		var err error
+		if c.entry, err = cuda.NewEvent(dev); err != nil {
+			return err
+		}
+	}
+	need := max(pairs*16, 1<<16)
+	if need > len(c.pinned) {
+		if c.pinnedAddr != 0 {
+			cuda.HostFree(dev, c.pinnedAddr)
+			cuda.Free(dev, c.devIdx)
+			c.pinnedAddr, c.pinned, c.devIdx = 0, nil, 0
+		}
+		need += need / 2
+		addr, buf, err := cuda.HostAlloc(dev, uint64(need))
+		if err != nil {
+			return err
+		}
+		c.pinnedAddr, c.pinned = addr, buf
+		if c.devIdx, err = cuda.Malloc(dev, uint64(need)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *gatherCtx) free(dev int) {
+	for i := range c.streams {
+		if c.streams[i] != 0 {
+			cuda.DestroyStream(dev, c.streams[i])
+			cuda.DestroyEvent(dev, c.done[i])
+		}
+	}
+	if c.entry != 0 {
+		cuda.DestroyEvent(dev, c.entry)
+	}
+	if c.pinnedAddr != 0 {
+		cuda.HostFree(dev, c.pinnedAddr)
+		cuda.Free(dev, c.devIdx)
+	}
+	*c = gatherCtx{}
+}
+
+// GPUAvailable reports whether the GPU path runs, and if not, why.
+func (s *Store) GPUAvailable() (bool, string) {
+	s.place.RLock()
+	defer s.place.RUnlock()
+	switch {
+	case s.gpu != nil:
+		return true, ""
+	case s.gpuErr != nil:
+		return false, s.gpuErr.Error()
+	}
+	return false, "not started: no GPU cache, GPU topology or device gather was asked for"
+}
+
+// GatherDevice writes the feature row of ids[i] to device memory at dst + i*RowBytes on CUDA
+// device Options.GPUDevice, ordered on stream (a cudaStream_t; 0 is the legacy default stream):
+// work the caller queues on stream afterwards sees every row, and work queued before it finishes
+// before any row is written. ids are host memory, may repeat and come in any order; dst holds
+// len(ids)*RowBytes bytes.
+//
+// GPU-tier rows are copied by a kernel from device memory, host-tier rows by a kernel reading the
+// pinned host tier over PCIe, and the rest are read from disk into pinned staging and moved by
+// the completion kernel, each on its own stream; the host thread returns once every disk read is
+// reaped and every kernel enqueued, without waiting for the kernels.
+func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	g, err := s.ensureGPU()
+	if err != nil {
+		return err
+	}
+	if dst == 0 && len(ids) > 0 {
+		return errors.New("featurestore: device gather into a null destination")
+	}
+	if err := s.checkIDs(ids); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	start := time.Now()
+	s.place.RLock()
+	defer s.place.RUnlock()
+	g = s.gpu
+
+	rb := s.spec.RowBytes
+	n := len(ids)
+	gpuSlots := make([]int64, n)
+	gpuHits := g.tier.Lookup(ids, gpuSlots)
+	hostSlot := make([]int64, n)
+	hostHits := 0
+	var reqs []gpuio.Request
+	for i, id := range ids {
+		hostSlot[i] = -1
+		if gpuSlots[i] >= 0 {
+			continue
+		}
+		if slot := s.host.Slot(id); slot >= 0 {
+			hostSlot[i] = slot
+			hostHits++
+			continue
+		}
+		file, off := s.spec.Locate(id)
+		reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), DevDst: dst + uintptr(int64(i)*rb)})
+	}
+
+	ctx := <-g.ctxs
+	defer func() { g.ctxs <- ctx }()
+	if err := ctx.wait(g.dev); err != nil {
+		return fmt.Errorf("featurestore: device gather: earlier gather failed on the GPU: %w", err)
+	}
+	if err := ctx.setup(g.dev, gpuHits+hostHits); err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	dev := g.dev
+	callerStream := cuda.Stream(stream)
+	// Every stream of ours waits for what the caller queued before (dst may still be in use).
+	if err := cuda.Record(dev, ctx.entry, callerStream); err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	for _, st := range ctx.streams {
+		if err := cuda.WaitEvent(dev, st, ctx.entry); err != nil {
+			return fmt.Errorf("featurestore: device gather: %w", err)
+		}
+	}
+	ctx.used = true
+
+	// Disk reads go out first; the memory tiers are copied while they are in flight.
+	var ioStack *gpuio.Stack
+	if len(reqs) > 0 {
+		ioStack = <-s.stacks
+		defer func() {
+			s.stats.noteIO(ioStack)
+			s.stacks <- ioStack
+		}()
+		if err := ioStack.Submit(reqs); err != nil {
+			ioStack.CompleteOn(uintptr(ctx.streams[2]))
+			cuda.Record(dev, ctx.done[2], ctx.streams[2])
+			return fmt.Errorf("featurestore: device gather: %w", err)
+		}
+	}
+	pairs := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), len(ctx.pinned)/8)
+	var kernelErr error
+	launch := func(tier int, src uintptr, count int, slotOf func(i int) int64) {
+		if count == 0 || kernelErr != nil {
+			return
+		}
+		base := 0
+		if tier == 1 {
+			base = 2 * gpuHits
+		}
+		srcRows, dstRows := pairs[base:base+count], pairs[base+count:base+2*count]
+		k := 0
+		for i := range ids {
+			if slot := slotOf(i); slot >= 0 {
+				srcRows[k], dstRows[k] = slot, int64(i)
+				k++
+			}
+		}
+		st := ctx.streams[tier]
+		off := uintptr(base * 8)
+		if err := cuda.Memcpy(dev, ctx.devIdx+off, ctx.pinnedAddr+off, uint64(2*count*8), st); err != nil {
+			kernelErr = err
+			return
+		}
+		kernelErr = cuda.GatherRows(dev, src, uint64(rb), ctx.devIdx+off, ctx.devIdx+off+uintptr(count*8), int64(count), dst, g.blocks, st)
+	}
+	launch(0, g.arena, gpuHits, func(i int) int64 { return gpuSlots[i] })
+	launch(1, g.hostDev, hostHits, func(i int) int64 { return hostSlot[i] })
+	var ioErr error
+	if ioStack != nil {
+		ioErr = ioStack.CompleteOn(uintptr(ctx.streams[2]))
+	}
+	var syncErr error
+	for i, st := range ctx.streams {
+		syncErr = errors.Join(syncErr, cuda.Record(dev, ctx.done[i], st), cuda.WaitEvent(dev, callerStream, ctx.done[i]))
+	}
+	s.stats.gatherDevice(n, gpuHits, hostHits, len(reqs), rb, time.Since(start))
+	if err := errors.Join(kernelErr, ioErr, syncErr); err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	return nil
+}

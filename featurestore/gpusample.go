@@ -1,0 +1,192 @@
+package featurestore
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// gpuTopology is the topology copied for GPU sampling, into device memory or into pinned host
+// memory that the sampling kernel reads over PCIe. It answers Degrees and NeighborsAt from the
+// host graph and draws hops with the GPU kernel (topology.HopDrawer), which picks the same
+// neighbors as the host sampler.
+type gpuTopology struct {
+	topology.Graph // the host copy
+	dev            int
+	pinned         bool
+	indptr         uintptr
+	indices        uintptr
+	indexBytes     int
+	blocks         int
+
+	mu      sync.Mutex // one hop at a time: the scratch below is shared
+	stream  cuda.Stream
+	hostBuf []byte  // pinned: nodes, deg, off in; out back
+	hostAdr uintptr // its address
+	devBuf  uintptr // device scratch of the same size
+}
+
+var _ topology.HopDrawer = (*gpuTopology)(nil)
+
+// loadGPUTopology copies the in-memory topology to where Options.GPUTopology says.
+func (s *Store) loadGPUTopology() error {
+	csc, ok := s.graph.(*topology.CSC)
+	if !ok {
+		if s.graph == nil {
+			return fmt.Errorf("featurestore: GPUTopology %q: dataset %s has no topology", s.opt.GPUTopology, s.m.Dir())
+		}
+		return fmt.Errorf("featurestore: GPUTopology %q needs the topology in memory; it is %d edges, over TopologyMemoryBytes %d",
+			s.opt.GPUTopology, s.graph.NumEdges(), s.opt.TopologyMemoryBytes)
+	}
+	g := s.gpu
+	t := &gpuTopology{Graph: csc, dev: g.dev, pinned: s.opt.GPUTopology == "pinned", blocks: g.info.SMs * 8}
+	var err error
+	if t.stream, err = cuda.NewStream(g.dev); err != nil {
+		return fmt.Errorf("featurestore: GPU topology: %w", err)
+	}
+	g.topo = t
+	indptr := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(csc.Indptr))), len(csc.Indptr)*8)
+	var indices []byte
+	if csc.Indices32 != nil {
+		t.indexBytes = 4
+		indices = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(csc.Indices32))), len(csc.Indices32)*4)
+	} else {
+		t.indexBytes = 8
+		indices = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(csc.Indices64))), len(csc.Indices64)*8)
+	}
+	if t.indptr, err = t.upload(indptr); err != nil {
+		return fmt.Errorf("featurestore: GPU topology index pointers (%d bytes): %w", len(indptr), err)
+	}
+	if t.indices, err = t.upload(indices); err != nil {
+		return fmt.Errorf("featurestore: GPU topology indices (%d bytes): %w", len(indices), err)
+	}
+	return nil
+}
+
+// upload copies data (Go memory) into new pinned or device memory; device copies go through a
+// pinned bounce buffer so the GPU never reads Go memory.
+func (t *gpuTopology) upload(data []byte) (uintptr, error) {
+	size := uint64(max(len(data), 8))
+	if t.pinned {
+		addr, buf, err := cuda.HostAlloc(t.dev, size)
+		if err != nil {
+			return 0, err
+		}
+		copy(buf, data)
+		return addr, nil
+	}
+	dst, err := cuda.Malloc(t.dev, size)
+	if err != nil {
+		return 0, err
+	}
+	const chunk = 32 << 20
+	bounceAddr, bounce, err := cuda.HostAlloc(t.dev, uint64(min(chunk, max(len(data), 8))))
+	if err != nil {
+		cuda.Free(t.dev, dst)
+		return 0, err
+	}
+	defer cuda.HostFree(t.dev, bounceAddr)
+	for lo := 0; lo < len(data); lo += chunk {
+		n := copy(bounce, data[lo:])
+		if err := cuda.Memcpy(t.dev, dst+uintptr(lo), bounceAddr, uint64(n), t.stream); err == nil {
+			err = cuda.SyncStream(t.dev, t.stream)
+		}
+		if err != nil {
+			cuda.Free(t.dev, dst)
+			return 0, err
+		}
+	}
+	return dst, nil
+}
+
+func (t *gpuTopology) free(dev int) {
+	release := func(p uintptr) {
+		if p == 0 {
+			return
+		}
+		if t.pinned {
+			cuda.HostFree(dev, p)
+		} else {
+			cuda.Free(dev, p)
+		}
+	}
+	release(t.indptr)
+	release(t.indices)
+	if t.hostAdr != 0 {
+		cuda.HostFree(dev, t.hostAdr)
+		cuda.Free(dev, t.devBuf)
+	}
+	if t.stream != 0 {
+		cuda.DestroyStream(dev, t.stream)
+	}
+}
+
+// DrawHop implements topology.HopDrawer with the sampling kernel: nodes, degrees and offsets go
+// up, the kernel draws positions and reads the neighbors, the neighbors come back.
+func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, out []int64) error {
+	n := len(nodes)
+	total := len(out)
+	if n == 0 || total == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Layout of the scratch (int64s): nodes[n] deg[n] off[n+1] pos[total] out[total].
+	words := 3*n + 1 + 2*total
+	if need := words * 8; need > len(t.hostBuf) {
+		if t.hostAdr != 0 {
+			cuda.HostFree(t.dev, t.hostAdr)
+			cuda.Free(t.dev, t.devBuf)
+			t.hostAdr, t.hostBuf, t.devBuf = 0, nil, 0
+		}
+		need += need / 2
+		addr, buf, err := cuda.HostAlloc(t.dev, uint64(need))
+		if err != nil {
+			return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
+		}
+		t.hostAdr, t.hostBuf = addr, buf
+		if t.devBuf, err = cuda.Malloc(t.dev, uint64(need)); err != nil {
+			return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
+		}
+	}
+	w := unsafe.Slice((*int64)(unsafe.Pointer(&t.hostBuf[0])), words)
+	copy(w[0:n], nodes)
+	copy(w[n:2*n], deg)
+	copy(w[2*n:3*n+1], off)
+	at := func(word int) uintptr { return t.devBuf + uintptr(word*8) }
+	inBytes := uint64((3*n + 1) * 8)
+	err := cuda.Memcpy(t.dev, t.devBuf, t.hostAdr, inBytes, t.stream)
+	if err == nil {
+		err = cuda.SampleHop(t.dev, cuda.HopArgs{
+			Indptr: t.indptr, Indices: t.indices, IndexBytes: t.indexBytes,
+			Nodes: at(0), Deg: at(n), Off: at(2 * n), N: int64(n),
+			Fanout: fanout, Replace: replace, Seed: seed, Hop: hop,
+			Pos: at(3*n + 1), Out: at(3*n + 1 + total),
+		}, t.blocks, t.stream)
+	}
+	outWord := 3*n + 1 + total
+	if err == nil {
+		err = cuda.Memcpy(t.dev, t.hostAdr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
+	}
+	if serr := cuda.SyncStream(t.dev, t.stream); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("featurestore: GPU sampling hop %d: %w", hop, err)
+	}
+	copy(out, w[outWord:outWord+total])
+	return nil
+}
+
+// sampleGraph is the graph Sample draws from: the GPU copy when there is one.
+func (s *Store) sampleGraph() topology.Graph {
+	s.place.RLock()
+	defer s.place.RUnlock()
+	if g := s.gpu; g != nil && g.topo != nil {
+		return g.topo
+	}
+	return s.graph
+}

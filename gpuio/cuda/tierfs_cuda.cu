@@ -1,0 +1,414 @@
+// tierfs_cuda.cu: the CUDA shim of tierfs (libtierfs_cuda.so). Contracts are in tierfs_cuda.h.
+#include "tierfs_cuda.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+namespace {
+
+thread_local char last_error[512];
+
+// fail records what failed and returns its code; ok passes success through.
+int fail(cudaError_t e, const char *call, const char *detail) {
+  snprintf(last_error, sizeof last_error, "%s%s%s: %s (%s, CUDA error %d)", call, detail[0] ? " " : "",
+           detail, cudaGetErrorString(e), cudaGetErrorName(e), (int)e);
+  cudaGetLastError();  // a sticky error stays; a plain one must not fail the next launch
+  return (int)e;
+}
+
+#define CHECK(expr, detail)                                 \
+  do {                                                      \
+    cudaError_t e_ = (expr);                                \
+    if (e_ != cudaSuccess) return fail(e_, #expr, detail); \
+  } while (0)
+
+#define ENTER(dev) CHECK(cudaSetDevice(dev), "")
+
+int grid_for(int dev, int max_blocks, int64_t work_blocks) {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  int64_t g = max_blocks > 0 ? max_blocks : (int64_t)(sms > 0 ? sms : 16) * 8;
+  if (work_blocks < g) g = work_blocks;
+  return g < 1 ? 1 : (int)g;
+}
+
+// ---- gather ----
+
+// W is the load width; lanes consecutive threads share one row. Each group of `lanes` threads
+// copies one row, a warp holds 32/lanes rows at a time.
+template <typename W>
+__global__ void gather_kernel(const char *__restrict__ src, uint64_t row_bytes,
+                              const int64_t *__restrict__ src_rows, const int64_t *__restrict__ dst_rows,
+                              int64_t n, char *__restrict__ dst, int lanes) {
+  const int64_t vecs = row_bytes / sizeof(W);
+  const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t groups = (gridDim.x * (int64_t)blockDim.x) / lanes;
+  const int lane = threadIdx.x % lanes;
+  for (int64_t i = tid / lanes; i < n; i += groups) {
+    const int64_t s = src_rows ? src_rows[i] : i;
+    const int64_t d = dst_rows ? dst_rows[i] : i;
+    const W *in = reinterpret_cast<const W *>(src + s * row_bytes);
+    W *o = reinterpret_cast<W *>(dst + d * row_bytes);
+    for (int64_t v = lane; v < vecs; v += lanes) o[v] = in[v];
+  }
+}
+
+template <typename W>
+int launch_gather(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
+                  const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, cudaStream_t st) {
+  int64_t vecs = row_bytes / sizeof(W);
+  int lanes = 1;
+  while (lanes < 32 && lanes < vecs) lanes *= 2;
+  const int threads = 256;
+  int64_t rows_per_block = threads / lanes;
+  int grid = grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block);
+  gather_kernel<W><<<grid, threads, 0, st>>>((const char *)src, row_bytes, src_rows, dst_rows, n,
+                                             (char *)dst, lanes);
+  CHECK(cudaGetLastError(), "(gather kernel launch)");
+  return 0;
+}
+
+// ---- completion: copy pieces ----
+
+template <typename W>
+__device__ void warp_copy(const char *src, char *dst, uint64_t len, int lane) {
+  const W *in = reinterpret_cast<const W *>(src);
+  W *o = reinterpret_cast<W *>(dst);
+  for (uint64_t v = lane; v < len / sizeof(W); v += 32) o[v] = in[v];
+}
+
+__global__ void copy_pieces_kernel(const tfc_piece *__restrict__ pieces, int64_t n) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (gridDim.x * (int64_t)blockDim.x) >> 5;
+  for (int64_t i = warp; i < n; i += warps) {
+    tfc_piece p = pieces[i];
+    const char *s = (const char *)p.src;
+    char *d = (char *)p.dst;
+    uint64_t a = p.src | p.dst | p.len;
+    if ((a & 15) == 0) warp_copy<uint4>(s, d, p.len, lane);
+    else if ((a & 7) == 0) warp_copy<uint2>(s, d, p.len, lane);
+    else if ((a & 3) == 0) warp_copy<uint32_t>(s, d, p.len, lane);
+    else warp_copy<char>(s, d, p.len, lane);
+  }
+}
+
+// ---- sampling: the host sampler's generator (topology/sample.go), bit for bit ----
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+struct SplitMix {
+  uint64_t state;
+  __device__ uint64_t next() {
+    state += 0x9e3779b97f4a7c15ULL;
+    return mix64(state);
+  }
+  // below: uniform in [0, n), n > 0, Lemire's multiply-shift with rejection.
+  __device__ uint64_t below(uint64_t n) {
+    uint64_t x = next();
+    uint64_t hi = __umul64hi(x, n), lo = x * n;
+    if (lo < n) {
+      uint64_t threshold = (0 - n) % n;
+      while (lo < threshold) {
+        x = next();
+        hi = __umul64hi(x, n);
+        lo = x * n;
+      }
+    }
+    return hi;
+  }
+};
+
+__device__ SplitMix node_rng(uint64_t seed, int hop, int64_t node) {
+  return SplitMix{mix64(mix64(mix64(seed) ^ (uint64_t)(int64_t)hop) ^ (uint64_t)node)};
+}
+
+__device__ bool takes_all(int64_t deg, int fanout, int replace) {
+  return deg == 0 || fanout < 0 || (!replace && deg <= (int64_t)fanout);
+}
+
+__device__ void sort_small(int64_t *a, int64_t k) {  // insertion sort; samples are short
+  for (int64_t i = 1; i < k; i++) {
+    int64_t v = a[i], j = i - 1;
+    while (j >= 0 && a[j] > v) {
+      a[j + 1] = a[j];
+      j--;
+    }
+    a[j + 1] = v;
+  }
+}
+
+__global__ void degrees_kernel(const int64_t *__restrict__ indptr, const int64_t *__restrict__ nodes,
+                               int64_t n, int64_t *__restrict__ deg) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += gridDim.x * (int64_t)blockDim.x) {
+    int64_t v = nodes[i];
+    deg[i] = indptr[v + 1] - indptr[v];
+  }
+}
+
+// One warp per node: lane 0 draws the positions (the draws are sequential by nature), then the
+// warp reads the neighbors at them.
+template <typename I>
+__global__ void sample_hop_kernel(const int64_t *__restrict__ indptr, const I *__restrict__ indices,
+                                  const int64_t *__restrict__ nodes, const int64_t *__restrict__ deg,
+                                  const int64_t *__restrict__ off, int64_t n, int fanout, int replace,
+                                  uint64_t seed, int hop, int64_t *__restrict__ pos, int64_t *__restrict__ out) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (gridDim.x * (int64_t)blockDim.x) >> 5;
+  for (int64_t i = warp; i < n; i += warps) {
+    const int64_t d = deg[i], o = off[i], k = off[i + 1] - off[i];
+    const int64_t first = indptr[nodes[i]];
+    if (takes_all(d, fanout, replace)) {
+      for (int64_t j = lane; j < k; j += 32) {
+        pos[o + j] = j;
+        out[o + j] = (int64_t)indices[first + j];
+      }
+      continue;
+    }
+    if (lane == 0) {
+      int64_t *dst = pos + o;
+      SplitMix r = node_rng(seed, hop, nodes[i]);
+      if (replace) {
+        for (int64_t j = 0; j < k; j++) dst[j] = (int64_t)r.below((uint64_t)d);
+      } else {  // Floyd's algorithm, as floyd() in topology/sample.go
+        for (int64_t m = 0, j = d - k; j < d; m++, j++) {
+          int64_t t = (int64_t)r.below((uint64_t)(j + 1));
+          for (int64_t q = 0; q < m; q++) {
+            if (dst[q] == t) {
+              t = j;
+              break;
+            }
+          }
+          dst[m] = t;
+        }
+      }
+      sort_small(dst, k);
+    }
+    __syncwarp();
+    for (int64_t j = lane; j < k; j += 32) out[o + j] = (int64_t)indices[first + pos[o + j]];
+    __syncwarp();
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int tfc_abi_version(void) { return TFC_ABI_VERSION; }
+
+const char *tfc_last_error(void) { return last_error; }
+
+int tfc_device_count(int *count) {
+  *count = 0;
+  CHECK(cudaGetDeviceCount(count), "");
+  return 0;
+}
+
+int tfc_device_info(int dev, char *name, int name_len, int *sm_count, int *cc_major, int *cc_minor,
+                    uint64_t *free_bytes, uint64_t *total_bytes) {
+  ENTER(dev);
+  cudaDeviceProp p;
+  CHECK(cudaGetDeviceProperties(&p, dev), "");
+  if (name_len > 0) {
+    strncpy(name, p.name, name_len - 1);
+    name[name_len - 1] = 0;
+  }
+  *sm_count = p.multiProcessorCount;
+  *cc_major = p.major;
+  *cc_minor = p.minor;
+  size_t f = 0, t = 0;
+  CHECK(cudaMemGetInfo(&f, &t), "");
+  *free_bytes = f;
+  *total_bytes = t;
+  return 0;
+}
+
+int tfc_malloc(int dev, uint64_t bytes, void **ptr) {
+  ENTER(dev);
+  char d[64];
+  snprintf(d, sizeof d, "(%llu bytes)", (unsigned long long)bytes);
+  CHECK(cudaMalloc(ptr, bytes), d);
+  return 0;
+}
+
+int tfc_free(int dev, void *ptr) {
+  ENTER(dev);
+  CHECK(cudaFree(ptr), "");
+  return 0;
+}
+
+int tfc_host_alloc(int dev, uint64_t bytes, void **ptr) {
+  ENTER(dev);
+  char d[64];
+  snprintf(d, sizeof d, "(%llu bytes)", (unsigned long long)bytes);
+  CHECK(cudaHostAlloc(ptr, bytes, cudaHostAllocMapped | cudaHostAllocPortable), d);
+  return 0;
+}
+
+int tfc_host_free(int dev, void *ptr) {
+  ENTER(dev);
+  CHECK(cudaFreeHost(ptr), "");
+  return 0;
+}
+
+int tfc_host_register(int dev, void *ptr, uint64_t bytes, void **dev_ptr) {
+  ENTER(dev);
+  char d[64];
+  snprintf(d, sizeof d, "(%llu bytes)", (unsigned long long)bytes);
+  CHECK(cudaHostRegister(ptr, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), d);
+  cudaError_t e = cudaHostGetDevicePointer(dev_ptr, ptr, 0);
+  if (e != cudaSuccess) {
+    cudaHostUnregister(ptr);
+    return fail(e, "cudaHostGetDevicePointer", d);
+  }
+  return 0;
+}
+
+int tfc_host_unregister(int dev, void *ptr) {
+  ENTER(dev);
+  CHECK(cudaHostUnregister(ptr), "");
+  return 0;
+}
+
+int tfc_memcpy(int dev, void *dst, const void *src, uint64_t bytes, void *stream) {
+  ENTER(dev);
+  char d[64];
+  snprintf(d, sizeof d, "(%llu bytes)", (unsigned long long)bytes);
+  CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream), d);
+  return 0;
+}
+
+int tfc_memset(int dev, void *dst, int value, uint64_t bytes, void *stream) {
+  ENTER(dev);
+  CHECK(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream), "");
+  return 0;
+}
+
+int tfc_stream_create(int dev, void **stream) {
+  ENTER(dev);
+  CHECK(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking), "");
+  return 0;
+}
+
+int tfc_stream_destroy(int dev, void *stream) {
+  ENTER(dev);
+  CHECK(cudaStreamDestroy((cudaStream_t)stream), "");
+  return 0;
+}
+
+int tfc_stream_sync(int dev, void *stream) {
+  ENTER(dev);
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream), "");
+  return 0;
+}
+
+int tfc_event_create(int dev, void **event) {
+  ENTER(dev);
+  CHECK(cudaEventCreate((cudaEvent_t *)event), "");
+  return 0;
+}
+
+int tfc_event_destroy(int dev, void *event) {
+  ENTER(dev);
+  CHECK(cudaEventDestroy((cudaEvent_t)event), "");
+  return 0;
+}
+
+int tfc_event_record(int dev, void *event, void *stream) {
+  ENTER(dev);
+  CHECK(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream), "");
+  return 0;
+}
+
+int tfc_event_sync(int dev, void *event) {
+  ENTER(dev);
+  CHECK(cudaEventSynchronize((cudaEvent_t)event), "");
+  return 0;
+}
+
+int tfc_event_query(int dev, void *event, int *done) {
+  ENTER(dev);
+  cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();
+    *done = 0;
+    return 0;
+  }
+  CHECK(e, "");
+  *done = 1;
+  return 0;
+}
+
+int tfc_event_elapsed_ms(int dev, void *start, void *end, float *ms) {
+  ENTER(dev);
+  CHECK(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end), "");
+  return 0;
+}
+
+int tfc_stream_wait_event(int dev, void *stream, void *event) {
+  ENTER(dev);
+  CHECK(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0), "");
+  return 0;
+}
+
+int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
+                    const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, void *stream) {
+  ENTER(dev);
+  if (n <= 0 || row_bytes == 0) return 0;
+  cudaStream_t st = (cudaStream_t)stream;
+  uint64_t a = (uint64_t)src | (uint64_t)dst | row_bytes;
+  if ((a & 15) == 0) return launch_gather<uint4>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  if ((a & 7) == 0) return launch_gather<uint2>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  if ((a & 3) == 0) return launch_gather<uint32_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  if ((a & 1) == 0) return launch_gather<uint16_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  return launch_gather<char>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+}
+
+int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream) {
+  ENTER(dev);
+  if (n <= 0) return 0;
+  int grid = grid_for(dev, max_blocks, (n + 7) / 8);
+  copy_pieces_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(pieces, n);
+  CHECK(cudaGetLastError(), "(completion kernel launch)");
+  return 0;
+}
+
+int tfc_sample_degrees(int dev, const int64_t *indptr, const int64_t *nodes, int64_t n, int64_t *deg,
+                       int max_blocks, void *stream) {
+  ENTER(dev);
+  if (n <= 0) return 0;
+  int grid = grid_for(dev, max_blocks, (n + 255) / 256);
+  degrees_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(indptr, nodes, n, deg);
+  CHECK(cudaGetLastError(), "(degrees kernel launch)");
+  return 0;
+}
+
+int tfc_sample_hop(int dev, const int64_t *indptr, const void *indices, int index_bytes,
+                   const int64_t *nodes, const int64_t *deg, const int64_t *off, int64_t n, int fanout,
+                   int replace, uint64_t seed, int hop, int64_t *pos, int64_t *out, int max_blocks,
+                   void *stream) {
+  ENTER(dev);
+  if (n <= 0) return 0;
+  if (index_bytes != 4 && index_bytes != 8) {
+    snprintf(last_error, sizeof last_error, "tfc_sample_hop: index_bytes %d, want 4 or 8", index_bytes);
+    return (int)cudaErrorInvalidValue;
+  }
+  int grid = grid_for(dev, max_blocks, (n + 7) / 8);
+  cudaStream_t st = (cudaStream_t)stream;
+  if (index_bytes == 4)
+    sample_hop_kernel<int32_t><<<grid, 256, 0, st>>>(indptr, (const int32_t *)indices, nodes, deg, off, n,
+                                                     fanout, replace, seed, hop, pos, out);
+  else
+    sample_hop_kernel<int64_t><<<grid, 256, 0, st>>>(indptr, (const int64_t *)indices, nodes, deg, off, n,
+                                                     fanout, replace, seed, hop, pos, out);
+  CHECK(cudaGetLastError(), "(sample kernel launch)");
+  return 0;
+}
+
+}  // extern "C"

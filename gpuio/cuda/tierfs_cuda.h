@@ -1,0 +1,92 @@
+/* tierfs_cuda.h: the plain-C ABI of libtierfs_cuda.so, the CUDA shim of tierfs.
+ *
+ * The Go core dlopens the library at run time and resolves these symbols; nothing else links
+ * against it. Every function returns 0 on success or a CUDA error code (cudaError_t) on failure;
+ * tfc_last_error() then holds a message naming the call, valid on the calling thread until its
+ * next failing call. Every function that touches a device takes its ordinal and makes it current
+ * on the calling thread first (CUDA's current device is per thread).
+ *
+ * Pointers named "device-accessible" may be device memory or pinned host memory mapped into the
+ * device's address space (cudaHostRegister / tfc_host_alloc), read over PCIe (UVA). Streams and
+ * events are opaque handles (cudaStream_t, cudaEvent_t); a NULL stream is the legacy default one.
+ * max_blocks caps a kernel's grid, so a kernel occupies a chosen share of the SMs; 0 picks
+ * enough blocks to fill the device.
+ *
+ * The ABI version changes whenever a signature or a meaning changes. */
+#ifndef TIERFS_CUDA_H
+#define TIERFS_CUDA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TFC_ABI_VERSION 1
+
+/* One contiguous copy of the completion step: len bytes from src to dst (both device-accessible). */
+typedef struct tfc_piece {
+  uint64_t src;
+  uint64_t dst;
+  uint64_t len;
+} tfc_piece;
+
+int tfc_abi_version(void);
+const char *tfc_last_error(void);
+
+int tfc_device_count(int *count);
+/* name gets at most name_len bytes including the terminating NUL. */
+int tfc_device_info(int dev, char *name, int name_len, int *sm_count, int *cc_major, int *cc_minor,
+                    uint64_t *free_bytes, uint64_t *total_bytes);
+
+int tfc_malloc(int dev, uint64_t bytes, void **ptr);
+int tfc_free(int dev, void *ptr);
+/* Pinned host memory, mapped into every device's address space. */
+int tfc_host_alloc(int dev, uint64_t bytes, void **ptr);
+int tfc_host_free(int dev, void *ptr);
+/* Pins [ptr, ptr+bytes) (mmap'ed or C memory, never a Go slice) and maps it for the devices;
+ * *dev_ptr is the address kernels use for ptr. */
+int tfc_host_register(int dev, void *ptr, uint64_t bytes, void **dev_ptr);
+int tfc_host_unregister(int dev, void *ptr);
+/* Asynchronous copy on stream between any two of host, pinned host and device memory. */
+int tfc_memcpy(int dev, void *dst, const void *src, uint64_t bytes, void *stream);
+int tfc_memset(int dev, void *dst, int value, uint64_t bytes, void *stream);
+
+int tfc_stream_create(int dev, void **stream);
+int tfc_stream_destroy(int dev, void *stream);
+int tfc_stream_sync(int dev, void *stream);
+int tfc_event_create(int dev, void **event);
+int tfc_event_destroy(int dev, void *event);
+int tfc_event_record(int dev, void *event, void *stream);
+int tfc_event_sync(int dev, void *event);
+/* *done = 1 when every work recorded before the event has finished, else 0. */
+int tfc_event_query(int dev, void *event, int *done);
+int tfc_event_elapsed_ms(int dev, void *start, void *end, float *ms);
+int tfc_stream_wait_event(int dev, void *stream, void *event);
+
+/* Row gather: for i in [0, n), row (dst_rows ? dst_rows[i] : i) of dst gets row
+ * (src_rows ? src_rows[i] : i) of src; rows are row_bytes long. Loads are as wide as the
+ * alignment of src, dst and row_bytes allows (16 bytes at best); rows narrower than a warp's
+ * width share a warp. src, dst and the index arrays are device-accessible. */
+int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
+                    const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, void *stream);
+
+/* Completion kernel: performs pieces[0..n) (a device-accessible array), one warp per piece. */
+int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream);
+
+/* Sampling, step 1: deg[i] = indptr[nodes[i]+1] - indptr[nodes[i]]. */
+int tfc_sample_degrees(int dev, const int64_t *indptr, const int64_t *nodes, int64_t n,
+                       int64_t *deg, int max_blocks, void *stream);
+/* Sampling, step 2: for node i, the positions of its sampled neighbors go to pos[off[i]..off[i+1])
+ * and the neighbors to out[off[i]..off[i+1]], exactly as topology.SampleNeighbors picks them
+ * (same generator, same Floyd or with-replacement draws, ascending positions): the GPU and the
+ * host sampler give the same sample. indices holds int32 (index_bytes 4) or int64 (8) ids. */
+int tfc_sample_hop(int dev, const int64_t *indptr, const void *indices, int index_bytes,
+                   const int64_t *nodes, const int64_t *deg, const int64_t *off, int64_t n,
+                   int fanout, int replace, uint64_t seed, int hop, int64_t *pos, int64_t *out,
+                   int max_blocks, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

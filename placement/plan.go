@@ -1,0 +1,219 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Plan places every node's topology and feature in GPU memory, host memory or SSD under policy,
+// never using more than budget.GPUBytes of GPU and budget.HostBytes of host memory (items cost
+// their bytes plus the Sizes overheads). Items nobody reads (hotness 0) stay on SSD under every
+// policy that uses hotness. It fails, naming the value, on hotness and sizes of different node
+// counts, non-positive sizes, negative budgets or an unknown policy.
+func Plan(h *Hotness, sizes Sizes, budget Budget, policy Policy) (*Placement, error) {
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	sizes = sizes.withDefaults()
+	if err := sizes.validate(h.NumNodes()); err != nil {
+		return nil, err
+	}
+	budget = budget.withDefaults()
+	if err := budget.validate(); err != nil {
+		return nil, err
+	}
+	if policy >= numPolicies {
+		return nil, fmt.Errorf("placement: unknown policy %d", uint8(policy))
+	}
+	n := h.NumNodes()
+	p := newPlacement(n, policy, budget, sizes)
+	pl := planner{h: h, s: &sizes, p: p, left: [NumTiers]int64{TierGPU: budget.GPUBytes, TierHost: budget.HostBytes}}
+	switch policy {
+	case Unified, UnifiedPCIe:
+		pl.unified(budget.ChunkBytes, policy == UnifiedPCIe)
+	case TopologyFirst, FeaturesFirst:
+		first, second := KindTopology, KindFeature
+		if policy == FeaturesFirst {
+			first, second = second, first
+		}
+		pl.fillInOrder(append(pl.hottest(first), pl.hottest(second)...))
+	case DegreeRanked:
+		order := make([]item, n)
+		for v := range order {
+			order[v] = item{v: int64(v), k: KindFeature}
+		}
+		slices.SortFunc(order, func(a, b item) int {
+			return cmp.Or(cmp.Compare(sizes.Degrees[b.v], sizes.Degrees[a.v]), cmp.Compare(a.v, b.v))
+		})
+		pl.fillInOrder(order)
+	case Random:
+		order := make([]item, 2*n)
+		for i := range order {
+			order[i] = item{v: int64(i / 2), k: Kind(i % 2)}
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		pl.fillInOrder(order)
+	case None:
+	}
+	return p, nil
+}
+
+type item struct {
+	v     int64
+	k     Kind
+	mem   int64   // memory it costs
+	score float64 // transactions it saves in the tier being filled
+}
+
+func (it item) density() float64 { return it.score / float64(it.mem) }
+
+type planner struct {
+	h    *Hotness
+	s    *Sizes
+	p    *Placement
+	left [NumTiers]int64 // budget left per memory tier
+}
+
+func (pl *planner) hot(v int64, k Kind) uint32 {
+	if k == KindFeature {
+		return pl.h.Feature[v]
+	}
+	return pl.h.Topology[v]
+}
+
+// hottest lists the items of kind k read at least once, hottest first (ties: smaller id).
+func (pl *planner) hottest(k Kind) []item {
+	var out []item
+	for v := range pl.h.NumNodes() {
+		if pl.hot(v, k) > 0 {
+			out = append(out, item{v: v, k: k})
+		}
+	}
+	slices.SortFunc(out, func(a, b item) int {
+		return cmp.Or(cmp.Compare(pl.hot(b.v, k), pl.hot(a.v, k)), cmp.Compare(a.v, b.v))
+	})
+	return out
+}
+
+// fillInOrder walks order and puts each item in the GPU when it fits there, else in host memory
+// when it fits there, else leaves it on SSD.
+func (pl *planner) fillInOrder(order []item) {
+	for _, it := range order {
+		m := pl.s.memory(it.v, it.k)
+		for _, t := range []Tier{TierGPU, TierHost} {
+			if m <= pl.left[t] {
+				pl.left[t] -= m
+				pl.p.set(it.v, it.k, t, m)
+				break
+			}
+		}
+	}
+}
+
+// ssdTx is the SSD-side cost of h reads of b bytes in 64-byte units: whole blocks.
+func ssdTx(h uint32, b, block int64) float64 {
+	return float64(h) * float64((b+block-1)/block) * float64(block) / CacheLine
+}
+
+// memTx is the PCIe cost of h reads of b bytes from host memory: ceil(h*b/64) transactions.
+func memTx(h uint32, b int64) float64 { return math.Ceil(float64(h) * float64(b) / CacheLine) }
+
+// unified fills the GPU, then host memory, ranking items by transactions saved per byte of
+// memory. Moving an item from SSD to host memory saves its SSD blocks on the SSD link and
+// ssdTx-memTx on PCIe; moving it to the GPU saves its SSD blocks on both links. pcieOnly counts
+// the PCIe link alone (Hyperion's score).
+func (pl *planner) unified(chunk int64, pcieOnly bool) {
+	var cands []item
+	for v := range pl.h.NumNodes() {
+		for _, k := range []Kind{KindTopology, KindFeature} {
+			if pl.hot(v, k) > 0 {
+				cands = append(cands, item{v: v, k: k, mem: pl.s.memory(v, k)})
+			}
+		}
+	}
+	for _, t := range []Tier{TierGPU, TierHost} {
+		for i := range cands {
+			it := &cands[i]
+			hot, b := pl.hot(it.v, it.k), pl.s.bytes(it.v, it.k)
+			ssd := ssdTx(hot, b, pl.s.BlockSize)
+			pcie := ssd
+			if t == TierHost {
+				pcie = ssd - memTx(hot, b)
+			}
+			it.score = pcie
+			if !pcieOnly {
+				it.score += ssd
+			}
+		}
+		cands = pl.fillTier(cands, t, chunk)
+	}
+}
+
+// fillTier places in tier t the candidates that save the most per byte and returns the rest.
+// Each kind's candidates are ranked by density and cut into chunks of at most chunk bytes (an
+// item larger than chunk is a chunk of its own); while a head chunk fits, the one of higher
+// density is taken. The bytes left then take single items, best density first.
+func (pl *planner) fillTier(cands []item, t Tier, chunk int64) []item {
+	var byKind [2][]item
+	var rest []item
+	for _, it := range cands {
+		if it.score > 0 {
+			byKind[it.k] = append(byKind[it.k], it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	for k := range byKind {
+		slices.SortFunc(byKind[k], func(a, b item) int {
+			return cmp.Or(cmp.Compare(b.density(), a.density()), cmp.Compare(a.v, b.v))
+		})
+	}
+	var pos [2]int
+	take := func(it item) {
+		pl.left[t] -= it.mem
+		pl.p.set(it.v, it.k, t, it.mem)
+	}
+	for {
+		best, bestEnd, bestDensity := -1, 0, 0.0
+		for k, q := range byKind {
+			if pos[k] == len(q) {
+				continue
+			}
+			end, mem, saved := pos[k], int64(0), 0.0
+			for end < len(q) && (end == pos[k] || mem+q[end].mem <= chunk) {
+				mem += q[end].mem
+				saved += q[end].score
+				end++
+			}
+			if mem <= pl.left[t] && (best < 0 || saved/float64(mem) > bestDensity) {
+				best, bestEnd, bestDensity = k, end, saved/float64(mem)
+			}
+		}
+		if best < 0 {
+			break
+		}
+		for _, it := range byKind[best][pos[best]:bestEnd] {
+			take(it)
+		}
+		pos[best] = bestEnd
+	}
+	// Fill what no whole chunk fits with single items, merging both kinds by density.
+	for pos[0] < len(byKind[0]) || pos[1] < len(byKind[1]) {
+		k := 0
+		if pos[0] == len(byKind[0]) || (pos[1] < len(byKind[1]) && byKind[1][pos[1]].density() > byKind[0][pos[0]].density()) {
+			k = 1
+		}
+		it := byKind[k][pos[k]]
+		pos[k]++
+		if it.mem <= pl.left[t] {
+			take(it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	return rest
+}

@@ -1,0 +1,99 @@
+"""GPU path through the C ABI: device gathers into CUDA tensors against the host gather.
+
+Runs under pytest (skips without a GPU) and as a plain script on the GPU machine, which has no
+pytest: ``python3 python/tests/test_gpu.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+
+import numpy as np
+
+import tierfs
+
+try:
+    import torch
+
+    HAS_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    torch = None
+    HAS_CUDA = False
+
+SEED = int(os.environ.get("TIERFS_TEST_SEED") or random.randrange(1 << 31))
+
+
+def _dataset(tmp: str, n: int, dim: int, dtype: str, rng: np.random.Generator) -> tuple:
+    x = rng.integers(-100, 100, size=(n, dim)).astype(dtype)
+    src = rng.integers(0, n, size=n * 5)
+    dst = rng.integers(0, n, size=n * 5)
+    path = tierfs.ingest(os.path.join(tmp, f"g-{dtype}-{dim}"), np.stack([src, dst]), x)
+    return str(path), x
+
+
+def check_device_gather_matches_host(tmp: str) -> None:
+    rng = np.random.default_rng(SEED)
+    for dtype, dim in [("float32", 128), ("float16", 7), ("int8", 3), ("float64", 512)]:
+        n = 4000
+        path, x = _dataset(tmp, n, dim, dtype, rng)
+        rb = x.dtype.itemsize * dim
+        for gpu_rows, host_rows in [(0, 0), (n // 10, n // 5), (n, 0)]:
+            with tierfs.open(path, device="cuda:0", gpu_cache=gpu_rows * rb, host_cache=host_rows * (rb + 16)) as s:
+                stats = s.stats()
+                assert stats["gpu"]["available"], stats["gpu"]
+                for size in [0, 1, 999, 20000]:
+                    ids = torch.from_numpy(rng.integers(0, n, size=size))
+                    got = s.gather(ids.cuda())
+                    assert got.is_cuda and got.shape == (size, dim), (got.device, got.shape)
+                    want = x[ids.numpy()]
+                    assert np.array_equal(got.cpu().numpy().view(np.uint8), want.view(np.uint8)), (dtype, dim, gpu_rows, host_rows, size)
+                    # out= on the current stream, then a kernel on the same stream reads it.
+                    out = torch.empty((size, dim), dtype=got.dtype, device="cuda:0")
+                    s.gather(ids, out=out)
+                    assert torch.equal(out.view(torch.uint8), got.view(torch.uint8))
+                hits = {t["tier"]: t["hits"] for t in s.stats()["tiers"]}
+                if gpu_rows:
+                    assert hits["gpu"] > 0, hits
+
+
+def check_gpu_sampling_matches_host(tmp: str) -> None:
+    rng = np.random.default_rng(SEED + 1)
+    path, _ = _dataset(tmp, 3000, 4, "float32", rng)
+    seeds = rng.integers(0, 3000, size=500)
+    with tierfs.open(path) as host, tierfs.open(path, device="cuda:0", gpu_topology="device") as gpu:
+        for fanouts in ([10, 5], [-1], [3, 3, 3]):
+            a = host.sampler(fanouts, seed=7).sample(seeds)
+            b = gpu.sampler(fanouts, seed=7).sample(seeds)
+            for name in ("nodes", "row", "col"):
+                assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), (fanouts, name)
+
+
+def test_device_gather_matches_host(tmp_path):
+    import pytest
+
+    if not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+    check_device_gather_matches_host(str(tmp_path))
+
+
+def test_gpu_sampling_matches_host(tmp_path):
+    import pytest
+
+    if not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+    check_gpu_sampling_matches_host(str(tmp_path))
+
+
+if __name__ == "__main__":
+    print(f"TIERFS_TEST_SEED={SEED}; library {tierfs.LIBRARY_PATH}")
+    if not HAS_CUDA:
+        print("SKIP: no CUDA GPU")
+        sys.exit(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        check_device_gather_matches_host(tmp)
+        print("ok device gather matches host")
+        check_gpu_sampling_matches_host(tmp)
+        print("ok GPU sampling matches host")

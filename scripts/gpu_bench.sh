@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# gpu_bench.sh BUILD OUT: GPU benchmarks of tierfs beside the roofline probes (gather.cu,
+# iobench.c), in the same run; results in OUT. See BENCHMARKS.md.
+set -uo pipefail
+build=${1:-build}
+out=${2:-$build/gpu-results}
+work=${BENCH_DIR:-/tmp/tierfs-gpu-bench}
+mkdir -p "$out" "$work"
+roof=$build/gpu/roofline
+if [ -f "$roof/gather.cu" ]; then
+  nvcc -O3 -arch=sm_90 -o "$work/gather" "$roof/gather.cu" && "$work/gather" | tee "$out/roofline-gather.txt"
+fi
+"$build/tierfs" synth --out "$work/ds512" --nodes 2000000 --dim 128 --avg-degree 10 >/dev/null
+"$build/tierfs" synth --out "$work/ds4k" --nodes 250000 --dim 1024 --avg-degree 10 >/dev/null
+"$build/tierfs" bench gpu "$work/ds512" --kernels --json "$out/bench-gpu-512.json" | tee "$out/bench-gpu-512.txt"
+"$build/tierfs" bench gpu "$work/ds4k" --batch 65536 --json "$out/bench-gpu-4k.json" | tee "$out/bench-gpu-4k.txt"
+if [ -x "$build/gpu/iobench" ]; then
+  "$build/gpu/iobench" "$work/iobench.dat" 1024 1 1 1 write >/dev/null
+  echo "iobench 4 KiB QD128:" | tee "$out/roofline-iobench.txt"
+  "$build/gpu/iobench" "$work/iobench.dat" 1024 4096 128 5 | tee -a "$out/roofline-iobench.txt"
+fi
+if [ -f python/bench/gpu_mixed.py ]; then
+  PYTHONPATH=python TIERFS_LIB=$build/libtierfs.so python3 python/bench/gpu_mixed.py "$work/ds512" | tee "$out/bench-mixed-torch.txt"
+fi

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# gpu_test.sh BUILD: the GPU tests, sanitizer runs and GPU benchmarks, on a GPU machine.
+#
+# Needs BUILD/libtierfs_cuda.so (make cuda) and the bundle of `make gpu-bundle` (test binaries,
+# CLI, C library), which a machine without Go can receive from one with it. Writes logs and
+# results to $OUT (or BUILD/gpu-results). Exits non-zero when a test or a sanitizer run fails;
+# skips the benchmarks with GPU_BENCH=0.
+set -uo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+if [ -f "$build/gpu-bundle.tar.xz" ] && [ "$build/gpu-bundle.tar.xz" -nt "$build/gpu" ]; then
+  mkdir -p "$build" && tar -C "$build" -xJf "$build/gpu-bundle.tar.xz" && touch "$build/gpu"
+fi
+out=${OUT:-$build/gpu-results}
+mkdir -p "$out"
+export TIERFS_CUDA_LIB=$root/$build/libtierfs_cuda.so
+failed=()
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+
+# 1. Go tests (GPU tests run for real here; they skip where there is no GPU).
+for t in "$build"/gpu/*.test; do
+  name=$(basename "$t" .test)
+  if "$t" -test.count=1 -test.v >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed+=("$name"); fi
+  grep -E "^(--- (FAIL|SKIP)|panic)|seed" "$out/$name.log" | head -20
+  grep -cE "^--- PASS" "$out/$name.log" | sed "s/^/  passed: /"
+done
+
+# 2. compute-sanitizer: memcheck and racecheck over the kernels' tests.
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    for spec in "featurestore:TestGatherDeviceMatchesHost|TestGPUSamplingMatchesHost" "gpuio:TestDeviceCompletionMatchesHost"; do
+      pkg=${spec%%:*}
+      if compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/gpu/$pkg.test" -test.count=1 -test.run "${spec#*:}" \
+        >"$out/sanitizer-$tool-$pkg.log" 2>&1; then
+        echo "PASS compute-sanitizer $tool $pkg: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool-$pkg.log" | tail -1)"
+      else
+        echo "FAIL compute-sanitizer $tool $pkg"; tail -30 "$out/sanitizer-$tool-$pkg.log"; failed+=("sanitizer-$tool-$pkg")
+      fi
+    done
+  done
+else
+  echo "SKIP compute-sanitizer: not installed"
+fi
+
+# 3. Python: device gathers against the host gather, through the C ABI.
+if PYTHONPATH=$root/python TIERFS_LIB=$root/$build/libtierfs.so python3 python/tests/test_gpu.py >"$out/python-gpu.log" 2>&1; then
+  echo "PASS python gpu"; tail -5 "$out/python-gpu.log"
+else
+  echo "FAIL python gpu"; tail -30 "$out/python-gpu.log"; failed+=(python-gpu)
+fi
+
+# 4. Benchmarks beside the roofline probes, in the same run.
+if [ "${GPU_BENCH:-1}" != 0 ]; then
+  ./scripts/gpu_bench.sh "$build" "$out" || failed+=(bench)
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu-test: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "gpu-test: all passed"
