@@ -11,9 +11,9 @@ import (
 	"github.com/tierfs/tierfs/ingest"
 )
 
-// A batch of 1000 seeds: 1000 host hits and 2000 disk rows of 512 B in 2000 reads.
+// A batch of 1000 seeds: 1000 host hits and 2000 disk rows of 512 B in 2000 blocks (1800 reads).
 func handWorkload() Workload {
-	return Workload{BatchSize: 1000, RowBytes: 512, Rows: 3000, SSDReads: 2000, Tiers: []TierLoad{
+	return Workload{BatchSize: 1000, RowBytes: 512, Rows: 3000, SSDBlocks: 2000, SSDReads: 1800, Tiers: []TierLoad{
 		{Tier: "gpu"}, {Tier: "host", Rows: 1000, Bytes: 512_000}, {Tier: "ssd", Rows: 2000, Bytes: 1_024_000}}}
 }
 
@@ -56,6 +56,22 @@ func TestHandComputed(t *testing.T) {
 	// Disk-bound all the way: TPC grows with Q, so the most SSDs win.
 	if a.Recommended != 8 || a.Best.SSDs != 8 {
 		t.Errorf("recommended %d (best %d), want 8", a.Recommended, a.Best.SSDs)
+	}
+}
+
+func TestBlockCost(t *testing.T) {
+	m := handMachine()
+	m.BlockCost = 0.2 // N_ssd = 1800 reads + 200 extra blocks * 0.2 = 1840
+	a, err := Advise(handWorkload(), m, handPrices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "N_ssd", a.Configs[0].NSSD, 1840)
+	near(t, "T_ssd(1)", a.Configs[0].TSSD, 0.0184+0.0001)
+	w := handWorkload()
+	w.SSDReads = 0 // given by hand without reads: every block counts
+	if got := SSDTransactions(w, 0.2); got != 2000 {
+		t.Errorf("N_ssd without reads = %g, want the 2000 blocks", got)
 	}
 }
 
@@ -120,9 +136,12 @@ func TestSerialMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "T_batch(1)", a.Configs[0].TBatch, 0.002+0.0201)
-	// Q = 8: 0.002 + max(0.0026, 0.001536).
-	near(t, "T_batch(8)", a.Configs[7].TBatch, 0.0046)
+	// Serial: T_sample + T_ssd + T_pcie.
+	near(t, "T_batch(1)", a.Configs[0].TBatch, 0.002+0.0201+0.001536)
+	near(t, "T_batch(8)", a.Configs[7].TBatch, 0.002+0.0026+0.001536)
+	if c := a.Configs[7]; c.Bottleneck != "ssd" {
+		t.Errorf("Q=8 serial: bottleneck %q, want ssd (the largest term)", c.Bottleneck)
+	}
 	m.TrainSeconds = 0.01
 	a, _ = Advise(w, m, handPrices)
 	if c := a.Configs[7]; c.Bottleneck != "train" || c.TBatch != 0.01 {
@@ -273,7 +292,7 @@ func TestMeasureAndRun(t *testing.T) {
 		if all && (ssd.Rows != 0 || w.SSDReads != 0) {
 			t.Errorf("every row cached, yet %g rows from disk in %g reads", ssd.Rows, w.SSDReads)
 		}
-		if !all && (host.Rows != 0 || w.SSDReads == 0 || w.SSDReads > ssd.Rows) {
+		if !all && (host.Rows != 0 || w.SSDReads == 0 || w.SSDReads > ssd.Rows || w.SSDBlocks < w.SSDReads) {
 			t.Errorf("no cache: %g host rows, %g reads for %g disk rows", host.Rows, w.SSDReads, ssd.Rows)
 		}
 		if !all {

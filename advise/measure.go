@@ -130,6 +130,7 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 	w.Rows /= n
 	w.SSDReads /= n
 	w.SSDBytes /= n
+	w.SSDBlocks = w.SSDBytes / float64(w.BlockSize)
 	for _, name := range order {
 		w.Tiers = append(w.Tiers, TierLoad{Tier: name, Rows: tierRows[name] / n, Bytes: tierBytes[name] / n})
 	}
@@ -163,19 +164,23 @@ func Batches(pool []int64, size, count int, seed uint64) [][]int64 {
 
 // Probe is what a short probe of this machine measured.
 type Probe struct {
-	Backend      string   `json:"io_backend"`
-	Devices      int      `json:"devices"`          // distinct devices the feature files sit on
-	BlockSize    int      `json:"block_size"`       // bytes per random read
-	QueueDepth   int      `json:"queue_depth"`      // reads in flight
-	Reads        uint64   `json:"reads"`            // random reads done
-	Seconds      float64  `json:"seconds"`          // time they took
-	IOPS         float64  `json:"iops"`             // all devices together
-	AlphaSeconds float64  `json:"alpha_seconds"`    // mean latency of one read at queue depth 1
-	CopyBytesPS  float64  `json:"copy_bytes_per_s"` // host copy of random rows into a batch buffer
-	CopyRowBytes int64    `json:"copy_row_bytes"`
-	CopyWorkers  int      `json:"copy_workers"`
-	PCIeProbed   bool     `json:"pcie_probed"`
-	Notes        []string `json:"notes,omitempty"`
+	Backend    string  `json:"io_backend"`
+	Devices    int     `json:"devices"`     // distinct devices the feature files sit on
+	BlockSize  int     `json:"block_size"`  // bytes per random read
+	QueueDepth int     `json:"queue_depth"` // reads in flight
+	Reads      uint64  `json:"reads"`       // random reads done
+	Seconds    float64 `json:"seconds"`     // time they took
+	IOPS       float64 `json:"iops"`        // all devices together (median of 5 windows)
+	// MergedReadsPS is the reads/s of random 8-block reads; BlockCost (k) the cost of each
+	// block past the first, in single-block reads: (IOPS/MergedReadsPS - 1) / 7, in [0.01, 1].
+	MergedReadsPS float64  `json:"merged_reads_per_s,omitempty"`
+	BlockCost     float64  `json:"block_cost,omitempty"`
+	AlphaSeconds  float64  `json:"alpha_seconds"`    // mean latency of one read at queue depth 1
+	CopyBytesPS   float64  `json:"copy_bytes_per_s"` // host copy of random rows into a batch buffer
+	CopyRowBytes  int64    `json:"copy_row_bytes"`
+	CopyWorkers   int      `json:"copy_workers"`
+	PCIeProbed    bool     `json:"pcie_probed"`
+	Notes         []string `json:"notes,omitempty"`
 }
 
 // ProbeSSD measures random-read IOPS of the feature files of spec through a bare IO stack
@@ -265,10 +270,38 @@ func ProbeSSD(m *dataset.Manifest, spec *dataset.FeatureSpec, qd int, dur time.D
 		p.Seconds += took
 		rates = append(rates, float64(st.Stats().Reads-before)/took)
 	}
-	p.Reads = st.Stats().Reads - latencyReads
 	p.IOPS = median(rates)
+	// k: the cost of a merged read's extra blocks, from reads of mergedBlocks blocks.
+	if mb := mergedBlocks * bs; mb <= 128<<10 {
+		big := make([]byte, mb)
+		var bigRates []float64
+		for range 2 {
+			before := st.Stats().Reads
+			start := time.Now()
+			for time.Since(start) < window {
+				reqs := random(4 * qd)
+				for i := range reqs {
+					f := reqs[i].File
+					reqs[i].Offset = rng.Int64N(max(1, blocks[f]/mergedBlocks)) * int64(mb)
+					reqs[i].Length, reqs[i].Dst = mb, big
+				}
+				if err := run(reqs); err != nil {
+					return nil, err
+				}
+			}
+			took := time.Since(start).Seconds()
+			p.Seconds += took
+			bigRates = append(bigRates, float64(st.Stats().Reads-before)/took)
+		}
+		p.MergedReadsPS = max(bigRates[0], bigRates[1])
+		p.BlockCost = min(1, max(0.01, (p.IOPS/p.MergedReadsPS-1)/(mergedBlocks-1)))
+	}
+	p.Reads = st.Stats().Reads - latencyReads
 	return p, nil
 }
+
+// mergedBlocks is the size in blocks of the long reads that measure a merged read's cost.
+const mergedBlocks = 8
 
 // probeWindows is the number of windows a probe's time is cut into; it reports their median.
 const probeWindows = 5

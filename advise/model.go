@@ -5,21 +5,26 @@
 //
 // Model (units: seconds, bytes, disk reads; Q = number of SSDs):
 //
-//	T_ssd   = N_ssd_reads / (IOPS_per_ssd * Q) + alpha      disk reads of the batch (after coalescing)
+//	T_ssd   = N_ssd / (IOPS_per_ssd * Q) + alpha
+//	N_ssd   = reads + (blocks - reads) * k                   single-block-read equivalents
 //	T_pcie  = (B_ssd + B_mem) / Th_link                     row bytes the link carries to the output
 //	T_train = the caller's training step
 //	T_sample = the measured sampling time of one batch (0: not modelled)
 //
 //	overlapped (Hyperion's GPU pipeline, every stage on its own engine):
 //	    T_batch = max(T_ssd, T_pcie, T_sample, T_train)
-//	serial (the CPU-only loader: one thread samples, then gathers; disk reads overlap the host
-//	copies inside a gather; training overlaps the loader through prefetch):
-//	    T_batch = max(T_sample + max(T_ssd, T_pcie), T_train)
+//	serial (the CPU-only loader: one thread samples, then gathers; training overlaps the loader
+//	through prefetch; inside a gather the host copies take every core, so the IO goroutine
+//	reaps no completion while they run and the disk queue drains: measured on the 2-core
+//	development VM, the sum fits and max(T_ssd, T_pcie) does not):
+//	    T_batch = max(T_sample + T_ssd + T_pcie, T_train)
 //
 //	seeds/s = batch_size / T_batch;  price = C_ssd * Q + C_machine;  TPC = seeds/s / price
 //
-// N counts transactions as the IO stack issues them (one read per run of touching blocks, at
-// most 128 KiB); B counts the feature bytes of the rows the link carries: rows read from disk
+// N_ssd counts transactions in random single-block reads, the unit IOPS are probed in: the IO
+// stack merges touching blocks into reads of up to 128 KiB, and each block past a read's first
+// costs k single-block reads (k = Machine.BlockCost, probed with 8-block reads; 1 when not
+// measured, i.e. N_ssd = blocks, as Hyperion counts); B counts the feature bytes of the rows the link carries: rows read from disk
 // (staged in host memory, moved to the output by the completion step) plus host-tier hits.
 // GPU-tier hits never cross the link. On a machine without a GPU the "link" is the host memory
 // copy into the caller's buffer, and Th_link is the measured copy throughput (Machine.Link says
@@ -38,7 +43,7 @@ type Mode string
 const (
 	// Overlapped is Hyperion's pipeline: T_batch = max of the stages.
 	Overlapped Mode = "overlapped"
-	// Serial is the CPU-only loader: T_batch = max(T_sample + max(T_ssd, T_pcie), T_train).
+	// Serial is the CPU-only loader: T_batch = max(T_sample + T_ssd + T_pcie, T_train).
 	Serial Mode = "serial"
 )
 
@@ -59,7 +64,8 @@ type Workload struct {
 	BlockSize int        `json:"block_size"`                     // disk block (O_DIRECT alignment)
 	Rows      float64    `json:"rows"`                           // feature rows gathered per batch (sampled nodes)
 	Tiers     []TierLoad `json:"tiers"`                          // fastest first
-	SSDReads  float64    `json:"ssd_reads"`                      // disk reads per batch (N_ssd, transactions)
+	SSDBlocks float64    `json:"ssd_blocks"`                     // N_ssd: disk blocks read per batch (SSDBytes / BlockSize)
+	SSDReads  float64    `json:"ssd_reads"`                      // reads issued per batch (touching blocks merged)
 	SSDBytes  float64    `json:"ssd_bytes_read"`                 // bytes read from disk per batch (whole blocks)
 	HostCache int64      `json:"host_tier_bytes"`                // memory the host tier held while measuring
 	GPUCache  int64      `json:"gpu_tier_bytes"`                 // memory the GPU tier held while measuring
@@ -84,6 +90,7 @@ type Machine struct {
 	LinkBytesPS  float64  `json:"link_bytes_per_s"` // Th_link: PCIe host-to-GPU bytes/s, or host copy bytes/s without a GPU
 	Link         string   `json:"link"`             // "pcie" or "host-copy"
 	AlphaSeconds float64  `json:"alpha_seconds"`    // fixed SSD latency per batch (one read's latency)
+	BlockCost    float64  `json:"block_cost"`       // k: cost of a merged read's extra block, in single-block reads; 0 takes 1
 	TrainSeconds float64  `json:"train_seconds"`    // training step per batch; 0: loading only
 	Mode         Mode     `json:"mode"`             // how stages overlap; "" is Overlapped
 	CurrentSSDs  int      `json:"current_ssds"`     // SSDs the dataset sits on now (for the measured comparison)
@@ -106,6 +113,7 @@ const DefaultMaxSSDs = 8
 // Config is the prediction for one SSD count.
 type Config struct {
 	SSDs       int     `json:"ssds"`
+	NSSD       float64 `json:"n_ssd"` // single-block-read equivalents per batch
 	Price      float64 `json:"price"`
 	TSSD       float64 `json:"t_ssd_s"`
 	TPCIe      float64 `json:"t_pcie_s"` // the link term (host copy without a GPU)
@@ -167,7 +175,7 @@ func validate(w Workload, m Machine, p Prices) error {
 	for _, c := range []struct {
 		name string
 		v    float64
-	}{{"ssd reads per batch", w.SSDReads}, {"sample seconds", w.Sample}, {"alpha seconds", m.AlphaSeconds}, {"train seconds", m.TrainSeconds}, {"budget", p.Budget}} {
+	}{{"ssd blocks per batch", w.SSDBlocks}, {"ssd reads per batch", w.SSDReads}, {"sample seconds", w.Sample}, {"alpha seconds", m.AlphaSeconds}, {"block cost", m.BlockCost}, {"train seconds", m.TrainSeconds}, {"budget", p.Budget}} {
 		if err := nonNegative(c.name, c.v); err != nil {
 			return err
 		}
@@ -195,8 +203,9 @@ func validate(w Workload, m Machine, p Prices) error {
 func Predict(w Workload, m Machine, p Prices, q int) Config {
 	ssd, host := w.Tier("ssd"), w.Tier("host")
 	c := Config{SSDs: q, Price: p.SSD*float64(q) + p.Machine, TSample: w.Sample, TTrain: m.TrainSeconds}
-	c.TSSD = w.SSDReads/(m.SSDIOPS*float64(q)) + m.AlphaSeconds
-	if w.SSDReads == 0 {
+	c.NSSD = SSDTransactions(w, m.BlockCost)
+	c.TSSD = c.NSSD/(m.SSDIOPS*float64(q)) + m.AlphaSeconds
+	if c.NSSD == 0 {
 		c.TSSD = 0 // no disk read, no latency to pay
 	}
 	c.TPCIe = (ssd.Bytes + host.Bytes) / m.LinkBytesPS
@@ -220,15 +229,12 @@ func Predict(w Workload, m Machine, p Prices, q int) Config {
 	}
 	io := largest(stage{"ssd", c.TSSD}, stage{link, c.TPCIe})
 	if m.Mode == Serial {
-		load := w.Sample + io.t
+		load := w.Sample + c.TSSD + c.TPCIe
 		c.TBatch = max(load, c.TTrain)
-		switch {
-		case c.TTrain > load:
+		if c.TTrain > load {
 			c.Bottleneck = "train"
-		case w.Sample > io.t:
-			c.Bottleneck = "sample"
-		default:
-			c.Bottleneck = io.name
+		} else {
+			c.Bottleneck = largest(io, stage{"sample", c.TSample}).name
 		}
 	} else {
 		b := largest(io, stage{"sample", c.TSample}, stage{"train", c.TTrain})
@@ -242,6 +248,18 @@ func Predict(w Workload, m Machine, p Prices, q int) Config {
 	c.TPC = c.SeedsPerS / c.Price
 	c.InBudget = p.Budget == 0 || c.Price <= p.Budget
 	return c
+}
+
+// SSDTransactions is N_ssd: reads + (blocks - reads) * k, in single-block random reads. A
+// workload without a read count (given by hand) counts every block as a read; k = 0 takes 1.
+func SSDTransactions(w Workload, k float64) float64 {
+	if k == 0 {
+		k = 1
+	}
+	if w.SSDReads <= 0 || w.SSDReads > w.SSDBlocks {
+		return w.SSDBlocks
+	}
+	return w.SSDReads + (w.SSDBlocks-w.SSDReads)*k
 }
 
 // Advise evaluates 1..MaxSSDs SSDs and recommends the count with the best TPC within the budget
@@ -263,7 +281,7 @@ func Advise(w Workload, m Machine, p Prices) (*Advice, error) {
 	}
 	a := &Advice{
 		Formula:  formula(m.Mode),
-		Units:    "time in seconds; N_ssd in disk reads (transactions); link term in bytes over bytes/s; prices in the caller's currency; TPC in seeds/s per unit of price",
+		Units:    "time in seconds; N_ssd in random single-block reads (block = the dataset's block size); link term in bytes over bytes/s; prices in the caller's currency; TPC in seeds/s per unit of price",
 		Workload: w, Machine: m, Prices: p,
 	}
 	best := -1
@@ -287,9 +305,9 @@ func Advise(w Workload, m Machine, p Prices) (*Advice, error) {
 }
 
 func formula(m Mode) string {
-	const common = "T_ssd = N_ssd/(IOPS*Q) + alpha; T_pcie = (B_ssd + B_mem)/Th_link; TPC = batch_size/(T_batch*(C_ssd*Q + C_machine))"
+	const common = "T_ssd = N_ssd/(IOPS*Q) + alpha, N_ssd = reads + (blocks - reads)*k; T_pcie = (B_ssd + B_mem)/Th_link; TPC = batch_size/(T_batch*(C_ssd*Q + C_machine))"
 	if m == Serial {
-		return "T_batch = max(T_sample + max(T_ssd, T_pcie), T_train); " + common
+		return "T_batch = max(T_sample + T_ssd + T_pcie, T_train); " + common
 	}
 	return "T_batch = max(T_ssd, T_pcie, T_sample, T_train); " + common
 }

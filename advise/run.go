@@ -38,6 +38,7 @@ type Request struct {
 	SSDIOPS      float64 `json:"ssd_iops"`      // per SSD; 0: measured or DefaultSSDIOPS
 	PCIeGBps     float64 `json:"pcie_gbps"`     // link GB/s (1e9 B/s); 0: measured host copy (no GPU) or DefaultPCIeGBps
 	AlphaUS      float64 `json:"alpha_us"`      // 0: measured or DefaultAlphaUS
+	BlockCost    float64 `json:"block_cost"`    // k of N_ssd; 0: measured or 1 (every block a read)
 	Mode         Mode    `json:"mode"`          // "": serial without a GPU tier, overlapped with one
 	CurrentSSDs  int     `json:"current_ssds"`  // 0: the devices the feature files sit on
 	QueueDepth   int     `json:"queue_depth"`   // probe queue depth; 0: DefaultProbeQueueDepth (the store's)
@@ -94,6 +95,7 @@ func Run(s *featurestore.Store, req Request) (*Report, error) {
 		m.Measured, m.Probe = true, p
 		m.SSDIOPS = p.IOPS / float64(max(1, p.Devices))
 		m.AlphaSeconds = p.AlphaSeconds
+		m.BlockCost = p.BlockCost
 		if !gpu {
 			p.CopyRowBytes, p.CopyWorkers = s.RowBytes(), runtime.GOMAXPROCS(0)
 			if p.CopyBytesPS, err = ProbeHostCopy(s.RowBytes(), p.CopyWorkers, 500*time.Millisecond); err != nil {
@@ -122,6 +124,9 @@ func Run(s *featurestore.Store, req Request) (*Report, error) {
 	}
 	if req.AlphaUS != 0 || m.AlphaSeconds == 0 {
 		m.AlphaSeconds = or(req.AlphaUS, DefaultAlphaUS) / 1e6
+	}
+	if req.BlockCost != 0 || m.BlockCost == 0 {
+		m.BlockCost = or(req.BlockCost, 1)
 	}
 	if req.PCIeGBps != 0 || m.LinkBytesPS == 0 {
 		m.LinkBytesPS = or(req.PCIeGBps, DefaultPCIeGBps) * 1e9
@@ -177,7 +182,7 @@ func checkRequest(req Request) error {
 	for _, c := range []struct {
 		name string
 		v    float64
-	}{{"budget", req.Budget}, {"train ms", req.TrainMS}, {"SSD IOPS", req.SSDIOPS}, {"PCIe GB/s", req.PCIeGBps}, {"alpha us", req.AlphaUS}, {"probe seconds", req.ProbeSeconds}} {
+	}{{"budget", req.Budget}, {"train ms", req.TrainMS}, {"SSD IOPS", req.SSDIOPS}, {"PCIe GB/s", req.PCIeGBps}, {"alpha us", req.AlphaUS}, {"block cost", req.BlockCost}, {"probe seconds", req.ProbeSeconds}} {
 		if err := nonNegative(c.name, c.v); err != nil {
 			return err
 		}

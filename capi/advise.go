@@ -52,7 +52,7 @@ func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed
 		dec.DisallowUnknownFields()
 		var req advise.Request
 		if err := dec.Decode(&req); err != nil {
-			return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
+			return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
 		}
 		r, err := advise.Run(rec.s, req)
 		if err != nil {

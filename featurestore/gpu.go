@@ -3,6 +3,8 @@ package featurestore
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -43,11 +45,88 @@ type gatherCtx struct {
 	pinned     []byte
 	pinnedAddr uintptr
 	devIdx     uintptr
-	devIdxLen  int
 	streams    [3]cuda.Stream // gpu tier, host tier, ssd completion
 	done       [3]cuda.Event
 	entry      cuda.Event
 	used       bool
+
+	// Double-buffered chunks of packed host-tier rows: pinned, and their device copies.
+	packHost     [2][]byte
+	packHostAddr [2]uintptr
+	packDev      [2]uintptr
+	packDone     [2]cuda.Event
+	packUsed     [2]bool
+}
+
+// Host-tier rows narrower than hostPackBelow bytes are packed by CPU workers into pinned chunks
+// of packChunkBytes, moved by DMA and scattered by a kernel in device memory: PCIe then carries
+// full-width transfers instead of one small read per row, which a kernel reading the pinned tier
+// row by row cannot fill.
+const (
+	hostPackBelow  = 2048
+	packChunkBytes = 8 << 20
+)
+
+// packHostRows delivers host-tier rows srcRows[k] to dst rows dstRows[k] (dstRows is a device
+// array) by packing, DMA and a device-memory scatter, chunk by chunk on the host-tier stream.
+func (s *Store) packHostRows(g *gpuState, ctx *gatherCtx, srcRows []int64, dstRows uintptr, dst uintptr) error {
+	dev, st := g.dev, ctx.streams[1]
+	rb := s.spec.RowBytes
+	if ctx.packDone[0] == 0 {
+		for b := range 2 {
+			var err error
+			if ctx.packHostAddr[b], ctx.packHost[b], err = cuda.HostAlloc(dev, packChunkBytes); err != nil {
+				return err
+			}
+			if ctx.packDev[b], err = cuda.Malloc(dev, packChunkBytes); err != nil {
+				return err
+			}
+			if ctx.packDone[b], err = cuda.NewEvent(dev); err != nil {
+				return err
+			}
+		}
+	}
+	arena := s.host.Arena()
+	chunkRows := max(1, int(packChunkBytes/rb))
+	workers := max(1, s.opt.CopyWorkers)
+	for c, k0 := 0, 0; k0 < len(srcRows); c, k0 = c+1, k0+chunkRows {
+		k1 := min(k0+chunkRows, len(srcRows))
+		b := c % 2
+		if ctx.packUsed[b] {
+			if err := cuda.SyncEvent(dev, ctx.packDone[b]); err != nil {
+				return err
+			}
+		}
+		buf := ctx.packHost[b]
+		pack := func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				src := srcRows[k0+j] * rb
+				copy(buf[int64(j)*rb:int64(j+1)*rb], arena[src:src+rb])
+			}
+		}
+		if n := k1 - k0; workers < 2 || n < 4096 {
+			pack(0, n)
+		} else {
+			var wg sync.WaitGroup
+			per := (n + workers - 1) / workers
+			for lo := 0; lo < n; lo += per {
+				wg.Go(func() { pack(lo, min(lo+per, n)) })
+			}
+			wg.Wait()
+		}
+		n := int64(k1 - k0)
+		if err := cuda.Memcpy(dev, ctx.packDev[b], ctx.packHostAddr[b], uint64(n*rb), st); err != nil {
+			return err
+		}
+		if err := cuda.GatherRows(dev, ctx.packDev[b], uint64(rb), 0, dstRows+uintptr(k0*8), n, dst, g.blocks, st); err != nil {
+			return err
+		}
+		if err := cuda.Record(dev, ctx.packDone[b], st); err != nil {
+			return err
+		}
+		ctx.packUsed[b] = true
+	}
+	return nil
 }
 
 // startGPU starts the GPU path once. A missing shim or GPU is remembered in gpuErr and is not an
@@ -72,7 +151,7 @@ func (s *Store) startGPU() error {
 			s.opt.GPUCacheBytes, info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)
 	}
 	g := &gpuState{dev: info.Ordinal, info: info, capacity: capacity, startedAt: time.Now(),
-		blocks: info.SMs * 8, ioBlocks: max(1, info.SMs/32)}
+		blocks: info.SMs * 16, ioBlocks: max(1, info.SMs/32)}
 	if capacity > 0 {
 		if g.arena, err = cuda.Malloc(g.dev, uint64(capacity*rb)); err != nil {
 			return fmt.Errorf("featurestore: GPU tier: %w", err)
@@ -261,6 +340,7 @@ func (c *gatherCtx) wait(dev int) error {
 		return nil
 	}
 	c.used = false
+	c.packUsed = [2]bool{} // the host-tier stream's done event follows every chunk
 	var err error
 	for _, ev := range c.done {
 		err = errors.Join(err, cuda.SyncEvent(dev, ev))
@@ -319,6 +399,17 @@ func (c *gatherCtx) free(dev int) {
 		cuda.HostFree(dev, c.pinnedAddr)
 		cuda.Free(dev, c.devIdx)
 	}
+	for b := range 2 {
+		if c.packHostAddr[b] != 0 {
+			cuda.HostFree(dev, c.packHostAddr[b])
+		}
+		if c.packDev[b] != 0 {
+			cuda.Free(dev, c.packDev[b])
+		}
+		if c.packDone[b] != 0 {
+			cuda.DestroyEvent(dev, c.packDone[b])
+		}
+	}
 	*c = gatherCtx{}
 }
 
@@ -371,24 +462,34 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 
 	rb := s.spec.RowBytes
 	n := len(ids)
-	gpuSlots := make([]int64, n)
-	gpuHits := g.tier.Lookup(ids, gpuSlots)
-	hostSlot := make([]int64, n)
-	hostHits := 0
-	var reqs []gpuio.Request
-	for i, id := range ids {
-		hostSlot[i] = -1
-		if gpuSlots[i] >= 0 {
-			continue
+	// Split the ids by tier in parallel chunks: first each chunk's counts, then, at the chunk's
+	// offsets, each tier's (slot, output row) pairs straight into pinned memory.
+	const splitChunk = 16384
+	chunks := (n + splitChunk - 1) / splitChunk
+	slot := make([]int64, n)
+	tierOf := make([]uint8, n) // 0 GPU, 1 host, 2 disk
+	counts := make([][3]int, chunks+1)
+	workers := s.opt.CopyWorkers
+	parallelChunks(chunks, workers, func(c int) {
+		var k [3]int
+		for i := c * splitChunk; i < min((c+1)*splitChunk, n); i++ {
+			t := uint8(2)
+			if sl := g.tier.Slot(ids[i]); sl >= 0 {
+				slot[i], t = sl, 0
+			} else if sl := s.host.Slot(ids[i]); sl >= 0 {
+				slot[i], t = sl, 1
+			}
+			tierOf[i] = t
+			k[t]++
 		}
-		if slot := s.host.Slot(id); slot >= 0 {
-			hostSlot[i] = slot
-			hostHits++
-			continue
+		counts[c+1] = k
+	})
+	for c := 1; c <= chunks; c++ { // counts[c] becomes the offsets of chunk c's pairs
+		for t := range 3 {
+			counts[c][t] += counts[c-1][t]
 		}
-		file, off := s.spec.Locate(id)
-		reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), DevDst: dst + uintptr(int64(i)*rb)})
 	}
+	gpuHits, hostHits, diskReads := counts[chunks][0], counts[chunks][1], counts[chunks][2]
 
 	ctx := <-g.ctxs
 	defer func() { g.ctxs <- ctx }()
@@ -398,6 +499,29 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 	if err := ctx.setup(g.dev, gpuHits+hostHits); err != nil {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
+	pairs := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), len(ctx.pinned)/8)
+	gpuSrc, gpuDst := pairs[:gpuHits], pairs[gpuHits:2*gpuHits]
+	hostBase := 2 * gpuHits
+	hostSrc, hostDst := pairs[hostBase:hostBase+hostHits], pairs[hostBase+hostHits:hostBase+2*hostHits]
+	reqs := make([]gpuio.Request, diskReads)
+	parallelChunks(chunks, workers, func(c int) {
+		k := counts[c]
+		for i := c * splitChunk; i < min((c+1)*splitChunk, n); i++ {
+			switch tierOf[i] {
+			case 0:
+				gpuSrc[k[0]], gpuDst[k[0]] = slot[i], int64(i)
+				k[0]++
+			case 1:
+				hostSrc[k[1]], hostDst[k[1]] = slot[i], int64(i)
+				k[1]++
+			default:
+				file, off := s.spec.Locate(ids[i])
+				reqs[k[2]] = gpuio.Request{File: file, Offset: off, Length: int(rb), DevDst: dst + uintptr(int64(i)*rb)}
+				k[2]++
+			}
+		}
+	})
+
 	dev := g.dev
 	callerStream := cuda.Stream(stream)
 	// Every stream of ours waits for what the caller queued before (dst may still be in use).
@@ -425,23 +549,11 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 			return fmt.Errorf("featurestore: device gather: %w", err)
 		}
 	}
-	pairs := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), len(ctx.pinned)/8)
 	var kernelErr error
-	launch := func(tier int, src uintptr, count int, slotOf func(i int) int64) {
+	launch := func(tier int, src uintptr, base int, srcRows []int64) {
+		count := len(srcRows)
 		if count == 0 || kernelErr != nil {
 			return
-		}
-		base := 0
-		if tier == 1 {
-			base = 2 * gpuHits
-		}
-		srcRows, dstRows := pairs[base:base+count], pairs[base+count:base+2*count]
-		k := 0
-		for i := range ids {
-			if slot := slotOf(i); slot >= 0 {
-				srcRows[k], dstRows[k] = slot, int64(i)
-				k++
-			}
 		}
 		st := ctx.streams[tier]
 		off := uintptr(base * 8)
@@ -449,14 +561,22 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 			kernelErr = err
 			return
 		}
+		if tier == 1 && rb < hostPackBelow {
+			kernelErr = s.packHostRows(g, ctx, srcRows, ctx.devIdx+off+uintptr(count*8), dst)
+			return
+		}
 		kernelErr = cuda.GatherRows(dev, src, uint64(rb), ctx.devIdx+off, ctx.devIdx+off+uintptr(count*8), int64(count), dst, g.blocks, st)
 	}
-	launch(0, g.arena, gpuHits, func(i int) int64 { return gpuSlots[i] })
-	launch(1, g.hostDev, hostHits, func(i int) int64 { return hostSlot[i] })
+	launch(0, g.arena, 0, gpuSrc)
+	var hostDone sync.WaitGroup
+	hostDone.Go(func() { // packing small rows is CPU work: overlap it with reaping the disk reads
+		launch(1, g.hostDev, hostBase, hostSrc)
+	})
 	var ioErr error
 	if ioStack != nil {
 		ioErr = ioStack.CompleteOn(uintptr(ctx.streams[2]))
 	}
+	hostDone.Wait()
 	var syncErr error
 	for i, st := range ctx.streams {
 		syncErr = errors.Join(syncErr, cuda.Record(dev, ctx.done[i], st), cuda.WaitEvent(dev, callerStream, ctx.done[i]))
@@ -466,4 +586,28 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
 	return nil
+}
+
+// parallelChunks runs fn(c) for every chunk c in [0, chunks) on up to workers goroutines.
+func parallelChunks(chunks, workers int, fn func(c int)) {
+	if chunks <= 1 || workers < 2 {
+		for c := range chunks {
+			fn(c)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, chunks) {
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= chunks {
+					return
+				}
+				fn(c)
+			}
+		})
+	}
+	wg.Wait()
 }

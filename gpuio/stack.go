@@ -311,7 +311,7 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 		if err := s.eng.wait(done); err != nil {
 			return errors.Join(firstErr, fmt.Errorf("gpuio: %d reads still in flight: %w", s.inflight, err))
 		}
-		if firstErr == nil && s.dev != nil && s.dev.pendingReads() >= max(1, s.maxInflight/2) {
+		if firstErr == nil && s.dev != nil && s.dev.pendingReads() >= max(1, s.maxInflight/8) {
 			fail(s.dev.launch(s, stream))
 		}
 	}

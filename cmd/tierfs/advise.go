@@ -21,11 +21,11 @@ const adviseUsage = `usage: tierfs advise DATASET --ssd-price P --machine-price 
 Runs the real sampler and gather for a few batches on DATASET (with the given caches), counts
 what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max-ssds SSDs:
 
-  T_ssd  = N_ssd / (IOPS * Q) + alpha       N_ssd: disk reads per batch
+  T_ssd  = N_ssd / (IOPS * Q) + alpha       N_ssd = reads + (blocks - reads) * k per batch
   T_pcie = (B_ssd + B_mem) / Th_link        bytes per batch over the host-to-GPU link
                                              (no GPU: the host memory copy, measured)
   T_batch = max(T_ssd, T_pcie, T_sample, T_train)           overlapped (GPU pipeline)
-          = max(T_sample + max(T_ssd, T_pcie), T_train)     serial (CPU-only loader)
+          = max(T_sample + T_ssd + T_pcie, T_train)         serial (CPU-only loader)
   TPC    = batch_size / (T_batch * (C_ssd * Q + C_machine))
 
 and recommends the SSD count with the best TPC within --budget (ties: fewer SSDs).
@@ -56,6 +56,7 @@ func runAdvise(args []string) error {
 	fs.Float64Var(&req.SSDIOPS, "ssd-iops", 0, fmt.Sprintf("random reads/s of one SSD at the block size (default: measured, else %d)", advise.DefaultSSDIOPS))
 	fs.Float64Var(&req.PCIeGBps, "pcie-gbps", 0, fmt.Sprintf("host-to-GPU link in GB/s = 1e9 bytes/s (default: measured host copy without a GPU, else %d)", advise.DefaultPCIeGBps))
 	fs.Float64Var(&req.AlphaUS, "alpha-us", 0, fmt.Sprintf("fixed SSD latency per batch in us (default: measured, else %d)", advise.DefaultAlphaUS))
+	fs.Float64Var(&req.BlockCost, "block-cost", 0, "cost of each block past a merged read's first, in single-block reads (default: measured, else 1)")
 	fs.IntVar(&req.Batches, "batches", advise.DefaultBatches, "batches to sample and gather for the counts")
 	fs.Uint64Var(&req.Seed, "seed", 1, "random seed of the batches and the sampler")
 	mode := fs.String("mode", "", "overlapped (GPU pipeline) or serial (CPU loader); default: serial without a GPU tier")
@@ -115,14 +116,14 @@ func printAdvice(r *advise.Report) {
 	for _, t := range w.Tiers {
 		parts = append(parts, fmt.Sprintf("%s %.0f rows (%s)", t.Tier, t.Rows, formatBytes(int64(t.Bytes))))
 	}
-	fmt.Printf("per batch   %.0f rows: %s; %.0f disk reads (%s)\n", w.Rows, strings.Join(parts, ", "), w.SSDReads, formatBytes(int64(w.SSDBytes)))
+	fmt.Printf("per batch   %.0f rows: %s; %.0f disk blocks in %.0f reads (%s)\n", w.Rows, strings.Join(parts, ", "), w.SSDBlocks, w.SSDReads, formatBytes(int64(w.SSDBytes)))
 	fmt.Printf("measured    sample %.2f ms, gather %.2f ms per batch: %.0f seeds/s on this machine\n", 1e3*w.Sample, 1e3*w.Gather, w.Measured)
 	src := "given/defaults"
 	if m.Measured {
 		src = "measured"
 	}
-	fmt.Printf("machine     %.0f IOPS per SSD, alpha %.0f us, %s %.2f GB/s, train %.2f ms, mode %s (%s); now on %d SSD(s)\n",
-		m.SSDIOPS, 1e6*m.AlphaSeconds, m.Link, m.LinkBytesPS/1e9, 1e3*m.TrainSeconds, m.Mode, src, m.CurrentSSDs)
+	fmt.Printf("machine     %.0f IOPS per SSD, k %.2f, alpha %.0f us, %s %.2f GB/s, train %.2f ms, mode %s (%s); now on %d SSD(s)\n",
+		m.SSDIOPS, m.BlockCost, 1e6*m.AlphaSeconds, m.Link, m.LinkBytesPS/1e9, 1e3*m.TrainSeconds, m.Mode, src, m.CurrentSSDs)
 	if p := m.Probe; p != nil {
 		fmt.Printf("probe       %s, %d device(s): %.0f IOPS at QD %d (%d-byte random reads, %.2f s), QD-1 latency %.0f us; host copy %.2f GB/s (%d-byte rows)\n",
 			p.Backend, p.Devices, p.IOPS, p.QueueDepth, p.BlockSize, p.Seconds, 1e6*p.AlphaSeconds, p.CopyBytesPS/1e9, p.CopyRowBytes)

@@ -24,8 +24,9 @@ def test_advise_report_shape_and_arithmetic(store):
     for c in r["configs"]:
         q = c["ssds"]
         assert c["price"] == 150 * q + 3000
-        if w["ssd_reads"] > 0:
-            assert c["t_ssd_s"] == pytest.approx(w["ssd_reads"] / (100_000 * q) + 50e-6)
+        if w["ssd_blocks"] > 0:  # block_cost 1 (not measured): every block is a transaction
+            assert c["n_ssd"] == pytest.approx(w["ssd_blocks"])
+            assert c["t_ssd_s"] == pytest.approx(w["ssd_blocks"] / (100_000 * q) + 50e-6)
         assert c["t_pcie_s"] == pytest.approx((ssd["bytes"] + host["bytes"]) / 10e9)
         assert c["seeds_per_s"] == pytest.approx(64 / c["t_batch_s"])
         assert c["tpc"] == pytest.approx(c["seeds_per_s"] / c["price"])
@@ -44,6 +45,7 @@ def test_advise_train_bound_recommends_one_ssd(store):
 def test_advise_measure_and_check(store):
     r = store.advise([5, 3], 64, ssd_price=150, machine_price=3000, batches=3, measure=True, check=True)
     p = r["machine"]["probe"]
+    assert 0 < p["block_cost"] <= 1 and r["machine"]["block_cost"] == p["block_cost"]
     assert r["machine"]["measured"] and p["iops"] > 0 and p["alpha_seconds"] > 0 and p["reads"] > 0
     assert r["check"]["measured_seeds_per_s"] > 0 and r["check"]["ratio"] > 0
     assert r["current"]["ssds"] == r["machine"]["current_ssds"]

@@ -614,6 +614,7 @@ class Store:
         ssd_iops: Optional[float] = None,
         pcie_gbps: Optional[float] = None,
         alpha_us: Optional[float] = None,
+        block_cost: Optional[float] = None,
         batches: int = 20,
         seed: int = 1,
         replace: bool = False,
@@ -629,7 +630,8 @@ class Store:
         ``T_pcie = bytes / link throughput``, the batch time, seeds/s and TPC (seeds/s per unit
         of price, ``ssd_price * Q + machine_price``). ``measure`` probes the disk and the host
         memory path of this machine (about 2 s); otherwise throughputs come from ``ssd_iops``
-        (per SSD), ``pcie_gbps`` (GB/s) and ``alpha_us`` or their defaults. ``check`` times
+        (per SSD), ``pcie_gbps`` (GB/s), ``alpha_us`` and ``block_cost`` (the cost of each block
+        past a merged read's first, in single-block reads) or their defaults. ``check`` times
         fresh batches afterwards and compares. Takes seconds; releases the GIL.
 
         Returns the report as a dict (the JSON of ``tierfs advise --json``): ``configs`` (one
@@ -655,7 +657,7 @@ class Store:
             replace=bool(replace),
             check=bool(check),
         )
-        for key, val in (("budget", budget), ("ssd_iops", ssd_iops), ("pcie_gbps", pcie_gbps), ("alpha_us", alpha_us)):
+        for key, val in (("budget", budget), ("ssd_iops", ssd_iops), ("pcie_gbps", pcie_gbps), ("alpha_us", alpha_us), ("block_cost", block_cost)):
             if val is not None:
                 req[key] = float(val)
         if mode is not None:
