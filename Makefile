@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench clean cuda gpu-bundle gpu-test
+.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ dgl-test: lib ## DGL tests in their own environment (.venv-dgl: dgl 2.1.0, torch
 
 bench: build ## gather benchmarks on a synthetic dataset (see BENCHMARKS.md)
 	./scripts/bench.sh $(BUILD)/tierfs
+
+advise-validate: build ## predicted vs measured seeds/s of `tierfs advise`, 4 host cache sizes x 3 runs (~1 min)
+	./scripts/advise_validate.sh $(BUILD)/tierfs $(BUILD)/advise-validate
 
 NVCC ?= nvcc
 # sm_90 machine code for Hopper, plus PTX that newer and older (>= sm_75) GPUs compile at load.

@@ -22,3 +22,5 @@ fi
 if [ -f python/bench/gpu_mixed.py ]; then
   PYTHONPATH=python TIERFS_LIB=$build/libtierfs.so python3 python/bench/gpu_mixed.py "$work/ds512" | tee "$out/bench-mixed-torch.txt"
 fi
+# The advisor's model against the measured loader on this machine too (host path).
+OUT="$out/advise" REPEAT=2 ./scripts/advise_validate.sh "$build/tierfs" "$work/advise" 2>&1 | tail -12 | tee "$out/advise-validate.txt"

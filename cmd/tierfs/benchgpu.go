@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"time"
 	"unsafe"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // gpuBenchResult is one line of `tierfs bench gpu`.
@@ -45,6 +47,7 @@ func runBenchGPU(args []string) error {
 	kernels := fs.Bool("kernels", false, "also time the gather kernel alone on 2 GiB device and pinned tables")
 	seed := fs.Uint64("seed", 1, "random seed")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the store configurations to this file")
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
@@ -132,6 +135,17 @@ func runBenchGPU(args []string) error {
 			name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, note)
 		return nil
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	all := n * rb
 	if err := run("gpu-tier", featurestore.Options{GPUCacheBytes: all}, *batches, "every row in device memory"); err != nil {
 		return err
@@ -144,6 +158,13 @@ func runBenchGPU(args []string) error {
 	}
 	if err := run("mixed", featurestore.Options{GPUCacheBytes: all / 10, HostCacheBytes: host.BytesPerRow(rb) * n / 5}, *batches, "GPU 10% + host 20% of rows, hottest first"); err != nil {
 		return err
+	}
+	if m.Edges() != nil {
+		rs, err := benchSampling(dir, *seed)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs...)
 	}
 	if *asJSON != "" {
 		data, _ := json.MarshalIndent(results, "", "  ")
@@ -222,6 +243,53 @@ func benchKernels(info cuda.Device, rb int64, seed uint64) ([]gpuBenchResult, er
 			fmt.Printf("  %-14s %5d B rows, %5d blocks: %8.1f GB/s %8.1f M rows/s\n", which.name, rb, blocks, r.GBPerS, r.RowsPerS/1e6)
 			results = append(results, r)
 		}
+	}
+	return results, nil
+}
+
+// benchSampling times 2-hop [15, 10] sampling of batches of 1024 seeds on the host and on the GPU
+// with the topology in device memory and in pinned host memory (same samples every way).
+func benchSampling(dir string, seed uint64) ([]gpuBenchResult, error) {
+	var results []gpuBenchResult
+	rng := rand.New(rand.NewPCG(seed, 11))
+	for _, where := range []string{"", "device", "pinned"} {
+		s, err := featurestore.Open(dir, featurestore.Options{GPUTopology: where})
+		if err != nil {
+			return nil, err
+		}
+		n := s.NumNodes()
+		batches := make([][]int64, 30)
+		for b := range batches {
+			batches[b] = make([]int64, 1024)
+			for i := range batches[b] {
+				batches[b][i] = rng.Int64N(n)
+			}
+		}
+		opt := topology.SampleOptions{Fanouts: []int{15, 10}, Seed: seed}
+		if _, err := s.Sample(batches[0], opt); err != nil {
+			s.Close()
+			return nil, err
+		}
+		start := time.Now()
+		var edges int64
+		for _, b := range batches {
+			out, err := s.Sample(b, opt)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			edges += int64(len(out.Row))
+		}
+		sec := time.Since(start).Seconds()
+		s.Close()
+		name := "sample-host"
+		if where != "" {
+			name = "sample-gpu-" + where
+		}
+		r := gpuBenchResult{Name: name, Rows: int64(len(batches) * 1024), Seconds: sec, RowsPerS: float64(len(batches)*1024) / sec,
+			Note: fmt.Sprintf("seeds/s, 2-hop [15, 10], batches of 1024 seeds, %.0f edges a batch", float64(edges)/float64(len(batches)))}
+		fmt.Printf("  %-20s %10.0f seeds/s  %s\n", name, r.RowsPerS, r.Note)
+		results = append(results, r)
 	}
 	return results, nil
 }
