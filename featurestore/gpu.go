@@ -63,7 +63,7 @@ type gatherCtx struct {
 // full-width transfers instead of one small read per row, which a kernel reading the pinned tier
 // row by row cannot fill.
 const (
-	hostPackBelow  = 2048
+	hostPackBelow  = 256
 	packChunkBytes = 8 << 20
 )
 

@@ -256,3 +256,34 @@ func TestNoGPUFallsBackToHost(t *testing.T) {
 		t.Errorf("GPU topology without a GPU must fall back to host sampling: %v", err)
 	}
 }
+
+// BenchmarkGatherDevice: batches of 262144 uniform ids, every row in the GPU tier, so the time is
+// the host-side split by tier plus the kernel. Run on a GPU machine:
+// featurestore.test -test.run '^$' -test.bench GatherDevice -test.cpuprofile cpu.prof
+func BenchmarkGatherDevice(b *testing.B) {
+	if err := cuda.Load(); err != nil {
+		b.Skipf("skipping GPU benchmark: %v", err)
+	}
+	rng := newRand(b)
+	const count, batch = 1 << 20, 1 << 18
+	d := writeTypedDataset(b, dataset.Float32, count, 16, 1, 0, rng)
+	s, err := Open(d.dir, Options{GPUCacheBytes: count * 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ids := randomIDs(rng, batch, count)
+	dst, err := cuda.Malloc(0, batch*64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cuda.Free(0, dst)
+	b.ResetTimer()
+	for range b.N {
+		if err := s.GatherDevice(ids, dst, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cuda.SyncStream(0, 0)
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds()/1e6, "Mrows/s")
+}

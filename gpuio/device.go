@@ -95,6 +95,18 @@ func (d *deviceCompletion) reclaim(s *Stack) error {
 	return nil
 }
 
+// poll frees the slots of the last launched kernel if it has finished, without waiting.
+func (d *deviceCompletion) poll(s *Stack) error {
+	if !d.active {
+		return nil
+	}
+	done, err := cuda.EventDone(d.dev, d.event)
+	if err != nil || !done {
+		return err
+	}
+	return d.reclaim(s)
+}
+
 // launch enqueues the completion kernel over the pending pieces on stream. One kernel is in
 // flight at a time: the previous one is reclaimed first, so the pinned piece array is free.
 func (d *deviceCompletion) launch(s *Stack, stream uintptr) error {

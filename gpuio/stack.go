@@ -311,8 +311,13 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 		if err := s.eng.wait(done); err != nil {
 			return errors.Join(firstErr, fmt.Errorf("gpuio: %d reads still in flight: %w", s.inflight, err))
 		}
-		if firstErr == nil && s.dev != nil && s.dev.pendingReads() >= max(1, s.maxInflight/8) {
-			fail(s.dev.launch(s, stream))
+		// Staging held by reaped reads and by a running kernel is staging the disk cannot use:
+		// hand it to a kernel early and take it back as soon as that kernel is done.
+		if firstErr == nil && s.dev != nil {
+			fail(s.dev.poll(s))
+			if s.dev.pendingReads() >= max(1, s.maxInflight/16) && !s.dev.launchedActive() {
+				fail(s.dev.launch(s, stream))
+			}
 		}
 	}
 }

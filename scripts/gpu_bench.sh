@@ -14,6 +14,8 @@ fi
 "$build/tierfs" synth --out "$work/ds4k" --nodes 250000 --dim 1024 --avg-degree 10 >/dev/null
 "$build/tierfs" bench gpu "$work/ds512" --kernels --json "$out/bench-gpu-512.json" | tee "$out/bench-gpu-512.txt"
 "$build/tierfs" bench gpu "$work/ds4k" --batch 65536 --json "$out/bench-gpu-4k.json" | tee "$out/bench-gpu-4k.txt"
+# The same disk through the host path (CPU scatter) and raw gpuio reads, for the SSD ratio.
+"$build/tierfs" bench gather "$work/ds4k" --dist uniform --batch 65536 --batches 4 --qd 128 | tee "$out/bench-gather-4k-host.txt"
 if [ -x "$build/gpu/iobench" ]; then
   "$build/gpu/iobench" "$work/iobench.dat" 1024 1 1 1 write >/dev/null
   echo "iobench 4 KiB QD128:" | tee "$out/roofline-iobench.txt"

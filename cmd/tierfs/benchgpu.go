@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 	"unsafe"
@@ -59,10 +60,10 @@ func runBenchGPU(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path())
+	fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s; %d CPUs, GOMAXPROCS %d\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	var results []gpuBenchResult
 	if *kernels {
-		for _, rb := range []int64{512, 4096} {
+		for _, rb := range []int64{64, 512, 4096} {
 			rs, err := benchKernels(info, rb, *seed)
 			if err != nil {
 				return err
