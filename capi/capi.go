@@ -169,6 +169,11 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 	if o.gpu_topology != nil {
 		fo.GPUTopology = C.GoString(o.gpu_topology)
 	}
+	switch fo.GPUTopology {
+	case "", "device", "pinned":
+	default:
+		return fail(stEINVAL, "gpu_topology %q is not one of \"device\", \"pinned\" (or NULL/\"\" to sample on the host)", fo.GPUTopology)
+	}
 	fo.HostCacheBytes = int64(o.host_cache_bytes)
 	if o.host_policy != nil {
 		fo.HostPolicy = C.GoString(o.host_policy)

@@ -51,6 +51,23 @@ else
   echo "FAIL python gpu"; tail -30 "$out/python-gpu.log"; failed+=(python-gpu)
 fi
 
+# 3b. The Python suites that have CUDA cases (store gathers, PyG loaders), under pytest. The GPU
+# machine has no pytest: carry wheels in .whl (see BENCHMARKS.md) and they are installed here.
+if ! python3 -c "import pytest" 2>/dev/null && ls .whl/pytest-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+if python3 -c "import pytest" 2>/dev/null; then
+  if (cd python/tests && PYTHONPATH=$root/python:${PYTHONPATH:-} TIERFS_LIB=$root/$build/libtierfs.so \
+    python3 -m pytest -q -p no:cacheprovider test_gather.py test_gpu.py test_pyg.py test_sampler.py test_loader.py) \
+    >"$out/python-pytest.log" 2>&1; then
+    echo "PASS python pytest: $(tail -1 "$out/python-pytest.log")"
+  else
+    echo "FAIL python pytest"; tail -40 "$out/python-pytest.log"; failed+=(python-pytest)
+  fi
+else
+  echo "SKIP python pytest: no pytest here"
+fi
+
 # 4. Benchmarks beside the roofline probes, in the same run.
 if [ "${GPU_BENCH:-1}" != 0 ]; then
   ./scripts/gpu_bench.sh "$build" "$out" || failed+=(bench)

@@ -161,8 +161,11 @@ int main(int argc, char **argv) {
   o.host_cache_bytes = -1;
   expect_status(tfs_open(ds, &o, &s), TFS_EINVAL, "host_cache_bytes", "open with a negative host cache");
   o = default_opts();
-  o.device = 1;
-  expect_status(tfs_open(ds, &o, &s), TFS_ENOTSUP, "CUDA", "open on CUDA device 1");
+  o.gpu_topology = "nvme";
+  expect_status(tfs_open(ds, &o, &s), TFS_EINVAL, "gpu_topology", "open with an unknown gpu_topology");
+  o = default_opts();
+  o.gpu_cache_bytes = -1;
+  expect_status(tfs_open(ds, &o, &s), TFS_EINVAL, "gpu_cache_bytes", "open with a negative GPU cache");
 
   /* An older caller's smaller struct: what lies past struct_size must be ignored. */
   o = default_opts();
@@ -209,7 +212,7 @@ int main(int argc, char **argv) {
   expect_status(tfs_gather(NULL, &id, 1, row, rb), TFS_EINVAL, "NULL", "gather on store NULL");
   expect_status(tfs_gather((tfs_store *)(uintptr_t)0x7fffffff0000ULL, &id, 1, row, rb), TFS_EINVAL, "not a tierfs handle",
                 "gather on a made-up handle");
-  expect_status(tfs_gather_device(s, &id, 1, row, rb, NULL), TFS_ENOTSUP, "no CUDA path", "tfs_gather_device");
+  expect_status(tfs_gather_device(s, &id, 1, row, rb, NULL), TFS_ENOTSUP, "GPU path unavailable", "tfs_gather_device");
 
   /* ---- labels, split, stats, place ---- */
   int64_t lab = 0;
