@@ -41,7 +41,7 @@ func (m *View) placementJSON() ([]byte, error) {
 		Nodes: m.store.NumNodes(), RowBytes: m.store.RowBytes(),
 		HostRows: hostStats.RowsHeld, HostBytes: hostStats.BytesHeld, Policy: "unknown",
 	}
-	m.store.Host().Ranges(func(first, count int64) bool {
+	m.store.TierRanges(tiers.Host, func(first, count int64) bool {
 		p.HostRanges++
 		return true
 	})
@@ -57,12 +57,7 @@ func (m *View) placementJSON() ([]byte, error) {
 
 // tierStats is the store's TierStats of kind (zero when the store has no such tier).
 func (m *View) tierStats(kind tiers.Kind) featurestore.TierStats {
-	for _, t := range m.store.Stats().Tiers {
-		if t.Tier == kind {
-			return t
-		}
-	}
-	return featurestore.TierStats{Tier: kind}
+	return m.store.Stats().Tier(kind)
 }
 
 // tierSummary is tiers/<kind>/summary.txt.
@@ -70,7 +65,11 @@ func (m *View) tierSummary(kind tiers.Kind) []byte {
 	t := m.tierStats(kind)
 	b := fmt.Appendf(nil, "tier %s\n", kind)
 	if kind == tiers.GPU {
-		b = append(b, "present no\nnote tierfs has no GPU tier yet; rows are served from host and ssd\n"...)
+		if ok, why := m.store.GPUAvailable(); !ok {
+			b = fmt.Appendf(b, "present no\nnote %s\n", why)
+		} else {
+			b = append(b, "present yes\n"...)
+		}
 	} else {
 		b = append(b, "present yes\n"...)
 	}
@@ -80,17 +79,7 @@ func (m *View) tierSummary(kind tiers.Kind) []byte {
 
 // tierRanges yields the runs of node ids tier kind holds.
 func (m *View) tierRanges(kind tiers.Kind) func(fn func(first, count int64) bool) {
-	switch kind {
-	case tiers.Host:
-		return m.store.Host().Ranges
-	case tiers.SSD:
-		return func(fn func(first, count int64) bool) {
-			if n := m.store.NumNodes(); n > 0 {
-				fn(0, n)
-			}
-		}
-	}
-	return func(func(first, count int64) bool) {}
+	return func(fn func(first, count int64) bool) { m.store.TierRanges(kind, fn) }
 }
 
 // rangesChunk is the size of the pieces ranges.txt is streamed in.
@@ -232,10 +221,7 @@ func (m *View) neighborsText(id int64) ([]byte, error) {
 
 // tierOf names the fastest tier holding the row of id.
 func (m *View) tierOf(id int64) []byte {
-	if m.store.Host().Slot(id) >= 0 {
-		return []byte(tiers.Host + "\n")
-	}
-	return []byte(tiers.SSD + "\n")
+	return []byte(m.store.TierOf(id) + "\n")
 }
 
 func (m *View) labelText(id int64) ([]byte, error) {

@@ -36,9 +36,8 @@
 //     store call any more; later requests on files still open fail with EIO. It never waits on the
 //     store's Close, so closing the store with requests in flight cannot deadlock.
 //
-// Limitation: the host tier is read through Store.Host(), which featurestore does not lock against
-// Store.Place; reads of tier, ranges.txt and placement.json while a Place runs may see a mix of
-// the old and the new placement, or fail with EIO.
+// The tiers are read through Store.TierOf and Store.TierRanges, under the store's placement lock:
+// a read while a Place runs sees the old or the new placement.
 //
 // Mounting needs /dev/fuse, and either root (the mount is made with mount(2) directly) or the
 // fusermount3 (or fusermount) helper in PATH.
