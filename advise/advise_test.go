@@ -318,7 +318,7 @@ func TestMeasureAndRun(t *testing.T) {
 }
 
 func TestMemAvailable(t *testing.T) {
-	n, err := MemAvailable()
+	n, err := featurestore.MemAvailable()
 	if err != nil {
 		t.Skip(err)
 	}

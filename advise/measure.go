@@ -1,15 +1,11 @@
 package advise
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -380,28 +376,4 @@ func ProbeHostCopy(rowBytes int64, workers int, dur time.Duration) (float64, err
 		rates = append(rates, float64(total)/time.Since(start).Seconds())
 	}
 	return median(rates), nil
-}
-
-// MemAvailable is MemAvailable of /proc/meminfo in bytes.
-func MemAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			fields := strings.Fields(rest)
-			if len(fields) == 0 {
-				break
-			}
-			kb, err := strconv.ParseInt(fields[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/meminfo: MemAvailable %q: %w", rest, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, errors.New("/proc/meminfo has no MemAvailable line")
 }

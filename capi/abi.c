@@ -110,6 +110,10 @@ tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf
   return (tfs_status)tfsgo_advise_json(H(store), (char *)request_json, buf, cap, needed);
 }
 
+tfs_status tfs_place_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
+  return (tfs_status)tfsgo_place_json(H(store), (char *)request_json, buf, cap, needed);
+}
+
 tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts, tfs_sampler **out) {
   uintptr_t h = 0;
   if (out != NULL) {
@@ -154,3 +158,27 @@ tfs_status tfs_ingest(const char *options_json) { return (tfs_status)tfsgo_inges
 tfs_status tfs_mount(tfs_store *store, const char *dir) { return (tfs_status)tfsgo_mount(H(store), (char *)dir); }
 
 tfs_status tfs_unmount(tfs_store *store) { return (tfs_status)tfsgo_unmount(H(store)); }
+
+tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_options *opts, tfs_io **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  tfs_status st = (tfs_status)tfsgo_io_open((char **)paths, n_paths, (tfs_io_options *)opts, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_io *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_io_submit(tfs_io *io, const tfs_io_request *reqs, int64_t n) {
+  return (tfs_status)tfsgo_io_submit(H(io), (tfs_io_request *)reqs, n);
+}
+
+tfs_status tfs_io_complete(tfs_io *io, void *cuda_stream) { return (tfs_status)tfsgo_io_complete(H(io), cuda_stream); }
+
+tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed) {
+  return (tfs_status)tfsgo_io_stats_json(H(io), buf, cap, needed);
+}
+
+tfs_status tfs_io_close(tfs_io *io) { return (tfs_status)tfsgo_io_close(H(io)); }

@@ -12,6 +12,7 @@ const (
 	kindStore kind = iota + 1
 	kindSampler
 	kindSample
+	kindIO
 )
 
 func (k kind) String() string {
@@ -22,6 +23,8 @@ func (k kind) String() string {
 		return "sampler"
 	case kindSample:
 		return "sample"
+	case kindIO:
+		return "io"
 	}
 	return "unknown"
 }

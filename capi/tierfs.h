@@ -5,14 +5,15 @@
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*) are opaque and not pointers to
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*) are opaque and not pointers to
  *    memory; free each with its _close/_free function exactly once (a closed or freed handle
  *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
  *    from one thread at a time.
  *  - Option structs start with their own size: set .struct_size = sizeof(the struct); zero
  *    fields take defaults. Newer libraries accept older, smaller structs (struct_size must cover
  *    at least the first field after it, and not exceed the library's sizeof).
- *  - Buffers are the caller's; the library never keeps a pointer after a call returns.
+ *  - Buffers are the caller's; the library never keeps a pointer after a call returns (except
+ *    tfs_io_submit's destinations, written until the next tfs_io_complete).
  *  - Load the library once per process and do not fork after loading it (it runs a Go runtime).
  */
 #ifndef TIERFS_H
@@ -120,6 +121,22 @@ tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *neede
  * it without measuring again. Takes seconds (it runs real batches). */
 tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed);
 
+/* Topology+feature placement (`tierfs place`): loads the placement saved in the dataset
+ * directory when it was made for the dataset as it is and for the request's inputs; otherwise
+ * profiles sampling batches, plans, and saves it there. Then applies it to the store: the feature
+ * tiers are refilled from it (gathers wait meanwhile) and, for a topology kept on disk, the
+ * neighbor lists it places in memory are held in memory. request_json holds the keys of
+ * `tierfs place`: {"fanouts": [10, 5], "batch_size": 1024} are required; optional "policy"
+ * ("unified", "unified-pcie", "topology-first", "features-first", "degree", "random", "none"),
+ * "batches" (0: one epoch), "time_budget_s", "seeds" (default: the train split, else every
+ * node), "gpu_bytes" and "host_bytes" (default: the store's caches), "recompute". The report
+ * (JSON, as `tierfs place --json`: source "loaded"/"replanned"/"computed", usage per tier, and a
+ * per-batch traffic comparison of every policy) is copied to buf as tfs_advise_json does: when it
+ * does not fit, buf gets "" and the same request with cap >= *needed returns it without planning
+ * again. TFS_EINVAL for a bad request or budget (negative, or host_bytes above the machine's
+ * available memory) or a plan whose feature rows do not fit the store's caches. */
+tfs_status tfs_place_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed);
+
 typedef struct tfs_sampler_options {
   size_t struct_size;
   const int32_t *fanouts; /* per hop; -1 takes every neighbor */
@@ -151,6 +168,69 @@ tfs_status tfs_ingest(const char *options_json);
  * tfs_unmount or tfs_close. */
 tfs_status tfs_mount(tfs_store *store, const char *dir);
 tfs_status tfs_unmount(tfs_store *store);
+
+/* ---- The asynchronous IO stack on its own (as Hyperion's IOStack) ----
+ *
+ * A tfs_io reads arbitrary byte ranges of a fixed set of files, with io_uring and O_DIRECT into
+ * registered staging memory (or pread where io_uring is unavailable), and delivers them into host
+ * memory or, through a completion kernel, into device memory. It is the engine under tfs_gather,
+ * usable without a dataset.
+ *
+ *  - tfs_io_submit queues requests and hands as many reads to the kernel as the queue depth and
+ *    staging allow. It never waits for IO. Several submits may precede one complete.
+ *  - tfs_io_complete waits for every request submitted since the last complete: it returns once
+ *    every read is reaped, every host destination holds its bytes, and the copies into device
+ *    destinations are enqueued on cuda_stream (work queued on that stream afterwards sees them;
+ *    the call does not wait for the kernels). On failure the requests not yet read are dropped,
+ *    their destinations are unspecified, and the tfs_io stays usable.
+ *  - Destinations are the caller's memory, used in place (no copy through the library): each
+ *    request's dst must stay valid and untouched from its submit until the complete that follows
+ *    (this is the one exception to "the library never keeps a pointer after a call returns").
+ *  - Offsets and lengths need no alignment; the stack reads the covering block-aligned ranges,
+ *    merging requests that share blocks (reads of up to max_io_bytes; longer requests are split)
+ *    and may read a file's last partial block. A request past the end of its file is TFS_EINVAL.
+ *  - A tfs_io serves one caller at a time: calls on one handle from several threads are
+ *    serialized (each waits for the other's call). For parallel IO open one tfs_io per thread.
+ *  - tfs_io_close drops requests not yet completed (waiting for reads in flight), frees the
+ *    staging memory and closes the files. */
+typedef struct tfs_io tfs_io;
+
+typedef struct tfs_io_options {
+  size_t struct_size;
+  const char *backend;   /* NULL/"": io_uring, else pread; "io_uring" or "pread" to force */
+  int32_t block_size;    /* O_DIRECT alignment, a power of two; 0: 4096 */
+  int32_t queue_depth;   /* reads in flight at most; 0: 128 */
+  int32_t max_io_bytes;  /* largest single read (rounded up to block_size); 0: 128 KiB */
+  int64_t staging_bytes; /* staging memory; 0: queue_depth * max_io_bytes */
+  int32_t no_coalesce;   /* nonzero: one read (or more) per request, never merged with others */
+  int32_t device;        /* -1: host destinations only; else the CUDA ordinal whose memory requests
+                            may target (TFS_ENOTSUP where CUDA or that GPU is unavailable). Note a
+                            zeroed struct means device 0; opts NULL means -1 */
+} tfs_io_options;
+
+/* Opens n_paths files (O_RDONLY | O_DIRECT, without O_DIRECT where the file system refuses it),
+ * indexed 0..n_paths-1 in requests. The tfs_io owns and closes them. opts may be NULL. */
+tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_options *opts, tfs_io **out);
+
+typedef struct tfs_io_request {
+  int32_t file;          /* index into the paths of tfs_io_open */
+  int64_t offset;        /* byte offset in that file, >= 0 */
+  int64_t length;        /* bytes, > 0; offset + length <= the file's size */
+  void *dst;             /* length bytes of host memory, or of device memory if dst_is_device */
+  int32_t dst_is_device; /* nonzero: dst is device memory (a tfs_io opened with device >= 0) */
+} tfs_io_request;
+
+/* Queues n requests (reqs may be NULL when n is 0). Checks every request first: on a bad one
+ * (TFS_EINVAL, the message names reqs[i] and the field) nothing is queued. Never waits for IO. */
+tfs_status tfs_io_submit(tfs_io *io, const tfs_io_request *reqs, int64_t n);
+/* Waits for every submitted request (see above). cuda_stream (a cudaStream_t, NULL for the legacy
+ * default stream) orders the device copies; it is ignored by a tfs_io with host destinations only. */
+tfs_status tfs_io_complete(tfs_io *io, void *cuda_stream);
+/* Counters as JSON ("backend", "requests", "reads", "bytes_requested", "bytes_read",
+ * "device_requests", "completion_kernels", "latency_histogram_us_log2", plus "files", "device" and
+ * "pending_requests"), copied as by tfs_stats_json. */
+tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed);
+tfs_status tfs_io_close(tfs_io *io);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -93,7 +94,7 @@ type diskGraph struct {
 	s         *Store
 	n, edges  int64
 	indexSize int64
-	cache     *topoCache // nil without a placement
+	cache     atomic.Pointer[topoCache] // nil without a placement; ApplyPlacement swaps it
 	recent    recentPointers
 }
 
@@ -113,22 +114,22 @@ func (g *diskGraph) checkNodes(nodes []int64) error {
 // the cache holds, slot[i] >= 0 is its cache slot and the pair indexes the cache's entries;
 // otherwise slot[i] is -1 (slot is nil without a cache) and the pair is indptr[v], indptr[v+1]
 // read from disk.
-func (g *diskGraph) pointers(nodes []int64) ([]int64, []int32, error) {
+func (g *diskGraph) pointers(nodes []int64, cache *topoCache) ([]int64, []int32, error) {
 	if err := g.checkNodes(nodes); err != nil {
 		return nil, nil, err
 	}
 	ptr := make([]int64, 2*len(nodes))
 	buf := int64Bytes(ptr)
 	var slot []int32
-	if g.cache != nil {
+	if cache != nil {
 		slot = make([]int32, len(nodes))
 	}
 	reqs := make([]gpuio.Request, 0, len(nodes))
 	for i, v := range nodes {
 		if slot != nil {
-			if c := g.cache.slot(v); c >= 0 {
+			if c := cache.slot(v); c >= 0 {
 				slot[i] = int32(c)
-				ptr[2*i], ptr[2*i+1] = g.cache.ptr[c], g.cache.ptr[c+1]
+				ptr[2*i], ptr[2*i+1] = cache.ptr[c], cache.ptr[c+1]
 				continue
 			}
 			slot[i] = -1
@@ -147,22 +148,24 @@ func (g *diskGraph) pointers(nodes []int64) ([]int64, []int32, error) {
 }
 
 func (g *diskGraph) Degrees(nodes []int64, deg []int64) error {
-	ptr, slot, err := g.pointers(nodes)
+	cache := g.cache.Load()
+	ptr, slot, err := g.pointers(nodes, cache)
 	if err != nil {
 		return err
 	}
 	for i := range nodes {
 		deg[i] = ptr[2*i+1] - ptr[2*i]
 	}
-	g.recent.put(nodes, ptr, slot)
+	g.recent.put(nodes, ptr, slot, cache)
 	return nil
 }
 
 func (g *diskGraph) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int64) error {
-	ptr, slot, ok := g.recent.take(nodes)
+	ptr, slot, cache, ok := g.recent.take(nodes)
 	if !ok {
 		var err error
-		if ptr, slot, err = g.pointers(nodes); err != nil {
+		cache = g.cache.Load()
+		if ptr, slot, err = g.pointers(nodes, cache); err != nil {
 			return err
 		}
 	}
@@ -181,10 +184,10 @@ func (g *diskGraph) NeighborsAt(nodes []int64, off []int64, pos []int64, out []i
 				return fmt.Errorf("topology: position %d of node %d is out of range [0, %d)", pos[j], v, deg)
 			}
 			switch {
-			case cached && g.cache.idx32 != nil:
-				out[j] = int64(g.cache.idx32[ptr[2*i]+pos[j]])
+			case cached && cache.idx32 != nil:
+				out[j] = int64(cache.idx32[ptr[2*i]+pos[j]])
 			case cached:
-				out[j] = g.cache.idx64[ptr[2*i]+pos[j]]
+				out[j] = cache.idx64[ptr[2*i]+pos[j]]
 			default:
 				if slot != nil {
 					fromDisk[j] = true

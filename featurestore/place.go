@@ -29,6 +29,7 @@ func (s *Store) Place(hotness []uint32) error {
 	}
 	gpuRows := s.gpuCapacityRows()
 	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes)+gpuRows, n)
+	plan := s.currentPlacement()
 	var ids []int64
 	switch {
 	case k == n && gpuRows == 0:
@@ -36,8 +37,8 @@ func (s *Store) Place(hotness []uint32) error {
 		for i := range ids {
 			ids[i] = int64(i)
 		}
-	case hotness == nil && s.opt.Placement != nil:
-		if ids, err = s.planRows(k, gpuRows); err != nil {
+	case hotness == nil && plan != nil:
+		if ids, err = s.planRows(plan, k, gpuRows); err != nil {
 			return err
 		}
 	case k == 0:

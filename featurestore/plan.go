@@ -10,9 +10,11 @@ import (
 	"github.com/tierfs/tierfs/tiers/host"
 )
 
-// checkPlacement rejects a placement made for another node count or row size.
-func (s *Store) checkPlacement() error {
-	p := s.opt.Placement
+// checkPlacement rejects an Options.Placement made for another node count or row size.
+func (s *Store) checkPlacement() error { return s.checkPlan(s.opt.Placement) }
+
+// checkPlan rejects a placement made for another node count or row size.
+func (s *Store) checkPlan(p *placement.Placement) error {
 	if p == nil {
 		return nil
 	}
@@ -25,10 +27,9 @@ func (s *Store) checkPlacement() error {
 	return nil
 }
 
-// planRows lists the feature rows Options.Placement puts in memory, GPU rows first when the
+// planRows lists the feature rows placement p puts in memory, GPU rows first when the
 // store has a GPU tier (gpuRows > 0). They must fit the k rows the tiers hold.
-func (s *Store) planRows(k, gpuRows int64) ([]int64, error) {
-	p := s.opt.Placement
+func (s *Store) planRows(p *placement.Placement, k, gpuRows int64) ([]int64, error) {
 	var ids []int64
 	if gpuRows > 0 {
 		ids = p.Nodes(placement.KindFeature, placement.TierGPU)
@@ -64,7 +65,8 @@ func (c *topoCache) Bytes() int64 {
 }
 
 // cachePlan reads into memory the neighbor lists of the nodes whose topology Options.Placement
-// puts in GPU or host memory (there is no GPU topology cache yet, so both live in host memory).
+// puts in GPU or host memory (there is no GPU topology cache yet, so both live in host memory),
+// replacing any earlier cache (samplers running meanwhile finish on the one they started with).
 // Memory: the plan's topology bytes plus 8 bytes a node; the plan's budget bounds it.
 func (g *diskGraph) cachePlan(p *placement.Placement) error {
 	if p == nil {
@@ -73,10 +75,11 @@ func (g *diskGraph) cachePlan(p *placement.Placement) error {
 	nodes := p.Nodes(placement.KindTopology, placement.TierGPU)
 	nodes = append(nodes, p.Nodes(placement.KindTopology, placement.TierHost)...)
 	if len(nodes) == 0 {
+		g.cache.Store(nil)
 		return nil
 	}
 	slices.Sort(nodes)
-	ptr, _, err := g.pointers(nodes)
+	ptr, _, err := g.pointers(nodes, nil)
 	if err != nil {
 		return err
 	}
@@ -126,7 +129,7 @@ func (g *diskGraph) cachePlan(p *placement.Placement) error {
 			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d)", v, j, g.n)
 		}
 	}
-	g.cache = c
+	g.cache.Store(c)
 	return nil
 }
 
@@ -142,28 +145,29 @@ type ptrEntry struct {
 	nodes []int64 // a copy of the nodes asked about
 	ptr   []int64
 	slot  []int32
+	cache *topoCache // the cache slot indexes
 }
 
 const recentPointerEntries = 16
 
-func (r *recentPointers) put(nodes, ptr []int64, slot []int32) {
+func (r *recentPointers) put(nodes, ptr []int64, slot []int32, cache *topoCache) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.entries) == recentPointerEntries {
 		r.entries = slices.Delete(r.entries, 0, 1)
 	}
-	r.entries = append(r.entries, ptrEntry{slices.Clone(nodes), ptr, slot})
+	r.entries = append(r.entries, ptrEntry{slices.Clone(nodes), ptr, slot, cache})
 }
 
 // take removes and returns the entry for exactly nodes, if any.
-func (r *recentPointers) take(nodes []int64) (ptr []int64, slot []int32, ok bool) {
+func (r *recentPointers) take(nodes []int64) (ptr []int64, slot []int32, cache *topoCache, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.entries) - 1; i >= 0; i-- {
 		if e := r.entries[i]; slices.Equal(e.nodes, nodes) {
 			r.entries = slices.Delete(r.entries, i, i+1)
-			return e.ptr, e.slot, true
+			return e.ptr, e.slot, e.cache, true
 		}
 	}
-	return nil, nil, false
+	return nil, nil, nil, false
 }

@@ -65,7 +65,7 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 	}
 	defer disk.Close()
 	dg, ok := disk.Graph().(*diskGraph)
-	if !ok || dg.cache == nil || int64(len(dg.cache.ids)) != cachedNodes {
+	if !ok || dg.cache.Load() == nil || int64(len(dg.cache.Load().ids)) != cachedNodes {
 		t.Fatalf("disk graph %T does not cache the plan's %d nodes", disk.Graph(), cachedNodes)
 	}
 	for round := range 4 {

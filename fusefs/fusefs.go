@@ -86,6 +86,8 @@ func PlacementOf(s *featurestore.Store, opened featurestore.Options) *Placement 
 		p.Policy = "all"
 	case opened.Hotness != nil:
 		p.Policy = "hotness"
+	case opened.Placement != nil:
+		p.Policy = opened.Placement.Policy.String() + " placement"
 	case s.Graph() != nil:
 		p.Policy = "in-degree"
 	default:

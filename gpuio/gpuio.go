@@ -15,6 +15,8 @@ package gpuio
 // Request asks for Length bytes at byte Offset of file File, delivered into Dst, or, when Dst is
 // nil, into device memory at DevDst by the completion kernel (a Stack with AttachDevice).
 // Offset and Length need no alignment: the stack reads the covering BlockSize-aligned range.
+// A file need not be a BlockSize multiple long: a read that the end of the file cuts short is
+// fine when it still holds every byte its requests want (unless Options.Verify is set).
 type Request struct {
 	File   int     // index into the fds the Stack was opened with
 	Offset int64   // byte offset in that file, >= 0

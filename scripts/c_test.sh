@@ -97,7 +97,8 @@ check "g++ -std=c++17 -Wall -Werror examples/c/example.cpp" \
   "$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -I "$BUILD" "$SRC/example.cpp" "${LDFLAGS[@]}" -o "$WORK/example_cpp"
 check "gcc -Wall -Werror examples/c/roundtrip.c" "$CC" "${CFLAGS[@]}" "$SRC/roundtrip.c" "${LDFLAGS[@]}" -o "$WORK/roundtrip"
 check "gcc -Wall -Werror examples/c/errors.c" "$CC" "${CFLAGS[@]}" "$SRC/errors.c" "${LDFLAGS[@]}" -o "$WORK/errors"
-for p in example example_cpp roundtrip errors; do
+check "gcc -Wall -Werror examples/c/iostack.c" "$CC" "${CFLAGS[@]}" "$SRC/iostack.c" "${LDFLAGS[@]}" -o "$WORK/iostack"
+for p in example example_cpp roundtrip errors iostack; do
   if [[ ! -x $WORK/$p ]]; then
     echo "# $p did not build; stopping"
     echo "$passed passed, $failed failed"
@@ -166,6 +167,12 @@ done
 
 # ---- ground truth: .npy inputs of known contents through tfs_ingest ----
 tap roundtrip "$WORK/roundtrip" "$WORK/rt"
+
+# ---- the IO stack on its own (tfs_io_*): random unaligned reads checked against pread; the seed
+# is printed (set TIERFS_IO_SEED to repeat a run) ----
+io_seed=${TIERFS_IO_SEED:-$((RANDOM * 32768 + RANDOM))}
+echo "# iostack seed $io_seed"
+tap iostack "$WORK/iostack" "$WORK/io" "$io_seed"
 
 # ---- error paths: on copies of dataset A with a newer manifest version, a flipped byte in the
 # first feature block, and a manifest that is not JSON ----

@@ -81,7 +81,7 @@ func runAdvise(args []string) error {
 	if gpuCache > 0 {
 		return fmt.Errorf("--gpu-cache %s: this build has no GPU tier (leave it 0)", formatBytes(int64(gpuCache)))
 	}
-	if avail, err := advise.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
+	if avail, err := featurestore.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
 		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
 			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
 	}

@@ -54,6 +54,7 @@ func runBench(args []string) error {
 	threads := fs.Int("threads", 1, "goroutines gathering at once")
 	seed := fs.Uint64("seed", 1, "random seed of the id stream")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
+	usePlacement := placementFlag(fs) // for the mixed configuration, instead of the stream's hotness
 	pos, err := parseFlags(fs, args[1:], 1)
 	if err != nil {
 		return err
@@ -79,12 +80,19 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
+	planned := featurestore.Options{HostCacheBytes: int64(hostCache)}
+	if err := withPlacement(dir, &planned, *usePlacement); err != nil {
+		return err
+	}
 	fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
 		dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, *qd, runtime.NumCPU())
 
 	var results []benchResult
 	run := func(name string, opt featurestore.Options, note string) error {
 		opt.QueueDepth, opt.MaxConcurrentIO, opt.Hotness = *qd, *threads, hotness
+		if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
+			opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
+		}
 		s, err := featurestore.Open(dir, opt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

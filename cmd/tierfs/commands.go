@@ -186,12 +186,16 @@ func runGather(args []string) error {
 	opt := storeFlags(fs)
 	idsPath := fs.String("ids", "", "node ids: .npy of any integer dtype, or split:NAME for a split of the dataset (split:test)")
 	out := fs.String("out", "", "output .npy of shape (len(ids), dim)")
+	usePlacement := placementFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
 	}
 	if *idsPath == "" || *out == "" {
 		return fmt.Errorf("--ids and --out are required")
+	}
+	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
+		return err
 	}
 	s, err := featurestore.Open(pos[0], *opt)
 	if err != nil {
@@ -218,12 +222,16 @@ func runSample(args []string) error {
 	replace := fs.Bool("replace", false, "sample with replacement")
 	seed := fs.Uint64("seed", 0, "random seed")
 	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy")
+	usePlacement := placementFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
 	}
 	if *seedsPath == "" || *out == "" {
 		return fmt.Errorf("--seeds and --out are required")
+	}
+	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
+		return err
 	}
 	var hops []int
 	for _, f := range strings.Split(*fanouts, ",") {

@@ -4,11 +4,12 @@
 //	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...]
 //	tierfs info    DIR
 //	tierfs verify  DIR
-//	tierfs gather  DIR --ids ids.npy --out out.npy [--host-cache BYTES]
-//	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2
-//	tierfs bench gather DIR [--host-cache BYTES] [--batch N] [--batches N] [--dist powerlaw]
+//	tierfs gather  DIR --ids ids.npy --out out.npy [--host-cache BYTES] [--placement]
+//	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2 [--placement]
+//	tierfs bench gather DIR [--host-cache BYTES] [--batch N] [--batches N] [--dist powerlaw] [--placement]
+//	tierfs place   DIR --fanouts 10,5 --batch-size N --host-cache BYTES [--gpu-cache BYTES] [--policy P] [--batches N] [--recompute] [--json]
 //	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png]
-//	tierfs mount   DIR MOUNTPOINT [--host-cache BYTES] [--foreground]
+//	tierfs mount   DIR MOUNTPOINT [--host-cache BYTES] [--placement] [--foreground]
 //	tierfs umount  MOUNTPOINT
 package main
 
@@ -36,6 +37,7 @@ func init() {
 		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
 		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
 		{"bench", "measure gather throughput per tier (bench gather DIR ...)", runBench},
+		{"place", "profile, plan and save the dataset's topology+feature placement; compare policies", runPlace},
 		{"advise", "predict seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model)", runAdvise},
 		{"mount", "mount a read-only view of a dataset's tiers (FUSE)", runMount},
 		{"umount", "unmount a tierfs mount", runUmount},

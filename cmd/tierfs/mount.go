@@ -28,6 +28,7 @@ func runMount(args []string) error {
 	var hostCache sizeFlag
 	fs.Var(&hostCache, "host-cache", "host tier size, e.g. 512MB or 4GiB")
 	foreground := fs.Bool("foreground", false, "serve in this process until unmounted or interrupted, instead of in the background")
+	fs.BoolVar(&mountPlacement, "placement", false, "fill the host tier from the placement `tierfs place` saved in the dataset (fresh for --host-cache)")
 	pos, err := parseFlags(fs, args, 2)
 	if err != nil {
 		return err
@@ -80,7 +81,7 @@ func mountInBackground(datasetDir, mountpoint string, hostCache int64) error {
 		return err
 	}
 	defer readyR.Close()
-	cmd := exec.Command(exe, "mount", "--foreground", "--host-cache", strconv.FormatInt(hostCache, 10), datasetDir, mountpoint)
+	cmd := exec.Command(exe, "mount", "--foreground", "--host-cache", strconv.FormatInt(hostCache, 10), "--placement="+strconv.FormatBool(mountPlacement), datasetDir, mountpoint)
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{readyW}
@@ -108,6 +109,9 @@ func mountInBackground(datasetDir, mountpoint string, hostCache int64) error {
 // until SIGINT, SIGTERM, SIGHUP, or an unmount from outside.
 func serveMount(datasetDir, mountpoint string, hostCache int64, ready *os.File) error {
 	opt := featurestore.Options{HostCacheBytes: hostCache}
+	if err := withPlacement(datasetDir, &opt, mountPlacement); err != nil {
+		return err
+	}
 	store, err := featurestore.Open(datasetDir, opt)
 	if err != nil {
 		return err

@@ -108,6 +108,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_place", [c_void_p, c_void_p, c_int64]),
     ("tfs_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_advise_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_place_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_sampler_create", [c_void_p, POINTER(SamplerOptions), POINTER(c_void_p)]),
     ("tfs_sampler_free", [c_void_p]),
     ("tfs_sample", [c_void_p, c_void_p, c_int64, POINTER(c_void_p)]),

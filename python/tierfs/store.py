@@ -566,10 +566,63 @@ class Store:
 
     # placement, stats, mount -----------------------------------------------------------
 
-    def place(self, hotness: Optional[Any] = None) -> None:
+    def place(
+        self,
+        hotness: Optional[Any] = None,
+        *,
+        fanouts: Optional[Sequence[int]] = None,
+        batch_size: Optional[int] = None,
+        policy: str = "unified",
+        batches: Optional[int] = None,
+        recompute: bool = False,
+        host_bytes: Optional[int] = None,
+        gpu_bytes: Optional[int] = None,
+    ) -> Optional[Dict[str, Any]]:
         """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
         are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
-        new ones while it runs."""
+        new ones while it runs.
+
+        With ``fanouts`` (and ``batch_size``) it places topology and features together instead,
+        as ``tierfs place``: it loads the placement saved in the dataset directory when it was
+        made for the dataset as it is and for these inputs, otherwise profiles ``batches``
+        sampling batches (None: one epoch of the train split, else of every node), plans under
+        ``policy`` ("unified", "unified-pcie", "topology-first", "features-first", "degree",
+        "random", "none") and saves it there (``recompute`` forces this); then applies it to
+        this store. The budgets are the store's caches unless ``host_bytes`` / ``gpu_bytes``
+        are given. Returns the report as a dict (the JSON of ``tierfs place --json``):
+        ``source`` ("loaded", "replanned", "computed"), ``loaded``, ``file``, ``usage`` (per
+        kind and tier), ``comparison`` (per policy: ``pcie_bytes_per_batch``,
+        ``ssd_bytes_per_batch``, memory taken, ``chosen``), ...
+
+        Raises:
+            ValueError (tierfs.InvalidArgumentError): hotness together with fanouts, fanouts
+                without batch_size, a bad policy, budget or size, or a plan whose feature rows
+                do not fit the store's caches.
+        """
+        if fanouts is not None or batch_size is not None:
+            if hotness is not None:
+                raise errors.InvalidArgumentError("give hotness or fanouts (a planned placement), not both")
+            if fanouts is None or batch_size is None:
+                raise errors.InvalidArgumentError("a planned placement needs both fanouts and batch_size")
+            req: Dict[str, Any] = dict(
+                fanouts=[int(f) for f in fanouts], batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
+            )
+            if batches is not None:
+                req["batches"] = int(batches)
+            if host_bytes is not None:
+                req["host_bytes"] = int(_util.parse_size(host_bytes)) if isinstance(host_bytes, str) else int(host_bytes)
+            if gpu_bytes is not None:
+                req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
+            request = json.dumps(req).encode()
+            h = self._h()
+            cap = 1 << 16
+            while True:
+                buf = _native.ctypes.create_string_buffer(cap)
+                needed = c_size_t(0)
+                check(lib.tfs_place_json(h, request, buf, cap, byref(needed)))
+                if needed.value <= cap:
+                    return json.loads(buf.value.decode())
+                cap = needed.value  # the report is kept: the retry does not plan again
         h = self._h()
         if hotness is None:
             check(lib.tfs_place(h, None, 0))

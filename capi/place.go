@@ -1,0 +1,118 @@
+package main
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/placement"
+)
+
+// pendingPlace keeps, per store handle, the last report that did not fit the caller's buffer, so
+// the retry with a buffer of *needed bytes returns it instead of planning and applying again.
+var pendingPlace sync.Map // uintptr -> adviceResult
+
+// placeRequest is tfs_place_json's request: the keys of `tierfs place`.
+type placeRequest struct {
+	Fanouts    []int    `json:"fanouts"`
+	BatchSize  int      `json:"batch_size"`
+	Policy     string   `json:"policy"`
+	Batches    int      `json:"batches"`
+	TimeBudget float64  `json:"time_budget_s"`
+	Seeds      *[]int64 `json:"seeds"`      // absent: the train split, else every node
+	GPUBytes   *int64   `json:"gpu_bytes"`  // absent: the store's GPU cache (0 when its GPU path does not run)
+	HostBytes  *int64   `json:"host_bytes"` // absent: the store's host cache
+	Recompute  bool     `json:"recompute"`
+}
+
+//export tfsgo_place_json
+func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_place_json", &st)
+	return finish("tfs_place_json", placeJSON(uintptr(store), request, buf, uint64(capacity), needed), stEINVAL)
+}
+
+func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	switch {
+	case request == nil:
+		return fail(stEINVAL, "request_json is NULL")
+	case needed == nil:
+		return fail(stEINVAL, "needed is NULL")
+	case capacity > 0 && buf == nil:
+		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	}
+	reqText := C.GoString(request)
+	var data []byte
+	if p, ok := pendingPlace.Load(h); ok && p.(adviceResult).request == reqText {
+		data = p.(adviceResult).data
+	} else {
+		dec := json.NewDecoder(bytes.NewReader([]byte(reqText)))
+		dec.DisallowUnknownFields()
+		var req placeRequest
+		if err := dec.Decode(&req); err != nil {
+			return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)
+		}
+		if req.TimeBudget < 0 {
+			return fail(stEINVAL, "request_json: time_budget_s = %v is negative", req.TimeBudget)
+		}
+		policy, err := placement.ParsePolicy(req.Policy)
+		if err != nil {
+			return withStatus(stEINVAL, err)
+		}
+		opt := featurestore.PlanOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches,
+			TimeBudget: time.Duration(req.TimeBudget * float64(time.Second)), Policy: policy, Recompute: req.Recompute,
+			HostBytes: rec.opened.HostCacheBytes}
+		if ok, _ := rec.s.GPUAvailable(); ok {
+			opt.GPUBytes = rec.opened.GPUCacheBytes
+		}
+		if req.GPUBytes != nil {
+			opt.GPUBytes = *req.GPUBytes
+		}
+		if req.HostBytes != nil {
+			opt.HostBytes = *req.HostBytes
+		}
+		if req.Seeds != nil {
+			opt.Seeds = *req.Seeds
+			if opt.Seeds == nil {
+				opt.Seeds = []int64{}
+			}
+		}
+		p, r, err := rec.s.PlanPlacement(opt)
+		if err != nil {
+			return err
+		}
+		if err := rec.s.ApplyPlacement(p); err != nil {
+			return err
+		}
+		rec.mu.Lock()
+		rec.opened.Placement, rec.opened.Hotness = p, nil // the mount's placement.json names it
+		rec.mu.Unlock()
+		if data, err = json.Marshal(r); err != nil {
+			return err
+		}
+	}
+	*needed = C.size_t(len(data) + 1)
+	if uint64(len(data)) >= capacity {
+		pendingPlace.Store(h, adviceResult{request: reqText, data: data})
+		if capacity > 0 {
+			*(*byte)(unsafe.Pointer(buf)) = 0
+		}
+		return nil
+	}
+	pendingPlace.Delete(h)
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
+	dst[copy(dst, data)] = 0
+	return nil
+}

@@ -1,0 +1,335 @@
+package featurestore
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/topology"
+)
+
+func TestPlanForComputesThenLoads(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 8, 1, 6, rng)
+	opt := PlanOptions{Fanouts: []int{5, 3}, BatchSize: 128, HostBytes: 64 << 10}
+	p1, r1, err := PlanFor(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Source != "computed" || r1.Loaded || !r1.Saved || r1.SaveError != "" || r1.ProfileBatches != 24 || r1.SeedSource != "all nodes" {
+		t.Fatalf("first plan: %+v", r1)
+	}
+	if len(r1.Comparison) != len(placement.Policies()) {
+		t.Fatalf("comparison has %d policies, want %d", len(r1.Comparison), len(placement.Policies()))
+	}
+	var chosen int
+	for _, c := range r1.Comparison {
+		if c.Chosen {
+			chosen++
+			if c.Policy != "unified" {
+				t.Fatalf("chosen policy %s, want unified", c.Policy)
+			}
+		}
+		if c.TopologyBytes+c.FeatureBytes > opt.HostBytes {
+			t.Fatalf("%s fills %d+%d bytes of a %d-byte budget", c.Policy, c.TopologyBytes, c.FeatureBytes, opt.HostBytes)
+		}
+		if c.PerBatch.Total.PCIeBytes != c.PCIeBytesPerBatch {
+			t.Fatalf("%s: per-batch PCIe %d vs %d", c.Policy, c.PerBatch.Total.PCIeBytes, c.PCIeBytesPerBatch)
+		}
+	}
+	none := r1.Comparison[slices.IndexFunc(r1.Comparison, func(c PolicyCost) bool { return c.Policy == "none" })]
+	if chosen != 1 || r1.Comparison[0].PCIeBytesPerBatch > none.PCIeBytesPerBatch || none.TopologyBytes+none.FeatureBytes != 0 {
+		t.Fatalf("comparison: %+v", r1.Comparison)
+	}
+	if _, err := os.Stat(r1.File); err != nil {
+		t.Fatal(err)
+	}
+
+	p2, r2, err := PlanFor(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Source != "loaded" || !r2.Loaded || r2.Saved || r2.ProfileBatches != r1.ProfileBatches {
+		t.Fatalf("second plan: %+v", r2)
+	}
+	for _, k := range []placement.Kind{placement.KindTopology, placement.KindFeature} {
+		if !slices.Equal(p1.Nodes(k, placement.TierHost), p2.Nodes(k, placement.TierHost)) {
+			t.Fatalf("loaded %s placement differs from the computed one", k)
+		}
+	}
+	if !slices.EqualFunc(r1.Comparison, r2.Comparison, func(a, b PolicyCost) bool {
+		return a.PCIeBytesPerBatch == b.PCIeBytesPerBatch && a.SSDBytesPerBatch == b.SSDBytesPerBatch
+	}) {
+		t.Fatal("the loaded placement's comparison differs from the computed one")
+	}
+
+	// Another budget: the saved profile is reused and the plan made again.
+	opt.HostBytes = 32 << 10
+	_, r3, err := PlanFor(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Source != "replanned" || !r3.Saved || !strings.Contains(r3.StaleReason, "planned as") || r3.Budget.HostBytes != 32<<10 {
+		t.Fatalf("after a budget change: %+v", r3)
+	}
+	// Other fanouts: profiled again.
+	opt.Fanouts = []int{4}
+	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "computed" || !strings.Contains(r.StaleReason, "fanouts") {
+		t.Fatalf("after a fanout change: %+v, %v", r, err)
+	}
+	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "loaded" {
+		t.Fatalf("unchanged: %+v, %v", r, err)
+	}
+	// Recompute ignores the saved one.
+	opt.Recompute = true
+	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "computed" {
+		t.Fatalf("recompute: %+v, %v", r, err)
+	}
+	opt.Recompute = false
+
+	// The dataset changed (committed again): stale, profiled again.
+	m, err := dataset.Load(d.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range m.Files {
+		files = append(files, f.Path)
+	}
+	if err := dataset.Commit(m, files, "test-recommit", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, r4, err := PlanFor(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r4.Source != "computed" || !strings.Contains(r4.StaleReason, "dataset changed") {
+		t.Fatalf("after the dataset changed: %+v", r4)
+	}
+}
+
+func TestPlanForRefusesBadInput(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 500, 4, 1, 4, rng)
+	avail, err := MemAvailable()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, c := range []struct {
+		opt  PlanOptions
+		want string
+	}{
+		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: -5}, "-5"},
+		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, GPUBytes: -7}, "-7"},
+		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: 2 * avail}, "available memory"},
+		{PlanOptions{BatchSize: 10}, "fanouts"},
+		{PlanOptions{Fanouts: []int{2}}, "batch size 0"},
+		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, Seeds: []int64{}}, "seed list is empty"},
+		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, Feature: "nope"}, "nope"},
+	} {
+		if _, _, err := PlanFor(d.dir, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.opt, err, c.want)
+		}
+	}
+	if _, err := os.Stat(d.dir + "/" + placement.FileName); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("refused plans left a placement file: %v", err)
+	}
+}
+
+func TestApplyPlacementGathersAndSamples(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 4000, 8, 2, 8, rng)
+	hostBytes := int64(96 << 10)
+	for _, onDisk := range []bool{false, true} {
+		topo := int64(0)
+		if onDisk {
+			topo = -1
+		}
+		s, err := Open(d.dir, Options{HostCacheBytes: hostBytes, TopologyMemoryBytes: topo, QueueDepth: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		p, r, err := s.PlanPlacement(PlanOptions{Fanouts: []int{6, 3}, BatchSize: 200, HostBytes: hostBytes, Recompute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.TopologyInMemory == onDisk {
+			t.Fatalf("report says topology in memory %v on a store with it on disk %v", r.TopologyInMemory, onDisk)
+		}
+		seeds := []int64{0, 7, 3999, 1234, 7}
+		sopt := topology.SampleOptions{Fanouts: []int{5, 5}, Seed: 3}
+		before, err := s.Sample(seeds, sopt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ApplyPlacement(p); err != nil {
+			t.Fatal(err)
+		}
+		if s.Placement() != p {
+			t.Fatal("Placement() is not the applied placement")
+		}
+		var held []int64
+		s.Host().Ranges(func(first, count int64) bool {
+			for v := first; v < first+count; v++ {
+				held = append(held, v)
+			}
+			return true
+		})
+		if want := p.Nodes(placement.KindFeature, placement.TierHost); !slices.Equal(held, want) {
+			t.Fatalf("host tier holds %d rows, the plan %d", len(held), len(want))
+		}
+		if onDisk {
+			n, _ := p.Used(placement.KindTopology, placement.TierHost)
+			c := s.Graph().(*diskGraph).cache.Load()
+			if (n == 0) != (c == nil) || (c != nil && int64(len(c.ids)) != n) {
+				t.Fatalf("disk topology cache does not hold the plan's %d lists", n)
+			}
+		}
+		ids := make([]int64, 3000)
+		for i := range ids {
+			ids[i] = rng.Int64N(d.count)
+		}
+		dst := make([]byte, int64(len(ids))*s.RowBytes())
+		if err := s.Gather(ids, dst); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dst, d.want(ids)) {
+			t.Fatal("gather after ApplyPlacement differs from the reference")
+		}
+		after, err := s.Sample(seeds, sopt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(before.Nodes, after.Nodes) || !slices.Equal(before.Row, after.Row) || !slices.Equal(before.Col, after.Col) {
+			t.Fatal("sample after ApplyPlacement differs")
+		}
+		// A placement of the whole budget that no longer fits a smaller cache is refused, and
+		// the store keeps the one it had.
+		big, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{6, 3}, BatchSize: 200, HostBytes: 4 * hostBytes, Policy: placement.FeaturesFirst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ApplyPlacement(big); err == nil || !strings.Contains(err.Error(), "feature rows in memory") {
+			t.Fatalf("oversized placement: %v", err)
+		}
+		if s.Placement() != p {
+			t.Fatal("a refused placement replaced the applied one")
+		}
+		if err := s.ApplyPlacement(nil); err == nil {
+			t.Fatal("nil placement accepted")
+		}
+	}
+}
+
+func TestSavedPlacement(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 2000, 8, 1, 6, rng)
+	if _, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 16}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no saved placement: %v", err)
+	}
+	p, _, err := PlanFor(d.dir, PlanOptions{Fanouts: []int{4, 2}, BatchSize: 100, HostBytes: 1 << 16, Policy: placement.TopologyFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Policy != p.Policy || !slices.Equal(got.Nodes(placement.KindFeature, placement.TierHost), p.Nodes(placement.KindFeature, placement.TierHost)) {
+		t.Fatal("saved placement differs from the planned one")
+	}
+	if _, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 17}); !errors.Is(err, placement.ErrStale) {
+		t.Fatalf("other budget: %v", err)
+	}
+	s, err := Open(d.dir, Options{HostCacheBytes: 1 << 16, Placement: got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := []int64{0, 1, 1999, 42}
+	dst := make([]byte, int64(len(ids))*s.RowBytes())
+	if err := s.Gather(ids, dst); err != nil || !slices.Equal(dst, d.want(ids)) {
+		t.Fatalf("gather with the saved placement: %v", err)
+	}
+}
+
+// TestApplyPlacementWhileSampling swaps placements (and the disk topology cache) while samplers
+// and gathers run: every sample equals the in-memory one, every gather the reference.
+func TestApplyPlacementWhileSampling(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 8, 1, 8, rng)
+	mem, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	s, err := Open(d.dir, Options{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, QueueDepth: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var plans []*placement.Placement
+	for _, pol := range []placement.Policy{placement.TopologyFirst, placement.Unified, placement.Random, placement.None} {
+		p, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{5, 3}, BatchSize: 100, HostBytes: 64 << 10, Policy: pol, Recompute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for w := range 2 {
+		go func() {
+			r := newRand(t)
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				seeds := []int64{r.Int64N(d.count), r.Int64N(d.count), int64(w)}
+				opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: uint64(i)}
+				a, err := mem.Sample(seeds, opt)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := s.Sample(seeds, opt)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(a.Nodes, b.Nodes) || !slices.Equal(a.Col, b.Col) {
+					errs <- errors.New("sample during ApplyPlacement differs from the in-memory one")
+					return
+				}
+				dst := make([]byte, int64(len(b.Nodes))*s.RowBytes())
+				if err := s.Gather(b.Nodes, dst); err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(dst, d.want(b.Nodes)) {
+					errs <- errors.New("gather during ApplyPlacement differs from the reference")
+					return
+				}
+			}
+		}()
+	}
+	for i := range 12 {
+		if err := s.ApplyPlacement(plans[i%len(plans)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

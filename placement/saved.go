@@ -1,0 +1,24 @@
+package placement
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Saved returns the inputs of the placement saved in dir (its profile's fanouts and batch size,
+// its plan's budget and policy) without checking that it still applies; Load with these inputs,
+// or with some of them changed, does that. A missing file gives an error wrapping
+// os.ErrNotExist; a damaged one an error wrapping ErrCorrupt that names the file.
+func Saved(dir string) (Inputs, error) {
+	path := filepath.Join(dir, FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Inputs{}, fmt.Errorf("placement: %w", err)
+	}
+	h, p, _, err := decode(data)
+	if err != nil {
+		return Inputs{}, fmt.Errorf("placement: %s: %w: %v", path, ErrCorrupt, err)
+	}
+	return InputsOf(h, p), nil
+}
