@@ -11,7 +11,9 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio/cuda"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -139,6 +141,17 @@ func printInfo(m *dataset.Manifest) {
 		total += f.Bytes
 	}
 	fmt.Printf("on disk     %s in %d files, xxhash64 per block\n", formatBytes(total), len(m.Files))
+	if _, err := os.Stat(m.Path(placement.FileName)); err == nil {
+		if in, err := placement.Saved(m.Dir()); err == nil {
+			fmt.Printf("placement   saved: %s policy, fanouts %v, batch size %d, GPU %s, host %s\n", in.Policy, in.Fanouts, in.BatchSize,
+				formatBytes(in.Budget.GPUBytes), formatBytes(in.Budget.HostBytes))
+		}
+	}
+	if err := cuda.Load(); err != nil {
+		fmt.Printf("gpu path    unavailable: %v (gathers are served from the host)\n", err)
+	} else if d, err := cuda.Info(0); err == nil {
+		fmt.Printf("gpu path    %s, %d SMs, %s free (shim %s)\n", d.Name, d.SMs, formatBytes(int64(d.FreeBytes)), cuda.Path())
+	}
 }
 
 func runVerify(args []string) error {
