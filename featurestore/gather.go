@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,31 +36,49 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 
 	slots := make([]int64, len(ids))
 	hostHits := s.host.Lookup(ids, slots)
+	// Rows of the GPU tier (when the GPU path runs) come back from device memory: their slot is
+	// marked gpuSlot, and gpuPos lists where they go.
+	var gpuPos []int
+	if g := s.gpu; g != nil && g.tier.Rows() > 0 && hostHits < len(ids) {
+		for i, id := range ids {
+			if slots[i] < 0 && g.tier.Slot(id) >= 0 {
+				slots[i] = gpuSlot
+				gpuPos = append(gpuPos, i)
+			}
+		}
+	}
 	var reqs []gpuio.Request
-	if miss := len(ids) - hostHits; miss > 0 {
+	if miss := len(ids) - hostHits - len(gpuPos); miss > 0 {
 		reqs = make([]gpuio.Request, 0, miss)
 		for i, id := range ids {
-			if slots[i] < 0 {
+			if slots[i] == -1 {
 				file, off := s.spec.Locate(id)
 				reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: dst[int64(i)*rb : int64(i+1)*rb]})
 			}
 		}
 	}
-	var ioErr error
+	var ioErr, gpuErr error
 	var ioDone sync.WaitGroup
 	if len(reqs) > 0 {
 		ioDone.Go(func() { ioErr = s.read(reqs) })
+	}
+	if len(gpuPos) > 0 {
+		ioDone.Go(func() { gpuErr = s.copyGPUHitsToHost(ids, gpuPos, dst) })
 	}
 	if hostHits > 0 {
 		s.copyHostHits(slots, dst)
 	}
 	ioDone.Wait()
+	s.stats.gpuHits.Add(uint64(len(gpuPos)))
 	s.stats.gather(len(ids), hostHits, len(reqs), rb, time.Since(start))
-	if ioErr != nil {
-		return fmt.Errorf("featurestore: gather: %w", ioErr)
+	if err := errors.Join(ioErr, gpuErr); err != nil {
+		return fmt.Errorf("featurestore: gather: %w", err)
 	}
 	return nil
 }
+
+// gpuSlot marks, in Gather's slots, a row the GPU tier serves.
+const gpuSlot = -2
 
 // checkIDs rejects ids outside [0, NumNodes) naming the first bad one.
 func (s *Store) checkIDs(ids []int64) error {

@@ -50,6 +50,11 @@ type gatherCtx struct {
 	entry      cuda.Event
 	used       bool
 
+	// Rows gathered from the GPU tier for a host destination: in device memory, then pinned.
+	rowsDev      uintptr
+	rowsHost     []byte
+	rowsHostAddr uintptr
+
 	// Double-buffered chunks of packed host-tier rows: pinned, and their device copies.
 	packHost     [2][]byte
 	packHostAddr [2]uintptr
@@ -399,6 +404,10 @@ func (c *gatherCtx) free(dev int) {
 		cuda.HostFree(dev, c.pinnedAddr)
 		cuda.Free(dev, c.devIdx)
 	}
+	if c.rowsDev != 0 {
+		cuda.Free(dev, c.rowsDev)
+		cuda.HostFree(dev, c.rowsHostAddr)
+	}
 	for b := range 2 {
 		if c.packHostAddr[b] != 0 {
 			cuda.HostFree(dev, c.packHostAddr[b])
@@ -610,4 +619,60 @@ func parallelChunks(chunks, workers int, fn func(c int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// copyGPUHitsToHost serves the host-destination Gather's GPU-tier rows: the rows of ids[i] for i
+// in pos are gathered in device memory, copied to pinned memory and from there into dst. The
+// caller holds the place lock for reading.
+func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
+	g := s.gpu
+	rb := s.spec.RowBytes
+	ctx := <-g.ctxs
+	defer func() { g.ctxs <- ctx }()
+	if err := ctx.wait(g.dev); err != nil {
+		return err
+	}
+	n := len(pos)
+	if err := ctx.setup(g.dev, n); err != nil {
+		return err
+	}
+	if need := int64(n) * rb; need > int64(len(ctx.rowsHost)) {
+		if ctx.rowsDev != 0 {
+			cuda.Free(g.dev, ctx.rowsDev)
+			cuda.HostFree(g.dev, ctx.rowsHostAddr)
+			ctx.rowsDev, ctx.rowsHost, ctx.rowsHostAddr = 0, nil, 0
+		}
+		need += need / 2
+		addr, buf, err := cuda.HostAlloc(g.dev, uint64(need))
+		if err != nil {
+			return err
+		}
+		ctx.rowsHost, ctx.rowsHostAddr = buf, addr
+		if ctx.rowsDev, err = cuda.Malloc(g.dev, uint64(need)); err != nil {
+			return err
+		}
+	}
+	slots := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), n)
+	for k, i := range pos {
+		slots[k] = g.tier.Slot(ids[i])
+	}
+	st := ctx.streams[0]
+	bytes := uint64(int64(n) * rb)
+	err := cuda.Memcpy(g.dev, ctx.devIdx, ctx.pinnedAddr, uint64(n*8), st)
+	if err == nil {
+		err = cuda.GatherRows(g.dev, g.arena, uint64(rb), ctx.devIdx, 0, int64(n), ctx.rowsDev, g.blocks, st)
+	}
+	if err == nil {
+		err = cuda.Memcpy(g.dev, ctx.rowsHostAddr, ctx.rowsDev, bytes, st)
+	}
+	if serr := cuda.SyncStream(g.dev, st); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("GPU tier rows to the host: %w", err)
+	}
+	for k, i := range pos {
+		copy(dst[int64(i)*rb:int64(i+1)*rb], ctx.rowsHost[int64(k)*rb:int64(k+1)*rb])
+	}
+	return nil
 }

@@ -104,6 +104,14 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 					if want := d.want(ids); !bytes.Equal(got, want) {
 						t.Fatalf("caches %+v, %d ids: device gather differs from the reference (first difference at byte %d)", caches, n, firstDiff(got, want))
 					}
+					// A host destination on the same store: GPU-tier rows come back from the device.
+					host := make([]byte, int64(n)*rb)
+					if err := s.Gather(ids, host); err != nil {
+						t.Fatal(err)
+					}
+					if want := d.want(ids); !bytes.Equal(host, want) {
+						t.Fatalf("caches %+v, %d ids: host gather on a GPU store differs from the reference (byte %d)", caches, n, firstDiff(host, want))
+					}
 				}
 				if ok, why := s.GPUAvailable(); !ok { // started at Open or by the first device gather
 					t.Fatalf("GPU path did not start: %s", why)
