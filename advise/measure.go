@@ -14,6 +14,8 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -90,7 +92,7 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 			dst = make([]byte, need)
 		}
 		t1 := time.Now()
-		if err := s.Gather(smp.Nodes, dst[:int64(len(smp.Nodes))*rb]); err != nil {
+		if err := gatherBatch(s, smp.Nodes, dst[:int64(len(smp.Nodes))*rb]); err != nil {
 			return Workload{}, err
 		}
 		gatherT += time.Since(t1)
@@ -376,4 +378,22 @@ func ProbeHostCopy(rowBytes int64, workers int, dur time.Duration) (float64, err
 		rates = append(rates, float64(total)/time.Since(start).Seconds())
 	}
 	return median(rates), nil
+}
+
+// gatherBatch gathers as a training loop would: into device memory when the store's GPU path
+// runs with a GPU tier (its rows then cross no link), else into host memory.
+func gatherBatch(s *featurestore.Store, ids []int64, dst []byte) error {
+	if ok, _ := s.GPUAvailable(); !ok || s.Stats().Tier(tiers.GPU).RowsHeld == 0 {
+		return s.Gather(ids, dst)
+	}
+	n := uint64(max(len(dst), 16))
+	dev, err := cuda.Malloc(s.GPUDevice(), n)
+	if err != nil {
+		return err
+	}
+	defer cuda.Free(s.GPUDevice(), dev)
+	if err := s.GatherDevice(ids, dev, 0); err != nil {
+		return err
+	}
+	return cuda.SyncStream(s.GPUDevice(), 0)
 }

@@ -39,7 +39,7 @@ type Request struct {
 	PCIeGBps     float64 `json:"pcie_gbps"`     // link GB/s (1e9 B/s); 0: measured host copy (no GPU) or DefaultPCIeGBps
 	AlphaUS      float64 `json:"alpha_us"`      // 0: measured or DefaultAlphaUS
 	BlockCost    float64 `json:"block_cost"`    // k of N_ssd; 0: measured or 1 (every block a read)
-	Mode         Mode    `json:"mode"`          // "": serial without a GPU tier, overlapped with one
+	Mode         Mode    `json:"mode"`          // "": serial (tierfs's loaders)
 	CurrentSSDs  int     `json:"current_ssds"`  // 0: the devices the feature files sit on
 	QueueDepth   int     `json:"queue_depth"`   // probe queue depth; 0: DefaultProbeQueueDepth (the store's)
 	ProbeSeconds float64 `json:"probe_seconds"` // IOPS probe length; 0: 1 s
@@ -74,11 +74,9 @@ func Run(s *featurestore.Store, req Request) (*Report, error) {
 	}
 	m := Machine{Mode: req.Mode, TrainSeconds: req.TrainMS / 1e3, CurrentSSDs: req.CurrentSSDs, Link: "pcie"}
 	if m.Mode == "" {
-		m.Mode = Overlapped
-		if !gpu {
-			m.Mode = Serial
-			m.Notes = append(m.Notes, "no GPU tier: the CPU loader samples, then gathers, on one thread (serial mode)")
-		}
+		// tierfs's loaders sample, then gather, on one thread, overlapped with training only.
+		m.Mode = Serial
+		m.Notes = append(m.Notes, "the loader samples, then gathers, one batch after another while the model trains (serial mode; --mode overlapped for pipelines that overlap them)")
 	}
 	devices := 0
 	// The probe runs first: what it maps is gone before the timed batches.

@@ -676,3 +676,6 @@ func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
 	}
 	return nil
 }
+
+// GPUDevice is the CUDA device of the store's GPU path (Options.GPUDevice).
+func (s *Store) GPUDevice() int { return s.opt.GPUDevice }

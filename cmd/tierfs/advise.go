@@ -24,7 +24,7 @@ what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max
   T_ssd  = N_ssd / (IOPS * Q) + alpha       N_ssd = reads + (blocks - reads) * k per batch
   T_pcie = (B_ssd + B_mem) / Th_link        bytes per batch over the host-to-GPU link
                                              (no GPU: the host memory copy, measured)
-  T_batch = max(T_ssd, T_pcie, T_sample, T_train)           overlapped (GPU pipeline)
+  T_batch = max(T_ssd, T_pcie, T_sample, T_train)           overlapped (--mode overlapped)
           = max(T_sample + T_ssd + T_pcie, T_train)         serial (CPU-only loader)
   TPC    = batch_size / (T_batch * (C_ssd * Q + C_machine))
 
@@ -59,7 +59,7 @@ func runAdvise(args []string) error {
 	fs.Float64Var(&req.BlockCost, "block-cost", 0, "cost of each block past a merged read's first, in single-block reads (default: measured, else 1)")
 	fs.IntVar(&req.Batches, "batches", advise.DefaultBatches, "batches to sample and gather for the counts")
 	fs.Uint64Var(&req.Seed, "seed", 1, "random seed of the batches and the sampler")
-	mode := fs.String("mode", "", "overlapped (GPU pipeline) or serial (CPU loader); default: serial without a GPU tier")
+	mode := fs.String("mode", "", "serial (tierfs's loaders: sample, then gather, while the model trains; the default) or overlapped (sampling and IO overlap each other too)")
 	fs.IntVar(&req.CurrentSSDs, "current-ssds", 0, "SSDs the dataset sits on now (default: the devices of its feature files)")
 	fs.Float64Var(&req.ProbeSeconds, "probe-seconds", 1, "length of the IOPS probe of --measure")
 	fs.BoolVar(&req.Check, "check", false, "afterwards, time fresh batches of sample+gather and compare with the prediction")
