@@ -25,7 +25,7 @@ what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max
   T_pcie = (B_ssd + B_mem) / Th_link        bytes per batch over the host-to-GPU link
                                              (no GPU: the host memory copy, measured)
   T_batch = max(T_ssd, T_pcie, T_sample, T_train)           overlapped (--mode overlapped)
-          = max(T_sample + T_ssd + T_pcie, T_train)         serial (CPU-only loader)
+          = max(T_sample + T_ssd + T_pcie, T_train)         serial (tierfs's loaders; default)
   TPC    = batch_size / (T_batch * (C_ssd * Q + C_machine))
 
 and recommends the SSD count with the best TPC within --budget (ties: fewer SSDs).
