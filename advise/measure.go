@@ -77,7 +77,8 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 	w := Workload{BatchSize: opt.BatchSize, Fanouts: opt.Fanouts, Batches: len(batches), RowBytes: rb, BlockSize: s.Manifest().BlockSize}
 	tierRows, tierBytes := map[string]float64{}, map[string]float64{}
 	var order []string
-	var dst []byte
+	gatherer := &batchGatherer{s: s}
+	defer gatherer.close()
 	var sampleT, gatherT time.Duration
 	var seeds int
 	for b, batch := range batches {
@@ -88,11 +89,8 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 		}
 		sampleT += time.Since(t0)
 		before := s.Stats()
-		if need := int64(len(smp.Nodes)) * rb; int64(cap(dst)) < need {
-			dst = make([]byte, need)
-		}
 		t1 := time.Now()
-		if err := gatherBatch(s, smp.Nodes, dst[:int64(len(smp.Nodes))*rb]); err != nil {
+		if err := gatherer.gather(smp.Nodes); err != nil {
 			return Workload{}, err
 		}
 		gatherT += time.Since(t1)
@@ -380,20 +378,41 @@ func ProbeHostCopy(rowBytes int64, workers int, dur time.Duration) (float64, err
 	return median(rates), nil
 }
 
-// gatherBatch gathers as a training loop would: into device memory when the store's GPU path
-// runs with a GPU tier (its rows then cross no link), else into host memory.
-func gatherBatch(s *featurestore.Store, ids []int64, dst []byte) error {
-	if ok, _ := s.GPUAvailable(); !ok || s.Stats().Tier(tiers.GPU).RowsHeld == 0 {
-		return s.Gather(ids, dst)
+// batchGatherer gathers as a training loop would: into device memory when the store's GPU path
+// runs with a GPU tier (its rows then cross no link), else into host memory; buffers are reused.
+type batchGatherer struct {
+	s      *featurestore.Store
+	host   []byte
+	dev    uintptr
+	devLen uint64
+}
+
+func (g *batchGatherer) gather(ids []int64) error {
+	need := int64(len(ids)) * g.s.RowBytes()
+	if ok, _ := g.s.GPUAvailable(); !ok || g.s.Stats().Tier(tiers.GPU).RowsHeld == 0 {
+		if int64(cap(g.host)) < need {
+			g.host = make([]byte, need)
+		}
+		return g.s.Gather(ids, g.host[:need])
 	}
-	n := uint64(max(len(dst), 16))
-	dev, err := cuda.Malloc(s.GPUDevice(), n)
-	if err != nil {
+	dev := g.s.GPUDevice()
+	if uint64(need) > g.devLen || g.dev == 0 {
+		g.close()
+		var err error
+		if g.dev, err = cuda.Malloc(dev, uint64(max(need, 16))); err != nil {
+			return err
+		}
+		g.devLen = uint64(max(need, 16))
+	}
+	if err := g.s.GatherDevice(ids, g.dev, 0); err != nil {
 		return err
 	}
-	defer cuda.Free(s.GPUDevice(), dev)
-	if err := s.GatherDevice(ids, dev, 0); err != nil {
-		return err
+	return cuda.SyncStream(dev, 0)
+}
+
+func (g *batchGatherer) close() {
+	if g.dev != 0 {
+		cuda.Free(g.s.GPUDevice(), g.dev)
+		g.dev, g.devLen = 0, 0
 	}
-	return cuda.SyncStream(s.GPUDevice(), 0)
 }
