@@ -31,6 +31,20 @@ func tfsgo_advise_json(store C.uintptr_t, request *C.char, buf *C.char, capacity
 }
 
 func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+	return storeJSONCall(h, request, buf, capacity, needed, &pendingAdvice, func(rec *storeRec, dec *json.Decoder) (any, error) {
+		var req advise.Request
+		if err := dec.Decode(&req); err != nil {
+			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
+		}
+		return advise.Run(rec.s, req)
+	})
+}
+
+// storeJSONCall runs a JSON request on a store and writes the JSON answer into buf (cap bytes,
+// NUL-terminated), setting *needed to its size plus one. When buf is too small the answer is kept
+// for the handle, so a retry with the same request gets it without running again.
+func storeJSONCall(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, pending *sync.Map,
+	run func(rec *storeRec, dec *json.Decoder) (any, error)) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
@@ -45,32 +59,28 @@ func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed
 	}
 	reqText := C.GoString(request)
 	var data []byte
-	if p, ok := pendingAdvice.Load(h); ok && p.(adviceResult).request == reqText {
+	if p, ok := pending.Load(h); ok && p.(adviceResult).request == reqText {
 		data = p.(adviceResult).data
 	} else {
 		dec := json.NewDecoder(bytes.NewReader([]byte(reqText)))
 		dec.DisallowUnknownFields()
-		var req advise.Request
-		if err := dec.Decode(&req); err != nil {
-			return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
-		}
-		r, err := advise.Run(rec.s, req)
+		answer, err := run(rec, dec)
 		if err != nil {
 			return err
 		}
-		if data, err = json.Marshal(r); err != nil {
+		if data, err = json.Marshal(answer); err != nil {
 			return err
 		}
 	}
 	*needed = C.size_t(len(data) + 1)
 	if uint64(len(data)) >= capacity {
-		pendingAdvice.Store(h, adviceResult{request: reqText, data: data})
+		pending.Store(h, adviceResult{request: reqText, data: data})
 		if capacity > 0 {
 			*(*byte)(unsafe.Pointer(buf)) = 0
 		}
 		return nil
 	}
-	pendingAdvice.Delete(h)
+	pending.Delete(h)
 	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
 	dst[copy(dst, data)] = 0
 	return nil

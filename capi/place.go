@@ -7,11 +7,9 @@ package main
 import "C"
 
 import (
-	"bytes"
 	"encoding/json"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/placement"
@@ -41,35 +39,17 @@ func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity 
 }
 
 func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	switch {
-	case request == nil:
-		return fail(stEINVAL, "request_json is NULL")
-	case needed == nil:
-		return fail(stEINVAL, "needed is NULL")
-	case capacity > 0 && buf == nil:
-		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
-	}
-	reqText := C.GoString(request)
-	var data []byte
-	if p, ok := pendingPlace.Load(h); ok && p.(adviceResult).request == reqText {
-		data = p.(adviceResult).data
-	} else {
-		dec := json.NewDecoder(bytes.NewReader([]byte(reqText)))
-		dec.DisallowUnknownFields()
+	return storeJSONCall(h, request, buf, capacity, needed, &pendingPlace, func(rec *storeRec, dec *json.Decoder) (any, error) {
 		var req placeRequest
 		if err := dec.Decode(&req); err != nil {
-			return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)
+			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)
 		}
 		if req.TimeBudget < 0 {
-			return fail(stEINVAL, "request_json: time_budget_s = %v is negative", req.TimeBudget)
+			return nil, fail(stEINVAL, "request_json: time_budget_s = %v is negative", req.TimeBudget)
 		}
 		policy, err := placement.ParsePolicy(req.Policy)
 		if err != nil {
-			return withStatus(stEINVAL, err)
+			return nil, withStatus(stEINVAL, err)
 		}
 		opt := featurestore.PlanOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches,
 			TimeBudget: time.Duration(req.TimeBudget * float64(time.Second)), Policy: policy, Recompute: req.Recompute,
@@ -91,28 +71,14 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 		}
 		p, r, err := rec.s.PlanPlacement(opt)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := rec.s.ApplyPlacement(p); err != nil {
-			return err
+			return nil, err
 		}
 		rec.mu.Lock()
 		rec.opened.Placement, rec.opened.Hotness = p, nil // the mount's placement.json names it
 		rec.mu.Unlock()
-		if data, err = json.Marshal(r); err != nil {
-			return err
-		}
-	}
-	*needed = C.size_t(len(data) + 1)
-	if uint64(len(data)) >= capacity {
-		pendingPlace.Store(h, adviceResult{request: reqText, data: data})
-		if capacity > 0 {
-			*(*byte)(unsafe.Pointer(buf)) = 0
-		}
-		return nil
-	}
-	pendingPlace.Delete(h)
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
-	dst[copy(dst, data)] = 0
-	return nil
+		return r, nil
+	})
 }
