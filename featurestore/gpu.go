@@ -26,16 +26,15 @@ type gpuState struct {
 	dev  int
 	info cuda.Device
 
-	tier      host.Index // ids of the GPU tier; slot i lives at arena + i*RowBytes
-	arena     uintptr    // device memory for capacity rows
-	capacity  int64
-	hostBase  uintptr // host tier arena as registered (0: none)
-	hostDev   uintptr // its device address
-	ctxs      chan *gatherCtx
-	topo      *gpuTopology
-	blocks    int // grid of the tier kernels
-	ioBlocks  int // grid of the completion kernel
-	startedAt time.Time
+	tier     host.Index // ids of the GPU tier; slot i lives at arena + i*RowBytes
+	arena    uintptr    // device memory for capacity rows
+	capacity int64
+	hostBase uintptr // host tier arena as registered (0: none)
+	hostDev  uintptr // its device address
+	ctxs     chan *gatherCtx
+	topo     *gpuTopology
+	blocks   int // grid of the tier kernels
+	ioBlocks int // grid of the completion kernel
 }
 
 // gatherCtx is the per-call scratch of a device gather: pinned index pairs, their device copy,
@@ -155,7 +154,7 @@ func (s *Store) startGPU() error {
 		return fmt.Errorf("featurestore: GPU cache of %d bytes is more than the %d bytes free on GPU %d (%s, %d total)",
 			s.opt.GPUCacheBytes, info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)
 	}
-	g := &gpuState{dev: info.Ordinal, info: info, capacity: capacity, startedAt: time.Now(),
+	g := &gpuState{dev: info.Ordinal, info: info, capacity: capacity,
 		blocks: info.SMs * 16, ioBlocks: max(1, info.SMs/32)}
 	if capacity > 0 {
 		if g.arena, err = cuda.Malloc(g.dev, uint64(capacity*rb)); err != nil {
