@@ -31,7 +31,7 @@ type gpuState struct {
 	capacity int64
 	hostBase uintptr // host tier arena as registered (0: none)
 	hostDev  uintptr // its device address
-	ctxs     chan *gatherCtx
+	ctxs     *ctxPool
 	topo     *gpuTopology
 	blocks   int // grid of the tier kernels
 	ioBlocks int // grid of the completion kernel
@@ -174,10 +174,7 @@ func (s *Store) startGPU() error {
 		}
 		s.stacks <- st
 	}
-	g.ctxs = make(chan *gatherCtx, cap(s.stacks))
-	for range cap(s.stacks) {
-		g.ctxs <- &gatherCtx{}
-	}
+	g.ctxs = newCtxPool(g.dev, cap(s.stacks))
 	s.gpu = g
 	if attachErr != nil {
 		return fmt.Errorf("featurestore: %w", attachErr)
@@ -310,10 +307,8 @@ func (g *gpuState) unregisterHost() error {
 // is held for writing), so each one's events say when its last call finished.
 func (g *gpuState) quiesce() error {
 	var err error
-	for range cap(g.ctxs) {
-		c := <-g.ctxs
+	for _, c := range g.ctxs.all {
 		err = errors.Join(err, c.wait(g.dev))
-		g.ctxs <- c
 	}
 	return err
 }
@@ -325,8 +320,8 @@ func (s *Store) stopGPU() {
 		return
 	}
 	g.quiesce()
-	for range cap(g.ctxs) {
-		(<-g.ctxs).free(g.dev)
+	for _, c := range g.ctxs.all {
+		c.free(g.dev)
 	}
 	g.unregisterHost()
 	if g.arena != 0 {
@@ -336,6 +331,63 @@ func (s *Store) stopGPU() {
 		g.topo.free(g.dev)
 	}
 	s.gpu = nil
+}
+
+// ctxPool hands out gather contexts. It prefers the most recently released context whose last
+// call has finished on the GPU (set up, buffers sized, nothing to wait for), else the most recent
+// one (a short wait beats setting up a fresh context: streams, events, pinned buffers).
+type ctxPool struct {
+	dev  int
+	mu   sync.Mutex
+	cond *sync.Cond
+	free []*gatherCtx // a stack: the last was released last
+	all  []*gatherCtx
+}
+
+func newCtxPool(dev, n int) *ctxPool {
+	p := &ctxPool{dev: dev}
+	p.cond = sync.NewCond(&p.mu)
+	for range n {
+		c := &gatherCtx{}
+		p.all = append(p.all, c)
+		p.free = append([]*gatherCtx{c}, p.free...)
+	}
+	return p
+}
+
+func (p *ctxPool) get() *gatherCtx {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.free) == 0 {
+		p.cond.Wait()
+	}
+	pick := len(p.free) - 1
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if c := p.free[i]; c.used && c.finished(p.dev) {
+			pick = i
+			break
+		}
+	}
+	c := p.free[pick]
+	p.free = append(p.free[:pick], p.free[pick+1:]...)
+	return c
+}
+
+func (p *ctxPool) put(c *gatherCtx) {
+	p.mu.Lock()
+	p.free = append(p.free, c)
+	p.mu.Unlock()
+	p.cond.Signal()
+}
+
+// finished reports, without waiting, whether the context's last call is done on the GPU.
+func (c *gatherCtx) finished(dev int) bool {
+	for _, ev := range c.done {
+		if done, err := cuda.EventDone(dev, ev); err != nil || !done {
+			return false
+		}
+	}
+	return true
 }
 
 // wait blocks until the context's last call finished on the GPU.
@@ -499,8 +551,8 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 	}
 	gpuHits, hostHits, diskReads := counts[chunks][0], counts[chunks][1], counts[chunks][2]
 
-	ctx := <-g.ctxs
-	defer func() { g.ctxs <- ctx }()
+	ctx := g.ctxs.get()
+	defer g.ctxs.put(ctx)
 	if err := ctx.wait(g.dev); err != nil {
 		return fmt.Errorf("featurestore: device gather: earlier gather failed on the GPU: %w", err)
 	}
@@ -626,8 +678,8 @@ func parallelChunks(chunks, workers int, fn func(c int)) {
 func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
 	g := s.gpu
 	rb := s.spec.RowBytes
-	ctx := <-g.ctxs
-	defer func() { g.ctxs <- ctx }()
+	ctx := g.ctxs.get()
+	defer g.ctxs.put(ctx)
 	if err := ctx.wait(g.dev); err != nil {
 		return err
 	}
