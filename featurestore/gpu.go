@@ -524,12 +524,12 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 	n := len(ids)
 	// Split the ids by tier in parallel chunks: first each chunk's counts, then, at the chunk's
 	// offsets, each tier's (slot, output row) pairs straight into pinned memory.
-	const splitChunk = 16384
+	workers := max(1, s.opt.CopyWorkers)
+	splitChunk := max(2048, (n+4*workers-1)/(4*workers)) // about 4 chunks a worker
 	chunks := (n + splitChunk - 1) / splitChunk
 	slot := make([]int64, n)
 	tierOf := make([]uint8, n) // 0 GPU, 1 host, 2 disk
 	counts := make([][3]int, chunks+1)
-	workers := s.opt.CopyWorkers
 	parallelChunks(chunks, workers, func(c int) {
 		var k [3]int
 		for i := c * splitChunk; i < min((c+1)*splitChunk, n); i++ {
