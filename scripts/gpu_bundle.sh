@@ -24,6 +24,12 @@ if [ -n "$roof" ]; then
     gcc -O2 -static -o "$stage/gpu/iobench" "$roof/iobench.c" -luring
   fi
 fi
+# pytest for the Python CUDA suites there (the GPU machine has none and no network): pure-Python
+# wheels in .whl, which gpu_test.sh installs; carry .whl with the bundle.
+if [ ! -f .whl/pytest-9.2.0-py3-none-any.whl ]; then
+  python3 -m pip download -q --no-deps --only-binary=:all: -d .whl pytest==9.2.0 pluggy==1.6.0 iniconfig==2.1.0 \
+    packaging==25.0 pygments==2.19.2 2>/dev/null || echo "gpu_bundle: no pytest wheels (the Python CUDA suites will be skipped there)"
+fi
 tar -C "$stage" -cJf "$build/gpu-bundle.tar.xz" .
 rm -rf "$stage"
 echo "gpu bundle: $build/gpu-bundle.tar.xz ($(du -h "$build/gpu-bundle.tar.xz" | cut -f1))"
