@@ -246,11 +246,6 @@ func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanRepor
 	for _, t := range []placement.Tier{placement.TierGPU, placement.TierHost, placement.TierSSD} {
 		for _, k := range []placement.Kind{placement.KindTopology, placement.KindFeature} {
 			items, bytes := p.Used(k, t)
-			if t == placement.TierSSD { // Used counts SSD items only for a loaded placement
-				gpu, _ := p.Used(k, placement.TierGPU)
-				host, _ := p.Used(k, placement.TierHost)
-				items, bytes = p.NumNodes()-gpu-host, 0
-			}
 			rep.Usage = append(rep.Usage, TierUsage{Kind: k.String(), Tier: t.String(), Items: items, Bytes: bytes})
 		}
 	}

@@ -282,8 +282,13 @@ func (p *Placement) Nodes(k Kind, t Tier) []int64 {
 }
 
 // Used is the number of items of kind k in tier t and the memory they take (overheads
-// included; 0 for TierSSD).
-func (p *Placement) Used(k Kind, t Tier) (items, bytes int64) { return p.items[k][t], p.mem[k][t] }
+// included; for TierSSD the items the memory tiers do not hold, and 0 bytes).
+func (p *Placement) Used(k Kind, t Tier) (items, bytes int64) {
+	if t == TierSSD {
+		return p.NumNodes() - p.items[k][TierGPU] - p.items[k][TierHost], 0
+	}
+	return p.items[k][t], p.mem[k][t]
+}
 
 // String summarises the placement.
 func (p *Placement) String() string {
