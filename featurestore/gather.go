@@ -37,13 +37,16 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 	slots := make([]int64, len(ids))
 	hostHits := s.host.Lookup(ids, slots)
 	// Rows of the GPU tier (when the GPU path runs) come back from device memory: their slot is
-	// marked gpuSlot, and gpuPos lists where they go.
+	// marked gpuSlot, gpuPos lists where they go and gpuSlots where they are.
 	var gpuPos []int
+	var gpuSlots []int64
 	if g := s.gpu; g != nil && g.tier.Rows() > 0 && hostHits < len(ids) {
 		for i, id := range ids {
-			if slots[i] < 0 && g.tier.Slot(id) >= 0 {
-				slots[i] = gpuSlot
-				gpuPos = append(gpuPos, i)
+			if slots[i] < 0 {
+				if slot := g.tier.Slot(id); slot >= 0 {
+					slots[i] = gpuSlot
+					gpuPos, gpuSlots = append(gpuPos, i), append(gpuSlots, slot)
+				}
 			}
 		}
 	}
@@ -63,7 +66,7 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 		ioDone.Go(func() { ioErr = s.read(reqs) })
 	}
 	if len(gpuPos) > 0 {
-		ioDone.Go(func() { gpuErr = s.copyGPUHitsToHost(ids, gpuPos, dst) })
+		ioDone.Go(func() { gpuErr = s.copyGPUHitsToHost(gpuSlots, gpuPos, dst) })
 	}
 	if hostHits > 0 {
 		s.copyHostHits(slots, dst)

@@ -41,25 +41,16 @@ type gpuState struct {
 // a stream per tier and the events that order them with the caller's stream. A context is
 // reused only after its last call's work finished (acquire waits for its events).
 type gatherCtx struct {
-	pinned     []byte
-	pinnedAddr uintptr
-	devIdx     uintptr
-	streams    [3]cuda.Stream // gpu tier, host tier, ssd completion
-	done       [3]cuda.Event
-	entry      cuda.Event
-	used       bool
+	idx     mirror         // (slot, output row) pairs of the memory tiers
+	streams [3]cuda.Stream // gpu tier, host tier, ssd completion
+	done    [3]cuda.Event
+	entry   cuda.Event
+	used    bool
 
-	// Rows gathered from the GPU tier for a host destination: in device memory, then pinned.
-	rowsDev      uintptr
-	rowsHost     []byte
-	rowsHostAddr uintptr
-
-	// Double-buffered chunks of packed host-tier rows: pinned, and their device copies.
-	packHost     [2][]byte
-	packHostAddr [2]uintptr
-	packDev      [2]uintptr
-	packDone     [2]cuda.Event
-	packUsed     [2]bool
+	rows     mirror    // GPU-tier rows gathered for a host destination
+	pack     [2]mirror // double-buffered chunks of packed host-tier rows
+	packDone [2]cuda.Event
+	packUsed [2]bool
 }
 
 // Host-tier rows narrower than hostPackBelow bytes are packed by CPU workers into pinned chunks
@@ -76,15 +67,12 @@ const (
 func (s *Store) packHostRows(g *gpuState, ctx *gatherCtx, srcRows []int64, dstRows uintptr, dst uintptr) error {
 	dev, st := g.dev, ctx.streams[1]
 	rb := s.spec.RowBytes
-	if ctx.packDone[0] == 0 {
-		for b := range 2 {
+	for b := range ctx.pack {
+		if err := ctx.pack[b].ensure(dev, packChunkBytes, packChunkBytes); err != nil {
+			return err
+		}
+		if ctx.packDone[b] == 0 {
 			var err error
-			if ctx.packHostAddr[b], ctx.packHost[b], err = cuda.HostAlloc(dev, packChunkBytes); err != nil {
-				return err
-			}
-			if ctx.packDev[b], err = cuda.Malloc(dev, packChunkBytes); err != nil {
-				return err
-			}
 			if ctx.packDone[b], err = cuda.NewEvent(dev); err != nil {
 				return err
 			}
@@ -101,7 +89,7 @@ func (s *Store) packHostRows(g *gpuState, ctx *gatherCtx, srcRows []int64, dstRo
 				return err
 			}
 		}
-		buf := ctx.packHost[b]
+		buf := ctx.pack[b].host
 		pack := func(lo, hi int) {
 			for j := lo; j < hi; j++ {
 				src := srcRows[k0+j] * rb
@@ -119,10 +107,10 @@ func (s *Store) packHostRows(g *gpuState, ctx *gatherCtx, srcRows []int64, dstRo
 			wg.Wait()
 		}
 		n := int64(k1 - k0)
-		if err := cuda.Memcpy(dev, ctx.packDev[b], ctx.packHostAddr[b], uint64(n*rb), st); err != nil {
+		if err := cuda.Memcpy(dev, ctx.pack[b].dev, ctx.pack[b].hostAddr, uint64(n*rb), st); err != nil {
 			return err
 		}
-		if err := cuda.GatherRows(dev, ctx.packDev[b], uint64(rb), 0, dstRows+uintptr(k0*8), n, dst, g.blocks, st); err != nil {
+		if err := cuda.GatherRows(dev, ctx.pack[b].dev, uint64(rb), 0, dstRows+uintptr(k0*8), n, dst, g.blocks, st); err != nil {
 			return err
 		}
 		if err := cuda.Record(dev, ctx.packDone[b], st); err != nil {
@@ -422,23 +410,7 @@ func (c *gatherCtx) setup(dev, pairs int) error {
 		}
 	}
 	need := max(pairs*16, 1<<16)
-	if need > len(c.pinned) {
-		if c.pinnedAddr != 0 {
-			cuda.HostFree(dev, c.pinnedAddr)
-			cuda.Free(dev, c.devIdx)
-			c.pinnedAddr, c.pinned, c.devIdx = 0, nil, 0
-		}
-		need += need / 2
-		addr, buf, err := cuda.HostAlloc(dev, uint64(need))
-		if err != nil {
-			return err
-		}
-		c.pinnedAddr, c.pinned = addr, buf
-		if c.devIdx, err = cuda.Malloc(dev, uint64(need)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.idx.ensure(dev, need, need+need/2)
 }
 
 func (c *gatherCtx) free(dev int) {
@@ -451,21 +423,10 @@ func (c *gatherCtx) free(dev int) {
 	if c.entry != 0 {
 		cuda.DestroyEvent(dev, c.entry)
 	}
-	if c.pinnedAddr != 0 {
-		cuda.HostFree(dev, c.pinnedAddr)
-		cuda.Free(dev, c.devIdx)
-	}
-	if c.rowsDev != 0 {
-		cuda.Free(dev, c.rowsDev)
-		cuda.HostFree(dev, c.rowsHostAddr)
-	}
-	for b := range 2 {
-		if c.packHostAddr[b] != 0 {
-			cuda.HostFree(dev, c.packHostAddr[b])
-		}
-		if c.packDev[b] != 0 {
-			cuda.Free(dev, c.packDev[b])
-		}
+	c.idx.free(dev)
+	c.rows.free(dev)
+	for b := range c.pack {
+		c.pack[b].free(dev)
 		if c.packDone[b] != 0 {
 			cuda.DestroyEvent(dev, c.packDone[b])
 		}
@@ -559,7 +520,7 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 	if err := ctx.setup(g.dev, gpuHits+hostHits); err != nil {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
-	pairs := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), len(ctx.pinned)/8)
+	pairs := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.idx.host[0])), len(ctx.idx.host)/8)
 	gpuSrc, gpuDst := pairs[:gpuHits], pairs[gpuHits:2*gpuHits]
 	hostBase := 2 * gpuHits
 	hostSrc, hostDst := pairs[hostBase:hostBase+hostHits], pairs[hostBase+hostHits:hostBase+2*hostHits]
@@ -617,15 +578,15 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 		}
 		st := ctx.streams[tier]
 		off := uintptr(base * 8)
-		if err := cuda.Memcpy(dev, ctx.devIdx+off, ctx.pinnedAddr+off, uint64(2*count*8), st); err != nil {
+		if err := cuda.Memcpy(dev, ctx.idx.dev+off, ctx.idx.hostAddr+off, uint64(2*count*8), st); err != nil {
 			kernelErr = err
 			return
 		}
 		if tier == 1 && rb < hostPackBelow {
-			kernelErr = s.packHostRows(g, ctx, srcRows, ctx.devIdx+off+uintptr(count*8), dst)
+			kernelErr = s.packHostRows(g, ctx, srcRows, ctx.idx.dev+off+uintptr(count*8), dst)
 			return
 		}
-		kernelErr = cuda.GatherRows(dev, src, uint64(rb), ctx.devIdx+off, ctx.devIdx+off+uintptr(count*8), int64(count), dst, g.blocks, st)
+		kernelErr = cuda.GatherRows(dev, src, uint64(rb), ctx.idx.dev+off, ctx.idx.dev+off+uintptr(count*8), int64(count), dst, g.blocks, st)
 	}
 	launch(0, g.arena, 0, gpuSrc)
 	var hostDone sync.WaitGroup
@@ -672,10 +633,10 @@ func parallelChunks(chunks, workers int, fn func(c int)) {
 	wg.Wait()
 }
 
-// copyGPUHitsToHost serves the host-destination Gather's GPU-tier rows: the rows of ids[i] for i
-// in pos are gathered in device memory, copied to pinned memory and from there into dst. The
-// caller holds the place lock for reading.
-func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
+// copyGPUHitsToHost serves the host-destination Gather's GPU-tier rows: the rows in GPU-tier
+// slots[k] are gathered in device memory, copied to pinned memory and from there into row pos[k]
+// of dst. The caller holds the place lock for reading.
+func (s *Store) copyGPUHitsToHost(slots []int64, pos []int, dst []byte) error {
 	g := s.gpu
 	rb := s.spec.RowBytes
 	ctx := g.ctxs.get()
@@ -687,34 +648,19 @@ func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
 	if err := ctx.setup(g.dev, n); err != nil {
 		return err
 	}
-	if need := int64(n) * rb; need > int64(len(ctx.rowsHost)) {
-		if ctx.rowsDev != 0 {
-			cuda.Free(g.dev, ctx.rowsDev)
-			cuda.HostFree(g.dev, ctx.rowsHostAddr)
-			ctx.rowsDev, ctx.rowsHost, ctx.rowsHostAddr = 0, nil, 0
-		}
-		need += need / 2
-		addr, buf, err := cuda.HostAlloc(g.dev, uint64(need))
-		if err != nil {
-			return err
-		}
-		ctx.rowsHost, ctx.rowsHostAddr = buf, addr
-		if ctx.rowsDev, err = cuda.Malloc(g.dev, uint64(need)); err != nil {
-			return err
-		}
+	need := n * int(rb)
+	if err := ctx.rows.ensure(g.dev, need, need+need/2); err != nil {
+		return err
 	}
-	slots := unsafe.Slice((*int64)(unsafe.Pointer(&ctx.pinned[0])), n)
-	for k, i := range pos {
-		slots[k] = g.tier.Slot(ids[i])
-	}
+	copy(unsafe.Slice((*int64)(unsafe.Pointer(&ctx.idx.host[0])), n), slots)
 	st := ctx.streams[0]
 	bytes := uint64(int64(n) * rb)
-	err := cuda.Memcpy(g.dev, ctx.devIdx, ctx.pinnedAddr, uint64(n*8), st)
+	err := cuda.Memcpy(g.dev, ctx.idx.dev, ctx.idx.hostAddr, uint64(n*8), st)
 	if err == nil {
-		err = cuda.GatherRows(g.dev, g.arena, uint64(rb), ctx.devIdx, 0, int64(n), ctx.rowsDev, g.blocks, st)
+		err = cuda.GatherRows(g.dev, g.arena, uint64(rb), ctx.idx.dev, 0, int64(n), ctx.rows.dev, g.blocks, st)
 	}
 	if err == nil {
-		err = cuda.Memcpy(g.dev, ctx.rowsHostAddr, ctx.rowsDev, bytes, st)
+		err = cuda.Memcpy(g.dev, ctx.rows.hostAddr, ctx.rows.dev, bytes, st)
 	}
 	if serr := cuda.SyncStream(g.dev, st); err == nil {
 		err = serr
@@ -723,7 +669,7 @@ func (s *Store) copyGPUHitsToHost(ids []int64, pos []int, dst []byte) error {
 		return fmt.Errorf("GPU tier rows to the host: %w", err)
 	}
 	for k, i := range pos {
-		copy(dst[int64(i)*rb:int64(i+1)*rb], ctx.rowsHost[int64(k)*rb:int64(k+1)*rb])
+		copy(dst[int64(i)*rb:int64(i+1)*rb], ctx.rows.host[int64(k)*rb:int64(k+1)*rb])
 	}
 	return nil
 }

@@ -24,9 +24,7 @@ type gpuTopology struct {
 
 	mu      sync.Mutex // one hop at a time: the scratch below is shared
 	stream  cuda.Stream
-	hostBuf []byte  // pinned: nodes, deg, off in; out back
-	hostAdr uintptr // its address
-	devBuf  uintptr // device scratch of the same size
+	scratch mirror // nodes, deg, off go up; out comes back
 }
 
 var _ topology.HopDrawer = (*gpuTopology)(nil)
@@ -115,10 +113,7 @@ func (t *gpuTopology) free(dev int) {
 	}
 	release(t.indptr)
 	release(t.indices)
-	if t.hostAdr != 0 {
-		cuda.HostFree(dev, t.hostAdr)
-		cuda.Free(dev, t.devBuf)
-	}
+	t.scratch.free(dev)
 	if t.stream != 0 {
 		cuda.DestroyStream(dev, t.stream)
 	}
@@ -136,29 +131,17 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 	defer t.mu.Unlock()
 	// Layout of the scratch (int64s): nodes[n] deg[n] off[n+1] pos[total] out[total].
 	words := 3*n + 1 + 2*total
-	if need := words * 8; need > len(t.hostBuf) {
-		if t.hostAdr != 0 {
-			cuda.HostFree(t.dev, t.hostAdr)
-			cuda.Free(t.dev, t.devBuf)
-			t.hostAdr, t.hostBuf, t.devBuf = 0, nil, 0
-		}
-		need += need / 2
-		addr, buf, err := cuda.HostAlloc(t.dev, uint64(need))
-		if err != nil {
-			return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
-		}
-		t.hostAdr, t.hostBuf = addr, buf
-		if t.devBuf, err = cuda.Malloc(t.dev, uint64(need)); err != nil {
-			return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
-		}
+	need := words * 8
+	if err := t.scratch.ensure(t.dev, need, need+need/2); err != nil {
+		return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
 	}
-	w := unsafe.Slice((*int64)(unsafe.Pointer(&t.hostBuf[0])), words)
+	w := unsafe.Slice((*int64)(unsafe.Pointer(&t.scratch.host[0])), words)
 	copy(w[0:n], nodes)
 	copy(w[n:2*n], deg)
 	copy(w[2*n:3*n+1], off)
-	at := func(word int) uintptr { return t.devBuf + uintptr(word*8) }
+	at := func(word int) uintptr { return t.scratch.dev + uintptr(word*8) }
 	inBytes := uint64((3*n + 1) * 8)
-	err := cuda.Memcpy(t.dev, t.devBuf, t.hostAdr, inBytes, t.stream)
+	err := cuda.Memcpy(t.dev, t.scratch.dev, t.scratch.hostAddr, inBytes, t.stream)
 	if err == nil {
 		err = cuda.SampleHop(t.dev, cuda.HopArgs{
 			Indptr: t.indptr, Indices: t.indices, IndexBytes: t.indexBytes,
@@ -169,7 +152,7 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 	}
 	outWord := 3*n + 1 + total
 	if err == nil {
-		err = cuda.Memcpy(t.dev, t.hostAdr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
+		err = cuda.Memcpy(t.dev, t.scratch.hostAddr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
 	}
 	if serr := cuda.SyncStream(t.dev, t.stream); err == nil {
 		err = serr
