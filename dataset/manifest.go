@@ -68,7 +68,7 @@ type EdgeType struct {
 	Rel     string    `json:"rel"`
 	Dst     string    `json:"dst"`
 	Count   int64     `json:"count"`
-	Layout  string    `json:"layout"` // "csc"
+	Layout  string    `json:"layout"`  // "csc"
 	Indptr  ArraySpec `json:"indptr"`  // int64, Count(dst)+1 entries
 	Indices ArraySpec `json:"indices"` // int32 or int64, Count entries
 }
