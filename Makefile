@@ -57,7 +57,7 @@ NVCC ?= nvcc
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
 
 cuda: $(BUILD)/libtierfs_cuda.so ## build the CUDA shim build/libtierfs_cuda.so (needs nvcc)
-$(BUILD)/libtierfs_cuda.so: gpuio/cuda/tierfs_cuda.cu gpuio/cuda/tierfs_cuda.h
+$(BUILD)/libtierfs_cuda.so: internal/cuda/tierfs_cuda.cu internal/cuda/tierfs_cuda.h
 	@mkdir -p $(BUILD)
 	$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC $(CUDA_ARCH) -o $@ $<
 

@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 )
 
 // ioRec is what a tfs_io handle holds.

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers/host"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )

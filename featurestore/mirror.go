@@ -1,6 +1,6 @@
 package featurestore
 
-import "github.com/tierfs/tierfs/gpuio/cuda"
+import "github.com/tierfs/tierfs/internal/cuda"
 
 // mirror is pinned host memory and device memory of the same size, for data staged on the host
 // and copied to the device or back. It grows on demand and keeps no contents across growth.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 )
 

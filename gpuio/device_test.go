@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 )
 
 // TestDeviceCompletionMatchesHost reads the same mixed requests (unaligned, straddling, split,

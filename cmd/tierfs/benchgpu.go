@@ -13,7 +13,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/gpuio/cuda"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
