@@ -75,16 +75,9 @@ def check_io_stack_into_device_memory(tmp: str) -> None:
     """tfs_io (the IO stack on its own, as Hyperion's IOStack) with device destinations."""
     import ctypes as C
 
+    from tierfs._native import IoOptions as Options
+    from tierfs._native import IoRequest as Request
     from tierfs._native import lib
-
-    class Options(C.Structure):
-        _fields_ = [("struct_size", C.c_size_t), ("backend", C.c_char_p), ("block_size", C.c_int32),
-                    ("queue_depth", C.c_int32), ("max_io_bytes", C.c_int32), ("staging_bytes", C.c_int64),
-                    ("no_coalesce", C.c_int32), ("device", C.c_int32)]
-
-    class Request(C.Structure):
-        _fields_ = [("file", C.c_int32), ("offset", C.c_int64), ("length", C.c_int64), ("dst", C.c_void_p),
-                    ("dst_is_device", C.c_int32)]
 
     rng = np.random.default_rng(SEED + 2)
     data = rng.integers(0, 256, size=3 * 1024 * 1024 + 77, dtype=np.uint8)

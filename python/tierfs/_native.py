@@ -94,7 +94,47 @@ class SamplerOptions(Structure):
     ]
 
 
-# (name, argtypes). Every function returns tfs_status (int) unless listed in _RESTYPES.
+class IoOptions(Structure):
+    """tfs_io_options."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("backend", c_char_p),
+        ("block_size", c_int32),
+        ("queue_depth", c_int32),
+        ("max_io_bytes", c_int32),
+        ("staging_bytes", c_int64),
+        ("no_coalesce", c_int32),
+        ("device", c_int32),
+    ]
+
+
+class IoRequest(Structure):
+    """tfs_io_request."""
+
+    _fields_ = [
+        ("file", c_int32),
+        ("offset", c_int64),
+        ("length", c_int64),
+        ("dst", c_void_p),
+        ("dst_is_device", c_int32),
+    ]
+
+
+# C struct name (capi/tierfs.h) -> its ctypes class. pybind/check_abi.py (python/tests/
+# test_abi_layout.py) checks every struct of the header against this: field names, order, types,
+# and offsets and sizes as the C compiler lays them out.
+STRUCTS: dict[str, type[Structure]] = {
+    "tfs_open_options": OpenOptions,
+    "tfs_store_info": StoreInfo,
+    "tfs_sampler_options": SamplerOptions,
+    "tfs_io_options": IoOptions,
+    "tfs_io_request": IoRequest,
+}
+
+
+# (name, argtypes). Every function returns tfs_status (int) unless listed in _RESTYPES. Typed
+# arrays are passed as c_void_p (an address: addr() of a numpy array or torch tensor).
 _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_abi_version", []),
     ("tfs_last_error", []),
@@ -119,6 +159,11 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_ingest", [c_char_p]),
     ("tfs_mount", [c_void_p, c_char_p]),
     ("tfs_unmount", [c_void_p]),
+    ("tfs_io_open", [POINTER(c_char_p), c_int32, POINTER(IoOptions), POINTER(c_void_p)]),
+    ("tfs_io_submit", [c_void_p, c_void_p, c_int64]),
+    ("tfs_io_complete", [c_void_p, c_void_p]),
+    ("tfs_io_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_io_close", [c_void_p]),
 ]
 _RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p}
 
