@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test
+.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -71,3 +71,6 @@ gpu-test: ## GPU tests, sanitizer runs and GPU benchmarks (on a GPU machine; bui
 
 clean: ## remove build outputs
 	rm -rf $(BUILD)
+
+abi-check: lib venv ## check python/tierfs/_native.py against capi/tierfs.h (pybind/check_abi.py)
+	$(VENV_PY) pybind/check_abi.py
