@@ -4,16 +4,137 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
 )
 
+// split is a batch of ids divided among tiers, fastest first: tier t serves count[t] rows, the
+// row in slot slots(t)[k] going to output row pos(t)[k]. Every id goes to the first tier that
+// holds it; the last tier holds every row.
+type split struct {
+	tierOf []uint8 // per id: the tier serving it
+	count  []int
+	pairs  []int64 // per tier in order: its slots, then its positions
+}
+
+// slots and pos are tier t's lists.
+func (sp *split) slots(t int) []int64 { b := sp.base(t); return sp.pairs[b : b+sp.count[t]] }
+func (sp *split) pos(t int) []int64 {
+	b := sp.base(t) + sp.count[t]
+	return sp.pairs[b : b+sp.count[t]]
+}
+
+// base is where tier t's slots start in pairs.
+func (sp *split) base(t int) int {
+	b := 0
+	for _, c := range sp.count[:t] {
+		b += 2 * c
+	}
+	return b
+}
+
+// splitChunk is the least number of ids a goroutine of the splitter takes.
+const splitChunk = 2048
+
+// splitIDs divides ids among ts (the caller holds every tiers.Holder among them) in parallel
+// chunks: first each chunk's per-tier counts, then, at each chunk's offsets, the (slot, position)
+// pairs, into pairs (len(ids)*2 values, e.g. pinned memory for a device copy). Position k of ids
+// is written as posOf(k) (nil: k).
+func splitIDs(ids []int64, ts []tiers.Tier, pairs []int64, posOf []int64, workers int) *split {
+	n, nt := len(ids), len(ts)
+	sp := &split{tierOf: make([]uint8, n), count: make([]int, nt), pairs: pairs[:2*n]}
+	slot := make([]int64, n)
+	chunk := max(splitChunk, (n+4*workers-1)/max(1, 4*workers)) // about 4 chunks a worker
+	chunks := (n + chunk - 1) / chunk
+	counts := make([][]int, chunks+1)
+	counts[0] = make([]int, nt)
+	parallelChunks(chunks, workers, func(c int) {
+		lo, hi := c*chunk, min((c+1)*chunk, n)
+		k := make([]int, nt)
+		rem := make([]int, 0, hi-lo) // positions no faster tier holds
+		for i := lo; i < hi; i++ {
+			rem = append(rem, i)
+		}
+		look, got := make([]int64, hi-lo), make([]int64, hi-lo)
+		for t, tier := range ts {
+			if len(rem) == 0 {
+				break
+			}
+			for j, i := range rem {
+				look[j] = ids[i]
+			}
+			tier.Lookup(look[:len(rem)], got[:len(rem)])
+			left := rem[:0]
+			for j, i := range rem {
+				if s := got[j]; s >= 0 || t == nt-1 {
+					slot[i], sp.tierOf[i] = s, uint8(t)
+					k[t]++
+				} else {
+					left = append(left, i)
+				}
+			}
+			rem = left
+		}
+		counts[c+1] = k
+	})
+	for c := 1; c <= chunks; c++ { // counts[c] becomes the offsets of chunk c's pairs
+		for t := range nt {
+			counts[c][t] += counts[c-1][t]
+		}
+	}
+	copy(sp.count, counts[chunks])
+	bases := make([]int, nt)
+	for t := range nt {
+		bases[t] = sp.base(t)
+	}
+	parallelChunks(chunks, workers, func(c int) {
+		k := counts[c]
+		for i := c * chunk; i < min((c+1)*chunk, n); i++ {
+			t := sp.tierOf[i]
+			p := int64(i)
+			if posOf != nil {
+				p = posOf[i]
+			}
+			b := bases[t]
+			sp.pairs[b+k[t]] = slot[i]
+			sp.pairs[b+sp.count[t]+k[t]] = p
+			k[t]++
+		}
+	})
+	return sp
+}
+
+// parallelChunks runs fn(c) for every chunk c in [0, chunks) on up to workers goroutines.
+func parallelChunks(chunks, workers int, fn func(c int)) {
+	if chunks <= 1 || workers < 2 {
+		for c := range chunks {
+			fn(c)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, chunks) {
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= chunks {
+					return
+				}
+				fn(c)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // Gather writes the feature row of ids[i] to dst[i*RowBytes : (i+1)*RowBytes] for every i.
-// len(dst) must be len(ids)*RowBytes; ids may repeat and come in any order. Ids are split by tier:
-// disk reads for the rows no faster tier holds are submitted first, host-tier hits are copied
-// while they are in flight, and Gather returns once every row is in place. On error dst holds
-// partial results.
+// len(dst) must be len(ids)*RowBytes; ids may repeat and come in any order. Ids are split once by
+// tier; the SSD tier's reads are submitted first, the memory tiers copy while they are in flight,
+// and Gather returns once every row is in place; then a host tier that admits (SIEVE) is offered
+// the rows read from disk. On error dst holds partial results.
 func (s *Store) Gather(ids []int64, dst []byte) error {
 	leave, err := s.enter()
 	if err != nil {
@@ -30,58 +151,43 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 	start := time.Now()
 	s.place.RLock()
 	defer s.place.RUnlock()
-	if s.dyn != nil {
-		return s.gatherDynamic(ids, dst, start)
+	ts, release := heldTiers(s.tierList())
+	sp := splitIDs(ids, ts, make([]int64, 2*len(ids)), nil, s.opt.CopyWorkers)
+	// The SSD tier's reads go out first; the memory tiers copy while they are in flight, and tiers
+	// that change under gathers are released as soon as the memory copies are done.
+	last := len(ts) - 1
+	errs := make([]error, len(ts))
+	var disk, memory sync.WaitGroup
+	if sp.count[last] > 0 {
+		disk.Go(func() { errs[last] = ts[last].CopyToHost(sp.slots(last), sp.pos(last), dst) })
 	}
-
-	slots := make([]int64, len(ids))
-	hostHits := s.host.Lookup(ids, slots)
-	// Rows of the GPU tier (when the GPU path runs) come back from device memory: their slot is
-	// marked gpuSlot, gpuPos lists where they go and gpuSlots where they are.
-	var gpuPos []int
-	var gpuSlots []int64
-	if g := s.gpu; g != nil && g.tier.Rows() > 0 && hostHits < len(ids) {
-		for i, id := range ids {
-			if slots[i] < 0 {
-				if slot := g.tier.Slot(id); slot >= 0 {
-					slots[i] = gpuSlot
-					gpuPos, gpuSlots = append(gpuPos, i), append(gpuSlots, slot)
-				}
-			}
+	for t := last - 1; t >= 0; t-- {
+		if sp.count[t] == 0 {
+			continue
 		}
-	}
-	var reqs []gpuio.Request
-	if miss := len(ids) - hostHits - len(gpuPos); miss > 0 {
-		reqs = make([]gpuio.Request, 0, miss)
-		for i, id := range ids {
-			if slots[i] == -1 {
-				file, off := s.spec.Locate(id)
-				reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: dst[int64(i)*rb : int64(i+1)*rb]})
-			}
+		if t == 0 {
+			errs[t] = ts[t].CopyToHost(sp.slots(t), sp.pos(t), dst)
+			continue
 		}
+		memory.Go(func() { errs[t] = ts[t].CopyToHost(sp.slots(t), sp.pos(t), dst) })
 	}
-	var ioErr, gpuErr error
-	var ioDone sync.WaitGroup
-	if len(reqs) > 0 {
-		ioDone.Go(func() { ioErr = s.read(reqs) })
+	memory.Wait()
+	release()
+	disk.Wait()
+	err = errors.Join(errs...)
+	if a, ok := s.host.(tiers.Admitter); ok && err == nil && sp.count[last] > 0 {
+		skip := make([]bool, len(ids))
+		for i, t := range sp.tierOf {
+			skip[i] = int(t) != last
+		}
+		a.Admit(ids, dst, skip)
 	}
-	if len(gpuPos) > 0 {
-		ioDone.Go(func() { gpuErr = s.copyGPUHitsToHost(gpuSlots, gpuPos, dst) })
-	}
-	if hostHits > 0 {
-		s.copyHostHits(slots, dst)
-	}
-	ioDone.Wait()
-	s.stats.gpuHits.Add(uint64(len(gpuPos)))
-	s.stats.gather(len(ids), hostHits, len(reqs), rb, time.Since(start))
-	if err := errors.Join(ioErr, gpuErr); err != nil {
+	s.stats.gather(ts, sp.count, time.Since(start))
+	if err != nil {
 		return fmt.Errorf("featurestore: gather: %w", err)
 	}
 	return nil
 }
-
-// gpuSlot marks, in Gather's slots, a row the GPU tier serves.
-const gpuSlot = -2
 
 // checkIDs rejects ids outside [0, NumNodes) naming the first bad one.
 func (s *Store) checkIDs(ids []int64) error {
@@ -92,29 +198,4 @@ func (s *Store) checkIDs(ids []int64) error {
 		}
 	}
 	return nil
-}
-
-// copyHostHits copies the rows of every slot >= 0 to its place in dst, with CopyWorkers
-// goroutines when the batch is large enough to pay for them.
-func (s *Store) copyHostHits(slots []int64, dst []byte) {
-	rb := s.spec.RowBytes
-	copyRange := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if slot := slots[i]; slot >= 0 {
-				copy(dst[int64(i)*rb:int64(i+1)*rb], s.host.Row(slot))
-			}
-		}
-	}
-	workers := s.opt.CopyWorkers
-	if bytes := int64(len(slots)) * rb; bytes < 1<<20 || workers < 2 {
-		copyRange(0, len(slots))
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (len(slots) + workers - 1) / workers
-	for lo := 0; lo < len(slots); lo += chunk {
-		hi := min(lo+chunk, len(slots))
-		wg.Go(func() { copyRange(lo, hi) })
-	}
-	wg.Wait()
 }

@@ -24,7 +24,7 @@ type gpuTopology struct {
 
 	mu      sync.Mutex // one hop at a time: the scratch below is shared
 	stream  cuda.Stream
-	scratch mirror // nodes, deg, off go up; out comes back
+	scratch cuda.Mirror // nodes, deg, off go up; out comes back
 }
 
 var _ topology.HopDrawer = (*gpuTopology)(nil)
@@ -113,7 +113,7 @@ func (t *gpuTopology) free(dev int) {
 	}
 	release(t.indptr)
 	release(t.indices)
-	t.scratch.free(dev)
+	t.scratch.Free(dev)
 	if t.stream != 0 {
 		cuda.DestroyStream(dev, t.stream)
 	}
@@ -132,16 +132,16 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 	// Layout of the scratch (int64s): nodes[n] deg[n] off[n+1] pos[total] out[total].
 	words := 3*n + 1 + 2*total
 	need := words * 8
-	if err := t.scratch.ensure(t.dev, need, need+need/2); err != nil {
+	if err := t.scratch.Ensure(t.dev, need, need+need/2); err != nil {
 		return fmt.Errorf("featurestore: GPU sampling scratch: %w", err)
 	}
-	w := unsafe.Slice((*int64)(unsafe.Pointer(&t.scratch.host[0])), words)
+	w := unsafe.Slice((*int64)(unsafe.Pointer(&t.scratch.Host[0])), words)
 	copy(w[0:n], nodes)
 	copy(w[n:2*n], deg)
 	copy(w[2*n:3*n+1], off)
-	at := func(word int) uintptr { return t.scratch.dev + uintptr(word*8) }
+	at := func(word int) uintptr { return t.scratch.Dev + uintptr(word*8) }
 	inBytes := uint64((3*n + 1) * 8)
-	err := cuda.Memcpy(t.dev, t.scratch.dev, t.scratch.hostAddr, inBytes, t.stream)
+	err := cuda.Memcpy(t.dev, t.scratch.Dev, t.scratch.HostAddr, inBytes, t.stream)
 	if err == nil {
 		err = cuda.SampleHop(t.dev, cuda.HopArgs{
 			Indptr: t.indptr, Indices: t.indices, IndexBytes: t.indexBytes,
@@ -152,7 +152,7 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 	}
 	outWord := 3*n + 1 + total
 	if err == nil {
-		err = cuda.Memcpy(t.dev, t.scratch.hostAddr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
+		err = cuda.Memcpy(t.dev, t.scratch.HostAddr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
 	}
 	if serr := cuda.SyncStream(t.dev, t.stream); err == nil {
 		err = serr

@@ -84,7 +84,7 @@ func (s *Store) readArray(file string, ids []int64, out []byte) error {
 		return err
 	}
 	defer leave()
-	idx := slices.Index(s.paths, file)
+	idx := s.files.Index(file)
 	if idx < 0 {
 		return fmt.Errorf("featurestore: %s is not a file this store reads", file)
 	}

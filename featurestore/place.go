@@ -8,8 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -28,7 +27,7 @@ func (s *Store) Place(hotness []uint32) error {
 		return fmt.Errorf("featurestore: hotness has %d entries, the dataset %d nodes", len(hotness), n)
 	}
 	gpuRows := s.gpuCapacityRows()
-	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes)+gpuRows, n)
+	k := min(s.hostCapacityRows()+gpuRows, n)
 	plan := s.currentPlacement()
 	var ids []int64
 	switch {
@@ -63,29 +62,43 @@ func (s *Store) Place(hotness []uint32) error {
 	}
 	s.place.Lock()
 	defer s.place.Unlock()
-	if s.dyn != nil {
-		return s.placeDynamic(ids, gpuRows)
-	}
-	return s.fillTiers(ids, gpuRows)
+	return s.fillTiers(ids)
 }
 
-// loadRows reads the rows of sorted ids from disk into consecutive rows of arena.
-func (s *Store) loadRows(sorted []int64, arena []byte) error {
-	rb := s.spec.RowBytes
-	const chunk = 1 << 16
-	reqs := make([]gpuio.Request, 0, min(chunk, len(sorted)))
-	for lo := 0; lo < len(sorted); lo += chunk {
-		reqs = reqs[:0]
-		for i := lo; i < min(lo+chunk, len(sorted)); i++ {
-			file, off := s.spec.Locate(sorted[i])
-			reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: arena[int64(i)*rb : int64(i+1)*rb]})
+// fillTiers fills the memory tiers, fastest first, each with the hottest ids (hottest first) the
+// tiers before it did not take, reading the rows from the SSD tier. The caller holds the place
+// lock for writing; kernels of earlier gathers may still read the tiers, so they are waited for
+// first.
+func (s *Store) fillTiers(ids []int64) error {
+	if g := s.gpu; g != nil {
+		if err := g.quiesce(s); err != nil {
+			return err
 		}
-		if err := s.read(reqs); err != nil {
-			return fmt.Errorf("featurestore: fill host tier: %w", err)
+	}
+	var err error
+	for _, t := range s.tierList() {
+		if t.Kind() == tiers.SSD {
+			break
 		}
+		take := ids[:min(int64(len(ids)), s.capacityRows(t))]
+		if err = t.Fill(take, s.ssd.Source); err != nil {
+			return fmt.Errorf("featurestore: fill %s tier: %w", t.Kind(), err)
+		}
+		ids = ids[len(take):]
 	}
 	return nil
 }
+
+// capacityRows is how many rows memory tier t holds when full.
+func (s *Store) capacityRows(t tiers.Tier) int64 {
+	if t.Kind() == tiers.GPU {
+		return s.gpuCapacityRows()
+	}
+	return s.hostCapacityRows()
+}
+
+// loadRows reads the rows of ids from disk into consecutive rows of rows.
+func (s *Store) loadRows(ids []int64, rows []byte) error { return s.ssd.Source(ids, rows) }
 
 // topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.
 func (s *Store) topByDegree(k int64) ([]int64, error) {

@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,36 +64,31 @@ type GPUStats struct {
 }
 
 type counters struct {
-	gathers, rows, hostHits, ssdHits, rowBytes, gatherNanos, samples atomic.Uint64
-	gpuHits, deviceGathers                                           atomic.Uint64
-
-	ioMu sync.Mutex
-	io   map[*gpuio.Stack]gpuio.Stats
+	gathers, rows, gatherNanos, samples atomic.Uint64
+	gpuHits, hostHits, ssdHits          atomic.Uint64
+	deviceGathers                       atomic.Uint64
 }
 
-func (c *counters) gather(rows, hostHits, ssdHits int, rowBytes int64, took time.Duration) {
+// gather counts a gather whose tiers ts served count[t] rows each.
+func (c *counters) gather(ts []tiers.Tier, count []int, took time.Duration) {
 	c.gathers.Add(1)
+	rows := 0
+	for t, n := range count {
+		rows += n
+		c.hits(ts[t].Kind()).Add(uint64(n))
+	}
 	c.rows.Add(uint64(rows))
-	c.hostHits.Add(uint64(hostHits))
-	c.ssdHits.Add(uint64(ssdHits))
-	c.rowBytes.Store(uint64(rowBytes))
 	c.gatherNanos.Add(uint64(took.Nanoseconds()))
 }
 
-func (c *counters) gatherDevice(rows, gpuHits, hostHits, ssdHits int, rowBytes int64, took time.Duration) {
-	c.deviceGathers.Add(1)
-	c.gpuHits.Add(uint64(gpuHits))
-	c.gather(rows, hostHits, ssdHits, rowBytes, took)
-}
-
-// noteIO records a stack's counters; called by the goroutine that holds the stack.
-func (c *counters) noteIO(st *gpuio.Stack) {
-	c.ioMu.Lock()
-	if c.io == nil {
-		c.io = map[*gpuio.Stack]gpuio.Stats{}
+func (c *counters) hits(k tiers.Kind) *atomic.Uint64 {
+	switch k {
+	case tiers.GPU:
+		return &c.gpuHits
+	case tiers.Host:
+		return &c.hostHits
 	}
-	c.io[st] = st.Stats()
-	c.ioMu.Unlock()
+	return &c.ssdHits
 }
 
 // Stats returns the store's counters.
@@ -102,19 +96,13 @@ func (s *Store) Stats() Stats {
 	c := &s.stats
 	rb := uint64(s.spec.RowBytes)
 	st := Stats{
-		Dataset: s.m.Dir(), IOBackend: string(s.backend),
+		Dataset: s.m.Dir(), IOBackend: string(s.files.Backend()),
 		Gathers: c.gathers.Load(), RowsGathered: c.rows.Load(), GatherTime: float64(c.gatherNanos.Load()) / 1e9,
 		Samples: c.samples.Load(),
 	}
 	s.place.RLock()
-	hostRows, hostBytes := s.host.Rows(), s.host.Bytes()
-	if s.dyn != nil {
-		hostRows, hostBytes = s.dyn.Rows(), s.dyn.Bytes()
-	}
-	var gpuRows, gpuBytes int64
 	st.GPU = GPUStats{DeviceGathers: c.deviceGathers.Load()}
 	if g := s.gpu; g != nil {
-		gpuRows, gpuBytes = g.tier.Rows(), g.capacity*int64(rb)
 		info := g.info
 		st.GPU.Available, st.GPU.Library, st.GPU.Device = true, cuda.Path(), &info
 		st.GPU.KernelBlocks, st.GPU.CompletionBlocks = g.blocks, g.ioBlocks
@@ -127,29 +115,17 @@ func (s *Store) Stats() Stats {
 	} else {
 		st.GPU.Reason = "not started: no GPU cache, GPU topology or device gather was asked for"
 	}
+	held := map[tiers.Kind]TierStats{}
+	for _, t := range s.tierList() {
+		held[t.Kind()] = TierStats{RowsHeld: t.Rows(), BytesHeld: t.Bytes()}
+	}
 	s.place.RUnlock()
-	var ssdBytes int64
-	for k := range s.spec.Files {
-		ssdBytes += s.spec.ContentBytesOfFile(k)
+	for _, k := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
+		ts := held[k]
+		ts.Tier, ts.Hits = k, c.hits(k).Load()
+		ts.BytesServed = ts.Hits * rb
+		st.Tiers = append(st.Tiers, ts)
 	}
-	st.Tiers = []TierStats{
-		{Tier: tiers.GPU, RowsHeld: gpuRows, BytesHeld: gpuBytes, Hits: c.gpuHits.Load(), BytesServed: c.gpuHits.Load() * rb},
-		{Tier: tiers.Host, RowsHeld: hostRows, BytesHeld: hostBytes, Hits: c.hostHits.Load(), BytesServed: c.hostHits.Load() * rb},
-		{Tier: tiers.SSD, RowsHeld: s.NumNodes(), BytesHeld: ssdBytes, Hits: c.ssdHits.Load(), BytesServed: c.ssdHits.Load() * rb},
-	}
-	c.ioMu.Lock()
-	st.IO.Backend = s.backend
-	for _, io := range c.io {
-		st.IO.Requests += io.Requests
-		st.IO.Reads += io.Reads
-		st.IO.BytesRequested += io.BytesRequested
-		st.IO.BytesRead += io.BytesRead
-		st.IO.DeviceRequests += io.DeviceRequests
-		st.IO.CompletionKernels += io.CompletionKernels
-		for i, n := range io.LatencyHistogram {
-			st.IO.LatencyHistogram[i] += n
-		}
-	}
-	c.ioMu.Unlock()
+	st.IO = s.files.Stats()
 	return st
 }

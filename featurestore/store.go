@@ -5,24 +5,32 @@
 // methods are safe for concurrent use, except that Place waits for running gathers and blocks new
 // ones while it refills the host tier.
 //
-// Memory a Store holds, all bounded by Options: the host tier (HostCacheBytes), the IO stacks'
-// staging (MaxConcurrentIO × StagingBytes), and the topology when it is held in memory
-// and labels (TopologyMemoryBytes); nothing grows with the dataset beyond those, except the per-batch buffers
-// a call needs for its own ids.
+// A Store holds an ordered list of tiers (tiers.Tier): the GPU tier (tiers/gpu) when a GPU
+// budget is set and a GPU is there, the host tier (tiers/host, static or SIEVE), and the SSD
+// tier (tiers/ssd), which holds every row. A gather is one path: split the ids once into
+// per-tier (slot, position) lists, then each tier moves its rows to the sink, a host buffer
+// (Gather) or a device buffer on a stream (GatherDevice, GatherDeviceIDs).
+//
+// Memory a Store holds, all bounded by Options: the host tier (HostCacheBytes), the GPU tier
+// (GPUCacheBytes of device memory, plus 16 bytes a row for its index in host and in device
+// memory, and the same in device memory for the static host tier's index when the GPU path
+// runs), the IO stacks' staging (MaxConcurrentIO × StagingBytes), and the topology when it is
+// held in memory and labels (TopologyMemoryBytes); nothing grows with the dataset beyond those,
+// except the per-batch buffers a call needs for its own ids.
 package featurestore
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
+	"slices"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/tiers/ssd"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -32,22 +40,22 @@ type Store struct {
 	spec *dataset.FeatureSpec
 	opt  Options
 
-	paths      []string // files read through the IO stacks: feature stripes, then indptr and indices, then labels
-	fds        []int    // paths opened with O_DIRECT
-	indptrFile int      // index of indptr in fds, -1 without topology
-	stacks     chan *gpuio.Stack
-	backend    gpuio.Backend
-	checksums  []*dataset.Checksums // per fd, when VerifyReads
+	files      *ssd.Files // feature stripes, then indptr and indices, then labels
+	indptrFile int        // index of indptr in files, -1 without topology
+	ssd        *ssd.Tier
 
 	graph  topology.Graph // nil without topology
 	labels []int64        // in memory when they fit TopologyMemoryBytes, else nil
 
 	place sync.RWMutex // Place holds it for writing; gathers for reading
-	host  *host.Cache
-	dyn   *host.Sieve // the host tier under HostPolicy "sieve" (host then stays empty); nil when static
+	// host is the host tier: *host.Cache (static) or *host.Sieve (HostPolicy "sieve").
+	host tiers.Tier
 
-	gpu    *gpuState // nil until the GPU path starts
-	gpuErr error     // why it could not start, once tried
+	gpu    *gpuPath // nil until the GPU path starts
+	gpuErr error    // why it could not start, once tried
+
+	deferredMu  sync.Mutex
+	deferredErr error // found on the GPU after a device gather returned; the next one returns it
 
 	stats    counters
 	closeMu  sync.RWMutex
@@ -59,7 +67,7 @@ type Store struct {
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("featurestore: store is closed")
 
-// Open opens the dataset in dir and places its hottest rows in the host tier.
+// Open opens the dataset in dir and places its hottest rows in the memory tiers.
 func Open(dir string, opt Options) (_ *Store, err error) {
 	m, err := dataset.Load(dir)
 	if err != nil {
@@ -90,43 +98,27 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	if opt.TopologyMemoryBytes == 0 {
 		opt.TopologyMemoryBytes = DefaultTopologyMemoryBytes
 	}
-	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1, host: host.New(spec.RowBytes)}
+	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if s.dyn, err = newDynamicHost(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes); err != nil {
+	if s.host, err = newHostTier(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes, opt.CopyWorkers); err != nil {
 		return nil, err
 	}
-	s.paths = append([]string(nil), spec.Files...)
+	paths := append([]string(nil), spec.Files...)
 	if et := m.Edges(); et != nil {
-		s.indptrFile = len(s.paths)
-		s.paths = append(s.paths, et.Indptr.File, et.Indices.File)
+		s.indptrFile = len(paths)
+		paths = append(paths, et.Indptr.File, et.Indices.File)
 	}
 	if l := m.Nodes().Labels; l != nil {
-		s.paths = append(s.paths, l.File)
+		paths = append(paths, l.File)
 	}
-	for _, p := range s.paths {
-		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
-			fd, err = unix.Open(m.Path(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("featurestore: open %s: %w", m.Path(p), &os.PathError{Op: "open", Path: m.Path(p), Err: err})
-		}
-		s.fds = append(s.fds, fd)
-		if opt.VerifyReads {
-			sums, err := m.LoadChecksums(m.File(p))
-			if err != nil {
-				return nil, err
-			}
-			s.checksums = append(s.checksums, sums)
-		}
+	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads}); err != nil {
+		return nil, fmt.Errorf("featurestore: %w", err)
 	}
-	if err := s.openStacks(); err != nil {
-		return nil, err
-	}
+	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)
 	if err := s.openGraph(); err != nil {
 		return nil, err
 	}
@@ -144,42 +136,35 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	return s, nil
 }
 
-func (s *Store) openStacks() error {
-	qd := s.opt.QueueDepth
-	if qd == 0 {
-		qd = 128
+// read serves requests of any file of the store through the IO stacks.
+func (s *Store) read(reqs []gpuio.Request) error { return s.files.Read(reqs) }
+
+// tierList is the store's tiers, fastest first; the caller holds the place lock.
+func (s *Store) tierList() []tiers.Tier {
+	ts := make([]tiers.Tier, 0, 3)
+	if g := s.gpu; g != nil && g.tier.Capacity() > 0 {
+		ts = append(ts, g.tier)
 	}
-	var verify func(int, int64, []byte) error
-	if s.opt.VerifyReads {
-		verify = func(file int, off int64, block []byte) error { return s.checksums[file].Check(off, block) }
-	}
-	s.stacks = make(chan *gpuio.Stack, s.opt.MaxConcurrentIO)
-	for range s.opt.MaxConcurrentIO {
-		st, err := gpuio.Open(s.fds, gpuio.Options{Backend: s.opt.IOBackend, BlockSize: s.m.BlockSize, QueueDepth: qd, Verify: verify})
-		if err != nil {
-			return fmt.Errorf("featurestore: %w", err)
-		}
-		s.backend = st.Backend()
-		s.stacks <- st
-	}
-	return nil
+	return append(ts, s.host, s.ssd)
 }
 
-// read serves requests through one of the store's IO stacks, waiting for a free one.
-func (s *Store) read(reqs []gpuio.Request) error {
-	if len(reqs) == 0 {
-		return nil
+// heldTiers is tiers with every tier that changes under gathers held (tiers.Holder); release
+// undoes that.
+func heldTiers(ts []tiers.Tier) (held []tiers.Tier, release func()) {
+	held = slices.Clone(ts)
+	var releases []func()
+	for i, t := range held {
+		if h, ok := t.(tiers.Holder); ok {
+			v, rel := h.Hold()
+			held[i] = v
+			releases = append(releases, rel)
+		}
 	}
-	st := <-s.stacks
-	defer func() {
-		s.stats.noteIO(st)
-		s.stacks <- st
-	}()
-	if err := st.Submit(reqs); err != nil {
-		st.Complete() // drain whatever was handed to the kernel before the error
-		return err
+	return held, func() {
+		for _, rel := range releases {
+			rel()
+		}
 	}
-	return st.Complete()
 }
 
 // Manifest is the dataset's manifest.
@@ -198,10 +183,17 @@ func (s *Store) RowBytes() int64 { return s.spec.RowBytes }
 func (s *Store) Graph() topology.Graph { return s.graph }
 
 // IOBackend says how disk reads are served ("io_uring" or "pread").
-func (s *Store) IOBackend() gpuio.Backend { return s.backend }
+func (s *Store) IOBackend() gpuio.Backend { return s.files.Backend() }
 
-// Host is the host tier.
-func (s *Store) Host() *host.Cache { return s.host }
+// Host is the static host tier, or nil under HostPolicy "sieve" (see HostTier).
+func (s *Store) Host() *host.Cache {
+	c, _ := s.host.(*host.Cache)
+	return c
+}
+
+// HostTier is the host tier as the store serves it: the static cache, or the SIEVE cache when
+// Options.HostPolicy is "sieve".
+func (s *Store) HostTier() tiers.Tier { return s.host }
 
 // enter guards a call against a concurrent Close; the returned func ends the call.
 func (s *Store) enter() (func(), error) {
@@ -238,18 +230,11 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.stopGPU()
-	if s.stacks != nil {
-		close(s.stacks)
-		for st := range s.stacks {
-			st.Close()
-		}
+	if c, ok := s.host.(interface{ Close() error }); ok {
+		c.Close()
 	}
-	s.host.Close()
-	if s.dyn != nil {
-		s.dyn.Close()
-	}
-	for _, fd := range s.fds {
-		unix.Close(fd)
+	if s.files != nil {
+		s.files.Close()
 	}
 	return nil
 }

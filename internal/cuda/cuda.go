@@ -22,7 +22,7 @@ package cuda
   X(tfc_host_unregister) X(tfc_memcpy) X(tfc_memset) X(tfc_stream_create) X(tfc_stream_destroy) \
   X(tfc_stream_sync) X(tfc_event_create) X(tfc_event_destroy) X(tfc_event_record) X(tfc_event_sync) \
   X(tfc_event_query) X(tfc_event_elapsed_ms) X(tfc_stream_wait_event) X(tfc_gather_rows) \
-  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop)
+  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop) X(tfc_split_gather)
 
 #define TFC_DECL(f) static __typeof__(&f) p_##f;
 TFC_FUNCS(TFC_DECL)
@@ -87,6 +87,11 @@ static int c_stream_wait_event(char *e, int dev, uintptr_t s, uintptr_t ev) {
   int rc = p_tfc_stream_wait_event(dev, (void *)s, (void *)ev); tfc_grab(rc, e); return rc; }
 static int c_gather_rows(char *e, int dev, uintptr_t src, uint64_t rb, uintptr_t sr, uintptr_t dr, int64_t n, uintptr_t dst, int mb, uintptr_t st) {
   int rc = p_tfc_gather_rows(dev, (const void *)src, rb, (const int64_t *)sr, (const int64_t *)dr, n, (void *)dst, mb, (void *)st);
+  tfc_grab(rc, e); return rc; }
+static int c_split_gather(char *e, int dev, uintptr_t ids, int64_t n, int64_t nn, const tfc_tier_index *t, int nt, uint64_t rb,
+                          uintptr_t dst, uintptr_t mi, uintptr_t mp, uintptr_t counts, int mb, uintptr_t st) {
+  int rc = p_tfc_split_gather(dev, (const int64_t *)ids, n, nn, t, nt, rb, (void *)dst, (int64_t *)mi, (int64_t *)mp,
+                              (unsigned long long *)counts, mb, (void *)st);
   tfc_grab(rc, e); return rc; }
 static int c_copy_pieces(char *e, int dev, uintptr_t pieces, int64_t n, int mb, uintptr_t st) {
   int rc = p_tfc_copy_pieces(dev, (const tfc_piece *)pieces, n, mb, (void *)st); tfc_grab(rc, e); return rc; }
@@ -435,4 +440,97 @@ func SampleHop(dev int, a HopArgs, maxBlocks int, s Stream) error {
 			C.uintptr_t(a.Deg), C.uintptr_t(a.Off), C.int64_t(a.N), C.int(a.Fanout), C.int(replace), C.uint64_t(a.Seed), C.int(a.Hop),
 			C.uintptr_t(a.Pos), C.uintptr_t(a.Out), C.int(maxBlocks), C.uintptr_t(s))
 	})
+}
+
+// TierIndex is a memory tier's index in device-accessible memory (tfc_tier_index): the ids held,
+// ascending, the open-addressing table of positions into them, and the tier's rows.
+type TierIndex struct {
+	IDs   uintptr // int64[Count]
+	Table uintptr // int32[Mask+1]
+	Mask  uint64
+	Count int64
+	Rows  uintptr
+}
+
+// MaxSplitTiers is how many tier indexes SplitGather takes.
+const MaxSplitTiers = C.TFC_MAX_SPLIT_TIERS
+
+// SplitArgs are the arguments of SplitGather; every address is device-accessible.
+type SplitArgs struct {
+	IDs      uintptr
+	N        int64
+	NumNodes int64
+	Tiers    []TierIndex
+	RowBytes uint64
+	Dst      uintptr
+	// MissIDs and MissPos (N int64 each) get the ids no tier holds and their positions; Counts
+	// (SplitCounts uint64, zeroed by the caller) the numbers of tfc_split_gather.
+	MissIDs, MissPos, Counts uintptr
+}
+
+// SplitCounts is the number of counters SplitGather writes: misses, N minus the first bad
+// position (0: none), and the rows each tier served.
+const SplitCounts = C.TFC_SPLIT_COUNTS
+
+// SplitGather enqueues the one-pass split and gather of tfc_split_gather.
+func SplitGather(dev int, a SplitArgs, maxBlocks int, s Stream) error {
+	if len(a.Tiers) > MaxSplitTiers {
+		return fmt.Errorf("cuda: split over %d tiers, at most %d", len(a.Tiers), MaxSplitTiers)
+	}
+	var t [MaxSplitTiers]C.tfc_tier_index
+	for i, x := range a.Tiers {
+		t[i] = C.tfc_tier_index{ids: (*C.int64_t)(C.tfc_ptr(C.uintptr_t(x.IDs))), table: (*C.int32_t)(C.tfc_ptr(C.uintptr_t(x.Table))),
+			mask: C.uint64_t(x.Mask), count: C.int64_t(x.Count), rows: C.tfc_ptr(C.uintptr_t(x.Rows))}
+	}
+	return call(func(e *C.char) C.int {
+		return C.c_split_gather(e, C.int(dev), C.uintptr_t(a.IDs), C.int64_t(a.N), C.int64_t(a.NumNodes), &t[0], C.int(len(a.Tiers)),
+			C.uint64_t(a.RowBytes), C.uintptr_t(a.Dst), C.uintptr_t(a.MissIDs), C.uintptr_t(a.MissPos), C.uintptr_t(a.Counts),
+			C.int(maxBlocks), C.uintptr_t(s))
+	})
+}
+
+// Mirror is pinned host memory and device memory of the same size, for data staged on the host
+// and copied to the device or back. It grows on demand and keeps no contents across growth.
+type Mirror struct {
+	Host     []byte // pinned and mapped; C memory
+	HostAddr uintptr
+	Dev      uintptr
+}
+
+// Ensure makes both buffers hold at least need bytes, reallocating them at size (>= need) when
+// they are smaller.
+func (m *Mirror) Ensure(dev, need, size int) error {
+	if need <= len(m.Host) {
+		return nil
+	}
+	m.Free(dev)
+	addr, buf, err := HostAlloc(dev, uint64(size))
+	if err != nil {
+		return err
+	}
+	m.HostAddr, m.Host = addr, buf
+	if m.Dev, err = Malloc(dev, uint64(size)); err != nil {
+		m.Free(dev)
+		return err
+	}
+	return nil
+}
+
+// Free releases both buffers.
+func (m *Mirror) Free(dev int) {
+	if m.HostAddr != 0 {
+		HostFree(dev, m.HostAddr)
+	}
+	if m.Dev != 0 {
+		Free(dev, m.Dev)
+	}
+	*m = Mirror{}
+}
+
+// Int64s views n int64 values of pinned host memory b.
+func Int64s(b []byte, n int) []int64 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), n)[:n:n]
 }

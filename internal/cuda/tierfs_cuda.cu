@@ -69,6 +69,94 @@ int launch_gather(int dev, const void *src, uint64_t row_bytes, const int64_t *s
   return 0;
 }
 
+// ---- split and gather ----
+
+struct SplitTiers {
+  tfc_tier_index t[TFC_MAX_SPLIT_TIERS];
+  int n;
+};
+
+__device__ __forceinline__ uint64_t fmix64(int64_t id) {
+  uint64_t x = (uint64_t)id;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+// probe returns the slot of id in x, or -1 (the same walk as tiers/host.Index.Slot).
+__device__ __forceinline__ int64_t probe(const tfc_tier_index &x, int64_t id) {
+  if (x.count == 0) return -1;
+  for (uint64_t h = fmix64(id) & x.mask;; h = (h + 1) & x.mask) {
+    const int32_t s = x.table[h];
+    if (s < 0) return -1;
+    if (x.ids[s] == id) return s;
+  }
+}
+
+// Every thread of a group of `lanes` looks its id up (the same addresses: one transaction), so
+// the group needs no shuffle; lane 0 of the group records misses, bad ids and tier hits (per
+// block in shared memory, added to counts once at the end).
+template <typename W>
+__global__ void split_gather_kernel(const int64_t *__restrict__ ids, int64_t n, int64_t num_nodes, SplitTiers tiers,
+                                    uint64_t row_bytes, char *__restrict__ dst, int64_t *__restrict__ miss_ids,
+                                    int64_t *__restrict__ miss_pos, unsigned long long *counts, int lanes) {
+  __shared__ unsigned int hits[TFC_MAX_SPLIT_TIERS];
+  if (threadIdx.x < TFC_MAX_SPLIT_TIERS) hits[threadIdx.x] = 0;
+  __syncthreads();
+  const int64_t vecs = row_bytes / sizeof(W);
+  const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t groups = (gridDim.x * (int64_t)blockDim.x) / lanes;
+  const int lane = threadIdx.x % lanes;
+  for (int64_t i = tid / lanes; i < n; i += groups) {
+    const int64_t id = ids[i];
+    W *o = reinterpret_cast<W *>(dst + i * row_bytes);
+    if ((uint64_t)id >= (uint64_t)num_nodes) {
+      for (int64_t v = lane; v < vecs; v += lanes) o[v] = W{};
+      if (lane == 0) atomicMax(&counts[1], (unsigned long long)(n - i));
+      continue;
+    }
+    const char *src = nullptr;
+    int tier = 0;
+    for (; tier < tiers.n; tier++) {
+      const int64_t s = probe(tiers.t[tier], id);
+      if (s >= 0) {
+        src = (const char *)tiers.t[tier].rows + s * row_bytes;
+        break;
+      }
+    }
+    if (!src) {
+      if (lane == 0) {
+        const unsigned long long k = atomicAdd(&counts[0], 1ull);
+        miss_ids[k] = id;
+        miss_pos[k] = i;
+      }
+      continue;
+    }
+    if (lane == 0) atomicAdd(&hits[tier], 1u);
+    const W *in = reinterpret_cast<const W *>(src);
+    for (int64_t v = lane; v < vecs; v += lanes) o[v] = in[v];
+  }
+  __syncthreads();
+  if (threadIdx.x < tiers.n && hits[threadIdx.x]) atomicAdd(&counts[2 + threadIdx.x], (unsigned long long)hits[threadIdx.x]);
+}
+
+template <typename W>
+int launch_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const SplitTiers &tiers,
+                        uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
+                        unsigned long long *counts, int max_blocks, cudaStream_t st) {
+  int64_t vecs = row_bytes / sizeof(W);
+  int lanes = 1;
+  while (lanes < 32 && lanes < vecs) lanes *= 2;
+  const int threads = 256;
+  int64_t rows_per_block = threads / lanes;
+  int grid = grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block);
+  split_gather_kernel<W><<<grid, threads, 0, st>>>(ids, n, num_nodes, tiers, row_bytes, (char *)dst, miss_ids,
+                                                   miss_pos, counts, lanes);
+  CHECK(cudaGetLastError(), "(split-gather kernel launch)");
+  return 0;
+}
+
 // ---- completion: copy pieces ----
 
 template <typename W>
@@ -368,6 +456,32 @@ int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t 
   if ((a & 3) == 0) return launch_gather<uint32_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
   if ((a & 1) == 0) return launch_gather<uint16_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
   return launch_gather<char>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+}
+
+int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const tfc_tier_index *tiers,
+                     int ntiers, uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
+                     unsigned long long *counts, int max_blocks, void *stream) {
+  ENTER(dev);
+  if (n <= 0 || row_bytes == 0) return 0;
+  if (ntiers < 0 || ntiers > TFC_MAX_SPLIT_TIERS) {
+    snprintf(last_error, sizeof last_error, "tfc_split_gather: %d tiers, want 0 to %d", ntiers, TFC_MAX_SPLIT_TIERS);
+    return (int)cudaErrorInvalidValue;
+  }
+  SplitTiers t{};
+  t.n = ntiers;
+  uint64_t a = (uint64_t)dst | row_bytes;
+  for (int i = 0; i < ntiers; i++) {
+    t.t[i] = tiers[i];
+    a |= (uint64_t)tiers[i].rows;
+  }
+  cudaStream_t st = (cudaStream_t)stream;
+#define SPLIT(W) launch_split_gather<W>(dev, ids, n, num_nodes, t, row_bytes, dst, miss_ids, miss_pos, counts, max_blocks, st)
+  if ((a & 15) == 0) return SPLIT(uint4);
+  if ((a & 7) == 0) return SPLIT(uint2);
+  if ((a & 3) == 0) return SPLIT(uint32_t);
+  if ((a & 1) == 0) return SPLIT(uint16_t);
+  return SPLIT(char);
+#undef SPLIT
 }
 
 int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream) {

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 1
+#define TFC_ABI_VERSION 2
 
 /* One contiguous copy of the completion step: len bytes from src to dst (both device-accessible). */
 typedef struct tfc_piece {
@@ -70,6 +70,32 @@ int tfc_stream_wait_event(int dev, void *stream, void *event);
  * width share a warp. src, dst and the index arrays are device-accessible. */
 int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
                     const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, void *stream);
+
+/* A memory tier's index as tiers/host.Index builds it, in device-accessible memory: the ids held,
+ * ascending (slot s holds ids[s]), and an open-addressing table of int32 positions into ids (-1
+ * empty) of mask+1 entries, probed linearly from fmix64(id) & mask (MurmurHash3's finalizer). The
+ * row of slot s is at rows + s*row_bytes. count 0 is an empty tier (ids and table unused). */
+typedef struct tfc_tier_index {
+  const int64_t *ids;
+  const int32_t *table;
+  uint64_t mask;
+  int64_t count;
+  const void *rows;
+} tfc_tier_index;
+
+#define TFC_MAX_SPLIT_TIERS 2
+
+/* Split and gather in one pass. For i in [0, n), ids[i] is looked up in tiers[0], then tiers[1]
+ * (ntiers <= TFC_MAX_SPLIT_TIERS; the array is read at the call), and the first tier holding it
+ * copies its row to dst + i*row_bytes. Ids no tier holds are appended, in no particular order, to
+ * miss_ids / miss_pos (capacity n each). counts (device-accessible, TFC_SPLIT_COUNTS entries,
+ * zeroed by the caller) gets: [0] the number of misses, [1] n - i for the smallest i whose id is
+ * outside [0, num_nodes) (0: none; such rows are zeroed and not listed), [2 + t] the rows tier t
+ * served. ids, dst and the miss arrays are device-accessible. */
+#define TFC_SPLIT_COUNTS (2 + TFC_MAX_SPLIT_TIERS)
+int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const tfc_tier_index *tiers,
+                     int ntiers, uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
+                     unsigned long long *counts, int max_blocks, void *stream);
 
 /* Completion kernel: performs pieces[0..n) (a device-accessible array), one warp per piece. */
 int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream);

@@ -8,24 +8,29 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 )
 
 // IndexBytesPerRow is the index overhead per cached row.
 const IndexBytesPerRow = 16
 
-// Cache is the host tier. Lookup, Row and Ranges may run concurrently; Fill and Close may not run
-// with anything else.
+// Cache is the static host tier: what Fill put there stays until the next Fill. Lookup, Row,
+// Ranges and the copies may run concurrently; Fill, AttachDevice and Close may not run with
+// anything else.
 type Cache struct {
 	Index
 	rowBytes int64
 	arena    []byte // mmap'ed, len(ids)*rowBytes
+	workers  int
+	dev      *devicePath // nil until AttachDevice
 }
 
 // Index maps a fixed set of node ids to slots: the slot of an id is its rank among them. It is
@@ -90,9 +95,51 @@ func CapacityRows(budget, rowBytes int64) int64 {
 	return min(budget/BytesPerRow(rowBytes), math.MaxInt32/2)
 }
 
+// SetWorkers sets how many goroutines copy rows of large batches (0: GOMAXPROCS).
+func (c *Cache) SetWorkers(n int) { c.workers = n }
+
+// AttachDevice pins the arena for CUDA device dev (now and after every Fill), copies the index to
+// device memory for split kernels, and prepares concurrency packers for device copies.
+func (c *Cache) AttachDevice(dev, concurrency int) error {
+	if c.dev != nil {
+		return nil
+	}
+	d, err := newDevicePath(dev, concurrency)
+	if err != nil {
+		return err
+	}
+	c.dev = d
+	return c.publish()
+}
+
+// publish pins the arena and uploads the index (attached tiers only).
+func (c *Cache) publish() error {
+	if c.dev == nil {
+		return nil
+	}
+	if err := c.dev.register(c.arena); err != nil {
+		return err
+	}
+	var err error
+	if c.dev.index, err = uploadIndex(c.dev.dev, &c.Index); err != nil {
+		return fmt.Errorf("host tier: index to GPU %d: %w", c.dev.dev, err)
+	}
+	return nil
+}
+
+// unpublish undoes publish.
+func (c *Cache) unpublish() error {
+	if c.dev == nil {
+		return nil
+	}
+	c.dev.index.free(c.dev.dev)
+	return c.dev.unregister()
+}
+
 // Fill replaces the tier's contents with the rows of ids (any order, no duplicates): it maps a new
-// arena and calls load with the ids sorted and the arena to fill, row i of arena for ids[i].
-func (c *Cache) Fill(ids []int64, load func(sorted []int64, arena []byte) error) error {
+// arena and calls load with the ids sorted and the arena to fill, row i of arena for ids[i]. No
+// kernel of an earlier device copy may still read the tier.
+func (c *Cache) Fill(ids []int64, load tiers.Source) error {
 	index, err := NewIndex(ids)
 	if err != nil {
 		return fmt.Errorf("host tier: %w", err)
@@ -110,9 +157,33 @@ func (c *Cache) Fill(ids []int64, load func(sorted []int64, arena []byte) error)
 			return err
 		}
 	}
-	c.Close()
+	err = c.unpublish()
+	c.release()
 	c.Index, c.arena = index, arena
+	return errors.Join(err, c.publish())
+}
+
+// CopyToHost copies row slots[k] to row pos[k] of dst (tiers.Tier).
+func (c *Cache) CopyToHost(slots []int64, pos []int64, dst []byte) error {
+	copyRows(c.arena, c.rowBytes, slots, pos, dst, defaultWorkers(c.workers))
 	return nil
+}
+
+// EnqueueToDevice queues the copies of dc (tiers.Tier): rows of PackBelow bytes or more are read
+// by a kernel from the pinned arena (positions and slots on the device), narrower ones packed
+// (slots in host memory, positions on the device).
+func (c *Cache) EnqueueToDevice(dc tiers.DeviceCopy) error {
+	if dc.N == 0 {
+		return nil
+	}
+	d := c.dev
+	if d == nil {
+		return errors.New("host tier: device copy before AttachDevice")
+	}
+	if c.rowBytes < PackBelow || dc.DevSlots == 0 {
+		return d.pack(dc, c.rowBytes, c.arena, defaultWorkers(c.workers))
+	}
+	return cuda.GatherRows(d.dev, d.devAddr, uint64(c.rowBytes), dc.DevSlots, dc.DevPos, int64(dc.N), dc.Dst, d.blocks, cuda.Stream(dc.Stream))
 }
 
 func hash(id int64) uint64 {
@@ -180,12 +251,22 @@ func (x *Index) Ranges(fn func(first, count int64) bool) {
 	}
 }
 
-// Close releases the arena; the tier is then empty.
-func (c *Cache) Close() error {
+// release unmaps the arena; the tier is then empty.
+func (c *Cache) release() error {
 	var err error
 	if c.arena != nil {
 		err = unix.Munmap(c.arena)
 	}
 	c.Index, c.arena = Index{}, nil
 	return err
+}
+
+// Close releases the arena and the device path; the tier is then empty.
+func (c *Cache) Close() error {
+	var err error
+	if c.dev != nil {
+		err = errors.Join(c.unpublish(), c.dev.close())
+		c.dev = nil
+	}
+	return errors.Join(err, c.release())
 }

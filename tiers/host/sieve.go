@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -54,6 +55,9 @@ type Sieve struct {
 	hand    int32 // next eviction candidate; -1 starts at the tail
 
 	admitted, evicted atomic.Uint64
+
+	workers int
+	dev     *devicePath // nil until AttachDevice
 }
 
 var _ tiers.Tier = (*Sieve)(nil)
@@ -117,6 +121,10 @@ func (c *Sieve) Rows() int64 {
 func (c *Sieve) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	return c.bytes()
+}
+
+func (c *Sieve) bytes() int64 {
 	return int64(len(c.arena)) + 8*int64(len(c.ids)) + 4*int64(len(c.prev)+len(c.next)+len(c.visited)+len(c.table))
 }
 
@@ -184,12 +192,138 @@ func (c *Sieve) Lookup(ids []int64, slots []int64) int {
 	return hits
 }
 
+// Hold keeps every slot as it is (Admit waits) until release; the held view's Lookup and copies
+// take no lock of their own (tiers.Holder).
+func (c *Sieve) Hold() (tiers.Tier, func()) {
+	c.mu.RLock()
+	return (*heldSieve)(c), c.mu.RUnlock
+}
+
+// heldSieve is a Sieve whose read lock its caller holds.
+type heldSieve Sieve
+
+var _ tiers.Tier = (*heldSieve)(nil)
+
+func (h *heldSieve) Kind() tiers.Kind { return tiers.Host }
+
+func (h *heldSieve) Lookup(ids []int64, slots []int64) int {
+	c := (*Sieve)(h)
+	hits := 0
+	for i, id := range ids {
+		slots[i] = int64(c.find(id))
+		if slots[i] >= 0 {
+			hits++
+		}
+	}
+	return hits
+}
+
+func (h *heldSieve) Fill([]int64, tiers.Source) error {
+	return errors.New("host sieve: Fill while held")
+}
+
+// CopyToHost copies row slots[k] to row pos[k] of dst and marks each visited.
+func (h *heldSieve) CopyToHost(slots []int64, pos []int64, dst []byte) error {
+	c := (*Sieve)(h)
+	copyRows(c.arena, c.rowBytes, slots, pos, dst, defaultWorkers(c.workers))
+	c.visit(slots)
+	return nil
+}
+
+// EnqueueToDevice packs the rows (they may change once released) and marks each visited.
+func (h *heldSieve) EnqueueToDevice(dc tiers.DeviceCopy) error {
+	c := (*Sieve)(h)
+	if dc.N == 0 {
+		return nil
+	}
+	if c.dev == nil {
+		return errors.New("host sieve: device copy before AttachDevice")
+	}
+	if err := c.dev.pack(dc, c.rowBytes, c.arena, defaultWorkers(c.workers)); err != nil {
+		return err
+	}
+	c.visit(dc.Slots[:dc.N])
+	return nil
+}
+
+func (h *heldSieve) Rows() int64                             { return int64(h.n) }
+func (h *heldSieve) Bytes() int64                            { return (*Sieve)(h).bytes() }
+func (h *heldSieve) Ranges(fn func(first, count int64) bool) { (*Sieve)(h).ranges(fn) }
+
+// visit sets the visited bit of every slot.
+func (c *Sieve) visit(slots []int64) {
+	for _, s := range slots {
+		w, bit := &c.visited[s>>5], uint32(1)<<(s&31)
+		if w.Load()&bit == 0 {
+			w.Or(bit)
+		}
+	}
+}
+
+// CopyToHost copies row slots[k] to row pos[k] of dst (tiers.Tier). Slots come from a Lookup of
+// the same Hold; outside one they may name other rows by now.
+func (c *Sieve) CopyToHost(slots []int64, pos []int64, dst []byte) error {
+	h, release := c.Hold()
+	defer release()
+	return h.CopyToHost(slots, pos, dst)
+}
+
+// EnqueueToDevice packs the rows of dc (tiers.Tier); see CopyToHost about slots.
+func (c *Sieve) EnqueueToDevice(dc tiers.DeviceCopy) error {
+	h, release := c.Hold()
+	defer release()
+	return h.EnqueueToDevice(dc)
+}
+
+// Fill empties the Sieve and admits the first Capacity rows of ids (hottest first), coldest
+// first so that SIEVE evicts them first, reading them through src (tiers.Tier).
+func (c *Sieve) Fill(ids []int64, src tiers.Source) error {
+	c.Reset()
+	rest := slices.Clone(ids[:min(int64(len(ids)), c.Capacity())])
+	slices.Reverse(rest)
+	rb := c.rowBytes
+	const chunk = 1 << 14
+	buf := make([]byte, min(chunk, len(rest))*int(rb))
+	for lo := 0; lo < len(rest); lo += chunk {
+		part := rest[lo:min(lo+chunk, len(rest))]
+		rows := buf[:int64(len(part))*rb]
+		if err := src(part, rows); err != nil {
+			return err
+		}
+		c.Admit(part, rows, nil)
+	}
+	return nil
+}
+
+// SetWorkers sets how many goroutines copy rows of large batches (0: GOMAXPROCS).
+func (c *Sieve) SetWorkers(n int) { c.workers = n }
+
+// AttachDevice prepares concurrency packers for device copies on CUDA device dev (the arena is
+// not read by kernels: its rows change as gathers admit).
+func (c *Sieve) AttachDevice(dev, concurrency int) error {
+	if c.dev != nil {
+		return nil
+	}
+	d, err := newDevicePath(dev, concurrency)
+	if err != nil {
+		return err
+	}
+	c.dev = d
+	return nil
+}
+
 // Ranges calls fn with each maximal run of consecutive ids held at the time of the call,
 // ascending (tiers.Tier). fn runs without the lock held.
 func (c *Sieve) Ranges(fn func(first, count int64) bool) {
 	c.mu.RLock()
 	ids := slices.Clone(c.ids[:c.n])
 	c.mu.RUnlock()
+	rangesOf(ids, fn)
+}
+
+func (c *Sieve) ranges(fn func(first, count int64) bool) { rangesOf(slices.Clone(c.ids[:c.n]), fn) }
+
+func rangesOf(ids []int64, fn func(first, count int64) bool) {
 	slices.Sort(ids)
 	for i := 0; i < len(ids); {
 		j := i + 1
@@ -336,8 +470,12 @@ func (c *Sieve) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
+	if c.dev != nil {
+		err = c.dev.close()
+		c.dev = nil
+	}
 	if c.arena != nil {
-		err = unix.Munmap(c.arena)
+		err = errors.Join(err, unix.Munmap(c.arena))
 	}
 	c.arena, c.ids, c.prev, c.next, c.visited, c.table = nil, nil, nil, nil, nil, nil
 	c.n, c.head, c.tail, c.hand, c.mask = 0, -1, -1, -1, 0

@@ -1,0 +1,344 @@
+package featurestore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// The device sink. A device gather splits its ids on the GPU: one kernel looks every id up in the
+// GPU-resident indexes of the GPU tier and of the static host tier (rows of host.PackBelow bytes
+// or more, read over PCIe), copies the rows those tiers hold straight into the destination, and
+// lists the rest. When the memory tiers in the kernel hold every row, nothing else happens and the
+// call returns without waiting for the GPU. Otherwise the host waits for the kernel, takes the
+// missed ids and positions (only they cross to the host), splits them among the remaining tiers
+// (SIEVE or packed host tier, SSD) with the host splitter, and those tiers enqueue their copies
+// on their own streams, which the caller's stream then waits for.
+
+// gatherCtx is the per-call scratch of a device gather. A context is reused only after its last
+// call finished on the GPU (wait).
+type gatherCtx struct {
+	ids     cuda.Mirror // host ids staged in pinned memory, read by the kernel over PCIe
+	miss    cuda.Mirror // missed ids, then their positions: n int64 each
+	counts  cuda.Mirror // cuda.SplitCounts counters
+	pairs   cuda.Mirror // the host split of the misses, uploaded for the tiers' kernels
+	streams [2]cuda.Stream
+	done    [2]cuda.Event
+	split   cuda.Event // the kernel and its counters are done; later, the pairs are uploaded
+	end     cuda.Event // the call's last work on the caller's stream
+
+	used      bool
+	unchecked bool         // counters not read yet (the call did not wait for the GPU)
+	n         int          // ids of the last call
+	kinds     []tiers.Kind // tiers of the kernel in the last call
+	deviceIDs bool         // the last call's ids were device memory (not checked on the host)
+}
+
+// setup creates streams and events on first use and sizes the buffers for n ids.
+func (c *gatherCtx) setup(dev, n int, hostIDs bool) error {
+	if c.end == 0 {
+		for i := range c.streams {
+			var err error
+			if c.streams[i], err = cuda.NewStream(dev); err != nil {
+				return err
+			}
+			if c.done[i], err = cuda.NewEvent(dev); err != nil {
+				return err
+			}
+		}
+		var err error
+		if c.split, err = cuda.NewEvent(dev); err != nil {
+			return err
+		}
+		if c.end, err = cuda.NewEvent(dev); err != nil {
+			return err
+		}
+	}
+	if err := c.counts.Ensure(dev, 8*cuda.SplitCounts, 8*cuda.SplitCounts); err != nil {
+		return err
+	}
+	need := max(16*n, 1<<16)
+	if err := c.miss.Ensure(dev, need, need+need/2); err != nil {
+		return err
+	}
+	if hostIDs {
+		need = max(8*n, 1<<16)
+		return c.ids.Ensure(dev, need, need+need/2)
+	}
+	return nil
+}
+
+// wait blocks until the context's last call finished on the GPU and takes in its counters.
+func (c *gatherCtx) wait(s *Store) error {
+	if !c.used {
+		return nil
+	}
+	c.used = false
+	err := cuda.SyncEvent(s.gpu.dev, c.end)
+	if err == nil {
+		s.harvest(c)
+	}
+	return err
+}
+
+// harvest counts the tier hits of a call that did not wait for the GPU, and keeps the error of
+// an out-of-range device id for the next device call. The call's work is done.
+func (s *Store) harvest(c *gatherCtx) {
+	if !c.unchecked {
+		return
+	}
+	c.unchecked = false
+	counts := cuda.Int64s(c.counts.Host, cuda.SplitCounts)
+	for t, k := range c.kinds {
+		s.stats.hits(k).Add(uint64(counts[2+t]))
+	}
+	if bad := counts[1]; bad != 0 {
+		err := fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d) (a row of zeros was written; reported by a later call because the gather did not wait for the GPU): %w",
+			int64(c.n)-bad, s.NumNodes(), ErrIDOutOfRange)
+		s.deferredMu.Lock()
+		s.deferredErr = errors.Join(s.deferredErr, err)
+		s.deferredMu.Unlock()
+	}
+}
+
+// takeDeferred returns (once) the errors of earlier device gathers found after they returned.
+func (s *Store) takeDeferred() error {
+	s.deferredMu.Lock()
+	defer s.deferredMu.Unlock()
+	err := s.deferredErr
+	s.deferredErr = nil
+	return err
+}
+
+func (c *gatherCtx) free(dev int) {
+	for i := range c.streams {
+		if c.streams[i] != 0 {
+			cuda.DestroyStream(dev, c.streams[i])
+			cuda.DestroyEvent(dev, c.done[i])
+		}
+	}
+	for _, ev := range []cuda.Event{c.split, c.end} {
+		if ev != 0 {
+			cuda.DestroyEvent(dev, ev)
+		}
+	}
+	c.ids.Free(dev)
+	c.miss.Free(dev)
+	c.counts.Free(dev)
+	c.pairs.Free(dev)
+	*c = gatherCtx{}
+}
+
+// GatherDevice writes the feature row of ids[i] to device memory at dst + i*RowBytes on CUDA
+// device Options.GPUDevice, ordered on stream (a cudaStream_t; 0 is the legacy default stream):
+// work the caller queues on stream afterwards sees every row, and work queued before it finishes
+// before any row is written. ids are host memory, checked before anything is queued, may repeat
+// and come in any order; dst holds len(ids)*RowBytes bytes. The host returns once every disk read
+// is reaped and every kernel enqueued, without waiting for the kernels.
+func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
+	return s.gatherDevice(ids, 0, len(ids), dst, stream)
+}
+
+// GatherDeviceIDs is GatherDevice with the n ids in device memory of the store's device (int64,
+// e.g. a CUDA tensor's data): they are split on the GPU and only the ids no memory tier holds
+// cross to the host. When the memory tiers hold every row the call does not wait for the GPU: an
+// id out of range then gets a row of zeros and its error comes back from a later device call.
+func (s *Store) GatherDeviceIDs(ids uintptr, n int, dst uintptr, stream uintptr) error {
+	if ids == 0 && n > 0 {
+		return errors.New("featurestore: device gather with null device ids")
+	}
+	if n < 0 {
+		return fmt.Errorf("featurestore: device gather of %d ids", n)
+	}
+	return s.gatherDevice(nil, ids, n, dst, stream)
+}
+
+func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr, stream uintptr) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	g, err := s.ensureGPU()
+	if err != nil {
+		return err
+	}
+	if dst == 0 && n > 0 {
+		return errors.New("featurestore: device gather into a null destination")
+	}
+	if hostIDs != nil {
+		if err := s.checkIDs(hostIDs); err != nil {
+			return err
+		}
+	}
+	if err := s.takeDeferred(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	start := time.Now()
+	s.place.RLock()
+	defer s.place.RUnlock()
+	g = s.gpu
+	dev, rb := g.dev, s.spec.RowBytes
+
+	ctx := g.ctxs.get()
+	defer g.ctxs.put(ctx)
+	if err := ctx.wait(s); err != nil {
+		return fmt.Errorf("featurestore: device gather: earlier gather failed on the GPU: %w", err)
+	}
+	if err := s.takeDeferred(); err != nil {
+		return err
+	}
+	if err := ctx.setup(dev, n, hostIDs != nil); err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	ids := devIDs
+	if hostIDs != nil {
+		copy(cuda.Int64s(ctx.ids.Host, n), hostIDs)
+		ids = ctx.ids.HostAddr
+	}
+
+	// The kernel's tiers: the GPU tier, and the static host tier when its rows are wide enough to
+	// read over PCIe row by row. The rest (the last is SSD) serve the misses.
+	all := s.tierList()
+	var kernel []cuda.TierIndex
+	ctx.kinds = ctx.kinds[:0]
+	rest := all
+	covered := int64(0)
+	if len(all) > 0 && all[0] == tiers.Tier(g.tier) {
+		kernel, rest = append(kernel, g.tier.SplitIndex()), rest[1:]
+		ctx.kinds = append(ctx.kinds, tiers.GPU)
+		covered += g.tier.Rows()
+	}
+	if c, ok := s.host.(*host.Cache); ok && rb >= host.PackBelow {
+		if idx, ok := c.SplitIndex(); ok {
+			kernel, rest = append(kernel, idx), rest[1:]
+			ctx.kinds = append(ctx.kinds, tiers.Host)
+			covered += c.Rows()
+		}
+	}
+	caller := cuda.Stream(stream)
+	counts := ctx.counts
+	if err := cuda.Memset(dev, counts.Dev, 0, 8*cuda.SplitCounts, caller); err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	err = cuda.SplitGather(dev, cuda.SplitArgs{IDs: ids, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel, RowBytes: uint64(rb), Dst: dst,
+		MissIDs: ctx.miss.Dev, MissPos: ctx.miss.Dev + uintptr(8*n), Counts: counts.Dev}, g.blocks, caller)
+	if err == nil {
+		err = cuda.Memcpy(dev, counts.HostAddr, counts.Dev, 8*cuda.SplitCounts, caller)
+	}
+	if err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	ctx.used, ctx.n, ctx.deviceIDs = true, n, hostIDs == nil
+	s.stats.deviceGathers.Add(1)
+	if covered == s.NumNodes() { // no id can miss: do not wait for the GPU
+		ctx.unchecked = true
+		s.stats.gather(nil, nil, time.Since(start))
+		s.stats.rows.Add(uint64(n))
+		return wrapDevice(cuda.Record(dev, ctx.end, caller))
+	}
+
+	// Wait for the kernel, then serve the misses from the remaining tiers.
+	if err := cuda.Record(dev, ctx.split, caller); err != nil {
+		return wrapDevice(err)
+	}
+	if err := cuda.SyncEvent(dev, ctx.split); err != nil {
+		return wrapDevice(err)
+	}
+	c := cuda.Int64s(counts.Host, cuda.SplitCounts)
+	if bad := c[1]; bad != 0 {
+		cuda.Record(dev, ctx.end, caller)
+		return fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d): %w", int64(n)-bad, s.NumNodes(), ErrIDOutOfRange)
+	}
+	misses := int(c[0])
+	count := make([]int, len(all))
+	for t := range kernel {
+		count[t] = int(c[2+t])
+	}
+	if misses > 0 {
+		err = s.serveMisses(ctx, rest, misses, dst, caller, count[len(kernel):])
+	}
+	s.stats.gather(all, count, time.Since(start))
+	return errors.Join(wrapDevice(err), wrapDevice(cuda.Record(dev, ctx.end, caller)))
+}
+
+func wrapDevice(err error) error {
+	if err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	return nil
+}
+
+// serveMisses moves the rows of the kernel's misses (ctx.miss, the counters read) from the tiers
+// rest; count gets how many each served.
+func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst uintptr, caller cuda.Stream, count []int) error {
+	dev, n := s.gpu.dev, ctx.n
+	// The missed ids and positions come to the host.
+	err := cuda.Memcpy(dev, ctx.miss.HostAddr, ctx.miss.Dev, uint64(8*misses), caller)
+	if err == nil {
+		err = cuda.Memcpy(dev, ctx.miss.HostAddr+uintptr(8*n), ctx.miss.Dev+uintptr(8*n), uint64(8*misses), caller)
+	}
+	if err == nil {
+		err = cuda.Record(dev, ctx.split, caller)
+	}
+	if err == nil {
+		err = cuda.SyncEvent(dev, ctx.split)
+	}
+	if err != nil {
+		return err
+	}
+	view := cuda.Int64s(ctx.miss.Host, 2*n)
+	missIDs, missPos := view[:misses], view[n:n+misses]
+	if ctx.deviceIDs {
+		if err := s.checkIDs(missIDs); err != nil { // the kernel lists only ids in range
+			return err
+		}
+	}
+	need := 16 * misses
+	if err := ctx.pairs.Ensure(dev, need, need+need/2); err != nil {
+		return err
+	}
+	held, release := heldTiers(rest)
+	defer release()
+	sp := splitIDs(missIDs, held, cuda.Int64s(ctx.pairs.Host, 2*misses), missPos, s.opt.CopyWorkers)
+	copy(count, sp.count)
+	// The pairs go up once; every tier's stream waits for them (and for what the caller queued).
+	if err := cuda.Memcpy(dev, ctx.pairs.Dev, ctx.pairs.HostAddr, uint64(need), caller); err != nil {
+		return err
+	}
+	if err := cuda.Record(dev, ctx.split, caller); err != nil {
+		return err
+	}
+	last := len(held) - 1
+	errs := make([]error, len(held))
+	copyOn := func(t int) {
+		st := ctx.streams[t%len(ctx.streams)]
+		if errs[t] = cuda.WaitEvent(dev, st, ctx.split); errs[t] != nil {
+			return
+		}
+		b := sp.base(t)
+		errs[t] = held[t].EnqueueToDevice(tiers.DeviceCopy{Device: dev, N: sp.count[t], Slots: sp.slots(t), Pos: sp.pos(t),
+			DevSlots: ctx.pairs.Dev + uintptr(8*b), DevPos: ctx.pairs.Dev + uintptr(8*(b+sp.count[t])), Dst: dst, Stream: uintptr(st)})
+		errs[t] = errors.Join(errs[t], cuda.Record(dev, ctx.done[t%len(ctx.done)], st), cuda.WaitEvent(dev, caller, ctx.done[t%len(ctx.done)]))
+	}
+	// The SSD tier's reads go out first; the memory tiers (packing is CPU work) overlap reaping.
+	var memory sync.WaitGroup
+	for t := last - 1; t >= 0; t-- {
+		if sp.count[t] > 0 {
+			memory.Go(func() { copyOn(t) })
+		}
+	}
+	if sp.count[last] > 0 {
+		copyOn(last)
+	}
+	memory.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,299 @@
+// Package ssd is the slowest tier: the dataset's files, opened once with O_DIRECT (read through
+// the page cache where the file system has no O_DIRECT), read by a pool of IO stacks. The tier
+// holds every row; the slot of a node is its id, and a row's place on disk is FeatureSpec.Locate.
+//
+// Files also serve the topology and labels: any range of any file of the set goes through Read.
+//
+// Memory: Stacks × the IO stack's staging (gpuio.Options); nothing grows with the dataset.
+package ssd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
+)
+
+// Options configure OpenFiles. Zero values take the defaults named on each field.
+type Options struct {
+	Backend     gpuio.Backend // "" picks io_uring, falling back to pread
+	QueueDepth  int           // reads in flight per IO stack; default 128
+	Stacks      int           // IO stacks, so reads of this many callers run at once; default 1
+	VerifyReads bool          // check every block read against the dataset's checksums
+}
+
+// Files is a fixed set of a dataset's files and the IO stacks that read them. Read may run from
+// many goroutines at once (each takes a stack); AttachDevice and Close run alone.
+type Files struct {
+	paths     []string
+	fds       []int
+	stacks    chan *gpuio.Stack
+	backend   gpuio.Backend
+	checksums []*dataset.Checksums
+
+	ioMu sync.Mutex
+	io   map[*gpuio.Stack]gpuio.Stats
+}
+
+// OpenFiles opens the files paths (relative to the dataset of m) and the IO stacks over them.
+func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err error) {
+	if opt.QueueDepth < 0 || opt.Stacks < 0 {
+		return nil, fmt.Errorf("ssd: queue depth %d and IO stacks %d must not be negative", opt.QueueDepth, opt.Stacks)
+	}
+	f := &Files{paths: append([]string(nil), paths...), io: map[*gpuio.Stack]gpuio.Stats{}}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	for _, p := range paths {
+		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
+			fd, err = unix.Open(m.Path(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ssd: open %s: %w", m.Path(p), &os.PathError{Op: "open", Path: m.Path(p), Err: err})
+		}
+		f.fds = append(f.fds, fd)
+		if opt.VerifyReads {
+			sums, err := m.LoadChecksums(m.File(p))
+			if err != nil {
+				return nil, err
+			}
+			f.checksums = append(f.checksums, sums)
+		}
+	}
+	qd := opt.QueueDepth
+	if qd == 0 {
+		qd = 128
+	}
+	var verify func(int, int64, []byte) error
+	if opt.VerifyReads {
+		verify = func(file int, off int64, block []byte) error { return f.checksums[file].Check(off, block) }
+	}
+	n := max(1, opt.Stacks)
+	f.stacks = make(chan *gpuio.Stack, n)
+	for range n {
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: m.BlockSize, QueueDepth: qd, Verify: verify})
+		if err != nil {
+			return nil, fmt.Errorf("ssd: %w", err)
+		}
+		f.backend = st.Backend()
+		f.stacks <- st
+	}
+	return f, nil
+}
+
+// Index is the position of path in the set, or -1.
+func (f *Files) Index(path string) int {
+	for i, p := range f.paths {
+		if p == path {
+			return i
+		}
+	}
+	return -1
+}
+
+// Backend says how reads reach the disk ("io_uring" or "pread").
+func (f *Files) Backend() gpuio.Backend { return f.backend }
+
+// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one,
+// and returns once every request is in place.
+func (f *Files) Read(reqs []gpuio.Request) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	st := f.take()
+	defer f.give(st)
+	if err := st.Submit(reqs); err != nil {
+		st.Complete() // drain whatever was handed to the kernel before the error
+		return err
+	}
+	return st.Complete()
+}
+
+// ReadToDevice serves reqs whose destinations are device memory: the completion kernel moves
+// them on stream. It returns once every read is reaped and its kernel queued.
+func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	st := f.take()
+	defer f.give(st)
+	if err := st.Submit(reqs); err != nil {
+		st.CompleteOn(stream)
+		return err
+	}
+	return st.CompleteOn(stream)
+}
+
+func (f *Files) take() *gpuio.Stack { return <-f.stacks }
+
+func (f *Files) give(st *gpuio.Stack) {
+	f.ioMu.Lock()
+	f.io[st] = st.Stats()
+	f.ioMu.Unlock()
+	f.stacks <- st
+}
+
+// Stats sums the counters of every IO stack.
+func (f *Files) Stats() gpuio.Stats {
+	f.ioMu.Lock()
+	defer f.ioMu.Unlock()
+	sum := gpuio.Stats{Backend: f.backend}
+	for _, io := range f.io {
+		sum.Requests += io.Requests
+		sum.Reads += io.Reads
+		sum.BytesRequested += io.BytesRequested
+		sum.BytesRead += io.BytesRead
+		sum.DeviceRequests += io.DeviceRequests
+		sum.CompletionKernels += io.CompletionKernels
+		for i, n := range io.LatencyHistogram {
+			sum.LatencyHistogram[i] += n
+		}
+	}
+	return sum
+}
+
+// AttachDevice lets every IO stack complete reads into memory of CUDA device dev with kernels of
+// maxBlocks blocks. No Read may run meanwhile.
+func (f *Files) AttachDevice(dev, maxBlocks int) error {
+	stacks := make([]*gpuio.Stack, 0, cap(f.stacks))
+	for range cap(f.stacks) {
+		stacks = append(stacks, <-f.stacks)
+	}
+	var err error
+	for _, st := range stacks {
+		if err == nil && st.Device() < 0 {
+			err = st.AttachDevice(dev, maxBlocks)
+		}
+		f.stacks <- st
+	}
+	if err != nil {
+		return fmt.Errorf("ssd: %w", err)
+	}
+	return nil
+}
+
+// Close closes the IO stacks and the files. No Read may run meanwhile.
+func (f *Files) Close() error {
+	if f.stacks != nil {
+		close(f.stacks)
+		for st := range f.stacks {
+			st.Close()
+		}
+		f.stacks = nil
+	}
+	for _, fd := range f.fds {
+		unix.Close(fd)
+	}
+	f.fds = nil
+	return nil
+}
+
+// Tier is the SSD tier of one feature: its stripes are the first files of a Files set.
+type Tier struct {
+	spec  *dataset.FeatureSpec
+	files *Files
+	nodes int64
+}
+
+var _ tiers.Tier = (*Tier)(nil)
+
+// NewTier serves the feature spec of a dataset with nodes rows from files, whose first
+// len(spec.Files) files are the feature's stripes in order.
+func NewTier(spec *dataset.FeatureSpec, nodes int64, files *Files) *Tier {
+	return &Tier{spec: spec, files: files, nodes: nodes}
+}
+
+// Kind is tiers.SSD.
+func (t *Tier) Kind() tiers.Kind { return tiers.SSD }
+
+// Lookup sets slots[i] = ids[i]: the tier holds every row.
+func (t *Tier) Lookup(ids []int64, slots []int64) int {
+	copy(slots, ids)
+	return len(ids)
+}
+
+// Fill does nothing: the tier holds every row.
+func (t *Tier) Fill([]int64, tiers.Source) error { return nil }
+
+// Source reads the rows of ids into consecutive rows of rows, a chunk of requests at a time; the
+// memory tiers fill from it.
+func (t *Tier) Source(ids []int64, rows []byte) error {
+	rb := t.spec.RowBytes
+	const chunk = 1 << 16
+	reqs := make([]gpuio.Request, 0, min(chunk, len(ids)))
+	for lo := 0; lo < len(ids); lo += chunk {
+		reqs = reqs[:0]
+		for i := lo; i < min(lo+chunk, len(ids)); i++ {
+			file, off := t.spec.Locate(ids[i])
+			reqs = append(reqs, gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: rows[int64(i)*rb : int64(i+1)*rb]})
+		}
+		if err := t.files.Read(reqs); err != nil {
+			return fmt.Errorf("ssd tier: %w", err)
+		}
+	}
+	return nil
+}
+
+// CopyToHost reads the rows of node ids slots[k] into row pos[k] of dst.
+func (t *Tier) CopyToHost(slots []int64, pos []int64, dst []byte) error {
+	rb := t.spec.RowBytes
+	reqs := make([]gpuio.Request, len(slots))
+	for k, id := range slots {
+		file, off := t.spec.Locate(id)
+		i := pos[k]
+		reqs[k] = gpuio.Request{File: file, Offset: off, Length: int(rb), Dst: dst[i*rb : (i+1)*rb]}
+	}
+	if err := t.files.Read(reqs); err != nil {
+		return fmt.Errorf("ssd tier: %w", err)
+	}
+	return nil
+}
+
+// EnqueueToDevice reads the rows of node ids c.Slots into pinned staging and has the completion
+// kernel move them to rows c.Pos of c.Dst on c.Stream; the pairs must be in host memory.
+func (t *Tier) EnqueueToDevice(c tiers.DeviceCopy) error {
+	if c.N == 0 {
+		return nil
+	}
+	if len(c.Slots) < c.N || len(c.Pos) < c.N {
+		return fmt.Errorf("ssd tier: device copy of %d rows needs its ids and positions in host memory", c.N)
+	}
+	rb := t.spec.RowBytes
+	reqs := make([]gpuio.Request, c.N)
+	for k, id := range c.Slots[:c.N] {
+		file, off := t.spec.Locate(id)
+		reqs[k] = gpuio.Request{File: file, Offset: off, Length: int(rb), DevDst: c.Dst + uintptr(c.Pos[k]*rb)}
+	}
+	if err := t.files.ReadToDevice(reqs, c.Stream); err != nil {
+		return fmt.Errorf("ssd tier: %w", err)
+	}
+	return nil
+}
+
+// Rows is the dataset's node count.
+func (t *Tier) Rows() int64 { return t.nodes }
+
+// Bytes is the size of the feature's stripes.
+func (t *Tier) Bytes() int64 {
+	var b int64
+	for k := range t.spec.Files {
+		b += t.spec.ContentBytesOfFile(k)
+	}
+	return b
+}
+
+// Ranges calls fn(0, nodes) once.
+func (t *Tier) Ranges(fn func(first, count int64) bool) {
+	if t.nodes > 0 {
+		fn(0, t.nodes)
+	}
+}
