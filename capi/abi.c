@@ -90,6 +90,11 @@ tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, vo
   return (tfs_status)tfsgo_gather_device(H(store), (int64_t *)ids, n, dst_device, dst_bytes, cuda_stream);
 }
 
+tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, int64_t n, void *dst_device,
+                             int64_t dst_bytes, void *cuda_stream) {
+  return (tfs_status)tfsgo_gather_device_ids(H(store), (int64_t *)ids_device, n, dst_device, dst_bytes, cuda_stream);
+}
+
 tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out) {
   return (tfs_status)tfsgo_labels(H(store), (int64_t *)ids, n, out);
 }

@@ -97,6 +97,13 @@ tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst
  * first use; TFS_ENOTSUP where it cannot (no libtierfs_cuda.so or no GPU). */
 tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream);
+/* tfs_gather_device with the ids in device memory of the store's CUDA device (e.g. a CUDA tensor's
+ * data): they are split on the GPU against its copies of the memory tiers' indexes, and only ids
+ * no memory tier holds cross to the host. When the memory tiers hold every row the call does not
+ * wait for the GPU; an id out of range then gets a row of zeros and TFS_ERANGE comes back from a
+ * later device gather on the store. */
+tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, int64_t n, void *dst_device,
+                                 int64_t dst_bytes, void *cuda_stream);
 
 /* out[i] = label of ids[i] (-1 unlabelled). */
 tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out);

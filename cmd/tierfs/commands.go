@@ -11,8 +11,8 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
 )

@@ -143,6 +143,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_store_info_get", [c_void_p, POINTER(StoreInfo)]),
     ("tfs_gather", [c_void_p, c_void_p, c_int64, c_void_p, c_int64]),
     ("tfs_gather_device", [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
+    ("tfs_gather_device_ids", [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
     ("tfs_labels", [c_void_p, c_void_p, c_int64, c_void_p]),
     ("tfs_split", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
     ("tfs_place", [c_void_p, c_void_p, c_int64]),

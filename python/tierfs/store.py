@@ -413,6 +413,9 @@ class Store:
             tierfs.ClosedError: the store is closed.
         """
         h = self._h()
+        done = self._gather_device_ids(h, ids, out)
+        if done is not None:
+            return done
         ids_ = _ids(ids)
         n = ids_.array.shape[0]
         shape = (self._dim,) if ids_.scalar else (n, self._dim)
@@ -464,6 +467,36 @@ class Store:
         if n == 0:
             return
         check(lib.tfs_gather(h, ids.ctypes.data, n, _native.addr(out), n * self._row_bytes))
+
+    def _gather_device_ids(self, h: int, ids: Any, out: Any) -> Any:
+        """Gathers CUDA-tensor ids on this store's GPU without moving them to the host (split on
+        the GPU): the result, or None where this path does not apply."""
+        if self._device_gather is False or self._device_type != "cuda" or not _util.is_tensor(ids):
+            return None
+        dev = ids.device
+        if dev.type != "cuda" or dev.index != self._device_index or ids.dim() != 1:
+            return None
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == _torch().bool:
+            return None  # _ids raises the error
+        n = ids.shape[0]
+        if out is None:
+            out = _torch().empty((n, self._dim), dtype=self.torch_dtype, device=dev)
+        else:
+            self._check_out(out, (n, self._dim))
+            if not _util.is_tensor(out) or out.device != dev:
+                return None
+        if n == 0:
+            return out
+        t = ids.detach().to(_torch().int64).contiguous()
+        stream = _torch().cuda.current_stream(dev).cuda_stream
+        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, stream)
+        if status == errors.ENOTSUP:
+            self._device_gather = False
+            return None
+        check(status)
+        self._device_gather = True
+        t.record_stream(_torch().cuda.current_stream(dev))
+        return out
 
     def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
         n = ids.shape[0]

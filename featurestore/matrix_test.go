@@ -1,0 +1,205 @@
+package featurestore
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/tierfs/tierfs/internal/cuda"
+)
+
+// TestGatherMatrix checks every tier mix × host policy × destination × IO backend × id shape
+// against a plain reference (the rows as written). Rows of 32 bytes take the packed host path
+// to the device, rows of 384 bytes the kernel path. Device rows run where a GPU is (make
+// gpu-test); elsewhere they skip and the host rows still run.
+func TestGatherMatrix(t *testing.T) {
+	rng := newRand(t)
+	const count = 3000
+	gpuErr := cuda.Load()
+	mixes := []struct {
+		name      string
+		gpu, host float64 // shares of the rows
+	}{
+		{"none", 0, 0},
+		{"host", 0, 0.4},
+		{"gpu", 0.3, 0},
+		{"gpu+host", 0.3, 0.4},
+		{"all-in-memory", 0.5, 0.6},
+	}
+	for _, dim := range []int64{8, 96} {
+		d := writeDataset(t, count, dim, 2, 6, rng)
+		rb := d.rowBytes
+		idSets := map[string][]int64{
+			"random":   randomIDs(rng, 700, count),
+			"repeated": {5, 5, 5, count - 1, 5, 0, count - 1},
+			"empty":    {},
+			"one":      {count / 2},
+			"all":      permutation(rng.Perm(count)),
+		}
+		for _, mix := range mixes {
+			for _, policy := range []string{HostStatic, HostSieve} {
+				for _, backend := range backends(t) {
+					name := fmt.Sprintf("dim%d/%s/%s/%s", dim, mix.name, policy, backend)
+					opt := Options{
+						GPUCacheBytes:  int64(mix.gpu*count) * rb,
+						HostCacheBytes: int64(mix.host*count) * (rb + 40),
+						HostPolicy:     policy,
+						IOBackend:      backend,
+					}
+					s, err := Open(d.dir, opt)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					for pass := range 2 { // the second pass sees what SIEVE admitted in the first
+						for setName, ids := range idSets {
+							got := make([]byte, int64(len(ids))*rb)
+							if err := s.Gather(ids, got); err != nil {
+								t.Fatalf("%s/%s host: %v", name, setName, err)
+							}
+							if !bytes.Equal(got, d.want(ids)) {
+								t.Fatalf("%s/%s pass %d host: rows differ from the reference at byte %d", name, setName, pass, firstDiff(got, d.want(ids)))
+							}
+							if gpuErr != nil {
+								continue
+							}
+							for _, onDevice := range []bool{false, true} {
+								got := deviceGatherIDs(t, s, ids, onDevice)
+								if !bytes.Equal(got, d.want(ids)) {
+									t.Fatalf("%s/%s pass %d device (ids on device %v): rows differ from the reference at byte %d", name, setName, pass, onDevice, firstDiff(got, d.want(ids)))
+								}
+							}
+						}
+					}
+					st := s.Stats()
+					if mix.host > 0 && st.Tier("host").Hits == 0 {
+						t.Errorf("%s: the host tier served nothing: %+v", name, st.Tiers)
+					}
+					if mix.gpu > 0 && gpuErr == nil && st.Tier("gpu").Hits == 0 {
+						t.Errorf("%s: the GPU tier served nothing: %+v", name, st.Tiers)
+					}
+					if err := s.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	if gpuErr != nil {
+		t.Logf("device destinations skipped: %v", gpuErr)
+	}
+}
+
+// deviceGatherIDs gathers ids into device memory, with the ids in pinned host memory
+// (GatherDevice) or in device memory (GatherDeviceIDs), and copies the rows back.
+func deviceGatherIDs(t *testing.T, s *Store, ids []int64, onDevice bool) []byte {
+	t.Helper()
+	if !onDevice {
+		return deviceGather(t, s, ids)
+	}
+	n := uint64(int64(len(ids)) * s.RowBytes())
+	idBytes := uint64(8 * max(len(ids), 1))
+	devIDs, err := cuda.Malloc(0, idBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.Free(0, devIDs)
+	stageAddr, stage, err := cuda.HostAlloc(0, max(n, idBytes, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.HostFree(0, stageAddr)
+	copy(cuda.Int64s(stage, len(ids)), ids)
+	if err := cuda.Memcpy(0, devIDs, stageAddr, idBytes, 0); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := cuda.Malloc(0, max(n, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.Free(0, dst)
+	if err := cuda.Memset(0, dst, 0xA5, max(n, 16), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.SyncStream(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := cuda.NewStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.DestroyStream(0, stream)
+	if err := s.GatherDeviceIDs(devIDs, len(ids), dst, uintptr(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.Memcpy(0, stageAddr, dst, n, stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.SyncStream(0, stream); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(stage[:n])
+}
+
+// TestGatherDeviceIDsOutOfRange: a device id out of range is an error naming its position, now
+// when the gather waits for the GPU, else from the next device call.
+func TestGatherDeviceIDsOutOfRange(t *testing.T) {
+	requireGPU(t)
+	rng := newRand(t)
+	d := writeDataset(t, 500, 96, 1, 4, rng)
+	for _, gpuShare := range []int64{0, 500} { // partly on disk: waits; all on the GPU: does not
+		s, err := Open(d.dir, Options{GPUCacheBytes: gpuShare * d.rowBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []int64{1, 2, 500, 3}
+		gerr := gatherDeviceIDsErr(s, ids)
+		if gpuShare == 500 && gerr == nil {
+			gerr = gatherDeviceIDsErr(s, []int64{1})
+		}
+		if gerr == nil || !bytes.Contains([]byte(gerr.Error()), []byte("ids[2]")) {
+			t.Errorf("GPU tier of %d rows: error %v, want one naming ids[2]", gpuShare, gerr)
+		}
+		if err := gatherDeviceIDsErr(s, []int64{1, 2}); err != nil {
+			t.Errorf("a good gather after the error: %v", err)
+		}
+		s.Close()
+	}
+}
+
+func gatherDeviceIDsErr(s *Store, ids []int64) error {
+	devIDs, err := cuda.Malloc(0, uint64(8*len(ids)))
+	if err != nil {
+		return err
+	}
+	defer cuda.Free(0, devIDs)
+	addr, stage, err := cuda.HostAlloc(0, uint64(8*len(ids)))
+	if err != nil {
+		return err
+	}
+	defer cuda.HostFree(0, addr)
+	copy(cuda.Int64s(stage, len(ids)), ids)
+	if err := cuda.Memcpy(0, devIDs, addr, uint64(8*len(ids)), 0); err != nil {
+		return err
+	}
+	dst, err := cuda.Malloc(0, uint64(int64(len(ids))*s.RowBytes()))
+	if err != nil {
+		return err
+	}
+	defer cuda.Free(0, dst)
+	if err := cuda.SyncStream(0, 0); err != nil {
+		return err
+	}
+	err = s.GatherDeviceIDs(devIDs, len(ids), dst, 0)
+	if serr := cuda.SyncStream(0, 0); err == nil && serr != nil {
+		err = serr
+	}
+	return err
+}
+
+func permutation(p []int) []int64 {
+	ids := make([]int64, len(p))
+	for i, v := range p {
+		ids[i] = int64(v)
+	}
+	return ids
+}
