@@ -106,6 +106,19 @@ func (s *Store) harvest(c *gatherCtx) {
 	}
 }
 
+// harvestIdle harvests the idle contexts whose last call is done on the GPU, without waiting.
+func (p *ctxPool) harvestIdle(s *Store) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.free {
+		if c.used && c.unchecked {
+			if done, err := cuda.EventDone(p.dev, c.end); err == nil && done {
+				s.harvest(c)
+			}
+		}
+	}
+}
+
 // takeDeferred returns (once) the errors of earlier device gathers found after they returned.
 func (s *Store) takeDeferred() error {
 	s.deferredMu.Lock()

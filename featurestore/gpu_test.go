@@ -295,3 +295,5 @@ func BenchmarkGatherDevice(b *testing.B) {
 	cuda.SyncStream(0, 0)
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds()/1e6, "Mrows/s")
 }
+
+func cudaPresent() bool { return cuda.Load() == nil }

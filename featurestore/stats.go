@@ -100,9 +100,17 @@ func (s *Store) Stats() Stats {
 		Gathers: c.gathers.Load(), RowsGathered: c.rows.Load(), GatherTime: float64(c.gatherNanos.Load()) / 1e9,
 		Samples: c.samples.Load(),
 	}
-	s.place.RLock()
 	st.GPU = GPUStats{DeviceGathers: c.deviceGathers.Load()}
+	st.IO = s.files.Stats()
+	leave, err := s.enter()
+	if err != nil { // closed: the counters, no tiers
+		st.GPU.Reason = err.Error()
+		return st
+	}
+	defer leave()
+	s.place.RLock()
 	if g := s.gpu; g != nil {
+		g.ctxs.harvestIdle(s)
 		info := g.info
 		st.GPU.Available, st.GPU.Library, st.GPU.Device = true, cuda.Path(), &info
 		st.GPU.KernelBlocks, st.GPU.CompletionBlocks = g.blocks, g.ioBlocks
@@ -126,6 +134,5 @@ func (s *Store) Stats() Stats {
 		ts.BytesServed = ts.Hits * rb
 		st.Tiers = append(st.Tiers, ts)
 	}
-	st.IO = s.files.Stats()
 	return st
 }

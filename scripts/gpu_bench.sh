@@ -24,5 +24,11 @@ fi
 if [ -f python/bench/gpu_mixed.py ]; then
   PYTHONPATH=python TIERFS_LIB=$build/libtierfs.so python3 python/bench/gpu_mixed.py "$work/ds512" | tee "$out/bench-mixed-torch.txt"
 fi
+# The tier redesign's figures: device gather of GPU-tier rows vs torch.index_select, and GraphSAGE
+# with every row cached vs features in a CUDA tensor (10M nodes x 128 float32).
+if [ -f python/bench/tier_bench.py ] && [ "${TIER_BENCH:-1}" != 0 ]; then
+  "$build/tierfs" synth --out "$work/ds10m" --nodes "${TIER_BENCH_NODES:-10000000}" --dim 128 --avg-degree 15 >/dev/null
+  PYTHONPATH=python TIERFS_LIB=$build/libtierfs.so python3 python/bench/tier_bench.py "$work/ds10m" --json "$out/tier-bench.json" | tee "$out/tier-bench.txt"
+fi
 # The advisor's model against the measured loader on this machine too (host path).
 OUT="$out/advise" REPEAT=2 ./scripts/advise_validate.sh "$build/tierfs" "$work/advise" 2>&1 | tail -12 | tee "$out/advise-validate.txt"
