@@ -14,12 +14,11 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 	if s.graph == nil {
 		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample", s.m.Dir())
 	}
-	s.closeMu.RLock()
-	closed := s.closed
-	s.closeMu.RUnlock()
-	if closed {
-		return nil, ErrClosed
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
 	}
+	defer leave()
 	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
