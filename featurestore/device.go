@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierfs/tierfs/internal/cuda"
@@ -32,8 +33,9 @@ type gatherCtx struct {
 	split   cuda.Event // the kernel and its counters are done; later, the pairs are uploaded
 	end     cuda.Event // the call's last work on the caller's stream
 
-	used      bool
-	unchecked bool         // counters not read yet (the call did not wait for the GPU)
+	used        bool
+	unchecked   bool // counters not read yet (the call did not wait for the GPU)
+	badReported bool // reportBad has reported the call's bad id
 	n         int          // ids of the last call
 	kinds     []tiers.Kind // tiers of the kernel in the last call
 	deviceIDs bool         // the last call's ids were device memory (not checked on the host)
@@ -86,23 +88,45 @@ func (c *gatherCtx) wait(s *Store) error {
 	return err
 }
 
-// harvest counts the tier hits of a call that did not wait for the GPU, and keeps the error of
-// an out-of-range device id for the next device call. The call's work is done.
+// harvest counts the tier hits of a call that did not wait for the GPU and reports its bad ids
+// (reportBad). The call's work is done.
 func (s *Store) harvest(c *gatherCtx) {
 	if !c.unchecked {
 		return
 	}
+	s.reportBad(c)
 	c.unchecked = false
 	counts := cuda.Int64s(c.counts.Host, cuda.SplitCounts)
 	for t, k := range c.kinds {
 		s.stats.hits(k).Add(uint64(counts[2+t]))
 	}
-	if bad := counts[1]; bad != 0 {
-		err := fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d) (a row of zeros was written; reported by a later call because the gather did not wait for the GPU): %w",
-			int64(c.n)-bad, s.NumNodes(), ErrIDOutOfRange)
-		s.deferredMu.Lock()
-		s.deferredErr = errors.Join(s.deferredErr, err)
-		s.deferredMu.Unlock()
+}
+
+// reportBad keeps, for the next device call, the error of an out-of-range device id that a call
+// which did not wait for the GPU met. It reads the pinned copy of the counters without waiting:
+// it is zero until the call's copy lands (setup zeroes it).
+func (s *Store) reportBad(c *gatherCtx) {
+	if !c.unchecked || c.badReported {
+		return
+	}
+	bad := atomic.LoadInt64(&cuda.Int64s(c.counts.Host, cuda.SplitCounts)[1])
+	if bad == 0 {
+		return
+	}
+	c.badReported = true
+	err := fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d) (a row of zeros was written; reported by a later call because the gather did not wait for the GPU): %w",
+		int64(c.n)-bad, s.NumNodes(), ErrIDOutOfRange)
+	s.deferredMu.Lock()
+	s.deferredErr = errors.Join(s.deferredErr, err)
+	s.deferredMu.Unlock()
+}
+
+// checkIdle reports the bad ids of the idle contexts' calls whose counters have landed.
+func (p *ctxPool) checkIdle(s *Store) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.free {
+		s.reportBad(c)
 	}
 }
 
@@ -189,16 +213,17 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 			return err
 		}
 	}
-	if err := s.takeDeferred(); err != nil {
-		return err
-	}
 	if n == 0 {
-		return nil
+		return s.takeDeferred()
 	}
 	start := time.Now()
 	s.place.RLock()
 	defer s.place.RUnlock()
 	g = s.gpu
+	g.ctxs.checkIdle(s)
+	if err := s.takeDeferred(); err != nil {
+		return err
+	}
 	dev, rb := g.dev, s.spec.RowBytes
 
 	ctx := g.ctxs.get()
@@ -212,6 +237,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	if err := ctx.setup(dev, n, hostIDs != nil); err != nil {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
+	clear(ctx.counts.Host) // reportBad reads it before the GPU's copy lands
 	ids := devIDs
 	if hostIDs != nil {
 		copy(cuda.Int64s(ctx.ids.Host, n), hostIDs)
@@ -253,7 +279,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	ctx.used, ctx.n, ctx.deviceIDs = true, n, hostIDs == nil
 	s.stats.deviceGathers.Add(1)
 	if covered == s.NumNodes() { // no id can miss: do not wait for the GPU
-		ctx.unchecked = true
+		ctx.unchecked, ctx.badReported = true, false
 		s.stats.gather(nil, nil, time.Since(start))
 		s.stats.rows.Add(uint64(n))
 		return wrapDevice(cuda.Record(dev, ctx.end, caller))
