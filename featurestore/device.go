@@ -26,7 +26,7 @@ import (
 type gatherCtx struct {
 	ids     cuda.Mirror // host ids staged in pinned memory, read by the kernel over PCIe
 	miss    cuda.Mirror // missed ids, then their positions: n int64 each
-	counts  cuda.Mirror // cuda.SplitCounts counters
+	counts  cuda.Mirror // the kernel's scratch on the device, its counters in pinned memory
 	pairs   cuda.Mirror // the host split of the misses, uploaded for the tiers' kernels
 	streams [2]cuda.Stream
 	done    [2]cuda.Event
@@ -36,6 +36,7 @@ type gatherCtx struct {
 	used        bool
 	unchecked   bool // counters not read yet (the call did not wait for the GPU)
 	badReported bool // reportBad has reported the call's bad id
+	countsZero  bool // the kernel's scratch is zero (no call failed since it was zeroed)
 	n         int          // ids of the last call
 	kinds     []tiers.Kind // tiers of the kernel in the last call
 	deviceIDs bool         // the last call's ids were device memory (not checked on the host)
@@ -61,8 +62,17 @@ func (c *gatherCtx) setup(dev, n int, hostIDs bool) error {
 			return err
 		}
 	}
-	if err := c.counts.Ensure(dev, 8*cuda.SplitCounts, 8*cuda.SplitCounts); err != nil {
-		return err
+	if !c.countsZero { // the kernel leaves its scratch zero; zero it once, and after a failure
+		if err := c.counts.Ensure(dev, 8*cuda.SplitScratch, 8*cuda.SplitScratch); err != nil {
+			return err
+		}
+		if err := cuda.Memset(dev, c.counts.Dev, 0, 8*cuda.SplitScratch, 0); err != nil {
+			return err
+		}
+		if err := cuda.SyncStream(dev, 0); err != nil {
+			return err
+		}
+		c.countsZero = true
 	}
 	need := max(16*n, 1<<16)
 	if err := c.miss.Ensure(dev, need, need+need/2); err != nil {
@@ -208,11 +218,6 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	if dst == 0 && n > 0 {
 		return errors.New("featurestore: device gather into a null destination")
 	}
-	if hostIDs != nil {
-		if err := s.checkIDs(hostIDs); err != nil {
-			return err
-		}
-	}
 	if n == 0 {
 		return s.takeDeferred()
 	}
@@ -240,7 +245,9 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	clear(ctx.counts.Host) // reportBad reads it before the GPU's copy lands
 	ids := devIDs
 	if hostIDs != nil {
-		copy(cuda.Int64s(ctx.ids.Host, n), hostIDs)
+		if err := s.stageIDs(cuda.Int64s(ctx.ids.Host, n), hostIDs); err != nil {
+			return err
+		}
 		ids = ctx.ids.HostAddr
 	}
 
@@ -265,17 +272,13 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	}
 	caller := cuda.Stream(stream)
 	counts := ctx.counts
-	if err := cuda.Memset(dev, counts.Dev, 0, 8*cuda.SplitCounts, caller); err != nil {
-		return fmt.Errorf("featurestore: device gather: %w", err)
-	}
+	ctx.countsZero = false // until the kernel is known to have run
 	err = cuda.SplitGather(dev, cuda.SplitArgs{IDs: ids, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel, RowBytes: uint64(rb), Dst: dst,
-		MissIDs: ctx.miss.Dev, MissPos: ctx.miss.Dev + uintptr(8*n), Counts: counts.Dev}, g.blocks, caller)
-	if err == nil {
-		err = cuda.Memcpy(dev, counts.HostAddr, counts.Dev, 8*cuda.SplitCounts, caller)
-	}
+		MissIDs: ctx.miss.Dev, MissPos: ctx.miss.Dev + uintptr(8*n), Scratch: counts.Dev, HostCounts: counts.HostAddr}, g.blocks, caller)
 	if err != nil {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
+	ctx.countsZero = true
 	ctx.used, ctx.n, ctx.deviceIDs = true, n, hostIDs == nil
 	s.stats.deviceGathers.Add(1)
 	if covered == s.NumNodes() { // no id can miss: do not wait for the GPU
@@ -307,6 +310,27 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	}
 	s.stats.gather(all, count, time.Since(start))
 	return errors.Join(wrapDevice(err), wrapDevice(cuda.Record(dev, ctx.end, caller)))
+}
+
+// stageIDs checks ids and copies them to pinned memory, in parallel chunks for large batches.
+func (s *Store) stageIDs(pinned, ids []int64) error {
+	const chunk = 1 << 16
+	chunks := (len(ids) + chunk - 1) / chunk
+	errs := make([]error, chunks)
+	parallelChunks(chunks, s.opt.CopyWorkers, func(c int) {
+		lo, hi := c*chunk, min((c+1)*chunk, len(ids))
+		if errs[c] = s.checkIDs(ids[lo:hi]); errs[c] == nil {
+			copy(pinned[lo:hi], ids[lo:hi])
+		} else {
+			errs[c] = fmt.Errorf("%w (in the chunk from ids[%d])", errs[c], lo)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func wrapDevice(err error) error {

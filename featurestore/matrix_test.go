@@ -203,3 +203,39 @@ func permutation(p []int) []int64 {
 	}
 	return ids
 }
+
+// BenchmarkGatherDeviceIDs: device ids, every row in the GPU tier, the host's cost per call
+// (the kernels overlap the next calls); compare with python/bench/tier_bench.py.
+func BenchmarkGatherDeviceIDs(b *testing.B) {
+	if err := cuda.Load(); err != nil {
+		b.Skip(err)
+	}
+	rng := newRand(b)
+	d := writeDataset(b, 200000, 128, 1, 2, rng)
+	s, err := Open(d.dir, Options{GPUCacheBytes: 200000 * d.rowBytes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ids := randomIDs(rng, n, 200000)
+			addr, stage, _ := cuda.HostAlloc(0, uint64(8*n))
+			defer cuda.HostFree(0, addr)
+			copy(cuda.Int64s(stage, n), ids)
+			devIDs, _ := cuda.Malloc(0, uint64(8*n))
+			defer cuda.Free(0, devIDs)
+			dst, _ := cuda.Malloc(0, uint64(int64(n)*d.rowBytes))
+			defer cuda.Free(0, dst)
+			cuda.Memcpy(0, devIDs, addr, uint64(8*n), 0)
+			cuda.SyncStream(0, 0)
+			b.SetBytes(int64(n) * d.rowBytes)
+			for b.Loop() {
+				if err := s.GatherDeviceIDs(devIDs, n, dst, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cuda.SyncStream(0, 0)
+		})
+	}
+}

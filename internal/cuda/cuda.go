@@ -89,9 +89,9 @@ static int c_gather_rows(char *e, int dev, uintptr_t src, uint64_t rb, uintptr_t
   int rc = p_tfc_gather_rows(dev, (const void *)src, rb, (const int64_t *)sr, (const int64_t *)dr, n, (void *)dst, mb, (void *)st);
   tfc_grab(rc, e); return rc; }
 static int c_split_gather(char *e, int dev, uintptr_t ids, int64_t n, int64_t nn, const tfc_tier_index *t, int nt, uint64_t rb,
-                          uintptr_t dst, uintptr_t mi, uintptr_t mp, uintptr_t counts, int mb, uintptr_t st) {
+                          uintptr_t dst, uintptr_t mi, uintptr_t mp, uintptr_t scratch, uintptr_t hc, int mb, uintptr_t st) {
   int rc = p_tfc_split_gather(dev, (const int64_t *)ids, n, nn, t, nt, rb, (void *)dst, (int64_t *)mi, (int64_t *)mp,
-                              (unsigned long long *)counts, mb, (void *)st);
+                              (unsigned long long *)scratch, (unsigned long long *)hc, mb, (void *)st);
   tfc_grab(rc, e); return rc; }
 static int c_copy_pieces(char *e, int dev, uintptr_t pieces, int64_t n, int mb, uintptr_t st) {
   int rc = p_tfc_copy_pieces(dev, (const tfc_piece *)pieces, n, mb, (void *)st); tfc_grab(rc, e); return rc; }
@@ -463,10 +463,15 @@ type SplitArgs struct {
 	Tiers    []TierIndex
 	RowBytes uint64
 	Dst      uintptr
-	// MissIDs and MissPos (N int64 each) get the ids no tier holds and their positions; Counts
-	// (SplitCounts uint64, zeroed by the caller) the numbers of tfc_split_gather.
-	MissIDs, MissPos, Counts uintptr
+	// MissIDs and MissPos (N int64 each) get the ids no tier holds and their positions;
+	// HostCounts (SplitCounts uint64, device-accessible) the numbers of tfc_split_gather once the
+	// kernel ends. Scratch is device memory of SplitScratch uint64, zero before the first call
+	// and left zero by each (one per stream of calls).
+	MissIDs, MissPos, Scratch, HostCounts uintptr
 }
+
+// SplitScratch is the size of SplitArgs.Scratch in uint64.
+const SplitScratch = C.TFC_SPLIT_SCRATCH
 
 // SplitCounts is the number of counters SplitGather writes: misses, N minus the first bad
 // position (0: none), and the rows each tier served.
@@ -484,8 +489,8 @@ func SplitGather(dev int, a SplitArgs, maxBlocks int, s Stream) error {
 	}
 	return call(func(e *C.char) C.int {
 		return C.c_split_gather(e, C.int(dev), C.uintptr_t(a.IDs), C.int64_t(a.N), C.int64_t(a.NumNodes), &t[0], C.int(len(a.Tiers)),
-			C.uint64_t(a.RowBytes), C.uintptr_t(a.Dst), C.uintptr_t(a.MissIDs), C.uintptr_t(a.MissPos), C.uintptr_t(a.Counts),
-			C.int(maxBlocks), C.uintptr_t(s))
+			C.uint64_t(a.RowBytes), C.uintptr_t(a.Dst), C.uintptr_t(a.MissIDs), C.uintptr_t(a.MissPos), C.uintptr_t(a.Scratch),
+			C.uintptr_t(a.HostCounts), C.int(maxBlocks), C.uintptr_t(s))
 	})
 }
 

@@ -25,9 +25,20 @@ int fail(cudaError_t e, const char *call, const char *detail) {
 
 #define ENTER(dev) CHECK(cudaSetDevice(dev), "")
 
+// sm_count caches each device's SM count (asked once: the query costs as much as a launch).
+int sm_count(int dev) {
+  static int cache[256];
+  if (dev < 0 || dev >= 256) return 0;
+  if (cache[dev] == 0) {
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cache[dev] = sms;
+  }
+  return cache[dev];
+}
+
 int grid_for(int dev, int max_blocks, int64_t work_blocks) {
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  int sms = sm_count(dev);
   int64_t g = max_blocks > 0 ? max_blocks : (int64_t)(sms > 0 ? sms : 16) * 8;
   if (work_blocks < g) g = work_blocks;
   return g < 1 ? 1 : (int)g;
@@ -100,7 +111,8 @@ __device__ __forceinline__ int64_t probe(const tfc_tier_index &x, int64_t id) {
 template <typename W>
 __global__ void split_gather_kernel(const int64_t *__restrict__ ids, int64_t n, int64_t num_nodes, SplitTiers tiers,
                                     uint64_t row_bytes, char *__restrict__ dst, int64_t *__restrict__ miss_ids,
-                                    int64_t *__restrict__ miss_pos, unsigned long long *counts, int lanes) {
+                                    int64_t *__restrict__ miss_pos, unsigned long long *counts,
+                                    unsigned long long *host_counts, int lanes) {
   __shared__ unsigned int hits[TFC_MAX_SPLIT_TIERS];
   if (threadIdx.x < TFC_MAX_SPLIT_TIERS) hits[threadIdx.x] = 0;
   __syncthreads();
@@ -139,12 +151,26 @@ __global__ void split_gather_kernel(const int64_t *__restrict__ ids, int64_t n, 
   }
   __syncthreads();
   if (threadIdx.x < tiers.n && hits[threadIdx.x]) atomicAdd(&counts[2 + threadIdx.x], (unsigned long long)hits[threadIdx.x]);
+  // The last block to finish publishes the counters to host_counts and zeroes them for the next
+  // call (the threadfence-reduction pattern): no memset or copy around the launch.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&counts[TFC_SPLIT_COUNTS], 1ull) == gridDim.x - 1;
+  __syncthreads();
+  if (last && threadIdx.x < TFC_SPLIT_COUNTS) {
+    __threadfence();
+    const unsigned long long v = atomicExch(&counts[threadIdx.x], 0ull);
+    host_counts[threadIdx.x] = v;
+  }
+  if (last && threadIdx.x == 0) counts[TFC_SPLIT_COUNTS] = 0;
 }
 
 template <typename W>
 int launch_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const SplitTiers &tiers,
                         uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
-                        unsigned long long *counts, int max_blocks, cudaStream_t st) {
+                        unsigned long long *counts, unsigned long long *host_counts, int max_blocks,
+                        cudaStream_t st) {
   int64_t vecs = row_bytes / sizeof(W);
   int lanes = 1;
   while (lanes < 32 && lanes < vecs) lanes *= 2;
@@ -152,7 +178,7 @@ int launch_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_node
   int64_t rows_per_block = threads / lanes;
   int grid = grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block);
   split_gather_kernel<W><<<grid, threads, 0, st>>>(ids, n, num_nodes, tiers, row_bytes, (char *)dst, miss_ids,
-                                                   miss_pos, counts, lanes);
+                                                   miss_pos, counts, host_counts, lanes);
   CHECK(cudaGetLastError(), "(split-gather kernel launch)");
   return 0;
 }
@@ -460,7 +486,7 @@ int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t 
 
 int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const tfc_tier_index *tiers,
                      int ntiers, uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
-                     unsigned long long *counts, int max_blocks, void *stream) {
+                     unsigned long long *scratch, unsigned long long *host_counts, int max_blocks, void *stream) {
   ENTER(dev);
   if (n <= 0 || row_bytes == 0) return 0;
   if (ntiers < 0 || ntiers > TFC_MAX_SPLIT_TIERS) {
@@ -475,7 +501,7 @@ int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, 
     a |= (uint64_t)tiers[i].rows;
   }
   cudaStream_t st = (cudaStream_t)stream;
-#define SPLIT(W) launch_split_gather<W>(dev, ids, n, num_nodes, t, row_bytes, dst, miss_ids, miss_pos, counts, max_blocks, st)
+#define SPLIT(W) launch_split_gather<W>(dev, ids, n, num_nodes, t, row_bytes, dst, miss_ids, miss_pos, scratch, host_counts, max_blocks, st)
   if ((a & 15) == 0) return SPLIT(uint4);
   if ((a & 7) == 0) return SPLIT(uint2);
   if ((a & 3) == 0) return SPLIT(uint32_t);

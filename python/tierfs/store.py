@@ -487,15 +487,17 @@ class Store:
                 return None
         if n == 0:
             return out
-        t = ids.detach().to(_torch().int64).contiguous()
-        stream = _torch().cuda.current_stream(dev).cuda_stream
-        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, stream)
+        torch = _torch()
+        t = ids if ids.dtype == torch.int64 and ids.is_contiguous() else ids.to(torch.int64).contiguous()
+        stream = torch.cuda.current_stream(dev)
+        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, stream.cuda_stream)
         if status == errors.ENOTSUP:
             self._device_gather = False
             return None
         check(status)
         self._device_gather = True
-        t.record_stream(_torch().cuda.current_stream(dev))
+        if t is not ids:  # the kernel may still read the converted copy
+            t.record_stream(stream)
         return out
 
     def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
