@@ -95,8 +95,10 @@ __device__ __forceinline__ uint64_t fmix64(int64_t id) {
   return x;
 }
 
-// probe returns the slot of id in x, or -1 (the same walk as tiers/host.Index.Slot).
-__device__ __forceinline__ int64_t probe(const tfc_tier_index &x, int64_t id) {
+// probe returns the slot of id (in [0, num_nodes)) in x, or -1 (the same walk as
+// tiers/host.Index.Slot). A tier holding every node holds them in id order: the slot is the id.
+__device__ __forceinline__ int64_t probe(const tfc_tier_index &x, int64_t id, int64_t num_nodes) {
+  if (x.count == num_nodes) return id;
   if (x.count == 0) return -1;
   for (uint64_t h = fmix64(id) & x.mask;; h = (h + 1) & x.mask) {
     const int32_t s = x.table[h];
@@ -131,7 +133,7 @@ __global__ void split_gather_kernel(const int64_t *__restrict__ ids, int64_t n, 
     const char *src = nullptr;
     int tier = 0;
     for (; tier < tiers.n; tier++) {
-      const int64_t s = probe(tiers.t[tier], id);
+      const int64_t s = probe(tiers.t[tier], id, num_nodes);
       if (s >= 0) {
         src = (const char *)tiers.t[tier].rows + s * row_bytes;
         break;

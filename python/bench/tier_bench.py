@@ -12,8 +12,8 @@ each ratio are measured in the same run.
    the seeds' labels), batches of 1024 train seeds, tierfs's sampler (on the GPU with
    --gpu-topology device) for both loops, same seeds, same model init. Loop A fetches features as
    ``X[n_id]`` (index_select), loop B as ``store.gather(n_id)``; n_id is moved to the device the
-   same way in both. --e2e-batches timed after 5 warm-up batches; the loops run A, B, A, B and
-   the second run of each counts; seeds/s of each and B/A.
+   same way in both. --e2e-batches timed after 5 warm-up batches; the loops alternate A, B for
+   --e2e-rounds rounds and the median run of each counts; seeds/s of each and B/A.
 
     PYTHONPATH=python TIERFS_LIB=build/libtierfs.so \\
         python3 python/bench/tier_bench.py DATASET_DIR [--json out.json] \\
@@ -50,6 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1, help="seed of the random ids, batch order, sampler and model")
     p.add_argument("--e2e-batches", type=int, default=60, help="timed batches per loop")
     p.add_argument("--warmup-batches", type=int, default=5)
+    p.add_argument("--e2e-rounds", type=int, default=3, help="alternating A, B runs per fanout (median reported)")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--fanouts", default="25,10/15,10,5", help="fanout lists for part 2, separated by /")
@@ -175,11 +176,15 @@ def main(argv=None) -> int:
         print(f"{'':>10} {'seeds/s':>12} {'seeds/s':>10}")
         for fan in a.fanouts.split("/"):
             fanouts = [int(f) for f in fan.split(",")]
-            # A, B, A, B: the second of each counts (the first pair warms up what the other shares).
-            run(fanouts, lambda n_id: torch.index_select(X, 0, n_id))
-            run(fanouts, lambda n_id: store.gather(n_id))
-            sps_a, loss_a = run(fanouts, lambda n_id: torch.index_select(X, 0, n_id))
-            sps_b, loss_b = run(fanouts, lambda n_id: store.gather(n_id))
+            # A, B alternating, --e2e-rounds times: the median of each (runs swing with the sampler
+            # and the shared host; the first round also warms what both share).
+            ra, rb_ = [], []
+            for _ in range(a.e2e_rounds):
+                ra.append(run(fanouts, lambda n_id: torch.index_select(X, 0, n_id)))
+                rb_.append(run(fanouts, lambda n_id: store.gather(n_id)))
+            sps_a, loss_a = sorted(ra)[len(ra) // 2]
+            sps_b, loss_b = sorted(rb_)[len(rb_) // 2]
+            print(f"{'':>10} runs A {[round(r[0]) for r in ra]}, B {[round(r[0]) for r in rb_]}")
             dloss = max(abs(x - y) for x, y in zip(loss_a, loss_b))
             e2e.append(dict(fanouts=fanouts, batch_size=B, batches=nb, warmup_batches=warm, in_memory_seeds_per_s=sps_a,
                             tierfs_seeds_per_s=sps_b, b_over_a=sps_b / sps_a, max_loss_diff=dloss, final_loss=[loss_a[-1], loss_b[-1]]))

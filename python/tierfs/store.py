@@ -476,7 +476,8 @@ class Store:
         dev = ids.device
         if dev.type != "cuda" or dev.index != self._device_index or ids.dim() != 1:
             return None
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == _torch().bool:
+        torch = _torch()
+        if ids.dtype != torch.int64 and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
             return None  # _ids raises the error
         n = ids.shape[0]
         if out is None:
@@ -487,17 +488,15 @@ class Store:
                 return None
         if n == 0:
             return out
-        torch = _torch()
         t = ids if ids.dtype == torch.int64 and ids.is_contiguous() else ids.to(torch.int64).contiguous()
-        stream = torch.cuda.current_stream(dev)
-        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, stream.cuda_stream)
+        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, _util.raw_stream(dev))
         if status == errors.ENOTSUP:
             self._device_gather = False
             return None
         check(status)
         self._device_gather = True
         if t is not ids:  # the kernel may still read the converted copy
-            t.record_stream(stream)
+            t.record_stream(torch.cuda.current_stream(dev))
         return out
 
     def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
