@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +60,9 @@ var ErrClosed = errors.New("featurestore: store is closed")
 
 // Open opens the dataset in dir and places its hottest rows in the host tier.
 func Open(dir string, opt Options) (_ *Store, err error) {
+	if err := opt.EnsureDefaults().Validate(); err != nil {
+		return nil, err
+	}
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return nil, err
@@ -68,27 +70,6 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	spec, err := m.Feature(opt.Feature)
 	if err != nil {
 		return nil, err
-	}
-	if opt.GPUCacheBytes < 0 || opt.GPUDevice < 0 {
-		return nil, fmt.Errorf("featurestore: GPU cache of %d bytes on device %d: neither may be negative", opt.GPUCacheBytes, opt.GPUDevice)
-	}
-	if t := opt.GPUTopology; t != "" && t != "device" && t != "pinned" {
-		return nil, fmt.Errorf("featurestore: GPUTopology %q: want \"\", \"device\" or \"pinned\"", t)
-	}
-	if opt.HostCacheBytes < 0 {
-		return nil, fmt.Errorf("featurestore: host cache of %d bytes is negative", opt.HostCacheBytes)
-	}
-	if opt.QueueDepth < 0 || opt.MaxConcurrentIO < 0 || opt.CopyWorkers < 0 {
-		return nil, fmt.Errorf("featurestore: queue depth %d, concurrent IO %d and copy workers %d must not be negative", opt.QueueDepth, opt.MaxConcurrentIO, opt.CopyWorkers)
-	}
-	if opt.MaxConcurrentIO == 0 {
-		opt.MaxConcurrentIO = runtime.GOMAXPROCS(0)
-	}
-	if opt.CopyWorkers == 0 {
-		opt.CopyWorkers = runtime.GOMAXPROCS(0)
-	}
-	if opt.TopologyMemoryBytes == 0 {
-		opt.TopologyMemoryBytes = DefaultTopologyMemoryBytes
 	}
 	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1, host: host.New(spec.RowBytes)}
 	defer func() {
