@@ -137,60 +137,54 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 		}
 	}
 	dir := C.GoString(path)
-	var fo featurestore.Options
-	if o.feature != nil {
-		fo.Feature = C.GoString(o.feature)
-	}
-	if o.io_backend != nil {
-		fo.IOBackend = gpuio.Backend(C.GoString(o.io_backend))
-	}
-	switch fo.IOBackend {
-	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:
-	default:
-		return fail(stEINVAL, "io_backend %q is not one of \"io_uring\", \"pread\" (or NULL/\"\" to pick)", fo.IOBackend)
-	}
-	if o.host_cache_bytes < 0 {
-		return fail(stEINVAL, "host_cache_bytes = %d is negative", o.host_cache_bytes)
-	}
-	if o.queue_depth < 0 {
-		return fail(stEINVAL, "queue_depth = %d is negative", o.queue_depth)
-	}
-	if o.max_concurrent_io < 0 {
-		return fail(stEINVAL, "max_concurrent_io = %d is negative", o.max_concurrent_io)
-	}
-	switch {
-	case o.device < -1:
-		return fail(stEINVAL, "device = %d; want -1 (host), 0 or a CUDA ordinal", o.device)
-	case o.gpu_cache_bytes < 0:
-		return fail(stEINVAL, "gpu_cache_bytes = %d is negative", o.gpu_cache_bytes)
-	}
-	fo.GPUDevice = max(0, int(o.device))
-	fo.GPUCacheBytes = int64(o.gpu_cache_bytes)
-	if o.gpu_topology != nil {
-		fo.GPUTopology = C.GoString(o.gpu_topology)
-	}
-	switch fo.GPUTopology {
-	case "", "device", "pinned":
-	default:
-		return fail(stEINVAL, "gpu_topology %q is not one of \"device\", \"pinned\" (or NULL/\"\" to sample on the host)", fo.GPUTopology)
-	}
-	fo.HostCacheBytes = int64(o.host_cache_bytes)
-	if o.host_policy != nil {
-		fo.HostPolicy = C.GoString(o.host_policy)
-		if p := fo.HostPolicy; p != "" && p != featurestore.HostStatic && p != featurestore.HostSieve {
-			return fail(stEINVAL, "host_policy %q is not one of \"static\", \"sieve\" (or NULL/\"\" for static)", p)
-		}
-	}
-	fo.TopologyMemoryBytes = int64(o.topology_memory_bytes)
-	fo.QueueDepth = int(o.queue_depth)
-	fo.MaxConcurrentIO = int(o.max_concurrent_io)
-	fo.VerifyReads = o.verify_reads != 0
+	fo := storeOptions(&o)
 	s, err := featurestore.Open(dir, fo)
 	if err != nil {
+		var oe *featurestore.OptionError
+		if errors.As(err, &oe) && cOpenOptionNames[oe.Option] != "" {
+			oe.Option = cOpenOptionNames[oe.Option] // name the field the caller set
+		}
 		return withStatus(diagnoseOpen(dir, fo.Feature, fo.IOBackend == gpuio.BackendIOUring, err), err)
 	}
 	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
 	return nil
+}
+
+// cOpenOptionNames names the tfs_open_options fields whose names differ from the JSON names of
+// featurestore.Options, so that an option error names what the caller set.
+var cOpenOptionNames = map[string]string{
+	"host_cache":      "host_cache_bytes",
+	"gpu_cache":       "gpu_cache_bytes",
+	"topology_memory": "topology_memory_bytes",
+	"gpu_device":      "device",
+}
+
+// storeOptions converts tfs_open_options to the core's options, unchecked: featurestore.Open
+// validates them.
+func storeOptions(o *C.tfs_open_options) featurestore.Options {
+	str := func(p *C.char) string {
+		if p == nil {
+			return ""
+		}
+		return C.GoString(p)
+	}
+	fo := featurestore.Options{
+		Feature:             str(o.feature),
+		HostCacheBytes:      int64(o.host_cache_bytes),
+		HostPolicy:          str(o.host_policy),
+		TopologyMemoryBytes: int64(o.topology_memory_bytes),
+		IOBackend:           gpuio.Backend(str(o.io_backend)),
+		QueueDepth:          int(o.queue_depth),
+		MaxConcurrentIO:     int(o.max_concurrent_io),
+		VerifyReads:         o.verify_reads != 0,
+		GPUDevice:           int(o.device),
+		GPUCacheBytes:       int64(o.gpu_cache_bytes),
+		GPUTopology:         str(o.gpu_topology),
+	}
+	if o.device == -1 { // the C API's "default device"
+		fo.GPUDevice = 0
+	}
+	return fo
 }
 
 //export tfsgo_close

@@ -76,6 +76,8 @@ func classify(err error, def status) status {
 		return stECLOSED
 	case errors.Is(err, featurestore.ErrIDOutOfRange):
 		return stERANGE
+	case errors.Is(err, featurestore.ErrInvalidOption):
+		return stEINVAL
 	case dataset.IsCorrupt(err):
 		return stECORRUPT
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, dataset.ErrNotDataset), errors.Is(err, featurestore.ErrNotFound):
