@@ -144,7 +144,7 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 		if errors.As(err, &oe) && cOpenOptionNames[oe.Option] != "" {
 			oe.Option = cOpenOptionNames[oe.Option] // name the field the caller set
 		}
-		return withStatus(diagnoseOpen(dir, fo.Feature, fo.IOBackend == gpuio.BackendIOUring, err), err)
+		return err
 	}
 	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
 	return nil
@@ -297,11 +297,7 @@ func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstByt
 	if n > 0 {
 		idSlice = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
 	}
-	err = rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
-	if errors.Is(err, featurestore.ErrNoGPU) {
-		return failWrap(stENOTSUP, err, "no GPU path")
-	}
-	return err
+	return rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
 }
 
 //export tfsgo_labels
