@@ -34,6 +34,11 @@ func (s *Store) loadLabels() error {
 // Labels sets out[i] to the label of ids[i] (-1 where unlabelled), reading only the blocks
 // those labels are in. len(out) == len(ids).
 func (s *Store) Labels(ids []int64, out []int64) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	l := s.m.Nodes().Labels
 	if l == nil {
 		return fmt.Errorf("featurestore: dataset %s has no labels", s.m.Dir())
@@ -55,6 +60,11 @@ func (s *Store) Labels(ids []int64, out []int64) error {
 
 // Split returns the node ids of a split ("train", "val", "test").
 func (s *Store) Split(name string) ([]int64, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	sp, ok := s.m.Nodes().Splits[name]
 	if !ok {
 		return nil, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)

@@ -11,14 +11,13 @@ import (
 // IO stacks, one batched read per hop. With Options.GPUTopology the hops are drawn on the GPU,
 // with the same result.
 func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	if s.graph == nil {
 		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample", s.m.Dir())
-	}
-	s.closeMu.RLock()
-	closed := s.closed
-	s.closeMu.RUnlock()
-	if closed {
-		return nil, ErrClosed
 	}
 	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
 	if err == nil {

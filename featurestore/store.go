@@ -49,8 +49,7 @@ type Store struct {
 	gpuErr error     // why it could not start, once tried
 
 	stats    counters
-	closeMu  sync.RWMutex
-	closed   bool
+	guard    callGuard // the calls running; Close waits for them
 	closers  []func()
 	closerMu sync.Mutex
 }
@@ -184,14 +183,13 @@ func (s *Store) IOBackend() gpuio.Backend { return s.backend }
 // Host is the host tier.
 func (s *Store) Host() *host.Cache { return s.host }
 
-// enter guards a call against a concurrent Close; the returned func ends the call.
+// enter guards a call against a concurrent Close; the returned func ends the call. Calls may
+// nest; once Close has begun, enter returns ErrClosed.
 func (s *Store) enter() (func(), error) {
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
+	if !s.guard.enter() {
 		return nil, ErrClosed
 	}
-	return s.closeMu.RUnlock, nil
+	return s.guard.leave, nil
 }
 
 // OnClose registers fn to run at the start of Close, before it waits for running calls (a mount
@@ -212,12 +210,10 @@ func (s *Store) Close() error {
 	for _, fn := range closers {
 		fn()
 	}
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
+	if !s.guard.close() { // waits for running calls; false once another Close has done the work
 		return nil
 	}
-	s.closed = true
+	defer s.guard.released()
 	s.stopGPU()
 	if s.stacks != nil {
 		close(s.stacks)
