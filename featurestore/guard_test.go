@@ -21,6 +21,10 @@ func TestCloseWhileCalling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sp, err := s.NewSampler(topology.SampleOptions{Fanouts: []int{5, 3}, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var closed atomic.Bool
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -32,7 +36,7 @@ func TestCloseWhileCalling(t *testing.T) {
 				labels := make([]int64, len(ids))
 				for i := 0; !closed.Load(); i++ {
 					var err error
-					switch (g + i) % 4 {
+					switch (g + i) % 5 {
 					case 0:
 						err = s.Gather(ids, dst)
 					case 1:
@@ -41,6 +45,8 @@ func TestCloseWhileCalling(t *testing.T) {
 						err = s.Labels(ids, labels)
 					case 3:
 						s.Stats()
+					case 4:
+						_, err = sp.Sample(ids)
 					}
 					if err != nil && !errors.Is(err, ErrClosed) {
 						t.Errorf("round %d, goroutine %d, call %d: %v", round, g, i, err)
@@ -70,7 +76,8 @@ func TestCloseWhileCalling(t *testing.T) {
 				_, err := s.Sample(ids, topology.SampleOptions{Fanouts: []int{2}})
 				return err
 			},
-			"Labels": func() error { return s.Labels(ids, make([]int64, 1)) },
+			"Sampler.Sample": func() error { _, err := sp.Sample(ids); return err },
+			"Labels":         func() error { return s.Labels(ids, make([]int64, 1)) },
 			"Split": func() error {
 				_, err := s.Split("train")
 				return err
