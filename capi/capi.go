@@ -20,11 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -42,17 +39,6 @@ type storeRec struct {
 	mu       sync.Mutex // guards the mount
 	mount    unmounter
 	mountDir string
-}
-
-// samplerRec is what a tfs_sampler handle holds. The store is kept by handle, so a sampler of a
-// closed store gives TFS_ECLOSED.
-type samplerRec struct {
-	store   uintptr
-	fanouts []int
-	replace bool
-	seed    uint64
-	workers int
-	calls   atomic.Uint64 // samples drawn so far; call k uses seed + k
 }
 
 // withStatus gives err a fixed status, keeping its message.
@@ -317,12 +303,6 @@ func labels(h uintptr, ids *C.int64_t, n int64, out *C.int64_t) error {
 	if err := checkArray(unsafe.Pointer(out), "out", n, "n"); err != nil {
 		return err
 	}
-	if rec.s.Manifest().Nodes().Labels == nil {
-		return fail(stENOENT, "dataset %s has no labels", rec.s.Manifest().Dir())
-	}
-	if n == 0 {
-		return nil
-	}
 	return rec.s.Labels(ids64(ids, n), ids64(out, n))
 }
 
@@ -348,27 +328,11 @@ func split(h uintptr, name *C.char, out *C.int64_t, capacity int64, count *C.int
 	if err := checkArray(unsafe.Pointer(out), "out", capacity, "cap"); err != nil {
 		return err
 	}
-	m := rec.s.Manifest()
-	sp, ok := m.Nodes().Splits[C.GoString(name)]
-	if !ok {
-		_, err := rec.s.Split(C.GoString(name)) // the core's message, listing the splits there are
-		if err == nil {
-			err = fail(stEINTERNAL, "split %q is missing from the manifest but the store found it", C.GoString(name))
-		}
+	n, err := rec.s.ReadSplit(C.GoString(name), ids64(out, capacity))
+	if err != nil {
 		return err
 	}
-	if k := min(capacity, sp.Count); k > 0 {
-		path := m.Path(sp.File)
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := io.ReadFull(f, unsafe.Slice((*byte)(unsafe.Pointer(out)), k*8)); err != nil {
-			return fmt.Errorf("read %d ids of split %q from %s: %w", k, C.GoString(name), path, err)
-		}
-	}
-	*count = C.int64_t(sp.Count)
+	*count = C.int64_t(n)
 	return nil
 }
 
@@ -449,33 +413,29 @@ func samplerCreate(store uintptr, opts *C.tfs_sampler_options, out unsafe.Pointe
 	if o, err = readOptions(opts, unsafe.Offsetof(o.fanouts)+unsafe.Sizeof(o.fanouts), "tfs_sampler_options"); err != nil {
 		return err
 	}
+	// num_hops is the length of the C array fanouts: checked here, like every (pointer, count).
 	if o.num_hops <= 0 {
-		return fail(stEINVAL, "num_hops = %d; want at least one hop", o.num_hops)
+		return fail(stEINVAL, "num_hops = %d (the length of fanouts); want at least one hop", o.num_hops)
 	}
 	if o.fanouts == nil {
 		return fail(stEINVAL, "fanouts is NULL (with num_hops = %d)", o.num_hops)
 	}
-	if o.workers < 0 {
-		return fail(stEINVAL, "workers = %d is negative", o.workers)
+	opt := topology.SampleOptions{Replace: o.replace != 0, Seed: uint64(o.seed), Workers: int(o.workers)}
+	for _, f := range unsafe.Slice((*int32)(unsafe.Pointer(o.fanouts)), o.num_hops) {
+		opt.Fanouts = append(opt.Fanouts, int(f))
 	}
-	if rec.s.Graph() == nil {
-		return fail(stENOENT, "dataset %s has no topology to sample", rec.s.Manifest().Dir())
+	sp, err := rec.s.NewSampler(opt)
+	if err != nil {
+		return err
 	}
-	sr := &samplerRec{store: store, replace: o.replace != 0, seed: uint64(o.seed), workers: int(o.workers)}
-	for i, f := range unsafe.Slice((*int32)(unsafe.Pointer(o.fanouts)), o.num_hops) {
-		if f < -1 {
-			return fail(stEINVAL, "fanouts[%d] = %d; want -1 (every neighbor) or a count >= 0", i, f)
-		}
-		sr.fanouts = append(sr.fanouts, int(f))
-	}
-	*h = C.uintptr_t(register(kindSampler, sr))
+	*h = C.uintptr_t(register(kindSampler, sp))
 	return nil
 }
 
 //export tfsgo_sampler_free
 func tfsgo_sampler_free(sampler C.uintptr_t) (st C.int) {
 	defer guard("tfs_sampler_free", &st)
-	_, err := release[*samplerRec](uintptr(sampler), kindSampler)
+	_, err := release[*featurestore.Sampler](uintptr(sampler), kindSampler)
 	return finish("tfs_sampler_free", err, stEINTERNAL)
 }
 
@@ -486,13 +446,9 @@ func tfsgo_sample(sampler C.uintptr_t, seeds *C.int64_t, n C.int64_t, out unsafe
 }
 
 func sample(h uintptr, seeds *C.int64_t, n int64, out unsafe.Pointer, hout *C.uintptr_t) error {
-	sr, err := lookup[*samplerRec](h, kindSampler)
+	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
 	if err != nil {
 		return err
-	}
-	rec, err := lookup[*storeRec](sr.store, kindStore)
-	if err != nil {
-		return fmt.Errorf("the sampler's store: %w", err)
 	}
 	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
 		return err
@@ -500,19 +456,12 @@ func sample(h uintptr, seeds *C.int64_t, n int64, out unsafe.Pointer, hout *C.ui
 	if out == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	ids := ids64(seeds, n)
-	nodes := rec.s.NumNodes()
-	for i, v := range ids {
-		if uint64(v) >= uint64(nodes) {
-			return fmt.Errorf("seeds[%d] = %d is out of range [0, %d): %w", i, v, nodes, featurestore.ErrIDOutOfRange)
-		}
-	}
-	call := sr.calls.Load()
-	smp, err := rec.s.Sample(ids, topology.SampleOptions{Fanouts: sr.fanouts, Replace: sr.replace, Seed: sr.seed + call, Workers: sr.workers})
+	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler); a
+	// sampler of a closed store gets ErrClosed from the core.
+	smp, err := sp.Sample(ids64(seeds, n))
 	if err != nil {
 		return err
 	}
-	sr.calls.Add(1)
 	*hout = C.uintptr_t(register(kindSample, smp))
 	return nil
 }
