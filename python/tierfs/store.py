@@ -846,8 +846,6 @@ class Sampler:
         if isinstance(fanouts, int):
             fanouts = [fanouts]
         fanouts = [int(f) for f in fanouts]
-        if not fanouts:
-            raise errors.InvalidArgumentError("fanouts is empty; give one fanout per hop, e.g. [25, 10]")
         self._store = store
         self._fanouts = fanouts
         self._replace = bool(replace)
