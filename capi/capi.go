@@ -36,9 +36,12 @@ type storeRec struct {
 	s      *featurestore.Store
 	opened featurestore.Options // what the store was opened with (for the mount's placement.json)
 
-	mu       sync.Mutex // guards the mount
+	mu       sync.Mutex // guards the mount and kept
 	mount    unmounter
 	mountDir string
+	// kept holds, per JSON call ("advise", "place"), the last answer that did not fit the
+	// caller's buffer, for the retry tierfs.h promises; nil once the handle is closed.
+	kept map[string]keptAnswer
 }
 
 // withStatus gives err a fixed status, keeping its message.
@@ -132,7 +135,7 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 		}
 		return err
 	}
-	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
+	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo, kept: map[string]keptAnswer{}}))
 	return nil
 }
 
@@ -185,6 +188,7 @@ func closeStore(h uintptr) error {
 		return err
 	}
 	rec.mu.Lock()
+	rec.kept = nil // answers kept for a retry go with the handle
 	var uerr error
 	if rec.mount != nil {
 		if err := rec.mount.Unmount(); err != nil {
