@@ -11,8 +11,8 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -187,16 +187,6 @@ func runVerify(args []string) error {
 	}
 	fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), formatBytes(total))
 	return nil
-}
-
-// storeFlags adds the flags every command that opens a store shares.
-func storeFlags(fs *flag.FlagSet) *featurestore.Options {
-	opt := &featurestore.Options{}
-	fs.Var((*sizeFlag)(&opt.HostCacheBytes), "host-cache", "host tier size, e.g. 512MB or 4GiB")
-	fs.StringVar(&opt.Feature, "feature", "", "feature to serve (default: the first)")
-	fs.BoolVar(&opt.VerifyReads, "verify-reads", false, "check every block read from disk against its checksum")
-	fs.IntVar(&opt.QueueDepth, "qd", 0, "reads in flight per IO stack (default 128)")
-	return opt
 }
 
 func runGather(args []string) error {
