@@ -7,22 +7,12 @@ package main
 import "C"
 
 import (
-	"bytes"
 	"encoding/json"
-	"sync"
+	"strings"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/advise"
 )
-
-// pendingAdvice keeps, per store handle, the last report that did not fit the caller's buffer,
-// so the retry with a buffer of *needed bytes returns it instead of measuring again.
-var pendingAdvice sync.Map // uintptr -> adviceResult
-
-type adviceResult struct {
-	request string
-	data    []byte
-}
 
 //export tfsgo_advise_json
 func tfsgo_advise_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
@@ -31,7 +21,7 @@ func tfsgo_advise_json(store C.uintptr_t, request *C.char, buf *C.char, capacity
 }
 
 func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return storeJSONCall(h, request, buf, capacity, needed, &pendingAdvice, func(rec *storeRec, dec *json.Decoder) (any, error) {
+	return storeJSONCall(h, "advise", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
 		var req advise.Request
 		if err := dec.Decode(&req); err != nil {
 			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
@@ -42,8 +32,8 @@ func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed
 
 // storeJSONCall runs a JSON request on a store and writes the JSON answer into buf (cap bytes,
 // NUL-terminated), setting *needed to its size plus one. When buf is too small the answer is kept
-// for the handle, so a retry with the same request gets it without running again.
-func storeJSONCall(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, pending *sync.Map,
+// on the handle, so a retry with the same request gets it without running again.
+func storeJSONCall(h uintptr, call string, request *C.char, buf *C.char, capacity uint64, needed *C.size_t,
 	run func(rec *storeRec, dec *json.Decoder) (any, error)) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
@@ -57,31 +47,53 @@ func storeJSONCall(h uintptr, request *C.char, buf *C.char, capacity uint64, nee
 	case capacity > 0 && buf == nil:
 		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
 	}
-	reqText := C.GoString(request)
-	var data []byte
-	if p, ok := pending.Load(h); ok && p.(adviceResult).request == reqText {
-		data = p.(adviceResult).data
-	} else {
-		dec := json.NewDecoder(bytes.NewReader([]byte(reqText)))
-		dec.DisallowUnknownFields()
-		answer, err := run(rec, dec)
-		if err != nil {
-			return err
-		}
-		if data, err = json.Marshal(answer); err != nil {
-			return err
-		}
+	data, err := rec.answer(call, C.GoString(request), capacity, func(dec *json.Decoder) (any, error) { return run(rec, dec) })
+	if err != nil {
+		return err
 	}
 	*needed = C.size_t(len(data) + 1)
 	if uint64(len(data)) >= capacity {
-		pending.Store(h, adviceResult{request: reqText, data: data})
 		if capacity > 0 {
 			*(*byte)(unsafe.Pointer(buf)) = 0
 		}
 		return nil
 	}
-	pending.Delete(h)
 	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
 	dst[copy(dst, data)] = 0
 	return nil
+}
+
+// keptAnswer is the answer to a JSON call that did not fit the caller's buffer.
+type keptAnswer struct {
+	request string
+	data    []byte
+}
+
+// answer returns the JSON answer to request for call ("advise", "place"): the one kept from the
+// last call of that name when its request was the same, else run's. An answer of capacity bytes
+// or more (it does not fit with its NUL) is kept for the retry; one that fits drops what was kept.
+func (rec *storeRec) answer(call, request string, capacity uint64, run func(*json.Decoder) (any, error)) ([]byte, error) {
+	rec.mu.Lock()
+	kept, ok := rec.kept[call]
+	rec.mu.Unlock()
+	data := kept.data
+	if !ok || kept.request != request {
+		dec := json.NewDecoder(strings.NewReader(request))
+		dec.DisallowUnknownFields()
+		answer, err := run(dec)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = json.Marshal(answer); err != nil {
+			return nil, err
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if uint64(len(data)) < capacity {
+		delete(rec.kept, call)
+	} else if rec.kept != nil {
+		rec.kept[call] = keptAnswer{request: request, data: data}
+	}
+	return data, nil
 }

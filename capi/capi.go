@@ -20,11 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -39,20 +36,12 @@ type storeRec struct {
 	s      *featurestore.Store
 	opened featurestore.Options // what the store was opened with (for the mount's placement.json)
 
-	mu       sync.Mutex // guards the mount
+	mu       sync.Mutex // guards the mount and kept
 	mount    unmounter
 	mountDir string
-}
-
-// samplerRec is what a tfs_sampler handle holds. The store is kept by handle, so a sampler of a
-// closed store gives TFS_ECLOSED.
-type samplerRec struct {
-	store   uintptr
-	fanouts []int
-	replace bool
-	seed    uint64
-	workers int
-	calls   atomic.Uint64 // samples drawn so far; call k uses seed + k
+	// kept holds, per JSON call ("advise", "place"), the last answer that did not fit the
+	// caller's buffer, for the retry tierfs.h promises; nil once the handle is closed.
+	kept map[string]keptAnswer
 }
 
 // withStatus gives err a fixed status, keeping its message.
@@ -137,60 +126,54 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 		}
 	}
 	dir := C.GoString(path)
-	var fo featurestore.Options
-	if o.feature != nil {
-		fo.Feature = C.GoString(o.feature)
-	}
-	if o.io_backend != nil {
-		fo.IOBackend = gpuio.Backend(C.GoString(o.io_backend))
-	}
-	switch fo.IOBackend {
-	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:
-	default:
-		return fail(stEINVAL, "io_backend %q is not one of \"io_uring\", \"pread\" (or NULL/\"\" to pick)", fo.IOBackend)
-	}
-	if o.host_cache_bytes < 0 {
-		return fail(stEINVAL, "host_cache_bytes = %d is negative", o.host_cache_bytes)
-	}
-	if o.queue_depth < 0 {
-		return fail(stEINVAL, "queue_depth = %d is negative", o.queue_depth)
-	}
-	if o.max_concurrent_io < 0 {
-		return fail(stEINVAL, "max_concurrent_io = %d is negative", o.max_concurrent_io)
-	}
-	switch {
-	case o.device < -1:
-		return fail(stEINVAL, "device = %d; want -1 (host), 0 or a CUDA ordinal", o.device)
-	case o.gpu_cache_bytes < 0:
-		return fail(stEINVAL, "gpu_cache_bytes = %d is negative", o.gpu_cache_bytes)
-	}
-	fo.GPUDevice = max(0, int(o.device))
-	fo.GPUCacheBytes = int64(o.gpu_cache_bytes)
-	if o.gpu_topology != nil {
-		fo.GPUTopology = C.GoString(o.gpu_topology)
-	}
-	switch fo.GPUTopology {
-	case "", "device", "pinned":
-	default:
-		return fail(stEINVAL, "gpu_topology %q is not one of \"device\", \"pinned\" (or NULL/\"\" to sample on the host)", fo.GPUTopology)
-	}
-	fo.HostCacheBytes = int64(o.host_cache_bytes)
-	if o.host_policy != nil {
-		fo.HostPolicy = C.GoString(o.host_policy)
-		if p := fo.HostPolicy; p != "" && p != featurestore.HostStatic && p != featurestore.HostSieve {
-			return fail(stEINVAL, "host_policy %q is not one of \"static\", \"sieve\" (or NULL/\"\" for static)", p)
-		}
-	}
-	fo.TopologyMemoryBytes = int64(o.topology_memory_bytes)
-	fo.QueueDepth = int(o.queue_depth)
-	fo.MaxConcurrentIO = int(o.max_concurrent_io)
-	fo.VerifyReads = o.verify_reads != 0
+	fo := storeOptions(&o)
 	s, err := featurestore.Open(dir, fo)
 	if err != nil {
-		return withStatus(diagnoseOpen(dir, fo.Feature, fo.IOBackend == gpuio.BackendIOUring, err), err)
+		var oe *featurestore.OptionError
+		if errors.As(err, &oe) && cOpenOptionNames[oe.Option] != "" {
+			oe.Option = cOpenOptionNames[oe.Option] // name the field the caller set
+		}
+		return err
 	}
-	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
+	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo, kept: map[string]keptAnswer{}}))
 	return nil
+}
+
+// cOpenOptionNames names the tfs_open_options fields whose names differ from the JSON names of
+// featurestore.Options, so that an option error names what the caller set.
+var cOpenOptionNames = map[string]string{
+	"host_cache":      "host_cache_bytes",
+	"gpu_cache":       "gpu_cache_bytes",
+	"topology_memory": "topology_memory_bytes",
+	"gpu_device":      "device",
+}
+
+// storeOptions converts tfs_open_options to the core's options, unchecked: featurestore.Open
+// validates them.
+func storeOptions(o *C.tfs_open_options) featurestore.Options {
+	str := func(p *C.char) string {
+		if p == nil {
+			return ""
+		}
+		return C.GoString(p)
+	}
+	fo := featurestore.Options{
+		Feature:             str(o.feature),
+		HostCacheBytes:      int64(o.host_cache_bytes),
+		HostPolicy:          str(o.host_policy),
+		TopologyMemoryBytes: int64(o.topology_memory_bytes),
+		IOBackend:           gpuio.Backend(str(o.io_backend)),
+		QueueDepth:          int(o.queue_depth),
+		MaxConcurrentIO:     int(o.max_concurrent_io),
+		VerifyReads:         o.verify_reads != 0,
+		GPUDevice:           int(o.device),
+		GPUCacheBytes:       int64(o.gpu_cache_bytes),
+		GPUTopology:         str(o.gpu_topology),
+	}
+	if o.device == -1 { // the C API's "default device"
+		fo.GPUDevice = 0
+	}
+	return fo
 }
 
 //export tfsgo_close
@@ -205,6 +188,7 @@ func closeStore(h uintptr) error {
 		return err
 	}
 	rec.mu.Lock()
+	rec.kept = nil // answers kept for a retry go with the handle
 	var uerr error
 	if rec.mount != nil {
 		if err := rec.mount.Unmount(); err != nil {
@@ -303,11 +287,7 @@ func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstByt
 	if n > 0 {
 		idSlice = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
 	}
-	err = rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
-	if errors.Is(err, featurestore.ErrNoGPU) {
-		return failWrap(stENOTSUP, err, "no GPU path")
-	}
-	return err
+	return rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
 }
 
 //export tfsgo_gather_device_ids
@@ -352,12 +332,6 @@ func labels(h uintptr, ids *C.int64_t, n int64, out *C.int64_t) error {
 	if err := checkArray(unsafe.Pointer(out), "out", n, "n"); err != nil {
 		return err
 	}
-	if rec.s.Manifest().Nodes().Labels == nil {
-		return fail(stENOENT, "dataset %s has no labels", rec.s.Manifest().Dir())
-	}
-	if n == 0 {
-		return nil
-	}
 	return rec.s.Labels(ids64(ids, n), ids64(out, n))
 }
 
@@ -383,27 +357,11 @@ func split(h uintptr, name *C.char, out *C.int64_t, capacity int64, count *C.int
 	if err := checkArray(unsafe.Pointer(out), "out", capacity, "cap"); err != nil {
 		return err
 	}
-	m := rec.s.Manifest()
-	sp, ok := m.Nodes().Splits[C.GoString(name)]
-	if !ok {
-		_, err := rec.s.Split(C.GoString(name)) // the core's message, listing the splits there are
-		if err == nil {
-			err = fail(stEINTERNAL, "split %q is missing from the manifest but the store found it", C.GoString(name))
-		}
+	n, err := rec.s.ReadSplit(C.GoString(name), ids64(out, capacity))
+	if err != nil {
 		return err
 	}
-	if k := min(capacity, sp.Count); k > 0 {
-		path := m.Path(sp.File)
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := io.ReadFull(f, unsafe.Slice((*byte)(unsafe.Pointer(out)), k*8)); err != nil {
-			return fmt.Errorf("read %d ids of split %q from %s: %w", k, C.GoString(name), path, err)
-		}
-	}
-	*count = C.int64_t(sp.Count)
+	*count = C.int64_t(n)
 	return nil
 }
 
@@ -484,33 +442,29 @@ func samplerCreate(store uintptr, opts *C.tfs_sampler_options, out unsafe.Pointe
 	if o, err = readOptions(opts, unsafe.Offsetof(o.fanouts)+unsafe.Sizeof(o.fanouts), "tfs_sampler_options"); err != nil {
 		return err
 	}
+	// num_hops is the length of the C array fanouts: checked here, like every (pointer, count).
 	if o.num_hops <= 0 {
-		return fail(stEINVAL, "num_hops = %d; want at least one hop", o.num_hops)
+		return fail(stEINVAL, "num_hops = %d (the length of fanouts); want at least one hop", o.num_hops)
 	}
 	if o.fanouts == nil {
 		return fail(stEINVAL, "fanouts is NULL (with num_hops = %d)", o.num_hops)
 	}
-	if o.workers < 0 {
-		return fail(stEINVAL, "workers = %d is negative", o.workers)
+	opt := topology.SampleOptions{Replace: o.replace != 0, Seed: uint64(o.seed), Workers: int(o.workers)}
+	for _, f := range unsafe.Slice((*int32)(unsafe.Pointer(o.fanouts)), o.num_hops) {
+		opt.Fanouts = append(opt.Fanouts, int(f))
 	}
-	if rec.s.Graph() == nil {
-		return fail(stENOENT, "dataset %s has no topology to sample", rec.s.Manifest().Dir())
+	sp, err := rec.s.NewSampler(opt)
+	if err != nil {
+		return err
 	}
-	sr := &samplerRec{store: store, replace: o.replace != 0, seed: uint64(o.seed), workers: int(o.workers)}
-	for i, f := range unsafe.Slice((*int32)(unsafe.Pointer(o.fanouts)), o.num_hops) {
-		if f < -1 {
-			return fail(stEINVAL, "fanouts[%d] = %d; want -1 (every neighbor) or a count >= 0", i, f)
-		}
-		sr.fanouts = append(sr.fanouts, int(f))
-	}
-	*h = C.uintptr_t(register(kindSampler, sr))
+	*h = C.uintptr_t(register(kindSampler, sp))
 	return nil
 }
 
 //export tfsgo_sampler_free
 func tfsgo_sampler_free(sampler C.uintptr_t) (st C.int) {
 	defer guard("tfs_sampler_free", &st)
-	_, err := release[*samplerRec](uintptr(sampler), kindSampler)
+	_, err := release[*featurestore.Sampler](uintptr(sampler), kindSampler)
 	return finish("tfs_sampler_free", err, stEINTERNAL)
 }
 
@@ -521,13 +475,9 @@ func tfsgo_sample(sampler C.uintptr_t, seeds *C.int64_t, n C.int64_t, out unsafe
 }
 
 func sample(h uintptr, seeds *C.int64_t, n int64, out unsafe.Pointer, hout *C.uintptr_t) error {
-	sr, err := lookup[*samplerRec](h, kindSampler)
+	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
 	if err != nil {
 		return err
-	}
-	rec, err := lookup[*storeRec](sr.store, kindStore)
-	if err != nil {
-		return fmt.Errorf("the sampler's store: %w", err)
 	}
 	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
 		return err
@@ -535,19 +485,12 @@ func sample(h uintptr, seeds *C.int64_t, n int64, out unsafe.Pointer, hout *C.ui
 	if out == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	ids := ids64(seeds, n)
-	nodes := rec.s.NumNodes()
-	for i, v := range ids {
-		if uint64(v) >= uint64(nodes) {
-			return fmt.Errorf("seeds[%d] = %d is out of range [0, %d): %w", i, v, nodes, featurestore.ErrIDOutOfRange)
-		}
-	}
-	call := sr.calls.Load()
-	smp, err := rec.s.Sample(ids, topology.SampleOptions{Fanouts: sr.fanouts, Replace: sr.replace, Seed: sr.seed + call, Workers: sr.workers})
+	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler); a
+	// sampler of a closed store gets ErrClosed from the core.
+	smp, err := sp.Sample(ids64(seeds, n))
 	if err != nil {
 		return err
 	}
-	sr.calls.Add(1)
 	*hout = C.uintptr_t(register(kindSample, smp))
 	return nil
 }

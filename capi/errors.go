@@ -8,7 +8,6 @@ void tfs_set_error(const char *msg, size_t n);
 import "C"
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,8 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/placement"
 )
 
 // status is a tfs_status value.
@@ -62,28 +62,48 @@ func failWrap(code status, err error, format string, args ...any) error {
 	return &statusError{code: code, msg: fmt.Sprintf(format, args...) + ": " + err.Error(), err: err}
 }
 
-// classify maps an error of the core to a status; def is the status of an error none of the
-// known kinds match (what an unknown error most likely means for the call at hand).
+// statusOf is how the core's kinds of error become statuses: the first entry whose error
+// errors.Is finds in the chain decides. Errors whose status is fixed where they are made
+// (*statusError, argument checks) and errno values come before and after it (see classify).
+var statusOf = []struct {
+	kind error
+	code status
+}{
+	{featurestore.ErrClosed, stECLOSED},
+	{featurestore.ErrInvalidOption, stEINVAL},
+	{featurestore.ErrIDOutOfRange, stERANGE},
+	{dataset.ErrVersionTooNew, stEVERSION},
+	{dataset.ErrCorrupt, stECORRUPT},
+	{placement.ErrCorrupt, stECORRUPT},
+	{dataset.ErrNotDataset, stENOENT},
+	{dataset.ErrFeatureNotFound, stENOENT},
+	{featurestore.ErrNotFound, stENOENT},
+	{os.ErrNotExist, stENOENT},
+	{featurestore.ErrNoGPU, stENOTSUP},
+	{cuda.ErrUnavailable, stENOTSUP},
+	{errors.ErrUnsupported, stENOTSUP},
+	// A data file shorter than its manifest says: the data does not match the manifest.
+	{io.ErrUnexpectedEOF, stECORRUPT},
+	{io.EOF, stECORRUPT},
+}
+
+// classify maps an error to a status: a *statusError's own, else statusOf's, else by errno,
+// else def (what an unknown error most likely means for the call at hand).
 func classify(err error, def status) status {
-	var se *statusError
-	var errno unix.Errno
-	switch {
-	case err == nil:
+	if err == nil {
 		return stOK
-	case errors.As(err, &se):
+	}
+	var se *statusError
+	if errors.As(err, &se) {
 		return se.code
-	case errors.Is(err, featurestore.ErrClosed):
-		return stECLOSED
-	case errors.Is(err, featurestore.ErrIDOutOfRange):
-		return stERANGE
-	case dataset.IsCorrupt(err):
-		return stECORRUPT
-	case errors.Is(err, os.ErrNotExist), errors.Is(err, dataset.ErrNotDataset), errors.Is(err, featurestore.ErrNotFound):
-		return stENOENT
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		// A data file shorter than its manifest says: the data does not match the manifest.
-		return stECORRUPT
-	case errors.As(err, &errno):
+	}
+	for _, k := range statusOf {
+		if errors.Is(err, k.kind) {
+			return k.code
+		}
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
 		switch errno {
 		case unix.ENOMEM:
 			return stENOMEM
@@ -136,36 +156,4 @@ func guard(fn string, st *C.int) {
 	}
 	setError(fmt.Sprintf("%s: internal error (a bug in tierfs): panic: %v%s", fn, r, where))
 	*st = C.int(stEINTERNAL)
-}
-
-// diagnoseOpen classifies an error of featurestore.Open that classify does not know, by looking
-// at the dataset again: a manifest of a newer format version, a manifest that does not load, a
-// feature the dataset lacks, io_uring forced where the kernel refuses it.
-func diagnoseOpen(dir, feature string, forcedURing bool, err error) status {
-	if forcedURing && gpuio.Probe() != nil {
-		if _, lerr := dataset.Load(dir); lerr == nil {
-			return stENOTSUP
-		}
-	}
-	if code := classify(err, -1); code >= 0 {
-		return code
-	}
-	if data, rerr := os.ReadFile(filepath.Join(dir, dataset.ManifestName)); rerr == nil {
-		var probe struct {
-			Format  string `json:"format"`
-			Version int    `json:"version"`
-		}
-		if json.Unmarshal(data, &probe) == nil && probe.Format == dataset.FormatName && probe.Version > dataset.Version {
-			return stEVERSION
-		}
-	}
-	m, lerr := dataset.Load(dir)
-	if lerr != nil {
-		// The manifest is there but does not parse or validate.
-		return classify(lerr, stECORRUPT)
-	}
-	if _, ferr := m.Feature(feature); ferr != nil {
-		return stENOENT
-	}
-	return stEIO
 }

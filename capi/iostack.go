@@ -152,18 +152,12 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 	}
 	st, err := gpuio.Open(rec.fds, gopts)
 	if err != nil {
-		if gopts.Backend == gpuio.BackendIOUring && gpuio.Probe() != nil {
-			return failWrap(stENOTSUP, err, "backend \"io_uring\" is unavailable on this machine")
-		}
-		return err
+		return err // forcing an unavailable io_uring wraps errors.ErrUnsupported: TFS_ENOTSUP
 	}
 	if device >= 0 {
 		if err := st.AttachDevice(device, 0); err != nil {
 			_ = st.Close()
-			if errors.Is(err, cuda.ErrUnavailable) {
-				return failWrap(stENOTSUP, err, "device = %d", device)
-			}
-			return fmt.Errorf("device = %d: %w", device, err)
+			return fmt.Errorf("device = %d: %w", device, err) // cuda.ErrUnavailable: TFS_ENOTSUP
 		}
 	}
 	rec.st = st

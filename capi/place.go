@@ -8,16 +8,11 @@ import "C"
 
 import (
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/placement"
 )
-
-// pendingPlace keeps, per store handle, the last report that did not fit the caller's buffer, so
-// the retry with a buffer of *needed bytes returns it instead of planning and applying again.
-var pendingPlace sync.Map // uintptr -> adviceResult
 
 // placeRequest is tfs_place_json's request: the keys of `tierfs place`.
 type placeRequest struct {
@@ -39,7 +34,7 @@ func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity 
 }
 
 func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return storeJSONCall(h, request, buf, capacity, needed, &pendingPlace, func(rec *storeRec, dec *json.Decoder) (any, error) {
+	return storeJSONCall(h, "place", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
 		var req placeRequest
 		if err := dec.Decode(&req); err != nil {
 			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)

@@ -124,8 +124,9 @@ tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *neede
  * {"fanouts": [10, 5], "batch_size": 1024, "ssd_price": 150, "machine_price": 3000,
  *  "measure": true}; the report (JSON, as `tierfs advise --json`) is copied to buf when it fits
  * (NUL-terminated) and *needed is set to its length plus one. When it does not fit, buf gets ""
- * and the report is kept: calling again with the same request_json and cap >= *needed returns
- * it without measuring again. Takes seconds (it runs real batches). */
+ * and the report is kept with the store: calling again with the same request_json and
+ * cap >= *needed returns it without measuring again (tfs_close frees a report never fetched).
+ * Takes seconds (it runs real batches). */
 tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed);
 
 /* Topology+feature placement (`tierfs place`): loads the placement saved in the dataset

@@ -186,22 +186,39 @@ func TestLoadErrors(t *testing.T) {
 	}
 	m, _ := writeTestDataset(t, dir, 10, 4, Float32, 1, rand.New(rand.NewPCG(1, 2)))
 	raw, _ := os.ReadFile(filepath.Join(dir, ManifestName))
-	for _, tc := range []struct{ from, to, want string }{
-		{`"version": 1`, `"version": 2`, "newer than this tierfs reads"},
-		{`"format": "tierfs-dataset"`, `"format": "other"`, "format"},
-		{`"block_size": 4096`, `"block_size": 1000`, "block_size"},
-		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype"},
-		{`"row_bytes": 16`, `"row_bytes": 12`, "row_bytes"},
-		{`"count": 10`, `"count": 100000`, "needs"},
-		{`"checksum": "xxhash64"`, `"checksum": "crc"`, "checksum"},
+	for _, tc := range []struct {
+		from, to, want string
+		kind           error // what the error wraps
+	}{
+		{`"version": 1`, `"version": 2`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 1`, `"version": 0`, "not a valid version", ErrCorrupt},
+		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
+		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
+		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype", ErrCorrupt},
+		{`"row_bytes": 16`, `"row_bytes": 12`, "row_bytes", ErrCorrupt},
+		{`"count": 10`, `"count": 100000`, "needs", ErrCorrupt},
+		{`"checksum": "xxhash64"`, `"checksum": "crc"`, "checksum", ErrCorrupt},
+		{`{`, `{ not json`, "not valid JSON", ErrCorrupt},
 	} {
 		bad := strings.Replace(string(raw), tc.from, tc.to, 1)
 		if bad == string(raw) {
 			t.Fatalf("test case %q does not apply to %s", tc.from, raw)
 		}
-		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := Parse([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: error %v, want it to mention %q", tc.from, tc.to, err, tc.want)
 		}
+		if !errors.Is(err, tc.kind) {
+			t.Errorf("%s -> %s: error %v does not wrap %v", tc.from, tc.to, err, tc.kind)
+		}
+		for _, other := range []error{ErrVersionTooNew, ErrCorrupt, ErrNotDataset} {
+			if other != tc.kind && errors.Is(err, other) {
+				t.Errorf("%s -> %s: error %v wraps %v too", tc.from, tc.to, err, other)
+			}
+		}
+	}
+	if _, err := m.Feature("no-such-feature"); !errors.Is(err, ErrFeatureNotFound) || !strings.Contains(err.Error(), `"no-such-feature"`) {
+		t.Errorf("Feature of a missing name: %v, want ErrFeatureNotFound naming it", err)
 	}
 	// A sidecar that does not match the manifest is corruption.
 	side := m.Path("indptr.bin" + ChecksumSuffix)

@@ -128,6 +128,13 @@ var ErrNotDataset = errors.New("not a tierfs dataset")
 // ErrCorrupt is wrapped by every error that reports data not matching its checksum or manifest.
 var ErrCorrupt = errors.New("tierfs dataset corrupt")
 
+// ErrVersionTooNew is wrapped by Load's and Parse's error for a manifest of a format version newer
+// than this tierfs reads.
+var ErrVersionTooNew = errors.New("dataset format version not supported")
+
+// ErrFeatureNotFound is wrapped by Manifest.Feature's error for a feature the dataset lacks.
+var ErrFeatureNotFound = errors.New("feature not found")
+
 // IsCorrupt reports whether err reports corrupt data.
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
@@ -155,32 +162,33 @@ func Load(dir string) (*Manifest, error) {
 	return m, nil
 }
 
-// Parse decodes and validates a manifest. It never panics, whatever the input.
+// Parse decodes and validates a manifest. It never panics, whatever the input. Its errors wrap
+// ErrNotDataset (another format), ErrVersionTooNew, or ErrCorrupt (anything else).
 func Parse(data []byte) (*Manifest, error) {
 	var probe struct {
 		Format  string `json:"format"`
 		Version int    `json:"version"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("manifest is not valid JSON: %v", err)
+		return nil, fmt.Errorf("manifest is not valid JSON: %v: %w", err, ErrCorrupt)
 	}
 	if probe.Format != FormatName {
 		return nil, fmt.Errorf("manifest format is %q, want %q: %w", probe.Format, FormatName, ErrNotDataset)
 	}
 	if probe.Version > Version {
-		return nil, fmt.Errorf("manifest version %d is newer than this tierfs reads (up to %d); upgrade tierfs", probe.Version, Version)
+		return nil, fmt.Errorf("manifest version %d is newer than this tierfs reads (up to %d); upgrade tierfs: %w", probe.Version, Version, ErrVersionTooNew)
 	}
 	if probe.Version < 1 {
-		return nil, fmt.Errorf("manifest version %d is not a valid version", probe.Version)
+		return nil, fmt.Errorf("manifest version %d is not a valid version: %w", probe.Version, ErrCorrupt)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("manifest version %d: %v", probe.Version, err)
+		return nil, fmt.Errorf("manifest version %d: %v: %w", probe.Version, err, ErrCorrupt)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
 	return &m, nil
 }
@@ -342,7 +350,7 @@ func (m *Manifest) Edges() *EdgeType {
 func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	nt := m.Nodes()
 	if len(nt.Features) == 0 {
-		return nil, fmt.Errorf("dataset %s has no node features", m.dir)
+		return nil, fmt.Errorf("dataset %s has no node features: %w", m.dir, ErrFeatureNotFound)
 	}
 	if name == "" {
 		return &nt.Features[0], nil
@@ -356,5 +364,5 @@ func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	for i := range nt.Features {
 		names[i] = nt.Features[i].Name
 	}
-	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s)", m.dir, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, strings.Join(names, ", "), ErrFeatureNotFound)
 }

@@ -34,9 +34,14 @@ func (s *Store) loadLabels() error {
 // Labels sets out[i] to the label of ids[i] (-1 where unlabelled), reading only the blocks
 // those labels are in. len(out) == len(ids).
 func (s *Store) Labels(ids []int64, out []int64) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	l := s.m.Nodes().Labels
 	if l == nil {
-		return fmt.Errorf("featurestore: dataset %s has no labels", s.m.Dir())
+		return fmt.Errorf("featurestore: dataset %s has no labels: %w", s.m.Dir(), ErrNotFound)
 	}
 	if len(out) != len(ids) {
 		return fmt.Errorf("featurestore: labels of %d ids need %d outputs, got %d", len(ids), len(ids), len(out))
@@ -55,15 +60,36 @@ func (s *Store) Labels(ids []int64, out []int64) error {
 
 // Split returns the node ids of a split ("train", "val", "test").
 func (s *Store) Split(name string) ([]int64, error) {
-	sp, ok := s.m.Nodes().Splits[name]
-	if !ok {
-		return nil, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
+	n, err := s.ReadSplit(name, nil)
+	if err != nil {
+		return nil, err
 	}
-	ids := make([]int64, sp.Count)
-	if err := readArray(s.m.Path(sp.File), int64Bytes(ids)); err != nil {
+	ids := make([]int64, n)
+	if _, err := s.ReadSplit(name, ids); err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// ReadSplit copies the first min(len(out), size) node ids of the split name into out and returns
+// the split's size; it reads only the ids it copies, so an empty out asks the size. A split the
+// dataset lacks is ErrNotFound.
+func (s *Store) ReadSplit(name string, out []int64) (int64, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	sp, ok := s.m.Nodes().Splits[name]
+	if !ok {
+		return 0, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
+	}
+	if k := min(int64(len(out)), sp.Count); k > 0 {
+		if err := readArray(s.m.Path(sp.File), int64Bytes(out[:k])); err != nil {
+			return 0, fmt.Errorf("featurestore: split %q: %w", name, err)
+		}
+	}
+	return sp.Count, nil
 }
 
 // SplitNames lists the dataset's splits.

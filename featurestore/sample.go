@@ -9,19 +9,33 @@ import (
 // Sample draws a k-hop neighborhood of seeds from the store's topology (see
 // topology.SampleNeighbors for the contract). Hop reads of a topology kept on disk go through the
 // IO stacks, one batched read per hop. With Options.GPUTopology the hops are drawn on the GPU,
-// with the same result.
+// with the same result. Seeds outside [0, NumNodes) are ErrIDOutOfRange, bad options
+// ErrInvalidOption, a dataset without topology ErrNotFound.
 func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
-	if s.graph == nil {
-		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample", s.m.Dir())
-	}
 	leave, err := s.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
+	if err := checkSampleOptions(opt); err != nil {
+		return nil, err
+	}
+	if s.graph == nil {
+		return nil, s.errNoTopology()
+	}
+	n := s.NumNodes()
+	for i, v := range seeds {
+		if uint64(v) >= uint64(n) {
+			return nil, fmt.Errorf("featurestore: seeds[%d] = %d is out of range [0, %d): %w", i, v, n, ErrIDOutOfRange)
+		}
+	}
 	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}
 	return out, err
+}
+
+func (s *Store) errNoTopology() error {
+	return fmt.Errorf("featurestore: dataset %s has no topology to sample: %w", s.m.Dir(), ErrNotFound)
 }

@@ -91,8 +91,14 @@ func (c *counters) hits(k tiers.Kind) *atomic.Uint64 {
 	return &c.ssdHits
 }
 
-// Stats returns the store's counters.
+// Stats returns the store's counters. After Close it still answers: the memory tiers then hold
+// nothing.
 func (s *Store) Stats() Stats {
+	if leave, err := s.enter(); err == nil {
+		defer leave()
+	} else {
+		s.guard.waitReleased() // the tiers read below are released and empty, not being released
+	}
 	c := &s.stats
 	rb := uint64(s.spec.RowBytes)
 	st := Stats{

@@ -22,7 +22,6 @@ package featurestore
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -58,8 +57,7 @@ type Store struct {
 	deferredErr error // found on the GPU after a device gather returned; the next one returns it
 
 	stats    counters
-	closeMu  sync.RWMutex
-	closed   bool
+	guard    callGuard // the calls running; Close waits for them
 	closers  []func()
 	closerMu sync.Mutex
 }
@@ -69,6 +67,9 @@ var ErrClosed = errors.New("featurestore: store is closed")
 
 // Open opens the dataset in dir and places its hottest rows in the memory tiers.
 func Open(dir string, opt Options) (_ *Store, err error) {
+	if err := opt.EnsureDefaults().Validate(); err != nil {
+		return nil, err
+	}
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return nil, err
@@ -76,27 +77,6 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	spec, err := m.Feature(opt.Feature)
 	if err != nil {
 		return nil, err
-	}
-	if opt.GPUCacheBytes < 0 || opt.GPUDevice < 0 {
-		return nil, fmt.Errorf("featurestore: GPU cache of %d bytes on device %d: neither may be negative", opt.GPUCacheBytes, opt.GPUDevice)
-	}
-	if t := opt.GPUTopology; t != "" && t != "device" && t != "pinned" {
-		return nil, fmt.Errorf("featurestore: GPUTopology %q: want \"\", \"device\" or \"pinned\"", t)
-	}
-	if opt.HostCacheBytes < 0 {
-		return nil, fmt.Errorf("featurestore: host cache of %d bytes is negative", opt.HostCacheBytes)
-	}
-	if opt.QueueDepth < 0 || opt.MaxConcurrentIO < 0 || opt.CopyWorkers < 0 {
-		return nil, fmt.Errorf("featurestore: queue depth %d, concurrent IO %d and copy workers %d must not be negative", opt.QueueDepth, opt.MaxConcurrentIO, opt.CopyWorkers)
-	}
-	if opt.MaxConcurrentIO == 0 {
-		opt.MaxConcurrentIO = runtime.GOMAXPROCS(0)
-	}
-	if opt.CopyWorkers == 0 {
-		opt.CopyWorkers = runtime.GOMAXPROCS(0)
-	}
-	if opt.TopologyMemoryBytes == 0 {
-		opt.TopologyMemoryBytes = DefaultTopologyMemoryBytes
 	}
 	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1}
 	defer func() {
@@ -195,14 +175,13 @@ func (s *Store) Host() *host.Cache {
 // Options.HostPolicy is "sieve".
 func (s *Store) HostTier() tiers.Tier { return s.host }
 
-// enter guards a call against a concurrent Close; the returned func ends the call.
+// enter guards a call against a concurrent Close; the returned func ends the call. Calls may
+// nest; once Close has begun, enter returns ErrClosed.
 func (s *Store) enter() (func(), error) {
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
+	if !s.guard.enter() {
 		return nil, ErrClosed
 	}
-	return s.closeMu.RUnlock, nil
+	return s.guard.leave, nil
 }
 
 // OnClose registers fn to run at the start of Close, before it waits for running calls (a mount
@@ -223,12 +202,10 @@ func (s *Store) Close() error {
 	for _, fn := range closers {
 		fn()
 	}
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
+	if !s.guard.close() { // waits for running calls; false once another Close has done the work
 		return nil
 	}
-	s.closed = true
+	defer s.guard.released()
 	s.stopGPU()
 	if c, ok := s.host.(interface{ Close() error }); ok {
 		c.Close()

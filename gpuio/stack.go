@@ -103,7 +103,7 @@ func Open(fds []int, opts Options) (*Stack, error) {
 		}
 		if opts.Backend == BackendIOUring {
 			_ = unix.Munmap(arena)
-			return nil, uerr
+			return nil, fmt.Errorf("gpuio: io_uring was asked for and is unavailable here: %w (%w)", uerr, errors.ErrUnsupported)
 		}
 		fallthrough
 	case BackendPread:

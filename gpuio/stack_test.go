@@ -356,3 +356,16 @@ func BenchmarkRandomRead4K(b *testing.B) {
 		})
 	}
 }
+
+// Forcing io_uring where it does not work is an unsupported operation, not an IO error.
+func TestForcedIOUringUnavailable(t *testing.T) {
+	perr := Probe()
+	if perr == nil {
+		t.Skip("io_uring works here")
+	}
+	fds, _ := testFiles(t, 1, 4096)
+	_, err := Open(fds, Options{Backend: BackendIOUring})
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Open forcing io_uring where Probe says %v: %v, want errors.ErrUnsupported", perr, err)
+	}
+}

@@ -40,12 +40,10 @@ func runAdvise(args []string) error {
 		fmt.Fprintf(fs.Output(), adviseUsage, advise.DefaultSSDIOPS, advise.DefaultPCIeGBps, advise.DefaultAlphaUS)
 		fs.PrintDefaults()
 	}
-	opt := storeFlags(fs)
+	opt := storeFlags(fs) // --gpu-cache: without a GPU path the store serves from the host and the report says so
 	var req advise.Request
 	fanouts := fs.String("fanouts", "10,5", "neighbors per hop, comma separated; -1 takes all")
 	fs.IntVar(&req.BatchSize, "batch-size", 1024, "seeds per batch")
-	var gpuCache sizeFlag
-	fs.Var(&gpuCache, "gpu-cache", "GPU tier size (needs the CUDA path; the GPU tier's rows cost no PCIe transfer)")
 	fs.Float64Var(&req.SSDPrice, "ssd-price", 0, "price of one SSD (required)")
 	fs.Float64Var(&req.MachinePrice, "machine-price", 0, "price of the machine without SSDs (required)")
 	fs.Float64Var(&req.Budget, "budget", 0, "most total price allowed (0: no limit)")
@@ -77,7 +75,6 @@ func runAdvise(args []string) error {
 		}
 		req.Fanouts = append(req.Fanouts, n)
 	}
-	opt.GPUCacheBytes = int64(gpuCache) // without a GPU path the store serves from the host and the report says so
 	if avail, err := featurestore.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
 		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
 			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)

@@ -42,15 +42,16 @@ func runBench(args []string) error {
 		return fmt.Errorf("usage: tierfs bench gather DIR [flags], or tierfs bench gpu DIR [flags]")
 	}
 	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
+	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
+	fs.Lookup("host-cache").Usage = "host tier of the mixed configuration (default: 20% of the feature bytes)"
+	fs.Lookup("host-policy").Usage = "host tier of the mixed configuration: static (placed once; the default), sieve (cache with SIEVE eviction), or static,sieve for both"
+	fs.Lookup("gpu-cache").Usage = "GPU tier of the mixed configuration (default: none)"
+	fs.Lookup("max-concurrent-io").Usage = "IO stacks of each configuration (default: --threads)"
 	batch := fs.Int("batch", 4096, "ids per gather call")
 	batches := fs.Int("batches", 100, "gather calls per configuration")
 	dist := fs.String("dist", "sample", "id stream: uniform, or sample (the nodes of 2-hop neighborhoods of random seeds: the skewed stream of GNN training), zipf (Zipf ids over scattered nodes), drift (zipf whose hot set moves every --drift-every batches)")
 	fs.Float64Var(&zipfS, "zipf-s", zipfS, "Zipf exponent of the zipf and drift streams (> 1)")
 	fs.IntVar(&driftEvery, "drift-every", driftEvery, "batches per hot set of the drift stream")
-	policy := fs.String("host-policy", "static", "host tier of the mixed configuration: static (placed once), sieve (cache with SIEVE eviction), or static,sieve for both")
-	var hostCache sizeFlag = -1
-	fs.Var(&hostCache, "host-cache", "host tier of the mixed configuration (default: 20% of the feature bytes)")
-	qd := fs.Int("qd", 128, "reads in flight per IO stack")
 	threads := fs.Int("threads", 1, "goroutines gathering at once")
 	seed := fs.Uint64("seed", 1, "random seed of the id stream")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
@@ -60,36 +61,52 @@ func runBench(args []string) error {
 		return err
 	}
 	dir := pos[0]
-	policies, err := hostPolicies(*policy)
+	policy := base.HostPolicy
+	if policy == "" {
+		policy = featurestore.HostStatic
+	}
+	policies, err := hostPolicies(policy)
 	if err != nil {
 		return err
+	}
+	qd := base.QueueDepth
+	if qd == 0 {
+		qd = featurestore.DefaultQueueDepth
+	}
+	if base.MaxConcurrentIO == 0 {
+		base.MaxConcurrentIO = *threads
 	}
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return err
 	}
-	spec, err := m.Feature("")
+	spec, err := m.Feature(base.Feature)
 	if err != nil {
 		return err
 	}
 	featBytes := spec.RowBytes * m.Nodes().Count
-	if hostCache < 0 {
-		hostCache = sizeFlag(host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5)
+	hostCache := base.HostCacheBytes
+	if !setFlags(fs)["host-cache"] {
+		hostCache = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5
 	}
-	streams, hotness, err := idStreams(dir, *dist, *threads, *batches, *batch, *seed)
+	// plain is the options without tiers: the ssd configuration, and the helper stores.
+	plain := *base
+	plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes = 0, "", 0
+	streams, hotness, err := idStreams(dir, plain, *dist, *threads, *batches, *batch, *seed)
 	if err != nil {
 		return err
 	}
-	planned := featurestore.Options{HostCacheBytes: int64(hostCache)}
+	planned := *base
+	planned.HostCacheBytes, planned.HostPolicy = hostCache, ""
 	if err := withPlacement(dir, &planned, *usePlacement); err != nil {
 		return err
 	}
 	fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
-		dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, *qd, runtime.NumCPU())
+		dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
 
 	var results []benchResult
 	run := func(name string, opt featurestore.Options, note string) error {
-		opt.QueueDepth, opt.MaxConcurrentIO, opt.Hotness = *qd, *threads, hotness
+		opt.Hotness = hotness
 		if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
 			opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
 		}
@@ -115,7 +132,7 @@ func runBench(args []string) error {
 		results = append(results, r)
 		return nil
 	}
-	if err := run("ssd tier", featurestore.Options{}, "no host cache"); err != nil {
+	if err := run("ssd tier", plain, "no host cache"); err != nil {
 		return err
 	}
 	for _, p := range policies {
@@ -123,22 +140,30 @@ func runBench(args []string) error {
 		if p != featurestore.HostStatic {
 			name = "mixed " + p
 		}
-		if err := run(name, featurestore.Options{HostCacheBytes: int64(hostCache), HostPolicy: p}, p+" host cache "+formatBytes(int64(hostCache))); err != nil {
+		mixed := *base
+		mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
+		note := p + " host cache " + formatBytes(hostCache)
+		if mixed.GPUCacheBytes > 0 {
+			note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
+		}
+		if err := run(name, mixed, note); err != nil {
 			return err
 		}
 	}
 	fitsMemory := featBytes*3 < int64(totalMemory())
 	if fitsMemory {
-		if err := run("host tier", featurestore.Options{HostCacheBytes: host.BytesPerRow(spec.RowBytes) * m.Nodes().Count}, "every row cached"); err != nil {
+		all := plain
+		all.HostCacheBytes = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count
+		if err := run("host tier", all, "every row cached"); err != nil {
 			return err
 		}
-		r, err := benchInMemory(m, spec, streams)
+		r, err := benchInMemory(m, spec, plain, streams)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
 	}
-	raw, err := benchRawIO(m, spec, *qd, *threads, streams)
+	raw, err := benchRawIO(m, spec, qd, *threads, streams)
 	if err != nil {
 		return err
 	}
@@ -158,7 +183,7 @@ func runBench(args []string) error {
 	}
 	fmt.Println()
 	if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
-		fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", *qd, ssd.IOPS/raw.IOPS)
+		fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", qd, ssd.IOPS/raw.IOPS)
 		fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
 	}
 	if h, mem := byName["host tier"], byName["in-memory reference"]; mem.RowsPerS > 0 {
@@ -170,7 +195,7 @@ func runBench(args []string) error {
 	}
 	if *asJSON != "" {
 		data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-			"qd": *qd, "host_policy": *policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
+			"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
 		return os.WriteFile(*asJSON, data, 0o644)
 	}
 	return nil
@@ -178,8 +203,8 @@ func runBench(args []string) error {
 
 // idStreams makes each thread's batches of ids, and for the sample stream the hotness a
 // pre-sampling pass over other seeds counts (what the host tier is then filled by).
-func idStreams(dir, dist string, threads, batches, batch int, seed uint64) ([][][]int64, []uint32, error) {
-	s, err := featurestore.Open(dir, featurestore.Options{})
+func idStreams(dir string, opt featurestore.Options, dist string, threads, batches, batch int, seed uint64) ([][][]int64, []uint32, error) {
+	s, err := featurestore.Open(dir, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -283,11 +308,11 @@ func result(name string, streams [][][]int64, rowBytes int64, seconds float64) b
 
 // benchInMemory gathers the same ids from a plain in-memory copy of all rows: the memcpy-bound
 // reference the host tier is judged against.
-func benchInMemory(m *dataset.Manifest, spec *dataset.FeatureSpec, streams [][][]int64) (benchResult, error) {
+func benchInMemory(m *dataset.Manifest, spec *dataset.FeatureSpec, opt featurestore.Options, streams [][][]int64) (benchResult, error) {
 	n := m.Nodes().Count
 	rb := spec.RowBytes
 	all := make([]byte, n*rb)
-	s, err := featurestore.Open(m.Dir(), featurestore.Options{})
+	s, err := featurestore.Open(m.Dir(), opt)
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -40,11 +40,15 @@ type gpuBenchResult struct {
 // everything on disk, and a mixed placement.
 func runBenchGPU(args []string) error {
 	fs := flag.NewFlagSet("bench gpu", flag.ContinueOnError)
+	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
+	fs.Lookup("host-cache").Usage = "host tier of the mixed configuration (default: 20% of the rows)"
+	fs.Lookup("gpu-cache").Usage = "GPU tier of the mixed configuration (default: 10% of the rows)"
+	fs.Lookup("gpu-topology").Usage = "not used: the sampling benchmark runs on the host and with the topology in device and pinned memory"
+	fs.Lookup("max-concurrent-io").Usage = "IO stacks of each configuration (default: 1)"
 	batch := fs.Int("batch", 1<<18, "ids per gather call")
 	batches := fs.Int("batches", 20, "gather calls per configuration")
 	ssdBatches := fs.Int("ssd-batches", 4, "gather calls of the all-on-disk configuration")
 	dist := fs.String("dist", "sample", "id stream: uniform, or sample (nodes of 2-hop neighborhoods: power-law)")
-	qd := fs.Int("qd", 128, "reads in flight per IO stack")
 	kernels := fs.Bool("kernels", false, "also time the gather kernel alone on 2 GiB device and pinned tables")
 	seed := fs.Uint64("seed", 1, "random seed")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
@@ -56,7 +60,7 @@ func runBenchGPU(args []string) error {
 	if err := cuda.Load(); err != nil {
 		return err
 	}
-	info, err := cuda.Info(0)
+	info, err := cuda.Info(base.GPUDevice)
 	if err != nil {
 		return err
 	}
@@ -76,29 +80,40 @@ func runBenchGPU(args []string) error {
 	if err != nil {
 		return err
 	}
-	spec, err := m.Feature("")
+	spec, err := m.Feature(base.Feature)
 	if err != nil {
 		return err
 	}
 	n := m.Nodes().Count
+	dev := info.Ordinal
 	rb := spec.RowBytes
-	streams, hotness, err := idStreams(dir, *dist, 1, *batches, *batch, *seed)
+	if base.MaxConcurrentIO == 0 {
+		base.MaxConcurrentIO = 1
+	}
+	qd := base.QueueDepth
+	if qd == 0 {
+		qd = featurestore.DefaultQueueDepth
+	}
+	// plain is the options without tiers: the ssd configuration, and the helper stores.
+	plain := *base
+	plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes, plain.GPUTopology = 0, "", 0, ""
+	streams, hotness, err := idStreams(dir, plain, *dist, 1, *batches, *batch, *seed)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, *qd)
-	dst, err := cuda.Malloc(0, uint64(int64(*batch)*rb))
+	fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, qd)
+	dst, err := cuda.Malloc(dev, uint64(int64(*batch)*rb))
 	if err != nil {
 		return err
 	}
-	defer cuda.Free(0, dst)
-	stream, err := cuda.NewStream(0)
+	defer cuda.Free(dev, dst)
+	stream, err := cuda.NewStream(dev)
 	if err != nil {
 		return err
 	}
-	defer cuda.DestroyStream(0, stream)
+	defer cuda.DestroyStream(dev, stream)
 	run := func(name string, opt featurestore.Options, nb int, note string) error {
-		opt.QueueDepth, opt.MaxConcurrentIO, opt.Hotness = *qd, 1, hotness
+		opt.Hotness = hotness
 		s, err := featurestore.Open(dir, opt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -108,7 +123,7 @@ func runBenchGPU(args []string) error {
 		if err := s.GatherDevice(ids[0], dst, uintptr(stream)); err != nil { // warm up
 			return err
 		}
-		cuda.SyncStream(0, stream)
+		cuda.SyncStream(dev, stream)
 		before := s.Stats()
 		start := time.Now()
 		var rows int64
@@ -118,7 +133,7 @@ func runBenchGPU(args []string) error {
 			}
 			rows += int64(len(b))
 		}
-		if err := cuda.SyncStream(0, stream); err != nil {
+		if err := cuda.SyncStream(dev, stream); err != nil {
 			return err
 		}
 		sec := time.Since(start).Seconds()
@@ -148,20 +163,37 @@ func runBenchGPU(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	all := n * rb
-	if err := run("gpu-tier", featurestore.Options{GPUCacheBytes: all}, *batches, "every row in device memory"); err != nil {
+	with := func(gpuBytes, hostBytes int64) featurestore.Options {
+		o := plain
+		o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
+		return o
+	}
+	if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
 		return err
 	}
-	if err := run("host-tier", featurestore.Options{HostCacheBytes: host.BytesPerRow(rb) * n}, *batches, "every row in pinned host memory, read over PCIe"); err != nil {
+	if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
 		return err
 	}
-	if err := run("ssd", featurestore.Options{}, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
+	if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
 		return err
 	}
-	if err := run("mixed", featurestore.Options{GPUCacheBytes: all / 10, HostCacheBytes: host.BytesPerRow(rb) * n / 5}, *batches, "GPU 10% + host 20% of rows, hottest first"); err != nil {
+	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
+	mixed.GPUTopology = ""
+	set := setFlags(fs)
+	if !set["gpu-cache"] {
+		mixed.GPUCacheBytes = all / 10
+	}
+	if !set["host-cache"] {
+		mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
+	}
+	if set["gpu-cache"] || set["host-cache"] {
+		note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
+	}
+	if err := run("mixed", mixed, *batches, note); err != nil {
 		return err
 	}
 	if m.Edges() != nil {
-		rs, err := benchSampling(dir, *seed)
+		rs, err := benchSampling(dir, plain, *seed)
 		if err != nil {
 			return err
 		}
@@ -177,67 +209,68 @@ func runBenchGPU(args []string) error {
 // benchKernels times the store's gather kernel alone, as the roofline probe does: 1M random ids
 // into a 2 GiB table in device memory and in pinned host memory.
 func benchKernels(info cuda.Device, rb int64, seed uint64) ([]gpuBenchResult, error) {
+	dev := info.Ordinal
 	const tableBytes = 2 << 30
 	const n = 1 << 20
 	rows := int64(tableBytes) / rb
-	devTab, err := cuda.Malloc(0, tableBytes)
+	devTab, err := cuda.Malloc(dev, tableBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer cuda.Free(0, devTab)
-	hostAddr, hostTab, err := cuda.HostAlloc(0, tableBytes)
+	defer cuda.Free(dev, devTab)
+	hostAddr, hostTab, err := cuda.HostAlloc(dev, tableBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer cuda.HostFree(0, hostAddr)
+	defer cuda.HostFree(dev, hostAddr)
 	for i := 0; i < len(hostTab); i += 4096 {
 		hostTab[i] = byte(i >> 12)
 	}
-	out, err := cuda.Malloc(0, uint64(n*rb))
+	out, err := cuda.Malloc(dev, uint64(n*rb))
 	if err != nil {
 		return nil, err
 	}
-	defer cuda.Free(0, out)
-	idsAddr, idsBuf, err := cuda.HostAlloc(0, n*8)
+	defer cuda.Free(dev, out)
+	idsAddr, idsBuf, err := cuda.HostAlloc(dev, n*8)
 	if err != nil {
 		return nil, err
 	}
-	defer cuda.HostFree(0, idsAddr)
+	defer cuda.HostFree(dev, idsAddr)
 	ids := unsafe.Slice((*int64)(unsafe.Pointer(&idsBuf[0])), n)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for i := range ids {
 		ids[i] = rng.Int64N(rows)
 	}
-	devIDs, err := cuda.Malloc(0, n*8)
+	devIDs, err := cuda.Malloc(dev, n*8)
 	if err != nil {
 		return nil, err
 	}
-	defer cuda.Free(0, devIDs)
-	if err := cuda.Memcpy(0, devIDs, idsAddr, n*8, 0); err != nil {
+	defer cuda.Free(dev, devIDs)
+	if err := cuda.Memcpy(dev, devIDs, idsAddr, n*8, 0); err != nil {
 		return nil, err
 	}
-	a, _ := cuda.NewEvent(0)
-	b, _ := cuda.NewEvent(0)
-	defer cuda.DestroyEvent(0, a)
-	defer cuda.DestroyEvent(0, b)
+	a, _ := cuda.NewEvent(dev)
+	b, _ := cuda.NewEvent(dev)
+	defer cuda.DestroyEvent(dev, a)
+	defer cuda.DestroyEvent(dev, b)
 	var results []gpuBenchResult
 	for _, which := range []struct {
 		name string
 		tab  uintptr
 	}{{"kernel-device", devTab}, {"kernel-pinned", hostAddr}} {
 		for _, blocks := range []int{info.SMs, info.SMs * 8, info.SMs * 16} {
-			if err := cuda.GatherRows(0, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0); err != nil {
+			if err := cuda.GatherRows(dev, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0); err != nil {
 				return nil, err
 			}
-			cuda.Record(0, a, 0)
+			cuda.Record(dev, a, 0)
 			for range 5 {
-				cuda.GatherRows(0, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0)
+				cuda.GatherRows(dev, which.tab, uint64(rb), devIDs, 0, n, out, blocks, 0)
 			}
-			cuda.Record(0, b, 0)
-			if err := cuda.SyncEvent(0, b); err != nil {
+			cuda.Record(dev, b, 0)
+			if err := cuda.SyncEvent(dev, b); err != nil {
 				return nil, err
 			}
-			ms, _ := cuda.ElapsedMs(0, a, b)
+			ms, _ := cuda.ElapsedMs(dev, a, b)
 			sec := float64(ms) / 1e3
 			r := gpuBenchResult{Name: which.name, RowBytes: rb, Rows: 5 * n, Seconds: sec, RowsPerS: 5 * n / sec,
 				GBPerS: float64(5*n*rb) / sec / 1e9, Blocks: blocks, Note: "tfc_gather_rows alone, 256-thread blocks, ids in device memory"}
@@ -250,11 +283,12 @@ func benchKernels(info cuda.Device, rb int64, seed uint64) ([]gpuBenchResult, er
 
 // benchSampling times 2-hop [15, 10] sampling of batches of 1024 seeds on the host and on the GPU
 // with the topology in device memory and in pinned host memory (same samples every way).
-func benchSampling(dir string, seed uint64) ([]gpuBenchResult, error) {
+func benchSampling(dir string, opt featurestore.Options, seed uint64) ([]gpuBenchResult, error) {
 	var results []gpuBenchResult
 	rng := rand.New(rand.NewPCG(seed, 11))
 	for _, where := range []string{"", "device", "pinned"} {
-		s, err := featurestore.Open(dir, featurestore.Options{GPUTopology: where})
+		opt.GPUTopology = where
+		s, err := featurestore.Open(dir, opt)
 		if err != nil {
 			return nil, err
 		}

@@ -189,16 +189,6 @@ func runVerify(args []string) error {
 	return nil
 }
 
-// storeFlags adds the flags every command that opens a store shares.
-func storeFlags(fs *flag.FlagSet) *featurestore.Options {
-	opt := &featurestore.Options{}
-	fs.Var((*sizeFlag)(&opt.HostCacheBytes), "host-cache", "host tier size, e.g. 512MB or 4GiB")
-	fs.StringVar(&opt.Feature, "feature", "", "feature to serve (default: the first)")
-	fs.BoolVar(&opt.VerifyReads, "verify-reads", false, "check every block read from disk against its checksum")
-	fs.IntVar(&opt.QueueDepth, "qd", 0, "reads in flight per IO stack (default 128)")
-	return opt
-}
-
 func runGather(args []string) error {
 	fs := flag.NewFlagSet("gather", flag.ContinueOnError)
 	opt := storeFlags(fs)

@@ -4,13 +4,19 @@
 //	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...]
 //	tierfs info    DIR
 //	tierfs verify  DIR
-//	tierfs gather  DIR --ids ids.npy --out out.npy [--host-cache BYTES] [--placement]
-//	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2 [--placement]
-//	tierfs bench gather DIR [--host-cache BYTES] [--batch N] [--batches N] [--dist powerlaw] [--placement]
-//	tierfs place   DIR --fanouts 10,5 --batch-size N --host-cache BYTES [--gpu-cache BYTES] [--policy P] [--batches N] [--recompute] [--json]
-//	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png]
-//	tierfs mount   DIR MOUNTPOINT [--host-cache BYTES] [--placement] [--foreground]
+//	tierfs gather  DIR --ids ids.npy --out out.npy [--placement] [STORE FLAGS]
+//	tierfs sample  DIR --seeds ids.npy --fanouts 25,10 --out DIR2 [--placement] [STORE FLAGS]
+//	tierfs bench gather DIR [--batch N] [--batches N] [--dist powerlaw] [--placement] [STORE FLAGS]
+//	tierfs bench gpu DIR [--kernels] [STORE FLAGS]
+//	tierfs place   DIR --fanouts 10,5 --batch-size N --host-cache BYTES [--gpu-cache BYTES] [--policy P] [--batches N] [--recompute] [--json] [STORE FLAGS]
+//	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png] [STORE FLAGS]
+//	tierfs mount   DIR MOUNTPOINT [--placement] [--foreground] [STORE FLAGS]
 //	tierfs umount  MOUNTPOINT
+//
+// The store flags are every option of featurestore.Options, named after its JSON name
+// (storeflags.go): --feature, --host-cache, --host-policy, --topology-memory, --io-backend,
+// --queue-depth (--qd), --max-concurrent-io, --verify-reads, --copy-workers, --gpu-device,
+// --gpu-cache, --gpu-topology.
 package main
 
 import (
@@ -19,6 +25,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/tierfs/tierfs/featurestore"
 )
 
 type command struct {
@@ -65,6 +73,10 @@ func main() {
 			err := c.run(os.Args[2:])
 			if errors.Is(err, flag.ErrHelp) {
 				return
+			}
+			var oe *featurestore.OptionError
+			if errors.As(err, &oe) {
+				oe.Option = optionFlagName(oe.Option) // name the flag the user gave
 			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "tierfs %s: %v\n", c.name, err)

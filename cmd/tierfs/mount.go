@@ -25,17 +25,23 @@ const readyFDEnv = "TIERFS_MOUNT_READY_FD"
 
 func runMount(args []string) error {
 	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
-	var hostCache sizeFlag
-	fs.Var(&hostCache, "host-cache", "host tier size, e.g. 512MB or 4GiB")
+	opt := storeFlags(fs)
 	foreground := fs.Bool("foreground", false, "serve in this process until unmounted or interrupted, instead of in the background")
-	fs.BoolVar(&mountPlacement, "placement", false, "fill the host tier from the placement `tierfs place` saved in the dataset (fresh for --host-cache)")
+	usePlacement := fs.Bool("placement", false, "fill the host tier from the placement `tierfs place` saved in the dataset (fresh for --host-cache)")
 	pos, err := parseFlags(fs, args, 2)
 	if err != nil {
 		return err
 	}
 	datasetDir, mountpoint := pos[0], pos[1]
 	if !*foreground {
-		return mountInBackground(datasetDir, mountpoint, int64(hostCache))
+		// The server gets the same flags (every store option and --placement).
+		var flags []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "foreground" {
+				flags = append(flags, "--"+f.Name+"="+f.Value.String())
+			}
+		})
+		return mountInBackground(datasetDir, mountpoint, flags)
 	}
 	var ready *os.File
 	if fd := os.Getenv(readyFDEnv); fd != "" {
@@ -46,7 +52,7 @@ func runMount(args []string) error {
 		}
 		ready = os.NewFile(uintptr(n), "mount-ready")
 	}
-	err = serveMount(datasetDir, mountpoint, int64(hostCache), ready)
+	err = serveMount(datasetDir, mountpoint, *opt, *usePlacement, ready)
 	if err != nil && ready != nil {
 		// Started by mountInBackground: it prints the error.
 		if _, werr := fmt.Fprintln(ready, err); werr == nil {
@@ -59,7 +65,7 @@ func runMount(args []string) error {
 // mountInBackground runs this command again with --foreground in a new session, waits until it
 // has mounted (or failed to), and returns; the server runs on until unmounted. Until it is ready
 // the server writes to our stderr (fusermount's complaints reach the user), then to /dev/null.
-func mountInBackground(datasetDir, mountpoint string, hostCache int64) error {
+func mountInBackground(datasetDir, mountpoint string, flags []string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -81,7 +87,8 @@ func mountInBackground(datasetDir, mountpoint string, hostCache int64) error {
 		return err
 	}
 	defer readyR.Close()
-	cmd := exec.Command(exe, "mount", "--foreground", "--host-cache", strconv.FormatInt(hostCache, 10), "--placement="+strconv.FormatBool(mountPlacement), datasetDir, mountpoint)
+	args := append(append([]string{"mount", "--foreground"}, flags...), datasetDir, mountpoint)
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{readyW}
@@ -107,9 +114,8 @@ func mountInBackground(datasetDir, mountpoint string, hostCache int64) error {
 
 // serveMount opens the dataset, mounts it, reports readiness to ready (when not nil), and serves
 // until SIGINT, SIGTERM, SIGHUP, or an unmount from outside.
-func serveMount(datasetDir, mountpoint string, hostCache int64, ready *os.File) error {
-	opt := featurestore.Options{HostCacheBytes: hostCache}
-	if err := withPlacement(datasetDir, &opt, mountPlacement); err != nil {
+func serveMount(datasetDir, mountpoint string, opt featurestore.Options, usePlacement bool, ready *os.File) error {
+	if err := withPlacement(datasetDir, &opt, usePlacement); err != nil {
 		return err
 	}
 	store, err := featurestore.Open(datasetDir, opt)

@@ -16,31 +16,34 @@ import (
 // saved one), and compare every policy.
 func runPlace(args []string) error {
 	fs := flag.NewFlagSet("place", flag.ContinueOnError)
+	opened := storeFlags(fs)
+	fs.Lookup("host-cache").Usage = "host memory for topology and features to plan for, e.g. 256MiB (the --host-cache of the stores that will use the plan)"
+	fs.Lookup("gpu-cache").Usage = "GPU memory for topology and features to plan for (0: no GPU tier)"
+	fs.Lookup("feature").Usage = "feature whose rows are placed (default: the first)"
 	fanouts := fs.String("fanouts", "10,5", "neighbors per hop of the training sampler, comma separated")
 	batchSize := fs.Int("batch-size", 1024, "seeds per training batch")
-	var hostCache, gpuCache sizeFlag
-	fs.Var(&hostCache, "host-cache", "host memory for topology and features, e.g. 256MiB (as the store's --host-cache)")
-	fs.Var(&gpuCache, "gpu-cache", "GPU memory for topology and features (0: no GPU tier)")
 	policyName := fs.String("policy", "unified", "placement policy: "+policyNames())
 	batches := fs.Int("batches", 0, "batches to profile (0: one epoch of the seeds)")
 	timeBudget := fs.Duration("time-budget", 0, "stop profiling after this long, e.g. 30s (0: no limit)")
 	seedsPath := fs.String("seeds", "", "seeds to profile: .npy or split:NAME (default: the train split, else every node)")
-	feature := fs.String("feature", "", "feature whose rows are placed (default: the first)")
 	recompute := fs.Bool("recompute", false, "ignore a saved placement: profile and plan again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	opt := featurestore.PlanOptions{Feature: *feature, BatchSize: *batchSize, Batches: *batches, TimeBudget: *timeBudget,
-		GPUBytes: int64(gpuCache), HostBytes: int64(hostCache), Recompute: *recompute}
+	opt := featurestore.PlanOptions{Feature: opened.Feature, BatchSize: *batchSize, Batches: *batches, TimeBudget: *timeBudget,
+		GPUBytes: opened.GPUCacheBytes, HostBytes: opened.HostCacheBytes, Recompute: *recompute}
 	if opt.Fanouts, err = parseFanouts(*fanouts); err != nil {
 		return err
 	}
 	if opt.Policy, err = placement.ParsePolicy(*policyName); err != nil {
 		return err
 	}
-	s, err := featurestore.Open(pos[0], featurestore.Options{Feature: *feature})
+	// The caches are the plan's budgets; the store that profiles needs none (the plan is saved,
+	// not applied here), nor a host policy.
+	opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
+	s, err := featurestore.Open(pos[0], *opened)
 	if err != nil {
 		return err
 	}
@@ -174,6 +177,3 @@ func withPlacement(dir string, opt *featurestore.Options, use bool) error {
 	}
 	return fmt.Errorf("--placement: %w (plan again with: %s)", err, cmd)
 }
-
-// mountPlacement is mount's --placement (read by serveMount, passed on to the background server).
-var mountPlacement bool

@@ -234,6 +234,19 @@ int main(int argc, char **argv) {
   uint32_t hot[3] = {1, 2, 3};
   expect_status(tfs_place(s, hot, 3), TFS_EINVAL, "hotness", "place with 3 counts for a larger dataset");
 
+  /* ---- a JSON call's report that does not fit is kept on the handle for the retry ---- */
+  const char *preq = "{\"fanouts\": [2], \"batch_size\": 256, \"batches\": 2, \"policy\": \"degree\"}";
+  char two[2] = {'x', 'x'};
+  size_t pneed = 0, pneed2 = 0;
+  expect_status(tfs_place_json(s, preq, two, sizeof two, &pneed), TFS_OK, NULL, "place_json into a 2-byte buffer");
+  expect(pneed > sizeof two && two[0] == '\0', "a short buffer gets \"\" and *needed the report's size (%zu)", pneed);
+  char *report = malloc(pneed);
+  expect_status(tfs_place_json(s, preq, report, pneed, &pneed2), TFS_OK, NULL, "place_json again with cap = *needed");
+  expect(pneed2 == pneed && strlen(report) + 1 == pneed && strstr(report, "\"source\"") != NULL,
+         "the retry gets the whole kept report (%zu bytes)", pneed2);
+  free(report);
+  expect_status(tfs_place_json(s, "{\"fanouts\": [2]", NULL, 0, &pneed), TFS_EINVAL, "request_json", "place_json with a bad request");
+
   /* ---- sampler ---- */
   int64_t train[64];
   expect_status(tfs_split(s, "train", train, 64, &count), TFS_OK, NULL, "split train");

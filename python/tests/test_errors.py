@@ -70,8 +70,13 @@ def test_missing_dataset(tmp_path):
 
 
 def test_bad_options(graph):
-    with pytest.raises(ValueError):
-        tierfs.open(graph["path"], io_backend="carrier-pigeon")
+    # The core validates the options; its message names the option and the bad value.
+    for kw, value in (("io_backend", "carrier-pigeon"), ("gpu_topology", "nvme"), ("host_policy", "lru")):
+        with pytest.raises(ValueError) as e:
+            tierfs.open(graph["path"], **{kw: value})
+        assert isinstance(e.value, tierfs.InvalidArgumentError) and kw in str(e.value) and value in str(e.value)
+    with pytest.raises(TypeError):
+        tierfs.open(graph["path"], io_backend=5)
     with pytest.raises(ValueError):
         tierfs.open(graph["path"], host_cache="lots")
     with pytest.raises(ValueError):

@@ -139,6 +139,20 @@ def test_sampler_errors(store, graph):
     sm.close()  # twice is fine
 
 
+def test_sampler_seeds_each_call(store, graph):
+    """Call k of a sampler uses seed + k (the core's rule); a failed call does not count."""
+    seeds = np.arange(0, 200, 3)
+    a, b = store.sampler([4, 3], seed=9), store.sampler([4, 3], seed=10)
+    first = a.sample(seeds)
+    with pytest.raises(IndexError):
+        a.sample([graph["n"]])
+    second = a.sample(seeds)
+    np.testing.assert_array_equal(second.nodes, b.sample(seeds).nodes)
+    assert not np.array_equal(first.nodes, second.nodes)
+    with pytest.raises(ValueError, match="fanouts"):
+        store.sampler([])
+
+
 def test_sampler_pickles(store):
     import pickle
 

@@ -106,6 +106,17 @@ def _np_ids(arr: np.ndarray, what: str) -> np.ndarray:
 # Store -------------------------------------------------------------------------------------
 
 
+def _option_str(value: Optional[str], what: str) -> Optional[bytes]:
+    """A string option as tfs_open_options holds it (None for None or ""). Only the type is
+    checked here: the core validates the value, and its message names the option."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise errors.DTypeError(f"{what} must be a string, got {type(value).__name__}")
+    return value.encode()
+
+
+
 def open(
     path: Union[str, os.PathLike],
     host_cache: _util.SizeLike = None,
@@ -232,26 +243,20 @@ class Store:
             topo = -1
         else:
             topo = _util.parse_size(topology_memory, "topology_memory")
-        if io_backend not in (None, "", "io_uring", "pread"):
-            raise errors.InvalidArgumentError(f"io_backend {io_backend!r}: want None, 'io_uring' or 'pread'")
 
         opts = _native.OpenOptions()
         opts.struct_size = _native.ctypes.sizeof(_native.OpenOptions)
-        opts.feature = feature.encode() if feature else None
+        opts.feature = _option_str(feature, "feature")
         opts.host_cache_bytes = self._host_cache_bytes
         opts.topology_memory_bytes = topo
-        opts.io_backend = io_backend.encode() if io_backend else None
+        opts.io_backend = _option_str(io_backend, "io_backend")
         opts.queue_depth = int(queue_depth or 0)
         opts.max_concurrent_io = int(max_concurrent_io or 0)
         opts.verify_reads = 1 if verify_reads else 0
         opts.device = self._device_index if self._device_type == "cuda" else -1
         opts.gpu_cache_bytes = self._gpu_cache_bytes
-        if gpu_topology not in (None, "", "device", "pinned"):
-            raise errors.InvalidArgumentError(f"gpu_topology {gpu_topology!r}: want None, 'device' or 'pinned'")
-        opts.gpu_topology = gpu_topology.encode() if gpu_topology else None
-        if host_policy not in (None, "", "static", "sieve"):
-            raise errors.InvalidArgumentError(f"host_policy {host_policy!r}: want None, 'static' or 'sieve'")
-        opts.host_policy = host_policy.encode() if host_policy else None
+        opts.gpu_topology = _option_str(gpu_topology, "gpu_topology")
+        opts.host_policy = _option_str(host_policy, "host_policy")
         handle = c_void_p()
         status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
         check(status)
@@ -875,8 +880,6 @@ class Sampler:
         if isinstance(fanouts, int):
             fanouts = [fanouts]
         fanouts = [int(f) for f in fanouts]
-        if not fanouts:
-            raise errors.InvalidArgumentError("fanouts is empty; give one fanout per hop, e.g. [25, 10]")
         self._store = store
         self._fanouts = fanouts
         self._replace = bool(replace)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/featurestore"
+)
+
+// storeOptionFlags are the flag names of every store option: featurestore.Options' JSON names
+// with '-' for '_', read from the type itself so that a new option cannot be forgotten.
+func storeOptionFlags(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	typ := reflect.TypeFor[featurestore.Options]()
+	for i := range typ.NumField() {
+		name := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]
+		if name == "" {
+			t.Fatalf("featurestore.Options.%s has no json name", typ.Field(i).Name)
+		}
+		if name != "-" {
+			out[strings.ReplaceAll(name, "_", "-")] = i
+		}
+	}
+	return out
+}
+
+// Every store option has a flag, and the flag sets that option.
+func TestStoreFlagsSetEveryOption(t *testing.T) {
+	for name, field := range storeOptionFlags(t) {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		opt := storeFlags(fs)
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("storeFlags has no --%s", name)
+			continue
+		}
+		value := map[reflect.Kind]string{reflect.String: "pinned", reflect.Int: "3", reflect.Int64: "3", reflect.Bool: "true"}[reflect.TypeFor[featurestore.Options]().Field(field).Type.Kind()]
+		if name == "io-backend" {
+			value = "pread"
+		}
+		if err := fs.Parse([]string{"--" + name + "=" + value}); err != nil {
+			t.Errorf("--%s=%s: %v", name, value, err)
+			continue
+		}
+		if reflect.ValueOf(*opt).Field(field).IsZero() {
+			t.Errorf("--%s=%s left its option zero: %v", name, value, opt)
+		}
+	}
+}
+
+// storeCommands are the commands that open a store (their arguments before the flags).
+var storeCommands = [][]string{{"gather"}, {"sample"}, {"bench", "gather"}, {"bench", "gpu"}, {"place"}, {"advise"}, {"mount"}}
+
+// commandFlags runs a command with -h and returns the flags its usage lists.
+func commandFlags(t *testing.T, args []string) map[string]bool {
+	t.Helper()
+	var run func([]string) error
+	for _, c := range commands {
+		if c.name == args[0] {
+			run = c.run
+		}
+	}
+	if run == nil {
+		t.Fatalf("no command %q", args[0])
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	usage := make(chan string)
+	go func() {
+		data, _ := io.ReadAll(r)
+		usage <- string(data)
+	}()
+	err = run(append(args[1:], "-h"))
+	os.Stderr = stderr
+	w.Close()
+	text := <-usage
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("%s -h: %v, want flag.ErrHelp", strings.Join(args, " "), err)
+	}
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(text, -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}
+
+// Every command that opens a store reaches every store option, and a command that takes any
+// store flag takes them all.
+func TestEveryStoreCommandHasEveryStoreFlag(t *testing.T) {
+	want := storeOptionFlags(t)
+	all := append([][]string(nil), storeCommands...)
+	opens := len(all)
+	for _, c := range commands {
+		listed := c.name == "bench" // its subcommands are
+		for _, s := range storeCommands {
+			listed = listed || (len(s) == 1 && s[0] == c.name)
+		}
+		if !listed {
+			all = append(all, []string{c.name})
+		}
+	}
+	for i, args := range all {
+		got := commandFlags(t, args)
+		var missing, present []string
+		for name := range want {
+			if got[name] {
+				present = append(present, name)
+			} else {
+				missing = append(missing, name)
+			}
+		}
+		slices.Sort(missing)
+		if (i < opens || len(present) > 0) && len(missing) > 0 {
+			t.Errorf("tierfs %s lacks the store flags %v", strings.Join(args, " "), missing)
+		}
+	}
+}
+
+func TestOptionFlagName(t *testing.T) {
+	for option, want := range map[string]string{"host_cache": "--host-cache", "io_backend": "--io-backend", "fanouts[1]": "fanouts[1]", "workers": "workers"} {
+		if got := optionFlagName(option); got != want {
+			t.Errorf("optionFlagName(%q) = %q, want %q", option, got, want)
+		}
+	}
+}

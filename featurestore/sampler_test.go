@@ -1,0 +1,134 @@
+package featurestore
+
+import (
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Call k of a Sampler draws what Store.Sample draws with seed Seed + k; failed calls do not count.
+func TestSamplerSeedsEachCall(t *testing.T) {
+	d := writeDataset(t, 3000, 4, 1, 8, newRand(t))
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: 41}
+	sp, err := s.NewSampler(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []int64{5, 99, 2000, 5}
+	for k := range 4 {
+		if k == 2 {
+			if _, err := sp.Sample([]int64{0, 3000}); !errors.Is(err, ErrIDOutOfRange) {
+				t.Fatalf("out-of-range seed: %v, want ErrIDOutOfRange", err)
+			}
+		}
+		got, err := sp.Sample(seeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opt
+		o.Seed += uint64(k)
+		want, err := s.Sample(seeds, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("call %d differs from Store.Sample with seed %d", k, o.Seed)
+		}
+		if sp.Calls() != uint64(k+1) {
+			t.Fatalf("after call %d Calls() = %d", k, sp.Calls())
+		}
+	}
+	if sp.Options().Seed != 41 {
+		t.Errorf("Options().Seed = %d, want the first call's, 41", sp.Options().Seed)
+	}
+}
+
+func TestSampleOptionErrors(t *testing.T) {
+	d := writeDataset(t, 100, 4, 1, 4, newRand(t))
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		opt  topology.SampleOptions
+		want string
+	}{
+		{topology.SampleOptions{}, "fanouts"},
+		{topology.SampleOptions{Fanouts: []int{10, -2}}, "fanouts[1] = -2"},
+		{topology.SampleOptions{Fanouts: []int{1}, Workers: -1}, "workers = -1"},
+	} {
+		_, err := s.NewSampler(c.opt)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewSampler(%+v): %v, want ErrInvalidOption naming %s", c.opt, err, c.want)
+		}
+		if _, err := s.Sample([]int64{0}, c.opt); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("Sample(%+v): %v, want ErrInvalidOption", c.opt, err)
+		}
+	}
+	if _, err := s.Sample([]int64{-1}, topology.SampleOptions{Fanouts: []int{1}}); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), "seeds[0] = -1") {
+		t.Errorf("Sample of seed -1: %v, want ErrIDOutOfRange naming it", err)
+	}
+}
+
+// addSplit adds a split to the dataset in dir.
+func addSplit(t *testing.T, dir, name string, ids []int64) {
+	t.Helper()
+	m, err := dataset.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "split." + name + ".ids"
+	if err := dataset.WriteInt64s(filepath.Join(dir, file), ids); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range m.Files {
+		files = append(files, f.Path)
+	}
+	if m.Nodes().Splits == nil {
+		m.Nodes().Splits = map[string]dataset.IDsSpec{}
+	}
+	m.Nodes().Splits[name] = dataset.IDsSpec{ArraySpec: dataset.ArraySpec{File: file, DType: dataset.Int64}, Count: int64(len(ids))}
+	if err := dataset.Commit(m, append(files, file), "test", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadSplit(t *testing.T) {
+	d := writeDataset(t, 1000, 4, 1, 4, newRand(t))
+	train := []int64{7, 3, 999, 0, 512}
+	addSplit(t, d.dir, "train", train)
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.ReadSplit("train", nil); err != nil || n != 5 {
+		t.Fatalf("size query: %d, %v", n, err)
+	}
+	out := []int64{-9, -9, -9}
+	if n, err := s.ReadSplit("train", out); err != nil || n != 5 || !reflect.DeepEqual(out, train[:3]) {
+		t.Fatalf("first 3: %v (size %d, %v)", out, n, err)
+	}
+	out = make([]int64, 8)
+	if n, err := s.ReadSplit("train", out); err != nil || n != 5 || !reflect.DeepEqual(out[:5], train) || out[5] != 0 {
+		t.Fatalf("into 8: %v (size %d, %v)", out, n, err)
+	}
+	if ids, err := s.Split("train"); err != nil || !reflect.DeepEqual(ids, train) {
+		t.Fatalf("Split: %v, %v", ids, err)
+	}
+	if _, err := s.ReadSplit("holdout", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"holdout"`) || !strings.Contains(err.Error(), "train") {
+		t.Fatalf("missing split: %v, want ErrNotFound naming it and the splits there are", err)
+	}
+}
