@@ -34,12 +34,12 @@ type gatherCtx struct {
 	end     cuda.Event // the call's last work on the caller's stream
 
 	used        bool
-	unchecked   bool // counters not read yet (the call did not wait for the GPU)
-	badReported bool // reportBad has reported the call's bad id
-	countsZero  bool // the kernel's scratch is zero (no call failed since it was zeroed)
-	n         int          // ids of the last call
-	kinds     []tiers.Kind // tiers of the kernel in the last call
-	deviceIDs bool         // the last call's ids were device memory (not checked on the host)
+	unchecked   bool         // counters not read yet (the call did not wait for the GPU)
+	badReported bool         // reportBad has reported the call's bad id
+	countsZero  bool         // the kernel's scratch is zero (no call failed since it was zeroed)
+	n           int          // ids of the last call
+	kinds       []tiers.Kind // tiers of the kernel in the last call
+	deviceIDs   bool         // the last call's ids were device memory (not checked on the host)
 }
 
 // setup creates streams and events on first use and sizes the buffers for n ids.

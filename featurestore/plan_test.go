@@ -64,8 +64,8 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer disk.Close()
-	dg, ok := disk.Graph().(*diskGraph)
-	if !ok || dg.cache.Load() == nil || int64(len(dg.cache.Load().ids)) != cachedNodes {
+	dg, ok := disk.Graph().(*topology.DiskCSC)
+	if !ok || dg.CachedNodes() != cachedNodes {
 		t.Fatalf("disk graph %T does not cache the plan's %d nodes", disk.Graph(), cachedNodes)
 	}
 	for round := range 4 {

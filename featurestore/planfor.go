@@ -15,6 +15,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // PlanOptions configure PlanFor and Store.PlanPlacement.
@@ -172,7 +173,7 @@ func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanRepor
 	sizes.TopologyOverhead = TopologyOverheadBytes
 	want := placement.Inputs{Fanouts: slices.Clone(opt.Fanouts), BatchSize: opt.BatchSize,
 		Budget: placement.Budget{GPUBytes: opt.GPUBytes, HostBytes: opt.HostBytes}, Policy: opt.Policy}
-	_, onDisk := s.graph.(*diskGraph)
+	_, onDisk := s.graph.(*topology.DiskCSC)
 	rep := &PlanReport{Dataset: dir, File: filepath.Join(dir, placement.FileName), Feature: s.spec.Name,
 		Nodes: s.NumNodes(), RowBytes: s.spec.RowBytes, Fanouts: want.Fanouts, BatchSize: opt.BatchSize,
 		TopologyInMemory: !onDisk}
@@ -430,8 +431,5 @@ func (s *Store) preparePlacement(p *placement.Placement) error {
 	if _, err := s.planRows(p, k, gpuRows); err != nil {
 		return err
 	}
-	if g, ok := s.graph.(*diskGraph); ok {
-		return g.cachePlan(p)
-	}
-	return nil
+	return s.cachePlanTopology(p)
 }

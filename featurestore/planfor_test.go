@@ -185,8 +185,7 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 		}
 		if onDisk {
 			n, _ := p.Used(placement.KindTopology, placement.TierHost)
-			c := s.Graph().(*diskGraph).cache.Load()
-			if (n == 0) != (c == nil) || (c != nil && int64(len(c.ids)) != n) {
+			if c := s.Graph().(*topology.DiskCSC).CachedNodes(); c != n {
 				t.Fatalf("disk topology cache does not hold the plan's %d lists", n)
 			}
 		}

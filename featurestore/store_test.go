@@ -353,7 +353,7 @@ func TestDiskGraphMatchesMemory(t *testing.T) {
 	if _, ok := mem.Graph().(*topology.CSC); !ok {
 		t.Fatalf("small topology not in memory: %T", mem.Graph())
 	}
-	if _, ok := disk.Graph().(*diskGraph); !ok {
+	if _, ok := disk.Graph().(*topology.DiskCSC); !ok {
 		t.Fatalf("TopologyMemoryBytes -1 kept topology in memory: %T", disk.Graph())
 	}
 	seeds := make([]int64, 500)
