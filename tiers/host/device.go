@@ -84,6 +84,17 @@ func newDevicePath(dev, concurrency int) (*devicePath, error) {
 	return d, nil
 }
 
+// attach sets *d to a new device path unless it has one; fresh says it made one.
+func attach(d **devicePath, dev, concurrency int) (fresh bool, err error) {
+	if *d != nil {
+		return false, nil
+	}
+	if *d, err = newDevicePath(dev, concurrency); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // pack delivers rows rowAt(c.Slots[k]) to rows c.Pos[k] of c.Dst, chunk by chunk on c.Stream.
 // It needs the slots in host memory and the positions on the device.
 func (d *devicePath) pack(c tiers.DeviceCopy, rb int64, arena []byte, workers int) error {

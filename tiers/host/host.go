@@ -101,14 +101,9 @@ func (c *Cache) SetWorkers(n int) { c.workers = n }
 // AttachDevice pins the arena for CUDA device dev (now and after every Fill), copies the index to
 // device memory for split kernels, and prepares concurrency packers for device copies.
 func (c *Cache) AttachDevice(dev, concurrency int) error {
-	if c.dev != nil {
-		return nil
-	}
-	d, err := newDevicePath(dev, concurrency)
-	if err != nil {
+	if fresh, err := attach(&c.dev, dev, concurrency); !fresh || err != nil {
 		return err
 	}
-	c.dev = d
 	return c.publish()
 }
 

@@ -180,16 +180,9 @@ func (c *Sieve) Get(ids []int64, dst []byte, hit []bool) int {
 // It does not count as an access (no visited bit is set), and a slot is only a snapshot: a later
 // Admit may evict it and reuse the slot for another id. Use Get to read rows.
 func (c *Sieve) Lookup(ids []int64, slots []int64) int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	hits := 0
-	for i, id := range ids {
-		slots[i] = int64(c.find(id))
-		if slots[i] >= 0 {
-			hits++
-		}
-	}
-	return hits
+	h, release := c.Hold()
+	defer release()
+	return h.Lookup(ids, slots)
 }
 
 // Hold keeps every slot as it is (Admit waits) until release; the held view's Lookup and copies
@@ -301,15 +294,8 @@ func (c *Sieve) SetWorkers(n int) { c.workers = n }
 // AttachDevice prepares concurrency packers for device copies on CUDA device dev (the arena is
 // not read by kernels: its rows change as gathers admit).
 func (c *Sieve) AttachDevice(dev, concurrency int) error {
-	if c.dev != nil {
-		return nil
-	}
-	d, err := newDevicePath(dev, concurrency)
-	if err != nil {
-		return err
-	}
-	c.dev = d
-	return nil
+	_, err := attach(&c.dev, dev, concurrency)
+	return err
 }
 
 // Ranges calls fn with each maximal run of consecutive ids held at the time of the call,

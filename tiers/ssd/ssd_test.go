@@ -1,0 +1,127 @@
+package ssd
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers"
+)
+
+// writeFeatures commits a dataset of count random rows of dim float32, striped over stripes files.
+func writeFeatures(t *testing.T, count, dim int64, stripes int, rng *rand.Rand) (*dataset.Manifest, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := dataset.Begin(dir); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := dataset.NewFeatureSpec("x", dataset.Float32, dim, count, stripes, dataset.DefaultBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range spec.Files {
+		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
+	}
+	rows := make([]byte, count*spec.RowBytes)
+	for i := range rows {
+		rows[i] = byte(rng.UintN(256))
+	}
+	w, err := dataset.NewFeatureWriter(dir, &spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRows(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := &dataset.Manifest{NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec}}}}
+	m.SetDir(dir)
+	if err := dataset.Commit(m, append([]string(nil), spec.Files...), "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err = dataset.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rows
+}
+
+// TestTierMatchesRows reads random rows (repeats, any order) through CopyToHost and Source with
+// both IO backends, against the rows as written.
+func TestTierMatchesRows(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const count = 3000
+	m, rows := writeFeatures(t, count, 24, 2, rng)
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := spec.RowBytes
+	backends := []gpuio.Backend{gpuio.BackendPread}
+	if gpuio.Probe() == nil {
+		backends = append(backends, gpuio.BackendIOUring)
+	}
+	for _, backend := range backends {
+		f, err := OpenFiles(m, spec.Files, Options{Backend: backend, Stacks: 2, VerifyReads: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tier tiers.Tier = NewTier(spec, count, f)
+		ids := make([]int64, 500)
+		for i := range ids {
+			ids[i] = rng.Int64N(count)
+		}
+		ids[7] = ids[3]
+		slots := make([]int64, len(ids))
+		if hits := tier.Lookup(ids, slots); hits != len(ids) || slots[9] != ids[9] {
+			t.Fatalf("%s: Lookup hit %d of %d, slot %d for id %d", backend, hits, len(ids), slots[9], ids[9])
+		}
+		pos := make([]int64, len(ids))
+		for k := range pos { // rows land in reverse order
+			pos[k] = int64(len(ids) - 1 - k)
+		}
+		got := make([]byte, int64(len(ids))*rb)
+		if err := tier.CopyToHost(slots, pos, got); err != nil {
+			t.Fatal(err)
+		}
+		src := make([]byte, int64(len(ids))*rb)
+		if err := NewTier(spec, count, f).Source(ids, src); err != nil {
+			t.Fatal(err)
+		}
+		for k, id := range ids {
+			want := rows[id*rb : (id+1)*rb]
+			if i := pos[k]; !bytes.Equal(got[i*rb:(i+1)*rb], want) {
+				t.Fatalf("%s: CopyToHost row %d (id %d) differs", backend, k, id)
+			}
+			if !bytes.Equal(src[int64(k)*rb:int64(k+1)*rb], want) {
+				t.Fatalf("%s: Source row %d (id %d) differs", backend, k, id)
+			}
+		}
+		if st := f.Stats(); st.Requests == 0 || st.Backend != backend {
+			t.Errorf("%s: IO stats %+v", backend, st)
+		}
+		if err := tier.EnqueueToDevice(tiers.DeviceCopy{N: 3}); err == nil {
+			t.Errorf("%s: a device copy without host pairs is accepted", backend)
+		}
+		f.Close()
+	}
+}
+
+func TestOpenFilesErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 0))
+	m, _ := writeFeatures(t, 10, 4, 1, rng)
+	if _, err := OpenFiles(m, []string{"no-such-file.bin"}, Options{}); err == nil || !strings.Contains(err.Error(), "no-such-file.bin") {
+		t.Errorf("missing file: %v, want an error naming it", err)
+	}
+	if _, err := OpenFiles(m, nil, Options{QueueDepth: -1}); err == nil || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("negative queue depth: %v", err)
+	}
+}
