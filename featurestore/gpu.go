@@ -48,8 +48,8 @@ func (s *Store) startGPU() error {
 	rb := s.spec.RowBytes
 	capacity := min(s.opt.GPUCacheBytes/rb, s.NumNodes())
 	if uint64(s.opt.GPUCacheBytes) > info.FreeBytes {
-		return fmt.Errorf("featurestore: GPU cache of %d bytes is more than the %d bytes free on GPU %d (%s, %d total)",
-			s.opt.GPUCacheBytes, info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)
+		return &OptionError{Option: "gpu_cache", Value: s.opt.GPUCacheBytes,
+			Want: fmt.Sprintf("at most the %d bytes free on GPU %d (%s, %d total)", info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)}
 	}
 	g := &gpuPath{dev: info.Ordinal, info: info, blocks: info.SMs * 16, ioBlocks: max(1, info.SMs/32)}
 	conc := s.opt.MaxConcurrentIO
