@@ -319,10 +319,8 @@ func (s *Store) stageIDs(pinned, ids []int64) error {
 	errs := make([]error, chunks)
 	parallelChunks(chunks, s.opt.CopyWorkers, func(c int) {
 		lo, hi := c*chunk, min((c+1)*chunk, len(ids))
-		if errs[c] = s.checkIDs(ids[lo:hi]); errs[c] == nil {
+		if errs[c] = s.checkIDsFrom(ids[lo:hi], lo); errs[c] == nil {
 			copy(pinned[lo:hi], ids[lo:hi])
-		} else {
-			errs[c] = fmt.Errorf("%w (in the chunk from ids[%d])", errs[c], lo)
 		}
 	})
 	for _, err := range errs {
@@ -388,7 +386,7 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 			return
 		}
 		b := sp.base(t)
-		errs[t] = held[t].EnqueueToDevice(tiers.DeviceCopy{Device: dev, N: sp.count[t], Slots: sp.slots(t), Pos: sp.pos(t),
+		errs[t] = held[t].EnqueueToDevice(tiers.DeviceCopy{N: sp.count[t], Slots: sp.slots(t), Pos: sp.pos(t),
 			DevSlots: ctx.pairs.Dev + uintptr(8*b), DevPos: ctx.pairs.Dev + uintptr(8*(b+sp.count[t])), Dst: dst, Stream: uintptr(st)})
 		errs[t] = errors.Join(errs[t], cuda.Record(dev, ctx.done[t%len(ctx.done)], st), cuda.WaitEvent(dev, caller, ctx.done[t%len(ctx.done)]))
 	}

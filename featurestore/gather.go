@@ -190,11 +190,14 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 }
 
 // checkIDs rejects ids outside [0, NumNodes) naming the first bad one.
-func (s *Store) checkIDs(ids []int64) error {
+func (s *Store) checkIDs(ids []int64) error { return s.checkIDsFrom(ids, 0) }
+
+// checkIDsFrom is checkIDs for ids that start at position first of the caller's ids.
+func (s *Store) checkIDsFrom(ids []int64, first int) error {
 	n := s.NumNodes()
 	for i, id := range ids {
 		if uint64(id) >= uint64(n) {
-			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d): %w", i, id, n, ErrIDOutOfRange)
+			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d): %w", first+i, id, n, ErrIDOutOfRange)
 		}
 	}
 	return nil

@@ -217,7 +217,7 @@ func BenchmarkGatherDeviceIDs(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	for _, n := range []int{10000, 100000} {
+	for _, n := range []int{1, 10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ids := randomIDs(rng, n, 200000)
 			addr, stage, _ := cuda.HostAlloc(0, uint64(8*n))

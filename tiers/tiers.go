@@ -52,11 +52,11 @@ type Tier interface {
 type Source func(ids []int64, rows []byte) error
 
 // DeviceCopy is one tier's share of a device gather: the row in slot Slots[k] goes to row Pos[k]
-// of the device buffer Dst (rows of the tier's row size) on CUDA device Device, ordered on Stream.
+// of the device buffer Dst (rows of the tier's row size) on the tier's CUDA device, ordered on
+// Stream.
 // The pairs are given in host memory (Slots, Pos; nil when they exist only on the device, after a
 // split on the GPU), in device memory (DevSlots, DevPos: N int64 each; 0 when absent), or both.
 type DeviceCopy struct {
-	Device           int
 	N                int
 	Slots, Pos       []int64
 	DevSlots, DevPos uintptr
