@@ -5,8 +5,9 @@ each ratio are measured in the same run.
 1. Gather: ``torch.index_select(X, 0, ids)`` on a CUDA tensor X of all rows (a) against
    ``store.gather(ids)`` with CUDA ids (b, ``tfs_gather_device_ids``: the ids stay on the GPU) and
    with CPU ids (c, ``tfs_gather_device``: host ids, device destination), on uniform random ids
-   (torch.randint on the device, seed printed). K back-to-back calls per timing, synchronized
-   once at the end; median of --reps timings after warm-up. (b) and (c) are checked bit for bit
+   (torch.randint on the device, seed printed). max(K, 2M / ids) back-to-back calls per timing,
+   synchronized once at the end, (a), (b) and (c) taking turns; median of --reps timings after
+   warm-up. (b) and (c) are checked bit for bit
    against (a) once per size. Reported: rows/s of each, b/a and c/a.
 2. GraphSAGE end to end (PyG GraphSAGE, mean aggregation, hidden 256, Adam, cross-entropy on
    the seeds' labels), batches of 1024 train seeds, tierfs's sampler (on the GPU with
@@ -46,11 +47,11 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (smoke test)")
     p.add_argument("--sizes", default="10000,100000,1000000", help="ids per gather")
     p.add_argument("--k", type=int, default=50, help="back-to-back gathers per timing")
-    p.add_argument("--reps", type=int, default=5, help="timings per measurement (median reported)")
+    p.add_argument("--reps", type=int, default=7, help="timings per measurement (median reported)")
     p.add_argument("--seed", type=int, default=1, help="seed of the random ids, batch order, sampler and model")
     p.add_argument("--e2e-batches", type=int, default=60, help="timed batches per loop")
     p.add_argument("--warmup-batches", type=int, default=5)
-    p.add_argument("--e2e-rounds", type=int, default=3, help="alternating A, B runs per fanout (median reported)")
+    p.add_argument("--e2e-rounds", type=int, default=5, help="alternating A, B runs per fanout (median reported)")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--fanouts", default="25,10/15,10,5", help="fanout lists for part 2, separated by /")
@@ -94,22 +95,26 @@ def main(argv=None) -> int:
                   torch=torch.__version__, tier=tier, gpu_topology=topo, seed=a.seed, k=a.k, reps=a.reps)
 
     # 1. gather ---------------------------------------------------------------------------
-    def timed(fn):
-        for _ in range(3):
-            fn()
-        ts = []
-        for _ in range(a.reps):
-            sync()
-            t = time.perf_counter()
-            for _ in range(a.k):
+    def timed(fns, k):
+        """Median seconds of k back-to-back calls of each fn; the fns take turns in every rep, so
+        drift of the shared machine hits them alike."""
+        for fn in fns:
+            for _ in range(3):
                 fn()
-            sync()
-            ts.append(time.perf_counter() - t)
-        return statistics.median(ts)
+        ts = [[] for _ in fns]
+        for _ in range(a.reps):
+            for i, fn in enumerate(fns):
+                sync()
+                t = time.perf_counter()
+                for _ in range(k):
+                    fn()
+                sync()
+                ts[i].append(time.perf_counter() - t)
+        return [statistics.median(x) for x in ts]
 
     sizes = [int(s) for s in a.sizes.split(",")]
     gathers = []
-    print(f"\n1) gather of uniform random ids: {a.k} back-to-back calls per timing, median of {a.reps}")
+    print(f"\n1) gather of uniform random ids: max({a.k}, 2M / ids) back-to-back calls per timing, the three taking turns, median of {a.reps}")
     print(f"{'ids':>10} {'seed':>5} {'index_select':>14} {'tierfs dev ids':>15} {'tierfs host ids':>16} {'b/a':>6} {'c/a':>6}  equal")
     print(f"{'':>10} {'':>5} {'(a) Mrows/s':>14} {'(b) Mrows/s':>15} {'(c) Mrows/s':>16}")
     for i, size in enumerate(sizes):
@@ -121,11 +126,10 @@ def main(argv=None) -> int:
         eq_b = torch.equal(store.gather(ids), ref)
         eq_c = torch.equal(store.gather(ids_cpu), ref)
         del ref
-        t_a = timed(lambda: torch.index_select(X, 0, ids))
-        t_b = timed(lambda: store.gather(ids))
-        t_c = timed(lambda: store.gather(ids_cpu))
-        r = dict(ids=size, ids_seed=seed, index_select_rows_per_s=size * a.k / t_a, tierfs_device_ids_rows_per_s=size * a.k / t_b,
-                 tierfs_host_ids_rows_per_s=size * a.k / t_c, b_over_a=t_a / t_b, c_over_a=t_a / t_c,
+        k = max(a.k, 2_000_000 // size)  # small batches: more calls, so a timing is not a few ms
+        t_a, t_b, t_c = timed([lambda: torch.index_select(X, 0, ids), lambda: store.gather(ids), lambda: store.gather(ids_cpu)], k)
+        r = dict(ids=size, ids_seed=seed, calls=k, index_select_rows_per_s=size * k / t_a, tierfs_device_ids_rows_per_s=size * k / t_b,
+                 tierfs_host_ids_rows_per_s=size * k / t_c, b_over_a=t_a / t_b, c_over_a=t_a / t_c,
                  equal_device_ids=eq_b, equal_host_ids=eq_c, seconds=dict(a=t_a, b=t_b, c=t_c))
         gathers.append(r)
         print(f"{size:10,d} {seed:5d} {r['index_select_rows_per_s'] / 1e6:14.1f} {r['tierfs_device_ids_rows_per_s'] / 1e6:15.1f} "
