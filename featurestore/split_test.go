@@ -1,0 +1,84 @@
+package featurestore
+
+import (
+	"testing"
+
+	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// TestSplitMatchesReference: the parallel splitter against a plain per-id walk of the tiers, on
+// random tiers and ids (repeats, every batch size around the chunk size), with and without
+// position mapping.
+func TestSplitMatchesReference(t *testing.T) {
+	rng := newRand(t)
+	const nodes = 20000
+	noRows := func([]int64, []byte) error { return nil }
+	for round := range 6 {
+		var ts []tiers.Tier
+		for k, share := range []int64{3, 5} { // two memory tiers of random, disjoint-or-not ids
+			c := host.New(8)
+			var ids []int64
+			for v := range int64(nodes) {
+				if rng.Int64N(share) == 0 && (k == 0 || rng.IntN(2) == 0) {
+					ids = append(ids, v)
+				}
+			}
+			if err := c.Fill(ids, noRows); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ts = append(ts, c)
+		}
+		all := make([]int64, nodes)
+		for v := range all {
+			all[v] = int64(v)
+		}
+		last := host.New(8)
+		if err := last.Fill(all, noRows); err != nil {
+			t.Fatal(err)
+		}
+		defer last.Close()
+		ts = append(ts, last)
+		n := []int{0, 1, splitChunk - 1, splitChunk + 1, 5*splitChunk + 7, 40000}[round]
+		ids := randomIDs(rng, n, nodes)
+		var posOf []int64
+		if round%2 == 1 {
+			posOf = make([]int64, n)
+			for i := range posOf {
+				posOf[i] = int64(3*i + 1)
+			}
+		}
+		sp := splitIDs(ids, ts, make([]int64, 2*n), posOf, 4)
+		// Reference: each id to the first tier holding it, in id order within each tier.
+		want := make([][2][]int64, len(ts))
+		slot := []int64{0}
+		for i, id := range ids {
+			for ti, tier := range ts {
+				if tier.Lookup([]int64{id}, slot) > 0 {
+					p := int64(i)
+					if posOf != nil {
+						p = posOf[i]
+					}
+					want[ti][0] = append(want[ti][0], slot[0])
+					want[ti][1] = append(want[ti][1], p)
+					if int(sp.tierOf[i]) != ti {
+						t.Fatalf("round %d: ids[%d] = %d split to tier %d, first holder is %d", round, i, id, sp.tierOf[i], ti)
+					}
+					break
+				}
+			}
+		}
+		for ti := range ts {
+			if sp.count[ti] != len(want[ti][0]) {
+				t.Fatalf("round %d: tier %d serves %d rows, reference %d", round, ti, sp.count[ti], len(want[ti][0]))
+			}
+			gs, gp := sp.slots(ti), sp.pos(ti)
+			for k := range gs {
+				if gs[k] != want[ti][0][k] || gp[k] != want[ti][1][k] {
+					t.Fatalf("round %d tier %d pair %d: (%d, %d), reference (%d, %d)", round, ti, k, gs[k], gp[k], want[ti][0][k], want[ti][1][k])
+				}
+			}
+		}
+	}
+}
