@@ -9,15 +9,12 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// The planning types are placement's; featurestore names them for its callers.
-type (
-	PlanOptions = placement.PlanOptions
-	PlanReport  = placement.Report
-	TierUsage   = placement.TierUsage
-	PolicyCost  = placement.PolicyCost
-	Traffic     = placement.BatchTraffic
-	LinkTraffic = placement.LinkTraffic
-)
+// PlanOptions configure PlanFor and Store.PlanPlacement (placement.PlanOptions).
+type PlanOptions = placement.PlanOptions
+
+// PlanReport says what PlanFor did and what the placement costs (placement.Report; its parts are
+// placement's TierUsage, PolicyCost, BatchTraffic and LinkTraffic).
+type PlanReport = placement.Report
 
 // A Store is what placement.PlanStore plans for.
 var _ placement.Store = (*Store)(nil)
