@@ -9,9 +9,12 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
 
+// PlanFor on a dataset on disk: it computes and saves, then loads, and a dataset committed again
+// makes the saved placement stale. placement's tests cover the rest of PlanStore.
 func TestPlanForComputesThenLoads(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
@@ -20,33 +23,16 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r1.Source != "computed" || r1.Loaded || !r1.Saved || r1.SaveError != "" || r1.ProfileBatches != 24 || r1.SeedSource != "all nodes" {
+	if r1.Source != "computed" || !r1.Saved || r1.ProfileBatches != 24 || r1.SeedSource != "all nodes" ||
+		r1.Dataset != d.dir || r1.Feature != "x" || r1.Nodes != 3000 || r1.RowBytes != d.rowBytes || !r1.TopologyInMemory {
 		t.Fatalf("first plan: %+v", r1)
-	}
-	if len(r1.Comparison) != len(placement.Policies()) {
-		t.Fatalf("comparison has %d policies, want %d", len(r1.Comparison), len(placement.Policies()))
-	}
-	var chosen int
-	for _, c := range r1.Comparison {
-		if c.Chosen {
-			chosen++
-			if c.Policy != "unified" {
-				t.Fatalf("chosen policy %s, want unified", c.Policy)
-			}
-		}
-		if c.TopologyBytes+c.FeatureBytes > opt.HostBytes {
-			t.Fatalf("%s fills %d+%d bytes of a %d-byte budget", c.Policy, c.TopologyBytes, c.FeatureBytes, opt.HostBytes)
-		}
-		if c.PerBatch.Total.PCIeBytes != c.PCIeBytesPerBatch {
-			t.Fatalf("%s: per-batch PCIe %d vs %d", c.Policy, c.PerBatch.Total.PCIeBytes, c.PCIeBytesPerBatch)
-		}
-	}
-	none := r1.Comparison[slices.IndexFunc(r1.Comparison, func(c PolicyCost) bool { return c.Policy == "none" })]
-	if chosen != 1 || r1.Comparison[0].PCIeBytesPerBatch > none.PCIeBytesPerBatch || none.TopologyBytes+none.FeatureBytes != 0 {
-		t.Fatalf("comparison: %+v", r1.Comparison)
 	}
 	if _, err := os.Stat(r1.File); err != nil {
 		t.Fatal(err)
+	}
+	// The store's item sizes: its block size and its tiers' overheads.
+	if p1.BlockSize != dataset.DefaultBlockSize || p1.IndexBytes != 4 || p1.FeatureOverhead != host.IndexBytesPerRow || p1.TopologyOverhead != TopologyOverheadBytes {
+		t.Fatalf("planned with sizes %v", p1)
 	}
 
 	p2, r2, err := PlanFor(d.dir, opt)
@@ -56,40 +42,9 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	if r2.Source != "loaded" || !r2.Loaded || r2.Saved || r2.ProfileBatches != r1.ProfileBatches {
 		t.Fatalf("second plan: %+v", r2)
 	}
-	for _, k := range []placement.Kind{placement.KindTopology, placement.KindFeature} {
-		if !slices.Equal(p1.Nodes(k, placement.TierHost), p2.Nodes(k, placement.TierHost)) {
-			t.Fatalf("loaded %s placement differs from the computed one", k)
-		}
+	if !slices.Equal(p1.Nodes(placement.KindFeature, placement.TierHost), p2.Nodes(placement.KindFeature, placement.TierHost)) {
+		t.Fatal("loaded placement differs from the computed one")
 	}
-	if !slices.EqualFunc(r1.Comparison, r2.Comparison, func(a, b PolicyCost) bool {
-		return a.PCIeBytesPerBatch == b.PCIeBytesPerBatch && a.SSDBytesPerBatch == b.SSDBytesPerBatch
-	}) {
-		t.Fatal("the loaded placement's comparison differs from the computed one")
-	}
-
-	// Another budget: the saved profile is reused and the plan made again.
-	opt.HostBytes = 32 << 10
-	_, r3, err := PlanFor(d.dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r3.Source != "replanned" || !r3.Saved || !strings.Contains(r3.StaleReason, "planned as") || r3.Budget.HostBytes != 32<<10 {
-		t.Fatalf("after a budget change: %+v", r3)
-	}
-	// Other fanouts: profiled again.
-	opt.Fanouts = []int{4}
-	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "computed" || !strings.Contains(r.StaleReason, "fanouts") {
-		t.Fatalf("after a fanout change: %+v, %v", r, err)
-	}
-	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "loaded" {
-		t.Fatalf("unchanged: %+v, %v", r, err)
-	}
-	// Recompute ignores the saved one.
-	opt.Recompute = true
-	if _, r, err := PlanFor(d.dir, opt); err != nil || r.Source != "computed" {
-		t.Fatalf("recompute: %+v, %v", r, err)
-	}
-	opt.Recompute = false
 
 	// The dataset changed (committed again): stale, profiled again.
 	m, err := dataset.Load(d.dir)
@@ -103,37 +58,44 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	if err := dataset.Commit(m, files, "test-recommit", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, r4, err := PlanFor(d.dir, opt)
+	_, r3, err := PlanFor(d.dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r4.Source != "computed" || !strings.Contains(r4.StaleReason, "dataset changed") {
-		t.Fatalf("after the dataset changed: %+v", r4)
+	if r3.Source != "computed" || !strings.Contains(r3.StaleReason, "dataset changed") {
+		t.Fatalf("after the dataset changed: %+v", r3)
 	}
 }
 
 func TestPlanForRefusesBadInput(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 500, 4, 1, 4, rng)
-	avail, err := MemAvailable()
-	if err != nil {
-		t.Skip(err)
+	// Budgets are refused before the dataset is opened.
+	if _, _, err := PlanFor(d.dir+"/missing", PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: -5}); err == nil || !strings.Contains(err.Error(), "-5") {
+		t.Errorf("negative budget: %v", err)
 	}
 	for _, c := range []struct {
 		opt  PlanOptions
 		want string
 	}{
-		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: -5}, "-5"},
 		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, GPUBytes: -7}, "-7"},
-		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: 2 * avail}, "available memory"},
-		{PlanOptions{BatchSize: 10}, "fanouts"},
 		{PlanOptions{Fanouts: []int{2}}, "batch size 0"},
-		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, Seeds: []int64{}}, "seed list is empty"},
 		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, Feature: "nope"}, "nope"},
 	} {
 		if _, _, err := PlanFor(d.dir, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.opt, err, c.want)
 		}
+	}
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 10, Feature: "y"}); err == nil || !strings.Contains(err.Error(), `"y"`) {
+		t.Errorf("plan for another feature: %v", err)
+	}
+	s.Close()
+	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 10}); !errors.Is(err, ErrClosed) {
+		t.Errorf("plan on a closed store: %v", err)
 	}
 	if _, err := os.Stat(d.dir + "/" + placement.FileName); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused plans left a placement file: %v", err)

@@ -6,14 +6,15 @@ import (
 	"math/bits"
 )
 
-// LinkTraffic is what serving a profile's reads moves, for one kind of item or both.
+// LinkTraffic is what serving a profile's reads moves, for one kind of item or both. In JSON
+// (reports), the arrays are indexed by tier: ssd, host, gpu.
 type LinkTraffic struct {
-	Reads [NumTiers]uint64 // item reads served by each tier (indexed by Tier)
+	Reads [NumTiers]uint64 `json:"reads"` // item reads served by each tier (indexed by Tier)
 	// Transactions per tier: GPU, 64-byte device-memory transactions (ceil(h*b/64)); host,
 	// 64-byte PCIe transactions (ceil(h*b/64)); SSD, blocks read (h*ceil(b/block)).
-	Transactions [NumTiers]uint64
-	PCIeBytes    uint64 // to the GPU: host transactions × 64 plus SSD blocks × block size (staged)
-	SSDBytes     uint64 // read from SSD: blocks × block size
+	Transactions [NumTiers]uint64 `json:"transactions"`
+	PCIeBytes    uint64           `json:"pcie_bytes"` // to the GPU: host transactions × 64 plus SSD blocks × block size (staged)
+	SSDBytes     uint64           `json:"ssd_bytes"`  // read from SSD: blocks × block size
 }
 
 // Traffic is the cost of a placement under a profile: per kind, summed, and the number of

@@ -14,12 +14,21 @@
 //	Save(dir string, h *Hotness, p *Placement) error
 //	Load(dir string, want Inputs) (*Hotness, *Placement, error)
 //
+// PlanStore runs that flow for a feature store (the Store interface, which *featurestore.Store
+// satisfies): it takes the profile's seeds from the train split, reuses a saved placement or
+// profile when it still applies, plans, saves, and reports what every policy would cost;
+// SavedFor finds the saved placement a store opened with given caches may follow.
+//
+//	PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error)
+//	SavedFor(dir, feature string, gpuBytes, hostBytes int64) (*Placement, error)
+//
 // The traffic model (per read of an item of b bytes, block size B, 64-byte PCIe transactions):
 // from GPU memory it costs nothing on PCIe; from host memory ceil(b/64) transactions over PCIe;
 // from SSD ceil(b/B) whole blocks read from the SSD and staged to the GPU over PCIe. Topology
 // items cost IndexBytes*degree + 8 bytes (the list plus its index pointer), feature items the row.
 //
-// All functions are pure apart from Save and Load; results are deterministic for equal inputs.
+// All functions are pure apart from Save, Load, PlanStore, SavedFor and the memory check
+// (CheckBudgets, MemAvailable); results are deterministic for equal inputs.
 package placement
 
 import (
