@@ -23,7 +23,8 @@ type Options struct {
 	// HostPolicy is how the host tier is kept: "" or "static" fills it from the placement and
 	// keeps it until the next Place; "sieve" makes it a cache that admits the rows gathers read
 	// from disk and evicts by SIEVE (pre-filled by the placement), for access patterns that
-	// drift. Host gathers use it; device gathers (GatherDevice) see only the static tier.
+	// drift. Every gather reads it; host gathers admit the rows they read from disk, device
+	// gathers do not (their rows go from staging to the device).
 	HostPolicy string `json:"host_policy"`
 	// Hotness ranks nodes for the initial placement (higher is hotter; len = node count). Nil
 	// ranks by in-degree, or leaves the host tier empty when the dataset has no topology.
@@ -44,8 +45,9 @@ type Options struct {
 
 	// GPUDevice is the CUDA device of the GPU tier, device gathers and GPU sampling.
 	GPUDevice int `json:"gpu_device"`
-	// GPUCacheBytes is the GPU tier's budget of device memory, for rows only (its index lives in
-	// host memory, 16 bytes a row). A budget > 0 starts CUDA at Open; a budget above the device's
+	// GPUCacheBytes is the GPU tier's budget of device memory, for rows only (its index takes 16
+	// bytes a row in host memory and again in device memory, for the split kernel; the static
+	// host tier's index is copied there too). A budget > 0 starts CUDA at Open; a budget above the device's
 	// free memory is an error, a missing GPU or shim is not: the store then serves from the host
 	// and Stats.GPU says why.
 	GPUCacheBytes int64 `json:"gpu_cache"`
