@@ -3,6 +3,7 @@ package featurestore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,8 @@ import (
 // GPU-resident indexes of the GPU tier and of the static host tier (rows of host.PackBelow bytes
 // or more, read over PCIe), copies the rows those tiers hold straight into the destination, and
 // lists the rest. When the memory tiers in the kernel hold every row, nothing else happens and the
-// call returns without waiting for the GPU. Otherwise the host waits for the kernel, takes the
+// call returns without waiting for the GPU; with device ids it is then a single launch on the
+// caller's stream (per-stream counters, no context or event). Otherwise the host waits for the kernel, takes the
 // missed ids and positions (only they cross to the host), splits them among the remaining tiers
 // (SIEVE or packed host tier, SSD) with the host splitter, and those tiers enqueue their copies
 // on their own streams, which the caller's stream then waits for.
@@ -34,12 +36,11 @@ type gatherCtx struct {
 	end     cuda.Event // the call's last work on the caller's stream
 
 	used        bool
-	unchecked   bool         // counters not read yet (the call did not wait for the GPU)
-	badReported bool         // reportBad has reported the call's bad id
-	countsZero  bool         // the kernel's scratch is zero (no call failed since it was zeroed)
-	n           int          // ids of the last call
-	kinds       []tiers.Kind // tiers of the kernel in the last call
-	deviceIDs   bool         // the last call's ids were device memory (not checked on the host)
+	unchecked   bool // counters not read yet (the call did not wait for the GPU)
+	badReported bool // reportBad has reported the call's bad id
+	countsZero  bool // the kernel's scratch is zero (no call failed since it was zeroed)
+	n           int  // ids of the last call
+	deviceIDs   bool // the last call's ids were device memory (not checked on the host)
 }
 
 // setup creates streams and events on first use and sizes the buffers for n ids.
@@ -107,7 +108,7 @@ func (s *Store) harvest(c *gatherCtx) {
 	s.reportBad(c)
 	c.unchecked = false
 	counts := cuda.Int64s(c.counts.Host, cuda.SplitCounts)
-	for t, k := range c.kinds {
+	for t, k := range splitKinds {
 		s.stats.hits(k).Add(uint64(counts[2+t]))
 	}
 }
@@ -124,8 +125,14 @@ func (s *Store) reportBad(c *gatherCtx) {
 		return
 	}
 	c.badReported = true
+	s.deferBadID(bad - 1)
+}
+
+// deferBadID keeps, for the next device call, the error of an out-of-range device id at position
+// pos of a gather that did not wait for the GPU.
+func (s *Store) deferBadID(pos int64) {
 	err := fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d) (a row of zeros was written; reported by a later call because the gather did not wait for the GPU): %w",
-		int64(c.n)-bad, s.NumNodes(), ErrIDOutOfRange)
+		pos, s.NumNodes(), ErrIDOutOfRange)
 	s.deferredMu.Lock()
 	s.deferredErr = errors.Join(s.deferredErr, err)
 	s.deferredMu.Unlock()
@@ -181,6 +188,94 @@ func (c *gatherCtx) free(dev int) {
 	*c = gatherCtx{}
 }
 
+// lanes are the per-stream counters of device gathers that need no context: device ids, every
+// row in the kernel's tiers. Kernels of one stream run one at a time, so they share a lane's
+// scratch and add up its counts without events. At most maxLanes streams get one; gathers on
+// other streams take a context. (A stream handle reused after its stream was destroyed, while
+// kernels of the old one still run, could mix their counters: the rows are unaffected.)
+type lanes struct {
+	mu       sync.Mutex
+	byStream map[uintptr]*lane
+}
+
+// lane is one stream's split-kernel scratch (device) and counts (pinned, added up by the kernels),
+// and the counts already taken into the store's stats.
+type lane struct {
+	counts cuda.Mirror
+	taken  [cuda.SplitCounts]int64
+	broken bool // a launch failed: the scratch may not be zero
+}
+
+const maxLanes = 16
+
+// get returns stream's lane, making it on first use; nil when maxLanes streams have one.
+func (l *lanes) get(dev int, stream uintptr) *lane {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ln := l.byStream[stream]; ln != nil && !ln.broken {
+		return ln
+	}
+	if l.byStream == nil {
+		l.byStream = map[uintptr]*lane{}
+	}
+	if len(l.byStream) >= maxLanes {
+		return nil
+	}
+	ln := &lane{}
+	if ln.counts.Ensure(dev, 8*cuda.SplitScratch, 8*cuda.SplitScratch) != nil {
+		return nil
+	}
+	err := cuda.Memset(dev, ln.counts.Dev, 0, 8*cuda.SplitScratch, 0)
+	if err == nil {
+		err = cuda.SyncStream(dev, 0)
+	}
+	if err != nil {
+		ln.counts.Free(dev)
+		return nil
+	}
+	clear(ln.counts.Host)
+	if old := l.byStream[stream]; old != nil { // broken: its launch failed, nothing runs on it
+		old.counts.Free(dev)
+	}
+	l.byStream[stream] = ln
+	return ln
+}
+
+// harvest takes the lanes' counts that have landed into the store's stats, and keeps the error
+// of a bad id for the next call.
+func (l *lanes) harvest(s *Store) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ln := range l.byStream {
+		counts := cuda.Int64s(ln.counts.Host, cuda.SplitCounts)
+		for t, k := range splitKinds {
+			now := atomic.LoadInt64(&counts[2+t])
+			s.stats.hits(k).Add(uint64(now - ln.taken[2+t]))
+			ln.taken[2+t] = now
+		}
+		if bad := atomic.SwapInt64(&counts[1], 0); bad != 0 {
+			s.deferBadID(bad - 1)
+		}
+	}
+}
+
+// free releases every lane; no kernel may run.
+func (l *lanes) free(dev int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ln := range l.byStream {
+		ln.counts.Free(dev)
+	}
+	l.byStream = nil
+}
+
+// busy reports whether any lane exists (its kernels may still run).
+func (l *lanes) busy() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.byStream) > 0
+}
+
 // GatherDevice writes the feature row of ids[i] to device memory at dst + i*RowBytes on CUDA
 // device Options.GPUDevice, ordered on stream (a cudaStream_t; 0 is the legacy default stream):
 // work the caller queues on stream afterwards sees every row, and work queued before it finishes
@@ -226,10 +321,30 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	defer s.place.RUnlock()
 	g = s.gpu
 	g.ctxs.checkIdle(s)
+	g.lanes.harvest(s)
 	if err := s.takeDeferred(); err != nil {
 		return err
 	}
 	dev, rb := g.dev, s.spec.RowBytes
+	kernel, covered, rest := s.splitTiers(g)
+	caller := cuda.Stream(stream)
+	args := cuda.SplitArgs{IDs: devIDs, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel[:], RowBytes: uint64(rb), Dst: dst}
+
+	if hostIDs == nil && covered == s.NumNodes() {
+		if ln := g.lanes.get(dev, stream); ln != nil {
+			// No id can miss and the ids are the caller's: one launch on the caller's stream, with
+			// the stream's own counters; no context, no event.
+			args.Scratch, args.HostCounts = ln.counts.Dev, ln.counts.HostAddr
+			if err := cuda.SplitGather(dev, args, g.blocks, caller); err != nil {
+				ln.broken = true
+				return wrapDevice(err)
+			}
+			s.stats.deviceGathers.Add(1)
+			s.stats.gather(nil, nil, time.Since(start))
+			s.stats.rows.Add(uint64(n))
+			return nil
+		}
+	}
 
 	ctx := g.ctxs.get()
 	defer g.ctxs.put(ctx)
@@ -242,41 +357,18 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	if err := ctx.setup(dev, n, hostIDs != nil); err != nil {
 		return fmt.Errorf("featurestore: device gather: %w", err)
 	}
-	clear(ctx.counts.Host) // reportBad reads it before the GPU's copy lands
-	ids := devIDs
+	clear(ctx.counts.Host) // the kernel adds to it; reportBad reads it before the kernel ends
 	if hostIDs != nil {
 		if err := s.stageIDs(cuda.Int64s(ctx.ids.Host, n), hostIDs); err != nil {
 			return err
 		}
-		ids = ctx.ids.HostAddr
+		args.IDs = ctx.ids.HostAddr
 	}
-
-	// The kernel's tiers: the GPU tier, and the static host tier when its rows are wide enough to
-	// read over PCIe row by row. The rest (the last is SSD) serve the misses.
-	all := s.tierList()
-	var kernel []cuda.TierIndex
-	ctx.kinds = ctx.kinds[:0]
-	rest := all
-	covered := int64(0)
-	if len(all) > 0 && all[0] == tiers.Tier(g.tier) {
-		kernel, rest = append(kernel, g.tier.SplitIndex()), rest[1:]
-		ctx.kinds = append(ctx.kinds, tiers.GPU)
-		covered += g.tier.Rows()
-	}
-	if c, ok := s.host.(*host.Cache); ok && rb >= host.PackBelow {
-		if idx, ok := c.SplitIndex(); ok {
-			kernel, rest = append(kernel, idx), rest[1:]
-			ctx.kinds = append(ctx.kinds, tiers.Host)
-			covered += c.Rows()
-		}
-	}
-	caller := cuda.Stream(stream)
 	counts := ctx.counts
+	args.MissIDs, args.MissPos, args.Scratch, args.HostCounts = ctx.miss.Dev, ctx.miss.Dev+uintptr(8*n), counts.Dev, counts.HostAddr
 	ctx.countsZero = false // until the kernel is known to have run
-	err = cuda.SplitGather(dev, cuda.SplitArgs{IDs: ids, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel, RowBytes: uint64(rb), Dst: dst,
-		MissIDs: ctx.miss.Dev, MissPos: ctx.miss.Dev + uintptr(8*n), Scratch: counts.Dev, HostCounts: counts.HostAddr}, g.blocks, caller)
-	if err != nil {
-		return fmt.Errorf("featurestore: device gather: %w", err)
+	if err := cuda.SplitGather(dev, args, g.blocks, caller); err != nil {
+		return wrapDevice(err)
 	}
 	ctx.countsZero = true
 	ctx.used, ctx.n, ctx.deviceIDs = true, n, hostIDs == nil
@@ -298,18 +390,41 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	c := cuda.Int64s(counts.Host, cuda.SplitCounts)
 	if bad := c[1]; bad != 0 {
 		cuda.Record(dev, ctx.end, caller)
-		return fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d): %w", int64(n)-bad, s.NumNodes(), ErrIDOutOfRange)
+		return fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d): %w", bad-1, s.NumNodes(), ErrIDOutOfRange)
 	}
 	misses := int(c[0])
+	all := s.tierList()
 	count := make([]int, len(all))
-	for t := range kernel {
-		count[t] = int(c[2+t])
+	for t, k := range splitKinds {
+		if i := slices.IndexFunc(all, func(x tiers.Tier) bool { return x.Kind() == k }); i >= 0 {
+			count[i] += int(c[2+t])
+		}
 	}
 	if misses > 0 {
-		err = s.serveMisses(ctx, rest, misses, dst, caller, count[len(kernel):])
+		err = s.serveMisses(ctx, rest, misses, dst, caller, count[len(all)-len(rest):])
 	}
 	s.stats.gather(all, count, time.Since(start))
 	return errors.Join(wrapDevice(err), wrapDevice(cuda.Record(dev, ctx.end, caller)))
+}
+
+// splitKinds are the tiers of the split kernel, in their fixed places.
+var splitKinds = [cuda.MaxSplitTiers]tiers.Kind{tiers.GPU, tiers.Host}
+
+// splitTiers is what the split kernel looks ids up in, in fixed places (splitKinds; count 0
+// where a tier is absent): the GPU tier, and the static host tier when its rows are wide enough to
+// read over PCIe row by row; covered is how many rows they hold, rest the tiers that serve what
+// they miss (the last is SSD). The caller holds the place lock.
+func (s *Store) splitTiers(g *gpuPath) (kernel [cuda.MaxSplitTiers]cuda.TierIndex, covered int64, rest []tiers.Tier) {
+	rest = s.tierList()
+	if len(rest) > 0 && rest[0] == tiers.Tier(g.tier) {
+		kernel[0], covered, rest = g.tier.SplitIndex(), g.tier.Rows(), rest[1:]
+	}
+	if c, ok := s.host.(*host.Cache); ok && s.spec.RowBytes >= host.PackBelow {
+		if idx, ok := c.SplitIndex(); ok {
+			kernel[1], covered, rest = idx, covered+c.Rows(), rest[1:]
+		}
+	}
+	return kernel, covered, rest
 }
 
 // stageIDs checks ids and copies them to pinned memory, in parallel chunks for large batches.

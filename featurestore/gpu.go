@@ -25,6 +25,7 @@ type gpuPath struct {
 	info     cuda.Device
 	tier     *gpu.Tier
 	ctxs     *ctxPool
+	lanes    lanes
 	topo     *gpuTopology
 	blocks   int // grid of the tier kernels
 	ioBlocks int // grid of the completion kernel
@@ -111,6 +112,10 @@ func (g *gpuPath) quiesce(s *Store) error {
 	for _, c := range g.ctxs.all {
 		err = errors.Join(err, c.wait(s))
 	}
+	if g.lanes.busy() { // their kernels ran on the callers' streams: wait for the whole device
+		err = errors.Join(err, cuda.DeviceSync(g.dev))
+		g.lanes.harvest(s)
+	}
 	return err
 }
 
@@ -124,6 +129,7 @@ func (s *Store) stopGPU() {
 	for _, c := range g.ctxs.all {
 		c.free(g.dev)
 	}
+	g.lanes.free(g.dev)
 	g.tier.Close()
 	if g.topo != nil {
 		g.topo.free(g.dev)

@@ -117,6 +117,7 @@ func (s *Store) Stats() Stats {
 	s.place.RLock()
 	if g := s.gpu; g != nil {
 		g.ctxs.harvestIdle(s)
+		g.lanes.harvest(s)
 		info := g.info
 		st.GPU.Available, st.GPU.Library, st.GPU.Device = true, cuda.Path(), &info
 		st.GPU.KernelBlocks, st.GPU.CompletionBlocks = g.blocks, g.ioBlocks

@@ -22,7 +22,7 @@ package cuda
   X(tfc_host_unregister) X(tfc_memcpy) X(tfc_memset) X(tfc_stream_create) X(tfc_stream_destroy) \
   X(tfc_stream_sync) X(tfc_event_create) X(tfc_event_destroy) X(tfc_event_record) X(tfc_event_sync) \
   X(tfc_event_query) X(tfc_event_elapsed_ms) X(tfc_stream_wait_event) X(tfc_gather_rows) \
-  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop) X(tfc_split_gather)
+  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop) X(tfc_split_gather) X(tfc_device_sync)
 
 #define TFC_DECL(f) static __typeof__(&f) p_##f;
 TFC_FUNCS(TFC_DECL)
@@ -93,6 +93,7 @@ static int c_split_gather(char *e, int dev, uintptr_t ids, int64_t n, int64_t nn
   int rc = p_tfc_split_gather(dev, (const int64_t *)ids, n, nn, t, nt, rb, (void *)dst, (int64_t *)mi, (int64_t *)mp,
                               (unsigned long long *)scratch, (unsigned long long *)hc, mb, (void *)st);
   tfc_grab(rc, e); return rc; }
+static int c_device_sync(char *e, int dev) { int rc = p_tfc_device_sync(dev); tfc_grab(rc, e); return rc; }
 static int c_copy_pieces(char *e, int dev, uintptr_t pieces, int64_t n, int mb, uintptr_t st) {
   int rc = p_tfc_copy_pieces(dev, (const tfc_piece *)pieces, n, mb, (void *)st); tfc_grab(rc, e); return rc; }
 static int c_sample_degrees(char *e, int dev, uintptr_t indptr, uintptr_t nodes, int64_t n, uintptr_t deg, int mb, uintptr_t st) {
@@ -396,6 +397,11 @@ func GatherRows(dev int, src uintptr, rowBytes uint64, srcRows, dstRows uintptr,
 	})
 }
 
+// DeviceSync waits for every piece of work on device dev, on every stream.
+func DeviceSync(dev int) error {
+	return call(func(e *C.char) C.int { return C.c_device_sync(e, C.int(dev)) })
+}
+
 // Piece is one copy of the completion kernel (tfc_piece).
 type Piece struct{ Src, Dst, Len uint64 }
 
@@ -464,9 +470,9 @@ type SplitArgs struct {
 	RowBytes uint64
 	Dst      uintptr
 	// MissIDs and MissPos (N int64 each) get the ids no tier holds and their positions;
-	// HostCounts (SplitCounts uint64, device-accessible) the numbers of tfc_split_gather once the
-	// kernel ends. Scratch is device memory of SplitScratch uint64, zero before the first call
-	// and left zero by each (one per stream of calls).
+	// HostCounts (SplitCounts uint64, device-accessible) has the kernel's counts added once it
+	// ends (see tfc_split_gather). Scratch is device memory of SplitScratch uint64, zero before
+	// the first call and left zero by each (one per stream of calls).
 	MissIDs, MissPos, Scratch, HostCounts uintptr
 }
 

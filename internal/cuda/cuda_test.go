@@ -21,3 +21,52 @@ func TestLoad(t *testing.T) {
 	}
 	t.Logf("loaded %s: %+v", Path(), d)
 }
+
+// BenchmarkCallCosts: the host cost of the calls a device gather makes, each alone, on the
+// legacy default stream and on a stream of its own (launches of tiny kernels).
+func BenchmarkCallCosts(b *testing.B) {
+	if err := Load(); err != nil {
+		b.Skip(err)
+	}
+	st, _ := NewStream(0)
+	defer DestroyStream(0, st)
+	ev, _ := NewEvent(0)
+	defer DestroyEvent(0, ev)
+	buf, _ := Malloc(0, 1<<20)
+	defer Free(0, buf)
+	hostAddr, _, _ := HostAlloc(0, 4096)
+	defer HostFree(0, hostAddr)
+	Memset(0, buf, 0, 1<<20, 0)
+	SyncStream(0, 0)
+	for _, s := range []Stream{0, st} {
+		name := "stream"
+		if s == 0 {
+			name = "legacy"
+		}
+		b.Run(name+"/record", func(b *testing.B) {
+			for b.Loop() {
+				Record(0, ev, s)
+			}
+			SyncStream(0, s)
+		})
+		b.Run(name+"/record+sync", func(b *testing.B) {
+			for b.Loop() {
+				Record(0, ev, s)
+				SyncEvent(0, ev)
+			}
+		})
+		b.Run(name+"/gather-launch", func(b *testing.B) {
+			for b.Loop() {
+				GatherRows(0, buf, 512, 0, 0, 1, buf+4096, 0, s)
+			}
+			SyncStream(0, s)
+		})
+		b.Run(name+"/split-launch", func(b *testing.B) {
+			for b.Loop() {
+				SplitGather(0, SplitArgs{IDs: buf, N: 1, NumNodes: 1, RowBytes: 512, Dst: buf + 8192, MissIDs: buf + 16384, MissPos: buf + 20480,
+					Scratch: buf + 32768, HostCounts: hostAddr}, 0, s)
+			}
+			SyncStream(0, s)
+		})
+	}
+}

@@ -163,7 +163,11 @@ __global__ void split_gather_kernel(const int64_t *__restrict__ ids, int64_t n, 
   if (last && threadIdx.x < TFC_SPLIT_COUNTS) {
     __threadfence();
     const unsigned long long v = atomicExch(&counts[threadIdx.x], 0ull);
-    host_counts[threadIdx.x] = v;
+    if (threadIdx.x == 1) {
+      if (v) host_counts[1] = (unsigned long long)n - v + 1;  // the first bad position, plus one
+    } else {
+      host_counts[threadIdx.x] += v;  // one kernel of a stream at a time: a plain add is safe
+    }
   }
   if (last && threadIdx.x == 0) counts[TFC_SPLIT_COUNTS] = 0;
 }
@@ -510,6 +514,12 @@ int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, 
   if ((a & 1) == 0) return SPLIT(uint16_t);
   return SPLIT(char);
 #undef SPLIT
+}
+
+int tfc_device_sync(int dev) {
+  ENTER(dev);
+  CHECK(cudaDeviceSynchronize(), "");
+  return 0;
 }
 
 int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream) {

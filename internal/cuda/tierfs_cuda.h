@@ -86,20 +86,25 @@ typedef struct tfc_tier_index {
 #define TFC_MAX_SPLIT_TIERS 2
 
 /* Split and gather in one pass. For i in [0, n), ids[i] is looked up in tiers[0], then tiers[1]
- * (ntiers <= TFC_MAX_SPLIT_TIERS; the array is read at the call), and the first tier holding it
- * copies its row to dst + i*row_bytes. Ids no tier holds are appended, in no particular order, to
- * miss_ids / miss_pos (capacity n each). When the kernel ends, host_counts (device-accessible,
- * e.g. mapped pinned memory; TFC_SPLIT_COUNTS entries) holds: [0] the number of misses, [1]
- * n - i for the smallest i whose id is outside [0, num_nodes) (0: none; such rows are zeroed and
- * not listed), [2 + t] the rows tier t served. scratch is device memory of TFC_SPLIT_SCRATCH
- * entries, zero before the first call; the kernel leaves it zero again, so calls on one stream
- * can share it (calls that may overlap need their own). ids, dst and the miss arrays are
+ * (ntiers <= TFC_MAX_SPLIT_TIERS; the array is read at the call; a tier of count 0 holds
+ * nothing), and the first tier holding it copies its row to dst + i*row_bytes. Ids no tier holds
+ * are appended, in no particular order, to miss_ids / miss_pos (capacity n each). When the kernel
+ * ends, host_counts (device-accessible, e.g. mapped pinned memory; TFC_SPLIT_COUNTS entries) has
+ * the kernel's counts added: [0] += the number of misses, [2 + t] += the rows tier t served;
+ * and, when an id was outside [0, num_nodes), [1] = 1 + the smallest such i (such rows are
+ * zeroed and not listed). Zero host_counts before a call to read one call's counts; leave it to
+ * add up the calls of a stream. scratch is device memory of TFC_SPLIT_SCRATCH entries, zero
+ * before the first call; the kernel leaves it zero again, so calls on one stream can share it and
+ * host_counts (calls that may overlap need their own). ids, dst and the miss arrays are
  * device-accessible. */
 #define TFC_SPLIT_COUNTS (2 + TFC_MAX_SPLIT_TIERS)
 #define TFC_SPLIT_SCRATCH (TFC_SPLIT_COUNTS + 1)
 int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const tfc_tier_index *tiers,
                      int ntiers, uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
                      unsigned long long *scratch, unsigned long long *host_counts, int max_blocks, void *stream);
+
+/* Waits for every piece of work on the device (cudaDeviceSynchronize). */
+int tfc_device_sync(int dev);
 
 /* Completion kernel: performs pieces[0..n) (a device-accessible array), one warp per piece. */
 int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream);
