@@ -312,3 +312,36 @@ def test_ingest_and_synth_striped_over_device_paths(tmp_path):
     b = tierfs.synth(tmp_path / "synth-plain", nodes=3000, avg_degree=3, dim=40, seed=2)
     with tierfs.open(a) as sa, tierfs.open(b) as sb:
         np.testing.assert_array_equal(sa.gather(np.arange(3000)), sb.gather(np.arange(3000)))
+
+
+@needs_cuda
+def test_cuda_tensor_ids_on_a_gpu_store(graph):
+    """CUDA-tensor ids on a CUDA store with a GPU tier are split on the GPU (tfs_gather_device_ids):
+    every row cached (one launch, no wait), some rows on the SSD tier (misses come to the host),
+    int32 and strided ids (converted on the device), a side stream, and a bad id (an error, now
+    or from the next call)."""
+    x = torch.from_numpy(graph["x"])
+    n, rb = graph["n"], graph["x"].shape[1] * graph["x"].itemsize
+    r = rng(605)
+    for gpu_rows in (n, n // 3):
+        with tierfs.open(graph["path"], device="cuda:0", gpu_cache=gpu_rows * rb, host_cache=0) as s:
+            ids = torch.from_numpy(r.integers(0, n, 2000)).cuda()
+            torch.testing.assert_close(s.gather(ids).cpu(), x[ids.cpu()], rtol=0, atol=0)
+            i32 = ids.to(torch.int32)
+            torch.testing.assert_close(s.gather(i32).cpu(), x[ids.cpu()], rtol=0, atol=0)
+            strided = ids[::3]
+            torch.testing.assert_close(s.gather(strided).cpu(), x[strided.cpu()], rtol=0, atol=0)
+            side = torch.cuda.Stream()
+            with torch.cuda.stream(side):
+                got = s.gather(ids)
+            side.synchronize()
+            torch.testing.assert_close(got.cpu(), x[ids.cpu()], rtol=0, atol=0)
+            bad = ids.clone()
+            bad[7] = n
+            with pytest.raises(IndexError, match=r"ids\[7\]"):
+                s.gather(bad)
+                torch.cuda.synchronize()
+                s.gather(ids[:10])  # a gather that did not wait reports it here
+            torch.testing.assert_close(s.gather(ids).cpu(), x[ids.cpu()], rtol=0, atol=0)
+            if gpu_rows == n:
+                assert s.stats()["gpu"]["device_gathers"] > 0

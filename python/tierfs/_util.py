@@ -93,12 +93,3 @@ def parse_device(device: Any) -> tuple[str, int]:
 
     return "cuda", torch.cuda.current_device()
 
-
-def raw_stream(device: Any) -> int:
-    """The cudaStream_t of torch's current stream on a CUDA device, as an int. Uses torch's own
-    raw getter where it has one (no Stream object is made per call), else current_stream()."""
-    torch = torch_module()
-    getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if getter is not None:
-        return getter(device.index)
-    return torch.cuda.current_stream(device).cuda_stream

@@ -291,6 +291,7 @@ class Store:
             raise errors.VersionError(f"tierfs: feature dtype {self._dtype_name!r} is not known to this package")
         self._np_dtype = _NUMPY_DTYPES[self._dtype_name]
         self._device_gather: Optional[bool] = None  # tfs_gather_device works? None: not tried
+        self._cuda_ids: Any = None  # _cuda_ids_setup's answer, once asked
         self._manifest: Optional[dict] = None
 
     # properties ------------------------------------------------------------------------
@@ -475,34 +476,51 @@ class Store:
 
     def _gather_device_ids(self, h: int, ids: Any, out: Any) -> Any:
         """Gathers CUDA-tensor ids on this store's GPU without moving them to the host (split on
-        the GPU): the result, or None where this path does not apply."""
-        if self._device_gather is False or self._device_type != "cuda" or not _util.is_tensor(ids):
+        the GPU): the result, or None where this path does not apply. Per-batch cost matters
+        here (a small batch of cached rows takes microseconds), so what does not change is
+        looked up once."""
+        fast = self._cuda_ids
+        if fast is None:
+            fast = self._cuda_ids = self._cuda_ids_setup()
+        if fast is False or self._device_gather is False:
             return None
-        dev = ids.device
-        if dev.type != "cuda" or dev.index != self._device_index or ids.dim() != 1:
+        torch, tensor_type, int64, dtype, device, raw_stream = fast
+        if not isinstance(ids, tensor_type) or not ids.is_cuda or ids.get_device() != device.index or ids.dim() != 1:
             return None
-        torch = _torch()
-        if ids.dtype != torch.int64 and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
+        if ids.dtype is not int64 and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
             return None  # _ids raises the error
         n = ids.shape[0]
         if out is None:
-            out = _torch().empty((n, self._dim), dtype=self.torch_dtype, device=dev)
+            out = torch.empty((n, self._dim), dtype=dtype, device=device)
         else:
             self._check_out(out, (n, self._dim))
-            if not _util.is_tensor(out) or out.device != dev:
+            if not isinstance(out, tensor_type) or out.device != device:
                 return None
         if n == 0:
             return out
-        t = ids if ids.dtype == torch.int64 and ids.is_contiguous() else ids.to(torch.int64).contiguous()
-        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, _util.raw_stream(dev))
-        if status == errors.ENOTSUP:
-            self._device_gather = False
-            return None
-        check(status)
+        t = ids if ids.dtype is int64 and ids.is_contiguous() else ids.to(int64).contiguous()
+        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, raw_stream(device.index))
+        if status:
+            if status == errors.ENOTSUP:
+                self._device_gather = False
+                return None
+            check(status)
         self._device_gather = True
         if t is not ids:  # the kernel may still read the converted copy
-            t.record_stream(torch.cuda.current_stream(dev))
+            t.record_stream(torch.cuda.current_stream(device))
         return out
+
+    def _cuda_ids_setup(self) -> Any:
+        """What _gather_device_ids needs, or False where CUDA-tensor ids cannot be gathered on
+        the GPU (a CPU store, no torch)."""
+        torch = _util.torch_module()
+        if self._device_type != "cuda" or torch is None:
+            return False
+        getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if getter is None:
+            def getter(index: int) -> int:
+                return torch.cuda.current_stream(index).cuda_stream
+        return (torch, torch.Tensor, torch.int64, self.torch_dtype, torch.device("cuda", self._device_index), getter)
 
     def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
         n = ids.shape[0]
