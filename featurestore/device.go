@@ -483,7 +483,12 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 		return err
 	}
 	held, release := heldTiers(rest)
-	defer release()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	sp := splitIDs(missIDs, held, cuda.Int64s(ctx.pairs.Host, 2*misses), missPos, s.opt.CopyWorkers)
 	copy(count, sp.count)
 	// The pairs go up once; every tier's stream waits for them (and for what the caller queued).
@@ -505,16 +510,20 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 			DevSlots: ctx.pairs.Dev + uintptr(8*b), DevPos: ctx.pairs.Dev + uintptr(8*(b+sp.count[t])), Dst: dst, Stream: uintptr(st)})
 		errs[t] = errors.Join(errs[t], cuda.Record(dev, ctx.done[t%len(ctx.done)], st), cuda.WaitEvent(dev, caller, ctx.done[t%len(ctx.done)]))
 	}
-	// The SSD tier's reads go out first; the memory tiers (packing is CPU work) overlap reaping.
-	var memory sync.WaitGroup
+	// The SSD tier's reads go out first; the memory tiers (packing is CPU work) overlap reaping,
+	// and tiers that change under gathers are released once their copies are queued.
+	var disk, memory sync.WaitGroup
+	if sp.count[last] > 0 {
+		disk.Go(func() { copyOn(last) })
+	}
 	for t := last - 1; t >= 0; t-- {
 		if sp.count[t] > 0 {
 			memory.Go(func() { copyOn(t) })
 		}
 	}
-	if sp.count[last] > 0 {
-		copyOn(last)
-	}
 	memory.Wait()
+	release()
+	released = true
+	disk.Wait()
 	return errors.Join(errs...)
 }
