@@ -92,4 +92,3 @@ def parse_device(device: Any) -> tuple[str, int]:
     import torch
 
     return "cuda", torch.cuda.current_device()
-
