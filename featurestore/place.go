@@ -75,13 +75,12 @@ func (s *Store) fillTiers(ids []int64) error {
 			return err
 		}
 	}
-	var err error
 	for _, t := range s.tierList() {
 		if t.Kind() == tiers.SSD {
 			break
 		}
 		take := ids[:min(int64(len(ids)), s.capacityRows(t))]
-		if err = t.Fill(take, s.ssd.Source); err != nil {
+		if err := t.Fill(take, s.ssd.Source); err != nil {
 			return fmt.Errorf("featurestore: fill %s tier: %w", t.Kind(), err)
 		}
 		ids = ids[len(take):]
@@ -96,9 +95,6 @@ func (s *Store) capacityRows(t tiers.Tier) int64 {
 	}
 	return s.hostCapacityRows()
 }
-
-// loadRows reads the rows of ids from disk into consecutive rows of rows.
-func (s *Store) loadRows(ids []int64, rows []byte) error { return s.ssd.Source(ids, rows) }
 
 // topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.
 func (s *Store) topByDegree(k int64) ([]int64, error) {
