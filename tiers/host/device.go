@@ -198,7 +198,7 @@ type deviceIndex struct {
 	count      int64
 }
 
-// UploadIndex copies x to device memory of dev: 8 bytes a row and 4 a table entry.
+// uploadIndex copies x to device memory of dev: 8 bytes a row and 4 a table entry.
 func uploadIndex(dev int, x *Index) (deviceIndex, error) {
 	d := deviceIndex{mask: x.mask, count: int64(len(x.ids))}
 	if d.count == 0 {
