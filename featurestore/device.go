@@ -114,8 +114,8 @@ func (s *Store) harvest(c *gatherCtx) {
 }
 
 // reportBad keeps, for the next device call, the error of an out-of-range device id that a call
-// which did not wait for the GPU met. It reads the pinned copy of the counters without waiting:
-// it is zero until the call's copy lands (setup zeroes it).
+// which did not wait for the GPU met. It reads the pinned counters without waiting: the call
+// zeroed them and the kernel's last block writes them as it ends.
 func (s *Store) reportBad(c *gatherCtx) {
 	if !c.unchecked || c.badReported {
 		return
