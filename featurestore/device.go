@@ -40,6 +40,7 @@ type gatherCtx struct {
 	badReported bool // reportBad has reported the call's bad id
 	countsZero  bool // the kernel's scratch is zero (no call failed since it was zeroed)
 	n           int  // ids of the last call
+	first       int  // where they start in their gather (chunks of large ones)
 	deviceIDs   bool // the last call's ids were device memory (not checked on the host)
 }
 
@@ -125,7 +126,7 @@ func (s *Store) reportBad(c *gatherCtx) {
 		return
 	}
 	c.badReported = true
-	s.deferBadID(bad - 1)
+	s.deferBadID(int64(c.first) + bad - 1)
 }
 
 // deferBadID keeps, for the next device call, the error of an out-of-range device id at position
@@ -346,6 +347,27 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 		}
 	}
 
+	for lo := 0; lo < n; lo += MaxGatherChunk {
+		hi := min(lo+MaxGatherChunk, n)
+		var chunkIDs []int64
+		if hostIDs != nil {
+			chunkIDs = hostIDs[lo:hi]
+		}
+		args.IDs, args.N, args.Dst = devIDs+uintptr(8*lo), int64(hi-lo), dst+uintptr(int64(lo)*rb)
+		if err := s.gatherDeviceChunk(g, args, chunkIDs, covered, rest, caller, lo, start); err != nil {
+			return err
+		}
+		start = time.Now()
+	}
+	return nil
+}
+
+// gatherDeviceChunk runs the split kernel over one chunk of a device gather (args: the kernel's
+// tiers, ids, count and destination; hostIDs: the chunk's host ids, nil for device ids) with a
+// context, and serves its misses from rest. first is the chunk's position in the call, for
+// errors.
+func (s *Store) gatherDeviceChunk(g *gpuPath, args cuda.SplitArgs, hostIDs []int64, covered int64, rest []tiers.Tier, caller cuda.Stream, first int, start time.Time) error {
+	dev, n := g.dev, int(args.N)
 	ctx := g.ctxs.get()
 	defer g.ctxs.put(ctx)
 	if err := ctx.wait(s); err != nil {
@@ -359,7 +381,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	}
 	clear(ctx.counts.Host) // the kernel adds to it; reportBad reads it before the kernel ends
 	if hostIDs != nil {
-		if err := s.stageIDs(cuda.Int64s(ctx.ids.Host, n), hostIDs); err != nil {
+		if err := s.stageIDs(cuda.Int64s(ctx.ids.Host, n), hostIDs, first); err != nil {
 			return err
 		}
 		args.IDs = ctx.ids.HostAddr
@@ -371,7 +393,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 		return wrapDevice(err)
 	}
 	ctx.countsZero = true
-	ctx.used, ctx.n, ctx.deviceIDs = true, n, hostIDs == nil
+	ctx.used, ctx.n, ctx.first, ctx.deviceIDs = true, n, first, hostIDs == nil
 	s.stats.deviceGathers.Add(1)
 	if covered == s.NumNodes() { // no id can miss: do not wait for the GPU
 		ctx.unchecked, ctx.badReported = true, false
@@ -390,7 +412,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	c := cuda.Int64s(counts.Host, cuda.SplitCounts)
 	if bad := c[1]; bad != 0 {
 		cuda.Record(dev, ctx.end, caller)
-		return fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d): %w", bad-1, s.NumNodes(), ErrIDOutOfRange)
+		return fmt.Errorf("featurestore: device ids[%d] is out of range [0, %d): %w", int64(first)+bad-1, s.NumNodes(), ErrIDOutOfRange)
 	}
 	misses := int(c[0])
 	all := s.tierList()
@@ -400,8 +422,9 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 			count[i] += int(c[2+t])
 		}
 	}
+	var err error
 	if misses > 0 {
-		err = s.serveMisses(ctx, rest, misses, dst, caller, count[len(all)-len(rest):])
+		err = s.serveMisses(ctx, rest, misses, args.Dst, caller, count[len(all)-len(rest):])
 	}
 	s.stats.gather(all, count, time.Since(start))
 	return errors.Join(wrapDevice(err), wrapDevice(cuda.Record(dev, ctx.end, caller)))
@@ -428,13 +451,13 @@ func (s *Store) splitTiers(g *gpuPath) (kernel [cuda.MaxSplitTiers]cuda.TierInde
 }
 
 // stageIDs checks ids and copies them to pinned memory, in parallel chunks for large batches.
-func (s *Store) stageIDs(pinned, ids []int64) error {
+func (s *Store) stageIDs(pinned, ids []int64, first int) error {
 	const chunk = 1 << 16
 	chunks := (len(ids) + chunk - 1) / chunk
 	errs := make([]error, chunks)
 	parallelChunks(chunks, s.opt.CopyWorkers, func(c int) {
 		lo, hi := c*chunk, min((c+1)*chunk, len(ids))
-		if errs[c] = s.checkIDsFrom(ids[lo:hi], lo); errs[c] == nil {
+		if errs[c] = s.checkIDsFrom(ids[lo:hi], first+lo); errs[c] == nil {
 			copy(pinned[lo:hi], ids[lo:hi])
 		}
 	})

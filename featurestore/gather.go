@@ -130,11 +130,17 @@ func parallelChunks(chunks, workers int, fn func(c int)) {
 	wg.Wait()
 }
 
+// MaxGatherChunk bounds a gather's transient memory: a larger batch is served in chunks of this
+// many ids, one after the other (the splitter's lists, the disk requests and, on the device path,
+// the staging and miss lists take a few tens of bytes an id of a chunk).
+const MaxGatherChunk = 1 << 20
+
 // Gather writes the feature row of ids[i] to dst[i*RowBytes : (i+1)*RowBytes] for every i.
 // len(dst) must be len(ids)*RowBytes; ids may repeat and come in any order. Ids are split once by
 // tier; the SSD tier's reads are submitted first, the memory tiers copy while they are in flight,
 // and Gather returns once every row is in place; then a host tier that admits (SIEVE) is offered
-// the rows read from disk. On error dst holds partial results.
+// the rows read from disk. Batches over MaxGatherChunk ids go in chunks. On error dst holds
+// partial results.
 func (s *Store) Gather(ids []int64, dst []byte) error {
 	leave, err := s.enter()
 	if err != nil {
@@ -149,6 +155,20 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 		return err
 	}
 	start := time.Now()
+	ts, count := []tiers.Tier(nil), []int(nil)
+	for lo := 0; lo < len(ids) || lo == 0; lo += MaxGatherChunk {
+		hi := min(lo+MaxGatherChunk, len(ids))
+		if ts, count, err = s.gatherChunk(ids[lo:hi], dst[int64(lo)*rb:int64(hi)*rb], count); err != nil {
+			break
+		}
+	}
+	s.stats.gather(ts, count, time.Since(start))
+	return err
+}
+
+// gatherChunk is Gather of a checked chunk; it adds the rows each tier served to count (by the
+// tiers it returns).
+func (s *Store) gatherChunk(ids []int64, dst []byte, count []int) ([]tiers.Tier, []int, error) {
 	s.place.RLock()
 	defer s.place.RUnlock()
 	ts, release := heldTiers(s.tierList())
@@ -174,7 +194,7 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 	memory.Wait()
 	release()
 	disk.Wait()
-	err = errors.Join(errs...)
+	err := errors.Join(errs...)
 	if a, ok := s.host.(tiers.Admitter); ok && err == nil && sp.count[last] > 0 {
 		skip := make([]bool, len(ids))
 		for i, t := range sp.tierOf {
@@ -182,11 +202,16 @@ func (s *Store) Gather(ids []int64, dst []byte) error {
 		}
 		a.Admit(ids, dst, skip)
 	}
-	s.stats.gather(ts, sp.count, time.Since(start))
-	if err != nil {
-		return fmt.Errorf("featurestore: gather: %w", err)
+	if len(count) != len(sp.count) { // the tiers changed (a Place started the GPU path): count anew
+		count = make([]int, len(sp.count))
 	}
-	return nil
+	for t, k := range sp.count {
+		count[t] += k
+	}
+	if err != nil {
+		return ts, count, fmt.Errorf("featurestore: gather: %w", err)
+	}
+	return ts, count, nil
 }
 
 // checkIDs rejects ids outside [0, NumNodes) naming the first bad one.

@@ -3,6 +3,7 @@ package featurestore
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/internal/cuda"
@@ -237,5 +238,41 @@ func BenchmarkGatherDeviceIDs(b *testing.B) {
 			}
 			cuda.SyncStream(0, 0)
 		})
+	}
+}
+
+// TestGatherChunked: a batch over MaxGatherChunk ids is served in chunks, host and device
+// destinations, against the reference (part cached, part on disk, SIEVE admitting as it goes).
+func TestGatherChunked(t *testing.T) {
+	rng := newRand(t)
+	const count = 5000
+	d := writeDataset(t, count, 4, 2, 2, rng)
+	ids := randomIDs(rng, MaxGatherChunk+777, count)
+	ids[MaxGatherChunk+5] = count - 1
+	for _, policy := range []string{HostStatic, HostSieve} {
+		s, err := Open(d.dir, Options{HostCacheBytes: 1000 * (d.rowBytes + 40), HostPolicy: policy, GPUCacheBytes: 500 * d.rowBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, int64(len(ids))*d.rowBytes)
+		if err := s.Gather(ids, got); err != nil {
+			t.Fatal(err)
+		}
+		if want := d.want(ids); !bytes.Equal(got, want) {
+			t.Fatalf("%s: chunked host gather differs at byte %d", policy, firstDiff(got, want))
+		}
+		bad := append([]int64(nil), ids...)
+		bad[MaxGatherChunk+3] = count
+		if err := s.Gather(bad, got); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("ids[%d]", MaxGatherChunk+3)) {
+			t.Errorf("%s: bad id in the second chunk: %v", policy, err)
+		}
+		if cuda.Load() == nil {
+			for _, onDevice := range []bool{false, true} {
+				if got := deviceGatherIDs(t, s, ids, onDevice); !bytes.Equal(got, d.want(ids)) {
+					t.Fatalf("%s: chunked device gather (ids on device %v) differs at byte %d", policy, onDevice, firstDiff(got, d.want(ids)))
+				}
+			}
+		}
+		s.Close()
 	}
 }

@@ -15,8 +15,9 @@
 // (GPUCacheBytes of device memory, plus 16 bytes a row for its index in host and in device
 // memory, and the same in device memory for the static host tier's index when the GPU path
 // runs), the IO stacks' staging (MaxConcurrentIO × StagingBytes), and the topology when it is
-// held in memory and labels (TopologyMemoryBytes); nothing grows with the dataset beyond those,
-// except the per-batch buffers a call needs for its own ids.
+// held in memory and labels (TopologyMemoryBytes); nothing grows with the dataset beyond those.
+// A gather's transient memory is a few tens of bytes an id of at most MaxGatherChunk ids (larger
+// batches go in chunks), besides the caller's ids and destination.
 package featurestore
 
 import (
