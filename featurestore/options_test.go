@@ -85,3 +85,19 @@ func TestOptionsJSONNames(t *testing.T) {
 		t.Errorf("String round trip: got %v, want %v", back, in)
 	}
 }
+
+// TestStagingBoundedByMemory: IO stacks whose staging the machine cannot hold are an option
+// error naming the option and the numbers, before anything is mapped.
+func TestStagingBoundedByMemory(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 100, 4, 1, 2, rng)
+	_, err := Open(d.dir, Options{MaxConcurrentIO: 100000, QueueDepth: 1024})
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "max_concurrent_io") || !strings.Contains(err.Error(), "100000") {
+		t.Fatalf("100000 IO stacks of QD 1024: %v", err)
+	}
+	s, err := Open(d.dir, Options{MaxConcurrentIO: 2, QueueDepth: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/tiers/ssd"
@@ -69,6 +70,9 @@ var ErrClosed = errors.New("featurestore: store is closed")
 // Open opens the dataset in dir and places its hottest rows in the memory tiers.
 func Open(dir string, opt Options) (_ *Store, err error) {
 	if err := opt.EnsureDefaults().Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkStaging(&opt); err != nil {
 		return nil, err
 	}
 	m, err := dataset.Load(dir)
@@ -115,6 +119,24 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// stagingBytesPerRead is the IO stacks' staging per read in flight (gpuio's default largest read).
+const stagingBytesPerRead = 128 << 10
+
+// checkStaging refuses IO stacks whose staging (mapped at Open: stacks × queue depth × 128 KiB)
+// would take more than half the memory the machine has available, naming both options.
+func checkStaging(opt *Options) error {
+	avail, err := placement.MemAvailable()
+	if err != nil {
+		return nil // not Linux's /proc: nothing to check against
+	}
+	need := int64(opt.MaxConcurrentIO) * int64(opt.QueueDepth) * stagingBytesPerRead
+	if need > avail/2 {
+		return &OptionError{Option: "max_concurrent_io", Value: opt.MaxConcurrentIO,
+			Want: fmt.Sprintf("IO stacks whose staging (max_concurrent_io %d × queue_depth %d × 128 KiB = %d bytes) fits half the %d bytes of memory available", opt.MaxConcurrentIO, opt.QueueDepth, need, avail)}
+	}
+	return nil
 }
 
 // read serves requests of any file of the store through the IO stacks.
