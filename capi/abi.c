@@ -57,6 +57,30 @@ __attribute__((visibility("hidden"))) void tfs_set_error(const char *msg, size_t
   }
 }
 
+// Fork guard: the Go runtime does not survive fork(), so a call in a child process made after the
+// library was loaded would hang or crash inside Go. A pthread_atfork handler marks the child, and
+// every call that would enter Go returns TFS_ENOTSUP with a message instead.
+static volatile int tfs_forked;
+
+static void tfs_mark_child(void) { tfs_forked = 1; }
+
+__attribute__((constructor)) static void tfs_fork_guard_init(void) { pthread_atfork(NULL, NULL, tfs_mark_child); }
+
+static tfs_status tfs_forked_error(void) {
+  static const char msg[] =
+      "tierfs: this process was forked after libtierfs (a Go runtime) was loaded; the runtime does "
+      "not survive fork(). Load the library in the child (exec, or Python's 'spawn' start method)";
+  tfs_set_error(msg, sizeof msg - 1);
+  return TFS_ENOTSUP;
+}
+
+#define FORK_GUARD()                \
+  do {                              \
+    if (tfs_forked) {               \
+      return tfs_forked_error();    \
+    }                               \
+  } while (0)
+
 const char *tfs_last_error(void) { return tfs_err != NULL ? tfs_err : ""; }
 
 int tfs_abi_version(void) { return TFS_ABI_VERSION; }
@@ -68,6 +92,7 @@ tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **
   if (out != NULL) {
     *out = NULL;
   }
+  FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_open((char *)path, (tfs_open_options *)opts, (void *)out, &h);
   if (st == TFS_OK) {
     *out = (tfs_store *)h;
@@ -75,47 +100,57 @@ tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **
   return st;
 }
 
-tfs_status tfs_close(tfs_store *store) { return (tfs_status)tfsgo_close(H(store)); }
+tfs_status tfs_close(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_close(H(store)); }
 
 tfs_status tfs_store_info_get(tfs_store *store, tfs_store_info *out) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_store_info_get(H(store), out);
 }
 
 tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_gather(H(store), (int64_t *)ids, n, dst, dst_bytes);
 }
 
 tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_gather_device(H(store), (int64_t *)ids, n, dst_device, dst_bytes, cuda_stream);
 }
 
 tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_gather_device_ids(H(store), (int64_t *)ids_device, n, dst_device, dst_bytes, cuda_stream);
 }
 
 tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_labels(H(store), (int64_t *)ids, n, out);
 }
 
 tfs_status tfs_split(tfs_store *store, const char *name, int64_t *out, int64_t cap, int64_t *count) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_split(H(store), (char *)name, out, cap, count);
 }
 
 tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_place(H(store), (uint32_t *)hotness, n);
 }
 
 tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_stats_json(H(store), buf, cap, needed);
 }
 
 tfs_status tfs_advise_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_advise_json(H(store), (char *)request_json, buf, cap, needed);
 }
 
 tfs_status tfs_place_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_place_json(H(store), (char *)request_json, buf, cap, needed);
 }
 
@@ -124,6 +159,7 @@ tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts,
   if (out != NULL) {
     *out = NULL;
   }
+  FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_sampler_create(H(store), (tfs_sampler_options *)opts, (void *)out, &h);
   if (st == TFS_OK) {
     *out = (tfs_sampler *)h;
@@ -131,13 +167,14 @@ tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts,
   return st;
 }
 
-tfs_status tfs_sampler_free(tfs_sampler *sampler) { return (tfs_status)tfsgo_sampler_free(H(sampler)); }
+tfs_status tfs_sampler_free(tfs_sampler *sampler) { FORK_GUARD(); return (tfs_status)tfsgo_sampler_free(H(sampler)); }
 
 tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, struct tfs_sample **out) {
   uintptr_t h = 0;
   if (out != NULL) {
     *out = NULL;
   }
+  FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_sample(H(sampler), (int64_t *)seeds, n, (void *)out, &h);
   if (st == TFS_OK) {
     *out = (struct tfs_sample *)h;
@@ -146,29 +183,32 @@ tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, str
 }
 
 tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64_t *num_edges, int32_t *num_hops) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_sample_sizes(H(sample), num_nodes, num_edges, num_hops);
 }
 
 tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
                            int64_t *nodes_per_hop, int64_t *edges_per_hop) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_sample_copy(H(sample), nodes, row, col, nodes_per_hop, edges_per_hop);
 }
 
-tfs_status tfs_sample_free(struct tfs_sample *sample) { return (tfs_status)tfsgo_sample_free(H(sample)); }
+tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tfs_status)tfsgo_sample_free(H(sample)); }
 
-tfs_status tfs_synth(const char *options_json) { return (tfs_status)tfsgo_synth((char *)options_json); }
+tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json); }
 
-tfs_status tfs_ingest(const char *options_json) { return (tfs_status)tfsgo_ingest((char *)options_json); }
+tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json); }
 
-tfs_status tfs_mount(tfs_store *store, const char *dir) { return (tfs_status)tfsgo_mount(H(store), (char *)dir); }
+tfs_status tfs_mount(tfs_store *store, const char *dir) { FORK_GUARD(); return (tfs_status)tfsgo_mount(H(store), (char *)dir); }
 
-tfs_status tfs_unmount(tfs_store *store) { return (tfs_status)tfsgo_unmount(H(store)); }
+tfs_status tfs_unmount(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_unmount(H(store)); }
 
 tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_options *opts, tfs_io **out) {
   uintptr_t h = 0;
   if (out != NULL) {
     *out = NULL;
   }
+  FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_io_open((char **)paths, n_paths, (tfs_io_options *)opts, (void *)out, &h);
   if (st == TFS_OK) {
     *out = (tfs_io *)h;
@@ -177,13 +217,15 @@ tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_o
 }
 
 tfs_status tfs_io_submit(tfs_io *io, const tfs_io_request *reqs, int64_t n) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_io_submit(H(io), (tfs_io_request *)reqs, n);
 }
 
-tfs_status tfs_io_complete(tfs_io *io, void *cuda_stream) { return (tfs_status)tfsgo_io_complete(H(io), cuda_stream); }
+tfs_status tfs_io_complete(tfs_io *io, void *cuda_stream) { FORK_GUARD(); return (tfs_status)tfsgo_io_complete(H(io), cuda_stream); }
 
 tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
   return (tfs_status)tfsgo_io_stats_json(H(io), buf, cap, needed);
 }
 
-tfs_status tfs_io_close(tfs_io *io) { return (tfs_status)tfsgo_io_close(H(io)); }
+tfs_status tfs_io_close(tfs_io *io) { FORK_GUARD(); return (tfs_status)tfsgo_io_close(H(io)); }

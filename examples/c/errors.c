@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -394,6 +395,20 @@ int main(int argc, char **argv) {
     expect_status(tfs_gather(c, &id, 1, row, rb), TFS_ECORRUPT, "checksum", "gather of the corrupted row with verify_reads");
     tfs_close(c);
   }
+
+  /* ---- a forked child: every call that would enter Go refuses, none hangs ---- */
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tfs_store *child = NULL;
+    tfs_status st = tfs_open(ds, &o, &child);
+    int ok = st == TFS_ENOTSUP && child == NULL && strstr(tfs_last_error(), "fork") != NULL &&
+             tfs_close((tfs_store *)(uintptr_t)1) == TFS_ENOTSUP;
+    _exit(ok ? 0 : 1);
+  }
+  int wstatus = 0;
+  expect(pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
+         "a forked child's tfs_open and tfs_close return TFS_ENOTSUP naming fork, without entering Go");
 
   free(row);
   free(gids);
