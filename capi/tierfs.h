@@ -14,7 +14,8 @@
  *    at least the first field after it, and not exceed the library's sizeof).
  *  - Buffers are the caller's; the library never keeps a pointer after a call returns (except
  *    tfs_io_submit's destinations, written until the next tfs_io_complete).
- *  - Load the library once per process and do not fork after loading it (it runs a Go runtime).
+ *  - Load the library once per process and do not fork after loading it (it runs a Go runtime):
+ *    in a child forked after loading, every call returns TFS_ENOTSUP and says so.
  */
 #ifndef TIERFS_H
 #define TIERFS_H
