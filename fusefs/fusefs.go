@@ -119,6 +119,15 @@ type View struct {
 	unmountErr  error
 }
 
+// mountpointError explains a mountpoint that cannot be looked at; a FUSE mount whose server died
+// (ENOTCONN) is still in place until it is unmounted.
+func mountpointError(dir string, err error) error {
+	if errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("fusefs: mountpoint %s: %w (a mount whose server stopped is still there: run `tierfs umount %s` or `fusermount -u %s`, then mount again)", dir, err, dir, dir)
+	}
+	return fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
+}
+
 // Mount mounts a read-only view of store at dir (an existing directory) and serves it until
 // Unmount, store.Close, or an unmount from outside. The store must stay open while mounted;
 // Mount registers Unmount with store.OnClose so closing it unmounts first.
@@ -131,7 +140,7 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 		return nil, fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
 	}
 	if st, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
+		return nil, mountpointError(dir, err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("fusefs: mountpoint %s is not a directory", dir)
 	}

@@ -822,3 +822,16 @@ func TestMountinfoUnescape(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleMountpointHint: a mountpoint left by a server that died (ENOTCONN) gets the command
+// that clears it; other errors are passed on as they are.
+func TestStaleMountpointHint(t *testing.T) {
+	stale := &os.PathError{Op: "stat", Path: "/mnt/x", Err: syscall.ENOTCONN}
+	if err := mountpointError("/mnt/x", stale); !errors.Is(err, syscall.ENOTCONN) || !strings.Contains(err.Error(), "tierfs umount /mnt/x") {
+		t.Errorf("stale mount: %v", err)
+	}
+	missing := &os.PathError{Op: "stat", Path: "/mnt/y", Err: syscall.ENOENT}
+	if err := mountpointError("/mnt/y", missing); !errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "umount") {
+		t.Errorf("missing mountpoint: %v", err)
+	}
+}
