@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
 )
@@ -76,6 +77,10 @@ func TestStatusOfOtherErrors(t *testing.T) {
 		{&os.PathError{Op: "open", Path: "/x", Err: unix.EACCES}, stEIO},
 		// A dataset error that is also a missing file is reported as the dataset error.
 		{fmt.Errorf("%w: %w", dataset.ErrCorrupt, os.ErrNotExist), stECORRUPT},
+		// A read the end of a truncated dataset file cut short (tiers/ssd) and damaged on-disk
+		// topology (topology.DiskCSC) are corruption, not IO errors.
+		{fmt.Errorf("ssd: x.bin ends before byte 8192 (truncated?): %w: %w", &gpuio.ShortReadError{File: 0, Offset: 4096, Want: 4096, Got: 100}, dataset.ErrCorrupt), stECORRUPT},
+		{fmt.Errorf("topology: read index pointers: gpuio: verify of file 1 block at offset 0: %w", dataset.ErrCorrupt), stECORRUPT},
 	} {
 		if got := classify(c.err, stEINTERNAL); got != c.want {
 			t.Errorf("classify(%v) = %d, want %d", c.err, got, c.want)

@@ -2,8 +2,6 @@ package featurestore
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -32,27 +30,28 @@ func (s *Store) openGraph() error {
 		s.graph = g
 		return s.cachePlanTopology(s.opt.Placement)
 	}
+	// Read through the IO stacks, so every block is checked under Options.VerifyReads.
 	indptr := make([]int64, n+1)
-	if err := readArray(s.m.Path(et.Indptr.File), unsafe.Slice((*byte)(unsafe.Pointer(&indptr[0])), len(indptr)*8)); err != nil {
+	if err := s.readFile(et.Indptr.File, int64Bytes(indptr)); err != nil {
 		return err
 	}
 	var g *topology.CSC
 	var err error
 	if et.Indices.DType == dataset.Int32 {
 		idx := make([]int32, et.Count)
-		if err := readArray(s.m.Path(et.Indices.File), int32Bytes(idx)); err != nil {
+		if err := s.readFile(et.Indices.File, int32Bytes(idx)); err != nil {
 			return err
 		}
 		g, err = topology.NewCSC(indptr, idx, nil)
 	} else {
 		idx := make([]int64, et.Count)
-		if err := readArray(s.m.Path(et.Indices.File), int64Bytes(idx)); err != nil {
+		if err := s.readFile(et.Indices.File, int64Bytes(idx)); err != nil {
 			return err
 		}
 		g, err = topology.NewCSC(indptr, nil, idx)
 	}
-	if err != nil {
-		return fmt.Errorf("featurestore: topology of %s: %w", s.m.Dir(), err)
+	if err != nil { // the arrays match the manifest's sizes, so a bad structure is damage
+		return fmt.Errorf("featurestore: topology of %s: %w: %w", s.m.Dir(), err, dataset.ErrCorrupt)
 	}
 	s.graph = g
 	return nil
@@ -72,16 +71,25 @@ func int64Bytes(v []int64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
 }
 
-// readArray fills dst from the start of path (arrays are little-endian, as is every machine
-// tierfs builds for).
-func readArray(path string, dst []byte) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("featurestore: %w", err)
+// readFile fills dst from the start of file (a path of the store's file set) through the IO
+// stacks, so that every block is checked under Options.VerifyReads; a long dst is read a chunk
+// at a time. Arrays are little-endian, as is every machine tierfs builds for.
+func (s *Store) readFile(file string, dst []byte) error {
+	return s.readFileAt(file, 0, dst)
+}
+
+// readFileAt is readFile from byte offset off.
+func (s *Store) readFileAt(file string, off int64, dst []byte) error {
+	idx := s.files.Index(file)
+	if idx < 0 {
+		return fmt.Errorf("featurestore: %s is not a file this store reads", file)
 	}
-	defer f.Close()
-	if _, err := io.ReadFull(f, dst); err != nil {
-		return fmt.Errorf("featurestore: read %d bytes of %s: %w", len(dst), path, err)
+	const chunk = 16 << 20
+	for lo := 0; lo < len(dst); lo += chunk {
+		hi := min(lo+chunk, len(dst))
+		if err := s.read([]gpuio.Request{{File: idx, Offset: off + int64(lo), Length: hi - lo, Dst: dst[lo:hi]}}); err != nil {
+			return fmt.Errorf("featurestore: read %d bytes of %s at offset %d: %w", hi-lo, file, off+int64(lo), err)
+		}
 	}
 	return nil
 }

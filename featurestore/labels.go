@@ -24,7 +24,7 @@ func (s *Store) loadLabels() error {
 		return nil
 	}
 	labels := make([]int64, n)
-	if err := readArray(s.m.Path(l.File), int64Bytes(labels)); err != nil {
+	if err := s.readFile(l.File, int64Bytes(labels)); err != nil {
 		return err
 	}
 	s.labels = labels
@@ -85,7 +85,7 @@ func (s *Store) ReadSplit(name string, out []int64) (int64, error) {
 		return 0, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
 	}
 	if k := min(int64(len(out)), sp.Count); k > 0 {
-		if err := readArray(s.m.Path(sp.File), int64Bytes(out[:k])); err != nil {
+		if err := s.readFile(sp.File, int64Bytes(out[:k])); err != nil {
 			return 0, fmt.Errorf("featurestore: split %q: %w", name, err)
 		}
 	}

@@ -1,13 +1,10 @@
 package featurestore
 
 import (
-	"bufio"
 	"container/heap"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -107,25 +104,40 @@ func (s *Store) topByDegree(k int64) ([]int64, error) {
 			}
 		}), nil
 	}
-	f, err := os.Open(s.m.Path(s.m.Edges().Indptr.File))
-	if err != nil {
-		return nil, fmt.Errorf("featurestore: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	var buf [8]byte
+	// Stream the index pointers a chunk at a time through the IO stacks (verified under
+	// Options.VerifyReads), checking their structure: a damaged file is corruption.
+	file, edges, n := s.m.Edges().Indptr.File, s.m.Edges().Count, s.NumNodes()
+	const chunk = 1 << 17 // pointers
+	buf := make([]int64, 0, chunk)
+	var next int64 // index of buf[0]
 	var readErr error
-	next := func() int64 {
-		if _, err := io.ReadFull(r, buf[:]); err != nil && readErr == nil {
-			readErr = fmt.Errorf("featurestore: read index pointers of %s: %w", f.Name(), err)
+	at := func(v int64) int64 {
+		if v >= next+int64(len(buf)) {
+			next += int64(len(buf))
+			buf = buf[:min(chunk, n+1-next)]
+			if err := s.readFileAt(file, 8*next, int64Bytes(buf)); err != nil {
+				readErr = fmt.Errorf("featurestore: read index pointers: %w", err)
+				return 0
+			}
 		}
-		return int64(binary.LittleEndian.Uint64(buf[:]))
+		return buf[v-next]
 	}
 	ids := topK(k, func(yield func(int64, uint64) bool) {
-		prev := next()
-		for v := range s.NumNodes() {
-			cur := next()
-			if readErr != nil || !yield(v, uint64(cur-prev)) {
+		prev := at(0)
+		if readErr == nil && prev != 0 {
+			readErr = fmt.Errorf("featurestore: %s: indptr[0] is %d, want 0: %w", file, prev, dataset.ErrCorrupt)
+		}
+		for v := range n {
+			cur := at(v + 1)
+			if readErr != nil {
+				return
+			}
+			if cur < prev || cur > edges {
+				readErr = fmt.Errorf("featurestore: %s: index pointers of node %d are %d, %d; want 0 <= indptr[v] <= indptr[v+1] <= %d edges: %w",
+					file, v, prev, cur, edges, dataset.ErrCorrupt)
+				return
+			}
+			if !yield(v, uint64(cur-prev)) {
 				return
 			}
 			prev = cur

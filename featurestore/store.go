@@ -41,7 +41,7 @@ type Store struct {
 	spec *dataset.FeatureSpec
 	opt  Options
 
-	files      *ssd.Files // feature stripes, then indptr and indices, then labels
+	files      *ssd.Files // feature stripes, then indptr and indices, then labels, then splits
 	indptrFile int        // index of indptr in files, -1 without topology
 	ssd        *ssd.Tier
 
@@ -99,6 +99,9 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	}
 	if l := m.Nodes().Labels; l != nil {
 		paths = append(paths, l.File)
+	}
+	for _, name := range s.SplitNames() { // splits are read through the stacks too, so verified
+		paths = append(paths, m.Nodes().Splits[name].File)
 	}
 	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)

@@ -27,6 +27,8 @@ type testData struct {
 	count    int64
 	indptr   []int64
 	indices  []int32
+	labels   []int64
+	train    []int64 // the "train" split, when written (writeSplitDataset)
 }
 
 // writeDataset writes count nodes with random rows of dim float32 (striped over nfiles) and a
@@ -37,6 +39,17 @@ func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *r
 
 // writeTypedDataset is writeDataset with rows of dim elements of dtype.
 func writeTypedDataset(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
+	t.Helper()
+	return writeDatasetOf(t, dtype, count, dim, nfiles, avgDeg, false, rng)
+}
+
+// writeSplitDataset is writeDataset with a "train" split of about a third of the nodes.
+func writeSplitDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
+	t.Helper()
+	return writeDatasetOf(t, dataset.Float32, count, dim, nfiles, avgDeg, true, rng)
+}
+
+func writeDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, split bool, rng *rand.Rand) *testData {
 	t.Helper()
 	dir := t.TempDir()
 	if err := dataset.Begin(dir); err != nil {
@@ -87,6 +100,20 @@ func writeTypedDataset(t testing.TB, dtype dataset.DType, count, dim int64, nfil
 	if err := dataset.WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
 		t.Fatal(err)
 	}
+	d.labels = labels
+	var splits map[string]dataset.IDsSpec
+	if split {
+		for v := range count {
+			if rng.IntN(3) == 0 {
+				d.train = append(d.train, v)
+			}
+		}
+		if err := dataset.WriteInt64s(filepath.Join(dir, "train.ids"), d.train); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, "train.ids")
+		splits = map[string]dataset.IDsSpec{"train": {ArraySpec: dataset.ArraySpec{File: "train.ids", DType: dataset.Int64}, Count: int64(len(d.train))}}
+	}
 	raw := make([]byte, 4*len(d.indices))
 	for i, u := range d.indices {
 		binary.LittleEndian.PutUint32(raw[4*i:], uint32(u))
@@ -96,7 +123,8 @@ func writeTypedDataset(t testing.TB, dtype dataset.DType, count, dim int64, nfil
 	}
 	m := &dataset.Manifest{
 		NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec},
-			Labels: &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: "labels.bin", DType: dataset.Int64}, NumClasses: 6}}},
+			Labels: &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: "labels.bin", DType: dataset.Int64}, NumClasses: 6},
+			Splits: splits}},
 		EdgeTypes: []dataset.EdgeType{{Src: "node", Rel: "to", Dst: "node", Count: int64(len(d.indices)), Layout: "csc",
 			Indptr: dataset.ArraySpec{File: "indptr.bin", DType: dataset.Int64}, Indices: dataset.ArraySpec{File: "indices.bin", DType: dataset.Int32}}},
 	}

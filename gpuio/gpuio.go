@@ -12,6 +12,8 @@
 // A Stack is used by one goroutine at a time; open one Stack per concurrent gatherer.
 package gpuio
 
+import "fmt"
+
 // Request asks for Length bytes at byte Offset of file File, delivered into Dst, or, when Dst is
 // nil, into device memory at DevDst by the completion kernel (a Stack with AttachDevice).
 // Offset and Length need no alignment: the stack reads the covering BlockSize-aligned range.
@@ -68,3 +70,15 @@ type Stats struct {
 
 // LatencyBuckets is the number of power-of-two microsecond buckets in Stats.LatencyHistogram.
 const LatencyBuckets = 24
+
+// ShortReadError is a read that the end of its file cut short of the bytes it needed (a file
+// shorter than its caller believes).
+type ShortReadError struct {
+	File      int   // index into the Stack's fds
+	Offset    int64 // of the read
+	Want, Got int   // bytes
+}
+
+func (e *ShortReadError) Error() string {
+	return fmt.Sprintf("gpuio: short read of file %d at offset %d: want %d bytes, got %d (past end of file?)", e.File, e.Offset, e.Want, e.Got)
+}

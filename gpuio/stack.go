@@ -356,7 +356,7 @@ func (s *Stack) finish(rd *read, n int, ioErr error) error {
 	if n != rd.length && (s.opts.Verify != nil || n < rd.need()) {
 		// A read may end early only at the end of a file whose size is no BlockSize multiple,
 		// past every byte a request wants (and not under Verify, which checks whole blocks).
-		return fmt.Errorf("gpuio: short read of file %d at offset %d: want %d bytes, got %d (past end of file?)", rd.file, rd.off, rd.length, n)
+		return &ShortReadError{File: rd.file, Offset: rd.off, Want: rd.length, Got: n}
 	}
 	if verify := s.opts.Verify; verify != nil {
 		for at := 0; at < rd.length; at += s.opts.BlockSize {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 )
 
@@ -89,6 +90,16 @@ func (g *DiskCSC) pointers(nodes []int64, cache *neighborCache) ([]int64, []int3
 	if err := g.read(reqs); err != nil {
 		return nil, nil, fmt.Errorf("topology: read index pointers: %w", err)
 	}
+	// The file is unchecked input: a pointer outside the index file must never size anything.
+	for i, v := range nodes {
+		if slot != nil && slot[i] >= 0 {
+			continue
+		}
+		if a, b := ptr[2*i], ptr[2*i+1]; a < 0 || a > b || b > g.edges {
+			return nil, nil, fmt.Errorf("topology: index pointers of node %d are indptr[%d] = %d, indptr[%d] = %d; want 0 <= indptr[v] <= indptr[v+1] <= %d edges: %w",
+				v, v, a, v+1, b, g.edges, dataset.ErrCorrupt)
+		}
+	}
 	return ptr, slot, nil
 }
 
@@ -155,6 +166,9 @@ func (g *DiskCSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int
 			out[j] = int64(int32(binary.LittleEndian.Uint32(raw[4*j:])))
 		} else {
 			out[j] = int64(binary.LittleEndian.Uint64(raw[8*j:]))
+		}
+		if uint64(out[j]) >= uint64(g.n) {
+			return fmt.Errorf("topology: neighbor id %d (position %d of its list) is not a node id in [0, %d): %w", out[j], pos[j], g.n, dataset.ErrCorrupt)
 		}
 	}
 	return nil
@@ -273,12 +287,12 @@ func (g *DiskCSC) CacheNeighbors(nodes []int64) error {
 	}
 	for j, v := range c.idx32 { // the file is unchecked input: ids must be node ids
 		if v < 0 || int64(v) >= g.n {
-			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d)", v, j, g.n)
+			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.n, dataset.ErrCorrupt)
 		}
 	}
 	for j, v := range c.idx64 {
 		if v < 0 || v >= g.n {
-			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d)", v, j, g.n)
+			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.n, dataset.ErrCorrupt)
 		}
 	}
 	g.cache.Store(c)

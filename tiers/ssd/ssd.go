@@ -61,6 +61,9 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 			return nil, fmt.Errorf("ssd: open %s: %w", m.Path(p), &os.PathError{Op: "open", Path: m.Path(p), Err: err})
 		}
 		f.fds = append(f.fds, fd)
+		if err := checkSize(m, p, fd); err != nil {
+			return nil, err
+		}
 		if opt.VerifyReads {
 			sums, err := m.LoadChecksums(m.File(p))
 			if err != nil {
@@ -113,9 +116,19 @@ func (f *Files) Read(reqs []gpuio.Request) error {
 	defer f.give(st)
 	if err := st.Submit(reqs); err != nil {
 		st.Complete() // drain whatever was handed to the kernel before the error
-		return err
+		return f.classify(err)
 	}
-	return st.Complete()
+	return f.classify(st.Complete())
+}
+
+// classify makes a read that a file's end cut short a corruption error naming the file: every
+// file of the set is at least as long as the manifest says, so it was truncated.
+func (f *Files) classify(err error) error {
+	var short *gpuio.ShortReadError
+	if errors.As(err, &short) && short.File >= 0 && short.File < len(f.paths) {
+		return fmt.Errorf("ssd: %s ends before byte %d (truncated?): %w: %w", f.paths[short.File], short.Offset+int64(short.Want), err, dataset.ErrCorrupt)
+	}
+	return err
 }
 
 // ReadToDevice serves reqs whose destinations are device memory: the completion kernel moves
@@ -128,9 +141,9 @@ func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
 	defer f.give(st)
 	if err := st.Submit(reqs); err != nil {
 		st.CompleteOn(stream)
-		return err
+		return f.classify(err)
 	}
-	return st.CompleteOn(stream)
+	return f.classify(st.CompleteOn(stream))
 }
 
 func (f *Files) take() *gpuio.Stack { return <-f.stacks }
@@ -296,4 +309,21 @@ func (t *Tier) Ranges(fn func(first, count int64) bool) {
 	if t.nodes > 0 {
 		fn(0, t.nodes)
 	}
+}
+
+// checkSize fails, as corruption, when the open file fd of path p is shorter than the manifest
+// says.
+func checkSize(m *dataset.Manifest, p string, fd int) error {
+	mf := m.File(p)
+	if mf == nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("ssd: stat %s: %w", m.Path(p), err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size < mf.Bytes {
+		return fmt.Errorf("ssd: %s has %d bytes, the manifest says %d (truncated): %w", m.Path(p), st.Size, mf.Bytes, dataset.ErrCorrupt)
+	}
+	return nil
 }

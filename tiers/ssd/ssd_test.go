@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -123,5 +124,35 @@ func TestOpenFilesErrors(t *testing.T) {
 	}
 	if _, err := OpenFiles(m, nil, Options{QueueDepth: -1}); err == nil || !strings.Contains(err.Error(), "-1") {
 		t.Errorf("negative queue depth: %v", err)
+	}
+}
+
+// TestTruncatedStripeIsCorrupt: a stripe shorter than the manifest says is corruption, found at
+// open when it is short already and by the read when it is cut while open, with and without
+// verified reads; the error names the file.
+func TestTruncatedStripeIsCorrupt(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, verify := range []bool{false, true} {
+		m, _ := writeFeatures(t, 3000, 16, 1, rng) // 64-byte rows, 192,000 bytes
+		spec := &m.Nodes().Features[0]
+		files, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendPread, VerifyReads: verify})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := m.Path(spec.Files[0])
+		if err := os.Truncate(path, 100_000); err != nil {
+			t.Fatal(err)
+		}
+		tier := NewTier(spec, 3000, files)
+		err = tier.CopyToHost([]int64{2999}, []int64{0}, make([]byte, spec.RowBytes))
+		if !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), spec.Files[0]) {
+			t.Errorf("verify %v: read past a truncated stripe: %v; want corruption naming the file", verify, err)
+		}
+		files.Close()
+		if _, err := OpenFiles(m, spec.Files, Options{VerifyReads: verify}); !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("verify %v: open of a truncated stripe: %v; want corruption", verify, err)
+		}
 	}
 }

@@ -1,0 +1,137 @@
+package featurestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// TestVerifyReadsBitFlips flips one bit at a random offset of the labels, split, indptr or
+// indices file, many times (printed seed), and opens the dataset with VerifyReads, the topology
+// in memory and on disk: opening, Labels, Split and Sample each either give the answer of the
+// undamaged dataset or an error dataset.IsCorrupt recognises, never a different answer.
+func TestVerifyReadsBitFlips(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 3000, 8, 1, 6, rng)
+	all := make([]int64, d.count)
+	for v := range all {
+		all[v] = int64(v)
+	}
+	seeds := randomIDs(rng, 300, d.count)
+	sopt := topology.SampleOptions{Fanouts: []int{-1, -1}, Seed: 7}
+	modes := []struct {
+		name string
+		opt  Options
+	}{
+		{"memory", Options{VerifyReads: true}},
+		{"disk", Options{VerifyReads: true, TopologyMemoryBytes: -1}},
+	}
+	ref := make([]*topology.Sample, len(modes))
+	for i, mode := range modes {
+		s, err := Open(d.dir, mode.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref[i], err = s.Sample(seeds, sopt); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	trials := 100
+	if testing.Short() {
+		trials = 20
+	}
+	files := []string{"labels.bin", "train.ids", "indptr.bin", "indices.bin"}
+	var caught, clean int // opens with an error somewhere, and without
+	for trial := range trials {
+		file := files[trial%len(files)]
+		path := filepath.Join(d.dir, file)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, bit := rng.Int64N(int64(len(raw))), rng.UintN(8)
+		raw[off] ^= 1 << bit
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		what := func(call string) string { return fmt.Sprintf("%s byte %d bit %d: %s", file, off, bit, call) }
+		for i, mode := range modes {
+			failed := false
+			bad := func(call string, err error) bool {
+				failed = failed || err != nil
+				if err != nil && !dataset.IsCorrupt(err) {
+					t.Errorf("%s (%s topology): %v; want a corruption error", what(call), mode.name, err)
+				}
+				return err != nil
+			}
+			s, err := Open(d.dir, mode.opt)
+			if bad("open", err) {
+				caught++
+				continue
+			}
+			labels := make([]int64, d.count)
+			if err := s.Labels(all, labels); !bad("Labels", err) && !slices.Equal(labels, d.labels) {
+				t.Errorf("%s (%s topology): Labels differ from the undamaged dataset's", what("Labels"), mode.name)
+			}
+			train, err := s.Split("train")
+			if !bad("Split", err) && !slices.Equal(train, d.train) {
+				t.Errorf("%s (%s topology): Split(train) differs from the undamaged dataset's", what("Split"), mode.name)
+			}
+			sm, err := s.Sample(seeds, sopt)
+			if !bad("Sample", err) && !reflect.DeepEqual(sm, ref[i]) {
+				t.Errorf("%s (%s topology): Sample differs from the undamaged dataset's", what("Sample"), mode.name)
+			}
+			s.Close()
+			if failed {
+				caught++
+			} else {
+				clean++
+			}
+		}
+		raw[off] ^= 1 << bit
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d trials, 2 opens each: %d found corruption, %d gave every reference answer", trials, caught, clean)
+}
+
+// TestDiskTopologyHugeIndptr: with the topology on disk, an index pointer damaged to a huge
+// value (the checksums agreeing, as when verification is off or the damage predates them) is
+// corruption when sampling every neighbor, without a huge allocation.
+func TestDiskTopologyHugeIndptr(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 2000, 8, 1, 6, rng)
+	v := rng.Int64N(d.count-1) + 1
+	f, err := os.OpenFile(filepath.Join(d.dir, "indptr.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := binary.LittleEndian.AppendUint64(nil, 1<<40) // 8 TiB of int64 ids
+	if _, err := f.WriteAt(huge, 8*v); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err := Open(d.dir, Options{TopologyMemoryBytes: -1, Hotness: make([]uint32, d.count)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Sample([]int64{v - 1, v, rng.Int64N(d.count)}, topology.SampleOptions{Fanouts: []int{-1}})
+	if !dataset.IsCorrupt(err) {
+		t.Fatalf("sample over a damaged indptr[%d]: %v; want corruption", v, err)
+	}
+	t.Log(err)
+	// In memory the same damage is corruption at open.
+	if _, err := Open(d.dir, Options{}); !dataset.IsCorrupt(err) {
+		t.Fatalf("open with the topology in memory: %v; want corruption", err)
+	}
+}
