@@ -17,11 +17,8 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 		return nil, err
 	}
 	defer leave()
-	if err := checkSampleOptions(opt); err != nil {
+	if err := s.checkSampling(opt); err != nil {
 		return nil, err
-	}
-	if s.graph == nil {
-		return nil, s.errNoTopology()
 	}
 	n := s.NumNodes()
 	for i, v := range seeds {
@@ -34,6 +31,17 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 		s.stats.samples.Add(1)
 	}
 	return out, err
+}
+
+// checkSampling checks opt and that the dataset has a topology to sample.
+func (s *Store) checkSampling(opt topology.SampleOptions) error {
+	if err := checkSampleOptions(opt); err != nil {
+		return err
+	}
+	if s.graph == nil {
+		return s.errNoTopology()
+	}
+	return nil
 }
 
 func (s *Store) errNoTopology() error {

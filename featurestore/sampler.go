@@ -29,11 +29,8 @@ func (s *Store) NewSampler(opt topology.SampleOptions) (*Sampler, error) {
 		return nil, err
 	}
 	defer leave()
-	if err := checkSampleOptions(opt); err != nil {
+	if err := s.checkSampling(opt); err != nil {
 		return nil, err
-	}
-	if s.graph == nil {
-		return nil, s.errNoTopology()
 	}
 	opt.Fanouts = slices.Clone(opt.Fanouts)
 	return &Sampler{s: s, opt: opt}, nil
