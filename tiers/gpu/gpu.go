@@ -30,9 +30,7 @@ type Tier struct {
 	scratch  chan *scratch
 }
 
-var (
-	_ tiers.Tier = (*Tier)(nil)
-)
+var _ tiers.Tier = (*Tier)(nil)
 
 // scratch is what one CopyToHost needs: slots on the device, rows gathered there, and their
 // pinned copy.

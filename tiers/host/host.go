@@ -79,7 +79,10 @@ func (x *Index) IDs() []int64 { return x.ids }
 // IndexBytes is the memory the index takes.
 func (x *Index) IndexBytes() int64 { return 8*int64(len(x.ids)) + 4*int64(len(x.table)) }
 
-var _ tiers.Tier = (*Cache)(nil)
+var (
+	_ tiers.Tier           = (*Cache)(nil)
+	_ tiers.DeviceAttacher = (*Cache)(nil)
+)
 
 // New returns an empty host tier for rows of rowBytes bytes.
 func New(rowBytes int64) *Cache { return &Cache{rowBytes: rowBytes} }

@@ -60,7 +60,12 @@ type Sieve struct {
 	dev     *devicePath // nil until AttachDevice
 }
 
-var _ tiers.Tier = (*Sieve)(nil)
+var (
+	_ tiers.Tier           = (*Sieve)(nil)
+	_ tiers.Holder         = (*Sieve)(nil)
+	_ tiers.Admitter       = (*Sieve)(nil)
+	_ tiers.DeviceAttacher = (*Sieve)(nil)
+)
 
 // NewSieve returns an empty Sieve for rows of rowBytes bytes holding as many rows as
 // budgetBytes pays for at SieveBytesPerRow each (0 rows when the budget is too small: every Get
