@@ -148,7 +148,7 @@ func Load(dir string) (*Manifest, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("dataset: %s is not a directory: %w", dir, ErrNotDataset)
 	}
-	data, err := readManifest(dir)
+	data, err := ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("dataset: %s has no %s (a dataset is complete only once its manifest is written): %w", dir, ManifestName, ErrNotDataset)
 	}

@@ -170,8 +170,10 @@ func readCapped(path string, fd int, size, want int64) ([]byte, error) {
 	return buf, nil
 }
 
-// readManifest reads dir/manifest.json: a regular file of at most MaxManifestBytes.
-func readManifest(dir string) ([]byte, error) {
+// ReadManifest reads the bytes of dir/manifest.json, unparsed: it must be a regular file (after
+// following symlinks) of at most MaxManifestBytes, else the error wraps ErrCorrupt. Everything
+// that reads a manifest reads it here.
+func ReadManifest(dir string) ([]byte, error) {
 	path := filepath.Join(dir, ManifestName)
 	fd, size, err := openRegular(path, 0)
 	if err != nil {
