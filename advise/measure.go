@@ -198,9 +198,9 @@ func ProbeSSD(m *dataset.Manifest, spec *dataset.FeatureSpec, qd int, dur time.D
 	}()
 	for _, f := range spec.Files {
 		path := m.Path(f)
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		fd, _, err := m.OpenFD(f, unix.O_DIRECT)
 		if errors.Is(err, unix.EINVAL) {
-			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			fd, _, err = m.OpenFD(f, 0)
 			p.Notes = append(p.Notes, path+": no O_DIRECT on this file system; reads go through the page cache and the IOPS are not the disk's")
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 )
 
 func hashHex(b []byte) string { return fmt.Sprintf("%016x", xxhash.Sum64(b)) }
@@ -40,16 +41,24 @@ type Checksums struct {
 // LoadChecksums reads the sidecar of file f (a files-list entry) and checks it against the hash
 // the manifest holds for it.
 func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
-	side, err := os.ReadFile(m.Path(f.Checksums))
+	// The sidecar's size is known from the manifest (one uint64 per block): a file of any other
+	// size is refused before reading, and no more than that is ever read.
+	bs := int64(m.BlockSize)
+	want := f.Bytes / bs * 8
+	fd, size, err := m.OpenFD(f.Checksums, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: checksums of %s: %w", f.Path, err)
+	}
+	if size != want {
+		unix.Close(fd)
+		return nil, fmt.Errorf("dataset: checksum sidecar %s has %d bytes, want %d for a %d-byte file: %w", m.Path(f.Checksums), size, want, f.Bytes, ErrCorrupt)
+	}
+	side, err := readCapped(m.Path(f.Checksums), fd, size, want)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: checksums of %s: %w", f.Path, err)
 	}
 	if got := hashHex(side); got != f.ChecksumsHash {
 		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
-	}
-	bs := int64(m.BlockSize)
-	if int64(len(side)) != f.Bytes/bs*8 {
-		return nil, fmt.Errorf("dataset: checksum sidecar %s has %d bytes, want %d for a %d-byte file: %w", f.Checksums, len(side), f.Bytes/bs*8, f.Bytes, ErrCorrupt)
 	}
 	c := &Checksums{Path: f.Path, BlockSize: bs, Sums: make([]uint64, len(side)/8)}
 	for i := range c.Sums {
@@ -99,6 +108,7 @@ func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Proble
 	for _, f := range m.Files {
 		total += f.Bytes
 	}
+	buf := make([]byte, 4<<20)
 	for i := range m.Files {
 		f := &m.Files[i]
 		perFile := 0
@@ -114,17 +124,16 @@ func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Proble
 			done += f.Bytes
 			continue
 		}
-		fd, err := os.Open(m.Path(f.Path))
+		rawFD, size, err := m.OpenFD(f.Path, 0)
 		if err != nil {
 			report(-1, err.Error())
 			done += f.Bytes
 			continue
 		}
-		st, err := fd.Stat()
-		if err == nil && st.Size() != f.Bytes {
-			report(-1, fmt.Sprintf("file has %d bytes, manifest says %d", st.Size(), f.Bytes))
+		fd := os.NewFile(uintptr(rawFD), m.Path(f.Path))
+		if size != f.Bytes {
+			report(-1, fmt.Sprintf("file has %d bytes, manifest says %d", size, f.Bytes))
 		}
-		buf := make([]byte, 4<<20)
 		for off := int64(0); off < f.Bytes; {
 			n := min(int64(len(buf)), f.Bytes-off)
 			got, err := fd.ReadAt(buf[:n], off)

@@ -38,8 +38,9 @@ const ChecksumSuffix = ".xxh64"
 // DefaultBlockSize is the block size new datasets use: the O_DIRECT alignment of every read.
 const DefaultBlockSize = 4096
 
-// Manifest describes a dataset. Paths in it are relative to the dataset directory unless absolute
-// (feature stripes on other devices).
+// Manifest describes a dataset. Paths in it are relative to the dataset directory and stay inside
+// it; only feature stripes on other devices (and their sidecars, <stripe>.xxh64) may be absolute.
+// Every file is opened through OpenFD, which refuses anything but a regular file.
 type Manifest struct {
 	Format    string     `json:"format"`
 	Version   int        `json:"version"`
@@ -147,7 +148,7 @@ func Load(dir string) (*Manifest, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("dataset: %s is not a directory: %w", dir, ErrNotDataset)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	data, err := ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("dataset: %s has no %s (a dataset is complete only once its manifest is written): %w", dir, ManifestName, ErrNotDataset)
 	}
@@ -218,6 +219,9 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("manifest file %q: bytes %d / content_bytes %d are not content padded to a multiple of block_size %d", f.Path, f.Bytes, f.ContentBytes, m.BlockSize)
 		}
 		files[f.Path] = f
+	}
+	if err := m.checkPaths(); err != nil {
+		return err
 	}
 	need := func(what, path string, minContent int64) error {
 		f, ok := files[path]

@@ -147,8 +147,7 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("fusefs: /dev/fuse is missing: %w (load the fuse kernel module; in a container, pass the device in, e.g. docker run --device /dev/fuse --cap-add SYS_ADMIN)", err)
 	}
-	manifestPath := store.Manifest().Path(dataset.ManifestName)
-	manifest, err := os.ReadFile(manifestPath)
+	manifest, err := dataset.ReadManifest(store.Manifest().Dir())
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: read manifest of %s: %w", store.Manifest().Dir(), err)
 	}

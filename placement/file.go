@@ -61,7 +61,7 @@ func InputsOf(h *Hotness, p *Placement) Inputs {
 // every file's size and the xxhash64 of the file's per-block checksums, so a changed data file
 // (rewritten by ingest) changes the manifest.
 func Fingerprint(dir string) (uint64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, dataset.ManifestName))
+	data, err := dataset.ReadManifest(dir)
 	if err != nil {
 		return 0, fmt.Errorf("placement: fingerprint of dataset %s: %w", dir, err)
 	}

@@ -350,7 +350,7 @@ func benchRawIO(m *dataset.Manifest, spec *dataset.FeatureSpec, qd, threads int,
 	var fds []int
 	var blocks []int64
 	for _, p := range spec.Files {
-		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT, 0)
+		fd, _, err := m.OpenFD(p, unix.O_DIRECT)
 		if err != nil {
 			return benchResult{}, err
 		}

@@ -10,7 +10,6 @@ package ssd
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -53,15 +52,17 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 		}
 	}()
 	for _, p := range paths {
-		fd, err := unix.Open(m.Path(p), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		// OpenFD refuses paths outside the dataset and anything but a regular file, without
+		// blocking on a FIFO.
+		fd, size, err := m.OpenFD(p, unix.O_DIRECT)
 		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
-			fd, err = unix.Open(m.Path(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			fd, size, err = m.OpenFD(p, 0)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ssd: open %s: %w", m.Path(p), &os.PathError{Op: "open", Path: m.Path(p), Err: err})
+			return nil, fmt.Errorf("ssd: %w", err)
 		}
 		f.fds = append(f.fds, fd)
-		if err := checkSize(m, p, fd); err != nil {
+		if err := checkSize(m, p, size); err != nil {
 			return nil, err
 		}
 		if opt.VerifyReads {
@@ -311,19 +312,15 @@ func (t *Tier) Ranges(fn func(first, count int64) bool) {
 	}
 }
 
-// checkSize fails, as corruption, when the open file fd of path p is shorter than the manifest
-// says.
-func checkSize(m *dataset.Manifest, p string, fd int) error {
+// checkSize fails, as corruption, when the file of path p (a regular file of size bytes) is
+// shorter than the manifest says.
+func checkSize(m *dataset.Manifest, p string, size int64) error {
 	mf := m.File(p)
 	if mf == nil {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("ssd: stat %s: %w", m.Path(p), err)
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size < mf.Bytes {
-		return fmt.Errorf("ssd: %s has %d bytes, the manifest says %d (truncated): %w", m.Path(p), st.Size, mf.Bytes, dataset.ErrCorrupt)
+	if size < mf.Bytes {
+		return fmt.Errorf("ssd: %s has %d bytes, the manifest says %d (truncated): %w", m.Path(p), size, mf.Bytes, dataset.ErrCorrupt)
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -156,3 +158,59 @@ func TestTruncatedStripeIsCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenFilesRefusesNonRegular: a stripe that is a FIFO or a device, a sidecar that is a
+// device, and a path escaping the dataset are refused promptly (a FIFO's open must not block)
+// with corruption naming the path.
+func TestOpenFilesRefusesNonRegular(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		name   string
+		verify bool
+		file   func(m *dataset.Manifest) string // the path to replace
+		make   func(path string) error
+		paths  func(m *dataset.Manifest) []string
+	}{
+		{"FIFO stripe", false, stripe, func(p string) error { return syscall.Mkfifo(p, 0o644) }, nil},
+		{"/dev/zero stripe", false, stripe, func(p string) error { return os.Symlink("/dev/zero", p) }, nil},
+		{"/dev/urandom sidecar", true, func(m *dataset.Manifest) string { return stripe(m) + dataset.ChecksumSuffix },
+			func(p string) error { return os.Symlink("/dev/urandom", p) }, nil},
+		{"escaping path", false, nil, nil, func(m *dataset.Manifest) []string { return []string{"../" + stripe(m)} }},
+		{"absolute path", false, nil, nil, func(m *dataset.Manifest) []string { return []string{"/dev/zero"} }},
+	} {
+		m, _ := writeFeatures(t, 100, 4, 1, rng)
+		paths := m.Nodes().Features[0].Files
+		want := ""
+		if tc.file != nil {
+			want = m.Path(tc.file(m))
+			os.Remove(want)
+			if err := tc.make(want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.paths != nil {
+			paths = tc.paths(m)
+			want = paths[0]
+		}
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenFiles(m, paths, Options{Backend: gpuio.BackendPread, VerifyReads: tc.verify})
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want corruption naming %s", tc.name, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: OpenFiles still running after 5 s", tc.name)
+		}
+	}
+}
+
+func stripe(m *dataset.Manifest) string { return m.Nodes().Features[0].Files[0] }

@@ -1,0 +1,185 @@
+package dataset
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// prompt runs fn and fails the test when it takes more than 5 s (a blocked open of a FIFO, an
+// endless read of a device) or allocates more than maxAlloc bytes.
+func prompt(t *testing.T, what string, maxAlloc uint64, fn func()) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: still running after 5 s", what)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > maxAlloc {
+		t.Fatalf("%s: allocated %d bytes, more than %d", what, got, maxAlloc)
+	}
+}
+
+func newPathsDataset(t *testing.T) (string, *Manifest) {
+	t.Helper()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	dir := t.TempDir()
+	m, _ := writeTestDataset(t, dir, 1000, 8, Float32, 2, rand.New(rand.NewPCG(seed, 3)))
+	return dir, m
+}
+
+func wantErr(t *testing.T, what string, err error, mention string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), mention) || !IsCorrupt(err) {
+		t.Fatalf("%s: error %v, want ErrCorrupt naming %q", what, err, mention)
+	}
+}
+
+// wantProblem checks Verify reported a problem for file naming mention.
+func wantProblem(t *testing.T, m *Manifest, file, mention string) {
+	t.Helper()
+	var problems []Problem
+	var err error
+	prompt(t, "verify", 8<<20, func() { problems, err = m.Verify(0, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if p.File == file && strings.Contains(p.What, mention) {
+			return
+		}
+	}
+	t.Fatalf("verify: problems %v, want one for %s mentioning %q", problems, file, mention)
+}
+
+func TestManifestNotRegular(t *testing.T) {
+	dir, _ := newPathsDataset(t)
+	path := filepath.Join(dir, ManifestName)
+	os.Remove(path)
+	for _, tc := range []struct {
+		name string
+		make func() error
+	}{
+		{"symlink to /dev/zero", func() error { return os.Symlink("/dev/zero", path) }},
+		{"FIFO", func() error { return syscall.Mkfifo(path, 0o644) }},
+		{"directory", func() error { return os.Mkdir(path, 0o755) }},
+	} {
+		if err := tc.make(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		prompt(t, tc.name, 1<<20, func() { _, err = Load(dir) })
+		wantErr(t, tc.name, err, path)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A sparse manifest past the cap is refused before it is read.
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(MaxManifestBytes + 1)
+	f.Close()
+	prompt(t, "huge manifest", 1<<20, func() { _, err = Load(dir) })
+	wantErr(t, "huge manifest", err, "more than")
+}
+
+func TestFIFODataFile(t *testing.T) {
+	dir, m := newPathsDataset(t)
+	labels := filepath.Join(dir, "labels.bin")
+	os.Remove(labels)
+	if err := syscall.Mkfifo(labels, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	prompt(t, "open FIFO", 1<<20, func() { _, _, err = m.OpenFD("labels.bin", 0) })
+	wantErr(t, "open FIFO", err, labels)
+	if !strings.Contains(err.Error(), "FIFO") {
+		t.Fatalf("open FIFO: %v does not say FIFO", err)
+	}
+	wantProblem(t, m, "labels.bin", "FIFO")
+}
+
+func TestDeviceSidecar(t *testing.T) {
+	dir, m := newPathsDataset(t)
+	for _, dev := range []string{"/dev/urandom", "/dev/zero"} {
+		side := filepath.Join(dir, "labels.bin"+ChecksumSuffix)
+		os.Remove(side)
+		if err := os.Symlink(dev, side); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		prompt(t, "sidecar "+dev, 1<<20, func() { _, err = m.LoadChecksums(m.File("labels.bin")) })
+		wantErr(t, "sidecar "+dev, err, side)
+		wantProblem(t, m, "labels.bin", "character device")
+	}
+	// A sidecar longer than the manifest implies is refused before it is read.
+	side := filepath.Join(dir, "indptr.bin"+ChecksumSuffix)
+	f, err := os.OpenFile(side, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 8))
+	f.Close()
+	prompt(t, "long sidecar", 1<<20, func() { _, err = m.LoadChecksums(m.File("indptr.bin")) })
+	wantErr(t, "long sidecar", err, side)
+}
+
+func TestManifestPathEscapes(t *testing.T) {
+	dir, _ := newPathsDataset(t)
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	for _, tc := range []struct{ from, to, mention string }{
+		{`"labels.bin"`, `"../labels.bin"`, "escapes"},
+		{`"checksums": "labels.bin.xxh64"`, `"checksums": "../../labels.bin.xxh64"`, "escapes"},
+		{`"labels.bin"`, `"` + filepath.Join(outside, "labels.bin") + `"`, "absolute"},
+		{`"checksums": "labels.bin.xxh64"`, `"checksums": "/dev/urandom"`, "absolute"},
+		{`"checksums": "features.x.0.bin.xxh64"`, `"checksums": "/dev/urandom"`, "absolute"},
+	} {
+		bad := strings.ReplaceAll(string(raw), tc.from, tc.to)
+		if bad == string(raw) {
+			t.Fatalf("%s does not apply", tc.from)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		prompt(t, tc.to, 1<<20, func() { _, err = Load(dir) })
+		wantErr(t, tc.from+" -> "+tc.to, err, strings.Trim(strings.TrimPrefix(tc.to, `"checksums": `), `"`))
+		if !strings.Contains(err.Error(), tc.mention) {
+			t.Fatalf("%s: %v does not say %q", tc.to, err, tc.mention)
+		}
+	}
+	// A feature stripe on another device (an absolute path, as ingest --device-path writes)
+	// stays allowed, with its sidecar beside it.
+	for _, name := range []string{"features.x.1.bin", "features.x.1.bin" + ChecksumSuffix} {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(outside, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := strings.ReplaceAll(string(raw), `"features.x.1.bin`, `"`+filepath.Join(outside, "features.x.1.bin"))
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(dir)
+	if err != nil {
+		t.Fatalf("absolute stripe: %v", err)
+	}
+	if problems, err := m.Verify(0, nil); err != nil || len(problems) != 0 {
+		t.Fatalf("absolute stripe: verify %v %v", problems, err)
+	}
+}
