@@ -272,47 +272,33 @@ func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.
 //export tfsgo_gather_device
 func tfsgo_gather_device(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
 	defer guard("tfs_gather_device", &st)
-	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream), stEIO)
+	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream, false), stEIO)
 }
 
-func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
+//export tfsgo_gather_device_ids
+func tfsgo_gather_device_ids(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+	defer guard("tfs_gather_device_ids", &st)
+	return finish("tfs_gather_device_ids", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream, true), stEIO)
+}
+
+// gatherDevice serves tfs_gather_device and, with idsOnDevice, tfs_gather_device_ids (ids is then
+// a device address Go never reads).
+func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer, idsOnDevice bool) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
 	}
 	if err := checkGatherArgs(rec.s, ids, n, dst, "dst_device", dstBytes); err != nil {
 		return err
+	}
+	if idsOnDevice {
+		return rec.s.GatherDeviceIDs(uintptr(unsafe.Pointer(ids)), int(n), uintptr(dst), uintptr(stream))
 	}
 	var idSlice []int64
 	if n > 0 {
 		idSlice = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
 	}
 	return rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
-}
-
-//export tfsgo_gather_device_ids
-func tfsgo_gather_device_ids(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
-	defer guard("tfs_gather_device_ids", &st)
-	return finish("tfs_gather_device_ids", gatherDeviceIDs(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream), stEIO)
-}
-
-// gatherDeviceIDs is gatherDevice with ids in device memory: ids is an address Go never reads.
-func gatherDeviceIDs(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if err := checkGatherArgs(rec.s, ids, n, dst, "dst_device", dstBytes); err != nil {
-		return err
-	}
-	if n > math.MaxInt32*64 {
-		return fail(stEINVAL, "n = %d ids is more than one device gather takes", n)
-	}
-	err = rec.s.GatherDeviceIDs(uintptr(unsafe.Pointer(ids)), int(n), uintptr(dst), uintptr(stream))
-	if errors.Is(err, featurestore.ErrNoGPU) {
-		return failWrap(stENOTSUP, err, "no GPU path")
-	}
-	return err
 }
 
 //export tfsgo_labels

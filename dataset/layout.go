@@ -3,6 +3,7 @@ package dataset
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // DType names an element type, as numpy spells it.
@@ -110,3 +111,12 @@ func (f *FeatureSpec) ContentBytesOfFile(k int) int64 {
 
 // RoundUp rounds n up to a multiple of block.
 func RoundUp(n, block int64) int64 { return (n + block - 1) / block * block }
+
+// BytesOf views an array of fixed-size integers as the bytes a dataset file stores it in (arrays
+// are little-endian, as is every machine tierfs builds for), for reading a file straight into it.
+func BytesOf[T ~int32 | ~int64 | ~uint32 | ~uint64](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))
+}

@@ -27,13 +27,20 @@ func requireGPU(t *testing.T) {
 // deviceGather runs GatherDevice into fresh device memory and copies the result back.
 func deviceGather(t *testing.T, s *Store, ids []int64) []byte {
 	t.Helper()
-	n := uint64(int64(len(ids)) * s.RowBytes())
-	dst, err := cuda.Malloc(0, max(n, 16))
+	return deviceRows(t, s, len(ids), func(dst, stream uintptr) error { return s.GatherDevice(ids, dst, stream) })
+}
+
+// deviceRows runs gather into fresh device memory for n rows (0xA5 bytes before) on a stream of
+// its own, and copies the rows back ordered by that stream alone: no host-side wait in between.
+func deviceRows(t *testing.T, s *Store, n int, gather func(dst, stream uintptr) error) []byte {
+	t.Helper()
+	size := uint64(int64(n) * s.RowBytes())
+	dst, err := cuda.Malloc(0, max(size, 16))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cuda.Free(0, dst)
-	if err := cuda.Memset(0, dst, 0xA5, max(n, 16), 0); err != nil {
+	if err := cuda.Memset(0, dst, 0xA5, max(size, 16), 0); err != nil {
 		t.Fatal(err)
 	}
 	stream, err := cuda.NewStream(0)
@@ -44,22 +51,21 @@ func deviceGather(t *testing.T, s *Store, ids []int64) []byte {
 	if err := cuda.SyncStream(0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.GatherDevice(ids, dst, uintptr(stream)); err != nil {
+	if err := gather(dst, uintptr(stream)); err != nil {
 		t.Fatal(err)
 	}
-	hostAddr, host, err := cuda.HostAlloc(0, max(n, 16))
+	hostAddr, host, err := cuda.HostAlloc(0, max(size, 16))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cuda.HostFree(0, hostAddr)
-	// Ordered after the gather by the caller's stream alone: no host-side wait in between.
-	if err := cuda.Memcpy(0, hostAddr, dst, n, stream); err != nil {
+	if err := cuda.Memcpy(0, hostAddr, dst, size, stream); err != nil {
 		t.Fatal(err)
 	}
 	if err := cuda.SyncStream(0, stream); err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Clone(host[:n])
+	return bytes.Clone(host[:size])
 }
 
 // randomIDs draws n ids, a third of them repeats of earlier ones.

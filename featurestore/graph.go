@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -32,20 +31,20 @@ func (s *Store) openGraph() error {
 	}
 	// Read through the IO stacks, so every block is checked under Options.VerifyReads.
 	indptr := make([]int64, n+1)
-	if err := s.readFile(et.Indptr.File, int64Bytes(indptr)); err != nil {
+	if err := s.readFile(et.Indptr.File, dataset.BytesOf(indptr)); err != nil {
 		return err
 	}
 	var g *topology.CSC
 	var err error
 	if et.Indices.DType == dataset.Int32 {
 		idx := make([]int32, et.Count)
-		if err := s.readFile(et.Indices.File, int32Bytes(idx)); err != nil {
+		if err := s.readFile(et.Indices.File, dataset.BytesOf(idx)); err != nil {
 			return err
 		}
 		g, err = topology.NewCSC(indptr, idx, nil)
 	} else {
 		idx := make([]int64, et.Count)
-		if err := s.readFile(et.Indices.File, int64Bytes(idx)); err != nil {
+		if err := s.readFile(et.Indices.File, dataset.BytesOf(idx)); err != nil {
 			return err
 		}
 		g, err = topology.NewCSC(indptr, nil, idx)
@@ -55,20 +54,6 @@ func (s *Store) openGraph() error {
 	}
 	s.graph = g
 	return nil
-}
-
-func int32Bytes(v []int32) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
-}
-
-func int64Bytes(v []int64) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
 }
 
 // readFile fills dst from the start of file (a path of the store's file set) through the IO

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 )
 
@@ -24,7 +25,7 @@ func (s *Store) loadLabels() error {
 		return nil
 	}
 	labels := make([]int64, n)
-	if err := s.readFile(l.File, int64Bytes(labels)); err != nil {
+	if err := s.readFile(l.File, dataset.BytesOf(labels)); err != nil {
 		return err
 	}
 	s.labels = labels
@@ -55,7 +56,7 @@ func (s *Store) Labels(ids []int64, out []int64) error {
 		}
 		return nil
 	}
-	return s.readArray(l.File, ids, int64Bytes(out))
+	return s.readArray(l.File, ids, dataset.BytesOf(out))
 }
 
 // Split returns the node ids of a split ("train", "val", "test").
@@ -85,7 +86,7 @@ func (s *Store) ReadSplit(name string, out []int64) (int64, error) {
 		return 0, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
 	}
 	if k := min(int64(len(out)), sp.Count); k > 0 {
-		if err := s.readFile(sp.File, int64Bytes(out[:k])); err != nil {
+		if err := s.readFile(sp.File, dataset.BytesOf(out[:k])); err != nil {
 			return 0, fmt.Errorf("featurestore: split %q: %w", name, err)
 		}
 	}

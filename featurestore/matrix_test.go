@@ -97,48 +97,37 @@ func deviceGatherIDs(t *testing.T, s *Store, ids []int64, onDevice bool) []byte 
 	if !onDevice {
 		return deviceGather(t, s, ids)
 	}
-	n := uint64(int64(len(ids)) * s.RowBytes())
-	idBytes := uint64(8 * max(len(ids), 1))
-	devIDs, err := cuda.Malloc(0, idBytes)
+	devIDs, free, err := idsOnDevice(ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cuda.Free(0, devIDs)
-	stageAddr, stage, err := cuda.HostAlloc(0, max(n, idBytes, 16))
+	defer free()
+	return deviceRows(t, s, len(ids), func(dst, stream uintptr) error { return s.GatherDeviceIDs(devIDs, len(ids), dst, stream) })
+}
+
+// idsOnDevice copies ids to new device memory (through pinned memory) and waits for the copy.
+func idsOnDevice(ids []int64) (uintptr, func(), error) {
+	n := uint64(8 * max(len(ids), 1))
+	devIDs, err := cuda.Malloc(0, n)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
-	defer cuda.HostFree(0, stageAddr)
+	addr, stage, err := cuda.HostAlloc(0, n)
+	if err != nil {
+		cuda.Free(0, devIDs)
+		return 0, nil, err
+	}
+	defer cuda.HostFree(0, addr)
 	copy(cuda.Int64s(stage, len(ids)), ids)
-	if err := cuda.Memcpy(0, devIDs, stageAddr, idBytes, 0); err != nil {
-		t.Fatal(err)
+	err = cuda.Memcpy(0, devIDs, addr, n, 0)
+	if err == nil {
+		err = cuda.SyncStream(0, 0)
 	}
-	dst, err := cuda.Malloc(0, max(n, 16))
 	if err != nil {
-		t.Fatal(err)
+		cuda.Free(0, devIDs)
+		return 0, nil, err
 	}
-	defer cuda.Free(0, dst)
-	if err := cuda.Memset(0, dst, 0xA5, max(n, 16), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := cuda.SyncStream(0, 0); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := cuda.NewStream(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.DestroyStream(0, stream)
-	if err := s.GatherDeviceIDs(devIDs, len(ids), dst, uintptr(stream)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cuda.Memcpy(0, stageAddr, dst, n, stream); err != nil {
-		t.Fatal(err)
-	}
-	if err := cuda.SyncStream(0, stream); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Clone(stage[:n])
+	return devIDs, func() { cuda.Free(0, devIDs) }, nil
 }
 
 // TestGatherDeviceIDsOutOfRange: a device id out of range is an error naming its position, now
@@ -168,28 +157,16 @@ func TestGatherDeviceIDsOutOfRange(t *testing.T) {
 }
 
 func gatherDeviceIDsErr(s *Store, ids []int64) error {
-	devIDs, err := cuda.Malloc(0, uint64(8*len(ids)))
+	devIDs, free, err := idsOnDevice(ids)
 	if err != nil {
 		return err
 	}
-	defer cuda.Free(0, devIDs)
-	addr, stage, err := cuda.HostAlloc(0, uint64(8*len(ids)))
-	if err != nil {
-		return err
-	}
-	defer cuda.HostFree(0, addr)
-	copy(cuda.Int64s(stage, len(ids)), ids)
-	if err := cuda.Memcpy(0, devIDs, addr, uint64(8*len(ids)), 0); err != nil {
-		return err
-	}
+	defer free()
 	dst, err := cuda.Malloc(0, uint64(int64(len(ids))*s.RowBytes()))
 	if err != nil {
 		return err
 	}
 	defer cuda.Free(0, dst)
-	if err := cuda.SyncStream(0, 0); err != nil {
-		return err
-	}
 	err = s.GatherDeviceIDs(devIDs, len(ids), dst, 0)
 	if serr := cuda.SyncStream(0, 0); err == nil && serr != nil {
 		err = serr
@@ -220,16 +197,13 @@ func BenchmarkGatherDeviceIDs(b *testing.B) {
 	defer s.Close()
 	for _, n := range []int{1, 10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			ids := randomIDs(rng, n, 200000)
-			addr, stage, _ := cuda.HostAlloc(0, uint64(8*n))
-			defer cuda.HostFree(0, addr)
-			copy(cuda.Int64s(stage, n), ids)
-			devIDs, _ := cuda.Malloc(0, uint64(8*n))
-			defer cuda.Free(0, devIDs)
+			devIDs, free, err := idsOnDevice(randomIDs(rng, n, 200000))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer free()
 			dst, _ := cuda.Malloc(0, uint64(int64(n)*d.rowBytes))
 			defer cuda.Free(0, dst)
-			cuda.Memcpy(0, devIDs, addr, uint64(8*n), 0)
-			cuda.SyncStream(0, 0)
 			b.SetBytes(int64(n) * d.rowBytes)
 			for b.Loop() {
 				if err := s.GatherDeviceIDs(devIDs, n, dst, 0); err != nil {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -70,7 +69,7 @@ func (g *DiskCSC) pointers(nodes []int64, cache *neighborCache) ([]int64, []int3
 		return nil, nil, err
 	}
 	ptr := make([]int64, 2*len(nodes))
-	buf := int64Bytes(ptr)
+	buf := dataset.BytesOf(ptr)
 	var slot []int32
 	if cache != nil {
 		slot = make([]int32, len(nodes))
@@ -257,10 +256,10 @@ func (g *DiskCSC) CacheNeighbors(nodes []int64) error {
 	raw := make([]byte, c.ptr[len(nodes)]*isz)
 	if isz == 4 {
 		c.idx32 = make([]int32, c.ptr[len(nodes)])
-		raw = int32Bytes(c.idx32)
+		raw = dataset.BytesOf(c.idx32)
 	} else {
 		c.idx64 = make([]int64, c.ptr[len(nodes)])
-		raw = int64Bytes(c.idx64)
+		raw = dataset.BytesOf(c.idx64)
 	}
 	const batch = 1 << 14
 	reqs := make([]gpuio.Request, 0, batch)
@@ -297,18 +296,4 @@ func (g *DiskCSC) CacheNeighbors(nodes []int64) error {
 	}
 	g.cache.Store(c)
 	return nil
-}
-
-func int32Bytes(v []int32) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
-}
-
-func int64Bytes(v []int64) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
 }

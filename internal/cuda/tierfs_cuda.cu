@@ -44,6 +44,17 @@ int grid_for(int dev, int max_blocks, int64_t work_blocks) {
   return g < 1 ? 1 : (int)g;
 }
 
+// by_width calls launch with a value of the widest load type (16, 8, 4, 2 or 1 bytes) that the
+// alignment bits in a allow: the kernels' template argument W.
+template <typename F>
+int by_width(uint64_t a, F launch) {
+  if ((a & 15) == 0) return launch(uint4{});
+  if ((a & 7) == 0) return launch(uint2{});
+  if ((a & 3) == 0) return launch(uint32_t{});
+  if ((a & 1) == 0) return launch(uint16_t{});
+  return launch(char{});
+}
+
 // ---- gather ----
 
 // W is the load width; lanes consecutive threads share one row. Each group of `lanes` threads
@@ -483,11 +494,9 @@ int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t 
   if (n <= 0 || row_bytes == 0) return 0;
   cudaStream_t st = (cudaStream_t)stream;
   uint64_t a = (uint64_t)src | (uint64_t)dst | row_bytes;
-  if ((a & 15) == 0) return launch_gather<uint4>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
-  if ((a & 7) == 0) return launch_gather<uint2>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
-  if ((a & 3) == 0) return launch_gather<uint32_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
-  if ((a & 1) == 0) return launch_gather<uint16_t>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
-  return launch_gather<char>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  return by_width(a, [&](auto w) {
+    return launch_gather<decltype(w)>(dev, src, row_bytes, src_rows, dst_rows, n, dst, max_blocks, st);
+  });
 }
 
 int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, const tfc_tier_index *tiers,
@@ -507,13 +516,10 @@ int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, 
     a |= (uint64_t)tiers[i].rows;
   }
   cudaStream_t st = (cudaStream_t)stream;
-#define SPLIT(W) launch_split_gather<W>(dev, ids, n, num_nodes, t, row_bytes, dst, miss_ids, miss_pos, scratch, host_counts, max_blocks, st)
-  if ((a & 15) == 0) return SPLIT(uint4);
-  if ((a & 7) == 0) return SPLIT(uint2);
-  if ((a & 3) == 0) return SPLIT(uint32_t);
-  if ((a & 1) == 0) return SPLIT(uint16_t);
-  return SPLIT(char);
-#undef SPLIT
+  return by_width(a, [&](auto w) {
+    return launch_split_gather<decltype(w)>(dev, ids, n, num_nodes, t, row_bytes, dst, miss_ids, miss_pos, scratch,
+                                            host_counts, max_blocks, st);
+  });
 }
 
 int tfc_device_sync(int dev) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 )
@@ -205,10 +206,10 @@ func uploadIndex(dev int, x *Index) (deviceIndex, error) {
 		return d, nil
 	}
 	var err error
-	if d.ids, err = upload(dev, unsafe.Slice((*byte)(unsafe.Pointer(&x.ids[0])), 8*len(x.ids))); err != nil {
+	if d.ids, err = upload(dev, dataset.BytesOf(x.ids)); err != nil {
 		return deviceIndex{}, err
 	}
-	if d.table, err = upload(dev, unsafe.Slice((*byte)(unsafe.Pointer(&x.table[0])), 4*len(x.table))); err != nil {
+	if d.table, err = upload(dev, dataset.BytesOf(x.table)); err != nil {
 		cuda.Free(dev, d.ids)
 		return deviceIndex{}, err
 	}
