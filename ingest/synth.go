@@ -27,8 +27,21 @@ type SynthOptions struct {
 	DevicePaths []string
 	// Fractions of nodes in each split (defaults 0.1, 0.05, 0.05); negative means no such split.
 	TrainFrac, ValFrac, TestFrac float64
-	Progress                     func(stage string, done, total int64)
+	// DegreeExponent is the exponent gamma of a power-law degree distribution, P(deg = k) ~
+	// k^-gamma, in [1.5, 100]: smaller is more skewed (real graphs: about 2 to 3). 0 keeps the
+	// R-MAT generator, whose skew is fixed.
+	DegreeExponent float64
+	// Locality is the fraction of edges, in [0, 1], whose destination is drawn inside the
+	// source's community: the block of CommunitySize consecutive ids holding the source.
+	Locality float64
+	// CommunitySize is the number of ids in a community (default 1024); only used when
+	// Locality > 0.
+	CommunitySize int64
+	Progress      func(stage string, done, total int64)
 }
+
+// DefaultCommunitySize is SynthOptions.CommunitySize when Locality is set and it is not.
+const DefaultCommunitySize = 1024
 
 // R-MAT quadrant probabilities a, b, c (d = 1-a-b-c = 0.05), as 16-bit thresholds.
 const (
@@ -50,6 +63,7 @@ const (
 	streamLabels
 	streamSplits
 	streamPermutation
+	streamCommunity
 )
 
 // Chunk sizes of the generators (vars so tests can shrink them).
@@ -64,8 +78,14 @@ var (
 // Topology: round(Nodes*AvgDegree) directed edges from R-MAT (a, b, c, d = 0.57, 0.19, 0.19,
 // 0.05) over 2^ceil(log2 Nodes) ids, rejecting ids >= Nodes and self loops (parallel edges stay),
 // with ids then permuted by v -> (v*P + Q) mod Nodes (P coprime to Nodes) so hub nodes are spread
-// over the id range. Edges are generated in chunks, each from its own counter-based random
-// stream seeded by (Seed, chunk), on all cores, and generated again for the second topology pass
+// over the id range. With DegreeExponent gamma set, both endpoints are instead drawn from a
+// power law over ranks (Chung-Lu): rank r with weight (r+1)^-1/(gamma-1), then the same
+// permutation, so the expected degree of rank r falls as (r+1)^-1/(gamma-1) and the degree
+// distribution's tail as k^-gamma. With Locality p, each edge's destination is, with probability
+// p, drawn inside the source's community (its block of CommunitySize ids) by the same law over
+// the block (R-MAT: its column bits; power law: ranks within the block), rotated by an offset
+// per block. Edges are generated in chunks, each from its own counter-based random stream
+// seeded by (Seed, chunk), on all cores, and generated again for the second topology pass
 // instead of being stored: memory stays at one int64 per node plus buffers.
 //
 // Labels: node v has class hash(Seed, v) % Classes. Features: the class centroid (a fixed random
@@ -98,7 +118,7 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
 	m.SetDir(opt.Out)
 
-	gen := newRMAT(opt.Seed, opt.Nodes, numEdges)
+	gen := newRMAT(opt, numEdges)
 	et, _, err := buildTopology(opt.Out, gen, opt.Nodes, topologyOptions{progress: opt.Progress})
 	if err != nil {
 		return nil, err
@@ -170,8 +190,21 @@ func (opt *SynthOptions) setDefaults() error {
 			*f.p = f.def
 		}
 	}
-	if sum := max(0, opt.TrainFrac) + max(0, opt.ValFrac) + max(0, opt.TestFrac); sum > 1 || math.IsNaN(sum) {
+	// The tolerance lets fractions that add up to 1 in decimal (a preset's) pass.
+	if sum := max(0, opt.TrainFrac) + max(0, opt.ValFrac) + max(0, opt.TestFrac); sum > 1+1e-9 || math.IsNaN(sum) {
 		return fmt.Errorf("ingest: synth: split fractions %v + %v + %v exceed 1", opt.TrainFrac, opt.ValFrac, opt.TestFrac)
+	}
+	if g := opt.DegreeExponent; g != 0 && !(g >= 1.5 && g <= 100) {
+		return fmt.Errorf("ingest: synth: degree exponent %v is out of range: want 0 (R-MAT) or 1.5..100", g)
+	}
+	if p := opt.Locality; !(p >= 0 && p <= 1) {
+		return fmt.Errorf("ingest: synth: locality %v is out of range: want a fraction of edges in [0, 1]", p)
+	}
+	if opt.CommunitySize < 0 || opt.CommunitySize == 1 {
+		return fmt.Errorf("ingest: synth: community size %d is out of range: want 0 (default %d) or at least 2", opt.CommunitySize, DefaultCommunitySize)
+	}
+	if opt.Locality > 0 && opt.CommunitySize == 0 {
+		opt.CommunitySize = DefaultCommunitySize
 	}
 	return nil
 }
@@ -188,6 +221,13 @@ func (opt SynthOptions) args() []string {
 		"train-frac=" + strconv.FormatFloat(opt.TrainFrac, 'g', -1, 64),
 		"val-frac=" + strconv.FormatFloat(opt.ValFrac, 'g', -1, 64),
 		"test-frac=" + strconv.FormatFloat(opt.TestFrac, 'g', -1, 64),
+	}
+	if opt.DegreeExponent != 0 {
+		a = append(a, "degree-exponent="+strconv.FormatFloat(opt.DegreeExponent, 'g', -1, 64))
+	}
+	if opt.Locality != 0 {
+		a = append(a, "locality="+strconv.FormatFloat(opt.Locality, 'g', -1, 64),
+			"community-size="+strconv.FormatInt(opt.CommunitySize, 10))
 	}
 	if len(opt.DevicePaths) > 0 {
 		a = append(a, "device-paths="+strings.Join(opt.DevicePaths, ","))
@@ -233,20 +273,37 @@ func (r *counterRNG) normal() float32 {
 }
 
 // rmat generates the synthetic edge list; it is an edgeSource whose scans regenerate the same
-// edges.
+// edges. Despite the name it also draws the power-law (DegreeExponent) graphs.
 type rmat struct {
 	seed             uint64
 	nodes, edges     int64
 	scale            int
 	permMul, permAdd uint64
 	thresholds       [3]uint64
+	// Power law (alpha > 0): rank r has weight (r+1)^-alpha, alpha = 1/(gamma-1).
+	alpha float64
+	top   float64 // (nodes+1)^(1-alpha), or log(nodes+1) when alpha is 1
+	// Locality: an edge stays in the source's community when a 53-bit uniform is below local.
+	local     uint64
+	community int64
+	localTop  float64 // top for a full community
 }
 
-func newRMAT(seed uint64, nodes, edges int64) *rmat {
+func newRMAT(opt SynthOptions, edges int64) *rmat {
+	seed, nodes := opt.Seed, opt.Nodes
 	g := &rmat{seed: seed, nodes: nodes, edges: edges}
 	g.scale = bits.Len64(uint64(nodes - 1)) // ceil(log2 nodes)
 	for i, p := range []float64{rmatA, rmatAB, rmatABC} {
 		g.thresholds[i] = uint64(math.Round(p * 65536))
+	}
+	if opt.DegreeExponent != 0 {
+		g.alpha = 1 / (opt.DegreeExponent - 1)
+		g.top = g.powerTop(nodes)
+	}
+	if opt.Locality > 0 {
+		g.local = uint64(math.Round(opt.Locality * (1 << 53)))
+		g.community = min(opt.CommunitySize, nodes)
+		g.localTop = g.powerTop(g.community)
 	}
 	n := uint64(nodes)
 	g.permMul, g.permAdd = 1, 0
@@ -285,42 +342,125 @@ func (g *rmat) permute(v uint64) int64 {
 	return int64((r + g.permAdd) % n)
 }
 
+// powerTop is the upper end of the inverse-CDF range for ranks [0, n).
+func (g *rmat) powerTop(n int64) float64 {
+	if g.alpha == 1 {
+		return math.Log(float64(n) + 1)
+	}
+	return math.Pow(float64(n)+1, 1-g.alpha)
+}
+
+// powerRank draws a rank in [0, n) with weight about (r+1)^-alpha: it inverts the CDF of the
+// density (x+1)^-alpha on [0, n) and rounds down; top is powerTop(n).
+func (g *rmat) powerRank(rng *counterRNG, n int64, top float64) int64 {
+	u := float64(rng.next()>>11) / (1 << 53)
+	var x float64
+	if g.alpha == 1 {
+		x = math.Exp(u*top) - 1
+	} else {
+		x = math.Pow((1-u)+u*top, 1/(1-g.alpha)) - 1
+	}
+	return min(max(int64(x), 0), n-1)
+}
+
+// rmatPair draws one R-MAT cell (s, d) over 2^scale ids, which may be out of range.
+func (g *rmat) rmatPair(rng *counterRNG) (s, d uint64) {
+	ta, tab, tabc := g.thresholds[0], g.thresholds[1], g.thresholds[2]
+	var word uint64
+	left := 0
+	for range g.scale {
+		if left == 0 {
+			word, left = rng.next(), 4
+		}
+		u := word & 0xffff
+		word >>= 16
+		left--
+		s <<= 1
+		d <<= 1
+		switch {
+		case u < ta:
+		case u < tab:
+			d |= 1
+		case u < tabc:
+			s |= 1
+		default:
+			s |= 1
+			d |= 1
+		}
+	}
+	return s, d
+}
+
+// source draws an edge's source id (after the permutation).
+func (g *rmat) source(rng *counterRNG) int64 {
+	if g.alpha > 0 {
+		return g.permute(uint64(g.powerRank(rng, g.nodes, g.top)))
+	}
+	for {
+		if s, _ := g.rmatPair(rng); s < uint64(g.nodes) {
+			return g.permute(s)
+		}
+	}
+}
+
+// inCommunity draws a destination in the community of s: a position in the block by the
+// generator's own law (power-law ranks, or R-MAT column bits), rotated by an offset per block.
+func (g *rmat) inCommunity(rng *counterRNG, s int64) int64 {
+	block := s / g.community
+	first := block * g.community
+	size := min(g.community, g.nodes-first)
+	var j int64
+	if g.alpha > 0 {
+		top := g.localTop
+		if size != g.community {
+			top = g.powerTop(size)
+		}
+		j = g.powerRank(rng, size, top)
+	} else {
+		for {
+			_, d := g.rmatPair(rng)
+			if j = int64(d >> (g.scale - bits.Len64(uint64(size-1)))); j < size {
+				break
+			}
+		}
+	}
+	return first + (j+int64(hash3(g.seed, streamCommunity, uint64(block))%uint64(size)))%size
+}
+
 // fill generates the edges of chunk c.
 func (g *rmat) fill(c int64, src, dst []int64) {
 	rng := newCounterRNG(g.seed, streamEdges, uint64(c))
 	n := uint64(g.nodes)
-	ta, tab, tabc := g.thresholds[0], g.thresholds[1], g.thresholds[2]
 	for i := range src {
-		var s, d uint64
-		for {
-			s, d = 0, 0
-			var word uint64
-			left := 0
-			for range g.scale {
-				if left == 0 {
-					word, left = rng.next(), 4
-				}
-				u := word & 0xffff
-				word >>= 16
-				left--
-				s <<= 1
-				d <<= 1
-				switch {
-				case u < ta:
-				case u < tab:
-					d |= 1
-				case u < tabc:
-					s |= 1
-				default:
-					s |= 1
-					d |= 1
+		if g.alpha == 0 && g.local == 0 { // the original R-MAT stream, byte for byte
+			for {
+				s, d := g.rmatPair(&rng)
+				if s < n && d < n && s != d {
+					src[i], dst[i] = g.permute(s), g.permute(d)
+					break
 				}
 			}
-			if s < n && d < n && s != d {
+			continue
+		}
+		for {
+			var s, d int64
+			if g.local > 0 && rng.next()>>11 < g.local {
+				s = g.source(&rng)
+				d = g.inCommunity(&rng, s)
+			} else if g.alpha > 0 {
+				s, d = g.source(&rng), g.permute(uint64(g.powerRank(&rng, g.nodes, g.top)))
+			} else {
+				rs, rd := g.rmatPair(&rng)
+				if rs >= n || rd >= n {
+					continue
+				}
+				s, d = g.permute(rs), g.permute(rd)
+			}
+			if s != d {
+				src[i], dst[i] = s, d
 				break
 			}
 		}
-		src[i], dst[i] = g.permute(s), g.permute(d)
 	}
 }
 

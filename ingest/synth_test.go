@@ -338,3 +338,37 @@ func TestSynthTiming(t *testing.T) {
 		t.Logf("  %-14s %v", s, stages[s].Round(time.Millisecond))
 	}
 }
+
+// TestSynthDefaultBytesUnchanged pins the default generator's output: the hashes were taken
+// before the skew and locality knobs existed, so datasets made by earlier versions keep their
+// bytes. A change here breaks every dataset and benchmark made with the same options.
+func TestSynthDefaultBytesUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		opt  SynthOptions
+		want string
+	}{
+		{SynthOptions{Nodes: 40000, AvgDegree: 10, Dim: 4, Seed: 3},
+			"83db1451560ff26a7ebbf8a228453515536ee771ce0e88200a8e2adb0d833d3e"},
+		{SynthOptions{Nodes: 3001, AvgDegree: 7.5, Dim: 3, DType: dataset.Float16, Classes: 5, Seed: 11, TrainFrac: 0.3, ValFrac: -1},
+			"eb6dd9930c4b33c3b527cc8fa7b0255357320986798c9e07171bd414c29afb35"},
+	} {
+		o := c.opt
+		o.Out = filepath.Join(t.TempDir(), "ds")
+		if _, err := Synth(o); err != nil {
+			t.Fatal(err)
+		}
+		h := fileHashes(t, o.Out)
+		names := make([]string, 0, len(h))
+		for n := range h {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		sum := sha256.New()
+		for _, n := range names {
+			fmt.Fprintf(sum, "%s %s\n", n, h[n])
+		}
+		if got := fmt.Sprintf("%x", sum.Sum(nil)); got != c.want {
+			t.Errorf("%+v: files hash to %s, want %s (the default output changed)", c.opt, got, c.want)
+		}
+	}
+}
