@@ -195,13 +195,13 @@ func (opt *SynthOptions) setDefaults() error {
 		return fmt.Errorf("ingest: synth: split fractions %v + %v + %v exceed 1", opt.TrainFrac, opt.ValFrac, opt.TestFrac)
 	}
 	if g := opt.DegreeExponent; g != 0 && !(g >= 1.5 && g <= 100) {
-		return fmt.Errorf("ingest: synth: degree exponent %v is out of range: want 0 (R-MAT) or 1.5..100", g)
+		return fmt.Errorf("ingest: synth: degree-exponent %v is out of range: want 0 (R-MAT) or 1.5..100", g)
 	}
 	if p := opt.Locality; !(p >= 0 && p <= 1) {
 		return fmt.Errorf("ingest: synth: locality %v is out of range: want a fraction of edges in [0, 1]", p)
 	}
 	if opt.CommunitySize < 0 || opt.CommunitySize == 1 {
-		return fmt.Errorf("ingest: synth: community size %d is out of range: want 0 (default %d) or at least 2", opt.CommunitySize, DefaultCommunitySize)
+		return fmt.Errorf("ingest: synth: community-size %d is out of range: want 0 (default %d) or at least 2", opt.CommunitySize, DefaultCommunitySize)
 	}
 	if opt.Locality > 0 && opt.CommunitySize == 0 {
 		opt.CommunitySize = DefaultCommunitySize

@@ -19,21 +19,46 @@ import (
 
 func runSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
-	opt := ingest.SynthOptions{}
-	fs.Int64Var(&opt.Nodes, "nodes", 100000, "number of nodes")
-	fs.Float64Var(&opt.AvgDegree, "avg-degree", 10, "average in-degree")
-	fs.Int64Var(&opt.Dim, "dim", 128, "feature dimension")
+	// flagged holds the flags' values; only the flags given override a preset.
+	flagged := ingest.SynthOptions{TrainFrac: 0.1, ValFrac: 0.05, TestFrac: 0.05}
+	fs.Int64Var(&flagged.Nodes, "nodes", 100000, "number of nodes (with --preset: overrides its count, keeping its average degree)")
+	fs.Float64Var(&flagged.AvgDegree, "avg-degree", 10, "average in-degree")
+	fs.Int64Var(&flagged.Dim, "dim", 128, "feature dimension")
 	dtype := fs.String("dtype", "float32", "feature dtype: float32, float16, bfloat16, float64, int8, ...")
-	fs.IntVar(&opt.Classes, "classes", 16, "label classes")
-	fs.Uint64Var(&opt.Seed, "seed", 1, "random seed (same seed, same bytes)")
-	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	fs.IntVar(&flagged.Classes, "classes", 16, "label classes")
+	fs.Uint64Var(&flagged.Seed, "seed", 1, "random seed (same seed, same bytes)")
+	fs.Float64Var(&flagged.TrainFrac, "train-frac", 0.1, "fraction of nodes in the train split (negative: no split)")
+	fs.Float64Var(&flagged.ValFrac, "val-frac", 0.05, "fraction of nodes in the val split (negative: no split)")
+	fs.Float64Var(&flagged.TestFrac, "test-frac", 0.05, "fraction of nodes in the test split (negative: no split)")
+	fs.Float64Var(&flagged.DegreeExponent, "degree-exponent", 0, "power-law degree exponent gamma in [1.5, 100], smaller is more skewed (0: R-MAT)")
+	fs.Float64Var(&flagged.Locality, "locality", 0, "fraction of edges in [0, 1] drawn inside the source's community")
+	fs.Int64Var(&flagged.CommunitySize, "community-size", ingest.DefaultCommunitySize, "ids per community (a block of consecutive ids), with --locality")
+	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values)")
+	scale := fs.Float64("scale", 1, "with --preset: the fraction of its node count to make")
+	report := fs.Bool("report", false, "after writing, print the degree distribution and the nodes per sampled batch (fanouts 25,10 and 15,10,5, batch 1024)")
+	fs.StringVar(&flagged.Out, "out", "", "dataset directory to write")
 	var devs listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if opt.Out == "" {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if flagged.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	opt := flagged
+	if *preset != "" {
+		if given["scale"] && given["nodes"] {
+			return fmt.Errorf("--scale %v and --nodes %d both set the node count; give one", *scale, flagged.Nodes)
+		}
+		var err error
+		if opt, err = ingest.SynthPreset(*preset, *scale); err != nil {
+			return err
+		}
+		overrideGiven(&opt, flagged, given)
+	} else if given["scale"] {
+		return fmt.Errorf("--scale %v needs --preset; without one, set --nodes", *scale)
 	}
 	var err error
 	if opt.DType, err = dataset.ParseDType(*dtype); err != nil {
@@ -48,7 +73,36 @@ func runSynth(args []string) error {
 		return err
 	}
 	printInfo(m)
+	if *report {
+		r, err := ingest.ReportGraph(opt.Out, ingest.ReportOptions{Seed: opt.Seed})
+		if err != nil {
+			return err
+		}
+		return r.Write(os.Stdout)
+	}
 	return nil
+}
+
+// overrideGiven copies into opt the fields of flagged whose flags were given; the rest keep
+// the preset's values.
+func overrideGiven(opt *ingest.SynthOptions, flagged ingest.SynthOptions, given map[string]bool) {
+	for name, set := range map[string]func(){
+		"nodes":           func() { opt.Nodes = flagged.Nodes },
+		"avg-degree":      func() { opt.AvgDegree = flagged.AvgDegree },
+		"dim":             func() { opt.Dim = flagged.Dim },
+		"classes":         func() { opt.Classes = flagged.Classes },
+		"train-frac":      func() { opt.TrainFrac = flagged.TrainFrac },
+		"val-frac":        func() { opt.ValFrac = flagged.ValFrac },
+		"test-frac":       func() { opt.TestFrac = flagged.TestFrac },
+		"degree-exponent": func() { opt.DegreeExponent = flagged.DegreeExponent },
+		"locality":        func() { opt.Locality = flagged.Locality },
+		"community-size":  func() { opt.CommunitySize = flagged.CommunitySize },
+	} {
+		if given[name] {
+			set()
+		}
+	}
+	opt.Seed, opt.Out = flagged.Seed, flagged.Out
 }
 
 func runIngest(args []string) error {

@@ -1,6 +1,6 @@
 // Command tierfs makes, inspects and serves tierfs datasets.
 //
-//	tierfs synth   --nodes N --avg-degree D --dim F [--dtype T] [--classes C] --seed S --out DIR
+//	tierfs synth   [--preset P [--scale S]] --nodes N --avg-degree D --dim F [--dtype T] [--classes C] [--degree-exponent G] [--locality P [--community-size C]] [--report] --seed S --out DIR
 //	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...]
 //	tierfs info    DIR
 //	tierfs verify  DIR
