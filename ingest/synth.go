@@ -79,12 +79,15 @@ var (
 // 0.05) over 2^ceil(log2 Nodes) ids, rejecting ids >= Nodes and self loops (parallel edges stay),
 // with ids then permuted by v -> (v*P + Q) mod Nodes (P coprime to Nodes) so hub nodes are spread
 // over the id range. With DegreeExponent gamma set, both endpoints are instead drawn from a
-// power law over ranks (Chung-Lu): rank r with weight (r+1)^-1/(gamma-1), then the same
-// permutation, so the expected degree of rank r falls as (r+1)^-1/(gamma-1) and the degree
-// distribution's tail as k^-gamma. With Locality p, each edge's destination is, with probability
-// p, drawn inside the source's community (its block of CommunitySize ids) by the same law over
-// the block (R-MAT: its column bits; power law: ranks within the block), rotated by an offset
-// per block. Edges are generated in chunks, each from its own counter-based random stream
+// power law over ranks (Chung-Lu): rank r with weight (r+1)^-1/(gamma-1), so the expected degree
+// of rank r falls as (r+1)^-1/(gamma-1) and the degree distribution's tail as k^-gamma; ranks
+// are dealt round-robin over the communities (blocks of CommunitySize consecutive ids, default
+// 1024), so block b holds ranks b, b+B, b+2B, ... (B blocks), each block's ids rotated by an
+// offset of its own. With Locality p, each edge's destination is, with probability p, drawn
+// inside the source's block instead: power law: by the same law over the ranks within the
+// block, which keeps the exponent (though not the largest hubs: a block's in-edges come from its
+// own sources); R-MAT: by R-MAT's column
+// bits over the block, rotated by the block's offset (this flattens R-MAT's hubs). Edges are generated in chunks, each from its own counter-based random stream
 // seeded by (Seed, chunk), on all cores, and generated again for the second topology pass
 // instead of being stored: memory stays at one int64 per node plus buffers.
 //
@@ -283,10 +286,13 @@ type rmat struct {
 	// Power law (alpha > 0): rank r has weight (r+1)^-alpha, alpha = 1/(gamma-1).
 	alpha float64
 	top   float64 // (nodes+1)^(1-alpha), or log(nodes+1) when alpha is 1
-	// Locality: an edge stays in the source's community when a 53-bit uniform is below local.
-	local     uint64
-	community int64
-	localTop  float64 // top for a full community
+	// Communities: blocks of community ids, the last one holding rem (0: all full); local is
+	// the probability an edge stays in its source's block, as a 53-bit threshold.
+	local      uint64
+	community  int64
+	fullBlocks int64
+	rem        int64
+	localTop   float64 // powerTop of a full block
 }
 
 func newRMAT(opt SynthOptions, edges int64) *rmat {
@@ -300,9 +306,14 @@ func newRMAT(opt SynthOptions, edges int64) *rmat {
 		g.alpha = 1 / (opt.DegreeExponent - 1)
 		g.top = g.powerTop(nodes)
 	}
-	if opt.Locality > 0 {
+	if opt.Locality > 0 || opt.DegreeExponent != 0 {
 		g.local = uint64(math.Round(opt.Locality * (1 << 53)))
-		g.community = min(opt.CommunitySize, nodes)
+		g.community = opt.CommunitySize
+		if g.community == 0 {
+			g.community = DefaultCommunitySize
+		}
+		g.community = min(g.community, nodes)
+		g.fullBlocks, g.rem = nodes/g.community, nodes%g.community
 		g.localTop = g.powerTop(g.community)
 	}
 	n := uint64(nodes)
@@ -391,10 +402,32 @@ func (g *rmat) rmatPair(rng *counterRNG) (s, d uint64) {
 	return s, d
 }
 
-// source draws an edge's source id (after the permutation).
+// place is the id of position j (in rank order) of block b: rotated by the block's offset.
+func (g *rmat) place(b, j int64) int64 {
+	first := b * g.community
+	size := min(g.community, g.nodes-first)
+	off := int64(hash3(g.seed, streamCommunity, uint64(b)) % uint64(size))
+	return first + (j+off)%size
+}
+
+// rankID is the id of power-law rank r: ranks are dealt round-robin over the blocks (the
+// partial last block only while it has room), so rank b + j*B is position j of block b.
+func (g *rmat) rankID(r int64) int64 {
+	if g.rem > 0 {
+		all := g.fullBlocks + 1
+		if r < g.rem*all {
+			return g.place(r%all, r/all)
+		}
+		r -= g.rem * all
+		return g.place(r%g.fullBlocks, g.rem+r/g.fullBlocks)
+	}
+	return g.place(r%g.fullBlocks, r/g.fullBlocks)
+}
+
+// source draws an edge's source id.
 func (g *rmat) source(rng *counterRNG) int64 {
 	if g.alpha > 0 {
-		return g.permute(uint64(g.powerRank(rng, g.nodes, g.top)))
+		return g.rankID(g.powerRank(rng, g.nodes, g.top))
 	}
 	for {
 		if s, _ := g.rmatPair(rng); s < uint64(g.nodes) {
@@ -403,28 +436,24 @@ func (g *rmat) source(rng *counterRNG) int64 {
 	}
 }
 
-// inCommunity draws a destination in the community of s: a position in the block by the
-// generator's own law (power-law ranks, or R-MAT column bits), rotated by an offset per block.
+// inCommunity draws a destination in the block of s by the generator's own law: power-law
+// ranks within the block (which follow the global ranks), or R-MAT column bits.
 func (g *rmat) inCommunity(rng *counterRNG, s int64) int64 {
-	block := s / g.community
-	first := block * g.community
-	size := min(g.community, g.nodes-first)
-	var j int64
+	b := s / g.community
+	size := min(g.community, g.nodes-b*g.community)
 	if g.alpha > 0 {
 		top := g.localTop
 		if size != g.community {
 			top = g.powerTop(size)
 		}
-		j = g.powerRank(rng, size, top)
-	} else {
-		for {
-			_, d := g.rmatPair(rng)
-			if j = int64(d >> (g.scale - bits.Len64(uint64(size-1)))); j < size {
-				break
-			}
+		return g.place(b, g.powerRank(rng, size, top))
+	}
+	for {
+		_, d := g.rmatPair(rng)
+		if j := int64(d >> (g.scale - bits.Len64(uint64(size-1)))); j < size {
+			return g.place(b, j)
 		}
 	}
-	return first + (j+int64(hash3(g.seed, streamCommunity, uint64(block))%uint64(size)))%size
 }
 
 // fill generates the edges of chunk c.
@@ -442,14 +471,17 @@ func (g *rmat) fill(c int64, src, dst []int64) {
 			}
 			continue
 		}
+		local := g.local > 0 && rng.next()>>11 < g.local
 		for {
 			var s, d int64
-			if g.local > 0 && rng.next()>>11 < g.local {
+			switch {
+			case local:
 				s = g.source(&rng)
 				d = g.inCommunity(&rng, s)
-			} else if g.alpha > 0 {
-				s, d = g.source(&rng), g.permute(uint64(g.powerRank(&rng, g.nodes, g.top)))
-			} else {
+			case g.alpha > 0:
+				s = g.source(&rng)
+				d = g.rankID(g.powerRank(&rng, g.nodes, g.top))
+			default:
 				rs, rd := g.rmatPair(&rng)
 				if rs >= n || rd >= n {
 					continue
