@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ var (
 		"out": "Out", "nodes": "Nodes", "avg_degree": "AvgDegree", "dim": "Dim", "dtype": "DType",
 		"classes": "Classes", "seed": "Seed", "device_paths": "DevicePaths",
 		"train_frac": "TrainFrac", "val_frac": "ValFrac", "test_frac": "TestFrac",
+		"degree_exponent": "DegreeExponent", "locality": "Locality", "community_size": "CommunitySize",
 	}
 	ingestKeys = map[string]string{
 		"edges": "Edges", "features": "Features", "labels": "Labels", "splits": "SplitsDir",
@@ -37,8 +39,17 @@ var (
 // must all be in keys. The object is re-keyed to the Go field names and decoded with unknown
 // fields disallowed, so the field types are the ingest package's own.
 func decodeOptions(js *C.char, keys map[string]string, dst any) error {
+	obj, err := jsonObject(js)
+	if err != nil {
+		return err
+	}
+	return decodeObject(obj, keys, dst)
+}
+
+// jsonObject parses options_json into its keys.
+func jsonObject(js *C.char) (map[string]json.RawMessage, error) {
 	if js == nil {
-		return fail(stEINVAL, "options_json is NULL")
+		return nil, fail(stEINVAL, "options_json is NULL")
 	}
 	src := C.GoString(js)
 	var obj map[string]json.RawMessage
@@ -46,8 +57,14 @@ func decodeOptions(js *C.char, keys map[string]string, dst any) error {
 		if err == nil {
 			err = errors.New("it is null")
 		}
-		return fail(stEINVAL, "options_json is not a JSON object: %v", err)
+		return nil, fail(stEINVAL, "options_json is not a JSON object: %v", err)
 	}
+	return obj, nil
+}
+
+// decodeObject is decodeOptions on a parsed object; fields of dst whose keys are absent keep
+// their values.
+func decodeObject(obj map[string]json.RawMessage, keys map[string]string, dst any) error {
 	fieldKey := map[string]string{}
 	renamed := map[string]json.RawMessage{}
 	for k, v := range obj {
@@ -85,8 +102,7 @@ func decodeOptions(js *C.char, keys map[string]string, dst any) error {
 //export tfsgo_synth
 func tfsgo_synth(js *C.char) (st C.int) {
 	defer guard("tfs_synth", &st)
-	var opt ingest.SynthOptions
-	err := decodeOptions(js, synthKeys, &opt)
+	opt, err := decodeSynthOptions(js)
 	if err == nil {
 		_, err = ingest.Synth(opt)
 	}
@@ -120,4 +136,41 @@ func checkInputs(inputs map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// decodeSynthOptions reads tfs_synth's options: with "preset" (and optionally "scale") the
+// preset's options, overridden by the other keys given; without, the keys alone.
+func decodeSynthOptions(js *C.char) (ingest.SynthOptions, error) {
+	var opt ingest.SynthOptions
+	obj, err := jsonObject(js)
+	if err != nil {
+		return opt, err
+	}
+	rawPreset, hasPreset := obj["preset"]
+	rawScale, hasScale := obj["scale"]
+	delete(obj, "preset")
+	delete(obj, "scale")
+	if hasPreset {
+		var name string
+		scale := 1.0
+		if err := json.Unmarshal(rawPreset, &name); err != nil {
+			return opt, fail(stEINVAL, "options_json: \"preset\" must be a JSON string naming one of %s", strings.Join(ingest.SynthPresetNames(), ", "))
+		}
+		if hasScale {
+			if err := json.Unmarshal(rawScale, &scale); err != nil {
+				return opt, fail(stEINVAL, "options_json: \"scale\" must be a JSON number")
+			}
+			if _, ok := obj["nodes"]; ok {
+				return opt, fail(stEINVAL, "options_json: \"scale\" and \"nodes\" both set the node count; give one")
+			}
+		}
+		if opt, err = ingest.SynthPreset(name, scale); err != nil {
+			return opt, fail(stEINVAL, "%v", err)
+		}
+	} else if hasScale {
+		return opt, fail(stEINVAL, "options_json: \"scale\" needs \"preset\"; without one, set \"nodes\"")
+	}
+	keys := maps.Clone(synthKeys)
+	keys["preset"], keys["scale"] = "", "" // handled above; listed among the known keys in errors
+	return opt, decodeObject(obj, keys, &opt)
 }

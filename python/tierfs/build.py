@@ -182,50 +182,72 @@ def ingest(
 
 def synth(
     out: PathLike,
-    nodes: int,
-    avg_degree: float,
-    dim: int,
+    nodes: Optional[int] = None,
+    avg_degree: Optional[float] = None,
+    dim: Optional[int] = None,
     dtype: str = "float32",
-    classes: int = 16,
+    classes: Optional[int] = None,
     seed: int = 0,
     device_paths: Optional[Sequence[PathLike]] = None,
     train_frac: Optional[float] = None,
     val_frac: Optional[float] = None,
     test_frac: Optional[float] = None,
+    degree_exponent: Optional[float] = None,
+    locality: Optional[float] = None,
+    community_size: Optional[int] = None,
+    preset: Optional[str] = None,
+    scale: Optional[float] = None,
 ) -> str:
     """Writes a deterministic power-law graph with features, labels and splits to ``out`` and
     returns its path (the same seed gives the same bytes). One native call (``tfs_synth``).
 
     Args:
         out: dataset directory to write.
-        nodes: number of nodes.
-        avg_degree: average in-degree.
-        dim: feature dimension.
+        nodes: number of nodes (required without ``preset``; with one, overrides its count
+            and keeps its average degree).
+        avg_degree: average in-degree (required without ``preset``).
+        dim: feature dimension (required without ``preset``).
         dtype: feature dtype: float32, float16, bfloat16, float64, int8, uint8, int16, int32,
             int64.
-        classes: label classes.
+        classes: label classes (default 16).
         seed: random seed.
         device_paths: directories on other devices to stripe the features over.
         train_frac, val_frac, test_frac: expected split fractions (defaults 0.1, 0.05, 0.05;
             each node falls in a split by a hash, so sizes are close to, not exactly, these).
+        degree_exponent: power-law degree exponent gamma in [1.5, 100], smaller is more
+            skewed; None or 0 keeps the R-MAT generator.
+        locality: fraction of edges in [0, 1] whose destination is in the source's community.
+        community_size: ids per community, a block of consecutive ids (default 1024).
+        preset: shape like a real dataset: ``"ogbn-products"``, ``"ogbn-papers100M"``,
+            ``"igb-small"``, ``"igb-medium"``; the arguments given override its values.
+        scale: with ``preset``, the fraction of its node count to make.
 
-    Labels are learnable: features are a per-class centroid plus noise.
+    Labels are learnable: features are a per-class centroid plus noise. See docs/synth.md.
     """
     _native.check_process()
     out = os.fspath(out)
-    opts: Dict[str, Any] = {
-        "out": out,
-        "nodes": int(nodes),
-        "avg_degree": float(avg_degree),
-        "dim": int(dim),
-        "dtype": str(dtype),
-        "classes": int(classes),
-        "seed": int(seed),
-    }
+    if preset is None:
+        missing = [n for n, v in (("nodes", nodes), ("avg_degree", avg_degree), ("dim", dim)) if v is None]
+        if missing:
+            raise errors.InvalidArgumentError(f"tierfs.synth: {', '.join(missing)} required without preset=")
+    opts: Dict[str, Any] = {"out": out, "dtype": str(dtype), "seed": int(seed)}
+    for key, val, conv in (
+        ("preset", preset, str),
+        ("scale", scale, float),
+        ("nodes", nodes, int),
+        ("avg_degree", avg_degree, float),
+        ("dim", dim, int),
+        ("classes", classes, int),
+        ("train_frac", train_frac, float),
+        ("val_frac", val_frac, float),
+        ("test_frac", test_frac, float),
+        ("degree_exponent", degree_exponent, float),
+        ("locality", locality, float),
+        ("community_size", community_size, int),
+    ):
+        if val is not None:
+            opts[key] = conv(val)
     if device_paths:
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
-    for key, frac in (("train_frac", train_frac), ("val_frac", val_frac), ("test_frac", test_frac)):
-        if frac is not None:
-            opts[key] = float(frac)
     check(lib.tfs_synth(json.dumps(opts).encode()))
     return out
