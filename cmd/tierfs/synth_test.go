@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// TestSynthPresetFlags: a preset sets its values, the flags given override them, and the rest
+// keep the preset's (not the flags' defaults).
+func TestSynthPresetFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ds")
+	stdout := os.Stdout
+	os.Stdout, _ = os.Open(os.DevNull)
+	err := runSynth([]string{"--preset", "igb-small", "--scale", "0.002", "--dim", "0", "--degree-exponent", "3", "--out", out})
+	os.Stdout = stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nodes=2000", "avg-degree=12.07", "dim=0", "classes=19", "train-frac=0.6", "degree-exponent=3", "locality=0.5", "community-size=1024", "seed=1"} {
+		if !slices.Contains(m.Created.Args, want) {
+			t.Errorf("args %v lack %s", m.Created.Args, want)
+		}
+	}
+	if m.Nodes().Count != 2000 || m.Edges().Count != 24140 || len(m.Nodes().Features) != 0 {
+		t.Errorf("%d nodes, %d edges, features %v", m.Nodes().Count, m.Edges().Count, m.Nodes().Features)
+	}
+}
+
+func TestSynthFlagErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ds")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--locality", "2"}, "locality 2 is out of range"},
+		{[]string{"--degree-exponent", "1"}, "degree-exponent 1 is out of range"},
+		{[]string{"--preset", "products"}, `unknown preset "products" (presets: igb-medium, igb-small, ogbn-papers100M, ogbn-products)`},
+		{[]string{"--scale", "0.5"}, "--scale 0.5 needs --preset"},
+		{[]string{"--preset", "igb-small", "--scale", "0.5", "--nodes", "10"}, "--scale 0.5 and --nodes 10 both set the node count"},
+		{[]string{"--preset", "igb-small", "--scale", "-1"}, "scale -1 is out of range"},
+	} {
+		// Options are checked before anything is written.
+		err := runSynth(append(c.args, "--dim", "0", "--out", out))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
