@@ -19,6 +19,7 @@ type placeRequest struct {
 	Fanouts    []int    `json:"fanouts"`
 	BatchSize  int      `json:"batch_size"`
 	Policy     string   `json:"policy"`
+	Epochs     int      `json:"epochs"`
 	Batches    int      `json:"batches"`
 	TimeBudget float64  `json:"time_budget_s"`
 	Seeds      *[]int64 `json:"seeds"`      // absent: the train split, else every node
@@ -37,7 +38,7 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 	return storeJSONCall(h, "place", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
 		var req placeRequest
 		if err := dec.Decode(&req); err != nil {
-			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)
+			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, policy, epochs, batches, time_budget_s, seeds, gpu_bytes, host_bytes, recompute)", err)
 		}
 		if req.TimeBudget < 0 {
 			return nil, fail(stEINVAL, "request_json: time_budget_s = %v is negative", req.TimeBudget)
@@ -46,7 +47,7 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 		if err != nil {
 			return nil, withStatus(stEINVAL, err)
 		}
-		opt := featurestore.PlanOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches,
+		opt := featurestore.PlanOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Epochs: req.Epochs, Batches: req.Batches,
 			TimeBudget: time.Duration(req.TimeBudget * float64(time.Second)), Policy: policy, Recompute: req.Recompute,
 			HostBytes: rec.opened.HostCacheBytes}
 		if ok, _ := rec.s.GPUAvailable(); ok {

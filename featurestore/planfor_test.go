@@ -23,7 +23,7 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r1.Source != "computed" || !r1.Saved || r1.ProfileBatches != 24 || r1.SeedSource != "all nodes" ||
+	if r1.Source != "computed" || !r1.Saved || r1.ProfileBatches%24 != 0 || r1.ProfileBatches < 48 || len(r1.Convergence) != r1.ProfileBatches/24-1 || r1.SeedSource != "all nodes" ||
 		r1.Dataset != d.dir || r1.Feature != "x" || r1.Nodes != 3000 || r1.RowBytes != d.rowBytes || !r1.TopologyInMemory {
 		t.Fatalf("first plan: %+v", r1)
 	}

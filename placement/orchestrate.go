@@ -47,7 +47,9 @@ type PlanOptions struct {
 	Feature   string
 	Fanouts   []int // per hop, as training samples; not empty
 	BatchSize int   // seeds per batch; > 0
-	// Batches to profile; 0 is one epoch of Seeds.
+	// Epochs to profile (ProfileOptions.Epochs); 0 is until the estimate converges.
+	Epochs int
+	// Batches to profile instead, when > 0 (ProfileOptions.Batches).
 	Batches int
 	// TimeBudget stops profiling after this long (after at least one batch); 0 is no limit.
 	TimeBudget time.Duration
@@ -61,6 +63,8 @@ type PlanOptions struct {
 	Policy              Policy
 	// Recompute ignores a saved placement: profile, plan and save again.
 	Recompute bool
+	// Progress, when set, follows profiling (ProfileOptions.Progress).
+	Progress func(done, total int) `json:"-"`
 }
 
 // Report says what PlanStore did and what the placement costs. Its JSON is what `tierfs place
@@ -89,7 +93,11 @@ type Report struct {
 	ProfileSeeds   int64   `json:"profile_seeds"`
 	SeedSource     string  `json:"seed_source,omitempty"`
 	ProfileSeconds float64 `json:"profile_seconds"`
-	PlanSeconds    float64 `json:"plan_seconds"`
+	// Convergence is the new profile's held-out estimate after each epoch but the first
+	// (EpochEstimate): SSD rows per batch predicted vs the hindsight bar, for a cache of the
+	// feature rows the budgets hold. Empty for a saved profile.
+	Convergence []EpochEstimate `json:"convergence,omitempty"`
+	PlanSeconds float64         `json:"plan_seconds"`
 	// TopologyInMemory: the store that planned holds the whole topology in memory (for
 	// featurestore, it fits Options.TopologyMemoryBytes), so the plan gives the budgets to
 	// features alone.
@@ -143,8 +151,10 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		return nil, nil, errors.New("placement: plan: fanouts are empty; give one fanout per hop")
 	case opt.BatchSize <= 0:
 		return nil, nil, fmt.Errorf("placement: plan: batch size %d; want > 0", opt.BatchSize)
+	case opt.Epochs < 0:
+		return nil, nil, fmt.Errorf("placement: plan: %d epochs; want >= 0 (0 is until converged)", opt.Epochs)
 	case opt.Batches < 0:
-		return nil, nil, fmt.Errorf("placement: plan: %d batches; want >= 0 (0 is one epoch)", opt.Batches)
+		return nil, nil, fmt.Errorf("placement: plan: %d batches; want >= 0 (0 is whole epochs)", opt.Batches)
 	case opt.TimeBudget < 0:
 		return nil, nil, fmt.Errorf("placement: plan: time budget %v is negative", opt.TimeBudget)
 	case opt.Policy >= numPolicies:
@@ -205,7 +215,8 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		rep.SeedSource = from
 		start := time.Now()
 		h, err = Profile(g, seeds, ProfileOptions{
-			Fanouts: opt.Fanouts, BatchSize: opt.BatchSize, Batches: opt.Batches, TimeBudget: opt.TimeBudget, Seed: 1,
+			Fanouts: opt.Fanouts, BatchSize: opt.BatchSize, Epochs: opt.Epochs, Batches: opt.Batches, TimeBudget: opt.TimeBudget,
+			CacheRows: cacheRows(opt, sizes, st.NumNodes()), Seed: 1, Progress: opt.Progress,
 		})
 		if err != nil {
 			return nil, nil, err
@@ -234,7 +245,7 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		}
 	}
 	rep.Policy, rep.Budget = p.Policy.String(), p.Budget
-	rep.ProfileBatches, rep.ProfileSeeds = h.Batches, h.Seeds
+	rep.ProfileBatches, rep.ProfileSeeds, rep.Convergence = h.Batches, h.Seeds, h.Convergence
 	for _, t := range []Tier{TierGPU, TierHost, TierSSD} {
 		for _, k := range []Kind{KindTopology, KindFeature} {
 			items, bytes := p.Used(k, t)
@@ -265,6 +276,12 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		rep.Comparison = append(rep.Comparison, c)
 	}
 	return p, rep, nil
+}
+
+// cacheRows is about how many feature rows the budgets hold, for the profile's estimate.
+func cacheRows(opt PlanOptions, s Sizes, nodes int64) int64 {
+	per := max(s.RowBytes+s.FeatureOverhead, 1)
+	return min((opt.GPUBytes+opt.HostBytes)/per, nodes)
 }
 
 // sizesDiffer says how the sizes a saved placement was planned with differ from sizes ("" when

@@ -144,6 +144,9 @@ type Hotness struct {
 	Fanouts   []int
 	BatchSize int
 	Replace   bool
+	// Convergence is the held-out estimate after every epoch but the first (Profile); a saved
+	// profile does not keep it.
+	Convergence []EpochEstimate
 }
 
 // NumNodes is the number of nodes counted.

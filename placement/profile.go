@@ -1,9 +1,15 @@
 package placement
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierfs/tierfs/topology"
@@ -13,15 +19,44 @@ import (
 type ProfileOptions struct {
 	Fanouts   []int // per hop, as topology.SampleOptions.Fanouts; not empty
 	BatchSize int   // seeds per batch; > 0
-	// Batches to sample: batch b takes the BatchSize seeds that follow batch b-1's, wrapping
-	// around to the start of seeds. 0 means one epoch, ceil(len(seeds)/BatchSize) batches.
+	// Epochs to pre-sample, each a visit of every seed in batches, as a loader makes them: epoch
+	// 0 in the order given, every later epoch in a fresh permutation drawn from (Seed, epoch).
+	// 0 means until the estimate converges (Converged), at most MaxProfileEpochs.
+	Epochs int
+	// Batches, when > 0, samples exactly this many batches instead (epochs as above, the last
+	// one cut short); it overrides Epochs.
 	Batches int
-	// TimeBudget stops profiling once it has run this long (after at least one batch); 0 means
-	// no limit. Hotness.Batches says how many batches ran.
+	// TimeBudget stops profiling once it has run this long (after at least one epoch, or one
+	// batch when Batches is set); 0 means no limit. Hotness.Batches says how many batches ran.
 	TimeBudget time.Duration
-	Replace    bool   // sample with replacement
-	Seed       uint64 // batch b samples with a seed derived from (Seed, b)
-	Workers    int    // as topology.SampleOptions.Workers
+	// CacheRows is the number of feature rows the memory tiers will hold; the convergence
+	// estimate (Hotness.Convergence) is for a cache of that many rows. 0 means a quarter of the
+	// nodes.
+	CacheRows int64
+	Replace   bool   // sample with replacement
+	Seed      uint64 // batch b (counted over all epochs) samples with a seed derived from (Seed, b)
+	// Workers sample batches in parallel; 0 is one per CPU. The counts do not depend on it.
+	Workers int
+	// Progress, when set, is called after every batch with the batches done and the batches
+	// planned so far (the total grows when a converging profile starts another epoch).
+	Progress func(done, total int)
+}
+
+// MaxProfileEpochs bounds a profile whose Epochs is 0 (until converged).
+const MaxProfileEpochs = 8
+
+// Converged is the relative change of the held-out estimate below which a profile with Epochs 0
+// stops: another epoch would move SSD rows per batch by less than this.
+const Converged = 0.02
+
+// EpochEstimate is how well the counts of the epochs before Epoch predict Epoch: the SSD rows per
+// batch of Epoch when the CacheRows hottest rows of the earlier epochs are cached (HeldOut), and
+// when the CacheRows rows Epoch itself read most are (Hindsight, the bar no static placement
+// chosen beforehand can beat on that epoch).
+type EpochEstimate struct {
+	Epoch     int     `json:"epoch"`
+	HeldOut   float64 `json:"held_out_ssd_rows_per_batch"`
+	Hindsight float64 `json:"hindsight_ssd_rows_per_batch"`
 }
 
 // SizesOf returns the Sizes of g's topology items (degrees read in batches) for feature rows of
@@ -47,12 +82,17 @@ func SizesOf(g topology.Graph, rowBytes, indexBytes int64) (Sizes, error) {
 	return s, s.validate(g.NumNodes())
 }
 
-// Profile pre-samples batches of seeds from g and counts, per node, how often sampling reads its
-// neighbor list (Hotness.Topology: every node a hop samples for, i.e. the distinct seeds at hop 0
-// and the nodes first reached at hop h-1 at hop h, while the hop's fanout is not 0) and how often
-// its feature row is read (Hotness.Feature: every entry of the batch's Sample.Nodes).
+// Profile pre-samples batches of seeds from g the way a loader visits them, epoch after epoch,
+// and counts, per node, how often sampling reads its neighbor list (Hotness.Topology: every node
+// a hop samples for, i.e. the distinct seeds at hop 0 and the nodes first reached at hop h-1 at
+// hop h, while the hop's fanout is not 0) and how often its feature row is read
+// (Hotness.Feature: every entry of the batch's Sample.Nodes). Seeds count like any other read.
 //
-// It makes one topology.SampleNeighbors call per batch and holds 12 bytes per node.
+// After each epoch but the first it estimates how well the epochs before predicted it
+// (Hotness.Convergence); with Epochs 0 it stops once that estimate improves by less than
+// Converged. Batches are sampled in parallel; the counts equal a serial run's.
+//
+// It holds 16 bytes per node plus a copy of seeds.
 func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, error) {
 	switch {
 	case g == nil:
@@ -63,77 +103,246 @@ func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, err
 		return nil, errors.New("placement: Fanouts is empty; give one fanout per hop")
 	case opt.BatchSize <= 0:
 		return nil, fmt.Errorf("placement: batch size %d; want > 0", opt.BatchSize)
+	case opt.Epochs < 0:
+		return nil, fmt.Errorf("placement: %d epochs; want >= 0 (0 is until converged)", opt.Epochs)
 	case opt.Batches < 0:
-		return nil, fmt.Errorf("placement: %d batches; want >= 0 (0 is one epoch)", opt.Batches)
+		return nil, fmt.Errorf("placement: %d batches; want >= 0 (0 is whole epochs)", opt.Batches)
 	case opt.TimeBudget < 0:
 		return nil, fmt.Errorf("placement: time budget %v is negative", opt.TimeBudget)
+	case opt.CacheRows < 0:
+		return nil, fmt.Errorf("placement: cache of %d rows is negative", opt.CacheRows)
+	case opt.Workers < 0:
+		return nil, fmt.Errorf("placement: %d workers; want >= 0 (0 is one per CPU)", opt.Workers)
 	}
 	n := g.NumNodes()
-	batches := opt.Batches
-	if batches == 0 {
-		batches = (len(seeds) + opt.BatchSize - 1) / opt.BatchSize
+	perEpoch := (len(seeds) + opt.BatchSize - 1) / opt.BatchSize
+	if len(seeds) < opt.BatchSize {
+		perEpoch = 1
+	}
+	epochs := opt.Epochs
+	switch {
+	case opt.Batches > 0:
+		epochs = (opt.Batches + perEpoch - 1) / perEpoch
+	case epochs == 0:
+		epochs = MaxProfileEpochs
+	}
+	cacheRows := opt.CacheRows
+	if cacheRows == 0 {
+		cacheRows = n / 4
 	}
 	h := &Hotness{
 		Topology: make([]uint32, n), Feature: make([]uint32, n),
-		Fanouts: append([]int(nil), opt.Fanouts...), BatchSize: opt.BatchSize, Replace: opt.Replace,
+		Fanouts: slices.Clone(opt.Fanouts), BatchSize: opt.BatchSize, Replace: opt.Replace,
 	}
-	stamp := make([]uint32, n) // batch+1 of the last batch that counted v as a hop-0 target
-	batch := make([]int64, 0, opt.BatchSize)
-	next := 0
+	epochCounts := make([]uint32, n) // the feature counts of the epoch being sampled
+	order := slices.Clone(seeds)
 	start := time.Now()
-	for b := range batches {
-		if b > 0 && opt.TimeBudget > 0 && time.Since(start) >= opt.TimeBudget {
-			break
-		}
-		batch = batch[:0]
-		if len(seeds) >= opt.BatchSize {
-			for len(batch) < opt.BatchSize {
-				take := min(opt.BatchSize-len(batch), len(seeds)-next)
-				batch = append(batch, seeds[next:next+take]...)
-				next = (next + take) % len(seeds)
-			}
-		} else {
-			batch = append(batch, seeds...)
-		}
-		s, err := topology.SampleNeighbors(g, batch, topology.SampleOptions{
-			Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: mix64(opt.Seed ^ mix64(uint64(b))), Workers: opt.Workers,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("placement: profile batch %d: %w", b, err)
-		}
-		if mark := uint32(b) + 1; opt.Fanouts[0] != 0 { // a hop of fanout 0 reads no list
-			for _, v := range batch {
-				if stamp[v] != mark {
-					stamp[v] = mark
-					inc(&h.Topology[v])
-				}
-			}
-		}
-		first := s.NodesPerHop[0]
-		for hop := 1; hop < len(opt.Fanouts); hop++ {
-			frontier := s.Nodes[first : first+s.NodesPerHop[hop]]
-			if opt.Fanouts[hop] == 0 || len(frontier) == 0 {
+	total := perEpoch // batches planned so far, for Progress
+	if opt.Batches > 0 {
+		total = opt.Batches
+	} else if opt.Epochs > 0 {
+		total = opt.Epochs * perEpoch
+	}
+	for e := range epochs {
+		if e > 0 {
+			if opt.TimeBudget > 0 && time.Since(start) >= opt.TimeBudget {
 				break
 			}
-			for _, v := range frontier {
-				inc(&h.Topology[v])
+			r := rand.New(rand.NewPCG(opt.Seed, uint64(e)))
+			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			if opt.Batches == 0 && opt.Epochs == 0 {
+				total += perEpoch
 			}
-			first += s.NodesPerHop[hop]
 		}
-		for _, v := range s.Nodes {
-			inc(&h.Feature[v])
+		batches := perEpoch
+		if opt.Batches > 0 {
+			batches = min(perEpoch, opt.Batches-h.Batches)
 		}
-		h.Batches++
-		h.Seeds += int64(len(batch))
+		var budget time.Duration // what is left of the time budget; 0 is none
+		if opt.TimeBudget > 0 {
+			budget = max(opt.TimeBudget-time.Since(start), time.Nanosecond)
+		}
+		clear(epochCounts)
+		ran, seedsRan, err := profileEpoch(g, order, h, epochCounts, opt, h.Batches, batches, budget, total)
+		h.Batches += ran
+		h.Seeds += seedsRan
+		if err != nil {
+			return nil, err
+		}
+		if e > 0 && ran == batches {
+			est := EpochEstimate{Epoch: e,
+				HeldOut:   missesUnder(h.Feature, epochCounts, cacheRows) / float64(ran),
+				Hindsight: missesUnder(epochCounts, epochCounts, cacheRows) / float64(ran)}
+			h.Convergence = append(h.Convergence, est)
+		}
+		for v, c := range epochCounts {
+			h.Feature[v] = satAdd32(h.Feature[v], c)
+		}
+		if k := len(h.Convergence); opt.Epochs == 0 && opt.Batches == 0 && k >= 2 &&
+			h.Convergence[k-2].HeldOut-h.Convergence[k-1].HeldOut <= Converged*h.Convergence[k-2].HeldOut {
+			break
+		}
+		if ran < batches {
+			break // the time budget ran out
+		}
 	}
 	return h, nil
 }
 
-// inc adds one, saturating.
-func inc(c *uint32) {
-	if *c != math.MaxUint32 {
-		*c++
+// profileEpoch samples batches [0, count) of order (batch b numbered first+b over the profile)
+// on opt.Workers goroutines, adding topology counts to h and feature counts to epoch. It returns
+// the batches and seeds it sampled: a prefix of the epoch, shorter than count only when budget
+// (when > 0) ran out.
+func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, opt ProfileOptions, first, count int, budget time.Duration, total int) (int, int64, error) {
+	workers := opt.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	workers = min(workers, count)
+	start := time.Now()
+	var next atomic.Int64
+	var stop atomic.Bool
+	errs := make([]error, count)
+	ranBatch := make([]bool, count)
+	var wg sync.WaitGroup
+	var progress sync.Mutex
+	done := first
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var distinct []int64
+			for !stop.Load() {
+				b := int(next.Add(1) - 1)
+				if b >= count {
+					return
+				}
+				if b > 0 && budget > 0 && time.Since(start) >= budget {
+					stop.Store(true)
+					return
+				}
+				batch := batchOf(order, opt.BatchSize, b)
+				s, err := topology.SampleNeighbors(g, batch, topology.SampleOptions{
+					Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: mix64(opt.Seed ^ mix64(uint64(first+b))), Workers: 1,
+				})
+				if err != nil {
+					errs[b] = fmt.Errorf("placement: profile batch %d: %w", first+b, err)
+					stop.Store(true)
+					return
+				}
+				if opt.Fanouts[0] != 0 { // a hop of fanout 0 reads no list
+					distinct = append(distinct[:0], batch...)
+					slices.Sort(distinct)
+					for _, v := range slices.Compact(distinct) {
+						atomicInc(&h.Topology[v])
+					}
+				}
+				at := s.NodesPerHop[0]
+				for hop := 1; hop < len(opt.Fanouts); hop++ {
+					frontier := s.Nodes[at : at+s.NodesPerHop[hop]]
+					if opt.Fanouts[hop] == 0 || len(frontier) == 0 {
+						break
+					}
+					for _, v := range frontier {
+						atomicInc(&h.Topology[v])
+					}
+					at += s.NodesPerHop[hop]
+				}
+				for _, v := range s.Nodes {
+					atomicInc(&epoch[v])
+				}
+				ranBatch[b] = true
+				if opt.Progress != nil {
+					progress.Lock()
+					done++
+					opt.Progress(done, total)
+					progress.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	// Batches run out of order: keep the counts of the prefix that ran (a time budget can leave
+	// a gap only at the end, since every batch below next was taken before stop).
+	ran := 0
+	var seeds int64
+	for ran < count && ranBatch[ran] {
+		seeds += int64(len(batchOf(order, opt.BatchSize, ran)))
+		ran++
+	}
+	return ran, seeds, nil
+}
+
+// batchOf is batch b of an epoch visiting order: the BatchSize seeds from b*BatchSize, the last
+// batch shorter; all of order when it is shorter than a batch.
+func batchOf(order []int64, size, b int) []int64 {
+	lo := b * size
+	return order[lo:min(lo+size, len(order))]
+}
+
+// missesUnder estimates the rows of eval read from SSD when the cacheRows rows ranked highest by
+// rank are cached: the eval counts of the uncached rows. Rows tied with the last cached one are
+// cached at random, so they count in proportion.
+func missesUnder(rank, eval []uint32, cacheRows int64) float64 {
+	if cacheRows >= int64(len(rank)) {
+		return 0
+	}
+	var maxRank uint32
+	for _, r := range rank {
+		maxRank = max(maxRank, r)
+	}
+	if maxRank > 1<<22 { // counts this large are rare: rank by sorting instead of a histogram
+		byRank := make([]int, len(rank))
+		for v := range byRank {
+			byRank[v] = v
+		}
+		slices.SortFunc(byRank, func(a, b int) int { return cmp.Compare(rank[b], rank[a]) })
+		var misses float64
+		for _, v := range byRank[cacheRows:] {
+			misses += float64(eval[v])
+		}
+		return misses
+	}
+	hist := make([]int64, int(maxRank)+1)
+	evalAt := make([]float64, int(maxRank)+1)
+	for v, r := range rank {
+		hist[r]++
+		evalAt[r] += float64(eval[v])
+	}
+	var misses float64
+	left := cacheRows
+	for r := int(maxRank); r >= 0; r-- {
+		switch {
+		case left >= hist[r]:
+			left -= hist[r]
+		case left > 0:
+			misses += evalAt[r] * float64(hist[r]-left) / float64(hist[r])
+			left = 0
+		default:
+			misses += evalAt[r]
+		}
+	}
+	return misses
+}
+
+// atomicInc adds one to *c, saturating.
+func atomicInc(c *uint32) {
+	for {
+		old := atomic.LoadUint32(c)
+		if old == math.MaxUint32 || atomic.CompareAndSwapUint32(c, old, old+1) {
+			return
+		}
+	}
+}
+
+func satAdd32(a, b uint32) uint32 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint32
 }
 
 func mix64(z uint64) uint64 {

@@ -38,8 +38,11 @@ func runBench(args []string) error {
 	if len(args) > 0 && args[0] == "gpu" {
 		return runBenchGPU(args[1:])
 	}
+	if len(args) > 0 && args[0] == "placement" {
+		return runBenchPlacement(args[1:])
+	}
 	if len(args) == 0 || args[0] != "gather" {
-		return fmt.Errorf("usage: tierfs bench gather DIR [flags], or tierfs bench gpu DIR [flags]")
+		return fmt.Errorf("usage: tierfs bench gather DIR [flags], tierfs bench gpu DIR [flags] or tierfs bench placement DIR [flags]")
 	}
 	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
 	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's

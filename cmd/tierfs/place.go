@@ -23,7 +23,8 @@ func runPlace(args []string) error {
 	fanouts := fs.String("fanouts", "10,5", "neighbors per hop of the training sampler, comma separated")
 	batchSize := fs.Int("batch-size", 1024, "seeds per training batch")
 	policyName := fs.String("policy", "unified", "placement policy: "+policyNames())
-	batches := fs.Int("batches", 0, "batches to profile (0: one epoch of the seeds)")
+	epochs := fs.Int("epochs", 0, "epochs of the seeds to profile, each in a fresh order as a loader visits them (0: until the estimate converges, at most 8)")
+	batches := fs.Int("batches", 0, "batches to profile instead of whole epochs (0: whole epochs)")
 	timeBudget := fs.Duration("time-budget", 0, "stop profiling after this long, e.g. 30s (0: no limit)")
 	seedsPath := fs.String("seeds", "", "seeds to profile: .npy or split:NAME (default: the train split, else every node)")
 	recompute := fs.Bool("recompute", false, "ignore a saved placement: profile and plan again")
@@ -32,7 +33,7 @@ func runPlace(args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := featurestore.PlanOptions{Feature: opened.Feature, BatchSize: *batchSize, Batches: *batches, TimeBudget: *timeBudget,
+	opt := featurestore.PlanOptions{Feature: opened.Feature, BatchSize: *batchSize, Epochs: *epochs, Batches: *batches, TimeBudget: *timeBudget,
 		GPUBytes: opened.GPUCacheBytes, HostBytes: opened.HostCacheBytes, Recompute: *recompute}
 	if opt.Fanouts, err = parseFanouts(*fanouts); err != nil {
 		return err
@@ -53,7 +54,10 @@ func runPlace(args []string) error {
 			return err
 		}
 	}
+	bar := newProgressBar()
+	opt.Progress = func(done, total int) { bar.update("profile", int64(done), int64(total)) }
 	_, r, err := s.PlanPlacement(opt)
+	bar.done()
 	if err != nil {
 		return err
 	}
@@ -74,6 +78,10 @@ func printPlacement(r *featurestore.PlanReport) {
 		fmt.Printf("  replanned   from the saved profile (%s) in %.2fs\n", profile, r.PlanSeconds)
 	default:
 		fmt.Printf("  computed    profiled %s (seeds: %s) in %.2fs, planned in %.2fs\n", profile, r.SeedSource, r.ProfileSeconds, r.PlanSeconds)
+		for _, e := range r.Convergence {
+			fmt.Printf("  epoch %d     held out: %.0f SSD rows per batch from the epochs before (hindsight bar %.0f, %.2fx)\n",
+				e.Epoch, e.HeldOut, e.Hindsight, e.HeldOut/max(e.Hindsight, 1e-9))
+		}
 	}
 	if r.StaleReason != "" && r.StaleReason != "no saved placement" {
 		fmt.Printf("  not reused  %s\n", r.StaleReason)

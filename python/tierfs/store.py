@@ -630,6 +630,7 @@ class Store:
         fanouts: Optional[Sequence[int]] = None,
         batch_size: Optional[int] = None,
         policy: str = "unified",
+        epochs: Optional[int] = None,
         batches: Optional[int] = None,
         recompute: bool = False,
         host_bytes: Optional[int] = None,
@@ -641,8 +642,10 @@ class Store:
 
         With ``fanouts`` (and ``batch_size``) it places topology and features together instead,
         as ``tierfs place``: it loads the placement saved in the dataset directory when it was
-        made for the dataset as it is and for these inputs, otherwise profiles ``batches``
-        sampling batches (None: one epoch of the train split, else of every node), plans under
+        made for the dataset as it is and for these inputs, otherwise profiles ``epochs`` epochs
+        of the train split (else of every node), each in a fresh order as a loader visits them
+        (None: until the held-out estimate converges, at most 8; ``batches`` profiles that many
+        batches instead), plans under
         ``policy`` ("unified", "unified-pcie", "topology-first", "features-first", "degree",
         "random", "none") and saves it there (``recompute`` forces this); then applies it to
         this store. The budgets are the store's caches unless ``host_bytes`` / ``gpu_bytes``
@@ -664,6 +667,8 @@ class Store:
             req: Dict[str, Any] = dict(
                 fanouts=[int(f) for f in fanouts], batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
             )
+            if epochs is not None:
+                req["epochs"] = int(epochs)
             if batches is not None:
                 req["batches"] = int(batches)
             if host_bytes is not None:
