@@ -97,7 +97,7 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 		}
 		f.fds, sizes = append(f.fds, fd), append(sizes, size)
 		if direct {
-			align = max(align, directIOAlign(fd, m.BlockSize))
+			align = max(align, DirectIOAlign(fd, m.BlockSize))
 		}
 		if err := checkSize(m, p, size); err != nil {
 			return nil, err
@@ -378,10 +378,10 @@ func (t *Tier) Ranges(fn func(first, count int64) bool) {
 	}
 }
 
-// directIOAlign is the alignment O_DIRECT reads of fd need: statx's STATX_DIOALIGN (the larger
+// DirectIOAlign is the alignment O_DIRECT reads of fd need: statx's STATX_DIOALIGN (the larger
 // of the offset and memory alignments), else the logical block size of the file's device from
 // sysfs, else fallback.
-func directIOAlign(fd, fallback int) int {
+func DirectIOAlign(fd, fallback int) int {
 	var stx unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx); err == nil &&
 		stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
