@@ -169,6 +169,8 @@ func storeOptions(o *C.tfs_open_options) featurestore.Options {
 		GPUDevice:           int(o.device),
 		GPUCacheBytes:       int64(o.gpu_cache_bytes),
 		GPUTopology:         str(o.gpu_topology),
+		CoalesceGap:         int(o.coalesce_gap),
+		ReadAlign:           int(o.read_align),
 	}
 	if o.device == -1 { // the C API's "default device"
 		fo.GPUDevice = 0

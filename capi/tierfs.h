@@ -70,6 +70,10 @@ typedef struct tfs_open_options {
                                     "pinned": in pinned host memory read over PCIe */
   const char *host_policy;       /* NULL/"" or "static": host tier placed once (tfs_place refills);
                                     "sieve": a cache admitting rows read from disk, SIEVE eviction */
+  int32_t coalesce_gap;          /* disk reads of a file at most this many bytes apart become one;
+                                    0: only touching blocks; -1: probe the disk at open */
+  int32_t read_align;            /* alignment of disk reads; 0: the dataset's block size; -1: the
+                                    smallest the files' direct IO allows (not with verify_reads) */
 } tfs_open_options;
 
 /* Opens the dataset directory path. opts may be NULL. */

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // Options configure Open. The zero value opens with no host cache, io_uring where available, and
@@ -42,6 +43,16 @@ type Options struct {
 	MaxConcurrentIO     int           `json:"max_concurrent_io"` // IO stacks (gathers reading disk at once); default GOMAXPROCS
 	VerifyReads         bool          `json:"verify_reads"`      // check every block read from disk against its checksum
 	CopyWorkers         int           `json:"copy_workers"`      // goroutines copying host-tier hits; default GOMAXPROCS
+	// CoalesceGap: disk reads of one file at most this many bytes apart become one read (the gap
+	// read and discarded), up to 128 KiB. 0 (the default) merges only reads that share or touch
+	// a block; -1 probes the disk at Open (about 1.5 s, `tierfs bench disk` prints the same
+	// probe) and takes the gap it recommends; Stats.DiskProbe shows the measurement.
+	CoalesceGap int `json:"coalesce_gap"`
+	// ReadAlign is the alignment of disk reads: 0 (the default) the dataset's block size, -1 the
+	// smallest the files' direct IO allows (often 512, so a 512-byte row costs a 512-byte read),
+	// or a power of two from 512 to the block size. With VerifyReads reads stay whole blocks:
+	// -1 then means the block size, and other values are refused.
+	ReadAlign int `json:"read_align"`
 
 	// GPUDevice is the CUDA device of the GPU tier, device gathers and GPU sampling.
 	GPUDevice int `json:"gpu_device"`
@@ -58,6 +69,9 @@ type Options struct {
 
 // DefaultTopologyMemoryBytes is the topology budget when Options leaves it 0.
 const DefaultTopologyMemoryBytes = 1 << 30
+
+// MaxCoalesceGap is the largest CoalesceGap: the IO stacks' largest read, 128 KiB.
+const MaxCoalesceGap = stagingBytesPerRead
 
 // DefaultQueueDepth is the reads in flight per IO stack when Options leaves QueueDepth 0.
 const DefaultQueueDepth = 128
@@ -127,6 +141,12 @@ func (o *Options) Validate() error {
 		return bad("max_concurrent_io", o.MaxConcurrentIO, "IO stacks >= 0 (0: one per CPU)")
 	case o.CopyWorkers < 0:
 		return bad("copy_workers", o.CopyWorkers, "goroutines >= 0 (0: one per CPU)")
+	case o.CoalesceGap < -1 || o.CoalesceGap > MaxCoalesceGap:
+		return bad("coalesce_gap", o.CoalesceGap, fmt.Sprintf("bytes from 0 to %d, or -1 to probe the disk at open", MaxCoalesceGap))
+	case o.ReadAlign < -1 || (o.ReadAlign > 0 && (o.ReadAlign < ssd.MinReadAlign || o.ReadAlign&(o.ReadAlign-1) != 0)):
+		return bad("read_align", o.ReadAlign, fmt.Sprintf("a power of two from %d to the dataset's block size, 0 for the block size or -1 for the smallest the files allow", ssd.MinReadAlign))
+	case o.VerifyReads && o.ReadAlign > 0:
+		return bad("read_align", o.ReadAlign, "0 or -1 with verify_reads (verified reads are whole blocks)")
 	}
 	switch o.IOBackend {
 	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:

@@ -8,6 +8,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // ErrIDOutOfRange is wrapped by errors about node ids outside [0, NumNodes).
@@ -34,8 +35,15 @@ type Stats struct {
 	GatherTime   float64     `json:"gather_seconds"` // summed wall time of Gather calls
 	Tiers        []TierStats `json:"tiers"`          // fastest first
 	IO           gpuio.Stats `json:"io"`             // disk reads of every IO stack, features and topology
-	Samples      uint64      `json:"samples"`
-	GPU          GPUStats    `json:"gpu"`
+	// ReadAmplification is IO.BytesRead / IO.BytesRequested: bytes read from disk per byte
+	// wanted (alignment and bridged gaps, IO.GapBytes, make it exceed 1). ReadsPerGather is
+	// IO.Reads / Gathers. Both count every read of the stacks, topology and labels included.
+	ReadAmplification float64 `json:"read_amplification"`
+	ReadsPerGather    float64 `json:"reads_per_gather"`
+	// DiskProbe is what the disk probe measured at Open (Options.CoalesceGap -1), else nil.
+	DiskProbe *ssd.DiskProbe `json:"disk_probe,omitempty"`
+	Samples   uint64         `json:"samples"`
+	GPU       GPUStats       `json:"gpu"`
 }
 
 // Tier is the stats of tier kind (zero counts when the store has no such tier).
@@ -108,6 +116,11 @@ func (s *Store) Stats() Stats {
 	}
 	st.GPU = GPUStats{DeviceGathers: c.deviceGathers.Load()}
 	st.IO = s.files.Stats()
+	st.ReadAmplification = st.IO.ReadAmplification()
+	if st.Gathers > 0 {
+		st.ReadsPerGather = float64(st.IO.Reads) / float64(st.Gathers)
+	}
+	st.DiskProbe = s.files.Probe()
 	leave, err := s.enter()
 	if err != nil { // closed: the counters, no tiers
 		st.GPU.Reason = err.Error()

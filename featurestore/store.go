@@ -103,7 +103,8 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	for _, name := range s.SplitNames() { // splits are read through the stacks too, so verified
 		paths = append(paths, m.Nodes().Splits[name].File)
 	}
-	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads}); err != nil {
+	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
+		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}
 	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)

@@ -112,14 +112,17 @@ func Open(fds []int, opts Options) (*Stack, error) {
 		_ = unix.Munmap(arena)
 		return nil, fmt.Errorf("gpuio: unknown backend %q", opts.Backend)
 	}
-	s.stats.Backend = s.backend
+	s.stats.Backend, s.stats.BlockSize, s.stats.CoalesceGap = s.backend, opts.BlockSize, opts.CoalesceGap
+	if opts.NoCoalesce {
+		s.stats.CoalesceGap = 0
+	}
 	return s, nil
 }
 
 func fillDefaults(o *Options) error {
-	if o.BlockSize < 0 || o.QueueDepth < 0 || o.MaxIOBytes < 0 || o.StagingBytes < 0 {
-		return fmt.Errorf("gpuio: negative option (BlockSize %d, QueueDepth %d, MaxIOBytes %d, StagingBytes %d)",
-			o.BlockSize, o.QueueDepth, o.MaxIOBytes, o.StagingBytes)
+	if o.BlockSize < 0 || o.QueueDepth < 0 || o.MaxIOBytes < 0 || o.StagingBytes < 0 || o.CoalesceGap < 0 {
+		return fmt.Errorf("gpuio: negative option (BlockSize %d, QueueDepth %d, MaxIOBytes %d, StagingBytes %d, CoalesceGap %d)",
+			o.BlockSize, o.QueueDepth, o.MaxIOBytes, o.StagingBytes, o.CoalesceGap)
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = 4096
@@ -186,11 +189,13 @@ func (s *Stack) Submit(reqs []Request) error {
 	return s.pump()
 }
 
-// plan appends the reads covering reqs to the queue: requests are grouped by overlapping or
-// touching aligned ranges of one file (each its own group under NoCoalesce), and each group is
-// cut into reads of at most MaxIOBytes.
+// plan appends the reads covering reqs to the queue. Requests of one file whose aligned ranges
+// overlap or touch form a run (each request its own run under NoCoalesce); consecutive runs at
+// most CoalesceGap bytes apart join one read while it stays within MaxIOBytes; a run longer than
+// MaxIOBytes is cut into reads of at most MaxIOBytes and joins nothing.
 func (s *Stack) plan(reqs []Request) {
 	bs := int64(s.opts.BlockSize)
+	maxIO, gap := int64(s.opts.MaxIOBytes), int64(s.opts.CoalesceGap)
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i
@@ -200,6 +205,8 @@ func (s *Stack) plan(reqs []Request) {
 			return cmp.Or(cmp.Compare(reqs[a].File, reqs[b].File), cmp.Compare(reqs[a].Offset, reqs[b].Offset))
 		})
 	}
+	// The pending group: order[gi:j] of file gfile, covering [gstart, gend).
+	gi, gfile, gstart, gend := 0, -1, int64(0), int64(0)
 	for i := 0; i < len(order); {
 		first := reqs[order[i]]
 		start, end := alignDown(first.Offset, bs), alignUp(first.Offset+int64(first.Length), bs)
@@ -211,8 +218,20 @@ func (s *Stack) plan(reqs []Request) {
 			}
 			end = max(end, alignUp(r.Offset+int64(r.Length), bs))
 		}
-		s.planGroup(reqs, order[i:j], first.File, start, end)
+		// order[i:j] is one run: join it to the pending group or start a new group.
+		if gfile == first.File && !s.opts.NoCoalesce && start-gend <= gap && end-gstart <= maxIO {
+			s.stats.GapBytes += uint64(start - gend)
+			gend = end
+		} else {
+			if gfile >= 0 {
+				s.planGroup(reqs, order[gi:i], gfile, gstart, gend)
+			}
+			gi, gfile, gstart, gend = i, first.File, start, end
+		}
 		i = j
+	}
+	if gfile >= 0 {
+		s.planGroup(reqs, order[gi:], gfile, gstart, gend)
 	}
 }
 

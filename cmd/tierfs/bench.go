@@ -22,16 +22,18 @@ import (
 
 // benchResult is one line of `tierfs bench gather`.
 type benchResult struct {
-	Name      string  `json:"name"`
-	Rows      int64   `json:"rows"`
-	Seconds   float64 `json:"seconds"`
-	RowsPerS  float64 `json:"rows_per_s"`
-	GBPerS    float64 `json:"gb_per_s"` // feature bytes delivered
-	DiskReads uint64  `json:"disk_reads"`
-	IOPS      float64 `json:"iops"`
-	ReadAmp   float64 `json:"read_amplification,omitempty"` // bytes read from disk / bytes of rows served from disk
-	HostShare float64 `json:"host_hit_share"`
-	Note      string  `json:"note,omitempty"`
+	Name          string  `json:"name"`
+	Rows          int64   `json:"rows"`
+	Seconds       float64 `json:"seconds"`
+	RowsPerS      float64 `json:"rows_per_s"`
+	GBPerS        float64 `json:"gb_per_s"` // feature bytes delivered
+	DiskReads     uint64  `json:"disk_reads"`
+	IOPS          float64 `json:"iops"`
+	ReadAmp       float64 `json:"read_amplification,omitempty"` // bytes read from disk / bytes of rows served from disk
+	ReadsPerBatch float64 `json:"reads_per_batch,omitempty"`
+	GapShare      float64 `json:"gap_share,omitempty"` // share of the bytes read that bridged gaps
+	HostShare     float64 `json:"host_hit_share"`
+	Note          string  `json:"note,omitempty"`
 }
 
 func runBench(args []string) error {
@@ -41,8 +43,11 @@ func runBench(args []string) error {
 	if len(args) > 0 && args[0] == "placement" {
 		return runBenchPlacement(args[1:])
 	}
+	if len(args) > 0 && args[0] == "disk" {
+		return runBenchDisk(args[1:])
+	}
 	if len(args) == 0 || args[0] != "gather" {
-		return fmt.Errorf("usage: tierfs bench gather DIR [flags], tierfs bench gpu DIR [flags] or tierfs bench placement DIR [flags]")
+		return fmt.Errorf("usage: tierfs bench gather|gpu|placement|disk DIR [flags]")
 	}
 	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
 	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
@@ -130,8 +135,12 @@ func runBench(args []string) error {
 		if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(spec.RowBytes); served > 0 {
 			r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
 		}
+		r.ReadsPerBatch = float64(r.DiskReads) / float64(len(streams)*len(streams[0]))
+		if read := after.IO.BytesRead - before.IO.BytesRead; read > 0 {
+			r.GapShare = float64(after.IO.GapBytes-before.IO.GapBytes) / float64(read)
+		}
 		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
-		r.Note = note + ", " + string(s.IOBackend())
+		r.Note = fmt.Sprintf("%s, %s, %d-byte reads, gap %d", note, s.IOBackend(), after.IO.BlockSize, after.IO.CoalesceGap)
 		results = append(results, r)
 		return nil
 	}
@@ -172,13 +181,13 @@ func runBench(args []string) error {
 	}
 	results = append(results, raw)
 
-	fmt.Printf("\n%-22s %12s %9s %11s %9s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "read amp", "host hit", "note")
+	fmt.Printf("\n%-22s %12s %9s %11s %11s %9s %6s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "reads/batch", "read amp", "gaps", "host hit", "note")
 	for _, r := range results {
-		amp := "-"
+		amp, gaps := "-", "-"
 		if r.ReadAmp > 0 {
-			amp = fmt.Sprintf("%.2f", r.ReadAmp)
+			amp, gaps = fmt.Sprintf("%.2f", r.ReadAmp), fmt.Sprintf("%.0f%%", 100*r.GapShare)
 		}
-		fmt.Printf("%-22s %12.0f %9.3f %11.0f %9s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, amp, 100*r.HostShare, r.Note)
+		fmt.Printf("%-22s %12.0f %9.3f %11.0f %11.0f %9s %6s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, r.ReadsPerBatch, amp, gaps, 100*r.HostShare, r.Note)
 	}
 	byName := map[string]benchResult{}
 	for _, r := range results {

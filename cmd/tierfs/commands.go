@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
@@ -269,9 +271,11 @@ func runGather(args []string) error {
 		return err
 	}
 	dst := make([]byte, int64(len(ids))*s.RowBytes())
+	before := s.Stats().IO
 	if err := s.Gather(ids, dst); err != nil {
 		return err
 	}
+	printIO(os.Stderr, before, s.Stats().IO)
 	f := s.Feature()
 	return ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst)
 }
@@ -335,4 +339,13 @@ func readIDs(s *featurestore.Store, arg string) ([]int64, error) {
 		return s.Split(name)
 	}
 	return ingest.ReadNpyInt64s(arg)
+}
+
+// printIO writes one line about the disk reads between two IO snapshots: reads, bytes read for
+// bytes requested (read amplification) and the bytes read only to bridge gaps.
+func printIO(w io.Writer, before, after gpuio.Stats) {
+	d := gpuio.Stats{Reads: after.Reads - before.Reads, BytesRead: after.BytesRead - before.BytesRead,
+		BytesRequested: after.BytesRequested - before.BytesRequested, GapBytes: after.GapBytes - before.GapBytes}
+	fmt.Fprintf(w, "disk: %d reads, %d bytes read for %d requested (read amplification %.2f, %d bytes of bridged gaps; %d-byte alignment, gap %d)\n",
+		d.Reads, d.BytesRead, d.BytesRequested, d.ReadAmplification(), d.GapBytes, after.BlockSize, after.CoalesceGap)
 }

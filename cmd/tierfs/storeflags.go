@@ -24,6 +24,8 @@ func storeFlags(fs *flag.FlagSet) *featurestore.Options {
 	fs.IntVar(&opt.QueueDepth, "qd", 0, "short for --queue-depth")
 	fs.IntVar(&opt.MaxConcurrentIO, "max-concurrent-io", 0, "IO stacks: gathers reading the disk at once (default: one per CPU)")
 	fs.BoolVar(&opt.VerifyReads, "verify-reads", false, "check every block read from disk against its checksum")
+	fs.IntVar(&opt.CoalesceGap, "coalesce-gap", 0, "read disk ranges of a file at most this many bytes apart as one read (default 0: only touching blocks); -1 probes the disk at open (see tierfs bench disk)")
+	fs.IntVar(&opt.ReadAlign, "read-align", 0, "alignment of disk reads (default 0: the dataset's block size); -1: the smallest the files' direct IO allows, e.g. 512")
 	fs.IntVar(&opt.CopyWorkers, "copy-workers", 0, "goroutines copying host-tier rows (default: one per CPU)")
 	fs.IntVar(&opt.GPUDevice, "gpu-device", 0, "CUDA device of the GPU tier, device gathers and GPU sampling")
 	fs.Var((*sizeFlag)(&opt.GPUCacheBytes), "gpu-cache", "GPU tier size in device memory, e.g. 8GiB (default: none; without a GPU the store serves from the host)")

@@ -67,13 +67,26 @@ def test_gather_synth_consistent_across_tiers_and_backends(data_dir, dtype):
         assert ssd.dtype_name == dtype
         ids = rng(300).integers(0, 2000, 5000)
         np.testing.assert_array_equal(ssd.gather(ids), ref[ids], err_msg=f"seed {SEED}")
-    for kw in (dict(host_cache="1GiB"), dict(host_cache="8KiB", io_backend="pread"), dict(verify_reads=True)):
+    for kw in (dict(host_cache="1GiB"), dict(host_cache="8KiB", io_backend="pread"), dict(verify_reads=True),
+               dict(coalesce_gap=8192, read_align=-1), dict(coalesce_gap=-1, verify_reads=True)):
         with tierfs.open(path, **kw) as s:
             np.testing.assert_array_equal(s.gather(ids), ref[ids], err_msg=f"{kw} seed {SEED}")
     # Same seed, same bytes.
     again = tierfs.synth(data_dir / f"synth-{dtype}-again", nodes=2000, avg_degree=5, dim=19, dtype=dtype, classes=4, seed=7)
     with tierfs.open(again) as s:
         np.testing.assert_array_equal(s.gather(np.arange(2000)), ref)
+
+
+def test_read_options_and_io_stats(graph):
+    with tierfs.open(graph["path"], coalesce_gap=4096, read_align=-1) as s:
+        s.gather(rng(302).integers(0, graph["n"], 500))
+        st = s.stats()
+        assert st["io"]["coalesce_gap"] == 4096 and st["io"]["block_size"] <= 4096
+        assert st["read_amplification"] >= 1 and st["reads_per_gather"] > 0 and "gap_bytes" in st["io"]
+    with pytest.raises(ValueError, match="coalesce_gap = -7"):
+        tierfs.open(graph["path"], coalesce_gap=-7)
+    with pytest.raises(ValueError, match="read_align = 512"):
+        tierfs.open(graph["path"], read_align=512, verify_reads=True)
 
 
 def test_gather_matches_cli(graph, cli, tmp_path):

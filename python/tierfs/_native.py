@@ -63,6 +63,8 @@ class OpenOptions(Structure):
         ("gpu_cache_bytes", c_int64),
         ("gpu_topology", c_char_p),
         ("host_policy", c_char_p),
+        ("coalesce_gap", c_int32),
+        ("read_align", c_int32),
     ]
 
 

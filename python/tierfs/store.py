@@ -130,6 +130,8 @@ def open(
     max_concurrent_io: Optional[int] = None,
     gpu_topology: Optional[str] = None,
     host_policy: Optional[str] = None,
+    coalesce_gap: Optional[int] = None,
+    read_align: Optional[int] = None,
 ) -> "Store":
     """Opens the dataset directory ``path``.
 
@@ -159,6 +161,11 @@ def open(
         host_policy: how the host tier is kept: None or ``"static"`` fills it at open time (and
             on :meth:`Store.place`) and keeps it; ``"sieve"`` makes it a cache that admits the rows
             gathers read from disk and evicts with SIEVE, for access patterns that drift.
+        coalesce_gap: disk reads of a file at most this many bytes apart become one read (the gap
+            read and discarded, up to 128 KiB). None or 0: only reads sharing or touching a block;
+            -1 probes the disk at open (about 1.5 s; ``stats()["disk_probe"]`` shows it).
+        read_align: alignment of disk reads. None or 0: the dataset's block size (4 KiB); -1: the
+            smallest the files' direct IO allows (often 512 bytes); not with ``verify_reads``.
 
     Raises:
         FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
@@ -178,6 +185,8 @@ def open(
         max_concurrent_io=max_concurrent_io,
         gpu_topology=gpu_topology,
         host_policy=host_policy,
+        coalesce_gap=coalesce_gap,
+        read_align=read_align,
     )
 
 
@@ -210,6 +219,8 @@ class Store:
         max_concurrent_io: Optional[int] = None,
         gpu_topology: Optional[str] = None,
         host_policy: Optional[str] = None,
+        coalesce_gap: Optional[int] = None,
+        read_align: Optional[int] = None,
     ) -> None:
         _native.check_process()
         self._handle: Optional[int] = None
@@ -226,6 +237,8 @@ class Store:
             max_concurrent_io=max_concurrent_io,
             gpu_topology=gpu_topology,
             host_policy=host_policy,
+            coalesce_gap=coalesce_gap,
+            read_align=read_align,
         )
         self._device_type, self._device_index = _util.parse_device(device)
         if self._device_type == "cuda":
@@ -257,6 +270,8 @@ class Store:
         opts.gpu_cache_bytes = self._gpu_cache_bytes
         opts.gpu_topology = _option_str(gpu_topology, "gpu_topology")
         opts.host_policy = _option_str(host_policy, "host_policy")
+        opts.coalesce_gap = int(coalesce_gap or 0)
+        opts.read_align = int(read_align or 0)
         handle = c_void_p()
         status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
         check(status)

@@ -10,7 +10,11 @@ package ssd
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -25,7 +29,22 @@ type Options struct {
 	QueueDepth  int           // reads in flight per IO stack; default 128
 	Stacks      int           // IO stacks, so reads of this many callers run at once; default 1
 	VerifyReads bool          // check every block read against the dataset's checksums
+	// CoalesceGap is gpuio.Options.CoalesceGap: ranges of a file at most this many bytes apart
+	// are read by one read. -1 probes the first file of the set at open (Probe, about 1.5 s)
+	// and takes the gap it recommends (Files.Probe says what it measured). Default 0.
+	CoalesceGap int
+	// ReadAlign is the alignment of reads. 0 keeps the dataset's block size (4 KiB). -1 takes
+	// the smallest the files allow: the largest direct-IO alignment (statx STATX_DIOALIGN, else
+	// the device's logical block size) of the O_DIRECT files, 512 for files read through the
+	// page cache, so a 512-byte row costs a 512-byte read. A positive value, a power of two from
+	// 512 to the block size, is used as it is and must be a multiple of that alignment. Under
+	// VerifyReads reads stay whole dataset blocks, checksums being per block: only 0 and -1
+	// (which then mean the block size) are accepted.
+	ReadAlign int
 }
+
+// MinReadAlign is the smallest read alignment (Options.ReadAlign) Files use.
+const MinReadAlign = 512
 
 // Files is a fixed set of a dataset's files and the IO stacks that read them. Read may run from
 // many goroutines at once (each takes a stack); AttachDevice and Close run alone.
@@ -36,6 +55,8 @@ type Files struct {
 	backend   gpuio.Backend
 	checksums []*dataset.Checksums
 
+	probe *DiskProbe
+
 	ioMu sync.Mutex
 	io   map[*gpuio.Stack]gpuio.Stats
 }
@@ -45,23 +66,39 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	if opt.QueueDepth < 0 || opt.Stacks < 0 {
 		return nil, fmt.Errorf("ssd: queue depth %d and IO stacks %d must not be negative", opt.QueueDepth, opt.Stacks)
 	}
+	if opt.CoalesceGap < -1 {
+		return nil, fmt.Errorf("ssd: coalesce gap %d: want bytes >= 0, or -1 to probe the disk", opt.CoalesceGap)
+	}
+	if a := opt.ReadAlign; a < -1 || (a > 0 && (a < MinReadAlign || a > m.BlockSize || a&(a-1) != 0)) {
+		return nil, fmt.Errorf("ssd: read alignment %d: want a power of two from %d to the block size %d, 0 for the block size or -1 for the files' smallest", a, MinReadAlign, m.BlockSize)
+	}
+	if opt.VerifyReads && opt.ReadAlign > 0 && opt.ReadAlign != m.BlockSize {
+		return nil, fmt.Errorf("ssd: read alignment %d with verified reads: checksums cover whole %d-byte blocks", opt.ReadAlign, m.BlockSize)
+	}
 	f := &Files{paths: append([]string(nil), paths...), io: map[*gpuio.Stack]gpuio.Stats{}}
 	defer func() {
 		if err != nil {
 			f.Close()
 		}
 	}()
+	align := MinReadAlign // the largest alignment any file needs
+	var sizes []int64
 	for _, p := range paths {
 		// OpenFD refuses paths outside the dataset and anything but a regular file, without
 		// blocking on a FIFO.
+		direct := true
 		fd, size, err := m.OpenFD(p, unix.O_DIRECT)
 		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
+			direct = false
 			fd, size, err = m.OpenFD(p, 0)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}
-		f.fds = append(f.fds, fd)
+		f.fds, sizes = append(f.fds, fd), append(sizes, size)
+		if direct {
+			align = max(align, DirectIOAlign(fd, m.BlockSize))
+		}
 		if err := checkSize(m, p, size); err != nil {
 			return nil, err
 		}
@@ -81,10 +118,34 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	if opt.VerifyReads {
 		verify = func(file int, off int64, block []byte) error { return f.checksums[file].Check(off, block) }
 	}
+	bs := m.BlockSize
+	switch {
+	case opt.VerifyReads || opt.ReadAlign == 0:
+	case opt.ReadAlign == -1:
+		bs = min(align, m.BlockSize)
+	case opt.ReadAlign%align != 0:
+		return nil, fmt.Errorf("ssd: read alignment %d: the files' direct IO needs multiples of %d", opt.ReadAlign, align)
+	default:
+		bs = opt.ReadAlign
+	}
+	gap := opt.CoalesceGap
+	if gap == -1 {
+		if len(f.fds) == 0 {
+			return nil, errors.New("ssd: no file to probe for the coalesce gap")
+		}
+		if f.probe, err = Probe(f.fds[0], sizes[0], ProbeOptions{Backend: opt.Backend, QueueDepth: qd, Align: bs, Duration: 250 * time.Millisecond}); err != nil {
+			return nil, err
+		}
+		f.probe.File = m.Path(paths[0])
+		gap = f.probe.Gap
+		if opt.VerifyReads { // bridge whole blocks: every read stays block-aligned anyway
+			gap -= gap % m.BlockSize
+		}
+	}
 	n := max(1, opt.Stacks)
 	f.stacks = make(chan *gpuio.Stack, n)
 	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: m.BlockSize, QueueDepth: qd, Verify: verify})
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify})
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}
@@ -103,6 +164,9 @@ func (f *Files) Index(path string) int {
 	}
 	return -1
 }
+
+// Probe is what the disk probe of OpenFiles measured (Options.CoalesceGap -1), or nil.
+func (f *Files) Probe() *DiskProbe { return f.probe }
 
 // Backend says how reads reach the disk ("io_uring" or "pread").
 func (f *Files) Backend() gpuio.Backend { return f.backend }
@@ -162,6 +226,8 @@ func (f *Files) Stats() gpuio.Stats {
 	defer f.ioMu.Unlock()
 	sum := gpuio.Stats{Backend: f.backend}
 	for _, io := range f.io {
+		sum.BlockSize, sum.CoalesceGap = io.BlockSize, io.CoalesceGap
+		sum.GapBytes += io.GapBytes
 		sum.Requests += io.Requests
 		sum.Reads += io.Reads
 		sum.BytesRequested += io.BytesRequested
@@ -310,6 +376,29 @@ func (t *Tier) Ranges(fn func(first, count int64) bool) {
 	if t.nodes > 0 {
 		fn(0, t.nodes)
 	}
+}
+
+// DirectIOAlign is the alignment O_DIRECT reads of fd need: statx's STATX_DIOALIGN (the larger
+// of the offset and memory alignments), else the logical block size of the file's device from
+// sysfs, else fallback.
+func DirectIOAlign(fd, fallback int) int {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx); err == nil &&
+		stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
+		return int(max(stx.Dio_offset_align, stx.Dio_mem_align))
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		dev := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+		for _, p := range []string{dev + "/queue/logical_block_size", dev + "/../queue/logical_block_size"} { // a disk, a partition
+			if data, err := os.ReadFile(p); err == nil {
+				if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
+					return n
+				}
+			}
+		}
+	}
+	return fallback
 }
 
 // checkSize fails, as corruption, when the file of path p (a regular file of size bytes) is
