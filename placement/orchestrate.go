@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -252,30 +253,49 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 			rep.Usage = append(rep.Usage, TierUsage{Kind: k.String(), Tier: t.String(), Items: items, Bytes: bytes})
 		}
 	}
-	for _, pol := range Policies() {
-		q := p
-		if pol != p.Policy {
-			if q, err = Plan(planH, sizes, p.Budget, pol); err != nil {
-				return nil, nil, fmt.Errorf("placement: plan %s for comparison: %w", pol, err)
-			}
-		}
-		t, err := Cost(q, planH, sizes)
-		if err != nil {
-			return nil, nil, err
-		}
-		t = t.PerBatch()
-		c := PolicyCost{Policy: pol.String(), Chosen: pol == p.Policy,
-			PCIeBytesPerBatch: t.Total.PCIeBytes, SSDBytesPerBatch: t.Total.SSDBytes,
-			PerBatch: BatchTraffic{Topology: t.Topology, Feature: t.Feature, Total: t.Total}}
-		for _, tier := range []Tier{TierGPU, TierHost} {
-			_, tb := q.Used(KindTopology, tier)
-			_, fb := q.Used(KindFeature, tier)
-			c.TopologyBytes += tb
-			c.FeatureBytes += fb
-		}
-		rep.Comparison = append(rep.Comparison, c)
+	// Every other policy's plan is independent of the rest: plan and cost them in parallel.
+	rep.Comparison = make([]PolicyCost, len(Policies()))
+	errs := make([]error, len(Policies()))
+	var wg sync.WaitGroup
+	for i, pol := range Policies() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep.Comparison[i], errs[i] = comparePolicy(p, pol, planH, sizes)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
 	}
 	return p, rep, nil
+}
+
+// comparePolicy is what pol would cost under the profile and budget of p (p itself when pol is
+// its policy).
+func comparePolicy(p *Placement, pol Policy, h *Hotness, sizes Sizes) (PolicyCost, error) {
+	q := p
+	if pol != p.Policy {
+		var err error
+		if q, err = Plan(h, sizes, p.Budget, pol); err != nil {
+			return PolicyCost{}, fmt.Errorf("placement: plan %s for comparison: %w", pol, err)
+		}
+	}
+	t, err := Cost(q, h, sizes)
+	if err != nil {
+		return PolicyCost{}, err
+	}
+	t = t.PerBatch()
+	c := PolicyCost{Policy: pol.String(), Chosen: pol == p.Policy,
+		PCIeBytesPerBatch: t.Total.PCIeBytes, SSDBytesPerBatch: t.Total.SSDBytes,
+		PerBatch: BatchTraffic{Topology: t.Topology, Feature: t.Feature, Total: t.Total}}
+	for _, tier := range []Tier{TierGPU, TierHost} {
+		_, tb := q.Used(KindTopology, tier)
+		_, fb := q.Used(KindFeature, tier)
+		c.TopologyBytes += tb
+		c.FeatureBytes += fb
+	}
+	return c, nil
 }
 
 // cacheRows is about how many feature rows the budgets hold, for the profile's estimate.
