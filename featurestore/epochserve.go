@@ -71,7 +71,7 @@ func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
 func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	data, err := os.ReadFile(filepath.Join(o.Dir, EpochIndexFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("featurestore: no epoch plan in %s (no %s): %w", o.Dir, EpochIndexFile, ErrNotFound)
+		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
@@ -175,6 +175,9 @@ func (p *Epochs) Planned() int { return p.idx.Planned }
 
 // BatchesPerEpoch is the number of batches of every epoch.
 func (p *Epochs) BatchesPerEpoch() int { return p.idx.Batches }
+
+// RowBytes is the size of one feature row.
+func (p *Epochs) RowBytes() int64 { return p.s.spec.RowBytes }
 
 // Dir is the plan's directory.
 func (p *Epochs) Dir() string { return p.o.Dir }
