@@ -195,6 +195,46 @@ tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *r
 
 tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tfs_status)tfsgo_sample_free(H(sample)); }
 
+tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
+                           tfs_epochs **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_epochs *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_epochs_close(tfs_epochs *epochs) { FORK_GUARD(); return (tfs_status)tfsgo_epochs_close(H(epochs)); }
+
+tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_info_json(H(epochs), buf, cap, needed);
+}
+
+tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_epochs_sample(H(epochs), epoch, batch, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_sample *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const int64_t *nodes, int64_t n,
+                             void *dst, int64_t dst_bytes) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_gather(H(epochs), epoch, batch, (int64_t *)nodes, n, dst, dst_bytes);
+}
+
 tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json); }
 
 tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json); }

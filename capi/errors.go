@@ -72,6 +72,8 @@ var statusOf = []struct {
 	{featurestore.ErrClosed, stECLOSED},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
+	// A plan made for other inputs: the options (or the store) do not match it.
+	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
 	{placement.ErrCorrupt, stECORRUPT},

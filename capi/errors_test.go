@@ -25,6 +25,7 @@ var wantStatus = []struct {
 	{featurestore.ErrClosed, stECLOSED},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
+	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
 	{placement.ErrCorrupt, stECORRUPT},

@@ -13,6 +13,7 @@ const (
 	kindSampler
 	kindSample
 	kindIO
+	kindEpochs
 )
 
 func (k kind) String() string {
@@ -25,6 +26,8 @@ func (k kind) String() string {
 		return "sample"
 	case kindIO:
 		return "io"
+	case kindEpochs:
+		return "epochs"
 	}
 	return "unknown"
 }

@@ -5,7 +5,7 @@
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*) are opaque and not pointers to
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*) are opaque and not pointers to
  *    memory; free each with its _close/_free function exactly once (a closed or freed handle
  *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
  *    from one thread at a time.
@@ -45,6 +45,7 @@ typedef enum tfs_status {
 
 typedef struct tfs_store tfs_store;
 typedef struct tfs_sampler tfs_sampler;
+typedef struct tfs_epochs tfs_epochs; /* planned epochs (tfs_epochs_open) */
 /* A sample is a struct tfs_sample* (no typedef: the name tfs_sample is the sampling function, as
  * with struct stat and stat()). */
 struct tfs_sample;
@@ -171,6 +172,28 @@ tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64
 tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
                            int64_t *nodes_per_hop, int64_t *edges_per_hop);
 tfs_status tfs_sample_free(struct tfs_sample *sample);
+
+/* Planned epochs (docs/planned.md): K epochs sampled ahead, each batch's rows that no memory tier
+ * holds packed contiguously in a file per epoch. options_json holds plan_dir, fanouts,
+ * batch_size (required), epochs (K), and optionally replace, drop_last, seed (sampler),
+ * shuffle_seed, disk_budget (bytes), replan (plan anew when the plan is missing or stale),
+ * workers. seeds NULL with n 0 takes the "train" split. A plan made for other inputs is
+ * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). Epoch e is served from
+ * planned epoch e mod the planned count. */
+tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
+                           tfs_epochs **out);
+tfs_status tfs_epochs_close(tfs_epochs *epochs);
+/* JSON: {"dir", "report" (the planning this open did, or null), "stats" (planned,
+ * batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
+tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
+/* Draws batch `batch` of epoch `epoch` again and checks it against the plan; the sample's first
+ * nodes_per_hop[0] nodes are the batch's seeds. */
+tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out);
+/* Writes the feature rows of nodes (the batch's sample nodes, as tfs_epochs_sample gave them) into
+ * dst: memory-tier rows from the tiers, the rest from the batch's packed extent, checked against
+ * its checksum (TFS_ECORRUPT naming file, epoch and batch). */
+tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const int64_t *nodes, int64_t n,
+                             void *dst, int64_t dst_bytes);
 
 /* Builds a dataset; options_json holds the fields of `tierfs synth` / `tierfs ingest` (see
  * README), e.g. {"out": "/data/g", "nodes": 1000000, "avg_degree": 10, "dim": 128, "seed": 1}. */

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -299,13 +298,9 @@ func runSample(args []string) error {
 	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
 		return err
 	}
-	var hops []int
-	for _, f := range strings.Split(*fanouts, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
-		}
-		hops = append(hops, n)
+	hops, err := parseFanouts(*fanouts)
+	if err != nil {
+		return err
 	}
 	s, err := featurestore.Open(pos[0], *opt)
 	if err != nil {

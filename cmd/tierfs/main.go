@@ -46,6 +46,7 @@ func init() {
 		{"verify", "check every block of a dataset against its checksum", runVerify},
 		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
 		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
+		{"plan-epochs", "sample K epochs ahead and pack each batch's disk rows contiguously (planned epochs)", runPlanEpochs},
 		{"bench", "measure gather throughput per tier (bench gather DIR ...)", runBench},
 		{"place", "profile, plan and save the dataset's topology+feature placement; compare policies", runPlace},
 		{"advise", "predict seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model)", runAdvise},

@@ -38,6 +38,7 @@ from .errors import (
     OutOfRangeError,
     VersionError,
 )
+from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
 from .store import Sample, Sampler, Store, open
 
@@ -49,6 +50,7 @@ ABI_VERSION: int = _native.ABI_VERSION
 LIBRARY_PATH: str = str(_native.lib_path)
 
 __all__ = [
+    "PlannedEpochs",
     "open",
     "Store",
     "Sampler",

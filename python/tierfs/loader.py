@@ -142,6 +142,12 @@ class Loader:
     an exception on the thread is raised in the caller; breaking out of the loop stops the
     thread.
 
+    With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
+    docs/planned.md) in ``plan_dir`` (default: a temporary directory) within
+    ``plan_disk_budget``: epoch ``e`` replays planned epoch ``e mod K`` — the order (the core's,
+    from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
+    with a few large reads. The sampler's fanouts, replace and seed define the plan.
+
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
 
@@ -165,7 +171,14 @@ class Loader:
         prefetch: int = 2,
         seed: int = 0,
         labels: Optional[bool] = None,
+        planned_epochs: int = 0,
+        plan_dir: Optional[str] = None,
+        plan_disk_budget: Any = None,
     ) -> None:
+        if planned_epochs < 0:
+            raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        if planned_epochs and not shuffle:
+            raise ValueError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if batch_size < 1:
             raise ValueError(f"batch_size {batch_size} must be at least 1")
         if prefetch < 1:
@@ -182,6 +195,13 @@ class Loader:
         self.seed = int(seed)
         self.labels = store.num_classes > 0 if labels is None else bool(labels)
         self.epoch = 0
+        self.plan = None
+        if planned_epochs:
+            self.plan = store.plan_epochs(
+                sampler.fanouts, self.batch_size, planned_epochs, seeds=self._seeds, plan_dir=plan_dir,
+                disk_budget=plan_disk_budget, replace=sampler.replace, drop_last=self.drop_last,
+                seed=sampler.seed, shuffle_seed=self.seed,
+            )
 
     def __len__(self) -> int:
         n = self._seeds.shape[0]
@@ -195,6 +215,10 @@ class Loader:
 
     def batches(self, epoch: int) -> Iterator[Batch]:
         """The batches of ``epoch``, computed in the calling thread (no prefetch)."""
+        if self.plan is not None:
+            for b in range(self.plan.batches_per_epoch):
+                yield self._make_planned(epoch, b)
+            return
         order = self._order(epoch)
         for i in range(len(self)):
             seeds = order[i * self.batch_size : (i + 1) * self.batch_size]
@@ -211,6 +235,20 @@ class Loader:
         x = self.store.gather(sample.nodes)
         y = self.store.labels(seeds_out) if self.labels else None
         return Batch(seeds_out, sample, x, y)
+
+    def _make_planned(self, epoch: int, b: int) -> Batch:
+        seeds, sample, x = self.plan.load(epoch, b)
+        if not self._torch:
+            return Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None)
+        import torch
+
+        seeds_t = torch.from_numpy(seeds)
+        arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop)
+        sample = Sample(*(torch.from_numpy(a) for a in arrays))
+        xt = torch.from_numpy(x)
+        if self.store.device != "cpu":
+            xt = xt.to(self.store.device)
+        return Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None)
 
     def __iter__(self) -> Prefetcher[Batch]:
         epoch = self.epoch

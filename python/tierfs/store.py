@@ -611,6 +611,39 @@ class Store:
         """
         return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
 
+    def plan_epochs(
+        self,
+        fanouts: Sequence[int],
+        batch_size: int,
+        epochs: int,
+        seeds: Any = None,
+        plan_dir: Optional[Union[str, os.PathLike]] = None,
+        disk_budget: Any = None,
+        replace: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        replan: bool = True,
+        workers: int = 0,
+    ) -> Any:
+        """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
+
+        Each epoch permutes ``seeds`` (default: the "train" split) by ``shuffle_seed`` in the
+        core, samples every batch with a seed derived from ``seed``, and packs the rows of its
+        sample that no memory tier holds into ``plan_dir`` (default: a new temporary directory).
+        A plan already there for the same inputs is reused; a stale or missing one is made
+        again (``replan=False`` raises instead). ``disk_budget`` (bytes or "20GB") plans as many
+        epochs as fit, at least one. Returns a :class:`tierfs.PlannedEpochs`.
+        """
+        from .epochs import PlannedEpochs
+
+        return PlannedEpochs(
+            self, fanouts, batch_size, epochs, seeds=seeds,
+            plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
+            replace=replace, drop_last=drop_last, seed=seed, shuffle_seed=shuffle_seed,
+            replan=replan, workers=workers,
+        )
+
     def csc(self, chunk_size: int = 1 << 20) -> tuple:
         """The whole topology as CSC: ``(indptr, indices)``, int64 numpy arrays, the
         in-neighbors of node v being ``indices[indptr[v]:indptr[v+1]]`` in stored order.
@@ -905,6 +938,23 @@ class Sample:
         return _torch().stack([self.row, self.col])
 
 
+def _take_sample(hs: c_void_p) -> tuple:
+    """Copies a native sample's arrays out (nodes, row, col, nodes_per_hop, edges_per_hop) and
+    frees it."""
+    try:
+        nn, ne, nh = c_int64(), c_int64(), c_int32()
+        check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
+        nodes = np.empty(nn.value, dtype=np.int64)
+        row = np.empty(ne.value, dtype=np.int64)
+        col = np.empty(ne.value, dtype=np.int64)
+        nph = np.empty(nh.value + 1, dtype=np.int64)
+        eph = np.empty(nh.value, dtype=np.int64)
+        check(lib.tfs_sample_copy(hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data))
+    finally:
+        lib.tfs_sample_free(hs)
+    return nodes, row, col, nph, eph
+
+
 class Sampler:
     """Uniform k-hop neighbor sampling in the core; see :meth:`Store.sampler`.
 
@@ -936,7 +986,6 @@ class Sampler:
         handle = c_void_p()
         check(lib.tfs_sampler_create(h, byref(opts), byref(handle)))
         self._handle = handle.value
-        self._sizes = (c_int64(), c_int64(), c_int32())
 
     @property
     def fanouts(self) -> List[int]:
@@ -968,25 +1017,11 @@ class Sampler:
                 raise errors.ClosedError("tierfs: sampler is closed")
             hs = c_void_p()
             check(lib.tfs_sample(h, arr.ctypes.data, arr.shape[0], byref(hs)))
-            try:
-                nn, ne, nh = self._sizes
-                check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
-                nodes = np.empty(nn.value, dtype=np.int64)
-                row = np.empty(ne.value, dtype=np.int64)
-                col = np.empty(ne.value, dtype=np.int64)
-                nph = np.empty(nh.value + 1, dtype=np.int64)
-                eph = np.empty(nh.value, dtype=np.int64)
-                check(
-                    lib.tfs_sample_copy(
-                        hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data
-                    )
-                )
-            finally:
-                lib.tfs_sample_free(hs)
+            arrays = _take_sample(hs)
         if ids_.kind != "torch":
-            return Sample(nodes, row, col, nph, eph)
+            return Sample(*arrays)
         torch = _torch()
-        out = [torch.from_numpy(a) for a in (nodes, row, col, nph, eph)]
+        out = [torch.from_numpy(a) for a in arrays]
         if ids_.device is not None and ids_.device.type != "cpu":
             out = [t.to(ids_.device, non_blocking=True) for t in out]
         return Sample(*out)

@@ -1,0 +1,185 @@
+package main
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"strings"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// epochsRequest is tfs_epochs_open's options_json: the keys of `tierfs plan-epochs` and of
+// Python's Loader(planned_epochs=...).
+type epochsRequest struct {
+	PlanDir     string `json:"plan_dir"`
+	Fanouts     []int  `json:"fanouts"`
+	Replace     bool   `json:"replace"`
+	BatchSize   int    `json:"batch_size"`
+	DropLast    bool   `json:"drop_last"`
+	Seed        uint64 `json:"seed"`
+	ShuffleSeed uint64 `json:"shuffle_seed"`
+	Epochs      int    `json:"epochs"`
+	DiskBudget  int64  `json:"disk_budget"`
+	Replan      bool   `json:"replan"`
+	Workers     int    `json:"workers"`
+}
+
+// epochsRec is an open plan and the report of the planning its open did, if any.
+type epochsRec struct {
+	p      *featurestore.Epochs
+	report *featurestore.EpochPlanReport
+}
+
+//export tfsgo_epochs_open
+func tfsgo_epochs_open(store C.uintptr_t, request *C.char, seeds *C.int64_t, n C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_epochs_open", &st)
+	return finish("tfs_epochs_open", epochsOpen(uintptr(store), request, seeds, int64(n), out, h), stEIO)
+}
+
+func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out unsafe.Pointer, h *C.uintptr_t) error {
+	rec, err := lookup[*storeRec](store, kindStore)
+	if err != nil {
+		return err
+	}
+	switch {
+	case request == nil:
+		return fail(stEINVAL, "options_json is NULL")
+	case out == nil:
+		return fail(stEINVAL, "out is NULL")
+	}
+	var req epochsRequest
+	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, workers)", err)
+	}
+	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast,
+		Sample:      topology.SampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
+		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan}
+	if seeds == nil && n == 0 {
+		if o.Seeds, err = rec.s.Split("train"); err != nil {
+			return err
+		}
+	} else {
+		if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+			return err
+		}
+		o.Seeds = append([]int64(nil), ids64(seeds, n)...)
+	}
+	p, report, err := rec.s.OpenEpochs(o)
+	if err != nil {
+		return err
+	}
+	*h = C.uintptr_t(register(kindEpochs, &epochsRec{p: p, report: report}))
+	return nil
+}
+
+//export tfsgo_epochs_close
+func tfsgo_epochs_close(epochs C.uintptr_t) (st C.int) {
+	defer guard("tfs_epochs_close", &st)
+	rec, err := release[*epochsRec](uintptr(epochs), kindEpochs)
+	if err == nil {
+		err = rec.p.Close()
+	}
+	return finish("tfs_epochs_close", err, stEINTERNAL)
+}
+
+//export tfsgo_epochs_info_json
+func tfsgo_epochs_info_json(epochs C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_epochs_info_json", &st)
+	return finish("tfs_epochs_info_json", epochsInfo(uintptr(epochs), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if needed == nil {
+		return fail(stEINVAL, "needed is NULL")
+	}
+	if capacity > 0 && buf == nil {
+		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	}
+	data, err := json.Marshal(struct {
+		Dir    string                        `json:"dir"`
+		Report *featurestore.EpochPlanReport `json:"report"`
+		Stats  featurestore.EpochStats       `json:"stats"`
+	}{rec.p.Dir(), rec.report, rec.p.Stats()})
+	if err != nil {
+		return err
+	}
+	*needed = C.size_t(len(data) + 1)
+	if uint64(len(data)) >= capacity {
+		if capacity > 0 {
+			*(*byte)(unsafe.Pointer(buf)) = 0
+		}
+		return nil
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
+	dst[copy(dst, data)] = 0
+	return nil
+}
+
+//export tfsgo_epochs_sample
+func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_epochs_sample", &st)
+	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), out, h), stEIO)
+}
+
+func epochsSample(h uintptr, epoch, batch int64, out unsafe.Pointer, hout *C.uintptr_t) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	_, smp, err := rec.p.Sample(int(epoch), int(batch))
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindSample, smp))
+	return nil
+}
+
+//export tfsgo_epochs_gather
+func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_epochs_gather", &st)
+	return finish("tfs_epochs_gather", epochsGather(uintptr(epochs), int64(epoch), int64(batch), nodes, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+func epochsGather(h uintptr, epoch, batch int64, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(dst, "dst", n, "n"); err != nil {
+		return err
+	}
+	if rb := rec.p.RowBytes(); dstBytes != n*rb {
+		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+	}
+	var d []byte
+	if n > 0 {
+		d = unsafe.Slice((*byte)(dst), dstBytes)
+	}
+	_, err = rec.p.Gather(int(epoch), int(batch), ids64(nodes, n), d)
+	return err
+}

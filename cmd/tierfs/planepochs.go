@@ -1,0 +1,135 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// runPlanEpochs plans epochs of a store (featurestore.PlanEpochs) and prints the report; with
+// --serve it then serves epochs from the plan, and with --compare the same batches through a
+// plain gather, printing both.
+func runPlanEpochs(args []string) error {
+	fs := flag.NewFlagSet("plan-epochs", flag.ContinueOnError)
+	opt := storeFlags(fs)
+	seedsArg := fs.String("seeds", "split:train", "seed node ids: .npy, or split:NAME")
+	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
+	replace := fs.Bool("replace", false, "sample with replacement")
+	batch := fs.Int("batch-size", 1024, "seeds per batch")
+	dropLast := fs.Bool("drop-last", false, "drop each epoch's last short batch")
+	epochs := fs.Int("epochs", 1, "epochs to plan (K); epoch e is served from planned epoch e mod K")
+	seed := fs.Uint64("seed", 0, "sampler seed")
+	shuffleSeed := fs.Uint64("shuffle-seed", 0, "seed of the epochs' orders")
+	planDir := fs.String("plan-dir", "", "directory for the plan (default: DIR/plans/epochs)")
+	var budget sizeFlag
+	fs.Var(&budget, "disk-budget", "bound on the packed files, e.g. 20GB: plan as many epochs as fit (default: none)")
+	serve := fs.Int("serve", 0, "then serve this many epochs from the plan and print what they read")
+	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	usePlacement := placementFlag(fs)
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
+		return err
+	}
+	hops, err := parseFanouts(*fanouts)
+	if err != nil {
+		return err
+	}
+	s, err := featurestore.Open(pos[0], *opt)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	seeds, err := readIDs(s, *seedsArg)
+	if err != nil {
+		return err
+	}
+	dir := *planDir
+	if dir == "" {
+		dir = filepath.Join(pos[0], "plans", "epochs")
+	}
+	o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
+		Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
+		Epochs: *epochs, DiskBudget: int64(budget)}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printPlanReport(rep, s.RowBytes())
+	}
+	if *serve <= 0 {
+		return nil
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var sampleT, gatherT, plainT time.Duration
+	var nodes int64
+	for e := range *serve {
+		for b := range p.BatchesPerEpoch() {
+			t := time.Now()
+			_, sample, err := p.Sample(e, b)
+			if err != nil {
+				return err
+			}
+			sampleT += time.Since(t)
+			rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
+			t = time.Now()
+			if _, err := p.Gather(e, b, sample.Nodes, rows); err != nil {
+				return err
+			}
+			gatherT += time.Since(t)
+			nodes += int64(len(sample.Nodes))
+			if *compare {
+				t = time.Now()
+				if err := s.Gather(sample.Nodes, rows); err != nil {
+					return err
+				}
+				plainT += time.Since(t)
+			}
+		}
+	}
+	st := p.Stats()
+	per := func(v int64) float64 { return float64(v) / float64(max(1, st.Batches)) }
+	fmt.Printf("served %d epochs (%d batches, backend %s): per batch %.0f nodes, %.0f packed rows, %.1f MiB read in %.1f reads\n",
+		*serve, st.Batches, st.Backend, per(nodes), per(st.Rows), per(st.BytesRead)/(1<<20), per(st.Reads))
+	fmt.Printf("  sampling %.2fs, planned gathers %.2fs (%.1f ms a batch)\n", sampleT.Seconds(), gatherT.Seconds(), gatherT.Seconds()*1000/float64(max(1, st.Batches)))
+	if *compare {
+		fmt.Printf("  plain gathers of the same batches %.2fs (%.1f ms a batch)\n", plainT.Seconds(), plainT.Seconds()*1000/float64(max(1, st.Batches)))
+	}
+	return nil
+}
+
+func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {
+	fmt.Printf("planned %d of %d epochs into %s in %.1fs (%d batches an epoch)\n", r.Planned, r.Epochs, r.Dir, r.Seconds, r.BatchesPerEpoch)
+	fmt.Printf("  written %.1f MiB (%s per epoch), %d rows of %d B\n", float64(r.BytesWritten)/(1<<20), mibList(r.EpochBytes), r.RowsPacked, rowBytes)
+	fmt.Printf("  per batch: %.0f nodes (%d..%d), %.0f packed rows (%d..%d)\n", r.NodesPerBatch.Mean, r.NodesPerBatch.Min, r.NodesPerBatch.Max,
+		r.RowsPerBatch.Mean, r.RowsPerBatch.Min, r.RowsPerBatch.Max)
+	fmt.Printf("  time over the planner's goroutines: sampling %.1fs, reading rows %.1fs, writing %.1fs\n", r.SampleSeconds, r.ReadSeconds, r.WriteSeconds)
+	if r.DiskBudget > 0 {
+		fmt.Printf("  disk budget %d bytes\n", r.DiskBudget)
+	}
+}
+
+func mibList(v []int64) string {
+	parts := make([]string, len(v))
+	for i, b := range v {
+		parts[i] = fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,345 @@
+package featurestore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/placement"
+)
+
+// EpochPlanReport says what PlanEpochs did.
+type EpochPlanReport struct {
+	Dir             string  `json:"dir"`
+	Epochs          int     `json:"epochs"`  // K asked for
+	Planned         int     `json:"planned"` // epochs planned (fewer than K when the budget is reached)
+	BatchesPerEpoch int     `json:"batches_per_epoch"`
+	DiskBudget      int64   `json:"disk_budget"`
+	BytesWritten    int64   `json:"bytes_written"` // packed files, padding included
+	EpochBytes      []int64 `json:"epoch_bytes"`
+	RowsPacked      int64   `json:"rows_packed"`
+	// Per batch: sampled nodes, and packed rows (the nodes no memory tier holds).
+	NodesPerBatch Spread  `json:"nodes_per_batch"`
+	RowsPerBatch  Spread  `json:"rows_per_batch"`
+	Seconds       float64 `json:"seconds"`
+	// Time summed over the planner's goroutines: sampling, reading rows from the dataset, writing.
+	SampleSeconds float64 `json:"sample_seconds"`
+	ReadSeconds   float64 `json:"read_seconds"`
+	WriteSeconds  float64 `json:"write_seconds"`
+}
+
+// Spread is the least, mean and largest of a per-batch count.
+type Spread struct {
+	Min  int64   `json:"min"`
+	Mean float64 `json:"mean"`
+	Max  int64   `json:"max"`
+	n    int64
+}
+
+func (s *Spread) add(v int64) {
+	if s.n == 0 || v < s.Min {
+		s.Min = v
+	}
+	s.Max = max(s.Max, v)
+	s.Mean += (float64(v) - s.Mean) / float64(s.n+1)
+	s.n++
+}
+
+// packedBatch is one batch as the planner made it.
+type packedBatch struct {
+	nodes, rows  int64
+	sum, nodesID uint64
+	buf          []byte // rows*RowBytes padded to packAlign, aligned; nil when only counted
+	sample, read time.Duration
+	err          error
+}
+
+// errEpochOverBudget stops an epoch that does not fit the disk budget.
+var errEpochOverBudget = errors.New("epoch over the disk budget")
+
+// planWriteAt writes a packed extent; tests replace it to fail like a full disk.
+var planWriteAt = func(f *os.File, p []byte, off int64) (int, error) { return f.WriteAt(p, off) }
+
+// planWorkers is the batches the planner samples and reads at once.
+const planWorkers = 2
+
+// PlanEpochs writes a plan of o.Epochs epochs for the store as placed now into o.Dir, replacing
+// any plan there (the old index goes first, so a failed run leaves no plan that looks valid), and
+// writes the index last (temporary file, fsync, rename). With a disk budget it plans as many
+// epochs as fit, at least one, else fails naming the budget and the bytes one epoch needs. Any
+// error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
+// made while a Place changes the memory tiers fails.
+func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if err := o.check(s); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	fp, err := placement.Fingerprint(s.m.Dir())
+	if err != nil {
+		return nil, err
+	}
+	s.place.RLock()
+	inputs := s.planInputs(&o, fp)
+	s.place.RUnlock()
+
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("featurestore: plan directory: %w", err)
+	}
+	if err := removePlan(o.Dir); err != nil {
+		return nil, err
+	}
+	var written []string
+	defer func() {
+		if err != nil {
+			for _, p := range written {
+				os.Remove(p)
+			}
+			os.Remove(filepath.Join(o.Dir, EpochIndexFile+".tmp"))
+		}
+	}()
+
+	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	rb := s.spec.RowBytes
+	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
+	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
+	for e := range o.Epochs {
+		path := filepath.Join(o.Dir, packedFile(e))
+		f, err := createPacked(path)
+		if err != nil {
+			return nil, err
+		}
+		written = append(written, path)
+		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb)}
+		var off, need int64
+		over := false
+		var countOnly atomic.Bool
+		err = s.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
+			pad := alignUp64(p.rows * rb)
+			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+pad > o.DiskBudget {
+				if e > 0 {
+					return errEpochOverBudget
+				}
+				over = true
+				countOnly.Store(true)
+				need = off
+			}
+			if over {
+				need += pad
+				return nil
+			}
+			t := time.Now()
+			for done := int64(0); done < pad; {
+				n, err := planWriteAt(f, p.buf[done:pad], off+done)
+				if err != nil {
+					return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", path, off+done, err)
+				}
+				done += int64(n)
+			}
+			rep.WriteSeconds += time.Since(t).Seconds()
+			ef.Batches = append(ef.Batches, batchExtent{Offset: off, Rows: p.rows, Sum: p.sum, Nodes: p.nodesID})
+			rep.NodesPerBatch.add(p.nodes)
+			rep.RowsPerBatch.add(p.rows)
+			rep.RowsPacked += p.rows
+			rep.SampleSeconds += p.sample.Seconds()
+			rep.ReadSeconds += p.read.Seconds()
+			off += pad
+			return nil
+		})
+		if err == nil && !over {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, errEpochOverBudget) {
+			os.Remove(path)
+			written = written[:len(written)-1]
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if over {
+			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget,
+				Want: fmt.Sprintf("at least the %d bytes one planned epoch needs", need)}
+		}
+		ef.Bytes = off
+		rep.BytesWritten += off
+		rep.EpochBytes = append(rep.EpochBytes, off)
+		idx.Epochs = append(idx.Epochs, ef)
+	}
+	rep.Planned = len(idx.Epochs)
+	idx.Planned = rep.Planned
+
+	s.place.RLock()
+	now := s.memoryTierHash()
+	s.place.RUnlock()
+	if now != inputs.MemoryTiers {
+		return nil, fmt.Errorf("featurestore: the memory tiers changed while planning epochs into %s (a Place ran); plan again", o.Dir)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	idx.PlanSecs = rep.Seconds
+	if err := writeIndex(o.Dir, &idx); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands
+// them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
+// and counted but not read.
+func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
+	order := EpochOrder(o.Seeds, o.ShuffleSeed, e)
+	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	var stop atomic.Bool
+	futures := make(chan chan *packedBatch, planWorkers)
+	go func() {
+		defer close(futures)
+		for b := range nb {
+			if stop.Load() {
+				return
+			}
+			ch := make(chan *packedBatch, 1)
+			futures <- ch
+			go func() { ch <- s.packBatch(o, e, b, batchSeeds(order, o.BatchSize, b), countOnly.Load()) }()
+		}
+	}()
+	var err error
+	for ch := range futures {
+		p := <-ch
+		if err != nil {
+			continue // drain the batches in flight
+		}
+		if err = p.err; err == nil {
+			err = emit(p)
+		}
+		if err != nil {
+			stop.Store(true)
+		}
+	}
+	return err
+}
+
+// packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
+// nodes that no memory tier holds, in Sample.Nodes order.
+func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
+	p := &packedBatch{}
+	t := time.Now()
+	opt := o.Sample
+	opt.Seed = BatchSampleSeed(o.Sample.Seed, e, b)
+	sample, err := s.Sample(seeds, opt)
+	if err != nil {
+		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+		return p
+	}
+	p.sample = time.Since(t)
+	p.nodes, p.nodesID = int64(len(sample.Nodes)), hashIDs(sample.Nodes)
+	s.place.RLock()
+	ts, release := heldTiers(s.tierList())
+	sp := splitIDs(sample.Nodes, ts, make([]int64, 2*len(sample.Nodes)), nil, s.opt.CopyWorkers)
+	release()
+	s.place.RUnlock()
+	last := len(ts) - 1
+	ids := sp.slots(last) // the SSD tier's slot of a node is its id; positions ascend
+	p.rows = int64(len(ids))
+	if countOnly {
+		return p
+	}
+	t = time.Now()
+	rb := s.spec.RowBytes
+	n := p.rows * rb
+	p.buf = alignedBytes(alignUp64(n))
+	pos := make([]int64, len(ids))
+	for k := range pos {
+		pos[k] = int64(k)
+	}
+	if err := s.ssd.CopyToHost(ids, pos, p.buf[:n]); err != nil {
+		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+		return p
+	}
+	p.sum = xxhash.Sum64(p.buf[:n])
+	p.read = time.Since(t)
+	return p
+}
+
+// alignedBytes is a zeroed slice of n bytes at a packAlign-aligned address (Go's heap does not
+// move objects), for O_DIRECT.
+func alignedBytes(n int64) []byte {
+	buf := make([]byte, n+packAlign)
+	skip := int((packAlign - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%packAlign) % packAlign)
+	return buf[skip : int64(skip)+n : int64(skip)+n]
+}
+
+// createPacked creates a packed file for O_DIRECT writes (plain writes where the file system has
+// no O_DIRECT).
+func createPacked(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|unix.O_DIRECT, 0o644)
+	if errors.Is(err, unix.EINVAL) {
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
+	}
+	return f, nil
+}
+
+// removePlan removes the plan in dir, index first.
+func removePlan(dir string) error {
+	for _, name := range []string{EpochIndexFile, EpochIndexFile + ".tmp"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("featurestore: removing the old epoch plan: %w", err)
+		}
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
+	for _, p := range old {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("featurestore: removing the old epoch plan: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeIndex writes idx as dir's index: a temporary file, fsync, rename, fsync of dir.
+func writeIndex(dir string, idx *epochIndex) error {
+	data, err := json.MarshalIndent(idx, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, EpochIndexFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("featurestore: epoch plan index: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, EpochIndexFile))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("featurestore: epoch plan index: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package featurestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Planned epochs (DiskGNN's offline sampling and feature packing): a plan fixes, for K epochs,
+// each batch's seeds (EpochOrder), its sample (drawn with BatchSampleSeed) and the feature rows
+// of its sample that no memory tier holds, written contiguously into one packed file per epoch.
+// Serving a batch re-samples it (sampling is deterministic), checks the node list against the
+// plan, and reads its packed rows with a few large reads instead of one 4 KiB read a row.
+// Epoch e is served from planned epoch e mod K: samples are reused across epochs.
+//
+// PlanEpochs writes a plan, OpenEpochs serves one; both take the same EpochOptions, and a plan
+// serves only the store and options it was made for (ErrStalePlan names the input that differs).
+
+// EpochOptions say what a plan is made of and where it lives.
+type EpochOptions struct {
+	// Dir holds the plan: one packed file per planned epoch and the index, written last.
+	Dir string
+	// Seeds are the training nodes (normally the "train" split); each epoch permutes them.
+	Seeds     []int64
+	BatchSize int
+	// DropLast drops the last batch of an epoch when it is short.
+	DropLast bool
+	// Sample gives the fanouts and Replace; Sample.Seed is the sampler seed the batches' seeds
+	// derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
+	Sample topology.SampleOptions
+	// ShuffleSeed seeds the epochs' orders (EpochOrder).
+	ShuffleSeed uint64
+	// Epochs is K, the number of epochs to plan (>= 1).
+	Epochs int
+	// DiskBudget bounds the packed files' bytes: PlanEpochs plans as many of the K epochs as fit,
+	// at least one. 0 means no bound.
+	DiskBudget int64
+	// Replan makes OpenEpochs plan anew when the plan is missing or stale, instead of failing.
+	Replan bool
+}
+
+// ErrStalePlan is wrapped by OpenEpochs' error when the plan in the directory was made for
+// another dataset, feature, options, seeds or memory-tier contents.
+var ErrStalePlan = errors.New("epoch plan is stale")
+
+// StalePlanError says which input of a plan differs. It wraps ErrStalePlan.
+type StalePlanError struct {
+	Dir         string
+	Input       string // the first input that differs, e.g. "fanouts"
+	Plan, Store string // its value in the plan and now
+}
+
+func (e *StalePlanError) Error() string {
+	return fmt.Sprintf("featurestore: epoch plan %s is stale: %s differs (the plan has %s, now %s); plan again (Replan)", e.Dir, e.Input, e.Plan, e.Store)
+}
+func (e *StalePlanError) Unwrap() error { return ErrStalePlan }
+
+// EpochOrder is the order of seeds in epoch epoch: a permutation drawn by Fisher–Yates from PCG
+// seeded with (shuffleSeed, epoch). It is part of the plan format: the same inputs give the same
+// order in every version and front end.
+func EpochOrder(seeds []int64, shuffleSeed uint64, epoch int) []int64 {
+	out := slices.Clone(seeds)
+	r := rand.NewPCG(shuffleSeed, uint64(epoch))
+	for i := len(out) - 1; i > 0; i-- {
+		j := below(r, uint64(i)+1)
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// below draws uniformly from [0, n) (Lemire's multiply and reject), fixed here so that EpochOrder
+// never depends on math/rand's choice of reduction.
+func below(r *rand.PCG, n uint64) uint64 {
+	hi, lo := bits.Mul64(r.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(r.Uint64(), n)
+		}
+	}
+	return hi
+}
+
+// BatchSampleSeed is the sampling seed of batch batch of planned epoch epoch: the xxhash64 of
+// (samplerSeed, epoch, batch) as little-endian uint64s.
+func BatchSampleSeed(samplerSeed uint64, epoch, batch int) uint64 {
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[0:], samplerSeed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(epoch))
+	binary.LittleEndian.PutUint64(b[16:], uint64(batch))
+	return xxhash.Sum64(b[:])
+}
+
+// BatchesPerEpoch is the number of batches of n seeds.
+func BatchesPerEpoch(n, batchSize int, dropLast bool) int {
+	if batchSize < 1 {
+		return 0
+	}
+	if dropLast {
+		return n / batchSize
+	}
+	return (n + batchSize - 1) / batchSize
+}
+
+// batchSeeds is batch b of order.
+func batchSeeds(order []int64, batchSize, b int) []int64 {
+	return order[b*batchSize : min((b+1)*batchSize, len(order))]
+}
+
+// hashIDs is the xxhash64 of ids as little-endian int64s.
+func hashIDs(ids []int64) uint64 { return xxhash.Sum64(dataset.BytesOf(ids)) }
+
+// check validates o for a store; its errors are *OptionError.
+func (o *EpochOptions) check(s *Store) error {
+	switch {
+	case o.Dir == "":
+		return &OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
+	case o.Epochs < 1:
+		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: "epochs to plan >= 1"}
+	case o.BatchSize < 1:
+		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
+	case o.DiskBudget < 0:
+		return &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
+	case BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast) == 0:
+		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: fmt.Sprintf("at least one batch of %d seeds (drop_last %v)", o.BatchSize, o.DropLast)}
+	}
+	if err := s.checkSampling(o.Sample); err != nil {
+		return err
+	}
+	if s.opt.HostPolicy == HostSieve {
+		return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
+	}
+	if err := s.checkIDs(o.Seeds); err != nil {
+		return fmt.Errorf("featurestore: plan seeds: %w", err)
+	}
+	return nil
+}
+
+// planInputs is the fingerprint of a plan: everything its contents depend on.
+type planInputs struct {
+	Dataset     string `json:"dataset_fingerprint"` // placement.Fingerprint, hex
+	Feature     string `json:"feature"`
+	RowBytes    int64  `json:"row_bytes"`
+	Fanouts     []int  `json:"fanouts"`
+	Replace     bool   `json:"replace"`
+	BatchSize   int    `json:"batch_size"`
+	DropLast    bool   `json:"drop_last"`
+	Seeds       string `json:"seeds"` // count and hex xxhash64
+	SamplerSeed uint64 `json:"sampler_seed"`
+	ShuffleSeed uint64 `json:"shuffle_seed"`
+	Epochs      int    `json:"epochs"`       // K asked for
+	MemoryTiers string `json:"memory_tiers"` // rows held and hex hash of the ids
+}
+
+// inputs is the fingerprint of o on s now; the caller holds the place lock.
+func (s *Store) planInputs(o *EpochOptions, fp uint64) planInputs {
+	return planInputs{
+		Dataset: fmt.Sprintf("%016x", fp), Feature: s.spec.Name, RowBytes: s.spec.RowBytes,
+		Fanouts: slices.Clone(o.Sample.Fanouts), Replace: o.Sample.Replace,
+		BatchSize: o.BatchSize, DropLast: o.DropLast,
+		Seeds:       fmt.Sprintf("%d:%016x", len(o.Seeds), hashIDs(o.Seeds)),
+		SamplerSeed: o.Sample.Seed, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs,
+		MemoryTiers: s.memoryTierHash(),
+	}
+}
+
+// diff names the first input where a plan's fingerprint p differs from now, or "".
+func (p planInputs) diff(now planInputs) (input, plan, store string) {
+	type field struct {
+		name string
+		a, b any
+	}
+	for _, f := range []field{
+		{"dataset (manifest fingerprint)", p.Dataset, now.Dataset},
+		{"feature", p.Feature, now.Feature},
+		{"row bytes", p.RowBytes, now.RowBytes},
+		{"fanouts", fmt.Sprint(p.Fanouts), fmt.Sprint(now.Fanouts)},
+		{"replace", p.Replace, now.Replace},
+		{"batch size", p.BatchSize, now.BatchSize},
+		{"drop_last", p.DropLast, now.DropLast},
+		{"seeds (count:hash)", p.Seeds, now.Seeds},
+		{"sampler seed", p.SamplerSeed, now.SamplerSeed},
+		{"shuffle seed", p.ShuffleSeed, now.ShuffleSeed},
+		{"epochs", p.Epochs, now.Epochs},
+		{"memory tiers' contents (rows:hash)", p.MemoryTiers, now.MemoryTiers},
+	} {
+		if a, b := fmt.Sprint(f.a), fmt.Sprint(f.b); a != b {
+			return f.name, a, b
+		}
+	}
+	return "", "", ""
+}
+
+// memoryTierHash is "rows:hash" of the node ids the memory tiers hold (their union, as sorted
+// runs); the caller holds the place lock.
+func (s *Store) memoryTierHash() string {
+	ts := s.tierList()
+	var runs [][2]int64
+	for _, t := range ts[:len(ts)-1] {
+		t.Ranges(func(first, count int64) bool {
+			runs = append(runs, [2]int64{first, count})
+			return true
+		})
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i][0] < runs[j][0] })
+	d := xxhash.New()
+	var rows int64
+	var buf [16]byte
+	flush := func(r [2]int64) {
+		binary.LittleEndian.PutUint64(buf[0:], uint64(r[0]))
+		binary.LittleEndian.PutUint64(buf[8:], uint64(r[1]))
+		d.Write(buf[:])
+		rows += r[1]
+	}
+	var cur [2]int64
+	have := false
+	for _, r := range runs {
+		if have && r[0] <= cur[0]+cur[1] {
+			cur[1] = max(cur[1], r[0]+r[1]-cur[0])
+			continue
+		}
+		if have {
+			flush(cur)
+		}
+		cur, have = r, true
+	}
+	if have {
+		flush(cur)
+	}
+	return fmt.Sprintf("%d:%016x", rows, d.Sum64())
+}
+
+// epochIndex is the plan's index file, written last.
+type epochIndex struct {
+	Version  int         `json:"version"`
+	Inputs   planInputs  `json:"inputs"`
+	Planned  int         `json:"planned_epochs"`
+	Batches  int         `json:"batches_per_epoch"`
+	Epochs   []epochFile `json:"epochs"`
+	PlanSecs float64     `json:"plan_seconds"`
+}
+
+// epochFile is one planned epoch's packed file and its batches' extents.
+type epochFile struct {
+	File    string        `json:"file"` // relative to the plan directory
+	Bytes   int64         `json:"bytes"`
+	Batches []batchExtent `json:"batches"`
+}
+
+// batchExtent is where a batch's packed rows are: Rows rows from byte Offset (4 KiB-aligned),
+// their xxhash64 (Sum), and the xxhash64 of the batch's Sample.Nodes (Nodes).
+type batchExtent struct {
+	Offset int64  `json:"offset"`
+	Rows   int64  `json:"rows"`
+	Sum    uint64 `json:"sum"`
+	Nodes  uint64 `json:"nodes"`
+}
+
+// epochIndexVersion is the index format this package writes and reads.
+const epochIndexVersion = 1
+
+// EpochIndexFile is the name of a plan's index in its directory.
+const EpochIndexFile = "epochs.json"
+
+// packedFile is the name of planned epoch e's packed file.
+func packedFile(e int) string { return fmt.Sprintf("epoch-%04d.packed", e) }
+
+// packAlign is the alignment of every batch's extent in a packed file (O_DIRECT).
+const packAlign = 4096
+
+func alignUp64(x int64) int64 { return (x + packAlign - 1) &^ (packAlign - 1) }

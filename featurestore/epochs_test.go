@@ -1,0 +1,362 @@
+package featurestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// epochOpts are plan options over d's train split.
+func epochOpts(t *testing.T, d *testData, k int) EpochOptions {
+	return EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), Seeds: d.train, BatchSize: 97,
+		Sample: topology.SampleOptions{Fanouts: []int{5, 3}, Seed: 11}, ShuffleSeed: 5, Epochs: k}
+}
+
+func TestEpochOrderIsAPermutation(t *testing.T) {
+	seeds := []int64{9, 4, 7, 1, 3, 8, 2}
+	a, b := EpochOrder(seeds, 1, 0), EpochOrder(seeds, 1, 1)
+	if !slices.Equal(a, EpochOrder(seeds, 1, 0)) {
+		t.Fatal("EpochOrder is not deterministic")
+	}
+	if slices.Equal(a, b) {
+		t.Fatalf("epochs 0 and 1 have the same order %v", a)
+	}
+	for _, o := range [][]int64{a, b} {
+		s := slices.Sorted(slices.Values(o))
+		if !slices.Equal(s, slices.Sorted(slices.Values(seeds))) {
+			t.Fatalf("order %v is not a permutation of %v", o, seeds)
+		}
+	}
+	// The order is part of the plan format: pin it.
+	if got := fmt.Sprint(EpochOrder([]int64{0, 1, 2, 3, 4, 5, 6, 7}, 42, 3)); got != pinnedOrder {
+		t.Fatalf("EpochOrder(0..7, 42, 3) = %s, want %s", got, pinnedOrder)
+	}
+}
+
+const pinnedOrder = "[1 7 4 3 2 0 6 5]"
+
+// TestPlannedEpochsMatchFresh serves more epochs than were planned and checks every batch's
+// seeds, sample and rows against a fresh draw with the derived seeds and a plain Gather, for
+// memory tiers holding none, some and all rows.
+func TestPlannedEpochsMatchFresh(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 3000, 24, 2, 6, rng)
+	rowMem := d.rowBytes + 16
+	for _, backend := range backends(t) {
+		for _, cache := range []struct {
+			name  string
+			bytes int64
+		}{{"none", 0}, {"some", rowMem * d.count / 3}, {"all", rowMem * d.count}} {
+			name := fmt.Sprintf("%s/%s", backend, cache.name)
+			s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const k = 2
+			o := epochOpts(t, d, k)
+			o.DropLast = rng.IntN(2) == 0
+			o.Sample.Replace = rng.IntN(2) == 0
+			o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
+			rep, err := s.PlanEpochs(o)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			nb := BatchesPerEpoch(len(d.train), o.BatchSize, o.DropLast)
+			if rep.Planned != k || rep.BatchesPerEpoch != nb || len(rep.EpochBytes) != k {
+				t.Fatalf("%s: report %+v", name, rep)
+			}
+			if cache.name == "all" && rep.RowsPacked != 0 || cache.name != "all" && rep.RowsPacked == 0 {
+				t.Fatalf("%s: %d rows packed", name, rep.RowsPacked)
+			}
+			p, _, err := s.OpenEpochs(o)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var rows int64
+			for e := range 2*k + 1 {
+				pe := e % k
+				order := EpochOrder(d.train, o.ShuffleSeed, pe)
+				for b := range nb {
+					got, err := p.Load(e, b)
+					if err != nil {
+						t.Fatalf("%s: epoch %d batch %d: %v", name, e, b, err)
+					}
+					seeds := order[b*o.BatchSize : min((b+1)*o.BatchSize, len(order))]
+					if !slices.Equal(got.Seeds, seeds) {
+						t.Fatalf("%s: epoch %d batch %d: seeds differ", name, e, b)
+					}
+					opt := o.Sample
+					opt.Seed = BatchSampleSeed(o.Sample.Seed, pe, b)
+					opt.Workers = 1 + rng.IntN(3)
+					want, err := s.Sample(seeds, opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got.Sample.Nodes, want.Nodes) || !slices.Equal(got.Sample.Row, want.Row) ||
+						!slices.Equal(got.Sample.Col, want.Col) || !slices.Equal(got.Sample.NodesPerHop, want.NodesPerHop) {
+						t.Fatalf("%s: epoch %d batch %d: sample differs from a fresh draw", name, e, b)
+					}
+					plain := make([]byte, int64(len(want.Nodes))*d.rowBytes)
+					if err := s.Gather(want.Nodes, plain); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got.Rows, plain) || !bytes.Equal(got.Rows, d.want(want.Nodes)) {
+						t.Fatalf("%s: epoch %d batch %d: rows differ from Gather", name, e, b)
+					}
+					var miss int64
+					for _, v := range want.Nodes {
+						if s.TierOf(v) == tiers.SSD {
+							miss++
+						}
+					}
+					if got.IO.Rows != miss || (miss > 0) != (got.IO.Reads > 0) {
+						t.Fatalf("%s: epoch %d batch %d: %d packed rows in %d reads, want %d rows", name, e, b, got.IO.Rows, got.IO.Reads, miss)
+					}
+					rows += got.IO.Rows
+				}
+			}
+			if st := p.Stats(); st.Rows != rows || st.Batches != int64((2*k+1)*nb) {
+				t.Fatalf("%s: stats %+v, want %d rows", name, st, rows)
+			}
+			p.Close()
+			s.Close()
+		}
+	}
+}
+
+// TestStalePlans opens a plan with each input changed.
+func TestStalePlans(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	other := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	rowMem := d.rowBytes + 16
+	s, err := Open(d.dir, Options{HostCacheBytes: rowMem * 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := epochOpts(t, d, 2)
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	for _, c := range []struct {
+		input string
+		store *Store
+		edit  func(o *EpochOptions)
+	}{
+		{"fanouts", s, func(o *EpochOptions) { o.Sample.Fanouts = []int{5, 4} }},
+		{"replace", s, func(o *EpochOptions) { o.Sample.Replace = true }},
+		{"batch size", s, func(o *EpochOptions) { o.BatchSize++ }},
+		{"drop_last", s, func(o *EpochOptions) { o.DropLast = true }},
+		{"seeds", s, func(o *EpochOptions) { o.Seeds = o.Seeds[1:] }},
+		{"sampler seed", s, func(o *EpochOptions) { o.Sample.Seed++ }},
+		{"shuffle seed", s, func(o *EpochOptions) { o.ShuffleSeed++ }},
+		{"epochs", s, func(o *EpochOptions) { o.Epochs = 3 }},
+		{"dataset", mustOpen(t, other.dir, Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.train }},
+		{"memory tiers", mustOpen(t, d.dir, Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
+	} {
+		o2 := o
+		o2.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
+		c.edit(&o2)
+		_, _, err := c.store.OpenEpochs(o2)
+		var se *StalePlanError
+		if !errors.Is(err, ErrStalePlan) || !errors.As(err, &se) || !strings.HasPrefix(se.Input, c.input) || !strings.Contains(err.Error(), o.Dir) {
+			t.Fatalf("%s changed: got %v", c.input, err)
+		}
+	}
+	// A sample that does not hash to the plan's (a topology changed under the same manifest) is
+	// caught when served; here, nodes of another batch.
+	p, _, err = s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, sample, err := p.Sample(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Gather(0, 0, sample.Nodes, make([]byte, int64(len(sample.Nodes))*d.rowBytes))
+	if !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "epoch 0 batch 0") || !strings.Contains(err.Error(), o.Dir) {
+		t.Fatalf("gather with another batch's nodes: %v", err)
+	}
+	// Replan remakes a stale plan.
+	o3 := o
+	o3.Sample.Seed, o3.Replan = 99, true
+	p3, rep, err := s.OpenEpochs(o3)
+	if err != nil || rep == nil || rep.Planned != 2 {
+		t.Fatalf("replan: %v %+v", err, rep)
+	}
+	p3.Close()
+}
+
+func mustOpen(t *testing.T, dir string, opt Options) *Store {
+	s, err := Open(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCorruptPackedFileIsCaught(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 1)
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(o.Dir, packedFile(0))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[rng.IntN(64)] ^= 0x40 // in batch 0's extent
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Load(1, 1); err != nil {
+		t.Fatalf("an intact batch: %v", err)
+	}
+	_, err = p.Load(2, 0)
+	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "epoch 2 batch 0") {
+		t.Fatalf("corrupt extent: %v", err)
+	}
+}
+
+// TestDiskFullLeavesNoPlan fails a write of the planner as a full disk would, over an earlier
+// valid plan.
+func TestDiskFullLeavesNoPlan(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 3)
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	failAt := int64(1 + rng.IntN(3*BatchesPerEpoch(len(d.train), o.BatchSize, false)-1))
+	saved := planWriteAt
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		if writes.Add(1) >= failAt {
+			return 0, unix.ENOSPC
+		}
+		return saved(f, p, off)
+	}
+	defer func() { planWriteAt = saved }()
+	_, err := s.PlanEpochs(o)
+	if !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("write %d failing: %v", failAt, err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a failed plan left %v", left)
+	}
+	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("open after a failed plan: %v", err)
+	}
+}
+
+func TestPlanDiskBudget(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 3)
+	full, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
+	rep, err := s.PlanEpochs(o)
+	if err != nil || rep.Planned != 1 || rep.Epochs != 3 || rep.BytesWritten != full.EpochBytes[0] {
+		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, packedFile(1))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("epoch 1 over budget left its file: %v", err)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Load(0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Load(4, 2) // planned epoch 0 again
+	if err != nil || !slices.Equal(a.Sample.Nodes, b.Sample.Nodes) || !bytes.Equal(a.Rows, b.Rows) {
+		t.Fatalf("epoch 4 is not planned epoch 0: %v", err)
+	}
+	p.Close()
+	o.DiskBudget = 4096
+	_, err = s.PlanEpochs(o)
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
+		t.Fatalf("budget for no epoch: %v", err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a failed plan left %v", left)
+	}
+}
+
+func TestPlanOptionErrors(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 500, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	for _, c := range []struct {
+		want string
+		edit func(o *EpochOptions)
+	}{
+		{"planned_epochs", func(o *EpochOptions) { o.Epochs = 0 }},
+		{"plan_disk_budget", func(o *EpochOptions) { o.DiskBudget = -1 }},
+		{"batch_size", func(o *EpochOptions) { o.BatchSize = 0 }},
+		{"plan_dir", func(o *EpochOptions) { o.Dir = "" }},
+		{"seeds", func(o *EpochOptions) { o.BatchSize, o.DropLast = len(d.train)+1, true }},
+		{"fanouts", func(o *EpochOptions) { o.Sample.Fanouts = nil }},
+		{"out of range", func(o *EpochOptions) { o.Seeds = []int64{0, 500} }},
+	} {
+		o := epochOpts(t, d, 1)
+		c.edit(&o)
+		_, err := s.PlanEpochs(o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v", c.want, err)
+		}
+		if _, _, err2 := s.OpenEpochs(o); err2 == nil || err2.Error() != err.Error() {
+			t.Fatalf("%s: OpenEpochs says %v, PlanEpochs %v", c.want, err2, err)
+		}
+	}
+	sieve := mustOpen(t, d.dir, Options{HostPolicy: HostSieve, HostCacheBytes: 1 << 16})
+	if _, err := sieve.PlanEpochs(epochOpts(t, d, 1)); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
+		t.Fatalf("sieve: %v", err)
+	}
+	p, _, err := s.OpenEpochs(EpochOptions{Dir: t.TempDir(), Seeds: d.train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Load(-1, 0); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("epoch -1: %v", err)
+	}
+	if _, err := p.Load(0, p.BatchesPerEpoch()); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("batch past the end: %v", err)
+	}
+}

@@ -1,0 +1,397 @@
+package featurestore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Epochs serves a plan (PlanEpochs) to a training loop: for epoch e and batch b, the batch's
+// seeds, its sample and its feature rows, from planned epoch e mod Planned(). Its methods are
+// safe for concurrent use; Close waits for none of them, so call it when they are done. The plan
+// holds open files and up to a few IO stacks (16 MiB of staging each) until Close.
+type Epochs struct {
+	s   *Store
+	o   EpochOptions
+	idx epochIndex
+
+	orders []func() []int64 // per planned epoch, computed once
+
+	fds     []int
+	stackMu sync.Mutex
+	stacksN int // stacks open
+	stacks  chan *gpuio.Stack
+	backend gpuio.Backend
+
+	batches, rows, bytes, reads, readsNs atomic.Int64
+	closeOnce                            sync.Once
+}
+
+// epochStacks is the most IO stacks a plan opens (gathers reading packed files at once).
+const epochStacks = 4
+
+// OpenEpochs opens the plan in o.Dir for the store as placed now. A missing plan is ErrNotFound
+// and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
+// (PlanEpochs) first and the report is returned too.
+func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer leave()
+	if err := o.check(s); err != nil {
+		return nil, nil, err
+	}
+	p, err := s.openEpochs(o)
+	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
+		return p, nil, err
+	}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err = s.openEpochs(o)
+	return p, rep, err
+}
+
+func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
+	data, err := os.ReadFile(filepath.Join(o.Dir, EpochIndexFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
+	}
+	var idx epochIndex
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("featurestore: epoch plan index %s: %v: %w", filepath.Join(o.Dir, EpochIndexFile), err, dataset.ErrCorrupt)
+	}
+	if idx.Version != epochIndexVersion {
+		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version), Store: fmt.Sprint(epochIndexVersion)}
+	}
+	fp, err := placement.Fingerprint(s.m.Dir())
+	if err != nil {
+		return nil, err
+	}
+	s.place.RLock()
+	now := s.planInputs(&o, fp)
+	s.place.RUnlock()
+	if in, a, b := idx.Inputs.diff(now); in != "" {
+		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
+	}
+	if idx.Planned < 1 || idx.Planned != len(idx.Epochs) || idx.Batches != BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast) {
+		return nil, fmt.Errorf("featurestore: epoch plan index %s lists %d of %d epochs of %d batches: %w", o.Dir, len(idx.Epochs), idx.Planned, idx.Batches, dataset.ErrCorrupt)
+	}
+	o.Seeds = slices.Clone(o.Seeds)
+	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
+	p := &Epochs{s: s, o: o, idx: idx, stacks: make(chan *gpuio.Stack, epochStacks)}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	for e, ef := range idx.Epochs {
+		if len(ef.Batches) != idx.Batches {
+			return nil, fmt.Errorf("featurestore: epoch plan %s: epoch %d lists %d batches, want %d: %w", o.Dir, e, len(ef.Batches), idx.Batches, dataset.ErrCorrupt)
+		}
+		path := filepath.Join(o.Dir, ef.File)
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EINVAL) {
+			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
+		}
+		p.fds = append(p.fds, fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, err)
+		}
+		if st.Size < ef.Bytes {
+			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, st.Size, ef.Bytes, dataset.ErrCorrupt)
+		}
+		order := sync.OnceValue(func() []int64 { return EpochOrder(p.o.Seeds, p.o.ShuffleSeed, e) })
+		p.orders = append(p.orders, order)
+	}
+	st, err := p.newStack()
+	if err != nil {
+		return nil, err
+	}
+	p.backend, p.stacksN = st.Backend(), 1
+	p.stacks <- st
+	return p, nil
+}
+
+// newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight.
+func (p *Epochs) newStack() (*gpuio.Stack, error) {
+	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
+	}
+	return st, nil
+}
+
+// takeStack takes a free IO stack, opening another while fewer than epochStacks are open.
+func (p *Epochs) takeStack() (*gpuio.Stack, error) {
+	select {
+	case st := <-p.stacks:
+		return st, nil
+	default:
+	}
+	p.stackMu.Lock()
+	open := p.stacksN < epochStacks
+	if open {
+		p.stacksN++
+	}
+	p.stackMu.Unlock()
+	if !open {
+		return <-p.stacks, nil
+	}
+	st, err := p.newStack()
+	if err != nil {
+		p.stackMu.Lock()
+		p.stacksN--
+		p.stackMu.Unlock()
+	}
+	return st, err
+}
+
+// Planned is the number of planned epochs; epoch e is served from planned epoch e mod Planned.
+func (p *Epochs) Planned() int { return p.idx.Planned }
+
+// BatchesPerEpoch is the number of batches of every epoch.
+func (p *Epochs) BatchesPerEpoch() int { return p.idx.Batches }
+
+// RowBytes is the size of one feature row.
+func (p *Epochs) RowBytes() int64 { return p.s.spec.RowBytes }
+
+// Dir is the plan's directory.
+func (p *Epochs) Dir() string { return p.o.Dir }
+
+// planned is the planned epoch serving epoch e, checking e and b.
+func (p *Epochs) planned(e, b int) (int, error) {
+	if e < 0 || b < 0 || b >= p.idx.Batches {
+		return 0, &OptionError{Option: "epoch, batch", Value: fmt.Sprintf("%d, %d", e, b), Want: fmt.Sprintf("an epoch >= 0 and a batch in [0, %d)", p.idx.Batches)}
+	}
+	return e % p.idx.Planned, nil
+}
+
+// Seeds are the seeds of batch b of epoch e (those of planned epoch e mod Planned).
+func (p *Epochs) Seeds(e, b int) ([]int64, error) {
+	pe, err := p.planned(e, b)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(batchSeeds(p.orders[pe](), p.o.BatchSize, b)), nil
+}
+
+// Sample draws the sample of batch b of epoch e again and checks it against the plan; it returns
+// the batch's seeds too.
+func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
+	seeds, err := p.Seeds(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	pe := e % p.idx.Planned
+	opt := p.o.Sample
+	opt.Seed = BatchSampleSeed(p.o.Sample.Seed, pe, b)
+	sample, err := p.s.Sample(seeds, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkNodes(e, b, sample.Nodes); err != nil {
+		return nil, nil, err
+	}
+	return seeds, sample, nil
+}
+
+// checkNodes checks a batch's node list against the plan.
+func (p *Epochs) checkNodes(e, b int, nodes []int64) error {
+	ext := p.idx.Epochs[e%p.idx.Planned].Batches[b]
+	if got := hashIDs(nodes); got != ext.Nodes {
+		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d nodes hash to %016x, the plan has %016x: %w",
+			e, b, e%p.idx.Planned, p.o.Dir, len(nodes), got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
+	}
+	return nil
+}
+
+// BatchIO is what serving one batch read from its packed file.
+type BatchIO struct {
+	Rows  int64 `json:"rows"`  // packed rows (the sample's nodes no memory tier holds)
+	Bytes int64 `json:"bytes"` // bytes read from the packed file (aligned)
+	Reads int64 `json:"reads"` // reads issued
+}
+
+// Gather writes the feature rows of nodes, the Sample.Nodes of batch b of epoch e (as Sample
+// returns them), into dst (len(nodes)*RowBytes bytes), in order: rows the memory tiers hold
+// through them, the rest from the batch's packed extent, one large read checked against its
+// xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch).
+func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
+	var io BatchIO
+	pe, err := p.planned(e, b)
+	if err != nil {
+		return io, err
+	}
+	s := p.s
+	leave, err := s.enter()
+	if err != nil {
+		return io, err
+	}
+	defer leave()
+	rb := s.spec.RowBytes
+	if int64(len(dst)) != int64(len(nodes))*rb {
+		return io, fmt.Errorf("featurestore: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
+	}
+	if err := p.checkNodes(e, b, nodes); err != nil {
+		return io, err
+	}
+	ef := p.idx.Epochs[pe]
+	ext := ef.Batches[b]
+	path := filepath.Join(p.o.Dir, ef.File)
+
+	s.place.RLock()
+	ts, release := heldTiers(s.tierList())
+	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
+	last := len(ts) - 1
+	if int64(sp.count[last]) != ext.Rows {
+		release()
+		s.place.RUnlock()
+		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
+			e, b, p.o.Dir, sp.count[last], ext.Rows, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(ext.Rows), Store: fmt.Sprint(sp.count[last])})
+	}
+	// The packed rows go straight into dst when they are its rows in one run (no memory tier
+	// holds any of them), else into scratch and are scattered after the check.
+	pos := sp.pos(last)
+	n := ext.Rows * rb
+	var buf []byte
+	direct := ext.Rows > 0 && pos[0]+ext.Rows-1 == pos[len(pos)-1]
+	if direct {
+		buf = dst[pos[0]*rb : pos[0]*rb+n]
+	} else {
+		buf = make([]byte, n)
+	}
+	errs := make([]error, len(ts))
+	var disk, memory sync.WaitGroup
+	if ext.Rows > 0 {
+		disk.Go(func() { io, errs[last] = p.readExtent(pe, ext, buf) })
+	}
+	for t := range last {
+		if sp.count[t] > 0 {
+			memory.Go(func() { errs[t] = ts[t].CopyToHost(sp.slots(t), sp.pos(t), dst) })
+		}
+	}
+	memory.Wait()
+	release()
+	s.place.RUnlock()
+	disk.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
+	}
+	if sum := xxhash.Sum64(buf); sum != ext.Sum {
+		return io, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
+			e, b, pe, path, ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
+	}
+	if !direct {
+		for k, at := range pos {
+			copy(dst[at*rb:(at+1)*rb], buf[int64(k)*rb:int64(k+1)*rb])
+		}
+	}
+	io.Rows = ext.Rows
+	p.batches.Add(1)
+	p.rows.Add(io.Rows)
+	p.bytes.Add(io.Bytes)
+	p.reads.Add(io.Reads)
+	return io, nil
+}
+
+// readExtent reads a batch's packed rows into buf through an IO stack.
+func (p *Epochs) readExtent(pe int, ext batchExtent, buf []byte) (BatchIO, error) {
+	st, err := p.takeStack()
+	if err != nil {
+		return BatchIO{}, err
+	}
+	defer func() { p.stacks <- st }()
+	before := st.Stats()
+	t := time.Now()
+	if err := st.Submit([]gpuio.Request{{File: pe, Offset: ext.Offset, Length: len(buf), Dst: buf}}); err != nil {
+		st.Complete()
+		return BatchIO{}, err
+	}
+	err = st.Complete()
+	p.readsNs.Add(int64(time.Since(t)))
+	after := st.Stats()
+	return BatchIO{Bytes: int64(after.BytesRead - before.BytesRead), Reads: int64(after.Reads - before.Reads)}, err
+}
+
+// PlannedBatch is one served batch.
+type PlannedBatch struct {
+	Seeds  []int64
+	Sample *topology.Sample
+	Rows   []byte // feature rows of Sample.Nodes, in order
+	IO     BatchIO
+}
+
+// Load is Sample then Gather of batch b of epoch e, into new memory.
+func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
+	seeds, sample, err := p.Sample(e, b)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]byte, int64(len(sample.Nodes))*p.s.spec.RowBytes)
+	io, err := p.Gather(e, b, sample.Nodes, rows)
+	if err != nil {
+		return nil, err
+	}
+	return &PlannedBatch{Seeds: seeds, Sample: sample, Rows: rows, IO: io}, nil
+}
+
+// EpochStats counts what an Epochs served since it was opened.
+type EpochStats struct {
+	Planned         int           `json:"planned"`
+	BatchesPerEpoch int           `json:"batches_per_epoch"`
+	PlanSeconds     float64       `json:"plan_seconds"` // how long planning took
+	Backend         gpuio.Backend `json:"backend"`
+	Batches         int64         `json:"batches"`    // batches gathered
+	Rows            int64         `json:"rows"`       // rows read from packed files
+	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
+	Reads           int64         `json:"reads"`      // reads issued
+	ReadSeconds     float64       `json:"read_seconds"`
+}
+
+// Stats returns the counters; per batch, divide by Batches.
+func (p *Epochs) Stats() EpochStats {
+	return EpochStats{Planned: p.idx.Planned, BatchesPerEpoch: p.idx.Batches, PlanSeconds: p.idx.PlanSecs, Backend: p.backend,
+		Batches: p.batches.Load(), Rows: p.rows.Load(), BytesRead: p.bytes.Load(), Reads: p.reads.Load(),
+		ReadSeconds: time.Duration(p.readsNs.Load()).Seconds()}
+}
+
+// Close closes the IO stacks and files. Calls must be done.
+func (p *Epochs) Close() error {
+	p.closeOnce.Do(func() {
+		p.stackMu.Lock()
+		n := p.stacksN
+		p.stacksN = epochStacks // no more open
+		p.stackMu.Unlock()
+		for range n {
+			(<-p.stacks).Close()
+		}
+		for _, fd := range p.fds {
+			unix.Close(fd)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,165 @@
+"""Planned epochs (DiskGNN's offline sampling and feature packing; see docs/planned.md).
+
+``store.plan_epochs(...)`` samples K epochs ahead and packs, per batch, the feature rows no
+memory tier holds into one contiguous extent of a file per epoch; :class:`PlannedEpochs` serves
+batch ``b`` of epoch ``e`` (from planned epoch ``e mod K``: samples are reused) by sampling it
+again deterministically and reading its packed rows with a few large reads.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from ctypes import byref, c_size_t, c_void_p
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _native, _util, errors
+from ._native import check, lib
+
+if TYPE_CHECKING:
+    from .store import Sample, Store
+
+__all__ = ["PlannedEpochs"]
+
+
+class PlannedEpochs:
+    """An open plan of a store; made by :meth:`tierfs.Store.plan_epochs`.
+
+    Safe to use from several threads. ``report`` is what planning did when this open planned
+    (None when it reused a plan already in ``plan_dir``).
+    """
+
+    def __init__(
+        self,
+        store: "Store",
+        fanouts: Sequence[int],
+        batch_size: int,
+        epochs: int,
+        seeds: Any = None,
+        plan_dir: Optional[str] = None,
+        disk_budget: Any = None,
+        replace: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        replan: bool = True,
+        workers: int = 0,
+    ) -> None:
+        from .store import _ids
+
+        h = store._h()
+        if isinstance(fanouts, int):
+            fanouts = [fanouts]
+        if plan_dir is None:
+            plan_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
+        request = {
+            "plan_dir": str(plan_dir),
+            "fanouts": [int(f) for f in fanouts],
+            "replace": bool(replace),
+            "batch_size": int(batch_size),
+            "drop_last": bool(drop_last),
+            "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
+            "shuffle_seed": int(shuffle_seed) & 0xFFFFFFFFFFFFFFFF,
+            "epochs": int(epochs),
+            "disk_budget": 0 if disk_budget is None else _util.parse_size(disk_budget, "disk_budget"),
+            "replan": bool(replan),
+            "workers": int(workers),
+        }
+        arr = None
+        if seeds is not None:
+            arr = _ids(seeds, "seeds").array
+        self._store = store
+        self._lock = threading.Lock()
+        self._handle: Optional[int] = None
+        handle = c_void_p()
+        check(
+            lib.tfs_epochs_open(
+                h,
+                json.dumps(request).encode(),
+                None if arr is None else arr.ctypes.data,
+                0 if arr is None else arr.shape[0],
+                byref(handle),
+            )
+        )
+        self._handle = handle.value
+        info = self.info()
+        self.plan_dir: str = info["dir"]
+        self.report: Optional[Dict[str, Any]] = info["report"]
+        self.planned: int = info["stats"]["planned"]
+        self.batches_per_epoch: int = info["stats"]["batches_per_epoch"]
+
+    def _h(self) -> int:
+        _native.check_process()
+        h = self._handle
+        if h is None:
+            raise errors.ClosedError("tierfs: planned epochs are closed")
+        return h
+
+    def info(self) -> Dict[str, Any]:
+        """``{"dir", "report", "stats"}``; stats counts batches, packed rows read, bytes read,
+        reads, and the planning time."""
+        h = self._h()
+        cap = 1 << 12
+        while True:
+            buf = _native.ctypes.create_string_buffer(cap)
+            needed = c_size_t(0)
+            check(lib.tfs_epochs_info_json(h, buf, cap, byref(needed)))
+            if needed.value <= cap:
+                return json.loads(buf.value.decode())
+            cap = needed.value
+
+    def stats(self) -> Dict[str, Any]:
+        return self.info()["stats"]
+
+    def sample(self, epoch: int, batch: int) -> "Sample":
+        """The sample of batch ``batch`` of epoch ``epoch`` (numpy arrays); its first
+        ``num_seeds`` nodes are the batch's seeds."""
+        from .store import Sample, _take_sample
+
+        hs = c_void_p()
+        check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
+        return Sample(*_take_sample(hs))
+
+    def gather(self, epoch: int, batch: int, nodes: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Feature rows of ``nodes`` (the batch's ``sample.nodes``) into a host numpy array."""
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        n = nodes.shape[0]
+        store = self._store
+        if out is None:
+            out = np.empty((n, store.dim), dtype=store.dtype)
+        check(
+            lib.tfs_epochs_gather(
+                self._h(), int(epoch), int(batch), nodes.ctypes.data, n, out.ctypes.data, n * store.row_bytes
+            )
+        )
+        return out
+
+    def load(self, epoch: int, batch: int) -> Tuple[np.ndarray, "Sample", np.ndarray]:
+        """``(seeds, sample, x)`` of batch ``batch`` of epoch ``epoch``."""
+        sample = self.sample(epoch, batch)
+        x = self.gather(epoch, batch, sample.nodes)
+        return sample.nodes[: sample.num_seeds], sample, x
+
+    def close(self) -> None:
+        with self._lock:
+            h, self._handle = self._handle, None
+        if h is not None and not _native._forked:
+            lib.tfs_epochs_close(h)
+
+    def __enter__(self) -> "PlannedEpochs":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}>"
