@@ -28,6 +28,7 @@ type epochsRequest struct {
 	Epochs      int    `json:"epochs"`
 	DiskBudget  int64  `json:"disk_budget"`
 	Replan      bool   `json:"replan"`
+	PlaceTiers  bool   `json:"place_tiers"`
 	Workers     int    `json:"workers"`
 }
 
@@ -58,11 +59,11 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, workers)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers)", err)
 	}
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast,
 		Sample:      topology.SampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
-		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan}
+		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers}
 	if seeds == nil && n == 0 {
 		if o.Seeds, err = rec.s.Split("train"); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -57,7 +58,8 @@ func (s *Spread) add(v int64) {
 type packedBatch struct {
 	nodes, rows  int64
 	sum, nodesID uint64
-	buf          []byte // rows*RowBytes padded to packAlign, aligned; nil when only counted
+	nodeIDs      []int64 // the sampled nodes, only when counted
+	buf          []byte  // rows*RowBytes padded to packAlign, aligned; nil when only counted
 	sample, read time.Duration
 	err          error
 }
@@ -87,6 +89,11 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	start := time.Now()
+	if o.PlaceTiers {
+		if err := s.placeForEpochs(&o); err != nil {
+			return nil, err
+		}
+	}
 	fp, err := placement.Fingerprint(s.m.Dir())
 	if err != nil {
 		return nil, err
@@ -198,6 +205,28 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 	return rep, nil
 }
 
+// placeForEpochs refills the memory tiers by how often the K planned epochs read each row: it
+// samples them (nothing is read) and counts every batch's nodes.
+func (s *Store) placeForEpochs(o *EpochOptions) error {
+	hot := make([]uint32, s.NumNodes())
+	var never atomic.Bool
+	never.Store(true)
+	for e := range o.Epochs {
+		err := s.planEpoch(o, e, &never, func(p *packedBatch) error {
+			for _, v := range p.nodeIDs {
+				if hot[v] < math.MaxUint32 {
+					hot[v]++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return s.Place(hot)
+}
+
 // planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands
 // them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
 // and counted but not read.
@@ -247,6 +276,9 @@ func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bo
 	}
 	p.sample = time.Since(t)
 	p.nodes, p.nodesID = int64(len(sample.Nodes)), hashIDs(sample.Nodes)
+	if countOnly {
+		p.nodeIDs = sample.Nodes // for placeForEpochs
+	}
 	s.place.RLock()
 	ts, release := heldTiers(s.tierList())
 	sp := splitIDs(sample.Nodes, ts, make([]int64, 2*len(sample.Nodes)), nil, s.opt.CopyWorkers)

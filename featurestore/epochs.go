@@ -46,6 +46,11 @@ type EpochOptions struct {
 	DiskBudget int64
 	// Replan makes OpenEpochs plan anew when the plan is missing or stale, instead of failing.
 	Replan bool
+	// PlaceTiers refills the memory tiers (Place) with the rows the K planned epochs read most
+	// before planning, and again, the same way, before OpenEpochs serves: the best static
+	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
+	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
+	PlaceTiers bool
 }
 
 // ErrStalePlan is wrapped by OpenEpochs' error when the plan in the directory was made for

@@ -360,3 +360,79 @@ func TestPlanOptionErrors(t *testing.T) {
 		t.Fatalf("batch past the end: %v", err)
 	}
 }
+
+// TestPlaceTiersForEpochs: PlaceTiers caches the rows the planned epochs read most, so the plan
+// packs exactly what the hindsight placement leaves on SSD, and a store opened afresh places the
+// same rows and serves the plan.
+func TestPlaceTiersForEpochs(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 3000, 24, 1, 6, rng)
+	opt := Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 4}
+	s, err := Open(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := epochOpts(t, d, 2)
+	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
+	byDegree, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hindsight bar: every read of the planned batches minus the reads of the rows the
+	// memory tiers can hold, the most read ones.
+	counts := make([]int64, d.count)
+	nb := BatchesPerEpoch(len(d.train), o.BatchSize, o.DropLast)
+	for e := range o.Epochs {
+		order := EpochOrder(d.train, o.ShuffleSeed, e)
+		for b := range nb {
+			so := o.Sample
+			so.Seed = BatchSampleSeed(o.Sample.Seed, e, b)
+			smp, err := s.Sample(order[b*o.BatchSize:min((b+1)*o.BatchSize, len(order))], so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range smp.Nodes {
+				counts[v]++
+			}
+		}
+	}
+	sorted := slices.Clone(counts)
+	slices.Sort(sorted)
+	slices.Reverse(sorted)
+	var bar int64
+	for _, c := range sorted[s.hostCapacityRows():] {
+		bar += c
+	}
+	o.PlaceTiers = true
+	placed, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placed.RowsPacked != bar || placed.RowsPacked > byDegree.RowsPacked {
+		t.Fatalf("placed for the epochs: %d rows packed, want the hindsight bar %d (by degree: %d)", placed.RowsPacked, bar, byDegree.RowsPacked)
+	}
+	t.Logf("rows packed: by degree %d, placed for the planned epochs %d (= hindsight)", byDegree.RowsPacked, placed.RowsPacked)
+
+	fresh, err := Open(d.dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, _, err := fresh.OpenEpochs(EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample,
+		ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs}); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("a store placed by degree opened the plan made for placed tiers: %v", err)
+	}
+	p, rep, err := fresh.OpenEpochs(o)
+	if err != nil || rep != nil {
+		t.Fatalf("open with PlaceTiers: %v (replanned: %v)", err, rep != nil)
+	}
+	defer p.Close()
+	got, err := p.Load(3, nb-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+		t.Fatal("rows served from the reopened plan differ from the dataset")
+	}
+}

@@ -56,10 +56,16 @@ func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
 	if err := o.check(s); err != nil {
 		return nil, nil, err
 	}
+	if o.PlaceTiers {
+		if err := s.placeForEpochs(&o); err != nil {
+			return nil, nil, err
+		}
+	}
 	p, err := s.openEpochs(o)
 	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
 		return p, nil, err
 	}
+	o.PlaceTiers = false // placed above
 	rep, err := s.PlanEpochs(o)
 	if err != nil {
 		return nil, nil, err

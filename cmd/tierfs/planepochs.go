@@ -32,6 +32,7 @@ func runPlanEpochs(args []string) error {
 	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	usePlacement := placementFlag(fs)
+	placeTiers := fs.Bool("place-tiers", true, "first fill the memory tiers with the rows the planned epochs read most (false: keep the store's placement)")
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
@@ -58,7 +59,7 @@ func runPlanEpochs(args []string) error {
 	}
 	o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
 		Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
-		Epochs: *epochs, DiskBudget: int64(budget)}
+		Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers}
 	rep, err := s.PlanEpochs(o)
 	if err != nil {
 		return err

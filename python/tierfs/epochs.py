@@ -47,6 +47,7 @@ class PlannedEpochs:
         shuffle_seed: int = 0,
         replan: bool = True,
         workers: int = 0,
+        place_tiers: bool = True,
     ) -> None:
         from .store import _ids
 
@@ -66,6 +67,7 @@ class PlannedEpochs:
             "epochs": int(epochs),
             "disk_budget": 0 if disk_budget is None else _util.parse_size(disk_budget, "disk_budget"),
             "replan": bool(replan),
+            "place_tiers": bool(place_tiers),
             "workers": int(workers),
         }
         arr = None

@@ -625,6 +625,7 @@ class Store:
         shuffle_seed: int = 0,
         replan: bool = True,
         workers: int = 0,
+        place_tiers: bool = True,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
@@ -633,7 +634,10 @@ class Store:
         sample that no memory tier holds into ``plan_dir`` (default: a new temporary directory).
         A plan already there for the same inputs is reused; a stale or missing one is made
         again (``replan=False`` raises instead). ``disk_budget`` (bytes or "20GB") plans as many
-        epochs as fit, at least one. Returns a :class:`tierfs.PlannedEpochs`.
+        epochs as fit, at least one. ``place_tiers`` first refills the memory tiers with the rows
+        the planned epochs read most (the best static placement for exactly these batches; it
+        costs one sampling pass, again when the plan is reopened). Returns a
+        :class:`tierfs.PlannedEpochs`.
         """
         from .epochs import PlannedEpochs
 
@@ -641,7 +645,7 @@ class Store:
             self, fanouts, batch_size, epochs, seeds=seeds,
             plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
             replace=replace, drop_last=drop_last, seed=seed, shuffle_seed=shuffle_seed,
-            replan=replan, workers=workers,
+            replan=replan, workers=workers, place_tiers=place_tiers,
         )
 
     def csc(self, chunk_size: int = 1 << 20) -> tuple:
