@@ -279,6 +279,28 @@ func runGather(args []string) error {
 	return ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst)
 }
 
+// openToSample opens the store of dir for sampling (following its saved placement when asked),
+// with the fanouts and seeds of the command's flags.
+func openToSample(dir string, opt *featurestore.Options, usePlacement bool, fanouts, seedsArg string) (*featurestore.Store, []int, []int64, error) {
+	if err := withPlacement(dir, opt, usePlacement); err != nil {
+		return nil, nil, nil, err
+	}
+	hops, err := parseFanouts(fanouts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := featurestore.Open(dir, *opt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	seeds, err := readIDs(s, seedsArg)
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, err
+	}
+	return s, hops, seeds, nil
+}
+
 func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	opt := storeFlags(fs)
@@ -295,22 +317,11 @@ func runSample(args []string) error {
 	if *seedsPath == "" || *out == "" {
 		return fmt.Errorf("--seeds and --out are required")
 	}
-	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
-		return err
-	}
-	hops, err := parseFanouts(*fanouts)
-	if err != nil {
-		return err
-	}
-	s, err := featurestore.Open(pos[0], *opt)
+	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsPath)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	seeds, err := readIDs(s, *seedsPath)
-	if err != nil {
-		return err
-	}
 	sample, err := s.Sample(seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
 	if err != nil {
 		return err

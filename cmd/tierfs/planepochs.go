@@ -37,22 +37,11 @@ func runPlanEpochs(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
-		return err
-	}
-	hops, err := parseFanouts(*fanouts)
-	if err != nil {
-		return err
-	}
-	s, err := featurestore.Open(pos[0], *opt)
+	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsArg)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	seeds, err := readIDs(s, *seedsArg)
-	if err != nil {
-		return err
-	}
 	dir := *planDir
 	if dir == "" {
 		dir = filepath.Join(pos[0], "plans", "epochs")
