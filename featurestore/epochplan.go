@@ -129,6 +129,7 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 			return nil, err
 		}
 		written = append(written, path)
+		before := *rep // restored when the epoch does not fit the budget
 		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb)}
 		var off, need int64
 		over := false
@@ -172,6 +173,7 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 			err = cerr
 		}
 		if errors.Is(err, errEpochOverBudget) {
+			*rep = before
 			os.Remove(path)
 			written = written[:len(written)-1]
 			break

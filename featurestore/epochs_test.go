@@ -436,3 +436,45 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		t.Fatal("rows served from the reopened plan differ from the dataset")
 	}
 }
+
+// TestEpochsAfterPlaceAndClose: a Place after the plan was opened makes its gathers stale (rows
+// would land in the wrong places otherwise), and a closed plan refuses calls instead of hanging.
+func TestEpochsAfterPlaceAndClose(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 16, 1, 5, rng)
+	s, err := Open(d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := epochOpts(t, d, 1)
+	o.Replan = true
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Load(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Place(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Load(0, 1); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("gather after a Place: %v, want ErrStalePlan", err)
+	}
+	q, _, err := s.OpenEpochs(o) // reopened: the plan still matches the tiers' contents
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Load(0, 1); err != nil {
+		t.Fatalf("reopened after the Place: %v", err)
+	}
+	q.Close()
+	if _, err := q.Load(0, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("gather after Close: %v, want ErrClosed", err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}

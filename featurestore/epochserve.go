@@ -37,8 +37,26 @@ type Epochs struct {
 	stacks  chan *gpuio.Stack
 	backend gpuio.Backend
 
+	// tierGen is the store's tierGen when the plan was checked against its memory tiers.
+	tierGen uint64
+
 	batches, rows, bytes, reads, readsNs atomic.Int64
-	closeOnce                            sync.Once
+
+	// Calls in flight and Close: Close waits for the calls, later calls fail.
+	closeMu  sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+// enter admits a call unless the plan is closed; the caller calls done when it returns.
+func (p *Epochs) enter() (done func(), err error) {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("featurestore: epoch plan %s is closed: %w", p.o.Dir, ErrClosed)
+	}
+	p.inflight.Add(1)
+	return p.inflight.Done, nil
 }
 
 // epochStacks is the most IO stacks a plan opens (gathers reading packed files at once).
@@ -94,7 +112,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 		return nil, err
 	}
 	s.place.RLock()
-	now := s.planInputs(&o, fp)
+	now, gen := s.planInputs(&o, fp), s.tierGen
 	s.place.RUnlock()
 	if in, a, b := idx.Inputs.diff(now); in != "" {
 		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
@@ -104,7 +122,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	}
 	o.Seeds = slices.Clone(o.Seeds)
 	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
-	p := &Epochs{s: s, o: o, idx: idx, stacks: make(chan *gpuio.Stack, epochStacks)}
+	p := &Epochs{s: s, o: o, idx: idx, tierGen: gen, stacks: make(chan *gpuio.Stack, epochStacks)}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -248,6 +266,11 @@ type BatchIO struct {
 // xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch).
 func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	var io BatchIO
+	done, err := p.enter()
+	if err != nil {
+		return io, err
+	}
+	defer done()
 	pe, err := p.planned(e, b)
 	if err != nil {
 		return io, err
@@ -270,6 +293,11 @@ func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	path := filepath.Join(p.o.Dir, ef.File)
 
 	s.place.RLock()
+	if s.tierGen != p.tierGen {
+		s.place.RUnlock()
+		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
+			e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
+	}
 	ts, release := heldTiers(s.tierList())
 	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
 	last := len(ts) - 1
@@ -385,9 +413,15 @@ func (p *Epochs) Stats() EpochStats {
 		ReadSeconds: time.Duration(p.readsNs.Load()).Seconds()}
 }
 
-// Close closes the IO stacks and files. Calls must be done.
+// Close waits for the calls in flight, then closes the IO stacks and files; later calls fail
+// with ErrClosed.
 func (p *Epochs) Close() error {
-	p.closeOnce.Do(func() {
+	p.closeMu.Lock()
+	first := !p.closed
+	p.closed = true
+	p.closeMu.Unlock()
+	p.inflight.Wait()
+	if first {
 		p.stackMu.Lock()
 		n := p.stacksN
 		p.stacksN = epochStacks // no more open
@@ -398,6 +432,6 @@ func (p *Epochs) Close() error {
 		for _, fd := range p.fds {
 			unix.Close(fd)
 		}
-	})
+	}
 	return nil
 }

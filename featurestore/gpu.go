@@ -84,6 +84,7 @@ func (s *Store) ensureGPU() (*gpuPath, error) {
 	s.place.RUnlock()
 	if g == nil && gerr == nil {
 		s.place.Lock()
+		s.tierGen++
 		err := s.startGPU()
 		g, gerr = s.gpu, s.gpuErr
 		s.place.Unlock()

@@ -67,6 +67,7 @@ func (s *Store) Place(hotness []uint32) error {
 // lock for writing; kernels of earlier gathers may still read the tiers, so they are waited for
 // first.
 func (s *Store) fillTiers(ids []int64) error {
+	s.tierGen++
 	if g := s.gpu; g != nil {
 		if err := g.quiesce(s); err != nil {
 			return err

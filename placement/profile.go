@@ -158,8 +158,8 @@ func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, err
 		if opt.Batches > 0 {
 			batches = min(perEpoch, opt.Batches-h.Batches)
 		}
-		var budget time.Duration // what is left of the time budget; 0 is none
-		if opt.TimeBudget > 0 {
+		var budget time.Duration // what is left of the time budget; 0 is none (the first epoch runs whole)
+		if opt.TimeBudget > 0 && (e > 0 || opt.Batches > 0) {
 			budget = max(opt.TimeBudget-time.Since(start), time.Nanosecond)
 		}
 		clear(epochCounts)
@@ -200,8 +200,28 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 	}
 	workers = min(workers, count)
 	start := time.Now()
-	var next atomic.Int64
-	var stop atomic.Bool
+	// Batches are claimed in order, and none after the budget ran out or an error: the batches
+	// that ran are a prefix of the epoch.
+	var claimMu sync.Mutex
+	next, stopped := 0, false
+	claim := func() (int, bool) {
+		claimMu.Lock()
+		defer claimMu.Unlock()
+		if stopped || next >= count {
+			return 0, false
+		}
+		if next > 0 && budget > 0 && time.Since(start) >= budget {
+			stopped = true
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	stop := func() {
+		claimMu.Lock()
+		stopped = true
+		claimMu.Unlock()
+	}
 	errs := make([]error, count)
 	ranBatch := make([]bool, count)
 	var wg sync.WaitGroup
@@ -212,13 +232,9 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 		go func() {
 			defer wg.Done()
 			var distinct []int64
-			for !stop.Load() {
-				b := int(next.Add(1) - 1)
-				if b >= count {
-					return
-				}
-				if b > 0 && budget > 0 && time.Since(start) >= budget {
-					stop.Store(true)
+			for {
+				b, ok := claim()
+				if !ok {
 					return
 				}
 				batch := batchOf(order, opt.BatchSize, b)
@@ -227,7 +243,7 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 				})
 				if err != nil {
 					errs[b] = fmt.Errorf("placement: profile batch %d: %w", first+b, err)
-					stop.Store(true)
+					stop()
 					return
 				}
 				if opt.Fanouts[0] != 0 { // a hop of fanout 0 reads no list
@@ -265,8 +281,6 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 	if err := errors.Join(errs...); err != nil {
 		return 0, 0, err
 	}
-	// Batches run out of order: keep the counts of the prefix that ran (a time budget can leave
-	// a gap only at the end, since every batch below next was taken before stop).
 	ran := 0
 	var seeds int64
 	for ran < count && ranBatch[ran] {
@@ -285,7 +299,8 @@ func batchOf(order []int64, size, b int) []int64 {
 
 // missesUnder estimates the rows of eval read from SSD when the cacheRows rows ranked highest by
 // rank are cached: the eval counts of the uncached rows. Rows tied with the last cached one are
-// cached at random, so they count in proportion.
+// cached at random, so they count in proportion (by sorting, when counts exceed 2^22, ties are
+// broken by the sort's order instead).
 func missesUnder(rank, eval []uint32, cacheRows int64) float64 {
 	if cacheRows >= int64(len(rank)) {
 		return 0

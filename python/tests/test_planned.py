@@ -82,6 +82,11 @@ def test_plan_errors(store, graph, tmp_path):
         tierfs.Loader(store, store.sampler([3]), seeds, batch_size=10, planned_epochs=-1)
 
     plan = store.plan_epochs([3], batch_size=100, epochs=1, seeds=seeds, plan_dir=tmp_path / "p", seed=3)
+    nodes = plan.sample(0, 0).nodes
+    for bad in (np.empty((len(nodes), store.dim), dtype=np.float64), np.empty((len(nodes) - 1, store.dim), dtype=store.dtype),
+                np.empty((store.dim, len(nodes)), dtype=store.dtype).T):
+        with pytest.raises((tierfs.InvalidArgumentError, tierfs.DTypeError)):
+            plan.gather(0, 0, nodes, out=bad)
     path = tmp_path / "p" / "epoch-0000.packed"
     data = bytearray(path.read_bytes())
     data[5] ^= 1

@@ -132,6 +132,10 @@ class PlannedEpochs:
         store = self._store
         if out is None:
             out = np.empty((n, store.dim), dtype=store.dtype)
+        elif not isinstance(out, np.ndarray):
+            raise errors.InvalidArgumentError(f"out must be a numpy array, got {type(out).__name__}")
+        else:
+            store._check_out(out, (n, store.dim))
         check(
             lib.tfs_epochs_gather(
                 self._h(), int(epoch), int(batch), nodes.ctypes.data, n, out.ctypes.data, n * store.row_bytes
