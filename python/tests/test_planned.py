@@ -97,3 +97,12 @@ def test_plan_errors(store, graph, tmp_path):
     plan.close()
     with pytest.raises(tierfs.ClosedError):
         plan.load(0, 0)
+
+
+def test_default_plan_dir_is_removed_on_close(store, graph):
+    plan = store.plan_epochs([3], batch_size=100, epochs=1, seeds=graph["splits"]["train"], seed=1)
+    d = plan.info()["dir"]
+    assert os.path.exists(os.path.join(d, "epochs.json"))
+    plan.load(0, 0)
+    plan.close()
+    assert not os.path.exists(d)

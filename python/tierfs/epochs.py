@@ -9,6 +9,7 @@ again deterministically and reading its packed rows with a few large reads.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import threading
 from ctypes import byref, c_size_t, c_void_p
@@ -54,8 +55,9 @@ class PlannedEpochs:
         h = store._h()
         if isinstance(fanouts, int):
             fanouts = [fanouts]
+        self._temp_dir: Optional[str] = None  # made here, removed by close()
         if plan_dir is None:
-            plan_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
+            plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
         request = {
             "plan_dir": str(plan_dir),
             "fanouts": [int(f) for f in fanouts],
@@ -154,6 +156,9 @@ class PlannedEpochs:
             h, self._handle = self._handle, None
         if h is not None and not _native._forked:
             lib.tfs_epochs_close(h)
+        temp, self._temp_dir = getattr(self, "_temp_dir", None), None
+        if temp is not None and not _native._forked:
+            shutil.rmtree(temp, ignore_errors=True)
 
     def __enter__(self) -> "PlannedEpochs":
         return self

@@ -143,7 +143,7 @@ class Loader:
     thread.
 
     With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
-    docs/planned.md) in ``plan_dir`` (default: a temporary directory) within
+    docs/planned.md) in ``plan_dir`` (default: a temporary directory, removed with the plan) within
     ``plan_disk_budget``: epoch ``e`` replays planned epoch ``e mod K`` — the order (the core's,
     from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
     with a few large reads. The sampler's fanouts, replace and seed define the plan.

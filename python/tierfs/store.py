@@ -631,7 +631,8 @@ class Store:
 
         Each epoch permutes ``seeds`` (default: the "train" split) by ``shuffle_seed`` in the
         core, samples every batch with a seed derived from ``seed``, and packs the rows of its
-        sample that no memory tier holds into ``plan_dir`` (default: a new temporary directory).
+        sample that no memory tier holds into ``plan_dir`` (default: a new temporary directory,
+        removed when the plan is closed).
         A plan already there for the same inputs is reused; a stale or missing one is made
         again (``replan=False`` raises instead). ``disk_budget`` (bytes or "20GB") plans as many
         epochs as fit, at least one. ``place_tiers`` first refills the memory tiers with the rows
