@@ -39,28 +39,43 @@ func storeJSONCall(h uintptr, call string, request *C.char, buf *C.char, capacit
 	if err != nil {
 		return err
 	}
-	switch {
-	case request == nil:
+	if request == nil {
 		return fail(stEINVAL, "request_json is NULL")
-	case needed == nil:
-		return fail(stEINVAL, "needed is NULL")
-	case capacity > 0 && buf == nil:
-		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
 	}
 	data, err := rec.answer(call, C.GoString(request), capacity, func(dec *json.Decoder) (any, error) { return run(rec, dec) })
 	if err != nil {
 		return err
 	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+// checkJSONOut checks the out-parameters of a call answering JSON into buf.
+func checkJSONOut(buf *C.char, capacity uint64, needed *C.size_t) error {
+	switch {
+	case needed == nil:
+		return fail(stEINVAL, "needed is NULL")
+	case capacity > 0 && buf == nil:
+		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	}
+	return nil
+}
+
+// putJSON sets *needed to len(data)+1 and writes data NUL-terminated into buf when it fits
+// (capacity bytes); otherwise it leaves buf an empty string (when capacity > 0).
+func putJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
 	*needed = C.size_t(len(data) + 1)
 	if uint64(len(data)) >= capacity {
 		if capacity > 0 {
 			*(*byte)(unsafe.Pointer(buf)) = 0
 		}
-		return nil
+		return
 	}
 	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
 	dst[copy(dst, data)] = 0
-	return nil
 }
 
 // keptAnswer is the answer to a JSON call that did not fit the caller's buffer.

@@ -387,11 +387,8 @@ func statsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error 
 	if err != nil {
 		return err
 	}
-	if needed == nil {
-		return fail(stEINVAL, "needed is NULL")
-	}
-	if capacity > 0 && buf == nil {
-		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
 	}
 	data, err := json.Marshal(rec.s.Stats())
 	if err != nil {

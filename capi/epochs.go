@@ -103,11 +103,8 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 	if err != nil {
 		return err
 	}
-	if needed == nil {
-		return fail(stEINVAL, "needed is NULL")
-	}
-	if capacity > 0 && buf == nil {
-		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
 	}
 	data, err := json.Marshal(struct {
 		Dir    string                        `json:"dir"`
@@ -117,15 +114,7 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 	if err != nil {
 		return err
 	}
-	*needed = C.size_t(len(data) + 1)
-	if uint64(len(data)) >= capacity {
-		if capacity > 0 {
-			*(*byte)(unsafe.Pointer(buf)) = 0
-		}
-		return nil
-	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
-	dst[copy(dst, data)] = 0
+	putJSON(data, buf, capacity, needed)
 	return nil
 }
 

@@ -58,7 +58,7 @@ func (s *Spread) add(v int64) {
 type packedBatch struct {
 	nodes, rows  int64
 	sum, nodesID uint64
-	nodeIDs      []int64 // the sampled nodes, only when counted
+	nodeIDs      []int64 // the sampled nodes, for placeForEpochs (packBatch drops them)
 	buf          []byte  // rows*RowBytes padded to packAlign, aligned; nil when only counted
 	sample, read time.Duration
 	err          error
@@ -211,10 +211,8 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 // samples them (nothing is read) and counts every batch's nodes.
 func (s *Store) placeForEpochs(o *EpochOptions) error {
 	hot := make([]uint32, s.NumNodes())
-	var never atomic.Bool
-	never.Store(true)
 	for e := range o.Epochs {
-		err := s.planEpoch(o, e, &never, func(p *packedBatch) error {
+		err := s.planEpoch(o, e, nil, func(p *packedBatch) error {
 			for _, v := range p.nodeIDs {
 				if hot[v] < math.MaxUint32 {
 					hot[v]++
@@ -231,7 +229,7 @@ func (s *Store) placeForEpochs(o *EpochOptions) error {
 
 // planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands
 // them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
-// and counted but not read.
+// and counted but not read; with countOnly nil they are only sampled, and emit gets their nodes.
 func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
 	order := EpochOrder(o.Seeds, o.ShuffleSeed, e)
 	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
@@ -245,7 +243,14 @@ func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit f
 			}
 			ch := make(chan *packedBatch, 1)
 			futures <- ch
-			go func() { ch <- s.packBatch(o, e, b, batchSeeds(order, o.BatchSize, b), countOnly.Load()) }()
+			go func() {
+				seeds := batchSeeds(order, o.BatchSize, b)
+				if countOnly == nil {
+					ch <- s.sampleBatch(o, e, b, seeds)
+				} else {
+					ch <- s.packBatch(o, e, b, seeds, countOnly.Load())
+				}
+			}()
 		}
 	}()
 	var err error
@@ -264,9 +269,8 @@ func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit f
 	return err
 }
 
-// packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
-// nodes that no memory tier holds, in Sample.Nodes order.
-func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
+// sampleBatch draws batch b of planned epoch e: its nodes, their count and hash.
+func (s *Store) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *packedBatch {
 	p := &packedBatch{}
 	t := time.Now()
 	opt := o.Sample
@@ -277,13 +281,22 @@ func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bo
 		return p
 	}
 	p.sample = time.Since(t)
-	p.nodes, p.nodesID = int64(len(sample.Nodes)), hashIDs(sample.Nodes)
-	if countOnly {
-		p.nodeIDs = sample.Nodes // for placeForEpochs
+	p.nodes, p.nodesID, p.nodeIDs = int64(len(sample.Nodes)), hashIDs(sample.Nodes), sample.Nodes
+	return p
+}
+
+// packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
+// nodes that no memory tier holds, in Sample.Nodes order.
+func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
+	p := s.sampleBatch(o, e, b, seeds)
+	if p.err != nil {
+		return p
 	}
+	nodes := p.nodeIDs
+	p.nodeIDs = nil
 	s.place.RLock()
 	ts, release := heldTiers(s.tierList())
-	sp := splitIDs(sample.Nodes, ts, make([]int64, 2*len(sample.Nodes)), nil, s.opt.CopyWorkers)
+	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
 	release()
 	s.place.RUnlock()
 	last := len(ts) - 1
@@ -292,7 +305,7 @@ func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bo
 	if countOnly {
 		return p
 	}
-	t = time.Now()
+	t := time.Now()
 	rb := s.spec.RowBytes
 	n := p.rows * rb
 	p.buf = alignedBytes(alignUp64(n))
