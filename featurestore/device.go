@@ -480,6 +480,7 @@ func wrapDevice(err error) error {
 // rest; count gets how many each served.
 func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst uintptr, caller cuda.Stream, count []int) error {
 	dev, n := s.gpu.dev, ctx.n
+	splitStart := time.Now()
 	// The missed ids and positions come to the host.
 	err := cuda.Memcpy(dev, ctx.miss.HostAddr, ctx.miss.Dev, uint64(8*misses), caller)
 	if err == nil {
@@ -514,6 +515,7 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 	}()
 	sp := splitIDs(missIDs, held, cuda.Int64s(ctx.pairs.Host, 2*misses), missPos, s.opt.CopyWorkers)
 	copy(count, sp.count)
+	since(&s.stats.splitNanos, splitStart)
 	// The pairs go up once; every tier's stream waits for them (and for what the caller queued).
 	if err := cuda.Memcpy(dev, ctx.pairs.Dev, ctx.pairs.HostAddr, uint64(need), caller); err != nil {
 		return err
@@ -537,7 +539,10 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 	// and tiers that change under gathers are released once their copies are queued.
 	var disk, memory sync.WaitGroup
 	if sp.count[last] > 0 {
-		disk.Go(func() { copyOn(last) })
+		disk.Go(func() {
+			defer since(&s.stats.diskNanos, time.Now())
+			copyOn(last)
+		})
 	}
 	for t := last - 1; t >= 0; t-- {
 		if sp.count[t] > 0 {

@@ -172,14 +172,19 @@ func (s *Store) gatherChunk(ids []int64, dst []byte, count []int) ([]tiers.Tier,
 	s.place.RLock()
 	defer s.place.RUnlock()
 	ts, release := heldTiers(s.tierList())
+	splitStart := time.Now()
 	sp := splitIDs(ids, ts, make([]int64, 2*len(ids)), nil, s.opt.CopyWorkers)
+	since(&s.stats.splitNanos, splitStart)
 	// The SSD tier's reads go out first; the memory tiers copy while they are in flight, and tiers
 	// that change under gathers are released as soon as the memory copies are done.
 	last := len(ts) - 1
 	errs := make([]error, len(ts))
 	var disk, memory sync.WaitGroup
 	if sp.count[last] > 0 {
-		disk.Go(func() { errs[last] = ts[last].CopyToHost(sp.slots(last), sp.pos(last), dst) })
+		disk.Go(func() {
+			defer since(&s.stats.diskNanos, time.Now())
+			errs[last] = ts[last].CopyToHost(sp.slots(last), sp.pos(last), dst)
+		})
 	}
 	for t := last - 1; t >= 0; t-- {
 		if sp.count[t] == 0 {

@@ -28,13 +28,19 @@ type TierStats struct {
 
 // Stats is a snapshot of a store's counters since Open.
 type Stats struct {
-	Dataset      string      `json:"dataset"`
-	IOBackend    string      `json:"io_backend"`
-	Gathers      uint64      `json:"gathers"`
-	RowsGathered uint64      `json:"rows_gathered"`
-	GatherTime   float64     `json:"gather_seconds"` // summed wall time of Gather calls
-	Tiers        []TierStats `json:"tiers"`          // fastest first
-	IO           gpuio.Stats `json:"io"`             // disk reads of every IO stack, features and topology
+	Dataset      string  `json:"dataset"`
+	IOBackend    string  `json:"io_backend"`
+	Gathers      uint64  `json:"gathers"`
+	RowsGathered uint64  `json:"rows_gathered"`
+	GatherTime   float64 `json:"gather_seconds"` // summed wall time of Gather calls
+	// SplitTime and DiskTime are the parts of the gathers' time spent splitting ids by tier (on
+	// the device path: the split kernel and the misses' trip to the host) and waiting on the SSD
+	// tier's reads (submit to last completion); summed over gathers, so concurrent gathers can
+	// add up to more than the wall time.
+	SplitTime float64     `json:"split_seconds"`
+	DiskTime  float64     `json:"disk_seconds"`
+	Tiers     []TierStats `json:"tiers"` // fastest first
+	IO        gpuio.Stats `json:"io"`    // disk reads of every IO stack, features and topology
 	// ReadAmplification is IO.BytesRead / IO.BytesRequested: bytes read from disk per byte
 	// wanted (alignment and bridged gaps, IO.GapBytes, make it exceed 1). ReadsPerGather is
 	// IO.Reads / Gathers. Both count every read of the stacks, topology and labels included.
@@ -73,6 +79,7 @@ type GPUStats struct {
 
 type counters struct {
 	gathers, rows, gatherNanos, samples atomic.Uint64
+	splitNanos, diskNanos               atomic.Uint64
 	gpuHits, hostHits, ssdHits          atomic.Uint64
 	deviceGathers                       atomic.Uint64
 }
@@ -88,6 +95,9 @@ func (c *counters) gather(ts []tiers.Tier, count []int, took time.Duration) {
 	c.rows.Add(uint64(rows))
 	c.gatherNanos.Add(uint64(took.Nanoseconds()))
 }
+
+// since adds the time since start to counter n.
+func since(n *atomic.Uint64, start time.Time) { n.Add(uint64(time.Since(start).Nanoseconds())) }
 
 func (c *counters) hits(k tiers.Kind) *atomic.Uint64 {
 	switch k {
@@ -112,7 +122,7 @@ func (s *Store) Stats() Stats {
 	st := Stats{
 		Dataset: s.m.Dir(), IOBackend: string(s.files.Backend()),
 		Gathers: c.gathers.Load(), RowsGathered: c.rows.Load(), GatherTime: float64(c.gatherNanos.Load()) / 1e9,
-		Samples: c.samples.Load(),
+		Samples: c.samples.Load(), SplitTime: float64(c.splitNanos.Load()) / 1e9, DiskTime: float64(c.diskNanos.Load()) / 1e9,
 	}
 	st.GPU = GPUStats{DeviceGathers: c.deviceGathers.Load()}
 	st.IO = s.files.Stats()

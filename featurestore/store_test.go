@@ -214,6 +214,11 @@ func TestGatherMatchesReference(t *testing.T) {
 				if st.RowsGathered != hostHits+ssdHits || st.RowsGathered != 1+7+4096 {
 					t.Fatalf("%s: stats %+v", name, st)
 				}
+				// The stage times: a split in every gather with ids, disk time only where the SSD
+				// tier served rows, and neither more than the gathers took.
+				if st.SplitTime <= 0 || (st.DiskTime > 0) != (ssdHits > 0) || st.SplitTime+st.DiskTime > 2*st.GatherTime {
+					t.Fatalf("%s: split %gs disk %gs of gathers %gs (ssd hits %d)", name, st.SplitTime, st.DiskTime, st.GatherTime, ssdHits)
+				}
 				s.Close()
 			}
 		}
