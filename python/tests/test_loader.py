@@ -14,7 +14,7 @@ import tierfs
 
 
 def loader_threads():
-    return [t for t in threading.enumerate() if t.name in ("tierfs-loader", "tierfs-prefetch") and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name.startswith(("tierfs-loader", "tierfs-prefetch")) and t.is_alive()]
 
 
 def wait_no_threads(timeout=5.0):

@@ -40,6 +40,7 @@ from .errors import (
 )
 from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
+from .pipeline import Pipeline
 from .store import Sample, Sampler, Store, open
 
 __version__ = "0.1.0"
@@ -59,6 +60,7 @@ __all__ = [
     "Batch",
     "Prefetcher",
     "prefetch",
+    "Pipeline",
     "ingest",
     "synth",
     "parse_size",

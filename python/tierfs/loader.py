@@ -1,9 +1,9 @@
-"""A prefetching mini-batch loader: sampling and gathering of the next batches run on a
-background thread while the caller trains on the current one.
+"""A pipelined mini-batch loader: the next batches are sampled and gathered, several at once,
+while the caller trains on the current one (:mod:`tierfs.pipeline`).
 
-Why a thread and not worker processes: every native call releases the GIL and runs on the Go
-runtime's own threads (the sampler and the gather are parallel inside), so one Python thread
-keeps them busy; worker processes would each need their own copy of the store (caches,
+Why threads and not worker processes: every native call releases the GIL and runs on the Go
+runtime's own threads (the sampler and the gather are parallel inside), so a few Python threads
+keep them busy; worker processes would each need their own copy of the store (caches,
 topology, IO stacks) and must never be forked from a process that loaded the library.
 """
 
@@ -13,10 +13,11 @@ import queue
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
 import numpy as np
 
+from .pipeline import Pipeline, pipeline_stats
 from .store import IdsLike, Sample, Sampler, Store, _ids
 
 __all__ = ["Loader", "Batch", "prefetch"]
@@ -134,13 +135,16 @@ class Batch:
 
 
 class Loader:
-    """Mini-batches of (seeds, sampled neighborhood, features, labels), prefetched.
+    """Mini-batches of (seeds, sampled neighborhood, features, labels), pipelined.
 
     Each epoch (each ``iter(loader)``) splits ``seeds`` into batches of ``batch_size``
-    (shuffled by ``seed`` and the epoch number when ``shuffle``), and a background thread
-    samples and gathers up to ``prefetch`` batches ahead of the caller. Batches come in order;
-    an exception on the thread is raised in the caller; breaking out of the loop stops the
-    thread.
+    (shuffled by ``seed`` and the epoch number when ``shuffle``) and runs them through a
+    :class:`tierfs.pipeline.Pipeline`: one thread samples ahead, ``prefetch`` threads gather at
+    once (so the disk queue does not drain between batches), up to ``prefetch`` batches in
+    flight. Batches come in order; an exception in a stage is raised in the caller at its batch;
+    breaking out of the loop stops the threads. :meth:`stats` says where the time went and which
+    stage bounds the epoch. Memory: at most ``prefetch`` batches (sample and feature rows) held
+    besides the caller's.
 
     With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
     docs/planned.md) in ``plan_dir`` (default: a temporary directory, removed with the plan) within
@@ -168,7 +172,7 @@ class Loader:
         batch_size: int,
         shuffle: bool = True,
         drop_last: bool = False,
-        prefetch: int = 2,
+        prefetch: int = 4,
         seed: int = 0,
         labels: Optional[bool] = None,
         planned_epochs: int = 0,
@@ -195,6 +199,8 @@ class Loader:
         self.seed = int(seed)
         self.labels = store.num_classes > 0 if labels is None else bool(labels)
         self.epoch = 0
+        self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
+        self._run: Any = None  # its shared state, for stats()
         self.plan = None
         if planned_epochs:
             self.plan = store.plan_epochs(
@@ -214,30 +220,40 @@ class Loader:
         return self._seeds[rng.permutation(self._seeds.shape[0])]
 
     def batches(self, epoch: int) -> Iterator[Batch]:
-        """The batches of ``epoch``, computed in the calling thread (no prefetch)."""
+        """The batches of ``epoch``, computed in the calling thread (no pipeline)."""
+        sample, gather = self._stages(epoch)
+        for i in range(self._count()):
+            yield gather(i, sample(i))
+
+    def _count(self) -> int:
+        return self.plan.batches_per_epoch if self.plan is not None else len(self)
+
+    def _stages(self, epoch: int):
+        """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
         if self.plan is not None:
-            for b in range(self.plan.batches_per_epoch):
-                yield self._make_planned(epoch, b)
-            return
+            return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s))
         order = self._order(epoch)
-        for i in range(len(self)):
-            seeds = order[i * self.batch_size : (i + 1) * self.batch_size]
-            yield self._make(seeds)
+        bs = self.batch_size
 
-    def _make(self, seeds: np.ndarray) -> Batch:
-        if self._torch:
-            import torch
+        def sample(i: int) -> Tuple[Any, Sample]:
+            seeds: Any = order[i * bs : (i + 1) * bs]
+            if self._torch:
+                import torch
 
-            seeds_out: Any = torch.from_numpy(seeds)
-        else:
-            seeds_out = seeds
-        sample = self.sampler.sample(seeds_out)
+                seeds = torch.from_numpy(seeds)
+            return seeds, self.sampler.sample(seeds)
+
+        return sample, self._gather
+
+    def _gather(self, _i: int, sampled: Tuple[Any, Sample]) -> Batch:
+        seeds, sample = sampled
         x = self.store.gather(sample.nodes)
-        y = self.store.labels(seeds_out) if self.labels else None
-        return Batch(seeds_out, sample, x, y)
+        y = self.store.labels(seeds) if self.labels else None
+        return Batch(seeds, sample, x, y)
 
-    def _make_planned(self, epoch: int, b: int) -> Batch:
-        seeds, sample, x = self.plan.load(epoch, b)
+    def _gather_planned(self, epoch: int, b: int, sample: Sample) -> Batch:
+        x = self.plan.gather(epoch, b, sample.nodes)
+        seeds = sample.nodes[: sample.num_seeds]
         if not self._torch:
             return Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None)
         import torch
@@ -247,13 +263,31 @@ class Loader:
         sample = Sample(*(torch.from_numpy(a) for a in arrays))
         xt = torch.from_numpy(x)
         if self.store.device != "cpu":
-            xt = xt.to(self.store.device)
+            xt = xt.to(self.store.device, non_blocking=True)
         return Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None)
 
-    def __iter__(self) -> Prefetcher[Batch]:
+    def __iter__(self) -> Pipeline:
         epoch = self.epoch
         self.epoch += 1
-        return Prefetcher(self.batches(epoch), self.prefetch, name="tierfs-loader")
+        previous = self._pipeline() if self._pipeline is not None else None
+        if previous is not None:
+            previous.close()
+        sample, gather = self._stages(epoch)
+        cuda = None
+        if self.store.device != "cpu":
+            import torch
+
+            cuda = torch.device(self.store.device)
+        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader")
+        # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
+        self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
+        return pipeline
+
+    def stats(self) -> Dict[str, Any]:
+        """Where the latest epoch's time went (:meth:`tierfs.pipeline.Pipeline.stats`): busy
+        time and occupancy of the sample, gather (split, disk) and train stages, the time the
+        caller waited, and the stage that bounds the loop. Empty before the first epoch."""
+        return pipeline_stats(self._run) if self._run is not None else {}
 
     def __repr__(self) -> str:
         return (
