@@ -156,6 +156,54 @@ def test_prefetch_node_loader(stores, store, graph):
     assert n == len(train)
 
 
+def assert_same_data(a, b, what):
+    assert sorted(a.keys()) == sorted(b.keys()), f"{what}: keys {sorted(a.keys())} vs {sorted(b.keys())}"
+    for k in a.keys():
+        va, vb = a[k], b[k]
+        same = torch.equal(va, vb) if isinstance(va, torch.Tensor) else va == vb
+        assert same, f"{what}: {k} differs"
+
+
+@pytest.mark.parametrize("prefetch", [1, 4])
+def test_tierfs_node_loader_equals_pyg(stores, store, graph, prefetch):
+    """tierfs.pyg.NodeLoader (pipelined) gives PyG NodeLoader's batches field for field on random
+    seeds (TIERFS_TEST_SEED printed in the header)."""
+    r = rng(40 + prefetch)
+    inp = torch.from_numpy(r.choice(graph["n"], size=700, replace=False))
+    seed = int(r.integers(1 << 20))
+    ref = list(NodeLoader(stores, node_sampler=tierfs.pyg.NeighborSampler(store, [4, 3], seed=seed), input_nodes=inp, batch_size=96))
+    loader = tierfs.pyg.NodeLoader(store, [4, 3], inp, batch_size=96, seed=seed, prefetch=prefetch)
+    got = list(loader)
+    assert len(got) == len(ref) == len(loader) == 8
+    for i, (a, b) in enumerate(zip(ref, got)):
+        assert_same_data(a, b, f"seed {SEED} batch {i}")
+    assert loader.stats()["batches"] == 8
+
+
+def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
+    r = rng(45)
+    inp = r.choice(graph["n"], size=500, replace=False)
+    for planned in (0, 2):
+        loader = tierfs.pyg.NodeLoader(store, [3, 2], inp, batch_size=64, shuffle=True, seed=5, shuffle_seed=int(r.integers(99)),
+                                       planned_epochs=planned, plan_dir=str(tmp_path / f"plan{planned}") if planned else None)
+        epochs = []
+        for _ in range(3):
+            batches = list(loader)
+            seen = np.concatenate([b.n_id[: b.batch_size].numpy() for b in batches])
+            np.testing.assert_array_equal(np.sort(seen), np.sort(inp))  # each epoch a permutation of the input
+            for b in batches:
+                np.testing.assert_array_equal(inp[b.input_id.numpy()], b.n_id[: b.batch_size].numpy())
+                np.testing.assert_array_equal(b.x.numpy(), graph["x"][b.n_id.numpy()])
+                np.testing.assert_array_equal(b.y.numpy(), graph["y"][b.n_id.numpy()])
+                assert b.edge_index.shape[1] == sum(b.num_sampled_edges) and b.num_nodes == sum(b.num_sampled_nodes)
+            epochs.append(batches)
+        assert not torch.equal(epochs[0][0].n_id, epochs[1][0].n_id)
+        if planned:  # epoch 2 replays planned epoch 0
+            for a, b in zip(epochs[0], epochs[2]):
+                assert_same_data(a, b, f"seed {SEED} planned replay")
+            loader.loader.plan.close()
+
+
 # training ----------------------------------------------------------------------------------
 
 

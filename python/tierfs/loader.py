@@ -13,7 +13,7 @@ import queue
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -144,7 +144,9 @@ class Loader:
     flight. Batches come in order; an exception in a stage is raised in the caller at its batch;
     breaking out of the loop stops the threads. :meth:`stats` says where the time went and which
     stage bounds the epoch. Memory: at most ``prefetch`` batches (sample and feature rows) held
-    besides the caller's.
+    besides the caller's. ``transform`` (optional) maps each :class:`Batch` to what the loader
+    yields, on the pipeline's gather thread (e.g. :class:`tierfs.pyg.NodeLoader` makes PyG
+    ``Data`` there).
 
     With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
     docs/planned.md) in ``plan_dir`` (default: a temporary directory, removed with the plan) within
@@ -178,6 +180,7 @@ class Loader:
         planned_epochs: int = 0,
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
+        transform: Optional[Callable[[Batch], Any]] = None,
     ) -> None:
         if planned_epochs < 0:
             raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
@@ -199,6 +202,7 @@ class Loader:
         self.seed = int(seed)
         self.labels = store.num_classes > 0 if labels is None else bool(labels)
         self.epoch = 0
+        self.transform = transform
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
@@ -219,7 +223,7 @@ class Loader:
         rng = np.random.default_rng([self.seed, epoch])
         return self._seeds[rng.permutation(self._seeds.shape[0])]
 
-    def batches(self, epoch: int) -> Iterator[Batch]:
+    def batches(self, epoch: int) -> Iterator[Any]:
         """The batches of ``epoch``, computed in the calling thread (no pipeline)."""
         sample, gather = self._stages(epoch)
         for i in range(self._count()):
@@ -245,17 +249,20 @@ class Loader:
 
         return sample, self._gather
 
+    def _finish(self, batch: Batch) -> Any:
+        return batch if self.transform is None else self.transform(batch)
+
     def _gather(self, _i: int, sampled: Tuple[Any, Sample]) -> Batch:
         seeds, sample = sampled
         x = self.store.gather(sample.nodes)
         y = self.store.labels(seeds) if self.labels else None
-        return Batch(seeds, sample, x, y)
+        return self._finish(Batch(seeds, sample, x, y))
 
     def _gather_planned(self, epoch: int, b: int, sample: Sample) -> Batch:
         x = self.plan.gather(epoch, b, sample.nodes)
         seeds = sample.nodes[: sample.num_seeds]
         if not self._torch:
-            return Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None)
+            return self._finish(Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None))
         import torch
 
         seeds_t = torch.from_numpy(seeds)
@@ -264,7 +271,7 @@ class Loader:
         xt = torch.from_numpy(x)
         if self.store.device != "cpu":
             xt = xt.to(self.store.device, non_blocking=True)
-        return Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None)
+        return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
     def __iter__(self) -> Pipeline:
         epoch = self.epoch

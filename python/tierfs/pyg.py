@@ -26,26 +26,32 @@ and a worker *forked* from a process that loaded the library cannot call it at a
 runtime does not survive ``fork()``; tierfs raises :class:`tierfs.ForkedProcessError` there).
 If you must use workers, pass ``multiprocessing_context="spawn"``: the stores and the sampler
 pickle as (path, options) and reopen in each worker. To overlap loading with training, wrap the
-loader in :func:`tierfs.prefetch` (a background thread).
+loader in :func:`tierfs.prefetch` (a background thread), or use this module's
+:class:`NodeLoader`: the same ``Data`` batches from tierfs's pipeline (sampling ahead, several
+gathers in flight) and, with ``planned_epochs``, from planned epochs (docs/planned.md)::
+
+    loader = tierfs.pyg.NodeLoader(store, [25, 10], input_nodes=store.split("train"),
+                                   batch_size=1024, shuffle=True, planned_epochs=2)
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import EdgeAttr, TensorAttr
+from torch_geometric.data import Data, EdgeAttr, TensorAttr
 from torch_geometric.data import FeatureStore as _PyGFeatureStore
 from torch_geometric.data import GraphStore as _PyGGraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 
 from . import errors
+from .loader import Batch, Loader
 from .store import Store
 
-__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "stores"]
+__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "NodeLoader", "stores"]
 
 
 def _unwrap(store: Any) -> Store:
@@ -277,3 +283,84 @@ class NeighborSampler(BaseSampler):
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+
+
+class NodeLoader:
+    """PyG mini-batches from tierfs's pipelined loader: each batch is the ``Data`` that
+    ``torch_geometric.loader.NodeLoader`` over :func:`stores` with this module's
+    :class:`NeighborSampler` gives (``x``, ``y`` of every sampled node, ``edge_index``, ``n_id``,
+    ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size``), made by a
+    :class:`tierfs.Loader`: sampled ahead, several gathers in flight (``prefetch``), ``Data``
+    built on the pipeline's threads.
+
+    With ``shuffle=False`` and the same sampler ``seed`` its batches equal PyG's NodeLoader's.
+    With ``shuffle=True`` the order of each epoch comes from ``shuffle_seed`` and the epoch
+    (as :class:`tierfs.Loader`); ``planned_epochs=K`` plans K epochs up front and replays them
+    (docs/planned.md), reading each batch's disk rows with a few large reads.
+
+    Args:
+        store: a :class:`tierfs.Store` (or one of this module's stores).
+        num_neighbors: neighbors per node per hop.
+        input_nodes: the seed node ids (numpy, torch or list).
+        batch_size, shuffle, drop_last: as PyG's loaders.
+        replace, seed: the sampler's (see :class:`NeighborSampler`).
+        shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget: as :class:`tierfs.Loader`.
+    """
+
+    def __init__(
+        self,
+        store: Union[Store, "FeatureStore", "GraphStore"],
+        num_neighbors: Sequence[int],
+        input_nodes: Any,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        replace: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        prefetch: int = 4,
+        planned_epochs: int = 0,
+        plan_dir: Optional[str] = None,
+        plan_disk_budget: Any = None,
+    ) -> None:
+        self.store = _unwrap(store)
+        seeds = torch.as_tensor(np.asarray(input_nodes.cpu() if isinstance(input_nodes, Tensor) else input_nodes, dtype=np.int64))
+        self.input_nodes = seeds
+        # input_id of a batch: its seeds' positions in input_nodes (any position of a repeated id).
+        self._sorter = torch.argsort(seeds, stable=True)
+        self._sorted = seeds[self._sorter]
+        self._labels = self.store.num_classes > 0
+        sampler = self.store.sampler([int(k) for k in num_neighbors], replace=replace, seed=seed)
+        self.loader = Loader(
+            self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
+            seed=shuffle_seed, labels=False, planned_epochs=planned_epochs, plan_dir=plan_dir,
+            plan_disk_budget=plan_disk_budget, transform=self._to_data,
+        )
+
+    def _to_data(self, b: Batch) -> Data:
+        s = b.sample
+        nodes = s.nodes
+        data = Data(edge_index=torch.stack([s.row, s.col]), x=b.x)
+        if self._labels:
+            data.y = self.store.labels(nodes)
+        data.n_id = nodes
+        data.num_nodes = int(nodes.shape[0])
+        data.num_sampled_nodes = s.nodes_per_hop.tolist()
+        data.num_sampled_edges = s.edges_per_hop.tolist()
+        seeds = torch.as_tensor(b.seeds)
+        data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
+        data.batch_size = int(seeds.shape[0])
+        return data
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[Data]:
+        return iter(self.loader)
+
+    def stats(self) -> Dict[str, Any]:
+        """The latest epoch's pipeline stats (:meth:`tierfs.Loader.stats`)."""
+        return self.loader.stats()
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.NodeLoader({self.loader!r})"
