@@ -71,6 +71,7 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 		if uintptr(opts.struct_size) >= unsafe.Offsetof(o.device)+unsafe.Sizeof(o.device) {
 			device = int(o.device)
 		}
+		// coalesce_gap came after device: an older struct leaves it zero (readOptions).
 	}
 	var gopts gpuio.Options
 	if o.backend != nil {
@@ -94,12 +95,15 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 		return fail(stEINVAL, "staging_bytes = %d is negative", o.staging_bytes)
 	case device < -1:
 		return fail(stEINVAL, "device = %d; want -1 (host destinations only) or a CUDA ordinal", device)
+	case o.coalesce_gap < 0:
+		return fail(stEINVAL, "coalesce_gap = %d is negative (0: merge only touching blocks)", o.coalesce_gap)
 	}
 	gopts.BlockSize = int(o.block_size)
 	gopts.QueueDepth = int(o.queue_depth)
 	gopts.MaxIOBytes = int(o.max_io_bytes)
 	gopts.StagingBytes = int(o.staging_bytes)
 	gopts.NoCoalesce = o.no_coalesce != 0
+	gopts.CoalesceGap = int(o.coalesce_gap)
 	if device >= 0 {
 		// Before opening anything: the usual reason to fail is a machine without CUDA.
 		if err := cuda.Load(); err != nil {

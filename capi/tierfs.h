@@ -242,6 +242,8 @@ typedef struct tfs_io_options {
   int32_t device;        /* -1: host destinations only; else the CUDA ordinal whose memory requests
                             may target (TFS_ENOTSUP where CUDA or that GPU is unavailable). Note a
                             zeroed struct means device 0; opts NULL means -1 */
+  int32_t coalesce_gap;  /* also merge reads of a file at most this many bytes apart (after
+                            alignment; the gap is read and dropped); 0: only touching blocks */
 } tfs_io_options;
 
 /* Opens n_paths files (O_RDONLY | O_DIRECT, without O_DIRECT where the file system refuses it),

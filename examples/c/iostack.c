@@ -245,6 +245,11 @@ static void run_config(const char *name, tfs_io_options o, uint64_t seed, int ro
   expect(js != NULL && json_u64(js, "requests") == total_reqs && json_u64(js, "bytes_requested") == total_bytes &&
              json_u64(js, "pending_requests") == 0 && json_u64(js, "bytes_read") >= total_bytes / 4,
          "%s: stats count %" PRId64 " requests, %" PRId64 " bytes (%s)", name, total_reqs, total_bytes, js ? js : "no stats");
+  /* Bridged gaps only where coalesce_gap allows them; hundreds of requests over the 1 MiB file
+     leave gaps under 64 KiB for certain. */
+  uint64_t gap = js ? json_u64(js, "gap_bytes") : 0;
+  expect(js != NULL && (o.coalesce_gap > 0 ? gap > 0 : gap == 0), "%s: %" PRIu64 " gap bytes read with coalesce_gap %d", name, gap,
+         (int)o.coalesce_gap);
   free(js);
   expect_status(tfs_io_close(io), TFS_OK, NULL, "tfs_io_close");
 }
@@ -296,6 +301,9 @@ static void error_paths(const char *dir) {
   expect_status(tfs_io_open(with_null, 2, &o, &io), TFS_EINVAL, "paths[1]", "tfs_io_open with paths[1] NULL");
   const char *with_dir[1] = {dir};
   expect_status(tfs_io_open(with_dir, 1, &o, &io), TFS_EINVAL, "directory", "tfs_io_open of a directory");
+  o.coalesce_gap = -1;
+  expect_status(tfs_io_open(path_ptrs, NFILES, &o, &io), TFS_EINVAL, "coalesce_gap", "tfs_io_open with coalesce_gap -1");
+  o.coalesce_gap = 0;
   o.struct_size = 0;
   expect_status(tfs_io_open(path_ptrs, NFILES, &o, &io), TFS_EINVAL, "struct_size", "tfs_io_open with struct_size 0");
   o = io_opts();
@@ -435,6 +443,9 @@ int main(int argc, char **argv) {
   o.no_coalesce = 1;
   o.block_size = 512;
   run_config("no_coalesce, block_size 512", o, seed + 5, 4);
+  o = io_opts();
+  o.coalesce_gap = 64 << 10;
+  run_config("coalesce_gap 64 KiB", o, seed + 6, 6);
 
   /* Two threads on one handle. */
   o = io_opts();

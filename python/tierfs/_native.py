@@ -108,6 +108,7 @@ class IoOptions(Structure):
         ("staging_bytes", c_int64),
         ("no_coalesce", c_int32),
         ("device", c_int32),
+        ("coalesce_gap", c_int32),
     ]
 
 
