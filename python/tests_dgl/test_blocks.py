@@ -194,6 +194,26 @@ def test_tierfs_dataloader(graph, store, prefetch):
     assert not np.array_equal(epochs[0], epochs[1])  # reshuffled per epoch
 
 
+def test_tierfs_dataloader_pipelined_equals_inline(graph, store):
+    """The pipelined loader (several gathers in flight) gives the inline loader's batches."""
+
+    def epoch(prefetch):
+        sampler = tdgl.NeighborSampler(store, [3, 2], seed=7)
+        loader = tdgl.DataLoader(store, "train", sampler, batch_size=48, shuffle=True, seed=4, prefetch=prefetch)
+        return loader, list(loader)
+
+    pipelined, got = epoch(3)
+    _, want = epoch(False)
+    assert len(got) == len(want) > 2
+    for (i1, o1, b1), (i2, o2, b2) in zip(got, want):
+        assert torch.equal(i1, i2) and torch.equal(o1, o2)
+        assert torch.equal(b1[0].srcdata["feat"], b2[0].srcdata["feat"])
+        for x, y in zip(b1, b2):
+            assert torch.equal(torch.stack(x.edges()), torch.stack(y.edges()))
+    st = pipelined.stats()
+    assert st["batches"] == len(got) and st["depth"] == 3
+
+
 def test_tierfs_dataloader_drop_last_and_break(graph, store):
     sampler = tdgl.NeighborSampler(store, [2])
     loader = tdgl.DataLoader(store, graph.val, sampler, batch_size=32, drop_last=True)

@@ -645,8 +645,11 @@ class DataLoader:
     the dataset has labels, ``blocks[-1].dstdata[label_name]`` filled from the store.
 
     Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch). With
-    ``prefetch`` the next batch is sampled and gathered on a background thread while the current
-    one is used. ``device`` is where the batches go.
+    ``prefetch`` (True: 4, or a number of batches) the batches run through a
+    :class:`tierfs.Pipeline`: sampled ahead on one thread, features and labels gathered for up to
+    ``prefetch`` batches at once while the current one is used; ``prefetch=False`` loads each
+    batch when it is asked for. ``device`` is where the batches go. :meth:`stats` says where the
+    latest epoch's time went.
     """
 
     def __init__(
@@ -659,7 +662,7 @@ class DataLoader:
         drop_last: bool = False,
         seed: int = 0,
         device="cpu",
-        prefetch: bool = True,
+        prefetch: bool | int = True,
         feature_name: str | None = FEATURE,
         label_name: str | None = LABEL,
     ):
@@ -675,7 +678,11 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.seed = int(seed)
         self.device = torch.device(device)
-        self.prefetch = bool(prefetch)
+        depth = (4 if prefetch else 0) if isinstance(prefetch, bool) else int(prefetch)
+        if depth < 0:
+            raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: prefetch {prefetch} must be True, False or a batch count >= 0")
+        self.prefetch = depth
+        self._run = None
         self.feature_name = feature_name
         self.label_name = label_name if int(store.num_classes) else None
         self.epoch = 0
@@ -693,7 +700,10 @@ class DataLoader:
         return [nodes[i * self.batch_size : (i + 1) * self.batch_size] for i in range(len(self))]
 
     def _load(self, seeds):
-        input_nodes, output_nodes, blocks = self.sampler.sample(seeds)
+        return self._gather(self.sampler.sample(seeds))
+
+    def _gather(self, sampled):
+        input_nodes, output_nodes, blocks = sampled
         if self.feature_name is not None:
             blocks[0].srcdata[self.feature_name] = _read_rows(self.store, FEATURE, input_nodes)
         if self.label_name is not None:
@@ -706,12 +716,16 @@ class DataLoader:
     def __iter__(self):
         batches = self._batches()
         if not self.prefetch or len(batches) < 2:
-            for seeds in batches:
-                yield self._load(seeds)
-            return
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tierfs-dgl-load") as ex:
-            pending = ex.submit(self._load, batches[0])
-            for i in range(len(batches)):
-                following = ex.submit(self._load, batches[i + 1]) if i + 1 < len(batches) else None
-                yield pending.result()
-                pending = following
+            return (self._load(seeds) for seeds in batches)
+        # The gathers run on the default stream (blocks' .to() queues there), so no stream joins.
+        pipeline = tierfs.Pipeline(
+            len(batches), lambda i: self.sampler.sample(batches[i]), lambda i, sampled: self._gather(sampled),
+            depth=self.prefetch, store=self.store, name="tierfs-dgl-load",
+        )
+        self._run = pipeline._st
+        return pipeline
+
+    def stats(self) -> dict:
+        """Where the latest pipelined epoch's time went (:meth:`tierfs.Pipeline.stats`); empty
+        before one ran."""
+        return tierfs.pipeline.pipeline_stats(self._run) if self._run is not None else {}
