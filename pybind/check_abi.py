@@ -772,7 +772,8 @@ def check_declarations(h: Header, native: Any, errors: Any) -> list[Mismatch]:
     if isinstance(native, ModuleType):
         listed = {id(c) for c in structs.values()}
         for attr, v in vars(native).items():
-            if _is_type(v, ctypes.Structure) and v.__module__ == native.__name__ and id(v) not in listed:
+            # A base class without fields of its own (e.g. one that checks assignments) lays out nothing.
+            if _is_type(v, ctypes.Structure) and v.__module__ == native.__name__ and id(v) not in listed and "_fields_" in vars(v):
                 out.append(Mismatch("struct", attr, "a ctypes.Structure of the binding that STRUCTS does not list (unchecked)"))
 
     # Functions, as the loaded library has them declared.

@@ -50,7 +50,7 @@ def random_features(r: np.random.Generator, n: int, dim: int, dtype: str):
         return a, a
     if dtype == "bfloat16":
         t = torch.from_numpy(r.standard_normal((n, dim)).astype(np.float32)).to(torch.bfloat16)
-        return t, t.view(torch.int16).numpy().view(np.uint16)
+        return t, t.view(torch.int16).numpy().view(tierfs.store._NUMPY_DTYPES["bfloat16"])
     info = np.iinfo(dtype)
     a = r.integers(info.min, info.max, size=(n, dim), endpoint=True, dtype=dtype)
     return a, a

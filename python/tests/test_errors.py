@@ -130,3 +130,33 @@ def test_parse_size():
     for bad in ("-1", "GB", "4 XB", True, [1]):
         with pytest.raises(ValueError):
             p(bad)
+
+
+def test_values_that_would_wrap_or_cut_at_the_c_abi(store, graph, tmp_path):
+    """ctypes would wrap 2**32 + 4 to 4 and C would cut a string at a NUL: both are refused,
+    naming the input, before anything reaches the core."""
+    with pytest.raises(tierfs.OutOfRangeError, match=r"ids\[1\] = 36893488147419103232"):
+        store.gather([0, 2**65])
+    with pytest.raises(tierfs.InvalidArgumentError, match="queue_depth = 4294967300 does not fit a 32-bit"):
+        tierfs.open(graph["path"], queue_depth=2**32 + 4)
+    with pytest.raises(tierfs.InvalidArgumentError, match="coalesce_gap"):
+        tierfs.open(graph["path"], coalesce_gap=-(2**40))
+    with pytest.raises(tierfs.InvalidArgumentError, match="path contains a NUL"):
+        tierfs.open(graph["path"] + "\0junk")
+    with pytest.raises(tierfs.InvalidArgumentError, match="feature contains a NUL"):
+        tierfs.open(graph["path"], feature="x\0y")
+    with pytest.raises(tierfs.InvalidArgumentError, match="split name contains a NUL"):
+        store.split("train\0x")
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"fanouts\[1\] = 1099511627776"):
+        store.sampler([2, 2**40])
+    with pytest.raises(tierfs.InvalidArgumentError, match="tfs_gather argument 3"):
+        tierfs._native.lib.tfs_gather(store._h(), None, 2**64, None, 0)
+    assert store.split("train").shape == graph["splits"]["train"].shape  # the store still works
+
+
+def test_zero_d_ids_are_scalars(store, graph):
+    x = graph["x"]
+    for ids in (5, np.int64(5), np.array(5), torch.tensor(5)):
+        got = store.gather(ids)
+        assert tuple(got.shape) == (x.shape[1],), f"{type(ids).__name__}: shape {tuple(got.shape)}"
+        np.testing.assert_array_equal(np.asarray(got), x[5])

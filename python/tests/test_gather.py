@@ -51,7 +51,7 @@ def test_gather_torch_dtype(ingested):
         assert s.torch_dtype == getattr(torch, dtype)
         if dtype == "bfloat16":
             torch.testing.assert_close(got, src[ids], rtol=0, atol=0)
-            np.testing.assert_array_equal(got.view(torch.int16).numpy().view(np.uint16), expected[ids.numpy()])
+            np.testing.assert_array_equal(got.view(torch.int16).numpy().view(expected.dtype), expected[ids.numpy()])
         else:
             np.testing.assert_array_equal(got.numpy(), expected[ids.numpy()])
 
@@ -358,3 +358,22 @@ def test_cuda_tensor_ids_on_a_gpu_store(graph):
             torch.testing.assert_close(s.gather(ids).cpu(), x[ids.cpu()], rtol=0, atol=0)
             if gpu_rows == n:
                 assert s.stats()["gpu"]["device_gathers"] > 0
+
+
+def test_bfloat16_numpy_dtype(data_dir):
+    """bfloat16 rows come as ml_dtypes.bfloat16 where ml_dtypes is installed (else uint16 bits);
+    a uint16 `out` takes the same bits either way."""
+    path = tierfs.synth(data_dir / "synth-bf16-dtype", nodes=500, avg_degree=3, dim=8, dtype="bfloat16", seed=3)
+    with tierfs.open(path) as s:
+        try:
+            import ml_dtypes
+
+            assert s.dtype == np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            assert s.dtype == np.uint16
+        ids = rng(310).integers(0, 500, 100)
+        got = s.gather(ids)
+        bits = np.empty((100, 8), dtype=np.uint16)
+        assert s.gather(ids, out=bits) is bits
+        np.testing.assert_array_equal(bits, got.view(np.uint16))
+        np.testing.assert_array_equal(s.gather(torch.from_numpy(ids)).view(torch.int16).numpy().view(np.uint16), bits)

@@ -17,7 +17,7 @@ from conftest import SEED, needs_cuda, rng
 
 
 def pipeline_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("tierfs-") and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name.startswith(("tierfs-pipeline", "tierfs-loader")) and t.is_alive()]
 
 
 def wait_no_threads(timeout=5.0):

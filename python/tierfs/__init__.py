@@ -41,7 +41,7 @@ from .errors import (
 from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
 from .pipeline import Pipeline
-from .store import Sample, Sampler, Store, open
+from .store import GatherFuture, Sample, Sampler, Store, open
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,7 @@ __all__ = [
     "Store",
     "Sampler",
     "Sample",
+    "GatherFuture",
     "Loader",
     "Batch",
     "Prefetcher",

@@ -38,6 +38,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,8 +47,41 @@ from . import errors as _errors
 ABI_VERSION = 1
 LIB_NAME = "libtierfs.so"
 
+# Range of each C integer type that crosses the ABI: ctypes would wrap a value outside it
+# silently (2**32 + 4 as an int32 is 4), so every value is checked first.
+_INT_RANGES = {
+    c_int32: (-(1 << 31), (1 << 31) - 1, "a 32-bit signed integer"),
+    c_int: (-(1 << 31), (1 << 31) - 1, "a 32-bit signed integer"),
+    c_int64: (-(1 << 63), (1 << 63) - 1, "a 64-bit signed integer"),
+    c_uint64: (0, (1 << 64) - 1, "a 64-bit unsigned integer"),
+    c_size_t: (0, (1 << 64) - 1, "a 64-bit unsigned integer"),
+}
 
-class OpenOptions(Structure):
+
+def check_value(ctype: Any, value: Any, what: str) -> None:
+    """Raises InvalidArgumentError when value would not cross the C ABI as ctype unchanged: an
+    integer outside the type's range, or a string with a NUL character (C would cut it there)."""
+    if ctype is c_char_p:
+        if isinstance(value, (bytes, bytearray)) and b"\0" in value:
+            raise _errors.InvalidArgumentError(f"tierfs: {what} contains a NUL character: {bytes(value)!r}")
+        return
+    rng = _INT_RANGES.get(ctype)
+    if rng is not None and isinstance(value, int) and not rng[0] <= value <= rng[1]:
+        raise _errors.InvalidArgumentError(f"tierfs: {what} = {value} does not fit {rng[2]}")
+
+
+class _Checked(Structure):
+    """A C struct whose fields check what is assigned (check_value), naming the field."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        for field, ctype in type(self)._fields_:
+            if field == name:
+                check_value(ctype, value, name)
+                break
+        super().__setattr__(name, value)
+
+
+class OpenOptions(_Checked):
     """tfs_open_options."""
 
     _fields_ = [
@@ -83,7 +117,7 @@ class StoreInfo(Structure):
     ]
 
 
-class SamplerOptions(Structure):
+class SamplerOptions(_Checked):
     """tfs_sampler_options."""
 
     _fields_ = [
@@ -96,7 +130,7 @@ class SamplerOptions(Structure):
     ]
 
 
-class IoOptions(Structure):
+class IoOptions(_Checked):
     """tfs_io_options."""
 
     _fields_ = [
@@ -112,7 +146,7 @@ class IoOptions(Structure):
     ]
 
 
-class IoRequest(Structure):
+class IoRequest(_Checked):
     """tfs_io_request."""
 
     _fields_ = [
@@ -208,26 +242,54 @@ def _find_library() -> Path:
     )
 
 
-def _declare(lib: ctypes.CDLL) -> None:
+class _Lib:
+    """The library's functions, each checking its integer and string arguments (check_value)
+    before ctypes converts them."""
+
+    def __init__(self, cdll: ctypes.CDLL) -> None:
+        self._name = cdll._name
+        self._cdll = cdll
+
+
+def _guard(name: str, fn: Any, argtypes: list) -> Any:
+    checked = [(i, t) for i, t in enumerate(argtypes) if t is c_char_p or t in _INT_RANGES]
+    if not checked:
+        return fn
+
+    def call(*args: Any) -> Any:
+        for i, t in checked:
+            if i < len(args):
+                check_value(t, args[i], f"{name} argument {i + 1}")
+        return fn(*args)
+
+    call.__name__ = name
+    call.argtypes, call.restype = fn.argtypes, fn.restype  # what the ABI check reads
+    return call
+
+
+def _declare(cdll: ctypes.CDLL) -> _Lib:
+    lib = _Lib(cdll)
     for name, argtypes in _SIGNATURES:
         try:
-            fn = getattr(lib, name)
+            fn = getattr(cdll, name)
         except AttributeError as e:
-            raise ImportError(f"tierfs: {lib._name} does not export {name}: {e}") from None
+            raise ImportError(f"tierfs: {cdll._name} does not export {name}: {e}") from None
         fn.argtypes = argtypes
         fn.restype = _RESTYPES.get(name, c_int)
+        setattr(lib, name, _guard(name, fn, argtypes))
+    return lib
 
 
-def _load() -> tuple[ctypes.CDLL, Path]:
+def _load() -> tuple[_Lib, Path]:
     prior = getattr(sys, "_tierfs_native", None)
     if prior is not None:  # loaded by another copy of this package in this process
         return prior
     path = _find_library()
     try:
-        lib = ctypes.CDLL(str(path))
+        cdll = ctypes.CDLL(str(path))
     except OSError as e:
         raise ImportError(f"tierfs: cannot load {path}: {e}") from None
-    _declare(lib)
+    lib = _declare(cdll)
     version = lib.tfs_abi_version()
     if version != ABI_VERSION:
         raise ImportError(

@@ -10,7 +10,7 @@ import builtins
 import json
 import os
 import threading
-from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
+from ctypes import byref, c_char_p, c_int32, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -19,18 +19,28 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import check, lib
 
-__all__ = ["open", "Store", "Sampler", "Sample", "IdsLike"]
+__all__ = ["open", "Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
 #: What gather, labels and sample accept as node ids: a 1-D integer numpy array, a torch tensor
 #: (CPU or CUDA), a list/tuple/range of ints, or one int.
 IdsLike = Any
 
-# numpy dtype of each feature dtype. bfloat16 has none in numpy: numpy outputs hold its bits as
-# uint16 (``.view(torch.bfloat16)`` on ``torch.from_numpy`` of it gives the values).
+# numpy dtype of each feature dtype. numpy itself has no bfloat16: numpy outputs are
+# ml_dtypes.bfloat16 arrays where ml_dtypes is installed (``pip install ml_dtypes``), else uint16
+# holding the bits (``.view(torch.bfloat16)`` on ``torch.from_numpy`` of it gives the values).
+def _bfloat16_numpy() -> np.dtype:
+    try:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        return np.dtype(np.uint16)
+
+
 _NUMPY_DTYPES = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(np.uint16),
+    "bfloat16": _bfloat16_numpy(),
     "float64": np.dtype(np.float64),
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),
@@ -63,7 +73,7 @@ class _Ids:
 
 def _ids(ids: IdsLike, what: str = "ids") -> _Ids:
     if isinstance(ids, np.ndarray):
-        return _Ids(_np_ids(ids, what), "numpy")
+        return _Ids(_np_ids(ids, what), "numpy", scalar=ids.ndim == 0)
     if _util.is_tensor(ids):
         torch = _torch()
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
@@ -84,6 +94,10 @@ def _ids(ids: IdsLike, what: str = "ids") -> _Ids:
         if len(ids) == 0:
             return _Ids(np.empty(0, dtype=np.int64), "list")
         arr = np.asarray(ids)
+        if arr.dtype == object:  # ints beyond 64 bits (numpy keeps them as objects), or not ints
+            for i, v in enumerate(ids):
+                if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not -(1 << 63) <= int(v) < (1 << 63):
+                    raise errors.OutOfRangeError(f"{what}[{i}] = {v} is out of range")
         return _Ids(_np_ids(arr, what), "list")
     raise errors.DTypeError(
         f"{what}: want a numpy array, a torch tensor, a list of ints or an int; got {type(ids).__name__}"
@@ -113,7 +127,14 @@ def _option_str(value: Optional[str], what: str) -> Optional[bytes]:
         return None
     if not isinstance(value, str):
         raise errors.DTypeError(f"{what} must be a string, got {type(value).__name__}")
-    return value.encode()
+    return _c_str(value, what)
+
+
+def _c_str(value: str, what: str) -> bytes:
+    """value encoded for the C ABI; a NUL character (where C would cut the string) is refused."""
+    b = value.encode()
+    _native.check_value(c_char_p, b, what)
+    return b
 
 
 
@@ -273,7 +294,7 @@ class Store:
         opts.coalesce_gap = int(coalesce_gap or 0)
         opts.read_align = int(read_align or 0)
         handle = c_void_p()
-        status = lib.tfs_open(self._path.encode(), byref(opts), byref(handle))
+        status = lib.tfs_open(_c_str(self._path, "path"), byref(opts), byref(handle))
         check(status)
         self._handle = handle.value
         if self._gpu_cache_bytes or gpu_topology:
@@ -343,7 +364,8 @@ class Store:
 
     @property
     def dtype(self) -> np.dtype:
-        """numpy dtype of gathered rows (``uint16`` holding the bits for bfloat16)."""
+        """numpy dtype of gathered rows: for bfloat16 ``ml_dtypes.bfloat16`` where ml_dtypes is
+        installed, else ``uint16`` holding the bits."""
         return self._np_dtype
 
     @property
@@ -463,9 +485,33 @@ class Store:
         self._gather_cuda(h, ids_.array, result)
         return result
 
+    def gather_async(self, ids: IdsLike, out: Any = None) -> "GatherFuture":
+        """Starts :meth:`gather` of ``ids`` (into ``out``) on a background thread and returns at
+        once a :class:`GatherFuture`; its ``wait()`` returns what ``gather`` would (as GraphBolt's
+        ``read_async`` and kvikio's ``IOFuture``). The ids are copied before this returns, so the
+        caller may reuse them; ``out`` must stay alive until ``wait()``. Errors are raised by
+        ``wait()``. On a CUDA store the rows are ordered before work the caller's current stream
+        queues after ``wait()``."""
+        ids_ = _ids(ids)
+        frozen: Any = ids_.array.copy()
+        if ids_.scalar:
+            frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
+        elif ids_.kind == "torch":
+            frozen = _torch().from_numpy(frozen)
+        return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out), self._device_type == "cuda")
+
+    def _gather_for_future(self, ids: Any, out: Any) -> tuple:
+        rows = self.gather(ids, out)
+        event = None
+        if _util.is_tensor(rows) and rows.is_cuda:
+            torch = _torch()
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(rows.device))
+        return rows, event
+
     def _check_out(self, out: Any, shape: tuple) -> None:
         if isinstance(out, np.ndarray):
-            if out.dtype != self._np_dtype:
+            if out.dtype != self._np_dtype and not (self._dtype_name == "bfloat16" and out.dtype == np.uint16):
                 raise errors.DTypeError(f"out has dtype {out.dtype}; this store's rows are {self._np_dtype} ({self._dtype_name})")
             if not out.flags.c_contiguous or not out.flags.writeable:
                 raise errors.InvalidArgumentError("out must be a C-contiguous, writeable array")
@@ -583,10 +629,10 @@ class Store:
         """
         h = self._h()
         count = c_int64(0)
-        check(lib.tfs_split(h, name.encode(), None, 0, byref(count)))
+        check(lib.tfs_split(h, _c_str(name, "split name"), None, 0, byref(count)))
         out = np.empty(count.value, dtype=np.int64)
         if count.value:
-            check(lib.tfs_split(h, name.encode(), out.ctypes.data, count.value, byref(count)))
+            check(lib.tfs_split(h, _c_str(name, "split name"), out.ctypes.data, count.value, byref(count)))
         return out
 
     # sampling --------------------------------------------------------------------------
@@ -847,7 +893,7 @@ class Store:
         """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live
         stats.json, tiers/{gpu,host,ssd}/, nodes/<id>/...; unmounted by :meth:`unmount` or
         :meth:`close`."""
-        check(lib.tfs_mount(self._h(), os.fspath(path).encode()))
+        check(lib.tfs_mount(self._h(), _c_str(os.fspath(path), "mount path")))
 
     def unmount(self) -> None:
         """Unmounts what :meth:`mount` mounted."""
@@ -896,6 +942,48 @@ class Store:
             f"io={self._io_backend}",
         ]
         return f"<tierfs.Store {self._path!r} " + " ".join(parts) + ">"
+
+
+# Asynchronous gathers ---------------------------------------------------------------------
+
+_gather_executor: Optional[Any] = None
+_gather_executor_lock = threading.Lock()
+
+
+def _gather_pool() -> Any:
+    """The threads of gather_async (gathers release the GIL; four keep several in flight)."""
+    global _gather_executor  # pylint: disable=global-statement
+    with _gather_executor_lock:
+        if _gather_executor is None:
+            import concurrent.futures
+
+            _gather_executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-gather")
+        return _gather_executor
+
+
+class GatherFuture:
+    """A gather in flight (:meth:`Store.gather_async`)."""
+
+    __slots__ = ("_future", "_cuda")
+
+    def __init__(self, future: Any, cuda: bool) -> None:
+        self._future = future
+        self._cuda = cuda
+
+    def done(self) -> bool:
+        """Whether the gather has finished (then :meth:`wait` does not block)."""
+        return self._future.done()
+
+    def wait(self, timeout: Optional[float] = None) -> Any:
+        """The gathered rows, once they are in place; raises the gather's error, or
+        TimeoutError after ``timeout`` seconds."""
+        rows, event = self._future.result(timeout)
+        if event is not None:
+            _torch().cuda.current_stream(rows.device).wait_event(event)
+            rows.record_stream(_torch().cuda.current_stream(rows.device))
+        return rows
+
+    result = wait
 
 
 # Sampler -----------------------------------------------------------------------------------
@@ -980,6 +1068,8 @@ class Sampler:
         self._workers = int(workers)
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
+        for i, f in enumerate(fanouts):
+            _native.check_value(c_int32, f, f"fanouts[{i}]")
         arr = (c_int32 * len(fanouts))(*fanouts)
         opts = _native.SamplerOptions()
         opts.struct_size = _native.ctypes.sizeof(_native.SamplerOptions)
