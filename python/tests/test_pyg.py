@@ -66,6 +66,19 @@ def test_feature_store_matches_reference(stores, graph):
         fs.put_tensor(torch.zeros(3, 3), group_name=None, attr_name="z", index=None)
 
 
+def test_feature_store_indexing_forms(stores, graph):
+    """The ways PyG users index a FeatureStore, with the one node type's group left unset or None."""
+    fs, _ = stores
+    x, y = torch.from_numpy(graph["x"]), torch.from_numpy(graph["y"])
+    ids = torch.from_numpy(rng(60).integers(0, graph["n"], 50))
+    assert torch.equal(fs.get_tensor(attr_name="x", index=ids), x[ids])
+    assert torch.equal(fs.get_tensor(attr_name="y", index=ids.tolist()), y[ids])
+    assert torch.equal(fs[None, "x"], x)
+    assert torch.equal(fs[None, "x", ids], x[ids])
+    assert torch.equal(fs[None, "y", 3], y[3])
+    assert torch.equal(fs.get_tensor(group_name=None, attr_name="x", index=slice(2, 9)), x[2:9])
+
+
 def test_multi_get_is_one_gather(stores, store):
     fs, _ = stores
     before = store.stats()["gathers"]

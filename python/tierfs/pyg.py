@@ -94,6 +94,24 @@ class FeatureStore(_PyGFeatureStore):
     def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
         return self._multi_get_tensor([attr])[0]
 
+    def get_tensor(self, *args: Any, convert_type: bool = False, **kwargs: Any) -> Any:
+        """As PyG's, with an unset ``group_name`` meaning the one node type (None) and an unset
+        ``index`` every row: ``get_tensor(attr_name="x", index=ids)`` and ``fs[None, "x"]`` work."""
+        attr = self._tensor_attr_cls.cast(*args, **kwargs)
+        if not attr.is_set("group_name"):
+            attr.group_name = None
+        if not attr.is_set("index"):
+            attr.index = None
+        return super().get_tensor(attr, convert_type=convert_type)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``fs[None, "x"]`` is the whole column and ``fs[None, "x", ids]`` its rows (PyG would give
+        a view for the former); other partial keys give PyG's views."""
+        attr = self._tensor_attr_cls.cast(key)
+        if attr.is_set("group_name") and attr.is_set("attr_name") and not attr.is_set("index"):
+            attr.index = None
+        return super().__getitem__(attr)
+
     def _kind(self, attr: TensorAttr) -> str:
         if attr.group_name is not None:
             raise KeyError(f"tierfs holds one node type (group_name=None), not {attr.group_name!r}")
@@ -109,7 +127,7 @@ class FeatureStore(_PyGFeatureStore):
     def _index(self, index: Any) -> Tuple[Tensor, bool]:
         """(1-D int64 CPU or CUDA tensor of node ids, whether the attr asked for one row)."""
         n = self.store.num_nodes
-        if index is None:
+        if index is None or (isinstance(index, slice) and index == slice(None)):
             return torch.arange(n), False
         if isinstance(index, slice):
             return torch.arange(n)[index], False
