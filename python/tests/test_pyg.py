@@ -179,13 +179,13 @@ def assert_same_data(a, b, what):
 
 @pytest.mark.parametrize("prefetch", [1, 4])
 def test_tierfs_node_loader_equals_pyg(stores, store, graph, prefetch):
-    """tierfs.pyg.NodeLoader (pipelined) gives PyG NodeLoader's batches field for field on random
+    """tierfs.pyg.NeighborLoader (pipelined) gives PyG NodeLoader's batches field for field on random
     seeds (TIERFS_TEST_SEED printed in the header)."""
     r = rng(40 + prefetch)
     inp = torch.from_numpy(r.choice(graph["n"], size=700, replace=False))
     seed = int(r.integers(1 << 20))
     ref = list(NodeLoader(stores, node_sampler=tierfs.pyg.NeighborSampler(store, [4, 3], seed=seed), input_nodes=inp, batch_size=96))
-    loader = tierfs.pyg.NodeLoader(store, [4, 3], inp, batch_size=96, seed=seed, prefetch=prefetch)
+    loader = tierfs.pyg.NeighborLoader(store, [4, 3], inp, batch_size=96, seed=seed, prefetch=prefetch)
     got = list(loader)
     assert len(got) == len(ref) == len(loader) == 8
     for i, (a, b) in enumerate(zip(ref, got)):
@@ -197,7 +197,7 @@ def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
     r = rng(45)
     inp = r.choice(graph["n"], size=500, replace=False)
     for planned in (0, 2):
-        loader = tierfs.pyg.NodeLoader(store, [3, 2], inp, batch_size=64, shuffle=True, seed=5, shuffle_seed=int(r.integers(99)),
+        loader = tierfs.pyg.NeighborLoader(store, [3, 2], inp, batch_size=64, shuffle=True, seed=5, shuffle_seed=int(r.integers(99)),
                                        planned_epochs=planned, plan_dir=str(tmp_path / f"plan{planned}") if planned else None)
         epochs = []
         for _ in range(3):
@@ -215,6 +215,49 @@ def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
             for a, b in zip(epochs[0], epochs[2]):
                 assert_same_data(a, b, f"seed {SEED} planned replay")
             loader.loader.plan.close()
+
+
+def test_neighbor_loader_input_forms_and_errors(stores, store, graph):
+    train = graph["splits"]["train"]
+    n = graph["n"]
+    mask = np.zeros(n, dtype=bool)
+    mask[train] = True
+    forms = {"split name": "train", "numpy": train, "torch": torch.from_numpy(train), "list": train.tolist(),
+             "numpy mask": mask, "torch mask": torch.from_numpy(mask), "stores tuple": None}
+    want = np.sort(train)
+    for name, inp in forms.items():
+        data = stores if name == "stores tuple" else store
+        loader = tierfs.pyg.NeighborLoader(data, [2], input_nodes="train" if inp is None else inp, batch_size=128)
+        got = np.sort(np.concatenate([b.n_id[: b.batch_size].numpy() for b in loader]))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    assert len(tierfs.pyg.NeighborLoader(store, [1], batch_size=1000)) == -(-n // 1000)  # None: every node
+    assert torch.equal(tierfs.pyg.NeighborLoader(store, [1], "valid").input_nodes, torch.from_numpy(graph["splits"]["val"]))
+    # PyG's defaults pass; what tierfs cannot do is refused by name.
+    tierfs.pyg.NeighborLoader(store, [2], "train", num_workers=0, subgraph_type="directional", filter_per_worker=False)
+    for kw, match in ((dict(disjoint=True), "disjoint"), (dict(num_workers=2), "num_workers"), (dict(input_time=torch.zeros(3)), "input_time")):
+        with pytest.raises(tierfs.NotSupportedError, match=match):
+            tierfs.pyg.NeighborLoader(store, [2], "train", **kw)
+    with pytest.raises(TypeError, match="bogus"):
+        tierfs.pyg.NeighborLoader(store, [2], "train", bogus=1)
+    with pytest.raises(tierfs.KeyNotFoundError, match="'nope' is not a split"):
+        tierfs.pyg.NeighborLoader(store, [2], "nope")
+    with pytest.raises(tierfs.InvalidArgumentError, match="one entry per node"):
+        tierfs.pyg.NeighborLoader(store, [2], np.ones(5, dtype=bool))
+    with pytest.raises(tierfs.OutOfRangeError, match=f"holds {n + 4}"):
+        tierfs.pyg.NeighborLoader(store, [2], [0, n + 4])
+    with pytest.raises(tierfs.DTypeError, match="float"):
+        tierfs.pyg.NeighborLoader(store, [2], np.array([1.5]))
+    with pytest.raises(tierfs.InvalidArgumentError, match="num_neighbors"):
+        tierfs.pyg.NeighborLoader(store, 5, "train")
+
+
+def test_neighbor_loader_transform(store, graph):
+    def add_mark(data):
+        data.mark = data.batch_size * 2
+        return data
+
+    b = next(iter(tierfs.pyg.NeighborLoader(store, [2], "train", batch_size=32, transform=add_mark)))
+    assert b.mark == 64
 
 
 # training ----------------------------------------------------------------------------------

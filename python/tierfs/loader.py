@@ -145,7 +145,7 @@ class Loader:
     breaking out of the loop stops the threads. :meth:`stats` says where the time went and which
     stage bounds the epoch. Memory: at most ``prefetch`` batches (sample and feature rows) held
     besides the caller's. ``transform`` (optional) maps each :class:`Batch` to what the loader
-    yields, on the pipeline's gather thread (e.g. :class:`tierfs.pyg.NodeLoader` makes PyG
+    yields, on the pipeline's gather thread (e.g. :class:`tierfs.pyg.NeighborLoader` makes PyG
     ``Data`` there).
 
     With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,

@@ -27,11 +27,12 @@ runtime does not survive ``fork()``; tierfs raises :class:`tierfs.ForkedProcessE
 If you must use workers, pass ``multiprocessing_context="spawn"``: the stores and the sampler
 pickle as (path, options) and reopen in each worker. To overlap loading with training, wrap the
 loader in :func:`tierfs.prefetch` (a background thread), or use this module's
-:class:`NodeLoader`: the same ``Data`` batches from tierfs's pipeline (sampling ahead, several
-gathers in flight) and, with ``planned_epochs``, from planned epochs (docs/planned.md)::
+:class:`NeighborLoader`: PyG's NeighborLoader arguments, the same ``Data`` batches, from
+tierfs's pipeline (sampling ahead, several gathers in flight) and, with ``planned_epochs``,
+from planned epochs (docs/planned.md)::
 
-    loader = tierfs.pyg.NodeLoader(store, [25, 10], input_nodes=store.split("train"),
-                                   batch_size=1024, shuffle=True, planned_epochs=2)
+    loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
+                                       shuffle=True, planned_epochs=2)
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from . import errors
 from .loader import Batch, Loader
 from .store import Store
 
-__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "NodeLoader", "stores"]
+__all__ = ["FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "stores"]
 
 
 def _unwrap(store: Any) -> Store:
@@ -303,47 +304,121 @@ class NeighborSampler(BaseSampler):
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
 
 
-class NodeLoader:
-    """PyG mini-batches from tierfs's pipelined loader: each batch is the ``Data`` that
-    ``torch_geometric.loader.NodeLoader`` over :func:`stores` with this module's
-    :class:`NeighborSampler` gives (``x``, ``y`` of every sampled node, ``edge_index``, ``n_id``,
-    ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size``), made by a
-    :class:`tierfs.Loader`: sampled ahead, several gathers in flight (``prefetch``), ``Data``
-    built on the pipeline's threads.
+# PyG NeighborLoader arguments that have no meaning here, and the value that is fine to pass.
+_PYG_ONLY = {
+    "input_time": None,
+    "subgraph_type": "directional",
+    "disjoint": False,
+    "temporal_strategy": "uniform",
+    "time_attr": None,
+    "weight_attr": None,
+    "transform_sampler_output": None,
+    "is_sorted": False,
+    "filter_per_worker": None,
+    "neighbor_sampler": None,
+    "directed": True,
+    "num_workers": 0,
+    "pin_memory": False,
+    "persistent_workers": False,
+}
 
-    With ``shuffle=False`` and the same sampler ``seed`` its batches equal PyG's NodeLoader's.
-    With ``shuffle=True`` the order of each epoch comes from ``shuffle_seed`` and the epoch
-    (as :class:`tierfs.Loader`); ``planned_epochs=K`` plans K epochs up front and replays them
-    (docs/planned.md), reading each batch's disk rows with a few large reads.
+
+def _input_nodes(store: Store, input_nodes: Any) -> Tensor:
+    """PyG's input_nodes forms as int64 CPU ids: None (every node), a split name ("valid" is
+    "val"), a bool mask of num_nodes, or ids (numpy, torch, list)."""
+    n = store.num_nodes
+    if input_nodes is None:
+        return torch.arange(n)
+    if isinstance(input_nodes, str):
+        name = "val" if input_nodes == "valid" and "valid" not in store.split_names else input_nodes
+        if name not in store.split_names:
+            raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r} is not a split of this dataset (it has {store.split_names})")
+        return torch.from_numpy(store.split(name))
+    if isinstance(input_nodes, tuple):
+        raise errors.NotSupportedError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r}: tierfs holds one node type; pass the ids, a mask or a split name")
+    if isinstance(input_nodes, (list, range)):
+        input_nodes = np.asarray(input_nodes) if len(input_nodes) else np.empty(0, dtype=np.int64)
+    if isinstance(input_nodes, np.ndarray):
+        input_nodes = torch.from_numpy(input_nodes)
+    if not isinstance(input_nodes, Tensor):
+        raise errors.DTypeError(f"tierfs.pyg.NeighborLoader: input_nodes must be None, a split name, a mask or node ids, got {type(input_nodes).__name__}")
+    t = input_nodes.detach().cpu()
+    if t.dtype == torch.bool:
+        if t.dim() != 1 or t.numel() != n:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: a mask as input_nodes needs one entry per node ({n}), got shape {tuple(t.shape)}")
+        return t.nonzero().view(-1)
+    if t.is_floating_point() or t.is_complex():
+        raise errors.DTypeError(f"tierfs.pyg.NeighborLoader: input_nodes must be integer ids or a bool mask, got {t.dtype}")
+    if t.dim() != 1:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: input_nodes must be 1-D, got shape {tuple(t.shape)}")
+    t = t.to(torch.int64)
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n):
+        bad = int(t.min()) if int(t.min()) < 0 else int(t.max())
+        raise errors.OutOfRangeError(f"tierfs.pyg.NeighborLoader: input_nodes holds {bad}, outside [0, {n})")
+    return t
+
+
+class NeighborLoader:
+    """PyG's ``NeighborLoader`` over a tierfs dataset, on tierfs's pipelined loader.
+
+    Takes PyG's arguments that apply — ``num_neighbors``, ``input_nodes`` (None for every node, a
+    split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
+    list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
+    ``Data`` that PyG's ``NodeLoader`` over :func:`stores` with this module's
+    :class:`NeighborSampler` gives: ``x``, ``y`` (every sampled node's label), ``edge_index``,
+    ``n_id``, ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size`` (no
+    ``e_id``: tierfs keeps no edge ids yet). With ``shuffle=False`` and the same sampler ``seed``
+    the batches equal PyG's NodeLoader's, field for field.
+
+    Batches come from a :class:`tierfs.Loader`: sampled ahead, ``prefetch`` gathers in flight,
+    ``Data`` (and ``transform``) made on the pipeline's threads; :meth:`stats` says which stage
+    bounds the epoch. With ``shuffle=True`` each epoch's order comes from ``shuffle_seed`` and the
+    epoch; ``planned_epochs=K`` plans K epochs up front and replays them (docs/planned.md).
+
+    PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
+    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value.
 
     Args:
-        store: a :class:`tierfs.Store` (or one of this module's stores).
-        num_neighbors: neighbors per node per hop.
-        input_nodes: the seed node ids (numpy, torch or list).
-        batch_size, shuffle, drop_last: as PyG's loaders.
-        replace, seed: the sampler's (see :class:`NeighborSampler`).
+        data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
+        num_neighbors: neighbors per node per hop; -1 takes all.
+        seed: the sampler's seed (batch i samples with ``seed + i``).
         shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget: as :class:`tierfs.Loader`.
     """
 
     def __init__(
         self,
-        store: Union[Store, "FeatureStore", "GraphStore"],
+        data: Any,
         num_neighbors: Sequence[int],
-        input_nodes: Any,
+        input_nodes: Any = None,
+        replace: bool = False,
+        transform: Any = None,
         batch_size: int = 1,
         shuffle: bool = False,
         drop_last: bool = False,
-        replace: bool = False,
         seed: int = 0,
         shuffle_seed: int = 0,
         prefetch: int = 4,
         planned_epochs: int = 0,
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
+        **pyg_kwargs: Any,
     ) -> None:
-        self.store = _unwrap(store)
-        seeds = torch.as_tensor(np.asarray(input_nodes.cpu() if isinstance(input_nodes, Tensor) else input_nodes, dtype=np.int64))
+        for name, value in pyg_kwargs.items():
+            if name not in _PYG_ONLY:
+                raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {name!r}")
+            if value != _PYG_ONLY[name] and not (name == "filter_per_worker" and value is False):
+                raise errors.NotSupportedError(
+                    f"tierfs.pyg.NeighborLoader: {name}={value!r} is not supported (tierfs samples uniformly, "
+                    f"directed, on its own threads in this process); leave it at {_PYG_ONLY[name]!r}"
+                )
+        if isinstance(data, tuple):
+            data = data[0]
+        self.store = _unwrap(data)
+        if isinstance(num_neighbors, int) or not len(num_neighbors):
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
+        seeds = _input_nodes(self.store, input_nodes)
         self.input_nodes = seeds
+        self.transform = transform
         # input_id of a batch: its seeds' positions in input_nodes (any position of a repeated id).
         self._sorter = torch.argsort(seeds, stable=True)
         self._sorted = seeds[self._sorter]
@@ -355,7 +430,7 @@ class NodeLoader:
             plan_disk_budget=plan_disk_budget, transform=self._to_data,
         )
 
-    def _to_data(self, b: Batch) -> Data:
+    def _to_data(self, b: Batch) -> Any:
         s = b.sample
         nodes = s.nodes
         data = Data(edge_index=torch.stack([s.row, s.col]), x=b.x)
@@ -368,7 +443,7 @@ class NodeLoader:
         seeds = torch.as_tensor(b.seeds)
         data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data.batch_size = int(seeds.shape[0])
-        return data
+        return data if self.transform is None else self.transform(data)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -381,4 +456,4 @@ class NodeLoader:
         return self.loader.stats()
 
     def __repr__(self) -> str:
-        return f"tierfs.pyg.NodeLoader({self.loader!r})"
+        return f"tierfs.pyg.NeighborLoader({self.loader!r})"
