@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // Plan places every node's topology and feature in GPU memory, host memory or SSD under policy,
@@ -67,9 +68,8 @@ type item struct {
 	k     Kind
 	mem   int64   // memory it costs
 	score float64 // transactions it saves in the tier being filled
+	dens  float64 // score / mem
 }
-
-func (it item) density() float64 { return it.score / float64(it.mem) }
 
 type planner struct {
 	h    *Hotness
@@ -127,7 +127,11 @@ func memTx(h uint32, b int64) float64 { return math.Ceil(float64(h) * float64(b)
 // ssdTx-memTx on PCIe; moving it to the GPU saves its SSD blocks on both links. pcieOnly counts
 // the PCIe link alone (Hyperion's score).
 func (pl *planner) unified(chunk int64, pcieOnly bool) {
-	var cands []item
+	count := 0
+	for v := range pl.h.NumNodes() {
+		count += min(1, int(pl.h.Topology[v])) + min(1, int(pl.h.Feature[v]))
+	}
+	cands := make([]item, 0, count)
 	for v := range pl.h.NumNodes() {
 		for _, k := range []Kind{KindTopology, KindFeature} {
 			if pl.hot(v, k) > 0 {
@@ -148,30 +152,36 @@ func (pl *planner) unified(chunk int64, pcieOnly bool) {
 			if !pcieOnly {
 				it.score += ssd
 			}
+			it.dens = it.score / float64(it.mem)
 		}
-		cands = pl.fillTier(cands, t, chunk)
+		pl.fillTier(cands, t, chunk)
+		// What the GPU did not take competes for host memory, still in node order.
+		cands = slices.DeleteFunc(cands, func(it item) bool { return pl.p.Tier(it.v, it.k) != TierSSD })
 	}
 }
 
-// fillTier places in tier t the candidates that save the most per byte and returns the rest.
-// Each kind's candidates are ranked by density and cut into chunks of at most chunk bytes (an
+// fillTier places in tier t the candidates (in node order) that save the most per byte. Each
+// kind's candidates are ranked by density and cut into chunks of at most chunk bytes (an
 // item larger than chunk is a chunk of its own); while a head chunk fits, the one of higher
 // density is taken. The bytes left then take single items, best density first.
-func (pl *planner) fillTier(cands []item, t Tier, chunk int64) []item {
-	var byKind [2][]item
-	var rest []item
+func (pl *planner) fillTier(cands []item, t Tier, chunk int64) {
+	var counts [2]int
+	for _, it := range cands {
+		if it.score > 0 {
+			counts[it.k]++
+		}
+	}
+	byKind := [2][]item{make([]item, 0, counts[0]), make([]item, 0, counts[1])}
 	for _, it := range cands {
 		if it.score > 0 {
 			byKind[it.k] = append(byKind[it.k], it)
-		} else {
-			rest = append(rest, it)
 		}
 	}
+	var sorting sync.WaitGroup
 	for k := range byKind {
-		slices.SortFunc(byKind[k], func(a, b item) int {
-			return cmp.Or(cmp.Compare(b.density(), a.density()), cmp.Compare(a.v, b.v))
-		})
+		sorting.Go(func() { sortByDensity(byKind[k]) })
 	}
+	sorting.Wait()
 	var pos [2]int
 	take := func(it item) {
 		pl.left[t] -= it.mem
@@ -204,16 +214,54 @@ func (pl *planner) fillTier(cands []item, t Tier, chunk int64) []item {
 	// Fill what no whole chunk fits with single items, merging both kinds by density.
 	for pos[0] < len(byKind[0]) || pos[1] < len(byKind[1]) {
 		k := 0
-		if pos[0] == len(byKind[0]) || (pos[1] < len(byKind[1]) && byKind[1][pos[1]].density() > byKind[0][pos[0]].density()) {
+		if pos[0] == len(byKind[0]) || (pos[1] < len(byKind[1]) && byKind[1][pos[1]].dens > byKind[0][pos[0]].dens) {
 			k = 1
 		}
 		it := byKind[k][pos[k]]
 		pos[k]++
 		if it.mem <= pl.left[t] {
 			take(it)
-		} else {
-			rest = append(rest, it)
 		}
 	}
-	return rest
+}
+
+// sortByDensity orders items given in node order best density first, ties in node order, as a
+// comparison sort by (density descending, node ascending) would: a stable LSD radix sort on the
+// density's bits, in time linear in the items.
+func sortByDensity(items []item) {
+	n := len(items)
+	if n < 1<<12 || int64(n) > math.MaxUint32 {
+		slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.dens, a.dens) })
+		return
+	}
+	keys, idx := make([]uint64, n), make([]uint32, n)
+	for i, it := range items {
+		// dens >= 0: its bits grow with it; complemented, the best density sorts first.
+		keys[i], idx[i] = ^math.Float64bits(it.dens), uint32(i)
+	}
+	tmpKeys, tmpIdx := make([]uint64, n), make([]uint32, n)
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for _, k := range keys {
+			count[(k>>shift)&255]++
+		}
+		if count[(keys[0]>>shift)&255] == n {
+			continue // every key has this digit
+		}
+		next := 0
+		for d, c := range count {
+			count[d], next = next, next+c
+		}
+		for i, k := range keys {
+			d := (k >> shift) & 255
+			tmpKeys[count[d]], tmpIdx[count[d]] = k, idx[i]
+			count[d]++
+		}
+		keys, tmpKeys, idx, tmpIdx = tmpKeys, keys, tmpIdx, idx
+	}
+	sorted := make([]item, n)
+	for i, j := range idx {
+		sorted[i] = items[j]
+	}
+	copy(items, sorted)
 }
