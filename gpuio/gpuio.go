@@ -55,6 +55,9 @@ type Options struct {
 	// Verify, when set, is called once for every BlockSize-aligned block of every completed read
 	// before its bytes are scattered; an error fails the Complete call that reaped it.
 	Verify func(file int, blockOffset int64, block []byte) error
+	// SQPoll asks for a kernel thread that polls the submission ring (IORING_SETUP_SQPOLL), so
+	// steady-state reads cost no io_uring_enter to submit. It spends a CPU per Stack while busy.
+	SQPoll bool
 }
 
 // Stats counts what a Stack did since it was opened.
@@ -69,6 +72,8 @@ type Stats struct {
 	// alignment of every read, and the gap it bridges.
 	BlockSize   int `json:"block_size"`
 	CoalesceGap int `json:"coalesce_gap"`
+	// Enters counts io_uring_enter calls (0 for pread): Enters/Reads is syscalls per read.
+	Enters uint64 `json:"enters"`
 	// DeviceRequests counts requests delivered to device memory, CompletionKernels the
 	// completion kernels launched for them.
 	DeviceRequests    uint64 `json:"device_requests"`

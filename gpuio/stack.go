@@ -151,7 +151,26 @@ func alignUp(x, a int64) int64   { return (x + a - 1) &^ (a - 1) }
 func (s *Stack) Backend() Backend { return s.backend }
 
 // Stats returns the counters accumulated since Open.
-func (s *Stack) Stats() Stats { return s.stats }
+func (s *Stack) Stats() Stats {
+	st := s.stats
+	if e, ok := s.eng.(*uringEngine); ok && e.ring != nil {
+		st.Enters = e.ring.enters
+	}
+	return st
+}
+
+// Mode says how the Stack's reads reach the kernel, e.g. "registered files, 2 buffers".
+func (s *Stack) Mode() string {
+	e, ok := s.eng.(*uringEngine)
+	if !ok {
+		return "pread workers"
+	}
+	files := "plain fds"
+	if e.ring.fixedFiles {
+		files = "registered files"
+	}
+	return files + ", registered buffers"
+}
 
 // Submit validates every request, plans aligned reads for them and hands as many to the kernel as
 // the queue depth and staging allow; the rest wait for Complete. It never waits for a read. On a

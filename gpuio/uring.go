@@ -91,6 +91,7 @@ type uring struct {
 	localTail              uint32 // next SQE to fill; published to *sqTail by push
 	fixedFiles             bool   // files registered: SQE fd is an index into them
 	singleMmap             bool   // cqRing aliases sqRing
+	enters                 uint64 // io_uring_enter calls
 }
 
 func ringU32(mem []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
@@ -204,6 +205,7 @@ func (r *uring) submit(wait bool) error {
 		} else if toSubmit == 0 {
 			return nil
 		}
+		r.enters++
 		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(toSubmit), minComplete, flags, 0, 0)
 		switch errno {
 		case 0:
