@@ -30,6 +30,7 @@ type ioBenchRow struct {
 	Seconds         float64 `json:"seconds"`
 	ReadsPerS       float64 `json:"reads_per_s"`
 	EntersPerRead   float64 `json:"enters_per_read"` // io_uring_enter calls per read (0 under SQPOLL when the poller keeps up)
+	Retries         uint64  `json:"retries"`         // reads the device turned away (queue full) and the engine read again
 	IOBenchReadsPer float64 `json:"iobench_reads_per_s,omitempty"`
 	Ratio           float64 `json:"ratio,omitempty"` // tierfs / iobench
 	IOBenchNote     string  `json:"iobench_note,omitempty"`
@@ -102,8 +103,7 @@ func runBenchIO(args []string) error {
 		}
 		targets[len(targets)-1].bytes = size
 	}
-	opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true}
-	_ = *sqpoll
+	opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true, SQPoll: *sqpoll}
 	probe, err := gpuio.Open([]int{targets[0].fd}, opts)
 	if err != nil {
 		return fmt.Errorf("bench io: %w", err)
@@ -145,7 +145,7 @@ func runBenchIO(args []string) error {
 			}
 		}
 		rows = append(rows, row)
-		fmt.Printf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read), iobench %.0f %s\n", n, row.ReadsPerS, row.EntersPerRead, row.IOBenchReadsPer, row.IOBenchNote)
+		fmt.Printf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried), iobench %.0f %s\n", n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.IOBenchReadsPer, row.IOBenchNote)
 	}
 	fmt.Printf("\n%8s %16s %16s %8s %14s\n", "threads", "tierfs reads/s", "iobench reads/s", "ratio", "enters/read")
 	for _, r := range rows {
@@ -243,6 +243,7 @@ func engineIO(targets []ioTarget, n int, opts gpuio.Options, batch int, dur time
 	for _, st := range stacks {
 		row.Reads += st.Stats().Reads
 		enters += st.Stats().Enters
+		row.Retries += st.Stats().Retries
 	}
 	row.ReadsPerS = float64(row.Reads) / took
 	if row.Reads > 0 {
