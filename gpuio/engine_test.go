@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -150,4 +151,41 @@ func TestSQPoll(t *testing.T) {
 			t.Fatalf("SQPoll() without the option = %v, %v", on, err)
 		}
 	})
+}
+
+// A file that refuses NOWAIT reads outright (EOPNOTSUPP: tmpfs opened O_DIRECT, Linux >= 6.6)
+// is read without, and reads match.
+func TestFileWithoutNowait(t *testing.T) {
+	needIOUring(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	f, err := os.CreateTemp("/dev/shm", "gpuio-nowait-*")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	defer os.Remove(f.Name())
+	data := make([]byte, 1<<20)
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(data)
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fd, err := unix.Open(f.Name(), unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Skipf("tmpfs without O_DIRECT here: %v", err)
+	}
+	defer unix.Close(fd)
+	s := openStack(t, []int{fd}, Options{Backend: BackendIOUring, QueueDepth: 16, NoCoalesce: true})
+	want := [][]byte{data}
+	for range 2 {
+		reqs := randomBlockRequests(rand.New(rand.NewPCG(seed, 6)), want, 300)
+		if err := s.Submit(reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, reqs, want)
+	}
+	t.Logf("%d retries, NOWAIT off for the file: %v", s.Stats().Retries, s.noNowait[0])
 }

@@ -36,6 +36,7 @@ type Stack struct {
 	// files evidently cannot take NOWAIT reads at all (nowaitOff), and reads go in blocking.
 	floorRefusals int
 	nowaitOff     bool
+	noNowait      []bool // per file: refuses RWF_NOWAIT outright (EOPNOTSUPP, e.g. tmpfs)
 	sqpollErr     error   // why Options.SQPoll could not be had, or nil
 	spare         []*read // finished reads for plan to reuse
 	order         []int   // plan's scratch
@@ -93,7 +94,7 @@ func Open(fds []int, opts Options) (*Stack, error) {
 	if err := fillDefaults(&opts); err != nil {
 		return nil, err
 	}
-	s := &Stack{opts: opts, fds: slices.Clone(fds)}
+	s := &Stack{opts: opts, fds: slices.Clone(fds), noNowait: make([]bool, len(fds))}
 	nSlots := opts.StagingBytes / opts.MaxIOBytes
 	s.maxInflight = min(opts.QueueDepth, nSlots)
 	pad := 0
@@ -432,6 +433,16 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 // finish accounts for one completed read, checks it, verifies and scatters it, and frees its slot.
 func (s *Stack) finish(rd *read, n int, ioErr error) error {
 	s.inflight--
+	if ioErr == unix.EOPNOTSUPP && rd.nowait && !s.closed {
+		// The file takes no NOWAIT reads at all: read it, now and later, without.
+		s.noNowait[rd.file] = true
+		s.stats.Retries++
+		s.stats.Reads--
+		s.freeSlots = append(s.freeSlots, rd.slot)
+		rd.blocking = true
+		s.requeue(rd)
+		return nil
+	}
 	if ioErr == unix.EAGAIN && rd.nowait && !s.closed {
 		// The device had no room (RWF_NOWAIT): queue rd again with at most as many reads in
 		// flight as now. At the smallest limit rd goes in blocking (io_uring parks it on a
@@ -588,7 +599,7 @@ func (e *uringEngine) start(s *Stack, rd *read) {
 		file = int32(s.fds[rd.file])
 	}
 	buf := s.slots[rd.slot]
-	rd.nowait = (e.direct[rd.file] || e.refuse != nil) && !rd.blocking && !s.nowaitOff
+	rd.nowait = (e.direct[rd.file] || e.refuse != nil) && !rd.blocking && !s.nowaitOff && !s.noNowait[rd.file]
 	e.ring.pushReadFixed(file, rd.off, unsafe.Pointer(&buf[0]), rd.length, rd.slot/e.slotsPerBuf, uint64(rd.slot), rd.nowait)
 }
 
