@@ -36,7 +36,7 @@ type Stack struct {
 	// files evidently cannot take NOWAIT reads at all (nowaitOff), and reads go in blocking.
 	floorRefusals int
 	nowaitOff     bool
-	noNowait      []bool // per file: refuses RWF_NOWAIT outright (EOPNOTSUPP, e.g. tmpfs)
+	noNowait      []bool  // per file: refuses RWF_NOWAIT outright (EOPNOTSUPP, e.g. tmpfs)
 	sqpollErr     error   // why Options.SQPoll could not be had, or nil
 	spare         []*read // finished reads for plan to reuse
 	order         []int   // plan's scratch
