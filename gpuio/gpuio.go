@@ -55,6 +55,11 @@ type Options struct {
 	// Verify, when set, is called once for every BlockSize-aligned block of every completed read
 	// before its bytes are scattered; an error fails the Complete call that reaped it.
 	Verify func(file int, blockOffset int64, block []byte) error
+	// SQPoll asks for a kernel thread that polls the submission ring (IORING_SETUP_SQPOLL), so
+	// a busy ring needs no io_uring_enter to submit; it burns a CPU per Stack while reads flow
+	// (and for a few milliseconds after). Where the kernel refuses it the Stack runs without
+	// and says why (Stack.SQPoll, Stack.Mode). Default off.
+	SQPoll bool
 }
 
 // Stats counts what a Stack did since it was opened.
@@ -69,6 +74,11 @@ type Stats struct {
 	// alignment of every read, and the gap it bridges.
 	BlockSize   int `json:"block_size"`
 	CoalesceGap int `json:"coalesce_gap"`
+	// Retries counts reads the device turned away for want of queue slots and that were read
+	// again (not part of Reads).
+	Retries uint64 `json:"retries"`
+	// Enters counts io_uring_enter calls (0 for pread): Enters/Reads is syscalls per read.
+	Enters uint64 `json:"enters"`
 	// DeviceRequests counts requests delivered to device memory, CompletionKernels the
 	// completion kernels launched for them.
 	DeviceRequests    uint64 `json:"device_requests"`

@@ -26,10 +26,24 @@ type Stack struct {
 	queue       []*read // planned reads not yet handed to the kernel, FIFO from queueHead
 	queueHead   int
 	inflight    int
-	maxInflight int // min(QueueDepth, len(slots))
-	stats       Stats
-	closed      bool
-	dev         *deviceCompletion // nil until AttachDevice
+	maxInflight int // min(QueueDepth, len(slots), ring entries)
+	// limit is the in-flight cap the device lets this Stack have now (<= maxInflight): a read
+	// the device turned away for want of queue slots (EAGAIN under RWF_NOWAIT) lowers it to the
+	// reads still in flight, and it grows back by one per limit reads completed (AIMD, as TCP's
+	// window). Each Stack learns its share on its own: nothing is shared between Stacks.
+	limit, grow int
+	// floorRefusals counts reads refused in a row at the smallest limit; past a bound the
+	// files evidently cannot take NOWAIT reads at all (nowaitOff), and reads go in blocking.
+	floorRefusals int
+	nowaitOff     bool
+	noNowait      []bool  // per file: refuses RWF_NOWAIT outright (EOPNOTSUPP, e.g. tmpfs)
+	sqpollErr     error   // why Options.SQPoll could not be had, or nil
+	spare         []*read // finished reads for plan to reuse
+	order         []int   // plan's scratch
+	reapedAt      time.Time
+	stats         Stats
+	closed        bool
+	dev           *deviceCompletion // nil until AttachDevice
 }
 
 // read is one aligned read of a file into a staging slot, and the request bytes it feeds.
@@ -40,6 +54,10 @@ type read struct {
 	pieces  []piece
 	slot    int
 	started time.Time
+	// blocking: submit without RWF_NOWAIT (io_uring may then park the read on a worker thread
+	// until the device has room), after a NOWAIT attempt was refused with nothing else in flight.
+	blocking bool
+	nowait   bool // submitted with RWF_NOWAIT
 }
 
 // need is how many bytes from the start of rd its pieces use.
@@ -76,7 +94,7 @@ func Open(fds []int, opts Options) (*Stack, error) {
 	if err := fillDefaults(&opts); err != nil {
 		return nil, err
 	}
-	s := &Stack{opts: opts, fds: slices.Clone(fds)}
+	s := &Stack{opts: opts, fds: slices.Clone(fds), noNowait: make([]bool, len(fds))}
 	nSlots := opts.StagingBytes / opts.MaxIOBytes
 	s.maxInflight = min(opts.QueueDepth, nSlots)
 	pad := 0
@@ -112,6 +130,7 @@ func Open(fds []int, opts Options) (*Stack, error) {
 		_ = unix.Munmap(arena)
 		return nil, fmt.Errorf("gpuio: unknown backend %q", opts.Backend)
 	}
+	s.limit = s.maxInflight
 	s.stats.Backend, s.stats.BlockSize, s.stats.CoalesceGap = s.backend, opts.BlockSize, opts.CoalesceGap
 	if opts.NoCoalesce {
 		s.stats.CoalesceGap = 0
@@ -151,7 +170,40 @@ func alignUp(x, a int64) int64   { return (x + a - 1) &^ (a - 1) }
 func (s *Stack) Backend() Backend { return s.backend }
 
 // Stats returns the counters accumulated since Open.
-func (s *Stack) Stats() Stats { return s.stats }
+func (s *Stack) Stats() Stats {
+	st := s.stats
+	if e, ok := s.eng.(*uringEngine); ok && e.ring != nil {
+		st.Enters = e.ring.enters
+	}
+	return st
+}
+
+// Mode says how the Stack's reads reach the kernel, e.g. "registered files, registered
+// buffers, SQPOLL".
+func (s *Stack) Mode() string {
+	e, ok := s.eng.(*uringEngine)
+	if !ok {
+		return "pread workers"
+	}
+	mode := "plain fds, registered buffers"
+	if e.ring.fixedFiles {
+		mode = "registered files, registered buffers"
+	}
+	switch {
+	case e.ring.sqpoll:
+		mode += ", SQPOLL"
+	case s.sqpollErr != nil:
+		mode += ", SQPOLL refused (" + s.sqpollErr.Error() + "): io_uring_enter submits"
+	}
+	return mode
+}
+
+// SQPoll reports whether a kernel thread polls the Stack's submission ring, and when
+// Options.SQPoll asked for one that the kernel refused (not permitted, or too old), why.
+func (s *Stack) SQPoll() (bool, error) {
+	e, ok := s.eng.(*uringEngine)
+	return ok && e.ring.sqpoll, s.sqpollErr
+}
 
 // Submit validates every request, plans aligned reads for them and hands as many to the kernel as
 // the queue depth and staging allow; the rest wait for Complete. It never waits for a read. On a
@@ -186,7 +238,7 @@ func (s *Stack) Submit(reqs []Request) error {
 		}
 	}
 	s.plan(reqs)
-	return s.pump()
+	return s.pump(true)
 }
 
 // plan appends the reads covering reqs to the queue. Requests of one file whose aligned ranges
@@ -196,10 +248,11 @@ func (s *Stack) Submit(reqs []Request) error {
 func (s *Stack) plan(reqs []Request) {
 	bs := int64(s.opts.BlockSize)
 	maxIO, gap := int64(s.opts.MaxIOBytes), int64(s.opts.CoalesceGap)
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
+	order := s.order[:0]
+	for i := range reqs {
+		order = append(order, i)
 	}
+	s.order = order
 	if !s.opts.NoCoalesce {
 		slices.SortFunc(order, func(a, b int) int {
 			return cmp.Or(cmp.Compare(reqs[a].File, reqs[b].File), cmp.Compare(reqs[a].Offset, reqs[b].Offset))
@@ -237,11 +290,19 @@ func (s *Stack) plan(reqs []Request) {
 
 func (s *Stack) planGroup(reqs []Request, group []int, file int, start, end int64) {
 	maxIO := int64(s.opts.MaxIOBytes)
-	reads := make([]*read, (end-start+maxIO-1)/maxIO)
-	for k := range reads {
-		off := start + int64(k)*maxIO
-		reads[k] = &read{file: file, off: off, length: int(min(maxIO, end-off)), slot: -1}
+	first := len(s.queue)
+	for off := start; off < end; off += maxIO {
+		var rd *read
+		if n := len(s.spare); n > 0 {
+			rd, s.spare = s.spare[n-1], s.spare[:n-1]
+			*rd = read{pieces: rd.pieces[:0]}
+		} else {
+			rd = new(read)
+		}
+		rd.file, rd.off, rd.length, rd.slot = file, off, int(min(maxIO, end-off)), -1
+		s.queue = append(s.queue, rd)
 	}
+	reads := s.queue[first:]
 	for _, ri := range group {
 		r := reqs[ri]
 		a, b := r.Offset, r.Offset+int64(r.Length)
@@ -257,13 +318,14 @@ func (s *Stack) planGroup(reqs []Request, group []int, file int, start, end int6
 			rd.pieces = append(rd.pieces, pc)
 		}
 	}
-	s.queue = append(s.queue, reads...)
 }
 
-// pump starts queued reads while queue depth and staging allow, then flushes them to the kernel.
-// Staging still read by a completion kernel is reclaimed (waited for) only when no slot is free.
-func (s *Stack) pump() error {
-	for s.queueHead < len(s.queue) && s.inflight < s.maxInflight {
+// pump starts queued reads while queue depth and staging allow and, with flush, hands them to
+// the kernel (else the engine's next wait does, in the same system call). Staging still read by
+// a completion kernel is reclaimed (waited for) only when no slot is free.
+func (s *Stack) pump(flush bool) error {
+	var now time.Time
+	for s.queueHead < len(s.queue) && s.inflight < s.limit {
 		if len(s.freeSlots) == 0 {
 			if s.dev == nil || !s.dev.launchedActive() {
 				break
@@ -277,7 +339,10 @@ func (s *Stack) pump() error {
 		s.queueHead++
 		rd.slot = s.freeSlots[len(s.freeSlots)-1]
 		s.freeSlots = s.freeSlots[:len(s.freeSlots)-1]
-		rd.started = time.Now()
+		if now.IsZero() {
+			now = time.Now()
+		}
+		rd.started = now
 		s.inflight++
 		s.stats.Reads++
 		s.eng.start(s, rd)
@@ -285,7 +350,21 @@ func (s *Stack) pump() error {
 	if s.queueHead == len(s.queue) {
 		s.queue, s.queueHead = s.queue[:0], 0
 	}
+	if !flush {
+		return nil
+	}
 	return s.eng.flush()
+}
+
+// requeue puts rd, turned away by the device, back at the head of the queue.
+func (s *Stack) requeue(rd *read) {
+	rd.slot = -1
+	if s.queueHead > 0 {
+		s.queueHead--
+		s.queue[s.queueHead] = rd
+		return
+	}
+	s.queue = slices.Insert(s.queue, 0, rd)
 }
 
 // Complete waits for every submitted request: it reaps reads, checks and verifies them, copies
@@ -319,7 +398,7 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 					fail(err)
 				}
 			}
-			if err := s.pump(); err != nil {
+			if err := s.pump(false); err != nil {
 				fail(err)
 			}
 		}
@@ -336,6 +415,7 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 			}
 			return firstErr
 		}
+		s.reapedAt = time.Time{}
 		if err := s.eng.wait(done); err != nil {
 			return errors.Join(firstErr, fmt.Errorf("gpuio: %d reads still in flight: %w", s.inflight, err))
 		}
@@ -353,7 +433,48 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 // finish accounts for one completed read, checks it, verifies and scatters it, and frees its slot.
 func (s *Stack) finish(rd *read, n int, ioErr error) error {
 	s.inflight--
-	us := uint64(time.Since(rd.started).Microseconds())
+	if ioErr == unix.EOPNOTSUPP && rd.nowait && !s.closed {
+		// The file takes no NOWAIT reads at all: read it, now and later, without.
+		s.noNowait[rd.file] = true
+		s.stats.Retries++
+		s.stats.Reads--
+		s.freeSlots = append(s.freeSlots, rd.slot)
+		rd.blocking = true
+		s.requeue(rd)
+		return nil
+	}
+	if ioErr == unix.EAGAIN && rd.nowait && !s.closed {
+		// The device had no room (RWF_NOWAIT): queue rd again with at most as many reads in
+		// flight as now. At the smallest limit rd goes in blocking (io_uring parks it on a
+		// worker until the device has room), so every read makes progress.
+		s.stats.Retries++
+		s.stats.Reads--
+		s.freeSlots = append(s.freeSlots, rd.slot)
+		floor := max(1, min(4, s.maxInflight/8))
+		if s.inflight <= floor {
+			rd.blocking = true
+			if s.floorRefusals++; s.floorRefusals > 64 {
+				s.nowaitOff, s.limit = true, s.maxInflight
+			}
+		}
+		if !s.nowaitOff {
+			s.limit, s.grow = max(floor, s.inflight), 0
+		}
+		s.requeue(rd)
+		return nil
+	}
+	if !rd.blocking {
+		s.floorRefusals = 0
+	}
+	if s.limit < s.maxInflight {
+		if s.grow++; s.grow >= s.limit {
+			s.limit, s.grow = s.limit+1, 0
+		}
+	}
+	if s.reapedAt.IsZero() {
+		s.reapedAt = time.Now()
+	}
+	us := uint64(s.reapedAt.Sub(rd.started).Microseconds())
 	s.stats.LatencyHistogram[min(max(bits.Len64(us), 1)-1, LatencyBuckets-1)]++
 	buf := s.slots[rd.slot][:rd.length]
 	deviceBound := false
@@ -361,6 +482,8 @@ func (s *Stack) finish(rd *read, n int, ioErr error) error {
 		if !deviceBound {
 			s.freeSlots = append(s.freeSlots, rd.slot)
 		}
+		clear(rd.pieces)
+		s.spare = append(s.spare, rd)
 	}()
 	if n > 0 {
 		s.stats.BytesRead += uint64(n)
@@ -408,6 +531,7 @@ func (s *Stack) Close() error {
 	s.queue, s.queueHead = nil, 0
 	var err error
 	for s.inflight > 0 && err == nil {
+		s.reapedAt = time.Time{}
 		err = s.eng.wait(func(rd *read, n int, ioErr error) { _ = s.finish(rd, n, ioErr) })
 	}
 	if s.dev != nil {
@@ -425,11 +549,17 @@ func (s *Stack) Close() error {
 type uringEngine struct {
 	ring        *uring
 	bySlot      []*read
-	slotsPerBuf int // staging slots per registered buffer (each at most 1 GiB)
+	slotsPerBuf int         // staging slots per registered buffer (each at most 1 GiB)
+	direct      []bool      // per file: opened O_DIRECT, so reads go in with RWF_NOWAIT
+	refuse      func() bool // tests: true turns a NOWAIT read's completion into EAGAIN
 }
 
 func newURingEngine(s *Stack) (*uringEngine, error) {
-	ring, err := newURing(uint32(s.maxInflight))
+	ring, err := newURing(uint32(s.maxInflight), s.opts.SQPoll)
+	if err != nil && s.opts.SQPoll {
+		s.sqpollErr = err // not permitted or not supported here: submit with io_uring_enter
+		ring, err = newURing(uint32(s.maxInflight), false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -455,6 +585,10 @@ func newURingEngine(s *Stack) (*uringEngine, error) {
 	if ring.registerFiles(fds) != nil {
 		ring.fixedFiles = false // plain fds work too
 	}
+	for _, fd := range s.fds {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		e.direct = append(e.direct, err == nil && fl&unix.O_DIRECT != 0)
+	}
 	return e, nil
 }
 
@@ -465,7 +599,8 @@ func (e *uringEngine) start(s *Stack, rd *read) {
 		file = int32(s.fds[rd.file])
 	}
 	buf := s.slots[rd.slot]
-	e.ring.pushReadFixed(file, rd.off, unsafe.Pointer(&buf[0]), rd.length, rd.slot/e.slotsPerBuf, uint64(rd.slot))
+	rd.nowait = (e.direct[rd.file] || e.refuse != nil) && !rd.blocking && !s.nowaitOff && !s.noNowait[rd.file]
+	e.ring.pushReadFixed(file, rd.off, unsafe.Pointer(&buf[0]), rd.length, rd.slot/e.slotsPerBuf, uint64(rd.slot), rd.nowait)
 }
 
 // flush submits started reads; EAGAIN and EBUSY are left for wait to retry after reaping.
@@ -481,18 +616,31 @@ func (e *uringEngine) wait(done func(rd *read, n int, err error)) error {
 	deliver := func(userData uint64, res int32) {
 		rd := e.bySlot[userData]
 		e.bySlot[userData] = nil
+		if e.refuse != nil && rd.nowait && e.refuse() {
+			res = -int32(unix.EAGAIN)
+		}
 		if res < 0 {
 			done(rd, 0, unix.Errno(-res))
 		} else {
 			done(rd, int(res), nil)
 		}
 	}
-	for e.ring.reap(deliver) == 0 {
-		if err := e.ring.submit(true); err != nil {
+	// One io_uring_enter per round: it hands over the reads started since the last one and,
+	// when no completion is waiting yet, waits for one.
+	for {
+		err := e.ring.submit(!e.ring.cqReady())
+		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
 			return err
 		}
+		if e.ring.reap(deliver) > 0 {
+			return nil
+		}
+		if err != nil { // EAGAIN/EBUSY with nothing to reap: wait for completions alone
+			if err := e.ring.wait(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
 }
 
 func (e *uringEngine) close() error { return e.ring.close() }

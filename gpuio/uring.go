@@ -18,13 +18,17 @@ const (
 	ioringOffCQRing = 0x8000000
 	ioringOffSQEs   = 0x10000000
 
+	ioringSetupSQPoll     = 1 << 1
 	ioringSetupClamp      = 1 << 4
+	ioringSQNeedWakeup    = 1 << 0 // in the SQ ring's flags: the SQPOLL thread sleeps
+	ioringEnterSQWakeup   = 1 << 1
 	ioringFeatSingleMmap  = 1 << 0
 	ioringEnterGetEvents  = 1 << 0
 	ioringRegisterBuffers = 0
 	ioringRegisterFiles   = 2
 	ioringOpReadFixed     = 4
 	iosqeFixedFile        = 1 << 0
+	rwfNowait             = 0x8 // RWF_NOWAIT: fail with EAGAIN instead of waiting for the device
 )
 
 type uringSQOffsets struct {
@@ -91,20 +95,42 @@ type uring struct {
 	localTail              uint32 // next SQE to fill; published to *sqTail by push
 	fixedFiles             bool   // files registered: SQE fd is an index into them
 	singleMmap             bool   // cqRing aliases sqRing
+	enters                 uint64 // io_uring_enter calls
+	sqFlags                *uint32
+	sqpoll                 bool // a kernel thread consumes the SQ; enter only wakes it or waits
 }
+
+// sqpollIdleMs is how long an idle SQPOLL thread spins before it sleeps (and the next submission
+// needs an io_uring_enter to wake it).
+const sqpollIdleMs = 20
+
+// errSQPollTest, when set by a test, is what io_uring_setup with SQPOLL fails with.
+var errSQPollTest error
 
 func ringU32(mem []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
 
-// newURing sets up a ring with at least entries SQEs (clamped by the kernel) and maps it.
-func newURing(entries uint32) (*uring, error) {
+// newURing sets up a ring with at least entries SQEs (clamped by the kernel) and maps it; with
+// sqpoll, a kernel thread polls its SQ (IORING_SETUP_SQPOLL).
+func newURing(entries uint32, sqpoll bool) (*uring, error) {
 	var p uringParams
 	p.flags = ioringSetupClamp
+	if sqpoll {
+		p.flags |= ioringSetupSQPoll
+		p.sqThreadIdle = sqpollIdleMs
+		if errSQPollTest != nil {
+			return nil, fmt.Errorf("gpuio: io_uring_setup(%d entries, SQPOLL): %w", entries, errSQPollTest)
+		}
+	}
 	fd, _, errno := unix.Syscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
-		return nil, fmt.Errorf("gpuio: io_uring_setup(%d entries): %w", entries, errno)
+		how := ""
+		if sqpoll {
+			how = ", SQPOLL"
+		}
+		return nil, fmt.Errorf("gpuio: io_uring_setup(%d entries%s): %w", entries, how, errno)
 	}
 	single := p.features&ioringFeatSingleMmap != 0
-	r := &uring{fd: int(fd), sqEntries: p.sqEntries, singleMmap: single}
+	r := &uring{fd: int(fd), sqEntries: p.sqEntries, singleMmap: single, sqpoll: sqpoll}
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
 	cqSize := int(p.cqOff.cqes + p.cqEntries*uint32(unsafe.Sizeof(uringCQE{})))
 	if single {
@@ -133,6 +159,7 @@ func newURing(entries uint32) (*uring, error) {
 	}
 	r.sqHead, r.sqTail = ringU32(r.sqRing, p.sqOff.head), ringU32(r.sqRing, p.sqOff.tail)
 	r.sqMask = *ringU32(r.sqRing, p.sqOff.ringMask)
+	r.sqFlags = ringU32(r.sqRing, p.sqOff.flags)
 	r.cqHead, r.cqTail = ringU32(r.cqRing, p.cqOff.head), ringU32(r.cqRing, p.cqOff.tail)
 	r.cqMask = *ringU32(r.cqRing, p.cqOff.ringMask)
 	r.sqes = unsafe.Slice((*uringSQE)(unsafe.Pointer(&r.sqeMem[0])), p.sqEntries)
@@ -180,7 +207,7 @@ func (r *uring) registerFiles(fds []int32) error {
 
 // pushReadFixed queues one READ_FIXED SQE; the caller keeps in-flight reads <= sqEntries, so the
 // SQ never overflows. addr must lie in registered buffer bufIndex.
-func (r *uring) pushReadFixed(file int32, off int64, addr unsafe.Pointer, n int, bufIndex int, userData uint64) {
+func (r *uring) pushReadFixed(file int32, off int64, addr unsafe.Pointer, n int, bufIndex int, userData uint64, nowait bool) {
 	sqe := &r.sqes[r.localTail&r.sqMask]
 	*sqe = uringSQE{
 		opcode: ioringOpReadFixed, fd: file, off: uint64(off), addr: uint64(uintptr(addr)),
@@ -189,6 +216,9 @@ func (r *uring) pushReadFixed(file int32, off int64, addr unsafe.Pointer, n int,
 	if r.fixedFiles {
 		sqe.flags = iosqeFixedFile
 	}
+	if nowait {
+		sqe.rwFlags = rwfNowait
+	}
 	r.localTail++
 	atomic.StoreUint32(r.sqTail, r.localTail)
 }
@@ -196,6 +226,9 @@ func (r *uring) pushReadFixed(file int32, off int64, addr unsafe.Pointer, n int,
 // submit hands every SQE the kernel has not consumed yet to it and, when wait is set, blocks until
 // at least one completion is available. EINTR is retried.
 func (r *uring) submit(wait bool) error {
+	if r.sqpoll {
+		return r.submitSQPoll(wait)
+	}
 	for {
 		toSubmit := r.localTail - atomic.LoadUint32(r.sqHead)
 		var flags, minComplete uintptr
@@ -204,6 +237,7 @@ func (r *uring) submit(wait bool) error {
 		} else if toSubmit == 0 {
 			return nil
 		}
+		r.enters++
 		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(toSubmit), minComplete, flags, 0, 0)
 		switch errno {
 		case 0:
@@ -215,6 +249,51 @@ func (r *uring) submit(wait bool) error {
 			continue
 		default:
 			return fmt.Errorf("gpuio: io_uring_enter(submit %d): %w", toSubmit, errno)
+		}
+	}
+}
+
+// submitSQPoll wakes the SQ thread where it sleeps and, with wait, waits for a completion: the
+// thread itself takes the SQEs, so a busy ring needs no system call to submit.
+func (r *uring) submitSQPoll(wait bool) error {
+	var flags uintptr
+	if r.localTail != atomic.LoadUint32(r.sqHead) && atomic.LoadUint32(r.sqFlags)&ioringSQNeedWakeup != 0 {
+		flags |= ioringEnterSQWakeup
+	}
+	var minComplete uintptr
+	if wait {
+		flags, minComplete = flags|ioringEnterGetEvents, 1
+	}
+	for flags != 0 {
+		r.enters++
+		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, minComplete, flags, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return fmt.Errorf("gpuio: io_uring_enter(SQPOLL, flags %#x): %w", flags, errno)
+		}
+	}
+	return nil
+}
+
+// cqReady reports whether a completion is waiting in the CQ.
+func (r *uring) cqReady() bool { return atomic.LoadUint32(r.cqHead) != atomic.LoadUint32(r.cqTail) }
+
+// wait blocks until a completion is available, submitting nothing.
+func (r *uring) wait() error {
+	for {
+		r.enters++
+		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, 1, ioringEnterGetEvents, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return fmt.Errorf("gpuio: io_uring_enter(wait): %w", errno)
 		}
 	}
 }
@@ -251,7 +330,7 @@ func (r *uring) close() error {
 // Probe reports whether io_uring with registered buffers works here: nil, or the error that made
 // BackendAuto fall back to pread (for example EPERM under seccomp, ENOSYS, or ENOMEM on register).
 func Probe() error {
-	r, err := newURing(1)
+	r, err := newURing(1, false)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	QueueDepth  int           // reads in flight per IO stack; default 128
 	Stacks      int           // IO stacks, so reads of this many callers run at once; default 1
 	VerifyReads bool          // check every block read against the dataset's checksums
+	// SQPoll gives every IO stack a kernel submission-polling thread (gpuio.Options.SQPoll): no
+	// system call to submit, a busy CPU per stack. Where refused the stacks run without it.
+	SQPoll bool
 	// CoalesceGap is gpuio.Options.CoalesceGap: ranges of a file at most this many bytes apart
 	// are read by one read. -1 probes the first file of the set at open (Probe, about 1.5 s)
 	// and takes the gap it recommends (Files.Probe says what it measured). Default 0.
@@ -48,17 +51,27 @@ const MinReadAlign = 512
 
 // Files is a fixed set of a dataset's files and the IO stacks that read them. Read may run from
 // many goroutines at once (each takes a stack); AttachDevice and Close run alone.
+//
+// Each stack owns its ring, staging and counters; what Reads share is one channel operation
+// per call to take a stack and one to give it back. A stack copies its counters into its own
+// slot (own lock, own cache lines) when given back, so Stats never stops a Read.
 type Files struct {
 	paths     []string
 	fds       []int
-	stacks    chan *gpuio.Stack
+	stacks    chan *pooledStack
+	all       []*pooledStack
 	backend   gpuio.Backend
 	checksums []*dataset.Checksums
 
 	probe *DiskProbe
+}
 
-	ioMu sync.Mutex
-	io   map[*gpuio.Stack]gpuio.Stats
+// pooledStack is an IO stack and the counters it had when last given back.
+type pooledStack struct {
+	st    *gpuio.Stack
+	mu    sync.Mutex
+	stats gpuio.Stats
+	_     [64]byte // keep neighbours' locks off this cache line
 }
 
 // OpenFiles opens the files paths (relative to the dataset of m) and the IO stacks over them.
@@ -75,7 +88,7 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	if opt.VerifyReads && opt.ReadAlign > 0 && opt.ReadAlign != m.BlockSize {
 		return nil, fmt.Errorf("ssd: read alignment %d with verified reads: checksums cover whole %d-byte blocks", opt.ReadAlign, m.BlockSize)
 	}
-	f := &Files{paths: append([]string(nil), paths...), io: map[*gpuio.Stack]gpuio.Stats{}}
+	f := &Files{paths: append([]string(nil), paths...)}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -143,14 +156,16 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 		}
 	}
 	n := max(1, opt.Stacks)
-	f.stacks = make(chan *gpuio.Stack, n)
+	f.stacks = make(chan *pooledStack, n)
 	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify})
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll})
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}
 		f.backend = st.Backend()
-		f.stacks <- st
+		p := &pooledStack{st: st, stats: st.Stats()}
+		f.all = append(f.all, p)
+		f.stacks <- p
 	}
 	return f, nil
 }
@@ -177,8 +192,9 @@ func (f *Files) Read(reqs []gpuio.Request) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	st := f.take()
-	defer f.give(st)
+	p := f.take()
+	defer f.give(p)
+	st := p.st
 	if err := st.Submit(reqs); err != nil {
 		st.Complete() // drain whatever was handed to the kernel before the error
 		return f.classify(err)
@@ -202,8 +218,9 @@ func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	st := f.take()
-	defer f.give(st)
+	p := f.take()
+	defer f.give(p)
+	st := p.st
 	if err := st.Submit(reqs); err != nil {
 		st.CompleteOn(stream)
 		return f.classify(err)
@@ -211,25 +228,28 @@ func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
 	return f.classify(st.CompleteOn(stream))
 }
 
-func (f *Files) take() *gpuio.Stack { return <-f.stacks }
+func (f *Files) take() *pooledStack { return <-f.stacks }
 
-func (f *Files) give(st *gpuio.Stack) {
-	f.ioMu.Lock()
-	f.io[st] = st.Stats()
-	f.ioMu.Unlock()
-	f.stacks <- st
+func (f *Files) give(p *pooledStack) {
+	p.mu.Lock()
+	p.stats = p.st.Stats()
+	p.mu.Unlock()
+	f.stacks <- p
 }
 
-// Stats sums the counters of every IO stack.
+// Stats sums the counters of every IO stack, as of each one's last Read.
 func (f *Files) Stats() gpuio.Stats {
-	f.ioMu.Lock()
-	defer f.ioMu.Unlock()
 	sum := gpuio.Stats{Backend: f.backend}
-	for _, io := range f.io {
+	for _, p := range f.all {
+		p.mu.Lock()
+		io := p.stats
+		p.mu.Unlock()
 		sum.BlockSize, sum.CoalesceGap = io.BlockSize, io.CoalesceGap
 		sum.GapBytes += io.GapBytes
 		sum.Requests += io.Requests
 		sum.Reads += io.Reads
+		sum.Retries += io.Retries
+		sum.Enters += io.Enters
 		sum.BytesRequested += io.BytesRequested
 		sum.BytesRead += io.BytesRead
 		sum.DeviceRequests += io.DeviceRequests
@@ -244,16 +264,16 @@ func (f *Files) Stats() gpuio.Stats {
 // AttachDevice lets every IO stack complete reads into memory of CUDA device dev with kernels of
 // maxBlocks blocks. No Read may run meanwhile.
 func (f *Files) AttachDevice(dev, maxBlocks int) error {
-	stacks := make([]*gpuio.Stack, 0, cap(f.stacks))
+	stacks := make([]*pooledStack, 0, cap(f.stacks))
 	for range cap(f.stacks) {
 		stacks = append(stacks, <-f.stacks)
 	}
 	var err error
-	for _, st := range stacks {
-		if err == nil && st.Device() < 0 {
-			err = st.AttachDevice(dev, maxBlocks)
+	for _, p := range stacks {
+		if err == nil && p.st.Device() < 0 {
+			err = p.st.AttachDevice(dev, maxBlocks)
 		}
-		f.stacks <- st
+		f.stacks <- p
 	}
 	if err != nil {
 		return fmt.Errorf("ssd: %w", err)
@@ -265,10 +285,10 @@ func (f *Files) AttachDevice(dev, maxBlocks int) error {
 func (f *Files) Close() error {
 	if f.stacks != nil {
 		close(f.stacks)
-		for st := range f.stacks {
-			st.Close()
+		for p := range f.stacks {
+			p.st.Close()
 		}
-		f.stacks = nil
+		f.stacks = nil // f.all stays: Stats still answers after Close
 	}
 	for _, fd := range f.fds {
 		unix.Close(fd)

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// ioBenchRow is one line of `tierfs bench io`: one thread count, the engine against iobench.
+type ioBenchRow struct {
+	Threads         int     `json:"threads"`
+	Reads           uint64  `json:"reads"`
+	Seconds         float64 `json:"seconds"`
+	ReadsPerS       float64 `json:"reads_per_s"`
+	EntersPerRead   float64 `json:"enters_per_read"` // io_uring_enter calls per read (0 under SQPOLL when the poller keeps up)
+	Retries         uint64  `json:"retries"`         // reads the device turned away (queue full) and the engine read again
+	IOBenchReadsPer float64 `json:"iobench_reads_per_s,omitempty"`
+	Ratio           float64 `json:"ratio,omitempty"` // tierfs / iobench
+	IOBenchNote     string  `json:"iobench_note,omitempty"`
+}
+
+// ioTarget is one file or block device that bench io reads.
+type ioTarget struct {
+	path  string
+	fd    int
+	bytes int64
+}
+
+// runBenchIO is `tierfs bench io --files A,B`: random O_DIRECT reads of one block size through
+// the IO engine at 1, 4, 8, 16 threads (one Stack, so one ring, per thread; thread t reads file
+// t mod len(files)), each thread count for --seconds, beside liburing's iobench run as one process
+// per thread on the same files: the engine's reads/s as a fraction of the bare ring's.
+func runBenchIO(args []string) error {
+	fs := flag.NewFlagSet("bench io", flag.ContinueOnError)
+	filesFlag := fs.String("files", "", "comma-separated files or block devices to read (O_DIRECT); thread t reads file t mod their count")
+	threadsFlag := fs.String("threads", "1,4,8,16", "comma-separated thread counts")
+	qd := fs.Int("qd", 128, "reads in flight per thread")
+	bs := fs.Int("bs", 4096, "bytes per read, also their alignment")
+	batch := fs.Int("batch", 0, "requests per Submit/Complete round of a thread (default 32 x --qd)")
+	secs := fs.Float64("seconds", 5, "seconds per thread count and program")
+	sizeMB := fs.Int64("size-mb", 0, "read only the first MiB of each file (default: all of it)")
+	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	sqpoll := fs.Bool("sqpoll", false, "a kernel SQ polling thread per ring (gpuio.Options.SQPoll)")
+	iobench := fs.String("iobench", "", "liburing iobench binary (shared/tools/roofline/iobench.c; gpu/iobench in the GPU bundle); empty: engine only")
+	seed := fs.Uint64("seed", 1, "seed of the random offsets")
+	asJSON := fs.String("json", "", "also write the results as JSON to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the engine run at the last thread count to this file")
+	if _, err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *filesFlag == "" {
+		return errors.New("bench io: --files is required")
+	}
+	threads, err := parseInts(*threadsFlag)
+	if err != nil || len(threads) == 0 {
+		return fmt.Errorf("bench io: --threads %q: want positive integers, comma-separated", *threadsFlag)
+	}
+	if *qd <= 0 || *bs <= 0 || *bs&(*bs-1) != 0 || *secs <= 0 || *batch < 0 || *sizeMB < 0 {
+		return fmt.Errorf("bench io: want --qd > 0, --bs a power of two, --seconds > 0, --batch and --size-mb >= 0")
+	}
+	if *batch == 0 {
+		*batch = 32 * *qd
+	}
+	var targets []ioTarget
+	defer func() {
+		for _, t := range targets {
+			unix.Close(t.fd)
+		}
+	}()
+	for _, p := range strings.Split(*filesFlag, ",") {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("bench io: open %s O_DIRECT: %w", p, err)
+		}
+		targets = append(targets, ioTarget{path: p, fd: fd})
+		size, err := unix.Seek(fd, 0, 2) // files and block devices alike
+		if err != nil {
+			return fmt.Errorf("bench io: size of %s: %w", p, err)
+		}
+		if *sizeMB > 0 {
+			size = min(size, *sizeMB<<20)
+		}
+		size -= size % int64(*bs)
+		if size < int64(*bs) {
+			return fmt.Errorf("bench io: %s holds less than one %d-byte read", p, *bs)
+		}
+		targets[len(targets)-1].bytes = size
+	}
+	opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true, SQPoll: *sqpoll}
+	probe, err := gpuio.Open([]int{targets[0].fd}, opts)
+	if err != nil {
+		return fmt.Errorf("bench io: %w", err)
+	}
+	how := fmt.Sprintf("%s, %s", probe.Backend(), probe.Mode())
+	probe.Close()
+	fmt.Printf("bench io: %d-byte random O_DIRECT reads, QD %d per thread, %.1f s per run, %s; %d CPUs, GOMAXPROCS %d\n",
+		*bs, *qd, *secs, how, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	for _, t := range targets {
+		fmt.Printf("  %s: %s\n", t.path, formatBytes(t.bytes))
+	}
+	dur := time.Duration(*secs * float64(time.Second))
+	var prof *os.File
+	if *cpuProfile != "" {
+		if prof, err = os.Create(*cpuProfile); err != nil {
+			return err
+		}
+		defer prof.Close()
+	}
+	var rows []ioBenchRow
+	for k, n := range threads {
+		profiled := prof != nil && k == len(threads)-1
+		if profiled {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return err
+			}
+		}
+		row, err := engineIO(targets, n, opts, *batch, dur, *seed)
+		if profiled {
+			pprof.StopCPUProfile()
+		}
+		if err != nil {
+			return err
+		}
+		if *iobench != "" {
+			row.IOBenchReadsPer, row.IOBenchNote = runIOBench(*iobench, targets, n, *bs, *qd, *secs)
+			if row.IOBenchReadsPer > 0 {
+				row.Ratio = row.ReadsPerS / row.IOBenchReadsPer
+			}
+		}
+		rows = append(rows, row)
+		fmt.Printf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried), iobench %.0f %s\n", n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.IOBenchReadsPer, row.IOBenchNote)
+	}
+	fmt.Printf("\n%8s %16s %16s %8s %14s\n", "threads", "tierfs reads/s", "iobench reads/s", "ratio", "enters/read")
+	for _, r := range rows {
+		ib, ratio := "-", "-"
+		if r.IOBenchReadsPer > 0 {
+			ib, ratio = fmt.Sprintf("%.0f", r.IOBenchReadsPer), fmt.Sprintf("%.2f", r.Ratio)
+		}
+		fmt.Printf("%8d %16.0f %16s %8s %14.3f\n", r.Threads, r.ReadsPerS, ib, ratio, r.EntersPerRead)
+	}
+	if *asJSON != "" {
+		paths := make([]string, len(targets))
+		for i, t := range targets {
+			paths[i] = t.path
+		}
+		data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
+			"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows}, "", "  ")
+		return os.WriteFile(*asJSON, data, 0o644)
+	}
+	return nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q is no positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// engineIO runs n threads for dur, each with its own Stack over every target, reading random
+// blocks of target t mod len(targets) in rounds of batch requests.
+func engineIO(targets []ioTarget, n int, opts gpuio.Options, batch int, dur time.Duration, seed uint64) (ioBenchRow, error) {
+	fds := make([]int, len(targets))
+	for i, t := range targets {
+		fds[i] = t.fd
+	}
+	stacks := make([]*gpuio.Stack, n)
+	defer func() {
+		for _, st := range stacks {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
+	for t := range stacks {
+		st, err := gpuio.Open(fds, opts)
+		if err != nil {
+			return ioBenchRow{}, fmt.Errorf("bench io: %w", err)
+		}
+		stacks[t] = st
+	}
+	bs := opts.BlockSize
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	var start time.Time
+	ready := make(chan struct{})
+	for t, st := range stacks {
+		wg.Go(func() {
+			file := t % len(targets)
+			blocks := targets[file].bytes / int64(bs)
+			rng := rand.New(rand.NewPCG(seed, uint64(t)))
+			dst := make([]byte, batch*bs)
+			reqs := make([]gpuio.Request, batch)
+			<-ready
+			end := start.Add(dur)
+			for time.Now().Before(end) {
+				for i := range reqs {
+					reqs[i] = gpuio.Request{File: file, Offset: rng.Int64N(blocks) * int64(bs), Length: bs, Dst: dst[i*bs : (i+1)*bs]}
+				}
+				if err := st.Submit(reqs); err != nil {
+					errs[t] = err
+					st.Complete()
+					return
+				}
+				if err := st.Complete(); err != nil {
+					errs[t] = err
+					return
+				}
+			}
+		})
+	}
+	start = time.Now()
+	close(ready)
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	if err := errors.Join(errs...); err != nil {
+		return ioBenchRow{}, fmt.Errorf("bench io: %w", err)
+	}
+	row := ioBenchRow{Threads: n, Seconds: took}
+	var enters uint64
+	for _, st := range stacks {
+		row.Reads += st.Stats().Reads
+		enters += st.Stats().Enters
+		row.Retries += st.Stats().Retries
+	}
+	row.ReadsPerS = float64(row.Reads) / took
+	if row.Reads > 0 {
+		row.EntersPerRead = float64(enters) / float64(row.Reads)
+	}
+	return row, nil
+}
+
+var iobenchIOPS = regexp.MustCompile(`([0-9.]+) IOPS`)
+
+// runIOBench runs n iobench processes at once, process p on target p mod len(targets), and sums
+// the IOPS they print; on failure it returns 0 and why.
+func runIOBench(bin string, targets []ioTarget, n, bs, qd int, secs float64) (float64, string) {
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]bytes.Buffer, n)
+	for p := range cmds {
+		t := targets[p%len(targets)]
+		cmds[p] = exec.Command(bin, t.path, strconv.FormatInt(t.bytes>>20, 10), strconv.Itoa(bs), strconv.Itoa(qd), strconv.FormatFloat(secs, 'f', -1, 64))
+		cmds[p].Stdout, cmds[p].Stderr = &outs[p], &outs[p]
+	}
+	for p, c := range cmds {
+		if err := c.Start(); err != nil {
+			for _, c := range cmds[:p] {
+				c.Process.Kill()
+				c.Wait()
+			}
+			return 0, fmt.Sprintf("(iobench did not start: %v)", err)
+		}
+	}
+	var sum float64
+	var why []string
+	for p, c := range cmds {
+		err := c.Wait()
+		m := iobenchIOPS.FindSubmatch(outs[p].Bytes())
+		if err != nil || m == nil {
+			line, _ := bufio.NewReader(&outs[p]).ReadString('\n')
+			why = append(why, fmt.Sprintf("process %d: %v %s", p, err, strings.TrimSpace(line)))
+			continue
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		sum += v
+	}
+	if len(why) > 0 {
+		return 0, "(iobench failed: " + strings.Join(why, "; ") + ")"
+	}
+	return sum, ""
+}
