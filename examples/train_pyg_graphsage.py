@@ -15,6 +15,13 @@ training in memory (the features are the same bytes, so the runs coincide on CPU
 Loaders run with num_workers=0: tierfs samples and gathers on its own threads with the GIL
 released, and the library (a Go runtime) must never be used in a forked worker. Pass --prefetch
 to overlap batch i+1's sampling and gathering with batch i's training on a background thread.
+
+--tierfs-loader trains the tierfs run with tierfs.pyg.NeighborLoader instead (the pipelined
+loader: sampling ahead, several gathers in flight; its own shuffle, so the runs no longer
+coincide with the in-memory ones) and prints which stage bounds each epoch;
+--planned-epochs K adds planned epochs (docs/planned.md):
+
+    python examples/train_pyg_graphsage.py --synth 200000 --tierfs-loader --planned-epochs 2
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ def parse_args(argv=None):
     p.add_argument("--compare-in-memory", action="store_true", help="also train with all features in a torch tensor and compare")
     p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
     p.add_argument("--prefetch", type=int, default=0, help="batches to prepare ahead on a background thread (0: none)")
+    p.add_argument("--tierfs-loader", action="store_true", help="train the tierfs run with tierfs.pyg.NeighborLoader (pipelined)")
+    p.add_argument("--planned-epochs", type=int, default=0, help="with --tierfs-loader: plan this many epochs up front (0: sample every epoch)")
     p.add_argument("--quiet", action="store_true", help="print no per-epoch lines")
     p.add_argument("--check", action="store_true", help="exit 1 unless tierfs and in-memory mean accuracies are within one point")
     return p.parse_args(argv)
@@ -87,14 +96,20 @@ def prepare(args):
 def loaders(data, store, args, seed, train, test):
     """Training and test NodeLoaders over `data` (tierfs stores or an in-memory Data), both with
     tierfs's sampler seeded by `seed`."""
-    train_loader = NodeLoader(
-        data,
-        node_sampler=tierfs.pyg.NeighborSampler(store, fanouts(args.fanouts), seed=seed),
-        input_nodes=train,
-        batch_size=args.batch_size,
-        shuffle=True,
-        filter_per_worker=False,
-    )
+    if args.tierfs_loader and data is not None and isinstance(data, tuple):
+        train_loader = tierfs.pyg.NeighborLoader(
+            store, fanouts(args.fanouts), train, batch_size=args.batch_size, shuffle=True, seed=seed,
+            shuffle_seed=seed, planned_epochs=args.planned_epochs,
+        )
+    else:
+        train_loader = NodeLoader(
+            data,
+            node_sampler=tierfs.pyg.NeighborSampler(store, fanouts(args.fanouts), seed=seed),
+            input_nodes=train,
+            batch_size=args.batch_size,
+            shuffle=True,
+            filter_per_worker=False,
+        )
     test_loader = NodeLoader(
         data,
         node_sampler=tierfs.pyg.NeighborSampler(store, fanouts(args.eval_fanouts), seed=seed + 1000),
@@ -113,10 +128,11 @@ def run(name, data, store, args, seed, train, test, device):
     train_loader, test_loader = loaders(data, store, args, seed, train, test)
 
     def batches(loader):
-        it = tierfs.prefetch(loader, args.prefetch) if args.prefetch else loader
+        pipelined = isinstance(loader, tierfs.pyg.NeighborLoader)
+        it = tierfs.prefetch(loader, args.prefetch) if args.prefetch and not pipelined else iter(loader)
         for i, batch in enumerate(it):
             if args.max_batches and i >= args.max_batches:
-                if args.prefetch:
+                if hasattr(it, "close"):
                     it.close()
                 break
             yield batch.to(device, non_blocking=True)
@@ -136,7 +152,12 @@ def run(name, data, store, args, seed, train, test, device):
             nb += 1
         dt = time.perf_counter() - t0
         if not args.quiet:
-            print(f"seed {seed} [{name:9}] epoch {epoch:3d}  loss {total / max(count, 1):.4f}  {nb} batches  {dt:.2f} s ({nb / dt:.1f} batches/s)", flush=True)
+            bound = ""
+            if isinstance(train_loader, tierfs.pyg.NeighborLoader):
+                st = train_loader.stats()
+                busy = {k: f"{v['occupancy']:.2f}" for k, v in st["stages"].items()}
+                bound = f"  bound: {st['bound']} (occupancy {busy})"
+            print(f"seed {seed} [{name:9}] epoch {epoch:3d}  loss {total / max(count, 1):.4f}  {nb} batches  {dt:.2f} s ({nb / dt:.1f} batches/s){bound}", flush=True)
 
     model.eval()
     correct = total = 0

@@ -32,6 +32,13 @@ def test_example_synth(tmp_path):
     assert "test accuracy" in out
 
 
+@pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
+def test_example_tierfs_loader_planned(tmp_path):
+    out = run([EXAMPLE, "--synth", "3000", "--dim", "16", "--data", tmp_path / "s", "--epochs", "2", "--batch-size", "256",
+               "--tierfs-loader", "--planned-epochs", "1"])
+    assert "epoch   2" in out and "bound: " in out and "test accuracy" in out
+
+
 @pytest.mark.skipif(not BENCH.exists(), reason="python/bench is missing")
 def test_overhead_bench_runs(tmp_path, cli):
     out = run([BENCH, "--nodes", "20000", "--batch", "20000", "--reps", "2", "--loader-batches", "4", "--seeds-per-batch", "256", "--data", tmp_path / "b", "--cli", cli])
