@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import _native
 from ._util import format_bytes, parse_size
-from .build import ingest, synth
+from .build import from_pyg, ingest, synth
 from .errors import (
     ClosedError,
     CorruptError,
@@ -63,6 +63,7 @@ __all__ = [
     "prefetch",
     "Pipeline",
     "ingest",
+    "from_pyg",
     "synth",
     "parse_size",
     "format_bytes",

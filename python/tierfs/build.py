@@ -14,10 +14,12 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import check, lib
 
-__all__ = ["ingest", "synth"]
+__all__ = ["ingest", "synth", "from_pyg"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
+# Other names the same splits go by (OGB's get_idx_split says "valid").
+_SPLIT_ALIASES = {"valid": "val", "validation": "val"}
 
 
 def _is_path(x: Any) -> bool:
@@ -41,6 +43,32 @@ def _to_numpy(x: Any, what: str) -> tuple[np.ndarray, Optional[str]]:
     if isinstance(x, (list, tuple, range)):
         return np.asarray(x), None
     raise errors.DTypeError(f"{what}: want a numpy array, a torch tensor or a file path, got {type(x).__name__}")
+
+
+def _labels_array(labels: Any) -> np.ndarray:
+    """Labels as 1-D int64, -1 for unlabelled: OGB's (N, 1) shape is flattened, float labels
+    (NaN where unlabelled, as OGB's papers100M) become integers when every other value is one."""
+    arr, _ = _to_numpy(labels, "labels")
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise errors.InvalidArgumentError(f"ingest: labels must be 1-D (or (N, 1)), got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        nan = np.isnan(arr)
+        vals = arr[~nan]
+        if vals.size and (not np.all(vals == np.floor(vals)) or vals.min() < -1 or vals.max() > np.iinfo(np.int32).max):
+            i = int(np.flatnonzero(~nan)[np.argmax((vals != np.floor(vals)) | (vals < -1) | (vals > np.iinfo(np.int32).max))])
+            raise errors.InvalidArgumentError(f"ingest: labels[{i}] = {arr[i]} is not a class id (labels must be integers, -1 or NaN for unlabelled)")
+        out = np.full(arr.shape, -1, dtype=np.int64)
+        out[~nan] = vals.astype(np.int64)
+        return out
+    if arr.dtype.kind not in "iu":
+        raise errors.InvalidArgumentError(f"ingest: labels must be integers (or floats with NaN for unlabelled), got {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _is_pyg_data(x: Any) -> bool:
+    return type(x).__name__ in ("Data", "HeteroData") and type(x).__module__.startswith("torch_geometric")
 
 
 def _input_path(x: PathLike, what: str) -> str:
@@ -103,6 +131,8 @@ def ingest(
         FileNotFoundError (tierfs.NotFoundError): an input file that does not exist.
     """
     _native.check_process()
+    if _is_pyg_data(edges):
+        raise errors.InvalidArgumentError("ingest: edges is a PyG Data object; use tierfs.from_pyg(data, out)")
     out = os.fspath(out)
     if edges is None and features is None and labels is None:
         raise errors.InvalidArgumentError("ingest: nothing to ingest: give edges, features or labels")
@@ -142,20 +172,21 @@ def ingest(
             if _is_path(labels):
                 opts["labels"] = _input_path(labels, "labels")
             else:
-                arr, _ = _to_numpy(labels, "labels")
-                if arr.ndim != 1 or arr.dtype.kind not in "iu":
-                    raise errors.InvalidArgumentError(f"ingest: labels must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
-                opts["labels"] = _save(tmpdir(), "labels", arr.astype(np.int64, copy=False))
+                arr = _labels_array(labels)
+                opts["labels"] = _save(tmpdir(), "labels", arr)
         if splits is not None:
             if _is_path(splits):
                 opts["splits"] = _input_path(splits, "splits")
             else:
-                bad = sorted(set(splits) - set(_SPLIT_NAMES))
+                named = {_SPLIT_ALIASES.get(k, k): v for k, v in splits.items()}
+                bad = sorted(set(named) - set(_SPLIT_NAMES))
                 if bad:
-                    raise errors.InvalidArgumentError(f"ingest: unknown split name(s) {bad}; want train, val, test")
+                    raise errors.InvalidArgumentError(f"ingest: unknown split name(s) {bad}; want train, val (or valid), test")
+                if len(named) != len(splits):
+                    raise errors.InvalidArgumentError(f"ingest: splits name the same split twice: {sorted(splits)}")
                 d = tmpdir() / "splits"
                 d.mkdir()
-                for name, ids in splits.items():
+                for name, ids in named.items():
                     arr, _ = _to_numpy(ids, f"splits[{name!r}]")
                     if arr.dtype.kind not in "iub" or arr.ndim != 1:
                         raise errors.InvalidArgumentError(f"ingest: splits[{name!r}] must be 1-D node ids or a boolean mask, got {arr.dtype} of shape {arr.shape}")
@@ -251,3 +282,48 @@ def synth(
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
     check(lib.tfs_synth(json.dumps(opts).encode()))
     return out
+
+
+def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
+             tmp_dir: Optional[PathLike] = None) -> str:
+    """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
+    the features, ``edge_index`` the topology (messages flow ``edge_index[0] -> edge_index[1]``,
+    as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
+    ``train_mask``/``val_mask``/``test_mask`` (or ``train_idx``/``val_idx``/``test_idx``) the
+    splits; ``data.num_nodes`` the node count. Other attributes are not stored (tierfs holds one
+    node feature, and no edge features yet): they are named in a warning.
+
+    Args:
+        data: a ``torch_geometric.data.Data`` (one node type; ``HeteroData`` is refused).
+        out, undirected, device_paths, tmp_dir: as :func:`ingest`.
+    """
+    if type(data).__name__ == "HeteroData":
+        raise errors.NotSupportedError("from_pyg: tierfs holds one node type; got a HeteroData (convert it with data.to_homogeneous())")
+    if not _is_pyg_data(data):
+        raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
+    keys = set(data.keys())
+    if data.edge_index is None and data.x is None:
+        raise errors.InvalidArgumentError("from_pyg: the Data has neither x nor edge_index")
+    splits: Dict[str, Any] = {}
+    used = {"x", "edge_index", "y", "num_nodes"}
+    for name, alias in (("train", "train"), ("val", "val"), ("val", "valid"), ("test", "test")):
+        for key in (f"{alias}_mask", f"{alias}_idx", f"{alias}_index"):
+            if key in keys and name not in splits:
+                splits[name] = data[key]
+                used.add(key)
+    ignored = sorted(keys - used)
+    if ignored:
+        import warnings
+
+        warnings.warn(f"from_pyg: attributes not stored (tierfs holds x, edge_index, y and the splits): {ignored}", stacklevel=2)
+    return ingest(
+        out,
+        edges=data.edge_index,
+        features=data.x,
+        labels=data.y,
+        splits=splits or None,
+        undirected=undirected,
+        device_paths=device_paths,
+        num_nodes=int(data.num_nodes) if data.num_nodes is not None else None,
+        tmp_dir=tmp_dir,
+    )
