@@ -99,6 +99,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--memmap-headroom", default="1GiB", help="memmap-budget: the cgroup limit is the tierfs memory budget plus this (the run's own allocations)")
     p.add_argument("--tierfs-bin", default="", help="the tierfs CLI for `tierfs bench disk` (default: $TIERFS_BIN, build/tierfs, tierfs on PATH)")
     p.add_argument("--disk-iops", type=float, default=0.0, help="use this 4 KiB IOPS instead of measuring the disk")
+    p.add_argument("--disk-json", default="", help="use the probe of `tierfs bench disk --json FILE` instead of measuring the disk")
     p.add_argument("--seed", type=int, default=1, help="seed of the batch order, the sampler and the model init")
     p.add_argument("--json", default="", help="write the report here")
     p.add_argument("--plots", default="", help="write the PNG plots into this directory")
@@ -363,25 +364,36 @@ def _find_cli(given: str) -> Optional[str]:
     return shutil.which("tierfs")
 
 
+def _disk_from_probe(path: str, source: str) -> Optional[Dict[str, Any]]:
+    with open(path) as f:
+        probe = json.load(f)["probe"]
+    pts = probe.get("points", [])
+    if not pts:
+        return None
+    best = min(pts, key=lambda p: abs(p["size"] - 4096))
+    return dict(source=source, iops_4k=best["iops"], read_size=best["size"], queue_depth=probe.get("queue_depth"),
+                file=probe.get("file"), points=[dict(size=p["size"], iops=p["iops"]) for p in pts])
+
+
 def measure_disk(dataset: str, a: argparse.Namespace) -> Dict[str, Any]:
     """4 KiB random-read IOPS of the disk under the dataset: `tierfs bench disk --json`, else a
     short O_DIRECT pread probe from threads."""
     if a.disk_iops > 0:
         return dict(source="--disk-iops", iops_4k=a.disk_iops)
+    if a.disk_json:
+        got = _disk_from_probe(a.disk_json, f"{a.disk_json} (tierfs bench disk)")
+        if got:
+            return got
     cli = _find_cli(a.tierfs_bin)
     if cli:
         with tempfile.TemporaryDirectory(prefix="tierfs-benchtrain-") as d:
             out = os.path.join(d, "disk.json")
             t = time.perf_counter()
             r = subprocess.run([cli, "bench", "disk", dataset, "--json", out], capture_output=True, text=True)
-            if r.returncode == 0 and os.path.exists(out):
-                with open(out) as f:
-                    probe = json.load(f)["probe"]
-                pts = probe.get("points", [])
-                best = min(pts, key=lambda p: abs(p["size"] - 4096)) if pts else None
-                if best:
-                    return dict(source=f"{cli} bench disk", iops_4k=best["iops"], read_size=best["size"], queue_depth=probe.get("queue_depth"),
-                                points=[dict(size=p["size"], iops=p["iops"]) for p in pts], seconds=time.perf_counter() - t)
+            got = _disk_from_probe(out, f"{cli} bench disk") if r.returncode == 0 and os.path.exists(out) else None
+            if got:
+                got["seconds"] = time.perf_counter() - t
+                return got
             print(f"benchtrain: `{cli} bench disk` failed ({r.stderr.strip()[-300:]}); probing from Python", file=sys.stderr)
     return _python_probe(dataset)
 
@@ -446,6 +458,13 @@ class Bench:
         self.report: Dict[str, Any] = {}
         self.results: List[Dict[str, Any]] = []
         self.stores: Dict[str, Any] = {}
+
+    def _uuid(self) -> str:
+        """The GPU's UUID for nvidia-smi -i where CUDA_VISIBLE_DEVICES renumbers devices."""
+        if not os.environ.get("CUDA_VISIBLE_DEVICES"):
+            return ""
+        u = str(getattr(self.torch.cuda.get_device_properties(self.dev), "uuid", "") or "")
+        return u if len(u) >= 32 else ""
 
     # setup ----------------------------------------------------------------------------------
 
@@ -680,7 +699,7 @@ class Bench:
                         fetch_s = train_s = 0.0
                         io0 = _proc_read_bytes()
                         if self.cuda:
-                            smi = _SmiSampler(self.dev.index, str(getattr(torch.cuda.get_device_properties(self.dev), "uuid", "") or ""))
+                            smi = _SmiSampler(self.dev.index, self._uuid())
                         t0 = time.perf_counter()
                 if t0 is not None and (timed >= N or (timed >= 1 and time.perf_counter() - t0 > a.max_seconds)):
                     break
