@@ -84,6 +84,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3, help="warm-up batches per configuration")
     p.add_argument("--max-seconds", type=float, default=30.0,
                    help="cap on the timed batches of one configuration: stop after the batch that passes it (at least one timed batch)")
+    p.add_argument("--time-budget", type=float, default=0.0,
+                   help="seconds for the whole run: configurations that would start later are reported as skipped (0: no limit)")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
     p.add_argument("--cache-fractions", default="0.1,0.2",
                    help="GPU tier, host tier of the tierfs-serial/pipelined/planned store as fractions of the feature bytes (cpu: both in the host tier)")
@@ -458,6 +460,13 @@ class Bench:
         self.report: Dict[str, Any] = {}
         self.results: List[Dict[str, Any]] = []
         self.stores: Dict[str, Any] = {}
+        self.t_start = time.perf_counter()
+
+    def over_budget(self) -> str:
+        b = self.a.time_budget
+        if b and time.perf_counter() - self.t_start > b:
+            return f"time budget: {b:g} s spent before it started (--time-budget)"
+        return ""
 
     def _uuid(self) -> str:
         """The GPU's UUID for nvidia-smi -i where CUDA_VISIBLE_DEVICES renumbers devices."""
@@ -662,7 +671,9 @@ class Bench:
         import torch.nn.functional as F
 
         torch, a = self.torch, self.a
-        W, N = a.warmup, a.batches
+        # memmap: no warm-up batches (they would read the file cold once more; the model and the
+        # GPU were warmed by the configurations before it)
+        W, N = (0 if cfg in MEMMAP_CONFIGS else a.warmup), a.batches
         seeds = extra.get("seeds")
         if seeds is None:
             seeds = self.order((W + N) * batch)
@@ -672,7 +683,8 @@ class Bench:
         it = self.fetchers(cfg, fanouts, batch, seeds, stage, extra)
         tier_store = self.stores.get("tiered") if cfg in TIERED_CONFIGS else (self.stores["cached"] if cfg == "tierfs-cached" else None)
         plan = extra.get("plan") if cfg == "tierfs-planned" else None
-        plan_stats = (lambda: plan.plan.stats() if isinstance(plan, self.tierfs.Loader) else plan.stats()) if plan is not None else None
+        plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
+        plan_stats = plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
         events: List[Tuple[Any, Any]] = []
         losses: List[Any] = []
         fetch_s = train_s = 0.0
@@ -720,6 +732,7 @@ class Bench:
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                losses.append(loss.detach())  # every batch's, warm-up included: batch i is losses[i]
                 if t0 is not None:
                     if self.cuda:
                         e1 = torch.cuda.Event(enable_timing=True)
@@ -727,7 +740,6 @@ class Bench:
                         events.append((e0, e1))
                     fetch_s += tt - tf
                     train_s += time.perf_counter() - tt
-                    losses.append(loss.detach())
                     nodes_sum += int(nodes.shape[0])
                     edges_sum += int(row.shape[0])
                     timed += 1
@@ -878,7 +890,7 @@ class Bench:
         for fan, batch in groups:
             fanouts = list(fan)
             placed = None
-            if any(c in a.configs for c in TIERED_CONFIGS):
+            if any(c in a.configs for c in TIERED_CONFIGS) and not self.over_budget():
                 placed = self.place(fanouts, batch, a.host_frac)
             for model in a.models:
                 name = _combo_name(model, fanouts, batch)
@@ -889,7 +901,8 @@ class Bench:
                     self._one(cfg, model, fanouts, batch, placed)
             if "tierfs-planned" in a.configs:
                 extra: Dict[str, Any] = {}
-                self.make_plan(fanouts, batch, extra)
+                if not self.over_budget():
+                    self.make_plan(fanouts, batch, extra)
                 try:
                     for model in a.models:
                         ex = dict(extra, closers=[])
@@ -905,7 +918,9 @@ class Bench:
             extra.update(self.memmap_extra(cfg))
         limit = None
         try:
-            if cfg == "memmap-budget":
+            if self.over_budget():
+                r = dict(config=cfg, skipped=self.over_budget())
+            elif cfg == "memmap-budget":
                 headroom = _parse_size(self.a.memmap_headroom)
                 limit = _MemoryLimit(self.budget_bytes + headroom)
                 limit.__enter__()
@@ -944,6 +959,9 @@ class Bench:
               f"{', '.join(f'{h:g}' for h in a.sweep_host)} of the feature bytes")
         rows = []
         for h in a.sweep_host:
+            if self.over_budget():
+                print(f"  host {h:5.2f}: skipped: {self.over_budget()}")
+                continue
             placed = self.place(fanouts, batch, h)
             t = time.perf_counter()
             r = self.run("tierfs-pipelined", model, fanouts, batch, {"closers": []})
@@ -1008,7 +1026,7 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                 h[f"pipelined_over_{peer.replace('-', '_')}"] = pipe / sps[peer]
         if sps.get("tierfs-planned") and pipe:
             h["planned_over_pipelined"] = sps["tierfs-planned"] / pipe
-        # same batches, same init: the loss of every configuration but planned should agree
+        # same batches, same init: the loss of batch i of every configuration but planned agrees
         ls = [r["losses"] for c, r in rs.items() if r.get("losses") and c != "tierfs-planned"]
         if len(ls) > 1:
             k = min(len(x) for x in ls)
