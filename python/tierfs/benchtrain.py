@@ -35,7 +35,6 @@ import argparse
 import ctypes
 import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -309,8 +308,13 @@ class _MemoryLimit:
         try:
             with open(os.path.join(self.parent, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
-        except OSError as e:
-            print(f"benchtrain: could not leave {self.child}: {e}", file=sys.stderr)
+        except OSError as e:  # e.g. a parent with controllers enabled may hold no processes
+            try:  # stay, without the limit
+                with open(os.path.join(self.child, "memory.max"), "w") as f:
+                    f.write("max")
+                print(f"benchtrain: could not leave {self.child} ({e.strerror or e}); its limit is lifted", file=sys.stderr)
+            except OSError as e2:
+                print(f"benchtrain: could not leave {self.child} ({e}) nor lift its limit ({e2})", file=sys.stderr)
             return
         self._cleanup()
 
