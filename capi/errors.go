@@ -78,6 +78,8 @@ var statusOf = []struct {
 	{dataset.ErrCorrupt, stECORRUPT},
 	{placement.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},
+	// An output that holds a dataset or other files, without force.
+	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
 	{featurestore.ErrNotFound, stENOENT},
 	{os.ErrNotExist, stENOENT},

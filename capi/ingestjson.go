@@ -26,12 +26,13 @@ var (
 		"classes": "Classes", "seed": "Seed", "device_paths": "DevicePaths",
 		"train_frac": "TrainFrac", "val_frac": "ValFrac", "test_frac": "TestFrac",
 		"degree_exponent": "DegreeExponent", "locality": "Locality", "community_size": "CommunitySize",
+		"force": "Replace",
 	}
 	ingestKeys = map[string]string{
 		"edges": "Edges", "features": "Features", "labels": "Labels", "splits": "SplitsDir",
 		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
-		"feature_dtype": "FeatureDType",
+		"feature_dtype": "FeatureDType", "force": "Replace",
 	}
 )
 

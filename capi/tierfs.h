@@ -196,7 +196,9 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
                              void *dst, int64_t dst_bytes);
 
 /* Builds a dataset; options_json holds the fields of `tierfs synth` / `tierfs ingest` (see
- * README), e.g. {"out": "/data/g", "nodes": 1000000, "avg_degree": 10, "dim": 128, "seed": 1}. */
+ * README), e.g. {"out": "/data/g", "nodes": 1000000, "avg_degree": 10, "dim": 128, "seed": 1}.
+ * An "out" that holds a dataset or other files is refused (TFS_EINVAL naming it) unless
+ * "force": true; the new dataset is written beside it and swapped in only once complete. */
 tfs_status tfs_synth(const char *options_json);
 tfs_status tfs_ingest(const char *options_json);
 

@@ -14,9 +14,6 @@ import (
 // small topology, and returns the manifest and the rows.
 func writeTestDataset(t *testing.T, dir string, count, dim int64, dtype DType, nfiles int, rng *rand.Rand) (*Manifest, []byte) {
 	t.Helper()
-	if err := Begin(dir); err != nil {
-		t.Fatal(err)
-	}
 	spec, err := NewFeatureSpec("x", dtype, dim, count, nfiles, DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)
@@ -228,12 +225,60 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := m.LoadChecksums(m.File("indptr.bin")); !IsCorrupt(err) {
 		t.Fatalf("tampered sidecar: %v", err)
 	}
-	// Begin on an existing dataset removes its manifest first.
-	if err := Begin(dir); err != nil {
+}
+
+// TestReplaceIsRefusedOrSwapped: Begin refuses a destination that holds anything unless asked to
+// replace it; the old dataset stays whole until Publish, Abort leaves it as it was, and Publish
+// swaps the new one in and removes the old.
+func TestReplaceIsRefusedOrSwapped(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(dir); !errors.Is(err, ErrNotDataset) {
-		t.Fatalf("after Begin: %v", err)
+	writeTestDataset(t, dir, 100, 4, Float32, 1, rng)
+	if _, err := Begin(dir, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "already holds a dataset") {
+		t.Fatalf("Begin over a dataset without replace: %v", err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := Begin(other, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "1 entries") {
+		t.Fatalf("Begin over a directory with a file: %v", err)
+	}
+	w, err := Begin(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Fatalf("the old dataset must stay whole while the new one is written: %v", err)
+	}
+	w.Abort(nil)
+	if _, err := os.Stat(w.Dir); !os.IsNotExist(err) {
+		t.Fatalf("Abort left the staging directory %s", w.Dir)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Fatalf("after Abort: %v", err)
+	}
+	w, err = Begin(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := writeTestDataset(t, w.Dir, 50, 2, Float32, 1, rng)
+	m, err := Load(w.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Publish(m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir)
+	if err != nil || got.NodeTypes[0].Count != 50 {
+		t.Fatalf("after Publish: %v, %+v", err, got)
+	}
+	_ = want
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	if len(entries) != 1 {
+		t.Fatalf("Publish left %d entries beside the dataset, want only it: %v", len(entries), entries)
 	}
 }
 

@@ -2,28 +2,118 @@ package dataset
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Begin prepares dir to receive a new dataset: it creates the directory and removes any
-// manifest already there (and syncs that), so a write killed half way leaves no directory that
-// opens as a valid dataset, never an old manifest over new data.
-func Begin(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("dataset: create %s: %w", dir, err)
+// ErrExists is wrapped by Begin's error when the destination already holds a dataset or other
+// files and replacing it was not asked for.
+var ErrExists = errors.New("destination exists")
+
+// Writing is a dataset being written. Its files go into Dir, a new staging directory beside the
+// destination (same file system), and stripes on other devices get names with Nonce in them, so
+// nothing an open store reads is touched until Publish; Publish then swaps the directory in.
+type Writing struct {
+	Dir   string // where the files are written (m.SetDir(Dir) before Commit)
+	Dest  string // where the dataset ends up
+	Nonce string // unique to this write; part of stripe names outside Dir
+}
+
+// Begin starts writing a dataset to dest. A dest that holds a dataset, or any other entry, is
+// refused with ErrExists unless replace; either way nothing in dest changes until Publish. A
+// write that fails or is killed leaves at most a hidden staging directory (.NAME.tierfs-new-*)
+// beside dest, which Abort removes.
+func Begin(dest string, replace bool) (*Writing, error) {
+	dest = filepath.Clean(dest)
+	if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 && !replace {
+		what := fmt.Sprintf("%d entries", len(entries))
+		if _, err := os.Stat(filepath.Join(dest, ManifestName)); err == nil {
+			what = "a dataset"
+		}
+		return nil, fmt.Errorf("dataset: %s already holds %s; replace it explicitly (--force, force=True): %w", dest, what, ErrExists)
+	} else if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("dataset: %s: %w", dest, err)
 	}
-	err := os.Remove(filepath.Join(dir, ManifestName))
-	if err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("dataset: remove old manifest of %s: %w", dir, err)
+	parent := filepath.Dir(dest)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: create %s: %w", parent, err)
 	}
-	return syncDir(dir)
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	w := &Writing{Dest: dest, Nonce: hex.EncodeToString(nonce[:])}
+	w.Dir = filepath.Join(parent, "."+filepath.Base(dest)+".tierfs-new-"+w.Nonce)
+	if err := os.Mkdir(w.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: create staging directory: %w", err)
+	}
+	return w, nil
+}
+
+// Publish puts the committed dataset m (written into w.Dir) at w.Dest: a dataset already there
+// is renamed aside, the staging directory renamed into place, and the old one removed with its
+// stripes on other devices that m does not use. Stores open on the old dataset keep reading its
+// files (they hold them open); a store opened after Publish sees the new one, never a mix.
+func (w *Writing) Publish(m *Manifest) error {
+	parent := filepath.Dir(w.Dest)
+	old := filepath.Join(parent, "."+filepath.Base(w.Dest)+".tierfs-old-"+w.Nonce)
+	hadOld := false
+	if _, err := os.Lstat(w.Dest); err == nil {
+		if err := os.Rename(w.Dest, old); err != nil {
+			return fmt.Errorf("dataset: move the old %s aside: %w", w.Dest, err)
+		}
+		hadOld = true
+	}
+	if err := os.Rename(w.Dir, w.Dest); err != nil {
+		if hadOld {
+			_ = os.Rename(old, w.Dest)
+		}
+		return fmt.Errorf("dataset: put the new dataset in place at %s: %w", w.Dest, err)
+	}
+	m.SetDir(w.Dest)
+	if err := syncDir(parent); err != nil {
+		return err
+	}
+	if hadOld {
+		keep := map[string]bool{}
+		for _, f := range m.Files {
+			keep[f.Path] = true
+		}
+		if prev, err := Load(old); err == nil {
+			for _, f := range prev.Files {
+				if filepath.IsAbs(f.Path) && !keep[f.Path] {
+					_ = os.Remove(f.Path)
+					_ = os.Remove(f.Path + ChecksumSuffix)
+				}
+			}
+		}
+		if err := os.RemoveAll(old); err != nil {
+			return fmt.Errorf("dataset: remove the replaced dataset %s: %w", old, err)
+		}
+	}
+	return nil
+}
+
+// Abort removes what a write that did not publish left: the staging directory and the stripes
+// on other devices named in files.
+func (w *Writing) Abort(files []string) {
+	for _, f := range files {
+		if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
+			_ = os.Remove(f)
+			_ = os.Remove(f + ChecksumSuffix)
+		}
+	}
+	_ = os.RemoveAll(w.Dir)
 }
 
 // MappedFile is a file of a fixed size mapped read-write, for filling arrays in any order.

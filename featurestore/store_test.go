@@ -52,9 +52,6 @@ func writeSplitDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, r
 func writeDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, split bool, rng *rand.Rand) *testData {
 	t.Helper()
 	dir := t.TempDir()
-	if err := dataset.Begin(dir); err != nil {
-		t.Fatal(err)
-	}
 	spec, err := dataset.NewFeatureSpec("x", dtype, dim, count, nfiles, dataset.DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)

@@ -46,9 +46,6 @@ func newRand(t testing.TB) *rand.Rand {
 func writeDataset(t testing.TB, count, dim int64, dtype dataset.DType, avgDeg int, rng *rand.Rand) *testData {
 	t.Helper()
 	dir := t.TempDir()
-	if err := dataset.Begin(dir); err != nil {
-		t.Fatal(err)
-	}
 	spec, err := dataset.NewFeatureSpec("x", dtype, dim, count, 2, dataset.DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)

@@ -264,8 +264,9 @@ func (fs *featureSource) assemble(out []byte, cols []arrow.Array, first, off, n 
 }
 
 // newFeatureSpec lays out the feature matrix over one file in dir, or one stripe per device path:
-// stripe k of dataset dir D goes to <devicePaths[k]>/<base of D>.<name>.<k>.bin (absolute).
-func newFeatureSpec(dir string, dtype dataset.DType, dim, count int64, devicePaths []string) (dataset.FeatureSpec, error) {
+// stripe k of dataset dir D goes to <devicePaths[k]>/<base of D>.<name>.<k>.<nonce>.bin
+// (absolute; the write's nonce keeps a replaced dataset's stripes apart from the new ones).
+func newFeatureSpec(dir string, dtype dataset.DType, dim, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
 	spec, err := dataset.NewFeatureSpec(featureName, dtype, dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
@@ -291,7 +292,7 @@ func newFeatureSpec(dir string, dtype dataset.DType, dim, count int64, devicePat
 		if !st.IsDir() {
 			return spec, fmt.Errorf("ingest: device path %s is not a directory", p)
 		}
-		spec.Files[k] = filepath.Join(abs, base+"."+featureName+"."+strconv.Itoa(k)+".bin")
+		spec.Files[k] = filepath.Join(abs, base+"."+featureName+"."+strconv.Itoa(k)+"."+nonce+".bin")
 	}
 	return spec, nil
 }

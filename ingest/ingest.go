@@ -16,11 +16,13 @@
 // Synth has the same bound.
 //
 // Crash safety: Ingest and Synth check the inputs' headers first, then call dataset.Begin, which
-// removes any old manifest, write every data file, and finish with dataset.Commit, which syncs
-// the files, writes checksums and renames the manifest into place last. A run that fails or is
-// killed leaves a directory that dataset.Load rejects with dataset.ErrNotDataset, never a
-// manifest describing half-written files; run again to overwrite it. A full disk surfaces as
-// the failing write's error (the mapped indices file is preallocated, so it never faults).
+// refuses an output directory that holds anything unless Replace, and writes every data file
+// into a staging directory beside it; dataset.Commit syncs the files, writes checksums and the
+// manifest, and Writing.Publish swaps the staging directory into place, removing a replaced
+// dataset. A run that fails leaves the output as it was (and removes its staging directory); a
+// killed one leaves at most a hidden .NAME.tierfs-new-* directory beside it. Stores open on a
+// replaced dataset keep reading its files. A full disk surfaces as the failing write's error
+// (the mapped indices file is preallocated, so it never faults).
 package ingest
 
 import (
@@ -43,6 +45,7 @@ type Options struct {
 	Labels    string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
 	SplitsDir string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
 	Out       string // dataset directory to write
+	Replace   bool   // replace what Out holds (a dataset or other files); else such an Out is refused
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
@@ -138,22 +141,28 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			}
 		}
 	}
+	w, err := dataset.Begin(opt.Out, opt.Replace)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	var spec dataset.FeatureSpec
+	published := false
+	defer func() {
+		if !published {
+			w.Abort(spec.Files)
+		}
+	}()
 	if features != nil {
-		// Lay out (and check the device paths) before writing anything.
-		if spec, err = newFeatureSpec(opt.Out, features.dtype, features.dim, numNodes, opt.DevicePaths); err != nil {
+		if spec, err = newFeatureSpec(w.Dest, features.dtype, features.dim, numNodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
 	}
-
-	if err := dataset.Begin(opt.Out); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
+	dir := w.Dir
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
-	m.SetDir(opt.Out)
+	m.SetDir(dir)
 	var files []string
 	if edges != nil {
-		et, n, err := buildTopology(opt.Out, edges, numNodes, topologyOptions{
+		et, n, err := buildTopology(dir, edges, numNodes, topologyOptions{
 			undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress})
 		if err != nil {
 			return nil, err
@@ -164,12 +173,12 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	}
 	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
 	if features != nil {
-		w, err := dataset.NewFeatureWriter(opt.Out, &spec)
+		fw, err := dataset.NewFeatureWriter(dir, &spec)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
-		err = features.writeTo(w, opt.Progress)
-		if cerr := w.Close(); err == nil && cerr != nil {
+		err = features.writeTo(fw, opt.Progress)
+		if cerr := fw.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("ingest: %w", cerr)
 		}
 		if err != nil {
@@ -179,7 +188,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		files = append(files, spec.Files...)
 	}
 	if opt.Labels != "" {
-		if nt.Labels, err = writeLabels(opt.Out, opt.Labels, numNodes, opt.Progress); err != nil {
+		if nt.Labels, err = writeLabels(dir, opt.Labels, numNodes, opt.Progress); err != nil {
 			return nil, err
 		}
 		files = append(files, nt.Labels.File)
@@ -189,7 +198,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		if !ok {
 			continue
 		}
-		ids, err := writeSplit(opt.Out, name, in, numNodes, opt.Progress)
+		ids, err := writeSplit(dir, name, in, numNodes, opt.Progress)
 		if err != nil {
 			return nil, err
 		}
@@ -204,6 +213,10 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if err := dataset.Commit(m, files, "tierfs ingest", opt.args()); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if err := w.Publish(m); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	published = true
 	report(opt.Progress, "commit", 1, 1)
 	return m, nil
 }

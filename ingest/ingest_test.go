@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -473,12 +474,11 @@ func TestFeaturesNpyAllDTypes(t *testing.T) {
 				t.Fatalf("%s: spec %+v count %d", c.descr, spec, spec.Count())
 			}
 			for k, f := range spec.Files {
-				want := "features.x.0.bin"
-				if devices > 0 {
-					want = filepath.Join(devs[k], fmt.Sprintf("ds.x.%d.bin", k))
+				if devices == 0 && f != "features.x.0.bin" {
+					t.Errorf("stripe %d at %s, want features.x.0.bin", k, f)
 				}
-				if f != want {
-					t.Errorf("stripe %d at %s, want %s", k, f, want)
+				if devices > 0 && !stripeName(devs[k], "ds", k).MatchString(f) {
+					t.Errorf("stripe %d at %s, want %s", k, f, stripeName(devs[k], "ds", k))
 				}
 			}
 			if got := featureBytes(t, m, spec); !bytes.Equal(got, data) {
@@ -795,7 +795,15 @@ func TestBadInputs(t *testing.T) {
 
 // TestFailedIngestUnpublishesOldDataset: an ingest that fails after it started writing leaves
 // no dataset, not the old manifest over new files.
-func TestFailedIngestUnpublishesOldDataset(t *testing.T) {
+// stripeName matches the path of stripe k of dataset base on device directory dev: the write's
+// nonce keeps a replaced dataset's stripes apart from the new ones.
+func stripeName(dev, base string, k int) *regexp.Regexp {
+	return regexp.MustCompile("^" + regexp.QuoteMeta(filepath.Join(dev, fmt.Sprintf("%s.x.%d.", base, k))) + "[0-9a-f]{12}[.]bin$")
+}
+
+// TestFailedIngestKeepsOldDataset: an ingest over a dataset is refused unless Replace, and one
+// that fails after it started writing leaves the old dataset as it was.
+func TestFailedIngestKeepsOldDataset(t *testing.T) {
 	in := t.TempDir()
 	edges := filepath.Join(in, "e.npy")
 	writeNpyEdges(t, edges, "<i8", []int64{0, 1}, []int64{1, 2}, false)
@@ -807,11 +815,15 @@ func TestFailedIngestUnpublishesOldDataset(t *testing.T) {
 	splits := filepath.Join(in, "s")
 	os.Mkdir(splits, 0o755)
 	WriteNpy(filepath.Join(splits, "train.npy"), "<i8", []int64{1}, intBytes([]int64{99}, 'i', 8))
-	if _, err := Ingest(Options{Edges: edges, Out: out, SplitsDir: splits}); err == nil {
+	if _, err := Ingest(Options{Edges: edges, Out: out}); !errors.Is(err, dataset.ErrExists) {
+		t.Fatalf("ingest over a dataset without Replace: %v, want ErrExists", err)
+	}
+	if _, err := Ingest(Options{Edges: edges, Out: out, SplitsDir: splits, Replace: true}); err == nil {
 		t.Fatal("split id 99 of 3 nodes accepted")
 	}
-	if _, err := dataset.Load(out); !errors.Is(err, dataset.ErrNotDataset) {
-		t.Fatalf("Load after a failed ingest: %v, want ErrNotDataset", err)
+	loadVerified(t, out)
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".ds.tierfs-*")); len(left) != 0 {
+		t.Fatalf("a failed ingest left %v", left)
 	}
 }
 

@@ -23,6 +23,7 @@ type SynthOptions struct {
 	Classes   int // default 16
 	Seed      uint64
 	Out       string
+	Replace   bool // replace what Out holds, as Options.Replace
 	// DevicePaths stripes the features as in Options.DevicePaths.
 	DevicePaths []string
 	// Fractions of nodes in each split (defaults 0.1, 0.05, 0.05); negative means no such split.
@@ -108,16 +109,24 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	if opt.Nodes < 2 && numEdges > 0 {
 		return nil, fmt.Errorf("ingest: synth: %d node(s) cannot have edges without self loops", opt.Nodes)
 	}
+	w, err := dataset.Begin(opt.Out, opt.Replace)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	var spec dataset.FeatureSpec
+	published := false
+	defer func() {
+		if !published {
+			w.Abort(spec.Files)
+		}
+	}()
 	if opt.Dim > 0 {
-		var err error
-		if spec, err = newFeatureSpec(opt.Out, opt.DType, opt.Dim, opt.Nodes, opt.DevicePaths); err != nil {
+		if spec, err = newFeatureSpec(w.Dest, opt.DType, opt.Dim, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
 	}
-	if err := dataset.Begin(opt.Out); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
+	args := opt.args()
+	opt.Out = w.Dir // every file goes into the staging directory
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
 	m.SetDir(opt.Out)
 
@@ -150,9 +159,13 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	}
 	m.NodeTypes = []dataset.NodeType{nt}
 	report(opt.Progress, "commit", 0, 1)
-	if err := dataset.Commit(m, files, "tierfs synth", opt.args()); err != nil {
+	if err := dataset.Commit(m, files, "tierfs synth", args); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if err := w.Publish(m); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	published = true
 	report(opt.Progress, "commit", 1, 1)
 	return m, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,7 +239,7 @@ func TestSynthDTypes(t *testing.T) {
 		}
 		m := loadVerified(t, o.Out)
 		spec, _ := m.Feature("x")
-		if spec.DType != dt || len(spec.Files) != 3 || spec.Files[2] != filepath.Join(devs[2], "ds.x.2.bin") {
+		if spec.DType != dt || len(spec.Files) != 3 || !stripeName(devs[2], "ds", 2).MatchString(spec.Files[2]) {
 			t.Fatalf("%s: spec %+v", dt, spec)
 		}
 		want := make([]byte, nodes*dim*dt.Size())
@@ -266,18 +267,35 @@ func TestKilledBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadVerified(t, out)
-	// What a run killed between Begin and Commit leaves behind.
-	if err := dataset.Begin(out); err != nil {
+	// What a run killed between Begin and Commit leaves behind: files in a staging directory,
+	// which is no dataset, and the old dataset untouched.
+	w, err := dataset.Begin(out, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "indptr.bin"), make([]byte, 808), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.Dir, "indptr.bin"), make([]byte, 808), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := dataset.WriteInt64s(filepath.Join(out, "labels.bin"), make([]int64, 100)); err != nil {
+	if err := dataset.WriteInt64s(filepath.Join(w.Dir, "labels.bin"), make([]int64, 100)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dataset.Load(out); !errors.Is(err, dataset.ErrNotDataset) {
+	if _, err := dataset.Load(w.Dir); !errors.Is(err, dataset.ErrNotDataset) {
 		t.Fatalf("Load of an uncommitted directory: %v, want ErrNotDataset", err)
+	}
+	loadVerified(t, out)
+	// A run that fails (here: a bad device path, found after Begin) leaves the old dataset and
+	// no staging directory.
+	if _, err := Synth(SynthOptions{Nodes: 100, AvgDegree: 3, Dim: 4, Out: out, Replace: true, DevicePaths: []string{filepath.Join(t.TempDir(), "missing")}}); err == nil {
+		t.Fatal("synth with a missing device path succeeded")
+	}
+	loadVerified(t, out)
+	entries, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".ds.tierfs-new-*"))
+	if len(entries) != 1 || entries[0] != w.Dir {
+		t.Fatalf("staging directories beside the dataset: %v, want only the killed run's %s", entries, w.Dir)
+	}
+	// Without Replace the existing dataset is refused, naming it.
+	if _, err := Synth(SynthOptions{Nodes: 10, AvgDegree: 1, Out: out}); !errors.Is(err, dataset.ErrExists) || !strings.Contains(err.Error(), out) {
+		t.Fatalf("synth over a dataset without Replace: %v", err)
 	}
 }
 

@@ -13,7 +13,7 @@ out=$here/build/bench-out
 mkdir -p "$out"
 
 if [ ! -f "$dir/manifest.json" ] || ! "$tierfs" info "$dir" | grep -q "^nodes *$nodes\$"; then
-  "$tierfs" synth --nodes "$nodes" --avg-degree 10 --dim "$dim" --seed 1 --out "$dir"
+  "$tierfs" synth --nodes "$nodes" --avg-degree 10 --dim "$dim" --seed 1 --out "$dir" --force
 fi
 "$tierfs" info "$dir"
 echo

@@ -15,7 +15,7 @@ step "synth: $nodes nodes, average in-degree 10, $dim float32 features, 16 class
 if [ -f "$dir/manifest.json" ] && "$tierfs" info "$dir" | grep -q "^nodes *$nodes\$"; then
   echo "(reusing $dir)"
 else
-  "$tierfs" synth --nodes "$nodes" --avg-degree 10 --dim "$dim" --classes 16 --seed 1 --out "$dir"
+  "$tierfs" synth --nodes "$nodes" --avg-degree 10 --dim "$dim" --classes 16 --seed 1 --out "$dir" --force
 fi
 step "info"
 "$tierfs" info "$dir"

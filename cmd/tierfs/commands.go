@@ -38,6 +38,7 @@ func runSynth(args []string) error {
 	scale := fs.Float64("scale", 1, "with --preset: the fraction of its node count to make")
 	report := fs.Bool("report", false, "after writing, print the degree distribution and the nodes per sampled batch (fanouts 25,10 and 15,10,5, batch 1024)")
 	fs.StringVar(&flagged.Out, "out", "", "dataset directory to write")
+	fs.BoolVar(&flagged.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	var devs listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
@@ -114,6 +115,7 @@ func runIngest(args []string) error {
 	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
 	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	fs.BoolVar(&opt.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")
 	fs.BoolVar(&opt.Undirected, "undirected", false, "add the reverse of every edge")
 	fs.BoolVar(&opt.DropSelfLoops, "drop-self-loops", false, "drop edges v -> v")

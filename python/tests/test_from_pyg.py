@@ -74,3 +74,26 @@ def test_ogb_shaped_inputs(tmp_path):
         tierfs.ingest(tmp_path / "bad", features=np.zeros((5, 2), np.float32), labels=np.array([0, 1, np.nan, 2.5, 1]))
     with pytest.raises(tierfs.InvalidArgumentError, match="same split twice"):
         tierfs.ingest(tmp_path / "twice", features=np.zeros((5, 2), np.float32), splits={"val": [1], "valid": [2]})
+
+
+def test_replace_needs_force_and_open_stores_keep_the_old(tmp_path):
+    """Writing over a dataset is refused without force; with it the new dataset is swapped in
+    whole, and a store open on the old one keeps reading the old rows."""
+    out = tmp_path / "ds"
+    tierfs.synth(out, nodes=300, avg_degree=3, dim=8, seed=1)
+    with tierfs.open(out) as old:
+        before = old.gather(np.arange(300))
+        with pytest.raises(tierfs.InvalidArgumentError, match="already holds a dataset"):
+            tierfs.synth(out, nodes=300, avg_degree=3, dim=8, seed=2)
+        with pytest.raises(tierfs.InvalidArgumentError, match="already holds a dataset"):
+            tierfs.ingest(out, features=np.zeros((5, 2), np.float32))
+        tierfs.synth(out, nodes=300, avg_degree=3, dim=8, seed=2, force=True)
+        np.testing.assert_array_equal(old.gather(np.arange(300)), before)  # the old files, still open
+    with tierfs.open(out) as new:
+        assert not np.array_equal(new.gather(np.arange(300)), before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # nothing left beside it
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(tierfs.InvalidArgumentError, match="1 entries"):
+        tierfs.ingest(tmp_path / "mine", features=np.zeros((5, 2), np.float32))
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"

@@ -98,6 +98,7 @@ def ingest(
     dedup: bool = False,
     feature_dtype: Optional[str] = None,
     tmp_dir: Optional[PathLike] = None,
+    force: bool = False,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -107,7 +108,9 @@ def ingest(
     memory.
 
     Args:
-        out: dataset directory to write (an existing dataset there is replaced).
+        out: dataset directory to write. One that holds a dataset (or any file) is refused unless
+            ``force``; then the new dataset is written beside it and swapped in once complete
+            (stores open on the old one keep reading it).
         edges: ``(2, E)`` or ``(E, 2)`` integer array of (src, dst) pairs; or a ``.npy``,
             Parquet or Arrow IPC file (integer columns src and dst). None: no topology.
         features: ``(N, dim)`` array of any supported dtype (float32, float16, bfloat16 as a
@@ -124,6 +127,7 @@ def ingest(
         feature_dtype: dtype of features whose array dtype does not say it (``"bfloat16"``
             for uint16/int16 bits, or raw void values).
         tmp_dir: where to write the temporary ``.npy`` files.
+        force: replace what ``out`` holds.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -204,6 +208,8 @@ def ingest(
             opts["feature_dtype"] = str(feature_dtype)
         if device_paths:
             opts["device_paths"] = [os.fspath(p) for p in device_paths]
+        if force:
+            opts["force"] = True
         check(lib.tfs_ingest(json.dumps(opts).encode()))
     finally:
         if tmp is not None:
@@ -228,6 +234,7 @@ def synth(
     community_size: Optional[int] = None,
     preset: Optional[str] = None,
     scale: Optional[float] = None,
+    force: bool = False,
 ) -> str:
     """Writes a deterministic power-law graph with features, labels and splits to ``out`` and
     returns its path (the same seed gives the same bytes). One native call (``tfs_synth``).
@@ -252,6 +259,8 @@ def synth(
         preset: shape like a real dataset: ``"ogbn-products"``, ``"ogbn-papers100M"``,
             ``"igb-small"``, ``"igb-medium"``; the arguments given override its values.
         scale: with ``preset``, the fraction of its node count to make.
+        force: replace what ``out`` holds (else an ``out`` holding a dataset or any file is
+            refused); the new dataset is swapped in once complete.
 
     Labels are learnable: features are a per-class centroid plus noise. See docs/synth.md.
     """
@@ -280,12 +289,14 @@ def synth(
             opts[key] = conv(val)
     if device_paths:
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
+    if force:
+        opts["force"] = True
     check(lib.tfs_synth(json.dumps(opts).encode()))
     return out
 
 
 def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-             tmp_dir: Optional[PathLike] = None) -> str:
+             tmp_dir: Optional[PathLike] = None, force: bool = False) -> str:
     """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
     the features, ``edge_index`` the topology (messages flow ``edge_index[0] -> edge_index[1]``,
     as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
@@ -295,7 +306,7 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
 
     Args:
         data: a ``torch_geometric.data.Data`` (one node type; ``HeteroData`` is refused).
-        out, undirected, device_paths, tmp_dir: as :func:`ingest`.
+        out, undirected, device_paths, tmp_dir, force: as :func:`ingest`.
     """
     if type(data).__name__ == "HeteroData":
         raise errors.NotSupportedError("from_pyg: tierfs holds one node type; got a HeteroData (convert it with data.to_homogeneous())")
@@ -326,4 +337,5 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
         device_paths=device_paths,
         num_nodes=int(data.num_nodes) if data.num_nodes is not None else None,
         tmp_dir=tmp_dir,
+        force=force,
     )

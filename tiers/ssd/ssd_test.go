@@ -19,9 +19,6 @@ import (
 func writeFeatures(t *testing.T, count, dim int64, stripes int, rng *rand.Rand) (*dataset.Manifest, []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := dataset.Begin(dir); err != nil {
-		t.Fatal(err)
-	}
 	spec, err := dataset.NewFeatureSpec("x", dataset.Float32, dim, count, stripes, dataset.DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)
