@@ -9,6 +9,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
 // A batch of 1000 seeds: 1000 host hits and 2000 disk rows of 512 B in 2000 blocks (1800 reads).
@@ -318,7 +319,7 @@ func TestMeasureAndRun(t *testing.T) {
 }
 
 func TestMemAvailable(t *testing.T) {
-	n, err := featurestore.MemAvailable()
+	n, err := sysinfo.MemAvailable()
 	if err != nil {
 		t.Skip(err)
 	}

@@ -81,9 +81,6 @@ func (s *Store) PlacementSizes() (placement.Sizes, error) {
 	return sizes, nil
 }
 
-// MemAvailable is MemAvailable of /proc/meminfo in bytes (placement.MemAvailable).
-func MemAvailable() (int64, error) { return placement.MemAvailable() }
-
 // SavedPlacement returns the placement PlanFor saved in dir when it is fresh for opening the
 // dataset with opt: made for the dataset as it is now, for the row size of opt's feature, and
 // for a budget of exactly opt.GPUCacheBytes GPU and opt.HostCacheBytes host bytes (any policy,

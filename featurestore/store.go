@@ -28,7 +28,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/tiers/ssd"
@@ -134,7 +134,7 @@ const stagingBytesPerRead = 128 << 10
 // checkStaging refuses IO stacks whose staging (mapped at Open: stacks × queue depth × 128 KiB)
 // would take more than half the memory the machine has available, naming both options.
 func checkStaging(opt *Options) error {
-	avail, err := placement.MemAvailable()
+	avail, err := sysinfo.MemAvailable()
 	if err != nil {
 		return nil // not Linux's /proc: nothing to check against
 	}

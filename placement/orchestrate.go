@@ -1,19 +1,17 @@
 package placement
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -356,33 +354,11 @@ func CheckBudgets(gpuBytes, hostBytes int64) error {
 	if hostBytes < 0 {
 		return fmt.Errorf("placement: host budget of %d bytes is negative", hostBytes)
 	}
-	if avail, err := MemAvailable(); err == nil && hostBytes > avail {
+	if avail, err := sysinfo.MemAvailable(); err == nil && hostBytes > avail {
 		return fmt.Errorf("placement: host budget of %d bytes (%.1f GiB) is more than this machine's available memory, %d bytes (%.1f GiB, MemAvailable of /proc/meminfo)",
 			hostBytes, float64(hostBytes)/(1<<30), avail, float64(avail)/(1<<30))
 	}
 	return nil
-}
-
-// MemAvailable is MemAvailable of /proc/meminfo in bytes.
-func MemAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			if fields := strings.Fields(rest); len(fields) > 0 {
-				kb, err := strconv.ParseInt(fields[0], 10, 64)
-				if err != nil {
-					return 0, fmt.Errorf("/proc/meminfo: MemAvailable %q: %w", rest, err)
-				}
-				return kb << 10, nil
-			}
-		}
-	}
-	return 0, errors.New("/proc/meminfo has no MemAvailable line")
 }
 
 // SavedFor returns the placement saved in dir when it is fresh for opening the dataset's feature

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -272,7 +273,7 @@ func TestPlanStoreTopologyInMemory(t *testing.T) {
 }
 
 func TestPlanStoreRefusesBadInput(t *testing.T) {
-	avail, err := MemAvailable()
+	avail, err := sysinfo.MemAvailable()
 	if err != nil {
 		t.Skip(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierfs/tierfs/advise"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
 const adviseUsage = `usage: tierfs advise DATASET --ssd-price P --machine-price P [flags]
@@ -75,7 +76,7 @@ func runAdvise(args []string) error {
 		}
 		req.Fanouts = append(req.Fanouts, n)
 	}
-	if avail, err := featurestore.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
+	if avail, err := sysinfo.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
 		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
 			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
 	}
