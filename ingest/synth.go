@@ -109,6 +109,9 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	if opt.Nodes < 2 && numEdges > 0 {
 		return nil, fmt.Errorf("ingest: synth: %d node(s) cannot have edges without self loops", opt.Nodes)
 	}
+	if err := opt.checkCapacity(numEdges); err != nil {
+		return nil, err
+	}
 	w, err := dataset.Begin(opt.Out, opt.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -728,4 +731,29 @@ func synthLabelsAndSplits(opt SynthOptions) (*dataset.LabelSpec, map[string]data
 		}
 	}
 	return &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: labelsFile, DType: dataset.Int64}, NumClasses: int64(opt.Classes)}, splits, nil
+}
+
+// checkCapacity refuses a graph whose bookkeeping exceeds the memory available or whose files
+// exceed the free space where they go (the output's file system, and each device path's share
+// of the features), naming the options, before anything is generated.
+func (opt *SynthOptions) checkCapacity(numEdges int64) error {
+	if err := checkNodes(opt.Nodes, fmt.Sprintf("synth --nodes %d", opt.Nodes)); err != nil {
+		return err
+	}
+	idx := int64(4)
+	if opt.Nodes > math.MaxInt32 {
+		idx = 8
+	}
+	features := opt.Nodes * opt.Dim * int64(opt.DType.Size())
+	rest := numEdges*idx + 24*opt.Nodes // indices, indptr, labels and split ids at most
+	what := fmt.Sprintf("synth --nodes %d --avg-degree %g --dim %d (%d edges)", opt.Nodes, opt.AvgDegree, opt.Dim, numEdges)
+	if len(opt.DevicePaths) == 0 {
+		return checkSpace(filepath.Dir(filepath.Clean(opt.Out)), features+rest, what)
+	}
+	for _, p := range opt.DevicePaths {
+		if err := checkSpace(p, features/int64(len(opt.DevicePaths)), what+"'s feature stripes"); err != nil {
+			return err
+		}
+	}
+	return checkSpace(filepath.Dir(filepath.Clean(opt.Out)), rest, what)
 }

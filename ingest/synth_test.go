@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
 // fileHashes hashes every file of dir except the manifest (which records the time).
@@ -388,5 +389,37 @@ func TestSynthDefaultBytesUnchanged(t *testing.T) {
 		if got := fmt.Sprintf("%x", sum.Sum(nil)); got != c.want {
 			t.Errorf("%+v: files hash to %s, want %s (the default output changed)", c.opt, got, c.want)
 		}
+	}
+}
+
+// TestSizesBeyondTheMachineAreRefused: a graph whose bookkeeping exceeds the memory available,
+// or whose files exceed the free disk, is refused at once, naming the options, and nothing is
+// left behind.
+func TestSizesBeyondTheMachineAreRefused(t *testing.T) {
+	avail, err := sysinfo.MemAvailable()
+	if err != nil {
+		t.Skip(err)
+	}
+	root := t.TempDir()
+	out := filepath.Join(root, "ds")
+	nodes := 2 * avail / bytesPerNode
+	if _, err := Synth(SynthOptions{Nodes: nodes, AvgDegree: 1, Dim: 4, Out: out}); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("synth --nodes %d", nodes)) || !strings.Contains(err.Error(), "available") {
+		t.Fatalf("synth of %d nodes: %v", nodes, err)
+	}
+	if _, err := Synth(SynthOptions{Nodes: 100, AvgDegree: 1e12, Dim: 4, Out: out}); err == nil ||
+		!strings.Contains(err.Error(), "--avg-degree 1e+12") || !strings.Contains(err.Error(), "free") {
+		t.Fatalf("synth of 1e14 edges: %v", err)
+	}
+	// An edge id that would make the node count (and its degree counts) huge.
+	edges := filepath.Join(root, "e.npy")
+	huge := 4 * avail / 8
+	writeNpyEdges(t, edges, "<i8", []int64{0, 1}, []int64{1, huge}, false)
+	if _, err := Ingest(Options{Edges: edges, Out: out}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("1 -> %d", huge)) ||
+		!strings.Contains(err.Error(), "available") {
+		t.Fatalf("ingest of edge id %d: %v", huge, err)
+	}
+	if left, _ := os.ReadDir(root); len(left) != 1 { // only e.npy
+		t.Fatalf("refused writes left %v", left)
 	}
 }

@@ -35,8 +35,12 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	var pos []int64
 	growable := numNodes < 0
 	if !growable {
+		if err := checkNodes(numNodes, "the node count"); err != nil {
+			return dataset.EdgeType{}, 0, err
+		}
 		pos = make([]int64, numNodes+1)
 	}
+	grownTo := int64(0) // node count checked against memory while counts grow with edge ids
 	var total int64
 	var fingerprint uint64
 	inputTotal := edges.count()
@@ -49,6 +53,12 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
 			if growable {
 				if need := max(s, d) + 2; need > int64(len(pos)) {
+					if need > 2*grownTo {
+						if err := checkNodes(need-1, fmt.Sprintf("edges file %s: edge %d (%d -> %d) makes the node count (largest id + 1; set it to refuse such ids)", edges.name(), first+int64(i), s, d)); err != nil {
+							return err
+						}
+						grownTo = need
+					}
 					pos = slices.Grow(pos, int(need)-len(pos))[:need]
 				}
 			}
@@ -84,6 +94,9 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		idxType = dataset.Int64
 	}
 	size := int64(idxType.Size())
+	if err := checkSpace(dir, total*size+8*(numNodes+1), fmt.Sprintf("the topology's %d edges and %d nodes", total, numNodes)); err != nil {
+		return dataset.EdgeType{}, 0, err
+	}
 	idxPath := filepath.Join(dir, indicesFile)
 	mf, err := dataset.CreateMapped(idxPath, total*size)
 	if err != nil {
