@@ -10,7 +10,7 @@ from . import errors
 
 SizeLike = Union[int, str, None]
 
-# Same units as the CLI (cmd/tierfs/size.go): KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
+# Same units as the CLI (internal/cli/size.go): KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
 # and the bare K/M/G/T powers of 1024.
 _UNITS = [
     ("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("tib", 1 << 40),
