@@ -1,5 +1,5 @@
 // Package cli is the tierfs command: it makes, inspects and serves tierfs datasets. Main runs
-// it; cmd/tierfs, the binary, calls it.
+// it; cmd/tierfs (the binary) and capi's tfs_cli_main (the Python console script) call it.
 //
 //	tierfs synth   [--preset P [--scale S]] --nodes N --avg-degree D --dim F [--dtype T] [--classes C] [--degree-exponent G] [--locality P [--community-size C]] [--report] --seed S --out DIR
 //	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...]
@@ -15,6 +15,7 @@
 //	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png] [STORE FLAGS]
 //	tierfs mount   DIR MOUNTPOINT [--placement] [--foreground] [STORE FLAGS]
 //	tierfs umount  MOUNTPOINT
+//	tierfs --version
 //
 // The store flags are every option of featurestore.Options, named after its JSON name
 // (storeflags.go): --feature, --host-cache, --host-policy, --topology-memory, --io-backend,
@@ -61,8 +62,13 @@ func usage() {
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'tierfs COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(os.Stderr, "\nRun 'tierfs COMMAND -h' for a command's flags; 'tierfs --version' prints the version.\n")
 }
+
+// Self names the program that runs this CLI again (mount's background server). It is the running
+// binary by default; capi's tfs_cli_main, which runs the CLI inside the caller's process (the
+// Python console script), sets it to the caller's argv[0].
+var Self = os.Executable
 
 // Main runs the command line args (args[0] is the program's name, as in os.Args) and returns
 // the process exit status: 0, 1 when the command failed, 2 for a usage error.
@@ -72,6 +78,10 @@ func Main(args []string) int {
 		if len(args) < 2 {
 			return 2
 		}
+		return 0
+	}
+	if args[1] == "--version" || args[1] == "version" {
+		fmt.Printf("tierfs %s\n", Version)
 		return 0
 	}
 	for _, c := range commands {
