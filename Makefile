@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
+.PHONY: help build lib demo test go-test c-test py-test dgl-test wheel wheel-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -23,7 +23,7 @@ lib: ## build the C library build/libtierfs.so and build/tierfs.h
 demo: build ## the main job on the built-in default dataset: synth, verify, gather, sample, bench
 	./scripts/demo.sh $(BUILD)/tierfs $(DEMO_DIR)
 
-test: go-test c-test py-test dgl-test ## every test this machine can run
+test: go-test c-test py-test wheel-test dgl-test ## every test this machine can run
 	@echo "make test: all suites passed"
 
 go-test: ## Go unit tests with the race detector
@@ -42,6 +42,12 @@ $(VENV)/.done: python/requirements-test.txt
 
 py-test: lib venv ## Python, PyG and FUSE-from-Python tests
 	./scripts/py_test.sh $(VENV_PY)
+
+wheel: ## the pip wheel build/wheel/tierfs-*-py3-none-manylinux_2_34_x86_64.whl (auditwheel; tierfs console script)
+	./scripts/build_wheel.sh $(BUILD)/wheel
+
+wheel-test: venv ## build the wheel, install it in a fresh venv without Go, run tierfs and the README quick start
+	./scripts/wheel_test.sh $(VENV_PY)
 
 dgl-test: lib ## DGL tests in their own environment (.venv-dgl: dgl 2.1.0, torch 2.2.1)
 	./scripts/dgl_test.sh

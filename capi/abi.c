@@ -12,6 +12,7 @@
 // the caller's slot. A pthread key with a destructor frees a thread's message when it exits.
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +237,15 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
 }
 
 tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json); }
+
+int tfs_cli_main(int argc, const char *const *argv) {
+  if (tfs_forked) {
+    tfs_forked_error();
+    fprintf(stderr, "%s\n", tfs_last_error());
+    return 1;
+  }
+  return tfsgo_cli_main(argc, (char **)argv);
+}
 
 tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json); }
 

@@ -202,6 +202,14 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
 tfs_status tfs_synth(const char *options_json);
 tfs_status tfs_ingest(const char *options_json);
 
+/* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
+ * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is
+ * on stderr), 2 for a usage error, 70 when it panicked (a bug; stderr says where). argv[0] is the
+ * program's name: commands that start the CLI again (`tierfs mount` without --foreground) run
+ * it, so it must be runnable (the Python console script passes its own path). Output goes to
+ * file descriptors 1 and 2 directly. Commands may not return (a mount server exits the process). */
+int tfs_cli_main(int argc, const char *const *argv);
+
 /* Mounts a read-only view of the store's tiers and counters at dir (FUSE); unmounted by
  * tfs_unmount or tfs_close. */
 tfs_status tfs_mount(tfs_store *store, const char *dir);

@@ -2,13 +2,11 @@ package ingest
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +74,7 @@ type arrowTable struct {
 	schema *arrow.Schema
 	rows   int64 // total rows, or -1 when the format does not say up front
 
-	pq     *pqarrow.FileReader
+	pqCols []pqColumn
 	pqFile *file.Reader
 	ipcF   *ipc.FileReader
 	mapped []byte
@@ -97,17 +94,8 @@ func openArrowTable(path string, format fileFormat) (*arrowTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %s: not a readable Parquet file: %w", path, err)
 		}
-		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-		if err != nil {
-			pf.Close()
-			return nil, fmt.Errorf("ingest: %s: %w", path, err)
-		}
-		sc, err := fr.Schema()
-		if err != nil {
-			pf.Close()
-			return nil, fmt.Errorf("ingest: %s: %w", path, err)
-		}
-		t.pq, t.pqFile, t.schema, t.rows = fr, pf, sc, pf.NumRows()
+		sc, cols := pqSchema(pf)
+		t.pqCols, t.pqFile, t.schema, t.rows = cols, pf, sc, pf.NumRows()
 	case formatArrowFile:
 		f, err := os.Open(path)
 		if err != nil {
@@ -174,32 +162,7 @@ func (t *arrowTable) scan(fields []int, rowsPerBatch int64, fn func(cols []arrow
 	cols := make([]arrow.Array, len(fields))
 	switch t.format {
 	case formatParquet:
-		// Parquet reads leaf columns; a record holds the selected fields in schema order.
-		var leaves []int
-		sorted := slices.Clone(fields)
-		slices.Sort(sorted)
-		sorted = slices.Compact(sorted)
-		for _, fi := range sorted {
-			leaves = appendLeaves(leaves, &t.pq.Manifest.Fields[fi])
-		}
-		t.pq.Props.BatchSize = max(1, rowsPerBatch)
-		rr, err := t.pq.GetRecordReader(context.Background(), leaves, nil)
-		if err != nil {
-			return fmt.Errorf("ingest: %s: %w", t.path, err)
-		}
-		defer rr.Release()
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			for i, fi := range fields {
-				cols[i] = rec.Column(slices.Index(sorted, fi))
-			}
-			if err := fn(cols, rec.NumRows()); err != nil {
-				return err
-			}
-		}
-		if err := rr.Err(); err != nil {
-			return fmt.Errorf("ingest: read %s: %w", t.path, err)
-		}
+		return scanParquet(t.path, t.pqFile, t.pqCols, fields, rowsPerBatch, fn)
 	case formatArrowFile:
 		for b := 0; b < t.ipcF.NumRecords(); b++ {
 			rec, err := t.ipcF.RecordBatchAt(b)
@@ -230,16 +193,6 @@ func (t *arrowTable) scan(fields []int, rowsPerBatch int64, fn func(cols []arrow
 		}
 	}
 	return nil
-}
-
-func appendLeaves(leaves []int, f *pqarrow.SchemaField) []int {
-	if f.IsLeaf() {
-		return append(leaves, f.ColIndex)
-	}
-	for i := range f.Children {
-		leaves = appendLeaves(leaves, &f.Children[i])
-	}
-	return leaves
 }
 
 // countRows returns the table's row count, reading it through once when the format does not

@@ -5,18 +5,33 @@ inside the package as tierfs/_lib/libtierfs.so.
   without Go, e.g. the GPU machines).
 - Otherwise `go build -buildmode=c-shared ./capi` runs in the Go module root, which is this
   folder's parent (override with $TIERFS_SRC); $GO names the go binary (default: go on PATH).
+- The CUDA shim ($TIERFS_CUDA_LIB, else build/libtierfs_cuda.so of the module root when `make
+  cuda` made it) goes beside the library when it exists; without it the package serves from the
+  host, as everywhere.
+- The version is the CLI's (internal/cli/version.go), written once; the build copies it into
+  tierfs/_version.py.
 """
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 LIB = "libtierfs.so"
+CUDA_LIB = "libtierfs_cuda.so"
+
+
+def _version() -> str:
+    go = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "internal" / "cli" / "version.go"
+    m = re.search(r'^const Version = "([^"]+)"', go.read_text(), re.M) if go.is_file() else None
+    if not m:
+        raise SystemExit(f"tierfs build: no `const Version = \"...\"` in {go}")
+    return m.group(1)
 
 
 def _go_root() -> Path:
@@ -36,6 +51,8 @@ class BuildPyWithGo(build_py):
         dest_dir = Path(self.build_lib).resolve() / "tierfs" / "_lib"
         dest_dir.mkdir(parents=True, exist_ok=True)
         dest = dest_dir / LIB
+        (dest_dir.parent / "_version.py").write_text(f'__version__ = "{_version()}"\n')
+        self._copy_cuda_shim(dest_dir)
         prebuilt = os.environ.get("TIERFS_LIB")
         if prebuilt:
             src = Path(prebuilt).expanduser()
@@ -59,6 +76,15 @@ class BuildPyWithGo(build_py):
         if header.exists():
             header.unlink()
 
+    def _copy_cuda_shim(self, dest_dir: Path) -> None:
+        env = os.environ.get("TIERFS_CUDA_LIB")
+        src = Path(env).expanduser() if env else Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "build" / CUDA_LIB
+        if env and not src.is_file():
+            raise SystemExit(f"tierfs build: TIERFS_CUDA_LIB={env} is not a file")
+        if src.is_file():
+            self.announce(f"tierfs: with the CUDA shim {src}", level=2)
+            shutil.copy2(src, dest_dir / CUDA_LIB)
+
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -66,17 +92,21 @@ except ImportError:  # setuptools < 70.1
     from wheel.bdist_wheel import bdist_wheel
 
 
+class BinaryDistribution(Distribution):
+    """The package holds a native library: install it into platlib (auditwheel repairs only
+    platlib wheels), although it has no CPython extension module."""
+
+    def has_ext_modules(self):
+        return True
+
+
 class BdistWheel(bdist_wheel):
     """The wheel holds a native library (platform-specific) but no CPython extension, so it
     fits every Python 3: tag py3-none-<platform>."""
-
-    def finalize_options(self):
-        super().finalize_options()
-        self.root_is_pure = False
 
     def get_tag(self):
         _, _, plat = super().get_tag()
         return "py3", "none", plat
 
 
-setup(cmdclass={"build_py": BuildPyWithGo, "bdist_wheel": BdistWheel})
+setup(version=_version(), distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithGo, "bdist_wheel": BdistWheel})

@@ -20,7 +20,7 @@ method (see :mod:`tierfs.pyg` for PyG loaders). Every native call releases the G
 from __future__ import annotations
 
 from . import _native
-from ._util import format_bytes, parse_size
+from ._util import _checkout_version, format_bytes, parse_size
 from .build import from_pyg, ingest, synth
 from .errors import (
     ClosedError,
@@ -43,7 +43,10 @@ from .loader import Batch, Loader, Prefetcher, prefetch
 from .pipeline import Pipeline
 from .store import GatherFuture, Sample, Sampler, Store, open
 
-__version__ = "0.1.0"
+try:
+    from ._version import __version__  # written by the build (python/setup.py)
+except ImportError:  # a source checkout (PYTHONPATH=python)
+    __version__ = _checkout_version()
 
 #: C ABI version of the loaded library.
 ABI_VERSION: int = _native.ABI_VERSION

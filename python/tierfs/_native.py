@@ -200,6 +200,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_epochs_gather", [c_void_p, c_int64, c_int64, c_void_p, c_int64, c_void_p, c_int64]),
     ("tfs_synth", [c_char_p]),
     ("tfs_ingest", [c_char_p]),
+    ("tfs_cli_main", [c_int, POINTER(c_char_p)]),
     ("tfs_mount", [c_void_p, c_char_p]),
     ("tfs_unmount", [c_void_p]),
     ("tfs_io_open", [POINTER(c_char_p), c_int32, POINTER(IoOptions), POINTER(c_void_p)]),
@@ -208,7 +209,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_io_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_io_close", [c_void_p]),
 ]
-_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p}
+_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p, "tfs_cli_main": c_int}
 
 
 def candidate_paths() -> list[tuple[str, Path]]:

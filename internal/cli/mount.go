@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -66,7 +66,7 @@ func runMount(args []string) error {
 // has mounted (or failed to), and returns; the server runs on until unmounted. Until it is ready
 // the server writes to our stderr (fusermount's complaints reach the user), then to /dev/null.
 func mountInBackground(datasetDir, mountpoint string, flags []string) error {
-	exe, err := os.Executable()
+	exe, err := Self()
 	if err != nil {
 		return err
 	}
