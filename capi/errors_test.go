@@ -30,6 +30,7 @@ var wantStatus = []struct {
 	{dataset.ErrCorrupt, stECORRUPT},
 	{placement.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},
+	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
 	{featurestore.ErrNotFound, stENOENT},
 	{os.ErrNotExist, stENOENT},
