@@ -103,9 +103,52 @@ func Main(args []string) int {
 			return 0
 		}
 	}
-	fmt.Fprintf(os.Stderr, "tierfs: unknown command %q\n\n", args[1])
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	fmt.Fprintf(os.Stderr, "tierfs: unknown command %q%s\n\n", args[1], didYouMean(args[1], names))
 	usage()
 	return 2
+}
+
+// didYouMean is `; did you mean "X"?` for the candidate closest to got (at most two edits, or
+// got a prefix of it), else "".
+func didYouMean(got string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		d := editDistance(got, c)
+		if strings.HasPrefix(c, got) && len(got) >= 2 {
+			d = min(d, 1)
+		}
+		if d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseFlags parses args with fs, allowing flags after positional arguments
@@ -115,6 +158,11 @@ func parseFlags(fs *flag.FlagSet, args []string, positional int) ([]string, erro
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				var defined []string
+				fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
+				return nil, fmt.Errorf("unknown flag --%s%s", name, didYouMean(name, defined))
+			}
 			return nil, err
 		}
 		args = fs.Args()

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDidYouMean(t *testing.T) {
+	names := []string{"synth", "ingest", "info", "plan-epochs", "place"}
+	for _, c := range []struct{ got, want string }{
+		{"sytnh", `; did you mean "synth"?`},
+		{"ingets", `; did you mean "ingest"?`},
+		{"plan", `; did you mean "plan-epochs"?`},
+		{"xyzzy", ""},
+		{"", ""},
+	} {
+		if got := didYouMean(c.got, names); got != c.want {
+			t.Errorf("didYouMean(%q) = %q, want %q", c.got, got, c.want)
+		}
+	}
+	if editDistance("kitten", "sitting") != 3 || editDistance("", "abc") != 3 || editDistance("same", "same") != 0 {
+		t.Error("editDistance disagrees with the textbook cases")
+	}
+}
+
+func TestUnknownCommandAndFlagSuggest(t *testing.T) {
+	if code := Main([]string{"tierfs", "sytnh"}); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	err := runSynth([]string{"--nodez", "5", "--out", t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `unknown flag --nodez; did you mean "nodes"?`) {
+		t.Errorf("synth --nodez: %v", err)
+	}
+}
