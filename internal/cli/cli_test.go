@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -30,5 +31,19 @@ func TestUnknownCommandAndFlagSuggest(t *testing.T) {
 	err := runSynth([]string{"--nodez", "5", "--out", t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), `unknown flag --nodez; did you mean "nodes"?`) {
 		t.Errorf("synth --nodez: %v", err)
+	}
+}
+
+func TestGatherRefusesToWriteIntoADataset(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := runSynth([]string{"--nodes", "200", "--avg-degree", "2", "--dim", "4", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	err := runGather([]string{dir, "--ids", "split:train", "--out", filepath.Join(dir, "features.x.0.bin")})
+	if err == nil || !strings.Contains(err.Error(), "inside the dataset") {
+		t.Fatalf("gather --out into the dataset: %v", err)
+	}
+	if err := runGather([]string{dir, "--ids", "split:train", "--out", filepath.Join(t.TempDir(), "rows.npy")}); err != nil {
+		t.Fatal(err)
 	}
 }

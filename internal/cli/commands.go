@@ -259,6 +259,9 @@ func runGather(args []string) error {
 	if *idsPath == "" || *out == "" {
 		return fmt.Errorf("--ids and --out are required")
 	}
+	if err := refuseInsideDataset(*out); err != nil {
+		return err
+	}
 	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
 		return err
 	}
@@ -278,7 +281,25 @@ func runGather(args []string) error {
 	}
 	printIO(os.Stderr, before, s.Stats().IO)
 	f := s.Feature()
-	return ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst)
+	if err := ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %d rows x %d %s (%s) to %s\n", len(ids), f.Dim, f.DType, formatBytes(int64(len(dst))), *out)
+	return nil
+}
+
+// refuseInsideDataset refuses an output file in a dataset's directory, where it could replace or
+// shadow one of the dataset's files.
+func refuseInsideDataset(out string) error {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(abs)
+	if _, err := os.Stat(filepath.Join(dir, dataset.ManifestName)); err == nil {
+		return fmt.Errorf("--out %s is inside the dataset %s; write it elsewhere", out, dir)
+	}
+	return nil
 }
 
 // openToSample opens the store of dir for sampling (following its saved placement when asked),
