@@ -32,7 +32,7 @@ var (
 		"edges": "Edges", "features": "Features", "labels": "Labels", "splits": "SplitsDir",
 		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
-		"feature_dtype": "FeatureDType", "force": "Replace",
+		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
 	}
 )
 

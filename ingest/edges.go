@@ -25,14 +25,22 @@ type edgeSource interface {
 	scan(fn func(first int64, src, dst []int64) error) error
 }
 
-// openEdges inspects path and returns a source for it: .npy of shape (2, E) or (E, 2), or a
-// Parquet / Arrow IPC file with integer columns src and dst (else its first two columns).
-func openEdges(path string) (edgeSource, error) {
+// openEdges inspects path and returns a source for it: .npy of shape (2, E) or (E, 2), a text
+// edge list (.csv, .tsv, .txt, .edges, .el), or a Parquet / Arrow IPC file. The source and
+// destination columns of a table are columns (names or 0-based indexes), else those named src
+// and dst (or source and target), else the first two.
+func openEdges(path string, columns [2]string) (edgeSource, error) {
+	if isTextEdges(path) {
+		return openTextEdges(path, columns)
+	}
 	format, err := detectFormat(path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: edges: %w", unwrapIngest(err))
 	}
 	if format == formatNpy {
+		if columns != ([2]string{}) {
+			return nil, fmt.Errorf("ingest: edges file %s is a .npy array, which has no columns to choose (edge columns %q)", path, columns)
+		}
 		return openNpyEdges(path)
 	}
 	t, err := openArrowTable(path, format)
@@ -40,7 +48,7 @@ func openEdges(path string) (edgeSource, error) {
 		return nil, err
 	}
 	defer t.Close()
-	src, dst, err := edgeColumns(path, t.schema)
+	src, dst, err := edgeColumns(path, t.schema, columns)
 	if err != nil {
 		return nil, err
 	}
@@ -55,21 +63,13 @@ func unwrapIngest(err error) error {
 	return err
 }
 
-func edgeColumns(path string, sc *arrow.Schema) (src, dst int, err error) {
-	src, dst = -1, -1
+func edgeColumns(path string, sc *arrow.Schema, columns [2]string) (src, dst int, err error) {
+	names := make([]string, sc.NumFields())
 	for i, f := range sc.Fields() {
-		switch f.Name {
-		case "src":
-			src = i
-		case "dst":
-			dst = i
-		}
+		names[i] = f.Name
 	}
-	if src < 0 || dst < 0 {
-		if sc.NumFields() < 2 {
-			return 0, 0, fmt.Errorf("ingest: edges file %s has %d columns; want two integer columns (src, dst)", path, sc.NumFields())
-		}
-		src, dst = 0, 1
+	if src, dst, err = pickColumns(path, names, len(names), columns); err != nil {
+		return 0, 0, err
 	}
 	for _, i := range []int{src, dst} {
 		f := sc.Field(i)

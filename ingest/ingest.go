@@ -1,8 +1,8 @@
 // Package ingest builds tierfs datasets (see package dataset) from user files, and synthesizes
 // power-law graphs for benchmarks.
 //
-// Inputs: edges as .npy of shape (2, E) or (E, 2), Parquet, or Arrow IPC (file or stream) with
-// integer columns src and dst; features as a 2-D .npy or a Parquet / Arrow IPC file with one
+// Inputs: edges as .npy of shape (2, E) or (E, 2), a CSV/TSV/whitespace text edge list, Parquet,
+// or Arrow IPC (file or stream) with integer columns src and dst (or chosen by EdgeColumns); features as a 2-D .npy or a Parquet / Arrow IPC file with one
 // fixed_size_list column or one numeric column per dimension; labels as a 1-D integer .npy;
 // splits as train.npy / val.npy / test.npy holding node ids or bool masks.
 //
@@ -40,7 +40,11 @@ const nodeTypeName = "node"
 
 // Options says what Ingest reads and how it transforms the graph.
 type Options struct {
-	Edges     string // edge list: .npy (2,E)/(E,2), Parquet or Arrow IPC; "" for no topology
+	Edges     string // edge list: .npy (2,E)/(E,2), CSV/TSV text, Parquet or Arrow IPC; "" for no topology
+	// EdgeColumns names the source and destination columns of a table edge list (CSV header
+	// names, Parquet/Arrow field names, or 0-based indexes); default src and dst, or source and
+	// target, else the first two.
+	EdgeColumns [2]string
 	Features  string // node features: 2-D .npy, Parquet or Arrow IPC; "" for none
 	Labels    string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
 	SplitsDir string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
@@ -95,7 +99,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	var splits map[string]splitInput
 	var err error
 	if opt.Edges != "" {
-		if edges, err = openEdges(opt.Edges); err != nil {
+		if edges, err = openEdges(opt.Edges, opt.EdgeColumns); err != nil {
 			return nil, err
 		}
 	}
@@ -239,6 +243,9 @@ func (opt Options) args() []string {
 		return p
 	}
 	add("edges", abs(opt.Edges))
+	if opt.EdgeColumns != ([2]string{}) {
+		add("edge-columns", opt.EdgeColumns[0]+","+opt.EdgeColumns[1])
+	}
 	add("features", abs(opt.Features))
 	add("labels", abs(opt.Labels))
 	add("splits", abs(opt.SplitsDir))

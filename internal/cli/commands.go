@@ -110,7 +110,8 @@ func overrideGiven(opt *ingest.SynthOptions, flagged ingest.SynthOptions, given 
 func runIngest(args []string) error {
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	opt := ingest.Options{}
-	fs.StringVar(&opt.Edges, "edges", "", "edges: Parquet / Arrow IPC with two integer columns (src, dst), or .npy of shape (2,E) or (E,2)")
+	fs.StringVar(&opt.Edges, "edges", "", "edges: .npy of shape (2,E) or (E,2), a CSV/TSV text edge list (.csv .tsv .txt .edges .el), or Parquet / Arrow IPC with two integer columns (src, dst)")
+	edgeColumns := fs.String("edge-columns", "", "SRC,DST: the source and destination columns of a table edge list, by name or 0-based index (default src,dst or source,target, else the first two)")
 	fs.StringVar(&opt.Features, "features", "", "features: 2-D .npy, or Parquet (fixed-size-list column or one column per dimension)")
 	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
@@ -136,6 +137,13 @@ func runIngest(args []string) error {
 		}
 	}
 	opt.DevicePaths = devs
+	if *edgeColumns != "" {
+		cols := strings.Split(*edgeColumns, ",")
+		if len(cols) != 2 || cols[0] == "" || cols[1] == "" {
+			return fmt.Errorf("--edge-columns %q: want SRC,DST (names or 0-based indexes)", *edgeColumns)
+		}
+		opt.EdgeColumns = [2]string{cols[0], cols[1]}
+	}
 	bar := newProgressBar()
 	opt.Progress = bar.update
 	m, err := ingest.Ingest(opt)

@@ -97,3 +97,24 @@ def test_replace_needs_force_and_open_stores_keep_the_old(tmp_path):
     with pytest.raises(tierfs.InvalidArgumentError, match="1 entries"):
         tierfs.ingest(tmp_path / "mine", features=np.zeros((5, 2), np.float32))
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_ingest_csv_and_chosen_columns(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    r = rng(73)
+    n = 50
+    src, dst = r.integers(0, n, 400), r.integers(0, n, 400)
+    src[0], dst[0] = n - 1, 0
+    csv = tmp_path / "e.csv"
+    csv.write_text("weight,to,from\n" + "".join(f"0.5,{d},{s}\n" for s, d in zip(src, dst)))
+    pq.write_table(pa.table({"a": dst, "b": src}), tmp_path / "e.parquet")
+    for name, kw in (("csv", dict(edges=csv, edge_columns=("from", "to"))), ("parquet", dict(edges=tmp_path / "e.parquet", edge_columns=(1, 0)))):
+        path = tierfs.ingest(tmp_path / name, features=np.zeros((n, 2), np.float32), **kw)
+        with tierfs.open(path) as s:
+            indptr, indices = s.csc()
+            got = edge_set(indices, np.repeat(np.arange(n), np.diff(indptr)))
+            assert got == edge_set(src, dst), name
+    with pytest.raises(tierfs.InvalidArgumentError, match="has no column"):
+        tierfs.ingest(tmp_path / "bad", edges=csv, edge_columns=("src", "dst"))

@@ -99,6 +99,7 @@ def ingest(
     feature_dtype: Optional[str] = None,
     tmp_dir: Optional[PathLike] = None,
     force: bool = False,
+    edge_columns: Optional[Sequence[Union[str, int]]] = None,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -111,8 +112,10 @@ def ingest(
         out: dataset directory to write. One that holds a dataset (or any file) is refused unless
             ``force``; then the new dataset is written beside it and swapped in once complete
             (stores open on the old one keep reading it).
-        edges: ``(2, E)`` or ``(E, 2)`` integer array of (src, dst) pairs; or a ``.npy``,
-            Parquet or Arrow IPC file (integer columns src and dst). None: no topology.
+        edges: ``(2, E)`` or ``(E, 2)`` integer array of (src, dst) pairs; or a ``.npy``, a
+            CSV/TSV text edge list (``.csv``, ``.tsv``, ``.txt``, ``.edges``, ``.el``; ``#``/``%``
+            comment lines, an optional header), a Parquet or Arrow IPC file (integer columns src
+            and dst, or source and target, else the first two). None: no topology.
         features: ``(N, dim)`` array of any supported dtype (float32, float16, bfloat16 as a
             torch tensor or uint16 bits with ``feature_dtype="bfloat16"``, float64, int8, uint8,
             int16, int32, int64); or a 2-D ``.npy``/Parquet/Arrow IPC file. None: no features.
@@ -128,6 +131,7 @@ def ingest(
             for uint16/int16 bits, or raw void values).
         tmp_dir: where to write the temporary ``.npy`` files.
         force: replace what ``out`` holds.
+        edge_columns: ``(src, dst)`` columns of a table edges file, by name or 0-based index.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -210,6 +214,11 @@ def ingest(
             opts["device_paths"] = [os.fspath(p) for p in device_paths]
         if force:
             opts["force"] = True
+        if edge_columns is not None:
+            cols = [str(c) for c in edge_columns]
+            if len(cols) != 2:
+                raise errors.InvalidArgumentError(f"ingest: edge_columns must be (src, dst), got {edge_columns!r}")
+            opts["edge_columns"] = cols
         check(lib.tfs_ingest(json.dumps(opts).encode()))
     finally:
         if tmp is not None:
