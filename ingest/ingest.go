@@ -40,16 +40,16 @@ const nodeTypeName = "node"
 
 // Options says what Ingest reads and how it transforms the graph.
 type Options struct {
-	Edges     string // edge list: .npy (2,E)/(E,2), CSV/TSV text, Parquet or Arrow IPC; "" for no topology
+	Edges string // edge list: .npy (2,E)/(E,2), CSV/TSV text, Parquet or Arrow IPC; "" for no topology
 	// EdgeColumns names the source and destination columns of a table edge list (CSV header
 	// names, Parquet/Arrow field names, or 0-based indexes); default src and dst, or source and
 	// target, else the first two.
 	EdgeColumns [2]string
-	Features  string // node features: 2-D .npy, Parquet or Arrow IPC; "" for none
-	Labels    string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
-	SplitsDir string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
-	Out       string // dataset directory to write
-	Replace   bool   // replace what Out holds (a dataset or other files); else such an Out is refused
+	Features    string // node features: 2-D .npy, Parquet or Arrow IPC; "" for none
+	Labels      string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
+	SplitsDir   string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
+	Out         string // dataset directory to write
+	Replace     bool   // replace what Out holds (a dataset or other files); else such an Out is refused
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
