@@ -40,6 +40,7 @@ from .errors import (
 )
 from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
+from .iostack import IOStack
 from .pipeline import Pipeline
 from .store import GatherFuture, Sample, Sampler, Store, open
 
@@ -65,6 +66,7 @@ __all__ = [
     "Prefetcher",
     "prefetch",
     "Pipeline",
+    "IOStack",
     "ingest",
     "from_pyg",
     "synth",
