@@ -236,7 +236,23 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
   return (tfs_status)tfsgo_epochs_gather(H(epochs), epoch, batch, (int64_t *)nodes, n, dst, dst_bytes);
 }
 
-tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json); }
+tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json, NULL, NULL); }
+
+tfs_status tfs_synth_progress(const char *options_json, tfs_progress_fn fn, void *ctx) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_synth((char *)options_json, fn, ctx);
+}
+
+tfs_status tfs_ingest_progress(const char *options_json, tfs_progress_fn fn, void *ctx) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_ingest((char *)options_json, fn, ctx);
+}
+
+/* Calls a caller's progress function for the Go side (capi/progress.go); not exported. */
+__attribute__((visibility("hidden"))) void tfs_call_progress(tfs_progress_fn fn, void *ctx, const char *stage, int64_t done,
+                                                            int64_t total) {
+  fn(ctx, stage, done, total);
+}
 
 int tfs_cli_main(int argc, const char *const *argv) {
   if (tfs_forked) {
@@ -247,7 +263,7 @@ int tfs_cli_main(int argc, const char *const *argv) {
   return tfsgo_cli_main(argc, (char **)argv);
 }
 
-tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json); }
+tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json, NULL, NULL); }
 
 tfs_status tfs_mount(tfs_store *store, const char *dir) { FORK_GUARD(); return (tfs_status)tfsgo_mount(H(store), (char *)dir); }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/tierfs/tierfs/ingest"
 )
@@ -101,10 +102,11 @@ func decodeObject(obj map[string]json.RawMessage, keys map[string]string, dst an
 }
 
 //export tfsgo_synth
-func tfsgo_synth(js *C.char) (st C.int) {
+func tfsgo_synth(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
 	defer guard("tfs_synth", &st)
 	opt, err := decodeSynthOptions(js)
 	if err == nil {
+		opt.Progress = progressFunc(fn, ctx)
 		_, err = ingest.Synth(opt)
 	}
 	// Synth's own errors that are not IO are about its options.
@@ -112,10 +114,11 @@ func tfsgo_synth(js *C.char) (st C.int) {
 }
 
 //export tfsgo_ingest
-func tfsgo_ingest(js *C.char) (st C.int) {
+func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
 	defer guard("tfs_ingest", &st)
 	var opt ingest.Options
 	err := decodeOptions(js, ingestKeys, &opt)
+	opt.Progress = progressFunc(fn, ctx)
 	if err == nil {
 		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir})
 	}

@@ -202,6 +202,15 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
 tfs_status tfs_synth(const char *options_json);
 tfs_status tfs_ingest(const char *options_json);
 
+/* Progress of a long call: stage names the work ("edges: count", "edges: fill", "features",
+ * "labels", "commit", ...), done of total units (total 0: not known up front). Called from the
+ * library's threads, at most every 100 ms per stage plus once when a stage completes; it must
+ * return quickly and must not call into the library. */
+typedef void (*tfs_progress_fn)(void *ctx, const char *stage, int64_t done, int64_t total);
+/* tfs_synth and tfs_ingest reporting their progress to fn(ctx, ...) (fn NULL: none). */
+tfs_status tfs_synth_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
+tfs_status tfs_ingest_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
+
 /* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
  * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is
  * on stderr), 2 for a usage error, 70 when it panicked (a bug; stderr says where). argv[0] is the

@@ -137,15 +137,19 @@ class Header:
     _struct_tags: dict[str, str] = field(default_factory=dict)  # tag -> struct name
     _enum_tags: dict[str, str] = field(default_factory=dict)
     _forward: set[str] = field(default_factory=set)  # struct tags declared without a body
+    # typedef RET (*NAME)(PARAMS): function pointer types (callbacks), by name.
+    funcptrs: dict[str, "Function"] = field(default_factory=dict)
 
     def where(self, line: int) -> str:
         return f"{os.path.basename(self.path)}:{line}"
 
     def resolve(self, base: str) -> tuple[str, Any]:
         """(kind, info) of a base type name: ("scalar", (family, size, signed)), ("void", None),
-        ("struct", name), ("enum", name) or ("opaque", name)."""
+        ("struct", name), ("enum", name), ("opaque", name) or ("funcptr", Function)."""
         if base == "void":
             return "void", None
+        if base in self.funcptrs:
+            return "funcptr", self.funcptrs[base]
         if base in C_SCALARS:
             return "scalar", C_SCALARS[base]
         if base.startswith("struct "):
@@ -506,6 +510,13 @@ def parse_header(path: str | os.PathLike, text: str | None = None) -> Header:
             if name:
                 h._tagged[name] = ("struct", tag)
             continue
+        fp = re.match(r"^(.*?)\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\((.*)\)$", core) if typedef else None
+        if fp:  # typedef RET (*NAME)(PARAMS): a callback type
+            ret_text, fname, params_text = fp.groups()
+            (_, ret), = _parse_decl(ret_text + " x", where, h.defines, need_name=True)
+            params = [Param(pn, pt) for pn, pt in (_parse_decl(p, where, h.defines, need_name=False)[0] for p in params_text.split(","))]
+            h.funcptrs[fname] = Function(fname, ret, params, line)
+            continue
         if typedef:
             raise ParseError(f"{where}: typedefs of non-tagged types are not supported: {flat[:80]!r}")
         m = re.match(r"^(.*?)\(\s*(.*?)\s*\)$", flat)
@@ -686,6 +697,17 @@ def type_mismatch(h: Header, t: CType, p: Any, structs: dict[str, type]) -> str 
             return f"a pointer in the header, an integer ({describe(p)}) in Python"
         return f"a pointer in the header, {describe(p)} in Python"
     kind, info = h.resolve(t.base)
+    if kind == "funcptr":
+        if not (isinstance(p, type) and issubclass(p, ctypes._CFuncPtr)):
+            return f"the callback type {t.base} in the header, {describe(p)} in Python (want a ctypes.CFUNCTYPE)"
+        if len(p._argtypes_) != len(info.params):
+            return f"{t.base} takes {len(info.params)} parameters in the header, {len(p._argtypes_)} in Python"
+        for i, (hp, pa) in enumerate(zip(info.params, p._argtypes_)):
+            r = type_mismatch(h, hp.ctype, pa, structs)
+            if r is not None:
+                return f"{t.base} parameter {i + 1} ({hp.name}): {r}"
+        r = type_mismatch(h, info.ret, p._restype_, structs)
+        return None if r is None else f"{t.base} result: {r}"
     if kind == "void":
         return None if p is None else f"void in the header, {describe(p)} in Python"
     if p is None:

@@ -123,6 +123,25 @@ static int same_first_sample(tfs_sampler *a, tfs_sampler *b, const int64_t *seed
   return same;
 }
 
+struct progress_seen {
+  int calls, commit_done, backwards;
+  char stage[64];
+  int64_t done;
+};
+
+static void on_progress(void *ctx, const char *stage, int64_t done, int64_t total) {
+  struct progress_seen *p = ctx;
+  p->calls++;
+  if (strcmp(stage, p->stage) == 0 && done < p->done) {
+    p->backwards++;
+  }
+  snprintf(p->stage, sizeof p->stage, "%s", stage);
+  p->done = done;
+  if (strcmp(stage, "commit") == 0 && total > 0 && done == total) {
+    p->commit_done = 1;
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: errors DATASET NEWER_VERSION_DIR CORRUPT_DIR BAD_MANIFEST_DIR SCRATCH_DIR\n");
@@ -306,6 +325,15 @@ int main(int argc, char **argv) {
   char json[2048];
   snprintf(json, sizeof json, "{\"edges\": \"/nonexistent/edges.npy\", \"out\": \"%s/out\"}", scratch);
   expect_status(tfs_ingest(json), TFS_ENOENT, "/nonexistent/edges.npy", "ingest of a missing edges file");
+
+  /* Progress: reported per stage, each stage's completion among the reports. */
+  struct progress_seen seen = {0};
+  snprintf(json, sizeof json, "{\"out\": \"%s/progress\", \"nodes\": 50000, \"avg_degree\": 4, \"dim\": 8}", scratch);
+  expect_status(tfs_synth_progress(json, on_progress, &seen), TFS_OK, NULL, "synth with progress");
+  expect(seen.calls > 0 && seen.commit_done && seen.backwards == 0,
+         "tfs_synth_progress reported %d times, the commit stage completed (%d), never backwards within a stage (%d)",
+         seen.calls, seen.commit_done, seen.backwards);
+  expect_status(tfs_synth_progress(json, on_progress, &seen), TFS_EINVAL, "already holds a dataset", "synth over a dataset without force");
 
   /* ---- mount (a FUSE view; where FUSE is missing, TFS_ENOTSUP) ---- */
   char mnt[2048], probe[2200];

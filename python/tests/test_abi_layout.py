@@ -104,8 +104,13 @@ def test_cli(tmp_path, capsys, cc):
     bad.write_text(HEADER.read_text().replace("TFS_EIO = 5,", "TFS_EIO = 12,"))
     assert abi.main(["--installed", "--header", str(bad)]) == 1
     assert "constant TFS_EIO: 12 in the header, 5 in Python" in capsys.readouterr().out
-    bad.write_text("typedef void (*tfs_callback)(int);\n")
+    bad.write_text("typedef int64_t tfs_count;\n")
     assert abi.main(["--installed", "--header", str(bad)]) == 2
+    # A callback type whose parameters changed is caught where the binding passes it.
+    capsys.readouterr()
+    bad.write_text(HEADER.read_text().replace("const char *stage, int64_t done, int64_t total);", "const char *stage, int64_t done, int32_t total);"))
+    assert abi.main(["--installed", "--header", str(bad)]) == 1
+    assert "tfs_progress_fn parameter 4 (total)" in capsys.readouterr().out
 
 
 # ---- a changed header is caught ----------------------------------------------------------------
@@ -352,7 +357,7 @@ def test_unchecked_structure_is_reported(header):
 @pytest.mark.parametrize(
     "text",
     [
-        "typedef void (*tfs_callback)(int);",
+        "typedef int64_t tfs_count;",
         "typedef struct tfs_x { int32_t a : 3; } tfs_x;",
         "typedef union tfs_u { int32_t a; int64_t b; } tfs_u;",
         "typedef struct tfs_x { struct { int a; } inner; } tfs_x;",

@@ -58,3 +58,27 @@ def test_synth_bad_shape_options(tmp_path):
         tierfs.synth(tmp_path / "s", nodes=10, avg_degree=2, dim=4, scale=0.5)
     with pytest.raises(ValueError, match="nodes, avg_degree, dim required"):
         tierfs.synth(tmp_path / "s")
+
+
+def test_synth_and_ingest_report_progress(tmp_path, capsys):
+    calls = []
+    tierfs.synth(tmp_path / "s", nodes=200000, avg_degree=4, dim=16, seed=1, progress=lambda *a: calls.append(a))
+    stages = {c[0] for c in calls}
+    assert {"features", "commit"} <= stages, stages
+    for stage in stages:
+        last = [c for c in calls if c[0] == stage][-1]
+        assert last[2] <= 0 or last[1] == last[2], f"{stage} never reported its completion: {last}"
+    for a, b in zip(calls, calls[1:]):
+        if a[0] == b[0]:
+            assert b[1] >= a[1], f"{a[0]} went backwards: {a} then {b}"
+    # True: bars on stderr (tqdm or plain lines); a failing callback's error comes back after the call.
+    tierfs.ingest(tmp_path / "i", features=np.zeros((10, 2), np.float32), progress=True)
+    assert "commit" in capsys.readouterr().err
+
+    def boom(stage, done, total):
+        raise RuntimeError(f"stop at {stage}")
+
+    with pytest.raises(RuntimeError, match="stop at"):
+        tierfs.synth(tmp_path / "b", nodes=100, avg_degree=2, dim=4, progress=boom)
+    with pytest.raises(tierfs.DTypeError, match="progress"):
+        tierfs.synth(tmp_path / "c", nodes=100, avg_degree=2, dim=4, progress="yes")

@@ -170,6 +170,9 @@ STRUCTS: dict[str, type[Structure]] = {
 }
 
 
+#: tfs_progress_fn: (ctx, stage, done, total).
+PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_int64, c_int64)
+
 # (name, argtypes). Every function returns tfs_status (int) unless listed in _RESTYPES. Typed
 # arrays are passed as c_void_p (an address: addr() of a numpy array or torch tensor).
 _SIGNATURES: list[tuple[str, list]] = [
@@ -200,6 +203,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_epochs_gather", [c_void_p, c_int64, c_int64, c_void_p, c_int64, c_void_p, c_int64]),
     ("tfs_synth", [c_char_p]),
     ("tfs_ingest", [c_char_p]),
+    ("tfs_synth_progress", [c_char_p, PROGRESS_FN, c_void_p]),
+    ("tfs_ingest_progress", [c_char_p, PROGRESS_FN, c_void_p]),
     ("tfs_cli_main", [c_int, POINTER(c_char_p)]),
     ("tfs_mount", [c_void_p, c_char_p]),
     ("tfs_unmount", [c_void_p]),

@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -43,6 +43,75 @@ def _to_numpy(x: Any, what: str) -> tuple[np.ndarray, Optional[str]]:
     if isinstance(x, (list, tuple, range)):
         return np.asarray(x), None
     raise errors.DTypeError(f"{what}: want a numpy array, a torch tensor or a file path, got {type(x).__name__}")
+
+
+ProgressLike = Union[None, bool, Callable[[str, int, int], Any]]
+
+
+def _progress_callback(progress: ProgressLike) -> tuple:
+    """(the tfs_progress_fn for progress, or None; a list that collects its first exception).
+    progress: a callable(stage, done, total), True for a bar per stage (tqdm where installed,
+    else lines on stderr), or None/False."""
+    if progress is None or progress is False:
+        return None, []
+    if progress is True:
+        progress = _StageBars()
+    if not callable(progress):
+        raise errors.DTypeError(f"progress must be a callable(stage, done, total), True or None, got {type(progress).__name__}")
+    errs: List[BaseException] = []
+
+    def call(_ctx: Any, stage: bytes, done: int, total: int) -> None:
+        if errs:
+            return
+        try:
+            progress(stage.decode(), int(done), int(total))
+        except BaseException as e:  # raised once the native call returns
+            errs.append(e)
+
+    return _native.PROGRESS_FN(call), errs
+
+
+class _StageBars:
+    """progress=True: one tqdm bar per stage where tqdm is installed, else a line per stage on
+    stderr, rewritten in place."""
+
+    def __init__(self) -> None:
+        try:
+            import tqdm
+
+            self._tqdm: Any = tqdm.tqdm
+        except ImportError:
+            self._tqdm = None
+        self._bars: Dict[str, Any] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        finished = total > 0 and done >= total
+        if self._tqdm is not None:
+            bar = self._bars.get(stage)
+            if bar is None:
+                bar = self._bars[stage] = self._tqdm(total=total or None, desc=stage, leave=True)
+            bar.update(done - bar.n)
+            if finished:
+                bar.close()
+            return
+        import sys
+
+        pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
+        sys.stderr.write(f"\r{stage}: {done:,}{f' of {total:,}' if total > 0 else ''}{pct}" + ("\n" if finished else ""))
+        sys.stderr.flush()
+
+
+def _run_with_progress(plain: Any, with_progress: Any, opts: Dict[str, Any], progress: ProgressLike) -> None:
+    """One native synth/ingest call, reporting to progress when given; the callback's first
+    exception is raised after the call."""
+    request = json.dumps(opts).encode()
+    cb, errs = _progress_callback(progress)
+    if cb is None:
+        check(plain(request))
+        return
+    check(with_progress(request, cb, None))
+    if errs:
+        raise errs[0]
 
 
 def _labels_array(labels: Any) -> np.ndarray:
@@ -100,6 +169,7 @@ def ingest(
     tmp_dir: Optional[PathLike] = None,
     force: bool = False,
     edge_columns: Optional[Sequence[Union[str, int]]] = None,
+    progress: ProgressLike = None,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -132,6 +202,9 @@ def ingest(
         tmp_dir: where to write the temporary ``.npy`` files.
         force: replace what ``out`` holds.
         edge_columns: ``(src, dst)`` columns of a table edges file, by name or 0-based index.
+        progress: ``callable(stage, done, total)`` called as the work advances (about every
+            100 ms per stage, and when a stage completes; total 0 when not known up front), or
+            True for a bar per stage (tqdm where installed).
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -219,7 +292,7 @@ def ingest(
             if len(cols) != 2:
                 raise errors.InvalidArgumentError(f"ingest: edge_columns must be (src, dst), got {edge_columns!r}")
             opts["edge_columns"] = cols
-        check(lib.tfs_ingest(json.dumps(opts).encode()))
+        _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -244,6 +317,7 @@ def synth(
     preset: Optional[str] = None,
     scale: Optional[float] = None,
     force: bool = False,
+    progress: ProgressLike = None,
 ) -> str:
     """Writes a deterministic power-law graph with features, labels and splits to ``out`` and
     returns its path (the same seed gives the same bytes). One native call (``tfs_synth``).
@@ -270,6 +344,7 @@ def synth(
         scale: with ``preset``, the fraction of its node count to make.
         force: replace what ``out`` holds (else an ``out`` holding a dataset or any file is
             refused); the new dataset is swapped in once complete.
+        progress: as :func:`ingest`'s.
 
     Labels are learnable: features are a per-class centroid plus noise. See docs/synth.md.
     """
@@ -300,7 +375,7 @@ def synth(
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
     if force:
         opts["force"] = True
-    check(lib.tfs_synth(json.dumps(opts).encode()))
+    _run_with_progress(lib.tfs_synth, lib.tfs_synth_progress, opts, progress)
     return out
 
 
