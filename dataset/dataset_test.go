@@ -187,8 +187,8 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 1`, `"version": 2`, "newer than this tierfs reads", ErrVersionTooNew},
-		{`"version": 1`, `"version": 0`, "not a valid version", ErrCorrupt},
+		{`"version": 2`, `"version": 3`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 2`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
 		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype", ErrCorrupt},

@@ -27,7 +27,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and the one it writes.
-const Version = 1
+const Version = 2
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -50,8 +50,24 @@ type Manifest struct {
 	EdgeTypes []EdgeType `json:"edge_types"`
 	Files     []File     `json:"files"`
 	Created   Created    `json:"created"`
+	// ManifestHash is xxhash64 of the manifest's content (its canonical JSON with this field
+	// empty), written by Commit: an edit that changes any value is caught by Parse. Version 2
+	// manifests must have it; version 1 manifests (older writers) have none and are read as they
+	// are.
+	ManifestHash string `json:"manifest_hash,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
+}
+
+// contentHash is the ManifestHash of m's content.
+func (m *Manifest) contentHash() (string, error) {
+	c := *m
+	c.ManifestHash = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	return hashHex(data), nil
 }
 
 // NodeType is one kind of node: its count, features, labels and splits.
@@ -191,6 +207,14 @@ func Parse(data []byte) (*Manifest, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
+	if m.ManifestHash == "" && m.Version >= 2 {
+		return nil, fmt.Errorf("manifest version %d has no manifest_hash (every version 2 manifest is written with one): %w", m.Version, ErrCorrupt)
+	}
+	if m.ManifestHash != "" {
+		if h, err := m.contentHash(); err != nil || h != m.ManifestHash {
+			return nil, fmt.Errorf("manifest content hashes to %s, not the %s it was written with: it was edited after it was written: %w", h, m.ManifestHash, ErrCorrupt)
+		}
+	}
 	return &m, nil
 }
 
@@ -204,8 +228,9 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("manifest checksum %q is not supported (want xxhash64)", m.Checksum)
 	}
 	if len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1 {
-		return fmt.Errorf("manifest has %d node types and %d edge types; format version 1 holds exactly one node type and at most one edge type", len(m.NodeTypes), len(m.EdgeTypes))
+		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 and 2 hold exactly one node type and at most one edge type", len(m.NodeTypes), len(m.EdgeTypes))
 	}
+	role := map[string]string{} // file -> what refers to it; a file serves one role
 	files := make(map[string]*File, len(m.Files))
 	for i := range m.Files {
 		f := &m.Files[i]
@@ -228,6 +253,10 @@ func (m *Manifest) Validate() error {
 		if !ok {
 			return fmt.Errorf("manifest %s refers to file %q, which is not in the files list", what, path)
 		}
+		if other, dup := role[path]; dup {
+			return fmt.Errorf("manifest %s and %s both refer to file %q", other, what, path)
+		}
+		role[path] = what
 		if f.ContentBytes < minContent {
 			return fmt.Errorf("manifest %s: file %q holds %d bytes, needs %d", what, path, f.ContentBytes, minContent)
 		}

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -172,7 +173,7 @@ func TestManifestPathEscapes(t *testing.T) {
 		}
 	}
 	good := strings.ReplaceAll(string(raw), `"features.x.1.bin`, `"`+filepath.Join(outside, "features.x.1.bin"))
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(good), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), rehashed(t, good), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, err := Load(dir)
@@ -181,5 +182,84 @@ func TestManifestPathEscapes(t *testing.T) {
 	}
 	if problems, err := m.Verify(0, nil); err != nil || len(problems) != 0 {
 		t.Fatalf("absolute stripe: verify %v %v", problems, err)
+	}
+}
+
+// rehashed is manifest JSON text with its manifest_hash recomputed, as a writer would have
+// written it.
+func rehashed(t *testing.T, text string) []byte {
+	t.Helper()
+	var m Manifest
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.contentHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ManifestHash = h
+	data, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestManifestEditsAreCaught: any edit of a value in a written manifest is corruption; layout
+// (whitespace) is not; a manifest without a hash (an older writer's) is read as it is; two roles
+// never share a file, even in a manifest whose hash was recomputed.
+func TestManifestEditsAreCaught(t *testing.T) {
+	dir, _ := newPathsDataset(t)
+	path := filepath.Join(dir, ManifestName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"manifest_hash"`) {
+		t.Fatal("Commit wrote no manifest_hash")
+	}
+	for _, tc := range []struct{ from, to string }{
+		{`"num_classes": 16`, `"num_classes": 17`},
+		{`"count": 4`, `"count": 3`},
+		{`"by": "`, `"by": "x`},
+	} {
+		bad := strings.Replace(string(raw), tc.from, tc.to, 1)
+		if bad == string(raw) {
+			continue // this dataset has no such value
+		}
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "edited after it was written") {
+			t.Errorf("%s -> %s: %v, want the edit caught", tc.from, tc.to, err)
+		}
+	}
+	os.WriteFile(path, []byte(strings.ReplaceAll(string(raw), "\n  ", "\n    ")), 0o644)
+	if _, err := Load(dir); err != nil {
+		t.Errorf("re-indented manifest: %v", err)
+	}
+	var obj map[string]any
+	json.Unmarshal(raw, &obj)
+	delete(obj, "manifest_hash")
+	stripped, _ := json.Marshal(obj)
+	os.WriteFile(path, stripped, 0o644)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "no manifest_hash") {
+		t.Errorf("a version 2 manifest without its hash: %v", err)
+	}
+	obj["version"] = 1 // an older writer's manifest: no hash, read as it is
+	old, _ := json.Marshal(obj)
+	os.WriteFile(path, old, 0o644)
+	if _, err := Load(dir); err != nil {
+		t.Errorf("a version 1 manifest without a hash: %v", err)
+	}
+	var m Manifest
+	json.Unmarshal(raw, &m)
+	stripes := m.NodeTypes[0].Features[0].Files
+	if len(stripes) < 2 {
+		t.Fatalf("the test dataset has %d stripes, want 2 or more", len(stripes))
+	}
+	stripes[1] = stripes[0]
+	twice, _ := json.Marshal(&m)
+	os.WriteFile(path, rehashed(t, string(twice)), 0o644)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "both refer to file") {
+		t.Errorf("two stripes naming one file: %v", err)
 	}
 }

@@ -295,6 +295,11 @@ func Commit(m *Manifest, files []string, by string, args []string) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("dataset: refusing to commit an inconsistent manifest: %w", err)
 	}
+	hash, err := m.contentHash()
+	if err != nil {
+		return err
+	}
+	m.ManifestHash = hash
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -179,7 +179,7 @@ tap iostack "$WORK/iostack" "$WORK/io" "$io_seed"
 E=$WORK/err
 if [[ -f $WORK/dsA/manifest.json ]]; then
   mkdir -p "$E/scratch" "$E/badman"
-  cp -r "$WORK/dsA" "$E/v99" && sed -i 's/"version": 1,/"version": 99,/' "$E/v99/manifest.json"
+  cp -r "$WORK/dsA" "$E/v99" && sed -i 's/"version": [0-9]*,/"version": 99,/' "$E/v99/manifest.json"
   check "the version-99 copy's manifest says version 99" grep -q '"version": 99,' "$E/v99/manifest.json"
   cp -r "$WORK/dsA" "$E/corrupt"
   feat=$(ls "$E/corrupt"/features.*.0.bin | head -n 1)
