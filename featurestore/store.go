@@ -23,6 +23,7 @@ package featurestore
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 
@@ -106,8 +107,14 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	for _, name := range s.SplitNames() { // splits are read through the stacks too, so verified
 		paths = append(paths, m.Nodes().Splits[name].File)
 	}
+	// TIERFS_FAULTS (gpuio.ParseFaults) injects IO faults into the store's reads: a seam for
+	// tests through every layer (C ABI, Python); unset in normal use.
+	faults, err := gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS"))
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: TIERFS_FAULTS: %w", err)
+	}
 	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
-		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign}); err != nil {
+		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}
 	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)

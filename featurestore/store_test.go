@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -445,5 +446,48 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 			t.Fatalf("label of an id out of range: %v", err)
 		}
 		s.Close()
+	}
+}
+
+// TestInjectedFaultsNeverGiveWrongRows drives IO faults (gpuio.Faults through TIERFS_FAULTS)
+// into verified stores: open and gather either fail, naming an IO or corruption error, or
+// return the reference rows; never different rows.
+func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 32, 2, 8, rng)
+	for _, spec := range []string{"eio:every=3", "flip:prob=0.3:seed=5", "short:every=2", "eio:prob=0.05:seed=9;flip:prob=0.05:seed=3", "delay:ms=1"} {
+		t.Setenv("TIERFS_FAULTS", spec)
+		failed := 0
+		for trial := range 4 {
+			s, err := Open(d.dir, Options{VerifyReads: true, HostCacheBytes: int64(trial) * 20000})
+			if err != nil {
+				failed++
+				continue
+			}
+			ids := make([]int64, 500)
+			for i := range ids {
+				ids[i] = rng.Int64N(d.count)
+			}
+			got := make([]byte, int64(len(ids))*d.rowBytes)
+			if err := s.Gather(ids, got); err != nil {
+				if !dataset.IsCorrupt(err) && !errors.Is(err, syscall.EIO) && !strings.Contains(err.Error(), "short") {
+					t.Errorf("%s: gather failed with an error that is neither IO nor corruption: %v", spec, err)
+				}
+				failed++
+			} else if !bytes.Equal(got, d.want(ids)) {
+				t.Fatalf("%s: a gather under faults returned rows that differ from the reference", spec)
+			}
+			s.Close()
+		}
+		if spec == "delay:ms=1" && failed > 0 {
+			t.Errorf("delays alone failed %d of 4 trials", failed)
+		}
+		if spec == "eio:every=3" && failed == 0 {
+			t.Errorf("%s: no trial saw the injected errors", spec)
+		}
+	}
+	t.Setenv("TIERFS_FAULTS", "bogus")
+	if _, err := Open(d.dir, Options{}); err == nil || !strings.Contains(err.Error(), "TIERFS_FAULTS") {
+		t.Errorf("a bad TIERFS_FAULTS: %v", err)
 	}
 }

@@ -60,6 +60,8 @@ type Options struct {
 	// (and for a few milliseconds after). Where the kernel refuses it the Stack runs without
 	// and says why (Stack.SQPoll, Stack.Mode). Default off.
 	SQPoll bool
+	// Faults, when set, injects faults into the reads the Stack completes (tests; see Faults).
+	Faults *Faults
 }
 
 // Stats counts what a Stack did since it was opened.

@@ -130,6 +130,9 @@ func Open(fds []int, opts Options) (*Stack, error) {
 		_ = unix.Munmap(arena)
 		return nil, fmt.Errorf("gpuio: unknown backend %q", opts.Backend)
 	}
+	if opts.Faults != nil {
+		s.eng = &faultEngine{engine: s.eng, s: s, faults: opts.Faults}
+	}
 	s.limit = s.maxInflight
 	s.stats.Backend, s.stats.BlockSize, s.stats.CoalesceGap = s.backend, opts.BlockSize, opts.CoalesceGap
 	if opts.NoCoalesce {
@@ -172,7 +175,7 @@ func (s *Stack) Backend() Backend { return s.backend }
 // Stats returns the counters accumulated since Open.
 func (s *Stack) Stats() Stats {
 	st := s.stats
-	if e, ok := s.eng.(*uringEngine); ok && e.ring != nil {
+	if e, ok := s.uring(); ok && e.ring != nil {
 		st.Enters = e.ring.enters
 	}
 	return st
@@ -181,7 +184,7 @@ func (s *Stack) Stats() Stats {
 // Mode says how the Stack's reads reach the kernel, e.g. "registered files, registered
 // buffers, SQPOLL".
 func (s *Stack) Mode() string {
-	e, ok := s.eng.(*uringEngine)
+	e, ok := s.uring()
 	if !ok {
 		return "pread workers"
 	}
@@ -201,8 +204,18 @@ func (s *Stack) Mode() string {
 // SQPoll reports whether a kernel thread polls the Stack's submission ring, and when
 // Options.SQPoll asked for one that the kernel refused (not permitted, or too old), why.
 func (s *Stack) SQPoll() (bool, error) {
-	e, ok := s.eng.(*uringEngine)
+	e, ok := s.uring()
 	return ok && e.ring.sqpoll, s.sqpollErr
+}
+
+// uring is the Stack's io_uring engine, under a fault injector if there is one.
+func (s *Stack) uring() (*uringEngine, bool) {
+	eng := s.eng
+	if f, ok := eng.(*faultEngine); ok {
+		eng = f.engine
+	}
+	e, ok := eng.(*uringEngine)
+	return e, ok
 }
 
 // Submit validates every request, plans aligned reads for them and hands as many to the kernel as

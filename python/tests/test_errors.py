@@ -160,3 +160,42 @@ def test_zero_d_ids_are_scalars(store, graph):
         got = store.gather(ids)
         assert tuple(got.shape) == (x.shape[1],), f"{type(ids).__name__}: shape {tuple(got.shape)}"
         np.testing.assert_array_equal(np.asarray(got), x[5])
+
+
+FAULT_CHILD = """
+import sys, numpy as np, tierfs
+path, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+want = np.load(sys.argv[4])
+r = np.random.default_rng(seed)
+outcomes = []
+for trial in range(4):
+    try:
+        with tierfs.open(path, verify_reads=True, host_cache=trial * 20000) as s:
+            ids = r.integers(0, n, 500)
+            got = s.gather(ids)
+            assert np.array_equal(got, want[ids]), "WRONG ROWS"
+            outcomes.append("ok")
+    except (tierfs.IOFailedError, tierfs.CorruptError) as e:
+        outcomes.append(type(e).__name__)
+print(",".join(outcomes))
+"""
+
+
+@pytest.mark.parametrize("spec", ["eio:every=3", "flip:prob=0.3:seed=5", "short:every=2"])
+def test_injected_io_faults_through_the_c_abi(graph, tmp_path, spec):
+    """IO faults injected under the store (TIERFS_FAULTS, read when the library loads, hence a
+    child process) surface as IOFailedError or CorruptError through the C ABI, never as rows
+    that differ from the reference."""
+    import os
+    import subprocess
+    import sys
+
+    np.save(tmp_path / "want.npy", graph["x"])
+    env = dict(os.environ, TIERFS_FAULTS=spec)
+    r = subprocess.run([sys.executable, "-c", FAULT_CHILD, graph["path"], str(graph["n"]), "1", str(tmp_path / "want.npy")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    outcomes = r.stdout.strip().split(",")
+    assert len(outcomes) == 4 and set(outcomes) <= {"ok", "IOFailedError", "CorruptError"}, outcomes
+    if spec.startswith("eio"):
+        assert "IOFailedError" in outcomes, outcomes

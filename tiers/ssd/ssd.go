@@ -32,6 +32,8 @@ type Options struct {
 	// SQPoll gives every IO stack a kernel submission-polling thread (gpuio.Options.SQPoll): no
 	// system call to submit, a busy CPU per stack. Where refused the stacks run without it.
 	SQPoll bool
+	// Faults injects faults into every stack's reads (gpuio.Faults; tests). nil: none.
+	Faults *gpuio.Faults
 	// CoalesceGap is gpuio.Options.CoalesceGap: ranges of a file at most this many bytes apart
 	// are read by one read. -1 probes the first file of the set at open (Probe, about 1.5 s)
 	// and takes the gap it recommends (Files.Probe says what it measured). Default 0.
@@ -158,7 +160,7 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	n := max(1, opt.Stacks)
 	f.stacks = make(chan *pooledStack, n)
 	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll})
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults})
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}
