@@ -143,7 +143,7 @@ func (e *faultEngine) wait(done func(rd *read, n int, err error)) error {
 					n /= 2
 				case FaultFlip:
 					if n > 0 {
-						at := int(uint64(rd.off)*2654435761%uint64(n)) // the same byte for the same read
+						at := int(uint64(rd.off) * 2654435761 % uint64(n)) // the same byte for the same read
 						e.s.slots[rd.slot][at] ^= 1 << (uint(rd.off) % 8)
 					}
 				case FaultDelay:
