@@ -51,7 +51,7 @@ func init() {
 		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
 		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
 		{"plan-epochs", "sample K epochs ahead and pack each batch's disk rows contiguously (planned epochs)", runPlanEpochs},
-		{"bench", "measure gather throughput per tier (bench gather DIR ...)", runBench},
+		{"bench", "benchmarks: bench gather|gpu|placement|disk|train DIR, bench io --files A,B", runBench},
 		{"place", "profile, plan and save the dataset's topology+feature placement; compare policies", runPlace},
 		{"advise", "predict seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model)", runAdvise},
 		{"mount", "mount a read-only view of a dataset's tiers (FUSE)", runMount},
@@ -62,7 +62,7 @@ func init() {
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: tierfs COMMAND [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.usage)
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", c.name, c.usage)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun 'tierfs COMMAND -h' for a command's flags; 'tierfs --version' prints the version.\n")
 }
@@ -155,6 +155,7 @@ func editDistance(a, b string) int {
 // ("tierfs info DIR --json"), and returns the positional ones.
 func parseFlags(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 	fs.SetOutput(os.Stderr)
+	setUsage(fs)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -47,3 +47,28 @@ func TestGatherRefusesToWriteIntoADataset(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHelpExamplesParse: every command's -h has a description and examples, and every example's
+// flags exist (the example parses up to -h without an unknown flag).
+func TestHelpExamplesParse(t *testing.T) {
+	for _, c := range commands {
+		if _, ok := commandHelp[c.name]; !ok && c.name != "bench" {
+			t.Errorf("command %s has no help entry", c.name)
+		}
+	}
+	for name, h := range commandHelp {
+		if h.what == "" || len(h.examples) == 0 {
+			t.Errorf("%s: no description or examples", name)
+		}
+		for _, e := range h.examples {
+			args := strings.Fields(e)
+			if args[0] != "tierfs" {
+				t.Errorf("%s: example %q does not start with tierfs", name, e)
+				continue
+			}
+			if code := Main(append(args, "-h")); code != 0 {
+				t.Errorf("%s: example %q does not parse (exit %d)", name, e, code)
+			}
+		}
+	}
+}
