@@ -56,6 +56,7 @@ func init() {
 		{"advise", "predict seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model)", runAdvise},
 		{"mount", "mount a read-only view of a dataset's tiers (FUSE)", runMount},
 		{"umount", "unmount a tierfs mount", runUmount},
+		{"completion", "print a shell completion script: source <(tierfs completion bash)", runCompletion},
 	}
 }
 

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,7 +55,7 @@ func TestGatherRefusesToWriteIntoADataset(t *testing.T) {
 // flags exist (the example parses up to -h without an unknown flag).
 func TestHelpExamplesParse(t *testing.T) {
 	for _, c := range commands {
-		if _, ok := commandHelp[c.name]; !ok && c.name != "bench" {
+		if _, ok := commandHelp[c.name]; !ok && c.name != "bench" && c.name != "completion" {
 			t.Errorf("command %s has no help entry", c.name)
 		}
 	}
@@ -70,5 +73,32 @@ func TestHelpExamplesParse(t *testing.T) {
 				t.Errorf("%s: example %q does not parse (exit %d)", name, e, code)
 			}
 		}
+	}
+}
+
+// TestBashCompletion: the script is valid bash and completes command names.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	old := os.Stdout
+	r, w, _ := os.Pipe()
+	os.Stdout = w
+	err = runCompletion([]string{"bash"})
+	w.Close()
+	os.Stdout = old
+	script, _ := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bash, "-c", string(script)+`
+COMP_WORDS=(tierfs pla); COMP_CWORD=1; _tierfs; echo "${COMPREPLY[@]}"
+COMP_WORDS=(tierfs bench i); COMP_CWORD=2; _tierfs; echo "${COMPREPLY[@]}"`).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "plan-epochs place\nio" {
+		t.Fatalf("completion: %v %q", err, out)
+	}
+	if err := runCompletion([]string{"zsh"}); err == nil || !strings.Contains(err.Error(), "tierfs completion bash") {
+		t.Errorf("completion zsh: %v", err)
 	}
 }
