@@ -118,3 +118,12 @@ def test_ingest_csv_and_chosen_columns(tmp_path):
             assert got == edge_set(src, dst), name
     with pytest.raises(tierfs.InvalidArgumentError, match="has no column"):
         tierfs.ingest(tmp_path / "bad", edges=csv, edge_columns=("src", "dst"))
+
+
+def test_ingest_errors_name_the_arrays_not_temp_files(tmp_path):
+    """An error about an array given to ingest names that array, not the temporary .npy file
+    it was written to."""
+    edges = np.array([[0, 1, 2], [1, 2, 7]])
+    with pytest.raises(tierfs.Error) as e:
+        tierfs.ingest(tmp_path / "ds", edges=edges, features=np.zeros((5, 2), np.float32))
+    assert "<the edges array>" in str(e.value) and ".tierfs-ingest-" not in str(e.value), str(e.value)

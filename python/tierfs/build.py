@@ -292,7 +292,21 @@ def ingest(
             if len(cols) != 2:
                 raise errors.InvalidArgumentError(f"ingest: edge_columns must be (src, dst), got {edge_columns!r}")
             opts["edge_columns"] = cols
-        _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+        try:
+            _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+        except errors.Error as e:
+            if tmp is None:
+                raise
+            # The core names the temporary .npy files it read; name the arrays the caller gave.
+            msg = e.message
+            for key in ("edges", "features", "labels"):
+                if key in opts and str(opts[key]).startswith(str(tmp)):
+                    msg = msg.replace(str(opts[key]), f"<the {key} array>")
+            if "splits" in opts and str(opts["splits"]).startswith(str(tmp)):
+                msg = msg.replace(str(opts["splits"]), "<the splits arrays>")
+            if msg == e.message:
+                raise
+            raise type(e)(msg, e.status) from None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
