@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 )
@@ -9,8 +10,13 @@ import (
 // complete from the command list, flags from the command's own -h (so they never drift), and
 // everything else as file names.
 func runCompletion(args []string) error {
-	if len(args) != 1 || args[0] != "bash" {
-		return fmt.Errorf("usage: tierfs completion bash  (then: source <(tierfs completion bash))")
+	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
+	pos, err := parseFlags(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if pos[0] != "bash" {
+		return fmt.Errorf("completion for %q: only bash is supported (source <(tierfs completion bash))", pos[0])
 	}
 	names := make([]string, 0, len(commands)+1)
 	for _, c := range commands {

@@ -33,6 +33,7 @@ var commandHelp = map[string]struct {
 		"tierfs advise data/g --fanouts 10,5 --batch-size 1024 --host-cache 2GiB --ssd-price 150 --machine-price 3000"}},
 	"mount":           {"Mounts a read-only view of a dataset's tiers (FUSE).", []string{"tierfs mount data/g mnt --host-cache 512MB", "tierfs umount mnt"}},
 	"umount":          {"Unmounts a tierfs mount.", []string{"tierfs umount mnt"}},
+	"completion":      {"Prints a bash completion script for tierfs (commands, flags, files).", []string{"tierfs completion bash"}},
 	"bench gather":    {"Measures gather throughput per tier configuration on an id stream.", []string{"tierfs bench gather data/g --dist sample --host-cache 1GB"}},
 	"bench gpu":       {"Measures the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed.", []string{"tierfs bench gpu data/g --kernels"}},
 	"bench placement": {"Held-out SSD rows per batch of degree, one-epoch and converged placements against the hindsight bar.", []string{"tierfs bench placement data/g --fanouts 25,10"}},
