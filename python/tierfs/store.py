@@ -496,8 +496,8 @@ class Store:
         frozen: Any = ids_.array.copy()
         if ids_.scalar:
             frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
-        elif ids_.kind == "torch":
-            frozen = _torch().from_numpy(frozen)
+        elif ids_.kind == "torch":  # back on the ids' device, so the result lands where gather's would
+            frozen = _torch().from_numpy(frozen).to(ids_.device)
         return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out), self._device_type == "cuda")
 
     def _gather_for_future(self, ids: Any, out: Any) -> tuple:
