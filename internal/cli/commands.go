@@ -67,14 +67,9 @@ func runSynth(args []string) error {
 		return err
 	}
 	opt.DevicePaths = devs
-	bar := newProgressBar()
-	opt.Progress = bar.update
-	m, err := ingest.Synth(opt)
-	bar.done()
-	if err != nil {
+	if err := withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Synth(opt) }); err != nil {
 		return err
 	}
-	printInfo(m)
 	if *report {
 		r, err := ingest.ReportGraph(opt.Out, ingest.ReportOptions{Seed: opt.Seed})
 		if err != nil {
@@ -144,15 +139,20 @@ func runIngest(args []string) error {
 		}
 		opt.EdgeColumns = [2]string{cols[0], cols[1]}
 	}
+	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Ingest(opt) })
+}
+
+// withProgressBar runs build (synth or ingest) with a progress bar in *progress and prints what
+// it made.
+func withProgressBar(progress *func(stage string, done, total int64), build func() (*dataset.Manifest, error)) error {
 	bar := newProgressBar()
-	opt.Progress = bar.update
-	m, err := ingest.Ingest(opt)
+	*progress = bar.update
+	m, err := build()
 	bar.done()
-	if err != nil {
-		return err
+	if err == nil {
+		printInfo(m)
 	}
-	printInfo(m)
-	return nil
+	return err
 }
 
 func runInfo(args []string) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -44,21 +45,10 @@ func FreeBytes(path string) (int64, error) {
 		if err == nil {
 			return int64(st.Bavail) * st.Bsize, nil
 		}
-		parent := parentOf(path)
+		parent := filepath.Dir(path)
 		if !errors.Is(err, unix.ENOENT) || parent == path {
 			return 0, fmt.Errorf("statfs %s: %w", path, err)
 		}
 		path = parent
 	}
-}
-
-func parentOf(path string) string {
-	i := strings.LastIndexByte(strings.TrimRight(path, "/"), '/')
-	switch {
-	case i > 0:
-		return path[:i]
-	case i == 0:
-		return "/"
-	}
-	return "."
 }

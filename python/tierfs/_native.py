@@ -23,6 +23,7 @@ Where the library is looked for, in order:
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import sys
 from ctypes import (
@@ -342,6 +343,19 @@ def check(status: int) -> None:
     """Raises the exception for a non-zero status, with the calling thread's last error."""
     if status != 0:
         raise _errors.from_status(status, last_error())
+
+
+def read_json(fill: Any, cap: int = 1 << 14) -> Any:
+    """The JSON answer of a tfs_*_json call: fill(buf, cap, byref(needed)) returns a status and
+    says in needed how many bytes the answer takes; a buffer too small is grown and the call made
+    again (the library keeps the answer, so the retry redoes no work)."""
+    while True:
+        buf = ctypes.create_string_buffer(cap)
+        needed = c_size_t(0)
+        check(fill(buf, cap, ctypes.byref(needed)))
+        if needed.value <= cap:
+            return json.loads(buf.value.decode())
+        cap = needed.value
 
 
 def addr(obj) -> int:

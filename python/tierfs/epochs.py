@@ -12,7 +12,7 @@ import json
 import shutil
 import tempfile
 import threading
-from ctypes import byref, c_size_t, c_void_p
+from ctypes import byref, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -106,14 +106,7 @@ class PlannedEpochs:
         """``{"dir", "report", "stats"}``; stats counts batches, packed rows read, bytes read,
         reads, and the planning time."""
         h = self._h()
-        cap = 1 << 12
-        while True:
-            buf = _native.ctypes.create_string_buffer(cap)
-            needed = c_size_t(0)
-            check(lib.tfs_epochs_info_json(h, buf, cap, byref(needed)))
-            if needed.value <= cap:
-                return json.loads(buf.value.decode())
-            cap = needed.value
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_epochs_info_json(h, buf, cap, needed), 1 << 12)
 
     def stats(self) -> Dict[str, Any]:
         return self.info()["stats"]

@@ -15,9 +15,8 @@ alignment. One IOStack serves one caller at a time; open one per thread for para
 
 from __future__ import annotations
 
-import json
 import os
-from ctypes import byref, c_char_p, c_size_t, c_void_p
+from ctypes import byref, c_char_p, c_void_p
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -139,11 +138,7 @@ class IOStack:
         """The stack's counters (``tfs_io_stats_json``): requests, reads, bytes requested and
         read, the latency histogram, pending requests."""
         h = self._h()
-        need = c_size_t(0)
-        check(lib.tfs_io_stats_json(h, None, 0, byref(need)))
-        buf = _native.ctypes.create_string_buffer(need.value + 1)
-        check(lib.tfs_io_stats_json(h, buf, need.value + 1, byref(need)))
-        return json.loads(buf.value.decode())
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_io_stats_json(h, buf, cap, needed), 1 << 12)
 
     def close(self) -> None:
         """Drops requests not yet completed (waiting for reads in flight), frees the staging and

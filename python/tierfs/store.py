@@ -10,7 +10,7 @@ import builtins
 import json
 import os
 import threading
-from ctypes import byref, c_char_p, c_int32, c_int64, c_size_t, c_void_p
+from ctypes import byref, c_char_p, c_int32, c_int64, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -776,14 +776,7 @@ class Store:
                 req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
             request = json.dumps(req).encode()
             h = self._h()
-            cap = 1 << 16
-            while True:
-                buf = _native.ctypes.create_string_buffer(cap)
-                needed = c_size_t(0)
-                check(lib.tfs_place_json(h, request, buf, cap, byref(needed)))
-                if needed.value <= cap:
-                    return json.loads(buf.value.decode())
-                cap = needed.value  # the report is kept: the retry does not plan again
+            return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
         h = self._h()
         if hotness is None:
             check(lib.tfs_place(h, None, 0))
@@ -805,14 +798,7 @@ class Store:
         bytes served (``tiers``), disk IO (``io``: requests, reads, bytes, latency histogram),
         samples."""
         h = self._h()
-        cap = 1 << 14
-        while True:
-            buf = _native.ctypes.create_string_buffer(cap)
-            needed = c_size_t(0)
-            check(lib.tfs_stats_json(h, buf, cap, byref(needed)))
-            if needed.value <= cap:
-                return json.loads(buf.value.decode())
-            cap = needed.value
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_stats_json(h, buf, cap, needed))
 
     def advise(
         self,
@@ -880,14 +866,7 @@ class Store:
             req["current_ssds"] = int(current_ssds)
         request = json.dumps(req).encode()
         h = self._h()
-        cap = 1 << 16
-        while True:
-            buf = _native.ctypes.create_string_buffer(cap)
-            needed = c_size_t(0)
-            _native.check(lib.tfs_advise_json(h, request, buf, cap, byref(needed)))  # `check` is the flag here
-            if needed.value <= cap:
-                return json.loads(buf.value.decode())
-            cap = needed.value  # the report is kept: the retry does not measure again
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_advise_json(h, request, buf, cap, needed), 1 << 16)
 
     def mount(self, path: Union[str, os.PathLike]) -> None:
         """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live
