@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import errno
 import itertools
 import json
 import os
@@ -264,7 +265,8 @@ class _MemoryLimit:
     def __init__(self, limit: int):
         self.limit = limit
         self.reason = ""
-        self.child = self.parent = ""
+        self.child = self.parent = self.leaf = ""
+        self.enabled = False
         root = "/sys/fs/cgroup"
         if not os.path.exists(os.path.join(root, "cgroup.controllers")):
             self.reason = "no cgroup v2 hierarchy at /sys/fs/cgroup (cgroup v1 or none): memory limit not applied"
@@ -285,8 +287,7 @@ class _MemoryLimit:
             os.mkdir(self.child)
             with open(os.path.join(self.child, "cgroup.controllers")) as f:
                 if "memory" not in f.read().split():
-                    with open(os.path.join(self.parent, "cgroup.subtree_control"), "w") as g:
-                        g.write("+memory")
+                    self._enable_memory()
             with open(os.path.join(self.child, "memory.max"), "w") as f:
                 f.write(str(self.limit))
             with open(os.path.join(self.child, "cgroup.procs"), "w") as f:
@@ -296,17 +297,48 @@ class _MemoryLimit:
             self._cleanup()
         return self
 
-    def _cleanup(self) -> None:
+    def _enable_memory(self) -> None:
+        """Enables the memory controller for the parent's children. cgroup v2 refuses that (EBUSY)
+        while the parent itself holds processes, as a container's own cgroup does: then every
+        process of the parent moves into a leaf sibling first, as systemd does, and back at exit."""
+        ctl = os.path.join(self.parent, "cgroup.subtree_control")
         try:
-            os.rmdir(self.child)
-        except OSError:
-            pass
+            with open(ctl, "w") as g:
+                g.write("+memory")
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+        self.leaf = os.path.join(self.parent, f"tierfs-benchtrain-leaf-{os.getpid()}")
+        os.mkdir(self.leaf)
+        _move_all(self.parent, self.leaf)
+        with open(ctl, "w") as g:
+            g.write("+memory")
+        self.enabled = True
+
+    def _cleanup(self) -> None:
+        for d in (self.child,):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        if self.leaf:  # undo _enable_memory: controller off, processes home, leaf gone
+            try:
+                if self.enabled:
+                    with open(os.path.join(self.parent, "cgroup.subtree_control"), "w") as g:
+                        g.write("-memory")
+                _move_all(self.leaf, self.parent)
+                os.rmdir(self.leaf)
+            except OSError as e:
+                print(f"benchtrain: could not undo the leaf cgroup {self.leaf}: {e.strerror or e}", file=sys.stderr)
+            self.leaf, self.enabled = "", False
 
     def __exit__(self, *exc) -> None:
         if self.reason:
             return
+        home = self.leaf or self.parent
         try:
-            with open(os.path.join(self.parent, "cgroup.procs"), "w") as f:
+            with open(os.path.join(home, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
         except OSError as e:  # e.g. a parent with controllers enabled may hold no processes
             try:  # stay, without the limit
@@ -317,6 +349,23 @@ class _MemoryLimit:
                 print(f"benchtrain: could not leave {self.child} ({e}) nor lift its limit ({e2})", file=sys.stderr)
             return
         self._cleanup()
+
+
+def _move_all(src: str, dst: str) -> None:
+    """Moves every process of cgroup src into cgroup dst (kernel threads and processes that exit
+    meanwhile are skipped); repeats while src still lists some (forks during the move)."""
+    for _ in range(5):
+        with open(os.path.join(src, "cgroup.procs")) as f:
+            pids = [p for p in f.read().split() if p]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                with open(os.path.join(dst, "cgroup.procs"), "w") as f:
+                    f.write(pid)
+            except OSError as e:
+                if e.errno not in (errno.ESRCH, errno.EINVAL):
+                    raise
 
 
 class _SmiSampler:
@@ -486,6 +535,7 @@ class Bench:
         t0 = time.perf_counter()
         with tierfs.open(a.dataset) as plain:
             self.n, self.dim, self.rb = plain.num_nodes, plain.dim, plain.row_bytes
+            self.m = plain.num_edges
             self.classes = plain.num_classes
             self.np_dtype, self.torch_dtype = plain.dtype, plain.torch_dtype
             self.train = plain.split("train")
@@ -510,9 +560,12 @@ class Bench:
                   f"{' + device' if self.cuda and self.X_dev is not None else ''} ({time.perf_counter() - t:.1f} s)")
 
         topo = "device" if self.cuda else None
+        # The GPU sampler needs the whole topology in memory, whatever the default budget (1 GiB).
+        topo_mem = max(1 << 30, (self.n + 1) * 8 + self.m * 8 + (64 << 20)) if self.cuda else None
         t = time.perf_counter()
         if self.cuda:  # every row in the GPU tier; its GPU sampler serves every configuration
-            self.stores["cached"] = tierfs.open(a.dataset, gpu_cache=self.feat_bytes + (64 << 20), device=self.dev, gpu_topology=topo)
+            self.stores["cached"] = tierfs.open(a.dataset, gpu_cache=self.feat_bytes + (64 << 20), device=self.dev, gpu_topology=topo,
+                                                topology_memory=topo_mem)
         else:
             self.stores["cached"] = tierfs.open(a.dataset, host_cache=self.n * (self.rb + 64) + (64 << 20))
         held = {t_["tier"]: t_["rows_held"] for t_ in self.stores["cached"].stats()["tiers"]}
@@ -529,7 +582,7 @@ class Bench:
             host_max = max([a.host_frac] + a.sweep_host)
             if self.cuda:
                 self.stores["tiered"] = tierfs.open(a.dataset, gpu_cache=int(a.gpu_frac * self.feat_bytes), host_cache=int(host_max * self.feat_bytes),
-                                                    device=self.dev, gpu_topology=topo)
+                                                    device=self.dev, gpu_topology=topo, topology_memory=topo_mem)
             else:  # no GPU tier: its share goes to the host tier, so the memory budget is the same
                 self.stores["tiered"] = tierfs.open(a.dataset, host_cache=int((a.gpu_frac + host_max) * self.feat_bytes))
             print(f"tierfs 10/20 store opened ({time.perf_counter() - t:.1f} s)")
