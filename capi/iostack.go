@@ -78,9 +78,9 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 		gopts.Backend = gpuio.Backend(C.GoString(o.backend))
 	}
 	switch gopts.Backend {
-	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:
+	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread, gpuio.BackendGPUURing:
 	default:
-		return fail(stEINVAL, "backend %q is not one of \"io_uring\", \"pread\" (or NULL/\"\" to pick)", gopts.Backend)
+		return fail(stEINVAL, "backend %q is not one of \"io_uring\", \"pread\", \"gpu-uring\" (or NULL/\"\" to pick)", gopts.Backend)
 	}
 	switch {
 	case o.block_size < 0:

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
@@ -99,8 +100,16 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 				count = 600
 			}
 			d := writeTypedDataset(t, c.dtype, count, c.dim, 2, 4, rng)
-			for _, caches := range []struct{ gpu, host int64 }{{0, 0}, {count / 10, count / 5}, {count, 0}, {0, count}} {
-				s, err := Open(d.dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16)})
+			type config struct {
+				gpu, host int64
+				backend   gpuio.Backend
+			}
+			configs := []config{{0, 0, ""}, {count / 10, count / 5, ""}, {count, 0, ""}, {0, count, ""}}
+			if gpuio.ProbeGPURing() == nil { // disk reads submitted by the GPU (gpu-uring)
+				configs = append(configs, config{0, 0, gpuio.BackendGPUURing}, config{count / 10, count / 5, gpuio.BackendGPUURing})
+			}
+			for _, caches := range configs {
+				s, err := Open(d.dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16), IOBackend: caches.backend})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -126,7 +135,11 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 				if caches.gpu > 0 && st.Tier(tiers.GPU).Hits == 0 {
 					t.Errorf("caches %+v: no GPU-tier hits: %+v", caches, st.Tiers)
 				}
-				if caches.gpu == 0 && caches.host == 0 && st.IO.CompletionKernels == 0 {
+				if caches.backend == gpuio.BackendGPUURing {
+					if st.IO.GPURing != "active" || st.IO.GPURingReads == 0 {
+						t.Errorf("gpu-uring store: no GPU-submitted reads: %+v", st.IO)
+					}
+				} else if caches.gpu == 0 && caches.host == 0 && st.IO.CompletionKernels == 0 {
 					t.Errorf("no completion kernel ran for an SSD-only store: %+v", st.IO)
 				}
 				s.Close()

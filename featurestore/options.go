@@ -38,7 +38,7 @@ type Options struct {
 	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
 	// negative keeps it on disk always.
 	TopologyMemoryBytes int64         `json:"topology_memory"`
-	IOBackend           gpuio.Backend `json:"io_backend"`        // "" picks io_uring, falling back to pread
+	IOBackend           gpuio.Backend `json:"io_backend"`        // "" picks io_uring, falling back to pread; "gpu-uring": device gathers' disk reads submitted by the GPU
 	QueueDepth          int           `json:"queue_depth"`       // reads in flight per IO stack; default 128
 	MaxConcurrentIO     int           `json:"max_concurrent_io"` // IO stacks (gathers reading disk at once); default GOMAXPROCS
 	VerifyReads         bool          `json:"verify_reads"`      // check every block read from disk against its checksum
@@ -149,9 +149,9 @@ func (o *Options) Validate() error {
 		return bad("read_align", o.ReadAlign, "0 or -1 with verify_reads (verified reads are whole blocks)")
 	}
 	switch o.IOBackend {
-	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread:
+	case gpuio.BackendAuto, gpuio.BackendIOUring, gpuio.BackendPread, gpuio.BackendGPUURing:
 	default:
-		return bad("io_backend", o.IOBackend, fmt.Sprintf("%q or %q (or empty to pick)", gpuio.BackendIOUring, gpuio.BackendPread))
+		return bad("io_backend", o.IOBackend, fmt.Sprintf("%q, %q or %q (or empty to pick)", gpuio.BackendIOUring, gpuio.BackendPread, gpuio.BackendGPUURing))
 	}
 	switch o.HostPolicy {
 	case "", HostStatic, HostSieve:

@@ -58,6 +58,9 @@ func (s *Stack) AttachDevice(dev, maxBlocks int) error {
 		return fmt.Errorf("gpuio: %w", err)
 	}
 	s.dev = &deviceCompletion{dev: dev, maxBlocks: maxBlocks, arenaDev: devAddr, arenaBase: base, event: ev}
+	if s.wantGPURing {
+		s.startGPURing()
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package gpuio
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -18,11 +19,14 @@ func TestDeviceCompletionMatchesHost(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("request seed %d", seed)
 	fds, want := testFiles(t, seed, 3<<20, 5<<20+100, 64<<10)
-	forEachBackend(t, func(t *testing.T, backend Backend) {
+	run := func(t *testing.T, backend Backend) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		s := openStack(t, fds, Options{Backend: backend, QueueDepth: 8, StagingBytes: 8 * 128 << 10})
 		if err := s.AttachDevice(0, 0); err != nil {
 			t.Fatal(err)
+		}
+		if on, why := s.GPURing(); backend == BackendGPUURing && !on {
+			t.Fatalf("gpu-uring not active: %s", why)
 		}
 		stream, err := cuda.NewStream(0)
 		if err != nil {
@@ -80,10 +84,86 @@ func TestDeviceCompletionMatchesHost(t *testing.T) {
 			cuda.HostFree(0, hostAddr)
 			cuda.Free(0, dev)
 		}
-		if st := s.Stats(); st.CompletionKernels == 0 || st.DeviceRequests == 0 {
+		st := s.Stats()
+		if backend == BackendGPUURing {
+			if st.GPURingKernels == 0 || st.GPURingReads == 0 || st.GPURing != "active" {
+				t.Errorf("stats show no gpu-uring work: %+v", st)
+			}
+			t.Logf("gpu-uring: %d reads in %d kernels, %d SQ wakeups, %d SQ-full waits", st.GPURingReads, st.GPURingKernels, st.GPURingWakeups, st.GPURingSQWaits)
+		} else if st.CompletionKernels == 0 || st.DeviceRequests == 0 {
 			t.Errorf("stats show no device work: %+v", st)
 		}
+	}
+	forEachBackend(t, run)
+	t.Run("gpu-uring", func(t *testing.T) {
+		if err := ProbeGPURing(); err != nil {
+			t.Skipf("gpu-uring ring unavailable: %v", err)
+		}
+		run(t, BackendGPUURing)
 	})
+}
+
+// TestGPURingErrors: through the gpu-uring kernel, a read past a file's end is a ShortReadError
+// naming the file and offset, and the Stack serves the next batch correctly.
+func TestGPURingErrors(t *testing.T) {
+	if err := cuda.Load(); err != nil {
+		t.Skipf("skipping GPU test: %v", err)
+	}
+	if err := ProbeGPURing(); err != nil {
+		t.Skipf("gpu-uring ring unavailable: %v", err)
+	}
+	seed := rand.Uint64()
+	fds, want := testFiles(t, seed, 64<<10)
+	s := openStack(t, fds, Options{Backend: BackendGPUURing, QueueDepth: 4})
+	if err := s.AttachDevice(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if on, why := s.GPURing(); !on {
+		t.Fatalf("gpu-uring not active: %s", why)
+	}
+	dev, err := cuda.Malloc(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.Free(0, dev)
+	end := int64(len(want[0]))
+	if err := s.Submit([]Request{{File: 0, Offset: 100, Length: 50, DevDst: dev}, {File: 0, Offset: end + 8192, Length: 10, DevDst: dev + 64}}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Complete()
+	var short *ShortReadError
+	if !errors.As(err, &short) || short.File != 0 || short.Offset != end+8192 {
+		t.Fatalf("read past the end (offset %d of a %d-byte file): %v, want a ShortReadError at that offset", end+8192, end, err)
+	}
+	// Many small reads through 4 slots: slots are recycled inside one kernel.
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var reqs []Request
+	for i := range 500 {
+		off := rng.Int64N(end - 16)
+		reqs = append(reqs, Request{File: 0, Offset: off, Length: 16, DevDst: dev + uintptr(16*i)})
+	}
+	if err := s.Submit(reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	hostAddr, host, err := cuda.HostAlloc(0, 16*500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.HostFree(0, hostAddr)
+	if err := cuda.Memcpy(0, hostAddr, dev, 16*500, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.SyncStream(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if !bytes.Equal(host[16*i:16*i+16], want[0][r.Offset:r.Offset+16]) {
+			t.Fatalf("request %d (offset %d): bytes differ (seed %d)", i, r.Offset, seed)
+		}
+	}
 }
 
 func TestDeviceRequestNeedsDevice(t *testing.T) {

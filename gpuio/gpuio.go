@@ -34,6 +34,11 @@ const (
 	BackendAuto    Backend = ""         // io_uring when the kernel allows it, else pread
 	BackendIOUring Backend = "io_uring" // io_uring, READ_FIXED into registered staging buffers
 	BackendPread   Backend = "pread"    // pread(2) from a few goroutines, same staging and alignment
+	// BackendGPUURing: reads bound for device memory are submitted and completed by a CUDA
+	// kernel through an io_uring in mapped memory that a kernel thread polls (NO_MMAP + SQPOLL,
+	// Linux >= 6.5); host-bound reads, and every read where that cannot be had, go as under
+	// BackendAuto (Stack.GPURing says why). Needs AttachDevice.
+	BackendGPUURing Backend = "gpu-uring"
 )
 
 // Options configure a Stack. Zero values take the defaults named on each field.
@@ -85,6 +90,15 @@ type Stats struct {
 	// completion kernels launched for them.
 	DeviceRequests    uint64 `json:"device_requests"`
 	CompletionKernels uint64 `json:"completion_kernels"`
+	// GPURing is "active" when BackendGPUURing serves device requests, the reason it does not
+	// where it was asked for and fell back, or empty. GPURingReads counts the reads its kernels
+	// submitted and reaped (part of Reads), GPURingKernels the kernels, GPURingWakeups the times
+	// the host woke the sleeping SQ thread, GPURingSQWaits the times a kernel found the SQ full.
+	GPURing        string `json:"gpu_uring,omitempty"`
+	GPURingReads   uint64 `json:"gpu_uring_reads,omitempty"`
+	GPURingKernels uint64 `json:"gpu_uring_kernels,omitempty"`
+	GPURingWakeups uint64 `json:"gpu_uring_wakeups,omitempty"`
+	GPURingSQWaits uint64 `json:"gpu_uring_sq_waits,omitempty"`
 	// LatencyHistogram[i] counts reads whose submit-to-reap latency was in [2^i, 2^(i+1)) µs
 	// (bucket 0 also holds < 1 µs, the last bucket everything longer).
 	LatencyHistogram [LatencyBuckets]uint64 `json:"latency_histogram_us_log2"`

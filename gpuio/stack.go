@@ -44,6 +44,9 @@ type Stack struct {
 	stats         Stats
 	closed        bool
 	dev           *deviceCompletion // nil until AttachDevice
+	wantGPURing   bool              // Options.Backend was BackendGPUURing
+	gpu           *gpuPath          // the gpu-uring path, nil unless active
+	gpuQueue      []*read           // device-only reads planned for the gpu-uring kernel
 }
 
 // read is one aligned read of a file into a staging slot, and the request bytes it feeds.
@@ -112,14 +115,19 @@ func Open(fds []int, opts Options) (*Stack, error) {
 		s.slots = append(s.slots, arena[at:at+opts.MaxIOBytes:at+opts.MaxIOBytes])
 		s.freeSlots = append(s.freeSlots, nSlots-1-i)
 	}
-	switch opts.Backend {
+	backend := opts.Backend
+	if backend == BackendGPUURing {
+		s.wantGPURing, backend = true, BackendAuto
+		s.stats.GPURing = "no device attached (AttachDevice)"
+	}
+	switch backend {
 	case BackendIOUring, BackendAuto:
 		eng, uerr := newURingEngine(s)
 		if uerr == nil {
 			s.eng, s.backend = eng, BackendIOUring
 			break
 		}
-		if opts.Backend == BackendIOUring {
+		if backend == BackendIOUring {
 			_ = unix.Munmap(arena)
 			return nil, fmt.Errorf("gpuio: io_uring was asked for and is unavailable here: %w (%w)", uerr, errors.ErrUnsupported)
 		}
@@ -243,12 +251,31 @@ func (s *Stack) Submit(reqs []Request) error {
 			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
 		}
 	}
+	devN := 0
 	for _, r := range reqs {
 		s.stats.Requests++
 		s.stats.BytesRequested += uint64(r.Length)
 		if r.Dst == nil {
 			s.stats.DeviceRequests++
+			devN++
 		}
+	}
+	if s.gpu != nil && devN > 0 {
+		// Device-bound requests go to the gpu-uring kernel at Complete; the rest as always.
+		host := make([]Request, 0, len(reqs)-devN)
+		dev := make([]Request, 0, devN)
+		for _, r := range reqs {
+			if r.Dst == nil {
+				dev = append(dev, r)
+			} else {
+				host = append(host, r)
+			}
+		}
+		cpuQueue := s.queue
+		s.queue = s.gpuQueue
+		s.plan(dev)
+		s.gpuQueue, s.queue = s.queue, cpuQueue
+		reqs = host
 	}
 	s.plan(reqs)
 	return s.pump(true)
@@ -393,6 +420,19 @@ func (s *Stack) Complete() error { return s.CompleteOn(0) }
 // enqueued, without waiting for the last kernel: work queued on stream after CompleteOn returns
 // sees every row in place.
 func (s *Stack) CompleteOn(stream uintptr) error {
+	err := s.completeCPU(stream)
+	if len(s.gpuQueue) > 0 {
+		if err == nil {
+			err = s.completeGPU(stream)
+		} else {
+			s.dropGPUQueue()
+		}
+	}
+	return err
+}
+
+// completeCPU is CompleteOn for the reads CPU threads submit and reap.
+func (s *Stack) completeCPU(stream uintptr) error {
 	var firstErr error
 	done := func(rd *read, n int, err error) {
 		if err := s.finish(rd, n, err); err != nil && firstErr == nil {
@@ -542,10 +582,14 @@ func (s *Stack) Close() error {
 	}
 	s.closed = true
 	s.queue, s.queueHead = nil, 0
+	s.dropGPUQueue()
 	var err error
 	for s.inflight > 0 && err == nil {
 		s.reapedAt = time.Time{}
 		err = s.eng.wait(func(rd *read, n int, ioErr error) { _ = s.finish(rd, n, ioErr) })
+	}
+	if s.gpu != nil {
+		err = errors.Join(err, s.gpu.close(s))
 	}
 	if s.dev != nil {
 		err = errors.Join(err, s.dev.close(s))

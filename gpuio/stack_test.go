@@ -64,7 +64,7 @@ func openStack(t *testing.T, fds []int, opts Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.Backend != BackendAuto && s.Backend() != opts.Backend {
+	if opts.Backend != BackendAuto && opts.Backend != BackendGPUURing && s.Backend() != opts.Backend {
 		t.Fatalf("Backend() = %q, want %q", s.Backend(), opts.Backend)
 	}
 	t.Cleanup(func() {

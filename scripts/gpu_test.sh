@@ -30,7 +30,7 @@ done
 # 2. compute-sanitizer: memcheck and racecheck over the kernels' tests.
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
-    for spec in "featurestore:TestGatherDeviceMatchesHost|TestGPUSamplingMatchesHost|TestGatherDeviceIDsOutOfRange|TestCloseDuringGPUSampling" "gpuio:TestDeviceCompletionMatchesHost"; do
+    for spec in "featurestore:TestGatherDeviceMatchesHost|TestGPUSamplingMatchesHost|TestGatherDeviceIDsOutOfRange|TestCloseDuringGPUSampling" "gpuio:TestDeviceCompletionMatchesHost|TestGPURingErrors"; do
       pkg=${spec%%:*}
       if compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/gpu/$pkg.test" -test.count=1 -test.run "${spec#*:}" \
         >"$out/sanitizer-$tool-$pkg.log" 2>&1; then

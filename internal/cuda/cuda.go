@@ -22,7 +22,8 @@ package cuda
   X(tfc_host_unregister) X(tfc_memcpy) X(tfc_memset) X(tfc_stream_create) X(tfc_stream_destroy) \
   X(tfc_stream_sync) X(tfc_event_create) X(tfc_event_destroy) X(tfc_event_record) X(tfc_event_sync) \
   X(tfc_event_query) X(tfc_event_elapsed_ms) X(tfc_stream_wait_event) X(tfc_gather_rows) \
-  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop) X(tfc_split_gather) X(tfc_device_sync)
+  X(tfc_copy_pieces) X(tfc_sample_degrees) X(tfc_sample_hop) X(tfc_split_gather) X(tfc_device_sync) \
+  X(tfc_uring_read)
 
 #define TFC_DECL(f) static __typeof__(&f) p_##f;
 TFC_FUNCS(TFC_DECL)
@@ -96,6 +97,11 @@ static int c_split_gather(char *e, int dev, uintptr_t ids, int64_t n, int64_t nn
 static int c_device_sync(char *e, int dev) { int rc = p_tfc_device_sync(dev); tfc_grab(rc, e); return rc; }
 static int c_copy_pieces(char *e, int dev, uintptr_t pieces, int64_t n, int mb, uintptr_t st) {
   int rc = p_tfc_copy_pieces(dev, (const tfc_piece *)pieces, n, mb, (void *)st); tfc_grab(rc, e); return rc; }
+static int c_uring_read(char *e, int dev, const tfc_uring *r, uintptr_t reads, int64_t n, uintptr_t pieces, uintptr_t status,
+                        int threads, uintptr_t st) {
+  int rc = p_tfc_uring_read(dev, r, (const tfc_uring_io *)reads, n, (const tfc_piece *)pieces, (tfc_uring_status *)status,
+                            threads, (void *)st);
+  tfc_grab(rc, e); return rc; }
 static int c_sample_degrees(char *e, int dev, uintptr_t indptr, uintptr_t nodes, int64_t n, uintptr_t deg, int mb, uintptr_t st) {
   int rc = p_tfc_sample_degrees(dev, (const int64_t *)indptr, (const int64_t *)nodes, n, (int64_t *)deg, mb, (void *)st);
   tfc_grab(rc, e); return rc; }
@@ -407,6 +413,71 @@ type Piece struct{ Src, Dst, Len uint64 }
 
 // PieceBytes is the size of a Piece in the arrays CopyPieces reads.
 const PieceBytes = int(unsafe.Sizeof(C.tfc_piece{}))
+
+// URing describes an io_uring in mapped memory to the gpu-uring kernel (tfc_uring); every
+// address is a device address except StagingUser, the process's address of staging slot 0.
+type URing struct {
+	SQHead, SQTail, SQFlags, CQHead, CQTail uintptr
+	SQMask, SQEntries, CQMask, CQEntries    uint32
+	SQEs, CQEs                              uintptr
+	StagingUser                             uint64
+	StagingDev                              uintptr
+	SlotBytes                               uint64
+	Slots                                   uint32
+	FixedFiles                              bool
+	BufIndex                                uint32
+	TimeoutNs                               uint64
+}
+
+// URingRead is one read of the gpu-uring kernel (tfc_uring_io), laid out as C lays it out.
+type URingRead struct {
+	File       int32
+	Len        uint32
+	Offset     uint64
+	Need       uint32
+	NPieces    uint32
+	FirstPiece uint64
+}
+
+// URingStatus is what the gpu-uring kernel reports (tfc_uring_status), laid out as in C.
+type URingStatus struct {
+	Completed, Failed, FirstFailed int64
+	FirstRes, TimedOut             int32
+	SQWaits                        int64
+}
+
+// URingMaxSlots bounds URing.Slots (TFC_URING_MAX_SLOTS).
+const URingMaxSlots = C.TFC_URING_MAX_SLOTS
+
+// Layout checks: Go's structs are the C ones, byte for byte.
+var (
+	_ [unsafe.Sizeof(URingRead{}) - unsafe.Sizeof(C.tfc_uring_io{})]struct{}
+	_ [unsafe.Sizeof(C.tfc_uring_io{}) - unsafe.Sizeof(URingRead{})]struct{}
+	_ [unsafe.Sizeof(URingStatus{}) - unsafe.Sizeof(C.tfc_uring_status{})]struct{}
+	_ [unsafe.Sizeof(C.tfc_uring_status{}) - unsafe.Sizeof(URingStatus{})]struct{}
+)
+
+// URingReads enqueues the gpu-uring kernel on s over n reads and their pieces (device-accessible
+// arrays); status (device-accessible) is final once the kernel has run.
+func URingReads(dev int, r *URing, reads uintptr, n int64, pieces uintptr, status uintptr, threads int, s Stream) error {
+	cr := C.tfc_uring{
+		sq_head: (*C.uint32_t)(C.tfc_ptr(C.uintptr_t(r.SQHead))), sq_tail: (*C.uint32_t)(C.tfc_ptr(C.uintptr_t(r.SQTail))),
+		sq_flags: (*C.uint32_t)(C.tfc_ptr(C.uintptr_t(r.SQFlags))), cq_head: (*C.uint32_t)(C.tfc_ptr(C.uintptr_t(r.CQHead))),
+		cq_tail: (*C.uint32_t)(C.tfc_ptr(C.uintptr_t(r.CQTail))),
+		sq_mask: C.uint32_t(r.SQMask), sq_entries: C.uint32_t(r.SQEntries), cq_mask: C.uint32_t(r.CQMask), cq_entries: C.uint32_t(r.CQEntries),
+		sqes: C.tfc_ptr(C.uintptr_t(r.SQEs)), cqes: C.tfc_ptr(C.uintptr_t(r.CQEs)),
+		staging_user: C.uint64_t(r.StagingUser), staging_dev: C.tfc_ptr(C.uintptr_t(r.StagingDev)),
+		slot_bytes: C.uint64_t(r.SlotBytes), slots: C.uint32_t(r.Slots), buf_index: C.uint32_t(r.BufIndex),
+		timeout_ns: C.uint64_t(r.TimeoutNs),
+	}
+	if r.FixedFiles {
+		cr.fixed_files = 1
+	}
+	return call(func(e *C.char) C.int {
+		return C.c_uring_read(e, C.int(dev), &cr, C.uintptr_t(reads), C.int64_t(n), C.uintptr_t(pieces), C.uintptr_t(status),
+			C.int(threads), C.uintptr_t(s))
+	})
+}
 
 // CopyPieces enqueues the completion kernel over n pieces at the device-accessible address pieces.
 func CopyPieces(dev int, pieces uintptr, n int64, maxBlocks int, s Stream) error {

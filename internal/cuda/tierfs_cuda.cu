@@ -225,6 +225,155 @@ __global__ void copy_pieces_kernel(const tfc_piece *__restrict__ pieces, int64_t
   }
 }
 
+// ---- GPU-initiated reads through a SQPOLL io_uring in mapped memory (gpuio's gpu-uring) ----
+//
+// The ring's indices are shared with the host kernel: loads of what it writes (SQ head, CQ tail)
+// are acquire loads at system scope, stores of what it reads (SQ tail, CQ head) release stores at
+// system scope, so SQEs are visible before the tail that publishes them and CQEs and the staged
+// bytes are read only after the tail that published them. CQEs and staging are read with
+// ld.global.cv: a slot is read again after its next read lands, and a cached line would be stale.
+
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <typename W>
+__device__ void warp_copy_cv(const char *src, char *dst, uint64_t len, int lane) {
+  const W *in = reinterpret_cast<const W *>(src);
+  W *o = reinterpret_cast<W *>(dst);
+  for (uint64_t v = lane; v < len / sizeof(W); v += 32) o[v] = __ldcv(in + v);
+}
+
+// io_uring's ABI (include/uapi/linux/io_uring.h).
+constexpr uint8_t kOpReadFixed = 4;
+constexpr uint8_t kSqeFixedFile = 1;
+constexpr int kSlotShift = 40;  // user_data: slot << 40 | read index
+
+__global__ void uring_read_kernel(tfc_uring r, const tfc_uring_io *__restrict__ reads, int64_t n,
+                                  const tfc_piece *__restrict__ pieces, tfc_uring_status *status) {
+  __shared__ uint16_t free_slots[TFC_URING_MAX_SLOTS];
+  __shared__ int top;                 // free_slots[0, top) are free
+  __shared__ uint32_t sq_tail, cq_head;  // this kernel's copies: it is the only writer
+  __shared__ int64_t next, done;
+  __shared__ uint32_t batch, cq_tail;
+  __shared__ int stop;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+  const uint64_t timeout = r.timeout_ns ? r.timeout_ns : 10ull * 1000 * 1000 * 1000;
+  for (int i = tid; i < (int)r.slots; i += blockDim.x) free_slots[i] = (uint16_t)i;
+  if (tid == 0) {
+    top = (int)r.slots;
+    sq_tail = ld_acquire_sys(r.sq_tail);
+    cq_head = ld_acquire_sys(r.cq_head);
+    next = done = 0;
+    stop = 0;
+  }
+  __syncthreads();
+  while (done < n && !stop) {
+    // Submit as many reads as free slots and SQ room allow.
+    if (tid == 0) {
+      uint32_t room = r.sq_entries - (sq_tail - ld_acquire_sys(r.sq_head));
+      int64_t k = n - next;
+      if (k > top) k = top;
+      if (k > room) k = room;
+      if (k == 0 && top > 0 && next < n) status->sq_waits++;
+      batch = (uint32_t)k;
+    }
+    __syncthreads();
+    for (uint32_t t = tid; t < batch; t += blockDim.x) {
+      int64_t i = next + t;
+      uint32_t slot = free_slots[top - 1 - t];
+      tfc_uring_io rd = reads[i];
+      volatile uint64_t *sqe = (volatile uint64_t *)((char *)r.sqes + 64ull * ((sq_tail + t) & r.sq_mask));
+      // opcode, flags, ioprio, fd | off | addr | len, rw_flags | user_data | buf_index, personality,
+      // splice_fd_in | addr3 | pad
+      sqe[0] = (uint64_t)kOpReadFixed | ((uint64_t)(r.fixed_files ? kSqeFixedFile : 0) << 8) |
+               ((uint64_t)(uint32_t)rd.file << 32);
+      sqe[1] = rd.offset;
+      sqe[2] = r.staging_user + r.slot_bytes * slot;
+      sqe[3] = (uint64_t)rd.len;
+      sqe[4] = ((uint64_t)slot << kSlotShift) | (uint64_t)i;
+      sqe[5] = (uint64_t)(r.buf_index & 0xffff);
+      sqe[6] = 0;
+      sqe[7] = 0;
+      __threadfence_system();
+    }
+    __syncthreads();
+    if (tid == 0 && batch > 0) {
+      __threadfence_system();
+      sq_tail += batch;
+      st_release_sys(r.sq_tail, sq_tail);
+      top -= (int)batch;
+      next += batch;
+    }
+    // Wait for completions.
+    if (tid == 0) {
+      uint64_t t0 = global_ns();
+      uint32_t t;
+      while ((t = ld_acquire_sys(r.cq_tail)) == cq_head) {
+        if (global_ns() - t0 > timeout) {
+          stop = 1;
+          status->timed_out = 1;
+          break;
+        }
+        __nanosleep(500);
+      }
+      cq_tail = t;
+    }
+    __syncthreads();
+    if (stop) break;
+    const uint32_t count = cq_tail - cq_head;
+    for (uint32_t j = warp; j < count; j += warps) {
+      const char *cqe = (const char *)r.cqes + 16ull * ((cq_head + j) & r.cq_mask);
+      uint64_t ud = __ldcv((const unsigned long long *)cqe);
+      int32_t res = __ldcv((const int *)(cqe + 8));
+      int64_t i = (int64_t)(ud & ((1ull << kSlotShift) - 1));
+      uint32_t slot = (uint32_t)(ud >> kSlotShift);
+      tfc_uring_io rd = reads[i];
+      if (res < 0 || (uint32_t)res < rd.need) {
+        if (lane == 0) {
+          atomicAdd((unsigned long long *)&status->failed, 1ull);
+          if (atomicCAS((unsigned long long *)&status->first_failed, (unsigned long long)-1ll,
+                        (unsigned long long)i) == (unsigned long long)-1ll)
+            status->first_res = res;
+        }
+      } else {
+        const char *base = (const char *)r.staging_dev + r.slot_bytes * slot;
+        for (uint32_t q = 0; q < rd.npieces; q++) {
+          tfc_piece pc = pieces[rd.first_piece + q];
+          const char *src = base + pc.src;
+          char *dst = (char *)pc.dst;
+          uint64_t a = (uint64_t)src | pc.dst | pc.len;
+          if ((a & 15) == 0) warp_copy_cv<uint4>(src, dst, pc.len, lane);
+          else if ((a & 3) == 0) warp_copy_cv<uint32_t>(src, dst, pc.len, lane);
+          else warp_copy_cv<unsigned char>(src, dst, pc.len, lane);
+        }
+      }
+      if (lane == 0) free_slots[atomicAdd(&top, 1)] = (uint16_t)slot;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      cq_head += count;
+      st_release_sys(r.cq_head, cq_head);
+      done += count;
+      status->completed = done;
+    }
+    __syncthreads();
+  }
+  __threadfence_system();
+}
+
 // ---- sampling: the host sampler's generator (topology/sample.go), bit for bit ----
 
 __device__ __forceinline__ uint64_t mix64(uint64_t z) {
@@ -570,3 +719,17 @@ int tfc_sample_hop(int dev, const int64_t *indptr, const void *indices, int inde
 }
 
 }  // extern "C"
+
+int tfc_uring_read(int dev, const tfc_uring *ring, const tfc_uring_io *reads, int64_t n, const tfc_piece *pieces,
+                   tfc_uring_status *status, int threads, void *stream) {
+  ENTER(dev);
+  if (n <= 0) return 0;
+  if (ring->slots == 0 || ring->slots > TFC_URING_MAX_SLOTS)
+    return fail(cudaErrorInvalidValue, "tfc_uring_read", "(slots must be in [1, TFC_URING_MAX_SLOTS])");
+  if (threads <= 0) threads = 512;
+  threads = (threads + 31) / 32 * 32;
+  if (threads > 1024) threads = 1024;
+  uring_read_kernel<<<1, threads, 0, (cudaStream_t)stream>>>(*ring, reads, n, pieces, status);
+  CHECK(cudaGetLastError(), "(gpu-uring kernel launch)");
+  return 0;
+}

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 2
+#define TFC_ABI_VERSION 3
 
 /* One contiguous copy of the completion step: len bytes from src to dst (both device-accessible). */
 typedef struct tfc_piece {
@@ -120,6 +120,61 @@ int tfc_sample_hop(int dev, const int64_t *indptr, const void *indices, int inde
                    const int64_t *nodes, const int64_t *deg, const int64_t *off, int64_t n,
                    int fanout, int replace, uint64_t seed, int hop, int64_t *pos, int64_t *out,
                    int max_blocks, void *stream);
+
+/* ---- GPU-initiated reads (gpuio's gpu-uring backend) ----
+ *
+ * An io_uring whose rings live in pinned host memory the process provides (IORING_SETUP_NO_MMAP),
+ * mapped for the device, and whose submission ring a kernel thread polls (IORING_SETUP_SQPOLL).
+ * Every pointer below is a device address of that mapped memory. The kernel of tfc_uring_read is
+ * the ring's only producer and only consumer while it runs: the host must not touch the SQ tail
+ * or the CQ head meanwhile (it may wake the SQ thread with io_uring_enter). */
+typedef struct tfc_uring {
+  uint32_t *sq_head, *sq_tail, *sq_flags; /* the SQ ring's head (the kernel thread's), tail, flags */
+  uint32_t *cq_head, *cq_tail;
+  uint32_t sq_mask, sq_entries, cq_mask, cq_entries;
+  void *sqes;              /* sq_entries 64-byte SQEs; the SQ array (if any) maps slot i to SQE i */
+  const void *cqes;        /* cq_entries 16-byte CQEs */
+  uint64_t staging_user;   /* the process's address of staging slot 0: what an SQE names */
+  const void *staging_dev; /* the device's address of the same byte */
+  uint64_t slot_bytes;     /* staging slot size; slot s starts slot_bytes * s after slot 0 */
+  uint32_t slots;          /* staging slots, at most TFC_URING_MAX_SLOTS */
+  uint32_t fixed_files;    /* 1: SQEs name registered files by index (IOSQE_FIXED_FILE) */
+  uint32_t buf_index;      /* registered buffer holding every slot (READ_FIXED) */
+  uint32_t pad;
+  uint64_t timeout_ns;     /* give up when no completion arrives for this long (0: 10 s) */
+} tfc_uring;
+
+#define TFC_URING_MAX_SLOTS 4096
+
+/* One read: len bytes (<= slot_bytes) at offset of file, both aligned as the file's O_DIRECT
+ * needs; it succeeds when the CQE reports at least need bytes; then its pieces
+ * pieces[first_piece, first_piece + npieces) copy from the read's bytes (src = offset in the read)
+ * to dst (device-accessible). */
+typedef struct tfc_uring_io {
+  int32_t file;
+  uint32_t len;
+  uint64_t offset;
+  uint32_t need;
+  uint32_t npieces;
+  uint64_t first_piece;
+} tfc_uring_io;
+
+/* What tfc_uring_read did, written by its kernel (device-accessible, e.g. mapped pinned memory;
+ * zero it and set first_failed to -1 before the call). */
+typedef struct tfc_uring_status {
+  int64_t completed;    /* reads reaped */
+  int64_t failed;       /* reads whose CQE reported an error or fewer than need bytes */
+  int64_t first_failed; /* index of one failed read, or -1 */
+  int32_t first_res;    /* its CQE's res: -errno, or the bytes it read */
+  int32_t timed_out;    /* 1: no completion came within timeout_ns; the ring is unusable */
+  int64_t sq_waits;     /* times the kernel found the SQ full and waited for the SQ thread */
+} tfc_uring_status;
+
+/* Performs reads[0, n) through ring with one thread block of threads threads (0: 512): writes
+ * their SQEs as staging slots free up, polls the CQ and copies each completed read's pieces.
+ * Returns once the kernel is enqueued on stream; status is final when it has run. */
+int tfc_uring_read(int dev, const tfc_uring *ring, const tfc_uring_io *reads, int64_t n, const tfc_piece *pieces,
+                   tfc_uring_status *status, int threads, void *stream);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 package ssd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -256,6 +257,11 @@ func (f *Files) Stats() gpuio.Stats {
 		sum.BytesRead += io.BytesRead
 		sum.DeviceRequests += io.DeviceRequests
 		sum.CompletionKernels += io.CompletionKernels
+		sum.GPURing = cmp.Or(sum.GPURing, io.GPURing)
+		sum.GPURingReads += io.GPURingReads
+		sum.GPURingKernels += io.GPURingKernels
+		sum.GPURingWakeups += io.GPURingWakeups
+		sum.GPURingSQWaits += io.GPURingSQWaits
 		for i, n := range io.LatencyHistogram {
 			sum.LatencyHistogram[i] += n
 		}
@@ -275,6 +281,9 @@ func (f *Files) AttachDevice(dev, maxBlocks int) error {
 		if err == nil && p.st.Device() < 0 {
 			err = p.st.AttachDevice(dev, maxBlocks)
 		}
+		p.mu.Lock()
+		p.stats = p.st.Stats()
+		p.mu.Unlock()
 		f.stacks <- p
 	}
 	if err != nil {
