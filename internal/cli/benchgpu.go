@@ -8,11 +8,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
@@ -32,7 +34,22 @@ type gpuBenchResult struct {
 	HostShare float64 `json:"host_hit_share,omitempty"`
 	SMShare   float64 `json:"io_sm_share,omitempty"` // share of SMs the completion kernel's grid may occupy
 	Blocks    int     `json:"blocks,omitempty"`
-	Note      string  `json:"note,omitempty"`
+	// BatchMs is the mean time of one gather call; CPUSeconds the process's CPU time (user +
+	// system, every thread, the SQPOLL thread included) over the timed calls; CPUPerMReads that
+	// per million disk reads.
+	BatchMs      float64 `json:"batch_ms"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	CPUPerMReads float64 `json:"cpu_seconds_per_million_reads,omitempty"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// processCPUSeconds is the user + system time of every thread of this process so far.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // runBenchGPU measures the GPU path: kernels alone on synthetic tables (--kernels) and
@@ -125,6 +142,7 @@ func runBenchGPU(args []string) error {
 		}
 		cuda.SyncStream(dev, stream)
 		before := s.Stats()
+		cpu0 := processCPUSeconds()
 		start := time.Now()
 		var rows int64
 		for _, b := range ids {
@@ -137,18 +155,30 @@ func runBenchGPU(args []string) error {
 			return err
 		}
 		sec := time.Since(start).Seconds()
+		cpu := processCPUSeconds() - cpu0
 		after := s.Stats()
 		r := gpuBenchResult{Name: name, RowBytes: rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
-			GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks}
+			GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks,
+			BatchMs: sec * 1000 / float64(len(ids)), CPUSeconds: cpu}
+		if opt.IOBackend == gpuio.BackendGPUURing && after.IO.GPURing != "active" {
+			return fmt.Errorf("%s: gpu-uring did not start: %s", name, after.IO.GPURing)
+		}
 		r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
 		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
 		if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
 			r.IOPS = float64(reads) / sec
 			r.SMShare = after.GPU.CompletionSMShare
+			r.CPUPerMReads = cpu / float64(reads) * 1e6
+			if opt.IOBackend == gpuio.BackendGPUURing {
+				info, err := cuda.Info(dev)
+				if err == nil && info.SMs > 0 {
+					r.SMShare = 1 / float64(info.SMs) // one thread block polls and copies
+				}
+			}
 		}
 		results = append(results, r)
-		fmt.Printf("  %-10s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %s\n",
-			name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, note)
+		fmt.Printf("  %-14s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %.2f ms/call  CPU %.2f s (%.1f s per M reads)  %s\n",
+			name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
 		return nil
 	}
 	if *cpuProfile != "" {
@@ -177,6 +207,13 @@ func runBenchGPU(args []string) error {
 	if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
 		return err
 	}
+	gpuRing := plain
+	gpuRing.IOBackend = gpuio.BackendGPUURing
+	if err := gpuio.ProbeGPURing(); err != nil {
+		fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
+	} else if err := run("ssd-gpu-uring", gpuRing, *ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring)"); err != nil {
+		return err
+	}
 	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
 	mixed.GPUTopology = ""
 	set := setFlags(fs)
@@ -191,6 +228,12 @@ func runBenchGPU(args []string) error {
 	}
 	if err := run("mixed", mixed, *batches, note); err != nil {
 		return err
+	}
+	if gpuio.ProbeGPURing() == nil {
+		mixed.IOBackend = gpuio.BackendGPUURing
+		if err := run("mixed-gpu-uring", mixed, *batches, note+"; disk reads by the GPU"); err != nil {
+			return err
+		}
 	}
 	if m.Edges() != nil {
 		rs, err := benchSampling(dir, plain, *seed)

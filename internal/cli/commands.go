@@ -222,6 +222,14 @@ func printInfo(m *dataset.Manifest) {
 	} else if d, err := cuda.Info(0); err == nil {
 		fmt.Printf("gpu path    %s, %d SMs, %s free (shim %s)\n", d.Name, d.SMs, formatBytes(int64(d.FreeBytes)), cuda.Path())
 	}
+	switch err := gpuio.ProbeGPURing(); {
+	case err != nil:
+		fmt.Printf("gpu-uring   unavailable: %v (--io-backend gpu-uring falls back to CPU submission)\n", err)
+	case cuda.Load() != nil:
+		fmt.Printf("gpu-uring   ring ok (NO_MMAP + SQPOLL), but no GPU: --io-backend gpu-uring falls back to CPU submission\n")
+	default:
+		fmt.Printf("gpu-uring   available (--io-backend gpu-uring: device gathers' reads submitted by the GPU)\n")
+	}
 }
 
 func runVerify(args []string) error {

@@ -19,7 +19,7 @@ func storeFlags(fs *flag.FlagSet) *featurestore.Options {
 	fs.Var((*sizeFlag)(&opt.HostCacheBytes), "host-cache", "host tier size, e.g. 512MB or 4GiB (default: none)")
 	fs.StringVar(&opt.HostPolicy, "host-policy", "", "host tier policy: static (placed once; the default) or sieve (a cache of the rows read from disk, SIEVE eviction)")
 	fs.Var((*topologyMemoryFlag)(&opt.TopologyMemoryBytes), "topology-memory", "hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk")
-	fs.StringVar((*string)(&opt.IOBackend), "io-backend", "", "io_uring or pread (default: io_uring where it works, else pread)")
+	fs.StringVar((*string)(&opt.IOBackend), "io-backend", "", "io_uring, pread or gpu-uring (GPU-submitted reads for device gathers; default: io_uring where it works, else pread)")
 	fs.IntVar(&opt.QueueDepth, "queue-depth", 0, fmt.Sprintf("reads in flight per IO stack (default %d)", featurestore.DefaultQueueDepth))
 	fs.IntVar(&opt.QueueDepth, "qd", 0, "short for --queue-depth")
 	fs.IntVar(&opt.MaxConcurrentIO, "max-concurrent-io", 0, "IO stacks: gathers reading the disk at once (default: one per CPU)")

@@ -91,6 +91,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="GPU tier, host tier of the tierfs-serial/pipelined/planned store as fractions of the feature bytes (cpu: both in the host tier)")
     p.add_argument("--sweep-host", default="", help="host-tier fractions for the seeds/s-vs-cache-size sweep (tierfs-pipelined), e.g. 0.05,0.1,0.2,0.4")
     p.add_argument("--sweep-combo", default="", help="model:fanouts:batch of the sweep (default: the first of each list)")
+    p.add_argument("--io-backend", default=None,
+                   help="io_backend of the tierfs 10/20 store (io_uring, pread, gpu-uring; default: the store's pick)")
     p.add_argument("--depth", type=int, default=4, help="prefetch depth of the pipelined and planned loaders")
     p.add_argument("--place-epochs", type=int, default=None, help="epochs store.place profiles (default: until converged)")
     p.add_argument("--planned-epoch", choices=["timed", "full"], default="timed",
@@ -582,10 +584,12 @@ class Bench:
             host_max = max([a.host_frac] + a.sweep_host)
             if self.cuda:
                 self.stores["tiered"] = tierfs.open(a.dataset, gpu_cache=int(a.gpu_frac * self.feat_bytes), host_cache=int(host_max * self.feat_bytes),
-                                                    device=self.dev, gpu_topology=topo, topology_memory=topo_mem)
+                                                    device=self.dev, gpu_topology=topo, topology_memory=topo_mem, io_backend=a.io_backend)
             else:  # no GPU tier: its share goes to the host tier, so the memory budget is the same
-                self.stores["tiered"] = tierfs.open(a.dataset, host_cache=int((a.gpu_frac + host_max) * self.feat_bytes))
-            print(f"tierfs 10/20 store opened ({time.perf_counter() - t:.1f} s)")
+                self.stores["tiered"] = tierfs.open(a.dataset, host_cache=int((a.gpu_frac + host_max) * self.feat_bytes), io_backend=a.io_backend)
+            io = self.stores["tiered"].stats().get("io", {})
+            ring = f", gpu-uring: {io['gpu_uring']}" if io.get("gpu_uring") else ""
+            print(f"tierfs 10/20 store opened ({time.perf_counter() - t:.1f} s; io {self.stores['tiered'].io_backend}{ring})")
         self.budget_bytes = int((a.gpu_frac + a.host_frac) * self.feat_bytes)
 
         dev_name = torch.cuda.get_device_name(self.dev) if self.cuda else "cpu"

@@ -173,7 +173,10 @@ def open(
         topology_memory: budget for holding the topology in memory (default 1 GiB); False or a
             negative number keeps it on disk (each sampling hop then reads what it needs).
         io_backend: None picks io_uring, falling back to pread; ``"io_uring"`` or ``"pread"``
-            forces one.
+            forces one. ``"gpu-uring"``: device gathers' disk reads are submitted and completed
+            by a GPU kernel through an io_uring in mapped memory (Linux >= 6.5; see
+            docs/gpu-uring.md); where that cannot run, CPU submission, with the reason in
+            ``stats()["io"]["gpu_uring"]``.
         queue_depth: reads in flight per IO stack (default 128).
         max_concurrent_io: IO stacks, i.e. gathers reading the disk at once (default: CPUs).
         gpu_topology: ``"device"`` copies the topology into GPU memory, ``"pinned"`` into pinned
