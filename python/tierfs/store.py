@@ -781,6 +781,34 @@ class Store:
         if hotness is None:
             check(lib.tfs_place(h, None, 0))
             return
+        arr = self._hotness_array(hotness)
+        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+
+    def hottest(self, k: int, hotness: Optional[Any] = None) -> np.ndarray:
+        """The (at most) ``k`` node ids :meth:`place` would put in memory, hottest first (int64
+        numpy array): ranked by ``hotness`` (one count per node, ties to the smaller id), or
+        when None by the applied placement (``place(fanouts=...)``), else by in-degree. One
+        native call; :mod:`tierfs.distributed` decides ownership from this order."""
+        h = self._h()
+        k = int(k)
+        if k < 0:
+            raise errors.InvalidArgumentError(f"hottest: k = {k} is negative")
+        k = min(k, self._num_nodes)
+        hot = None if hotness is None else self._hotness_array(hotness)
+        out = np.empty(k, dtype=np.int64)
+        count = c_int64(0)
+        check(lib.tfs_hottest(h, None if hot is None else hot.ctypes.data, 0 if hot is None else hot.shape[0], k, out.ctypes.data, byref(count)))
+        return out[: count.value]
+
+    def place_ids(self, ids: IdsLike) -> None:
+        """Refills the memory tiers with ``ids`` in the order given: the GPU tier takes the first
+        rows it holds, the host tier the next; ids beyond both are not cached. The ids must be
+        distinct and in range. Waits for running gathers and blocks new ones while it runs."""
+        h = self._h()
+        arr = _ids(ids, "place_ids ids").array
+        check(lib.tfs_place_ids(h, arr.ctypes.data if arr.shape[0] else None, arr.shape[0]))
+
+    def _hotness_array(self, hotness: Any) -> np.ndarray:
         if _util.is_tensor(hotness):
             hotness = hotness.detach().cpu().numpy()
         arr = np.asarray(hotness)
@@ -790,8 +818,7 @@ class Store:
             if arr.dtype.kind not in "iuf":
                 raise errors.DTypeError(f"hotness must be numbers, got {arr.dtype}")
             arr = np.clip(arr, 0, np.iinfo(np.uint32).max).astype(np.uint32)
-        arr = np.ascontiguousarray(arr)
-        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+        return np.ascontiguousarray(arr)
 
     def stats(self) -> Dict[str, Any]:
         """Counters since open, as a dict: gathers, rows gathered, per-tier rows held / hits /
