@@ -153,6 +153,13 @@ def open(
     host_policy: Optional[str] = None,
     coalesce_gap: Optional[int] = None,
     read_align: Optional[int] = None,
+    *,
+    cache_mode: Optional[str] = None,
+    rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    group: Any = None,
+    hotness: Any = None,
+    timeout: Optional[float] = None,
 ) -> "Store":
     """Opens the dataset directory ``path``.
 
@@ -187,14 +194,27 @@ def open(
             -1 probes the disk at open (about 1.5 s; ``stats()["disk_probe"]`` shows it).
         read_align: alignment of disk reads. None or 0: the dataset's block size (4 KiB); -1: the
             smallest the files' direct IO allows (often 512 bytes); not with ``verify_reads``.
+        cache_mode: ``"shared"`` or ``"replicated"``: open one rank's view of a store for
+            data-parallel training over torch.distributed (:class:`tierfs.distributed.DistributedStore`,
+            docs/distributed.md). ``"shared"`` spreads the hottest rows over the ranks' GPU
+            tiers (each row owned by one rank, peer rows exchanged per gather); ``"replicated"``
+            caches the same hottest rows on every rank. Giving ``rank``, ``world_size`` or
+            ``group`` also opens a distributed store (shared by default).
+        rank, world_size: checked against the process group (torch.distributed must be
+            initialized, except for one rank).
+        group: the process group to exchange over; None makes a new group of every rank of the
+            default group (so DDP's collectives never interleave with the store's).
+        hotness: distributed stores only: one count per node ranking the rows to cache (default:
+            the applied placement, else in-degree); every rank must pass the same.
+        timeout: seconds a peer exchange waits for the other ranks before raising
+            :class:`tierfs.PeerError` (default: the default group's timeout).
 
     Raises:
         FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
         KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
         ValueError (tierfs.InvalidArgumentError): a bad option.
     """
-    return Store(
-        path,
+    options = dict(
         host_cache=host_cache,
         gpu_cache=gpu_cache,
         device=device,
@@ -209,6 +229,16 @@ def open(
         coalesce_gap=coalesce_gap,
         read_align=read_align,
     )
+    if cache_mode is not None or rank is not None or world_size is not None or group is not None:
+        from .distributed import open_distributed
+
+        return open_distributed(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode,
+                                hotness=hotness, timeout=timeout, **options)
+    for name, value in (("hotness", hotness), ("timeout", timeout)):
+        if value is not None:
+            raise errors.InvalidArgumentError(f"tierfs.open: {name} is an option of distributed stores (pass cache_mode=); "
+                                              "use Store.place(hotness) on a plain store")
+    return Store(path, **options)
 
 
 def _reopen(path: str, options: Dict[str, Any]) -> "Store":
