@@ -451,9 +451,8 @@ class DistributedStore(Store):
             self._collective("the ids", lambda: dist.all_to_all_single(
                 asked, send, recv_counts.tolist(), send_counts.tolist(), group=self._group, async_op=True))
             # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
-            asked_ids = asked.cpu() if xdev.type != "cpu" else asked
-            served = int(asked_ids.shape[0])
-            rows = Store.gather(self, asked_ids.to(xdev) if xdev.type == "cuda" else asked_ids) if served else None
+            served = int(asked.shape[0])
+            rows = Store.gather(self, asked) if served else None  # CUDA ids on NCCL: split on the GPU
             rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
             rows_x = rows_u8.to(xdev)
             self._collective("the rows", lambda: dist.all_to_all_single(
@@ -557,7 +556,6 @@ class DistributedStore(Store):
 def _group_timeout(group: Any) -> float:
     """The timeout of a process group (the default one for None), in seconds; 1800 where torch
     does not say."""
-    dist = _dist()
     try:
         from torch.distributed.distributed_c10d import _get_default_group
 
@@ -573,7 +571,6 @@ def _group_timeout(group: Any) -> float:
 
         return default_pg_timeout.total_seconds()
     except Exception:
-        _ = dist
         return 1800.0
 
 
