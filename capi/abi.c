@@ -140,6 +140,16 @@ tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n) {
   return (tfs_status)tfsgo_place(H(store), (uint32_t *)hotness, n);
 }
 
+tfs_status tfs_hottest(tfs_store *store, const uint32_t *hotness, int64_t n, int64_t k, int64_t *out, int64_t *count) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hottest(H(store), (uint32_t *)hotness, n, k, out, count);
+}
+
+tfs_status tfs_place_ids(tfs_store *store, const int64_t *ids, int64_t n) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_place_ids(H(store), (int64_t *)ids, n);
+}
+
 tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_stats_json(H(store), buf, cap, needed);

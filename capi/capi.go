@@ -376,6 +376,68 @@ func place(h uintptr, hotness *C.uint32_t, n int64) error {
 	return rec.s.Place(unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n))
 }
 
+//export tfsgo_hottest
+func tfsgo_hottest(store C.uintptr_t, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) (st C.int) {
+	defer guard("tfs_hottest", &st)
+	return finish("tfs_hottest", hottest(uintptr(store), hotness, int64(n), int64(k), out, count), stEIO)
+}
+
+func hottest(h uintptr, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if count == nil {
+		return fail(stEINVAL, "count is NULL")
+	}
+	if k < 0 {
+		return fail(stEINVAL, "k = %d is negative", k)
+	}
+	if k > 0 && out == nil {
+		return fail(stEINVAL, "out is NULL with k = %d", k)
+	}
+	var hot []uint32
+	if hotness != nil {
+		if nodes := rec.s.NumNodes(); n != nodes {
+			return fail(stEINVAL, "hotness has n = %d counts; the dataset has %d nodes (pass NULL for the store's own ranking)", n, nodes)
+		}
+		hot = unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n)
+	}
+	ids, err := rec.s.HottestIDs(hot, k)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		copy(unsafe.Slice((*int64)(unsafe.Pointer(out)), len(ids)), ids)
+	}
+	*count = C.int64_t(len(ids))
+	return nil
+}
+
+//export tfsgo_place_ids
+func tfsgo_place_ids(store C.uintptr_t, ids *C.int64_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_place_ids", &st)
+	return finish("tfs_place_ids", placeIDs(uintptr(store), ids, int64(n)), stEINVAL)
+}
+
+func placeIDs(h uintptr, ids *C.int64_t, n int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fail(stEINVAL, "n = %d is negative", n)
+	}
+	if n > 0 && ids == nil {
+		return fail(stEINVAL, "ids is NULL with n = %d", n)
+	}
+	var list []int64
+	if n > 0 {
+		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
+	}
+	return rec.s.PlaceIDs(list)
+}
+
 //export tfsgo_stats_json
 func tfsgo_stats_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
 	defer guard("tfs_stats_json", &st)

@@ -119,6 +119,14 @@ tfs_status tfs_split(tfs_store *store, const char *name, int64_t *out, int64_t c
 
 /* Refills the host tier by hotness (n == num_nodes counts; NULL ranks by in-degree). */
 tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n);
+/* The (at most) k ids tfs_place would put in memory, hottest first, into out[0..*count): ranked by
+ * hotness (n == num_nodes counts, ties to the smaller id), or with NULL by the applied placement
+ * (tfs_place_json), else by in-degree. Multi-GPU ownership is decided from this order. */
+tfs_status tfs_hottest(tfs_store *store, const uint32_t *hotness, int64_t n, int64_t k, int64_t *out, int64_t *count);
+/* Refills the memory tiers with ids in the order given: the GPU tier takes the first rows it holds,
+ * the host tier the next; ids beyond both are not cached. Ids must be distinct and in range
+ * (TFS_ERANGE names the first bad one). */
+tfs_status tfs_place_ids(tfs_store *store, const int64_t *ids, int64_t n);
 
 /* Statistics as JSON. Copies up to cap bytes (NUL-terminated when it fits) and sets *needed to
  * the length plus one. */

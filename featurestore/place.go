@@ -25,38 +25,97 @@ func (s *Store) Place(hotness []uint32) error {
 	}
 	gpuRows := s.gpuCapacityRows()
 	k := min(s.hostCapacityRows()+gpuRows, n)
-	plan := s.currentPlacement()
 	var ids []int64
-	switch {
-	case k == n && gpuRows == 0:
+	if k == n && gpuRows == 0 {
 		ids = make([]int64, n)
 		for i := range ids {
 			ids[i] = int64(i)
 		}
-	case hotness == nil && plan != nil:
-		if ids, err = s.planRows(plan, k, gpuRows); err != nil {
-			return err
+	} else if ids, err = s.hottest(hotness, k, gpuRows); err != nil {
+		return err
+	}
+	s.place.Lock()
+	defer s.place.Unlock()
+	return s.fillTiers(ids)
+}
+
+// HottestIDs returns at most k ids, hottest first, ranked as Place ranks them: by hotness (one
+// count per node, ties to the smaller id), or with nil hotness by the applied placement's
+// memory rows (GPU rows first), else by in-degree, else by id. Multi-GPU ownership is decided
+// from this order (each rank places its share with PlaceIDs).
+func (s *Store) HottestIDs(hotness []uint32, k int64) ([]int64, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	n := s.NumNodes()
+	if hotness != nil && int64(len(hotness)) != n {
+		return nil, fmt.Errorf("featurestore: hotness has %d entries, the dataset %d nodes", len(hotness), n)
+	}
+	if k < 0 {
+		return nil, fmt.Errorf("featurestore: HottestIDs of k = %d ids; want k >= 0", k)
+	}
+	k = min(k, n)
+	if hotness == nil && s.currentPlacement() != nil {
+		ids, err := s.planRows(s.currentPlacement(), n, 1)
+		if err != nil {
+			return nil, err
 		}
+		return ids[:min(int64(len(ids)), k)], nil
+	}
+	return s.hottest(hotness, k, s.gpuCapacityRows())
+}
+
+// hottest ranks the k rows the memory tiers should hold (see HottestIDs); gpuRows says whether
+// an applied placement's GPU rows come first.
+func (s *Store) hottest(hotness []uint32, k, gpuRows int64) ([]int64, error) {
+	switch plan := s.currentPlacement(); {
+	case hotness == nil && plan != nil:
+		return s.planRows(plan, k, gpuRows)
 	case k == 0:
+		return nil, nil
 	case hotness != nil:
-		ids = topK(k, func(yield func(int64, uint64) bool) {
+		return topK(k, func(yield func(int64, uint64) bool) {
 			for v, h := range hotness {
 				if !yield(int64(v), uint64(h)) {
 					return
 				}
 			}
-		})
+		}), nil
 	case s.graph != nil:
-		ids, err = s.topByDegree(k)
-		if err != nil {
-			return err
-		}
+		return s.topByDegree(k)
 	default:
-		ids = make([]int64, k)
+		ids := make([]int64, k)
 		for i := range ids {
 			ids[i] = int64(i)
 		}
+		return ids, nil
 	}
+}
+
+// PlaceIDs refills the memory tiers, fastest first, with ids in the order given: the GPU tier
+// (when a GPU is in use) takes the first rows it holds, the host tier the next; ids beyond both
+// are not cached. ids must be distinct and in [0, NumNodes). Later Place(nil) calls rank as
+// before (this does not change the applied placement). Gathers wait while it runs.
+func (s *Store) PlaceIDs(ids []int64) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	n := s.NumNodes()
+	seen := make([]uint64, (n+63)/64)
+	for i, v := range ids {
+		if v < 0 || v >= n {
+			return fmt.Errorf("featurestore: PlaceIDs: ids[%d] = %d is out of range [0, %d): %w", i, v, n, ErrIDOutOfRange)
+		}
+		if seen[v/64]&(1<<(v%64)) != 0 {
+			return fmt.Errorf("featurestore: PlaceIDs: ids[%d] = %d appears twice", i, v)
+		}
+		seen[v/64] |= 1 << (v % 64)
+	}
+	ids = ids[:min(int64(len(ids)), s.hostCapacityRows()+s.gpuCapacityRows())]
 	s.place.Lock()
 	defer s.place.Unlock()
 	return s.fillTiers(ids)

@@ -21,8 +21,9 @@ var ErrNotFound = errors.New("not found")
 type TierStats struct {
 	Tier        tiers.Kind `json:"tier"`
 	RowsHeld    int64      `json:"rows_held"`
-	BytesHeld   int64      `json:"bytes_held"` // memory the tier takes (rows and index); for ssd, bytes of the feature files
-	Hits        uint64     `json:"hits"`       // rows served
+	Capacity    int64      `json:"capacity_rows"` // rows the tier holds when full (memory tiers; every row for ssd)
+	BytesHeld   int64      `json:"bytes_held"`    // memory the tier takes (rows and index); for ssd, bytes of the feature files
+	Hits        uint64     `json:"hits"`          // rows served
 	BytesServed uint64     `json:"bytes_served"`
 }
 
@@ -155,7 +156,11 @@ func (s *Store) Stats() Stats {
 	}
 	held := map[tiers.Kind]TierStats{}
 	for _, t := range s.tierList() {
-		held[t.Kind()] = TierStats{RowsHeld: t.Rows(), BytesHeld: t.Bytes()}
+		capacity := s.NumNodes()
+		if t.Kind() != tiers.SSD {
+			capacity = min(capacity, s.capacityRows(t))
+		}
+		held[t.Kind()] = TierStats{RowsHeld: t.Rows(), Capacity: capacity, BytesHeld: t.Bytes()}
 	}
 	s.place.RUnlock()
 	for _, k := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {

@@ -491,3 +491,70 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 		t.Errorf("a bad TIERFS_FAULTS: %v", err)
 	}
 }
+
+// HottestIDs ranks as Place does, and PlaceIDs caches exactly the ids given, in order, up to
+// the tiers' capacity (how each rank of a multi-GPU job caches the rows it owns).
+func TestHottestIDsAndPlaceIDs(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 2000, 8, 1, 6, rng)
+	hot := make([]uint32, d.count)
+	for i := range hot {
+		hot[i] = rng.Uint32N(50) // many ties: they go to the smaller id
+	}
+	const k = 200
+	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ranked := make([]int64, d.count)
+	for i := range ranked {
+		ranked[i] = int64(i)
+	}
+	slices.SortStableFunc(ranked, func(a, b int64) int { return int(hot[b]) - int(hot[a]) })
+	got, err := s.HottestIDs(hot, 3*k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, ranked[:3*k]) {
+		t.Fatalf("HottestIDs(hot, %d) = %v..., want %v...", 3*k, got[:8], ranked[:8])
+	}
+	if got, err := s.HottestIDs(nil, d.count+5); err != nil || int64(len(got)) != d.count {
+		t.Fatalf("HottestIDs(nil, count+5): %d ids, %v; want every id", len(got), err)
+	}
+	if _, err := s.HottestIDs(hot[:5], 3); err == nil {
+		t.Fatal("HottestIDs with 5 counts for 2000 nodes: no error")
+	}
+	// Every other id of the ranking, as one rank of two owns them.
+	var own []int64
+	for i := 0; i < len(ranked); i += 2 {
+		own = append(own, ranked[i])
+	}
+	if err := s.PlaceIDs(own); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range own {
+		if held := s.Host().Slot(v) >= 0; held != (i < k) {
+			t.Fatalf("own[%d] = %d held %v, want %v (capacity %d rows)", i, v, held, i < k, k)
+		}
+	}
+	for i := 1; i < 2*k; i += 2 {
+		if s.Host().Slot(ranked[i]) >= 0 {
+			t.Fatalf("node %d, not given to PlaceIDs, is in the host tier", ranked[i])
+		}
+	}
+	ids := []int64{own[0], ranked[1], own[k+3], own[0]}
+	buf := make([]byte, int64(len(ids))*d.rowBytes)
+	if err := s.Gather(ids, buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf, d.want(ids)) {
+		t.Fatalf("rows of %v after PlaceIDs differ from the file", ids)
+	}
+	if err := s.PlaceIDs([]int64{4, 9, 4}); err == nil || !strings.Contains(err.Error(), "ids[2] = 4 appears twice") {
+		t.Fatalf("PlaceIDs with a repeated id: %v", err)
+	}
+	if err := s.PlaceIDs([]int64{4, d.count}); !errors.Is(err, ErrIDOutOfRange) {
+		t.Fatalf("PlaceIDs with an id out of range: %v, want ErrIDOutOfRange", err)
+	}
+}

@@ -339,6 +339,21 @@ int main(int argc, char **argv) {
   expect_status(tfs_place(cached, hot, N - 1), TFS_EINVAL, "hotness", "tfs_place with n != num_nodes");
   expect_status(tfs_place(cached, NULL, 0), TFS_OK, NULL, "tfs_place(NULL) ranks by in-degree");
   gather_matches(cached, ids, M, "after tfs_place(NULL)");
+  static int64_t hottest[N];
+  int64_t nhot = -1;
+  expect_status(tfs_hottest(cached, hot, N, 5, hottest, &nhot), TFS_OK, NULL, "tfs_hottest by hotness");
+  expect(nhot == 5 && hottest[0] == N - 1 && hottest[4] == N - 5, "tfs_hottest ranks the 5 hottest, hottest first");
+  expect_status(tfs_hottest(cached, hot, N - 1, 5, hottest, &nhot), TFS_EINVAL, "hotness", "tfs_hottest with n != num_nodes");
+  expect_status(tfs_hottest(cached, NULL, 0, -1, hottest, &nhot), TFS_EINVAL, "k = -1", "tfs_hottest with a negative k");
+  expect_status(tfs_hottest(cached, NULL, 0, 3, hottest, &nhot), TFS_OK, NULL, "tfs_hottest(NULL) by in-degree");
+  expect(nhot == 3, "tfs_hottest(NULL) gives k ids");
+  int64_t own[3] = {7, 3, 11};
+  expect_status(tfs_place_ids(cached, own, 3), TFS_OK, NULL, "tfs_place_ids");
+  gather_matches(cached, ids, M, "after tfs_place_ids");
+  int64_t twice[2] = {7, 7};
+  expect_status(tfs_place_ids(cached, twice, 2), TFS_EINVAL, "appears twice", "tfs_place_ids with a repeated id");
+  int64_t far[1] = {N};
+  expect_status(tfs_place_ids(cached, far, 1), TFS_ERANGE, "out of range", "tfs_place_ids with an id out of range");
   tfs_close(cached);
 
   expect_status(tfs_close(s), TFS_OK, NULL, "tfs_close");

@@ -43,3 +43,19 @@ def test_example_tierfs_loader_planned(tmp_path):
 def test_overhead_bench_runs(tmp_path, cli):
     out = run([BENCH, "--nodes", "20000", "--batch", "20000", "--reps", "2", "--loader-batches", "4", "--seeds-per-batch", "256", "--data", tmp_path / "b", "--cli", cli])
     assert "ctypes tfs_gather" in out and "PyG NodeLoader" in out
+
+
+DDP = ROOT / "examples" / "train_pyg_ddp.py"
+
+
+@pytest.mark.skipif(not DDP.exists(), reason="examples/ is not beside python/")
+def test_example_ddp_two_ranks(tmp_path):
+    """The DDP example under torchrun with two CPU ranks (gloo), shared cache."""
+    out = run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", DDP, "--synth", "3000", "--dim", "16",
+               "--data", tmp_path / "g", "--gpu-cache", "20KB", "--host-cache", "20KB", "--batch-size", "64", "--epochs", "1",
+               "--hidden", "32", "--json", tmp_path / "fig.json"])
+    assert "2 rank(s), shared cache" in out and "epoch   1" in out
+    import json
+
+    fig = json.loads((tmp_path / "fig.json").read_text())
+    assert fig["world_size"] == 2 and fig["peer_bytes_per_batch"] > 0 and fig["seeds_per_s"] > 0

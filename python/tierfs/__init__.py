@@ -36,8 +36,10 @@ from .errors import (
     NotSupportedError,
     OutOfMemoryError,
     OutOfRangeError,
+    PeerError,
     VersionError,
 )
+from .distributed import DistributedStore, split_seeds
 from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
 from .iostack import IOStack
@@ -58,6 +60,8 @@ __all__ = [
     "PlannedEpochs",
     "open",
     "Store",
+    "DistributedStore",
+    "split_seeds",
     "Sampler",
     "Sample",
     "GatherFuture",
@@ -85,6 +89,7 @@ __all__ = [
     "NotSupportedError",
     "OutOfMemoryError",
     "OutOfRangeError",
+    "PeerError",
     "VersionError",
     "ABI_VERSION",
     "LIBRARY_PATH",

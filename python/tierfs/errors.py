@@ -20,6 +20,7 @@ TFS_EVERSION       :class:`VersionError`             ``RuntimeError``
 TFS_EINTERNAL      :class:`InternalError`            ``RuntimeError``
 (Python side)      :class:`DTypeError`               ``TypeError`` (ids of a non-integer dtype)
 (Python side)      :class:`ForkedProcessError`       ``RuntimeError``
+(Python side)      :class:`PeerError`                ``RuntimeError`` (a rank of a distributed store failed)
 =================  ================================  =========================================
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "NotSupportedError",
     "VersionError",
     "InternalError",
+    "PeerError",
     "DTypeError",
     "ForkedProcessError",
     "STATUS_NAMES",
@@ -186,6 +188,15 @@ class ForkedProcessError(Error, RuntimeError):
     """
 
     status = EINVAL
+
+
+class PeerError(Error, RuntimeError):
+    """A peer exchange of a distributed store (:mod:`tierfs.distributed`) failed: a rank died,
+    stopped calling gather, or its own gather failed. The message names the rank (where known),
+    the batch and the process group timeout. The store is unusable afterwards (the ranks'
+    collectives no longer line up): close it and restart the job."""
+
+    status = EIO
 
 
 _BY_STATUS: dict[int, type[Error]] = {

@@ -17,6 +17,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 
 import numpy as np
 
+from .distributed import DistributedStore, loader_share, new_turnstile, split_seeds
+from .errors import NotSupportedError
 from .pipeline import Pipeline, pipeline_stats
 from .store import IdsLike, Sample, Sampler, Store, _ids
 
@@ -154,6 +156,15 @@ class Loader:
     from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
     with a few large reads. The sampler's fanouts, replace and seed define the plan.
 
+    On a distributed store (``tierfs.open(..., cache_mode=...)``, :mod:`tierfs.distributed`) each
+    rank iterates its share of ``seeds`` (:func:`tierfs.distributed.split_seeds`, as torch's
+    ``DistributedSampler``: the same permutation on every rank from ``seed`` and the epoch,
+    disjoint shares of equal size, padded by repeating a few seeds, or with ``drop_last`` the tail
+    dropped), so every rank has the same number of batches; the sampler draws with a seed of its
+    own per rank; the batches' peer exchanges go in batch order. Every rank must iterate every
+    epoch to its end (breaking out early on some ranks leaves the others waiting until the
+    store's timeout).
+
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
 
@@ -206,6 +217,9 @@ class Loader:
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
+        self._distributed = isinstance(store, DistributedStore)
+        if planned_epochs and self._distributed:
+            raise NotSupportedError("tierfs.Loader: planned_epochs is not supported on a distributed store yet")
         if planned_epochs:
             self.plan = store.plan_epochs(
                 sampler.fanouts, self.batch_size, planned_epochs, seeds=self._seeds, plan_dir=plan_dir,
@@ -214,10 +228,13 @@ class Loader:
             )
 
     def __len__(self) -> int:
-        n = self._seeds.shape[0]
+        n = loader_share(self.store, self._seeds.shape[0], self.drop_last)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _order(self, epoch: int) -> np.ndarray:
+        if self._distributed:
+            s = self.store
+            return split_seeds(self._seeds, s.rank, s.world_size, epoch, self.seed, self.shuffle, self.drop_last)
         if not self.shuffle:
             return self._seeds
         rng = np.random.default_rng([self.seed, epoch])
@@ -238,6 +255,7 @@ class Loader:
             return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s))
         order = self._order(epoch)
         bs = self.batch_size
+        turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
 
         def sample(i: int) -> Tuple[Any, Sample]:
             seeds: Any = order[i * bs : (i + 1) * bs]
@@ -247,14 +265,19 @@ class Loader:
                 seeds = torch.from_numpy(seeds)
             return seeds, self.sampler.sample(seeds)
 
-        return sample, self._gather
+        if turn is None:
+            return sample, self._gather
+        return sample, lambda i, sampled: self._gather(i, sampled, turn)
 
     def _finish(self, batch: Batch) -> Any:
         return batch if self.transform is None else self.transform(batch)
 
-    def _gather(self, _i: int, sampled: Tuple[Any, Sample]) -> Batch:
+    def _gather(self, i: int, sampled: Tuple[Any, Sample], turn: Any = None) -> Batch:
         seeds, sample = sampled
-        x = self.store.gather(sample.nodes)
+        if turn is not None:
+            x = self.store._gather_in_turn(sample.nodes, turn, i)
+        else:
+            x = self.store.gather(sample.nodes)
         y = self.store.labels(seeds) if self.labels else None
         return self._finish(Batch(seeds, sample, x, y))
 

@@ -153,6 +153,13 @@ def open(
     host_policy: Optional[str] = None,
     coalesce_gap: Optional[int] = None,
     read_align: Optional[int] = None,
+    *,
+    cache_mode: Optional[str] = None,
+    rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    group: Any = None,
+    hotness: Any = None,
+    timeout: Optional[float] = None,
 ) -> "Store":
     """Opens the dataset directory ``path``.
 
@@ -190,14 +197,27 @@ def open(
             -1 probes the disk at open (about 1.5 s; ``stats()["disk_probe"]`` shows it).
         read_align: alignment of disk reads. None or 0: the dataset's block size (4 KiB); -1: the
             smallest the files' direct IO allows (often 512 bytes); not with ``verify_reads``.
+        cache_mode: ``"shared"`` or ``"replicated"``: open one rank's view of a store for
+            data-parallel training over torch.distributed (:class:`tierfs.distributed.DistributedStore`,
+            docs/distributed.md). ``"shared"`` spreads the hottest rows over the ranks' GPU
+            tiers (each row owned by one rank, peer rows exchanged per gather); ``"replicated"``
+            caches the same hottest rows on every rank. Giving ``rank``, ``world_size`` or
+            ``group`` also opens a distributed store (shared by default).
+        rank, world_size: checked against the process group (torch.distributed must be
+            initialized, except for one rank).
+        group: the process group to exchange over; None makes a new group of every rank of the
+            default group (so DDP's collectives never interleave with the store's).
+        hotness: distributed stores only: one count per node ranking the rows to cache (default:
+            the applied placement, else in-degree); every rank must pass the same.
+        timeout: seconds a peer exchange waits for the other ranks before raising
+            :class:`tierfs.PeerError` (default: the default group's timeout).
 
     Raises:
         FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
         KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
         ValueError (tierfs.InvalidArgumentError): a bad option.
     """
-    return Store(
-        path,
+    options = dict(
         host_cache=host_cache,
         gpu_cache=gpu_cache,
         device=device,
@@ -212,6 +232,16 @@ def open(
         coalesce_gap=coalesce_gap,
         read_align=read_align,
     )
+    if cache_mode is not None or rank is not None or world_size is not None or group is not None:
+        from .distributed import open_distributed
+
+        return open_distributed(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode,
+                                hotness=hotness, timeout=timeout, **options)
+    for name, value in (("hotness", hotness), ("timeout", timeout)):
+        if value is not None:
+            raise errors.InvalidArgumentError(f"tierfs.open: {name} is an option of distributed stores (pass cache_mode=); "
+                                              "use Store.place(hotness) on a plain store")
+    return Store(path, **options)
 
 
 def _reopen(path: str, options: Dict[str, Any]) -> "Store":
@@ -784,6 +814,34 @@ class Store:
         if hotness is None:
             check(lib.tfs_place(h, None, 0))
             return
+        arr = self._hotness_array(hotness)
+        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+
+    def hottest(self, k: int, hotness: Optional[Any] = None) -> np.ndarray:
+        """The (at most) ``k`` node ids :meth:`place` would put in memory, hottest first (int64
+        numpy array): ranked by ``hotness`` (one count per node, ties to the smaller id), or
+        when None by the applied placement (``place(fanouts=...)``), else by in-degree. One
+        native call; :mod:`tierfs.distributed` decides ownership from this order."""
+        h = self._h()
+        k = int(k)
+        if k < 0:
+            raise errors.InvalidArgumentError(f"hottest: k = {k} is negative")
+        k = min(k, self._num_nodes)
+        hot = None if hotness is None else self._hotness_array(hotness)
+        out = np.empty(k, dtype=np.int64)
+        count = c_int64(0)
+        check(lib.tfs_hottest(h, None if hot is None else hot.ctypes.data, 0 if hot is None else hot.shape[0], k, out.ctypes.data, byref(count)))
+        return out[: count.value]
+
+    def place_ids(self, ids: IdsLike) -> None:
+        """Refills the memory tiers with ``ids`` in the order given: the GPU tier takes the first
+        rows it holds, the host tier the next; ids beyond both are not cached. The ids must be
+        distinct and in range. Waits for running gathers and blocks new ones while it runs."""
+        h = self._h()
+        arr = _ids(ids, "place_ids ids").array
+        check(lib.tfs_place_ids(h, arr.ctypes.data if arr.shape[0] else None, arr.shape[0]))
+
+    def _hotness_array(self, hotness: Any) -> np.ndarray:
         if _util.is_tensor(hotness):
             hotness = hotness.detach().cpu().numpy()
         arr = np.asarray(hotness)
@@ -793,8 +851,7 @@ class Store:
             if arr.dtype.kind not in "iuf":
                 raise errors.DTypeError(f"hotness must be numbers, got {arr.dtype}")
             arr = np.clip(arr, 0, np.iinfo(np.uint32).max).astype(np.uint32)
-        arr = np.ascontiguousarray(arr)
-        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+        return np.ascontiguousarray(arr)
 
     def stats(self) -> Dict[str, Any]:
         """Counters since open, as a dict: gathers, rows gathered, per-tier rows held / hits /

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Data-parallel GraphSAGE (PyG) over torch.distributed, one process per GPU, with the ranks'
+GPU caches shared as one (tierfs.distributed, docs/distributed.md) or replicated.
+
+    torchrun --standalone --nproc_per_node=2 examples/train_pyg_ddp.py --data /data/igb \\
+        --gpu-cache 2GB --host-cache 8GB --cache-mode shared
+    torchrun --standalone --nproc_per_node=2 examples/train_pyg_ddp.py --synth 200000 --cache-mode replicated
+    python examples/train_pyg_ddp.py --synth 20000 --epochs 1      # one process, no torchrun
+
+The only tierfs-specific line is the open call: ``tierfs.open(..., cache_mode=...)``; the loader
+(tierfs.pyg.NeighborLoader) splits the training seeds across ranks as DistributedSampler does, so
+every rank runs the same number of batches. NCCL where there is a GPU, gloo otherwise. Rank 0
+prints per epoch the global seeds/s, and per batch (mean over ranks) the rows read from SSD and
+the bytes of feature rows received from peers; ``--json FILE`` writes those figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+try:
+    import tierfs
+except ImportError:  # a checkout: use python/ and build/
+    sys.path.insert(0, str(REPO / "python"))
+    import tierfs
+import tierfs.pyg
+from torch.nn.parallel import DistributedDataParallel
+from torch_geometric.nn import GraphSAGE
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default="/tmp/tierfs-ddp", help="dataset directory (made with --synth when given)")
+    p.add_argument("--synth", type=int, default=0, help="first write a synthetic graph of this many nodes to --data")
+    p.add_argument("--dim", type=int, default=128, help="feature dim of --synth")
+    p.add_argument("--cache-mode", choices=["shared", "replicated"], default="shared")
+    p.add_argument("--gpu-cache", default="64MB", help="per-rank GPU tier (emulated by the host tier without a GPU)")
+    p.add_argument("--host-cache", default="64MB", help="per-rank host tier")
+    p.add_argument("--fanouts", default="25,10")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=1024, help="seeds per batch per rank")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
+    p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--timeout", type=float, default=120, help="seconds a peer exchange waits for the other ranks")
+    p.add_argument("--json", help="write the figures of the last epoch to this file (rank 0)")
+    return p.parse_args()
+
+
+def init() -> tuple:
+    """(rank, world size, device): from torchrun's environment, else a one-process group."""
+    if "RANK" not in os.environ:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+        backend = "nccl"
+    else:
+        device, backend = torch.device("cpu"), "gloo"
+    dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def main() -> None:
+    args = parse()
+    rank, world, device = init()
+    if args.synth and rank == 0:
+        tierfs.synth(args.data, nodes=args.synth, avg_degree=10, dim=args.dim, force=True)
+    dist.barrier()
+    store = tierfs.open(args.data, gpu_cache=args.gpu_cache, host_cache=args.host_cache, device=str(device),
+                        cache_mode=args.cache_mode, timeout=args.timeout)
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    loader = tierfs.pyg.NeighborLoader(store, fanouts, input_nodes="train", batch_size=args.batch_size, shuffle=True,
+                                       drop_last=True, prefetch=args.prefetch, seed=1)
+    classes = max(store.num_classes, 2)
+    model = GraphSAGE(store.dim, args.hidden, num_layers=len(fanouts), out_channels=classes).to(device)
+    model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    opt = torch.optim.Adam(model.parameters(), lr=0.003)
+    d0 = store.stats()["distributed"]
+    if rank == 0:
+        print(f"{world} rank(s), {args.cache_mode} cache: {d0['global_cache_rows']} rows in the global cache "
+              f"({d0['owned_rows']} owned per rank, owner tier {d0['owner_tier']}), {d0['next_hottest_rows']} next hottest per rank")
+    figures = {}
+    for epoch in range(1, args.epochs + 1):
+        before = store.stats()["distributed"]
+        model.train()
+        dist.barrier()
+        t0, batches, seeds, loss_sum = time.perf_counter(), 0, 0, 0.0
+        for data in loader:
+            # Every rank runs every batch (the exchanges are collectives): --max-batches only
+            # skips the training of the rest, never the iteration.
+            if args.max_batches and batches >= args.max_batches:
+                continue
+            data = data.to(device, non_blocking=True)
+            opt.zero_grad()
+            out = model(data.x.float(), data.edge_index)[: data.batch_size]
+            loss = F.cross_entropy(out, data.y[: data.batch_size].clamp(min=0) % classes)
+            loss.backward()
+            opt.step()
+            loss_sum += float(loss.detach())
+            batches += 1
+            seeds += data.batch_size
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        wall = time.perf_counter() - t0
+        after = store.stats()["distributed"]
+        got = torch.tensor([seeds, wall, after["ssd_rows"] - before["ssd_rows"], after["peer_bytes_received"] - before["peer_bytes_received"],
+                            after["batches"] - before["batches"], loss_sum, batches], dtype=torch.float64, device=device)
+        every = [torch.zeros_like(got) for _ in range(world)]
+        dist.all_gather(every, got)
+        every = torch.stack(every).cpu()
+        total_seeds, max_wall = float(every[:, 0].sum()), float(every[:, 1].max())
+        gathers = max(float(every[:, 4].sum()), 1.0)
+        figures = dict(
+            world_size=world, cache_mode=args.cache_mode, epoch=epoch, seeds_per_s=total_seeds / max_wall,
+            ssd_rows_per_batch=float(every[:, 2].sum()) / gathers, peer_bytes_per_batch=float(every[:, 3].sum()) / gathers,
+            loss=float(every[:, 5].sum()) / max(float(every[:, 6].sum()), 1.0), fanouts=fanouts, batch_size=args.batch_size,
+            hidden=args.hidden,
+        )
+        if rank == 0:
+            print(f"epoch {epoch:3d}  loss {figures['loss']:.4f}  {figures['seeds_per_s']:,.0f} seeds/s  "
+                  f"ssd rows/batch {figures['ssd_rows_per_batch']:,.0f}  peer bytes/batch {figures['peer_bytes_per_batch']:,.0f}")
+    if rank == 0 and args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
+    store.close()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

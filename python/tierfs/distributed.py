@@ -1,0 +1,597 @@
+"""Data-parallel training over torch.distributed with one cache shared by every rank (LSM-GNN).
+
+``tierfs.open(path, ..., cache_mode="shared")`` (or ``rank=``/``world_size=``/``group=``) in each
+rank of a torch.distributed job returns a :class:`DistributedStore`: a :class:`tierfs.Store` with
+the same surface (``gather``, ``labels``, ``split``, ``sampler``, ``stats``) whose fastest memory
+tiers, taken together over the ranks, act as one cache (docs/distributed.md):
+
+* **Ownership.** Every rank ranks the rows the same way (:meth:`Store.hottest`: the applied
+  placement, else in-degree, or the ``hotness`` given) and takes the ``world_size × C`` hottest
+  (``C`` = rows one rank's owner tier holds: the GPU tier, or without a GPU the memory tier the
+  store has) as the global cache; row ``j`` of that ranking is owned by rank ``j mod
+  world_size``, so each row has exactly one owner and every rank owns an equal share of every
+  hotness band. Each rank's owner tier holds exactly the rows it owns; its host tier (when the
+  owner tier is the GPU tier) the next hottest rows, the same on every rank.
+* **Gather.** Ids are split into local ones (owned here, or owned by nobody: this rank's host tier
+  or SSD) and peer-owned ones. The local gather runs on a worker thread while the calling thread
+  exchanges with the peers over the store's own process group: an all-gather of the per-peer
+  request counts, then ``all_to_all_single`` of the (deduplicated) ids, each rank gathers the rows
+  asked of it, then ``all_to_all_single`` of the rows, each step ``async_op`` and waited with the
+  group's timeout. Rows come back in the order of the ids, repeats included.
+* **Replicated mode** (``cache_mode="replicated"``): every rank caches the same hottest rows, as
+  PyG and GraphBolt DDP do; gathers are local and exchange nothing.
+
+Collectives need every rank to call :meth:`DistributedStore.gather` the same number of times, in
+the same order: :class:`tierfs.Loader` and :class:`tierfs.pyg.NeighborLoader` split the seeds with
+:func:`split_seeds` (equal batch counts per rank) and issue the exchanges in batch order. A rank
+that dies or stops calling makes the others raise :class:`tierfs.PeerError` (naming the rank and
+the timeout) within the group's timeout.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import threading
+import time
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+
+from . import _util, errors
+from .store import IdsLike, Store, _ids
+
+__all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
+
+#: The values of ``tierfs.open(cache_mode=)``.
+CACHE_MODES = ("shared", "replicated")
+
+# Rank r's sampler draws with seed + r * _RANK_SEED_STRIDE (a sampler's i-th call uses seed + i,
+# so ranks never share a stream within 2**32 batches).
+_RANK_SEED_STRIDE = 1 << 32
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _dist():
+    import torch.distributed as dist
+
+    return dist
+
+
+def split_seeds(
+    seeds: Any, rank: int, world_size: int, epoch: int = 0, seed: int = 0, shuffle: bool = True, drop_last: bool = False
+) -> np.ndarray:
+    """Rank ``rank``'s share of ``seeds`` in ``epoch``, exactly as torch's ``DistributedSampler``
+    (``set_epoch(epoch)``, ``seed``) picks dataset indices: every rank permutes all seeds the same
+    way (``torch.randperm`` seeded with ``seed + epoch``) and takes
+    every ``world_size``-th position starting at ``rank``, so the shares are disjoint and of equal
+    size. ``drop_last=False`` pads the permutation with its own first entries up to a multiple of
+    ``world_size`` (up to ``world_size - 1`` seeds then appear on two ranks); ``drop_last=True``
+    drops its tail instead (at most ``world_size - 1`` seeds are left out of the epoch).
+
+    Returns int64 numpy ids.
+    """
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise errors.InvalidArgumentError(f"split_seeds: rank {rank} is not in [0, world_size = {world_size})")
+    arr = _ids(seeds, "seeds").array
+    n = arr.shape[0]
+    if shuffle:  # DistributedSampler's permutation: torch.randperm seeded with seed + epoch
+        torch = _torch()
+        g = torch.Generator()
+        g.manual_seed(int(seed) + int(epoch))
+        order = torch.randperm(n, generator=g).numpy()
+    else:
+        order = np.arange(n)
+    if drop_last:
+        order = order[: (n // world_size) * world_size]
+    elif n % world_size and n:
+        total = -(-n // world_size) * world_size
+        order = np.concatenate([order, np.resize(order, total - n)])
+    return arr[order[rank::world_size]]
+
+
+def _share(n: int, world_size: int, drop_last: bool) -> int:
+    """Seeds per rank of :func:`split_seeds`."""
+    return n // world_size if drop_last else -(-n // world_size)
+
+
+class _Turnstile:
+    """Lets the gathers of one loader epoch exchange in batch order, whatever thread runs them."""
+
+    def __init__(self, timeout: float) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._timeout = timeout
+
+    def wait(self, i: int) -> None:
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._next >= i, self._timeout):
+                raise errors.PeerError(
+                    f"tierfs: batch {i}'s peer exchange waited {self._timeout:.0f} s for batch {self._next} "
+                    "of the same epoch to finish its exchange (the process group timeout)"
+                )
+
+    def done(self, i: int) -> None:
+        with self._cond:
+            self._next = max(self._next, i + 1)
+            self._cond.notify_all()
+
+
+class DistributedStore(Store):
+    """One rank's view of a store whose memory tiers are shared by the ranks of a torch.distributed
+    job (see the module doc). Made by :func:`tierfs.open` with ``cache_mode``, ``rank``,
+    ``world_size`` or ``group``; every rank must open it (the same dataset and options) in the
+    same order relative to its other collectives.
+
+    The store exchanges over a process group of its own (``group``, or a new group of every rank
+    made at open with the ``timeout`` given, else the default group's), so the model's DDP
+    all-reduces on the default group never interleave with it.
+
+    Differences from :class:`Store`: :meth:`gather` is a collective in shared mode (every rank
+    calls it the same number of times, in the same order); :meth:`place` and :meth:`place_ids`
+    would break the ownership and raise; planned epochs are not supported; it does not pickle.
+    """
+
+    def __init__(
+        self,
+        path: Any,
+        *,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        group: Any = None,
+        cache_mode: str = "shared",
+        hotness: Any = None,
+        timeout: Optional[float] = None,
+        **options: Any,
+    ) -> None:
+        if cache_mode not in CACHE_MODES:
+            raise errors.InvalidArgumentError(f"tierfs.open: cache_mode {cache_mode!r} is not one of {CACHE_MODES}")
+        if timeout is not None and not timeout > 0:
+            raise errors.InvalidArgumentError(f"tierfs.open: timeout {timeout!r} must be a positive number of seconds")
+        self._cache_mode = cache_mode
+        self._group, self._rank, self._world, self._timeout = self._join(rank, world_size, group, timeout)
+        torch = _torch()
+        # Without a GPU the owner tier is emulated by the host tier: the gpu_cache budget is added
+        # to it and the first rows it holds play the part of the GPU tier.
+        gpu_bytes = _util.parse_size(options.get("gpu_cache"), "gpu_cache")
+        host_bytes = _util.parse_size(options.get("host_cache"), "host_cache")
+        self._emulated_gpu = bool(gpu_bytes) and not torch.cuda.is_available()
+        if self._emulated_gpu:
+            options = dict(options, gpu_cache=None, host_cache=gpu_bytes + host_bytes)
+        self._dist_options = dict(options)
+        super().__init__(path, **options)
+        try:
+            self._setup(hotness, gpu_bytes, host_bytes)
+        except BaseException:
+            Store.close(self)
+            raise
+
+    # joining the job -------------------------------------------------------------------------
+
+    @staticmethod
+    def _join(rank: Optional[int], world_size: Optional[int], group: Any, timeout: Optional[float]):
+        """(group or None, rank, world size, timeout in seconds) after checking what was given
+        against torch.distributed."""
+        dist = _dist()
+        if not dist.is_available() or not dist.is_initialized():
+            if world_size in (None, 1) and rank in (None, 0) and group is None:
+                return None, 0, 1, float(timeout or 0) or 1800.0
+            raise errors.InvalidArgumentError(
+                f"tierfs.open(rank={rank}, world_size={world_size}): torch.distributed is not initialized; call "
+                "torch.distributed.init_process_group first (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR)"
+            )
+        if group is None:
+            default_timeout = _group_timeout(None)
+            seconds = float(timeout) if timeout is not None else default_timeout
+            group = dist.new_group(timeout=datetime.timedelta(seconds=seconds))
+        else:
+            seconds = float(timeout) if timeout is not None else _group_timeout(group)
+        got_rank, got_world = dist.get_rank(group), dist.get_world_size(group)
+        if rank is not None and int(rank) != got_rank:
+            raise errors.InvalidArgumentError(f"tierfs.open: rank={rank}, but this process is rank {got_rank} of its process group")
+        if world_size is not None and int(world_size) != got_world:
+            raise errors.InvalidArgumentError(f"tierfs.open: world_size={world_size}, but the process group has {got_world} ranks")
+        return group, got_rank, got_world, seconds
+
+    def _setup(self, hotness: Any, gpu_bytes: int, host_bytes: int) -> None:
+        torch = _torch()
+        tiers = {t["tier"]: t for t in self.stats()["tiers"]}
+        gpu_cap, host_cap = int(tiers["gpu"].get("capacity_rows", 0)), int(tiers["host"].get("capacity_rows", 0))
+        if gpu_cap:  # a real GPU tier owns, the host tier holds the next hottest
+            owned, rest = gpu_cap, host_cap
+        elif self._emulated_gpu:
+            owned = int(host_cap * gpu_bytes / (gpu_bytes + host_bytes))
+            rest = host_cap - owned
+        else:  # one memory tier: it owns
+            owned, rest = host_cap, 0
+        w, n = self._world, self.num_nodes
+        self._exchange = self._cache_mode == "shared" and w > 1
+        shared = owned * w if self._exchange else owned
+        ranking = self.hottest(min(n, shared + rest), hotness)
+        # Every rank must rank alike; a differing dataset or hotness would make owners disagree.
+        self._check_same(ranking)
+        dtype = np.int8 if w < 128 else np.int16
+        self._owner = np.full(n, -1, dtype=dtype)  # owner rank of each row of the global cache, -1: none
+        if self._exchange:
+            glob = ranking[:shared]
+            self._owner[glob] = np.arange(glob.shape[0]) % w
+            own = glob[self._rank :: w]
+            mine = np.concatenate([own, ranking[shared:]])
+        else:
+            own = ranking[:owned]
+            mine = ranking
+        Store.place_ids(self, mine)
+        self._owned_rows = int(own.shape[0])
+        self._owner_tier = "gpu" if gpu_cap else ("host (emulating gpu_cache)" if self._emulated_gpu else "host")
+        self._global_rows = int(min(shared, ranking.shape[0]))
+        self._next_rows = int(max(0, ranking.shape[0] - shared))
+        # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
+        self._xdevice = torch.device("cpu")
+        if self._group is not None and _dist().get_backend(self._group) == "nccl":
+            self._xdevice = torch.device("cuda", torch.cuda.current_device())
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
+        self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._xlock = threading.Lock()  # one exchange at a time, in call order
+        self._failed: Optional[str] = None
+        self._seq = 0
+        self._counters = dict(batches=0, ids=0, local_rows=0, peer_rows=0, peer_unique_rows=0, peer_bytes_received=0,
+                              peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0)
+        self._ssd_base = int(tiers["ssd"].get("hits", 0))
+
+    def _check_same(self, ranking: np.ndarray) -> None:
+        """Raises when another rank ranked differently (another dataset, hotness or options)."""
+        if self._group is None:
+            return
+        torch, dist = _torch(), _dist()
+        digest = int(np.bitwise_xor.reduce(ranking * np.arange(1, ranking.shape[0] + 1, dtype=np.int64))) if ranking.size else 0
+        mine = torch.tensor([ranking.shape[0], digest & 0x7FFFFFFFFFFFFFFF], dtype=torch.int64)
+        dev = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(self._group) == "nccl" else torch.device("cpu")
+        out = [torch.empty(2, dtype=torch.int64, device=dev) for _ in range(self._world)]
+        dist.all_gather(out, mine.to(dev), group=self._group)
+        got = [tuple(int(v) for v in t.cpu()) for t in out]
+        bad = [r for r, g in enumerate(got) if g != got[0]]
+        if bad:
+            raise errors.InvalidArgumentError(
+                f"tierfs.open: rank {bad[0]} ranks the cached rows differently from rank 0 ({got[bad[0]][0]} vs {got[0][0]} rows, "
+                "or another order): every rank must open the same dataset with the same cache sizes and hotness"
+            )
+
+    # properties ------------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the store's process group."""
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world
+
+    @property
+    def cache_mode(self) -> str:
+        """``"shared"`` (rows owned by one rank, exchanged) or ``"replicated"``."""
+        return self._cache_mode
+
+    @property
+    def group(self) -> Any:
+        """The process group the store exchanges over (None with one rank and no torch.distributed)."""
+        return self._group
+
+    def owner(self, ids: IdsLike) -> np.ndarray:
+        """Owner rank of each id (-1: in no rank's owner tier; gathered locally by every rank)."""
+        arr = _ids(ids).array
+        self._check_range(arr)
+        return self._owner[arr].astype(np.int64)
+
+    def sampler(self, fanouts: Sequence[int], replace: bool = False, seed: int = 0, workers: int = 0) -> Any:
+        """As :meth:`Store.sampler`, drawing with ``seed + rank * 2**32`` so ranks sample
+        independently while each run repeats."""
+        return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, workers=workers)
+
+    # gather ----------------------------------------------------------------------------
+
+    def _check_range(self, arr: np.ndarray) -> None:
+        if arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= self.num_nodes:
+                i = int(np.argmax((arr < 0) | (arr >= self.num_nodes)))
+                raise errors.OutOfRangeError(f"tierfs: ids[{i}] = {int(arr[i])} is out of range [0, {self.num_nodes})")
+
+    def gather(self, ids: IdsLike, out: Any = None) -> Any:
+        """Feature rows of ``ids`` in their order (see :meth:`Store.gather` for the kinds of ids,
+        outputs and ``out``). In shared mode a collective: every rank calls it, the same number of
+        times and in the same order (an empty batch included); rows owned by other ranks come
+        through the peer exchange while the local ones are gathered.
+
+        Raises:
+            tierfs.PeerError: a rank died, stopped calling gather within the group's timeout, or
+                failed its own gather (e.g. an id out of range there).
+            IndexError/ValueError (tierfs.OutOfRangeError): an id out of range on this rank (the
+                other ranks then raise PeerError for this batch).
+        """
+        if not self._exchange:
+            return self._counted_local(ids, out)
+        with self._xlock:
+            return self._gather_exchanged(ids, out)
+
+    def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
+        """gather, exchanging after batch i-1 of the same loader epoch did (any thread)."""
+        if not self._exchange or turn is None:
+            return self.gather(ids)
+        turn.wait(i)
+        try:
+            with self._xlock:
+                return self._gather_exchanged(ids, None)
+        finally:
+            turn.done(i)
+
+    def _local_gather(self, ids: Any) -> tuple:
+        """(rows of this rank's store, CUDA event after them or None), on a worker thread."""
+        rows = Store.gather(self, ids)
+        event = None
+        if rows.is_cuda:
+            torch = _torch()
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(rows.device))
+        return rows, event
+
+    def _counted_local(self, ids: IdsLike, out: Any) -> Any:
+        t0 = time.perf_counter()
+        rows = Store.gather(self, ids, out)
+        c = self._counters
+        c["batches"] += 1
+        n = int(rows.shape[0]) if getattr(rows, "ndim", 1) > 1 else 1
+        c["ids"] += n
+        c["local_rows"] += n
+        c["local_s"] += time.perf_counter() - t0
+        return rows
+
+    def gather_async(self, ids: IdsLike, out: Any = None) -> Any:
+        """As :meth:`Store.gather_async`; the gathers run one at a time, in call order (they are
+        collectives)."""
+        from .store import GatherFuture
+
+        if self._async_pool is None:
+            self._async_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierfs-dist-async")
+        ids_ = _ids(ids)
+        frozen: Any = ids_.array.copy()
+        if ids_.scalar:
+            frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
+        elif ids_.kind == "torch":
+            frozen = _torch().from_numpy(frozen).to(ids_.device)
+        return GatherFuture(self._async_pool.submit(self._gather_for_future, frozen, out), self._device_type == "cuda")
+
+    def _fail(self, what: str, exc: BaseException) -> errors.PeerError:
+        peers = [r for r in range(self._world) if r != self._rank]
+        who = f"rank {peers[0]}" if len(peers) == 1 else f"one of ranks {peers}"
+        msg = (
+            f"tierfs: rank {self._rank}: peer exchange of gather #{self._seq} failed at {what}: {who} died, stopped calling "
+            f"gather, or failed, within the process group timeout ({self._timeout:.0f} s): {type(exc).__name__}: {exc}"
+        )
+        self._failed = msg
+        return errors.PeerError(msg)
+
+    def _collective(self, what: str, start: Any) -> None:
+        """Runs start() (a collective with async_op=True) and waits for it, at most the group's
+        timeout; a failure becomes PeerError."""
+        try:
+            start().wait(datetime.timedelta(seconds=self._timeout))
+        except errors.Error:
+            raise
+        except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
+            raise self._fail(what, e) from e
+
+    def _gather_exchanged(self, ids: IdsLike, out: Any) -> Any:
+        torch, dist = _torch(), _dist()
+        if self._failed is not None:
+            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
+        self._seq += 1
+        t0 = time.perf_counter()
+        ids_ = _ids(ids)
+        arr = ids_.array
+        n, w, me = arr.shape[0], self._world, self._rank
+        bad: Optional[BaseException] = None
+        try:
+            self._check_range(arr)
+        except errors.Error as e:
+            bad = e
+        # Split: peer-owned ids (deduplicated, grouped by owner) and everything else.
+        if bad is None:
+            own = self._owner[arr]
+            peer = (own >= 0) & (own != me)
+        else:
+            own = np.zeros(n, dtype=self._owner.dtype)
+            peer = np.zeros(n, dtype=bool)
+        peer_pos = np.flatnonzero(peer)
+        local_pos = np.flatnonzero(~peer)
+        uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
+        uowner = self._owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
+        order = np.argsort(uowner, kind="stable")
+        send_ids = uniq[order]
+        where = np.empty(order.shape[0], dtype=np.int64)
+        where[order] = np.arange(order.shape[0])  # unique id j is send_ids[where[j]]
+        send_counts = np.bincount(uowner, minlength=w).astype(np.int64)
+
+        # The local rows, on a worker thread while the exchange runs.
+        out_dev = self._out_device(ids_)
+        local_ids = torch.from_numpy(arr[local_pos])
+        local = None
+        if bad is None and local_pos.size:
+            local = self._pool.submit(self._local_gather, local_ids)
+
+        # 1. Everyone's request counts (and whether its ids were good), so every rank knows what
+        # moves and all ranks skip the rest alike when nothing does.
+        xdev = self._xdevice
+        mine = torch.from_numpy(np.append(send_counts, 1 if bad is not None else 0)).to(xdev)
+        table = torch.empty(w * (w + 1), dtype=torch.int64, device=xdev)
+        self._collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self._group, async_op=True))
+        table_h = table.cpu().numpy().reshape(w, w + 1)
+        failed = np.flatnonzero(table_h[:, w])
+        if failed.size:
+            if local is not None:
+                local.result()
+            if bad is not None:
+                raise bad
+            raise errors.PeerError(
+                f"tierfs: rank {me}: gather #{self._seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
+            )
+        recv_counts = table_h[:, me]  # ids each rank asks of me
+        rb = self.row_bytes
+        recv_rows = torch.empty((int(send_counts.sum()), rb), dtype=torch.uint8, device=xdev)
+        served = 0
+        if table_h[:, :w].sum():
+            # 2. The ids, each rank's to its owners.
+            asked = torch.empty(int(recv_counts.sum()), dtype=torch.int64, device=xdev)
+            send = torch.from_numpy(send_ids).to(xdev)
+            self._collective("the ids", lambda: dist.all_to_all_single(
+                asked, send, recv_counts.tolist(), send_counts.tolist(), group=self._group, async_op=True))
+            # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
+            served = int(asked.shape[0])
+            rows = Store.gather(self, asked) if served else None  # CUDA ids on NCCL: split on the GPU
+            rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
+            rows_x = rows_u8.to(xdev)
+            self._collective("the rows", lambda: dist.all_to_all_single(
+                recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self._group, async_op=True))
+        t_x = time.perf_counter()
+        local_rows = None
+        if local is not None:
+            local_rows, event = local.result()
+            if event is not None:  # rows made on the worker thread's stream
+                torch.cuda.current_stream(local_rows.device).wait_event(event)
+
+        # Assemble in the order of the ids.
+        result = torch.empty((n, rb), dtype=torch.uint8, device=out_dev or "cpu")
+        if local_rows is not None:
+            result[torch.from_numpy(local_pos).to(result.device)] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(result.device)
+        if peer_pos.size:
+            take = torch.from_numpy(where[inverse]).to(recv_rows.device)
+            result[torch.from_numpy(peer_pos).to(result.device)] = recv_rows[take].to(result.device)
+        c = self._counters
+        c["batches"] += 1
+        c["ids"] += n
+        c["local_rows"] += int(local_pos.size)
+        c["peer_rows"] += int(peer_pos.size)
+        c["peer_unique_rows"] += int(send_ids.size)
+        c["peer_bytes_received"] += int(send_ids.size) * rb
+        c["peer_rows_served"] += served
+        c["peer_bytes_sent"] += served * rb
+        c["exchange_s"] += t_x - t0
+        c["local_s"] += time.perf_counter() - t0
+        return self._finish(result, ids_, out_dev, out)
+
+    def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any) -> Any:
+        """raw (n, row_bytes) uint8 rows as Store.gather returns them (kind, dtype, shape, out)."""
+        torch = _torch()
+        shape = (self.dim,) if ids_.scalar else (raw.shape[0], self.dim)
+        if out_dev is None:  # numpy
+            result = raw.numpy().view(self.dtype).reshape(shape)
+        else:
+            result = raw.view(self.torch_dtype).reshape(shape)
+        if out is None:
+            return result
+        self._check_out(out, shape)
+        if isinstance(out, np.ndarray):
+            out[...] = result if isinstance(result, np.ndarray) else result.cpu().numpy()
+        else:
+            out.copy_(torch.as_tensor(result) if isinstance(result, np.ndarray) else result)
+        return out
+
+    # placement and stats ---------------------------------------------------------------
+
+    def place(self, *args: Any, **kwargs: Any) -> Any:
+        raise errors.NotSupportedError(
+            "tierfs: a distributed store decides its placement at open (ownership); pass hotness= to tierfs.open instead of calling place"
+        )
+
+    def place_ids(self, ids: IdsLike) -> None:
+        raise errors.NotSupportedError("tierfs: a distributed store decides its placement at open (ownership); place_ids would break it")
+
+    def plan_epochs(self, *args: Any, **kwargs: Any) -> Any:
+        raise errors.NotSupportedError("tierfs: planned epochs are not supported on a distributed store yet")
+
+    def stats(self) -> Dict[str, Any]:
+        """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
+        mode, the rows of the global cache, owned here and cached next; per-gather counts
+        (``batches``, ids, local and peer rows, unique peer rows and bytes received, rows and bytes
+        served to peers, seconds) and per-batch means (``per_batch``: ``peer_rows``,
+        ``peer_bytes_received``, ``peer_bytes_sent``, ``ssd_rows``)."""
+        s = super().stats()
+        if not hasattr(self, "_counters"):
+            return s
+        c = dict(self._counters)
+        ssd = next((int(t.get("hits", 0)) for t in s["tiers"] if t["tier"] == "ssd"), 0) - self._ssd_base
+        b = max(c["batches"], 1)
+        s["distributed"] = dict(
+            rank=self._rank, world_size=self._world, cache_mode=self._cache_mode, owner_tier=self._owner_tier,
+            global_cache_rows=self._global_rows, owned_rows=self._owned_rows, next_hottest_rows=self._next_rows,
+            timeout_s=self._timeout, ssd_rows=ssd, **c,
+            per_batch=dict(
+                peer_rows=c["peer_rows"] / b, peer_unique_rows=c["peer_unique_rows"] / b,
+                peer_bytes_received=c["peer_bytes_received"] / b, peer_bytes_sent=c["peer_bytes_sent"] / b,
+                ssd_rows=ssd / b,
+            ),
+        )
+        return s
+
+    def close(self) -> None:
+        """Closes this rank's store (not the process group: it may be the caller's)."""
+        for pool in (getattr(self, "_pool", None), getattr(self, "_async_pool", None)):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        super().close()
+
+    def __reduce__(self):
+        raise errors.NotSupportedError("tierfs: a distributed store does not pickle (it belongs to its rank's process group)")
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        return base[:-1] + f" rank={self._rank}/{self._world} cache_mode={self._cache_mode}>"
+
+
+def _group_timeout(group: Any) -> float:
+    """The timeout of a process group (the default one for None), in seconds; 1800 where torch
+    does not say."""
+    try:
+        from torch.distributed.distributed_c10d import _get_default_group
+
+        pg = group if group is not None else _get_default_group()
+        opts = getattr(pg, "options", None) or getattr(pg, "_options", None)
+        t = getattr(opts, "_timeout", None) or getattr(opts, "timeout", None)
+        if t is not None:
+            return t.total_seconds()
+    except Exception:
+        pass
+    try:
+        from torch.distributed.constants import default_pg_timeout
+
+        return default_pg_timeout.total_seconds()
+    except Exception:
+        return 1800.0
+
+
+def open_distributed(path: Any, *, rank: Optional[int], world_size: Optional[int], group: Any, cache_mode: Optional[str],
+                     hotness: Any, timeout: Optional[float], **options: Any) -> DistributedStore:
+    return DistributedStore(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode or "shared",
+                            hotness=hotness, timeout=timeout, **options)
+
+
+# Loader support --------------------------------------------------------------------------
+
+
+def loader_share(store: Any, n: int, drop_last: bool) -> int:
+    """Seeds per rank for a loader over ``n`` seeds (``n`` on a plain store)."""
+    if isinstance(store, DistributedStore):
+        return _share(n, store.world_size, drop_last)
+    return n
+
+
+def new_turnstile(store: Any) -> Optional[_Turnstile]:
+    if isinstance(store, DistributedStore) and store._exchange:
+        return _Turnstile(store._timeout)
+    return None
+
