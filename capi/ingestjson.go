@@ -34,6 +34,7 @@ var (
 		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
 		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
+		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
 	}
 )
 
@@ -121,6 +122,16 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 	opt.Progress = progressFunc(fn, ctx)
 	if err == nil {
 		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir})
+	}
+	for _, list := range []struct {
+		key string
+		in  []ingest.FeatureInput
+	}{{"node_features", opt.NodeFeatures}, {"edge_features", opt.EdgeFeatures}} {
+		for _, f := range list.in {
+			if _, serr := os.Stat(f.Path); err == nil && f.Path != "" && serr != nil {
+				err = fmt.Errorf("options_json: %q: feature %q: %w", list.key, f.Name, serr)
+			}
+		}
 	}
 	if err == nil {
 		_, err = ingest.Ingest(opt)
