@@ -162,3 +162,52 @@ def test_from_pyg_stores_node_and_edge_attributes(tmp_path):
         assert torch.equal(s.gather(smp.e_id, feature="edge_attr"), data.edge_attr[rows])
         w = s.gather(smp.e_id, feature="edge_weight")
         assert w.shape == (e,) and torch.equal(w, data.edge_weight[rows])
+
+
+def test_pyg_feature_store_and_loader_serve_named_features(named):
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.data import TensorAttr
+    from torch_geometric.loader import NodeLoader
+    from torch_geometric.testing import MyFeatureStore
+
+    import tierfs.pyg
+
+    path, edges, a = named
+    which = input_edge_of(edges)
+    with tierfs.open(path) as s:
+        fs, gs = tierfs.pyg.stores(s)
+        ref = MyFeatureStore()
+        indptr, indices = s.csc()
+        csc_rows = [which[(int(indices[p]), int(v))] for v in range(s.num_nodes) for p in range(indptr[v], indptr[v + 1])]
+        for name in ("x", "h", "deg"):
+            ref.put_tensor(torch.from_numpy(a[name]), group_name=None, attr_name=name, index=None)
+        for name in ("edge_weight", "edge_attr"):  # edge features in edge id order
+            ref.put_tensor(torch.from_numpy(a[name][csc_rows]), group_name=tierfs.pyg.EDGE_TYPE, attr_name=name, index=None)
+        r = rng(144)
+        ids = torch.from_numpy(r.integers(0, s.num_nodes, 100))
+        eids = torch.from_numpy(r.integers(0, s.num_edges, 80))
+        attrs = [TensorAttr(None, "x", ids), TensorAttr(None, "h", ids), TensorAttr(None, "deg", ids),
+                 TensorAttr(tierfs.pyg.EDGE_TYPE, "edge_attr", eids), TensorAttr(tierfs.pyg.EDGE_TYPE, "edge_weight", eids)]
+        for got, want in zip(fs.multi_get_tensor(attrs), ref.multi_get_tensor(attrs)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"seed {SEED}")
+        assert torch.equal(fs[None, "edge_attr", eids], ref[tierfs.pyg.EDGE_TYPE, "edge_attr", eids])
+        assert fs.get_tensor_size(tierfs.pyg.EDGE_TYPE, "edge_weight") == (s.num_edges,)
+        assert fs.get_tensor_size(None, "h", ids) == (100, 3)
+        assert sorted(x.attr_name for x in fs.get_all_tensor_attrs()) == ["deg", "h", "x"]
+        assert sorted(x.attr_name for x in fs.get_all_edge_tensor_attrs()) == ["edge_attr", "edge_weight"]
+        with pytest.raises(KeyError, match="no edge attribute 'h'"):
+            fs.get_tensor(tierfs.pyg.EDGE_TYPE, "h", eids)
+        with pytest.raises(KeyError, match="one node type"):
+            fs.get_tensor("paper", "x", ids)
+
+        inp = torch.from_numpy(r.choice(s.num_nodes, 150, replace=False))
+        loader = tierfs.pyg.NeighborLoader(s, [5, 3], inp, batch_size=64, seed=7)
+        ref_loader = NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(s, [5, 3], seed=7), input_nodes=inp, batch_size=64)
+        for b, rb in zip(loader, ref_loader):
+            assert torch.equal(b.e_id, rb.e_id) and torch.equal(b.n_id, rb.n_id)
+            assert b.e_id.shape == (b.edge_index.shape[1],)
+            rows = [which[(int(b.n_id[i]), int(b.n_id[j]))] for i, j in b.edge_index.t().tolist()]
+            assert torch.equal(b.edge_attr, torch.from_numpy(a["edge_attr"][rows])), f"seed {SEED}"
+            assert torch.equal(b.edge_weight, torch.from_numpy(a["edge_weight"][rows]))
+            assert torch.equal(b.h, torch.from_numpy(a["h"][b.n_id.numpy()]))
+            assert torch.equal(b.h, rb.h) and torch.equal(b.x, rb.x)
