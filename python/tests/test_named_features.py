@@ -211,3 +211,29 @@ def test_pyg_feature_store_and_loader_serve_named_features(named):
             assert torch.equal(b.edge_weight, torch.from_numpy(a["edge_weight"][rows]))
             assert torch.equal(b.h, torch.from_numpy(a["h"][b.n_id.numpy()]))
             assert torch.equal(b.h, rb.h) and torch.equal(b.x, rb.x)
+
+
+def test_cli_ingest_named_features(cli, tmp_path):
+    r = rng(145)
+    edges = unique_edges(r, 50, 200)
+    e = edges.shape[1]
+    files = {"edges": edges, "x": r.random((50, 2)).astype(np.float32), "pos": r.random((50, 3)).astype(np.float32),
+             "w": r.random(e).astype(np.float32)}
+    for name, arr in files.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    out = tmp_path / "ds"
+    run = subprocess.run([cli, "ingest", "--edges", str(tmp_path / "edges.npy"), "--features", str(tmp_path / "x.npy"),
+                          "--node-feature", f"pos={tmp_path / 'pos.npy'}", "--edge-feature", f"edge_weight={tmp_path / 'w.npy'}",
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "pos: 3 x float32" in run.stdout and "edge_weight: float32 scalar" in run.stdout
+    with tierfs.open(out) as s:
+        np.testing.assert_array_equal(s.gather(np.arange(50), feature="pos"), files["pos"])
+        assert s.features["edge_weight"]["scalar"]
+    bad = subprocess.run([cli, "ingest", "--edges", str(tmp_path / "edges.npy"), "--edge-feature", str(tmp_path / "w.npy"),
+                          "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "want NAME=FILE" in bad.stderr
+    bad = subprocess.run([cli, "ingest", "--edges", str(tmp_path / "edges.npy"), "--edge-feature", f"w={tmp_path / 'pos.npy'}",
+                          "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode != 0 and f"has 50 rows, but the edges file {tmp_path / 'edges.npy'} has {e} edges" in bad.stderr
+    assert not (tmp_path / "bad").exists()
