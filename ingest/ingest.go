@@ -4,7 +4,10 @@
 // Inputs: edges as .npy of shape (2, E) or (E, 2), a CSV/TSV/whitespace text edge list, Parquet,
 // or Arrow IPC (file or stream) with integer columns src and dst (or chosen by EdgeColumns); features as a 2-D .npy or a Parquet / Arrow IPC file with one
 // fixed_size_list column or one numeric column per dimension; labels as a 1-D integer .npy;
-// splits as train.npy / val.npy / test.npy holding node ids or bool masks.
+// splits as train.npy / val.npy / test.npy holding node ids or bool masks; more named node
+// features (NodeFeatures, as features, or 1-D for one value a row) and edge features
+// (EdgeFeatures: .npy with one row per input edge, written in edge id order through a temporary
+// mapped file of one int64 per edge that records each edge id's input edge).
 //
 // Memory: ingest never holds the edge list, the features or the labels. The topology is built in
 // two streaming passes over the edges (count in-degrees, then fill each node's list in place in a
