@@ -35,6 +35,7 @@ var (
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
 		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
 		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
+		"graphbolt": "GraphBolt",
 	}
 )
 
@@ -121,7 +122,7 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 	err := decodeOptions(js, ingestKeys, &opt)
 	opt.Progress = progressFunc(fn, ctx)
 	if err == nil {
-		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir})
+		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir, "graphbolt": opt.GraphBolt})
 	}
 	for _, list := range []struct {
 		key string
@@ -143,7 +144,7 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 // checkInputs gives TFS_ENOENT, naming the key and the path, for an input that is not there (the
 // ingest package reports it too, but without wrapping os.ErrNotExist).
 func checkInputs(inputs map[string]string) error {
-	for _, key := range []string{"edges", "features", "labels", "splits"} {
+	for _, key := range []string{"edges", "features", "labels", "splits", "graphbolt"} {
 		if p := inputs[key]; p != "" {
 			if _, err := os.Stat(p); err != nil {
 				return fmt.Errorf("options_json: %q: %w", key, err)

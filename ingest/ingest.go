@@ -59,7 +59,12 @@ type Options struct {
 	Labels       string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
 	SplitsDir    string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
 	Out          string // dataset directory to write
-	Replace      bool   // replace what Out holds (a dataset or other files); else such an Out is refused
+	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form: one
+	// node and one edge type) to ingest instead of the inputs above: its edges, node and edge
+	// features (by their names; the first node feature is the default), and from its first task
+	// the labels and the train/validation/test seeds. Its files are copied into the dataset.
+	GraphBolt string
+	Replace   bool // replace what Out holds (a dataset or other files); else such an Out is refused
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
@@ -94,6 +99,13 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	}
 	if opt.Out == "" {
 		return nil, errors.New("ingest: no output directory (Options.Out)")
+	}
+	if opt.GraphBolt != "" {
+		cleanup, err := fromGraphBolt(&opt)
+		defer cleanup()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if opt.Edges == "" && opt.Features == "" && opt.Labels == "" && len(opt.NodeFeatures) == 0 {
 		return nil, errors.New("ingest: nothing to ingest: set Edges, Features, NodeFeatures or Labels")
@@ -314,6 +326,10 @@ func (opt Options) args() []string {
 			return ap
 		}
 		return p
+	}
+	if opt.GraphBolt != "" {
+		add("graphbolt", abs(opt.GraphBolt))
+		return a // the rest was read from its metadata
 	}
 	add("edges", abs(opt.Edges))
 	if opt.EdgeColumns != ([2]string{}) {

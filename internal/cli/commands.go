@@ -111,6 +111,7 @@ func runIngest(args []string) error {
 	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
 	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	fs.StringVar(&opt.GraphBolt, "graphbolt", "", "a DGL GraphBolt on-disk dataset (directory with metadata.yaml) to ingest instead of --edges and the other inputs")
 	fs.BoolVar(&opt.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")
 	fs.BoolVar(&opt.Undirected, "undirected", false, "add the reverse of every edge")
@@ -124,8 +125,8 @@ func runIngest(args []string) error {
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if opt.Out == "" || opt.Edges == "" {
-		return fmt.Errorf("--edges and --out are required")
+	if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
+		return fmt.Errorf("--out and --edges (or --graphbolt) are required")
 	}
 	for _, list := range []struct {
 		flag string

@@ -14,7 +14,7 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import check, lib
 
-__all__ = ["ingest", "synth", "from_pyg"]
+__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
@@ -487,3 +487,29 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
         node_features=node_features or None,
         edge_features=edge_features or None,
     )
+
+
+def from_graphbolt(path: PathLike, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
+                   force: bool = False, progress: ProgressLike = None) -> str:
+    """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
+    ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
+    section, one node type and one edge type) and returns its path: the edges (CSV or ``.npy``),
+    every node feature by its name (the first is the default, ``x`` to :mod:`tierfs.pyg`), every
+    edge feature, and from the first task the labels and the train/validation/test seeds. The
+    files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
+    input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
+
+    Args:
+        path: the GraphBolt dataset directory.
+        out, undirected, device_paths, force, progress: as :func:`ingest`.
+    """
+    _native.check_process()
+    opts: Dict[str, Any] = {"out": os.fspath(out), "graphbolt": _input_path(path, "graphbolt")}
+    if undirected:
+        opts["undirected"] = True
+    if device_paths:
+        opts["device_paths"] = [os.fspath(p) for p in device_paths]
+    if force:
+        opts["force"] = True
+    _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+    return opts["out"]
