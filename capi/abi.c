@@ -311,3 +311,15 @@ tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed) 
 }
 
 tfs_status tfs_io_close(tfs_io *io) { FORK_GUARD(); return (tfs_status)tfsgo_io_close(H(io)); }
+
+tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                                   size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_place_json_progress(H(store), (char *)request_json, fn, ctx, buf, cap, needed);
+}
+
+tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                           size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_verify_json((char *)path, (char *)request_json, fn, ctx, buf, cap, needed);
+}

@@ -223,6 +223,19 @@ typedef void (*tfs_progress_fn)(void *ctx, const char *stage, int64_t done, int6
 /* tfs_synth and tfs_ingest reporting their progress to fn(ctx, ...) (fn NULL: none). */
 tfs_status tfs_synth_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
 tfs_status tfs_ingest_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
+/* tfs_place_json with progress: fn (may be NULL) gets ("profile", batches sampled, batches
+ * planned so far) as the pre-sampling advances (see tfs_progress_fn). */
+tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                                   size_t cap, size_t *needed);
+
+/* Checks every block of every file of the dataset at path against its checksum (as `tierfs
+ * verify`) and writes the JSON report, as tfs_stats_json: {"ok", "files", "bytes", "problems":
+ * [{"file", "offset" (-1: the whole file), "what"}]}. request_json: {"limit": problems reported
+ * per file, default 20, 0 for all}. fn (may be NULL) gets ("verify", bytes checked, total). Damage
+ * is in the report (TFS_OK); a directory that is no dataset is TFS_ENOENT, a damaged manifest
+ * TFS_ECORRUPT. A report that does not fit buf is kept for the retry with the same arguments. */
+tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                           size_t cap, size_t *needed);
 
 /* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
  * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is

@@ -14,7 +14,7 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import check, lib
 
-__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt"]
+__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
@@ -513,3 +513,28 @@ def from_graphbolt(path: PathLike, out: PathLike, *, undirected: bool = False, d
         opts["force"] = True
     _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
     return opts["out"]
+
+
+def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) -> Dict[str, Any]:
+    """Checks every block of every file of the dataset at ``path`` against its checksum, as
+    ``tierfs verify``, and returns the report: ``{"ok", "files", "bytes", "problems": [{"file",
+    "offset" (-1 for the file as a whole), "what"}]}`` (at most ``limit`` problems a file; 0 for
+    all). Damage is in the report; it raises only when ``path`` is no dataset
+    (FileNotFoundError) or its manifest is damaged (tierfs.CorruptError). ``progress`` as
+    :func:`ingest`'s (stage ``"verify"``, bytes checked of the total). One native call
+    (``tfs_verify_json``) reads the whole dataset.
+    """
+    _native.check_process()
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise errors.InvalidArgumentError(f"verify: limit must be an int >= 0 (0: every problem), got {limit!r}")
+    p = _input_path(path, "verify")
+    request = json.dumps({"limit": limit}).encode()
+    cb, errs = _progress_callback(progress)
+    fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
+    from .store import _c_str
+
+    path_c = _c_str(p, "path")
+    report = _native.read_json(lambda buf, cap, needed: lib.tfs_verify_json(path_c, request, fn, None, buf, cap, needed), 1 << 12)
+    if errs:
+        raise errs[0]
+    return report

@@ -798,6 +798,7 @@ class Store:
         recompute: bool = False,
         host_bytes: Optional[int] = None,
         gpu_bytes: Optional[int] = None,
+        progress: Any = None,
     ) -> Optional[Dict[str, Any]]:
         """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
         are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
@@ -816,6 +817,9 @@ class Store:
         ``source`` ("loaded", "replanned", "computed"), ``loaded``, ``file``, ``usage`` (per
         kind and tier), ``comparison`` (per policy: ``pcie_bytes_per_batch``,
         ``ssd_bytes_per_batch``, memory taken, ``chosen``), ...
+        ``progress`` (a planned placement only) is as :func:`tierfs.ingest`'s: True for a bar,
+        or ``callable(stage, done, total)``, called with ``("profile", batches sampled, batches
+        planned so far)``.
 
         Raises:
             ValueError (tierfs.InvalidArgumentError): hotness together with fanouts, fanouts
@@ -840,7 +844,17 @@ class Store:
                 req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
             request = json.dumps(req).encode()
             h = self._h()
-            return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
+            from .build import _progress_callback
+
+            cb, errs = _progress_callback(progress)
+            if cb is None:
+                return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
+            report = _native.read_json(lambda buf, cap, needed: lib.tfs_place_json_progress(h, request, cb, None, buf, cap, needed), 1 << 16)
+            if errs:
+                raise errs[0]
+            return report
+        if progress is not None and progress is not False:
+            raise errors.InvalidArgumentError("progress is for a planned placement (fanouts and batch_size); placing by hotness is one quick pass")
         h = self._h()
         if hotness is None:
             check(lib.tfs_place(h, None, 0))
