@@ -108,7 +108,7 @@ func (s *Store) GatherFeature(name string, ids []int64, dst []byte) error {
 	f := s.others[name]
 	if f == nil {
 		_, _, err := s.m.AnyFeature(name)
-		return fmt.Errorf("featurestore: %w: %w", err, ErrNotFound)
+		return fmt.Errorf("featurestore: %w", err)
 	}
 	rb := f.info.RowBytes
 	if int64(len(dst)) != int64(len(ids))*rb {
