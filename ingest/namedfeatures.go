@@ -174,12 +174,13 @@ func newEdgeOrder(path string, edges int64) (*edgeOrder, error) {
 	return o, nil
 }
 
-// release unmaps and removes the file.
+// release unmaps and removes the file; later calls do nothing.
 func (o *edgeOrder) release() {
-	if o == nil {
+	if o == nil || o.mf == nil {
 		return
 	}
 	o.ids = nil
 	o.mf.Close()
+	o.mf = nil
 	os.Remove(o.path)
 }
