@@ -113,6 +113,17 @@ tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst
   return (tfs_status)tfsgo_gather(H(store), (int64_t *)ids, n, dst, dst_bytes);
 }
 
+tfs_status tfs_features_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_features_json(H(store), buf, cap, needed);
+}
+
+tfs_status tfs_gather_feature(tfs_store *store, const char *name, const int64_t *ids, int64_t n, void *dst,
+                              int64_t dst_bytes) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_gather_feature(H(store), (char *)name, (int64_t *)ids, n, dst, dst_bytes);
+}
+
 tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream) {
   FORK_GUARD();
@@ -202,6 +213,11 @@ tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *r
                            int64_t *nodes_per_hop, int64_t *edges_per_hop) {
   FORK_GUARD();
   return (tfs_status)tfsgo_sample_copy(H(sample), nodes, row, col, nodes_per_hop, edges_per_hop);
+}
+
+tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_sample_edge_ids(H(sample), out);
 }
 
 tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tfs_status)tfsgo_sample_free(H(sample)); }
@@ -305,3 +321,15 @@ tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed) 
 }
 
 tfs_status tfs_io_close(tfs_io *io) { FORK_GUARD(); return (tfs_status)tfsgo_io_close(H(io)); }
+
+tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                                   size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_place_json_progress(H(store), (char *)request_json, fn, ctx, buf, cap, needed);
+}
+
+tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                           size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_verify_json((char *)path, (char *)request_json, fn, ctx, buf, cap, needed);
+}

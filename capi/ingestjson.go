@@ -34,6 +34,8 @@ var (
 		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
 		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
+		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
+		"graphbolt": "GraphBolt",
 	}
 )
 
@@ -120,7 +122,17 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 	err := decodeOptions(js, ingestKeys, &opt)
 	opt.Progress = progressFunc(fn, ctx)
 	if err == nil {
-		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir})
+		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir, "graphbolt": opt.GraphBolt})
+	}
+	for _, list := range []struct {
+		key string
+		in  []ingest.FeatureInput
+	}{{"node_features", opt.NodeFeatures}, {"edge_features", opt.EdgeFeatures}} {
+		for _, f := range list.in {
+			if _, serr := os.Stat(f.Path); err == nil && f.Path != "" && serr != nil {
+				err = fmt.Errorf("options_json: %q: feature %q: %w", list.key, f.Name, serr)
+			}
+		}
 	}
 	if err == nil {
 		_, err = ingest.Ingest(opt)
@@ -132,7 +144,7 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 // checkInputs gives TFS_ENOENT, naming the key and the path, for an input that is not there (the
 // ingest package reports it too, but without wrapping os.ErrNotExist).
 func checkInputs(inputs map[string]string) error {
-	for _, key := range []string{"edges", "features", "labels", "splits"} {
+	for _, key := range []string{"edges", "features", "labels", "splits", "graphbolt"} {
 		if p := inputs[key]; p != "" {
 			if _, err := os.Stat(p); err != nil {
 				return fmt.Errorf("options_json: %q: %w", key, err)

@@ -1,14 +1,14 @@
 package main
 
 /*
-#include <stddef.h>
-#include <stdint.h>
+#include "tierfs.h"
 */
 import "C"
 
 import (
 	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/placement"
@@ -31,10 +31,18 @@ type placeRequest struct {
 //export tfsgo_place_json
 func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
 	defer guard("tfs_place_json", &st)
-	return finish("tfs_place_json", placeJSON(uintptr(store), request, buf, uint64(capacity), needed), stEINVAL)
+	return finish("tfs_place_json", placeJSON(uintptr(store), request, buf, uint64(capacity), needed, nil), stEINVAL)
 }
 
-func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+//export tfsgo_place_json_progress
+func tfsgo_place_json_progress(store C.uintptr_t, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_place_json_progress", &st)
+	return finish("tfs_place_json_progress", placeJSON(uintptr(store), request, buf, uint64(capacity), needed, progressFunc(fn, ctx)), stEINVAL)
+}
+
+// placeJSON serves tfs_place_json; progress (may be nil) follows the profiling ("profile":
+// batches sampled of those planned so far).
+func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, progress func(string, int64, int64)) error {
 	return storeJSONCall(h, "place", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
 		var req placeRequest
 		if err := dec.Decode(&req); err != nil {
@@ -50,6 +58,9 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 		opt := featurestore.PlanOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Epochs: req.Epochs, Batches: req.Batches,
 			TimeBudget: time.Duration(req.TimeBudget * float64(time.Second)), Policy: policy, Recompute: req.Recompute,
 			HostBytes: rec.opened.HostCacheBytes}
+		if progress != nil {
+			opt.Progress = func(done, total int) { progress("profile", int64(done), int64(total)) }
+		}
 		if ok, _ := rec.s.GPUAvailable(); ok {
 			opt.GPUBytes = rec.opened.GPUCacheBytes
 		}

@@ -112,6 +112,16 @@ tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, in
                                  int64_t dst_bytes, void *cuda_stream);
 
 /* out[i] = label of ids[i] (-1 unlabelled). */
+/* The dataset's features as JSON, as tfs_stats_json: a list of {"name", "of" ("node" or "edge"),
+ * "dtype", "dim", "row_bytes", "rows", "scalar" (one value a row, a 1-D input such as edge
+ * weights), "default" (the feature tfs_gather serves)}, node features first. */
+tfs_status tfs_features_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
+/* Writes the rows of ids of the feature `name` into dst (dst_bytes = n * its row_bytes): node ids
+ * for a node feature, edge ids (tfs_sample_edge_ids) for an edge feature. The feature tfs_gather
+ * serves goes through its tiers; others are read from disk (verified with verify_reads),
+ * uncached. TFS_ENOENT for an unknown name, TFS_ERANGE for an id outside the feature's rows. */
+tfs_status tfs_gather_feature(tfs_store *store, const char *name, const int64_t *ids, int64_t n, void *dst,
+                              int64_t dst_bytes);
 tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out);
 /* Node ids of a split ("train", "val", "test"): *count is set to its size; up to cap ids are
  * copied to out (out may be NULL with cap 0 to ask the size). */
@@ -179,6 +189,9 @@ tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64
  * num_edges, nodes_per_hop num_hops+1, edges_per_hop num_hops. */
 tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
                            int64_t *nodes_per_hop, int64_t *edges_per_hop);
+/* Copies the sample's edge ids (num_edges of them): edge i (row[i] -> col[i]) is the edge at that
+ * position of the dataset's CSC, the row of its edge features (tfs_gather_feature). */
+tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out);
 tfs_status tfs_sample_free(struct tfs_sample *sample);
 
 /* Planned epochs (docs/planned.md): K epochs sampled ahead, each batch's rows that no memory tier
@@ -218,6 +231,19 @@ typedef void (*tfs_progress_fn)(void *ctx, const char *stage, int64_t done, int6
 /* tfs_synth and tfs_ingest reporting their progress to fn(ctx, ...) (fn NULL: none). */
 tfs_status tfs_synth_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
 tfs_status tfs_ingest_progress(const char *options_json, tfs_progress_fn fn, void *ctx);
+/* tfs_place_json with progress: fn (may be NULL) gets ("profile", batches sampled, batches
+ * planned so far) as the pre-sampling advances (see tfs_progress_fn). */
+tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                                   size_t cap, size_t *needed);
+
+/* Checks every block of every file of the dataset at path against its checksum (as `tierfs
+ * verify`) and writes the JSON report, as tfs_stats_json: {"ok", "files", "bytes", "problems":
+ * [{"file", "offset" (-1: the whole file), "what"}]}. request_json: {"limit": problems reported
+ * per file, default 20, 0 for all}. fn (may be NULL) gets ("verify", bytes checked, total). Damage
+ * is in the report (TFS_OK); a directory that is no dataset is TFS_ENOENT, a damaged manifest
+ * TFS_ECORRUPT. A report that does not fit buf is kept for the retry with the same arguments. */
+tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
+                           size_t cap, size_t *needed);
 
 /* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
  * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is

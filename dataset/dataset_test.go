@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -187,7 +188,7 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 2`, `"version": 3`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 2`, `"version": 4`, "newer than this tierfs reads", ErrVersionTooNew},
 		{`"version": 2`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
@@ -326,4 +327,57 @@ func seedManifest(dir string) error {
 	m := &Manifest{NodeTypes: []NodeType{{Name: "node", Count: 2, Features: []FeatureSpec{spec}}}}
 	m.SetDir(dir)
 	return Commit(m, []string{"f.bin"}, "test", nil)
+}
+
+// Edge features and scalar features (format version 3): names unique across node and edge
+// features, scalar means dim 1, and neither appears in a manifest of an older version.
+func TestEdgeFeaturesValidate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	m, _ := writeTestDataset(t, dir, 100, 4, Float32, 1, rng)
+	if m.Version != 2 {
+		t.Fatalf("a dataset without edge features is written as version %d, want 2 (readable by older tierfs)", m.Version)
+	}
+	withEdge := func(name string, dim int64, scalar bool, version int) *Manifest {
+		c := *m
+		c.Version = version
+		c.NodeTypes = slices.Clone(m.NodeTypes)
+		c.EdgeTypes = slices.Clone(m.EdgeTypes)
+		c.Files = slices.Clone(m.Files)
+		spec, err := NewFeatureSpec(name, Float32, dim, c.EdgeTypes[0].Count, 1, c.BlockSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Scalar = scalar
+		spec.Files[0] = "edge." + name + ".bin"
+		content := spec.ContentBytesOfFile(0)
+		c.Files = append(c.Files, File{Path: spec.Files[0], Bytes: RoundUp(content, int64(c.BlockSize)), ContentBytes: content, Checksums: spec.Files[0] + ChecksumSuffix})
+		c.EdgeTypes[0].Features = []FeatureSpec{spec}
+		return &c
+	}
+	if err := withEdge("w", 1, true, 3).Validate(); err != nil {
+		t.Fatalf("a scalar edge feature: %v", err)
+	}
+	if v := withEdge("w", 1, true, 3).minVersion(); v != 3 {
+		t.Fatalf("minVersion %d with an edge feature, want 3", v)
+	}
+	for _, tc := range []struct {
+		m    *Manifest
+		want string
+	}{
+		{withEdge("x", 2, false, 3), `names two features "x" (a node and an edge feature)`},
+		{withEdge("w", 2, true, 3), `scalar needs dim 1`},
+		{withEdge("w", 1, false, 2), `manifest version 2 has edge features`},
+		{withEdge("", 1, false, 3), `edge feature 0 has no name`},
+	} {
+		if err := tc.m.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
+		}
+	}
+	if _, isEdge, err := withEdge("w", 1, true, 3).AnyFeature("w"); err != nil || !isEdge {
+		t.Fatalf("AnyFeature(w): edge %v %v", isEdge, err)
+	}
+	if _, err := withEdge("w", 1, true, 3).Feature("w"); err == nil || !strings.Contains(err.Error(), "is an edge feature") {
+		t.Fatalf("Feature(w) of an edge feature: %v", err)
+	}
 }

@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format version 1):
+// Invariants of a valid dataset (format versions 1 to 3):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file is padded with zeros to a multiple of BlockSize, so every O_DIRECT read of
 //     whole blocks stays inside the file;
@@ -10,7 +10,11 @@
 //   - feature rows never straddle a block when a row fits in one (RowsPerBlock > 0), so a row
 //     costs one block read.
 //
-// Version 1 holds one node type and one edge type; the lists leave room for heterogeneous graphs.
+// Versions 1 to 3 hold one node type and one edge type; the lists leave room for heterogeneous
+// graphs. Version 2 added the manifest hash and one role per file; version 3 edge features and
+// scalar features (one value a row, gathered as a 1-D array). Commit writes the lowest version
+// that describes the dataset, so a dataset without the newer parts stays readable by older
+// tierfs.
 package dataset
 
 import (
@@ -26,8 +30,8 @@ import (
 // FormatName is the "format" field of every manifest.
 const FormatName = "tierfs-dataset"
 
-// Version is the newest format version this package reads and the one it writes.
-const Version = 2
+// Version is the newest format version this package reads and writes.
+const Version = 3
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -79,7 +83,9 @@ type NodeType struct {
 	Splits   map[string]IDsSpec `json:"splits,omitempty"` // "train", "val", "test" → node ids
 }
 
-// EdgeType is one kind of edge, stored as CSC: for each destination node its source nodes.
+// EdgeType is one kind of edge, stored as CSC: for each destination node its source nodes. An
+// edge's id is its position in the CSC (Indices), the id samplers report; row e of an edge
+// feature belongs to edge id e.
 type EdgeType struct {
 	Src     string    `json:"src"`
 	Rel     string    `json:"rel"`
@@ -88,6 +94,8 @@ type EdgeType struct {
 	Layout  string    `json:"layout"`  // "csc"
 	Indptr  ArraySpec `json:"indptr"`  // int64, Count(dst)+1 entries
 	Indices ArraySpec `json:"indices"` // int32 or int64, Count entries
+	// Features are the edge features (version 3), Count rows each, in edge id order.
+	Features []FeatureSpec `json:"features,omitempty"`
 }
 
 // ArraySpec is a flat array in one file.
@@ -117,6 +125,9 @@ type FeatureSpec struct {
 	RowsPerBlock int64    `json:"rows_per_block"` // BlockSize / RowBytes when a row fits a block, else 0 (rows packed back to back)
 	StripeRows   int64    `json:"stripe_rows"`    // rows per stripe unit; stripe s lives in Files[s % len(Files)]
 	Files        []string `json:"files"`
+	// Scalar (version 3) marks a feature of one value a row given as a 1-D array (edge
+	// weights): Dim is 1 and readers return a 1-D array.
+	Scalar bool `json:"scalar,omitempty"`
 
 	blockSize int64
 	count     int64
@@ -266,16 +277,33 @@ func (m *Manifest) Validate() error {
 	if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 {
 		return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
 	}
-	for i := range nt.Features {
-		f := &nt.Features[i]
-		if err := f.validate(int64(m.BlockSize), nt.Count); err != nil {
-			return err
-		}
-		for k, path := range f.Files {
-			if err := need(fmt.Sprintf("feature %q stripe %d", f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
+	names := map[string]string{} // feature name -> "node" or "edge": one namespace for both
+	features := func(of string, list []FeatureSpec, count int64) error {
+		for i := range list {
+			f := &list[i]
+			if f.Name == "" {
+				return fmt.Errorf("manifest %s feature %d has no name", of, i)
+			}
+			if prev, dup := names[f.Name]; dup {
+				return fmt.Errorf("manifest names two features %q (a %s and an %s feature); feature names must be unique", f.Name, prev, of)
+			}
+			names[f.Name] = of
+			if f.Scalar && (f.Dim != 1 || m.Version < 3) {
+				return fmt.Errorf("manifest %s feature %q: scalar needs dim 1 and format version 3 (dim %d, version %d)", of, f.Name, f.Dim, m.Version)
+			}
+			if err := f.validate(int64(m.BlockSize), count); err != nil {
 				return err
 			}
+			for k, path := range f.Files {
+				if err := need(fmt.Sprintf("%s feature %q stripe %d", of, f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
+					return err
+				}
+			}
 		}
+		return nil
+	}
+	if err := features("node", nt.Features, nt.Count); err != nil {
+		return err
 	}
 	if l := nt.Labels; l != nil {
 		if l.DType != Int64 || l.NumClasses < 0 {
@@ -312,8 +340,32 @@ func (m *Manifest) Validate() error {
 		if err := need("indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
 			return err
 		}
+		if len(et.Features) > 0 && m.Version < 3 {
+			return fmt.Errorf("manifest version %d has edge features, which format version 3 introduced", m.Version)
+		}
+		if err := features("edge", et.Features, et.Count); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// minVersion is the lowest format version that describes m: 3 with edge or scalar features,
+// else 2.
+func (m *Manifest) minVersion() int {
+	for _, nt := range m.NodeTypes {
+		for _, f := range nt.Features {
+			if f.Scalar {
+				return 3
+			}
+		}
+	}
+	for _, et := range m.EdgeTypes {
+		if len(et.Features) > 0 {
+			return 3
+		}
+	}
+	return 2
 }
 
 func (f *FeatureSpec) validate(blockSize, count int64) error {
@@ -379,7 +431,7 @@ func (m *Manifest) Edges() *EdgeType {
 	return &m.EdgeTypes[0]
 }
 
-// Feature returns the feature named name, or the first feature when name is "".
+// Feature returns the node feature named name, or the first node feature when name is "".
 func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	nt := m.Nodes()
 	if len(nt.Features) == 0 {
@@ -393,9 +445,44 @@ func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 			return &nt.Features[i], nil
 		}
 	}
-	names := make([]string, len(nt.Features))
-	for i := range nt.Features {
-		names[i] = nt.Features[i].Name
+	if f, _, _ := m.AnyFeature(name); f != nil {
+		return nil, fmt.Errorf("dataset %s: %q is an edge feature, not a node feature (node features: %s): %w", m.dir, name, m.featureNames(false), ErrFeatureNotFound)
 	}
-	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, strings.Join(names, ", "), ErrFeatureNotFound)
+	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, m.featureNames(true), ErrFeatureNotFound)
+}
+
+// AnyFeature returns the node or edge feature named name (feature names are unique across
+// both) and whether it is an edge feature; its rows are node ids or edge ids.
+func (m *Manifest) AnyFeature(name string) (*FeatureSpec, bool, error) {
+	nt := m.Nodes()
+	for i := range nt.Features {
+		if nt.Features[i].Name == name {
+			return &nt.Features[i], false, nil
+		}
+	}
+	if et := m.Edges(); et != nil {
+		for i := range et.Features {
+			if et.Features[i].Name == name {
+				return &et.Features[i], true, nil
+			}
+		}
+	}
+	return nil, false, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, m.featureNames(true), ErrFeatureNotFound)
+}
+
+// featureNames lists the node features (and, with edges, the edge features) for errors.
+func (m *Manifest) featureNames(edges bool) string {
+	var names []string
+	for _, f := range m.Nodes().Features {
+		names = append(names, f.Name)
+	}
+	if et := m.Edges(); et != nil && edges {
+		for _, f := range et.Features {
+			names = append(names, f.Name+" (edge)")
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

@@ -21,11 +21,9 @@ const MaxManifestBytes = 64 << 20
 // this covers every path the manifest names.
 func (m *Manifest) checkPaths() error {
 	stripes := map[string]bool{}
-	for _, nt := range m.NodeTypes {
-		for _, f := range nt.Features {
-			for _, p := range f.Files {
-				stripes[p] = true
-			}
+	for _, f := range m.allFeatures() {
+		for _, p := range f.Files {
+			stripes[p] = true
 		}
 	}
 	for i := range m.Files {
@@ -69,16 +67,30 @@ func (m *Manifest) allowed(p string) error {
 	}
 	// A manifest built in memory (not loaded) may name files not yet listed; hold them to the
 	// same rule as listed ones, absolute paths allowed only for feature stripes.
-	for _, nt := range m.NodeTypes {
-		for _, f := range nt.Features {
-			for _, s := range f.Files {
-				if s == p || s+ChecksumSuffix == p {
-					return checkPath(p, true)
-				}
+	for _, f := range m.allFeatures() {
+		for _, s := range f.Files {
+			if s == p || s+ChecksumSuffix == p {
+				return checkPath(p, true)
 			}
 		}
 	}
 	return checkPath(p, false)
+}
+
+// allFeatures is every node and edge feature of m.
+func (m *Manifest) allFeatures() []*FeatureSpec {
+	var out []*FeatureSpec
+	for i := range m.NodeTypes {
+		for j := range m.NodeTypes[i].Features {
+			out = append(out, &m.NodeTypes[i].Features[j])
+		}
+	}
+	for i := range m.EdgeTypes {
+		for j := range m.EdgeTypes[i].Features {
+			out = append(out, &m.EdgeTypes[i].Features[j])
+		}
+	}
+	return out
 }
 
 // OpenFD opens the dataset file p (a path of the manifest, resolved by Path) for reading with the

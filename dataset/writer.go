@@ -269,7 +269,7 @@ func WriteInt64s(path string, values []int64) error {
 // then writes the manifest (temporary name, fsync, rename, directory fsync). Until Commit returns
 // nil the directory is not a dataset.
 func Commit(m *Manifest, files []string, by string, args []string) error {
-	m.Format, m.Version, m.Checksum = FormatName, Version, "xxhash64"
+	m.Format, m.Version, m.Checksum = FormatName, m.minVersion(), "xxhash64"
 	if m.BlockSize == 0 {
 		m.BlockSize = DefaultBlockSize
 	}
@@ -290,6 +290,12 @@ func Commit(m *Manifest, files []string, by string, args []string) error {
 		for j := range m.NodeTypes[i].Features {
 			m.NodeTypes[i].Features[j].blockSize = int64(m.BlockSize)
 			m.NodeTypes[i].Features[j].count = m.NodeTypes[i].Count
+		}
+	}
+	for i := range m.EdgeTypes {
+		for j := range m.EdgeTypes[i].Features {
+			m.EdgeTypes[i].Features[j].blockSize = int64(m.BlockSize)
+			m.EdgeTypes[i].Features[j].count = m.EdgeTypes[i].Count
 		}
 	}
 	if err := m.Validate(); err != nil {

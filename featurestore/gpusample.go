@@ -121,7 +121,7 @@ func (t *gpuTopology) free(dev int) {
 
 // DrawHop implements topology.HopDrawer with the sampling kernel: nodes, degrees and offsets go
 // up, the kernel draws positions and reads the neighbors, the neighbors come back.
-func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, out []int64) error {
+func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, pos, out []int64) error {
 	n := len(nodes)
 	total := len(out)
 	if n == 0 || total == 0 {
@@ -151,8 +151,12 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 		}, t.blocks, t.stream)
 	}
 	outWord := 3*n + 1 + total
+	back := outWord // the positions sit just before the neighbors: one copy brings both back
+	if pos != nil {
+		back = 3*n + 1
+	}
 	if err == nil {
-		err = cuda.Memcpy(t.dev, t.scratch.HostAddr+uintptr(outWord*8), at(outWord), uint64(total*8), t.stream)
+		err = cuda.Memcpy(t.dev, t.scratch.HostAddr+uintptr(back*8), at(back), uint64((outWord+total-back)*8), t.stream)
 	}
 	if serr := cuda.SyncStream(t.dev, t.stream); err == nil {
 		err = serr
@@ -161,8 +165,18 @@ func (t *gpuTopology) DrawHop(nodes, deg, off []int64, fanout int, replace bool,
 		return fmt.Errorf("featurestore: GPU sampling hop %d: %w", hop, err)
 	}
 	copy(out, w[outWord:outWord+total])
+	if pos != nil {
+		copy(pos, w[3*n+1:outWord])
+	}
 	return nil
 }
+
+// ListStarts implements topology.EdgeIndexer from the host copy.
+func (t *gpuTopology) ListStarts(nodes []int64, start []int64) error {
+	return t.Graph.(topology.EdgeIndexer).ListStarts(nodes, start)
+}
+
+var _ topology.EdgeIndexer = (*gpuTopology)(nil)
 
 // sampleGraph is the graph Sample draws from: the GPU copy when there is one.
 func (s *Store) sampleGraph() topology.Graph {

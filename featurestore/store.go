@@ -42,9 +42,10 @@ type Store struct {
 	spec *dataset.FeatureSpec
 	opt  Options
 
-	files      *ssd.Files // feature stripes, then indptr and indices, then labels, then splits
+	files      *ssd.Files // feature stripes, then indptr and indices, then labels, then splits, then the other features' stripes
 	indptrFile int        // index of indptr in files, -1 without topology
 	ssd        *ssd.Tier
+	others     map[string]*otherFeature // the dataset's other features, by name (GatherFeature)
 
 	graph  topology.Graph // nil without topology
 	labels []int64        // in memory when they fit TopologyMemoryBytes, else nil
@@ -107,6 +108,8 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	for _, name := range s.SplitNames() { // splits are read through the stacks too, so verified
 		paths = append(paths, m.Nodes().Splits[name].File)
 	}
+	othersFirst := len(paths)
+	paths = append(paths, s.otherFeaturePaths()...)
 	// TIERFS_FAULTS (gpuio.ParseFaults) injects IO faults into the store's reads: a seam for
 	// tests through every layer (C ABI, Python); unset in normal use.
 	faults, err := gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS"))
@@ -118,6 +121,7 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}
 	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)
+	s.openOtherFeatures(othersFirst)
 	if err := s.openGraph(); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 )
 
-// featureName is the name of the single feature matrix ingest writes.
+// featureName is the name of the feature Options.Features holds.
 const featureName = "x"
 
 // featureChunkBytes bounds the rows buffered between the input and the FeatureWriter.
@@ -29,12 +29,13 @@ type featureSource struct {
 	fields     []int
 	listColumn bool
 	elemSize   int
+	scalar     bool // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
 }
 
 // openFeatures inspects a feature file: a 2-D C-order .npy, or a Parquet / Arrow IPC file with one
 // fixed_size_list (or list) column or one numeric column per dimension. override is
-// Options.FeatureDType.
-func openFeatures(path string, override dataset.DType) (*featureSource, error) {
+// Options.FeatureDType. With scalarOK a 1-D .npy is a feature of one value a row.
+func openFeatures(path string, override dataset.DType, scalarOK bool) (*featureSource, error) {
 	format, err := detectFormat(path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: features: %w", unwrapIngest(err))
@@ -45,8 +46,16 @@ func openFeatures(path string, override dataset.DType) (*featureSource, error) {
 			return nil, fmt.Errorf("ingest: features: %w", unwrapIngest(err))
 		}
 		defer a.Close()
+		scalar := scalarOK && len(a.Shape) == 1
+		if scalar {
+			a.Shape = []int64{a.Shape[0], 1}
+		}
 		if len(a.Shape) != 2 {
-			return nil, fmt.Errorf("ingest: features file %s has shape %s; want 2-D (nodes, dim)", path, shapeString(a.Shape))
+			want := "2-D (rows, dim)"
+			if scalarOK {
+				want = "2-D (rows, dim) or 1-D (rows,)"
+			}
+			return nil, fmt.Errorf("ingest: features file %s has shape %s; want %s", path, shapeString(a.Shape), want)
 		}
 		if a.FortranOrder {
 			return nil, fmt.Errorf("ingest: features file %s is in Fortran order; save np.ascontiguousarray(x)", path)
@@ -58,7 +67,7 @@ func openFeatures(path string, override dataset.DType) (*featureSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingest: features file %s: %w", path, err)
 		}
-		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize}, nil
+		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar}, nil
 	}
 	t, err := openArrowTable(path, format)
 	if err != nil {
@@ -180,7 +189,7 @@ func (fs *featureSource) writeTo(w *dataset.FeatureWriter, progress func(string,
 			return err
 		}
 		defer a.Close()
-		if len(a.Shape) != 2 || a.Shape[0] != fs.rows || a.Shape[1] != fs.dim {
+		if a.Len() != fs.rows*fs.dim {
 			return fmt.Errorf("ingest: features file %s changed while being read", fs.path)
 		}
 		data := a.Data()
@@ -266,11 +275,13 @@ func (fs *featureSource) assemble(out []byte, cols []arrow.Array, first, off, n 
 // newFeatureSpec lays out the feature matrix over one file in dir, or one stripe per device path:
 // stripe k of dataset dir D goes to <devicePaths[k]>/<base of D>.<name>.<k>.<nonce>.bin
 // (absolute; the write's nonce keeps a replaced dataset's stripes apart from the new ones).
-func newFeatureSpec(dir string, dtype dataset.DType, dim, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
-	spec, err := dataset.NewFeatureSpec(featureName, dtype, dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
+func newFeatureSpec(dir, name string, src *featureSource, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
+	spec, err := dataset.NewFeatureSpec(name, src.dtype, src.dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
 	}
+	spec.Scalar = src.scalar
+	featureName := name
 	if len(devicePaths) == 0 {
 		spec.Files[0] = "features." + featureName + ".0.bin"
 		return spec, nil

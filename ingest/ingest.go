@@ -4,7 +4,10 @@
 // Inputs: edges as .npy of shape (2, E) or (E, 2), a CSV/TSV/whitespace text edge list, Parquet,
 // or Arrow IPC (file or stream) with integer columns src and dst (or chosen by EdgeColumns); features as a 2-D .npy or a Parquet / Arrow IPC file with one
 // fixed_size_list column or one numeric column per dimension; labels as a 1-D integer .npy;
-// splits as train.npy / val.npy / test.npy holding node ids or bool masks.
+// splits as train.npy / val.npy / test.npy holding node ids or bool masks; more named node
+// features (NodeFeatures, as features, or 1-D for one value a row) and edge features
+// (EdgeFeatures: .npy with one row per input edge, written in edge id order through a temporary
+// mapped file of one int64 per edge that records each edge id's input edge).
 //
 // Memory: ingest never holds the edge list, the features or the labels. The topology is built in
 // two streaming passes over the edges (count in-degrees, then fill each node's list in place in a
@@ -45,11 +48,23 @@ type Options struct {
 	// names, Parquet/Arrow field names, or 0-based indexes); default src and dst, or source and
 	// target, else the first two.
 	EdgeColumns [2]string
-	Features    string // node features: 2-D .npy, Parquet or Arrow IPC; "" for none
-	Labels      string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
-	SplitsDir   string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
-	Out         string // dataset directory to write
-	Replace     bool   // replace what Out holds (a dataset or other files); else such an Out is refused
+	Features    string // node features ("x"): 2-D .npy, Parquet or Arrow IPC; "" for none
+	// NodeFeatures are more node features, beside Features, one row per node; the first node
+	// feature (Features, else NodeFeatures[0]) is the dataset's default.
+	NodeFeatures []FeatureInput
+	// EdgeFeatures are edge features (edge_attr, edge weights): .npy files with one row per
+	// edge of Edges, in its order; the dataset stores them in edge id (CSC) order, the order of
+	// the edge ids samplers report. Not with Dedup.
+	EdgeFeatures []FeatureInput
+	Labels       string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
+	SplitsDir    string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
+	Out          string // dataset directory to write
+	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form: one
+	// node and one edge type) to ingest instead of the inputs above: its edges, node and edge
+	// features (by their names; the first node feature is the default), and from its first task
+	// the labels and the train/validation/test seeds. Its files are copied into the dataset.
+	GraphBolt string
+	Replace   bool // replace what Out holds (a dataset or other files); else such an Out is refused
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
@@ -85,8 +100,15 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if opt.Out == "" {
 		return nil, errors.New("ingest: no output directory (Options.Out)")
 	}
-	if opt.Edges == "" && opt.Features == "" && opt.Labels == "" {
-		return nil, errors.New("ingest: nothing to ingest: set Edges, Features or Labels")
+	if opt.GraphBolt != "" {
+		cleanup, err := fromGraphBolt(&opt)
+		defer cleanup()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opt.Edges == "" && opt.Features == "" && opt.Labels == "" && len(opt.NodeFeatures) == 0 {
+		return nil, errors.New("ingest: nothing to ingest: set Edges, Features, NodeFeatures or Labels")
 	}
 	if opt.NumNodes < 0 {
 		return nil, fmt.Errorf("ingest: NumNodes %d is negative", opt.NumNodes)
@@ -104,11 +126,15 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		}
 	}
 	if opt.Features != "" {
-		if features, err = openFeatures(opt.Features, opt.FeatureDType); err != nil {
+		if features, err = openFeatures(opt.Features, opt.FeatureDType, false); err != nil {
 			return nil, err
 		}
 	} else if opt.FeatureDType != "" && opt.FeatureDType.Size() == 0 {
 		return nil, fmt.Errorf("ingest: FeatureDType %q is not a known dtype", opt.FeatureDType)
+	}
+	nodeFeatures, edgeFeatures, err := openNamedFeatures(&opt)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Labels != "" {
 		if labelCount, err = openLabels(opt.Labels); err != nil {
@@ -127,8 +153,20 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		numNodes, source = opt.NumNodes, "NumNodes"
 	case features != nil:
 		numNodes, source = features.rows, "features file "+features.path
+	case len(nodeFeatures) > 0:
+		numNodes, source = nodeFeatures[0].src.rows, fmt.Sprintf("node feature %q file %s", nodeFeatures[0].in.Name, nodeFeatures[0].in.Path)
 	case opt.Labels != "":
 		numNodes, source = labelCount, "labels file "+opt.Labels
+	}
+	for _, nf := range nodeFeatures {
+		if nf.src.rows != numNodes {
+			return nil, fmt.Errorf("ingest: node feature %q: file %s has %d rows, but the graph has %d nodes (from %s)", nf.in.Name, nf.in.Path, nf.src.rows, numNodes, source)
+		}
+	}
+	if len(edgeFeatures) > 0 && edges.count() >= 0 { // edge features imply edges
+		if err := checkEdgeRows(edgeFeatures, edges.count(), opt.Edges); err != nil {
+			return nil, err
+		}
 	}
 	if features != nil && features.rows != numNodes {
 		return nil, fmt.Errorf("ingest: features file %s has %d rows, but the graph has %d nodes (from %s)", features.path, features.rows, numNodes, source)
@@ -150,14 +188,15 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	var spec dataset.FeatureSpec
+	var written []string // stripes on other devices, for Abort
 	published := false
 	defer func() {
 		if !published {
-			w.Abort(spec.Files)
+			w.Abort(append(written, spec.Files...))
 		}
 	}()
 	if features != nil {
-		if spec, err = newFeatureSpec(w.Dest, features.dtype, features.dim, numNodes, opt.DevicePaths, w.Nonce); err != nil {
+		if spec, err = newFeatureSpec(w.Dest, featureName, features, numNodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
 	}
@@ -165,15 +204,52 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
 	m.SetDir(dir)
 	var files []string
+	// writeFeature writes the feature name of count rows from src (write streams them into the
+	// writer) and lists its files.
+	writeFeature := func(name string, src *featureSource, count int64, write func(*dataset.FeatureWriter) error) (dataset.FeatureSpec, error) {
+		sp, err := newFeatureSpec(w.Dest, name, src, count, opt.DevicePaths, w.Nonce)
+		if err != nil {
+			return sp, err
+		}
+		written = append(written, sp.Files...)
+		fw, err := dataset.NewFeatureWriter(dir, &sp)
+		if err != nil {
+			return sp, fmt.Errorf("ingest: %w", err)
+		}
+		err = write(fw)
+		if cerr := fw.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("ingest: %w", cerr)
+		}
+		files = append(files, sp.Files...)
+		return sp, err
+	}
 	if edges != nil {
-		et, n, err := buildTopology(dir, edges, numNodes, topologyOptions{
-			undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress})
+		topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress}
+		if len(edgeFeatures) > 0 {
+			topt.orderPath = filepath.Join(dir, ".edge-order.tmp")
+		}
+		topo, err := buildTopology(dir, edges, numNodes, topt)
 		if err != nil {
 			return nil, err
 		}
-		numNodes = n
-		m.EdgeTypes = []dataset.EdgeType{et}
+		defer topo.order.release()
+		numNodes = topo.numNodes
+		et := topo.et
 		files = append(files, et.Indptr.File, et.Indices.File)
+		if err := checkEdgeRows(edgeFeatures, topo.inputEdges, opt.Edges); err != nil {
+			return nil, err
+		}
+		for _, ef := range edgeFeatures {
+			sp, err := writeFeature(ef.in.Name, ef.src, et.Count, func(fw *dataset.FeatureWriter) error {
+				return writeEdgeFeature(fw, ef, topo.order.ids, opt.Progress)
+			})
+			if err != nil {
+				return nil, err
+			}
+			et.Features = append(et.Features, sp)
+		}
+		topo.order.release()
+		m.EdgeTypes = []dataset.EdgeType{et}
 	}
 	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
 	if features != nil {
@@ -190,6 +266,15 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		}
 		nt.Features = []dataset.FeatureSpec{spec}
 		files = append(files, spec.Files...)
+	}
+	for _, nf := range nodeFeatures {
+		sp, err := writeFeature(nf.in.Name, nf.src, numNodes, func(fw *dataset.FeatureWriter) error {
+			return nf.src.writeTo(fw, opt.Progress)
+		})
+		if err != nil {
+			return nil, err
+		}
+		nt.Features = append(nt.Features, sp)
 	}
 	if opt.Labels != "" {
 		if nt.Labels, err = writeLabels(dir, opt.Labels, numNodes, opt.Progress); err != nil {
@@ -242,11 +327,21 @@ func (opt Options) args() []string {
 		}
 		return p
 	}
+	if opt.GraphBolt != "" {
+		add("graphbolt", abs(opt.GraphBolt))
+		return a // the rest was read from its metadata
+	}
 	add("edges", abs(opt.Edges))
 	if opt.EdgeColumns != ([2]string{}) {
 		add("edge-columns", opt.EdgeColumns[0]+","+opt.EdgeColumns[1])
 	}
 	add("features", abs(opt.Features))
+	for _, f := range opt.NodeFeatures {
+		add("node-feature", f.Name+"="+abs(f.Path))
+	}
+	for _, f := range opt.EdgeFeatures {
+		add("edge-feature", f.Name+"="+abs(f.Path))
+	}
 	add("labels", abs(opt.Labels))
 	add("splits", abs(opt.SplitsDir))
 	if len(opt.DevicePaths) > 0 {

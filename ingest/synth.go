@@ -124,7 +124,7 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 		}
 	}()
 	if opt.Dim > 0 {
-		if spec, err = newFeatureSpec(w.Dest, opt.DType, opt.Dim, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
+		if spec, err = newFeatureSpec(w.Dest, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
 	}
@@ -134,10 +134,11 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	m.SetDir(opt.Out)
 
 	gen := newRMAT(opt, numEdges)
-	et, _, err := buildTopology(opt.Out, gen, opt.Nodes, topologyOptions{progress: opt.Progress})
+	topo, err := buildTopology(opt.Out, gen, opt.Nodes, topologyOptions{progress: opt.Progress})
 	if err != nil {
 		return nil, err
 	}
+	et := topo.et
 	m.EdgeTypes = []dataset.EdgeType{et}
 	files := []string{et.Indptr.File, et.Indices.File}
 

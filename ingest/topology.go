@@ -23,6 +23,17 @@ const (
 type topologyOptions struct {
 	undirected, dropSelfLoops, dedup bool
 	progress                         func(stage string, done, total int64)
+	// orderPath, when set, is where buildTopology records the input edge of every edge id
+	// (builtTopology.order), for writing edge features in edge id order. Not with dedup.
+	orderPath string
+}
+
+// builtTopology is what buildTopology made.
+type builtTopology struct {
+	et         dataset.EdgeType
+	numNodes   int64
+	inputEdges int64      // edges read from the input (before the transformations)
+	order      *edgeOrder // with orderPath: order.ids[p] is the input edge of edge id p
 }
 
 // buildTopology writes indptr.bin and indices.bin into dir from two passes over edges and returns
@@ -30,18 +41,21 @@ type topologyOptions struct {
 //
 // Memory: one int64 per node (the degree counts, which become the fill cursors and then indptr),
 // plus fixed chunk buffers. The indices are filled in place in a mapped file.
-func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOptions) (dataset.EdgeType, int64, error) {
+func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOptions) (builtTopology, error) {
+	if opt.orderPath != "" && opt.dedup {
+		return builtTopology{}, errors.New("ingest: edge order with dedup") // refused earlier, with the inputs named
+	}
 	// Pass 1: validate, count in-degrees into pos[d+1].
 	var pos []int64
 	growable := numNodes < 0
 	if !growable {
 		if err := checkNodes(numNodes, "the node count"); err != nil {
-			return dataset.EdgeType{}, 0, err
+			return builtTopology{}, err
 		}
 		pos = make([]int64, numNodes+1)
 	}
 	grownTo := int64(0) // node count checked against memory while counts grow with edge ids
-	var total int64
+	var total, inputEdges int64
 	var fingerprint uint64
 	inputTotal := edges.count()
 	err := edges.scan(func(first int64, src, dst []int64) error {
@@ -72,11 +86,12 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 				total++
 			}
 		}
+		inputEdges = first + int64(len(src))
 		report(opt.progress, "edges: count", first+int64(len(src)), inputTotal)
 		return nil
 	})
 	if err != nil {
-		return dataset.EdgeType{}, 0, err
+		return builtTopology{}, err
 	}
 	if growable {
 		numNodes = max(0, int64(len(pos))-1)
@@ -95,16 +110,16 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	}
 	size := int64(idxType.Size())
 	if err := checkSpace(dir, total*size+8*(numNodes+1), fmt.Sprintf("the topology's %d edges and %d nodes", total, numNodes)); err != nil {
-		return dataset.EdgeType{}, 0, err
+		return builtTopology{}, err
 	}
 	idxPath := filepath.Join(dir, indicesFile)
 	mf, err := dataset.CreateMapped(idxPath, total*size)
 	if err != nil {
-		return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+		return builtTopology{}, fmt.Errorf("ingest: %w", err)
 	}
 	if err := preallocate(idxPath, total*size); err != nil {
 		mf.Close()
-		return dataset.EdgeType{}, 0, err
+		return builtTopology{}, err
 	}
 	mapped := mf.Bytes()
 	var idx32 []int32
@@ -113,6 +128,13 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		idx32 = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(mapped))), total)
 	} else {
 		idx64 = unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(mapped))), total)
+	}
+	var order *edgeOrder
+	if opt.orderPath != "" {
+		if order, err = newEdgeOrder(opt.orderPath, total); err != nil {
+			mf.Close()
+			return builtTopology{}, err
+		}
 	}
 	put := func(at, v int64) {
 		if idx32 != nil {
@@ -139,9 +161,15 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
 				}
 				put(pos[d], s)
+				if order != nil {
+					order.ids[pos[d]] = first + int64(i)
+				}
 				pos[d]++
 				if opt.undirected && s != d {
 					put(pos[s], d)
+					if order != nil {
+						order.ids[pos[s]] = first + int64(i)
+					}
 					pos[s]++
 				}
 			}
@@ -154,7 +182,8 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	}
 	if err != nil {
 		mf.Close()
-		return dataset.EdgeType{}, 0, err
+		order.release()
+		return builtTopology{}, err
 	}
 	// pos[v] is now the end of v's list, the start of v+1's: shift into indptr.
 	copy(pos[1:], pos[:numNodes])
@@ -175,22 +204,24 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		err = fmt.Errorf("ingest: %w", cerr)
 	}
 	if err != nil {
-		return dataset.EdgeType{}, 0, err
+		order.release()
+		return builtTopology{}, err
 	}
 	if opt.dedup {
 		if err := os.Truncate(idxPath, total*size); err != nil {
-			return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+			return builtTopology{}, fmt.Errorf("ingest: %w", err)
 		}
 	}
 	if err := dataset.WriteInt64s(filepath.Join(dir, indptrFile), indptr); err != nil {
-		return dataset.EdgeType{}, 0, fmt.Errorf("ingest: %w", err)
+		order.release()
+		return builtTopology{}, fmt.Errorf("ingest: %w", err)
 	}
 	et := dataset.EdgeType{
 		Src: nodeTypeName, Rel: "to", Dst: nodeTypeName, Count: total, Layout: "csc",
 		Indptr:  dataset.ArraySpec{File: indptrFile, DType: dataset.Int64},
 		Indices: dataset.ArraySpec{File: indicesFile, DType: idxType},
 	}
-	return et, numNodes, nil
+	return builtTopology{et: et, numNodes: numNodes, inputEdges: inputEdges, order: order}, nil
 }
 
 func edgeRangeError(input string, edge, s, d, numNodes int64) error {

@@ -117,6 +117,20 @@ func (g *CSC) Degrees(nodes []int64, deg []int64) error {
 	return nil
 }
 
+// ListStarts implements EdgeIndexer: start[i] = Indptr[nodes[i]].
+func (g *CSC) ListStarts(nodes []int64, start []int64) error {
+	n := g.NumNodes()
+	for i, v := range nodes {
+		if v < 0 || v >= n {
+			return fmt.Errorf("topology: nodes[%d] = %d is not a node id in [0, %d)", i, v, n)
+		}
+		start[i] = g.Indptr[v]
+	}
+	return nil
+}
+
+var _ EdgeIndexer = (*CSC)(nil)
+
 // NeighborsAt implements Graph. It fails, naming the index and value, on a node id outside
 // [0, NumNodes), a position outside [0, degree), or inconsistent slice lengths or offsets.
 func (g *CSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int64) error {

@@ -115,6 +115,29 @@ func (g *DiskCSC) Degrees(nodes []int64, deg []int64) error {
 	return nil
 }
 
+var _ EdgeIndexer = (*DiskCSC)(nil)
+
+// ListStarts implements EdgeIndexer from the index pointers the Degrees call on the same nodes
+// read (else it reads them); a cached node's start is kept with its list.
+func (g *DiskCSC) ListStarts(nodes []int64, start []int64) error {
+	ptr, slot, cache, ok := g.recent.peek(nodes)
+	if !ok {
+		var err error
+		cache = g.cache.Load()
+		if ptr, slot, err = g.pointers(nodes, cache); err != nil {
+			return err
+		}
+	}
+	for i := range nodes {
+		if slot != nil && slot[i] >= 0 {
+			start[i] = cache.starts[slot[i]]
+		} else {
+			start[i] = ptr[2*i]
+		}
+	}
+	return nil
+}
+
 func (g *DiskCSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int64) error {
 	ptr, slot, cache, ok := g.recent.take(nodes)
 	if !ok {
@@ -176,10 +199,11 @@ func (g *DiskCSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int
 // neighborCache holds the neighbor lists of some nodes in memory, CSC-like: the list of ids[i] is
 // idx[ptr[i]:ptr[i+1]] (idx32 or idx64, as the dataset's indices).
 type neighborCache struct {
-	ids   []int64 // ascending
-	ptr   []int64
-	idx32 []int32
-	idx64 []int64
+	ids    []int64 // ascending
+	ptr    []int64
+	starts []int64 // per cached node: its list's start in the CSC (its first edge id)
+	idx32  []int32
+	idx64  []int64
 }
 
 // slot is i where ids[i] == v, or -1.
@@ -192,7 +216,7 @@ func (c *neighborCache) slot(v int64) int {
 
 // Bytes is the memory the cache holds.
 func (c *neighborCache) Bytes() int64 {
-	return 8*int64(len(c.ids)+len(c.ptr)) + 4*int64(len(c.idx32)) + 8*int64(len(c.idx64))
+	return 8*int64(len(c.ids)+len(c.ptr)+len(c.starts)) + 4*int64(len(c.idx32)) + 8*int64(len(c.idx64))
 }
 
 // recentPointers keeps the index pointers a Degrees call read, for the NeighborsAt call on the
@@ -219,6 +243,18 @@ func (r *recentPointers) put(nodes, ptr []int64, slot []int32, cache *neighborCa
 		r.entries = slices.Delete(r.entries, 0, 1)
 	}
 	r.entries = append(r.entries, ptrEntry{slices.Clone(nodes), ptr, slot, cache})
+}
+
+// peek returns the entry for exactly nodes, if any, keeping it.
+func (r *recentPointers) peek(nodes []int64) (ptr []int64, slot []int32, cache *neighborCache, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.entries) - 1; i >= 0; i-- {
+		if e := r.entries[i]; slices.Equal(e.nodes, nodes) {
+			return e.ptr, e.slot, e.cache, true
+		}
+	}
+	return nil, nil, nil, false
 }
 
 // take removes and returns the entry for exactly nodes, if any.
@@ -248,9 +284,10 @@ func (g *DiskCSC) CacheNeighbors(nodes []int64) error {
 	if err != nil {
 		return err
 	}
-	c := &neighborCache{ids: nodes, ptr: make([]int64, len(nodes)+1)}
+	c := &neighborCache{ids: nodes, ptr: make([]int64, len(nodes)+1), starts: make([]int64, len(nodes))}
 	for i := range nodes {
 		c.ptr[i+1] = c.ptr[i] + ptr[2*i+1] - ptr[2*i]
+		c.starts[i] = ptr[2*i]
 	}
 	isz := g.indexSize
 	raw := make([]byte, c.ptr[len(nodes)]*isz)

@@ -47,6 +47,9 @@ type Sample struct {
 	NodesPerHop []int64
 	// EdgesPerHop has len(Fanouts) entries: the number of edges sampled at each hop.
 	EdgesPerHop []int64
+	// EdgeIDs holds, for each sampled edge Row[i] -> Col[i], its edge id (its position in the
+	// CSC, the row of the dataset's edge features), when the graph is an EdgeIndexer; else nil.
+	EdgeIDs []int64
 }
 
 // SampleNeighbors samples the k-hop in-neighborhood of seeds, uniformly.
@@ -106,7 +109,11 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		}
 	}
 
-	var deg, off, pos, out []int64
+	var deg, off, pos, out, starts []int64
+	indexer, _ := g.(EdgeIndexer)
+	if indexer != nil {
+		s.EdgeIDs = []int64{}
+	}
 	picker := newPositionPicker(workers)
 	for h, fanout := range opt.Fanouts {
 		if len(frontier) == 0 || fanout == 0 {
@@ -127,8 +134,18 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		total := off[len(frontier)]
 		pos = resize(pos, int(total))
 		out = resize(out, int(total))
+		if indexer != nil {
+			starts = resize(starts, len(frontier))
+			if err := indexer.ListStarts(frontier, starts); err != nil {
+				return nil, err
+			}
+		}
 		if drawer, ok := g.(HopDrawer); ok {
-			if err := drawer.DrawHop(frontier, deg, off, fanout, opt.Replace, opt.Seed, h, out); err != nil {
+			var drawn []int64
+			if indexer != nil {
+				drawn = pos
+			}
+			if err := drawer.DrawHop(frontier, deg, off, fanout, opt.Replace, opt.Seed, h, drawn, out); err != nil {
 				return nil, err
 			}
 		} else {
@@ -142,6 +159,14 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		localOf.reserve(int(min(start+total, numNodes)))
 		s.Row = slices.Grow(s.Row, int(total))
 		s.Col = slices.Grow(s.Col, int(total))
+		if indexer != nil {
+			s.EdgeIDs = slices.Grow(s.EdgeIDs, int(total))
+			for i := range frontier {
+				for _, p := range pos[off[i]:off[i+1]] {
+					s.EdgeIDs = append(s.EdgeIDs, starts[i]+p)
+				}
+			}
+		}
 		for i, target := range targets {
 			for _, nb := range out[off[i]:off[i+1]] {
 				if nb < 0 || nb >= numNodes {

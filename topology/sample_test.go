@@ -259,7 +259,7 @@ func TestSampleEmptySeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Sample{Nodes: []int64{}, Row: []int64{}, Col: []int64{}, NodesPerHop: []int64{0, 0, 0}, EdgesPerHop: []int64{0, 0}}
+	want := &Sample{Nodes: []int64{}, Row: []int64{}, Col: []int64{}, NodesPerHop: []int64{0, 0, 0}, EdgesPerHop: []int64{0, 0}, EdgeIDs: []int64{}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got %+v, want %+v", s, want)
 	}
@@ -281,6 +281,7 @@ func TestSampleSmallExample(t *testing.T) {
 		Col:         []int64{0, 0, 1, 1, 4},
 		NodesPerHop: []int64{3, 2, 0},
 		EdgesPerHop: []int64{4, 1},
+		EdgeIDs:     []int64{3, 4, 0, 1, 2}, // CSC positions: 0 <- [1, 2] at 0, 1; 1 <- [3] at 2; 2 <- [3, 0] at 3, 4
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got %+v, want %+v", s, want)
@@ -453,4 +454,64 @@ func BenchmarkSample(b *testing.B) {
 		runs++
 	}
 	b.ReportMetric(float64(runs*numSeeds)/b.Elapsed().Seconds(), "seeds/s")
+}
+
+// TestSampleEdgeIDs: every sampled edge carries its CSC position, which holds the sampled
+// neighbor inside the target's list (distinct per target without replacement); a DiskCSC, with
+// and without cached lists, reports the same ids as the in-memory CSC.
+func TestSampleEdgeIDs(t *testing.T) {
+	r := testRand(t)
+	for _, e := range randomGraphs(r) {
+		g := e.csc(t)
+		if g.Indices32 == nil {
+			continue
+		}
+		pf, xf := diskOf(g.Indptr, g.Indices32)
+		disk, err := NewDiskCSC(g.NumNodes(), g.NumEdges(), 4, 0, 1, memFiles(pf, xf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fanouts := range fanoutCases {
+			for _, replace := range []bool{false, true} {
+				seeds := seedsFor(r, e.numNodes, 50)
+				opt := SampleOptions{Fanouts: fanouts, Replace: replace, Seed: r.Uint64(), Workers: 1 + r.IntN(4)}
+				s, err := SampleNeighbors(g, seeds, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(s.EdgeIDs) != len(s.Row) {
+					t.Fatalf("%s: %d edge ids for %d edges", e.name, len(s.EdgeIDs), len(s.Row))
+				}
+				seen := map[[2]int64]bool{}
+				for i, id := range s.EdgeIDs {
+					v, nb := s.Nodes[s.Col[i]], s.Nodes[s.Row[i]]
+					if id < g.Indptr[v] || id >= g.Indptr[v+1] || int64(g.Indices32[id]) != nb {
+						t.Fatalf("%s %v replace=%v: edge %d (%d -> %d) has id %d, outside %d's list [%d, %d) or not holding %d",
+							e.name, fanouts, replace, i, nb, v, id, v, g.Indptr[v], g.Indptr[v+1], nb)
+					}
+					if !replace {
+						if seen[[2]int64{s.Col[i], id}] {
+							t.Fatalf("%s: edge id %d sampled twice for target %d without replacement", e.name, id, v)
+						}
+						seen[[2]int64{s.Col[i], id}] = true
+					}
+				}
+				for _, cached := range []bool{false, true} {
+					if cached {
+						if err := disk.CacheNeighbors(s.Nodes[:len(s.Nodes)/2]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					d, err := SampleNeighbors(disk, seeds, opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(d.EdgeIDs, s.EdgeIDs) || !slices.Equal(d.Row, s.Row) {
+						t.Fatalf("%s cached=%v: DiskCSC edge ids differ from the CSC's", e.name, cached)
+					}
+				}
+				disk.CacheNeighbors(nil)
+			}
+		}
+	}
 }

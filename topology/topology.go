@@ -21,9 +21,18 @@ type Graph interface {
 // HopDrawer is a Graph that draws a hop's neighbors itself, on other hardware (the GPU sampler):
 // given the nodes' degrees and the output offsets SampleNeighbors computed, it fills
 // out[off[i]:off[i+1]] with exactly the neighbors SampleNeighbors would draw for nodes[i] at hop
-// (same generator, same positions, ascending). SampleNeighbors calls it instead of drawing
-// positions and calling NeighborsAt.
+// (same generator, same positions, ascending), and pos (when not nil) with those positions.
+// SampleNeighbors calls it instead of drawing positions and calling NeighborsAt.
 type HopDrawer interface {
 	Graph
-	DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, out []int64) error
+	DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, pos, out []int64) error
+}
+
+// EdgeIndexer is a Graph that knows its edge ids: the edge at position j of node v's list has id
+// start(v) + j, its position in the CSC. SampleNeighbors fills Sample.EdgeIDs from it.
+type EdgeIndexer interface {
+	Graph
+	// ListStarts sets start[i] to the edge id of the first edge of nodes[i]'s list. It may be
+	// called between Degrees and NeighborsAt on the same nodes.
+	ListStarts(nodes []int64, start []int64) error
 }

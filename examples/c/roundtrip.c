@@ -116,6 +116,14 @@ static int gather_matches(tfs_store *s, const int64_t *ids, int64_t n, const cha
   }
   expect(st == TFS_OK && bad < 0, "%s: %" PRId64 " gathered rows equal the ingested features (status %s%s%s, first bad row %" PRId64 ")",
          what, n, status_name(st), st ? ": " : "", st ? tfs_last_error() : "", bad);
+  /* The same rows by name (tfs_gather_feature of the store's own feature, "x"). */
+  float *named = malloc((size_t)n * D * sizeof(float) + 1);
+  tfs_status st2 = tfs_gather_feature(s, "x", ids, n, named, n * D * (int64_t)sizeof(float));
+  expect(st2 == TFS_OK && (n == 0 || memcmp(named, rows, (size_t)n * D * sizeof(float)) == 0),
+         "%s: tfs_gather_feature(\"x\") gives the same rows (status %s)", what, status_name(st2));
+  expect_status(tfs_gather_feature(s, "nope", ids, n, named, n * D * (int64_t)sizeof(float)), TFS_ENOENT, "nope",
+                "tfs_gather_feature of an unknown feature");
+  free(named);
   free(rows);
   return st == TFS_OK && bad < 0;
 }
@@ -141,6 +149,19 @@ static void check_sample(struct tfs_sample *smp, const int64_t *seeds, int64_t n
     }
   }
   expect(bad < 0, "%s: every sampled edge (row, col) is an edge nodes[row] -> nodes[col] of the graph (first bad %" PRId64 ")", what, bad);
+  /* Edge ids: one per sampled edge; two edges with one id are one graph edge (same ends). */
+  int64_t *eid = malloc((size_t)(ne + 1) * 8);
+  expect_status(tfs_sample_edge_ids(smp, eid), TFS_OK, NULL, "tfs_sample_edge_ids");
+  bad = -1;
+  for (int64_t e = 0; e < ne && bad < 0; e++) {
+    if (eid[e] < 0) bad = e;
+    for (int64_t f = e + 1; f < ne && f < e + 64 && bad < 0; f++) {
+      if (eid[f] == eid[e] && (nodes[row[f]] != nodes[row[e]] || nodes[col[f]] != nodes[col[e]])) bad = f;
+    }
+  }
+  expect(bad < 0, "%s: edge ids are >= 0 and name one (src, dst) each (first bad %" PRId64 ")", what, bad);
+  if (ne > 0) expect_status(tfs_sample_edge_ids(smp, NULL), TFS_EINVAL, "out", "tfs_sample_edge_ids(NULL)");
+  free(eid);
   free(nodes), free(row), free(col), free(nph), free(eph);
 }
 

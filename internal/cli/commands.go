@@ -111,19 +111,35 @@ func runIngest(args []string) error {
 	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
 	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
+	fs.StringVar(&opt.GraphBolt, "graphbolt", "", "a DGL GraphBolt on-disk dataset (directory with metadata.yaml) to ingest instead of --edges and the other inputs")
 	fs.BoolVar(&opt.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")
 	fs.BoolVar(&opt.Undirected, "undirected", false, "add the reverse of every edge")
 	fs.BoolVar(&opt.DropSelfLoops, "drop-self-loops", false, "drop edges v -> v")
 	fs.BoolVar(&opt.Dedup, "dedup", false, "drop duplicate edges")
 	dtype := fs.String("feature-dtype", "", "dtype of .npy features saved as raw void (e.g. bfloat16)")
-	var devs listFlag
+	var devs, nodeFeatures, edgeFeatures listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
+	fs.Var(&nodeFeatures, "node-feature", "NAME=FILE: another node feature beside --features (\"x\"): (N, dim) or (N,) .npy, Parquet or Arrow IPC (repeat per feature)")
+	fs.Var(&edgeFeatures, "edge-feature", "NAME=FILE: an edge feature (edge_attr, edge weights): (E, dim) or (E,) .npy, one row per edge of --edges in its order (repeat per feature)")
 	if _, err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if opt.Out == "" || opt.Edges == "" {
-		return fmt.Errorf("--edges and --out are required")
+	if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
+		return fmt.Errorf("--out and --edges (or --graphbolt) are required")
+	}
+	for _, list := range []struct {
+		flag string
+		in   []string
+		dst  *[]ingest.FeatureInput
+	}{{"--node-feature", nodeFeatures, &opt.NodeFeatures}, {"--edge-feature", edgeFeatures, &opt.EdgeFeatures}} {
+		for _, v := range list.in {
+			name, path, ok := strings.Cut(v, "=")
+			if !ok || name == "" || path == "" {
+				return fmt.Errorf("%s %q: want NAME=FILE", list.flag, v)
+			}
+			*list.dst = append(*list.dst, ingest.FeatureInput{Name: name, Path: path})
+		}
 	}
 	if *dtype != "" {
 		var err error
@@ -197,6 +213,15 @@ func printInfo(m *dataset.Manifest) {
 			layout = fmt.Sprintf("%d rows per block", f.RowsPerBlock)
 		}
 		fmt.Printf("feature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
+	}
+	if et := m.Edges(); et != nil {
+		for _, f := range et.Features {
+			shape := fmt.Sprintf("%d x %s", f.Dim, f.DType)
+			if f.Scalar {
+				shape = string(f.DType) + " scalar"
+			}
+			fmt.Printf("edge feat.  %s: %s (%d B rows, by edge id)\n", f.Name, shape, f.RowBytes)
+		}
 	}
 	if l := nt.Labels; l != nil {
 		fmt.Printf("labels      %d classes\n", l.NumClasses)

@@ -18,7 +18,9 @@ var commandHelp = map[string]struct {
 		"tierfs synth --nodes 100000 --avg-degree 15 --dim 64 --degree-exponent 2.2 --locality 0.5 --out data/l --force"}},
 	"ingest": {"Builds a dataset from your files: edges (.npy, CSV/TSV, Parquet, Arrow IPC), features (.npy, Parquet, Arrow IPC), labels and splits.", []string{
 		"tierfs ingest --edges edges.parquet --features feats.npy --labels y.npy --splits splits/ --out data/g",
-		"tierfs ingest --edges graph.csv --edge-columns from,to --features feats.npy --undirected --out data/g --force"}},
+		"tierfs ingest --edges graph.csv --edge-columns from,to --features feats.npy --undirected --out data/g --force",
+		"tierfs ingest --edges edges.npy --features x.npy --node-feature pos=pos.npy --edge-feature edge_weight=w.npy --out data/g",
+		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
 	"verify": {"Checks every block of every file of a dataset against its checksum.", []string{"tierfs verify data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{

@@ -42,10 +42,11 @@ def test_from_pyg_idx_splits_extras_and_refusals(tmp_path):
     r = rng(71)
     n = 100
     data = Data(x=torch.zeros(n, 3), edge_index=torch.from_numpy(r.integers(0, n, (2, 300))), y=torch.arange(n).view(-1, 1) % 4,
-                train_idx=torch.arange(0, 50), valid_idx=torch.arange(50, 70), edge_attr=torch.zeros(300, 2))
-    with pytest.warns(UserWarning, match="edge_attr"):
+                train_idx=torch.arange(0, 50), valid_idx=torch.arange(50, 70), edge_attr=torch.zeros(300, 2), note="not a tensor")
+    with pytest.warns(UserWarning, match="note"):
         path = tierfs.from_pyg(data, tmp_path / "ds")
     with tierfs.open(path) as s:
+        assert s.features["edge_attr"]["of"] == "edge"
         np.testing.assert_array_equal(np.sort(s.split("train")), np.arange(50))
         np.testing.assert_array_equal(np.sort(s.split("val")), np.arange(50, 70))
         np.testing.assert_array_equal(s.labels(np.arange(n)), np.arange(n) % 4)

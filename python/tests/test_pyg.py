@@ -111,7 +111,7 @@ def test_sampler_output(store, graph):
     seeds = torch.tensor([5, 9, 5, 100])
     out = sampler.sample_from_nodes(NodeSamplerInput(input_id=torch.arange(4), node=seeds))
     assert torch.equal(out.node[:4], seeds)
-    assert out.edge is None and out.batch is None
+    assert out.edge is not None and out.edge.shape == out.row.shape and out.batch is None
     assert len(out.num_sampled_nodes) == 3 and len(out.num_sampled_edges) == 2
     assert sum(out.num_sampled_nodes) == out.node.numel() and sum(out.num_sampled_edges) == out.row.numel()
     assert torch.equal(out.metadata[0], torch.arange(4))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import _native
 from ._util import _checkout_version, format_bytes, parse_size
-from .build import from_pyg, ingest, synth
+from .build import from_graphbolt, from_pyg, ingest, synth, verify
 from .errors import (
     ClosedError,
     CorruptError,
@@ -72,7 +72,9 @@ __all__ = [
     "Pipeline",
     "IOStack",
     "ingest",
+    "from_graphbolt",
     "from_pyg",
+    "verify",
     "synth",
     "parse_size",
     "format_bytes",

@@ -14,7 +14,7 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import check, lib
 
-__all__ = ["ingest", "synth", "from_pyg"]
+__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
@@ -170,6 +170,8 @@ def ingest(
     force: bool = False,
     edge_columns: Optional[Sequence[Union[str, int]]] = None,
     progress: ProgressLike = None,
+    node_features: Optional[Mapping[str, Any]] = None,
+    edge_features: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -215,8 +217,18 @@ def ingest(
     if _is_pyg_data(edges):
         raise errors.InvalidArgumentError("ingest: edges is a PyG Data object; use tierfs.from_pyg(data, out)")
     out = os.fspath(out)
-    if edges is None and features is None and labels is None:
-        raise errors.InvalidArgumentError("ingest: nothing to ingest: give edges, features or labels")
+    if edges is None and features is None and labels is None and not node_features:
+        raise errors.InvalidArgumentError("ingest: nothing to ingest: give edges, features, node_features or labels")
+    for what, named in (("node_features", node_features), ("edge_features", edge_features)):
+        if named is not None and not isinstance(named, Mapping):
+            raise errors.DTypeError(f"ingest: {what} must be a dict of name -> array or file, got {type(named).__name__}")
+        for key in named or {}:
+            if not isinstance(key, str):
+                raise errors.DTypeError(f"ingest: {what} names must be str, got {key!r}")
+    if node_features and edge_features:
+        both = sorted(set(node_features) & set(edge_features))
+        if both:
+            raise errors.InvalidArgumentError(f"ingest: feature name(s) {both} in both node_features and edge_features; feature names must be unique")
     opts: Dict[str, Any] = {"out": out}
     tmp: Optional[Path] = None
 
@@ -273,6 +285,25 @@ def ingest(
                         raise errors.InvalidArgumentError(f"ingest: splits[{name!r}] must be 1-D node ids or a boolean mask, got {arr.dtype} of shape {arr.shape}")
                     _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
                 opts["splits"] = str(d)
+        renamed: Dict[str, str] = {}  # temporary file -> what the caller gave, for errors
+        for what, named in (("node", node_features), ("edge", edge_features)):
+            listed = []
+            for name, value in (named or {}).items():
+                entry: Dict[str, Any] = {"name": name}
+                if _is_path(value):
+                    entry["path"] = _input_path(value, f"{what} feature {name!r}")
+                else:
+                    arr, declared = _to_numpy(value, f"{what}_features[{name!r}]")
+                    rows = "N" if what == "node" else "E"
+                    if arr.ndim not in (1, 2):
+                        raise errors.InvalidArgumentError(f"ingest: {what}_features[{name!r}] must be ({rows}, dim) or ({rows},), got shape {arr.shape}")
+                    if declared:
+                        entry["dtype"] = declared
+                    entry["path"] = _save(tmpdir(), f"{what}-feature-{len(renamed)}", arr)
+                    renamed[entry["path"]] = f"<the {what}_features[{name!r}] array>"
+                listed.append(entry)
+            if listed:
+                opts[f"{what}_features"] = listed
         if undirected:
             opts["undirected"] = True
         if drop_self_loops:
@@ -304,6 +335,8 @@ def ingest(
                     msg = msg.replace(str(opts[key]), f"<the {key} array>")
             if "splits" in opts and str(opts["splits"]).startswith(str(tmp)):
                 msg = msg.replace(str(opts["splits"]), "<the splits arrays>")
+            for path, given in renamed.items():
+                msg = msg.replace(path, given)
             if msg == e.message:
                 raise
             raise type(e)(msg, e.status) from None
@@ -394,17 +427,19 @@ def synth(
 
 
 def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-             tmp_dir: Optional[PathLike] = None, force: bool = False) -> str:
+             tmp_dir: Optional[PathLike] = None, force: bool = False, progress: ProgressLike = None) -> str:
     """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
-    the features, ``edge_index`` the topology (messages flow ``edge_index[0] -> edge_index[1]``,
-    as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
+    the default feature, ``edge_index`` the topology (messages flow ``edge_index[0] ->
+    edge_index[1]``, as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
     ``train_mask``/``val_mask``/``test_mask`` (or ``train_idx``/``val_idx``/``test_idx``) the
-    splits; ``data.num_nodes`` the node count. Other attributes are not stored (tierfs holds one
-    node feature, and no edge features yet): they are named in a warning.
+    splits; ``data.num_nodes`` the node count. Every other node-level tensor (``data.is_node_attr``)
+    becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
+    ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
+    Attributes that are neither (graph-level values, non-tensors) are named in a warning.
 
     Args:
         data: a ``torch_geometric.data.Data`` (one node type; ``HeteroData`` is refused).
-        out, undirected, device_paths, tmp_dir, force: as :func:`ingest`.
+        out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`.
     """
     if type(data).__name__ == "HeteroData":
         raise errors.NotSupportedError("from_pyg: tierfs holds one node type; got a HeteroData (convert it with data.to_homogeneous())")
@@ -420,11 +455,23 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
             if key in keys and name not in splits:
                 splits[name] = data[key]
                 used.add(key)
+    node_features: Dict[str, Any] = {}
+    edge_features: Dict[str, Any] = {}
+    for key in sorted(keys - used):
+        value = data[key]
+        if not _util.is_tensor(value) or value.dim() not in (1, 2):
+            continue
+        if data.edge_index is not None and data.is_edge_attr(key):
+            edge_features[key] = value
+            used.add(key)
+        elif data.is_node_attr(key):
+            node_features[key] = value
+            used.add(key)
     ignored = sorted(keys - used)
     if ignored:
         import warnings
 
-        warnings.warn(f"from_pyg: attributes not stored (tierfs holds x, edge_index, y and the splits): {ignored}", stacklevel=2)
+        warnings.warn(f"from_pyg: attributes not stored (neither node- nor edge-level tensors of 1 or 2 dimensions): {ignored}", stacklevel=2)
     return ingest(
         out,
         edges=data.edge_index,
@@ -436,4 +483,58 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
         num_nodes=int(data.num_nodes) if data.num_nodes is not None else None,
         tmp_dir=tmp_dir,
         force=force,
+        progress=progress,
+        node_features=node_features or None,
+        edge_features=edge_features or None,
     )
+
+
+def from_graphbolt(path: PathLike, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
+                   force: bool = False, progress: ProgressLike = None) -> str:
+    """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
+    ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
+    section, one node type and one edge type) and returns its path: the edges (CSV or ``.npy``),
+    every node feature by its name (the first is the default, ``x`` to :mod:`tierfs.pyg`), every
+    edge feature, and from the first task the labels and the train/validation/test seeds. The
+    files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
+    input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
+
+    Args:
+        path: the GraphBolt dataset directory.
+        out, undirected, device_paths, force, progress: as :func:`ingest`.
+    """
+    _native.check_process()
+    opts: Dict[str, Any] = {"out": os.fspath(out), "graphbolt": _input_path(path, "graphbolt")}
+    if undirected:
+        opts["undirected"] = True
+    if device_paths:
+        opts["device_paths"] = [os.fspath(p) for p in device_paths]
+    if force:
+        opts["force"] = True
+    _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+    return opts["out"]
+
+
+def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) -> Dict[str, Any]:
+    """Checks every block of every file of the dataset at ``path`` against its checksum, as
+    ``tierfs verify``, and returns the report: ``{"ok", "files", "bytes", "problems": [{"file",
+    "offset" (-1 for the file as a whole), "what"}]}`` (at most ``limit`` problems a file; 0 for
+    all). Damage is in the report; it raises only when ``path`` is no dataset
+    (FileNotFoundError) or its manifest is damaged (tierfs.CorruptError). ``progress`` as
+    :func:`ingest`'s (stage ``"verify"``, bytes checked of the total). One native call
+    (``tfs_verify_json``) reads the whole dataset.
+    """
+    _native.check_process()
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise errors.InvalidArgumentError(f"verify: limit must be an int >= 0 (0: every problem), got {limit!r}")
+    p = _input_path(path, "verify")
+    request = json.dumps({"limit": limit}).encode()
+    cb, errs = _progress_callback(progress)
+    fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
+    from .store import _c_str
+
+    path_c = _c_str(p, "path")
+    report = _native.read_json(lambda buf, cap, needed: lib.tfs_verify_json(path_c, request, fn, None, buf, cap, needed), 1 << 12)
+    if errs:
+        raise errs[0]
+    return report

@@ -289,7 +289,7 @@ class Loader:
         import torch
 
         seeds_t = torch.from_numpy(seeds)
-        arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop)
+        arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop, sample.e_id)
         sample = Sample(*(torch.from_numpy(a) for a in arrays))
         xt = torch.from_numpy(x)
         if self.store.device != "cpu":

@@ -52,7 +52,10 @@ from . import errors
 from .loader import Batch, Loader
 from .store import Store
 
-__all__ = ["FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "stores"]
+__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "stores"]
+
+#: The one edge type of a tierfs dataset, the ``group_name`` of its edge features.
+EDGE_TYPE = ("node", "to", "node")
 
 
 def _unwrap(store: Any) -> Store:
@@ -67,13 +70,19 @@ def _unwrap(store: Any) -> Store:
 class FeatureStore(_PyGFeatureStore):
     """Read-only PyG ``FeatureStore`` over a :class:`tierfs.Store`.
 
-    Holds the node features as attribute ``x`` (``group_name=None``) and, where the dataset has
-    labels, the labels as ``y``. Tensors come back on the store's device (``tierfs.open(...,
-    device=)``), or on the index's device for CUDA indices.
+    Node attributes (``group_name=None``): the store's feature as ``x``, the dataset's other node
+    features by their names (``TensorAttr(None, "h")``), and, where the dataset has labels, the
+    labels as ``y``. Edge features (``edge_attr``, ``edge_weight``, ...) by their names with
+    ``group_name`` :data:`EDGE_TYPE` (or None; feature names are unique), indexed by edge id
+    (``batch.e_id``). Tensors come back on the store's device (``tierfs.open(..., device=)``),
+    or on the index's device for CUDA indices. A scalar feature (one value a row, as edge
+    weights) gives a 1-D tensor.
 
-    ``_multi_get_tensor`` serves all requested ``x`` attributes with one native gather (their
-    indices concatenated) and all ``y`` attributes with one label read. ``_get_tensor_size``
-    reads no data. Picklable (the store reopens in the receiving process).
+    ``_multi_get_tensor`` serves all requested attributes of one feature with one native gather
+    (their indices concatenated): the store's feature through its tiers, the others from disk.
+    ``_get_tensor_size`` reads no data. ``get_all_tensor_attrs`` lists the node attributes only
+    (PyG's loaders index every listed attribute by node id); ``get_all_edge_tensor_attrs`` the
+    edge ones. Picklable (the store reopens in the receiving process).
     """
 
     def __init__(self, store: Store, x: str = "x", y: str = "y") -> None:
@@ -114,20 +123,37 @@ class FeatureStore(_PyGFeatureStore):
         return super().__getitem__(attr)
 
     def _kind(self, attr: TensorAttr) -> str:
-        if attr.group_name is not None:
-            raise KeyError(f"tierfs holds one node type (group_name=None), not {attr.group_name!r}")
-        if attr.attr_name == self.x_name:
-            return "x"
-        if attr.attr_name == self.y_name and self.store.num_classes > 0:
-            return "y"
-        raise KeyError(f"tierfs store has no tensor attribute {attr.attr_name!r} (it has {self._names()})")
+        """The feature name attr reads ("" for the labels)."""
+        name = attr.attr_name
+        features = self.store.features
+        g = attr.group_name
+        if g is not None:
+            if not (isinstance(g, (tuple, list)) and tuple(g) == EDGE_TYPE):
+                raise KeyError(f"tierfs holds one node type (group_name=None) and one edge type ({EDGE_TYPE}), not {attr.group_name!r}")
+            if name not in features or features[name]["of"] != "edge":
+                raise KeyError(f"tierfs store has no edge attribute {name!r} (it has {self._names('edge')})")
+            return name
+        if name == self.x_name:
+            return self.store.feature_name
+        if name == self.y_name and self.store.num_classes > 0:
+            return ""
+        if name in features:
+            return name
+        raise KeyError(f"tierfs store has no tensor attribute {name!r} (it has {self._names('node') + self._names('edge')})")
 
-    def _names(self) -> List[str]:
-        return [self.x_name] + ([self.y_name] if self.store.num_classes > 0 else [])
+    def _names(self, of: str) -> List[str]:
+        """Attribute names of node ("node") or edge ("edge") attributes."""
+        default = self.store.feature_name
+        if of == "edge":
+            return [n for n, f in self.store.features.items() if f["of"] == "edge"]
+        names = [self.x_name] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != self.x_name]
+        return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
-    def _index(self, index: Any) -> Tuple[Tensor, bool]:
-        """(1-D int64 CPU or CUDA tensor of node ids, whether the attr asked for one row)."""
-        n = self.store.num_nodes
+    def _rows(self, kind: str) -> int:
+        return self.store.num_nodes if kind == "" else int(self.store.features[kind]["rows"])
+
+    def _index(self, index: Any, n: int) -> Tuple[Tensor, bool]:
+        """(1-D int64 CPU or CUDA tensor of ids of n rows, whether the attr asked for one row)."""
         if index is None or (isinstance(index, slice) and index == slice(None)):
             return torch.arange(n), False
         if isinstance(index, slice):
@@ -145,17 +171,15 @@ class FeatureStore(_PyGFeatureStore):
     def _multi_get_tensor(self, attrs: List[TensorAttr]) -> List[Optional[Tensor]]:
         kinds = [self._kind(a) for a in attrs]
         results: List[Optional[Tensor]] = [None] * len(attrs)
-        for kind in ("x", "y"):
+        for kind in dict.fromkeys(kinds):
             which = [i for i, k in enumerate(kinds) if k == kind]
-            if not which:
-                continue
-            # One native call per kind: distinct index tensors concatenated, results split.
+            # One native call per feature: distinct index tensors concatenated, results split.
             unique: dict = {}
             for i in which:
                 unique.setdefault(id(attrs[i].index), []).append(i)
             indices, single = [], []
             for pos in unique.values():
-                idx, one = self._index(attrs[pos[0]].index)
+                idx, one = self._index(attrs[pos[0]].index, self._rows(kind))
                 indices.append(idx)
                 single.append(one)
             if len(indices) > 1:
@@ -163,7 +187,7 @@ class FeatureStore(_PyGFeatureStore):
                 ids = torch.cat([t.to(dev) for t in indices])
             else:
                 ids = indices[0]
-            out = self.store.gather(ids) if kind == "x" else self.store.labels(ids)
+            out = self.store.labels(ids) if kind == "" else self.store.gather(ids, feature=kind)
             if not isinstance(out, Tensor):
                 out = torch.from_numpy(out)
             parts = out.split([t.numel() for t in indices]) if len(indices) > 1 else [out]
@@ -177,22 +201,31 @@ class FeatureStore(_PyGFeatureStore):
             kind = self._kind(attr)
         except KeyError:
             return None
+        row: Tuple[int, ...] = ()
+        if kind != "":
+            f = self.store.features[kind]
+            row = () if f["scalar"] else (int(f["dim"]),)
+        n = self._rows(kind)
         index = attr.index if attr.is_set("index") else None
         if index is None or (isinstance(index, slice) and index == slice(None)):
-            rows = self.store.num_nodes
+            rows = n
         elif isinstance(index, (int, np.integer)):
-            return (self.store.dim,) if kind == "x" else ()
+            return row
         elif isinstance(index, slice):
-            rows = len(range(*index.indices(self.store.num_nodes)))
+            rows = len(range(*index.indices(n)))
         elif isinstance(index, Tensor) and index.dtype == torch.bool:
             rows = int(index.sum())
         else:
             rows = len(index)
-        return (rows, self.store.dim) if kind == "x" else (rows,)
+        return (rows,) + row
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
-        """``x`` (node features) and, with labels, ``y``; node attributes only."""
-        return [self._tensor_attr_cls.cast(None, name) for name in self._names()]
+        """The node attributes: ``x``, the other node features, and with labels ``y``."""
+        return [self._tensor_attr_cls.cast(None, name) for name in self._names("node")]
+
+    def get_all_edge_tensor_attrs(self) -> List[TensorAttr]:
+        """The edge features, with ``group_name`` :data:`EDGE_TYPE`; index them by edge id."""
+        return [self._tensor_attr_cls.cast(EDGE_TYPE, name) for name in self._names("edge")]
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.FeatureStore({self.store!r})"
@@ -253,8 +286,9 @@ class NeighborSampler(BaseSampler):
 
     ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
     ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
-    ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge=None``
-    (no edge ids) and ``batch=None`` (not disjoint).
+    ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge`` the
+    sampled edges' ids (PyG's loaders set ``batch.e_id`` from it) and ``batch=None`` (not
+    disjoint).
 
     Args:
         store: a :class:`tierfs.Store` (or one of this module's stores).
@@ -290,7 +324,7 @@ class NeighborSampler(BaseSampler):
             node=s.nodes,
             row=s.row,
             col=s.col,
-            edge=None,
+            edge=s.e_id,
             batch=None,
             num_sampled_nodes=s.nodes_per_hop.tolist(),
             num_sampled_edges=s.edges_per_hop.tolist(),
@@ -366,9 +400,12 @@ class NeighborLoader:
     list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
     ``Data`` that PyG's ``NodeLoader`` over :func:`stores` with this module's
     :class:`NeighborSampler` gives: ``x``, ``y`` (every sampled node's label), ``edge_index``,
-    ``n_id``, ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size`` (no
-    ``e_id``: tierfs keeps no edge ids yet). With ``shuffle=False`` and the same sampler ``seed``
-    the batches equal PyG's NodeLoader's, field for field.
+    ``n_id``, ``e_id`` (the sampled edges' ids in the dataset, its CSC positions),
+    ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size``, and the dataset's
+    other features by name: node features by ``n_id``, edge features (``edge_attr``,
+    ``edge_weight``, ...) by ``e_id``, each read from disk with one gather a batch (only the
+    store's own feature, ``x``, is cached in tiers). With ``shuffle=False`` and the same sampler
+    ``seed`` the batches equal PyG's NodeLoader's, field for field.
 
     Batches come from a :class:`tierfs.Loader`: sampled ahead, ``prefetch`` gathers in flight,
     ``Data`` (and ``transform``) made on the pipeline's threads; :meth:`stats` says which stage
@@ -423,6 +460,10 @@ class NeighborLoader:
         self._sorter = torch.argsort(seeds, stable=True)
         self._sorted = seeds[self._sorter]
         self._labels = self.store.num_classes > 0
+        # The dataset's other features, read from disk per batch (only the store's own has tiers).
+        features = self.store.features
+        self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
+        self._edge_features = [n for n, f in features.items() if f["of"] == "edge"]
         sampler = self.store.sampler([int(k) for k in num_neighbors], replace=replace, seed=seed)
         self.loader = Loader(
             self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
@@ -437,7 +478,12 @@ class NeighborLoader:
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
+        data.e_id = s.e_id
         data.num_nodes = int(nodes.shape[0])
+        for name in self._node_features:
+            data[name] = self.store.gather(nodes, feature=name)
+        for name in self._edge_features:
+            data[name] = self.store.gather(s.e_id, feature=name)
         data.num_sampled_nodes = s.nodes_per_hop.tolist()
         data.num_sampled_edges = s.edges_per_hop.tolist()
         seeds = torch.as_tensor(b.seeds)

@@ -362,6 +362,7 @@ class Store:
         self._device_gather: Optional[bool] = None  # tfs_gather_device works? None: not tried
         self._cuda_ids: Any = None  # _cuda_ids_setup's answer, once asked
         self._manifest: Optional[dict] = None
+        self._features: Optional[Dict[str, Dict[str, Any]]] = None
 
     # properties ------------------------------------------------------------------------
 
@@ -466,7 +467,7 @@ class Store:
 
     # gather ----------------------------------------------------------------------------
 
-    def gather(self, ids: IdsLike, out: Any = None) -> Any:
+    def gather(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> Any:
         """Feature rows of ``ids``: an ``(n, dim)`` array, ``out[i] = row(ids[i])``.
 
         One native call for the whole batch; ids may repeat and come in any order.
@@ -477,6 +478,12 @@ class Store:
             out: optional preallocated, C-contiguous buffer of shape ``(n, dim)`` and the store's
                 dtype (numpy: :attr:`dtype`; torch: :attr:`torch_dtype`), on the host or a CUDA
                 device; rows are written there and ``out`` is returned.
+            feature: another feature of the dataset (see :attr:`features`): a node feature by
+                node ids, or an edge feature by edge ids (``Sample.e_id``). Its rows are read
+                from disk through the store's IO stacks, uncached (only the store's own feature
+                has tiers), and land on the host (then on the device the result goes to); a
+                scalar feature (edge weights) gives shape ``(n,)``; ``out`` must be a host
+                array. None (or the store's feature name) is the store's feature.
 
         Returns:
             numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on
@@ -487,8 +494,11 @@ class Store:
             IndexError/ValueError (tierfs.OutOfRangeError): an id outside ``[0, num_nodes)``.
             TypeError (tierfs.DTypeError): ids that are not integers, or ``out`` of another dtype.
             tierfs.ClosedError: the store is closed.
+            KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
         """
         h = self._h()
+        if feature is not None and feature != self.feature_name:
+            return self._gather_feature(h, feature, ids, out)
         done = self._gather_device_ids(h, ids, out)
         if done is not None:
             return done
@@ -518,7 +528,59 @@ class Store:
         self._gather_cuda(h, ids_.array, result)
         return result
 
-    def gather_async(self, ids: IdsLike, out: Any = None) -> "GatherFuture":
+    def _gather_feature(self, h: int, name: str, ids: IdsLike, out: Any) -> Any:
+        """gather of a feature other than the store's: one tfs_gather_feature into host memory."""
+        info = self.features.get(name) if isinstance(name, str) else None
+        if info is None:
+            if not isinstance(name, str):
+                raise errors.DTypeError(f"feature must be a str, got {type(name).__name__}")
+            raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no feature {name!r} (it has {', '.join(self.features)})")
+        ids_ = _ids(ids)
+        n = ids_.array.shape[0]
+        dtype_name = info["dtype"]
+        if dtype_name not in _NUMPY_DTYPES:
+            raise errors.VersionError(f"tierfs: feature {name!r} has dtype {dtype_name!r}, not known to this package")
+        row = () if info["scalar"] else (int(info["dim"]),)
+        shape = row if ids_.scalar else (n,) + row
+        np_dtype = _NUMPY_DTYPES[dtype_name]
+        if out is not None:
+            if _util.is_tensor(out) and out.device.type != "cpu":
+                raise errors.InvalidArgumentError(f"out for feature {name!r} must be in host memory (its rows are read from disk to the host)")
+            self._check_out(out, shape, np_dtype, dtype_name)
+            result = out
+        else:
+            dev = self._out_device(ids_)
+            if dev is None:
+                result = np.empty(shape, dtype=np_dtype)
+            else:
+                result = _torch().empty(shape, dtype=getattr(_torch(), dtype_name))
+        name_c = _c_str(name, "feature")
+        if n:
+            check(lib.tfs_gather_feature(h, name_c, ids_.array.ctypes.data, n, _native.addr(result), n * int(info["row_bytes"])))
+        if out is None and _util.is_tensor(result):
+            dev = self._out_device(ids_)
+            if dev is not None and dev.type != "cpu":
+                result = result.to(dev)
+        return result
+
+    @property
+    def features(self) -> Dict[str, Dict[str, Any]]:
+        """The dataset's features by name, node features first: ``{"of": "node" | "edge",
+        "dtype", "dim", "row_bytes", "rows", "scalar", "default"}``. ``default`` marks the
+        feature :meth:`gather` serves (with the tiers); the others are read with
+        ``gather(ids, feature=name)``; edge features are indexed by edge id (``Sample.e_id``)."""
+        if self._features is None:
+            h = self._h()
+            listed = _native.read_json(lambda buf, cap, needed: lib.tfs_features_json(h, buf, cap, needed))
+            self._features = {f.pop("name"): f for f in listed}
+        return self._features
+
+    @property
+    def feature_name(self) -> str:
+        """The name of the feature :meth:`gather` serves."""
+        return next(name for name, f in self.features.items() if f["default"])
+
+    def gather_async(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> "GatherFuture":
         """Starts :meth:`gather` of ``ids`` (into ``out``) on a background thread and returns at
         once a :class:`GatherFuture`; its ``wait()`` returns what ``gather`` would (as GraphBolt's
         ``read_async`` and kvikio's ``IOFuture``). The ids are copied before this returns, so the
@@ -531,10 +593,10 @@ class Store:
             frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
         elif ids_.kind == "torch":  # back on the ids' device, so the result lands where gather's would
             frozen = _torch().from_numpy(frozen).to(ids_.device)
-        return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out), self._device_type == "cuda")
+        return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out, feature), self._device_type == "cuda")
 
-    def _gather_for_future(self, ids: Any, out: Any) -> tuple:
-        rows = self.gather(ids, out)
+    def _gather_for_future(self, ids: Any, out: Any, feature: Optional[str] = None) -> tuple:
+        rows = self.gather(ids, out, feature)
         event = None
         if _util.is_tensor(rows) and rows.is_cuda:
             torch = _torch()
@@ -542,16 +604,18 @@ class Store:
             event.record(torch.cuda.current_stream(rows.device))
         return rows, event
 
-    def _check_out(self, out: Any, shape: tuple) -> None:
+    def _check_out(self, out: Any, shape: tuple, np_dtype: Any = None, dtype_name: Optional[str] = None) -> None:
+        np_dtype = self._np_dtype if np_dtype is None else np_dtype
+        dtype_name = self._dtype_name if dtype_name is None else dtype_name
         if isinstance(out, np.ndarray):
-            if out.dtype != self._np_dtype and not (self._dtype_name == "bfloat16" and out.dtype == np.uint16):
-                raise errors.DTypeError(f"out has dtype {out.dtype}; this store's rows are {self._np_dtype} ({self._dtype_name})")
+            if out.dtype != np_dtype and not (dtype_name == "bfloat16" and out.dtype == np.uint16):
+                raise errors.DTypeError(f"out has dtype {out.dtype}; the rows are {np_dtype} ({dtype_name})")
             if not out.flags.c_contiguous or not out.flags.writeable:
                 raise errors.InvalidArgumentError("out must be a C-contiguous, writeable array")
             got = out.shape
         elif _util.is_tensor(out):
-            if out.dtype != self.torch_dtype:
-                raise errors.DTypeError(f"out has dtype {out.dtype}; this store's rows are {self.torch_dtype}")
+            if out.dtype != getattr(_torch(), dtype_name):
+                raise errors.DTypeError(f"out has dtype {out.dtype}; the rows are {getattr(_torch(), dtype_name)}")
             if not out.is_contiguous():
                 raise errors.InvalidArgumentError("out must be a contiguous tensor")
             if out.requires_grad:
@@ -767,6 +831,7 @@ class Store:
         recompute: bool = False,
         host_bytes: Optional[int] = None,
         gpu_bytes: Optional[int] = None,
+        progress: Any = None,
     ) -> Optional[Dict[str, Any]]:
         """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
         are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
@@ -785,6 +850,9 @@ class Store:
         ``source`` ("loaded", "replanned", "computed"), ``loaded``, ``file``, ``usage`` (per
         kind and tier), ``comparison`` (per policy: ``pcie_bytes_per_batch``,
         ``ssd_bytes_per_batch``, memory taken, ``chosen``), ...
+        ``progress`` (a planned placement only) is as :func:`tierfs.ingest`'s: True for a bar,
+        or ``callable(stage, done, total)``, called with ``("profile", batches sampled, batches
+        planned so far)``.
 
         Raises:
             ValueError (tierfs.InvalidArgumentError): hotness together with fanouts, fanouts
@@ -809,7 +877,17 @@ class Store:
                 req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
             request = json.dumps(req).encode()
             h = self._h()
-            return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
+            from .build import _progress_callback
+
+            cb, errs = _progress_callback(progress)
+            if cb is None:
+                return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
+            report = _native.read_json(lambda buf, cap, needed: lib.tfs_place_json_progress(h, request, cb, None, buf, cap, needed), 1 << 16)
+            if errs:
+                raise errs[0]
+            return report
+        if progress is not None and progress is not False:
+            raise errors.InvalidArgumentError("progress is for a planned placement (fanouts and batch_size); placing by hotness is one quick pass")
         h = self._h()
         if hotness is None:
             check(lib.tfs_place(h, None, 0))
@@ -1036,7 +1114,10 @@ class Sample:
     the nodes each hop reached first, in order. Edges are ``(row[i], col[i])`` = (neighbor, node
     it was sampled for), local ids into ``nodes`` — messages flow row → col, as PyG's
     ``edge_index``. ``nodes_per_hop`` has ``num_hops + 1`` entries (seeds, then new nodes per
-    hop), ``edges_per_hop`` ``num_hops``. All int64, numpy or torch like the seeds given.
+    hop), ``edges_per_hop`` ``num_hops``. ``e_id[i]`` is edge i's id in the dataset (its
+    position in the CSC; PyG's ``e_id``), the row of its edge features:
+    ``store.gather(sample.e_id, feature="edge_attr")``. All int64, numpy or torch like the seeds
+    given.
     """
 
     nodes: Any
@@ -1044,6 +1125,7 @@ class Sample:
     col: Any
     nodes_per_hop: Any
     edges_per_hop: Any
+    e_id: Any = None
 
     @property
     def num_seeds(self) -> int:
@@ -1071,8 +1153,8 @@ class Sample:
 
 
 def _take_sample(hs: c_void_p) -> tuple:
-    """Copies a native sample's arrays out (nodes, row, col, nodes_per_hop, edges_per_hop) and
-    frees it."""
+    """Copies a native sample's arrays out (nodes, row, col, nodes_per_hop, edges_per_hop, e_id)
+    and frees it."""
     try:
         nn, ne, nh = c_int64(), c_int64(), c_int32()
         check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
@@ -1082,9 +1164,11 @@ def _take_sample(hs: c_void_p) -> tuple:
         nph = np.empty(nh.value + 1, dtype=np.int64)
         eph = np.empty(nh.value, dtype=np.int64)
         check(lib.tfs_sample_copy(hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data))
+        e_id = np.empty(ne.value, dtype=np.int64)
+        check(lib.tfs_sample_edge_ids(hs, e_id.ctypes.data))
     finally:
         lib.tfs_sample_free(hs)
-    return nodes, row, col, nph, eph
+    return nodes, row, col, nph, eph, e_id
 
 
 class Sampler:

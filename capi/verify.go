@@ -1,0 +1,111 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// verifyReport is tfs_verify_json's answer.
+type verifyReport struct {
+	OK       bool            `json:"ok"`
+	Files    int             `json:"files"`
+	Bytes    int64           `json:"bytes"`
+	Problems []verifyProblem `json:"problems"`
+}
+
+type verifyProblem struct {
+	File   string `json:"file"`
+	Offset int64  `json:"offset"` // -1: the file as a whole
+	What   string `json:"what"`
+}
+
+// keptVerify is the last report that did not fit its caller's buffer, for the retry (verifying
+// again would read the whole dataset again).
+var keptVerify struct {
+	sync.Mutex
+	keptAnswer
+}
+
+//export tfsgo_verify_json
+func tfsgo_verify_json(path *C.char, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_verify_json", &st)
+	return finish("tfs_verify_json", verifyJSON(path, request, progressFunc(fn, ctx), buf, uint64(capacity), needed), stEIO)
+}
+
+func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf *C.char, capacity uint64, needed *C.size_t) error {
+	if path == nil {
+		return fail(stEINVAL, "path is NULL")
+	}
+	if request == nil {
+		return fail(stEINVAL, "request_json is NULL")
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	dir, req := C.GoString(path), C.GoString(request)
+	key := dir + "\x00" + req
+	keptVerify.Lock()
+	data := keptVerify.data
+	if keptVerify.request != key {
+		data = nil
+	}
+	keptVerify.Unlock()
+	if data == nil {
+		var opt struct {
+			Limit *int `json:"limit"`
+		}
+		dec := json.NewDecoder(strings.NewReader(req))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opt); err != nil {
+			return fail(stEINVAL, "request_json: %v (keys: limit)", err)
+		}
+		limit := 20
+		if opt.Limit != nil {
+			if *opt.Limit < 0 {
+				return fail(stEINVAL, "request_json: limit = %d is negative (0: no limit)", *opt.Limit)
+			}
+			limit = *opt.Limit
+		}
+		m, err := dataset.Load(dir)
+		if err != nil {
+			return err
+		}
+		var fn func(done, total int64)
+		if progress != nil {
+			fn = func(done, total int64) { progress("verify", done, total) }
+		}
+		problems, err := m.Verify(limit, fn)
+		if err != nil {
+			return err
+		}
+		r := verifyReport{OK: len(problems) == 0, Files: len(m.Files), Problems: []verifyProblem{}}
+		for _, f := range m.Files {
+			r.Bytes += f.Bytes
+		}
+		for _, p := range problems {
+			r.Problems = append(r.Problems, verifyProblem{p.File, p.Offset, p.What})
+		}
+		if data, err = json.Marshal(r); err != nil {
+			return fmt.Errorf("tfs_verify_json: %w", err)
+		}
+	}
+	keptVerify.Lock()
+	if uint64(len(data)) < capacity {
+		keptVerify.keptAnswer = keptAnswer{}
+	} else {
+		keptVerify.keptAnswer = keptAnswer{request: key, data: data}
+	}
+	keptVerify.Unlock()
+	putJSON(data, buf, capacity, needed)
+	return nil
+}

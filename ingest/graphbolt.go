@@ -1,0 +1,247 @@
+package ingest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// GraphBolt's on-disk dataset (dgl.graphbolt.OnDiskDataset): a directory with metadata.yaml
+// naming the graph's edges (CSV or .npy), its node and edge features (.npy) and the tasks'
+// train/validation/test sets (seeds and labels, .npy). Only the raw form is read (the "graph"
+// section, before GraphBolt's preprocessing turns it into "graph_topology").
+
+// graphBoltMetadata is the part of metadata.yaml ingest reads.
+type graphBoltMetadata struct {
+	DatasetName string `yaml:"dataset_name"`
+	Graph       *struct {
+		Nodes []struct {
+			Type string `yaml:"type"`
+			Num  int64  `yaml:"num"`
+		} `yaml:"nodes"`
+		Edges []struct {
+			Type   string `yaml:"type"`
+			Format string `yaml:"format"`
+			Path   string `yaml:"path"`
+		} `yaml:"edges"`
+		FeatureData []graphBoltFeature `yaml:"feature_data"`
+	} `yaml:"graph"`
+	GraphTopology any                `yaml:"graph_topology"`
+	FeatureData   []graphBoltFeature `yaml:"feature_data"`
+	Tasks         []struct {
+		Name          string         `yaml:"name"`
+		NumClasses    int64          `yaml:"num_classes"`
+		TrainSet      []graphBoltSet `yaml:"train_set"`
+		ValidationSet []graphBoltSet `yaml:"validation_set"`
+		TestSet       []graphBoltSet `yaml:"test_set"`
+	} `yaml:"tasks"`
+}
+
+type graphBoltFeature struct {
+	Domain string `yaml:"domain"`
+	Type   string `yaml:"type"`
+	Name   string `yaml:"name"`
+	Format string `yaml:"format"`
+	Path   string `yaml:"path"`
+}
+
+type graphBoltSet struct {
+	Type string `yaml:"type"`
+	Data []struct {
+		Name   string `yaml:"name"`
+		Format string `yaml:"format"`
+		Path   string `yaml:"path"`
+	} `yaml:"data"`
+}
+
+// GraphBoltMetadata is the name of a GraphBolt dataset's metadata file.
+const GraphBoltMetadata = "metadata.yaml"
+
+// fromGraphBolt fills opt's inputs from the GraphBolt dataset in opt.GraphBolt: the edges file,
+// every node feature (NodeFeatures, by their names; the first is the default), every edge feature
+// (EdgeFeatures), and from the first task the labels (one per node, -1 where no set labels it)
+// and the train/val/test seeds, which it writes into a temporary directory beside opt.Out;
+// cleanup removes it. Features and edges are read from their files (copied into the dataset).
+func fromGraphBolt(opt *Options) (cleanup func(), err error) {
+	cleanup = func() {}
+	dir := opt.GraphBolt
+	what := "GraphBolt dataset " + dir
+	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
+		return cleanup, fmt.Errorf("ingest: %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", what)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, GraphBoltMetadata))
+	if err != nil {
+		return cleanup, fmt.Errorf("ingest: %s: %w", what, err)
+	}
+	var md graphBoltMetadata
+	if err := yaml.Unmarshal(raw, &md); err != nil {
+		return cleanup, fmt.Errorf("ingest: %s: %s is not valid YAML: %v", what, GraphBoltMetadata, err)
+	}
+	meta := filepath.Join(dir, GraphBoltMetadata)
+	if md.Graph == nil {
+		if md.GraphTopology != nil {
+			return cleanup, fmt.Errorf("ingest: %s has graph_topology (preprocessed by GraphBolt) but no graph section; ingest the original dataset, whose metadata.yaml names the edges", meta)
+		}
+		return cleanup, fmt.Errorf("ingest: %s has no graph section", meta)
+	}
+	g := md.Graph
+	if len(g.Nodes) != 1 || len(g.Edges) != 1 {
+		return cleanup, fmt.Errorf("ingest: %s has %d node types and %d edge types; tierfs ingests one of each (a homogeneous graph)", meta, len(g.Nodes), len(g.Edges))
+	}
+	if g.Nodes[0].Num <= 0 {
+		return cleanup, fmt.Errorf("ingest: %s: graph.nodes[0].num is %d; want the node count", meta, g.Nodes[0].Num)
+	}
+	local := func(p, key string) (string, error) {
+		if p == "" {
+			return "", fmt.Errorf("ingest: %s: %s has no path", meta, key)
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return p, nil
+	}
+	numpy := func(format, key string) error {
+		if f := strings.ToLower(format); f != "numpy" {
+			return fmt.Errorf("ingest: %s: %s has format %q; tierfs reads numpy (.npy) files (save torch tensors with np.save)", meta, key, format)
+		}
+		return nil
+	}
+	e := g.Edges[0]
+	if opt.Edges, err = local(e.Path, "graph.edges[0]"); err != nil {
+		return cleanup, err
+	}
+	switch strings.ToLower(e.Format) {
+	case "csv":
+		if !isTextEdges(opt.Edges) {
+			return cleanup, fmt.Errorf("ingest: %s: graph.edges[0] is csv but %s has no .csv name", meta, e.Path)
+		}
+	case "numpy":
+	default:
+		return cleanup, fmt.Errorf("ingest: %s: graph.edges[0] has format %q; want csv or numpy", meta, e.Format)
+	}
+	opt.NumNodes = g.Nodes[0].Num
+	for i, f := range append(slices.Clone(g.FeatureData), md.FeatureData...) {
+		key := fmt.Sprintf("feature_data[%d] (%s)", i, f.Name)
+		if err := numpy(f.Format, key); err != nil {
+			return cleanup, err
+		}
+		p, err := local(f.Path, key)
+		if err != nil {
+			return cleanup, err
+		}
+		switch f.Domain {
+		case "node":
+			opt.NodeFeatures = append(opt.NodeFeatures, FeatureInput{Name: f.Name, Path: p})
+		case "edge":
+			opt.EdgeFeatures = append(opt.EdgeFeatures, FeatureInput{Name: f.Name, Path: p})
+		default:
+			return cleanup, fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
+		}
+	}
+	if len(md.Tasks) == 0 {
+		return cleanup, nil
+	}
+	task := md.Tasks[0]
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), ".tierfs-graphbolt-")
+	if err != nil {
+		return cleanup, fmt.Errorf("ingest: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	n := opt.NumNodes
+	labels := make([]int64, n)
+	for i := range labels {
+		labels[i] = -1
+	}
+	labelled := false
+	opt.SplitsDir = filepath.Join(tmp, "splits")
+	if err := os.Mkdir(opt.SplitsDir, 0o755); err != nil {
+		return cleanup, fmt.Errorf("ingest: %w", err)
+	}
+	for _, set := range []struct {
+		name, key string
+		sets      []graphBoltSet
+	}{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}} {
+		if len(set.sets) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("tasks[0] (%s) %s", task.Name, set.key)
+		if len(set.sets) != 1 {
+			return cleanup, fmt.Errorf("ingest: %s: %s has %d node types; tierfs ingests one", meta, where, len(set.sets))
+		}
+		var seeds, ys []int64
+		var seedsPath, labelsPath string
+		for _, d := range set.sets[0].Data {
+			key := where + " " + d.Name
+			switch d.Name {
+			case "seeds", "seed_nodes":
+				if err := numpy(d.Format, key); err != nil {
+					return cleanup, err
+				}
+				if seedsPath, err = local(d.Path, key); err != nil {
+					return cleanup, err
+				}
+				if seeds, err = ReadNpyInt64s(seedsPath); err != nil {
+					return cleanup, fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
+				}
+			case "labels":
+				if err := numpy(d.Format, key); err != nil {
+					return cleanup, err
+				}
+				if labelsPath, err = local(d.Path, key); err != nil {
+					return cleanup, err
+				}
+				if ys, err = ReadNpyInt64s(labelsPath); err != nil {
+					return cleanup, fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
+				}
+			case "node_pairs":
+				return cleanup, fmt.Errorf("ingest: %s: %s holds node_pairs (link prediction); tierfs ingests node tasks (seeds and labels)", meta, where)
+			}
+		}
+		if seedsPath == "" {
+			return cleanup, fmt.Errorf("ingest: %s: %s has no seeds", meta, where)
+		}
+		if ys != nil && len(ys) != len(seeds) {
+			return cleanup, fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
+		}
+		for i, v := range seeds {
+			if v < 0 || v >= n {
+				return cleanup, fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes", meta, where, v, seedsPath, i, n)
+			}
+			if ys == nil {
+				continue
+			}
+			if ys[i] < -1 {
+				return cleanup, fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
+			}
+			if labels[v] >= 0 && labels[v] != ys[i] {
+				return cleanup, fmt.Errorf("ingest: %s: %s: node %d has label %d here and %d in another set", meta, where, v, ys[i], labels[v])
+			}
+			labels[v] = ys[i]
+			labelled = true
+		}
+		if err := WriteNpy(filepath.Join(opt.SplitsDir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
+			return cleanup, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	if entries, _ := os.ReadDir(opt.SplitsDir); len(entries) == 0 {
+		opt.SplitsDir = ""
+	}
+	if labelled {
+		opt.Labels = filepath.Join(tmp, "labels.npy")
+		if err := WriteNpy(opt.Labels, "<i8", []int64{n}, dataset.BytesOf(labels)); err != nil {
+			return cleanup, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	return cleanup, nil
+}

@@ -1,0 +1,195 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// writeGraphBolt writes a GraphBolt on-disk dataset (raw form) in dir: edges as CSV or .npy, node
+// features feat (float32) and pos (1-D int32), edge feature weight, and a node classification task.
+func writeGraphBolt(t *testing.T, dir string, rng *rand.Rand, n, e int, csv bool) (src, dst []int64, feat, pos, weight []byte, labels []int64, sets map[string][]int64) {
+	t.Helper()
+	for _, d := range []string{"edges", "data", "set"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	src, dst = testGraph(rng, n, e)
+	edgesEntry := "      format: numpy\n      path: edges/cites.npy\n"
+	if csv {
+		var b strings.Builder
+		for i := range src {
+			fmt.Fprintf(&b, "%d,%d\n", src[i], dst[i])
+		}
+		os.WriteFile(filepath.Join(dir, "edges", "cites.csv"), []byte(b.String()), 0o644)
+		edgesEntry = "      format: csv\n      path: edges/cites.csv\n"
+	} else {
+		writeNpyEdges(t, filepath.Join(dir, "edges", "cites.npy"), "<i8", src, dst, false)
+	}
+	feat, pos, weight = randomRows(rng, int64(n), 16), randomRows(rng, int64(n), 4), randomRows(rng, int64(e), 4)
+	WriteNpy(filepath.Join(dir, "data", "feat.npy"), "<f4", []int64{int64(n), 4}, feat)
+	WriteNpy(filepath.Join(dir, "data", "pos.npy"), "<i4", []int64{int64(n)}, pos)
+	WriteNpy(filepath.Join(dir, "data", "weight.npy"), "<f4", []int64{int64(e)}, weight)
+	perm := rng.Perm(n)
+	sets = map[string][]int64{}
+	labels = make([]int64, n)
+	for i := range labels {
+		labels[i] = -1
+	}
+	cut := []int{0, n / 2, n/2 + n/5, n/2 + 2*n/5}
+	var tasks strings.Builder
+	for k, name := range []string{"train", "val", "test"} {
+		var seeds, ys []int64
+		for _, v := range perm[cut[k]:cut[k+1]] {
+			seeds = append(seeds, int64(v))
+			ys = append(ys, int64(v%7))
+			labels[v] = int64(v % 7)
+		}
+		sets[name] = seeds
+		WriteNpy(filepath.Join(dir, "set", name+"-seeds.npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds))
+		WriteNpy(filepath.Join(dir, "set", name+"-labels.npy"), "<i8", []int64{int64(len(ys))}, dataset.BytesOf(ys))
+		key := map[string]string{"train": "train_set", "val": "validation_set", "test": "test_set"}[name]
+		fmt.Fprintf(&tasks, "    %s:\n      - data:\n          - name: seeds\n            format: numpy\n            in_memory: true\n            path: set/%s-seeds.npy\n          - name: labels\n            format: numpy\n            path: set/%s-labels.npy\n", key, name, name)
+	}
+	md := fmt.Sprintf(`dataset_name: test
+graph:
+  nodes:
+    - num: %d
+  edges:
+    -
+%sfeature_data:
+  - domain: node
+    name: feat
+    format: numpy
+    in_memory: false
+    path: data/feat.npy
+  - domain: node
+    name: pos
+    format: numpy
+    path: data/pos.npy
+  - domain: edge
+    name: weight
+    format: numpy
+    path: data/weight.npy
+tasks:
+  - name: node_classification
+    num_classes: 7
+%s`, n, strings.Replace(edgesEntry, "      format", "      format", 1), tasks.String())
+	md = strings.Replace(md, "    -\n      format", "    - format", 1)
+	if err := os.WriteFile(filepath.Join(dir, GraphBoltMetadata), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+func TestGraphBoltRoundTrip(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, csv := range []bool{true, false} {
+		gb := t.TempDir()
+		n, e := 200, 1500
+		src, dst, feat, pos, weight, labels, sets := writeGraphBolt(t, gb, rng, n, e, csv)
+		parent := t.TempDir()
+		out := filepath.Join(parent, "ds")
+		if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err != nil {
+			t.Fatalf("csv=%v: %v", csv, err)
+		}
+		m := loadVerified(t, out)
+		if f, _ := m.Feature(""); f.Name != "feat" {
+			t.Fatalf("default feature %q, want feat (GraphBolt's first node feature)", f.Name)
+		}
+		for _, c := range []struct {
+			name string
+			want []byte
+		}{{"feat", feat}, {"pos", pos}} {
+			spec, _, err := m.AnyFeature(c.name)
+			if err != nil || !bytes.Equal(featureBytes(t, m, spec), c.want) {
+				t.Fatalf("csv=%v: node feature %s differs (%v)", csv, c.name, err)
+			}
+		}
+		spec, isEdge, err := m.AnyFeature("weight")
+		_, want := referenceEdgeRows(int64(n), src, dst, weight, 4, false, false)
+		if err != nil || !isEdge || !bytes.Equal(featureBytes(t, m, spec), want) {
+			t.Fatalf("csv=%v: edge feature weight differs (%v)", csv, err)
+		}
+		checkLists(t, neighborLists(t, m), referenceLists(int64(n), src, dst, false, false, false))
+		if got := readInt64File(t, m.Path(m.Nodes().Labels.File), int64(n)); !slices.Equal(got, labels) {
+			t.Fatalf("csv=%v: labels differ", csv)
+		}
+		for name, seeds := range sets {
+			s := m.Nodes().Splits[name]
+			if got := readInt64File(t, m.Path(s.File), s.Count); !slices.Equal(got, seeds) {
+				t.Fatalf("csv=%v: split %s differs", csv, name)
+			}
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+			t.Fatalf("left %d entries beside the dataset (the temporary labels and splits?)", len(entries))
+		}
+	}
+}
+
+func TestGraphBoltRefusals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name string
+		edit func(md string) string
+		want string
+	}{
+		{"preprocessed", func(md string) string {
+			return "graph_topology:\n  type: FusedCSCSamplingGraph\n  path: preprocessed/fused.pt\n" + md[strings.Index(md, "feature_data:"):]
+		}, "graph_topology (preprocessed by GraphBolt) but no graph section"},
+		{"two node types", func(md string) string {
+			return strings.Replace(md, "  nodes:\n", "  nodes:\n    - type: author\n      num: 3\n", 1)
+		}, "has 2 node types and 1 edge types"},
+		{"torch features", func(md string) string {
+			return strings.Replace(md, "    name: feat\n    format: numpy", "    name: feat\n    format: torch", 1)
+		}, `feature_data[0] (feat) has format "torch"`},
+		{"graph feature", func(md string) string { return strings.Replace(md, "domain: edge", "domain: graph", 1) }, `has domain "graph"`},
+		{"link prediction", func(md string) string { return strings.Replace(md, "name: seeds", "name: node_pairs", 1) }, "node_pairs (link prediction)"},
+		{"bad yaml", func(md string) string { return md + "\n  - : [" }, "is not valid YAML"},
+		{"missing file", func(md string) string { return strings.Replace(md, "data/pos.npy", "data/nope.npy", 1) }, "nope.npy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gb := t.TempDir()
+			writeGraphBolt(t, gb, rng, 40, 100, true)
+			md, _ := os.ReadFile(filepath.Join(gb, GraphBoltMetadata))
+			os.WriteFile(filepath.Join(gb, GraphBoltMetadata), []byte(tc.edit(string(md))), 0o644)
+			parent := t.TempDir()
+			_, err := Ingest(Options{GraphBolt: gb, Out: filepath.Join(parent, "ds")})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+				t.Fatalf("a refused GraphBolt ingest left %d entries", len(entries))
+			}
+		})
+	}
+	// A seed outside the nodes, and a label a node gets differently in two sets.
+	gb := t.TempDir()
+	_, _, _, _, _, _, sets := writeGraphBolt(t, gb, rng, 40, 100, false)
+	bad := append(slices.Clone(sets["test"]), 40)
+	WriteNpy(filepath.Join(gb, "set", "test-seeds.npy"), "<i8", []int64{int64(len(bad))}, dataset.BytesOf(bad))
+	ys := make([]int64, len(bad))
+	WriteNpy(filepath.Join(gb, "set", "test-labels.npy"), "<i8", []int64{int64(len(ys))}, dataset.BytesOf(ys))
+	if _, err := Ingest(Options{GraphBolt: gb, Out: filepath.Join(t.TempDir(), "ds")}); err == nil || !strings.Contains(err.Error(), "seed 40 (") {
+		t.Fatalf("seed outside the nodes: %v", err)
+	}
+	dup := append(slices.Clone(sets["test"]), sets["train"][0])
+	WriteNpy(filepath.Join(gb, "set", "test-seeds.npy"), "<i8", []int64{int64(len(dup))}, dataset.BytesOf(dup))
+	ys = make([]int64, len(dup))
+	ys[len(ys)-1] = (sets["train"][0]%7 + 1) % 7
+	WriteNpy(filepath.Join(gb, "set", "test-labels.npy"), "<i8", []int64{int64(len(ys))}, dataset.BytesOf(ys))
+	if _, err := Ingest(Options{GraphBolt: gb, Out: filepath.Join(t.TempDir(), "ds")}); err == nil || !strings.Contains(err.Error(), "in another set") {
+		t.Fatalf("conflicting labels: %v", err)
+	}
+	if _, err := Ingest(Options{GraphBolt: gb, Edges: "x.npy", Out: filepath.Join(t.TempDir(), "ds")}); err == nil || !strings.Contains(err.Error(), "do not set Edges") {
+		t.Fatalf("GraphBolt beside other inputs: %v", err)
+	}
+}

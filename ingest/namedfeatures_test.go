@@ -1,0 +1,235 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// randomRows is rows*rowBytes random bytes.
+func randomRows(rng *rand.Rand, rows, rowBytes int64) []byte {
+	b := make([]byte, rows*rowBytes)
+	for i := range b {
+		b[i] = byte(rng.UintN(256))
+	}
+	return b
+}
+
+// referenceEdgeRows is the plain reference of an edge feature in edge id order: the edges of
+// each destination in input order (the order ingest fills a list), each row that of its input
+// edge; a reverse edge (undirected) carries its input edge's row.
+func referenceEdgeRows(n int64, src, dst []int64, rows []byte, rb int64, undirected, dropSelfLoops bool) (lists [][]int64, out []byte) {
+	type ref struct{ nb, edge int64 }
+	per := make([][]ref, n)
+	for i := range src {
+		s, d := src[i], dst[i]
+		if dropSelfLoops && s == d {
+			continue
+		}
+		per[d] = append(per[d], ref{s, int64(i)})
+		if undirected && s != d {
+			per[s] = append(per[s], ref{d, int64(i)})
+		}
+	}
+	lists = make([][]int64, n)
+	for v, l := range per {
+		for _, r := range l {
+			lists[v] = append(lists[v], r.nb)
+			out = append(out, rows[r.edge*rb:(r.edge+1)*rb]...)
+		}
+	}
+	return lists, out
+}
+
+func TestNamedNodeAndEdgeFeatures(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		nodes, edges             int
+		undirected, dropSelfLoop bool
+		devices                  int
+	}{{50, 400, false, false, 0}, {200, 3000, true, false, 2}, {120, 900, true, true, 0}, {30, 0, false, false, 0}} {
+		in := t.TempDir()
+		src, dst := testGraph(rng, tc.nodes, tc.edges)
+		writeNpyEdges(t, filepath.Join(in, "edges.npy"), "<i8", src, dst, rng.IntN(2) == 0)
+		n, e := int64(tc.nodes), int64(tc.edges)
+		x := randomRows(rng, n, 12)
+		WriteNpy(filepath.Join(in, "x.npy"), "<f4", []int64{n, 3}, x)
+		h := randomRows(rng, n, 2*5)
+		WriteNpy(filepath.Join(in, "h.npy"), "<f2", []int64{n, 5}, h)
+		w := randomRows(rng, e, 4)
+		WriteNpy(filepath.Join(in, "w.npy"), "<f4", []int64{e}, w)
+		ea := randomRows(rng, e, 7)
+		WriteNpy(filepath.Join(in, "ea.npy"), "|i1", []int64{e, 7}, ea)
+		var devs []string
+		for range tc.devices {
+			devs = append(devs, t.TempDir())
+		}
+		out := filepath.Join(t.TempDir(), "ds")
+		_, err := Ingest(Options{
+			Edges: filepath.Join(in, "edges.npy"), Features: filepath.Join(in, "x.npy"), Out: out, NumNodes: n,
+			NodeFeatures: []FeatureInput{{Name: "h", Path: filepath.Join(in, "h.npy")}},
+			EdgeFeatures: []FeatureInput{{Name: "edge_weight", Path: filepath.Join(in, "w.npy")}, {Name: "edge_attr", Path: filepath.Join(in, "ea.npy")}},
+			Undirected:   tc.undirected, DropSelfLoops: tc.dropSelfLoop, DevicePaths: devs,
+		})
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		m := loadVerified(t, out)
+		if m.Version != 3 {
+			t.Fatalf("%+v: version %d, want 3 (edge features)", tc, m.Version)
+		}
+		if f, _ := m.Feature(""); f.Name != "x" {
+			t.Fatalf("default feature %q, want x", f.Name)
+		}
+		hs, isEdge, err := m.AnyFeature("h")
+		if err != nil || isEdge || hs.DType != dataset.Float16 || hs.Dim != 5 {
+			t.Fatalf("feature h: %+v edge %v %v", hs, isEdge, err)
+		}
+		if got := featureBytes(t, m, hs); !bytes.Equal(got, h) {
+			t.Fatalf("%+v: node feature h differs", tc)
+		}
+		lists := neighborLists(t, m)
+		for _, ef := range []struct {
+			name   string
+			rows   []byte
+			rb     int64
+			scalar bool
+		}{{"edge_weight", w, 4, true}, {"edge_attr", ea, 7, false}} {
+			spec, isEdge, err := m.AnyFeature(ef.name)
+			if err != nil || !isEdge || spec.Scalar != ef.scalar || spec.Count() != m.Edges().Count {
+				t.Fatalf("%+v: %s: %+v edge %v %v", tc, ef.name, spec, isEdge, err)
+			}
+			wantLists, want := referenceEdgeRows(n, src, dst, ef.rows, ef.rb, tc.undirected, tc.dropSelfLoop)
+			for v := range lists { // same lists in the same order, so row p matches edge id p
+				if len(lists[v]) != len(wantLists[v]) || (len(lists[v]) > 0 && !slicesEqual(lists[v], wantLists[v])) {
+					t.Fatalf("%+v: node %d list %v, want %v", tc, v, lists[v], wantLists[v])
+				}
+			}
+			if got := featureBytes(t, m, spec); !bytes.Equal(got, want) {
+				t.Fatalf("%+v: edge feature %s differs from the reference", tc, ef.name)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, ".edge-order.tmp")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the edge order file was left: %v", err)
+		}
+	}
+}
+
+func slicesEqual(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestNamedFeatureBadInputs(t *testing.T) {
+	in := t.TempDir()
+	p := func(name string) string { return filepath.Join(in, name) }
+	writeNpyEdges(t, p("edges.npy"), "<i8", []int64{0, 1, 2, 3}, []int64{1, 2, 3, 0}, false)
+	WriteNpy(p("x4.npy"), "<f4", []int64{4, 2}, make([]byte, 32))
+	WriteNpy(p("x5.npy"), "<f4", []int64{5, 2}, make([]byte, 40))
+	WriteNpy(p("w4.npy"), "<f4", []int64{4}, make([]byte, 16))
+	WriteNpy(p("w3.npy"), "<f4", []int64{3}, make([]byte, 12))
+	WriteNpy(p("w3d.npy"), "<f4", []int64{4, 1, 1}, make([]byte, 16))
+	WriteNpy(p("c.npy"), "<c8", []int64{4}, make([]byte, 32))
+	os.WriteFile(p("w.csv"), []byte("1\n2\n3\n4\n"), 0o644)
+	base := Options{Edges: p("edges.npy"), Features: p("x4.npy")}
+	for _, tc := range []struct {
+		name string
+		mod  func(o *Options)
+		want string
+	}{
+		{"duplicate node names", func(o *Options) {
+			o.NodeFeatures = []FeatureInput{{"h", p("x4.npy"), ""}, {"h", p("x4.npy"), ""}}
+		}, `node feature name "h" is used twice`},
+		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{"x", p("x4.npy"), ""}} }, `"x" is used twice (also the features input`},
+		{"edge and node share a name", func(o *Options) {
+			o.NodeFeatures = []FeatureInput{{"w", p("x4.npy"), ""}}
+			o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}}
+		}, `edge feature name "w" is used twice`},
+		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{"a/b", p("x4.npy"), ""}} }, `'/' is not allowed`},
+		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{".h", p("x4.npy"), ""}} }, `not starting with '.'`},
+		{"node rows", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", p("x5.npy"), ""}} }, `node feature "h": file ` + p("x5.npy") + ` has 5 rows, but the graph has 4 nodes`},
+		{"edge rows", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3.npy"), ""}} }, `edge feature "w": file ` + p("w3.npy") + ` has 3 rows, but the edges file`},
+		{"edge 3-D", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3d.npy"), ""}} }, `has shape (4, 1, 1); want 2-D (rows, dim) or 1-D (rows,)`},
+		{"edge dtype", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("c.npy"), ""}} }, `edge feature "w"`},
+		{"edge not npy", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w.csv"), ""}} }, `edge feature "w"`},
+		{"edge without edges", func(o *Options) { o.Edges = ""; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `edge feature "w" without edges`},
+		{"edge with dedup", func(o *Options) { o.Dedup = true; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `with Dedup`},
+		{"no file", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", "", ""}} }, `node feature "h" has no file`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			o.Out = filepath.Join(t.TempDir(), "ds")
+			tc.mod(&o)
+			_, err := Ingest(o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(o.Out)); len(entries) != 0 {
+				t.Fatalf("a refused ingest left %d entries beside the output", len(entries))
+			}
+		})
+	}
+}
+
+// A text edge list's length is known only after reading it: edge features of another length
+// are refused then, and nothing is left behind.
+func TestEdgeFeatureRowsCheckedAfterTextEdges(t *testing.T) {
+	in := t.TempDir()
+	os.WriteFile(filepath.Join(in, "e.csv"), []byte("src,dst\n0,1\n1,2\n2,0\n"), 0o644)
+	WriteNpy(filepath.Join(in, "w.npy"), "<f4", []int64{4}, make([]byte, 16))
+	parent := t.TempDir()
+	_, err := Ingest(Options{Edges: filepath.Join(in, "e.csv"), Out: filepath.Join(parent, "ds"),
+		EdgeFeatures: []FeatureInput{{Name: "w", Path: filepath.Join(in, "w.npy")}}})
+	if err == nil || !strings.Contains(err.Error(), "has 4 rows, but the edges file") || !strings.Contains(err.Error(), "has 3 edges") {
+		t.Fatalf("error %v", err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+		t.Fatalf("left %d entries", len(entries))
+	}
+}
+
+// Verify covers edge features: a flipped byte in one is reported, naming its file.
+func TestVerifyCoversEdgeFeatures(t *testing.T) {
+	in := t.TempDir()
+	writeNpyEdges(t, filepath.Join(in, "edges.npy"), "<i8", []int64{0, 1, 2, 3}, []int64{1, 2, 3, 0}, false)
+	WriteNpy(filepath.Join(in, "ea.npy"), "<f4", []int64{4, 3}, make([]byte, 48))
+	out := filepath.Join(t.TempDir(), "ds")
+	m, err := Ingest(Options{Edges: filepath.Join(in, "edges.npy"), Out: out,
+		EdgeFeatures: []FeatureInput{{Name: "edge_attr", Path: filepath.Join(in, "ea.npy")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := m.AnyFeature("edge_attr")
+	path := m.Path(spec.Files[0])
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff}, 5)
+	f.Close()
+	problems, err := loadManifest(t, out).Verify(0, nil)
+	if err != nil || len(problems) != 1 || problems[0].File != spec.Files[0] {
+		t.Fatalf("Verify after flipping a byte of %s: %v %v", spec.Files[0], problems, err)
+	}
+}
+
+func loadManifest(t *testing.T, dir string) *dataset.Manifest {
+	t.Helper()
+	m, err := dataset.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
