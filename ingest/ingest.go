@@ -160,6 +160,9 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		if spec, err = newFeatureSpec(w.Dest, features.dtype, features.dim, numNodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
+		if err := w.Claim(spec.Files); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	dir := w.Dir
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}

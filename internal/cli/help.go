@@ -20,7 +20,7 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --edges edges.parquet --features feats.npy --labels y.npy --splits splits/ --out data/g",
 		"tierfs ingest --edges graph.csv --edge-columns from,to --features feats.npy --undirected --out data/g --force"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
-	"verify": {"Checks every block of every file of a dataset against its checksum.", []string{"tierfs verify data/g"}},
+	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{
 		"tierfs gather data/g --ids split:test --out rows.npy --host-cache 512MB"}},
 	"sample": {"Samples the k-hop neighborhoods of seeds and writes them as .npy files (nodes, row, col, per-hop counts).", []string{
