@@ -478,3 +478,67 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	}
 	p.Close()
 }
+
+// TestPackedFileFaults drives injected faults (TIERFS_FAULTS, rules by path) into the reads of
+// planned epochs' packed files: a flipped bit is a corruption error naming the packed file and
+// the batch, EIO an IO error naming the file, and no batch ever comes back with other rows.
+func TestPackedFileFaults(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	rowMem := d.rowBytes + 16
+	for _, cache := range []int64{0, rowMem * d.count / 3} {
+		o := epochOpts(t, d, 2)
+		t.Setenv("TIERFS_FAULTS", "")
+		if _, err := mustOpen(t, d.dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			spec string
+			want func(error) bool // what a failed batch's error must be
+			must bool             // some batch must fail
+		}{
+			{"flip:path=epoch-", func(err error) bool { return errors.Is(err, dataset.ErrCorrupt) }, true},
+			{"eio:path=epoch-0001", func(err error) bool { return errors.Is(err, unix.EIO) }, true},
+			{"short:path=.packed:every=2", func(err error) bool { return strings.Contains(err.Error(), "short") }, false},
+			{"flip:path=epoch-:prob=0.5:seed=3;eio:path=epoch-:prob=0.2:seed=4", func(err error) bool {
+				return errors.Is(err, dataset.ErrCorrupt) || errors.Is(err, unix.EIO)
+			}, true},
+			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
+		} {
+			t.Setenv("TIERFS_FAULTS", c.spec)
+			s := mustOpen(t, d.dir, Options{HostCacheBytes: cache})
+			p, _, err := s.OpenEpochs(o)
+			if err != nil {
+				t.Fatalf("%s: open the plan: %v", c.spec, err)
+			}
+			failed := 0
+			for e := range 2 {
+				path := filepath.Join(o.Dir, packedFile(e))
+				for b := range p.BatchesPerEpoch() {
+					got, err := p.Load(e, b)
+					if err != nil {
+						name := fmt.Sprintf("epoch %d batch %d", e, b)
+						if !c.want(err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {
+							t.Fatalf("%s (cache %d): %s failed with %v; want its kind of error naming %s and %s", c.spec, cache, name, err, path, name)
+						}
+						if strings.HasPrefix(c.spec, "eio:path=epoch-0001") && e != 1 {
+							t.Fatalf("%s: a fault on epoch 1's file failed epoch %d: %v", c.spec, e, err)
+						}
+						failed++
+						continue
+					}
+					if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+						t.Fatalf("%s (cache %d): epoch %d batch %d came back with other rows", c.spec, cache, e, b)
+					}
+				}
+			}
+			if c.must && failed == 0 {
+				t.Errorf("%s (cache %d): no batch saw the injected faults", c.spec, cache)
+			}
+			if c.spec == "delay:path=epoch-:ms=1" && failed > 0 {
+				t.Errorf("delays alone failed %d batches", failed)
+			}
+			p.Close()
+		}
+	}
+}
