@@ -53,6 +53,7 @@ func runBenchGPU(args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the store configurations to this file")
+	verifyRounds := verifyRoundsFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
@@ -168,15 +169,6 @@ func runBenchGPU(args []string) error {
 		o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
 		return o
 	}
-	if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
-		return err
-	}
-	if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
-		return err
-	}
-	if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
-		return err
-	}
 	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
 	mixed.GPUTopology = ""
 	set := setFlags(fs)
@@ -188,6 +180,37 @@ func runBenchGPU(args []string) error {
 	}
 	if set["gpu-cache"] || set["host-cache"] {
 		note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
+	}
+	if *verifyRounds != 0 {
+		// The configurations that read the disk, verified and not, on the same ids.
+		costs, err := compareVerify(*verifyRounds, []string{"ssd", "mixed"}, func(config string, verify bool) (float64, error) {
+			opt, nb, what := plain, *ssdBatches, "every row from disk"
+			if config == "mixed" {
+				opt, nb, what = mixed, *batches, note
+			}
+			opt.VerifyReads = verify
+			if err := run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
+				return 0, err
+			}
+			return results[len(results)-1].RowsPerS, nil
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON != "" {
+			data, _ := json.MarshalIndent(map[string]any{"results": results, "verify": costs}, "", "  ")
+			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
+		}
+		return nil
+	}
+	if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
+		return err
+	}
+	if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
+		return err
+	}
+	if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
+		return err
 	}
 	if err := run("mixed", mixed, *batches, note); err != nil {
 		return err
