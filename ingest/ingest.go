@@ -124,7 +124,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	numNodes, source := int64(-1), ""
 	switch {
 	case opt.NumNodes > 0:
-		numNodes, source = opt.NumNodes, "NumNodes"
+		numNodes, source = opt.NumNodes, "--num-nodes"
 	case features != nil:
 		numNodes, source = features.rows, "features file "+features.path
 	case opt.Labels != "":
@@ -143,6 +143,11 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 					return nil, err
 				}
 			}
+		}
+	}
+	if numNodes >= 0 { // before anything is written
+		if err := checkNodes(numNodes, "the node count from "+source); err != nil {
+			return nil, err
 		}
 	}
 	w, err := dataset.Begin(opt.Out, opt.Replace)
