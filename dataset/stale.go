@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A write to NAME keeps, beside NAME, until Publish or Abort returns:
+// A write to NAME keeps, beside NAME, until Publish succeeds or Abort returns:
 //
 //	.NAME.tierfs-lock-NONCE  the lock file, flocked by the writer; "pid N" then "stripe PATH" lines
 //	.NAME.tierfs-new-NONCE   the staging directory (Writing.Dir)
@@ -20,7 +20,8 @@ import (
 // The lock file exists, under its name, only while it is flocked by its writer or by a cleaner:
 // the writer creates and flocks it under a temporary name and renames it into place before it
 // makes the staging directory, and unlinks it last. A lock file that can be flocked therefore
-// belongs to a writer that died (SIGKILL, power loss), and CleanStale undoes what it left.
+// belongs to a writer that died (SIGKILL, power loss), and CleanStale undoes what it left. (A
+// writer killed between creating the temporary file and its rename leaves that small file.)
 
 const (
 	lockInfix  = ".tierfs-lock-"

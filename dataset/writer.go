@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,15 +25,15 @@ var ErrExists = errors.New("destination exists")
 // destination (same file system), and stripes on other devices get names with Nonce in them, so
 // nothing an open store reads is touched until Publish; Publish then swaps the directory in.
 //
-// From Begin until Publish or Abort returns, the writer holds an flock on a lock file beside Dir
-// (.NAME.tierfs-lock-NONCE, listing the stripes Claim records); the kernel drops it when the
-// writer dies, however it dies, and CleanStale then removes what the write left.
+// From Begin until Publish succeeds or Abort returns, the writer holds an flock on a lock file
+// beside Dir (.NAME.tierfs-lock-NONCE, listing the stripes Claim records); the kernel drops it
+// when the writer dies, however it dies, and CleanStale then removes what the write left.
 type Writing struct {
 	Dir   string // where the files are written (m.SetDir(Dir) before Commit)
 	Dest  string // where the dataset ends up
 	Nonce string // unique to this write; part of stripe names outside Dir
 
-	lock      *os.File // flocked until Publish or Abort returns
+	lock      *os.File // flocked until Publish succeeds or Abort returns
 	published bool     // Dir is at Dest: Abort removes nothing
 }
 
@@ -43,9 +44,9 @@ type Writing struct {
 // (.NAME.tierfs-new-*) beside dest until the next Begin, or CleanStale, for dest.
 func Begin(dest string, replace bool) (*Writing, error) {
 	dest = filepath.Clean(dest)
-	if _, err := CleanStale(dest); err != nil {
-		return nil, err
-	}
+	// Best effort: what it cannot remove (another user's, say) only takes space, and it says
+	// why when run alone (tierfs verify).
+	_, _ = CleanStale(dest)
 	if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 && !replace {
 		what := fmt.Sprintf("%d entries", len(entries))
 		if _, err := os.Stat(filepath.Join(dest, ManifestName)); err == nil {
@@ -135,7 +136,7 @@ func removeReplaced(old string, m *Manifest) error {
 // dataset in place it removes nothing. It releases the write's lock.
 func (w *Writing) Abort(files []string) {
 	if !w.published {
-		for _, f := range append(files, w.claimed()...) {
+		for _, f := range slices.Concat(files, w.claimed()) {
 			if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
 				_ = os.Remove(f)
 				_ = os.Remove(f + ChecksumSuffix)
