@@ -278,6 +278,40 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 	}
 }
 
+// TestPlanRefusesEpochsBeyondTheDisk: without a disk budget, K epochs the size of the first
+// that would not fit the free space are refused once the first is planned, naming the option
+// and the bytes, and nothing is left; with a budget the same plan makes what fits.
+func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 1)
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := rep.EpochBytes[0]
+	saved := planFreeBytes
+	defer func() { planFreeBytes = saved }()
+	planFreeBytes = func(string) (int64, error) { return 3*one + one/2, nil } // room for 3 more
+	o.Epochs = 5
+	if _, err := s.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("planned epoch 0 took %d bytes", one)) {
+		t.Fatalf("5 epochs with room for 4: %v", err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a refused plan left %v", left)
+	}
+	o.Epochs = 4
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 4 {
+		t.Fatalf("4 epochs with room for 4: %v", err)
+	}
+	o.Epochs, o.DiskBudget = 5, 2*one+one/2
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 2 {
+		t.Fatalf("5 epochs with a budget of 2: %+v, %v", rep, err)
+	}
+}
+
 func TestPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
@@ -327,6 +361,7 @@ func TestPlanOptionErrors(t *testing.T) {
 		edit func(o *EpochOptions)
 	}{
 		{"planned_epochs", func(o *EpochOptions) { o.Epochs = 0 }},
+		{"planned_epochs = 1000000000: want epochs to plan from 1 to 1024", func(o *EpochOptions) { o.Epochs = 1e9 }},
 		{"plan_disk_budget", func(o *EpochOptions) { o.DiskBudget = -1 }},
 		{"batch_size", func(o *EpochOptions) { o.BatchSize = 0 }},
 		{"plan_dir", func(o *EpochOptions) { o.Dir = "" }},
