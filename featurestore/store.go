@@ -148,6 +148,10 @@ func checkStaging(opt *Options) error {
 		return nil // not Linux's /proc: nothing to check against
 	}
 	need := int64(opt.MaxConcurrentIO) * int64(opt.QueueDepth) * stagingBytesPerRead
+	if one := int64(opt.QueueDepth) * stagingBytesPerRead; one > avail/2 { // even one stack is too big
+		return &OptionError{Option: "queue_depth", Value: opt.QueueDepth,
+			Want: fmt.Sprintf("reads in flight whose staging (queue_depth %d × 128 KiB = %d bytes a stack) fits half the %d bytes of memory available", opt.QueueDepth, one, avail)}
+	}
 	if need > avail/2 {
 		return &OptionError{Option: "max_concurrent_io", Value: opt.MaxConcurrentIO,
 			Want: fmt.Sprintf("IO stacks whose staging (max_concurrent_io %d × queue_depth %d × 128 KiB = %d bytes) fits half the %d bytes of memory available", opt.MaxConcurrentIO, opt.QueueDepth, need, avail)}
