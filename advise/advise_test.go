@@ -217,6 +217,7 @@ func TestErrorsNameTheNumbers(t *testing.T) {
 		{"zero batch", func(w *Workload, _ *Machine, _ *Prices) { w.BatchSize = 0 }, []string{"batch size = 0"}},
 		{"negative rows", func(w *Workload, _ *Machine, _ *Prices) { w.Tiers[1].Rows = -1 }, []string{"rows of tier host", "-1"}},
 		{"negative slots", func(_ *Workload, _ *Machine, p *Prices) { p.MaxSSDs = -2 }, []string{"max SSDs = -2"}},
+		{"slots beyond a machine", func(_ *Workload, _ *Machine, p *Prices) { p.MaxSSDs = 100_000_000 }, []string{"max SSDs = 100000000", "1 to 1024"}},
 		{"bad mode", func(_ *Workload, m *Machine, _ *Prices) { m.Mode = "sideways" }, []string{"sideways"}},
 		{"budget", func(_ *Workload, _ *Machine, p *Prices) { p.Budget = 3000 }, []string{"budget 3000", "150", "3150"}},
 	} {

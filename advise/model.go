@@ -104,11 +104,15 @@ type Prices struct {
 	SSD     float64 `json:"ssd"`      // C_ssd, per SSD
 	Machine float64 `json:"machine"`  // C_machine, everything but the SSDs
 	Budget  float64 `json:"budget"`   // most total price allowed; 0: none
-	MaxSSDs int     `json:"max_ssds"` // slots for SSDs; 0: DefaultMaxSSDs
+	MaxSSDs int     `json:"max_ssds"` // slots for SSDs; 0: DefaultMaxSSDs; at most MaxSSDSlots
 }
 
 // DefaultMaxSSDs is the SSD slot limit when Prices.MaxSSDs is 0.
 const DefaultMaxSSDs = 8
+
+// MaxSSDSlots is the most SSD slots Advise evaluates (one configuration each): more than any one
+// machine holds, and a bound on the advice's size.
+const MaxSSDSlots = 1024
 
 // Config is the prediction for one SSD count.
 type Config struct {
@@ -188,8 +192,8 @@ func validate(w Workload, m Machine, p Prices) error {
 			return err
 		}
 	}
-	if p.MaxSSDs < 0 {
-		return fmt.Errorf("advise: max SSDs = %d; want at least 1 (0 takes %d)", p.MaxSSDs, DefaultMaxSSDs)
+	if p.MaxSSDs < 0 || p.MaxSSDs > MaxSSDSlots {
+		return fmt.Errorf("advise: max SSDs = %d; want 1 to %d SSD slots (0 takes %d)", p.MaxSSDs, MaxSSDSlots, DefaultMaxSSDs)
 	}
 	switch m.Mode {
 	case "", Overlapped, Serial:

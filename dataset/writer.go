@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,18 +24,29 @@ var ErrExists = errors.New("destination exists")
 // Writing is a dataset being written. Its files go into Dir, a new staging directory beside the
 // destination (same file system), and stripes on other devices get names with Nonce in them, so
 // nothing an open store reads is touched until Publish; Publish then swaps the directory in.
+//
+// From Begin until Publish succeeds or Abort returns, the writer holds an flock on a lock file
+// beside Dir (.NAME.tierfs-lock-NONCE, listing the stripes Claim records); the kernel drops it
+// when the writer dies, however it dies, and CleanStale then removes what the write left.
 type Writing struct {
 	Dir   string // where the files are written (m.SetDir(Dir) before Commit)
 	Dest  string // where the dataset ends up
 	Nonce string // unique to this write; part of stripe names outside Dir
+
+	lock      *os.File // flocked until Publish succeeds or Abort returns
+	published bool     // Dir is at Dest: Abort removes nothing
 }
 
-// Begin starts writing a dataset to dest. A dest that holds a dataset, or any other entry, is
-// refused with ErrExists unless replace; either way nothing in dest changes until Publish. A
-// write that fails or is killed leaves at most a hidden staging directory (.NAME.tierfs-new-*)
-// beside dest, which Abort removes.
+// Begin starts writing a dataset to dest. First it cleans up what killed writes to dest left
+// (CleanStale). A dest that holds a dataset, or any other entry, is then refused with ErrExists
+// unless replace; either way nothing in dest changes until Publish. A write that fails leaves
+// nothing once Abort returns; one that is killed leaves a hidden staging directory
+// (.NAME.tierfs-new-*) beside dest until the next Begin, or CleanStale, for dest.
 func Begin(dest string, replace bool) (*Writing, error) {
 	dest = filepath.Clean(dest)
+	// Best effort: what it cannot remove (another user's, say) only takes space, and it says
+	// why when run alone (tierfs verify).
+	_, _ = CleanStale(dest)
 	if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 && !replace {
 		what := fmt.Sprintf("%d entries", len(entries))
 		if _, err := os.Stat(filepath.Join(dest, ManifestName)); err == nil {
@@ -53,8 +65,12 @@ func Begin(dest string, replace bool) (*Writing, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	w := &Writing{Dest: dest, Nonce: hex.EncodeToString(nonce[:])}
-	w.Dir = filepath.Join(parent, "."+filepath.Base(dest)+".tierfs-new-"+w.Nonce)
+	w.Dir = w.stagingDir()
+	if err := w.takeLock(); err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(w.Dir, 0o755); err != nil {
+		w.release()
 		return nil, fmt.Errorf("dataset: create staging directory: %w", err)
 	}
 	return w, nil
@@ -66,7 +82,7 @@ func Begin(dest string, replace bool) (*Writing, error) {
 // files (they hold them open); a store opened after Publish sees the new one, never a mix.
 func (w *Writing) Publish(m *Manifest) error {
 	parent := filepath.Dir(w.Dest)
-	old := filepath.Join(parent, "."+filepath.Base(w.Dest)+".tierfs-old-"+w.Nonce)
+	old := w.oldDir()
 	hadOld := false
 	if _, err := os.Lstat(w.Dest); err == nil {
 		if err := os.Rename(w.Dest, old); err != nil {
@@ -80,40 +96,55 @@ func (w *Writing) Publish(m *Manifest) error {
 		}
 		return fmt.Errorf("dataset: put the new dataset in place at %s: %w", w.Dest, err)
 	}
+	w.published = true
 	m.SetDir(w.Dest)
 	if err := syncDir(parent); err != nil {
 		return err
 	}
 	if hadOld {
-		keep := map[string]bool{}
-		for _, f := range m.Files {
-			keep[f.Path] = true
+		if err := removeReplaced(old, m); err != nil {
+			return err
 		}
-		if prev, err := Load(old); err == nil {
-			for _, f := range prev.Files {
-				if filepath.IsAbs(f.Path) && !keep[f.Path] {
-					_ = os.Remove(f.Path)
-					_ = os.Remove(f.Path + ChecksumSuffix)
-				}
+	}
+	w.release()
+	return nil
+}
+
+// removeReplaced removes old, a dataset that m replaced, with its stripes on other devices that
+// m does not use.
+func removeReplaced(old string, m *Manifest) error {
+	keep := map[string]bool{}
+	for _, f := range m.Files {
+		keep[f.Path] = true
+	}
+	if prev, err := Load(old); err == nil {
+		for _, f := range prev.Files {
+			if filepath.IsAbs(f.Path) && !keep[f.Path] {
+				_ = os.Remove(f.Path)
+				_ = os.Remove(f.Path + ChecksumSuffix)
 			}
 		}
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("dataset: remove the replaced dataset %s: %w", old, err)
-		}
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return fmt.Errorf("dataset: remove the replaced dataset %s: %w", old, err)
 	}
 	return nil
 }
 
 // Abort removes what a write that did not publish left: the staging directory and the stripes
-// on other devices named in files.
+// on other devices named in files (and those Claim recorded); after a Publish that put the
+// dataset in place it removes nothing. It releases the write's lock.
 func (w *Writing) Abort(files []string) {
-	for _, f := range files {
-		if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
-			_ = os.Remove(f)
-			_ = os.Remove(f + ChecksumSuffix)
+	if !w.published {
+		for _, f := range slices.Concat(files, w.claimed()) {
+			if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
+				_ = os.Remove(f)
+				_ = os.Remove(f + ChecksumSuffix)
+			}
 		}
+		_ = os.RemoveAll(w.Dir)
 	}
-	_ = os.RemoveAll(w.Dir)
+	w.release()
 }
 
 // MappedFile is a file of a fixed size mapped read-write, for filling arrays in any order.

@@ -14,6 +14,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
 )
 
@@ -66,6 +67,9 @@ type packedBatch struct {
 
 // errEpochOverBudget stops an epoch that does not fit the disk budget.
 var errEpochOverBudget = errors.New("epoch over the disk budget")
+
+// planFreeBytes is the free space of a plan's file system; tests replace it.
+var planFreeBytes = sysinfo.FreeBytes
 
 // planWriteAt writes a packed extent; tests replace it to fail like a full disk.
 var planWriteAt = func(f *os.File, p []byte, off int64) (int, error) { return f.WriteAt(p, off) }
@@ -184,6 +188,13 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 		if over {
 			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget,
 				Want: fmt.Sprintf("at least the %d bytes one planned epoch needs", need)}
+		}
+		if e == 0 && o.DiskBudget == 0 && o.Epochs > 1 {
+			// K-1 more epochs about this size must fit the disk; find out now, not when it is full.
+			if free, ferr := planFreeBytes(o.Dir); ferr == nil && off > 0 && int64(o.Epochs-1) > free/off {
+				return nil, &OptionError{Option: "planned_epochs", Value: o.Epochs,
+					Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, off)}
+			}
 		}
 		ef.Bytes = off
 		rep.BytesWritten += off

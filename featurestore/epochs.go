@@ -39,10 +39,11 @@ type EpochOptions struct {
 	Sample topology.SampleOptions
 	// ShuffleSeed seeds the epochs' orders (EpochOrder).
 	ShuffleSeed uint64
-	// Epochs is K, the number of epochs to plan (>= 1).
+	// Epochs is K, the number of epochs to plan (1 to MaxPlannedEpochs).
 	Epochs int
 	// DiskBudget bounds the packed files' bytes: PlanEpochs plans as many of the K epochs as fit,
-	// at least one. 0 means no bound.
+	// at least one. 0 means the free space of Dir's file system: K epochs the size of the first
+	// that would not fit it are refused once the first is planned.
 	DiskBudget int64
 	// Replan makes OpenEpochs plan anew when the plan is missing or stale, instead of failing.
 	Replan bool
@@ -129,8 +130,8 @@ func (o *EpochOptions) check(s *Store) error {
 	switch {
 	case o.Dir == "":
 		return &OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
-	case o.Epochs < 1:
-		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: "epochs to plan >= 1"}
+	case o.Epochs < 1 || o.Epochs > MaxPlannedEpochs:
+		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: fmt.Sprintf("epochs to plan from 1 to %d (epoch e replays planned epoch e mod K)", MaxPlannedEpochs)}
 	case o.BatchSize < 1:
 		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
 	case o.DiskBudget < 0:
@@ -149,6 +150,10 @@ func (o *EpochOptions) check(s *Store) error {
 	}
 	return nil
 }
+
+// MaxPlannedEpochs bounds K: each planned epoch is sampled (twice with PlaceTiers) and packed
+// into its own file before the first is served.
+const MaxPlannedEpochs = 1024
 
 // planInputs is the fingerprint of a plan: everything its contents depend on.
 type planInputs struct {

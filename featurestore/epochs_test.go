@@ -278,6 +278,40 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 	}
 }
 
+// TestPlanRefusesEpochsBeyondTheDisk: without a disk budget, K epochs the size of the first
+// that would not fit the free space are refused once the first is planned, naming the option
+// and the bytes, and nothing is left; with a budget the same plan makes what fits.
+func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 1)
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := rep.EpochBytes[0]
+	saved := planFreeBytes
+	defer func() { planFreeBytes = saved }()
+	planFreeBytes = func(string) (int64, error) { return 3*one + one/2, nil } // room for 3 more
+	o.Epochs = 5
+	if _, err := s.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("planned epoch 0 took %d bytes", one)) {
+		t.Fatalf("5 epochs with room for 4: %v", err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a refused plan left %v", left)
+	}
+	o.Epochs = 4
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 4 {
+		t.Fatalf("4 epochs with room for 4: %v", err)
+	}
+	o.Epochs, o.DiskBudget = 5, 2*one+one/2
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 2 {
+		t.Fatalf("5 epochs with a budget of 2: %+v, %v", rep, err)
+	}
+}
+
 func TestPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
@@ -327,6 +361,7 @@ func TestPlanOptionErrors(t *testing.T) {
 		edit func(o *EpochOptions)
 	}{
 		{"planned_epochs", func(o *EpochOptions) { o.Epochs = 0 }},
+		{"planned_epochs = 1000000000: want epochs to plan from 1 to 1024", func(o *EpochOptions) { o.Epochs = 1e9 }},
 		{"plan_disk_budget", func(o *EpochOptions) { o.DiskBudget = -1 }},
 		{"batch_size", func(o *EpochOptions) { o.BatchSize = 0 }},
 		{"plan_dir", func(o *EpochOptions) { o.Dir = "" }},
@@ -477,4 +512,68 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
+}
+
+// TestPackedFileFaults drives injected faults (TIERFS_FAULTS, rules by path) into the reads of
+// planned epochs' packed files: a flipped bit is a corruption error naming the packed file and
+// the batch, EIO an IO error naming the file, and no batch ever comes back with other rows.
+func TestPackedFileFaults(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	rowMem := d.rowBytes + 16
+	for _, cache := range []int64{0, rowMem * d.count / 3} {
+		o := epochOpts(t, d, 2)
+		t.Setenv("TIERFS_FAULTS", "")
+		if _, err := mustOpen(t, d.dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			spec string
+			want func(error) bool // what a failed batch's error must be
+			must bool             // some batch must fail
+		}{
+			{"flip:path=epoch-", func(err error) bool { return errors.Is(err, dataset.ErrCorrupt) }, true},
+			{"eio:path=epoch-0001", func(err error) bool { return errors.Is(err, unix.EIO) }, true},
+			{"short:path=.packed:every=2", func(err error) bool { return strings.Contains(err.Error(), "short") }, false},
+			{"flip:path=epoch-:prob=0.5:seed=3;eio:path=epoch-:prob=0.2:seed=4", func(err error) bool {
+				return errors.Is(err, dataset.ErrCorrupt) || errors.Is(err, unix.EIO)
+			}, true},
+			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
+		} {
+			t.Setenv("TIERFS_FAULTS", c.spec)
+			s := mustOpen(t, d.dir, Options{HostCacheBytes: cache})
+			p, _, err := s.OpenEpochs(o)
+			if err != nil {
+				t.Fatalf("%s: open the plan: %v", c.spec, err)
+			}
+			failed := 0
+			for e := range 2 {
+				path := filepath.Join(o.Dir, packedFile(e))
+				for b := range p.BatchesPerEpoch() {
+					got, err := p.Load(e, b)
+					if err != nil {
+						name := fmt.Sprintf("epoch %d batch %d", e, b)
+						if !c.want(err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {
+							t.Fatalf("%s (cache %d): %s failed with %v; want its kind of error naming %s and %s", c.spec, cache, name, err, path, name)
+						}
+						if strings.HasPrefix(c.spec, "eio:path=epoch-0001") && e != 1 {
+							t.Fatalf("%s: a fault on epoch 1's file failed epoch %d: %v", c.spec, e, err)
+						}
+						failed++
+						continue
+					}
+					if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+						t.Fatalf("%s (cache %d): epoch %d batch %d came back with other rows", c.spec, cache, e, b)
+					}
+				}
+			}
+			if c.must && failed == 0 {
+				t.Errorf("%s (cache %d): no batch saw the injected faults", c.spec, cache)
+			}
+			if c.spec == "delay:path=epoch-:ms=1" && failed > 0 {
+				t.Errorf("delays alone failed %d batches", failed)
+			}
+			p.Close()
+		}
+	}
 }

@@ -32,6 +32,7 @@ type Epochs struct {
 	orders []func() []int64 // per planned epoch, computed once
 
 	fds     []int
+	paths   []string // of fds
 	stackMu sync.Mutex
 	stacksN int // stacks open
 	stacks  chan *gpuio.Stack
@@ -140,7 +141,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
 		}
-		p.fds = append(p.fds, fd)
+		p.fds, p.paths = append(p.fds, fd), append(p.paths, path)
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, err)
@@ -160,9 +161,11 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	return p, nil
 }
 
-// newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight.
+// newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight,
+// with the store's fault injector (TIERFS_FAULTS).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
-	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20})
+	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
+		Faults: p.s.faults, Paths: p.paths})
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
 	}

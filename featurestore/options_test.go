@@ -3,6 +3,7 @@ package featurestore
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,6 +100,11 @@ func TestStagingBoundedByMemory(t *testing.T) {
 	_, err := Open(d.dir, Options{MaxConcurrentIO: 100000, QueueDepth: 1024})
 	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "max_concurrent_io") || !strings.Contains(err.Error(), "100000") {
 		t.Fatalf("100000 IO stacks of QD 1024: %v", err)
+	}
+	// A queue depth no single stack can stage is that option's fault, not the stacks'.
+	if _, err := Open(d.dir, Options{MaxConcurrentIO: 2, QueueDepth: math.MaxInt32}); !errors.Is(err, ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "option queue_depth = 2147483647") {
+		t.Fatalf("queue depth 2^31-1: %v", err)
 	}
 	s, err := Open(d.dir, Options{MaxConcurrentIO: 2, QueueDepth: 64})
 	if err != nil {

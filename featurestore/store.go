@@ -63,6 +63,8 @@ type Store struct {
 	deferredMu  sync.Mutex
 	deferredErr error // found on the GPU after a device gather returned; the next one returns it
 
+	faults *gpuio.Faults // TIERFS_FAULTS: injected into every IO stack's reads; nil: none
+
 	stats    counters
 	guard    callGuard // the calls running; Close waits for them
 	closers  []func()
@@ -112,12 +114,12 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	paths = append(paths, s.otherFeaturePaths()...)
 	// TIERFS_FAULTS (gpuio.ParseFaults) injects IO faults into the store's reads: a seam for
 	// tests through every layer (C ABI, Python); unset in normal use.
-	faults, err := gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS"))
-	if err != nil {
+	// Planned epochs' packed files get the same injector (rules pick files by path=).
+	if s.faults, err = gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS")); err != nil {
 		return nil, fmt.Errorf("featurestore: TIERFS_FAULTS: %w", err)
 	}
 	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
-		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: faults}); err != nil {
+		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: s.faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}
 	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)
@@ -150,6 +152,10 @@ func checkStaging(opt *Options) error {
 		return nil // not Linux's /proc: nothing to check against
 	}
 	need := int64(opt.MaxConcurrentIO) * int64(opt.QueueDepth) * stagingBytesPerRead
+	if one := int64(opt.QueueDepth) * stagingBytesPerRead; one > avail/2 { // even one stack is too big
+		return &OptionError{Option: "queue_depth", Value: opt.QueueDepth,
+			Want: fmt.Sprintf("reads in flight whose staging (queue_depth %d × 128 KiB = %d bytes a stack) fits half the %d bytes of memory available", opt.QueueDepth, one, avail)}
+	}
 	if need > avail/2 {
 		return &OptionError{Option: "max_concurrent_io", Value: opt.MaxConcurrentIO,
 			Want: fmt.Sprintf("IO stacks whose staging (max_concurrent_io %d × queue_depth %d × 128 KiB = %d bytes) fits half the %d bytes of memory available", opt.MaxConcurrentIO, opt.QueueDepth, need, avail)}

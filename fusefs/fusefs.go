@@ -128,6 +128,15 @@ func mountpointError(dir string, err error) error {
 	return fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
 }
 
+// mountError explains a failed mount of dir: mount(2) or /dev/fuse refused (EPERM, EACCES) to a
+// user who is not root, with no fusermount helper to fall back to, says what is missing.
+func mountError(dir string, err error, root, helper bool) error {
+	if (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)) && !root && !helper {
+		return fmt.Errorf("fusefs: mount %s: %w (not root, and neither fusermount3 nor fusermount is in PATH: install fuse3 for fusermount3, or mount as root)", dir, err)
+	}
+	return fmt.Errorf("fusefs: mount %s: %w", dir, err)
+}
+
 // Mount mounts a read-only view of store at dir (an existing directory) and serves it until
 // Unmount, store.Close, or an unmount from outside. The store must stay open while mounted;
 // Mount registers Unmount with store.OnClose so closing it unmounts first.
@@ -170,16 +179,14 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 			DisableXAttrs: true,
 		},
 	}
-	if _, err := fusermountBinary(); err != nil {
+	_, noHelper := fusermountBinary()
+	if noHelper != nil {
 		// Without the helper there is nothing to fall back to: report mount(2)'s own error.
 		fsOpt.DirectMountStrict = true
 	}
 	server, err := fuse.NewServer(fs.NewNodeFS(&rootDir{staticDir{m: m}}, fsOpt), abs, &fsOpt.MountOptions)
 	if err != nil {
-		if errors.Is(err, syscall.EPERM) && os.Geteuid() != 0 {
-			return nil, fmt.Errorf("fusefs: mount %s: %w (not root, and neither fusermount3 nor fusermount is in PATH)", dir, err)
-		}
-		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+		return nil, mountError(dir, err, os.Geteuid() == 0, noHelper == nil)
 	}
 	go func() {
 		server.Serve()

@@ -21,12 +21,14 @@ const (
 	FaultDelay FaultKind = "delay" // the read completes Delay later
 )
 
-// FaultRule injects Kind into the completed reads it matches: of file File (-1: any) whose range
-// overlaps [From, To) (To 0: no end), and of those the Every-th (1: each; 0 counts as 1), or,
-// with Prob > 0, each with that probability (seeded by Seed: the same reads every run).
+// FaultRule injects Kind into the completed reads it matches: of file File (-1: any; the index in
+// the Stack's files) whose path contains Path ("": any; Options.Paths names the files), whose
+// range overlaps [From, To) (To 0: no end), and of those the Every-th (1: each; 0 counts as 1),
+// or, with Prob > 0, each with that probability (seeded by Seed: the same reads every run).
 type FaultRule struct {
 	Kind     FaultKind
 	File     int
+	Path     string
 	From, To int64
 	Every    int
 	Prob     float64
@@ -47,8 +49,9 @@ type Faults struct {
 }
 
 // ParseFaults reads rules from spec, as the TIERFS_FAULTS environment variable holds them:
-// rules separated by ";", each KIND[:key=value...] with keys file, from, to, every, prob, seed,
-// ms (delay), e.g. "eio:file=0:every=3;flip:prob=0.05:seed=7;delay:ms=2". "" is no faults (nil).
+// rules separated by ";", each KIND[:key=value...] with keys file, path, from, to, every, prob,
+// seed, ms (delay), e.g. "eio:file=0:every=3;flip:prob=0.05:seed=7;delay:ms=2" or
+// "flip:path=epoch-". "" is no faults (nil).
 func ParseFaults(spec string) (*Faults, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -72,6 +75,8 @@ func ParseFaults(spec string) (*Faults, error) {
 			switch k {
 			case "file":
 				r.File, err = strconv.Atoi(v)
+			case "path":
+				r.Path = v
 			case "from":
 				r.From, err = strconv.ParseInt(v, 10, 64)
 			case "to":
@@ -87,7 +92,7 @@ func ParseFaults(spec string) (*Faults, error) {
 				ms, err = strconv.ParseFloat(v, 64)
 				r.Delay = time.Duration(ms * float64(time.Millisecond))
 			default:
-				return nil, fmt.Errorf("gpuio: fault rule %q: unknown key %q (file, from, to, every, prob, seed, ms)", rs, k)
+				return nil, fmt.Errorf("gpuio: fault rule %q: unknown key %q (file, path, from, to, every, prob, seed, ms)", rs, k)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("gpuio: fault rule %q: %s=%q: %v", rs, k, v, err)
@@ -101,8 +106,8 @@ func ParseFaults(spec string) (*Faults, error) {
 	return f, nil
 }
 
-// pick says which rules fire for a read of file over [off, off+length).
-func (f *Faults) pick(file int, off int64, length int) []FaultRule {
+// pick says which rules fire for a read of file (named path) over [off, off+length).
+func (f *Faults) pick(file int, path string, off int64, length int) []FaultRule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
@@ -113,7 +118,8 @@ func (f *Faults) pick(file int, off int64, length int) []FaultRule {
 	}
 	var fire []FaultRule
 	for i, r := range f.Rules {
-		if (r.File >= 0 && r.File != file) || off+int64(length) <= r.From || (r.To > 0 && off >= r.To) {
+		if (r.File >= 0 && r.File != file) || (r.Path != "" && !strings.Contains(path, r.Path)) ||
+			off+int64(length) <= r.From || (r.To > 0 && off >= r.To) {
 			continue
 		}
 		f.seen[i]++
@@ -135,7 +141,11 @@ type faultEngine struct {
 func (e *faultEngine) wait(done func(rd *read, n int, err error)) error {
 	return e.engine.wait(func(rd *read, n int, err error) {
 		if err == nil {
-			for _, r := range e.faults.pick(rd.file, rd.off, rd.length) {
+			path := ""
+			if rd.file < len(e.s.opts.Paths) {
+				path = e.s.opts.Paths[rd.file]
+			}
+			for _, r := range e.faults.pick(rd.file, path, rd.off, rd.length) {
 				switch r.Kind {
 				case FaultEIO:
 					n, err = 0, unix.EIO

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseFaults(t *testing.T) {
-	f, err := ParseFaults("eio:file=0:every=3; flip:prob=0.5:seed=7:from=4096:to=8192 ;delay:ms=1.5;short")
+	f, err := ParseFaults("eio:file=0:every=3; flip:prob=0.5:seed=7:from=4096:to=8192 ;delay:ms=1.5;short;eio:path=epoch-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,6 +20,7 @@ func TestParseFaults(t *testing.T) {
 		{Kind: FaultFlip, File: -1, Every: 1, Prob: 0.5, Seed: 7, From: 4096, To: 8192},
 		{Kind: FaultDelay, File: -1, Every: 1, Delay: 1500 * time.Microsecond},
 		{Kind: FaultShort, File: -1, Every: 1},
+		{Kind: FaultEIO, File: -1, Path: "epoch-", Every: 1},
 	}
 	if len(f.Rules) != len(want) {
 		t.Fatalf("%d rules, want %d", len(f.Rules), len(want))
@@ -53,12 +54,18 @@ func TestInjectedFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := openStack(t, fds, Options{Backend: backend, Faults: f, Verify: verify, NoCoalesce: true})
+			s := openStack(t, fds, Options{Backend: backend, Faults: f, Verify: verify, NoCoalesce: true, Paths: []string{"/d/a.bin", "/d/b.bin"}})
 			r := reqs()
 			return r, errors.Join(s.Submit(r), s.Complete()), f
 		}
 		if _, err, f := run("eio:file=1", nil); !errors.Is(err, unix.EIO) || f.Injected != 1 {
 			t.Errorf("eio on file 1: %v (%d injected)", err, f.Injected)
+		}
+		if _, err, f := run("eio:path=b.bin", nil); !errors.Is(err, unix.EIO) || f.Injected != 1 {
+			t.Errorf("eio on the file named b.bin: %v (%d injected)", err, f.Injected)
+		}
+		if _, err, f := run("eio:path=c.bin", nil); err != nil || f.Injected != 0 {
+			t.Errorf("eio on a file no read touches: %v (%d injected)", err, f.Injected)
 		}
 		if _, err, _ := run("short:file=0", nil); err == nil || !strings.Contains(err.Error(), "short") {
 			t.Errorf("short reads of file 0: %v, want a short-read error", err)

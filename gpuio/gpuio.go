@@ -67,6 +67,8 @@ type Options struct {
 	SQPoll bool
 	// Faults, when set, injects faults into the reads the Stack completes (tests; see Faults).
 	Faults *Faults
+	// Paths, when set, names the files (Paths[i] is file i), for Faults' rules by path.
+	Paths []string
 }
 
 // Stats counts what a Stack did since it was opened.

@@ -150,7 +150,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	numNodes, source := int64(-1), ""
 	switch {
 	case opt.NumNodes > 0:
-		numNodes, source = opt.NumNodes, "NumNodes"
+		numNodes, source = opt.NumNodes, "--num-nodes"
 	case features != nil:
 		numNodes, source = features.rows, "features file "+features.path
 	case len(nodeFeatures) > 0:
@@ -183,6 +183,11 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			}
 		}
 	}
+	if numNodes >= 0 { // before anything is written
+		if err := checkNodes(numNodes, "the node count from "+source); err != nil {
+			return nil, err
+		}
+	}
 	w, err := dataset.Begin(opt.Out, opt.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -198,6 +203,9 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if features != nil {
 		if spec, err = newFeatureSpec(w.Dest, featureName, features, numNodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
+		}
+		if err := w.Claim(spec.Files); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
 	dir := w.Dir

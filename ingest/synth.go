@@ -127,6 +127,9 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 		if spec, err = newFeatureSpec(w.Dest, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
+		if err := w.Claim(spec.Files); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	args := opt.args()
 	opt.Out = w.Dir // every file goes into the staging directory

@@ -419,6 +419,11 @@ func TestSizesBeyondTheMachineAreRefused(t *testing.T) {
 		!strings.Contains(err.Error(), "available") {
 		t.Fatalf("ingest of edge id %d: %v", huge, err)
 	}
+	// A node count given that the machine cannot hold.
+	if _, err := Ingest(Options{Edges: edges, Out: out, NumNodes: nodes}); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the node count from --num-nodes: %d nodes", nodes)) || !strings.Contains(err.Error(), "available") {
+		t.Fatalf("ingest --num-nodes %d: %v", nodes, err)
+	}
 	if left, _ := os.ReadDir(root); len(left) != 1 { // only e.npy
 		t.Fatalf("refused writes left %v", left)
 	}

@@ -70,6 +70,7 @@ func runBench(args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed of the id stream")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	usePlacement := placementFlag(fs) // for the mixed configuration, instead of the stream's hotness
+	verifyRounds := verifyRoundsFlag(fs)
 	pos, err := parseFlags(fs, args[1:], 1)
 	if err != nil {
 		return err
@@ -150,6 +151,38 @@ func runBench(args []string) error {
 		results = append(results, r)
 		return nil
 	}
+	mixedOpts := func(p string) (featurestore.Options, string) {
+		mixed := *base
+		mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
+		note := p + " host cache " + formatBytes(hostCache)
+		if mixed.GPUCacheBytes > 0 {
+			note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
+		}
+		return mixed, note
+	}
+	if *verifyRounds != 0 {
+		// The configurations that read the disk, verified and not, on the same ids.
+		costs, err := compareVerify(*verifyRounds, []string{"ssd tier", "mixed"}, func(config string, verify bool) (float64, error) {
+			opt, note := plain, "no host cache"
+			if config == "mixed" {
+				opt, note = mixedOpts(policies[0])
+			}
+			opt.VerifyReads = verify
+			if err := run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
+				return 0, err
+			}
+			return results[len(results)-1].RowsPerS, nil
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON != "" {
+			data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+				"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results, "verify": costs}, "", "  ")
+			return os.WriteFile(*asJSON, data, 0o644)
+		}
+		return nil
+	}
 	if err := run("ssd tier", plain, "no host cache"); err != nil {
 		return err
 	}
@@ -158,12 +191,7 @@ func runBench(args []string) error {
 		if p != featurestore.HostStatic {
 			name = "mixed " + p
 		}
-		mixed := *base
-		mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
-		note := p + " host cache " + formatBytes(hostCache)
-		if mixed.GPUCacheBytes > 0 {
-			note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
-		}
+		mixed, note := mixedOpts(p)
 		if err := run(name, mixed, note); err != nil {
 			return err
 		}

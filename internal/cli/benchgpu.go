@@ -70,6 +70,7 @@ func runBenchGPU(args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the store configurations to this file")
+	verifyRounds := verifyRoundsFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
@@ -198,6 +199,40 @@ func runBenchGPU(args []string) error {
 		o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
 		return o
 	}
+	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
+	mixed.GPUTopology = ""
+	set := setFlags(fs)
+	if !set["gpu-cache"] {
+		mixed.GPUCacheBytes = all / 10
+	}
+	if !set["host-cache"] {
+		mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
+	}
+	if set["gpu-cache"] || set["host-cache"] {
+		note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
+	}
+	if *verifyRounds != 0 {
+		// The configurations that read the disk, verified and not, on the same ids.
+		costs, err := compareVerify(*verifyRounds, []string{"ssd", "mixed"}, func(config string, verify bool) (float64, error) {
+			opt, nb, what := plain, *ssdBatches, "every row from disk"
+			if config == "mixed" {
+				opt, nb, what = mixed, *batches, note
+			}
+			opt.VerifyReads = verify
+			if err := run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
+				return 0, err
+			}
+			return results[len(results)-1].RowsPerS, nil
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON != "" {
+			data, _ := json.MarshalIndent(map[string]any{"results": results, "verify": costs}, "", "  ")
+			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
+		}
+		return nil
+	}
 	if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
 		return err
 	}
@@ -213,18 +248,6 @@ func runBenchGPU(args []string) error {
 		fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
 	} else if err := run("ssd-gpu-uring", gpuRing, *ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring)"); err != nil {
 		return err
-	}
-	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
-	mixed.GPUTopology = ""
-	set := setFlags(fs)
-	if !set["gpu-cache"] {
-		mixed.GPUCacheBytes = all / 10
-	}
-	if !set["host-cache"] {
-		mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
-	}
-	if set["gpu-cache"] || set["host-cache"] {
-		note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
 	}
 	if err := run("mixed", mixed, *batches, note); err != nil {
 		return err

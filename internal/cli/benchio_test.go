@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,54 @@ func TestBenchIO(t *testing.T) {
 		if _, err := runQuiet(t, runBench, bad...); err == nil {
 			t.Errorf("bench %v: accepted", bad)
 		}
+	}
+}
+
+// TestBenchGatherVerifyCompare: --verify-compare runs the disk-reading configurations with
+// verification off and on, alternating, on the same ids, and reports the ratio of the medians.
+func TestBenchGatherVerifyCompare(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	quiet(t)
+	if err := runSynth([]string{"--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "v.json")
+	if err := runBench([]string{"gather", dir, "--verify-compare", "3", "--batches", "3", "--batch", "128", "--dist", "uniform", "--json", out}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Results []benchResult `json:"results"`
+		Verify  []verifyCost  `json:"verify"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Verify) != 2 || got.Verify[0].Config != "ssd tier" || got.Verify[1].Config != "mixed" {
+		t.Fatalf("verify costs %+v, want ssd tier and mixed", got.Verify)
+	}
+	for _, c := range got.Verify {
+		if len(c.Verified) != 3 || len(c.Unverified) != 3 || c.Ratio != median(c.Verified)/median(c.Unverified) {
+			t.Errorf("%+v: want 3 rounds each and the ratio of the medians", c)
+		}
+	}
+	// 2 configurations × 3 rounds × off and on, alternating which goes first.
+	if len(got.Results) != 12 {
+		t.Fatalf("%d runs, want 12", len(got.Results))
+	}
+	var order []bool
+	for _, r := range got.Results {
+		if r.Name == "ssd tier" {
+			order = append(order, strings.Contains(r.Note, "verify-reads true"))
+		}
+	}
+	if want := []bool{false, true, true, false, false, true}; !slices.Equal(order, want) {
+		t.Errorf("ssd tier runs verified %v, want %v (off and on, alternating which goes first)", order, want)
+	}
+	if err := runBench([]string{"gather", dir, "--verify-compare", "-1", "--batches", "1"}); err == nil || !strings.Contains(err.Error(), "--verify-compare -1") {
+		t.Errorf("--verify-compare -1: %v", err)
 	}
 }

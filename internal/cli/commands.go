@@ -263,6 +263,15 @@ func runVerify(args []string) error {
 	if err != nil {
 		return err
 	}
+	// What killed writes to the dataset left beside it goes first (a dataset a killed write had
+	// moved aside is put back); a live writer's files are left alone.
+	did, err := dataset.CleanStale(pos[0])
+	for _, d := range did {
+		fmt.Println("cleaned:", d)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tierfs verify: warning: %v\n", err)
+	}
 	m, err := dataset.Load(pos[0])
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --edges edges.npy --features x.npy --node-feature pos=pos.npy --edge-feature edge_weight=w.npy --out data/g",
 		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
-	"verify": {"Checks every block of every file of a dataset against its checksum.", []string{"tierfs verify data/g"}},
+	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{
 		"tierfs gather data/g --ids split:test --out rows.npy --host-cache 512MB"}},
 	"sample": {"Samples the k-hop neighborhoods of seeds and writes them as .npy files (nodes, row, col, per-hop counts).", []string{
@@ -36,8 +36,8 @@ var commandHelp = map[string]struct {
 	"mount":           {"Mounts a read-only view of a dataset's tiers (FUSE).", []string{"tierfs mount data/g mnt --host-cache 512MB", "tierfs umount mnt"}},
 	"umount":          {"Unmounts a tierfs mount.", []string{"tierfs umount mnt"}},
 	"completion":      {"Prints a bash completion script for tierfs (commands, flags, files).", []string{"tierfs completion bash"}},
-	"bench gather":    {"Measures gather throughput per tier configuration on an id stream.", []string{"tierfs bench gather data/g --dist sample --host-cache 1GB"}},
-	"bench gpu":       {"Measures the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed.", []string{"tierfs bench gpu data/g --kernels"}},
+	"bench gather":    {"Measures gather throughput per tier configuration on an id stream.", []string{"tierfs bench gather data/g --dist sample --host-cache 1GB", "tierfs bench gather data/g --verify-compare 3"}},
+	"bench gpu":       {"Measures the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed.", []string{"tierfs bench gpu data/g --kernels", "tierfs bench gpu data/g --verify-compare 3"}},
 	"bench placement": {"Held-out SSD rows per batch of degree, one-epoch and converged placements against the hindsight bar.", []string{"tierfs bench placement data/g --fanouts 25,10"}},
 	"bench disk":      {"Random reads of the dataset's disk at 512 B..128 KiB, and the coalescing gap worth bridging.", []string{"tierfs bench disk data/g --json disk.json"}},
 	"bench io":        {"The IO engine beside liburing's iobench at 1..N threads of random 4 KiB O_DIRECT reads.", []string{"tierfs bench io --files /dev/loop0,/dev/loop1 --threads 1,4,8,16 --iobench gpu/iobench"}},

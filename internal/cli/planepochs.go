@@ -22,7 +22,7 @@ func runPlanEpochs(args []string) error {
 	replace := fs.Bool("replace", false, "sample with replacement")
 	batch := fs.Int("batch-size", 1024, "seeds per batch")
 	dropLast := fs.Bool("drop-last", false, "drop each epoch's last short batch")
-	epochs := fs.Int("epochs", 1, "epochs to plan (K); epoch e is served from planned epoch e mod K")
+	epochs := fs.Int("epochs", 1, "epochs to plan (K, 1 to 1024); epoch e is served from planned epoch e mod K")
 	seed := fs.Uint64("seed", 0, "sampler seed")
 	shuffleSeed := fs.Uint64("shuffle-seed", 0, "seed of the epochs' orders")
 	planDir := fs.String("plan-dir", "", "directory for the plan (default: DIR/plans/epochs)")

@@ -133,9 +133,14 @@ def test_break_stops_threads():
     assert len(calls) <= 2 + 1 + 3  # delivered, in hand, and depth ahead
 
 
-def test_bad_depth():
+def test_bad_depth(store):
     with pytest.raises(ValueError, match="depth 0"):
         tierfs.Pipeline(3, lambda i: i, lambda i, s: s, depth=0)
+    # A thread a batch: a million is refused at once, not after the threads run out.
+    with pytest.raises(ValueError, match=r"depth 1000000 \(prefetch\) must be from 1 to 256"):
+        tierfs.Pipeline(3, lambda i: i, lambda i, s: s, depth=10**6)
+    with pytest.raises(ValueError, match="prefetch 1000000 must be from 1 to 256"):
+        tierfs.Loader(store, store.sampler([2]), np.arange(10), batch_size=4, prefetch=10**6)
 
 
 def test_loader_stats_after_epoch(store, graph):

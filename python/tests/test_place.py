@@ -101,3 +101,10 @@ def test_place_bad_input(place_dir, kwargs, words):
             s.place(**kwargs)
         for w in words:
             assert w in str(e.value)
+
+
+def test_place_batch_larger_than_the_seeds(place_dir, graph):
+    """A batch of 10**14 seeds (reported once as an internal bug) is one batch of every seed."""
+    with tierfs.open(place_dir, host_cache="96KiB") as s:
+        r = s.place(fanouts=[5, 3], batch_size=10**14)
+        assert r["batch_size"] == 10**14 and r["profile_seeds"] >= len(graph["splits"]["train"])

@@ -106,3 +106,42 @@ def test_default_plan_dir_is_removed_on_close(store, graph):
     plan.load(0, 0)
     plan.close()
     assert not os.path.exists(d)
+
+
+PACKED_FAULT_CHILD = """
+import sys, numpy as np, tierfs
+path, plan, want = sys.argv[1], sys.argv[2], np.load(sys.argv[3])
+store = tierfs.open(path)
+p = store.plan_epochs([4, 3], 128, 2, plan_dir=plan, seed=3, shuffle_seed=5, replan=False)
+outcomes = []
+for e in range(2):
+    for b in range(p.batches_per_epoch):
+        try:
+            seeds, sample, x = p.load(e, b)
+            assert np.array_equal(x, want[sample.nodes]), "WRONG ROWS"
+            outcomes.append("ok")
+        except (tierfs.IOFailedError, tierfs.CorruptError) as err:
+            assert "epoch-" in str(err) and f"epoch {e} batch {b}" in str(err), str(err)
+            outcomes.append(type(err).__name__)
+print(",".join(outcomes))
+"""
+
+
+@pytest.mark.parametrize("spec,want", [("flip:path=epoch-", "CorruptError"), ("eio:path=epoch-0001", "IOFailedError")])
+def test_packed_file_faults_through_the_c_abi(graph, tmp_path, spec, want):
+    """Faults injected into planned epochs' packed files (TIERFS_FAULTS, read when the library
+    loads, hence a child process) surface as CorruptError or IOFailedError naming the packed
+    file and batch, never as other rows."""
+    import subprocess
+    import sys
+
+    plan = str(tmp_path / "plan")
+    with tierfs.open(graph["path"]) as store:
+        store.plan_epochs([4, 3], 128, 2, plan_dir=plan, seed=3, shuffle_seed=5).close()
+    np.save(tmp_path / "want.npy", graph["x"])
+    env = dict(os.environ, TIERFS_FAULTS=spec)
+    r = subprocess.run([sys.executable, "-c", PACKED_FAULT_CHILD, graph["path"], plan, str(tmp_path / "want.npy")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    outcomes = r.stdout.strip().split(",")
+    assert set(outcomes) <= {"ok", want} and want in outcomes, outcomes

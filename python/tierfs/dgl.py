@@ -61,6 +61,7 @@ import dgl.dataloading
 import dgl.storages
 
 import tierfs
+from tierfs.pipeline import MAX_DEPTH
 
 try:  # GraphBolt needs extra packages (torchdata, pydantic, ...) and a build for this torch.
     import dgl.graphbolt as gb
@@ -679,8 +680,10 @@ class DataLoader:
         self.seed = int(seed)
         self.device = torch.device(device)
         depth = (4 if prefetch else 0) if isinstance(prefetch, bool) else int(prefetch)
-        if depth < 0:
-            raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: prefetch {prefetch} must be True, False or a batch count >= 0")
+        if not 0 <= depth <= MAX_DEPTH:
+            raise tierfs.InvalidArgumentError(
+                f"tierfs.dgl.DataLoader: prefetch {prefetch} must be True, False or a batch count from 0 to {MAX_DEPTH}"
+            )
         self.prefetch = depth
         self._run = None
         self.feature_name = feature_name

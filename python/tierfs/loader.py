@@ -19,7 +19,7 @@ import numpy as np
 
 from .distributed import DistributedStore, loader_share, new_turnstile, split_seeds
 from .errors import NotSupportedError
-from .pipeline import Pipeline, pipeline_stats
+from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .store import IdsLike, Sample, Sampler, Store, _ids
 
 __all__ = ["Loader", "Batch", "prefetch"]
@@ -199,8 +199,8 @@ class Loader:
             raise ValueError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if batch_size < 1:
             raise ValueError(f"batch_size {batch_size} must be at least 1")
-        if prefetch < 1:
-            raise ValueError(f"prefetch {prefetch} must be at least 1")
+        if not 1 <= prefetch <= MAX_DEPTH:
+            raise ValueError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches gathered at once, a thread each")
         self.store = store
         self.sampler = sampler
         ids = _ids(seeds, "seeds")

@@ -27,6 +27,10 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 __all__ = ["Pipeline", "pipeline_stats"]
 
+#: Most batches a pipeline has in flight: each is a gather thread (with its CUDA stream) and the
+#: memory of a batch.
+MAX_DEPTH = 256
+
 
 class _Stage:
     __slots__ = ("busy", "batches")
@@ -158,8 +162,8 @@ class Pipeline(Iterator[Any]):
         cuda_device: Any = None,
         name: str = "tierfs-pipeline",
     ) -> None:
-        if depth < 1:
-            raise ValueError(f"pipeline depth {depth} must be at least 1")
+        if not 1 <= depth <= MAX_DEPTH:
+            raise ValueError(f"pipeline depth {depth} (prefetch) must be from 1 to {MAX_DEPTH}: a gather thread and a batch each")
         if n < 0:
             raise ValueError(f"pipeline of {n} batches")
         self._st = st = _State(n, depth)

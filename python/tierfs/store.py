@@ -777,8 +777,9 @@ class Store:
         sample that no memory tier holds into ``plan_dir`` (default: a new temporary directory,
         removed when the plan is closed).
         A plan already there for the same inputs is reused; a stale or missing one is made
-        again (``replan=False`` raises instead). ``disk_budget`` (bytes or "20GB") plans as many
-        epochs as fit, at least one. ``place_tiers`` first refills the memory tiers with the rows
+        again (``replan=False`` raises instead). ``epochs`` is 1 to 1024. ``disk_budget`` (bytes or
+        "20GB") plans as many epochs as fit, at least one; without it, epochs the size of the first
+        that would not fit the free disk are refused. ``place_tiers`` first refills the memory tiers with the rows
         the planned epochs read most (the best static placement for exactly these batches; it
         costs one sampling pass, again when the plan is reopened). Returns a
         :class:`tierfs.PlannedEpochs`.

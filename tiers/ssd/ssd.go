@@ -160,8 +160,14 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	}
 	n := max(1, opt.Stacks)
 	f.stacks = make(chan *pooledStack, n)
+	var names []string
+	if opt.Faults != nil {
+		for _, p := range paths {
+			names = append(names, m.Path(p))
+		}
+	}
 	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults})
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names})
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}

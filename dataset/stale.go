@@ -1,0 +1,253 @@
+package dataset
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A write to NAME keeps, beside NAME, until Publish succeeds or Abort returns:
+//
+//	.NAME.tierfs-lock-NONCE  the lock file, flocked by the writer; "pid N" then "stripe PATH" lines
+//	.NAME.tierfs-new-NONCE   the staging directory (Writing.Dir)
+//	.NAME.tierfs-old-NONCE   the replaced dataset, between Publish's two renames and its removal
+//
+// The lock file exists, under its name, only while it is flocked by its writer or by a cleaner:
+// the writer creates and flocks it under a temporary name and renames it into place before it
+// makes the staging directory, and unlinks it last. A lock file that can be flocked therefore
+// belongs to a writer that died (SIGKILL, power loss), and CleanStale undoes what it left. (A
+// writer killed between creating the temporary file and its rename leaves that small file.)
+
+const (
+	lockInfix  = ".tierfs-lock-"
+	newInfix   = ".tierfs-new-"
+	oldInfix   = ".tierfs-old-"
+	nonceChars = 12 // hex digits of a Writing's Nonce
+)
+
+func (w *Writing) sibling(infix string) string {
+	return filepath.Join(filepath.Dir(w.Dest), "."+filepath.Base(w.Dest)+infix+w.Nonce)
+}
+
+func (w *Writing) stagingDir() string { return w.sibling(newInfix) }
+func (w *Writing) oldDir() string     { return w.sibling(oldInfix) }
+func (w *Writing) lockPath() string   { return w.sibling(lockInfix) }
+
+// takeLock creates the write's lock file, flocked, under its name.
+func (w *Writing) takeLock() error {
+	tmp := w.lockPath() + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("dataset: create the write's lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("dataset: lock %s: %w", tmp, err)
+	}
+	if _, err := fmt.Fprintf(f, "pid %d\n", os.Getpid()); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("dataset: write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, w.lockPath()); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("dataset: %w", err)
+	}
+	w.lock = f
+	return nil
+}
+
+// release unlinks the lock file and drops the lock; idempotent.
+func (w *Writing) release() {
+	if w.lock != nil {
+		_ = os.Remove(w.lockPath())
+		_ = w.lock.Close()
+		w.lock = nil
+	}
+}
+
+// Claim records stripes on other devices (absolute paths with the Nonce in their name) in the
+// lock file before they are created, so that CleanStale removes them if the writer is killed.
+func (w *Writing) Claim(paths []string) error {
+	if w.lock == nil {
+		return fmt.Errorf("dataset: write to %s is finished; nothing to claim", w.Dest)
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		if filepath.IsAbs(p) && strings.Contains(filepath.Base(p), w.Nonce) {
+			fmt.Fprintf(&b, "stripe %s\n", p)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if _, err := w.lock.WriteString(b.String()); err != nil {
+		return fmt.Errorf("dataset: write %s: %w", w.lockPath(), err)
+	}
+	if err := w.lock.Sync(); err != nil {
+		return fmt.Errorf("dataset: fsync %s: %w", w.lockPath(), err)
+	}
+	return nil
+}
+
+// claimed is the stripes recorded in the lock file.
+func (w *Writing) claimed() []string {
+	if w.lock == nil {
+		return nil
+	}
+	return readClaims(w.lockPath())
+}
+
+func readClaims(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "stripe "); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CleanStale undoes what writes to dest that were killed left beside it, and says what it did
+// (one line each): a write killed before Publish leaves its staging directory and stripes, which
+// are removed; one killed between Publish's two renames leaves no dest and the old dataset
+// aside, which is put back; one killed after them leaves the old dataset aside, which is
+// removed. A write whose writer is alive (its lock file is flocked) is left alone, as are
+// staging directories without a lock file (left by versions before the lock). Begin calls it;
+// so does `tierfs verify`.
+func CleanStale(dest string) ([]string, error) {
+	dest = filepath.Clean(dest)
+	parent, base := filepath.Dir(dest), filepath.Base(dest)
+	entries, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: look for writes to %s that were killed: %w", dest, err)
+	}
+	var did []string
+	var errs []error
+	for _, e := range entries {
+		nonce, ok := strings.CutPrefix(e.Name(), "."+base+lockInfix)
+		if !ok || !isNonce(nonce) {
+			continue
+		}
+		w := &Writing{Dest: dest, Nonce: nonce}
+		w.Dir = w.stagingDir()
+		d, err := w.cleanIfDead()
+		did = append(did, d...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return did, errors.Join(errs...)
+}
+
+func isNonce(s string) bool {
+	if len(s) != nonceChars {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanIfDead undoes w's leftovers if its lock file can be flocked (its writer is dead).
+func (w *Writing) cleanIfDead() ([]string, error) {
+	lockPath := w.lockPath()
+	f, err := os.Open(lockPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // finished, or cleaned by someone else
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: open %s: %w", lockPath, err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return nil, nil // its writer is alive
+	} else if err != nil {
+		return nil, fmt.Errorf("dataset: lock %s: %w", lockPath, err)
+	}
+	// Another cleaner may have finished (and unlinked the file) before the flock was ours.
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(lockPath, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+		return nil, nil
+	}
+	var did []string
+	var errs []error
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	staged, old, hasDest := exists(w.Dir), exists(w.oldDir()), exists(w.Dest)
+	switch {
+	case old && !hasDest:
+		if err := os.Rename(w.oldDir(), w.Dest); err != nil {
+			errs = append(errs, fmt.Errorf("dataset: put back %s, which a killed write had moved aside, at %s: %w", w.oldDir(), w.Dest, err))
+		} else {
+			did = append(did, fmt.Sprintf("put back %s, which a killed write had moved aside, at %s", w.oldDir(), w.Dest))
+			hasDest = true
+		}
+	case old && !staged:
+		// The new dataset is in place: the old one goes, as Publish would have removed it.
+		if m, err := Load(w.Dest); err == nil {
+			if err := removeReplaced(w.oldDir(), m); err != nil {
+				errs = append(errs, err)
+			} else {
+				did = append(did, "removed "+w.oldDir()+", the dataset a killed write had replaced")
+			}
+		}
+	}
+	// Stripes outside the staging directory: those of a write that never published go; after
+	// Publish's rename only those the dataset in place does not use.
+	var keep map[string]bool
+	if !staged {
+		m, err := Load(w.Dest)
+		if err != nil {
+			keep = nil // cannot tell which stripes dest uses: keep them all
+		} else {
+			keep = map[string]bool{}
+			for _, f := range m.Files {
+				keep[f.Path] = true
+			}
+		}
+	}
+	for _, p := range readClaims(lockPath) {
+		if !filepath.IsAbs(p) || !strings.Contains(filepath.Base(p), w.Nonce) || (!staged && (keep == nil || keep[p])) {
+			continue
+		}
+		if err := os.Remove(p); err == nil {
+			did = append(did, "removed "+p+", a stripe of a killed write")
+		} else if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("dataset: remove %s, a stripe of a killed write: %w", p, err))
+		}
+		_ = os.Remove(p + ChecksumSuffix)
+	}
+	if staged {
+		if err := os.RemoveAll(w.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("dataset: remove %s, the staging directory of a killed write: %w", w.Dir, err))
+		} else {
+			did = append(did, "removed "+w.Dir+", the staging directory of a killed write")
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return did, err // keep the lock file: the next cleaner tries again
+	}
+	if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return did, fmt.Errorf("dataset: remove %s: %w", lockPath, err)
+	}
+	return did, nil
+}
