@@ -140,7 +140,15 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=1)
     store.close()
+    dist.barrier()
     dist.destroy_process_group()
+    # Leave without interpreter teardown: tearing down DDP's reducer joins gloo's worker threads
+    # while holding the GIL, and a worker still destroying a finished collective's tensors waits
+    # for the GIL — a hang seen about one run in ten on a loaded machine (pytorch/pytorch#56297,
+    # #190489). Everything is written and every collective is done by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

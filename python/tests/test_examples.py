@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,18 @@ BENCH = ROOT / "python" / "bench" / "overhead.py"
 
 
 def run(args, timeout=300):
-    r = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
-    assert r.returncode == 0, f"{args[0]} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return r.stdout
+    """Runs a Python command; on timeout kills its whole process group (torchrun's ranks too, which
+    would otherwise keep the output pipes open and hang the test)."""
+    p = subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ), start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        raise AssertionError(f"{args[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
+    assert p.returncode == 0, f"{args[0]} failed:\n{out[-3000:]}\n{err[-3000:]}"
+    return out
 
 
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
