@@ -3,11 +3,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
-	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -62,7 +57,7 @@ func runAdvise(args []string) error {
 	fs.Float64Var(&req.ProbeSeconds, "probe-seconds", 1, "length of the IOPS probe of --measure")
 	fs.BoolVar(&req.Check, "check", false, "afterwards, time fresh batches of sample+gather and compare with the prediction")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	plot := fs.String("plot", "", "write a PNG plot of TPC against the SSD count to this file")
+	plot := fs.String("plot", "", "write a PNG of the predicted seeds/s and TPC against the SSD count (bottlenecks, recommended count) to this file")
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
@@ -90,7 +85,7 @@ func runAdvise(args []string) error {
 		return err
 	}
 	if *plot != "" {
-		if err := writePlot(*plot, r.Advice); err != nil {
+		if err := writePlot(*plot, r.Dataset, r.Advice); err != nil {
 			return err
 		}
 	}
@@ -148,128 +143,4 @@ func probeNotes(p *advise.Probe) []string {
 		return nil
 	}
 	return p.Notes
-}
-
-// writePlot draws TPC against the SSD count: axes, a line with markers (the recommended count
-// filled larger), tick labels in a built-in 3x5 pixel font. The numbers are in the table/JSON.
-func writePlot(path string, a *advise.Advice) error {
-	const W, H, left, right, top, bottom = 640, 400, 70, 20, 20, 40
-	img := image.NewRGBA(image.Rect(0, 0, W, H))
-	white, black, grey := color.RGBA{255, 255, 255, 255}, color.RGBA{0, 0, 0, 255}, color.RGBA{220, 220, 220, 255}
-	blue, red := color.RGBA{30, 90, 200, 255}, color.RGBA{210, 40, 40, 255}
-	for y := range H {
-		for x := range W {
-			img.Set(x, y, white)
-		}
-	}
-	maxTPC := 0.0
-	for _, c := range a.Configs {
-		if !math.IsInf(c.TPC, 0) {
-			maxTPC = max(maxTPC, c.TPC)
-		}
-	}
-	if maxTPC == 0 {
-		maxTPC = 1
-	}
-	maxTPC *= 1.1
-	n := len(a.Configs)
-	px := func(q int) int {
-		if n == 1 {
-			return left + (W-left-right)/2
-		}
-		return left + (q-1)*(W-left-right)/(n-1)
-	}
-	py := func(v float64) int { return H - bottom - int(v/maxTPC*float64(H-top-bottom)) }
-	// grid and y ticks
-	for i := 0; i <= 5; i++ {
-		v := maxTPC * float64(i) / 5
-		y := py(v)
-		line(img, left, y, W-right, y, grey)
-		drawText(img, left-6-textWidth(fmtTick(v)), y-5, fmtTick(v), black)
-	}
-	line(img, left, top, left, H-bottom, black)
-	line(img, left, H-bottom, W-right, H-bottom, black)
-	for _, c := range a.Configs {
-		x := px(c.SSDs)
-		line(img, x, H-bottom, x, H-bottom+4, black)
-		drawText(img, x-textWidth(strconv.Itoa(c.SSDs))/2, H-bottom+8, strconv.Itoa(c.SSDs), black)
-	}
-	drawText(img, (W-textWidth("SSDS"))/2, H-14, "SSDS", black)
-	drawText(img, 4, top-14, "TPC", black)
-	for i := 1; i < n; i++ {
-		a0, a1 := a.Configs[i-1], a.Configs[i]
-		line(img, px(a0.SSDs), py(a0.TPC), px(a1.SSDs), py(a1.TPC), blue)
-	}
-	for _, c := range a.Configs {
-		r, col := 3, blue
-		if c.SSDs == a.Recommended {
-			r, col = 5, red
-		}
-		for dy := -r; dy <= r; dy++ {
-			for dx := -r; dx <= r; dx++ {
-				if dx*dx+dy*dy <= r*r {
-					img.Set(px(c.SSDs)+dx, py(c.TPC)+dy, col)
-				}
-			}
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func fmtTick(v float64) string {
-	s := strconv.FormatFloat(v, 'g', 3, 64)
-	return strings.ToUpper(s)
-}
-
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color) {
-	steps := max(abs(x1-x0), abs(y1-y0), 1)
-	for i := 0; i <= steps; i++ {
-		img.Set(x0+(x1-x0)*i/steps, y0+(y1-y0)*i/steps, c)
-	}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-// font3x5 holds the glyphs the plot needs, rows top to bottom, 3 bits each (4 = left pixel).
-var font3x5 = map[rune][5]uint8{
-	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
-	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1},
-	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2}, '-': {0, 0, 7, 0, 0},
-	'+': {0, 2, 7, 2, 0}, 'E': {7, 4, 6, 4, 7}, 'S': {7, 4, 7, 1, 7}, 'D': {6, 5, 5, 5, 6},
-	'T': {7, 2, 2, 2, 2}, 'P': {7, 5, 7, 4, 4}, 'C': {7, 4, 4, 4, 7},
-}
-
-const fontScale = 2
-
-func textWidth(s string) int { return len(s) * 4 * fontScale }
-
-func drawText(img *image.RGBA, x, y int, s string, c color.Color) {
-	for i, r := range s {
-		g := font3x5[r]
-		for row := range 5 {
-			for col := range 3 {
-				if g[row]&(4>>col) == 0 {
-					continue
-				}
-				for dy := range fontScale {
-					for dx := range fontScale {
-						img.Set(x+i*4*fontScale+col*fontScale+dx, y+row*fontScale+dy, c)
-					}
-				}
-			}
-		}
-	}
 }
