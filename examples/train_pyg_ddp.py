@@ -73,7 +73,7 @@ def init() -> tuple:
         backend = "nccl"
     else:
         device, backend = torch.device("cpu"), "gloo"
-    dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
+    dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10), device_id=device if device.type == "cuda" else None)
     return dist.get_rank(), dist.get_world_size(), device
 
 
