@@ -115,17 +115,7 @@ func newGPURing(entries uint32) (*gpuRing, error) {
 }
 
 func (r *gpuRing) register(opcode uintptr, arg unsafe.Pointer, n int) error {
-	for {
-		_, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(r.fd), opcode, uintptr(arg), uintptr(n), 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		default:
-			return errno
-		}
-	}
+	return uringCall(sysIOUringRegister, r.fd, opcode, uintptr(arg), uintptr(n))
 }
 
 // registerStaging registers [base, base+n) as buffer 0 (READ_FIXED reads land there).
@@ -160,17 +150,10 @@ func (r *gpuRing) wakeIfSleeping() error {
 		return nil
 	}
 	r.wakeups++
-	for {
-		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, 0, ioringEnterSQWakeup, 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		default:
-			return fmt.Errorf("gpuio: gpu-uring: io_uring_enter(SQ_WAKEUP): %w", errno)
-		}
+	if err := uringCall(sysIOUringEnter, r.fd, 0, 0, ioringEnterSQWakeup); err != nil {
+		return fmt.Errorf("gpuio: gpu-uring: io_uring_enter(SQ_WAKEUP): %w", err)
 	}
+	return nil
 }
 
 // cqPending is the number of completions the kernel posted that nobody has reaped.

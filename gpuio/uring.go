@@ -173,15 +173,22 @@ func newURing(entries uint32, sqpoll bool) (*uring, error) {
 }
 
 func (r *uring) register(opcode uintptr, arg unsafe.Pointer, n int) error {
+	return uringCall(sysIOUringRegister, r.fd, opcode, uintptr(arg), uintptr(n))
+}
+
+// uringCall makes io_uring system call trap on ring fd with three more arguments, retrying EINTR;
+// it returns nil or the errno.
+func uringCall(trap uintptr, fd int, a1, a2, a3 uintptr) error {
 	for {
-		_, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(r.fd), opcode, uintptr(arg), uintptr(n), 0, 0)
-		if errno == unix.EINTR {
+		_, _, errno := unix.Syscall6(trap, uintptr(fd), a1, a2, a3, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
 			continue
-		}
-		if errno != 0 {
+		default:
 			return errno
 		}
-		return nil
 	}
 }
 
@@ -284,18 +291,11 @@ func (r *uring) cqReady() bool { return atomic.LoadUint32(r.cqHead) != atomic.Lo
 
 // wait blocks until a completion is available, submitting nothing.
 func (r *uring) wait() error {
-	for {
-		r.enters++
-		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, 1, ioringEnterGetEvents, 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		default:
-			return fmt.Errorf("gpuio: io_uring_enter(wait): %w", errno)
-		}
+	r.enters++
+	if err := uringCall(sysIOUringEnter, r.fd, 0, 1, ioringEnterGetEvents); err != nil {
+		return fmt.Errorf("gpuio: io_uring_enter(wait): %w", err)
 	}
+	return nil
 }
 
 // reap calls fn for every completion available now and returns how many it saw.
