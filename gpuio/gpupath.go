@@ -219,12 +219,13 @@ func (s *Stack) completeGPU(stream uintptr) error {
 		s.stats.BytesRead += uint64(rd.length) // reads that completed short fail the call below
 	}
 	if st.TimedOut != 0 {
-		// Reads may still land in staging: retire the ring (closing it waits for them) and serve
-		// later requests from the CPU path.
-		err := fmt.Errorf("gpuio: gpu-uring: no completion within %v (%d of %d reads reaped); the Stack falls back to CPU submission", gpuRingTimeout, st.Completed, len(reads))
+		// Reads may still land in staging after the ring is closed (its teardown runs on in the
+		// kernel): the Stack refuses every later request rather than reuse that staging.
+		s.broken = fmt.Errorf("gpuio: gpu-uring: no completion within %v (%d of %d reads reaped); this IO stack is out of service (reopen the store)",
+			gpuRingTimeout, st.Completed, len(reads))
 		s.gpu = nil
-		s.stats.GPURing = "fell back to CPU submission: a kernel timed out"
-		return errors.Join(err, werr, g.close(s))
+		s.stats.GPURing = "out of service: a kernel timed out"
+		return errors.Join(s.broken, werr, g.close(s))
 	}
 	if st.Failed > 0 {
 		rd := reads[st.FirstFailed]

@@ -47,6 +47,9 @@ type Stack struct {
 	wantGPURing   bool              // Options.Backend was BackendGPUURing
 	gpu           *gpuPath          // the gpu-uring path, nil unless active
 	gpuQueue      []*read           // device-only reads planned for the gpu-uring kernel
+	// broken is set when reads may still land in staging that nothing tracks (a gpu-uring kernel
+	// gave up waiting): every later call fails with it, and Close leaves the staging mapped.
+	broken error
 }
 
 // read is one aligned read of a file into a staging slot, and the request bytes it feeds.
@@ -232,6 +235,9 @@ func (s *Stack) uring() (*uringEngine, bool) {
 func (s *Stack) Submit(reqs []Request) error {
 	if s.closed {
 		return errors.New("gpuio: Submit on a closed Stack")
+	}
+	if s.broken != nil {
+		return s.broken
 	}
 	for i, r := range reqs {
 		switch {
@@ -595,7 +601,7 @@ func (s *Stack) Close() error {
 		err = errors.Join(err, s.dev.close(s))
 	}
 	err = errors.Join(err, s.eng.close())
-	if s.inflight == 0 { // never unmap memory the kernel may still write
+	if s.inflight == 0 && s.broken == nil { // never unmap memory the kernel may still write
 		err = errors.Join(err, unix.Munmap(s.arena))
 	}
 	s.arena, s.slots = nil, nil
