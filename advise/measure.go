@@ -266,7 +266,7 @@ func ProbeSSD(m *dataset.Manifest, spec *dataset.FeatureSpec, qd int, dur time.D
 		p.Seconds += took
 		rates = append(rates, float64(st.Stats().Reads-before)/took)
 	}
-	p.IOPS = median(rates)
+	p.IOPS = Median(rates)
 	// k: the cost of a merged read's extra blocks, from reads of mergedBlocks blocks.
 	if mb := mergedBlocks * bs; mb <= 128<<10 {
 		big := make([]byte, mb)
@@ -302,7 +302,8 @@ const mergedBlocks = 8
 // probeWindows is the number of windows a probe's time is cut into; it reports their median.
 const probeWindows = 5
 
-func median(v []float64) float64 {
+// Median is the median of v (0 for none); v is left as it is.
+func Median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s) == 0 {
@@ -375,7 +376,7 @@ func ProbeHostCopy(rowBytes int64, workers int, dur time.Duration) (float64, err
 		}
 		rates = append(rates, float64(total)/time.Since(start).Seconds())
 	}
-	return median(rates), nil
+	return Median(rates), nil
 }
 
 // batchGatherer gathers as a training loop would: into device memory when the store's GPU path

@@ -73,6 +73,12 @@ func (w *Writing) release() {
 	}
 }
 
+// ownsStripe reports whether p names a stripe of this write: an absolute path with the Nonce
+// in its name.
+func (w *Writing) ownsStripe(p string) bool {
+	return filepath.IsAbs(p) && strings.Contains(filepath.Base(p), w.Nonce)
+}
+
 // Claim records stripes on other devices (absolute paths with the Nonce in their name) in the
 // lock file before they are created, so that CleanStale removes them if the writer is killed.
 func (w *Writing) Claim(paths []string) error {
@@ -81,7 +87,7 @@ func (w *Writing) Claim(paths []string) error {
 	}
 	var b strings.Builder
 	for _, p := range paths {
-		if filepath.IsAbs(p) && strings.Contains(filepath.Base(p), w.Nonce) {
+		if w.ownsStripe(p) {
 			fmt.Fprintf(&b, "stripe %s\n", p)
 		}
 	}
@@ -193,40 +199,40 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	var errs []error
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	staged, old, hasDest := exists(w.Dir), exists(w.oldDir()), exists(w.Dest)
-	switch {
-	case old && !hasDest:
+	if old && !hasDest {
 		if err := os.Rename(w.oldDir(), w.Dest); err != nil {
 			errs = append(errs, fmt.Errorf("dataset: put back %s, which a killed write had moved aside, at %s: %w", w.oldDir(), w.Dest, err))
 		} else {
 			did = append(did, fmt.Sprintf("put back %s, which a killed write had moved aside, at %s", w.oldDir(), w.Dest))
-			hasDest = true
 		}
-	case old && !staged:
-		// The new dataset is in place: the old one goes, as Publish would have removed it.
+	}
+	// The dataset in place once nothing is staged (nil where it cannot be read).
+	var dest *Manifest
+	if !staged {
 		if m, err := Load(w.Dest); err == nil {
-			if err := removeReplaced(w.oldDir(), m); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, "removed "+w.oldDir()+", the dataset a killed write had replaced")
-			}
+			dest = m
+		}
+	}
+	if old && hasDest && !staged && dest != nil {
+		// The new dataset is in place: the old one goes, as Publish would have removed it.
+		if err := removeReplaced(w.oldDir(), dest); err != nil {
+			errs = append(errs, err)
+		} else {
+			did = append(did, "removed "+w.oldDir()+", the dataset a killed write had replaced")
 		}
 	}
 	// Stripes outside the staging directory: those of a write that never published go; after
-	// Publish's rename only those the dataset in place does not use.
+	// Publish's rename only those the dataset in place does not use (all are kept when it
+	// cannot be read).
 	var keep map[string]bool
-	if !staged {
-		m, err := Load(w.Dest)
-		if err != nil {
-			keep = nil // cannot tell which stripes dest uses: keep them all
-		} else {
-			keep = map[string]bool{}
-			for _, f := range m.Files {
-				keep[f.Path] = true
-			}
+	if dest != nil {
+		keep = map[string]bool{}
+		for _, f := range dest.Files {
+			keep[f.Path] = true
 		}
 	}
 	for _, p := range readClaims(lockPath) {
-		if !filepath.IsAbs(p) || !strings.Contains(filepath.Base(p), w.Nonce) || (!staged && (keep == nil || keep[p])) {
+		if !w.ownsStripe(p) || (!staged && (keep == nil || keep[p])) {
 			continue
 		}
 		if err := os.Remove(p); err == nil {

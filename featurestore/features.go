@@ -119,15 +119,8 @@ func (s *Store) GatherFeature(name string, ids []int64, dst []byte) error {
 			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, f.info.Rows, f.info.Of, f.info.Of, name, ErrIDOutOfRange)
 		}
 	}
-	for lo := 0; lo < len(ids); lo += MaxGatherChunk {
-		hi := min(lo+MaxGatherChunk, len(ids))
-		pos := make([]int64, hi-lo)
-		for i := range pos {
-			pos[i] = int64(i)
-		}
-		if err := f.tier.CopyToHost(ids[lo:hi], pos, dst[int64(lo)*rb:int64(hi)*rb]); err != nil {
-			return fmt.Errorf("featurestore: gather feature %q: %w", name, err)
-		}
+	if err := f.tier.Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
+		return fmt.Errorf("featurestore: gather feature %q: %w", name, err)
 	}
 	return nil
 }

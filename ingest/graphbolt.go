@@ -75,7 +75,8 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
 		return cleanup, fmt.Errorf("ingest: %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", what)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, GraphBoltMetadata))
+	meta := filepath.Join(dir, GraphBoltMetadata)
+	raw, err := os.ReadFile(meta)
 	if err != nil {
 		return cleanup, fmt.Errorf("ingest: %s: %w", what, err)
 	}
@@ -83,7 +84,6 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if err := yaml.Unmarshal(raw, &md); err != nil {
 		return cleanup, fmt.Errorf("ingest: %s: %s is not valid YAML: %v", what, GraphBoltMetadata, err)
 	}
-	meta := filepath.Join(dir, GraphBoltMetadata)
 	if md.Graph == nil {
 		if md.GraphTopology != nil {
 			return cleanup, fmt.Errorf("ingest: %s has graph_topology (preprocessed by GraphBolt) but no graph section; ingest the original dataset, whose metadata.yaml names the edges", meta)
@@ -183,26 +183,28 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		var seedsPath, labelsPath string
 		for _, d := range set.sets[0].Data {
 			key := where + " " + d.Name
+			// readInts reads the numpy file of d into *v, its path into *path.
+			readInts := func(path *string, v *[]int64) error {
+				if err := numpy(d.Format, key); err != nil {
+					return err
+				}
+				var err error
+				if *path, err = local(d.Path, key); err != nil {
+					return err
+				}
+				if *v, err = ReadNpyInt64s(*path); err != nil {
+					return fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
+				}
+				return nil
+			}
 			switch d.Name {
 			case "seeds", "seed_nodes":
-				if err := numpy(d.Format, key); err != nil {
+				if err := readInts(&seedsPath, &seeds); err != nil {
 					return cleanup, err
-				}
-				if seedsPath, err = local(d.Path, key); err != nil {
-					return cleanup, err
-				}
-				if seeds, err = ReadNpyInt64s(seedsPath); err != nil {
-					return cleanup, fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
 				}
 			case "labels":
-				if err := numpy(d.Format, key); err != nil {
+				if err := readInts(&labelsPath, &ys); err != nil {
 					return cleanup, err
-				}
-				if labelsPath, err = local(d.Path, key); err != nil {
-					return cleanup, err
-				}
-				if ys, err = ReadNpyInt64s(labelsPath); err != nil {
-					return cleanup, fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
 				}
 			case "node_pairs":
 				return cleanup, fmt.Errorf("ingest: %s: %s holds node_pairs (link prediction); tierfs ingests node tasks (seeds and labels)", meta, where)

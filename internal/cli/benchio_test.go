@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tierfs/tierfs/advise"
 )
 
 // TestBenchIO runs bench io on two small files beside a stand-in iobench that prints a fixed
@@ -91,7 +93,7 @@ func TestBenchGatherVerifyCompare(t *testing.T) {
 		t.Fatalf("verify costs %+v, want ssd tier and mixed", got.Verify)
 	}
 	for _, c := range got.Verify {
-		if len(c.Verified) != 3 || len(c.Unverified) != 3 || c.Ratio != median(c.Verified)/median(c.Unverified) {
+		if len(c.Verified) != 3 || len(c.Unverified) != 3 || c.Ratio != advise.Median(c.Verified)/advise.Median(c.Unverified) {
 			t.Errorf("%+v: want 3 rounds each and the ratio of the medians", c)
 		}
 	}

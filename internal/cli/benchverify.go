@@ -3,8 +3,9 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/tierfs/tierfs/advise"
 )
 
 // verifyRoundsFlag is --verify-compare of the gather benchmarks: rounds of the disk-reading
@@ -50,7 +51,7 @@ func compareVerify(rounds int, configs []string, run func(config string, verify 
 	fmt.Printf("\nverified reads, %d alternating rounds on the same ids:\n%-12s %14s %14s %9s  %s\n", rounds, "configuration", "unverified/s", "verified/s", "ratio", "rounds (unverified / verified rows/s)")
 	for i := range costs {
 		c := &costs[i]
-		u, v := median(c.Unverified), median(c.Verified)
+		u, v := advise.Median(c.Unverified), advise.Median(c.Verified)
 		c.Ratio = v / u
 		var each []string
 		for k := range c.Unverified {
@@ -59,12 +60,4 @@ func compareVerify(rounds int, configs []string, run func(config string, verify 
 		fmt.Printf("%-12s %14.0f %14.0f %9.3f  %s\n", c.Config, u, v, c.Ratio, strings.Join(each, " "))
 	}
 	return costs, nil
-}
-
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
