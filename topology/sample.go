@@ -99,7 +99,8 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 
 	// localOf maps a global id to its first local id. frontier holds the nodes first reached at
 	// the previous hop, targets their local ids.
-	var localOf idMap
+	localOf := idMaps.Get().(*idMap)
+	defer localOf.release(s)
 	localOf.reserve(len(seeds))
 	var frontier, targets []int64
 	for i, v := range seeds {
@@ -156,7 +157,6 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		}
 
 		start := int64(len(s.Nodes))
-		localOf.reserve(int(min(start+total, numNodes)))
 		s.Row = slices.Grow(s.Row, int(total))
 		s.Col = slices.Grow(s.Col, int(total))
 		if indexer != nil {
@@ -195,11 +195,66 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	return s, nil
 }
 
-// idMap maps node ids to local ids by open addressing with linear probing. The caller reserves
-// room before adding, which keeps the table at most half full.
+// idMap maps node ids to local ids by open addressing with linear probing. It grows as ids are
+// added, staying at most half full: sized by the distinct ids, not by the ids looked up, so a
+// hop that draws many repeats keeps a table that fits the cache.
 type idMap struct {
 	slots []idSlot // len is a power of two
 	shift uint     // 64 - log2(len(slots)), for Fibonacci hashing
+	count int      // ids held
+}
+
+// idMaps keeps the maps of finished samples for the next ones: a map keeps its table, emptied,
+// so a sampler that runs batch after batch neither allocates nor grows one per batch.
+var idMaps = sync.Pool{New: func() any { return new(idMap) }}
+
+// release empties m, whose ids are all in s.Nodes, and gives it back to idMaps.
+func (m *idMap) release(s *Sample) {
+	m.removeAll(s.Nodes)
+	if m.count != 0 { // not every id was in s.Nodes: empty the table the slow way
+		clear(m.slots)
+		m.count = 0
+	}
+	idMaps.Put(m)
+}
+
+// removeAll removes ids from m: one lookup per id, not a pass over the table.
+func (m *idMap) removeAll(ids []int64) {
+	for _, v := range ids {
+		if m.count == 0 {
+			return
+		}
+		key := v + 1
+		for i := m.home(key); m.slots[i].idPlus1 != 0; i = (i + 1) & (len(m.slots) - 1) {
+			if m.slots[i].idPlus1 == key {
+				m.remove(i)
+				break
+			}
+		}
+	}
+}
+
+// remove empties slot i and moves later slots of its probe run back (backward-shift deletion),
+// so every id left is still found from its home slot.
+func (m *idMap) remove(i int) {
+	mask := len(m.slots) - 1
+	m.count--
+	for {
+		m.slots[i] = idSlot{}
+		j := i
+		for {
+			j = (j + 1) & mask
+			if m.slots[j].idPlus1 == 0 {
+				return
+			}
+			// slots[j] may fill the hole at i unless its home lies cyclically in (i, j].
+			if home := m.home(m.slots[j].idPlus1); (j-home)&mask >= (j-i)&mask {
+				m.slots[i] = m.slots[j]
+				i = j
+				break
+			}
+		}
+	}
 }
 
 // idSlot holds a node id plus one (0 marks an empty slot) and its local id.
@@ -230,6 +285,9 @@ func (m *idMap) home(idPlus1 int64) int {
 
 // addIfAbsent returns the local id of id, mapping id to local first if id is new (added).
 func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
+	if 2*(m.count+1) > len(m.slots) {
+		m.reserve(2 * (m.count + 1))
+	}
 	key := id + 1
 	for i := m.home(key); ; i = (i + 1) & (len(m.slots) - 1) {
 		switch m.slots[i].idPlus1 {
@@ -237,6 +295,7 @@ func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
 			return m.slots[i].local, false
 		case 0:
 			m.slots[i] = idSlot{key, local}
+			m.count++
 			return local, true
 		}
 	}

@@ -515,3 +515,67 @@ func TestSampleEdgeIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestIDMapRemoveKeepsLookups removes random ids from an idMap full of colliding ids and checks
+// that every id left is still found with its local id and every removed one is gone, and that
+// removing every id leaves every slot empty.
+func TestIDMapRemoveKeepsLookups(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 9))
+	var m idMap
+	m.reserve(8)
+	want := map[int64]int64{}
+	var ids []int64
+	for len(ids) < 5000 {
+		id := r.Int64N(20000) // many ids share home slots
+		if _, ok := want[id]; ok {
+			continue
+		}
+		local := int64(len(ids))
+		if got, added := m.addIfAbsent(id, local); !added || got != local {
+			t.Fatalf("seed %d: adding new id %d gave (%d, %v)", seed, id, got, added)
+		}
+		want[id] = local
+		ids = append(ids, id)
+	}
+	find := func(id int64) (int, bool) {
+		for i := m.home(id + 1); m.slots[i].idPlus1 != 0; i = (i + 1) & (len(m.slots) - 1) {
+			if m.slots[i].idPlus1 == id+1 {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, id := range ids[:len(ids)/2] {
+		i, ok := find(id)
+		if !ok {
+			t.Fatalf("seed %d: id %d lost before its removal", seed, id)
+		}
+		m.remove(i)
+		delete(want, id)
+	}
+	for _, id := range ids[:len(ids)/2] {
+		if _, ok := find(id); ok {
+			t.Fatalf("seed %d: removed id %d still found", seed, id)
+		}
+	}
+	for id, local := range want {
+		if got, added := m.addIfAbsent(id, -1); added || got != local {
+			t.Fatalf("seed %d: id %d gave (%d, %v) after removals, want local %d", seed, id, got, added, local)
+		}
+	}
+	if m.count != len(want) {
+		t.Fatalf("seed %d: count %d, want %d", seed, m.count, len(want))
+	}
+	m.removeAll(ids[len(ids)/2:])
+	if m.count != 0 {
+		t.Fatalf("seed %d: %d ids left after removing every one", seed, m.count)
+	}
+	for i, s := range m.slots {
+		if s != (idSlot{}) {
+			t.Fatalf("seed %d: slot %d not empty after release: %+v", seed, i, s)
+		}
+	}
+}
