@@ -52,11 +52,10 @@ func TestProfileCounts(t *testing.T) {
 		t.Errorf("fanout 0: feature %v (want 7 reads, each node 1 or 2), topology %v (want zeros), %d batches of %d seeds (want 3, 7)",
 			h.Feature, h.Topology, h.Batches, h.Seeds)
 	}
-	c := uint32(math.MaxUint32 - 1)
-	atomicInc(&c)
-	atomicInc(&c)
-	if c != math.MaxUint32 {
-		t.Errorf("count saturates at %d", c)
+	// Counts are 32-bit and a node is counted at most once a batch: more batches are refused.
+	if _, err := Profile(g, []int64{0, 1, 2, 3}, ProfileOptions{Fanouts: []int{1}, BatchSize: 1, Epochs: math.MaxInt32}); err == nil ||
+		!strings.Contains(err.Error(), "too many to count in 32 bits") {
+		t.Errorf("a profile of 2^33 batches: error %v, want one saying the counts would overflow", err)
 	}
 }
 

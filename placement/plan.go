@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 )
@@ -42,26 +41,32 @@ func Plan(h *Hotness, sizes Sizes, budget Budget, policy Policy) (*Placement, er
 		}
 		pl.fillInOrder(append(pl.hottest(first), pl.hottest(second)...))
 	case DegreeRanked:
-		order := make([]item, n)
-		for v := range order {
-			order[v] = item{v: int64(v), k: KindFeature}
+		keys := make([]uint64, n)
+		for v, d := range sizes.Degrees {
+			keys[v] = ^uint64(d) // degrees are >= 0 (Sizes.validate): the highest sorts first
 		}
-		slices.SortFunc(order, func(a, b item) int {
-			return cmp.Or(cmp.Compare(sizes.Degrees[b.v], sizes.Degrees[a.v]), cmp.Compare(a.v, b.v))
-		})
+		order := make([]item, n)
+		for i, v := range radixOrder(keys) {
+			order[i] = item{v: int64(v), k: KindFeature}
+		}
 		pl.fillInOrder(order)
 	case Random:
-		order := make([]item, 2*n)
-		for i := range order {
-			order[i] = item{v: int64(i / 2), k: Kind(i % 2)}
+		// A fixed pseudo-random order of every item: sorted by a hash of its position, which
+		// streams through memory where a shuffle would miss the cache on every swap.
+		keys := make([]uint64, 2*n)
+		for i := range keys {
+			keys[i] = mix64(randomPolicySeed ^ uint64(i))
 		}
-		r := rand.New(rand.NewPCG(1, 2))
-		r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		pl.fillInOrder(order)
+		for _, j := range radixOrder(keys) {
+			pl.fill(item{v: int64(j / 2), k: Kind(j % 2)})
+		}
 	case None:
 	}
 	return p, nil
 }
+
+// randomPolicySeed fixes the Random policy's order.
+const randomPolicySeed = 0x5eed_0f_7a4d0
 
 type item struct {
 	v     int64
@@ -87,15 +92,18 @@ func (pl *planner) hot(v int64, k Kind) uint32 {
 
 // hottest lists the items of kind k read at least once, hottest first (ties: smaller id).
 func (pl *planner) hottest(k Kind) []item {
-	var out []item
+	var ids []int64
+	var keys []uint64
 	for v := range pl.h.NumNodes() {
-		if pl.hot(v, k) > 0 {
-			out = append(out, item{v: v, k: k})
+		if h := pl.hot(v, k); h > 0 {
+			ids = append(ids, v)
+			keys = append(keys, ^uint64(h))
 		}
 	}
-	slices.SortFunc(out, func(a, b item) int {
-		return cmp.Or(cmp.Compare(pl.hot(b.v, k), pl.hot(a.v, k)), cmp.Compare(a.v, b.v))
-	})
+	out := make([]item, len(ids))
+	for i, j := range radixOrder(keys) {
+		out[i] = item{v: ids[j], k: k}
+	}
 	return out
 }
 
@@ -103,13 +111,19 @@ func (pl *planner) hottest(k Kind) []item {
 // when it fits there, else leaves it on SSD.
 func (pl *planner) fillInOrder(order []item) {
 	for _, it := range order {
-		m := pl.s.memory(it.v, it.k)
-		for _, t := range []Tier{TierGPU, TierHost} {
-			if m <= pl.left[t] {
-				pl.left[t] -= m
-				pl.p.set(it.v, it.k, t, m)
-				break
-			}
+		pl.fill(it)
+	}
+}
+
+// fill puts it in the GPU when it fits there, else in host memory when it fits there, else
+// leaves it on SSD.
+func (pl *planner) fill(it item) {
+	m := pl.s.memory(it.v, it.k)
+	for _, t := range []Tier{TierGPU, TierHost} {
+		if m <= pl.left[t] {
+			pl.left[t] -= m
+			pl.p.set(it.v, it.k, t, m)
+			return
 		}
 	}
 }
@@ -178,9 +192,10 @@ func (pl *planner) fillTier(cands []item, t Tier, chunk int64) {
 		}
 	}
 	var sorting sync.WaitGroup
-	for k := range byKind {
-		sorting.Go(func() { sortByDensity(byKind[k]) })
-	}
+	sorting.Go(func() { sortByDensity(byKind[KindTopology]) })
+	// Feature rows all cost the same memory and bytes, so a row's density grows with its
+	// hotness alone: ranking by hotness is ranking by density, and a counting sort does it.
+	sorting.Go(func() { pl.sortByHotness(byKind[KindFeature]) })
 	sorting.Wait()
 	var pos [2]int
 	take := func(it item) {
@@ -225,20 +240,75 @@ func (pl *planner) fillTier(cands []item, t Tier, chunk int64) {
 	}
 }
 
-// sortByDensity orders items given in node order best density first, ties in node order, as a
-// comparison sort by (density descending, node ascending) would: a stable LSD radix sort on the
-// density's bits, in time linear in the items.
-func sortByDensity(items []item) {
-	n := len(items)
-	if n < 1<<12 || int64(n) > math.MaxUint32 {
-		slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.dens, a.dens) })
+// sortByHotness orders items of one kind, given in node order, hottest first, ties in node
+// order: a stable counting sort over the hotness values, in time linear in the items.
+func (pl *planner) sortByHotness(items []item) {
+	if len(items) == 0 {
 		return
 	}
-	keys, idx := make([]uint64, n), make([]uint32, n)
+	var maxHot uint32
+	for _, it := range items {
+		maxHot = max(maxHot, pl.hot(it.v, it.k))
+	}
+	if maxHot >= 1<<24 { // too many buckets to count: sort the keys instead
+		keys := make([]uint64, len(items))
+		for i, it := range items {
+			keys[i] = ^uint64(pl.hot(it.v, it.k))
+		}
+		sorted := make([]item, len(items))
+		for i, j := range radixOrder(keys) {
+			sorted[i] = items[j]
+		}
+		copy(items, sorted)
+		return
+	}
+	start := make([]int, maxHot+2) // start[maxHot-h] is where hotness h begins
+	for _, it := range items {
+		start[maxHot-pl.hot(it.v, it.k)+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	sorted := make([]item, len(items))
+	for _, it := range items {
+		b := maxHot - pl.hot(it.v, it.k)
+		sorted[start[b]] = it
+		start[b]++
+	}
+	copy(items, sorted)
+}
+
+// sortByDensity orders items given in node order best density first, ties in node order, as a
+// comparison sort by (density descending, node ascending) would.
+func sortByDensity(items []item) {
+	keys := make([]uint64, len(items))
 	for i, it := range items {
 		// dens >= 0: its bits grow with it; complemented, the best density sorts first.
-		keys[i], idx[i] = ^math.Float64bits(it.dens), uint32(i)
+		keys[i] = ^math.Float64bits(it.dens)
 	}
+	sorted := make([]item, len(items))
+	for i, j := range radixOrder(keys) {
+		sorted[i] = items[j]
+	}
+	copy(items, sorted)
+}
+
+// radixOrder returns the positions of keys in ascending key order, equal keys in position order
+// (a stable sort): an LSD radix sort over the key bytes that differ, in time linear in the keys.
+func radixOrder(keys []uint64) []uint32 {
+	n := len(keys)
+	if int64(n) > math.MaxUint32 {
+		panic(fmt.Sprintf("placement: radixOrder of %d keys (at most 2^32)", n))
+	}
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(i)
+	}
+	if n < 1<<12 {
+		slices.SortStableFunc(idx, func(a, b uint32) int { return cmp.Compare(keys[a], keys[b]) })
+		return idx
+	}
+	keys = slices.Clone(keys)
 	tmpKeys, tmpIdx := make([]uint64, n), make([]uint32, n)
 	for shift := 0; shift < 64; shift += 8 {
 		var count [256]int
@@ -259,9 +329,5 @@ func sortByDensity(items []item) {
 		}
 		keys, tmpKeys, idx, tmpIdx = tmpKeys, keys, tmpIdx, idx
 	}
-	sorted := make([]item, n)
-	for i, j := range idx {
-		sorted[i] = items[j]
-	}
-	copy(items, sorted)
+	return idx
 }

@@ -126,6 +126,10 @@ func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, err
 	case epochs == 0:
 		epochs = MaxProfileEpochs
 	}
+	if int64(epochs)*int64(perEpoch) >= math.MaxUint32 {
+		// A node is counted at most once a batch: with fewer batches no count overflows.
+		return nil, fmt.Errorf("placement: %d epochs of %d batches are too many to count in 32 bits; profile fewer (Batches)", epochs, perEpoch)
+	}
 	cacheRows := opt.CacheRows
 	if cacheRows == 0 {
 		cacheRows = n / 4
@@ -176,7 +180,7 @@ func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, err
 			h.Convergence = append(h.Convergence, est)
 		}
 		for v, c := range epochCounts {
-			h.Feature[v] = satAdd32(h.Feature[v], c)
+			h.Feature[v] += c
 		}
 		if k := len(h.Convergence); opt.Epochs == 0 && opt.Batches == 0 && k >= 2 &&
 			h.Convergence[k-2].HeldOut-h.Convergence[k-1].HeldOut <= Converged*h.Convergence[k-2].HeldOut {
@@ -250,7 +254,7 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 					distinct = append(distinct[:0], batch...)
 					slices.Sort(distinct)
 					for _, v := range slices.Compact(distinct) {
-						atomicInc(&h.Topology[v])
+						atomic.AddUint32(&h.Topology[v], 1)
 					}
 				}
 				at := s.NodesPerHop[0]
@@ -260,12 +264,12 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 						break
 					}
 					for _, v := range frontier {
-						atomicInc(&h.Topology[v])
+						atomic.AddUint32(&h.Topology[v], 1)
 					}
 					at += s.NodesPerHop[hop]
 				}
 				for _, v := range s.Nodes {
-					atomicInc(&epoch[v])
+					atomic.AddUint32(&epoch[v], 1)
 				}
 				ranBatch[b] = true
 				if opt.Progress != nil {
@@ -341,23 +345,6 @@ func missesUnder(rank, eval []uint32, cacheRows int64) float64 {
 		}
 	}
 	return misses
-}
-
-// atomicInc adds one to *c, saturating.
-func atomicInc(c *uint32) {
-	for {
-		old := atomic.LoadUint32(c)
-		if old == math.MaxUint32 || atomic.CompareAndSwapUint32(c, old, old+1) {
-			return
-		}
-	}
-}
-
-func satAdd32(a, b uint32) uint32 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxUint32
 }
 
 func mix64(z uint64) uint64 {
