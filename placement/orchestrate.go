@@ -231,9 +231,20 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		noTopology.Topology = make([]uint32, len(h.Topology))
 		planH = &noTopology
 	}
+	// The other policies' plans, for the comparison, depend only on the profile and budgets:
+	// make them while the chosen one is made and saved.
+	others := make([]*Placement, len(Policies()))
+	othersErr := make([]error, len(Policies()))
+	var planning sync.WaitGroup
+	for i, pol := range Policies() {
+		if pol != opt.Policy {
+			planning.Go(func() { others[i], othersErr[i] = Plan(planH, sizes, want.Budget, pol) })
+		}
+	}
 	if p == nil {
 		start := time.Now()
 		if p, err = Plan(planH, sizes, want.Budget, opt.Policy); err != nil {
+			planning.Wait()
 			return nil, nil, err
 		}
 		rep.PlanSeconds = time.Since(start).Seconds()
@@ -251,40 +262,38 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 			rep.Usage = append(rep.Usage, TierUsage{Kind: k.String(), Tier: t.String(), Items: items, Bytes: bytes})
 		}
 	}
-	// Every other policy's plan is independent of the rest: plan and cost them in parallel.
+	planning.Wait()
+	for i, err := range othersErr {
+		if err != nil {
+			return nil, nil, fmt.Errorf("placement: plan %s for comparison: %w", Policies()[i], err)
+		}
+	}
+	// Costing each plan is independent of the rest: do it in parallel.
 	rep.Comparison = make([]PolicyCost, len(Policies()))
 	errs := make([]error, len(Policies()))
-	var wg sync.WaitGroup
-	for i, pol := range Policies() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep.Comparison[i], errs[i] = comparePolicy(p, pol, planH, sizes)
-		}()
+	var costing sync.WaitGroup
+	for i, q := range others {
+		if q == nil {
+			q = p // the chosen policy
+		}
+		costing.Go(func() { rep.Comparison[i], errs[i] = comparePolicy(q, p.Policy, planH, sizes) })
 	}
-	wg.Wait()
+	costing.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
 	return p, rep, nil
 }
 
-// comparePolicy is what pol would cost under the profile and budget of p (p itself when pol is
-// its policy).
-func comparePolicy(p *Placement, pol Policy, h *Hotness, sizes Sizes) (PolicyCost, error) {
-	q := p
-	if pol != p.Policy {
-		var err error
-		if q, err = Plan(h, sizes, p.Budget, pol); err != nil {
-			return PolicyCost{}, fmt.Errorf("placement: plan %s for comparison: %w", pol, err)
-		}
-	}
+// comparePolicy is what placement q costs under the profile h; chosen is the policy the report
+// chose.
+func comparePolicy(q *Placement, chosen Policy, h *Hotness, sizes Sizes) (PolicyCost, error) {
 	t, err := Cost(q, h, sizes)
 	if err != nil {
 		return PolicyCost{}, err
 	}
 	t = t.PerBatch()
-	c := PolicyCost{Policy: pol.String(), Chosen: pol == p.Policy,
+	c := PolicyCost{Policy: q.Policy.String(), Chosen: q.Policy == chosen,
 		PCIeBytesPerBatch: t.Total.PCIeBytes, SSDBytesPerBatch: t.Total.SSDBytes,
 		PerBatch: BatchTraffic{Topology: t.Topology, Feature: t.Feature, Total: t.Total}}
 	for _, tier := range []Tier{TierGPU, TierHost} {
