@@ -22,6 +22,14 @@ if [ -n "$roof" ]; then
   cp "$roof/gather.cu" "$roof/iobench.c" "$stage/gpu/roofline/"
   if [ -f /usr/include/liburing.h ]; then
     gcc -O2 -static -o "$stage/gpu/iobench" "$roof/iobench.c" -luring
+  elif command -v apt-get >/dev/null && (cd "$stage" && apt-get download -q liburing-dev >/dev/null 2>&1); then
+    # No liburing installed: link against the Debian package's static library, unpacked here.
+    dpkg-deb -x "$stage"/liburing-dev_*.deb "$stage/uring"
+    gcc -O2 -static -I"$stage/uring/usr/include" -o "$stage/gpu/iobench" "$roof/iobench.c" \
+      "$stage/uring/usr/lib/x86_64-linux-gnu/liburing.a"
+    rm -rf "$stage"/liburing-dev_*.deb "$stage/uring"
+  else
+    echo "gpu_bundle: no liburing (install liburing-dev): no iobench in the bundle" >&2
   fi
 fi
 # pytest for the Python CUDA suites there (the GPU machine has none and no network): pure-Python
