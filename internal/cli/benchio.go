@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,15 +26,21 @@ import (
 
 // ioBenchRow is one line of `tierfs bench io`: one thread count, the engine against iobench.
 type ioBenchRow struct {
-	Threads         int     `json:"threads"`
-	Reads           uint64  `json:"reads"`
-	Seconds         float64 `json:"seconds"`
-	ReadsPerS       float64 `json:"reads_per_s"`
-	EntersPerRead   float64 `json:"enters_per_read"` // io_uring_enter calls per read (0 under SQPOLL when the poller keeps up)
-	Retries         uint64  `json:"retries"`         // reads the device turned away (queue full) and the engine read again
-	IOBenchReadsPer float64 `json:"iobench_reads_per_s,omitempty"`
-	Ratio           float64 `json:"ratio,omitempty"` // tierfs / iobench
-	IOBenchNote     string  `json:"iobench_note,omitempty"`
+	Threads       int     `json:"threads"`
+	Reads         uint64  `json:"reads"`
+	Seconds       float64 `json:"seconds"`
+	ReadsPerS     float64 `json:"reads_per_s"`
+	EntersPerRead float64 `json:"enters_per_read"` // io_uring_enter calls per read (0 under SQPOLL when the poller keeps up)
+	Retries       uint64  `json:"retries"`         // reads the device turned away (queue full) and the engine read again
+	// CPUPerRead and SwitchesPerRead are the process's CPU time (user+system, µs) and voluntary
+	// context switches per read over the run; the IOBench ones are iobench's processes'.
+	CPUPerRead             float64 `json:"cpu_us_per_read"`
+	SwitchesPerRead        float64 `json:"switches_per_read"`
+	IOBenchReadsPer        float64 `json:"iobench_reads_per_s,omitempty"`
+	IOBenchCPUPerRead      float64 `json:"iobench_cpu_us_per_read,omitempty"`
+	IOBenchSwitchesPerRead float64 `json:"iobench_switches_per_read,omitempty"`
+	Ratio                  float64 `json:"ratio,omitempty"` // tierfs / iobench
+	IOBenchNote            string  `json:"iobench_note,omitempty"`
 }
 
 // ioTarget is one file or block device that bench io reads.
@@ -139,13 +146,18 @@ func runBenchIO(args []string) error {
 			return err
 		}
 		if *iobench != "" {
-			row.IOBenchReadsPer, row.IOBenchNote = runIOBench(*iobench, targets, n, *bs, *qd, *secs)
+			row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote = runIOBench(*iobench, targets, n, *bs, *qd, *secs)
 			if row.IOBenchReadsPer > 0 {
 				row.Ratio = row.ReadsPerS / row.IOBenchReadsPer
 			}
 		}
 		rows = append(rows, row)
-		fmt.Printf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried), iobench %.0f %s\n", n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.IOBenchReadsPer, row.IOBenchNote)
+		line := fmt.Sprintf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried, %.2f µs CPU and %.3f context switches a read)",
+			n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.CPUPerRead, row.SwitchesPerRead)
+		if *iobench != "" {
+			line += fmt.Sprintf(", iobench %.0f (%.2f µs, %.3f) %s", row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote)
+		}
+		fmt.Println(line)
 	}
 	fmt.Printf("\n%8s %16s %16s %8s %14s\n", "threads", "tierfs reads/s", "iobench reads/s", "ratio", "enters/read")
 	for _, r := range rows {
@@ -231,10 +243,13 @@ func engineIO(targets []ioTarget, n int, opts gpuio.Options, batch int, dur time
 			}
 		})
 	}
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &before)
 	start = time.Now()
 	close(ready)
 	wg.Wait()
 	took := time.Since(start).Seconds()
+	unix.Getrusage(unix.RUSAGE_SELF, &after)
 	if err := errors.Join(errs...); err != nil {
 		return ioBenchRow{}, fmt.Errorf("bench io: %w", err)
 	}
@@ -248,6 +263,7 @@ func engineIO(targets []ioTarget, n int, opts gpuio.Options, batch int, dur time
 	row.ReadsPerS = float64(row.Reads) / took
 	if row.Reads > 0 {
 		row.EntersPerRead = float64(enters) / float64(row.Reads)
+		row.CPUPerRead, row.SwitchesPerRead = perRead(&before, &after, row.Reads)
 	}
 	return row, nil
 }
@@ -256,7 +272,7 @@ var iobenchIOPS = regexp.MustCompile(`([0-9.]+) IOPS`)
 
 // runIOBench runs n iobench processes at once, process p on target p mod len(targets), and sums
 // the IOPS they print; on failure it returns 0 and why.
-func runIOBench(bin string, targets []ioTarget, n, bs, qd int, secs float64) (float64, string) {
+func runIOBench(bin string, targets []ioTarget, n, bs, qd int, secs float64) (readsPerS, cpuPerRead, switchesPerRead float64, note string) {
 	cmds := make([]*exec.Cmd, n)
 	outs := make([]bytes.Buffer, n)
 	for p := range cmds {
@@ -270,13 +286,19 @@ func runIOBench(bin string, targets []ioTarget, n, bs, qd int, secs float64) (fl
 				c.Process.Kill()
 				c.Wait()
 			}
-			return 0, fmt.Sprintf("(iobench did not start: %v)", err)
+			return 0, 0, 0, fmt.Sprintf("(iobench did not start: %v)", err)
 		}
 	}
-	var sum float64
+	var sum, reads float64
+	var used unix.Rusage
 	var why []string
 	for p, c := range cmds {
 		err := c.Wait()
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			used.Utime.Usec += ru.Utime.Sec*1e6 + ru.Utime.Usec
+			used.Stime.Usec += ru.Stime.Sec*1e6 + ru.Stime.Usec
+			used.Nvcsw += ru.Nvcsw
+		}
 		m := iobenchIOPS.FindSubmatch(outs[p].Bytes())
 		if err != nil || m == nil {
 			line, _ := bufio.NewReader(&outs[p]).ReadString('\n')
@@ -285,9 +307,18 @@ func runIOBench(bin string, targets []ioTarget, n, bs, qd int, secs float64) (fl
 		}
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		sum += v
+		reads += v * secs
 	}
 	if len(why) > 0 {
-		return 0, "(iobench failed: " + strings.Join(why, "; ") + ")"
+		return 0, 0, 0, "(iobench failed: " + strings.Join(why, "; ") + ")"
 	}
-	return sum, ""
+	cpuPerRead, switchesPerRead = perRead(&unix.Rusage{}, &used, uint64(max(reads, 1)))
+	return sum, cpuPerRead, switchesPerRead, ""
+}
+
+// perRead is the CPU time (µs) and voluntary context switches per read between two rusages.
+func perRead(before, after *unix.Rusage, reads uint64) (cpuUs, switches float64) {
+	us := func(t unix.Timeval) float64 { return float64(t.Sec)*1e6 + float64(t.Usec) }
+	cpu := us(after.Utime) - us(before.Utime) + us(after.Stime) - us(before.Stime)
+	return cpu / float64(reads), float64(after.Nvcsw-before.Nvcsw) / float64(reads)
 }
