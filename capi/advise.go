@@ -9,6 +9,7 @@ import "C"
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/advise"
@@ -45,7 +46,7 @@ func storeJSONCall(h uintptr, call string, request *C.char, buf *C.char, capacit
 	if err := checkJSONOut(buf, capacity, needed); err != nil {
 		return err
 	}
-	data, err := rec.answer(call, C.GoString(request), capacity, func(dec *json.Decoder) (any, error) { return run(rec, dec) })
+	data, err := rec.kept.answer(call, C.GoString(request), capacity, func(dec *json.Decoder) (any, error) { return run(rec, dec) })
 	if err != nil {
 		return err
 	}
@@ -84,13 +85,22 @@ type keptAnswer struct {
 	data    []byte
 }
 
-// answer returns the JSON answer to request for call ("advise", "place"): the one kept from the
-// last call of that name when its request was the same, else run's. An answer of capacity bytes
-// or more (it does not fit with its NUL) is kept for the retry; one that fits drops what was kept.
-func (rec *storeRec) answer(call, request string, capacity uint64, run func(*json.Decoder) (any, error)) ([]byte, error) {
-	rec.mu.Lock()
-	kept, ok := rec.kept[call]
-	rec.mu.Unlock()
+// keptAnswers holds, per JSON call ("advise", "place", "verify"), the last answer that did not
+// fit the caller's buffer, for the retry tierfs.h promises. The zero value keeps answers; after
+// drop it keeps none.
+type keptAnswers struct {
+	mu      sync.Mutex
+	byCall  map[string]keptAnswer
+	dropped bool
+}
+
+// answer returns the JSON answer to request for call: the one kept from the last call of that
+// name when its request was the same, else run's. An answer of capacity bytes or more (it does
+// not fit with its NUL) is kept for the retry; one that fits drops what was kept.
+func (k *keptAnswers) answer(call, request string, capacity uint64, run func(*json.Decoder) (any, error)) ([]byte, error) {
+	k.mu.Lock()
+	kept, ok := k.byCall[call]
+	k.mu.Unlock()
 	data := kept.data
 	if !ok || kept.request != request {
 		dec := json.NewDecoder(strings.NewReader(request))
@@ -103,12 +113,30 @@ func (rec *storeRec) answer(call, request string, capacity uint64, run func(*jso
 			return nil, err
 		}
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if uint64(len(data)) < capacity {
-		delete(rec.kept, call)
-	} else if rec.kept != nil {
-		rec.kept[call] = keptAnswer{request: request, data: data}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case uint64(len(data)) < capacity:
+		delete(k.byCall, call)
+	case !k.dropped:
+		if k.byCall == nil {
+			k.byCall = map[string]keptAnswer{}
+		}
+		k.byCall[call] = keptAnswer{request: request, data: data}
 	}
 	return data, nil
+}
+
+// drop forgets every kept answer and keeps none from now on.
+func (k *keptAnswers) drop() {
+	k.mu.Lock()
+	k.byCall, k.dropped = nil, true
+	k.mu.Unlock()
+}
+
+// count is the number of answers kept.
+func (k *keptAnswers) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.byCall)
 }

@@ -36,12 +36,11 @@ type storeRec struct {
 	s      *featurestore.Store
 	opened featurestore.Options // what the store was opened with (for the mount's placement.json)
 
-	mu       sync.Mutex // guards the mount and kept
+	mu       sync.Mutex // guards the mount
 	mount    unmounter
 	mountDir string
-	// kept holds, per JSON call ("advise", "place"), the last answer that did not fit the
-	// caller's buffer, for the retry tierfs.h promises; nil once the handle is closed.
-	kept map[string]keptAnswer
+	// kept holds the JSON answers ("advise", "place") kept for a retry; dropped with the handle.
+	kept keptAnswers
 }
 
 // withStatus gives err a fixed status, keeping its message.
@@ -135,7 +134,7 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 		}
 		return err
 	}
-	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo, kept: map[string]keptAnswer{}}))
+	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
 	return nil
 }
 
@@ -189,8 +188,8 @@ func closeStore(h uintptr) error {
 	if err != nil {
 		return err
 	}
+	rec.kept.drop() // answers kept for a retry go with the handle
 	rec.mu.Lock()
-	rec.kept = nil // answers kept for a retry go with the handle
 	var uerr error
 	if rec.mount != nil {
 		if err := rec.mount.Unmount(); err != nil {

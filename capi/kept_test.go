@@ -22,7 +22,7 @@ func TestKeptAnswersGoWithTheHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &storeRec{s: s, kept: map[string]keptAnswer{}}
+	rec := &storeRec{s: s}
 	h := register(kindStore, rec)
 
 	runs := 0
@@ -35,34 +35,34 @@ func TestKeptAnswersGoWithTheHandle(t *testing.T) {
 		return map[string]int{"run": runs, "x": req["x"]}, nil
 	}
 	want := `{"run":1,"x":5}`
-	data, err := rec.answer("advise", `{"x": 5}`, 4, run) // too small: kept
-	if err != nil || string(data) != want || runs != 1 || len(rec.kept) != 1 {
-		t.Fatalf("first call: %s, %v, %d runs, %d kept", data, err, runs, len(rec.kept))
+	data, err := rec.kept.answer("advise", `{"x": 5}`, 4, run) // too small: kept
+	if err != nil || string(data) != want || runs != 1 || rec.kept.count() != 1 {
+		t.Fatalf("first call: %s, %v, %d runs, %d kept", data, err, runs, rec.kept.count())
 	}
-	if data, _ := rec.answer("place", `{"x": 5}`, 4, run); string(data) != `{"run":2,"x":5}` || len(rec.kept) != 2 {
-		t.Fatalf("another call's answer is its own: %s, %d kept", data, len(rec.kept))
+	if data, _ := rec.kept.answer("place", `{"x": 5}`, 4, run); string(data) != `{"run":2,"x":5}` || rec.kept.count() != 2 {
+		t.Fatalf("another call's answer is its own: %s, %d kept", data, rec.kept.count())
 	}
-	data, err = rec.answer("advise", `{"x": 5}`, uint64(len(want)+1), run) // the retry: the kept answer
+	data, err = rec.kept.answer("advise", `{"x": 5}`, uint64(len(want)+1), run) // the retry: the kept answer
 	if err != nil || string(data) != want || runs != 2 {
 		t.Fatalf("retry: %s, %v, %d runs; want the kept answer without running", data, err, runs)
 	}
-	if _, ok := rec.kept["advise"]; ok {
+	if _, ok := rec.kept.byCall["advise"]; ok {
 		t.Fatal("a delivered answer is still kept")
 	}
-	if data, _ := rec.answer("place", `{"x": 6}`, 1000, run); string(data) != `{"run":3,"x":6}` {
+	if data, _ := rec.kept.answer("place", `{"x": 6}`, 1000, run); string(data) != `{"run":3,"x":6}` {
 		t.Fatalf("another request runs again: %s", data)
 	}
-	rec.answer("advise", `{"x": 7}`, 0, run) // a size query: kept
-	if len(rec.kept) != 1 {
-		t.Fatalf("%d answers kept, want 1", len(rec.kept))
+	rec.kept.answer("advise", `{"x": 7}`, 0, run) // a size query: kept
+	if rec.kept.count() != 1 {
+		t.Fatalf("%d answers kept, want 1", rec.kept.count())
 	}
 	if err := closeStore(h); err != nil {
 		t.Fatal(err)
 	}
-	if rec.kept != nil {
-		t.Fatalf("tfs_close left %d kept answers", len(rec.kept))
+	if rec.kept.count() != 0 {
+		t.Fatalf("tfs_close left %d kept answers", rec.kept.count())
 	}
-	if _, err := rec.answer("advise", `{"x": 7}`, 0, run); err != nil || rec.kept != nil {
-		t.Fatalf("an answer was kept after close: %v", rec.kept)
+	if _, err := rec.kept.answer("advise", `{"x": 7}`, 0, run); err != nil || rec.kept.count() != 0 {
+		t.Fatalf("an answer was kept after close: %v", rec.kept.byCall)
 	}
 }

@@ -7,9 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -29,12 +27,9 @@ type verifyProblem struct {
 	What   string `json:"what"`
 }
 
-// keptVerify is the last report that did not fit its caller's buffer, for the retry (verifying
-// again would read the whole dataset again).
-var keptVerify struct {
-	sync.Mutex
-	keptAnswer
-}
+// keptVerify holds the last report that did not fit its caller's buffer, for the retry
+// (verifying again would read the whole dataset again), under the request dir NUL request_json.
+var keptVerify keptAnswers
 
 //export tfsgo_verify_json
 func tfsgo_verify_json(path *C.char, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
@@ -53,32 +48,25 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 		return err
 	}
 	dir, req := C.GoString(path), C.GoString(request)
-	key := dir + "\x00" + req
-	keptVerify.Lock()
-	data := keptVerify.data
-	if keptVerify.request != key {
-		data = nil
-	}
-	keptVerify.Unlock()
-	if data == nil {
+	data, err := keptVerify.answer("verify", dir+"\x00"+req, capacity, func(*json.Decoder) (any, error) {
 		var opt struct {
 			Limit *int `json:"limit"`
 		}
 		dec := json.NewDecoder(strings.NewReader(req))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&opt); err != nil {
-			return fail(stEINVAL, "request_json: %v (keys: limit)", err)
+			return nil, fail(stEINVAL, "request_json: %v (keys: limit)", err)
 		}
 		limit := 20
 		if opt.Limit != nil {
 			if *opt.Limit < 0 {
-				return fail(stEINVAL, "request_json: limit = %d is negative (0: no limit)", *opt.Limit)
+				return nil, fail(stEINVAL, "request_json: limit = %d is negative (0: no limit)", *opt.Limit)
 			}
 			limit = *opt.Limit
 		}
 		m, err := dataset.Load(dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var fn func(done, total int64)
 		if progress != nil {
@@ -86,7 +74,7 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 		}
 		problems, err := m.Verify(limit, fn)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := verifyReport{OK: len(problems) == 0, Files: len(m.Files), Problems: []verifyProblem{}}
 		for _, f := range m.Files {
@@ -95,17 +83,11 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 		for _, p := range problems {
 			r.Problems = append(r.Problems, verifyProblem{p.File, p.Offset, p.What})
 		}
-		if data, err = json.Marshal(r); err != nil {
-			return fmt.Errorf("tfs_verify_json: %w", err)
-		}
+		return r, nil
+	})
+	if err != nil {
+		return err
 	}
-	keptVerify.Lock()
-	if uint64(len(data)) < capacity {
-		keptVerify.keptAnswer = keptAnswer{}
-	} else {
-		keptVerify.keptAnswer = keptAnswer{request: key, data: data}
-	}
-	keptVerify.Unlock()
 	putJSON(data, buf, capacity, needed)
 	return nil
 }
