@@ -61,10 +61,15 @@ type Options struct {
 	Out          string // dataset directory to write
 	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form: one
 	// node and one edge type) to ingest instead of the inputs above: its edges, node and edge
-	// features (by their names; the first node feature is the default), and from its first task
-	// the labels and the train/validation/test seeds. Its files are copied into the dataset.
+	// features (by their names; the first node feature is the default), and from one task (see
+	// GraphBoltTask) the labels and the train/validation/test seeds. Its files are copied into
+	// the dataset.
 	GraphBolt string
-	Replace   bool // replace what Out holds (a dataset or other files); else such an Out is refused
+	// GraphBoltTask picks the task of GraphBolt whose labels and seeds are ingested: a task name,
+	// else an index into metadata.yaml's tasks; "" takes the first. An unknown one is an error
+	// listing the tasks.
+	GraphBoltTask string
+	Replace       bool // replace what Out holds (a dataset or other files); else such an Out is refused
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
@@ -99,6 +104,9 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	}
 	if opt.Out == "" {
 		return nil, errors.New("ingest: no output directory (Options.Out)")
+	}
+	if opt.GraphBoltTask != "" && opt.GraphBolt == "" {
+		return nil, fmt.Errorf("ingest: GraphBoltTask %q without GraphBolt: a task is chosen from a GraphBolt dataset", opt.GraphBoltTask)
 	}
 	if opt.GraphBolt != "" {
 		cleanup, err := fromGraphBolt(&opt)
@@ -337,6 +345,7 @@ func (opt Options) args() []string {
 	}
 	if opt.GraphBolt != "" {
 		add("graphbolt", abs(opt.GraphBolt))
+		add("graphbolt-task", opt.GraphBoltTask)
 		return a // the rest was read from its metadata
 	}
 	add("edges", abs(opt.Edges))

@@ -489,22 +489,30 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
     )
 
 
-def from_graphbolt(path: PathLike, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-                   force: bool = False, progress: ProgressLike = None) -> str:
+def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None] = None, undirected: bool = False,
+                   device_paths: Optional[Sequence[PathLike]] = None, force: bool = False, progress: ProgressLike = None) -> str:
     """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
     ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
     section, one node type and one edge type) and returns its path: the edges (CSV or ``.npy``),
     every node feature by its name (the first is the default, ``x`` to :mod:`tierfs.pyg`), every
-    edge feature, and from the first task the labels and the train/validation/test seeds. The
+    edge feature, and from one task (``task``; the first by default) the labels and the
+    train/validation/test seeds. The
     files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
     input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
 
     Args:
         path: the GraphBolt dataset directory.
+        task: the task whose labels and seeds to ingest: its name, or its index in
+            ``metadata.yaml``'s ``tasks`` (None: the first). An unknown task raises ValueError
+            listing the tasks.
         out, undirected, device_paths, force, progress: as :func:`ingest`.
     """
     _native.check_process()
     opts: Dict[str, Any] = {"out": os.fspath(out), "graphbolt": _input_path(path, "graphbolt")}
+    if task is not None:
+        if isinstance(task, bool) or not isinstance(task, (str, int)):
+            raise errors.DTypeError(f"from_graphbolt: task must be a task name (str) or index (int), got {task!r}")
+        opts["graphbolt_task"] = str(task)
     if undirected:
         opts["undirected"] = True
     if device_paths:
