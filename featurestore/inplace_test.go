@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 )
 
@@ -103,7 +104,11 @@ func TestInPlaceGathers(t *testing.T) {
 		d := writeInPlaceDataset(t, sh.dtype, count, sh.dim, rng)
 		rb := d.rowBytes
 		ids := append(randomIDs(rng, 300, count), 0, count-1, count-1, count/2)
-		for _, backend := range backends(t) {
+		all := backends(t)
+		if gpuErr == nil { // device gathers whose reads the GPU submits (short at the file's end)
+			all = append(all, gpuio.BackendGPUURing)
+		}
+		for _, backend := range all {
 			for _, c := range []struct {
 				name string
 				opt  Options
@@ -116,7 +121,8 @@ func TestInPlaceGathers(t *testing.T) {
 				{"gpu+host", Options{GPUCacheBytes: count / 4 * rb, HostCacheBytes: count / 3 * (rb + 40)}},
 			} {
 				name := fmt.Sprintf("%s_x%d/%s/%s", sh.dtype, sh.dim, backend, c.name)
-				if c.opt.GPUCacheBytes > 0 && gpuErr != nil {
+				if (c.opt.GPUCacheBytes > 0 || backend == gpuio.BackendGPUURing) && gpuErr != nil ||
+					backend == gpuio.BackendGPUURing && c.name != "ssd" && c.name != "gpu+host" {
 					continue
 				}
 				opt := c.opt
@@ -156,6 +162,9 @@ func TestInPlaceGathers(t *testing.T) {
 				}
 				if c.opt.GPUCacheBytes > 0 && st.Tier("gpu").Hits == 0 {
 					t.Errorf("%s: the GPU tier served nothing", name)
+				}
+				if backend == gpuio.BackendGPUURing && (st.IO.GPURing != "active" || st.IO.GPURingReads == 0) {
+					t.Errorf("%s: no GPU-submitted reads: %+v", name, st.IO)
 				}
 				if c.name == "host" { // planned epochs pack rows read from the in-place file
 					o := epochOpts(t, d.testData, 1)
