@@ -4,6 +4,7 @@ read back against the input arrays, and its refusals."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import numpy as np
@@ -169,3 +170,19 @@ def test_graphbolt_task(tmp_path, cli):
     with pytest.raises(TypeError, match="task must be"):
         tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "bad", task=1.0)
     assert not (tmp_path / "bad").exists()
+
+
+def test_graphbolt_features_in_place(tmp_path):
+    """from_graphbolt(features_in_place=True) reads GraphBolt's node feature .npy files where
+    they are (edge features are copied)."""
+    _, a = make_graphbolt(tmp_path / "gb", rng(154), csv=False)
+    path = tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "ds", features_in_place=True)
+    with open(tmp_path / "ds" / "manifest.json") as f:
+        m = json.load(f)
+    feats = {f["name"]: f for f in m["node_types"][0]["features"]}
+    assert feats["feat"]["files"] == [str(tmp_path / "gb" / "data" / "feat.npy")] and feats["year"].get("in_place")
+    assert not m["edge_types"][0]["features"][0].get("in_place")
+    with tierfs.open(path) as s:
+        ids = np.arange(s.num_nodes)
+        np.testing.assert_array_equal(s.gather(ids), np.load(tmp_path / "gb" / "data" / "feat.npy", mmap_mode="r"), err_msg=f"seed {SEED}")
+        np.testing.assert_array_equal(s.gather(ids, feature="year"), a["year"])
