@@ -35,7 +35,7 @@ var (
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
 		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
 		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
-		"graphbolt": "GraphBolt",
+		"graphbolt": "GraphBolt", "graphbolt_task": "GraphBoltTask", "features_in_place": "FeaturesInPlace",
 	}
 )
 

@@ -14,9 +14,11 @@ import (
 
 func hashHex(b []byte) string { return fmt.Sprintf("%016x", xxhash.Sum64(b)) }
 
-// blockChecksums hashes each block of the first size bytes of f.
-func blockChecksums(f *os.File, size, block int64) ([]uint64, error) {
-	sums := make([]uint64, 0, size/block)
+// blockChecksums hashes each block of the first size bytes of f; when size is no multiple of
+// block, the last block's hash covers the bytes there are. progress, when set, gets the bytes
+// hashed so far.
+func blockChecksums(f *os.File, size, block int64, progress func(done int64)) ([]uint64, error) {
+	sums := make([]uint64, 0, (size+block-1)/block)
 	buf := make([]byte, 1<<20/block*block)
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
@@ -24,17 +26,22 @@ func blockChecksums(f *os.File, size, block int64) ([]uint64, error) {
 			return nil, fmt.Errorf("dataset: read %s at %d: %w", f.Name(), off, err)
 		}
 		for b := int64(0); b < n; b += block {
-			sums = append(sums, xxhash.Sum64(buf[b:b+block]))
+			sums = append(sums, xxhash.Sum64(buf[b:min(b+block, n)]))
 		}
 		off += n
+		if progress != nil {
+			progress(off)
+		}
 	}
 	return sums, nil
 }
 
-// Checksums are the per-block checksums of one data file.
+// Checksums are the per-block checksums of one data file of Size bytes (a multiple of BlockSize
+// but for an in-place file, whose last block's sum covers the bytes there are).
 type Checksums struct {
 	Path      string
 	BlockSize int64
+	Size      int64
 	Sums      []uint64
 }
 
@@ -44,7 +51,7 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 	// The sidecar's size is known from the manifest (one uint64 per block): a file of any other
 	// size is refused before reading, and no more than that is ever read.
 	bs := int64(m.BlockSize)
-	want := f.Bytes / bs * 8
+	want := f.Blocks(bs) * 8
 	fd, size, err := m.OpenFD(f.Checksums, 0)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: checksums of %s: %w", f.Path, err)
@@ -60,26 +67,29 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 	if got := hashHex(side); got != f.ChecksumsHash {
 		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
 	}
-	c := &Checksums{Path: f.Path, BlockSize: bs, Sums: make([]uint64, len(side)/8)}
+	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8)}
 	for i := range c.Sums {
 		c.Sums[i] = binary.LittleEndian.Uint64(side[8*i:])
 	}
 	return c, nil
 }
 
-// Check verifies whole blocks read at a block-aligned offset.
+// Check verifies whole blocks read at a block-aligned offset; the last may be partial only where
+// it ends the file (an in-place file whose size is no block multiple).
 func (c *Checksums) Check(offset int64, blocks []byte) error {
-	if offset%c.BlockSize != 0 || int64(len(blocks))%c.BlockSize != 0 {
-		return fmt.Errorf("dataset: %s: check of %d bytes at offset %d is not whole %d-byte blocks", c.Path, len(blocks), offset, c.BlockSize)
+	n := int64(len(blocks))
+	if offset%c.BlockSize != 0 || (n%c.BlockSize != 0 && offset+n != c.Size) {
+		return fmt.Errorf("dataset: %s: check of %d bytes at offset %d is not whole %d-byte blocks, nor the %d-byte file's partial last one: %w", c.Path, n, offset, c.BlockSize, c.Size, ErrCorrupt)
 	}
-	for b := int64(0); b < int64(len(blocks)); b += c.BlockSize {
+	for b := int64(0); b < n; b += c.BlockSize {
 		i := (offset + b) / c.BlockSize
 		if i >= int64(len(c.Sums)) {
 			return fmt.Errorf("dataset: %s: block at offset %d is past the file's end: %w", c.Path, offset+b, ErrCorrupt)
 		}
-		if got := xxhash.Sum64(blocks[b : b+c.BlockSize]); got != c.Sums[i] {
+		end := min(b+c.BlockSize, n)
+		if got := xxhash.Sum64(blocks[b:end]); got != c.Sums[i] {
 			return fmt.Errorf("dataset: %s: block %d (bytes %d..%d) has xxhash64 %016x, checksum file says %016x: %w",
-				c.Path, i, offset+b, offset+b+c.BlockSize, got, c.Sums[i], ErrCorrupt)
+				c.Path, i, offset+b, offset+end, got, c.Sums[i], ErrCorrupt)
 		}
 	}
 	return nil
@@ -141,9 +151,13 @@ func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Proble
 				report(off, err.Error())
 				break
 			}
+			// Whole blocks, and the partial last block of an in-place file.
 			whole := int64(got) / sums.BlockSize * sums.BlockSize
+			if off+int64(got) == f.Bytes {
+				whole = int64(got)
+			}
 			for b := int64(0); b < whole; b += sums.BlockSize {
-				if sums.Check(off+b, buf[b:b+sums.BlockSize]) != nil {
+				if sums.Check(off+b, buf[b:min(b+sums.BlockSize, whole)]) != nil {
 					report(off+b, fmt.Sprintf("block %d does not match its checksum", (off+b)/sums.BlockSize))
 				}
 			}

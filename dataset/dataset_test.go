@@ -188,7 +188,7 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 2`, `"version": 4`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 2`, `"version": 5`, "newer than this tierfs reads", ErrVersionTooNew},
 		{`"version": 2`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
@@ -380,4 +380,80 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 	if _, err := withEdge("w", 1, true, 3).Feature("w"); err == nil || !strings.Contains(err.Error(), "is an edge feature") {
 		t.Fatalf("Feature(w) of an edge feature: %v", err)
 	}
+}
+
+// TestInPlaceManifest commits a dataset whose feature is read in place from a file outside it
+// (rows from byte 10, a partial last block) and checks what Validate refuses around it.
+func TestInPlaceManifest(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	user := filepath.Join(t.TempDir(), "x.npy")
+	const rows, rb = 1000, 12
+	raw := make([]byte, 10+rows*rb)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(user, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec, err := NewInPlaceFeatureSpec("x", Float32, 3, rows, user, 10, DefaultBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{NodeTypes: []NodeType{{Name: "node", Count: rows, Features: []FeatureSpec{spec}}}}
+	m.SetDir(dir)
+	if err := Commit(m, []string{user}, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 4 || !m.Files[0].InPlace || m.Files[0].Bytes != int64(len(raw)) || m.Files[0].Checksums != InPlaceSidecar("x") {
+		t.Fatalf("version %d, files %+v", m.Version, m.Files)
+	}
+	f := m.Nodes().Features[0]
+	for _, row := range []int64{0, 1, rows / 2, rows - 1} {
+		if k, off := f.Locate(row); k != 0 || off != 10+row*rb {
+			t.Fatalf("Locate(%d) = %d, %d; want 0, %d", row, k, off, 10+row*rb)
+		}
+	}
+	if problems, err := m.Verify(0, nil); err != nil || len(problems) != 0 {
+		t.Fatalf("Verify: %v %v", problems, err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(m *Manifest)
+		want string
+	}{
+		{"version 3", func(m *Manifest) { m.Version = 3 }, "format version 4"},
+		{"file not marked", func(m *Manifest) { m.Files[0].InPlace = false }, "not content padded"},
+		{"feature not marked", func(m *Manifest) {
+			m.NodeTypes[0].Features[0].InPlace = false
+			m.NodeTypes[0].Features[0].DataOffset = 0
+		}, "rows_per_block 0, want 341"},
+		{"offset without in place", func(m *Manifest) { m.NodeTypes[0].Features[0].InPlace = false }, "only it a data offset"},
+		{"relative", func(m *Manifest) {
+			m.Files[0].Path = "x.npy"
+			m.NodeTypes[0].Features[0].Files[0] = "x.npy"
+		}, "an absolute path"},
+		{"short", func(m *Manifest) { m.Files[0].Bytes--; m.Files[0].ContentBytes-- }, "needs"},
+	} {
+		c, _ := Parse(mustRead(t, filepath.Join(dir, ManifestName)))
+		tc.edit(c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unsafe"
 )
@@ -65,13 +66,32 @@ func NewFeatureSpec(name string, dtype DType, dim, count int64, nfiles, blockSiz
 	return f, nil
 }
 
+// NewInPlaceFeatureSpec describes count rows of dim elements of dtype packed back to back from
+// byte dataOffset of the user's file path (absolute), read where it is (FeatureSpec.InPlace).
+func NewInPlaceFeatureSpec(name string, dtype DType, dim, count int64, path string, dataOffset int64, blockSize int) (FeatureSpec, error) {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return FeatureSpec{}, fmt.Errorf("feature %q: in-place file %q is not a clean absolute path", name, path)
+	}
+	if dataOffset < 0 {
+		return FeatureSpec{}, fmt.Errorf("feature %q: in-place file %s: data offset %d is negative", name, path, dataOffset)
+	}
+	f, err := NewFeatureSpec(name, dtype, dim, count, 1, blockSize)
+	if err != nil {
+		return f, err
+	}
+	f.InPlace, f.DataOffset, f.Files[0] = true, dataOffset, path
+	f.RowsPerBlock, f.StripeRows = 0, max(1, (1<<20)/f.RowBytes)
+	return f, nil
+}
+
 // Count is the number of rows.
 func (f *FeatureSpec) Count() int64 { return f.count }
 
 // Locate returns the file index and byte offset of row. Rows are grouped into stripes of
 // StripeRows; stripe s is stored in file s % len(Files), stripes of a file back to back. Inside a
 // file, when RowsPerBlock > 0, each block holds RowsPerBlock rows followed by zero padding, so no
-// row straddles a block; otherwise rows are packed back to back.
+// row straddles a block; otherwise rows are packed back to back from DataOffset (0 unless the
+// feature is in place).
 func (f *FeatureSpec) Locate(row int64) (file int, offset int64) {
 	n := int64(len(f.Files))
 	stripe := row / f.StripeRows
@@ -81,9 +101,9 @@ func (f *FeatureSpec) Locate(row int64) (file int, offset int64) {
 
 func (f *FeatureSpec) localOffset(local int64) int64 {
 	if f.RowsPerBlock > 0 {
-		return (local/f.RowsPerBlock)*f.blockSize + (local%f.RowsPerBlock)*f.RowBytes
+		return f.DataOffset + (local/f.RowsPerBlock)*f.blockSize + (local%f.RowsPerBlock)*f.RowBytes
 	}
-	return local * f.RowBytes
+	return f.DataOffset + local*f.RowBytes
 }
 
 // RowsInFile is the number of rows stored in file k.
@@ -100,7 +120,8 @@ func (f *FeatureSpec) RowsInFile(k int) int64 {
 	return rows
 }
 
-// ContentBytesOfFile is the number of bytes file k holds before its final padding.
+// ContentBytesOfFile is the number of bytes file k holds before its final padding (an in-place
+// file: its header and rows).
 func (f *FeatureSpec) ContentBytesOfFile(k int) int64 {
 	rows := f.RowsInFile(k)
 	if rows == 0 {

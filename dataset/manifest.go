@@ -1,20 +1,28 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 3):
+// Invariants of a valid dataset (format versions 1 to 4):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
-//   - every data file is padded with zeros to a multiple of BlockSize, so every O_DIRECT read of
-//     whole blocks stays inside the file;
+//   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
+//     O_DIRECT read of whole blocks stays inside the file;
 //   - every BlockSize block of every data file has its xxhash64 in the file's sidecar
 //     (<file>.xxh64, little-endian uint64s), and the manifest holds the xxhash64 of each sidecar;
 //   - feature rows never straddle a block when a row fits in one (RowsPerBlock > 0), so a row
-//     costs one block read.
+//     costs one block read — except in an in-place feature.
+//
+// An in-place feature (version 4, FeatureSpec.InPlace) is the user's own row-packed .npy file,
+// named by its absolute path and read where it is: rows start at DataOffset (the .npy header's
+// length, no block multiple), lie back to back and may straddle blocks, and the file's last
+// block is partial (its checksum covers the bytes there are). The manifest records the file's
+// size and modification time (File.InPlace, MTimeNS); OpenFD refuses a file that no longer has
+// them, and nothing in tierfs writes, moves or removes it (it is not the dataset's: its sidecar
+// lives in the dataset directory).
 //
 // Versions 1 to 3 hold one node type and one edge type; the lists leave room for heterogeneous
 // graphs. Version 2 added the manifest hash and one role per file; version 3 edge features and
-// scalar features (one value a row, gathered as a 1-D array). Commit writes the lowest version
-// that describes the dataset, so a dataset without the newer parts stays readable by older
-// tierfs.
+// scalar features (one value a row, gathered as a 1-D array); version 4 in-place features. Commit
+// writes the lowest version that describes the dataset, so a dataset without the newer parts
+// stays readable by older tierfs.
 package dataset
 
 import (
@@ -31,7 +39,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 3
+const Version = 4
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -128,6 +136,11 @@ type FeatureSpec struct {
 	// Scalar (version 3) marks a feature of one value a row given as a 1-D array (edge
 	// weights): Dim is 1 and readers return a 1-D array.
 	Scalar bool `json:"scalar,omitempty"`
+	// InPlace (version 4) marks a feature read from the user's own file, Files[0] (absolute,
+	// a files-list entry with InPlace set): rows packed back to back from byte DataOffset
+	// (RowsPerBlock 0), straddling blocks. See the package doc.
+	InPlace    bool  `json:"in_place,omitempty"`
+	DataOffset int64 `json:"data_offset,omitempty"` // byte offset of row 0 in Files[0]; 0 unless InPlace
 
 	blockSize int64
 	count     int64
@@ -136,11 +149,19 @@ type FeatureSpec struct {
 // File is one data file with its checksum sidecar.
 type File struct {
 	Path          string `json:"path"`
-	Bytes         int64  `json:"bytes"`           // size on disk, a multiple of BlockSize
-	ContentBytes  int64  `json:"content_bytes"`   // bytes before the zero padding
+	Bytes         int64  `json:"bytes"`           // size on disk, a multiple of BlockSize (unless InPlace)
+	ContentBytes  int64  `json:"content_bytes"`   // bytes before the zero padding (== Bytes when InPlace)
 	Checksums     string `json:"checksums"`       // sidecar path
 	ChecksumsHash string `json:"checksums_xxh64"` // hex xxhash64 of the sidecar
+	// InPlace (version 4) marks the user's file of an in-place feature: not the dataset's, never
+	// padded, written or removed; Bytes is its size as checksummed and MTimeNS its modification
+	// time (ns since the epoch) then. OpenFD refuses it once either differs.
+	InPlace bool  `json:"in_place,omitempty"`
+	MTimeNS int64 `json:"mtime_ns,omitempty"`
 }
+
+// Blocks is the number of blockSize blocks of f, a partial last block (InPlace files) counted.
+func (f *File) Blocks(blockSize int64) int64 { return (f.Bytes + blockSize - 1) / blockSize }
 
 // Created records how a dataset was made.
 type Created struct {
@@ -251,7 +272,11 @@ func (m *Manifest) Validate() error {
 		if _, dup := files[f.Path]; dup {
 			return fmt.Errorf("manifest lists file %q twice", f.Path)
 		}
-		if f.Bytes < 0 || f.Bytes%int64(m.BlockSize) != 0 || f.ContentBytes < 0 || f.ContentBytes > f.Bytes || f.Bytes-f.ContentBytes >= int64(m.BlockSize) {
+		if f.InPlace {
+			if m.Version < 4 || !filepath.IsAbs(f.Path) || f.Bytes < 0 || f.ContentBytes != f.Bytes {
+				return fmt.Errorf("manifest file %q: an in-place file needs format version 4 (have %d), an absolute path and content_bytes == bytes (%d, %d)", f.Path, m.Version, f.ContentBytes, f.Bytes)
+			}
+		} else if f.MTimeNS != 0 || f.Bytes < 0 || f.Bytes%int64(m.BlockSize) != 0 || f.ContentBytes < 0 || f.ContentBytes > f.Bytes || f.Bytes-f.ContentBytes >= int64(m.BlockSize) {
 			return fmt.Errorf("manifest file %q: bytes %d / content_bytes %d are not content padded to a multiple of block_size %d", f.Path, f.Bytes, f.ContentBytes, m.BlockSize)
 		}
 		files[f.Path] = f
@@ -291,12 +316,18 @@ func (m *Manifest) Validate() error {
 			if f.Scalar && (f.Dim != 1 || m.Version < 3) {
 				return fmt.Errorf("manifest %s feature %q: scalar needs dim 1 and format version 3 (dim %d, version %d)", of, f.Name, f.Dim, m.Version)
 			}
+			if f.InPlace && m.Version < 4 {
+				return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
+			}
 			if err := f.validate(int64(m.BlockSize), count); err != nil {
 				return err
 			}
 			for k, path := range f.Files {
 				if err := need(fmt.Sprintf("%s feature %q stripe %d", of, f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
 					return err
+				}
+				if files[path].InPlace != f.InPlace {
+					return fmt.Errorf("manifest %s feature %q (in_place %v) has file %q with in_place %v; an in-place feature and its one file are both marked", of, f.Name, f.InPlace, path, files[path].InPlace)
 				}
 			}
 		}
@@ -312,6 +343,9 @@ func (m *Manifest) Validate() error {
 		if err := need("labels", l.File, nt.Count*8); err != nil {
 			return err
 		}
+		if files[l.File].InPlace {
+			return fmt.Errorf("manifest labels file %q is marked in_place; only feature files may be", l.File)
+		}
 	}
 	for name, s := range nt.Splits {
 		if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
@@ -319,6 +353,9 @@ func (m *Manifest) Validate() error {
 		}
 		if err := need("split "+name, s.File, s.Count*8); err != nil {
 			return err
+		}
+		if files[s.File].InPlace {
+			return fmt.Errorf("manifest split %q file %q is marked in_place; only feature files may be", name, s.File)
 		}
 	}
 	for _, et := range m.EdgeTypes {
@@ -340,6 +377,9 @@ func (m *Manifest) Validate() error {
 		if err := need("indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
 			return err
 		}
+		if files[et.Indptr.File].InPlace || files[et.Indices.File].InPlace {
+			return fmt.Errorf("manifest edge type %q: topology files are marked in_place; only feature files may be", et.Rel)
+		}
 		if len(et.Features) > 0 && m.Version < 3 {
 			return fmt.Errorf("manifest version %d has edge features, which format version 3 introduced", m.Version)
 		}
@@ -350,9 +390,14 @@ func (m *Manifest) Validate() error {
 	return nil
 }
 
-// minVersion is the lowest format version that describes m: 3 with edge or scalar features,
-// else 2.
+// minVersion is the lowest format version that describes m: 4 with an in-place feature, 3 with
+// edge or scalar features, else 2.
 func (m *Manifest) minVersion() int {
+	for _, f := range m.allFeatures() {
+		if f.InPlace {
+			return 4
+		}
+	}
 	for _, nt := range m.NodeTypes {
 		for _, f := range nt.Features {
 			if f.Scalar {
@@ -380,8 +425,11 @@ func (f *FeatureSpec) validate(blockSize, count int64) error {
 		return fmt.Errorf("manifest feature %q: %d rows of %d bytes overflow a file offset", f.Name, count, f.RowBytes)
 	}
 	want := int64(0)
-	if f.RowBytes <= blockSize {
+	if f.RowBytes <= blockSize && !f.InPlace {
 		want = blockSize / f.RowBytes
+	}
+	if f.InPlace && len(f.Files) != 1 || f.DataOffset < 0 || f.DataOffset > 1<<40 || (f.DataOffset != 0 && !f.InPlace) {
+		return fmt.Errorf("manifest feature %q: in_place %v with %d files and data_offset %d; an in-place feature has one file, and only it a data offset >= 0", f.Name, f.InPlace, len(f.Files), f.DataOffset)
 	}
 	if f.RowsPerBlock != want {
 		return fmt.Errorf("manifest feature %q: rows_per_block %d, want %d for %d-byte rows in %d-byte blocks", f.Name, f.RowsPerBlock, want, f.RowBytes, blockSize)

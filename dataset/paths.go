@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -105,7 +106,31 @@ func (m *Manifest) OpenFD(p string, flags int) (fd int, size int64, err error) {
 	if err := m.allowed(p); err != nil {
 		return -1, 0, fmt.Errorf("dataset: %s: %v: %w", full, err, ErrCorrupt)
 	}
-	return openRegular(full, flags)
+	fd, size, err = openRegular(full, flags)
+	if err != nil {
+		return fd, size, err
+	}
+	if f := m.File(p); f != nil && f.InPlace {
+		if err := checkUnchanged(fd, full, f); err != nil {
+			unix.Close(fd)
+			return -1, 0, err
+		}
+	}
+	return fd, size, nil
+}
+
+// checkUnchanged refuses an in-place file (open as fd) whose size or modification time is no
+// longer what ingest checksummed.
+func checkUnchanged(fd int, path string, f *File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Size == f.Bytes && st.Mtim.Nano() == f.MTimeNS {
+		return nil
+	}
+	return fmt.Errorf("dataset: %s, the feature file this dataset reads in place, changed after ingest (now %d bytes, modified %s; ingest saw %d bytes, modified %s): its checksums no longer hold; restore it or ingest again: %w",
+		path, st.Size, time.Unix(0, st.Mtim.Nano()).UTC().Format(time.RFC3339Nano), f.Bytes, time.Unix(0, f.MTimeNS).UTC().Format(time.RFC3339Nano), ErrCorrupt)
 }
 
 // openRegular opens path read-only when it is a regular file (after following symlinks).

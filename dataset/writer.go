@@ -119,7 +119,7 @@ func removeReplaced(old string, m *Manifest) error {
 	}
 	if prev, err := Load(old); err == nil {
 		for _, f := range prev.Files {
-			if filepath.IsAbs(f.Path) && !keep[f.Path] {
+			if filepath.IsAbs(f.Path) && !keep[f.Path] && !f.InPlace { // an in-place file is the user's
 				_ = os.Remove(f.Path)
 				_ = os.Remove(f.Path + ChecksumSuffix)
 			}
@@ -298,8 +298,16 @@ func WriteInt64s(path string, values []int64) error {
 // Commit finishes a dataset written into m's directory: it pads every data file named by the
 // manifest to the block size, syncs it, writes its checksum sidecar, fills m.Files, validates m and
 // then writes the manifest (temporary name, fsync, rename, directory fsync). Until Commit returns
-// nil the directory is not a dataset.
+// nil the directory is not a dataset. The file of an in-place feature (listed in files too) is
+// only read: checksummed as it is, its size and modification time recorded, its sidecar
+// written into m's directory (InPlaceSidecar).
 func Commit(m *Manifest, files []string, by string, args []string) error {
+	return CommitProgress(m, files, by, args, nil)
+}
+
+// CommitProgress is Commit calling progress, when set, with the bytes of in-place files
+// checksummed so far and their total.
+func CommitProgress(m *Manifest, files []string, by string, args []string, progress func(done, total int64)) error {
 	m.Format, m.Version, m.Checksum = FormatName, m.minVersion(), "xxhash64"
 	if m.BlockSize == 0 {
 		m.BlockSize = DefaultBlockSize
@@ -309,7 +317,35 @@ func Commit(m *Manifest, files []string, by string, args []string) error {
 	}
 	m.Created = Created{By: by, Args: args, Time: time.Now().UTC().Format(time.RFC3339), Version: ToolVersion}
 	m.Files = m.Files[:0]
+	inPlace := map[string]string{} // in-place file -> its feature's name
+	for _, f := range m.allFeatures() {
+		if f.InPlace && len(f.Files) == 1 {
+			inPlace[f.Files[0]] = f.Name
+		}
+	}
+	var done, total int64
 	for _, p := range files {
+		if _, ok := inPlace[p]; ok {
+			if st, err := os.Stat(p); err == nil {
+				total += st.Size()
+			}
+		}
+	}
+	for _, p := range files {
+		if name, ok := inPlace[p]; ok {
+			f, err := checksumInPlace(p, m.Path(InPlaceSidecar(name)), int64(m.BlockSize), func(n int64) {
+				if progress != nil {
+					progress(done+n, total)
+				}
+			})
+			done += f.Bytes
+			if err != nil {
+				return err
+			}
+			f.Path, f.Checksums = p, InPlaceSidecar(name)
+			m.Files = append(m.Files, f)
+			continue
+		}
 		f, err := finishFile(m.Path(p), int64(m.BlockSize))
 		if err != nil {
 			return err
@@ -376,7 +412,7 @@ func finishFile(path string, block int64) (File, error) {
 	if err := f.Sync(); err != nil {
 		return File{}, fmt.Errorf("dataset: fsync %s: %w", path, err)
 	}
-	sums, err := blockChecksums(f, padded, block)
+	sums, err := blockChecksums(f, padded, block, nil)
 	if err != nil {
 		return File{}, err
 	}
@@ -388,6 +424,46 @@ func finishFile(path string, block int64) (File, error) {
 		return File{}, err
 	}
 	return File{Bytes: padded, ContentBytes: content, ChecksumsHash: hashHex(side)}, nil
+}
+
+// InPlaceSidecar is the checksum sidecar, in the dataset directory, of the in-place feature
+// name's file.
+func InPlaceSidecar(name string) string { return "features." + name + ".in-place" + ChecksumSuffix }
+
+// checksumInPlace checksums the user's file path as it is (its last block partial) into the
+// sidecar, and returns its files-list entry with its size and modification time. A file that
+// changes meanwhile is refused.
+func checksumInPlace(path, sidecar string, block int64, progress func(done int64)) (File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return File{}, fmt.Errorf("dataset: in-place feature file: %w", err)
+	}
+	defer f.Close()
+	var before, after unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &before); err != nil {
+		return File{}, fmt.Errorf("dataset: stat %s: %w", path, err)
+	}
+	if before.Mode&unix.S_IFMT != unix.S_IFREG {
+		return File{}, fmt.Errorf("dataset: in-place feature file %s is not a regular file", path)
+	}
+	sums, err := blockChecksums(f, before.Size, block, progress)
+	if err != nil {
+		return File{}, err
+	}
+	if err := unix.Fstat(int(f.Fd()), &after); err != nil {
+		return File{}, fmt.Errorf("dataset: stat %s: %w", path, err)
+	}
+	if after.Size != before.Size || after.Mtim != before.Mtim {
+		return File{}, fmt.Errorf("dataset: in-place feature file %s changed while it was being checksummed; ingest again once nothing writes it", path)
+	}
+	side := make([]byte, 8*len(sums))
+	for i, s := range sums {
+		binary.LittleEndian.PutUint64(side[8*i:], s)
+	}
+	if err := writeSynced(sidecar, side); err != nil {
+		return File{}, err
+	}
+	return File{Bytes: before.Size, ContentBytes: before.Size, ChecksumsHash: hashHex(side), InPlace: true, MTimeNS: before.Mtim.Nano()}, nil
 }
 
 func writeSynced(path string, data []byte) error {

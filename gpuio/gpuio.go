@@ -18,7 +18,8 @@ import "fmt"
 // nil, into device memory at DevDst by the completion kernel (a Stack with AttachDevice).
 // Offset and Length need no alignment: the stack reads the covering BlockSize-aligned range.
 // A file need not be a BlockSize multiple long: a read that the end of the file cuts short is
-// fine when it still holds every byte its requests want (unless Options.Verify is set).
+// fine when it still holds every byte its requests want (Options.Verify then sees its last block
+// partial).
 type Request struct {
 	File   int     // index into the fds the Stack was opened with
 	Offset int64   // byte offset in that file, >= 0
@@ -58,7 +59,8 @@ type Options struct {
 	// Default 0: only overlapping or touching ranges merge. Ignored under NoCoalesce.
 	CoalesceGap int
 	// Verify, when set, is called once for every BlockSize-aligned block of every completed read
-	// before its bytes are scattered; an error fails the Complete call that reaped it.
+	// before its bytes are scattered; an error fails the Complete call that reaped it. The last
+	// block of a read that the end of its file cut short is passed as far as it was read.
 	Verify func(file int, blockOffset int64, block []byte) error
 	// SQPoll asks for a kernel thread that polls the submission ring (IORING_SETUP_SQPOLL), so
 	// a busy ring needs no io_uring_enter to submit; it burns a CPU per Stack while reads flow

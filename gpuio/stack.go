@@ -554,14 +554,15 @@ func (s *Stack) finish(rd *read, n int, ioErr error) error {
 		}
 		return fmt.Errorf("gpuio: read of file %d at offset %d (%d bytes) failed: %s%w", rd.file, rd.off, rd.length, name, ioErr)
 	}
-	if n != rd.length && (s.opts.Verify != nil || n < rd.need()) {
+	if n != rd.length && n < rd.need() {
 		// A read may end early only at the end of a file whose size is no BlockSize multiple,
-		// past every byte a request wants (and not under Verify, which checks whole blocks).
+		// past every byte a request wants.
 		return &ShortReadError{File: rd.file, Offset: rd.off, Want: rd.length, Got: n}
 	}
 	if verify := s.opts.Verify; verify != nil {
-		for at := 0; at < rd.length; at += s.opts.BlockSize {
-			if err := verify(rd.file, rd.off+int64(at), buf[at:at+s.opts.BlockSize]); err != nil {
+		// Every block read, the last one partial where the file's end cut the read short.
+		for at := 0; at < min(n, rd.length); at += s.opts.BlockSize {
+			if err := verify(rd.file, rd.off+int64(at), buf[at:min(at+s.opts.BlockSize, n)]); err != nil {
 				return fmt.Errorf("gpuio: verify of file %d block at offset %d: %w", rd.file, rd.off+int64(at), err)
 			}
 		}

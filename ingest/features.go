@@ -29,7 +29,8 @@ type featureSource struct {
 	fields     []int
 	listColumn bool
 	elemSize   int
-	scalar     bool // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
+	scalar     bool  // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
+	dataOffset int64 // a .npy: byte offset of the first row (the header's length)
 }
 
 // openFeatures inspects a feature file: a 2-D C-order .npy, or a Parquet / Arrow IPC file with one
@@ -67,7 +68,7 @@ func openFeatures(path string, override dataset.DType, scalarOK bool) (*featureS
 		if err != nil {
 			return nil, fmt.Errorf("ingest: features file %s: %w", path, err)
 		}
-		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar}, nil
+		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar, dataOffset: a.DataOffset}, nil
 	}
 	t, err := openArrowTable(path, format)
 	if err != nil {
@@ -306,4 +307,56 @@ func newFeatureSpec(dir, name string, src *featureSource, count int64, devicePat
 		spec.Files[k] = filepath.Join(abs, base+"."+featureName+"."+strconv.Itoa(k)+"."+nonce+".bin")
 	}
 	return spec, nil
+}
+
+// newInPlaceSpec describes src, a .npy file, as the in-place feature name of count rows:
+// the dataset reads the file where it is (Options.FeaturesInPlace).
+func newInPlaceSpec(name string, src *featureSource, count int64) (dataset.FeatureSpec, error) {
+	if src.format != formatNpy {
+		return dataset.FeatureSpec{}, fmt.Errorf("ingest: feature %q: %s is not a .npy file; only a .npy feature file can be used in place (FeaturesInPlace)", name, src.path)
+	}
+	abs, err := filepath.Abs(src.path)
+	if err != nil {
+		return dataset.FeatureSpec{}, fmt.Errorf("ingest: feature %q: %w", name, err)
+	}
+	spec, err := dataset.NewInPlaceFeatureSpec(name, src.dtype, src.dim, count, abs, src.dataOffset, dataset.DefaultBlockSize)
+	if err != nil {
+		return spec, fmt.Errorf("ingest: %w", err)
+	}
+	spec.Scalar = src.scalar
+	return spec, nil
+}
+
+// checkInPlace refuses in-place feature files (absolute paths) that ingest could harm or that
+// collide: one inside the output directory out, which a replacing write removes, and one file
+// given for two features.
+func checkInPlace(out string, specs []*dataset.FeatureSpec) error {
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	outs := []string{absOut}
+	if real, err := filepath.EvalSymlinks(absOut); err == nil && real != absOut {
+		outs = append(outs, real)
+	}
+	seen := map[string]string{}
+	for _, s := range specs {
+		p := s.Files[0]
+		paths := []string{p}
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			paths = append(paths, real)
+		}
+		for _, q := range paths {
+			for _, o := range outs {
+				if rel, err := filepath.Rel(o, q); err == nil && filepath.IsLocal(rel) {
+					return fmt.Errorf("ingest: feature %q: the in-place file %s is inside the output directory %s, whose files ingest replaces; move it elsewhere", s.Name, p, out)
+				}
+			}
+			if other, dup := seen[q]; dup {
+				return fmt.Errorf("ingest: features %q and %q both name the in-place file %s; give each feature its own file", other, s.Name, p)
+			}
+			seen[q] = s.Name
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -32,15 +33,18 @@ type graphBoltMetadata struct {
 		} `yaml:"edges"`
 		FeatureData []graphBoltFeature `yaml:"feature_data"`
 	} `yaml:"graph"`
-	GraphTopology any                `yaml:"graph_topology"`
-	FeatureData   []graphBoltFeature `yaml:"feature_data"`
-	Tasks         []struct {
-		Name          string         `yaml:"name"`
-		NumClasses    int64          `yaml:"num_classes"`
-		TrainSet      []graphBoltSet `yaml:"train_set"`
-		ValidationSet []graphBoltSet `yaml:"validation_set"`
-		TestSet       []graphBoltSet `yaml:"test_set"`
-	} `yaml:"tasks"`
+	GraphTopology any                 `yaml:"graph_topology"`
+	FeatureData   []graphBoltFeature  `yaml:"feature_data"`
+	Tasks         []graphBoltTaskSpec `yaml:"tasks"`
+}
+
+// graphBoltTaskSpec is one entry of metadata.yaml's tasks.
+type graphBoltTaskSpec struct {
+	Name          string         `yaml:"name"`
+	NumClasses    int64          `yaml:"num_classes"`
+	TrainSet      []graphBoltSet `yaml:"train_set"`
+	ValidationSet []graphBoltSet `yaml:"validation_set"`
+	TestSet       []graphBoltSet `yaml:"test_set"`
 }
 
 type graphBoltFeature struct {
@@ -49,6 +53,32 @@ type graphBoltFeature struct {
 	Name   string `yaml:"name"`
 	Format string `yaml:"format"`
 	Path   string `yaml:"path"`
+}
+
+// graphBoltTask is the index in tasks of the task named (or, where no task has that name,
+// numbered from 0) by want: 0 for want "" (-1 when there are no tasks). An unknown task is an
+// error listing the tasks of meta.
+func graphBoltTask(tasks []graphBoltTaskSpec, want, meta string) (int, error) {
+	if want == "" {
+		if len(tasks) == 0 {
+			return -1, nil
+		}
+		return 0, nil
+	}
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		if t.Name == want {
+			return i, nil
+		}
+		names[i] = fmt.Sprintf("%d: %q", i, t.Name)
+	}
+	if i, err := strconv.Atoi(want); err == nil && i >= 0 && i < len(tasks) {
+		return i, nil
+	}
+	if len(tasks) == 0 {
+		return -1, fmt.Errorf("ingest: %s has no tasks; GraphBoltTask %q names none", meta, want)
+	}
+	return -1, fmt.Errorf("ingest: %s has no task %q; its tasks are %s (choose one by name or index)", meta, want, strings.Join(names, ", "))
 }
 
 type graphBoltSet struct {
@@ -65,7 +95,8 @@ const GraphBoltMetadata = "metadata.yaml"
 
 // fromGraphBolt fills opt's inputs from the GraphBolt dataset in opt.GraphBolt: the edges file,
 // every node feature (NodeFeatures, by their names; the first is the default), every edge feature
-// (EdgeFeatures), and from the first task the labels (one per node, -1 where no set labels it)
+// (EdgeFeatures), and from the task opt.GraphBoltTask names (graphBoltTask; by default the first)
+// the labels (one per node, -1 where no set labels it)
 // and the train/val/test seeds, which it writes into a temporary directory beside opt.Out;
 // cleanup removes it. Features and edges are read from their files (copied into the dataset).
 func fromGraphBolt(opt *Options) (cleanup func(), err error) {
@@ -144,10 +175,11 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 			return cleanup, fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
 		}
 	}
-	if len(md.Tasks) == 0 {
-		return cleanup, nil
+	ti, err := graphBoltTask(md.Tasks, opt.GraphBoltTask, meta)
+	if err != nil || ti < 0 {
+		return cleanup, err
 	}
-	task := md.Tasks[0]
+	task := md.Tasks[ti]
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), ".tierfs-graphbolt-")
 	if err != nil {
 		return cleanup, fmt.Errorf("ingest: %w", err)
@@ -175,7 +207,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		if len(set.sets) == 0 {
 			continue
 		}
-		where := fmt.Sprintf("tasks[0] (%s) %s", task.Name, set.key)
+		where := fmt.Sprintf("tasks[%d] (%s) %s", ti, task.Name, set.key)
 		if len(set.sets) != 1 {
 			return cleanup, fmt.Errorf("ingest: %s: %s has %d node types; tierfs ingests one", meta, where, len(set.sets))
 		}

@@ -193,3 +193,85 @@ func TestGraphBoltRefusals(t *testing.T) {
 		t.Fatalf("GraphBolt beside other inputs: %v", err)
 	}
 }
+
+// TestGraphBoltTask ingests each task of a GraphBolt dataset with two, by name and by index,
+// and refuses an unknown task with an error listing the tasks.
+func TestGraphBoltTask(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	gb := t.TempDir()
+	n := 120
+	_, _, _, _, _, labels, sets := writeGraphBolt(t, gb, rng, n, 400, false)
+	// The second task: its own train seeds (a random subset) labelled v % 3, no val or test.
+	var other, otherYs []int64
+	otherLabels := make([]int64, n)
+	for v := range n {
+		otherLabels[v] = -1
+		if rng.IntN(3) == 0 {
+			other, otherYs = append(other, int64(v)), append(otherYs, int64(v%3))
+			otherLabels[v] = int64(v % 3)
+		}
+	}
+	WriteNpy(filepath.Join(gb, "set", "other-seeds.npy"), "<i8", []int64{int64(len(other))}, dataset.BytesOf(other))
+	WriteNpy(filepath.Join(gb, "set", "other-labels.npy"), "<i8", []int64{int64(len(otherYs))}, dataset.BytesOf(otherYs))
+	f, err := os.OpenFile(filepath.Join(gb, GraphBoltMetadata), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`  - name: other_task
+    num_classes: 3
+    train_set:
+      - data:
+          - name: seeds
+            format: numpy
+            path: set/other-seeds.npy
+          - name: labels
+            format: numpy
+            path: set/other-labels.npy
+`)
+	f.Close()
+	for _, tc := range []struct {
+		task   string
+		labels []int64
+		splits map[string][]int64
+	}{
+		{"", labels, sets},
+		{"node_classification", labels, sets},
+		{"0", labels, sets},
+		{"other_task", otherLabels, map[string][]int64{"train": other}},
+		{"1", otherLabels, map[string][]int64{"train": other}},
+	} {
+		out := filepath.Join(t.TempDir(), "ds")
+		m, err := Ingest(Options{GraphBolt: gb, GraphBoltTask: tc.task, Out: out})
+		if err != nil {
+			t.Fatalf("task %q: %v", tc.task, err)
+		}
+		m = loadVerified(t, out)
+		if got := readInt64File(t, m.Path(m.Nodes().Labels.File), int64(n)); !slices.Equal(got, tc.labels) {
+			t.Fatalf("task %q: labels differ", tc.task)
+		}
+		if len(m.Nodes().Splits) != len(tc.splits) {
+			t.Fatalf("task %q: %d splits, want %d", tc.task, len(m.Nodes().Splits), len(tc.splits))
+		}
+		for name, seeds := range tc.splits {
+			s := m.Nodes().Splits[name]
+			if got := readInt64File(t, m.Path(s.File), s.Count); !slices.Equal(got, seeds) {
+				t.Fatalf("task %q: split %s differs", tc.task, name)
+			}
+		}
+	}
+	for _, bad := range []string{"nope", "2", "-1"} {
+		parent := t.TempDir()
+		_, err := Ingest(Options{GraphBolt: gb, GraphBoltTask: bad, Out: filepath.Join(parent, "ds")})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no task %q", bad)) || !strings.Contains(err.Error(), `0: "node_classification", 1: "other_task"`) {
+			t.Fatalf("task %q: error %v, want one naming it and listing the tasks", bad, err)
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+			t.Fatalf("task %q: a refused ingest left %d entries", bad, len(entries))
+		}
+	}
+	if _, err := Ingest(Options{Features: "x.npy", GraphBoltTask: "0", Out: filepath.Join(t.TempDir(), "ds")}); err == nil || !strings.Contains(err.Error(), "without GraphBolt") {
+		t.Fatalf("GraphBoltTask without GraphBolt: %v", err)
+	}
+}

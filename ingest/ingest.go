@@ -61,10 +61,24 @@ type Options struct {
 	Out          string // dataset directory to write
 	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form: one
 	// node and one edge type) to ingest instead of the inputs above: its edges, node and edge
-	// features (by their names; the first node feature is the default), and from its first task
-	// the labels and the train/validation/test seeds. Its files are copied into the dataset.
+	// features (by their names; the first node feature is the default), and from one task (see
+	// GraphBoltTask) the labels and the train/validation/test seeds. Its files are copied into
+	// the dataset.
 	GraphBolt string
-	Replace   bool // replace what Out holds (a dataset or other files); else such an Out is refused
+	// GraphBoltTask picks the task of GraphBolt whose labels and seeds are ingested: a task name,
+	// else an index into metadata.yaml's tasks; "" takes the first. An unknown one is an error
+	// listing the tasks.
+	GraphBoltTask string
+	Replace       bool // replace what Out holds (a dataset or other files); else such an Out is refused
+
+	// FeaturesInPlace uses the node features' .npy files (Features and NodeFeatures; C-order,
+	// little-endian, 2-D or 1-D) where they are instead of copying them into the dataset: the
+	// manifest names each by its absolute path, ingest checksums it as it is, and a store
+	// refuses it once its size or modification time changed. tierfs never writes, moves or
+	// removes such a file; it must stay outside Out. Rows are not block-aligned there (a row can
+	// cost two block reads). Edge features are copied all the same (they are reordered into
+	// edge id order). Not with DevicePaths.
+	FeaturesInPlace bool
 
 	// DevicePaths, when set, stripes the features over these directories, one file each:
 	// stripe k goes to DevicePaths[k]/<base name of Out>.x.<k>.bin.
@@ -99,6 +113,9 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	}
 	if opt.Out == "" {
 		return nil, errors.New("ingest: no output directory (Options.Out)")
+	}
+	if opt.GraphBoltTask != "" && opt.GraphBolt == "" {
+		return nil, fmt.Errorf("ingest: GraphBoltTask %q without GraphBolt: a task is chosen from a GraphBolt dataset", opt.GraphBoltTask)
 	}
 	if opt.GraphBolt != "" {
 		cleanup, err := fromGraphBolt(&opt)
@@ -188,6 +205,13 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			return nil, err
 		}
 	}
+	// In-place node features: described (and checked) before anything is written.
+	var inPlace map[string]dataset.FeatureSpec
+	if opt.FeaturesInPlace {
+		if inPlace, err = inPlaceSpecs(&opt, features, nodeFeatures, numNodes); err != nil {
+			return nil, err
+		}
+	}
 	w, err := dataset.Begin(opt.Out, opt.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -200,7 +224,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			w.Abort(append(written, spec.Files...))
 		}
 	}()
-	if features != nil {
+	if features != nil && !opt.FeaturesInPlace {
 		if spec, err = newFeatureSpec(w.Dest, featureName, features, numNodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
@@ -260,7 +284,10 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		m.EdgeTypes = []dataset.EdgeType{et}
 	}
 	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
-	if features != nil {
+	if sp, ok := inPlace[featureName]; ok && features != nil {
+		nt.Features = []dataset.FeatureSpec{sp}
+		files = append(files, sp.Files...)
+	} else if features != nil {
 		fw, err := dataset.NewFeatureWriter(dir, &spec)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
@@ -276,6 +303,11 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		files = append(files, spec.Files...)
 	}
 	for _, nf := range nodeFeatures {
+		if sp, ok := inPlace[nf.in.Name]; ok {
+			nt.Features = append(nt.Features, sp)
+			files = append(files, sp.Files...)
+			continue
+		}
 		sp, err := writeFeature(nf.in.Name, nf.src, numNodes, func(fw *dataset.FeatureWriter) error {
 			return nf.src.writeTo(fw, opt.Progress)
 		})
@@ -307,7 +339,8 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	}
 	m.NodeTypes = []dataset.NodeType{nt}
 	report(opt.Progress, "commit", 0, 1)
-	if err := dataset.Commit(m, files, "tierfs ingest", opt.args()); err != nil {
+	commitProgress := func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }
+	if err := dataset.CommitProgress(m, files, "tierfs ingest", opt.args(), commitProgress); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	if err := w.Publish(m); err != nil {
@@ -316,6 +349,39 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	published = true
 	report(opt.Progress, "commit", 1, 1)
 	return m, nil
+}
+
+// inPlaceSpecs describes the node features of opt (features, "x", and nodeFeatures) as in-place
+// features of numNodes rows, by name (Options.FeaturesInPlace), refusing what cannot be.
+func inPlaceSpecs(opt *Options, features *featureSource, nodeFeatures []namedSource, numNodes int64) (map[string]dataset.FeatureSpec, error) {
+	if len(opt.DevicePaths) > 0 {
+		return nil, fmt.Errorf("ingest: FeaturesInPlace with DevicePaths: an in-place feature stays in its one file, which cannot be striped over %s", strings.Join(opt.DevicePaths, ", "))
+	}
+	if features == nil && len(nodeFeatures) == 0 {
+		return nil, errors.New("ingest: FeaturesInPlace without node features (Features or NodeFeatures) to use in place")
+	}
+	out := map[string]dataset.FeatureSpec{}
+	var specs []*dataset.FeatureSpec
+	add := func(name string, src *featureSource) error {
+		sp, err := newInPlaceSpec(name, src, numNodes)
+		if err != nil {
+			return err
+		}
+		out[name] = sp
+		specs = append(specs, &sp)
+		return nil
+	}
+	if features != nil {
+		if err := add(featureName, features); err != nil {
+			return nil, err
+		}
+	}
+	for _, nf := range nodeFeatures {
+		if err := add(nf.in.Name, nf.src); err != nil {
+			return nil, err
+		}
+	}
+	return out, checkInPlace(opt.Out, specs)
 }
 
 // args records the options in the manifest's Created.Args, as key=value.
@@ -337,6 +403,10 @@ func (opt Options) args() []string {
 	}
 	if opt.GraphBolt != "" {
 		add("graphbolt", abs(opt.GraphBolt))
+		add("graphbolt-task", opt.GraphBoltTask)
+		if opt.FeaturesInPlace {
+			add("features-in-place", "true")
+		}
 		return a // the rest was read from its metadata
 	}
 	add("edges", abs(opt.Edges))
@@ -354,6 +424,9 @@ func (opt Options) args() []string {
 	add("splits", abs(opt.SplitsDir))
 	if len(opt.DevicePaths) > 0 {
 		add("device-paths", strings.Join(opt.DevicePaths, ","))
+	}
+	if opt.FeaturesInPlace {
+		add("features-in-place", "true")
 	}
 	if opt.NumNodes > 0 {
 		add("num-nodes", fmt.Sprint(opt.NumNodes))

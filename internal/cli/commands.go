@@ -112,12 +112,14 @@ func runIngest(args []string) error {
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
 	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
 	fs.StringVar(&opt.GraphBolt, "graphbolt", "", "a DGL GraphBolt on-disk dataset (directory with metadata.yaml) to ingest instead of --edges and the other inputs")
+	fs.StringVar(&opt.GraphBoltTask, "graphbolt-task", "", "with --graphbolt: the task (name, or index in metadata.yaml's tasks) whose labels and seeds to ingest (default: the first)")
 	fs.BoolVar(&opt.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")
 	fs.BoolVar(&opt.Undirected, "undirected", false, "add the reverse of every edge")
 	fs.BoolVar(&opt.DropSelfLoops, "drop-self-loops", false, "drop edges v -> v")
 	fs.BoolVar(&opt.Dedup, "dedup", false, "drop duplicate edges")
 	dtype := fs.String("feature-dtype", "", "dtype of .npy features saved as raw void (e.g. bfloat16)")
+	fs.BoolVar(&opt.FeaturesInPlace, "features-in-place", false, "read the node features' .npy files (--features, --node-feature) where they are instead of copying them: checksummed at ingest, refused once changed, never written or removed; rows are not block-aligned (a row can cost two block reads)")
 	var devs, nodeFeatures, edgeFeatures listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
 	fs.Var(&nodeFeatures, "node-feature", "NAME=FILE: another node feature beside --features (\"x\"): (N, dim) or (N,) .npy, Parquet or Arrow IPC (repeat per feature)")
@@ -212,6 +214,9 @@ func printInfo(m *dataset.Manifest) {
 		if f.RowsPerBlock > 0 {
 			layout = fmt.Sprintf("%d rows per block", f.RowsPerBlock)
 		}
+		if f.InPlace {
+			layout = fmt.Sprintf("in place: %s, rows packed from byte %d", f.Files[0], f.DataOffset)
+		}
 		fmt.Printf("feature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
 	}
 	if et := m.Edges(); et != nil {
@@ -231,11 +236,18 @@ func printInfo(m *dataset.Manifest) {
 			fmt.Printf("split       %-5s %d nodes\n", name, s.Count)
 		}
 	}
-	var total int64
+	var total, inPlace int64
 	for _, f := range m.Files {
 		total += f.Bytes
+		if f.InPlace {
+			inPlace++
+		}
 	}
-	fmt.Printf("on disk     %s in %d files, xxhash64 per block\n", formatBytes(total), len(m.Files))
+	fmt.Printf("on disk     %s in %d files, xxhash64 per block", formatBytes(total), len(m.Files))
+	if inPlace > 0 {
+		fmt.Printf(" (%d of them read in place, not the dataset's)", inPlace)
+	}
+	fmt.Println()
 	if _, err := os.Stat(m.Path(placement.FileName)); err == nil {
 		if in, err := placement.Saved(m.Dir()); err == nil {
 			fmt.Printf("placement   saved: %s policy, fanouts %v, batch size %d, GPU %s, host %s\n", in.Policy, in.Fanouts, in.BatchSize,
@@ -312,6 +324,9 @@ func runGather(args []string) error {
 	if err := refuseInsideDataset(*out); err != nil {
 		return err
 	}
+	if err := refuseDatasetFile(*out, pos[0]); err != nil {
+		return err
+	}
 	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
 		return err
 	}
@@ -348,6 +363,29 @@ func refuseInsideDataset(out string) error {
 	dir := filepath.Dir(abs)
 	if _, err := os.Stat(filepath.Join(dir, dataset.ManifestName)); err == nil {
 		return fmt.Errorf("--out %s is inside the dataset %s; write it elsewhere", out, dir)
+	}
+	return nil
+}
+
+// refuseDatasetFile refuses an output file that is one of the dataset dir's own files outside
+// its directory: a feature stripe on another device, or a feature file it reads in place.
+func refuseDatasetFile(out, dir string) error {
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return nil // Open reports it
+	}
+	st, err := os.Stat(out)
+	abs, _ := filepath.Abs(out)
+	for _, f := range m.Files {
+		p := m.Path(f.Path)
+		fst, ferr := os.Stat(p)
+		if p == abs || (err == nil && ferr == nil && os.SameFile(st, fst)) {
+			what := "a file of the dataset"
+			if f.InPlace {
+				what = "the feature file the dataset reads in place"
+			}
+			return fmt.Errorf("--out %s is %s %s; write it elsewhere", out, what, dir)
+		}
 	}
 	return nil
 }

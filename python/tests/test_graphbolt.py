@@ -4,6 +4,7 @@ read back against the input arrays, and its refusals."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import numpy as np
@@ -120,3 +121,68 @@ def test_graphbolt_cli_and_refusals(tmp_path, cli):
     with pytest.raises(FileNotFoundError):
         tierfs.from_graphbolt(tmp_path / "nope", tmp_path / "bad")
     assert not (tmp_path / "bad").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+SECOND_TASK = """  - name: other_task
+    num_classes: 3
+    train_set:
+      - type: paper
+        data:
+          - name: seeds
+            format: numpy
+            path: set/other-seeds.npy
+          - name: labels
+            format: numpy
+            path: set/other-labels.npy
+"""
+
+
+def test_graphbolt_task(tmp_path, cli):
+    """A GraphBolt dataset with two tasks: each ingested by name and by index (Python and CLI),
+    the first by default, an unknown one refused with the tasks listed."""
+    r = rng(153)
+    _, a = make_graphbolt(tmp_path / "gb", r)
+    n = len(a["y"])
+    seeds = np.sort(r.choice(n, 40, replace=False))
+    np.save(tmp_path / "gb" / "set" / "other-seeds.npy", seeds)
+    np.save(tmp_path / "gb" / "set" / "other-labels.npy", seeds % 3)
+    with open(tmp_path / "gb" / "metadata.yaml", "a") as f:
+        f.write(SECOND_TASK)
+    other_y = np.full(n, -1)
+    other_y[seeds] = seeds % 3
+    for i, task in enumerate([None, "node_classification", 0, "other_task", 1]):
+        path = tierfs.from_graphbolt(tmp_path / "gb", tmp_path / f"ds{i}", task=task)
+        first = task in (None, "node_classification", 0)
+        with tierfs.open(path) as s:
+            ids = np.arange(n)
+            np.testing.assert_array_equal(s.labels(ids), a["y"] if first else other_y, err_msg=f"task {task!r}, seed {SEED}")
+            np.testing.assert_array_equal(s.split("train"), a["train"] if first else seeds)
+            assert s.split_names == (["train", "val"] if first else ["train"])
+    run = subprocess.run([cli, "ingest", "--graphbolt", str(tmp_path / "gb"), "--graphbolt-task", "other_task", "--out", str(tmp_path / "cli")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with tierfs.open(tmp_path / "cli") as s:
+        np.testing.assert_array_equal(s.split("train"), seeds)
+    with pytest.raises(ValueError, match=r'no task "nope"; its tasks are 0: "node_classification", 1: "other_task"'):
+        tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "bad", task="nope")
+    with pytest.raises(ValueError, match=r'no task "2"'):
+        tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "bad", task=2)
+    with pytest.raises(TypeError, match="task must be"):
+        tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "bad", task=1.0)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_graphbolt_features_in_place(tmp_path):
+    """from_graphbolt(features_in_place=True) reads GraphBolt's node feature .npy files where
+    they are (edge features are copied)."""
+    _, a = make_graphbolt(tmp_path / "gb", rng(154), csv=False)
+    path = tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "ds", features_in_place=True)
+    with open(tmp_path / "ds" / "manifest.json") as f:
+        m = json.load(f)
+    feats = {f["name"]: f for f in m["node_types"][0]["features"]}
+    assert feats["feat"]["files"] == [str(tmp_path / "gb" / "data" / "feat.npy")] and feats["year"].get("in_place")
+    assert not m["edge_types"][0]["features"][0].get("in_place")
+    with tierfs.open(path) as s:
+        ids = np.arange(s.num_nodes)
+        np.testing.assert_array_equal(s.gather(ids), np.load(tmp_path / "gb" / "data" / "feat.npy", mmap_mode="r"), err_msg=f"seed {SEED}")
+        np.testing.assert_array_equal(s.gather(ids, feature="year"), a["year"])

@@ -68,7 +68,26 @@ def _check_structure(graph, store, seeds, fanouts, cumulative, replace=False):
             np.testing.assert_array_equal(in_deg[first:], np.where(deg[new_dst] > 0, f, 0))
         if not cumulative and h > 0:
             assert in_deg[:first].sum() == 0  # older dst nodes have no edges of this hop
+    _check_eids(store, blocks)
+    lo = 0 if cumulative else int(eph[:-1].sum())
+    np.testing.assert_array_equal(blocks[0].edata[dgl.EID].numpy(), np.asarray(sample.e_id)[lo:])
     return input_nodes, output_nodes, blocks
+
+
+def _check_eids(store, blocks):
+    """Each block edge's dgl.EID is its position in the store's CSC: indices[eid] is its src
+    node and the dst whose indptr range holds eid its dst node."""
+    indptr, indices = store.csc()
+    for block in blocks:
+        eid = block.edata[dgl.EID]
+        assert eid.dtype == torch.int64 and eid.numel() == block.num_edges()
+        eid = eid.numpy()
+        assert ((eid >= 0) & (eid < len(indices))).all()
+        u, v = block.edges()
+        src = block.srcdata[dgl.NID][u].numpy()
+        dst = block.dstdata[dgl.NID][v].numpy()
+        np.testing.assert_array_equal(indices[eid], src)
+        np.testing.assert_array_equal(np.searchsorted(indptr, eid, side="right") - 1, dst)
 
 
 @pytest.mark.parametrize("cumulative", [True, False])
@@ -250,6 +269,29 @@ def test_dgl_dataloader_spawn_workers(graph, store):
         np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), graph.x[input_nodes.numpy()])
         seen.append(output_nodes)
     np.testing.assert_array_equal(np.sort(torch.cat(seen).numpy()), graph.train)
+
+
+def test_block_eids_are_csc_positions(graph, store):
+    """dgl.EID of random seeds' blocks against the store's CSC, dgl_graph's edges (edge i in CSC
+    order) and the e_id of the same Sample (what the PyG loader gives)."""
+    seed = int(np.random.default_rng().integers(1 << 31))
+    print(f"seed {seed}")
+    r = np.random.default_rng(seed)
+    g = tdgl.dgl_graph(store)
+    for _ in range(4):
+        fanouts = [int(f) for f in r.choice([-1, 1, 3, 6], size=int(r.integers(1, 4)))]
+        cumulative = bool(r.integers(2))
+        seeds = torch.from_numpy(r.choice(graph.num_nodes, int(r.integers(1, 60)), replace=False))
+        sampler_seed = int(r.integers(1 << 20))
+        _, _, blocks = tdgl.NeighborSampler(store, fanouts, seed=sampler_seed, cumulative=cumulative).sample(seeds)
+        _check_eids(store, blocks)
+        sample = store.sampler(list(reversed(fanouts)), seed=sampler_seed).sample(seeds)
+        eph = np.asarray(sample.edges_per_hop)
+        np.testing.assert_array_equal(blocks[-1].edata[dgl.EID].numpy(), np.asarray(sample.e_id)[: eph[0]], err_msg=f"seed {seed}")
+        for block in blocks:
+            u, v = block.edges()
+            gu, gv = g.find_edges(block.edata[dgl.EID])
+            assert torch.equal(gu, block.srcdata[dgl.NID][u]) and torch.equal(gv, block.dstdata[dgl.NID][v]), f"seed {seed}"
 
 
 # Whole-topology helpers ------------------------------------------------------------------

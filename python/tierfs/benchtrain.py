@@ -153,7 +153,8 @@ def _combo_name(model: str, fanouts: List[int], batch: int) -> str:
 
 
 def _feature_file(dataset: str) -> Tuple[str, int, int, int, int, int]:
-    """(path, nodes, row_bytes, rows_per_block, block_size, dim... ) of the first feature file."""
+    """(path, nodes, row_bytes, rows_per_block, block_size, data_offset) of the first feature file
+    (data_offset: where row 0 starts, the header's length in a feature read in place)."""
     with open(os.path.join(dataset, "manifest.json")) as f:
         manifest = json.load(f)
     nt = manifest["node_types"][0]
@@ -162,14 +163,14 @@ def _feature_file(dataset: str) -> Tuple[str, int, int, int, int, int]:
         raise SystemExit("benchtrain: the memmap configurations need a single-file feature (no --device-path striping)")
     path = feat["files"][0]
     path = path if os.path.isabs(path) else os.path.join(dataset, path)
-    return path, int(nt["count"]), int(feat["row_bytes"]), int(feat.get("rows_per_block", 0)), int(manifest["block_size"]), 0
+    return path, int(nt["count"]), int(feat["row_bytes"]), int(feat.get("rows_per_block", 0)), int(manifest["block_size"]), int(feat.get("data_offset", 0))
 
 
 class _Memmap:
     """Rows of the feature file through ``np.memmap`` (the kernel page cache, readahead)."""
 
     def __init__(self, dataset: str, dtype: np.dtype, dim: int):
-        self.path, self.n, self.row, rpb, block, _ = _feature_file(dataset)
+        self.path, self.n, self.row, rpb, block, offset = _feature_file(dataset)
         self.mm = np.memmap(self.path, dtype=np.uint8, mode="r")
         self.dtype, self.dim = dtype, dim
         if rpb > 0:
@@ -178,7 +179,7 @@ class _Memmap:
             self._get = lambda ids: view[ids // rpb, ids % rpb]
             self._contig = None
         else:
-            view = self.mm[: self.n * self.row].reshape(self.n, self.row)
+            view = self.mm[offset : offset + self.n * self.row].reshape(self.n, self.row)
             self._get = lambda ids: view[ids]
             self._contig = view
 

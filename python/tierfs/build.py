@@ -172,6 +172,7 @@ def ingest(
     progress: ProgressLike = None,
     node_features: Optional[Mapping[str, Any]] = None,
     edge_features: Optional[Mapping[str, Any]] = None,
+    features_in_place: bool = False,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -207,6 +208,12 @@ def ingest(
         progress: ``callable(stage, done, total)`` called as the work advances (about every
             100 ms per stage, and when a stage completes; total 0 when not known up front), or
             True for a bar per stage (tqdm where installed).
+        features_in_place: read the node features' ``.npy`` files (``features`` and
+            ``node_features``, given as paths: C-order, little-endian) where they are instead of
+            copying them into ``out``, so the disk holds the features once. They are checksummed
+            at ingest; a store refuses a file whose size or modification time changed since;
+            tierfs never writes, moves or removes it (keep it outside ``out``). Rows there are
+            not block-aligned, so a row can cost two block reads. Edge features are copied.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -231,6 +238,13 @@ def ingest(
             raise errors.InvalidArgumentError(f"ingest: feature name(s) {both} in both node_features and edge_features; feature names must be unique")
     opts: Dict[str, Any] = {"out": out}
     tmp: Optional[Path] = None
+    if features_in_place:
+        given = [("features", features)] + [(f"node_features[{k!r}]", v) for k, v in (node_features or {}).items()]
+        arrays = [what for what, v in given if v is not None and not _is_path(v)]
+        if arrays:
+            raise errors.InvalidArgumentError(f"ingest: features_in_place needs the node features as .npy paths; {', '.join(arrays)} "
+                                              "is an array (np.save it where it should stay and pass the path)")
+        opts["features_in_place"] = True
 
     def tmpdir() -> Path:
         nonlocal tmp
@@ -489,22 +503,34 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
     )
 
 
-def from_graphbolt(path: PathLike, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-                   force: bool = False, progress: ProgressLike = None) -> str:
+def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None] = None, undirected: bool = False,
+                   device_paths: Optional[Sequence[PathLike]] = None, force: bool = False, progress: ProgressLike = None,
+                   features_in_place: bool = False) -> str:
     """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
     ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
     section, one node type and one edge type) and returns its path: the edges (CSV or ``.npy``),
     every node feature by its name (the first is the default, ``x`` to :mod:`tierfs.pyg`), every
-    edge feature, and from the first task the labels and the train/validation/test seeds. The
+    edge feature, and from one task (``task``; the first by default) the labels and the
+    train/validation/test seeds. The
     files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
     input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
 
     Args:
         path: the GraphBolt dataset directory.
-        out, undirected, device_paths, force, progress: as :func:`ingest`.
+        task: the task whose labels and seeds to ingest: its name, or its index in
+            ``metadata.yaml``'s ``tasks`` (None: the first). An unknown task raises ValueError
+            listing the tasks.
+        out, undirected, device_paths, force, progress, features_in_place: as :func:`ingest`
+            (``features_in_place`` reads the node features' ``.npy`` files where they are).
     """
     _native.check_process()
     opts: Dict[str, Any] = {"out": os.fspath(out), "graphbolt": _input_path(path, "graphbolt")}
+    if features_in_place:
+        opts["features_in_place"] = True
+    if task is not None:
+        if isinstance(task, bool) or not isinstance(task, (str, int)):
+            raise errors.DTypeError(f"from_graphbolt: task must be a task name (str) or index (int), got {task!r}")
+        opts["graphbolt_task"] = str(task)
     if undirected:
         opts["undirected"] = True
     if device_paths:

@@ -34,8 +34,9 @@ DGL requires). With ``cumulative=True`` (the default) its edges are those sample
 node keeps the neighbors it was sampled with in every layer, as PyG's NeighborLoader computes over
 one sampled subgraph. With ``cumulative=False`` a block holds only the edges of its own hop, so
 dst nodes reached before hop h have no in-edges there. Unlike ``dgl.dataloading.NeighborSampler``,
-a node's neighbors are not drawn again for each layer, and blocks carry no ``dgl.EID``
-(tierfs samples have no edge ids).
+a node's neighbors are not drawn again for each layer. Each block's ``edata[dgl.EID]`` holds its
+edges' ids in the store: their positions in its CSC, the order of :func:`dgl_graph`'s edges and
+of edge features (``store.gather(eids, feature="edge_attr")``), the ``e_id`` PyG batches carry.
 
 Processes: the tierfs library runs a Go runtime, which does not survive ``fork``. Worker
 processes of ``dgl.dataloading.DataLoader`` / ``torch.utils.data.DataLoader`` must be started with
@@ -509,6 +510,7 @@ def _sample_arrays(sample):
         t(sample.col),
         _ids_tensor(sample.nodes_per_hop).tolist(),
         _ids_tensor(sample.edges_per_hop).tolist(),
+        None if sample.e_id is None else t(sample.e_id),
     )
 
 
@@ -517,9 +519,10 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
     input layer (farthest hop) to the output layer (whose dst nodes are the seeds). Block ``i``
     of ``L`` (hop ``h = L-1-i``) has the nodes of hops 0..h+1 as src nodes and those of hops
     0..h as dst nodes, ``dgl.NID`` in srcdata and dstdata, and the edges of hops 0..h
-    (``cumulative``) or of hop h alone.
+    (``cumulative``) or of hop h alone, each with its id in the store (its CSC position) in
+    ``edata[dgl.EID]`` (when the sample has ``e_id``).
     """
-    nodes, row, col, nph, eph = _sample_arrays(sample)
+    nodes, row, col, nph, eph, e_id = _sample_arrays(sample)
     num_hops = len(eph)
     if num_hops == 0 or len(nph) != num_hops + 1:
         raise tierfs.Error(
@@ -529,6 +532,8 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
     edge_prefix = np.cumsum([0] + eph).tolist()  # hop h edges: [edge_prefix[h], edge_prefix[h+1])
     if node_prefix[-1] != nodes.numel() or not edge_prefix[-1] == row.numel() == col.numel():
         raise tierfs.Error("tierfs.dgl: sample sizes do not add up")
+    if e_id is not None and e_id.numel() != row.numel():
+        raise tierfs.Error(f"tierfs.dgl: sample has {e_id.numel()} edge ids for {row.numel()} edges")
     blocks = []
     for h in reversed(range(num_hops)):
         lo = 0 if cumulative else edge_prefix[h]
@@ -542,6 +547,8 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
         )
         block.srcdata[dgl.NID] = nodes[:num_src]
         block.dstdata[dgl.NID] = nodes[:num_dst]
+        if e_id is not None:
+            block.edata[dgl.EID] = e_id[lo:hi]
         blocks.append(block)
     input_nodes = nodes[: node_prefix[-1]]
     output_nodes = nodes[: node_prefix[0]]
