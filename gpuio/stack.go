@@ -413,6 +413,12 @@ func (s *Stack) requeue(rd *read) {
 	s.queue = slices.Insert(s.queue, 0, rd)
 }
 
+// refillEvery is how many completions Complete finishes before it starts and submits the reads
+// their slots can take, rather than once per round of completions. Measured on four memory-backed
+// loop devices (BENCHMARKS, "IO engine vs iobench"): 4 threads went from 0.76–0.83 to 0.92–0.93
+// of iobench; 32 was in between.
+const refillEvery = 8
+
 // Complete waits for every submitted request: it reaps reads, checks and verifies them, copies
 // the requested bytes into each Dst and starts queued reads as staging frees up. On the first
 // error it stops starting reads (the requests not yet read are dropped and their Dst contents are
@@ -440,9 +446,18 @@ func (s *Stack) CompleteOn(stream uintptr) error {
 // completeCPU is CompleteOn for the reads CPU threads submit and reap.
 func (s *Stack) completeCPU(stream uintptr) error {
 	var firstErr error
+	sinceRefill := 0
 	done := func(rd *read, n int, err error) {
 		if err := s.finish(rd, n, err); err != nil && firstErr == nil {
 			firstErr = err
+		}
+		// Keep the queue full while a round's completions are finished: their copies take long
+		// enough that waiting for the whole round leaves the device short of reads.
+		if sinceRefill++; sinceRefill == refillEvery && firstErr == nil {
+			sinceRefill = 0
+			if err := s.pump(true); err != nil {
+				firstErr = err
+			}
 		}
 	}
 	fail := func(err error) {
