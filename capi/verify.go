@@ -76,10 +76,7 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 		if err != nil {
 			return nil, err
 		}
-		r := verifyReport{OK: len(problems) == 0, Files: len(m.Files), Problems: []verifyProblem{}}
-		for _, f := range m.Files {
-			r.Bytes += f.Bytes
-		}
+		r := verifyReport{OK: len(problems) == 0, Files: len(m.Files), Bytes: m.TotalBytes(), Problems: []verifyProblem{}}
 		for _, p := range problems {
 			r.Problems = append(r.Problems, verifyProblem{p.File, p.Offset, p.What})
 		}

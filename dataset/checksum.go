@@ -114,10 +114,7 @@ func (p Problem) String() string {
 // checked so far.
 func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Problem, error) {
 	var problems []Problem
-	var total, done int64
-	for _, f := range m.Files {
-		total += f.Bytes
-	}
+	total, done := m.TotalBytes(), int64(0)
 	buf := make([]byte, 4<<20)
 	for i := range m.Files {
 		f := &m.Files[i]

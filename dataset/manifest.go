@@ -444,6 +444,15 @@ func (f *FeatureSpec) validate(blockSize, count int64) error {
 	return nil
 }
 
+// TotalBytes is the size of every data file the manifest lists, in-place files included.
+func (m *Manifest) TotalBytes() int64 {
+	var total int64
+	for _, f := range m.Files {
+		total += f.Bytes
+	}
+	return total
+}
+
 // Dir is the directory the manifest belongs to.
 func (m *Manifest) Dir() string { return m.dir }
 

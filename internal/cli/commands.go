@@ -294,10 +294,7 @@ func runVerify(args []string) error {
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, f := range m.Files {
-		total += f.Bytes
-	}
+	total := m.TotalBytes()
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Println(p)
