@@ -243,7 +243,7 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 				}
 				batch := batchOf(order, opt.BatchSize, b)
 				s, err := topology.SampleNeighbors(g, batch, topology.SampleOptions{
-					Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: mix64(opt.Seed ^ mix64(uint64(first+b))), Workers: 1,
+					Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: mix64(opt.Seed ^ mix64(uint64(first+b))), Workers: 1, NodesOnly: true,
 				})
 				if err != nil {
 					errs[b] = fmt.Errorf("placement: profile batch %d: %w", first+b, err)

@@ -23,6 +23,9 @@ type SampleOptions struct {
 	Seed uint64
 	// Workers is the number of goroutines choosing positions; 0 means runtime.GOMAXPROCS(0).
 	Workers int
+	// NodesOnly samples the nodes alone: Nodes, NodesPerHop and EdgesPerHop as without it, Row,
+	// Col and EdgeIDs left empty (for counting what a batch reads, as placement profiling does).
+	NodesOnly bool
 }
 
 // Sample is a k-hop neighborhood. Local ids are indices into Nodes.
@@ -112,6 +115,9 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 
 	var deg, off, pos, out, starts []int64
 	indexer, _ := g.(EdgeIndexer)
+	if opt.NodesOnly {
+		indexer = nil
+	}
 	if indexer != nil {
 		s.EdgeIDs = []int64{}
 	}
@@ -157,8 +163,10 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		}
 
 		start := int64(len(s.Nodes))
-		s.Row = slices.Grow(s.Row, int(total))
-		s.Col = slices.Grow(s.Col, int(total))
+		if !opt.NodesOnly {
+			s.Row = slices.Grow(s.Row, int(total))
+			s.Col = slices.Grow(s.Col, int(total))
+		}
 		if indexer != nil {
 			s.EdgeIDs = slices.Grow(s.EdgeIDs, int(total))
 			for i := range frontier {
@@ -176,8 +184,10 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 				if added {
 					s.Nodes = append(s.Nodes, nb)
 				}
-				s.Row = append(s.Row, local)
-				s.Col = append(s.Col, target)
+				if !opt.NodesOnly {
+					s.Row = append(s.Row, local)
+					s.Col = append(s.Col, target)
+				}
 			}
 		}
 		end := int64(len(s.Nodes))

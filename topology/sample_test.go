@@ -579,3 +579,43 @@ func TestIDMapRemoveKeepsLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleNodesOnly checks that NodesOnly samples the same nodes and counts as a full sample,
+// on in-memory and on-disk graphs, and leaves the edges out.
+func TestSampleNodesOnly(t *testing.T) {
+	r := testRand(t)
+	for _, e := range randomGraphs(r) {
+		g := e.csc(t)
+		graphs := []Graph{g}
+		if g.Indices32 != nil {
+			pf, xf := diskOf(g.Indptr, g.Indices32)
+			disk, err := NewDiskCSC(g.NumNodes(), g.NumEdges(), 4, 0, 1, memFiles(pf, xf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			graphs = append(graphs, disk)
+		}
+		for _, gr := range graphs {
+			for _, fanouts := range fanoutCases {
+				for _, replace := range []bool{false, true} {
+					seeds := seedsFor(r, e.numNodes, 200)
+					opt := SampleOptions{Fanouts: fanouts, Replace: replace, Seed: r.Uint64(), Workers: 1 + r.IntN(4)}
+					want, err := SampleNeighbors(gr, seeds, opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					opt.NodesOnly = true
+					got, err := SampleNeighbors(gr, seeds, opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got.Nodes, want.Nodes) || !slices.Equal(got.NodesPerHop, want.NodesPerHop) ||
+						!slices.Equal(got.EdgesPerHop, want.EdgesPerHop) || len(got.Row) != 0 || len(got.Col) != 0 || len(got.EdgeIDs) != 0 {
+						t.Fatalf("%s (%T), fanouts %v, replace %v: NodesOnly sample differs from the full one's nodes or kept edges",
+							e.name, gr, fanouts, replace)
+					}
+				}
+			}
+		}
+	}
+}
