@@ -105,15 +105,20 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	localOf := idMaps.Get().(*idMap)
 	defer localOf.release(s)
 	localOf.reserve(len(seeds))
-	var frontier, targets []int64
+	sc := scratches.Get().(*sampleScratch)
+	frontier, targets := sc.seeds[:0], sc.targets[:0]
 	for i, v := range seeds {
 		if _, added := localOf.addIfAbsent(v, int64(i)); added {
 			frontier = append(frontier, v)
 			targets = append(targets, int64(i))
 		}
 	}
-
-	var deg, off, pos, out, starts []int64
+	sc.seeds = frontier // later frontiers are parts of s.Nodes, never the scratch's
+	deg, off, pos, out, starts := sc.deg, sc.off, sc.pos, sc.out, sc.starts
+	defer func() {
+		sc.deg, sc.off, sc.pos, sc.out, sc.starts, sc.targets = deg, off, pos, out, starts, targets
+		scratches.Put(sc)
+	}()
 	indexer, _ := g.(EdgeIndexer)
 	if opt.NodesOnly {
 		indexer = nil
@@ -213,6 +218,14 @@ type idMap struct {
 	shift uint     // 64 - log2(len(slots)), for Fibonacci hashing
 	count int      // ids held
 }
+
+// sampleScratch is what SampleNeighbors uses while it samples and returns nothing of: the
+// distinct seeds, each hop's degrees, offsets, positions, neighbors, list starts and targets.
+type sampleScratch struct{ seeds, deg, off, pos, out, starts, targets []int64 }
+
+// scratches keeps the scratch of finished samples for the next ones, so a sampler that runs
+// batch after batch does not allocate its per-hop arrays every batch.
+var scratches = sync.Pool{New: func() any { return new(sampleScratch) }}
 
 // idMaps keeps the maps of finished samples for the next ones: a map keeps its table, emptied,
 // so a sampler that runs batch after batch neither allocates nor grows one per batch.
