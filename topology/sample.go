@@ -100,15 +100,29 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	}
 	s.NodesPerHop[0] = int64(len(seeds))
 
-	// localOf maps a global id to its first local id. frontier holds the nodes first reached at
-	// the previous hop, targets their local ids.
-	localOf := idMaps.Get().(*idMap)
-	defer localOf.release(s)
-	localOf.reserve(len(seeds))
+	// localOf maps a global id to its first local id; a NodesOnly sample, which needs no local
+	// ids, marks the ids it has in a bitset instead where one is small enough (seen). frontier
+	// holds the nodes first reached at the previous hop, targets their local ids.
+	var localOf *idMap
+	var seen *nodeBits
+	if opt.NodesOnly && numNodes <= maxBitsetNodes {
+		seen = getNodeBits(numNodes)
+		defer seen.release(s)
+	} else {
+		localOf = idMaps.Get().(*idMap)
+		defer localOf.release(s)
+		localOf.reserve(len(seeds))
+	}
+	addIfAbsent := func(id, local int64) (int64, bool) {
+		if seen != nil {
+			return local, seen.add(id)
+		}
+		return localOf.addIfAbsent(id, local)
+	}
 	sc := scratches.Get().(*sampleScratch)
 	frontier, targets := sc.seeds[:0], sc.targets[:0]
 	for i, v := range seeds {
-		if _, added := localOf.addIfAbsent(v, int64(i)); added {
+		if _, added := addIfAbsent(v, int64(i)); added {
 			frontier = append(frontier, v)
 			targets = append(targets, int64(i))
 		}
@@ -185,6 +199,12 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 				if nb < 0 || nb >= numNodes {
 					return nil, fmt.Errorf("topology: graph gave neighbor %d of node %d, not a node id in [0, %d)", nb, frontier[i], numNodes)
 				}
+				if seen != nil {
+					if seen.add(nb) {
+						s.Nodes = append(s.Nodes, nb)
+					}
+					continue
+				}
 				local, added := localOf.addIfAbsent(nb, int64(len(s.Nodes)))
 				if added {
 					s.Nodes = append(s.Nodes, nb)
@@ -226,6 +246,46 @@ type sampleScratch struct{ seeds, deg, off, pos, out, starts, targets []int64 }
 // scratches keeps the scratch of finished samples for the next ones, so a sampler that runs
 // batch after batch does not allocate its per-hop arrays every batch.
 var scratches = sync.Pool{New: func() any { return new(sampleScratch) }}
+
+// maxBitsetNodes bounds the graphs whose NodesOnly samples mark ids in a bitset (n/8 bytes a
+// sample in flight: 64 MiB at the bound) rather than an idMap.
+const maxBitsetNodes = 1 << 29
+
+// nodeBits is a set of node ids, one bit each.
+type nodeBits struct{ words []uint64 }
+
+// bitsets keeps the bitsets of finished samples, empty, for the next ones.
+var bitsets sync.Pool
+
+// getNodeBits returns an empty set for ids in [0, n).
+func getNodeBits(n int64) *nodeBits {
+	b, _ := bitsets.Get().(*nodeBits)
+	if b == nil {
+		b = new(nodeBits)
+	}
+	if words := int((n + 63) / 64); len(b.words) < words {
+		b.words = make([]uint64, words)
+	}
+	return b
+}
+
+// add puts id in the set and reports whether it was new.
+func (b *nodeBits) add(id int64) bool {
+	w, bit := &b.words[id>>6], uint64(1)<<(id&63)
+	if *w&bit != 0 {
+		return false
+	}
+	*w |= bit
+	return true
+}
+
+// release empties b, whose ids are all in s.Nodes, and gives it back to bitsets.
+func (b *nodeBits) release(s *Sample) {
+	for _, v := range s.Nodes {
+		b.words[v>>6] = 0
+	}
+	bitsets.Put(b)
+}
 
 // idMaps keeps the maps of finished samples for the next ones: a map keeps its table, emptied,
 // so a sampler that runs batch after batch neither allocates nor grows one per batch.
