@@ -51,11 +51,12 @@ func Plan(h *Hotness, sizes Sizes, budget Budget, policy Policy) (*Placement, er
 		}
 		pl.fillInOrder(order)
 	case Random:
-		// A fixed pseudo-random order of every item: sorted by a hash of its position, which
-		// streams through memory where a shuffle would miss the cache on every swap.
+		// A fixed pseudo-random order of every item: sorted by a 32-bit hash of its position
+		// (four radix passes; equal hashes keep position order), which streams through memory
+		// where a shuffle would miss the cache on every swap.
 		keys := make([]uint64, 2*n)
 		for i := range keys {
-			keys[i] = mix64(randomPolicySeed ^ uint64(i))
+			keys[i] = mix64(randomPolicySeed^uint64(i)) >> 32
 		}
 		for _, j := range radixOrder(keys) {
 			pl.fill(item{v: int64(j / 2), k: Kind(j % 2)})
@@ -92,6 +93,16 @@ func (pl *planner) hot(v int64, k Kind) uint32 {
 
 // hottest lists the items of kind k read at least once, hottest first (ties: smaller id).
 func (pl *planner) hottest(k Kind) []item {
+	ids := pl.hottestIDs(k)
+	out := make([]item, len(ids))
+	for i, v := range ids {
+		out[i] = item{v: v, k: k}
+	}
+	return out
+}
+
+// hottestIDs is hottest's nodes.
+func (pl *planner) hottestIDs(k Kind) []int64 {
 	var ids []int64
 	var keys []uint64
 	for v := range pl.h.NumNodes() {
@@ -100,9 +111,9 @@ func (pl *planner) hottest(k Kind) []item {
 			keys = append(keys, ^uint64(h))
 		}
 	}
-	out := make([]item, len(ids))
+	out := make([]int64, len(ids))
 	for i, j := range radixOrder(keys) {
-		out[i] = item{v: ids[j], k: k}
+		out[i] = ids[j]
 	}
 	return out
 }
@@ -141,6 +152,22 @@ func memTx(h uint32, b int64) float64 { return math.Ceil(float64(h) * float64(b)
 // ssdTx-memTx on PCIe; moving it to the GPU saves its SSD blocks on both links. pcieOnly counts
 // the PCIe link alone (Hyperion's score).
 func (pl *planner) unified(chunk int64, pcieOnly bool) {
+	if !pcieOnly && !slices.ContainsFunc(pl.h.Topology, func(c uint32) bool { return c > 0 }) {
+		// Feature rows alone compete (as when the store holds its topology in memory): each
+		// costs the same memory and saves more the hotter it is, in either tier, so the ranking
+		// is by hotness for both, and the GPU then host memory take its head. (PCIe-only scores
+		// give no host-tier saving to a row of whole blocks: those take the general path.)
+		for _, v := range pl.hottestIDs(KindFeature) {
+			pl.fill(item{v: v, k: KindFeature})
+		}
+		return
+	}
+	pl.unifiedByDensity(chunk, pcieOnly)
+}
+
+// unifiedByDensity is unified for any mix of items: per tier, the candidates' scores and
+// densities, then fillTier.
+func (pl *planner) unifiedByDensity(chunk int64, pcieOnly bool) {
 	count := 0
 	for v := range pl.h.NumNodes() {
 		count += min(1, int(pl.h.Topology[v])) + min(1, int(pl.h.Feature[v]))

@@ -196,3 +196,36 @@ func TestFeatureHotnessOrderIsDensityOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestUnifiedFeaturesOnlyMatchesByDensity checks unified's shortcut for features alone (no
+// topology counts) against the general density ranking, over budgets that fill the GPU, host
+// memory or neither, and row sizes from 4 bytes to 16 KiB.
+func TestUnifiedFeaturesOnlyMatchesByDensity(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	const n = 30_000
+	for _, rowBytes := range []int64{4, 100, 512, 4096, 16384} {
+		h := &Hotness{Topology: make([]uint32, n), Feature: make([]uint32, n)}
+		for v := range n {
+			h.Feature[v] = uint32(r.IntN(40)) * uint32(1+r.IntN(2)*50)
+		}
+		sizes := Sizes{RowBytes: rowBytes, Degrees: make([]int64, n), FeatureOverhead: 16}.withDefaults()
+		for _, b := range []Budget{{GPUBytes: 100 * rowBytes, HostBytes: 2000 * rowBytes}, {GPUBytes: 1 << 30, HostBytes: 1 << 30}, {HostBytes: 5000*rowBytes + 7}, {}} {
+			b = b.withDefaults()
+			plan := func(general bool) *Placement {
+				p := newPlacement(n, Unified, b, sizes)
+				pl := planner{h: h, s: &sizes, p: p, left: [NumTiers]int64{TierGPU: b.GPUBytes, TierHost: b.HostBytes}}
+				if general {
+					pl.unifiedByDensity(b.ChunkBytes, false)
+				} else {
+					pl.unified(b.ChunkBytes, false)
+				}
+				return p
+			}
+			if got, want := plan(false), plan(true); !slices.Equal(got.tiers, want.tiers) {
+				t.Fatalf("seed %d: rows of %d B, budget %+v: the features-only shortcut places differently from the density ranking", seed, rowBytes, b)
+			}
+		}
+	}
+}
