@@ -742,21 +742,22 @@ class Bench:
         stage = dict(sample=0.0, gather=0.0)
         extra.setdefault("closers", [])
         model, opt = self.model(model_kind, len(fanouts))
-        it = self.fetchers(cfg, fanouts, batch, seeds, stage, extra)
         tier_store = self.stores.get("tiered") if cfg in TIERED_CONFIGS else (self.stores["cached"] if cfg == "tierfs-cached" else None)
         plan = extra.get("plan") if cfg == "tierfs-planned" else None
         plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
         plan_stats = plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
+        # Tier counters over every batch of the run (warm-up included), read before the fetcher
+        # starts: a prefetching one gathers ahead at once, so a later or narrower window would
+        # miss some of its batches (all of them in a run shorter than the prefetch depth).
+        st0 = tier_store.stats() if tier_store is not None else None
+        pl0 = plan_stats() if plan_stats else None
+        it = self.fetchers(cfg, fanouts, batch, seeds, stage, extra)
         events: List[Tuple[Any, Any]] = []
         losses: List[Any] = []
         fetch_s = train_s = 0.0
         nodes_sum = edges_sum = 0
         timed = 0
         t0 = None
-        # Tier counters over every batch of the run (warm-up included): a prefetching loader
-        # gathers ahead, so a window around the timed batches would miss or add some.
-        st0 = tier_store.stats() if tier_store is not None else None
-        pl0 = plan_stats() if plan_stats else None
         io0 = None
         smi = None
         warm_t = time.perf_counter()
