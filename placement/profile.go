@@ -92,7 +92,8 @@ func SizesOf(g topology.Graph, rowBytes, indexBytes int64) (Sizes, error) {
 // (Hotness.Convergence); with Epochs 0 it stops once that estimate improves by less than
 // Converged. Batches are sampled in parallel; the counts equal a serial run's.
 //
-// It holds 16 bytes per node plus a copy of seeds.
+// It holds 16 bytes per node plus a copy of seeds and, while it samples, a bitset of the nodes
+// (n/8 bytes) per worker on graphs of up to 2^29 nodes (topology.SampleOptions.NodesOnly).
 func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, error) {
 	switch {
 	case g == nil:
