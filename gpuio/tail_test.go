@@ -19,28 +19,7 @@ func TestUnalignedFileTail(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend Backend) {
 		rng := rand.New(rand.NewPCG(11, 12))
 		sizes := []int{1, 4095, 4097, 100_003}
-		var fds []int
-		var want [][]byte
-		dir := t.TempDir()
-		for i, size := range sizes {
-			data := make([]byte, size)
-			for j := range data {
-				data[j] = byte(rng.Uint32())
-			}
-			path := filepath.Join(dir, "t"+string(rune('a'+i)))
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
-			if errors.Is(err, unix.EINVAL) {
-				fd, err = unix.Open(path, unix.O_RDONLY, 0)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(fd) })
-			fds, want = append(fds, fd), append(want, data)
-		}
+		fds, want := unalignedFiles(t, rng, sizes)
 		s, err := Open(fds, Options{Backend: backend, MaxIOBytes: 8192, QueueDepth: 4})
 		if err != nil {
 			t.Fatal(err)
@@ -84,28 +63,7 @@ func TestUnalignedFileTailVerify(t *testing.T) {
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 13))
 		sizes := []int{1, 4095, 4097, 100_003}
-		var fds []int
-		var want [][]byte
-		dir := t.TempDir()
-		for i, size := range sizes {
-			data := make([]byte, size)
-			for j := range data {
-				data[j] = byte(rng.Uint32())
-			}
-			path := filepath.Join(dir, "v"+string(rune('a'+i)))
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
-			if errors.Is(err, unix.EINVAL) {
-				fd, err = unix.Open(path, unix.O_RDONLY, 0)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(fd) })
-			fds, want = append(fds, fd), append(want, data)
-		}
+		fds, want := unalignedFiles(t, rng, sizes)
 		var partial int
 		verify := func(file int, off int64, block []byte) error {
 			end := off + int64(len(block))
@@ -148,4 +106,31 @@ func TestUnalignedFileTailVerify(t *testing.T) {
 			t.Fatal("Verify never saw a file's partial last block")
 		}
 	})
+}
+
+// unalignedFiles writes one file of random bytes per size and opens each O_DIRECT where the file
+// system allows it: the fds (closed when t ends) and the bytes each holds.
+func unalignedFiles(t *testing.T, rng *rand.Rand, sizes []int) (fds []int, want [][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	for i, size := range sizes {
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		path := filepath.Join(dir, "f"+string(rune('a'+i)))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
+		if errors.Is(err, unix.EINVAL) {
+			fd, err = unix.Open(path, unix.O_RDONLY, 0)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		fds, want = append(fds, fd), append(want, data)
+	}
+	return fds, want
 }
