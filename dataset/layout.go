@@ -84,6 +84,13 @@ func NewInPlaceFeatureSpec(name string, dtype DType, dim, count int64, path stri
 	return f, nil
 }
 
+// ExpectInPlaceFile records the size and modification time (ns) the in-place file had when its
+// header was read: Commit checksums it only while it still has them, so a file replaced between
+// the two is refused rather than described by another file's header.
+func (f *FeatureSpec) ExpectInPlaceFile(size, mtimeNS int64) {
+	f.inPlaceSize, f.inPlaceMTimeNS = size, mtimeNS
+}
+
 // Count is the number of rows.
 func (f *FeatureSpec) Count() int64 { return f.count }
 

@@ -144,6 +144,9 @@ type FeatureSpec struct {
 
 	blockSize int64
 	count     int64
+	// inPlaceSize and inPlaceMTimeNS, when set, are what the in-place file must still have when
+	// it is checksummed (ExpectInPlaceFile).
+	inPlaceSize, inPlaceMTimeNS int64
 }
 
 // File is one data file with its checksum sidecar.

@@ -207,6 +207,9 @@ type FeatureWriter struct {
 
 // NewFeatureWriter creates the spec's files (resolved against dir when relative).
 func NewFeatureWriter(dir string, spec *FeatureSpec) (*FeatureWriter, error) {
+	if spec.InPlace {
+		return nil, fmt.Errorf("dataset: feature %q is read in place from %q; it has no files to write", spec.Name, spec.Files)
+	}
 	w := &FeatureWriter{spec: spec, local: make([]int64, len(spec.Files))}
 	if spec.RowsPerBlock > 0 {
 		w.pad = make([]byte, spec.blockSize-spec.RowsPerBlock*spec.RowBytes)
@@ -317,10 +320,15 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	}
 	m.Created = Created{By: by, Args: args, Time: time.Now().UTC().Format(time.RFC3339), Version: ToolVersion}
 	m.Files = m.Files[:0]
-	inPlace := map[string]string{} // in-place file -> its feature's name
+	inPlace := map[string]*FeatureSpec{} // in-place file -> its feature
 	for _, f := range m.allFeatures() {
-		if f.InPlace && len(f.Files) == 1 {
-			inPlace[f.Files[0]] = f.Name
+		if f.InPlace {
+			// Checked before anything is written: every other file is padded and synced in
+			// place, which must never happen to the user's.
+			if len(f.Files) != 1 || !filepath.IsAbs(f.Files[0]) {
+				return fmt.Errorf("dataset: in-place feature %q names files %q; want one absolute path", f.Name, f.Files)
+			}
+			inPlace[f.Files[0]] = f
 		}
 	}
 	var done, total int64
@@ -332,8 +340,9 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 		}
 	}
 	for _, p := range files {
-		if name, ok := inPlace[p]; ok {
-			f, err := checksumInPlace(p, m.Path(InPlaceSidecar(name)), int64(m.BlockSize), func(n int64) {
+		if spec, ok := inPlace[p]; ok {
+			name := spec.Name
+			f, err := checksumInPlace(p, spec, m.Path(InPlaceSidecar(name)), int64(m.BlockSize), func(n int64) {
 				if progress != nil {
 					progress(done+n, total)
 				}
@@ -433,7 +442,7 @@ func InPlaceSidecar(name string) string { return "features." + name + ".in-place
 // checksumInPlace checksums the user's file path as it is (its last block partial) into the
 // sidecar, and returns its files-list entry with its size and modification time. A file that
 // changes meanwhile is refused.
-func checksumInPlace(path, sidecar string, block int64, progress func(done int64)) (File, error) {
+func checksumInPlace(path string, spec *FeatureSpec, sidecar string, block int64, progress func(done int64)) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return File{}, fmt.Errorf("dataset: in-place feature file: %w", err)
@@ -445,6 +454,10 @@ func checksumInPlace(path, sidecar string, block int64, progress func(done int64
 	}
 	if before.Mode&unix.S_IFMT != unix.S_IFREG {
 		return File{}, fmt.Errorf("dataset: in-place feature file %s is not a regular file", path)
+	}
+	if spec.inPlaceMTimeNS != 0 && (before.Size != spec.inPlaceSize || before.Mtim.Nano() != spec.inPlaceMTimeNS) {
+		return File{}, fmt.Errorf("dataset: in-place feature file %s changed after its header was read (size %d, was %d; modified %s); ingest again once nothing writes it",
+			path, before.Size, spec.inPlaceSize, time.Unix(0, before.Mtim.Nano()).UTC().Format(time.RFC3339Nano))
 	}
 	sums, err := blockChecksums(f, before.Size, block, progress)
 	if err != nil {

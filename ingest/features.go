@@ -31,6 +31,8 @@ type featureSource struct {
 	elemSize   int
 	scalar     bool  // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
 	dataOffset int64 // a .npy: byte offset of the first row (the header's length)
+	// size and mtimeNS are a .npy file's when its header was read (Npy.Stamp).
+	size, mtimeNS int64
 }
 
 // openFeatures inspects a feature file: a 2-D C-order .npy, or a Parquet / Arrow IPC file with one
@@ -68,7 +70,12 @@ func openFeatures(path string, override dataset.DType, scalarOK bool) (*featureS
 		if err != nil {
 			return nil, fmt.Errorf("ingest: features file %s: %w", path, err)
 		}
-		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar, dataOffset: a.DataOffset}, nil
+		size, mtime, err := a.Stamp()
+		if err != nil {
+			return nil, err
+		}
+		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar,
+			dataOffset: a.DataOffset, size: size, mtimeNS: mtime}, nil
 	}
 	t, err := openArrowTable(path, format)
 	if err != nil {
@@ -324,6 +331,7 @@ func newInPlaceSpec(name string, src *featureSource, count int64) (dataset.Featu
 		return spec, fmt.Errorf("ingest: %w", err)
 	}
 	spec.Scalar = src.scalar
+	spec.ExpectInPlaceFile(src.size, src.mtimeNS)
 	return spec, nil
 }
 

@@ -122,6 +122,33 @@ func TestFeaturesInPlaceChanged(t *testing.T) {
 	}
 }
 
+// TestFeaturesInPlaceSwappedDuringIngest replaces the .npy, with another dtype and dim of the
+// same size, after ingest has read its header and before it checksums it: ingest must refuse,
+// naming the file, rather than describe the new bytes with the old header.
+func TestFeaturesInPlaceSwappedDuringIngest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	path := filepath.Join(t.TempDir(), "x.npy")
+	WriteNpy(path, "<f4", []int64{100, 4}, randomRows(rng, 100, 16))
+	out := filepath.Join(t.TempDir(), "ds")
+	swapped := false
+	_, err := Ingest(Options{Features: path, FeaturesInPlace: true, Out: out, Progress: func(stage string, done, total int64) {
+		if stage == "commit" && !swapped {
+			swapped = true
+			time.Sleep(10 * time.Millisecond) // a later modification time than the header's read
+			WriteNpy(path, "<f2", []int64{100, 8}, randomRows(rng, 100, 16))
+		}
+	}})
+	if !swapped {
+		t.Fatal("ingest reported no commit stage to swap the file in")
+	}
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed after its header was read") {
+		t.Fatalf("ingest of a file swapped after its header was read: %v; want a refusal naming %s", err, path)
+	}
+	if _, err := os.Stat(filepath.Join(out, dataset.ManifestName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused ingest left a manifest (stat: %v)", err)
+	}
+}
+
 // TestFeaturesInPlaceNotOwned: replacing (Replace) or cleaning a dataset never removes its
 // in-place file, nor does a failed ingest; a file inside the output, a striped or non-.npy
 // feature, and a Fortran-order, big-endian or object .npy are refused naming the file.

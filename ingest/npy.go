@@ -32,6 +32,16 @@ type Npy struct {
 	data *io.SectionReader
 }
 
+// Stamp is the size and modification time (ns) of the file as it is now open: read at the
+// header, it tells a later reader whether the file is still the one the header described.
+func (a *Npy) Stamp() (size, mtimeNS int64, err error) {
+	st, err := a.file.Stat()
+	if err != nil {
+		return 0, 0, fmt.Errorf("ingest: stat %s: %w", a.Path, err)
+	}
+	return st.Size(), st.ModTime().UnixNano(), nil
+}
+
 // OpenNpy opens path and parses its header (format versions 1, 2 and 3). It fails, naming the
 // file, on a missing file, a bad magic or header, a structured or big-endian dtype, or a file
 // whose size does not match the header (truncated or with trailing bytes).
