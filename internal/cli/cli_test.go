@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierfs/tierfs/ingest"
 )
 
 func TestDidYouMean(t *testing.T) {
@@ -100,5 +103,38 @@ COMP_WORDS=(tierfs bench i); COMP_CWORD=2; _tierfs; echo "${COMPREPLY[@]}"`).Com
 	}
 	if err := runCompletion([]string{"zsh"}); err == nil || !strings.Contains(err.Error(), "only bash") {
 		t.Errorf("completion zsh: %v", err)
+	}
+}
+
+// TestSampleRefusesToOverwriteADatasetFile: sample --out never writes into a dataset's
+// directory, nor over the feature file a dataset reads in place (named like an output here).
+func TestSampleRefusesToOverwriteADatasetFile(t *testing.T) {
+	in := t.TempDir()
+	edges := filepath.Join(in, "edges.npy")
+	if err := ingest.WriteNpy(edges, "<i8", []int64{2, 3}, int64sAsBytes([]int64{0, 1, 2, 1, 2, 0})); err != nil {
+		t.Fatal(err)
+	}
+	nodes := filepath.Join(in, "nodes.npy") // the features, read in place
+	if err := ingest.WriteNpy(nodes, "<f4", []int64{3, 2}, make([]byte, 24)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(nodes)
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := runIngest([]string{"--edges", edges, "--features", nodes, "--features-in-place", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	seeds := filepath.Join(t.TempDir(), "seeds.npy")
+	if err := ingest.WriteNpy(seeds, "<i8", []int64{2}, int64sAsBytes([]int64{0, 2})); err != nil {
+		t.Fatal(err)
+	}
+	err := runSample([]string{dir, "--seeds", seeds, "--fanouts", "2", "--out", in})
+	if after, _ := os.ReadFile(nodes); err == nil || !strings.Contains(err.Error(), "reads in place") || !bytes.Equal(after, before) {
+		t.Fatalf("sample --out over the in-place feature file: %v (file unchanged: %v)", err, bytes.Equal(after, before))
+	}
+	if err := runSample([]string{dir, "--seeds", seeds, "--fanouts", "2", "--out", dir}); err == nil || !strings.Contains(err.Error(), "inside the dataset") {
+		t.Fatalf("sample --out into the dataset: %v", err)
+	}
+	if err := runSample([]string{dir, "--seeds", seeds, "--fanouts", "2", "--out", t.TempDir()}); err != nil {
+		t.Fatal(err)
 	}
 }

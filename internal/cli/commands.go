@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -425,6 +426,13 @@ func runSample(args []string) error {
 	if *seedsPath == "" || *out == "" {
 		return fmt.Errorf("--seeds and --out are required")
 	}
+	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
+	for _, name := range names {
+		p := filepath.Join(*out, name+".npy")
+		if err := errors.Join(refuseInsideDataset(p), refuseDatasetFile(p, pos[0])); err != nil {
+			return err
+		}
+	}
 	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsPath)
 	if err != nil {
 		return err
@@ -437,9 +445,8 @@ func runSample(args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	for name, arr := range map[string][]int64{"nodes": sample.Nodes, "row": sample.Row, "col": sample.Col,
-		"nodes_per_hop": sample.NodesPerHop, "edges_per_hop": sample.EdgesPerHop} {
-		if err := ingest.WriteNpy(filepath.Join(*out, name+".npy"), "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
+	for i, arr := range [][]int64{sample.Nodes, sample.Row, sample.Col, sample.NodesPerHop, sample.EdgesPerHop} {
+		if err := ingest.WriteNpy(filepath.Join(*out, names[i]+".npy"), "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
 			return err
 		}
 	}
