@@ -216,7 +216,7 @@ func (f *Files) Read(reqs []gpuio.Request) error {
 func (f *Files) classify(err error) error {
 	var short *gpuio.ShortReadError
 	if errors.As(err, &short) && short.File >= 0 && short.File < len(f.paths) {
-		return fmt.Errorf("ssd: %s ends before byte %d (truncated?): %w: %w", f.paths[short.File], short.Offset+int64(short.Want), err, dataset.ErrCorrupt)
+		return fmt.Errorf("ssd: %s ends at byte %d, before the bytes a read needs (truncated?): %w: %w", f.paths[short.File], short.Offset+int64(short.Got), err, dataset.ErrCorrupt)
 	}
 	return err
 }
