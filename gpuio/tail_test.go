@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestUnalignedFileTail reads up to the last byte of files whose sizes are no BlockSize
@@ -19,7 +15,7 @@ func TestUnalignedFileTail(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend Backend) {
 		rng := rand.New(rand.NewPCG(11, 12))
 		sizes := []int{1, 4095, 4097, 100_003}
-		fds, want := unalignedFiles(t, rng, sizes)
+		fds, _, want := rawFiles(t, rng, sizes...)
 		s, err := Open(fds, Options{Backend: backend, MaxIOBytes: 8192, QueueDepth: 4})
 		if err != nil {
 			t.Fatal(err)
@@ -34,17 +30,7 @@ func TestUnalignedFileTail(t *testing.T) {
 				reqs = append(reqs, Request{File: f, Offset: int64(off), Length: n})
 			}
 		}
-		for i := range reqs {
-			reqs[i].Dst = make([]byte, reqs[i].Length)
-		}
-		if err := errors.Join(s.Submit(reqs), s.Complete()); err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range reqs {
-			if !bytes.Equal(r.Dst, want[r.File][r.Offset:r.Offset+int64(r.Length)]) {
-				t.Fatalf("request %d (file %d, offset %d, length %d): wrong bytes", i, r.File, r.Offset, r.Length)
-			}
-		}
+		readAndCheck(t, s, reqs, want)
 		past := Request{File: 3, Offset: int64(sizes[3] - 2), Length: 3, Dst: make([]byte, 3)}
 		if err := s.Submit([]Request{past}); err != nil {
 			t.Fatal(err)
@@ -63,7 +49,7 @@ func TestUnalignedFileTailVerify(t *testing.T) {
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 13))
 		sizes := []int{1, 4095, 4097, 100_003}
-		fds, want := unalignedFiles(t, rng, sizes)
+		fds, _, want := rawFiles(t, rng, sizes...)
 		var partial int
 		verify := func(file int, off int64, block []byte) error {
 			end := off + int64(len(block))
@@ -91,46 +77,26 @@ func TestUnalignedFileTailVerify(t *testing.T) {
 				reqs = append(reqs, Request{File: f, Offset: int64(off), Length: 1 + rng.IntN(size-off)})
 			}
 		}
-		for i := range reqs {
-			reqs[i].Dst = make([]byte, reqs[i].Length)
-		}
-		if err := errors.Join(s.Submit(reqs), s.Complete()); err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range reqs {
-			if !bytes.Equal(r.Dst, want[r.File][r.Offset:r.Offset+int64(r.Length)]) {
-				t.Fatalf("request %d (file %d, offset %d, length %d): wrong bytes", i, r.File, r.Offset, r.Length)
-			}
-		}
+		readAndCheck(t, s, reqs, want)
 		if partial == 0 {
 			t.Fatal("Verify never saw a file's partial last block")
 		}
 	})
 }
 
-// unalignedFiles writes one file of random bytes per size and opens each O_DIRECT where the file
-// system allows it: the fds (closed when t ends) and the bytes each holds.
-func unalignedFiles(t *testing.T, rng *rand.Rand, sizes []int) (fds []int, want [][]byte) {
+// readAndCheck reads reqs (their Dst allocated here) through s and checks every one against the
+// files' bytes, want.
+func readAndCheck(t *testing.T, s *Stack, reqs []Request, want [][]byte) {
 	t.Helper()
-	dir := t.TempDir()
-	for i, size := range sizes {
-		data := make([]byte, size)
-		for j := range data {
-			data[j] = byte(rng.Uint32())
-		}
-		path := filepath.Join(dir, "f"+string(rune('a'+i)))
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
-		if errors.Is(err, unix.EINVAL) {
-			fd, err = unix.Open(path, unix.O_RDONLY, 0)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(fd) })
-		fds, want = append(fds, fd), append(want, data)
+	for i := range reqs {
+		reqs[i].Dst = make([]byte, reqs[i].Length)
 	}
-	return fds, want
+	if err := errors.Join(s.Submit(reqs), s.Complete()); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if !bytes.Equal(r.Dst, want[r.File][r.Offset:r.Offset+int64(r.Length)]) {
+			t.Fatalf("request %d (file %d, offset %d, length %d): wrong bytes", i, r.File, r.Offset, r.Length)
+		}
+	}
 }
