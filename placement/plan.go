@@ -268,50 +268,23 @@ func (pl *planner) fillTier(cands []item, t Tier, chunk int64) {
 }
 
 // sortByHotness orders items of one kind, given in node order, hottest first, ties in node
-// order: a stable counting sort over the hotness values, in time linear in the items.
+// order.
 func (pl *planner) sortByHotness(items []item) {
-	if len(items) == 0 {
-		return
-	}
-	var maxHot uint32
-	for _, it := range items {
-		maxHot = max(maxHot, pl.hot(it.v, it.k))
-	}
-	if maxHot >= 1<<24 { // too many buckets to count: sort the keys instead
-		keys := make([]uint64, len(items))
-		for i, it := range items {
-			keys[i] = ^uint64(pl.hot(it.v, it.k))
-		}
-		sorted := make([]item, len(items))
-		for i, j := range radixOrder(keys) {
-			sorted[i] = items[j]
-		}
-		copy(items, sorted)
-		return
-	}
-	start := make([]int, maxHot+2) // start[maxHot-h] is where hotness h begins
-	for _, it := range items {
-		start[maxHot-pl.hot(it.v, it.k)+1]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	sorted := make([]item, len(items))
-	for _, it := range items {
-		b := maxHot - pl.hot(it.v, it.k)
-		sorted[start[b]] = it
-		start[b]++
-	}
-	copy(items, sorted)
+	sortItemsBy(items, func(it item) uint64 { return ^uint64(pl.hot(it.v, it.k)) })
 }
 
 // sortByDensity orders items given in node order best density first, ties in node order, as a
 // comparison sort by (density descending, node ascending) would.
 func sortByDensity(items []item) {
+	// dens >= 0: its bits grow with it; complemented, the best density sorts first.
+	sortItemsBy(items, func(it item) uint64 { return ^math.Float64bits(it.dens) })
+}
+
+// sortItemsBy orders items by key ascending, equal keys in their given order (radixOrder).
+func sortItemsBy(items []item, key func(item) uint64) {
 	keys := make([]uint64, len(items))
 	for i, it := range items {
-		// dens >= 0: its bits grow with it; complemented, the best density sorts first.
-		keys[i] = ^math.Float64bits(it.dens)
+		keys[i] = key(it)
 	}
 	sorted := make([]item, len(items))
 	for i, j := range radixOrder(keys) {

@@ -322,7 +322,7 @@ func runGather(args []string) error {
 	if err := refuseInsideDataset(*out); err != nil {
 		return err
 	}
-	if err := refuseDatasetFile(*out, pos[0]); err != nil {
+	if err := refuseDatasetFile(pos[0], *out); err != nil {
 		return err
 	}
 	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
@@ -367,22 +367,24 @@ func refuseInsideDataset(out string) error {
 
 // refuseDatasetFile refuses an output file that is one of the dataset dir's own files outside
 // its directory: a feature stripe on another device, or a feature file it reads in place.
-func refuseDatasetFile(out, dir string) error {
+func refuseDatasetFile(dir string, outs ...string) error {
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return nil // Open reports it
 	}
-	st, err := os.Stat(out)
-	abs, _ := filepath.Abs(out)
-	for _, f := range m.Files {
-		p := m.Path(f.Path)
-		fst, ferr := os.Stat(p)
-		if p == abs || (err == nil && ferr == nil && os.SameFile(st, fst)) {
-			what := "a file of the dataset"
-			if f.InPlace {
-				what = "the feature file the dataset reads in place"
+	for _, out := range outs {
+		st, err := os.Stat(out)
+		abs, _ := filepath.Abs(out)
+		for _, f := range m.Files {
+			p := m.Path(f.Path)
+			fst, ferr := os.Stat(p)
+			if p == abs || (err == nil && ferr == nil && os.SameFile(st, fst)) {
+				what := "a file of the dataset"
+				if f.InPlace {
+					what = "the feature file the dataset reads in place"
+				}
+				return fmt.Errorf("--out %s is %s %s; write it elsewhere", out, what, dir)
 			}
-			return fmt.Errorf("--out %s is %s %s; write it elsewhere", out, what, dir)
 		}
 	}
 	return nil
@@ -427,11 +429,13 @@ func runSample(args []string) error {
 		return fmt.Errorf("--seeds and --out are required")
 	}
 	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
-	for _, name := range names {
-		p := filepath.Join(*out, name+".npy")
-		if err := errors.Join(refuseInsideDataset(p), refuseDatasetFile(p, pos[0])); err != nil {
-			return err
-		}
+	paths := make([]string, len(names))
+	for i, name := range names {
+		paths[i] = filepath.Join(*out, name+".npy")
+	}
+	// The outputs share a directory: one is inside a dataset exactly when all are.
+	if err := errors.Join(refuseInsideDataset(paths[0]), refuseDatasetFile(pos[0], paths...)); err != nil {
+		return err
 	}
 	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsPath)
 	if err != nil {
@@ -446,7 +450,7 @@ func runSample(args []string) error {
 		return err
 	}
 	for i, arr := range [][]int64{sample.Nodes, sample.Row, sample.Col, sample.NodesPerHop, sample.EdgesPerHop} {
-		if err := ingest.WriteNpy(filepath.Join(*out, names[i]+".npy"), "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
+		if err := ingest.WriteNpy(paths[i], "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
 			return err
 		}
 	}
