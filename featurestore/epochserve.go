@@ -165,7 +165,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 // with the store's fault injector (TIERFS_FAULTS).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
 	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
-		Faults: p.s.faults, Paths: p.paths})
+		Faults: p.s.sess.faults, Paths: p.paths})
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
 	}

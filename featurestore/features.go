@@ -3,8 +3,9 @@ package featurestore
 import (
 	"fmt"
 
+	"slices"
+
 	"github.com/tierfs/tierfs/dataset"
-	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // FeatureInfo describes one feature of the dataset: node features have a row per node id, edge
@@ -20,56 +21,27 @@ type FeatureInfo struct {
 	Default  bool          `json:"default"` // the feature Gather serves (Options.Feature)
 }
 
-// otherFeature is a feature the store serves from disk only (GatherFeature).
-type otherFeature struct {
-	info FeatureInfo
-	tier *ssd.Tier
-}
-
-// otherFeaturePaths lists the stripes of every feature but the served one, for the store's file
-// set; openOtherFeatures then serves them from files first.. of the set.
-func (s *Store) otherFeaturePaths() []string {
-	var paths []string
-	for _, f := range s.featureSpecs() {
-		if f.spec != s.spec {
-			paths = append(paths, f.spec.Files...)
-		}
-	}
-	return paths
-}
-
 type specOf struct {
 	spec *dataset.FeatureSpec
 	edge bool
+	key  string // its key in Session.features
 }
 
-// featureSpecs is every node feature, then every edge feature.
+// featureSpecs is every feature the store answers for: its node type's features, then, when the
+// dataset has one edge type, that type's edge features.
 func (s *Store) featureSpecs() []specOf {
 	var out []specOf
-	nt := s.m.Nodes()
+	nt := s.nodeType()
 	for i := range nt.Features {
-		out = append(out, specOf{&nt.Features[i], false})
+		out = append(out, specOf{&nt.Features[i], false, featureKey(false, nt.Name, nt.Features[i].Name)})
 	}
-	if et := s.m.Edges(); et != nil {
+	if len(s.m.EdgeTypes) == 1 {
+		et := &s.m.EdgeTypes[0]
 		for i := range et.Features {
-			out = append(out, specOf{&et.Features[i], true})
+			out = append(out, specOf{&et.Features[i], true, featureKey(true, edgeTypeKey(et), et.Features[i].Name)})
 		}
 	}
 	return out
-}
-
-// openOtherFeatures makes the disk tier of every feature but the served one; their stripes are
-// files first.. of s.files, in featureSpecs order.
-func (s *Store) openOtherFeatures(first int) {
-	s.others = map[string]*otherFeature{}
-	for _, f := range s.featureSpecs() {
-		info := featureInfo(f.spec, f.edge)
-		if f.spec == s.spec {
-			continue
-		}
-		s.others[f.spec.Name] = &otherFeature{info: info, tier: ssd.NewTierAt(f.spec, info.Rows, s.files, first)}
-		first += len(f.spec.Files)
-	}
 }
 
 func featureInfo(spec *dataset.FeatureSpec, edge bool) FeatureInfo {
@@ -105,21 +77,23 @@ func (s *Store) GatherFeature(name string, ids []int64, dst []byte) error {
 		return err
 	}
 	defer leave()
-	f := s.others[name]
-	if f == nil {
+	i := slices.IndexFunc(s.featureSpecs(), func(f specOf) bool { return f.spec.Name == name })
+	if i < 0 {
 		_, _, err := s.m.AnyFeature(name)
 		return fmt.Errorf("featurestore: %w", err)
 	}
-	rb := f.info.RowBytes
+	f := s.featureSpecs()[i]
+	tier, info := s.sess.features[f.key], featureInfo(f.spec, f.edge)
+	rb := info.RowBytes
 	if int64(len(dst)) != int64(len(ids))*rb {
 		return fmt.Errorf("featurestore: gather of %d rows of feature %q needs a %d-byte destination (%d bytes per row), got %d bytes", len(ids), name, int64(len(ids))*rb, rb, len(dst))
 	}
 	for i, id := range ids {
-		if uint64(id) >= uint64(f.info.Rows) {
-			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, f.info.Rows, f.info.Of, f.info.Of, name, ErrIDOutOfRange)
+		if uint64(id) >= uint64(info.Rows) {
+			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, info.Rows, info.Of, info.Of, name, ErrIDOutOfRange)
 		}
 	}
-	if err := f.tier.Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
+	if err := tier.Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
 		return fmt.Errorf("featurestore: gather feature %q: %w", name, err)
 	}
 	return nil

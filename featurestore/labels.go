@@ -8,27 +8,31 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 )
 
-// NumClasses is the number of label classes, or 0 when the dataset has no labels.
+// NumClasses is the number of label classes of the store's node type, or 0 when it has no labels.
 func (s *Store) NumClasses() int64 {
-	if l := s.m.Nodes().Labels; l != nil {
+	if l := s.nodeType().Labels; l != nil {
 		return l.NumClasses
 	}
 	return 0
 }
 
-// loadLabels holds the labels in memory (8 bytes per node) when they fit the topology budget;
-// otherwise Labels reads the blocks it needs from disk per call.
-func (s *Store) loadLabels() error {
-	l := s.m.Nodes().Labels
-	n := s.NumNodes()
-	if l == nil || n == 0 || s.opt.TopologyMemoryBytes < 0 || 8*n > s.opt.TopologyMemoryBytes {
-		return nil
+// loadLabels holds each node type's labels in memory (8 bytes per node) when they fit the
+// topology budget; otherwise Labels reads the blocks it needs from disk per call.
+func (ss *Session) loadLabels() error {
+	ss.nodes = make([]nodeState, len(ss.m.NodeTypes))
+	for i := range ss.m.NodeTypes {
+		nt := &ss.m.NodeTypes[i]
+		ss.nodes[i].spec = nt
+		l, n := nt.Labels, nt.Count
+		if l == nil || n == 0 || ss.opt.TopologyMemoryBytes < 0 || 8*n > ss.opt.TopologyMemoryBytes {
+			continue
+		}
+		labels := make([]int64, n)
+		if err := ss.readFile(l.File, dataset.BytesOf(labels)); err != nil {
+			return err
+		}
+		ss.nodes[i].labels = labels
 	}
-	labels := make([]int64, n)
-	if err := s.readFile(l.File, dataset.BytesOf(labels)); err != nil {
-		return err
-	}
-	s.labels = labels
 	return nil
 }
 
@@ -40,23 +44,36 @@ func (s *Store) Labels(ids []int64, out []int64) error {
 		return err
 	}
 	defer leave()
-	l := s.m.Nodes().Labels
+	return s.sess.labelsOf(s.nt, ids, out, s.checkIDs)
+}
+
+// labelsOf is Labels of node type nt; checkIDs checks ids once the call's shape is known good.
+func (ss *Session) labelsOf(nt int, ids []int64, out []int64, checkIDs func([]int64) error) error {
+	l := ss.nodes[nt].spec.Labels
 	if l == nil {
-		return fmt.Errorf("featurestore: dataset %s has no labels: %w", s.m.Dir(), ErrNotFound)
+		return fmt.Errorf("featurestore: dataset %s has no labels%s: %w", ss.m.Dir(), ss.ofType(nt), ErrNotFound)
 	}
 	if len(out) != len(ids) {
 		return fmt.Errorf("featurestore: labels of %d ids need %d outputs, got %d", len(ids), len(ids), len(out))
 	}
-	if err := s.checkIDs(ids); err != nil {
+	if err := checkIDs(ids); err != nil {
 		return err
 	}
-	if s.labels != nil {
+	if labels := ss.nodes[nt].labels; labels != nil {
 		for i, id := range ids {
-			out[i] = s.labels[id]
+			out[i] = labels[id]
 		}
 		return nil
 	}
-	return s.readArray(l.File, ids, dataset.BytesOf(out))
+	return ss.readArray(l.File, ids, dataset.BytesOf(out))
+}
+
+// ofType is " of node type NAME" in a dataset of several node types, "" in a one-type one.
+func (ss *Session) ofType(nt int) string {
+	if len(ss.m.NodeTypes) == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" of node type %q", ss.m.NodeTypes[nt].Name)
 }
 
 // Split returns the node ids of a split ("train", "val", "test").
@@ -81,22 +98,30 @@ func (s *Store) ReadSplit(name string, out []int64) (int64, error) {
 		return 0, err
 	}
 	defer leave()
-	sp, ok := s.m.Nodes().Splits[name]
+	return s.sess.readSplit(s.nt, name, out)
+}
+
+// readSplit is ReadSplit of node type nt.
+func (ss *Session) readSplit(nt int, name string, out []int64) (int64, error) {
+	sp, ok := ss.nodes[nt].spec.Splits[name]
 	if !ok {
-		return 0, fmt.Errorf("featurestore: dataset %s has no split %q (it has %v): %w", s.m.Dir(), name, s.SplitNames(), ErrNotFound)
+		return 0, fmt.Errorf("featurestore: dataset %s has no split %q%s (it has %v): %w", ss.m.Dir(), name, ss.ofType(nt), ss.splitNames(nt), ErrNotFound)
 	}
 	if k := min(int64(len(out)), sp.Count); k > 0 {
-		if err := s.readFile(sp.File, dataset.BytesOf(out[:k])); err != nil {
+		if err := ss.readFile(sp.File, dataset.BytesOf(out[:k])); err != nil {
 			return 0, fmt.Errorf("featurestore: split %q: %w", name, err)
 		}
 	}
 	return sp.Count, nil
 }
 
-// SplitNames lists the dataset's splits.
-func (s *Store) SplitNames() []string {
+// SplitNames lists the splits of the store's node type.
+func (s *Store) SplitNames() []string { return s.sess.splitNames(s.nt) }
+
+// splitNames lists the splits of node type nt.
+func (ss *Session) splitNames(nt int) []string {
 	var names []string
-	for n := range s.m.Nodes().Splits {
+	for n := range ss.nodes[nt].spec.Splits {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -105,13 +130,13 @@ func (s *Store) SplitNames() []string {
 
 // readArray reads the 8-byte entries at positions ids of an array file of the dataset into out
 // through the IO stacks.
-func (s *Store) readArray(file string, ids []int64, out []byte) error {
-	leave, err := s.enter()
+func (ss *Session) readArray(file string, ids []int64, out []byte) error {
+	leave, err := ss.enter()
 	if err != nil {
 		return err
 	}
 	defer leave()
-	idx := s.files.Index(file)
+	idx := ss.files.Index(file)
 	if idx < 0 {
 		return fmt.Errorf("featurestore: %s is not a file this store reads", file)
 	}
@@ -119,7 +144,7 @@ func (s *Store) readArray(file string, ids []int64, out []byte) error {
 	for i, id := range ids {
 		reqs[i] = gpuio.Request{File: idx, Offset: 8 * id, Length: 8, Dst: out[8*i : 8*i+8]}
 	}
-	if err := s.read(reqs); err != nil {
+	if err := ss.files.Read(reqs); err != nil {
 		return fmt.Errorf("featurestore: read %s: %w", file, err)
 	}
 	return nil

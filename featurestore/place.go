@@ -175,7 +175,7 @@ func (s *Store) topByDegree(k int64) ([]int64, error) {
 		if v >= next+int64(len(buf)) {
 			next += int64(len(buf))
 			buf = buf[:min(chunk, n+1-next)]
-			if err := s.readFileAt(file, 8*next, dataset.BytesOf(buf)); err != nil {
+			if err := s.sess.readFileAt(file, 8*next, dataset.BytesOf(buf)); err != nil {
 				readErr = fmt.Errorf("featurestore: read index pointers: %w", err)
 				return 0
 			}

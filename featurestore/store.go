@@ -23,7 +23,6 @@ package featurestore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
@@ -36,19 +35,23 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// Store serves one feature of one dataset.
+// Store is one tier stack of a graph session (Session): it serves one feature of one node type
+// through its tiers, and answers for that type (its labels, splits, and — in a dataset of one
+// node and one edge type — its topology). Open returns the stack of a one-type dataset, which
+// owns its session.
 type Store struct {
+	sess *Session
+	nt   int  // its node type, an index into sess.nodes
+	owns bool // Close closes the session (the store Open returned)
 	m    *dataset.Manifest
 	spec *dataset.FeatureSpec
 	opt  Options
 
-	files      *ssd.Files // feature stripes, then indptr and indices, then labels, then splits, then the other features' stripes
-	indptrFile int        // index of indptr in files, -1 without topology
-	ssd        *ssd.Tier
-	others     map[string]*otherFeature // the dataset's other features, by name (GatherFeature)
+	files *ssd.Files // the session's
+	ssd   *ssd.Tier
 
-	graph  topology.Graph // nil without topology
-	labels []int64        // in memory when they fit TopologyMemoryBytes, else nil
+	graph  topology.Graph // the session's one edge type when it joins this type to itself; else nil
+	labels []int64        // the session's labels of this type when in memory, else nil
 
 	place sync.RWMutex // Place holds it for writing; gathers for reading
 	// tierGen counts changes of the memory tiers' contents (fills, the GPU tier's start); it
@@ -63,8 +66,6 @@ type Store struct {
 	deferredMu  sync.Mutex
 	deferredErr error // found on the GPU after a device gather returned; the next one returns it
 
-	faults *gpuio.Faults // TIERFS_FAULTS: injected into every IO stack's reads; nil: none
-
 	stats    counters
 	guard    callGuard // the calls running; Close waits for them
 	closers  []func()
@@ -74,62 +75,46 @@ type Store struct {
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("featurestore: store is closed")
 
-// Open opens the dataset in dir and places its hottest rows in the memory tiers.
-func Open(dir string, opt Options) (_ *Store, err error) {
-	if err := opt.EnsureDefaults().Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkStaging(&opt); err != nil {
-		return nil, err
-	}
-	m, err := dataset.Load(dir)
+// Open opens the dataset in dir and places its hottest rows in the memory tiers: the graph
+// session of the dataset and its tier stack of the first node type with features (the only one
+// of a one-type dataset). Closing the store closes the session.
+func Open(dir string, opt Options) (*Store, error) {
+	ss, err := OpenSession(dir, opt)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := m.Feature(opt.Feature)
-	if err != nil {
-		return nil, err
+	for _, n := range ss.nodes {
+		if n.stack != nil {
+			n.stack.owns = true
+			return n.stack, nil
+		}
 	}
-	s := &Store{m: m, spec: spec, opt: opt, indptrFile: -1}
+	ss.Close()
+	return nil, fmt.Errorf("featurestore: dataset %s has no node features: %w", dir, dataset.ErrFeatureNotFound)
+}
+
+// openStack makes the tier stack of node type nt serving feature spec with opt's budgets, and
+// places it.
+func (ss *Session) openStack(nt int, spec *dataset.FeatureSpec, opt Options) (_ *Store, err error) {
+	s := &Store{sess: ss, nt: nt, m: ss.m, spec: spec, opt: opt, files: ss.files, labels: ss.nodes[nt].labels}
 	defer func() {
 		if err != nil {
-			s.Close()
+			s.closeStack()
 		}
 	}()
+	if err := s.checkPlacement(); err != nil {
+		return nil, err
+	}
+	if len(ss.edges) == 1 && ss.edges[0].src == nt && ss.edges[0].dst == nt {
+		s.graph = ss.edges[0].graph
+		if err := s.cachePlanTopology(opt.Placement); err != nil {
+			return nil, err
+		}
+	}
 	if s.host, err = newHostTier(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes, opt.CopyWorkers); err != nil {
 		return nil, err
 	}
-	paths := append([]string(nil), spec.Files...)
-	if et := m.Edges(); et != nil {
-		s.indptrFile = len(paths)
-		paths = append(paths, et.Indptr.File, et.Indices.File)
-	}
-	if l := m.Nodes().Labels; l != nil {
-		paths = append(paths, l.File)
-	}
-	for _, name := range s.SplitNames() { // splits are read through the stacks too, so verified
-		paths = append(paths, m.Nodes().Splits[name].File)
-	}
-	othersFirst := len(paths)
-	paths = append(paths, s.otherFeaturePaths()...)
-	// TIERFS_FAULTS (gpuio.ParseFaults) injects IO faults into the store's reads: a seam for
-	// tests through every layer (C ABI, Python); unset in normal use.
-	// Planned epochs' packed files get the same injector (rules pick files by path=).
-	if s.faults, err = gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS")); err != nil {
-		return nil, fmt.Errorf("featurestore: TIERFS_FAULTS: %w", err)
-	}
-	if s.files, err = ssd.OpenFiles(m, paths, ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
-		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: s.faults}); err != nil {
-		return nil, fmt.Errorf("featurestore: %w", err)
-	}
-	s.ssd = ssd.NewTier(spec, m.Nodes().Count, s.files)
-	s.openOtherFeatures(othersFirst)
-	if err := s.openGraph(); err != nil {
-		return nil, err
-	}
-	if err := s.loadLabels(); err != nil {
-		return nil, err
-	}
+	s.ssd = ss.features[featureKey(false, ss.m.NodeTypes[nt].Name, spec.Name)]
 	if opt.GPUCacheBytes > 0 || opt.GPUTopology != "" {
 		if err := s.startGPU(); err != nil {
 			return nil, err
@@ -140,6 +125,12 @@ func Open(dir string, opt Options) (_ *Store, err error) {
 	}
 	return s, nil
 }
+
+// Session is the graph session the store is a tier stack of.
+func (s *Store) Session() *Session { return s.sess }
+
+// nodeType is the store's node type.
+func (s *Store) nodeType() *dataset.NodeType { return &s.m.NodeTypes[s.nt] }
 
 // stagingBytesPerRead is the IO stacks' staging per read in flight (gpuio's default largest read).
 const stagingBytesPerRead = 128 << 10
@@ -162,9 +153,6 @@ func checkStaging(opt *Options) error {
 	}
 	return nil
 }
-
-// read serves requests of any file of the store through the IO stacks.
-func (s *Store) read(reqs []gpuio.Request) error { return s.files.Read(reqs) }
 
 // tierList is the store's tiers, fastest first; the caller holds the place lock.
 func (s *Store) tierList() []tiers.Tier {
@@ -201,7 +189,7 @@ func (s *Store) Manifest() *dataset.Manifest { return s.m }
 func (s *Store) Feature() *dataset.FeatureSpec { return s.spec }
 
 // NumNodes is the number of nodes (rows).
-func (s *Store) NumNodes() int64 { return s.m.Nodes().Count }
+func (s *Store) NumNodes() int64 { return s.nodeType().Count }
 
 // RowBytes is the size of one feature row.
 func (s *Store) RowBytes() int64 { return s.spec.RowBytes }
@@ -239,9 +227,19 @@ func (s *Store) OnClose(fn func()) {
 	s.closerMu.Unlock()
 }
 
-// Close runs the OnClose functions, waits for running calls, then releases memory and files.
-// Later calls get ErrClosed.
+// Close closes the store's session when Open returned the store (a stack of a session opened
+// with OpenSession closes with the session, and Close does nothing to it). Later calls get
+// ErrClosed.
 func (s *Store) Close() error {
+	if s.owns {
+		return s.sess.Close()
+	}
+	return nil
+}
+
+// closeStack runs the OnClose functions, waits for running calls, then releases the stack's
+// memory. Later calls get ErrClosed.
+func (s *Store) closeStack() {
 	s.closerMu.Lock()
 	closers := s.closers
 	s.closers = nil
@@ -250,15 +248,11 @@ func (s *Store) Close() error {
 		fn()
 	}
 	if !s.guard.close() { // waits for running calls; false once another Close has done the work
-		return nil
+		return
 	}
 	defer s.guard.released()
 	s.stopGPU()
 	if c, ok := s.host.(interface{ Close() error }); ok {
 		c.Close()
 	}
-	if s.files != nil {
-		s.files.Close()
-	}
-	return nil
 }

@@ -314,26 +314,24 @@ func (f *Files) Close() error {
 	return nil
 }
 
-// Tier is the SSD tier of one feature: its stripes are files first.. of a Files set.
+// Tier is the SSD tier of one feature: its stripes are files of a Files set, found by path.
 type Tier struct {
-	spec  *dataset.FeatureSpec
-	files *Files
-	nodes int64
-	first int // index in files of the feature's first stripe
+	spec    *dataset.FeatureSpec
+	files   *Files
+	nodes   int64
+	stripes []int // index in files of each of the feature's stripes, in order
 }
 
 var _ tiers.Tier = (*Tier)(nil)
 
-// NewTier serves the feature spec of a dataset with nodes rows from files, whose first
-// len(spec.Files) files are the feature's stripes in order.
-func NewTier(spec *dataset.FeatureSpec, nodes int64, files *Files) *Tier {
-	return &Tier{spec: spec, files: files, nodes: nodes}
-}
-
-// NewTierAt is NewTier for a feature whose stripes are files first.. of the set, in order (a
-// store's other features, read from disk only).
-func NewTierAt(spec *dataset.FeatureSpec, rows int64, files *Files, first int) *Tier {
-	return &Tier{spec: spec, files: files, nodes: rows, first: first}
+// NewTier serves the feature spec, of rows rows, from files, which must hold every stripe of it
+// (spec.Files; a stripe it lacks fails every read of its rows naming file -1).
+func NewTier(spec *dataset.FeatureSpec, rows int64, files *Files) *Tier {
+	t := &Tier{spec: spec, files: files, nodes: rows, stripes: make([]int, len(spec.Files))}
+	for k, p := range spec.Files {
+		t.stripes[k] = files.Index(p)
+	}
+	return t
 }
 
 // Kind is tiers.SSD.
@@ -358,7 +356,7 @@ func (t *Tier) Source(ids []int64, rows []byte) error {
 		reqs = reqs[:0]
 		for i := lo; i < min(lo+chunk, len(ids)); i++ {
 			file, off := t.spec.Locate(ids[i])
-			reqs = append(reqs, gpuio.Request{File: t.first + file, Offset: off, Length: int(rb), Dst: rows[int64(i)*rb : int64(i+1)*rb]})
+			reqs = append(reqs, gpuio.Request{File: t.stripes[file], Offset: off, Length: int(rb), Dst: rows[int64(i)*rb : int64(i+1)*rb]})
 		}
 		if err := t.files.Read(reqs); err != nil {
 			return fmt.Errorf("ssd tier: %w", err)
@@ -374,7 +372,7 @@ func (t *Tier) CopyToHost(slots []int64, pos []int64, dst []byte) error {
 	for k, id := range slots {
 		file, off := t.spec.Locate(id)
 		i := pos[k]
-		reqs[k] = gpuio.Request{File: t.first + file, Offset: off, Length: int(rb), Dst: dst[i*rb : (i+1)*rb]}
+		reqs[k] = gpuio.Request{File: t.stripes[file], Offset: off, Length: int(rb), Dst: dst[i*rb : (i+1)*rb]}
 	}
 	if err := t.files.Read(reqs); err != nil {
 		return fmt.Errorf("ssd tier: %w", err)
@@ -395,7 +393,7 @@ func (t *Tier) EnqueueToDevice(c tiers.DeviceCopy) error {
 	reqs := make([]gpuio.Request, c.N)
 	for k, id := range c.Slots[:c.N] {
 		file, off := t.spec.Locate(id)
-		reqs[k] = gpuio.Request{File: t.first + file, Offset: off, Length: int(rb), DevDst: c.Dst + uintptr(c.Pos[k]*rb)}
+		reqs[k] = gpuio.Request{File: t.stripes[file], Offset: off, Length: int(rb), DevDst: c.Dst + uintptr(c.Pos[k]*rb)}
 	}
 	if err := t.files.ReadToDevice(reqs, c.Stream); err != nil {
 		return fmt.Errorf("ssd tier: %w", err)
