@@ -236,7 +236,8 @@ func TestSampleHeteroMatchesReference(t *testing.T) {
 					seedType := r.IntN(len(h.numNodes))
 					seeds := seedsFor(r, h.numNodes[seedType], 1+r.IntN(600))
 					opt := HeteroSampleOptions{Fanouts: fanouts, Replace: replace, Seed: r.Uint64(), NodesOnly: nodesOnly}
-					name := fmt.Sprintf("graph %d, seed type %d, %d seeds, %+v", g, seedType, len(seeds), opt)
+					name := fmt.Sprintf("graph %d, seed type %d, %d seeds, fanouts %v, replace %v, seed %d, NodesOnly %v",
+						g, seedType, len(seeds), fanouts, replace, opt.Seed, nodesOnly)
 					want := refSampleHetero(h, indexed, seedType, seeds, opt)
 					for _, workers := range []int{1, 4} {
 						opt.Workers = workers
