@@ -25,6 +25,16 @@ func NewCSC(indptr []int64, indices32 []int32, indices64 []int64) (*CSC, error) 
 	if len(indptr) == 0 {
 		return nil, errors.New("topology: indptr is empty; it needs numNodes+1 entries")
 	}
+	return NewBipartiteCSC(int64(len(indptr)-1), indptr, indices32, indices64)
+}
+
+// NewBipartiteCSC is NewCSC for an edge type whose neighbors are of another node type, of numSrc
+// nodes: every index is a node id in [0, numSrc) rather than one of the len(indptr)-1 nodes the
+// lists belong to.
+func NewBipartiteCSC(numSrc int64, indptr []int64, indices32 []int32, indices64 []int64) (*CSC, error) {
+	if len(indptr) == 0 {
+		return nil, errors.New("topology: indptr is empty; it needs numNodes+1 entries")
+	}
 	if indices32 != nil && indices64 != nil {
 		return nil, errors.New("topology: both indices32 and indices64 are set; pass one")
 	}
@@ -42,13 +52,13 @@ func NewCSC(indptr []int64, indices32 []int32, indices64 []int64) (*CSC, error) 
 		return nil, fmt.Errorf("topology: indptr ends at %d but there are %d indices", last, numIndices)
 	}
 	for i, v := range indices32 {
-		if v < 0 || int64(v) >= numNodes {
-			return nil, fmt.Errorf("topology: indices32[%d] = %d is not a node id in [0, %d)", i, v, numNodes)
+		if v < 0 || int64(v) >= numSrc {
+			return nil, fmt.Errorf("topology: indices32[%d] = %d is not a node id in [0, %d)", i, v, numSrc)
 		}
 	}
 	for i, v := range indices64 {
-		if v < 0 || v >= numNodes {
-			return nil, fmt.Errorf("topology: indices64[%d] = %d is not a node id in [0, %d)", i, v, numNodes)
+		if v < 0 || v >= numSrc {
+			return nil, fmt.Errorf("topology: indices64[%d] = %d is not a node id in [0, %d)", i, v, numSrc)
 		}
 	}
 	return &CSC{Indptr: indptr, Indices32: indices32, Indices64: indices64}, nil
@@ -61,25 +71,37 @@ func FromEdges(numNodes int64, src, dst []int64) (*CSC, error) {
 	if numNodes < 0 {
 		return nil, fmt.Errorf("topology: numNodes %d is negative", numNodes)
 	}
+	return FromBipartiteEdges(numNodes, numNodes, src, dst)
+}
+
+// FromBipartiteEdges is FromEdges for an edge type from numSrc nodes of one type (src ids) to
+// numDst nodes of another (dst ids, the nodes the lists belong to).
+func FromBipartiteEdges(numSrc, numDst int64, src, dst []int64) (*CSC, error) {
+	if numSrc < 0 || numDst < 0 {
+		return nil, fmt.Errorf("topology: numSrc %d or numDst %d is negative", numSrc, numDst)
+	}
 	if len(src) != len(dst) {
 		return nil, fmt.Errorf("topology: %d sources but %d destinations", len(src), len(dst))
 	}
 	for i := range src {
-		if src[i] < 0 || src[i] >= numNodes || dst[i] < 0 || dst[i] >= numNodes {
-			return nil, fmt.Errorf("topology: edge %d (%d -> %d) has a node id outside [0, %d)", i, src[i], dst[i], numNodes)
+		if src[i] < 0 || src[i] >= numSrc || dst[i] < 0 || dst[i] >= numDst {
+			if numSrc == numDst {
+				return nil, fmt.Errorf("topology: edge %d (%d -> %d) has a node id outside [0, %d)", i, src[i], dst[i], numDst)
+			}
+			return nil, fmt.Errorf("topology: edge %d (%d -> %d) has a source outside [0, %d) or a destination outside [0, %d)", i, src[i], dst[i], numSrc, numDst)
 		}
 	}
-	indptr := make([]int64, numNodes+1)
+	indptr := make([]int64, numDst+1)
 	for _, d := range dst {
 		indptr[d+1]++
 	}
-	for v := int64(0); v < numNodes; v++ {
+	for v := int64(0); v < numDst; v++ {
 		indptr[v+1] += indptr[v]
 	}
-	next := make([]int64, numNodes) // next free slot in each node's list
-	copy(next, indptr[:numNodes])
+	next := make([]int64, numDst) // next free slot in each node's list
+	copy(next, indptr[:numDst])
 	g := &CSC{Indptr: indptr}
-	if numNodes > math.MaxInt32 {
+	if numSrc > math.MaxInt32 {
 		g.Indices64 = make([]int64, len(src))
 		for i, d := range dst {
 			g.Indices64[next[d]] = src[i]

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tierfs/tierfs/dataset"
 )
 
 // testRand returns a generator seeded from the clock, or from TOPOLOGY_TEST_SEED to replay a
@@ -248,4 +250,61 @@ func TestCSCQueryErrors(t *testing.T) {
 		"topology: pos[0] = -1 is not a position in [0, 2) of node 0")
 	check("isolated node", g.NeighborsAt([]int64{2}, []int64{0, 1}, []int64{0}, out[:1]),
 		"topology: pos[0] = 0 is not a position in [0, 0) of node 2")
+}
+
+// TestBipartiteCSC: an edge type between two node types holds neighbor ids of the source type,
+// in memory and on disk: ids past the destination count are fine, ids past the source count are
+// refused (on disk, as corruption).
+func TestBipartiteCSC(t *testing.T) {
+	// 2 destination nodes, 5 source nodes: 0 <- [4, 1]; 1 <- [3].
+	g, err := FromBipartiteEdges(5, 2, []int64{4, 3, 1}, []int64{0, 1, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Indptr, []int64{0, 2, 3}) || !slices.Equal(g.Indices32, []int32{4, 1, 3}) {
+		t.Fatalf("got indptr %v, indices %v", g.Indptr, g.Indices32)
+	}
+	if _, err := NewBipartiteCSC(5, g.Indptr, g.Indices32, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCSC(g.Indptr, g.Indices32, nil); err == nil {
+		t.Fatal("NewCSC took neighbor ids past its node count")
+	}
+	for _, c := range []struct {
+		numSrc, numDst int64
+		src, dst       []int64
+		want           string
+	}{
+		{-1, 2, nil, nil, "topology: numSrc -1 or numDst 2 is negative"},
+		{5, 2, []int64{5}, []int64{0}, "topology: edge 0 (5 -> 0) has a source outside [0, 5) or a destination outside [0, 2)"},
+		{5, 2, []int64{0}, []int64{2}, "topology: edge 0 (0 -> 2) has a source outside [0, 5) or a destination outside [0, 2)"},
+	} {
+		if _, err := FromBipartiteEdges(c.numSrc, c.numDst, c.src, c.dst); err == nil || err.Error() != c.want {
+			t.Errorf("FromBipartiteEdges(%d, %d, %v, %v) error = %v, want %q", c.numSrc, c.numDst, c.src, c.dst, err, c.want)
+		}
+	}
+	if _, err := NewBipartiteCSC(4, g.Indptr, g.Indices32, nil); err == nil || err.Error() != "topology: indices32[0] = 4 is not a node id in [0, 4)" {
+		t.Errorf("NewBipartiteCSC with a neighbor past the source count: %v", err)
+	}
+
+	pf, xf := diskOf(g.Indptr, g.Indices32)
+	d, err := NewBipartiteDiskCSC(5, 2, 3, 4, 0, 1, memFiles(pf, xf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGraphAnswers(t, d, [][]int64{{4, 1}, {3}})
+	if err := d.CacheNeighbors([]int64{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	checkGraphAnswers(t, d, [][]int64{{4, 1}, {3}})
+	small, err := NewBipartiteDiskCSC(4, 2, 3, 4, 0, 1, memFiles(pf, xf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SampleNeighbors(small, []int64{0}, SampleOptions{Fanouts: []int{-1}}); err == nil {
+		t.Error("a disk CSC gave neighbor 4 of 4 source nodes")
+	}
+	if err := small.CacheNeighbors([]int64{0}); !dataset.IsCorrupt(err) {
+		t.Errorf("caching neighbor 4 of 4 source nodes: %v; want corruption", err)
+	}
 }

@@ -22,6 +22,7 @@ type ReadFunc func(reqs []gpuio.Request) error
 // Its methods may run concurrently.
 type DiskCSC struct {
 	n, edges                int64
+	srcN                    int64 // neighbor ids lie in [0, srcN)
 	indexSize               int64 // 4 or 8
 	indptrFile, indicesFile int   // the files' indexes for read
 	read                    ReadFunc
@@ -34,10 +35,16 @@ var _ Graph = (*DiskCSC)(nil)
 // NewDiskCSC serves a topology of nodes nodes and edges edges whose index pointers (int64) are
 // file indptrFile and neighbor ids (indexSize bytes: 4 or 8) file indicesFile of read.
 func NewDiskCSC(nodes, edges, indexSize int64, indptrFile, indicesFile int, read ReadFunc) (*DiskCSC, error) {
-	if nodes < 0 || edges < 0 || (indexSize != 4 && indexSize != 8) || read == nil {
-		return nil, fmt.Errorf("topology: disk CSC of %d nodes, %d edges, %d-byte ids", nodes, edges, indexSize)
+	return NewBipartiteDiskCSC(nodes, nodes, edges, indexSize, indptrFile, indicesFile, read)
+}
+
+// NewBipartiteDiskCSC is NewDiskCSC for an edge type whose neighbor ids are ids of another node
+// type, of srcNodes nodes; nodes is the count of the type the lists belong to.
+func NewBipartiteDiskCSC(srcNodes, nodes, edges, indexSize int64, indptrFile, indicesFile int, read ReadFunc) (*DiskCSC, error) {
+	if srcNodes < 0 || nodes < 0 || edges < 0 || (indexSize != 4 && indexSize != 8) || read == nil {
+		return nil, fmt.Errorf("topology: disk CSC of %d nodes (neighbors of %d), %d edges, %d-byte ids", nodes, srcNodes, edges, indexSize)
 	}
-	return &DiskCSC{n: nodes, edges: edges, indexSize: indexSize, indptrFile: indptrFile, indicesFile: indicesFile, read: read}, nil
+	return &DiskCSC{n: nodes, srcN: srcNodes, edges: edges, indexSize: indexSize, indptrFile: indptrFile, indicesFile: indicesFile, read: read}, nil
 }
 
 func (g *DiskCSC) NumNodes() int64 { return g.n }
@@ -189,8 +196,8 @@ func (g *DiskCSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int
 		} else {
 			out[j] = int64(binary.LittleEndian.Uint64(raw[8*j:]))
 		}
-		if uint64(out[j]) >= uint64(g.n) {
-			return fmt.Errorf("topology: neighbor id %d (position %d of its list) is not a node id in [0, %d): %w", out[j], pos[j], g.n, dataset.ErrCorrupt)
+		if uint64(out[j]) >= uint64(g.srcN) {
+			return fmt.Errorf("topology: neighbor id %d (position %d of its list) is not a node id in [0, %d): %w", out[j], pos[j], g.srcN, dataset.ErrCorrupt)
 		}
 	}
 	return nil
@@ -322,13 +329,13 @@ func (g *DiskCSC) CacheNeighbors(nodes []int64) error {
 		return err
 	}
 	for j, v := range c.idx32 { // the file is unchecked input: ids must be node ids
-		if v < 0 || int64(v) >= g.n {
-			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.n, dataset.ErrCorrupt)
+		if v < 0 || int64(v) >= g.srcN {
+			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.srcN, dataset.ErrCorrupt)
 		}
 	}
 	for j, v := range c.idx64 {
-		if v < 0 || v >= g.n {
-			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.n, dataset.ErrCorrupt)
+		if v < 0 || v >= g.srcN {
+			return fmt.Errorf("topology: cached neighbor %d (entry %d) is not a node id in [0, %d): %w", v, j, g.srcN, dataset.ErrCorrupt)
 		}
 	}
 	g.cache.Store(c)

@@ -91,143 +91,229 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	}
 
 	s := &Sample{
-		Nodes:       slices.Clone(seeds),
 		NodesPerHop: make([]int64, len(opt.Fanouts)+1),
 		EdgesPerHop: make([]int64, len(opt.Fanouts)),
 	}
-	if s.Nodes == nil {
-		s.Nodes = []int64{}
-	}
 	s.NodesPerHop[0] = int64(len(seeds))
 
-	// localOf maps a global id to its first local id; a NodesOnly sample, which needs no local
-	// ids, marks the ids it has in a bitset instead where one is small enough (seen). frontier
-	// holds the nodes first reached at the previous hop, targets their local ids.
-	var localOf *idMap
-	var seen *nodeBits
-	if opt.NodesOnly && numNodes <= maxBitsetNodes {
-		seen = getNodeBits(numNodes)
-		defer seen.release(s)
-	} else {
-		localOf = idMaps.Get().(*idMap)
-		defer localOf.release(s)
-		localOf.reserve(len(seeds))
-	}
-	addIfAbsent := func(id, local int64) (int64, bool) {
-		if seen != nil {
-			return local, seen.add(id)
-		}
-		return localOf.addIfAbsent(id, local)
-	}
+	// A NodesOnly sample, which needs no local ids, marks the ids it has in a bitset where one is
+	// small enough.
+	nodes := newNodeSet(numNodes, seeds, opt.NodesOnly && numNodes <= maxBitsetNodes)
+	defer nodes.release()
 	sc := scratches.Get().(*sampleScratch)
-	frontier, targets := sc.seeds[:0], sc.targets[:0]
-	for i, v := range seeds {
-		if _, added := addIfAbsent(v, int64(i)); added {
-			frontier = append(frontier, v)
-			targets = append(targets, int64(i))
-		}
-	}
-	sc.seeds = frontier // later frontiers are parts of s.Nodes, never the scratch's
-	deg, off, pos, out, starts := sc.deg, sc.off, sc.pos, sc.out, sc.starts
-	defer func() {
-		sc.deg, sc.off, sc.pos, sc.out, sc.starts, sc.targets = deg, off, pos, out, starts, targets
-		scratches.Put(sc)
-	}()
-	indexer, _ := g.(EdgeIndexer)
-	if opt.NodesOnly {
-		indexer = nil
-	}
-	if indexer != nil {
-		s.EdgeIDs = []int64{}
-	}
-	picker := newPositionPicker(workers)
+	defer scratches.Put(sc)
+	// frontier holds the nodes first reached at the previous hop, targets their local ids (nil:
+	// consecutive from firstTarget).
+	frontier, targets := nodes.distinctSeeds(sc)
+	var firstTarget int64
+	edges := newSampledEdges(g, opt.NodesOnly)
+	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc}
 	for h, fanout := range opt.Fanouts {
 		if len(frontier) == 0 || fanout == 0 {
 			break // nothing more is reachable; the remaining counts stay 0
 		}
-		deg = resize(deg, len(frontier))
-		if err := g.Degrees(frontier, deg); err != nil {
+		start := int64(len(nodes.ids))
+		total, err := hs.hop(g, -1, frontier, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges)
+		if err != nil {
 			return nil, err
 		}
-		off = resize(off, len(frontier)+1)
-		off[0] = 0
-		for i, d := range deg {
-			if d < 0 {
-				return nil, fmt.Errorf("topology: graph gave degree %d for node %d", d, frontier[i])
-			}
-			off[i+1] = off[i] + sampleCount(d, fanout, opt.Replace)
-		}
-		total := off[len(frontier)]
-		pos = resize(pos, int(total))
-		out = resize(out, int(total))
-		if indexer != nil {
-			starts = resize(starts, len(frontier))
-			if err := indexer.ListStarts(frontier, starts); err != nil {
-				return nil, err
-			}
-		}
-		if drawer, ok := g.(HopDrawer); ok {
-			var drawn []int64
-			if indexer != nil {
-				drawn = pos
-			}
-			if err := drawer.DrawHop(frontier, deg, off, fanout, opt.Replace, opt.Seed, h, drawn, out); err != nil {
-				return nil, err
-			}
-		} else {
-			picker.pick(frontier, deg, off, pos, fanout, opt.Replace, opt.Seed, h)
-			if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
-				return nil, err
-			}
-		}
-
-		start := int64(len(s.Nodes))
-		if !opt.NodesOnly {
-			s.Row = slices.Grow(s.Row, int(total))
-			s.Col = slices.Grow(s.Col, int(total))
-		}
-		if indexer != nil {
-			s.EdgeIDs = slices.Grow(s.EdgeIDs, int(total))
-			for i := range frontier {
-				for _, p := range pos[off[i]:off[i+1]] {
-					s.EdgeIDs = append(s.EdgeIDs, starts[i]+p)
-				}
-			}
-		}
-		for i, target := range targets {
-			for _, nb := range out[off[i]:off[i+1]] {
-				if nb < 0 || nb >= numNodes {
-					return nil, fmt.Errorf("topology: graph gave neighbor %d of node %d, not a node id in [0, %d)", nb, frontier[i], numNodes)
-				}
-				if seen != nil {
-					if seen.add(nb) {
-						s.Nodes = append(s.Nodes, nb)
-					}
-					continue
-				}
-				local, added := localOf.addIfAbsent(nb, int64(len(s.Nodes)))
-				if added {
-					s.Nodes = append(s.Nodes, nb)
-				}
-				if !opt.NodesOnly {
-					s.Row = append(s.Row, local)
-					s.Col = append(s.Col, target)
-				}
-			}
-		}
-		end := int64(len(s.Nodes))
+		end := int64(len(nodes.ids))
 		s.EdgesPerHop[h] = total
 		s.NodesPerHop[h+1] = end - start
-		frontier = s.Nodes[start:end:end]
-		targets = resize(targets, len(frontier))
-		for i := range targets {
-			targets[i] = start + int64(i)
+		frontier, targets, firstTarget = nodes.ids[start:end:end], nil, start
+	}
+	s.Nodes, s.Row, s.Col, s.EdgeIDs = nodes.ids, edges.row, edges.col, edges.ids
+	return s, nil
+}
+
+// nodeSet is the nodes of one node type in a sample: their ids in local id order, and what tells
+// an id's first local id (localOf) or, for a NodesOnly sample, only whether the id is held (seen).
+type nodeSet struct {
+	ids     []int64
+	n       int64 // ids lie in [0, n)
+	localOf *idMap
+	seen    *nodeBits
+}
+
+// newNodeSet starts the set of a type of n nodes with seeds, exactly as given, and takes its map
+// (or, with bitset, its bitset) from the pool; release gives it back.
+func newNodeSet(n int64, seeds []int64, bitset bool) nodeSet {
+	s := nodeSet{ids: slices.Clone(seeds), n: n}
+	if s.ids == nil {
+		s.ids = []int64{}
+	}
+	if bitset {
+		s.seen = getNodeBits(n)
+	} else {
+		s.localOf = idMaps.Get().(*idMap)
+		s.localOf.reserve(len(seeds))
+	}
+	return s
+}
+
+// distinctSeeds maps the ids s starts with (the seeds) to their first positions and returns the
+// distinct ones with those positions, in sc's seeds and targets (which it keeps for the next
+// sample).
+func (s *nodeSet) distinctSeeds(sc *sampleScratch) (frontier, targets []int64) {
+	frontier, targets = sc.seeds[:0], sc.targets[:0]
+	for i, v := range s.ids {
+		if _, added := s.addIfAbsent(v, int64(i)); added {
+			frontier = append(frontier, v)
+			targets = append(targets, int64(i))
 		}
 	}
-	if s.Row == nil {
-		s.Row, s.Col = []int64{}, []int64{}
+	sc.seeds, sc.targets = frontier, targets
+	return frontier, targets
+}
+
+// addIfAbsent returns the local id of id, mapping id to local first if id is new (added). With a
+// bitset the local id returned is meaningless.
+func (s *nodeSet) addIfAbsent(id, local int64) (int64, bool) {
+	if s.seen != nil {
+		return local, s.seen.add(id)
 	}
-	return s, nil
+	return s.localOf.addIfAbsent(id, local)
+}
+
+// release empties the map or bitset and gives it back to its pool.
+func (s *nodeSet) release() {
+	if s.seen != nil {
+		s.seen.release(s.ids)
+	} else {
+		s.localOf.release(s.ids)
+	}
+	s.seen, s.localOf = nil, nil
+}
+
+// sampledEdges is the edges of one graph (edge type) in a sample, as Sample's Row, Col and
+// EdgeIDs.
+type sampledEdges struct{ row, col, ids []int64 }
+
+// newSampledEdges starts empty edges of g: ids is nil unless g is an EdgeIndexer and the sample
+// keeps edges.
+func newSampledEdges(g Graph, nodesOnly bool) sampledEdges {
+	e := sampledEdges{row: []int64{}, col: []int64{}}
+	if _, ok := g.(EdgeIndexer); ok && !nodesOnly {
+		e.ids = []int64{}
+	}
+	return e
+}
+
+// hopSampler samples hops: the picker, the options every hop shares, and the per-hop arrays it
+// reuses (sc).
+type hopSampler struct {
+	picker             *positionPicker
+	replace, nodesOnly bool
+	sc                 *sampleScratch
+}
+
+// hop samples fanout (not 0) in-neighbors in g of every node of frontier, whose local ids are
+// targets (nil: consecutive from firstTarget), drawing with seed at hop h: the neighbors it
+// reaches first join src, and the edges join edges unless the sample is NodesOnly (their ids
+// when edges.ids is not nil). It returns the number of edges sampled; src grows by at most that.
+// edgeType names g in errors: -1 for the one graph of SampleNeighbors, else its index in
+// SampleHetero's edges.
+func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firstTarget int64, fanout int, seed uint64, h int, src *nodeSet, edges *sampledEdges) (int64, error) {
+	graphErr := func(err error) error {
+		if edgeType >= 0 {
+			return fmt.Errorf("topology: edges[%d]: %w", edgeType, err)
+		}
+		return err
+	}
+	sc := hs.sc
+	deg := resize(sc.deg, len(frontier))
+	sc.deg = deg
+	if err := g.Degrees(frontier, deg); err != nil {
+		return 0, graphErr(err)
+	}
+	off := resize(sc.off, len(frontier)+1)
+	sc.off = off
+	off[0] = 0
+	for i, d := range deg {
+		if d < 0 {
+			if edgeType >= 0 {
+				return 0, fmt.Errorf("topology: edges[%d] gave degree %d for node %d", edgeType, d, frontier[i])
+			}
+			return 0, fmt.Errorf("topology: graph gave degree %d for node %d", d, frontier[i])
+		}
+		off[i+1] = off[i] + sampleCount(d, fanout, hs.replace)
+	}
+	total := off[len(frontier)]
+	pos, out := resize(sc.pos, int(total)), resize(sc.out, int(total))
+	sc.pos, sc.out = pos, out
+	indexer, _ := g.(EdgeIndexer)
+	if edges.ids == nil {
+		indexer = nil
+	}
+	var starts []int64
+	if indexer != nil {
+		starts = resize(sc.starts, len(frontier))
+		sc.starts = starts
+		if err := indexer.ListStarts(frontier, starts); err != nil {
+			return 0, graphErr(err)
+		}
+	}
+	if drawer, ok := g.(HopDrawer); ok {
+		var drawn []int64
+		if indexer != nil {
+			drawn = pos
+		}
+		if err := drawer.DrawHop(frontier, deg, off, fanout, hs.replace, seed, h, drawn, out); err != nil {
+			return 0, graphErr(err)
+		}
+	} else {
+		hs.picker.pick(frontier, deg, off, pos, fanout, hs.replace, seed, h)
+		if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
+			return 0, graphErr(err)
+		}
+	}
+
+	keepEdges := !hs.nodesOnly
+	if keepEdges {
+		edges.row = slices.Grow(edges.row, int(total))
+		edges.col = slices.Grow(edges.col, int(total))
+	}
+	if indexer != nil {
+		edges.ids = slices.Grow(edges.ids, int(total))
+		for i := range frontier {
+			for _, p := range pos[off[i]:off[i+1]] {
+				edges.ids = append(edges.ids, starts[i]+p)
+			}
+		}
+	}
+	numNodes, seen, localOf := src.n, src.seen, src.localOf
+	ids, row, col := src.ids, edges.row, edges.col
+	for i := range frontier {
+		target := firstTarget + int64(i)
+		if targets != nil {
+			target = targets[i]
+		}
+		for _, nb := range out[off[i]:off[i+1]] {
+			if nb < 0 || nb >= numNodes {
+				src.ids = ids
+				if edgeType >= 0 {
+					return 0, fmt.Errorf("topology: edges[%d] gave neighbor %d of node %d, not a node id of its Src type in [0, %d)", edgeType, nb, frontier[i], numNodes)
+				}
+				return 0, fmt.Errorf("topology: graph gave neighbor %d of node %d, not a node id in [0, %d)", nb, frontier[i], numNodes)
+			}
+			if seen != nil {
+				if seen.add(nb) {
+					ids = append(ids, nb)
+				}
+				continue
+			}
+			local, added := localOf.addIfAbsent(nb, int64(len(ids)))
+			if added {
+				ids = append(ids, nb)
+			}
+			if keepEdges {
+				row = append(row, local)
+				col = append(col, target)
+			}
+		}
+	}
+	src.ids, edges.row, edges.col = ids, row, col
+	return total, nil
 }
 
 // idMap maps node ids to local ids by open addressing with linear probing. It grows as ids are
@@ -239,8 +325,9 @@ type idMap struct {
 	count int      // ids held
 }
 
-// sampleScratch is what SampleNeighbors uses while it samples and returns nothing of: the
-// distinct seeds, each hop's degrees, offsets, positions, neighbors, list starts and targets.
+// sampleScratch is what a sampler uses while it samples and returns nothing of: the distinct
+// seeds and their local ids (targets), each hop's degrees, offsets, positions, neighbors and list
+// starts.
 type sampleScratch struct{ seeds, deg, off, pos, out, starts, targets []int64 }
 
 // scratches keeps the scratch of finished samples for the next ones, so a sampler that runs
@@ -279,9 +366,9 @@ func (b *nodeBits) add(id int64) bool {
 	return true
 }
 
-// release empties b, whose ids are all in s.Nodes, and gives it back to bitsets.
-func (b *nodeBits) release(s *Sample) {
-	for _, v := range s.Nodes {
+// release empties b, whose ids are all in ids, and gives it back to bitsets.
+func (b *nodeBits) release(ids []int64) {
+	for _, v := range ids {
 		b.words[v>>6] = 0
 	}
 	bitsets.Put(b)
@@ -291,10 +378,10 @@ func (b *nodeBits) release(s *Sample) {
 // so a sampler that runs batch after batch neither allocates nor grows one per batch.
 var idMaps = sync.Pool{New: func() any { return new(idMap) }}
 
-// release empties m, whose ids are all in s.Nodes, and gives it back to idMaps.
-func (m *idMap) release(s *Sample) {
-	m.removeAll(s.Nodes)
-	if m.count != 0 { // not every id was in s.Nodes: empty the table the slow way
+// release empties m, whose ids are all in ids, and gives it back to idMaps.
+func (m *idMap) release(ids []int64) {
+	m.removeAll(ids)
+	if m.count != 0 { // not every id was in ids: empty the table the slow way
 		clear(m.slots)
 		m.count = 0
 	}

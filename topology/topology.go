@@ -1,5 +1,6 @@
 // Package topology holds graph adjacency (CSC: for each node, its in-neighbors) and samples
-// k-hop neighborhoods from it.
+// k-hop neighborhoods from it: of one graph (SampleNeighbors) or of a heterogeneous graph, one
+// Graph per edge type whose neighbor ids are of its source node type (SampleHetero).
 //
 // A Graph answers batched questions only (degrees of many nodes, neighbors at many positions), so
 // a graph read from disk costs one IO round per hop, never one per node.
@@ -22,14 +23,16 @@ type Graph interface {
 // given the nodes' degrees and the output offsets SampleNeighbors computed, it fills
 // out[off[i]:off[i+1]] with exactly the neighbors SampleNeighbors would draw for nodes[i] at hop
 // (same generator, same positions, ascending), and pos (when not nil) with those positions.
-// SampleNeighbors calls it instead of drawing positions and calling NeighborsAt.
+// SampleNeighbors calls it instead of drawing positions and calling NeighborsAt; SampleHetero
+// does too, with the edge type's seed (EdgeTypeSeed) as seed.
 type HopDrawer interface {
 	Graph
 	DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, pos, out []int64) error
 }
 
 // EdgeIndexer is a Graph that knows its edge ids: the edge at position j of node v's list has id
-// start(v) + j, its position in the CSC. SampleNeighbors fills Sample.EdgeIDs from it.
+// start(v) + j, its position in the CSC. SampleNeighbors fills Sample.EdgeIDs from it, SampleHetero
+// the edge type's HeteroSample.EdgeIDs.
 type EdgeIndexer interface {
 	Graph
 	// ListStarts sets start[i] to the edge id of the first edge of nodes[i]'s list. It may be
