@@ -22,7 +22,6 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/cuda"
-	"github.com/tierfs/tierfs/placement"
 )
 
 // status is a tfs_status value.
@@ -76,7 +75,6 @@ var statusOf = []struct {
 	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
-	{placement.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},
 	// An output that holds a dataset or other files, without force.
 	{dataset.ErrExists, stEINVAL},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +29,6 @@ var wantStatus = []struct {
 	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
-	{placement.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},
 	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
@@ -60,6 +60,19 @@ func TestStatusOfEachKind(t *testing.T) {
 		if !found {
 			t.Errorf("statusOf maps %v, which the test does not know", k.kind)
 		}
+	}
+}
+
+// A damaged placement file is corruption, as a damaged dataset is: placement wraps
+// dataset.ErrCorrupt rather than a sentinel of its own.
+func TestStatusOfDamagedPlacement(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, placement.FileName), []byte("TFSPLACE garbage, not a placement"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := placement.Saved(dir)
+	if got := classify(err, stEINTERNAL); got != stECORRUPT {
+		t.Errorf("classify(%v) = %d, want %d", err, got, stECORRUPT)
 	}
 }
 

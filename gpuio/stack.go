@@ -93,6 +93,12 @@ type engine interface {
 	close() error
 }
 
+var (
+	_ engine = (*uringEngine)(nil)
+	_ engine = (*preadEngine)(nil)
+	_ engine = (*faultEngine)(nil)
+)
+
 // Open builds a Stack over fds (opened by the caller, normally O_DIRECT; the Stack never closes
 // them). It maps the staging memory and sets up the backend named by opts.Backend; BackendAuto
 // falls back to pread when io_uring setup or buffer registration fails.

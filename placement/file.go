@@ -29,8 +29,17 @@ const fileMagic = "TFSPLACE"
 // changed, or it was made from other inputs. Callers recompute (and Save) then.
 var ErrStale = errors.New("placement is stale")
 
-// ErrCorrupt is wrapped by Load's error when the file is damaged or not a placement file.
-var ErrCorrupt = errors.New("placement file corrupt")
+// corruptError says a placement file is damaged or not a placement file. It wraps
+// dataset.ErrCorrupt, the one corruption error of tierfs.
+type corruptError struct {
+	Path string
+	Err  error // what decode found
+}
+
+func (e *corruptError) Error() string {
+	return fmt.Sprintf("placement: %s: placement file corrupt: %v", e.Path, e.Err)
+}
+func (e *corruptError) Unwrap() error { return dataset.ErrCorrupt }
 
 // StaleError says why a saved placement is stale. It wraps ErrStale.
 type StaleError struct {
@@ -156,8 +165,8 @@ func Save(dir string, h *Hotness, p *Placement) error {
 // dataset's fingerprint matches and the inputs equal want. Otherwise the error is a *StaleError
 // (errors.Is(err, ErrStale)); when only the plan's budget or policy differ, the hotness is still
 // returned (with a nil placement) so the caller can Plan again without profiling. A missing file
-// gives an error wrapping os.ErrNotExist; a damaged one an error wrapping ErrCorrupt that names
-// the file.
+// gives an error wrapping os.ErrNotExist; a damaged one an error wrapping dataset.ErrCorrupt that
+// names the file.
 func Load(dir string, want Inputs) (*Hotness, *Placement, error) {
 	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
@@ -166,7 +175,7 @@ func Load(dir string, want Inputs) (*Hotness, *Placement, error) {
 	}
 	h, p, hdr, err := decode(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("placement: %s: %w: %v", path, ErrCorrupt, err)
+		return nil, nil, &corruptError{path, err}
 	}
 	fp, err := Fingerprint(dir)
 	if err != nil {

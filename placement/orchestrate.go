@@ -194,7 +194,8 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 			rep.StaleReason = err.Error() // h is the saved profile when only the plan's inputs differ
 		case errors.Is(err, os.ErrNotExist):
 			rep.StaleReason = "no saved placement"
-		case errors.Is(err, ErrCorrupt):
+		case errors.As(err, new(*corruptError)):
+			// The saved file is damaged (not the dataset's manifest, whose damage is the caller's).
 			rep.StaleReason = err.Error()
 		default:
 			return nil, nil, err

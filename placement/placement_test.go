@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -200,11 +201,11 @@ func TestSaveLoad(t *testing.T) {
 	bad := slices.Clone(data)
 	bad[len(bad)-20] ^= 1
 	os.WriteFile(path, bad, 0o644)
-	if _, _, err := Load(dir, want); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+	if _, _, err := Load(dir, want); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 	os.WriteFile(path, data[:10], 0o644)
-	if _, _, err := Load(dir, want); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := Load(dir, want); !errors.Is(err, dataset.ErrCorrupt) {
 		t.Fatalf("truncated file: %v", err)
 	}
 	// Changed dataset: stale.

@@ -9,7 +9,7 @@ import (
 // Saved returns the inputs of the placement saved in dir (its profile's fanouts and batch size,
 // its plan's budget and policy) without checking that it still applies; Load with these inputs,
 // or with some of them changed, does that. A missing file gives an error wrapping
-// os.ErrNotExist; a damaged one an error wrapping ErrCorrupt that names the file.
+// os.ErrNotExist; a damaged one an error wrapping dataset.ErrCorrupt that names the file.
 func Saved(dir string) (Inputs, error) {
 	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
@@ -18,7 +18,7 @@ func Saved(dir string) (Inputs, error) {
 	}
 	h, p, _, err := decode(data)
 	if err != nil {
-		return Inputs{}, fmt.Errorf("placement: %s: %w: %v", path, ErrCorrupt, err)
+		return Inputs{}, &corruptError{path, err}
 	}
 	return InputsOf(h, p), nil
 }

@@ -44,7 +44,9 @@ from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
 from .iostack import IOStack
 from .pipeline import Pipeline
-from .store import GatherFuture, Sample, Sampler, Store, open
+from ._open import open
+from ._sample import Sample
+from .store import GatherFuture, Sampler, Store
 
 try:
     from ._version import __version__  # written by the build (python/setup.py)

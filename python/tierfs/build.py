@@ -7,12 +7,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _native, _util, errors
+from ._args import _c_str
 from ._native import check, lib
+from ._progress import ProgressLike, _progress_callback
 
 __all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify"]
 
@@ -43,62 +45,6 @@ def _to_numpy(x: Any, what: str) -> tuple[np.ndarray, Optional[str]]:
     if isinstance(x, (list, tuple, range)):
         return np.asarray(x), None
     raise errors.DTypeError(f"{what}: want a numpy array, a torch tensor or a file path, got {type(x).__name__}")
-
-
-ProgressLike = Union[None, bool, Callable[[str, int, int], Any]]
-
-
-def _progress_callback(progress: ProgressLike) -> tuple:
-    """(the tfs_progress_fn for progress, or None; a list that collects its first exception).
-    progress: a callable(stage, done, total), True for a bar per stage (tqdm where installed,
-    else lines on stderr), or None/False."""
-    if progress is None or progress is False:
-        return None, []
-    if progress is True:
-        progress = _StageBars()
-    if not callable(progress):
-        raise errors.DTypeError(f"progress must be a callable(stage, done, total), True or None, got {type(progress).__name__}")
-    errs: List[BaseException] = []
-
-    def call(_ctx: Any, stage: bytes, done: int, total: int) -> None:
-        if errs:
-            return
-        try:
-            progress(stage.decode(), int(done), int(total))
-        except BaseException as e:  # raised once the native call returns
-            errs.append(e)
-
-    return _native.PROGRESS_FN(call), errs
-
-
-class _StageBars:
-    """progress=True: one tqdm bar per stage where tqdm is installed, else a line per stage on
-    stderr, rewritten in place."""
-
-    def __init__(self) -> None:
-        try:
-            import tqdm
-
-            self._tqdm: Any = tqdm.tqdm
-        except ImportError:
-            self._tqdm = None
-        self._bars: Dict[str, Any] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        finished = total > 0 and done >= total
-        if self._tqdm is not None:
-            bar = self._bars.get(stage)
-            if bar is None:
-                bar = self._bars[stage] = self._tqdm(total=total or None, desc=stage, leave=True)
-            bar.update(done - bar.n)
-            if finished:
-                bar.close()
-            return
-        import sys
-
-        pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
-        sys.stderr.write(f"\r{stage}: {done:,}{f' of {total:,}' if total > 0 else ''}{pct}" + ("\n" if finished else ""))
-        sys.stderr.flush()
 
 
 def _run_with_progress(plain: Any, with_progress: Any, opts: Dict[str, Any], progress: ProgressLike) -> None:
@@ -557,8 +503,6 @@ def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) ->
     request = json.dumps({"limit": limit}).encode()
     cb, errs = _progress_callback(progress)
     fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
-    from .store import _c_str
-
     path_c = _c_str(p, "path")
     report = _native.read_json(lambda buf, cap, needed: lib.tfs_verify_json(path_c, request, fn, None, buf, cap, needed), 1 << 12)
     if errs:

@@ -39,7 +39,8 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from . import _util, errors
-from .store import IdsLike, Store, _ids
+from ._args import IdsLike, _ids
+from .store import GatherFuture, Store
 
 __all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
 
@@ -354,8 +355,6 @@ class DistributedStore(Store):
     def gather_async(self, ids: IdsLike, out: Any = None) -> Any:
         """As :meth:`Store.gather_async`; the gathers run one at a time, in call order (they are
         collectives)."""
-        from .store import GatherFuture
-
         if self._async_pool is None:
             self._async_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierfs-dist-async")
         ids_ = _ids(ids)

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _native, _util, errors
+from ._args import _ids
 from ._native import check, lib
+from ._sample import Sample, _take_sample
 
-if TYPE_CHECKING:
-    from .store import Sample, Store
+if TYPE_CHECKING:  # for annotations only: store imports this module
+    from .store import Store
 
 __all__ = ["PlannedEpochs"]
 
@@ -50,8 +52,6 @@ class PlannedEpochs:
         workers: int = 0,
         place_tiers: bool = True,
     ) -> None:
-        from .store import _ids
-
         h = store._h()
         if isinstance(fanouts, int):
             fanouts = [fanouts]
@@ -114,8 +114,6 @@ class PlannedEpochs:
     def sample(self, epoch: int, batch: int) -> "Sample":
         """The sample of batch ``batch`` of epoch ``epoch`` (numpy arrays); its first
         ``num_seeds`` nodes are the batch's seeds."""
-        from .store import Sample, _take_sample
-
         hs = c_void_p()
         check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
         return Sample(*_take_sample(hs))

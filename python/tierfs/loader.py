@@ -20,7 +20,9 @@ import numpy as np
 from .distributed import DistributedStore, loader_share, new_turnstile, split_seeds
 from .errors import NotSupportedError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
-from .store import IdsLike, Sample, Sampler, Store, _ids
+from ._args import IdsLike, _ids
+from ._sample import Sample
+from .store import Sampler, Store
 
 __all__ = ["Loader", "Batch", "prefetch"]
 

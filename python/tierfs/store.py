@@ -1,4 +1,6 @@
-"""Store, Sampler and Sample: the numpy/torch face of the C API (capi/tierfs.h).
+"""Store and Sampler: the numpy/torch face of the C API (capi/tierfs.h). Made by
+:func:`tierfs.open` (``_open.py``, which also opens distributed stores); the ids and strings
+they pass are converted in ``_args.py``, samples copied out in ``_sample.py``.
 
 Every method makes a constant number of native calls per batch (a gather is one ``tfs_gather``),
 never one per node. ctypes releases the GIL during each call.
@@ -10,20 +12,20 @@ import builtins
 import json
 import os
 import threading
-from ctypes import byref, c_char_p, c_int32, c_int64, c_void_p
-from dataclasses import dataclass
+from ctypes import byref, c_int32, c_int64, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _native, _util, errors
+from ._args import IdsLike, _c_str, _Ids, _ids, _torch
 from ._native import check, lib
+from ._progress import _progress_callback
+from ._sample import Sample, _take_sample
+from .epochs import PlannedEpochs
 
-__all__ = ["open", "Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
+__all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
-#: What gather, labels and sample accept as node ids: a 1-D integer numpy array, a torch tensor
-#: (CPU or CUDA), a list/tuple/range of ints, or one int.
-IdsLike = Any
 
 # numpy dtype of each feature dtype. numpy itself has no bfloat16: numpy outputs are
 # ml_dtypes.bfloat16 arrays where ml_dtypes is installed (``pip install ml_dtypes``), else uint16
@@ -50,73 +52,6 @@ _NUMPY_DTYPES = {
 }
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
-# ids ---------------------------------------------------------------------------------------
-
-
-class _Ids:
-    """Node ids as a contiguous int64 numpy array, plus what kind of object they came as."""
-
-    __slots__ = ("array", "kind", "device", "scalar")
-
-    def __init__(self, array: np.ndarray, kind: str, device: Any = None, scalar: bool = False):
-        self.array = array  # 1-D, int64, C-contiguous, on the host
-        self.kind = kind  # "numpy", "torch" or "list"
-        self.device = device  # torch device of torch ids
-        self.scalar = scalar
-
-
-def _ids(ids: IdsLike, what: str = "ids") -> _Ids:
-    if isinstance(ids, np.ndarray):
-        return _Ids(_np_ids(ids, what), "numpy", scalar=ids.ndim == 0)
-    if _util.is_tensor(ids):
-        torch = _torch()
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise errors.DTypeError(f"{what} must be integers, got a tensor of {ids.dtype}")
-        if ids.dim() > 1:
-            raise errors.InvalidArgumentError(f"{what} must be 1-D, got a tensor of shape {tuple(ids.shape)}")
-        scalar = ids.dim() == 0
-        t = ids.detach().reshape(-1)
-        if t.device.type != "cpu":
-            t = t.cpu()
-        arr = t.to(torch.int64).contiguous().numpy()
-        return _Ids(arr, "torch", ids.device, scalar)
-    if isinstance(ids, (bool, np.bool_)):
-        raise errors.DTypeError(f"{what} must be integers, got {ids!r}")
-    if isinstance(ids, (int, np.integer)):
-        return _Ids(np.array([int(ids)], dtype=np.int64), "numpy", scalar=True)
-    if isinstance(ids, (list, tuple, range)):
-        if len(ids) == 0:
-            return _Ids(np.empty(0, dtype=np.int64), "list")
-        arr = np.asarray(ids)
-        if arr.dtype == object:  # ints beyond 64 bits (numpy keeps them as objects), or not ints
-            for i, v in enumerate(ids):
-                if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not -(1 << 63) <= int(v) < (1 << 63):
-                    raise errors.OutOfRangeError(f"{what}[{i}] = {v} is out of range")
-        return _Ids(_np_ids(arr, what), "list")
-    raise errors.DTypeError(
-        f"{what}: want a numpy array, a torch tensor, a list of ints or an int; got {type(ids).__name__}"
-    )
-
-
-def _np_ids(arr: np.ndarray, what: str) -> np.ndarray:
-    if arr.dtype.kind not in "iu":
-        raise errors.DTypeError(f"{what} must be integers, got an array of {arr.dtype}")
-    if arr.ndim != 1:
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        else:
-            raise errors.InvalidArgumentError(f"{what} must be 1-D, got an array of shape {arr.shape}")
-    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise errors.OutOfRangeError(f"{what}: id {int(arr.max())} is out of range")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
 # Store -------------------------------------------------------------------------------------
 
 
@@ -128,120 +63,6 @@ def _option_str(value: Optional[str], what: str) -> Optional[bytes]:
     if not isinstance(value, str):
         raise errors.DTypeError(f"{what} must be a string, got {type(value).__name__}")
     return _c_str(value, what)
-
-
-def _c_str(value: str, what: str) -> bytes:
-    """value encoded for the C ABI; a NUL character (where C would cut the string) is refused."""
-    b = value.encode()
-    _native.check_value(c_char_p, b, what)
-    return b
-
-
-
-def open(
-    path: Union[str, os.PathLike],
-    host_cache: _util.SizeLike = None,
-    gpu_cache: _util.SizeLike = None,
-    device: Any = "cpu",
-    feature: Optional[str] = None,
-    verify_reads: bool = False,
-    topology_memory: Union[_util.SizeLike, bool] = None,
-    io_backend: Optional[str] = None,
-    queue_depth: Optional[int] = None,
-    max_concurrent_io: Optional[int] = None,
-    gpu_topology: Optional[str] = None,
-    host_policy: Optional[str] = None,
-    coalesce_gap: Optional[int] = None,
-    read_align: Optional[int] = None,
-    *,
-    cache_mode: Optional[str] = None,
-    rank: Optional[int] = None,
-    world_size: Optional[int] = None,
-    group: Any = None,
-    hotness: Any = None,
-    timeout: Optional[float] = None,
-) -> "Store":
-    """Opens the dataset directory ``path``.
-
-    Args:
-        path: a dataset made by :func:`tierfs.ingest`, :func:`tierfs.synth` or the CLI.
-        host_cache: host-memory tier budget, as bytes or a string like ``"512MB"``/``"4GiB"``
-            (KB/MB/GB are powers of 1000, KiB/MiB/GiB and bare K/M/G of 1024). None or 0: no
-            host tier, every row is read from the SSD. The tier is filled at open time with the
-            rows of the highest in-degree; :meth:`Store.place` refills it.
-        gpu_cache: GPU tier budget in device memory: the hottest rows live there, the next
-            hottest in the host tier. Needs ``libtierfs_cuda.so`` (``make cuda``) and a GPU;
-            without them the store serves from the host with a warning, and ``stats()["gpu"]``
-            says why. A budget above the GPU's free memory is a ValueError.
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``: where gathers return
-            rows. With a CUDA device every gather returns a CUDA tensor.
-        feature: the feature to serve; None is the dataset's first.
-        verify_reads: check every block read from disk against its checksum.
-        topology_memory: budget for holding the topology in memory (default 1 GiB); False or a
-            negative number keeps it on disk (each sampling hop then reads what it needs).
-        io_backend: None picks io_uring, falling back to pread; ``"io_uring"`` or ``"pread"``
-            forces one. ``"gpu-uring"``: device gathers' disk reads are submitted and completed
-            by a GPU kernel through an io_uring in mapped memory (Linux >= 6.5; see
-            docs/gpu-uring.md); where that cannot run, CPU submission, with the reason in
-            ``stats()["io"]["gpu_uring"]``.
-        queue_depth: reads in flight per IO stack (default 128).
-        max_concurrent_io: IO stacks, i.e. gathers reading the disk at once (default: CPUs).
-        gpu_topology: ``"device"`` copies the topology into GPU memory, ``"pinned"`` into pinned
-            host memory read over PCIe, and the sampler then draws on the GPU (same samples as
-            the host sampler); None samples on the host.
-        host_policy: how the host tier is kept: None or ``"static"`` fills it at open time (and
-            on :meth:`Store.place`) and keeps it; ``"sieve"`` makes it a cache that admits the rows
-            gathers read from disk and evicts with SIEVE, for access patterns that drift.
-        coalesce_gap: disk reads of a file at most this many bytes apart become one read (the gap
-            read and discarded, up to 128 KiB). None or 0: only reads sharing or touching a block;
-            -1 probes the disk at open (about 1.5 s; ``stats()["disk_probe"]`` shows it).
-        read_align: alignment of disk reads. None or 0: the dataset's block size (4 KiB); -1: the
-            smallest the files' direct IO allows (often 512 bytes); not with ``verify_reads``.
-        cache_mode: ``"shared"`` or ``"replicated"``: open one rank's view of a store for
-            data-parallel training over torch.distributed (:class:`tierfs.distributed.DistributedStore`,
-            docs/distributed.md). ``"shared"`` spreads the hottest rows over the ranks' GPU
-            tiers (each row owned by one rank, peer rows exchanged per gather); ``"replicated"``
-            caches the same hottest rows on every rank. Giving ``rank``, ``world_size`` or
-            ``group`` also opens a distributed store (shared by default).
-        rank, world_size: checked against the process group (torch.distributed must be
-            initialized, except for one rank).
-        group: the process group to exchange over; None makes a new group of every rank of the
-            default group (so DDP's collectives never interleave with the store's).
-        hotness: distributed stores only: one count per node ranking the rows to cache (default:
-            the applied placement, else in-degree); every rank must pass the same.
-        timeout: seconds a peer exchange waits for the other ranks before raising
-            :class:`tierfs.PeerError` (default: the default group's timeout).
-
-    Raises:
-        FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
-        KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
-        ValueError (tierfs.InvalidArgumentError): a bad option.
-    """
-    options = dict(
-        host_cache=host_cache,
-        gpu_cache=gpu_cache,
-        device=device,
-        feature=feature,
-        verify_reads=verify_reads,
-        topology_memory=topology_memory,
-        io_backend=io_backend,
-        queue_depth=queue_depth,
-        max_concurrent_io=max_concurrent_io,
-        gpu_topology=gpu_topology,
-        host_policy=host_policy,
-        coalesce_gap=coalesce_gap,
-        read_align=read_align,
-    )
-    if cache_mode is not None or rank is not None or world_size is not None or group is not None:
-        from .distributed import open_distributed
-
-        return open_distributed(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode,
-                                hotness=hotness, timeout=timeout, **options)
-    for name, value in (("hotness", hotness), ("timeout", timeout)):
-        if value is not None:
-            raise errors.InvalidArgumentError(f"tierfs.open: {name} is an option of distributed stores (pass cache_mode=); "
-                                              "use Store.place(hotness) on a plain store")
-    return Store(path, **options)
 
 
 def _reopen(path: str, options: Dict[str, Any]) -> "Store":
@@ -784,8 +605,6 @@ class Store:
         costs one sampling pass, again when the plan is reopened). Returns a
         :class:`tierfs.PlannedEpochs`.
         """
-        from .epochs import PlannedEpochs
-
         return PlannedEpochs(
             self, fanouts, batch_size, epochs, seeds=seeds,
             plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
@@ -878,8 +697,6 @@ class Store:
                 req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
             request = json.dumps(req).encode()
             h = self._h()
-            from .build import _progress_callback
-
             cb, errs = _progress_callback(progress)
             if cb is None:
                 return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
@@ -1105,71 +922,6 @@ class GatherFuture:
 
 
 # Sampler -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Sample:
-    """A k-hop neighborhood of a batch of seeds, in local ids.
-
-    ``nodes`` holds the global ids: the seeds first, exactly as given (duplicates kept), then
-    the nodes each hop reached first, in order. Edges are ``(row[i], col[i])`` = (neighbor, node
-    it was sampled for), local ids into ``nodes`` — messages flow row → col, as PyG's
-    ``edge_index``. ``nodes_per_hop`` has ``num_hops + 1`` entries (seeds, then new nodes per
-    hop), ``edges_per_hop`` ``num_hops``. ``e_id[i]`` is edge i's id in the dataset (its
-    position in the CSC; PyG's ``e_id``), the row of its edge features:
-    ``store.gather(sample.e_id, feature="edge_attr")``. All int64, numpy or torch like the seeds
-    given.
-    """
-
-    nodes: Any
-    row: Any
-    col: Any
-    nodes_per_hop: Any
-    edges_per_hop: Any
-    e_id: Any = None
-
-    @property
-    def num_seeds(self) -> int:
-        """Number of seeds (the first ``num_seeds`` entries of ``nodes``)."""
-        return int(self.nodes_per_hop[0])
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self.nodes.shape[0])
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.row.shape[0])
-
-    @property
-    def num_hops(self) -> int:
-        return int(self.edges_per_hop.shape[0])
-
-    @property
-    def edge_index(self) -> Any:
-        """``[row; col]`` as a ``(2, num_edges)`` array/tensor."""
-        if isinstance(self.row, np.ndarray):
-            return np.stack([self.row, self.col])
-        return _torch().stack([self.row, self.col])
-
-
-def _take_sample(hs: c_void_p) -> tuple:
-    """Copies a native sample's arrays out (nodes, row, col, nodes_per_hop, edges_per_hop, e_id)
-    and frees it."""
-    try:
-        nn, ne, nh = c_int64(), c_int64(), c_int32()
-        check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
-        nodes = np.empty(nn.value, dtype=np.int64)
-        row = np.empty(ne.value, dtype=np.int64)
-        col = np.empty(ne.value, dtype=np.int64)
-        nph = np.empty(nh.value + 1, dtype=np.int64)
-        eph = np.empty(nh.value, dtype=np.int64)
-        check(lib.tfs_sample_copy(hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data))
-        e_id = np.empty(ne.value, dtype=np.int64)
-        check(lib.tfs_sample_edge_ids(hs, e_id.ctypes.data))
-    finally:
-        lib.tfs_sample_free(hs)
-    return nodes, row, col, nph, eph, e_id
 
 
 class Sampler:

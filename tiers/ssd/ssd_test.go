@@ -18,6 +18,17 @@ import (
 // writeFeatures commits a dataset of count random rows of dim float32, striped over stripes files.
 func writeFeatures(t *testing.T, count, dim int64, stripes int, rng *rand.Rand) (*dataset.Manifest, []byte) {
 	t.Helper()
+	rows := make([]byte, count*dim*4)
+	for i := range rows {
+		rows[i] = byte(rng.UintN(256))
+	}
+	return writeRows(t, rows, count, dim, stripes), rows
+}
+
+// writeRows commits a dataset of count rows of dim float32 (rows, row after row), striped over
+// stripes files.
+func writeRows(t *testing.T, rows []byte, count, dim int64, stripes int) *dataset.Manifest {
+	t.Helper()
 	dir := t.TempDir()
 	spec, err := dataset.NewFeatureSpec("x", dataset.Float32, dim, count, stripes, dataset.DefaultBlockSize)
 	if err != nil {
@@ -25,10 +36,6 @@ func writeFeatures(t *testing.T, count, dim int64, stripes int, rng *rand.Rand) 
 	}
 	for k := range spec.Files {
 		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
-	}
-	rows := make([]byte, count*spec.RowBytes)
-	for i := range rows {
-		rows[i] = byte(rng.UintN(256))
 	}
 	w, err := dataset.NewFeatureWriter(dir, &spec)
 	if err != nil {
@@ -49,7 +56,7 @@ func writeFeatures(t *testing.T, count, dim int64, stripes int, rng *rand.Rand) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, rows
+	return m
 }
 
 // TestTierMatchesRows reads random rows (repeats, any order) through CopyToHost and Source with

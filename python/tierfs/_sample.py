@@ -1,0 +1,82 @@
+"""Sample, a k-hop neighborhood in local ids, and copying one out of the library.
+
+Shared by store (Sampler) and epochs (planned batches); it imports neither.
+"""
+
+from __future__ import annotations
+
+from ctypes import byref, c_int32, c_int64, c_void_p
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._args import _torch
+from ._native import check, lib
+
+__all__ = ["Sample"]
+
+
+@dataclass
+class Sample:
+    """A k-hop neighborhood of a batch of seeds, in local ids.
+
+    ``nodes`` holds the global ids: the seeds first, exactly as given (duplicates kept), then
+    the nodes each hop reached first, in order. Edges are ``(row[i], col[i])`` = (neighbor, node
+    it was sampled for), local ids into ``nodes`` — messages flow row → col, as PyG's
+    ``edge_index``. ``nodes_per_hop`` has ``num_hops + 1`` entries (seeds, then new nodes per
+    hop), ``edges_per_hop`` ``num_hops``. ``e_id[i]`` is edge i's id in the dataset (its
+    position in the CSC; PyG's ``e_id``), the row of its edge features:
+    ``store.gather(sample.e_id, feature="edge_attr")``. All int64, numpy or torch like the seeds
+    given.
+    """
+
+    nodes: Any
+    row: Any
+    col: Any
+    nodes_per_hop: Any
+    edges_per_hop: Any
+    e_id: Any = None
+
+    @property
+    def num_seeds(self) -> int:
+        """Number of seeds (the first ``num_seeds`` entries of ``nodes``)."""
+        return int(self.nodes_per_hop[0])
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.nodes.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.row.shape[0])
+
+    @property
+    def num_hops(self) -> int:
+        return int(self.edges_per_hop.shape[0])
+
+    @property
+    def edge_index(self) -> Any:
+        """``[row; col]`` as a ``(2, num_edges)`` array/tensor."""
+        if isinstance(self.row, np.ndarray):
+            return np.stack([self.row, self.col])
+        return _torch().stack([self.row, self.col])
+
+
+def _take_sample(hs: c_void_p) -> tuple:
+    """Copies a native sample's arrays out (nodes, row, col, nodes_per_hop, edges_per_hop, e_id)
+    and frees it."""
+    try:
+        nn, ne, nh = c_int64(), c_int64(), c_int32()
+        check(lib.tfs_sample_sizes(hs, byref(nn), byref(ne), byref(nh)))
+        nodes = np.empty(nn.value, dtype=np.int64)
+        row = np.empty(ne.value, dtype=np.int64)
+        col = np.empty(ne.value, dtype=np.int64)
+        nph = np.empty(nh.value + 1, dtype=np.int64)
+        eph = np.empty(nh.value, dtype=np.int64)
+        check(lib.tfs_sample_copy(hs, nodes.ctypes.data, row.ctypes.data, col.ctypes.data, nph.ctypes.data, eph.ctypes.data))
+        e_id = np.empty(ne.value, dtype=np.int64)
+        check(lib.tfs_sample_edge_ids(hs, e_id.ctypes.data))
+    finally:
+        lib.tfs_sample_free(hs)
+    return nodes, row, col, nph, eph, e_id

@@ -1,0 +1,31 @@
+package gpu
+
+import (
+	"testing"
+
+	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/tierstest"
+)
+
+// The GPU tier with room for every row, and with room for a third of them (Fill keeps the
+// hottest). It runs where libtierfs_cuda.so and a GPU are (make gpu-test); elsewhere it skips.
+func TestConformance(t *testing.T) {
+	if err := cuda.Load(); err != nil {
+		t.Skipf("skipping GPU test: %v", err)
+	}
+	for _, c := range []struct {
+		name     string
+		num, den int64
+	}{{"all", 1, 1}, {"third", 1, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			tierstest.Run(t, func(t *testing.T, rows [][]byte) tiers.Tier {
+				tier, err := New(0, int64(len(rows[0])), int64(len(rows))*c.num/c.den, 64, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tier
+			})
+		})
+	}
+}
