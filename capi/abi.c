@@ -333,3 +333,86 @@ tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progr
   FORK_GUARD();
   return (tfs_status)tfsgo_verify_json((char *)path, (char *)request_json, fn, ctx, buf, cap, needed);
 }
+
+tfs_status tfs_types_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_types_json(H(store), buf, cap, needed);
+}
+
+tfs_status tfs_gather_typed(tfs_store *store, const char *node_type, const char *feature, const int64_t *ids,
+                            int64_t n, void *dst, int64_t dst_bytes) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_gather_typed(H(store), (char *)node_type, (char *)feature, (int64_t *)ids, n, dst, dst_bytes);
+}
+
+tfs_status tfs_gather_typed_device_ids(tfs_store *store, const char *node_type, const int64_t *ids_device,
+                                       int64_t n, void *dst_device, int64_t dst_bytes, void *cuda_stream) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_gather_typed_device_ids(H(store), (char *)node_type, (int64_t *)ids_device, n, dst_device,
+                                                   dst_bytes, cuda_stream);
+}
+
+tfs_status tfs_gather_edge_feature(tfs_store *store, const char *edge_type, const char *feature,
+                                   const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_gather_edge_feature(H(store), (char *)edge_type, (char *)feature, (int64_t *)ids, n, dst,
+                                               dst_bytes);
+}
+
+tfs_status tfs_labels_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, int64_t *out) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_labels_typed(H(store), (char *)node_type, (int64_t *)ids, n, out);
+}
+
+tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *name, int64_t *out, int64_t cap,
+                           int64_t *count) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_split_typed(H(store), (char *)node_type, (char *)name, out, cap, count);
+}
+
+tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out) {
+  FORK_GUARD();
+  uintptr_t h = 0;
+  tfs_status st = (tfs_status)tfsgo_hetero_sampler_create(H(store), (char *)options_json, out == NULL ? NULL : &h);
+  if (st == TFS_OK) {
+    *out = (tfs_hetero_sampler *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_hetero_sampler_free(tfs_hetero_sampler *sampler) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sampler_free(H(sampler));
+}
+
+tfs_status tfs_hetero_sample(tfs_hetero_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
+                             struct tfs_hetero_sample **out) {
+  FORK_GUARD();
+  uintptr_t h = 0;
+  tfs_status st = (tfs_status)tfsgo_hetero_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_hetero_sample *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_hetero_sample_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_json(H(sample), buf, cap, needed);
+}
+
+tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char *node_type, int64_t *out) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_nodes(H(sample), (char *)node_type, out);
+}
+
+tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
+                                   int64_t *col, int64_t *edge_ids) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_edges(H(sample), (char *)edge_type, row, col, edge_ids);
+}
+
+tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_free(H(sample));
+}

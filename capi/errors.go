@@ -80,6 +80,7 @@ var statusOf = []struct {
 	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
 	{featurestore.ErrNotFound, stENOENT},
+	{featurestore.ErrTypeNotFound, stENOENT},
 	{os.ErrNotExist, stENOENT},
 	{featurestore.ErrNoGPU, stENOTSUP},
 	{cuda.ErrUnavailable, stENOTSUP},

@@ -14,6 +14,8 @@ const (
 	kindSample
 	kindIO
 	kindEpochs
+	kindHeteroSampler
+	kindHeteroSample
 )
 
 func (k kind) String() string {
@@ -28,6 +30,10 @@ func (k kind) String() string {
 		return "io"
 	case kindEpochs:
 		return "epochs"
+	case kindHeteroSampler:
+		return "hetero sampler"
+	case kindHeteroSample:
+		return "hetero sample"
 	}
 	return "unknown"
 }

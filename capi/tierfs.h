@@ -5,7 +5,8 @@
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*) are opaque and not pointers to
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*, tfs_hetero_sampler*,
+ *    struct tfs_hetero_sample*) are opaque and not pointers to
  *    memory; free each with its _close/_free function exactly once (a closed or freed handle
  *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
  *    from one thread at a time.
@@ -322,6 +323,50 @@ tfs_status tfs_io_complete(tfs_io *io, void *cuda_stream);
  * "pending_requests"), copied as by tfs_stats_json. */
 tfs_status tfs_io_stats_json(tfs_io *io, char *buf, size_t cap, size_t *needed);
 tfs_status tfs_io_close(tfs_io *io);
+
+/* Heterogeneous graphs (format version 5; docs: ARCHITECTURE.md "Types"). Node types are named,
+ * edge types are "src:rel:dst"; ids are local to their type. One store handle serves every type:
+ * the calls above act on its first node type with features, these name the type. A one-type
+ * store answers them too, with NULL or "" naming its only node type (and edge type).
+ * TFS_ENOENT for a type or feature the dataset lacks (the message lists what it has). */
+typedef struct tfs_hetero_sampler tfs_hetero_sampler;
+struct tfs_hetero_sample;
+
+/* {"node_types": [{"name", "count", "features": [{"name", "of", "dtype", "dim", "row_bytes",
+ * "rows", "scalar", "default"}], "labels", "num_classes", "splits": {name: count}}],
+ * "edge_types": [{"key", "src", "rel", "dst", "count", "features"}]}, copied as by tfs_stats_json. */
+tfs_status tfs_types_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
+/* Rows of ids (of node_type) of its feature `feature` (NULL: the type's default, served through
+ * the memory tiers; others are read from disk) into dst (dst_bytes = n * the feature's row_bytes). */
+tfs_status tfs_gather_typed(tfs_store *store, const char *node_type, const char *feature, const int64_t *ids,
+                            int64_t n, void *dst, int64_t dst_bytes);
+/* tfs_gather_device_ids for node_type's default feature (its tier stack). */
+tfs_status tfs_gather_typed_device_ids(tfs_store *store, const char *node_type, const int64_t *ids_device,
+                                       int64_t n, void *dst_device, int64_t dst_bytes, void *cuda_stream);
+/* Rows of edge ids (of edge_type) of its edge feature `feature`, from disk. */
+tfs_status tfs_gather_edge_feature(tfs_store *store, const char *edge_type, const char *feature,
+                                   const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes);
+tfs_status tfs_labels_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, int64_t *out);
+tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *name, int64_t *out, int64_t cap,
+                           int64_t *count);
+/* options_json: {"fanouts": {"src:rel:dst": [per hop, -1 = all], ... every edge type, one length},
+ * "replace": false, "seed": 0, "workers": 0}. The k-th sample draws with seed + k. */
+tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out);
+tfs_status tfs_hetero_sampler_free(tfs_hetero_sampler *sampler);
+/* Samples the k-hop neighborhood of seeds, ids of seed_type. Per node type, nodes are the seeds
+ * first (seed type), then each hop's new nodes; per edge type, edges (row: src-type local id ->
+ * col: dst-type local id) hop after hop. */
+tfs_status tfs_hetero_sample(tfs_hetero_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
+                             struct tfs_hetero_sample **out);
+/* {"nodes_per_hop": {node type: [seeds, hop 1, ...]}, "edges_per_hop": {edge type: [...]},
+ * "edge_ids": {edge type: true when it has edge ids}}: the sizes of the lists below. */
+tfs_status tfs_hetero_sample_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed);
+/* Copies node_type's sampled node ids (sum of its nodes_per_hop). */
+tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char *node_type, int64_t *out);
+/* Copies edge_type's sampled edges (sum of its edges_per_hop); edge_ids may be NULL. */
+tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
+                                   int64_t *col, int64_t *edge_ids);
+tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample);
 
 #ifdef __cplusplus
 }

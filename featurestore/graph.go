@@ -23,13 +23,13 @@ func (ss *Session) openEdgeTypes() error {
 		need := (n+1)*8 + et.Count*isz
 		var err error
 		if budget < 0 || need > budget {
-			e.graph, err = topology.NewDiskCSC(n, et.Count, isz, ss.files.Index(et.Indptr.File), ss.files.Index(et.Indices.File), ss.readGuarded)
+			e.graph, err = topology.NewBipartiteDiskCSC(ss.m.NodeTypes[e.src].Count, n, et.Count, isz, ss.files.Index(et.Indptr.File), ss.files.Index(et.Indices.File), ss.readGuarded)
 			if err != nil {
 				return fmt.Errorf("featurestore: %w", err)
 			}
 		} else {
 			budget -= need
-			if e.graph, err = ss.readCSC(et, n); err != nil {
+			if e.graph, err = ss.readCSC(et, ss.m.NodeTypes[e.src].Count, n); err != nil {
 				return err
 			}
 		}
@@ -38,9 +38,10 @@ func (ss *Session) openEdgeTypes() error {
 	return nil
 }
 
-// readCSC reads the topology of et, over n destination nodes, into memory through the IO stacks,
-// so every block is checked under Options.VerifyReads.
-func (ss *Session) readCSC(et *dataset.EdgeType, n int64) (*topology.CSC, error) {
+// readCSC reads the topology of et, over n destination nodes whose neighbors are ids of a type of
+// numSrc nodes, into memory through the IO stacks, so every block is checked under
+// Options.VerifyReads.
+func (ss *Session) readCSC(et *dataset.EdgeType, numSrc, n int64) (*topology.CSC, error) {
 	indptr := make([]int64, n+1)
 	if err := ss.readFile(et.Indptr.File, dataset.BytesOf(indptr)); err != nil {
 		return nil, err
@@ -52,13 +53,13 @@ func (ss *Session) readCSC(et *dataset.EdgeType, n int64) (*topology.CSC, error)
 		if err := ss.readFile(et.Indices.File, dataset.BytesOf(idx)); err != nil {
 			return nil, err
 		}
-		g, err = topology.NewCSC(indptr, idx, nil)
+		g, err = topology.NewBipartiteCSC(numSrc, indptr, idx, nil)
 	} else {
 		idx := make([]int64, et.Count)
 		if err := ss.readFile(et.Indices.File, dataset.BytesOf(idx)); err != nil {
 			return nil, err
 		}
-		g, err = topology.NewCSC(indptr, nil, idx)
+		g, err = topology.NewBipartiteCSC(numSrc, indptr, nil, idx)
 	}
 	if err != nil { // the arrays match the manifest's sizes, so a bad structure is damage
 		return nil, fmt.Errorf("featurestore: topology of %s: %w: %w", ss.m.Dir(), err, dataset.ErrCorrupt)

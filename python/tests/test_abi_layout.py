@@ -73,7 +73,7 @@ def test_header_parses(header):
     assert h.functions["tfs_abi_version"].params == []
     assert h.enums["tfs_status"].members == {name: getattr(errors, name[4:]) for name in errors.STATUS_NAMES.values()}
     assert h.defines == {"TFS_ABI_VERSION": 1}
-    assert h.opaque == {"tfs_store", "tfs_sampler", "tfs_io", "tfs_epochs", "struct tfs_sample"}
+    assert h.opaque == {"tfs_store", "tfs_sampler", "tfs_io", "tfs_epochs", "struct tfs_sample", "tfs_hetero_sampler", "struct tfs_hetero_sample"}
     # Every prototype in the text is parsed (an independent, line-based look at the header).
     protos = set(re.findall(r"^(?:const )?\w+ \**(tfs_\w+)\(", HEADER.read_text(), re.M))
     assert protos == set(h.functions) and len(protos) >= 28

@@ -46,6 +46,7 @@ from .iostack import IOStack
 from .pipeline import Pipeline
 from ._open import open
 from ._sample import Sample
+from .hetero import HeteroSample, HeteroSampler
 from .store import GatherFuture, Sampler, Store
 
 try:
@@ -66,6 +67,8 @@ __all__ = [
     "split_seeds",
     "Sampler",
     "Sample",
+    "HeteroSampler",
+    "HeteroSample",
     "GatherFuture",
     "Loader",
     "Batch",

@@ -221,6 +221,19 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_io_complete", [c_void_p, c_void_p]),
     ("tfs_io_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_io_close", [c_void_p]),
+    ("tfs_types_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_gather_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
+    ("tfs_gather_typed_device_ids", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
+    ("tfs_gather_edge_feature", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
+    ("tfs_labels_typed", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p]),
+    ("tfs_split_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
+    ("tfs_hetero_sampler_create", [c_void_p, c_char_p, POINTER(c_void_p)]),
+    ("tfs_hetero_sampler_free", [c_void_p]),
+    ("tfs_hetero_sample", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),
+    ("tfs_hetero_sample_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_hetero_sample_nodes", [c_void_p, c_char_p, c_void_p]),
+    ("tfs_hetero_sample_edges", [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p]),
+    ("tfs_hetero_sample_free", [c_void_p]),
 ]
 _RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p, "tfs_cli_main": c_int}
 

@@ -23,6 +23,7 @@ from ._native import check, lib
 from ._progress import _progress_callback
 from ._sample import Sample, _take_sample
 from .epochs import PlannedEpochs
+from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
@@ -184,6 +185,7 @@ class Store:
         self._cuda_ids: Any = None  # _cuda_ids_setup's answer, once asked
         self._manifest: Optional[dict] = None
         self._features: Optional[Dict[str, Dict[str, Any]]] = None
+        self._types: Optional[Dict[str, Any]] = None
 
     # properties ------------------------------------------------------------------------
 
@@ -288,7 +290,14 @@ class Store:
 
     # gather ----------------------------------------------------------------------------
 
-    def gather(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> Any:
+    def gather(
+        self,
+        ids: IdsLike,
+        out: Any = None,
+        feature: Optional[str] = None,
+        node_type: Optional[str] = None,
+        edge_type: Optional[EdgeType] = None,
+    ) -> Any:
         """Feature rows of ``ids``: an ``(n, dim)`` array, ``out[i] = row(ids[i])``.
 
         One native call for the whole batch; ids may repeat and come in any order.
@@ -305,6 +314,12 @@ class Store:
                 has tiers), and land on the host (then on the device the result goes to); a
                 scalar feature (edge weights) gives shape ``(n,)``; ``out`` must be a host
                 array. None (or the store's feature name) is the store's feature.
+            node_type: in a dataset of several node types (see :attr:`node_types`), the type
+                ``ids`` are ids of (local ids, as PyG's); its default feature (``feature=None``)
+                goes through that type's memory tiers, on the GPU for CUDA ids of a CUDA store.
+                None is the store's own type (the first with features).
+            edge_type: with ``feature``, an edge feature of that edge type (``(src, rel, dst)``
+                or ``"src:rel:dst"``) by its edge ids (``HeteroSample.edge``).
 
         Returns:
             numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on
@@ -318,6 +333,8 @@ class Store:
             KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
         """
         h = self._h()
+        if edge_type is not None or (node_type is not None and node_type != self.node_type):
+            return self._gather_typed(h, ids, out, feature, node_type, edge_type)
         if feature is not None and feature != self.feature_name:
             return self._gather_feature(h, feature, ids, out)
         done = self._gather_device_ids(h, ids, out)
@@ -356,6 +373,12 @@ class Store:
             if not isinstance(name, str):
                 raise errors.DTypeError(f"feature must be a str, got {type(name).__name__}")
             raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no feature {name!r} (it has {', '.join(self.features)})")
+        name_c = _c_str(name, "feature")
+        return self._gather_rows(name, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_feature(h, name_c, ids_p, n, dst, nbytes))
+
+    def _gather_rows(self, name: str, info: Dict[str, Any], ids: IdsLike, out: Any, call: Any) -> Any:
+        """Rows of ``ids`` of the feature ``info`` describes, written to the host by
+        ``call(ids, n, dst, dst_bytes)`` (one native call), then moved where gather's result goes."""
         ids_ = _ids(ids)
         n = ids_.array.shape[0]
         dtype_name = info["dtype"]
@@ -375,14 +398,127 @@ class Store:
                 result = np.empty(shape, dtype=np_dtype)
             else:
                 result = _torch().empty(shape, dtype=getattr(_torch(), dtype_name))
-        name_c = _c_str(name, "feature")
         if n:
-            check(lib.tfs_gather_feature(h, name_c, ids_.array.ctypes.data, n, _native.addr(result), n * int(info["row_bytes"])))
+            check(call(ids_.array.ctypes.data, n, _native.addr(result), n * int(info["row_bytes"])))
         if out is None and _util.is_tensor(result):
             dev = self._out_device(ids_)
             if dev is not None and dev.type != "cpu":
                 result = result.to(dev)
         return result
+
+    def _gather_typed(self, h: int, ids: IdsLike, out: Any, feature: Optional[str], node_type: Optional[str], edge_type: Optional[EdgeType]) -> Any:
+        """gather of a node type's or an edge type's feature: one tfs_gather_typed (or, for CUDA
+        ids of a type's default feature, tfs_gather_typed_device_ids) or tfs_gather_edge_feature."""
+        if edge_type is not None:
+            if node_type is not None:
+                raise errors.InvalidArgumentError("tierfs: gather takes node_type or edge_type, not both")
+            if feature is None:
+                raise errors.InvalidArgumentError("tierfs: gather with edge_type needs feature=, the edge feature's name")
+            key = edge_type_key(edge_type)
+            info = self._edge_type_info(key)["features"].get(feature)
+            if info is None:
+                raise errors.KeyNotFoundError(f"tierfs: edge type {edge_type_tuple(key)} has no feature {feature!r} (it has {', '.join(self._edge_type_info(key)['features']) or 'none'})")
+            key_c, name_c = key.encode(), _c_str(feature, "feature")
+            return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_edge_feature(h, key_c, name_c, ids_p, n, dst, nbytes))
+        t = self._node_type_info(node_type)
+        feats = t["features"]
+        if feature is None:
+            feature = next((name for name, f in feats.items() if f["default"]), None)
+            if feature is None:
+                raise errors.KeyNotFoundError(f"tierfs: node type {node_type!r} has no features")
+        info = feats.get(feature) if isinstance(feature, str) else None
+        if info is None:
+            raise errors.KeyNotFoundError(f"tierfs: node type {node_type!r} has no feature {feature!r} (it has {', '.join(feats) or 'none'})")
+        nt_c, name_c = _c_str(node_type, "node_type"), _c_str(feature, "feature")
+        if info["default"] and out is None and self._device_type == "cuda" and _util.is_tensor(ids) and ids.is_cuda and ids.dim() == 1:
+            done = self._gather_typed_device_ids(h, nt_c, ids, info)
+            if done is not None:
+                return done
+        return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_typed(h, nt_c, name_c, ids_p, n, dst, nbytes))
+
+    def _gather_typed_device_ids(self, h: int, nt_c: bytes, ids: Any, info: Dict[str, Any]) -> Any:
+        """A type's default feature for CUDA ids on the GPU (its tier stack's split kernel), or
+        None where the library has no CUDA path."""
+        torch = _torch()
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            return None  # _ids raises the error
+        n = ids.shape[0]
+        out = torch.empty((n, int(info["dim"])), dtype=getattr(torch, info["dtype"]), device=ids.device)
+        if n == 0:
+            return out
+        t = ids.to(torch.int64).contiguous()
+        status = lib.tfs_gather_typed_device_ids(h, nt_c, t.data_ptr(), n, out.data_ptr(), n * int(info["row_bytes"]), torch.cuda.current_stream(ids.device).cuda_stream)
+        if status == errors.ENOTSUP:
+            return None
+        check(status)
+        if t is not ids:
+            t.record_stream(torch.cuda.current_stream(ids.device))
+        return out
+
+    # types ---------------------------------------------------------------------------------
+
+    @property
+    def types(self) -> Dict[str, Any]:
+        """The dataset's node and edge types: ``{"node_types": {name: {"count", "features":
+        {name: {...}}, "labels", "num_classes", "splits": {name: count}}}, "edge_types":
+        {(src, rel, dst): {"count", "features": {...}}}}``. A homogeneous dataset has one node
+        type (and at most one edge type)."""
+        if self._types is None:
+            h = self._h()
+            raw = _native.read_json(lambda buf, cap, needed: lib.tfs_types_json(h, buf, cap, needed))
+            node_types = {}
+            for t in raw["node_types"]:
+                t["features"] = {f.pop("name"): f for f in t["features"]}
+                node_types[t.pop("name")] = t
+            edge_types = {}
+            for e in raw["edge_types"]:
+                e["features"] = {f.pop("name"): f for f in e["features"]}
+                edge_types[(e["src"], e["rel"], e["dst"])] = e
+            self._types = {"node_types": node_types, "edge_types": edge_types}
+        return self._types
+
+    @property
+    def node_types(self) -> List[str]:
+        """The dataset's node type names, in its order."""
+        return list(self.types["node_types"])
+
+    @property
+    def edge_types(self) -> List[tuple]:
+        """The dataset's edge types as PyG's ``(src, rel, dst)`` tuples, in its order."""
+        return list(self.types["edge_types"])
+
+    @property
+    def node_type(self) -> str:
+        """The node type this store's own calls (``gather`` without ``node_type``, ``labels``,
+        ``split``) serve: the dataset's first node type with features."""
+        return next(name for name, t in self.types["node_types"].items() if any(f["default"] for f in t["features"].values()))
+
+    @property
+    def is_hetero(self) -> bool:
+        """True for a dataset of several node types or several edge types."""
+        return len(self.types["node_types"]) > 1 or len(self.types["edge_types"]) > 1
+
+    def num_nodes_of(self, node_type: str) -> int:
+        """Number of nodes of ``node_type``."""
+        return int(self._node_type_info(node_type)["count"])
+
+    def num_edges_of(self, edge_type: EdgeType) -> int:
+        """Number of edges of ``edge_type``."""
+        return int(self._edge_type_info(edge_type_key(edge_type))["count"])
+
+    def _node_type_info(self, node_type: Any) -> Dict[str, Any]:
+        if not isinstance(node_type, str):
+            raise errors.DTypeError(f"tierfs: node_type must be a str, got {type(node_type).__name__}")
+        t = self.types["node_types"].get(node_type)
+        if t is None:
+            raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no node type {node_type!r} (it has {', '.join(self.types['node_types'])})")
+        return t
+
+    def _edge_type_info(self, key: str) -> Dict[str, Any]:
+        e = self.types["edge_types"].get(edge_type_tuple(key))
+        if e is None:
+            raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no edge type {edge_type_tuple(key)} (it has {', '.join(map(str, self.types['edge_types'])) or 'none'})")
+        return e
 
     @property
     def features(self) -> Dict[str, Dict[str, Any]]:
@@ -522,15 +658,18 @@ class Store:
 
     # labels and splits -----------------------------------------------------------------
 
-    def labels(self, ids: IdsLike) -> Any:
-        """Labels (int64, -1 where unlabelled) of ``ids``, of the same kind as :meth:`gather`'s
-        output. One native call."""
+    def labels(self, ids: IdsLike, node_type: Optional[str] = None) -> Any:
+        """Labels (int64, -1 where unlabelled) of ``ids`` (of ``node_type``; None: the store's
+        own), of the same kind as :meth:`gather`'s output. One native call."""
         h = self._h()
         ids_ = _ids(ids)
         n = ids_.array.shape[0]
-        result = np.empty(n, dtype=np.int64)
-        if n:
-            check(lib.tfs_labels(h, ids_.array.ctypes.data, n, result.ctypes.data))
+        if node_type is not None and node_type != self.node_type:
+            result = typed_labels(self, node_type, ids_.array)
+        else:
+            result = np.empty(n, dtype=np.int64)
+            if n:
+                check(lib.tfs_labels(h, ids_.array.ctypes.data, n, result.ctypes.data))
         if ids_.scalar:
             result = result.reshape(())
         dev = self._out_device(ids_)
@@ -539,12 +678,15 @@ class Store:
         t = _torch().from_numpy(result)
         return t if dev.type == "cpu" else t.to(dev)
 
-    def split(self, name: str) -> np.ndarray:
-        """Node ids (int64 numpy array) of the split ``name`` ("train", "val", "test").
+    def split(self, name: str, node_type: Optional[str] = None) -> np.ndarray:
+        """Node ids (int64 numpy array) of the split ``name`` ("train", "val", "test") of
+        ``node_type`` (None: the store's own).
 
         Raises:
             KeyError (tierfs.KeyNotFoundError): the dataset has no such split.
         """
+        if node_type is not None and node_type != self.node_type:
+            return typed_split(self, node_type, name)
         h = self._h()
         count = c_int64(0)
         check(lib.tfs_split(h, _c_str(name, "split name"), None, 0, byref(count)))
@@ -557,22 +699,25 @@ class Store:
 
     def sampler(
         self,
-        fanouts: Sequence[int],
+        fanouts: Union[Sequence[int], Dict[Any, Sequence[int]]],
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
-    ) -> "Sampler":
+    ) -> Union["Sampler", HeteroSampler]:
         """A k-hop uniform neighbor sampler over this store's topology.
 
         Args:
             fanouts: neighbors to sample per node, per hop (e.g. ``[25, 10]``); -1 takes every
-                neighbor.
+                neighbor. A dict ``{edge type: [per hop]}`` (PyG's dict ``num_neighbors``; every
+                edge type of the dataset, one length) gives a :class:`tierfs.HeteroSampler`.
             replace: sample with replacement.
             seed: each :meth:`Sampler.sample` call uses ``seed + call number``, so batches
                 differ but runs repeat.
             workers: goroutines choosing neighbors (0: number of CPUs). Results do not depend
                 on it.
         """
+        if isinstance(fanouts, dict):
+            return HeteroSampler(self, fanouts, replace=replace, seed=seed, workers=workers)
         return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
 
     def plan_epochs(

@@ -1,0 +1,362 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// The typed calls (tierfs.h, "Heterogeneous graphs"): node types by name, edge types by
+// src:rel:dst, ids local to their type. They act on the store's session, so one handle serves
+// every type.
+
+// cString is s's Go string, "" for NULL.
+func cString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// hostBytes is dst as a byte slice of dstBytes bytes (nil when empty).
+func hostBytes(dst unsafe.Pointer, dstBytes int64) []byte {
+	if dstBytes > 0 && dst != nil {
+		return unsafe.Slice((*byte)(dst), dstBytes)
+	}
+	return nil
+}
+
+//export tfsgo_types_json
+func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_types_json", &st)
+	return finish("tfs_types_json", typesJSON(uintptr(store), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func typesJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	ss := rec.s.Session()
+	data, err := json.Marshal(struct {
+		NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
+		EdgeTypes []featurestore.EdgeTypeInfo `json:"edge_types"`
+	}{ss.NodeTypes(), ss.EdgeTypes()})
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+//export tfsgo_gather_typed
+func tfsgo_gather_typed(store C.uintptr_t, nodeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_gather_typed", &st)
+	return finish("tfs_gather_typed", gatherTyped(uintptr(store), false, nodeType, feature, ids, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+//export tfsgo_gather_edge_feature
+func tfsgo_gather_edge_feature(store C.uintptr_t, edgeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_gather_edge_feature", &st)
+	return finish("tfs_gather_edge_feature", gatherTyped(uintptr(store), true, edgeType, feature, ids, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+// gatherTyped serves tfs_gather_typed (a node type's feature) and, with edge, tfs_gather_edge_feature.
+func gatherTyped(h uintptr, edge bool, typ, feature *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if edge && feature == nil {
+		return fail(stEINVAL, "feature is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(dst, "dst", n, "n"); err != nil {
+		return err
+	}
+	if n > math.MaxInt64>>33 { // rows are under 2^33 bytes: n*row_bytes fits
+		return fail(stEINVAL, "n = %d ids is more than one gather takes (2^30)", n)
+	}
+	ss := rec.s.Session()
+	// The session checks dst_bytes against the feature's row size and the ids against its rows.
+	if edge {
+		return ss.GatherEdgeFeature(cString(typ), cString(feature), ids64(ids, n), hostBytes(dst, dstBytes))
+	}
+	return ss.Gather(cString(typ), cString(feature), ids64(ids, n), hostBytes(dst, dstBytes))
+}
+
+//export tfsgo_gather_typed_device_ids
+func tfsgo_gather_typed_device_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+	defer guard("tfs_gather_typed_device_ids", &st)
+	return finish("tfs_gather_typed_device_ids", gatherTypedDeviceIDs(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream), stEIO)
+}
+
+func gatherTypedDeviceIDs(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	s, err := rec.s.Session().Stack(cString(nodeType))
+	if err != nil {
+		return err
+	}
+	if err := checkGatherArgs(s, ids, n, dst, "dst_device", dstBytes); err != nil {
+		return err
+	}
+	return s.GatherDeviceIDs(uintptr(unsafe.Pointer(ids)), int(n), uintptr(dst), uintptr(stream))
+}
+
+//export tfsgo_labels_typed
+func tfsgo_labels_typed(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, out *C.int64_t) (st C.int) {
+	defer guard("tfs_labels_typed", &st)
+	return finish("tfs_labels_typed", labelsTyped(uintptr(store), nodeType, ids, int64(n), out), stEIO)
+}
+
+func labelsTyped(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, out *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(out), "out", n, "n"); err != nil {
+		return err
+	}
+	return rec.s.Session().Labels(cString(nodeType), ids64(ids, n), ids64(out, n))
+}
+
+//export tfsgo_split_typed
+func tfsgo_split_typed(store C.uintptr_t, nodeType, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) (st C.int) {
+	defer guard("tfs_split_typed", &st)
+	return finish("tfs_split_typed", splitTyped(uintptr(store), nodeType, name, out, int64(capacity), count), stEIO)
+}
+
+func splitTyped(h uintptr, nodeType, name *C.char, out *C.int64_t, capacity int64, count *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if name == nil {
+		return fail(stEINVAL, "name is NULL")
+	}
+	if count == nil {
+		return fail(stEINVAL, "count is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(out), "out", capacity, "cap"); err != nil {
+		return err
+	}
+	size, err := rec.s.Session().ReadSplit(cString(nodeType), C.GoString(name), ids64(out, capacity))
+	if err != nil {
+		return err
+	}
+	*count = C.int64_t(size)
+	return nil
+}
+
+//export tfsgo_hetero_sampler_create
+func tfsgo_hetero_sampler_create(store C.uintptr_t, optionsJSON *C.char, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_hetero_sampler_create", &st)
+	return finish("tfs_hetero_sampler_create", heteroSamplerCreate(uintptr(store), optionsJSON, h), stEINVAL)
+}
+
+func heteroSamplerCreate(h uintptr, optionsJSON *C.char, hout *C.uintptr_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if optionsJSON == nil {
+		return fail(stEINVAL, "options_json is NULL")
+	}
+	var opt featurestore.HeteroSampleOptions
+	dec := json.NewDecoder(strings.NewReader(C.GoString(optionsJSON)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&opt); err != nil {
+		return fail(stEINVAL, "options_json: %v (want {\"fanouts\": {\"src:rel:dst\": [...], ...}, \"replace\", \"seed\", \"workers\"})", err)
+	}
+	sp, err := rec.s.Session().NewHeteroSampler(opt)
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindHeteroSampler, sp))
+	return nil
+}
+
+//export tfsgo_hetero_sampler_free
+func tfsgo_hetero_sampler_free(sampler C.uintptr_t) (st C.int) {
+	defer guard("tfs_hetero_sampler_free", &st)
+	_, err := release[*featurestore.HeteroSampler](uintptr(sampler), kindHeteroSampler)
+	return finish("tfs_hetero_sampler_free", err, stEINTERNAL)
+}
+
+// heteroSampleRec is what a struct tfs_hetero_sample handle holds: the sample and the names of
+// the types its lists are indexed by.
+type heteroSampleRec struct {
+	smp       *topology.HeteroSample
+	nodeTypes []string
+	edgeTypes []string
+}
+
+//export tfsgo_hetero_sample
+func tfsgo_hetero_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_hetero_sample", &st)
+	return finish("tfs_hetero_sample", heteroSample(uintptr(sampler), seedType, seeds, int64(n), h), stEIO)
+}
+
+func heteroSample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
+	sp, err := lookup[*featurestore.HeteroSampler](h, kindHeteroSampler)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+		return err
+	}
+	smp, err := sp.Sample(cString(seedType), ids64(seeds, n))
+	if err != nil {
+		return err
+	}
+	rec := &heteroSampleRec{smp: smp}
+	for _, nt := range sp.Session().NodeTypes() {
+		rec.nodeTypes = append(rec.nodeTypes, nt.Name)
+	}
+	for _, et := range sp.Session().EdgeTypes() {
+		rec.edgeTypes = append(rec.edgeTypes, et.Key)
+	}
+	*hout = C.uintptr_t(register(kindHeteroSample, rec))
+	return nil
+}
+
+//export tfsgo_hetero_sample_json
+func tfsgo_hetero_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_hetero_sample_json", &st)
+	return finish("tfs_hetero_sample_json", heteroSampleJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func heteroSampleJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	out := struct {
+		NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
+		EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
+		EdgeIDs     map[string]bool    `json:"edge_ids"`
+	}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
+	for i, name := range rec.nodeTypes {
+		out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
+	}
+	for e, key := range rec.edgeTypes {
+		out.EdgesPerHop[key] = rec.smp.EdgesPerHop[e]
+		out.EdgeIDs[key] = rec.smp.EdgeIDs[e] != nil
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+// typeIndex is the index of name in names, or a TFS_ENOENT error naming what there is.
+func typeIndex(names []string, name, what string) (int, error) {
+	for i, n := range names {
+		if n == name {
+			return i, nil
+		}
+	}
+	return -1, fail(stENOENT, "the sample has no %s %q (it has %v)", what, name, names)
+}
+
+//export tfsgo_hetero_sample_nodes
+func tfsgo_hetero_sample_nodes(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) (st C.int) {
+	defer guard("tfs_hetero_sample_nodes", &st)
+	return finish("tfs_hetero_sample_nodes", heteroSampleNodes(uintptr(sample), nodeType, out), stEINTERNAL)
+}
+
+func heteroSampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
+	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
+	if err != nil {
+		return err
+	}
+	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node type")
+	if err != nil {
+		return err
+	}
+	nodes := rec.smp.Nodes[t]
+	if err := checkArray(unsafe.Pointer(out), "out", int64(len(nodes)), "its node count"); err != nil {
+		return err
+	}
+	if len(nodes) > 0 {
+		copy(ids64(out, int64(len(nodes))), nodes)
+	}
+	return nil
+}
+
+//export tfsgo_hetero_sample_edges
+func tfsgo_hetero_sample_edges(sample C.uintptr_t, edgeType *C.char, row, col, edgeIDs *C.int64_t) (st C.int) {
+	defer guard("tfs_hetero_sample_edges", &st)
+	return finish("tfs_hetero_sample_edges", heteroSampleEdges(uintptr(sample), edgeType, row, col, edgeIDs), stEINTERNAL)
+}
+
+func heteroSampleEdges(h uintptr, edgeType *C.char, row, col, edgeIDs *C.int64_t) error {
+	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
+	if err != nil {
+		return err
+	}
+	e, err := typeIndex(rec.edgeTypes, cString(edgeType), "edge type")
+	if err != nil {
+		return err
+	}
+	smp := rec.smp
+	m := int64(len(smp.Row[e]))
+	for _, a := range []struct {
+		p    *C.int64_t
+		name string
+	}{{row, "row"}, {col, "col"}} {
+		if err := checkArray(unsafe.Pointer(a.p), a.name, m, "its edge count"); err != nil {
+			return err
+		}
+	}
+	if edgeIDs != nil && smp.EdgeIDs[e] == nil {
+		return fail(stENOENT, "the sample has no edge ids for %s (its graph does not number its edges)", rec.edgeTypes[e])
+	}
+	if m == 0 {
+		return nil
+	}
+	copy(ids64(row, m), smp.Row[e])
+	copy(ids64(col, m), smp.Col[e])
+	if edgeIDs != nil {
+		copy(ids64(edgeIDs, m), smp.EdgeIDs[e])
+	}
+	return nil
+}
+
+//export tfsgo_hetero_sample_free
+func tfsgo_hetero_sample_free(sample C.uintptr_t) (st C.int) {
+	defer guard("tfs_hetero_sample_free", &st)
+	_, err := release[*heteroSampleRec](uintptr(sample), kindHeteroSample)
+	return finish("tfs_hetero_sample_free", err, stEINTERNAL)
+}

@@ -1,0 +1,344 @@
+package featurestore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// The typed calls of a session: node types by name, edge types by their src:rel:dst key, ids
+// local to their type (see ARCHITECTURE.md, "Types"). A one-type dataset answers them too: its
+// node type is "node" (or what the manifest names it) and "" stands for the only type.
+
+// ErrTypeNotFound is wrapped by errors naming a node or edge type the dataset lacks.
+var ErrTypeNotFound = errors.New("type not found")
+
+// NodeTypeInfo describes one node type.
+type NodeTypeInfo struct {
+	Name       string           `json:"name"`
+	Count      int64            `json:"count"`
+	Features   []FeatureInfo    `json:"features"` // Default marks the feature its tier stack serves
+	Labels     bool             `json:"labels"`
+	NumClasses int64            `json:"num_classes"`
+	Splits     map[string]int64 `json:"splits"` // split name → ids in it
+}
+
+// EdgeTypeInfo describes one edge type: CSC over the Dst type, neighbors of the Src type.
+type EdgeTypeInfo struct {
+	Key      string        `json:"key"` // src:rel:dst
+	Src      string        `json:"src"`
+	Rel      string        `json:"rel"`
+	Dst      string        `json:"dst"`
+	Count    int64         `json:"count"`
+	Features []FeatureInfo `json:"features"`
+}
+
+// NodeTypes describes every node type, in the manifest's order.
+func (ss *Session) NodeTypes() []NodeTypeInfo {
+	out := make([]NodeTypeInfo, len(ss.nodes))
+	for i, n := range ss.nodes {
+		nt := n.spec
+		info := NodeTypeInfo{Name: nt.Name, Count: nt.Count, Features: []FeatureInfo{}, Labels: nt.Labels != nil, Splits: map[string]int64{}}
+		if nt.Labels != nil {
+			info.NumClasses = nt.Labels.NumClasses
+		}
+		for name, sp := range nt.Splits {
+			info.Splits[name] = sp.Count
+		}
+		for k := range nt.Features {
+			f := featureInfo(&nt.Features[k], false)
+			f.Default = n.stack != nil && n.stack.spec == &nt.Features[k]
+			info.Features = append(info.Features, f)
+		}
+		out[i] = info
+	}
+	return out
+}
+
+// EdgeTypes describes every edge type, in the manifest's order.
+func (ss *Session) EdgeTypes() []EdgeTypeInfo {
+	out := make([]EdgeTypeInfo, len(ss.edges))
+	for i, e := range ss.edges {
+		et := e.spec
+		info := EdgeTypeInfo{Key: edgeTypeKey(et), Src: et.Src, Rel: et.Rel, Dst: et.Dst, Count: et.Count, Features: []FeatureInfo{}}
+		for k := range et.Features {
+			info.Features = append(info.Features, featureInfo(&et.Features[k], true))
+		}
+		out[i] = info
+	}
+	return out
+}
+
+// nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset.
+func (ss *Session) nodeTypeOf(name string) (int, error) {
+	if name == "" && len(ss.nodes) == 1 {
+		return 0, nil
+	}
+	if i := ss.nodeTypeIndex(name); i >= 0 {
+		return i, nil
+	}
+	names := make([]string, len(ss.nodes))
+	for i, n := range ss.nodes {
+		names[i] = n.spec.Name
+	}
+	if name == "" {
+		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), ErrTypeNotFound)
+	}
+	return -1, fmt.Errorf("featurestore: dataset %s has no node type %q (it has %s): %w", ss.m.Dir(), name, strings.Join(names, ", "), ErrTypeNotFound)
+}
+
+// edgeTypeOf is the index of the edge type of key src:rel:dst; "" is the only edge type of a
+// dataset that has one.
+func (ss *Session) edgeTypeOf(key string) (int, error) {
+	if key == "" && len(ss.edges) == 1 {
+		return 0, nil
+	}
+	for i, e := range ss.edges {
+		if edgeTypeKey(e.spec) == key {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("featurestore: dataset %s has no edge type %q (it has %s): %w", ss.m.Dir(), key, ss.edgeTypeList(), ErrTypeNotFound)
+}
+
+// edgeTypeList names every edge type, for errors.
+func (ss *Session) edgeTypeList() string {
+	if len(ss.edges) == 0 {
+		return "none"
+	}
+	keys := make([]string, len(ss.edges))
+	for i, e := range ss.edges {
+		keys[i] = edgeTypeKey(e.spec)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// Stack is the tier stack of node type ntype ("" for the only one): the Store serving its default
+// feature through the memory tiers. A type without features has none (ErrNotFound).
+func (ss *Session) Stack(ntype string) (*Store, error) {
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return nil, err
+	}
+	if s := ss.nodes[nt].stack; s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("featurestore: node type %q of dataset %s has no features: %w", ss.nodes[nt].spec.Name, ss.m.Dir(), dataset.ErrFeatureNotFound)
+}
+
+// Gather writes the rows of ids (ids of node type ntype) of its feature name ("" for the type's
+// default) into dst (len(ids) × its row bytes): through the type's tier stack when it serves the
+// feature, else from disk through the IO stacks.
+func (ss *Session) Gather(ntype, feature string, ids []int64, dst []byte) error {
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return err
+	}
+	if s := ss.nodes[nt].stack; s != nil && (feature == "" || feature == s.spec.Name) {
+		return s.Gather(ids, dst)
+	}
+	spec := ss.nodes[nt].spec
+	k := slices.IndexFunc(spec.Features, func(f dataset.FeatureSpec) bool { return f.Name == feature })
+	if k < 0 {
+		names := make([]string, len(spec.Features))
+		for i, f := range spec.Features {
+			names[i] = f.Name
+		}
+		return fmt.Errorf("featurestore: node type %q of dataset %s has no feature %q (it has %s): %w", spec.Name, ss.m.Dir(), feature, orNone(names), dataset.ErrFeatureNotFound)
+	}
+	return ss.gatherFromDisk(featureKey(false, spec.Name, feature), featureInfo(&spec.Features[k], false), ids, dst)
+}
+
+// GatherEdgeFeature writes the rows of edge ids (of edge type etype, "" for the only one) of its
+// edge feature name into dst, from disk through the IO stacks.
+func (ss *Session) GatherEdgeFeature(etype, feature string, ids []int64, dst []byte) error {
+	e, err := ss.edgeTypeOf(etype)
+	if err != nil {
+		return err
+	}
+	et := ss.edges[e].spec
+	k := slices.IndexFunc(et.Features, func(f dataset.FeatureSpec) bool { return f.Name == feature })
+	if k < 0 {
+		names := make([]string, len(et.Features))
+		for i, f := range et.Features {
+			names[i] = f.Name
+		}
+		return fmt.Errorf("featurestore: edge type %q of dataset %s has no feature %q (it has %s): %w", edgeTypeKey(et), ss.m.Dir(), feature, orNone(names), dataset.ErrFeatureNotFound)
+	}
+	return ss.gatherFromDisk(featureKey(true, edgeTypeKey(et), feature), featureInfo(&et.Features[k], true), ids, dst)
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// gatherFromDisk reads rows ids of the feature key (described by info) into dst, checking both.
+func (ss *Session) gatherFromDisk(key string, info FeatureInfo, ids []int64, dst []byte) error {
+	leave, err := ss.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	rb := info.RowBytes
+	if int64(len(dst)) != int64(len(ids))*rb {
+		return fmt.Errorf("featurestore: gather of %d rows of feature %q needs a %d-byte destination (%d bytes per row), got %d bytes", len(ids), info.Name, int64(len(ids))*rb, rb, len(dst))
+	}
+	for i, id := range ids {
+		if uint64(id) >= uint64(info.Rows) {
+			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, info.Rows, info.Of, info.Of, info.Name, ErrIDOutOfRange)
+		}
+	}
+	if err := ss.features[key].Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
+		return fmt.Errorf("featurestore: gather feature %q: %w", info.Name, err)
+	}
+	return nil
+}
+
+// checkTypedIDs rejects ids outside node type nt's range, naming the first bad one and the type.
+func (ss *Session) checkTypedIDs(nt int, what string, ids []int64) error {
+	n := ss.nodes[nt].spec.Count
+	for i, id := range ids {
+		if uint64(id) >= uint64(n) {
+			return fmt.Errorf("featurestore: %s[%d] = %d is out of range [0, %d) of node type %q: %w", what, i, id, n, ss.nodes[nt].spec.Name, ErrIDOutOfRange)
+		}
+	}
+	return nil
+}
+
+// Labels sets out[i] to the label of ids[i], ids of node type ntype (-1 where unlabelled).
+func (ss *Session) Labels(ntype string, ids []int64, out []int64) error {
+	leave, err := ss.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return err
+	}
+	return ss.labelsOf(nt, ids, out, func(ids []int64) error { return ss.checkTypedIDs(nt, "ids", ids) })
+}
+
+// ReadSplit is Store.ReadSplit for node type ntype.
+func (ss *Session) ReadSplit(ntype, name string, out []int64) (int64, error) {
+	leave, err := ss.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return 0, err
+	}
+	return ss.readSplit(nt, name, out)
+}
+
+// HeteroSampleOptions configure sampling a heterogeneous graph: Fanouts per edge type key
+// (src:rel:dst, every edge type of the dataset, each with the same number of hops); Replace,
+// Seed and Workers as in topology.SampleOptions.
+type HeteroSampleOptions struct {
+	Fanouts map[string][]int `json:"fanouts"`
+	Replace bool             `json:"replace"`
+	Seed    uint64           `json:"seed"`
+	Workers int              `json:"workers"`
+}
+
+// HeteroSampler draws the k-hop neighborhoods of batches of seeds of one node type with fixed
+// options; its k-th successful call draws with seed Seed + k (as Sampler).
+type HeteroSampler struct {
+	ss      *Session
+	opt     topology.HeteroSampleOptions
+	fanouts map[string][]int
+
+	mu    sync.Mutex
+	calls uint64
+}
+
+// NewHeteroSampler checks opt against the dataset: a fanout list for every edge type and none
+// for a type the dataset lacks, all of one length, each fanout -1 or more.
+func (ss *Session) NewHeteroSampler(opt HeteroSampleOptions) (*HeteroSampler, error) {
+	if len(ss.edges) == 0 {
+		return nil, fmt.Errorf("featurestore: dataset %s has no topology: %w", ss.m.Dir(), ErrNotFound)
+	}
+	for _, key := range slices.Sorted(maps.Keys(opt.Fanouts)) {
+		if _, err := ss.edgeTypeOf(key); err != nil || key == "" {
+			return nil, &OptionError{Option: "fanouts", Value: key, Want: "fanouts keyed by edge types of the dataset: " + ss.edgeTypeList()}
+		}
+	}
+	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers}
+	hops := -1
+	for e, es := range ss.edges {
+		key := edgeTypeKey(es.spec)
+		f, ok := opt.Fanouts[key]
+		if !ok {
+			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(slices.Sorted(maps.Keys(opt.Fanouts))), Want: fmt.Sprintf("a fanout list for every edge type; %q has none (the dataset has %s)", key, ss.edgeTypeList())}
+		}
+		if err := checkSampleOptions(topology.SampleOptions{Fanouts: f, Workers: opt.Workers}); err != nil {
+			var oe *OptionError
+			if errors.As(err, &oe) && strings.HasPrefix(oe.Option, "fanouts") {
+				oe.Option = fmt.Sprintf("fanouts[%q]%s", key, strings.TrimPrefix(oe.Option, "fanouts"))
+			}
+			return nil, err
+		}
+		if hops >= 0 && len(f) != hops {
+			return nil, &OptionError{Option: fmt.Sprintf("fanouts[%q]", key), Value: fmt.Sprint(f), Want: fmt.Sprintf("%d hops, as every other edge type", hops)}
+		}
+		hops = len(f)
+		t.Fanouts[e] = slices.Clone(f)
+	}
+	return &HeteroSampler{ss: ss, opt: t, fanouts: opt.Fanouts}, nil
+}
+
+// Sample draws the neighborhood of seeds, ids of node type seedType, with seed Seed + Calls().
+func (hs *HeteroSampler) Sample(seedType string, seeds []int64) (*topology.HeteroSample, error) {
+	ss := hs.ss
+	leave, err := ss.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	nt, err := ss.nodeTypeOf(seedType)
+	if err != nil {
+		return nil, err
+	}
+	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
+		return nil, err
+	}
+	numNodes := make([]int64, len(ss.nodes))
+	for i, n := range ss.nodes {
+		numNodes[i] = n.spec.Count
+	}
+	edges := make([]topology.EdgeGraph, len(ss.edges))
+	for e, es := range ss.edges {
+		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: es.graph}
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	opt := hs.opt
+	opt.Seed += hs.calls
+	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: %w", err)
+	}
+	hs.calls++
+	return out, nil
+}
+
+// Session is the session the sampler draws from.
+func (hs *HeteroSampler) Session() *Session { return hs.ss }
+
+// Calls is the number of successful Sample calls so far.
+func (hs *HeteroSampler) Calls() uint64 {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.calls
+}

@@ -1,0 +1,256 @@
+"""Heterogeneous graphs: node types, edge types, and sampling with fanouts per edge type.
+
+A dataset of format version 5 holds several node types (each with its own features, labels and
+splits) and several edge types ``(src, rel, dst)``. Ids are local to their type, as in PyG's
+``HeteroData`` and GraphBolt. A :class:`tierfs.Store` serves every type: ``store.gather(ids,
+node_type="paper")``, ``store.labels(ids, node_type=...)``, ``store.split("train",
+node_type=...)``, and ``store.sampler({("author", "writes", "paper"): [10, 5], ...})`` gives a
+:class:`HeteroSampler`. Edge types are given as PyG's tuples or GraphBolt's ``"src:rel:dst"``
+strings and come back as tuples.
+
+This module imports neither store nor the front ends (store imports it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from ctypes import byref, c_void_p
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native, errors
+from ._args import IdsLike, _c_str, _ids, _torch
+from ._native import check, lib
+
+if TYPE_CHECKING:  # annotations only: store imports this module
+    from .store import Store
+
+__all__ = ["EdgeType", "HeteroSample", "HeteroSampler", "edge_type_key", "edge_type_tuple"]
+
+#: An edge type: PyG's ``(src, rel, dst)`` tuple or GraphBolt's ``"src:rel:dst"`` string.
+EdgeType = Union[Tuple[str, str, str], str]
+
+
+def edge_type_key(edge_type: EdgeType) -> str:
+    """The core's one-string form of an edge type, ``"src:rel:dst"``."""
+    if isinstance(edge_type, str):
+        parts = edge_type.split(":")
+        if len(parts) == 3 and all(parts):
+            return edge_type
+        raise errors.InvalidArgumentError(f"tierfs: edge type {edge_type!r}: want \"src:rel:dst\" or a (src, rel, dst) tuple")
+    if isinstance(edge_type, (tuple, list)) and len(edge_type) == 3 and all(isinstance(p, str) and p for p in edge_type):
+        return ":".join(edge_type)
+    raise errors.InvalidArgumentError(f"tierfs: edge type {edge_type!r}: want a (src, rel, dst) tuple of names or \"src:rel:dst\"")
+
+
+def edge_type_tuple(edge_type: EdgeType) -> Tuple[str, str, str]:
+    """PyG's ``(src, rel, dst)`` form of an edge type."""
+    src, rel, dst = edge_type_key(edge_type).split(":")
+    return (src, rel, dst)
+
+
+@dataclass
+class HeteroSample:
+    """A k-hop neighborhood of a heterogeneous graph, laid out as PyG's ``HeteroSamplerOutput``.
+
+    ``node[t]`` holds the ids (of type t) of the sampled nodes of type t: for the seed type the
+    seeds first, exactly as given, then per hop the nodes first reached. ``row[e]`` and ``col[e]``
+    are edge type e's sampled edges in local ids: ``row`` into ``node[e[0]]`` (the neighbor, the
+    message source), ``col`` into ``node[e[2]]`` (the node it was sampled for); ``edge[e]`` their
+    edge ids (positions in e's CSC, the rows of e's edge features). ``num_sampled_nodes[t]`` has
+    one count per hop plus one (seeds first), ``num_sampled_edges[e]`` one per hop. Every node and
+    edge type of the dataset has an entry, empty where nothing was sampled. All int64, numpy or
+    torch like the seeds given.
+    """
+
+    node: Dict[str, Any]
+    row: Dict[Tuple[str, str, str], Any]
+    col: Dict[Tuple[str, str, str], Any]
+    edge: Dict[Tuple[str, str, str], Any]
+    num_sampled_nodes: Dict[str, List[int]]
+    num_sampled_edges: Dict[Tuple[str, str, str], List[int]]
+    seed_type: str
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.num_sampled_nodes[self.seed_type][0])
+
+    def edge_index(self, edge_type: EdgeType) -> Any:
+        """``[row; col]`` of one edge type as a ``(2, E)`` array/tensor."""
+        e = edge_type_tuple(edge_type)
+        if isinstance(self.row[e], np.ndarray):
+            return np.stack([self.row[e], self.col[e]])
+        return _torch().stack([self.row[e], self.col[e]])
+
+
+def _take_hetero_sample(hs: int, seed_type: str) -> HeteroSample:
+    """Copies a native hetero sample out and frees it."""
+    try:
+        sizes = _native.read_json(lambda buf, cap, needed: lib.tfs_hetero_sample_json(hs, buf, cap, needed))
+        node: Dict[str, Any] = {}
+        for t, counts in sizes["nodes_per_hop"].items():
+            arr = np.empty(int(sum(counts)), dtype=np.int64)
+            if arr.size:
+                check(lib.tfs_hetero_sample_nodes(hs, t.encode(), arr.ctypes.data))
+            node[t] = arr
+        row: Dict[Tuple[str, str, str], Any] = {}
+        col: Dict[Tuple[str, str, str], Any] = {}
+        edge: Dict[Tuple[str, str, str], Any] = {}
+        for key, counts in sizes["edges_per_hop"].items():
+            m = int(sum(counts))
+            r, c = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+            eid = np.empty(m, dtype=np.int64) if sizes["edge_ids"][key] else None
+            if m:
+                check(lib.tfs_hetero_sample_edges(hs, key.encode(), r.ctypes.data, c.ctypes.data, None if eid is None else eid.ctypes.data))
+            e = edge_type_tuple(key)
+            row[e], col[e], edge[e] = r, c, eid
+        return HeteroSample(
+            node=node,
+            row=row,
+            col=col,
+            edge=edge,
+            num_sampled_nodes={t: [int(c) for c in v] for t, v in sizes["nodes_per_hop"].items()},
+            num_sampled_edges={edge_type_tuple(k): [int(c) for c in v] for k, v in sizes["edges_per_hop"].items()},
+            seed_type=seed_type,
+        )
+    finally:
+        lib.tfs_hetero_sample_free(hs)
+
+
+def fanouts_by_key(num_neighbors: Mapping[Any, Any]) -> Dict[str, List[int]]:
+    """``{edge type: [fanout per hop]}`` with the core's ``"src:rel:dst"`` keys, each fanout an
+    int (a float or bool fanout is refused, naming the edge type)."""
+    if not isinstance(num_neighbors, Mapping):
+        raise errors.DTypeError(f"tierfs: num_neighbors must be a dict of edge type -> fanouts, got {type(num_neighbors).__name__}")
+    out: Dict[str, List[int]] = {}
+    for et, fanouts in num_neighbors.items():
+        key = edge_type_key(et)
+        if isinstance(fanouts, (int, np.integer)) and not isinstance(fanouts, bool):
+            fanouts = [fanouts]
+        if not isinstance(fanouts, (list, tuple)):
+            raise errors.DTypeError(f"tierfs: num_neighbors[{et!r}] must be a list of ints, got {type(fanouts).__name__}")
+        for i, f in enumerate(fanouts):
+            if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
+                raise errors.DTypeError(f"tierfs: num_neighbors[{et!r}][{i}] = {f!r}: want an int (-1 takes every neighbor)")
+        out[key] = [int(f) for f in fanouts]
+    return out
+
+
+class HeteroSampler:
+    """Uniform k-hop neighbor sampling of a heterogeneous graph in the core, fanouts per edge type
+    and hop (PyG's dict ``num_neighbors``); see :meth:`Store.sampler`.
+
+    Its k-th sample draws with seed ``seed + k``. One native call per batch; one thread at a time
+    (calls are serialized by a lock). Pickles as its store and options.
+    """
+
+    def __init__(self, store: "Store", num_neighbors: Mapping[Any, Any], replace: bool = False, seed: int = 0, workers: int = 0):
+        h = store._h()
+        self._store = store
+        self._fanouts = fanouts_by_key(num_neighbors)
+        self._replace = bool(replace)
+        self._seed = int(seed)
+        self._workers = int(workers)
+        self._lock = threading.Lock()
+        self._handle: Optional[int] = None
+        opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers})
+        handle = c_void_p()
+        check(lib.tfs_hetero_sampler_create(h, opts.encode(), byref(handle)))
+        self._handle = handle.value
+
+    @property
+    def num_neighbors(self) -> Dict[Tuple[str, str, str], List[int]]:
+        return {edge_type_tuple(k): list(v) for k, v in self._fanouts.items()}
+
+    @property
+    def num_hops(self) -> int:
+        return len(next(iter(self._fanouts.values()))) if self._fanouts else 0
+
+    @property
+    def store(self) -> "Store":
+        return self._store
+
+    def sample(self, seeds: IdsLike, node_type: Optional[str] = None) -> HeteroSample:
+        """Samples the k-hop in-neighborhood of ``seeds``, ids of ``node_type`` (PyG's
+        ``input_nodes=(node_type, ids)`` may be given as ``seeds`` instead). numpy or list seeds
+        give numpy arrays; torch seeds torch tensors on their device."""
+        _native.check_process()
+        if node_type is None and isinstance(seeds, tuple) and len(seeds) == 2 and isinstance(seeds[0], str):
+            node_type, seeds = seeds
+        if node_type is None:
+            types = self._store.node_types
+            if len(types) != 1:
+                raise errors.InvalidArgumentError(f"tierfs: name the seeds' node type (node_type=, one of {', '.join(types)})")
+            node_type = types[0]
+        ids_ = _ids(seeds, "seeds")
+        arr = ids_.array
+        nt = _c_str(node_type, "node_type")
+        with self._lock:
+            h = self._handle
+            if h is None:
+                raise errors.ClosedError("tierfs: sampler is closed")
+            hs = c_void_p()
+            check(lib.tfs_hetero_sample(h, nt, arr.ctypes.data, arr.shape[0], byref(hs)))
+            out = _take_hetero_sample(hs.value, node_type)
+        if ids_.kind == "torch":
+            torch = _torch()
+            dev = ids_.device if ids_.device is not None and ids_.device.type != "cpu" else None
+
+            def conv(a: Any) -> Any:
+                if a is None:
+                    return None
+                t = torch.from_numpy(a)
+                return t.to(dev, non_blocking=True) if dev is not None else t
+
+            out.node = {k: conv(v) for k, v in out.node.items()}
+            out.row = {k: conv(v) for k, v in out.row.items()}
+            out.col = {k: conv(v) for k, v in out.col.items()}
+            out.edge = {k: conv(v) for k, v in out.edge.items()}
+        return out
+
+    def close(self) -> None:
+        """Frees the native sampler; closing again does nothing."""
+        with self._lock:
+            h, self._handle = self._handle, None
+        if h is not None and not _native._forked:
+            lib.tfs_hetero_sampler_free(h)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        return (HeteroSampler, (self._store, self.num_neighbors, self._replace, self._seed, self._workers))
+
+    def __repr__(self) -> str:
+        return f"<tierfs.HeteroSampler num_neighbors={self.num_neighbors} replace={self._replace} seed={self._seed}>"
+
+
+def typed_labels(store: "Store", node_type: str, ids: IdsLike) -> np.ndarray:
+    """Labels of ``ids`` of ``node_type`` (int64, -1 where unlabelled): one tfs_labels_typed."""
+    h = store._h()
+    ids_ = _ids(ids)
+    n = ids_.array.shape[0]
+    result = np.empty(n, dtype=np.int64)
+    if n:
+        check(lib.tfs_labels_typed(h, _c_str(node_type, "node_type"), ids_.array.ctypes.data, n, result.ctypes.data))
+    return result.reshape(()) if ids_.scalar else result
+
+
+def typed_split(store: "Store", node_type: str, name: str) -> np.ndarray:
+    """Ids of ``node_type`` in the split ``name``."""
+    from ctypes import c_int64
+
+    h = store._h()
+    count = c_int64(0)
+    nt, nm = _c_str(node_type, "node_type"), _c_str(name, "split name")
+    check(lib.tfs_split_typed(h, nt, nm, None, 0, byref(count)))
+    out = np.empty(count.value, dtype=np.int64)
+    if count.value:
+        check(lib.tfs_split_typed(h, nt, nm, out.ctypes.data, count.value, byref(count)))
+    return out
