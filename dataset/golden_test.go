@@ -186,7 +186,7 @@ func checkGolden(t *testing.T, dir string, version int) {
 		return out
 	}
 	nt, et := m.Nodes(), m.Edges()
-	if nt.Name != "node" || nt.Count != goldenNodes || et == nil || et.Src+":"+et.Rel+":"+et.Dst != "node:to:node" {
+	if nt.Name != "node" || nt.Count != goldenNodes || et == nil || et.Key() != "node:to:node" {
 		t.Fatalf("types: node type %q (%d), edge type %+v", nt.Name, nt.Count, et)
 	}
 	x, err := m.Feature("")
