@@ -299,15 +299,7 @@ func (opt Options) args() []string {
 			a = append(a, k+"="+v)
 		}
 	}
-	abs := func(p string) string {
-		if p == "" {
-			return ""
-		}
-		if ap, err := filepath.Abs(p); err == nil {
-			return ap
-		}
-		return p
-	}
+	abs := absPath
 	if opt.GraphBolt != "" {
 		add("graphbolt", abs(opt.GraphBolt))
 		add("graphbolt-task", opt.GraphBoltTask)
@@ -348,4 +340,15 @@ func (opt Options) args() []string {
 	}
 	add("feature-dtype", string(opt.FeatureDType))
 	return a
+}
+
+// absPath is p made absolute, for the manifest's record of the inputs ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if ap, err := filepath.Abs(p); err == nil {
+		return ap
+	}
+	return p
 }

@@ -87,7 +87,7 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		for i := range src {
 			s, d := src[i], dst[i]
 			if s < 0 || d < 0 || (!growable && (s >= numSrc || d >= numNodes)) {
-				return edgeRangeError(opt.what(), edges.name(), first+int64(i), s, d, numSrc, numNodes)
+				return edgeRangeError(&opt, edges.name(), first+int64(i), s, d, numSrc, numNodes)
 			}
 			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
 			if growable {
@@ -260,17 +260,21 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 }
 
 // edgeRangeError names the end of edge (source s, destination d) that is out of range: below 0,
-// or at or past its node count (numSrc for sources, numDst for destinations; < 0: unbounded).
-// what names the edge type (topologyOptions.what).
-func edgeRangeError(what, input string, edge, s, d, numSrc, numDst int64) error {
-	which, v, n := "source", s, numSrc
+// or at or past its node count (numSrc for sources, numDst for destinations; < 0: unbounded),
+// and, with several types, the edge type and the node type of that end.
+func edgeRangeError(opt *topologyOptions, input string, edge, s, d, numSrc, numDst int64) error {
+	which, v, n, of := "source", s, numSrc, opt.src
 	if s >= 0 && (numSrc < 0 || s < numSrc) {
-		which, v, n = "destination", d, numDst
+		which, v, n, of = "destination", d, numDst, opt.dst
 	}
 	if v < 0 {
-		return fmt.Errorf("ingest: %sedges file %s: edge %d has negative %s id %d", what, input, edge, which, v)
+		return fmt.Errorf("ingest: %sedges file %s: edge %d has negative %s id %d", opt.what(), input, edge, which, v)
 	}
-	return fmt.Errorf("ingest: %sedges file %s: edge %d has %s id %d, outside the %d nodes [0, %d)", what, input, edge, which, v, n, n)
+	nodes := "nodes"
+	if opt.rel != "" {
+		nodes = fmt.Sprintf("nodes of type %q", of)
+	}
+	return fmt.Errorf("ingest: %sedges file %s: edge %d has %s id %d, outside the %d %s [0, %d)", opt.what(), input, edge, which, v, n, nodes, n)
 }
 
 // dedupLists sorts each node's list in place and removes duplicates, compacting the lists
