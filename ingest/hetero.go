@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,6 +49,55 @@ type EdgeTypeInput struct {
 	EdgeColumns [2]string `json:"edge_columns"`
 	// EdgeFeatures are .npy files of one row per edge of Edges, in its order.
 	EdgeFeatures []FeatureInput `json:"edge_features"`
+}
+
+// IsHeteroSpec reports whether a JSON object of ingest options (tfs_ingest's options_json, a
+// `tierfs ingest --spec` file) describes a heterogeneous graph: it has "node_types" or
+// "edge_types". Its other keys are then HeteroOptions's.
+func IsHeteroSpec(keys map[string]json.RawMessage) bool {
+	_, nodes := keys["node_types"]
+	_, edges := keys["edge_types"]
+	return nodes || edges
+}
+
+// ParseHeteroSpec decodes the JSON form of HeteroOptions: an object with the keys node_types
+// ([{name, num_nodes, features: [{name, path, dtype}], labels, splits}]), edge_types ([{src,
+// rel, dst, edges, edge_columns, edge_features: [{name, path, dtype}]}]), out, force and
+// device_paths. An unknown key anywhere is an error naming it.
+func ParseHeteroSpec(data []byte) (HeteroOptions, error) {
+	var opt HeteroOptions
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&opt); err != nil {
+		return opt, fmt.Errorf("ingest: heterogeneous graph spec: %w (keys: node_types [{name, num_nodes, features [{name, path, dtype}], labels, splits}], edge_types [{src, rel, dst, edges, edge_columns, edge_features}], out, force, device_paths)", err)
+	}
+	if dec.More() {
+		return opt, errors.New("ingest: heterogeneous graph spec: more than one JSON value")
+	}
+	return opt, nil
+}
+
+// Inputs lists every input path of opt with what it is, for checking that they exist.
+func (opt *HeteroOptions) Inputs() [][2]string {
+	var out [][2]string
+	for _, n := range opt.NodeTypes {
+		for _, f := range n.Features {
+			out = append(out, [2]string{fmt.Sprintf("node type %q feature %q", n.Name, f.Name), f.Path})
+		}
+		if n.Labels != "" {
+			out = append(out, [2]string{fmt.Sprintf("node type %q labels", n.Name), n.Labels})
+		}
+		if n.Splits != "" {
+			out = append(out, [2]string{fmt.Sprintf("node type %q splits", n.Name), n.Splits})
+		}
+	}
+	for _, e := range opt.EdgeTypes {
+		out = append(out, [2]string{fmt.Sprintf("edge type %q edges", e.Key()), e.Edges})
+		for _, f := range e.EdgeFeatures {
+			out = append(out, [2]string{fmt.Sprintf("edge type %q edge feature %q", e.Key(), f.Name), f.Path})
+		}
+	}
+	return out
 }
 
 // Key is the edge type's "src:rel:dst".

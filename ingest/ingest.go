@@ -18,6 +18,12 @@
 // the features or labels; up to 16 while a count derived from edge ids grows) plus ~100 MiB.
 // Synth has the same bound.
 //
+// Heterogeneous graphs (IngestHetero): several node types and edge types (src, rel, dst), each
+// type's inputs as above, written by the same code as Ingest's one type (typeWriter) into the
+// type's directory of a format version 5 dataset. Ids are local to each type; the topology of
+// (src, rel, dst) is CSC over the dst nodes with src ids as indices. The memory bound is per
+// type: one int64 per node of the edge type's destination type while it is built.
+//
 // Crash safety: Ingest and Synth check the inputs' headers first, then call dataset.Begin, which
 // refuses an output directory that holds anything unless Replace, and writes every data file
 // into a staging directory beside it; dataset.Commit syncs the files, writes checksums and the
