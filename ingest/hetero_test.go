@@ -415,3 +415,34 @@ func cloneEdgeInputs(in []EdgeTypeInput) []EdgeTypeInput {
 	}
 	return out
 }
+
+// TestIngestHeteroDevicePaths: with device paths every feature of every type is striped over
+// them, its stripes named by type and feature, and the dataset reads back as without.
+func TestIngestHeteroDevicePaths(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	dir := t.TempDir()
+	g := newHeteroGraph(t, dir, rand.New(rand.NewPCG(seed, 0)))
+	devs := []string{t.TempDir(), t.TempDir()}
+	g.opt.DevicePaths = devs
+	if _, err := IngestHetero(g.opt); err != nil {
+		t.Fatal(err)
+	}
+	g.check(t, g.opt.Out)
+	m := loadForVerify(t, g.opt.Out)
+	var stripes []string
+	for _, f := range m.Files {
+		if filepath.IsAbs(f.Path) {
+			stripes = append(stripes, filepath.Base(f.Path))
+		}
+	}
+	// paper x and year, author x, and writes' w: two stripes each.
+	if len(stripes) != 8 {
+		t.Fatalf("stripes %v, want 8", stripes)
+	}
+	for _, want := range []string{"out.paper:x.0.", "out.paper:year.1.", "out.author:x.1.", "out.author:writes:paper:w.0."} {
+		if !slices.ContainsFunc(stripes, func(s string) bool { return strings.HasPrefix(s, want) }) {
+			t.Errorf("no stripe named %s* among %v", want, stripes)
+		}
+	}
+}
