@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -35,7 +36,7 @@ func runSynth(args []string) error {
 	fs.Float64Var(&flagged.DegreeExponent, "degree-exponent", 0, "power-law degree exponent gamma in [1.5, 100], smaller is more skewed (0: R-MAT)")
 	fs.Float64Var(&flagged.Locality, "locality", 0, "fraction of edges in [0, 1] drawn inside the source's community")
 	fs.Int64Var(&flagged.CommunitySize, "community-size", ingest.DefaultCommunitySize, "ids per community (a block of consecutive ids), with --locality")
-	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values)")
+	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values); heterogeneous: "+strings.Join(ingest.SynthHeteroPresetNames(), ", ")+" (with --scale, --seed, --degree-exponent, --locality, --community-size, --out, --force, --device-path)")
 	scale := fs.Float64("scale", 1, "with --preset: the fraction of its node count to make")
 	report := fs.Bool("report", false, "after writing, print the degree distribution and the nodes per sampled batch (fanouts 25,10 and 15,10,5, batch 1024)")
 	fs.StringVar(&flagged.Out, "out", "", "dataset directory to write")
@@ -49,6 +50,9 @@ func runSynth(args []string) error {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if flagged.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if slices.Contains(ingest.SynthHeteroPresetNames(), *preset) {
+		return synthHetero(*preset, *scale, flagged, devs, given)
 	}
 	opt := flagged
 	if *preset != "" {
@@ -79,6 +83,38 @@ func runSynth(args []string) error {
 		return r.Write(os.Stdout)
 	}
 	return nil
+}
+
+// synthHetero is `tierfs synth --preset P` of a heterogeneous preset: its types scaled by
+// scale; of the other flags only those that apply to every type go with it.
+func synthHetero(preset string, scale float64, flagged ingest.SynthOptions, devs []string, given map[string]bool) error {
+	var bad []string
+	for name := range given {
+		switch name {
+		case "preset", "scale", "seed", "out", "force", "device-path", "degree-exponent", "locality", "community-size":
+		default:
+			bad = append(bad, "--"+name)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("%s with the heterogeneous preset %s: its types set those (give --scale, --seed, --degree-exponent, --locality, --community-size)", strings.Join(bad, ", "), preset)
+	}
+	opt, err := ingest.SynthHeteroPreset(preset, scale)
+	if err != nil {
+		return err
+	}
+	opt.Seed, opt.Out, opt.Replace, opt.DevicePaths = flagged.Seed, flagged.Out, flagged.Replace, devs
+	if given["degree-exponent"] {
+		opt.DegreeExponent = flagged.DegreeExponent
+	}
+	if given["locality"] {
+		opt.Locality = flagged.Locality
+	}
+	if given["community-size"] || opt.Locality > 0 {
+		opt.CommunitySize = flagged.CommunitySize
+	}
+	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.SynthHetero(opt) })
 }
 
 // overrideGiven copies into opt the fields of flagged whose flags were given; the rest keep
