@@ -118,6 +118,9 @@ func tfsgo_synth(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int
 //export tfsgo_ingest
 func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
 	defer guard("tfs_ingest", &st)
+	if obj, err := jsonObject(js); err == nil && ingest.IsHeteroSpec(obj) {
+		return finish("tfs_ingest", ingestHetero(C.GoString(js), progressFunc(fn, ctx)), stEINVAL)
+	}
 	var opt ingest.Options
 	err := decodeOptions(js, ingestKeys, &opt)
 	opt.Progress = progressFunc(fn, ctx)
@@ -139,6 +142,23 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 	}
 	// Ingest's own errors that are not IO (missing files, errno) are about its inputs.
 	return finish("tfs_ingest", err, stEINVAL)
+}
+
+// ingestHetero is tfs_ingest of a heterogeneous graph (options with "node_types" or
+// "edge_types"; see ingest.ParseHeteroSpec for the keys).
+func ingestHetero(js string, progress func(string, int64, int64)) error {
+	opt, err := ingest.ParseHeteroSpec([]byte(js))
+	if err != nil {
+		return fail(stEINVAL, "options_json: %v", err)
+	}
+	for _, in := range opt.Inputs() {
+		if _, err := os.Stat(in[1]); in[1] != "" && err != nil {
+			return fmt.Errorf("options_json: %s: %w", in[0], err)
+		}
+	}
+	opt.Progress = progress
+	_, err = ingest.IngestHetero(opt)
+	return err
 }
 
 // checkInputs gives TFS_ENOENT, naming the key and the path, for an input that is not there (the

@@ -220,7 +220,11 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
 /* Builds a dataset; options_json holds the fields of `tierfs synth` / `tierfs ingest` (see
  * README), e.g. {"out": "/data/g", "nodes": 1000000, "avg_degree": 10, "dim": 128, "seed": 1}.
  * An "out" that holds a dataset or other files is refused (TFS_EINVAL naming it) unless
- * "force": true; the new dataset is written beside it and swapped in only once complete. */
+ * "force": true; the new dataset is written beside it and swapped in only once complete.
+ * tfs_ingest of a heterogeneous graph: {"node_types": [{"name", "num_nodes", "features":
+ * [{"name", "path", "dtype"}], "labels", "splits"}], "edge_types": [{"src", "rel", "dst",
+ * "edges", "edge_columns", "edge_features": [{"name", "path", "dtype"}]}], "out", "force",
+ * "device_paths"} (no other keys); ids in each edge list are local ids of its src and dst types. */
 tfs_status tfs_synth(const char *options_json);
 tfs_status tfs_ingest(const char *options_json);
 

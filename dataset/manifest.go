@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 4):
+// Invariants of a valid dataset (format versions 1 to 5):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
 //     O_DIRECT read of whole blocks stays inside the file;
@@ -18,11 +18,20 @@
 // them, and nothing in tierfs writes, moves or removes it (it is not the dataset's: its sidecar
 // lives in the dataset directory).
 //
-// Versions 1 to 3 hold one node type and one edge type; the lists leave room for heterogeneous
-// graphs. Version 2 added the manifest hash and one role per file; version 3 edge features and
-// scalar features (one value a row, gathered as a 1-D array); version 4 in-place features. Commit
-// writes the lowest version that describes the dataset, so a dataset without the newer parts
-// stays readable by older tierfs.
+// Versions 1 to 4 hold one node type and at most one edge type. Version 2 added the manifest
+// hash and one role per file; version 3 edge features and scalar features (one value a row,
+// gathered as a 1-D array); version 4 in-place features; version 5 several node types and edge
+// types (a heterogeneous graph). Commit writes the lowest version that describes the dataset, so
+// a dataset without the newer parts stays readable by older tierfs.
+//
+// Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
+// names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
+// type names are unique, every node type has at least one node, edge types are unique by their
+// key and join node types of the manifest. Ids are per type: the topology of (src, rel, dst) is
+// CSC over the dst nodes (indptr of count(dst)+1 entries) whose indices are src ids; every
+// feature has its type's count rows, and feature names are unique within a type. The files of a
+// type lie in its own directory (NodeTypeDir, EdgeTypeDir) and are listed, checksummed and
+// verified like every other; a one-type dataset keeps its files at the top level.
 package dataset
 
 import (
@@ -39,7 +48,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 4
+const Version = 5
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -262,8 +271,11 @@ func (m *Manifest) Validate() error {
 	if m.Checksum != "xxhash64" {
 		return fmt.Errorf("manifest checksum %q is not supported (want xxhash64)", m.Checksum)
 	}
-	if len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1 {
-		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 and 2 hold exactly one node type and at most one edge type", len(m.NodeTypes), len(m.EdgeTypes))
+	if len(m.NodeTypes) < 1 {
+		return fmt.Errorf("manifest has no node type; a dataset has at least one")
+	}
+	if m.Version < 5 && (len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
+		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 to 4 hold exactly one node type and at most one edge type (several need version 5, have %d)", len(m.NodeTypes), len(m.EdgeTypes), m.Version)
 	}
 	role := map[string]string{} // file -> what refers to it; a file serves one role
 	files := make(map[string]*File, len(m.Files))
@@ -301,12 +313,28 @@ func (m *Manifest) Validate() error {
 		}
 		return nil
 	}
-	nt := &m.NodeTypes[0]
-	if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 {
-		return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
+	typed := m.Version >= 5 // several types: names checked, features named per type
+	nodeTypes := make(map[string]*NodeType, len(m.NodeTypes))
+	for i := range m.NodeTypes {
+		nt := &m.NodeTypes[i]
+		if typed {
+			if err := CheckTypeName("manifest node type", nt.Name); err != nil {
+				return err
+			}
+		}
+		if _, dup := nodeTypes[nt.Name]; dup {
+			return fmt.Errorf("manifest names two node types %q; node type names must be unique", nt.Name)
+		}
+		nodeTypes[nt.Name] = nt
+		if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 || (typed && nt.Count < 1) {
+			return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
+		}
 	}
-	names := map[string]string{} // feature name -> "node" or "edge": one namespace for both
+	names := map[string]string{} // feature name -> "node" or "edge": one namespace for both (per type in version 5)
 	features := func(of string, list []FeatureSpec, count int64) error {
+		if typed {
+			clear(names)
+		}
 		for i := range list {
 			f := &list[i]
 			if f.Name == "" {
@@ -336,66 +364,103 @@ func (m *Manifest) Validate() error {
 		}
 		return nil
 	}
-	if err := features("node", nt.Features, nt.Count); err != nil {
-		return err
-	}
-	if l := nt.Labels; l != nil {
-		if l.DType != Int64 || l.NumClasses < 0 {
-			return fmt.Errorf("manifest labels: dtype %q num_classes %d; want int64 and >= 0", l.DType, l.NumClasses)
+	for i := range m.NodeTypes {
+		nt := &m.NodeTypes[i]
+		// of prefixes what is checked: "node" and "" for the one type of versions 1 to 4, the
+		// type's name in version 5.
+		nodeOf, of := "node", ""
+		if typed {
+			nodeOf = fmt.Sprintf("node type %q", nt.Name)
+			of = nodeOf + " "
 		}
-		if err := need("labels", l.File, nt.Count*8); err != nil {
+		if err := features(nodeOf, nt.Features, nt.Count); err != nil {
 			return err
 		}
-		if files[l.File].InPlace {
-			return fmt.Errorf("manifest labels file %q is marked in_place; only feature files may be", l.File)
+		if l := nt.Labels; l != nil {
+			if l.DType != Int64 || l.NumClasses < 0 {
+				return fmt.Errorf("manifest %slabels: dtype %q num_classes %d; want int64 and >= 0", of, l.DType, l.NumClasses)
+			}
+			if err := need(of+"labels", l.File, nt.Count*8); err != nil {
+				return err
+			}
+			if files[l.File].InPlace {
+				return fmt.Errorf("manifest %slabels file %q is marked in_place; only feature files may be", of, l.File)
+			}
+		}
+		for name, s := range nt.Splits {
+			if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
+				return fmt.Errorf("manifest %ssplit %q: dtype %q count %d; want int64 and a count >= 0", of, name, s.DType, s.Count)
+			}
+			if err := need(of+"split "+name, s.File, s.Count*8); err != nil {
+				return err
+			}
+			if files[s.File].InPlace {
+				return fmt.Errorf("manifest %ssplit %q file %q is marked in_place; only feature files may be", of, name, s.File)
+			}
 		}
 	}
-	for name, s := range nt.Splits {
-		if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
-			return fmt.Errorf("manifest split %q: dtype %q count %d; want int64 and a count >= 0", name, s.DType, s.Count)
+	edgeTypes := make(map[string]bool, len(m.EdgeTypes))
+	for i := range m.EdgeTypes {
+		et := &m.EdgeTypes[i]
+		key := et.Key()
+		if typed {
+			for _, n := range []struct{ what, name string }{{"source node type", et.Src}, {"relation", et.Rel}, {"destination node type", et.Dst}} {
+				if err := CheckTypeName("manifest edge type "+n.what, n.name); err != nil {
+					return err
+				}
+			}
 		}
-		if err := need("split "+name, s.File, s.Count*8); err != nil {
-			return err
+		if edgeTypes[key] {
+			return fmt.Errorf("manifest names two edge types %q; (src, rel, dst) must be unique", key)
 		}
-		if files[s.File].InPlace {
-			return fmt.Errorf("manifest split %q file %q is marked in_place; only feature files may be", name, s.File)
-		}
-	}
-	for _, et := range m.EdgeTypes {
-		if et.Src != nt.Name || et.Dst != nt.Name {
+		edgeTypes[key] = true
+		src, dst := nodeTypes[et.Src], nodeTypes[et.Dst]
+		if src == nil || dst == nil {
 			return fmt.Errorf("manifest edge type (%s, %s, %s) joins unknown node types", et.Src, et.Rel, et.Dst)
 		}
+		name, of := et.Rel, ""
+		if typed {
+			name = key
+			of = fmt.Sprintf("edge type %q ", key)
+		}
 		if et.Layout != "csc" || et.Indptr.DType != Int64 || (et.Indices.DType != Int32 && et.Indices.DType != Int64) {
-			return fmt.Errorf("manifest edge type %q: layout %q indptr %q indices %q; want csc, int64, int32|int64", et.Rel, et.Layout, et.Indptr.DType, et.Indices.DType)
+			return fmt.Errorf("manifest edge type %q: layout %q indptr %q indices %q; want csc, int64, int32|int64", name, et.Layout, et.Indptr.DType, et.Indices.DType)
 		}
 		if et.Count < 0 || et.Count > math.MaxInt64/8 {
-			return fmt.Errorf("manifest edge type %q has invalid count %d", et.Rel, et.Count)
+			return fmt.Errorf("manifest edge type %q has invalid count %d", name, et.Count)
 		}
-		if et.Indices.DType == Int32 && nt.Count > math.MaxInt32 {
-			return fmt.Errorf("manifest edge type %q: int32 indices cannot name %d nodes", et.Rel, nt.Count)
+		if et.Indices.DType == Int32 && src.Count > math.MaxInt32 {
+			return fmt.Errorf("manifest edge type %q: int32 indices cannot name %d nodes", name, src.Count)
 		}
-		if err := need("indptr", et.Indptr.File, (nt.Count+1)*8); err != nil {
+		if err := need(of+"indptr", et.Indptr.File, (dst.Count+1)*8); err != nil {
 			return err
 		}
-		if err := need("indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
+		if err := need(of+"indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
 			return err
 		}
 		if files[et.Indptr.File].InPlace || files[et.Indices.File].InPlace {
-			return fmt.Errorf("manifest edge type %q: topology files are marked in_place; only feature files may be", et.Rel)
+			return fmt.Errorf("manifest edge type %q: topology files are marked in_place; only feature files may be", name)
 		}
 		if len(et.Features) > 0 && m.Version < 3 {
 			return fmt.Errorf("manifest version %d has edge features, which format version 3 introduced", m.Version)
 		}
-		if err := features("edge", et.Features, et.Count); err != nil {
+		edgeOf := "edge"
+		if typed {
+			edgeOf = fmt.Sprintf("edge type %q", key)
+		}
+		if err := features(edgeOf, et.Features, et.Count); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// minVersion is the lowest format version that describes m: 4 with an in-place feature, 3 with
-// edge or scalar features, else 2.
+// minVersion is the lowest format version that describes m: 5 with more than one node type or
+// more than one edge type, 4 with an in-place feature, 3 with edge or scalar features, else 2.
 func (m *Manifest) minVersion() int {
+	if len(m.NodeTypes) > 1 || len(m.EdgeTypes) > 1 {
+		return 5
+	}
 	for _, f := range m.allFeatures() {
 		if f.InPlace {
 			return 4
@@ -480,10 +545,13 @@ func (m *Manifest) File(path string) *File {
 	return nil
 }
 
-// Nodes is the single node type of a version 1 dataset.
+// Nodes is the one node type of a one-type dataset (every version 1 to 4 dataset); of a dataset
+// with several (version 5) it is the first listed. Code that serves several types names them
+// (NodeTypeNamed).
 func (m *Manifest) Nodes() *NodeType { return &m.NodeTypes[0] }
 
-// Edges is the single edge type of a version 1 dataset, or nil when it has no topology.
+// Edges is the one edge type of a one-type dataset, or nil when it has no topology; of a dataset
+// with several edge types (version 5) it is the first listed (EdgeTypeNamed names one).
 func (m *Manifest) Edges() *EdgeType {
 	if len(m.EdgeTypes) == 0 {
 		return nil
@@ -491,7 +559,8 @@ func (m *Manifest) Edges() *EdgeType {
 	return &m.EdgeTypes[0]
 }
 
-// Feature returns the node feature named name, or the first node feature when name is "".
+// Feature returns the node feature named name, or the first node feature when name is "", of
+// the node type Nodes returns.
 func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	nt := m.Nodes()
 	if len(nt.Features) == 0 {
@@ -512,7 +581,8 @@ func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 }
 
 // AnyFeature returns the node or edge feature named name (feature names are unique across
-// both) and whether it is an edge feature; its rows are node ids or edge ids.
+// both in versions 1 to 4) of Nodes and Edges, and whether it is an edge feature; its rows are
+// node ids or edge ids.
 func (m *Manifest) AnyFeature(name string) (*FeatureSpec, bool, error) {
 	nt := m.Nodes()
 	for i := range nt.Features {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 
@@ -280,18 +281,19 @@ func (fs *featureSource) assemble(out []byte, cols []arrow.Array, first, off, n 
 	return nil
 }
 
-// newFeatureSpec lays out the feature matrix over one file in dir, or one stripe per device path:
-// stripe k of dataset dir D goes to <devicePaths[k]>/<base of D>.<name>.<k>.<nonce>.bin
-// (absolute; the write's nonce keeps a replaced dataset's stripes apart from the new ones).
-func newFeatureSpec(dir, name string, src *featureSource, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
+// newFeatureSpec lays out the feature matrix over one file in dir (typeDir/features.<name>.0.bin),
+// or one stripe per device path: stripe k of dataset dir D goes to
+// <devicePaths[k]>/<base of D>.<tag>.<k>.<nonce>.bin (absolute; the write's nonce keeps a
+// replaced dataset's stripes apart from the new ones). tag is the feature's name, prefixed by
+// its type ("paper:x", "author:writes:paper:w") in a dataset of several types.
+func newFeatureSpec(dir, typeDir, tag, name string, src *featureSource, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
 	spec, err := dataset.NewFeatureSpec(name, src.dtype, src.dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
 	}
 	spec.Scalar = src.scalar
-	featureName := name
 	if len(devicePaths) == 0 {
-		spec.Files[0] = "features." + featureName + ".0.bin"
+		spec.Files[0] = path.Join(typeDir, "features."+name+".0.bin")
 		return spec, nil
 	}
 	absDir, err := filepath.Abs(dir)
@@ -311,7 +313,7 @@ func newFeatureSpec(dir, name string, src *featureSource, count int64, devicePat
 		if !st.IsDir() {
 			return spec, fmt.Errorf("ingest: device path %s is not a directory", p)
 		}
-		spec.Files[k] = filepath.Join(abs, base+"."+featureName+"."+strconv.Itoa(k)+"."+nonce+".bin")
+		spec.Files[k] = filepath.Join(abs, base+"."+tag+"."+strconv.Itoa(k)+"."+nonce+".bin")
 	}
 	return spec, nil
 }

@@ -18,6 +18,12 @@
 // the features or labels; up to 16 while a count derived from edge ids grows) plus ~100 MiB.
 // Synth has the same bound.
 //
+// Heterogeneous graphs (IngestHetero): several node types and edge types (src, rel, dst), each
+// type's inputs as above, written by the same code as Ingest's one type (typeWriter) into the
+// type's directory of a format version 5 dataset. Ids are local to each type; the topology of
+// (src, rel, dst) is CSC over the dst nodes with src ids as indices. The memory bound is per
+// type: one int64 per node of the edge type's destination type while it is built.
+//
 // Crash safety: Ingest and Synth check the inputs' headers first, then call dataset.Begin, which
 // refuses an output directory that holds anything unless Replace, and writes every data file
 // into a staging directory beside it; dataset.Commit syncs the files, writes checksums and the
@@ -216,128 +222,35 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	var spec dataset.FeatureSpec
-	var written []string // stripes on other devices, for Abort
+	tw := &typeWriter{w: w, devicePaths: opt.DevicePaths, progress: opt.Progress}
 	published := false
 	defer func() {
 		if !published {
-			w.Abort(append(written, spec.Files...))
+			w.Abort(tw.stripes)
 		}
 	}()
-	if features != nil && !opt.FeaturesInPlace {
-		if spec, err = newFeatureSpec(w.Dest, featureName, features, numNodes, opt.DevicePaths, w.Nonce); err != nil {
-			return nil, err
-		}
-		if err := w.Claim(spec.Files); err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-	}
-	dir := w.Dir
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
-	m.SetDir(dir)
-	var files []string
-	// writeFeature writes the feature name of count rows from src (write streams them into the
-	// writer) and lists its files.
-	writeFeature := func(name string, src *featureSource, count int64, write func(*dataset.FeatureWriter) error) (dataset.FeatureSpec, error) {
-		sp, err := newFeatureSpec(w.Dest, name, src, count, opt.DevicePaths, w.Nonce)
-		if err != nil {
-			return sp, err
-		}
-		written = append(written, sp.Files...)
-		fw, err := dataset.NewFeatureWriter(dir, &sp)
-		if err != nil {
-			return sp, fmt.Errorf("ingest: %w", err)
-		}
-		err = write(fw)
-		if cerr := fw.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("ingest: %w", cerr)
-		}
-		files = append(files, sp.Files...)
-		return sp, err
-	}
+	m.SetDir(w.Dir)
 	if edges != nil {
 		topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress}
-		if len(edgeFeatures) > 0 {
-			topt.orderPath = filepath.Join(dir, ".edge-order.tmp")
-		}
-		topo, err := buildTopology(dir, edges, numNodes, topt)
+		et, n, err := tw.edgeType(edges, opt.Edges, numNodes, topt, edgeFeatures, "")
 		if err != nil {
 			return nil, err
 		}
-		defer topo.order.release()
-		numNodes = topo.numNodes
-		et := topo.et
-		files = append(files, et.Indptr.File, et.Indices.File)
-		if err := checkEdgeRows(edgeFeatures, topo.inputEdges, opt.Edges); err != nil {
-			return nil, err
-		}
-		for _, ef := range edgeFeatures {
-			sp, err := writeFeature(ef.in.Name, ef.src, et.Count, func(fw *dataset.FeatureWriter) error {
-				return writeEdgeFeature(fw, ef, topo.order.ids, opt.Progress)
-			})
-			if err != nil {
-				return nil, err
-			}
-			et.Features = append(et.Features, sp)
-		}
-		topo.order.release()
+		numNodes = n
 		m.EdgeTypes = []dataset.EdgeType{et}
 	}
 	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
-	if sp, ok := inPlace[featureName]; ok && features != nil {
-		nt.Features = []dataset.FeatureSpec{sp}
-		files = append(files, sp.Files...)
-	} else if features != nil {
-		fw, err := dataset.NewFeatureWriter(dir, &spec)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-		err = features.writeTo(fw, opt.Progress)
-		if cerr := fw.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("ingest: %w", cerr)
-		}
-		if err != nil {
-			return nil, err
-		}
-		nt.Features = []dataset.FeatureSpec{spec}
-		files = append(files, spec.Files...)
+	in := nodeInputs{features: nodeFeatures, labels: opt.Labels, splits: splits, inPlace: inPlace}
+	if features != nil {
+		x := namedSource{FeatureInput{Name: featureName, Path: opt.Features, DType: opt.FeatureDType}, features}
+		in.features = append([]namedSource{x}, nodeFeatures...)
 	}
-	for _, nf := range nodeFeatures {
-		if sp, ok := inPlace[nf.in.Name]; ok {
-			nt.Features = append(nt.Features, sp)
-			files = append(files, sp.Files...)
-			continue
-		}
-		sp, err := writeFeature(nf.in.Name, nf.src, numNodes, func(fw *dataset.FeatureWriter) error {
-			return nf.src.writeTo(fw, opt.Progress)
-		})
-		if err != nil {
-			return nil, err
-		}
-		nt.Features = append(nt.Features, sp)
-	}
-	if opt.Labels != "" {
-		if nt.Labels, err = writeLabels(dir, opt.Labels, numNodes, opt.Progress); err != nil {
-			return nil, err
-		}
-		files = append(files, nt.Labels.File)
-	}
-	for _, name := range splitNames {
-		in, ok := splits[name]
-		if !ok {
-			continue
-		}
-		ids, err := writeSplit(dir, name, in, numNodes, opt.Progress)
-		if err != nil {
-			return nil, err
-		}
-		if nt.Splits == nil {
-			nt.Splits = map[string]dataset.IDsSpec{}
-		}
-		nt.Splits[name] = ids
-		files = append(files, ids.File)
+	if err := tw.nodeType(&nt, "", "", in); err != nil {
+		return nil, err
 	}
 	m.NodeTypes = []dataset.NodeType{nt}
+	files := tw.files
 	report(opt.Progress, "commit", 0, 1)
 	commitProgress := func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }
 	if err := dataset.CommitProgress(m, files, "tierfs ingest", opt.args(), commitProgress); err != nil {
@@ -392,15 +305,7 @@ func (opt Options) args() []string {
 			a = append(a, k+"="+v)
 		}
 	}
-	abs := func(p string) string {
-		if p == "" {
-			return ""
-		}
-		if ap, err := filepath.Abs(p); err == nil {
-			return ap
-		}
-		return p
-	}
+	abs := absPath
 	if opt.GraphBolt != "" {
 		add("graphbolt", abs(opt.GraphBolt))
 		add("graphbolt-task", opt.GraphBoltTask)
@@ -441,4 +346,15 @@ func (opt Options) args() []string {
 	}
 	add("feature-dtype", string(opt.FeatureDType))
 	return a
+}
+
+// absPath is p made absolute, for the manifest's record of the inputs ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if ap, err := filepath.Abs(p); err == nil {
+		return ap
+	}
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -94,9 +95,9 @@ func intChunks(a *Npy, fn func(first int64, vals []int64) error) error {
 	return nil
 }
 
-// writeLabels copies the labels of path into dir/labels.bin and returns the label spec;
+// writeLabels copies the labels of path into dir/typeDir/labels.bin and returns the label spec;
 // numNodes is the expected count. -1 marks an unlabelled node; smaller values are errors.
-func writeLabels(dir, path string, numNodes int64, progress func(string, int64, int64)) (*dataset.LabelSpec, error) {
+func writeLabels(dir, typeDir, path string, numNodes int64, progress func(string, int64, int64)) (*dataset.LabelSpec, error) {
 	a, err := OpenNpy(path)
 	if err != nil {
 		return nil, err
@@ -105,7 +106,8 @@ func writeLabels(dir, path string, numNodes int64, progress func(string, int64, 
 	if len(a.Shape) != 1 || a.Shape[0] != numNodes {
 		return nil, fmt.Errorf("ingest: labels file %s has shape %s; want (%d,), one label per node", path, shapeString(a.Shape), numNodes)
 	}
-	w, err := createInt64s(filepath.Join(dir, labelsFile))
+	file := pathpkg.Join(typeDir, labelsFile)
+	w, err := createInt64s(filepath.Join(dir, file))
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +131,7 @@ func writeLabels(dir, path string, numNodes int64, progress func(string, int64, 
 	if err != nil {
 		return nil, err
 	}
-	return &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: labelsFile, DType: dataset.Int64}, NumClasses: maxLabel + 1}, nil
+	return &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: file, DType: dataset.Int64}, NumClasses: maxLabel + 1}, nil
 }
 
 // splitInput is one split file found by splitInputs.
@@ -174,8 +176,8 @@ func splitInputs(dir string) (map[string]splitInput, error) {
 	return found, nil
 }
 
-// writeSplit copies one split (ids or a mask of numNodes bools) into dir/<name>.ids.
-func writeSplit(dir, name string, in splitInput, numNodes int64, progress func(string, int64, int64)) (dataset.IDsSpec, error) {
+// writeSplit copies one split (ids or a mask of numNodes bools) into dir/typeDir/<name>.ids.
+func writeSplit(dir, typeDir, name string, in splitInput, numNodes int64, progress func(string, int64, int64)) (dataset.IDsSpec, error) {
 	path := in.path
 	if err := in.checkMask(numNodes); err != nil {
 		return dataset.IDsSpec{}, err
@@ -185,7 +187,7 @@ func writeSplit(dir, name string, in splitInput, numNodes int64, progress func(s
 		return dataset.IDsSpec{}, err
 	}
 	defer a.Close()
-	file := name + ".ids"
+	file := pathpkg.Join(typeDir, name+".ids")
 	w, err := createInt64s(filepath.Join(dir, file))
 	if err != nil {
 		return dataset.IDsSpec{}, err

@@ -51,9 +51,6 @@ func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 	open := func(of string, ins []FeatureInput) ([]namedSource, error) {
 		var out []namedSource
 		for _, in := range ins {
-			if err := checkFeatureName(of, in.Name); err != nil {
-				return nil, err
-			}
 			if prev, dup := names[in.Name]; dup {
 				what := "the " + prev + " feature of that name"
 				if in.Name == featureName && opt.Features != "" && prev == "node" {
@@ -62,17 +59,11 @@ func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 				return nil, fmt.Errorf("ingest: %s feature name %q is used twice (also %s); feature names must be unique", of, in.Name, what)
 			}
 			names[in.Name] = of
-			if in.Path == "" {
-				return nil, fmt.Errorf("ingest: %s feature %q has no file", of, in.Name)
-			}
-			src, err := openFeatures(in.Path, in.DType, true)
+			ns, err := openFeatureInput(of, in)
 			if err != nil {
-				return nil, fmt.Errorf("ingest: %s feature %q: %w", of, in.Name, unwrapIngest(err))
+				return nil, err
 			}
-			if of == "edge" && src.format != formatNpy {
-				return nil, fmt.Errorf("ingest: edge feature %q: %s is not a .npy file; edge features are read in the dataset's edge order, which needs a .npy (np.save the array)", in.Name, in.Path)
-			}
-			out = append(out, namedSource{in, src})
+			out = append(out, ns)
 		}
 		return out, nil
 	}
@@ -91,6 +82,25 @@ func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 		}
 	}
 	return node, edge, nil
+}
+
+// openFeatureInput checks the name of in, a feature of kind of ("node" or "edge"), and opens
+// its header; an edge feature must be a .npy.
+func openFeatureInput(of string, in FeatureInput) (namedSource, error) {
+	if err := checkFeatureName(of, in.Name); err != nil {
+		return namedSource{}, err
+	}
+	if in.Path == "" {
+		return namedSource{}, fmt.Errorf("ingest: %s feature %q has no file", of, in.Name)
+	}
+	src, err := openFeatures(in.Path, in.DType, true)
+	if err != nil {
+		return namedSource{}, fmt.Errorf("ingest: %s feature %q: %w", of, in.Name, unwrapIngest(err))
+	}
+	if of == "edge" && src.format != formatNpy {
+		return namedSource{}, fmt.Errorf("ingest: edge feature %q: %s is not a .npy file; edge features are read in the dataset's edge order, which needs a .npy (np.save the array)", in.Name, in.Path)
+	}
+	return namedSource{in, src}, nil
 }
 
 // checkEdgeRows refuses an edge feature whose rows are not one per input edge.

@@ -124,7 +124,7 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 		}
 	}()
 	if opt.Dim > 0 {
-		if spec, err = newFeatureSpec(w.Dest, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
+		if spec, err = newFeatureSpec(w.Dest, "", featureName, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
 			return nil, err
 		}
 		if err := w.Claim(spec.Files); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -26,6 +27,21 @@ type topologyOptions struct {
 	// orderPath, when set, is where buildTopology records the input edge of every edge id
 	// (builtTopology.order), for writing edge features in edge id order. Not with dedup.
 	orderPath string
+	// Edge types of a heterogeneous graph (IngestHetero): numSrc, when > 0, is the count of the
+	// source node type (numNodes then counts the destination type, over which the CSC is
+	// built); src, rel, dst name the edge type ("" for the one type "node:to:node"); typeDir is
+	// the directory, inside dir, of its files ("" for the top level).
+	numSrc        int64
+	src, rel, dst string
+	typeDir       string
+}
+
+// what names the edge type in errors: "" for the one type of Ingest and Synth.
+func (opt *topologyOptions) what() string {
+	if opt.rel == "" {
+		return ""
+	}
+	return fmt.Sprintf("edge type %q: ", dataset.EdgeTypeKey(opt.src, opt.rel, opt.dst))
 }
 
 // builtTopology is what buildTopology made.
@@ -36,8 +52,10 @@ type builtTopology struct {
 	order      *edgeOrder // with orderPath: order.ids[p] is the input edge of edge id p
 }
 
-// buildTopology writes indptr.bin and indices.bin into dir from two passes over edges and returns
-// the edge type and the node count. numNodes < 0 means "max id + 1".
+// buildTopology writes indptr.bin and indices.bin into dir (under opt.typeDir) from two passes
+// over edges and returns the edge type and the node count. numNodes < 0 means "max id + 1".
+// With opt.numSrc the source and destination node types differ: source ids are below
+// opt.numSrc, destination ids below numNodes (both given), and the CSC is over the destinations.
 //
 // Memory: one int64 per node (the degree counts, which become the fill cursors and then indptr),
 // plus fixed chunk buffers. The indices are filled in place in a mapped file.
@@ -46,6 +64,13 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		return builtTopology{}, errors.New("ingest: edge order with dedup") // refused earlier, with the inputs named
 	}
 	// Pass 1: validate, count in-degrees into pos[d+1].
+	if opt.numSrc > 0 && (numNodes < 0 || opt.undirected) {
+		return builtTopology{}, errors.New("ingest: an edge type between two node types needs both counts and is not made undirected")
+	}
+	numSrc := numNodes // the bound of source ids; numNodes bounds destination ids
+	if opt.numSrc > 0 {
+		numSrc = opt.numSrc
+	}
 	var pos []int64
 	growable := numNodes < 0
 	if !growable {
@@ -61,8 +86,8 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	err := edges.scan(func(first int64, src, dst []int64) error {
 		for i := range src {
 			s, d := src[i], dst[i]
-			if s < 0 || d < 0 || (!growable && (s >= numNodes || d >= numNodes)) {
-				return edgeRangeError(edges.name(), first+int64(i), s, d, numNodes)
+			if s < 0 || d < 0 || (!growable && (s >= numSrc || d >= numNodes)) {
+				return edgeRangeError(&opt, edges.name(), first+int64(i), s, d, numSrc, numNodes)
 			}
 			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
 			if growable {
@@ -95,6 +120,7 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	}
 	if growable {
 		numNodes = max(0, int64(len(pos))-1)
+		numSrc = numNodes
 		if len(pos) == 0 {
 			pos = make([]int64, 1)
 		}
@@ -105,14 +131,20 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	// pos[v] is now the first slot of v's list.
 
 	idxType := dataset.Int32
-	if numNodes > math.MaxInt32 {
+	if numSrc > math.MaxInt32 {
 		idxType = dataset.Int64
 	}
 	size := int64(idxType.Size())
 	if err := checkSpace(dir, total*size+8*(numNodes+1), fmt.Sprintf("the topology's %d edges and %d nodes", total, numNodes)); err != nil {
 		return builtTopology{}, err
 	}
-	idxPath := filepath.Join(dir, indicesFile)
+	if opt.typeDir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, opt.typeDir), 0o755); err != nil {
+			return builtTopology{}, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	indptrName, indicesName := path.Join(opt.typeDir, indptrFile), path.Join(opt.typeDir, indicesFile)
+	idxPath := filepath.Join(dir, indicesName)
 	mf, err := dataset.CreateMapped(idxPath, total*size)
 	if err != nil {
 		return builtTopology{}, fmt.Errorf("ingest: %w", err)
@@ -150,7 +182,7 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		return edges.scan(func(first int64, src, dst []int64) error {
 			for i := range src {
 				s, d := src[i], dst[i]
-				if s < 0 || d < 0 || s >= numNodes || d >= numNodes {
+				if s < 0 || d < 0 || s >= numSrc || d >= numNodes {
 					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
 				}
 				check = check*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
@@ -212,27 +244,37 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 			return builtTopology{}, fmt.Errorf("ingest: %w", err)
 		}
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, indptrFile), indptr); err != nil {
+	if err := dataset.WriteInt64s(filepath.Join(dir, indptrName), indptr); err != nil {
 		order.release()
 		return builtTopology{}, fmt.Errorf("ingest: %w", err)
 	}
 	et := dataset.EdgeType{
 		Src: nodeTypeName, Rel: "to", Dst: nodeTypeName, Count: total, Layout: "csc",
-		Indptr:  dataset.ArraySpec{File: indptrFile, DType: dataset.Int64},
-		Indices: dataset.ArraySpec{File: indicesFile, DType: idxType},
+		Indptr:  dataset.ArraySpec{File: indptrName, DType: dataset.Int64},
+		Indices: dataset.ArraySpec{File: indicesName, DType: idxType},
+	}
+	if opt.rel != "" {
+		et.Src, et.Rel, et.Dst = opt.src, opt.rel, opt.dst
 	}
 	return builtTopology{et: et, numNodes: numNodes, inputEdges: inputEdges, order: order}, nil
 }
 
-func edgeRangeError(input string, edge, s, d, numNodes int64) error {
-	which, v := "source", s
-	if s >= 0 && (numNodes < 0 || s < numNodes) {
-		which, v = "destination", d
+// edgeRangeError names the end of edge (source s, destination d) that is out of range: below 0,
+// or at or past its node count (numSrc for sources, numDst for destinations; < 0: unbounded),
+// and, with several types, the edge type and the node type of that end.
+func edgeRangeError(opt *topologyOptions, input string, edge, s, d, numSrc, numDst int64) error {
+	which, v, n, of := "source", s, numSrc, opt.src
+	if s >= 0 && (numSrc < 0 || s < numSrc) {
+		which, v, n, of = "destination", d, numDst, opt.dst
 	}
 	if v < 0 {
-		return fmt.Errorf("ingest: edges file %s: edge %d has negative %s id %d", input, edge, which, v)
+		return fmt.Errorf("ingest: %sedges file %s: edge %d has negative %s id %d", opt.what(), input, edge, which, v)
 	}
-	return fmt.Errorf("ingest: edges file %s: edge %d has %s id %d, outside the %d nodes [0, %d)", input, edge, which, v, numNodes, numNodes)
+	nodes := "nodes"
+	if opt.rel != "" {
+		nodes = fmt.Sprintf("nodes of type %q", of)
+	}
+	return fmt.Errorf("ingest: %sedges file %s: edge %d has %s id %d, outside the %d %s [0, %d)", opt.what(), input, edge, which, v, n, nodes, n)
 }
 
 // dedupLists sorts each node's list in place and removes duplicates, compacting the lists

@@ -155,6 +155,18 @@ func editDistance(a, b string) int {
 // parseFlags parses args with fs, allowing flags after positional arguments
 // ("tierfs info DIR --json"), and returns the positional ones.
 func parseFlags(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	pos, err := parseFlagsAny(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != positional {
+		return nil, fmt.Errorf("want %d argument(s) besides flags, got %d (%s)", positional, len(pos), strings.Join(pos, " "))
+	}
+	return pos, nil
+}
+
+// parseFlagsAny is parseFlags taking any number of arguments besides the flags.
+func parseFlagsAny(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(os.Stderr)
 	setUsage(fs)
 	var pos []string
@@ -173,9 +185,6 @@ func parseFlags(fs *flag.FlagSet, args []string, positional int) ([]string, erro
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
-	}
-	if len(pos) != positional {
-		return nil, fmt.Errorf("want %d argument(s) besides flags, got %d (%s)", positional, len(pos), strings.Join(pos, " "))
 	}
 	return pos, nil
 }

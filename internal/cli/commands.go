@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -35,7 +36,7 @@ func runSynth(args []string) error {
 	fs.Float64Var(&flagged.DegreeExponent, "degree-exponent", 0, "power-law degree exponent gamma in [1.5, 100], smaller is more skewed (0: R-MAT)")
 	fs.Float64Var(&flagged.Locality, "locality", 0, "fraction of edges in [0, 1] drawn inside the source's community")
 	fs.Int64Var(&flagged.CommunitySize, "community-size", ingest.DefaultCommunitySize, "ids per community (a block of consecutive ids), with --locality")
-	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values)")
+	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values); heterogeneous: "+strings.Join(ingest.SynthHeteroPresetNames(), ", ")+" (with --scale, --seed, --degree-exponent, --locality, --community-size, --out, --force, --device-path)")
 	scale := fs.Float64("scale", 1, "with --preset: the fraction of its node count to make")
 	report := fs.Bool("report", false, "after writing, print the degree distribution and the nodes per sampled batch (fanouts 25,10 and 15,10,5, batch 1024)")
 	fs.StringVar(&flagged.Out, "out", "", "dataset directory to write")
@@ -49,6 +50,9 @@ func runSynth(args []string) error {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if flagged.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if slices.Contains(ingest.SynthHeteroPresetNames(), *preset) {
+		return synthHetero(*preset, *scale, flagged, devs, given)
 	}
 	opt := flagged
 	if *preset != "" {
@@ -79,6 +83,38 @@ func runSynth(args []string) error {
 		return r.Write(os.Stdout)
 	}
 	return nil
+}
+
+// synthHetero is `tierfs synth --preset P` of a heterogeneous preset: its types scaled by
+// scale; of the other flags only those that apply to every type go with it.
+func synthHetero(preset string, scale float64, flagged ingest.SynthOptions, devs []string, given map[string]bool) error {
+	var bad []string
+	for name := range given {
+		switch name {
+		case "preset", "scale", "seed", "out", "force", "device-path", "degree-exponent", "locality", "community-size":
+		default:
+			bad = append(bad, "--"+name)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("%s with the heterogeneous preset %s: its types set those (give --scale, --seed, --degree-exponent, --locality, --community-size)", strings.Join(bad, ", "), preset)
+	}
+	opt, err := ingest.SynthHeteroPreset(preset, scale)
+	if err != nil {
+		return err
+	}
+	opt.Seed, opt.Out, opt.Replace, opt.DevicePaths = flagged.Seed, flagged.Out, flagged.Replace, devs
+	if given["degree-exponent"] {
+		opt.DegreeExponent = flagged.DegreeExponent
+	}
+	if given["locality"] {
+		opt.Locality = flagged.Locality
+	}
+	if given["community-size"] || opt.Locality > 0 {
+		opt.CommunitySize = flagged.CommunitySize
+	}
+	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.SynthHetero(opt) })
 }
 
 // overrideGiven copies into opt the fields of flagged whose flags were given; the rest keep
@@ -125,8 +161,17 @@ func runIngest(args []string) error {
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
 	fs.Var(&nodeFeatures, "node-feature", "NAME=FILE: another node feature beside --features (\"x\"): (N, dim) or (N,) .npy, Parquet or Arrow IPC (repeat per feature)")
 	fs.Var(&edgeFeatures, "edge-feature", "NAME=FILE: an edge feature (edge_attr, edge weights): (E, dim) or (E,) .npy, one row per edge of --edges in its order (repeat per feature)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
+	spec := fs.String("spec", "", "a JSON file describing a heterogeneous graph (node_types, edge_types; the keys of tfs_ingest): `tierfs ingest --spec FILE.json OUT`")
+	pos, err := parseFlagsAny(fs, args)
+	if err != nil {
 		return err
+	}
+	if *spec != "" {
+		opt.DevicePaths = devs
+		return ingestSpec(fs, *spec, pos, opt)
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("want 0 argument(s) besides flags, got %d (%s); an output directory as an argument goes with --spec", len(pos), strings.Join(pos, " "))
 	}
 	if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
 		return fmt.Errorf("--out and --edges (or --graphbolt) are required")
@@ -161,6 +206,58 @@ func runIngest(args []string) error {
 	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Ingest(opt) })
 }
 
+// ingestSpec is `tierfs ingest --spec FILE.json [OUT]`: the heterogeneous graph FILE.json
+// describes (ingest.ParseHeteroSpec), written to OUT (else --out, else the file's "out"), with
+// --force and --device-path applying; the flags that name inputs do not go with it.
+func ingestSpec(fs *flag.FlagSet, path string, pos []string, flagged ingest.Options) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "spec", "out", "force", "device-path":
+		default:
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%s with --spec: the spec file describes the inputs (only --out, --force and --device-path go with it)", strings.Join(bad, ", "))
+	}
+	if len(pos) > 1 {
+		return fmt.Errorf("--spec takes one output directory besides flags, got %d (%s)", len(pos), strings.Join(pos, " "))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--spec: %w", err)
+	}
+	opt, err := ingest.ParseHeteroSpec(data)
+	if err != nil {
+		return fmt.Errorf("--spec %s: %w", path, err)
+	}
+	for _, out := range []string{flagged.Out, positional(pos)} {
+		if out == "" {
+			continue
+		}
+		if opt.Out != "" && opt.Out != out {
+			return fmt.Errorf("--spec %s: the output is named twice (%s, %s; by the spec's \"out\", --out or OUT); give one", path, opt.Out, out)
+		}
+		opt.Out = out
+	}
+	if opt.Out == "" {
+		return fmt.Errorf("--spec %s: no output directory: give OUT after the flags", path)
+	}
+	opt.Replace = opt.Replace || flagged.Replace
+	if len(flagged.DevicePaths) > 0 {
+		opt.DevicePaths = flagged.DevicePaths
+	}
+	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.IngestHetero(opt) })
+}
+
+func positional(pos []string) string {
+	if len(pos) == 0 {
+		return ""
+	}
+	return pos[0]
+}
+
 // withProgressBar runs build (synth or ingest) with a progress bar in *progress and prints what
 // it made.
 func withProgressBar(progress *func(stage string, done, total int64), build func() (*dataset.Manifest, error)) error {
@@ -192,20 +289,23 @@ func runInfo(args []string) error {
 	return nil
 }
 
-// printJSON writes v to stdout as indented JSON.
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// printTypes prints every node type and edge type of a dataset of several.
+func printTypes(m *dataset.Manifest) {
+	for i := range m.NodeTypes {
+		nt := &m.NodeTypes[i]
+		fmt.Printf("node type   %s: %d nodes\n", nt.Name, nt.Count)
+		printNodeFeatures(nt, "  ")
+		printLabels(nt, "  ")
+	}
+	for i := range m.EdgeTypes {
+		et := &m.EdgeTypes[i]
+		fmt.Printf("edge type   %s: %d edges (CSC over %s, %s indices)\n", et.Key(), et.Count, et.Dst, et.Indices.DType)
+		printEdgeFeatures(et, "  ")
+	}
 }
 
-func printInfo(m *dataset.Manifest) {
-	nt := m.Nodes()
-	fmt.Printf("dataset     %s (format v%d, %d-byte blocks, made by %s %s)\n", m.Dir(), m.Version, m.BlockSize, m.Created.By, m.Created.Time)
-	fmt.Printf("nodes       %d\n", nt.Count)
-	if et := m.Edges(); et != nil {
-		fmt.Printf("edges       %d (CSC, %s indices)\n", et.Count, et.Indices.DType)
-	}
+// printNodeFeatures prints a node type's features, each line after indent.
+func printNodeFeatures(nt *dataset.NodeType, indent string) {
 	for _, f := range nt.Features {
 		var bytes int64
 		for k := range f.Files {
@@ -218,24 +318,55 @@ func printInfo(m *dataset.Manifest) {
 		if f.InPlace {
 			layout = fmt.Sprintf("in place: %s, rows packed from byte %d", f.Files[0], f.DataOffset)
 		}
-		fmt.Printf("feature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
+		fmt.Printf("%sfeature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", indent, f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
 	}
-	if et := m.Edges(); et != nil {
-		for _, f := range et.Features {
-			shape := fmt.Sprintf("%d x %s", f.Dim, f.DType)
-			if f.Scalar {
-				shape = string(f.DType) + " scalar"
-			}
-			fmt.Printf("edge feat.  %s: %s (%d B rows, by edge id)\n", f.Name, shape, f.RowBytes)
-		}
-	}
+}
+
+// printLabels prints a node type's labels and splits, each line after indent.
+func printLabels(nt *dataset.NodeType, indent string) {
 	if l := nt.Labels; l != nil {
-		fmt.Printf("labels      %d classes\n", l.NumClasses)
+		fmt.Printf("%slabels      %d classes\n", indent, l.NumClasses)
 	}
 	for _, name := range []string{"train", "val", "test"} {
 		if s, ok := nt.Splits[name]; ok {
-			fmt.Printf("split       %-5s %d nodes\n", name, s.Count)
+			fmt.Printf("%ssplit       %-5s %d nodes\n", indent, name, s.Count)
 		}
+	}
+}
+
+// printEdgeFeatures prints an edge type's features, each line after indent.
+func printEdgeFeatures(et *dataset.EdgeType, indent string) {
+	for _, f := range et.Features {
+		shape := fmt.Sprintf("%d x %s", f.Dim, f.DType)
+		if f.Scalar {
+			shape = string(f.DType) + " scalar"
+		}
+		fmt.Printf("%sedge feat.  %s: %s (%d B rows, by edge id)\n", indent, f.Name, shape, f.RowBytes)
+	}
+}
+
+// printJSON writes v to stdout as indented JSON.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printInfo(m *dataset.Manifest) {
+	fmt.Printf("dataset     %s (format v%d, %d-byte blocks, made by %s %s)\n", m.Dir(), m.Version, m.BlockSize, m.Created.By, m.Created.Time)
+	if len(m.NodeTypes) > 1 || len(m.EdgeTypes) > 1 {
+		printTypes(m)
+	} else {
+		nt := m.Nodes()
+		fmt.Printf("nodes       %d\n", nt.Count)
+		if et := m.Edges(); et != nil {
+			fmt.Printf("edges       %d (CSC, %s indices)\n", et.Count, et.Indices.DType)
+		}
+		printNodeFeatures(nt, "")
+		if et := m.Edges(); et != nil {
+			printEdgeFeatures(et, "")
+		}
+		printLabels(nt, "")
 	}
 	var total, inPlace int64
 	for _, f := range m.Files {

@@ -20,7 +20,8 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --edges edges.parquet --features feats.npy --labels y.npy --splits splits/ --out data/g",
 		"tierfs ingest --edges graph.csv --edge-columns from,to --features feats.npy --undirected --out data/g --force",
 		"tierfs ingest --edges edges.npy --features x.npy --node-feature pos=pos.npy --edge-feature edge_weight=w.npy --out data/g",
-		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv"}},
+		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv",
+		"tierfs ingest --spec mag.json data/mag"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
 	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{

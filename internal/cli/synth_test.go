@@ -55,3 +55,30 @@ func TestSynthFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSynthHeteroPreset: a heterogeneous preset makes every type; flags that set one type's
+// values are refused.
+func TestSynthHeteroPreset(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "mag")
+	stdout := os.Stdout
+	os.Stdout, _ = os.Open(os.DevNull)
+	err := runSynth([]string{"--preset", "ogbn-mag", "--scale", "0.001", "--seed", "3", "--out", out})
+	os.Stdout = stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 5 || len(m.NodeTypes) != 4 || len(m.EdgeTypes) != 4 {
+		t.Fatalf("version %d, %d node types, %d edge types", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
+	}
+	if p, err := m.NodeTypeNamed("paper"); err != nil || p.Count != 736 || p.Features[0].Dim != 128 {
+		t.Errorf("paper: %+v %v", p, err)
+	}
+	err = runSynth([]string{"--preset", "ogbn-mag", "--dim", "4", "--out", out + "2"})
+	if err == nil || !strings.Contains(err.Error(), "--dim with the heterogeneous preset ogbn-mag") {
+		t.Errorf("--dim with a heterogeneous preset: %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package ingest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// typeWriter writes the files of one type into a dataset being written (w): a node type's
+// features, labels and splits, or an edge type's topology and edge features. Ingest writes its
+// one node type and edge type with it, IngestHetero every type of a heterogeneous graph. files
+// collects what Commit checksums, stripes what Abort removes (stripes on other devices are
+// claimed before they are created).
+type typeWriter struct {
+	w           *dataset.Writing
+	devicePaths []string
+	progress    func(string, int64, int64)
+	files       []string
+	stripes     []string
+}
+
+// nodeInputs are one node type's opened inputs, checked against its count.
+type nodeInputs struct {
+	features []namedSource // the first is the type's default
+	labels   string        // labels .npy, or ""
+	splits   map[string]splitInput
+	inPlace  map[string]dataset.FeatureSpec // features used where they are, by name
+}
+
+// mkdir creates the directory of a type's files (typeDir, inside the dataset directory).
+func (tw *typeWriter) mkdir(typeDir string) error {
+	if typeDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(tw.w.Dir, typeDir), 0o755); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	return nil
+}
+
+// feature writes the feature in of count rows into typeDir (stripes tagged tag on other
+// devices; see newFeatureSpec), write streaming its rows into the writer.
+func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, write func(*dataset.FeatureWriter) error) (dataset.FeatureSpec, error) {
+	sp, err := newFeatureSpec(tw.w.Dest, typeDir, tag, in.in.Name, in.src, count, tw.devicePaths, tw.w.Nonce)
+	if err != nil {
+		return sp, err
+	}
+	if err := tw.w.Claim(sp.Files); err != nil {
+		return sp, fmt.Errorf("ingest: %w", err)
+	}
+	tw.stripes = append(tw.stripes, sp.Files...)
+	fw, err := dataset.NewFeatureWriter(tw.w.Dir, &sp)
+	if err != nil {
+		return sp, fmt.Errorf("ingest: %w", err)
+	}
+	err = write(fw)
+	if cerr := fw.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("ingest: %w", cerr)
+	}
+	tw.files = append(tw.files, sp.Files...)
+	return sp, err
+}
+
+// nodeType writes the features, labels and splits of nt (its Count set) into typeDir; tagPrefix
+// prefixes the features' names in the names of stripes on other devices.
+func (tw *typeWriter) nodeType(nt *dataset.NodeType, typeDir, tagPrefix string, in nodeInputs) error {
+	if err := tw.mkdir(typeDir); err != nil {
+		return err
+	}
+	for _, f := range in.features {
+		if sp, ok := in.inPlace[f.in.Name]; ok {
+			nt.Features = append(nt.Features, sp)
+			tw.files = append(tw.files, sp.Files...)
+			continue
+		}
+		sp, err := tw.feature(typeDir, tagPrefix+f.in.Name, f, nt.Count, func(fw *dataset.FeatureWriter) error {
+			return f.src.writeTo(fw, tw.progress)
+		})
+		if err != nil {
+			return err
+		}
+		nt.Features = append(nt.Features, sp)
+	}
+	if in.labels != "" {
+		l, err := writeLabels(tw.w.Dir, typeDir, in.labels, nt.Count, tw.progress)
+		if err != nil {
+			return err
+		}
+		nt.Labels = l
+		tw.files = append(tw.files, l.File)
+	}
+	for _, name := range splitNames {
+		s, ok := in.splits[name]
+		if !ok {
+			continue
+		}
+		ids, err := writeSplit(tw.w.Dir, typeDir, name, s, nt.Count, tw.progress)
+		if err != nil {
+			return err
+		}
+		if nt.Splits == nil {
+			nt.Splits = map[string]dataset.IDsSpec{}
+		}
+		nt.Splits[name] = ids
+		tw.files = append(tw.files, ids.File)
+	}
+	return nil
+}
+
+// edgeType builds the topology of edges (edgesPath names it in errors; see buildTopology for
+// numNodes and topt) and writes features, one row per input edge, in edge id order. It returns
+// the edge type and the node count.
+func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int64, topt topologyOptions, features []namedSource, tagPrefix string) (dataset.EdgeType, int64, error) {
+	if len(features) > 0 {
+		topt.orderPath = filepath.Join(tw.w.Dir, ".edge-order.tmp")
+	}
+	topo, err := buildTopology(tw.w.Dir, edges, numNodes, topt)
+	if err != nil {
+		return dataset.EdgeType{}, 0, err
+	}
+	defer topo.order.release()
+	et := topo.et
+	tw.files = append(tw.files, et.Indptr.File, et.Indices.File)
+	if err := checkEdgeRows(features, topo.inputEdges, edgesPath); err != nil {
+		return et, 0, err
+	}
+	for _, ef := range features {
+		sp, err := tw.feature(topt.typeDir, tagPrefix+ef.in.Name, ef, et.Count, func(fw *dataset.FeatureWriter) error {
+			return writeEdgeFeature(fw, ef, topo.order.ids, tw.progress)
+		})
+		if err != nil {
+			return et, 0, err
+		}
+		et.Features = append(et.Features, sp)
+	}
+	return et, topo.numNodes, nil
+}
