@@ -11,8 +11,9 @@ import (
 
 // Place refills the GPU tier with the hottest rows that fit Options.GPUCacheBytes (when a GPU is
 // in use) and the host tier with the next hottest that fit Options.HostCacheBytes. hotness has
-// one count per node (higher is hotter, ties go to the smaller id); nil ranks by in-degree, or by
-// id when the dataset has no topology. Gathers wait while it runs.
+// one count per node (higher is hotter, ties go to the smaller id); nil ranks by in-degree (in a
+// graph of several types: by how often the type's nodes are neighbors in the edge types held in
+// memory), or by id when there is no topology to rank by. Gathers wait while it runs.
 func (s *Store) Place(hotness []uint32) error {
 	leave, err := s.enter()
 	if err != nil {
@@ -85,6 +86,8 @@ func (s *Store) hottest(hotness []uint32, k, gpuRows int64) ([]int64, error) {
 		}), nil
 	case s.graph != nil:
 		return s.topByDegree(k)
+	case s.sess.readsAsNeighbor(s.nt):
+		return s.topByNeighborCount(k), nil
 	default:
 		ids := make([]int64, k)
 		for i := range ids {
@@ -151,6 +154,43 @@ func (s *Store) capacityRows(t tiers.Tier) int64 {
 		return s.gpuCapacityRows()
 	}
 	return s.hostCapacityRows()
+}
+
+// readsAsNeighbor reports whether node type nt is the source type of an edge type held in memory
+// in a dataset of several types (topByNeighborCount can rank its rows).
+func (ss *Session) readsAsNeighbor(nt int) bool {
+	for _, e := range ss.edges {
+		if _, ok := e.graph.(*topology.CSC); ok && e.src == nt {
+			return true
+		}
+	}
+	return false
+}
+
+// topByNeighborCount ranks the rows of a type of a heterogeneous graph by how often the type's
+// nodes are neighbors in the edge types held in memory whose source type it is (a row is read
+// each time a sample reaches it as a neighbor). One counter (4 bytes) per node while it runs.
+func (s *Store) topByNeighborCount(k int64) []int64 {
+	counts := make([]uint32, s.NumNodes())
+	for _, e := range s.sess.edges {
+		csc, ok := e.graph.(*topology.CSC)
+		if !ok || e.src != s.nt {
+			continue
+		}
+		for _, v := range csc.Indices32 {
+			counts[v]++
+		}
+		for _, v := range csc.Indices64 {
+			counts[v]++
+		}
+	}
+	return topK(k, func(yield func(int64, uint64) bool) {
+		for v, c := range counts {
+			if !yield(int64(v), uint64(c)) {
+				return
+			}
+		}
+	})
 }
 
 // topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.

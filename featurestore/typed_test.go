@@ -1,0 +1,365 @@
+package featurestore
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// heteroData is a synthetic heterogeneous dataset and its contents read back plainly (whole
+// files, no IO stacks): the reference the session's typed calls are compared with.
+type heteroData struct {
+	dir      string
+	m        *dataset.Manifest
+	rows     map[string][]byte // node type → its feature "x", row-major
+	rowBytes map[string]int64
+	labels   map[string][]int64
+	csc      []*topology.CSC // per edge type, in manifest order
+}
+
+func writeHetero(t *testing.T, rng *rand.Rand) *heteroData {
+	t.Helper()
+	dir := t.TempDir() + "/hetero"
+	opt := ingest.SynthHeteroOptions{
+		NodeTypes: []ingest.SynthNodeType{
+			{Name: "paper", Nodes: 1500 + rng.Int64N(500), Dim: 24, Classes: 5},
+			{Name: "author", Nodes: 3000 + rng.Int64N(500), Dim: 7, DType: dataset.Float16},
+			{Name: "institution", Nodes: 40}, // no features
+		},
+		EdgeTypes: []ingest.SynthEdgeType{
+			{Src: "paper", Rel: "cites", Dst: "paper", AvgDegree: 6},
+			{Src: "author", Rel: "writes", Dst: "paper", AvgDegree: 3},
+			{Src: "paper", Rel: "written_by", Dst: "author", AvgDegree: 1.5},
+			{Src: "author", Rel: "affiliated_with", Dst: "institution", AvgDegree: 20},
+		},
+		Seed: rng.Uint64(),
+		Out:  dir,
+	}
+	m, err := ingest.SynthHetero(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &heteroData{dir: dir, m: m, rows: map[string][]byte{}, rowBytes: map[string]int64{}, labels: map[string][]int64{}}
+	read := func(p string) []byte {
+		data, err := os.ReadFile(m.Path(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	for _, nt := range m.NodeTypes {
+		if l := nt.Labels; l != nil {
+			d.labels[nt.Name] = slices.Clone(int64s(read(l.File))[:nt.Count])
+		}
+		if len(nt.Features) == 0 {
+			continue
+		}
+		spec := &nt.Features[0]
+		files := make([][]byte, len(spec.Files))
+		for k, p := range spec.Files {
+			files[k] = read(p)
+		}
+		rb := spec.RowBytes
+		d.rowBytes[nt.Name] = rb
+		rows := make([]byte, nt.Count*rb)
+		for v := range nt.Count {
+			f, off := spec.Locate(v)
+			copy(rows[v*rb:(v+1)*rb], files[f][off:off+rb])
+		}
+		d.rows[nt.Name] = rows
+	}
+	for _, et := range m.EdgeTypes {
+		src, _ := m.NodeTypeNamed(et.Src)
+		dst, _ := m.NodeTypeNamed(et.Dst)
+		indptr := slices.Clone(int64s(read(et.Indptr.File))[:dst.Count+1])
+		raw := read(et.Indices.File)
+		var g *topology.CSC
+		if et.Indices.DType == dataset.Int32 {
+			idx := make([]int32, et.Count)
+			copy(dataset.BytesOf(idx), raw)
+			g, err = topology.NewBipartiteCSC(src.Count, indptr, idx, nil)
+		} else {
+			g, err = topology.NewBipartiteCSC(src.Count, indptr, nil, slices.Clone(int64s(raw)[:et.Count]))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.csc = append(d.csc, g)
+	}
+	return d
+}
+
+func int64s(b []byte) []int64 {
+	out := make([]int64, len(b)/8)
+	copy(dataset.BytesOf(out), b)
+	return out
+}
+
+// TestSessionTypedCallsMatchFiles opens a heterogeneous dataset with its topology in memory and
+// on disk, with and without verified reads and memory tiers, and compares every typed call with
+// the files read plainly: gathers of each type (through its tier stack), labels, splits, and
+// samples against topology.SampleHetero over CSCs built from the files.
+func TestSessionTypedCallsMatchFiles(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	for _, opt := range []Options{
+		{},
+		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, VerifyReads: true},
+		{HostCacheBytes: 1 << 30, HostPolicy: "sieve"},
+	} {
+		ss, err := OpenSession(d.dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types := ss.NodeTypes()
+		if len(types) != 3 || types[2].Name != "institution" || len(types[2].Features) != 0 {
+			t.Fatalf("node types %+v", types)
+		}
+		for _, nt := range d.m.NodeTypes {
+			ids := make([]int64, 700)
+			for i := range ids {
+				ids[i] = rng.Int64N(nt.Count)
+			}
+			if rows, ok := d.rows[nt.Name]; ok {
+				rb := d.rowBytes[nt.Name]
+				got := make([]byte, int64(len(ids))*rb)
+				if err := ss.Gather(nt.Name, "", ids, got); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range ids {
+					if !bytes.Equal(got[int64(i)*rb:int64(i+1)*rb], rows[v*rb:(v+1)*rb]) {
+						t.Fatalf("%+v: %s row %d (ids[%d]) differs", opt, nt.Name, v, i)
+					}
+				}
+				st, err := ss.Stack(nt.Name)
+				if err != nil || st.NumNodes() != nt.Count {
+					t.Fatalf("stack of %s: %v", nt.Name, err)
+				}
+			} else if _, err := ss.Stack(nt.Name); !errors.Is(err, dataset.ErrFeatureNotFound) {
+				t.Fatalf("stack of %s without features: %v", nt.Name, err)
+			}
+			if labels, ok := d.labels[nt.Name]; ok {
+				got := make([]int64, len(ids))
+				if err := ss.Labels(nt.Name, ids, got); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range ids {
+					if got[i] != labels[v] {
+						t.Fatalf("%s label of %d: %d, want %d", nt.Name, v, got[i], labels[v])
+					}
+				}
+				n, err := ss.ReadSplit(nt.Name, "train", nil)
+				if err != nil || n == 0 {
+					t.Fatalf("train split of %s: %d, %v", nt.Name, n, err)
+				}
+			}
+		}
+		checkHeteroSamples(t, ss, d, rng)
+		if err := ss.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ss.Gather("paper", "", []int64{0}, make([]byte, d.rowBytes["paper"])); !errors.Is(err, ErrClosed) {
+			t.Fatalf("gather after close: %v", err)
+		}
+	}
+}
+
+func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand) {
+	t.Helper()
+	fanouts := map[string][]int{}
+	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
+	var edges []topology.EdgeGraph
+	for i, et := range d.m.EdgeTypes {
+		f := []int{rng.IntN(6) - 1, rng.IntN(4)}
+		fanouts[edgeTypeKey(&et)] = f
+		ref.Fanouts = append(ref.Fanouts, f)
+		src := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Src })
+		dst := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Dst })
+		edges = append(edges, topology.EdgeGraph{Src: src, Dst: dst, G: d.csc[i]})
+	}
+	numNodes := []int64{}
+	for _, nt := range d.m.NodeTypes {
+		numNodes = append(numNodes, nt.Count)
+	}
+	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts, Seed: ref.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call := range 3 {
+		seedType := []string{"paper", "author"}[call%2]
+		nt := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == seedType })
+		seeds := make([]int64, 1+rng.IntN(200))
+		for i := range seeds {
+			seeds[i] = rng.Int64N(numNodes[nt])
+		}
+		got, err := sp.Sample(seedType, seeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := ref
+		o.Seed += uint64(call)
+		want, err := topology.SampleHetero(numNodes, edges, nt, seeds, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Nodes {
+			if !slices.Equal(got.Nodes[i], want.Nodes[i]) || !slices.Equal(got.NodesPerHop[i], want.NodesPerHop[i]) {
+				t.Fatalf("call %d: nodes of type %d differ", call, i)
+			}
+		}
+		for e := range want.Row {
+			if !slices.Equal(got.Row[e], want.Row[e]) || !slices.Equal(got.Col[e], want.Col[e]) || !slices.Equal(got.EdgeIDs[e], want.EdgeIDs[e]) {
+				t.Fatalf("call %d: edges of type %d differ", call, e)
+			}
+		}
+	}
+}
+
+// TestSessionRefusesBadTypes: unknown node and edge types, features, fanouts and ids out of a
+// type's range are clear errors naming what the dataset has.
+func TestSessionRefusesBadTypes(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	ss, err := OpenSession(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	all := map[string][]int{"paper:cites:paper": {2}, "author:writes:paper": {2}, "paper:written_by:author": {2}, "author:affiliated_with:institution": {2}}
+	with := func(k string, v []int) map[string][]int {
+		m := map[string][]int{}
+		for key, f := range all {
+			m[key] = f
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"gather of an unknown type", ss.Gather("venue", "", []int64{0}, nil), `no node type "venue" (it has paper, author, institution)`},
+		{"gather without a type", ss.Gather("", "", []int64{0}, nil), "has 3 node types (paper, author, institution): name one"},
+		{"unknown feature", ss.Gather("paper", "y", []int64{0}, nil), `node type "paper" of dataset`},
+		{"id out of the type's range", ss.Gather("author", "", []int64{d.m.NodeTypes[1].Count}, make([]byte, d.rowBytes["author"])), "out of range"},
+		{"labels of a type without", ss.Labels("institution", []int64{0}, make([]int64, 1)), `no labels of node type "institution"`},
+		{"edge feature of an unknown edge type", ss.GatherEdgeFeature("paper:cites:author", "w", []int64{0}, nil), `no edge type "paper:cites:author" (it has paper:cites:paper, author:writes:paper`},
+	}
+	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("paper:cites:venue", []int{1})})
+	cases = append(cases, struct {
+		name string
+		err  error
+		want string
+	}{"fanouts of an unknown edge type", err, `"paper:cites:venue"`})
+	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("author:writes:paper", nil)})
+	cases = append(cases, struct {
+		name string
+		err  error
+		want string
+	}{"fanouts missing an edge type", err, `"author:writes:paper" has none`})
+	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("author:writes:paper", []int{2, 2})})
+	cases = append(cases, struct {
+		name string
+		err  error
+		want string
+	}{"fanouts of other hop counts", err, "hops, as every other edge type"})
+	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sp.Sample("institution", []int64{40})
+	cases = append(cases, struct {
+		name string
+		err  error
+		want string
+	}{"seed out of its type's range", err, `seeds[0] = 40 is out of range [0, 40) of node type "institution"`})
+	for _, c := range cases {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error containing %q", c.name, c.err, c.want)
+		}
+	}
+	if _, err := Open(d.dir, Options{Feature: "nope"}); !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), "paper.x, author.x") {
+		t.Errorf("open with a feature no type has: %v", err)
+	}
+}
+
+// TestSessionBudgetsSplitByBytes: the host budget is split over the stacks in proportion to their
+// feature bytes, and together they never exceed it.
+func TestSessionBudgetsSplitByBytes(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	const budget = 256 << 10
+	ss, err := OpenSession(d.dir, Options{HostCacheBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	var total, paperBytes float64
+	for _, nt := range d.m.NodeTypes {
+		if rb, ok := d.rowBytes[nt.Name]; ok {
+			total += float64(nt.Count * rb)
+			if nt.Name == "paper" {
+				paperBytes = float64(nt.Count * rb)
+			}
+		}
+	}
+	var sum int64
+	for _, name := range []string{"paper", "author"} {
+		st, err := ss.Stack(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += st.opt.HostCacheBytes
+		if held := st.HostTier().Rows() * host.BytesPerRow(st.RowBytes()); held > st.opt.HostCacheBytes || st.HostTier().Rows() == 0 {
+			t.Errorf("%s host tier holds %d rows (%d bytes with their index), its share is %d bytes", name, st.HostTier().Rows(), held, st.opt.HostCacheBytes)
+		}
+	}
+	// Each type's host tier holds its rows that are neighbors most often.
+	for ti, nt := range d.m.NodeTypes[:2] {
+		counts := make([]int64, nt.Count)
+		for e, et := range d.m.EdgeTypes {
+			if et.Src == nt.Name {
+				for _, v := range d.csc[e].Indices32 {
+					counts[v]++
+				}
+			}
+		}
+		st, _ := ss.Stack(nt.Name)
+		held := map[int64]bool{}
+		st.HostTier().Ranges(func(first, count int64) bool {
+			for v := first; v < first+count; v++ {
+				held[v] = true
+			}
+			return true
+		})
+		minHeld, maxOut := int64(1<<62), int64(-1)
+		for v, c := range counts {
+			if held[int64(v)] {
+				minHeld = min(minHeld, c)
+			} else {
+				maxOut = max(maxOut, c)
+			}
+		}
+		if minHeld < maxOut {
+			t.Errorf("type %d (%s): a held row is a neighbor %d times, a row left out %d times", ti, nt.Name, minHeld, maxOut)
+		}
+	}
+	paper, _ := ss.Stack("paper")
+	if want := int64(paperBytes / total * budget); paper.opt.HostCacheBytes != want || sum > budget {
+		t.Errorf("paper's share %d, want %d; shares sum to %d of %d", paper.opt.HostCacheBytes, want, sum, budget)
+	}
+}
