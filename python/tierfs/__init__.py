@@ -10,7 +10,8 @@ Quick start::
         for batch in tierfs.Loader(store, store.sampler([15, 10]), store.split("train"), 1024):
             ...                                     # batch.x, batch.y, batch.sample
 
-PyTorch Geometric: :mod:`tierfs.pyg`. Planetoid Cora: :func:`tierfs.datasets.cora`.
+PyTorch Geometric: :mod:`tierfs.pyg`. Planetoid Cora: :func:`tierfs.datasets.cora`. A small real
+heterogeneous graph shipped with the package (ACM): :func:`tierfs.datasets.acm`.
 
 The native library (a Go runtime behind a C ABI) is loaded once, at import; it must not be
 loaded in a process that then forks and calls it: worker processes must use the ``spawn`` start

@@ -1,4 +1,5 @@
-"""Small real datasets converted into tierfs datasets (for examples and end-to-end tests)."""
+"""Small real datasets: converted into tierfs datasets (Cora), or shipped with the package
+(ACM, heterogeneous, in tierfs/data/)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import os
 import pickle
 import warnings
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
 from . import errors
 from .build import ingest
 
-__all__ = ["cora", "read_planetoid", "find_planetoid_raw"]
+__all__ = ["acm", "cora", "read_planetoid", "find_planetoid_raw"]
 
 PathLike = Union[str, os.PathLike]
 _PLANETOID_FILES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
@@ -129,3 +130,96 @@ def cora(out_dir: PathLike, source: Optional[PathLike] = None, force: bool = Fal
         dedup=True,
         drop_self_loops=True,
     )
+
+
+ACM_PATH = Path(__file__).resolve().parent / "data" / "acm.npz"
+_ACM_SPLITS = (20, 40, 60)
+
+
+def acm(as_pyg: bool = False, split: int = 20, derived_x: bool = True) -> Any:
+    """The ACM heterogeneous graph of HeCo (Wang et al., KDD 2021), shipped with the package
+    (``tierfs/data/acm.npz``, 0.4 MB; provenance and license in ``tierfs/data/acm.README.md``).
+
+    Node types ``paper`` (4,019; 1,902 binary bag-of-keywords features, 3 classes: database,
+    wireless communication, data mining), ``author`` (7,167) and ``subject`` (60). Edge types
+    ``("paper", "to", "author")`` (13,407), ``("paper", "to", "subject")`` (4,019) and their
+    reverses ``("author", "to", "paper")``, ``("subject", "to", "paper")``, named as PyG's
+    ``HGBDataset("acm")`` names them; each sorted by (src, dst), no duplicates.
+
+    Args:
+        as_pyg: return a ``torch_geometric.data.HeteroData`` instead of numpy arrays.
+        split: HeCo's split with ``split`` labelled training papers per class (20, 40 or 60);
+            validation and test hold 1,000 papers each.
+        derived_x: give ``author`` and ``subject`` features too: the mean of the binary
+            features of their papers (the source has features on papers only). With False only
+            ``paper`` carries ``x``.
+
+    Returns (``as_pyg=False``) a dict: ``"paper"`` -> ``{"x": (4019, 1902) float32, "y": (4019,)
+    int64, "train_mask"/"val_mask"/"test_mask": (4019,) bool, "train"/"val"/"test": sorted
+    int64 ids, "num_nodes": 4019}``; ``"author"``, ``"subject"`` -> ``{"x"?, "num_nodes"}``;
+    each ``(src, rel, dst)`` tuple -> its ``edge_index``, a (2, E) int64 array.
+    """
+    if split not in _ACM_SPLITS:
+        raise ValueError(f"tierfs.datasets.acm: split must be one of {_ACM_SPLITS}, not {split!r}")
+    with np.load(ACM_PATH) as z:
+        f = {k: z[k] for k in z.files}
+    n_paper, n_author, n_subject = (int(n) for n in f["num_nodes"])
+    indptr = f["paper_x_indptr"].astype(np.int64)
+    indices = f["paper_x_indices"].astype(np.int64)
+    dim = int(f["paper_x_dim"])
+    x = np.zeros((n_paper, dim), dtype=np.float32)
+    x[np.repeat(np.arange(n_paper), np.diff(indptr)), indices] = 1.0
+    y = f["paper_y"].astype(np.int64)
+    paper: Dict[str, Any] = {"x": x, "y": y, "num_nodes": n_paper}
+    for name in ("train", "val", "test"):
+        ids = f[f"paper_{name}_{split}"].astype(np.int64)
+        mask = np.zeros(n_paper, dtype=bool)
+        mask[ids] = True
+        paper[name], paper[f"{name}_mask"] = ids, mask
+    out: Dict[Any, Any] = {"paper": paper, "author": {"num_nodes": n_author}, "subject": {"num_nodes": n_subject}}
+    for dst, n_dst in (("author", n_author), ("subject", n_subject)):
+        ei = f[f"paper_to_{dst}"].astype(np.int64)
+        out[("paper", "to", dst)] = ei
+        out[(dst, "to", "paper")] = _reverse(ei, n_paper)
+        if derived_x:
+            out[dst]["x"] = _mean_over(ei, indptr, indices, n_dst, dim)
+    return _to_hetero_data(out) if as_pyg else out
+
+
+def _reverse(edge_index: np.ndarray, n_src: int) -> np.ndarray:
+    """The (dst, src) edges, sorted by their new (src, dst)."""
+    src, dst = edge_index
+    order = np.lexsort((src, dst))
+    return np.stack([dst[order], src[order]])
+
+
+def _mean_over(edge_index: np.ndarray, indptr: np.ndarray, indices: np.ndarray, n_dst: int, dim: int) -> np.ndarray:
+    """Row d: the mean over the edges (p, d) of paper p's binary feature row (CSR ``indptr``,
+    ``indices``); zeros where d has no edge."""
+    src, dst = edge_index
+    nnz = np.diff(indptr)[src]
+    rows = np.repeat(dst, nnz)
+    starts = np.repeat(indptr[src] - np.cumsum(nnz) + nnz, nnz)
+    cols = indices[np.arange(rows.size) + starts]
+    keys, counts = np.unique(rows * dim + cols, return_counts=True)
+    out = np.zeros((n_dst, dim), dtype=np.float32)
+    out.reshape(-1)[keys] = counts
+    out /= np.maximum(np.bincount(dst, minlength=n_dst), 1).astype(np.float32)[:, None]
+    return out
+
+
+def _to_hetero_data(d: Dict[Any, Any]):
+    import torch
+    from torch_geometric.data import HeteroData
+
+    data = HeteroData()
+    for key, val in d.items():
+        if isinstance(key, tuple):
+            data[key].edge_index = torch.from_numpy(val)
+            continue
+        store = data[key]
+        store.num_nodes = val["num_nodes"]
+        for k, v in val.items():
+            if k in ("x", "y") or k.endswith("_mask"):
+                setattr(store, k, torch.from_numpy(v))
+    return data
