@@ -80,7 +80,7 @@ var statusOf = []struct {
 	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
 	{featurestore.ErrNotFound, stENOENT},
-	{featurestore.ErrTypeNotFound, stENOENT},
+	{dataset.ErrTypeNotFound, stENOENT},
 	{os.ErrNotExist, stENOENT},
 	{featurestore.ErrNoGPU, stENOTSUP},
 	{cuda.ErrUnavailable, stENOTSUP},

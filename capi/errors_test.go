@@ -33,6 +33,7 @@ var wantStatus = []struct {
 	{dataset.ErrExists, stEINVAL},
 	{dataset.ErrFeatureNotFound, stENOENT},
 	{featurestore.ErrNotFound, stENOENT},
+	{dataset.ErrTypeNotFound, stENOENT},
 	{os.ErrNotExist, stENOENT},
 	{featurestore.ErrNoGPU, stENOTSUP},
 	{cuda.ErrUnavailable, stENOTSUP},

@@ -16,9 +16,6 @@ import (
 // local to their type (see ARCHITECTURE.md, "Types"). A one-type dataset answers them too: its
 // node type is "node" (or what the manifest names it) and "" stands for the only type.
 
-// ErrTypeNotFound is wrapped by errors naming a node or edge type the dataset lacks.
-var ErrTypeNotFound = errors.New("type not found")
-
 // NodeTypeInfo describes one node type.
 type NodeTypeInfo struct {
 	Name       string           `json:"name"`
@@ -88,9 +85,9 @@ func (ss *Session) nodeTypeOf(name string) (int, error) {
 		names[i] = n.spec.Name
 	}
 	if name == "" {
-		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), ErrTypeNotFound)
+		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), dataset.ErrTypeNotFound)
 	}
-	return -1, fmt.Errorf("featurestore: dataset %s has no node type %q (it has %s): %w", ss.m.Dir(), name, strings.Join(names, ", "), ErrTypeNotFound)
+	return -1, fmt.Errorf("featurestore: dataset %s has no node type %q (it has %s): %w", ss.m.Dir(), name, strings.Join(names, ", "), dataset.ErrTypeNotFound)
 }
 
 // edgeTypeOf is the index of the edge type of key src:rel:dst; "" is the only edge type of a
@@ -104,7 +101,7 @@ func (ss *Session) edgeTypeOf(key string) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("featurestore: dataset %s has no edge type %q (it has %s): %w", ss.m.Dir(), key, ss.edgeTypeList(), ErrTypeNotFound)
+	return -1, fmt.Errorf("featurestore: dataset %s has no edge type %q (it has %s): %w", ss.m.Dir(), key, ss.edgeTypeList(), dataset.ErrTypeNotFound)
 }
 
 // edgeTypeList names every edge type, for errors.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
@@ -361,5 +362,47 @@ func TestSessionBudgetsSplitByBytes(t *testing.T) {
 	paper, _ := ss.Stack("paper")
 	if want := int64(paperBytes / total * budget); paper.opt.HostCacheBytes != want || sum > budget {
 		t.Errorf("paper's share %d, want %d; shares sum to %d of %d", paper.opt.HostCacheBytes, want, sum, budget)
+	}
+}
+
+// TestSessionDeviceGathersMatchFiles: on a GPU, every type's tier stack gathers into device
+// memory (its own GPU and host tiers, the SSD for the rest) what the files hold, one after the
+// other on one session (one set of IO stacks attached to the device once).
+func TestSessionDeviceGathersMatchFiles(t *testing.T) {
+	requireGPU(t)
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	var total int64
+	for _, rows := range d.rows {
+		total += int64(len(rows))
+	}
+	for _, backend := range []gpuio.Backend{"", gpuio.BackendGPUURing} {
+		if backend == gpuio.BackendGPUURing && gpuio.ProbeGPURing() != nil {
+			continue
+		}
+		ss, err := OpenSession(d.dir, Options{GPUCacheBytes: total / 10, HostCacheBytes: total / 5, IOBackend: backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 2 {
+			for _, name := range []string{"paper", "author"} {
+				st, err := ss.Stack(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb := d.rowBytes[name]
+				ids := randomIDs(rng, 2000, st.NumNodes())
+				got := deviceGather(t, st, ids)
+				for i, v := range ids {
+					if !bytes.Equal(got[int64(i)*rb:int64(i+1)*rb], d.rows[name][v*rb:(v+1)*rb]) {
+						t.Fatalf("backend %q round %d: %s row %d (ids[%d]) differs on the device", backend, round, name, v, i)
+					}
+				}
+				if ok, why := st.GPUAvailable(); !ok {
+					t.Fatalf("%s: GPU path did not start: %s", name, why)
+				}
+			}
+		}
+		ss.Close()
 	}
 }

@@ -16,34 +16,39 @@ import (
 
 // SynthHeteroOptions describes a synthetic heterogeneous graph (SynthHetero).
 type SynthHeteroOptions struct {
-	NodeTypes   []SynthNodeType
-	EdgeTypes   []SynthEdgeType
-	Seed        uint64
-	Out         string
-	Replace     bool     // replace what Out holds, as Options.Replace
-	DevicePaths []string // stripes every feature, as HeteroOptions.DevicePaths
+	NodeTypes   []SynthNodeType `json:"node_types"`
+	EdgeTypes   []SynthEdgeType `json:"edge_types"`
+	Seed        uint64          `json:"seed"`
+	Out         string          `json:"out"`
+	Replace     bool            `json:"force"`        // replace what Out holds, as Options.Replace
+	DevicePaths []string        `json:"device_paths"` // stripes every feature, as HeteroOptions.DevicePaths
 	// DegreeExponent, Locality and CommunitySize shape every edge type as SynthOptions's shape
 	// the one of Synth.
-	DegreeExponent, Locality float64
-	CommunitySize            int64
-	Progress                 func(stage string, done, total int64)
+	DegreeExponent float64                               `json:"degree_exponent"`
+	Locality       float64                               `json:"locality"`
+	CommunitySize  int64                                 `json:"community_size"`
+	Progress       func(stage string, done, total int64) `json:"-"`
 }
 
 // SynthNodeType is one node type of a synthetic graph: Nodes nodes, a feature "x" of Dim
 // values of DType (Dim 0: none), and with Classes > 0 labels and splits as Synth makes them.
 type SynthNodeType struct {
-	Name                         string
-	Nodes                        int64
-	Dim                          int64
-	DType                        dataset.DType // default float32
-	Classes                      int           // 0: no labels or splits
-	TrainFrac, ValFrac, TestFrac float64       // as SynthOptions's (defaults 0.1, 0.05, 0.05)
+	Name      string        `json:"name"`
+	Nodes     int64         `json:"nodes"`
+	Dim       int64         `json:"dim"`
+	DType     dataset.DType `json:"dtype"`   // default float32
+	Classes   int           `json:"classes"` // 0: no labels or splits
+	TrainFrac float64       `json:"train_frac"`
+	ValFrac   float64       `json:"val_frac"` // fractions as SynthOptions's (defaults 0.1, 0.05, 0.05)
+	TestFrac  float64       `json:"test_frac"`
 }
 
 // SynthEdgeType is one edge type of a synthetic graph: round(count(Dst) * AvgDegree) edges.
 type SynthEdgeType struct {
-	Src, Rel, Dst string
-	AvgDegree     float64 // edges per destination node
+	Src       string  `json:"src"`
+	Rel       string  `json:"rel"`
+	Dst       string  `json:"dst"`
+	AvgDegree float64 `json:"avg_degree"` // edges per destination node
 }
 
 // SynthHetero writes a deterministic synthetic heterogeneous graph to opt.Out. Every node type

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -38,6 +39,7 @@ func runSynth(args []string) error {
 	fs.Int64Var(&flagged.CommunitySize, "community-size", ingest.DefaultCommunitySize, "ids per community (a block of consecutive ids), with --locality")
 	preset := fs.String("preset", "", "shape like a real dataset: "+strings.Join(ingest.SynthPresetNames(), ", ")+" (flags given override its values); heterogeneous: "+strings.Join(ingest.SynthHeteroPresetNames(), ", ")+" (with --scale, --seed, --degree-exponent, --locality, --community-size, --out, --force, --device-path)")
 	scale := fs.Float64("scale", 1, "with --preset: the fraction of its node count to make")
+	spec := fs.String("spec", "", "a heterogeneous graph described in a JSON file: {\"node_types\": [{\"name\", \"nodes\", \"dim\", \"dtype\", \"classes\", \"train_frac\", ...}], \"edge_types\": [{\"src\", \"rel\", \"dst\", \"avg_degree\"}], \"degree_exponent\", ...} (with --seed, --out, --force, --device-path)")
 	report := fs.Bool("report", false, "after writing, print the degree distribution and the nodes per sampled batch (fanouts 25,10 and 15,10,5, batch 1024)")
 	fs.StringVar(&flagged.Out, "out", "", "dataset directory to write")
 	fs.BoolVar(&flagged.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
@@ -51,8 +53,14 @@ func runSynth(args []string) error {
 	if flagged.Out == "" {
 		return fmt.Errorf("--out is required")
 	}
+	if *spec != "" {
+		if *preset != "" {
+			return fmt.Errorf("--spec %s and --preset %s both describe the graph; give one", *spec, *preset)
+		}
+		return synthHetero("", *spec, *scale, flagged, devs, given)
+	}
 	if slices.Contains(ingest.SynthHeteroPresetNames(), *preset) {
-		return synthHetero(*preset, *scale, flagged, devs, given)
+		return synthHetero(*preset, "", *scale, flagged, devs, given)
 	}
 	opt := flagged
 	if *preset != "" {
@@ -85,22 +93,36 @@ func runSynth(args []string) error {
 	return nil
 }
 
-// synthHetero is `tierfs synth --preset P` of a heterogeneous preset: its types scaled by
-// scale; of the other flags only those that apply to every type go with it.
-func synthHetero(preset string, scale float64, flagged ingest.SynthOptions, devs []string, given map[string]bool) error {
+// synthHetero is `tierfs synth --preset P` of a heterogeneous preset (its types scaled by
+// scale) or `tierfs synth --spec FILE` (the graph FILE describes); of the other flags only those
+// that apply to every type go with it.
+func synthHetero(preset, spec string, scale float64, flagged ingest.SynthOptions, devs []string, given map[string]bool) error {
+	what := "the heterogeneous preset " + preset
+	if spec != "" {
+		what = "--spec " + spec
+	}
 	var bad []string
 	for name := range given {
 		switch name {
-		case "preset", "scale", "seed", "out", "force", "device-path", "degree-exponent", "locality", "community-size":
+		case "preset", "scale", "seed", "out", "force", "device-path", "degree-exponent", "locality", "community-size", "spec":
+			if spec != "" && name == "scale" {
+				bad = append(bad, "--"+name)
+			}
 		default:
 			bad = append(bad, "--"+name)
 		}
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
-		return fmt.Errorf("%s with the heterogeneous preset %s: its types set those (give --scale, --seed, --degree-exponent, --locality, --community-size)", strings.Join(bad, ", "), preset)
+		return fmt.Errorf("%s with %s: its types set those (give --seed, --degree-exponent, --locality, --community-size; --scale with a preset)", strings.Join(bad, ", "), what)
 	}
-	opt, err := ingest.SynthHeteroPreset(preset, scale)
+	var opt ingest.SynthHeteroOptions
+	var err error
+	if spec != "" {
+		opt, err = readSynthSpec(spec)
+	} else {
+		opt, err = ingest.SynthHeteroPreset(preset, scale)
+	}
 	if err != nil {
 		return err
 	}
@@ -115,6 +137,22 @@ func synthHetero(preset string, scale float64, flagged ingest.SynthOptions, devs
 		opt.CommunitySize = flagged.CommunitySize
 	}
 	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.SynthHetero(opt) })
+}
+
+// readSynthSpec reads a `tierfs synth --spec` file: ingest.SynthHeteroOptions as JSON, unknown
+// keys refused.
+func readSynthSpec(path string) (ingest.SynthHeteroOptions, error) {
+	var opt ingest.SynthHeteroOptions
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return opt, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&opt); err != nil {
+		return opt, fmt.Errorf("--spec %s: %w", path, err)
+	}
+	return opt, nil
 }
 
 // overrideGiven copies into opt the fields of flagged whose flags were given; the rest keep

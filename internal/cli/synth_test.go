@@ -82,3 +82,41 @@ func TestSynthHeteroPreset(t *testing.T) {
 		t.Errorf("--dim with a heterogeneous preset: %v", err)
 	}
 }
+
+// TestSynthSpec: `tierfs synth --spec FILE` makes the graph the file describes; unknown keys,
+// --scale and a preset beside it are refused.
+func TestSynthSpec(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.json")
+	body := `{"node_types": [{"name": "paper", "nodes": 500, "dim": 8, "classes": 3}, {"name": "author", "nodes": 900, "dim": 4, "dtype": "float16"}],
+	 "edge_types": [{"src": "author", "rel": "writes", "dst": "paper", "avg_degree": 3}, {"src": "paper", "rel": "cites", "dst": "paper", "avg_degree": 5}]}`
+	if err := os.WriteFile(spec, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "g")
+	if err := runSynth([]string{"--spec", spec, "--seed", "2", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.NodeTypeNamed("author")
+	if err != nil || a.Count != 900 || a.Features[0].DType != dataset.Float16 || len(m.EdgeTypes) != 2 || m.EdgeTypes[0].Count != 1500 {
+		t.Fatalf("author %+v, %v; edge types %+v", a, err, m.EdgeTypes)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"node_types": [{"name": "p", "nodes": 5, "dims": 3}]}`), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--spec", bad, "--out", out + "2"}, `unknown field "dims"`},
+		{[]string{"--spec", spec, "--scale", "2", "--out", out + "3"}, "--scale with --spec"},
+		{[]string{"--spec", spec, "--preset", "ogbn-mag", "--out", out + "4"}, "give one"},
+	} {
+		if err := runSynth(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.args, err, c.want)
+		}
+	}
+}
