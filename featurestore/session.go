@@ -242,6 +242,17 @@ func budgetShares(served []*dataset.FeatureSpec, m *dataset.Manifest, gpu, host 
 	return shares
 }
 
+// stacks is the number of tier stacks.
+func (ss *Session) stacks() int {
+	n := 0
+	for _, nd := range ss.nodes {
+		if nd.stack != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Manifest is the dataset's manifest.
 func (ss *Session) Manifest() *dataset.Manifest { return ss.m }
 

@@ -51,6 +51,9 @@ type Stats struct {
 	DiskProbe *ssd.DiskProbe `json:"disk_probe,omitempty"`
 	Samples   uint64         `json:"samples"`
 	GPU       GPUStats       `json:"gpu"`
+	// NodeTypes holds, in a session of several tier stacks, each node type's stack's Stats (its
+	// gathers and tiers; IO is the session's, shared), by node type; nil otherwise.
+	NodeTypes map[string]Stats `json:"node_types,omitempty"`
 }
 
 // Tier is the stats of tier kind (zero counts when the store has no such tier).
@@ -168,6 +171,17 @@ func (s *Store) Stats() Stats {
 		ts.Tier, ts.Hits = k, c.hits(k).Load()
 		ts.BytesServed = ts.Hits * rb
 		st.Tiers = append(st.Tiers, ts)
+	}
+	if s.owns && s.sess.stacks() > 1 {
+		types := map[string]Stats{}
+		for _, n := range s.sess.nodes {
+			if n.stack == s {
+				types[n.spec.Name] = st
+			} else if n.stack != nil {
+				types[n.spec.Name] = n.stack.Stats()
+			}
+		}
+		st.NodeTypes = types
 	}
 	return st
 }
