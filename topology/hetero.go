@@ -64,6 +64,15 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	if err != nil {
 		return nil, err
 	}
+	typeSeeds := make([][]int64, len(numNodes))
+	typeSeeds[seedType] = seeds
+	return sampleHetero(numNodes, edges, hops, typeSeeds, opt, nil)
+}
+
+// sampleHetero is SampleHetero on checked input with seeds of every node type (seeds[t] of type
+// t, as given: NodesPerHop[t][0] is len(seeds[t])), leaving out of edge type e the edges in
+// exclude[e] (exclude nil or exclude[e] nil: none) as hopSampler.hop does.
+func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64, opt HeteroSampleOptions, exclude []pairSet) (*HeteroSample, error) {
 	workers := opt.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -83,19 +92,15 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	nodes := make([]nodeSet, numTypes)
 	bitsLeft := int64(maxBitsetNodes)
 	for t, n := range numNodes {
-		var typeSeeds []int64
-		if t == seedType {
-			typeSeeds = seeds
-		}
 		bitset := opt.NodesOnly && n <= bitsLeft
 		if bitset {
 			bitsLeft -= n
 		}
-		nodes[t] = newNodeSet(n, typeSeeds, bitset)
+		nodes[t] = newNodeSet(n, seeds[t], bitset)
 		defer nodes[t].release()
 		s.NodesPerHop[t] = make([]int64, hops+1)
+		s.NodesPerHop[t][0] = int64(len(seeds[t]))
 	}
-	s.NodesPerHop[seedType][0] = int64(len(seeds))
 	sc := scratches.Get().(*sampleScratch)
 	defer scratches.Put(sc)
 
@@ -106,7 +111,18 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	targets := make([][]int64, numTypes)
 	firstTarget := make([]int64, numTypes)
 	hopStart := make([]int64, numTypes)
-	frontier[seedType], targets[seedType] = nodes[seedType].distinctSeeds(sc)
+	scratchUsed := false
+	for t := range nodes {
+		if len(seeds[t]) == 0 {
+			continue
+		}
+		if !scratchUsed { // the first seed type reuses the scratch's storage, kept for the next sample
+			frontier[t], targets[t] = nodes[t].distinctSeeds(sc.seeds[:0], sc.targets[:0])
+			sc.seeds, sc.targets, scratchUsed = frontier[t], targets[t], true
+		} else {
+			frontier[t], targets[t] = nodes[t].distinctSeeds(nil, nil)
+		}
+	}
 	out := make([]sampledEdges, len(edges))
 	for e, eg := range edges {
 		out[e] = newSampledEdges(eg.G, opt.NodesOnly)
@@ -122,7 +138,11 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 			if len(frontier[eg.Dst]) == 0 || fanout == 0 {
 				continue
 			}
-			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e])
+			var excl pairSet
+			if exclude != nil {
+				excl = exclude[e]
+			}
+			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
 			if err != nil {
 				return nil, err
 			}
