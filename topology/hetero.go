@@ -173,14 +173,30 @@ func EdgeTypeSeed(seed uint64, e int) uint64 {
 // checkHetero validates SampleHetero's input, all of it before anything is sampled, and returns
 // the number of hops.
 func checkHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int64, opt HeteroSampleOptions) (int, error) {
+	hops, err := checkHeteroGraph(numNodes, edges, opt)
+	if err != nil {
+		return 0, err
+	}
+	if seedType < 0 || seedType >= len(numNodes) {
+		return 0, fmt.Errorf("topology: seedType = %d is not a node type in [0, %d)", seedType, len(numNodes))
+	}
+	n := numNodes[seedType]
+	for i, v := range seeds {
+		if v < 0 || v >= n {
+			return 0, fmt.Errorf("topology: seeds[%d] = %d is not a node id of seedType %d in [0, %d)", i, v, seedType, n)
+		}
+	}
+	return hops, nil
+}
+
+// checkHeteroGraph validates the graph and options of a heterogeneous sample and returns the
+// number of hops.
+func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptions) (int, error) {
 	numTypes := len(numNodes)
 	for t, n := range numNodes {
 		if n < 0 {
 			return 0, fmt.Errorf("topology: numNodes[%d] = %d is negative", t, n)
 		}
-	}
-	if seedType < 0 || seedType >= numTypes {
-		return 0, fmt.Errorf("topology: seedType = %d is not a node type in [0, %d)", seedType, numTypes)
 	}
 	if opt.Workers < 0 {
 		return 0, fmt.Errorf("topology: Workers = %d is negative", opt.Workers)
@@ -211,12 +227,6 @@ func checkHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int6
 			if f < -1 {
 				return 0, fmt.Errorf("topology: Fanouts[%d][%d] = %d; want -1 (every neighbor) or a count >= 0", e, h, f)
 			}
-		}
-	}
-	n := numNodes[seedType]
-	for i, v := range seeds {
-		if v < 0 || v >= n {
-			return 0, fmt.Errorf("topology: seeds[%d] = %d is not a node id of seedType %d in [0, %d)", i, v, seedType, n)
 		}
 	}
 	return hops, nil
