@@ -291,7 +291,11 @@ func checkLink(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, dst, 
 }
 
 // NegativeSeed is the seed negatives draw with: Seed mixed with a tag no edge type index reaches,
-// so negatives and neighbor draws are independent.
+// so negatives and neighbor draws are independent. Negative k's node of endpoint 0 (the edge
+// type's Src) or 1 (its Dst) comes from the generator SampleNeighbors gives a node, with
+// NegativeSeed(Seed) as seed, the endpoint as hop and k as node id: its first value below the
+// type's node count (the multiply-shift draw), its next ones for strict redraws. A GPU drawing
+// negatives draws the same.
 func NegativeSeed(seed uint64) uint64 {
 	return seed ^ mix64(negativeTag)
 }

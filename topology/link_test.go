@@ -557,3 +557,34 @@ func TestSampleFromEdgesErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleHeteroFromEdgesDrawHop: over HopDrawers that draw as the host does, link sampling,
+// exclusion included, gives the host's sample: the exclusion filters the drawn edges after the
+// draw, whoever draws.
+func TestSampleHeteroFromEdgesDrawHop(t *testing.T) {
+	r := testRand(t)
+	h := randomHeteroOf(r, linkTypes)
+	mem, _ := h.graphs(t, make([]bool, len(h.types)))
+	drawers := slices.Clone(mem)
+	for e := range drawers {
+		drawers[e].G = &drawingGraph{CSC: mem[e].G.(*CSC)}
+	}
+	for seedEdgeType := range h.types {
+		src, dst := seedEdgesFor(r, h, seedEdgeType, 100)
+		opt := HeteroLinkSampleOptions{
+			HeteroSampleOptions: HeteroSampleOptions{Fanouts: linkFanoutCases[0], Seed: r.Uint64()},
+			LinkOptions:         LinkOptions{Negatives: BinaryNegatives, StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: linkReverse},
+		}
+		want, err := SampleHeteroFromEdges(h.numNodes, mem, seedEdgeType, src, dst, nil, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SampleHeteroFromEdges(h.numNodes, drawers, seedEdgeType, src, dst, nil, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed edge type %d, seed %d: the HopDrawers' sample differs: %s", seedEdgeType, opt.Seed, diffHetero(&got.HeteroSample, &want.HeteroSample))
+		}
+	}
+}
