@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -30,8 +31,10 @@ type LinkOptions struct {
 	NegAmount float64
 	// StrictNegatives redraws a negative pair (src, dst) that is an edge of the seed edge type's
 	// graph or one of the call's seed edges, up to MaxNegativeDraws draws a negative; a negative
-	// still positive after that fails the call. Without it negatives are drawn as PyG draws them
-	// and may be edges of the graph.
+	// still positive after that is drawn uniformly from the pairs that are not (a triplet's keeping
+	// its source), found by one read of the edge type's lists; the call fails, naming the numbers,
+	// when there are none. Without it negatives are drawn as PyG draws them and may be edges of
+	// the graph.
 	StrictNegatives bool
 	// ExcludeSeedEdges leaves the seed edges (src[i], dst[i]) out of the sampled neighborhoods,
 	// every parallel copy of them: a drawn position that holds one is dropped, not redrawn, as
@@ -314,7 +317,7 @@ const (
 // nodeRNG(NegativeSeed(Seed), end, k).below(n), n the type's node count; under StrictNegatives a
 // pair that is an edge redraws both its nodes (a triplet's its destination) from the same
 // generators, round after round, each round one Degrees and one NeighborsAt call on et.G for the
-// destinations still in doubt.
+// destinations still in doubt; after MaxNegativeDraws rounds pickNonNeighbors settles the rest.
 func drawNegatives(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, dst []int64, numNeg int, opt HeteroLinkSampleOptions) (negSrc, negDst []int64, err error) {
 	et := edges[seedEdgeType]
 	seed := NegativeSeed(opt.Seed)
@@ -404,14 +407,140 @@ func drawNegatives(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, d
 			if !isEdge && !isSeed {
 				continue
 			}
-			if round == MaxNegativeDraws {
-				return nil, nil, fmt.Errorf("topology: strict negatives: negative %d, (%d, %d), is still a positive edge after %d draws: edges[%d] (%d -> %d) has %d edges among %d × %d node pairs, too dense to draw non-edges from",
-					k, pair[0], pair[1], MaxNegativeDraws, seedEdgeType, et.Src, et.Dst, et.G.NumEdges(), nSrc, nDst)
+			if round < MaxNegativeDraws {
+				draw(k)
 			}
-			draw(k)
 			still = append(still, k)
 		}
 		pending = still
+		if round == MaxNegativeDraws && len(pending) > 0 {
+			if err := pickNonNeighbors(et.G, nSrc, nDst, positives, pending, triplet, pairSrc, negSrc, negDst, dstRNG); err != nil {
+				return nil, nil, fmt.Errorf("topology: strict negatives of edges[%d] (%d -> %d, %d edges among %d × %d node pairs): %w",
+					seedEdgeType, et.Src, et.Dst, et.G.NumEdges(), nSrc, nDst, err)
+			}
+			break
+		}
 	}
 	return negSrc, negDst, nil
+}
+
+// scanChunk is the number of destinations pickNonNeighbors reads at a time.
+const scanChunk = 1 << 16
+
+// maxFallbackBits bounds the pairs a binary fallback marks, one bit each (1 GiB).
+const maxFallbackBits = 1 << 33
+
+// pickNonNeighbors settles the negatives pending, each still positive after MaxNegativeDraws
+// draws, uniformly among the pairs that make no edge of g nor a positive pair: a triplet keeps
+// its source (pairSrc(k)) and takes the c-th such destination of it, ascending; a binary pair
+// takes the c-th such pair (src, dst) of all, ascending by src, then dst. c is the next value of
+// the negative's generator rng[k] below their number. It reads every list of g once, scanChunk
+// destinations a call, and fails when there is no such pair.
+func pickNonNeighbors(g Graph, nSrc, nDst int64, positives pairSet, pending []int, triplet bool, pairSrc func(int) int64, negSrc, negDst []int64, rng []splitmix) error {
+	// adjacent[s] marks the destinations s may not take, one bit each: of the pending triplets'
+	// sources, or of every source for binary pairs.
+	words := (nDst + 63) / 64
+	adjacent := map[int64][]uint64{}
+	if triplet {
+		for _, k := range pending {
+			adjacent[pairSrc(k)] = make([]uint64, words)
+		}
+	} else {
+		if words > maxFallbackBits/64/nSrc { // nSrc > 0: there are seed edges
+			return fmt.Errorf("negative %d is still positive after %d draws, and marking all %d × %d pairs to pick from the others would take over %d bits", pending[0], MaxNegativeDraws, nSrc, nDst, maxFallbackBits)
+		}
+		for u := range nSrc {
+			adjacent[u] = make([]uint64, words)
+		}
+	}
+	mark := func(s, d int64) {
+		if row, ok := adjacent[s]; ok {
+			row[d>>6] |= 1 << (d & 63)
+		}
+	}
+	for p := range positives {
+		mark(p[0], p[1])
+	}
+	var nodes, deg, off, pos, out []int64
+	for lo := int64(0); lo < nDst; lo += scanChunk {
+		hi := min(lo+scanChunk, nDst)
+		nodes, deg, off = resize(nodes, int(hi-lo)), resize(deg, int(hi-lo)), resize(off, int(hi-lo)+1)
+		for i := range nodes {
+			nodes[i] = lo + int64(i)
+		}
+		if err := g.Degrees(nodes, deg); err != nil {
+			return err
+		}
+		off[0] = 0
+		for i, d := range deg {
+			if d < 0 {
+				return fmt.Errorf("graph gave degree %d for node %d", d, nodes[i])
+			}
+			off[i+1] = off[i] + d
+		}
+		pos, out = resize(pos, int(off[len(nodes)])), resize(out, int(off[len(nodes)]))
+		for i := range nodes {
+			for j := off[i]; j < off[i+1]; j++ {
+				pos[j] = j - off[i]
+			}
+		}
+		if err := g.NeighborsAt(nodes, off, pos, out); err != nil {
+			return err
+		}
+		for i, d := range nodes {
+			for _, nb := range out[off[i]:off[i+1]] {
+				mark(nb, d)
+			}
+		}
+	}
+	free := func(u int64) int64 {
+		n := nDst
+		for _, w := range adjacent[u] {
+			n -= int64(bits.OnesCount64(w))
+		}
+		return n
+	}
+	// nth returns the c-th destination (ascending) that u may take.
+	nth := func(u, c int64) int64 {
+		adj := adjacent[u]
+		for d := range nDst {
+			if adj[d>>6]&(1<<(d&63)) == 0 {
+				if c == 0 {
+					return d
+				}
+				c--
+			}
+		}
+		panic("topology: fewer free destinations than counted")
+	}
+	if triplet {
+		for _, k := range pending {
+			u := pairSrc(k)
+			n := free(u)
+			if n == 0 {
+				return fmt.Errorf("negative %d: source %d is adjacent to all %d destinations, so it has no negative", k, u, nDst)
+			}
+			negDst[k] = nth(u, int64(rng[k].below(uint64(n))))
+		}
+		return nil
+	}
+	freeOf := make([]int64, nSrc)
+	var total int64
+	for u := range nSrc {
+		freeOf[u] = free(u)
+		total += freeOf[u]
+	}
+	if total == 0 {
+		return fmt.Errorf("every one of the %d × %d pairs is an edge or a seed edge, so there is no negative", nSrc, nDst)
+	}
+	for _, k := range pending {
+		c := int64(rng[k].below(uint64(total)))
+		u := int64(0)
+		for c >= freeOf[u] {
+			c -= freeOf[u]
+			u++
+		}
+		negSrc[k], negDst[k] = u, nth(u, c)
+	}
+	return nil
 }

@@ -81,29 +81,54 @@ func refLink(h heteroGraph, indexed []bool, c linkCase) *HeteroLinkSample {
 	var lk LinkLabels
 	seed := NegativeSeed(c.opt.Seed)
 	nSrc, nDst := uint64(h.numNodes[et.Src]), uint64(h.numNodes[et.Dst])
+	ok := func(p [2]int64) bool { return !sets[c.seedEdgeType][p] && !positive[p] }
+	// free lists the pairs a negative may take after MaxNegativeDraws draws: of source u, or of
+	// every source when u < 0, ascending.
+	free := func(u int64) (pairs [][2]int64) {
+		for s := range int64(nSrc) {
+			for d := range int64(nDst) {
+				if (u < 0 || s == u) && ok([2]int64{s, d}) {
+					pairs = append(pairs, [2]int64{s, d})
+				}
+			}
+		}
+		return pairs
+	}
 	switch c.opt.Negatives {
 	case BinaryNegatives:
 		for k := range int(math.Ceil(float64(len(c.src)) * amount)) {
 			rs, rd := nodeRNG(seed, 0, int64(k)), nodeRNG(seed, 1, int64(k))
-			for {
-				p := [2]int64{int64(rs.below(nSrc)), int64(rd.below(nDst))}
-				if !c.opt.StrictNegatives || !sets[c.seedEdgeType][p] && !positive[p] {
-					lk.NegSrc, lk.NegDst = append(lk.NegSrc, p[0]), append(lk.NegDst, p[1])
+			var p [2]int64
+			for draw := 1; ; draw++ {
+				p = [2]int64{int64(rs.below(nSrc)), int64(rd.below(nDst))}
+				if !c.opt.StrictNegatives || ok(p) {
+					break
+				}
+				if draw == MaxNegativeDraws {
+					pairs := free(-1)
+					p = pairs[rd.below(uint64(len(pairs)))]
 					break
 				}
 			}
+			lk.NegSrc, lk.NegDst = append(lk.NegSrc, p[0]), append(lk.NegDst, p[1])
 		}
 	case TripletNegatives:
 		for i := range c.src {
 			for j := range int(amount) {
 				rd := nodeRNG(seed, 1, int64(i*int(amount)+j))
-				for {
-					p := [2]int64{c.src[i], int64(rd.below(nDst))}
-					if !c.opt.StrictNegatives || !sets[c.seedEdgeType][p] && !positive[p] {
-						lk.NegDst = append(lk.NegDst, p[1])
+				var p [2]int64
+				for draw := 1; ; draw++ {
+					p = [2]int64{c.src[i], int64(rd.below(nDst))}
+					if !c.opt.StrictNegatives || ok(p) {
+						break
+					}
+					if draw == MaxNegativeDraws {
+						pairs := free(c.src[i])
+						p = pairs[rd.below(uint64(len(pairs)))]
 						break
 					}
 				}
+				lk.NegDst = append(lk.NegDst, p[1])
 			}
 		}
 	}
@@ -479,9 +504,46 @@ func TestSampleFromEdgesSmallExample(t *testing.T) {
 	}
 }
 
-// TestStrictNegativesTooDense: strict negatives of a graph where every pair is an edge fail,
-// naming the numbers; on a graph with one non-edge pair they all find it.
-func TestStrictNegativesTooDense(t *testing.T) {
+// TestStrictNegativesDense: on graphs so dense that MaxNegativeDraws draws often find only edges,
+// strict negatives still are no edges and match the reference's fallback; where no pair is free
+// the call fails naming the numbers.
+func TestStrictNegativesDense(t *testing.T) {
+	r := testRand(t)
+	// 4 sources, 300 destinations; each source is adjacent to all but 3 (one draw in 100 is free).
+	const nSrc, nDst = 4, 300
+	el := edgeList{name: "dense", numNodes: nDst}
+	for u := range int64(nSrc) {
+		freeDst := map[int64]bool{r.Int64N(nDst): true, r.Int64N(nDst): true, r.Int64N(nDst): true}
+		for d := range int64(nDst) {
+			if !freeDst[d] {
+				el.src, el.dst = append(el.src, u), append(el.dst, d)
+			}
+		}
+	}
+	h := heteroGraph{numNodes: []int64{nDst, nSrc}, types: []EdgeGraph{{Src: 1, Dst: 0}}, edges: []edgeList{el}}
+	mem, disk := h.graphs(t, []bool{false})
+	for _, mode := range []NegativeMode{BinaryNegatives, TripletNegatives} {
+		for range 5 {
+			c := linkCase{src: []int64{r.Int64N(nSrc), r.Int64N(nSrc)}, dst: []int64{r.Int64N(nDst), r.Int64N(nDst)}}
+			c.opt = HeteroLinkSampleOptions{
+				HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{{2}}, Seed: r.Uint64()},
+				LinkOptions:         LinkOptions{Negatives: mode, NegAmount: 20, StrictNegatives: true},
+			}
+			want := refLink(h, []bool{true}, c)
+			for i, edges := range [][]EdgeGraph{mem, disk} {
+				got, err := SampleHeteroFromEdges(h.numNodes, edges, 0, c.src, c.dst, nil, c.opt)
+				if err != nil {
+					t.Fatalf("%v: %v", c, err)
+				}
+				if d := diffLinkLabels(got.LinkLabels, want.LinkLabels); d != "" {
+					t.Fatalf("%v, disk %v: %s", c, i == 1, d)
+				}
+				checkLinkSample(t, c.String(), h, []bool{true}, c, got)
+			}
+		}
+	}
+
+	// 3 nodes, every pair an edge but (2, 1).
 	var src, dst []int64
 	for u := range int64(3) {
 		for v := range int64(3) {
@@ -490,18 +552,27 @@ func TestStrictNegativesTooDense(t *testing.T) {
 			}
 		}
 	}
-	opt := LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{1}}, LinkOptions: LinkOptions{Negatives: BinaryNegatives, NegAmount: 4, StrictNegatives: true}}
 	g := must(FromEdges(3, src, dst))
+	opt := LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{1}}, LinkOptions: LinkOptions{Negatives: BinaryNegatives, NegAmount: 4, StrictNegatives: true}}
 	s, err := SampleFromEdges(g, []int64{0}, []int64{0}, nil, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(s.NegSrc, []int64{2, 2, 2, 2}) || !slices.Equal(s.NegDst, []int64{1, 1, 1, 1}) {
-		t.Fatalf("negatives %v, %v; want (2, 1), the one non-edge, four times", s.NegSrc, s.NegDst)
+		t.Fatalf("binary negatives %v, %v; want (2, 1), the one non-edge, four times", s.NegSrc, s.NegDst)
 	}
 	opt.Negatives = TripletNegatives
-	if _, err := SampleFromEdges(g, []int64{0}, []int64{0}, nil, opt); err == nil || !strings.Contains(err.Error(), "is still a positive edge after 64 draws: edges[0] (0 -> 0) has 8 edges among 3 × 3 node pairs") {
-		t.Fatalf("triplet negatives for source 0, adjacent to every node: error %v", err)
+	if s, err = SampleFromEdges(g, []int64{2}, []int64{0}, nil, opt); err != nil || !slices.Equal(s.NegDst, []int64{1, 1, 1, 1}) {
+		t.Fatalf("triplet negatives of source 2: %v, %v; want 1 four times", s, err)
+	}
+	want := "topology: strict negatives of edges[0] (0 -> 0, 8 edges among 3 × 3 node pairs): negative 0: source 0 is adjacent to all 3 destinations, so it has no negative"
+	if _, err := SampleFromEdges(g, []int64{0}, []int64{0}, nil, opt); err == nil || err.Error() != want {
+		t.Fatalf("triplet negatives of source 0, adjacent to every node: error %v, want %q", err, want)
+	}
+	opt.Negatives = BinaryNegatives
+	want = "topology: strict negatives of edges[0] (0 -> 0, 8 edges among 3 × 3 node pairs): every one of the 3 × 3 pairs is an edge or a seed edge, so there is no negative"
+	if _, err := SampleFromEdges(g, []int64{2}, []int64{1}, nil, opt); err == nil || err.Error() != want {
+		t.Fatalf("binary negatives with the one non-edge a seed edge: error %v, want %q", err, want)
 	}
 }
 
