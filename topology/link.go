@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -105,7 +106,7 @@ type HeteroLinkSampleOptions struct {
 // shape. The seed nodes are the distinct endpoints of the seed edges and negatives, ascending.
 func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (*LinkSample, error) {
 	if g == nil {
-		return nil, fmt.Errorf("topology: graph is nil")
+		return nil, errors.New("topology: graph is nil")
 	}
 	hopt := HeteroLinkSampleOptions{
 		HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly},
@@ -128,8 +129,8 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 // type seedEdgeType (src ids of its Src node type, dst ids of its Dst type), PyG's edge_sample
 // with disjoint=False:
 //
-//  1. Negatives (opt.Negatives) are drawn first, each from its own generator (seeded by NegativeSeed(Seed)), so
-//     the same Seed gives the same negatives whatever Workers is.
+//  1. Negatives (opt.Negatives) are drawn first, each from its own generator (see NegativeSeed),
+//     so the same Seed gives the same negatives whatever Workers is.
 //  2. The seed nodes are the distinct endpoints, ascending (PyG's torch.unique): of the Src type
 //     src and the binary negatives' sources; of the Dst type dst and the negative destinations;
 //     when Src and Dst are one node type, both sets together in that type.
@@ -285,6 +286,9 @@ func checkLink(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, dst, 
 		}
 		if labels != nil {
 			return 0, fmt.Errorf("topology: %d labels with triplet negatives; triplet samples take no labels (SrcIndex, DstPosIndex and DstNegIndex tell positives from negatives)", len(labels))
+		}
+		if n := float64(len(src)) * amount; n > math.MaxInt32 {
+			return 0, fmt.Errorf("topology: NegAmount = %v asks %v negatives of %d seed edges", opt.NegAmount, n, len(src))
 		}
 		numNeg = len(src) * int(amount)
 	default:
