@@ -659,3 +659,44 @@ func TestSampleHeteroFromEdgesDrawHop(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSampleFromEdges samples 2 hops, [25, 10], around 512 seed edges of BenchmarkSample's
+// graph (1024 endpoints, as BenchmarkSample's seeds), plain, then with binary strict negatives and
+// the seed edges and reverses excluded; edges/s compares the overhead.
+func BenchmarkSampleFromEdges(b *testing.B) {
+	const numNodes, numEdges, numSeeds = 1 << 20, 10 << 20, 512
+	r := rand.New(rand.NewPCG(1, 2))
+	src, dst := make([]int64, numEdges), make([]int64, numEdges)
+	for i := range src {
+		src[i], dst[i] = r.Int64N(numNodes), r.Int64N(numNodes)
+	}
+	g, err := FromEdges(numNodes, src, dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedSrc, seedDst := make([]int64, numSeeds), make([]int64, numSeeds)
+	for i := range seedSrc {
+		j := r.IntN(numEdges)
+		seedSrc[i], seedDst[i] = src[j], dst[j]
+	}
+	for _, c := range []struct {
+		name string
+		link LinkOptions
+	}{
+		{"plain", LinkOptions{}},
+		{"binary-strict-exclude", LinkOptions{Negatives: BinaryNegatives, StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			opt := LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{25, 10}}, LinkOptions: c.link}
+			runs := 0
+			for b.Loop() {
+				opt.Seed = uint64(runs)
+				if _, err := SampleFromEdges(g, seedSrc, seedDst, nil, opt); err != nil {
+					b.Fatal(err)
+				}
+				runs++
+			}
+			b.ReportMetric(float64(runs*numSeeds)/b.Elapsed().Seconds(), "edges/s")
+		})
+	}
+}
