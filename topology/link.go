@@ -38,10 +38,13 @@ type LinkOptions struct {
 	// the graph.
 	StrictNegatives bool
 	// ExcludeSeedEdges leaves the seed edges (src[i], dst[i]) out of the sampled neighborhoods,
-	// every parallel copy of them: a drawn position that holds one is dropped, not redrawn, as
-	// DGL's exclude_edges and GraphBolt's exclude_seed_edges drop it. With ReverseEdgeTypes it
-	// also leaves out their reverses, (dst[i], src[i]) of the reverse edge type. Negatives are
-	// never excluded.
+	// every parallel copy of them: a drawn position that holds one is dropped, not redrawn (as
+	// GraphBolt's exclude_seed_edges drops sampled edges; DGL's exclude_edges instead takes them
+	// out of the candidates, filling the fanout from the others), so every other draw is the one
+	// SampleHetero makes, on the host or a HopDrawer. A neighbor reached only through a dropped
+	// edge does not join the sample (GraphBolt, dropping after all hops, keeps it). With
+	// ReverseEdgeTypes it also leaves out their reverses, (dst[i], src[i]) of the reverse edge
+	// type. Negatives are never excluded.
 	ExcludeSeedEdges bool
 	// ReverseEdgeTypes maps an edge type to the edge type that holds its reverse edges (DGL's
 	// reverse_etypes): its Src is the first's Dst and its Dst the first's Src. Only the seed edge
