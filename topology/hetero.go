@@ -64,6 +64,15 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	if err != nil {
 		return nil, err
 	}
+	typeSeeds := make([][]int64, len(numNodes))
+	typeSeeds[seedType] = seeds
+	return sampleHetero(numNodes, edges, hops, typeSeeds, opt, nil)
+}
+
+// sampleHetero is SampleHetero on checked input with seeds of every node type (seeds[t] of type
+// t, as given: NodesPerHop[t][0] is len(seeds[t])), leaving out of edge type e the edges in
+// exclude[e] (exclude nil or exclude[e] nil: none) as hopSampler.hop does.
+func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64, opt HeteroSampleOptions, exclude []pairSet) (*HeteroSample, error) {
 	workers := opt.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -83,19 +92,15 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	nodes := make([]nodeSet, numTypes)
 	bitsLeft := int64(maxBitsetNodes)
 	for t, n := range numNodes {
-		var typeSeeds []int64
-		if t == seedType {
-			typeSeeds = seeds
-		}
 		bitset := opt.NodesOnly && n <= bitsLeft
 		if bitset {
 			bitsLeft -= n
 		}
-		nodes[t] = newNodeSet(n, typeSeeds, bitset)
+		nodes[t] = newNodeSet(n, seeds[t], bitset)
 		defer nodes[t].release()
 		s.NodesPerHop[t] = make([]int64, hops+1)
+		s.NodesPerHop[t][0] = int64(len(seeds[t]))
 	}
-	s.NodesPerHop[seedType][0] = int64(len(seeds))
 	sc := scratches.Get().(*sampleScratch)
 	defer scratches.Put(sc)
 
@@ -106,7 +111,18 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	targets := make([][]int64, numTypes)
 	firstTarget := make([]int64, numTypes)
 	hopStart := make([]int64, numTypes)
-	frontier[seedType], targets[seedType] = nodes[seedType].distinctSeeds(sc)
+	scratchUsed := false
+	for t := range nodes {
+		if len(seeds[t]) == 0 {
+			continue
+		}
+		if !scratchUsed { // the first seed type reuses the scratch's storage, kept for the next sample
+			frontier[t], targets[t] = nodes[t].distinctSeeds(sc.seeds[:0], sc.targets[:0])
+			sc.seeds, sc.targets, scratchUsed = frontier[t], targets[t], true
+		} else {
+			frontier[t], targets[t] = nodes[t].distinctSeeds(nil, nil)
+		}
+	}
 	out := make([]sampledEdges, len(edges))
 	for e, eg := range edges {
 		out[e] = newSampledEdges(eg.G, opt.NodesOnly)
@@ -122,7 +138,11 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 			if len(frontier[eg.Dst]) == 0 || fanout == 0 {
 				continue
 			}
-			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e])
+			var excl pairSet
+			if exclude != nil {
+				excl = exclude[e]
+			}
+			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
 			if err != nil {
 				return nil, err
 			}
@@ -153,14 +173,30 @@ func EdgeTypeSeed(seed uint64, e int) uint64 {
 // checkHetero validates SampleHetero's input, all of it before anything is sampled, and returns
 // the number of hops.
 func checkHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int64, opt HeteroSampleOptions) (int, error) {
+	hops, err := checkHeteroGraph(numNodes, edges, opt)
+	if err != nil {
+		return 0, err
+	}
+	if seedType < 0 || seedType >= len(numNodes) {
+		return 0, fmt.Errorf("topology: seedType = %d is not a node type in [0, %d)", seedType, len(numNodes))
+	}
+	n := numNodes[seedType]
+	for i, v := range seeds {
+		if v < 0 || v >= n {
+			return 0, fmt.Errorf("topology: seeds[%d] = %d is not a node id of seedType %d in [0, %d)", i, v, seedType, n)
+		}
+	}
+	return hops, nil
+}
+
+// checkHeteroGraph validates the graph and options of a heterogeneous sample and returns the
+// number of hops.
+func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptions) (int, error) {
 	numTypes := len(numNodes)
 	for t, n := range numNodes {
 		if n < 0 {
 			return 0, fmt.Errorf("topology: numNodes[%d] = %d is negative", t, n)
 		}
-	}
-	if seedType < 0 || seedType >= numTypes {
-		return 0, fmt.Errorf("topology: seedType = %d is not a node type in [0, %d)", seedType, numTypes)
 	}
 	if opt.Workers < 0 {
 		return 0, fmt.Errorf("topology: Workers = %d is negative", opt.Workers)
@@ -191,12 +227,6 @@ func checkHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int6
 			if f < -1 {
 				return 0, fmt.Errorf("topology: Fanouts[%d][%d] = %d; want -1 (every neighbor) or a count >= 0", e, h, f)
 			}
-		}
-	}
-	n := numNodes[seedType]
-	for i, v := range seeds {
-		if v < 0 || v >= n {
-			return 0, fmt.Errorf("topology: seeds[%d] = %d is not a node id of seedType %d in [0, %d)", i, v, seedType, n)
 		}
 	}
 	return hops, nil

@@ -23,9 +23,12 @@ var heteroTypes = []EdgeGraph{{Src: 0, Dst: 0}, {Src: 1, Dst: 0}, {Src: 1, Dst: 
 
 // randomHetero draws a graph of 3 node types over heteroTypes: each edge type with duplicate
 // edges, isolated destinations (the top tenth of the ids) and a hub (node 7 % n) of in-degree 300.
-func randomHetero(r *rand.Rand) heteroGraph {
-	h := heteroGraph{numNodes: []int64{300 + r.Int64N(200), 200 + r.Int64N(100), 20 + r.Int64N(40)}, types: heteroTypes}
-	for _, et := range heteroTypes {
+func randomHetero(r *rand.Rand) heteroGraph { return randomHeteroOf(r, heteroTypes) }
+
+// randomHeteroOf draws a graph as randomHetero does over the edge types types.
+func randomHeteroOf(r *rand.Rand, types []EdgeGraph) heteroGraph {
+	h := heteroGraph{numNodes: []int64{300 + r.Int64N(200), 200 + r.Int64N(100), 20 + r.Int64N(40)}, types: types}
+	for _, et := range types {
 		ns, nd := h.numNodes[et.Src], h.numNodes[et.Dst]
 		e := edgeList{name: fmt.Sprintf("%d->%d", et.Src, et.Dst), numNodes: nd}
 		add := func(s, d int64) { e.src = append(e.src, s); e.dst = append(e.dst, d) }
@@ -105,6 +108,14 @@ func refPositions(d int64, f int, replace bool, seed uint64, hop int, node int64
 
 // refSampleHetero is SampleHetero written plainly from its contract: maps, no pooling, no batching.
 func refSampleHetero(h heteroGraph, indexed []bool, seedType int, seeds []int64, opt HeteroSampleOptions) *HeteroSample {
+	typeSeeds := make([][]int64, len(h.numNodes))
+	typeSeeds[seedType] = seeds
+	return refSampleHeteroFrom(h, indexed, typeSeeds, opt, nil)
+}
+
+// refSampleHeteroFrom is refSampleHetero with seeds of every node type (typeSeeds[t] of type t)
+// and, when excluded is not nil, without the drawn edges it reports (edge type, src, dst).
+func refSampleHeteroFrom(h heteroGraph, indexed []bool, typeSeeds [][]int64, opt HeteroSampleOptions, excluded func(e int, src, dst int64) bool) *HeteroSample {
 	numTypes, numEdgeTypes, hops := len(h.numNodes), len(h.types), len(opt.Fanouts[0])
 	s := &HeteroSample{
 		Nodes: make([][]int64, numTypes), NodesPerHop: make([][]int64, numTypes),
@@ -118,14 +129,16 @@ func refSampleHetero(h heteroGraph, indexed []bool, seedType int, seeds []int64,
 		s.Nodes[t] = []int64{}
 		s.NodesPerHop[t] = make([]int64, hops+1)
 	}
-	for i, v := range seeds {
-		s.Nodes[seedType] = append(s.Nodes[seedType], v)
-		if _, ok := local[seedType][v]; !ok {
-			local[seedType][v] = int64(i)
-			frontier[seedType] = append(frontier[seedType], int64(i))
+	for seedType, seeds := range typeSeeds {
+		for i, v := range seeds {
+			s.Nodes[seedType] = append(s.Nodes[seedType], v)
+			if _, ok := local[seedType][v]; !ok {
+				local[seedType][v] = int64(i)
+				frontier[seedType] = append(frontier[seedType], int64(i))
+			}
 		}
+		s.NodesPerHop[seedType][0] = int64(len(seeds))
 	}
-	s.NodesPerHop[seedType][0] = int64(len(seeds))
 	lists := make([][][]int64, numEdgeTypes)
 	firstEdge := make([][]int64, numEdgeTypes) // edge id of each list's first edge
 	for e, el := range h.edges {
@@ -154,6 +167,9 @@ func refSampleHetero(h heteroGraph, indexed []bool, seedType int, seeds []int64,
 				v := s.Nodes[et.Dst][target]
 				for _, p := range refPositions(int64(len(lists[e][v])), f, opt.Replace, opt.Seed^mix64(uint64(e)), hop, v) {
 					nb := lists[e][v][p]
+					if excluded != nil && excluded(e, nb, v) {
+						continue
+					}
 					l, ok := local[et.Src][nb]
 					if !ok {
 						l = int64(len(s.Nodes[et.Src]))

@@ -104,7 +104,8 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	defer scratches.Put(sc)
 	// frontier holds the nodes first reached at the previous hop, targets their local ids (nil:
 	// consecutive from firstTarget).
-	frontier, targets := nodes.distinctSeeds(sc)
+	frontier, targets := nodes.distinctSeeds(sc.seeds[:0], sc.targets[:0])
+	sc.seeds, sc.targets = frontier, targets // kept for the next sample
 	var firstTarget int64
 	edges := newSampledEdges(g, opt.NodesOnly)
 	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc}
@@ -113,7 +114,7 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 			break // nothing more is reachable; the remaining counts stay 0
 		}
 		start := int64(len(nodes.ids))
-		total, err := hs.hop(g, -1, frontier, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges)
+		total, err := hs.hop(g, -1, frontier, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -152,17 +153,14 @@ func newNodeSet(n int64, seeds []int64, bitset bool) nodeSet {
 }
 
 // distinctSeeds maps the ids s starts with (the seeds) to their first positions and returns the
-// distinct ones with those positions, in sc's seeds and targets (which it keeps for the next
-// sample).
-func (s *nodeSet) distinctSeeds(sc *sampleScratch) (frontier, targets []int64) {
-	frontier, targets = sc.seeds[:0], sc.targets[:0]
+// distinct ones with those positions, appended to frontier and targets (reused storage).
+func (s *nodeSet) distinctSeeds(frontier, targets []int64) ([]int64, []int64) {
 	for i, v := range s.ids {
 		if _, added := s.addIfAbsent(v, int64(i)); added {
 			frontier = append(frontier, v)
 			targets = append(targets, int64(i))
 		}
 	}
-	sc.seeds, sc.targets = frontier, targets
 	return frontier, targets
 }
 
@@ -210,10 +208,11 @@ type hopSampler struct {
 // hop samples fanout (not 0) in-neighbors in g of every node of frontier, whose local ids are
 // targets (nil: consecutive from firstTarget), drawing with seed at hop h: the neighbors it
 // reaches first join src, and the edges join edges unless the sample is NodesOnly (their ids
-// when edges.ids is not nil). It returns the number of edges sampled; src grows by at most that.
-// edgeType names g in errors: -1 for the one graph of SampleNeighbors, else its index in
-// SampleHetero's edges.
-func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firstTarget int64, fanout int, seed uint64, h int, src *nodeSet, edges *sampledEdges) (int64, error) {
+// when edges.ids is not nil). A drawn edge in exclude (nil: none) is dropped: it neither joins
+// edges nor brings its neighbor into src, and the other draws stay as they are. It returns the
+// number of edges kept; src grows by at most that. edgeType names g in errors: -1 for the one
+// graph of SampleNeighbors, else its index in SampleHetero's edges.
+func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firstTarget int64, fanout int, seed uint64, h int, src *nodeSet, edges *sampledEdges, exclude pairSet) (int64, error) {
 	graphErr := func(err error) error {
 		if edgeType >= 0 {
 			return fmt.Errorf("topology: edges[%d]: %w", edgeType, err)
@@ -275,26 +274,32 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 	}
 	if indexer != nil {
 		edges.ids = slices.Grow(edges.ids, int(total))
-		for i := range frontier {
-			for _, p := range pos[off[i]:off[i+1]] {
-				edges.ids = append(edges.ids, starts[i]+p)
-			}
-		}
 	}
 	numNodes, seen, localOf := src.n, src.seen, src.localOf
-	ids, row, col := src.ids, edges.row, edges.col
+	ids, row, col, eids := src.ids, edges.row, edges.col, edges.ids
+	kept := total
 	for i := range frontier {
 		target := firstTarget + int64(i)
 		if targets != nil {
 			target = targets[i]
 		}
-		for _, nb := range out[off[i]:off[i+1]] {
+		for k := off[i]; k < off[i+1]; k++ {
+			nb := out[k]
 			if nb < 0 || nb >= numNodes {
 				src.ids = ids
 				if edgeType >= 0 {
 					return 0, fmt.Errorf("topology: edges[%d] gave neighbor %d of node %d, not a node id of its Src type in [0, %d)", edgeType, nb, frontier[i], numNodes)
 				}
 				return 0, fmt.Errorf("topology: graph gave neighbor %d of node %d, not a node id in [0, %d)", nb, frontier[i], numNodes)
+			}
+			if exclude != nil {
+				if _, drop := exclude[[2]int64{nb, frontier[i]}]; drop {
+					kept--
+					continue
+				}
+			}
+			if indexer != nil {
+				eids = append(eids, starts[i]+pos[k])
 			}
 			if seen != nil {
 				if seen.add(nb) {
@@ -312,9 +317,13 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 			}
 		}
 	}
-	src.ids, edges.row, edges.col = ids, row, col
-	return total, nil
+	src.ids, edges.row, edges.col, edges.ids = ids, row, col, eids
+	return kept, nil
 }
+
+// pairSet is a set of edges of one edge type, keyed by (src, dst) global ids: the edges a sample
+// leaves out.
+type pairSet map[[2]int64]struct{}
 
 // idMap maps node ids to local ids by open addressing with linear probing. It grows as ids are
 // added, staying at most half full: sized by the distinct ids, not by the ids looked up, so a

@@ -1,6 +1,8 @@
 // Package topology holds graph adjacency (CSC: for each node, its in-neighbors) and samples
 // k-hop neighborhoods from it: of one graph (SampleNeighbors) or of a heterogeneous graph, one
-// Graph per edge type whose neighbor ids are of its source node type (SampleHetero).
+// Graph per edge type whose neighbor ids are of its source node type (SampleHetero), or around
+// seed edges for link prediction, with negatives and the seed edges left out (SampleFromEdges,
+// SampleHeteroFromEdges).
 //
 // A Graph answers batched questions only (degrees of many nodes, neighbors at many positions), so
 // a graph read from disk costs one IO round per hop, never one per node.
