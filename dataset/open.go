@@ -10,57 +10,53 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OpenRegular opens path for reading with the extra open flags (unix.O_DIRECT, say; O_CLOEXEC is
-// always added) when it is a regular file, and returns it and its size: a directory, device,
+// OpenRegularFD opens path for reading with the extra open flags (unix.O_DIRECT, say; O_CLOEXEC
+// is always added) when it is a regular file, and returns its descriptor and size: a directory, device,
 // FIFO or socket is refused as ErrCorrupt before any read, and the open never blocks (O_NONBLOCK,
 // cleared once the file is known to be regular). It is for files that belong to no dataset (the
 // files of a bare IO stack); a dataset's own files open through OpenFD, its sidecars through
-// OpenIn. Errors name the path; a failed open wraps its errno.
-func OpenRegular(path string, flags int) (*os.File, int64, error) {
-	fd, size, err := openRegular(path, flags)
-	if err != nil {
-		return nil, 0, err
-	}
-	return os.NewFile(uintptr(fd), path), size, nil
+// OpenFDIn. Errors name the path; a failed open wraps its errno.
+func OpenRegularFD(path string, flags int) (fd int, size int64, err error) {
+	return openRegular(path, flags)
 }
 
-// OpenIn opens the file name of the directory root (a dataset directory, or a directory of
-// files tierfs wrote, such as an epoch plan) the way OpenRegular does, and also refuses, as
+// OpenFDIn opens the file name of the directory root (a dataset directory, or a directory of
+// files tierfs wrote, such as an epoch plan) the way OpenRegularFD does, and also refuses, as
 // ErrCorrupt, a name whose symlinks lead outside root and a file of more than maxBytes bytes
 // (the error names the file, its size and the cap; maxBytes < 0: no cap). Every sidecar tierfs
 // reads (a saved placement, an epoch plan's index and packed files) opens here. A missing file
 // gives an error wrapping os.ErrNotExist.
-func OpenIn(root, name string, flags int, maxBytes int64) (*os.File, int64, error) {
+func OpenFDIn(root, name string, flags int, maxBytes int64) (fd int, size int64, err error) {
 	full := filepath.Join(root, name)
 	if !filepath.IsLocal(name) {
-		return nil, 0, fmt.Errorf("dataset: %s: %q escapes %s: %w", full, name, root, ErrCorrupt)
+		return -1, 0, fmt.Errorf("dataset: %s: %q escapes %s: %w", full, name, root, ErrCorrupt)
 	}
 	resolved, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			pe.Path = full
-			return nil, 0, pe
+			return -1, 0, pe
 		}
-		return nil, 0, err
+		return -1, 0, err
 	}
 	base, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, 0, err
+		return -1, 0, err
 	}
 	if rel, err := filepath.Rel(base, resolved); err != nil || !filepath.IsLocal(rel) {
-		return nil, 0, fmt.Errorf("dataset: %s leads to %s, outside %s: %w", full, resolved, root, ErrCorrupt)
+		return -1, 0, fmt.Errorf("dataset: %s leads to %s, outside %s: %w", full, resolved, root, ErrCorrupt)
 	}
 	// O_NOFOLLOW: a symlink swapped in after the check is refused (ELOOP), not followed.
-	f, size, err := OpenRegular(resolved, flags|unix.O_NOFOLLOW)
+	fd, size, err = openRegular(resolved, flags|unix.O_NOFOLLOW)
 	if err != nil {
-		return nil, 0, err
+		return -1, 0, err
 	}
 	if maxBytes >= 0 && size > maxBytes {
-		f.Close()
-		return nil, 0, &SizeError{Path: full, Size: size, Max: maxBytes}
+		unix.Close(fd)
+		return -1, 0, &SizeError{Path: full, Size: size, Max: maxBytes}
 	}
-	return f, size, nil
+	return fd, size, nil
 }
 
 // SizeError says a file is larger than tierfs reads of its kind. It wraps ErrCorrupt.
@@ -74,13 +70,14 @@ func (e *SizeError) Error() string {
 }
 func (e *SizeError) Unwrap() error { return ErrCorrupt }
 
-// ReadIn reads the whole file name of root, opened by OpenIn with the cap maxBytes (which also
+// ReadIn reads the whole file name of root, opened by OpenFDIn with the cap maxBytes (which also
 // bounds what is read should the file grow meanwhile).
 func ReadIn(root, name string, maxBytes int64) ([]byte, error) {
-	f, size, err := OpenIn(root, name, 0, maxBytes)
+	fd, size, err := OpenFDIn(root, name, 0, maxBytes)
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(root, name))
 	defer f.Close()
 	limit := size
 	if maxBytes >= 0 {

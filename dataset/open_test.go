@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// OpenIn and ReadIn refuse, promptly and before reading, every file that is not a regular file
+// OpenFDIn and ReadIn refuse, promptly and before reading, every file that is not a regular file
 // inside its root of at most the cap: a FIFO, a device (through a symlink), a directory, a
 // symlink leading out of the root, a sparse file past the cap.
 func TestOpenInRefuses(t *testing.T) {
@@ -58,9 +58,9 @@ func TestOpenInRefuses(t *testing.T) {
 	// A FIFO or device is refused without a root too.
 	for _, p := range []string{filepath.Join(root, "fifo"), "/dev/zero"} {
 		var err error
-		prompt(t, p, 1<<20, func() { _, _, err = OpenRegular(p, 0) })
+		prompt(t, p, 1<<20, func() { _, _, err = OpenRegularFD(p, 0) })
 		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("OpenRegular(%s): %v, want ErrCorrupt", p, err)
+			t.Errorf("OpenRegularFD(%s): %v, want ErrCorrupt", p, err)
 		}
 	}
 	for _, name := range []string{"ok", "in"} {

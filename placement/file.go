@@ -272,7 +272,7 @@ func Load(dir string, want Inputs) (*Hotness, *Placement, error) {
 // maxHeaderBytes caps the JSON header of a placement file.
 const maxHeaderBytes = 1 << 20
 
-// readFile reads dir/FileName, which must be a regular file inside dir (dataset.OpenIn) of the
+// readFile reads dir/FileName, which must be a regular file inside dir (dataset.OpenFDIn) of the
 // size its header declares, and, where the dataset's manifest loads, no larger than a placement
 // of its nodes can be: anything else is refused, naming the file, before its body is read.
 func readFile(dir string) ([]byte, error) {
@@ -283,12 +283,13 @@ func readFile(dir string) ([]byte, error) {
 			limit += 9 * m.NodeTypes[i].Count
 		}
 	}
-	f, size, err := dataset.OpenIn(dir, FileName, 0, limit)
+	fd, size, err := dataset.OpenFDIn(dir, FileName, 0, limit)
 	if err != nil {
 		return nil, fmt.Errorf("placement: %w", err)
 	}
-	defer f.Close()
 	path := filepath.Join(dir, FileName)
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
 	// The framing and header first: they say how large the file is.
 	head := make([]byte, 16)
 	if _, err := io.ReadFull(f, head); err != nil || string(head[:8]) != fileMagic {
