@@ -38,7 +38,11 @@ func TestMountTwiceRefused(t *testing.T) {
 	d := writeDataset(t, 200, 4, dataset.Float32, 3, newRand(t))
 	s := openStore(t, d, featurestore.Options{})
 	v := mount(t, s, Options{})
-	if _, err := Mount(s, v.Dir(), Options{}); err == nil || !strings.Contains(err.Error(), v.Dir()+" is already a tierfs mount") {
+	v2, err := Mount(s, v.Dir(), Options{})
+	if err == nil {
+		v2.Unmount()
+	}
+	if err == nil || !strings.Contains(err.Error(), v.Dir()+" is already a tierfs mount") {
 		t.Fatalf("a second mount at %s: %v", v.Dir(), err)
 	}
 }
