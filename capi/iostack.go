@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 )
@@ -37,7 +38,7 @@ type ioRec struct {
 	st        *gpuio.Stack
 	fds       []int
 	paths     []string
-	sizes     []int64 // file sizes at open (refreshed when a request reaches past one); -1: not a regular file
+	sizes     []int64 // file sizes at open (refreshed when a request reaches past one)
 	device    int     // CUDA ordinal, -1 for host destinations only
 	blockSize int64
 	pending   int64 // requests submitted since the last complete
@@ -133,25 +134,11 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 			return fail(stEINVAL, "paths[%d] is NULL", i)
 		}
 		path := C.GoString(p)
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
-			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		}
+		fd, size, err := openIOFile(path)
 		if err != nil {
-			return fmt.Errorf("paths[%d]: open %s: %s %w", i, path, unix.ErrnoName(errnoOf(err)), err)
+			return fmt.Errorf("paths[%d]: %w", i, err)
 		}
 		rec.fds = append(rec.fds, fd)
-		var sb unix.Stat_t
-		if err := unix.Fstat(fd, &sb); err != nil {
-			return fmt.Errorf("paths[%d]: stat %s: %w", i, path, err)
-		}
-		size := int64(-1)
-		switch sb.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			size = sb.Size
-		case unix.S_IFDIR:
-			return fail(stEINVAL, "paths[%d] = %s is a directory", i, path)
-		}
 		rec.paths, rec.sizes = append(rec.paths, path), append(rec.sizes, size)
 	}
 	st, err := gpuio.Open(rec.fds, gopts)
@@ -168,6 +155,23 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 	ok = true
 	*h = C.uintptr_t(register(kindIO, rec))
 	return nil
+}
+
+// openIOFile opens path for a tfs_io: a regular file (dataset.OpenRegularFD: a FIFO, device,
+// socket or directory is refused as TFS_EINVAL without blocking), with O_DIRECT where its file
+// system takes it. Errors name the path and, for a failed open, the errno.
+func openIOFile(path string) (fd int, size int64, err error) {
+	fd, size, err = dataset.OpenRegularFD(path, unix.O_DIRECT)
+	if errors.Is(err, unix.EINVAL) { // file systems without O_DIRECT (tmpfs) read through the page cache
+		fd, size, err = dataset.OpenRegularFD(path, 0)
+	}
+	switch {
+	case errors.Is(err, dataset.ErrCorrupt):
+		return -1, 0, fail(stEINVAL, "%v", err)
+	case err != nil:
+		return -1, 0, fmt.Errorf("open %s: %s %w", path, unix.ErrnoName(errnoOf(err)), err)
+	}
+	return fd, size, nil
 }
 
 // errnoOf is err's errno, or 0.

@@ -15,6 +15,9 @@ type unmounter interface{ Unmount() error }
 // unmount with the store's OnClose; tfs_close unmounts explicitly first all the same (Unmount is
 // idempotent), so it can report an unmount error.
 func mountStore(rec *storeRec, dir string) (unmounter, error) {
+	if _, err := fusefs.CheckMountpoint(dir); err != nil {
+		return nil, err // TFS_EINVAL (tfs_mount's default), or the errno of a missing dir
+	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, failWrap(stENOTSUP, err, "FUSE is not available on this machine (/dev/fuse)")
 	}

@@ -304,8 +304,9 @@ typedef struct tfs_io_options {
                             alignment; the gap is read and dropped); 0: only touching blocks */
 } tfs_io_options;
 
-/* Opens n_paths files (O_RDONLY | O_DIRECT, without O_DIRECT where the file system refuses it),
- * indexed 0..n_paths-1 in requests. The tfs_io owns and closes them. opts may be NULL. */
+/* Opens n_paths regular files (O_RDONLY | O_DIRECT, without O_DIRECT where the file system
+ * refuses it), indexed 0..n_paths-1 in requests; a FIFO, device, socket or directory is
+ * TFS_EINVAL, refused without blocking. The tfs_io owns and closes them. opts may be NULL. */
 tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_options *opts, tfs_io **out);
 
 typedef struct tfs_io_request {

@@ -14,6 +14,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
 )
@@ -109,6 +110,13 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("featurestore: plan directory: %w", err)
 	}
+	// One planner at a time writes a directory; its lock, held until the index is written,
+	// also tells CleanEpochPlan that the packed files are a live planner's.
+	lock, err := lockPlan(o.Dir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
 	if err := removePlan(o.Dir); err != nil {
 		return nil, err
 	}
@@ -400,4 +408,81 @@ func writeIndex(dir string, idx *epochIndex) error {
 		d.Close()
 	}
 	return nil
+}
+
+// lockPlan opens the plan directory dir and flocks it (a directory takes a flock like a file,
+// and leaves nothing behind): waiting for another planner when wait, else returning a nil file
+// when it is held.
+func lockPlan(dir string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: epoch plan directory: %w", err)
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("featurestore: lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// maxIndexBytes caps the index of a plan of k epochs of nb batches: what MarshalIndent writes
+// for them, with room to spare.
+func maxIndexBytes(k, nb int) int64 {
+	return 64<<10 + int64(max(k, 1))*(4<<10+256*int64(nb))
+}
+
+// CleanEpochPlan removes from the plan directory dir what a killed PlanEpochs left there: its
+// packed files when no index lists them (all of them when there is no index) and its temporary
+// index, and says what it removed, one line each. A live planner's files (its lock is held) and
+// a damaged index's files are left alone. OpenEpochs calls it when it finds no plan; so does
+// `tierfs verify` for the dataset's default plan directory.
+func CleanEpochPlan(dir string) ([]string, error) {
+	packed, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
+	tmp := filepath.Join(dir, EpochIndexFile+".tmp")
+	if _, err := os.Lstat(tmp); err == nil {
+		packed = append(packed, tmp)
+	}
+	if len(packed) == 0 {
+		return nil, nil
+	}
+	lock, err := lockPlan(dir, false)
+	if err != nil || lock == nil {
+		return nil, err // a live planner's, or a directory this user cannot lock
+	}
+	defer lock.Close()
+	listed := map[string]bool{}
+	data, err := dataset.ReadIn(dir, EpochIndexFile, maxIndexBytes(MaxPlannedEpochs, 1<<20))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, nil // not ours to judge: OpenEpochs reports it
+	default:
+		var idx epochIndex
+		if json.Unmarshal(data, &idx) != nil {
+			return nil, nil
+		}
+		for _, ef := range idx.Epochs {
+			listed[filepath.Join(dir, ef.File)] = true
+		}
+	}
+	var did []string
+	var errs []error
+	for _, p := range packed {
+		if listed[p] {
+			continue
+		}
+		if err := os.Remove(p); err == nil {
+			did = append(did, "removed "+p+", left by a killed epoch planner")
+		} else if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("featurestore: remove %s: %w", p, err))
+		}
+	}
+	return did, errors.Join(errs...)
 }

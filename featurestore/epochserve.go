@@ -94,9 +94,18 @@ func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
 }
 
 func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
-	data, err := os.ReadFile(filepath.Join(o.Dir, EpochIndexFile))
+	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb))
 	if errors.Is(err, os.ErrNotExist) {
+		// What a killed PlanEpochs left (packed files without an index) goes now.
+		_, _ = CleanEpochPlan(o.Dir)
 		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, ErrNotFound)
+	}
+	var big *dataset.SizeError
+	if errors.As(err, &big) {
+		// Larger than a plan of these options can be: made for more epochs, or not a plan.
+		return nil, &StalePlanError{Dir: o.Dir, Input: EpochIndexFile + " size", Plan: fmt.Sprintf("%d bytes", big.Size),
+			Store: fmt.Sprintf("at most %d bytes for %d epochs of %d batches", big.Max, o.Epochs, nb)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
@@ -118,7 +127,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	if in, a, b := idx.Inputs.diff(now); in != "" {
 		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
 	}
-	if idx.Planned < 1 || idx.Planned != len(idx.Epochs) || idx.Batches != BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast) {
+	if idx.Planned < 1 || idx.Planned != len(idx.Epochs) || idx.Batches != nb {
 		return nil, fmt.Errorf("featurestore: epoch plan index %s lists %d of %d epochs of %d batches: %w", o.Dir, len(idx.Epochs), idx.Planned, idx.Batches, dataset.ErrCorrupt)
 	}
 	o.Seeds = slices.Clone(o.Seeds)
@@ -134,20 +143,18 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 			return nil, fmt.Errorf("featurestore: epoch plan %s: epoch %d lists %d batches, want %d: %w", o.Dir, e, len(ef.Batches), idx.Batches, dataset.ErrCorrupt)
 		}
 		path := filepath.Join(o.Dir, ef.File)
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		// A regular file inside the plan directory, of the size the index says (the planner
+		// writes exactly that much), never blocking on a FIFO.
+		fd, size, err := dataset.OpenFDIn(o.Dir, ef.File, unix.O_DIRECT, ef.Bytes)
 		if errors.Is(err, unix.EINVAL) {
-			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			fd, size, err = dataset.OpenFDIn(o.Dir, ef.File, 0, ef.Bytes)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
-		}
-		p.fds, p.paths = append(p.fds, fd), append(p.paths, path)
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
 			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, err)
 		}
-		if st.Size < ef.Bytes {
-			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, st.Size, ef.Bytes, dataset.ErrCorrupt)
+		p.fds, p.paths = append(p.fds, fd), append(p.paths, path)
+		if size < ef.Bytes {
+			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.Bytes, dataset.ErrCorrupt)
 		}
 		order := sync.OnceValue(func() []int64 { return EpochOrder(p.o.Seeds, p.o.ShuffleSeed, e) })
 		p.orders = append(p.orders, order)

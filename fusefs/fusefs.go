@@ -137,6 +137,42 @@ func mountError(dir string, err error, root, helper bool) error {
 	return fmt.Errorf("fusefs: mount %s: %w", dir, err)
 }
 
+// CheckMountpoint returns the absolute path of dir when a view may be mounted there: dir is not
+// empty (which would mean the working directory), is an existing directory, and is not already a
+// mountpoint (mounts would stack there). Mount checks this; front ends that hand dir on (the
+// CLI's background server) check it first.
+func CheckMountpoint(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("fusefs: the mountpoint is empty; name the directory to mount at")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil {
+		return "", mountpointError(dir, err)
+	} else if !st.IsDir() {
+		return "", fmt.Errorf("fusefs: mountpoint %s is not a directory", dir)
+	}
+	// mountinfo names mountpoints without symlinks; dir answered the Stat, so resolving it
+	// does not hang on a stuck server.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", mountpointError(dir, err)
+	}
+	fstype, err := mountType(real)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case fstype == fsType:
+		return "", fmt.Errorf("fusefs: %s is already a tierfs mount; unmount it first (tierfs umount %s) or mount at another directory", dir, dir)
+	case fstype != "":
+		return "", fmt.Errorf("fusefs: %s is already a mountpoint (of a %s file system); mount at another directory", dir, fstype)
+	}
+	return abs, nil
+}
+
 // Mount mounts a read-only view of store at dir (an existing directory) and serves it until
 // Unmount, store.Close, or an unmount from outside. The store must stay open while mounted;
 // Mount registers Unmount with store.OnClose so closing it unmounts first.
@@ -144,14 +180,9 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 	if store == nil {
 		return nil, errors.New("fusefs: mount of a nil store")
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := CheckMountpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
-	}
-	if st, err := os.Stat(abs); err != nil {
-		return nil, mountpointError(dir, err)
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("fusefs: mountpoint %s is not a directory", dir)
+		return nil, err
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("fusefs: /dev/fuse is missing: %w (load the fuse kernel module; in a container, pass the device in, e.g. docker run --device /dev/fuse --cap-add SYS_ADMIN)", err)

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 )
@@ -135,11 +139,15 @@ func Save(dir string, h *Hotness, p *Placement) error {
 	buf.Write(binary.LittleEndian.AppendUint64(nil, xxhash.Sum64(buf.Bytes())))
 
 	path := filepath.Join(dir, FileName)
-	f, err := os.CreateTemp(dir, "."+FileName+".tmp-*")
+	_, _ = CleanStale(dir)
+	f, err := createTemp(dir)
 	if err != nil {
-		return fmt.Errorf("placement: %w", err)
+		return err
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	if saveHook != nil {
+		saveHook(f.Name())
+	}
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		return fmt.Errorf("placement: write %s: %w", f.Name(), err)
@@ -161,6 +169,74 @@ func Save(dir string, h *Hotness, p *Placement) error {
 	return nil
 }
 
+// tempPrefix begins the name of the temporary file Save writes before renaming it into place.
+const tempPrefix = "." + FileName + ".tmp-"
+
+// saveHook, when set (by tests), runs once Save has created and locked its temporary file.
+var saveHook func(tmp string)
+
+// createTemp creates Save's temporary file in dir, flocked for as long as it is open: a
+// temporary file that can be flocked belongs to a Save that was killed, and CleanStale removes
+// it. The lock is taken after the create, so a cleaner may take it (and remove the file) first;
+// createTemp then tries again under another name.
+func createTemp(dir string) (*os.File, error) {
+	for {
+		f, err := os.CreateTemp(dir, tempPrefix+"*")
+		if err != nil {
+			return nil, fmt.Errorf("placement: %w", err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, fmt.Errorf("placement: lock %s: %w", f.Name(), err)
+		}
+		if sameFile(f, f.Name()) {
+			return f, nil
+		}
+		f.Close() // a cleaner removed it before the lock was ours
+	}
+}
+
+// sameFile reports whether path still names the open file f.
+func sameFile(f *os.File, path string) bool {
+	var held, named unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &held) == nil && unix.Lstat(path, &named) == nil && held.Ino == named.Ino && held.Dev == named.Dev
+}
+
+// CleanStale removes from dir the temporary files of Saves that were killed (their lock is
+// free), and says what it removed, one line each; a live Save's file is left alone. Save calls
+// it; so does `tierfs verify`.
+func CleanStale(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("placement: look for temporary files of killed saves: %w", err)
+	}
+	var did []string
+	var errs []error
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue // gone, or not a file this package wrote
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil && sameFile(f, p) {
+			if err := os.Remove(p); err == nil {
+				did = append(did, "removed "+p+", the temporary file of a killed placement save")
+			} else if !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("placement: remove %s: %w", p, err))
+			}
+		}
+		f.Close()
+	}
+	return did, errors.Join(errs...)
+}
+
 // Load reads dir/FileName and returns its hotness and placement when they still apply: the
 // dataset's fingerprint matches and the inputs equal want. Otherwise the error is a *StaleError
 // (errors.Is(err, ErrStale)); when only the plan's budget or policy differ, the hotness is still
@@ -169,9 +245,9 @@ func Save(dir string, h *Hotness, p *Placement) error {
 // names the file.
 func Load(dir string, want Inputs) (*Hotness, *Placement, error) {
 	path := filepath.Join(dir, FileName)
-	data, err := os.ReadFile(path)
+	data, err := readFile(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("placement: %w", err)
+		return nil, nil, err
 	}
 	h, p, hdr, err := decode(data)
 	if err != nil {
@@ -191,6 +267,58 @@ func Load(dir string, want Inputs) (*Hotness, *Placement, error) {
 		return h, nil, &StaleError{path, fmt.Sprintf("planned as %s with %+v, want %s with %+v", p.Policy, p.Budget, want.Policy, wb)}
 	}
 	return h, p, nil
+}
+
+// maxHeaderBytes caps the JSON header of a placement file.
+const maxHeaderBytes = 1 << 20
+
+// readFile reads dir/FileName, which must be a regular file inside dir (dataset.OpenFDIn) of the
+// size its header declares, and, where the dataset's manifest loads, no larger than a placement
+// of its nodes can be: anything else is refused, naming the file, before its body is read.
+func readFile(dir string) ([]byte, error) {
+	limit := int64(-1)
+	if m, err := dataset.Load(dir); err == nil {
+		limit = 16 + maxHeaderBytes + 8
+		for i := range m.NodeTypes {
+			limit += 9 * m.NodeTypes[i].Count
+		}
+	}
+	fd, size, err := dataset.OpenFDIn(dir, FileName, 0, limit)
+	if err != nil {
+		return nil, fmt.Errorf("placement: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	// The framing and header first: they say how large the file is.
+	head := make([]byte, 16)
+	if _, err := io.ReadFull(f, head); err != nil || string(head[:8]) != fileMagic {
+		return nil, &corruptError{path, errors.New("not a tierfs placement file (bad magic or too short)")}
+	}
+	hlen := int64(binary.LittleEndian.Uint32(head[12:]))
+	if hlen > maxHeaderBytes || hlen > size-16-8 {
+		return nil, &corruptError{path, fmt.Errorf("header of %d bytes in a file of %d (at most %d)", hlen, size, maxHeaderBytes)}
+	}
+	hdr := make([]byte, hlen)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, &corruptError{path, fmt.Errorf("header: %v", err)}
+	}
+	var h struct {
+		Nodes int64 `json:"nodes"`
+	}
+	if err := json.Unmarshal(hdr, &h); err != nil {
+		return nil, &corruptError{path, fmt.Errorf("header: %v", err)}
+	}
+	if h.Nodes < 0 || h.Nodes > (math.MaxInt64-16-hlen-8)/9 || size != 16+hlen+9*h.Nodes+8 {
+		return nil, &corruptError{path, fmt.Errorf("%d bytes; a placement of the %d nodes its header names has %d", size, h.Nodes, 16+hlen+9*max(h.Nodes, 0)+8)}
+	}
+	data := make([]byte, size)
+	copy(data, head)
+	copy(data[16:], hdr)
+	if _, err := io.ReadFull(f, data[16+hlen:]); err != nil {
+		return nil, &corruptError{path, fmt.Errorf("read: %v", err)}
+	}
+	return data, nil
 }
 
 // decode parses a placement file, checking its framing, checksum and contents.

@@ -1,8 +1,6 @@
 package placement
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -12,9 +10,9 @@ import (
 // os.ErrNotExist; a damaged one an error wrapping dataset.ErrCorrupt that names the file.
 func Saved(dir string) (Inputs, error) {
 	path := filepath.Join(dir, FileName)
-	data, err := os.ReadFile(path)
+	data, err := readFile(dir)
 	if err != nil {
-		return Inputs{}, fmt.Errorf("placement: %w", err)
+		return Inputs{}, err
 	}
 	h, p, _, err := decode(data)
 	if err != nil {

@@ -50,6 +50,33 @@ type ioTarget struct {
 	bytes int64
 }
 
+// openBenchTarget opens p for bench io: O_DIRECT, a regular file or a block device; anything
+// else (a FIFO, which would block the open, a character device, a directory) is refused.
+func openBenchTarget(p string) (int, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return -1, fmt.Errorf("bench io: open %s O_DIRECT: %w", p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bench io: stat %s: %w", p, err)
+	}
+	if m := st.Mode & unix.S_IFMT; m != unix.S_IFREG && m != unix.S_IFBLK {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bench io: %s is neither a regular file nor a block device", p)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bench io: fcntl %s: %w", p, err)
+	}
+	return fd, nil
+}
+
 // runBenchIO is `tierfs bench io --files A,B`: random O_DIRECT reads of one block size through
 // the IO engine at 1, 4, 8, 16 threads (one Stack, so one ring, per thread; thread t reads file
 // t mod len(files)), each thread count for --seconds, beside liburing's iobench run as one process
@@ -92,9 +119,9 @@ func runBenchIO(args []string) error {
 		}
 	}()
 	for _, p := range strings.Split(*filesFlag, ",") {
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		fd, err := openBenchTarget(p)
 		if err != nil {
-			return fmt.Errorf("bench io: open %s O_DIRECT: %w", p, err)
+			return err
 		}
 		targets = append(targets, ioTarget{path: p, fd: fd})
 		size, err := unix.Seek(fd, 0, 2) // files and block devices alike

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tierfs/tierfs/advise"
 )
@@ -112,5 +114,25 @@ func TestBenchGatherVerifyCompare(t *testing.T) {
 	}
 	if err := runBench([]string{"gather", dir, "--verify-compare", "-1", "--batches", "1"}); err == nil || !strings.Contains(err.Error(), "--verify-compare -1") {
 		t.Errorf("--verify-compare -1: %v", err)
+	}
+}
+
+// bench io refuses a FIFO at once (its open used to block for good) and a character device.
+func TestBenchIORefusesFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero"} {
+		done := make(chan error, 1)
+		go func() { done <- runBenchIO([]string{"--files", p, "--seconds", "0.1", "--threads", "1"}) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), p) {
+				t.Errorf("bench io --files %s: %v; want an error naming it", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("bench io --files %s still runs after 5 s", p)
+		}
 	}
 }

@@ -422,6 +422,8 @@ func printInfo(m *dataset.Manifest) {
 		if in, err := placement.Saved(m.Dir()); err == nil {
 			fmt.Printf("placement   saved: %s policy, fanouts %v, batch size %d, GPU %s, host %s\n", in.Policy, in.Fanouts, in.BatchSize,
 				formatBytes(in.Budget.GPUBytes), formatBytes(in.Budget.HostBytes))
+		} else {
+			fmt.Printf("placement   unreadable: %v\n", err)
 		}
 	}
 	if err := cuda.Load(); err != nil {
@@ -448,10 +450,14 @@ func runVerify(args []string) error {
 	// What killed writes to the dataset left beside it goes first (a dataset a killed write had
 	// moved aside is put back); a live writer's files are left alone.
 	did, err := dataset.CleanStale(pos[0])
-	for _, d := range did {
+	// So does what a killed `place` (its temporary file) and a killed `plan-epochs` (packed
+	// files no index lists, in the default plan directory) left.
+	pdid, perr := placement.CleanStale(pos[0])
+	edid, eerr := featurestore.CleanEpochPlan(defaultPlanDir(pos[0]))
+	for _, d := range slices.Concat(did, pdid, edid) {
 		fmt.Println("cleaned:", d)
 	}
-	if err != nil {
+	if err := errors.Join(err, perr, eerr); err != nil {
 		fmt.Fprintf(os.Stderr, "tierfs verify: warning: %v\n", err)
 	}
 	m, err := dataset.Load(pos[0])

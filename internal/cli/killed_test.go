@@ -85,3 +85,36 @@ func quiet(t *testing.T) {
 	os.Stdout, _ = os.Open(os.DevNull)
 	t.Cleanup(func() { os.Stdout = stdout })
 }
+
+// TestVerifyCleansKilledPlaceAndPlan: `tierfs verify` removes what a killed `place` (its
+// temporary placement file, whose lock died with it) and a killed `plan-epochs` (packed files
+// without an index, in the default plan directory) left; the processes themselves are killed in
+// placement's and featurestore's TestKilled* tests.
+func TestVerifyCleansKilledPlaceAndPlan(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ds")
+	quiet(t)
+	if err := runSynth([]string{"--nodes", "1000", "--avg-degree", "4", "--dim", "8", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	left := []string{
+		filepath.Join(out, ".placement.v1.bin.tmp-123456"),
+		filepath.Join(defaultPlanDir(out), "epoch-0000.packed"),
+		filepath.Join(defaultPlanDir(out), "epochs.json.tmp"),
+	}
+	if err := os.MkdirAll(defaultPlanDir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if err := os.WriteFile(p, make([]byte, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := runVerify([]string{out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("tierfs verify left %s", p)
+		}
+	}
+}

@@ -33,6 +33,9 @@ func runMount(args []string) error {
 		return err
 	}
 	datasetDir, mountpoint := pos[0], pos[1]
+	if _, err := fusefs.CheckMountpoint(mountpoint); err != nil {
+		return err // before the server starts, which would make "" the working directory
+	}
 	if !*foreground {
 		// The server gets the same flags (every store option and --placement).
 		var flags []string

@@ -44,7 +44,7 @@ func runPlanEpochs(args []string) error {
 	defer s.Close()
 	dir := *planDir
 	if dir == "" {
-		dir = filepath.Join(pos[0], "plans", "epochs")
+		dir = defaultPlanDir(pos[0])
 	}
 	o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
 		Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
@@ -123,3 +123,6 @@ func mibList(v []int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// defaultPlanDir is where plan-epochs writes a dataset's plan without --plan-dir.
+func defaultPlanDir(ds string) string { return filepath.Join(ds, "plans", "epochs") }

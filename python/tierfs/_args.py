@@ -7,7 +7,8 @@ imports none of them.
 from __future__ import annotations
 
 from ctypes import c_char_p
-from typing import Any
+import operator
+from typing import Any, List
 
 import numpy as np
 
@@ -87,3 +88,31 @@ def _c_str(value: str, what: str) -> bytes:
     b = value.encode()
     _native.check_value(c_char_p, b, what)
     return b
+
+
+def _fanouts(fanouts: Any, what: str = "fanouts") -> List[int]:
+    """Fanouts (one per hop) as a list of ints, from one int or a sequence of ints (numpy or
+    0-d torch integers too). A value that is not a whole number is refused, naming it, instead of
+    being truncated: 1.5 is an InvalidArgumentError (2.0 is taken as 2), a string or bool a
+    DTypeError."""
+    if isinstance(fanouts, (int, np.integer)) and not isinstance(fanouts, (bool, np.bool_)):
+        fanouts = [fanouts]
+    if isinstance(fanouts, (str, bytes)) or not hasattr(fanouts, "__iter__"):
+        raise errors.DTypeError(f"{what} must be a sequence of ints, one per hop; got {fanouts!r}")
+    out: List[int] = []
+    for i, f in enumerate(fanouts):
+        if isinstance(f, (bool, np.bool_)):
+            raise errors.DTypeError(f"{what}[{i}] must be an int, got {f!r}")
+        try:
+            out.append(operator.index(f))
+            continue
+        except TypeError:
+            pass
+        if isinstance(f, (float, np.floating)) or (_util.is_tensor(f) and f.is_floating_point()):
+            v = float(f)
+            if v.is_integer():
+                out.append(int(v))
+                continue
+            raise errors.InvalidArgumentError(f"{what}[{i}] = {v!r} is not a whole number of neighbors")
+        raise errors.DTypeError(f"{what}[{i}] must be an int, got {type(f).__name__} {f!r}")
+    return out

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _native, _util, errors
-from ._args import _ids
+from ._args import _fanouts, _ids
 from ._native import check, lib
 from ._sample import Sample, _take_sample
 
@@ -60,7 +60,7 @@ class PlannedEpochs:
             plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
         request = {
             "plan_dir": str(plan_dir),
-            "fanouts": [int(f) for f in fanouts],
+            "fanouts": _fanouts(fanouts),
             "replace": bool(replace),
             "batch_size": int(batch_size),
             "drop_last": bool(drop_last),
