@@ -106,6 +106,20 @@ for p in example example_cpp roundtrip errors iostack; do
   fi
 done
 
+# ---- the examples as a new user first runs them: no arguments, from an empty folder; each makes
+# (or reuses) ./tierfs-examples/c-synth there ----
+mkdir -p "$WORK/noargs"
+check "example (C) runs with no arguments, writing ./tierfs-examples/c-synth" \
+  bash -c "cd '$WORK/noargs' && '$WORK/example' && test -f tierfs-examples/c-synth/manifest.json"
+hc=$(cd "$WORK/noargs" && "$WORK/example" 2>&1 | grep 'byte hash')
+rm -rf "$WORK/noargs/tierfs-examples"
+hcpp=$(cd "$WORK/noargs" && "$WORK/example_cpp" 2>&1 | grep 'byte hash')
+if [[ -n $hc && $hc == "$hcpp" && -f $WORK/noargs/tierfs-examples/c-synth/manifest.json ]]; then
+  ok "example (C++) with no arguments writes the same dataset and gathers the same bytes ($hc)"
+else
+  not_ok "examples with no arguments: C [$hc], C++ [$hcpp]"
+fi
+
 # ---- datasets: A (float16 rows of 200 bytes, many per block), B (float32 rows of 4400 bytes,
 # straddling blocks) ----
 CLI=$BUILD/tierfs
