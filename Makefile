@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib demo test go-test c-test py-test dgl-test wheel wheel-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
+.PHONY: help build lib install demo test go-test c-test py-test dgl-test wheel wheel-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,9 +16,31 @@ help: ## list the targets
 build: ## build the CLI into build/tierfs
 	$(GO) build -o $(BUILD)/tierfs ./cmd/tierfs
 
-lib: ## build the C library build/libtierfs.so and build/tierfs.h
-	$(GO) build -buildmode=c-shared -o $(BUILD)/libtierfs.so ./capi
+# The C library's SONAME is libtierfs.so.<ABI major>; the major is TFS_ABI_VERSION of capi/tierfs.h
+# (the one source of truth: tfs_abi_version() returns it).
+ABI_MAJOR := $(shell sed -n 's/^\#define TFS_ABI_VERSION \([0-9][0-9]*\).*/\1/p' capi/tierfs.h)
+SONAME := libtierfs.so.$(ABI_MAJOR)
+VERSION := $(shell sed -n 's/^const Version = "\([^"]*\)".*/\1/p' internal/cli/version.go)
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+lib: ## build the C library build/libtierfs.so (SONAME libtierfs.so.N, N = TFS_ABI_VERSION) and build/tierfs.h
+	@test -n "$(ABI_MAJOR)" || { echo "no #define TFS_ABI_VERSION in capi/tierfs.h" >&2; exit 1; }
+	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,$(SONAME)"' -o $(BUILD)/libtierfs.so ./capi
+	rm -f $(BUILD)/libtierfs.h  # cgo's header: capi/tierfs.h is the one to include
+	ln -sfn libtierfs.so $(BUILD)/$(SONAME)  # what programs linked against it load
 	cp capi/tierfs.h $(BUILD)/tierfs.h
+
+install: lib ## install the C library, tierfs.h and tierfs.pc under PREFIX (default /usr/local; DESTDIR honoured)
+	install -d "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(PKGCONFIGDIR)"
+	install -m 755 $(BUILD)/libtierfs.so "$(DESTDIR)$(LIBDIR)/$(SONAME)"
+	ln -sfn $(SONAME) "$(DESTDIR)$(LIBDIR)/libtierfs.so"
+	install -m 644 capi/tierfs.h "$(DESTDIR)$(INCLUDEDIR)/tierfs.h"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	  -e 's|@VERSION@|$(VERSION)|g' capi/tierfs.pc.in >"$(DESTDIR)$(PKGCONFIGDIR)/tierfs.pc"
+	@echo "installed $(DESTDIR)$(LIBDIR)/$(SONAME), $(DESTDIR)$(INCLUDEDIR)/tierfs.h, $(DESTDIR)$(PKGCONFIGDIR)/tierfs.pc"
 
 demo: build ## the main job on the built-in default dataset: synth, verify, gather, sample, bench
 	./scripts/demo.sh $(BUILD)/tierfs $(DEMO_DIR)

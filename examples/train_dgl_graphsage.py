@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Train a 2-layer GraphSAGE (dgl.nn.SAGEConv) on blocks sampled by tierfs, with every feature
-row gathered through tierfs (host tier + SSD), on Planetoid Cora and on a synthetic power-law
-graph. Prints the loss per epoch and the test accuracy.
+row gathered through tierfs (host tier + SSD), on a synthetic power-law graph or Planetoid Cora.
+Prints the loss per epoch and the test accuracy.
 
-    python examples/train_dgl_graphsage.py                     # Cora, then a synthetic graph
-    python examples/train_dgl_graphsage.py --dataset synth --synth-nodes 200000 --host-cache 16MB
+    python examples/train_dgl_graphsage.py                     # a small synthetic graph, in seconds
+    python examples/train_dgl_graphsage.py --synth-nodes 200000 --host-cache 16MB
+    python examples/train_dgl_graphsage.py --dataset both      # Cora, then the synthetic graph
+
+Datasets are written under ./tierfs-examples/dgl of the working directory (--workdir) and reused.
 
 Needs DGL (``scripts/dgl_test.sh`` builds ``.venv-dgl``) and the tierfs package with its library:
-``make lib`` and ``PYTHONPATH=python``. Cora's raw Planetoid files are looked for in
-``../shared/datasets/planetoid-cora/raw`` (or ``$TIERFS_DATASETS``).
+``make lib`` and ``PYTHONPATH=python``. Cora is converted from its raw Planetoid files (nothing is
+downloaded): ``--cora-source``, else ``$TIERFS_DATASETS/planetoid-cora/raw``, else
+``shared/datasets/planetoid-cora/raw`` in a parent folder of the tierfs package or of the working
+directory (a development checkout's ``../shared``).
 """
 
 from __future__ import annotations
@@ -119,8 +124,12 @@ def summarize(stats: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", choices=["cora", "synth", "both"], default="both")
-    p.add_argument("--workdir", default="build/examples-dgl", help="where datasets are written")
+    p.add_argument("--dataset", choices=["cora", "synth", "both"], default="synth",
+                   help="synth: a synthetic power-law graph; cora: Planetoid Cora from its raw files; both (default: synth)")
+    p.add_argument("--workdir", default="tierfs-examples/dgl", help="where datasets are written (default: tierfs-examples/dgl)")
+    p.add_argument("--cora-source", default=None,
+                   help="folder of the raw ind.cora.* files (default: $TIERFS_DATASETS/planetoid-cora/raw, else "
+                        "shared/datasets/planetoid-cora/raw in a parent folder of the tierfs package or of the working directory)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--fanouts", default="10,10", help="per layer, input layer first")
     p.add_argument("--batch-size", type=int, default=256)
@@ -129,7 +138,7 @@ def main(argv=None) -> int:
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--host-cache", default="4MB", help="tierfs host tier budget")
-    p.add_argument("--synth-nodes", type=int, default=20000)
+    p.add_argument("--synth-nodes", type=int, default=5000)
     p.add_argument("--synth-dim", type=int, default=64)
     p.add_argument("--synth-classes", type=int, default=8)
     p.add_argument("--device", default="cpu")
@@ -142,10 +151,10 @@ def main(argv=None) -> int:
         try:
             from tierfs.datasets import cora
 
-            path = cora(str(work / "cora"))
-        except tierfs.NotFoundError as e:
+            path = cora(str(work / "cora"), source=args.cora_source)
+        except (tierfs.NotFoundError, FileNotFoundError) as e:
             if args.dataset == "cora":
-                print(f"cora: {e}", file=sys.stderr)
+                print(f"cora: {e}\n(pass --cora-source DIR with the raw ind.cora.* files, or --dataset synth)", file=sys.stderr)
                 return 2
             print(f"[cora] skipped: {e}")
         else:

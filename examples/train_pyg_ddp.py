@@ -6,6 +6,10 @@ GPU caches shared as one (tierfs.distributed, docs/distributed.md) or replicated
         --gpu-cache 2GB --host-cache 8GB --cache-mode shared
     torchrun --standalone --nproc_per_node=2 examples/train_pyg_ddp.py --synth 200000 --cache-mode replicated
     python examples/train_pyg_ddp.py --synth 20000 --epochs 1      # one process, no torchrun
+    python examples/train_pyg_ddp.py                               # one process, a small synthetic graph
+
+Without --data the ranks train on a synthetic graph (--synth N nodes, default 5000) written once
+to ./tierfs-examples/ddp-synth-N-DIM in the working directory and reused from there.
 
 The only tierfs-specific line is the open call: ``tierfs.open(..., cache_mode=...)``; the loader
 (tierfs.pyg.NeighborLoader) splits the training seeds across ranks as DistributedSampler does, so
@@ -39,24 +43,38 @@ import tierfs.pyg
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE
 
+SYNTH_NODES = 5000  # nodes of the default synthetic graph (a few seconds an epoch on a CPU)
+
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default="/tmp/tierfs-ddp", help="dataset directory (made with --synth when given)")
-    p.add_argument("--synth", type=int, default=0, help="first write a synthetic graph of this many nodes to --data")
+    p.add_argument("--data", default=None,
+                   help="dataset directory (default: ./tierfs-examples/ddp-synth-N-DIM, a synthetic graph written there once)")
+    p.add_argument("--synth", type=int, default=None, metavar="N",
+                   help=f"write a synthetic graph of N nodes to --data first, replacing what it holds (default without --data: {SYNTH_NODES})")
     p.add_argument("--dim", type=int, default=128, help="feature dim of --synth")
     p.add_argument("--cache-mode", choices=["shared", "replicated"], default="shared")
     p.add_argument("--gpu-cache", default="64MB", help="per-rank GPU tier (emulated by the host tier without a GPU)")
     p.add_argument("--host-cache", default="64MB", help="per-rank host tier")
     p.add_argument("--fanouts", default="25,10")
     p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=1024, help="seeds per batch per rank")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="seeds per batch per rank (default: 1024; 128 on the default synthetic graph, whose train split is small)")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--timeout", type=float, default=120, help="seconds a peer exchange waits for the other ranks")
     p.add_argument("--json", help="write the figures of the last epoch to this file (rank 0)")
-    return p.parse_args()
+    args = p.parse_args()
+    args.force = args.data is not None and args.synth is not None  # a named --data is rewritten only when asked
+    if args.batch_size is None:
+        args.batch_size = 128 if args.data is None and args.synth is None else 1024
+    if args.data is None:
+        args.synth = args.synth or SYNTH_NODES
+        args.data = str(Path("tierfs-examples") / f"ddp-synth-{args.synth}-{args.dim}")
+    elif args.synth is None and not (Path(args.data) / "manifest.json").is_file():
+        p.error(f"--data {args.data} holds no tierfs dataset (add --synth N to write a synthetic one there)")
+    return args
 
 
 def init() -> tuple:
@@ -80,8 +98,9 @@ def init() -> tuple:
 def main() -> None:
     args = parse()
     rank, world, device = init()
-    if args.synth and rank == 0:
-        tierfs.synth(args.data, nodes=args.synth, avg_degree=10, dim=args.dim, force=True)
+    if args.synth and rank == 0 and (args.force or not (Path(args.data) / "manifest.json").is_file()):
+        tierfs.synth(args.data, nodes=args.synth, avg_degree=10, dim=args.dim, force=args.force)
+        print(f"synthesized {args.synth} nodes into {args.data}")
     dist.barrier()
     store = tierfs.open(args.data, gpu_cache=args.gpu_cache, host_cache=args.host_cache, device=str(device),
                         cache_mode=args.cache_mode, timeout=args.timeout)

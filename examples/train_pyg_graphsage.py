@@ -2,10 +2,14 @@
 """Train PyG's GraphSAGE through tierfs: features on the SSD tier behind a small host cache,
 neighbor sampling in the tierfs core (no pyg-lib / torch-sparse needed).
 
-    python examples/train_pyg_graphsage.py                          # Planetoid Cora
-    python examples/train_pyg_graphsage.py --compare-in-memory --seeds 5
+    python examples/train_pyg_graphsage.py                          # a small synthetic graph, in seconds
     python examples/train_pyg_graphsage.py --synth 200000 --epochs 3 --host-cache 16MB
+    python examples/train_pyg_graphsage.py --dataset cora --compare-in-memory --seeds 5
     python examples/train_pyg_graphsage.py --device cuda            # where a GPU is
+
+Datasets are written under ./tierfs-examples/ of the working directory (or --data) and reused
+from there. The synthetic graph needs nothing but tierfs; Planetoid Cora (--dataset cora) is
+converted from its raw ind.cora.* files (--cora-source; nothing is downloaded).
 
 With --compare-in-memory every seed also trains the same model on the same split with all
 features in one torch tensor (PyG's in-memory ``Data``), with the same sampler and the same
@@ -47,21 +51,29 @@ from torch_geometric.data import Data
 from torch_geometric.loader import NodeLoader
 from torch_geometric.nn import GraphSAGE
 
+SYNTH_NODES = 2000  # nodes of the default synthetic graph: an epoch takes well under a second
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=None, help="dataset directory (default: build/examples/cora or build/examples/synth-N)")
-    p.add_argument("--cora-source", default=None, help="folder of the raw ind.cora.* files (default: ../shared/datasets/planetoid-cora/raw)")
-    p.add_argument("--synth", type=int, default=0, metavar="N", help="train on a synthetic power-law graph of N nodes instead of Cora")
+    p.add_argument("--dataset", choices=["synth", "cora"], default="synth",
+                   help="synth: a synthetic power-law graph (--synth N nodes); cora: Planetoid Cora from its raw files (default: synth)")
+    p.add_argument("--data", default=None,
+                   help="dataset directory, reused when it holds a dataset (default: ./tierfs-examples/synth-N-DIM or ./tierfs-examples/cora)")
+    p.add_argument("--cora-source", default=None,
+                   help="--dataset cora: folder of the raw ind.cora.* files (default: $TIERFS_DATASETS/planetoid-cora/raw, else "
+                        "shared/datasets/planetoid-cora/raw in a parent folder of the tierfs package or of the working directory)")
+    p.add_argument("--synth", type=int, default=None, metavar="N",
+                   help=f"nodes of the synthetic graph (default: {SYNTH_NODES}); implies --dataset synth")
     p.add_argument("--avg-degree", type=float, default=10, help="--synth: average in-degree")
     p.add_argument("--dim", type=int, default=128, help="--synth: feature dimension")
     p.add_argument("--classes", type=int, default=16, help="--synth: classes")
     p.add_argument("--host-cache", default="2MB", help="host tier size (Cora's features are 15.5 MB; default 2MB)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--epochs", type=int, default=None, help="default: 50 for Cora, 3 for --synth")
-    p.add_argument("--batch-size", type=int, default=None, help="default: 32 for Cora, 1024 for --synth")
+    p.add_argument("--epochs", type=int, default=None, help="default: 50 for Cora, 3 for the synthetic graph")
+    p.add_argument("--batch-size", type=int, default=None, help="default: 32 for Cora, 1024 for the synthetic graph")
     p.add_argument("--fanouts", default="10,10", help="neighbors per hop for training, e.g. 25,10")
-    p.add_argument("--eval-fanouts", default=None, help="neighbors per hop for testing (default: -1,-1 for Cora, the training fanouts for --synth)")
+    p.add_argument("--eval-fanouts", default=None, help="neighbors per hop for testing (default: -1,-1 for Cora, the training fanouts for the synthetic graph)")
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
@@ -74,7 +86,16 @@ def parse_args(argv=None):
     p.add_argument("--planned-epochs", type=int, default=0, help="with --tierfs-loader: plan this many epochs up front (0: sample every epoch)")
     p.add_argument("--quiet", action="store_true", help="print no per-epoch lines")
     p.add_argument("--check", action="store_true", help="exit 1 unless tierfs and in-memory mean accuracies are within one point")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.synth is not None:
+        if args.dataset == "cora":
+            p.error("--synth N and --dataset cora exclude each other")
+        args.dataset = "synth"
+    if args.dataset == "synth" and not args.synth:
+        args.synth = SYNTH_NODES
+    if args.dataset == "cora":
+        args.synth = 0
+    return args
 
 
 def fanouts(s):
@@ -83,14 +104,18 @@ def fanouts(s):
 
 def prepare(args):
     if args.synth:
-        out = Path(args.data or REPO / "build" / "examples" / f"synth-{args.synth}-{args.dim}")
+        out = Path(args.data or Path("tierfs-examples") / f"synth-{args.synth}-{args.dim}")
         if not (out / "manifest.json").exists():
             t = time.perf_counter()
             tierfs.synth(out, nodes=args.synth, avg_degree=args.avg_degree, dim=args.dim, classes=args.classes, seed=1)
             print(f"synthesized {args.synth} nodes into {out} in {time.perf_counter() - t:.1f} s")
         return str(out)
-    out = Path(args.data or REPO / "build" / "examples" / "cora")
-    return tierfs.datasets.cora(out, source=args.cora_source)
+    out = Path(args.data or Path("tierfs-examples") / "cora")
+    try:
+        return tierfs.datasets.cora(out, source=args.cora_source)
+    except (tierfs.NotFoundError, FileNotFoundError) as e:
+        sys.exit(f"{sys.argv[0]}: --dataset cora: {e}\n(pass --cora-source DIR with the raw ind.cora.* files, "
+                 "or leave out --dataset cora to train on the built-in synthetic graph)")
 
 
 def loaders(data, store, args, seed, train, test):

@@ -1,5 +1,6 @@
 """Build hook: `pip install ./python` builds the Go core as a C shared library and ships it
-inside the package as tierfs/_lib/libtierfs.so.
+inside the package as tierfs/_lib/libtierfs.so, with its C header as tierfs/include/tierfs.h
+(capi/tierfs.h; `python -m tierfs --cflags --libs` builds C programs against the two).
 
 - With $TIERFS_LIB set to a prebuilt libtierfs.so, that file is copied instead (machines
   without Go, e.g. the GPU machines).
@@ -53,6 +54,7 @@ class BuildPyWithGo(build_py):
         dest = dest_dir / LIB
         (dest_dir.parent / "_version.py").write_text(f'__version__ = "{_version()}"\n')
         self._copy_cuda_shim(dest_dir)
+        self._copy_header(dest_dir.parent / "include")
         prebuilt = os.environ.get("TIERFS_LIB")
         if prebuilt:
             src = Path(prebuilt).expanduser()
@@ -75,6 +77,15 @@ class BuildPyWithGo(build_py):
         header = dest_dir / "libtierfs.h"  # go writes the cgo header beside the library
         if header.exists():
             header.unlink()
+
+    def _copy_header(self, include_dir: Path) -> None:
+        """tierfs.h beside the library (tierfs/include), for C programs built against the wheel
+        (python -m tierfs --cflags --libs): capi/tierfs.h of $TIERFS_SRC or the checkout."""
+        src = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "capi" / "tierfs.h"
+        if not src.is_file():
+            raise SystemExit(f"tierfs build: no C header {src} (set TIERFS_SRC to the tierfs checkout)")
+        include_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, include_dir / "tierfs.h")
 
     def _copy_cuda_shim(self, dest_dir: Path) -> None:
         env = os.environ.get("TIERFS_CUDA_LIB")

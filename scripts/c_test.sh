@@ -106,6 +106,20 @@ for p in example example_cpp roundtrip errors iostack; do
   fi
 done
 
+# ---- the examples as a new user first runs them: no arguments, from an empty folder; each makes
+# (or reuses) ./tierfs-examples/c-synth there ----
+mkdir -p "$WORK/noargs"
+check "example (C) runs with no arguments, writing ./tierfs-examples/c-synth" \
+  bash -c "cd '$WORK/noargs' && '$WORK/example' && test -f tierfs-examples/c-synth/manifest.json"
+hc=$(cd "$WORK/noargs" && "$WORK/example" 2>&1 | grep 'byte hash')
+rm -rf "$WORK/noargs/tierfs-examples"
+hcpp=$(cd "$WORK/noargs" && "$WORK/example_cpp" 2>&1 | grep 'byte hash')
+if [[ -n $hc && $hc == "$hcpp" && -f $WORK/noargs/tierfs-examples/c-synth/manifest.json ]]; then
+  ok "example (C++) with no arguments writes the same dataset and gathers the same bytes ($hc)"
+else
+  not_ok "examples with no arguments: C [$hc], C++ [$hcpp]"
+fi
+
 # ---- datasets: A (float16 rows of 200 bytes, many per block), B (float32 rows of 4400 bytes,
 # straddling blocks) ----
 CLI=$BUILD/tierfs
@@ -191,6 +205,66 @@ if [[ -f $WORK/dsA/manifest.json ]]; then
   tap errors "$WORK/errors" "$WORK/dsA" "$E/v99" "$E/corrupt" "$E/badman" "$E/scratch"
 else
   not_ok "error paths: dataset A is missing, so they did not run"
+fi
+
+# ---- as a C user gets it: `make install` into a temporary prefix, pkg-config, and the README's C
+# blocks (each ```c block after a <!-- c-test --> marker) compiled verbatim and run on the quick
+# start's dataset (its sh block, run with a `tierfs` that is tfs_cli_main of the installed library) ----
+P=$WORK/prefix
+# GO=true: install the library under test as it is in BUILD_DIR (no rebuild, no Go needed).
+if out=$(make -s -C "$ROOT" install GO=true BUILD="$BUILD" PREFIX="$P" 2>&1); then
+  ok "make install PREFIX=$P"
+else
+  not_ok "make install PREFIX=$P"
+  echo "$out" | tail -n 20 | sed 's/^/    /'
+fi
+check "make install DESTDIR=... PREFIX=/opt/tierfs stages under DESTDIR; tierfs.pc names /opt/tierfs" \
+  bash -c "make -s -C '$ROOT' install GO=true BUILD='$BUILD' PREFIX=/opt/tierfs DESTDIR='$WORK/dest' >/dev/null &&
+    test -f '$WORK/dest/opt/tierfs/include/tierfs.h' && grep -qx 'libdir=/opt/tierfs/lib' '$WORK/dest/opt/tierfs/lib/pkgconfig/tierfs.pc'"
+N=$(sed -n 's/^#define TFS_ABI_VERSION \([0-9][0-9]*\).*/\1/p' "$ROOT/capi/tierfs.h")
+check "installed lib/libtierfs.so.$N, lib/libtierfs.so -> it, include/tierfs.h, lib/pkgconfig/tierfs.pc" \
+  bash -c "test -f '$P/lib/libtierfs.so.$N' -a ! -L '$P/lib/libtierfs.so.$N' -a \"\$(readlink '$P/lib/libtierfs.so')\" = libtierfs.so.$N \
+    -a -f '$P/include/tierfs.h' -a -f '$P/lib/pkgconfig/tierfs.pc' && cmp -s '$P/include/tierfs.h' '$ROOT/capi/tierfs.h'"
+check "libtierfs.so.$N has SONAME libtierfs.so.$N (TFS_ABI_VERSION)" \
+  bash -c "readelf -d '$P/lib/libtierfs.so.$N' | grep -q 'SONAME.*\[libtierfs.so.$N\]'"
+check "make install leaves no cgo header (libtierfs.h) in $BUILD or $P" \
+  bash -c "! ls '$BUILD/libtierfs.h' '$P/include/libtierfs.h' 2>/dev/null | grep -q ."
+if command -v pkg-config >/dev/null; then
+  pc() { PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config "$@" tierfs; }
+  if flags=$(pc --cflags --libs 2>&1); then ok "pkg-config --cflags --libs tierfs: $flags"; else not_ok "pkg-config tierfs: $flags"; fi
+  R=$WORK/readme-c
+  mkdir -p "$R/bin"
+  printf '#include <tierfs.h>\nint main(int argc, char **argv) { return tfs_cli_main(argc, (const char *const *)argv); }\n' >"$R/cli.c"
+  # shellcheck disable=SC2046
+  check "a tfs_cli_main program builds with pkg-config's flags" "$CC" -std=c11 -Wall -Werror "$R/cli.c" $(pc --cflags --libs) -o "$R/bin/tierfs"
+  qs=$(awk '/<!-- quickstart/{on=1; next} /<!-- \/quickstart -->/{on=0} on' "$ROOT/README.md" |
+    awk '/^```sh/{inb=1; next} /^```/{if (inb) exit} inb')
+  if [[ -n $qs ]]; then
+    check "the README quick start's sh block (dataset) with the installed library's CLI" \
+      bash -c "cd '$R' && PATH='$R/bin':\$PATH && $qs"
+  else
+    not_ok "README.md has no sh block in its <!-- quickstart --> section"
+  fi
+  nblocks=0
+  while IFS= read -r -d '' code; do
+    nblocks=$((nblocks + 1))
+    printf '%s' "$code" >"$R/readme$nblocks.c"
+    # shellcheck disable=SC2046
+    check "README C block $nblocks builds with \$(pkg-config --cflags --libs tierfs) (-Wall -Wextra -Werror)" \
+      "$CC" -std=c11 -Wall -Wextra -Werror "$R/readme$nblocks.c" $(pc --cflags --libs) -o "$R/readme$nblocks"
+    if [[ -x $R/readme$nblocks ]]; then
+      # No LD_LIBRARY_PATH: the rpath of tierfs.pc finds the library.
+      if out=$(cd "$R" && env -u LD_LIBRARY_PATH "./readme$nblocks" 2>&1); then
+        ok "README C block $nblocks runs on the quick start's dataset: ${out//$'\n'/ | }"
+      else
+        not_ok "README C block $nblocks exited non-zero"
+        echo "$out" | tail -n 20 | sed 's/^/    /'
+      fi
+    fi
+  done < <(awk '/<!-- c-test/{want=1; next} want && /^```c/{inb=1; want=0; next} inb && /^```/{inb=0; printf "%c", 0; next} inb' "$ROOT/README.md")
+  if [[ $nblocks -ge 1 ]]; then ok "README.md: $nblocks C block(s) marked <!-- c-test -->"; else not_ok "README.md has no C block after a <!-- c-test --> marker"; fi
+else
+  echo "# no pkg-config on PATH: skipped the README's C blocks against make install"
 fi
 
 echo "$passed passed, $failed failed"

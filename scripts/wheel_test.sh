@@ -76,4 +76,23 @@ while IFS= read -r -d '' block; do
 done < <(awk '/^```/{ if (!inb) { inb=1; sub(/^```/, ""); printf "%s\n", $0; next } else { inb=0; printf "%c", 0; next } } inb' "$work/quickstart.md")
 [[ $n -ge 2 ]] || fail "README quick start: found $n code blocks"
 echo "wheel_test: README quick start ($n blocks) from the wheel: ok"
+
+# The README's C blocks (after <!-- c-test -->) against the wheel's tierfs.h and libtierfs.so, on
+# the quick start's dataset: built with `python -m tierfs --cflags --libs`, run without LD_LIBRARY_PATH.
+if command -v "${CC:-cc}" >/dev/null; then
+  flags=$(run python -m tierfs --cflags --libs) || fail "python -m tierfs --cflags --libs exited $?"
+  [[ -f "$(run python -c 'import tierfs; print(tierfs.get_include())')/tierfs.h" ]] || fail "the wheel has no tierfs.h"
+  c=0
+  while IFS= read -r -d '' code; do
+    c=$((c + 1))
+    printf '%s' "$code" >"$work/run/readme$c.c"
+    # shellcheck disable=SC2086
+    run "${CC:-cc}" -std=c11 -Wall -Wextra -Werror "readme$c.c" $flags -o "readme$c" || fail "README C block $c did not build with $flags"
+    run env -u LD_LIBRARY_PATH "./readme$c" || fail "README C block $c (built against the wheel) failed"
+  done < <(awk '/<!-- c-test/{want=1; next} want && /^```c/{inb=1; want=0; next} inb && /^```/{inb=0; printf "%c", 0; next} inb' README.md)
+  [[ $c -ge 1 ]] || fail "README.md has no C block after a <!-- c-test --> marker"
+  echo "wheel_test: README C blocks ($c) built with python -m tierfs --cflags --libs: ok"
+else
+  echo "wheel_test: SKIP the README C blocks: no C compiler (${CC:-cc})"
+fi
 echo "wheel_test: ok ($((SECONDS - start)) s)"

@@ -2,12 +2,15 @@
  * neighborhood of a batch of seeds, gather the features of every sampled node, fetch the seeds'
  * labels.
  *
- *   example [--host-cache BYTES] [--verify] [--pread] DATASET [IDS OUT]
+ *   example [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]
  *       IDS: a file of raw int64 node ids; the feature rows of those ids are written to OUT, raw.
+ *       Without DATASET: a small synthetic dataset, written once to ./tierfs-examples/c-synth.
  *   example --synth DIR NODES DIM [DTYPE]
  *       writes a small synthetic dataset to DIR with tfs_synth.
  *
- * Build: gcc -Wall -O2 -I BUILD example.c -L BUILD -ltierfs -Wl,-rpath,BUILD -o example
+ * Build, after `make install` (or with `python -m tierfs --cflags --libs` for the wheel's copies):
+ *   cc -Wall -O2 example.c $(pkg-config --cflags --libs tierfs) -o example
+ * or against a checkout's `make lib`: cc -Wall -O2 -I build example.c -L build -ltierfs -Wl,-rpath,build
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +18,8 @@
 #include <string.h>
 
 #include "tierfs.h"
+
+#define DEFAULT_DATASET "tierfs-examples/c-synth"
 
 /* check exits with the library's message when a call fails. */
 static void check(tfs_status st, const char *what) {
@@ -98,10 +103,22 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (argc - i != 1 && argc - i != 3) {
-    fprintf(stderr, "usage: example [--host-cache BYTES] [--verify] [--pread] DATASET [IDS OUT]\n"
-                    "       example --synth DIR NODES DIM [DTYPE]\n");
+  const char *dataset = DEFAULT_DATASET;
+  if (argc - i == 0) {
+    /* No dataset named: a small synthetic one under the working directory, written once. */
+    FILE *manifest = fopen(DEFAULT_DATASET "/manifest.json", "r");
+    if (manifest != NULL) {
+      fclose(manifest);
+    } else if (synth(DEFAULT_DATASET, "5000", "64", "float32") != 0) {
+      return 1;
+    }
+  } else if (argc - i != 1 && argc - i != 3) {
+    fprintf(stderr, "usage: example [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]\n"
+                    "       example --synth DIR NODES DIM [DTYPE]\n"
+                    "Without DATASET: " DEFAULT_DATASET " (a synthetic graph, written once)\n");
     return 2;
+  } else {
+    dataset = argv[i];
   }
   if (tfs_abi_version() != TFS_ABI_VERSION) {
     fprintf(stderr, "example: built for ABI %d, library has %d\n", TFS_ABI_VERSION, tfs_abi_version());
@@ -109,14 +126,14 @@ int main(int argc, char **argv) {
   }
 
   tfs_store *store = NULL;
-  check(tfs_open(argv[i], &opts, &store), "tfs_open");
+  check(tfs_open(dataset, &opts, &store), "tfs_open");
   tfs_store_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   check(tfs_store_info_get(store, &info), "tfs_store_info_get");
   printf("dataset %s: %" PRId64 " nodes, %" PRId64 " edges, features %" PRId64 " x %s (%" PRId64
          " bytes/row), %" PRId64 " classes, io %s\n",
-         argv[i], info.num_nodes, info.num_edges, info.dim, info.dtype, info.row_bytes, info.num_classes,
+         dataset, info.num_nodes, info.num_edges, info.dim, info.dtype, info.row_bytes, info.num_classes,
          info.io_backend);
 
   if (argc - i == 3) {

@@ -1,9 +1,11 @@
 // example.cpp — the tierfs C API from C++, with small RAII wrappers: each handle is closed or freed
 // by a destructor, and every failed call throws std::runtime_error with tfs_last_error().
 //
-//   example_cpp [--host-cache BYTES] [--verify] [--pread] DATASET [IDS OUT]
+//   example_cpp [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]
+//       Without DATASET: a small synthetic dataset, written once to ./tierfs-examples/c-synth (as example.c).
 //
-// Build: g++ -std=c++17 -Wall -O2 -I BUILD example.cpp -L BUILD -ltierfs -Wl,-rpath,BUILD
+// Build, after `make install` (or with `python -m tierfs --cflags --libs` for the wheel's copies):
+//   c++ -std=c++17 -Wall -O2 example.cpp $(pkg-config --cflags --libs tierfs) -o example_cpp
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -149,15 +151,29 @@ static int run(int argc, char **argv) {
       throw std::invalid_argument("unknown flag " + a);
     }
   }
-  if (argc - i != 1 && argc - i != 3) {
-    std::cerr << "usage: example_cpp [--host-cache BYTES] [--verify] [--pread] DATASET [IDS OUT]\n";
+  std::string dataset = "tierfs-examples/c-synth";
+  if (argc - i == 0) {
+    // No dataset named: a small synthetic one under the working directory, written once.
+    if (!std::ifstream(dataset + "/manifest.json")) {
+      std::string json = "{\"out\": \"" + dataset +
+                         "\", \"nodes\": 5000, \"avg_degree\": 8, \"dim\": 64, \"dtype\": \"float32\", "
+                         "\"classes\": 10, \"seed\": 7}";
+      tierfs::check(tfs_synth(json.c_str()), "tfs_synth");
+      std::printf("synthesized 5000 nodes of dim 64 (float32) into %s\n", dataset.c_str());
+    }
+  } else if (argc - i != 1 && argc - i != 3) {
+    std::cerr << "usage: example_cpp [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]\n"
+                 "Without DATASET: "
+              << dataset << " (a synthetic graph, written once)\n";
     return 2;
+  } else {
+    dataset = argv[i];
   }
-  tierfs::Store store(argv[i], &opts);
+  tierfs::Store store(dataset, &opts);
   const tfs_store_info &info = store.info();
   std::printf("dataset %s: %" PRId64 " nodes, %" PRId64 " edges, features %" PRId64 " x %s (%" PRId64
               " bytes/row), %" PRId64 " classes, io %s\n",
-              argv[i], info.num_nodes, info.num_edges, info.dim, info.dtype, info.row_bytes, info.num_classes,
+              dataset.c_str(), info.num_nodes, info.num_edges, info.dim, info.dtype, info.row_bytes, info.num_classes,
               info.io_backend);
 
   if (argc - i == 3) {

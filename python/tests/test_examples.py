@@ -15,24 +15,26 @@ EXAMPLE = ROOT / "examples" / "train_pyg_graphsage.py"
 BENCH = ROOT / "python" / "bench" / "overhead.py"
 
 
-def run(args, timeout=300):
+def run(args, timeout=300, cwd=None, ok=True):
     """Runs a Python command; on timeout kills its whole process group (torchrun's ranks too, which
     would otherwise keep the output pipes open and hang the test)."""
     p = subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ), start_new_session=True)
+                         env=dict(os.environ), start_new_session=True, cwd=cwd)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         raise AssertionError(f"{args[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
+    if not ok:
+        return p.returncode, out, err
     assert p.returncode == 0, f"{args[0]} failed:\n{out[-3000:]}\n{err[-3000:]}"
     return out
 
 
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
 def test_example_cora_compare_in_memory(cora_dir):
-    out = run([EXAMPLE, "--data", cora_dir, "--epochs", "3", "--seeds", "1", "--compare-in-memory", "--check", "--host-cache", "1MB"])
+    out = run([EXAMPLE, "--dataset", "cora", "--data", cora_dir, "--epochs", "3", "--seeds", "1", "--compare-in-memory", "--check", "--host-cache", "1MB"])
     assert "epoch   3" in out and "difference:" in out and "test accuracy" in out
 
 
@@ -69,3 +71,38 @@ def test_example_ddp_two_ranks(tmp_path):
 
     fig = json.loads((tmp_path / "fig.json").read_text())
     assert fig["world_size"] == 2 and fig["peer_bytes_per_batch"] > 0 and fig["seeds_per_s"] > 0
+
+
+# ---- every example as a new user first runs it: no arguments, from an empty folder, no network;
+# its datasets go under that folder, and --help names the defaults it uses ----
+
+DGL_EXAMPLE = ROOT / "examples" / "train_dgl_graphsage.py"  # needs DGL: python/tests_dgl runs it so
+NO_ARGS = {EXAMPLE: "test accuracy", DDP: "epoch   2"}
+
+
+def test_every_example_is_run_with_no_arguments():
+    examples = set((ROOT / "examples").glob("*.py"))
+    if not examples:
+        pytest.skip("examples/ is not beside python/")
+    assert examples == set(NO_ARGS) | {DGL_EXAMPLE}, "a new example needs a no-argument run here (or in python/tests_dgl)"
+
+
+@pytest.mark.parametrize("example", sorted(NO_ARGS), ids=lambda p: p.stem)
+def test_example_runs_with_no_arguments(example, tmp_path):
+    if not example.exists():
+        pytest.skip("examples/ is not beside python/")
+    out = run([example], cwd=tmp_path)
+    assert NO_ARGS[example] in out, out[-3000:]
+    made = [p for p in (tmp_path / "tierfs-examples").iterdir() if (p / "manifest.json").is_file()]
+    assert made, f"no dataset under {tmp_path / 'tierfs-examples'}"
+    assert str(made[0].relative_to(tmp_path)) in out  # where it went is said
+    help_ = run([example, "--help"], cwd=tmp_path)
+    assert "tierfs-examples/" in help_
+
+
+@pytest.mark.skipif(not EXAMPLE.exists(), reason="examples/ is not beside python/")
+def test_example_cora_without_raw_files_says_what_to_do(tmp_path):
+    rc, out, err = run([EXAMPLE, "--dataset", "cora", "--cora-source", tmp_path / "none"], cwd=tmp_path, ok=False)
+    assert rc != 0 and "--cora-source" in err and "ind.cora" in err, err[-3000:]
+    help_ = run([EXAMPLE, "--help"], cwd=tmp_path)
+    assert "planetoid-cora/raw" in help_ and "TIERFS_DATASETS" in help_

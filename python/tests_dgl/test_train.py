@@ -123,3 +123,14 @@ def test_example_script_runs(tmp_path):
     run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"epoch\s+2 +loss", run.stdout) and "test accuracy" in run.stdout, run.stdout
+
+
+def test_example_script_runs_with_no_arguments(tmp_path):
+    """As a new user runs it: no arguments, from an empty folder, no network; its datasets go under
+    that folder (./tierfs-examples/dgl), nowhere in the checkout."""
+    run = subprocess.run([sys.executable, str(EXAMPLE)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "test accuracy" in run.stdout, run.stdout
+    assert (tmp_path / "tierfs-examples" / "dgl").is_dir()
+    help_ = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=120)
+    assert help_.returncode == 0 and "tierfs-examples/dgl" in help_.stdout, help_.stdout

@@ -59,6 +59,8 @@ except ImportError:  # a source checkout (PYTHONPATH=python)
 ABI_VERSION: int = _native.ABI_VERSION
 #: Path of the loaded libtierfs.so.
 LIBRARY_PATH: str = str(_native.lib_path)
+# Building C/C++ against this package: tierfs.h and libtierfs.so (python -m tierfs --cflags --libs).
+from ._paths import get_include, get_library  # noqa: E402
 
 __all__ = [
     "PlannedEpochs",
@@ -101,6 +103,8 @@ __all__ = [
     "VersionError",
     "ABI_VERSION",
     "LIBRARY_PATH",
+    "get_include",
+    "get_library",
 ]
 
 
