@@ -211,13 +211,15 @@ def test_layout_alone_catches_a_swap(tmp_path, cc):
 PROTOS = [
     (
         "narrowed-int",
-        ("int64_t n, void *dst, int64_t dst_bytes);", "int32_t n, void *dst, int64_t dst_bytes);"),
+        ("tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes);",
+         "tfs_gather(tfs_store *store, const int64_t *ids, int32_t n, void *dst, int64_t dst_bytes);"),
         {("function", "tfs_gather")},
         "argument 3 (n): `int32_t` in the header, c_int64 in Python",
     ),
     (
         "pointer-to-int",
-        ("int64_t n, int64_t *out);", "int64_t n, int64_t out);"),
+        ("tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out);",
+         "tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t out);"),
         {("function", "tfs_labels")},
         "argument 4 (out): `int64_t` in the header, c_void_p in Python",
     ),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from . import _native, errors
-from ._args import IdsLike, _c_str, _ids, _torch
+from ._args import IdsLike, _c_str, _fanouts, _ids, _torch
 from ._native import check, lib
 
 if TYPE_CHECKING:  # annotations only: store imports this module
@@ -127,15 +127,7 @@ def fanouts_by_key(num_neighbors: Mapping[Any, Any]) -> Dict[str, List[int]]:
         raise errors.DTypeError(f"tierfs: num_neighbors must be a dict of edge type -> fanouts, got {type(num_neighbors).__name__}")
     out: Dict[str, List[int]] = {}
     for et, fanouts in num_neighbors.items():
-        key = edge_type_key(et)
-        if isinstance(fanouts, (int, np.integer)) and not isinstance(fanouts, bool):
-            fanouts = [fanouts]
-        if not isinstance(fanouts, (list, tuple)):
-            raise errors.DTypeError(f"tierfs: num_neighbors[{et!r}] must be a list of ints, got {type(fanouts).__name__}")
-        for i, f in enumerate(fanouts):
-            if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
-                raise errors.DTypeError(f"tierfs: num_neighbors[{et!r}][{i}] = {f!r}: want an int (-1 takes every neighbor)")
-        out[key] = [int(f) for f in fanouts]
+        out[edge_type_key(et)] = _fanouts(fanouts, f"num_neighbors[{et!r}]")
     return out
 
 

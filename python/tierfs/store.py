@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _native, _util, errors
-from ._args import IdsLike, _c_str, _Ids, _ids, _torch
+from ._args import IdsLike, _c_str, _fanouts, _Ids, _ids, _torch
 from ._native import check, lib
 from ._progress import _progress_callback
 from ._sample import Sample, _take_sample
@@ -830,7 +830,7 @@ class Store:
             if fanouts is None or batch_size is None:
                 raise errors.InvalidArgumentError("a planned placement needs both fanouts and batch_size")
             req: Dict[str, Any] = dict(
-                fanouts=[int(f) for f in fanouts], batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
+                fanouts=_fanouts(fanouts), batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
             )
             if epochs is not None:
                 req["epochs"] = int(epochs)
@@ -946,7 +946,7 @@ class Store:
                 throughput, or a budget that affords no configuration.
         """
         req: Dict[str, Any] = dict(
-            fanouts=[int(f) for f in fanouts],
+            fanouts=_fanouts(fanouts),
             batch_size=int(batch_size),
             ssd_price=float(ssd_price),
             machine_price=float(machine_price),
@@ -1079,9 +1079,7 @@ class Sampler:
 
     def __init__(self, store: Store, fanouts: Sequence[int], replace: bool = False, seed: int = 0, workers: int = 0):
         h = store._h()
-        if isinstance(fanouts, int):
-            fanouts = [fanouts]
-        fanouts = [int(f) for f in fanouts]
+        fanouts = _fanouts(fanouts)
         self._store = store
         self._fanouts = fanouts
         self._replace = bool(replace)

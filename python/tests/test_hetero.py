@@ -1,0 +1,115 @@
+"""A heterogeneous dataset through the Python API: typed gathers, labels, splits and samples of
+the real ACM graph (tierfs.datasets.acm), ingested with `tierfs ingest --spec`, compared with
+the arrays it was made from."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import tierfs
+from conftest import rng
+
+ETYPES = [("paper", "to", "author"), ("author", "to", "paper"), ("paper", "to", "subject"), ("subject", "to", "paper")]
+
+
+@pytest.fixture(scope="module")
+def acm(tmp_path_factory, cli):
+    d = tierfs.datasets.acm(split=60)
+    tmp = tmp_path_factory.mktemp("acm")
+    node_types = []
+    for t in ("paper", "author", "subject"):
+        nt = {"name": t, "num_nodes": int(d[t]["num_nodes"]), "features": []}
+        np.save(tmp / f"{t}_x.npy", d[t]["x"])
+        nt["features"].append({"name": "x", "path": str(tmp / f"{t}_x.npy")})
+        if t == "paper":
+            np.save(tmp / "paper_y.npy", d[t]["y"])
+            nt["labels"] = str(tmp / "paper_y.npy")
+            (tmp / "splits").mkdir()
+            for s in ("train", "val", "test"):
+                np.save(tmp / "splits" / f"{s}.npy", d[t][s])
+            nt["splits"] = str(tmp / "splits")
+        node_types.append(nt)
+    edge_types = []
+    for et in ETYPES:
+        path = tmp / ("_".join(et) + ".npy")
+        np.save(path, d[et])
+        edge_types.append({"src": et[0], "rel": et[1], "dst": et[2], "edges": str(path)})
+    spec = tmp / "spec.json"
+    spec.write_text(json.dumps({"node_types": node_types, "edge_types": edge_types}))
+    out = tmp / "ds"
+    subprocess.run([cli, "ingest", "--spec", str(spec), str(out)], check=True, capture_output=True)
+    return d, str(out)
+
+
+def test_types_and_typed_reads(acm):
+    d, path = acm
+    r = rng(31)
+    with tierfs.open(path, host_cache="4MB") as s:
+        assert s.is_hetero and s.node_types == ["paper", "author", "subject"]
+        assert s.edge_types == ETYPES
+        assert s.node_type == "paper" and s.num_nodes == 4019
+        for t in s.node_types:
+            n = s.num_nodes_of(t)
+            assert n == d[t]["num_nodes"]
+            ids = r.integers(0, n, 300)
+            np.testing.assert_array_equal(s.gather(ids, node_type=t), d[t]["x"][ids])
+        for et in ETYPES:
+            assert s.num_edges_of(et) == d[et].shape[1] == s.num_edges_of(":".join(et))
+        ids = r.integers(0, 4019, 200)
+        np.testing.assert_array_equal(s.labels(ids, node_type="paper"), d["paper"]["y"][ids])
+        np.testing.assert_array_equal(np.sort(s.split("train", node_type="paper")), d["paper"]["train"])
+        st = s.stats()["node_types"]
+        assert set(st) == {"paper", "author", "subject"}
+        assert sum(next(t for t in v["tiers"] if t["tier"] == "host")["bytes_held"] for v in st.values()) <= 4 << 20
+
+
+def test_hetero_samples_are_edges_of_the_graph(acm):
+    d, path = acm
+    r = rng(32)
+    edges = {et: set(zip(d[et][0].tolist(), d[et][1].tolist())) for et in ETYPES}
+    fanouts = {et: [4, 3] for et in ETYPES}
+    with tierfs.open(path) as s:
+        sp = s.sampler(fanouts, seed=int(r.integers(1 << 30)))
+        seeds = r.integers(0, 4019, 64)
+        out = sp.sample(("paper", seeds))
+        again = s.sampler(fanouts, seed=sp._seed).sample(seeds, node_type="paper")
+        np.testing.assert_array_equal(out.node["paper"][:64], seeds)
+        assert out.num_sampled_nodes["paper"][0] == 64 and out.num_seeds == 64
+        for t, ids in out.node.items():
+            assert len(np.unique(ids)) == len(ids) or t == "paper"  # seeds may repeat
+            assert sum(out.num_sampled_nodes[t]) == len(ids)
+            np.testing.assert_array_equal(ids, again.node[t])
+        total = 0
+        for et in ETYPES:
+            src, dst = out.node[et[0]][out.row[et]], out.node[et[2]][out.col[et]]
+            assert all((a, b) in edges[et] for a, b in zip(src.tolist(), dst.tolist())), et
+            # a node gets at most its hop's fanout of neighbors per edge type
+            if len(out.col[et]):
+                assert np.bincount(out.col[et]).max() <= 4
+            assert out.edge[et] is not None and len(out.edge[et]) == len(out.row[et])
+            total += len(out.row[et])
+        assert total > 0
+        # torch seeds give tensors
+        torch = pytest.importorskip("torch")
+        t_out = s.sampler(fanouts, seed=1).sample(torch.tensor(seeds), node_type="paper")
+        assert isinstance(t_out.node["author"], torch.Tensor)
+
+
+def test_hetero_errors_name_what_the_dataset_has(acm):
+    _, path = acm
+    with tierfs.open(path) as s:
+        with pytest.raises(KeyError, match="venue"):
+            s.gather([0], node_type="venue")
+        with pytest.raises(tierfs.InvalidArgumentError, match="has none"):
+            s.sampler({ETYPES[0]: [2]})
+        with pytest.raises(tierfs.InvalidArgumentError, match="author:cites:paper"):
+            s.sampler({**{et: [2] for et in ETYPES}, ("author", "cites", "paper"): [2]})
+        with pytest.raises(tierfs.InvalidArgumentError, match="whole number"):
+            s.sampler({et: [1.5] for et in ETYPES})
+        sp = s.sampler({et: [2] for et in ETYPES})
+        with pytest.raises(IndexError, match="node type \"subject\""):
+            sp.sample([60], node_type="subject")
+        with pytest.raises(tierfs.InvalidArgumentError, match="name the seeds' node type"):
+            sp.sample([0])
