@@ -346,3 +346,27 @@ def test_dataloader_hetero(het, hstore, hgraph):
     assert [o[PAPER].tolist() for _, o, _ in ids_loader] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     with pytest.raises(tierfs.Error, match="dict"):
         tdgl.DataLoader(hstore, "train", sampler)
+
+
+@pytest.mark.filterwarnings("ignore:Dataloader CPU affinity")
+def test_dgl_dataloader_prefetches_hetero(het, hstore, hgraph):
+    """dgl.dataloading.DataLoader over GraphStorage with {ntype: ids}: the lazily prefetched
+    features of each type and the seeds' labels come from tierfs."""
+    sampler = tdgl.NeighborSampler(
+        hstore, FANOUTS, seed=6,
+        prefetch_node_feats={PAPER: ["feat"], "author": ["feat"]}, prefetch_labels={PAPER: ["label"]},
+    )
+    gs = tdgl.GraphStorage(hstore)
+    assert gs.ntypes == list(het.num_nodes) and gs.num_nodes(PAPER) == 500
+    assert gs.get_node_storage("feat", "author").shape == (300, 8)
+    with pytest.raises(KeyError, match="field"):
+        gs.get_node_storage("feat", "field")
+    train = torch.from_numpy(het.sets[PAPER]["train"][0])
+    loader = dgl.dataloading.DataLoader(gs, {PAPER: train}, sampler, batch_size=100, shuffle=True, num_workers=0)
+    seen = []
+    for input_nodes, output_nodes, blocks in loader:
+        for t in (PAPER, "author"):
+            assert torch.equal(blocks[0].srcnodes[t].data["feat"], hgraph.nodes[t].data["feat"][input_nodes[t]])
+        assert torch.equal(blocks[-1].dstnodes[PAPER].data["label"], hgraph.nodes[PAPER].data["label"][output_nodes[PAPER]])
+        seen.append(output_nodes[PAPER])
+    assert torch.equal(torch.sort(torch.cat(seen)).values, train)

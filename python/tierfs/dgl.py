@@ -616,11 +616,16 @@ class FeatureStorage(dgl.storages.FeatureStorage):
     ``dgl.storages.FeatureStorage``: ``fetch(indices, device, pin_memory=False)`` gathers the rows
     and moves them to ``device`` (through pinned memory when ``pin_memory`` and the target is a
     GPU). ``storage[indices]`` is ``fetch(indices, "cpu")``.
+
+    ``node_type`` (a heterogeneous store) picks that type's default feature or labels; ``name``
+    another of its features.
     """
 
-    def __init__(self, store, kind: str = FEATURE):
+    def __init__(self, store, kind: str = FEATURE, node_type: str | None = None, name: str | None = None):
         self.store = store
         self.kind = _check_kind(kind)
+        self.node_type = node_type
+        self._column = None if node_type is None else _TypedColumn(store, kind, node_type, None, name)
 
     def fetch(self, indices, device, pin_memory=False, **kwargs):
         if isinstance(indices, Mapping):
@@ -628,7 +633,8 @@ class FeatureStorage(dgl.storages.FeatureStorage):
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
             ((key, ids),) = indices.items()
             return {key: self.fetch(ids, device, pin_memory, **kwargs)}
-        values = _read_rows(self.store, self.kind, _ids_tensor(indices))
+        ids = _ids_tensor(indices)
+        values = self._column.read(ids) if self._column is not None else _read_rows(self.store, self.kind, ids)
         device = torch.device(device)
         if values.device == device:
             return values
@@ -642,10 +648,12 @@ class FeatureStorage(dgl.storages.FeatureStorage):
         return self.fetch(indices, "cpu")
 
     def __len__(self):
-        return int(self.store.num_nodes)
+        return self._column.count if self._column is not None else int(self.store.num_nodes)
 
     @property
     def shape(self):
+        if self._column is not None:
+            return (self._column.count,) + tuple(self._column.size())
         n = int(self.store.num_nodes)
         return (n, int(self.store.dim)) if self.kind == "feat" else (n,)
 
@@ -656,35 +664,67 @@ class GraphStorage:
     DGL asks it for the storages of the lazily prefetched node data (``get_node_storage``). The
     graph itself stays in tierfs; the sampler ignores the graph argument. Worker processes need
     ``multiprocessing_context="spawn"`` (or ``num_workers=0``): see the module docstring.
+
+    A heterogeneous store serves, per node type, its default feature as ``feature_name`` (types
+    with features) and its labels as ``label_name`` (labelled types): give DGL's prefetch lists
+    per type, ``prefetch_node_feats={"paper": ["feat"], ...}``, and the seeds as ``{ntype: ids}``.
     """
 
     def __init__(self, store, feature_name: str = FEATURE, label_name: str | None = LABEL):
         self.store = store
         self.device = torch.device("cpu")
+        self.hetero = _is_hetero(store)
+        if self.hetero:
+            # Per node type: its default feature as feature_name, its labels as label_name.
+            self._typed = {}
+            for t, info in store.types["node_types"].items():
+                columns = {}
+                if info["features"]:
+                    columns[feature_name] = FeatureStorage(store, FEATURE, node_type=t)
+                if label_name is not None and info.get("labels"):
+                    columns[label_name] = FeatureStorage(store, LABEL, node_type=t)
+                self._typed[t] = columns
+            return
         self._node = {feature_name: FeatureStorage(store, FEATURE)}
         if label_name is not None and int(store.num_classes):
             self._node[label_name] = FeatureStorage(store, LABEL)
 
     def get_node_storage(self, key, ntype=None):
+        node = self._node if not self.hetero else self._typed.get(ntype)
+        if node is None:
+            raise tierfs.KeyNotFoundError(f"tierfs.dgl: no node type {ntype!r}; this store has {self.ntypes}")
         try:
-            return self._node[key]
+            return node[key]
         except KeyError:
+            what = f"node type {ntype!r}" if self.hetero else "this store"
             raise tierfs.KeyNotFoundError(
-                f"tierfs.dgl: no node data {key!r}; this store has {sorted(self._node)}"
+                f"tierfs.dgl: no node data {key!r}; {what} has {sorted(node)}"
             ) from None
 
     def get_edge_storage(self, key, etype=None):
-        raise tierfs.KeyNotFoundError(f"tierfs.dgl: tierfs stores have no edge data ({key!r})")
+        raise tierfs.KeyNotFoundError(f"tierfs.dgl: no edge data is prefetched from tierfs ({key!r})")
 
     def num_nodes(self, ntype=None) -> int:
+        if self.hetero and ntype is not None:
+            return self.store.num_nodes_of(ntype)
+        if self.hetero:
+            return sum(self.store.num_nodes_of(t) for t in self.store.node_types)
         return int(self.store.num_nodes)
 
     def num_edges(self, etype=None) -> int:
+        if self.hetero and etype is not None:
+            return self.store.num_edges_of(etype)
+        if self.hetero:
+            return sum(self.store.num_edges_of(e) for e in self.store.edge_types)
         return int(self.store.num_edges)
 
     @property
     def ntypes(self):
-        return ["_N"]
+        return list(self.store.node_types) if self.hetero else ["_N"]
+
+    @property
+    def canonical_etypes(self):
+        return list(self.store.edge_types) if self.hetero else [("_N", "_E", "_N")]
 
 
 def _sample_arrays(sample):
