@@ -6,6 +6,8 @@ and from_graphbolt of a GraphBolt dataset of several types. Seeds are printed.""
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +17,7 @@ import tierfs
 import tierfs.dgl as tdgl
 
 import hetero_data
+from conftest import REPO
 
 SEED = 20251125
 PAPER = "paper"
@@ -197,9 +200,9 @@ FANOUTS = [  # DGL's order: input layer first
 ]
 
 
-def _tierfs_sample(hstore, fanouts, seeds, seed, replace=False):
+def _tierfs_sample(hstore, fanouts, seeds, seed, replace=False, seed_type=PAPER):
     per_hop = {e: [layer[e] for layer in reversed(fanouts)] for e in fanouts[0]}
-    return hstore.sampler(per_hop, replace=replace, seed=seed).sample(seeds, PAPER)
+    return hstore.sampler(per_hop, replace=replace, seed=seed).sample(seeds, seed_type)
 
 
 def _global(sample, e, lo, hi):
@@ -207,39 +210,41 @@ def _global(sample, e, lo, hi):
     return sample.node[src][sample.row[e][lo:hi]], sample.node[dst][sample.col[e][lo:hi]]
 
 
-@pytest.mark.parametrize("replace", [False, True])
-def test_blocks_match_dgl_to_block(het, hstore, hgraph, replace):
-    rng = _rng(f"test_blocks_match_dgl_to_block[{replace}]")
-    seeds = np.sort(rng.choice(het.sets[PAPER]["train"][0], 24, replace=False))
-    seeds[:2] = [0, 1]  # papers without in-edges
-    sampler = tdgl.NeighborSampler(hstore, FANOUTS, replace=replace, seed=SEED)
-    input_nodes, output_nodes, blocks = sampler.sample({PAPER: torch.from_numpy(seeds)})
-    sample = _tierfs_sample(hstore, FANOUTS, seeds, SEED, replace)
-    L = len(FANOUTS)
+def _check_against_to_block(store, graph, fanouts, seed_type, seeds, seed, replace):
+    """NeighborSampler's blocks for ``seeds`` against dgl.to_block over the frontier of the same
+    sampled edges (tierfs's own sample, drawn with the same seed), per layer: dst nodes equal,
+    src nodes equal as sets with the dst nodes first, edges equal as (src id, dst id, edge id)
+    multisets; dgl.EID names the same edge in DGL's in-memory ``graph``; in-degrees at a layer's
+    own hop are min(degree, fanout) without replacement."""
+    sampler = tdgl.NeighborSampler(store, fanouts, replace=replace, seed=seed)
+    input_nodes, output_nodes, blocks = sampler.sample({seed_type: torch.from_numpy(seeds)})
+    sample = _tierfs_sample(store, fanouts, seeds, seed, replace, seed_type)
+    ntypes, etypes = graph.ntypes, graph.canonical_etypes
+    L = len(fanouts)
     assert len(blocks) == L
-    assert set(output_nodes) == {PAPER} and torch.equal(output_nodes[PAPER], torch.from_numpy(seeds))
-    for t in het.num_nodes:
+    assert set(output_nodes) == {seed_type} and torch.equal(output_nodes[seed_type], torch.from_numpy(seeds))
+    for t in ntypes:
         assert torch.equal(input_nodes[t], torch.from_numpy(sample.node[t]))
         assert torch.equal(blocks[0].srcnodes[t].data[dgl.NID], input_nodes[t])
-    assert torch.equal(blocks[-1].dstnodes[PAPER].data[dgl.NID], output_nodes[PAPER])
-    num_nodes = dict(het.num_nodes)
+    assert torch.equal(blocks[-1].dstnodes[seed_type].data[dgl.NID], output_nodes[seed_type])
+    num_nodes = {t: graph.num_nodes(t) for t in ntypes}
     for i, block in enumerate(blocks):
         h = L - 1 - i
         assert block.is_block
-        assert set(block.canonical_etypes) == set(het.edges)
+        assert set(block.canonical_etypes) == set(etypes)
         # The frontier: every edge sampled at hops 0..h, in global ids, with its store id.
         data, store_eid = {}, {}
-        for e in het.edges:
+        for e in etypes:
             k = int(sum(sample.num_sampled_edges[e][: h + 1]))
             s, d = _global(sample, e, 0, k)
             data[e] = (torch.from_numpy(s), torch.from_numpy(d))
             store_eid[e] = torch.from_numpy(sample.edge[e][:k])
         frontier = dgl.heterograph(data, num_nodes_dict=num_nodes, idtype=torch.int64)
-        for e in het.edges:
+        for e in etypes:
             frontier.edges[e].data["store_eid"] = store_eid[e]
-        dst_nodes = {t: torch.from_numpy(sample.node[t][: int(sum(sample.num_sampled_nodes[t][: h + 1]))]) for t in het.num_nodes}
+        dst_nodes = {t: torch.from_numpy(sample.node[t][: int(sum(sample.num_sampled_nodes[t][: h + 1]))]) for t in ntypes}
         ref = dgl.to_block(frontier, dst_nodes)
-        for t in het.num_nodes:
+        for t in ntypes:
             ours_dst, ref_dst = block.dstnodes[t].data[dgl.NID], ref.dstnodes[t].data[dgl.NID]
             assert torch.equal(ours_dst, ref_dst), (i, t)
             ours_src, ref_src = block.srcnodes[t].data[dgl.NID], ref.srcnodes[t].data[dgl.NID]
@@ -250,7 +255,7 @@ def test_blocks_match_dgl_to_block(het, hstore, hgraph, replace):
             assert torch.equal(torch.sort(ours_src).values, torch.sort(ref_src).values), (i, t)
             if i + 1 < L:  # a block's dst nodes are the next block's src nodes
                 assert torch.equal(ours_dst, blocks[i + 1].srcnodes[t].data[dgl.NID])
-        for e in het.edges:
+        for e in etypes:
             src, _, dst = e
             u, v = block.edges(etype=e)
             ours = torch.stack([block.srcnodes[src].data[dgl.NID][u], block.dstnodes[dst].data[dgl.NID][v],
@@ -262,17 +267,53 @@ def test_blocks_match_dgl_to_block(het, hstore, hgraph, replace):
             key = lambda a: a[torch.argsort(a[:, 2] * (1 << 40) + a[:, 0] * (1 << 20) + a[:, 1])]
             assert torch.equal(key(ours), key(theirs)), (i, e)
             # dgl.EID addresses the same edge of DGL's in-memory heterograph.
-            gs, gd = hgraph.find_edges(block.edges[e].data[dgl.EID], etype=e)
+            gs, gd = graph.find_edges(block.edges[e].data[dgl.EID], etype=e)
             assert torch.equal(gs, ours[:, 0]) and torch.equal(gd, ours[:, 1]), (i, e)
-        # In-degrees at the layer's own hop respect the fanouts (without replacement).
         if not replace:
-            for e in het.edges:
-                f = FANOUTS[i][e]
+            for e in etypes:
+                f = fanouts[i][e]
                 deg = block.in_degrees(etype=e)
-                full = hgraph.in_degrees(block.dstnodes[e[2]].data[dgl.NID], etype=e)
+                full = graph.in_degrees(block.dstnodes[e[2]].data[dgl.NID], etype=e)
                 first = int(sum(sample.num_sampled_nodes[e[2]][:h]))
                 want = full[first:] if f == -1 else torch.clamp(full[first:], max=f)
                 assert torch.equal(deg[first:], want), (i, e)
+    return blocks
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_blocks_match_dgl_to_block(het, hstore, hgraph, replace):
+    rng = _rng(f"test_blocks_match_dgl_to_block[{replace}]")
+    seeds = np.sort(rng.choice(het.sets[PAPER]["train"][0], 24, replace=False))
+    seeds[:2] = [0, 1]  # papers without in-edges
+    _check_against_to_block(hstore, hgraph, FANOUTS, PAPER, seeds, SEED, replace)
+
+
+def test_blocks_match_dgl_to_block_synth_mag(tmp_path):
+    """`tierfs synth --preset ogbn-mag`: four node types, three without features, authors
+    without in-edges; the in-memory graph is dgl_graph(store) (checked against raw arrays in
+    test_from_graphbolt_types)."""
+    cli = REPO / "build" / "tierfs"
+    if not cli.exists():
+        pytest.skip("no build/tierfs (make build)")
+    out = tmp_path / "mag"
+    subprocess.run([str(cli), "synth", "--preset", "ogbn-mag", "--scale", "0.005", "--seed", "3", "--out", str(out)],
+                   check=True, capture_output=True)
+    rng = _rng("test_blocks_match_dgl_to_block_synth_mag")
+    with tierfs.open(str(out)) as store:
+        graph = tdgl.dgl_graph(store)
+        etypes = store.edge_types
+        fanouts = [{e: int(rng.integers(-1, 6)) for e in etypes} for _ in range(3)]
+        print("fanouts", fanouts)
+        seeds = np.sort(rng.choice(store.split("train", node_type=PAPER), 40, replace=False))
+        _check_against_to_block(store, graph, fanouts, PAPER, seeds, SEED, replace=False)
+        loader = tdgl.DataLoader(store, {PAPER: seeds}, tdgl.NeighborSampler(store, fanouts, seed=1), batch_size=16)
+        for input_nodes, output_nodes, blocks in loader:
+            assert set(blocks[0].srcnodes[PAPER].data) == {dgl.NID, "feat"}
+            assert set(blocks[0].srcnodes["author"].data) == {dgl.NID}
+            x = torch.from_numpy(store.gather(input_nodes[PAPER].numpy(), node_type=PAPER))
+            assert torch.equal(blocks[0].srcnodes[PAPER].data["feat"], x)
+            y = torch.from_numpy(store.labels(output_nodes[PAPER].numpy(), node_type=PAPER))
+            assert torch.equal(blocks[-1].dstnodes[PAPER].data["label"], y)
 
 
 def test_blocks_not_cumulative(hstore):
