@@ -175,19 +175,26 @@ def test_feature_store_refusals(hstore):
         tdgl.Feature(hstore, node_type="venue")
 
 
-def test_feature_store_graphbolt_fetcher(het, hstore):
-    """gb.FeatureFetcher over a heterogeneous MiniBatch reads through tierfs."""
+def test_graphbolt_pipeline_hetero(het, hstore):
+    """GraphBolt's own heterogeneous pipeline (ItemSampler -> sample_neighbor on
+    sampling_graph(store) -> fetch_feature) with features read through tierfs."""
     gb = pytest.importorskip("dgl.graphbolt")
-    fs = tdgl.FeatureStore(hstore)
-    ids = {PAPER: torch.tensor([4, 8, 15]), "author": torch.tensor([16, 23])}
-    mb = gb.MiniBatch(input_nodes=ids)
-    fetcher = gb.FeatureFetcher(gb.ItemSampler(gb.ItemSet(torch.arange(3), names="seed_nodes"), batch_size=3),
-                                fs, node_feature_keys={PAPER: ["feat"], "author": ["feat"]})
-    out = fetcher._read(mb) if hasattr(fetcher, "_read") else None
-    if out is None:
-        pytest.skip("this GraphBolt's FeatureFetcher has no _read")
-    for t, v in ids.items():
-        assert torch.equal(out.node_features[(t, "feat")], torch.from_numpy(het.feats[t]["feat"][v.numpy()]))
+    graph = tdgl.sampling_graph(hstore)
+    assert graph.total_num_nodes == sum(het.num_nodes.values())
+    assert graph.total_num_edges == sum(e.shape[1] for e in het.edges.values())
+    seeds, labels = het.sets[PAPER]["train"]
+    items = gb.ItemSetDict({PAPER: gb.ItemSet((torch.from_numpy(seeds), torch.from_numpy(labels)), names=("seed_nodes", "labels"))})
+    pipe = gb.ItemSampler(items, batch_size=64, shuffle=True)
+    pipe = pipe.sample_neighbor(graph, [3, 2])
+    pipe = pipe.fetch_feature(tdgl.FeatureStore(hstore), node_feature_keys={PAPER: ["feat"], "author": ["feat"]})
+    batches = authors = 0
+    for mb in gb.DataLoader(pipe, num_workers=0):
+        batches += 1
+        authors += mb.input_nodes["author"].numel()
+        for t in (PAPER, "author"):
+            ids = mb.input_nodes[t]
+            assert torch.equal(mb.node_features[(t, "feat")], torch.from_numpy(het.feats[t]["feat"][ids.numpy()]))
+    assert batches == 5 and authors > 0
 
 
 # --------------------------------------------------------------------------------------------

@@ -553,9 +553,14 @@ else:  # pragma: no cover - only without a working GraphBolt
 def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
-    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise."""
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
+    A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
+    :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
     if gb is None:
         raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
+    if _is_hetero(store):
+        # GraphBolt's heterogeneous layout (type offsets, type per edge) as DGL converts it.
+        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False)
     indptr, indices = store.csc()
     return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices))
 
