@@ -173,6 +173,8 @@ def test_feature_store_refusals(hstore):
         fs.read("node", "author", "feat", torch.tensor([10_000]))
     with pytest.raises(KeyError, match="no node type"):
         tdgl.Feature(hstore, node_type="venue")
+    with pytest.raises(tierfs.InvalidArgumentError, match="own type and name"):
+        tdgl.FeatureStore(hstore, type_name=PAPER)
 
 
 def test_graphbolt_pipeline_hetero(het, hstore):

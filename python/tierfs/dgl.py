@@ -477,6 +477,11 @@ if gb is not None:
                 raise TypeError("tierfs.dgl.FeatureStore: open options given with an open store")
             self._store = store
             if _is_hetero(store):
+                if type_name is not None or feature_name != FEATURE:
+                    raise tierfs.InvalidArgumentError(
+                        "tierfs.dgl.FeatureStore: a heterogeneous store keys every feature by its "
+                        "own type and name; feature_name and type_name apply to one-type stores"
+                    )
                 features = _hetero_features(store, label_name)
             else:
                 features = {("node", type_name, feature_name): Feature(store, FEATURE)}
