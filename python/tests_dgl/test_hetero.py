@@ -420,3 +420,18 @@ def test_dgl_dataloader_prefetches_hetero(het, hstore, hgraph):
         assert torch.equal(blocks[-1].dstnodes[PAPER].data["label"], hgraph.nodes[PAPER].data["label"][output_nodes[PAPER]])
         seen.append(output_nodes[PAPER])
     assert torch.equal(torch.sort(torch.cat(seen)).values, train)
+
+
+def test_sampler_pickles(hstore):
+    """For spawn workers: a pickled heterogeneous sampler reopens the store and draws the same
+    first batch."""
+    import pickle
+
+    sampler = tdgl.NeighborSampler(hstore, FANOUTS, seed=9)
+    clone = pickle.loads(pickle.dumps(sampler))
+    seeds = {PAPER: torch.arange(10, 40)}
+    a, b = sampler.sample(seeds)[2], clone.sample(seeds)[2]
+    for x, y in zip(a, b):
+        for e in x.canonical_etypes:
+            assert torch.equal(x.edges[e].data[dgl.EID], y.edges[e].data[dgl.EID])
+    clone.store.close()
