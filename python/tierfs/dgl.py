@@ -72,7 +72,7 @@ import dgl.dataloading
 import dgl.storages
 
 import tierfs
-from tierfs.hetero import edge_type_key, edge_type_tuple
+from tierfs.hetero import edge_type_tuple
 from tierfs.pipeline import MAX_DEPTH
 
 try:  # GraphBolt needs extra packages (torchdata, pydantic, ...) and a build for this torch.
@@ -313,6 +313,10 @@ if gb is not None:
         """One column of a tierfs store as a GraphBolt feature: the node features
         (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
         (``kind="label"``, int64, -1 for unlabelled nodes). Read-only.
+
+        In a heterogeneous store, ``node_type`` names the type (``name``: one of its features;
+        None: its default) and ``edge_type`` (``(src, rel, dst)`` or ``"src:rel:dst"``) with
+        ``name`` an edge feature, read by edge id; ids are local to the type.
 
         ``read(ids)`` answers on the ids' device when they are on a GPU, else on the store's
         device (the CPU unless the store was opened with ``device="cuda:N"``).
@@ -1108,8 +1112,16 @@ class DataLoader:
         self._run = None
         self.feature_name = feature_name
         if self.seed_type is not None:
-            labelled = store.types["node_types"][self.seed_type].get("labels")
+            types = store.types["node_types"]
+            if self.seed_type not in types:
+                raise tierfs.KeyNotFoundError(
+                    f"tierfs.dgl.DataLoader: no node type {self.seed_type!r} (it has {', '.join(types)})"
+                )
+            # Each type's default feature (types with features), the seed type's labels.
+            self._columns = {t: _TypedColumn(store, FEATURE, t, None, None) for t, info in types.items() if info["features"]}
+            labelled = types[self.seed_type].get("labels")
             self.label_name = label_name if labelled else None
+            self._labels = _TypedColumn(store, LABEL, self.seed_type, None, None) if labelled else None
         else:
             self.label_name = label_name if int(store.num_classes) else None
         self.epoch = 0
@@ -1134,14 +1146,14 @@ class DataLoader:
 
     def _gather_hetero(self, sampled):
         input_nodes, output_nodes, blocks = sampled
-        types = self.store.types["node_types"]
         if self.feature_name is not None:
             for t, ids in input_nodes.items():
-                if types[t]["features"]:
-                    blocks[0].srcnodes[t].data[self.feature_name] = _TypedColumn(self.store, FEATURE, t, None, None).read(ids)
+                column = self._columns.get(t)
+                if column is not None:
+                    blocks[0].srcnodes[t].data[self.feature_name] = column.read(ids)
         if self.label_name is not None:
             t = self.seed_type
-            blocks[-1].dstnodes[t].data[self.label_name] = _TypedColumn(self.store, LABEL, t, None, None).read(output_nodes[t])
+            blocks[-1].dstnodes[t].data[self.label_name] = self._labels.read(output_nodes[t])
         if self.device.type != "cpu":
             blocks = [b.to(self.device) for b in blocks]
             input_nodes = {t: v.to(self.device) for t, v in input_nodes.items()}
