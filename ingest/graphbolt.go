@@ -55,6 +55,50 @@ type graphBoltFeature struct {
 	Path   string `yaml:"path"`
 }
 
+// readGraphBolt reads and parses dir's metadata.yaml (its path is meta), refusing one without a
+// raw graph section.
+func readGraphBolt(dir string) (md *graphBoltMetadata, meta string, err error) {
+	meta = filepath.Join(dir, GraphBoltMetadata)
+	raw, err := os.ReadFile(meta)
+	if err != nil {
+		return nil, meta, fmt.Errorf("ingest: GraphBolt dataset %s: %w", dir, err)
+	}
+	md = new(graphBoltMetadata)
+	if err := yaml.Unmarshal(raw, md); err != nil {
+		return nil, meta, fmt.Errorf("ingest: GraphBolt dataset %s: %s is not valid YAML: %v", dir, GraphBoltMetadata, err)
+	}
+	if md.Graph == nil {
+		if md.GraphTopology != nil {
+			return nil, meta, fmt.Errorf("ingest: %s has graph_topology (preprocessed by GraphBolt) but no graph section; ingest the original dataset, whose metadata.yaml names the edges", meta)
+		}
+		return nil, meta, fmt.Errorf("ingest: %s has no graph section", meta)
+	}
+	return md, meta, nil
+}
+
+// isHetero reports whether the graph has several node types or several edge types.
+func (md *graphBoltMetadata) isHetero() bool {
+	return len(md.Graph.Nodes) > 1 || len(md.Graph.Edges) > 1
+}
+
+// graphBoltPath is p (key's path in meta) relative to the dataset directory dir.
+func graphBoltPath(dir, meta, p, key string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("ingest: %s: %s has no path", meta, key)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return p, nil
+}
+
+func graphBoltNumpy(meta, format, key string) error {
+	if f := strings.ToLower(format); f != "numpy" {
+		return fmt.Errorf("ingest: %s: %s has format %q; tierfs reads numpy (.npy) files (save torch tensors with np.save)", meta, key, format)
+	}
+	return nil
+}
+
 // graphBoltTask is the index in tasks of the task named (or, where no task has that name,
 // numbered from 0) by want: 0 for want "" (-1 when there are no tasks). An unknown task is an
 // error listing the tasks of meta.
@@ -106,20 +150,9 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
 		return cleanup, fmt.Errorf("ingest: %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", what)
 	}
-	meta := filepath.Join(dir, GraphBoltMetadata)
-	raw, err := os.ReadFile(meta)
+	md, meta, err := readGraphBolt(dir)
 	if err != nil {
-		return cleanup, fmt.Errorf("ingest: %s: %w", what, err)
-	}
-	var md graphBoltMetadata
-	if err := yaml.Unmarshal(raw, &md); err != nil {
-		return cleanup, fmt.Errorf("ingest: %s: %s is not valid YAML: %v", what, GraphBoltMetadata, err)
-	}
-	if md.Graph == nil {
-		if md.GraphTopology != nil {
-			return cleanup, fmt.Errorf("ingest: %s has graph_topology (preprocessed by GraphBolt) but no graph section; ingest the original dataset, whose metadata.yaml names the edges", meta)
-		}
-		return cleanup, fmt.Errorf("ingest: %s has no graph section", meta)
+		return cleanup, err
 	}
 	g := md.Graph
 	if len(g.Nodes) != 1 || len(g.Edges) != 1 {
@@ -128,21 +161,8 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if g.Nodes[0].Num <= 0 {
 		return cleanup, fmt.Errorf("ingest: %s: graph.nodes[0].num is %d; want the node count", meta, g.Nodes[0].Num)
 	}
-	local := func(p, key string) (string, error) {
-		if p == "" {
-			return "", fmt.Errorf("ingest: %s: %s has no path", meta, key)
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return p, nil
-	}
-	numpy := func(format, key string) error {
-		if f := strings.ToLower(format); f != "numpy" {
-			return fmt.Errorf("ingest: %s: %s has format %q; tierfs reads numpy (.npy) files (save torch tensors with np.save)", meta, key, format)
-		}
-		return nil
-	}
+	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
+	numpy := func(format, key string) error { return graphBoltNumpy(meta, format, key) }
 	e := g.Edges[0]
 	if opt.Edges, err = local(e.Path, "graph.edges[0]"); err != nil {
 		return cleanup, err

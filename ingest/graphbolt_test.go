@@ -145,9 +145,9 @@ func TestGraphBoltRefusals(t *testing.T) {
 		{"preprocessed", func(md string) string {
 			return "graph_topology:\n  type: FusedCSCSamplingGraph\n  path: preprocessed/fused.pt\n" + md[strings.Index(md, "feature_data:"):]
 		}, "graph_topology (preprocessed by GraphBolt) but no graph section"},
-		{"two node types", func(md string) string {
+		{"two node types, one unnamed", func(md string) string { // a second type makes it heterogeneous
 			return strings.Replace(md, "  nodes:\n", "  nodes:\n    - type: author\n      num: 3\n", 1)
-		}, "has 2 node types and 1 edge types"},
+		}, "graph.nodes[1] has no type; a graph of several types names each"},
 		{"torch features", func(md string) string {
 			return strings.Replace(md, "    name: feat\n    format: numpy", "    name: feat\n    format: torch", 1)
 		}, `feature_data[0] (feat) has format "torch"`},
@@ -273,5 +273,133 @@ func TestGraphBoltTask(t *testing.T) {
 	}
 	if _, err := Ingest(Options{Features: "x.npy", GraphBoltTask: "0", Out: filepath.Join(t.TempDir(), "ds")}); err == nil || !strings.Contains(err.Error(), "without GraphBolt") {
 		t.Fatalf("GraphBoltTask without GraphBolt: %v", err)
+	}
+}
+
+// writeGraphBoltHetero writes metadata.yaml of a GraphBolt dataset in gb over the graph of
+// newHeteroGraph: every edge type as GraphBolt's (2, E) .npy but author:reviews:paper as
+// headerless CSV, the node and edge features where newHeteroGraph wrote them, and a task whose
+// train and validation sets are paper's splits with their labels. It changes g to what the
+// ingested dataset should hold: paper's labels are those of the seeds, -1 elsewhere.
+func writeGraphBoltHetero(t *testing.T, gb string, g *heteroGraph) {
+	t.Helper()
+	var md strings.Builder
+	md.WriteString("dataset_name: hetero\ngraph:\n  nodes:\n")
+	for _, n := range []string{"paper", "author", "institution"} {
+		fmt.Fprintf(&md, "    - type: %s\n      num: %d\n", n, g.counts[n])
+	}
+	md.WriteString("  edges:\n")
+	for i, in := range g.opt.EdgeTypes {
+		e := g.edges[in.Key()]
+		if in.Rel == "reviews" {
+			var b strings.Builder
+			for k := range e[0] {
+				fmt.Fprintf(&b, "%d,%d\n", e[0][k], e[1][k])
+			}
+			if err := os.WriteFile(filepath.Join(gb, "reviews.csv"), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&md, "    - type: %s\n      format: csv\n      path: reviews.csv\n", in.Key())
+			continue
+		}
+		name := fmt.Sprintf("edges%d.npy", i)
+		writeNpyEdges(t, filepath.Join(gb, name), "<i8", e[0], e[1], false)
+		fmt.Fprintf(&md, "    - type: %s\n      format: numpy\n      path: %s\n", in.Key(), name)
+	}
+	md.WriteString("  feature_data:\n")
+	for _, n := range g.opt.NodeTypes {
+		for _, f := range n.Features {
+			fmt.Fprintf(&md, "    - domain: node\n      type: %s\n      name: %s\n      format: numpy\n      in_memory: false\n      path: %s\n", n.Name, f.Name, f.Path)
+		}
+	}
+	for _, e := range g.opt.EdgeTypes {
+		for _, f := range e.EdgeFeatures {
+			fmt.Fprintf(&md, "    - domain: edge\n      type: %s\n      name: %s\n      format: numpy\n      path: %s\n", e.Key(), f.Name, f.Path)
+		}
+	}
+	md.WriteString("tasks:\n  - name: venue\n    num_classes: 4\n")
+	labels := make([]int64, g.counts["paper"])
+	for i := range labels {
+		labels[i] = -1
+	}
+	for _, set := range []struct{ name, key string }{{"train", "train_set"}, {"val", "validation_set"}} {
+		seeds := g.splits["paper"][set.name]
+		ys := make([]int64, len(seeds))
+		for i, v := range seeds {
+			ys[i] = g.labels["paper"][v]
+			labels[v] = ys[i]
+		}
+		WriteNpy(filepath.Join(gb, set.name+"-seeds.npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds))
+		WriteNpy(filepath.Join(gb, set.name+"-labels.npy"), "<i8", []int64{int64(len(ys))}, dataset.BytesOf(ys))
+		fmt.Fprintf(&md, "    %s:\n      - type: paper\n        data:\n          - name: seed_nodes\n            format: numpy\n            path: %s-seeds.npy\n          - name: labels\n            format: numpy\n            path: %s-labels.npy\n", set.key, set.name, set.name)
+	}
+	g.labels["paper"] = labels
+	if err := os.WriteFile(filepath.Join(gb, GraphBoltMetadata), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGraphBoltHetero ingests a GraphBolt dataset of three node types and four edge types and
+// reads every type back (heteroGraph.check: CSC per edge type, features, edge features by edge
+// id, labels, splits); nothing is left beside the dataset.
+func TestGraphBoltHetero(t *testing.T) {
+	for i := range 3 {
+		seed := rand.Uint64()
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Logf("seed %d", seed)
+			dir := t.TempDir()
+			g := newHeteroGraph(t, dir, rand.New(rand.NewPCG(seed, 0)))
+			gb := filepath.Join(dir, "gb")
+			if err := os.Mkdir(gb, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeGraphBoltHetero(t, gb, g)
+			parent := t.TempDir()
+			out := filepath.Join(parent, "ds")
+			m, err := Ingest(Options{GraphBolt: gb, Out: out})
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			if m.Version != dataset.Version {
+				t.Errorf("version %d", m.Version)
+			}
+			g.check(t, out)
+			if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+				t.Errorf("left %d entries beside the dataset (the temporary labels and splits?)", len(entries))
+			}
+		})
+	}
+}
+
+// TestGraphBoltHeteroRefusals: options of a homogeneous graph, and metadata naming types that are
+// not there, are refused with the key at fault.
+func TestGraphBoltHeteroRefusals(t *testing.T) {
+	dir := t.TempDir()
+	g := newHeteroGraph(t, dir, rand.New(rand.NewPCG(1, 2)))
+	gb := filepath.Join(dir, "gb")
+	os.Mkdir(gb, 0o755)
+	writeGraphBoltHetero(t, gb, g)
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: out, Undirected: true}); err == nil || !strings.Contains(err.Error(), "Undirected applies to a homogeneous") {
+		t.Errorf("Undirected: %v", err)
+	}
+	meta := filepath.Join(gb, GraphBoltMetadata)
+	orig := string(mustReadFile(t, meta))
+	for _, c := range []struct{ from, to, want string }{
+		{"domain: node\n      type: author", "domain: node\n      type: venue", `names node type "venue", not in graph.nodes`},
+		{"domain: edge\n      type: author:writes:paper", "domain: edge\n      type: author:wrote:paper", `names edge type "author:wrote:paper"`},
+		{"- type: paper\n        data", "- type: journal\n        data", `has type "journal", not a node type`},
+		{"type: paper:cites:paper", "type: paper-cites-paper", `want "src:rel:dst"`},
+	} {
+		if !strings.Contains(orig, c.from) {
+			t.Fatalf("metadata has no %q", c.from)
+		}
+		os.WriteFile(meta, []byte(strings.Replace(orig, c.from, c.to, 1)), 0o644)
+		if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.to, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: published a dataset", c.to)
+		}
 	}
 }

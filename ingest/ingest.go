@@ -65,11 +65,12 @@ type Options struct {
 	Labels       string // 1-D integer .npy, one class id per node, -1 for unlabelled; "" for none
 	SplitsDir    string // directory with train.npy, val.npy, test.npy (ids or bool masks); "" for none
 	Out          string // dataset directory to write
-	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form: one
-	// node and one edge type) to ingest instead of the inputs above: its edges, node and edge
-	// features (by their names; the first node feature is the default), and from one task (see
-	// GraphBoltTask) the labels and the train/validation/test seeds. Its files are copied into
-	// the dataset.
+	// GraphBolt is a GraphBolt on-disk dataset (a directory with metadata.yaml, raw form) to
+	// ingest instead of the inputs above: its edges, node and edge features (by their names; the
+	// first node feature is the default), and from one task (see GraphBoltTask) the labels and
+	// the train/validation/test seeds. Its files are copied into the dataset. A graph of several
+	// node or edge types becomes a heterogeneous dataset (IngestHetero; see
+	// ingestGraphBoltHetero for the options that apply).
 	GraphBolt string
 	// GraphBoltTask picks the task of GraphBolt whose labels and seeds are ingested: a task name,
 	// else an index into metadata.yaml's tasks; "" takes the first. An unknown one is an error
@@ -124,6 +125,11 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		return nil, fmt.Errorf("ingest: GraphBoltTask %q without GraphBolt: a task is chosen from a GraphBolt dataset", opt.GraphBoltTask)
 	}
 	if opt.GraphBolt != "" {
+		if md, meta, err := readGraphBolt(opt.GraphBolt); err != nil {
+			return nil, err
+		} else if md.isHetero() {
+			return ingestGraphBoltHetero(opt, md, meta)
+		}
 		cleanup, err := fromGraphBolt(&opt)
 		defer cleanup()
 		if err != nil {

@@ -186,7 +186,7 @@ func runIngest(args []string) error {
 	fs.StringVar(&opt.Labels, "labels", "", "labels: 1-D integer .npy")
 	fs.StringVar(&opt.SplitsDir, "splits", "", "directory with train.npy, val.npy, test.npy (ids or boolean masks)")
 	fs.StringVar(&opt.Out, "out", "", "dataset directory to write")
-	fs.StringVar(&opt.GraphBolt, "graphbolt", "", "a DGL GraphBolt on-disk dataset (directory with metadata.yaml) to ingest instead of --edges and the other inputs")
+	fs.StringVar(&opt.GraphBolt, "graphbolt", "", "a DGL GraphBolt on-disk dataset (directory with metadata.yaml; several node or edge types make a heterogeneous dataset) to ingest instead of --edges and the other inputs")
 	fs.StringVar(&opt.GraphBoltTask, "graphbolt-task", "", "with --graphbolt: the task (name, or index in metadata.yaml's tasks) whose labels and seeds to ingest (default: the first)")
 	fs.BoolVar(&opt.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	fs.Int64Var(&opt.NumNodes, "num-nodes", 0, "node count (default: feature rows, else largest id + 1)")

@@ -454,12 +454,17 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
                    features_in_place: bool = False) -> str:
     """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
     ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
-    section, one node type and one edge type) and returns its path: the edges (CSV or ``.npy``),
-    every node feature by its name (the first is the default, ``x`` to :mod:`tierfs.pyg`), every
-    edge feature, and from one task (``task``; the first by default) the labels and the
-    train/validation/test seeds. The
+    section) and returns its path: the edges (CSV or ``.npy``), every node feature by its name
+    (the first is the default, ``x`` to :mod:`tierfs.pyg`), every edge feature, and from one task
+    (``task``; the first by default) the labels and the train/validation/test seeds. The
     files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
     input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
+
+    A graph of several node types (``graph.nodes: [{type, num}]``) or edge types
+    (``graph.edges: [{type: "src:rel:dst", format, path}]``) becomes a heterogeneous dataset:
+    ``feature_data`` entries go to the node type (domain ``node``) or edge type (domain ``edge``,
+    type ``"src:rel:dst"``) their ``type`` names, each set's entries of type T give T's seeds
+    and labels. ``undirected`` and ``features_in_place`` apply to one-type graphs only.
 
     Args:
         path: the GraphBolt dataset directory.

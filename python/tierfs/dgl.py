@@ -20,6 +20,16 @@ Classic (``dgl.dataloading``)
     :class:`DataLoader` is a small self-contained batch iterator that samples and gathers the next
     batch on a background thread while the current one trains.
 
+Heterogeneous graphs (several node or edge types, ``store.is_hetero``)
+    :class:`FeatureStore` keys every column as GraphBolt does: ``("node", ntype, name)`` for each
+    node type's features and labels, ``("edge", "src:rel:dst", name)`` for edge features (by
+    edge id). :class:`NeighborSampler` takes DGL's per-layer fanouts (an int, or a dict over
+    every edge type) and seeds ``{ntype: ids}`` of one node type, and returns heterogeneous
+    blocks (:func:`hetero_sample_to_blocks`: ``dgl.NID`` per node type, ``dgl.EID`` per edge
+    type, laid out as ``dgl.to_block`` lays out the sampled frontier); :class:`DataLoader`
+    takes ``{ntype: ids or split}`` and fills each type's default feature and the seeds'
+    labels. ``exclude_eids`` is not supported.
+
 Whole topology, for graphs that fit in memory: :func:`sampling_graph` (GraphBolt's
 ``FusedCSCSamplingGraph``, to use GraphBolt's own samplers with tierfs features) and
 :func:`dgl_graph`.
@@ -62,6 +72,7 @@ import dgl.dataloading
 import dgl.storages
 
 import tierfs
+from tierfs.hetero import edge_type_tuple
 from tierfs.pipeline import MAX_DEPTH
 
 try:  # GraphBolt needs extra packages (torchdata, pydantic, ...) and a build for this torch.
@@ -81,6 +92,7 @@ __all__ = [
     "DataLoader",
     "ReadOnlyError",
     "sample_to_blocks",
+    "hetero_sample_to_blocks",
     "sampling_graph",
     "dgl_graph",
     "FEATURE",
@@ -178,6 +190,79 @@ def _all_ids(store) -> torch.Tensor:
     return torch.arange(int(store.num_nodes), dtype=torch.int64)
 
 
+def _is_hetero(store) -> bool:
+    return bool(getattr(store, "is_hetero", False))
+
+
+class _TypedColumn:
+    """One column of a heterogeneous store: a node type's feature (by name; None: its default)
+    or labels, or an edge type's feature by edge id."""
+
+    def __init__(self, store, kind: str, node_type, edge_type, name):
+        if (node_type is None) == (edge_type is None):
+            raise tierfs.InvalidArgumentError("tierfs.dgl: a typed column has a node_type or an edge_type, not both")
+        self.store, self.kind, self.node_type, self.name = store, kind, node_type, name
+        self.edge_type = None if edge_type is None else edge_type_tuple(edge_type)
+        types = store.types
+        if self.edge_type is not None:
+            if kind == LABEL:
+                raise tierfs.InvalidArgumentError("tierfs.dgl: edge types have no labels")
+            info = types["edge_types"].get(self.edge_type)
+            if info is None:
+                raise tierfs.KeyNotFoundError(f"tierfs.dgl: the store has no edge type {self.edge_type}")
+            self.count = int(info["count"])
+        else:
+            info = types["node_types"].get(node_type)
+            if info is None:
+                raise tierfs.KeyNotFoundError(
+                    f"tierfs.dgl: the store has no node type {node_type!r} (it has {', '.join(types['node_types'])})"
+                )
+            self.count = int(info["count"])
+        if kind == LABEL:
+            if not info.get("labels"):
+                raise tierfs.KeyNotFoundError(f"tierfs.dgl: node type {node_type!r} has no labels")
+            self.info = {"dtype": "int64", "scalar": True, "num_classes": int(info.get("num_classes") or 0)}
+            return
+        feats = info["features"]
+        if name is None:
+            name = next((n for n, f in feats.items() if f.get("default")), None) or next(iter(feats), None)
+        if name not in feats:
+            what = f"edge type {self.edge_type}" if self.edge_type else f"node type {node_type!r}"
+            raise tierfs.KeyNotFoundError(f"tierfs.dgl: {what} has no feature {name!r} (it has {', '.join(feats) or 'none'})")
+        self.name = name
+        self.info = feats[name]
+
+    def metadata(self) -> dict:
+        meta = {"dtype": self.info["dtype"]}
+        if self.kind == LABEL:
+            meta["num_classes"] = self.info["num_classes"]
+        return meta
+
+    def size(self) -> torch.Size:
+        if self.kind == LABEL or self.info.get("scalar"):
+            return torch.Size([])
+        return torch.Size([int(self.info["dim"])])
+
+    def read(self, ids: torch.Tensor) -> torch.Tensor:
+        """Rows of ids (1-D int64 CPU tensor)."""
+        n = ids.numel()
+        if self.kind == LABEL:
+            if n == 0:
+                return torch.empty((0,), dtype=torch.int64)
+            return _as_tensor(self.store.labels(ids, node_type=self.node_type)).reshape(n).to(torch.int64)
+        dtype = _TORCH_DTYPES.get(self.info["dtype"])
+        if dtype is None:
+            raise tierfs.Error(f"tierfs.dgl: feature dtype {self.info['dtype']!r} has no torch equivalent")
+        shape = (n,) + tuple(self.size())
+        if n == 0:
+            return torch.empty(shape, dtype=dtype)
+        if self.edge_type is not None:
+            rows = self.store.gather(ids, edge_type=self.edge_type, feature=self.name)
+        else:
+            rows = self.store.gather(ids, node_type=self.node_type, feature=self.name)
+        return _as_tensor(rows, self.info["dtype"]).reshape(shape)
+
+
 _executor = None
 _executor_lock = threading.Lock()
 
@@ -229,19 +314,37 @@ if gb is not None:
         (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
         (``kind="label"``, int64, -1 for unlabelled nodes). Read-only.
 
+        In a heterogeneous store, ``node_type`` names the type (``name``: one of its features;
+        None: its default) and ``edge_type`` (``(src, rel, dst)`` or ``"src:rel:dst"``) with
+        ``name`` an edge feature, read by edge id; ids are local to the type.
+
         ``read(ids)`` answers on the ids' device when they are on a GPU, else on the store's
         device (the CPU unless the store was opened with ``device="cuda:N"``).
         """
 
-        def __init__(self, store, kind: str = FEATURE, metadata: dict | None = None):
+        def __init__(
+            self,
+            store,
+            kind: str = FEATURE,
+            metadata: dict | None = None,
+            *,
+            node_type: str | None = None,
+            edge_type=None,
+            name: str | None = None,
+        ):
             super().__init__()
             self._store = store
             self._kind = _check_kind(kind)
-            if kind == "label" and not int(store.num_classes):
-                raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
-            meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
-            if kind == "label":
-                meta["num_classes"] = int(store.num_classes)
+            self._column = None
+            if node_type is not None or edge_type is not None:
+                self._column = _TypedColumn(store, kind, node_type, edge_type, name)
+                meta = self._column.metadata()
+            else:
+                if kind == "label" and not int(store.num_classes):
+                    raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
+                meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
+                if kind == "label":
+                    meta["num_classes"] = int(store.num_classes)
             meta.update(metadata or {})
             self._metadata = meta
 
@@ -255,13 +358,25 @@ if gb is not None:
             """'feat' or 'label'."""
             return self._kind
 
+        @property
+        def node_type(self) -> str | None:
+            """The node type of a column of a heterogeneous store (None otherwise)."""
+            return None if self._column is None else self._column.node_type
+
+        @property
+        def edge_type(self):
+            """The edge type ``(src, rel, dst)`` of an edge feature (None otherwise)."""
+            return None if self._column is None else self._column.edge_type
+
         def _read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
+            if self._column is not None:
+                return self._column.read(ids_cpu)
             return _read_rows(self._store, self._kind, ids_cpu)
 
         def read(self, ids: torch.Tensor = None):
             """Rows ``ids`` (every row when None: the whole column, materialised in memory)."""
             if ids is None:
-                return self._read(_all_ids(self._store))
+                return self._read(torch.arange(self.count(), dtype=torch.int64))
             values = self._read(_ids_tensor(ids))
             if isinstance(ids, torch.Tensor) and ids.is_cuda and values.device != ids.device:
                 values = values.to(ids.device)
@@ -303,11 +418,15 @@ if gb is not None:
             return 2 if torch.device(ids_device).type == "cuda" else 1
 
         def size(self) -> torch.Size:
-            """Shape of one row: ``(dim,)`` for features, ``()`` for labels."""
+            """Shape of one row: ``(dim,)`` for features (``()`` for a scalar one), ``()`` for labels."""
+            if self._column is not None:
+                return self._column.size()
             return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
 
         def count(self) -> int:
-            """Number of rows (the number of nodes)."""
+            """Number of rows (the nodes of the type, or the edges of the edge type)."""
+            if self._column is not None:
+                return self._column.count
             return int(self._store.num_nodes)
 
         def update(self, value: torch.Tensor, ids: torch.Tensor = None):
@@ -319,17 +438,32 @@ if gb is not None:
             return dict(self._metadata)
 
         def __repr__(self) -> str:
+            where = ""
+            if self._column is not None:
+                c = self._column
+                where = f"node_type={c.node_type!r}, " if c.edge_type is None else f"edge_type={c.edge_type!r}, "
+                where += f"name={c.name!r}, "
             return (
-                f"tierfs.dgl.Feature(kind={self._kind!r}, count={self.count()}, "
+                f"tierfs.dgl.Feature({where}kind={self._kind!r}, count={self.count()}, "
                 f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
             )
 
     class FeatureStore(gb.BasicFeatureStore):
-        """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``:
-        ``("node", type_name, feature_name)`` for the node features and, when the dataset has
-        labels, ``("node", type_name, label_name)``. ``store`` is an open tierfs Store (not
-        closed by this object) or a dataset path, opened with ``open_kwargs`` and closed by
-        :meth:`close`.
+        """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``.
+
+        One node type: ``("node", type_name, feature_name)`` for the node features and, when the
+        dataset has labels, ``("node", type_name, label_name)`` (``type_name`` None by default,
+        as GraphBolt keys a homogeneous graph).
+
+        Several node or edge types (``store.is_hetero``): every feature by its own name,
+        ``("node", ntype, name)`` for each node type's features, ``("node", ntype,
+        label_name)`` for each type with labels, and ``("edge", "src:rel:dst", name)`` for each
+        edge type's features (read by edge id, as ``HeteroSample.edge`` / ``dgl.EID`` give
+        them); ``feature_name`` and ``type_name`` do not apply there. A type's default feature is
+        read through its memory tiers, the others from disk.
+
+        ``store`` is an open tierfs Store (not closed by this object) or a dataset path, opened
+        with ``open_kwargs`` and closed by :meth:`close`.
         """
 
         def __init__(
@@ -346,9 +480,17 @@ if gb is not None:
             elif open_kwargs:
                 raise TypeError("tierfs.dgl.FeatureStore: open options given with an open store")
             self._store = store
-            features = {("node", type_name, feature_name): Feature(store, FEATURE)}
-            if label_name is not None and int(store.num_classes):
-                features[("node", type_name, label_name)] = Feature(store, LABEL)
+            if _is_hetero(store):
+                if type_name is not None or feature_name != FEATURE:
+                    raise tierfs.InvalidArgumentError(
+                        "tierfs.dgl.FeatureStore: a heterogeneous store keys every feature by its "
+                        "own type and name; feature_name and type_name apply to one-type stores"
+                    )
+                features = _hetero_features(store, label_name)
+            else:
+                features = {("node", type_name, feature_name): Feature(store, FEATURE)}
+                if label_name is not None and int(store.num_classes):
+                    features[("node", type_name, label_name)] = Feature(store, LABEL)
             super().__init__(features)
 
         @property
@@ -383,6 +525,25 @@ if gb is not None:
         def __repr__(self) -> str:
             return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
 
+    def _hetero_features(store, label_name):
+        """The columns of every type of a heterogeneous store, keyed as GraphBolt keys them."""
+        types = store.types
+        features = {}
+        for ntype, info in types["node_types"].items():
+            for name in info["features"]:
+                features[("node", ntype, name)] = Feature(store, FEATURE, node_type=ntype, name=name)
+            if label_name is not None and info.get("labels"):
+                if ("node", ntype, label_name) in features:
+                    raise tierfs.InvalidArgumentError(
+                        f"tierfs.dgl.FeatureStore: node type {ntype!r} has a feature named "
+                        f"{label_name!r}; give another label_name"
+                    )
+                features[("node", ntype, label_name)] = Feature(store, LABEL, node_type=ntype)
+        for etype, info in types["edge_types"].items():
+            for name in info["features"]:
+                features[("edge", ":".join(etype), name)] = Feature(store, FEATURE, edge_type=etype, name=name)
+        return features
+
 else:  # pragma: no cover - only without a working GraphBolt
 
     class _NoGraphBolt:
@@ -401,21 +562,61 @@ else:  # pragma: no cover - only without a working GraphBolt
 def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
-    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise."""
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
+    A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
+    :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
     if gb is None:
         raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
+    if _is_hetero(store):
+        # GraphBolt's heterogeneous layout (type offsets, type per edge) as DGL converts it.
+        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False)
     indptr, indices = store.csc()
     return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices))
 
 
 def dgl_graph(store):
     """The store's whole topology as a ``DGLGraph`` (edges neighbor -> node, int64 ids, edge ``i``
-    in CSC order). Materialises every edge in memory (``Store.csc()``): for graphs that fit."""
+    in CSC order). Materialises every edge in memory (``Store.csc()``): for graphs that fit.
+
+    A heterogeneous store gives a heterograph with every node type (its node count) and every
+    canonical edge type ``(src, rel, dst)``, edge ``i`` of an edge type being its edge id in the
+    store (``HeteroSample.edge``, ``dgl.EID`` of :func:`hetero_sample_to_blocks`'s blocks)."""
+    if _is_hetero(store):
+        return _hetero_dgl_graph(store)
     indptr, indices = store.csc()
     dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     return dgl.graph(
         (torch.from_numpy(indices), torch.from_numpy(dst)),
         num_nodes=int(store.num_nodes),
+        idtype=torch.int64,
+    )
+
+
+def _hetero_dgl_graph(store, chunk_size: int = 1 << 20):
+    """dgl_graph of a heterogeneous store: every in-edge of every node, one sampling pass (all
+    neighbors over the edge types into that type) per destination type and chunk."""
+    etypes = store.edge_types
+    num_nodes = {t: store.num_nodes_of(t) for t in store.node_types}
+    src = {e: np.empty(store.num_edges_of(e), dtype=np.int64) for e in etypes}
+    dst = {e: np.empty(store.num_edges_of(e), dtype=np.int64) for e in etypes}
+    for ntype in store.node_types:
+        into = [e for e in etypes if e[2] == ntype]
+        if not into:
+            continue
+        sampler = store.sampler({e: [-1 if e[2] == ntype else 0] for e in etypes})
+        try:
+            for lo in range(0, num_nodes[ntype], chunk_size):
+                seeds = np.arange(lo, min(num_nodes[ntype], lo + chunk_size), dtype=np.int64)
+                smp = sampler.sample(seeds, ntype)
+                for e in into:
+                    eid = np.asarray(smp.edge[e])
+                    src[e][eid] = np.asarray(smp.node[e[0]])[np.asarray(smp.row[e])]
+                    dst[e][eid] = seeds[np.asarray(smp.col[e])]
+        finally:
+            sampler.close()
+    return dgl.heterograph(
+        {e: (torch.from_numpy(src[e]), torch.from_numpy(dst[e])) for e in etypes},
+        num_nodes_dict=num_nodes,
         idtype=torch.int64,
     )
 
@@ -429,11 +630,16 @@ class FeatureStorage(dgl.storages.FeatureStorage):
     ``dgl.storages.FeatureStorage``: ``fetch(indices, device, pin_memory=False)`` gathers the rows
     and moves them to ``device`` (through pinned memory when ``pin_memory`` and the target is a
     GPU). ``storage[indices]`` is ``fetch(indices, "cpu")``.
+
+    ``node_type`` (a heterogeneous store) picks that type's default feature or labels; ``name``
+    another of its features.
     """
 
-    def __init__(self, store, kind: str = FEATURE):
+    def __init__(self, store, kind: str = FEATURE, node_type: str | None = None, name: str | None = None):
         self.store = store
         self.kind = _check_kind(kind)
+        self.node_type = node_type
+        self._column = None if node_type is None else _TypedColumn(store, kind, node_type, None, name)
 
     def fetch(self, indices, device, pin_memory=False, **kwargs):
         if isinstance(indices, Mapping):
@@ -441,7 +647,8 @@ class FeatureStorage(dgl.storages.FeatureStorage):
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
             ((key, ids),) = indices.items()
             return {key: self.fetch(ids, device, pin_memory, **kwargs)}
-        values = _read_rows(self.store, self.kind, _ids_tensor(indices))
+        ids = _ids_tensor(indices)
+        values = self._column.read(ids) if self._column is not None else _read_rows(self.store, self.kind, ids)
         device = torch.device(device)
         if values.device == device:
             return values
@@ -455,10 +662,12 @@ class FeatureStorage(dgl.storages.FeatureStorage):
         return self.fetch(indices, "cpu")
 
     def __len__(self):
-        return int(self.store.num_nodes)
+        return self._column.count if self._column is not None else int(self.store.num_nodes)
 
     @property
     def shape(self):
+        if self._column is not None:
+            return (self._column.count,) + tuple(self._column.size())
         n = int(self.store.num_nodes)
         return (n, int(self.store.dim)) if self.kind == "feat" else (n,)
 
@@ -469,35 +678,67 @@ class GraphStorage:
     DGL asks it for the storages of the lazily prefetched node data (``get_node_storage``). The
     graph itself stays in tierfs; the sampler ignores the graph argument. Worker processes need
     ``multiprocessing_context="spawn"`` (or ``num_workers=0``): see the module docstring.
+
+    A heterogeneous store serves, per node type, its default feature as ``feature_name`` (types
+    with features) and its labels as ``label_name`` (labelled types): give DGL's prefetch lists
+    per type, ``prefetch_node_feats={"paper": ["feat"], ...}``, and the seeds as ``{ntype: ids}``.
     """
 
     def __init__(self, store, feature_name: str = FEATURE, label_name: str | None = LABEL):
         self.store = store
         self.device = torch.device("cpu")
+        self.hetero = _is_hetero(store)
+        if self.hetero:
+            # Per node type: its default feature as feature_name, its labels as label_name.
+            self._typed = {}
+            for t, info in store.types["node_types"].items():
+                columns = {}
+                if info["features"]:
+                    columns[feature_name] = FeatureStorage(store, FEATURE, node_type=t)
+                if label_name is not None and info.get("labels"):
+                    columns[label_name] = FeatureStorage(store, LABEL, node_type=t)
+                self._typed[t] = columns
+            return
         self._node = {feature_name: FeatureStorage(store, FEATURE)}
         if label_name is not None and int(store.num_classes):
             self._node[label_name] = FeatureStorage(store, LABEL)
 
     def get_node_storage(self, key, ntype=None):
+        node = self._node if not self.hetero else self._typed.get(ntype)
+        if node is None:
+            raise tierfs.KeyNotFoundError(f"tierfs.dgl: no node type {ntype!r}; this store has {self.ntypes}")
         try:
-            return self._node[key]
+            return node[key]
         except KeyError:
+            what = f"node type {ntype!r}" if self.hetero else "this store"
             raise tierfs.KeyNotFoundError(
-                f"tierfs.dgl: no node data {key!r}; this store has {sorted(self._node)}"
+                f"tierfs.dgl: no node data {key!r}; {what} has {sorted(node)}"
             ) from None
 
     def get_edge_storage(self, key, etype=None):
-        raise tierfs.KeyNotFoundError(f"tierfs.dgl: tierfs stores have no edge data ({key!r})")
+        raise tierfs.KeyNotFoundError(f"tierfs.dgl: no edge data is prefetched from tierfs ({key!r})")
 
     def num_nodes(self, ntype=None) -> int:
+        if self.hetero and ntype is not None:
+            return self.store.num_nodes_of(ntype)
+        if self.hetero:
+            return sum(self.store.num_nodes_of(t) for t in self.store.node_types)
         return int(self.store.num_nodes)
 
     def num_edges(self, etype=None) -> int:
+        if self.hetero and etype is not None:
+            return self.store.num_edges_of(etype)
+        if self.hetero:
+            return sum(self.store.num_edges_of(e) for e in self.store.edge_types)
         return int(self.store.num_edges)
 
     @property
     def ntypes(self):
-        return ["_N"]
+        return list(self.store.node_types) if self.hetero else ["_N"]
+
+    @property
+    def canonical_etypes(self):
+        return list(self.store.edge_types) if self.hetero else [("_N", "_E", "_N")]
 
 
 def _sample_arrays(sample):
@@ -559,12 +800,153 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
     return input_nodes, output_nodes, blocks
 
 
+def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None):
+    """DGL heterogeneous blocks of a :class:`tierfs.HeteroSample`: ``(input_nodes,
+    output_nodes, blocks)``, blocks from the input layer to the output layer, as
+    :func:`sample_to_blocks` lays them out, per type.
+
+    Block ``i`` of ``L`` (hop ``h = L-1-i``) is ``dgl.create_block`` over every canonical edge
+    type ``(src, rel, dst)`` of the sample, with every node type as a src and a dst type: type
+    t's dst nodes are its nodes of hops 0..h, its src nodes those of hops 0..h+1 (so dst nodes
+    are a prefix of src nodes, and a block's dst nodes are the next block's src nodes); each
+    edge type holds its edges of hops 0..h (``cumulative``) or of hop h alone, in the sample's
+    local ids. ``srcnodes[t].data[dgl.NID]`` / ``dstnodes[t].data[dgl.NID]`` hold the nodes'
+    ids of type t, ``edges[etype].data[dgl.EID]`` the edges' ids in the store (when the sample
+    has them). ``input_nodes`` is ``{t: ids}`` for every node type (blocks[0]'s src nodes),
+    ``output_nodes`` ``{seed type: seeds}``.
+
+    This is what ``dgl.to_block(frontier, dst_nodes)`` makes of the same edges with cumulative
+    edges, up to the order of the src nodes after the dst nodes (DGL numbers them in the order
+    its edges reach them; tierfs in the order the sampler first reached them).
+    """
+    ntypes = list(sample.node)
+    etypes = list(sample.row)
+    nodes = {t: _ids_tensor(sample.node[t]) for t in ntypes}
+    nph = {t: [int(c) for c in sample.num_sampled_nodes[t]] for t in ntypes}
+    eph = {e: [int(c) for c in sample.num_sampled_edges[e]] for e in etypes}
+    num_hops = max((len(v) for v in eph.values()), default=0)
+    if num_hops == 0 or any(len(v) != num_hops for v in eph.values()) or any(len(v) != num_hops + 1 for v in nph.values()):
+        raise tierfs.Error("tierfs.dgl: hetero sample has uneven hop counts; want hops+1 node counts per type and hops edge counts per edge type")
+    node_prefix = {t: np.cumsum(nph[t]).tolist() for t in ntypes}
+    edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}
+    row = {e: _ids_tensor(sample.row[e]) for e in etypes}
+    col = {e: _ids_tensor(sample.col[e]) for e in etypes}
+    eid = {e: None if sample.edge.get(e) is None else _ids_tensor(sample.edge[e]) for e in etypes}
+    for t in ntypes:
+        if node_prefix[t][-1] != nodes[t].numel():
+            raise tierfs.Error(f"tierfs.dgl: hetero sample: node type {t!r} sizes do not add up")
+    for e in etypes:
+        m = edge_prefix[e][-1]
+        if not m == row[e].numel() == col[e].numel() or (eid[e] is not None and eid[e].numel() != m):
+            raise tierfs.Error(f"tierfs.dgl: hetero sample: edge type {e} sizes do not add up")
+    blocks = []
+    for h in reversed(range(num_hops)):
+        data, ranges = {}, {}
+        for e in etypes:
+            lo = 0 if cumulative else edge_prefix[e][h]
+            hi = edge_prefix[e][h + 1]
+            data[e] = (row[e][lo:hi], col[e][lo:hi])
+            ranges[e] = (lo, hi)
+        num_src = {t: node_prefix[t][h + 1] for t in ntypes}
+        num_dst = {t: node_prefix[t][h] for t in ntypes}
+        block = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=torch.int64)
+        for t in ntypes:
+            block.srcnodes[t].data[dgl.NID] = nodes[t][: num_src[t]]
+            block.dstnodes[t].data[dgl.NID] = nodes[t][: num_dst[t]]
+        for e in etypes:
+            if eid[e] is not None:
+                lo, hi = ranges[e]
+                block.edges[e].data[dgl.EID] = eid[e][lo:hi]
+        blocks.append(block)
+    input_nodes = dict(nodes)
+    seed_type = sample.seed_type
+    output_nodes = {seed_type: nodes[seed_type][: node_prefix[seed_type][0]]}
+    if device is not None and torch.device(device).type != "cpu":
+        device = torch.device(device)
+        blocks = [b.to(device) for b in blocks]
+        input_nodes = {t: v.to(device) for t, v in input_nodes.items()}
+        output_nodes = {t: v.to(device) for t, v in output_nodes.items()}
+    return input_nodes, output_nodes, blocks
+
+
+def _hetero_fanouts(store, fanouts) -> dict:
+    """DGL's per-layer fanouts (each an int for every edge type, or a dict keyed by canonical
+    edge type, ``"src:rel:dst"`` or a relation name that names one edge type) as
+    ``{(src, rel, dst): [fanout per layer]}``, input layer first, every edge type of the store."""
+    etypes = store.edge_types
+    by_rel = {}
+    for e in etypes:
+        by_rel.setdefault(e[1], []).append(e)
+
+    def resolve(key):
+        if isinstance(key, str) and ":" not in key:
+            found = by_rel.get(key, [])
+            if len(found) != 1:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.NeighborSampler: relation {key!r} names {len(found)} edge types; "
+                    f"use the canonical (src, rel, dst) (edge types: {etypes})"
+                )
+            return found[0]
+        e = edge_type_tuple(key)
+        if e not in etypes:
+            raise tierfs.KeyNotFoundError(f"tierfs.dgl.NeighborSampler: no edge type {e} (edge types: {etypes})")
+        return e
+
+    out = {e: [] for e in etypes}
+    for i, layer in enumerate(fanouts):
+        if isinstance(layer, Mapping):
+            given = {}
+            for k, v in layer.items():
+                given[resolve(k)] = v
+            missing = [e for e in etypes if e not in given]
+            if missing:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.NeighborSampler: fanouts[{i}] gives no fanout for {missing}; as DGL, "
+                    "a dict of fanouts names every edge type (0 samples none)"
+                )
+        else:
+            given = {e: layer for e in etypes}
+        for e in etypes:
+            f = given[e]
+            if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.NeighborSampler: fanouts[{i}][{e}] = {f!r}; want an int >= -1"
+                )
+            out[e].append(int(f))
+    return out
+
+
+def _one_seed_type(seed_nodes):
+    """``{ntype: ids}`` (one type with seeds, or a split name; empty entries of other types are
+    ignored) as (ntype, ids)."""
+    if isinstance(seed_nodes, tuple) and len(seed_nodes) == 2 and isinstance(seed_nodes[0], str):
+        return seed_nodes
+    if not isinstance(seed_nodes, Mapping):
+        raise tierfs.InvalidArgumentError(
+            "tierfs.dgl: seeds of a heterogeneous store are a dict {node type: ids}"
+        )
+    given = [(t, ids) for t, ids in seed_nodes.items() if isinstance(ids, str) or _ids_tensor(ids).numel() > 0]
+    if len(given) != 1:
+        if not given and len(seed_nodes) == 1:
+            return next(iter(seed_nodes.items()))
+        raise tierfs.NotSupportedError(
+            f"tierfs.dgl: a batch has seeds of one node type (got {[t for t, _ in given] or list(seed_nodes)}); "
+            "tierfs samples one seed type per batch"
+        )
+    return given[0]
+
+
 class NeighborSampler(dgl.dataloading.BlockSampler):
     """Uniform k-hop neighbor sampling by tierfs, returning DGL blocks like
     ``dgl.dataloading.NeighborSampler``.
 
     ``fanouts[i]`` is the number of neighbors for GNN layer ``i`` (input layer first, so
-    ``fanouts[-1]`` is for the seeds; -1 takes every neighbor). ``replace`` samples with
+    ``fanouts[-1]`` is for the seeds; -1 takes every neighbor). On a heterogeneous store (several
+    node or edge types) ``fanouts[i]`` is, as for DGL's ``NeighborSampler``, an int for every
+    edge type or a dict ``{etype: fanout}`` naming every edge type (canonical ``(src, rel,
+    dst)``, ``"src:rel:dst"`` or a relation name that is unique); seeds are ``{ntype: ids}`` of
+    one node type and the blocks are heterogeneous (:func:`hetero_sample_to_blocks`).
+    ``exclude_eids`` is not supported. ``replace`` samples with
     replacement; ``seed`` makes runs repeat (each call uses seed + call number). See the module
     docstring for ``cumulative``. ``prefetch_node_feats`` / ``prefetch_labels`` /
     ``output_device`` are as in DGL, for use with ``dgl.dataloading.DataLoader`` and
@@ -593,17 +975,30 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             prefetch_edge_feats=None,
             output_device=output_device,
         )
-        fanouts = [int(f) for f in fanouts]
+        fanouts = list(fanouts)
         if not fanouts:
             raise tierfs.InvalidArgumentError("tierfs.dgl.NeighborSampler: fanouts is empty; give one per layer")
-        if any(f < -1 for f in fanouts):
-            raise tierfs.InvalidArgumentError(f"tierfs.dgl.NeighborSampler: bad fanouts {fanouts}; each >= -1")
         self.store = store
-        self.fanouts = fanouts
+        self.hetero = _is_hetero(store)
         self.replace = bool(replace)
         self.seed = int(seed)
         self.cumulative = bool(cumulative)
-        self._sampler = store.sampler(list(reversed(fanouts)), replace=self.replace, seed=self.seed)
+        if self.hetero:
+            # {etype: [per layer]}, input layer first; tierfs counts hops from the seeds.
+            self.etype_fanouts = _hetero_fanouts(store, fanouts)
+            self.fanouts = [{e: f[i] for e, f in self.etype_fanouts.items()} for i in range(len(fanouts))]
+            per_hop = {e: list(reversed(f)) for e, f in self.etype_fanouts.items()}
+            self._sampler = store.sampler(per_hop, replace=self.replace, seed=self.seed)
+        else:
+            if any(isinstance(f, Mapping) for f in fanouts):
+                raise tierfs.InvalidArgumentError(
+                    "tierfs.dgl.NeighborSampler: fanouts per edge type (dicts) need a store of several edge types"
+                )
+            fanouts = [int(f) for f in fanouts]
+            if any(f < -1 for f in fanouts):
+                raise tierfs.InvalidArgumentError(f"tierfs.dgl.NeighborSampler: bad fanouts {fanouts}; each >= -1")
+            self.fanouts = fanouts
+            self._sampler = store.sampler(list(reversed(fanouts)), replace=self.replace, seed=self.seed)
         self._lock = threading.Lock()
 
     @property
@@ -633,7 +1028,19 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         if exclude_eids is not None:
-            raise tierfs.NotSupportedError("tierfs.dgl.NeighborSampler: exclude_eids is not supported")
+            raise tierfs.NotSupportedError(
+                "tierfs.dgl.NeighborSampler: exclude_eids is not supported (tierfs samples in the "
+                "core without an edge filter); drop the edges from the dataset or filter the blocks"
+            )
+        if self.hetero:
+            seed_type, seed_ids = _one_seed_type(seed_nodes)
+            device = self.output_device
+            if device is None and isinstance(seed_ids, torch.Tensor):
+                device = seed_ids.device
+            seeds = _ids_tensor(seed_ids).numpy()
+            with self._lock:
+                sample = self._sampler.sample(seeds, seed_type)
+            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device)
         if isinstance(seed_nodes, Mapping):
             if len(seed_nodes) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
@@ -651,6 +1058,11 @@ class DataLoader:
     """Mini-batches of ``nodes`` (a split name such as ``"train"``, or node ids) as
     ``(input_nodes, output_nodes, blocks)`` with ``blocks[0].srcdata[feature_name]`` and, when
     the dataset has labels, ``blocks[-1].dstdata[label_name]`` filled from the store.
+
+    A heterogeneous store takes ``nodes`` as ``{ntype: ids or split name}`` of one node type and
+    yields ``({ntype: ids}, {seed type: seeds}, blocks)`` (:func:`hetero_sample_to_blocks`):
+    ``blocks[0].srcnodes[t].data[feature_name]`` holds type t's default feature for every type
+    that has features, ``blocks[-1].dstnodes[seed type].data[label_name]`` the seeds' labels.
 
     Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch). With
     ``prefetch`` (True: 4, or a number of batches) the batches run through a
@@ -676,7 +1088,12 @@ class DataLoader:
     ):
         if batch_size < 1:
             raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: batch_size {batch_size} < 1")
-        if isinstance(nodes, str):
+        self.seed_type = None
+        if _is_hetero(store):
+            self.seed_type, nodes = _one_seed_type(nodes)
+            if isinstance(nodes, str):
+                nodes = store.split(nodes, node_type=self.seed_type)
+        elif isinstance(nodes, str):
             nodes = store.split(nodes)
         self.store = store
         self.nodes = _ids_tensor(nodes)
@@ -694,7 +1111,19 @@ class DataLoader:
         self.prefetch = depth
         self._run = None
         self.feature_name = feature_name
-        self.label_name = label_name if int(store.num_classes) else None
+        if self.seed_type is not None:
+            types = store.types["node_types"]
+            if self.seed_type not in types:
+                raise tierfs.KeyNotFoundError(
+                    f"tierfs.dgl.DataLoader: no node type {self.seed_type!r} (it has {', '.join(types)})"
+                )
+            # Each type's default feature (types with features), the seed type's labels.
+            self._columns = {t: _TypedColumn(store, FEATURE, t, None, None) for t, info in types.items() if info["features"]}
+            labelled = types[self.seed_type].get("labels")
+            self.label_name = label_name if labelled else None
+            self._labels = _TypedColumn(store, LABEL, self.seed_type, None, None) if labelled else None
+        else:
+            self.label_name = label_name if int(store.num_classes) else None
         self.epoch = 0
 
     def __len__(self) -> int:
@@ -707,12 +1136,33 @@ class DataLoader:
             gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
             nodes = nodes[torch.randperm(nodes.numel(), generator=gen)]
         self.epoch += 1
-        return [nodes[i * self.batch_size : (i + 1) * self.batch_size] for i in range(len(self))]
+        batches = [nodes[i * self.batch_size : (i + 1) * self.batch_size] for i in range(len(self))]
+        if self.seed_type is not None:
+            return [{self.seed_type: b} for b in batches]
+        return batches
 
     def _load(self, seeds):
         return self._gather(self.sampler.sample(seeds))
 
+    def _gather_hetero(self, sampled):
+        input_nodes, output_nodes, blocks = sampled
+        if self.feature_name is not None:
+            for t, ids in input_nodes.items():
+                column = self._columns.get(t)
+                if column is not None:
+                    blocks[0].srcnodes[t].data[self.feature_name] = column.read(ids)
+        if self.label_name is not None:
+            t = self.seed_type
+            blocks[-1].dstnodes[t].data[self.label_name] = self._labels.read(output_nodes[t])
+        if self.device.type != "cpu":
+            blocks = [b.to(self.device) for b in blocks]
+            input_nodes = {t: v.to(self.device) for t, v in input_nodes.items()}
+            output_nodes = {t: v.to(self.device) for t, v in output_nodes.items()}
+        return input_nodes, output_nodes, blocks
+
     def _gather(self, sampled):
+        if self.seed_type is not None:
+            return self._gather_hetero(sampled)
         input_nodes, output_nodes, blocks = sampled
         if self.feature_name is not None:
             blocks[0].srcdata[self.feature_name] = _read_rows(self.store, FEATURE, input_nodes)

@@ -1,0 +1,221 @@
+package ingest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tierfs/tierfs/dataset"
+)
+
+// ingestGraphBoltHetero ingests a GraphBolt dataset of several node or edge types (md, read from
+// meta in opt.GraphBolt) with IngestHetero: graph.nodes [{type, num}] become the node types,
+// graph.edges [{type: "src:rel:dst", format, path}] the edge types (CSV or .npy edges in src and
+// dst local ids), feature_data entries of domain "node" the features of their type (in their
+// order; the first is the type's default) and of domain "edge" the features of their edge type
+// (type "src:rel:dst"). From the task opt.GraphBoltTask names (the first by default) each set's
+// entries of type T give T's train/val/test seeds and its labels (-1 where no set labels a node),
+// written into a temporary directory beside opt.Out and removed on return.
+//
+// Out, Replace, DevicePaths and Progress apply; the options that reshape a homogeneous graph or
+// read features in place (Undirected, DropSelfLoops, Dedup, FeaturesInPlace, FeatureDType,
+// NumNodes) are refused, as are inputs given beside GraphBolt.
+func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*dataset.Manifest, error) {
+	dir := opt.GraphBolt
+	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
+		return nil, fmt.Errorf("ingest: GraphBolt dataset %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", dir)
+	}
+	for _, o := range []struct {
+		set  bool
+		name string
+	}{{opt.Undirected, "Undirected"}, {opt.DropSelfLoops, "DropSelfLoops"}, {opt.Dedup, "Dedup"}, {opt.FeaturesInPlace, "FeaturesInPlace"},
+		{opt.FeatureDType != "", "FeatureDType"}, {opt.NumNodes != 0, "NumNodes"}} {
+		if o.set {
+			return nil, fmt.Errorf("ingest: %s describes a heterogeneous graph (%d node types, %d edge types); %s applies to a homogeneous one", meta, len(md.Graph.Nodes), len(md.Graph.Edges), o.name)
+		}
+	}
+	g := md.Graph
+	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
+	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, Progress: opt.Progress}
+	nodeIndex := map[string]int{}
+	for i, n := range g.Nodes {
+		key := fmt.Sprintf("graph.nodes[%d]", i)
+		if n.Type == "" {
+			return nil, fmt.Errorf("ingest: %s: %s has no type; a graph of several types names each", meta, key)
+		}
+		if n.Num <= 0 {
+			return nil, fmt.Errorf("ingest: %s: %s (%s) has num %d; want the node count", meta, key, n.Type, n.Num)
+		}
+		if _, dup := nodeIndex[n.Type]; dup {
+			return nil, fmt.Errorf("ingest: %s: node type %q is listed twice in graph.nodes", meta, n.Type)
+		}
+		nodeIndex[n.Type] = i
+		hopt.NodeTypes = append(hopt.NodeTypes, NodeTypeInput{Name: n.Type, NumNodes: n.Num})
+	}
+	edgeIndex := map[string]int{}
+	for i, e := range g.Edges {
+		key := fmt.Sprintf("graph.edges[%d]", i)
+		parts := strings.Split(e.Type, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("ingest: %s: %s has type %q; want \"src:rel:dst\"", meta, key, e.Type)
+		}
+		path, err := local(e.Path, key)
+		if err != nil {
+			return nil, err
+		}
+		switch strings.ToLower(e.Format) {
+		case "csv":
+			if !isTextEdges(path) {
+				return nil, fmt.Errorf("ingest: %s: %s is csv but %s has no .csv name", meta, key, e.Path)
+			}
+		case "numpy":
+		default:
+			return nil, fmt.Errorf("ingest: %s: %s has format %q; want csv or numpy", meta, key, e.Format)
+		}
+		edgeIndex[e.Type] = i
+		hopt.EdgeTypes = append(hopt.EdgeTypes, EdgeTypeInput{Src: parts[0], Rel: parts[1], Dst: parts[2], Edges: path})
+	}
+	for i, f := range append(slices.Clone(g.FeatureData), md.FeatureData...) {
+		key := fmt.Sprintf("feature_data[%d] (%s %s %s)", i, f.Domain, f.Type, f.Name)
+		if err := graphBoltNumpy(meta, f.Format, key); err != nil {
+			return nil, err
+		}
+		p, err := local(f.Path, key)
+		if err != nil {
+			return nil, err
+		}
+		in := FeatureInput{Name: f.Name, Path: p}
+		switch f.Domain {
+		case "node":
+			k, ok := nodeIndex[f.Type]
+			if !ok {
+				return nil, fmt.Errorf("ingest: %s: %s names node type %q, not in graph.nodes", meta, key, f.Type)
+			}
+			hopt.NodeTypes[k].Features = append(hopt.NodeTypes[k].Features, in)
+		case "edge":
+			k, ok := edgeIndex[f.Type]
+			if !ok {
+				return nil, fmt.Errorf("ingest: %s: %s names edge type %q, not in graph.edges", meta, key, f.Type)
+			}
+			hopt.EdgeTypes[k].EdgeFeatures = append(hopt.EdgeTypes[k].EdgeFeatures, in)
+		default:
+			return nil, fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
+		}
+	}
+	ti, err := graphBoltTask(md.Tasks, opt.GraphBoltTask, meta)
+	if err != nil {
+		return nil, err
+	}
+	if ti >= 0 {
+		tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), ".tierfs-graphbolt-")
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if err := graphBoltHeteroTask(&hopt, md.Tasks[ti], ti, dir, meta, nodeIndex, tmp); err != nil {
+			return nil, err
+		}
+	}
+	return IngestHetero(hopt)
+}
+
+// graphBoltHeteroTask writes the seeds of every set of task (per node type, tmp/<type>/splits/<set>.npy)
+// and each labelled type's labels (tmp/<type>/labels.npy), and points hopt's node types at them.
+func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, dir, meta string, nodeIndex map[string]int, tmp string) error {
+	labels := map[string][]int64{}
+	for _, set := range []struct {
+		name, key string
+		sets      []graphBoltSet
+	}{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}} {
+		seen := map[string]bool{}
+		for si, s := range set.sets {
+			where := fmt.Sprintf("tasks[%d] (%s) %s[%d]", ti, task.Name, set.key, si)
+			k, ok := nodeIndex[s.Type]
+			if !ok {
+				return fmt.Errorf("ingest: %s: %s has type %q, not a node type of graph.nodes", meta, where, s.Type)
+			}
+			if seen[s.Type] {
+				return fmt.Errorf("ingest: %s: %s lists node type %q twice", meta, set.key, s.Type)
+			}
+			seen[s.Type] = true
+			n := hopt.NodeTypes[k].NumNodes
+			var seeds, ys []int64
+			var seedsPath, labelsPath string
+			for _, d := range s.Data {
+				key := where + " " + d.Name
+				readInts := func(path *string, v *[]int64) error {
+					if err := graphBoltNumpy(meta, d.Format, key); err != nil {
+						return err
+					}
+					var err error
+					if *path, err = graphBoltPath(dir, meta, d.Path, key); err != nil {
+						return err
+					}
+					if *v, err = ReadNpyInt64s(*path); err != nil {
+						return fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
+					}
+					return nil
+				}
+				switch d.Name {
+				case "seeds", "seed_nodes":
+					if err := readInts(&seedsPath, &seeds); err != nil {
+						return err
+					}
+				case "labels":
+					if err := readInts(&labelsPath, &ys); err != nil {
+						return err
+					}
+				case "node_pairs":
+					return fmt.Errorf("ingest: %s: %s holds node_pairs (link prediction); tierfs ingests node tasks (seeds and labels)", meta, where)
+				}
+			}
+			if seedsPath == "" {
+				return fmt.Errorf("ingest: %s: %s has no seeds", meta, where)
+			}
+			if ys != nil && len(ys) != len(seeds) {
+				return fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
+			}
+			lab := labels[s.Type]
+			if ys != nil && lab == nil {
+				lab = make([]int64, n)
+				for i := range lab {
+					lab[i] = -1
+				}
+				labels[s.Type] = lab
+			}
+			for i, v := range seeds {
+				if v < 0 || v >= n {
+					return fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes of type %q", meta, where, v, seedsPath, i, n, s.Type)
+				}
+				if ys == nil {
+					continue
+				}
+				if ys[i] < -1 {
+					return fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
+				}
+				if lab[v] >= 0 && lab[v] != ys[i] {
+					return fmt.Errorf("ingest: %s: %s: node %d of type %q has label %d here and %d in another set", meta, where, v, s.Type, ys[i], lab[v])
+				}
+				lab[v] = ys[i]
+			}
+			tdir := filepath.Join(tmp, s.Type, "splits")
+			if err := os.MkdirAll(tdir, 0o755); err != nil {
+				return fmt.Errorf("ingest: %w", err)
+			}
+			if err := WriteNpy(filepath.Join(tdir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
+				return fmt.Errorf("ingest: %w", err)
+			}
+			hopt.NodeTypes[k].Splits = tdir
+		}
+	}
+	for t, lab := range labels {
+		p := filepath.Join(tmp, t, "labels.npy")
+		if err := WriteNpy(p, "<i8", []int64{int64(len(lab))}, dataset.BytesOf(lab)); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		hopt.NodeTypes[nodeIndex[t]].Labels = p
+	}
+	return nil
+}
