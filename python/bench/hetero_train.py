@@ -70,7 +70,9 @@ class Model(torch.nn.Module):
 
     def forward(self, x: Dict[str, torch.Tensor], edges: Dict[tuple, torch.Tensor], batch: int) -> torch.Tensor:
         for conv in self.convs:
-            out = conv(x, edges)
+            # a type no message reached at the previous layer has no representation: its edge
+            # types sit this layer out
+            out = conv(x, {et: e for et, e in edges.items() if et[0] in x and et[2] in x})
             x = {t: torch.relu(v) for t, v in out.items()}
         return self.head(x[self.seed_type][:batch])
 
@@ -132,14 +134,24 @@ def run(a, store, sampler_factory, seeds, labels_of, fetch, model, device, recor
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
 
     def fetch_loop():
+        fetched = 0
         while True:
             item = q_s.get()
             if item is None:
+                if record is not None:
+                    if stream is not None:
+                        stream.synchronize()
+                    record["stats1"] = store.stats()  # after the last timed batch's gather
                 q_f.put(None)
                 return
             b, smp = item
             if record is not None:
+                if fetched == a.warmup:
+                    if stream is not None:
+                        stream.synchronize()
+                    record["stats0"] = store.stats()  # before the first timed batch's gather
                 record["samples"].append({t: np.asarray(v) for t, v in smp.node.items()})
+            fetched += 1
             ctx = torch.cuda.stream(stream) if stream is not None else _null()
             with ctx:
                 x, edges, y = fetch(b, smp)
@@ -160,12 +172,15 @@ def run(a, store, sampler_factory, seeds, labels_of, fetch, model, device, recor
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             start = time.perf_counter()
-            if record is not None:
-                record["stats0"] = store.stats()
         item = q_f.get()
         x, edges, y, ev, nb = item
         if ev is not None:
-            torch.cuda.current_stream(device).wait_event(ev)
+            main = torch.cuda.current_stream(device)
+            main.wait_event(ev)
+            # made on the fetch stream, used (and freed) on this one: the allocator must not hand
+            # their memory to the fetch stream's next batch before this batch's kernels are done
+            for t in [*x.values(), *edges.values(), y]:
+                t.record_stream(main)
         opt.zero_grad(set_to_none=True)
         out = model(x, edges, nb)
         loss = torch.nn.functional.cross_entropy(out, y)
@@ -176,8 +191,6 @@ def run(a, store, sampler_factory, seeds, labels_of, fetch, model, device, recor
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start
-    if record is not None:
-        record["stats1"] = store.stats()
     for t in threads:
         t.join()
     return done / elapsed
@@ -220,7 +233,9 @@ def main(argv=None) -> Dict[str, Any]:
                         host_cache=int(total * a.host_frac))
     num_neighbors = {et: fanouts for et in edge_types}
     make_sampler = lambda: store.sampler(num_neighbors, seed=1)  # noqa: E731
-    all_labels = torch.as_tensor(store.labels(np.arange(store.num_nodes_of(a.seed_type)), node_type=a.seed_type)).to(device)
+    labels_np = torch.as_tensor(store.labels(np.arange(store.num_nodes_of(a.seed_type)), node_type=a.seed_type)).cpu().numpy()
+    seeds = seeds[labels_np[seeds] >= 0]  # unlabelled seeds have no loss
+    all_labels = torch.as_tensor(labels_np).to(device)
     t0 = time.perf_counter()
     feats = load_in_gpu(a.dataset, store, device)
     load_s = time.perf_counter() - t0

@@ -994,7 +994,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
                 raise tierfs.InvalidArgumentError(
                     "tierfs.dgl.NeighborSampler: fanouts per edge type (dicts) need a store of several edge types"
                 )
-            fanouts = [int(f) for f in fanouts]
+            fanouts = _fanouts(fanouts)
             if any(f < -1 for f in fanouts):
                 raise tierfs.InvalidArgumentError(f"tierfs.dgl.NeighborSampler: bad fanouts {fanouts}; each >= -1")
             self.fanouts = fanouts
