@@ -23,8 +23,7 @@ from torch_geometric.testing.feature_store import MyFeatureStore  # noqa: E402
 import tierfs  # noqa: E402
 import tierfs.datasets  # noqa: E402
 import tierfs.pyg  # noqa: E402
-from conftest import SEED, rng  # noqa: E402
-from tierfs.hetero import typed_csc  # noqa: E402
+from conftest import SEED, needs_cuda, rng  # noqa: E402
 
 PA = ("paper", "to", "author")
 
@@ -55,7 +54,7 @@ def csc_order(store, data):
     data's edge p[k] (inputs without duplicate edges)."""
     perms = {}
     for et in store.edge_types:
-        indptr, indices = typed_csc(store, et)
+        indptr, indices = store.csc(edge_type=et)
         dst = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
         n_dst = store.num_nodes_of(et[2])
         ei = data[et].edge_index.numpy()
@@ -317,7 +316,7 @@ def mag(cli, tmp_path_factory):
         if s.types["node_types"][t]["labels"]:
             data[t].y = torch.from_numpy(s.labels(np.arange(n), node_type=t))
     for et in s.edge_types:
-        indptr, indices = typed_csc(s, et)
+        indptr, indices = s.csc(edge_type=et)
         dst = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
         data[et].edge_index = torch.from_numpy(np.stack([indices, dst]))
     yield s, data
@@ -348,3 +347,24 @@ def check_sample_batch(b, data):
             src = b[et[0]].n_id[ei[0]]
             dst = b[et[2]].n_id[ei[1]]
             assert torch.equal(data[et].edge_index[:, b[et].e_id], torch.stack([src, dst]))
+
+
+@needs_cuda
+def test_loader_hetero_cuda_store_matches_cpu(acm_data, acm_store):
+    """On a store opened on the GPU, every type's x comes through its tiers onto the device (the
+    other features and labels from the host), equal to the CPU store's batches."""
+    gpu = tierfs.open(acm_store.path, device="cuda:0", gpu_cache="8MiB", host_cache="1MiB")
+    try:
+        nn = {et: [4, 4] for et in acm_data.edge_types}
+        inp = ("paper", acm_data["paper"].val_mask)
+        ours = tierfs.pyg.NeighborLoader(gpu, nn, input_nodes=inp, batch_size=256, seed=11)
+        ref = tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=inp, batch_size=256, seed=11)
+        n = 0
+        for b, r in zip(ours, ref):
+            for t in acm_data.node_types:
+                assert b[t].x.is_cuda, t
+            assert_same_hetero(b.to("cpu"), r)
+            n += 1
+        assert n == len(ref) > 1
+    finally:
+        gpu.close()

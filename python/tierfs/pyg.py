@@ -33,11 +33,18 @@ from planned epochs (docs/planned.md)::
 
     loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
                                        shuffle=True, planned_epochs=2)
+
+Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
+take PyG's dict ``num_neighbors`` and ``input_nodes=(node type, ...)``, and give ``HeteroData``
+batches and ``HeteroSamplerOutput`` samples; the stores key tensors by node type and edge type::
+
+    loader = tierfs.pyg.NeighborLoader(store, {et: [10, 10] for et in store.edge_types},
+                                       input_nodes=("paper", "train"), batch_size=1024)
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -51,7 +58,7 @@ from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
 from .loader import Batch, Loader
-from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
+from .hetero import HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
 __all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "num_neighbors_of", "stores"]
