@@ -680,7 +680,8 @@ class NeighborLoader:
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
         self.input_nodes = seeds
-        # input_id of a batch: its seeds' positions in input_nodes (any position of a repeated id).
+        # input_id of a batch: its seeds' positions in input_nodes (the loader's; under planned
+        # epochs, which do not carry them, any position of a repeated id).
         self._sorter = torch.argsort(seeds, stable=True)
         self._sorted = seeds[self._sorter]
         self._labels = self.store.num_classes > 0
