@@ -230,6 +230,27 @@ def test_sampler_hetero_num_neighbors_forms(acm_data, acm_store):
         tierfs.pyg.NeighborSampler(s, nn).sample_from_nodes(NodeSamplerInput(None, seeds))
 
 
+def test_hetero_sampler_and_stores_pickle(acm_data, acm_store):
+    """What spawn workers receive: the stores and the sampler reopen from (path, options) and
+    sample the same."""
+    import pickle
+
+    nn = {et: [3, 2] for et in acm_data.edge_types}
+    seeds = torch.arange(20)
+    inp = NodeSamplerInput(input_id=None, node=seeds, input_type="paper")
+    sampler = tierfs.pyg.NeighborSampler(acm_store, nn, seed=4)
+    clone = pickle.loads(pickle.dumps(sampler))
+    a, b = sampler.sample_from_nodes(inp), clone.sample_from_nodes(inp)
+    for et in acm_data.edge_types:
+        assert torch.equal(a.edge[et], b.edge[et])
+    fs, gs = pickle.loads(pickle.dumps(tierfs.pyg.stores(acm_store)))
+    torch.testing.assert_close(fs.get_tensor("author", "x", torch.arange(4)), acm_data["author"].x[:4], rtol=0, atol=0)
+    assert [a.edge_type for a in gs.get_all_edge_attrs()] == acm_data.edge_types
+    fs.store.close()
+    gs.store.close()
+    clone.store.close()
+
+
 def assert_same_hetero(got, want, extra=(), ours_extra=()):
     """got and want hold the same tensors under the same keys, except keys named in extra
     (want's only) and ours_extra (got's only)."""
