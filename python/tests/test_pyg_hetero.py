@@ -154,6 +154,7 @@ def test_feature_store_hetero_matches_reference(acm_data, acm_store, monkeypatch
     assert fs.get_tensor_size("paper", "y") == (4019,)
     assert fs.get_tensor_size(TensorAttr("paper", "year", torch.arange(7))) == (7,)
     assert fs.get_tensor_size("subject", "y") is None
+    torch.testing.assert_close(fs.get_tensor("paper", "x", ip), acm_data["paper"].x[ip], rtol=0, atol=0)
     e = torch.arange(10)
     torch.testing.assert_close(fs.get_tensor(PA, "edge_attr", e), acm_store.gather(e, edge_type=PA, feature="edge_attr"))
     with pytest.raises(KeyError, match="no node type 'venue'.*paper"):

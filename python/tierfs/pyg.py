@@ -179,7 +179,7 @@ class FeatureStore(_PyGFeatureStore):
             return ("node", g, default)
         if name == self.y_name and t["labels"]:
             return ("label", g, "")
-        if name in t["features"] and name != default:
+        if name in t["features"]:  # the default feature by its own name too
             return ("node", g, name)
         raise KeyError(f"tierfs node type {g!r} has no attribute {name!r} (it has {self._type_names(g)})")
 
