@@ -50,7 +50,7 @@ def test_from_pyg_idx_splits_extras_and_refusals(tmp_path):
         np.testing.assert_array_equal(np.sort(s.split("train")), np.arange(50))
         np.testing.assert_array_equal(np.sort(s.split("val")), np.arange(50, 70))
         np.testing.assert_array_equal(s.labels(np.arange(n)), np.arange(n) % 4)
-    with pytest.raises(tierfs.NotSupportedError, match="HeteroData"):
+    with pytest.raises(tierfs.InvalidArgumentError, match="no node types"):
         tierfs.from_pyg(HeteroData(), tmp_path / "h")
     with pytest.raises(tierfs.DTypeError, match="want a torch_geometric.data.Data"):
         tierfs.from_pyg({"x": 1}, tmp_path / "d")

@@ -397,12 +397,23 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
     ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
     Attributes that are neither (graph-level values, non-tensors) are named in a warning.
 
+    A ``HeteroData`` becomes a dataset of its node and edge types (format version 5; ids stay
+    local to their type): for every node type its node-level tensors (``data[t].x`` first, the
+    type's default feature served through the memory tiers, then the others by name) as
+    features, ``y`` as its labels and its ``train``/``val``/``test`` masks or ids as its
+    splits; for every edge type its ``edge_index`` and its edge-level tensors as edge features
+    (rows by edge id, ``e_id``). One native call. What cannot be stored (graph-level values,
+    non-tensors, tensors of more than two dimensions, bool tensors that are not splits, an edge
+    type without ``edge_index``) is refused, naming the type and the attribute.
+
     Args:
-        data: a ``torch_geometric.data.Data`` (one node type; ``HeteroData`` is refused).
-        out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`.
+        data: a ``torch_geometric.data.Data`` or ``HeteroData``.
+        out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`
+            (``undirected`` applies to ``Data`` only: give a ``HeteroData`` its reverse edge
+            types, e.g. with ``torch_geometric.transforms.ToUndirected()``).
     """
-    if type(data).__name__ == "HeteroData":
-        raise errors.NotSupportedError("from_pyg: tierfs holds one node type; got a HeteroData (convert it with data.to_homogeneous())")
+    if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
+        return _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress)
     if not _is_pyg_data(data):
         raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
     keys = set(data.keys())
@@ -447,6 +458,121 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
         node_features=node_features or None,
         edge_features=edge_features or None,
     )
+
+
+def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
+    """{split name: attribute key} of a PyG storage (``train_mask``, ``valid_idx``, ...)."""
+    splits: Dict[str, str] = {}
+    for name, alias in (("train", "train"), ("val", "val"), ("val", "valid"), ("test", "test")):
+        for key in (f"{alias}_mask", f"{alias}_idx", f"{alias}_index"):
+            if key in keys and name not in splits:
+                splits[name] = key
+    return splits
+
+
+def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_paths: Optional[Sequence[PathLike]],
+                      tmp_dir: Optional[PathLike], force: bool, progress: ProgressLike) -> str:
+    """from_pyg of a HeteroData: one tfs_ingest with node_types and edge_types."""
+    _native.check_process()
+    if undirected:
+        raise errors.NotSupportedError("from_pyg: undirected=True applies to Data; give a HeteroData its reverse edge types "
+                                       "(torch_geometric.transforms.ToUndirected()) before from_pyg")
+    glob = sorted(k for k in data._global_store.keys())
+    if glob:
+        raise errors.NotSupportedError(f"from_pyg: tierfs stores per-type tensors only; the HeteroData has graph-level attribute(s) {glob} (delete them or move them to a node type)")
+    if not data.node_types:
+        raise errors.InvalidArgumentError("from_pyg: the HeteroData has no node types")
+    out = os.fspath(out)
+    base = Path(tmp_dir) if tmp_dir is not None else Path(out).resolve().parent
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tierfs-ingest-", dir=base))
+    given: Dict[str, str] = {}  # temporary file -> what the caller gave, for errors
+
+    def save(name: str, arr: np.ndarray, what: str) -> str:
+        path = _save(tmp, f"{len(given)}-{name}", arr)
+        given[path] = what
+        return path
+
+    def feature(value: Any, what: str, rows: int) -> Dict[str, Any]:
+        if not _util.is_tensor(value) and not isinstance(value, np.ndarray):
+            raise errors.NotSupportedError(f"from_pyg: {what} is a {type(value).__name__}; tierfs stores tensors of one row per node or edge")
+        arr, declared = _to_numpy(value, what)
+        if arr.ndim not in (1, 2) or arr.shape[0] != rows:
+            raise errors.NotSupportedError(f"from_pyg: {what} has shape {tuple(arr.shape)}; tierfs stores ({rows},) or ({rows}, dim) tensors")
+        if arr.dtype == np.bool_:
+            raise errors.NotSupportedError(f"from_pyg: {what} is a bool tensor; tierfs features are numbers (cast it, e.g. to torch.uint8)")
+        entry: Dict[str, Any] = {"path": save("feature", arr, f"<{what}>")}
+        if declared:
+            entry["dtype"] = declared
+        return entry
+
+    try:
+        node_types = []
+        for nt in data.node_types:
+            st = data[nt]
+            keys = set(st.keys())
+            n = st.num_nodes
+            if n is None or int(n) < 1:
+                raise errors.InvalidArgumentError(f"from_pyg: node type {nt!r} has no nodes (set data[{nt!r}].num_nodes)")
+            n = int(n)
+            entry: Dict[str, Any] = {"name": nt, "num_nodes": n, "features": []}
+            used = {"num_nodes"}
+            splits = _split_keys(st, keys)
+            if splits:
+                d = tmp / f"splits-{len(node_types)}"
+                d.mkdir()
+                for name, key in splits.items():
+                    arr, _ = _to_numpy(st[key], f"data[{nt!r}].{key}")
+                    if arr.dtype.kind not in "iub" or arr.ndim != 1:
+                        raise errors.InvalidArgumentError(f"from_pyg: data[{nt!r}].{key} must be 1-D node ids or a bool mask, got {arr.dtype} of shape {arr.shape}")
+                    _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
+                    used.add(key)
+                entry["splits"] = str(d)
+            if "y" in keys:
+                y = st["y"]
+                if not _util.is_tensor(y) and not isinstance(y, np.ndarray):
+                    raise errors.NotSupportedError(f"from_pyg: data[{nt!r}].y is a {type(y).__name__}; want one class id per node")
+                if int(y.shape[0]) != n or (y.ndim == 2 and y.shape[1] != 1) or y.ndim > 2:
+                    raise errors.NotSupportedError(f"from_pyg: data[{nt!r}].y has shape {tuple(y.shape)}; tierfs labels are one class id per node ({n},)")
+                entry["labels"] = save("labels", _labels_array(y), f"<data[{nt!r}].y>")
+                used.add("y")
+            names = (["x"] if "x" in keys else []) + sorted(keys - used - {"x"})
+            for key in names:
+                entry["features"].append({"name": key, **feature(st[key], f"data[{nt!r}].{key}", n)})
+            node_types.append(entry)
+        edge_types = []
+        for et in data.edge_types:
+            st = data[et]
+            keys = set(st.keys())
+            if "edge_index" not in keys:
+                other = sorted(keys)
+                raise errors.NotSupportedError(f"from_pyg: edge type {et} has no edge_index (it has {other}); tierfs ingests COO edge_index only")
+            ei, _ = _to_numpy(st.edge_index, f"data[{et}].edge_index")
+            if ei.ndim != 2 or ei.shape[0] != 2 or ei.dtype.kind not in "iu":
+                raise errors.InvalidArgumentError(f"from_pyg: data[{et}].edge_index must be a (2, E) integer tensor, got {ei.dtype} of shape {ei.shape}")
+            e = int(ei.shape[1])
+            entry = {"src": et[0], "rel": et[1], "dst": et[2], "edges": save("edges", ei, f"<data[{et}].edge_index>")}
+            feats = [{"name": key, **feature(st[key], f"data[{et}].{key}", e)} for key in sorted(keys - {"edge_index"})]
+            if feats:
+                entry["edge_features"] = feats
+            edge_types.append(entry)
+        opts: Dict[str, Any] = {"node_types": node_types, "edge_types": edge_types, "out": out}
+        if device_paths:
+            opts["device_paths"] = [os.fspath(p) for p in device_paths]
+        if force:
+            opts["force"] = True
+        try:
+            _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+        except errors.Error as err:
+            msg = err.message
+            for path, what in given.items():
+                msg = msg.replace(path, what)
+            if msg == err.message:
+                raise
+            raise type(err)(msg, err.status) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None] = None, undirected: bool = False,

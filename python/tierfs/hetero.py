@@ -223,6 +223,25 @@ class HeteroSampler:
         return f"<tierfs.HeteroSampler num_neighbors={self.num_neighbors} replace={self._replace} seed={self._seed}>"
 
 
+def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarray]:
+    """Edge type ``edge_type``'s whole topology as CSC over its dst type: ``(indptr, indices)``
+    (indices: src-type ids, position = edge id), int64. Samples every in-neighbor of every dst
+    node once (one native call); meant for small graphs, tests and conversions."""
+    e = edge_type_tuple(edge_type)
+    n_dst = store.num_nodes_of(e[2])
+    count = store.num_edges_of(e)
+    sampler = HeteroSampler(store, {et: [-1] for et in store.edge_types})
+    try:
+        s = sampler.sample(np.arange(n_dst, dtype=np.int64), e[2])
+    finally:
+        sampler.close()
+    indices = np.empty(count, dtype=np.int64)
+    indices[s.edge[e]] = s.node[e[0]][s.row[e]]
+    indptr = np.zeros(n_dst + 1, dtype=np.int64)
+    np.cumsum(np.bincount(s.node[e[2]][s.col[e]], minlength=n_dst), out=indptr[1:])
+    return indptr, indices
+
+
 def typed_labels(store: "Store", node_type: str, ids: IdsLike) -> np.ndarray:
     """Labels of ``ids`` of ``node_type`` (int64, -1 where unlabelled): one tfs_labels_typed."""
     h = store._h()

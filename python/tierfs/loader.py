@@ -13,7 +13,7 @@ import queue
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from .errors import NotSupportedError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from ._args import IdsLike, _ids
 from ._sample import Sample
+from .hetero import HeteroSample, HeteroSampler
 from .store import Sampler, Store
 
 __all__ = ["Loader", "Batch", "prefetch"]
@@ -123,15 +124,20 @@ class Batch:
     Attributes:
         seeds: the batch's seed node ids (global).
         sample: their k-hop neighborhood (:class:`tierfs.Sample`); ``sample.nodes[:len(seeds)]``
-            are the seeds.
-        x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``.
+            are the seeds. With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
+        x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``; with a heterogeneous
+            sample ``{node type: rows of sample.node[type]}`` (the type's default feature, for
+            every type that has features).
         y: labels of the seeds, or None when the dataset has no labels.
+        positions: the seeds' positions in the loader's ``seeds`` (PyG's ``input_id``), or
+            None where the loader does not know them (planned epochs, distributed stores).
     """
 
     seeds: Any
-    sample: Sample
+    sample: Union[Sample, HeteroSample]
     x: Any
     y: Any
+    positions: Any = None
 
     @property
     def batch_size(self) -> int:
@@ -170,6 +176,11 @@ class Loader:
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
 
+    With a :class:`tierfs.HeteroSampler` (``store.sampler({edge type: fanouts})``) the seeds
+    are ids of ``node_type``; each batch's ``sample`` is a :class:`tierfs.HeteroSample` and
+    ``x`` the default feature of every sampled node type (each through its tiers). Planned
+    epochs and distributed stores take one node type for now.
+
     Example::
 
         store = tierfs.open("/data/papers", host_cache="8GB", device="cuda:0")
@@ -194,7 +205,19 @@ class Loader:
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
         transform: Optional[Callable[[Batch], Any]] = None,
+        node_type: Optional[str] = None,
     ) -> None:
+        self.node_type: Optional[str] = None
+        if isinstance(sampler, HeteroSampler):
+            if node_type is None:
+                raise ValueError(f"tierfs.Loader: a HeteroSampler needs node_type, the seeds' node type (one of {', '.join(store.node_types)})")
+            if planned_epochs:
+                raise NotSupportedError("tierfs.Loader: planned_epochs with a HeteroSampler is not supported yet")
+            if isinstance(store, DistributedStore):
+                raise NotSupportedError("tierfs.Loader: a HeteroSampler on a distributed store is not supported yet")
+            self.node_type = node_type
+            if labels is None:
+                labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
         if planned_epochs < 0:
             raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
         if planned_epochs and not shuffle:
@@ -237,10 +260,14 @@ class Loader:
         if self._distributed:
             s = self.store
             return split_seeds(self._seeds, s.rank, s.world_size, epoch, self.seed, self.shuffle, self.drop_last)
+        return self._seeds[self._positions(epoch)]
+
+    def _positions(self, epoch: int) -> np.ndarray:
+        """Positions in seeds of the epoch's order (one process)."""
         if not self.shuffle:
-            return self._seeds
+            return np.arange(self._seeds.shape[0])
         rng = np.random.default_rng([self.seed, epoch])
-        return self._seeds[rng.permutation(self._seeds.shape[0])]
+        return rng.permutation(self._seeds.shape[0])
 
     def batches(self, epoch: int) -> Iterator[Any]:
         """The batches of ``epoch``, computed in the calling thread (no pipeline)."""
@@ -255,17 +282,22 @@ class Loader:
         """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
         if self.plan is not None:
             return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s))
-        order = self._order(epoch)
+        positions = None if self._distributed else self._positions(epoch)
+        order = self._order(epoch) if positions is None else self._seeds[positions]
         bs = self.batch_size
         turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
 
-        def sample(i: int) -> Tuple[Any, Sample]:
+        def sample(i: int) -> Tuple[Any, Any, Any]:
             seeds: Any = order[i * bs : (i + 1) * bs]
+            pos: Any = None if positions is None else positions[i * bs : (i + 1) * bs]
             if self._torch:
                 import torch
 
                 seeds = torch.from_numpy(seeds)
-            return seeds, self.sampler.sample(seeds)
+                pos = None if pos is None else torch.from_numpy(pos)
+            if self.node_type is not None:
+                return seeds, self.sampler.sample(seeds, self.node_type), pos
+            return seeds, self.sampler.sample(seeds), pos
 
         if turn is None:
             return sample, self._gather
@@ -274,14 +306,19 @@ class Loader:
     def _finish(self, batch: Batch) -> Any:
         return batch if self.transform is None else self.transform(batch)
 
-    def _gather(self, i: int, sampled: Tuple[Any, Sample], turn: Any = None) -> Batch:
-        seeds, sample = sampled
+    def _gather(self, i: int, sampled: Tuple[Any, Any, Any], turn: Any = None) -> Batch:
+        seeds, sample, pos = sampled
+        if isinstance(sample, HeteroSample):
+            types = self.store.types["node_types"]
+            xs = {t: self.store.gather(ids, node_type=t) for t, ids in sample.node.items() if any(f["default"] for f in types[t]["features"].values())}
+            y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
+            return self._finish(Batch(seeds, sample, xs, y, pos))
         if turn is not None:
             x = self.store._gather_in_turn(sample.nodes, turn, i)
         else:
             x = self.store.gather(sample.nodes)
         y = self.store.labels(seeds) if self.labels else None
-        return self._finish(Batch(seeds, sample, x, y))
+        return self._finish(Batch(seeds, sample, x, y, pos))
 
     def _gather_planned(self, epoch: int, b: int, sample: Sample) -> Batch:
         x = self.plan.gather(epoch, b, sample.nodes)

@@ -33,26 +33,35 @@ from planned epochs (docs/planned.md)::
 
     loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
                                        shuffle=True, planned_epochs=2)
+
+Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
+take PyG's dict ``num_neighbors`` and ``input_nodes=(node type, ...)``, and give ``HeteroData``
+batches and ``HeteroSamplerOutput`` samples; the stores key tensors by node type and edge type::
+
+    loader = tierfs.pyg.NeighborLoader(store, {et: [10, 10] for et in store.edge_types},
+                                       input_nodes=("paper", "train"), batch_size=1024)
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, EdgeAttr, TensorAttr
+from torch_geometric.data import Data, EdgeAttr, HeteroData, TensorAttr
 from torch_geometric.data import FeatureStore as _PyGFeatureStore
 from torch_geometric.data import GraphStore as _PyGGraphStore
 from torch_geometric.data.graph_store import EdgeLayout
-from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
+from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, NodeSamplerInput, NumNeighbors, SamplerOutput
+from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
 from .loader import Batch, Loader
+from .hetero import HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
-__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "stores"]
+__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "num_neighbors_of", "stores"]
 
 #: The one edge type of a tierfs dataset, the ``group_name`` of its edge features.
 EDGE_TYPE = ("node", "to", "node")
@@ -83,6 +92,12 @@ class FeatureStore(_PyGFeatureStore):
     ``_get_tensor_size`` reads no data. ``get_all_tensor_attrs`` lists the node attributes only
     (PyG's loaders index every listed attribute by node id); ``get_all_edge_tensor_attrs`` the
     edge ones. Picklable (the store reopens in the receiving process).
+
+    A heterogeneous store (``store.is_hetero``) keys node attributes by ``group_name`` = node
+    type: ``x`` (the type's default feature, through its memory tiers), its other features by
+    name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
+    ``(src, rel, dst)``. ``_multi_get_tensor`` makes one native gather per (type, feature) in
+    the request. A type or attribute the dataset lacks is a ``KeyError`` naming what it has.
     """
 
     def __init__(self, store: Store, x: str = "x", y: str = "y") -> None:
@@ -122,8 +137,12 @@ class FeatureStore(_PyGFeatureStore):
             attr.index = None
         return super().__getitem__(attr)
 
-    def _kind(self, attr: TensorAttr) -> str:
-        """The feature name attr reads ("" for the labels)."""
+    # A source is what an attribute reads: ("node", type, feature), ("label", type, "") or
+    # ("edge", edge type, feature); type is None in a one-type store.
+
+    def _source(self, attr: TensorAttr) -> Tuple[str, Any, str]:
+        if self.store.is_hetero:
+            return self._hetero_source(attr)
         name = attr.attr_name
         features = self.store.features
         g = attr.group_name
@@ -132,25 +151,81 @@ class FeatureStore(_PyGFeatureStore):
                 raise KeyError(f"tierfs holds one node type (group_name=None) and one edge type ({EDGE_TYPE}), not {attr.group_name!r}")
             if name not in features or features[name]["of"] != "edge":
                 raise KeyError(f"tierfs store has no edge attribute {name!r} (it has {self._names('edge')})")
-            return name
+            return ("edge", None, name)
         if name == self.x_name:
-            return self.store.feature_name
+            return ("node", None, self.store.feature_name)
         if name == self.y_name and self.store.num_classes > 0:
-            return ""
+            return ("label", None, "")
         if name in features:
-            return name
+            return (features[name]["of"], None, name)
         raise KeyError(f"tierfs store has no tensor attribute {name!r} (it has {self._names('node') + self._names('edge')})")
 
+    def _hetero_source(self, attr: TensorAttr) -> Tuple[str, Any, str]:
+        g, name = attr.group_name, attr.attr_name
+        types = self.store.types
+        if isinstance(g, (tuple, list)) and len(g) == 3:
+            et = tuple(g)
+            if et not in types["edge_types"]:
+                raise KeyError(f"tierfs dataset has no edge type {et} (it has {list(types['edge_types'])})")
+            feats = types["edge_types"][et]["features"]
+            if name not in feats:
+                raise KeyError(f"tierfs edge type {et} has no attribute {name!r} (it has {list(feats)})")
+            return ("edge", et, name)
+        if g not in types["node_types"]:
+            raise KeyError(f"tierfs dataset has no node type {g!r} (it has {list(types['node_types'])})")
+        t = types["node_types"][g]
+        default = next((n for n, f in t["features"].items() if f["default"]), None)
+        if name == self.x_name and default is not None:
+            return ("node", g, default)
+        if name == self.y_name and t["labels"]:
+            return ("label", g, "")
+        if name in t["features"]:  # the default feature by its own name too
+            return ("node", g, name)
+        raise KeyError(f"tierfs node type {g!r} has no attribute {name!r} (it has {self._type_names(g)})")
+
+    def _type_names(self, node_type: str) -> List[str]:
+        """Attribute names of a node type of a heterogeneous store: x (its default feature), the
+        other features, y where it has labels."""
+        t = self.store.types["node_types"][node_type]
+        feats = t["features"]
+        default = next((n for n, f in feats.items() if f["default"]), None)
+        names = ([self.x_name] if default is not None else []) + [n for n in feats if n != default and n != self.x_name]
+        return names + ([self.y_name] if t["labels"] else [])
+
     def _names(self, of: str) -> List[str]:
-        """Attribute names of node ("node") or edge ("edge") attributes."""
+        """Attribute names of node ("node") or edge ("edge") attributes of a one-type store."""
         default = self.store.feature_name
         if of == "edge":
             return [n for n, f in self.store.features.items() if f["of"] == "edge"]
         names = [self.x_name] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != self.x_name]
         return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
-    def _rows(self, kind: str) -> int:
-        return self.store.num_nodes if kind == "" else int(self.store.features[kind]["rows"])
+    def _info(self, src: Tuple[str, Any, str]) -> Optional[Dict[str, Any]]:
+        """The feature a source reads (None for labels)."""
+        of, t, name = src
+        if of == "label":
+            return None
+        if t is None:
+            return self.store.features[name]
+        types = self.store.types["edge_types" if of == "edge" else "node_types"]
+        return types[t]["features"][name]
+
+    def _rows(self, src: Tuple[str, Any, str]) -> int:
+        info = self._info(src)
+        if info is None:
+            return self.store.num_nodes if src[1] is None else self.store.num_nodes_of(src[1])
+        return int(info["rows"])
+
+    def _read(self, src: Tuple[str, Any, str], ids: Tensor) -> Any:
+        """One native call: the source's rows of ids."""
+        of, t, name = src
+        if of == "label":
+            return self.store.labels(ids, node_type=t)
+        if t is None:
+            return self.store.gather(ids, feature=name)
+        if of == "edge":
+            return self.store.gather(ids, edge_type=t, feature=name)
+        return self.store.gather(ids, node_type=t, feature=name)
 
     def _index(self, index: Any, n: int) -> Tuple[Tensor, bool]:
         """(1-D int64 CPU or CUDA tensor of ids of n rows, whether the attr asked for one row)."""
@@ -169,17 +244,17 @@ class FeatureStore(_PyGFeatureStore):
         return torch.as_tensor(index, dtype=torch.long).view(-1), False
 
     def _multi_get_tensor(self, attrs: List[TensorAttr]) -> List[Optional[Tensor]]:
-        kinds = [self._kind(a) for a in attrs]
+        sources = [self._source(a) for a in attrs]
         results: List[Optional[Tensor]] = [None] * len(attrs)
-        for kind in dict.fromkeys(kinds):
-            which = [i for i, k in enumerate(kinds) if k == kind]
-            # One native call per feature: distinct index tensors concatenated, results split.
+        for src in dict.fromkeys(sources):
+            which = [i for i, k in enumerate(sources) if k == src]
+            # One native call per (type, feature): distinct index tensors concatenated, results split.
             unique: dict = {}
             for i in which:
                 unique.setdefault(id(attrs[i].index), []).append(i)
             indices, single = [], []
             for pos in unique.values():
-                idx, one = self._index(attrs[pos[0]].index, self._rows(kind))
+                idx, one = self._index(attrs[pos[0]].index, self._rows(src))
                 indices.append(idx)
                 single.append(one)
             if len(indices) > 1:
@@ -187,7 +262,7 @@ class FeatureStore(_PyGFeatureStore):
                 ids = torch.cat([t.to(dev) for t in indices])
             else:
                 ids = indices[0]
-            out = self.store.labels(ids) if kind == "" else self.store.gather(ids, feature=kind)
+            out = self._read(src, ids)
             if not isinstance(out, Tensor):
                 out = torch.from_numpy(out)
             parts = out.split([t.numel() for t in indices]) if len(indices) > 1 else [out]
@@ -198,14 +273,12 @@ class FeatureStore(_PyGFeatureStore):
 
     def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple[int, ...]]:
         try:
-            kind = self._kind(attr)
+            src = self._source(attr)
         except KeyError:
             return None
-        row: Tuple[int, ...] = ()
-        if kind != "":
-            f = self.store.features[kind]
-            row = () if f["scalar"] else (int(f["dim"]),)
-        n = self._rows(kind)
+        info = self._info(src)
+        row: Tuple[int, ...] = () if info is None or info["scalar"] else (int(info["dim"]),)
+        n = self._rows(src)
         index = attr.index if attr.is_set("index") else None
         if index is None or (isinstance(index, slice) and index == slice(None)):
             rows = n
@@ -220,11 +293,17 @@ class FeatureStore(_PyGFeatureStore):
         return (rows,) + row
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
-        """The node attributes: ``x``, the other node features, and with labels ``y``."""
+        """The node attributes: ``x``, the other node features, and with labels ``y``; in a
+        heterogeneous store those of every node type, its name the ``group_name``."""
+        if self.store.is_hetero:
+            return [self._tensor_attr_cls.cast(t, name) for t in self.store.node_types for name in self._type_names(t)]
         return [self._tensor_attr_cls.cast(None, name) for name in self._names("node")]
 
     def get_all_edge_tensor_attrs(self) -> List[TensorAttr]:
-        """The edge features, with ``group_name`` :data:`EDGE_TYPE`; index them by edge id."""
+        """The edge features, with ``group_name`` their edge type (:data:`EDGE_TYPE` in a one-type
+        store); index them by edge id."""
+        if self.store.is_hetero:
+            return [self._tensor_attr_cls.cast(et, name) for et, e in self.store.types["edge_types"].items() for name in e["features"]]
         return [self._tensor_attr_cls.cast(EDGE_TYPE, name) for name in self._names("edge")]
 
     def __repr__(self) -> str:
@@ -234,7 +313,9 @@ class FeatureStore(_PyGFeatureStore):
 class GraphStore(_PyGGraphStore):
     """Read-only PyG ``GraphStore`` over a :class:`tierfs.Store`'s topology.
 
-    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``. The
+    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``; a
+    heterogeneous store one ``EdgeAttr`` per edge type ``(src, rel, dst)``, CSC, ``size=(number
+    of src nodes, number of dst nodes)``. The
     :class:`NeighborSampler` never reads edges through it. Asking for the edge index
     (``get_edge_index``, ``coo()``, ``csr()``, ``csc()``) materializes the whole topology in
     memory (:meth:`tierfs.Store.csc`: 8 bytes per edge and per node, more for COO/CSR); it is
@@ -252,24 +333,38 @@ class GraphStore(_PyGGraphStore):
         return False
 
     def get_all_edge_attrs(self) -> List[EdgeAttr]:
+        if self.store.is_hetero:
+            store = self.store
+            return [
+                EdgeAttr(et, EdgeLayout.CSC, is_sorted=True, size=(store.num_nodes_of(et[0]), store.num_nodes_of(et[2])))
+                for et in store.edge_types
+            ]
         if self.store.num_edges == 0:
             return []
         n = self.store.num_nodes
         return [EdgeAttr(None, EdgeLayout.CSC, is_sorted=True, size=(n, n))]
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Optional[Tuple[Tensor, Tensor]]:
-        if edge_attr.edge_type is not None or self.store.num_edges == 0:
-            return None
-        indptr, indices = self.store.csc()
-        n = self.store.num_nodes
+        if self.store.is_hetero:
+            et = edge_attr.edge_type
+            if et is None or tuple(et) not in self.store.types["edge_types"]:
+                return None
+            et = tuple(et)
+            indptr, indices = typed_csc(self.store, et)
+            n_src, n_dst = self.store.num_nodes_of(et[0]), self.store.num_nodes_of(et[2])
+        else:
+            if edge_attr.edge_type is not None or self.store.num_edges == 0:
+                return None
+            indptr, indices = self.store.csc()
+            n_src = n_dst = self.store.num_nodes
         if edge_attr.layout == EdgeLayout.CSC:
             return torch.from_numpy(indices), torch.from_numpy(indptr)
-        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        dst = np.repeat(np.arange(n_dst, dtype=np.int64), np.diff(indptr))
         if edge_attr.layout == EdgeLayout.COO:
             return torch.from_numpy(indices), torch.from_numpy(dst)
         order = np.argsort(indices, kind="stable")  # CSR: by source
-        rowptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(indices, minlength=n), out=rowptr[1:])
+        rowptr = np.zeros(n_src + 1, dtype=np.int64)
+        np.cumsum(np.bincount(indices, minlength=n_src), out=rowptr[1:])
         return torch.from_numpy(rowptr), torch.from_numpy(dst[order])
 
     def __repr__(self) -> str:
@@ -281,6 +376,63 @@ def stores(store: Store) -> Tuple[FeatureStore, GraphStore]:
     return FeatureStore(store), GraphStore(store)
 
 
+def _edge_type_of(key: Any) -> Tuple[str, str, str]:
+    """An edge type key of num_neighbors as a tuple: PyG's tuple, its ``EdgeTypeStr``
+    (``"src__rel__dst"``) or tierfs's ``"src:rel:dst"``."""
+    if isinstance(key, EdgeTypeStr):
+        return tuple(key.to_tuple())  # type: ignore[return-value]
+    if isinstance(key, str) and ":" not in key and len(key.split("__")) == 3:
+        return tuple(key.split("__"))  # type: ignore[return-value]
+    return edge_type_tuple(key)
+
+
+def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[Tuple[str, str, str], List[int]]]:
+    """PyG's ``num_neighbors`` resolved against a store: a list of fanouts per hop for a one-type
+    store; for a heterogeneous one ``{edge type: [fanout per hop]}`` over every edge type of the
+    dataset. Takes a list (every edge type alike), a dict keyed by edge type (tuples,
+    ``EdgeTypeStr`` or ``"src:rel:dst"``) or PyG's ``NumNeighbors`` (its ``default`` fills the
+    edge types the dict leaves out). An edge type the dataset lacks, one left out with no
+    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` naming it."""
+    default = None
+    if isinstance(num_neighbors, NumNeighbors):
+        default = num_neighbors.default
+        num_neighbors = num_neighbors.values
+    if isinstance(num_neighbors, (int, np.integer)) or isinstance(num_neighbors, (str, bytes)):
+        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must be a list of neighbors per hop or a dict of them per edge type, got {num_neighbors!r}")
+    if not store.is_hetero:
+        if isinstance(num_neighbors, Mapping):
+            only = store.edge_types
+            if len(num_neighbors) == 1 and only and _edge_type_of(next(iter(num_neighbors))) == tuple(only[0]):
+                num_neighbors = next(iter(num_neighbors.values()))
+            else:
+                raise errors.InvalidArgumentError(f"tierfs.pyg: this dataset has one edge type ({', '.join(map(str, only)) or 'none'}); pass num_neighbors as a list per hop, got keys {list(num_neighbors)}")
+        return [int(k) for k in num_neighbors]
+    edge_types = [tuple(et) for et in store.edge_types]
+    if not isinstance(num_neighbors, Mapping):
+        per_hop = [int(k) for k in num_neighbors]
+        return {et: list(per_hop) for et in edge_types}
+    given: Dict[Tuple[str, str, str], List[int]] = {}
+    for key, fanouts in num_neighbors.items():
+        et = _edge_type_of(key)
+        if et not in edge_types:
+            raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors names edge type {et}, which the dataset lacks (it has {', '.join(map(str, edge_types))})")
+        given[et] = [int(k) for k in ([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts)]
+    out: Dict[Tuple[str, str, str], List[int]] = {}
+    for et in edge_types:
+        if et in given:
+            out[et] = given[et]
+        elif default is not None:
+            out[et] = [int(k) for k in default]
+        else:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg: num_neighbors has no fanouts for edge type {et} (give every edge type of the dataset, or "
+                f"torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
+    hops = {len(v) for v in out.values()}
+    if len(hops) > 1:
+        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must have the same number of hops for every edge type, got {out}")
+    return out
+
+
 class NeighborSampler(BaseSampler):
     """Uniform k-hop neighbor sampling in the tierfs core, as a PyG ``BaseSampler``.
 
@@ -290,9 +442,18 @@ class NeighborSampler(BaseSampler):
     sampled edges' ids (PyG's loaders set ``batch.e_id`` from it) and ``batch=None`` (not
     disjoint).
 
+    On a heterogeneous store (``store.is_hetero``) ``num_neighbors`` is PyG's dict of fanouts
+    per edge type (or a ``NumNeighbors``, or a list for every edge type; see
+    :func:`num_neighbors_of`), the input's ``input_type`` names the seeds' node type, and
+    ``sample_from_nodes`` returns a ``HeteroSamplerOutput`` laid out as PyG's NeighborSampler
+    lays it out: per node type the sampled ids (seeds first, then by hop), per edge type
+    ``row`` (src-type local ids), ``col`` (dst-type local ids) and ``edge`` (edge ids), counts
+    per hop per type, ``batch=None``, ``metadata=(input_id, time)``.
+
     Args:
         store: a :class:`tierfs.Store` (or one of this module's stores).
-        num_neighbors: neighbors per node per hop, e.g. ``[25, 10]``; -1 takes all.
+        num_neighbors: neighbors per node per hop, e.g. ``[25, 10]``; -1 takes all. For a
+            heterogeneous store, a dict ``{(src, rel, dst): [per hop]}`` or ``NumNeighbors``.
         replace: sample with replacement.
         seed: the i-th call samples with ``seed + i``: same seed, same batches.
         workers: goroutines of the sampler (0: CPUs); results do not depend on it.
@@ -301,24 +462,42 @@ class NeighborSampler(BaseSampler):
     def __init__(
         self,
         store: Union[Store, FeatureStore, GraphStore],
-        num_neighbors: Sequence[int],
+        num_neighbors: Any,
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
-        self.num_neighbors = [int(k) for k in num_neighbors]
+        self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
 
-    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:
-        if index.input_type is not None:
-            raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
+    @property
+    def is_hetero(self) -> bool:
+        return isinstance(self.sampler, HeteroSampler)
+
+    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> Union[SamplerOutput, HeteroSamplerOutput]:
         seeds = index.node
         if seeds.device.type != "cpu":
             seeds = seeds.cpu()
+        if self.is_hetero:
+            if index.input_type is None:
+                raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seeds' node type (input_type, one of {', '.join(self.store.node_types)})")
+            h = self.sampler.sample(seeds, index.input_type)
+            return HeteroSamplerOutput(
+                node=h.node,
+                row=h.row,
+                col=h.col,
+                edge=h.edge,
+                batch=None,
+                num_sampled_nodes=h.num_sampled_nodes,
+                num_sampled_edges=h.num_sampled_edges,
+                metadata=(index.input_id, index.time),
+            )
+        if index.input_type is not None and index.input_type != self.store.node_type:
+            raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
         s = self.sampler.sample(seeds)
         return SamplerOutput(
             node=s.nodes,
@@ -357,17 +536,35 @@ _PYG_ONLY = {
 }
 
 
-def _input_nodes(store: Store, input_nodes: Any) -> Tensor:
-    """PyG's input_nodes forms as int64 CPU ids: None (every node), a split name ("valid" is
-    "val"), a bool mask of num_nodes, or ids (numpy, torch, list)."""
-    n = store.num_nodes
+def _hetero_input_nodes(store: Store, input_nodes: Any) -> Tuple[str, Tensor]:
+    """PyG's heterogeneous input_nodes, ``node_type`` or ``(node_type, None | split name | mask |
+    ids)``, as (node type, int64 CPU ids)."""
+    types = store.node_types
+    if isinstance(input_nodes, str):
+        input_nodes = (input_nodes, None)
+    if not (isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str)):
+        raise errors.InvalidArgumentError(
+            f"tierfs.pyg.NeighborLoader: a heterogeneous dataset takes input_nodes=(node type, ids, mask, split name or None), got {input_nodes!r} (node types: {', '.join(types)})")
+    node_type, nodes = input_nodes
+    if node_type not in types:
+        raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes names node type {node_type!r}, which the dataset lacks (it has {', '.join(types)})")
+    return node_type, _input_nodes(store, nodes, node_type)
+
+
+def _input_nodes(store: Store, input_nodes: Any, node_type: Optional[str] = None) -> Tensor:
+    """PyG's input_nodes forms as int64 CPU ids (of node_type; None: the store's own): None
+    (every node), a split name ("valid" is "val"), a bool mask of num_nodes, or ids (numpy,
+    torch, list)."""
+    n = store.num_nodes if node_type is None else store.num_nodes_of(node_type)
     if input_nodes is None:
         return torch.arange(n)
     if isinstance(input_nodes, str):
-        name = "val" if input_nodes == "valid" and "valid" not in store.split_names else input_nodes
-        if name not in store.split_names:
-            raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r} is not a split of this dataset (it has {store.split_names})")
-        return torch.from_numpy(store.split(name))
+        names = store.split_names if node_type is None else list(store.types["node_types"][node_type]["splits"])
+        name = "val" if input_nodes == "valid" and "valid" not in names else input_nodes
+        if name not in names:
+            of = "" if node_type is None else f" of node type {node_type!r}"
+            raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r} is not a split{of} of this dataset (it has {names})")
+        return torch.from_numpy(store.split(name, node_type=node_type))
     if isinstance(input_nodes, tuple):
         raise errors.NotSupportedError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r}: tierfs holds one node type; pass the ids, a mask or a split name")
     if isinstance(input_nodes, (list, range)):
@@ -395,6 +592,15 @@ def _input_nodes(store: Store, input_nodes: Any) -> Tensor:
 class NeighborLoader:
     """PyG's ``NeighborLoader`` over a tierfs dataset, on tierfs's pipelined loader.
 
+    A heterogeneous dataset takes ``num_neighbors`` per edge type (a dict or PyG's
+    ``NumNeighbors``) and ``input_nodes=(node type, ids | bool mask | split name | None)`` and
+    yields ``HeteroData`` laid out as PyG's ``NodeLoader`` over :func:`stores` with this module's
+    :class:`NeighborSampler` lays it out: per node type ``x`` (its default feature, through its
+    tiers), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
+    edge type ``edge_index``, ``e_id``, ``num_sampled_edges`` and its edge features by
+    ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. ``planned_epochs`` takes
+    one node type for now.
+
     Takes PyG's arguments that apply — ``num_neighbors``, ``input_nodes`` (None for every node, a
     split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
     list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
@@ -417,7 +623,8 @@ class NeighborLoader:
 
     Args:
         data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
-        num_neighbors: neighbors per node per hop; -1 takes all.
+        num_neighbors: neighbors per node per hop; -1 takes all. A dict per edge type (or
+            ``NumNeighbors``) for a heterogeneous dataset.
         seed: the sampler's seed (batch i samples with ``seed + i``).
         shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget: as :class:`tierfs.Loader`.
     """
@@ -425,7 +632,7 @@ class NeighborLoader:
     def __init__(
         self,
         data: Any,
-        num_neighbors: Sequence[int],
+        num_neighbors: Any,
         input_nodes: Any = None,
         replace: bool = False,
         transform: Any = None,
@@ -451,12 +658,30 @@ class NeighborLoader:
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
-        if isinstance(num_neighbors, int) or not len(num_neighbors):
+        if isinstance(num_neighbors, int) or (not isinstance(num_neighbors, NumNeighbors) and not len(num_neighbors)):
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
+        self.transform = transform
+        self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
+        if self.store.is_hetero:
+            self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
+            self.input_nodes = seeds
+            # PyG's input_id: a mask's (a split's) seeds are their own ids, given ids their positions.
+            nodes = input_nodes[1] if isinstance(input_nodes, tuple) else None
+            self._ids_are_input_id = isinstance(nodes, str) or (isinstance(nodes, (Tensor, np.ndarray)) and nodes.dtype in (torch.bool, np.bool_))
+            self._fs = FeatureStore(self.store)
+            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+            if planned_epochs:
+                raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: planned_epochs on a heterogeneous dataset is not supported yet")
+            self.loader = Loader(
+                self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
+                seed=shuffle_seed, labels=False, transform=self._to_hetero_data, node_type=self.input_type,
+            )
+            return
+        self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
         self.input_nodes = seeds
-        self.transform = transform
-        # input_id of a batch: its seeds' positions in input_nodes (any position of a repeated id).
+        # input_id of a batch: its seeds' positions in input_nodes (the loader's; under planned
+        # epochs, which do not carry them, any position of a repeated id).
         self._sorter = torch.argsort(seeds, stable=True)
         self._sorted = seeds[self._sorter]
         self._labels = self.store.num_classes > 0
@@ -464,7 +689,7 @@ class NeighborLoader:
         features = self.store.features
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge"]
-        sampler = self.store.sampler([int(k) for k in num_neighbors], replace=replace, seed=seed)
+        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
         self.loader = Loader(
             self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
             seed=shuffle_seed, labels=False, planned_epochs=planned_epochs, plan_dir=plan_dir,
@@ -487,14 +712,51 @@ class NeighborLoader:
         data.num_sampled_nodes = s.nodes_per_hop.tolist()
         data.num_sampled_edges = s.edges_per_hop.tolist()
         seeds = torch.as_tensor(b.seeds)
-        data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
+        data.input_id = b.positions if b.positions is not None else self._sorter[torch.searchsorted(self._sorted, seeds)]
         data.batch_size = int(seeds.shape[0])
+        return data if self.transform is None else self.transform(data)
+
+    def _to_hetero_data(self, b: Batch) -> Any:
+        """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
+        (filter_custom_hetero_store, then filter_fn), plus the edge features by e_id."""
+        s = b.sample
+        store = self.store
+        data = HeteroData()
+        for t in store.node_types:
+            ids = s.node[t]
+            data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type
+            names = self._fs._type_names(t)
+            for name in names:
+                if name == self._fs.x_name:
+                    data[t][name] = b.x[t]
+                elif name == self._fs.y_name:
+                    data[t][name] = store.labels(ids, node_type=t)
+                else:
+                    data[t][name] = store.gather(ids, node_type=t, feature=name)
+        for et in store.edge_types:
+            data[et].edge_index = torch.stack([s.row[et], s.col[et]])
+        for t, ids in s.node.items():
+            data[t].n_id = ids
+        for et, e in s.edge.items():
+            if e is not None:
+                data[et].e_id = e
+        for et, info in store.types["edge_types"].items():
+            for name in info["features"]:
+                data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+        data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
+        data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+        seeds = torch.as_tensor(b.seeds)
+        if self._ids_are_input_id:
+            data[self.input_type].input_id = seeds
+        else:
+            data[self.input_type].input_id = b.positions
+        data[self.input_type].batch_size = int(seeds.shape[0])
         return data if self.transform is None else self.transform(data)
 
     def __len__(self) -> int:
         return len(self.loader)
 
-    def __iter__(self) -> Iterator[Data]:
+    def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
         return iter(self.loader)
 
     def stats(self) -> Dict[str, Any]:

@@ -23,7 +23,7 @@ from ._native import check, lib
 from ._progress import _progress_callback
 from ._sample import Sample, _take_sample
 from .epochs import PlannedEpochs
-from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_labels, typed_split
+from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_csc, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
@@ -757,14 +757,18 @@ class Store:
             replan=replan, workers=workers, place_tiers=place_tiers,
         )
 
-    def csc(self, chunk_size: int = 1 << 20) -> tuple:
+    def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
         """The whole topology as CSC: ``(indptr, indices)``, int64 numpy arrays, the
         in-neighbors of node v being ``indices[indptr[v]:indptr[v+1]]`` in stored order.
+        With ``edge_type``, that edge type's: CSC over its dst type, indices of its src type,
+        position = edge id (one native sampling call over every dst node).
 
         Cost: materializes all edges in memory (8 bytes per edge plus 8 per node, twice that
         while it is built), through sampling every neighbor of ``chunk_size`` nodes per native
         call. Meant for small graphs, tests and conversions; training samples instead.
         """
+        if edge_type is not None:
+            return typed_csc(self, edge_type)
         self._h()
         n = self._num_nodes
         indptr = np.zeros(n + 1, dtype=np.int64)
