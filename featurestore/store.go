@@ -1,6 +1,13 @@
 // Package featurestore is the store every front end calls: open a dataset, place the hottest rows
 // in faster tiers, gather feature rows by node id, sample neighborhoods, report statistics.
 //
+// OpenSession opens a dataset as a graph session (Session): its files and IO stacks once, every
+// edge type's topology, every node type's labels and splits, and one Store — a tier stack — per
+// node type with features; the typed calls (Session.Gather, Labels, NewHeteroSampler, ...) name
+// node types and edge types (src:rel:dst) and take ids local to their type. Open returns the
+// stack of a one-type dataset (the first type with features of a several-type one) and owns its
+// session: a homogeneous dataset is the one-type case of the same code.
+//
 // A Store is a value (no globals): several may be open at once, on the same dataset or not. Its
 // methods are safe for concurrent use, except that Place waits for running gathers and blocks new
 // ones while it refills the host tier.
@@ -11,7 +18,8 @@
 // per-tier (slot, position) lists, then each tier moves its rows to the sink, a host buffer
 // (Gather) or a device buffer on a stream (GatherDevice, GatherDeviceIDs).
 //
-// Memory a Store holds, all bounded by Options: the host tier (HostCacheBytes), the GPU tier
+// Memory a session holds, all bounded by Options (the tier budgets split over its stacks by
+// feature bytes): the host tier (HostCacheBytes), the GPU tier
 // (GPUCacheBytes of device memory, plus 16 bytes a row for its index in host and in device
 // memory, and the same in device memory for the static host tier's index when the GPU path
 // runs), the IO stacks' staging (MaxConcurrentIO × StagingBytes), and the topology when it is
