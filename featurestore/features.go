@@ -38,7 +38,7 @@ func (s *Store) featureSpecs() []specOf {
 	if len(s.m.EdgeTypes) == 1 {
 		et := &s.m.EdgeTypes[0]
 		for i := range et.Features {
-			out = append(out, specOf{&et.Features[i], true, featureKey(true, edgeTypeKey(et), et.Features[i].Name)})
+			out = append(out, specOf{&et.Features[i], true, featureKey(true, et.Key(), et.Features[i].Name)})
 		}
 	}
 	return out
@@ -77,24 +77,11 @@ func (s *Store) GatherFeature(name string, ids []int64, dst []byte) error {
 		return err
 	}
 	defer leave()
-	i := slices.IndexFunc(s.featureSpecs(), func(f specOf) bool { return f.spec.Name == name })
+	specs := s.featureSpecs()
+	i := slices.IndexFunc(specs, func(f specOf) bool { return f.spec.Name == name })
 	if i < 0 {
 		_, _, err := s.m.AnyFeature(name)
 		return fmt.Errorf("featurestore: %w", err)
 	}
-	f := s.featureSpecs()[i]
-	tier, info := s.sess.features[f.key], featureInfo(f.spec, f.edge)
-	rb := info.RowBytes
-	if int64(len(dst)) != int64(len(ids))*rb {
-		return fmt.Errorf("featurestore: gather of %d rows of feature %q needs a %d-byte destination (%d bytes per row), got %d bytes", len(ids), name, int64(len(ids))*rb, rb, len(dst))
-	}
-	for i, id := range ids {
-		if uint64(id) >= uint64(info.Rows) {
-			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, info.Rows, info.Of, info.Of, name, ErrIDOutOfRange)
-		}
-	}
-	if err := tier.Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
-		return fmt.Errorf("featurestore: gather feature %q: %w", name, err)
-	}
-	return nil
+	return s.sess.gatherFromDisk(specs[i].key, featureInfo(specs[i].spec, specs[i].edge), ids, dst)
 }

@@ -16,7 +16,7 @@ func (ss *Session) openEdgeTypes() error {
 		et := &ss.m.EdgeTypes[i]
 		e := edgeState{spec: et, src: ss.nodeTypeIndex(et.Src), dst: ss.nodeTypeIndex(et.Dst)}
 		if e.src < 0 || e.dst < 0 {
-			return fmt.Errorf("featurestore: edge type %s of dataset %s names a node type it lacks: %w", edgeTypeKey(et), ss.m.Dir(), dataset.ErrCorrupt)
+			return fmt.Errorf("featurestore: edge type %s of dataset %s names a node type it lacks: %w", et.Key(), ss.m.Dir(), dataset.ErrCorrupt)
 		}
 		n := ss.m.NodeTypes[e.dst].Count
 		isz := int64(et.Indices.DType.Size())

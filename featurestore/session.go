@@ -58,9 +58,6 @@ func featureKey(edge bool, typ, name string) string {
 	return "node:" + typ + ":" + name
 }
 
-// edgeTypeKey is an edge type's one-string form, src:rel:dst.
-func edgeTypeKey(et *dataset.EdgeType) string { return et.Src + ":" + et.Rel + ":" + et.Dst }
-
 // OpenSession opens the dataset in dir: its files and IO stacks, every edge type's topology,
 // every node type's labels, and a tier stack per node type with features, each placed.
 func OpenSession(dir string, opt Options) (_ *Session, err error) {
@@ -200,7 +197,7 @@ func (ss *Session) openFeatureTiers() {
 	for i := range ss.m.EdgeTypes {
 		et := &ss.m.EdgeTypes[i]
 		for k := range et.Features {
-			ss.features[featureKey(true, edgeTypeKey(et), et.Features[k].Name)] = ssd.NewTier(&et.Features[k], et.Count, ss.files)
+			ss.features[featureKey(true, et.Key(), et.Features[k].Name)] = ssd.NewTier(&et.Features[k], et.Count, ss.files)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (ss *Session) EdgeTypes() []EdgeTypeInfo {
 	out := make([]EdgeTypeInfo, len(ss.edges))
 	for i, e := range ss.edges {
 		et := e.spec
-		info := EdgeTypeInfo{Key: edgeTypeKey(et), Src: et.Src, Rel: et.Rel, Dst: et.Dst, Count: et.Count, Features: []FeatureInfo{}}
+		info := EdgeTypeInfo{Key: et.Key(), Src: et.Src, Rel: et.Rel, Dst: et.Dst, Count: et.Count, Features: []FeatureInfo{}}
 		for k := range et.Features {
 			info.Features = append(info.Features, featureInfo(&et.Features[k], true))
 		}
@@ -97,7 +97,7 @@ func (ss *Session) edgeTypeOf(key string) (int, error) {
 		return 0, nil
 	}
 	for i, e := range ss.edges {
-		if edgeTypeKey(e.spec) == key {
+		if e.spec.Key() == key {
 			return i, nil
 		}
 	}
@@ -111,7 +111,7 @@ func (ss *Session) edgeTypeList() string {
 	}
 	keys := make([]string, len(ss.edges))
 	for i, e := range ss.edges {
-		keys[i] = edgeTypeKey(e.spec)
+		keys[i] = e.spec.Key()
 	}
 	return strings.Join(keys, ", ")
 }
@@ -166,9 +166,9 @@ func (ss *Session) GatherEdgeFeature(etype, feature string, ids []int64, dst []b
 		for i, f := range et.Features {
 			names[i] = f.Name
 		}
-		return fmt.Errorf("featurestore: edge type %q of dataset %s has no feature %q (it has %s): %w", edgeTypeKey(et), ss.m.Dir(), feature, orNone(names), dataset.ErrFeatureNotFound)
+		return fmt.Errorf("featurestore: edge type %q of dataset %s has no feature %q (it has %s): %w", et.Key(), ss.m.Dir(), feature, orNone(names), dataset.ErrFeatureNotFound)
 	}
-	return ss.gatherFromDisk(featureKey(true, edgeTypeKey(et), feature), featureInfo(&et.Features[k], true), ids, dst)
+	return ss.gatherFromDisk(featureKey(true, et.Key(), feature), featureInfo(&et.Features[k], true), ids, dst)
 }
 
 func orNone(names []string) string {
@@ -274,7 +274,7 @@ func (ss *Session) NewHeteroSampler(opt HeteroSampleOptions) (*HeteroSampler, er
 	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers}
 	hops := -1
 	for e, es := range ss.edges {
-		key := edgeTypeKey(es.spec)
+		key := es.spec.Key()
 		f, ok := opt.Fanouts[key]
 		if !ok {
 			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(slices.Sorted(maps.Keys(opt.Fanouts))), Want: fmt.Sprintf("a fanout list for every edge type; %q has none (the dataset has %s)", key, ss.edgeTypeList())}

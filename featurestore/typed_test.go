@@ -181,7 +181,7 @@ func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand
 	var edges []topology.EdgeGraph
 	for i, et := range d.m.EdgeTypes {
 		f := []int{rng.IntN(6) - 1, rng.IntN(4)}
-		fanouts[edgeTypeKey(&et)] = f
+		fanouts[et.Key()] = f
 		ref.Fanouts = append(ref.Fanouts, f)
 		src := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Src })
 		dst := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Dst })
