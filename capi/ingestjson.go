@@ -106,6 +106,13 @@ func decodeObject(obj map[string]json.RawMessage, keys map[string]string, dst an
 //export tfsgo_synth
 func tfsgo_synth(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
 	defer guard("tfs_synth", &st)
+	if hetero, err := decodeSynthHetero(js); hetero != nil || err != nil {
+		if err == nil {
+			hetero.Progress = progressFunc(fn, ctx)
+			_, err = ingest.SynthHetero(*hetero)
+		}
+		return finish("tfs_synth", err, stEINVAL)
+	}
 	opt, err := decodeSynthOptions(js)
 	if err == nil {
 		opt.Progress = progressFunc(fn, ctx)
@@ -170,6 +177,57 @@ func checkInputs(inputs map[string]string) error {
 				return fmt.Errorf("options_json: %q: %w", key, err)
 			}
 		}
+	}
+	return nil
+}
+
+// decodeSynthHetero reads tfs_synth's options of a heterogeneous graph — a heterogeneous
+// "preset" (with "scale", "seed", "out", "force", "device_paths", "degree_exponent", "locality",
+// "community_size"), or the graph itself ("node_types", "edge_types": the JSON of `tierfs synth
+// --spec`) — and returns nil, nil for a homogeneous one.
+func decodeSynthHetero(js *C.char) (*ingest.SynthHeteroOptions, error) {
+	obj, err := jsonObject(js)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	if raw, ok := obj["preset"]; ok && json.Unmarshal(raw, &name) == nil && slices.Contains(ingest.SynthHeteroPresetNames(), name) {
+		scale := 1.0
+		if raw, ok := obj["scale"]; ok {
+			if err := json.Unmarshal(raw, &scale); err != nil {
+				return nil, fail(stEINVAL, "options_json: \"scale\" must be a JSON number")
+			}
+		}
+		opt, err := ingest.SynthHeteroPreset(name, scale)
+		if err != nil {
+			return nil, fail(stEINVAL, "%v", err)
+		}
+		delete(obj, "preset")
+		delete(obj, "scale")
+		for k := range obj {
+			switch k {
+			case "seed", "out", "force", "device_paths", "degree_exponent", "locality", "community_size":
+			default:
+				return nil, fail(stEINVAL, "options_json: %q with the heterogeneous preset %s: its types set those (give scale, seed, out, force, device_paths, degree_exponent, locality, community_size)", k, name)
+			}
+		}
+		data, _ := json.Marshal(obj)
+		return &opt, strictDecode(data, &opt)
+	}
+	if _, ok := obj["node_types"]; !ok {
+		return nil, nil
+	}
+	var opt ingest.SynthHeteroOptions
+	return &opt, strictDecode([]byte(C.GoString(js)), &opt)
+}
+
+// strictDecode decodes data into dst (fields keep their values where data has none), refusing
+// unknown keys.
+func strictDecode(data []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fail(stEINVAL, "options_json: %v", err)
 	}
 	return nil
 }

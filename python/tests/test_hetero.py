@@ -113,3 +113,14 @@ def test_hetero_errors_name_what_the_dataset_has(acm):
             sp.sample([60], node_type="subject")
         with pytest.raises(tierfs.InvalidArgumentError, match="name the seeds' node type"):
             sp.sample([0])
+
+
+def test_synth_heterogeneous_preset(tmp_path):
+    p = tierfs.synth(tmp_path / "mag", preset="ogbn-mag", scale=0.001, seed=3)
+    with tierfs.open(p) as s:
+        assert s.node_types == ["paper", "author", "institution", "field_of_study"]
+        assert s.num_nodes_of("paper") == 736 and s.types["node_types"]["paper"]["num_classes"] > 0
+    again = tierfs.synth(tmp_path / "mag2", preset="ogbn-mag", scale=0.001, seed=3)
+    assert (tmp_path / "mag" / "nodes" / "paper" / "features.x.0.bin").read_bytes() == (tmp_path / "mag2" / "nodes" / "paper" / "features.x.0.bin").read_bytes()
+    with pytest.raises(tierfs.InvalidArgumentError, match="heterogeneous preset ogbn-mag"):
+        tierfs.synth(tmp_path / "bad", preset="ogbn-mag", dim=4)

@@ -311,7 +311,7 @@ def synth(
     nodes: Optional[int] = None,
     avg_degree: Optional[float] = None,
     dim: Optional[int] = None,
-    dtype: str = "float32",
+    dtype: Optional[str] = None,
     classes: Optional[int] = None,
     seed: int = 0,
     device_paths: Optional[Sequence[PathLike]] = None,
@@ -335,8 +335,8 @@ def synth(
             and keeps its average degree).
         avg_degree: average in-degree (required without ``preset``).
         dim: feature dimension (required without ``preset``).
-        dtype: feature dtype: float32, float16, bfloat16, float64, int8, uint8, int16, int32,
-            int64.
+        dtype: feature dtype: float32 (the default), float16, bfloat16, float64, int8, uint8,
+            int16, int32, int64.
         classes: label classes (default 16).
         seed: random seed.
         device_paths: directories on other devices to stripe the features over.
@@ -347,7 +347,10 @@ def synth(
         locality: fraction of edges in [0, 1] whose destination is in the source's community.
         community_size: ids per community, a block of consecutive ids (default 1024).
         preset: shape like a real dataset: ``"ogbn-products"``, ``"ogbn-papers100M"``,
-            ``"igb-small"``, ``"igb-medium"``; the arguments given override its values.
+            ``"igb-small"``, ``"igb-medium"``; the arguments given override its values. The
+            heterogeneous presets ``"ogbn-mag"``, ``"igbh-small"``, ``"mag240m"`` (several node
+            and edge types, docs/synth.md) take ``scale``, ``seed``, ``degree_exponent``,
+            ``locality``, ``community_size``, ``device_paths`` and ``force`` only.
         scale: with ``preset``, the fraction of its node count to make.
         force: replace what ``out`` holds (else an ``out`` holding a dataset or any file is
             refused); the new dataset is swapped in once complete.
@@ -361,8 +364,9 @@ def synth(
         missing = [n for n, v in (("nodes", nodes), ("avg_degree", avg_degree), ("dim", dim)) if v is None]
         if missing:
             raise errors.InvalidArgumentError(f"tierfs.synth: {', '.join(missing)} required without preset=")
-    opts: Dict[str, Any] = {"out": out, "dtype": str(dtype), "seed": int(seed)}
+    opts: Dict[str, Any] = {"out": out, "seed": int(seed)}
     for key, val, conv in (
+        ("dtype", dtype, str),
         ("preset", preset, str),
         ("scale", scale, float),
         ("nodes", nodes, int),
