@@ -416,3 +416,8 @@ tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample) {
   FORK_GUARD();
   return (tfs_status)tfsgo_hetero_sample_free(H(sample));
 }
+
+tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_place_hetero_json(H(store), (char *)request_json, buf, cap, needed);
+}

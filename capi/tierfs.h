@@ -372,6 +372,13 @@ tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char 
 tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
                                    int64_t *col, int64_t *edge_ids);
 tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample);
+/* Places every node type's memory tiers by a profile: request_json {"node_type" (the seeds'),
+ * "split" ("train"), "fanouts": {"src:rel:dst": [...]}, "batch_size", "batches", "seed",
+ * "replace"} samples that many batches of the split as a shuffling loader would, counts how often
+ * each (type, row) is reached, and fills each type's GPU then host tier with its most reached
+ * rows. Answers {"batches", "seconds", "node_types": {type: {"rows_reached", "memory_rows",
+ * "reached_in_memory"}}}, copied as by tfs_stats_json. */
+tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed);
 
 #ifdef __cplusplus
 }

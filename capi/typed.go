@@ -360,3 +360,63 @@ func tfsgo_hetero_sample_free(sample C.uintptr_t) (st C.int) {
 	_, err := release[*heteroSampleRec](uintptr(sample), kindHeteroSample)
 	return finish("tfs_hetero_sample_free", err, stEINTERNAL)
 }
+
+//export tfsgo_place_hetero_json
+func tfsgo_place_hetero_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_place_hetero_json", &st)
+	return finish("tfs_place_hetero_json", placeHeteroJSON(uintptr(store), request, buf, uint64(capacity), needed), stEINVAL)
+}
+
+// heteroPlaceRequest is tfs_place_hetero_json's request.
+type heteroPlaceRequest struct {
+	NodeType  string           `json:"node_type"` // the seeds' type
+	Split     string           `json:"split"`     // its split the seeds come from; default "train"
+	Fanouts   map[string][]int `json:"fanouts"`
+	BatchSize int              `json:"batch_size"`
+	Batches   int              `json:"batches"`
+	Seed      uint64           `json:"seed"`
+	Replace   bool             `json:"replace"`
+}
+
+func placeHeteroJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	if request == nil {
+		return fail(stEINVAL, "request is NULL")
+	}
+	// The answer of a call whose buffer was too small is kept for the retry, as tfs_place_json's.
+	req := C.GoString(request)
+	data, err := rec.kept.answer("place-hetero", req, capacity, func(dec *json.Decoder) (any, error) {
+		var r heteroPlaceRequest
+		if err := dec.Decode(&r); err != nil {
+			return nil, fail(stEINVAL, "request: %v", err)
+		}
+		if r.Split == "" {
+			r.Split = "train"
+		}
+		ss := rec.s.Session()
+		n, err := ss.ReadSplit(r.NodeType, r.Split, nil)
+		if err != nil {
+			return nil, err
+		}
+		seeds := make([]int64, n)
+		if _, err := ss.ReadSplit(r.NodeType, r.Split, seeds); err != nil {
+			return nil, err
+		}
+		rep, err := ss.PlaceProfiled(r.NodeType, seeds, featurestore.HeteroSampleOptions{Fanouts: r.Fanouts, Replace: r.Replace, Seed: r.Seed}, r.BatchSize, r.Batches)
+		if err != nil {
+			return nil, err
+		}
+		return rep, nil
+	})
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}

@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -310,21 +315,13 @@ func (hs *HeteroSampler) Sample(seedType string, seeds []int64) (*topology.Heter
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
 		return nil, err
 	}
-	numNodes := make([]int64, len(ss.nodes))
-	for i, n := range ss.nodes {
-		numNodes[i] = n.spec.Count
-	}
-	edges := make([]topology.EdgeGraph, len(ss.edges))
-	for e, es := range ss.edges {
-		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: es.graph}
-	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	opt := hs.opt
 	opt.Seed += hs.calls
-	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
+	out, err := ss.sampleHetero(nt, seeds, opt)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: %w", err)
+		return nil, err
 	}
 	hs.calls++
 	return out, nil
@@ -338,4 +335,156 @@ func (hs *HeteroSampler) Calls() uint64 {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	return hs.calls
+}
+
+// PlaceReport is what PlaceProfiled did, per node type with a tier stack.
+type PlaceReport struct {
+	Batches   int                        `json:"batches"`
+	Seconds   float64                    `json:"seconds"`
+	NodeTypes map[string]PlaceTypeReport `json:"node_types"`
+}
+
+// PlaceTypeReport is one node type's part of a PlaceReport.
+type PlaceTypeReport struct {
+	RowsReached  int64 `json:"rows_reached"`      // distinct rows the profiled batches reached
+	MemoryRows   int64 `json:"memory_rows"`       // rows the type's memory tiers hold
+	ReachedInMem int64 `json:"reached_in_memory"` // of those reached, rows now in the memory tiers
+}
+
+// PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
+// batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
+// permutation per pass, as a shuffling loader visits them — with the heterogeneous sampler of opt
+// (nodes only), counts per (type, row) the batches that reach it, and places each type's tier
+// stack by those counts (Store.Place: hottest first, GPU tier then host tier, within the type's
+// share of the budgets). Memory: 4 bytes a node of every type with a stack while it runs.
+func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) (*PlaceReport, error) {
+	start := time.Now()
+	if batchSize < 1 || batches < 1 || len(seeds) == 0 {
+		return nil, &OptionError{Option: "batches", Value: fmt.Sprintf("%d batches of %d of %d seeds", batches, batchSize, len(seeds)), Want: "at least one batch of at least one seed"}
+	}
+	sp, err := ss.NewHeteroSampler(opt)
+	if err != nil {
+		return nil, err
+	}
+	sp.opt.NodesOnly = true
+	nt, err := ss.nodeTypeOf(seedType)
+	if err != nil {
+		return nil, err
+	}
+	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
+		return nil, err
+	}
+	counts := make([][]uint32, len(ss.nodes))
+	for i, n := range ss.nodes {
+		if n.stack != nil {
+			counts[i] = make([]uint32, n.spec.Count)
+		}
+	}
+	order := slices.Clone(seeds)
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
+	batchSeeds := make([][]int64, batches)
+	for b, pos := 0, len(order); b < batches; b++ {
+		if pos+batchSize > len(order) {
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			pos = 0
+		}
+		batchSeeds[b] = order[pos:min(pos+batchSize, len(order))]
+		pos += batchSize
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	workers := min(runtime.GOMAXPROCS(0), batches)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b := int(next.Add(1)) - 1
+				if b >= batches {
+					return
+				}
+				o := sp.opt
+				o.Seed += uint64(b)
+				o.Workers = 1
+				smp, err := ss.sampleHetero(nt, batchSeeds[b], o)
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+				for t, ids := range smp.Nodes {
+					if c := counts[t]; c != nil {
+						for _, v := range ids {
+							atomic.AddUint32(&c[v], 1)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	rep := &PlaceReport{Batches: batches, NodeTypes: map[string]PlaceTypeReport{}}
+	for t, n := range ss.nodes {
+		if n.stack == nil {
+			continue
+		}
+		if err := n.stack.Place(counts[t]); err != nil {
+			return nil, err
+		}
+		r := PlaceTypeReport{}
+		for _, c := range counts[t] {
+			if c > 0 {
+				r.RowsReached++
+			}
+		}
+		n.stack.place.RLock()
+		for _, tier := range n.stack.tierList() {
+			if tier.Kind() == tiers.SSD {
+				continue
+			}
+			r.MemoryRows += tier.Rows()
+			tier.Ranges(func(first, count int64) bool {
+				for v := first; v < first+count; v++ {
+					if counts[t][v] > 0 {
+						r.ReachedInMem++
+					}
+				}
+				return true
+			})
+		}
+		n.stack.place.RUnlock()
+		rep.NodeTypes[n.spec.Name] = r
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// sampleHetero samples seeds of node type nt with opt (checked), under the session's guard.
+func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+	leave, err := ss.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	numNodes := make([]int64, len(ss.nodes))
+	for i, n := range ss.nodes {
+		numNodes[i] = n.spec.Count
+	}
+	edges := make([]topology.EdgeGraph, len(ss.edges))
+	for e, es := range ss.edges {
+		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: es.graph}
+	}
+	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: %w", err)
+	}
+	return out, nil
 }

@@ -406,3 +406,44 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 		ss.Close()
 	}
 }
+
+// TestSessionPlaceProfiled: after a profile, each type's memory tiers hold rows the profiled
+// batches reached before any they did not (as many reached rows as fit), and the placement is
+// what Place gives the same counts.
+func TestSessionPlaceProfiled(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 96 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	fanouts := map[string][]int{}
+	for _, et := range d.m.EdgeTypes {
+		fanouts[et.Key()] = []int{3, 2}
+	}
+	seeds, err := ss.Stack("paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, err := seeds.Split("train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ss.PlaceProfiled("paper", train, HeteroSampleOptions{Fanouts: fanouts, Seed: rng.Uint64()}, 16, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"paper", "author"} {
+		r := rep.NodeTypes[name]
+		if r.MemoryRows == 0 || r.RowsReached == 0 || r.ReachedInMem != min(r.RowsReached, r.MemoryRows) {
+			t.Errorf("%s: %+v: the memory tiers should hold min(reached, capacity) reached rows", name, r)
+		}
+	}
+	if _, err := ss.PlaceProfiled("paper", train, HeteroSampleOptions{Fanouts: fanouts}, 0, 3); err == nil {
+		t.Error("a batch size of 0 was accepted")
+	}
+	if _, err := ss.PlaceProfiled("paper", []int64{1 << 40}, HeteroSampleOptions{Fanouts: fanouts}, 4, 3); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("a seed out of range: %v", err)
+	}
+}

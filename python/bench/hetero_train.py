@@ -49,6 +49,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--gpu-frac", type=float, default=0.1)
     p.add_argument("--host-frac", type=float, default=0.2)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--place-batches", type=int, default=0,
+                   help="place every type's memory tiers by a profile of this many batches first (store.place with a dict of fanouts; 0: the ranking at open)")
     p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each tierfs run (root)")
     p.add_argument("--out", default="")
     return p.parse_args(argv)
@@ -233,6 +235,11 @@ def main(argv=None) -> Dict[str, Any]:
                         host_cache=int(total * a.host_frac))
     num_neighbors = {et: fanouts for et in edge_types}
     make_sampler = lambda: store.sampler(num_neighbors, seed=1)  # noqa: E731
+    placed = None
+    if a.place_batches:
+        placed = store.place(fanouts=num_neighbors, batch_size=a.batch, batches=a.place_batches, node_type=a.seed_type, seed=7)
+        print(f"placed by a profile of {placed['batches']} batches in {placed['seconds']:.1f} s: "
+              + ", ".join(f"{t} {r['reached_in_memory']:,}/{r['rows_reached']:,} reached rows in memory" for t, r in placed["node_types"].items()), flush=True)
     labels_np = torch.as_tensor(store.labels(np.arange(store.num_nodes_of(a.seed_type)), node_type=a.seed_type)).cpu().numpy()
     seeds = seeds[labels_np[seeds] >= 0]  # unlabelled seeds have no loss
     all_labels = torch.as_tensor(labels_np).to(device)
@@ -266,7 +273,7 @@ def main(argv=None) -> Dict[str, Any]:
 
     results: Dict[str, Any] = {"dataset": a.dataset, "fanouts": fanouts, "batch": a.batch, "model": a.model, "hidden": a.hidden,
                                "feature_bytes": total, "gpu_cache": int(total * a.gpu_frac) if cuda else 0,
-                               "host_cache": int(total * a.host_frac), "load_into_gpu_s": load_s, "runs": []}
+                               "host_cache": int(total * a.host_frac), "load_into_gpu_s": load_s, "placed": placed, "runs": []}
     if cuda:
         results["gpu"] = torch.cuda.get_device_name(device)
     for r in range(a.repeat):

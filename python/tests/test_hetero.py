@@ -124,3 +124,19 @@ def test_synth_heterogeneous_preset(tmp_path):
     assert (tmp_path / "mag" / "nodes" / "paper" / "features.x.0.bin").read_bytes() == (tmp_path / "mag2" / "nodes" / "paper" / "features.x.0.bin").read_bytes()
     with pytest.raises(tierfs.InvalidArgumentError, match="heterogeneous preset ogbn-mag"):
         tierfs.synth(tmp_path / "bad", preset="ogbn-mag", dim=4)
+
+
+def test_place_heterogeneous_by_profile(acm):
+    _, path = acm
+    with tierfs.open(path, host_cache="6MB") as s:
+        fanouts = {et: [4, 3] for et in ETYPES}
+        rep = s.place(fanouts=fanouts, batch_size=32, batches=20, seed=5)
+        assert rep["batches"] == 20 and set(rep["node_types"]) == {"paper", "author", "subject"}
+        for t, r in rep["node_types"].items():
+            assert r["reached_in_memory"] == min(r["rows_reached"], r["memory_rows"]), (t, r)
+        # the same batches, gathered after the placement, read fewer rows from the SSD than
+        # with the default ranking (every reached row that fits is in memory now)
+        with pytest.raises(tierfs.InvalidArgumentError, match="needs fanouts and batch_size"):
+            s.place(fanouts=fanouts)
+        with pytest.raises(tierfs.NotSupportedError, match="one-type options"):
+            s.place(fanouts=fanouts, batch_size=8, policy="degree")

@@ -23,7 +23,7 @@ from ._native import check, lib
 from ._progress import _progress_callback
 from ._sample import Sample, _take_sample
 from .epochs import PlannedEpochs
-from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_csc, typed_labels, typed_split
+from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, fanouts_by_key, typed_csc, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
@@ -801,6 +801,8 @@ class Store:
         host_bytes: Optional[int] = None,
         gpu_bytes: Optional[int] = None,
         progress: Any = None,
+        node_type: Optional[str] = None,
+        seed: int = 0,
     ) -> Optional[Dict[str, Any]]:
         """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
         are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
@@ -823,11 +825,34 @@ class Store:
         or ``callable(stage, done, total)``, called with ``("profile", batches sampled, batches
         planned so far)``.
 
+        With ``fanouts`` a dict (a heterogeneous graph: ``{edge type: [per hop]}`` as
+        :meth:`sampler` takes), it profiles ``batches`` batches (default 100) of ``batch_size``
+        seeds of ``node_type``'s train split as a shuffling loader visits them, counts how often
+        each (type, row) is reached, and fills each type's GPU then host tier with its most
+        reached rows, within the type's share of the budgets (split by feature bytes). Returns
+        ``{"batches", "seconds", "node_types": {type: {"rows_reached", "memory_rows",
+        "reached_in_memory"}}}``. The placement is not saved.
+
         Raises:
             ValueError (tierfs.InvalidArgumentError): hotness together with fanouts, fanouts
                 without batch_size, a bad policy, budget or size, or a plan whose feature rows
                 do not fit the store's caches.
         """
+        if isinstance(fanouts, dict):
+            if hotness is not None or batch_size is None:
+                raise errors.InvalidArgumentError("a heterogeneous placement needs fanouts and batch_size, and no hotness")
+            if policy != "unified" or epochs is not None or host_bytes is not None or gpu_bytes is not None or recompute:
+                raise errors.NotSupportedError("a heterogeneous placement profiles batches= batches and fills each type's share of the store's caches; policy, epochs, budgets and recompute are one-type options")
+            req_h = {
+                "node_type": node_type if node_type is not None else self.node_type,
+                "fanouts": fanouts_by_key(fanouts),
+                "batch_size": int(batch_size),
+                "batches": int(batches) if batches is not None else 100,
+                "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
+            }
+            request_h = json.dumps(req_h).encode()
+            h = self._h()
+            return _native.read_json(lambda buf, cap, needed: lib.tfs_place_hetero_json(h, request_h, buf, cap, needed))
         if fanouts is not None or batch_size is not None:
             if hotness is not None:
                 raise errors.InvalidArgumentError("give hotness or fanouts (a planned placement), not both")
