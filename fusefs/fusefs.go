@@ -98,10 +98,14 @@ func PlacementOf(s *featurestore.Store, opened featurestore.Options) *Placement 
 
 // View is a mounted read-only view of a store.
 type View struct {
-	store     *featurestore.Store
-	dir       string
-	opt       Options
-	manifest  []byte // manifest.json as read at mount time
+	store    *featurestore.Store
+	dir      string
+	opt      Options
+	manifest []byte // manifest.json as read at mount time
+	// types and edgeTypes are the session's node and edge types for types/ and edge_types/; nil
+	// for a dataset of one of each.
+	types     []*nodeTypeView
+	edgeTypes []featurestore.EdgeTypeInfo
 	mountedAt time.Time
 	conn      string // fusectl connection name, for aborting a lazily detached mount
 
@@ -195,6 +199,7 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 		store: store, dir: abs, opt: opt, manifest: manifest, mountedAt: time.Now(),
 		served: make(chan struct{}), closing: make(chan struct{}), streams: map[*streamHandle]struct{}{},
 	}
+	m.types, m.edgeTypes = typedView(store.Session())
 	entryTimeout, attrTimeout := time.Second, time.Duration(0)
 	fsOpt := &fs.Options{
 		EntryTimeout:    &entryTimeout, // names never change
@@ -229,6 +234,12 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 	}
 	m.conn = connectionName(abs)
 	store.OnClose(func() { m.Unmount() })
+	for _, nt := range m.types {
+		// The typed view reads every stack of the session: closing any of them unmounts first.
+		if nt.stack != nil && nt.stack != store {
+			nt.stack.OnClose(func() { m.Unmount() })
+		}
+	}
 	return m, nil
 }
 
@@ -387,7 +398,7 @@ func errno(err error) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, featurestore.ErrIDOutOfRange):
+	case errors.Is(err, featurestore.ErrIDOutOfRange), errors.Is(err, dataset.ErrTypeNotFound):
 		return syscall.ENOENT
 	case errors.Is(err, errCanceled):
 		return syscall.EINTR
