@@ -267,7 +267,11 @@ func (m *View) degreesSummary() ([]byte, error) {
 	g := m.store.Graph()
 	n := m.store.NumNodes()
 	if g == nil {
-		text := fmt.Appendf(nil, "nodes %d\nedges 0\nnote the dataset has no topology\n", n)
+		note := "the dataset has no topology"
+		if m.types != nil {
+			note = "the dataset's topology is per edge type: see edge_types/ and types/<T>/nodes/<id>/neighbors/"
+		}
+		text := fmt.Appendf(nil, "nodes %d\nedges 0\nnote %s\n", n, note)
 		m.degreesText.Store(&text)
 		return text, nil
 	}

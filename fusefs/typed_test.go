@@ -147,6 +147,9 @@ func checkTyped(t *testing.T, rng *rand.Rand, root string, sess *featurestore.Se
 	if got, want := list(t, root), []string{"edge_types", "manifest.json", "nodes", "placement.json", "stats.json", "tiers", "topology", "types"}; !slices.Equal(got, want) {
 		t.Fatalf("root lists %v, want %v", got, want)
 	}
+	if kv := keyValues(read(t, filepath.Join(root, "topology/degrees.txt"))); !strings.Contains(kv["note"], "edge_types/") {
+		t.Fatalf("topology/degrees.txt of several edge types: %v", kv)
+	}
 	if got, want := list(t, filepath.Join(root, "types")), []string{"author", "institution", "paper"}; !slices.Equal(got, want) {
 		t.Fatalf("types/ lists %v, want %v", got, want)
 	}
