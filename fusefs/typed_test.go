@@ -413,3 +413,40 @@ func TestTypedStoreCloseUnmounts(t *testing.T) {
 		t.Fatalf("%s is still mounted after the store closed", v.Dir())
 	}
 }
+
+// A mounted stack of a session that is not its first: the one-type tree shows that stack's type,
+// and closing the session (which closes the first stack first) unmounts before any stack closes;
+// a file of another type's stack left open fails instead of reaching it.
+func TestTypedOtherStackMounted(t *testing.T) {
+	d := writeHetero(t, newRand(t))
+	sess, err := featurestore.OpenSession(d.dir, featurestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	author, err := sess.Stack("author")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := mount(t, author, Options{})
+	if readme := read(t, filepath.Join(v.Dir(), "nodes/README")); !bytes.Contains(readme, fmt.Appendf(nil, "[0, %d)", author.NumNodes())) {
+		t.Fatalf("nodes/README of the author stack: %s", readme)
+	}
+	if got := read(t, filepath.Join(v.Dir(), "types/paper/nodes/1/feature.bin")); !bytes.Equal(got, d.rows["paper"][len(got):2*len(got)]) {
+		t.Fatalf("types/paper/nodes/1/feature.bin differs from the row")
+	}
+	busy, err := os.Open(filepath.Join(v.Dir(), "types/paper/tiers/host/ranges.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	waitFor(t, "Session.Close of a busy mount", func() { sess.Close() })
+	if mounted(t, v.Dir()) {
+		t.Fatalf("%s is still mounted after the session closed", v.Dir())
+	}
+	if _, err := busy.ReadAt(make([]byte, 10), 0); err == nil {
+		t.Fatal("read of a file left open on the detached mount reached the closed session")
+	}
+	busy.Close()
+	waitFor(t, "Wait once the last file is closed", v.Wait)
+}
