@@ -18,8 +18,9 @@ import (
 // errCanceled is returned by computations cut short by Unmount.
 var errCanceled = errors.New("fusefs: canceled by unmount")
 
-func (m *View) statsJSON() ([]byte, error) {
-	data, err := json.MarshalIndent(m.store.Stats(), "", "  ")
+// statsJSON is stats.json of store s: its Stats as JSON.
+func statsJSON(s *featurestore.Store) ([]byte, error) {
+	data, err := json.MarshalIndent(s.Stats(), "", "  ")
 	return append(data, '\n'), err
 }
 
@@ -36,7 +37,7 @@ type placementInfo struct {
 }
 
 func (m *View) placementJSON() ([]byte, error) {
-	hostStats := m.tierStats(tiers.Host)
+	hostStats := m.store.Stats().Tier(tiers.Host)
 	p := placementInfo{
 		Nodes: m.store.NumNodes(), RowBytes: m.store.RowBytes(),
 		HostRows: hostStats.RowsHeld, HostBytes: hostStats.BytesHeld, Policy: "unknown",
@@ -55,17 +56,12 @@ func (m *View) placementJSON() ([]byte, error) {
 	return append(data, '\n'), err
 }
 
-// tierStats is the store's TierStats of kind (zero when the store has no such tier).
-func (m *View) tierStats(kind tiers.Kind) featurestore.TierStats {
-	return m.store.Stats().Tier(kind)
-}
-
-// tierSummary is tiers/<kind>/summary.txt.
-func (m *View) tierSummary(kind tiers.Kind) []byte {
-	t := m.tierStats(kind)
+// tierSummary is tiers/<kind>/summary.txt of store s.
+func tierSummary(s *featurestore.Store, kind tiers.Kind) []byte {
+	t := s.Stats().Tier(kind) // zero when the store has no such tier
 	b := fmt.Appendf(nil, "tier %s\n", kind)
 	if kind == tiers.GPU {
-		if ok, why := m.store.GPUAvailable(); !ok {
+		if ok, why := s.GPUAvailable(); !ok {
 			b = fmt.Appendf(b, "present no\nnote %s\n", why)
 		} else {
 			b = append(b, "present yes\n"...)
@@ -74,12 +70,12 @@ func (m *View) tierSummary(kind tiers.Kind) []byte {
 		b = append(b, "present yes\n"...)
 	}
 	return fmt.Appendf(b, "rows %d\nbytes %d\nnodes %d\nhits %d\nbytes_served %d\n",
-		t.RowsHeld, t.BytesHeld, m.store.NumNodes(), t.Hits, t.BytesServed)
+		t.RowsHeld, t.BytesHeld, s.NumNodes(), t.Hits, t.BytesServed)
 }
 
-// tierRanges yields the runs of node ids tier kind holds.
-func (m *View) tierRanges(kind tiers.Kind) func(fn func(first, count int64) bool) {
-	return func(fn func(first, count int64) bool) { m.store.TierRanges(kind, fn) }
+// tierRanges yields the runs of node ids tier kind of store s holds.
+func tierRanges(s *featurestore.Store, kind tiers.Kind) func(fn func(first, count int64) bool) {
+	return func(fn func(first, count int64) bool) { s.TierRanges(kind, fn) }
 }
 
 // rangesChunk is the size of the pieces ranges.txt is streamed in.
@@ -271,7 +267,11 @@ func (m *View) degreesSummary() ([]byte, error) {
 	g := m.store.Graph()
 	n := m.store.NumNodes()
 	if g == nil {
-		text := fmt.Appendf(nil, "nodes %d\nedges 0\nnote the dataset has no topology\n", n)
+		note := "the dataset has no topology"
+		if m.types != nil {
+			note = "the dataset's topology is per edge type: see edge_types/ and types/<T>/nodes/<id>/neighbors/"
+		}
+		text := fmt.Appendf(nil, "nodes %d\nedges 0\nnote %s\n", n, note)
 		m.degreesText.Store(&text)
 		return text, nil
 	}

@@ -21,6 +21,26 @@
 //	topology/degrees.txt    nodes, edges, min/mean/max in-degree and a log2 histogram, computed
 //	                        once on first read by streaming Degrees in chunks
 //
+// A dataset of several node or edge types (ARCHITECTURE.md, "Types") shows the tree above for
+// the mounted store's node type, and every type through the session's typed calls, ids local to
+// their type (T a node type, N_T its node count, E an edge type's src:rel:dst key):
+//
+//	types/<T>/
+//	    info.txt            "key value" lines: name, nodes, feature (its tier stack's, or none),
+//	                        dim, dtype, row_bytes, labels (yes/no), classes, in_edge_types
+//	    stats.json          the Stats of T's tier stack alone (types without features have no
+//	                        stats.json or tiers/)
+//	    tiers/{gpu,host,ssd}/{summary.txt,ranges.txt}   as tiers/ above, of T's stack
+//	    nodes/README        how to use nodes/; the directory lists nothing else
+//	    nodes/<id>/         for a decimal id in [0, N_T), found by name only
+//	        feature.bin     the row of T's stack's feature, as Session.Gather returns it
+//	        feature.txt     its values, one per line
+//	        tier            the fastest tier of T's stack holding the row
+//	        label           the node's label, -1 when unlabelled (types with labels)
+//	        neighbors/<E>.txt   for each edge type E whose dst is T: the node's in-neighbors
+//	                        along E (ids of E's src type, in CSC order), one per line
+//	edge_types/<E>/info.txt "key value" lines: src, rel, dst, count
+//
 // Guarantees:
 //   - Read-only: the mount is made "ro", and every write, create, mkdir, setattr, unlink or rename
 //     fails with EROFS.
@@ -98,10 +118,14 @@ func PlacementOf(s *featurestore.Store, opened featurestore.Options) *Placement 
 
 // View is a mounted read-only view of a store.
 type View struct {
-	store     *featurestore.Store
-	dir       string
-	opt       Options
-	manifest  []byte // manifest.json as read at mount time
+	store    *featurestore.Store
+	dir      string
+	opt      Options
+	manifest []byte // manifest.json as read at mount time
+	// types and edgeTypes are the session's node and edge types for types/ and edge_types/; nil
+	// for a dataset of one of each.
+	types     []*nodeTypeView
+	edgeTypes []featurestore.EdgeTypeInfo
 	mountedAt time.Time
 	conn      string // fusectl connection name, for aborting a lazily detached mount
 
@@ -195,6 +219,7 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 		store: store, dir: abs, opt: opt, manifest: manifest, mountedAt: time.Now(),
 		served: make(chan struct{}), closing: make(chan struct{}), streams: map[*streamHandle]struct{}{},
 	}
+	m.types, m.edgeTypes = typedView(store.Session())
 	entryTimeout, attrTimeout := time.Second, time.Duration(0)
 	fsOpt := &fs.Options{
 		EntryTimeout:    &entryTimeout, // names never change
@@ -229,6 +254,12 @@ func Mount(store *featurestore.Store, dir string, opt Options) (*View, error) {
 	}
 	m.conn = connectionName(abs)
 	store.OnClose(func() { m.Unmount() })
+	for _, nt := range m.types {
+		// The typed view reads every stack of the session: closing any of them unmounts first.
+		if nt.stack != nil && nt.stack != store {
+			nt.stack.OnClose(func() { m.Unmount() })
+		}
+	}
 	return m, nil
 }
 
@@ -387,7 +418,7 @@ func errno(err error) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, featurestore.ErrIDOutOfRange):
+	case errors.Is(err, featurestore.ErrIDOutOfRange), errors.Is(err, dataset.ErrTypeNotFound):
 		return syscall.ENOENT
 	case errors.Is(err, errCanceled):
 		return syscall.EINTR

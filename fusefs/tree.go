@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -99,26 +100,39 @@ type rootDir struct{ staticDir }
 func (r *rootDir) OnAdd(ctx context.Context) {
 	m := r.m
 	r.addFile(ctx, "manifest.json", &genFile{m: m, gen: func() ([]byte, error) { return m.manifest, nil }})
-	r.addFile(ctx, "stats.json", &genFile{m: m, gen: m.statsJSON})
+	r.addFile(ctx, "stats.json", &genFile{m: m, gen: func() ([]byte, error) { return statsJSON(m.store) }})
 	r.addFile(ctx, "placement.json", &genFile{m: m, gen: m.placementJSON})
-	tierDir := r.addDir(ctx, "tiers")
-	for _, kind := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
-		d := tierDir.addDir(ctx, string(kind))
-		d.addFile(ctx, "summary.txt", &genFile{m: m, gen: func() ([]byte, error) { return m.tierSummary(kind), nil }})
-		d.addFile(ctx, "ranges.txt", &streamFile{m: m, chunks: func() iter.Seq[[]byte] { return rangesText(m.tierRanges(kind)) }})
-	}
-	nodes := &nodesDir{staticDir{m: m}}
+	r.addTiers(ctx, m.store)
+	nodes := &nodesDir{staticDir: staticDir{m: m}}
 	r.AddChild("nodes", r.NewPersistentInode(ctx, nodes, fs.StableAttr{Mode: fuse.S_IFDIR}), false)
 	nodes.addFile(ctx, nodesReadme, &genFile{m: m, gen: func() ([]byte, error) { return m.nodesReadme(), nil }})
 	topo := r.addDir(ctx, "topology")
 	topo.addFile(ctx, "degrees.txt", &genFile{m: m, gen: m.degreesSummary, size: m.degreesSize})
+	if m.types != nil {
+		r.addTyped(ctx)
+	}
+}
+
+// addTiers adds tiers/{gpu,host,ssd}/ of store s to d.
+func (d *staticDir) addTiers(ctx context.Context, s *featurestore.Store) {
+	m := d.m
+	tierDir := d.addDir(ctx, "tiers")
+	for _, kind := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
+		td := tierDir.addDir(ctx, string(kind))
+		td.addFile(ctx, "summary.txt", &genFile{m: m, gen: func() ([]byte, error) { return tierSummary(s, kind), nil }})
+		td.addFile(ctx, "ranges.txt", &streamFile{m: m, chunks: func() iter.Seq[[]byte] { return rangesText(tierRanges(s, kind)) }})
+	}
 }
 
 // nodesReadme names the one entry nodes/ lists.
 const nodesReadme = "README"
 
-// nodesDir is nodes/: it finds nodes/<id> by name and lists only its README.
-type nodesDir struct{ staticDir }
+// nodesDir is nodes/ (or types/<ntype>/nodes/ when typ is set): it finds nodes/<id> by name and
+// lists only its README.
+type nodesDir struct {
+	staticDir
+	typ *nodeTypeView // nil: the mounted store's nodes
+}
 
 func (d *nodesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if name == nodesReadme {
@@ -130,12 +144,24 @@ func (d *nodesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		out.Attr = a.Attr
 		return child, 0
 	}
-	id, err := strconv.ParseInt(name, 10, 64)
-	if err != nil || id < 0 || id >= d.m.store.NumNodes() || strconv.FormatInt(id, 10) != name {
+	if d.typ != nil {
+		return d.lookupTypedNode(ctx, name, out)
+	}
+	id, ok := parseID(name, d.m.store.NumNodes())
+	if !ok {
 		return nil, syscall.ENOENT
 	}
 	d.m.setAttr(&out.Attr, fuse.S_IFDIR|0o555, 0)
 	return d.NewInode(ctx, &nodeDir{staticDir: staticDir{m: d.m}, id: id}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: nodeIno(id, inoNodeDir)}), 0
+}
+
+// parseID reads name as a node id in [0, n), in its canonical decimal form only.
+func parseID(name string, n int64) (int64, bool) {
+	id, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || id < 0 || id >= n || strconv.FormatInt(id, 10) != name {
+		return 0, false
+	}
+	return id, true
 }
 
 func (d *nodesDir) Readdir(context.Context) (fs.DirStream, syscall.Errno) {
