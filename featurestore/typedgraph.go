@@ -20,12 +20,12 @@ func (ss *Session) Neighbors(etype string, node int64) ([]int64, error) {
 	}
 	es := &ss.edges[e]
 	if n := ss.nodes[es.dst].spec.Count; uint64(node) >= uint64(n) {
-		return nil, fmt.Errorf("featurestore: node %d is out of range [0, %d) of node type %q, the destination of edge type %q: %w", node, n, es.spec.Dst, edgeTypeKey(es.spec), ErrIDOutOfRange)
+		return nil, fmt.Errorf("featurestore: node %d is out of range [0, %d) of node type %q, the destination of edge type %q: %w", node, n, es.spec.Dst, es.spec.Key(), ErrIDOutOfRange)
 	}
 	nodes := []int64{node}
 	deg := make([]int64, 1)
 	if err := es.graph.Degrees(nodes, deg); err != nil {
-		return nil, fmt.Errorf("featurestore: edge type %q: %w", edgeTypeKey(es.spec), err)
+		return nil, fmt.Errorf("featurestore: edge type %q: %w", es.spec.Key(), err)
 	}
 	out := make([]int64, deg[0])
 	pos := make([]int64, min(deg[0], neighborsBatch))
@@ -35,7 +35,7 @@ func (ss *Session) Neighbors(etype string, node int64) ([]int64, error) {
 			pos[i] = first + i
 		}
 		if err := es.graph.NeighborsAt(nodes, []int64{0, n}, pos[:n], out[first:first+n]); err != nil {
-			return nil, fmt.Errorf("featurestore: edge type %q: %w", edgeTypeKey(es.spec), err)
+			return nil, fmt.Errorf("featurestore: edge type %q: %w", es.spec.Key(), err)
 		}
 	}
 	return out, nil
