@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -87,11 +86,6 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	// Options.Faults sits under every IO stack of the session; planned epochs' packed files get
 	// the same injector (rules pick files by path=).
 	ss.faults = opt.Faults
-	if ss.faults == nil { // TODO(h12): gone once the C ABI and the CLI pass TIERFS_FAULTS in
-		if ss.faults, err = gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS")); err != nil {
-			return nil, fmt.Errorf("featurestore: TIERFS_FAULTS: %w", err)
-		}
-	}
 	if ss.files, err = ssd.OpenFiles(m, ss.filePaths(served), ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
 		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: ss.faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
