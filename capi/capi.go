@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -126,6 +127,11 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 	}
 	dir := C.GoString(path)
 	fo := storeOptions(&o)
+	faults, err := envFaults()
+	if err != nil {
+		return err
+	}
+	fo.Faults = faults
 	s, err := featurestore.Open(dir, fo)
 	if err != nil {
 		var oe *featurestore.OptionError
@@ -136,6 +142,26 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 	}
 	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))
 	return nil
+}
+
+// FaultsEnv is the environment variable whose rules (gpuio.ParseFaults) inject IO faults under
+// every store tfs_open opens (its planned epochs' packed files included) and every tfs_io
+// tfs_io_open opens: the C ABI is the outermost front end of C and Python programs, so it, not
+// the core, reads the environment (featurestore.Options.Faults, gpuio.Options.Faults).
+const FaultsEnv = "TIERFS_FAULTS"
+
+// envFaults is the injector of FaultsEnv, nil when it is unset or empty; a bad value is
+// TFS_EINVAL naming the variable. The Go runtime took its copy of the environment when the
+// library loaded.
+func envFaults() (gpuio.Injector, error) {
+	f, err := gpuio.ParseFaults(os.Getenv(FaultsEnv))
+	if err != nil {
+		return nil, failWrap(stEINVAL, err, "%s", FaultsEnv)
+	}
+	if f == nil {
+		return nil, nil // not a nil *Faults in a non-nil interface
+	}
+	return f, nil
 }
 
 // cOpenOptionNames names the tfs_open_options fields whose names differ from the JSON names of

@@ -105,6 +105,10 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 	gopts.StagingBytes = int(o.staging_bytes)
 	gopts.NoCoalesce = o.no_coalesce != 0
 	gopts.CoalesceGap = int(o.coalesce_gap)
+	faults, err := envFaults()
+	if err != nil {
+		return err
+	}
 	if device >= 0 {
 		// Before opening anything: the usual reason to fail is a machine without CUDA.
 		if err := cuda.Load(); err != nil {
@@ -140,6 +144,9 @@ func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Poi
 		}
 		rec.fds = append(rec.fds, fd)
 		rec.paths, rec.sizes = append(rec.paths, path), append(rec.sizes, size)
+	}
+	if faults != nil {
+		gopts.Faults, gopts.Paths = faults, rec.paths
 	}
 	st, err := gpuio.Open(rec.fds, gopts)
 	if err != nil {

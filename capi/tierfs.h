@@ -17,6 +17,12 @@
  *    tfs_io_submit's destinations, written until the next tfs_io_complete).
  *  - Load the library once per process and do not fork after loading it (it runs a Go runtime):
  *    in a child forked after loading, every call returns TFS_ENOTSUP and says so.
+ *  - Fault injection, for tests: the environment variable TIERFS_FAULTS holds rules separated
+ *    by ';', each KIND[:key=value...] (kinds eio, short, flip, delay; keys file, path, from, to,
+ *    every, prob, seed, ms), e.g. "eio:every=3;flip:prob=0.01:seed=7" or "flip:path=epoch-".
+ *    They inject IO faults under every store tfs_open opens (its planned epochs' packed files
+ *    included) and every tfs_io tfs_io_open opens; a bad value makes those calls TFS_EINVAL.
+ *    The library reads its environment when it loads: set the variable before loading it.
  */
 #ifndef TIERFS_H
 #define TIERFS_H

@@ -10,12 +10,11 @@ import (
 
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
-	"github.com/tierfs/tierfs/tiers/host"
 )
 
 // The device sink. A device gather splits its ids on the GPU: one kernel looks every id up in the
 // GPU-resident indexes of the GPU tier and of the static host tier (rows of host.PackBelow bytes
-// or more, read over PCIe), copies the rows those tiers hold straight into the destination, and
+// or more, read over PCIe; each tier says so itself as a tiers.DeviceIndexer), copies the rows those tiers hold straight into the destination, and
 // lists the rest. When the memory tiers in the kernel hold every row, nothing else happens and the
 // call returns without waiting for the GPU; with device ids it is then a single launch on the
 // caller's stream (per-stream counters, no context or event). Otherwise the host waits for the kernel, takes the
@@ -327,7 +326,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 		return err
 	}
 	dev, rb := g.dev, s.spec.RowBytes
-	kernel, covered, rest := s.splitTiers(g)
+	kernel, covered, rest := s.splitTiers()
 	caller := cuda.Stream(stream)
 	args := cuda.SplitArgs{IDs: devIDs, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel[:], RowBytes: uint64(rb), Dst: dst}
 
@@ -434,18 +433,26 @@ func (s *Store) gatherDeviceChunk(g *gpuPath, args cuda.SplitArgs, hostIDs []int
 var splitKinds = [cuda.MaxSplitTiers]tiers.Kind{tiers.GPU, tiers.Host}
 
 // splitTiers is what the split kernel looks ids up in, in fixed places (splitKinds; count 0
-// where a tier is absent): the GPU tier, and the static host tier when its rows are wide enough to
-// read over PCIe row by row; covered is how many rows they hold, rest the tiers that serve what
-// they miss (the last is SSD). The caller holds the place lock.
-func (s *Store) splitTiers(g *gpuPath) (kernel [cuda.MaxSplitTiers]cuda.TierIndex, covered int64, rest []tiers.Tier) {
+// where a tier is absent): the fastest tiers, in order, that hand it their index
+// (tiers.DeviceIndexer) — the GPU tier, and the static host tier when its rows are read over PCIe
+// row by row; covered is how many rows they hold, rest the tiers that serve what they miss (the
+// last is SSD). The kernel's tiers come first so that every id still goes to the first tier
+// holding it. The caller holds the place lock.
+func (s *Store) splitTiers() (kernel [cuda.MaxSplitTiers]cuda.TierIndex, covered int64, rest []tiers.Tier) {
 	rest = s.tierList()
-	if len(rest) > 0 && rest[0] == tiers.Tier(g.tier) {
-		kernel[0], covered, rest = g.tier.SplitIndex(), g.tier.Rows(), rest[1:]
-	}
-	if c, ok := s.host.(*host.Cache); ok && s.spec.RowBytes >= host.PackBelow {
-		if idx, ok := c.SplitIndex(); ok {
-			kernel[1], covered, rest = idx, covered+c.Rows(), rest[1:]
+	for place, kind := range splitKinds {
+		if len(rest) == 0 || rest[0].Kind() != kind {
+			continue // absent: count 0 in its place
 		}
+		di, ok := rest[0].(tiers.DeviceIndexer)
+		if !ok {
+			break
+		}
+		idx, ok := di.DeviceIndex()
+		if !ok {
+			break
+		}
+		kernel[place], covered, rest = idx, covered+rest[0].Rows(), rest[1:]
 	}
 	return kernel, covered, rest
 }

@@ -514,7 +514,7 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	p.Close()
 }
 
-// TestPackedFileFaults drives injected faults (TIERFS_FAULTS, rules by path) into the reads of
+// TestPackedFileFaults drives injected faults (Options.Faults, rules by path) into the reads of
 // planned epochs' packed files: a flipped bit is a corruption error naming the packed file and
 // the batch, EIO an IO error naming the file, and no batch ever comes back with other rows.
 func TestPackedFileFaults(t *testing.T) {
@@ -523,7 +523,6 @@ func TestPackedFileFaults(t *testing.T) {
 	rowMem := d.rowBytes + 16
 	for _, cache := range []int64{0, rowMem * d.count / 3} {
 		o := epochOpts(t, d, 2)
-		t.Setenv("TIERFS_FAULTS", "")
 		if _, err := mustOpen(t, d.dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
 			t.Fatal(err)
 		}
@@ -540,8 +539,7 @@ func TestPackedFileFaults(t *testing.T) {
 			}, true},
 			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
 		} {
-			t.Setenv("TIERFS_FAULTS", c.spec)
-			s := mustOpen(t, d.dir, Options{HostCacheBytes: cache})
+			s := mustOpen(t, d.dir, Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
 			p, _, err := s.OpenEpochs(o)
 			if err != nil {
 				t.Fatalf("%s: open the plan: %v", c.spec, err)

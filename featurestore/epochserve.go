@@ -169,7 +169,7 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 }
 
 // newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight,
-// with the store's fault injector (TIERFS_FAULTS).
+// with the store's fault injector (Options.Faults).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
 	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
 		Faults: p.s.sess.faults, Paths: p.paths})

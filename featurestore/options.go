@@ -34,6 +34,11 @@ type Options struct {
 	// rows (they must fit the caches), and, when the topology stays on disk, holds the neighbor
 	// lists of its memory-tier topology nodes in memory. Nil keeps the behaviour above.
 	Placement *placement.Placement `json:"-"`
+	// Faults, when set, injects IO faults into the reads of every IO stack the store opens
+	// (features, topology, labels, and planned epochs' packed files): a seam for tests through
+	// every layer above the stacks. Nil (the default) injects nothing. The core never reads
+	// the environment; the C ABI and the CLI build it from TIERFS_FAULTS (gpuio.ParseFaults).
+	Faults gpuio.Injector `json:"-"`
 	// TopologyMemoryBytes: the topology is read into memory when it fits this budget, otherwise it
 	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
 	// negative keeps it on disk always.
@@ -166,7 +171,7 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// String is the options as JSON (Hotness and Placement left out).
+// String is the options as JSON (Hotness, Placement and Faults left out).
 func (o Options) String() string {
 	data, err := json.Marshal(o)
 	if err != nil {

@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -28,9 +27,9 @@ type Session struct {
 	m      *dataset.Manifest
 	opt    Options
 	files  *ssd.Files
-	faults *gpuio.Faults // TIERFS_FAULTS: injected into every IO stack's reads; nil: none
-	nodes  []nodeState   // per node type, in manifest order
-	edges  []edgeState   // per edge type, in manifest order
+	faults gpuio.Injector // Options.Faults: injected into every IO stack's reads; nil: none
+	nodes  []nodeState    // per node type, in manifest order
+	edges  []edgeState    // per edge type, in manifest order
 	// features are the SSD tiers of every feature, by featureKey: what GatherFeature reads.
 	features map[string]*ssd.Tier
 	guard    callGuard // the session's own calls (topology and label reads); Close waits for them
@@ -81,12 +80,9 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// TIERFS_FAULTS (gpuio.ParseFaults) injects IO faults into the session's reads: a seam for
-	// tests through every layer (C ABI, Python); unset in normal use.
-	// Planned epochs' packed files get the same injector (rules pick files by path=).
-	if ss.faults, err = gpuio.ParseFaults(os.Getenv("TIERFS_FAULTS")); err != nil {
-		return nil, fmt.Errorf("featurestore: TIERFS_FAULTS: %w", err)
-	}
+	// Options.Faults sits under every IO stack of the session; planned epochs' packed files get
+	// the same injector (rules pick files by path=).
+	ss.faults = opt.Faults
 	if ss.files, err = ssd.OpenFiles(m, ss.filePaths(served), ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
 		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: ss.faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)

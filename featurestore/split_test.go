@@ -3,6 +3,7 @@ package featurestore
 import (
 	"testing"
 
+	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 )
@@ -79,6 +80,50 @@ func TestSplitMatchesReference(t *testing.T) {
 					t.Fatalf("round %d tier %d pair %d: (%d, %d), reference (%d, %d)", round, ti, k, gs[k], gp[k], want[ti][0][k], want[ti][1][k])
 				}
 			}
+		}
+	}
+}
+
+// indexedTier is a host-kind tier that answers tiers.DeviceIndexer as the test says.
+type indexedTier struct {
+	tiers.Tier // nil: splitTiers calls only Kind, Rows and DeviceIndex
+	kind       tiers.Kind
+	rows       int64
+	idx        cuda.TierIndex
+	ok         bool
+}
+
+func (t indexedTier) Kind() tiers.Kind                    { return t.kind }
+func (t indexedTier) Rows() int64                         { return t.rows }
+func (t indexedTier) DeviceIndex() (cuda.TierIndex, bool) { return t.idx, t.ok }
+
+// plainTier is a host-kind tier without the capability (as the SIEVE tier).
+type plainTier struct{ tiers.Tier }
+
+func (plainTier) Kind() tiers.Kind { return tiers.Host }
+
+// TestSplitTiersAskTheCapability: the device split puts a tier in the kernel because the tier
+// hands it an index (tiers.DeviceIndexer), in the tier's fixed place, and leaves it (and every
+// slower tier) to the host splitter otherwise.
+func TestSplitTiersAskTheCapability(t *testing.T) {
+	idx := cuda.TierIndex{IDs: 1, Table: 2, Mask: 15, Count: 7, Rows: 3}
+	for _, c := range []struct {
+		name    string
+		host    tiers.Tier
+		covered int64
+		rest    int // tiers left to the host splitter (SSD included)
+	}{
+		{"indexed host tier", indexedTier{kind: tiers.Host, rows: 7, idx: idx, ok: true}, 7, 1},
+		{"host tier that declines", indexedTier{kind: tiers.Host, rows: 7, idx: idx}, 0, 2},
+		{"host tier without the capability", plainTier{}, 0, 2},
+	} {
+		s := &Store{host: c.host}
+		kernel, covered, rest := s.splitTiers()
+		if covered != c.covered || len(rest) != c.rest || (c.covered > 0) != (kernel[1] == idx) || kernel[0] != (cuda.TierIndex{}) {
+			t.Errorf("%s: kernel %+v, covered %d, %d tiers left; want covered %d, %d left, the index in place 1 only if covered", c.name, kernel, covered, len(rest), c.covered, c.rest)
+		}
+		if c.rest == 2 && rest[0] != c.host {
+			t.Errorf("%s: the host tier is not the first left to the host splitter", c.name)
 		}
 	}
 }

@@ -449,17 +449,16 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 	}
 }
 
-// TestInjectedFaultsNeverGiveWrongRows drives IO faults (gpuio.Faults through TIERFS_FAULTS)
+// TestInjectedFaultsNeverGiveWrongRows drives IO faults (gpuio.Faults through Options.Faults)
 // into verified stores: open and gather either fail, naming an IO or corruption error, or
 // return the reference rows; never different rows.
 func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 32, 2, 8, rng)
 	for _, spec := range []string{"eio:every=3", "flip:prob=0.3:seed=5", "short:every=2", "eio:prob=0.05:seed=9;flip:prob=0.05:seed=3", "delay:ms=1"} {
-		t.Setenv("TIERFS_FAULTS", spec)
 		failed := 0
 		for trial := range 4 {
-			s, err := Open(d.dir, Options{VerifyReads: true, HostCacheBytes: int64(trial) * 20000})
+			s, err := Open(d.dir, Options{VerifyReads: true, HostCacheBytes: int64(trial) * 20000, Faults: parseFaults(t, spec)})
 			if err != nil {
 				failed++
 				continue
@@ -486,10 +485,23 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 			t.Errorf("%s: no trial saw the injected errors", spec)
 		}
 	}
+	// The core never reads the environment: TIERFS_FAULTS is the front ends' (capi, internal/cli).
 	t.Setenv("TIERFS_FAULTS", "bogus")
-	if _, err := Open(d.dir, Options{}); err == nil || !strings.Contains(err.Error(), "TIERFS_FAULTS") {
-		t.Errorf("a bad TIERFS_FAULTS: %v", err)
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatalf("featurestore read TIERFS_FAULTS: %v", err)
 	}
+	s.Close()
+}
+
+// parseFaults is the injector of spec (gpuio.ParseFaults), a fresh one for every store.
+func parseFaults(t *testing.T, spec string) gpuio.Injector {
+	t.Helper()
+	f, err := gpuio.ParseFaults(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // HottestIDs ranks as Place does, and PlaceIDs caches exactly the ids given, in order, up to

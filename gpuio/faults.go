@@ -36,9 +36,34 @@ type FaultRule struct {
 	Delay    time.Duration
 }
 
-// Faults is a fault injector (in the spirit of pebble's errorfs) between a Stack and its
+// Injector decides the faults a completed read suffers, as pebble's errorfs.Injector does for a
+// file system: a Stack given one (Options.Faults) asks it once for every read that completed
+// without error, before verifying and scattering it, and applies what it returns in order. One
+// Injector may sit under many Stacks (every stack of a store), so Inject must be safe for
+// concurrent use. Nothing here reads the environment: the front ends build the Injector (the
+// C ABI and the CLI parse TIERFS_FAULTS with ParseFaults) and pass it in through their options.
+type Injector interface {
+	Inject(r CompletedRead) []Fault
+}
+
+// CompletedRead is what an Injector is told of a read: the index of its file among the Stack's
+// files, the file's path (Options.Paths; "" when unnamed), and the range read.
+type CompletedRead struct {
+	File   int
+	Path   string
+	Off    int64
+	Length int
+}
+
+// Fault is one fault applied to a completed read: Kind, and for FaultDelay how long.
+type Fault struct {
+	Kind  FaultKind
+	Delay time.Duration
+}
+
+// Faults is the rule-driven Injector (in the spirit of pebble's errorfs) between a Stack and its
 // engine: tests drive EIO, short reads, flipped bits and latency through every layer above and
-// check what comes out. Options.Faults nil injects nothing and costs nothing.
+// check what comes out. A nil *Faults injects nothing.
 type Faults struct {
 	Rules []FaultRule
 
@@ -106,8 +131,18 @@ func ParseFaults(spec string) (*Faults, error) {
 	return f, nil
 }
 
+var _ Injector = (*Faults)(nil)
+
+// Inject says which rules fire for the read r (Injector).
+func (f *Faults) Inject(r CompletedRead) []Fault {
+	if f == nil {
+		return nil
+	}
+	return f.pick(r.File, r.Path, r.Off, r.Length)
+}
+
 // pick says which rules fire for a read of file (named path) over [off, off+length).
-func (f *Faults) pick(file int, path string, off int64, length int) []FaultRule {
+func (f *Faults) pick(file int, path string, off int64, length int) []Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
@@ -116,7 +151,7 @@ func (f *Faults) pick(file int, path string, off int64, length int) []FaultRule 
 			f.rngs = append(f.rngs, rand.New(rand.NewPCG(r.Seed, 0x5eed)))
 		}
 	}
-	var fire []FaultRule
+	var fire []Fault
 	for i, r := range f.Rules {
 		if (r.File >= 0 && r.File != file) || (r.Path != "" && !strings.Contains(path, r.Path)) ||
 			off+int64(length) <= r.From || (r.To > 0 && off >= r.To) {
@@ -124,18 +159,18 @@ func (f *Faults) pick(file int, path string, off int64, length int) []FaultRule 
 		}
 		f.seen[i]++
 		if (r.Prob > 0 && f.rngs[i].Float64() < r.Prob) || (r.Prob == 0 && f.seen[i]%r.Every == 0) {
-			fire = append(fire, r)
+			fire = append(fire, Fault{Kind: r.Kind, Delay: r.Delay})
 			f.Injected++
 		}
 	}
 	return fire
 }
 
-// faultEngine applies Faults to the reads its inner engine completes.
+// faultEngine applies an Injector's faults to the reads its inner engine completes.
 type faultEngine struct {
 	engine
 	s      *Stack
-	faults *Faults
+	faults Injector
 }
 
 func (e *faultEngine) wait(done func(rd *read, n int, err error)) error {
@@ -145,7 +180,7 @@ func (e *faultEngine) wait(done func(rd *read, n int, err error)) error {
 			if rd.file < len(e.s.opts.Paths) {
 				path = e.s.opts.Paths[rd.file]
 			}
-			for _, r := range e.faults.pick(rd.file, path, rd.off, rd.length) {
+			for _, r := range e.faults.Inject(CompletedRead{File: rd.file, Path: path, Off: rd.off, Length: rd.length}) {
 				switch r.Kind {
 				case FaultEIO:
 					n, err = 0, unix.EIO

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,6 +99,45 @@ func TestInjectedFaults(t *testing.T) {
 		r, err, _ = run("delay:ms=1", nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		checkBytes(t, r, want)
+	})
+}
+
+// injectFunc is an Injector built by a test, as pebble's errorfs takes one.
+type injectFunc func(CompletedRead) []Fault
+
+func (f injectFunc) Inject(r CompletedRead) []Fault { return f(r) }
+
+// TestInjectorInterface: a Stack takes any Injector through Options.Faults and tells it each
+// completed read by file, path and range; a nil *Faults injects nothing.
+func TestInjectorInterface(t *testing.T) {
+	fds, want := testFiles(t, 12, 1<<20, 64<<10)
+	forEachBackend(t, func(t *testing.T, backend Backend) {
+		var mu sync.Mutex
+		var seen []CompletedRead
+		inj := injectFunc(func(r CompletedRead) []Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, r)
+			if r.Path == "/d/b.bin" {
+				return []Fault{{Kind: FaultEIO}}
+			}
+			return nil
+		})
+		s := openStack(t, fds, Options{Backend: backend, Faults: inj, NoCoalesce: true, Paths: []string{"/d/a.bin", "/d/b.bin"}})
+		r := []Request{req(0, 10, 4096), req(1, 5, 100)}
+		if err := errors.Join(s.Submit(r), s.Complete()); !errors.Is(err, unix.EIO) {
+			t.Errorf("EIO on b.bin from the test's injector: %v", err)
+		}
+		if len(seen) != 2 || seen[0].Length <= 0 || (seen[0].File == 1) == (seen[1].File == 1) {
+			t.Errorf("the injector was told %+v; want one read of each file", seen)
+		}
+		var none *Faults
+		s = openStack(t, fds, Options{Backend: backend, Faults: none, NoCoalesce: true})
+		r = []Request{req(0, 10, 4096), req(1, 5, 100)}
+		if err := errors.Join(s.Submit(r), s.Complete()); err != nil {
+			t.Fatalf("a nil *Faults: %v", err)
 		}
 		checkBytes(t, r, want)
 	})

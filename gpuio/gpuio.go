@@ -67,8 +67,9 @@ type Options struct {
 	// (and for a few milliseconds after). Where the kernel refuses it the Stack runs without
 	// and says why (Stack.SQPoll, Stack.Mode). Default off.
 	SQPoll bool
-	// Faults, when set, injects faults into the reads the Stack completes (tests; see Faults).
-	Faults *Faults
+	// Faults, when set, injects faults into the reads the Stack completes (tests; see Injector
+	// and Faults). Nil, or a nil *Faults, injects nothing and costs nothing.
+	Faults Injector
 	// Paths, when set, names the files (Paths[i] is file i), for Faults' rules by path.
 	Paths []string
 }

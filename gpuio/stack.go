@@ -163,6 +163,9 @@ func fillDefaults(o *Options) error {
 		return fmt.Errorf("gpuio: negative option (BlockSize %d, QueueDepth %d, MaxIOBytes %d, StagingBytes %d, CoalesceGap %d)",
 			o.BlockSize, o.QueueDepth, o.MaxIOBytes, o.StagingBytes, o.CoalesceGap)
 	}
+	if f, ok := o.Faults.(*Faults); ok && f == nil {
+		o.Faults = nil // no rules: no fault engine, and the gpu-uring path stays open
+	}
 	if o.BlockSize == 0 {
 		o.BlockSize = 4096
 	}

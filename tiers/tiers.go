@@ -10,6 +10,8 @@
 // contract checked against a plain reference.
 package tiers
 
+import "github.com/tierfs/tierfs/internal/cuda"
+
 // Kind names a tier.
 type Kind string
 
@@ -85,4 +87,13 @@ type Admitter interface {
 // copies may run at once.
 type DeviceAttacher interface {
 	AttachDevice(dev, concurrency int) error
+}
+
+// DeviceIndexer is implemented by memory tiers whose index and rows the device split kernel can
+// read in place (tfc_split_gather): DeviceIndex returns them as the kernel reads them, or false
+// when the tier cannot be read so now (not attached to a device, or rows it packs for DMA
+// instead). The descriptor stays valid until the tier's next Fill or Close; a caller holds the
+// tier still (the store's place lock) while kernels read it.
+type DeviceIndexer interface {
+	DeviceIndex() (cuda.TierIndex, bool)
 }

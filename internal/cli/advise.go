@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tierfs/tierfs/advise"
-	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
@@ -75,7 +74,7 @@ func runAdvise(args []string) error {
 		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
 			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
 	}
-	s, err := featurestore.Open(pos[0], *opt)
+	s, err := openStore(pos[0], *opt)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func runBench(args []string) error {
 		if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
 			opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
 		}
-		s, err := featurestore.Open(dir, opt)
+		s, err := openStore(dir, opt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -250,7 +250,7 @@ func runBench(args []string) error {
 // idStreams makes each thread's batches of ids, and for the sample stream the hotness a
 // pre-sampling pass over other seeds counts (what the host tier is then filled by).
 func idStreams(dir string, opt featurestore.Options, dist string, threads, batches, batch int, seed uint64) ([][][]int64, []uint32, error) {
-	s, err := featurestore.Open(dir, opt)
+	s, err := openStore(dir, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -358,7 +358,7 @@ func benchInMemory(m *dataset.Manifest, spec *dataset.FeatureSpec, opt featurest
 	n := m.Nodes().Count
 	rb := spec.RowBytes
 	all := make([]byte, n*rb)
-	s, err := featurestore.Open(m.Dir(), opt)
+	s, err := openStore(m.Dir(), opt)
 	if err != nil {
 		return benchResult{}, err
 	}

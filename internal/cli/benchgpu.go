@@ -132,7 +132,7 @@ func runBenchGPU(args []string) error {
 	defer cuda.DestroyStream(dev, stream)
 	run := func(name string, opt featurestore.Options, nb int, note string) error {
 		opt.Hotness = hotness
-		s, err := featurestore.Open(dir, opt)
+		s, err := openStore(dir, opt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -354,7 +354,7 @@ func benchSampling(dir string, opt featurestore.Options, seed uint64) ([]gpuBenc
 	rng := rand.New(rand.NewPCG(seed, 11))
 	for _, where := range []string{"", "device", "pinned"} {
 		opt.GPUTopology = where
-		s, err := featurestore.Open(dir, opt)
+		s, err := openStore(dir, opt)
 		if err != nil {
 			return nil, err
 		}

@@ -44,7 +44,7 @@ func runBenchPlacement(args []string) error {
 	}
 	gpuBytes, hostBytes := opened.GPUCacheBytes, opened.HostCacheBytes
 	opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
-	s, err := featurestore.Open(pos[0], *opened)
+	s, err := openStore(pos[0], *opened)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@
 // (storeflags.go): --feature, --host-cache, --host-policy, --topology-memory, --io-backend,
 // --queue-depth (--qd), --max-concurrent-io, --verify-reads, --copy-workers, --gpu-device,
 // --gpu-cache, --gpu-topology.
+//
+// TIERFS_FAULTS, for tests, injects IO faults under every store a command opens (openStore,
+// storeflags.go); its rules are gpuio.ParseFaults', e.g. TIERFS_FAULTS='eio:every=3' tierfs gather ….
 package cli
 
 import (

@@ -503,7 +503,7 @@ func runGather(args []string) error {
 	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
 		return err
 	}
-	s, err := featurestore.Open(pos[0], *opt)
+	s, err := openStore(pos[0], *opt)
 	if err != nil {
 		return err
 	}
@@ -575,7 +575,7 @@ func openToSample(dir string, opt *featurestore.Options, usePlacement bool, fano
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s, err := featurestore.Open(dir, *opt)
+	s, err := openStore(dir, *opt)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -121,7 +121,7 @@ func serveMount(datasetDir, mountpoint string, opt featurestore.Options, usePlac
 	if err := withPlacement(datasetDir, &opt, usePlacement); err != nil {
 		return err
 	}
-	store, err := featurestore.Open(datasetDir, opt)
+	store, err := openStore(datasetDir, opt)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func runPlace(args []string) error {
 	// The caches are the plan's budgets; the store that profiles needs none (the plan is saved,
 	// not applied here), nor a host policy.
 	opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
-	s, err := featurestore.Open(pos[0], *opened)
+	s, err := openStore(pos[0], *opened)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
 )
 
 // storeFlags registers a flag for every store option on fs, named as the option's JSON name with
@@ -31,6 +33,26 @@ func storeFlags(fs *flag.FlagSet) *featurestore.Options {
 	fs.Var((*sizeFlag)(&opt.GPUCacheBytes), "gpu-cache", "GPU tier size in device memory, e.g. 8GiB (default: none; without a GPU the store serves from the host)")
 	fs.StringVar(&opt.GPUTopology, "gpu-topology", "", "sample on the GPU with the topology in device or pinned (host) memory (default: sample on the host)")
 	return opt
+}
+
+// faultsEnv is the environment variable whose rules (gpuio.ParseFaults, e.g.
+// "eio:every=3;flip:prob=0.01:seed=7" or "flip:path=epoch-") inject IO faults under every store
+// a command opens, its planned epochs' packed files included: for testing what a pipeline does
+// with them. The CLI, a front end, reads it; the core takes the injector in Options.Faults.
+const faultsEnv = "TIERFS_FAULTS"
+
+// openStore opens the store of dir as every command does: featurestore.Open with opt, and with
+// the fault injector of TIERFS_FAULTS (faultsEnv) when it is set; a bad value is an error naming
+// it. Each store gets its own injector, so rules count the reads of that store.
+func openStore(dir string, opt featurestore.Options) (*featurestore.Store, error) {
+	f, err := gpuio.ParseFaults(os.Getenv(faultsEnv))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", faultsEnv, err)
+	}
+	if f != nil {
+		opt.Faults = f
+	}
+	return featurestore.Open(dir, opt)
 }
 
 // optionFlagName is the flag of a store option's JSON name ("host_cache" → "--host-cache"), or

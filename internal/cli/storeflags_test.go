@@ -5,10 +5,12 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -134,5 +136,29 @@ func TestOptionFlagName(t *testing.T) {
 		if got := optionFlagName(option); got != want {
 			t.Errorf("optionFlagName(%q) = %q, want %q", option, got, want)
 		}
+	}
+}
+
+// TIERFS_FAULTS is the CLI's to read (openStore): its faults reach the store a command opens,
+// and a bad value fails the command naming the variable.
+func TestFaultsFromTheEnvironment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := runSynth([]string{"--nodes", "200", "--avg-degree", "2", "--dim", "4", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	gather := func() error {
+		return runGather([]string{dir, "--ids", "split:train", "--topology-memory", "-1", "--out", filepath.Join(t.TempDir(), "rows.npy")})
+	}
+	t.Setenv(faultsEnv, "eio:every=1")
+	if err := gather(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("gather with every read failing: %v, want EIO", err)
+	}
+	t.Setenv(faultsEnv, "bogus")
+	if err := gather(); err == nil || !strings.Contains(err.Error(), "TIERFS_FAULTS") {
+		t.Errorf("gather with a bad TIERFS_FAULTS: %v", err)
+	}
+	t.Setenv(faultsEnv, "")
+	if err := gather(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -451,6 +451,18 @@ const URingMaxSlots = C.TFC_URING_MAX_SLOTS
 
 // Layout checks: Go's structs are the C ones, byte for byte.
 var (
+	_ [unsafe.Sizeof(TierIndex{}) - unsafe.Sizeof(C.tfc_tier_index{})]struct{}
+	_ [unsafe.Sizeof(C.tfc_tier_index{}) - unsafe.Sizeof(TierIndex{})]struct{}
+	_ [unsafe.Offsetof(TierIndex{}.IDs) - unsafe.Offsetof(C.tfc_tier_index{}.ids)]struct{}
+	_ [unsafe.Offsetof(C.tfc_tier_index{}.ids) - unsafe.Offsetof(TierIndex{}.IDs)]struct{}
+	_ [unsafe.Offsetof(TierIndex{}.Table) - unsafe.Offsetof(C.tfc_tier_index{}.table)]struct{}
+	_ [unsafe.Offsetof(C.tfc_tier_index{}.table) - unsafe.Offsetof(TierIndex{}.Table)]struct{}
+	_ [unsafe.Offsetof(TierIndex{}.Mask) - unsafe.Offsetof(C.tfc_tier_index{}.mask)]struct{}
+	_ [unsafe.Offsetof(C.tfc_tier_index{}.mask) - unsafe.Offsetof(TierIndex{}.Mask)]struct{}
+	_ [unsafe.Offsetof(TierIndex{}.Count) - unsafe.Offsetof(C.tfc_tier_index{}.count)]struct{}
+	_ [unsafe.Offsetof(C.tfc_tier_index{}.count) - unsafe.Offsetof(TierIndex{}.Count)]struct{}
+	_ [unsafe.Offsetof(TierIndex{}.Rows) - unsafe.Offsetof(C.tfc_tier_index{}.rows)]struct{}
+	_ [unsafe.Offsetof(C.tfc_tier_index{}.rows) - unsafe.Offsetof(TierIndex{}.Rows)]struct{}
 	_ [unsafe.Sizeof(URingRead{}) - unsafe.Sizeof(C.tfc_uring_io{})]struct{}
 	_ [unsafe.Sizeof(C.tfc_uring_io{}) - unsafe.Sizeof(URingRead{})]struct{}
 	_ [unsafe.Sizeof(URingStatus{}) - unsafe.Sizeof(C.tfc_uring_status{})]struct{}
@@ -519,8 +531,10 @@ func SampleHop(dev int, a HopArgs, maxBlocks int, s Stream) error {
 	})
 }
 
-// TierIndex is a memory tier's index in device-accessible memory (tfc_tier_index): the ids held,
-// ascending, the open-addressing table of positions into them, and the tier's rows.
+// TierIndex is a memory tier's index in device-accessible memory: the ids held, ascending, the
+// open-addressing table of positions into them, and the tier's rows. It is tfc_tier_index of
+// tierfs_cuda.h, the one definition of the layout: the checks below fail the build when the two
+// differ in a field's offset or in size, and SplitGather hands the kernel Go's array as is.
 type TierIndex struct {
 	IDs   uintptr // int64[Count]
 	Table uintptr // int32[Mask+1]
@@ -559,13 +573,12 @@ func SplitGather(dev int, a SplitArgs, maxBlocks int, s Stream) error {
 	if len(a.Tiers) > MaxSplitTiers {
 		return fmt.Errorf("cuda: split over %d tiers, at most %d", len(a.Tiers), MaxSplitTiers)
 	}
-	var t [MaxSplitTiers]C.tfc_tier_index
-	for i, x := range a.Tiers {
-		t[i] = C.tfc_tier_index{ids: (*C.int64_t)(C.tfc_ptr(C.uintptr_t(x.IDs))), table: (*C.int32_t)(C.tfc_ptr(C.uintptr_t(x.Table))),
-			mask: C.uint64_t(x.Mask), count: C.int64_t(x.Count), rows: C.tfc_ptr(C.uintptr_t(x.Rows))}
-	}
+	// TierIndex is tfc_tier_index (the layout checks) and holds no Go pointer: the kernel's
+	// arguments are read at the call, from Go's array.
+	var t [MaxSplitTiers]TierIndex
+	copy(t[:], a.Tiers)
 	return call(func(e *C.char) C.int {
-		return C.c_split_gather(e, C.int(dev), C.uintptr_t(a.IDs), C.int64_t(a.N), C.int64_t(a.NumNodes), &t[0], C.int(len(a.Tiers)),
+		return C.c_split_gather(e, C.int(dev), C.uintptr_t(a.IDs), C.int64_t(a.N), C.int64_t(a.NumNodes), (*C.tfc_tier_index)(unsafe.Pointer(&t[0])), C.int(len(a.Tiers)),
 			C.uint64_t(a.RowBytes), C.uintptr_t(a.Dst), C.uintptr_t(a.MissIDs), C.uintptr_t(a.MissPos), C.uintptr_t(a.Scratch),
 			C.uintptr_t(a.HostCounts), C.int(maxBlocks), C.uintptr_t(s))
 	})

@@ -74,7 +74,9 @@ int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t 
 /* A memory tier's index as tiers/host.Index builds it, in device-accessible memory: the ids held,
  * ascending (slot s holds ids[s]), and an open-addressing table of int32 positions into ids (-1
  * empty) of mask+1 entries, probed linearly from fmix64(id) & mask (MurmurHash3's finalizer). The
- * row of slot s is at rows + s*row_bytes. count 0 is an empty tier (ids and table unused). */
+ * row of slot s is at rows + s*row_bytes. count 0 is an empty tier (ids and table unused).
+ * This is the one definition of the layout: Go's cuda.TierIndex is checked against it, field by
+ * field, when the binding compiles. */
 typedef struct tfc_tier_index {
   const int64_t *ids;
   const int32_t *table;

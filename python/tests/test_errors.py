@@ -199,3 +199,18 @@ def test_injected_io_faults_through_the_c_abi(graph, tmp_path, spec):
     assert len(outcomes) == 4 and set(outcomes) <= {"ok", "IOFailedError", "CorruptError"}, outcomes
     if spec.startswith("eio"):
         assert "IOFailedError" in outcomes, outcomes
+
+
+def test_bad_injected_faults_are_an_invalid_argument(graph):
+    """A bad TIERFS_FAULTS fails the C ABI's open as InvalidArgumentError naming the variable
+    (the C ABI reads it; the core takes the injector in its options)."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import sys, tierfs\n"
+             "try:\n    tierfs.open(sys.argv[1])\nexcept tierfs.InvalidArgumentError as e:\n    print(e)\n")
+    env = dict(os.environ, TIERFS_FAULTS="bogus")
+    r = subprocess.run([sys.executable, "-c", child, graph["path"]], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "TIERFS_FAULTS" in r.stdout, r.stdout

@@ -30,7 +30,10 @@ type Tier struct {
 	scratch  chan *scratch
 }
 
-var _ tiers.Tier = (*Tier)(nil)
+var (
+	_ tiers.Tier          = (*Tier)(nil)
+	_ tiers.DeviceIndexer = (*Tier)(nil)
+)
 
 // scratch is what one CopyToHost needs: slots on the device, rows gathered there, and their
 // pinned copy.
@@ -70,8 +73,9 @@ func (t *Tier) Device() int { return t.dev }
 // Bytes is the device memory of the arena.
 func (t *Tier) Bytes() int64 { return t.capacity * t.rowBytes }
 
-// SplitIndex is the tier as the split kernel reads it.
-func (t *Tier) SplitIndex() cuda.TierIndex { return t.split }
+// DeviceIndex is the tier's index and arena as the split kernel reads them (tiers.DeviceIndexer);
+// always there, the tier being in device memory (an empty tier has count 0).
+func (t *Tier) DeviceIndex() (cuda.TierIndex, bool) { return t.split, true }
 
 // Fill loads the rows of the first Capacity ids into device memory through a pinned bounce
 // buffer, and the index into device memory (tiers.Tier).

@@ -62,8 +62,8 @@ type devicePath struct {
 	blocks  int
 	packers chan *packer
 
-	base, devAddr uintptr // the arena as registered, and its device address (0: none)
-	index         deviceIndex
+	base, devAddr uintptr        // the arena as registered, and its device address (0: none)
+	index         cuda.TierIndex // the index in device memory (UploadIndex); Rows unset
 }
 
 // packer is the scratch of one packed device copy: two pinned/device chunk pairs used in turn.
@@ -176,7 +176,8 @@ func (d *devicePath) unregister() error {
 // close waits for the packers' last copies and frees everything.
 func (d *devicePath) close() error {
 	err := d.unregister()
-	d.index.free(d.dev)
+	FreeIndex(d.dev, d.index)
+	d.index = cuda.TierIndex{}
 	close(d.packers)
 	for p := range d.packers {
 		for b := range p.buf {
@@ -192,38 +193,32 @@ func (d *devicePath) close() error {
 	return err
 }
 
-// deviceIndex is an Index copied to device memory, for lookups by kernels (tfc_tier_index).
-type deviceIndex struct {
-	ids, table uintptr
-	mask       uint64
-	count      int64
-}
-
-// uploadIndex copies x to device memory of dev: 8 bytes a row and 4 a table entry.
-func uploadIndex(dev int, x *Index) (deviceIndex, error) {
-	d := deviceIndex{mask: x.mask, count: int64(len(x.ids))}
-	if d.count == 0 {
-		return d, nil
+// UploadIndex copies x to device memory of dev, as split kernels read it (cuda.TierIndex; Rows
+// is the caller's to set): 8 bytes a row and 4 a table entry. Free it with FreeIndex.
+func UploadIndex(dev int, x *Index) (cuda.TierIndex, error) {
+	t := cuda.TierIndex{Mask: x.mask, Count: int64(len(x.ids))}
+	if t.Count == 0 {
+		return t, nil
 	}
 	var err error
-	if d.ids, err = upload(dev, dataset.BytesOf(x.ids)); err != nil {
-		return deviceIndex{}, err
+	if t.IDs, err = upload(dev, dataset.BytesOf(x.ids)); err != nil {
+		return cuda.TierIndex{}, err
 	}
-	if d.table, err = upload(dev, dataset.BytesOf(x.table)); err != nil {
-		cuda.Free(dev, d.ids)
-		return deviceIndex{}, err
+	if t.Table, err = upload(dev, dataset.BytesOf(x.table)); err != nil {
+		cuda.Free(dev, t.IDs)
+		return cuda.TierIndex{}, err
 	}
-	return d, nil
+	return t, nil
 }
 
-func (d *deviceIndex) free(dev int) {
-	if d.ids != 0 {
-		cuda.Free(dev, d.ids)
+// FreeIndex frees what UploadIndex allocated (nothing for an empty index).
+func FreeIndex(dev int, t cuda.TierIndex) {
+	if t.IDs != 0 {
+		cuda.Free(dev, t.IDs)
 	}
-	if d.table != 0 {
-		cuda.Free(dev, d.table)
+	if t.Table != 0 {
+		cuda.Free(dev, t.Table)
 	}
-	*d = deviceIndex{}
 }
 
 // upload copies b to new device memory through a pinned bounce buffer and waits for it.
@@ -253,24 +248,15 @@ func upload(dev int, b []byte) (uintptr, error) {
 	return ptr, nil
 }
 
-// SplitIndex is the tier's index and rows as GPU split kernels read them (tfc_tier_index), or
-// false when the tier is not attached to a device.
-func (c *Cache) SplitIndex() (cuda.TierIndex, bool) {
+// DeviceIndex is the tier's index and rows as the split kernel reads them in place
+// (tiers.DeviceIndexer): false when the tier is not attached to a device or its rows are
+// narrower than PackBelow (those are packed for DMA, not read row by row over PCIe).
+func (c *Cache) DeviceIndex() (cuda.TierIndex, bool) {
 	d := c.dev
-	if d == nil {
+	if d == nil || c.rowBytes < PackBelow {
 		return cuda.TierIndex{}, false
 	}
-	return cuda.TierIndex{IDs: d.index.ids, Table: d.index.table, Mask: d.index.mask, Count: d.index.count, Rows: d.devAddr}, true
-}
-
-// UploadIndex copies x to device memory of dev for GPU split kernels; free it with FreeIndex.
-func UploadIndex(dev int, x *Index) (cuda.TierIndex, error) {
-	d, err := uploadIndex(dev, x)
-	return cuda.TierIndex{IDs: d.ids, Table: d.table, Mask: d.mask, Count: d.count}, err
-}
-
-// FreeIndex frees what UploadIndex allocated.
-func FreeIndex(dev int, t cuda.TierIndex) {
-	d := deviceIndex{ids: t.IDs, table: t.Table}
-	d.free(dev)
+	t := d.index
+	t.Rows = d.devAddr
+	return t, true
 }

@@ -119,7 +119,7 @@ func (c *Cache) publish() error {
 		return err
 	}
 	var err error
-	if c.dev.index, err = uploadIndex(c.dev.dev, &c.Index); err != nil {
+	if c.dev.index, err = UploadIndex(c.dev.dev, &c.Index); err != nil {
 		return fmt.Errorf("host tier: index to GPU %d: %w", c.dev.dev, err)
 	}
 	return nil
@@ -130,7 +130,8 @@ func (c *Cache) unpublish() error {
 	if c.dev == nil {
 		return nil
 	}
-	c.dev.index.free(c.dev.dev)
+	FreeIndex(c.dev.dev, c.dev.index)
+	c.dev.index = cuda.TierIndex{}
 	return c.dev.unregister()
 }
 
@@ -191,6 +192,12 @@ func hash(id int64) uint64 {
 	x ^= x >> 33
 	return x
 }
+
+var (
+	_ tiers.Tier           = (*Cache)(nil)
+	_ tiers.DeviceAttacher = (*Cache)(nil)
+	_ tiers.DeviceIndexer  = (*Cache)(nil)
+)
 
 // Kind is tiers.Host.
 func (c *Cache) Kind() tiers.Kind { return tiers.Host }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tierfs/tierfs/internal/cuda"
 )
 
 // Row reads the row in a slot, as the GPU path's pinning sees the arena. The tier contract
@@ -55,5 +57,20 @@ func TestCapacityRows(t *testing.T) {
 	}
 	if CapacityRows(0, 4) != 0 || CapacityRows(-5, 4) != 0 {
 		t.Fatal("non-positive budget must hold nothing")
+	}
+}
+
+// A static tier hands the split kernel its index only once attached to a device, and never for
+// rows narrower than PackBelow (those are packed for DMA).
+func TestDeviceIndexNeedsADevice(t *testing.T) {
+	for _, rb := range []int64{8, PackBelow} {
+		c := New(rb)
+		if err := c.Fill([]int64{1, 2}, func([]int64, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if idx, ok := c.DeviceIndex(); ok || idx != (cuda.TierIndex{}) {
+			t.Errorf("rows of %d bytes, no device: %+v, %v", rb, idx, ok)
+		}
+		c.Close()
 	}
 }

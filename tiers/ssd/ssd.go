@@ -33,8 +33,8 @@ type Options struct {
 	// SQPoll gives every IO stack a kernel submission-polling thread (gpuio.Options.SQPoll): no
 	// system call to submit, a busy CPU per stack. Where refused the stacks run without it.
 	SQPoll bool
-	// Faults injects faults into every stack's reads (gpuio.Faults; tests). nil: none.
-	Faults *gpuio.Faults
+	// Faults injects faults into every stack's reads (gpuio.Injector; tests). nil: none.
+	Faults gpuio.Injector
 	// CoalesceGap is gpuio.Options.CoalesceGap: ranges of a file at most this many bytes apart
 	// are read by one read. -1 probes the first file of the set at open (Probe, about 1.5 s)
 	// and takes the gap it recommends (Files.Probe says what it measured). Default 0.
