@@ -121,3 +121,20 @@ def test_node_sample_has_no_label_edges(store):
         assert "drawn from nodes" in tierfs._native.last_error()
     finally:
         lib.tfs_sample_free(hs)
+
+
+@pytest.mark.parametrize("mode", [None, "binary", "triplet"])
+def test_no_seed_edges(store, mode):
+    ls = store.sampler([2]).sample_from_edges(torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long), neg_sampling=mode, amount=2)
+    assert ls.nodes.numel() == 0 and ls.num_edges == 0
+    if mode == "triplet":
+        assert ls.dst_neg_index.shape == (0, 2) and ls.src_index.numel() == 0
+    else:
+        assert ls.edge_label_index.shape == (2, 0)
+        assert (ls.edge_label is None) == (mode is None)
+
+
+def test_labels_of_several_columns(store):
+    lab = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ls = store.sampler([2]).sample_from_edges([1, 2], [3, 4], labels=lab, neg_sampling="binary", amount=1.5)
+    np.testing.assert_array_equal(ls.edge_label, np.r_[lab, np.zeros((3, 3), np.float32)])

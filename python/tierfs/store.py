@@ -1196,9 +1196,11 @@ class Sampler:
             check(lib.tfs_sample_edges(h, s_.array.ctypes.data, d_.array.ctypes.data,
                                        0 if core_labels is None else core_labels.ctypes.data, n, request, byref(hs)))
             arrays, (eli, label, src_index, dst_pos_index, dst_neg_index) = _take_link_sample(hs)
+        if label is None and (mode == "binary" or core_labels is not None):
+            label = np.empty(0, dtype=np.int64)  # no seed edges: the core's labels are empty
         if mode == "triplet":
-            dst_neg_index = dst_neg_index.reshape(n, -1)
-            if dst_neg_index.shape[1] == 1:
+            dst_neg_index = dst_neg_index.reshape(n, int(amount))
+            if amount == 1:
                 dst_neg_index = dst_neg_index[:, 0]
         elif lab is not None and core_labels is None:  # labels the core does not carry: as PyG
             label = lab if mode is None else np.concatenate([lab, np.zeros((eli.shape[1] - n,) + lab.shape[1:], lab.dtype)])
