@@ -97,3 +97,42 @@ func TestSampleFromEdgesErrors(t *testing.T) {
 		t.Errorf("no fanouts: %v, want ErrInvalidOption", err)
 	}
 }
+
+// Link samples through a GPU topology (its HopDrawer) equal the host's, negatives, exclusion and all.
+func TestGPULinkSamplingMatchesHost(t *testing.T) {
+	requireGPU(t)
+	rng := newRand(t)
+	d := writeDataset(t, 4000, 4, 1, 40, rng)
+	host, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	s, err := Open(d.dir, Options{GPUTopology: "device"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := s.Stats(); st.GPU.Topology != "device" {
+		t.Fatalf("GPU topology not in use: %+v", st.GPU)
+	}
+	for _, link := range []topology.LinkOptions{
+		{},
+		{Negatives: topology.BinaryNegatives, NegAmount: 2, StrictNegatives: true},
+		{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}},
+	} {
+		src, dst := randomIDs(rng, 300, 4000), randomIDs(rng, 300, 4000)
+		opt := topology.LinkSampleOptions{SampleOptions: topology.SampleOptions{Fanouts: []int{10, 5}, Seed: rng.Uint64()}, LinkOptions: link}
+		want, err := host.SampleFromEdges(src, dst, nil, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SampleFromEdges(src, dst, nil, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v: GPU link sample differs from the host's", link)
+		}
+	}
+}
