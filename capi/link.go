@@ -60,6 +60,23 @@ func (r linkRequest) options() topology.LinkOptions {
 	return o
 }
 
+// parseLinkRequest reads link_options_json ("" or NULL: no negatives) into the core's options.
+func parseLinkRequest(request string) (topology.LinkOptions, error) {
+	var req linkRequest
+	if request != "" {
+		dec := json.NewDecoder(strings.NewReader(request))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, undirected)", err)
+		}
+	}
+	// 0 is the core's "default, 1"; an explicit 0 here is a mistake.
+	if req.Amount != nil && *req.Amount == 0 {
+		return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
+	}
+	return req.options(), nil
+}
+
 //export tfsgo_sample_edges
 func tfsgo_sample_edges(sampler C.uintptr_t, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_sample_edges", &st)
@@ -80,19 +97,10 @@ func sampleEdges(h uintptr, src, dst, labels *C.int64_t, n int64, request *C.cha
 	if out == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	var req linkRequest
-	if request != nil && C.GoString(request) != "" {
-		dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, undirected)", err)
-		}
+	link, err := parseLinkRequest(cString(request))
+	if err != nil {
+		return err
 	}
-	// 0 is the core's "default, 1"; an explicit 0 here is a mistake.
-	if req.Amount != nil && *req.Amount == 0 {
-		return fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
-	}
-	link := req.options()
 	var lab []int64
 	if labels != nil {
 		lab = make([]int64, n)
