@@ -138,3 +138,14 @@ def test_labels_of_several_columns(store):
     lab = np.arange(6, dtype=np.float32).reshape(2, 3)
     ls = store.sampler([2]).sample_from_edges([1, 2], [3, 4], labels=lab, neg_sampling="binary", amount=1.5)
     np.testing.assert_array_equal(ls.edge_label, np.r_[lab, np.zeros((3, 3), np.float32)])
+
+
+def test_exclude_seed_edges_undirected(store, graph):
+    src, dst = seed_edges(graph, 30, offset=1)
+    ls = store.sampler([-1, 3], seed=2).sample_from_edges(src, dst, exclude_seed_edges=True, undirected=True)
+    pairs = set(zip(ls.nodes[ls.row].tolist(), ls.nodes[ls.col].tolist()))
+    seeds = set(zip(src.tolist(), dst.tolist()))
+    assert not pairs & (seeds | {(d, s) for s, d in seeds})
+    # without exclusion every in-edge of the seed endpoints is drawn (fanout -1), seed edges too
+    full = store.sampler([-1, 3], seed=2).sample_from_edges(src, dst)
+    assert seeds <= set(zip(full.nodes[full.row].tolist(), full.nodes[full.col].tolist()))
