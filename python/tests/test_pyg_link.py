@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data  # noqa: E402
 from torch_geometric.loader import LinkLoader  # noqa: E402
-from torch_geometric.sampler import NegativeSampling  # noqa: E402
+from torch_geometric.sampler import EdgeSamplerInput, NegativeSampling  # noqa: E402
 
 import tierfs  # noqa: E402
 import tierfs.pyg  # noqa: E402
@@ -106,7 +106,7 @@ def test_bad_link_input(store, graph):
 def test_layout_equals_pyg_edge_sample(store, graph):
     """Without negatives (PyG's are torch's random draws), PyG's own edge_sample around tierfs's
     node sampler gives tierfs's link sample: seeds, label index, labels."""
-    from torch_geometric.sampler import EdgeSamplerInput, NodeSamplerInput
+    from torch_geometric.sampler import NodeSamplerInput
     from torch_geometric.sampler.neighbor_sampler import edge_sample
 
     eli = torch.from_numpy(graph["edges"][:, 1000:1100])
@@ -120,3 +120,12 @@ def test_layout_equals_pyg_edge_sample(store, graph):
     assert got.num_sampled_nodes == want.num_sampled_nodes and got.num_sampled_edges == want.num_sampled_edges
     for a, b in zip(got.metadata[1:3], want.metadata[1:3]):
         assert torch.equal(a, b)
+
+
+def test_link_neighbor_loader_from_a_path(store, graph):
+    eli = torch.from_numpy(graph["edges"][:, :100])
+    by_path = tierfs.pyg.LinkNeighborLoader(graph["path"], [3], edge_label_index=eli, neg_sampling="triplet", batch_size=40, seed=4)
+    by_store = tierfs.pyg.LinkNeighborLoader(store, [3], edge_label_index=eli.numpy(), neg_sampling="triplet", batch_size=40, seed=4)
+    assert assert_same_batches(by_path, by_store, KEYS) == 3
+    with pytest.raises(tierfs.NotSupportedError, match="temporal"):
+        tierfs.pyg.NeighborSampler(store, [2]).sample_from_edges(EdgeSamplerInput(None, eli[0, :2], eli[1, :2], time=torch.zeros(2)))

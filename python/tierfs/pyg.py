@@ -34,6 +34,15 @@ from planned epochs (docs/planned.md)::
     loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
                                        shuffle=True, planned_epochs=2)
 
+Link prediction: :class:`LinkNeighborLoader` is PyG's ``LinkLoader`` over :func:`stores` with
+:class:`NeighborSampler`, whose ``sample_from_edges`` draws the negatives and the neighborhood of
+the seed edges in one native call (homogeneous datasets for now)::
+
+    loader = tierfs.pyg.LinkNeighborLoader(store, [10, 10], edge_label_index=train_edges,
+                                           neg_sampling="binary", batch_size=1024, shuffle=True)
+    for batch in loader:           # batch.x, batch.edge_index, batch.edge_label_index, batch.edge_label
+        ...
+
 Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
 take PyG's dict ``num_neighbors`` and ``input_nodes=(node type, ...)``, and give ``HeteroData``
 batches and ``HeteroSamplerOutput`` samples; the stores key tensors by node type and edge type::
