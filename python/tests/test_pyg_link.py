@@ -129,3 +129,15 @@ def test_link_neighbor_loader_from_a_path(store, graph):
     assert assert_same_batches(by_path, by_store, KEYS) == 3
     with pytest.raises(tierfs.NotSupportedError, match="temporal"):
         tierfs.pyg.NeighborSampler(store, [2]).sample_from_edges(EdgeSamplerInput(None, eli[0, :2], eli[1, :2], time=torch.zeros(2)))
+
+
+def test_exclude_seed_edges_through_the_loader(store, graph):
+    eli = torch.from_numpy(graph["edges"][:, 500:560])
+    for b in tierfs.pyg.LinkNeighborLoader(store, [-1], edge_label_index=eli, batch_size=30, exclude_seed_edges=True, undirected=True):
+        drawn = set(map(tuple, b.n_id[b.edge_index].T.tolist()))
+        seeds = set(map(tuple, b.n_id[b.edge_label_index].T.tolist()))
+        assert not drawn & (seeds | {(d, s) for s, d in seeds})
+    import pickle
+
+    sp = pickle.loads(pickle.dumps(tierfs.pyg.NeighborSampler(store, [2], strict_negatives=True)))
+    assert sp.link_options["strict"]

@@ -467,6 +467,9 @@ class NeighborSampler(BaseSampler):
         replace: sample with replacement.
         seed: the i-th call samples with ``seed + i``: same seed, same batches.
         workers: goroutines of the sampler (0: CPUs); results do not depend on it.
+        strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
+            redraw negatives that are edges; leave the seed edges (and with ``undirected``
+            their reverses) out of the sampled neighborhoods.
     """
 
     def __init__(
@@ -476,12 +479,16 @@ class NeighborSampler(BaseSampler):
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
+        self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
 
     @property
@@ -539,7 +546,7 @@ class NeighborSampler(BaseSampler):
         if row.device.type != "cpu":
             row, col = row.cpu(), col.cpu()
         label = inputs.label
-        s = self.sampler.sample_from_edges(row, col, labels=label, neg_sampling=neg_sampling)
+        s = self.sampler.sample_from_edges(row, col, labels=label, neg_sampling=neg_sampling, **self.link_options)
         if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
             metadata: tuple = (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
         else:
@@ -832,6 +839,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
         neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
         replace, seed: the sampler's (batch i samples with ``seed + i``).
+        strict_negatives, exclude_seed_edges, undirected: as :class:`NeighborSampler`'s
+            (beyond PyG; off, the batches are PyG's).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``transform``, ...).
     """
@@ -846,6 +855,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
         neg_sampling_ratio: Optional[Union[int, float]] = None,
         replace: bool = False,
         seed: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
         **kwargs: Any,
     ) -> None:
         if isinstance(data, str):
@@ -871,7 +883,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if edge_label is not None and len(edge_label) != edge_label_index.size(1):
             raise errors.InvalidArgumentError(f"edge_label: {len(edge_label)} labels for {edge_label_index.size(1)} seed edges (edge_label_index); give one a seed edge")
         self.store = store
-        self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed)
+        self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
+                                                     exclude_seed_edges=exclude_seed_edges, undirected=undirected)
         super().__init__(
             stores(store), link_sampler=self.link_neighbor_sampler, edge_label_index=(EDGE_TYPE, edge_label_index),
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
