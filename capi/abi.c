@@ -222,6 +222,33 @@ tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out) {
 
 tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tfs_status)tfsgo_sample_free(H(sample)); }
 
+tfs_status tfs_sample_edges(tfs_sampler *sampler, const int64_t *src, const int64_t *dst, const int64_t *labels,
+                            int64_t n, const char *link_options_json, struct tfs_sample **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_sample_edges(H(sampler), (int64_t *)src, (int64_t *)dst, (int64_t *)labels, n,
+                                                 (char *)link_options_json, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_sample *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_sample_link_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_sample_link_json(H(sample), buf, cap, needed);
+}
+
+tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_index, int64_t *edge_label,
+                                int64_t *src_index, int64_t *dst_pos_index, int64_t *dst_neg_index) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_sample_link_copy(H(sample), edge_label_index, edge_label, src_index, dst_pos_index,
+                                            dst_neg_index);
+}
+
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out) {
   uintptr_t h = 0;

@@ -574,7 +574,7 @@ func tfsgo_sample_sizes(sample C.uintptr_t, numNodes, numEdges *C.int64_t, numHo
 }
 
 func sampleSizes(h uintptr, numNodes, numEdges *C.int64_t, numHops *C.int32_t) error {
-	smp, err := lookup[*topology.Sample](h, kindSample)
+	smp, _, err := lookupSample(h)
 	if err != nil {
 		return err
 	}
@@ -599,7 +599,7 @@ func tfsgo_sample_copy(sample C.uintptr_t, nodes, row, col, nodesPerHop, edgesPe
 }
 
 func sampleCopy(h uintptr, nodes, row, col, nodesPerHop, edgesPerHop *C.int64_t) error {
-	smp, err := lookup[*topology.Sample](h, kindSample)
+	smp, _, err := lookupSample(h)
 	if err != nil {
 		return err
 	}
@@ -617,7 +617,7 @@ func sampleCopy(h uintptr, nodes, row, col, nodesPerHop, edgesPerHop *C.int64_t)
 //export tfsgo_sample_free
 func tfsgo_sample_free(sample C.uintptr_t) (st C.int) {
 	defer guard("tfs_sample_free", &st)
-	_, err := release[*topology.Sample](uintptr(sample), kindSample)
+	_, err := release[any](uintptr(sample), kindSample)
 	return finish("tfs_sample_free", err, stEINTERNAL)
 }
 

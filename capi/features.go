@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"math"
 	"unsafe"
-
-	"github.com/tierfs/tierfs/topology"
 )
 
 //export tfsgo_features_json
@@ -73,7 +71,7 @@ func tfsgo_sample_edge_ids(sample C.uintptr_t, out *C.int64_t) (st C.int) {
 }
 
 func sampleEdgeIDs(h uintptr, out *C.int64_t) error {
-	smp, err := lookup[*topology.Sample](h, kindSample)
+	smp, _, err := lookupSample(h)
 	if err != nil {
 		return err
 	}

@@ -201,6 +201,32 @@ tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *r
 tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out);
 tfs_status tfs_sample_free(struct tfs_sample *sample);
 
+/* Link sampling (docs: ARCHITECTURE.md "Link sampling"; PyG's edge_sample, disjoint=False): samples
+ * the k-hop neighborhood of the n seed edges (src[i], dst[i]) with the sampler's options, the
+ * sampler's next seed (node and link samples count alike). labels (NULL: none; not with triplet)
+ * holds one label a seed edge. link_options_json (NULL or "": no negatives) is
+ * {"neg_sampling": "binary" | "triplet" | null, "amount": 1 (binary: negative pairs per seed edge,
+ * ceil(amount * n) in all; triplet: a whole number of negative destinations per seed edge),
+ * "strict": false (redraw negatives that are edges), "exclude_seed_edges": false (leave the seed
+ * edges out of the neighborhoods), "undirected": false (with exclude_seed_edges, their reverses
+ * too)}. The sample is a normal sample whose seeds are the distinct endpoints of the seed edges
+ * and negatives, ascending; tfs_sample_link_* read its label edges. TFS_ERANGE names an endpoint
+ * outside the store's nodes, TFS_EINVAL a bad option or labels of another length. */
+tfs_status tfs_sample_edges(tfs_sampler *sampler, const int64_t *src, const int64_t *dst, const int64_t *labels,
+                            int64_t n, const char *link_options_json, struct tfs_sample **out);
+/* {"edge_label_index": m, "edge_label": m or 0, "src_index": n, "dst_pos_index": n,
+ * "dst_neg_index": n * amount, "triplet": bool}: the lengths of the arrays below (binary and no
+ * negatives fill edge_label_index and edge_label, triplet the other three). TFS_ENOENT for a
+ * sample drawn from nodes. */
+tfs_status tfs_sample_link_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed);
+/* Copies the label edges, local ids into the sample's nodes (any pointer may be NULL):
+ * edge_label_index (2 * m: the m sources, then the m destinations; seed edges in input order,
+ * then the negative pairs), edge_label (the labels or 1s, then a 0 a negative pair),
+ * src_index and dst_pos_index (seed edge i's endpoints), dst_neg_index (seed edge i's negative
+ * destinations at [i * amount, (i + 1) * amount)). */
+tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_index, int64_t *edge_label,
+                                int64_t *src_index, int64_t *dst_pos_index, int64_t *dst_neg_index);
+
 /* Planned epochs (docs/planned.md): K epochs sampled ahead, each batch's rows that no memory tier
  * holds packed contiguously in a file per epoch. options_json holds plan_dir, fanouts,
  * batch_size (required), epochs (K), and optionally replace, drop_last, seed (sampler),

@@ -46,7 +46,7 @@ from .loader import Batch, Loader, Prefetcher, prefetch
 from .iostack import IOStack
 from .pipeline import Pipeline
 from ._open import open
-from ._sample import Sample
+from ._sample import LinkSample, Sample
 from .hetero import HeteroSample, HeteroSampler
 from .store import GatherFuture, Sampler, Store
 
@@ -70,6 +70,7 @@ __all__ = [
     "split_seeds",
     "Sampler",
     "Sample",
+    "LinkSample",
     "HeteroSampler",
     "HeteroSample",
     "GatherFuture",

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from ._args import _torch
-from ._native import check, lib
+from ._native import check, lib, read_json
 
-__all__ = ["Sample"]
+__all__ = ["LinkSample", "Sample"]
 
 
 @dataclass
@@ -80,3 +80,44 @@ def _take_sample(hs: c_void_p) -> tuple:
     finally:
         lib.tfs_sample_free(hs)
     return nodes, row, col, nph, eph, e_id
+
+
+@dataclass
+class LinkSample(Sample):
+    """A k-hop neighborhood of a batch of seed edges, and where its label edges are: PyG's
+    ``edge_sample`` (``disjoint=False``).
+
+    The seeds (first ``num_seeds`` of ``nodes``) are the distinct endpoints of the seed edges
+    and the negatives, ascending. Without negatives or with ``"binary"`` ones,
+    ``edge_label_index`` (2, m) holds the seed edges in input order, then the negative pairs, as
+    local ids into ``nodes``; ``edge_label`` the labels given (or float 1s), then a 0 a negative
+    pair (without negatives: the labels given, or None). With ``"triplet"`` negatives
+    ``src_index``, ``dst_pos_index`` (one a seed edge) and ``dst_neg_index`` (seed edge i's
+    negative destinations in row i; shape (n,) for one a seed edge, else (n, amount)) instead.
+    """
+
+    edge_label_index: Any = None
+    edge_label: Any = None
+    src_index: Any = None
+    dst_pos_index: Any = None
+    dst_neg_index: Any = None
+
+
+def _take_link_sample(hs: c_void_p) -> tuple:
+    """Copies a native link sample's label arrays out (edge_label_index (2, m), edge_label,
+    src_index, dst_pos_index, dst_neg_index (flat); None where the sample has none), then its
+    node sample (_take_sample, which frees it)."""
+    try:
+        sizes = read_json(lambda buf, cap, needed: lib.tfs_sample_link_json(hs, buf, cap, needed))
+        arrays = {k: np.empty(sizes[k], dtype=np.int64) for k in ("edge_label", "src_index", "dst_pos_index", "dst_neg_index")}
+        eli = np.empty((2, sizes["edge_label_index"]), dtype=np.int64)
+        check(lib.tfs_sample_link_copy(hs, eli.ctypes.data, *(arrays[k].ctypes.data for k in ("edge_label", "src_index", "dst_pos_index", "dst_neg_index"))))
+    except BaseException:
+        lib.tfs_sample_free(hs)
+        raise
+    link = (
+        None if sizes["triplet"] else eli,
+        arrays["edge_label"] if sizes["edge_label"] else None,
+        *(arrays[k] if sizes["triplet"] else None for k in ("src_index", "dst_pos_index", "dst_neg_index")),
+    )
+    return _take_sample(hs), link

@@ -34,6 +34,15 @@ from planned epochs (docs/planned.md)::
     loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
                                        shuffle=True, planned_epochs=2)
 
+Link prediction: :class:`LinkNeighborLoader` is PyG's ``LinkLoader`` over :func:`stores` with
+:class:`NeighborSampler`, whose ``sample_from_edges`` draws the negatives and the neighborhood of
+the seed edges in one native call (homogeneous datasets for now)::
+
+    loader = tierfs.pyg.LinkNeighborLoader(store, [10, 10], edge_label_index=train_edges,
+                                           neg_sampling="binary", batch_size=1024, shuffle=True)
+    for batch in loader:           # batch.x, batch.edge_index, batch.edge_label_index, batch.edge_label
+        ...
+
 Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
 take PyG's dict ``num_neighbors`` and ``input_nodes=(node type, ...)``, and give ``HeteroData``
 batches and ``HeteroSamplerOutput`` samples; the stores key tensors by node type and edge type::
@@ -53,7 +62,8 @@ from torch_geometric.data import Data, EdgeAttr, HeteroData, TensorAttr
 from torch_geometric.data import FeatureStore as _PyGFeatureStore
 from torch_geometric.data import GraphStore as _PyGGraphStore
 from torch_geometric.data.graph_store import EdgeLayout
-from torch_geometric.sampler import BaseSampler, HeteroSamplerOutput, NodeSamplerInput, NumNeighbors, SamplerOutput
+from torch_geometric.loader import LinkLoader as _PyGLinkLoader
+from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling, NodeSamplerInput, NumNeighbors, SamplerOutput
 from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
@@ -61,7 +71,7 @@ from .loader import Batch, Loader
 from .hetero import HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
-__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "NeighborLoader", "NeighborSampler", "num_neighbors_of", "stores"]
+__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler", "num_neighbors_of", "stores"]
 
 #: The one edge type of a tierfs dataset, the ``group_name`` of its edge features.
 EDGE_TYPE = ("node", "to", "node")
@@ -457,6 +467,9 @@ class NeighborSampler(BaseSampler):
         replace: sample with replacement.
         seed: the i-th call samples with ``seed + i``: same seed, same batches.
         workers: goroutines of the sampler (0: CPUs); results do not depend on it.
+        strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
+            redraw negatives that are edges; leave the seed edges (and with ``undirected``
+            their reverses) out of the sampled neighborhoods.
     """
 
     def __init__(
@@ -466,12 +479,16 @@ class NeighborSampler(BaseSampler):
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
+        self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
 
     @property
@@ -510,8 +527,43 @@ class NeighborSampler(BaseSampler):
             metadata=(index.input_id, index.time),
         )
 
-    def sample_from_edges(self, index: Any, neg_sampling: Any = None) -> Any:
-        raise NotImplementedError("tierfs.pyg.NeighborSampler samples from nodes only (no link loaders yet)")
+    def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> SamplerOutput:
+        """Samples around the seed edges ``(inputs.row[i], inputs.col[i])`` in one native call
+        (:meth:`tierfs.Sampler.sample_from_edges`) and returns PyG's ``SamplerOutput`` as PyG's
+        NeighborSampler's ``edge_sample`` (``disjoint=False``) lays it out: ``node`` the sorted
+        distinct endpoints of the seed edges and negatives first, then each hop's new nodes;
+        ``metadata = (input_id, edge_label_index, edge_label, None)`` without negatives or with
+        ``"binary"`` ones, ``(input_id, src_index, dst_pos_index, dst_neg_index, None)`` with
+        ``"triplet"`` ones. Homogeneous stores only for now (heterogeneous link sampling exists
+        in the core, its loaders come later); no temporal sampling, no weighted negatives."""
+        if self.is_hetero:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: link sampling on a heterogeneous store is not supported yet (homogeneous stores only)")
+        if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
+            raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
+        if inputs.time is not None:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: temporal link sampling (edge_label_time) is not supported")
+        row, col = inputs.row, inputs.col
+        if row.device.type != "cpu":
+            row, col = row.cpu(), col.cpu()
+        label = inputs.label
+        s = self.sampler.sample_from_edges(row, col, labels=label, neg_sampling=neg_sampling, **self.link_options)
+        if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
+            metadata: tuple = (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
+        else:
+            edge_label = s.edge_label
+            if label is not None and neg_sampling is None:
+                edge_label = label  # PyG passes the input's labels through as they are
+            metadata = (inputs.input_id, s.edge_label_index, edge_label, None)
+        return SamplerOutput(
+            node=s.nodes,
+            row=s.row,
+            col=s.col,
+            edge=s.e_id,
+            batch=None,
+            num_sampled_nodes=s.nodes_per_hop.tolist(),
+            num_sampled_edges=s.edges_per_hop.tolist(),
+            metadata=metadata,
+        )
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
@@ -765,3 +817,79 @@ class NeighborLoader:
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
+
+
+class LinkNeighborLoader(_PyGLinkLoader):
+    """PyG's ``LinkNeighborLoader`` over a tierfs dataset: PyG's own ``LinkLoader`` over
+    :func:`stores` with this module's :class:`NeighborSampler` (one native call a batch samples
+    around the seed edges and draws the negatives), so batches are exactly what that loader
+    gives: ``Data`` with ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``num_sampled_nodes``,
+    ``num_sampled_edges``, ``input_id`` and ``edge_label_index``, ``edge_label`` (no negatives,
+    ``"binary"``) or ``src_index``, ``dst_pos_index``, ``dst_neg_index`` (``"triplet"``). As in
+    PyG, with binary negatives labels starting at 0 are shifted by 1 (0 is the negatives'), and
+    without ``edge_label`` they are float 1s and 0s. Homogeneous datasets only for now.
+
+    Args:
+        data: a :class:`tierfs.Store`, a dataset path, or the ``(FeatureStore, GraphStore)`` of
+            :func:`stores`.
+        num_neighbors: neighbors per node per hop; -1 takes all.
+        edge_label_index: the seed edges, a (2, n) tensor (or ``(edge type, tensor)``); None
+            takes every edge of the dataset, in CSC order.
+        edge_label: one label a seed edge.
+        neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
+        neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
+        replace, seed: the sampler's (batch i samples with ``seed + i``).
+        strict_negatives, exclude_seed_edges, undirected: as :class:`NeighborSampler`'s
+            (beyond PyG; off, the batches are PyG's).
+        **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
+            ``transform``, ...).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: Any,
+        edge_label_index: Any = None,
+        edge_label: Optional[Tensor] = None,
+        neg_sampling: Any = None,
+        neg_sampling_ratio: Optional[Union[int, float]] = None,
+        replace: bool = False,
+        seed: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(data, str):
+            from ._open import open as _open
+
+            data = _open(data)
+        store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        if store.is_hetero:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: heterogeneous datasets are not supported yet (homogeneous only)")
+        if isinstance(neg_sampling, str):
+            neg_sampling = NegativeSampling(neg_sampling)
+        if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
+            raise errors.InvalidArgumentError(f"neg_sampling_ratio = {neg_sampling_ratio!r}: want binary negatives per seed edge > 0")
+        if isinstance(edge_label_index, tuple):
+            edge_label_index = edge_label_index[1]
+        if edge_label_index is None:
+            indptr, indices = store.csc()
+            col = np.repeat(np.arange(store.num_nodes, dtype=np.int64), np.diff(indptr))
+            edge_label_index = torch.stack([torch.from_numpy(np.asarray(indices, dtype=np.int64)), torch.from_numpy(col)])
+        edge_label_index = torch.as_tensor(edge_label_index)
+        if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
+            raise errors.InvalidArgumentError(f"edge_label_index: want a (2, n) tensor of seed edges, got shape {tuple(edge_label_index.shape)}")
+        if edge_label is not None and len(edge_label) != edge_label_index.size(1):
+            raise errors.InvalidArgumentError(f"edge_label: {len(edge_label)} labels for {edge_label_index.size(1)} seed edges (edge_label_index); give one a seed edge")
+        self.store = store
+        self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
+                                                     exclude_seed_edges=exclude_seed_edges, undirected=undirected)
+        super().__init__(
+            stores(store), link_sampler=self.link_neighbor_sampler, edge_label_index=(EDGE_TYPE, edge_label_index),
+            edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
+            filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
+        )
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"

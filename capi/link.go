@@ -1,0 +1,184 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"strings"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Link samples (tierfs.h, tfs_sample_edges) are sample handles like any other: the tfs_sample_*
+// calls read their node sample, tfs_sample_link_* their label edges. A handle of kind sample
+// holds a *topology.Sample or a *topology.LinkSample.
+
+// lookupSample returns the node sample behind a sample handle and, for a link sample, its labels.
+func lookupSample(h uintptr) (*topology.Sample, *topology.LinkLabels, error) {
+	v, err := lookup[any](h, kindSample)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sampleOf(h, v)
+}
+
+func sampleOf(h uintptr, v any) (*topology.Sample, *topology.LinkLabels, error) {
+	switch s := v.(type) {
+	case *topology.Sample:
+		return s, nil, nil
+	case *topology.LinkSample:
+		return &s.Sample, &s.LinkLabels, nil
+	}
+	return nil, nil, fail(stEINTERNAL, "handle %#x of kind sample holds a %T", h, v)
+}
+
+// linkRequest is link_options_json.
+type linkRequest struct {
+	NegSampling      *string  `json:"neg_sampling"`
+	Amount           *float64 `json:"amount"`
+	Strict           bool     `json:"strict"`
+	ExcludeSeedEdges bool     `json:"exclude_seed_edges"`
+	Undirected       bool     `json:"undirected"`
+}
+
+func (r linkRequest) options() topology.LinkOptions {
+	o := topology.LinkOptions{StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges}
+	if r.NegSampling != nil {
+		o.Negatives = topology.NegativeMode(*r.NegSampling)
+	}
+	if r.Amount != nil {
+		o.NegAmount = *r.Amount
+	}
+	if r.Undirected {
+		o.ReverseEdgeTypes = map[int]int{0: 0}
+	}
+	return o
+}
+
+// parseLinkRequest reads link_options_json ("" or NULL: no negatives) into the core's options.
+func parseLinkRequest(request string) (topology.LinkOptions, error) {
+	var req linkRequest
+	if request != "" {
+		dec := json.NewDecoder(strings.NewReader(request))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, undirected)", err)
+		}
+	}
+	// 0 is the core's "default, 1"; an explicit 0 here is a mistake.
+	if req.Amount != nil && *req.Amount == 0 {
+		return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
+	}
+	return req.options(), nil
+}
+
+//export tfsgo_sample_edges
+func tfsgo_sample_edges(sampler C.uintptr_t, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample_edges", &st)
+	return finish("tfs_sample_edges", sampleEdges(uintptr(sampler), src, dst, labels, int64(n), request, out, h), stEIO)
+}
+
+func sampleEdges(h uintptr, src, dst, labels *C.int64_t, n int64, request *C.char, out unsafe.Pointer, hout *C.uintptr_t) error {
+	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(src), "src", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(dst), "dst", n, "n"); err != nil {
+		return err
+	}
+	if out == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	link, err := parseLinkRequest(cString(request))
+	if err != nil {
+		return err
+	}
+	var lab []int64
+	if labels != nil {
+		lab = make([]int64, n)
+		copy(lab, ids64(labels, n))
+	}
+	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler).
+	smp, err := sp.SampleFromEdges(ids64(src, n), ids64(dst, n), lab, link)
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindSample, smp))
+	return nil
+}
+
+//export tfsgo_sample_link_json
+func tfsgo_sample_link_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_sample_link_json", &st)
+	return finish("tfs_sample_link_json", sampleLinkJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+// errNotLink is the answer of the link calls for a sample drawn from nodes.
+func errNotLink(h uintptr) error {
+	return fail(stENOENT, "sample %#x was drawn from nodes (tfs_sample), not edges (tfs_sample_edges); it has no label edges", h)
+}
+
+func sampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	_, lk, err := lookupSample(h)
+	if err != nil {
+		return err
+	}
+	if lk == nil {
+		return errNotLink(h)
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	data, err := json.Marshal(struct {
+		EdgeLabelIndex int  `json:"edge_label_index"`
+		EdgeLabel      int  `json:"edge_label"`
+		SrcIndex       int  `json:"src_index"`
+		DstPosIndex    int  `json:"dst_pos_index"`
+		DstNegIndex    int  `json:"dst_neg_index"`
+		Triplet        bool `json:"triplet"`
+	}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil})
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+//export tfsgo_sample_link_copy
+func tfsgo_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) (st C.int) {
+	defer guard("tfs_sample_link_copy", &st)
+	return finish("tfs_sample_link_copy", sampleLinkCopy(uintptr(sample), edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex), stEINTERNAL)
+}
+
+func sampleLinkCopy(h uintptr, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) error {
+	_, lk, err := lookupSample(h)
+	if err != nil {
+		return err
+	}
+	if lk == nil {
+		return errNotLink(h)
+	}
+	m := len(lk.EdgeLabelIndex[0])
+	if edgeLabelIndex != nil && m > 0 {
+		rows := ids64(edgeLabelIndex, 2*int64(m))
+		copy(rows[:m], lk.EdgeLabelIndex[0])
+		copy(rows[m:], lk.EdgeLabelIndex[1])
+	}
+	for _, a := range []struct {
+		dst *C.int64_t
+		src []int64
+	}{{edgeLabel, lk.EdgeLabel}, {srcIndex, lk.SrcIndex}, {dstPosIndex, lk.DstPosIndex}, {dstNegIndex, lk.DstNegIndex}} {
+		if a.dst != nil && len(a.src) > 0 {
+			copy(ids64(a.dst, int64(len(a.src))), a.src)
+		}
+	}
+	return nil
+}
