@@ -19,7 +19,7 @@ def run(args, timeout=300, cwd=None, ok=True):
     """Runs a Python command; on timeout kills its whole process group (torchrun's ranks too, which
     would otherwise keep the output pipes open and hang the test)."""
     p = subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ), start_new_session=True, cwd=cwd)
+                         env=dict(os.environ, COLUMNS="200"), start_new_session=True, cwd=cwd)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

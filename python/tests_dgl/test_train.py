@@ -4,6 +4,7 @@ script runs."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -132,5 +133,7 @@ def test_example_script_runs_with_no_arguments(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "test accuracy" in run.stdout, run.stdout
     assert (tmp_path / "tierfs-examples" / "dgl").is_dir()
-    help_ = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=120)
+    # argparse wraps help at the terminal's width, which may break the path at its hyphen
+    help_ = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "200"})
     assert help_.returncode == 0 and "tierfs-examples/dgl" in help_.stdout, help_.stdout

@@ -72,6 +72,7 @@ import dgl.dataloading
 import dgl.storages
 
 import tierfs
+from tierfs._args import _fanouts
 from tierfs.hetero import edge_type_tuple
 from tierfs.pipeline import MAX_DEPTH
 
