@@ -45,5 +45,8 @@ func (s *Store) checkSampling(opt topology.SampleOptions) error {
 }
 
 func (s *Store) errNoTopology() error {
+	if len(s.sess.edges) > 0 {
+		return fmt.Errorf("featurestore: dataset %s has %d edge types (%s): sample it with fanouts per edge type (a heterogeneous sampler): %w", s.m.Dir(), len(s.sess.edges), s.sess.edgeTypeList(), ErrNotFound)
+	}
 	return fmt.Errorf("featurestore: dataset %s has no topology to sample: %w", s.m.Dir(), ErrNotFound)
 }

@@ -447,3 +447,20 @@ func TestSessionPlaceProfiled(t *testing.T) {
 		t.Errorf("a seed out of range: %v", err)
 	}
 }
+
+// TestOneTypeCallsOnSeveralTypes: the one-type calls of a store of a graph of several types say
+// what to use instead.
+func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
+	d := writeHetero(t, newRand(t))
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Sample([]int64{0}, topology.SampleOptions{Fanouts: []int{2}}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "fanouts per edge type") {
+		t.Errorf("Sample: %v", err)
+	}
+	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 8}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "by a profile") {
+		t.Errorf("PlanPlacement: %v", err)
+	}
+}
