@@ -94,6 +94,10 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	if err := ss.loadLabels(); err != nil {
 		return nil, err
 	}
+	if n := ss.stacksServed(served); n > 1 && (opt.Hotness != nil || opt.Placement != nil) {
+		return nil, &OptionError{Option: "hotness", Value: fmt.Sprintf("%d stacks", n),
+			Want: "no hotness or saved placement for a graph of several node types with features (they rank one type); place it by a profile (PlaceProfiled)"}
+	}
 	shares := budgetShares(served, m, opt.GPUCacheBytes, opt.HostCacheBytes)
 	for i, spec := range served {
 		if spec == nil {
@@ -106,6 +110,17 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 		}
 	}
 	return ss, nil
+}
+
+// stacksServed is the number of node types served holds a feature for.
+func (ss *Session) stacksServed(served []*dataset.FeatureSpec) int {
+	n := 0
+	for _, spec := range served {
+		if spec != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // servedFeatures picks, per node type, the feature its stack serves (nil: none): Options.Feature

@@ -463,4 +463,7 @@ func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
 	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 8}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "by a profile") {
 		t.Errorf("PlanPlacement: %v", err)
 	}
+	if _, err := Open(d.dir, Options{Hotness: make([]uint32, s.NumNodes())}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "several node types") {
+		t.Errorf("Open with hotness: %v", err)
+	}
 }
