@@ -59,7 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--dataset", choices=["synth", "cora"], default="synth",
                    help="synth: a synthetic power-law graph (--synth N nodes); cora: Planetoid Cora from its raw files (default: synth)")
     p.add_argument("--data", default=None,
-                   help="dataset directory, reused when it holds a dataset (default: ./tierfs-examples/synth-N-DIM or ./tierfs-examples/cora)")
+                   help="dataset directory, reused when it holds a dataset (default: ./tierfs-examples/synth-N-DIM-CLASSES or ./tierfs-examples/cora)")
     p.add_argument("--cora-source", default=None,
                    help="--dataset cora: folder of the raw ind.cora.* files (default: $TIERFS_DATASETS/planetoid-cora/raw, else "
                         "shared/datasets/planetoid-cora/raw in a parent folder of the tierfs package or of the working directory)")
@@ -67,11 +67,11 @@ def parse_args(argv=None):
                    help=f"nodes of the synthetic graph (default: {SYNTH_NODES}); implies --dataset synth")
     p.add_argument("--avg-degree", type=float, default=10, help="--synth: average in-degree")
     p.add_argument("--dim", type=int, default=128, help="--synth: feature dimension")
-    p.add_argument("--classes", type=int, default=16, help="--synth: classes")
+    p.add_argument("--classes", type=int, default=4, help="--synth: classes")
     p.add_argument("--host-cache", default="2MB", help="host tier size (Cora's features are 15.5 MB; default 2MB)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--epochs", type=int, default=None, help="default: 50 for Cora, 3 for the synthetic graph")
-    p.add_argument("--batch-size", type=int, default=None, help="default: 32 for Cora, 1024 for the synthetic graph")
+    p.add_argument("--epochs", type=int, default=None, help="default: 50 for Cora, 20 for a synthetic graph of up to 20,000 nodes, else 3")
+    p.add_argument("--batch-size", type=int, default=None, help="default: 32 for Cora and a synthetic graph of up to 20,000 nodes, else 1024")
     p.add_argument("--fanouts", default="10,10", help="neighbors per hop for training, e.g. 25,10")
     p.add_argument("--eval-fanouts", default=None, help="neighbors per hop for testing (default: -1,-1 for Cora, the training fanouts for the synthetic graph)")
     p.add_argument("--hidden", type=int, default=64)
@@ -104,7 +104,7 @@ def fanouts(s):
 
 def prepare(args):
     if args.synth:
-        out = Path(args.data or Path("tierfs-examples") / f"synth-{args.synth}-{args.dim}")
+        out = Path(args.data or Path("tierfs-examples") / f"synth-{args.synth}-{args.dim}-{args.classes}")
         if not (out / "manifest.json").exists():
             t = time.perf_counter()
             tierfs.synth(out, nodes=args.synth, avg_degree=args.avg_degree, dim=args.dim, classes=args.classes, seed=1)
@@ -201,10 +201,11 @@ def main(argv=None):
     args = parse_args(argv)
     # Tiny gradients late in training turn into denormal floats, which slow CPU math 5-10x.
     torch.set_flush_denormal(True)
+    small = args.synth and args.synth <= 10 * SYNTH_NODES  # a few hundred training nodes: small batches, more epochs
     if args.epochs is None:
-        args.epochs = 3 if args.synth else 50
+        args.epochs = (20 if small else 3) if args.synth else 50
     if args.batch_size is None:
-        args.batch_size = 1024 if args.synth else 32
+        args.batch_size = (32 if small else 1024) if args.synth else 32
     if args.eval_fanouts is None:
         args.eval_fanouts = args.fanouts if args.synth else ",".join(["-1"] * len(fanouts(args.fanouts)))
     device = torch.device(args.device)
