@@ -25,6 +25,15 @@ func requireGPU(t *testing.T) {
 	}
 }
 
+// gpuPresent reports whether the CUDA shim loads and sees a GPU.
+func gpuPresent() bool {
+	if cuda.Load() != nil {
+		return false
+	}
+	_, err := cuda.Info(0)
+	return err == nil
+}
+
 // deviceGather runs GatherDevice into fresh device memory and copies the result back.
 func deviceGather(t *testing.T, s *Store, ids []int64) []byte {
 	t.Helper()

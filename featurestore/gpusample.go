@@ -29,23 +29,56 @@ type gpuTopology struct {
 
 var _ topology.HopDrawer = (*gpuTopology)(nil)
 
-// loadGPUTopology copies the in-memory topology to where Options.GPUTopology says.
+// loadGPUTopology copies the in-memory topology to where Options.GPUTopology says. A stack
+// whose node type the session's one edge type does not join to itself has no topology of its
+// own: the session copies every edge type (Session.loadGPUTopologies).
 func (s *Store) loadGPUTopology() error {
-	csc, ok := s.graph.(*topology.CSC)
-	if !ok {
-		if s.graph == nil {
-			return fmt.Errorf("featurestore: GPUTopology %q: dataset %s has no topology", s.opt.GPUTopology, s.m.Dir())
-		}
-		return fmt.Errorf("featurestore: GPUTopology %q needs the topology in memory; it is %d edges, over TopologyMemoryBytes %d",
-			s.opt.GPUTopology, s.graph.NumEdges(), s.opt.TopologyMemoryBytes)
+	if s.graph == nil && len(s.sess.edges) > 0 {
+		return nil
+	}
+	csc, err := gpuTopologyCSC(s.opt, s.graph, s.m.Dir(), "")
+	if err != nil {
+		return err
 	}
 	g := s.gpu
-	t := &gpuTopology{Graph: csc, dev: g.dev, pinned: s.opt.GPUTopology == "pinned", blocks: g.info.SMs * 8}
-	var err error
-	if t.stream, err = cuda.NewStream(g.dev); err != nil {
-		return fmt.Errorf("featurestore: GPU topology: %w", err)
+	t, err := newGPUTopology(g.dev, g.info.SMs*8, csc, s.opt.GPUTopology == GPUTopologyPinned)
+	if err != nil {
+		return err
 	}
 	g.topo = t
+	return nil
+}
+
+// gpuTopologyCSC is graph as the in-memory CSC GPU sampling copies, or the error that says why
+// it cannot be: no topology, or a topology left on disk by TopologyMemoryBytes. what names the
+// edge type ("" for a one-type dataset).
+func gpuTopologyCSC(opt Options, graph topology.Graph, dir, what string) (*topology.CSC, error) {
+	csc, ok := graph.(*topology.CSC)
+	if ok {
+		return csc, nil
+	}
+	if graph == nil {
+		return nil, fmt.Errorf("featurestore: GPUTopology %q: dataset %s has no topology", opt.GPUTopology, dir)
+	}
+	if what != "" {
+		what = " of edge type " + what
+	}
+	return nil, fmt.Errorf("featurestore: GPUTopology %q needs the topology%s in memory; it is %d edges, over TopologyMemoryBytes %d",
+		opt.GPUTopology, what, graph.NumEdges(), opt.TopologyMemoryBytes)
+}
+
+// newGPUTopology copies csc into device memory, or into pinned host memory when pinned, for the
+// sampling kernel on device dev with a grid of blocks. On error nothing stays allocated.
+func newGPUTopology(dev, blocks int, csc *topology.CSC, pinned bool) (_ *gpuTopology, err error) {
+	t := &gpuTopology{Graph: csc, dev: dev, pinned: pinned, blocks: blocks}
+	if t.stream, err = cuda.NewStream(dev); err != nil {
+		return nil, fmt.Errorf("featurestore: GPU topology: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			t.free(dev)
+		}
+	}()
 	indptr := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(csc.Indptr))), len(csc.Indptr)*8)
 	var indices []byte
 	if csc.Indices32 != nil {
@@ -56,12 +89,12 @@ func (s *Store) loadGPUTopology() error {
 		indices = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(csc.Indices64))), len(csc.Indices64)*8)
 	}
 	if t.indptr, err = t.upload(indptr); err != nil {
-		return fmt.Errorf("featurestore: GPU topology index pointers (%d bytes): %w", len(indptr), err)
+		return nil, fmt.Errorf("featurestore: GPU topology index pointers (%d bytes): %w", len(indptr), err)
 	}
 	if t.indices, err = t.upload(indices); err != nil {
-		return fmt.Errorf("featurestore: GPU topology indices (%d bytes): %w", len(indices), err)
+		return nil, fmt.Errorf("featurestore: GPU topology indices (%d bytes): %w", len(indices), err)
 	}
-	return nil
+	return t, nil
 }
 
 // upload copies data (Go memory) into new pinned or device memory; device copies go through a
@@ -186,4 +219,98 @@ func (s *Store) sampleGraph() topology.Graph {
 		return g.topo
 	}
 	return s.graph
+}
+
+// loadGPUTopologies copies, for Options.GPUTopology, the topology of every edge type that no
+// tier stack holds as its own (every edge type of a graph of several types) to the GPU, so that
+// heterogeneous samples are drawn there, the same as on the host. Without the CUDA shim or a GPU
+// the session samples on the host, as a stack does; an edge type whose topology is not in memory
+// is an error.
+func (ss *Session) loadGPUTopologies() error {
+	if ss.opt.GPUTopology == "" {
+		return nil
+	}
+	var own []int
+	for e, es := range ss.edges {
+		if ss.stackGraph(e) == nil {
+			if _, err := gpuTopologyCSC(ss.opt, es.graph, ss.m.Dir(), es.spec.Key()); err != nil {
+				return err
+			}
+			own = append(own, e)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	if err := cuda.Load(); err != nil {
+		ss.gpuTopoErr = err
+		return nil
+	}
+	info, err := cuda.Info(ss.opt.GPUDevice)
+	if err != nil {
+		ss.gpuTopoErr = err
+		return nil
+	}
+	ss.gpuDev = info.Ordinal
+	ss.gpuEdges = make([]*gpuTopology, len(ss.edges))
+	for _, e := range own {
+		csc := ss.edges[e].graph.(*topology.CSC)
+		if ss.gpuEdges[e], err = newGPUTopology(info.Ordinal, info.SMs*8, csc, ss.opt.GPUTopology == GPUTopologyPinned); err != nil {
+			return fmt.Errorf("edge type %s: %w", ss.edges[e].spec.Key(), err)
+		}
+	}
+	return nil
+}
+
+// stackGraph is the tier stack that holds edge type e as its own topology (a one-type dataset),
+// or nil.
+func (ss *Session) stackGraph(e int) *Store {
+	es := ss.edges[e]
+	if es.src != es.dst || len(ss.edges) != 1 {
+		return nil
+	}
+	if st := ss.nodes[es.dst].stack; st != nil && st.graph != nil {
+		return st
+	}
+	return nil
+}
+
+// sampleGraph is the graph edge type e is sampled from: its GPU copy when there is one.
+func (ss *Session) sampleGraph(e int) topology.Graph {
+	if st := ss.stackGraph(e); st != nil {
+		return st.sampleGraph()
+	}
+	if ss.gpuEdges != nil && ss.gpuEdges[e] != nil {
+		return ss.gpuEdges[e]
+	}
+	return ss.edges[e].graph
+}
+
+// freeGPUTopologies frees what loadGPUTopologies copied; Close calls it after every call left.
+func (ss *Session) freeGPUTopologies() {
+	for _, t := range ss.gpuEdges {
+		if t != nil {
+			t.free(ss.gpuDev)
+		}
+	}
+	ss.gpuEdges = nil
+}
+
+// GPUSampling reports whether heterogeneous samples are drawn on the GPU (Options.GPUTopology),
+// and if not, why.
+func (ss *Session) GPUSampling() (bool, string) {
+	switch {
+	case ss.opt.GPUTopology == "":
+		return false, "no GPU topology was asked for (gpu_topology)"
+	case ss.gpuTopoErr != nil:
+		return false, ss.gpuTopoErr.Error()
+	}
+	for e := range ss.edges {
+		if st := ss.stackGraph(e); st != nil {
+			if ok, why := st.GPUAvailable(); !ok {
+				return false, why
+			}
+		}
+	}
+	return len(ss.edges) > 0, "the dataset has no topology"
 }

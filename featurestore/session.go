@@ -33,6 +33,11 @@ type Session struct {
 	// features are the SSD tiers of every feature, by featureKey: what GatherFeature reads.
 	features map[string]*ssd.Tier
 	guard    callGuard // the session's own calls (topology and label reads); Close waits for them
+	// gpuEdges holds, per edge type, its GPU copy for Options.GPUTopology when no stack holds
+	// it (loadGPUTopologies); nil without one. gpuTopoErr says why there is none.
+	gpuEdges   []*gpuTopology
+	gpuDev     int
+	gpuTopoErr error
 }
 
 // nodeState is what a session holds for one node type.
@@ -108,6 +113,9 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 		if ss.nodes[i].stack, err = ss.openStack(i, spec, o); err != nil {
 			return nil, err
 		}
+	}
+	if err := ss.loadGPUTopologies(); err != nil {
+		return nil, err
 	}
 	return ss, nil
 }
@@ -276,6 +284,7 @@ func (ss *Session) Close() error {
 		return nil
 	}
 	defer ss.guard.released()
+	ss.freeGPUTopologies()
 	if ss.files != nil {
 		ss.files.Close()
 	}

@@ -149,8 +149,8 @@ func (s *Store) Stats() Stats {
 		st.GPU.Available, st.GPU.Library, st.GPU.Device = true, cuda.Path(), &info
 		st.GPU.KernelBlocks, st.GPU.CompletionBlocks = g.blocks, g.ioBlocks
 		st.GPU.CompletionSMShare = float64(g.ioBlocks) / float64(max(1, info.SMs))
-		if g.topo != nil {
-			st.GPU.Topology = s.opt.GPUTopology
+		if g.topo != nil || s.sess.gpuEdges != nil {
+			st.GPU.Topology = s.opt.GPUTopology // its own, or the session's edge types
 		}
 	} else if s.gpuErr != nil {
 		st.GPU.Reason = s.gpuErr.Error()

@@ -480,7 +480,7 @@ func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSample
 	}
 	edges := make([]topology.EdgeGraph, len(ss.edges))
 	for e, es := range ss.edges {
-		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: es.graph}
+		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: ss.sampleGraph(e)}
 	}
 	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
 	if err != nil {

@@ -467,3 +467,40 @@ func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
 		t.Errorf("Open with hotness: %v", err)
 	}
 }
+
+// TestSessionGPUSampling: with Options.GPUTopology every edge type of a graph of several types is
+// drawn by the GPU kernel (device and pinned copies), and the samples are the host sampler's.
+// Without a GPU the session samples on the host and says why.
+func TestSessionGPUSampling(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	for _, where := range []string{GPUTopologyDevice, GPUTopologyPinned} {
+		ss, err := OpenSession(d.dir, Options{GPUTopology: where})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why := ss.GPUSampling()
+		if gpuPresent() != ok {
+			t.Fatalf("%s: GPUSampling() = %v (%s) on a machine where a GPU is %v", where, ok, why, gpuPresent())
+		}
+		if ok {
+			for e := range ss.edges {
+				if _, isGPU := ss.sampleGraph(e).(*gpuTopology); !isGPU {
+					t.Fatalf("%s: edge type %s is sampled from %T, not its GPU copy", where, ss.edges[e].spec.Key(), ss.sampleGraph(e))
+				}
+			}
+		}
+		checkHeteroSamples(t, ss, d, rng)
+		ss.Close()
+	}
+}
+
+// TestSessionGPUSamplingNeedsTopologyInMemory: GPUTopology with an edge type's topology left on
+// disk is refused at open, naming the edge type and the budget, GPU or not.
+func TestSessionGPUSamplingNeedsTopologyInMemory(t *testing.T) {
+	d := writeHetero(t, newRand(t))
+	_, err := OpenSession(d.dir, Options{GPUTopology: GPUTopologyDevice, TopologyMemoryBytes: 1})
+	if err == nil || !strings.Contains(err.Error(), "of edge type") || !strings.Contains(err.Error(), "TopologyMemoryBytes 1") {
+		t.Fatalf("got %v, want an error naming the edge type left on disk and TopologyMemoryBytes", err)
+	}
+}
