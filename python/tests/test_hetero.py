@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tierfs
-from conftest import rng
+from conftest import needs_cuda, rng
 
 ETYPES = [("paper", "to", "author"), ("author", "to", "paper"), ("paper", "to", "subject"), ("subject", "to", "paper")]
 
@@ -140,3 +140,24 @@ def test_place_heterogeneous_by_profile(acm):
             s.place(fanouts=fanouts)
         with pytest.raises(tierfs.NotSupportedError, match="one-type options"):
             s.place(fanouts=fanouts, batch_size=8, policy="degree")
+
+
+@needs_cuda
+def test_hetero_gpu_sampling_matches_host(acm):
+    """gpu_topology on a graph of several types: every edge type drawn by the GPU kernel gives
+    the host sampler's samples, node for node and edge for edge."""
+    _, path = acm
+    r = rng(35)
+    seed = int(r.integers(1 << 30))
+    fanouts = {et: [int(r.integers(-1, 6)), int(r.integers(0, 4))] for et in ETYPES}
+    with tierfs.open(path) as host, tierfs.open(path, device="cuda:0", gpu_topology="device") as gpu:
+        assert gpu.stats()["gpu"]["topology"] == "device", gpu.stats()["gpu"]
+        a, b = host.sampler(fanouts, seed=seed), gpu.sampler(fanouts, seed=seed)
+        for call in range(3):
+            seeds = r.integers(0, 4019, int(r.integers(1, 300)))
+            x, y = a.sample(("paper", seeds)), b.sample(("paper", seeds))
+            for t in x.node:
+                np.testing.assert_array_equal(x.node[t], y.node[t], err_msg=f"seed {seed} call {call} type {t}")
+            for et in ETYPES:
+                for name in ("row", "col", "edge"):
+                    np.testing.assert_array_equal(getattr(x, name)[et], getattr(y, name)[et], err_msg=f"seed {seed} call {call} {et} {name}")
