@@ -349,14 +349,18 @@ type PlaceTypeReport struct {
 	RowsReached  int64 `json:"rows_reached"`      // distinct rows the profiled batches reached
 	MemoryRows   int64 `json:"memory_rows"`       // rows the type's memory tiers hold
 	ReachedInMem int64 `json:"reached_in_memory"` // of those reached, rows now in the memory tiers
+	GPUBytes     int64 `json:"gpu_bytes"`         // the type's share of the GPU budget
+	HostBytes    int64 `json:"host_bytes"`        // the type's share of the host budget
 }
 
 // PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
 // batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
 // permutation per pass, as a shuffling loader visits them — with the heterogeneous sampler of opt
-// (nodes only), counts per (type, row) the batches that reach it, and places each type's tier
-// stack by those counts (Store.Place: hottest first, GPU tier then host tier, within the type's
-// share of the budgets). Memory: 4 bytes a node of every type with a stack while it runs.
+// (nodes only), counts per (type, row) the batches that reach it, splits the session's budgets
+// over the types by one ranking of every (type, row) (rankedShares: disk reads saved per byte),
+// resizes each type's tiers to its share, and places each stack by its counts (Store.Place:
+// hottest first, GPU tier then host tier). Memory: 4 bytes a node of every type with a stack
+// while it runs.
 func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) (*PlaceReport, error) {
 	start := time.Now()
 	if batchSize < 1 || batches < 1 || len(seeds) == 0 {
@@ -431,6 +435,11 @@ func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampl
 		return nil, err
 	default:
 	}
+	if ss.stacks() > 1 {
+		if err := ss.resizeStacks(ss.rankedShares(counts)); err != nil {
+			return nil, err
+		}
+	}
 	rep := &PlaceReport{Batches: batches, NodeTypes: map[string]PlaceTypeReport{}}
 	for t, n := range ss.nodes {
 		if n.stack == nil {
@@ -439,7 +448,7 @@ func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampl
 		if err := n.stack.Place(counts[t]); err != nil {
 			return nil, err
 		}
-		r := PlaceTypeReport{}
+		r := PlaceTypeReport{GPUBytes: n.stack.opt.GPUCacheBytes, HostBytes: n.stack.opt.HostCacheBytes}
 		for _, c := range counts[t] {
 			if c > 0 {
 				r.RowsReached++

@@ -385,6 +385,15 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		for round := range 2 {
+			if round == 1 { // the budgets split by a profile: every GPU tier is resized
+				fanouts := map[string][]int{}
+				for _, et := range d.m.EdgeTypes {
+					fanouts[et.Key()] = []int{3, 2}
+				}
+				if _, err := ss.PlaceProfiled("paper", randomIDs(rng, 64, d.m.NodeTypes[0].Count), HeteroSampleOptions{Fanouts: fanouts}, 8, 8); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, name := range []string{"paper", "author"} {
 				st, err := ss.Stack(name)
 				if err != nil {
@@ -434,11 +443,19 @@ func TestSessionPlaceProfiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var shares int64
 	for _, name := range []string{"paper", "author"} {
 		r := rep.NodeTypes[name]
-		if r.MemoryRows == 0 || r.RowsReached == 0 || r.ReachedInMem != min(r.RowsReached, r.MemoryRows) {
+		if r.RowsReached == 0 || r.ReachedInMem != min(r.RowsReached, r.MemoryRows) {
 			t.Errorf("%s: %+v: the memory tiers should hold min(reached, capacity) reached rows", name, r)
 		}
+		if rb := d.rowBytes[name]; r.MemoryRows*rb > r.HostBytes {
+			t.Errorf("%s: %d rows of %d bytes held in a share of %d bytes", name, r.MemoryRows, rb, r.HostBytes)
+		}
+		shares += r.HostBytes
+	}
+	if shares > 96<<10 || shares < 96<<10*9/10 {
+		t.Errorf("the types' shares sum to %d bytes of the 96 KiB budget", shares)
 	}
 	if _, err := ss.PlaceProfiled("paper", train, HeteroSampleOptions{Fanouts: fanouts}, 0, 3); err == nil {
 		t.Error("a batch size of 0 was accepted")
