@@ -51,6 +51,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--place-batches", type=int, default=0,
                    help="place every type's memory tiers by a profile of this many batches first (store.place with a dict of fanouts; 0: the ranking at open)")
+    p.add_argument("--gpu-topology", default="", choices=["", "device", "pinned"],
+                   help="sample on the GPU with every edge type's topology there (both loops; empty: the host sampler)")
     p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each tierfs run (root)")
     p.add_argument("--out", default="")
     return p.parse_args(argv)
@@ -232,7 +234,7 @@ def main(argv=None) -> Dict[str, Any]:
     probe.close()
     cuda = device.type == "cuda"
     store = tierfs.open(a.dataset, device=a.device if cuda else None, gpu_cache=int(total * a.gpu_frac) if cuda else 0,
-                        host_cache=int(total * a.host_frac))
+                        host_cache=int(total * a.host_frac), gpu_topology=(a.gpu_topology or None) if cuda else None)
     num_neighbors = {et: fanouts for et in edge_types}
     make_sampler = lambda: store.sampler(num_neighbors, seed=1)  # noqa: E731
     placed = None
@@ -273,7 +275,7 @@ def main(argv=None) -> Dict[str, Any]:
 
     results: Dict[str, Any] = {"dataset": a.dataset, "fanouts": fanouts, "batch": a.batch, "model": a.model, "hidden": a.hidden,
                                "feature_bytes": total, "gpu_cache": int(total * a.gpu_frac) if cuda else 0,
-                               "host_cache": int(total * a.host_frac), "load_into_gpu_s": load_s, "placed": placed, "runs": []}
+                               "host_cache": int(total * a.host_frac), "gpu_topology": a.gpu_topology, "load_into_gpu_s": load_s, "placed": placed, "runs": []}
     if cuda:
         results["gpu"] = torch.cuda.get_device_name(device)
     for r in range(a.repeat):
