@@ -22,6 +22,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // status is a tfs_status value.
@@ -71,6 +72,8 @@ var statusOf = []struct {
 	{featurestore.ErrClosed, stECLOSED},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
+	// A sample past its edge bound: the fanouts and seeds asked for too much.
+	{topology.ErrSampleTooLarge, stEINVAL},
 	// A plan made for other inputs: the options (or the store) do not match it.
 	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},

@@ -19,11 +19,13 @@ type HeteroSampleOptions struct {
 	// neighbors to sample for each node: -1 takes every neighbor, 0 none. Every edge type has
 	// the same number of hops, at least one.
 	Fanouts [][]int
-	// Replace, Seed, Workers and NodesOnly mean what they mean in SampleOptions.
+	// Replace, Seed, Workers, NodesOnly and MaxEdges (over every edge type together) mean what
+	// they mean in SampleOptions.
 	Replace   bool
 	Seed      uint64
 	Workers   int
 	NodesOnly bool
+	MaxEdges  int64
 }
 
 // HeteroSample is a k-hop neighborhood of a heterogeneous graph, PyG's HeteroSamplerOutput.
@@ -128,7 +130,7 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 		out[e] = newSampledEdges(eg.G, opt.NodesOnly)
 		s.EdgesPerHop[e] = make([]int64, hops)
 	}
-	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc}
+	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges)}
 	for h := range hops {
 		for t := range nodes {
 			hopStart[t] = int64(len(nodes[t].ids))

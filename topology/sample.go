@@ -26,7 +26,18 @@ type SampleOptions struct {
 	// NodesOnly samples the nodes alone: Nodes, NodesPerHop and EdgesPerHop as without it, Row,
 	// Col and EdgeIDs left empty (for counting what a batch reads, as placement profiling does).
 	NodesOnly bool
+	// MaxEdges bounds the edges one sample may draw (all hops together; 0: DefaultMaxEdges). A
+	// hop that would pass it fails before allocating, with ErrSampleTooLarge.
+	MaxEdges int64
 }
+
+// DefaultMaxEdges is the most edges a sample draws unless SampleOptions.MaxEdges says otherwise:
+// 2^27 edges, ~5 GiB of row, column, edge id and scratch arrays — 16× a 3-hop [15,10,5] batch of
+// 8,000 seeds at full fanout.
+const DefaultMaxEdges = 1 << 27
+
+// ErrSampleTooLarge is wrapped by the error of a sample that would draw more than its MaxEdges.
+var ErrSampleTooLarge = errors.New("sample too large")
 
 // Sample is a k-hop neighborhood. Local ids are indices into Nodes.
 //
@@ -108,7 +119,7 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	sc.seeds, sc.targets = frontier, targets // kept for the next sample
 	var firstTarget int64
 	edges := newSampledEdges(g, opt.NodesOnly)
-	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc}
+	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges)}
 	for h, fanout := range opt.Fanouts {
 		if len(frontier) == 0 || fanout == 0 {
 			break // nothing more is reachable; the remaining counts stay 0
@@ -203,6 +214,16 @@ type hopSampler struct {
 	picker             *positionPicker
 	replace, nodesOnly bool
 	sc                 *sampleScratch
+	maxEdges           int64 // the sample's bound (SampleOptions.MaxEdges, defaulted)
+	drawn              int64 // edges drawn by the sample's hops so far
+}
+
+// edgeBound is opt's MaxEdges with its default.
+func edgeBound(maxEdges int64) int64 {
+	if maxEdges <= 0 {
+		return DefaultMaxEdges
+	}
+	return maxEdges
 }
 
 // hop samples fanout (not 0) in-neighbors in g of every node of frontier, whose local ids are
@@ -235,9 +256,15 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 			}
 			return 0, fmt.Errorf("topology: graph gave degree %d for node %d", d, frontier[i])
 		}
-		off[i+1] = off[i] + sampleCount(d, fanout, hs.replace)
+		c := sampleCount(d, fanout, hs.replace)
+		if c > hs.maxEdges-hs.drawn-off[i] { // no sum here can overflow
+			return 0, fmt.Errorf("topology: %w: hop %d (fanout %d, replace %v) of %d nodes would bring the sample past its bound of %d edges (MaxEdges) after %d; sample fewer seeds or smaller fanouts",
+				ErrSampleTooLarge, h, fanout, hs.replace, len(frontier), hs.maxEdges, hs.drawn+off[i])
+		}
+		off[i+1] = off[i] + c
 	}
 	total := off[len(frontier)]
+	hs.drawn += total
 	pos, out := resize(sc.pos, int(total)), resize(sc.out, int(total))
 	sc.pos, sc.out = pos, out
 	indexer, _ := g.(EdgeIndexer)

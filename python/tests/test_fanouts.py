@@ -37,3 +37,20 @@ def test_fanouts_torch():
     assert _fanouts(torch.tensor([4, 2])) == [4, 2]
     with pytest.raises(tierfs.InvalidArgumentError, match="1.5"):
         _fanouts(torch.tensor([1.5]))
+
+
+def test_a_sample_past_its_edge_bound_is_refused(store, graph, cli, tmp_path):
+    """A fanout whose sample would not fit memory is refused before anything is allocated,
+    naming the bound, from Python and the CLI alike (it used to end the process with Go's fatal
+    out-of-memory)."""
+    import subprocess
+
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"MaxEdges") as e:
+        store.sampler([2**31 - 1], replace=True).sample([0, 1, 2, 3])
+    assert isinstance(e.value, ValueError) and "134217728" in str(e.value)
+    # the store still serves
+    assert len(store.sampler([2]).sample([0, 1]).nodes) >= 2
+    np.save(tmp_path / "seeds.npy", np.arange(4, dtype=np.int64))
+    r = subprocess.run([cli, "sample", "--fanouts", "2147483647", "--replace", "--seeds", str(tmp_path / "seeds.npy"), "--out", str(tmp_path / "s"), graph["path"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "MaxEdges" in r.stderr, (r.returncode, r.stderr[-500:])
