@@ -15,6 +15,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // The status every kind of error of the core becomes, wrapped as the core wraps it. This is the
@@ -26,6 +27,7 @@ var wantStatus = []struct {
 	{featurestore.ErrClosed, stECLOSED},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
+	{topology.ErrSampleTooLarge, stEINVAL},
 	{featurestore.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
