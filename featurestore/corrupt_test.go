@@ -15,7 +15,7 @@ import (
 
 // TestVerifyReadsBitFlips flips one bit at a random offset of the labels, split, indptr or
 // indices file, many times (printed seed), and opens the dataset with VerifyReads, the topology
-// in memory and on disk: opening, Labels, Split and Sample each either give the answer of the
+// in memory and on disk, and with default options (the topology and labels in memory): opening, Labels, Split and Sample each either give the answer of the
 // undamaged dataset or an error dataset.IsCorrupt recognises, never a different answer.
 func TestVerifyReadsBitFlips(t *testing.T) {
 	rng := newRand(t)
@@ -32,6 +32,8 @@ func TestVerifyReadsBitFlips(t *testing.T) {
 	}{
 		{"memory", Options{VerifyReads: true}},
 		{"disk", Options{VerifyReads: true, TopologyMemoryBytes: -1}},
+		// Default options: labels, splits and the topology are read whole and checked always.
+		{"memory, default options", Options{}},
 	}
 	ref := make([]*topology.Sample, len(modes))
 	for i, mode := range modes {
@@ -101,7 +103,7 @@ func TestVerifyReadsBitFlips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d trials, 2 opens each: %d found corruption, %d gave every reference answer", trials, caught, clean)
+	t.Logf("%d trials, %d opens each: %d found corruption, %d gave every reference answer", trials, len(modes), caught, clean)
 }
 
 // TestDiskTopologyHugeIndptr: with the topology on disk, an index pointer damaged to a huge

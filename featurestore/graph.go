@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -68,10 +69,53 @@ func (ss *Session) readCSC(et *dataset.EdgeType, numSrc, n int64) (*topology.CSC
 }
 
 // readFile fills dst from the start of file (a path of the store's file set) through the IO
-// stacks, so that every block is checked under Options.VerifyReads; a long dst is read a chunk
-// at a time. Arrays are little-endian, as is every machine tierfs builds for.
+// stacks; a long dst is read a chunk at a time. What it reads is checked against the dataset's
+// checksums whatever Options.VerifyReads says: labels, splits and topology are read whole, once,
+// where checking costs a hash pass over memory. Arrays are little-endian, as is every machine
+// tierfs builds for.
 func (ss *Session) readFile(file string, dst []byte) error {
-	return ss.readFileAt(file, 0, dst)
+	if err := ss.readFileAt(file, 0, dst); err != nil {
+		return err
+	}
+	if ss.opt.VerifyReads || len(dst) == 0 {
+		return nil // the IO stacks checked every block
+	}
+	return ss.checkRead(file, dst)
+}
+
+// checkRead checks data, the first bytes of file, against its block checksums: the whole blocks
+// it covers in place, and its partial last block (if any) read whole again.
+func (ss *Session) checkRead(file string, data []byte) error {
+	f := ss.m.File(file)
+	if f == nil {
+		return fmt.Errorf("featurestore: %s is not a file of dataset %s", file, ss.m.Dir())
+	}
+	sums, err := ss.m.LoadChecksums(f)
+	if err != nil {
+		return fmt.Errorf("featurestore: %w", err)
+	}
+	bs := sums.BlockSize
+	whole := int64(len(data)) / bs * bs
+	if whole == int64(len(data)) || int64(len(data)) == f.Bytes {
+		whole = int64(len(data))
+	}
+	if err := sums.Check(0, data[:whole]); err != nil {
+		return fmt.Errorf("featurestore: %w", err)
+	}
+	if whole == int64(len(data)) {
+		return nil
+	}
+	last := make([]byte, min(bs, f.Bytes-whole))
+	if err := ss.readFileAt(file, whole, last); err != nil {
+		return err
+	}
+	if !bytes.Equal(last[:int64(len(data))-whole], data[whole:]) {
+		return fmt.Errorf("featurestore: %s: block %d read twice gave different bytes: %w", file, whole/bs, dataset.ErrCorrupt)
+	}
+	if err := sums.Check(whole, last); err != nil {
+		return fmt.Errorf("featurestore: %w", err)
+	}
+	return nil
 }
 
 // readFileAt is readFile from byte offset off.
