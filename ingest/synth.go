@@ -177,6 +177,9 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	return m, nil
 }
 
+// maxSynthNodes is the most nodes Synth makes.
+const maxSynthNodes = 1 << 40
+
 func (opt *SynthOptions) setDefaults() error {
 	if opt.Out == "" {
 		return errors.New("ingest: synth: no output directory (SynthOptions.Out)")
@@ -184,8 +187,14 @@ func (opt *SynthOptions) setDefaults() error {
 	if opt.Nodes <= 0 {
 		return fmt.Errorf("ingest: synth: Nodes %d must be positive", opt.Nodes)
 	}
-	if opt.AvgDegree < 0 || math.IsNaN(opt.AvgDegree) || opt.AvgDegree*float64(opt.Nodes) > 1<<50 {
-		return fmt.Errorf("ingest: synth: AvgDegree %v is out of range", opt.AvgDegree)
+	if opt.Nodes > maxSynthNodes {
+		return fmt.Errorf("ingest: synth: Nodes %d is over the %d (2^40) a synthetic graph may have", opt.Nodes, int64(maxSynthNodes))
+	}
+	if opt.AvgDegree < 0 || math.IsNaN(opt.AvgDegree) || math.IsInf(opt.AvgDegree, 0) {
+		return fmt.Errorf("ingest: synth: AvgDegree %v is out of range: want a finite degree >= 0", opt.AvgDegree)
+	}
+	if edges := opt.AvgDegree * float64(opt.Nodes); edges > 1<<50 {
+		return fmt.Errorf("ingest: synth: AvgDegree %v x %d nodes is %.3g edges, over the 2^50 a synthetic graph may have", opt.AvgDegree, opt.Nodes, edges)
 	}
 	if opt.Dim < 0 {
 		return fmt.Errorf("ingest: synth: Dim %d is negative", opt.Dim)
@@ -202,7 +211,7 @@ func (opt *SynthOptions) setDefaults() error {
 	if opt.Classes < 1 {
 		return fmt.Errorf("ingest: synth: Classes %d must be positive", opt.Classes)
 	}
-	if opt.Dim > 0 && int64(opt.Classes)*opt.Dim > 1<<28 {
+	if opt.Dim > 0 && int64(opt.Classes) > (1<<28)/opt.Dim { // no product that could overflow
 		return fmt.Errorf("ingest: synth: %d classes x dim %d centroids do not fit in memory", opt.Classes, opt.Dim)
 	}
 	for _, f := range []struct {

@@ -314,6 +314,19 @@ func TestSynthBadOptions(t *testing.T) {
 			t.Errorf("%+v: no error", o)
 		}
 	}
+	// Figures far out of range are refused naming the figure at fault, never a panic.
+	for _, c := range []struct {
+		o    SynthOptions
+		want string
+	}{
+		{SynthOptions{Nodes: 1000, Dim: 128, Classes: 1 << 62, Out: dir}, "4611686018427387904 classes"},
+		{SynthOptions{Nodes: 1 << 62, AvgDegree: 10, Out: dir}, "Nodes 4611686018427387904 is over"},
+		{SynthOptions{Nodes: 1 << 40, AvgDegree: 10000, Out: dir}, "AvgDegree 10000 x 1099511627776 nodes"},
+	} {
+		if _, err := Synth(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Nodes %d Classes %d AvgDegree %v: %v, want an error saying %q", c.o.Nodes, c.o.Classes, c.o.AvgDegree, err, c.want)
+		}
+	}
 	// Negative fractions drop a split; Dim 0 drops the features.
 	out := filepath.Join(dir, "ds")
 	if _, err := Synth(SynthOptions{Nodes: 50, AvgDegree: 1, ValFrac: -1, Out: out}); err != nil {
