@@ -173,20 +173,27 @@ func regular(path string, mode uint32) error {
 	if mode&unix.S_IFMT == unix.S_IFREG {
 		return nil
 	}
-	what := "not a regular file"
+	return fmt.Errorf("dataset: %s is %s, not a regular file: %w", path, FileKind(mode), ErrCorrupt)
+}
+
+// FileKind names the kind of file a stat mode says: "a regular file", "a directory", "a FIFO",
+// and so on.
+func FileKind(mode uint32) string {
 	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "a regular file"
 	case unix.S_IFDIR:
-		what = "a directory"
+		return "a directory"
 	case unix.S_IFCHR:
-		what = "a character device"
+		return "a character device"
 	case unix.S_IFBLK:
-		what = "a block device"
+		return "a block device"
 	case unix.S_IFIFO:
-		what = "a FIFO"
+		return "a FIFO"
 	case unix.S_IFSOCK:
-		what = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("dataset: %s is %s, not a regular file: %w", path, what, ErrCorrupt)
+	return "not a regular file"
 }
 
 // readCapped reads exactly want bytes of the regular file at path, refusing (as corrupt) a file

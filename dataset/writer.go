@@ -443,10 +443,12 @@ func InPlaceSidecar(name string) string { return "features." + name + ".in-place
 // sidecar, and returns its files-list entry with its size and modification time. A file that
 // changes meanwhile is refused.
 func checksumInPlace(path string, spec *FeatureSpec, sidecar string, block int64, progress func(done int64)) (File, error) {
-	f, err := os.Open(path)
+	// Never blocks on a FIFO or reads a device: a regular file or a clear error.
+	fd, _, err := OpenRegularFD(path, 0)
 	if err != nil {
 		return File{}, fmt.Errorf("dataset: in-place feature file: %w", err)
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	var before, after unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &before); err != nil {

@@ -34,7 +34,7 @@ func (f fileFormat) String() string {
 // detectFormat reads the magic bytes of path. An Arrow IPC stream has no magic; a file that opens
 // like an IPC message is taken for one, and opening it tells.
 func detectFormat(path string) (fileFormat, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
 		return 0, fmt.Errorf("ingest: %w", err)
 	}
@@ -97,7 +97,7 @@ func openArrowTable(path string, format fileFormat) (*arrowTable, error) {
 		sc, cols := pqSchema(pf)
 		t.pqCols, t.pqFile, t.schema, t.rows = cols, pf, sc, pf.NumRows()
 	case formatArrowFile:
-		f, err := os.Open(path)
+		f, err := openInput(path)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
@@ -119,7 +119,7 @@ func openArrowTable(path string, format fileFormat) (*arrowTable, error) {
 		}
 		t.ipcF, t.mapped, t.schema = r, data, r.Schema()
 	case formatArrowStream:
-		f, err := os.Open(path)
+		f, err := openInput(path)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,7 +202,7 @@ func shuffle(ids []int64, seed uint64) {
 
 // readArray fills dst from the start of the little-endian array file path.
 func readArray(path string, dst []byte) error {
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
 		return fmt.Errorf("ingest: report: %w", err)
 	}

@@ -46,7 +46,7 @@ func (a *Npy) Stamp() (size, mtimeNS int64, err error) {
 // file, on a missing file, a bad magic or header, a structured or big-endian dtype, or a file
 // whose size does not match the header (truncated or with trailing bytes).
 func OpenNpy(path string) (*Npy, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}

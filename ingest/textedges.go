@@ -31,7 +31,7 @@ type textEdges struct {
 // name or by 0-based index; by default the columns named src and dst (or source and target),
 // else the first two.
 func openTextEdges(path string, columns [2]string) (*textEdges, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: edges: %w", err)
 	}
@@ -112,7 +112,7 @@ func (e *textEdges) name() string { return e.path }
 func (e *textEdges) count() int64 { return -1 }
 
 func (e *textEdges) scan(fn func(first int64, src, dst []int64) error) error {
-	f, err := os.Open(e.path)
+	f, err := openInput(e.path)
 	if err != nil {
 		return fmt.Errorf("ingest: edges: %w", err)
 	}
