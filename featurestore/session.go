@@ -38,6 +38,8 @@ type Session struct {
 	gpuEdges   []*gpuTopology
 	gpuDev     int
 	gpuTopoErr error
+	// releaseStaging gives the session's IO staging back to the process's budget (Close).
+	releaseStaging func()
 }
 
 // nodeState is what a session holds for one node type.
@@ -68,14 +70,15 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	if err := opt.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkStaging(&opt); err != nil {
-		return nil, err
-	}
 	m, err := dataset.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	ss := &Session{m: m, opt: opt, features: map[string]*ssd.Tier{}}
+	releaseStaging, err := reserveStaging(&opt, memAvailable)
+	if err != nil {
+		return nil, err
+	}
+	ss := &Session{m: m, opt: opt, features: map[string]*ssd.Tier{}, releaseStaging: releaseStaging}
 	defer func() {
 		if err != nil {
 			ss.Close()
@@ -288,6 +291,7 @@ func (ss *Session) Close() error {
 	if ss.files != nil {
 		ss.files.Close()
 	}
+	ss.releaseStaging()
 	return nil
 }
 

@@ -36,7 +36,6 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/tiers/ssd"
@@ -139,28 +138,6 @@ func (s *Store) Session() *Session { return s.sess }
 
 // nodeType is the store's node type.
 func (s *Store) nodeType() *dataset.NodeType { return &s.m.NodeTypes[s.nt] }
-
-// stagingBytesPerRead is the IO stacks' staging per read in flight (gpuio's default largest read).
-const stagingBytesPerRead = 128 << 10
-
-// checkStaging refuses IO stacks whose staging (mapped at Open: stacks × queue depth × 128 KiB)
-// would take more than half the memory the machine has available, naming both options.
-func checkStaging(opt *Options) error {
-	avail, err := sysinfo.MemAvailable()
-	if err != nil {
-		return nil // not Linux's /proc: nothing to check against
-	}
-	need := int64(opt.MaxConcurrentIO) * int64(opt.QueueDepth) * stagingBytesPerRead
-	if one := int64(opt.QueueDepth) * stagingBytesPerRead; one > avail/2 { // even one stack is too big
-		return &OptionError{Option: "queue_depth", Value: opt.QueueDepth,
-			Want: fmt.Sprintf("reads in flight whose staging (queue_depth %d × 128 KiB = %d bytes a stack) fits half the %d bytes of memory available", opt.QueueDepth, one, avail)}
-	}
-	if need > avail/2 {
-		return &OptionError{Option: "max_concurrent_io", Value: opt.MaxConcurrentIO,
-			Want: fmt.Sprintf("IO stacks whose staging (max_concurrent_io %d × queue_depth %d × 128 KiB = %d bytes) fits half the %d bytes of memory available", opt.MaxConcurrentIO, opt.QueueDepth, need, avail)}
-	}
-	return nil
-}
 
 // tierList is the store's tiers, fastest first; the caller holds the place lock.
 func (s *Store) tierList() []tiers.Tier {
