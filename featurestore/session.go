@@ -74,7 +74,7 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	releaseStaging, err := reserveStaging(&opt, memAvailable)
+	releaseStaging, err := processStaging.reserve(&opt, memAvailable)
 	if err != nil {
 		return nil, err
 	}

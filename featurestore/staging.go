@@ -16,19 +16,21 @@ import (
 // stagingBytesPerRead is the IO stacks' staging per read in flight (gpuio's default largest read).
 const stagingBytesPerRead = 128 << 10
 
-// processStaging is the process's staging account.
-var processStaging struct {
+// stagingAccount is a staging budget and what is reserved of it.
+type stagingAccount struct {
 	mu       sync.Mutex
 	budget   int64 // half the memory available when the account was last empty
 	reserved int64 // held by open sessions
 	sessions int
 }
 
-// reserveStaging reserves the staging opt's IO stacks map, or refuses it; the returned func
-// gives it back (Session.Close). memAvailable is sysinfo.MemAvailable (a test passes its own).
-func reserveStaging(opt *Options, memAvailable func() (int64, error)) (release func(), err error) {
+// processStaging is the process's account, which every session reserves from.
+var processStaging stagingAccount
+
+// reserve reserves the staging opt's IO stacks map, or refuses it; the returned func gives it
+// back (Session.Close). memAvailable measures the machine (sysinfo.MemAvailable).
+func (ps *stagingAccount) reserve(opt *Options, memAvailable func() (int64, error)) (release func(), err error) {
 	need := int64(opt.MaxConcurrentIO) * int64(opt.QueueDepth) * stagingBytesPerRead
-	ps := &processStaging
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.sessions == 0 {
