@@ -466,7 +466,12 @@ class DistributedStore(Store):
     def _counted_local(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
         t0 = time.perf_counter()
         o = self._ownership(node_type)
-        rows = Store.gather(self, ids, out, node_type=o.node_type)
+        try:
+            rows = Store.gather(self, ids, out, node_type=o.node_type)
+        except errors.OutOfRangeError as e:
+            if not self.is_hetero:
+                raise
+            raise errors.OutOfRangeError(f"{e} (ids of node type {o.node_type!r})") from e
         n = int(rows.shape[0]) if getattr(rows, "ndim", 1) > 1 else 1
         self._count(o, batches=1, ids=n, local_rows=n, local_s=time.perf_counter() - t0)
         return rows
