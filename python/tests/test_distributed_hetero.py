@@ -107,7 +107,9 @@ def _hetero_exchange(rank: int, path: str, seed: int, timeout: float, res: dict)
     other = 1 - rank
     rng = np.random.default_rng([seed, rank])
     for mode in ("shared", "replicated"):
-        s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode=mode, timeout=timeout)
+        # shared: author ranked by a hotness of its own (higher ids hotter), the others by neighbors
+        hot = {"author": np.arange(TYPES["author"][0])} if mode == "shared" else None
+        s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode=mode, timeout=timeout, hotness=hot)
         d = s.stats()["distributed"]
         res[f"{mode}_types"] = {t: {k: d["node_types"][t][k] for k in ("owned_rows", "global_cache_rows", "next_hottest_rows")} for t in FEATURED}
         res[f"{mode}_totals"] = {k: d[k] for k in ("owned_rows", "global_cache_rows", "next_hottest_rows")}
@@ -221,6 +223,10 @@ def test_hetero_exchange_matches_reference(hetero, tmp_path):
         assert lay["global_cache_rows"] == 2 * lay["owned_rows"], (t, lay)
         assert r0[f"shared_{t}_held"] == lay["owned_rows"] + lay["next_hottest_rows"], (t, lay, r0[f"shared_{t}_held"])
         assert r0[f"replicated_{t}_owned"] == [], t
+        if t == "author":  # hotness ranks it: rank r owns ranks r, r+2, ... of n-1, n-2, ...
+            n = TYPES[t][0]
+            for r, got in ((0, r0), (1, r1)):
+                assert sorted(got["shared_author_owned"]) == sorted(range(n - 1 - r, n - 1 - 2 * lay["owned_rows"], -2)), r
         # every type's rows crossed between the ranks in shared mode, none in replicated mode
         for r in (r0, r1):
             assert r["shared_peer_rows"][t] > 0 and r["replicated_peer_rows"][t] == 0, (t, r["shared_peer_rows"])
@@ -261,3 +267,57 @@ def test_hetero_loaders_on_a_shared_store(hetero, tmp_path):
     assert not set(r0["pyg_seeds"]) & set(r1["pyg_seeds"])  # drop_last: disjoint
     for r in (r0, r1):
         assert all(v > 0 for v in r["peer_rows"].values()), r["peer_rows"]
+
+
+def test_typed_hottest_and_place_ids(hetero):
+    """Store.hottest and place_ids of one node type's tier stack (what ownership is made of)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r = np.random.default_rng(seed)
+    with tierfs.open(hetero) as ref, tierfs.open(hetero, host_cache=HOST_CACHE) as s:
+        n = TYPES["author"][0]
+        hot = r.integers(0, 50, n)
+        want = np.lexsort((np.arange(n), -hot))[:100]  # hottest first, ties to the smaller id
+        assert s.hottest(100, hot, node_type="author").tolist() == want.tolist()
+        ranked = s.hottest(n, node_type="author")
+        assert sorted(ranked.tolist()) == list(range(n))
+        ids = r.permutation(n)[:37]
+        s.place_ids(ids, node_type="author")
+        tiers = {x["tier"]: x for x in s.stats()["node_types"]["author"]["tiers"]}
+        assert tiers["host"]["rows_held"] == 37
+        other = {x["tier"]: x["rows_held"] for x in s.stats()["node_types"]["paper"]["tiers"]}
+        assert other["host"] > 37  # the other types' tiers are as they were
+        before = tiers["host"]["hits"]
+        assert _eq(s.gather(ids, node_type="author"), ref.gather(ids, node_type="author"))
+        hits = {x["tier"]: x["hits"] for x in s.stats()["node_types"]["author"]["tiers"]}
+        assert hits["host"] - before == 37  # every placed row from the host tier
+        with pytest.raises(KeyError, match="'nope'"):
+            s.hottest(3, node_type="nope")
+        with pytest.raises(KeyError, match="'nope'"):
+            s.place_ids([1], node_type="nope")
+        with pytest.raises(IndexError, match=f"ids\\[1\\] = {n} is out of range"):
+            s.place_ids([1, n], node_type="author")
+        with pytest.raises(ValueError, match="one entry per node of node type 'author'"):
+            s.hottest(3, hotness=[1, 2], node_type="author")
+
+
+def test_single_rank_hetero_and_hotness_errors(hetero):
+    """One rank without a process group serves every type; hotness of several types is a dict."""
+    with tierfs.open(hetero) as ref, tierfs.open(hetero, host_cache=HOST_CACHE, cache_mode="shared") as s:
+        r = np.random.default_rng(0)
+        for t in FEATURED:
+            ids = r.integers(0, TYPES[t][0], 200)
+            assert _eq(s.gather(ids, node_type=t), ref.gather(ids, node_type=t)), t
+        assert set(s.stats()["distributed"]["node_types"]) == set(FEATURED)
+        with pytest.raises(KeyError, match="'venue'.*no features"):
+            s.gather([0], node_type="venue")
+        with pytest.raises(KeyError, match="'venue'.*no features"):
+            s.owner([0], node_type="venue")
+        with pytest.raises(NotImplementedError, match="placement at open"):
+            s.place_ids([0], node_type="author")
+    with pytest.raises(ValueError, match="hotness of a dataset of several node types with features"):
+        tierfs.open(hetero, host_cache=HOST_CACHE, cache_mode="shared", hotness=np.ones(TYPES["paper"][0]))
+    with pytest.raises(KeyError, match="hotness names node type 'venue'"):
+        tierfs.open(hetero, host_cache=HOST_CACHE, cache_mode="shared", hotness={"venue": np.ones(40)})
+    with pytest.raises(ValueError, match="node type 'topic'"):
+        tierfs.open(hetero, host_cache=HOST_CACHE, cache_mode="shared", hotness={"topic": np.ones(3)})
