@@ -397,6 +397,17 @@ tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *
   return (tfs_status)tfsgo_split_typed(H(store), (char *)node_type, (char *)name, out, cap, count);
 }
 
+tfs_status tfs_hottest_typed(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
+                             int64_t *out, int64_t *count) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hottest_typed(H(store), (char *)node_type, (uint32_t *)hotness, n, k, out, count);
+}
+
+tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_place_ids_typed(H(store), (char *)node_type, (int64_t *)ids, n);
+}
+
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out) {
   FORK_GUARD();
   uintptr_t h = 0;

@@ -412,6 +412,12 @@ func hottest(h uintptr, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) 
 	if err != nil {
 		return err
 	}
+	return hottestOf(rec.s, "the dataset", hotness, n, k, out, count)
+}
+
+// hottestOf serves tfs_hottest and tfs_hottest_typed for the tier stack s; what names its rows
+// in errors ("the dataset", "node type \"paper\"").
+func hottestOf(s *featurestore.Store, what string, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
 	if count == nil {
 		return fail(stEINVAL, "count is NULL")
 	}
@@ -423,12 +429,12 @@ func hottest(h uintptr, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) 
 	}
 	var hot []uint32
 	if hotness != nil {
-		if nodes := rec.s.NumNodes(); n != nodes {
-			return fail(stEINVAL, "hotness has n = %d counts; the dataset has %d nodes (pass NULL for the store's own ranking)", n, nodes)
+		if nodes := s.NumNodes(); n != nodes {
+			return fail(stEINVAL, "hotness has n = %d counts; %s has %d nodes (pass NULL for the store's own ranking)", n, what, nodes)
 		}
 		hot = unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n)
 	}
-	ids, err := rec.s.HottestIDs(hot, k)
+	ids, err := s.HottestIDs(hot, k)
 	if err != nil {
 		return err
 	}
@@ -450,6 +456,11 @@ func placeIDs(h uintptr, ids *C.int64_t, n int64) error {
 	if err != nil {
 		return err
 	}
+	return placeIDsOf(rec.s, ids, n)
+}
+
+// placeIDsOf serves tfs_place_ids and tfs_place_ids_typed for the tier stack s.
+func placeIDsOf(s *featurestore.Store, ids *C.int64_t, n int64) error {
 	if n < 0 {
 		return fail(stEINVAL, "n = %d is negative", n)
 	}
@@ -460,7 +471,7 @@ func placeIDs(h uintptr, ids *C.int64_t, n int64) error {
 	if n > 0 {
 		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
 	}
-	return rec.s.PlaceIDs(list)
+	return s.PlaceIDs(list)
 }
 
 //export tfsgo_stats_json

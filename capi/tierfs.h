@@ -386,6 +386,11 @@ tfs_status tfs_gather_edge_feature(tfs_store *store, const char *edge_type, cons
 tfs_status tfs_labels_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, int64_t *out);
 tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *name, int64_t *out, int64_t cap,
                            int64_t *count);
+/* tfs_hottest and tfs_place_ids for node_type's tier stack (hotness: one count per node of that
+ * type; ids of that type). Multi-GPU ownership of every type is decided from these. */
+tfs_status tfs_hottest_typed(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
+                             int64_t *out, int64_t *count);
+tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n);
 /* options_json: {"fanouts": {"src:rel:dst": [per hop, -1 = all], ... every edge type, one length},
  * "replace": false, "seed": 0, "workers": 0}. The k-th sample draws with seed + k. */
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out);

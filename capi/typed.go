@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"unsafe"
@@ -166,6 +167,42 @@ func splitTyped(h uintptr, nodeType, name *C.char, out *C.int64_t, capacity int6
 	}
 	*count = C.int64_t(size)
 	return nil
+}
+
+//export tfsgo_hottest_typed
+func tfsgo_hottest_typed(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) (st C.int) {
+	defer guard("tfs_hottest_typed", &st)
+	return finish("tfs_hottest_typed", hottestTyped(uintptr(store), nodeType, hotness, int64(n), int64(k), out, count), stEIO)
+}
+
+func hottestTyped(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	s, err := rec.s.Session().Stack(cString(nodeType))
+	if err != nil {
+		return err
+	}
+	return hottestOf(s, fmt.Sprintf("node type %q", cString(nodeType)), hotness, n, k, out, count)
+}
+
+//export tfsgo_place_ids_typed
+func tfsgo_place_ids_typed(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_place_ids_typed", &st)
+	return finish("tfs_place_ids_typed", placeIDsTyped(uintptr(store), nodeType, ids, int64(n)), stEINVAL)
+}
+
+func placeIDsTyped(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	s, err := rec.s.Session().Stack(cString(nodeType))
+	if err != nil {
+		return err
+	}
+	return placeIDsOf(s, ids, n)
 }
 
 //export tfsgo_hetero_sampler_create

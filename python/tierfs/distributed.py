@@ -20,6 +20,12 @@ tiers, taken together over the ranks, act as one cache (docs/distributed.md):
   group's timeout. Rows come back in the order of the ids, repeats included.
 * **Replicated mode** (``cache_mode="replicated"``): every rank caches the same hottest rows, as
   PyG and GraphBolt DDP do; gathers are local and exchange nothing.
+* **Node types.** In a dataset of several node types with features each type's tier stack is
+  owned the same way, on its own (its share of the budgets, its own ranking by
+  ``Store.hottest(node_type=)``, ``hotness={type: counts}``): ownership is per (node type, row).
+  ``gather(ids, node_type=t)`` of a type's default feature exchanges that type's rows; the
+  exchange checks that every rank gathers the same type. Other features (``feature=``,
+  ``edge_type=``) are read from this rank's disk and exchange nothing.
 
 Collectives need every rank to call :meth:`DistributedStore.gather` the same number of times, in
 the same order: :class:`tierfs.Loader` and :class:`tierfs.pyg.NeighborLoader` split the seeds with
@@ -34,13 +40,14 @@ import concurrent.futures
 import datetime
 import threading
 import time
-from typing import Any, Dict, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from . import _util, errors
 from ._args import IdsLike, _ids
-from .store import GatherFuture, Store
+from .store import _NUMPY_DTYPES, GatherFuture, Store
 
 __all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
 
@@ -99,6 +106,32 @@ def split_seeds(
 def _share(n: int, world_size: int, drop_last: bool) -> int:
     """Seeds per rank of :func:`split_seeds`."""
     return n // world_size if drop_last else -(-n // world_size)
+
+
+def _new_counters() -> Dict[str, Any]:
+    return dict(batches=0, ids=0, local_rows=0, peer_rows=0, peer_unique_rows=0, peer_bytes_received=0,
+                peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0)
+
+
+@dataclass
+class _Ownership:
+    """One node type's part of the global cache: who owns each of its rows, and its counters."""
+
+    node_type: str
+    index: int  # the type's position in the dataset's node types (checked alike on every rank per gather)
+    feature: str  # its default feature, the one its tiers serve
+    rows: int
+    dim: int
+    row_bytes: int
+    dtype_name: str
+    owner: np.ndarray  # owner rank of each row of the global cache, -1: none
+    mine: np.ndarray  # the rows this rank places, hottest first (dropped once placed)
+    owned_rows: int
+    owner_tier: str
+    global_rows: int
+    next_rows: int
+    ssd_base: int
+    counters: Dict[str, Any] = field(default_factory=_new_counters)
 
 
 class _Turnstile:
@@ -201,36 +234,52 @@ class DistributedStore(Store):
 
     def _setup(self, hotness: Any, gpu_bytes: int, host_bytes: int) -> None:
         torch = _torch()
-        tiers = {t["tier"]: t for t in self.stats()["tiers"]}
-        gpu_cap, host_cap = int(tiers["gpu"].get("capacity_rows", 0)), int(tiers["host"].get("capacity_rows", 0))
-        if gpu_cap:  # a real GPU tier owns, the host tier holds the next hottest
-            owned, rest = gpu_cap, host_cap
-        elif self._emulated_gpu:
-            owned = int(host_cap * gpu_bytes / (gpu_bytes + host_bytes))
-            rest = host_cap - owned
-        else:  # one memory tier: it owns
-            owned, rest = host_cap, 0
-        w, n = self._world, self.num_nodes
+        st = Store.stats(self)
+        w = self._world
         self._exchange = self._cache_mode == "shared" and w > 1
-        shared = owned * w if self._exchange else owned
-        ranking = self.hottest(min(n, shared + rest), hotness)
+        names = [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
+        hot = self._hotness_by_type(hotness, names)
+        self._own: Dict[str, _Ownership] = {}
+        rankings = []
+        for index, t in enumerate(self.types["node_types"]):
+            if t not in names:
+                continue
+            tiers = {x["tier"]: x for x in (st["node_types"][t]["tiers"] if "node_types" in st else st["tiers"])}
+            gpu_cap, host_cap = int(tiers["gpu"].get("capacity_rows", 0)), int(tiers["host"].get("capacity_rows", 0))
+            if gpu_cap:  # a real GPU tier owns, the host tier holds the next hottest
+                owned, rest = gpu_cap, host_cap
+            elif self._emulated_gpu:
+                owned = int(host_cap * gpu_bytes / (gpu_bytes + host_bytes))
+                rest = host_cap - owned
+            else:  # one memory tier: it owns
+                owned, rest = host_cap, 0
+            info = self.types["node_types"][t]
+            fname, feat = next((name, f) for name, f in info["features"].items() if f["default"])
+            n = int(info["count"])
+            shared = owned * w if self._exchange else owned
+            ranking = self.hottest(min(n, shared + rest), hot.get(t), node_type=t)
+            rankings.append(ranking)
+            owner = np.full(n, -1, dtype=np.int8 if w < 128 else np.int16)  # owner rank of each row of the global cache, -1: none
+            if self._exchange:
+                glob = ranking[:shared]
+                owner[glob] = np.arange(glob.shape[0]) % w
+                own = glob[self._rank :: w]
+                mine = np.concatenate([own, ranking[shared:]])
+            else:
+                own = ranking[:owned]
+                mine = ranking
+            self._own[t] = _Ownership(
+                node_type=t, index=index, feature=fname, rows=n, dim=int(feat["dim"]), row_bytes=int(feat["row_bytes"]), dtype_name=feat["dtype"],
+                owner=owner, mine=mine, owned_rows=int(own.shape[0]),
+                owner_tier="gpu" if gpu_cap else ("host (emulating gpu_cache)" if self._emulated_gpu else "host"),
+                global_rows=int(min(shared, ranking.shape[0])), next_rows=int(max(0, ranking.shape[0] - shared)),
+                ssd_base=int(tiers["ssd"].get("hits", 0)), counters=_new_counters(),
+            )
         # Every rank must rank alike; a differing dataset or hotness would make owners disagree.
-        self._check_same(ranking)
-        dtype = np.int8 if w < 128 else np.int16
-        self._owner = np.full(n, -1, dtype=dtype)  # owner rank of each row of the global cache, -1: none
-        if self._exchange:
-            glob = ranking[:shared]
-            self._owner[glob] = np.arange(glob.shape[0]) % w
-            own = glob[self._rank :: w]
-            mine = np.concatenate([own, ranking[shared:]])
-        else:
-            own = ranking[:owned]
-            mine = ranking
-        Store.place_ids(self, mine)
-        self._owned_rows = int(own.shape[0])
-        self._owner_tier = "gpu" if gpu_cap else ("host (emulating gpu_cache)" if self._emulated_gpu else "host")
-        self._global_rows = int(min(shared, ranking.shape[0]))
-        self._next_rows = int(max(0, ranking.shape[0] - shared))
+        self._check_same(rankings)
+        for o in self._own.values():
+            Store.place_ids(self, o.mine, node_type=o.node_type)
+            o.mine = np.empty(0, dtype=np.int64)
         # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
         self._xdevice = torch.device("cpu")
         if self._group is not None and _dist().get_backend(self._group) == "nccl":
@@ -240,25 +289,46 @@ class DistributedStore(Store):
         self._xlock = threading.Lock()  # one exchange at a time, in call order
         self._failed: Optional[str] = None
         self._seq = 0
-        self._counters = dict(batches=0, ids=0, local_rows=0, peer_rows=0, peer_unique_rows=0, peer_bytes_received=0,
-                              peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0)
-        self._ssd_base = int(tiers["ssd"].get("hits", 0))
+        self._counters = _new_counters()
 
-    def _check_same(self, ranking: np.ndarray) -> None:
+    def _hotness_by_type(self, hotness: Any, names: List[str]) -> Dict[str, Any]:
+        """hotness= as {node type: counts}: a dict names its types; one array ranks the only
+        node type with features."""
+        if hotness is None:
+            return {}
+        if isinstance(hotness, dict):
+            for t in hotness:
+                if t not in names:
+                    raise errors.KeyNotFoundError(
+                        f"tierfs.open: hotness names node type {t!r}, which is not a node type with features of {self.path} (those are {', '.join(names)})"
+                    )
+            return dict(hotness)
+        if len(names) > 1:
+            raise errors.InvalidArgumentError(
+                f"tierfs.open: hotness of a dataset of several node types with features ({', '.join(names)}) is a dict {{node type: one count per node}}"
+            )
+        return {names[0]: hotness}
+
+    def _check_same(self, rankings: List[np.ndarray]) -> None:
         """Raises when another rank ranked differently (another dataset, hotness or options)."""
         if self._group is None:
             return
         torch, dist = _torch(), _dist()
-        digest = int(np.bitwise_xor.reduce(ranking * np.arange(1, ranking.shape[0] + 1, dtype=np.int64))) if ranking.size else 0
-        mine = torch.tensor([ranking.shape[0], digest & 0x7FFFFFFFFFFFFFFF], dtype=torch.int64)
+        mine_l = []
+        for ranking in rankings:
+            digest = int(np.bitwise_xor.reduce(ranking * np.arange(1, ranking.shape[0] + 1, dtype=np.int64))) if ranking.size else 0
+            mine_l += [ranking.shape[0], digest & 0x7FFFFFFFFFFFFFFF]
+        mine = torch.tensor(mine_l, dtype=torch.int64)
         dev = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(self._group) == "nccl" else torch.device("cpu")
-        out = [torch.empty(2, dtype=torch.int64, device=dev) for _ in range(self._world)]
+        out = [torch.empty(len(mine_l), dtype=torch.int64, device=dev) for _ in range(self._world)]
         dist.all_gather(out, mine.to(dev), group=self._group)
         got = [tuple(int(v) for v in t.cpu()) for t in out]
         bad = [r for r, g in enumerate(got) if g != got[0]]
         if bad:
+            t = next(i for i in range(0, len(mine_l), 2) if got[bad[0]][i : i + 2] != got[0][i : i + 2]) // 2
+            of = f" of node type {list(self._own)[t]!r}" if len(self._own) > 1 else ""
             raise errors.InvalidArgumentError(
-                f"tierfs.open: rank {bad[0]} ranks the cached rows differently from rank 0 ({got[bad[0]][0]} vs {got[0][0]} rows, "
+                f"tierfs.open: rank {bad[0]} ranks the cached rows{of} differently from rank 0 ({got[bad[0]][2 * t]} vs {got[0][2 * t]} rows, "
                 "or another order): every rank must open the same dataset with the same cache sizes and hotness"
             )
 
@@ -283,42 +353,76 @@ class DistributedStore(Store):
         """The process group the store exchanges over (None with one rank and no torch.distributed)."""
         return self._group
 
-    def owner(self, ids: IdsLike) -> np.ndarray:
-        """Owner rank of each id (-1: in no rank's owner tier; gathered locally by every rank)."""
+    def owner(self, ids: IdsLike, node_type: Optional[str] = None) -> np.ndarray:
+        """Owner rank of each id (of ``node_type``; None: the store's own type) (-1: in no rank's
+        owner tier; gathered locally by every rank)."""
+        o = self._ownership(node_type)
         arr = _ids(ids).array
-        self._check_range(arr)
-        return self._owner[arr].astype(np.int64)
+        self._check_range(arr, o)
+        return o.owner[arr].astype(np.int64)
 
-    def sampler(self, fanouts: Sequence[int], replace: bool = False, seed: int = 0, workers: int = 0) -> Any:
-        """As :meth:`Store.sampler`, drawing with ``seed + rank * 2**32`` so ranks sample
+    def sampler(self, fanouts: Any, replace: bool = False, seed: int = 0, workers: int = 0) -> Any:
+        """As :meth:`Store.sampler` (a list of fanouts, or a dict per edge type for a
+        :class:`tierfs.HeteroSampler`), drawing with ``seed + rank * 2**32`` so ranks sample
         independently while each run repeats."""
         return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, workers=workers)
 
     # gather ----------------------------------------------------------------------------
 
-    def _check_range(self, arr: np.ndarray) -> None:
+    def _ownership(self, node_type: Optional[str]) -> "_Ownership":
+        """The ownership of ``node_type`` (None: the store's own); raises naming a type the
+        dataset lacks or one without features."""
+        t = self.node_type if node_type is None else node_type
+        o = self._own.get(t) if isinstance(t, str) else None
+        if o is None:
+            self._node_type_info(t)  # raises for a type the dataset lacks
+            raise errors.KeyNotFoundError(
+                f"tierfs: node type {t!r} of {self.path} has no features to gather (the node types with features are {', '.join(self._own)})"
+            )
+        return o
+
+    def _check_range(self, arr: np.ndarray, o: "_Ownership") -> None:
         if arr.size:
             lo, hi = int(arr.min()), int(arr.max())
-            if lo < 0 or hi >= self.num_nodes:
-                i = int(np.argmax((arr < 0) | (arr >= self.num_nodes)))
-                raise errors.OutOfRangeError(f"tierfs: ids[{i}] = {int(arr[i])} is out of range [0, {self.num_nodes})")
+            if lo < 0 or hi >= o.rows:
+                i = int(np.argmax((arr < 0) | (arr >= o.rows)))
+                of = f" of node type {o.node_type!r}" if self.is_hetero else ""
+                raise errors.OutOfRangeError(f"tierfs: ids[{i}] = {int(arr[i])} is out of range [0, {o.rows}){of}")
 
-    def gather(self, ids: IdsLike, out: Any = None) -> Any:
-        """Feature rows of ``ids`` in their order (see :meth:`Store.gather` for the kinds of ids,
-        outputs and ``out``). In shared mode a collective: every rank calls it, the same number of
-        times and in the same order (an empty batch included); rows owned by other ranks come
-        through the peer exchange while the local ones are gathered.
+    def _tiered(self, feature: Optional[str], node_type: Optional[str]) -> bool:
+        """Whether a gather of ``feature`` of ``node_type`` is served by the memory tiers (and so,
+        in shared mode, exchanged): a node type's default feature."""
+        if feature is None:
+            return True
+        t = self.node_type if node_type is None else node_type
+        o = self._own.get(t) if isinstance(t, str) else None
+        return o is not None and feature == o.feature
+
+    def gather(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None, node_type: Optional[str] = None,
+               edge_type: Any = None) -> Any:
+        """Feature rows of ``ids`` (of ``node_type``; None: the store's own) in their order, as
+        :meth:`Store.gather` returns them (the kinds of ids, outputs and ``out``). A node type's
+        default feature is served by the ranks' memory tiers: in shared mode this is a
+        collective — every rank calls it, the same number of times, in the same order and for
+        the same node types (an empty batch included); rows owned by other ranks come through
+        the peer exchange while the local ones are gathered. Other features (``feature=``,
+        ``edge_type=``) are read from this rank's disk and exchange nothing.
 
         Raises:
-            tierfs.PeerError: a rank died, stopped calling gather within the group's timeout, or
-                failed its own gather (e.g. an id out of range there).
+            tierfs.PeerError: a rank died, stopped calling gather within the group's timeout,
+                failed its own gather (e.g. an id out of range there), or gathered another
+                node type in the same call.
             IndexError/ValueError (tierfs.OutOfRangeError): an id out of range on this rank (the
                 other ranks then raise PeerError for this batch).
+            KeyError (tierfs.KeyNotFoundError): a node type the dataset lacks or one without
+                features (the other ranks then raise PeerError for this batch).
         """
+        if edge_type is not None or not self._tiered(feature, node_type):
+            return Store.gather(self, ids, out, feature, node_type, edge_type)
         if not self._exchange:
-            return self._counted_local(ids, out)
+            return self._counted_local(ids, out, node_type)
         with self._xlock:
-            return self._gather_exchanged(ids, out)
+            return self._gather_exchanged(ids, out, node_type)
 
     def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
         """gather, exchanging after batch i-1 of the same loader epoch did (any thread)."""
@@ -327,13 +431,25 @@ class DistributedStore(Store):
         turn.wait(i)
         try:
             with self._xlock:
-                return self._gather_exchanged(ids, None)
+                return self._gather_exchanged(ids, None, None)
         finally:
             turn.done(i)
 
-    def _local_gather(self, ids: Any) -> tuple:
+    def _gather_types_in_turn(self, ids_by_type: Dict[str, Any], turn: Optional[_Turnstile], i: int) -> Dict[str, Any]:
+        """{node type: gather(ids, node_type=type)} in the dict's order (the dataset's order of
+        types on every rank), exchanging after batch i-1 of the same loader epoch did."""
+        if not self._exchange or turn is None:
+            return {t: self.gather(ids, node_type=t) for t, ids in ids_by_type.items()}
+        turn.wait(i)
+        try:
+            with self._xlock:
+                return {t: self._gather_exchanged(ids, None, t) for t, ids in ids_by_type.items()}
+        finally:
+            turn.done(i)
+
+    def _local_gather(self, ids: Any, node_type: str) -> tuple:
         """(rows of this rank's store, CUDA event after them or None), on a worker thread."""
-        rows = Store.gather(self, ids)
+        rows = Store.gather(self, ids, node_type=node_type)
         event = None
         if rows.is_cuda:
             torch = _torch()
@@ -341,15 +457,23 @@ class DistributedStore(Store):
             event.record(torch.cuda.current_stream(rows.device))
         return rows, event
 
-    def _counted_local(self, ids: IdsLike, out: Any) -> Any:
+    def _count(self, o: "_Ownership", **deltas: Any) -> None:
+        """Adds to the counters of the store and of o's node type."""
+        for c in (self._counters, o.counters):
+            for k, v in deltas.items():
+                c[k] += v
+
+    def _counted_local(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
         t0 = time.perf_counter()
-        rows = Store.gather(self, ids, out)
-        c = self._counters
-        c["batches"] += 1
+        o = self._ownership(node_type)
+        try:
+            rows = Store.gather(self, ids, out, node_type=o.node_type)
+        except errors.OutOfRangeError as e:
+            if not self.is_hetero:
+                raise
+            raise errors.OutOfRangeError(f"{e} (ids of node type {o.node_type!r})") from e
         n = int(rows.shape[0]) if getattr(rows, "ndim", 1) > 1 else 1
-        c["ids"] += n
-        c["local_rows"] += n
-        c["local_s"] += time.perf_counter() - t0
+        self._count(o, batches=1, ids=n, local_rows=n, local_s=time.perf_counter() - t0)
         return rows
 
     def gather_async(self, ids: IdsLike, out: Any = None) -> Any:
@@ -385,7 +509,7 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _gather_exchanged(self, ids: IdsLike, out: Any) -> Any:
+    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
         torch, dist = _torch(), _dist()
         if self._failed is not None:
             raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
@@ -395,21 +519,22 @@ class DistributedStore(Store):
         arr = ids_.array
         n, w, me = arr.shape[0], self._world, self._rank
         bad: Optional[BaseException] = None
+        o: Optional[_Ownership] = None
         try:
-            self._check_range(arr)
+            o = self._ownership(node_type)
+            self._check_range(arr, o)
         except errors.Error as e:
             bad = e
         # Split: peer-owned ids (deduplicated, grouped by owner) and everything else.
         if bad is None:
-            own = self._owner[arr]
+            own = o.owner[arr]
             peer = (own >= 0) & (own != me)
         else:
-            own = np.zeros(n, dtype=self._owner.dtype)
             peer = np.zeros(n, dtype=bool)
         peer_pos = np.flatnonzero(peer)
         local_pos = np.flatnonzero(~peer)
         uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
-        uowner = self._owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
+        uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
         order = np.argsort(uowner, kind="stable")
         send_ids = uniq[order]
         where = np.empty(order.shape[0], dtype=np.int64)
@@ -421,26 +546,34 @@ class DistributedStore(Store):
         local_ids = torch.from_numpy(arr[local_pos])
         local = None
         if bad is None and local_pos.size:
-            local = self._pool.submit(self._local_gather, local_ids)
+            local = self._pool.submit(self._local_gather, local_ids, o.node_type)
 
-        # 1. Everyone's request counts (and whether its ids were good), so every rank knows what
-        # moves and all ranks skip the rest alike when nothing does.
+        # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
+        # so every rank knows what moves and all ranks skip the rest alike when nothing does.
         xdev = self._xdevice
-        mine = torch.from_numpy(np.append(send_counts, 1 if bad is not None else 0)).to(xdev)
-        table = torch.empty(w * (w + 1), dtype=torch.int64, device=xdev)
+        mine = torch.from_numpy(np.append(send_counts, [1 if bad is not None else 0, o.index if o is not None else -1])).to(xdev)
+        table = torch.empty(w * (w + 2), dtype=torch.int64, device=xdev)
         self._collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self._group, async_op=True))
-        table_h = table.cpu().numpy().reshape(w, w + 1)
+        table_h = table.cpu().numpy().reshape(w, w + 2)
         failed = np.flatnonzero(table_h[:, w])
-        if failed.size:
+        mixed = np.flatnonzero(table_h[:, w + 1] != table_h[me, w + 1])
+        if failed.size or mixed.size:
             if local is not None:
                 local.result()
             if bad is not None:
                 raise bad
+            if failed.size:
+                raise errors.PeerError(
+                    f"tierfs: rank {me}: gather #{self._seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
+                )
+            names = list(self.types["node_types"])
+            r = int(mixed[0])
             raise errors.PeerError(
-                f"tierfs: rank {me}: gather #{self._seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
+                f"tierfs: rank {me}: gather #{self._seq} skipped: rank {r} gathered node type {names[int(table_h[r, w + 1])]!r} in it, "
+                f"this rank {o.node_type!r}; every rank must gather the same node types in the same order"
             )
         recv_counts = table_h[:, me]  # ids each rank asks of me
-        rb = self.row_bytes
+        rb = o.row_bytes
         recv_rows = torch.empty((int(send_counts.sum()), rb), dtype=torch.uint8, device=xdev)
         served = 0
         if table_h[:, :w].sum():
@@ -451,7 +584,7 @@ class DistributedStore(Store):
                 asked, send, recv_counts.tolist(), send_counts.tolist(), group=self._group, async_op=True))
             # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
             served = int(asked.shape[0])
-            rows = Store.gather(self, asked) if served else None  # CUDA ids on NCCL: split on the GPU
+            rows = Store.gather(self, asked, node_type=o.node_type) if served else None  # CUDA ids on NCCL: split on the GPU
             rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
             rows_x = rows_u8.to(xdev)
             self._collective("the rows", lambda: dist.all_to_all_single(
@@ -470,30 +603,24 @@ class DistributedStore(Store):
         if peer_pos.size:
             take = torch.from_numpy(where[inverse]).to(recv_rows.device)
             result[torch.from_numpy(peer_pos).to(result.device)] = recv_rows[take].to(result.device)
-        c = self._counters
-        c["batches"] += 1
-        c["ids"] += n
-        c["local_rows"] += int(local_pos.size)
-        c["peer_rows"] += int(peer_pos.size)
-        c["peer_unique_rows"] += int(send_ids.size)
-        c["peer_bytes_received"] += int(send_ids.size) * rb
-        c["peer_rows_served"] += served
-        c["peer_bytes_sent"] += served * rb
-        c["exchange_s"] += t_x - t0
-        c["local_s"] += time.perf_counter() - t0
-        return self._finish(result, ids_, out_dev, out)
+        self._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
+                    peer_unique_rows=int(send_ids.size), peer_bytes_received=int(send_ids.size) * rb,
+                    peer_rows_served=served, peer_bytes_sent=served * rb,
+                    exchange_s=t_x - t0, local_s=time.perf_counter() - t0)
+        return self._finish(result, ids_, out_dev, out, o)
 
-    def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any) -> Any:
+    def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any, o: "_Ownership") -> Any:
         """raw (n, row_bytes) uint8 rows as Store.gather returns them (kind, dtype, shape, out)."""
         torch = _torch()
-        shape = (self.dim,) if ids_.scalar else (raw.shape[0], self.dim)
+        shape = (o.dim,) if ids_.scalar else (raw.shape[0], o.dim)
+        np_dtype = _NUMPY_DTYPES[o.dtype_name]
         if out_dev is None:  # numpy
-            result = raw.numpy().view(self.dtype).reshape(shape)
+            result = raw.numpy().view(np_dtype).reshape(shape)
         else:
-            result = raw.view(self.torch_dtype).reshape(shape)
+            result = raw.view(getattr(torch, o.dtype_name)).reshape(shape)
         if out is None:
             return result
-        self._check_out(out, shape)
+        self._check_out(out, shape, np_dtype, o.dtype_name)
         if isinstance(out, np.ndarray):
             out[...] = result if isinstance(result, np.ndarray) else result.cpu().numpy()
         else:
@@ -507,7 +634,7 @@ class DistributedStore(Store):
             "tierfs: a distributed store decides its placement at open (ownership); pass hotness= to tierfs.open instead of calling place"
         )
 
-    def place_ids(self, ids: IdsLike) -> None:
+    def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         raise errors.NotSupportedError("tierfs: a distributed store decides its placement at open (ownership); place_ids would break it")
 
     def plan_epochs(self, *args: Any, **kwargs: Any) -> Any:
@@ -516,18 +643,29 @@ class DistributedStore(Store):
     def stats(self) -> Dict[str, Any]:
         """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
         mode, the rows of the global cache, owned here and cached next; per-gather counts
-        (``batches``, ids, local and peer rows, unique peer rows and bytes received, rows and bytes
-        served to peers, seconds) and per-batch means (``per_batch``: ``peer_rows``,
-        ``peer_bytes_received``, ``peer_bytes_sent``, ``ssd_rows``)."""
+        (``batches``: gathers, ids, local and peer rows, unique peer rows and bytes received,
+        rows and bytes served to peers, seconds) and per-gather means (``per_batch``:
+        ``peer_rows``, ``peer_bytes_received``, ``peer_bytes_sent``, ``ssd_rows``). In a dataset
+        of several node types with features the rows and counts are summed over the types and
+        ``node_types`` holds each type's."""
         s = super().stats()
         if not hasattr(self, "_counters"):
             return s
+        per_type = {}
+        for t, o in self._own.items():
+            tiers = s["node_types"][t]["tiers"] if "node_types" in s else s["tiers"]
+            ssd = next((int(x.get("hits", 0)) for x in tiers if x["tier"] == "ssd"), 0) - o.ssd_base
+            per_type[t] = dict(global_cache_rows=o.global_rows, owned_rows=o.owned_rows, next_hottest_rows=o.next_rows,
+                               ssd_rows=ssd, **o.counters)
         c = dict(self._counters)
-        ssd = next((int(t.get("hits", 0)) for t in s["tiers"] if t["tier"] == "ssd"), 0) - self._ssd_base
+        ssd = sum(p["ssd_rows"] for p in per_type.values())
         b = max(c["batches"], 1)
+        first = next(iter(self._own.values()))
         s["distributed"] = dict(
-            rank=self._rank, world_size=self._world, cache_mode=self._cache_mode, owner_tier=self._owner_tier,
-            global_cache_rows=self._global_rows, owned_rows=self._owned_rows, next_hottest_rows=self._next_rows,
+            rank=self._rank, world_size=self._world, cache_mode=self._cache_mode, owner_tier=first.owner_tier,
+            global_cache_rows=sum(p["global_cache_rows"] for p in per_type.values()),
+            owned_rows=sum(p["owned_rows"] for p in per_type.values()),
+            next_hottest_rows=sum(p["next_hottest_rows"] for p in per_type.values()),
             timeout_s=self._timeout, ssd_rows=ssd, **c,
             per_batch=dict(
                 peer_rows=c["peer_rows"] / b, peer_unique_rows=c["peer_unique_rows"] / b,
@@ -535,6 +673,8 @@ class DistributedStore(Store):
                 ssd_rows=ssd / b,
             ),
         )
+        if len(per_type) > 1:
+            s["distributed"]["node_types"] = per_type
         return s
 
     def close(self) -> None:

@@ -178,8 +178,9 @@ class Loader:
 
     With a :class:`tierfs.HeteroSampler` (``store.sampler({edge type: fanouts})``) the seeds
     are ids of ``node_type``; each batch's ``sample`` is a :class:`tierfs.HeteroSample` and
-    ``x`` the default feature of every sampled node type (each through its tiers). Planned
-    epochs and distributed stores take one node type for now.
+    ``x`` the default feature of every sampled node type (each through its tiers; on a shared
+    distributed store each type's rows are exchanged, the types in one order on every rank).
+    Planned epochs take one node type for now.
 
     Example::
 
@@ -213,8 +214,6 @@ class Loader:
                 raise ValueError(f"tierfs.Loader: a HeteroSampler needs node_type, the seeds' node type (one of {', '.join(store.node_types)})")
             if planned_epochs:
                 raise NotSupportedError("tierfs.Loader: planned_epochs with a HeteroSampler is not supported yet")
-            if isinstance(store, DistributedStore):
-                raise NotSupportedError("tierfs.Loader: a HeteroSampler on a distributed store is not supported yet")
             self.node_type = node_type
             if labels is None:
                 labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
@@ -310,7 +309,11 @@ class Loader:
         seeds, sample, pos = sampled
         if isinstance(sample, HeteroSample):
             types = self.store.types["node_types"]
-            xs = {t: self.store.gather(ids, node_type=t) for t, ids in sample.node.items() if any(f["default"] for f in types[t]["features"].values())}
+            typed = {t: ids for t, ids in sample.node.items() if any(f["default"] for f in types[t]["features"].values())}
+            if turn is not None:  # every type's exchange of this batch, in batch order
+                xs = self.store._gather_types_in_turn(typed, turn, i)
+            else:
+                xs = {t: self.store.gather(ids, node_type=t) for t, ids in typed.items()}
             y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
             return self._finish(Batch(seeds, sample, xs, y, pos))
         if turn is not None:

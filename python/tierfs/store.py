@@ -887,36 +887,52 @@ class Store:
         arr = self._hotness_array(hotness)
         check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
 
-    def hottest(self, k: int, hotness: Optional[Any] = None) -> np.ndarray:
+    def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str] = None) -> np.ndarray:
         """The (at most) ``k`` node ids :meth:`place` would put in memory, hottest first (int64
         numpy array): ranked by ``hotness`` (one count per node, ties to the smaller id), or
-        when None by the applied placement (``place(fanouts=...)``), else by in-degree. One
-        native call; :mod:`tierfs.distributed` decides ownership from this order."""
+        when None by the applied placement (``place(fanouts=...)``), else by in-degree (in a
+        dataset of several types: by how often the type's nodes are neighbors). With
+        ``node_type``, that type's tier stack and ids (``hotness`` one count per node of it).
+        One native call; :mod:`tierfs.distributed` decides ownership from this order."""
         h = self._h()
         k = int(k)
         if k < 0:
             raise errors.InvalidArgumentError(f"hottest: k = {k} is negative")
-        k = min(k, self._num_nodes)
-        hot = None if hotness is None else self._hotness_array(hotness)
+        typed = node_type is not None and node_type != self.node_type
+        rows = self.num_nodes_of(node_type) if typed else self._num_nodes
+        k = min(k, rows)
+        hot = None if hotness is None else self._hotness_array(hotness, rows, node_type if typed else None)
         out = np.empty(k, dtype=np.int64)
         count = c_int64(0)
-        check(lib.tfs_hottest(h, None if hot is None else hot.ctypes.data, 0 if hot is None else hot.shape[0], k, out.ctypes.data, byref(count)))
+        hot_p, hot_n = (None, 0) if hot is None else (hot.ctypes.data, hot.shape[0])
+        if typed:
+            check(lib.tfs_hottest_typed(h, _c_str(node_type, "node_type"), hot_p, hot_n, k, out.ctypes.data, byref(count)))
+        else:
+            check(lib.tfs_hottest(h, hot_p, hot_n, k, out.ctypes.data, byref(count)))
         return out[: count.value]
 
-    def place_ids(self, ids: IdsLike) -> None:
-        """Refills the memory tiers with ``ids`` in the order given: the GPU tier takes the first
-        rows it holds, the host tier the next; ids beyond both are not cached. The ids must be
-        distinct and in range. Waits for running gathers and blocks new ones while it runs."""
+    def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
+        """Refills the memory tiers (of ``node_type``'s tier stack; None: the store's own) with
+        ``ids`` in the order given: the GPU tier takes the first rows it holds, the host tier the
+        next; ids beyond both are not cached. The ids must be distinct and in range. Waits for
+        running gathers and blocks new ones while it runs."""
         h = self._h()
         arr = _ids(ids, "place_ids ids").array
-        check(lib.tfs_place_ids(h, arr.ctypes.data if arr.shape[0] else None, arr.shape[0]))
+        ptr = arr.ctypes.data if arr.shape[0] else None
+        if node_type is not None and node_type != self.node_type:
+            self._node_type_info(node_type)
+            check(lib.tfs_place_ids_typed(h, _c_str(node_type, "node_type"), ptr, arr.shape[0]))
+            return
+        check(lib.tfs_place_ids(h, ptr, arr.shape[0]))
 
-    def _hotness_array(self, hotness: Any) -> np.ndarray:
+    def _hotness_array(self, hotness: Any, rows: Optional[int] = None, node_type: Optional[str] = None) -> np.ndarray:
+        rows = self._num_nodes if rows is None else rows
         if _util.is_tensor(hotness):
             hotness = hotness.detach().cpu().numpy()
         arr = np.asarray(hotness)
-        if arr.ndim != 1 or arr.shape[0] != self._num_nodes:
-            raise errors.InvalidArgumentError(f"hotness must have one entry per node ({self._num_nodes}), got shape {arr.shape}")
+        if arr.ndim != 1 or arr.shape[0] != rows:
+            of = "" if node_type is None else f" of node type {node_type!r}"
+            raise errors.InvalidArgumentError(f"hotness must have one entry per node{of} ({rows}), got shape {arr.shape}")
         if arr.dtype != np.uint32:
             if arr.dtype.kind not in "iuf":
                 raise errors.DTypeError(f"hotness must be numbers, got {arr.dtype}")
