@@ -4,8 +4,10 @@ One model step per batch (PyG GraphSAGE or GCN, hidden 256, Adam, cross-entropy 
 labels), the same batches (train seeds in one seeded order, the tierfs sampler with one seed,
 sample call i drawing batch i) and the same model init for every configuration:
 
-  memory-gpu        features in a CUDA tensor, ``index_select`` on the GPU (the limit); cpu: a
-                    host tensor
+  memory-gpu        features in a CUDA tensor, ``index_select`` on the GPU, the next --depth
+                    batches sampled on a thread while the model trains: the best in-memory loop
+                    a user would write, the limit; cpu: a host tensor
+  memory-gpu-serial the same, sampling each batch inline (no overlap)
   memory-pinned     features in a pinned host tensor, ``index_select`` on the host into a pinned
                     buffer, then ``.to(device, non_blocking=True)``
   tierfs-cached     a tierfs store whose GPU tier holds every row (cpu: the host tier)
@@ -22,8 +24,8 @@ The sampler is tierfs's for every configuration (on the GPU, with the topology i
 when the device is CUDA), so the configurations differ only in where features come from.
 Per configuration: seeds/s over a fixed number of timed batches (after warm-up; a time cap per
 configuration may cut them short), the epoch time it implies, per-stage times, the GPU's busy
-share, rows and bytes per tier per batch, SSD rows per batch and the disk bound (IOPS of
-``tierfs bench disk`` / SSD rows per batch * batch size). docs/bench-train.md explains the output.
+share, rows and bytes per tier per batch, SSD rows per batch and the disk bound (4 KiB IOPS of
+``tierfs bench disk`` / distinct 4 KiB blocks read per batch * batch size). docs/bench-train.md explains the output.
 
     python -m tierfs.benchtrain DATASET [--device cuda] [--json out.json] [--plots DIR]
     python -m tierfs.benchtrain --plot-only out.json --plots DIR
@@ -49,6 +51,7 @@ import numpy as np
 
 CONFIGS = [
     "memory-gpu",
+    "memory-gpu-serial",
     "memory-pinned",
     "tierfs-cached",
     "tierfs-serial",
@@ -57,7 +60,8 @@ CONFIGS = [
     "memmap-cold",
     "memmap-budget",
 ]
-MEMORY_CONFIGS = ("memory-gpu", "memory-pinned")
+MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial", "memory-pinned")
+GPU_MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial")
 TIERED_CONFIGS = ("tierfs-serial", "tierfs-pipelined", "tierfs-planned")
 MEMMAP_CONFIGS = ("memmap-cold", "memmap-budget")
 
@@ -557,7 +561,7 @@ class Bench:
             mm.close()
             _evict(mm.path)
             self.X_host = x
-            if "memory-gpu" in a.configs:
+            if any(c in a.configs for c in GPU_MEMORY_CONFIGS):
                 self.X_dev = x.to(self.dev) if self.cuda else x
             print(f"features in memory: {_fmt_bytes(self.feat_bytes)} {'pinned host' if self.cuda else 'host'}"
                   f"{' + device' if self.cuda and self.X_dev is not None else ''} ({time.perf_counter() - t:.1f} s)")
@@ -648,9 +652,31 @@ class Bench:
                 sampler.close()
 
         cached = self.stores["cached"]
-        if cfg == "memory-gpu":
+        if cfg == "memory-gpu-serial":
             X = self.X_dev
             return serial(cached, lambda nodes: torch.index_select(X, 0, nodes.to(dev, non_blocking=True)))
+        if cfg == "memory-gpu":
+            # The best in-memory loop: a thread samples the next --depth batches while the model
+            # trains on this one; the rows come from the CUDA tensor by index_select.
+            X = self.X_dev
+            sampler = cached.sampler(fanouts, seed=a.seed)
+            extra["closers"].append(sampler.close)
+
+            def sampled():
+                for s_ids in chunks:
+                    yield s_ids, sampler.sample(s_ids)
+
+            pf = self.tierfs.prefetch(sampled(), a.depth)
+            extra["closers"].insert(0, pf.close)
+
+            def overlapped():
+                for s_ids, s in pf:
+                    t = time.perf_counter()
+                    x = torch.index_select(X, 0, s.nodes.to(dev, non_blocking=True))
+                    stage["gather"] += time.perf_counter() - t
+                    yield s_ids, s.nodes, s.row, s.col, x
+
+            return overlapped()
         if cfg == "memory-pinned":
             X = self.X_host
             bufs: List[Any] = [None, None]  # two pinned buffers, taking turns
@@ -855,6 +881,7 @@ class Bench:
             io_0, io_1 = st0.get("io", {}), st1.get("io", {})
             r["disk_reads_per_batch"] = (io_1.get("reads", 0) - io_0.get("reads", 0)) / g
             r["disk_bytes_per_batch"] = (io_1.get("bytes_read", 0) - io_0.get("bytes_read", 0)) / g
+            r["disk_blocks_per_batch"] = r["disk_bytes_per_batch"] / 4096  # distinct 4 KiB blocks read
             r["ssd_rows_per_batch"] = rows.get("ssd", 0.0)
         if plan_stats is not None and pl0 is not None:
             # A plan's gathers are not in store.stats(): its own counters give the packed rows.
@@ -871,7 +898,7 @@ class Bench:
             r["plan_setup_seconds"] = extra.get("plan_seconds")
             r["plan_note"] = extra.get("plan_note", "")
         if cfg in MEMORY_CONFIGS:
-            where = "gpu" if (cfg == "memory-gpu" and self.cuda) else "host"
+            where = "gpu" if (cfg in GPU_MEMORY_CONFIGS and self.cuda) else "host"
             r["rows_per_batch"] = {where: r["nodes_per_batch"]}
             r["bytes_per_batch"] = {where: r["nodes_per_batch"] * self.rb}
         if cfg in MEMMAP_CONFIGS:
@@ -1072,11 +1099,16 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
     for (model, fan, batch), rs in combos.items():
         sps = {c: r.get("seeds_per_s") for c, r in rs.items() if r.get("seeds_per_s")}
         ssd = next((rs[c].get("ssd_rows_per_batch") for c in ("tierfs-serial", "tierfs-pipelined") if c in rs and rs[c].get("ssd_rows_per_batch") is not None), None)
-        bound = iops / ssd * batch if iops and ssd else None
-        h: Dict[str, Any] = dict(model=model, fanouts=list(fan), batch_size=batch, ssd_rows_per_batch=ssd, disk_bound_seeds_per_s=bound)
+        # The disk bound counts distinct 4 KiB reads: several small rows of one block are one
+        # read, a row across two blocks two. Older reports have rows only.
+        blocks = next((rs[c].get("disk_blocks_per_batch") for c in ("tierfs-serial", "tierfs-pipelined") if c in rs and rs[c].get("disk_blocks_per_batch") is not None), ssd)
+        bound = iops / blocks * batch if iops and blocks else None
+        h: Dict[str, Any] = dict(model=model, fanouts=list(fan), batch_size=batch, ssd_rows_per_batch=ssd, disk_blocks_per_batch=blocks, disk_bound_seeds_per_s=bound)
         if iops and ssd == 0:
             h["disk_bound_note"] = "no SSD rows: the memory tiers held every row gathered"
         mem = sps.get("memory-gpu")
+        if sps.get("memory-gpu-serial") and mem:
+            h["memory_gpu_overlap_gain"] = mem / sps["memory-gpu-serial"]
         pipe = sps.get("tierfs-pipelined")
         if pipe and (mem or bound):
             lim = min(x for x in (mem, bound) if x)
@@ -1199,8 +1231,9 @@ def plots(report: Dict[str, Any], outdir: str) -> List[str]:
                 ax.axhline(ref[c]["seeds_per_s"], linestyle=style, color="gray", label=c)
         iops = (report.get("disk") or {}).get("iops_4k")
         if iops:
-            xs = [100 * r["host_fraction"] for r in pts if r.get("ssd_rows_per_batch")]
-            ys = [iops / r["ssd_rows_per_batch"] * sw["batch_size"] for r in pts if r.get("ssd_rows_per_batch")]
+            per = [(r, r.get("disk_blocks_per_batch") or r.get("ssd_rows_per_batch")) for r in pts]
+            xs = [100 * r["host_fraction"] for r, b in per if b]
+            ys = [iops / b * sw["batch_size"] for r, b in per if b]
             if xs:
                 ax.plot(xs, ys, "x:", color="C3", label="disk bound")
         ax.set_xlabel(f"host tier, % of feature bytes (GPU tier {100 * pts[0].get('gpu_fraction', 0):g}%)" if pts else "host tier %")
