@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -11,27 +12,37 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 )
 
-// storeFlags registers a flag for every store option on fs, named as the option's JSON name with
-// '-' for '_' (featurestore.Options), and returns the options they set. Every command that opens
-// a store calls it, so every command reaches every option; the core validates the values when
-// the store opens. storeflags_test.go checks both against Options itself.
+// storeFlags registers a flag for every store option on fs, made from featurestore.OptionTable:
+// the option's name with '-' for '_', its help, a size ("4GiB", or a negative number for the core
+// to judge) for kind "size"; and returns the options they set. Every command that opens a store
+// calls it, so every command reaches every option; the core validates the values when the store
+// opens. storeflags_test.go checks both against Options itself.
 func storeFlags(fs *flag.FlagSet) *featurestore.Options {
 	opt := &featurestore.Options{}
-	fs.StringVar(&opt.Feature, "feature", "", "feature to serve (default: the first)")
-	fs.Var((*sizeFlag)(&opt.HostCacheBytes), "host-cache", "host tier size, e.g. 512MB or 4GiB (default: none)")
-	fs.StringVar(&opt.HostPolicy, "host-policy", "", "host tier policy: static (placed once; the default) or sieve (a cache of the rows read from disk, SIEVE eviction)")
-	fs.Var((*topologyMemoryFlag)(&opt.TopologyMemoryBytes), "topology-memory", "hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk")
-	fs.StringVar((*string)(&opt.IOBackend), "io-backend", "", "io_uring, pread or gpu-uring (GPU-submitted reads for device gathers; default: io_uring where it works, else pread)")
-	fs.IntVar(&opt.QueueDepth, "queue-depth", 0, fmt.Sprintf("reads in flight per IO stack (default %d)", featurestore.DefaultQueueDepth))
+	v := reflect.ValueOf(opt).Elem()
+	for _, o := range featurestore.OptionTable() {
+		name := strings.ReplaceAll(o.Name, "_", "-")
+		field := v.FieldByIndex(o.Index()).Addr().Interface()
+		switch p := field.(type) {
+		case *int64:
+			if o.Kind == "size" {
+				fs.Var((*sizeOptionFlag)(p), name, o.Help)
+			} else {
+				fs.Int64Var(p, name, 0, o.Help)
+			}
+		case *int:
+			fs.IntVar(p, name, 0, o.Help)
+		case *bool:
+			fs.BoolVar(p, name, false, o.Help)
+		case *string:
+			fs.StringVar(p, name, "", o.Help)
+		case *gpuio.Backend:
+			fs.StringVar((*string)(p), name, "", o.Help)
+		default:
+			panic(fmt.Sprintf("storeFlags: option %s has Go type %T, which has no flag kind", o.Name, field))
+		}
+	}
 	fs.IntVar(&opt.QueueDepth, "qd", 0, "short for --queue-depth")
-	fs.IntVar(&opt.MaxConcurrentIO, "max-concurrent-io", 0, "IO stacks: gathers reading the disk at once (default: one per CPU)")
-	fs.BoolVar(&opt.VerifyReads, "verify-reads", false, "check every block read from disk against its checksum")
-	fs.IntVar(&opt.CoalesceGap, "coalesce-gap", 0, "read disk ranges of a file at most this many bytes apart as one read (default 0: only touching blocks); -1 probes the disk at open (see tierfs bench disk)")
-	fs.IntVar(&opt.ReadAlign, "read-align", 0, "alignment of disk reads (default 0: the dataset's block size); -1: the smallest the files' direct IO allows, e.g. 512")
-	fs.IntVar(&opt.CopyWorkers, "copy-workers", 0, "goroutines copying host-tier rows (default: one per CPU)")
-	fs.IntVar(&opt.GPUDevice, "gpu-device", 0, "CUDA device of the GPU tier, device gathers and GPU sampling")
-	fs.Var((*sizeFlag)(&opt.GPUCacheBytes), "gpu-cache", "GPU tier size in device memory, e.g. 8GiB (default: none; without a GPU the store serves from the host)")
-	fs.StringVar(&opt.GPUTopology, "gpu-topology", "", "sample on the GPU with the topology in device or pinned (host) memory (default: sample on the host)")
 	return opt
 }
 
@@ -74,20 +85,21 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
-// topologyMemoryFlag is a byte size, or a negative number to keep the topology on disk.
-type topologyMemoryFlag int64
+// sizeOptionFlag is a byte size, or a negative number (topology_memory's "keep it on disk"; the
+// core refuses one where an option takes none).
+type sizeOptionFlag int64
 
-func (t *topologyMemoryFlag) String() string { return strconv.FormatInt(int64(*t), 10) }
-func (t *topologyMemoryFlag) Set(v string) error {
+func (t *sizeOptionFlag) String() string { return strconv.FormatInt(int64(*t), 10) }
+func (t *sizeOptionFlag) Set(v string) error {
 	if strings.HasPrefix(strings.TrimSpace(v), "-") {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
 			return fmt.Errorf("%q is neither a size nor a negative number", v)
 		}
-		*t = topologyMemoryFlag(n)
+		*t = sizeOptionFlag(n)
 		return nil
 	}
 	n, err := parseSize(v)
-	*t = topologyMemoryFlag(n)
+	*t = sizeOptionFlag(n)
 	return err
 }
