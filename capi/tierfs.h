@@ -62,6 +62,8 @@ int tfs_abi_version(void);
 /* Message of the calling thread's last failed call ("" if none). */
 const char *tfs_last_error(void);
 
+/* The store options of ABI version 1, frozen: options added since (copy_workers, ...) are taken
+ * only by tfs_open_json, by name. */
 typedef struct tfs_open_options {
   size_t struct_size;
   const char *feature;           /* NULL: the dataset's first feature */
