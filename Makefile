@@ -20,7 +20,7 @@ build: ## build the CLI into build/tierfs
 # (the one source of truth: tfs_abi_version() returns it).
 ABI_MAJOR := $(shell sed -n 's/^\#define TFS_ABI_VERSION \([0-9][0-9]*\).*/\1/p' capi/tierfs.h)
 SONAME := libtierfs.so.$(ABI_MAJOR)
-VERSION := $(shell sed -n 's/^const Version = "\([^"]*\)".*/\1/p' internal/cli/version.go)
+VERSION := $(shell sed -n 's/^const Version = "\([^"]*\)".*/\1/p' cli/version.go)
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
@@ -85,7 +85,7 @@ NVCC ?= nvcc
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
 
 cuda: $(BUILD)/libtierfs_cuda.so ## build the CUDA shim build/libtierfs_cuda.so (needs nvcc)
-$(BUILD)/libtierfs_cuda.so: internal/cuda/tierfs_cuda.cu internal/cuda/tierfs_cuda.h
+$(BUILD)/libtierfs_cuda.so: cuda/tierfs_cuda.cu cuda/tierfs_cuda.h
 	@mkdir -p $(BUILD)
 	$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC $(CUDA_ARCH) -o $@ $<
 

@@ -101,6 +101,24 @@ tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **
   return st;
 }
 
+tfs_status tfs_open_json(const char *path, const char *options_json, tfs_store **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_open_json((char *)path, (char *)options_json, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_store *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_store_options_json(char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_store_options_json(buf, cap, needed);
+}
+
 tfs_status tfs_close(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_close(H(store)); }
 
 tfs_status tfs_store_info_get(tfs_store *store, tfs_store_info *out) {

@@ -125,8 +125,17 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 			return err
 		}
 	}
-	dir := C.GoString(path)
-	fo := storeOptions(&o)
+	err := openStore(C.GoString(path), storeOptions(&o), h)
+	var oe *featurestore.OptionError
+	if errors.As(err, &oe) && cOpenOptionNames[oe.Option] != "" {
+		oe.Option = cOpenOptionNames[oe.Option] // name the field the caller set
+	}
+	return err
+}
+
+// openStore opens the store of dir with fo and the fault injector of FaultsEnv, and sets *h to
+// its handle: tfs_open and tfs_open_json after converting their options.
+func openStore(dir string, fo featurestore.Options, h *C.uintptr_t) error {
 	faults, err := envFaults()
 	if err != nil {
 		return err
@@ -134,10 +143,6 @@ func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintp
 	fo.Faults = faults
 	s, err := featurestore.Open(dir, fo)
 	if err != nil {
-		var oe *featurestore.OptionError
-		if errors.As(err, &oe) && cOpenOptionNames[oe.Option] != "" {
-			oe.Option = cOpenOptionNames[oe.Option] // name the field the caller set
-		}
 		return err
 	}
 	*h = C.uintptr_t(register(kindStore, &storeRec{s: s, opened: fo}))

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/tierfs/tierfs/internal/cli"
+	"github.com/tierfs/tierfs/cli"
 )
 
 // cliPanicked is tfs_cli_main's exit status when a command panicked (EX_SOFTWARE).

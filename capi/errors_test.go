@@ -10,10 +10,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
 )

@@ -27,9 +27,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 )
 
 // ioRec is what a tfs_io handle holds.

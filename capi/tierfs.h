@@ -62,6 +62,8 @@ int tfs_abi_version(void);
 /* Message of the calling thread's last failed call ("" if none). */
 const char *tfs_last_error(void);
 
+/* The store options of ABI version 1, frozen: options added since (copy_workers, ...) are taken
+ * only by tfs_open_json, by name. */
 typedef struct tfs_open_options {
   size_t struct_size;
   const char *feature;           /* NULL: the dataset's first feature */
@@ -86,6 +88,15 @@ typedef struct tfs_open_options {
 
 /* Opens the dataset directory path. opts may be NULL. */
 tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **out);
+/* tfs_open with the options as a JSON object (NULL or "": none), keyed by the names of
+ * tfs_store_options_json, e.g. {"host_cache": 536870912, "copy_workers": 4}: every store option,
+ * those tfs_open_options has no field for included. An unknown name or a value of the wrong JSON
+ * type is TFS_EINVAL naming it. */
+tfs_status tfs_open_json(const char *path, const char *options_json, tfs_store **out);
+/* The store options as JSON, as tfs_stats_json: a list of {"name", "kind" ("size": bytes, "int",
+ * "bool" or "string"), "help"}, one per option tfs_open_json takes. Python's tierfs.open and the
+ * tierfs command's flags are made from this table. */
+tfs_status tfs_store_options_json(char *buf, size_t cap, size_t *needed);
 /* Closes the store (unmounting it if mounted); waits for calls in flight. */
 tfs_status tfs_close(tfs_store *store);
 

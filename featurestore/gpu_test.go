@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )

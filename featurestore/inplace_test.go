@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 )
 
 // writeNpyPadded writes a C-order .npy of rows (count x rowBytes of descr, shape) whose header

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 )
 
 // TestGatherMatrix checks every tier mix × host policy × destination × IO backend × id shape

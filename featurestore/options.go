@@ -14,19 +14,22 @@ import (
 // Options configure Open. The zero value opens with no host cache, io_uring where available, and
 // topology in memory when it fits 1 GiB.
 //
-// Options is the one description of a store's configuration every front end shares: the JSON
-// names below are the keys of Python's tierfs.open, the CLI's flags (with '-' for '_') and, but
-// for the _bytes suffixes and device, the fields of the C API's tfs_open_options. Validate is the
-// one place the values are checked; front ends convert their arguments and let it decide.
+// Options is the one description of a store's configuration every front end shares: a field with
+// a json name is a store option, its help tag the one line a user reads about it, kind:"size" a
+// byte count (front ends take "4GiB"). OptionTable lists them; the CLI makes its flags from it
+// (the name with '-' for '_'), tfs_open_json and Python's tierfs.open take them by name
+// (DecodeOptions), and tfs_store_options_json hands the table to Python. Validate is the one
+// place the values are checked; front ends convert their arguments and let it decide. Adding an
+// option is adding a field here and its use (ARCHITECTURE.md, "Adding a store option").
 type Options struct {
-	Feature        string `json:"feature"`    // feature to serve; "" is the dataset's first
-	HostCacheBytes int64  `json:"host_cache"` // host tier budget, rows and index together
+	Feature        string `json:"feature" help:"feature to serve (default: the dataset's first)"`
+	HostCacheBytes int64  `json:"host_cache" kind:"size" help:"host tier budget, rows and index, e.g. 512MB or 4GiB (default: none, every row read from disk)"`
 	// HostPolicy is how the host tier is kept: "" or "static" fills it from the placement and
 	// keeps it until the next Place; "sieve" makes it a cache that admits the rows gathers read
 	// from disk and evicts by SIEVE (pre-filled by the placement), for access patterns that
 	// drift. Every gather reads it; host gathers admit the rows they read from disk, device
 	// gathers do not (their rows go from staging to the device).
-	HostPolicy string `json:"host_policy"`
+	HostPolicy string `json:"host_policy" help:"how the host tier is kept: static (placed at open and by place; the default) or sieve (a cache of the rows read from disk, SIEVE eviction)"`
 	// Hotness ranks nodes for the initial placement (higher is hotter; len = node count). Nil
 	// ranks by in-degree, or leaves the host tier empty when the dataset has no topology.
 	Hotness []uint32 `json:"-"`
@@ -42,34 +45,34 @@ type Options struct {
 	// TopologyMemoryBytes: the topology is read into memory when it fits this budget, otherwise it
 	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
 	// negative keeps it on disk always.
-	TopologyMemoryBytes int64         `json:"topology_memory"`
-	IOBackend           gpuio.Backend `json:"io_backend"`        // "" picks io_uring, falling back to pread; "gpu-uring": device gathers' disk reads submitted by the GPU
-	QueueDepth          int           `json:"queue_depth"`       // reads in flight per IO stack; default 128
-	MaxConcurrentIO     int           `json:"max_concurrent_io"` // IO stacks (gathers reading disk at once); default GOMAXPROCS
-	VerifyReads         bool          `json:"verify_reads"`      // check every block read from disk against its checksum
-	CopyWorkers         int           `json:"copy_workers"`      // goroutines copying host-tier hits; default GOMAXPROCS
+	TopologyMemoryBytes int64         `json:"topology_memory" kind:"size" help:"hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk"`
+	IOBackend           gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
+	QueueDepth          int           `json:"queue_depth" help:"reads in flight per IO stack (default 128)"`
+	MaxConcurrentIO     int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
+	VerifyReads         bool          `json:"verify_reads" help:"check every block read from disk against its checksum"`
+	CopyWorkers         int           `json:"copy_workers" help:"goroutines copying host-tier rows (default: one per CPU)"`
 	// CoalesceGap: disk reads of one file at most this many bytes apart become one read (the gap
 	// read and discarded), up to 128 KiB. 0 (the default) merges only reads that share or touch
 	// a block; -1 probes the disk at Open (about 1.5 s, `tierfs bench disk` prints the same
 	// probe) and takes the gap it recommends; Stats.DiskProbe shows the measurement.
-	CoalesceGap int `json:"coalesce_gap"`
+	CoalesceGap int `json:"coalesce_gap" help:"read disk ranges of a file at most this many bytes apart as one read, up to 128 KiB (default 0: only touching blocks); -1 probes the disk at open"`
 	// ReadAlign is the alignment of disk reads: 0 (the default) the dataset's block size, -1 the
 	// smallest the files' direct IO allows (often 512, so a 512-byte row costs a 512-byte read),
 	// or a power of two from 512 to the block size. With VerifyReads reads stay whole blocks:
 	// -1 then means the block size, and other values are refused.
-	ReadAlign int `json:"read_align"`
+	ReadAlign int `json:"read_align" help:"alignment of disk reads (default 0: the dataset's block size); -1: the smallest the files' direct IO allows, e.g. 512 (not with verify_reads)"`
 
 	// GPUDevice is the CUDA device of the GPU tier, device gathers and GPU sampling.
-	GPUDevice int `json:"gpu_device"`
+	GPUDevice int `json:"gpu_device" help:"CUDA device of the GPU tier, device gathers and GPU sampling"`
 	// GPUCacheBytes is the GPU tier's budget of device memory, for rows only (its index takes 16
 	// bytes a row in host memory and again in device memory, for the split kernel; the static
 	// host tier's index is copied there too). A budget > 0 starts CUDA at Open; a budget above the device's
 	// free memory is an error, a missing GPU or shim is not: the store then serves from the host
 	// and Stats.GPU says why.
-	GPUCacheBytes int64 `json:"gpu_cache"`
+	GPUCacheBytes int64 `json:"gpu_cache" kind:"size" help:"GPU tier budget in device memory, e.g. 8GiB (default: none; without a GPU the store serves from the host)"`
 	// GPUTopology places the topology for GPU sampling: "" samples on the host, "device" copies
 	// it into GPU memory, "pinned" into pinned host memory the GPU reads over PCIe.
-	GPUTopology string `json:"gpu_topology"`
+	GPUTopology string `json:"gpu_topology" help:"sample on the GPU with the topology in device or pinned (host) memory (default: sample on the host)"`
 }
 
 // DefaultTopologyMemoryBytes is the topology budget when Options leaves it 0.

@@ -485,7 +485,7 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 			t.Errorf("%s: no trial saw the injected errors", spec)
 		}
 	}
-	// The core never reads the environment: TIERFS_FAULTS is the front ends' (capi, internal/cli).
+	// The core never reads the environment: TIERFS_FAULTS is the front ends' (capi, cli).
 	t.Setenv("TIERFS_FAULTS", "bogus")
 	s, err := Open(d.dir, Options{})
 	if err != nil {

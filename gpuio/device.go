@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 )
 
 // deviceCompletion is the GPU completion step of a Stack: staged bytes bound for device memory

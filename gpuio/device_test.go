@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 )
 
 // TestDeviceCompletionMatchesHost reads the same mixed requests (unaligned, straddling, split,

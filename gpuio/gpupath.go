@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 	"golang.org/x/sys/unix"
 )
 

@@ -14,7 +14,7 @@ import (
 )
 
 // cpuDrive performs reads through r exactly as the gpu-uring kernel does (tfc_uring_read in
-// internal/cuda/tierfs_cuda.cu): SQEs written into the process's ring memory and published by a
+// cuda/tierfs_cuda.cu): SQEs written into the process's ring memory and published by a
 // release store of the SQ tail, completions polled from the CQ tail and retired by a store of the
 // CQ head, staging slots recycled; no io_uring_enter except to wake a sleeping SQ thread. It
 // returns each read's CQE result and copies each read's bytes into out[i].

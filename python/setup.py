@@ -9,7 +9,7 @@ inside the package as tierfs/_lib/libtierfs.so, with its C header as tierfs/incl
 - The CUDA shim ($TIERFS_CUDA_LIB, else build/libtierfs_cuda.so of the module root when `make
   cuda` made it) goes beside the library when it exists; without it the package serves from the
   host, as everywhere.
-- The version is the CLI's (internal/cli/version.go), written once; the build copies it into
+- The version is the CLI's (cli/version.go), written once; the build copies it into
   tierfs/_version.py.
 """
 
@@ -28,7 +28,7 @@ CUDA_LIB = "libtierfs_cuda.so"
 
 
 def _version() -> str:
-    go = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "internal" / "cli" / "version.go"
+    go = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "cli" / "version.go"
     m = re.search(r'^const Version = "([^"]+)"', go.read_text(), re.M) if go.is_file() else None
     if not m:
         raise SystemExit(f"tierfs build: no `const Version = \"...\"` in {go}")

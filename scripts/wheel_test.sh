@@ -46,7 +46,7 @@ run() { (cd "$work/run" && env -u TIERFS_LIB -u TIERFS_CLI -u TIERFS_REPO -u TIE
 mkdir -p "$work/run"
 run bash -c '! command -v go >/dev/null' || fail "go is still on PATH"
 
-want="tierfs $(sed -n 's/^const Version = "\(.*\)"$/\1/p' internal/cli/version.go)"
+want="tierfs $(sed -n 's/^const Version = "\(.*\)"$/\1/p' cli/version.go)"
 got=$(run tierfs --version) || fail "tierfs --version exited $?"
 [[ "$got" == "$want" ]] || fail "tierfs --version printed '$got', want '$want'"
 run tierfs synth --nodes 2000 --avg-degree 5 --dim 16 --seed 1 --out g >/dev/null || fail "tierfs synth failed"

@@ -10,7 +10,7 @@
 // contract checked against a plain reference.
 package tiers
 
-import "github.com/tierfs/tierfs/internal/cuda"
+import "github.com/tierfs/tierfs/cuda"
 
 // Kind names a tier.
 type Kind string

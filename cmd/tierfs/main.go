@@ -1,11 +1,11 @@
-// Command tierfs makes, inspects and serves tierfs datasets; internal/cli has its commands
+// Command tierfs makes, inspects and serves tierfs datasets; package cli has its commands
 // (`tierfs help` lists them).
 package main
 
 import (
 	"os"
 
-	"github.com/tierfs/tierfs/internal/cli"
+	"github.com/tierfs/tierfs/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args)) }

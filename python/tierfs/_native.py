@@ -180,6 +180,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_abi_version", []),
     ("tfs_last_error", []),
     ("tfs_open", [c_char_p, POINTER(OpenOptions), POINTER(c_void_p)]),
+    ("tfs_open_json", [c_char_p, c_char_p, POINTER(c_void_p)]),
+    ("tfs_store_options_json", [c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_close", [c_void_p]),
     ("tfs_store_info_get", [c_void_p, POINTER(StoreInfo)]),
     ("tfs_gather", [c_void_p, c_void_p, c_int64, c_void_p, c_int64]),

@@ -10,7 +10,7 @@ from . import errors
 
 SizeLike = Union[int, str, None]
 
-# Same units as the CLI (internal/cli/size.go): KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
+# Same units as the CLI (cli/size.go): KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
 # and the bare K/M/G/T powers of 1024.
 _UNITS = [
     ("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("tib", 1 << 40),
@@ -95,10 +95,10 @@ def parse_device(device: Any) -> tuple[str, int]:
 
 
 def _checkout_version() -> str:
-    """The version written in the checkout this package runs from (internal/cli/version.go, the
+    """The version written in the checkout this package runs from (cli/version.go, the
     one place it is written; the build copies it into tierfs/_version.py)."""
     from pathlib import Path
 
-    go = Path(__file__).resolve().parents[2] / "internal" / "cli" / "version.go"
+    go = Path(__file__).resolve().parents[2] / "cli" / "version.go"
     m = re.search(r'^const Version = "([^"]+)"', go.read_text(), re.M) if go.is_file() else None
     return m.group(1) if m else "0+unknown"

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _native, _util, errors
+from . import _native, _options, _util, errors
 from ._args import IdsLike, _c_str, _fanouts, _Ids, _ids, _torch
 from ._native import check, lib
 from ._progress import _progress_callback
@@ -56,16 +56,6 @@ _NUMPY_DTYPES = {
 # Store -------------------------------------------------------------------------------------
 
 
-def _option_str(value: Optional[str], what: str) -> Optional[bytes]:
-    """A string option as tfs_open_options holds it (None for None or ""). Only the type is
-    checked here: the core validates the value, and its message names the option."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise errors.DTypeError(f"{what} must be a string, got {type(value).__name__}")
-    return _c_str(value, what)
-
-
 def _reopen(path: str, options: Dict[str, Any]) -> "Store":
     return Store(path, **options)
 
@@ -81,23 +71,23 @@ class Store:
     receiving process (its own caches), which is what ``spawn`` worker processes get.
     """
 
+    @_options.document
     def __init__(
         self,
         path: Union[str, os.PathLike],
         host_cache: _util.SizeLike = None,
         gpu_cache: _util.SizeLike = None,
         device: Any = "cpu",
-        feature: Optional[str] = None,
-        verify_reads: bool = False,
-        topology_memory: Union[_util.SizeLike, bool] = None,
-        io_backend: Optional[str] = None,
-        queue_depth: Optional[int] = None,
-        max_concurrent_io: Optional[int] = None,
-        gpu_topology: Optional[str] = None,
-        host_policy: Optional[str] = None,
-        coalesce_gap: Optional[int] = None,
-        read_align: Optional[int] = None,
+        **options: Any,
     ) -> None:
+        """Opens the dataset directory ``path`` (use :func:`tierfs.open`, which documents the
+        arguments and also opens distributed stores).
+
+        ``options`` are the core's store options (``tfs_store_options_json``), with
+        ``host_cache`` and ``gpu_cache`` also taken by position:
+
+            {store_options}
+        """
         _native.check_process()
         self._handle: Optional[int] = None
         self._path = os.fspath(path)
@@ -105,16 +95,7 @@ class Store:
             host_cache=host_cache,
             gpu_cache=gpu_cache,
             device=str(device) if not isinstance(device, str) else device,
-            feature=feature,
-            verify_reads=verify_reads,
-            topology_memory=topology_memory,
-            io_backend=io_backend,
-            queue_depth=queue_depth,
-            max_concurrent_io=max_concurrent_io,
-            gpu_topology=gpu_topology,
-            host_policy=host_policy,
-            coalesce_gap=coalesce_gap,
-            read_align=read_align,
+            **options,
         )
         self._device_type, self._device_index = _util.parse_device(device)
         if self._device_type == "cuda":
@@ -125,34 +106,15 @@ class Store:
                     f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA device(s)"
                 )
         self._host_cache_bytes = _util.parse_size(host_cache, "host_cache")
-        self._gpu_cache_bytes = _util.parse_size(gpu_cache, "gpu_cache")
-        if topology_memory is False:
-            topo = -1
-        elif isinstance(topology_memory, int) and not isinstance(topology_memory, bool) and topology_memory < 0:
-            topo = -1
-        else:
-            topo = _util.parse_size(topology_memory, "topology_memory")
-
-        opts = _native.OpenOptions()
-        opts.struct_size = _native.ctypes.sizeof(_native.OpenOptions)
-        opts.feature = _option_str(feature, "feature")
-        opts.host_cache_bytes = self._host_cache_bytes
-        opts.topology_memory_bytes = topo
-        opts.io_backend = _option_str(io_backend, "io_backend")
-        opts.queue_depth = int(queue_depth or 0)
-        opts.max_concurrent_io = int(max_concurrent_io or 0)
-        opts.verify_reads = 1 if verify_reads else 0
-        opts.device = self._device_index if self._device_type == "cuda" else -1
-        opts.gpu_cache_bytes = self._gpu_cache_bytes
-        opts.gpu_topology = _option_str(gpu_topology, "gpu_topology")
-        opts.host_policy = _option_str(host_policy, "host_policy")
-        opts.coalesce_gap = int(coalesce_gap or 0)
-        opts.read_align = int(read_align or 0)
+        gpu_cache_bytes = _util.parse_size(gpu_cache, "gpu_cache")
+        request = _options.encode(
+            dict(options, host_cache=self._host_cache_bytes, gpu_cache=gpu_cache_bytes),
+            self._device_index if self._device_type == "cuda" else 0,
+        )
         handle = c_void_p()
-        status = lib.tfs_open(_c_str(self._path, "path"), byref(opts), byref(handle))
-        check(status)
+        check(lib.tfs_open_json(_c_str(self._path, "path"), request, byref(handle)))
         self._handle = handle.value
-        if self._gpu_cache_bytes or gpu_topology:
+        if gpu_cache_bytes or options.get("gpu_topology"):
             gpu = self.stats().get("gpu", {})
             if not gpu.get("available"):
                 import warnings

@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 )

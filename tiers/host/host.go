@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/tiers"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 )
 
 // Row reads the row in a slot, as the GPU path's pinning sees the arena. The tier contract

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/tierstest"
 )

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tierfs/tierfs/internal/cuda"
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/tiers"
 )
 

@@ -12,10 +12,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/internal/cuda"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// storeFlags registers a flag for every store option on fs, made from featurestore.OptionTable:
+// the option's name with '-' for '_', its help, a size ("4GiB", or a negative number for the core
+// to judge) for kind "size"; and returns the options they set. Every command that opens a store
+// calls it, so every command reaches every option; the core validates the values when the store
+// opens. storeflags_test.go checks both against Options itself.
+func storeFlags(fs *flag.FlagSet) *featurestore.Options {
+	opt := &featurestore.Options{}
+	v := reflect.ValueOf(opt).Elem()
+	for _, o := range featurestore.OptionTable() {
+		name := strings.ReplaceAll(o.Name, "_", "-")
+		field := v.FieldByIndex(o.Index()).Addr().Interface()
+		switch p := field.(type) {
+		case *int64:
+			if o.Kind == "size" {
+				fs.Var((*sizeOptionFlag)(p), name, o.Help)
+			} else {
+				fs.Int64Var(p, name, 0, o.Help)
+			}
+		case *int:
+			fs.IntVar(p, name, 0, o.Help)
+		case *bool:
+			fs.BoolVar(p, name, false, o.Help)
+		case *string:
+			fs.StringVar(p, name, "", o.Help)
+		case *gpuio.Backend:
+			fs.StringVar((*string)(p), name, "", o.Help)
+		default:
+			panic(fmt.Sprintf("storeFlags: option %s has Go type %T, which has no flag kind", o.Name, field))
+		}
+	}
+	fs.IntVar(&opt.QueueDepth, "qd", 0, "short for --queue-depth")
+	return opt
+}
+
+// faultsEnv is the environment variable whose rules (gpuio.ParseFaults, e.g.
+// "eio:every=3;flip:prob=0.01:seed=7" or "flip:path=epoch-") inject IO faults under every store
+// a command opens, its planned epochs' packed files included: for testing what a pipeline does
+// with them. The CLI, a front end, reads it; the core takes the injector in Options.Faults.
+const faultsEnv = "TIERFS_FAULTS"
+
+// openStore opens the store of dir as every command does: featurestore.Open with opt, and with
+// the fault injector of TIERFS_FAULTS (faultsEnv) when it is set; a bad value is an error naming
+// it. Each store gets its own injector, so rules count the reads of that store.
+func openStore(dir string, opt featurestore.Options) (*featurestore.Store, error) {
+	f, err := gpuio.ParseFaults(os.Getenv(faultsEnv))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", faultsEnv, err)
+	}
+	if f != nil {
+		opt.Faults = f
+	}
+	return featurestore.Open(dir, opt)
+}
+
+// optionFlagName is the flag of a store option's JSON name ("host_cache" → "--host-cache"), or
+// the name itself when no store flag has it.
+func optionFlagName(option string) string {
+	name := strings.ReplaceAll(option, "_", "-")
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	storeFlags(fs)
+	if fs.Lookup(name) == nil {
+		return option
+	}
+	return "--" + name
+}
+
+// setFlags are the names of the flags given on the command line.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// sizeOptionFlag is a byte size, or a negative number (topology_memory's "keep it on disk"; the
+// core refuses one where an option takes none).
+type sizeOptionFlag int64
+
+func (t *sizeOptionFlag) String() string { return strconv.FormatInt(int64(*t), 10) }
+func (t *sizeOptionFlag) Set(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "-") {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is neither a size nor a negative number", v)
+		}
+		*t = sizeOptionFlag(n)
+		return nil
+	}
+	n, err := parseSize(v)
+	*t = sizeOptionFlag(n)
+	return err
+}
