@@ -28,7 +28,7 @@ Heterogeneous graphs (several node or edge types, ``store.is_hetero``)
     blocks (:func:`hetero_sample_to_blocks`: ``dgl.NID`` per node type, ``dgl.EID`` per edge
     type, laid out as ``dgl.to_block`` lays out the sampled frontier); :class:`DataLoader`
     takes ``{ntype: ids or split}`` and fills each type's default feature and the seeds'
-    labels. ``exclude_eids`` is not supported.
+    labels.
 
 Whole topology, for graphs that fit in memory: :func:`sampling_graph` (GraphBolt's
 ``FusedCSCSamplingGraph``, to use GraphBolt's own samplers with tierfs features) and
@@ -756,13 +756,31 @@ def _sample_arrays(sample):
     )
 
 
-def sample_to_blocks(sample, cumulative: bool = True, device=None):
+def _drop_edges(row, col, e_id, eph, exclude, what="sample"):
+    """(row, col, e_id, eph) of a sample's edges less those whose id is in ``exclude``: each
+    hop keeps its other edges in their order, and its count shrinks."""
+    if e_id is None:
+        raise tierfs.Error(f"tierfs.dgl: the {what} has no edge ids to exclude edges by")
+    if e_id.numel() != row.numel() or sum(eph) != row.numel():
+        raise tierfs.Error(f"tierfs.dgl: the {what}'s edge counts do not add up")
+    keep = ~torch.isin(e_id, _ids_tensor(exclude))
+    hop = torch.repeat_interleave(torch.arange(len(eph)), torch.tensor(eph, dtype=torch.int64))
+    eph = torch.bincount(hop[keep], minlength=len(eph)).tolist()
+    return row[keep], col[keep], e_id[keep], eph
+
+
+def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None):
     """DGL blocks of a tierfs Sample: ``(input_nodes, output_nodes, blocks)``, blocks from the
     input layer (farthest hop) to the output layer (whose dst nodes are the seeds). Block ``i``
     of ``L`` (hop ``h = L-1-i``) has the nodes of hops 0..h+1 as src nodes and those of hops
     0..h as dst nodes, ``dgl.NID`` in srcdata and dstdata, and the edges of hops 0..h
     (``cumulative``) or of hop h alone, each with its id in the store (its CSC position) in
     ``edata[dgl.EID]`` (when the sample has ``e_id``).
+
+    ``exclude_eids`` (edge ids) leaves those edges out of every block after the draw, as
+    GraphBolt's ``exclude_seed_edges`` does: a node keeps the other neighbors it drew (no
+    redraw), and a node reached only through an excluded edge stays among the src nodes with no
+    edge to the seeds from it.
     """
     nodes, row, col, nph, eph, e_id = _sample_arrays(sample)
     num_hops = len(eph)
@@ -770,6 +788,8 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
         raise tierfs.Error(
             f"tierfs.dgl: sample has {len(nph)} node counts for {num_hops} hops; want hops+1"
         )
+    if exclude_eids is not None:
+        row, col, e_id, eph = _drop_edges(row, col, e_id, eph, exclude_eids)
     node_prefix = np.cumsum(nph).tolist()  # nodes of hops 0..h: nodes[:node_prefix[h]]
     edge_prefix = np.cumsum([0] + eph).tolist()  # hop h edges: [edge_prefix[h], edge_prefix[h+1])
     if node_prefix[-1] != nodes.numel() or not edge_prefix[-1] == row.numel() == col.numel():
@@ -801,7 +821,7 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None):
     return input_nodes, output_nodes, blocks
 
 
-def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None):
+def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None):
     """DGL heterogeneous blocks of a :class:`tierfs.HeteroSample`: ``(input_nodes,
     output_nodes, blocks)``, blocks from the input layer to the output layer, as
     :func:`sample_to_blocks` lays them out, per type.
@@ -819,6 +839,9 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None):
     This is what ``dgl.to_block(frontier, dst_nodes)`` makes of the same edges with cumulative
     edges, up to the order of the src nodes after the dst nodes (DGL numbers them in the order
     its edges reach them; tierfs in the order the sampler first reached them).
+
+    ``exclude_eids`` ``{etype: edge ids}`` leaves those edges out of every block, as
+    :func:`sample_to_blocks` does.
     """
     ntypes = list(sample.node)
     etypes = list(sample.row)
@@ -829,10 +852,12 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None):
     if num_hops == 0 or any(len(v) != num_hops for v in eph.values()) or any(len(v) != num_hops + 1 for v in nph.values()):
         raise tierfs.Error("tierfs.dgl: hetero sample has uneven hop counts; want hops+1 node counts per type and hops edge counts per edge type")
     node_prefix = {t: np.cumsum(nph[t]).tolist() for t in ntypes}
-    edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}
     row = {e: _ids_tensor(sample.row[e]) for e in etypes}
     col = {e: _ids_tensor(sample.col[e]) for e in etypes}
     eid = {e: None if sample.edge.get(e) is None else _ids_tensor(sample.edge[e]) for e in etypes}
+    for key, ids in _typed_exclude(etypes, exclude_eids).items():
+        row[key], col[key], eid[key], eph[key] = _drop_edges(row[key], col[key], eid[key], eph[key], ids, f"edge type {key}")
+    edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}
     for t in ntypes:
         if node_prefix[t][-1] != nodes[t].numel():
             raise tierfs.Error(f"tierfs.dgl: hetero sample: node type {t!r} sizes do not add up")
@@ -868,6 +893,32 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None):
         input_nodes = {t: v.to(device) for t, v in input_nodes.items()}
         output_nodes = {t: v.to(device) for t, v in output_nodes.items()}
     return input_nodes, output_nodes, blocks
+
+
+def _typed_exclude(etypes, exclude_eids) -> dict:
+    """``exclude_eids`` of a heterogeneous sample (``{etype: ids}``, keys canonical or
+    ``"src:rel:dst"`` or a relation naming one edge type) keyed by the sample's edge types."""
+    if exclude_eids is None:
+        return {}
+    if not isinstance(exclude_eids, Mapping):
+        raise tierfs.InvalidArgumentError(
+            f"tierfs.dgl: exclude_eids of a heterogeneous sample is a dict {{edge type: ids}}, got {type(exclude_eids).__name__}"
+        )
+    out = {}
+    for key, ids in exclude_eids.items():
+        if isinstance(key, str) and ":" not in key:
+            found = [e for e in etypes if e[1] == key]
+            if len(found) != 1:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl: exclude_eids key {key!r} names {len(found)} edge types of the sample; use (src, rel, dst)"
+                )
+            e = found[0]
+        else:
+            e = edge_type_tuple(key)
+            if e not in etypes:
+                raise tierfs.KeyNotFoundError(f"tierfs.dgl: exclude_eids names edge type {e}, which the sample does not have ({etypes})")
+        out[e] = ids
+    return out
 
 
 def _hetero_fanouts(store, fanouts) -> dict:
@@ -947,7 +998,10 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
     edge type or a dict ``{etype: fanout}`` naming every edge type (canonical ``(src, rel,
     dst)``, ``"src:rel:dst"`` or a relation name that is unique); seeds are ``{ntype: ids}`` of
     one node type and the blocks are heterogeneous (:func:`hetero_sample_to_blocks`).
-    ``exclude_eids`` is not supported. ``replace`` samples with
+    ``exclude_eids`` (what ``dgl.dataloading.as_edge_prediction_sampler`` passes for
+    ``exclude="self"`` or ``"reverse_id"``) are left out of every block after the draw, as
+    GraphBolt's ``exclude_seed_edges`` does (DGL's own sampler leaves them out before it draws,
+    so a node may get fewer neighbors here). ``replace`` samples with
     replacement; ``seed`` makes runs repeat (each call uses seed + call number). See the module
     docstring for ``cumulative``. ``prefetch_node_feats`` / ``prefetch_labels`` /
     ``output_device`` are as in DGL, for use with ``dgl.dataloading.DataLoader`` and
@@ -1017,22 +1071,17 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def sample(self, *args, exclude_eids=None):  # pylint: disable=arguments-differ
-        """``sample(seeds)`` or ``sample(g, seeds)``: ``(input_nodes, output_nodes, blocks)``."""
-        if len(args) == 1:
-            g, seeds = None, args[0]
-        elif len(args) == 2:
-            g, seeds = args
-        else:
-            raise TypeError("tierfs.dgl.NeighborSampler.sample(seeds) or sample(g, seeds)")
-        return self.assign_lazy_features(self.sample_blocks(g, seeds, exclude_eids))
+    def sample(self, g, seed_nodes=None, exclude_eids=None):  # pylint: disable=arguments-differ
+        """``sample(seeds)`` or, as DGL calls it, ``sample(g, seeds, exclude_eids)`` (``g``
+        ignored): ``(input_nodes, output_nodes, blocks)``."""
+        if seed_nodes is None:
+            g, seed_nodes = None, g
+        return self.assign_lazy_features(self.sample_blocks(g, seed_nodes, exclude_eids))
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
-        if exclude_eids is not None:
-            raise tierfs.NotSupportedError(
-                "tierfs.dgl.NeighborSampler: exclude_eids is not supported (tierfs samples in the "
-                "core without an edge filter); drop the edges from the dataset or filter the blocks"
-            )
+        """The blocks of ``seed_nodes`` (``g`` ignored); ``exclude_eids`` (edge ids in the
+        store; ``{etype: ids}`` on a heterogeneous store) are left out of every block after the
+        draw (see :func:`sample_to_blocks`)."""
         if self.hetero:
             seed_type, seed_ids = _one_seed_type(seed_nodes)
             device = self.output_device
@@ -1041,7 +1090,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             seeds = _ids_tensor(seed_ids).numpy()
             with self._lock:
                 sample = self._sampler.sample(seeds, seed_type)
-            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device)
+            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids)
         if isinstance(seed_nodes, Mapping):
             if len(seed_nodes) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
@@ -1052,7 +1101,11 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
         seeds = _ids_tensor(seed_nodes)
         with self._lock:
             sample = self._sampler.sample(seeds)
-        return sample_to_blocks(sample, cumulative=self.cumulative, device=device)
+        if isinstance(exclude_eids, Mapping):
+            if len(exclude_eids) != 1:
+                raise tierfs.InvalidArgumentError("tierfs.dgl: exclude_eids of a one-type store is edge ids (or a dict of one edge type)")
+            (exclude_eids,) = exclude_eids.values()
+        return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids)
 
 
 class DataLoader:
