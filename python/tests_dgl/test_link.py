@@ -143,3 +143,168 @@ def test_neighbor_sampler_under_dgl_edge_prediction(ug, ustore, exclude):
             assert torch.equal(s, ws[keep]) and torch.equal(d, wd[keep])
         batches += 1
     assert batches == 3
+
+
+# --------------------------------------------------------------------------------------------
+# tierfs.dgl.EdgePredictionSampler: link sampling in the core
+
+
+def _check_layout(out, k, num_nodes):
+    """DGL's layout of an edge prediction batch: pair and negative graphs over the seed nodes
+    (blocks[-1]'s dst nodes, the distinct endpoints), seed edge i's k negatives at [i*k,
+    (i+1)*k) with its source and a destination in range. Returns the global (src, dst) of the
+    seed edges and of the negatives."""
+    input_nodes, pair, *neg, blocks = out
+    assert len(neg) == (1 if k else 0)
+    seeds = pair.ndata[dgl.NID]
+    assert torch.equal(blocks[-1].dstdata[dgl.NID], seeds)
+    assert torch.equal(input_nodes, blocks[0].srcdata[dgl.NID])
+    ps, pd = pair.edges()
+    ends = [seeds[ps], seeds[pd]]
+    negs = None
+    if k:
+        ng = neg[0]
+        assert ng.num_nodes() == pair.num_nodes() and torch.equal(ng.ndata[dgl.NID], seeds)
+        ns, nd = ng.edges()
+        assert ns.numel() == k * ps.numel()
+        assert torch.equal(seeds[ns], seeds[ps].repeat_interleave(k))
+        assert ((seeds[nd] >= 0) & (seeds[nd] < num_nodes)).all()
+        ends += [seeds[nd]]
+        negs = (seeds[ns], seeds[nd])
+    assert set(seeds.tolist()) == set(torch.cat(ends).tolist()) and seeds.numel() == len(set(seeds.tolist()))
+    return (seeds[ps], seeds[pd]), negs
+
+
+def _global_edges(block):
+    s, d = block.edges()
+    return set(zip(block.srcdata[dgl.NID][s].tolist(), block.dstdata[dgl.NID][d].tolist(), _eids(block).tolist()))
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_edge_prediction_sampler_layout_is_dgls(ug, ustore, k):
+    """tierfs's sampler and DGL's in-memory one (dgl.dataloading.NeighborSampler) give the same
+    layout on the same seed edges; tierfs's blocks are its NeighborSampler's draw of the seeds."""
+    g = tdgl.dgl_graph(ustore)
+    rng = _rng(f"layout k={k}")
+    eids = torch.from_numpy(rng.choice(g.num_edges(), 50, replace=False))
+    src, dst = torch.from_numpy(ug.src[eids]), torch.from_numpy(ug.dst[eids])
+    neg = dgl.dataloading.negative_sampler.Uniform(k) if k else None
+    ours = tdgl.as_edge_prediction_sampler(tdgl.NeighborSampler(ustore, [4, 2], seed=3), negative_sampler=neg)
+    assert isinstance(ours, tdgl.EdgePredictionSampler)
+    out = ours.sample(torch.stack([src, dst], 1))  # GraphBolt's (n, 2) seeds
+    pos, _ = _check_layout(out, k, N)
+    assert torch.equal(pos[0], src) and torch.equal(pos[1], dst)
+    assert torch.equal(out[1].ndata[dgl.NID], torch.sort(out[1].ndata[dgl.NID]).values)  # ascending
+    assert dgl.EID not in out[1].edata  # pairs carry no edge ids
+    ref = tdgl.NeighborSampler(ustore, [4, 2], seed=3).sample(out[1].ndata[dgl.NID])
+    assert torch.equal(out[0], ref[0])
+    for a, b in zip(out[-1], ref[2]):
+        assert torch.equal(_eids(a), _eids(b)) and torch.equal(a.srcdata[dgl.NID], b.srcdata[dgl.NID])
+
+    theirs = dgl.dataloading.as_edge_prediction_sampler(dgl.dataloading.NeighborSampler([4, 2]), negative_sampler=neg)
+    pos, _ = _check_layout(theirs.sample(g, eids), k, N)
+    assert torch.equal(pos[0], src) and torch.equal(pos[1], dst)
+
+
+@pytest.mark.parametrize("exclude", ["self", "reverse_id"])
+def test_edge_prediction_exclusion_matches_dgls_wrapper(ug, ustore, exclude):
+    """The same seed edges and negatives through tierfs's sampler (exclusion in the core) and
+    through DGL's wrapper around tierfs's NeighborSampler (exclusion by id after the same draw):
+    the output layer is the same; deeper layers hold no edge DGL's lacks (tierfs leaves out a
+    node reached only through an excluded edge); no block holds an excluded pair."""
+    g = tdgl.dgl_graph(ustore)
+    rng = _rng(f"exclusion {exclude}")
+    eids = torch.from_numpy(rng.choice(g.num_edges(), 64, replace=False))
+    fanouts = [3, -1]
+    ours = tdgl.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ustore, fanouts, seed=9), exclude=exclude, reverse_eids=ug.reverse_eids,
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(2),
+    )
+    out = ours.sample(g, eids)
+    assert torch.equal(out[1].edata[dgl.EID], eids)
+    pos, negs = _check_layout(out, 2, N)
+    replay = lambda _g, _eids: negs  # noqa: E731  DGL's wrapper gets tierfs's negatives
+    theirs = dgl.dataloading.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ustore, fanouts, seed=9), exclude=exclude, reverse_eids=ug.reverse_eids, negative_sampler=replay,
+    ).sample(g, eids)
+    assert set(theirs[1].ndata[dgl.NID].tolist()) == set(out[1].ndata[dgl.NID].tolist())
+    banned = set(zip(pos[0].tolist(), pos[1].tolist()))
+    if exclude == "reverse_id":
+        banned |= {(d, s) for s, d in banned}
+    for i, (a, b) in enumerate(zip(out[-1], theirs[-1])):
+        ea, eb = _global_edges(a), _global_edges(b)
+        assert not {(s, d) for s, d, _ in ea} & banned
+        assert ea <= eb
+        if i == len(fanouts) - 1:
+            assert ea == eb
+    full = tdgl.NeighborSampler(ustore, fanouts, seed=9).sample(out[1].ndata[dgl.NID])[2][-1]
+    assert banned <= {(s, d) for s, d, _ in _global_edges(full)}  # fanout -1: each was drawn, then dropped
+
+
+def test_edge_prediction_ids_pairs_and_errors(ug, ustore):
+    g = tdgl.dgl_graph(ustore)
+    eids = torch.arange(5, 300, 11)
+    pairs = (torch.from_numpy(ug.src[eids]), torch.from_numpy(ug.dst[eids]))
+    make = lambda **kw: tdgl.EdgePredictionSampler(tdgl.NeighborSampler(ustore, [3, 3], seed=4), **kw)  # noqa: E731
+    by_id = make(exclude="reverse_id", reverse_eids=ug.reverse_eids).sample(g, eids)
+    by_pair = make(exclude="reverse_id").sample(pairs, labels=torch.arange(eids.numel()))
+    for a, b in zip(by_id[-1], by_pair[-1]):
+        assert torch.equal(_eids(a), _eids(b))
+    assert torch.equal(by_pair[1].edata["label"], torch.arange(eids.numel()))
+    assert len(by_pair) == 3  # no negatives: (input_nodes, pair_graph, blocks)
+
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"reverse_eids\[5\] = 5 is not an edge"):
+        make(exclude="reverse_id", reverse_eids=torch.arange(g.num_edges())).sample(g, eids)
+    with pytest.raises(tierfs.InvalidArgumentError, match="need the graph"):
+        make().sample(eids)
+    with pytest.raises(tierfs.InvalidArgumentError, match="shape"):
+        make().sample(torch.zeros(4, 3, dtype=torch.int64))
+    with pytest.raises(tierfs.InvalidArgumentError, match="3 labels for 27"):
+        make().sample(pairs, labels=[0, 1, 2])
+    with pytest.raises(tierfs.NotSupportedError, match="Uniform"):
+        make(negative_sampler=dgl.dataloading.negative_sampler.GlobalUniform(2))
+    with pytest.raises(tierfs.InvalidArgumentError, match="k = 0"):
+        make(negative_sampler=dgl.dataloading.negative_sampler.Uniform(0))
+    with pytest.raises(tierfs.NotSupportedError, match="exclude="):
+        make(exclude=lambda e: e)
+    with pytest.raises(tierfs.OutOfRangeError):
+        make().sample(([0, N], [1, 2]))
+    # other samplers get DGL's own wrapper
+    assert isinstance(tdgl.as_edge_prediction_sampler(dgl.dataloading.NeighborSampler([2])), dgl.dataloading.EdgePredictionSampler)
+
+
+def test_edge_prediction_sampler_in_dgl_dataloader(ug, ustore):
+    """dgl.dataloading.DataLoader over edge ids calls sample(g, eids)."""
+    g = tdgl.dgl_graph(ustore)
+    sampler = tdgl.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ustore, [3, 3], seed=2), exclude="self", negative_sampler=dgl.dataloading.negative_sampler.Uniform(1)
+    )
+    seen = []
+    for out in dgl.dataloading.DataLoader(g, torch.arange(100), sampler, batch_size=40):
+        _check_layout(out, 1, N)
+        seen.append(out[1].edata[dgl.EID])
+    assert torch.equal(torch.cat(seen), torch.arange(100))
+
+
+def test_link_dataloader(ug, ustore):
+    one_way = ug.src < ug.dst
+    src, dst = torch.from_numpy(ug.src[one_way]), torch.from_numpy(ug.dst[one_way])
+    labels = torch.arange(src.numel()) % 5
+    sampler = tdgl.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ustore, [4, 4], seed=1), exclude="reverse_id", negative_sampler=dgl.dataloading.negative_sampler.Uniform(2)
+    )
+    for prefetch in (False, 2):
+        loader = tdgl.LinkDataLoader(ustore, torch.stack([src, dst], 1), sampler, labels=labels, batch_size=128, shuffle=True, seed=3, prefetch=prefetch)
+        assert len(loader) == -(-src.numel() // 128)
+        got = {}
+        for input_nodes, pair, neg, blocks in loader:
+            pos, _ = _check_layout((input_nodes, pair, neg, blocks), 2, N)
+            np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), ug.x[input_nodes.numpy()])
+            for s, d, lab in zip(*pos, pair.edata["label"]):
+                got[(int(s), int(d))] = int(lab)
+        want = {(int(s), int(d)): int(lab) for s, d, lab in zip(src, dst, labels)}
+        assert got == want
+    with pytest.raises(tierfs.InvalidArgumentError, match="not 1-D edge ids"):
+        tdgl.LinkDataLoader(ustore, torch.arange(4), sampler)
+    with pytest.raises(tierfs.InvalidArgumentError, match="EdgePredictionSampler"):
+        tdgl.LinkDataLoader(ustore, (src, dst), tdgl.NeighborSampler(ustore, [2]))

@@ -91,6 +91,9 @@ __all__ = [
     "GraphStorage",
     "NeighborSampler",
     "DataLoader",
+    "EdgePredictionSampler",
+    "as_edge_prediction_sampler",
+    "LinkDataLoader",
     "ReadOnlyError",
     "sample_to_blocks",
     "hetero_sample_to_blocks",
@@ -1195,8 +1198,11 @@ class DataLoader:
             return [{self.seed_type: b} for b in batches]
         return batches
 
-    def _load(self, seeds):
-        return self._gather(self.sampler.sample(seeds))
+    def _sample(self, batch):
+        return self.sampler.sample(batch)
+
+    def _load(self, batch):
+        return self._gather(self._sample(batch))
 
     def _gather_hetero(self, sampled):
         input_nodes, output_nodes, blocks = sampled
@@ -1233,7 +1239,7 @@ class DataLoader:
             return (self._load(seeds) for seeds in batches)
         # The gathers run on the default stream (blocks' .to() queues there), so no stream joins.
         pipeline = tierfs.Pipeline(
-            len(batches), lambda i: self.sampler.sample(batches[i]), lambda i, sampled: self._gather(sampled),
+            len(batches), lambda i: self._sample(batches[i]), lambda i, sampled: self._gather(sampled),
             depth=self.prefetch, store=self.store, name="tierfs-dgl-load",
         )
         self._run = pipeline._st
@@ -1243,3 +1249,272 @@ class DataLoader:
         """Where the latest pipelined epoch's time went (:meth:`tierfs.Pipeline.stats`); empty
         before one ran."""
         return tierfs.pipeline.pipeline_stats(self._run) if self._run is not None else {}
+
+
+# --------------------------------------------------------------------------------------------
+# link prediction
+
+
+def _ndim(x) -> int:
+    return x.dim() if isinstance(x, torch.Tensor) else np.ndim(x)
+
+
+def _seed_pairs(edges, what: str):
+    """Seed edges given as pairs, ``(src, dst)`` (two 1-D id arrays) or an ``(n, 2)`` tensor or
+    array (GraphBolt's ``seeds``), as two 1-D int64 CPU tensors; None for 1-D edge ids."""
+    if isinstance(edges, Mapping):
+        raise tierfs.NotSupportedError(
+            f"{what}: seed edges {{etype: ...}} of several edge types are not supported by tierfs.dgl's link "
+            "sampling yet (homogeneous stores); use dgl.dataloading.as_edge_prediction_sampler around "
+            "tierfs.dgl.NeighborSampler with tierfs.dgl.dgl_graph(store)"
+        )
+    if isinstance(edges, (tuple, list)) and len(edges) == 2 and all(_ndim(e) == 1 for e in edges):
+        src, dst = _ids_tensor(edges[0]), _ids_tensor(edges[1])
+        if src.numel() != dst.numel():
+            raise tierfs.InvalidArgumentError(f"{what}: {src.numel()} src ids but {dst.numel()} dst ids; give one of each per seed edge")
+        return src, dst
+    if isinstance(edges, (tuple, list)):
+        edges = np.asarray(edges)
+    ndim = _ndim(edges)
+    if ndim == 1:
+        return None
+    shape = tuple(edges.shape)
+    if ndim != 2 or shape[1] != 2:
+        raise tierfs.InvalidArgumentError(
+            f"{what}: seed edges of shape {shape}; give (src, dst), an (n, 2) tensor of pairs or 1-D edge ids"
+        )
+    pairs = edges if isinstance(edges, torch.Tensor) else torch.from_numpy(np.asarray(edges))
+    return _ids_tensor(pairs[:, 0]), _ids_tensor(pairs[:, 1])
+
+
+def _negatives_per_edge(negative_sampler) -> int:
+    """k of DGL's ``negative_sampler.Uniform(k)`` (or an int k); 0 for None."""
+    if negative_sampler is None:
+        return 0
+    uniform = dgl.dataloading.negative_sampler.PerSourceUniform
+    if isinstance(negative_sampler, uniform):
+        k = negative_sampler.k
+    elif isinstance(negative_sampler, (int, np.integer)) and not isinstance(negative_sampler, bool):
+        k = negative_sampler
+    else:
+        raise tierfs.NotSupportedError(
+            f"tierfs.dgl.EdgePredictionSampler: negative_sampler {negative_sampler!r} is not supported; "
+            "tierfs draws DGL's Uniform(k) (dgl.dataloading.negative_sampler.Uniform, or k): k uniform "
+            "destinations per seed edge with its source"
+        )
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise tierfs.InvalidArgumentError(f"tierfs.dgl.EdgePredictionSampler: Uniform(k) with k = {k!r}; want an int >= 1")
+    return int(k)
+
+
+class EdgePredictionSampler:
+    """Link prediction by tierfs's core: DGL's ``as_edge_prediction_sampler(sampler, exclude,
+    reverse_eids, negative_sampler=Uniform(k))`` with the topology left in tierfs (no graph in
+    memory). :func:`as_edge_prediction_sampler` makes one.
+
+    ``sample(seed_edges)`` or ``sample(g, seed_edges)`` (as ``dgl.dataloading.DataLoader``
+    calls it) returns what DGL's returns: ``(input_nodes, pair_graph, neg_graph, blocks)``, or
+    ``(input_nodes, pair_graph, blocks)`` without negatives. Seed edges are pairs, ``(src,
+    dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``seeds``), or edge ids of ``g`` (a
+    ``DGLGraph`` with the store's edge ids, e.g. :func:`dgl_graph`; ``g.find_edges`` gives
+    their pairs). ``labels`` (one a seed edge) go to ``pair_graph.edata["label"]``.
+
+    ``pair_graph`` holds the seed edges in the order given (``edata[dgl.EID]`` when given as
+    ids), ``neg_graph`` seed edge i's ``k`` negatives at ``[i*k, (i+1)*k)`` — its source and a
+    uniform destination of ``[0, num_nodes)``, which may be an edge, as DGL's ``Uniform(k)``
+    and GraphBolt's ``UniformNegativeSampler`` draw. Both graphs have the seed nodes — the
+    distinct endpoints of the seed edges and negatives, ascending (DGL and GraphBolt number
+    them in order of appearance) — as nodes, ``ndata[dgl.NID]`` their ids, which are the dst
+    nodes of ``blocks[-1]``; the blocks are :class:`NeighborSampler`'s of those seeds, with
+    its fanouts, ``cumulative`` and seed (the same draw).
+
+    ``exclude``: None; ``"self"`` leaves the seed edges out of every block, ``"reverse_id"``
+    also their reverses. tierfs excludes by pair, after the draw (GraphBolt's
+    ``exclude_seed_edges``): every edge (u, v) of a seed edge (u, v), and with
+    ``"reverse_id"`` every (v, u); on a graph without parallel edges whose ``reverse_eids``
+    pair (u, v) with (v, u) that is DGL's exclusion by id. ``reverse_eids`` is checked against
+    ``g`` when seed edges come as ids. Negatives are not excluded. For an exclusion by other
+    edge ids use DGL's ``as_edge_prediction_sampler`` around :class:`NeighborSampler`.
+    """
+
+    def __init__(self, sampler: "NeighborSampler", exclude=None, reverse_eids=None, negative_sampler=None):
+        if not isinstance(sampler, NeighborSampler):
+            raise tierfs.InvalidArgumentError(
+                f"tierfs.dgl.EdgePredictionSampler: sampler is a {type(sampler).__name__}; want a tierfs.dgl.NeighborSampler"
+            )
+        if sampler.hetero:
+            raise tierfs.NotSupportedError(
+                "tierfs.dgl.EdgePredictionSampler: link sampling of a store of several node or edge types is not "
+                "supported yet; use dgl.dataloading.as_edge_prediction_sampler around tierfs.dgl.NeighborSampler "
+                "with tierfs.dgl.dgl_graph(store) (seed edges whose endpoints are of one node type)"
+            )
+        if not (exclude is None or (isinstance(exclude, str) and exclude in ("self", "reverse_id"))):
+            raise tierfs.NotSupportedError(
+                f"tierfs.dgl.EdgePredictionSampler: exclude={exclude!r}; tierfs excludes None, 'self' or "
+                "'reverse_id' (by pair); for other edge ids use dgl.dataloading.as_edge_prediction_sampler "
+                "around tierfs.dgl.NeighborSampler"
+            )
+        self.sampler = sampler
+        self.exclude = exclude
+        self.reverse_eids = None if reverse_eids is None else _ids_tensor(reverse_eids)
+        self.negative_sampler = negative_sampler
+        self.k = _negatives_per_edge(negative_sampler)
+        self.output_device = sampler.output_device
+
+    def sample(self, g, seed_edges=None, labels=None):
+        """``sample(seed_edges)`` or ``sample(g, seed_edges)``; see the class docstring."""
+        if seed_edges is None:
+            g, seed_edges = None, g
+        device = self.output_device
+        if device is None and isinstance(seed_edges, torch.Tensor):
+            device = seed_edges.device
+        eids = None
+        pairs = _seed_pairs(seed_edges, "tierfs.dgl.EdgePredictionSampler")
+        if pairs is None:
+            if not isinstance(g, dgl.DGLGraph):
+                raise tierfs.InvalidArgumentError(
+                    "tierfs.dgl.EdgePredictionSampler: seed edge ids need the graph they index (sample(g, eids) "
+                    "with g a DGLGraph of the store's edge ids, e.g. tierfs.dgl.dgl_graph(store)); or give "
+                    "(src, dst) pairs or an (n, 2) tensor"
+                )
+            eids = _ids_tensor(seed_edges)
+            src, dst = (t.to("cpu", torch.int64) for t in g.find_edges(eids))
+            self._check_reverse(g, eids, src, dst)
+        else:
+            src, dst = pairs
+        n = src.numel()
+        if labels is not None:
+            labels = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))
+            if labels.dim() == 0 or labels.shape[0] != n:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.EdgePredictionSampler: {labels.shape[0] if labels.dim() else 'a scalar'} labels for {n} seed edges; give one a seed edge"
+                )
+        with self.sampler._lock:
+            ls = self.sampler._sampler.sample_from_edges(
+                src.numpy(), dst.numpy(),
+                neg_sampling="triplet" if self.k else None, amount=self.k or 1,
+                exclude_seed_edges=self.exclude is not None, undirected=self.exclude == "reverse_id",
+            )
+        input_nodes, seeds, blocks = sample_to_blocks(ls, cumulative=self.sampler.cumulative)
+        if self.k:
+            pos_src, pos_dst = torch.from_numpy(ls.src_index), torch.from_numpy(ls.dst_pos_index)
+            neg_src = pos_src.repeat_interleave(self.k)
+            neg_dst = torch.from_numpy(np.ascontiguousarray(ls.dst_neg_index)).reshape(-1)
+        else:
+            pos_src, pos_dst = (torch.from_numpy(np.ascontiguousarray(a)) for a in ls.edge_label_index)
+        pair_graph = dgl.graph((pos_src, pos_dst), num_nodes=seeds.numel(), idtype=torch.int64)
+        pair_graph.ndata[dgl.NID] = seeds
+        if eids is not None:
+            pair_graph.edata[dgl.EID] = eids
+        if labels is not None:
+            pair_graph.edata[LABEL] = labels.cpu()
+        graphs = [pair_graph]
+        if self.k:
+            neg_graph = dgl.graph((neg_src, neg_dst), num_nodes=seeds.numel(), idtype=torch.int64)
+            neg_graph.ndata[dgl.NID] = seeds
+            graphs.append(neg_graph)
+        if device is not None and torch.device(device).type != "cpu":
+            device = torch.device(device)
+            blocks = [b.to(device) for b in blocks]
+            graphs = [x.to(device) for x in graphs]
+            input_nodes = input_nodes.to(device)
+        input_nodes, _, blocks = self.sampler.assign_lazy_features((input_nodes, seeds, blocks))
+        return (input_nodes, *graphs, blocks)
+
+    def _check_reverse(self, g, eids, src, dst):
+        """With exclude="reverse_id" and a reverse_eids map, the reverse of seed edge (u, v)
+        must be an edge (v, u): tierfs excludes the reversed pair."""
+        if self.exclude != "reverse_id" or self.reverse_eids is None or eids.numel() == 0:
+            return
+        rev = self.reverse_eids[eids]
+        rs, rd = g.find_edges(rev)
+        bad = torch.nonzero((rs.cpu() != dst) | (rd.cpu() != src)).reshape(-1)
+        if bad.numel():
+            i = int(bad[0])
+            raise tierfs.InvalidArgumentError(
+                f"tierfs.dgl.EdgePredictionSampler: reverse_eids[{int(eids[i])}] = {int(rev[i])} is not an edge "
+                f"({int(dst[i])}, {int(src[i])}), the reverse of seed edge ({int(src[i])}, {int(dst[i])}); "
+                "tierfs excludes each seed edge's reversed pair"
+            )
+
+
+def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None, prefetch_labels=None):
+    """DGL's ``dgl.dataloading.as_edge_prediction_sampler`` for a tierfs sampler: an
+    :class:`EdgePredictionSampler` (link sampling in tierfs, no graph in memory) for a
+    :class:`NeighborSampler`; any other sampler gets DGL's own."""
+    if not isinstance(sampler, NeighborSampler):
+        return dgl.dataloading.as_edge_prediction_sampler(
+            sampler, exclude=exclude, reverse_eids=reverse_eids, reverse_etypes=reverse_etypes,
+            negative_sampler=negative_sampler, prefetch_labels=prefetch_labels,
+        )
+    if reverse_etypes is not None or prefetch_labels:
+        raise tierfs.NotSupportedError(
+            "tierfs.dgl.as_edge_prediction_sampler: reverse_etypes and prefetch_labels are not supported for a "
+            "tierfs sampler (homogeneous stores; labels go to EdgePredictionSampler.sample(..., labels=))"
+        )
+    return EdgePredictionSampler(sampler, exclude=exclude, reverse_eids=reverse_eids, negative_sampler=negative_sampler)
+
+
+class LinkDataLoader(DataLoader):
+    """Mini-batches of seed edges for link prediction: ``(input_nodes, pair_graph, neg_graph,
+    blocks)`` (without ``neg_graph`` when the sampler draws no negatives), as
+    ``dgl.dataloading.DataLoader`` yields them over ``as_edge_prediction_sampler``, with
+    ``blocks[0].srcdata[feature_name]`` gathered from the store and, when ``labels`` are
+    given (one a seed edge), ``pair_graph.edata["label"]`` the batch's.
+
+    ``edges`` are pairs: ``(src, dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``ItemSet`` of
+    ``seeds``, with ``labels`` its ``labels``). ``sampler`` is an :class:`EdgePredictionSampler`.
+    ``batch_size``, ``shuffle``, ``drop_last``, ``seed``, ``device`` and ``prefetch`` are as
+    in :class:`DataLoader`.
+    """
+
+    def __init__(
+        self,
+        store,
+        edges,
+        sampler: EdgePredictionSampler,
+        labels=None,
+        batch_size: int = 1024,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        device="cpu",
+        prefetch: bool | int = True,
+        feature_name: str | None = FEATURE,
+    ):
+        if not isinstance(sampler, EdgePredictionSampler):
+            raise tierfs.InvalidArgumentError(
+                f"tierfs.dgl.LinkDataLoader: sampler is a {type(sampler).__name__}; want a tierfs.dgl.EdgePredictionSampler"
+            )
+        pairs = _seed_pairs(edges, "tierfs.dgl.LinkDataLoader")
+        if pairs is None:
+            raise tierfs.InvalidArgumentError(
+                "tierfs.dgl.LinkDataLoader: edges are pairs, (src, dst) or an (n, 2) tensor; not 1-D edge ids"
+            )
+        self.src, self.dst = pairs
+        super().__init__(
+            store, torch.arange(self.src.numel()), sampler, batch_size=batch_size, shuffle=shuffle,
+            drop_last=drop_last, seed=seed, device=device, prefetch=prefetch, feature_name=feature_name, label_name=None,
+        )
+        self.labels = None
+        if labels is not None:
+            self.labels = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))
+            if self.labels.dim() == 0 or self.labels.shape[0] != self.src.numel():
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.LinkDataLoader: {self.labels.shape[0] if self.labels.dim() else 'a scalar'} labels "
+                    f"for {self.src.numel()} seed edges; give one a seed edge"
+                )
+
+    def _sample(self, batch):
+        labels = None if self.labels is None else self.labels[batch]
+        return self.sampler.sample((self.src[batch], self.dst[batch]), labels=labels)
+
+    def _gather(self, sampled):
+        input_nodes, *graphs, blocks = sampled
+        if self.feature_name is not None:
+            blocks[0].srcdata[self.feature_name] = _read_rows(self.store, FEATURE, input_nodes.cpu()).to(input_nodes.device)
+        if self.device.type != "cpu":
+            blocks = [b.to(self.device) for b in blocks]
+            graphs = [x.to(self.device) for x in graphs]
+            input_nodes = input_nodes.to(self.device)
+        return (input_nodes, *graphs, blocks)
