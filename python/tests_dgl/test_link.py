@@ -429,3 +429,57 @@ def test_link_prediction_auc_matches_dgl(ug, tmp_path, name):
     assert our_losses[-1] < 0.9 * our_losses[0], our_losses
     assert a > 0.7 and b > 0.7, aucs  # a random scorer has 0.5
     assert abs(a - b) < 0.04, aucs  # one run's AUC varies by about 0.03 with its seed
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt: an ItemSet of seed pairs and labels through tierfs's link stage
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_graphbolt_link_pipeline(ug, ustore, k):
+    """gb.ItemSampler(gb.ItemSet((seeds, labels))) -> tierfs's sample_minibatch ->
+    fetch_feature(tierfs FeatureStore) -> gb.DataLoader: seeds, labels and indexes laid out as
+    GraphBolt's UniformNegativeSampler lays them out on the same minibatch, minibatch.blocks the
+    sampler's blocks of the same pairs, features the raw rows."""
+    import dgl.graphbolt as gb
+
+    rng = _rng(f"graphbolt link k={k}")
+    pick = rng.choice(ug.src.size, 100, replace=False)
+    pairs = torch.from_numpy(np.stack([ug.src[pick], ug.dst[pick]], 1))
+    labels = torch.from_numpy(rng.integers(0, 3, 100))
+    make = lambda: tdgl.as_edge_prediction_sampler(  # noqa: E731
+        tdgl.NeighborSampler(ustore, [3, 3], seed=6), exclude="self", negative_sampler=k or None
+    )
+    sampler, reference = make(), make()
+    item_set = gb.ItemSet((pairs, labels), names=("seeds", "labels"))
+    datapipe = gb.ItemSampler(item_set, batch_size=32).transform(sampler.sample_minibatch)
+    datapipe = datapipe.fetch_feature(tdgl.FeatureStore(ustore), node_feature_keys=["feat"])
+    graph = tdgl.sampling_graph(ustore)
+    start = 0
+    for mb in gb.DataLoader(datapipe):
+        n = min(32, 100 - start)
+        batch = pairs[start : start + n]
+        assert torch.equal(mb.seeds[:n], batch)
+        ref = reference.sample(batch)
+        seeds = ref[1].ndata[dgl.NID]
+        assert torch.equal(seeds[mb.compacted_seeds], mb.seeds)
+        gbmb = gb.UniformNegativeSampler([], graph, k)._sample(gb.MiniBatch(seeds=batch.clone(), labels=labels[start : start + n])) if k else None
+        if k:
+            assert mb.seeds.shape == gbmb.seeds.shape == (n * (k + 1), 2)
+            assert torch.equal(mb.labels, gbmb.labels) and torch.equal(mb.indexes, gbmb.indexes)
+            assert torch.equal(mb.seeds[n:, 0], gbmb.seeds[n:, 0])  # each negative keeps its pair's source
+            assert ((mb.seeds[n:, 1] >= 0) & (mb.seeds[n:, 1] < N)).all()
+        else:
+            assert torch.equal(mb.labels, labels[start : start + n])
+        assert torch.equal(mb.input_nodes, ref[0])
+        np.testing.assert_array_equal(mb.node_features["feat"].numpy(), ug.x[mb.input_nodes.numpy()])
+        blocks = mb.blocks
+        assert torch.equal(blocks[0].srcdata[dgl.NID], ref[-1][0].srcdata[dgl.NID])  # GraphBolt names blocks[0]'s
+        for a, b in zip(blocks, ref[-1]):
+            assert (a.num_src_nodes(), a.num_dst_nodes()) == (b.num_src_nodes(), b.num_dst_nodes())
+            a.srcdata[dgl.NID], a.dstdata[dgl.NID] = b.srcdata[dgl.NID], b.dstdata[dgl.NID]
+            assert _global_edges(a) == _global_edges(b)
+        start += n
+    assert start == 100
+    with pytest.raises(tierfs.InvalidArgumentError, match="no seed pairs"):
+        sampler.sample_minibatch(gb.MiniBatch(seeds=torch.arange(4)))

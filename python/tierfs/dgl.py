@@ -1421,6 +1421,44 @@ class EdgePredictionSampler:
         input_nodes, _, blocks = self.sampler.assign_lazy_features((input_nodes, seeds, blocks))
         return (input_nodes, *graphs, blocks)
 
+    def sample_minibatch(self, minibatch):
+        """A GraphBolt stage: fills a ``gb.MiniBatch`` of ``seeds`` (an ``(n, 2)`` tensor of
+        pairs, as ``gb.ItemSampler`` yields from ``gb.ItemSet((seeds, labels), names=("seeds",
+        "labels"))``) as GraphBolt's ``sample_uniform_negative`` + ``sample_neighbor`` +
+        ``exclude_seed_edges`` would, in one tierfs call: ``seeds`` becomes the pairs then
+        their negatives (seed i's ``k`` at rows ``n + i*k ...``, its source and a uniform
+        destination), ``labels`` True for pairs and False for negatives (given labels are kept
+        when there are no negatives), ``indexes`` the seed each row belongs to,
+        ``compacted_seeds`` the rows in local ids, ``input_nodes`` and ``sampled_subgraphs``
+        (so ``minibatch.blocks`` are this sampler's blocks, edges in CSC order of each
+        block). Use it as ``datapipe.transform(sampler.sample_minibatch)`` and fetch features
+        with :class:`FeatureStore`. GraphBolt's ``exclude_seed_edges`` also drops negatives
+        that are edges; tierfs drops the pairs (and with ``"reverse_id"`` their reverses)."""
+        if gb is None:
+            raise tierfs.NotSupportedError(f"tierfs.dgl: dgl.graphbolt is not available here ({_GRAPHBOLT_ERROR})")
+        pairs = None if minibatch.seeds is None else _seed_pairs(minibatch.seeds, "tierfs.dgl.EdgePredictionSampler.sample_minibatch")
+        if pairs is None:
+            raise tierfs.InvalidArgumentError(
+                "tierfs.dgl.EdgePredictionSampler.sample_minibatch: the minibatch has no seed pairs (seeds, an (n, 2) "
+                "tensor: gb.ItemSet(pairs, names=\"seeds\"))"
+            )
+        src, dst = pairs
+        n, k = src.numel(), self.k
+        input_nodes, pair_graph, *neg, blocks = self.sample((src, dst))
+        seeds = pair_graph.ndata[dgl.NID]
+        rows = [torch.stack(pair_graph.edges(), 1)]
+        if k:
+            rows.append(torch.stack(neg[0].edges(), 1))
+            positive = torch.arange(n)
+            minibatch.indexes = torch.cat([positive, positive.repeat_interleave(k)])
+            minibatch.labels = torch.cat([torch.ones(n, dtype=torch.bool), torch.zeros(n * k, dtype=torch.bool)])
+        compacted = torch.cat(rows).to(seeds.device)
+        minibatch.compacted_seeds = compacted
+        minibatch.seeds = seeds[compacted]
+        minibatch.input_nodes = input_nodes
+        minibatch.sampled_subgraphs = [_sampled_subgraph(b) for b in blocks]
+        return minibatch
+
     def _check_reverse(self, g, eids, src, dst):
         """With exclude="reverse_id" and a reverse_eids map, the reverse of seed edge (u, v)
         must be an edge (v, u): tierfs excludes the reversed pair."""
@@ -1436,6 +1474,22 @@ class EdgePredictionSampler:
                 f"({int(dst[i])}, {int(src[i])}), the reverse of seed edge ({int(src[i])}, {int(dst[i])}); "
                 "tierfs excludes each seed edge's reversed pair"
             )
+
+
+def _sampled_subgraph(block):
+    """A homogeneous DGL block as GraphBolt's ``SampledSubgraphImpl`` (CSC of its edges, its
+    src and dst nodes' ids, its edges' ids), which ``gb.MiniBatch.blocks`` turns back into it
+    with the edges ordered by destination."""
+    s, d = block.edges()
+    order = torch.argsort(d, stable=True)
+    indptr = torch.zeros(block.num_dst_nodes() + 1, dtype=torch.int64, device=d.device)
+    indptr[1:] = torch.cumsum(torch.bincount(d, minlength=block.num_dst_nodes()), 0)
+    return gb.SampledSubgraphImpl(
+        sampled_csc=gb.CSCFormatBase(indptr=indptr, indices=s[order]),
+        original_column_node_ids=block.dstdata[dgl.NID],
+        original_row_node_ids=block.srcdata[dgl.NID],
+        original_edge_ids=block.edata[dgl.EID][order] if dgl.EID in block.edata else None,
+    )
 
 
 def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None, prefetch_labels=None):
