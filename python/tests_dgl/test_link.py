@@ -411,7 +411,7 @@ def test_link_prediction_auc_matches_dgl(ug, tmp_path, name):
     neg = dgl.dataloading.negative_sampler.Uniform(1)
     aucs = {"tierfs": [], "DGL": []}
     with tierfs.open(graph.dir, host_cache=0) as store:
-        for seed in SEEDS if name == "synthetic" else SEEDS[:2]:
+        for seed in SEEDS:
             sampler = tdgl.as_edge_prediction_sampler(tdgl.NeighborSampler(store, fanouts, seed=seed), exclude="reverse_id", negative_sampler=neg)
             loader = tdgl.LinkDataLoader(store, (torch.from_numpy(graph.src[one_way]), torch.from_numpy(graph.dst[one_way])), sampler, batch_size=batch, shuffle=True, seed=seed)
             ours, our_losses = _train_link(loader, graph.x.shape[1], epochs, lambda _ids, blocks: blocks[0].srcdata["feat"], seed)
@@ -428,7 +428,9 @@ def test_link_prediction_auc_matches_dgl(ug, tmp_path, name):
     print(f"{name}: mean test AUC tierfs {a:.4f} DGL {b:.4f}")
     assert our_losses[-1] < 0.9 * our_losses[0], our_losses
     assert a > 0.7 and b > 0.7, aucs  # a random scorer has 0.5
-    assert abs(a - b) < 0.04, aucs  # one run's AUC varies by about 0.03 with its seed
+    # One run's AUC varies by about 0.03 with its seed, and DGL's CPU sampling does not repeat
+    # under dgl.seed (tierfs's does): the means of 3 runs differ by 0.01-0.03.
+    assert abs(a - b) < 0.05, aucs
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,3 +485,40 @@ def test_graphbolt_link_pipeline(ug, ustore, k):
     assert start == 100
     with pytest.raises(tierfs.InvalidArgumentError, match="no seed pairs"):
         sampler.sample_minibatch(gb.MiniBatch(seeds=torch.arange(4)))
+
+
+# --------------------------------------------------------------------------------------------
+# heterogeneous: tierfs's sampler under DGL's wrapper, seed edges of one edge type
+
+
+def test_hetero_neighbor_sampler_under_dgl_edge_prediction(tmp_path):
+    """Seed edges of ("paper", "cites", "paper") of a heterogeneous store: DGL's wrapper (pair and
+    negative graphs from the in-memory heterograph) around tierfs's NeighborSampler; the seed
+    edges leave every block, which is otherwise the draw without exclusion."""
+    import hetero_data
+
+    het = hetero_data.ingest(hetero_data.synthetic(), tmp_path)
+    cites = ("paper", "cites", "paper")
+    with tierfs.open(het.dir, host_cache="1MB") as hs:
+        g = tdgl.dgl_graph(hs)
+        rng = _rng("hetero edge prediction")
+        eids = torch.from_numpy(rng.choice(g.num_edges(cites), 40, replace=False))
+        fanouts = [2, -1]
+        edge_sampler = dgl.dataloading.as_edge_prediction_sampler(
+            tdgl.NeighborSampler(hs, fanouts, seed=4), exclude="self", negative_sampler=dgl.dataloading.negative_sampler.Uniform(1)
+        )
+        reference = tdgl.NeighborSampler(hs, fanouts, seed=4)
+        dropped = 0
+        for input_nodes, pair, neg, blocks in dgl.dataloading.DataLoader(g, {cites: eids}, edge_sampler, batch_size=20):
+            batch = pair.edges[cites].data[dgl.EID]
+            assert neg.num_edges(cites) == batch.numel()
+            seeds = {t: v for t, v in pair.ndata[dgl.NID].items() if v.numel()}
+            assert list(seeds) == ["paper"]
+            ref = reference.sample(seeds)[2]
+            for got, want in zip(blocks, ref):
+                for e in want.canonical_etypes:
+                    w = want.edges[e].data[dgl.EID]
+                    keep = ~torch.isin(w, batch) if e == cites else torch.ones_like(w, dtype=torch.bool)
+                    assert torch.equal(got.edges[e].data[dgl.EID], w[keep]), e
+                    dropped += int((~keep).sum())
+        assert dropped >= eids.numel()  # fanout -1 at the seeds: each seed edge was drawn, then dropped

@@ -30,6 +30,19 @@ Heterogeneous graphs (several node or edge types, ``store.is_hetero``)
     takes ``{ntype: ids or split}`` and fills each type's default feature and the seeds'
     labels.
 
+Link prediction (homogeneous stores; docs/dgl-link.md)
+    :func:`as_edge_prediction_sampler` is DGL's, for a tierfs :class:`NeighborSampler`: it
+    returns an :class:`EdgePredictionSampler`, which samples in tierfs's core (no graph in
+    memory) and returns DGL's ``(input_nodes, pair_graph, neg_graph, blocks)`` for seed edges
+    given as pairs, an ``(n, 2)`` tensor (GraphBolt's ``seeds``) or edge ids of a DGLGraph;
+    negatives are DGL's ``Uniform(k)``, ``exclude`` is ``"self"`` or ``"reverse_id"`` (by pair,
+    after the draw). :class:`LinkDataLoader` batches seed pairs and gathers their features;
+    :meth:`EdgePredictionSampler.sample_minibatch` is a GraphBolt stage filling a ``gb.MiniBatch``
+    of ``seeds`` (+ ``labels``) as GraphBolt's negative sampler, neighbor sampler and
+    ``exclude_seed_edges`` do. :class:`NeighborSampler` also works inside DGL's own
+    ``dgl.dataloading.as_edge_prediction_sampler`` over an in-memory graph
+    (:func:`dgl_graph`): it drops the ``exclude_eids`` DGL hands it from every block.
+
 Whole topology, for graphs that fit in memory: :func:`sampling_graph` (GraphBolt's
 ``FusedCSCSamplingGraph``, to use GraphBolt's own samplers with tierfs features) and
 :func:`dgl_graph`.
