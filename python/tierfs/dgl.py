@@ -795,8 +795,8 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=
 
     ``exclude_eids`` (edge ids) leaves those edges out of every block after the draw, as
     GraphBolt's ``exclude_seed_edges`` does: a node keeps the other neighbors it drew (no
-    redraw), and a node reached only through an excluded edge stays among the src nodes with no
-    edge to the seeds from it.
+    redraw), and a node reached only through an excluded edge stays among the src nodes (its
+    other edges, if any, are kept).
     """
     nodes, row, col, nph, eph, e_id = _sample_arrays(sample)
     num_hops = len(eph)
