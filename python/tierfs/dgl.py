@@ -1460,12 +1460,13 @@ class EdgePredictionSampler:
         input_nodes, pair_graph, *neg, blocks = self.sample((src, dst))
         seeds = pair_graph.ndata[dgl.NID]
         rows = [torch.stack(pair_graph.edges(), 1)]
+        device = seeds.device
         if k:
             rows.append(torch.stack(neg[0].edges(), 1))
-            positive = torch.arange(n)
+            positive = torch.arange(n, device=device)
             minibatch.indexes = torch.cat([positive, positive.repeat_interleave(k)])
-            minibatch.labels = torch.cat([torch.ones(n, dtype=torch.bool), torch.zeros(n * k, dtype=torch.bool)])
-        compacted = torch.cat(rows).to(seeds.device)
+            minibatch.labels = torch.cat([torch.ones(n, dtype=torch.bool, device=device), torch.zeros(n * k, dtype=torch.bool, device=device)])
+        compacted = torch.cat(rows).to(device)
         minibatch.compacted_seeds = compacted
         minibatch.seeds = seeds[compacted]
         minibatch.input_nodes = input_nodes
