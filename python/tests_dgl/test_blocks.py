@@ -137,8 +137,8 @@ def test_sampler_errors(graph, store):
     sampler = tdgl.NeighborSampler(store, [3])
     with pytest.raises(tierfs.Error):
         sampler.sample(torch.tensor([graph.num_nodes]))
-    with pytest.raises(NotImplementedError):
-        sampler.sample(None, torch.tensor([1]), exclude_eids=torch.tensor([0]))
+    with pytest.raises(tierfs.InvalidArgumentError, match="one edge type"):
+        sampler.sample(None, torch.tensor([1]), exclude_eids={"a": torch.tensor([0]), "b": torch.tensor([1])})
 
 
 # FeatureStorage --------------------------------------------------------------------------

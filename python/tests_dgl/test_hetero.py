@@ -360,8 +360,22 @@ def test_fanout_forms(hstore):
         tdgl.NeighborSampler(hstore, [{WRITES: 2}])
     with pytest.raises(tierfs.Error, match="no edge type"):
         tdgl.NeighborSampler(hstore, [{("paper", "reads", "paper"): 2}])
-    with pytest.raises(tierfs.NotSupportedError, match="exclude_eids is not supported"):
-        ints.sample_blocks(None, seeds, exclude_eids={WRITES: torch.tensor([0])})
+    # exclude_eids: those edges leave every block, the rest are the same draw (same seed).
+    full = tdgl.NeighborSampler(hstore, [-1, -1], seed=1).sample(seeds)[2]
+    drop = full[-1].edges[WRITES].data[dgl.EID][::2]
+    assert drop.numel() > 0
+    got = tdgl.NeighborSampler(hstore, [-1, -1], seed=1).sample_blocks(None, seeds, exclude_eids={"writes": drop})[2]
+    for a, b in zip(full, got):
+        for e in a.canonical_etypes:
+            want = a.edges[e].data[dgl.EID]
+            if e == WRITES:
+                want = want[~torch.isin(want, drop)]
+            assert torch.equal(b.edges[e].data[dgl.EID], want), e
+            assert torch.equal(b.srcnodes[e[0]].data[dgl.NID], a.srcnodes[e[0]].data[dgl.NID])
+    with pytest.raises(tierfs.InvalidArgumentError, match="dict"):
+        ints.sample_blocks(None, seeds, exclude_eids=torch.tensor([0]))
+    with pytest.raises(tierfs.KeyNotFoundError, match="does not have"):
+        ints.sample_blocks(None, seeds, exclude_eids={("paper", "reads", "paper"): torch.tensor([0])})
     with pytest.raises(tierfs.NotSupportedError, match="one node type"):
         ints.sample({PAPER: torch.tensor([1]), "author": torch.tensor([2])})
 
