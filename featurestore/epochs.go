@@ -145,6 +145,12 @@ func (o *EpochOptions) check(src *epochSource) error {
 		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: fmt.Sprintf("at least one batch of %d seeds (drop_last %v)", o.BatchSize, o.DropLast)}
 	}
 	if src.hetero == nil {
+		if len(o.EdgeFanouts) > 0 {
+			return &OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (Session.PlanEpochs)"}
+		}
+		if o.NodeType != "" && o.NodeType != src.typeName(0) {
+			return &OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
+		}
 		if err := src.stacks[0].checkSampling(o.Sample); err != nil {
 			return err
 		}

@@ -1,9 +1,11 @@
 package featurestore
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -91,4 +93,108 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 		d.nodes[t] = smp.Nodes[s.nt]
 	}
 	return d, nil
+}
+
+// PlanEpochs is Store.PlanEpochs for a graph of several types: the batches are seeds of
+// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewHeteroSampler; Sample.Seed
+// and Sample.Replace as a HeteroSampler's), and each batch packs, per node type with features,
+// the rows of its sampled nodes of that type that the type's memory tiers miss. Batch b of
+// planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a
+// HeteroSampler of that seed. PlaceTiers places every type's stack by the planned batches.
+func (ss *Session) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
+	src, err := ss.epochSource(&o)
+	if err != nil {
+		return nil, err
+	}
+	return src.plan(o)
+}
+
+// OpenEpochs is Store.OpenEpochs of a plan made by Session.PlanEpochs; its batches are served
+// by SampleHetero, GatherType and LoadHetero.
+func (ss *Session) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	src, err := ss.epochSource(&o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src.open(o)
+}
+
+// epochSource is the source of a session plan of o: every node type with features, sampled by
+// the heterogeneous sampler of o's options.
+func (ss *Session) epochSource(o *EpochOptions) (*epochSource, error) {
+	if len(o.Sample.Fanouts) > 0 {
+		return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(o.Sample.Fanouts), Want: "fanouts per edge type (EdgeFanouts, src:rel:dst → fanouts) for a plan of a graph session"}
+	}
+	nt, err := ss.nodeTypeOf(o.NodeType)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
+	if err != nil {
+		return nil, err
+	}
+	src := &epochSource{ss: ss, seedType: nt, hetero: &sp.opt}
+	for _, n := range ss.nodes {
+		if n.stack != nil {
+			src.stacks = append(src.stacks, n.stack)
+		}
+	}
+	if len(src.stacks) == 0 {
+		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.m.Dir(), dataset.ErrFeatureNotFound)
+	}
+	return src, nil
+}
+
+// NodeTypes names the node types whose rows the plan packs, in the session's order: the store's
+// for a Store's plan, every type with features for a Session's.
+func (p *Epochs) NodeTypes() []string {
+	names := make([]string, len(p.src.stacks))
+	for t := range p.src.stacks {
+		names[t] = p.src.typeName(t)
+	}
+	return names
+}
+
+// SampleHetero draws the sample of batch b of epoch e of a Session's plan again and checks every
+// packed type's nodes against the plan; it returns the batch's seeds too.
+func (p *Epochs) SampleHetero(e, b int) ([]int64, *topology.HeteroSample, error) {
+	if p.src.hetero == nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of one node type: draw its batches with Sample: %w", p.o.Dir, errors.ErrUnsupported)
+	}
+	seeds, d, err := p.draw(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return seeds, d.hetero, nil
+}
+
+// PlannedHeteroBatch is one served batch of a Session's plan.
+type PlannedHeteroBatch struct {
+	Seeds  []int64
+	Sample *topology.HeteroSample
+	Rows   map[string][]byte // per packed node type: the rows of its Sample.Nodes, in order
+	IO     BatchIO           // summed over the types
+}
+
+// LoadHetero is SampleHetero then GatherType of every packed node type of batch b of epoch e,
+// into new memory.
+func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
+	seeds, smp, err := p.SampleHetero(e, b)
+	if err != nil {
+		return nil, err
+	}
+	out := &PlannedHeteroBatch{Seeds: seeds, Sample: smp, Rows: map[string][]byte{}}
+	for t, s := range p.src.stacks {
+		nodes := smp.Nodes[s.nt]
+		rows := make([]byte, int64(len(nodes))*s.spec.RowBytes)
+		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows[p.src.typeName(t)] = rows
+		out.IO.Rows += io.Rows
+		out.IO.Bytes += io.Bytes
+		out.IO.Reads += io.Reads
+	}
+	return out, nil
 }
