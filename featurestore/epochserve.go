@@ -462,7 +462,7 @@ type EpochStats struct {
 	BatchesPerEpoch int           `json:"batches_per_epoch"`
 	PlanSeconds     float64       `json:"plan_seconds"` // how long planning took
 	Backend         gpuio.Backend `json:"backend"`
-	Batches         int64         `json:"batches"`    // batches gathered
+	Batches         int64         `json:"batches"`    // gathers: one per batch and packed node type
 	Rows            int64         `json:"rows"`       // rows read from packed files
 	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
 	Reads           int64         `json:"reads"`      // reads issued

@@ -198,3 +198,12 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 	}
 	return out, nil
 }
+
+// Session is the graph session the plan's stacks belong to.
+func (p *Epochs) Session() *Session { return p.src.ss }
+
+// Hetero says whether the plan is a Session's (SampleHetero, GatherType) rather than a Store's.
+func (p *Epochs) Hetero() bool { return p.src.hetero != nil }
+
+// SeedType is the node type of the plan's seeds.
+func (p *Epochs) SeedType() string { return p.src.ss.nodes[p.src.seedType].spec.Name }
