@@ -327,3 +327,45 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 		t.Fatalf("a plan of a graph without features: %v", err)
 	}
 }
+
+// TestHeteroPlanDiskBudget: the disk budget bounds every type's extents together; a plan that
+// fits 1.5 epochs plans one, and the served epoch 2 replays planned epoch 0.
+func TestHeteroPlanDiskBudget(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	ss, err := OpenSession(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	o := heteroEpochOpts(t, ss, d, 3, rng)
+	full, err := ss.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
+	rep, err := ss.PlanEpochs(o)
+	if err != nil || rep.Planned != 1 || rep.BytesWritten != full.EpochBytes[0] {
+		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
+	}
+	if st, err := os.Stat(filepath.Join(o.Dir, packedFile(0))); err != nil || st.Size() != full.EpochBytes[0] {
+		t.Fatalf("packed file of epoch 0: %v", err)
+	}
+	p, _, err := ss.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	a, err := p.LoadHetero(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.LoadHetero(2, 1)
+	if err != nil || !slices.Equal(a.Seeds, b.Seeds) || !bytes.Equal(a.Rows["author"], b.Rows["author"]) || !bytes.Equal(a.Rows["paper"], b.Rows["paper"]) {
+		t.Fatalf("epoch 2 is not planned epoch 0: %v", err)
+	}
+	o.DiskBudget = 4096
+	if _, err := ss.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
+		t.Fatalf("budget for no epoch: %v", err)
+	}
+}
