@@ -14,7 +14,7 @@ import torch
 
 import tierfs
 
-from conftest import rng
+from conftest import needs_cuda, rng
 
 M64 = (1 << 64) - 1
 P1, P2, P3, P4, P5 = 11400714785074694791, 14029467366897019727, 1609587929392839161, 9650029242287828579, 2870177450012600261
@@ -103,7 +103,7 @@ def mag(tmp_path_factory):
 
 
 def as_np(a):
-    return a.numpy() if isinstance(a, torch.Tensor) else a
+    return a.cpu().numpy() if isinstance(a, torch.Tensor) else a
 
 
 def same_bits(a, b) -> bool:
@@ -111,12 +111,16 @@ def same_bits(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("graph,host_cache,torch_seeds", [("hetero", 0, False), ("hetero", "16KiB", True), ("hetero", "64MiB", False), ("mag", "64KiB", False)])
-def test_hetero_planned_loader_matches_on_demand(request, tmp_path, graph, host_cache, torch_seeds):
+@pytest.mark.parametrize("graph,host_cache,torch_seeds,device", [
+    ("hetero", 0, False, "cpu"), ("hetero", "16KiB", True, "cpu"), ("hetero", "64MiB", False, "cpu"), ("mag", "64KiB", False, "cpu"),
+    pytest.param("hetero", "16KiB", True, "cuda:0", marks=needs_cuda),
+])
+def test_hetero_planned_loader_matches_on_demand(request, tmp_path, graph, host_cache, torch_seeds, device):
     r = rng(23)
     seed, shuffle = int(r.integers(1 << 62)), int(r.integers(1 << 30))
     print(f"sampler seed {seed}, shuffle seed {shuffle}")
-    store = tierfs.open(request.getfixturevalue(graph), host_cache=host_cache)
+    cuda = {"device": device, "gpu_cache": "8KiB"} if device != "cpu" else {}
+    store = tierfs.open(request.getfixturevalue(graph), host_cache=host_cache, **cuda)
     fanouts = {et: [int(r.integers(1, 5)), int(r.integers(0, 4))] for et in store.edge_types}
     train = store.split("train", node_type="paper")
     seeds = torch.from_numpy(train) if torch_seeds else train
@@ -150,6 +154,7 @@ def test_hetero_planned_loader_matches_on_demand(request, tmp_path, graph, host_
             if graph == "hetero":
                 assert set(b.x) == {"paper", "author"} and len(b.sample.node["venue"]) > 0
             for t, x in b.x.items():
+                assert not cuda or (x.is_cuda and ref.x[t].is_cuda)
                 assert same_bits(x, ref.x[t]), (e, i, t)
                 assert same_bits(x, store.gather(as_np(b.sample.node[t]), node_type=t))
     for b, again in zip(epochs[k], epochs[0]):  # epoch k replays planned epoch 0
