@@ -149,8 +149,7 @@ class PlannedEpochs:
 
         With ``node_type`` (a heterogeneous plan: one of ``node_types``), the rows of that
         type's default feature of ``nodes`` (the batch's ``sample.node[node_type]``), returned
-        as ``store.gather(nodes, node_type=...)`` returns them (numpy for numpy ids, torch on
-        the store's device for torch ids)."""
+        where and as ``store.gather(nodes, node_type=...)`` returns them."""
         if node_type is not None or self.hetero:
             return self._gather_typed(epoch, batch, nodes, out, node_type)
         nodes = np.ascontiguousarray(nodes, dtype=np.int64)
