@@ -473,6 +473,27 @@ tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample) {
   return (tfs_status)tfsgo_hetero_sample_free(H(sample));
 }
 
+tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t batch,
+                                    struct tfs_hetero_sample **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_epochs_sample_hetero(H(epochs), epoch, batch, out == NULL ? NULL : &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_hetero_sample *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                                   const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_gather_typed(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n, dst,
+                                               dst_bytes);
+}
+
 tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_place_hetero_json(H(store), (char *)request_json, buf, cap, needed);

@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unsafe"
@@ -16,20 +17,22 @@ import (
 )
 
 // epochsRequest is tfs_epochs_open's options_json: the keys of `tierfs plan-epochs` and of
-// Python's Loader(planned_epochs=...).
+// Python's Loader(planned_epochs=...). Fanouts is a list (a one-type plan of the store's type) or
+// an object of edge type → list (a plan of the graph session, seeds of NodeType).
 type epochsRequest struct {
-	PlanDir     string `json:"plan_dir"`
-	Fanouts     []int  `json:"fanouts"`
-	Replace     bool   `json:"replace"`
-	BatchSize   int    `json:"batch_size"`
-	DropLast    bool   `json:"drop_last"`
-	Seed        uint64 `json:"seed"`
-	ShuffleSeed uint64 `json:"shuffle_seed"`
-	Epochs      int    `json:"epochs"`
-	DiskBudget  int64  `json:"disk_budget"`
-	Replan      bool   `json:"replan"`
-	PlaceTiers  bool   `json:"place_tiers"`
-	Workers     int    `json:"workers"`
+	PlanDir     string          `json:"plan_dir"`
+	Fanouts     json.RawMessage `json:"fanouts"`
+	NodeType    string          `json:"node_type"`
+	Replace     bool            `json:"replace"`
+	BatchSize   int             `json:"batch_size"`
+	DropLast    bool            `json:"drop_last"`
+	Seed        uint64          `json:"seed"`
+	ShuffleSeed uint64          `json:"shuffle_seed"`
+	Epochs      int             `json:"epochs"`
+	DiskBudget  int64           `json:"disk_budget"`
+	Replan      bool            `json:"replan"`
+	PlaceTiers  bool            `json:"place_tiers"`
+	Workers     int             `json:"workers"`
 }
 
 // epochsRec is an open plan and the report of the planning its open did, if any.
@@ -59,13 +62,30 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers)", err)
 	}
-	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast,
-		Sample:      topology.SampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
+	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
+		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
 		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers}
+	session := false
+	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
+		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {
+			return fail(stEINVAL, "options_json: fanouts: %v (want {\"src:rel:dst\": [per hop], ...} or [per hop])", err)
+		}
+		session = true
+	} else if len(f) > 0 && !bytes.Equal(f, []byte("null")) {
+		if err := json.Unmarshal(f, &o.Sample.Fanouts); err != nil {
+			return fail(stEINVAL, "options_json: fanouts: %v (want [per hop] or {\"src:rel:dst\": [per hop], ...})", err)
+		}
+	}
+	ss := rec.s.Session()
 	if seeds == nil && n == 0 {
-		if o.Seeds, err = rec.s.Split("train"); err != nil {
+		if session {
+			o.Seeds, err = sessionSplit(ss, req.NodeType, "train")
+		} else {
+			o.Seeds, err = rec.s.Split("train")
+		}
+		if err != nil {
 			return err
 		}
 	} else {
@@ -74,7 +94,13 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 		}
 		o.Seeds = append([]int64(nil), ids64(seeds, n)...)
 	}
-	p, report, err := rec.s.OpenEpochs(o)
+	var p *featurestore.Epochs
+	var report *featurestore.EpochPlanReport
+	if session {
+		p, report, err = ss.OpenEpochs(o)
+	} else {
+		p, report, err = rec.s.OpenEpochs(o)
+	}
 	if err != nil {
 		return err
 	}
@@ -107,10 +133,13 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 		return err
 	}
 	data, err := json.Marshal(struct {
-		Dir    string                        `json:"dir"`
-		Report *featurestore.EpochPlanReport `json:"report"`
-		Stats  featurestore.EpochStats       `json:"stats"`
-	}{rec.p.Dir(), rec.report, rec.p.Stats()})
+		Dir       string                        `json:"dir"`
+		Hetero    bool                          `json:"hetero"`     // a graph session's plan
+		SeedType  string                        `json:"seed_type"`  // the seeds' node type
+		NodeTypes []string                      `json:"node_types"` // the node types packed
+		Report    *featurestore.EpochPlanReport `json:"report"`
+		Stats     featurestore.EpochStats       `json:"stats"`
+	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.report, rec.p.Stats()})
 	if err != nil {
 		return err
 	}
@@ -150,6 +179,10 @@ func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodes *C.in
 }
 
 func epochsGather(h uintptr, epoch, batch int64, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	return epochsGatherTyped(h, epoch, batch, "", nodes, n, dst, dstBytes)
+}
+
+func epochsGatherTyped(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
 	rec, err := lookup[*epochsRec](h, kindEpochs)
 	if err != nil {
 		return err
@@ -163,13 +196,61 @@ func epochsGather(h uintptr, epoch, batch int64, nodes *C.int64_t, n int64, dst 
 	if err := checkArray(dst, "dst", n, "n"); err != nil {
 		return err
 	}
-	if rb := rec.p.RowBytes(); dstBytes != n*rb {
+	rb, err := rec.p.RowBytesOf(nodeType)
+	if err != nil {
+		return err
+	}
+	if dstBytes != n*rb {
 		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
 	}
 	var d []byte
 	if n > 0 {
 		d = unsafe.Slice((*byte)(dst), dstBytes)
 	}
-	_, err = rec.p.Gather(int(epoch), int(batch), ids64(nodes, n), d)
+	_, err = rec.p.GatherType(int(epoch), int(batch), nodeType, ids64(nodes, n), d)
 	return err
+}
+
+// sessionSplit reads split name of node type nt.
+func sessionSplit(ss *featurestore.Session, nt, name string) ([]int64, error) {
+	n, err := ss.ReadSplit(nt, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, n)
+	if _, err := ss.ReadSplit(nt, name, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+//export tfsgo_epochs_sample_hetero
+func tfsgo_epochs_sample_hetero(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_epochs_sample_hetero", &st)
+	return finish("tfs_epochs_sample_hetero", epochsSampleHetero(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
+}
+
+func epochsSampleHetero(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	_, smp, err := rec.p.SampleHetero(int(epoch), int(batch))
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(smp, rec.p.Session())))
+	return nil
+}
+
+//export tfsgo_epochs_gather_typed
+func tfsgo_epochs_gather_typed(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_epochs_gather_typed", &st)
+	return finish("tfs_epochs_gather_typed", epochsGatherTyped(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes)), stEIO)
 }

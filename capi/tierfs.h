@@ -242,13 +242,17 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
  * holds packed contiguously in a file per epoch. options_json holds plan_dir, fanouts,
  * batch_size (required), epochs (K), and optionally replace, drop_last, seed (sampler),
  * shuffle_seed, disk_budget (bytes), replan (plan anew when the plan is missing or stale),
- * workers. seeds NULL with n 0 takes the "train" split. A plan made for other inputs is
+ * place_tiers, workers. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
+ * plans the graph session: batches of seeds of "node_type", every node type with features
+ * packed, served by tfs_epochs_sample_hetero and tfs_epochs_gather_typed. seeds NULL with n 0
+ * takes the "train" split (of node_type). A plan made for other inputs is
  * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). Epoch e is served from
  * planned epoch e mod the planned count. */
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out);
 tfs_status tfs_epochs_close(tfs_epochs *epochs);
-/* JSON: {"dir", "report" (the planning this open did, or null), "stats" (planned,
+/* JSON: {"dir", "hetero" (a graph session's plan), "seed_type", "node_types" (those packed),
+ * "report" (the planning this open did, or null), "stats" (planned,
  * batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
 /* Draws batch `batch` of epoch `epoch` again and checks it against the plan; the sample's first
@@ -420,6 +424,14 @@ tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char 
 tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
                                    int64_t *col, int64_t *edge_ids);
 tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample);
+/* Planned epochs of a graph session (tfs_epochs_open with fanouts per edge type): draws batch
+ * `batch` of epoch `epoch` again and checks every packed node type's nodes against the plan. */
+tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t batch,
+                                    struct tfs_hetero_sample **out);
+/* tfs_epochs_gather of node_type's rows (NULL or "": the plan's only type): nodes are the batch's
+ * sampled nodes of that type; TFS_ENOENT for a type without features. */
+tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                                   const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes);
 /* Places every node type's memory tiers by a profile: request_json {"node_type" (the seeds'),
  * "split" ("train"), "fanouts": {"src:rel:dst": [...]}, "batch_size", "batches", "seed",
  * "replace"} samples that many batches of the split as a shuffling loader would, counts how often

@@ -272,15 +272,20 @@ func heteroSample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *
 	if err != nil {
 		return err
 	}
+	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(smp, sp.Session())))
+	return nil
+}
+
+// newHeteroSampleRec is the handle record of a sample of session ss.
+func newHeteroSampleRec(smp *topology.HeteroSample, ss *featurestore.Session) *heteroSampleRec {
 	rec := &heteroSampleRec{smp: smp}
-	for _, nt := range sp.Session().NodeTypes() {
+	for _, nt := range ss.NodeTypes() {
 		rec.nodeTypes = append(rec.nodeTypes, nt.Name)
 	}
-	for _, et := range sp.Session().EdgeTypes() {
+	for _, et := range ss.EdgeTypes() {
 		rec.edgeTypes = append(rec.edgeTypes, et.Key)
 	}
-	*hout = C.uintptr_t(register(kindHeteroSample, rec))
-	return nil
+	return rec
 }
 
 //export tfsgo_hetero_sample_json

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -58,12 +59,27 @@ func (s *Spread) add(v int64) {
 
 // packedBatch is one batch as the planner made it.
 type packedBatch struct {
-	nodes, rows  int64
-	sum, nodesID uint64
-	nodeIDs      []int64 // the sampled nodes, for placeForEpochs (packBatch drops them)
-	buf          []byte  // rows*RowBytes padded to packAlign, aligned; nil when only counted
+	nodes        int64        // sampled nodes of the packed types
+	types        []packedRows // per packed stack
+	nodeIDs      [][]int64    // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
 	sample, read time.Duration
 	err          error
+}
+
+// packedRows are one node type's rows of a batch.
+type packedRows struct {
+	rows         int64
+	sum, nodesID uint64
+	buf          []byte // rows*RowBytes padded to packAlign, aligned; nil when only counted
+}
+
+// rows is the packed rows of every type.
+func (p *packedBatch) rows() int64 {
+	var n int64
+	for _, t := range p.types {
+		n += t.rows
+	}
+	return n
 }
 
 // errEpochOverBudget stops an epoch that does not fit the disk budget.
@@ -84,28 +100,33 @@ const planWorkers = 2
 // epochs as fit, at least one, else fails naming the budget and the bytes one epoch needs. Any
 // error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
 // made while a Place changes the memory tiers fails.
-func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
-	leave, err := s.enter()
+func (s *Store) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
+	return s.epochSource().plan(o)
+}
+
+// plan is PlanEpochs of src.
+func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
+	leave, err := src.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	if err := o.check(s); err != nil {
+	if err := o.check(src); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	if o.PlaceTiers {
-		if err := s.placeForEpochs(&o); err != nil {
+		if err := src.placeForEpochs(&o); err != nil {
 			return nil, err
 		}
 	}
-	fp, err := placement.Fingerprint(s.m.Dir())
+	fp, err := placement.Fingerprint(src.ss.m.Dir())
 	if err != nil {
 		return nil, err
 	}
-	s.place.RLock()
-	inputs := s.planInputs(&o, fp)
-	s.place.RUnlock()
+	unlock := src.placeLocked()
+	inputs := src.planInputs(&o, fp)
+	unlock()
 
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("featurestore: plan directory: %w", err)
@@ -131,7 +152,6 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 	}()
 
 	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
-	rb := s.spec.RowBytes
 	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
 	for e := range o.Epochs {
@@ -142,12 +162,15 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 		}
 		written = append(written, path)
 		before := *rep // restored when the epoch does not fit the budget
-		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb)}
+		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
 		var off, need int64
 		over := false
 		var countOnly atomic.Bool
-		err = s.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
-			pad := alignUp64(p.rows * rb)
+		err = src.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
+			var pad int64
+			for t, pt := range p.types {
+				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
+			}
 			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+pad > o.DiskBudget {
 				if e > 0 {
 					return errEpochOverBudget
@@ -161,21 +184,24 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 				return nil
 			}
 			t := time.Now()
-			for done := int64(0); done < pad; {
-				n, err := planWriteAt(f, p.buf[done:pad], off+done)
-				if err != nil {
-					return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", path, off+done, err)
+			for k, pt := range p.types {
+				n := alignUp64(pt.rows * src.stacks[k].spec.RowBytes)
+				for done := int64(0); done < n; {
+					w, err := planWriteAt(f, pt.buf[done:n], off+done)
+					if err != nil {
+						return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", path, off+done, err)
+					}
+					done += int64(w)
 				}
-				done += int64(n)
+				ef.Batches = append(ef.Batches, batchExtent{Offset: off, Rows: pt.rows, Sum: pt.sum, Nodes: pt.nodesID})
+				off += n
 			}
 			rep.WriteSeconds += time.Since(t).Seconds()
-			ef.Batches = append(ef.Batches, batchExtent{Offset: off, Rows: p.rows, Sum: p.sum, Nodes: p.nodesID})
 			rep.NodesPerBatch.add(p.nodes)
-			rep.RowsPerBatch.add(p.rows)
-			rep.RowsPacked += p.rows
+			rep.RowsPerBatch.add(p.rows())
+			rep.RowsPacked += p.rows()
 			rep.SampleSeconds += p.sample.Seconds()
 			rep.ReadSeconds += p.read.Seconds()
-			off += pad
 			return nil
 		})
 		if err == nil && !over {
@@ -212,10 +238,10 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 	rep.Planned = len(idx.Epochs)
 	idx.Planned = rep.Planned
 
-	s.place.RLock()
-	now := s.memoryTierHash()
-	s.place.RUnlock()
-	if now != inputs.MemoryTiers {
+	unlock = src.placeLocked()
+	now := src.planInputs(&o, fp).MemoryTiers
+	unlock()
+	if !slices.Equal(now, inputs.MemoryTiers) {
 		return nil, fmt.Errorf("featurestore: the memory tiers changed while planning epochs into %s (a Place ran); plan again", o.Dir)
 	}
 	rep.Seconds = time.Since(start).Seconds()
@@ -226,15 +252,22 @@ func (s *Store) PlanEpochs(o EpochOptions) (_ *EpochPlanReport, err error) {
 	return rep, nil
 }
 
-// placeForEpochs refills the memory tiers by how often the K planned epochs read each row: it
-// samples them (nothing is read) and counts every batch's nodes.
-func (s *Store) placeForEpochs(o *EpochOptions) error {
-	hot := make([]uint32, s.NumNodes())
+// placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
+// read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
+// Memory: 4 bytes a node of every packed type while it runs.
+func (src *epochSource) placeForEpochs(o *EpochOptions) error {
+	hot := make([][]uint32, len(src.stacks))
+	for t, s := range src.stacks {
+		hot[t] = make([]uint32, s.NumNodes())
+	}
 	for e := range o.Epochs {
-		err := s.planEpoch(o, e, nil, func(p *packedBatch) error {
-			for _, v := range p.nodeIDs {
-				if hot[v] < math.MaxUint32 {
-					hot[v]++
+		err := src.planEpoch(o, e, nil, func(p *packedBatch) error {
+			for t, ids := range p.nodeIDs {
+				h := hot[t]
+				for _, v := range ids {
+					if h[v] < math.MaxUint32 {
+						h[v]++
+					}
 				}
 			}
 			return nil
@@ -243,13 +276,18 @@ func (s *Store) placeForEpochs(o *EpochOptions) error {
 			return err
 		}
 	}
-	return s.Place(hot)
+	for t, s := range src.stacks {
+		if err := s.Place(hot[t]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands
 // them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
 // and counted but not read; with countOnly nil they are only sampled, and emit gets their nodes.
-func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
+func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
 	order := EpochOrder(o.Seeds, o.ShuffleSeed, e)
 	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
 	var stop atomic.Bool
@@ -265,9 +303,9 @@ func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit f
 			go func() {
 				seeds := batchSeeds(order, o.BatchSize, b)
 				if countOnly == nil {
-					ch <- s.sampleBatch(o, e, b, seeds)
+					ch <- src.sampleBatch(o, e, b, seeds)
 				} else {
-					ch <- s.packBatch(o, e, b, seeds, countOnly.Load())
+					ch <- src.packBatch(o, e, b, seeds, countOnly.Load())
 				}
 			}()
 		}
@@ -288,56 +326,64 @@ func (s *Store) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit f
 	return err
 }
 
-// sampleBatch draws batch b of planned epoch e: its nodes, their count and hash.
-func (s *Store) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *packedBatch {
+// sampleBatch draws batch b of planned epoch e: its nodes per packed type, their count and
+// hashes.
+func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *packedBatch {
 	p := &packedBatch{}
 	t := time.Now()
-	opt := o.Sample
-	opt.Seed = BatchSampleSeed(o.Sample.Seed, e, b)
-	sample, err := s.Sample(seeds, opt)
+	d, err := src.draw(o, BatchSampleSeed(o.Sample.Seed, e, b), seeds)
 	if err != nil {
 		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
 		return p
 	}
 	p.sample = time.Since(t)
-	p.nodes, p.nodesID, p.nodeIDs = int64(len(sample.Nodes)), hashIDs(sample.Nodes), sample.Nodes
+	p.nodeIDs = d.nodes
+	p.types = make([]packedRows, len(d.nodes))
+	for k, ids := range d.nodes {
+		p.nodes += int64(len(ids))
+		p.types[k].nodesID = hashIDs(ids)
+	}
 	return p
 }
 
 // packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
-// nodes that no memory tier holds, in Sample.Nodes order.
-func (s *Store) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
-	p := s.sampleBatch(o, e, b, seeds)
+// nodes that no memory tier holds, per packed type in its nodes' order.
+func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
+	p := src.sampleBatch(o, e, b, seeds)
 	if p.err != nil {
 		return p
 	}
 	nodes := p.nodeIDs
 	p.nodeIDs = nil
-	s.place.RLock()
-	ts, release := heldTiers(s.tierList())
-	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
-	release()
-	s.place.RUnlock()
-	last := len(ts) - 1
-	ids := sp.slots(last) // the SSD tier's slot of a node is its id; positions ascend
-	p.rows = int64(len(ids))
-	if countOnly {
-		return p
-	}
 	t := time.Now()
-	rb := s.spec.RowBytes
-	n := p.rows * rb
-	p.buf = alignedBytes(alignUp64(n))
-	pos := make([]int64, len(ids))
-	for k := range pos {
-		pos[k] = int64(k)
+	for k, s := range src.stacks {
+		s.place.RLock()
+		ts, release := heldTiers(s.tierList())
+		sp := splitIDs(nodes[k], ts, make([]int64, 2*len(nodes[k])), nil, s.opt.CopyWorkers)
+		release()
+		s.place.RUnlock()
+		ids := sp.slots(len(ts) - 1) // the SSD tier's slot of a node is its id; positions ascend
+		pt := &p.types[k]
+		pt.rows = int64(len(ids))
+		if countOnly {
+			continue
+		}
+		rb := s.spec.RowBytes
+		n := pt.rows * rb
+		pt.buf = alignedBytes(alignUp64(n))
+		pos := make([]int64, len(ids))
+		for i := range pos {
+			pos[i] = int64(i)
+		}
+		if err := s.ssd.CopyToHost(ids, pos, pt.buf[:n]); err != nil {
+			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+			return p
+		}
+		pt.sum = xxhash.Sum64(pt.buf[:n])
 	}
-	if err := s.ssd.CopyToHost(ids, pos, p.buf[:n]); err != nil {
-		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
-		return p
+	if !countOnly {
+		p.read = time.Since(t)
 	}
-	p.sum = xxhash.Sum64(p.buf[:n])
-	p.read = time.Since(t)
 	return p
 }
 

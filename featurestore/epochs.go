@@ -34,9 +34,14 @@ type EpochOptions struct {
 	BatchSize int
 	// DropLast drops the last batch of an epoch when it is short.
 	DropLast bool
-	// Sample gives the fanouts and Replace; Sample.Seed is the sampler seed the batches' seeds
-	// derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
+	// Sample gives the fanouts (a Store's plan) and Replace; Sample.Seed is the sampler seed the
+	// batches' seeds derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
 	Sample topology.SampleOptions
+	// NodeType and EdgeFanouts are a Session's plan's (Session.PlanEpochs): the seeds' node type
+	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewHeteroSampler
+	// takes them; Sample.Fanouts stays empty. A Store's plan leaves them empty.
+	NodeType    string
+	EdgeFanouts map[string][]int
 	// ShuffleSeed seeds the epochs' orders (EpochOrder).
 	ShuffleSeed uint64
 	// Epochs is K, the number of epochs to plan (1 to MaxPlannedEpochs).
@@ -125,8 +130,8 @@ func batchSeeds(order []int64, batchSize, b int) []int64 {
 // hashIDs is the xxhash64 of ids as little-endian int64s.
 func hashIDs(ids []int64) uint64 { return xxhash.Sum64(dataset.BytesOf(ids)) }
 
-// check validates o for a store; its errors are *OptionError.
-func (o *EpochOptions) check(s *Store) error {
+// check validates o for a plan of src; its errors are *OptionError, or name the bad seed.
+func (o *EpochOptions) check(src *epochSource) error {
 	switch {
 	case o.Dir == "":
 		return &OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
@@ -139,13 +144,23 @@ func (o *EpochOptions) check(s *Store) error {
 	case BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast) == 0:
 		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: fmt.Sprintf("at least one batch of %d seeds (drop_last %v)", o.BatchSize, o.DropLast)}
 	}
-	if err := s.checkSampling(o.Sample); err != nil {
-		return err
+	if src.hetero == nil {
+		if len(o.EdgeFanouts) > 0 {
+			return &OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (Session.PlanEpochs)"}
+		}
+		if o.NodeType != "" && o.NodeType != src.typeName(0) {
+			return &OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
+		}
+		if err := src.stacks[0].checkSampling(o.Sample); err != nil {
+			return err
+		}
 	}
-	if s.opt.HostPolicy == HostSieve {
-		return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
+	for _, s := range src.stacks {
+		if s.opt.HostPolicy == HostSieve {
+			return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
+		}
 	}
-	if err := s.checkIDs(o.Seeds); err != nil {
+	if err := src.ss.checkTypedIDs(src.seedType, "seeds", o.Seeds); err != nil {
 		return fmt.Errorf("featurestore: plan seeds: %w", err)
 	}
 	return nil
@@ -155,31 +170,54 @@ func (o *EpochOptions) check(s *Store) error {
 // into its own file before the first is served.
 const MaxPlannedEpochs = 1024
 
-// planInputs is the fingerprint of a plan: everything its contents depend on.
+// planInputs is the fingerprint of a plan: everything its contents depend on. Per packed node
+// type (in the plan's order): its name and feature, row bytes and memory tiers' contents.
 type planInputs struct {
-	Dataset     string `json:"dataset_fingerprint"` // placement.Fingerprint, hex
-	Feature     string `json:"feature"`
-	RowBytes    int64  `json:"row_bytes"`
-	Fanouts     []int  `json:"fanouts"`
-	Replace     bool   `json:"replace"`
-	BatchSize   int    `json:"batch_size"`
-	DropLast    bool   `json:"drop_last"`
-	Seeds       string `json:"seeds"` // count and hex xxhash64
-	SamplerSeed uint64 `json:"sampler_seed"`
-	ShuffleSeed uint64 `json:"shuffle_seed"`
-	Epochs      int    `json:"epochs"`       // K asked for
-	MemoryTiers string `json:"memory_tiers"` // rows held and hex hash of the ids
+	Dataset     string           `json:"dataset_fingerprint"` // placement.Fingerprint, hex
+	SeedType    string           `json:"seed_type"`
+	NodeTypes   []string         `json:"node_types"`
+	Features    []string         `json:"features"`
+	RowBytes    []int64          `json:"row_bytes"`
+	Fanouts     []int            `json:"fanouts,omitempty"`      // a Store's plan
+	EdgeFanouts map[string][]int `json:"edge_fanouts,omitempty"` // a Session's plan, per edge type
+	Replace     bool             `json:"replace"`
+	BatchSize   int              `json:"batch_size"`
+	DropLast    bool             `json:"drop_last"`
+	Seeds       string           `json:"seeds"` // count and hex xxhash64
+	SamplerSeed uint64           `json:"sampler_seed"`
+	ShuffleSeed uint64           `json:"shuffle_seed"`
+	Epochs      int              `json:"epochs"`       // K asked for
+	MemoryTiers []string         `json:"memory_tiers"` // rows held and hex hash of the ids
 }
 
-// inputs is the fingerprint of o on s now; the caller holds the place lock.
-func (s *Store) planInputs(o *EpochOptions, fp uint64) planInputs {
-	return planInputs{
-		Dataset: fmt.Sprintf("%016x", fp), Feature: s.spec.Name, RowBytes: s.spec.RowBytes,
-		Fanouts: slices.Clone(o.Sample.Fanouts), Replace: o.Sample.Replace,
+// planInputs is the fingerprint of o on src now; the caller holds every stack's place lock
+// (placeLocked).
+func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
+	in := planInputs{
+		Dataset: fmt.Sprintf("%016x", fp), SeedType: src.ss.nodes[src.seedType].spec.Name,
+		Fanouts: slices.Clone(o.Sample.Fanouts), EdgeFanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
 		BatchSize: o.BatchSize, DropLast: o.DropLast,
 		Seeds:       fmt.Sprintf("%d:%016x", len(o.Seeds), hashIDs(o.Seeds)),
 		SamplerSeed: o.Sample.Seed, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs,
-		MemoryTiers: s.memoryTierHash(),
+	}
+	for t, s := range src.stacks {
+		in.NodeTypes = append(in.NodeTypes, src.typeName(t))
+		in.Features = append(in.Features, s.spec.Name)
+		in.RowBytes = append(in.RowBytes, s.spec.RowBytes)
+		in.MemoryTiers = append(in.MemoryTiers, s.memoryTierHash())
+	}
+	return in
+}
+
+// placeLocked holds every stack's place lock for reading until the returned func.
+func (src *epochSource) placeLocked() (unlock func()) {
+	for _, s := range src.stacks {
+		s.place.RLock()
+	}
+	return func() {
+		for _, s := range src.stacks {
+			s.place.RUnlock()
+		}
 	}
 }
 
@@ -191,9 +229,12 @@ func (p planInputs) diff(now planInputs) (input, plan, store string) {
 	}
 	for _, f := range []field{
 		{"dataset (manifest fingerprint)", p.Dataset, now.Dataset},
-		{"feature", p.Feature, now.Feature},
+		{"seeds' node type", p.SeedType, now.SeedType},
+		{"node types packed", p.NodeTypes, now.NodeTypes},
+		{"feature", p.Features, now.Features},
 		{"row bytes", p.RowBytes, now.RowBytes},
-		{"fanouts", fmt.Sprint(p.Fanouts), fmt.Sprint(now.Fanouts)},
+		{"fanouts", p.Fanouts, now.Fanouts},
+		{"fanouts per edge type", p.EdgeFanouts, now.EdgeFanouts},
 		{"replace", p.Replace, now.Replace},
 		{"batch size", p.BatchSize, now.BatchSize},
 		{"drop_last", p.DropLast, now.DropLast},
@@ -259,15 +300,17 @@ type epochIndex struct {
 	PlanSecs float64     `json:"plan_seconds"`
 }
 
-// epochFile is one planned epoch's packed file and its batches' extents.
+// epochFile is one planned epoch's packed file and its batches' extents: batch b's rows of
+// packed node type t are extent b*T+t of T types, the T extents of a batch one after another.
 type epochFile struct {
 	File    string        `json:"file"` // relative to the plan directory
 	Bytes   int64         `json:"bytes"`
 	Batches []batchExtent `json:"batches"`
 }
 
-// batchExtent is where a batch's packed rows are: Rows rows from byte Offset (4 KiB-aligned),
-// their xxhash64 (Sum), and the xxhash64 of the batch's Sample.Nodes (Nodes).
+// batchExtent is where a batch's packed rows of one node type are: Rows rows from byte Offset
+// (4 KiB-aligned), their xxhash64 (Sum), and the xxhash64 of the batch's sampled nodes of that
+// type (Nodes: Sample.Nodes for one type).
 type batchExtent struct {
 	Offset int64  `json:"offset"`
 	Rows   int64  `json:"rows"`
@@ -276,7 +319,7 @@ type batchExtent struct {
 }
 
 // epochIndexVersion is the index format this package writes and reads.
-const epochIndexVersion = 1
+const epochIndexVersion = 2
 
 // EpochIndexFile is the name of a plan's index in its directory.
 const EpochIndexFile = "epochs.json"

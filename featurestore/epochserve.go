@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ import (
 // safe for concurrent use; Close waits for none of them, so call it when they are done. The plan
 // holds open files and up to a few IO stacks (16 MiB of staging each) until Close.
 type Epochs struct {
-	s   *Store
+	src *epochSource
 	o   EpochOptions
 	idx epochIndex
 
@@ -38,8 +39,9 @@ type Epochs struct {
 	stacks  chan *gpuio.Stack
 	backend gpuio.Backend
 
-	// tierGen is the store's tierGen when the plan was checked against its memory tiers.
-	tierGen uint64
+	// tierGen is, per packed stack, its tierGen when the plan was checked against its memory
+	// tiers.
+	tierGen []uint64
 
 	batches, rows, bytes, reads, readsNs atomic.Int64
 
@@ -67,35 +69,40 @@ const epochStacks = 4
 // and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
 // (PlanEpochs) first and the report is returned too.
 func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	leave, err := s.enter()
+	return s.epochSource().open(o)
+}
+
+// open is OpenEpochs of src.
+func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	leave, err := src.enter()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer leave()
-	if err := o.check(s); err != nil {
+	if err := o.check(src); err != nil {
 		return nil, nil, err
 	}
 	if o.PlaceTiers {
-		if err := s.placeForEpochs(&o); err != nil {
+		if err := src.placeForEpochs(&o); err != nil {
 			return nil, nil, err
 		}
 	}
-	p, err := s.openEpochs(o)
+	p, err := src.openPlan(o)
 	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
 		return p, nil, err
 	}
 	o.PlaceTiers = false // placed above
-	rep, err := s.PlanEpochs(o)
+	rep, err := src.plan(o)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err = s.openEpochs(o)
+	p, err = src.openPlan(o)
 	return p, rep, err
 }
 
-func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
+func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
-	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb))
+	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb*len(src.stacks)))
 	if errors.Is(err, os.ErrNotExist) {
 		// What a killed PlanEpochs left (packed files without an index) goes now.
 		_, _ = CleanEpochPlan(o.Dir)
@@ -117,13 +124,17 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	if idx.Version != epochIndexVersion {
 		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version), Store: fmt.Sprint(epochIndexVersion)}
 	}
-	fp, err := placement.Fingerprint(s.m.Dir())
+	fp, err := placement.Fingerprint(src.ss.m.Dir())
 	if err != nil {
 		return nil, err
 	}
-	s.place.RLock()
-	now, gen := s.planInputs(&o, fp), s.tierGen
-	s.place.RUnlock()
+	unlock := src.placeLocked()
+	now := src.planInputs(&o, fp)
+	gen := make([]uint64, len(src.stacks))
+	for t, s := range src.stacks {
+		gen[t] = s.tierGen
+	}
+	unlock()
 	if in, a, b := idx.Inputs.diff(now); in != "" {
 		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
 	}
@@ -132,15 +143,16 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 	}
 	o.Seeds = slices.Clone(o.Seeds)
 	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
-	p := &Epochs{s: s, o: o, idx: idx, tierGen: gen, stacks: make(chan *gpuio.Stack, epochStacks)}
+	o.EdgeFanouts = maps.Clone(o.EdgeFanouts)
+	p := &Epochs{src: src, o: o, idx: idx, tierGen: gen, stacks: make(chan *gpuio.Stack, epochStacks)}
 	defer func() {
 		if err != nil {
 			p.Close()
 		}
 	}()
 	for e, ef := range idx.Epochs {
-		if len(ef.Batches) != idx.Batches {
-			return nil, fmt.Errorf("featurestore: epoch plan %s: epoch %d lists %d batches, want %d: %w", o.Dir, e, len(ef.Batches), idx.Batches, dataset.ErrCorrupt)
+		if len(ef.Batches) != idx.Batches*len(src.stacks) {
+			return nil, fmt.Errorf("featurestore: epoch plan %s: epoch %d lists %d extents, want %d (%d batches of %d node types): %w", o.Dir, e, len(ef.Batches), idx.Batches*len(src.stacks), idx.Batches, len(src.stacks), dataset.ErrCorrupt)
 		}
 		path := filepath.Join(o.Dir, ef.File)
 		// A regular file inside the plan directory, of the size the index says (the planner
@@ -171,8 +183,8 @@ func (s *Store) openEpochs(o EpochOptions) (_ *Epochs, err error) {
 // newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight,
 // with the store's fault injector (Options.Faults).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
-	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.s.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
-		Faults: p.s.sess.faults, Paths: p.paths})
+	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
+		Faults: p.src.ss.faults, Paths: p.paths})
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
 	}
@@ -210,8 +222,18 @@ func (p *Epochs) Planned() int { return p.idx.Planned }
 // BatchesPerEpoch is the number of batches of every epoch.
 func (p *Epochs) BatchesPerEpoch() int { return p.idx.Batches }
 
-// RowBytes is the size of one feature row.
-func (p *Epochs) RowBytes() int64 { return p.s.spec.RowBytes }
+// RowBytes is the size of one feature row of the plan's one node type (the first packed type
+// of a Session's plan: see RowBytesOf).
+func (p *Epochs) RowBytes() int64 { return p.src.stacks[0].spec.RowBytes }
+
+// RowBytesOf is the size of one feature row of packed node type ntype ("" for the only one).
+func (p *Epochs) RowBytesOf(ntype string) (int64, error) {
+	t, err := p.src.packedType(ntype)
+	if err != nil {
+		return 0, err
+	}
+	return p.src.stacks[t].spec.RowBytes, nil
+}
 
 // Dir is the plan's directory.
 func (p *Epochs) Dir() string { return p.o.Dir }
@@ -234,31 +256,51 @@ func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 }
 
 // Sample draws the sample of batch b of epoch e again and checks it against the plan; it returns
-// the batch's seeds too.
+// the batch's seeds too. A Session's plan draws with SampleHetero.
 func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
+	if p.src.hetero != nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of a heterogeneous graph (node types %s): draw its batches with SampleHetero: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
+	}
+	seeds, d, err := p.draw(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return seeds, d.sample, nil
+}
+
+// draw samples batch b of epoch e again and checks every packed type's nodes against the plan.
+func (p *Epochs) draw(e, b int) ([]int64, *batchDraw, error) {
 	seeds, err := p.Seeds(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	pe := e % p.idx.Planned
-	opt := p.o.Sample
-	opt.Seed = BatchSampleSeed(p.o.Sample.Seed, pe, b)
-	sample, err := p.s.Sample(seeds, opt)
+	d, err := p.src.draw(&p.o, BatchSampleSeed(p.o.Sample.Seed, e%p.idx.Planned, b), seeds)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := p.checkNodes(e, b, sample.Nodes); err != nil {
-		return nil, nil, err
+	for t, nodes := range d.nodes {
+		if err := p.checkNodes(e, b, t, nodes); err != nil {
+			return nil, nil, err
+		}
 	}
-	return seeds, sample, nil
+	return seeds, d, nil
 }
 
-// checkNodes checks a batch's node list against the plan.
-func (p *Epochs) checkNodes(e, b int, nodes []int64) error {
-	ext := p.idx.Epochs[e%p.idx.Planned].Batches[b]
+// extent is the extent of packed type t of batch b of planned epoch pe.
+func (p *Epochs) extent(pe, b, t int) batchExtent {
+	return p.idx.Epochs[pe].Batches[b*len(p.src.stacks)+t]
+}
+
+// checkNodes checks a batch's node list of packed type t against the plan.
+func (p *Epochs) checkNodes(e, b, t int, nodes []int64) error {
+	ext := p.extent(e%p.idx.Planned, b, t)
 	if got := hashIDs(nodes); got != ext.Nodes {
-		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d nodes hash to %016x, the plan has %016x: %w",
-			e, b, e%p.idx.Planned, p.o.Dir, len(nodes), got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
+		what := "nodes"
+		if len(p.src.stacks) > 1 {
+			what = fmt.Sprintf("nodes of type %q", p.src.typeName(t))
+		}
+		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d %s hash to %016x, the plan has %016x: %w",
+			e, b, e%p.idx.Planned, p.o.Dir, len(nodes), what, got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
 	}
 	return nil
 }
@@ -275,6 +317,13 @@ type BatchIO struct {
 // through them, the rest from the batch's packed extent, one large read checked against its
 // xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch).
 func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
+	return p.GatherType(e, b, "", nodes, dst)
+}
+
+// GatherType is Gather of the rows of node type ntype ("" for the only one): nodes are the
+// batch's sampled nodes of that type (HeteroSample.Nodes of its index), dst len(nodes) rows of
+// its RowBytesOf. A type without features has no rows to gather (ErrNotFound).
+func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (BatchIO, error) {
 	var io BatchIO
 	done, err := p.enter()
 	if err != nil {
@@ -285,7 +334,11 @@ func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	if err != nil {
 		return io, err
 	}
-	s := p.s
+	t, err := p.src.packedType(ntype)
+	if err != nil {
+		return io, err
+	}
+	s := p.src.stacks[t]
 	leave, err := s.enter()
 	if err != nil {
 		return io, err
@@ -295,15 +348,15 @@ func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	if int64(len(dst)) != int64(len(nodes))*rb {
 		return io, fmt.Errorf("featurestore: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
 	}
-	if err := p.checkNodes(e, b, nodes); err != nil {
+	if err := p.checkNodes(e, b, t, nodes); err != nil {
 		return io, err
 	}
 	ef := p.idx.Epochs[pe]
-	ext := ef.Batches[b]
+	ext := p.extent(pe, b, t)
 	path := filepath.Join(p.o.Dir, ef.File)
 
 	s.place.RLock()
-	if s.tierGen != p.tierGen {
+	if s.tierGen != p.tierGen[t] {
 		s.place.RUnlock()
 		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
 			e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
@@ -333,9 +386,9 @@ func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	if ext.Rows > 0 {
 		disk.Go(func() { io, errs[last] = p.readExtent(pe, ext, buf) })
 	}
-	for t := range last {
-		if sp.count[t] > 0 {
-			memory.Go(func() { errs[t] = ts[t].CopyToHost(sp.slots(t), sp.pos(t), dst) })
+	for k := range last {
+		if sp.count[k] > 0 {
+			memory.Go(func() { errs[k] = ts[k].CopyToHost(sp.slots(k), sp.pos(k), dst) })
 		}
 	}
 	memory.Wait()
@@ -395,7 +448,7 @@ func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]byte, int64(len(sample.Nodes))*p.s.spec.RowBytes)
+	rows := make([]byte, int64(len(sample.Nodes))*p.RowBytes())
 	io, err := p.Gather(e, b, sample.Nodes, rows)
 	if err != nil {
 		return nil, err
@@ -409,7 +462,7 @@ type EpochStats struct {
 	BatchesPerEpoch int           `json:"batches_per_epoch"`
 	PlanSeconds     float64       `json:"plan_seconds"` // how long planning took
 	Backend         gpuio.Backend `json:"backend"`
-	Batches         int64         `json:"batches"`    // batches gathered
+	Batches         int64         `json:"batches"`    // gathers: one per batch and packed node type
 	Rows            int64         `json:"rows"`       // rows read from packed files
 	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
 	Reads           int64         `json:"reads"`      // reads issued

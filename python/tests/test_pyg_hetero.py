@@ -318,8 +318,38 @@ def test_loader_hetero_equals_pyg_nodeloader_acm(acm_data, acm_store):
         tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=torch.arange(3))
     with pytest.raises(KeyError, match="'venue'.*paper"):
         tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=("venue", None))
-    with pytest.raises(tierfs.NotSupportedError, match="planned_epochs"):
-        tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=("paper", "train"), shuffle=True, planned_epochs=1)
+
+
+@pytest.mark.parametrize("input_nodes", ["train", "ids"])
+def test_planned_hetero_loader_equals_on_demand_acm(acm_data, acm_store, tmp_path, input_nodes):
+    """planned_epochs on ACM: every planned HeteroData equals the on-demand NeighborLoader's of
+    the same seeds with the batch's sampling seed (input_id: positions in input_nodes)."""
+    from test_planned_hetero import batch_sample_seed
+
+    nn = {et: [4, 2] for et in acm_data.edge_types}
+    seed = SEED % 100000
+    ids = torch.from_numpy(rng(2505).integers(0, 4019, 200)) if input_nodes == "ids" else "train"
+    k = 2
+    loader = tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=("paper", ids), batch_size=64, shuffle=True, seed=seed,
+                                       shuffle_seed=3, planned_epochs=k, plan_dir=str(tmp_path / "plan"))
+    n = 0
+    for e in range(k + 1):
+        for i, b in enumerate(loader):
+            one = tierfs.pyg.NeighborLoader(acm_store, nn, input_nodes=("paper", b["paper"].n_id[: b["paper"].batch_size]),
+                                            batch_size=b["paper"].batch_size, seed=batch_sample_seed(seed, e % k, i))
+            (want,) = list(one)
+            seeds = b["paper"].n_id[: b["paper"].batch_size]
+            if input_nodes == "train":  # a split's (a mask's) seeds are their own input_id, as PyG's
+                assert torch.equal(b["paper"].input_id, seeds)
+            else:
+                assert torch.equal(loader.input_nodes[b["paper"].input_id], seeds)
+            want["paper"].input_id = b["paper"].input_id
+            assert_same_hetero(b, want)
+            for t in ("paper", "author", "subject"):
+                assert torch.equal(b[t].x, acm_data[t].x[b[t].n_id])
+            n += 1
+    assert n == (k + 1) * len(loader)
+    loader.loader.plan.close()
 
 
 @pytest.fixture(scope="module")

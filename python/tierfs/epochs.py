@@ -4,6 +4,12 @@
 memory tier holds into one contiguous extent of a file per epoch; :class:`PlannedEpochs` serves
 batch ``b`` of epoch ``e`` (from planned epoch ``e mod K``: samples are reused) by sampling it
 again deterministically and reading its packed rows with a few large reads.
+
+On a dataset of several node types, ``store.plan_epochs({edge type: fanouts}, ...,
+node_type=...)`` plans batches of seeds of ``node_type`` sampled as a
+:class:`tierfs.HeteroSampler` samples them, packing per batch the rows of every node type with
+features; :meth:`PlannedEpochs.sample` then gives a :class:`tierfs.HeteroSample` and
+:meth:`PlannedEpochs.gather` takes the node type of the rows.
 """
 
 from __future__ import annotations
@@ -13,14 +19,15 @@ import shutil
 import tempfile
 import threading
 from ctypes import byref, c_void_p
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _native, _util, errors
-from ._args import _fanouts, _ids
+from ._args import _c_str, _fanouts, _ids
 from ._native import check, lib
 from ._sample import Sample, _take_sample
+from .hetero import HeteroSample, _take_hetero_sample, fanouts_by_key
 
 if TYPE_CHECKING:  # for annotations only: store imports this module
     from .store import Store
@@ -32,13 +39,15 @@ class PlannedEpochs:
     """An open plan of a store; made by :meth:`tierfs.Store.plan_epochs`.
 
     Safe to use from several threads. ``report`` is what planning did when this open planned
-    (None when it reused a plan already in ``plan_dir``).
+    (None when it reused a plan already in ``plan_dir``). A plan of a heterogeneous graph
+    (``fanouts`` a dict of edge type → fanouts) has ``hetero`` True, ``node_type`` (the seeds'
+    type) and ``node_types`` (the types whose rows it packs: those with features).
     """
 
     def __init__(
         self,
         store: "Store",
-        fanouts: Sequence[int],
+        fanouts: Union[Sequence[int], Mapping[Any, Sequence[int]]],
         batch_size: int,
         epochs: int,
         seeds: Any = None,
@@ -51,16 +60,26 @@ class PlannedEpochs:
         replan: bool = True,
         workers: int = 0,
         place_tiers: bool = True,
+        node_type: Optional[str] = None,
     ) -> None:
         h = store._h()
         if isinstance(fanouts, int):
             fanouts = [fanouts]
+        if isinstance(fanouts, Mapping):
+            fanouts_json: Any = fanouts_by_key(fanouts)
+        else:
+            if node_type is not None and node_type != store.node_type:
+                raise errors.InvalidArgumentError(
+                    f"tierfs: plan_epochs with node_type={node_type!r} needs fanouts per edge type ({{edge type: fanouts}}), got {list(fanouts)!r}"
+                )
+            fanouts_json = _fanouts(fanouts)
         self._temp_dir: Optional[str] = None  # made here, removed by close()
         if plan_dir is None:
             plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
         request = {
             "plan_dir": str(plan_dir),
-            "fanouts": _fanouts(fanouts),
+            "fanouts": fanouts_json,
+            "node_type": "" if node_type is None else str(node_type),
             "replace": bool(replace),
             "batch_size": int(batch_size),
             "drop_last": bool(drop_last),
@@ -94,6 +113,9 @@ class PlannedEpochs:
         self.report: Optional[Dict[str, Any]] = info["report"]
         self.planned: int = info["stats"]["planned"]
         self.batches_per_epoch: int = info["stats"]["batches_per_epoch"]
+        self.hetero: bool = bool(info["hetero"])
+        self.node_type: str = info["seed_type"]
+        self.node_types: List[str] = list(info["node_types"])
 
     def _h(self) -> int:
         _native.check_process()
@@ -111,15 +133,25 @@ class PlannedEpochs:
     def stats(self) -> Dict[str, Any]:
         return self.info()["stats"]
 
-    def sample(self, epoch: int, batch: int) -> "Sample":
+    def sample(self, epoch: int, batch: int) -> Union["Sample", HeteroSample]:
         """The sample of batch ``batch`` of epoch ``epoch`` (numpy arrays); its first
-        ``num_seeds`` nodes are the batch's seeds."""
+        ``num_seeds`` nodes are the batch's seeds. A heterogeneous plan's is a
+        :class:`tierfs.HeteroSample` (the seeds first in ``node[node_type]``)."""
         hs = c_void_p()
+        if self.hetero:
+            check(lib.tfs_epochs_sample_hetero(self._h(), int(epoch), int(batch), byref(hs)))
+            return _take_hetero_sample(hs.value, self.node_type)
         check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
         return Sample(*_take_sample(hs))
 
-    def gather(self, epoch: int, batch: int, nodes: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Feature rows of ``nodes`` (the batch's ``sample.nodes``) into a host numpy array."""
+    def gather(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """Feature rows of ``nodes`` (the batch's ``sample.nodes``) into a host numpy array.
+
+        With ``node_type`` (a heterogeneous plan: one of ``node_types``), the rows of that
+        type's default feature of ``nodes`` (the batch's ``sample.node[node_type]``), returned
+        where and as ``store.gather(nodes, node_type=...)`` returns them."""
+        if node_type is not None or self.hetero:
+            return self._gather_typed(epoch, batch, nodes, out, node_type)
         nodes = np.ascontiguousarray(nodes, dtype=np.int64)
         n = nodes.shape[0]
         store = self._store
@@ -136,9 +168,30 @@ class PlannedEpochs:
         )
         return out
 
-    def load(self, epoch: int, batch: int) -> Tuple[np.ndarray, "Sample", np.ndarray]:
-        """``(seeds, sample, x)`` of batch ``batch`` of epoch ``epoch``."""
+    def _gather_typed(self, epoch: int, batch: int, nodes: Any, out: Any, node_type: Optional[str]) -> Any:
+        if node_type is None:
+            if len(self.node_types) != 1:
+                raise errors.InvalidArgumentError(f"tierfs: name the node type of the rows (node_type=, one of {', '.join(self.node_types)})")
+            node_type = self.node_types[0]
+        if node_type not in self.node_types:
+            raise errors.KeyNotFoundError(
+                f"tierfs: node type {node_type!r} has no rows in this plan (it packs {', '.join(self.node_types)}: the node types with features)"
+            )
+        store = self._store
+        info = next(f for f in store._node_type_info(node_type)["features"].items() if f[1]["default"])
+        h, nt_c = self._h(), _c_str(node_type, "node_type")
+        e, b = int(epoch), int(batch)
+        return store._gather_rows(
+            info[0], info[1], nodes, out, lambda ids_p, n, dst, nbytes: lib.tfs_epochs_gather_typed(h, e, b, nt_c, ids_p, n, dst, nbytes)
+        )
+
+    def load(self, epoch: int, batch: int) -> Tuple[Any, Any, Any]:
+        """``(seeds, sample, x)`` of batch ``batch`` of epoch ``epoch``; for a heterogeneous
+        plan ``x`` is ``{node type: rows of sample.node[type]}`` over ``node_types``."""
         sample = self.sample(epoch, batch)
+        if isinstance(sample, HeteroSample):
+            xs = {t: self.gather(epoch, batch, sample.node[t], node_type=t) for t in self.node_types}
+            return sample.node[self.node_type][: sample.num_seeds], sample, xs
         x = self.gather(epoch, batch, sample.nodes)
         return sample.nodes[: sample.num_seeds], sample, x
 
@@ -164,4 +217,5 @@ class PlannedEpochs:
             pass
 
     def __repr__(self) -> str:
-        return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}>"
+        types = f" node_types={self.node_types}" if self.hetero else ""
+        return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}{types}>"

@@ -158,6 +158,14 @@ class HeteroSampler:
         return {edge_type_tuple(k): list(v) for k, v in self._fanouts.items()}
 
     @property
+    def replace(self) -> bool:
+        return self._replace
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
     def num_hops(self) -> int:
         return len(next(iter(self._fanouts.values()))) if self._fanouts else 0
 

@@ -9,6 +9,7 @@ topology, IO stacks) and must never be forked from a process that loaded the lib
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import weakref
@@ -180,7 +181,8 @@ class Loader:
     are ids of ``node_type``; each batch's ``sample`` is a :class:`tierfs.HeteroSample` and
     ``x`` the default feature of every sampled node type (each through its tiers; on a shared
     distributed store each type's rows are exchanged, the types in one order on every rank).
-    Planned epochs take one node type for now.
+    With ``planned_epochs`` the plan samples as the HeteroSampler does (its fanouts, replace and
+    seed) and packs the rows of every node type with features.
 
     Example::
 
@@ -212,8 +214,6 @@ class Loader:
         if isinstance(sampler, HeteroSampler):
             if node_type is None:
                 raise ValueError(f"tierfs.Loader: a HeteroSampler needs node_type, the seeds' node type (one of {', '.join(store.node_types)})")
-            if planned_epochs:
-                raise NotSupportedError("tierfs.Loader: planned_epochs with a HeteroSampler is not supported yet")
             self.node_type = node_type
             if labels is None:
                 labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
@@ -245,10 +245,11 @@ class Loader:
         if planned_epochs and self._distributed:
             raise NotSupportedError("tierfs.Loader: planned_epochs is not supported on a distributed store yet")
         if planned_epochs:
+            fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
             self.plan = store.plan_epochs(
-                sampler.fanouts, self.batch_size, planned_epochs, seeds=self._seeds, plan_dir=plan_dir,
+                fanouts, self.batch_size, planned_epochs, seeds=self._seeds, plan_dir=plan_dir,
                 disk_budget=plan_disk_budget, replace=sampler.replace, drop_last=self.drop_last,
-                seed=sampler.seed, shuffle_seed=self.seed,
+                seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
             )
 
     def __len__(self) -> int:
@@ -323,7 +324,9 @@ class Loader:
         y = self.store.labels(seeds) if self.labels else None
         return self._finish(Batch(seeds, sample, x, y, pos))
 
-    def _gather_planned(self, epoch: int, b: int, sample: Sample) -> Batch:
+    def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
+        if isinstance(sample, HeteroSample):
+            return self._gather_planned_hetero(epoch, b, sample)
         x = self.plan.gather(epoch, b, sample.nodes)
         seeds = sample.nodes[: sample.num_seeds]
         if not self._torch:
@@ -337,6 +340,22 @@ class Loader:
         if self.store.device != "cpu":
             xt = xt.to(self.store.device, non_blocking=True)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
+
+    def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample) -> Batch:
+        """A planned batch of a heterogeneous plan, laid out as the on-demand path's: torch
+        tensors for torch seeds, ``x`` per sampled node type with features."""
+        if self._torch:
+            import torch
+
+            def conv(d: Dict[Any, Any]) -> Dict[Any, Any]:
+                return {k: None if v is None else torch.from_numpy(v) for k, v in d.items()}
+
+            sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
+        packed = self.plan.node_types
+        xs = {t: self.plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+        seeds = sample.node[self.node_type][: sample.num_seeds]
+        y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
+        return self._finish(Batch(seeds, sample, xs, y))
 
     def __iter__(self) -> Pipeline:
         epoch = self.epoch

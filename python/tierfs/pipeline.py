@@ -275,13 +275,16 @@ def pipeline_stats(st: _State) -> Dict[str, Any]:
 
 
 def _store_times(store: Any) -> Optional[tuple]:
+    """(split, disk) seconds of the store's gathers so far: summed over every node type's tier
+    stack on a store of several types (a heterogeneous batch gathers each type's rows)."""
     if store is None:
         return None
     try:
         s = store.stats()
     except Exception:  # a closed store: no split of the gather time
         return None
-    return (float(s.get("split_seconds", 0.0)), float(s.get("disk_seconds", 0.0)))
+    parts = list(s["node_types"].values()) if s.get("node_types") else [s]
+    return (sum(float(p.get("split_seconds", 0.0)) for p in parts), sum(float(p.get("disk_seconds", 0.0)) for p in parts))
 
 
 def _join_stream(event: Any, value: Any, device: Any) -> None:
@@ -297,13 +300,17 @@ def _join_stream(event: Any, value: Any, device: Any) -> None:
 
 
 def _tensors(value: Any) -> Iterator[Any]:
-    """The torch tensors in value: itself, or in its tuple/list items or dataclass fields."""
+    """The torch tensors in value: itself, or in its tuple/list items, dict values or dataclass
+    fields (a heterogeneous batch keeps its features and sample per type in dicts)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
             yield from _tensors(v)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):

@@ -650,8 +650,8 @@ class NeighborLoader:
     :class:`NeighborSampler` lays it out: per node type ``x`` (its default feature, through its
     tiers), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
     edge type ``edge_index``, ``e_id``, ``num_sampled_edges`` and its edge features by
-    ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. ``planned_epochs`` takes
-    one node type for now.
+    ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. With ``planned_epochs`` the
+    plan packs every node type with features (docs/planned.md, "Several node types").
 
     Takes PyG's arguments that apply — ``num_neighbors``, ``input_nodes`` (None for every node, a
     split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
@@ -721,12 +721,14 @@ class NeighborLoader:
             nodes = input_nodes[1] if isinstance(input_nodes, tuple) else None
             self._ids_are_input_id = isinstance(nodes, str) or (isinstance(nodes, (Tensor, np.ndarray)) and nodes.dtype in (torch.bool, np.bool_))
             self._fs = FeatureStore(self.store)
+            # input_id of a planned batch (which carries no positions): any position of each seed.
+            self._sorter = torch.argsort(seeds, stable=True)
+            self._sorted = seeds[self._sorter]
             sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
-            if planned_epochs:
-                raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: planned_epochs on a heterogeneous dataset is not supported yet")
             self.loader = Loader(
                 self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
                 seed=shuffle_seed, labels=False, transform=self._to_hetero_data, node_type=self.input_type,
+                planned_epochs=planned_epochs, plan_dir=plan_dir, plan_disk_budget=plan_disk_budget,
             )
             return
         self.input_type = None
@@ -800,8 +802,10 @@ class NeighborLoader:
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data[self.input_type].input_id = seeds
-        else:
+        elif b.positions is not None:
             data[self.input_type].input_id = b.positions
+        else:
+            data[self.input_type].input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data[self.input_type].batch_size = int(seeds.shape[0])
         return data if self.transform is None else self.transform(data)
 

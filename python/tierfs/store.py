@@ -684,7 +684,7 @@ class Store:
 
     def plan_epochs(
         self,
-        fanouts: Sequence[int],
+        fanouts: Any,
         batch_size: int,
         epochs: int,
         seeds: Any = None,
@@ -697,6 +697,7 @@ class Store:
         replan: bool = True,
         workers: int = 0,
         place_tiers: bool = True,
+        node_type: Optional[str] = None,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
@@ -711,12 +712,18 @@ class Store:
         the planned epochs read most (the best static placement for exactly these batches; it
         costs one sampling pass, again when the plan is reopened). Returns a
         :class:`tierfs.PlannedEpochs`.
+
+        On a dataset of several types, ``fanouts`` as ``{edge type: [per hop]}`` (every edge
+        type, as :meth:`sampler` takes them) plans batches of ``seeds`` of ``node_type`` (default
+        seeds: its "train" split) sampled as a :class:`tierfs.HeteroSampler` of ``seed`` samples
+        them (batch b of planned epoch e: its first sample with the seed the core derives from
+        ``seed``, e and b), packing per batch the rows of every node type with features.
         """
         return PlannedEpochs(
             self, fanouts, batch_size, epochs, seeds=seeds,
             plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
             replace=replace, drop_last=drop_last, seed=seed, shuffle_seed=shuffle_seed,
-            replan=replan, workers=workers, place_tiers=place_tiers,
+            replan=replan, workers=workers, place_tiers=place_tiers, node_type=node_type,
         )
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
