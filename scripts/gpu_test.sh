@@ -68,6 +68,29 @@ else
   echo "SKIP python pytest: no pytest here"
 fi
 
+# 3c. Two GPUs or more: the distributed stores' scenarios over NCCL, one GPU a rank (the same
+# tests CI runs over gloo), then one scenario under compute-sanitizer's memcheck (every rank).
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$ngpu" -ge 2 ] && python3 -c "import pytest" 2>/dev/null; then
+  if (cd python/tests && TIERFS_TEST_DIST_BACKEND=nccl PYTHONPATH=$root/python:${PYTHONPATH:-} TIERFS_LIB=$root/$build/libtierfs.so \
+    TIERFS_CLI=$root/$build/tierfs python3 -m pytest -q -p no:cacheprovider test_distributed.py test_distributed_hetero.py) >"$out/python-nccl.log" 2>&1; then
+    echo "PASS python nccl ($ngpu GPUs): $(tail -1 "$out/python-nccl.log")"
+  else
+    echo "FAIL python nccl"; tail -40 "$out/python-nccl.log"; failed+=(python-nccl)
+  fi
+  if command -v compute-sanitizer >/dev/null; then
+    if (cd python/tests && TIERFS_TEST_DIST_BACKEND=nccl PYTHONPATH=$root/python:${PYTHONPATH:-} TIERFS_LIB=$root/$build/libtierfs.so \
+      TIERFS_CLI=$root/$build/tierfs timeout 400 compute-sanitizer --tool memcheck --target-processes all --error-exitcode 3 \
+      python3 -m pytest -q -p no:cacheprovider test_distributed.py -k "exchange") >"$out/sanitizer-memcheck-nccl.log" 2>&1; then
+      echo "PASS compute-sanitizer memcheck nccl: $(grep -E 'ERROR SUMMARY' "$out/sanitizer-memcheck-nccl.log" | tail -1)"
+    else
+      echo "FAIL compute-sanitizer memcheck nccl"; tail -30 "$out/sanitizer-memcheck-nccl.log"; failed+=(sanitizer-memcheck-nccl)
+    fi
+  fi
+else
+  echo "SKIP python nccl: $ngpu GPU(s) or no pytest"
+fi
+
 # 4. Benchmarks beside the roofline probes, in the same run.
 if [ "${GPU_BENCH:-1}" != 0 ]; then
   ./scripts/gpu_bench.sh "$build" "$out" || failed+=(bench)

@@ -44,6 +44,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# TIERFS_TEST_DIST_BACKEND=nccl runs every scenario over NCCL with one GPU a rank (the GPU
+# machine: scripts/gpu_test.sh), each rank's stores on its own device; gloo (CPU) otherwise.
+BACKEND = os.environ.get("TIERFS_TEST_DIST_BACKEND", "gloo")
+if BACKEND == "nccl" and torch.cuda.device_count() < WORLD:
+    pytest.skip(f"TIERFS_TEST_DIST_BACKEND=nccl needs {WORLD} GPUs, {torch.cuda.device_count()} here", allow_module_level=True)
+
+
+def _init_group(rank: int) -> None:
+    timeout = __import__("datetime").timedelta(seconds=60)
+    if BACKEND != "nccl":
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timeout)
+        return
+    torch.cuda.set_device(rank)
+    plain_open = tierfs.open
+    tierfs.open = lambda *a, **k: plain_open(*a, **{"device": f"cuda:{rank}", **k})
+    dist.init_process_group("nccl", rank=rank, world_size=WORLD, timeout=timeout, device_id=torch.device("cuda", rank))
+
+
 def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 20.0, ranks: int = WORLD) -> list:
     """Runs scenario on WORLD spawned ranks; the results of the first ``ranks`` (the others die)."""
     port = _free_port()
@@ -63,7 +81,7 @@ def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, see
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=__import__("datetime").timedelta(seconds=60))
+        _init_group(rank)
         globals()["_" + scenario](rank, dataset, seed, timeout, res)
     except BaseException:
         res["traceback"] = traceback.format_exc()
@@ -73,8 +91,8 @@ def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, see
 
 
 def _eq(a, b) -> bool:
-    a = a.numpy() if hasattr(a, "numpy") else a
-    b = b.numpy() if hasattr(b, "numpy") else b
+    a = a.cpu().numpy() if hasattr(a, "cpu") else a
+    b = b.cpu().numpy() if hasattr(b, "cpu") else b
     return a.shape == b.shape and np.array_equal(a, b)
 
 

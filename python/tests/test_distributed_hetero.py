@@ -71,6 +71,24 @@ def hetero(tmp_path_factory, cli):
     return str(out)
 
 
+# TIERFS_TEST_DIST_BACKEND=nccl runs every scenario over NCCL with one GPU a rank (the GPU
+# machine: scripts/gpu_test.sh), each rank's stores on its own device; gloo (CPU) otherwise.
+BACKEND = os.environ.get("TIERFS_TEST_DIST_BACKEND", "gloo")
+if BACKEND == "nccl" and torch.cuda.device_count() < WORLD:
+    pytest.skip(f"TIERFS_TEST_DIST_BACKEND=nccl needs {WORLD} GPUs, {torch.cuda.device_count()} here", allow_module_level=True)
+
+
+def _init_group(rank: int) -> None:
+    timeout = __import__("datetime").timedelta(seconds=60)
+    if BACKEND != "nccl":
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timeout)
+        return
+    torch.cuda.set_device(rank)
+    plain_open = tierfs.open
+    tierfs.open = lambda *a, **k: plain_open(*a, **{"device": f"cuda:{rank}", **k})
+    dist.init_process_group("nccl", rank=rank, world_size=WORLD, timeout=timeout, device_id=torch.device("cuda", rank))
+
+
 def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 30.0) -> list:
     """Runs scenario on WORLD spawned ranks (as test_distributed does); their results."""
     port = _free_port()
@@ -90,7 +108,7 @@ def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, see
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=__import__("datetime").timedelta(seconds=60))
+        _init_group(rank)
         globals()["_" + scenario](rank, dataset, seed, timeout, res)
     except BaseException:
         res["traceback"] = traceback.format_exc()
@@ -123,15 +141,16 @@ def _hetero_exchange(rank: int, path: str, seed: int, timeout: float, res: dict)
             # random ids, a different count per rank; numpy ids give numpy rows
             ids = rng.integers(0, n, size=200 + 150 * rank)
             got = s.gather(ids, node_type=t)
-            _check(isinstance(got, np.ndarray) and _eq(got, ref.gather(ids, node_type=t)), f"{mode} {t}: random ids", res)
+            _check((BACKEND == "nccl" or isinstance(got, np.ndarray)) and _eq(got, ref.gather(ids, node_type=t)), f"{mode} {t}: random ids", res)
             # repeats and ids the other rank owns, as a torch tensor: a torch tensor comes back
             peer = np.flatnonzero(owner == other)
             rep = np.concatenate([ids[:20], ids[:20], peer[:5], peer[:5], [int(ids[0])] * 7])
             got = s.gather(torch.from_numpy(rep), node_type=t)
             _check(isinstance(got, torch.Tensor) and _eq(got, ref.gather(torch.from_numpy(rep), node_type=t)), f"{mode} {t}: repeated and peer ids", res)
             # into out=
-            out = np.empty((rep.size, TYPES[t][1]), dtype=TYPES[t][2])
-            _check(s.gather(rep, out=out, node_type=t) is out and _eq(out, ref.gather(rep, node_type=t)), f"{mode} {t}: out=", res)
+            if BACKEND != "nccl":  # a CUDA store gathers into device memory, not numpy
+                out = np.empty((rep.size, TYPES[t][1]), dtype=TYPES[t][2])
+                _check(s.gather(rep, out=out, node_type=t) is out and _eq(out, ref.gather(rep, node_type=t)), f"{mode} {t}: out=", res)
             # an empty batch on one rank while the other asks for rows
             for empty_rank in (0, 1):
                 batch = np.empty(0, dtype=np.int64) if rank == empty_rank else ids[:50]
