@@ -14,8 +14,10 @@ to ./tierfs-examples/ddp-synth-N-DIM in the working directory and reused from th
 The only tierfs-specific line is the open call: ``tierfs.open(..., cache_mode=...)``; the loader
 (tierfs.pyg.NeighborLoader) splits the training seeds across ranks as DistributedSampler does, so
 every rank runs the same number of batches. NCCL where there is a GPU, gloo otherwise. Rank 0
-prints per epoch the global seeds/s, and per batch (mean over ranks) the rows read from SSD and
-the bytes of feature rows received from peers; ``--json FILE`` writes those figures.
+prints per epoch the global seeds/s, per batch (mean over ranks) the rows read from SSD and the
+bytes of feature rows received from peers, and where rank 0's batches spent their time (the
+loader's sample, gather — of which the peer exchange — and train stages, the stage that bounds
+the loop, and how peer rows travel); ``--json FILE`` writes those figures.
 """
 
 from __future__ import annotations
@@ -139,6 +141,12 @@ def main() -> None:
             torch.cuda.synchronize(device)
         wall = time.perf_counter() - t0
         after = store.stats()["distributed"]
+        # where this rank's batches spent their time (the loader's stages; the exchange is part
+        # of the gather)
+        ls = loader.stats() if hasattr(loader, "stats") else {}
+        stages = ls.get("stages", {})
+        dbatches = max(after["batches"] - before["batches"], 1)
+        exch_ms = 1e3 * (after["exchange_s"] - before["exchange_s"]) / dbatches
         got = torch.tensor([seeds, wall, after["ssd_rows"] - before["ssd_rows"], after["peer_bytes_received"] - before["peer_bytes_received"],
                             after["batches"] - before["batches"], loss_sum, batches], dtype=torch.float64, device=device)
         every = [torch.zeros_like(got) for _ in range(world)]
@@ -152,9 +160,16 @@ def main() -> None:
             loss=float(every[:, 5].sum()) / max(float(every[:, 6].sum()), 1.0), fanouts=fanouts, batch_size=args.batch_size,
             hidden=args.hidden,
         )
+        figures["rank0_ms_per_batch"] = {k: v.get("mean_ms", 0.0) for k, v in stages.items()}
+        figures["rank0_ms_per_batch"]["exchange"] = exch_ms
+        figures["bound"] = ls.get("bound")
+        figures["peer_path"] = after.get("peer_path")
         if rank == 0:
             print(f"epoch {epoch:3d}  loss {figures['loss']:.4f}  {figures['seeds_per_s']:,.0f} seeds/s  "
                   f"ssd rows/batch {figures['ssd_rows_per_batch']:,.0f}  peer bytes/batch {figures['peer_bytes_per_batch']:,.0f}")
+            ms = figures["rank0_ms_per_batch"]
+            print("           rank 0, ms a batch: " + "  ".join(f"{k} {v:.1f}" for k, v in ms.items())
+                  + f"  (bound: {figures['bound']}; peers: {figures['peer_path']})")
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=1)

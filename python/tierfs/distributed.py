@@ -644,8 +644,9 @@ class DistributedStore(Store):
         """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
         mode, the rows of the global cache, owned here and cached next; per-gather counts
         (``batches``: gathers, ids, local and peer rows, unique peer rows and bytes received,
-        rows and bytes served to peers, seconds) and per-gather means (``per_batch``:
-        ``peer_rows``, ``peer_bytes_received``, ``peer_bytes_sent``, ``ssd_rows``). In a dataset
+        rows and bytes served to peers, seconds), ``peer_path`` (how peer rows travel) and
+        per-gather means (``per_batch``: ``peer_rows``, ``peer_bytes_received``,
+        ``peer_bytes_sent``, ``ssd_rows``, ``exchange_ms``, ``local_ms``). In a dataset
         of several node types with features the rows and counts are summed over the types and
         ``node_types`` holds each type's."""
         s = super().stats()
@@ -667,15 +668,27 @@ class DistributedStore(Store):
             owned_rows=sum(p["owned_rows"] for p in per_type.values()),
             next_hottest_rows=sum(p["next_hottest_rows"] for p in per_type.values()),
             timeout_s=self._timeout, ssd_rows=ssd, **c,
+            peer_path=self._peer_path(),
             per_batch=dict(
                 peer_rows=c["peer_rows"] / b, peer_unique_rows=c["peer_unique_rows"] / b,
                 peer_bytes_received=c["peer_bytes_received"] / b, peer_bytes_sent=c["peer_bytes_sent"] / b,
-                ssd_rows=ssd / b,
+                ssd_rows=ssd / b, exchange_ms=1e3 * c["exchange_s"] / b, local_ms=1e3 * c["local_s"] / b,
             ),
         )
         if len(per_type) > 1:
             s["distributed"]["node_types"] = per_type
         return s
+
+    def _peer_path(self) -> str:
+        """How peer rows travel: through host memory (gloo), or GPU to GPU over NCCL — peer to
+        peer (NVLink or PCIe; ``nvidia-smi topo -m`` says which) when every pair of this host's
+        GPUs can reach each other, else staged through the host."""
+        if self._xdevice.type != "cuda":
+            return "host memory (gloo)"
+        torch = _torch()
+        n = torch.cuda.device_count()
+        p2p = all(torch.cuda.can_device_access_peer(i, j) for i in range(n) for j in range(n) if i != j)
+        return "GPU peer to peer (NCCL)" if p2p else "GPU through host memory (NCCL, no peer access)"
 
     def close(self) -> None:
         """Closes this rank's store (not the process group: it may be the caller's)."""
