@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
 )
@@ -295,6 +296,36 @@ func writeLabelsAs(path, labels string, dtype dataset.DType) error {
 	})
 }
 
+// ParseEdgeSplitArg parses `tierfs ingest --edge-split` (see EdgeSplitInput.arg):
+// SPLIT=SEEDS[,labels=FILE][,neg_dst=FILE][,edge_type=SRC:REL:DST].
+func ParseEdgeSplitArg(s string) (EdgeSplitInput, error) {
+	parts := strings.Split(s, ",")
+	var in EdgeSplitInput
+	var ok bool
+	if in.Split, in.Seeds, ok = strings.Cut(parts[0], "="); !ok || in.Split == "" || in.Seeds == "" {
+		return in, fmt.Errorf("edge split %q: want SPLIT=SEEDS[,labels=FILE][,neg_dst=FILE][,edge_type=SRC:REL:DST]", s)
+	}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		var dst *string
+		switch k {
+		case "labels":
+			dst = &in.Labels
+		case "neg_dst":
+			dst = &in.NegDst
+		case "edge_type":
+			dst = &in.EdgeType
+		default:
+			return in, fmt.Errorf("edge split %q: unknown part %q (want labels=FILE, neg_dst=FILE or edge_type=SRC:REL:DST)", s, p)
+		}
+		if v == "" || *dst != "" {
+			return in, fmt.Errorf("edge split %q: %s is empty or given twice", s, k)
+		}
+		*dst = v
+	}
+	return in, nil
+}
+
 // arg is the split as `tierfs ingest --edge-split` takes it: NAME=SEEDS[,labels=L][,neg_dst=N]
 // [,edge_type=T], paths absolute.
 func (in EdgeSplitInput) arg() string {
@@ -311,9 +342,9 @@ func (in EdgeSplitInput) arg() string {
 	return a
 }
 
-// edgeSplitInputs lists the input paths of the splits with what they are, for checking that
+// EdgeSplitPaths lists the input paths of the splits with what they are, for checking that
 // they exist.
-func edgeSplitInputs(list []EdgeSplitInput) [][2]string {
+func EdgeSplitPaths(list []EdgeSplitInput) [][2]string {
 	var out [][2]string
 	for _, in := range list {
 		s := openedEdgeSplit{in: in}

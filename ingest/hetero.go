@@ -101,7 +101,7 @@ func (opt *HeteroOptions) Inputs() [][2]string {
 			out = append(out, [2]string{fmt.Sprintf("edge type %q edge feature %q", e.Key(), f.Name), f.Path})
 		}
 	}
-	return append(out, edgeSplitInputs(opt.EdgeSplits)...)
+	return append(out, EdgeSplitPaths(opt.EdgeSplits)...)
 }
 
 // Key is the edge type's "src:rel:dst".
