@@ -75,20 +75,9 @@ func openEdgeSplits(list []EdgeSplitInput, edgeTypes []string) ([]openedEdgeSpli
 		if in.Seeds == "" {
 			return nil, fmt.Errorf("ingest: %s has no seeds file", s.what())
 		}
-		a, err := OpenNpy(in.Seeds)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: %s seeds: %w", s.what(), unwrapIngest(err))
-		}
-		a.Close()
-		switch {
-		case a.Kind != 'i' && a.Kind != 'u':
-			return nil, fmt.Errorf("ingest: %s seeds file %s has dtype %s; want integer node ids", s.what(), in.Seeds, a.Descr)
-		case len(a.Shape) == 2 && a.Shape[0] == 2:
-			s.count, s.blocked = a.Shape[1], !a.FortranOrder
-		case len(a.Shape) == 2 && a.Shape[1] == 2:
-			s.count, s.blocked = a.Shape[0], a.FortranOrder
-		default:
-			return nil, fmt.Errorf("ingest: %s seeds file %s has shape %s; want (2, n) or (n, 2) (src, dst) pairs", s.what(), in.Seeds, shapeString(a.Shape))
+		var err error
+		if s.count, s.blocked, err = openPairs(in.Seeds, s.what()+" seeds"); err != nil {
+			return nil, err
 		}
 		if in.Labels != "" {
 			a, err := OpenNpy(in.Labels)
@@ -122,6 +111,26 @@ func openEdgeSplits(list []EdgeSplitInput, edgeTypes []string) ([]openedEdgeSpli
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// openPairs checks the header of an integer .npy of (src, dst) pairs (what names it in errors)
+// and returns the number of pairs and whether the file holds every src id, then every dst id
+// (shape (2, n) in C order, or (n, 2) in Fortran order; (2, 2) counts as (2, n)).
+func openPairs(path, what string) (count int64, blocked bool, err error) {
+	a, err := OpenNpy(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("ingest: %s: %w", what, unwrapIngest(err))
+	}
+	a.Close()
+	switch {
+	case a.Kind != 'i' && a.Kind != 'u':
+		return 0, false, fmt.Errorf("ingest: %s file %s has dtype %s; want integer node ids", what, path, a.Descr)
+	case len(a.Shape) == 2 && a.Shape[0] == 2:
+		return a.Shape[1], !a.FortranOrder, nil
+	case len(a.Shape) == 2 && a.Shape[1] == 2:
+		return a.Shape[0], a.FortranOrder, nil
+	}
+	return 0, false, fmt.Errorf("ingest: %s file %s has shape %s; want (2, n) or (n, 2) (src, dst) pairs", what, path, shapeString(a.Shape))
 }
 
 func listOrNone(names []string) string {
@@ -355,4 +364,27 @@ func EdgeSplitPaths(list []EdgeSplitInput) [][2]string {
 		}
 	}
 	return out
+}
+
+// ReadNpyPairs reads an integer .npy of (src, dst) pairs, of shape (2, n) or (n, 2) ((2, 2) is
+// read as (2, n), PyG's edge_label_index), into its src and dst ids.
+func ReadNpyPairs(path string) (src, dst []int64, err error) {
+	n, blocked, err := openPairs(path, "seed edges")
+	if err != nil {
+		return nil, nil, err
+	}
+	src, dst = make([]int64, n), make([]int64, n)
+	err = eachInt(path, func(j, v int64) error {
+		end, i := j%2, j/2
+		if blocked {
+			end, i = j/n, j%n
+		}
+		if end == 0 {
+			src[i] = v
+		} else {
+			dst[i] = v
+		}
+		return nil
+	})
+	return src, dst, err
 }

@@ -615,17 +615,26 @@ func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	opt := storeFlags(fs)
 	seedsPath := fs.String("seeds", "", "seed node ids: .npy, or split:NAME (split:train)")
+	seedEdges := fs.String("seed-edges", "", "sample around seed edges instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (split:train, its labels with it)")
+	var link linkFlags
+	link.register(fs)
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
 	replace := fs.Bool("replace", false, "sample with replacement")
 	seed := fs.Uint64("seed", 0, "random seed")
-	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy")
+	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy (and with --seed-edges edge_label_index.npy, edge_label.npy, or src_index.npy, dst_pos_index.npy, dst_neg_index.npy for triplets)")
 	usePlacement := placementFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	if *seedsPath == "" || *out == "" {
-		return fmt.Errorf("--seeds and --out are required")
+	if (*seedsPath == "") == (*seedEdges == "") || *out == "" {
+		return fmt.Errorf("--out and one of --seeds or --seed-edges are required")
+	}
+	if *seedEdges != "" {
+		return sampleEdges(pos[0], opt, *usePlacement, *fanouts, *seedEdges, link, topology.SampleOptions{Replace: *replace, Seed: *seed}, *out)
+	}
+	if set := link.given(fs); set != "" {
+		return fmt.Errorf("%s goes with --seed-edges (sampling around seed edges)", set)
 	}
 	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
 	paths := make([]string, len(names))
