@@ -115,3 +115,80 @@ def test_from_pyg_hetero_random_link_split(tmp_path):
             index, label = s.edge_split(name, edge_type=("user", "rates", "item"))
             assert torch.equal(index, st.edge_label_index) and torch.equal(label, st.edge_label), name
         assert s.edge_splits(("item", "rev_rates", "user")) == {}
+
+
+def test_from_graphbolt_link_task(tmp_path):
+    r = rng(75)
+    n = 40
+    gb = tmp_path / "gb"
+    gb.mkdir()
+    np.save(gb / "edges.npy", random_edges(r, n, 120))
+    np.save(gb / "feat.npy", r.random((n, 3), dtype=np.float32))
+    train = r.integers(0, n, size=(25, 2))
+    train_labels = r.integers(0, 2, 25)
+    val = r.integers(0, n, size=(7, 2))
+    val_neg = r.integers(0, n, size=(7, 5))
+    np.save(gb / "train.npy", train)
+    np.save(gb / "train_labels.npy", train_labels)
+    np.save(gb / "val.npy", val)
+    np.save(gb / "val_neg.npy", val_neg)
+    (gb / "metadata.yaml").write_text(f"""dataset_name: link
+graph:
+  nodes:
+    - num: {n}
+  edges:
+    - format: numpy
+      path: edges.npy
+feature_data:
+  - domain: node
+    name: feat
+    format: numpy
+    path: feat.npy
+tasks:
+  - name: link_prediction
+    train_set:
+      - data:
+          - name: seeds
+            format: numpy
+            path: train.npy
+          - name: labels
+            format: numpy
+            path: train_labels.npy
+    validation_set:
+      - data:
+          - name: node_pairs
+            format: numpy
+            path: val.npy
+          - name: negative_dsts
+            format: numpy
+            path: val_neg.npy
+""")
+    out = tierfs.from_graphbolt(gb, tmp_path / "ds")
+    with tierfs.open(out) as s:
+        index, label = s.edge_split("train")
+        assert np.array_equal(index.numpy(), train.T) and np.array_equal(label.numpy(), train_labels), SEED
+        index, label = s.edge_split("val")
+        assert label is None and np.array_equal(index.numpy(), val.T)
+        assert np.array_equal(s.edge_split_negatives("val").numpy(), val_neg)
+        assert s.split_names == []  # a link task gives no node splits
+
+
+def test_c_edge_split_copy_checks_its_arguments(tmp_path):
+    """tfs_edge_split_copy, called as C would: a count that is not the split's, a NULL split name,
+    a labels buffer for a split without labels."""
+    from tierfs._native import lib
+
+    out = tierfs.ingest(tmp_path / "ds", edges=random_edges(rng(76), 10, 30), features=np.zeros((10, 2), np.float32),
+                        edge_splits={"train": np.array([[0, 1, 2], [3, 4, 5]])})
+    with tierfs.open(out) as s:
+        h = s._h()
+        index = np.zeros((2, 3), np.int64)
+        assert lib.tfs_edge_split_copy(h, None, b"train", 2, index.ctypes.data, None, None) == tierfs.errors.EINVAL
+        assert "count = 2, but edge split \"train\" has 3 seed edges" in tierfs._native.last_error()
+        assert lib.tfs_edge_split_copy(h, None, None, 3, index.ctypes.data, None, None) == tierfs.errors.EINVAL
+        assert "split is NULL" in tierfs._native.last_error()
+        labels = np.zeros(3, np.int64)
+        assert lib.tfs_edge_split_copy(h, None, b"train", 3, None, labels.ctypes.data, None) == tierfs.errors.ENOENT
+        assert "has no labels" in tierfs._native.last_error()
+        assert lib.tfs_edge_split_copy(h, None, b"train", 3, index.ctypes.data, None, None) == 0
+        assert np.array_equal(index, [[0, 1, 2], [3, 4, 5]])

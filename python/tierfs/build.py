@@ -755,6 +755,12 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
     type ``"src:rel:dst"``) their ``type`` names, each set's entries of type T give T's seeds
     and labels. ``undirected`` and ``features_in_place`` apply to one-type graphs only.
 
+    A link prediction task (sets holding ``seeds`` of shape (N, 2) with ``labels``, or GraphBolt
+    1.x's ``node_pairs`` with ``negative_dsts``) becomes the edge splits of its edge type (a
+    set's ``type`` ``"src:rel:dst"``; none in a one-type graph): read them back with
+    ``store.edge_split("train", edge_type=...)`` and ``store.edge_split_negatives``. Its
+    ``indexes`` (which seeds form one ranking query) are not stored.
+
     Args:
         path: the GraphBolt dataset directory.
         task: the task whose labels and seeds to ingest: its name, or its index in
