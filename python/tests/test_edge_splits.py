@@ -192,3 +192,29 @@ def test_c_edge_split_copy_checks_its_arguments(tmp_path):
         assert "has no labels" in tierfs._native.last_error()
         assert lib.tfs_edge_split_copy(h, None, b"train", 3, index.ctypes.data, None, None) == 0
         assert np.array_equal(index, [[0, 1, 2], [3, 4, 5]])
+
+
+def test_from_pyg_hetero_ogb_edge_splits(tmp_path):
+    """A HeteroData with edge_splits in OGB's layout per edge type; a destination id of the
+    wrong type's range is refused, naming the split."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.data import HeteroData
+
+    r = rng(77)
+    nu, ni = 5, 30
+    data = HeteroData()
+    data["user"].x = torch.zeros(nu, 2)
+    data["item"].x = torch.zeros(ni, 2)
+    data["user", "rates", "item"].edge_index = torch.stack([torch.from_numpy(r.integers(0, nu, 40)), torch.from_numpy(r.integers(0, ni, 40))])
+    src, dst, neg = r.integers(0, nu, 6), r.integers(0, ni, 6), r.integers(0, ni, size=(6, 3))
+    dst[0] = ni - 1  # not a user id: the bad split below uses it as one
+    splits = {("user", "rates", "item"): {"test": {"source_node": src, "target_node": dst, "target_node_neg": neg}}}
+    out = tierfs.from_pyg(data, tmp_path / "ds", edge_splits=splits)
+    with tierfs.open(out) as s:
+        index, label = s.edge_split("test", edge_type="user:rates:item")
+        assert label is None and np.array_equal(index.numpy(), np.stack([src, dst]))
+        assert np.array_equal(s.edge_split_negatives("test", edge_type=("user", "rates", "item")).numpy(), neg)
+    bad = {"user:rates:item": {"valid": {"source_node": dst, "target_node": src}}}  # item ids as users
+    with pytest.raises(ValueError, match=r"edge type \"user:rates:item\" edge split \"val\".*outside the 5 nodes"):
+        tierfs.from_pyg(data, tmp_path / "bad", edge_splits=bad)
+    assert not (tmp_path / "bad").exists()
