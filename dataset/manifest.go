@@ -21,9 +21,9 @@
 // Versions 1 to 4 hold one node type and at most one edge type. Version 2 added the manifest
 // hash and one role per file; version 3 edge features and scalar features (one value a row,
 // gathered as a 1-D array); version 4 in-place features; version 5 several node types and edge
-// types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link
-// prediction per split, with labels and negatives). Commit writes the lowest version that describes the dataset, so
-// a dataset without the newer parts stays readable by older tierfs.
+// types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link prediction
+// per split, with labels and negatives). Commit writes the lowest version that describes the
+// dataset, so a dataset without the newer parts stays readable by older tierfs.
 //
 // Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
 // names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
