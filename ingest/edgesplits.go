@@ -185,7 +185,9 @@ func writeEdgeSplit(dir, typeDir string, s *openedEdgeSplit, srcCount, dstCount 
 			if v < 0 || v >= count {
 				return fmt.Errorf("ingest: %s seeds file %s: seed edge %d has %s node id %d, outside the %d nodes [0, %d) of the edge type's %s node type", s.what(), s.in.Seeds, i, name, v, count, count, name)
 			}
-			report(progress, stage, j+1, 2*n)
+			if (j+1)%(1<<16) == 0 || j+1 == 2*n {
+				report(progress, stage, j+1, 2*n)
+			}
 			return putInt64(w[end], v)
 		})
 	})
