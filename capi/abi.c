@@ -426,6 +426,18 @@ tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const in
   return (tfs_status)tfsgo_place_ids_typed(H(store), (char *)node_type, (int64_t *)ids, n);
 }
 
+tfs_status tfs_edge_splits_json(tfs_store *store, const char *edge_type, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_edge_splits_json(H(store), (char *)edge_type, buf, cap, needed);
+}
+
+tfs_status tfs_edge_split_copy(tfs_store *store, const char *edge_type, const char *split, int64_t count,
+                               int64_t *edge_label_index, void *labels, int64_t *neg_dst) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_edge_split_copy(H(store), (char *)edge_type, (char *)split, count, edge_label_index, labels,
+                                           neg_dst);
+}
+
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out) {
   FORK_GUARD();
   uintptr_t h = 0;

@@ -36,6 +36,7 @@ var (
 		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
 		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
 		"graphbolt": "GraphBolt", "graphbolt_task": "GraphBoltTask", "features_in_place": "FeaturesInPlace",
+		"edge_splits": "EdgeSplits", // list of {"edge_type", "split", "seeds", "labels", "neg_dst"}
 	}
 )
 
@@ -142,6 +143,11 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 			if _, serr := os.Stat(f.Path); err == nil && f.Path != "" && serr != nil {
 				err = fmt.Errorf("options_json: %q: feature %q: %w", list.key, f.Name, serr)
 			}
+		}
+	}
+	for _, in := range ingest.EdgeSplitPaths(opt.EdgeSplits) {
+		if _, serr := os.Stat(in[1]); err == nil && serr != nil {
+			err = fmt.Errorf("options_json: \"edge_splits\": %s: %w", in[0], serr)
 		}
 	}
 	if err == nil {

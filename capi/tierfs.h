@@ -406,6 +406,17 @@ tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *
 tfs_status tfs_hottest_typed(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
                              int64_t *out, int64_t *count);
 tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n);
+/* Edge splits (format version 6): the seed edges of link prediction of edge_type (NULL or "" for
+ * the only one) per split ("train", "val", "test"). tfs_edge_splits_json: {split: {"count",
+ * "labels": "int64" or "float32" (absent when the split has none), "neg_per_seed" (0: none)}},
+ * copied as by tfs_stats_json. tfs_edge_split_copy copies split `split`: edge_label_index gets
+ * 2 * count int64 (the src ids, then the dst ids: PyG's [2, count]), labels count values of the
+ * split's label dtype, neg_dst count * neg_per_seed int64 (seed i's at [i * neg_per_seed, ...));
+ * each may be NULL to skip it. count must be the split's, else TFS_EINVAL; TFS_ENOENT for a split
+ * or edge type the dataset lacks, or a labels / neg_dst buffer for a split without them. */
+tfs_status tfs_edge_splits_json(tfs_store *store, const char *edge_type, char *buf, size_t cap, size_t *needed);
+tfs_status tfs_edge_split_copy(tfs_store *store, const char *edge_type, const char *split, int64_t count,
+                               int64_t *edge_label_index, void *labels, int64_t *neg_dst);
 /* options_json: {"fanouts": {"src:rel:dst": [per hop, -1 = all], ... every edge type, one length},
  * "replace": false, "seed": 0, "workers": 0}. The k-th sample draws with seed + k. */
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out);

@@ -199,10 +199,19 @@ func runIngest(args []string) error {
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
 	fs.Var(&nodeFeatures, "node-feature", "NAME=FILE: another node feature beside --features (\"x\"): (N, dim) or (N,) .npy, Parquet or Arrow IPC (repeat per feature)")
 	fs.Var(&edgeFeatures, "edge-feature", "NAME=FILE: an edge feature (edge_attr, edge weights): (E, dim) or (E,) .npy, one row per edge of --edges in its order (repeat per feature)")
-	spec := fs.String("spec", "", "a JSON file describing a heterogeneous graph (node_types, edge_types; the keys of tfs_ingest): `tierfs ingest --spec FILE.json OUT`")
+	var edgeSplits listFlag
+	fs.Var(&edgeSplits, "edge-split", "SPLIT=SEEDS[,labels=FILE][,neg_dst=FILE][,edge_type=SRC:REL:DST]: seed edges of link prediction (SPLIT train, val or test): SEEDS a (2, n) or (n, 2) integer .npy of (src, dst) ids, labels one per seed, neg_dst (n, k) negative destinations per seed (repeat per split)")
+	spec := fs.String("spec", "", "a JSON file describing a heterogeneous graph (node_types, edge_types, edge_splits; the keys of tfs_ingest): `tierfs ingest --spec FILE.json OUT`")
 	pos, err := parseFlagsAny(fs, args)
 	if err != nil {
 		return err
+	}
+	for _, v := range edgeSplits {
+		in, err := ingest.ParseEdgeSplitArg(v)
+		if err != nil {
+			return fmt.Errorf("--edge-split: %w", err)
+		}
+		opt.EdgeSplits = append(opt.EdgeSplits, in)
 	}
 	if *spec != "" {
 		opt.DevicePaths = devs
@@ -251,13 +260,13 @@ func ingestSpec(fs *flag.FlagSet, path string, pos []string, flagged ingest.Opti
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "spec", "out", "force", "device-path":
+		case "spec", "out", "force", "device-path", "edge-split":
 		default:
 			bad = append(bad, "--"+f.Name)
 		}
 	})
 	if len(bad) > 0 {
-		return fmt.Errorf("%s with --spec: the spec file describes the inputs (only --out, --force and --device-path go with it)", strings.Join(bad, ", "))
+		return fmt.Errorf("%s with --spec: the spec file describes the inputs (only --out, --force, --device-path and --edge-split go with it)", strings.Join(bad, ", "))
 	}
 	if len(pos) > 1 {
 		return fmt.Errorf("--spec takes one output directory besides flags, got %d (%s)", len(pos), strings.Join(pos, " "))
@@ -283,6 +292,7 @@ func ingestSpec(fs *flag.FlagSet, path string, pos []string, flagged ingest.Opti
 		return fmt.Errorf("--spec %s: no output directory: give OUT after the flags", path)
 	}
 	opt.Replace = opt.Replace || flagged.Replace
+	opt.EdgeSplits = append(opt.EdgeSplits, flagged.EdgeSplits...)
 	if len(flagged.DevicePaths) > 0 {
 		opt.DevicePaths = flagged.DevicePaths
 	}
@@ -372,7 +382,7 @@ func printLabels(nt *dataset.NodeType, indent string) {
 	}
 }
 
-// printEdgeFeatures prints an edge type's features, each line after indent.
+// printEdgeFeatures prints an edge type's features and edge splits, each line after indent.
 func printEdgeFeatures(et *dataset.EdgeType, indent string) {
 	for _, f := range et.Features {
 		shape := fmt.Sprintf("%d x %s", f.Dim, f.DType)
@@ -380,6 +390,20 @@ func printEdgeFeatures(et *dataset.EdgeType, indent string) {
 			shape = string(f.DType) + " scalar"
 		}
 		fmt.Printf("%sedge feat.  %s: %s (%d B rows, by edge id)\n", indent, f.Name, shape, f.RowBytes)
+	}
+	for _, name := range dataset.EdgeSplitNames {
+		s, ok := et.Splits[name]
+		if !ok {
+			continue
+		}
+		more := ""
+		if s.Labels != nil {
+			more += fmt.Sprintf(", %s labels", s.Labels.DType)
+		}
+		if s.NegDst != nil {
+			more += fmt.Sprintf(", %d negative destinations each", s.NegDst.PerSeed)
+		}
+		fmt.Printf("%sedge split  %-5s %d seed edges%s\n", indent, name, s.Seeds.Count, more)
 	}
 }
 
@@ -591,17 +615,26 @@ func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	opt := storeFlags(fs)
 	seedsPath := fs.String("seeds", "", "seed node ids: .npy, or split:NAME (split:train)")
+	seedEdges := fs.String("seed-edges", "", "sample around seed edges instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (split:train, its labels with it)")
+	var link linkFlags
+	link.register(fs)
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
 	replace := fs.Bool("replace", false, "sample with replacement")
 	seed := fs.Uint64("seed", 0, "random seed")
-	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy")
+	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy (and with --seed-edges edge_label_index.npy, edge_label.npy, or src_index.npy, dst_pos_index.npy, dst_neg_index.npy for triplets)")
 	usePlacement := placementFlag(fs)
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	if *seedsPath == "" || *out == "" {
-		return fmt.Errorf("--seeds and --out are required")
+	if (*seedsPath == "") == (*seedEdges == "") || *out == "" {
+		return fmt.Errorf("--out and one of --seeds or --seed-edges are required")
+	}
+	if *seedEdges != "" {
+		return sampleEdges(pos[0], opt, *usePlacement, *fanouts, *seedEdges, link, topology.SampleOptions{Replace: *replace, Seed: *seed}, *out)
+	}
+	if set := link.given(fs); set != "" {
+		return fmt.Errorf("%s goes with --seed-edges (sampling around seed edges)", set)
 	}
 	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
 	paths := make([]string, len(names))

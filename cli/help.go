@@ -21,13 +21,15 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --edges graph.csv --edge-columns from,to --features feats.npy --undirected --out data/g --force",
 		"tierfs ingest --edges edges.npy --features x.npy --node-feature pos=pos.npy --edge-feature edge_weight=w.npy --out data/g",
 		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv",
+		"tierfs ingest --edges train_edges.npy --features x.npy --edge-split train=train_eli.npy,labels=train_el.npy --edge-split test=test_eli.npy --out data/link",
 		"tierfs ingest --spec mag.json data/mag"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
 	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{
 		"tierfs gather data/g --ids split:test --out rows.npy --host-cache 512MB"}},
-	"sample": {"Samples the k-hop neighborhoods of seeds and writes them as .npy files (nodes, row, col, per-hop counts).", []string{
-		"tierfs sample data/g --seeds split:train --fanouts 25,10 --out sample/"}},
+	"sample": {"Samples the k-hop neighborhoods of seeds (or of seed edges) and writes them as .npy files (nodes, row, col, per-hop counts; the label edges).", []string{
+		"tierfs sample data/g --seeds split:train --fanouts 25,10 --out sample/",
+		"tierfs sample data/link --seed-edges split:train --neg-sampling binary --exclude-seed-edges --fanouts 10,5 --out sample/"}},
 	"plan-epochs": {"Samples K epochs ahead and packs each batch's disk rows contiguously (planned epochs, docs/planned.md).", []string{
 		"tierfs plan-epochs data/g --fanouts 25,10 --batch-size 1024 --epochs 2 --host-cache 2GiB --serve 1 --compare"}},
 	"place": {"Profiles the training sampler, plans which topology and feature rows each memory tier holds, and saves the plan.", []string{

@@ -74,3 +74,45 @@ func TestIngestSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestSpecEdgeSplits: a spec's edge_splits and --edge-split beside --spec both become
+// edge splits of the edge type they name; an edge split of an edge type the spec lacks is
+// refused, naming it, and nothing is written.
+func TestIngestSpecEdgeSplits(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeHeteroSpec(t, dir)
+	train := filepath.Join(dir, "train.npy") // author -> paper pairs, (n, 2)
+	if err := ingest.WriteNpy(train, "<i8", []int64{3, 2}, int64sAsBytes([]int64{0, 2, 1, 0, 1, 1})); err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(dir, "test.npy")
+	if err := ingest.WriteNpy(test, "<i8", []int64{2, 1}, int64sAsBytes([]int64{2, 0})); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(spec)
+	withSplits := strings.Replace(string(data), `"edge_types": [`, `"edge_splits": [{"edge_type": "author:writes:paper", "split": "train", "seeds": "`+train+`"}], "edge_types": [`, 1)
+	if err := os.WriteFile(spec, []byte(withSplits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "g")
+	if err := runIngest([]string{"--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cites:paper", out}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes, _ := m.EdgeTypeNamed("author:writes:paper")
+	cites, _ := m.EdgeTypeNamed("paper:cites:paper")
+	if m.Version != 6 || writes.Splits["train"].Seeds.Count != 3 || cites.Splits["test"].Seeds.Count != 1 || len(writes.Splits) != 1 || len(cites.Splits) != 1 {
+		t.Fatalf("version %d, writes splits %v, cites splits %v", m.Version, writes.SplitNames(), cites.SplitNames())
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	err = runIngest([]string{"--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cited_by:paper", bad})
+	if err == nil || !strings.Contains(err.Error(), `edge type "paper:cited_by:paper" edge split "test": the graph has no such edge type`) {
+		t.Fatalf("unknown edge type: %v", err)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("%s written after a refused ingest (%v)", bad, err)
+	}
+}

@@ -188,7 +188,7 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 2`, `"version": 6`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 2`, `"version": 7`, "newer than this tierfs reads", ErrVersionTooNew},
 		{`"version": 2`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},

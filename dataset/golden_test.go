@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 
 // Golden datasets: tiny datasets of each on-disk format version, kept in testdata/golden/vN and
 // opened by every later tierfs (see testdata/golden/README.md). go test -run TestGolden
-// -update-golden rewrites them with the current writer (do that only to add a version: the point
-// is that old files keep opening).
+// -update-golden writes, with the current writer, those of versions that have none yet (delete
+// one only to add a version: the point is that old files keep opening).
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden with the current writer")
 
 // The golden graph: 5 nodes, 6 edges (src -> dst), every value below.
@@ -26,6 +27,12 @@ var (
 	goldenEdgeOf  = []int64{2, 0, 1, 4, 5, 3}
 	goldenLabels  = []int64{0, 1, -1, 2, 1}
 	goldenSplits  = map[string][]int64{"train": {0, 3}, "val": {1}, "test": {2, 4}}
+	// goldenEdgeSplits (version 6): seed pairs per split, their labels (train: float32, val:
+	// int64, test: none) and test's negative destinations, two per seed.
+	goldenEdgeSplits  = map[string][][2]int64{"train": {{0, 1}, {2, 1}, {3, 3}}, "val": {{1, 2}, {4, 0}}, "test": {{0, 2}}}
+	goldenTrainLabels = []float32{1, 1, 0}
+	goldenValLabels   = []int64{1, 0}
+	goldenTestNegDst  = []int64{3, 4}
 )
 
 const goldenNodes, goldenDim = 5, 3
@@ -100,6 +107,30 @@ func writeGolden(t *testing.T, dir string, version int) {
 	files = append(files, "indices.bin")
 	et := EdgeType{Src: "node", Rel: "to", Dst: "node", Count: int64(len(goldenIndices)), Layout: "csc",
 		Indptr: ArraySpec{int64s("indptr.bin", goldenIndptr), Int64}, Indices: ArraySpec{"indices.bin", Int32}}
+	if version >= 6 {
+		et.Splits = map[string]EdgeSplit{}
+		for name, pairs := range goldenEdgeSplits {
+			seeds, labels, neg := EdgeSplitFiles("", name)
+			flat := make([]int64, 2*len(pairs))
+			for i, p := range pairs {
+				flat[i], flat[len(pairs)+i] = p[0], p[1]
+			}
+			sp := EdgeSplit{Seeds: IDsSpec{ArraySpec{int64s(seeds, flat), Int64}, int64(len(pairs))}}
+			switch name {
+			case "train":
+				if err := os.WriteFile(filepath.Join(dir, labels), float32Bytes(goldenTrainLabels), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, labels)
+				sp.Labels = &ArraySpec{labels, Float32}
+			case "val":
+				sp.Labels = &ArraySpec{int64s(labels, goldenValLabels), Int64}
+			case "test":
+				sp.NegDst = &NegativesSpec{ArraySpec{int64s(neg, goldenTestNegDst), Int64}, 2}
+			}
+			et.Splits[name] = sp
+		}
+	}
 	if version >= 3 {
 		var s, w []float32
 		for v := int64(0); v < goldenNodes; v++ {
@@ -116,7 +147,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 	if err := Commit(m, files, "golden_test.go", nil); err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != max(version, 2) {
+	if m.Version != max(version, 2) && !(version == 6 && m.Version == 6) {
 		t.Fatalf("the writer wrote version %d for golden v%d", m.Version, version)
 	}
 	if version == 1 {
@@ -140,14 +171,13 @@ func writeGolden(t *testing.T, dir string, version int) {
 // goldenVersions are the format versions with a golden dataset. Version 4 has none: its one
 // new part, an in-place feature, is named by an absolute path, which a checked-in dataset
 // cannot hold.
-var goldenVersions = []int{1, 2, 3}
+var goldenVersions = []int{1, 2, 3, 6}
 
 func TestGolden(t *testing.T) {
 	for _, v := range goldenVersions {
-		dir := filepath.Join("testdata", "golden", "v"+string(rune('0'+v)))
-		if *updateGolden {
-			os.RemoveAll(dir)
-			writeGolden(t, dir, v)
+		dir := filepath.Join("testdata", "golden", fmt.Sprint("v", v))
+		if _, err := os.Stat(dir); *updateGolden && os.IsNotExist(err) {
+			writeGolden(t, dir, v) // only a version without one: old files stay what they were
 		}
 		t.Run(filepath.Base(dir), func(t *testing.T) { checkGolden(t, dir, v) })
 	}
@@ -219,6 +249,12 @@ func checkGolden(t *testing.T, dir string, version int) {
 			t.Errorf("split %s = %v, want %v", name, got, want)
 		}
 	}
+	if version < 6 && len(et.Splits) != 0 {
+		t.Errorf("version %d has edge splits %v", version, et.SplitNames())
+	}
+	if version >= 6 {
+		checkGoldenEdgeSplits(t, m, int64s)
+	}
 	if version < 3 {
 		if len(nt.Features) != 1 || len(et.Features) != 0 {
 			t.Errorf("version %d has features %d node, %d edge", version, len(nt.Features), len(et.Features))
@@ -242,5 +278,42 @@ func checkGolden(t *testing.T, dir string, version int) {
 		if got := row(w, int64(e)); got[0] != goldenW(int64(e)) {
 			t.Errorf("w[%d] = %v, want %v", e, got[0], goldenW(int64(e)))
 		}
+	}
+}
+
+// checkGoldenEdgeSplits compares the edge splits of the golden v6 dataset with the golden graph's.
+func checkGoldenEdgeSplits(t *testing.T, m *Manifest, int64s func(string) []int64) {
+	t.Helper()
+	et := m.Edges()
+	if got := et.SplitNames(); !slices.Equal(got, []string{"test", "train", "val"}) {
+		t.Fatalf("edge splits %v", got)
+	}
+	for name, pairs := range goldenEdgeSplits {
+		sp := et.Splits[name]
+		seeds := int64s(sp.Seeds.File)
+		if sp.Seeds.Count != int64(len(pairs)) || len(seeds) != 2*len(pairs) {
+			t.Fatalf("edge split %s: count %d, %d ids", name, sp.Seeds.Count, len(seeds))
+		}
+		for i, p := range pairs {
+			if seeds[i] != p[0] || seeds[len(pairs)+i] != p[1] {
+				t.Errorf("edge split %s seed %d = (%d, %d), want %v", name, i, seeds[i], seeds[len(pairs)+i], p)
+			}
+		}
+	}
+	train, val, test := et.Splits["train"], et.Splits["val"], et.Splits["test"]
+	if train.Labels == nil || train.Labels.DType != Float32 || train.NegDst != nil {
+		t.Fatalf("train split %+v", train)
+	}
+	b := mustRead(t, m.Path(train.Labels.File))
+	for i, want := range goldenTrainLabels {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])); got != want {
+			t.Errorf("train label %d = %v, want %v", i, got, want)
+		}
+	}
+	if val.Labels == nil || val.Labels.DType != Int64 || !slices.Equal(int64s(val.Labels.File), goldenValLabels) {
+		t.Errorf("val labels %+v", val.Labels)
+	}
+	if test.Labels != nil || test.NegDst == nil || test.NegDst.PerSeed != 2 || !slices.Equal(int64s(test.NegDst.File), goldenTestNegDst) {
+		t.Errorf("test split %+v", test)
 	}
 }

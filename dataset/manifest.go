@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 5):
+// Invariants of a valid dataset (format versions 1 to 6):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
 //     O_DIRECT read of whole blocks stays inside the file;
@@ -21,8 +21,9 @@
 // Versions 1 to 4 hold one node type and at most one edge type. Version 2 added the manifest
 // hash and one role per file; version 3 edge features and scalar features (one value a row,
 // gathered as a 1-D array); version 4 in-place features; version 5 several node types and edge
-// types (a heterogeneous graph). Commit writes the lowest version that describes the dataset, so
-// a dataset without the newer parts stays readable by older tierfs.
+// types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link prediction
+// per split, with labels and negatives). Commit writes the lowest version that describes the
+// dataset, so a dataset without the newer parts stays readable by older tierfs.
 //
 // Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
 // names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
@@ -48,7 +49,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 5
+const Version = 6
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -113,6 +114,9 @@ type EdgeType struct {
 	Indices ArraySpec `json:"indices"` // int32 or int64, Count entries
 	// Features are the edge features (version 3), Count rows each, in edge id order.
 	Features []FeatureSpec `json:"features,omitempty"`
+	// Splits are the seed edges of link prediction (version 6) by split name ("train", "val",
+	// "test"; see EdgeSplit).
+	Splits map[string]EdgeSplit `json:"splits,omitempty"`
 }
 
 // ArraySpec is a flat array in one file.
@@ -451,13 +455,22 @@ func (m *Manifest) Validate() error {
 		if err := features(edgeOf, et.Features, et.Count); err != nil {
 			return err
 		}
+		if err := m.validateEdgeSplits(et, of, need, files); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// minVersion is the lowest format version that describes m: 5 with more than one node type or
-// more than one edge type, 4 with an in-place feature, 3 with edge or scalar features, else 2.
+// minVersion is the lowest format version that describes m: 6 with edge splits, 5 with more
+// than one node type or more than one edge type, 4 with an in-place feature, 3 with edge or
+// scalar features, else 2.
 func (m *Manifest) minVersion() int {
+	for _, et := range m.EdgeTypes {
+		if len(et.Splits) > 0 {
+			return 6
+		}
+	}
 	if len(m.NodeTypes) > 1 || len(m.EdgeTypes) > 1 {
 		return 5
 	}

@@ -140,15 +140,16 @@ const GraphBoltMetadata = "metadata.yaml"
 // fromGraphBolt fills opt's inputs from the GraphBolt dataset in opt.GraphBolt: the edges file,
 // every node feature (NodeFeatures, by their names; the first is the default), every edge feature
 // (EdgeFeatures), and from the task opt.GraphBoltTask names (graphBoltTask; by default the first)
-// the labels (one per node, -1 where no set labels it)
-// and the train/val/test seeds, which it writes into a temporary directory beside opt.Out;
+// the labels (one per node, -1 where no set labels it) and the train/val/test seeds — or, for a
+// link prediction task, its edge splits (graphBoltLinkTask) — which it writes into a temporary
+// directory beside opt.Out;
 // cleanup removes it. Features and edges are read from their files (copied into the dataset).
 func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	cleanup = func() {}
 	dir := opt.GraphBolt
 	what := "GraphBolt dataset " + dir
-	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
-		return cleanup, fmt.Errorf("ingest: %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", what)
+	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 || len(opt.EdgeSplits) > 0 {
+		return cleanup, fmt.Errorf("ingest: %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels, SplitsDir or EdgeSplits beside it (its task gives the splits)", what)
 	}
 	md, meta, err := readGraphBolt(dir)
 	if err != nil {
@@ -210,6 +211,11 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 			cleanup()
 		}
 	}()
+	key := dataset.EdgeTypeKey(nodeTypeName, "to", nodeTypeName)
+	edgeType := func(t string) (string, bool) { return key, t == "" || t == key || t == g.Edges[0].Type }
+	if opt.EdgeSplits, err = graphBoltLinkTask(task, ti, dir, meta, edgeType, tmp); err != nil || opt.EdgeSplits != nil {
+		return cleanup, err
+	}
 	n := opt.NumNodes
 	labels := make([]int64, n)
 	for i := range labels {
@@ -258,8 +264,6 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 				if err := readInts(&labelsPath, &ys); err != nil {
 					return cleanup, err
 				}
-			case "node_pairs":
-				return cleanup, fmt.Errorf("ingest: %s: %s holds node_pairs (link prediction); tierfs ingests node tasks (seeds and labels)", meta, where)
 			}
 		}
 		if seedsPath == "" {
@@ -298,4 +302,98 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// graphBoltLinkTask reads task (tasks[ti] of meta) as a link prediction task when it is one: a
+// set holds node_pairs or negative_dsts (GraphBolt 1.x) or 2-D seeds ((N, 2) pairs, GraphBolt
+// 2.x). Each set then becomes the edge split of its type (edgeType maps the set's type, "" for a
+// homogeneous graph's, to an edge type key, or says it is none): seeds or node_pairs its seed
+// pairs, labels its labels, negative_dsts its negative destinations (N, k). GraphBolt's indexes
+// (which seeds form one ranking query) are not stored. A (2, 2) pairs file is transposed into
+// tmp, as ingest would read it as (2, n). It returns nil, nil for a node task.
+func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeType func(setType string) (string, bool), tmp string) ([]EdgeSplitInput, error) {
+	sets := []struct {
+		name, key string
+		sets      []graphBoltSet
+	}{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}}
+	link := false
+	for _, set := range sets {
+		for _, s := range set.sets {
+			for _, d := range s.Data {
+				switch d.Name {
+				case "node_pairs", "negative_dsts":
+					link = true
+				case "seeds":
+					if p, err := graphBoltPath(dir, meta, d.Path, "seeds"); err == nil {
+						if a, err := OpenNpy(p); err == nil {
+							link = link || len(a.Shape) == 2
+							a.Close()
+						}
+					}
+				}
+			}
+		}
+	}
+	if !link {
+		return nil, nil
+	}
+	var out []EdgeSplitInput
+	for _, set := range sets {
+		for si, s := range set.sets {
+			where := fmt.Sprintf("tasks[%d] (%s) %s[%d]", ti, task.Name, set.key, si)
+			key, ok := edgeType(s.Type)
+			if !ok {
+				return nil, fmt.Errorf("ingest: %s: %s of a link prediction task has type %q, not an edge type of graph.edges", meta, where, s.Type)
+			}
+			in := EdgeSplitInput{EdgeType: key, Split: set.name}
+			for _, d := range s.Data {
+				k := where + " " + d.Name
+				var dst *string
+				switch d.Name {
+				case "seeds", "node_pairs":
+					dst = &in.Seeds
+				case "labels":
+					dst = &in.Labels
+				case "negative_dsts":
+					dst = &in.NegDst
+				default:
+					continue // indexes: the ranking queries, not stored
+				}
+				if err := graphBoltNumpy(meta, d.Format, k); err != nil {
+					return nil, err
+				}
+				p, err := graphBoltPath(dir, meta, d.Path, k)
+				if err != nil {
+					return nil, err
+				}
+				*dst = p
+			}
+			if in.Seeds == "" {
+				return nil, fmt.Errorf("ingest: %s: %s has no seeds or node_pairs", meta, where)
+			}
+			if a, err := OpenNpy(in.Seeds); err == nil {
+				square := slices.Equal(a.Shape, []int64{2, 2}) && !a.FortranOrder
+				a.Close()
+				if square { // GraphBolt's (N, 2) with N = 2: store it as (2, N)
+					v, err := readNpyInts(in.Seeds)
+					if err != nil {
+						return nil, fmt.Errorf("ingest: %s: %s: %w", meta, where, unwrapIngest(err))
+					}
+					in.Seeds = filepath.Join(tmp, fmt.Sprintf("%s-%d-seeds.npy", set.name, si))
+					if err := WriteNpy(in.Seeds, "<i8", []int64{2, 2}, dataset.BytesOf([]int64{v[0], v[2], v[1], v[3]})); err != nil {
+						return nil, fmt.Errorf("ingest: %w", err)
+					}
+				}
+			}
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// readNpyInts reads an integer .npy of any shape as its int64 elements in file order.
+func readNpyInts(path string) ([]int64, error) {
+	var out []int64
+	err := eachInt(path, func(_, v int64) error { out = append(out, v); return nil })
+	return out, err
 }

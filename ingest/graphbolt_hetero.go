@@ -17,15 +17,17 @@ import (
 // order; the first is the type's default) and of domain "edge" the features of their edge type
 // (type "src:rel:dst"). From the task opt.GraphBoltTask names (the first by default) each set's
 // entries of type T give T's train/val/test seeds and its labels (-1 where no set labels a node),
-// written into a temporary directory beside opt.Out and removed on return.
+// written into a temporary directory beside opt.Out and removed on return; a link prediction
+// task's sets (of type "src:rel:dst") give the edge splits of their edge types
+// (graphBoltLinkTask).
 //
 // Out, Replace, DevicePaths and Progress apply; the options that reshape a homogeneous graph or
 // read features in place (Undirected, DropSelfLoops, Dedup, FeaturesInPlace, FeatureDType,
 // NumNodes) are refused, as are inputs given beside GraphBolt.
 func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*dataset.Manifest, error) {
 	dir := opt.GraphBolt
-	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 {
-		return nil, fmt.Errorf("ingest: GraphBolt dataset %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels or SplitsDir beside it", dir)
+	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 || len(opt.EdgeSplits) > 0 {
+		return nil, fmt.Errorf("ingest: GraphBolt dataset %s: GraphBolt names every input itself; do not set Edges, Features, NodeFeatures, EdgeFeatures, Labels, SplitsDir or EdgeSplits beside it (its task gives the splits)", dir)
 	}
 	for _, o := range []struct {
 		set  bool
@@ -114,8 +116,14 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 		defer os.RemoveAll(tmp)
-		if err := graphBoltHeteroTask(&hopt, md.Tasks[ti], ti, dir, meta, nodeIndex, tmp); err != nil {
+		edgeType := func(t string) (string, bool) { _, ok := edgeIndex[t]; return t, ok }
+		if hopt.EdgeSplits, err = graphBoltLinkTask(md.Tasks[ti], ti, dir, meta, edgeType, tmp); err != nil {
 			return nil, err
+		}
+		if hopt.EdgeSplits == nil {
+			if err := graphBoltHeteroTask(&hopt, md.Tasks[ti], ti, dir, meta, nodeIndex, tmp); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return IngestHetero(hopt)
@@ -167,8 +175,6 @@ func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, di
 					if err := readInts(&labelsPath, &ys); err != nil {
 						return err
 					}
-				case "node_pairs":
-					return fmt.Errorf("ingest: %s: %s holds node_pairs (link prediction); tierfs ingests node tasks (seeds and labels)", meta, where)
 				}
 			}
 			if seedsPath == "" {

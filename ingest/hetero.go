@@ -17,6 +17,10 @@ type HeteroOptions struct {
 	EdgeTypes []EdgeTypeInput `json:"edge_types"`
 	Out       string          `json:"out"`
 	Replace   bool            `json:"force"` // replace what Out holds; else such an Out is refused
+	// EdgeSplits are seed edges of link prediction per edge type and split (format version 6);
+	// EdgeType names one of EdgeTypes.
+	EdgeSplits []EdgeSplitInput `json:"edge_splits"`
+
 	// DevicePaths stripes every feature over these directories, one file each: stripe k of
 	// feature F of type T goes to DevicePaths[k]/<base of Out>.<T>:<F>.<k>.<nonce>.bin (T an
 	// edge type's src:rel:dst).
@@ -97,7 +101,7 @@ func (opt *HeteroOptions) Inputs() [][2]string {
 			out = append(out, [2]string{fmt.Sprintf("edge type %q edge feature %q", e.Key(), f.Name), f.Path})
 		}
 	}
-	return out
+	return append(out, EdgeSplitPaths(opt.EdgeSplits)...)
 }
 
 // Key is the edge type's "src:rel:dst".
@@ -134,6 +138,14 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	var keys []string
+	for _, e := range edges {
+		keys = append(keys, e.in.Key())
+	}
+	splits, err := openEdgeSplits(opt.EdgeSplits, keys)
+	if err != nil {
+		return nil, err
+	}
 	w, err := dataset.Begin(opt.Out, opt.Replace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -163,6 +175,9 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 		et, _, err := tw.edgeType(e.edges, in.Edges, count[in.Dst], topt, e.features, in.Key()+":")
 		if err != nil {
 			return nil, typed(fmt.Sprintf("edge type %q", in.Key()), err)
+		}
+		if err := tw.edgeSplits(&et, topt.typeDir, splits, count[in.Src], count[in.Dst]); err != nil {
+			return nil, err
 		}
 		m.EdgeTypes = append(m.EdgeTypes, et)
 	}
@@ -361,6 +376,9 @@ func (opt HeteroOptions) args() []string {
 		for _, f := range e.EdgeFeatures {
 			a = append(a, fmt.Sprintf("edge-feature=%s:%s=%s", e.Key(), f.Name, absPath(f.Path)))
 		}
+	}
+	for _, sp := range opt.EdgeSplits {
+		a = append(a, "edge-split="+sp.arg())
 	}
 	for _, p := range opt.DevicePaths {
 		a = append(a, "device-path="+p)

@@ -154,7 +154,7 @@ func newHeteroGraph(t *testing.T, dir string, rng *rand.Rand) *heteroGraph {
 func (g *heteroGraph) check(t *testing.T, dir string) {
 	t.Helper()
 	m := loadVerified(t, dir)
-	if m.Version != dataset.Version || len(m.NodeTypes) != 3 || len(m.EdgeTypes) != 4 {
+	if m.Version != 5 || len(m.NodeTypes) != 3 || len(m.EdgeTypes) != 4 {
 		t.Fatalf("version %d, %d node types, %d edge types", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
 	}
 	for typ, n := range g.counts {

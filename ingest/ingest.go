@@ -78,6 +78,10 @@ type Options struct {
 	GraphBoltTask string
 	Replace       bool // replace what Out holds (a dataset or other files); else such an Out is refused
 
+	// EdgeSplits are seed edges of link prediction (format version 6) of the graph's one edge
+	// type (EdgeType "" or "node:to:node"): ids are node ids, checked against the node count.
+	EdgeSplits []EdgeSplitInput
+
 	// FeaturesInPlace uses the node features' .npy files (Features and NodeFeatures; C-order,
 	// little-endian, 2-D or 1-D) where they are instead of copying them into the dataset: the
 	// manifest names each by its absolute path, ingest checksums it as it is, and a store
@@ -176,6 +180,15 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		}
 	}
 
+	var edgeTypes []string
+	if edges != nil {
+		edgeTypes = []string{dataset.EdgeTypeKey(nodeTypeName, "to", nodeTypeName)}
+	}
+	edgeSplits, err := openEdgeSplits(opt.EdgeSplits, edgeTypes)
+	if err != nil {
+		return nil, err
+	}
+
 	numNodes, source := int64(-1), ""
 	switch {
 	case opt.NumNodes > 0:
@@ -244,6 +257,9 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			return nil, err
 		}
 		numNodes = n
+		if err := tw.edgeSplits(&et, "", edgeSplits, numNodes, numNodes); err != nil {
+			return nil, err
+		}
 		m.EdgeTypes = []dataset.EdgeType{et}
 	}
 	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
@@ -333,6 +349,9 @@ func (opt Options) args() []string {
 	}
 	add("labels", abs(opt.Labels))
 	add("splits", abs(opt.SplitsDir))
+	for _, s := range opt.EdgeSplits {
+		add("edge-split", s.arg())
+	}
 	if len(opt.DevicePaths) > 0 {
 		add("device-paths", strings.Join(opt.DevicePaths, ","))
 	}

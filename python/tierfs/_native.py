@@ -234,6 +234,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_split_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
     ("tfs_hottest_typed", [c_void_p, c_char_p, c_void_p, c_int64, c_int64, c_void_p, POINTER(c_int64)]),
     ("tfs_place_ids_typed", [c_void_p, c_char_p, c_void_p, c_int64]),
+    ("tfs_edge_splits_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_edge_split_copy", [c_void_p, c_char_p, c_char_p, c_int64, c_void_p, c_void_p, c_void_p]),
     ("tfs_hetero_sampler_create", [c_void_p, c_char_p, POINTER(c_void_p)]),
     ("tfs_hetero_sampler_free", [c_void_p]),
     ("tfs_hetero_sample", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),

@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from . import _native, _util, errors
 from ._args import _c_str
 from ._native import check, lib
 from ._progress import ProgressLike, _progress_callback
+from .hetero import edge_type_key
 
 __all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify"]
 
@@ -99,6 +100,94 @@ def _save(dirpath: Path, name: str, arr: np.ndarray) -> str:
     return str(path)
 
 
+def _edge_split_arrays(value: Any, what: str) -> tuple:
+    """One edge split as (seeds (2, n) int64, labels (n,) or None, negatives (n, k) or None), from
+    PyG's ``(edge_label_index, edge_label)`` (or ``edge_label_index`` alone), OGB's
+    ``{"source_node", "target_node"[, "target_node_neg"]}`` or ``{"edge"[, "edge_neg"]}`` (the
+    negatives become seeds labelled 0 after the positives' 1s, as PyG's RandomLinkSplit lays
+    them out) or ``{"edge_label_index", "edge_label"}``."""
+    def ints(x: Any, part: str) -> np.ndarray:
+        arr, _ = _to_numpy(x, f"{what} {part}")
+        if arr.dtype.kind not in "iu":
+            raise errors.DTypeError(f"ingest: {what} {part} must be integer node ids, got {arr.dtype}")
+        return arr.astype(np.int64, copy=False)
+
+    def pairs(x: Any, part: str) -> np.ndarray:
+        arr = ints(x, part)
+        if arr.ndim == 2 and arr.shape[0] == 2:
+            return arr
+        if arr.ndim == 2 and arr.shape[1] == 2:
+            return arr.T
+        raise errors.InvalidArgumentError(f"ingest: {what} {part} has shape {arr.shape}; want (2, n) or (n, 2) (src, dst) pairs")
+
+    labels = neg = None
+    if isinstance(value, Mapping):
+        keys = set(value)
+        if {"source_node", "target_node"} <= keys:
+            src, dst = ints(value["source_node"], "source_node"), ints(value["target_node"], "target_node")
+            if src.ndim != 1 or src.shape != dst.shape:
+                raise errors.InvalidArgumentError(f"ingest: {what} source_node {src.shape} and target_node {dst.shape} must be 1-D of one length")
+            seeds = np.stack([src, dst])
+            if "target_node_neg" in keys:
+                neg = ints(value["target_node_neg"], "target_node_neg")
+                if neg.ndim == 1:
+                    neg = neg.reshape(-1, 1)
+            extra = keys - {"source_node", "target_node", "target_node_neg"}
+        elif "edge" in keys:
+            seeds = pairs(value["edge"], "edge")
+            if "edge_neg" in keys:
+                negs = pairs(value["edge_neg"], "edge_neg")
+                labels = np.concatenate([np.ones(seeds.shape[1], np.float32), np.zeros(negs.shape[1], np.float32)])
+                seeds = np.concatenate([seeds, negs], axis=1)
+            extra = keys - {"edge", "edge_neg"}
+        elif "edge_label_index" in keys:
+            seeds = pairs(value["edge_label_index"], "edge_label_index")
+            if value.get("edge_label") is not None:
+                labels, _ = _to_numpy(value["edge_label"], f"{what} edge_label")
+            extra = keys - {"edge_label_index", "edge_label"}
+        else:
+            raise errors.InvalidArgumentError(f"ingest: {what} has keys {sorted(map(str, keys))}; want OGB's source_node/target_node"
+                                              "[/target_node_neg] or edge[/edge_neg], or PyG's edge_label_index[/edge_label]")
+        if extra:
+            raise errors.InvalidArgumentError(f"ingest: {what} has keys tierfs does not store: {sorted(map(str, extra))}")
+    elif isinstance(value, (tuple, list)) and len(value) in (1, 2) and not np.isscalar(value[0]):
+        seeds = pairs(value[0], "edge_label_index")
+        if len(value) == 2 and value[1] is not None:
+            labels, _ = _to_numpy(value[1], f"{what} edge_label")
+    else:
+        seeds = pairs(value, "edge_label_index")
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = labels[:, 0]
+        if labels.dtype.kind == "f" and labels.dtype != np.float64:
+            labels = labels.astype(np.float32)
+    return seeds, labels, neg
+
+
+def _edge_split_entries(edge_splits: Any, save: Any, edge_type: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The ``edge_splits`` entries of tfs_ingest for ``{split: value}`` (values as
+    :func:`_edge_split_arrays` takes them), the arrays saved by ``save(name, array, what)``."""
+    if not isinstance(edge_splits, Mapping):
+        raise errors.DTypeError(f"ingest: edge_splits must be a dict of split name -> seed edges, got {type(edge_splits).__name__}")
+    out = []
+    for name, value in edge_splits.items():
+        split = _SPLIT_ALIASES.get(name, name)
+        if split not in _SPLIT_NAMES:
+            raise errors.InvalidArgumentError(f"ingest: edge_splits: unknown split {name!r}; want train, val (or valid), test")
+        what = f"edge_splits[{name!r}]" if edge_type is None else f"edge_splits[{edge_type!r}][{name!r}]"
+        seeds, labels, neg = _edge_split_arrays(value, what)
+        entry: Dict[str, Any] = {"split": split, "seeds": save("edge-split-seeds", seeds, f"<{what} seeds>")}
+        if edge_type is not None:
+            entry["edge_type"] = edge_type
+        if labels is not None:
+            entry["labels"] = save("edge-split-labels", labels, f"<{what} labels>")
+        if neg is not None:
+            entry["neg_dst"] = save("edge-split-neg", neg, f"<{what} negatives>")
+        out.append(entry)
+    return out
+
+
 def ingest(
     out: PathLike,
     edges: Any = None,
@@ -119,6 +208,7 @@ def ingest(
     node_features: Optional[Mapping[str, Any]] = None,
     edge_features: Optional[Mapping[str, Any]] = None,
     features_in_place: bool = False,
+    edge_splits: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -160,6 +250,12 @@ def ingest(
             at ingest; a store refuses a file whose size or modification time changed since;
             tierfs never writes, moves or removes it (keep it outside ``out``). Rows there are
             not block-aligned, so a row can cost two block reads. Edge features are copied.
+        edge_splits: seed edges of link prediction, ``{"train": ..., "val" (or "valid"): ...,
+            "test": ...}``, each PyG's ``(edge_label_index, edge_label)`` (edge_label may be
+            None), an ``edge_label_index`` alone, or one split of OGB's ``get_edge_split()``
+            (``{"source_node", "target_node"[, "target_node_neg"]}`` or ``{"edge"[,
+            "edge_neg"]}``: negatives become seeds labelled 0 after the positives' 1s). Read back
+            with ``store.edge_split(name)``; ids outside the graph's nodes are refused.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -264,6 +360,13 @@ def ingest(
                 listed.append(entry)
             if listed:
                 opts[f"{what}_features"] = listed
+        if edge_splits is not None:
+            def save_split(name: str, arr: np.ndarray, what: str) -> str:
+                path = _save(tmpdir(), f"{name}-{len(renamed)}", arr)
+                renamed[path] = what
+                return path
+
+            opts["edge_splits"] = _edge_split_entries(edge_splits, save_split)
         if undirected:
             opts["undirected"] = True
         if drop_self_loops:
@@ -390,7 +493,8 @@ def synth(
     return out
 
 
-def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
+def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edge_splits: Optional[Mapping[Any, Any]] = None,
+             undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
              tmp_dir: Optional[PathLike] = None, force: bool = False, progress: ProgressLike = None) -> str:
     """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
     the default feature, ``edge_index`` the topology (messages flow ``edge_index[0] ->
@@ -410,21 +514,48 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
     non-tensors, tensors of more than two dimensions, bool tensors that are not splits, an edge
     type without ``edge_index``) is refused, naming the type and the attribute.
 
+    Link prediction: the outputs of PyG's ``RandomLinkSplit`` (``train_data, val_data,
+    test_data = RandomLinkSplit(...)(data)``) go in as ``from_pyg(train_data, out,
+    val=val_data, test=test_data)``: the graph is ``train_data``'s (its ``edge_index``, the
+    training message-passing edges), and each split's ``edge_label_index`` and ``edge_label``
+    (per edge type of a ``HeteroData``) become the dataset's edge splits (format version 6),
+    read back by ``store.edge_split("train", edge_type=...)``.
+
     Args:
         data: a ``torch_geometric.data.Data`` or ``HeteroData``.
+        val, test: the validation and test outputs of ``RandomLinkSplit`` (the same kind as
+            ``data``): only their ``edge_label_index`` / ``edge_label`` are read.
+        edge_splits: more edge splits as :func:`ingest` takes them (``Data``), or ``{edge type:
+            {split: ...}}`` (``HeteroData``), e.g. an OGB link dataset's ``get_edge_split()``.
         out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`
             (``undirected`` applies to ``Data`` only: give a ``HeteroData`` its reverse edge
             types, e.g. with ``torch_geometric.transforms.ToUndirected()``).
     """
+    for name, d in (("val", val), ("test", test)):
+        if d is not None and type(d) is not type(data):
+            raise errors.DTypeError(f"from_pyg: {name} is a {type(d).__name__}, data a {type(data).__name__}; give the {name} output of the RandomLinkSplit that made data")
     if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
-        return _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress)
+        return _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
+                                 split_data={"val": val, "test": test}, edge_splits=edge_splits)
     if not _is_pyg_data(data):
         raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
     keys = set(data.keys())
     if data.edge_index is None and data.x is None:
         raise errors.InvalidArgumentError("from_pyg: the Data has neither x nor edge_index")
+    link_splits: Dict[str, Any] = dict(edge_splits or {})
+    for name, d in (("train", data), ("val", val), ("test", test)):
+        if d is None:
+            continue
+        if "edge_label_index" in d.keys():
+            if name in link_splits:
+                raise errors.InvalidArgumentError(f"from_pyg: edge split {name!r} is given twice (by edge_splits and by the {name} Data)")
+            link_splits[name] = (d.edge_label_index, d.get("edge_label"))
+        elif d is not data:
+            raise errors.InvalidArgumentError(f"from_pyg: {name} has no edge_label_index; give an output of RandomLinkSplit")
     splits: Dict[str, Any] = {}
     used = {"x", "edge_index", "y", "num_nodes"}
+    if "edge_label_index" in keys:
+        used |= {"edge_label_index", "edge_label"} & keys
     for name, alias in (("train", "train"), ("val", "val"), ("val", "valid"), ("test", "test")):
         for key in (f"{alias}_mask", f"{alias}_idx", f"{alias}_index"):
             if key in keys and name not in splits:
@@ -461,6 +592,7 @@ def from_pyg(data: Any, out: PathLike, *, undirected: bool = False, device_paths
         progress=progress,
         node_features=node_features or None,
         edge_features=edge_features or None,
+        edge_splits=link_splits or None,
     )
 
 
@@ -475,7 +607,8 @@ def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
 
 
 def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_paths: Optional[Sequence[PathLike]],
-                      tmp_dir: Optional[PathLike], force: bool, progress: ProgressLike) -> str:
+                      tmp_dir: Optional[PathLike], force: bool, progress: ProgressLike,
+                      split_data: Mapping[str, Any], edge_splits: Optional[Mapping[Any, Any]]) -> str:
     """from_pyg of a HeteroData: one tfs_ingest with node_types and edge_types."""
     _native.check_process()
     if undirected:
@@ -556,11 +689,37 @@ def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_path
                 raise errors.InvalidArgumentError(f"from_pyg: data[{et}].edge_index must be a (2, E) integer tensor, got {ei.dtype} of shape {ei.shape}")
             e = int(ei.shape[1])
             entry = {"src": et[0], "rel": et[1], "dst": et[2], "edges": save("edges", ei, f"<data[{et}].edge_index>")}
-            feats = [{"name": key, **feature(st[key], f"data[{et}].{key}", e)} for key in sorted(keys - {"edge_index"})]
+            label_keys = {"edge_label_index", "edge_label"} & keys if "edge_label_index" in keys else set()
+            feats = [{"name": key, **feature(st[key], f"data[{et}].{key}", e)} for key in sorted(keys - {"edge_index"} - label_keys)]
             if feats:
                 entry["edge_features"] = feats
             edge_types.append(entry)
+        link: Dict[str, Dict[str, Any]] = {}  # edge type key -> split -> value
+        for key, per_split in (edge_splits or {}).items():
+            if not isinstance(per_split, Mapping):
+                raise errors.DTypeError(f"from_pyg: edge_splits of a HeteroData is {{edge type: {{split: seed edges}}}}; edge_splits[{key!r}] is a {type(per_split).__name__}")
+            link.setdefault(edge_type_key(key), {}).update(per_split)
+        for name, d in (("train", data), *split_data.items()):
+            if d is None:
+                continue
+            found = False
+            for et in d.edge_types:
+                st = d[et]
+                if "edge_label_index" not in st.keys():
+                    continue
+                found = True
+                per = link.setdefault(edge_type_key(et), {})
+                if name in per:
+                    raise errors.InvalidArgumentError(f"from_pyg: edge split {name!r} of edge type {et} is given twice (by edge_splits and by the {name} HeteroData)")
+                per[name] = (st.edge_label_index, st.get("edge_label"))
+            if not found and d is not data:
+                raise errors.InvalidArgumentError(f"from_pyg: {name} has no edge type with edge_label_index; give an output of RandomLinkSplit")
+        entries: List[Dict[str, Any]] = []
+        for key, per in link.items():
+            entries += _edge_split_entries(per, save, edge_type=key)
         opts: Dict[str, Any] = {"node_types": node_types, "edge_types": edge_types, "out": out}
+        if entries:
+            opts["edge_splits"] = entries
         if device_paths:
             opts["device_paths"] = [os.fspath(p) for p in device_paths]
         if force:
@@ -595,6 +754,12 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
     ``feature_data`` entries go to the node type (domain ``node``) or edge type (domain ``edge``,
     type ``"src:rel:dst"``) their ``type`` names, each set's entries of type T give T's seeds
     and labels. ``undirected`` and ``features_in_place`` apply to one-type graphs only.
+
+    A link prediction task (sets holding ``seeds`` of shape (N, 2) with ``labels``, or GraphBolt
+    1.x's ``node_pairs`` with ``negative_dsts``) becomes the edge splits of its edge type (a
+    set's ``type`` ``"src:rel:dst"``; none in a one-type graph): read them back with
+    ``store.edge_split("train", edge_type=...)`` and ``store.edge_split_negatives``. Its
+    ``indexes`` (which seeds form one ranking query) are not stored.
 
     Args:
         path: the GraphBolt dataset directory.

@@ -657,6 +657,66 @@ class Store:
             check(lib.tfs_split(h, _c_str(name, "split name"), out.ctypes.data, count.value, byref(count)))
         return out
 
+    # edge splits (link prediction) ---------------------------------------------------
+
+    def edge_splits(self, edge_type: Optional[EdgeType] = None) -> Dict[str, Dict[str, Any]]:
+        """The edge splits of ``edge_type`` (None: the dataset's only edge type) by name:
+        ``{"count": seed edges, "labels": "int64" | "float32" (absent: none), "neg_per_seed":
+        negative destinations per seed (0: none)}``; ``{}`` when it has none."""
+        h = self._h()
+        key = None if edge_type is None else _c_str(edge_type_key(edge_type), "edge type")
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_edge_splits_json(h, key, buf, cap, needed))
+
+    def _edge_split(self, split: str, edge_type: Optional[EdgeType], part: str) -> tuple:
+        info = self.edge_splits(edge_type).get(split) if isinstance(split, str) else None
+        if info is None:
+            # Let the core name what is missing (TFS_ENOENT lists the splits the type has).
+            info = {"count": 0}
+        key = None if edge_type is None else _c_str(edge_type_key(edge_type), "edge type")
+        n = int(info["count"])
+        index = labels = neg = None
+        if part == "index":
+            index = np.empty((2, n), dtype=np.int64)
+            if info.get("labels"):
+                labels = np.empty(n, dtype=np.dtype(info["labels"]))
+        else:
+            k = int(info.get("neg_per_seed", 0))
+            neg = np.empty((n, k), dtype=np.int64) if k else np.empty((n, 1), dtype=np.int64)
+        check(lib.tfs_edge_split_copy(self._h(), key, _c_str(split, "split name"), n,
+                                      None if index is None else index.ctypes.data,
+                                      None if labels is None else labels.ctypes.data,
+                                      None if neg is None else neg.ctypes.data))
+        return index, labels, neg
+
+    def edge_split(self, split: str, edge_type: Optional[EdgeType] = None) -> tuple:
+        """The seed edges of split ``split`` ("train", "val", "test") of ``edge_type`` (PyG's
+        tuple or ``"src:rel:dst"``; None: the dataset's only edge type) as PyG's link loaders
+        take them: ``(edge_label_index, edge_label)``, torch tensors — ``edge_label_index`` of
+        shape ``[2, n]`` (int64; row 0 ids of the source node type, row 1 of the destination
+        type), ``edge_label`` of shape ``[n]`` in the dtype it was ingested as (float32 or
+        int64), or None when the split has no labels (every seed a positive, as OGB's splits).
+        ``tierfs.pyg.LinkNeighborLoader(data, edge_label_index=..., edge_label=...)`` takes them
+        as they are.
+
+        Raises:
+            KeyError (tierfs.KeyNotFoundError): no such split or edge type.
+        """
+        index, labels, _ = self._edge_split(split, edge_type, "index")
+        torch = _torch()
+        return torch.from_numpy(index), None if labels is None else torch.from_numpy(labels)
+
+    def edge_split_negatives(self, split: str, edge_type: Optional[EdgeType] = None) -> Any:
+        """The negative destination candidates of split ``split`` of ``edge_type`` (OGB's
+        ``target_node_neg``): an int64 torch tensor ``[n, k]``, row i seed edge i's k candidates
+        (ids of the destination node type).
+
+        Raises:
+            KeyError (tierfs.KeyNotFoundError): no such split or edge type, or the split has no
+                negatives.
+        """
+        _, _, neg = self._edge_split(split, edge_type, "neg")
+        return _torch().from_numpy(neg)
+
     # sampling --------------------------------------------------------------------------
 
     def sampler(

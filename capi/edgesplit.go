@@ -1,0 +1,90 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"unsafe"
+)
+
+// Edge splits (format version 6): tfs_edge_splits_json describes an edge type's splits,
+// tfs_edge_split_copy copies one into the caller's buffers.
+
+//export tfsgo_edge_splits_json
+func tfsgo_edge_splits_json(store C.uintptr_t, edgeType *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_edge_splits_json", &st)
+	return finish("tfs_edge_splits_json", edgeSplitsJSON(uintptr(store), edgeType, buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func edgeSplitsJSON(h uintptr, edgeType *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	infos, err := rec.s.Session().EdgeSplits(cString(edgeType))
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(infos)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+//export tfsgo_edge_split_copy
+func tfsgo_edge_split_copy(store C.uintptr_t, edgeType, split *C.char, count C.int64_t, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) (st C.int) {
+	defer guard("tfs_edge_split_copy", &st)
+	return finish("tfs_edge_split_copy", edgeSplitCopy(uintptr(store), edgeType, split, int64(count), edgeLabelIndex, labels, negDst), stEIO)
+}
+
+func edgeSplitCopy(h uintptr, edgeType, split *C.char, count int64, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if split == nil {
+		return fail(stEINVAL, "split is NULL")
+	}
+	ss := rec.s.Session()
+	et, name := cString(edgeType), C.GoString(split)
+	info, err := ss.EdgeSplitInfo(et, name)
+	if err != nil {
+		return err
+	}
+	if count != info.Count {
+		return fail(stEINVAL, "count = %d, but edge split %q has %d seed edges (see tfs_edge_splits_json)", count, name, info.Count)
+	}
+	// A buffer of no bytes is given as a non-nil empty slice, so that it is not mistaken for
+	// "skip" and still asks for the part to exist.
+	var index, negs []int64
+	var lb []byte
+	if edgeLabelIndex != nil {
+		index = nonNil(ids64(edgeLabelIndex, 2*count))
+	}
+	if labels != nil {
+		lb = []byte{}
+		if info.LabelDType != "" && count > 0 {
+			lb = unsafe.Slice((*byte)(labels), count*int64(info.LabelDType.Size()))
+		}
+	}
+	if negDst != nil {
+		negs = nonNil(ids64(negDst, count*info.NegPerSeed))
+	}
+	_, err = ss.ReadEdgeSplitInto(et, name, index, lb, negs)
+	return err
+}
+
+func nonNil(v []int64) []int64 {
+	if v == nil {
+		return []int64{}
+	}
+	return v
+}
