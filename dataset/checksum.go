@@ -43,6 +43,7 @@ type Checksums struct {
 	BlockSize int64
 	Size      int64
 	Sums      []uint64
+	key       uint64 // the file's bind key (bind.go); 0: plain xxhash64 (versions before 7)
 }
 
 // LoadChecksums reads the sidecar of file f (a files-list entry) and checks it against the hash
@@ -67,7 +68,7 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 	if got := hashHex(side); got != f.ChecksumsHash {
 		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
 	}
-	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8)}
+	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8), key: m.bindKeys()[f.Path]}
 	for i := range c.Sums {
 		c.Sums[i] = binary.LittleEndian.Uint64(side[8*i:])
 	}
@@ -87,8 +88,8 @@ func (c *Checksums) Check(offset int64, blocks []byte) error {
 			return fmt.Errorf("dataset: %s: block at offset %d is past the file's end: %w", c.Path, offset+b, ErrCorrupt)
 		}
 		end := min(b+c.BlockSize, n)
-		if got := xxhash.Sum64(blocks[b:end]); got != c.Sums[i] {
-			return fmt.Errorf("dataset: %s: block %d (bytes %d..%d) has xxhash64 %016x, checksum file says %016x: %w",
+		if got := xxhash.Sum64(blocks[b:end]) ^ blockMix(c.key, i); got != c.Sums[i] {
+			return fmt.Errorf("dataset: %s: block %d (bytes %d..%d) has checksum %016x, checksum file says %016x (a changed, moved or swapped block): %w",
 				c.Path, i, offset+b, offset+end, got, c.Sums[i], ErrCorrupt)
 		}
 	}

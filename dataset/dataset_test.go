@@ -188,8 +188,8 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 2`, `"version": 7`, "newer than this tierfs reads", ErrVersionTooNew},
-		{`"version": 2`, `"version": 0`, "not a valid version", ErrCorrupt},
+		{`"version": 7`, `"version": 8`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 7`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
 		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype", ErrCorrupt},
@@ -335,12 +335,15 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
 	m, _ := writeTestDataset(t, dir, 100, 4, Float32, 1, rng)
-	if m.Version != 2 {
-		t.Fatalf("a dataset without edge features is written as version %d, want 2 (readable by older tierfs)", m.Version)
+	if m.Version != VersionBound {
+		t.Fatalf("a new dataset is written as version %d, want %d (its checksums bound to their place)", m.Version, VersionBound)
 	}
 	withEdge := func(name string, dim int64, scalar bool, version int) *Manifest {
 		c := *m
 		c.Version = version
+		if version < VersionBound {
+			c.DatasetID = ""
+		}
 		c.NodeTypes = slices.Clone(m.NodeTypes)
 		c.EdgeTypes = slices.Clone(m.EdgeTypes)
 		c.Files = slices.Clone(m.Files)
@@ -411,7 +414,7 @@ func TestInPlaceManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != 4 || !m.Files[0].InPlace || m.Files[0].Bytes != int64(len(raw)) || m.Files[0].Checksums != InPlaceSidecar("x") {
+	if m.Version != VersionBound || !m.Files[0].InPlace || m.Files[0].Bytes != int64(len(raw)) || m.Files[0].Checksums != InPlaceSidecar("x") {
 		t.Fatalf("version %d, files %+v", m.Version, m.Files)
 	}
 	f := m.Nodes().Features[0]
@@ -428,7 +431,7 @@ func TestInPlaceManifest(t *testing.T) {
 		edit func(m *Manifest)
 		want string
 	}{
-		{"version 3", func(m *Manifest) { m.Version = 3 }, "format version 4"},
+		{"version 3", func(m *Manifest) { m.Version, m.DatasetID = 3, "" }, "format version 4"},
 		{"file not marked", func(m *Manifest) { m.Files[0].InPlace = false }, "not content padded"},
 		{"feature not marked", func(m *Manifest) {
 			m.NodeTypes[0].Features[0].InPlace = false

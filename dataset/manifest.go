@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 6):
+// Invariants of a valid dataset (format versions 1 to 7):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
 //     O_DIRECT read of whole blocks stays inside the file;
@@ -22,8 +22,9 @@
 // hash and one role per file; version 3 edge features and scalar features (one value a row,
 // gathered as a 1-D array); version 4 in-place features; version 5 several node types and edge
 // types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link prediction
-// per split, with labels and negatives). Commit writes the lowest version that describes the
-// dataset, so a dataset without the newer parts stays readable by older tierfs.
+// per split, with labels and negatives); version 7 checksums bound to their place (bind.go: a
+// block's checksum covers its file's role and its index, keyed by a random DatasetID). Commit
+// writes version 7.
 //
 // Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
 // names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
@@ -49,7 +50,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 6
+const Version = 7
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -77,6 +78,9 @@ type Manifest struct {
 	// manifests must have it; version 1 manifests (older writers) have none and are read as they
 	// are.
 	ManifestHash string `json:"manifest_hash,omitempty"`
+	// DatasetID is random per dataset (version 7, set by Commit): with each file's role it keys
+	// the binding of its checksums to their place (bind.go).
+	DatasetID string `json:"dataset_id,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
 }
@@ -278,6 +282,9 @@ func (m *Manifest) Validate() error {
 	if len(m.NodeTypes) < 1 {
 		return fmt.Errorf("manifest has no node type; a dataset has at least one")
 	}
+	if (m.Version >= VersionBound) != (m.DatasetID != "") {
+		return fmt.Errorf("manifest version %d with dataset_id %q: versions from %d bind checksums with a dataset id, older ones have none", m.Version, m.DatasetID, VersionBound)
+	}
 	if m.Version < 5 && (len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
 		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 to 4 hold exactly one node type and at most one edge type (several need version 5, have %d)", len(m.NodeTypes), len(m.EdgeTypes), m.Version)
 	}
@@ -317,7 +324,9 @@ func (m *Manifest) Validate() error {
 		}
 		return nil
 	}
-	typed := m.Version >= 5 // several types: names checked, features named per type
+	// Several types (version 5 on): names checked, features named per type. Version 7 describes
+	// one-type datasets too, which keep the one-type rules of versions 1 to 4.
+	typed := m.Version >= 5 && !(m.Version >= VersionBound && len(m.NodeTypes) == 1 && len(m.EdgeTypes) <= 1)
 	nodeTypes := make(map[string]*NodeType, len(m.NodeTypes))
 	for i := range m.NodeTypes {
 		nt := &m.NodeTypes[i]
@@ -462,10 +471,14 @@ func (m *Manifest) Validate() error {
 	return nil
 }
 
-// minVersion is the lowest format version that describes m: 6 with edge splits, 5 with more
-// than one node type or more than one edge type, 4 with an in-place feature, 3 with edge or
-// scalar features, else 2.
+// minVersion is the lowest format version that describes m: 7 when its checksums are bound to
+// their place (a DatasetID: every dataset Commit writes), 6 with edge splits, 5 with more than
+// one node type or more than one edge type, 4 with an in-place feature, 3 with edge or scalar
+// features, else 2.
 func (m *Manifest) minVersion() int {
+	if m.DatasetID != "" {
+		return VersionBound
+	}
 	for _, et := range m.EdgeTypes {
 		if len(et.Splits) > 0 {
 			return 6

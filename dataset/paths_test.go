@@ -206,8 +206,9 @@ func rehashed(t *testing.T, text string) []byte {
 }
 
 // TestManifestEditsAreCaught: any edit of a value in a written manifest is corruption; layout
-// (whitespace) is not; a manifest without a hash (an older writer's) is read as it is; two roles
-// never share a file, even in a manifest whose hash was recomputed.
+// (whitespace) is not; a manifest edited down to version 1 (an older writer's, without a hash)
+// does not make its dataset's blocks pass their checks; two roles never share a file, even in a
+// manifest whose hash was recomputed.
 func TestManifestEditsAreCaught(t *testing.T) {
 	dir, _ := newPathsDataset(t)
 	path := filepath.Join(dir, ManifestName)
@@ -244,11 +245,22 @@ func TestManifestEditsAreCaught(t *testing.T) {
 	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "no manifest_hash") {
 		t.Errorf("a version 2 manifest without its hash: %v", err)
 	}
-	obj["version"] = 1 // an older writer's manifest: no hash, read as it is
+	// An edit down to version 1 (no hash, read as it is) is no downgrade: with the dataset id
+	// kept the manifest is inconsistent; without it, it loads, but every block then fails its
+	// checksum (they are bound to their place, version 7) — caught by Verify, not served.
+	obj["version"] = 1
 	old, _ := json.Marshal(obj)
 	os.WriteFile(path, old, 0o644)
-	if _, err := Load(dir); err != nil {
-		t.Errorf("a version 1 manifest without a hash: %v", err)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "dataset_id") {
+		t.Errorf("a version 7 manifest edited to version 1, its dataset id kept: %v", err)
+	}
+	delete(obj, "dataset_id")
+	old, _ = json.Marshal(obj)
+	os.WriteFile(path, old, 0o644)
+	if m, err := Load(dir); err != nil {
+		t.Errorf("a version 1 manifest without a hash or dataset id: %v", err)
+	} else if problems, err := m.Verify(0, nil); err != nil || len(problems) == 0 {
+		t.Errorf("a version 7 dataset read as version 1: Verify found %v (%v), want every block refused", problems, err)
 	}
 	var m Manifest
 	json.Unmarshal(raw, &m)

@@ -95,8 +95,8 @@ func TestHeteroManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != 5 {
-		t.Fatalf("version %d, want 5", m.Version)
+	if m.Version != VersionBound {
+		t.Fatalf("version %d, want %d", m.Version, VersionBound)
 	}
 	if problems, err := m.Verify(0, nil); err != nil || len(problems) > 0 {
 		t.Fatalf("Verify: %v %v", problems, err)
@@ -194,7 +194,7 @@ func TestHeteroValidate(t *testing.T) {
 			m.NodeTypes[1].Features, m.NodeTypes[1].Count, m.EdgeTypes[1].Dst = nil, 10, "author"
 		}, `edge type "paper:cites:author" indptr`},
 		{"feature rows", func(m *Manifest) { m.NodeTypes[1].Count = 1000 }, `node type "author" feature "x" stripe 0`},
-		{"several types in version 4", func(m *Manifest) { m.Version = 4 }, "format versions 1 to 4 hold exactly one node type"},
+		{"several types in version 4", func(m *Manifest) { m.Version, m.DatasetID = 4, "" }, "format versions 1 to 4 hold exactly one node type"},
 	}
 	for _, c := range cases {
 		m := clone()

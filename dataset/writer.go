@@ -311,6 +311,13 @@ func Commit(m *Manifest, files []string, by string, args []string) error {
 // CommitProgress is Commit calling progress, when set, with the bytes of in-place files
 // checksummed so far and their total.
 func CommitProgress(m *Manifest, files []string, by string, args []string, progress func(done, total int64)) error {
+	if m.DatasetID == "" {
+		id, err := newDatasetID()
+		if err != nil {
+			return err
+		}
+		m.DatasetID = id
+	}
 	m.Format, m.Version, m.Checksum = FormatName, m.minVersion(), "xxhash64"
 	if m.BlockSize == 0 {
 		m.BlockSize = DefaultBlockSize
@@ -376,6 +383,17 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	}
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("dataset: refusing to commit an inconsistent manifest: %w", err)
+	}
+	// Bind every sidecar to its file's place (bind.go), now that the roles are known.
+	keys := m.bindKeys()
+	for i := range m.Files {
+		f := &m.Files[i]
+		side := m.Path(f.Checksums)
+		h, err := bindSidecar(side, side, keys[f.Path])
+		if err != nil {
+			return err
+		}
+		f.ChecksumsHash = h
 	}
 	hash, err := m.contentHash()
 	if err != nil {

@@ -360,7 +360,7 @@ func TestGraphBoltHetero(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			if m.Version != 5 {
+			if m.Version != dataset.VersionBound {
 				t.Errorf("version %d", m.Version)
 			}
 			g.check(t, out)

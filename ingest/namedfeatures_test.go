@@ -83,8 +83,8 @@ func TestNamedNodeAndEdgeFeatures(t *testing.T) {
 			t.Fatalf("%+v: %v", tc, err)
 		}
 		m := loadVerified(t, out)
-		if m.Version != 3 {
-			t.Fatalf("%+v: version %d, want 3 (edge features)", tc, m.Version)
+		if m.Version != dataset.VersionBound {
+			t.Fatalf("%+v: version %d, want 7 (every new dataset)", tc, m.Version)
 		}
 		if f, _ := m.Feature(""); f.Name != "x" {
 			t.Fatalf("default feature %q, want x", f.Name)

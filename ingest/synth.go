@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"github.com/cespare/xxhash/v2"
 	"math"
 	"math/bits"
 	"path/filepath"
@@ -165,6 +166,7 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 		}
 	}
 	m.NodeTypes = []dataset.NodeType{nt}
+	m.DatasetID = synthDatasetID(args) // the same options, the same dataset, byte for byte
 	report(opt.Progress, "commit", 0, 1)
 	if err := dataset.Commit(m, files, "tierfs synth", args); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -769,4 +771,11 @@ func (opt *SynthOptions) checkCapacity(numEdges int64) error {
 		}
 	}
 	return checkSpace(filepath.Dir(filepath.Clean(opt.Out)), rest, what)
+}
+
+// synthDatasetID is the dataset id of a synthetic graph: the xxhash64 of its options (seed
+// included), so that synth is deterministic to the last byte of its checksum sidecars (bound to
+// the id, format version 7) while graphs of other options differ.
+func synthDatasetID(args []string) string {
+	return fmt.Sprintf("%016x", xxhash.Sum64String("tierfs synth\x00"+strings.Join(args, "\x00")))
 }

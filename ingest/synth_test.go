@@ -380,9 +380,9 @@ func TestSynthDefaultBytesUnchanged(t *testing.T) {
 		want string
 	}{
 		{SynthOptions{Nodes: 40000, AvgDegree: 10, Dim: 4, Seed: 3},
-			"83db1451560ff26a7ebbf8a228453515536ee771ce0e88200a8e2adb0d833d3e"},
+			"6588c2deb6425ec9b29f11818ac4a77ea17d5f836809a068e71cc403d5df96e0"},
 		{SynthOptions{Nodes: 3001, AvgDegree: 7.5, Dim: 3, DType: dataset.Float16, Classes: 5, Seed: 11, TrainFrac: 0.3, ValFrac: -1},
-			"eb6dd9930c4b33c3b527cc8fa7b0255357320986798c9e07171bd414c29afb35"},
+			"ab04f301c1c17393ee671de4765af0a8f8e9cad264d3fa31fb138f9b39fe397c"},
 	} {
 		o := c.opt
 		o.Out = filepath.Join(t.TempDir(), "ds")
@@ -392,7 +392,9 @@ func TestSynthDefaultBytesUnchanged(t *testing.T) {
 		h := fileHashes(t, o.Out)
 		names := make([]string, 0, len(h))
 		for n := range h {
-			names = append(names, n)
+			if !strings.HasSuffix(n, dataset.ChecksumSuffix) { // the data: sidecars are the format's (bound since v7)
+				names = append(names, n)
+			}
 		}
 		slices.Sort(names)
 		sum := sha256.New()

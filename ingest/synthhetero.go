@@ -144,6 +144,7 @@ func SynthHetero(opt SynthHeteroOptions) (*dataset.Manifest, error) {
 		}
 		m.EdgeTypes = append(m.EdgeTypes, et)
 	}
+	m.DatasetID = synthDatasetID(opt.args())
 	report(opt.Progress, "commit", 0, 1)
 	if err := dataset.Commit(m, tw.files, "tierfs synth", opt.args()); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
