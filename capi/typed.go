@@ -210,8 +210,21 @@ func tfsgo_hetero_sampler_free(sampler C.uintptr_t) (st C.int) {
 // the types its lists are indexed by.
 type heteroSampleRec struct {
 	smp       *topology.HeteroSample
+	link      *topology.LinkLabels // of a sample drawn from edges (tfs_hetero_sample_from_edges), else nil
 	nodeTypes []string
 	edgeTypes []string
+}
+
+// newHeteroSampleRec is the record of a sample sp drew, naming sp's session's types.
+func newHeteroSampleRec(sp *featurestore.HeteroSampler, smp *topology.HeteroSample) *heteroSampleRec {
+	rec := &heteroSampleRec{smp: smp}
+	for _, nt := range sp.Session().NodeTypes() {
+		rec.nodeTypes = append(rec.nodeTypes, nt.Name)
+	}
+	for _, et := range sp.Session().EdgeTypes() {
+		rec.edgeTypes = append(rec.edgeTypes, et.Key)
+	}
+	return rec
 }
 
 //export tfsgo_hetero_sample
@@ -235,14 +248,7 @@ func heteroSample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *
 	if err != nil {
 		return err
 	}
-	rec := &heteroSampleRec{smp: smp}
-	for _, nt := range sp.Session().NodeTypes() {
-		rec.nodeTypes = append(rec.nodeTypes, nt.Name)
-	}
-	for _, et := range sp.Session().EdgeTypes() {
-		rec.edgeTypes = append(rec.edgeTypes, et.Key)
-	}
-	*hout = C.uintptr_t(register(kindHeteroSample, rec))
+	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(sp, smp)))
 	return nil
 }
 
