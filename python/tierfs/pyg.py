@@ -36,11 +36,20 @@ from planned epochs (docs/planned.md)::
 
 Link prediction: :class:`LinkNeighborLoader` is PyG's ``LinkLoader`` over :func:`stores` with
 :class:`NeighborSampler`, whose ``sample_from_edges`` draws the negatives and the neighborhood of
-the seed edges in one native call (homogeneous datasets for now)::
+the seed edges in one native call::
 
     loader = tierfs.pyg.LinkNeighborLoader(store, [10, 10], edge_label_index=train_edges,
                                            neg_sampling="binary", batch_size=1024, shuffle=True)
     for batch in loader:           # batch.x, batch.edge_index, batch.edge_label_index, batch.edge_label
+        ...
+
+On a heterogeneous dataset the seed edges name their type and ``num_neighbors`` is a dict; the
+batches are ``HeteroData`` as PyG lays them out (label edges under the edge type)::
+
+    loader = tierfs.pyg.LinkNeighborLoader(store, {et: [10, 5] for et in store.edge_types},
+                                           edge_label_index=(("paper", "to", "author"), train_edges),
+                                           neg_sampling="binary", batch_size=1024)
+    for batch in loader:           # batch["paper", "to", "author"].edge_label_index, ...
         ...
 
 Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
