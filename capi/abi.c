@@ -493,6 +493,16 @@ tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t b
   }
   FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_epochs_sample_hetero(H(epochs), epoch, batch, out == NULL ? NULL : &h);
+}
+
+tfs_status tfs_hetero_sample_from_edges(tfs_hetero_sampler *sampler, const char *edge_type, const int64_t *src,
+                                        const int64_t *dst, const int64_t *labels, int64_t n,
+                                        const char *link_options_json, struct tfs_hetero_sample **out) {
+  FORK_GUARD();
+  uintptr_t h = 0;
+  tfs_status st = (tfs_status)tfsgo_hetero_sample_from_edges(H(sampler), (char *)edge_type, (int64_t *)src,
+                                                             (int64_t *)dst, (int64_t *)labels, n,
+                                                             (char *)link_options_json, out == NULL ? NULL : &h);
   if (st == TFS_OK) {
     *out = (struct tfs_hetero_sample *)h;
   }
@@ -504,6 +514,19 @@ tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t ba
   FORK_GUARD();
   return (tfs_status)tfsgo_epochs_gather_typed(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n, dst,
                                                dst_bytes);
+}
+
+tfs_status tfs_hetero_sample_link_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_link_json(H(sample), buf, cap, needed);
+}
+
+tfs_status tfs_hetero_sample_link_copy(struct tfs_hetero_sample *sample, int64_t *edge_label_index,
+                                       int64_t *edge_label, int64_t *src_index, int64_t *dst_pos_index,
+                                       int64_t *dst_neg_index) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_hetero_sample_link_copy(H(sample), edge_label_index, edge_label, src_index, dst_pos_index,
+                                                   dst_neg_index);
 }
 
 tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {

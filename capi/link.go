@@ -137,14 +137,7 @@ func sampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) e
 	if err := checkJSONOut(buf, capacity, needed); err != nil {
 		return err
 	}
-	data, err := json.Marshal(struct {
-		EdgeLabelIndex int  `json:"edge_label_index"`
-		EdgeLabel      int  `json:"edge_label"`
-		SrcIndex       int  `json:"src_index"`
-		DstPosIndex    int  `json:"dst_pos_index"`
-		DstNegIndex    int  `json:"dst_neg_index"`
-		Triplet        bool `json:"triplet"`
-	}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil})
+	data, err := linkLengthsJSON(lk)
 	if err != nil {
 		return err
 	}
@@ -166,6 +159,25 @@ func sampleLinkCopy(h uintptr, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex,
 	if lk == nil {
 		return errNotLink(h)
 	}
+	copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
+	return nil
+}
+
+// linkLengthsJSON is the answer of tfs_sample_link_json and tfs_hetero_sample_link_json: the
+// lengths of the label arrays.
+func linkLengthsJSON(lk *topology.LinkLabels) ([]byte, error) {
+	return json.Marshal(struct {
+		EdgeLabelIndex int  `json:"edge_label_index"`
+		EdgeLabel      int  `json:"edge_label"`
+		SrcIndex       int  `json:"src_index"`
+		DstPosIndex    int  `json:"dst_pos_index"`
+		DstNegIndex    int  `json:"dst_neg_index"`
+		Triplet        bool `json:"triplet"`
+	}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil})
+}
+
+// copyLinkLabels copies lk's arrays into the non-NULL ones (tfs_sample_link_copy's layout).
+func copyLinkLabels(lk *topology.LinkLabels, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) {
 	m := len(lk.EdgeLabelIndex[0])
 	if edgeLabelIndex != nil && m > 0 {
 		rows := ids64(edgeLabelIndex, 2*int64(m))
@@ -180,5 +192,121 @@ func sampleLinkCopy(h uintptr, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex,
 			copy(ids64(a.dst, int64(len(a.src))), a.src)
 		}
 	}
+}
+
+// Heterogeneous link samples (tfs_hetero_sample_from_edges) are hetero sample handles whose
+// record holds the label edges too; tfs_hetero_sample_* read their node sample,
+// tfs_hetero_sample_link_* their label edges.
+
+// parseHeteroLinkRequest reads the link_options_json of tfs_hetero_sample_from_edges ("" or NULL:
+// no negatives).
+func parseHeteroLinkRequest(request string) (featurestore.HeteroLinkOptions, error) {
+	var req struct {
+		NegSampling      *string           `json:"neg_sampling"`
+		Amount           *float64          `json:"amount"`
+		Strict           bool              `json:"strict"`
+		ExcludeSeedEdges bool              `json:"exclude_seed_edges"`
+		ReverseEdgeTypes map[string]string `json:"reverse_edge_types"`
+	}
+	if request != "" {
+		dec := json.NewDecoder(strings.NewReader(request))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return featurestore.HeteroLinkOptions{}, fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, reverse_edge_types)", err)
+		}
+	}
+	if req.Amount != nil && *req.Amount == 0 {
+		return featurestore.HeteroLinkOptions{}, fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
+	}
+	o := featurestore.HeteroLinkOptions{StrictNegatives: req.Strict, ExcludeSeedEdges: req.ExcludeSeedEdges, ReverseEdgeTypes: req.ReverseEdgeTypes}
+	if req.NegSampling != nil {
+		o.Negatives = topology.NegativeMode(*req.NegSampling)
+	}
+	if req.Amount != nil {
+		o.NegAmount = *req.Amount
+	}
+	return o, nil
+}
+
+//export tfsgo_hetero_sample_from_edges
+func tfsgo_hetero_sample_from_edges(sampler C.uintptr_t, edgeType *C.char, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_hetero_sample_from_edges", &st)
+	return finish("tfs_hetero_sample_from_edges", heteroSampleFromEdges(uintptr(sampler), edgeType, src, dst, labels, int64(n), request, h), stEIO)
+}
+
+func heteroSampleFromEdges(h uintptr, edgeType *C.char, src, dst, labels *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
+	sp, err := lookup[*featurestore.HeteroSampler](h, kindHeteroSampler)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(src), "src", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(dst), "dst", n, "n"); err != nil {
+		return err
+	}
+	link, err := parseHeteroLinkRequest(cString(request))
+	if err != nil {
+		return err
+	}
+	var lab []int64
+	if labels != nil {
+		lab = make([]int64, n)
+		copy(lab, ids64(labels, n))
+	}
+	smp, err := sp.SampleFromEdges(cString(edgeType), ids64(src, n), ids64(dst, n), lab, link)
+	if err != nil {
+		return err
+	}
+	rec := newHeteroSampleRec(&smp.HeteroSample, sp.Session())
+	rec.link = &smp.LinkLabels
+	*hout = C.uintptr_t(register(kindHeteroSample, rec))
 	return nil
+}
+
+// lookupHeteroLink returns the label edges of a hetero sample drawn from edges.
+func lookupHeteroLink(h uintptr) (*topology.LinkLabels, error) {
+	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
+	if err != nil {
+		return nil, err
+	}
+	if rec.link == nil {
+		return nil, fail(stENOENT, "hetero sample %#x was drawn from nodes (tfs_hetero_sample), not edges (tfs_hetero_sample_from_edges); it has no label edges", h)
+	}
+	return rec.link, nil
+}
+
+//export tfsgo_hetero_sample_link_json
+func tfsgo_hetero_sample_link_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_hetero_sample_link_json", &st)
+	return finish("tfs_hetero_sample_link_json", heteroSampleLinkJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func heteroSampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	lk, err := lookupHeteroLink(h)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	data, err := linkLengthsJSON(lk)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+//export tfsgo_hetero_sample_link_copy
+func tfsgo_hetero_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) (st C.int) {
+	defer guard("tfs_hetero_sample_link_copy", &st)
+	lk, err := lookupHeteroLink(uintptr(sample))
+	if err == nil {
+		copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
+	}
+	return finish("tfs_hetero_sample_link_copy", err, stEINTERNAL)
 }

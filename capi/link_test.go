@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -55,4 +56,33 @@ func TestSampleHandlesHoldLinkSamples(t *testing.T) {
 		t.Errorf("link copy of a node sample: %v, want TFS_ENOENT", err)
 	}
 	release[any](h, kindSample)
+}
+
+func TestParseHeteroLinkRequest(t *testing.T) {
+	got, err := parseHeteroLinkRequest(`{"neg_sampling": "triplet", "amount": 3, "exclude_seed_edges": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`)
+	want := featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"a:w:p": "p:rev_w:a"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseHeteroLinkRequest = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := parseHeteroLinkRequest(""); err != nil || !reflect.DeepEqual(got, featurestore.HeteroLinkOptions{}) {
+		t.Errorf(`parseHeteroLinkRequest("") = %+v, %v`, got, err)
+	}
+	for in, words := range map[string]string{
+		`{"undirected": true}`:                    "unknown field",
+		`{"neg_sampling": "binary", "amount": 0}`: "amount = 0",
+		`{"reverse_edge_types": ["a:w:p"]}`:       "link_options_json",
+	} {
+		if _, err := parseHeteroLinkRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
+			t.Errorf("parseHeteroLinkRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)
+		}
+	}
+}
+
+// A hetero sample drawn from nodes has no label edges: the link calls answer TFS_ENOENT.
+func TestHeteroLinkCallsOnNodeSample(t *testing.T) {
+	h := register(kindHeteroSample, &heteroSampleRec{smp: &topology.HeteroSample{}})
+	defer release[*heteroSampleRec](h, kindHeteroSample)
+	if _, err := lookupHeteroLink(h); err == nil || classify(err, stEINTERNAL) != stENOENT || !strings.Contains(err.Error(), "drawn from nodes") {
+		t.Errorf("link labels of a node sample: %v, want TFS_ENOENT", err)
+	}
 }

@@ -443,6 +443,27 @@ tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t b
  * sampled nodes of that type; TFS_ENOENT for a type without features. */
 tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
                                    const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes);
+/* Link sampling of a heterogeneous graph (tfs_sample_edges for one edge type; docs: ARCHITECTURE.md
+ * "Link sampling"): samples around the n seed edges (src[i], dst[i]) of edge_type ("src:rel:dst";
+ * NULL or "" for the only one) — src ids of its src node type, dst ids of its dst node type — with
+ * the sampler's fanouts and next seed (node and link samples count alike). labels as in
+ * tfs_sample_edges. link_options_json (NULL or "": no negatives) is {"neg_sampling": "binary" |
+ * "triplet" | null, "amount": 1, "strict": false, "exclude_seed_edges": false,
+ * "reverse_edge_types": {"src:rel:dst": "dst:rev:src"} (with exclude_seed_edges, the seed edges'
+ * reverses in that edge type too)}; negatives are nodes of the edge type's node types. The seeds of
+ * each node type are the distinct endpoints of that type, ascending; tfs_hetero_sample_* read the
+ * sample, tfs_hetero_sample_link_* its label edges, local ids of the src type (sources) and dst type
+ * (destinations). TFS_ENOENT names an unknown edge type, TFS_ERANGE an endpoint outside its type,
+ * TFS_EINVAL a bad option, an unknown or mistyped reverse edge type or labels of another length. */
+tfs_status tfs_hetero_sample_from_edges(tfs_hetero_sampler *sampler, const char *edge_type, const int64_t *src,
+                                        const int64_t *dst, const int64_t *labels, int64_t n,
+                                        const char *link_options_json, struct tfs_hetero_sample **out);
+/* tfs_sample_link_json of a sample drawn from edges; TFS_ENOENT for one drawn from nodes. */
+tfs_status tfs_hetero_sample_link_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed);
+/* tfs_sample_link_copy of a sample drawn from edges (same arrays and layout). */
+tfs_status tfs_hetero_sample_link_copy(struct tfs_hetero_sample *sample, int64_t *edge_label_index,
+                                       int64_t *edge_label, int64_t *src_index, int64_t *dst_pos_index,
+                                       int64_t *dst_neg_index);
 /* Places every node type's memory tiers by a profile: request_json {"node_type" (the seeds'),
  * "split" ("train"), "fanouts": {"src:rel:dst": [...]}, "batch_size", "batches", "seed",
  * "replace"} samples that many batches of the split as a shuffling loader would, counts how often

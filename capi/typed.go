@@ -247,9 +247,11 @@ func tfsgo_hetero_sampler_free(sampler C.uintptr_t) (st C.int) {
 // the types its lists are indexed by.
 type heteroSampleRec struct {
 	smp       *topology.HeteroSample
+	link      *topology.LinkLabels // of a sample drawn from edges (tfs_hetero_sample_from_edges), else nil
 	nodeTypes []string
 	edgeTypes []string
 }
+
 
 //export tfsgo_hetero_sample
 func tfsgo_hetero_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {

@@ -483,6 +483,17 @@ func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSample
 		return nil, err
 	}
 	defer leave()
+	numNodes, edges := ss.typedGraphs()
+	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
+	if err != nil {
+		return nil, fmt.Errorf("featurestore: %w", err)
+	}
+	return out, nil
+}
+
+// typedGraphs is the session's graph as the core's typed sampling takes it: the node count of
+// every node type and every edge type's graph.
+func (ss *Session) typedGraphs() ([]int64, []topology.EdgeGraph) {
 	numNodes := make([]int64, len(ss.nodes))
 	for i, n := range ss.nodes {
 		numNodes[i] = n.spec.Count
@@ -491,9 +502,5 @@ func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSample
 	for e, es := range ss.edges {
 		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: ss.sampleGraph(e)}
 	}
-	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
-	if err != nil {
-		return nil, fmt.Errorf("featurestore: %w", err)
-	}
-	return out, nil
+	return numNodes, edges
 }

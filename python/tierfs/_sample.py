@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _util, errors
 from ._args import _torch
 from ._native import check, lib, read_json
 
@@ -121,3 +122,61 @@ def _take_link_sample(hs: c_void_p) -> tuple:
         *(arrays[k] if sizes["triplet"] else None for k in ("src_index", "dst_pos_index", "dst_neg_index")),
     )
     return _take_sample(hs), link
+
+
+def _neg_sampling(neg_sampling: Any, amount: Any) -> tuple:
+    """(mode, amount) of a negative sampling request: None, "binary", "triplet" or a PyG
+    NegativeSampling (its mode and amount win over ``amount``), checked here so that the error
+    names the argument."""
+    if neg_sampling is not None and not isinstance(neg_sampling, str):
+        if getattr(neg_sampling, "src_weight", None) is not None or getattr(neg_sampling, "dst_weight", None) is not None:
+            raise errors.InvalidArgumentError("neg_sampling: weighted negative sampling (src_weight, dst_weight) is not supported; tierfs draws negatives uniformly")
+        mode = getattr(neg_sampling, "mode", None)
+        amount = getattr(neg_sampling, "amount", amount)
+        neg_sampling = getattr(mode, "value", mode)
+    if neg_sampling not in (None, "binary", "triplet"):
+        raise errors.InvalidArgumentError(f"neg_sampling = {neg_sampling!r}: want None, 'binary', 'triplet' or a torch_geometric NegativeSampling")
+    if isinstance(amount, (bool, np.bool_)) or not isinstance(amount, (int, float, np.integer, np.floating)):
+        raise errors.DTypeError(f"amount (neg_sampling_ratio) must be a number, got {amount!r}")
+    amount = float(amount)
+    if neg_sampling is None:
+        return None, amount
+    if not (amount > 0) or amount == float("inf"):
+        raise errors.InvalidArgumentError(f"amount (neg_sampling_ratio) = {amount!r}: want negatives per seed edge > 0")
+    if neg_sampling == "triplet" and not amount.is_integer():
+        raise errors.InvalidArgumentError(f"amount (neg_sampling_ratio) = {amount!r}: triplet negatives want a whole number of negatives per seed edge")
+    return neg_sampling, amount
+
+
+def _link_labels(labels: Any, mode: Any, n: int) -> tuple:
+    """(labels as numpy or None, the int64 labels the core carries or None) of a link sample's
+    ``labels`` argument, checked against the mode and the n seed edges."""
+    if labels is None:
+        return None, None
+    if mode == "triplet":
+        raise errors.InvalidArgumentError("labels: triplet negatives take no labels (src_index, dst_pos_index and dst_neg_index tell positives from negatives)")
+    lab = labels.detach().cpu().numpy() if _util.is_tensor(labels) else np.asarray(labels)
+    if lab.ndim == 0 or lab.shape[0] != n:
+        raise errors.InvalidArgumentError(f"labels: {lab.shape[0] if lab.ndim else 'a scalar'} labels for {n} seed edges; give one label per seed edge or none")
+    if lab.ndim == 1 and lab.dtype.kind in "iu":
+        return lab, np.ascontiguousarray(lab, dtype=np.int64)
+    return lab, None
+
+
+def _finish_link_labels(mode: Any, amount: float, n: int, lab: Any, core_labels: Any, eli: Any, label: Any, dst_neg_index: Any) -> tuple:
+    """(edge_label, dst_neg_index) as PyG's edge_sample gives them, from the core's: labels the
+    core does not carry (float, several dims) put back with 0s for negatives, the labels' dtype
+    kept, binary labels float when none were given, dst_neg_index shaped (n, amount) or (n,)."""
+    if label is None and (mode == "binary" or core_labels is not None):
+        label = np.empty(0, dtype=np.int64)  # no seed edges: the core's labels are empty
+    if mode == "triplet":
+        dst_neg_index = dst_neg_index.reshape(n, int(amount))
+        if amount == 1:
+            dst_neg_index = dst_neg_index[:, 0]
+    elif lab is not None and core_labels is None:  # labels the core does not carry: as PyG
+        label = lab if mode is None else np.concatenate([lab, np.zeros((eli.shape[1] - n,) + lab.shape[1:], lab.dtype)])
+    elif lab is not None:
+        label = label.astype(lab.dtype)
+    elif mode == "binary":
+        label = label.astype(np.float32)  # PyG's torch.ones / new_zeros: float labels
+    return label, dst_neg_index

@@ -24,11 +24,12 @@ import numpy as np
 from . import _native, errors
 from ._args import IdsLike, _c_str, _fanouts, _ids, _torch
 from ._native import check, lib
+from ._sample import _finish_link_labels, _link_labels, _neg_sampling
 
 if TYPE_CHECKING:  # annotations only: store imports this module
     from .store import Store
 
-__all__ = ["EdgeType", "HeteroSample", "HeteroSampler", "edge_type_key", "edge_type_tuple"]
+__all__ = ["EdgeType", "HeteroLinkSample", "HeteroSample", "HeteroSampler", "edge_type_key", "edge_type_tuple"]
 
 #: An edge type: PyG's ``(src, rel, dst)`` tuple or GraphBolt's ``"src:rel:dst"`` string.
 EdgeType = Union[Tuple[str, str, str], str]
@@ -72,7 +73,7 @@ class HeteroSample:
     edge: Dict[Tuple[str, str, str], Any]
     num_sampled_nodes: Dict[str, List[int]]
     num_sampled_edges: Dict[Tuple[str, str, str], List[int]]
-    seed_type: str
+    seed_type: Optional[str]
 
     @property
     def num_seeds(self) -> int:
@@ -118,6 +119,59 @@ def _take_hetero_sample(hs: int, seed_type: str) -> HeteroSample:
         )
     finally:
         lib.tfs_hetero_sample_free(hs)
+
+
+@dataclass
+class HeteroLinkSample(HeteroSample):
+    """A k-hop neighborhood of a batch of seed edges of ``edge_type``, and where its label edges
+    are (PyG's ``edge_sample``, ``disjoint=False``): :class:`tierfs.LinkSample`'s label arrays,
+    sources as local ids into ``node[edge_type[0]]``, destinations into ``node[edge_type[2]]``.
+    The seeds of each node type (its first ``num_sampled_nodes[t][0]`` nodes) are the distinct
+    endpoints of that type of the seed edges and negatives, ascending; ``seed_type`` is None."""
+
+    edge_type: Tuple[str, str, str] = ("", "", "")
+    edge_label_index: Any = None
+    edge_label: Any = None
+    src_index: Any = None
+    dst_pos_index: Any = None
+    dst_neg_index: Any = None
+
+
+def _take_hetero_link_labels(hs: int) -> tuple:
+    """A native hetero link sample's label arrays (edge_label_index (2, m), edge_label,
+    src_index, dst_pos_index, dst_neg_index (flat); None where it has none); frees the sample on
+    error only (_take_hetero_sample frees it after)."""
+    try:
+        sizes = _native.read_json(lambda buf, cap, needed: lib.tfs_hetero_sample_link_json(hs, buf, cap, needed))
+        names = ("edge_label", "src_index", "dst_pos_index", "dst_neg_index")
+        arrays = {k: np.empty(sizes[k], dtype=np.int64) for k in names}
+        eli = np.empty((2, sizes["edge_label_index"]), dtype=np.int64)
+        check(lib.tfs_hetero_sample_link_copy(hs, eli.ctypes.data, *(arrays[k].ctypes.data for k in names)))
+    except BaseException:
+        lib.tfs_hetero_sample_free(hs)
+        raise
+    return (
+        None if sizes["triplet"] else eli,
+        arrays["edge_label"] if sizes["edge_label"] else None,
+        *(arrays[k] if sizes["triplet"] else None for k in ("src_index", "dst_pos_index", "dst_neg_index")),
+    )
+
+
+def _sample_to_torch(out: HeteroSample, device: Any) -> None:
+    """Turns a sample's numpy arrays into torch tensors, on device unless it is the CPU."""
+    torch = _torch()
+    dev = device if device is not None and device.type != "cpu" else None
+
+    def conv(a: Any) -> Any:
+        if a is None:
+            return None
+        t = torch.from_numpy(a)
+        return t.to(dev, non_blocking=True) if dev is not None else t
+
+    out.node = {k: conv(v) for k, v in out.node.items()}
+    out.row = {k: conv(v) for k, v in out.row.items()}
+    out.col = {k: conv(v) for k, v in out.col.items()}
+    out.edge = {k: conv(v) for k, v in out.edge.items()}
 
 
 def fanouts_by_key(num_neighbors: Mapping[Any, Any]) -> Dict[str, List[int]]:
@@ -196,19 +250,67 @@ class HeteroSampler:
             check(lib.tfs_hetero_sample(h, nt, arr.ctypes.data, arr.shape[0], byref(hs)))
             out = _take_hetero_sample(hs.value, node_type)
         if ids_.kind == "torch":
+            _sample_to_torch(out, ids_.device)
+        return out
+
+    def sample_from_edges(
+        self,
+        edge_type: EdgeType,
+        src: IdsLike,
+        dst: IdsLike,
+        labels: Any = None,
+        neg_sampling: Any = None,
+        amount: Union[int, float] = 1,
+        strict: bool = False,
+        exclude_seed_edges: bool = False,
+        reverse_edge_types: Optional[Mapping[Any, Any]] = None,
+    ) -> "HeteroLinkSample":
+        """Samples the k-hop in-neighborhood of the seed edges ``(src[i], dst[i])`` of
+        ``edge_type`` — ``src`` ids of its source node type, ``dst`` of its destination type — and
+        says where each seed edge and negative lies in it (:class:`HeteroLinkSample`): PyG's
+        ``edge_sample`` (``disjoint=False``) for a heterogeneous graph, one native call, drawn with
+        this sampler's next seed (node and link samples count alike).
+
+        Args:
+            edge_type: the seed edges' type, ``(src, rel, dst)`` or ``"src:rel:dst"``.
+            src, dst, labels, neg_sampling, amount, strict: as :meth:`tierfs.Sampler.sample_from_edges`;
+                negatives are nodes of the edge type's source and destination types.
+            exclude_seed_edges: leave the seed edges out of the sampled neighborhoods;
+                ``reverse_edge_types`` (``{edge type: its reverse edge type}``, DGL's
+                ``reverse_etypes``) also their reverses ``(dst, src)`` in the reverse type.
+        """
+        _native.check_process()
+        key = edge_type_key(edge_type)
+        mode, amount = _neg_sampling(neg_sampling, amount)
+        s_, d_ = _ids(src, "src"), _ids(dst, "dst")
+        n = s_.array.shape[0]
+        if d_.array.shape[0] != n:
+            raise errors.InvalidArgumentError(f"src and dst: {n} src ids but {d_.array.shape[0]} dst ids of edge type {edge_type!r}; give one of each per seed edge")
+        lab, core_labels = _link_labels(labels, mode, n)
+        rev = {edge_type_key(k): edge_type_key(v) for k, v in (reverse_edge_types or {}).items()}
+        request = json.dumps({"neg_sampling": mode, "amount": amount, "strict": bool(strict),
+                              "exclude_seed_edges": bool(exclude_seed_edges), "reverse_edge_types": rev}).encode()
+        with self._lock:
+            h = self._handle
+            if h is None:
+                raise errors.ClosedError("tierfs: sampler is closed")
+            hs = c_void_p()
+            check(lib.tfs_hetero_sample_from_edges(h, key.encode(), s_.array.ctypes.data, d_.array.ctypes.data,
+                                                   0 if core_labels is None else core_labels.ctypes.data, n, request, byref(hs)))
+            eli, label, src_index, dst_pos_index, dst_neg_index = _take_hetero_link_labels(hs.value)
+            smp = _take_hetero_sample(hs.value, None)
+        label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
+        out = HeteroLinkSample(**vars(smp), edge_type=edge_type_tuple(key), edge_label_index=eli, edge_label=label,
+                               src_index=src_index, dst_pos_index=dst_pos_index, dst_neg_index=dst_neg_index)
+        if s_.kind == "torch":
+            _sample_to_torch(out, s_.device)
             torch = _torch()
-            dev = ids_.device if ids_.device is not None and ids_.device.type != "cpu" else None
-
-            def conv(a: Any) -> Any:
-                if a is None:
-                    return None
-                t = torch.from_numpy(a)
-                return t.to(dev, non_blocking=True) if dev is not None else t
-
-            out.node = {k: conv(v) for k, v in out.node.items()}
-            out.row = {k: conv(v) for k, v in out.row.items()}
-            out.col = {k: conv(v) for k, v in out.col.items()}
-            out.edge = {k: conv(v) for k, v in out.edge.items()}
+            dev = s_.device if s_.device is not None and s_.device.type != "cpu" else None
+            for name in ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"):
+                a = getattr(out, name)
+                if a is not None:
+                    t = torch.from_numpy(np.ascontiguousarray(a))
+                    setattr(out, name, t.to(dev, non_blocking=True) if dev is not None else t)
         return out
 
     def close(self) -> None:

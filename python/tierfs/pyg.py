@@ -36,11 +36,20 @@ from planned epochs (docs/planned.md)::
 
 Link prediction: :class:`LinkNeighborLoader` is PyG's ``LinkLoader`` over :func:`stores` with
 :class:`NeighborSampler`, whose ``sample_from_edges`` draws the negatives and the neighborhood of
-the seed edges in one native call (homogeneous datasets for now)::
+the seed edges in one native call::
 
     loader = tierfs.pyg.LinkNeighborLoader(store, [10, 10], edge_label_index=train_edges,
                                            neg_sampling="binary", batch_size=1024, shuffle=True)
     for batch in loader:           # batch.x, batch.edge_index, batch.edge_label_index, batch.edge_label
+        ...
+
+On a heterogeneous dataset the seed edges name their type and ``num_neighbors`` is a dict; the
+batches are ``HeteroData`` as PyG lays them out (label edges under the edge type)::
+
+    loader = tierfs.pyg.LinkNeighborLoader(store, {et: [10, 5] for et in store.edge_types},
+                                           edge_label_index=(("paper", "to", "author"), train_edges),
+                                           neg_sampling="binary", batch_size=1024)
+    for batch in loader:           # batch["paper", "to", "author"].edge_label_index, ...
         ...
 
 Heterogeneous datasets (several node or edge types, e.g. ``tierfs.from_pyg(hetero_data, out)``)
@@ -470,6 +479,10 @@ class NeighborSampler(BaseSampler):
         strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
             redraw negatives that are edges; leave the seed edges (and with ``undirected``
             their reverses) out of the sampled neighborhoods.
+        reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
+            ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
+            ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
+            reverses of the seed edges are left out too.
     """
 
     def __init__(
@@ -482,13 +495,21 @@ class NeighborSampler(BaseSampler):
         strict_negatives: bool = False,
         exclude_seed_edges: bool = False,
         undirected: bool = False,
+        reverse_edge_types: Optional[Dict[Any, Any]] = None,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
-        self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
+        if self.store.is_hetero:
+            if undirected:
+                raise errors.InvalidArgumentError("undirected: a heterogeneous store names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
+            self.link_options: Dict[str, Any] = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), reverse_edge_types=reverse_edge_types)
+        else:
+            if reverse_edge_types:
+                raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
+            self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
 
     @property
@@ -527,21 +548,24 @@ class NeighborSampler(BaseSampler):
             metadata=(index.input_id, index.time),
         )
 
-    def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> SamplerOutput:
+    def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """Samples around the seed edges ``(inputs.row[i], inputs.col[i])`` in one native call
         (:meth:`tierfs.Sampler.sample_from_edges`) and returns PyG's ``SamplerOutput`` as PyG's
         NeighborSampler's ``edge_sample`` (``disjoint=False``) lays it out: ``node`` the sorted
         distinct endpoints of the seed edges and negatives first, then each hop's new nodes;
         ``metadata = (input_id, edge_label_index, edge_label, None)`` without negatives or with
         ``"binary"`` ones, ``(input_id, src_index, dst_pos_index, dst_neg_index, None)`` with
-        ``"triplet"`` ones. Homogeneous stores only for now (heterogeneous link sampling exists
-        in the core, its loaders come later); no temporal sampling, no weighted negatives."""
-        if self.is_hetero:
-            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: link sampling on a heterogeneous store is not supported yet (homogeneous stores only)")
-        if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
-            raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
+        ``"triplet"`` ones. On a heterogeneous store ``inputs.input_type`` names the seed edges'
+        type and the answer is a ``HeteroSamplerOutput`` (per node type, the sorted distinct
+        endpoints of that type first) with the same metadata, sources as local ids of the edge
+        type's source type, destinations of its destination type. No temporal sampling, no
+        weighted negatives."""
         if inputs.time is not None:
             raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: temporal link sampling (edge_label_time) is not supported")
+        if self.is_hetero:
+            return self._sample_hetero_from_edges(inputs, neg_sampling)
+        if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
+            raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
         row, col = inputs.row, inputs.col
         if row.device.type != "cpu":
             row, col = row.cpu(), col.cpu()
@@ -562,6 +586,33 @@ class NeighborSampler(BaseSampler):
             batch=None,
             num_sampled_nodes=s.nodes_per_hop.tolist(),
             num_sampled_edges=s.edges_per_hop.tolist(),
+            metadata=metadata,
+        )
+
+    def _sample_hetero_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling]) -> HeteroSamplerOutput:
+        """sample_from_edges on a heterogeneous store (HeteroSampler.sample_from_edges)."""
+        if inputs.input_type is None:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
+        row, col = inputs.row, inputs.col
+        if row.device.type != "cpu":
+            row, col = row.cpu(), col.cpu()
+        label = inputs.label
+        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=label, neg_sampling=neg_sampling, **self.link_options)
+        if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
+            metadata: tuple = (inputs.input_id, h.src_index, h.dst_pos_index, h.dst_neg_index, None)
+        else:
+            edge_label = h.edge_label
+            if label is not None and neg_sampling is None:
+                edge_label = label  # PyG passes the input's labels through as they are
+            metadata = (inputs.input_id, h.edge_label_index, edge_label, None)
+        return HeteroSamplerOutput(
+            node=h.node,
+            row=h.row,
+            col=h.col,
+            edge=h.edge,
+            batch=None,
+            num_sampled_nodes=h.num_sampled_nodes,
+            num_sampled_edges=h.num_sampled_edges,
             metadata=metadata,
         )
 
@@ -823,6 +874,29 @@ class NeighborLoader:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
 
 
+def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, str], Any]:
+    """(edge type, seed edges or None) of LinkNeighborLoader's edge_label_index: a tensor, an
+    edge type, or ``(edge type, tensor)``; a heterogeneous store needs the edge type (PyG's
+    rule), a homogeneous one has :data:`EDGE_TYPE`."""
+    if not store.is_hetero:
+        if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
+            edge_label_index = edge_label_index[1]
+        return EDGE_TYPE, edge_label_index
+    types = store.edge_types
+    if isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 3 and all(isinstance(x, str) for x in edge_label_index):
+        edge_type, edges = tuple(edge_label_index), None
+    elif isinstance(edge_label_index, str):
+        edge_type, edges = edge_type_tuple(edge_label_index), None
+    elif isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
+        edge_type, edges = edge_type_tuple(edge_label_index[0]), edge_label_index[1]
+    else:
+        raise errors.InvalidArgumentError(
+            f"tierfs.pyg.LinkNeighborLoader: a heterogeneous dataset takes edge_label_index=(edge type, (2, n) tensor or None) or an edge type, got {type(edge_label_index).__name__} (edge types: {types})")
+    if edge_type not in types:
+        raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types})")
+    return edge_type, edges
+
+
 class LinkNeighborLoader(_PyGLinkLoader):
     """PyG's ``LinkNeighborLoader`` over a tierfs dataset: PyG's own ``LinkLoader`` over
     :func:`stores` with this module's :class:`NeighborSampler` (one native call a batch samples
@@ -831,20 +905,25 @@ class LinkNeighborLoader(_PyGLinkLoader):
     ``num_sampled_edges``, ``input_id`` and ``edge_label_index``, ``edge_label`` (no negatives,
     ``"binary"``) or ``src_index``, ``dst_pos_index``, ``dst_neg_index`` (``"triplet"``). As in
     PyG, with binary negatives labels starting at 0 are shifted by 1 (0 is the negatives'), and
-    without ``edge_label`` they are float 1s and 0s. Homogeneous datasets only for now.
+    without ``edge_label`` they are float 1s and 0s. A heterogeneous dataset takes
+    ``edge_label_index=(edge type, tensor)`` (src ids of its source type, dst ids of its
+    destination type) and dict ``num_neighbors`` and yields ``HeteroData`` as PyG lays it out:
+    ``edge_label_index``/``edge_label``/``input_id`` under the edge type, triplets' ``src_index``
+    under the source node type and ``dst_pos_index``/``dst_neg_index`` under the destination's.
 
     Args:
         data: a :class:`tierfs.Store`, a dataset path, or the ``(FeatureStore, GraphStore)`` of
             :func:`stores`.
-        num_neighbors: neighbors per node per hop; -1 takes all.
+        num_neighbors: neighbors per node per hop; -1 takes all (a heterogeneous dataset: a
+            dict ``{edge type: [per hop]}``).
         edge_label_index: the seed edges, a (2, n) tensor (or ``(edge type, tensor)``); None
-            takes every edge of the dataset, in CSC order.
+            (or ``(edge type, None)``) takes every edge of the dataset (of the type), in CSC order.
         edge_label: one label a seed edge.
         neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
         neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
         replace, seed: the sampler's (batch i samples with ``seed + i``).
-        strict_negatives, exclude_seed_edges, undirected: as :class:`NeighborSampler`'s
-            (beyond PyG; off, the batches are PyG's).
+        strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
+            :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``transform``, ...).
     """
@@ -862,6 +941,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         strict_negatives: bool = False,
         exclude_seed_edges: bool = False,
         undirected: bool = False,
+        reverse_edge_types: Optional[Dict[Any, Any]] = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(data, str):
@@ -869,17 +949,14 @@ class LinkNeighborLoader(_PyGLinkLoader):
 
             data = _open(data)
         store = _unwrap(data[0] if isinstance(data, tuple) else data)
-        if store.is_hetero:
-            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: heterogeneous datasets are not supported yet (homogeneous only)")
         if isinstance(neg_sampling, str):
             neg_sampling = NegativeSampling(neg_sampling)
         if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
             raise errors.InvalidArgumentError(f"neg_sampling_ratio = {neg_sampling_ratio!r}: want binary negatives per seed edge > 0")
-        if isinstance(edge_label_index, tuple):
-            edge_label_index = edge_label_index[1]
+        edge_type, edge_label_index = _link_input(store, edge_label_index)
         if edge_label_index is None:
-            indptr, indices = store.csc()
-            col = np.repeat(np.arange(store.num_nodes, dtype=np.int64), np.diff(indptr))
+            indptr, indices = typed_csc(store, edge_type) if store.is_hetero else store.csc()
+            col = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
             edge_label_index = torch.stack([torch.from_numpy(np.asarray(indices, dtype=np.int64)), torch.from_numpy(col)])
         edge_label_index = torch.as_tensor(edge_label_index)
         if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
@@ -888,9 +965,10 @@ class LinkNeighborLoader(_PyGLinkLoader):
             raise errors.InvalidArgumentError(f"edge_label: {len(edge_label)} labels for {edge_label_index.size(1)} seed edges (edge_label_index); give one a seed edge")
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
-                                                     exclude_seed_edges=exclude_seed_edges, undirected=undirected)
+                                                     exclude_seed_edges=exclude_seed_edges, undirected=undirected,
+                                                     reverse_edge_types=reverse_edge_types)
         super().__init__(
-            stores(store), link_sampler=self.link_neighbor_sampler, edge_label_index=(EDGE_TYPE, edge_label_index),
+            stores(store), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )

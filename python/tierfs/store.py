@@ -21,7 +21,7 @@ from . import _native, _options, _util, errors
 from ._args import IdsLike, _c_str, _fanouts, _Ids, _ids, _torch
 from ._native import check, lib
 from ._progress import _progress_callback
-from ._sample import LinkSample, Sample, _take_link_sample, _take_sample
+from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
 from .epochs import PlannedEpochs
 from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, fanouts_by_key, typed_csc, typed_labels, typed_split
 
@@ -1247,15 +1247,7 @@ class Sampler:
         n = s_.array.shape[0]
         if d_.array.shape[0] != n:
             raise errors.InvalidArgumentError(f"src and dst: {n} src ids but {d_.array.shape[0]} dst ids; give one of each per seed edge")
-        lab, core_labels = None, None
-        if labels is not None:
-            if mode == "triplet":
-                raise errors.InvalidArgumentError("labels: triplet negatives take no labels (src_index, dst_pos_index and dst_neg_index tell positives from negatives)")
-            lab = labels.detach().cpu().numpy() if _util.is_tensor(labels) else np.asarray(labels)
-            if lab.ndim == 0 or lab.shape[0] != n:
-                raise errors.InvalidArgumentError(f"labels: {lab.shape[0] if lab.ndim else 'a scalar'} labels for {n} seed edges; give one label per seed edge or none")
-            if lab.ndim == 1 and lab.dtype.kind in "iu":
-                core_labels = np.ascontiguousarray(lab, dtype=np.int64)
+        lab, core_labels = _link_labels(labels, mode, n)
         request = json.dumps({"neg_sampling": mode, "amount": amount, "strict": bool(strict),
                               "exclude_seed_edges": bool(exclude_seed_edges), "undirected": bool(undirected)}).encode()
         with self._lock:
@@ -1266,18 +1258,7 @@ class Sampler:
             check(lib.tfs_sample_edges(h, s_.array.ctypes.data, d_.array.ctypes.data,
                                        0 if core_labels is None else core_labels.ctypes.data, n, request, byref(hs)))
             arrays, (eli, label, src_index, dst_pos_index, dst_neg_index) = _take_link_sample(hs)
-        if label is None and (mode == "binary" or core_labels is not None):
-            label = np.empty(0, dtype=np.int64)  # no seed edges: the core's labels are empty
-        if mode == "triplet":
-            dst_neg_index = dst_neg_index.reshape(n, int(amount))
-            if amount == 1:
-                dst_neg_index = dst_neg_index[:, 0]
-        elif lab is not None and core_labels is None:  # labels the core does not carry: as PyG
-            label = lab if mode is None else np.concatenate([lab, np.zeros((eli.shape[1] - n,) + lab.shape[1:], lab.dtype)])
-        elif lab is not None:
-            label = label.astype(lab.dtype)
-        elif mode == "binary":
-            label = label.astype(np.float32)  # PyG's torch.ones / new_zeros: float labels
+        label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
         link = [eli, label, src_index, dst_pos_index, dst_neg_index]
         if s_.kind != "torch":
             return LinkSample(*arrays, *link)
@@ -1307,27 +1288,3 @@ class Sampler:
 
     def __repr__(self) -> str:
         return f"<tierfs.Sampler fanouts={self._fanouts} replace={self._replace} seed={self._seed}>"
-
-
-def _neg_sampling(neg_sampling: Any, amount: Any) -> tuple:
-    """(mode, amount) of a negative sampling request: None, "binary", "triplet" or a PyG
-    NegativeSampling (its mode and amount win over ``amount``), checked here so that the error
-    names the argument."""
-    if neg_sampling is not None and not isinstance(neg_sampling, str):
-        if getattr(neg_sampling, "src_weight", None) is not None or getattr(neg_sampling, "dst_weight", None) is not None:
-            raise errors.InvalidArgumentError("neg_sampling: weighted negative sampling (src_weight, dst_weight) is not supported; tierfs draws negatives uniformly")
-        mode = getattr(neg_sampling, "mode", None)
-        amount = getattr(neg_sampling, "amount", amount)
-        neg_sampling = getattr(mode, "value", mode)
-    if neg_sampling not in (None, "binary", "triplet"):
-        raise errors.InvalidArgumentError(f"neg_sampling = {neg_sampling!r}: want None, 'binary', 'triplet' or a torch_geometric NegativeSampling")
-    if isinstance(amount, (bool, np.bool_)) or not isinstance(amount, (int, float, np.integer, np.floating)):
-        raise errors.DTypeError(f"amount (neg_sampling_ratio) must be a number, got {amount!r}")
-    amount = float(amount)
-    if neg_sampling is None:
-        return None, amount
-    if not (amount > 0) or amount == float("inf"):
-        raise errors.InvalidArgumentError(f"amount (neg_sampling_ratio) = {amount!r}: want negatives per seed edge > 0")
-    if neg_sampling == "triplet" and not amount.is_integer():
-        raise errors.InvalidArgumentError(f"amount (neg_sampling_ratio) = {amount!r}: triplet negatives want a whole number of negatives per seed edge")
-    return neg_sampling, amount
