@@ -234,6 +234,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_split_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
     ("tfs_hottest_typed", [c_void_p, c_char_p, c_void_p, c_int64, c_int64, c_void_p, POINTER(c_int64)]),
     ("tfs_place_ids_typed", [c_void_p, c_char_p, c_void_p, c_int64]),
+    ("tfs_share_host_tier", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64]),
+    ("tfs_map_host_tier", [c_void_p, c_char_p, c_char_p]),
     ("tfs_hetero_sampler_create", [c_void_p, c_char_p, POINTER(c_void_p)]),
     ("tfs_hetero_sampler_free", [c_void_p]),
     ("tfs_hetero_sample", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),
