@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/tiers"
 )
 
 // Two stores of one dataset (two processes of a host): one shares its host tier, the other maps
@@ -89,5 +92,55 @@ func TestShareHostTier(t *testing.T) {
 	defer s.Close()
 	if err := s.ShareHostTier(filepath.Join(t.TempDir(), "x"), ids); err == nil || !strings.Contains(err.Error(), "SIEVE") {
 		t.Fatalf("ShareHostTier on a SIEVE host tier: %v", err)
+	}
+}
+
+// On a GPU: two stores (two ranks of a host) each place their own GPU tier, share one host tier
+// (one fills it, the other maps it and pins it for its device), and device gathers of random ids
+// match the file, for rows the split kernel reads in place (512 B) and packed ones (64 B).
+func TestShareHostTierDevice(t *testing.T) {
+	requireGPU(t)
+	rng := newRand(t)
+	for _, dim := range []int64{16, 128} {
+		const count = 3000
+		d := writeTypedDataset(t, dataset.Float32, count, dim, 2, 4, rng)
+		rb := 4 * dim
+		opt := Options{GPUCacheBytes: 200 * rb, HostCacheBytes: 500 * (rb + 16)}
+		perm := rng.Perm(count)
+		ranked := make([]int64, count)
+		for i, v := range perm {
+			ranked[i] = int64(v)
+		}
+		var stores []*Store
+		for r := range 2 {
+			s, err := Open(d.dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.PlaceIDs(ranked[200*r : 200*(r+1)]); err != nil { // each rank its own GPU rows
+				t.Fatal(err)
+			}
+			stores = append(stores, s)
+		}
+		path := filepath.Join(t.TempDir(), "host-tier")
+		if err := stores[0].ShareHostTier(path, ranked[400:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := stores[1].MapHostTier(path); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(path)
+		for r, s := range stores {
+			for _, n := range []int{1, 257, 5000} {
+				ids := randomIDs(rng, n, count)
+				if got, want := deviceGather(t, s, ids), d.want(ids); !bytes.Equal(got, want) {
+					t.Fatalf("dim %d, store %d, %d ids: device gather through the shared host tier differs from the file (byte %d)", dim, r, n, firstDiff(got, want))
+				}
+			}
+			if st := s.Stats(); st.Tier(tiers.Host).Hits == 0 || st.Tier(tiers.GPU).Hits == 0 {
+				t.Fatalf("dim %d, store %d: tiers %+v, want hits in the GPU and the shared host tier", dim, r, st.Tiers)
+			}
+		}
 	}
 }
