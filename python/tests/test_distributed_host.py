@@ -135,6 +135,22 @@ def _kill_creator(rank: int, path: str, seed: int, timeout: float, res: dict, ou
         res["open"] = f"PeerError: {e}"
 
 
+def _kill_mapper(rank: int, path: str, seed: int, timeout: float, res: dict, out: str) -> None:
+    pids = [None] * WORLD
+    dist.all_gather_object(pids, os.getpid())
+    if rank == 0:
+        def kill_peer(paths):
+            res["paths"] = list(paths.values())
+            os.kill(pids[1], signal.SIGKILL)  # kill -9 of the rank that would map the tier
+
+        distributed._after_fill = kill_peer
+    try:
+        tierfs.open(path, host_cache=HOST_CACHE, cache_mode="shared", host_tier="per_host", timeout=timeout)
+        res["open"] = "no error"
+    except tierfs.PeerError as e:
+        res["open"] = f"PeerError: {e}"
+
+
 # Tests -----------------------------------------------------------------------------------
 
 
@@ -176,6 +192,13 @@ def test_killed_creator_leaves_nothing_served(dataset, tmp_path):
         assert res is not None and "traceback" not in res, (r, res and res.get("traceback"))
         assert not res["failed"], f"seed {seed}: rank {r}: {res['failed']}"
     assert not any(os.path.exists(p) for p in stale), stale
+
+
+def test_killed_mapper_leaves_nothing(dataset, tmp_path):
+    (r0, r1), codes = _run("kill_mapper", dataset, tmp_path, 0, timeout=10.0)
+    assert codes[1] == -signal.SIGKILL and r1 is None, codes
+    assert r0["open"].startswith("PeerError") and "rank 0" in r0["open"], r0
+    assert r0["paths"] and not any(os.path.exists(p) for p in r0["paths"]), r0["paths"]
 
 
 def test_remove_stale_keeps_live_creators(tmp_path):
