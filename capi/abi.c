@@ -438,6 +438,16 @@ tfs_status tfs_edge_split_copy(tfs_store *store, const char *edge_type, const ch
                                            neg_dst);
 }
 
+tfs_status tfs_share_host_tier(tfs_store *store, const char *node_type, const char *path, const int64_t *ids, int64_t n) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_share_host_tier(H(store), (char *)node_type, (char *)path, (int64_t *)ids, n);
+}
+
+tfs_status tfs_map_host_tier(tfs_store *store, const char *node_type, const char *path) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_map_host_tier(H(store), (char *)node_type, (char *)path);
+}
+
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out) {
   FORK_GUARD();
   uintptr_t h = 0;

@@ -417,6 +417,15 @@ tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const in
 tfs_status tfs_edge_splits_json(tfs_store *store, const char *edge_type, char *buf, size_t cap, size_t *needed);
 tfs_status tfs_edge_split_copy(tfs_store *store, const char *edge_type, const char *split, int64_t count,
                                int64_t *edge_label_index, void *labels, int64_t *neg_dst);
+/* One static host tier for the processes of a host, in a file in shared memory (e.g. under
+ * /dev/shm). tfs_share_host_tier refills node_type's host tier (NULL: the store's own stack) with
+ * ids, hottest first, as many as its budget holds, in a new file at path (which must not exist;
+ * on error none is left); tfs_map_host_tier makes it the tier another process filled there,
+ * mapped read-only (TFS_EINVAL naming the file when it is not ready, holds rows of another width
+ * or is damaged). The GPU tier keeps its rows. Removing the file once every process has mapped it
+ * is the caller's; the mappings stay valid. */
+tfs_status tfs_share_host_tier(tfs_store *store, const char *node_type, const char *path, const int64_t *ids, int64_t n);
+tfs_status tfs_map_host_tier(tfs_store *store, const char *node_type, const char *path);
 /* options_json: {"fanouts": {"src:rel:dst": [per hop, -1 = all], ... every edge type, one length},
  * "replace": false, "seed": 0, "workers": 0}. The k-th sample draws with seed + k. */
 tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out);

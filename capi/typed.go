@@ -464,3 +464,57 @@ func placeHeteroJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, n
 	putJSON(data, buf, capacity, needed)
 	return nil
 }
+
+//export tfsgo_share_host_tier
+func tfsgo_share_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char, ids *C.int64_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_share_host_tier", &st)
+	return finish("tfs_share_host_tier", shareHostTier(uintptr(store), nodeType, path, ids, int64(n)), stEINVAL)
+}
+
+func shareHostTier(h uintptr, nodeType, path *C.char, ids *C.int64_t, n int64) error {
+	s, err := hostTierStack(h, nodeType, path)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fail(stEINVAL, "n = %d is negative", n)
+	}
+	if n > 0 && ids == nil {
+		return fail(stEINVAL, "ids is NULL with n = %d", n)
+	}
+	var list []int64
+	if n > 0 {
+		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
+	}
+	return s.ShareHostTier(cString(path), list)
+}
+
+//export tfsgo_map_host_tier
+func tfsgo_map_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char) (st C.int) {
+	defer guard("tfs_map_host_tier", &st)
+	return finish("tfs_map_host_tier", mapHostTier(uintptr(store), nodeType, path), stEINVAL)
+}
+
+func mapHostTier(h uintptr, nodeType, path *C.char) error {
+	s, err := hostTierStack(h, nodeType, path)
+	if err != nil {
+		return err
+	}
+	return s.MapHostTier(cString(path))
+}
+
+// hostTierStack is the tier stack of node_type (NULL: the store's own) for tfs_share_host_tier
+// and tfs_map_host_tier, after checking the path is given.
+func hostTierStack(h uintptr, nodeType, path *C.char) (*featurestore.Store, error) {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return nil, err
+	}
+	if path == nil || cString(path) == "" {
+		return nil, fail(stEINVAL, "path of the shared host tier is NULL or empty")
+	}
+	if nodeType == nil {
+		return rec.s, nil
+	}
+	return rec.s.Session().Stack(cString(nodeType))
+}

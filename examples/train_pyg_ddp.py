@@ -57,7 +57,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--dim", type=int, default=128, help="feature dim of --synth")
     p.add_argument("--cache-mode", choices=["shared", "replicated"], default="shared")
     p.add_argument("--gpu-cache", default="64MB", help="per-rank GPU tier (emulated by the host tier without a GPU)")
-    p.add_argument("--host-cache", default="64MB", help="per-rank host tier")
+    p.add_argument("--host-cache", default="64MB", help="host tier: per rank, or per host with --host-tier per_host")
+    p.add_argument("--host-tier", choices=["per_rank", "per_host"], default="per_rank",
+                   help="per_host: one host tier per host in shared memory, shared by its ranks")
     p.add_argument("--fanouts", default="25,10")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=None,
@@ -105,7 +107,7 @@ def main() -> None:
         print(f"synthesized {args.synth} nodes into {args.data}")
     dist.barrier()
     store = tierfs.open(args.data, gpu_cache=args.gpu_cache, host_cache=args.host_cache, device=str(device),
-                        cache_mode=args.cache_mode, timeout=args.timeout)
+                        cache_mode=args.cache_mode, timeout=args.timeout, host_tier=args.host_tier)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     loader = tierfs.pyg.NeighborLoader(store, fanouts, input_nodes="train", batch_size=args.batch_size, shuffle=True,
                                        drop_last=True, prefetch=args.prefetch, seed=1)
@@ -116,7 +118,8 @@ def main() -> None:
     d0 = store.stats()["distributed"]
     if rank == 0:
         print(f"{world} rank(s), {args.cache_mode} cache: {d0['global_cache_rows']} rows in the global cache "
-              f"({d0['owned_rows']} owned per rank, owner tier {d0['owner_tier']}), {d0['next_hottest_rows']} next hottest per rank")
+              f"({d0['owned_rows']} owned per rank, owner tier {d0['owner_tier']}), {d0['next_hottest_rows']} next hottest "
+              f"in a host tier {args.host_tier.replace('_', ' ')} ({d0['host_tier']['rows']} rows)")
     figures = {}
     for epoch in range(1, args.epochs + 1):
         before = store.stats()["distributed"]
@@ -155,7 +158,7 @@ def main() -> None:
         total_seeds, max_wall = float(every[:, 0].sum()), float(every[:, 1].max())
         gathers = max(float(every[:, 4].sum()), 1.0)
         figures = dict(
-            world_size=world, cache_mode=args.cache_mode, epoch=epoch, seeds_per_s=total_seeds / max_wall,
+            world_size=world, cache_mode=args.cache_mode, host_tier=args.host_tier, host_tier_rows=after["host_tier"]["rows"], epoch=epoch, seeds_per_s=total_seeds / max_wall,
             ssd_rows_per_batch=float(every[:, 2].sum()) / gathers, peer_bytes_per_batch=float(every[:, 3].sum()) / gathers,
             loss=float(every[:, 5].sum()) / max(float(every[:, 6].sum()), 1.0), fanouts=fanouts, batch_size=args.batch_size,
             hidden=args.hidden,

@@ -107,21 +107,29 @@ func (s *Store) PlaceIDs(ids []int64) error {
 		return err
 	}
 	defer leave()
-	n := s.NumNodes()
-	seen := make([]uint64, (n+63)/64)
-	for i, v := range ids {
-		if v < 0 || v >= n {
-			return fmt.Errorf("featurestore: PlaceIDs: ids[%d] = %d is out of range [0, %d): %w", i, v, n, ErrIDOutOfRange)
-		}
-		if seen[v/64]&(1<<(v%64)) != 0 {
-			return fmt.Errorf("featurestore: PlaceIDs: ids[%d] = %d appears twice", i, v)
-		}
-		seen[v/64] |= 1 << (v % 64)
+	if err := s.checkPlaceIDs("PlaceIDs", ids); err != nil {
+		return err
 	}
 	ids = ids[:min(int64(len(ids)), s.hostCapacityRows()+s.gpuCapacityRows())]
 	s.place.Lock()
 	defer s.place.Unlock()
 	return s.fillTiers(ids)
+}
+
+// checkPlaceIDs checks that ids, given to op, are distinct and in [0, NumNodes).
+func (s *Store) checkPlaceIDs(op string, ids []int64) error {
+	n := s.NumNodes()
+	seen := make([]uint64, (n+63)/64)
+	for i, v := range ids {
+		if v < 0 || v >= n {
+			return fmt.Errorf("featurestore: %s: ids[%d] = %d is out of range [0, %d): %w", op, i, v, n, ErrIDOutOfRange)
+		}
+		if seen[v/64]&(1<<(v%64)) != 0 {
+			return fmt.Errorf("featurestore: %s: ids[%d] = %d appears twice", op, i, v)
+		}
+		seen[v/64] |= 1 << (v % 64)
+	}
+	return nil
 }
 
 // fillTiers fills the memory tiers, fastest first, each with the hottest ids (hottest first) the

@@ -8,6 +8,7 @@ import (
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
@@ -25,6 +26,10 @@ type TierStats struct {
 	BytesHeld   int64      `json:"bytes_held"`    // memory the tier takes (rows and index); for ssd, bytes of the feature files
 	Hits        uint64     `json:"hits"`          // rows served
 	BytesServed uint64     `json:"bytes_served"`
+	// Shared says how a host tier in shared memory is held: "created" (this process filled it,
+	// Store.ShareHostTier) or "mapped" (another process did, Store.MapHostTier); empty when the
+	// tier is the process's own.
+	Shared string `json:"shared,omitempty"`
 }
 
 // Stats is a snapshot of a store's counters since Open.
@@ -163,7 +168,13 @@ func (s *Store) Stats() Stats {
 		if t.Kind() != tiers.SSD {
 			capacity = min(capacity, s.capacityRows(t))
 		}
-		held[t.Kind()] = TierStats{RowsHeld: t.Rows(), Capacity: capacity, BytesHeld: t.Bytes()}
+		ts := TierStats{RowsHeld: t.Rows(), Capacity: capacity, BytesHeld: t.Bytes()}
+		if c, ok := t.(*host.Cache); ok {
+			if path, created := c.SharedPath(); path != "" {
+				ts.Shared = map[bool]string{true: "created", false: "mapped"}[created]
+			}
+		}
+		held[t.Kind()] = ts
 	}
 	s.place.RUnlock()
 	for _, k := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {

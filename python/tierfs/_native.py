@@ -236,6 +236,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_place_ids_typed", [c_void_p, c_char_p, c_void_p, c_int64]),
     ("tfs_edge_splits_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_edge_split_copy", [c_void_p, c_char_p, c_char_p, c_int64, c_void_p, c_void_p, c_void_p]),
+    ("tfs_share_host_tier", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64]),
+    ("tfs_map_host_tier", [c_void_p, c_char_p, c_char_p]),
     ("tfs_hetero_sampler_create", [c_void_p, c_char_p, POINTER(c_void_p)]),
     ("tfs_hetero_sampler_free", [c_void_p]),
     ("tfs_hetero_sample", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),

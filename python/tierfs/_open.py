@@ -26,6 +26,7 @@ def open(
     group: Any = None,
     hotness: Any = None,
     timeout: Optional[float] = None,
+    host_tier: Optional[str] = None,
     **options: Any,
 ) -> "Store":
     """Opens the dataset directory ``path``.
@@ -61,6 +62,10 @@ def open(
             the applied placement, else in-degree); every rank must pass the same.
         timeout: seconds a peer exchange waits for the other ranks before raising
             :class:`tierfs.PeerError` (default: the default group's timeout).
+        host_tier: distributed stores only: ``"per_rank"`` (the default: each rank its own
+            host tier of ``host_cache`` bytes) or ``"per_host"`` (one host tier of
+            ``host_cache`` bytes per host, in shared memory under /dev/shm, filled by the
+            host's first rank and mapped by the others; docs/distributed.md).
 
     Raises:
         FileNotFoundError (tierfs.NotFoundError): no dataset at ``path``.
@@ -70,8 +75,8 @@ def open(
     options = dict(options, host_cache=host_cache, gpu_cache=gpu_cache, device=device)
     if cache_mode is not None or rank is not None or world_size is not None or group is not None:
         return open_distributed(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode,
-                                hotness=hotness, timeout=timeout, **options)
-    for name, value in (("hotness", hotness), ("timeout", timeout)):
+                                hotness=hotness, timeout=timeout, host_tier=host_tier, **options)
+    for name, value in (("hotness", hotness), ("timeout", timeout), ("host_tier", host_tier)):
         if value is not None:
             raise errors.InvalidArgumentError(f"tierfs.open: {name} is an option of distributed stores (pass cache_mode=); "
                                               "use Store.place(hotness) on a plain store")

@@ -20,6 +20,15 @@ tiers, taken together over the ranks, act as one cache (docs/distributed.md):
   group's timeout. Rows come back in the order of the ids, repeats included.
 * **Replicated mode** (``cache_mode="replicated"``): every rank caches the same hottest rows, as
   PyG and GraphBolt DDP do; gathers are local and exchange nothing.
+* **Host tier per host** (``host_tier="per_host"``): the ranks of one host share one host tier
+  of ``host_cache`` bytes, in a file in shared memory (/dev/shm) that the host's first rank fills
+  with the next hottest rows after the GPU tiers' (one placement per host) and the others map
+  read-only; each rank's GPU tier is its own as above. The file is named by the job (a token of
+  rank 0's) and its creator's pid, and removed once every rank of the host has mapped it, so
+  nothing is left when the job ends however it ends; a file left by a creator killed before then
+  is never opened by another job (another token) and is removed by the next one to fill a tier
+  on the host. A rank never maps a tier before its creator has said it is filled (an all-gather
+  of every rank's status), and the file's ready word guards the same.
 * **Node types.** In a dataset of several node types with features each type's tier stack is
   owned the same way, on its own (its share of the budgets, its own ranking by
   ``Store.hottest(node_type=)``, ``hotness={type: counts}``): ownership is per (node type, row).
@@ -38,6 +47,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import os
+import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,13 +58,26 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _util, errors
-from ._args import IdsLike, _ids
+from ._args import IdsLike, _c_str, _ids
+from ._native import check, lib
 from .store import _NUMPY_DTYPES, GatherFuture, Store
 
 __all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
 
 #: The values of ``tierfs.open(cache_mode=)``.
 CACHE_MODES = ("shared", "replicated")
+
+#: The values of ``tierfs.open(host_tier=)``: a host tier per rank, or one per host shared by its ranks.
+HOST_TIERS = ("per_rank", "per_host")
+
+# Where per-host tiers live while their ranks map them, and the prefix of their file names
+# (tierfs-host-<job token>-<creator pid>-<node type index>).
+_SHM_DIR = "/dev/shm"
+_SHM_PREFIX = "tierfs-host-"
+
+# Called by a host's first rank with the files it filled, before the other ranks map them (the
+# tests kill the process there).
+_after_fill = None
 
 # Rank r's sampler draws with seed + r * _RANK_SEED_STRIDE (a sampler's i-th call uses seed + i,
 # so ranks never share a stream within 2**32 batches).
@@ -126,6 +151,7 @@ class _Ownership:
     dtype_name: str
     owner: np.ndarray  # owner rank of each row of the global cache, -1: none
     mine: np.ndarray  # the rows this rank places, hottest first (dropped once placed)
+    host_ids: np.ndarray  # per_host: the rows of the host's shared tier, hottest first (dropped once filled)
     owned_rows: int
     owner_tier: str
     global_rows: int
@@ -181,13 +207,17 @@ class DistributedStore(Store):
         cache_mode: str = "shared",
         hotness: Any = None,
         timeout: Optional[float] = None,
+        host_tier: str = "per_rank",
         **options: Any,
     ) -> None:
+        if host_tier not in HOST_TIERS:
+            raise errors.InvalidArgumentError(f"tierfs.open: host_tier {host_tier!r} is not one of {HOST_TIERS}")
         if cache_mode not in CACHE_MODES:
             raise errors.InvalidArgumentError(f"tierfs.open: cache_mode {cache_mode!r} is not one of {CACHE_MODES}")
         if timeout is not None and not timeout > 0:
             raise errors.InvalidArgumentError(f"tierfs.open: timeout {timeout!r} must be a positive number of seconds")
         self._cache_mode = cache_mode
+        self._host_tier = host_tier
         self._group, self._rank, self._world, self._timeout = self._join(rank, world_size, group, timeout)
         torch = _torch()
         # Without a GPU the owner tier is emulated by the host tier: the gpu_cache budget is added
@@ -195,6 +225,11 @@ class DistributedStore(Store):
         gpu_bytes = _util.parse_size(options.get("gpu_cache"), "gpu_cache")
         host_bytes = _util.parse_size(options.get("host_cache"), "host_cache")
         self._emulated_gpu = bool(gpu_bytes) and not torch.cuda.is_available()
+        if self._emulated_gpu and host_tier == "per_host":
+            raise errors.NotSupportedError(
+                f"tierfs.open: host_tier='per_host' without a GPU: gpu_cache={options.get('gpu_cache')!r} cannot be emulated by a "
+                "host tier the host's ranks share; leave gpu_cache unset (the shared host tier then caches the hottest rows)"
+            )
         if self._emulated_gpu:
             options = dict(options, gpu_cache=None, host_cache=gpu_bytes + host_bytes)
         self._dist_options = dict(options)
@@ -248,6 +283,8 @@ class DistributedStore(Store):
             gpu_cap, host_cap = int(tiers["gpu"].get("capacity_rows", 0)), int(tiers["host"].get("capacity_rows", 0))
             if gpu_cap:  # a real GPU tier owns, the host tier holds the next hottest
                 owned, rest = gpu_cap, host_cap
+            elif self._host_tier == "per_host":  # the host tier is the host's: no rank owns rows
+                owned, rest = 0, host_cap
             elif self._emulated_gpu:
                 owned = int(host_cap * gpu_bytes / (gpu_bytes + host_bytes))
                 rest = host_cap - owned
@@ -268,10 +305,14 @@ class DistributedStore(Store):
             else:
                 own = ranking[:owned]
                 mine = ranking
+            host_ids = np.empty(0, dtype=np.int64)
+            if self._host_tier == "per_host":  # the GPU tier takes own, the host's tier the rest
+                mine, host_ids = own, ranking[shared:]
             self._own[t] = _Ownership(
                 node_type=t, index=index, feature=fname, rows=n, dim=int(feat["dim"]), row_bytes=int(feat["row_bytes"]), dtype_name=feat["dtype"],
-                owner=owner, mine=mine, owned_rows=int(own.shape[0]),
-                owner_tier="gpu" if gpu_cap else ("host (emulating gpu_cache)" if self._emulated_gpu else "host"),
+                owner=owner, mine=mine, host_ids=host_ids, owned_rows=int(own.shape[0]),
+                owner_tier="gpu" if gpu_cap else ("host (emulating gpu_cache)" if self._emulated_gpu else
+                                                  ("none (the host tier is the host's)" if self._host_tier == "per_host" else "host")),
                 global_rows=int(min(shared, ranking.shape[0])), next_rows=int(max(0, ranking.shape[0] - shared)),
                 ssd_base=int(tiers["ssd"].get("hits", 0)), counters=_new_counters(),
             )
@@ -280,6 +321,9 @@ class DistributedStore(Store):
         for o in self._own.values():
             Store.place_ids(self, o.mine, node_type=o.node_type)
             o.mine = np.empty(0, dtype=np.int64)
+        self._host_ranks, self._host_leader = 1, self._rank
+        if self._host_tier == "per_host":
+            self._share_host_tiers()
         # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
         self._xdevice = torch.device("cpu")
         if self._group is not None and _dist().get_backend(self._group) == "nccl":
@@ -318,6 +362,7 @@ class DistributedStore(Store):
         for ranking in rankings:
             digest = int(np.bitwise_xor.reduce(ranking * np.arange(1, ranking.shape[0] + 1, dtype=np.int64))) if ranking.size else 0
             mine_l += [ranking.shape[0], digest & 0x7FFFFFFFFFFFFFFF]
+        mine_l += [HOST_TIERS.index(self._host_tier), 0]  # every rank must share host tiers alike
         mine = torch.tensor(mine_l, dtype=torch.int64)
         dev = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(self._group) == "nccl" else torch.device("cpu")
         out = [torch.empty(len(mine_l), dtype=torch.int64, device=dev) for _ in range(self._world)]
@@ -326,11 +371,88 @@ class DistributedStore(Store):
         bad = [r for r, g in enumerate(got) if g != got[0]]
         if bad:
             t = next(i for i in range(0, len(mine_l), 2) if got[bad[0]][i : i + 2] != got[0][i : i + 2]) // 2
+            if t == len(rankings):
+                raise errors.InvalidArgumentError(
+                    f"tierfs.open: rank {bad[0]} opened with host_tier={HOST_TIERS[got[bad[0]][2 * t]]!r}, rank 0 with "
+                    f"{HOST_TIERS[got[0][2 * t]]!r}: every rank must pass the same"
+                )
             of = f" of node type {list(self._own)[t]!r}" if len(self._own) > 1 else ""
             raise errors.InvalidArgumentError(
                 f"tierfs.open: rank {bad[0]} ranks the cached rows{of} differently from rank 0 ({got[bad[0]][2 * t]} vs {got[0][2 * t]} rows, "
                 "or another order): every rank must open the same dataset with the same cache sizes and hotness"
             )
+
+    # one host tier per host --------------------------------------------------------------
+
+    def _share_host_tiers(self) -> None:
+        """Fills each node type's host tier once per host in shared memory (the host's first
+        rank) and maps it in the host's other ranks; see the module doc. Every rank calls it."""
+        me = dict(host=socket.gethostname(), pid=os.getpid(), token=secrets.token_hex(8))
+        everyone = self._all_gather_object(me, "find the ranks of this host")
+        local = [r for r, x in enumerate(everyone) if x["host"] == me["host"]]
+        leader = local[0]
+        self._host_ranks, self._host_leader = len(local), leader
+        job = everyone[0]["token"]
+        paths = {t: os.path.join(_SHM_DIR, f"{_SHM_PREFIX}{job}-{everyone[leader]['pid']}-{o.index}") for t, o in self._own.items()}
+        try:
+            failure = None
+            if self._rank == leader:
+                try:
+                    _remove_stale(_SHM_DIR)
+                    for t, o in self._own.items():
+                        self._host_tier_call(lib.tfs_share_host_tier, t, paths[t], o.host_ids)
+                    if _after_fill is not None:
+                        _after_fill(paths)
+                except Exception as e:
+                    failure = e
+            self._agree(failure, "fill the host's shared host tier")
+            if self._rank != leader:
+                try:
+                    for t in self._own:
+                        self._host_tier_call(lib.tfs_map_host_tier, t, paths[t])
+                except Exception as e:
+                    failure = e
+            self._agree(failure, "map the host's shared host tier")
+        finally:
+            for o in self._own.values():
+                o.host_ids = np.empty(0, dtype=np.int64)
+            if self._rank == leader:  # every rank of the host has mapped it (or failed): nothing to leave behind
+                for p in paths.values():
+                    try:
+                        os.unlink(p)
+                    except FileNotFoundError:
+                        pass
+        self._all_gather_object(None, "wait for the shared host tier's file to be removed")  # open returns once it is gone
+
+    def _host_tier_call(self, fn: Any, node_type: str, path: str, ids: Optional[np.ndarray] = None) -> None:
+        nt = None if node_type == self.node_type else _c_str(node_type, "node_type")
+        p = _c_str(path, "path")
+        if ids is None:
+            check(fn(self._h(), nt, p))
+            return
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        check(fn(self._h(), nt, p, ids.ctypes.data if ids.shape[0] else None, ids.shape[0]))
+
+    def _all_gather_object(self, obj: Any, what: str) -> List[Any]:
+        if self._group is None:
+            return [obj]
+        out: List[Any] = [None] * self._world
+        try:
+            _dist().all_gather_object(out, obj, group=self._group)
+        except RuntimeError as e:
+            raise errors.PeerError(f"tierfs.open: rank {self._rank} could not {what}: a peer died or timed out "
+                                   f"({self._timeout:.0f} s): {e}") from e
+        return out
+
+    def _agree(self, failure: Optional[BaseException], what: str) -> None:
+        """Raises on every rank when one failed to do what (this rank's own error, or PeerError
+        naming the rank that failed)."""
+        msgs = self._all_gather_object(None if failure is None else f"{type(failure).__name__}: {failure}", what)
+        if failure is not None:
+            raise failure
+        bad = [(r, m) for r, m in enumerate(msgs) if m is not None]
+        if bad:
+            raise errors.PeerError(f"tierfs.open: rank {bad[0][0]} could not {what}: {bad[0][1]}")
 
     # properties ------------------------------------------------------------------------
 
@@ -347,6 +469,11 @@ class DistributedStore(Store):
     def cache_mode(self) -> str:
         """``"shared"`` (rows owned by one rank, exchanged) or ``"replicated"``."""
         return self._cache_mode
+
+    @property
+    def host_tier(self) -> str:
+        """``"per_rank"`` (this rank's own host tier) or ``"per_host"`` (one per host, shared)."""
+        return self._host_tier
 
     @property
     def group(self) -> Any:
@@ -677,6 +804,7 @@ class DistributedStore(Store):
         )
         if len(per_type) > 1:
             s["distributed"]["node_types"] = per_type
+        s["distributed"]["host_tier"] = self._host_tier_stats(s)
         return s
 
     def _peer_path(self) -> str:
@@ -689,6 +817,19 @@ class DistributedStore(Store):
         n = torch.cuda.device_count()
         p2p = all(torch.cuda.can_device_access_peer(i, j) for i in range(n) for j in range(n) if i != j)
         return "GPU peer to peer (NCCL)" if p2p else "GPU through host memory (NCCL, no peer access)"
+
+    def _host_tier_stats(self, s: Dict[str, Any]) -> Dict[str, Any]:
+        """The host tier as the host holds it: ``rows`` and ``bytes`` this rank serves from it,
+        and ``rows_held``/``bytes_held`` the memory it takes on the host on this rank's account
+        (per_host: the creating rank counts the shared tier, the others 0, so the sum over a
+        host's ranks is the host's memory)."""
+        per = [s["node_types"][t]["tiers"] for t in self._own] if "node_types" in s else [s["tiers"]]
+        hosts = [next(x for x in tiers if x["tier"] == "host") for tiers in per]
+        rows = sum(int(x["rows_held"]) for x in hosts)
+        nbytes = sum(int(x["bytes_held"]) for x in hosts)
+        mapped = any(x.get("shared") == "mapped" for x in hosts)
+        return dict(mode=self._host_tier, ranks_sharing=self._host_ranks, creator_rank=self._host_leader, rows=rows, bytes=nbytes,
+                    rows_held=0 if mapped else rows, bytes_held=0 if mapped else nbytes)
 
     def close(self) -> None:
         """Closes this rank's store (not the process group: it may be the caller's)."""
@@ -727,9 +868,39 @@ def _group_timeout(group: Any) -> float:
 
 
 def open_distributed(path: Any, *, rank: Optional[int], world_size: Optional[int], group: Any, cache_mode: Optional[str],
-                     hotness: Any, timeout: Optional[float], **options: Any) -> DistributedStore:
+                     hotness: Any, timeout: Optional[float], host_tier: Optional[str] = None, **options: Any) -> DistributedStore:
     return DistributedStore(path, rank=rank, world_size=world_size, group=group, cache_mode=cache_mode or "shared",
-                            hotness=hotness, timeout=timeout, **options)
+                            hotness=hotness, timeout=timeout, host_tier=host_tier or "per_rank", **options)
+
+
+def _remove_stale(directory: str) -> List[str]:
+    """Removes the per-host tier files in directory whose creator is no longer alive (killed
+    before the host's ranks had mapped them) and returns their paths. A live creator's file (its
+    job is still starting) is left alone."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        if not name.startswith(_SHM_PREFIX):
+            continue
+        parts = name[len(_SHM_PREFIX) :].split("-")
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+            continue  # alive (or another user's: PermissionError below)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed.append(os.path.join(directory, name))
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 # Loader support --------------------------------------------------------------------------

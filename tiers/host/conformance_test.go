@@ -1,6 +1,9 @@
 package host
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tierfs/tierfs/tiers"
@@ -29,4 +32,31 @@ func TestSieveConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The shared backing: each Fill makes a new shared tier file with FillShared in one Cache and
+// maps it with MapShared in another (as the other processes of a host do), removes the file and
+// the creator, and the suite checks the mapped tier.
+func TestSharedCacheConformance(t *testing.T) {
+	tierstest.Run(t, func(t *testing.T, rows [][]byte) tiers.Tier {
+		return &mappedShared{Cache: New(int64(len(rows[0]))), dir: t.TempDir()}
+	})
+}
+
+type mappedShared struct {
+	*Cache
+	dir   string
+	fills int
+}
+
+func (m *mappedShared) Fill(ids []int64, load tiers.Source) error {
+	m.fills++
+	path := filepath.Join(m.dir, fmt.Sprintf("tier-%d", m.fills))
+	creator := New(m.rowBytes)
+	defer creator.Close()
+	if err := creator.FillShared(path, ids, load); err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	return m.MapShared(path)
 }

@@ -31,6 +31,7 @@ type Cache struct {
 	arena    []byte // mmap'ed, len(ids)*rowBytes
 	workers  int
 	dev      *devicePath // nil until AttachDevice
+	shared   *sharedFile // the file in shared memory the index and arena live in (FillShared, MapShared); nil: private
 }
 
 // Index maps a fixed set of node ids to slots: the slot of an id is its rank among them. It is
@@ -54,10 +55,7 @@ func NewIndex(ids []int64) (Index, error) {
 			return Index{}, fmt.Errorf("tier index: node %d listed twice for the cache", sorted[i])
 		}
 	}
-	size := uint64(16)
-	for size < 2*uint64(len(sorted)) {
-		size *= 2
-	}
+	size := tableSize(len(sorted))
 	table := make([]int32, size)
 	for i := range table {
 		table[i] = -1
@@ -71,6 +69,15 @@ func NewIndex(ids []int64) (Index, error) {
 		table[h] = int32(i)
 	}
 	return Index{ids: sorted, table: table, mask: mask}, nil
+}
+
+// tableSize is the hash table's length for n ids: a power of two, at least 16 and 2n.
+func tableSize(n int) uint64 {
+	size := uint64(16)
+	for size < 2*uint64(n) {
+		size *= 2
+	}
+	return size
 }
 
 // IDs are the ids held, ascending; slot i holds IDs()[i]. Callers must not modify it.
@@ -114,6 +121,9 @@ func (c *Cache) AttachDevice(dev, concurrency int) error {
 func (c *Cache) publish() error {
 	if c.dev == nil {
 		return nil
+	}
+	if err := c.shared.pinnable(c.arena); err != nil {
+		return err
 	}
 	if err := c.dev.register(c.arena); err != nil {
 		return err
@@ -256,13 +266,15 @@ func (x *Index) Ranges(fn func(first, count int64) bool) {
 	}
 }
 
-// release unmaps the arena; the tier is then empty.
+// release unmaps the arena (or the shared file); the tier is then empty.
 func (c *Cache) release() error {
 	var err error
-	if c.arena != nil {
+	if c.shared != nil {
+		err = unix.Munmap(c.shared.mem)
+	} else if c.arena != nil {
 		err = unix.Munmap(c.arena)
 	}
-	c.Index, c.arena = Index{}, nil
+	c.Index, c.arena, c.shared = Index{}, nil, nil
 	return err
 }
 
