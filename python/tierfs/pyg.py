@@ -19,7 +19,7 @@ Per batch, the loader makes one native sampling call (``sample_from_nodes``) and
 ``FeatureStore._multi_get_tensor`` makes one native gather for every requested ``x`` (plus one
 label read when ``y`` is requested).
 
-Worker processes: keep ``num_workers=0`` (and pass ``filter_per_worker=False``). tierfs already
+Worker processes: keep ``num_workers=0`` (``filter_per_worker`` then changes nothing). tierfs already
 samples and gathers on the Go runtime's threads with the GIL released, so workers add nothing
 but copies: each worker would reopen the store (its own host cache, topology and IO stacks),
 and a worker *forked* from a process that loaded the library cannot call it at all (the Go
@@ -173,8 +173,8 @@ class FeatureStore(_PyGFeatureStore):
     edge ones. Picklable (the store reopens in the receiving process).
 
     A heterogeneous store (``store.is_hetero``) keys node attributes by ``group_name`` = node
-    type: ``x`` (the type's default feature, through its memory tiers), its other features by
-    name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
+    type: its default feature (through its memory tiers) under its own name or ``x=``, its
+    other features by name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
     ``(src, rel, dst)``. ``_multi_get_tensor`` makes one native gather per (type, feature) in
     the request. A type or attribute the dataset lacks is a ``KeyError`` naming what it has.
     """
@@ -434,13 +434,14 @@ class FeatureStore(_PyGFeatureStore):
 class GraphStore(_PyGGraphStore):
     """Read-only PyG ``GraphStore`` over a :class:`tierfs.Store`'s topology.
 
-    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``; a
-    heterogeneous store one ``EdgeAttr`` per edge type ``(src, rel, dst)``, CSC, ``size=(number
+    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``, with or
+    without edges (as PyG's in-memory ``Data``: a homogeneous graph); a heterogeneous store one ``EdgeAttr`` per edge type ``(src, rel, dst)``, CSC, ``size=(number
     of src nodes, number of dst nodes)``. The
     :class:`NeighborSampler` never reads edges through it. Asking for the edge index
     (``get_edge_index``, ``coo()``, ``csr()``, ``csc()``) materializes the whole topology in
     memory (:meth:`tierfs.Store.csc`: 8 bytes per edge and per node, more for COO/CSR); it is
-    not cached, so keep the result if you need it twice.
+    not cached, so keep the result if you need it twice. Its columns are in tierfs's edge id
+    (CSC) order; :func:`input_edge_ids` gives each one's position in the ingested ``edge_index``.
     """
 
     def __init__(self, store: Store) -> None:
@@ -783,8 +784,8 @@ class NeighborLoader:
     A heterogeneous dataset takes ``num_neighbors`` per edge type (a dict or PyG's
     ``NumNeighbors``) and ``input_nodes=(node type, ids | bool mask | split name | None)`` and
     yields ``HeteroData`` laid out as PyG's ``NodeLoader`` over :func:`stores` with this module's
-    :class:`NeighborSampler` lays it out: per node type ``x`` (its default feature, through its
-    tiers), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
+    :class:`NeighborSampler` lays it out: per node type its default feature (through its tiers,
+    under its own name, ``x`` for ``from_pyg``'s ``data[t].x``), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
     edge type ``edge_index``, ``e_id``, ``num_sampled_edges`` and its edge features by
     ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. With ``planned_epochs`` the
     plan packs every node type with features (docs/planned.md, "Several node types").
@@ -793,7 +794,9 @@ class NeighborLoader:
     split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
     list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
     ``Data`` that PyG's ``NodeLoader`` over :func:`stores` with this module's
-    :class:`NeighborSampler` gives: ``x``, ``y`` (every sampled node's label), ``edge_index``,
+    :class:`NeighborSampler` gives: the store's feature under its own name (``x`` for
+    ``from_pyg``'s ``data.x``; 1-D where it is one value a node), ``y`` (every sampled node's
+    label), ``edge_index``,
     ``n_id``, ``e_id`` (the sampled edges' positions in the ingested ``edge_index``, as PyG's
     in-memory loaders give them; :func:`csc_edge_ids` maps them to tierfs's edge ids, the CSC
     positions of :meth:`tierfs.Store.csc`, and :class:`tierfs.Sampler` samples carry those),
@@ -809,7 +812,11 @@ class NeighborLoader:
     epoch; ``planned_epochs=K`` plans K epochs up front and replays them (docs/planned.md).
 
     PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
-    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value.
+    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
+    (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
+    ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
+    or split name, as PyG's. Graph-level attributes are not stored, so batches lack them.
 
     Args:
         data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
