@@ -126,6 +126,15 @@ def test_e_id_hetero_indexes_the_input_edge_index(tmp_path):
                 src, dst = b[et[0]].n_id[ei[0]], b[et[2]].n_id[ei[1]]
                 assert torch.equal(data[et].edge_index[:, b[et].e_id], torch.stack([src, dst])), f"{et} seed {SEED}"
                 assert torch.equal(b[et].w, data[et].w[b[et].e_id]) and torch.equal(m[et].w, b[et].w)
+        # loader(index) as PyG's NodeLoader(index), each with a fresh sampler of the same seed
+        ours = tierfs.pyg.NeighborLoader(store, nn, input_nodes=("a", None), batch_size=16, seed=4)
+        mem = NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=4), input_nodes=("a", None), batch_size=16)
+        b, m = ours([5, 0, 79]), mem([5, 0, 79])
+        assert torch.equal(b["a"].input_id, m["a"].input_id) and b["a"].batch_size == m["a"].batch_size == 3
+        for t in data.node_types:
+            assert torch.equal(b[t].n_id, m[t].n_id) and torch.equal(b[t].x, m[t].x)
+        for et in data.edge_types:
+            assert torch.equal(b[et].e_id, m[et].e_id) and torch.equal(b[et].edge_index, m[et].edge_index)
 
 
 def test_pyg_default_arguments_are_accepted(tmp_path):
