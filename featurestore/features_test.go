@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -75,7 +76,9 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 			must(err)
 			defer s.Close()
 			infos := s.Features()
-			if len(infos) != 4 || infos[0].Name != "x" || infos[1].Name != "h" || infos[2].Of != "edge" || !infos[2].Scalar || infos[3].Dim != 5 {
+			// ingest's input_edge_id last: the input is not sorted by destination.
+			if len(infos) != 5 || infos[0].Name != "x" || infos[1].Name != "h" || infos[2].Of != "edge" || !infos[2].Scalar || infos[3].Dim != 5 ||
+				infos[4].Name != ingest.InputEdgeIDFeature || infos[4].DType != dataset.Int64 || !infos[4].Scalar {
 				t.Fatalf("Features() = %+v", infos)
 			}
 			if def := infos[0].Default; def != (tc.feature == "") || infos[1].Default != (tc.feature == "h") {
@@ -115,6 +118,14 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 					if !bytes.Equal(got[i*f.rb:(i+1)*f.rb], f.rows[int(in)*f.rb:(int(in)+1)*f.rb]) {
 						t.Fatalf("%s of sampled edge %d (input edge %d, edge id %d) differs", f.name, i, in, smp.EdgeIDs[i])
 					}
+				}
+			}
+			inputIDs := make([]byte, 8*len(smp.EdgeIDs))
+			must(s.GatherFeature(ingest.InputEdgeIDFeature, smp.EdgeIDs, inputIDs))
+			for i := range smp.EdgeIDs {
+				in := pairs[[2]int64{smp.Nodes[smp.Row[i]], smp.Nodes[smp.Col[i]]}]
+				if got := int64(binary.LittleEndian.Uint64(inputIDs[8*i:])); got != in {
+					t.Fatalf("%s of sampled edge %d (edge id %d) is %d, want input edge %d", ingest.InputEdgeIDFeature, i, smp.EdgeIDs[i], got, in)
 				}
 			}
 			if err := s.GatherFeature("nope", ids[:1], make([]byte, 8)); !errors.Is(err, dataset.ErrFeatureNotFound) {

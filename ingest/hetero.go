@@ -171,7 +171,7 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	for _, e := range edges {
 		in := e.in
 		topt := topologyOptions{progress: opt.Progress, numSrc: count[in.Src], src: in.Src, rel: in.Rel, dst: in.Dst,
-			typeDir: dataset.EdgeTypeDir(in.Src, in.Rel, in.Dst)}
+			typeDir: dataset.EdgeTypeDir(in.Src, in.Rel, in.Dst), inputEdgeIDs: true}
 		et, _, err := tw.edgeType(e.edges, in.Edges, count[in.Dst], topt, e.features, in.Key()+":")
 		if err != nil {
 			return nil, typed(fmt.Sprintf("edge type %q", in.Key()), err)

@@ -251,7 +251,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
 	m.SetDir(w.Dir)
 	if edges != nil {
-		topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress}
+		topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
 		et, n, err := tw.edgeType(edges, opt.Edges, numNodes, topt, edgeFeatures, "")
 		if err != nil {
 			return nil, err

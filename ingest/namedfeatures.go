@@ -19,6 +19,13 @@ type FeatureInput struct {
 	DType dataset.DType // as Options.FeatureDType, for this input
 }
 
+// InputEdgeIDFeature names the int64 scalar edge feature ingest writes where an edge type's
+// edge ids (CSC positions) differ from the positions of its edges in the input: row p holds the
+// input position of edge id p (the reverse of an undirected input's edge i holds i too). An
+// edge type without it has edge ids equal to input positions, or an input order not known
+// (Dedup, synth). Users cannot name an edge feature so.
+const InputEdgeIDFeature = "input_edge_id"
+
 // maxFeatureNameLen bounds feature names (they become parts of file names).
 const maxFeatureNameLen = 64
 
@@ -90,6 +97,9 @@ func openFeatureInput(of string, in FeatureInput) (namedSource, error) {
 	if err := checkFeatureName(of, in.Name); err != nil {
 		return namedSource{}, err
 	}
+	if of == "edge" && in.Name == InputEdgeIDFeature {
+		return namedSource{}, fmt.Errorf("ingest: edge feature name %q is reserved: ingest writes the input position of every edge under it; rename the feature", in.Name)
+	}
 	if in.Path == "" {
 		return namedSource{}, fmt.Errorf("ingest: %s feature %q has no file", of, in.Name)
 	}
@@ -160,6 +170,18 @@ func writeEdgeFeature(fw *dataset.FeatureWriter, e namedSource, order []int64, p
 	})
 }
 
+// writeInputEdgeIDs writes order (the input position of every edge id) as int64 rows.
+func writeInputEdgeIDs(fw *dataset.FeatureWriter, order []int64) error {
+	chunk := int(featureChunkBytes / 8)
+	for p := 0; p < len(order); p += chunk {
+		rows := order[p:min(p+chunk, len(order))]
+		if err := fw.WriteRows(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(rows))), 8*len(rows))); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+	}
+	return nil
+}
+
 // edgeOrder is a mapped temporary file of one int64 per edge id: the input edge it came from.
 type edgeOrder struct {
 	path string
@@ -182,6 +204,19 @@ func newEdgeOrder(path string, edges int64) (*edgeOrder, error) {
 		o.ids = unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(mf.Bytes()))), edges)
 	}
 	return o, nil
+}
+
+// isIdentity says whether every edge id is its input position (nil: no order recorded, false).
+func (o *edgeOrder) isIdentity() bool {
+	if o == nil {
+		return false
+	}
+	for p, r := range o.ids {
+		if r != int64(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // release unmaps and removes the file; later calls do nothing.

@@ -3,9 +3,11 @@ package ingest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,4 +234,87 @@ func loadManifest(t *testing.T, dir string) *dataset.Manifest {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestInputEdgeIDs checks InputEdgeIDFeature against the plain reference: edge id p holds the
+// input position of its edge (a reverse edge its input edge's), written only where edge ids and
+// input positions differ and the input order is known.
+func TestInputEdgeIDs(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		nodes, edges                    int
+		undirected, dropSelfLoops, text bool
+	}{{50, 400, false, false, false}, {80, 700, true, false, false}, {60, 500, false, true, true}, {40, 300, true, true, true}} {
+		in := t.TempDir()
+		src, dst := testGraph(rng, tc.nodes, tc.edges)
+		edges := filepath.Join(in, "edges.npy")
+		if tc.text {
+			edges = filepath.Join(in, "edges.csv")
+			var b strings.Builder
+			for i := range src {
+				fmt.Fprintf(&b, "%d,%d\n", src[i], dst[i])
+			}
+			if err := os.WriteFile(edges, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			writeNpyEdges(t, edges, "<i8", src, dst, false)
+		}
+		out := filepath.Join(t.TempDir(), "ds")
+		n := int64(tc.nodes)
+		if _, err := Ingest(Options{Edges: edges, Out: out, NumNodes: n, Undirected: tc.undirected, DropSelfLoops: tc.dropSelfLoops}); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		m := loadVerified(t, out)
+		spec, isEdge, err := m.AnyFeature(InputEdgeIDFeature)
+		if err != nil || !isEdge || !spec.Scalar || spec.DType != dataset.Int64 || spec.Count() != m.Edges().Count {
+			t.Fatalf("%+v: %s: %+v edge %v %v", tc, InputEdgeIDFeature, spec, isEdge, err)
+		}
+		positions := make([]int64, len(src))
+		for i := range positions {
+			positions[i] = int64(i)
+		}
+		_, want := referenceEdgeRows(n, src, dst, intBytes(positions, 'i', 8), 8, tc.undirected, tc.dropSelfLoops)
+		if got := featureBytes(t, m, spec); !bytes.Equal(got, want) {
+			t.Fatalf("%+v: %s differs from the reference", tc, InputEdgeIDFeature)
+		}
+	}
+
+	// Sorted by destination (edge ids are input positions), dedup (input order lost): none.
+	src, dst := testGraph(rng, 30, 200)
+	idx := make([]int, len(src))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return int(dst[a] - dst[b]) })
+	var ss, sd []int64
+	for _, i := range idx {
+		ss, sd = append(ss, src[i]), append(sd, dst[i])
+	}
+	for _, tc := range []struct {
+		src, dst []int64
+		dedup    bool
+	}{{ss, sd, false}, {src, dst, true}} {
+		in := t.TempDir()
+		writeNpyEdges(t, filepath.Join(in, "edges.npy"), "<i8", tc.src, tc.dst, false)
+		out := filepath.Join(t.TempDir(), "ds")
+		if _, err := Ingest(Options{Edges: filepath.Join(in, "edges.npy"), Out: out, NumNodes: 30, Dedup: tc.dedup}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := loadVerified(t, out).AnyFeature(InputEdgeIDFeature); err == nil {
+			t.Fatalf("dedup %v: %s written where edge ids are input positions or the order is lost", tc.dedup, InputEdgeIDFeature)
+		}
+	}
+
+	// The name is reserved.
+	in := t.TempDir()
+	writeNpyEdges(t, filepath.Join(in, "edges.npy"), "<i8", src, dst, false)
+	WriteNpy(filepath.Join(in, "w.npy"), "<f4", []int64{int64(len(src))}, randomRows(rng, int64(len(src)), 4))
+	_, err := Ingest(Options{Edges: filepath.Join(in, "edges.npy"), Out: filepath.Join(t.TempDir(), "ds"), NumNodes: 30,
+		EdgeFeatures: []FeatureInput{{Name: InputEdgeIDFeature, Path: filepath.Join(in, "w.npy")}}})
+	if err == nil || !strings.Contains(err.Error(), "reserved") || !strings.Contains(err.Error(), InputEdgeIDFeature) {
+		t.Fatalf("an edge feature named %s: %v, want an error naming it reserved", InputEdgeIDFeature, err)
+	}
 }

@@ -27,6 +27,9 @@ type topologyOptions struct {
 	// orderPath, when set, is where buildTopology records the input edge of every edge id
 	// (builtTopology.order), for writing edge features in edge id order. Not with dedup.
 	orderPath string
+	// inputEdgeIDs asks edgeType to keep the input position of every edge id
+	// (InputEdgeIDFeature): set where the input's order is the user's (Ingest, IngestHetero).
+	inputEdgeIDs bool
 	// Edge types of a heterogeneous graph (IngestHetero): numSrc, when > 0, is the count of the
 	// source node type (numNodes then counts the destination type, over which the CSC is
 	// built); src, rel, dst name the edge type ("" for the one type "node:to:node"); typeDir is

@@ -110,10 +110,12 @@ func (tw *typeWriter) nodeType(nt *dataset.NodeType, typeDir, tagPrefix string, 
 }
 
 // edgeType builds the topology of edges (edgesPath names it in errors; see buildTopology for
-// numNodes and topt) and writes features, one row per input edge, in edge id order. It returns
-// the edge type and the node count.
+// numNodes and topt) and writes features, one row per input edge, in edge id order. With
+// topt.inputEdgeIDs (and not dedup) it also writes InputEdgeIDFeature when the edge ids are
+// not the input's positions. It returns the edge type and the node count.
 func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int64, topt topologyOptions, features []namedSource, tagPrefix string) (dataset.EdgeType, int64, error) {
-	if len(features) > 0 {
+	keepInputIDs := topt.inputEdgeIDs && !topt.dedup
+	if len(features) > 0 || keepInputIDs {
 		topt.orderPath = filepath.Join(tw.w.Dir, ".edge-order.tmp")
 	}
 	topo, err := buildTopology(tw.w.Dir, edges, numNodes, topt)
@@ -130,6 +132,20 @@ func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int6
 		sp, err := tw.feature(topt.typeDir, tagPrefix+ef.in.Name, ef, et.Count, func(fw *dataset.FeatureWriter) error {
 			return writeEdgeFeature(fw, ef, topo.order.ids, tw.progress)
 		})
+		if err != nil {
+			return et, 0, err
+		}
+		et.Features = append(et.Features, sp)
+	}
+	if keepInputIDs && !topo.order.isIdentity() {
+		// In the dataset's directory, never striped: it is read a batch's edges at a time.
+		ids := namedSource{FeatureInput{Name: InputEdgeIDFeature}, &featureSource{dtype: dataset.Int64, dim: 1, scalar: true}}
+		local := typeWriter{w: tw.w, progress: tw.progress}
+		sp, err := local.feature(topt.typeDir, tagPrefix+InputEdgeIDFeature, ids, et.Count, func(fw *dataset.FeatureWriter) error {
+			return writeInputEdgeIDs(fw, topo.order.ids)
+		})
+		tw.files = append(tw.files, local.files...)
+		tw.stripes = append(tw.stripes, local.stripes...)
 		if err != nil {
 			return et, 0, err
 		}

@@ -95,7 +95,7 @@ def test_from_graphbolt_round_trip(tmp_path, csv):
     path = tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "ds")
     which = {(int(s), int(d)): i for i, (s, d) in enumerate(ei.T)}
     with tierfs.open(path) as s:
-        assert s.feature_name == "feat" and list(s.features) == ["feat", "year", "weight"]
+        assert s.feature_name == "feat" and list(s.features) == ["feat", "year", "weight", "input_edge_id"]
         ids = np.arange(s.num_nodes)
         np.testing.assert_array_equal(s.gather(ids), a["feat"], err_msg=f"seed {SEED}")
         np.testing.assert_array_equal(s.gather(ids, feature="year"), a["year"])

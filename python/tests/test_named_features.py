@@ -51,7 +51,8 @@ def named(tmp_path_factory):
 def test_features_listed_and_gathered(named):
     path, edges, a = named
     with tierfs.open(path) as s:
-        assert list(s.features) == ["x", "h", "deg", "edge_weight", "edge_attr"]
+        # input_edge_id: ingest's input position of every edge id (the input is not sorted by destination)
+        assert list(s.features) == ["x", "h", "deg", "edge_weight", "edge_attr", "input_edge_id"]
         assert s.feature_name == "x" and s.features["x"]["default"]
         assert s.features["edge_weight"] == {"of": "edge", "dtype": "float32", "dim": 1, "row_bytes": 4, "rows": edges.shape[1],
                                              "scalar": True, "default": False}
@@ -100,7 +101,7 @@ def test_verify_covers_edge_features_and_version(named, cli, tmp_path):
     path, edges, a = named
     with open(os.path.join(path, "manifest.json")) as f:
         m = json.load(f)
-    assert m["version"] == 3 and [f["name"] for f in m["edge_types"][0]["features"]] == ["edge_weight", "edge_attr"]
+    assert m["version"] == 3 and [f["name"] for f in m["edge_types"][0]["features"]] == ["edge_weight", "edge_attr", "input_edge_id"]
     assert subprocess.run([cli, "verify", path], capture_output=True).returncode == 0
     copy = tierfs.ingest(tmp_path / "c", edges=edges, edge_features={"edge_attr": a["edge_attr"]})
     stripe = os.path.join(copy, json.load(open(os.path.join(copy, "manifest.json")))["edge_types"][0]["features"][0]["files"][0])
@@ -153,7 +154,7 @@ def test_from_pyg_stores_node_and_edge_attributes(tmp_path):
     path = tierfs.from_pyg(data, tmp_path / "pyg")
     which = input_edge_of(ei.numpy())
     with tierfs.open(path) as s:
-        assert {k: v["of"] for k, v in s.features.items()} == {"x": "node", "pos": "node", "edge_attr": "edge", "edge_weight": "edge"}
+        assert {k: v["of"] for k, v in s.features.items()} == {"x": "node", "pos": "node", "edge_attr": "edge", "edge_weight": "edge", "input_edge_id": "edge"}
         ids = torch.arange(n)
         assert torch.equal(s.gather(ids, feature="pos"), data.pos)
         smp = s.sampler([-1]).sample(torch.arange(n))
@@ -177,12 +178,10 @@ def test_pyg_feature_store_and_loader_serve_named_features(named):
     with tierfs.open(path) as s:
         fs, gs = tierfs.pyg.stores(s)
         ref = MyFeatureStore()
-        indptr, indices = s.csc()
-        csc_rows = [which[(int(indices[p]), int(v))] for v in range(s.num_nodes) for p in range(indptr[v], indptr[v + 1])]
         for name in ("x", "h", "deg"):
             ref.put_tensor(torch.from_numpy(a[name]), group_name=None, attr_name=name, index=None)
-        for name in ("edge_weight", "edge_attr"):  # edge features in edge id order
-            ref.put_tensor(torch.from_numpy(a[name][csc_rows]), group_name=tierfs.pyg.EDGE_TYPE, attr_name=name, index=None)
+        for name in ("edge_weight", "edge_attr"):  # edge attributes in the input's order (e_id), as in memory
+            ref.put_tensor(torch.from_numpy(a[name]), group_name=tierfs.pyg.EDGE_TYPE, attr_name=name, index=None)
         r = rng(144)
         ids = torch.from_numpy(r.integers(0, s.num_nodes, 100))
         eids = torch.from_numpy(r.integers(0, s.num_edges, 80))
@@ -207,6 +206,7 @@ def test_pyg_feature_store_and_loader_serve_named_features(named):
             assert torch.equal(b.e_id, rb.e_id) and torch.equal(b.n_id, rb.n_id)
             assert b.e_id.shape == (b.edge_index.shape[1],)
             rows = [which[(int(b.n_id[i]), int(b.n_id[j]))] for i, j in b.edge_index.t().tolist()]
+            assert b.e_id.tolist() == rows, f"e_id: the input edges' positions, seed {SEED}"
             assert torch.equal(b.edge_attr, torch.from_numpy(a["edge_attr"][rows])), f"seed {SEED}"
             assert torch.equal(b.edge_weight, torch.from_numpy(a["edge_weight"][rows]))
             assert torch.equal(b.h, torch.from_numpy(a["h"][b.n_id.numpy()]))

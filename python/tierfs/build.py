@@ -500,7 +500,8 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     the default feature, ``edge_index`` the topology (messages flow ``edge_index[0] ->
     edge_index[1]``, as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
     ``train_mask``/``val_mask``/``test_mask`` (or ``train_idx``/``val_idx``/``test_idx``) the
-    splits; ``data.num_nodes`` the node count. Every other node-level tensor (``data.is_node_attr``)
+    splits; ``data.num_nodes`` the node count (a 1-D ``x`` is a feature of one value a node,
+    served 1-D). Every other node-level tensor (``data.is_node_attr``)
     becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
     ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
     Attributes that are neither (graph-level values, non-tensors) are named in a warning.
@@ -578,10 +579,19 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         import warnings
 
         warnings.warn(f"from_pyg: attributes not stored (neither node- nor edge-level tensors of 1 or 2 dimensions): {ignored}", stacklevel=2)
+    x = data.x
+    if x is not None and _util.is_tensor(x) and x.dim() == 1:  # one value a node: a scalar feature, served 1-D as PyG serves it
+        node_features = {"x": x, **node_features}
+        x = None
+    edges = data.edge_index
+    if edges is None:  # a graph of no edges still has its one edge type (PyG samples the seeds alone)
+        import torch
+
+        edges = torch.empty((2, 0), dtype=torch.long)
     return ingest(
         out,
-        edges=data.edge_index,
-        features=data.x,
+        edges=edges,
+        features=x,
         labels=data.y,
         splits=splits or None,
         undirected=undirected,

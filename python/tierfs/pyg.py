@@ -19,7 +19,7 @@ Per batch, the loader makes one native sampling call (``sample_from_nodes``) and
 ``FeatureStore._multi_get_tensor`` makes one native gather for every requested ``x`` (plus one
 label read when ``y`` is requested).
 
-Worker processes: keep ``num_workers=0`` (and pass ``filter_per_worker=False``). tierfs already
+Worker processes: keep ``num_workers=0`` (``filter_per_worker`` then changes nothing). tierfs already
 samples and gathers on the Go runtime's threads with the GIL released, so workers add nothing
 but copies: each worker would reopen the store (its own host cache, topology and IO stacks),
 and a worker *forked* from a process that loaded the library cannot call it at all (the Go
@@ -73,6 +73,7 @@ from torch_geometric.data import GraphStore as _PyGGraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 from torch_geometric.loader import LinkLoader as _PyGLinkLoader
 from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling, NodeSamplerInput, NumNeighbors, SamplerOutput
+from torch_geometric.sampler.base import SubgraphType
 from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
@@ -80,10 +81,75 @@ from .loader import Batch, Loader
 from .hetero import HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
-__all__ = ["EDGE_TYPE", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler", "num_neighbors_of", "stores"]
+__all__ = ["EDGE_TYPE", "INPUT_EDGE_ID", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler",
+           "csc_edge_ids", "input_edge_ids", "num_neighbors_of", "stores"]
 
 #: The one edge type of a tierfs dataset, the ``group_name`` of its edge features.
 EDGE_TYPE = ("node", "to", "node")
+
+#: The int64 edge feature ingest writes where an edge type's tierfs edge ids (CSC positions)
+#: differ from the positions of its edges in the ingested ``edge_index`` (ingest's
+#: ``InputEdgeIDFeature``): row p holds the input position of edge id p.
+INPUT_EDGE_ID = "input_edge_id"
+
+
+def _edge_feature_info(store: Store, edge_type: Any) -> Dict[str, Any]:
+    if store.is_hetero:
+        return store.types["edge_types"][tuple(edge_type)]["features"]
+    return {n: f for n, f in store.features.items() if f["of"] == "edge"}
+
+
+def input_edge_ids(store: Store, edge_ids: Any, edge_type: Any = None) -> Tensor:
+    """tierfs edge ids (CSC positions: the order of :meth:`tierfs.Store.csc`, the ``e_id`` of
+    :class:`tierfs.Sampler` samples, the rows of ``store.gather(ids, feature=<edge feature>)``)
+    as positions in the ``edge_index`` the dataset was ingested from — the ``e_id`` of this
+    module's samplers and loaders, as PyG's in-memory loaders give it. Both directions of an
+    edge of an undirected ingest map to its one input position. Where the dataset holds no
+    :data:`INPUT_EDGE_ID` (input sorted by destination, or order unknown: dedup, synth) the
+    ids are returned as they are. ``edge_type`` names the edge type of a heterogeneous store."""
+    ids = edge_ids if isinstance(edge_ids, Tensor) else torch.as_tensor(np.asarray(edge_ids), dtype=torch.long)
+    if INPUT_EDGE_ID not in _edge_feature_info(store, edge_type):
+        return ids
+    if store.is_hetero:
+        out = store.gather(ids, edge_type=tuple(edge_type), feature=INPUT_EDGE_ID)
+    else:
+        out = store.gather(ids, feature=INPUT_EDGE_ID)
+    return out if isinstance(out, Tensor) else torch.from_numpy(out)
+
+
+def _input_to_csc(store: Store, edge_type: Any = None) -> Optional[Tensor]:
+    """The inverse of :data:`INPUT_EDGE_ID` (input position -> an edge id, -1 for an input edge
+    ingest dropped), or None where edge ids are input positions. Reads 8 bytes an edge."""
+    info = _edge_feature_info(store, edge_type)
+    if INPUT_EDGE_ID not in info:
+        return None
+    count = int(info[INPUT_EDGE_ID]["rows"])
+    perm = input_edge_ids(store, torch.arange(count), edge_type).cpu()
+    inverse = torch.full((int(perm.max()) + 1 if count else 0,), -1, dtype=torch.long)
+    inverse[perm] = torch.arange(count)
+    return inverse
+
+
+def _map_input_ids(inverse: Optional[Tensor], ids: Tensor, what: str) -> Tensor:
+    if inverse is None:
+        return ids
+    flat = ids.cpu()
+    if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= inverse.numel()):
+        bad = int(flat.min()) if int(flat.min()) < 0 else int(flat.max())
+        raise errors.OutOfRangeError(f"tierfs.pyg: {what}: edge {bad} is outside the ingested edge_index's [0, {inverse.numel()})")
+    out = inverse[flat]
+    if out.numel() and int(out.min()) < 0:
+        bad = int(flat[out < 0][0])
+        raise errors.KeyNotFoundError(f"tierfs.pyg: {what}: input edge {bad} is not in the dataset (ingest dropped it: a self loop with drop_self_loops)")
+    return out.to(ids.device)
+
+
+def csc_edge_ids(store: Store, e_id: Any, edge_type: Any = None) -> Tensor:
+    """The inverse of :func:`input_edge_ids`: positions in the ingested ``edge_index`` (PyG's
+    ``e_id``) as tierfs edge ids (CSC positions). Reads the whole :data:`INPUT_EDGE_ID` (8
+    bytes an edge) on every call; :class:`FeatureStore` keeps it for its edge attributes."""
+    ids = e_id if isinstance(e_id, Tensor) else torch.as_tensor(np.asarray(e_id), dtype=torch.long)
+    return _map_input_ids(_input_to_csc(store, edge_type), ids, "csc_edge_ids")
 
 
 def _unwrap(store: Any) -> Store:
@@ -98,11 +164,14 @@ def _unwrap(store: Any) -> Store:
 class FeatureStore(_PyGFeatureStore):
     """Read-only PyG ``FeatureStore`` over a :class:`tierfs.Store`.
 
-    Node attributes (``group_name=None``): the store's feature as ``x``, the dataset's other node
+    Node attributes (``group_name=None``): the store's feature under its own name (``x`` for a
+    dataset ingested from ``data.x`` or ``features=``, ``feat`` for a ``data.feat``: as PyG's
+    in-memory ``Data`` names it; ``x=`` serves it under another name), the dataset's other node
     features by their names (``TensorAttr(None, "h")``), and, where the dataset has labels, the
     labels as ``y``. Edge features (``edge_attr``, ``edge_weight``, ...) by their names with
-    ``group_name`` :data:`EDGE_TYPE` (or None; feature names are unique), indexed by edge id
-    (``batch.e_id``). Tensors come back on the store's device (``tierfs.open(..., device=)``),
+    ``group_name`` :data:`EDGE_TYPE` (or None; feature names are unique), indexed as PyG's
+    in-memory ``data.edge_attr`` is: by position in the ingested ``edge_index`` (``batch.e_id``;
+    :func:`input_edge_ids`). Tensors come back on the store's device (``tierfs.open(..., device=)``),
     or on the index's device for CUDA indices. A scalar feature (one value a row, as edge
     weights) gives a 1-D tensor.
 
@@ -113,17 +182,31 @@ class FeatureStore(_PyGFeatureStore):
     edge ones. Picklable (the store reopens in the receiving process).
 
     A heterogeneous store (``store.is_hetero``) keys node attributes by ``group_name`` = node
-    type: ``x`` (the type's default feature, through its memory tiers), its other features by
-    name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
+    type: its default feature (through its memory tiers) under its own name or ``x=``, its
+    other features by name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
     ``(src, rel, dst)``. ``_multi_get_tensor`` makes one native gather per (type, feature) in
     the request. A type or attribute the dataset lacks is a ``KeyError`` naming what it has.
     """
 
-    def __init__(self, store: Store, x: str = "x", y: str = "y") -> None:
+    def __init__(self, store: Store, x: Optional[str] = None, y: str = "y") -> None:
         super().__init__()
         self.store = store
         self.x_name = x
         self.y_name = y
+        self._inverse: Dict[Any, Optional[Tensor]] = {}  # edge type -> _input_to_csc, read once
+
+    def x_of(self, node_type: Optional[str] = None) -> Optional[str]:
+        """The attribute name of the default feature of node_type (None: the one-type store's):
+        its own name (``x`` for ``from_pyg``'s ``data.x``, ``feat`` for a ``data.feat``), or
+        the ``x`` given to the constructor. None where the type has no features."""
+        if node_type is None and not self.store.is_hetero:
+            default: Optional[str] = self.store.feature_name
+        else:
+            feats = self.store.types["node_types"][node_type]["features"]
+            default = next((n for n, f in feats.items() if f["default"]), None)
+        if default is None:
+            return None
+        return self.x_name if self.x_name is not None else default
 
     # PyG CRUD --------------------------------------------------------------------------
 
@@ -148,6 +231,16 @@ class FeatureStore(_PyGFeatureStore):
             attr.index = None
         return super().get_tensor(attr, convert_type=convert_type)
 
+    def get_tensor_size(self, *args: Any, **kwargs: Any) -> Optional[Tuple[int, ...]]:
+        """As PyG's, with an unset ``group_name`` meaning the one node type (None):
+        ``get_tensor_size(attr_name="x")`` is the size of ``get_tensor(attr_name="x")``."""
+        attr = self._tensor_attr_cls.cast(*args, **kwargs)
+        if not attr.is_set("group_name"):
+            attr.group_name = None
+        if not attr.is_set("index"):
+            attr.index = None
+        return self._get_tensor_size(attr)
+
     def __getitem__(self, key: Any) -> Any:
         """``fs[None, "x"]`` is the whole column and ``fs[None, "x", ids]`` its rows (PyG would give
         a view for the former); other partial keys give PyG's views."""
@@ -168,14 +261,14 @@ class FeatureStore(_PyGFeatureStore):
         if g is not None:
             if not (isinstance(g, (tuple, list)) and tuple(g) == EDGE_TYPE):
                 raise KeyError(f"tierfs holds one node type (group_name=None) and one edge type ({EDGE_TYPE}), not {attr.group_name!r}")
-            if name not in features or features[name]["of"] != "edge":
+            if name not in features or features[name]["of"] != "edge" or name == INPUT_EDGE_ID:
                 raise KeyError(f"tierfs store has no edge attribute {name!r} (it has {self._names('edge')})")
             return ("edge", None, name)
-        if name == self.x_name:
+        if name == self.x_of():
             return ("node", None, self.store.feature_name)
         if name == self.y_name and self.store.num_classes > 0:
             return ("label", None, "")
-        if name in features:
+        if name in features and name != INPUT_EDGE_ID:
             return (features[name]["of"], None, name)
         raise KeyError(f"tierfs store has no tensor attribute {name!r} (it has {self._names('node') + self._names('edge')})")
 
@@ -187,14 +280,14 @@ class FeatureStore(_PyGFeatureStore):
             if et not in types["edge_types"]:
                 raise KeyError(f"tierfs dataset has no edge type {et} (it has {list(types['edge_types'])})")
             feats = types["edge_types"][et]["features"]
-            if name not in feats:
-                raise KeyError(f"tierfs edge type {et} has no attribute {name!r} (it has {list(feats)})")
+            if name not in feats or name == INPUT_EDGE_ID:
+                raise KeyError(f"tierfs edge type {et} has no attribute {name!r} (it has {[n for n in feats if n != INPUT_EDGE_ID]})")
             return ("edge", et, name)
         if g not in types["node_types"]:
             raise KeyError(f"tierfs dataset has no node type {g!r} (it has {list(types['node_types'])})")
         t = types["node_types"][g]
         default = next((n for n, f in t["features"].items() if f["default"]), None)
-        if name == self.x_name and default is not None:
+        if default is not None and name == self.x_of(g):
             return ("node", g, default)
         if name == self.y_name and t["labels"]:
             return ("label", g, "")
@@ -208,15 +301,17 @@ class FeatureStore(_PyGFeatureStore):
         t = self.store.types["node_types"][node_type]
         feats = t["features"]
         default = next((n for n, f in feats.items() if f["default"]), None)
-        names = ([self.x_name] if default is not None else []) + [n for n in feats if n != default and n != self.x_name]
+        x = self.x_of(node_type)
+        names = ([x] if x is not None else []) + [n for n in feats if n != default and n != x]
         return names + ([self.y_name] if t["labels"] else [])
 
     def _names(self, of: str) -> List[str]:
         """Attribute names of node ("node") or edge ("edge") attributes of a one-type store."""
         default = self.store.feature_name
         if of == "edge":
-            return [n for n, f in self.store.features.items() if f["of"] == "edge"]
-        names = [self.x_name] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != self.x_name]
+            return [n for n, f in self.store.features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
+        x = self.x_of()
+        names = [x] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
         return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
     def _info(self, src: Tuple[str, Any, str]) -> Optional[Dict[str, Any]]:
@@ -229,22 +324,38 @@ class FeatureStore(_PyGFeatureStore):
         types = self.store.types["edge_types" if of == "edge" else "node_types"]
         return types[t]["features"][name]
 
+    def _input_to_csc(self, edge_type: Any) -> Optional[Tensor]:
+        if edge_type not in self._inverse:
+            self._inverse[edge_type] = _input_to_csc(self.store, edge_type)
+        return self._inverse[edge_type]
+
     def _rows(self, src: Tuple[str, Any, str]) -> int:
         info = self._info(src)
         if info is None:
             return self.store.num_nodes if src[1] is None else self.store.num_nodes_of(src[1])
+        if src[0] == "edge":
+            inverse = self._input_to_csc(src[1])
+            if inverse is not None:
+                return int(inverse.numel())
         return int(info["rows"])
 
     def _read(self, src: Tuple[str, Any, str], ids: Tensor) -> Any:
-        """One native call: the source's rows of ids."""
+        """One native call: the source's rows of ids (edges: positions in the ingested edge_index)."""
         of, t, name = src
         if of == "label":
             return self.store.labels(ids, node_type=t)
-        if t is None:
-            return self.store.gather(ids, feature=name)
         if of == "edge":
-            return self.store.gather(ids, edge_type=t, feature=name)
-        return self.store.gather(ids, node_type=t, feature=name)
+            ids = _map_input_ids(self._input_to_csc(t), ids, f"edge attribute {name!r}")
+        if t is None:
+            out = self.store.gather(ids, feature=name)
+        elif of == "edge":
+            out = self.store.gather(ids, edge_type=t, feature=name)
+        else:
+            out = self.store.gather(ids, node_type=t, feature=name)
+        info = self._info(src)
+        if info is not None and info["scalar"] and out.ndim == 2:  # the default feature's tiers give (n, 1)
+            out = out.reshape(-1)
+        return out
 
     def _index(self, index: Any, n: int) -> Tuple[Tensor, bool]:
         """(1-D int64 CPU or CUDA tensor of ids of n rows, whether the attr asked for one row)."""
@@ -322,7 +433,7 @@ class FeatureStore(_PyGFeatureStore):
         """The edge features, with ``group_name`` their edge type (:data:`EDGE_TYPE` in a one-type
         store); index them by edge id."""
         if self.store.is_hetero:
-            return [self._tensor_attr_cls.cast(et, name) for et, e in self.store.types["edge_types"].items() for name in e["features"]]
+            return [self._tensor_attr_cls.cast(et, name) for et, e in self.store.types["edge_types"].items() for name in e["features"] if name != INPUT_EDGE_ID]
         return [self._tensor_attr_cls.cast(EDGE_TYPE, name) for name in self._names("edge")]
 
     def __repr__(self) -> str:
@@ -332,13 +443,14 @@ class FeatureStore(_PyGFeatureStore):
 class GraphStore(_PyGGraphStore):
     """Read-only PyG ``GraphStore`` over a :class:`tierfs.Store`'s topology.
 
-    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``; a
-    heterogeneous store one ``EdgeAttr`` per edge type ``(src, rel, dst)``, CSC, ``size=(number
+    Advertises one edge type (``edge_type=None``) in CSC layout with ``size=(N, N)``, with or
+    without edges (as PyG's in-memory ``Data``: a homogeneous graph); a heterogeneous store one ``EdgeAttr`` per edge type ``(src, rel, dst)``, CSC, ``size=(number
     of src nodes, number of dst nodes)``. The
     :class:`NeighborSampler` never reads edges through it. Asking for the edge index
     (``get_edge_index``, ``coo()``, ``csr()``, ``csc()``) materializes the whole topology in
     memory (:meth:`tierfs.Store.csc`: 8 bytes per edge and per node, more for COO/CSR); it is
-    not cached, so keep the result if you need it twice.
+    not cached, so keep the result if you need it twice. Its columns are in tierfs's edge id
+    (CSC) order; :func:`input_edge_ids` gives each one's position in the ingested ``edge_index``.
     """
 
     def __init__(self, store: Store) -> None:
@@ -358,9 +470,7 @@ class GraphStore(_PyGGraphStore):
                 EdgeAttr(et, EdgeLayout.CSC, is_sorted=True, size=(store.num_nodes_of(et[0]), store.num_nodes_of(et[2])))
                 for et in store.edge_types
             ]
-        if self.store.num_edges == 0:
-            return []
-        n = self.store.num_nodes
+        n = self.store.num_nodes  # one edge type, with or without edges (else PyG takes the store for heterogeneous)
         return [EdgeAttr(None, EdgeLayout.CSC, is_sorted=True, size=(n, n))]
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Optional[Tuple[Tensor, Tensor]]:
@@ -372,9 +482,12 @@ class GraphStore(_PyGGraphStore):
             indptr, indices = typed_csc(self.store, et)
             n_src, n_dst = self.store.num_nodes_of(et[0]), self.store.num_nodes_of(et[2])
         else:
-            if edge_attr.edge_type is not None or self.store.num_edges == 0:
+            if edge_attr.edge_type is not None:
                 return None
-            indptr, indices = self.store.csc()
+            if self.store.num_edges == 0:
+                indptr, indices = np.zeros(self.store.num_nodes + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            else:
+                indptr, indices = self.store.csc()
             n_src = n_dst = self.store.num_nodes
         if edge_attr.layout == EdgeLayout.CSC:
             return torch.from_numpy(indices), torch.from_numpy(indptr)
@@ -405,6 +518,26 @@ def _edge_type_of(key: Any) -> Tuple[str, str, str]:
     return edge_type_tuple(key)
 
 
+def _edge_type_key(key: Any) -> Optional[Tuple[str, str, str]]:
+    """key as an edge type tuple, or None when it names none."""
+    try:
+        return _edge_type_of(key)
+    except (errors.Error, TypeError, ValueError):
+        return None
+
+
+def _fanouts(value: Any, what: str) -> List[int]:
+    """value as a list of int fanouts, or an InvalidArgumentError naming what."""
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise errors.InvalidArgumentError(f"tierfs.pyg: {what} must be a list of neighbors per hop (ints, -1 for all), got {value!r}")
+    out = []
+    for k in value:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) and not (isinstance(k, Tensor) and k.numel() == 1 and not k.is_floating_point()):
+            raise errors.InvalidArgumentError(f"tierfs.pyg: {what} must be a list of neighbors per hop (ints, -1 for all), got {value!r}")
+        out.append(int(k))
+    return out
+
+
 def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[Tuple[str, str, str], List[int]]]:
     """PyG's ``num_neighbors`` resolved against a store: a list of fanouts per hop for a one-type
     store; for a heterogeneous one ``{edge type: [fanout per hop]}`` over every edge type of the
@@ -420,28 +553,31 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
         raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must be a list of neighbors per hop or a dict of them per edge type, got {num_neighbors!r}")
     if not store.is_hetero:
         if isinstance(num_neighbors, Mapping):
-            only = store.edge_types
-            if len(num_neighbors) == 1 and only and _edge_type_of(next(iter(num_neighbors))) == tuple(only[0]):
-                num_neighbors = next(iter(num_neighbors.values()))
-            else:
-                raise errors.InvalidArgumentError(f"tierfs.pyg: this dataset has one edge type ({', '.join(map(str, only)) or 'none'}); pass num_neighbors as a list per hop, got keys {list(num_neighbors)}")
-        return [int(k) for k in num_neighbors]
+            only = [tuple(et) for et in store.edge_types] or [EDGE_TYPE]
+            keys = list(num_neighbors)
+            if len(keys) != 1 or _edge_type_key(keys[0]) not in only:
+                raise errors.InvalidArgumentError(
+                    f"tierfs.pyg: num_neighbors {num_neighbors!r}: this dataset has one node type and one edge type ({only[0]}); "
+                    f"pass a list of neighbors per hop (or a dict with that one edge type)")
+            fanouts = num_neighbors[keys[0]]
+            return _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{keys[0]!r}]")
+        return _fanouts(num_neighbors, "num_neighbors")
     edge_types = [tuple(et) for et in store.edge_types]
     if not isinstance(num_neighbors, Mapping):
-        per_hop = [int(k) for k in num_neighbors]
+        per_hop = _fanouts(num_neighbors, "num_neighbors")
         return {et: list(per_hop) for et in edge_types}
     given: Dict[Tuple[str, str, str], List[int]] = {}
     for key, fanouts in num_neighbors.items():
         et = _edge_type_of(key)
         if et not in edge_types:
             raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors names edge type {et}, which the dataset lacks (it has {', '.join(map(str, edge_types))})")
-        given[et] = [int(k) for k in ([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts)]
+        given[et] = _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{key!r}]")
     out: Dict[Tuple[str, str, str], List[int]] = {}
     for et in edge_types:
         if et in given:
             out[et] = given[et]
         elif default is not None:
-            out[et] = [int(k) for k in default]
+            out[et] = _fanouts(default, "num_neighbors.default")
         else:
             raise errors.InvalidArgumentError(
                 f"tierfs.pyg: num_neighbors has no fanouts for edge type {et} (give every edge type of the dataset, or "
@@ -458,8 +594,9 @@ class NeighborSampler(BaseSampler):
     ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
     ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
     ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge`` the
-    sampled edges' ids (PyG's loaders set ``batch.e_id`` from it) and ``batch=None`` (not
-    disjoint).
+    sampled edges' positions in the ingested ``edge_index`` (PyG's loaders set ``batch.e_id``
+    from it, so ``edge_attr[batch.e_id]`` of the user's own tensors is right, as in memory;
+    :func:`csc_edge_ids` gives tierfs's CSC positions) and ``batch=None`` (not disjoint).
 
     On a heterogeneous store (``store.is_hetero``) ``num_neighbors`` is PyG's dict of fanouts
     per edge type (or a ``NumNeighbors``, or a list for every edge type; see
@@ -528,7 +665,7 @@ class NeighborSampler(BaseSampler):
                 node=h.node,
                 row=h.row,
                 col=h.col,
-                edge=h.edge,
+                edge={et: None if e is None else input_edge_ids(self.store, e, et) for et, e in h.edge.items()},
                 batch=None,
                 num_sampled_nodes=h.num_sampled_nodes,
                 num_sampled_edges=h.num_sampled_edges,
@@ -541,7 +678,7 @@ class NeighborSampler(BaseSampler):
             node=s.nodes,
             row=s.row,
             col=s.col,
-            edge=s.e_id,
+            edge=input_edge_ids(self.store, s.e_id),
             batch=None,
             num_sampled_nodes=s.nodes_per_hop.tolist(),
             num_sampled_edges=s.edges_per_hop.tolist(),
@@ -582,7 +719,7 @@ class NeighborSampler(BaseSampler):
             node=s.nodes,
             row=s.row,
             col=s.col,
-            edge=s.e_id,
+            edge=input_edge_ids(self.store, s.e_id),
             batch=None,
             num_sampled_nodes=s.nodes_per_hop.tolist(),
             num_sampled_edges=s.edges_per_hop.tolist(),
@@ -698,8 +835,8 @@ class NeighborLoader:
     A heterogeneous dataset takes ``num_neighbors`` per edge type (a dict or PyG's
     ``NumNeighbors``) and ``input_nodes=(node type, ids | bool mask | split name | None)`` and
     yields ``HeteroData`` laid out as PyG's ``NodeLoader`` over :func:`stores` with this module's
-    :class:`NeighborSampler` lays it out: per node type ``x`` (its default feature, through its
-    tiers), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
+    :class:`NeighborSampler` lays it out: per node type its default feature (through its tiers,
+    under its own name, ``x`` for ``from_pyg``'s ``data[t].x``), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
     edge type ``edge_index``, ``e_id``, ``num_sampled_edges`` and its edge features by
     ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. With ``planned_epochs`` the
     plan packs every node type with features (docs/planned.md, "Several node types").
@@ -708,8 +845,12 @@ class NeighborLoader:
     split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
     list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
     ``Data`` that PyG's ``NodeLoader`` over :func:`stores` with this module's
-    :class:`NeighborSampler` gives: ``x``, ``y`` (every sampled node's label), ``edge_index``,
-    ``n_id``, ``e_id`` (the sampled edges' ids in the dataset, its CSC positions),
+    :class:`NeighborSampler` gives: the store's feature under its own name (``x`` for
+    ``from_pyg``'s ``data.x``; 1-D where it is one value a node), ``y`` (every sampled node's
+    label), ``edge_index``,
+    ``n_id``, ``e_id`` (the sampled edges' positions in the ingested ``edge_index``, as PyG's
+    in-memory loaders give them; :func:`csc_edge_ids` maps them to tierfs's edge ids, the CSC
+    positions of :meth:`tierfs.Store.csc`, and :class:`tierfs.Sampler` samples carry those),
     ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size``, and the dataset's
     other features by name: node features by ``n_id``, edge features (``edge_attr``,
     ``edge_weight``, ...) by ``e_id``, each read from disk with one gather a batch (only the
@@ -722,7 +863,11 @@ class NeighborLoader:
     epoch; ``planned_epochs=K`` plans K epochs up front and replays them (docs/planned.md).
 
     PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
-    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value.
+    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
+    (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
+    ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
+    or split name, as PyG's. Graph-level attributes are not stored, so batches lack them.
 
     Args:
         data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
@@ -753,7 +898,14 @@ class NeighborLoader:
         for name, value in pyg_kwargs.items():
             if name not in _PYG_ONLY:
                 raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {name!r}")
-            if value != _PYG_ONLY[name] and not (name == "filter_per_worker" and value is False):
+            if name == "filter_per_worker" and value in (None, True, False):
+                continue  # batches are made on the pipeline's threads, in this process, either way
+            if name == "subgraph_type":
+                try:  # PyG's default is the enum, which the string names
+                    value = SubgraphType(value).value
+                except ValueError:
+                    pass
+            if value != _PYG_ONLY[name]:
                 raise errors.NotSupportedError(
                     f"tierfs.pyg.NeighborLoader: {name}={value!r} is not supported (tierfs samples uniformly, "
                     f"directed, on its own threads in this process); leave it at {_PYG_ONLY[name]!r}"
@@ -761,10 +913,11 @@ class NeighborLoader:
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
-        if isinstance(num_neighbors, int) or (not isinstance(num_neighbors, NumNeighbors) and not len(num_neighbors)):
+        if isinstance(num_neighbors, int) or (not isinstance(num_neighbors, NumNeighbors) and hasattr(num_neighbors, "__len__") and not len(num_neighbors)):
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
+        self._replace, self._seed, self._call_sampler = replace, seed, None
         if self.store.is_hetero:
             self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
             self.input_nodes = seeds
@@ -785,6 +938,8 @@ class NeighborLoader:
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
         self.input_nodes = seeds
+        # PyG's input_id: a mask's (a split's) seeds are their own ids, given ids their positions.
+        self._ids_are_input_id = isinstance(input_nodes, str) or (isinstance(input_nodes, (Tensor, np.ndarray)) and input_nodes.dtype in (torch.bool, np.bool_))
         # input_id of a batch: its seeds' positions in input_nodes (the loader's; under planned
         # epochs, which do not carry them, any position of a repeated id).
         self._sorter = torch.argsort(seeds, stable=True)
@@ -792,8 +947,10 @@ class NeighborLoader:
         self._labels = self.store.num_classes > 0
         # The dataset's other features, read from disk per batch (only the store's own has tiers).
         features = self.store.features
+        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does
+        self._x_scalar = bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
-        self._edge_features = [n for n, f in features.items() if f["of"] == "edge"]
+        self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
         self.loader = Loader(
             self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
@@ -804,11 +961,12 @@ class NeighborLoader:
     def _to_data(self, b: Batch) -> Any:
         s = b.sample
         nodes = s.nodes
-        data = Data(edge_index=torch.stack([s.row, s.col]), x=b.x)
+        data = Data(edge_index=torch.stack([s.row, s.col]))
+        data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
-        data.e_id = s.e_id
+        data.e_id = input_edge_ids(self.store, s.e_id)
         data.num_nodes = int(nodes.shape[0])
         for name in self._node_features:
             data[name] = self.store.gather(nodes, feature=name)
@@ -817,7 +975,12 @@ class NeighborLoader:
         data.num_sampled_nodes = s.nodes_per_hop.tolist()
         data.num_sampled_edges = s.edges_per_hop.tolist()
         seeds = torch.as_tensor(b.seeds)
-        data.input_id = b.positions if b.positions is not None else self._sorter[torch.searchsorted(self._sorted, seeds)]
+        if self._ids_are_input_id:
+            data.input_id = seeds
+        elif b.positions is not None:
+            data.input_id = b.positions
+        else:
+            data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data.batch_size = int(seeds.shape[0])
         return data if self.transform is None else self.transform(data)
 
@@ -832,7 +995,7 @@ class NeighborLoader:
             data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type
             names = self._fs._type_names(t)
             for name in names:
-                if name == self._fs.x_name:
+                if name == self._fs.x_of(t):
                     data[t][name] = b.x[t]
                 elif name == self._fs.y_name:
                     data[t][name] = store.labels(ids, node_type=t)
@@ -844,10 +1007,11 @@ class NeighborLoader:
             data[t].n_id = ids
         for et, e in s.edge.items():
             if e is not None:
-                data[et].e_id = e
+                data[et].e_id = input_edge_ids(store, e, et)
         for et, info in store.types["edge_types"].items():
             for name in info["features"]:
-                data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+                if name != INPUT_EDGE_ID:
+                    data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
         data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
         data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
         seeds = torch.as_tensor(b.seeds)
@@ -862,6 +1026,25 @@ class NeighborLoader:
 
     def __len__(self) -> int:
         return len(self.loader)
+
+    def __call__(self, index: Any) -> Union[Data, HeteroData]:
+        """The batch of the seeds at positions ``index`` of ``input_nodes``, as PyG's
+        ``NodeLoader.__call__`` (``loader([0, 5])``), made in the calling thread. Calls sample
+        with a sampler of their own (its k-th call draws with ``seed + k``), so they do not
+        change the batches iteration gives."""
+        positions = torch.as_tensor(np.asarray(index) if isinstance(index, (list, range)) else index, dtype=torch.long).view(-1).cpu()
+        n = int(self.input_nodes.shape[0])
+        if positions.numel() and (int(positions.min()) < -n or int(positions.max()) >= n):
+            raise errors.OutOfRangeError(f"tierfs.pyg.NeighborLoader: index {index!r} is outside the {n} input nodes")
+        positions = positions % n if n else positions
+        seeds = self.input_nodes[positions]
+        if self._call_sampler is None:
+            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed)
+        if self.input_type is not None:
+            sample = self._call_sampler.sample(seeds, self.input_type)
+        else:
+            sample = self._call_sampler.sample(seeds)
+        return self.loader._gather(0, (seeds, sample, positions))
 
     def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
         return iter(self.loader)
