@@ -503,6 +503,10 @@ tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t b
   }
   FORK_GUARD();
   tfs_status st = (tfs_status)tfsgo_epochs_sample_hetero(H(epochs), epoch, batch, out == NULL ? NULL : &h);
+  if (st == TFS_OK) {
+    *out = (struct tfs_hetero_sample *)h;
+  }
+  return st;
 }
 
 tfs_status tfs_hetero_sample_from_edges(tfs_hetero_sampler *sampler, const char *edge_type, const int64_t *src,

@@ -10,6 +10,7 @@
 package main
 
 /*
+#cgo CFLAGS: -Werror=return-type -Werror=implicit-function-declaration
 #include <stddef.h>
 #include <stdint.h>
 #include "tierfs.h"
