@@ -746,7 +746,7 @@ class NeighborSampler(BaseSampler):
             node=h.node,
             row=h.row,
             col=h.col,
-            edge=h.edge,
+            edge={et: None if e is None else input_edge_ids(self.store, e, et) for et, e in h.edge.items()},
             batch=None,
             num_sampled_nodes=h.num_sampled_nodes,
             num_sampled_edges=h.num_sampled_edges,
