@@ -64,9 +64,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+import warnings
+
 import numpy as np
 import torch
 from torch import Tensor
+
+with warnings.catch_warnings():
+    # PyG 2.8 calls torch.jit.script when it is imported (torch_geometric/nn/pool/{select,connect}/
+    # base.py), which torch deprecates with a DeprecationWarning (a FutureWarning in newer torch):
+    # neither tierfs's call nor the user's, so `import tierfs.pyg` does not pass it on.
+    warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
+    import torch_geometric  # noqa: F401
 from torch_geometric.data import Data, EdgeAttr, HeteroData, TensorAttr
 from torch_geometric.data import FeatureStore as _PyGFeatureStore
 from torch_geometric.data import GraphStore as _PyGGraphStore

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// TestBenchHostVsMemory: the host tier of a store holding every row serves every id of the
+// stream from memory, the results count each round's rows once, and the ratio is positive.
+func TestBenchHostVsMemory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	stdout := os.Stdout
+	os.Stdout, _ = os.Open(os.DevNull)
+	err := runSynth([]string{"--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--seed", "3", "--out", dir})
+	os.Stdout = stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	streams := make([][][]int64, 2)
+	rows := int64(0)
+	for i := range streams {
+		for range 3 {
+			ids := make([]int64, 1+rng.IntN(500))
+			for j := range ids {
+				ids[j] = rng.Int64N(3000)
+			}
+			streams[i] = append(streams[i], ids)
+			rows += int64(len(ids))
+		}
+	}
+	opt := featurestore.Options{HostCacheBytes: host.BytesPerRow(64) * 3000}
+	hostTier, mem, ratio, err := benchHostVsMemory(dir, opt, streams, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hostTier.Rows != rows || mem.Rows != rows {
+		t.Errorf("rows: host tier %d, in-memory %d, want %d each", hostTier.Rows, mem.Rows, rows)
+	}
+	if hostTier.HostShare != 1 || hostTier.DiskReads != 0 {
+		t.Errorf("host tier: host share %v, %d disk reads; want 1 and 0", hostTier.HostShare, hostTier.DiskReads)
+	}
+	if !(ratio > 0) || !(hostTier.RowsPerS > 0) || !(mem.RowsPerS > 0) {
+		t.Errorf("ratio %v, host tier %v rows/s, in-memory %v rows/s: want positive", ratio, hostTier.RowsPerS, mem.RowsPerS)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{0.2, 7, 0.16, 0.6, 0.62}, 0.6}} {
+		if got := median(c.xs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
