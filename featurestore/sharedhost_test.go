@@ -123,7 +123,7 @@ func TestShareHostTierDevice(t *testing.T) {
 			}
 			stores = append(stores, s)
 		}
-		path := filepath.Join(t.TempDir(), "host-tier")
+		path := filepath.Join(shmDir(t), "host-tier")
 		if err := stores[0].ShareHostTier(path, ranked[400:]); err != nil {
 			t.Fatal(err)
 		}
@@ -143,4 +143,16 @@ func TestShareHostTierDevice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// shmDir is a directory in shared memory (/dev/shm, tmpfs) for a shared host tier's file, where
+// distributed stores put it and the GPU can pin its pages; without /dev/shm a temporary one.
+func shmDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "tierfs-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -22,7 +22,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 # 1. Go tests (GPU tests run for real here; they skip where there is no GPU).
 for t in "$build"/gpu/*.test; do
   name=$(basename "$t" .test)
-  if "$t" -test.count=1 -test.v >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed+=("$name"); fi
+  # In its package's directory, as go test runs it (tests read testdata/ and ../dataset/testdata/).
+  pkgdir=${name//_//}
+  [ -d "$pkgdir" ] || pkgdir=.
+  t_abs=$(cd "$(dirname "$t")" && pwd)/$(basename "$t")
+  if (cd "$pkgdir" && "$t_abs" -test.count=1 -test.v) >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed+=("$name"); fi
   grep -E "^(--- (FAIL|SKIP)|panic)|seed" "$out/$name.log" | head -20
   grep -cE "^--- PASS" "$out/$name.log" | sed "s/^/  passed: /"
 done

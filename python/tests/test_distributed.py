@@ -284,9 +284,13 @@ def test_exchange_matches_reference(dataset, tmp_path):
     # rank's share of the global cache; replicated: no owners.
     assert r0["shared_owner_digest"] == r1["shared_owner_digest"]
     own0, own1 = set(r0["shared_owned"]), set(r1["shared_owned"])
-    assert own0 and not own0 & own1 and len(own0) == len(own1) == r0["shared_layout"]["owned"] == 150
-    assert r0["shared_layout"]["glob"] == 300 and r0["shared_layout"]["held"] == 300  # 150 owned + 150 next
-    assert r0["replicated_owned"] == [] and r0["replicated_layout"]["held"] == 300
+    # gloo: the host tier emulates the GPU tier (150 owned + 150 next, 16 B of index a row);
+    # NCCL: a real GPU tier of GPU_CACHE / 64 rows, the host tier the 150 next.
+    owned = 150 if BACKEND != "nccl" else GPU_CACHE // (DIM * 4)
+    host_held = 300 if BACKEND != "nccl" else 150
+    assert own0 and not own0 & own1 and len(own0) == len(own1) == r0["shared_layout"]["owned"] == owned
+    assert r0["shared_layout"]["glob"] == 2 * owned and r0["shared_layout"]["held"] == host_held
+    assert r0["replicated_owned"] == [] and r0["replicated_layout"]["held"] == host_held
     # Shared caches exchange rows and read fewer from SSD than replicated ones, same batches.
     for r in (r0, r1):
         assert r["shared_peer_rows"] > 0 and r["replicated_peer_rows"] == 0

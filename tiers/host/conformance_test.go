@@ -39,7 +39,7 @@ func TestSieveConformance(t *testing.T) {
 // the creator, and the suite checks the mapped tier.
 func TestSharedCacheConformance(t *testing.T) {
 	tierstest.Run(t, func(t *testing.T, rows [][]byte) tiers.Tier {
-		return &mappedShared{Cache: New(int64(len(rows[0]))), dir: t.TempDir()}
+		return &mappedShared{Cache: New(int64(len(rows[0]))), dir: shmDir(t)}
 	})
 }
 

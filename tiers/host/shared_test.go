@@ -174,3 +174,16 @@ func TestSharedTierRefusals(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// shmDir is a directory in shared memory (/dev/shm, tmpfs) for a shared tier's file, as
+// distributed stores place it: the GPU pins its pages there (pinning a file's pages on a disk
+// file system is refused by the driver). Without /dev/shm: a temporary directory.
+func shmDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "tierfs-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
