@@ -558,6 +558,8 @@ if gb is not None:
                 features[("node", ntype, label_name)] = Feature(store, LABEL, node_type=ntype)
         for etype, info in types["edge_types"].items():
             for name in info["features"]:
+                if name == "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
+                    continue
                 features[("edge", ":".join(etype), name)] = Feature(store, FEATURE, edge_type=etype, name=name)
         return features
 
