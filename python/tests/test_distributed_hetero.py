@@ -23,7 +23,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 import tierfs  # noqa: E402
-from test_distributed import WORLD, _check, _eq, _free_port  # noqa: E402
+from test_distributed import BACKEND, WORLD, _check, _eq, _free_port, _init_group  # noqa: E402
 
 # node type: (nodes, dim, dtype); "venue" has no features.
 TYPES = {"paper": (900, 16, "float32"), "author": (1300, 8, "float16"), "topic": (150, 5, "uint8"), "venue": (40, 0, None)}
@@ -69,24 +69,6 @@ def hetero(tmp_path_factory, cli):
     out = tmp / "ds"
     subprocess.run([cli, "ingest", "--spec", str(spec), str(out)], check=True, capture_output=True)
     return str(out)
-
-
-# TIERFS_TEST_DIST_BACKEND=nccl runs every scenario over NCCL with one GPU a rank (the GPU
-# machine: scripts/gpu_test.sh), each rank's stores on its own device; gloo (CPU) otherwise.
-BACKEND = os.environ.get("TIERFS_TEST_DIST_BACKEND", "gloo")
-if BACKEND == "nccl" and torch.cuda.device_count() < WORLD:
-    pytest.skip(f"TIERFS_TEST_DIST_BACKEND=nccl needs {WORLD} GPUs, {torch.cuda.device_count()} here", allow_module_level=True)
-
-
-def _init_group(rank: int) -> None:
-    timeout = __import__("datetime").timedelta(seconds=60)
-    if BACKEND != "nccl":
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timeout)
-        return
-    torch.cuda.set_device(rank)
-    plain_open = tierfs.open
-    tierfs.open = lambda *a, **k: plain_open(*a, **{"device": f"cuda:{rank}", **k})
-    dist.init_process_group("nccl", rank=rank, world_size=WORLD, timeout=timeout, device_id=torch.device("cuda", rank))
 
 
 def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 30.0) -> list:
