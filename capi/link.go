@@ -134,15 +134,7 @@ func sampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) e
 	if lk == nil {
 		return errNotLink(h)
 	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := linkLengthsJSON(lk)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return putLinkLengthsJSON(lk, buf, capacity, needed)
 }
 
 //export tfsgo_sample_link_copy
@@ -290,15 +282,7 @@ func heteroSampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.siz
 	if err != nil {
 		return err
 	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := linkLengthsJSON(lk)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return putLinkLengthsJSON(lk, buf, capacity, needed)
 }
 
 //export tfsgo_hetero_sample_link_copy
@@ -309,4 +293,17 @@ func tfsgo_hetero_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel
 		copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
 	}
 	return finish("tfs_hetero_sample_link_copy", err, stEINTERNAL)
+}
+
+// putLinkLengthsJSON writes lk's array lengths (linkLengthsJSON) into buf as tfs_stats_json does.
+func putLinkLengthsJSON(lk *topology.LinkLabels, buf *C.char, capacity uint64, needed *C.size_t) error {
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	data, err := linkLengthsJSON(lk)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
 }

@@ -8,6 +8,7 @@ gather (the reference). The random ids' seed is printed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -62,10 +63,11 @@ def _init_group(rank: int) -> None:
     dist.init_process_group("nccl", rank=rank, world_size=WORLD, timeout=timeout, device_id=torch.device("cuda", rank))
 
 
-def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 20.0, ranks: int = WORLD) -> list:
-    """Runs scenario on WORLD spawned ranks; the results of the first ``ranks`` (the others die)."""
+def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 20.0, ranks: int = WORLD, module: str = __name__) -> list:
+    """Runs scenario (the function ``_<scenario>`` of module) on WORLD spawned ranks; the
+    results of the first ``ranks`` (the others die)."""
     port = _free_port()
-    mp.spawn(_worker, args=(scenario, dataset, str(out_dir), port, seed, timeout), nprocs=WORLD, join=True)
+    mp.spawn(_worker, args=(scenario, dataset, str(out_dir), port, seed, timeout, module), nprocs=WORLD, join=True)
     results = []
     for r in range(ranks):
         with open(os.path.join(out_dir, f"{scenario}.{r}.json")) as f:
@@ -76,13 +78,13 @@ def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 20.
     return results
 
 
-def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, seed: int, timeout: float) -> None:
+def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, seed: int, timeout: float, module: str) -> None:
     res: dict = {}
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         torch.set_num_threads(1)
         _init_group(rank)
-        globals()["_" + scenario](rank, dataset, seed, timeout, res)
+        getattr(importlib.import_module(module), "_" + scenario)(rank, dataset, seed, timeout, res)
     except BaseException:
         res["traceback"] = traceback.format_exc()
     with open(os.path.join(out_dir, f"{scenario}.{rank}.json"), "w") as f:

@@ -10,20 +10,17 @@ store's gather of the same ids and node type.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import traceback
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 
 import tierfs  # noqa: E402
-from test_distributed import BACKEND, WORLD, _check, _eq, _free_port, _init_group  # noqa: E402
+from test_distributed import BACKEND, WORLD, _check, _eq  # noqa: E402
+from test_distributed import _spawn as spawn_ranks  # noqa: E402
 
 # node type: (nodes, dim, dtype); "venue" has no features.
 TYPES = {"paper": (900, 16, "float32"), "author": (1300, 8, "float16"), "topic": (150, 5, "uint8"), "venue": (40, 0, None)}
@@ -72,31 +69,8 @@ def hetero(tmp_path_factory, cli):
 
 
 def _spawn(scenario: str, dataset: str, out_dir, seed: int, timeout: float = 30.0) -> list:
-    """Runs scenario on WORLD spawned ranks (as test_distributed does); their results."""
-    port = _free_port()
-    mp.spawn(_worker, args=(scenario, dataset, str(out_dir), port, seed, timeout), nprocs=WORLD, join=True)
-    results = []
-    for r in range(WORLD):
-        with open(os.path.join(out_dir, f"{scenario}.{r}.json")) as f:
-            res = json.load(f)
-        if "traceback" in res:
-            pytest.fail(f"rank {r} of {scenario} failed:\n{res['traceback']}")
-        results.append(res)
-    return results
-
-
-def _worker(rank: int, scenario: str, dataset: str, out_dir: str, port: int, seed: int, timeout: float) -> None:
-    res: dict = {}
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        torch.set_num_threads(1)
-        _init_group(rank)
-        globals()["_" + scenario](rank, dataset, seed, timeout, res)
-    except BaseException:
-        res["traceback"] = traceback.format_exc()
-    with open(os.path.join(out_dir, f"{scenario}.{rank}.json"), "w") as f:
-        json.dump(res, f)
-    os._exit(0)  # no teardown: a dead peer must not hang this process's exit
+    """Runs this module's scenario on WORLD spawned ranks (test_distributed's harness)."""
+    return spawn_ranks(scenario, dataset, out_dir, seed, timeout, module=__name__)
 
 
 # Scenarios (run in the workers) ------------------------------------------------------------

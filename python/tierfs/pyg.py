@@ -674,7 +674,7 @@ class NeighborSampler(BaseSampler):
                 node=h.node,
                 row=h.row,
                 col=h.col,
-                edge={et: None if e is None else input_edge_ids(self.store, e, et) for et, e in h.edge.items()},
+                edge=_input_edge_ids_by_type(self.store, h.edge),
                 batch=None,
                 num_sampled_nodes=h.num_sampled_nodes,
                 num_sampled_edges=h.num_sampled_edges,
@@ -712,18 +712,9 @@ class NeighborSampler(BaseSampler):
             return self._sample_hetero_from_edges(inputs, neg_sampling)
         if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
             raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
-        row, col = inputs.row, inputs.col
-        if row.device.type != "cpu":
-            row, col = row.cpu(), col.cpu()
-        label = inputs.label
-        s = self.sampler.sample_from_edges(row, col, labels=label, neg_sampling=neg_sampling, **self.link_options)
-        if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
-            metadata: tuple = (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
-        else:
-            edge_label = s.edge_label
-            if label is not None and neg_sampling is None:
-                edge_label = label  # PyG passes the input's labels through as they are
-            metadata = (inputs.input_id, s.edge_label_index, edge_label, None)
+        row, col = _host_pair(inputs)
+        s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        metadata = _link_metadata(inputs, s, neg_sampling)
         return SamplerOutput(
             node=s.nodes,
             row=s.row,
@@ -739,23 +730,14 @@ class NeighborSampler(BaseSampler):
         """sample_from_edges on a heterogeneous store (HeteroSampler.sample_from_edges)."""
         if inputs.input_type is None:
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
-        row, col = inputs.row, inputs.col
-        if row.device.type != "cpu":
-            row, col = row.cpu(), col.cpu()
-        label = inputs.label
-        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=label, neg_sampling=neg_sampling, **self.link_options)
-        if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
-            metadata: tuple = (inputs.input_id, h.src_index, h.dst_pos_index, h.dst_neg_index, None)
-        else:
-            edge_label = h.edge_label
-            if label is not None and neg_sampling is None:
-                edge_label = label  # PyG passes the input's labels through as they are
-            metadata = (inputs.input_id, h.edge_label_index, edge_label, None)
+        row, col = _host_pair(inputs)
+        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        metadata = _link_metadata(inputs, h, neg_sampling)
         return HeteroSamplerOutput(
             node=h.node,
             row=h.row,
             col=h.col,
-            edge={et: None if e is None else input_edge_ids(self.store, e, et) for et, e in h.edge.items()},
+            edge=_input_edge_ids_by_type(self.store, h.edge),
             batch=None,
             num_sampled_nodes=h.num_sampled_nodes,
             num_sampled_edges=h.num_sampled_edges,
@@ -764,6 +746,31 @@ class NeighborSampler(BaseSampler):
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+
+
+def _host_pair(inputs: EdgeSamplerInput) -> tuple:
+    """The seed edges' (row, col) on the host, where the sampler takes them."""
+    row, col = inputs.row, inputs.col
+    if row.device.type != "cpu":
+        row, col = row.cpu(), col.cpu()
+    return row, col
+
+
+def _link_metadata(inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> tuple:
+    """The metadata PyG's LinkLoader expects of a link sample s (one type's or several types'):
+    triplet (input_id, src_index, dst_pos_index, dst_neg_index, None), else (input_id,
+    edge_label_index, edge_label, None) — the input's labels as they are without negatives."""
+    if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
+        return (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
+    edge_label = s.edge_label
+    if inputs.label is not None and neg_sampling is None:
+        edge_label = inputs.label  # PyG passes the input's labels through as they are
+    return (inputs.input_id, s.edge_label_index, edge_label, None)
+
+
+def _input_edge_ids_by_type(store: Store, edges: Dict[Any, Any]) -> Dict[Any, Any]:
+    """input_edge_ids of each edge type's sampled edge ids (None stays None)."""
+    return {et: None if e is None else input_edge_ids(store, e, et) for et, e in edges.items()}
 
 
 # PyG NeighborLoader arguments that have no meaning here, and the value that is fine to pass.
