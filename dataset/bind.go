@@ -103,17 +103,17 @@ func newDatasetID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// bindSidecar writes the sidecar src (unbound: plain xxhash64 per block) bound with key to dst
-// (src itself at Commit) and returns its xxhash64 for the manifest.
-func bindSidecar(src, dst string, key uint64) (string, error) {
-	side, err := os.ReadFile(src) // one of ours, just written: 8 bytes a block
+// bindSidecar rewrites the sidecar at path (written unbound: plain xxhash64 per block) bound
+// with key, and returns its xxhash64 for the manifest.
+func bindSidecar(path string, key uint64) (string, error) {
+	side, err := os.ReadFile(path) // one of ours, just written: 8 bytes a block
 	if err != nil {
 		return "", fmt.Errorf("dataset: %w", err)
 	}
 	for i := 0; i+8 <= len(side); i += 8 {
 		binary.LittleEndian.PutUint64(side[i:], binary.LittleEndian.Uint64(side[i:])^blockMix(key, int64(i/8)))
 	}
-	if err := writeSynced(dst, side); err != nil {
+	if err := writeSynced(path, side); err != nil {
 		return "", err
 	}
 	return hashHex(side), nil

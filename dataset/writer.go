@@ -388,8 +388,7 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	keys := m.bindKeys()
 	for i := range m.Files {
 		f := &m.Files[i]
-		side := m.Path(f.Checksums)
-		h, err := bindSidecar(side, side, keys[f.Path])
+		h, err := bindSidecar(m.Path(f.Checksums), keys[f.Path])
 		if err != nil {
 			return err
 		}
