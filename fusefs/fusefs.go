@@ -144,9 +144,9 @@ type View struct {
 }
 
 // mountpointError explains a mountpoint that cannot be looked at; a FUSE mount whose server died
-// (ENOTCONN) is still in place until it is unmounted.
+// (ENOTCONN, or ECONNABORTED once the kernel aborted its connection) is still in place until it is unmounted.
 func mountpointError(dir string, err error) error {
-	if errors.Is(err, syscall.ENOTCONN) {
+	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) { // ECONNABORTED: the connection was aborted
 		return fmt.Errorf("fusefs: mountpoint %s: %w (a mount whose server stopped is still there: run `tierfs umount %s` or `fusermount -u %s`, then mount again)", dir, err, dir, dir)
 	}
 	return fmt.Errorf("fusefs: mountpoint %s: %w", dir, err)
