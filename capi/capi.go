@@ -196,7 +196,7 @@ func storeOptions(o *C.tfs_open_options) featurestore.Options {
 		IOBackend:           gpuio.Backend(str(o.io_backend)),
 		QueueDepth:          int(o.queue_depth),
 		MaxConcurrentIO:     int(o.max_concurrent_io),
-		VerifyReads:         o.verify_reads != 0,
+		UnverifiedReads:     o.unverified_reads != 0,
 		GPUDevice:           int(o.device),
 		GPUCacheBytes:       int64(o.gpu_cache_bytes),
 		GPUTopology:         str(o.gpu_topology),

@@ -14,7 +14,7 @@ func TestOpenJSONOptions(t *testing.T) {
 	for in, words := range map[string]string{
 		`{"host_cahce": 1}`:     "host_cahce",
 		`{"queue_depth": "8"}`:  "queue_depth",
-		`{"verify_reads": "y"}`: "verify_reads",
+		`{"unverified_reads": "y"}`: "unverified_reads",
 		`not json`:              "a JSON object",
 	} {
 		_, err := featurestore.DecodeOptions([]byte(in))

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define TFS_ABI_VERSION 1
+#define TFS_ABI_VERSION 2
 
 typedef enum tfs_status {
   TFS_OK = 0,
@@ -62,8 +62,9 @@ int tfs_abi_version(void);
 /* Message of the calling thread's last failed call ("" if none). */
 const char *tfs_last_error(void);
 
-/* The store options of ABI version 1, frozen: options added since (copy_workers, ...) are taken
- * only by tfs_open_json, by name. */
+/* The store options of ABI version 2, frozen: options added since (copy_workers, ...) are taken
+ * only by tfs_open_json, by name. Version 2 turned verify_reads into unverified_reads: blocks read
+ * from disk are checked against their checksums unless it is nonzero. */
 typedef struct tfs_open_options {
   size_t struct_size;
   const char *feature;           /* NULL: the dataset's first feature */
@@ -72,7 +73,8 @@ typedef struct tfs_open_options {
   const char *io_backend;        /* NULL/"": io_uring, else pread; "io_uring" or "pread" to force */
   int32_t queue_depth;           /* reads in flight per IO stack; 0: 128 */
   int32_t max_concurrent_io;     /* IO stacks; 0: number of CPUs */
-  int32_t verify_reads;          /* nonzero: check every block read against its checksum */
+  int32_t unverified_reads;      /* nonzero: skip checking blocks read from disk against their
+                                    checksums (checked by default) */
   int32_t device;                /* CUDA ordinal of the GPU path; -1: the default, 0 */
   int64_t gpu_cache_bytes;       /* GPU tier budget; the store runs on the host where no GPU path
                                     can start (tfs_stats_json says why) */
@@ -83,7 +85,7 @@ typedef struct tfs_open_options {
   int32_t coalesce_gap;          /* disk reads of a file at most this many bytes apart become one;
                                     0: only touching blocks; -1: probe the disk at open */
   int32_t read_align;            /* alignment of disk reads; 0: the dataset's block size; -1: the
-                                    smallest the files' direct IO allows (not with verify_reads) */
+                                    smallest the files' direct IO allows (both need unverified_reads) */
 } tfs_open_options;
 
 /* Opens the dataset directory path. opts may be NULL. */
@@ -136,7 +138,7 @@ tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, in
 tfs_status tfs_features_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
 /* Writes the rows of ids of the feature `name` into dst (dst_bytes = n * its row_bytes): node ids
  * for a node feature, edge ids (tfs_sample_edge_ids) for an edge feature. The feature tfs_gather
- * serves goes through its tiers; others are read from disk (verified with verify_reads),
+ * serves goes through its tiers; others are read from disk (verified unless unverified_reads),
  * uncached. TFS_ENOENT for an unknown name, TFS_ERANGE for an id outside the feature's rows. */
 tfs_status tfs_gather_feature(tfs_store *store, const char *name, const int64_t *ids, int64_t n, void *dst,
                               int64_t dst_bytes);

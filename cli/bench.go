@@ -168,7 +168,7 @@ func runBench(args []string) error {
 			if config == "mixed" {
 				opt, note = mixedOpts(policies[0])
 			}
-			opt.VerifyReads = verify
+			opt.UnverifiedReads = !verify
 			if err := run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
 				return 0, err
 			}

@@ -11,7 +11,7 @@ import (
 // verifyRoundsFlag is --verify-compare of the gather benchmarks: rounds of the disk-reading
 // configurations with verified reads off and on, alternating, on the same ids.
 func verifyRoundsFlag(fs *flag.FlagSet) *int {
-	return fs.Int("verify-compare", 0, "instead of the usual configurations, run those that read the disk this many rounds with --verify-reads off and on alternating, on the same ids, and report verified/unverified rows/s (what verification costs)")
+	return fs.Int("verify-compare", 0, "instead of the usual configurations, run those that read the disk this many rounds with reads unverified and verified alternating, on the same ids, and report verified/unverified rows/s (what verification costs)")
 }
 
 // verifyCost is what --verify-compare measured for one configuration.
@@ -24,7 +24,7 @@ type verifyCost struct {
 
 // compareVerify runs each config rounds times with verification off then on (the order
 // swapped every other round so neither side always runs second) and prints the medians and
-// their ratio. run gathers the config's ids with the given VerifyReads and returns rows/s.
+// their ratio. run gathers the config's ids with the given verification and returns rows/s.
 func compareVerify(rounds int, configs []string, run func(config string, verify bool) (float64, error)) ([]verifyCost, error) {
 	if rounds < 1 {
 		return nil, fmt.Errorf("--verify-compare %d: want rounds >= 1", rounds)

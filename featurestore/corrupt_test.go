@@ -14,10 +14,10 @@ import (
 )
 
 // TestVerifyReadsBitFlips flips one bit at a random offset of the labels, split, indptr or
-// indices file, many times (printed seed), and opens the dataset with VerifyReads, the topology
-// in memory and on disk, and with default options (the topology and labels in memory): opening, Labels, Split and Sample each either give the answer of the
+// indices file, many times (printed seed), and opens the dataset with default options, the
+// topology in memory and on disk, and with unverified reads (the topology and labels in memory): opening, Labels, Split and Sample each either give the answer of the
 // undamaged dataset or an error dataset.IsCorrupt recognises, never a different answer.
-func TestVerifyReadsBitFlips(t *testing.T) {
+func TestBitFlipsNeverAnswer(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 8, 1, 6, rng)
 	all := make([]int64, d.count)
@@ -30,10 +30,10 @@ func TestVerifyReadsBitFlips(t *testing.T) {
 		name string
 		opt  Options
 	}{
-		{"memory", Options{VerifyReads: true}},
-		{"disk", Options{VerifyReads: true, TopologyMemoryBytes: -1}},
-		// Default options: labels, splits and the topology are read whole and checked always.
-		{"memory, default options", Options{}},
+		{"memory", Options{}},
+		{"disk", Options{TopologyMemoryBytes: -1}},
+		// Unverified reads: labels, splits and the topology are read whole and checked always.
+		{"memory, unverified reads", Options{UnverifiedReads: true}},
 	}
 	ref := make([]*topology.Sample, len(modes))
 	for i, mode := range modes {

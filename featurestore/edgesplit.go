@@ -89,7 +89,7 @@ func (ss *Session) EdgeSplitInfo(etype, name string) (EdgeSplitInfo, error) {
 // ReadEdgeSplitInto reads split name of edge type etype into the caller's buffers, each nil to
 // skip it or of exactly its size: edgeLabelIndex 2·Count ids, labels Count × the label dtype's
 // size bytes, negDst Count·NegPerSeed ids (see EdgeSplit). Reads go through the session's IO
-// stacks (checked against the block checksums with VerifyReads).
+// stacks (checked against the block checksums unless UnverifiedReads).
 func (ss *Session) ReadEdgeSplitInto(etype, name string, edgeLabelIndex []int64, labels []byte, negDst []int64) (EdgeSplitInfo, error) {
 	leave, err := ss.enter()
 	if err != nil {

@@ -101,7 +101,7 @@ func TestReadEdgeSplit(t *testing.T) {
 	if _, err := ingest.Ingest(ingest.Options{Edges: filepath.Join(in, "edges.npy"), Features: filepath.Join(in, "x.npy"), Out: dir, EdgeSplits: splits}); err != nil {
 		t.Fatal(err)
 	}
-	for _, opt := range []Options{{}, {VerifyReads: true, TopologyMemoryBytes: -1}} {
+	for _, opt := range []Options{{UnverifiedReads: true}, {TopologyMemoryBytes: -1}} {
 		ss, err := OpenSession(dir, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +157,7 @@ func TestReadEdgeSplitGolden(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "dataset", "testdata", "golden", "v6"))); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := OpenSession(dir, Options{VerifyReads: true})
+	ss, err := OpenSession(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func (s *Store) Features() []FeatureInfo {
 // GatherFeature writes the rows of ids of the feature name into dst (len(ids) × its row bytes):
 // node ids for a node feature, edge ids for an edge feature. The feature the store serves (""
 // or its name) goes through Gather and its tiers; every other feature is read from disk through
-// the store's IO stacks (verified with VerifyReads), uncached. An unknown name is dataset.ErrFeatureNotFound (as
+// the store's IO stacks (verified unless UnverifiedReads), uncached. An unknown name is dataset.ErrFeatureNotFound (as
 // Open's), an id outside the feature's rows ErrIDOutOfRange.
 func (s *Store) GatherFeature(name string, ids []int64, dst []byte) error {
 	if name == "" || name == s.spec.Name {

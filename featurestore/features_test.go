@@ -72,7 +72,7 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 		topology int64
 	}{{"", 0}, {"", -1}, {"h", 0}} {
 		t.Run(fmt.Sprintf("feature=%q/topology=%d", tc.feature, tc.topology), func(t *testing.T) {
-			s, err := Open(dir, Options{Feature: tc.feature, TopologyMemoryBytes: tc.topology, VerifyReads: true})
+			s, err := Open(dir, Options{Feature: tc.feature, TopologyMemoryBytes: tc.topology})
 			must(err)
 			defer s.Close()
 			infos := s.Features()

@@ -29,7 +29,7 @@ func TestGoldenV5Heterogeneous(t *testing.T) {
 	if problems, err := m.Verify(0, nil); err != nil || len(problems) > 0 {
 		t.Fatalf("verify: %v %v", problems, err)
 	}
-	ss, err := OpenSession(dir, Options{VerifyReads: true})
+	ss, err := OpenSession(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 				configs = append(configs, config{0, 0, gpuio.BackendGPUURing}, config{count / 10, count / 5, gpuio.BackendGPUURing})
 			}
 			for _, caches := range configs {
-				s, err := Open(d.dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16), IOBackend: caches.backend})
+				s, err := Open(d.dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16), IOBackend: caches.backend, UnverifiedReads: caches.backend == gpuio.BackendGPUURing})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -40,8 +40,7 @@ func (ss *Session) openEdgeTypes() error {
 }
 
 // readCSC reads the topology of et, over n destination nodes whose neighbors are ids of a type of
-// numSrc nodes, into memory through the IO stacks, so every block is checked under
-// Options.VerifyReads.
+// numSrc nodes, into memory through the IO stacks, so every block is checked (readFile).
 func (ss *Session) readCSC(et *dataset.EdgeType, numSrc, n int64) (*topology.CSC, error) {
 	indptr := make([]int64, n+1)
 	if err := ss.readFile(et.Indptr.File, dataset.BytesOf(indptr)); err != nil {
@@ -70,14 +69,14 @@ func (ss *Session) readCSC(et *dataset.EdgeType, numSrc, n int64) (*topology.CSC
 
 // readFile fills dst from the start of file (a path of the store's file set) through the IO
 // stacks; a long dst is read a chunk at a time. What it reads is checked against the dataset's
-// checksums whatever Options.VerifyReads says: labels, splits and topology are read whole, once,
+// checksums whatever Options.UnverifiedReads says: labels, splits and topology are read whole, once,
 // where checking costs a hash pass over memory. Arrays are little-endian, as is every machine
 // tierfs builds for.
 func (ss *Session) readFile(file string, dst []byte) error {
 	if err := ss.readFileAt(file, 0, dst); err != nil {
 		return err
 	}
-	if ss.opt.VerifyReads || len(dst) == 0 {
+	if !ss.opt.UnverifiedReads || len(dst) == 0 {
 		return nil // the IO stacks checked every block
 	}
 	return ss.checkRead(file, dst)

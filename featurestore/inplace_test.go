@@ -114,10 +114,10 @@ func TestInPlaceGathers(t *testing.T) {
 				opt  Options
 			}{
 				{"ssd", Options{}},
-				{"verified", Options{VerifyReads: true}},
-				{"align-min", Options{ReadAlign: -1}},
+				{"unverified", Options{UnverifiedReads: true}},
+				{"align-min", Options{ReadAlign: -1, UnverifiedReads: true}},
 				{"host", Options{HostCacheBytes: count / 3 * (rb + 40)}},
-				{"host-verified-sieve", Options{HostCacheBytes: count / 2 * (rb + 40), VerifyReads: true, HostPolicy: HostSieve}},
+				{"host-verified-sieve", Options{HostCacheBytes: count / 2 * (rb + 40), HostPolicy: HostSieve}},
 				{"gpu+host", Options{GPUCacheBytes: count / 4 * rb, HostCacheBytes: count / 3 * (rb + 40)}},
 			} {
 				name := fmt.Sprintf("%s_x%d/%s/%s", sh.dtype, sh.dim, backend, c.name)
@@ -127,6 +127,7 @@ func TestInPlaceGathers(t *testing.T) {
 				}
 				opt := c.opt
 				opt.IOBackend = backend
+				opt.UnverifiedReads = opt.UnverifiedReads || backend == gpuio.BackendGPUURing // GPU-submitted reads are not checked
 				s, err := Open(d.dir, opt)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -208,7 +209,7 @@ func TestInPlaceFileChangedOrCorrupt(t *testing.T) {
 	raw[last] ^= 1
 	os.WriteFile(d.xPath, raw, 0o644)
 	os.Chtimes(d.xPath, st.ModTime(), st.ModTime())
-	s, err := Open(d.dir, Options{VerifyReads: true})
+	s, err := Open(d.dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,11 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{CoalesceGap: 1 << 20}, "coalesce_gap", "1048576"},
 		{Options{ReadAlign: 1000}, "read_align", "1000"},
 		{Options{ReadAlign: 256}, "read_align", "256"},
-		{Options{ReadAlign: 512, VerifyReads: true}, "read_align", "512"},
+		{Options{ReadAlign: 512}, "read_align", "512"}, // verified reads are whole blocks
+		{Options{ReadAlign: -1}, "read_align", "-1"},
+		{Options{IOBackend: "gpu-uring"}, "io_backend", `"gpu-uring"`}, // its reads are not checked
+		{Options{ReadAlign: 512, UnverifiedReads: true}, "", ""},
+		{Options{ReadAlign: -1, IOBackend: "gpu-uring", UnverifiedReads: true}, "", ""},
 		{Options{MaxConcurrentIO: -3}, "max_concurrent_io", "-3"},
 		{Options{CopyWorkers: -4}, "copy_workers", "-4"},
 		{Options{IOBackend: "carrier-pigeon"}, "io_backend", `"carrier-pigeon"`},
@@ -82,7 +86,7 @@ func TestOptionsJSONNames(t *testing.T) {
 		}
 	}
 	var back Options
-	in := Options{Feature: "x", HostCacheBytes: 5, IOBackend: "pread", GPUTopology: "device", VerifyReads: true, Hotness: []uint32{1}}
+	in := Options{Feature: "x", HostCacheBytes: 5, IOBackend: "pread", GPUTopology: "device", UnverifiedReads: true, Hotness: []uint32{1}}
 	if err := json.Unmarshal([]byte(in.String()), &back); err != nil {
 		t.Fatal(err)
 	}

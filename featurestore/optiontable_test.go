@@ -85,7 +85,7 @@ func TestDecodeOptionsErrors(t *testing.T) {
 		{`{"host_cahce": 5}`, "host_cahce", "one of the store options feature, host_cache"},
 		{`{"queue_depth": "deep"}`, "queue_depth", "an integer"},
 		{`{"host_cache": "4GiB"}`, "host_cache", "a byte count"},
-		{`{"verify_reads": 1}`, "verify_reads", "true or false"},
+		{`{"unverified_reads": 1}`, "unverified_reads", "true or false"},
 		{`{"hotness": [1, 2]}`, "hotness", "one of the store options"},
 		{`[1]`, "options", "a JSON object"},
 	} {

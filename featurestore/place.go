@@ -212,8 +212,8 @@ func (s *Store) topByDegree(k int64) ([]int64, error) {
 			}
 		}), nil
 	}
-	// Stream the index pointers a chunk at a time through the IO stacks (verified under
-	// Options.VerifyReads), checking their structure: a damaged file is corruption.
+	// Stream the index pointers a chunk at a time through the IO stacks (verified
+	// unless Options.UnverifiedReads), checking their structure: a damaged file is corruption.
 	file, edges, n := s.m.Edges().Indptr.File, s.m.Edges().Count, s.NumNodes()
 	const chunk = 1 << 17 // pointers
 	buf := make([]int64, 0, chunk)

@@ -91,7 +91,7 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	// Options.Faults sits under every IO stack of the session; planned epochs' packed files get
 	// the same injector (rules pick files by path=).
 	ss.faults = opt.Faults
-	if ss.files, err = ssd.OpenFiles(m, ss.filePaths(served), ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: opt.VerifyReads,
+	if ss.files, err = ssd.OpenFiles(m, ss.filePaths(served), ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: !opt.UnverifiedReads,
 		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: ss.faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}

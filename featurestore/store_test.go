@@ -169,7 +169,7 @@ func TestGatherMatchesReference(t *testing.T) {
 				bytes int64
 			}{{"ssd-only", 0}, {"mixed", rowMem * shape.count / 5}, {"host-only", rowMem * shape.count}} {
 				name := fmt.Sprintf("%dx%d/%d-files/%s/%s", shape.count, shape.dim, shape.nfiles, backend, cache.name)
-				s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend, VerifyReads: true, QueueDepth: 32})
+				s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend, QueueDepth: 32})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -308,7 +308,7 @@ func TestVerifyReadsCatchesFlippedByte(t *testing.T) {
 	raw[row*d.rowBytes+rng.Int64N(d.rowBytes)] ^= 0x10 // rows of 64 B: 64 per block, no padding before row 64
 	os.WriteFile(path, raw, 0o644)
 	for _, verify := range []bool{true, false} {
-		s, err := Open(d.dir, Options{VerifyReads: verify})
+		s, err := Open(d.dir, Options{UnverifiedReads: !verify})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,7 +458,7 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 	for _, spec := range []string{"eio:every=3", "flip:prob=0.3:seed=5", "short:every=2", "eio:prob=0.05:seed=9;flip:prob=0.05:seed=3", "delay:ms=1"} {
 		failed := 0
 		for trial := range 4 {
-			s, err := Open(d.dir, Options{VerifyReads: true, HostCacheBytes: int64(trial) * 20000, Faults: parseFaults(t, spec)})
+			s, err := Open(d.dir, Options{HostCacheBytes: int64(trial) * 20000, Faults: parseFaults(t, spec)})
 			if err != nil {
 				failed++
 				continue

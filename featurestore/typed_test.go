@@ -114,7 +114,7 @@ func TestSessionTypedCallsMatchFiles(t *testing.T) {
 	d := writeHetero(t, rng)
 	for _, opt := range []Options{
 		{},
-		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, VerifyReads: true},
+		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1},
 		{HostCacheBytes: 1 << 30, HostPolicy: "sieve"},
 	} {
 		ss, err := OpenSession(d.dir, opt)
@@ -380,7 +380,7 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 		if backend == gpuio.BackendGPUURing && gpuio.ProbeGPURing() != nil {
 			continue
 		}
-		ss, err := OpenSession(d.dir, Options{GPUCacheBytes: total / 10, HostCacheBytes: total / 5, IOBackend: backend})
+		ss, err := OpenSession(d.dir, Options{GPUCacheBytes: total / 10, HostCacheBytes: total / 5, IOBackend: backend, UnverifiedReads: backend == gpuio.BackendGPUURing})
 		if err != nil {
 			t.Fatal(err)
 		}

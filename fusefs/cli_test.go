@@ -120,9 +120,9 @@ func TestCLI(t *testing.T) {
 }
 
 // TestCLIKilledServerAndVerifiedReads: a mount whose server was killed (SIGKILL) makes the next
-// `tierfs mount` there fail naming `tierfs umount`, which clears it; and `tierfs mount
-// --verify-reads` answers a read of a damaged row with EIO where an unverified mount returns the
-// damaged bytes.
+// `tierfs mount` there fail naming `tierfs umount`, which clears it; and `tierfs mount`
+// (reads verified by default) answers a read of a damaged row with EIO where a mount with
+// --unverified-reads returns the damaged bytes.
 func TestCLIKilledServerAndVerifiedReads(t *testing.T) {
 	bin := buildCLI(t)
 	d := writeDataset(t, 1000, 8, dataset.Float32, 3, newRand(t))
@@ -191,13 +191,13 @@ func TestCLIKilledServerAndVerifiedReads(t *testing.T) {
 	}
 	f.Close()
 	plain, verified := t.TempDir(), t.TempDir()
-	mount(plain)
-	mount(verified, "--verify-reads")
+	mount(plain, "--unverified-reads")
+	mount(verified)
 	if got := read(t, filepath.Join(plain, "nodes/17/feature.bin")); bytes.Equal(got, d.row(17)) {
 		t.Fatal("the unverified mount returned row 17 undamaged: the damage did not reach the disk")
 	}
 	if _, err := os.ReadFile(filepath.Join(verified, "nodes/17/feature.bin")); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("a damaged row through a --verify-reads mount: %v, want EIO", err)
+		t.Fatalf("a damaged row through a default (verified) mount: %v, want EIO", err)
 	}
 	intact := int64(0) // a row in another block
 	for f, o := spec.Locate(intact); f == file && o/int64(m.BlockSize) == off/int64(m.BlockSize); f, o = spec.Locate(intact) {

@@ -124,7 +124,7 @@ func TestTypedTree(t *testing.T) {
 	d := writeHetero(t, rng)
 	for _, opt := range []featurestore.Options{
 		{HostCacheBytes: 96 << 10},
-		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, VerifyReads: true},
+		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1},
 	} {
 		s, err := featurestore.Open(d.dir, opt)
 		if err != nil {

@@ -2,7 +2,7 @@
 # c_test.sh BUILD_DIR — tests the C ABI: builds the C and C++ examples and the checking programs of
 # examples/c against BUILD_DIR/libtierfs.so and BUILD_DIR/tierfs.h (`make lib`), makes datasets,
 # runs everything, and compares gathers byte for byte across independent paths (C, C++, host tier
-# on/off, pread with verify_reads, the tierfs CLI when BUILD_DIR/tierfs exists, and .npy inputs of
+# on/off, pread with unverified reads, the tierfs CLI when BUILD_DIR/tierfs exists, and .npy inputs of
 # known contents). Prints each check and ends with "N passed, M failed"; exits nonzero on failure.
 set -u -o pipefail
 
@@ -161,12 +161,12 @@ for spec in "${DATASETS[@]}"; do
   check "write 5000 random ids for dataset $name" "$WORK/roundtrip" --ids 5000 "$nodes" 3 "$ids.bin" "$ids.npy"
   check "dataset $name: C gather, no host tier, default IO" "$WORK/example" "$ds" "$ids.bin" "$WORK/g$name.c"
   check "dataset $name: C gather, host tier holding every row" "$WORK/example" --host-cache 1073741824 "$ds" "$ids.bin" "$WORK/g$name.cache"
-  check "dataset $name: C gather, pread with verify_reads" "$WORK/example" --pread --verify "$ds" "$ids.bin" "$WORK/g$name.verify"
+  check "dataset $name: C gather, pread with unverified reads" "$WORK/example" --pread --unverified "$ds" "$ids.bin" "$WORK/g$name.verify"
   check "dataset $name: C++ gather, partial host tier" "$WORK/example_cpp" --host-cache 300000 "$ds" "$ids.bin" "$WORK/g$name.cpp"
   rows=$(($(stat -c %s "$WORK/g$name.c" 2>/dev/null || echo 0)))
   if [[ $rows -gt 0 ]]; then ok "dataset $name: the gather wrote $rows bytes"; else not_ok "dataset $name: the gather wrote nothing"; fi
   same_bytes "dataset $name: full host tier == no host tier, byte for byte" "$WORK/g$name.c" "$WORK/g$name.cache"
-  same_bytes "dataset $name: pread + verify_reads == default IO, byte for byte" "$WORK/g$name.c" "$WORK/g$name.verify"
+  same_bytes "dataset $name: pread + unverified reads == default IO, byte for byte" "$WORK/g$name.c" "$WORK/g$name.verify"
   same_bytes "dataset $name: C++ partial host tier == C, byte for byte" "$WORK/g$name.c" "$WORK/g$name.cpp"
   if [[ -n $CLI ]]; then
     check "dataset $name: tierfs gather of the same ids" "$CLI" gather "$ds" --ids "$ids.npy" --out "$WORK/ref$name.npy"

@@ -415,12 +415,11 @@ int main(int argc, char **argv) {
 
   /* ---- corrupt data ---- */
   o = default_opts();
-  o.verify_reads = 1;
   tfs_store *c = NULL;
-  expect_status(tfs_open(corrupt, &o, &c), TFS_OK, NULL, "open of a dataset with a flipped byte, verify_reads");
+  expect_status(tfs_open(corrupt, &o, &c), TFS_OK, NULL, "open of a dataset with a flipped byte (reads verified by default)");
   if (c != NULL) {
     id = 0;
-    expect_status(tfs_gather(c, &id, 1, row, rb), TFS_ECORRUPT, "checksum", "gather of the corrupted row with verify_reads");
+    expect_status(tfs_gather(c, &id, 1, row, rb), TFS_ECORRUPT, "checksum", "gather of the corrupted row");
     tfs_close(c);
   }
 

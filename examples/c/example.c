@@ -2,7 +2,7 @@
  * neighborhood of a batch of seeds, gather the features of every sampled node, fetch the seeds'
  * labels.
  *
- *   example [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]
+ *   example [--host-cache BYTES] [--unverified] [--pread] [DATASET [IDS OUT]]
  *       IDS: a file of raw int64 node ids; the feature rows of those ids are written to OUT, raw.
  *       Without DATASET: a small synthetic dataset, written once to ./tierfs-examples/c-synth.
  *   example --synth DIR NODES DIM [DTYPE]
@@ -94,8 +94,8 @@ int main(int argc, char **argv) {
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--host-cache") == 0 && i + 1 < argc) {
       opts.host_cache_bytes = strtoll(argv[++i], NULL, 10);
-    } else if (strcmp(argv[i], "--verify") == 0) {
-      opts.verify_reads = 1;
+    } else if (strcmp(argv[i], "--unverified") == 0) {
+      opts.unverified_reads = 1;
     } else if (strcmp(argv[i], "--pread") == 0) {
       opts.io_backend = "pread";
     } else {
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   } else if (argc - i != 1 && argc - i != 3) {
-    fprintf(stderr, "usage: example [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]\n"
+    fprintf(stderr, "usage: example [--host-cache BYTES] [--unverified] [--pread] [DATASET [IDS OUT]]\n"
                     "       example --synth DIR NODES DIM [DTYPE]\n"
                     "Without DATASET: " DEFAULT_DATASET " (a synthetic graph, written once)\n");
     return 2;

@@ -1,7 +1,7 @@
 // example.cpp — the tierfs C API from C++, with small RAII wrappers: each handle is closed or freed
 // by a destructor, and every failed call throws std::runtime_error with tfs_last_error().
 //
-//   example_cpp [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]
+//   example_cpp [--host-cache BYTES] [--unverified] [--pread] [DATASET [IDS OUT]]
 //       Without DATASET: a small synthetic dataset, written once to ./tierfs-examples/c-synth (as example.c).
 //
 // Build, after `make install` (or with `python -m tierfs --cflags --libs` for the wheel's copies):
@@ -143,8 +143,8 @@ static int run(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--host-cache" && i + 1 < argc) {
       opts.host_cache_bytes = std::stoll(argv[++i]);
-    } else if (a == "--verify") {
-      opts.verify_reads = 1;
+    } else if (a == "--unverified") {
+      opts.unverified_reads = 1;
     } else if (a == "--pread") {
       opts.io_backend = "pread";
     } else {
@@ -162,7 +162,7 @@ static int run(int argc, char **argv) {
       std::printf("synthesized 5000 nodes of dim 64 (float32) into %s\n", dataset.c_str());
     }
   } else if (argc - i != 1 && argc - i != 3) {
-    std::cerr << "usage: example_cpp [--host-cache BYTES] [--verify] [--pread] [DATASET [IDS OUT]]\n"
+    std::cerr << "usage: example_cpp [--host-cache BYTES] [--unverified] [--pread] [DATASET [IDS OUT]]\n"
                  "Without DATASET: "
               << dataset << " (a synthetic graph, written once)\n";
     return 2;

@@ -338,9 +338,9 @@ int main(int argc, char **argv) {
   o.topology_memory_bytes = 0;
   o.io_backend = NULL;
   o.host_cache_bytes = 1 << 30;
-  o.verify_reads = 1;
+  o.unverified_reads = 0; /* the default: blocks read from disk are checked */
   tfs_store *cached = NULL;
-  expect_status(tfs_open(ds, &o, &cached), TFS_OK, NULL, "tfs_open with a host tier holding every row, verify_reads");
+  expect_status(tfs_open(ds, &o, &cached), TFS_OK, NULL, "tfs_open with a host tier holding every row, verified reads");
   gather_matches(cached, ids, M, "full host tier");
   size_t needed = 0;
   char stats[8192];
@@ -350,8 +350,8 @@ int main(int argc, char **argv) {
   tfs_close(cached);
 
   o.host_cache_bytes = 100 * 1024; /* some of the rows */
-  o.verify_reads = 0;
-  expect_status(tfs_open(ds, &o, &cached), TFS_OK, NULL, "tfs_open with a partial host tier");
+  o.unverified_reads = 1;
+  expect_status(tfs_open(ds, &o, &cached), TFS_OK, NULL, "tfs_open with a partial host tier, unverified reads");
   gather_matches(cached, ids, M, "partial host tier (by in-degree)");
   static uint32_t hot[N];
   for (int v = 0; v < N; v++) hot[v] = (uint32_t)v;

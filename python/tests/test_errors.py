@@ -170,7 +170,7 @@ r = np.random.default_rng(seed)
 outcomes = []
 for trial in range(4):
     try:
-        with tierfs.open(path, verify_reads=True, host_cache=trial * 20000) as s:
+        with tierfs.open(path, host_cache=trial * 20000) as s:
             ids = r.integers(0, n, 500)
             got = s.gather(ids)
             assert np.array_equal(got, want[ids]), "WRONG ROWS"

@@ -67,8 +67,8 @@ def test_gather_synth_consistent_across_tiers_and_backends(data_dir, dtype):
         assert ssd.dtype_name == dtype
         ids = rng(300).integers(0, 2000, 5000)
         np.testing.assert_array_equal(ssd.gather(ids), ref[ids], err_msg=f"seed {SEED}")
-    for kw in (dict(host_cache="1GiB"), dict(host_cache="8KiB", io_backend="pread"), dict(verify_reads=True),
-               dict(coalesce_gap=8192, read_align=-1), dict(coalesce_gap=-1, verify_reads=True)):
+    for kw in (dict(host_cache="1GiB"), dict(host_cache="8KiB", io_backend="pread"), dict(unverified_reads=True),
+               dict(coalesce_gap=8192, read_align=-1, unverified_reads=True), dict(coalesce_gap=-1)):
         with tierfs.open(path, **kw) as s:
             np.testing.assert_array_equal(s.gather(ids), ref[ids], err_msg=f"{kw} seed {SEED}")
     # Same seed, same bytes.
@@ -78,15 +78,20 @@ def test_gather_synth_consistent_across_tiers_and_backends(data_dir, dtype):
 
 
 def test_read_options_and_io_stats(graph):
-    with tierfs.open(graph["path"], coalesce_gap=4096, read_align=-1) as s:
+    with tierfs.open(graph["path"], coalesce_gap=4096, read_align=-1, unverified_reads=True) as s:
         s.gather(rng(302).integers(0, graph["n"], 500))
         st = s.stats()
         assert st["io"]["coalesce_gap"] == 4096 and st["io"]["block_size"] <= 4096
         assert st["read_amplification"] >= 1 and st["reads_per_gather"] > 0 and "gap_bytes" in st["io"]
     with pytest.raises(ValueError, match="coalesce_gap = -7"):
         tierfs.open(graph["path"], coalesce_gap=-7)
-    with pytest.raises(ValueError, match="read_align = 512"):
-        tierfs.open(graph["path"], read_align=512, verify_reads=True)
+    # Verified reads (the default) are whole checksummed blocks; GPU-submitted reads are not checked.
+    with pytest.raises(ValueError, match="read_align = 512.*unverified_reads"):
+        tierfs.open(graph["path"], read_align=512)
+    with pytest.raises(ValueError, match="io_backend = .gpu-uring.*unverified_reads"):
+        tierfs.open(graph["path"], io_backend="gpu-uring")
+    with pytest.raises(ValueError, match="verify_reads.*unverified_reads"):
+        tierfs.open(graph["path"], verify_reads=True)
 
 
 def test_gather_matches_cli(graph, cli, tmp_path):

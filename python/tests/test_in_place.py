@@ -48,8 +48,8 @@ def test_in_place_gathers_match_numpy(tmp_path, dtype, dim):
     msg = f"{dtype} x {dim}, n {n}, seed {SEED}"
     backends = ["io_uring", "pread"]
     for backend in backends:
-        for kw in ({}, {"verify_reads": True}, {"read_align": -1}, {"host_cache": n // 3 * (ref.shape[1] * ref.itemsize + 64)},
-                   {"host_cache": n // 2 * (ref.shape[1] * ref.itemsize + 64), "verify_reads": True, "host_policy": "sieve"}):
+        for kw in ({}, {"unverified_reads": True}, {"read_align": -1, "unverified_reads": True}, {"host_cache": n // 3 * (ref.shape[1] * ref.itemsize + 64)},
+                   {"host_cache": n // 2 * (ref.shape[1] * ref.itemsize + 64), "host_policy": "sieve"}):
             with tierfs.open(out, io_backend=backend, **kw) as s:
                 for _ in range(2):
                     np.testing.assert_array_equal(s.gather(ids), ref[ids], err_msg=f"{msg}, {backend} {kw}")
@@ -99,7 +99,7 @@ def test_in_place_changed_or_flipped(tmp_path):
     os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns))
     report = tierfs.verify(out)
     assert not report["ok"] and [p["file"] for p in report["problems"]] == [str(x)], report
-    with tierfs.open(out, verify_reads=True) as s:
+    with tierfs.open(out) as s:
         with pytest.raises(tierfs.CorruptError):
             s.gather([499])
     os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))

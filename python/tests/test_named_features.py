@@ -83,7 +83,7 @@ def test_features_listed_and_gathered(named):
 def test_sample_e_id_indexes_edge_features(named):
     path, edges, a = named
     which = input_edge_of(edges)
-    with tierfs.open(path, verify_reads=True) as s:
+    with tierfs.open(path) as s:
         sampler = s.sampler([6, 4], seed=SEED)
         for seeds in (rng(142).integers(0, s.num_nodes, 64), torch.arange(10)):
             smp = sampler.sample(seeds)

@@ -97,7 +97,7 @@ def test_dataloader_spawn_workers(store, graph):
 
 
 def test_store_pickle_reopens(graph):
-    with tierfs.open(graph["path"], host_cache="32KiB", verify_reads=True) as s:
+    with tierfs.open(graph["path"], host_cache="32KiB") as s:
         t = pickle.loads(pickle.dumps(s))
         try:
             assert t is not s and t.path == s.path and t.host_cache_bytes == s.host_cache_bytes

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import errors as _errors
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 LIB_NAME = "libtierfs.so"
 
 # Range of each C integer type that crosses the ABI: ctypes would wrap a value outside it
@@ -93,7 +93,7 @@ class OpenOptions(_Checked):
         ("io_backend", c_char_p),
         ("queue_depth", c_int32),
         ("max_concurrent_io", c_int32),
-        ("verify_reads", c_int32),
+        ("unverified_reads", c_int32),
         ("device", c_int32),
         ("gpu_cache_bytes", c_int64),
         ("gpu_topology", c_char_p),

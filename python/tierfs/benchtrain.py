@@ -96,7 +96,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sweep-host", default="", help="host-tier fractions for the seeds/s-vs-cache-size sweep (tierfs-pipelined), e.g. 0.05,0.1,0.2,0.4")
     p.add_argument("--sweep-combo", default="", help="model:fanouts:batch of the sweep (default: the first of each list)")
     p.add_argument("--io-backend", default=None,
-                   help="io_backend of the tierfs 10/20 store (io_uring, pread, gpu-uring; default: the store's pick)")
+                   help="io_backend of the tierfs 10/20 store (io_uring, pread, gpu-uring; default: the store's pick); gpu-uring implies --unverified-reads")
+    p.add_argument("--unverified-reads", action="store_true",
+                   help="open the tierfs 10/20 store with unverified_reads=True (disk reads not checked against checksums; what verification costs end to end)")
     p.add_argument("--depth", type=int, default=4, help="prefetch depth of the pipelined and planned loaders")
     p.add_argument("--place-epochs", type=int, default=None, help="epochs store.place profiles (default: until converged)")
     p.add_argument("--planned-epoch", choices=["timed", "full"], default="timed",
@@ -587,14 +589,17 @@ class Bench:
         if need_tiered:
             t = time.perf_counter()
             host_max = max([a.host_frac] + a.sweep_host)
+            unverified = a.unverified_reads or a.io_backend == "gpu-uring"  # GPU-submitted reads are not checked
             if self.cuda:
                 self.stores["tiered"] = tierfs.open(a.dataset, gpu_cache=int(a.gpu_frac * self.feat_bytes), host_cache=int(host_max * self.feat_bytes),
-                                                    device=self.dev, gpu_topology=topo, topology_memory=topo_mem, io_backend=a.io_backend)
+                                                    device=self.dev, gpu_topology=topo, topology_memory=topo_mem, io_backend=a.io_backend,
+                                                    unverified_reads=unverified)
             else:  # no GPU tier: its share goes to the host tier, so the memory budget is the same
-                self.stores["tiered"] = tierfs.open(a.dataset, host_cache=int((a.gpu_frac + host_max) * self.feat_bytes), io_backend=a.io_backend)
+                self.stores["tiered"] = tierfs.open(a.dataset, host_cache=int((a.gpu_frac + host_max) * self.feat_bytes), io_backend=a.io_backend,
+                                                    unverified_reads=unverified)
             io = self.stores["tiered"].stats().get("io", {})
             ring = f", gpu-uring: {io['gpu_uring']}" if io.get("gpu_uring") else ""
-            print(f"tierfs 10/20 store opened ({time.perf_counter() - t:.1f} s; io {self.stores['tiered'].io_backend}{ring})")
+            print(f"tierfs 10/20 store opened ({time.perf_counter() - t:.1f} s; io {self.stores['tiered'].io_backend}{ring}; reads {'unverified' if unverified else 'verified'})")
         self.budget_bytes = int((a.gpu_frac + a.host_frac) * self.feat_bytes)
 
         dev_name = torch.cuda.get_device_name(self.dev) if self.cuda else "cpu"
@@ -604,7 +609,7 @@ class Bench:
             device_name=dev_name, torch=torch.__version__, cpus=os.cpu_count(), seed=a.seed, hidden=a.hidden, depth=a.depth,
             warmup=a.warmup, batches=a.batches, max_seconds=a.max_seconds, gpu_fraction=a.gpu_frac if self.cuda else 0.0,
             host_fraction=a.host_frac if self.cuda else a.gpu_frac + a.host_frac, memory_budget_bytes=self.budget_bytes,
-            planned_epoch=a.planned_epoch, disk=self.disk, setup_seconds=time.perf_counter() - t0,
+            planned_epoch=a.planned_epoch, unverified_reads=bool(a.unverified_reads or a.io_backend == "gpu-uring"), disk=self.disk, setup_seconds=time.perf_counter() - t0,
             sampler="tierfs, on the GPU (topology in device memory)" if self.cuda else "tierfs, on the host",
         )
 
