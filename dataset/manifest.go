@@ -228,6 +228,9 @@ func Load(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", filepath.Join(dir, ManifestName), err)
 	}
 	m.dir = dir
+	if err := m.checkUnbound(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
