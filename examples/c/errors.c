@@ -352,6 +352,17 @@ int main(int argc, char **argv) {
     tfs_close(bs);
   }
 
+  /* ---- tfs_upgrade: a current dataset has nothing to upgrade ---- */
+  {
+    int32_t from = 0;
+    expect_status(tfs_upgrade(NULL, NULL, NULL, &from), TFS_EINVAL, "path", "upgrade with path NULL");
+    expect_status(tfs_upgrade(scratch, NULL, NULL, &from), TFS_ENOENT, scratch, "upgrade of a directory that is no dataset");
+    expect_status(tfs_upgrade(v99, NULL, NULL, &from), TFS_EVERSION, "version", "upgrade of a manifest of format version 99");
+    expect_status(tfs_upgrade(ds, NULL, NULL, &from), TFS_OK, NULL, "upgrade of a current dataset");
+    expect(from == 7, "... reports the version it had, 7 (got %d)", (int)from);
+    expect_status(tfs_upgrade(ds, NULL, NULL, NULL), TFS_OK, NULL, "upgrade with from_version NULL");
+  }
+
   /* ---- synth and ingest options ---- */
   expect_status(tfs_synth(NULL), TFS_EINVAL, "options_json", "synth with options NULL");
   expect_status(tfs_synth("{\"out\": \"/tmp/x\", \"nodez\": 10}"), TFS_EINVAL, "nodez", "synth with an unknown key");
