@@ -89,3 +89,26 @@ def test_fractional_fanouts_refused_by_every_sampler(store):
 
     with pytest.raises(tierfs.InvalidArgumentError, match="1.5"):
         num_neighbors_of(store, [10, 1.5])
+
+
+def test_max_sample_edges_bounds_heterogeneous_samples(tmp_path):
+    """The store option bounds a heterogeneous sampler too (golden v5: two node and edge types)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    golden = Path(os.environ.get("TIERFS_REPO") or Path(__file__).resolve().parents[2]) / "dataset" / "testdata" / "golden" / "v5"
+    if not golden.is_dir():
+        pytest.skip(f"no golden dataset at {golden}")
+    path = str(tmp_path / "v5")
+    shutil.copytree(golden, path)
+    fanouts = {("author", "writes", "paper"): [-1, -1], ("paper", "cites", "paper"): [-1, -1]}
+    with tierfs.open(path) as s:
+        full = s.sampler(fanouts).sample([0, 1, 2, 3], node_type="paper")
+        drawn = sum(len(r) for r in full.row.values()) if isinstance(full.row, dict) else None
+    assert drawn, full
+    with tierfs.open(path, max_sample_edges=drawn - 1) as s:
+        with pytest.raises(tierfs.InvalidArgumentError, match=rf"a sample of 4 seeds .*bound of {drawn - 1} edges.*max_sample_edges"):
+            s.sampler(fanouts).sample([0, 1, 2, 3], node_type="paper")
+    with tierfs.open(path, max_sample_edges=drawn) as s:
+        s.sampler(fanouts).sample([0, 1, 2, 3], node_type="paper")

@@ -76,3 +76,4 @@ def test_upgrade_cli(tmp_path, cli):
     assert r.returncode == 0 and "from format version 3 to 7" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
     with pytest.raises(FileNotFoundError):
         tierfs.upgrade(tmp_path / "missing")
+
