@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // upgradeSuffix names the bound sidecar Upgrade writes beside an old one (<sidecar>.upgrade),
@@ -24,7 +26,8 @@ const upgradeSuffix = ".upgrade"
 // renames of fsynced files, the manifest last of each step, so a process killed at any point
 // leaves the old dataset or the new one, each whole and readable; the next Upgrade finishes or
 // redoes the work and removes what was left. Readers may hold the dataset open meanwhile (a
-// store keeps the checksums it loaded); no writer of dir may be at work.
+// store keeps the checksums it loaded); a second Upgrade of dir is refused with
+// ErrUpgradeRunning; no writer of dir may be at work.
 func Upgrade(dir string, progress func(done, total int64)) (from int, err error) {
 	return upgrade(dir, progress, nil)
 }
@@ -35,6 +38,11 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 	if step == nil {
 		step = func(string) {}
 	}
+	unlock, err := lockUpgrade(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	m, err := Load(dir)
 	if err != nil {
 		return 0, err
@@ -100,6 +108,29 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 	}
 	step("manifest bound")
 	return from, nm.finishUpgrade(step)
+}
+
+// ErrUpgradeRunning is wrapped by Upgrade's error when another upgrade of the dataset is at work.
+var ErrUpgradeRunning = errors.New("another upgrade of the dataset is at work")
+
+// lockUpgrade takes the upgrade lock of dir, an flock on the directory itself (no file is added
+// to the dataset; the kernel drops it when the process dies), and returns its release.
+func lockUpgrade(dir string) (func(), error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if _, lerr := Load(dir); lerr != nil { // its error says what dir is instead
+			return nil, lerr
+		}
+		return nil, fmt.Errorf("dataset: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("dataset: %s: %w; wait for it to end", dir, ErrUpgradeRunning)
+		}
+		return nil, fmt.Errorf("dataset: lock %s: %w", dir, err)
+	}
+	return func() { unix.Close(fd) }, nil
 }
 
 // finishUpgrade moves the sidecars m names <sidecar>.upgrade to their own names (each written

@@ -339,3 +339,31 @@ func TestKilledUpgrade(t *testing.T) {
 		checkUpgraded(t, dir, m, data, stripes)
 	}
 }
+
+// TestUpgradeLock: while one upgrade of a dataset is at work (its lock held), another is refused
+// with ErrUpgradeRunning and changes nothing; once it is released the upgrade runs.
+func TestUpgradeLock(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "golden", "v2"), dir)
+	unlock, err := lockUpgrade(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := mustRead(t, filepath.Join(dir, ManifestName))
+	if _, err := Upgrade(dir, nil); !errors.Is(err, ErrUpgradeRunning) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("Upgrade while another holds the lock: %v", err)
+	}
+	if string(mustRead(t, filepath.Join(dir, ManifestName))) != string(manifest) {
+		t.Fatal("a refused upgrade rewrote the manifest")
+	}
+	unlock()
+	if from, err := Upgrade(dir, nil); err != nil || from != 2 {
+		t.Fatalf("Upgrade once the lock is released: from %d, %v", from, err)
+	}
+	if _, err := Upgrade(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Upgrade of a missing directory: %v", err)
+	}
+	if _, err := Upgrade(filepath.Join(dir, ManifestName), nil); !errors.Is(err, ErrNotDataset) {
+		t.Fatalf("Upgrade of a file: %v", err)
+	}
+}
