@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/tierfs/tierfs/dataset"
 )
@@ -20,6 +21,15 @@ func runUpgrade(args []string) error {
 	pos, err := parseFlags(fs, args, 1)
 	if err != nil {
 		return err
+	}
+	// What killed writes to the dataset left beside it goes first, as in `tierfs verify` (a
+	// dataset a killed write had moved aside is put back).
+	did, err := dataset.CleanStale(pos[0])
+	for _, d := range did {
+		fmt.Println("cleaned:", d)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tierfs upgrade: warning: %v\n", err)
 	}
 	bar := newProgressBar()
 	from, err := dataset.Upgrade(pos[0], func(done, total int64) { bar.update("verify", done, total) })

@@ -367,3 +367,41 @@ func TestUpgradeLock(t *testing.T) {
 		t.Fatalf("Upgrade of a file: %v", err)
 	}
 }
+
+// TestUpgradeInPlace: a version 4 dataset whose feature is read in place (the user's file, a
+// partial last block, its sidecar in the dataset) upgrades without the user's file changing.
+func TestUpgradeInPlace(t *testing.T) {
+	r := testRand(t)
+	user := filepath.Join(t.TempDir(), "x.npy")
+	const rows = 3000 // 36,010 bytes: 9 blocks, the last partial
+	raw := make([]byte, 10+rows*12)
+	for i := range raw {
+		raw[i] = byte(r.UintN(256))
+	}
+	if err := os.WriteFile(user, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec, err := NewInPlaceFeatureSpec("x", Float32, 3, rows, user, 10, DefaultBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{NodeTypes: []NodeType{{Name: "node", Count: rows, Features: []FeatureSpec{spec}}}}
+	m.SetDir(dir)
+	if err := Commit(m, []string{user}, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	old := downgrade(t, dir)
+	if old.Version != 4 {
+		t.Fatalf("downgraded to version %d, want 4", old.Version)
+	}
+	st, _ := os.Stat(user)
+	data := dataFiles(t, old)
+	if from, err := Upgrade(dir, nil); err != nil || from != 4 {
+		t.Fatalf("Upgrade: from %d, %v", from, err)
+	}
+	checkUpgraded(t, dir, old, data)
+	if after, _ := os.Stat(user); !after.ModTime().Equal(st.ModTime()) || after.Size() != st.Size() {
+		t.Fatal("the upgrade touched the user's in-place file")
+	}
+}
