@@ -379,6 +379,11 @@ tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progr
   return (tfs_status)tfsgo_verify_json((char *)path, (char *)request_json, fn, ctx, buf, cap, needed);
 }
 
+tfs_status tfs_upgrade(const char *path, tfs_progress_fn fn, void *ctx, int32_t *from_version) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_upgrade((char *)path, fn, ctx, from_version);
+}
+
 tfs_status tfs_types_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_types_json(H(store), buf, cap, needed);

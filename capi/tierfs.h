@@ -299,6 +299,14 @@ tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, t
 tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
                            size_t cap, size_t *needed);
 
+/* Rewrites the dataset at path, of an older format version, to the current one in place (as
+ * `tierfs upgrade`): every block is checked against its checksum first, and a damaged dataset is
+ * TFS_ECORRUPT naming the file and block, left as it was. Killed at any point it leaves the old
+ * or the new dataset, each readable; calling it again finishes. *from_version (may be NULL) gets
+ * the version the dataset had (the current one when there was nothing to do). fn (may be NULL)
+ * gets ("verify", bytes checked, total). No writer of the dataset may be at work. */
+tfs_status tfs_upgrade(const char *path, tfs_progress_fn fn, void *ctx, int32_t *from_version);
+
 /* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
  * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is
  * on stderr), 2 for a usage error, 70 when it panicked (a bug; stderr says where). argv[0] is the

@@ -88,3 +88,27 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 	putJSON(data, buf, capacity, needed)
 	return nil
 }
+
+//export tfsgo_upgrade
+func tfsgo_upgrade(path *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, from *C.int32_t) (st C.int) {
+	defer guard("tfs_upgrade", &st)
+	return finish("tfs_upgrade", upgrade(path, progressFunc(fn, ctx), from), stEIO)
+}
+
+func upgrade(path *C.char, progress func(string, int64, int64), from *C.int32_t) error {
+	if path == nil {
+		return fail(stEINVAL, "path is NULL")
+	}
+	var fn func(done, total int64)
+	if progress != nil {
+		fn = func(done, total int64) { progress("verify", done, total) }
+	}
+	v, err := dataset.Upgrade(C.GoString(path), fn)
+	if err != nil {
+		return err
+	}
+	if from != nil {
+		*from = C.int32_t(v)
+	}
+	return nil
+}

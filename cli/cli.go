@@ -51,6 +51,7 @@ func init() {
 		{"ingest", "turn edges and features (Parquet, Arrow IPC, .npy) into a dataset", runIngest},
 		{"info", "print what a dataset holds", runInfo},
 		{"verify", "check every block of a dataset against its checksum", runVerify},
+		{"upgrade", "rewrite a dataset of an older format version to the current one, in place", runUpgrade},
 		{"gather", "write the feature rows of ids.npy to out.npy", runGather},
 		{"sample", "sample k-hop neighborhoods of seeds.npy into a directory of .npy files", runSample},
 		{"plan-epochs", "sample K epochs ahead and pack each batch's disk rows contiguously (planned epochs)", runPlanEpochs},

@@ -118,3 +118,54 @@ func bindSidecar(path string, key uint64) (string, error) {
 	}
 	return hashHex(side), nil
 }
+
+// checkUnbound holds a manifest of a version before VersionBound to what such a dataset is: its
+// sidecars unbound, so block 0 of every file hashes to the first sum of its sidecar. A dataset of
+// version 7 or later whose manifest was edited down to an older version (its hash removed or
+// recomputed, its dataset id dropped) fails this on every file — its sums are bound — and is
+// corruption, not an old dataset. A file that does not open or read is left to the reads that
+// need it (Verify names it). It costs one block and 8 bytes per file, and only old datasets pay.
+func (m *Manifest) checkUnbound() error {
+	if m.Version >= VersionBound {
+		return nil
+	}
+	buf := make([]byte, m.BlockSize)
+	for i := range m.Files {
+		f := &m.Files[i]
+		if f.Bytes == 0 {
+			continue
+		}
+		sum, ok := m.readAt(f.Checksums, 8, buf[:8])
+		if !ok {
+			continue
+		}
+		want := binary.LittleEndian.Uint64(sum)
+		n := min(int64(m.BlockSize), f.Bytes)
+		block, ok := m.readAt(f.Path, n, buf[:n])
+		if !ok {
+			continue
+		}
+		if got := xxhash.Sum64(block); got != want {
+			return fmt.Errorf("dataset: %s: the manifest says format version %d (unbound checksums), but block 0 of %s hashes to %016x, not the %016x of its sidecar: a newer dataset whose manifest was edited down to an older version, or damage to an old one (tierfs verify names every bad block): %w",
+				m.Path(ManifestName), m.Version, f.Path, got, want, ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// readAt reads the first n bytes of the dataset's file p into buf, reporting whether it could.
+func (m *Manifest) readAt(p string, n int64, buf []byte) ([]byte, bool) {
+	fd, size, err := m.OpenFD(p, 0)
+	if err != nil {
+		return nil, false
+	}
+	file := os.NewFile(uintptr(fd), m.Path(p))
+	defer file.Close()
+	if size < n {
+		return nil, false
+	}
+	if _, err := file.ReadAt(buf[:n], 0); err != nil {
+		return nil, false
+	}
+	return buf[:n], true
+}

@@ -24,7 +24,9 @@
 // types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link prediction
 // per split, with labels and negatives); version 7 checksums bound to their place (bind.go: a
 // block's checksum covers its file's role and its index, keyed by a random DatasetID). Commit
-// writes version 7.
+// writes version 7. Older versions are read as they are — Load holds a manifest of one to what
+// such a dataset is (its sidecars unbound), so a newer dataset's manifest edited down is
+// corruption — and Upgrade rewrites them to version 7 in place (`tierfs upgrade`).
 //
 // Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
 // names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
@@ -228,6 +230,9 @@ func Load(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", filepath.Join(dir, ManifestName), err)
 	}
 	m.dir = dir
+	if err := m.checkUnbound(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

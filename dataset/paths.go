@@ -18,8 +18,9 @@ const MaxManifestBytes = 64 << 20
 // checkPaths checks every path of the files list: a relative path must stay inside the dataset
 // directory (filepath.IsLocal: no "..", not empty); an absolute path is allowed only for a feature
 // stripe (the format's files on other devices) and for that stripe's sidecar, named
-// <stripe>.xxh64. Labels, splits and topology must be in the files list (Validate's need), so
-// this covers every path the manifest names.
+// <stripe>.xxh64 (or, while an upgrade moves it, <stripe>.xxh64.upgrade). Labels, splits and
+// topology must be in the files list (Validate's need), so this covers every path the manifest
+// names.
 func (m *Manifest) checkPaths() error {
 	stripes := map[string]bool{}
 	for _, f := range m.allFeatures() {
@@ -32,7 +33,8 @@ func (m *Manifest) checkPaths() error {
 		if err := checkPath(f.Path, stripes[f.Path]); err != nil {
 			return fmt.Errorf("manifest files[%d] path: %w", i, err)
 		}
-		if filepath.IsAbs(f.Checksums) && f.Checksums != f.Path+ChecksumSuffix {
+		// An upgrade names the bound sidecar beside the old one until it has taken its name.
+		if filepath.IsAbs(f.Checksums) && f.Checksums != f.Path+ChecksumSuffix && f.Checksums != f.Path+ChecksumSuffix+upgradeSuffix {
 			return fmt.Errorf("manifest files[%d] checksums %q: an absolute sidecar path must be its file's path + %s", i, f.Checksums, ChecksumSuffix)
 		}
 		if err := checkPath(f.Checksums, stripes[f.Path]); err != nil {

@@ -246,8 +246,9 @@ func TestManifestEditsAreCaught(t *testing.T) {
 		t.Errorf("a version 2 manifest without its hash: %v", err)
 	}
 	// An edit down to version 1 (no hash, read as it is) is no downgrade: with the dataset id
-	// kept the manifest is inconsistent; without it, it loads, but every block then fails its
-	// checksum (they are bound to their place, version 7) — caught by Verify, not served.
+	// kept the manifest is inconsistent; without it, Load finds the sidecars bound to their place
+	// (version 7) where an old dataset's are not, and refuses it as corruption. So does an edit
+	// down to version 6 whose hash was recomputed.
 	obj["version"] = 1
 	old, _ := json.Marshal(obj)
 	os.WriteFile(path, old, 0o644)
@@ -257,10 +258,14 @@ func TestManifestEditsAreCaught(t *testing.T) {
 	delete(obj, "dataset_id")
 	old, _ = json.Marshal(obj)
 	os.WriteFile(path, old, 0o644)
-	if m, err := Load(dir); err != nil {
-		t.Errorf("a version 1 manifest without a hash or dataset id: %v", err)
-	} else if problems, err := m.Verify(0, nil); err != nil || len(problems) == 0 {
-		t.Errorf("a version 7 dataset read as version 1: Verify found %v (%v), want every block refused", problems, err)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "edited down to an older version") {
+		t.Errorf("a version 7 dataset whose manifest says version 1 without a hash or dataset id: %v, want corruption", err)
+	}
+	obj["version"] = 6
+	old, _ = json.Marshal(obj)
+	os.WriteFile(path, rehashed(t, string(old)), 0o644)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "format version 6") {
+		t.Errorf("a version 7 dataset whose manifest says version 6 with a recomputed hash: %v, want corruption", err)
 	}
 	var m Manifest
 	json.Unmarshal(raw, &m)

@@ -394,6 +394,12 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 		}
 		f.ChecksumsHash = h
 	}
+	return m.writeManifest()
+}
+
+// writeManifest sets m's hash and writes it as its directory's manifest: a temporary name,
+// fsync, rename, directory fsync — so the directory holds the old manifest or the new one, whole.
+func (m *Manifest) writeManifest() error {
 	hash, err := m.contentHash()
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// TestVerifyReadsBitFlips flips one bit at a random offset of the labels, split, indptr or
+// TestBitFlipsNeverAnswer flips one bit at a random offset of the labels, split, indptr or
 // indices file, many times (printed seed), and opens the dataset with default options, the
 // topology in memory and on disk, and with unverified reads (the topology and labels in memory): opening, Labels, Split and Sample each either give the answer of the
 // undamaged dataset or an error dataset.IsCorrupt recognises, never a different answer.

@@ -43,11 +43,12 @@ func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampl
 			}
 		}
 	}
+	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
 	out, err := topology.SampleFromEdges(s.sampleGraph(), src, dst, labels, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}
-	return out, err
+	return out, sampleTooLarge(err)
 }
 
 // checkLinkOptions is the one check of link options on a store (one node type, one edge type);

@@ -69,7 +69,7 @@ func (hs *HeteroSampler) SampleFromEdges(edgeType string, src, dst, labels []int
 	opt.Seed += hs.calls
 	out, err := topology.SampleHeteroFromEdges(numNodes, edges, e, src, dst, labels, opt)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: sampling from edges of edge type %q: %w", key, err)
+		return nil, sampleTooLarge(fmt.Errorf("featurestore: sampling from edges of edge type %q: %w", key, err))
 	}
 	hs.calls++
 	return out, nil

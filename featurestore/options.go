@@ -9,6 +9,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/ssd"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // Options configure Open. The zero value opens with no host cache, io_uring where available, and
@@ -45,15 +46,20 @@ type Options struct {
 	// TopologyMemoryBytes: the topology is read into memory when it fits this budget, otherwise it
 	// stays on disk and each sampling hop reads what it needs through the IO stack. 0 means 1 GiB;
 	// negative keeps it on disk always.
-	TopologyMemoryBytes int64         `json:"topology_memory" kind:"size" help:"hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk"`
-	IOBackend           gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
-	QueueDepth          int           `json:"queue_depth" help:"reads in flight per IO stack (default 128)"`
-	MaxConcurrentIO     int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
+	TopologyMemoryBytes int64 `json:"topology_memory" kind:"size" help:"hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk"`
+	// MaxSampleEdges bounds the edges one sample draws, all hops (and edge types) together: a
+	// sample that would draw more fails before allocating, with topology.ErrSampleTooLarge
+	// naming its seeds, fanouts and the bound. 0 means topology.DefaultMaxEdges (2^27). A
+	// per-call SampleOptions.MaxEdges wins over it.
+	MaxSampleEdges  int64         `json:"max_sample_edges" help:"the most edges one sample may draw, all hops together; a larger sample is refused before allocating (default 0: 134217728 = 2^27)"`
+	IOBackend       gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
+	QueueDepth      int           `json:"queue_depth" help:"reads in flight per IO stack (default 128)"`
+	MaxConcurrentIO int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
 	// UnverifiedReads skips checking blocks read from disk against the dataset's checksums. Reads
 	// are checked by default (on the completion path, before any row is used; about 1-3% of
 	// gather throughput, BENCHMARKS.md); labels, splits and topology are checked at open either way.
 	UnverifiedReads bool `json:"unverified_reads" help:"do not check blocks read from disk against their checksums (checked by default: 1-3% of gather throughput)"`
-	CopyWorkers         int           `json:"copy_workers" help:"goroutines copying host-tier rows (default: one per CPU)"`
+	CopyWorkers     int  `json:"copy_workers" help:"goroutines copying host-tier rows (default: one per CPU)"`
 	// CoalesceGap: disk reads of one file at most this many bytes apart become one read (the gap
 	// read and discarded), up to 128 KiB. 0 (the default) merges only reads that share or touch
 	// a block; -1 probes the disk at Open (about 1.5 s, `tierfs bench disk` prints the same
@@ -150,6 +156,8 @@ func (o *Options) Validate() error {
 		return bad("queue_depth", o.QueueDepth, fmt.Sprintf("reads in flight >= 0 (0: %d)", DefaultQueueDepth))
 	case o.MaxConcurrentIO < 0:
 		return bad("max_concurrent_io", o.MaxConcurrentIO, "IO stacks >= 0 (0: one per CPU)")
+	case o.MaxSampleEdges < 0:
+		return bad("max_sample_edges", o.MaxSampleEdges, fmt.Sprintf("edges >= 0 (0: %d)", topology.DefaultMaxEdges))
 	case o.CopyWorkers < 0:
 		return bad("copy_workers", o.CopyWorkers, "goroutines >= 0 (0: one per CPU)")
 	case o.CoalesceGap < -1 || o.CoalesceGap > MaxCoalesceGap:
@@ -177,6 +185,23 @@ func (o *Options) Validate() error {
 		return bad("gpu_topology", o.GPUTopology, fmt.Sprintf("%q or %q (or empty to sample on the host)", GPUTopologyDevice, GPUTopologyPinned))
 	}
 	return nil
+}
+
+// sampleBound is the edge bound of a sample asked with maxEdges (SampleOptions.MaxEdges): that
+// when set, else MaxSampleEdges (0: the topology's default).
+func (o *Options) sampleBound(maxEdges int64) int64 {
+	if maxEdges > 0 {
+		return maxEdges
+	}
+	return o.MaxSampleEdges
+}
+
+// sampleTooLarge adds to err, when it is a sample past its bound, the option that sets the bound.
+func sampleTooLarge(err error) error {
+	if errors.Is(err, topology.ErrSampleTooLarge) {
+		return fmt.Errorf("%w (the store option max_sample_edges sets the bound)", err)
+	}
+	return err
 }
 
 // String is the options as JSON (Hotness, Placement and Faults left out).

@@ -26,11 +26,12 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 			return nil, fmt.Errorf("featurestore: seeds[%d] = %d is out of range [0, %d): %w", i, v, n, ErrIDOutOfRange)
 		}
 	}
+	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
 	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}
-	return out, err
+	return out, sampleTooLarge(err)
 }
 
 // checkSampling checks opt and that the dataset has a topology to sample.

@@ -276,7 +276,7 @@ func (ss *Session) NewHeteroSampler(opt HeteroSampleOptions) (*HeteroSampler, er
 			return nil, &OptionError{Option: "fanouts", Value: key, Want: "fanouts keyed by edge types of the dataset: " + ss.edgeTypeList()}
 		}
 	}
-	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers}
+	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, MaxEdges: ss.opt.sampleBound(0)}
 	hops := -1
 	for e, es := range ss.edges {
 		key := es.spec.Key()
@@ -486,7 +486,7 @@ func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSample
 	numNodes, edges := ss.typedGraphs()
 	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: %w", err)
+		return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -20,6 +21,12 @@ func TestSampleEdgeBound(t *testing.T) {
 			_, err := SampleNeighbors(g, seeds, SampleOptions{Fanouts: []int{fanout}, Replace: true})
 			if g.NumEdges() > 0 && (!errors.Is(err, ErrSampleTooLarge) || !strings.Contains(err.Error(), "MaxEdges")) {
 				t.Fatalf("%s: fanout %d with replacement: %v, want ErrSampleTooLarge", e.name, fanout, err)
+			}
+			// The error names the numbers: seeds, fanouts, the hop's edges and the bound.
+			for _, want := range []string{fmt.Sprintf("a sample of %d seeds with fanouts [%d]", len(seeds), fanout), fmt.Sprintf("fanout %d, replace true", fanout), fmt.Sprintf("bound of %d edges", DefaultMaxEdges)} {
+				if g.NumEdges() > 0 && !strings.Contains(err.Error(), want) {
+					t.Fatalf("%s: %v: does not say %q", e.name, err, want)
+				}
 			}
 		}
 		opt := SampleOptions{Fanouts: []int{1 + r.IntN(5), -1}, Replace: r.IntN(2) == 0, Seed: r.Uint64()}

@@ -145,6 +145,13 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 				excl = exclude[e]
 			}
 			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
+			if errors.Is(err, ErrSampleTooLarge) {
+				var n int
+				for _, ts := range seeds {
+					n += len(ts)
+				}
+				return nil, fmt.Errorf("topology: a sample of %d seeds with fanouts %v (per edge type): %w", n, opt.Fanouts, err)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -126,6 +127,9 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		}
 		start := int64(len(nodes.ids))
 		total, err := hs.hop(g, -1, frontier, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges, nil)
+		if errors.Is(err, ErrSampleTooLarge) {
+			return nil, fmt.Errorf("topology: a sample of %d seeds with fanouts %v: %w", len(seeds), opt.Fanouts, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -218,6 +222,27 @@ type hopSampler struct {
 	drawn              int64 // edges drawn by the sample's hops so far
 }
 
+// tooLarge is the error of hop h, of nodes frontier nodes with fanout, whose draws pass the
+// sample's bound: those of the nodes before rest (before edges; the first of rest draws c)
+// fitted. It names the edges the whole hop would draw (saturating), those drawn before it and
+// the bound.
+func (hs *hopSampler) tooLarge(rest []int64, before, c int64, fanout, h, nodes int) error {
+	hopEdges := before + c
+	for _, d := range rest[1:] {
+		hopEdges = satAdd(hopEdges, max(0, sampleCount(d, fanout, hs.replace)))
+	}
+	return fmt.Errorf("%w: hop %d of %d nodes (fanout %d, replace %v) would draw %d edges, which with the %d drawn before it pass the sample's bound of %d edges (MaxEdges); sample fewer seeds, smaller fanouts or raise the bound",
+		ErrSampleTooLarge, h, nodes, fanout, hs.replace, hopEdges, hs.drawn, hs.maxEdges)
+}
+
+// satAdd is a + b for a, b >= 0, or MaxInt64 when that overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // edgeBound is opt's MaxEdges with its default.
 func edgeBound(maxEdges int64) int64 {
 	if maxEdges <= 0 {
@@ -258,8 +283,7 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 		}
 		c := sampleCount(d, fanout, hs.replace)
 		if c > hs.maxEdges-hs.drawn-off[i] { // no sum here can overflow
-			return 0, fmt.Errorf("topology: %w: hop %d (fanout %d, replace %v) of %d nodes would bring the sample past its bound of %d edges (MaxEdges) after %d; sample fewer seeds or smaller fanouts",
-				ErrSampleTooLarge, h, fanout, hs.replace, len(frontier), hs.maxEdges, hs.drawn+off[i])
+			return 0, hs.tooLarge(deg[i:], off[i], c, fanout, h, len(frontier))
 		}
 		off[i+1] = off[i] + c
 	}

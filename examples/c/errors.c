@@ -316,6 +316,53 @@ int main(int argc, char **argv) {
   expect_status(tfs_sample_free(smp), TFS_ECLOSED, "already", "sample freed twice");
   expect_status(tfs_sample_sizes(smp, &nn, &ne, &nh), TFS_ECLOSED, "already", "sample_sizes on a freed sample");
 
+  /* ---- the sample-size bound (store option max_sample_edges): a sample past it is TFS_EINVAL
+   * naming the seeds, fanouts and bound; a larger bound lets the same sample through ---- */
+  {
+    int32_t big[2] = {1000000, 1000000};
+    tfs_store *bs = NULL;
+    tfs_sampler *bsp = NULL;
+    struct tfs_sample *bsmp = NULL;
+    char msg[96];
+    expect_status(tfs_open_json(ds, "{\"max_sample_edges\": -1}", &bs), TFS_EINVAL, "max_sample_edges",
+                  "open_json with max_sample_edges -1");
+    expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 4}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 4");
+    tfs_sampler_options bo = sampler_opts(big, 2, 3);
+    bo.replace = 1;
+    expect_status(tfs_sampler_create(bs, &bo, &bsp), TFS_OK, NULL, "a sampler of fanouts [1000000, 1000000] with replacement");
+    snprintf(msg, sizeof msg, "a sample of %" PRId64 " seeds with fanouts [1000000 1000000]", nseeds);
+    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_EINVAL, msg, "a sample past max_sample_edges 4 names the seeds and fanouts");
+    expect(strstr(tfs_last_error(), "bound of 4 edges") != NULL && strstr(tfs_last_error(), "max_sample_edges") != NULL,
+           "... and the bound and the option: %s", tfs_last_error());
+    tfs_sampler_free(bsp);
+    tfs_close(bs);
+    int32_t small[2] = {3, 2};
+    bo = sampler_opts(small, 2, 3);
+    bo.replace = 1;
+    expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 4}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 4 again");
+    tfs_sampler_create(bs, &bo, &bsp);
+    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_EINVAL, "bound of 4 edges", "fanouts [3, 2] past a bound of 4");
+    tfs_sampler_free(bsp);
+    tfs_close(bs);
+    expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 1000000}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 1000000");
+    tfs_sampler_create(bs, &bo, &bsp);
+    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_OK, NULL, "fanouts [3, 2] within a bound of 1000000");
+    tfs_sample_free(bsmp);
+    tfs_sampler_free(bsp);
+    tfs_close(bs);
+  }
+
+  /* ---- tfs_upgrade: a current dataset has nothing to upgrade ---- */
+  {
+    int32_t from = 0;
+    expect_status(tfs_upgrade(NULL, NULL, NULL, &from), TFS_EINVAL, "path", "upgrade with path NULL");
+    expect_status(tfs_upgrade(scratch, NULL, NULL, &from), TFS_ENOENT, scratch, "upgrade of a directory that is no dataset");
+    expect_status(tfs_upgrade(v99, NULL, NULL, &from), TFS_EVERSION, "version", "upgrade of a manifest of format version 99");
+    expect_status(tfs_upgrade(ds, NULL, NULL, &from), TFS_OK, NULL, "upgrade of a current dataset");
+    expect(from == 7, "... reports the version it had, 7 (got %d)", (int)from);
+    expect_status(tfs_upgrade(ds, NULL, NULL, NULL), TFS_OK, NULL, "upgrade with from_version NULL");
+  }
+
   /* ---- synth and ingest options ---- */
   expect_status(tfs_synth(NULL), TFS_EINVAL, "options_json", "synth with options NULL");
   expect_status(tfs_synth("{\"out\": \"/tmp/x\", \"nodez\": 10}"), TFS_EINVAL, "nodez", "synth with an unknown key");

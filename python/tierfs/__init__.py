@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from . import _native
 from ._util import _checkout_version, format_bytes, parse_size
-from .build import from_graphbolt, from_pyg, ingest, synth, verify
+from .build import from_graphbolt, from_pyg, ingest, synth, upgrade, verify
 from .errors import (
     ClosedError,
     CorruptError,
@@ -84,6 +84,7 @@ __all__ = [
     "from_graphbolt",
     "from_pyg",
     "verify",
+    "upgrade",
     "synth",
     "parse_size",
     "format_bytes",

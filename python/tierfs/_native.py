@@ -218,6 +218,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_synth_progress", [c_char_p, PROGRESS_FN, c_void_p]),
     ("tfs_ingest_progress", [c_char_p, PROGRESS_FN, c_void_p]),
     ("tfs_verify_json", [c_char_p, c_char_p, PROGRESS_FN, c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("tfs_upgrade", [c_char_p, PROGRESS_FN, c_void_p, POINTER(c_int32)]),
     ("tfs_cli_main", [c_int, POINTER(c_char_p)]),
     ("tfs_mount", [c_void_p, c_char_p]),
     ("tfs_unmount", [c_void_p]),

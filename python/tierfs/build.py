@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ from ._native import check, lib
 from ._progress import ProgressLike, _progress_callback
 from .hetero import edge_type_key
 
-__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify"]
+__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify", "upgrade"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
@@ -818,3 +819,22 @@ def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) ->
     if errs:
         raise errs[0]
     return report
+
+
+def upgrade(path: PathLike, *, progress: ProgressLike = None) -> int:
+    """Rewrites the dataset at ``path``, of an older format version, to the current one in place,
+    as ``tierfs upgrade``, and returns the version it had (the current one when there was nothing
+    to do). Every block is checked against its checksum first: a damaged dataset raises
+    tierfs.CorruptError naming the file and block, and is left as it was. Killed at any point it
+    leaves the old or the new dataset, each readable; calling it again finishes. ``progress`` as
+    :func:`verify`'s. No writer of the dataset may be at work meanwhile (``tfs_upgrade``).
+    """
+    _native.check_process()
+    p = _input_path(path, "upgrade")
+    cb, errs = _progress_callback(progress)
+    fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
+    from_version = ctypes.c_int32(0)
+    check(lib.tfs_upgrade(_c_str(p, "path"), fn, None, ctypes.byref(from_version)))
+    if errs:
+        raise errs[0]
+    return from_version.value
