@@ -12,10 +12,10 @@ import (
 // names every option DecodeOptions takes.
 func TestOpenJSONOptions(t *testing.T) {
 	for in, words := range map[string]string{
-		`{"host_cahce": 1}`:     "host_cahce",
-		`{"queue_depth": "8"}`:  "queue_depth",
+		`{"host_cahce": 1}`:         "host_cahce",
+		`{"queue_depth": "8"}`:      "queue_depth",
 		`{"unverified_reads": "y"}`: "unverified_reads",
-		`not json`:              "a JSON object",
+		`not json`:                  "a JSON object",
 	} {
 		_, err := featurestore.DecodeOptions([]byte(in))
 		if err == nil || classify(err, stEIO) != stEINVAL || !strings.Contains(err.Error(), words) {

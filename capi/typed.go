@@ -252,7 +252,6 @@ type heteroSampleRec struct {
 	edgeTypes []string
 }
 
-
 //export tfsgo_hetero_sample
 func tfsgo_hetero_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_hetero_sample", &st)
