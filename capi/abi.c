@@ -535,6 +535,14 @@ tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t ba
                                                dst_bytes);
 }
 
+tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                                    const int64_t *nodes, int64_t n, void *dst_device, int64_t dst_bytes,
+                                    void *cuda_stream) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_gather_device(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n,
+                                                dst_device, dst_bytes, cuda_stream);
+}
+
 tfs_status tfs_hetero_sample_link_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_hetero_sample_link_json(H(sample), buf, cap, needed);

@@ -211,6 +211,38 @@ func epochsGatherTyped(h uintptr, epoch, batch int64, nodeType string, nodes *C.
 	return err
 }
 
+//export tfsgo_epochs_gather_device
+func tfsgo_epochs_gather_device(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+	defer guard("tfs_epochs_gather_device", &st)
+	return finish("tfs_epochs_gather_device", epochsGatherDevice(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes), stream), stEIO)
+}
+
+// epochsGatherDevice serves tfs_epochs_gather_device (dst is a device address Go never reads).
+func epochsGatherDevice(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(dst, "dst_device", n, "n"); err != nil {
+		return err
+	}
+	rb, err := rec.p.RowBytesOf(nodeType)
+	if err != nil {
+		return err
+	}
+	if dstBytes != n*rb {
+		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+	}
+	_, err = rec.p.GatherDevice(int(epoch), int(batch), nodeType, ids64(nodes, n), uintptr(dst), uintptr(stream))
+	return err
+}
+
 // sessionSplit reads split name of node type nt.
 func sessionSplit(ss *featurestore.Session, nt, name string) ([]int64, error) {
 	n, err := ss.ReadSplit(nt, name, nil)

@@ -462,6 +462,14 @@ tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t b
  * sampled nodes of that type; TFS_ENOENT for a type without features. */
 tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
                                    const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes);
+/* tfs_epochs_gather_typed into device memory of the store's CUDA device, ordered on cuda_stream
+ * (a cudaStream_t; NULL for the legacy default stream): rows the memory tiers hold are copied on
+ * the device, the batch's packed rows read in one read into pinned memory, checked, and scattered
+ * there by a kernel. nodes are host memory. Returns once the rows are in place on the stream.
+ * TFS_ENOTSUP where the store has no GPU path. */
+tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                                    const int64_t *nodes, int64_t n, void *dst_device, int64_t dst_bytes,
+                                    void *cuda_stream);
 /* Link sampling of a heterogeneous graph (tfs_sample_edges for one edge type; docs: ARCHITECTURE.md
  * "Link sampling"): samples around the n seed edges (src[i], dst[i]) of edge_type ("src:rel:dst";
  * NULL or "" for the only one) — src ids of its src node type, dst ids of its dst node type — with

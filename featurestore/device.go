@@ -301,6 +301,18 @@ func (s *Store) GatherDeviceIDs(ids uintptr, n int, dst uintptr, stream uintptr)
 }
 
 func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr, stream uintptr) error {
+	return s.gatherDeviceVia(hostIDs, devIDs, n, dst, stream, nil)
+}
+
+// deviceVia changes what a device gather serves from (a planned batch, epochdevice.go): last
+// serves what the memory tiers miss, in place of the SSD tier, and check runs under the place
+// lock before any id is split.
+type deviceVia struct {
+	last  tiers.Tier
+	check func() error
+}
+
+func (s *Store) gatherDeviceVia(hostIDs []int64, devIDs uintptr, n int, dst uintptr, stream uintptr, via *deviceVia) error {
 	leave, err := s.enter()
 	if err != nil {
 		return err
@@ -327,6 +339,12 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	}
 	dev, rb := g.dev, s.spec.RowBytes
 	kernel, covered, rest := s.splitTiers()
+	if via != nil {
+		if err := via.check(); err != nil {
+			return err
+		}
+		rest = append(slices.Clone(rest[:len(rest)-1]), via.last)
+	}
 	caller := cuda.Stream(stream)
 	args := cuda.SplitArgs{IDs: devIDs, N: int64(n), NumNodes: s.NumNodes(), Tiers: kernel[:], RowBytes: uint64(rb), Dst: dst}
 

@@ -45,6 +45,12 @@ type Epochs struct {
 
 	batches, rows, bytes, reads, readsNs atomic.Int64
 
+	// Planned device gathers (epochdevice.go): pinned buffers per packed type, sized for its
+	// largest extent (maxRows), made on first use and freed by Close.
+	deviceOnce sync.Once
+	pinned     []packedBufs
+	maxRows    []int64
+
 	// Calls in flight and Close: Close waits for the calls, later calls fail.
 	closeMu  sync.Mutex
 	closed   bool
@@ -494,6 +500,9 @@ func (p *Epochs) Close() error {
 		}
 		for _, fd := range p.fds {
 			unix.Close(fd)
+		}
+		for i := range p.pinned {
+			p.pinned[i].close()
 		}
 	}
 	return nil

@@ -71,6 +71,29 @@ def check_gpu_sampling_matches_host(tmp: str) -> None:
                 assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), (fanouts, name)
 
 
+def check_planned_loader_on_gpu_matches_host(tmp: str) -> None:
+    """Planned batches served on the GPU (gather_device: packed rows scattered by a kernel) equal
+    the host-served planned batches and the dataset, through tierfs.Loader."""
+    rng = np.random.default_rng(SEED + 3)
+    n, dim = 5000, 24
+    path, x = _dataset(tmp, n, dim, "float32", rng)
+    rb = 4 * dim
+    seeds = rng.choice(n, size=900, replace=False)
+    for gpu_rows, host_rows in [(0, 0), (n // 10, n // 5), (n, 0)]:
+        with tierfs.open(path, device="cuda:0", gpu_cache=gpu_rows * rb, host_cache=host_rows * (rb + 16)) as s:
+            plan_dir = os.path.join(tmp, f"plan-{gpu_rows}-{host_rows}")
+            loader = tierfs.Loader(s, s.sampler([5, 3], seed=3), torch.from_numpy(seeds), batch_size=128, planned_epochs=2, plan_dir=plan_dir)
+            for epoch in range(3):
+                for b, batch in enumerate(loader):
+                    assert batch.x.is_cuda, batch.x.device
+                    nodes = np.asarray(batch.sample.nodes.cpu() if hasattr(batch.sample.nodes, "cpu") else batch.sample.nodes)
+                    assert np.array_equal(batch.x.cpu().numpy(), x[nodes]), (gpu_rows, host_rows, epoch, b)
+                    host = loader.plan.gather(epoch, b, nodes)
+                    assert np.array_equal(host, x[nodes])
+            if gpu_rows < n:
+                assert loader.plan.stats()["rows"] > 0, loader.plan.stats()
+
+
 def check_io_stack_into_device_memory(tmp: str) -> None:
     """tfs_io (the IO stack on its own, as Hyperion's IOStack) with device destinations."""
     import ctypes as C
@@ -124,6 +147,14 @@ def test_device_gather_matches_host(tmp_path):
     check_device_gather_matches_host(str(tmp_path))
 
 
+def test_planned_loader_on_gpu_matches_host(tmp_path):
+    import pytest
+
+    if not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+    check_planned_loader_on_gpu_matches_host(str(tmp_path))
+
+
 def test_gpu_sampling_matches_host(tmp_path):
     import pytest
 
@@ -144,3 +175,5 @@ if __name__ == "__main__":
         print("ok GPU sampling matches host")
         check_io_stack_into_device_memory(tmp)
         print("ok IO stack into device memory")
+        check_planned_loader_on_gpu_matches_host(tmp)
+        print("ok planned loader on the GPU matches host")

@@ -248,6 +248,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_hetero_sample_free", [c_void_p]),
     ("tfs_epochs_sample_hetero", [c_void_p, c_int64, c_int64, POINTER(c_void_p)]),
     ("tfs_epochs_gather_typed", [c_void_p, c_int64, c_int64, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
+    ("tfs_epochs_gather_device", [c_void_p, c_int64, c_int64, c_char_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
     ("tfs_hetero_sample_from_edges", [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_int64, c_char_p, POINTER(c_void_p)]),
     ("tfs_hetero_sample_link_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_hetero_sample_link_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),

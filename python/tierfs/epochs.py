@@ -168,6 +168,45 @@ class PlannedEpochs:
         )
         return out
 
+    def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """Feature rows of ``nodes`` (host ids: the batch's ``sample.nodes``, or of ``node_type``)
+        into a CUDA tensor on the store's device (``out``, or a new one), ordered on the current
+        CUDA stream: the rows the memory tiers hold are copied on the GPU, the batch's packed
+        rows read in one read into pinned memory, checked, and scattered there by a kernel —
+        no host copy of any row. Needs a store with a GPU path (``device="cuda:N"``)."""
+        import torch
+
+        store = self._store
+        if node_type is None and self.hetero:
+            if len(self.node_types) != 1:
+                raise errors.InvalidArgumentError(f"tierfs: name the node type of the rows (node_type=, one of {', '.join(self.node_types)})")
+            node_type = self.node_types[0]
+        if node_type is not None and node_type not in self.node_types:
+            raise errors.KeyNotFoundError(
+                f"tierfs: node type {node_type!r} has no rows in this plan (it packs {', '.join(self.node_types)}: the node types with features)"
+            )
+        if isinstance(nodes, torch.Tensor):
+            nodes = nodes.cpu().numpy()
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        n = nodes.shape[0]
+        if node_type is None:
+            dim, dtype, rb = store.dim, store.torch_dtype, store.row_bytes
+        else:
+            info = next(f for f in store._node_type_info(node_type)["features"].values() if f["default"])
+            dim, rb = int(info["dim"]), int(info["row_bytes"])
+            dtype = getattr(torch, np.dtype(info["dtype"]).name)
+        if store.device == "cpu":
+            raise errors.InvalidArgumentError("tierfs: gather_device needs a store opened with device=\"cuda:N\"")
+        device = torch.device(store.device)
+        if out is None:
+            out = torch.empty((n, dim), dtype=dtype, device=device)
+        elif not (isinstance(out, torch.Tensor) and out.is_cuda and out.is_contiguous() and tuple(out.shape) == (n, dim) and out.dtype == dtype):
+            raise errors.InvalidArgumentError(f"tierfs: out must be a contiguous CUDA tensor of shape ({n}, {dim}) and dtype {dtype}")
+        stream = torch.cuda.current_stream(out.device).cuda_stream
+        nt = None if node_type is None else _c_str(node_type, "node_type")
+        check(lib.tfs_epochs_gather_device(self._h(), int(epoch), int(batch), nt, nodes.ctypes.data, n, out.data_ptr(), n * rb, stream))
+        return out
+
     def _gather_typed(self, epoch: int, batch: int, nodes: Any, out: Any, node_type: Optional[str]) -> Any:
         if node_type is None:
             if len(self.node_types) != 1:

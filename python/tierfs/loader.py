@@ -327,8 +327,10 @@ class Loader:
     def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
         if isinstance(sample, HeteroSample):
             return self._gather_planned_hetero(epoch, b, sample)
-        x = self.plan.gather(epoch, b, sample.nodes)
         seeds = sample.nodes[: sample.num_seeds]
+        on_gpu = self._torch and self.store.device != "cpu"
+        # On a CUDA store the rows go straight to the device (packed rows scattered by a kernel).
+        x = self.plan.gather_device(epoch, b, sample.nodes) if on_gpu else self.plan.gather(epoch, b, sample.nodes)
         if not self._torch:
             return self._finish(Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None))
         import torch
@@ -336,9 +338,7 @@ class Loader:
         seeds_t = torch.from_numpy(seeds)
         arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop, sample.e_id)
         sample = Sample(*(torch.from_numpy(a) for a in arrays))
-        xt = torch.from_numpy(x)
-        if self.store.device != "cpu":
-            xt = xt.to(self.store.device, non_blocking=True)
+        xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
     def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample) -> Batch:
@@ -352,7 +352,10 @@ class Loader:
 
             sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
         packed = self.plan.node_types
-        xs = {t: self.plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+        if self._torch and self.store.device != "cpu":
+            xs = {t: self.plan.gather_device(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+        else:
+            xs = {t: self.plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
         seeds = sample.node[self.node_type][: sample.num_seeds]
         y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
         return self._finish(Batch(seeds, sample, xs, y))

@@ -1,0 +1,240 @@
+package featurestore
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/tierfs/tierfs/cuda"
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/tiers"
+)
+
+// Planned batches served on the GPU. GatherDevice runs the store's device gather over the batch's
+// nodes with one change: what the memory tiers miss is served from the batch's packed extent
+// instead of the SSD tier. The extent is read whole (one large read) into pinned memory and
+// checked against the plan's xxhash64 while the split kernel copies the memory tiers' rows on the
+// device; a kernel then scatters the extent's rows into the destination. The packed rows lie in
+// the order of their positions in the batch, so the k-th miss by position is row k of the extent:
+// no host lookup of any memory tier, no host copy of their rows, no pageable upload.
+
+// packedTier serves a planned batch's misses from its packed extent (tiers.Tier, in place of the
+// SSD tier of one device gather). Its Lookup holds every id; EnqueueToDevice takes the misses of
+// one chunk of the gather at a time, in order.
+type packedTier struct {
+	dev, blocks int
+	rowBytes    int64
+	rows        int64 // the extent's rows
+	buf         *packedBuf
+	read        sync.WaitGroup // the extent's read and check
+	readErr     error
+	served      int64 // rows scattered so far (the next chunk's first extent row)
+}
+
+var _ tiers.Tier = (*packedTier)(nil)
+
+func (t *packedTier) Kind() tiers.Kind { return tiers.SSD }
+func (t *packedTier) Lookup(ids []int64, slots []int64) int {
+	clear(slots) // every miss is a packed row; EnqueueToDevice ranks them by position
+	return len(ids)
+}
+func (t *packedTier) Fill([]int64, tiers.Source) error {
+	return errors.New("featurestore: a planned batch's packed rows are not refilled")
+}
+func (t *packedTier) CopyToHost([]int64, []int64, []byte) error {
+	return errors.New("featurestore: a planned batch's packed tier serves device gathers only")
+}
+func (t *packedTier) Rows() int64                          { return t.rows }
+func (t *packedTier) Bytes() int64                         { return 0 }
+func (t *packedTier) Ranges(func(first, count int64) bool) {}
+
+// EnqueueToDevice scatters the next len(c.Pos) extent rows to the positions c.Pos (sorted: the
+// extent is in position order) of c.Dst, once the extent is read and checked.
+func (t *packedTier) EnqueueToDevice(c tiers.DeviceCopy) error {
+	if c.N == 0 {
+		return nil
+	}
+	t.read.Wait()
+	if t.readErr != nil {
+		return t.readErr
+	}
+	if c.Pos == nil || len(c.Pos) != c.N {
+		return errors.New("featurestore: a planned batch's device copy needs its positions on the host")
+	}
+	first := t.served
+	if first+int64(c.N) > t.rows {
+		return fmt.Errorf("featurestore: the memory tiers miss more than the %d rows the plan packed for this batch", t.rows)
+	}
+	pos := t.buf.pos[first : first+int64(c.N)]
+	copy(pos, c.Pos)
+	slices.Sort(pos)
+	t.served += int64(c.N)
+	return cuda.GatherRows(t.dev, t.buf.rowsAddr+uintptr(first*t.rowBytes), uint64(t.rowBytes), 0,
+		t.buf.posAddr+uintptr(8*first), int64(c.N), c.Dst, t.blocks, cuda.Stream(c.Stream))
+}
+
+// packedBuf is pinned memory, mapped for the device, for one batch's extent and positions.
+type packedBuf struct {
+	rowsAddr, posAddr uintptr
+	rows              []byte
+	pos               []int64
+}
+
+// packedBufs are the plan's pinned buffers, sized for its largest extent, taken one per device
+// gather in flight.
+type packedBufs struct {
+	mu   sync.Mutex
+	dev  int
+	free []*packedBuf
+	all  []*packedBuf
+}
+
+func (b *packedBufs) take(dev int, maxRows, rowBytes int64) (*packedBuf, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.all) > 0 && b.dev != dev {
+		return nil, fmt.Errorf("featurestore: planned device gathers on GPU %d, earlier ones on GPU %d", dev, b.dev)
+	}
+	b.dev = dev
+	if n := len(b.free); n > 0 {
+		p := b.free[n-1]
+		b.free = b.free[:n-1]
+		return p, nil
+	}
+	rows := max(1, maxRows)
+	ra, rv, err := cuda.HostAlloc(dev, uint64(rows*rowBytes))
+	if err != nil {
+		return nil, err
+	}
+	pa, pv, err := cuda.HostAlloc(dev, uint64(8*rows))
+	if err != nil {
+		cuda.HostFree(dev, ra)
+		return nil, err
+	}
+	p := &packedBuf{rowsAddr: ra, posAddr: pa, rows: rv, pos: unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(pv))), rows)}
+	b.all = append(b.all, p)
+	return p, nil
+}
+
+func (b *packedBufs) put(p *packedBuf) {
+	b.mu.Lock()
+	b.free = append(b.free, p)
+	b.mu.Unlock()
+}
+
+// close frees every buffer; none may be in use.
+func (b *packedBufs) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.all {
+		cuda.HostFree(b.dev, p.rowsAddr)
+		cuda.HostFree(b.dev, p.posAddr)
+	}
+	b.all, b.free = nil, nil
+}
+
+// GatherDevice is GatherType into device memory of the store's GPU: dst holds len(nodes) rows
+// of ntype's RowBytesOf ("" for the only type), ordered on stream (a cudaStream_t, 0 for the
+// legacy default stream). The rows the memory tiers hold are copied on the device by the split
+// kernel; the rest come from the batch's packed extent, one read into pinned memory checked
+// against the plan's checksum, scattered by a kernel. The call returns once the GPU is done with
+// the pinned memory (the rows are in place for later work on stream). nodes must be the batch's
+// sampled nodes of ntype, as the plan drew them (checked against its hash).
+func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr, stream uintptr) (BatchIO, error) {
+	var io BatchIO
+	done, err := p.enter()
+	if err != nil {
+		return io, err
+	}
+	defer done()
+	pe, err := p.planned(e, b)
+	if err != nil {
+		return io, err
+	}
+	t, err := p.src.packedType(ntype)
+	if err != nil {
+		return io, err
+	}
+	if err := p.checkNodes(e, b, t, nodes); err != nil {
+		return io, err
+	}
+	s := p.src.stacks[t]
+	g, err := s.ensureGPU()
+	if err != nil {
+		return io, err
+	}
+	ext := p.extent(pe, b, t)
+	rb := s.spec.RowBytes
+	path := filepath.Join(p.o.Dir, p.idx.Epochs[pe].File)
+	pool := &p.device()[t]
+	buf, err := pool.take(g.dev, p.maxRows[t], rb)
+	if err != nil {
+		return io, fmt.Errorf("featurestore: planned device gather: %w", err)
+	}
+	defer pool.put(buf)
+	packed := &packedTier{dev: g.dev, blocks: g.blocks, rowBytes: rb, rows: ext.Rows, buf: buf}
+	if ext.Rows > 0 {
+		packed.read.Go(func() {
+			data := buf.rows[:ext.Rows*rb]
+			io, packed.readErr = p.readExtent(pe, ext, data)
+			if packed.readErr == nil {
+				if sum := xxhash.Sum64(data); sum != ext.Sum {
+					packed.readErr = fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
+						e, b, pe, path, ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
+				}
+			}
+		})
+	}
+	stale := func() error {
+		if s.tierGen != p.tierGen[t] {
+			return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
+				e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
+		}
+		return nil
+	}
+	err = s.gatherDeviceVia(nodes, 0, len(nodes), dst, stream, &deviceVia{last: packed, check: stale})
+	packed.read.Wait() // the read never outlives the call, error or not
+	if err == nil {
+		err = packed.readErr
+	}
+	if err == nil && packed.served != ext.Rows {
+		err = fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
+			e, b, p.o.Dir, packed.served, ext.Rows, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(ext.Rows), Store: fmt.Sprint(packed.served)})
+	}
+	// The scatter kernel reads the pinned buffer: it goes back to the pool only once the GPU is
+	// done with it (and the caller sees an error only after).
+	if serr := cuda.SyncStream(g.dev, cuda.Stream(stream)); err == nil && serr != nil {
+		err = wrapDevice(serr)
+	}
+	if err != nil {
+		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
+	}
+	io.Rows = ext.Rows
+	p.batches.Add(1)
+	p.rows.Add(io.Rows)
+	p.bytes.Add(io.Bytes)
+	p.reads.Add(io.Reads)
+	return io, nil
+}
+
+// device sets up, once, the per-type pools of pinned buffers and the most rows a batch of each
+// packed type packs over every planned epoch (maxRows), and returns the pools.
+func (p *Epochs) device() []packedBufs {
+	p.deviceOnce.Do(func() {
+		p.pinned = make([]packedBufs, len(p.src.stacks))
+		p.maxRows = make([]int64, len(p.src.stacks))
+		for pe := range p.idx.Epochs {
+			for b := range p.idx.Batches {
+				for k := range p.maxRows {
+					p.maxRows[k] = max(p.maxRows[k], p.extent(pe, b, k).Rows)
+				}
+			}
+		}
+	})
+	return p.pinned
+}

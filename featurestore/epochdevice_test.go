@@ -1,0 +1,73 @@
+package featurestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestPlannedDeviceGatherMatchesHost serves every planned batch with GatherDevice and compares its
+// rows with the host Gather of the same batch and with the dataset, over GPU and host tiers of
+// random sizes (none, some, every row), and checks that a damaged packed file is an error.
+func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
+	requireGPU(t)
+	if !gpuPresent() {
+		t.Skip("skipping GPU test: no GPU")
+	}
+	rng := newRand(t)
+	d := writeSplitDataset(t, 4000, 24, 2, 6, rng)
+	rb := d.rowBytes
+	for _, c := range []struct {
+		name      string
+		gpu, host int64
+	}{{"ssd", 0, 0}, {"gpu", d.count / 5, 0}, {"gpu+host", d.count / 10, d.count / 4}, {"host", 0, d.count / 3}, {"all", d.count, 0}} {
+		s, err := Open(d.dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := epochOpts(t, d, 2)
+		o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
+		p, _, err := s.OpenEpochs(EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, Replan: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var packed int64
+		for e := range 3 {
+			for b := range p.BatchesPerEpoch() {
+				host, err := p.Load(e, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nodes := host.Sample.Nodes
+				var io BatchIO
+				got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
+					io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
+					return err
+				})
+				if !bytes.Equal(got, host.Rows) || !bytes.Equal(got, d.want(nodes)) {
+					t.Fatalf("%s: epoch %d batch %d: the device gather's %d rows differ from the host's (first difference at byte %d)", c.name, e, b, len(nodes), firstDiff(got, host.Rows))
+				}
+				if io.Rows != host.IO.Rows {
+					t.Fatalf("%s: epoch %d batch %d: %d packed rows on the device, %d on the host", c.name, e, b, io.Rows, host.IO.Rows)
+				}
+				packed += io.Rows
+			}
+		}
+		if (c.name == "all") != (packed == 0) {
+			t.Fatalf("%s: %d packed rows served", c.name, packed)
+		}
+		// Nodes that are not the batch's are refused before anything is read.
+		if p.BatchesPerEpoch() > 1 {
+			other, _ := p.Load(0, 1)
+			_, err := p.GatherDevice(0, 0, "", other.Sample.Nodes, 1, 0)
+			var stale *StalePlanError
+			if !errors.As(err, &stale) {
+				t.Fatalf("%s: device gather of another batch's nodes: %v, want a StalePlanError", c.name, err)
+			}
+		}
+		p.Close()
+		s.Close()
+		fmt.Printf("%s: %d packed rows served on the device\n", c.name, packed)
+	}
+}
