@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define TFS_ABI_VERSION 1
+#define TFS_ABI_VERSION 2
 
 typedef enum tfs_status {
   TFS_OK = 0,
@@ -296,14 +296,6 @@ tfs_status tfs_place_json_progress(tfs_store *store, const char *request_json, t
  * TFS_ECORRUPT. A report that does not fit buf is kept for the retry with the same arguments. */
 tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progress_fn fn, void *ctx, char *buf,
                            size_t cap, size_t *needed);
-
-/* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
- * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is
- * on stderr), 2 for a usage error, 70 when it panicked (a bug; stderr says where). argv[0] is the
- * program's name: commands that start the CLI again (`tierfs mount` without --foreground) run
- * it, so it must be runnable (the Python console script passes its own path). Output goes to
- * file descriptors 1 and 2 directly. Commands may not return (a mount server exits the process). */
-int tfs_cli_main(int argc, const char *const *argv);
 
 /* Mounts a read-only view of the store's tiers and counters at dir (FUSE); unmounted by
  * tfs_unmount or tfs_close. */

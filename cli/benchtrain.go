@@ -24,7 +24,7 @@ func runBenchTrain(args []string) error {
 		return fmt.Errorf("bench train runs Python: %q not found (set TIERFS_PYTHON to a Python with torch, torch_geometric and tierfs): %w", py, err)
 	}
 	env := os.Environ()
-	if exe, err := Self(); err == nil {
+	if exe, err := os.Executable(); err == nil {
 		if exe, err = filepath.EvalSymlinks(exe); err == nil {
 			dir := filepath.Dir(exe)
 			if os.Getenv("TIERFS_LIB") == "" {

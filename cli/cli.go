@@ -1,5 +1,6 @@
 // Package cli is the tierfs command: it makes, inspects and serves tierfs datasets. Main runs
-// it; cmd/tierfs (the binary) and capi's tfs_cli_main (the Python console script) call it.
+// it; cmd/tierfs is the binary (the Python package ships it and its console script runs it). The
+// C library (capi) does not link this package.
 //
 //	tierfs synth   [--preset P [--scale S]] --nodes N --avg-degree D --dim F [--dtype T] [--classes C] [--degree-exponent G] [--locality P [--community-size C]] [--report] --seed S --out DIR  [--force]
 //	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...] [--force]
@@ -262,11 +263,6 @@ func gnuArgs(root *cobra.Command, args []string) []string {
 	}
 	return out
 }
-
-// Self names the program that runs this CLI again (mount's background server). It is the running
-// binary by default; capi's tfs_cli_main, which runs the CLI inside the caller's process (the
-// Python console script), sets it to the caller's argv[0].
-var Self = os.Executable
 
 // Main runs the command line args (args[0] is the program's name, as in os.Args) and returns
 // the process exit status: 0, 1 when the command failed, 2 for a usage error.

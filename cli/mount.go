@@ -66,7 +66,7 @@ func mountCmd(fs *pflag.FlagSet) runFunc {
 // has mounted (or failed to), and returns; the server runs on until unmounted. Until it is ready
 // the server writes to our stderr (fusermount's complaints reach the user), then to /dev/null.
 func mountInBackground(datasetDir, mountpoint string, flags []string) error {
-	exe, err := Self()
+	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ def test_header_parses(header):
     assert str(h.functions["tfs_last_error"].ret) == "const char *"
     assert h.functions["tfs_abi_version"].params == []
     assert h.enums["tfs_status"].members == {name: getattr(errors, name[4:]) for name in errors.STATUS_NAMES.values()}
-    assert h.defines == {"TFS_ABI_VERSION": 1}
+    assert h.defines == {"TFS_ABI_VERSION": 2}
     assert h.opaque == {"tfs_store", "tfs_sampler", "tfs_io", "tfs_epochs", "struct tfs_sample", "tfs_hetero_sampler", "struct tfs_hetero_sample"}
     # Every prototype in the text is parsed (an independent, line-based look at the header).
     protos = set(re.findall(r"^(?:const )?\w+ \**(tfs_\w+)\(", HEADER.read_text(), re.M))
@@ -243,9 +243,9 @@ PROTOS = [
     ),
     (
         "abi-version",
-        ("#define TFS_ABI_VERSION 1", "#define TFS_ABI_VERSION 2"),
+        ("#define TFS_ABI_VERSION 2", "#define TFS_ABI_VERSION 3"),
         {("constant", "TFS_ABI_VERSION")},
-        "TFS_ABI_VERSION: 2 in the header, 1 in Python",
+        "TFS_ABI_VERSION: 3 in the header, 2 in Python",
     ),
 ]
 
@@ -296,7 +296,7 @@ def test_wrong_binding_is_reported(header):
     funcs["tfs_unmount"].argtypes = None
     del funcs["tfs_close"]
     funcs["tfs_frobnicate"] = SimpleNamespace(argtypes=[], restype=ctypes.c_int)
-    native = SimpleNamespace(STRUCTS=structs, lib=SimpleNamespace(**funcs), ABI_VERSION=2)
+    native = SimpleNamespace(STRUCTS=structs, lib=SimpleNamespace(**funcs), ABI_VERSION=3)
 
     names = dict(errors.STATUS_NAMES)
     del names[errors.EINTERNAL]
