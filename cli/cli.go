@@ -287,7 +287,7 @@ func Main(args []string) int {
 	if errors.As(err, &oe) {
 		oe.Option = optionFlagName(oe.Option) // name the flag the user gave
 	}
-	fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.CommandPath(), err)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", cmd.CommandPath(), userMessage(err))
 	return 1
 }
 

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,5 +238,32 @@ func TestSampleRefusesToOverwriteADatasetFile(t *testing.T) {
 	}
 	if err := execute([]string{"sample", dir, "--seeds", seeds, "--fanouts", "2", "--out", t.TempDir()}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUserMessage: what the CLI prints of an error speaks of the input, not of the packages
+// that passed it on, and says a failed file operation in words.
+func TestUserMessage(t *testing.T) {
+	_, openErr := os.Open(filepath.Join(t.TempDir(), "nope.npy"))
+	_, statErr := os.Stat("/nonexistent/ds")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("ingest: %w", openErr), "cannot open " + filepath.Join(filepath.Dir(openErr.(*fs.PathError).Path), "nope.npy") + ": no such file or directory"},
+		{fmt.Errorf("dataset: %w", statErr), "/nonexistent/ds: no such file or directory"},
+		{errors.New("ingest: edges: open e.npy: no such file or directory"), "edges: cannot open e.npy: no such file or directory"},
+		{errors.New("ingest: dataset: g already holds a dataset"), "g already holds a dataset"},
+		{errors.New(`featurestore: dataset g has no split "x"`), `dataset g has no split "x"`},
+		{errors.New("--spec f.json: ingest: bad key"), "--spec f.json: bad key"},
+		{errors.New("hosting: fine"), "hosting: fine"},
+	} {
+		if got := userMessage(c.err); got != c.want {
+			t.Errorf("userMessage(%q) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	code, _, stderr := mainOutput(t, "info", "/nonexistent/tierfs-ds")
+	if code != 1 || stderr != "tierfs info: /nonexistent/tierfs-ds: no such file or directory\n" {
+		t.Errorf("info of a missing dataset: exit %d, %q", code, stderr)
 	}
 }

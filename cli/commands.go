@@ -471,7 +471,7 @@ func verifyCmd(fs *pflag.FlagSet) runFunc {
 			fmt.Println("cleaned:", d)
 		}
 		if err := errors.Join(err, perr, eerr); err != nil {
-			fmt.Fprintf(os.Stderr, "tierfs verify: warning: %v\n", err)
+			fmt.Fprintf(os.Stderr, "tierfs verify: warning: %s\n", userMessage(err))
 		}
 		m, err := dataset.Load(pos[0])
 		if err != nil {
