@@ -48,6 +48,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/placement"
 )
 
 // runFunc runs a command with its positional arguments, its flags already parsed.
@@ -136,6 +139,11 @@ func newCommand(spec commandSpec, prefix string) *cobra.Command {
 		cmd.Long = h.what
 		cmd.Example = "  " + strings.Join(h.examples, "\n  ")
 	}
+	for name, choices := range flagChoices() {
+		if cmd.Flags().Lookup(name) != nil {
+			cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(choices, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
 	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) < len(names) && strings.Trim(names[len(args)], "[]") != "OUT" {
 			return nil, cobra.ShellCompDirectiveFilterDirs // a dataset or a mount point
@@ -143,6 +151,24 @@ func newCommand(spec commandSpec, prefix string) *cobra.Command {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	return cmd
+}
+
+// flagChoices are the values that complete a flag of that name on any command that has one.
+func flagChoices() map[string][]string {
+	var policies []string
+	for _, p := range placement.Policies() {
+		policies = append(policies, p.String())
+	}
+	return map[string][]string{
+		"io-backend":   {string(gpuio.BackendIOUring), string(gpuio.BackendPread), string(gpuio.BackendGPUURing)},
+		"host-policy":  {featurestore.HostStatic, featurestore.HostSieve},
+		"gpu-topology": {featurestore.GPUTopologyDevice, featurestore.GPUTopologyPinned},
+		"preset":       slices.Concat(ingest.SynthPresetNames(), ingest.SynthHeteroPresetNames()),
+		"policy":       policies,
+		"dtype":        {"float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64"},
+		"neg-sampling": {"binary", "triplet"},
+		"mode":         {"serial", "overlapped"},
+	}
 }
 
 // namedArgs checks the positional arguments against their names: NAME is required, [NAME]

@@ -200,6 +200,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"gather", "d", "--host-c"}, "--host-cache\t"},
 		{[]string{"synth", "-"}, "--nodes\t"},
 		{[]string{"info", ""}, ":16"}, // DIR: directories
+		{[]string{"gather", "d", "--io-backend", ""}, "io_uring\npread\ngpu-uring\n:4"},
+		{[]string{"place", "d", "--policy", "u"}, "unified\nunified-pcie\n"},
 	} {
 		code, stdout, _ := mainOutput(t, append([]string{"__complete"}, c.args...)...)
 		if code != 0 || !strings.Contains(stdout, c.want) {
