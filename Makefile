@@ -52,7 +52,7 @@ go-test: ## Go unit tests with the race detector
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-c-test: lib ## build and run the C and C++ examples
+c-test: lib build ## build and run the C and C++ examples
 	./scripts/c_test.sh $(BUILD)
 
 venv: $(VENV)/.done ## Python environment for the package and its tests (pinned)

@@ -189,3 +189,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestCLibraryLinksNoCLI: libtierfs.so (package capi) links neither the command line (cli, its
+// cobra) nor its plotting (gonum/plot); the tierfs program carries those.
+func TestCLibraryLinksNoCLI(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./capi")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./capi: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, modulePath+"/featurestore") {
+		t.Fatalf("go list -deps ./capi lists no featurestore: %q", deps)
+	}
+	for _, dep := range deps {
+		for _, banned := range []string{modulePath + "/cli", "github.com/spf13/", "gonum.org/v1/plot"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("capi (libtierfs.so) links %s", dep)
+			}
+		}
+	}
+}

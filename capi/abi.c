@@ -325,15 +325,6 @@ __attribute__((visibility("hidden"))) void tfs_call_progress(tfs_progress_fn fn,
   fn(ctx, stage, done, total);
 }
 
-int tfs_cli_main(int argc, const char *const *argv) {
-  if (tfs_forked) {
-    tfs_forked_error();
-    fprintf(stderr, "%s\n", tfs_last_error());
-    return 1;
-  }
-  return tfsgo_cli_main(argc, (char **)argv);
-}
-
 tfs_status tfs_ingest(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_ingest((char *)options_json, NULL, NULL); }
 
 tfs_status tfs_mount(tfs_store *store, const char *dir) { FORK_GUARD(); return (tfs_status)tfsgo_mount(H(store), (char *)dir); }

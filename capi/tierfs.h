@@ -307,14 +307,6 @@ tfs_status tfs_verify_json(const char *path, const char *request_json, tfs_progr
  * gets ("verify", bytes checked, total). No writer of the dataset may be at work. */
 tfs_status tfs_upgrade(const char *path, tfs_progress_fn fn, void *ctx, int32_t *from_version);
 
-/* Runs the tierfs command line (`tierfs synth ...`, `tierfs --version`) in this process, as the
- * tierfs binary would, and returns its exit status: 0, 1 when the command failed (its message is
- * on stderr), 2 for a usage error, 70 when it panicked (a bug; stderr says where). argv[0] is the
- * program's name: commands that start the CLI again (`tierfs mount` without --foreground) run
- * it, so it must be runnable (the Python console script passes its own path). Output goes to
- * file descriptors 1 and 2 directly. Commands may not return (a mount server exits the process). */
-int tfs_cli_main(int argc, const char *const *argv);
-
 /* Mounts a read-only view of the store's tiers and counters at dir (FUSE); unmounted by
  * tfs_unmount or tfs_close. */
 tfs_status tfs_mount(tfs_store *store, const char *dir);

@@ -1,18 +1,18 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/advise"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
-const adviseUsage = `usage: tierfs advise DATASET --ssd-price P --machine-price P [flags]
-
-Runs the real sampler and gather for a few batches on DATASET (with the given caches), counts
+// adviseLong is `tierfs advise --help`'s description (commandHelp).
+const adviseLong = `Runs the real sampler and gather for a few batches on DIR (with the given caches), counts
 what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max-ssds SSDs:
 
   T_ssd  = N_ssd / (IOPS * Q) + alpha       N_ssd = reads + (blocks - reads) * k per batch
@@ -24,17 +24,9 @@ what each tier served per batch, and evaluates Hyperion's TPC model for 1..--max
 
 and recommends the SSD count with the best TPC within --budget (ties: fewer SSDs).
 Without --measure the throughputs come from --ssd-iops (default %d per SSD), --pcie-gbps
-(default %d GB/s) and --alpha-us (default %d us).
+(default %d GB/s) and --alpha-us (default %d us).`
 
-flags:
-`
-
-func runAdvise(args []string) error {
-	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), adviseUsage, advise.DefaultSSDIOPS, advise.DefaultPCIeGBps, advise.DefaultAlphaUS)
-		fs.PrintDefaults()
-	}
+func adviseCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs) // --gpu-cache: without a GPU path the store serves from the host and the report says so
 	var req advise.Request
 	fanouts := fs.String("fanouts", "10,5", "neighbors per hop, comma separated; -1 takes all")
@@ -57,42 +49,40 @@ func runAdvise(args []string) error {
 	fs.BoolVar(&req.Check, "check", false, "afterwards, time fresh batches of sample+gather and compare with the prediction")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plot := fs.String("plot", "", "write a PNG of the predicted seeds/s and TPC against the SSD count (bottlenecks, recommended count) to this file")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	req.Mode = advise.Mode(*mode)
-	req.QueueDepth = opt.QueueDepth
-	for _, f := range strings.Split(*fanouts, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
+	return func(pos []string) error {
+		req.Mode = advise.Mode(*mode)
+		req.QueueDepth = opt.QueueDepth
+		for _, f := range strings.Split(*fanouts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
+			}
+			req.Fanouts = append(req.Fanouts, n)
 		}
-		req.Fanouts = append(req.Fanouts, n)
-	}
-	if avail, err := sysinfo.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
-		return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
-			formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
-	}
-	s, err := openStore(pos[0], *opt)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	r, err := advise.Run(s, req)
-	if err != nil {
-		return err
-	}
-	if *plot != "" {
-		if err := writePlot(*plot, r.Dataset, r.Advice); err != nil {
+		if avail, err := sysinfo.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
+			return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
+				formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
+		}
+		s, err := openStore(pos[0], *opt)
+		if err != nil {
 			return err
 		}
+		defer s.Close()
+		r, err := advise.Run(s, req)
+		if err != nil {
+			return err
+		}
+		if *plot != "" {
+			if err := writePlot(*plot, r.Dataset, r.Advice); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			return printJSON(r)
+		}
+		printAdvice(r)
+		return nil
 	}
-	if *asJSON {
-		return printJSON(r)
-	}
-	printAdvice(r)
-	return nil
 }
 
 func printAdvice(r *advise.Report) {

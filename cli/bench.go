@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -37,26 +37,7 @@ type benchResult struct {
 	Note          string  `json:"note,omitempty"`
 }
 
-func runBench(args []string) error {
-	if len(args) > 0 && args[0] == "gpu" {
-		return runBenchGPU(args[1:])
-	}
-	if len(args) > 0 && args[0] == "placement" {
-		return runBenchPlacement(args[1:])
-	}
-	if len(args) > 0 && args[0] == "disk" {
-		return runBenchDisk(args[1:])
-	}
-	if len(args) > 0 && args[0] == "io" {
-		return runBenchIO(args[1:])
-	}
-	if len(args) > 0 && args[0] == "train" {
-		return runBenchTrain(args[1:])
-	}
-	if len(args) == 0 || args[0] != "gather" {
-		return fmt.Errorf("usage: tierfs bench gather|gpu|placement|disk|train DIR [flags], or tierfs bench io --files A,B [flags]")
-	}
-	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
+func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
 	fs.Lookup("host-cache").Usage = "host tier of the mixed configuration (default: 20% of the feature bytes)"
 	fs.Lookup("host-policy").Usage = "host tier of the mixed configuration: static (placed once; the default), sieve (cache with SIEVE eviction), or static,sieve for both"
@@ -72,180 +53,178 @@ func runBench(args []string) error {
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	usePlacement := placementFlag(fs) // for the mixed configuration, instead of the stream's hotness
 	verifyRounds := verifyRoundsFlag(fs)
-	pos, err := parseFlags(fs, args[1:], 1)
-	if err != nil {
-		return err
-	}
-	dir := pos[0]
-	policy := base.HostPolicy
-	if policy == "" {
-		policy = featurestore.HostStatic
-	}
-	policies, err := hostPolicies(policy)
-	if err != nil {
-		return err
-	}
-	qd := base.QueueDepth
-	if qd == 0 {
-		qd = featurestore.DefaultQueueDepth
-	}
-	if base.MaxConcurrentIO == 0 {
-		base.MaxConcurrentIO = *threads
-	}
-	m, err := dataset.Load(dir)
-	if err != nil {
-		return err
-	}
-	spec, err := m.Feature(base.Feature)
-	if err != nil {
-		return err
-	}
-	featBytes := spec.RowBytes * m.Nodes().Count
-	hostCache := base.HostCacheBytes
-	if !setFlags(fs)["host-cache"] {
-		hostCache = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5
-	}
-	// plain is the options without tiers: the ssd configuration, and the helper stores.
-	plain := *base
-	plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes = 0, "", 0
-	streams, hotness, err := idStreams(dir, plain, *dist, *threads, *batches, *batch, *seed)
-	if err != nil {
-		return err
-	}
-	planned := *base
-	planned.HostCacheBytes, planned.HostPolicy = hostCache, ""
-	if err := withPlacement(dir, &planned, *usePlacement); err != nil {
-		return err
-	}
-	fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
-		dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
-
-	var results []benchResult
-	run := func(name string, opt featurestore.Options, note string) error {
-		opt.Hotness = hotness
-		if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
-			opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
+	return func(pos []string) error {
+		dir := pos[0]
+		policy := base.HostPolicy
+		if policy == "" {
+			policy = featurestore.HostStatic
 		}
-		s, err := openStore(dir, opt)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		defer s.Close()
-		before := s.Stats()
-		took, err := timeGathers(streams, int(s.RowBytes()), s.Gather)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		after := s.Stats()
-		r := result(name, streams, spec.RowBytes, took)
-		r.DiskReads = after.IO.Reads - before.IO.Reads
-		r.IOPS = float64(r.DiskReads) / took
-		if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(spec.RowBytes); served > 0 {
-			r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
-		}
-		r.ReadsPerBatch = float64(r.DiskReads) / float64(len(streams)*len(streams[0]))
-		if read := after.IO.BytesRead - before.IO.BytesRead; read > 0 {
-			r.GapShare = float64(after.IO.GapBytes-before.IO.GapBytes) / float64(read)
-		}
-		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
-		r.Note = fmt.Sprintf("%s, %s, %d-byte reads, gap %d", note, s.IOBackend(), after.IO.BlockSize, after.IO.CoalesceGap)
-		results = append(results, r)
-		return nil
-	}
-	mixedOpts := func(p string) (featurestore.Options, string) {
-		mixed := *base
-		mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
-		note := p + " host cache " + formatBytes(hostCache)
-		if mixed.GPUCacheBytes > 0 {
-			note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
-		}
-		return mixed, note
-	}
-	if *verifyRounds != 0 {
-		// The configurations that read the disk, verified and not, on the same ids.
-		costs, err := compareVerify(*verifyRounds, []string{"ssd tier", "mixed"}, func(config string, verify bool) (float64, error) {
-			opt, note := plain, "no host cache"
-			if config == "mixed" {
-				opt, note = mixedOpts(policies[0])
-			}
-			opt.UnverifiedReads = !verify
-			if err := run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
-				return 0, err
-			}
-			return results[len(results)-1].RowsPerS, nil
-		})
+		policies, err := hostPolicies(policy)
 		if err != nil {
 			return err
 		}
+		qd := base.QueueDepth
+		if qd == 0 {
+			qd = featurestore.DefaultQueueDepth
+		}
+		if base.MaxConcurrentIO == 0 {
+			base.MaxConcurrentIO = *threads
+		}
+		m, err := dataset.Load(dir)
+		if err != nil {
+			return err
+		}
+		spec, err := m.Feature(base.Feature)
+		if err != nil {
+			return err
+		}
+		featBytes := spec.RowBytes * m.Nodes().Count
+		hostCache := base.HostCacheBytes
+		if !setFlags(fs)["host-cache"] {
+			hostCache = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5
+		}
+		// plain is the options without tiers: the ssd configuration, and the helper stores.
+		plain := *base
+		plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes = 0, "", 0
+		streams, hotness, err := idStreams(dir, plain, *dist, *threads, *batches, *batch, *seed)
+		if err != nil {
+			return err
+		}
+		planned := *base
+		planned.HostCacheBytes, planned.HostPolicy = hostCache, ""
+		if err := withPlacement(dir, &planned, *usePlacement); err != nil {
+			return err
+		}
+		fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
+			dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
+
+		var results []benchResult
+		run := func(name string, opt featurestore.Options, note string) error {
+			opt.Hotness = hotness
+			if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
+				opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
+			}
+			s, err := openStore(dir, opt)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			defer s.Close()
+			before := s.Stats()
+			took, err := timeGathers(streams, int(s.RowBytes()), s.Gather)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			after := s.Stats()
+			r := result(name, streams, spec.RowBytes, took)
+			r.DiskReads = after.IO.Reads - before.IO.Reads
+			r.IOPS = float64(r.DiskReads) / took
+			if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(spec.RowBytes); served > 0 {
+				r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
+			}
+			r.ReadsPerBatch = float64(r.DiskReads) / float64(len(streams)*len(streams[0]))
+			if read := after.IO.BytesRead - before.IO.BytesRead; read > 0 {
+				r.GapShare = float64(after.IO.GapBytes-before.IO.GapBytes) / float64(read)
+			}
+			r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
+			r.Note = fmt.Sprintf("%s, %s, %d-byte reads, gap %d", note, s.IOBackend(), after.IO.BlockSize, after.IO.CoalesceGap)
+			results = append(results, r)
+			return nil
+		}
+		mixedOpts := func(p string) (featurestore.Options, string) {
+			mixed := *base
+			mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
+			note := p + " host cache " + formatBytes(hostCache)
+			if mixed.GPUCacheBytes > 0 {
+				note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
+			}
+			return mixed, note
+		}
+		if *verifyRounds != 0 {
+			// The configurations that read the disk, verified and not, on the same ids.
+			costs, err := compareVerify(*verifyRounds, []string{"ssd tier", "mixed"}, func(config string, verify bool) (float64, error) {
+				opt, note := plain, "no host cache"
+				if config == "mixed" {
+					opt, note = mixedOpts(policies[0])
+				}
+				opt.UnverifiedReads = !verify
+				if err := run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
+					return 0, err
+				}
+				return results[len(results)-1].RowsPerS, nil
+			})
+			if err != nil {
+				return err
+			}
+			if *asJSON != "" {
+				data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+					"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results, "verify": costs}, "", "  ")
+				return os.WriteFile(*asJSON, data, 0o644)
+			}
+			return nil
+		}
+		if err := run("ssd tier", plain, "no host cache"); err != nil {
+			return err
+		}
+		for _, p := range policies {
+			name := "mixed"
+			if p != featurestore.HostStatic {
+				name = "mixed " + p
+			}
+			mixed, note := mixedOpts(p)
+			if err := run(name, mixed, note); err != nil {
+				return err
+			}
+		}
+		fitsMemory := featBytes*3 < int64(totalMemory())
+		hostVsMemory := 0.0 // median over the rounds of host tier rows/s / in-memory rows/s
+		if fitsMemory {
+			all := plain
+			all.HostCacheBytes = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count
+			all.Hotness = hotness
+			hostTier, mem, ratio, err := benchHostVsMemory(dir, all, streams, hostRounds)
+			if err != nil {
+				return err
+			}
+			results = append(results, hostTier, mem)
+			hostVsMemory = ratio
+		}
+		raw, err := benchRawIO(m, spec, qd, *threads, streams)
+		if err != nil {
+			return err
+		}
+		results = append(results, raw)
+
+		fmt.Printf("\n%-22s %12s %9s %11s %11s %9s %6s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "reads/batch", "read amp", "gaps", "host hit", "note")
+		for _, r := range results {
+			amp, gaps := "-", "-"
+			if r.ReadAmp > 0 {
+				amp, gaps = fmt.Sprintf("%.2f", r.ReadAmp), fmt.Sprintf("%.0f%%", 100*r.GapShare)
+			}
+			fmt.Printf("%-22s %12.0f %9.3f %11.0f %11.0f %9s %6s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, r.ReadsPerBatch, amp, gaps, 100*r.HostShare, r.Note)
+		}
+		byName := map[string]benchResult{}
+		for _, r := range results {
+			byName[r.Name] = r
+		}
+		fmt.Println()
+		if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
+			fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", qd, ssd.IOPS/raw.IOPS)
+			fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
+		}
+		if mem := byName["in-memory reference"]; mem.RowsPerS > 0 {
+			fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f (median of %d alternating rounds)\n", hostVsMemory, hostRounds)
+			fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
+			if sv, ok := byName["mixed sieve"]; ok {
+				fmt.Printf("mixed sieve rows/s / in-memory gather rows/s:         %.2f\n", sv.RowsPerS/mem.RowsPerS)
+			}
+		}
 		if *asJSON != "" {
 			data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-				"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results, "verify": costs}, "", "  ")
+				"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
 			return os.WriteFile(*asJSON, data, 0o644)
 		}
 		return nil
 	}
-	if err := run("ssd tier", plain, "no host cache"); err != nil {
-		return err
-	}
-	for _, p := range policies {
-		name := "mixed"
-		if p != featurestore.HostStatic {
-			name = "mixed " + p
-		}
-		mixed, note := mixedOpts(p)
-		if err := run(name, mixed, note); err != nil {
-			return err
-		}
-	}
-	fitsMemory := featBytes*3 < int64(totalMemory())
-	hostVsMemory := 0.0 // median over the rounds of host tier rows/s / in-memory rows/s
-	if fitsMemory {
-		all := plain
-		all.HostCacheBytes = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count
-		all.Hotness = hotness
-		hostTier, mem, ratio, err := benchHostVsMemory(dir, all, streams, hostRounds)
-		if err != nil {
-			return err
-		}
-		results = append(results, hostTier, mem)
-		hostVsMemory = ratio
-	}
-	raw, err := benchRawIO(m, spec, qd, *threads, streams)
-	if err != nil {
-		return err
-	}
-	results = append(results, raw)
-
-	fmt.Printf("\n%-22s %12s %9s %11s %11s %9s %6s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "reads/batch", "read amp", "gaps", "host hit", "note")
-	for _, r := range results {
-		amp, gaps := "-", "-"
-		if r.ReadAmp > 0 {
-			amp, gaps = fmt.Sprintf("%.2f", r.ReadAmp), fmt.Sprintf("%.0f%%", 100*r.GapShare)
-		}
-		fmt.Printf("%-22s %12.0f %9.3f %11.0f %11.0f %9s %6s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, r.ReadsPerBatch, amp, gaps, 100*r.HostShare, r.Note)
-	}
-	byName := map[string]benchResult{}
-	for _, r := range results {
-		byName[r.Name] = r
-	}
-	fmt.Println()
-	if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
-		fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", qd, ssd.IOPS/raw.IOPS)
-		fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
-	}
-	if mem := byName["in-memory reference"]; mem.RowsPerS > 0 {
-		fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f (median of %d alternating rounds)\n", hostVsMemory, hostRounds)
-		fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
-		if sv, ok := byName["mixed sieve"]; ok {
-			fmt.Printf("mixed sieve rows/s / in-memory gather rows/s:         %.2f\n", sv.RowsPerS/mem.RowsPerS)
-		}
-	}
-	if *asJSON != "" {
-		data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-			"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
-		return os.WriteFile(*asJSON, data, 0o644)
-	}
-	return nil
 }
 
 // idStreams makes each thread's batches of ids, and for the sample stream the hotness a

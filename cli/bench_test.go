@@ -16,7 +16,7 @@ func TestBenchHostVsMemory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
 	stdout := os.Stdout
 	os.Stdout, _ = os.Open(os.DevNull)
-	err := runSynth([]string{"--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--seed", "3", "--out", dir})
+	err := execute([]string{"synth", "--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--seed", "3", "--out", dir})
 	os.Stdout = stdout
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
@@ -55,8 +56,7 @@ func processCPUSeconds() float64 {
 // runBenchGPU measures the GPU path: kernels alone on synthetic tables (--kernels) and
 // GatherDevice on a dataset with everything in the GPU tier, everything in the host tier,
 // everything on disk, and a mixed placement.
-func runBenchGPU(args []string) error {
-	fs := flag.NewFlagSet("bench gpu", flag.ContinueOnError)
+func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
 	fs.Lookup("host-cache").Usage = "host tier of the mixed configuration (default: 20% of the rows)"
 	fs.Lookup("gpu-cache").Usage = "GPU tier of the mixed configuration (default: 10% of the rows)"
@@ -71,205 +71,203 @@ func runBenchGPU(args []string) error {
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the store configurations to this file")
 	verifyRounds := verifyRoundsFlag(fs)
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if err := cuda.Load(); err != nil {
-		return err
-	}
-	info, err := cuda.Info(base.GPUDevice)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s; %d CPUs, GOMAXPROCS %d\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	var results []gpuBenchResult
-	if *kernels {
-		for _, rb := range []int64{64, 512, 4096} {
-			rs, err := benchKernels(info, rb, *seed)
+	return func(pos []string) error {
+		if err := cuda.Load(); err != nil {
+			return err
+		}
+		info, err := cuda.Info(base.GPUDevice)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s; %d CPUs, GOMAXPROCS %d\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		var results []gpuBenchResult
+		if *kernels {
+			for _, rb := range []int64{64, 512, 4096} {
+				rs, err := benchKernels(info, rb, *seed)
+				if err != nil {
+					return err
+				}
+				results = append(results, rs...)
+			}
+		}
+		dir := pos[0]
+		m, err := dataset.Load(dir)
+		if err != nil {
+			return err
+		}
+		spec, err := m.Feature(base.Feature)
+		if err != nil {
+			return err
+		}
+		n := m.Nodes().Count
+		dev := info.Ordinal
+		rb := spec.RowBytes
+		if base.MaxConcurrentIO == 0 {
+			base.MaxConcurrentIO = 1
+		}
+		qd := base.QueueDepth
+		if qd == 0 {
+			qd = featurestore.DefaultQueueDepth
+		}
+		// plain is the options without tiers: the ssd configuration, and the helper stores.
+		plain := *base
+		plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes, plain.GPUTopology = 0, "", 0, ""
+		streams, hotness, err := idStreams(dir, plain, *dist, 1, *batches, *batch, *seed)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, qd)
+		dst, err := cuda.Malloc(dev, uint64(int64(*batch)*rb))
+		if err != nil {
+			return err
+		}
+		defer cuda.Free(dev, dst)
+		stream, err := cuda.NewStream(dev)
+		if err != nil {
+			return err
+		}
+		defer cuda.DestroyStream(dev, stream)
+		run := func(name string, opt featurestore.Options, nb int, note string) error {
+			opt.Hotness = hotness
+			s, err := openStore(dir, opt)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			defer s.Close()
+			ids := streams[0][:min(nb, len(streams[0]))]
+			if err := s.GatherDevice(ids[0], dst, uintptr(stream)); err != nil { // warm up
+				return err
+			}
+			cuda.SyncStream(dev, stream)
+			before := s.Stats()
+			cpu0 := processCPUSeconds()
+			start := time.Now()
+			var rows int64
+			for _, b := range ids {
+				if err := s.GatherDevice(b, dst, uintptr(stream)); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				rows += int64(len(b))
+			}
+			if err := cuda.SyncStream(dev, stream); err != nil {
+				return err
+			}
+			sec := time.Since(start).Seconds()
+			cpu := processCPUSeconds() - cpu0
+			after := s.Stats()
+			r := gpuBenchResult{Name: name, RowBytes: rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
+				GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks,
+				BatchMs: sec * 1000 / float64(len(ids)), CPUSeconds: cpu}
+			if opt.IOBackend == gpuio.BackendGPUURing && after.IO.GPURing != "active" {
+				return fmt.Errorf("%s: gpu-uring did not start: %s", name, after.IO.GPURing)
+			}
+			r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
+			r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
+			if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
+				r.IOPS = float64(reads) / sec
+				r.SMShare = after.GPU.CompletionSMShare
+				r.CPUPerMReads = cpu / float64(reads) * 1e6
+				if opt.IOBackend == gpuio.BackendGPUURing {
+					info, err := cuda.Info(dev)
+					if err == nil && info.SMs > 0 {
+						r.SMShare = 1 / float64(info.SMs) // one thread block polls and copies
+					}
+				}
+			}
+			results = append(results, r)
+			fmt.Printf("  %-14s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %.2f ms/call  CPU %.2f s (%.1f s per M reads)  %s\n",
+				name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
+			return nil
+		}
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		all := n * rb
+		with := func(gpuBytes, hostBytes int64) featurestore.Options {
+			o := plain
+			o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
+			return o
+		}
+		mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
+		mixed.GPUTopology = ""
+		set := setFlags(fs)
+		if !set["gpu-cache"] {
+			mixed.GPUCacheBytes = all / 10
+		}
+		if !set["host-cache"] {
+			mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
+		}
+		if set["gpu-cache"] || set["host-cache"] {
+			note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
+		}
+		if *verifyRounds != 0 {
+			// The configurations that read the disk, verified and not, on the same ids.
+			costs, err := compareVerify(*verifyRounds, []string{"ssd", "mixed"}, func(config string, verify bool) (float64, error) {
+				opt, nb, what := plain, *ssdBatches, "every row from disk"
+				if config == "mixed" {
+					opt, nb, what = mixed, *batches, note
+				}
+				opt.UnverifiedReads = !verify
+				if err := run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
+					return 0, err
+				}
+				return results[len(results)-1].RowsPerS, nil
+			})
+			if err != nil {
+				return err
+			}
+			if *asJSON != "" {
+				data, _ := json.MarshalIndent(map[string]any{"results": results, "verify": costs}, "", "  ")
+				return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
+			}
+			return nil
+		}
+		if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
+			return err
+		}
+		if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
+			return err
+		}
+		if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
+			return err
+		}
+		gpuRing := plain
+		gpuRing.IOBackend, gpuRing.UnverifiedReads = gpuio.BackendGPUURing, true // the GPU-submitted reads are not checked
+		if err := gpuio.ProbeGPURing(); err != nil {
+			fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
+		} else if err := run("ssd-gpu-uring", gpuRing, *ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring), unverified"); err != nil {
+			return err
+		}
+		if err := run("mixed", mixed, *batches, note); err != nil {
+			return err
+		}
+		if gpuio.ProbeGPURing() == nil {
+			mixed.IOBackend, mixed.UnverifiedReads = gpuio.BackendGPUURing, true
+			if err := run("mixed-gpu-uring", mixed, *batches, note+"; disk reads by the GPU, unverified"); err != nil {
+				return err
+			}
+		}
+		if m.Edges() != nil {
+			rs, err := benchSampling(dir, plain, *seed)
 			if err != nil {
 				return err
 			}
 			results = append(results, rs...)
 		}
-	}
-	dir := pos[0]
-	m, err := dataset.Load(dir)
-	if err != nil {
-		return err
-	}
-	spec, err := m.Feature(base.Feature)
-	if err != nil {
-		return err
-	}
-	n := m.Nodes().Count
-	dev := info.Ordinal
-	rb := spec.RowBytes
-	if base.MaxConcurrentIO == 0 {
-		base.MaxConcurrentIO = 1
-	}
-	qd := base.QueueDepth
-	if qd == 0 {
-		qd = featurestore.DefaultQueueDepth
-	}
-	// plain is the options without tiers: the ssd configuration, and the helper stores.
-	plain := *base
-	plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes, plain.GPUTopology = 0, "", 0, ""
-	streams, hotness, err := idStreams(dir, plain, *dist, 1, *batches, *batch, *seed)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, qd)
-	dst, err := cuda.Malloc(dev, uint64(int64(*batch)*rb))
-	if err != nil {
-		return err
-	}
-	defer cuda.Free(dev, dst)
-	stream, err := cuda.NewStream(dev)
-	if err != nil {
-		return err
-	}
-	defer cuda.DestroyStream(dev, stream)
-	run := func(name string, opt featurestore.Options, nb int, note string) error {
-		opt.Hotness = hotness
-		s, err := openStore(dir, opt)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		defer s.Close()
-		ids := streams[0][:min(nb, len(streams[0]))]
-		if err := s.GatherDevice(ids[0], dst, uintptr(stream)); err != nil { // warm up
-			return err
-		}
-		cuda.SyncStream(dev, stream)
-		before := s.Stats()
-		cpu0 := processCPUSeconds()
-		start := time.Now()
-		var rows int64
-		for _, b := range ids {
-			if err := s.GatherDevice(b, dst, uintptr(stream)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			rows += int64(len(b))
-		}
-		if err := cuda.SyncStream(dev, stream); err != nil {
-			return err
-		}
-		sec := time.Since(start).Seconds()
-		cpu := processCPUSeconds() - cpu0
-		after := s.Stats()
-		r := gpuBenchResult{Name: name, RowBytes: rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
-			GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks,
-			BatchMs: sec * 1000 / float64(len(ids)), CPUSeconds: cpu}
-		if opt.IOBackend == gpuio.BackendGPUURing && after.IO.GPURing != "active" {
-			return fmt.Errorf("%s: gpu-uring did not start: %s", name, after.IO.GPURing)
-		}
-		r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
-		r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
-		if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
-			r.IOPS = float64(reads) / sec
-			r.SMShare = after.GPU.CompletionSMShare
-			r.CPUPerMReads = cpu / float64(reads) * 1e6
-			if opt.IOBackend == gpuio.BackendGPUURing {
-				info, err := cuda.Info(dev)
-				if err == nil && info.SMs > 0 {
-					r.SMShare = 1 / float64(info.SMs) // one thread block polls and copies
-				}
-			}
-		}
-		results = append(results, r)
-		fmt.Printf("  %-14s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %.2f ms/call  CPU %.2f s (%.1f s per M reads)  %s\n",
-			name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
-		return nil
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	all := n * rb
-	with := func(gpuBytes, hostBytes int64) featurestore.Options {
-		o := plain
-		o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
-		return o
-	}
-	mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
-	mixed.GPUTopology = ""
-	set := setFlags(fs)
-	if !set["gpu-cache"] {
-		mixed.GPUCacheBytes = all / 10
-	}
-	if !set["host-cache"] {
-		mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
-	}
-	if set["gpu-cache"] || set["host-cache"] {
-		note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
-	}
-	if *verifyRounds != 0 {
-		// The configurations that read the disk, verified and not, on the same ids.
-		costs, err := compareVerify(*verifyRounds, []string{"ssd", "mixed"}, func(config string, verify bool) (float64, error) {
-			opt, nb, what := plain, *ssdBatches, "every row from disk"
-			if config == "mixed" {
-				opt, nb, what = mixed, *batches, note
-			}
-			opt.UnverifiedReads = !verify
-			if err := run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
-				return 0, err
-			}
-			return results[len(results)-1].RowsPerS, nil
-		})
-		if err != nil {
-			return err
-		}
 		if *asJSON != "" {
-			data, _ := json.MarshalIndent(map[string]any{"results": results, "verify": costs}, "", "  ")
+			data, _ := json.MarshalIndent(results, "", "  ")
 			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
 		}
 		return nil
 	}
-	if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
-		return err
-	}
-	if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
-		return err
-	}
-	if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
-		return err
-	}
-	gpuRing := plain
-	gpuRing.IOBackend, gpuRing.UnverifiedReads = gpuio.BackendGPUURing, true // the GPU-submitted reads are not checked
-	if err := gpuio.ProbeGPURing(); err != nil {
-		fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
-	} else if err := run("ssd-gpu-uring", gpuRing, *ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring), unverified"); err != nil {
-		return err
-	}
-	if err := run("mixed", mixed, *batches, note); err != nil {
-		return err
-	}
-	if gpuio.ProbeGPURing() == nil {
-		mixed.IOBackend, mixed.UnverifiedReads = gpuio.BackendGPUURing, true
-		if err := run("mixed-gpu-uring", mixed, *batches, note+"; disk reads by the GPU, unverified"); err != nil {
-			return err
-		}
-	}
-	if m.Edges() != nil {
-		rs, err := benchSampling(dir, plain, *seed)
-		if err != nil {
-			return err
-		}
-		results = append(results, rs...)
-	}
-	if *asJSON != "" {
-		data, _ := json.MarshalIndent(results, "", "  ")
-		return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-	}
-	return nil
 }
 
 // benchKernels times the store's gather kernel alone, as the roofline probe does: 1M random ids

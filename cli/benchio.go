@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/gpuio"
@@ -81,8 +81,7 @@ func openBenchTarget(p string) (int, error) {
 // the IO engine at 1, 4, 8, 16 threads (one Stack, so one ring, per thread; thread t reads file
 // t mod len(files)), each thread count for --seconds, beside liburing's iobench run as one process
 // per thread on the same files: the engine's reads/s as a fraction of the bare ring's.
-func runBenchIO(args []string) error {
-	fs := flag.NewFlagSet("bench io", flag.ContinueOnError)
+func benchIOCmd(fs *pflag.FlagSet) runFunc {
 	filesFlag := fs.String("files", "", "comma-separated files or block devices to read (O_DIRECT); thread t reads file t mod their count")
 	threadsFlag := fs.String("threads", "1,4,8,16", "comma-separated thread counts")
 	qd := fs.Int("qd", 128, "reads in flight per thread")
@@ -96,114 +95,113 @@ func runBenchIO(args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of the random offsets")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the engine run at the last thread count to this file")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	if *filesFlag == "" {
-		return errors.New("bench io: --files is required")
-	}
-	threads, err := parseInts(*threadsFlag)
-	if err != nil || len(threads) == 0 {
-		return fmt.Errorf("bench io: --threads %q: want positive integers, comma-separated", *threadsFlag)
-	}
-	if *qd <= 0 || *bs <= 0 || *bs&(*bs-1) != 0 || *secs <= 0 || *batch < 0 || *sizeMB < 0 {
-		return fmt.Errorf("bench io: want --qd > 0, --bs a power of two, --seconds > 0, --batch and --size-mb >= 0")
-	}
-	if *batch == 0 {
-		*batch = 32 * *qd
-	}
-	var targets []ioTarget
-	defer func() {
-		for _, t := range targets {
-			unix.Close(t.fd)
+	return func(pos []string) error {
+		if *filesFlag == "" {
+			return errors.New("bench io: --files is required")
 		}
-	}()
-	for _, p := range strings.Split(*filesFlag, ",") {
-		fd, err := openBenchTarget(p)
-		if err != nil {
-			return err
+		threads, err := parseInts(*threadsFlag)
+		if err != nil || len(threads) == 0 {
+			return fmt.Errorf("bench io: --threads %q: want positive integers, comma-separated", *threadsFlag)
 		}
-		targets = append(targets, ioTarget{path: p, fd: fd})
-		size, err := unix.Seek(fd, 0, 2) // files and block devices alike
-		if err != nil {
-			return fmt.Errorf("bench io: size of %s: %w", p, err)
+		if *qd <= 0 || *bs <= 0 || *bs&(*bs-1) != 0 || *secs <= 0 || *batch < 0 || *sizeMB < 0 {
+			return fmt.Errorf("bench io: want --qd > 0, --bs a power of two, --seconds > 0, --batch and --size-mb >= 0")
 		}
-		if *sizeMB > 0 {
-			size = min(size, *sizeMB<<20)
+		if *batch == 0 {
+			*batch = 32 * *qd
 		}
-		size -= size % int64(*bs)
-		if size < int64(*bs) {
-			return fmt.Errorf("bench io: %s holds less than one %d-byte read", p, *bs)
-		}
-		targets[len(targets)-1].bytes = size
-	}
-	opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true, SQPoll: *sqpoll}
-	probe, err := gpuio.Open([]int{targets[0].fd}, opts)
-	if err != nil {
-		return fmt.Errorf("bench io: %w", err)
-	}
-	how := fmt.Sprintf("%s, %s", probe.Backend(), probe.Mode())
-	probe.Close()
-	fmt.Printf("bench io: %d-byte random O_DIRECT reads, QD %d per thread, %.1f s per run, %s; %d CPUs, GOMAXPROCS %d\n",
-		*bs, *qd, *secs, how, runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	for _, t := range targets {
-		fmt.Printf("  %s: %s\n", t.path, formatBytes(t.bytes))
-	}
-	dur := time.Duration(*secs * float64(time.Second))
-	var prof *os.File
-	if *cpuProfile != "" {
-		if prof, err = os.Create(*cpuProfile); err != nil {
-			return err
-		}
-		defer prof.Close()
-	}
-	var rows []ioBenchRow
-	for k, n := range threads {
-		profiled := prof != nil && k == len(threads)-1
-		if profiled {
-			if err := pprof.StartCPUProfile(prof); err != nil {
+		var targets []ioTarget
+		defer func() {
+			for _, t := range targets {
+				unix.Close(t.fd)
+			}
+		}()
+		for _, p := range strings.Split(*filesFlag, ",") {
+			fd, err := openBenchTarget(p)
+			if err != nil {
 				return err
 			}
-		}
-		row, err := engineIO(targets, n, opts, *batch, dur, *seed)
-		if profiled {
-			pprof.StopCPUProfile()
-		}
-		if err != nil {
-			return err
-		}
-		if *iobench != "" {
-			row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote = runIOBench(*iobench, targets, n, *bs, *qd, *secs)
-			if row.IOBenchReadsPer > 0 {
-				row.Ratio = row.ReadsPerS / row.IOBenchReadsPer
+			targets = append(targets, ioTarget{path: p, fd: fd})
+			size, err := unix.Seek(fd, 0, 2) // files and block devices alike
+			if err != nil {
+				return fmt.Errorf("bench io: size of %s: %w", p, err)
 			}
+			if *sizeMB > 0 {
+				size = min(size, *sizeMB<<20)
+			}
+			size -= size % int64(*bs)
+			if size < int64(*bs) {
+				return fmt.Errorf("bench io: %s holds less than one %d-byte read", p, *bs)
+			}
+			targets[len(targets)-1].bytes = size
 		}
-		rows = append(rows, row)
-		line := fmt.Sprintf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried, %.2f µs CPU and %.3f context switches a read)",
-			n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.CPUPerRead, row.SwitchesPerRead)
-		if *iobench != "" {
-			line += fmt.Sprintf(", iobench %.0f (%.2f µs, %.3f) %s", row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote)
+		opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true, SQPoll: *sqpoll}
+		probe, err := gpuio.Open([]int{targets[0].fd}, opts)
+		if err != nil {
+			return fmt.Errorf("bench io: %w", err)
 		}
-		fmt.Println(line)
+		how := fmt.Sprintf("%s, %s", probe.Backend(), probe.Mode())
+		probe.Close()
+		fmt.Printf("bench io: %d-byte random O_DIRECT reads, QD %d per thread, %.1f s per run, %s; %d CPUs, GOMAXPROCS %d\n",
+			*bs, *qd, *secs, how, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		for _, t := range targets {
+			fmt.Printf("  %s: %s\n", t.path, formatBytes(t.bytes))
+		}
+		dur := time.Duration(*secs * float64(time.Second))
+		var prof *os.File
+		if *cpuProfile != "" {
+			if prof, err = os.Create(*cpuProfile); err != nil {
+				return err
+			}
+			defer prof.Close()
+		}
+		var rows []ioBenchRow
+		for k, n := range threads {
+			profiled := prof != nil && k == len(threads)-1
+			if profiled {
+				if err := pprof.StartCPUProfile(prof); err != nil {
+					return err
+				}
+			}
+			row, err := engineIO(targets, n, opts, *batch, dur, *seed)
+			if profiled {
+				pprof.StopCPUProfile()
+			}
+			if err != nil {
+				return err
+			}
+			if *iobench != "" {
+				row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote = runIOBench(*iobench, targets, n, *bs, *qd, *secs)
+				if row.IOBenchReadsPer > 0 {
+					row.Ratio = row.ReadsPerS / row.IOBenchReadsPer
+				}
+			}
+			rows = append(rows, row)
+			line := fmt.Sprintf("  %2d threads: tierfs %.0f reads/s (%.3f enters/read, %d retried, %.2f µs CPU and %.3f context switches a read)",
+				n, row.ReadsPerS, row.EntersPerRead, row.Retries, row.CPUPerRead, row.SwitchesPerRead)
+			if *iobench != "" {
+				line += fmt.Sprintf(", iobench %.0f (%.2f µs, %.3f) %s", row.IOBenchReadsPer, row.IOBenchCPUPerRead, row.IOBenchSwitchesPerRead, row.IOBenchNote)
+			}
+			fmt.Println(line)
+		}
+		fmt.Printf("\n%8s %16s %16s %8s %14s\n", "threads", "tierfs reads/s", "iobench reads/s", "ratio", "enters/read")
+		for _, r := range rows {
+			ib, ratio := "-", "-"
+			if r.IOBenchReadsPer > 0 {
+				ib, ratio = fmt.Sprintf("%.0f", r.IOBenchReadsPer), fmt.Sprintf("%.2f", r.Ratio)
+			}
+			fmt.Printf("%8d %16.0f %16s %8s %14.3f\n", r.Threads, r.ReadsPerS, ib, ratio, r.EntersPerRead)
+		}
+		if *asJSON != "" {
+			paths := make([]string, len(targets))
+			for i, t := range targets {
+				paths[i] = t.path
+			}
+			data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
+				"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows}, "", "  ")
+			return os.WriteFile(*asJSON, data, 0o644)
+		}
+		return nil
 	}
-	fmt.Printf("\n%8s %16s %16s %8s %14s\n", "threads", "tierfs reads/s", "iobench reads/s", "ratio", "enters/read")
-	for _, r := range rows {
-		ib, ratio := "-", "-"
-		if r.IOBenchReadsPer > 0 {
-			ib, ratio = fmt.Sprintf("%.0f", r.IOBenchReadsPer), fmt.Sprintf("%.2f", r.Ratio)
-		}
-		fmt.Printf("%8d %16.0f %16s %8s %14.3f\n", r.Threads, r.ReadsPerS, ib, ratio, r.EntersPerRead)
-	}
-	if *asJSON != "" {
-		paths := make([]string, len(targets))
-		for i, t := range targets {
-			paths[i] = t.path
-		}
-		data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
-			"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows}, "", "  ")
-		return os.WriteFile(*asJSON, data, 0o644)
-	}
-	return nil
 }
 
 func parseInts(s string) ([]int, error) {

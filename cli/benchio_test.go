@@ -32,7 +32,7 @@ func TestBenchIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := filepath.Join(dir, "io.json")
-	out, err := runQuiet(t, runBench, "io", "--files", strings.Join(files, ","), "--threads", "1,3", "--qd", "8",
+	out, err := runQuiet(t, commandLine("bench"), "io", "--files", strings.Join(files, ","), "--threads", "1,3", "--qd", "8",
 		"--seconds", "0.2", "--iobench", fake, "--json", js)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -62,7 +62,7 @@ func TestBenchIO(t *testing.T) {
 		{"io", "--files", files[0], "--bs", "3000"},
 		{"io", "--files", filepath.Join(dir, "missing")},
 	} {
-		if _, err := runQuiet(t, runBench, bad...); err == nil {
+		if _, err := runQuiet(t, commandLine("bench"), bad...); err == nil {
 			t.Errorf("bench %v: accepted", bad)
 		}
 	}
@@ -73,11 +73,11 @@ func TestBenchIO(t *testing.T) {
 func TestBenchGatherVerifyCompare(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
 	quiet(t)
-	if err := runSynth([]string{"--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--out", dir}); err != nil {
+	if err := execute([]string{"synth", "--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--out", dir}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "v.json")
-	if err := runBench([]string{"gather", dir, "--verify-compare", "3", "--batches", "3", "--batch", "128", "--dist", "uniform", "--json", out}); err != nil {
+	if err := execute([]string{"bench", "gather", dir, "--verify-compare", "3", "--batches", "3", "--batch", "128", "--dist", "uniform", "--json", out}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
@@ -112,7 +112,7 @@ func TestBenchGatherVerifyCompare(t *testing.T) {
 	if want := []bool{false, true, true, false, false, true}; !slices.Equal(order, want) {
 		t.Errorf("ssd tier runs verified %v, want %v (off and on, alternating which goes first)", order, want)
 	}
-	if err := runBench([]string{"gather", dir, "--verify-compare", "-1", "--batches", "1"}); err == nil || !strings.Contains(err.Error(), "--verify-compare -1") {
+	if err := execute([]string{"bench", "gather", dir, "--verify-compare", "-1", "--batches", "1"}); err == nil || !strings.Contains(err.Error(), "--verify-compare -1") {
 		t.Errorf("--verify-compare -1: %v", err)
 	}
 }
@@ -125,7 +125,7 @@ func TestBenchIORefusesFIFO(t *testing.T) {
 	}
 	for _, p := range []string{fifo, "/dev/zero"} {
 		done := make(chan error, 1)
-		go func() { done <- runBenchIO([]string{"--files", p, "--seconds", "0.1", "--threads", "1"}) }()
+		go func() { done <- execute([]string{"bench", "io", "--files", p, "--seconds", "0.1", "--threads", "1"}) }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), p) {

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/placement"
@@ -26,91 +27,88 @@ type placeBenchResult struct {
 // runBenchPlacement is `tierfs bench placement DIR`: SSD rows per batch of a held-out epoch
 // under the placements `tierfs place` makes (one epoch profiled, profiled until converged, by
 // degree), against the hindsight bar of that epoch.
-func runBenchPlacement(args []string) error {
-	fs := flag.NewFlagSet("bench placement", flag.ContinueOnError)
+func benchPlacementCmd(fs *pflag.FlagSet) runFunc {
 	opened := storeFlags(fs)
 	fs.Lookup("host-cache").Usage = "host memory to place into (default: 20% of the feature bytes)"
 	fs.Lookup("gpu-cache").Usage = "GPU memory to place into (default: 10% of the feature bytes)"
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated")
 	batchSize := fs.Int("batch-size", 1024, "seeds per batch")
 	asJSON := fs.String("json", "", "also write the results as JSON to this file")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	fo, err := parseFanouts(*fanouts)
-	if err != nil {
-		return err
-	}
-	gpuBytes, hostBytes := opened.GPUCacheBytes, opened.HostCacheBytes
-	opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
-	s, err := openStore(pos[0], *opened)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	featureBytes := s.NumNodes() * s.Feature().RowBytes
-	if gpuBytes == 0 && hostBytes == 0 {
-		gpuBytes, hostBytes = featureBytes/10, featureBytes/5
-	}
-	var seeds []int64
-	if slices.Contains(s.SplitNames(), "train") {
-		if seeds, err = s.Split("train"); err != nil {
+	return func(pos []string) error {
+		fo, err := parseFanouts(*fanouts)
+		if err != nil {
 			return err
 		}
-	} else {
-		seeds = make([]int64, s.NumNodes())
-		for i := range seeds {
-			seeds[i] = int64(i)
+		gpuBytes, hostBytes := opened.GPUCacheBytes, opened.HostCacheBytes
+		opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
+		s, err := openStore(pos[0], *opened)
+		if err != nil {
+			return err
 		}
-	}
-	// The held-out epoch: its own order and sampling seeds, none of which a profile uses.
-	r := rand.New(rand.NewPCG(777, 0))
-	r.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
-	start := time.Now()
-	eval, err := placement.Profile(s.Graph(), seeds, placement.ProfileOptions{Fanouts: fo, BatchSize: *batchSize, Epochs: 1, Seed: 777 << 32})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("held-out epoch: %d batches of %d seeds, fanouts %v, sampled in %.1fs; caches %s GPU + %s host\n",
-		eval.Batches, *batchSize, fo, time.Since(start).Seconds(), formatBytes(gpuBytes), formatBytes(hostBytes))
-	var results []placeBenchResult
-	configs := []struct {
-		name   string
-		epochs int
-		policy placement.Policy
-	}{
-		{"degree (no profile)", 1, placement.DegreeRanked},
-		{"profile 1 epoch", 1, placement.Unified},
-		{"profile until converged", 0, placement.Unified}, // last: the placement it saves is this one
-	}
-	fmt.Printf("%-26s %9s %11s %13s %13s %7s\n", "placement", "time s", "cache rows", "ssd rows/b", "hindsight/b", "ratio")
-	for _, c := range configs {
+		defer s.Close()
+		featureBytes := s.NumNodes() * s.Feature().RowBytes
+		if gpuBytes == 0 && hostBytes == 0 {
+			gpuBytes, hostBytes = featureBytes/10, featureBytes/5
+		}
+		var seeds []int64
+		if slices.Contains(s.SplitNames(), "train") {
+			if seeds, err = s.Split("train"); err != nil {
+				return err
+			}
+		} else {
+			seeds = make([]int64, s.NumNodes())
+			for i := range seeds {
+				seeds[i] = int64(i)
+			}
+		}
+		// The held-out epoch: its own order and sampling seeds, none of which a profile uses.
+		r := rand.New(rand.NewPCG(777, 0))
+		r.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
 		start := time.Now()
-		p, rep, err := s.PlanPlacement(featurestore.PlanOptions{Fanouts: fo, BatchSize: *batchSize, Epochs: c.epochs,
-			GPUBytes: gpuBytes, HostBytes: hostBytes, Policy: c.policy, Recompute: true})
+		eval, err := placement.Profile(s.Graph(), seeds, placement.ProfileOptions{Fanouts: fo, BatchSize: *batchSize, Epochs: 1, Seed: 777 << 32})
 		if err != nil {
 			return err
 		}
-		res := placeBenchResult{Name: c.name, Seconds: time.Since(start).Seconds(), SSDRows: placement.SSDRowsPerBatch(p, eval)}
-		for _, t := range []placement.Tier{placement.TierGPU, placement.TierHost} {
-			rows, _ := p.Used(placement.KindFeature, t)
-			res.CacheRows += rows
+		fmt.Printf("held-out epoch: %d batches of %d seeds, fanouts %v, sampled in %.1fs; caches %s GPU + %s host\n",
+			eval.Batches, *batchSize, fo, time.Since(start).Seconds(), formatBytes(gpuBytes), formatBytes(hostBytes))
+		var results []placeBenchResult
+		configs := []struct {
+			name   string
+			epochs int
+			policy placement.Policy
+		}{
+			{"degree (no profile)", 1, placement.DegreeRanked},
+			{"profile 1 epoch", 1, placement.Unified},
+			{"profile until converged", 0, placement.Unified}, // last: the placement it saves is this one
 		}
-		res.Hindsight = placement.HindsightSSDRowsPerBatch(eval, res.CacheRows)
-		res.Ratio = res.SSDRows / max(res.Hindsight, 1e-9)
-		results = append(results, res)
-		fmt.Printf("%-26s %9.2f %11d %13.0f %13.0f %7.2f\n", res.Name, res.Seconds, res.CacheRows, res.SSDRows, res.Hindsight, res.Ratio)
-		for _, e := range rep.Convergence {
-			fmt.Printf("  epoch %d: held out %.0f rows per batch, its hindsight %.0f\n", e.Epoch, e.HeldOut, e.Hindsight)
+		fmt.Printf("%-26s %9s %11s %13s %13s %7s\n", "placement", "time s", "cache rows", "ssd rows/b", "hindsight/b", "ratio")
+		for _, c := range configs {
+			start := time.Now()
+			p, rep, err := s.PlanPlacement(featurestore.PlanOptions{Fanouts: fo, BatchSize: *batchSize, Epochs: c.epochs,
+				GPUBytes: gpuBytes, HostBytes: hostBytes, Policy: c.policy, Recompute: true})
+			if err != nil {
+				return err
+			}
+			res := placeBenchResult{Name: c.name, Seconds: time.Since(start).Seconds(), SSDRows: placement.SSDRowsPerBatch(p, eval)}
+			for _, t := range []placement.Tier{placement.TierGPU, placement.TierHost} {
+				rows, _ := p.Used(placement.KindFeature, t)
+				res.CacheRows += rows
+			}
+			res.Hindsight = placement.HindsightSSDRowsPerBatch(eval, res.CacheRows)
+			res.Ratio = res.SSDRows / max(res.Hindsight, 1e-9)
+			results = append(results, res)
+			fmt.Printf("%-26s %9.2f %11d %13.0f %13.0f %7.2f\n", res.Name, res.Seconds, res.CacheRows, res.SSDRows, res.Hindsight, res.Ratio)
+			for _, e := range rep.Convergence {
+				fmt.Printf("  epoch %d: held out %.0f rows per batch, its hindsight %.0f\n", e.Epoch, e.HeldOut, e.Hindsight)
+			}
 		}
+		if *asJSON != "" {
+			data, err := json.MarshalIndent(results, "", "  ")
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
+		}
+		return nil
 	}
-	if *asJSON != "" {
-		data, err := json.MarshalIndent(results, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-	}
-	return nil
 }

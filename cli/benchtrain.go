@@ -21,10 +21,10 @@ func runBenchTrain(args []string) error {
 	}
 	pyPath, err := exec.LookPath(py)
 	if err != nil {
-		return fmt.Errorf("bench train runs Python: %q not found (set TIERFS_PYTHON to a Python with torch, torch_geometric and tierfs): %w", py, err)
+		return fmt.Errorf("it runs Python: %q not found (set TIERFS_PYTHON to a Python with torch, torch_geometric and tierfs): %w", py, err)
 	}
 	env := os.Environ()
-	if exe, err := Self(); err == nil {
+	if exe, err := os.Executable(); err == nil {
 		if exe, err = filepath.EvalSymlinks(exe); err == nil {
 			dir := filepath.Dir(exe)
 			if os.Getenv("TIERFS_LIB") == "" {
@@ -45,7 +45,7 @@ func runBenchTrain(args []string) error {
 	check.Env = env
 	if out, err := check.CombinedOutput(); err != nil {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		return fmt.Errorf("bench train: %s cannot import tierfs.benchtrain, torch and torch_geometric (install the tierfs package and PyG, or set TIERFS_PYTHON): %s",
+		return fmt.Errorf("%s cannot import tierfs.benchtrain, torch and torch_geometric (install the tierfs package and PyG, or set TIERFS_PYTHON): %s",
 			pyPath, lines[len(lines)-1])
 	}
 	argv := append([]string{pyPath, "-m", "tierfs.benchtrain"}, args...)

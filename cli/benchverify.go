@@ -1,16 +1,17 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/advise"
 )
 
 // verifyRoundsFlag is --verify-compare of the gather benchmarks: rounds of the disk-reading
 // configurations with verified reads off and on, alternating, on the same ids.
-func verifyRoundsFlag(fs *flag.FlagSet) *int {
+func verifyRoundsFlag(fs *pflag.FlagSet) *int {
 	return fs.Int("verify-compare", 0, "instead of the usual configurations, run those that read the disk this many rounds with reads unverified and verified alternating, on the same ids, and report verified/unverified rows/s (what verification costs)")
 }
 

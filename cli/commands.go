@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
@@ -21,8 +22,7 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-func runSynth(args []string) error {
-	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+func synthCmd(fs *pflag.FlagSet) runFunc {
 	// flagged holds the flags' values; only the flags given override a preset.
 	flagged := ingest.SynthOptions{TrainFrac: 0.1, ValFrac: 0.05, TestFrac: 0.05}
 	fs.Int64Var(&flagged.Nodes, "nodes", 100000, "number of nodes (with --preset: overrides its count, keeping its average degree)")
@@ -45,52 +45,51 @@ func runSynth(args []string) error {
 	fs.BoolVar(&flagged.Replace, "force", false, "replace what --out holds (a dataset is swapped out only once the new one is complete)")
 	var devs listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
-	if _, err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if flagged.Out == "" {
-		return fmt.Errorf("--out is required")
-	}
-	if *spec != "" {
-		if *preset != "" {
-			return fmt.Errorf("--spec %s and --preset %s both describe the graph; give one", *spec, *preset)
+	return func(pos []string) error {
+		given := map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
+		if flagged.Out == "" {
+			return fmt.Errorf("--out is required")
 		}
-		return synthHetero("", *spec, *scale, flagged, devs, given)
-	}
-	if slices.Contains(ingest.SynthHeteroPresetNames(), *preset) {
-		return synthHetero(*preset, "", *scale, flagged, devs, given)
-	}
-	opt := flagged
-	if *preset != "" {
-		if given["scale"] && given["nodes"] {
-			return fmt.Errorf("--scale %v and --nodes %d both set the node count; give one", *scale, flagged.Nodes)
+		if *spec != "" {
+			if *preset != "" {
+				return fmt.Errorf("--spec %s and --preset %s both describe the graph; give one", *spec, *preset)
+			}
+			return synthHetero("", *spec, *scale, flagged, devs, given)
+		}
+		if slices.Contains(ingest.SynthHeteroPresetNames(), *preset) {
+			return synthHetero(*preset, "", *scale, flagged, devs, given)
+		}
+		opt := flagged
+		if *preset != "" {
+			if given["scale"] && given["nodes"] {
+				return fmt.Errorf("--scale %v and --nodes %d both set the node count; give one", *scale, flagged.Nodes)
+			}
+			var err error
+			if opt, err = ingest.SynthPreset(*preset, *scale); err != nil {
+				return err
+			}
+			overrideGiven(&opt, flagged, given)
+		} else if given["scale"] {
+			return fmt.Errorf("--scale %v needs --preset; without one, set --nodes", *scale)
 		}
 		var err error
-		if opt, err = ingest.SynthPreset(*preset, *scale); err != nil {
+		if opt.DType, err = dataset.ParseDType(*dtype); err != nil {
 			return err
 		}
-		overrideGiven(&opt, flagged, given)
-	} else if given["scale"] {
-		return fmt.Errorf("--scale %v needs --preset; without one, set --nodes", *scale)
-	}
-	var err error
-	if opt.DType, err = dataset.ParseDType(*dtype); err != nil {
-		return err
-	}
-	opt.DevicePaths = devs
-	if err := withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Synth(opt) }); err != nil {
-		return err
-	}
-	if *report {
-		r, err := ingest.ReportGraph(opt.Out, ingest.ReportOptions{Seed: opt.Seed})
-		if err != nil {
+		opt.DevicePaths = devs
+		if err := withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Synth(opt) }); err != nil {
 			return err
 		}
-		return r.Write(os.Stdout)
+		if *report {
+			r, err := ingest.ReportGraph(opt.Out, ingest.ReportOptions{Seed: opt.Seed})
+			if err != nil {
+				return err
+			}
+			return r.Write(os.Stdout)
+		}
+		return nil
 	}
-	return nil
 }
 
 // synthHetero is `tierfs synth --preset P` of a heterogeneous preset (its types scaled by
@@ -177,8 +176,7 @@ func overrideGiven(opt *ingest.SynthOptions, flagged ingest.SynthOptions, given 
 	opt.Seed, opt.Out = flagged.Seed, flagged.Out
 }
 
-func runIngest(args []string) error {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+func ingestCmd(fs *pflag.FlagSet) runFunc {
 	opt := ingest.Options{}
 	fs.StringVar(&opt.Edges, "edges", "", "edges: .npy of shape (2,E) or (E,2), a CSV/TSV text edge list (.csv .tsv .txt .edges .el), or Parquet / Arrow IPC with two integer columns (src, dst)")
 	edgeColumns := fs.String("edge-columns", "", "SRC,DST: the source and destination columns of a table edge list, by name or 0-based index (default src,dst or source,target, else the first two)")
@@ -202,63 +200,61 @@ func runIngest(args []string) error {
 	var edgeSplits listFlag
 	fs.Var(&edgeSplits, "edge-split", "SPLIT=SEEDS[,labels=FILE][,neg_dst=FILE][,edge_type=SRC:REL:DST]: seed edges of link prediction (SPLIT train, val or test): SEEDS a (2, n) or (n, 2) integer .npy of (src, dst) ids, labels one per seed, neg_dst (n, k) negative destinations per seed (repeat per split)")
 	spec := fs.String("spec", "", "a JSON file describing a heterogeneous graph (node_types, edge_types, edge_splits; the keys of tfs_ingest): `tierfs ingest --spec FILE.json OUT`")
-	pos, err := parseFlagsAny(fs, args)
-	if err != nil {
-		return err
-	}
-	for _, v := range edgeSplits {
-		in, err := ingest.ParseEdgeSplitArg(v)
-		if err != nil {
-			return fmt.Errorf("--edge-split: %w", err)
-		}
-		opt.EdgeSplits = append(opt.EdgeSplits, in)
-	}
-	if *spec != "" {
-		opt.DevicePaths = devs
-		return ingestSpec(fs, *spec, pos, opt)
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("want 0 argument(s) besides flags, got %d (%s); an output directory as an argument goes with --spec", len(pos), strings.Join(pos, " "))
-	}
-	if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
-		return fmt.Errorf("--out and --edges (or --graphbolt) are required")
-	}
-	for _, list := range []struct {
-		flag string
-		in   []string
-		dst  *[]ingest.FeatureInput
-	}{{"--node-feature", nodeFeatures, &opt.NodeFeatures}, {"--edge-feature", edgeFeatures, &opt.EdgeFeatures}} {
-		for _, v := range list.in {
-			name, path, ok := strings.Cut(v, "=")
-			if !ok || name == "" || path == "" {
-				return fmt.Errorf("%s %q: want NAME=FILE", list.flag, v)
+	return func(pos []string) error {
+		for _, v := range edgeSplits {
+			in, err := ingest.ParseEdgeSplitArg(v)
+			if err != nil {
+				return fmt.Errorf("--edge-split: %w", err)
 			}
-			*list.dst = append(*list.dst, ingest.FeatureInput{Name: name, Path: path})
+			opt.EdgeSplits = append(opt.EdgeSplits, in)
 		}
-	}
-	if *dtype != "" {
-		var err error
-		if opt.FeatureDType, err = dataset.ParseDType(*dtype); err != nil {
-			return err
+		if *spec != "" {
+			opt.DevicePaths = devs
+			return ingestSpec(fs, *spec, pos, opt)
 		}
-	}
-	opt.DevicePaths = devs
-	if *edgeColumns != "" {
-		cols := strings.Split(*edgeColumns, ",")
-		if len(cols) != 2 || cols[0] == "" || cols[1] == "" {
-			return fmt.Errorf("--edge-columns %q: want SRC,DST (names or 0-based indexes)", *edgeColumns)
+		if len(pos) != 0 {
+			return fmt.Errorf("want 0 argument(s) besides flags, got %d (%s); an output directory as an argument goes with --spec", len(pos), strings.Join(pos, " "))
 		}
-		opt.EdgeColumns = [2]string{cols[0], cols[1]}
+		if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
+			return fmt.Errorf("--out and --edges (or --graphbolt) are required")
+		}
+		for _, list := range []struct {
+			flag string
+			in   []string
+			dst  *[]ingest.FeatureInput
+		}{{"--node-feature", nodeFeatures, &opt.NodeFeatures}, {"--edge-feature", edgeFeatures, &opt.EdgeFeatures}} {
+			for _, v := range list.in {
+				name, path, ok := strings.Cut(v, "=")
+				if !ok || name == "" || path == "" {
+					return fmt.Errorf("%s %q: want NAME=FILE", list.flag, v)
+				}
+				*list.dst = append(*list.dst, ingest.FeatureInput{Name: name, Path: path})
+			}
+		}
+		if *dtype != "" {
+			var err error
+			if opt.FeatureDType, err = dataset.ParseDType(*dtype); err != nil {
+				return err
+			}
+		}
+		opt.DevicePaths = devs
+		if *edgeColumns != "" {
+			cols := strings.Split(*edgeColumns, ",")
+			if len(cols) != 2 || cols[0] == "" || cols[1] == "" {
+				return fmt.Errorf("--edge-columns %q: want SRC,DST (names or 0-based indexes)", *edgeColumns)
+			}
+			opt.EdgeColumns = [2]string{cols[0], cols[1]}
+		}
+		return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Ingest(opt) })
 	}
-	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.Ingest(opt) })
 }
 
 // ingestSpec is `tierfs ingest --spec FILE.json [OUT]`: the heterogeneous graph FILE.json
 // describes (ingest.ParseHeteroSpec), written to OUT (else --out, else the file's "out"), with
 // --force and --device-path applying; the flags that name inputs do not go with it.
-func ingestSpec(fs *flag.FlagSet, path string, pos []string, flagged ingest.Options) error {
+func ingestSpec(fs *pflag.FlagSet, path string, pos []string, flagged ingest.Options) error {
 	var bad []string
-	fs.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "spec", "out", "force", "device-path", "edge-split":
 		default:
@@ -319,22 +315,19 @@ func withProgressBar(progress *func(stage string, done, total int64), build func
 	return err
 }
 
-func runInfo(args []string) error {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+func infoCmd(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
+	return func(pos []string) error {
+		m, err := dataset.Load(pos[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(m)
+		}
+		printInfo(m)
+		return nil
 	}
-	m, err := dataset.Load(pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(m)
-	}
-	printInfo(m)
-	return nil
 }
 
 // printTypes prints every node type and edge type of a dataset of several.
@@ -465,89 +458,83 @@ func printInfo(m *dataset.Manifest) {
 	}
 }
 
-func runVerify(args []string) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	// What killed writes to the dataset left beside it goes first (a dataset a killed write had
-	// moved aside is put back); a live writer's files are left alone.
-	did, err := dataset.CleanStale(pos[0])
-	// So does what a killed `place` (its temporary file) and a killed `plan-epochs` (packed
-	// files no index lists, in the default plan directory) left.
-	pdid, perr := placement.CleanStale(pos[0])
-	edid, eerr := featurestore.CleanEpochPlan(defaultPlanDir(pos[0]))
-	for _, d := range slices.Concat(did, pdid, edid) {
-		fmt.Println("cleaned:", d)
-	}
-	if err := errors.Join(err, perr, eerr); err != nil {
-		fmt.Fprintf(os.Stderr, "tierfs verify: warning: %v\n", err)
-	}
-	m, err := dataset.Load(pos[0])
-	if err != nil {
-		return err
-	}
-	bar := newProgressBar()
-	problems, err := m.Verify(20, func(done, total int64) { bar.update("verify", done, total) })
-	bar.done()
-	if err != nil {
-		return err
-	}
-	total := m.TotalBytes()
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Println(p)
+func verifyCmd(fs *pflag.FlagSet) runFunc {
+	return func(pos []string) error {
+		// What killed writes to the dataset left beside it goes first (a dataset a killed write had
+		// moved aside is put back); a live writer's files are left alone.
+		did, err := dataset.CleanStale(pos[0])
+		// So does what a killed `place` (its temporary file) and a killed `plan-epochs` (packed
+		// files no index lists, in the default plan directory) left.
+		pdid, perr := placement.CleanStale(pos[0])
+		edid, eerr := featurestore.CleanEpochPlan(defaultPlanDir(pos[0]))
+		for _, d := range slices.Concat(did, pdid, edid) {
+			fmt.Println("cleaned:", d)
 		}
-		return fmt.Errorf("%s: %d problem(s) found: %w", m.Dir(), len(problems), dataset.ErrCorrupt)
+		if err := errors.Join(err, perr, eerr); err != nil {
+			fmt.Fprintf(os.Stderr, "tierfs verify: warning: %s\n", userMessage(err))
+		}
+		m, err := dataset.Load(pos[0])
+		if err != nil {
+			return err
+		}
+		bar := newProgressBar()
+		problems, err := m.Verify(20, func(done, total int64) { bar.update("verify", done, total) })
+		bar.done()
+		if err != nil {
+			return err
+		}
+		total := m.TotalBytes()
+		if len(problems) > 0 {
+			for _, p := range problems {
+				fmt.Println(p)
+			}
+			return fmt.Errorf("%s: %d problem(s) found: %w", m.Dir(), len(problems), dataset.ErrCorrupt)
+		}
+		fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), formatBytes(total))
+		return nil
 	}
-	fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), formatBytes(total))
-	return nil
 }
 
-func runGather(args []string) error {
-	fs := flag.NewFlagSet("gather", flag.ContinueOnError)
+func gatherCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
 	idsPath := fs.String("ids", "", "node ids: .npy of any integer dtype, or split:NAME for a split of the dataset (split:test)")
 	out := fs.String("out", "", "output .npy of shape (len(ids), dim)")
 	usePlacement := placementFlag(fs)
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
+	return func(pos []string) error {
+		if *idsPath == "" || *out == "" {
+			return fmt.Errorf("--ids and --out are required")
+		}
+		if err := refuseInsideDataset(*out); err != nil {
+			return err
+		}
+		if err := refuseDatasetFile(pos[0], *out); err != nil {
+			return err
+		}
+		if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
+			return err
+		}
+		s, err := openStore(pos[0], *opt)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		ids, err := readIDs(s, *idsPath)
+		if err != nil {
+			return err
+		}
+		dst := make([]byte, int64(len(ids))*s.RowBytes())
+		before := s.Stats().IO
+		if err := s.Gather(ids, dst); err != nil {
+			return err
+		}
+		printIO(os.Stderr, before, s.Stats().IO)
+		f := s.Feature()
+		if err := ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %d rows x %d %s (%s) to %s\n", len(ids), f.Dim, f.DType, formatBytes(int64(len(dst))), *out)
+		return nil
 	}
-	if *idsPath == "" || *out == "" {
-		return fmt.Errorf("--ids and --out are required")
-	}
-	if err := refuseInsideDataset(*out); err != nil {
-		return err
-	}
-	if err := refuseDatasetFile(pos[0], *out); err != nil {
-		return err
-	}
-	if err := withPlacement(pos[0], opt, *usePlacement); err != nil {
-		return err
-	}
-	s, err := openStore(pos[0], *opt)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ids, err := readIDs(s, *idsPath)
-	if err != nil {
-		return err
-	}
-	dst := make([]byte, int64(len(ids))*s.RowBytes())
-	before := s.Stats().IO
-	if err := s.Gather(ids, dst); err != nil {
-		return err
-	}
-	printIO(os.Stderr, before, s.Stats().IO)
-	f := s.Feature()
-	if err := ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst); err != nil {
-		return err
-	}
-	fmt.Printf("wrote %d rows x %d %s (%s) to %s\n", len(ids), f.Dim, f.DType, formatBytes(int64(len(dst))), *out)
-	return nil
 }
 
 // refuseInsideDataset refuses an output file in a dataset's directory, where it could replace or
@@ -611,8 +598,7 @@ func openToSample(dir string, opt *featurestore.Options, usePlacement bool, fano
 	return s, hops, seeds, nil
 }
 
-func runSample(args []string) error {
-	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+func sampleCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
 	seedsPath := fs.String("seeds", "", "seed node ids: .npy, or split:NAME (split:train)")
 	seedEdges := fs.String("seed-edges", "", "sample around seed edges instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (split:train, its labels with it)")
@@ -623,47 +609,45 @@ func runSample(args []string) error {
 	seed := fs.Uint64("seed", 0, "random seed")
 	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy (and with --seed-edges edge_label_index.npy, edge_label.npy, or src_index.npy, dst_pos_index.npy, dst_neg_index.npy for triplets)")
 	usePlacement := placementFlag(fs)
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if (*seedsPath == "") == (*seedEdges == "") || *out == "" {
-		return fmt.Errorf("--out and one of --seeds or --seed-edges are required")
-	}
-	if *seedEdges != "" {
-		return sampleEdges(pos[0], opt, *usePlacement, *fanouts, *seedEdges, link, topology.SampleOptions{Replace: *replace, Seed: *seed}, *out)
-	}
-	if set := link.given(fs); set != "" {
-		return fmt.Errorf("%s goes with --seed-edges (sampling around seed edges)", set)
-	}
-	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
-	paths := make([]string, len(names))
-	for i, name := range names {
-		paths[i] = filepath.Join(*out, name+".npy")
-	}
-	// The outputs share a directory: one is inside a dataset exactly when all are.
-	if err := errors.Join(refuseInsideDataset(paths[0]), refuseDatasetFile(pos[0], paths...)); err != nil {
-		return err
-	}
-	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsPath)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	sample, err := s.Sample(seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	for i, arr := range [][]int64{sample.Nodes, sample.Row, sample.Col, sample.NodesPerHop, sample.EdgesPerHop} {
-		if err := ingest.WriteNpy(paths[i], "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
+	return func(pos []string) error {
+		if (*seedsPath == "") == (*seedEdges == "") || *out == "" {
+			return fmt.Errorf("--out and one of --seeds or --seed-edges are required")
+		}
+		if *seedEdges != "" {
+			return sampleEdges(pos[0], opt, *usePlacement, *fanouts, *seedEdges, link, topology.SampleOptions{Replace: *replace, Seed: *seed}, *out)
+		}
+		if set := link.given(fs); set != "" {
+			return fmt.Errorf("%s goes with --seed-edges (sampling around seed edges)", set)
+		}
+		names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop"}
+		paths := make([]string, len(names))
+		for i, name := range names {
+			paths[i] = filepath.Join(*out, name+".npy")
+		}
+		// The outputs share a directory: one is inside a dataset exactly when all are.
+		if err := errors.Join(refuseInsideDataset(paths[0]), refuseDatasetFile(pos[0], paths...)); err != nil {
 			return err
 		}
+		s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsPath)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		sample, err := s.Sample(seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+		for i, arr := range [][]int64{sample.Nodes, sample.Row, sample.Col, sample.NodesPerHop, sample.EdgesPerHop} {
+			if err := ingest.WriteNpy(paths[i], "<i8", []int64{int64(len(arr))}, int64sAsBytes(arr)); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("sampled %d nodes and %d edges from %d seeds (nodes per hop %v)\n", len(sample.Nodes), len(sample.Row), len(seeds), sample.NodesPerHop)
+		return nil
 	}
-	fmt.Printf("sampled %d nodes and %d edges from %d seeds (nodes per hop %v)\n", len(sample.Nodes), len(sample.Row), len(seeds), sample.NodesPerHop)
-	return nil
 }
 
 // readIDs reads ids from a .npy file, or from the store's split NAME for "split:NAME".

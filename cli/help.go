@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
-	"os"
+
+	"github.com/tierfs/tierfs/advise"
 )
 
-// commandHelp is what `tierfs CMD -h` prints above the flags: what the command does and
+// commandHelp is what `tierfs CMD --help` prints above the flags: what the command does and
 // examples that run as written (on data/g, a dataset made by the first synth line).
 var commandHelp = map[string]struct {
 	what     string
@@ -25,6 +25,7 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --spec mag.json data/mag"}},
 	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
 	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
+	"upgrade": {"Rewrites a dataset of an older format version to the current one in place, after checking every block against its checksum (a damaged dataset is refused); killed at any point it leaves the old or the new dataset, and running it again finishes.", []string{"tierfs upgrade data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{
 		"tierfs gather data/g --ids split:test --out rows.npy --host-cache 512MB"}},
 	"sample": {"Samples the k-hop neighborhoods of seeds (or of seed edges) and writes them as .npy files (nodes, row, col, per-hop counts; the label edges).", []string{
@@ -34,34 +35,13 @@ var commandHelp = map[string]struct {
 		"tierfs plan-epochs data/g --fanouts 25,10 --batch-size 1024 --epochs 2 --host-cache 2GiB --serve 1 --compare"}},
 	"place": {"Profiles the training sampler, plans which topology and feature rows each memory tier holds, and saves the plan.", []string{
 		"tierfs place data/g --fanouts 10,5 --batch-size 1024 --host-cache 2GiB"}},
-	"advise": {"Predicts seeds/s and seeds/s per dollar for 1..N SSDs (Hyperion's TPC model).", []string{
+	"advise": {fmt.Sprintf(adviseLong, advise.DefaultSSDIOPS, advise.DefaultPCIeGBps, advise.DefaultAlphaUS), []string{
 		"tierfs advise data/g --fanouts 10,5 --batch-size 1024 --host-cache 2GiB --ssd-price 150 --machine-price 3000"}},
 	"mount":           {"Mounts a read-only view of a dataset's tiers (FUSE).", []string{"tierfs mount data/g mnt --host-cache 512MB", "tierfs umount mnt"}},
 	"umount":          {"Unmounts a tierfs mount.", []string{"tierfs umount mnt"}},
-	"completion":      {"Prints a bash completion script for tierfs (commands, flags, files).", []string{"tierfs completion bash"}},
 	"bench gather":    {"Measures gather throughput per tier configuration on an id stream.", []string{"tierfs bench gather data/g --dist sample --host-cache 1GB", "tierfs bench gather data/g --verify-compare 3"}},
 	"bench gpu":       {"Measures the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed.", []string{"tierfs bench gpu data/g --kernels", "tierfs bench gpu data/g --verify-compare 3"}},
 	"bench placement": {"Held-out SSD rows per batch of degree, one-epoch and converged placements against the hindsight bar.", []string{"tierfs bench placement data/g --fanouts 25,10"}},
 	"bench disk":      {"Random reads of the dataset's disk at 512 B..128 KiB, and the coalescing gap worth bridging.", []string{"tierfs bench disk data/g --json disk.json"}},
 	"bench io":        {"The IO engine beside liburing's iobench at 1..N threads of random 4 KiB O_DIRECT reads.", []string{"tierfs bench io --files /dev/loop0,/dev/loop1 --threads 1,4,8,16 --iobench gpu/iobench"}},
-}
-
-// setUsage makes fs's -h print the command's description and examples before its flags.
-func setUsage(fs *flag.FlagSet) {
-	h, ok := commandHelp[fs.Name()]
-	if !ok {
-		return
-	}
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "tierfs %s: %s\n\nexamples:\n", fs.Name(), h.what)
-		for _, e := range h.examples {
-			fmt.Fprintf(out, "  %s\n", e)
-		}
-		fmt.Fprintf(out, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if fs.Output() == nil {
-		fs.SetOutput(os.Stderr)
-	}
 }

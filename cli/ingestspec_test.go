@@ -41,7 +41,7 @@ func writeHeteroSpec(t *testing.T, dir string) string {
 func TestIngestSpec(t *testing.T) {
 	spec := writeHeteroSpec(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "g")
-	if err := runIngest([]string{"--spec", spec, out}); err != nil {
+	if err := execute([]string{"ingest", "--spec", spec, out}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := dataset.Load(out)
@@ -54,10 +54,10 @@ func TestIngestSpec(t *testing.T) {
 	if et, err := m.EdgeTypeNamed("author:writes:paper"); err != nil || et.Count != 3 {
 		t.Errorf("writes: %+v %v", et, err)
 	}
-	if err := runIngest([]string{"--spec", spec, out}); err == nil || !strings.Contains(err.Error(), "already holds a dataset") {
+	if err := execute([]string{"ingest", "--spec", spec, out}); err == nil || !strings.Contains(err.Error(), "already holds a dataset") {
 		t.Errorf("again without --force: %v", err)
 	}
-	if err := runIngest([]string{"--spec", spec, "--force", out}); err != nil {
+	if err := execute([]string{"ingest", "--spec", spec, "--force", out}); err != nil {
 		t.Errorf("again with --force: %v", err)
 	}
 	for _, c := range []struct {
@@ -69,7 +69,7 @@ func TestIngestSpec(t *testing.T) {
 		{[]string{"--spec", spec, "--out", out, out + "2"}, "give one"},
 		{[]string{out}, "goes with --spec"},
 	} {
-		if err := runIngest(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := commandLine("ingest")(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
@@ -95,7 +95,7 @@ func TestIngestSpecEdgeSplits(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "g")
-	if err := runIngest([]string{"--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cites:paper", out}); err != nil {
+	if err := execute([]string{"ingest", "--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cites:paper", out}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := dataset.Load(out)
@@ -108,7 +108,7 @@ func TestIngestSpecEdgeSplits(t *testing.T) {
 		t.Fatalf("version %d, writes splits %v, cites splits %v", m.Version, writes.SplitNames(), cites.SplitNames())
 	}
 	bad := filepath.Join(t.TempDir(), "bad")
-	err = runIngest([]string{"--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cited_by:paper", bad})
+	err = execute([]string{"ingest", "--spec", spec, "--edge-split", "test=" + test + ",edge_type=paper:cited_by:paper", bad})
 	if err == nil || !strings.Contains(err.Error(), `edge type "paper:cited_by:paper" edge split "test": the graph has no such edge type`) {
 		t.Fatalf("unknown edge type: %v", err)
 	}

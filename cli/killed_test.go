@@ -30,7 +30,7 @@ func TestKilledSynthIsCleaned(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "ds")
 	quiet(t)
-	if err := runSynth([]string{"--nodes", "1000", "--avg-degree", "4", "--dim", "8", "--out", out}); err != nil {
+	if err := execute([]string{"synth", "--nodes", "1000", "--avg-degree", "4", "--dim", "8", "--out", out}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledSynthHelper$")
@@ -71,7 +71,7 @@ func TestKilledSynthIsCleaned(t *testing.T) {
 	if m, err := dataset.Load(out); err != nil || m.Nodes().Count != 1000 {
 		t.Fatalf("the old dataset after the killed synth: %v", err)
 	}
-	if err := runVerify([]string{out}); err != nil {
+	if err := execute([]string{"verify", out}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".ds.tierfs-*")); len(left) != 0 {
@@ -93,7 +93,7 @@ func quiet(t *testing.T) {
 func TestVerifyCleansKilledPlaceAndPlan(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ds")
 	quiet(t)
-	if err := runSynth([]string{"--nodes", "1000", "--avg-degree", "4", "--dim", "8", "--out", out}); err != nil {
+	if err := execute([]string{"synth", "--nodes", "1000", "--avg-degree", "4", "--dim", "8", "--out", out}); err != nil {
 		t.Fatal(err)
 	}
 	left := []string{
@@ -109,7 +109,7 @@ func TestVerifyCleansKilledPlaceAndPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := runVerify([]string{out}); err != nil {
+	if err := execute([]string{"verify", out}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range left {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -23,53 +23,50 @@ import (
 // started it: "ready" once mounted, or the error that stopped it.
 const readyFDEnv = "TIERFS_MOUNT_READY_FD"
 
-func runMount(args []string) error {
-	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+func mountCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
 	foreground := fs.Bool("foreground", false, "serve in this process until unmounted or interrupted, instead of in the background")
 	usePlacement := fs.Bool("placement", false, "fill the host tier from the placement `tierfs place` saved in the dataset (fresh for --host-cache)")
-	pos, err := parseFlags(fs, args, 2)
-	if err != nil {
+	return func(pos []string) error {
+		datasetDir, mountpoint := pos[0], pos[1]
+		if _, err := fusefs.CheckMountpoint(mountpoint); err != nil {
+			return err // before the server starts, which would make "" the working directory
+		}
+		if !*foreground {
+			// The server gets the same flags (every store option and --placement).
+			var flags []string
+			fs.Visit(func(f *pflag.Flag) {
+				if f.Name != "foreground" {
+					flags = append(flags, "--"+f.Name+"="+f.Value.String())
+				}
+			})
+			return mountInBackground(datasetDir, mountpoint, flags)
+		}
+		var ready *os.File
+		if fd := os.Getenv(readyFDEnv); fd != "" {
+			os.Unsetenv(readyFDEnv)
+			n, err := strconv.Atoi(fd)
+			if err != nil {
+				return fmt.Errorf("%s=%q is not a file descriptor", readyFDEnv, fd)
+			}
+			ready = os.NewFile(uintptr(n), "mount-ready")
+		}
+		err := serveMount(datasetDir, mountpoint, *opt, *usePlacement, ready)
+		if err != nil && ready != nil {
+			// Started by mountInBackground: it prints the error.
+			if _, werr := fmt.Fprintln(ready, err); werr == nil {
+				os.Exit(1)
+			}
+		}
 		return err
 	}
-	datasetDir, mountpoint := pos[0], pos[1]
-	if _, err := fusefs.CheckMountpoint(mountpoint); err != nil {
-		return err // before the server starts, which would make "" the working directory
-	}
-	if !*foreground {
-		// The server gets the same flags (every store option and --placement).
-		var flags []string
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "foreground" {
-				flags = append(flags, "--"+f.Name+"="+f.Value.String())
-			}
-		})
-		return mountInBackground(datasetDir, mountpoint, flags)
-	}
-	var ready *os.File
-	if fd := os.Getenv(readyFDEnv); fd != "" {
-		os.Unsetenv(readyFDEnv)
-		n, err := strconv.Atoi(fd)
-		if err != nil {
-			return fmt.Errorf("%s=%q is not a file descriptor", readyFDEnv, fd)
-		}
-		ready = os.NewFile(uintptr(n), "mount-ready")
-	}
-	err = serveMount(datasetDir, mountpoint, *opt, *usePlacement, ready)
-	if err != nil && ready != nil {
-		// Started by mountInBackground: it prints the error.
-		if _, werr := fmt.Fprintln(ready, err); werr == nil {
-			os.Exit(1)
-		}
-	}
-	return err
 }
 
 // mountInBackground runs this command again with --foreground in a new session, waits until it
 // has mounted (or failed to), and returns; the server runs on until unmounted. Until it is ready
 // the server writes to our stderr (fusermount's complaints reach the user), then to /dev/null.
 func mountInBackground(datasetDir, mountpoint string, flags []string) error {
-	exe, err := Self()
+	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
@@ -160,11 +157,8 @@ func serveMount(datasetDir, mountpoint string, opt featurestore.Options, usePlac
 	return view.Unmount()
 }
 
-func runUmount(args []string) error {
-	fs := flag.NewFlagSet("umount", flag.ContinueOnError)
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
+func umountCmd(fs *pflag.FlagSet) runFunc {
+	return func(pos []string) error {
+		return fusefs.Unmount(pos[0])
 	}
-	return fusefs.Unmount(pos[0])
 }

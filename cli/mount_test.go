@@ -10,10 +10,10 @@ import (
 func TestMountRefusesEmptyAndMountedMountpoints(t *testing.T) {
 	quiet(t)
 	ds := t.TempDir()
-	if err := runMount([]string{ds, ""}); err == nil || !strings.Contains(err.Error(), "mountpoint is empty") {
+	if err := execute([]string{"mount", ds, ""}); err == nil || !strings.Contains(err.Error(), "mountpoint is empty") {
 		t.Errorf("tierfs mount DS \"\": %v", err)
 	}
-	if err := runMount([]string{ds, "/proc"}); err == nil || !strings.Contains(err.Error(), "/proc is already a mountpoint") {
+	if err := execute([]string{"mount", ds, "/proc"}); err == nil || !strings.Contains(err.Error(), "/proc is already a mountpoint") {
 		t.Errorf("tierfs mount DS /proc: %v", err)
 	}
 }

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/placement"
@@ -14,8 +15,7 @@ import (
 
 // runPlace is `tierfs place DIR`: profile, plan and save the dataset's placement (or load the
 // saved one), and compare every policy.
-func runPlace(args []string) error {
-	fs := flag.NewFlagSet("place", flag.ContinueOnError)
+func placeCmd(fs *pflag.FlagSet) runFunc {
 	opened := storeFlags(fs)
 	fs.Lookup("host-cache").Usage = "host memory for topology and features to plan for, e.g. 256MiB (the --host-cache of the stores that will use the plan)"
 	fs.Lookup("gpu-cache").Usage = "GPU memory for topology and features to plan for (0: no GPU tier)"
@@ -29,43 +29,42 @@ func runPlace(args []string) error {
 	seedsPath := fs.String("seeds", "", "seeds to profile: .npy or split:NAME (default: the train split, else every node)")
 	recompute := fs.Bool("recompute", false, "ignore a saved placement: profile and plan again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	opt := featurestore.PlanOptions{Feature: opened.Feature, BatchSize: *batchSize, Epochs: *epochs, Batches: *batches, TimeBudget: *timeBudget,
-		GPUBytes: opened.GPUCacheBytes, HostBytes: opened.HostCacheBytes, Recompute: *recompute}
-	if opt.Fanouts, err = parseFanouts(*fanouts); err != nil {
-		return err
-	}
-	if opt.Policy, err = placement.ParsePolicy(*policyName); err != nil {
-		return err
-	}
-	// The caches are the plan's budgets; the store that profiles needs none (the plan is saved,
-	// not applied here), nor a host policy.
-	opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
-	s, err := openStore(pos[0], *opened)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if *seedsPath != "" {
-		if opt.Seeds, err = readIDs(s, *seedsPath); err != nil {
+	return func(pos []string) error {
+		var err error
+		opt := featurestore.PlanOptions{Feature: opened.Feature, BatchSize: *batchSize, Epochs: *epochs, Batches: *batches, TimeBudget: *timeBudget,
+			GPUBytes: opened.GPUCacheBytes, HostBytes: opened.HostCacheBytes, Recompute: *recompute}
+		if opt.Fanouts, err = parseFanouts(*fanouts); err != nil {
 			return err
 		}
+		if opt.Policy, err = placement.ParsePolicy(*policyName); err != nil {
+			return err
+		}
+		// The caches are the plan's budgets; the store that profiles needs none (the plan is saved,
+		// not applied here), nor a host policy.
+		opened.HostCacheBytes, opened.GPUCacheBytes, opened.HostPolicy = 0, 0, ""
+		s, err := openStore(pos[0], *opened)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if *seedsPath != "" {
+			if opt.Seeds, err = readIDs(s, *seedsPath); err != nil {
+				return err
+			}
+		}
+		bar := newProgressBar()
+		opt.Progress = func(done, total int) { bar.update("profile", int64(done), int64(total)) }
+		_, r, err := s.PlanPlacement(opt)
+		bar.done()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(r)
+		}
+		printPlacement(r)
+		return nil
 	}
-	bar := newProgressBar()
-	opt.Progress = func(done, total int) { bar.update("profile", int64(done), int64(total)) }
-	_, r, err := s.PlanPlacement(opt)
-	bar.done()
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(r)
-	}
-	printPlacement(r)
-	return nil
 }
 
 func printPlacement(r *featurestore.PlanReport) {
@@ -151,7 +150,7 @@ func joinInts(v []int) string {
 }
 
 // placementFlag adds --placement to the flags of a command that opens a store.
-func placementFlag(fs *flag.FlagSet) *bool {
+func placementFlag(fs *pflag.FlagSet) *bool {
 	return fs.Bool("placement", false, "fill the caches from the placement `tierfs place` saved in the dataset (it must be fresh: made for the dataset as it is and for these cache sizes)")
 }
 

@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
@@ -14,8 +15,7 @@ import (
 // runPlanEpochs plans epochs of a store (featurestore.PlanEpochs) and prints the report; with
 // --serve it then serves epochs from the plan, and with --compare the same batches through a
 // plain gather, printing both.
-func runPlanEpochs(args []string) error {
-	fs := flag.NewFlagSet("plan-epochs", flag.ContinueOnError)
+func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
 	seedsArg := fs.String("seeds", "split:train", "seed node ids: .npy, or split:NAME")
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
@@ -33,76 +33,74 @@ func runPlanEpochs(args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	usePlacement := placementFlag(fs)
 	placeTiers := fs.Bool("place-tiers", true, "first fill the memory tiers with the rows the planned epochs read most (false: keep the store's placement)")
-	pos, err := parseFlags(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsArg)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	dir := *planDir
-	if dir == "" {
-		dir = defaultPlanDir(pos[0])
-	}
-	o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
-		Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
-		Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers}
-	rep, err := s.PlanEpochs(o)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if err := printJSON(rep); err != nil {
+	return func(pos []string) error {
+		s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsArg)
+		if err != nil {
 			return err
 		}
-	} else {
-		printPlanReport(rep, s.RowBytes())
-	}
-	if *serve <= 0 {
-		return nil
-	}
-	p, _, err := s.OpenEpochs(o)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	var sampleT, gatherT, plainT time.Duration
-	var nodes int64
-	for e := range *serve {
-		for b := range p.BatchesPerEpoch() {
-			t := time.Now()
-			_, sample, err := p.Sample(e, b)
-			if err != nil {
+		defer s.Close()
+		dir := *planDir
+		if dir == "" {
+			dir = defaultPlanDir(pos[0])
+		}
+		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
+			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
+			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers}
+		rep, err := s.PlanEpochs(o)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if err := printJSON(rep); err != nil {
 				return err
 			}
-			sampleT += time.Since(t)
-			rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
-			t = time.Now()
-			if _, err := p.Gather(e, b, sample.Nodes, rows); err != nil {
-				return err
-			}
-			gatherT += time.Since(t)
-			nodes += int64(len(sample.Nodes))
-			if *compare {
-				t = time.Now()
-				if err := s.Gather(sample.Nodes, rows); err != nil {
+		} else {
+			printPlanReport(rep, s.RowBytes())
+		}
+		if *serve <= 0 {
+			return nil
+		}
+		p, _, err := s.OpenEpochs(o)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		var sampleT, gatherT, plainT time.Duration
+		var nodes int64
+		for e := range *serve {
+			for b := range p.BatchesPerEpoch() {
+				t := time.Now()
+				_, sample, err := p.Sample(e, b)
+				if err != nil {
 					return err
 				}
-				plainT += time.Since(t)
+				sampleT += time.Since(t)
+				rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
+				t = time.Now()
+				if _, err := p.Gather(e, b, sample.Nodes, rows); err != nil {
+					return err
+				}
+				gatherT += time.Since(t)
+				nodes += int64(len(sample.Nodes))
+				if *compare {
+					t = time.Now()
+					if err := s.Gather(sample.Nodes, rows); err != nil {
+						return err
+					}
+					plainT += time.Since(t)
+				}
 			}
 		}
+		st := p.Stats()
+		per := func(v int64) float64 { return float64(v) / float64(max(1, st.Batches)) }
+		fmt.Printf("served %d epochs (%d batches, backend %s): per batch %.0f nodes, %.0f packed rows, %.1f MiB read in %.1f reads\n",
+			*serve, st.Batches, st.Backend, per(nodes), per(st.Rows), per(st.BytesRead)/(1<<20), per(st.Reads))
+		fmt.Printf("  sampling %.2fs, planned gathers %.2fs (%.1f ms a batch)\n", sampleT.Seconds(), gatherT.Seconds(), gatherT.Seconds()*1000/float64(max(1, st.Batches)))
+		if *compare {
+			fmt.Printf("  plain gathers of the same batches %.2fs (%.1f ms a batch)\n", plainT.Seconds(), plainT.Seconds()*1000/float64(max(1, st.Batches)))
+		}
+		return nil
 	}
-	st := p.Stats()
-	per := func(v int64) float64 { return float64(v) / float64(max(1, st.Batches)) }
-	fmt.Printf("served %d epochs (%d batches, backend %s): per batch %.0f nodes, %.0f packed rows, %.1f MiB read in %.1f reads\n",
-		*serve, st.Batches, st.Backend, per(nodes), per(st.Rows), per(st.BytesRead)/(1<<20), per(st.Reads))
-	fmt.Printf("  sampling %.2fs, planned gathers %.2fs (%.1f ms a batch)\n", sampleT.Seconds(), gatherT.Seconds(), gatherT.Seconds()*1000/float64(max(1, st.Batches)))
-	if *compare {
-		fmt.Printf("  plain gathers of the same batches %.2fs (%.1f ms a batch)\n", plainT.Seconds(), plainT.Seconds()*1000/float64(max(1, st.Batches)))
-	}
-	return nil
 }
 
 func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {

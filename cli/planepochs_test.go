@@ -33,11 +33,11 @@ func runQuiet(t *testing.T, run func([]string) error, args ...string) (string, e
 // the plain gather beside, and refuses bad flags by name.
 func TestPlanEpochsCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
-	if _, err := runQuiet(t, runSynth, "--nodes", "3000", "--avg-degree", "6", "--dim", "8", "--out", dir); err != nil {
+	if _, err := runQuiet(t, commandLine("synth"), "--nodes", "3000", "--avg-degree", "6", "--dim", "8", "--out", dir); err != nil {
 		t.Fatal(err)
 	}
 	plan := filepath.Join(t.TempDir(), "plan")
-	out, err := runQuiet(t, runPlanEpochs, dir, "--fanouts", "4,3", "--batch-size", "50", "--epochs", "2",
+	out, err := runQuiet(t, commandLine("plan-epochs"), dir, "--fanouts", "4,3", "--batch-size", "50", "--epochs", "2",
 		"--host-cache", "40KiB", "--plan-dir", plan, "--serve", "3", "--compare", "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestPlanEpochsCommand(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--epochs", "0"}, {"--batch-size", "0"}, {"--fanouts", "x"}} {
 		args := append([]string{dir, "--plan-dir", filepath.Join(t.TempDir(), "p")}, bad...)
-		if _, err := runQuiet(t, runPlanEpochs, args...); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "--")[:5]) {
+		if _, err := runQuiet(t, commandLine("plan-epochs"), args...); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "--")[:5]) {
 			t.Errorf("%v: error %v, want one naming the flag", bad, err)
 		}
 	}

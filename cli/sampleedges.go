@@ -3,12 +3,13 @@ package cli
 import (
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
@@ -27,7 +28,7 @@ type linkFlags struct {
 
 var linkFlagNames = []string{"edge-labels", "neg-sampling", "neg-amount", "strict-negatives", "exclude-seed-edges"}
 
-func (l *linkFlags) register(fs *flag.FlagSet) {
+func (l *linkFlags) register(fs *pflag.FlagSet) {
 	l.labels = fs.String("edge-labels", "", "with --seed-edges FILE: a 1-D integer .npy of one label per seed edge")
 	l.negMode = fs.String("neg-sampling", "", "with --seed-edges: negatives to draw, binary (random pairs labelled 0) or triplet (random destinations per seed edge); default none")
 	l.negRatio = fs.Float64("neg-amount", 1, "with --neg-sampling: negative pairs per seed edge (binary) or destinations per seed edge (triplet)")
@@ -36,9 +37,9 @@ func (l *linkFlags) register(fs *flag.FlagSet) {
 }
 
 // given names the first link flag set on the command line, or "".
-func (l *linkFlags) given(fs *flag.FlagSet) string {
+func (l *linkFlags) given(fs *pflag.FlagSet) string {
 	set := ""
-	fs.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		for _, n := range linkFlagNames {
 			if f.Name == n && set == "" {
 				set = "--" + n

@@ -67,7 +67,7 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "ds")
-	if err := runIngest([]string{"--edges", edgesPath, "--features", filepath.Join(in, "x.npy"), "--num-nodes", "80", "--out", dir,
+	if err := execute([]string{"ingest", "--edges", edgesPath, "--features", filepath.Join(in, "x.npy"), "--num-nodes", "80", "--out", dir,
 		"--edge-split", "train=" + pairsPath + ",labels=" + labelsPath}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 			if seeds == pairsPath && !triplet {
 				args = append(args, "--edge-labels", labelsPath)
 			}
-			if err := runSample(args); err != nil {
+			if err := commandLine("sample")(args); err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}
 			s, err := featurestore.Open(dir, featurestore.Options{})
@@ -149,17 +149,17 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 		{[]string{dir, "--seed-edges", "split:train", "--neg-sampling", "pairs", "--out", t.TempDir()}, `--neg-sampling "pairs"`},
 		{[]string{dir, "--seed-edges", pairsPath, "--edge-labels", labelsPath, "--neg-sampling", "triplet", "--out", t.TempDir()}, "want none with triplet negatives"},
 	} {
-		if err := runSample(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := commandLine("sample")(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error mentioning %q", c.args, err, c.want)
 		}
 	}
-	err := runSample([]string{dir, "--seed-edges", "split:train", "--neg-sampling", "triplet", "--out", t.TempDir()})
+	err := execute([]string{"sample", dir, "--seed-edges", "split:train", "--neg-sampling", "triplet", "--out", t.TempDir()})
 	if zero := slices.Index(labels, 0); zero >= 0 && (err == nil || !strings.Contains(err.Error(), "triplet negatives are drawn for positive seed edges only")) {
 		t.Errorf("triplet over a split with label 0 at %d: %v", zero, err)
 	} else if zero < 0 && err != nil {
 		t.Errorf("triplet over a split of positives: %v", err)
 	}
-	if err := runIngest([]string{"--edges", edgesPath, "--out", filepath.Join(t.TempDir(), "x"), "--edge-split", "train=" + pairsPath + ",lables=" + labelsPath}); err == nil || !strings.Contains(err.Error(), `unknown part "lables=`) {
+	if err := execute([]string{"ingest", "--edges", edgesPath, "--out", filepath.Join(t.TempDir(), "x"), "--edge-split", "train=" + pairsPath + ",lables=" + labelsPath}); err == nil || !strings.Contains(err.Error(), `unknown part "lables=`) {
 		t.Errorf("--edge-split with a misspelt part: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "edge_split.train.seeds")); err != nil {

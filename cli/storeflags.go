@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
@@ -17,7 +18,7 @@ import (
 // to judge) for kind "size"; and returns the options they set. Every command that opens a store
 // calls it, so every command reaches every option; the core validates the values when the store
 // opens. storeflags_test.go checks both against Options itself.
-func storeFlags(fs *flag.FlagSet) *featurestore.Options {
+func storeFlags(fs *pflag.FlagSet) *featurestore.Options {
 	opt := &featurestore.Options{}
 	v := reflect.ValueOf(opt).Elem()
 	for _, o := range featurestore.OptionTable() {
@@ -70,7 +71,7 @@ func openStore(dir string, opt featurestore.Options) (*featurestore.Store, error
 // the name itself when no store flag has it.
 func optionFlagName(option string) string {
 	name := strings.ReplaceAll(option, "_", "-")
-	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	storeFlags(fs)
 	if fs.Lookup(name) == nil {
 		return option
@@ -79,9 +80,9 @@ func optionFlagName(option string) string {
 }
 
 // setFlags are the names of the flags given on the command line.
-func setFlags(fs *flag.FlagSet) map[string]bool {
+func setFlags(fs *pflag.FlagSet) map[string]bool {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	return set
 }
 
@@ -90,6 +91,7 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 type sizeOptionFlag int64
 
 func (t *sizeOptionFlag) String() string { return strconv.FormatInt(int64(*t), 10) }
+func (t *sizeOptionFlag) Type() string   { return "size" }
 func (t *sizeOptionFlag) Set(v string) error {
 	if strings.HasPrefix(strings.TrimSpace(v), "-") {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)

@@ -2,16 +2,15 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
 )
@@ -37,7 +36,7 @@ func storeOptionFlags(t *testing.T) map[string]int {
 // Every store option has a flag, and the flag sets that option.
 func TestStoreFlagsSetEveryOption(t *testing.T) {
 	for name, field := range storeOptionFlags(t) {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		opt := storeFlags(fs)
 		f := fs.Lookup(name)
@@ -62,40 +61,15 @@ func TestStoreFlagsSetEveryOption(t *testing.T) {
 // storeCommands are the commands that open a store (their arguments before the flags).
 var storeCommands = [][]string{{"gather"}, {"sample"}, {"bench", "gather"}, {"bench", "gpu"}, {"place"}, {"advise"}, {"mount"}}
 
-// commandFlags runs a command with -h and returns the flags its usage lists.
+// commandFlags returns the flags of the command args name.
 func commandFlags(t *testing.T, args []string) map[string]bool {
 	t.Helper()
-	var run func([]string) error
-	for _, c := range commands {
-		if c.name == args[0] {
-			run = c.run
-		}
-	}
-	if run == nil {
-		t.Fatalf("no command %q", args[0])
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = w
-	usage := make(chan string)
-	go func() {
-		data, _ := io.ReadAll(r)
-		usage <- string(data)
-	}()
-	err = run(append(args[1:], "-h"))
-	os.Stderr = stderr
-	w.Close()
-	text := <-usage
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("%s -h: %v, want flag.ErrHelp", strings.Join(args, " "), err)
+	cmd, rest, err := newRoot().Find(args)
+	if err != nil || len(rest) > 0 {
+		t.Fatalf("no command %q: %v", args, err)
 	}
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(text, -1) {
-		flags[m[1]] = true
-	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
 	return flags
 }
 
@@ -106,12 +80,13 @@ func TestEveryStoreCommandHasEveryStoreFlag(t *testing.T) {
 	all := append([][]string(nil), storeCommands...)
 	opens := len(all)
 	for _, c := range commands {
-		listed := c.name == "bench" // its subcommands are
+		name := strings.Fields(c.use)[0]
+		listed := false
 		for _, s := range storeCommands {
-			listed = listed || (len(s) == 1 && s[0] == c.name)
+			listed = listed || (len(s) == 1 && s[0] == name)
 		}
 		if !listed {
-			all = append(all, []string{c.name})
+			all = append(all, []string{name})
 		}
 	}
 	for i, args := range all {
@@ -143,11 +118,11 @@ func TestOptionFlagName(t *testing.T) {
 // and a bad value fails the command naming the variable.
 func TestFaultsFromTheEnvironment(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
-	if err := runSynth([]string{"--nodes", "200", "--avg-degree", "2", "--dim", "4", "--out", dir}); err != nil {
+	if err := execute([]string{"synth", "--nodes", "200", "--avg-degree", "2", "--dim", "4", "--out", dir}); err != nil {
 		t.Fatal(err)
 	}
 	gather := func() error {
-		return runGather([]string{dir, "--ids", "split:train", "--topology-memory", "-1", "--out", filepath.Join(t.TempDir(), "rows.npy")})
+		return execute([]string{"gather", dir, "--ids", "split:train", "--topology-memory", "-1", "--out", filepath.Join(t.TempDir(), "rows.npy")})
 	}
 	t.Setenv(faultsEnv, "eio:every=1")
 	if err := gather(); !errors.Is(err, syscall.EIO) {

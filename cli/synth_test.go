@@ -16,7 +16,7 @@ func TestSynthPresetFlags(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ds")
 	stdout := os.Stdout
 	os.Stdout, _ = os.Open(os.DevNull)
-	err := runSynth([]string{"--preset", "igb-small", "--scale", "0.002", "--dim", "0", "--degree-exponent", "3", "--out", out})
+	err := execute([]string{"synth", "--preset", "igb-small", "--scale", "0.002", "--dim", "0", "--degree-exponent", "3", "--out", out})
 	os.Stdout = stdout
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestSynthFlagErrors(t *testing.T) {
 		{[]string{"--preset", "igb-small", "--scale", "-1"}, "scale -1 is out of range"},
 	} {
 		// Options are checked before anything is written.
-		err := runSynth(append(c.args, "--dim", "0", "--out", out))
+		err := commandLine("synth")(append(c.args, "--dim", "0", "--out", out))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
 		}
@@ -62,7 +62,7 @@ func TestSynthHeteroPreset(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mag")
 	stdout := os.Stdout
 	os.Stdout, _ = os.Open(os.DevNull)
-	err := runSynth([]string{"--preset", "ogbn-mag", "--scale", "0.001", "--seed", "3", "--out", out})
+	err := execute([]string{"synth", "--preset", "ogbn-mag", "--scale", "0.001", "--seed", "3", "--out", out})
 	os.Stdout = stdout
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestSynthHeteroPreset(t *testing.T) {
 	if p, err := m.NodeTypeNamed("paper"); err != nil || p.Count != 736 || p.Features[0].Dim != 128 {
 		t.Errorf("paper: %+v %v", p, err)
 	}
-	err = runSynth([]string{"--preset", "ogbn-mag", "--dim", "4", "--out", out + "2"})
+	err = execute([]string{"synth", "--preset", "ogbn-mag", "--dim", "4", "--out", out + "2"})
 	if err == nil || !strings.Contains(err.Error(), "--dim with the heterogeneous preset ogbn-mag") {
 		t.Errorf("--dim with a heterogeneous preset: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestSynthSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "g")
-	if err := runSynth([]string{"--spec", spec, "--seed", "2", "--out", out}); err != nil {
+	if err := execute([]string{"synth", "--spec", spec, "--seed", "2", "--out", out}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := dataset.Load(out)
@@ -115,7 +115,7 @@ func TestSynthSpec(t *testing.T) {
 		{[]string{"--spec", spec, "--scale", "2", "--out", out + "3"}, "--scale with --spec"},
 		{[]string{"--spec", spec, "--preset", "ogbn-mag", "--out", out + "4"}, "give one"},
 	} {
-		if err := runSynth(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := commandLine("synth")(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v; want %q", c.args, err, c.want)
 		}
 	}

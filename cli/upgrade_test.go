@@ -37,7 +37,7 @@ func TestUpgradeCommand(t *testing.T) {
 		if m, err := dataset.Load(dir); err != nil || m.Version != dataset.Version {
 			t.Fatalf("after tierfs upgrade: %v", err)
 		}
-		if err := runVerify([]string{dir}); err != nil {
+		if err := execute([]string{"verify", dir}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestUpgradeCommand(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := runUpgrade([]string{dir}); !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), "edited down") {
+	if err := execute([]string{"upgrade", dir}); !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), "edited down") {
 		t.Fatalf("tierfs upgrade of a current dataset edited down to version 1: %v", err)
 	}
 }

@@ -1,11 +1,14 @@
 """Build hook: `pip install ./python` builds the Go core as a C shared library and ships it
 inside the package as tierfs/_lib/libtierfs.so, with its C header as tierfs/include/tierfs.h
-(capi/tierfs.h; `python -m tierfs --cflags --libs` builds C programs against the two).
+(capi/tierfs.h; `python -m tierfs --cflags --libs` builds C programs against the two), and the
+`tierfs` program (cmd/tierfs) as tierfs/bin/tierfs, which the console script runs.
 
 - With $TIERFS_LIB set to a prebuilt libtierfs.so, that file is copied instead (machines
-  without Go, e.g. the GPU machines).
-- Otherwise `go build -buildmode=c-shared ./capi` runs in the Go module root, which is this
-  folder's parent (override with $TIERFS_SRC); $GO names the go binary (default: go on PATH).
+  without Go, e.g. the GPU machines), and the program is $TIERFS_CLI, else the tierfs beside
+  that library (make lib build puts both in build/).
+- Otherwise `go build -buildmode=c-shared ./capi` and `go build ./cmd/tierfs` run in the Go
+  module root, which is this folder's parent (override with $TIERFS_SRC); $GO names the go
+  binary (default: go on PATH).
 - The CUDA shim ($TIERFS_CUDA_LIB, else build/libtierfs_cuda.so of the module root when `make
   cuda` made it) goes beside the library when it exists; without it the package serves from the
   host, as everywhere.
@@ -24,6 +27,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 LIB = "libtierfs.so"
+CLI = "tierfs"
 CUDA_LIB = "libtierfs_cuda.so"
 
 
@@ -55,13 +59,22 @@ class BuildPyWithGo(build_py):
         (dest_dir.parent / "_version.py").write_text(f'__version__ = "{_version()}"\n')
         self._copy_cuda_shim(dest_dir)
         self._copy_header(dest_dir.parent / "include")
+        cli_dest = dest_dir.parent / "bin" / CLI
+        cli_dest.parent.mkdir(parents=True, exist_ok=True)
         prebuilt = os.environ.get("TIERFS_LIB")
         if prebuilt:
             src = Path(prebuilt).expanduser()
             if not src.is_file():
                 raise SystemExit(f"tierfs build: TIERFS_LIB={prebuilt} is not a file")
-            self.announce(f"tierfs: using prebuilt {src}", level=2)
+            cli = Path(os.environ.get("TIERFS_CLI") or src.parent / CLI).expanduser()
+            if not cli.is_file():
+                raise SystemExit(
+                    f"tierfs build: no tierfs program at {cli}: set TIERFS_CLI to a prebuilt tierfs (make build "
+                    "builds build/tierfs)"
+                )
+            self.announce(f"tierfs: using prebuilt {src} and {cli}", level=2)
             shutil.copy2(src, dest)
+            shutil.copy2(cli, cli_dest)
             return
         go = os.environ.get("GO") or shutil.which("go")
         if not go:
@@ -72,6 +85,9 @@ class BuildPyWithGo(build_py):
         root = _go_root()
         # -s -w: no symbol table / DWARF (panics still name functions); a smaller wheel.
         cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(dest), "./capi"]
+        self.announce(f"tierfs: {' '.join(cmd)} (in {root})", level=2)
+        subprocess.run(cmd, cwd=root, check=True)
+        cmd = [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(cli_dest), "./cmd/tierfs"]
         self.announce(f"tierfs: {' '.join(cmd)} (in {root})", level=2)
         subprocess.run(cmd, cwd=root, check=True)
         header = dest_dir / "libtierfs.h"  # go writes the cgo header beside the library

@@ -6,7 +6,8 @@
 # - The Go core is built once, stripped (-trimpath -ldflags=-s -w, as python/setup.py builds it),
 #   into OUT_DIR/libtierfs.so, and handed to the package build as TIERFS_LIB; the CUDA shim
 #   build/libtierfs_cuda.so (make cuda) goes in beside it when it exists (never required).
-# - The package's `tierfs` console script runs the CLI inside that library (tfs_cli_main).
+# - The tierfs program (cmd/tierfs), built the same way, goes in as tierfs/bin/tierfs (TIERFS_CLI);
+#   the package's `tierfs` console script runs it. The library carries no CLI code.
 # - The wheel binds through ctypes, not the CPython C API, so it fits every Python 3 (py3-none);
 #   auditwheel (pinned, from PyPI, in a tool venv under build/) checks that the library needs
 #   nothing but glibc and gives it the manylinux tag of the newest glibc symbol version it
@@ -45,8 +46,12 @@ mkdir -p "$OUT/raw"
 echo "build_wheel: go build -buildmode=c-shared ./capi ($("$GO" version | cut -d' ' -f3))"
 "$GO" build -buildmode=c-shared -trimpath -ldflags='-s -w' -o "$OUT/libtierfs.so" ./capi
 rm -f "$OUT/libtierfs.h"
+echo "build_wheel: go build ./cmd/tierfs"
+"$GO" build -trimpath -ldflags='-s -w' -o "$OUT/tierfs" ./cmd/tierfs
+echo "build_wheel: libtierfs.so $(du -h "$OUT/libtierfs.so" | cut -f1), tierfs $(du -h "$OUT/tierfs" | cut -f1)"
 
 export TIERFS_LIB="$ROOT/$OUT/libtierfs.so"
+export TIERFS_CLI="$ROOT/$OUT/tierfs"
 if [[ -f build/libtierfs_cuda.so ]]; then
   export TIERFS_CUDA_LIB="$ROOT/build/libtierfs_cuda.so"
   echo "build_wheel: with the CUDA shim build/libtierfs_cuda.so"
@@ -57,7 +62,7 @@ fi
 "$TOOLS/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$OUT/raw" ./python
 rm -rf python/build python/tierfs.egg-info
 PATH="$ROOT/$TOOLS/bin:$PATH" "$TOOLS/bin/auditwheel" repair -w "$OUT" "$OUT"/raw/tierfs-*.whl
-rm -rf "$OUT/raw" "$OUT/libtierfs.so"
+rm -rf "$OUT/raw" "$OUT/libtierfs.so" "$OUT/tierfs"
 "$TOOLS/bin/auditwheel" show "$OUT"/tierfs-*.whl | sed 's/^/build_wheel: /'
 wheel=$(ls "$OUT"/tierfs-*.whl)
 echo "build_wheel: $(du -h "$wheel" | cut -f1) $wheel"

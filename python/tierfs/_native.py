@@ -219,7 +219,6 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_ingest_progress", [c_char_p, PROGRESS_FN, c_void_p]),
     ("tfs_verify_json", [c_char_p, c_char_p, PROGRESS_FN, c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_upgrade", [c_char_p, PROGRESS_FN, c_void_p, POINTER(c_int32)]),
-    ("tfs_cli_main", [c_int, POINTER(c_char_p)]),
     ("tfs_mount", [c_void_p, c_char_p]),
     ("tfs_unmount", [c_void_p]),
     ("tfs_io_open", [POINTER(c_char_p), c_int32, POINTER(IoOptions), POINTER(c_void_p)]),
@@ -254,7 +253,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_hetero_sample_link_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
     ("tfs_place_hetero_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
 ]
-_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p, "tfs_cli_main": c_int}
+_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p}
 
 
 def candidate_paths() -> list[tuple[str, Path]]:
