@@ -714,7 +714,14 @@ class NeighborSampler(BaseSampler):
             raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
         row, col = _host_pair(inputs)
         s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        return self._link_output(inputs, s, neg_sampling)
+
+    def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's sampler output of the link sample s of the seed edges inputs (a
+        :class:`tierfs.LinkSample` or :class:`tierfs.HeteroLinkSample`, torch tensors)."""
         metadata = _link_metadata(inputs, s, neg_sampling)
+        if self.is_hetero:
+            return self._hetero_link_output(s, metadata)
         return SamplerOutput(
             node=s.nodes,
             row=s.row,
@@ -732,7 +739,9 @@ class NeighborSampler(BaseSampler):
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
         row, col = _host_pair(inputs)
         h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
-        metadata = _link_metadata(inputs, h, neg_sampling)
+        return self._hetero_link_output(h, _link_metadata(inputs, h, neg_sampling))
+
+    def _hetero_link_output(self, h: Any, metadata: tuple) -> HeteroSamplerOutput:
         return HeteroSamplerOutput(
             node=h.node,
             row=h.row,
