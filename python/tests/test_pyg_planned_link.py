@@ -49,7 +49,7 @@ def test_planned_link_neighbor_loader_matches_on_demand(graph, tmp_path, neg, la
     args = dict(edge_label_index=eli, edge_label=edge_label, neg_sampling=neg, batch_size=64, exclude_seed_edges=neg is not None)
     k = 2
     loader = tierfs.pyg.LinkNeighborLoader(store, [4, 3], seed=seed, shuffle=True, shuffle_seed=shuffle, planned_epochs=k,
-                                           plan_dir=str(tmp_path / "plan"), **args)
+                                           plan_dir=str(tmp_path / "plan"), prefetch=3, **args)
     assert loader.plan.link and len(loader) == loader.plan.batches_per_epoch == 7
     epochs = [list(loader) for _ in range(k + 1)]
     for e, batches in enumerate(epochs):
@@ -67,6 +67,11 @@ def test_planned_link_neighbor_loader_matches_on_demand(graph, tmp_path, neg, la
         assert_same(b, again, "replay")
     assert not torch.equal(epochs[0][0].input_id, epochs[1][0].input_id)
     assert loader.plan.stats()["batches"] == (k + 1) * len(loader)
+    assert loader.stats()["stages"]["gather"]["batches"] == len(loader)  # the latest epoch went through the pipeline
+    # planned_batch makes the same batch in the calling thread; breaking out of an epoch stops it.
+    assert_same(loader.planned_batch(1, 2), epochs[1][2], "planned_batch")
+    for _ in zip(range(2), loader):
+        pass
     loader.plan.close()
     store.close()
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+import threading
 import warnings
 
 import numpy as np
@@ -87,6 +88,7 @@ from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
 from .loader import Batch, Loader
+from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
@@ -524,7 +526,18 @@ class _PlannedFeatureStore(FeatureStore):
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)
-        self.batch: Dict[Any, Tuple[Tensor, Any]] = {}
+        self._local = threading.local()  # each pipeline thread makes its own batch
+
+    @property
+    def batch(self) -> Dict[Any, Tuple[Tensor, Any]]:
+        return getattr(self._local, "batch", {})
+
+    @batch.setter
+    def batch(self, value: Dict[Any, Tuple[Tensor, Any]]) -> None:
+        self._local.batch = value
+
+    def __reduce__(self):
+        return (FeatureStore, (self.store, self.x_name, self.y_name))
 
     def _read(self, src: Tuple[str, Any, str], ids: Tensor) -> Any:
         of, t, name = src
@@ -1184,7 +1197,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this
             module's sampler makes of the same seed edges when the sampler draws with the
             batch's seed (negatives, subgraph, ``input_id``, labels), its rows of the default
-            feature read from the plan's packed files.
+            feature read from the plan's packed files. Planned batches come from a
+            :class:`tierfs.pipeline.Pipeline`: sampled ahead, ``prefetch`` (at most 256) batches read
+            and made at once, in order; :meth:`stats` says which stage bounds the epoch.
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``transform``, ...).
     """
@@ -1207,12 +1222,15 @@ class LinkNeighborLoader(_PyGLinkLoader):
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
         shuffle_seed: int = 0,
+        prefetch: int = 4,
         **kwargs: Any,
     ) -> None:
         if planned_epochs < 0:
             raise errors.InvalidArgumentError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
         if planned_epochs and not kwargs.get("shuffle", False):
             raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
+        if not 1 <= prefetch <= MAX_DEPTH:
+            raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
         if isinstance(data, str):
             from ._open import open as _open
 
@@ -1243,7 +1261,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
         self.plan: Any = None
+        self.prefetch = int(prefetch)
         self._epoch = 0
+        self._run: Any = None  # the latest planned epoch's pipeline state, for stats()
         if planned_epochs:
             sp, inp = self.link_neighbor_sampler, self.input_data
             # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
@@ -1263,17 +1283,34 @@ class LinkNeighborLoader(_PyGLinkLoader):
             return super().__iter__()
         epoch = self._epoch
         self._epoch += 1
-        return (self.planned_batch(epoch, b) for b in range(self.plan.batches_per_epoch))
+        cuda = torch.device(self.store.device) if self.store.device != "cpu" else None
+        pipeline = Pipeline(self.plan.batches_per_epoch, lambda b: self._planned_sample(epoch, b),
+                            lambda b, sampled: self._planned_make(epoch, b, sampled), self.prefetch,
+                            store=self.store, cuda_device=cuda, name="tierfs-link-loader")
+        self._run = pipeline._st
+        return pipeline
+
+    def stats(self) -> Dict[str, Any]:
+        """The latest planned epoch's pipeline stats (:meth:`tierfs.Loader.stats`); empty
+        without ``planned_epochs`` or before the first epoch."""
+        return pipeline_stats(self._run) if self._run is not None else {}
 
     def planned_batch(self, epoch: int, batch: int) -> Union[Data, HeteroData]:
         """Batch ``batch`` of epoch ``epoch`` of a planned loader (``planned_epochs``), made in
         the calling thread: the plan's sample of its seed edges through PyG's ``filter_fn``, the
-        default feature's rows from the plan."""
-        plan = self.plan
-        if plan is None:
+        default feature's rows from the plan. Iterating the loader makes the same batches on a
+        :class:`tierfs.pipeline.Pipeline`: the next ones sampled and read ``prefetch`` at once."""
+        if self.plan is None:
             raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: planned_batch needs planned_epochs")
-        pos = torch.from_numpy(plan.seeds(epoch, batch))
-        sample = _link_sample_to_torch(plan.sample(epoch, batch))
+        return self._planned_make(epoch, batch, self._planned_sample(epoch, batch))
+
+    def _planned_sample(self, epoch: int, batch: int) -> Tuple[Tensor, Any]:
+        plan = self.plan
+        return torch.from_numpy(plan.seeds(epoch, batch)), _link_sample_to_torch(plan.sample(epoch, batch))
+
+    def _planned_make(self, epoch: int, batch: int, sampled: Tuple[Tensor, Any]) -> Union[Data, HeteroData]:
+        plan = self.plan
+        pos, sample = sampled
         fs = self.data[0]
         if isinstance(sample, HeteroSample):
             fs.batch = {t: (sample.node[t], plan.gather(epoch, batch, sample.node[t].numpy(), node_type=t)) for t in plan.node_types}
