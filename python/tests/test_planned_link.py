@@ -166,3 +166,40 @@ def test_link_plan_negatives_that_cannot_be_met(tmp_path):
     with tierfs.open(path) as store:
         with pytest.raises(tierfs.Error, match=r"planning epoch 0 batch 0.*no negative"):
             store.plan_epochs([2], 2, 1, seed_edges=np.array([[0, 1], [2, 3]]), neg_sampling="binary", strict=True, plan_dir=tmp_path / "p")
+
+
+def test_c_seed_edges_request_is_checked(store, graph, tmp_path):
+    """tfs_epochs_open's seed_edges, called as C would: each bad request names what is wrong."""
+    import json
+    from ctypes import byref, c_void_p
+
+    from tierfs._native import check, lib
+
+    pairs = np.ascontiguousarray(np.array([1, 2, 3, 4, 5, 6], dtype=np.int64))  # src 1 2 3, dst 4 5 6
+    base = {"plan_dir": str(tmp_path / "p"), "fanouts": [2], "batch_size": 2, "epochs": 1, "replan": True}
+    for seed_edges, arr, n, exc, match in [
+        ({"amount": 0, "neg_sampling": "binary"}, pairs, 3, tierfs.InvalidArgumentError, "seed_edges.amount = 0"),
+        ({"undirected": True, "reverse_edge_types": {"a": "a"}}, pairs, 3, tierfs.InvalidArgumentError, "undirected and reverse_edge_types"),
+        ({"labels": True}, None, 0, tierfs.InvalidArgumentError, "an edge split brings its own labels"),
+        ({"split": "train"}, pairs, 3, tierfs.InvalidArgumentError, "a seeds array both given"),
+        ({}, None, 0, tierfs.KeyNotFoundError, "edge split"),
+        ({}, None, 3, tierfs.InvalidArgumentError, "seeds is NULL"),
+        ({"neg_sampling": "pairs"}, pairs, 3, tierfs.InvalidArgumentError, "negatives"),
+        ({"edge_type": "a:b:c"}, pairs, 3, tierfs.KeyNotFoundError, "a:b:c"),
+        ({"colour": 1}, pairs, 3, tierfs.InvalidArgumentError, "colour"),
+    ]:
+        h = c_void_p()
+        request = json.dumps({**base, "seed_edges": seed_edges}).encode()
+        with pytest.raises(exc, match=match):
+            check(lib.tfs_epochs_open(store._h(), request, None if arr is None else arr.ctypes.data, n, byref(h)))
+    # The good request plans, and tfs_epochs_seeds refuses a short buffer.
+    h = c_void_p()
+    check(lib.tfs_epochs_open(store._h(), json.dumps({**base, "seed_edges": {}}).encode(), pairs.ctypes.data, 3, byref(h)))
+    try:
+        from ctypes import c_int64
+
+        out, n = np.empty(1, dtype=np.int64), c_int64()
+        with pytest.raises(tierfs.InvalidArgumentError, match="cap = 1; batch 0 of epoch 0 has 2 seeds"):
+            check(lib.tfs_epochs_seeds(h, 0, 0, out.ctypes.data, 1, byref(n)))
+    finally:
+        lib.tfs_epochs_close(h)
