@@ -307,6 +307,11 @@ tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, c
   return (tfs_status)tfsgo_epochs_gather(H(epochs), epoch, batch, (int64_t *)nodes, n, dst, dst_bytes);
 }
 
+tfs_status tfs_epochs_seeds(tfs_epochs *epochs, int64_t epoch, int64_t batch, int64_t *out, int64_t cap, int64_t *n) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_seeds(H(epochs), epoch, batch, out, cap, n);
+}
+
 tfs_status tfs_synth(const char *options_json) { FORK_GUARD(); return (tfs_status)tfsgo_synth((char *)options_json, NULL, NULL); }
 
 tfs_status tfs_synth_progress(const char *options_json, tfs_progress_fn fn, void *ctx) {

@@ -9,6 +9,7 @@ import "C"
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -33,6 +34,70 @@ type epochsRequest struct {
 	Replan      bool            `json:"replan"`
 	PlaceTiers  bool            `json:"place_tiers"`
 	Workers     int             `json:"workers"`
+	// SeedEdges makes a link-prediction plan: the seeds array holds the seed edges.
+	SeedEdges *epochsSeedEdges `json:"seed_edges"`
+}
+
+// epochsSeedEdges is options_json's seed_edges: the seed edges' type and where they come from
+// (the seeds array: n src ids, then n dst ids, then with labels n labels; or, with seeds NULL,
+// the stored edge split named split, "train" by default), and link_options_json's keys
+// (tfs_sample_edges' for a store's plan, tfs_hetero_sample_from_edges' for a session's).
+type epochsSeedEdges struct {
+	EdgeType         string            `json:"edge_type"`
+	Split            string            `json:"split"`
+	Labels           bool              `json:"labels"`
+	NegSampling      string            `json:"neg_sampling"`
+	Amount           *float64          `json:"amount"`
+	Strict           bool              `json:"strict"`
+	ExcludeSeedEdges bool              `json:"exclude_seed_edges"`
+	Undirected       bool              `json:"undirected"`
+	ReverseEdgeTypes map[string]string `json:"reverse_edge_types"`
+}
+
+// seedEdges is the plan's SeedEdges of r over the n seed edges at seeds (NULL: the edge split).
+func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, n int64) (*featurestore.SeedEdges, error) {
+	if r.Amount != nil && *r.Amount == 0 {
+		return nil, fail(stEINVAL, "options_json: seed_edges.amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
+	}
+	link := featurestore.HeteroLinkOptions{Negatives: topology.NegativeMode(r.NegSampling), StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges, ReverseEdgeTypes: r.ReverseEdgeTypes}
+	if r.Amount != nil {
+		link.NegAmount = *r.Amount
+	}
+	if r.Undirected {
+		if len(r.ReverseEdgeTypes) > 0 {
+			return nil, fail(stEINVAL, "options_json: seed_edges: undirected and reverse_edge_types both given; give one")
+		}
+		link.ReverseEdgeTypes = map[string]string{r.EdgeType: r.EdgeType}
+	}
+	if seeds == nil && n == 0 {
+		if r.Labels {
+			return nil, fail(stEINVAL, "options_json: seed_edges.labels with no seeds array: an edge split brings its own labels")
+		}
+		split := r.Split
+		if split == "" {
+			split = "train"
+		}
+		return ss.SeedEdgesOfSplit(r.EdgeType, split, link)
+	}
+	if r.Split != "" {
+		return nil, fail(stEINVAL, "options_json: seed_edges.split %q and a seeds array both given; give one", r.Split)
+	}
+	rows := int64(2)
+	if r.Labels {
+		rows = 3
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+		return nil, err
+	}
+	if n > math.MaxInt64/(8*rows) {
+		return nil, fail(stEINVAL, "n = %d seed edges is too many", n)
+	}
+	all := append([]int64(nil), ids64(seeds, rows*n)...)
+	se := &featurestore.SeedEdges{EdgeType: r.EdgeType, Src: all[:n:n], Dst: all[n : 2*n : 2*n], Link: link}
+	if r.Labels {
+		se.Labels = all[2*n:]
+	}
+	return se, nil
 }
 
 // epochsRec is an open plan and the report of the planning its open did, if any.
@@ -62,7 +127,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges)", err)
 	}
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
@@ -79,7 +144,11 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 		}
 	}
 	ss := rec.s.Session()
-	if seeds == nil && n == 0 {
+	if req.SeedEdges != nil {
+		if o.SeedEdges, err = req.SeedEdges.seedEdges(ss, seeds, n); err != nil {
+			return err
+		}
+	} else if seeds == nil && n == 0 {
 		if session {
 			o.Seeds, err = sessionSplit(ss, req.NodeType, "train")
 		} else {
@@ -137,9 +206,11 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 		Hetero    bool                          `json:"hetero"`     // a graph session's plan
 		SeedType  string                        `json:"seed_type"`  // the seeds' node type
 		NodeTypes []string                      `json:"node_types"` // the node types packed
+		Link      bool                          `json:"link"`       // batches of seed edges
+		EdgeType  string                        `json:"edge_type"`  // a link plan's seed edge type
 		Report    *featurestore.EpochPlanReport `json:"report"`
 		Stats     featurestore.EpochStats       `json:"stats"`
-	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.report, rec.p.Stats()})
+	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()})
 	if err != nil {
 		return err
 	}
@@ -163,6 +234,14 @@ func epochsSample(h uintptr, epoch, batch int64, out unsafe.Pointer, hout *C.uin
 	}
 	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
 		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	if rec.p.Link() && !rec.p.Hetero() {
+		_, ls, err := rec.p.SampleEdges(int(epoch), int(batch))
+		if err != nil {
+			return err
+		}
+		*hout = C.uintptr_t(register(kindSample, ls)) // the tfs_sample_link_* calls read its label edges
+		return nil
 	}
 	_, smp, err := rec.p.Sample(int(epoch), int(batch))
 	if err != nil {
@@ -273,6 +352,16 @@ func epochsSampleHetero(h uintptr, epoch, batch int64, hout *C.uintptr_t) error 
 	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
 		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
 	}
+	if rec.p.Link() {
+		_, hl, err := rec.p.SampleHeteroEdges(int(epoch), int(batch))
+		if err != nil {
+			return err
+		}
+		hrec := newHeteroSampleRec(&hl.HeteroSample, rec.p.Session())
+		hrec.link = &hl.LinkLabels // the tfs_hetero_sample_link_* calls read them
+		*hout = C.uintptr_t(register(kindHeteroSample, hrec))
+		return nil
+	}
 	_, smp, err := rec.p.SampleHetero(int(epoch), int(batch))
 	if err != nil {
 		return err
@@ -285,4 +374,36 @@ func epochsSampleHetero(h uintptr, epoch, batch int64, hout *C.uintptr_t) error 
 func tfsgo_epochs_gather_typed(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
 	defer guard("tfs_epochs_gather_typed", &st)
 	return finish("tfs_epochs_gather_typed", epochsGatherTyped(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+//export tfsgo_epochs_seeds
+func tfsgo_epochs_seeds(epochs C.uintptr_t, epoch, batch C.int64_t, out *C.int64_t, capacity C.int64_t, n *C.int64_t) (st C.int) {
+	defer guard("tfs_epochs_seeds", &st)
+	return finish("tfs_epochs_seeds", epochsSeeds(uintptr(epochs), int64(epoch), int64(batch), out, int64(capacity), n), stEINVAL)
+}
+
+func epochsSeeds(h uintptr, epoch, batch int64, out *C.int64_t, capacity int64, n *C.int64_t) error {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		return fail(stEINVAL, "n is NULL")
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	seeds, err := rec.p.Seeds(int(epoch), int(batch))
+	if err != nil {
+		return err
+	}
+	*n = C.int64_t(len(seeds))
+	if out == nil {
+		return nil
+	}
+	if capacity < int64(len(seeds)) {
+		return fail(stEINVAL, "cap = %d; batch %d of epoch %d has %d seeds", capacity, batch, epoch, len(seeds))
+	}
+	copy(ids64(out, int64(len(seeds))), seeds)
+	return nil
 }

@@ -247,19 +247,30 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
  * place_tiers, workers. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
  * plans the graph session: batches of seeds of "node_type", every node type with features
  * packed, served by tfs_epochs_sample_hetero and tfs_epochs_gather_typed. seeds NULL with n 0
- * takes the "train" split (of node_type). A plan made for other inputs is
+ * takes the "train" split (of node_type). "seed_edges": {"edge_type": "src:rel:dst" ("" for the
+ * only one), "labels": false, "split": "train", and the keys of tfs_sample_edges'
+ * link_options_json (a store's plan) or tfs_hetero_sample_from_edges' (a session's)} plans batches
+ * of seed edges instead (link prediction): seeds holds n src ids, then n dst ids, then with
+ * "labels" n labels; seeds NULL with n 0 takes the stored edge split "split" with its labels.
+ * Batch b of planned epoch e is the first tfs_sample_edges of a sampler of the batch's seed;
+ * tfs_epochs_sample (tfs_epochs_sample_hetero) then answers a link sample whose label edges the
+ * tfs_sample_link_* (tfs_hetero_sample_link_*) calls read. A plan made for other inputs is
  * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). Epoch e is served from
  * planned epoch e mod the planned count. */
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out);
 tfs_status tfs_epochs_close(tfs_epochs *epochs);
 /* JSON: {"dir", "hetero" (a graph session's plan), "seed_type", "node_types" (those packed),
- * "report" (the planning this open did, or null), "stats" (planned,
+ * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,
  * batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
 /* Draws batch `batch` of epoch `epoch` again and checks it against the plan; the sample's first
  * nodes_per_hop[0] nodes are the batch's seeds. */
 tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out);
+/* Sets *n to the number of seeds of batch `batch` of epoch `epoch` and, when out is not NULL,
+ * writes them into out (cap entries; fewer than *n is TFS_EINVAL): seed node ids, or of a link
+ * plan the positions of its seed edges in the plan's seed edges (PyG's input_id). */
+tfs_status tfs_epochs_seeds(tfs_epochs *epochs, int64_t epoch, int64_t batch, int64_t *out, int64_t cap, int64_t *n);
 /* Writes the feature rows of nodes (the batch's sample nodes, as tfs_epochs_sample gave them) into
  * dst: memory-tier rows from the tiers, the rest from the batch's packed extent, checked against
  * its checksum (TFS_ECORRUPT naming file, epoch and batch). */

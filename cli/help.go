@@ -23,8 +23,8 @@ var commandHelp = map[string]struct {
 		"tierfs ingest --graphbolt ogbn-arxiv-graphbolt/ --out data/arxiv",
 		"tierfs ingest --edges train_edges.npy --features x.npy --edge-split train=train_eli.npy,labels=train_el.npy --edge-split test=test_eli.npy --out data/link",
 		"tierfs ingest --spec mag.json data/mag"}},
-	"info":   {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
-	"verify": {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
+	"info":    {"Prints what a dataset holds: nodes, edges, features, labels, splits, files.", []string{"tierfs info data/g", "tierfs info data/g --json"}},
+	"verify":  {"Checks every block of every file of a dataset against its checksum, after removing what writes to it that were killed left beside it.", []string{"tierfs verify data/g"}},
 	"upgrade": {"Rewrites a dataset of an older format version to the current one in place, after checking every block against its checksum (a damaged dataset is refused); killed at any point it leaves the old or the new dataset, and running it again finishes.", []string{"tierfs upgrade data/g"}},
 	"gather": {"Writes the feature rows of the given ids to a .npy file (through the tiers, as training reads them).", []string{
 		"tierfs gather data/g --ids split:test --out rows.npy --host-cache 512MB"}},

@@ -18,6 +18,9 @@ import (
 func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
 	seedsArg := fs.String("seeds", "split:train", "seed node ids: .npy, or split:NAME")
+	seedEdgesArg := fs.String("seed-edges", "", "plan batches of seed edges (link prediction) instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (its labels with it)")
+	var link linkFlags
+	link.register(fs)
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
 	replace := fs.Bool("replace", false, "sample with replacement")
 	batch := fs.Int("batch-size", 1024, "seeds per batch")
@@ -34,16 +37,33 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	usePlacement := placementFlag(fs)
 	placeTiers := fs.Bool("place-tiers", true, "first fill the memory tiers with the rows the planned epochs read most (false: keep the store's placement)")
 	return func(pos []string) error {
-		s, hops, seeds, err := openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsArg)
-		if err != nil {
-			return err
+		var s *featurestore.Store
+		var hops []int
+		var seeds []int64
+		var seedEdges *featurestore.SeedEdges
+		var err error
+		if *seedEdgesArg == "" {
+			if set := link.given(fs); set != "" {
+				return fmt.Errorf("%s goes with --seed-edges (planning batches of seed edges)", set)
+			}
+			if s, hops, seeds, err = openToSample(pos[0], opt, *usePlacement, *fanouts, *seedsArg); err != nil {
+				return err
+			}
+		} else {
+			if s, hops, err = openToPlanEdges(pos[0], opt, *usePlacement, *fanouts, fs); err != nil {
+				return err
+			}
+			if seedEdges, err = planSeedEdges(s, *seedEdgesArg, link); err != nil {
+				s.Close()
+				return err
+			}
 		}
 		defer s.Close()
 		dir := *planDir
 		if dir == "" {
 			dir = defaultPlanDir(pos[0])
 		}
-		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, BatchSize: *batch, DropLast: *dropLast,
+		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
 			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
 			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers}
 		rep, err := s.PlanEpochs(o)
@@ -124,3 +144,44 @@ func mibList(v []int64) string {
 
 // defaultPlanDir is where plan-epochs writes a dataset's plan without --plan-dir.
 func defaultPlanDir(ds string) string { return filepath.Join(ds, "plans", "epochs") }
+
+// openToPlanEdges opens the store of a plan of seed edges and parses its fanouts; --seeds, which
+// plans seed nodes, is refused beside --seed-edges.
+func openToPlanEdges(dir string, opt *featurestore.Options, usePlacement bool, fanouts string, fs *pflag.FlagSet) (*featurestore.Store, []int, error) {
+	if fs.Changed("seeds") {
+		return nil, nil, fmt.Errorf("give one of --seeds (batches of seed nodes) or --seed-edges (batches of seed edges)")
+	}
+	if err := withPlacement(dir, opt, usePlacement); err != nil {
+		return nil, nil, err
+	}
+	hops, err := parseFanouts(fanouts)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := openStore(dir, *opt)
+	return s, hops, err
+}
+
+// planSeedEdges reads --seed-edges (as `tierfs sample --seed-edges` does) and the link flags as a
+// plan's seed edges.
+func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*featurestore.SeedEdges, error) {
+	mode := topology.NegativeMode(*link.negMode)
+	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
+		return nil, fmt.Errorf("--neg-sampling %q: want binary or triplet", *link.negMode)
+	}
+	lo := featurestore.HeteroLinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
+	if mode != topology.NoNegatives {
+		lo.NegAmount = *link.negRatio
+	}
+	if name, ok := strings.CutPrefix(arg, "split:"); ok {
+		if *link.labels != "" {
+			return nil, fmt.Errorf("--edge-labels with --seed-edges %s: an edge split has its own labels", arg)
+		}
+		return s.Session().SeedEdgesOfSplit("", name, lo)
+	}
+	src, dst, labels, err := seedEdgesOf(s, arg, *link.labels)
+	if err != nil {
+		return nil, err
+	}
+	return &featurestore.SeedEdges{Src: src, Dst: dst, Labels: labels, Link: lo}, nil
+}

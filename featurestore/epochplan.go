@@ -151,7 +151,7 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		}
 	}()
 
-	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
 	for e := range o.Epochs {
@@ -288,8 +288,8 @@ func (src *epochSource) placeForEpochs(o *EpochOptions) error {
 // them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
 // and counted but not read; with countOnly nil they are only sampled, and emit gets their nodes.
 func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
-	order := EpochOrder(o.Seeds, o.ShuffleSeed, e)
-	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	order := o.order(e)
+	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	var stop atomic.Bool
 	futures := make(chan chan *packedBatch, planWorkers)
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -22,6 +23,10 @@ import (
 // plan, and reads its packed rows with a few large reads instead of one 4 KiB read a row.
 // Epoch e is served from planned epoch e mod K: samples are reused across epochs.
 //
+// A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
+// batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), packed and served
+// the same way (Epochs.SampleEdges, SampleHeteroEdges).
+//
 // PlanEpochs writes a plan, OpenEpochs serves one; both take the same EpochOptions, and a plan
 // serves only the store and options it was made for (ErrStalePlan names the input that differs).
 
@@ -30,7 +35,9 @@ type EpochOptions struct {
 	// Dir holds the plan: one packed file per planned epoch and the index, written last.
 	Dir string
 	// Seeds are the training nodes (normally the "train" split); each epoch permutes them.
-	Seeds     []int64
+	Seeds []int64
+	// SeedEdges, instead of Seeds, make a link-prediction plan: batches of seed edges.
+	SeedEdges *SeedEdges
 	BatchSize int
 	// DropLast drops the last batch of an epoch when it is short.
 	DropLast bool
@@ -57,6 +64,44 @@ type EpochOptions struct {
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
 	PlaceTiers bool
+}
+
+// SeedEdges are the seed edges of a link-prediction plan (EpochOptions.SeedEdges): each epoch
+// permutes their positions (EpochOrder of 0..n-1; Epochs.Seeds answers a batch's positions,
+// PyG's input_id), and batch b of planned epoch e samples around its edges and draws its
+// negatives as the first SampleFromEdges call of a Sampler (a Store's plan) or HeteroSampler (a
+// Session's) of seed BatchSampleSeed(Sample.Seed, e, b) does, so a planned batch is exactly that
+// on-demand batch.
+type SeedEdges struct {
+	// EdgeType is the seed edges' type, "src:rel:dst" ("" for the only one).
+	EdgeType string
+	// Src and Dst are the endpoints (ids of the edge type's src and dst node types), one each a
+	// seed edge; Labels one label a seed edge, or nil.
+	Src, Dst, Labels []int64
+	// Link says how negatives are drawn and which edges are left out of the neighborhoods. A
+	// Store's plan maps its one edge type to itself or to "" in ReverseEdgeTypes for an
+	// undirected graph.
+	Link HeteroLinkOptions
+}
+
+// count is the number of items the epochs permute: seed nodes, or seed edges.
+func (o *EpochOptions) count() int {
+	if o.SeedEdges != nil {
+		return len(o.SeedEdges.Src)
+	}
+	return len(o.Seeds)
+}
+
+// order is the items of planned epoch e in order: seed nodes, or positions of seed edges.
+func (o *EpochOptions) order(e int) []int64 {
+	if o.SeedEdges == nil {
+		return EpochOrder(o.Seeds, o.ShuffleSeed, e)
+	}
+	pos := make([]int64, len(o.SeedEdges.Src))
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	return EpochOrder(pos, o.ShuffleSeed, e)
 }
 
 // ErrStalePlan is wrapped by OpenEpochs' error when the plan in the directory was made for
@@ -141,8 +186,14 @@ func (o *EpochOptions) check(src *epochSource) error {
 		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
 	case o.DiskBudget < 0:
 		return &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
-	case BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast) == 0:
-		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: fmt.Sprintf("at least one batch of %d seeds (drop_last %v)", o.BatchSize, o.DropLast)}
+	case o.SeedEdges != nil && len(o.Seeds) > 0:
+		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: "none with seed edges: a plan's batches are of seed nodes or of seed edges"}
+	case BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast) == 0:
+		what := "seeds"
+		if o.SeedEdges != nil {
+			what = "seed_edges"
+		}
+		return &OptionError{Option: what, Value: o.count(), Want: fmt.Sprintf("at least one batch of %d %s (drop_last %v)", o.BatchSize, strings.ReplaceAll(what, "_", " "), o.DropLast)}
 	}
 	if src.hetero == nil {
 		if len(o.EdgeFanouts) > 0 {
@@ -159,6 +210,12 @@ func (o *EpochOptions) check(src *epochSource) error {
 		if s.opt.HostPolicy == HostSieve {
 			return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
 		}
+	}
+	if o.SeedEdges != nil {
+		if err := src.checkSeedEdges(o.SeedEdges); err != nil {
+			return fmt.Errorf("featurestore: plan seed edges: %w", err)
+		}
+		return nil
 	}
 	if err := src.ss.checkTypedIDs(src.seedType, "seeds", o.Seeds); err != nil {
 		return fmt.Errorf("featurestore: plan seeds: %w", err)
@@ -183,7 +240,9 @@ type planInputs struct {
 	Replace     bool             `json:"replace"`
 	BatchSize   int              `json:"batch_size"`
 	DropLast    bool             `json:"drop_last"`
-	Seeds       string           `json:"seeds"` // count and hex xxhash64
+	Seeds       string           `json:"seeds"`                // count and hex xxhash64
+	SeedEdges   string           `json:"seed_edges,omitempty"` // a link plan's: edge type, count, hash of src, dst and labels
+	Link        string           `json:"link,omitempty"`       // a link plan's link options
 	SamplerSeed uint64           `json:"sampler_seed"`
 	ShuffleSeed uint64           `json:"shuffle_seed"`
 	Epochs      int              `json:"epochs"`       // K asked for
@@ -199,6 +258,14 @@ func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
 		BatchSize: o.BatchSize, DropLast: o.DropLast,
 		Seeds:       fmt.Sprintf("%d:%016x", len(o.Seeds), hashIDs(o.Seeds)),
 		SamplerSeed: o.Sample.Seed, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs,
+	}
+	if se := o.SeedEdges; se != nil {
+		d := xxhash.New()
+		for _, a := range [][]int64{se.Src, se.Dst, se.Labels} {
+			d.Write(dataset.BytesOf(a))
+		}
+		in.SeedEdges = fmt.Sprintf("%s:%d:%v:%016x", src.edgeTypeKey(se.EdgeType), len(se.Src), se.Labels != nil, d.Sum64())
+		in.Link = fmt.Sprintf("%+v", se.Link)
 	}
 	for t, s := range src.stacks {
 		in.NodeTypes = append(in.NodeTypes, src.typeName(t))
@@ -239,6 +306,8 @@ func (p planInputs) diff(now planInputs) (input, plan, store string) {
 		{"batch size", p.BatchSize, now.BatchSize},
 		{"drop_last", p.DropLast, now.DropLast},
 		{"seeds (count:hash)", p.Seeds, now.Seeds},
+		{"seed edges (edge type:count:labels:hash)", p.SeedEdges, now.SeedEdges},
+		{"link options", p.Link, now.Link},
 		{"sampler seed", p.SamplerSeed, now.SamplerSeed},
 		{"shuffle seed", p.ShuffleSeed, now.ShuffleSeed},
 		{"epochs", p.Epochs, now.Epochs},

@@ -107,7 +107,7 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 }
 
 func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
-	nb := BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)
+	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb*len(src.stacks)))
 	if errors.Is(err, os.ErrNotExist) {
 		// What a killed PlanEpochs left (packed files without an index) goes now.
@@ -150,6 +150,10 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	o.Seeds = slices.Clone(o.Seeds)
 	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
 	o.EdgeFanouts = maps.Clone(o.EdgeFanouts)
+	if se := o.SeedEdges; se != nil {
+		o.SeedEdges = &SeedEdges{EdgeType: se.EdgeType, Src: slices.Clone(se.Src), Dst: slices.Clone(se.Dst), Labels: slices.Clone(se.Labels), Link: se.Link}
+		o.SeedEdges.Link.ReverseEdgeTypes = maps.Clone(se.Link.ReverseEdgeTypes)
+	}
 	p := &Epochs{src: src, o: o, idx: idx, tierGen: gen, stacks: make(chan *gpuio.Stack, epochStacks)}
 	defer func() {
 		if err != nil {
@@ -174,7 +178,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		if size < ef.Bytes {
 			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.Bytes, dataset.ErrCorrupt)
 		}
-		order := sync.OnceValue(func() []int64 { return EpochOrder(p.o.Seeds, p.o.ShuffleSeed, e) })
+		order := sync.OnceValue(func() []int64 { return p.o.order(e) })
 		p.orders = append(p.orders, order)
 	}
 	st, err := p.newStack()
@@ -252,7 +256,8 @@ func (p *Epochs) planned(e, b int) (int, error) {
 	return e % p.idx.Planned, nil
 }
 
-// Seeds are the seeds of batch b of epoch e (those of planned epoch e mod Planned).
+// Seeds are the seeds of batch b of epoch e (those of planned epoch e mod Planned); of a link
+// plan, the positions of its seed edges in EpochOptions.SeedEdges.
 func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 	pe, err := p.planned(e, b)
 	if err != nil {
@@ -262,7 +267,8 @@ func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 }
 
 // Sample draws the sample of batch b of epoch e again and checks it against the plan; it returns
-// the batch's seeds too. A Session's plan draws with SampleHetero.
+// the batch's seeds too. A Session's plan draws with SampleHetero; of a link plan it is the node
+// sample of SampleEdges (the seeds the positions of its seed edges).
 func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
 	if p.src.hetero != nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of a heterogeneous graph (node types %s): draw its batches with SampleHetero: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)

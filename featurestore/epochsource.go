@@ -66,13 +66,19 @@ func (src *epochSource) packedType(ntype string) (int, error) {
 
 // batchDraw is one batch's sample, and the nodes of each packed type in it.
 type batchDraw struct {
-	sample *topology.Sample       // a Store's plan
-	hetero *topology.HeteroSample // a Session's plan
-	nodes  [][]int64              // per packed stack
+	sample     *topology.Sample           // a Store's plan
+	hetero     *topology.HeteroSample     // a Session's plan
+	link       *topology.LinkSample       // a Store's link plan (sample is its node sample)
+	heteroLink *topology.HeteroLinkSample // a Session's link plan (hetero is its node sample)
+	nodes      [][]int64                  // per packed stack
 }
 
-// draw samples seeds with the sampling seed seed.
+// draw samples seeds with the sampling seed seed; seeds are positions of seed edges in a link
+// plan.
 func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batchDraw, error) {
+	if o.SeedEdges != nil {
+		return src.drawEdges(o, seed, seeds)
+	}
 	if src.hetero == nil {
 		opt := o.Sample
 		opt.Seed = seed
@@ -125,8 +131,19 @@ func (ss *Session) epochSource(o *EpochOptions) (*epochSource, error) {
 	if len(o.Sample.Fanouts) > 0 {
 		return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(o.Sample.Fanouts), Want: "fanouts per edge type (EdgeFanouts, src:rel:dst → fanouts) for a plan of a graph session"}
 	}
-	nt, err := ss.nodeTypeOf(o.NodeType)
-	if err != nil {
+	var nt int
+	var err error
+	if o.SeedEdges != nil {
+		// A link plan's seeds are edges; its seed type is their edge type's src type.
+		if o.NodeType != "" {
+			return nil, &OptionError{Option: "node_type", Value: o.NodeType, Want: "none with seed edges (their edge type, SeedEdges.EdgeType, gives their node types)"}
+		}
+		e, err := ss.edgeTypeOf(o.SeedEdges.EdgeType)
+		if err != nil {
+			return nil, fmt.Errorf("featurestore: plan seed edges: %w", err)
+		}
+		nt = ss.edges[e].src
+	} else if nt, err = ss.nodeTypeOf(o.NodeType); err != nil {
 		return nil, err
 	}
 	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
@@ -207,3 +224,142 @@ func (p *Epochs) Hetero() bool { return p.src.hetero != nil }
 
 // SeedType is the node type of the plan's seeds.
 func (p *Epochs) SeedType() string { return p.src.ss.nodes[p.src.seedType].spec.Name }
+
+// drawEdges samples around the seed edges at positions pos, with the sampling seed seed: the
+// first SampleFromEdges of a Sampler (HeteroSampler) of that seed.
+func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*batchDraw, error) {
+	se := o.SeedEdges
+	pick := func(a []int64) []int64 {
+		if a == nil {
+			return nil
+		}
+		out := make([]int64, len(pos))
+		for i, p := range pos {
+			out[i] = a[p]
+		}
+		return out
+	}
+	s, d, l := pick(se.Src), pick(se.Dst), pick(se.Labels)
+	if src.hetero == nil {
+		link, err := src.storeLinkOptions(se)
+		if err != nil {
+			return nil, err
+		}
+		opt := topology.LinkSampleOptions{SampleOptions: o.Sample, LinkOptions: link}
+		opt.Seed = seed
+		ls, err := src.stacks[0].SampleFromEdges(s, d, l, opt)
+		if err != nil {
+			return nil, err
+		}
+		return &batchDraw{sample: &ls.Sample, link: ls, nodes: [][]int64{ls.Nodes}}, nil
+	}
+	hs := &HeteroSampler{ss: src.ss, opt: *src.hetero}
+	hs.opt.Seed = seed
+	hl, err := hs.SampleFromEdges(se.EdgeType, s, d, l, se.Link)
+	if err != nil {
+		return nil, err
+	}
+	out := &batchDraw{hetero: &hl.HeteroSample, heteroLink: hl, nodes: make([][]int64, len(src.stacks))}
+	for t, st := range src.stacks {
+		out.nodes[t] = hl.Nodes[st.nt]
+	}
+	return out, nil
+}
+
+// checkSeedEdges checks a link plan's seed edges, labels and link options (every id, once).
+func (src *epochSource) checkSeedEdges(se *SeedEdges) error {
+	if src.hetero != nil {
+		_, _, err := src.ss.checkSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
+		return err
+	}
+	link, err := src.storeLinkOptions(se)
+	if err != nil {
+		return err
+	}
+	return src.stacks[0].checkSeedEdges(se.Src, se.Dst, se.Labels, link)
+}
+
+// storeLinkOptions is a Store's plan's link options in the core's form: its one edge type, and
+// ReverseEdgeTypes mapping it (or "") to itself for an undirected graph.
+func (src *epochSource) storeLinkOptions(se *SeedEdges) (topology.LinkOptions, error) {
+	own := src.edgeTypeKey("")
+	if se.EdgeType != "" && se.EdgeType != own {
+		return topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q, but the store samples edge type %q (plan a graph session for seed edges of other types): %w", se.EdgeType, own, dataset.ErrTypeNotFound)
+	}
+	l := se.Link
+	link := topology.LinkOptions{Negatives: l.Negatives, NegAmount: l.NegAmount, StrictNegatives: l.StrictNegatives, ExcludeSeedEdges: l.ExcludeSeedEdges}
+	for k, v := range l.ReverseEdgeTypes {
+		if (k != "" && k != own) || (v != "" && v != own) {
+			return link, &OptionError{Option: "reverse_edge_types", Value: fmt.Sprintf("{%q: %q}", k, v), Want: fmt.Sprintf("{%q: %q} (an undirected graph) or none: the store has one edge type", own, own)}
+		}
+		link.ReverseEdgeTypes = map[int]int{0: 0}
+	}
+	return link, nil
+}
+
+// edgeTypeKey is the key of edge type key ("" for the only one; a Store's plan: its one), or key
+// itself when the dataset lacks it.
+func (src *epochSource) edgeTypeKey(key string) string {
+	if src.hetero == nil {
+		if len(src.ss.edges) == 1 {
+			return src.ss.edges[0].spec.Key()
+		}
+		return key
+	}
+	if e, err := src.ss.edgeTypeOf(key); err == nil {
+		return src.ss.edges[e].spec.Key()
+	}
+	return key
+}
+
+// SampleEdges draws the sample of batch b of epoch e of a link plan of a Store again and checks
+// it against the plan; it returns the positions of the batch's seed edges in
+// EpochOptions.SeedEdges too.
+func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.LinkSample, error) {
+	if p.o.SeedEdges == nil || p.src.hetero != nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of one node type (link: %v, node types %s): draw its batches with %s: %w",
+			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
+	}
+	pos, d, err := p.draw(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, d.link, nil
+}
+
+// SampleHeteroEdges is SampleEdges of a link plan of a Session.
+func (p *Epochs) SampleHeteroEdges(e, b int) ([]int64, *topology.HeteroLinkSample, error) {
+	if p.o.SeedEdges == nil || p.src.hetero == nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of a graph session (link: %v, node types %s): draw its batches with %s: %w",
+			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
+	}
+	pos, d, err := p.draw(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, d.heteroLink, nil
+}
+
+// sampler names the Epochs method that draws the plan's batches in full.
+func (p *Epochs) sampler() string {
+	switch {
+	case p.o.SeedEdges != nil && p.src.hetero != nil:
+		return "SampleHeteroEdges"
+	case p.o.SeedEdges != nil:
+		return "SampleEdges"
+	case p.src.hetero != nil:
+		return "SampleHetero"
+	}
+	return "Sample"
+}
+
+// Link says whether the plan's batches are of seed edges (SampleEdges, SampleHeteroEdges).
+func (p *Epochs) Link() bool { return p.o.SeedEdges != nil }
+
+// EdgeType is a link plan's seed edge type ("src:rel:dst"), "" for a plan of seed nodes.
+func (p *Epochs) EdgeType() string {
+	if p.o.SeedEdges == nil {
+		return ""
+	}
+	return p.src.edgeTypeKey(p.o.SeedEdges.EdgeType)
+}

@@ -23,14 +23,28 @@ func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampl
 	if err := s.checkSampling(opt.SampleOptions); err != nil {
 		return nil, err
 	}
-	if err := checkLinkOptions(opt.LinkOptions, labels != nil); err != nil {
+	if err := s.checkSeedEdges(src, dst, labels, opt.LinkOptions); err != nil {
 		return nil, err
 	}
+	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
+	out, err := topology.SampleFromEdges(s.sampleGraph(), src, dst, labels, opt)
+	if err == nil {
+		s.stats.samples.Add(1)
+	}
+	return out, sampleTooLarge(err)
+}
+
+// checkSeedEdges checks seed edges, their labels and link options for the store's graph (what
+// SampleFromEdges checks besides the sampling options).
+func (s *Store) checkSeedEdges(src, dst, labels []int64, link topology.LinkOptions) error {
+	if err := checkLinkOptions(link, labels != nil); err != nil {
+		return err
+	}
 	if len(src) != len(dst) {
-		return nil, fmt.Errorf("featurestore: %d src ids but %d dst ids; give one of each per seed edge: %w", len(src), len(dst), ErrInvalidOption)
+		return fmt.Errorf("featurestore: %d src ids but %d dst ids; give one of each per seed edge: %w", len(src), len(dst), ErrInvalidOption)
 	}
 	if labels != nil && len(labels) != len(src) {
-		return nil, fmt.Errorf("featurestore: %d labels for %d seed edges; give one label per seed edge or none: %w", len(labels), len(src), ErrInvalidOption)
+		return fmt.Errorf("featurestore: %d labels for %d seed edges; give one label per seed edge or none: %w", len(labels), len(src), ErrInvalidOption)
 	}
 	n := s.NumNodes()
 	for _, end := range []struct {
@@ -39,16 +53,11 @@ func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampl
 	}{{"src", src}, {"dst", dst}} {
 		for i, v := range end.ids {
 			if uint64(v) >= uint64(n) {
-				return nil, fmt.Errorf("featurestore: %s[%d] = %d is out of range [0, %d): %w", end.name, i, v, n, ErrIDOutOfRange)
+				return fmt.Errorf("featurestore: %s[%d] = %d is out of range [0, %d): %w", end.name, i, v, n, ErrIDOutOfRange)
 			}
 		}
 	}
-	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
-	out, err := topology.SampleFromEdges(s.sampleGraph(), src, dst, labels, opt)
-	if err == nil {
-		s.stats.samples.Add(1)
-	}
-	return out, sampleTooLarge(err)
+	return nil
 }
 
 // checkLinkOptions is the one check of link options on a store (one node type, one edge type);

@@ -38,30 +38,11 @@ func (hs *HeteroSampler) SampleFromEdges(edgeType string, src, dst, labels []int
 		return nil, err
 	}
 	defer leave()
-	e, err := ss.edgeTypeOf(edgeType)
+	e, core, err := ss.checkSeedEdges(edgeType, src, dst, labels, link)
 	if err != nil {
 		return nil, err
 	}
 	key := ss.edges[e].spec.Key()
-	core := topology.LinkOptions{Negatives: link.Negatives, NegAmount: link.NegAmount, StrictNegatives: link.StrictNegatives, ExcludeSeedEdges: link.ExcludeSeedEdges}
-	if err := checkLinkOptions(core, labels != nil); err != nil {
-		return nil, err
-	}
-	if core.ReverseEdgeTypes, err = ss.reverseEdgeTypes(link.ReverseEdgeTypes); err != nil {
-		return nil, err
-	}
-	if len(src) != len(dst) {
-		return nil, fmt.Errorf("featurestore: %d src ids but %d dst ids of edge type %q; give one of each per seed edge: %w", len(src), len(dst), key, ErrInvalidOption)
-	}
-	if labels != nil && len(labels) != len(src) {
-		return nil, fmt.Errorf("featurestore: %d labels for %d seed edges of edge type %q; give one label per seed edge or none: %w", len(labels), len(src), key, ErrInvalidOption)
-	}
-	if err := ss.checkTypedIDs(ss.edges[e].src, "src", src); err != nil {
-		return nil, err
-	}
-	if err := ss.checkTypedIDs(ss.edges[e].dst, "dst", dst); err != nil {
-		return nil, err
-	}
 	numNodes, edges := ss.typedGraphs()
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -73,6 +54,37 @@ func (hs *HeteroSampler) SampleFromEdges(edgeType string, src, dst, labels []int
 	}
 	hs.calls++
 	return out, nil
+}
+
+// checkSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
+// HeteroSampler.SampleFromEdges checks) and answers the edge type's index and the core's link
+// options.
+func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, link HeteroLinkOptions) (int, topology.LinkOptions, error) {
+	e, err := ss.edgeTypeOf(edgeType)
+	if err != nil {
+		return -1, topology.LinkOptions{}, err
+	}
+	key := ss.edges[e].spec.Key()
+	core := topology.LinkOptions{Negatives: link.Negatives, NegAmount: link.NegAmount, StrictNegatives: link.StrictNegatives, ExcludeSeedEdges: link.ExcludeSeedEdges}
+	if err := checkLinkOptions(core, labels != nil); err != nil {
+		return -1, core, err
+	}
+	if core.ReverseEdgeTypes, err = ss.reverseEdgeTypes(link.ReverseEdgeTypes); err != nil {
+		return -1, core, err
+	}
+	if len(src) != len(dst) {
+		return -1, core, fmt.Errorf("featurestore: %d src ids but %d dst ids of edge type %q; give one of each per seed edge: %w", len(src), len(dst), key, ErrInvalidOption)
+	}
+	if labels != nil && len(labels) != len(src) {
+		return -1, core, fmt.Errorf("featurestore: %d labels for %d seed edges of edge type %q; give one label per seed edge or none: %w", len(labels), len(src), key, ErrInvalidOption)
+	}
+	if err := ss.checkTypedIDs(ss.edges[e].src, "src", src); err != nil {
+		return -1, core, err
+	}
+	if err := ss.checkTypedIDs(ss.edges[e].dst, "dst", dst); err != nil {
+		return -1, core, err
+	}
+	return e, core, nil
 }
 
 // reverseEdgeTypes maps HeteroLinkOptions.ReverseEdgeTypes to edge type indices, refusing a key

@@ -213,6 +213,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_epochs_info_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_epochs_sample", [c_void_p, c_int64, c_int64, POINTER(c_void_p)]),
     ("tfs_epochs_gather", [c_void_p, c_int64, c_int64, c_void_p, c_int64, c_void_p, c_int64]),
+    ("tfs_epochs_seeds", [c_void_p, c_int64, c_int64, c_void_p, c_int64, POINTER(c_int64)]),
     ("tfs_synth", [c_char_p]),
     ("tfs_ingest", [c_char_p]),
     ("tfs_synth_progress", [c_char_p, PROGRESS_FN, c_void_p]),

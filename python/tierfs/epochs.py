@@ -10,6 +10,12 @@ node_type=...)`` plans batches of seeds of ``node_type`` sampled as a
 :class:`tierfs.HeteroSampler` samples them, packing per batch the rows of every node type with
 features; :meth:`PlannedEpochs.sample` then gives a :class:`tierfs.HeteroSample` and
 :meth:`PlannedEpochs.gather` takes the node type of the rows.
+
+For link prediction, ``store.plan_epochs(fanouts, ..., seed_edges=...)`` plans batches of seed
+edges: batch ``b`` of planned epoch ``e`` is what ``store.sampler(fanouts, seed=s)
+.sample_from_edges(...)`` gives for its seed edges with ``s`` the seed the core derives from
+``seed``, ``e`` and ``b`` — the same negatives, subgraph and rows — and :meth:`PlannedEpochs.sample`
+answers that :class:`tierfs.LinkSample` (:class:`tierfs.HeteroLinkSample`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import shutil
 import tempfile
 import threading
-from ctypes import byref, c_void_p
+from ctypes import byref, c_int64, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -26,8 +32,8 @@ import numpy as np
 from . import _native, _util, errors
 from ._args import _c_str, _fanouts, _ids
 from ._native import check, lib
-from ._sample import Sample, _take_sample
-from .hetero import HeteroSample, _take_hetero_sample, fanouts_by_key
+from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
+from .hetero import HeteroLinkSample, HeteroSample, _take_hetero_link_labels, _take_hetero_sample, edge_type_key, edge_type_tuple, fanouts_by_key
 
 if TYPE_CHECKING:  # for annotations only: store imports this module
     from .store import Store
@@ -41,7 +47,8 @@ class PlannedEpochs:
     Safe to use from several threads. ``report`` is what planning did when this open planned
     (None when it reused a plan already in ``plan_dir``). A plan of a heterogeneous graph
     (``fanouts`` a dict of edge type → fanouts) has ``hetero`` True, ``node_type`` (the seeds'
-    type) and ``node_types`` (the types whose rows it packs: those with features).
+    type) and ``node_types`` (the types whose rows it packs: those with features). A plan of
+    seed edges has ``link`` True and ``edge_type`` (their type, ``(src, rel, dst)``).
     """
 
     def __init__(
@@ -61,6 +68,14 @@ class PlannedEpochs:
         workers: int = 0,
         place_tiers: bool = True,
         node_type: Optional[str] = None,
+        seed_edges: Any = None,
+        edge_label: Any = None,
+        neg_sampling: Any = None,
+        amount: Union[int, float] = 1,
+        strict: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
+        reverse_edge_types: Optional[Mapping[Any, Any]] = None,
     ) -> None:
         h = store._h()
         if isinstance(fanouts, int):
@@ -73,6 +88,18 @@ class PlannedEpochs:
                     f"tierfs: plan_epochs with node_type={node_type!r} needs fanouts per edge type ({{edge type: fanouts}}), got {list(fanouts)!r}"
                 )
             fanouts_json = _fanouts(fanouts)
+        arr, count = None, 0
+        self._link: Optional[Tuple[Any, float, Any, Any]] = None  # mode, amount, labels, the core's labels
+        if seed_edges is not None:
+            if seeds is not None or node_type is not None:
+                raise errors.InvalidArgumentError("tierfs: plan_epochs takes seed nodes (seeds, node_type) or seed_edges, not both")
+            link_request, arr, self._link = _seed_edges_request(
+                store, isinstance(fanouts, Mapping), seed_edges, edge_label, neg_sampling, amount, strict,
+                exclude_seed_edges, undirected, reverse_edge_types)
+            count = arr.shape[0] // (3 if link_request["labels"] else 2)
+        elif seeds is not None:
+            arr = _ids(seeds, "seeds").array
+            count = arr.shape[0]
         self._temp_dir: Optional[str] = None  # made here, removed by close()
         if plan_dir is None:
             plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
@@ -91,9 +118,8 @@ class PlannedEpochs:
             "place_tiers": bool(place_tiers),
             "workers": int(workers),
         }
-        arr = None
-        if seeds is not None:
-            arr = _ids(seeds, "seeds").array
+        if seed_edges is not None:
+            request["seed_edges"] = link_request
         self._store = store
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
@@ -103,7 +129,7 @@ class PlannedEpochs:
                 h,
                 json.dumps(request).encode(),
                 None if arr is None else arr.ctypes.data,
-                0 if arr is None else arr.shape[0],
+                count,
                 byref(handle),
             )
         )
@@ -116,6 +142,8 @@ class PlannedEpochs:
         self.hetero: bool = bool(info["hetero"])
         self.node_type: str = info["seed_type"]
         self.node_types: List[str] = list(info["node_types"])
+        self.link: bool = bool(info["link"])
+        self.edge_type: Optional[Tuple[str, str, str]] = edge_type_tuple(info["edge_type"]) if self.link else None
 
     def _h(self) -> int:
         _native.check_process()
@@ -133,16 +161,50 @@ class PlannedEpochs:
     def stats(self) -> Dict[str, Any]:
         return self.info()["stats"]
 
+    def seeds(self, epoch: int, batch: int) -> np.ndarray:
+        """The seeds of batch ``batch`` of epoch ``epoch``: node ids, or of a link plan the
+        positions of its seed edges in ``seed_edges`` (PyG's ``input_id``)."""
+        h, e, b = self._h(), int(epoch), int(batch)
+        n = c_int64()
+        check(lib.tfs_epochs_seeds(h, e, b, None, 0, byref(n)))
+        out = np.empty(n.value, dtype=np.int64)
+        check(lib.tfs_epochs_seeds(h, e, b, out.ctypes.data, n.value, byref(n)))
+        return out
+
     def sample(self, epoch: int, batch: int) -> Union["Sample", HeteroSample]:
         """The sample of batch ``batch`` of epoch ``epoch`` (numpy arrays); its first
         ``num_seeds`` nodes are the batch's seeds. A heterogeneous plan's is a
-        :class:`tierfs.HeteroSample` (the seeds first in ``node[node_type]``)."""
+        :class:`tierfs.HeteroSample` (the seeds first in ``node[node_type]``). A link plan's is a
+        :class:`tierfs.LinkSample` (:class:`tierfs.HeteroLinkSample`), as the on-demand
+        ``sample_from_edges`` of the batch's seed edges gives it."""
+        if self._link is not None:
+            return self._sample_link(epoch, batch)
         hs = c_void_p()
         if self.hetero:
             check(lib.tfs_epochs_sample_hetero(self._h(), int(epoch), int(batch), byref(hs)))
             return _take_hetero_sample(hs.value, self.node_type)
         check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
         return Sample(*_take_sample(hs))
+
+    def _sample_link(self, epoch: int, batch: int) -> Union[LinkSample, HeteroLinkSample]:
+        assert self._link is not None
+        mode, amount, lab, core_labels = self._link
+        pos = self.seeds(epoch, batch)
+        n = pos.shape[0]
+        lab = None if lab is None else lab[pos]
+        core_labels = None if core_labels is None else core_labels[pos]
+        hs = c_void_p()
+        if self.hetero:
+            check(lib.tfs_epochs_sample_hetero(self._h(), int(epoch), int(batch), byref(hs)))
+            eli, label, src_index, dst_pos_index, dst_neg_index = _take_hetero_link_labels(hs.value)
+            smp = _take_hetero_sample(hs.value, None)
+            label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
+            return HeteroLinkSample(**vars(smp), edge_type=self.edge_type, edge_label_index=eli, edge_label=label,
+                                    src_index=src_index, dst_pos_index=dst_pos_index, dst_neg_index=dst_neg_index)
+        check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
+        arrays, (eli, label, src_index, dst_pos_index, dst_neg_index) = _take_link_sample(hs)
+        label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
+        return LinkSample(*arrays, eli, label, src_index, dst_pos_index, dst_neg_index)
 
     def gather(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """Feature rows of ``nodes`` (the batch's ``sample.nodes``) into a host numpy array.
@@ -226,8 +288,13 @@ class PlannedEpochs:
 
     def load(self, epoch: int, batch: int) -> Tuple[Any, Any, Any]:
         """``(seeds, sample, x)`` of batch ``batch`` of epoch ``epoch``; for a heterogeneous
-        plan ``x`` is ``{node type: rows of sample.node[type]}`` over ``node_types``."""
+        plan ``x`` is ``{node type: rows of sample.node[type]}`` over ``node_types``. A link
+        plan's ``seeds`` are the positions of the batch's seed edges."""
         sample = self.sample(epoch, batch)
+        if self._link is not None:
+            if isinstance(sample, HeteroSample):
+                return self.seeds(epoch, batch), sample, {t: self.gather(epoch, batch, sample.node[t], node_type=t) for t in self.node_types}
+            return self.seeds(epoch, batch), sample, self.gather(epoch, batch, sample.nodes)
         if isinstance(sample, HeteroSample):
             xs = {t: self.gather(epoch, batch, sample.node[t], node_type=t) for t in self.node_types}
             return sample.node[self.node_type][: sample.num_seeds], sample, xs
@@ -257,4 +324,52 @@ class PlannedEpochs:
 
     def __repr__(self) -> str:
         types = f" node_types={self.node_types}" if self.hetero else ""
+        if self.link:
+            types += f" edge_type={self.edge_type}"
         return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}{types}>"
+
+
+def _seed_edges_request(
+    store: "Store", hetero: bool, seed_edges: Any, edge_label: Any, neg_sampling: Any, amount: Any, strict: bool,
+    exclude_seed_edges: bool, undirected: bool, reverse_edge_types: Optional[Mapping[Any, Any]],
+) -> Tuple[Dict[str, Any], np.ndarray, Tuple[Any, float, Any, Any]]:
+    """(options_json's seed_edges, the seeds array: src ids, dst ids and the core's labels, and
+    (mode, amount, labels, the core's labels) to finish each batch's labels as
+    Sampler.sample_from_edges does) of plan_epochs' link arguments. ``seed_edges`` is a (2, n)
+    array or tensor or the name of a stored edge split (its labels with it); on a heterogeneous
+    store ``(edge type, either)``."""
+    edge_type: Any = None
+    if isinstance(seed_edges, tuple) and len(seed_edges) == 2 and not isinstance(seed_edges[0], (int, np.integer)):
+        edge_type, seed_edges = seed_edges
+    if hetero and edge_type is None:
+        raise errors.InvalidArgumentError(f"tierfs: seed_edges of a heterogeneous plan: give (edge type, (2, n) seed edges or split name), edge types {store.edge_types}")
+    if hetero and (undirected or not isinstance(reverse_edge_types, (Mapping, type(None)))):
+        raise errors.InvalidArgumentError("undirected: a heterogeneous plan names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
+    if not hetero and reverse_edge_types:
+        raise errors.InvalidArgumentError("reverse_edge_types: a plan of one edge type takes undirected=True when the graph holds each edge's reverse")
+    mode, amount = _neg_sampling(neg_sampling, amount)
+    if isinstance(seed_edges, str):
+        if edge_label is not None:
+            raise errors.InvalidArgumentError(f"edge_label with seed_edges={seed_edges!r}: an edge split brings its own labels")
+        index, edge_label, _ = store._edge_split(seed_edges, edge_type, "index")
+        if mode == "triplet" and edge_label is not None:
+            if not np.all(edge_label == 1):
+                raise errors.InvalidArgumentError(f"seed_edges={seed_edges!r} with triplet negatives: the split holds labels other than 1; triplet negatives are drawn for positive seed edges only")
+            edge_label = None
+    else:
+        a = seed_edges.detach().cpu().numpy() if _util.is_tensor(seed_edges) else np.asarray(seed_edges)
+        if a.ndim != 2 or a.shape[0] != 2 or a.dtype.kind not in "iu":
+            raise errors.InvalidArgumentError(f"seed_edges: want a (2, n) integer array of (src, dst) pairs or an edge split's name, got {a.dtype} of shape {a.shape}")
+        index = a.astype(np.int64)
+    n = index.shape[1]
+    lab, core_labels = _link_labels(edge_label, mode, n)
+    rows = [index[0], index[1]] + ([] if core_labels is None else [core_labels])
+    request: Dict[str, Any] = {"edge_type": "" if edge_type is None else edge_type_key(edge_type), "labels": core_labels is not None,
+                               "neg_sampling": mode or "", "strict": bool(strict), "exclude_seed_edges": bool(exclude_seed_edges)}
+    if mode is not None:
+        request["amount"] = amount
+    if hetero:
+        request["reverse_edge_types"] = {edge_type_key(k): edge_type_key(v) for k, v in (reverse_edge_types or {}).items()}
+    else:
+        request["undirected"] = bool(undirected)
+    return request, np.ascontiguousarray(np.concatenate(rows)), (mode, amount, lab, core_labels)

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+import threading
 import warnings
 
 import numpy as np
@@ -87,7 +88,8 @@ from torch_geometric.typing import EdgeTypeStr
 
 from . import errors
 from .loader import Batch, Loader
-from .hetero import HeteroSampler, edge_type_tuple, typed_csc
+from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 
 __all__ = ["EDGE_TYPE", "INPUT_EDGE_ID", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler",
@@ -517,6 +519,45 @@ def stores(store: Store) -> Tuple[FeatureStore, GraphStore]:
     return FeatureStore(store), GraphStore(store)
 
 
+class _PlannedFeatureStore(FeatureStore):
+    """The FeatureStore of a planned :class:`LinkNeighborLoader`: the default feature's rows of
+    the batch being made come from its plan (``batch``: per node type, None for a one-type store,
+    the batch's sampled nodes and their planned rows), every other read as FeatureStore's."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._local = threading.local()  # each pipeline thread makes its own batch
+
+    @property
+    def batch(self) -> Dict[Any, Tuple[Tensor, Any]]:
+        return getattr(self._local, "batch", {})
+
+    @batch.setter
+    def batch(self, value: Dict[Any, Tuple[Tensor, Any]]) -> None:
+        self._local.batch = value
+
+    def __reduce__(self):
+        return (FeatureStore, (self.store, self.x_name, self.y_name))
+
+    def _read(self, src: Tuple[str, Any, str], ids: Tensor) -> Any:
+        of, t, name = src
+        hit = self.batch.get(t) if of == "node" else None
+        if hit is not None and name == self._default_name(t) and ids.numel() == hit[0].numel() and torch.equal(ids.cpu(), hit[0]):
+            out = torch.from_numpy(hit[1])
+            if self.store.device != "cpu":
+                out = out.to(self.store.device)
+            info = self._info(src)
+            if info is not None and info["scalar"] and out.ndim == 2:
+                out = out.reshape(-1)
+            return out
+        return super()._read(src, ids)
+
+    def _default_name(self, t: Any) -> Optional[str]:
+        if t is None:
+            return self.store.feature_name
+        return next((n for n, f in self.store.types["node_types"][t]["features"].items() if f["default"]), None)
+
+
 def _edge_type_of(key: Any) -> Tuple[str, str, str]:
     """An edge type key of num_neighbors as a tuple: PyG's tuple, its ``EdgeTypeStr``
     (``"src__rel__dst"``) or tierfs's ``"src:rel:dst"``."""
@@ -714,7 +755,14 @@ class NeighborSampler(BaseSampler):
             raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
         row, col = _host_pair(inputs)
         s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        return self._link_output(inputs, s, neg_sampling)
+
+    def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's sampler output of the link sample s of the seed edges inputs (a
+        :class:`tierfs.LinkSample` or :class:`tierfs.HeteroLinkSample`, torch tensors)."""
         metadata = _link_metadata(inputs, s, neg_sampling)
+        if self.is_hetero:
+            return self._hetero_link_output(s, metadata)
         return SamplerOutput(
             node=s.nodes,
             row=s.row,
@@ -732,7 +780,9 @@ class NeighborSampler(BaseSampler):
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
         row, col = _host_pair(inputs)
         h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
-        metadata = _link_metadata(inputs, h, neg_sampling)
+        return self._hetero_link_output(h, _link_metadata(inputs, h, neg_sampling))
+
+    def _hetero_link_output(self, h: Any, metadata: tuple) -> HeteroSamplerOutput:
         return HeteroSamplerOutput(
             node=h.node,
             row=h.row,
@@ -754,6 +804,23 @@ def _host_pair(inputs: EdgeSamplerInput) -> tuple:
     if row.device.type != "cpu":
         row, col = row.cpu(), col.cpu()
     return row, col
+
+
+def _link_sample_to_torch(s: Any) -> Any:
+    """A numpy LinkSample or HeteroLinkSample (a plan's) as the sampler gives it for CPU torch
+    seed edges: every array a torch tensor."""
+    def conv(a: Any) -> Any:
+        return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
+
+    names = ["edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"]
+    if isinstance(s, HeteroSample):
+        for name in ("node", "row", "col", "edge"):
+            setattr(s, name, {k: conv(v) for k, v in getattr(s, name).items()})
+    else:
+        names += ["nodes", "row", "col", "nodes_per_hop", "edges_per_hop", "e_id"]
+    for name in names:
+        setattr(s, name, conv(getattr(s, name)))
+    return s
 
 
 def _link_metadata(inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> tuple:
@@ -1123,6 +1190,16 @@ class LinkNeighborLoader(_PyGLinkLoader):
         replace, seed: the sampler's (batch i samples with ``seed + i``).
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
+        planned_epochs, plan_dir, plan_disk_budget, shuffle_seed: with ``planned_epochs=K``
+            (and ``shuffle=True``) the loader plans K epochs of seed edge batches up front
+            (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``; docs/planned.md) and epoch e
+            replays planned epoch e mod K: the core's order of the seed edges from
+            ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this
+            module's sampler makes of the same seed edges when the sampler draws with the
+            batch's seed (negatives, subgraph, ``input_id``, labels), its rows of the default
+            feature read from the plan's packed files. Planned batches come from a
+            :class:`tierfs.pipeline.Pipeline`: sampled ahead, ``prefetch`` (at most 256) batches read
+            and made at once, in order; :meth:`stats` says which stage bounds the epoch.
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``transform``, ...).
     """
@@ -1141,8 +1218,19 @@ class LinkNeighborLoader(_PyGLinkLoader):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        planned_epochs: int = 0,
+        plan_dir: Optional[str] = None,
+        plan_disk_budget: Any = None,
+        shuffle_seed: int = 0,
+        prefetch: int = 4,
         **kwargs: Any,
     ) -> None:
+        if planned_epochs < 0:
+            raise errors.InvalidArgumentError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        if planned_epochs and not kwargs.get("shuffle", False):
+            raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
+        if not 1 <= prefetch <= MAX_DEPTH:
+            raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
         if isinstance(data, str):
             from ._open import open as _open
 
@@ -1166,11 +1254,72 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
                                                      reverse_edge_types=reverse_edge_types)
+        fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
-            stores(store), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
+            (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
+        self.plan: Any = None
+        self.prefetch = int(prefetch)
+        self._epoch = 0
+        self._run: Any = None  # the latest planned epoch's pipeline state, for stats()
+        if planned_epochs:
+            sp, inp = self.link_neighbor_sampler, self.input_data
+            # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
+            # (binary labels shifted by 1 where they start at 0).
+            self.plan = store.plan_epochs(
+                sp.num_neighbors, self.batch_size, planned_epochs, plan_dir=plan_dir, disk_budget=plan_disk_budget,
+                replace=sp.replace, drop_last=self.drop_last, seed=sp.seed, shuffle_seed=shuffle_seed,
+                seed_edges=(edge_type, torch.stack([inp.row, inp.col])) if store.is_hetero else torch.stack([inp.row, inp.col]),
+                edge_label=inp.label, neg_sampling=self.neg_sampling, **sp.link_options,
+            )
+
+    def __len__(self) -> int:
+        return self.plan.batches_per_epoch if self.plan is not None else super().__len__()
+
+    def __iter__(self) -> Any:
+        if self.plan is None:
+            return super().__iter__()
+        epoch = self._epoch
+        self._epoch += 1
+        cuda = torch.device(self.store.device) if self.store.device != "cpu" else None
+        pipeline = Pipeline(self.plan.batches_per_epoch, lambda b: self._planned_sample(epoch, b),
+                            lambda b, sampled: self._planned_make(epoch, b, sampled), self.prefetch,
+                            store=self.store, cuda_device=cuda, name="tierfs-link-loader")
+        self._run = pipeline._st
+        return pipeline
+
+    def stats(self) -> Dict[str, Any]:
+        """The latest planned epoch's pipeline stats (:meth:`tierfs.Loader.stats`); empty
+        without ``planned_epochs`` or before the first epoch."""
+        return pipeline_stats(self._run) if self._run is not None else {}
+
+    def planned_batch(self, epoch: int, batch: int) -> Union[Data, HeteroData]:
+        """Batch ``batch`` of epoch ``epoch`` of a planned loader (``planned_epochs``), made in
+        the calling thread: the plan's sample of its seed edges through PyG's ``filter_fn``, the
+        default feature's rows from the plan. Iterating the loader makes the same batches on a
+        :class:`tierfs.pipeline.Pipeline`: the next ones sampled and read ``prefetch`` at once."""
+        if self.plan is None:
+            raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: planned_batch needs planned_epochs")
+        return self._planned_make(epoch, batch, self._planned_sample(epoch, batch))
+
+    def _planned_sample(self, epoch: int, batch: int) -> Tuple[Tensor, Any]:
+        plan = self.plan
+        return torch.from_numpy(plan.seeds(epoch, batch)), _link_sample_to_torch(plan.sample(epoch, batch))
+
+    def _planned_make(self, epoch: int, batch: int, sampled: Tuple[Tensor, Any]) -> Union[Data, HeteroData]:
+        plan = self.plan
+        pos, sample = sampled
+        fs = self.data[0]
+        if isinstance(sample, HeteroSample):
+            fs.batch = {t: (sample.node[t], plan.gather(epoch, batch, sample.node[t].numpy(), node_type=t)) for t in plan.node_types}
+        else:
+            fs.batch = {None: (sample.nodes, plan.gather(epoch, batch, sample.nodes.numpy()))}
+        try:
+            return self.filter_fn(self.link_neighbor_sampler._link_output(self.input_data[pos], sample, self.neg_sampling))
+        finally:
+            fs.batch = {}
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"

@@ -13,7 +13,7 @@ import json
 import os
 import threading
 from ctypes import byref, c_int32, c_int64, c_void_p
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -758,6 +758,14 @@ class Store:
         workers: int = 0,
         place_tiers: bool = True,
         node_type: Optional[str] = None,
+        seed_edges: Any = None,
+        edge_label: Any = None,
+        neg_sampling: Any = None,
+        amount: Union[int, float] = 1,
+        strict: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
+        reverse_edge_types: Optional[Mapping[Any, Any]] = None,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
@@ -778,12 +786,23 @@ class Store:
         seeds: its "train" split) sampled as a :class:`tierfs.HeteroSampler` of ``seed`` samples
         them (batch b of planned epoch e: its first sample with the seed the core derives from
         ``seed``, e and b), packing per batch the rows of every node type with features.
+
+        With ``seed_edges`` (a ``(2, n)`` array or tensor of (src, dst) pairs, or the name of a
+        stored edge split, its labels with it; on a heterogeneous dataset ``(edge type, either)``)
+        the batches are of seed edges (link prediction): each epoch permutes them, and batch b of
+        planned epoch e is what ``sampler(fanouts, seed=s).sample_from_edges(...)`` gives for its
+        seed edges with ``edge_label``, ``neg_sampling``, ``amount``, ``strict``,
+        ``exclude_seed_edges`` and ``undirected`` (``reverse_edge_types`` on a heterogeneous
+        dataset), ``s`` the seed the core derives from ``seed``, e and b: the same negatives,
+        subgraph and rows. ``plan.seeds(e, b)`` are then the positions of the batch's seed edges.
         """
         return PlannedEpochs(
             self, fanouts, batch_size, epochs, seeds=seeds,
             plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
             replace=replace, drop_last=drop_last, seed=seed, shuffle_seed=shuffle_seed,
             replan=replan, workers=workers, place_tiers=place_tiers, node_type=node_type,
+            seed_edges=seed_edges, edge_label=edge_label, neg_sampling=neg_sampling, amount=amount, strict=strict,
+            exclude_seed_edges=exclude_seed_edges, undirected=undirected, reverse_edge_types=reverse_edge_types,
         )
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
