@@ -369,7 +369,7 @@ class Loader:
             import torch
 
             cuda = torch.device(self.store.device)
-        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader")
+        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader", plan=self.plan)
         # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
         self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
         return pipeline
@@ -377,7 +377,8 @@ class Loader:
     def stats(self) -> Dict[str, Any]:
         """Where the latest epoch's time went (:meth:`tierfs.pipeline.Pipeline.stats`): busy
         time and occupancy of the sample, gather (split, disk) and train stages, the time the
-        caller waited, and the stage that bounds the loop. Empty before the first epoch."""
+        caller waited, and the stage that bounds the loop (``bound``, ``bound_why``). Empty
+        before the first epoch."""
         return pipeline_stats(self._run) if self._run is not None else {}
 
     def __repr__(self) -> str:
