@@ -11,6 +11,9 @@ import pytest
 import torch
 
 import tierfs
+from tierfs.loader import _auto_decide
+
+from conftest import SEED
 
 
 def loader_threads():
@@ -141,3 +144,76 @@ def test_prefetch_generic():
     assert next(it) == 1
     with pytest.raises(KeyError):
         next(it)
+
+
+def test_auto_stays_on_demand_where_planning_cannot_pay(graph):
+    """planned_epochs="auto" decides at once: a memory tier holds every row, or shuffle=False."""
+    with tierfs.open(graph["path"], host_cache="16MiB") as store:
+        loader = tierfs.Loader(store, store.sampler([3]), graph["splits"]["train"], batch_size=200, planned_epochs="auto")
+        for _ in range(2):
+            assert sum(1 for _ in loader) == len(loader)
+        auto = loader.stats()["auto"]
+        assert auto["decided"] and auto["path"] == "on demand" and "every row" in auto["why"], auto
+        assert loader.plan is None
+    with tierfs.open(graph["path"], host_cache="64KiB") as store:
+        loader = tierfs.Loader(store, store.sampler([3]), graph["splits"]["train"], batch_size=200, shuffle=False, planned_epochs="auto")
+        list(loader)
+        assert "shuffle=False" in loader.stats()["auto"]["why"] and loader.plan is None
+
+
+@pytest.mark.parametrize("bad", ["yes", 1.5, True, None])
+def test_planned_epochs_bad_value(store, bad):
+    with pytest.raises(ValueError, match=f"planned_epochs {bad!r} must be"):
+        tierfs.Loader(store, store.sampler([3]), np.arange(10), batch_size=4, planned_epochs=bad)
+
+
+def epoch_stats(bound, wall=2.0, batches=10):
+    return {"bound": bound, "bound_why": f"because {bound}", "wall_s": wall, "batches": batches}
+
+
+def test_auto_rule():
+    """The rule of planned_epochs="auto", step by step: an on-demand epoch not bound by the disk
+    decides on demand; one bound by the disk tries a plan, which is kept only if it ran a batch
+    faster."""
+    a = {"path": "on demand", "decided": False}
+    assert _auto_decide(a, epoch_stats("gather"), planned=False, epoch=1) == "keep"
+    assert a["decided"] and a["path"] == "on demand" and "bound by gather" in a["why"]
+    for planned_wall, action, path in ((1.0, "keep", "planned"), (2.0, "drop", "on demand"), (3.0, "drop", "on demand")):
+        a = {"path": "on demand", "decided": False}
+        assert _auto_decide(a, epoch_stats("disk"), planned=False, epoch=1) == "plan"
+        assert not a["decided"] and a["path"] == "planned" and "because disk" in a["why"]
+        assert _auto_decide(a, epoch_stats("disk", wall=planned_wall), planned=True, epoch=2) == action
+        assert a["decided"] and a["path"] == path, (planned_wall, a)
+        assert a["on_demand_batch_s"] == 0.2 and a["planned_batch_s"] == planned_wall / 10
+
+
+def test_auto_runs_the_path_it_chose(graph):
+    """Out of core, "auto" measures epoch 0 on demand and then runs what it decided: every batch
+    has the right rows, each epoch covers the seeds once, and a planned epoch serves the plan's
+    samples (which path comes depends on this machine's timings: both are checked)."""
+    seeds = graph["splits"]["train"]
+    with tierfs.open(graph["path"], host_cache="64KiB") as store:
+        loader = tierfs.Loader(store, store.sampler([4, 3], seed=SEED % 1000), seeds, batch_size=100, seed=SEED, planned_epochs="auto")
+        assert loader.stats() == {}
+        bounds = []
+        for epoch in range(3):
+            it = iter(loader)
+            auto = loader.stats()["auto"] if epoch else None
+            if epoch == 1:  # decided from epoch 0's bound
+                assert (loader.plan is not None) == (bounds[0] == "disk") == (auto["path"] == "planned"), (bounds, auto)
+            plan = loader.plan
+            got = list(it)
+            assert len(got) == len(loader)
+            np.testing.assert_array_equal(np.sort(np.concatenate([b.seeds for b in got])), np.sort(seeds))
+            for i, b in enumerate(got):
+                np.testing.assert_array_equal(b.x, graph["x"][b.sample.nodes], err_msg=f"seed {SEED} epoch {epoch} batch {i}")
+                if plan is not None:
+                    np.testing.assert_array_equal(b.sample.nodes, plan.sample(epoch, i).nodes)
+            st = loader.stats()
+            bounds.append(st["bound"])
+            assert st["bound_why"] and "auto" in st
+        auto = loader.stats()["auto"]
+        assert auto["decided"], auto
+        assert (loader.plan is not None) == (auto["path"] == "planned")
+        if loader.plan is not None:
+            loader.plan.close()

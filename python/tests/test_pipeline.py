@@ -161,3 +161,46 @@ def test_pipelined_cuda_equals_serial(graph):
         for i, (a, b) in enumerate(zip(got, want)):
             assert a.x.is_cuda
             assert_same_batch(a, b, f"seed {SEED} cuda batch {i}")
+
+
+# wall, waiting, sample busy, gather busy, disk (None: unknown) -> the bound. The edges are
+# exclusive: waiting exactly 10% is not "train", sampling exactly 80% not "sample", disk exactly
+# half the gather time not "disk".
+BOUNDS = [
+    (10.0, 0.5, 9.0, 30.0, 25.0, "train"),  # the caller hardly waited, whatever else is busy
+    (10.0, 1.0, 9.0, 30.0, 25.0, "sample"),  # waited 10%: not train; the sampler 90% busy
+    (10.0, 5.0, 8.0, 30.0, 20.0, "disk"),  # sampler 80%: not sample; disk 67% of the gathers
+    (10.0, 5.0, 5.0, 30.0, 15.0, "gather"),  # disk exactly half
+    (10.0, 5.0, 5.0, 30.0, None, "gather"),  # disk time unknown (no store)
+    (10.0, 5.0, 5.0, 0.0, 0.0, "gather"),  # nothing gathered yet
+]
+
+
+@pytest.mark.parametrize("wall, waiting, sample, gather, disk, want", BOUNDS)
+def test_bound_of(wall, waiting, sample, gather, disk, want):
+    bound, why = tierfs.pipeline.bound_of(wall, waiting, sample, gather, disk)
+    assert bound == want, why
+    assert f"waited {waiting / wall:.0%}" in why  # the figures that decided it
+    if want == "disk":
+        assert f"{disk / gather:.0%} of the gathers" in why
+
+
+def test_slow_sampler_is_the_bound():
+    p = tierfs.Pipeline(10, lambda i: time.sleep(0.02) or i, lambda i, s: s, depth=3)
+    assert list(p) == list(range(10))
+    st = p.stats()
+    assert st["bound"] == "sample", st
+    assert "sampler was busy" in st["bound_why"]
+
+
+def test_planned_reads_count_as_disk(graph):
+    """A planned epoch's packed reads are its disk time: the store's counters do not see them."""
+    with tierfs.open(graph["path"], host_cache="64KiB") as store:
+        loader = tierfs.Loader(store, store.sampler([4, 3], seed=SEED % 1000), graph["splits"]["train"], batch_size=100,
+                               seed=SEED, planned_epochs=1)
+        n = sum(1 for _ in loader)
+        read = loader.plan.stats()["read_seconds"]
+        st = loader.stats()
+        assert st["batches"] == n and read > 0
+        assert st["stages"]["disk"]["busy_s"] >= read, (st["stages"], read)
+        loader.plan.close()

@@ -4,10 +4,11 @@ One model step per batch (PyG GraphSAGE or GCN, hidden 256, Adam, cross-entropy 
 labels), the same batches (train seeds in one seeded order, the tierfs sampler with one seed,
 sample call i drawing batch i) and the same model init for every configuration:
 
-  memory-gpu        features in a CUDA tensor, ``index_select`` on the GPU, the next --depth
-                    batches sampled on a thread while the model trains: the best in-memory loop
-                    a user would write, the limit; cpu: a host tensor
-  memory-gpu-serial the same, sampling each batch inline (no overlap)
+  memory-gpu        features in a CUDA tensor; a thread samples the next --depth batches, copies
+                    them to the GPU and gathers their rows (``index_select``) on a side stream
+                    while the model trains: the best in-memory loop a user would write, the
+                    limit; cpu: a host tensor
+  memory-gpu-serial the same, sampling and gathering each batch inline (no overlap)
   memory-pinned     features in a pinned host tensor, ``index_select`` on the host into a pinned
                     buffer, then ``.to(device, non_blocking=True)``
   tierfs-cached     a tierfs store whose GPU tier holds every row (cpu: the host tier)
@@ -23,11 +24,13 @@ sample call i drawing batch i) and the same model init for every configuration:
 The sampler is tierfs's for every configuration (on the GPU, with the topology in device memory,
 when the device is CUDA), so the configurations differ only in where features come from.
 Per configuration: seeds/s over a fixed number of timed batches (after warm-up; a time cap per
-configuration may cut them short), the epoch time it implies, per-stage times, the GPU's busy
-share, rows and bytes per tier per batch, SSD rows per batch and the disk bound (4 KiB IOPS of
-``tierfs bench disk`` / distinct 4 KiB blocks read per batch * batch size). docs/bench-train.md explains the output.
+configuration may cut them short; with --repeats R the median of R runs, the configurations
+interleaved in rotated order, after one untimed warm-up round), the epoch time it implies,
+per-stage times, the GPU's busy share, rows and bytes per tier per batch, SSD rows per batch and
+the disk bound (4 KiB IOPS of ``tierfs bench disk`` / distinct 4 KiB blocks read per batch *
+batch size). docs/bench-train.md explains the output.
 
-    python -m tierfs.benchtrain DATASET [--device cuda] [--json out.json] [--plots DIR]
+    python -m tierfs.benchtrain DATASET [--device cuda] [--repeats 3] [--json out.json] [--plots DIR]
     python -m tierfs.benchtrain --plot-only out.json --plots DIR
 """
 
@@ -40,6 +43,7 @@ import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +68,8 @@ MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial", "memory-pinned")
 GPU_MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial")
 TIERED_CONFIGS = ("tierfs-serial", "tierfs-pipelined", "tierfs-planned")
 MEMMAP_CONFIGS = ("memmap-cold", "memmap-budget")
+LOADER_CONFIGS = ("tierfs-pipelined", "tierfs-planned")
+PREFETCHED_CONFIGS = ("memory-gpu",) + LOADER_CONFIGS
 
 
 # arguments -----------------------------------------------------------------------------------
@@ -86,6 +92,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch-sizes", default="1024,8000")
     p.add_argument("--batches", type=int, default=20, help="timed batches per configuration (after warm-up)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up batches per configuration")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="runs of every configuration, interleaved: repeat k runs each once, the order rotated by k; "
+                        "figures are per-configuration medians, every repeat's kept in the JSON")
     p.add_argument("--max-seconds", type=float, default=30.0,
                    help="cap on the timed batches of one configuration: stop after the batch that passes it (at least one timed batch)")
     p.add_argument("--time-budget", type=float, default=0.0,
@@ -132,8 +141,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--cache-fractions wants two fractions: GPU tier, host tier")
     a.gpu_frac, a.host_frac = fr
     a.sweep_host = _list(a.sweep_host, float)
-    if a.batches < 1 or a.warmup < 0 or a.depth < 1:
-        p.error("--batches and --depth must be at least 1, --warmup at least 0")
+    if a.batches < 1 or a.warmup < 0 or a.depth < 1 or a.repeats < 1:
+        p.error("--batches, --depth and --repeats must be at least 1, --warmup at least 0")
     return a
 
 
@@ -607,7 +616,7 @@ class Bench:
             dataset=os.path.abspath(a.dataset), nodes=self.n, dim=self.dim, row_bytes=self.rb, dtype=str(self.np_dtype),
             feature_bytes=self.feat_bytes, train_seeds=int(len(self.train)), classes=self.classes, device=str(self.dev),
             device_name=dev_name, torch=torch.__version__, cpus=os.cpu_count(), seed=a.seed, hidden=a.hidden, depth=a.depth,
-            warmup=a.warmup, batches=a.batches, max_seconds=a.max_seconds, gpu_fraction=a.gpu_frac if self.cuda else 0.0,
+            warmup=a.warmup, batches=a.batches, repeats=a.repeats, max_seconds=a.max_seconds, gpu_fraction=a.gpu_frac if self.cuda else 0.0,
             host_fraction=a.host_frac if self.cuda else a.gpu_frac + a.host_frac, memory_budget_bytes=self.budget_bytes,
             planned_epoch=a.planned_epoch, unverified_reads=bool(a.unverified_reads or a.io_backend == "gpu-uring"), disk=self.disk, setup_seconds=time.perf_counter() - t0,
             sampler="tierfs, on the GPU (topology in device memory)" if self.cuda else "tierfs, on the host",
@@ -661,27 +670,7 @@ class Bench:
             X = self.X_dev
             return serial(cached, lambda nodes: torch.index_select(X, 0, nodes.to(dev, non_blocking=True)))
         if cfg == "memory-gpu":
-            # The best in-memory loop: a thread samples the next --depth batches while the model
-            # trains on this one; the rows come from the CUDA tensor by index_select.
-            X = self.X_dev
-            sampler = cached.sampler(fanouts, seed=a.seed)
-            extra["closers"].append(sampler.close)
-
-            def sampled():
-                for s_ids in chunks:
-                    yield s_ids, sampler.sample(s_ids)
-
-            pf = self.tierfs.prefetch(sampled(), a.depth)
-            extra["closers"].insert(0, pf.close)
-
-            def overlapped():
-                for s_ids, s in pf:
-                    t = time.perf_counter()
-                    x = torch.index_select(X, 0, s.nodes.to(dev, non_blocking=True))
-                    stage["gather"] += time.perf_counter() - t
-                    yield s_ids, s.nodes, s.row, s.col, x
-
-            return overlapped()
+            return self.overlapped(cached, fanouts, chunks, extra)
         if cfg == "memory-pinned":
             X = self.X_host
             bufs: List[Any] = [None, None]  # two pinned buffers, taking turns
@@ -760,13 +749,68 @@ class Bench:
             return to_dev()
         raise AssertionError(cfg)
 
-    def run(self, cfg: str, model_kind: str, fanouts: List[int], batch: int, extra: Dict[str, Any]) -> Dict[str, Any]:
+    def overlapped(self, store, fanouts: List[int], chunks: List[Any], extra: Dict[str, Any]) -> Iterator[Tuple]:
+        """memory-gpu, the best in-memory loop: one thread (``tierfs.prefetch``, up to --depth
+        batches ahead) samples each batch, copies the sample to the device from pinned memory
+        and gathers its rows with ``index_select``, both on a CUDA side stream; the training
+        loop only makes its stream wait for the batch's event (GraphBolt's feature fetch on its
+        own stream, apex's data_prefetcher). A thread, not "launch batch i+1's sampling, then
+        train batch i": the sampler returns host arrays, so its call blocks until the GPU
+        sampler's kernels and the copy back are done; the native call releases the GIL, and
+        the thread holds it only for a few short torch calls a batch. The thread's seconds
+        and batches go to ``extra["thread_busy"]``."""
+        torch, dev, X = self.torch, self.dev, self.X_dev
+        sampler = store.sampler(fanouts, seed=self.a.seed)
+        extra["closers"].append(sampler.close)
+        busy = extra["thread_busy"] = dict(sample=0.0, gather=0.0, batches=0)
+        side = torch.cuda.Stream(device=dev) if self.cuda else None
+
+        def prepared():
+            for s_ids in chunks:
+                t = time.perf_counter()
+                s = sampler.sample(s_ids)
+                t2 = time.perf_counter()
+                if side is None:
+                    item = (s_ids, s.nodes, s.row, s.col, torch.index_select(X, 0, s.nodes), None)
+                else:
+                    with torch.cuda.stream(side):
+                        ids, nodes, row, col = (v.pin_memory().to(dev, non_blocking=True) for v in (s_ids, s.nodes, s.row, s.col))
+                        x = torch.index_select(X, 0, nodes)
+                        done = torch.cuda.Event()
+                        done.record(side)
+                    item = (ids, nodes, row, col, x, done)
+                busy["sample"] += t2 - t
+                busy["gather"] += time.perf_counter() - t2
+                busy["batches"] += 1
+                yield item
+
+        pf = self.tierfs.prefetch(prepared(), self.a.depth)
+        extra["closers"].insert(0, pf.close)
+
+        def trained_on_this_stream():
+            for *batch, done in pf:
+                if done is not None:
+                    # The training stream waits for the side stream's copies and gather; the
+                    # tensors are marked in use there, so their memory is not handed out early.
+                    current = torch.cuda.current_stream(dev)
+                    current.wait_event(done)
+                    for t_ in batch:
+                        t_.record_stream(current)
+                yield tuple(batch)
+
+        return trained_on_this_stream()
+
+    def run(self, cfg: str, model_kind: str, fanouts: List[int], batch: int, extra: Dict[str, Any], warmup_only: bool = False) -> Dict[str, Any]:
+        """One run of cfg: --warmup untimed batches, then --batches timed ones. ``warmup_only``:
+        at least one untimed batch and nothing timed (the warm-up round); returns {}."""
         import torch.nn.functional as F
 
         torch, a = self.torch, self.a
         # memmap: no warm-up batches (they would read the file cold once more; the model and the
         # GPU were warmed by the configurations before it)
         W, N = (0 if cfg in MEMMAP_CONFIGS else a.warmup), a.batches
+        if warmup_only:
+            W = max(W, 1)
         seeds = extra.get("seeds")
         if seeds is None:
             seeds = self.order((W + N) * batch)
@@ -791,11 +835,13 @@ class Bench:
         t0 = None
         io0 = None
         smi = None
-        warm_t = time.perf_counter()
+        warm_t = None  # the end of the first batch: the warm-up cap counts from there
         try:
             i = 0
             while True:
-                if i == W or (t0 is None and i > 0 and time.perf_counter() - warm_t > a.max_seconds / 2):
+                if i == W or (t0 is None and warm_t is not None and time.perf_counter() - warm_t > a.max_seconds / 2):
+                    if warmup_only:
+                        break
                     if t0 is None:  # the timed window starts here
                         if cfg in MEMMAP_CONFIGS:
                             extra["cold"](extra)
@@ -837,8 +883,12 @@ class Bench:
                     nodes_sum += int(nodes.shape[0])
                     edges_sum += int(row.shape[0])
                     timed += 1
+                if warm_t is None:
+                    warm_t = time.perf_counter()
                 i += 1
             self.sync()
+            if warmup_only:
+                return {}
             wall = time.perf_counter() - t0 if t0 is not None else 0.0
             smi_util = smi.stop() if smi is not None else None
         finally:
@@ -858,10 +908,13 @@ class Bench:
             losses=[float(v) for v in losses],
         )
         stages = {"fetch": fetch_s, "train_host": train_s}
-        if cfg not in ("tierfs-pipelined", "tierfs-planned"):
+        if "thread_busy" in extra:  # memory-gpu: its thread's mean a batch over every batch it made
+            tb = extra["thread_busy"]
+            stages.update({k: tb[k] / max(1, tb["batches"]) * timed for k in ("sample", "gather")})
+        elif cfg not in LOADER_CONFIGS:  # the loaders' stages are in loader_stats
             stages.update(sample=stage["sample"], gather=stage["gather"])
-        else:
-            stages["wait"] = fetch_s  # the consumer blocked on the loader
+        if cfg in PREFETCHED_CONFIGS:
+            stages["wait"] = fetch_s  # the training loop blocked on the prefetched batches
         r["stage_ms_per_batch"] = {k: 1e3 * v / timed for k, v in stages.items()}
         if gpu_busy is not None:
             r["stage_ms_per_batch"]["train_gpu"] = 1e3 * gpu_busy / timed
@@ -980,8 +1033,13 @@ class Bench:
         return extra
 
     def run_all(self) -> None:
+        """Per fanouts and batch size (the tiers placed once), per model: a warm-up round, then
+        --repeats rounds of every configuration but tierfs-planned, round k in the order rotated
+        by k, then tierfs-planned's repeats (after the others: a plan may re-place the tiers).
+        Appends one result per configuration: the median of its repeats."""
         a = self.a
         groups = list(itertools.product([tuple(f) for f in a.fanouts], a.batch_sizes))
+        rows = [c for c in a.configs if c != "tierfs-planned"]
         for fan, batch in groups:
             fanouts = list(fan)
             placed = None
@@ -989,23 +1047,52 @@ class Bench:
                 placed = self.place(fanouts, batch, a.host_frac)
             for model in a.models:
                 name = _combo_name(model, fanouts, batch)
-                print(f"\n== {name}: {a.warmup} warm-up + {a.batches} timed batches per configuration (cap {a.max_seconds:g} s)")
-                for cfg in a.configs:
-                    if cfg == "tierfs-planned":
-                        continue  # after the other configurations (a plan may re-place the tiers)
-                    self._one(cfg, model, fanouts, batch, placed)
+                print(f"\n== {name}: {a.warmup} warm-up + {a.batches} timed batches per configuration (cap {a.max_seconds:g} s)"
+                      + (f", {a.repeats} repeats in rotated order" if a.repeats > 1 else ""))
+                self.warm_up(rows, model, fanouts, batch)
+                runs: Dict[str, List[Dict[str, Any]]] = {c: [] for c in rows}
+                for k in range(a.repeats):
+                    for pos, cfg in enumerate(_rotated(rows, k)):
+                        runs[cfg].append(dict(self._one(cfg, model, fanouts, batch, placed, repeat=k), position=pos))
+                self._keep(rows, runs)
             if "tierfs-planned" in a.configs:
                 extra: Dict[str, Any] = {}
                 if not self.over_budget():
                     self.make_plan(fanouts, batch, extra)
                 try:
                     for model in a.models:
-                        ex = dict(extra, closers=[])
-                        self._one("tierfs-planned", model, fanouts, batch, placed, ex)
+                        planned = [self._one("tierfs-planned", model, fanouts, batch, placed, dict(extra, closers=[]), repeat=k)
+                                   for k in range(a.repeats)]
+                        self._keep(["tierfs-planned"], {"tierfs-planned": planned})
                 finally:
                     self.close_plan(extra)
 
-    def _one(self, cfg, model, fanouts, batch, placed, extra=None) -> None:
+    def warm_up(self, rows: List[str], model: str, fanouts: List[int], batch: int) -> None:
+        """The warm-up round: the limit's loop (memory-gpu, else the first configuration that
+        needs no setup of its own) runs its warm-up batches untimed, so what a process or a new
+        model shape pays once (CUDA context, lazy kernel loading, the allocator's first growth)
+        falls on no timed run, whichever configuration comes first."""
+        cands = [c for c in rows if c not in MEMMAP_CONFIGS and (c not in TIERED_CONFIGS or "tiered" in self.stores)]
+        if not cands or self.over_budget():
+            return
+        cfg = "memory-gpu" if "memory-gpu" in cands else cands[0]
+        t = time.perf_counter()
+        self.run(cfg, model, fanouts, batch, {"closers": []}, warmup_only=True)
+        print(f"warm-up round: {cfg}, {max(self.a.warmup, 1)} untimed batches ({time.perf_counter() - t:.1f} s)")
+
+    def _keep(self, rows: List[str], runs: Dict[str, List[Dict[str, Any]]]) -> None:
+        merged = [merge_repeats(runs[c]) for c in rows if runs[c]]
+        self.results.extend(merged)
+        if self.a.repeats > 1:
+            print(f"median of {self.a.repeats} repeats (every repeat's seeds/s, in repeat order):")
+            for r in merged:
+                if r.get("seeds_per_s"):
+                    each = ", ".join("-" if v is None else f"{v:,.0f}" for v in r["seeds_per_s_repeats"])
+                    print(f"{r['config']:18} {r['seeds_per_s']:10,.0f}   [{each}]")
+                else:
+                    print(f"{r['config']:18} skipped: {r.get('skipped') or r.get('error')}")
+
+    def _one(self, cfg, model, fanouts, batch, placed, extra=None, repeat: int = 0) -> Dict[str, Any]:
         t = time.perf_counter()
         extra = {} if extra is None else extra
         extra.setdefault("closers", [])
@@ -1038,8 +1125,9 @@ class Bench:
         r.update(model=model, fanouts=fanouts, batch_size=batch, elapsed_seconds=time.perf_counter() - t)
         if placed and cfg in TIERED_CONFIGS:
             r["placement"] = placed
-        self.results.append(r)
-        _print_row(r)
+        r["repeat"] = repeat
+        _print_row(r, repeat if self.a.repeats > 1 else None)
+        return r
 
     def sweep(self) -> None:
         a = self.a
@@ -1072,6 +1160,33 @@ class Bench:
             s.close()
 
 
+def _rotated(rows: List[str], k: int) -> List[str]:
+    """Repeat k's order: rows rotated left by k, so each row takes every position in turn."""
+    k %= max(1, len(rows))
+    return rows[k:] + rows[:k]
+
+
+def merge_repeats(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One configuration's result over its repeats: seeds/s (and the batch and epoch times) the
+    median of the repeats that ran, every other figure from the repeat nearest that median (the
+    earlier one on a tie); ``seeds_per_s_repeats`` lists every repeat's figure in repeat order
+    (None where one did not run) and ``repeats`` holds every repeat's whole result. With no
+    repeat that ran, the first repeat's result (its skip reason or error)."""
+    ran = [r for r in runs if r.get("seeds_per_s")]
+    base = runs[0]
+    if ran:
+        med = float(statistics.median(r["seeds_per_s"] for r in ran))
+        base = min(ran, key=lambda r: (abs(r["seeds_per_s"] - med), r.get("repeat", 0)))
+    out = dict(base)
+    out["repeats"] = runs
+    out["seeds_per_s_repeats"] = [r.get("seeds_per_s") for r in runs]
+    if ran:
+        scale = base["seeds_per_s"] / med
+        out.update(seeds_per_s=med, batch_ms=base["batch_ms"] * scale, epoch_seconds=base["epoch_seconds"] * scale,
+                   median_of=len(ran), figures_from_repeat=base.get("repeat", 0))
+    return out
+
+
 # report ----------------------------------------------------------------------------------------
 
 
@@ -1080,22 +1195,33 @@ def _print_header() -> None:
           f"{'train':>8} {'GPU ev':>7} {'GPU smi':>7} {'SSD rows':>9} {'elapsed':>8}")
 
 
-def _print_row(r: Dict[str, Any]) -> None:
+def _print_row(r: Dict[str, Any], repeat: Optional[int] = None) -> None:
+    name = r["config"] if repeat is None else f"{r['config']} #{repeat}"
     if r.get("skipped") or r.get("error"):
-        print(f"{r['config']:18} skipped: {r.get('skipped') or r.get('error')}")
+        print(f"{name:18} skipped: {r.get('skipped') or r.get('error')}")
         return
     s = r["stage_ms_per_batch"]
     pct = lambda v: "-" if v is None else f"{100 * v:.0f}%"  # noqa: E731
     ms = lambda k: f"{s[k]:.1f}" if k in s else "-"  # noqa: E731
     ssd = r.get("ssd_rows_per_batch", r.get("packed_rows_per_batch"))
     train = s.get("train_gpu", s.get("train_host"))
-    print(f"{r['config']:18} {r['seeds_per_s']:10,.0f} {r['epoch_seconds']:9.1f} {r['batch_ms']:9.1f} {ms('sample'):>8} {ms('gather'):>8} "
+    print(f"{name:18} {r['seeds_per_s']:10,.0f} {r['epoch_seconds']:9.1f} {r['batch_ms']:9.1f} {ms('sample'):>8} {ms('gather'):>8} "
           f"{ms('wait'):>8} {train:8.1f} {pct(r.get('gpu_util_events')):>7} {pct(r.get('gpu_util_smi')):>7} "
           f"{'-' if ssd is None else f'{ssd:,.0f}':>9} {r['elapsed_seconds']:7.1f}s  ({r['timed_batches']} batches)")
 
 
+def _ratio_by_repeat(rs: Dict[str, Dict[str, Any]], num: str, den: str) -> Optional[List[Optional[float]]]:
+    """num ÷ den in each repeat (the two ran in the same round), or None without repeats."""
+    a, b = rs.get(num, {}).get("repeats"), rs.get(den, {}).get("repeats")
+    if not a or not b or len(a) < 2:
+        return None
+    return [x.get("seeds_per_s") / y["seeds_per_s"] if x.get("seeds_per_s") and y.get("seeds_per_s") else None for x, y in zip(a, b)]
+
+
 def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Per (model, fanouts, batch): the disk bound and the headline ratios."""
+    """Per (model, fanouts, batch): the disk bound and the headline ratios, each of medians over
+    the repeats (the limit is memory-gpu's median); with repeats, ``by_repeat`` gives the ratios
+    to the limit within each round."""
     iops = (report.get("disk") or {}).get("iops_4k")
     combos: Dict[Tuple, Dict[str, Dict]] = {}
     for r in report["results"]:
@@ -1126,8 +1252,14 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                 h[f"pipelined_over_{peer.replace('-', '_')}"] = pipe / sps[peer]
         if sps.get("tierfs-planned") and pipe:
             h["planned_over_pipelined"] = sps["tierfs-planned"] / pipe
-        # same batches, same init: the loss of batch i of every configuration but planned agrees
-        ls = [r["losses"] for c, r in rs.items() if r.get("losses") and c != "tierfs-planned"]
+        by = {k: v for k, v in (("memory_gpu_overlap_gain", _ratio_by_repeat(rs, "memory-gpu", "memory-gpu-serial")),
+                                ("cached_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-cached", "memory-gpu")),
+                                ("pipelined_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-pipelined", "memory-gpu"))) if v}
+        if by:
+            h["by_repeat"] = by
+        # same batches, same init: the loss of batch i of every configuration but planned, in
+        # every repeat, agrees
+        ls = [x["losses"] for c, r in rs.items() if c != "tierfs-planned" for x in r.get("repeats", [r]) if x.get("losses")]
         if len(ls) > 1:
             k = min(len(x) for x in ls)
             h["max_loss_diff"] = max(abs(x[i] - ls[0][i]) for x in ls for i in range(k)) if k else None
@@ -1136,16 +1268,19 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def print_summary(heads: List[Dict[str, Any]]) -> None:
-    print("\nheadline (per model, fanouts, batch):")
-    print(f"{'':28} {'SSD rows':>9} {'disk bound':>11} {'pipelined /':>12} {'cached /':>9} {'tierfs /':>9} {'tierfs /':>9} {'max |dloss|':>11}")
-    print(f"{'':28} {'per batch':>9} {'seeds/s':>11} {'min(mem,disk)':>12} {'mem-gpu':>9} {'mm-cold':>9} {'mm-budget':>9}")
+    print("\nheadline (per model, fanouts, batch; medians over the repeats):")
+    print(f"{'':28} {'SSD rows':>9} {'disk bound':>11} {'pipelined /':>12} {'cached /':>9} {'mem-gpu /':>9} {'tierfs /':>9} {'tierfs /':>9} {'max |dloss|':>11}")
+    print(f"{'':28} {'per batch':>9} {'seeds/s':>11} {'min(mem,disk)':>12} {'mem-gpu':>9} {'serial':>9} {'mm-cold':>9} {'mm-budget':>9}")
     f = lambda v, p=3: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))  # noqa: E731
     for h in heads:
         b = h.get("disk_bound_seeds_per_s")
         print(f"{_combo_name(h['model'], h['fanouts'], h['batch_size']):28} {f(h.get('ssd_rows_per_batch'), 0):>9} "
               f"{'-' if b is None else f'{b:,.0f}':>11} {f(h.get('pipelined_over_limit')):>12} "
-              f"{f(h.get('cached_over_memory_gpu')):>9} {f(h.get('pipelined_over_memmap_cold')):>9} {f(h.get('pipelined_over_memmap_budget')):>9} "
+              f"{f(h.get('cached_over_memory_gpu')):>9} {f(h.get('memory_gpu_overlap_gain')):>9} "
+              f"{f(h.get('pipelined_over_memmap_cold')):>9} {f(h.get('pipelined_over_memmap_budget')):>9} "
               f"{f(h.get('max_loss_diff'), 2) if h.get('max_loss_diff') is None else format(h['max_loss_diff'], '.1e'):>11}")
+        for k, vs in h.get("by_repeat", {}).items():
+            print(f"{'':30}{k} by repeat: {', '.join(f(v) for v in vs)}")
 
 
 # plots -------------------------------------------------------------------------------------------
@@ -1204,7 +1339,12 @@ def plots(report: Dict[str, Any], outdir: str) -> List[str]:
             vals = []
             for c in names:
                 sm = rs[c]["stage_ms_per_batch"]
-                vals.append(sm.get("train_host", 0.0) if s == "train" else sm.get(s, 0.0))
+                if s == "train":
+                    vals.append(sm.get("train_host", 0.0))
+                elif s in ("sample", "gather") and "wait" in sm:
+                    vals.append(0.0)  # memory-gpu's run on its thread, off the loop's path: its wait shows them
+                else:
+                    vals.append(sm.get(s, 0.0))
             ax.barh(names, vals, left=left, label=s, color=f"C{j}")
             left += np.array(vals)
         ax.plot([rs[c]["batch_ms"] for c in names], names, "k|", markersize=12, label="batch wall")

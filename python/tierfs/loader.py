@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, Union
@@ -145,6 +146,71 @@ class Batch:
         return int(self.seeds.shape[0])
 
 
+def _memory_holds_every_row(store: Store) -> bool:
+    """Whether, for every served feature, one memory tier (GPU or host) holds every row (two
+    tiers may hold a row both, so their sum proves nothing)."""
+    s = store.stats()
+    for part in (list(s["node_types"].values()) if s.get("node_types") else [s]):
+        held = {t["tier"]: t["rows_held"] for t in part.get("tiers", [])}
+        if max(held.get("gpu", 0), held.get("host", 0)) < held.get("ssd", 0):
+            return False
+    return True
+
+
+def _auto_start(loader: "Loader") -> Dict[str, Any]:
+    """planned_epochs="auto" before epoch 0: on demand, decided at once where planning cannot
+    pay or cannot run."""
+    why = ""
+    if loader._distributed:
+        why = "a distributed store (planned epochs are not supported there)"
+    elif not loader.shuffle:
+        why = "shuffle=False (planned epochs need shuffle=True)"
+    elif _memory_holds_every_row(loader.store):
+        why = "the memory tiers hold every row: no disk reads to plan"
+    if why:
+        return {"path": "on demand", "decided": True, "why": why}
+    return {"path": "on demand", "decided": False, "why": "epoch 0 runs on demand and is measured"}
+
+
+def _auto_step(loader: "Loader", epoch: int) -> None:
+    """planned_epochs="auto" before ``epoch``: :func:`_auto_decide` from the latest epoch's
+    stats, then plans or drops the plan."""
+    run = loader._run
+    if loader._auto is None or run is None or run.delivered == 0:
+        return  # nothing measured yet
+    action = _auto_decide(loader._auto, pipeline_stats(run), loader.plan is not None, epoch)
+    if action == "plan":
+        t = time.perf_counter()
+        loader.plan = loader._plan_epochs(1)
+        loader._auto["plan_s"] = time.perf_counter() - t
+    elif action == "drop":
+        loader.plan.close()
+        loader.plan = None
+
+
+def _auto_decide(a: Dict[str, Any], st: Dict[str, Any], planned: bool, epoch: int) -> str:
+    """The rule of planned_epochs="auto" (see :class:`Loader`): updates the state ``a`` from
+    ``st``, the stats of the epoch before ``epoch`` (planned or not), and returns ``"plan"``
+    (after an on-demand epoch bound by the disk), ``"drop"`` (the planned epoch ran a batch no
+    faster than the on-demand one) or ``"keep"`` (the path stays; decided unless it is the
+    plan's first epoch)."""
+    per_batch = st["wall_s"] / max(1, st["batches"])
+    if not planned:
+        a["on_demand_batch_s"] = per_batch
+        if st["bound"] != "disk":
+            a.update(decided=True, why=f"epoch {epoch - 1} on demand was bound by {st['bound']}, not the disk: {st['bound_why']}")
+            return "keep"
+        a.update(path="planned", why=f"epoch {epoch - 1} on demand was bound by the disk ({st['bound_why']}): epoch {epoch} tries planned epochs")
+        return "plan"
+    a["planned_batch_s"] = per_batch
+    planned_ms, demand_ms = 1e3 * per_batch, 1e3 * a["on_demand_batch_s"]
+    if per_batch < a["on_demand_batch_s"]:
+        a.update(decided=True, why=f"planned ran {planned_ms:.2f} ms a batch against {demand_ms:.2f} ms on demand")
+        return "keep"
+    a.update(path="on demand", decided=True, why=f"on demand ran {demand_ms:.2f} ms a batch against {planned_ms:.2f} ms planned")
+    return "drop"
+
+
 class Loader:
     """Mini-batches of (seeds, sampled neighborhood, features, labels), pipelined.
 
@@ -164,6 +230,13 @@ class Loader:
     ``plan_disk_budget``: epoch ``e`` replays planned epoch ``e mod K`` — the order (the core's,
     from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
     with a few large reads. The sampler's fanouts, replace and seed define the plan.
+
+    ``planned_epochs="auto"`` picks the faster path by measuring: epoch 0 runs on demand. If the
+    disk bounded it (``stats()["bound"] == "disk"``), the loader plans one epoch (as
+    ``planned_epochs=1``: every later epoch replays it) before epoch 1, and after epoch 1 keeps
+    whichever of the two ran a batch faster (wall time, training included). Otherwise it stays
+    on demand, decided at once where a memory tier holds every row, on a distributed store or
+    with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
 
     On a distributed store (``tierfs.open(..., cache_mode=...)``, :mod:`tierfs.distributed`) each
     rank iterates its share of ``seeds`` (:func:`tierfs.distributed.split_seeds`, as torch's
@@ -204,7 +277,7 @@ class Loader:
         prefetch: int = 4,
         seed: int = 0,
         labels: Optional[bool] = None,
-        planned_epochs: int = 0,
+        planned_epochs: Union[int, str] = 0,
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
         transform: Optional[Callable[[Batch], Any]] = None,
@@ -217,6 +290,12 @@ class Loader:
             self.node_type = node_type
             if labels is None:
                 labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
+        auto = isinstance(planned_epochs, str) and planned_epochs == "auto"
+        if auto:
+            planned_epochs = 0
+        elif isinstance(planned_epochs, (bool, np.bool_)) or not isinstance(planned_epochs, (int, np.integer)):
+            raise ValueError(f'planned_epochs {planned_epochs!r} must be 0 (sample every epoch), K >= 1 (plan K epochs) or "auto"')
+        planned_epochs = int(planned_epochs)
         if planned_epochs < 0:
             raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
         if planned_epochs and not shuffle:
@@ -244,13 +323,20 @@ class Loader:
         self._distributed = isinstance(store, DistributedStore)
         if planned_epochs and self._distributed:
             raise NotSupportedError("tierfs.Loader: planned_epochs is not supported on a distributed store yet")
+        self._plan_args = (plan_dir, plan_disk_budget)
         if planned_epochs:
-            fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
-            self.plan = store.plan_epochs(
-                fanouts, self.batch_size, planned_epochs, seeds=self._seeds, plan_dir=plan_dir,
-                disk_budget=plan_disk_budget, replace=sampler.replace, drop_last=self.drop_last,
-                seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
-            )
+            self.plan = self._plan_epochs(planned_epochs)
+        self._auto: Optional[Dict[str, Any]] = _auto_start(self) if auto else None
+
+    def _plan_epochs(self, epochs: int) -> Any:
+        plan_dir, disk_budget = self._plan_args
+        sampler = self.sampler
+        fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
+        return self.store.plan_epochs(
+            fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=plan_dir,
+            disk_budget=disk_budget, replace=sampler.replace, drop_last=self.drop_last,
+            seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
+        )
 
     def __len__(self) -> int:
         n = loader_share(self.store, self._seeds.shape[0], self.drop_last)
@@ -366,13 +452,15 @@ class Loader:
         previous = self._pipeline() if self._pipeline is not None else None
         if previous is not None:
             previous.close()
+        if self._auto is not None and not self._auto["decided"]:
+            _auto_step(self, epoch)  # after the close: it may close the plan the previous epoch read
         sample, gather = self._stages(epoch)
         cuda = None
         if self.store.device != "cpu":
             import torch
 
             cuda = torch.device(self.store.device)
-        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader")
+        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader", plan=self.plan)
         # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
         self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
         return pipeline
@@ -380,8 +468,13 @@ class Loader:
     def stats(self) -> Dict[str, Any]:
         """Where the latest epoch's time went (:meth:`tierfs.pipeline.Pipeline.stats`): busy
         time and occupancy of the sample, gather (split, disk) and train stages, the time the
-        caller waited, and the stage that bounds the loop. Empty before the first epoch."""
-        return pipeline_stats(self._run) if self._run is not None else {}
+        caller waited, and the stage that bounds the loop (``bound``, ``bound_why``); with
+        ``planned_epochs="auto"``, ``auto``: the path (``"on demand"`` or ``"planned"``), whether
+        it is decided, why, and the measured seconds a batch. Empty before the first epoch."""
+        st = pipeline_stats(self._run) if self._run is not None else {}
+        if st and self._auto is not None:
+            st["auto"] = dict(self._auto)
+        return st
 
     def __repr__(self) -> str:
         return (

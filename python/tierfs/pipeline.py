@@ -23,9 +23,9 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
-__all__ = ["Pipeline", "pipeline_stats"]
+__all__ = ["Pipeline", "pipeline_stats", "bound_of"]
 
 #: Most batches a pipeline has in flight: each is a gather thread (with its CUDA stream) and the
 #: memory of a batch.
@@ -77,6 +77,7 @@ class _State:
         self.start = time.perf_counter()
         self.end: Optional[float] = None
         self.store: Any = None
+        self.plan: Any = None
         self.base: Optional[tuple] = None
 
     def shutdown(self) -> None:
@@ -148,8 +149,9 @@ class Pipeline(Iterator[Any]):
     An exception in either stage is raised in the caller at the batch it happened; breaking out
     of the loop, :meth:`close` or garbage collection stops the threads (they finish the calls in
     progress). ``store`` (optional) is the :class:`tierfs.Store` whose counters give the split
-    and disk parts of the gather time in :meth:`stats`; ``cuda_device`` (a ``torch.device``)
-    gives every gather thread its own stream on that device.
+    and disk parts of the gather time in :meth:`stats`, and ``plan`` (optional) the
+    :class:`tierfs.PlannedEpochs` the gathers read from, whose read time counts as disk time;
+    ``cuda_device`` (a ``torch.device``) gives every gather thread its own stream on that device.
     """
 
     def __init__(
@@ -161,6 +163,7 @@ class Pipeline(Iterator[Any]):
         store: Any = None,
         cuda_device: Any = None,
         name: str = "tierfs-pipeline",
+        plan: Any = None,
     ) -> None:
         if not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"pipeline depth {depth} (prefetch) must be from 1 to {MAX_DEPTH}: a gather thread and a batch each")
@@ -168,7 +171,8 @@ class Pipeline(Iterator[Any]):
             raise ValueError(f"pipeline of {n} batches")
         self._st = st = _State(n, depth)
         self._cuda = cuda_device
-        st.store, st.base = store, _store_times(store)
+        st.store, st.plan = store, plan
+        st.base = _store_times(store, plan)
         st.threads.append(threading.Thread(target=_sample_loop, args=(st, sample), name=f"{name}-sample", daemon=True))
         for k in range(depth):
             st.threads.append(
@@ -225,18 +229,17 @@ def pipeline_stats(st: _State) -> Dict[str, Any]:
     batches, mean ms a batch, occupancy = busy / wall: the mean number of batches in that
     stage, up to 1 for sample and ``depth`` for gather), ``split`` and ``disk`` (the store's
     share of gather time splitting ids by tier and waiting on the SSD tier's reads, counted
-    by the store over all its gathers in this time), and ``train`` (the caller's time
-    between receiving a batch and asking for the next). ``bound`` names the stage that
-    bounds the loop: ``train`` when the caller waited under 10% of the wall time, else
-    ``sample`` when the sampler was busy over 80% of it, else ``disk`` when disk waits are
-    over half the gather time, else ``gather``.
+    by the store over all its gathers in this time; with a plan, ``disk`` adds the plan's
+    packed reads), and ``train`` (the caller's time between receiving a batch and asking for
+    the next). ``bound`` names the stage that bounds the loop and ``bound_why`` says why, with
+    the figures (:func:`bound_of`).
     """
     wall = max((st.end or time.perf_counter()) - st.start, 1e-9)
     with st.lock:
         sample = (st.sample.busy, st.sample.batches)
         gather = (st.gather.busy, st.gather.batches)
     delivered = st.delivered
-    now = _store_times(st.store)
+    now = _store_times(st.store, st.plan)
     split = now[0] - st.base[0] if now and st.base else None
     disk = now[1] - st.base[1] if now and st.base else None
 
@@ -256,14 +259,7 @@ def pipeline_stats(st: _State) -> Dict[str, Any]:
     if split is not None:
         stages["split"] = stage(split, gather[1])
         stages["disk"] = stage(disk, gather[1])
-    if st.waiting < 0.1 * wall:
-        bound = "train"
-    elif sample[0] > 0.8 * wall:
-        bound = "sample"
-    elif disk is not None and disk > 0.5 * gather[0]:
-        bound = "disk"
-    else:
-        bound = "gather"
+    bound, why = bound_of(wall, st.waiting, sample[0], gather[0], disk)
     return {
         "batches": delivered,
         "depth": st.depth,
@@ -271,20 +267,51 @@ def pipeline_stats(st: _State) -> Dict[str, Any]:
         "waiting_s": st.waiting,
         "stages": stages,
         "bound": bound,
+        "bound_why": why,
     }
 
 
-def _store_times(store: Any) -> Optional[tuple]:
+def bound_of(wall: float, waiting: float, sample: float, gather: float, disk: Optional[float]) -> Tuple[str, str]:
+    """The stage that bounds a pipelined loop, and why, from its seconds: the wall time, the
+    caller's waits, the sampler's and the gathers' busy time (summed over threads) and the
+    gathers' disk waits (None: not known).
+
+    ``train`` when the caller waited under 10% of the wall time (the pipeline keeps up); else
+    ``sample`` when the one sampler thread was busy over 80% of it; else ``disk`` when disk
+    waits are over half the gather time; else ``gather`` (splitting, memory-tier copies, the
+    copy to the device, a transform).
+    """
+    wall = max(wall, 1e-9)
+    waited = f"the caller waited {waiting / wall:.0%} of the {wall:.3g} s"
+    if waiting < 0.1 * wall:
+        return "train", f"{waited} (under 10%): the pipeline kept up with training"
+    busy = f"the sampler was busy {sample / wall:.0%} of it"
+    if sample > 0.8 * wall:
+        return "sample", f"{waited}; {busy} (over 80%)"
+    if disk is None:
+        return "gather", f"{waited}; {busy}; the gathers' disk time is not known"
+    share = f"disk reads were {disk / gather:.0%} of the gathers' {gather:.3g} s" if gather > 0 else "no gather time"
+    if disk > 0.5 * gather:
+        return "disk", f"{waited}; {busy}; {share} (over half)"
+    return "gather", f"{waited}; {busy}; {share}"
+
+
+def _store_times(store: Any, plan: Any = None) -> Optional[tuple]:
     """(split, disk) seconds of the store's gathers so far: summed over every node type's tier
-    stack on a store of several types (a heterogeneous batch gathers each type's rows)."""
+    stack on a store of several types (a heterogeneous batch gathers each type's rows); disk
+    adds the plan's packed reads."""
     if store is None:
         return None
     try:
         s = store.stats()
-    except Exception:  # a closed store: no split of the gather time
+        read = float(plan.stats().get("read_seconds", 0.0)) if plan is not None else 0.0
+    except Exception:  # a closed store or plan: no split of the gather time
         return None
     parts = list(s["node_types"].values()) if s.get("node_types") else [s]
-    return (sum(float(p.get("split_seconds", 0.0)) for p in parts), sum(float(p.get("disk_seconds", 0.0)) for p in parts))
+    return (
+        sum(float(p.get("split_seconds", 0.0)) for p in parts),
+        sum(float(p.get("disk_seconds", 0.0)) for p in parts) + read,
+    )
 
 
 def _join_stream(event: Any, value: Any, device: Any) -> None:
