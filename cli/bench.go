@@ -50,11 +50,14 @@ func runBench(args []string) error {
 	if len(args) > 0 && args[0] == "io" {
 		return runBenchIO(args[1:])
 	}
+	if len(args) > 0 && args[0] == "reads" {
+		return runBenchReads(args[1:])
+	}
 	if len(args) > 0 && args[0] == "train" {
 		return runBenchTrain(args[1:])
 	}
 	if len(args) == 0 || args[0] != "gather" {
-		return fmt.Errorf("usage: tierfs bench gather|gpu|placement|disk|train DIR [flags], or tierfs bench io --files A,B [flags]")
+		return fmt.Errorf("usage: tierfs bench gather|gpu|placement|disk|reads|train DIR [flags], or tierfs bench io --files A,B [flags]")
 	}
 	fs := flag.NewFlagSet("bench gather", flag.ContinueOnError)
 	base := storeFlags(fs) // every configuration's options; the tier budgets are the mixed one's
