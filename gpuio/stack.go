@@ -248,23 +248,8 @@ func (s *Stack) Submit(reqs []Request) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	for i, r := range reqs {
-		switch {
-		case r.File < 0 || r.File >= len(s.fds):
-			return fmt.Errorf("gpuio: request %d: file index %d out of range [0, %d)", i, r.File, len(s.fds))
-		case r.Offset < 0:
-			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
-		case r.Length <= 0:
-			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
-		case r.Dst != nil && len(r.Dst) != r.Length:
-			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
-		case r.Dst == nil && r.DevDst == 0:
-			return fmt.Errorf("gpuio: request %d: neither Dst nor DevDst is set", i)
-		case r.Dst == nil && s.dev == nil:
-			return fmt.Errorf("gpuio: request %d: device destination 0x%x on a Stack without a device (AttachDevice)", i, r.DevDst)
-		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
-			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
-		}
+	if err := s.check(reqs); err != nil {
+		return err
 	}
 	devN := 0
 	for _, r := range reqs {
@@ -294,6 +279,30 @@ func (s *Stack) Submit(reqs []Request) error {
 	}
 	s.plan(reqs)
 	return s.pump(true)
+}
+
+// check validates reqs against the Stack's files and device; it reads only what Open and
+// AttachDevice set, so it may run beside the Stack's own goroutine.
+func (s *Stack) check(reqs []Request) error {
+	for i, r := range reqs {
+		switch {
+		case r.File < 0 || r.File >= len(s.fds):
+			return fmt.Errorf("gpuio: request %d: file index %d out of range [0, %d)", i, r.File, len(s.fds))
+		case r.Offset < 0:
+			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
+		case r.Length <= 0:
+			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
+		case r.Dst != nil && len(r.Dst) != r.Length:
+			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
+		case r.Dst == nil && r.DevDst == 0:
+			return fmt.Errorf("gpuio: request %d: neither Dst nor DevDst is set", i)
+		case r.Dst == nil && s.dev == nil:
+			return fmt.Errorf("gpuio: request %d: device destination 0x%x on a Stack without a device (AttachDevice)", i, r.DevDst)
+		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
+			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
+		}
+	}
+	return nil
 }
 
 // plan appends the reads covering reqs to the queue. Requests of one file whose aligned ranges
