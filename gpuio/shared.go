@@ -23,7 +23,7 @@ type Shared struct {
 	wake    *sync.Cond // the server waits on it for work or Close
 	inbox   []*sharedRead
 	closing bool
-	stats   Stats // the Stack's counters as of the server's last round
+	stats   Stats // the Stack's counters as of the last Read answered
 	exited  chan struct{}
 
 	// Owned by the server goroutine.
@@ -83,7 +83,7 @@ func (q *Shared) Read(reqs []Request) error {
 	return sr.err
 }
 
-// Stats returns the Stack's counters as of the server's last round.
+// Stats returns the Stack's counters; they include every Read that has returned.
 func (q *Shared) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -248,5 +248,8 @@ func (q *Shared) answer(sr *sharedRead) {
 		return
 	}
 	delete(q.active, sr)
+	q.mu.Lock()
+	q.stats = q.st.Stats() // what the caller did shows in Stats once Read returns
+	q.mu.Unlock()
 	close(sr.done)
 }
