@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers/ssd"
@@ -62,9 +64,11 @@ func runBenchReads(args []string) error {
 	rows, rb := m.Nodes().Count, spec.RowBytes
 	fmt.Printf("bench reads %s: %d random %d-byte rows a gather, QD %d, %d IO stacks, %s, %.1f s a point\n",
 		pos[0], *batch, rb, *qd, *stacks, files.Backend(), *secs)
-	fmt.Printf("%8s %12s %14s %12s\n", "gathers", "reads/s", "ms a gather", "retries")
+	fmt.Printf("%8s %12s %14s %12s %14s\n", "gathers", "reads/s", "ms a gather", "retries", "CPU µs a read")
 	for _, n := range counts {
 		before := files.Stats()
+		var ruBefore, ruAfter unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ruBefore)
 		var mu sync.Mutex
 		var gathers int
 		var gatherTime time.Duration
@@ -103,9 +107,11 @@ func runBenchReads(args []string) error {
 		if firstErr != nil {
 			return fmt.Errorf("bench reads: %w", firstErr)
 		}
+		unix.Getrusage(unix.RUSAGE_SELF, &ruAfter)
 		after := files.Stats()
-		fmt.Printf("%8d %12.0f %14.2f %12d\n", n, float64(after.Reads-before.Reads)/elapsed,
-			gatherTime.Seconds()*1e3/float64(max(1, gathers)), after.Retries-before.Retries)
+		cpu, _ := perRead(&ruBefore, &ruAfter, max(1, after.Reads-before.Reads))
+		fmt.Printf("%8d %12.0f %14.2f %12d %14.2f\n", n, float64(after.Reads-before.Reads)/elapsed,
+			gatherTime.Seconds()*1e3/float64(max(1, gathers)), after.Retries-before.Retries, cpu)
 	}
 	return nil
 }
