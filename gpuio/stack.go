@@ -63,8 +63,7 @@ type read struct {
 	// blocking: submit without RWF_NOWAIT (io_uring may then park the read on a worker thread
 	// until the device has room), after a NOWAIT attempt was refused with nothing else in flight.
 	blocking bool
-	nowait   bool        // submitted with RWF_NOWAIT
-	job      *sharedRead // the Shared Read it serves, nil outside a Shared stack
+	nowait   bool // submitted with RWF_NOWAIT
 }
 
 // need is how many bytes from the start of rd its pieces use.

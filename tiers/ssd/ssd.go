@@ -1,12 +1,10 @@
 // Package ssd is the slowest tier: the dataset's files, opened once with O_DIRECT (read through
-// the page cache where the file system has no O_DIRECT), read through one shared IO queue (and,
-// for reads into device memory, a pool of IO stacks). The tier
+// the page cache where the file system has no O_DIRECT), read by a pool of IO stacks. The tier
 // holds every row; the slot of a node is its id, and a row's place on disk is FeatureSpec.Locate.
 //
 // Files also serve the topology and labels: any range of any file of the set goes through Read.
 //
-// Memory: one IO stack's staging (gpuio.Options), and Stacks more once a device is attached;
-// nothing grows with the dataset.
+// Memory: Stacks × the IO stack's staging (gpuio.Options); nothing grows with the dataset.
 package ssd
 
 import (
@@ -28,15 +26,10 @@ import (
 
 // Options configure OpenFiles. Zero values take the defaults named on each field.
 type Options struct {
-	Backend gpuio.Backend // "" picks io_uring, falling back to pread
-	// QueueDepth is the reads in flight of the shared queue that serves every host read, and of
-	// each device stack; default 128.
-	QueueDepth int
-	// Stacks is the IO stacks for reads into device memory (opened by AttachDevice), so device
-	// reads of this many callers run at once; default 1. Host reads of any number of callers
-	// share one queue.
-	Stacks      int
-	VerifyReads bool // check every block read against the dataset's checksums
+	Backend     gpuio.Backend // "" picks io_uring, falling back to pread
+	QueueDepth  int           // reads in flight per IO stack; default 128
+	Stacks      int           // IO stacks, so reads of this many callers run at once; default 1
+	VerifyReads bool          // check every block read against the dataset's checksums
 	// SQPoll gives every IO stack a kernel submission-polling thread (gpuio.Options.SQPoll): no
 	// system call to submit, a busy CPU per stack. Where refused the stacks run without it.
 	SQPoll bool
@@ -59,26 +52,19 @@ type Options struct {
 // MinReadAlign is the smallest read alignment (Options.ReadAlign) Files use.
 const MinReadAlign = 512
 
-// Files is a fixed set of a dataset's files and the IO queue that reads them. Read and
-// ReadToDevice may run from many goroutines at once; AttachDevice and Close run alone.
+// Files is a fixed set of a dataset's files and the IO stacks that read them. Read may run from
+// many goroutines at once (each takes a stack); AttachDevice and Close run alone.
 //
-// Every Read's reads join one queue (gpuio.Shared): one ring whose queue depth the reads of
-// every caller in flight keep full, so the disk sees one deep queue rather than one per caller
-// that drains at the end of each caller's batch. Reads into device memory need the caller's
-// stream for their completion kernels: each ReadToDevice takes a stack of its own from a pool
-// (one channel operation to take it, one to give it back); a stack copies its counters into
-// its own slot (own lock, own cache lines) when given back, so Stats never stops a read.
+// Each stack owns its ring, staging and counters; what Reads share is one channel operation
+// per call to take a stack and one to give it back. A stack copies its counters into its own
+// slot (own lock, own cache lines) when given back, so Stats never stops a Read.
 type Files struct {
-	paths       []string
-	fds         []int
-	shared      *gpuio.Shared
-	stacks      chan *pooledStack // device stacks; nil until AttachDevice
-	all         []*pooledStack
-	stackOpts   gpuio.Options // what the device stacks open with
-	nStacks     int
-	sharedStats gpuio.Stats // the shared queue's counters at Close
-	backend     gpuio.Backend
-	checksums   []*dataset.Checksums
+	paths     []string
+	fds       []int
+	stacks    chan *pooledStack
+	all       []*pooledStack
+	backend   gpuio.Backend
+	checksums []*dataset.Checksums
 
 	probe *DiskProbe
 }
@@ -172,27 +158,24 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 			gap -= gap % m.BlockSize
 		}
 	}
+	n := max(1, opt.Stacks)
+	f.stacks = make(chan *pooledStack, n)
 	var names []string
 	if opt.Faults != nil {
 		for _, p := range paths {
 			names = append(names, m.Path(p))
 		}
 	}
-	f.nStacks = max(1, opt.Stacks)
-	f.stackOpts = gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names}
-	hostOpts := f.stackOpts
-	if hostOpts.Backend == gpuio.BackendGPUURing { // host reads are submitted by the CPU anyway
-		hostOpts.Backend = gpuio.BackendAuto
+	for range n {
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names})
+		if err != nil {
+			return nil, fmt.Errorf("ssd: %w", err)
+		}
+		f.backend = st.Backend()
+		p := &pooledStack{st: st, stats: st.Stats()}
+		f.all = append(f.all, p)
+		f.stacks <- p
 	}
-	st, err := gpuio.Open(f.fds, hostOpts)
-	if err != nil {
-		return nil, fmt.Errorf("ssd: %w", err)
-	}
-	if f.shared, err = gpuio.NewShared(st); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("ssd: %w", err)
-	}
-	f.backend = f.shared.Backend()
 	return f, nil
 }
 
@@ -212,13 +195,20 @@ func (f *Files) Probe() *DiskProbe { return f.probe }
 // Backend says how reads reach the disk ("io_uring" or "pread").
 func (f *Files) Backend() gpuio.Backend { return f.backend }
 
-// Read serves reqs (File indexes the set; host destinations) through the shared IO queue, behind
-// the reads of other callers already queued, and returns once every request is in place.
+// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one,
+// and returns once every request is in place.
 func (f *Files) Read(reqs []gpuio.Request) error {
-	if f.shared == nil {
-		return errors.New("ssd: Read on closed files")
+	if len(reqs) == 0 {
+		return nil
 	}
-	return f.classify(f.shared.Read(reqs))
+	p := f.take()
+	defer f.give(p)
+	st := p.st
+	if err := st.Submit(reqs); err != nil {
+		st.Complete() // drain whatever was handed to the kernel before the error
+		return f.classify(err)
+	}
+	return f.classify(st.Complete())
 }
 
 // classify makes a read that a file's end cut short a corruption error naming the file: every
@@ -231,15 +221,11 @@ func (f *Files) classify(err error) error {
 	return err
 }
 
-// ReadToDevice serves reqs whose destinations are device memory (AttachDevice first) through a
-// device stack of its own, waiting for a free one: the completion kernel moves them on stream.
-// It returns once every read is reaped and its kernel queued.
+// ReadToDevice serves reqs whose destinations are device memory: the completion kernel moves
+// them on stream. It returns once every read is reaped and its kernel queued.
 func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
 	if len(reqs) == 0 {
 		return nil
-	}
-	if f.stacks == nil {
-		return fmt.Errorf("ssd: read of %d requests into device memory before AttachDevice", len(reqs))
 	}
 	p := f.take()
 	defer f.give(p)
@@ -260,20 +246,13 @@ func (f *Files) give(p *pooledStack) {
 	f.stacks <- p
 }
 
-// Stats sums the counters of the shared queue and every device stack, as of each one's last
-// round or read.
+// Stats sums the counters of every IO stack, as of each one's last Read.
 func (f *Files) Stats() gpuio.Stats {
 	sum := gpuio.Stats{Backend: f.backend}
-	all := []gpuio.Stats{f.sharedStats}
-	if f.shared != nil {
-		all[0] = f.shared.Stats()
-	}
 	for _, p := range f.all {
 		p.mu.Lock()
-		all = append(all, p.stats)
+		io := p.stats
 		p.mu.Unlock()
-	}
-	for _, io := range all {
 		sum.BlockSize, sum.CoalesceGap = io.BlockSize, io.CoalesceGap
 		sum.GapBytes += io.GapBytes
 		sum.Requests += io.Requests
@@ -296,31 +275,9 @@ func (f *Files) Stats() gpuio.Stats {
 	return sum
 }
 
-// AttachDevice opens the device stacks (Options.Stacks of them, on first use) and lets each
-// complete reads into memory of CUDA device dev with kernels of maxBlocks blocks. No read may
-// run meanwhile.
+// AttachDevice lets every IO stack complete reads into memory of CUDA device dev with kernels of
+// maxBlocks blocks. No Read may run meanwhile.
 func (f *Files) AttachDevice(dev, maxBlocks int) error {
-	if f.shared == nil {
-		return errors.New("ssd: AttachDevice on closed files")
-	}
-	if f.stacks == nil {
-		var opened []*pooledStack
-		for range f.nStacks {
-			st, err := gpuio.Open(f.fds, f.stackOpts)
-			if err != nil {
-				for _, p := range opened {
-					p.st.Close()
-				}
-				return fmt.Errorf("ssd: %w", err)
-			}
-			opened = append(opened, &pooledStack{st: st, stats: st.Stats()})
-		}
-		f.stacks = make(chan *pooledStack, f.nStacks)
-		for _, p := range opened {
-			f.all = append(f.all, p)
-			f.stacks <- p
-		}
-	}
 	stacks := make([]*pooledStack, 0, cap(f.stacks))
 	for range cap(f.stacks) {
 		stacks = append(stacks, <-f.stacks)
@@ -341,13 +298,8 @@ func (f *Files) AttachDevice(dev, maxBlocks int) error {
 	return nil
 }
 
-// Close closes the IO queue and stacks and the files. No read may run meanwhile.
+// Close closes the IO stacks and the files. No Read may run meanwhile.
 func (f *Files) Close() error {
-	if f.shared != nil {
-		f.shared.Close()
-		f.sharedStats = f.shared.Stats() // Stats still answers after Close
-		f.shared = nil
-	}
 	if f.stacks != nil {
 		close(f.stacks)
 		for p := range f.stacks {
