@@ -47,7 +47,7 @@ type Options struct {
 	// negative keeps it on disk always.
 	TopologyMemoryBytes int64         `json:"topology_memory" kind:"size" help:"hold the topology in memory when it fits this size (default 1GiB); -1 keeps it on disk"`
 	IOBackend           gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
-	QueueDepth          int           `json:"queue_depth" help:"reads in flight per IO stack (default 128)"`
+	QueueDepth          int           `json:"queue_depth" help:"disk reads in flight of all IO stacks together, so at most of one gather (default 128)"`
 	MaxConcurrentIO     int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
 	VerifyReads         bool          `json:"verify_reads" help:"check every block read from disk against its checksum"`
 	CopyWorkers         int           `json:"copy_workers" help:"goroutines copying host-tier rows (default: one per CPU)"`
@@ -81,7 +81,8 @@ const DefaultTopologyMemoryBytes = 1 << 30
 // MaxCoalesceGap is the largest CoalesceGap: the IO stacks' largest read, 128 KiB.
 const MaxCoalesceGap = stagingBytesPerRead
 
-// DefaultQueueDepth is the reads in flight per IO stack when Options leaves QueueDepth 0.
+// DefaultQueueDepth is the disk reads in flight of all IO stacks together when Options leaves
+// QueueDepth 0.
 const DefaultQueueDepth = 128
 
 // GPU topology placements (Options.GPUTopology).
