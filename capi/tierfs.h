@@ -71,7 +71,7 @@ typedef struct tfs_open_options {
   int64_t host_cache_bytes;      /* host tier budget; 0: no host tier */
   int64_t topology_memory_bytes; /* topology in memory when it fits; 0: 1 GiB; <0: keep on disk */
   const char *io_backend;        /* NULL/"": io_uring, else pread; "io_uring" or "pread" to force */
-  int32_t queue_depth;           /* reads in flight per IO stack; 0: 128 */
+  int32_t queue_depth;           /* disk reads in flight, all IO stacks together; 0: 128 */
   int32_t max_concurrent_io;     /* IO stacks; 0: number of CPUs */
   int32_t unverified_reads;      /* nonzero: skip checking blocks read from disk against their
                                     checksums (checked by default) */

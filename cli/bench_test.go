@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -60,5 +62,49 @@ func TestMedian(t *testing.T) {
 		if got := median(c.xs); got != c.want {
 			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
 		}
+	}
+}
+
+// TestBenchReads: bench reads prints a row per gather count with reads counted, and refuses a
+// bad --gathers naming it.
+func TestBenchReads(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = out
+	err = execute([]string{"synth", "--nodes", "3000", "--avg-degree", "4", "--dim", "16", "--seed", "3", "--out", dir})
+	if err == nil {
+		err = execute([]string{"bench", "reads", dir, "--gathers", "1,3", "--batch", "50", "--seconds", "0.2", "--qd", "8"})
+	}
+	os.Stdout = stdout
+	out.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, n := range []string{"1", "3"} {
+		found := false
+		for _, line := range strings.Split(text, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 5 && f[0] == n {
+				found = true
+				if r, err := strconv.ParseFloat(f[1], 64); err != nil || r <= 0 {
+					t.Errorf("%s gathers: reads/s %q, want > 0", n, f[1])
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s gathers in:\n%s", n, text)
+		}
+	}
+	if err := execute([]string{"bench", "reads", dir, "--gathers", "2,x"}); err == nil || !strings.Contains(err.Error(), `--gathers "2,x"`) {
+		t.Errorf("bad --gathers: %v", err)
 	}
 }

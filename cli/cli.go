@@ -12,6 +12,7 @@
 //	tierfs bench gpu DIR [--kernels] [STORE FLAGS]
 //	tierfs bench placement DIR [--fanouts 25,10] [--batch-size 1024] [STORE FLAGS]
 //	tierfs bench disk DIR [--qd N] [--read-align N] [--json FILE]
+//	tierfs bench reads DIR [--gathers 1,2,4,8] [--batch N] [--qd N]
 //	tierfs bench io --files A,B [--threads 1,4,8,16] [--qd N] [--seconds S] [--iobench PATH] [--sqpoll] [--json FILE]
 //	tierfs bench train DIR [--models sage,gcn] [--fanouts 25,10/15,10,5] [--batch-sizes 1024,8000] [--json F] [--plots DIR]  (Python: tierfs.benchtrain)
 //	tierfs place   DIR --fanouts 10,5 --batch-size N --host-cache BYTES [--gpu-cache BYTES] [--policy P] [--batches N] [--recompute] [--json] [STORE FLAGS]
@@ -85,6 +86,7 @@ var benchCommands = []commandSpec{
 	{"gpu DIR", "the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed", benchGPUCmd},
 	{"placement DIR", "held-out SSD rows per batch of each placement policy", benchPlacementCmd},
 	{"disk DIR", "random reads of the dataset's disk, and the coalescing gap worth bridging", benchDiskCmd},
+	{"reads DIR", "on-demand gathers' disk reads alone: reads/s with 1..N gathers in flight", benchReadsCmd},
 	{"io", "the IO engine beside liburing's iobench", benchIOCmd},
 }
 

@@ -53,7 +53,7 @@ type Options struct {
 	// per-call SampleOptions.MaxEdges wins over it.
 	MaxSampleEdges  int64         `json:"max_sample_edges" help:"the most edges one sample may draw, all hops together; a larger sample is refused before allocating (default 0: 134217728 = 2^27)"`
 	IOBackend       gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
-	QueueDepth      int           `json:"queue_depth" help:"reads in flight per IO stack (default 128)"`
+	QueueDepth      int           `json:"queue_depth" help:"disk reads in flight of all IO stacks together, so at most of one gather (default 128)"`
 	MaxConcurrentIO int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
 	// UnverifiedReads skips checking blocks read from disk against the dataset's checksums. Reads
 	// are checked by default (on the completion path, before any row is used; about 1-3% of
@@ -90,7 +90,8 @@ const DefaultTopologyMemoryBytes = 1 << 30
 // MaxCoalesceGap is the largest CoalesceGap: the IO stacks' largest read, 128 KiB.
 const MaxCoalesceGap = stagingBytesPerRead
 
-// DefaultQueueDepth is the reads in flight per IO stack when Options leaves QueueDepth 0.
+// DefaultQueueDepth is the disk reads in flight of all IO stacks together when Options leaves
+// QueueDepth 0.
 const DefaultQueueDepth = 128
 
 // GPU topology placements (Options.GPUTopology).

@@ -72,6 +72,9 @@ type Options struct {
 	Faults Injector
 	// Paths, when set, names the files (Paths[i] is file i), for Faults' rules by path.
 	Paths []string
+	// Budget, when set, bounds the reads in flight of every Stack opened with it, together
+	// (see Budget); each Stack still has at most QueueDepth in flight. Nil: no shared bound.
+	Budget *Budget
 }
 
 // Stats counts what a Stack did since it was opened.

@@ -30,7 +30,8 @@ type Stack struct {
 	// limit is the in-flight cap the device lets this Stack have now (<= maxInflight): a read
 	// the device turned away for want of queue slots (EAGAIN under RWF_NOWAIT) lowers it to the
 	// reads still in flight, and it grows back by one per limit reads completed (AIMD, as TCP's
-	// window). Each Stack learns its share on its own: nothing is shared between Stacks.
+	// window). Each Stack learns its share on its own; Options.Budget, where set, bounds the
+	// reads in flight of its Stacks together.
 	limit, grow int
 	// floorRefusals counts reads refused in a row at the smallest limit; past a bound the
 	// files evidently cannot take NOWAIT reads at all (nowaitOff), and reads go in blocking.
@@ -50,6 +51,9 @@ type Stack struct {
 	// broken is set when reads may still land in staging that nothing tracks (a gpu-uring kernel
 	// gave up waiting): every later call fails with it, and Close leaves the staging mapped.
 	broken error
+
+	// held is places of opts.Budget taken (by waiting for one) and not yet given to a read.
+	held int
 }
 
 // read is one aligned read of a file into a staging slot, and the request bytes it feeds.
@@ -248,23 +252,8 @@ func (s *Stack) Submit(reqs []Request) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	for i, r := range reqs {
-		switch {
-		case r.File < 0 || r.File >= len(s.fds):
-			return fmt.Errorf("gpuio: request %d: file index %d out of range [0, %d)", i, r.File, len(s.fds))
-		case r.Offset < 0:
-			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
-		case r.Length <= 0:
-			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
-		case r.Dst != nil && len(r.Dst) != r.Length:
-			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
-		case r.Dst == nil && r.DevDst == 0:
-			return fmt.Errorf("gpuio: request %d: neither Dst nor DevDst is set", i)
-		case r.Dst == nil && s.dev == nil:
-			return fmt.Errorf("gpuio: request %d: device destination 0x%x on a Stack without a device (AttachDevice)", i, r.DevDst)
-		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
-			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
-		}
+	if err := s.check(reqs); err != nil {
+		return err
 	}
 	devN := 0
 	for _, r := range reqs {
@@ -294,6 +283,30 @@ func (s *Stack) Submit(reqs []Request) error {
 	}
 	s.plan(reqs)
 	return s.pump(true)
+}
+
+// check validates reqs against the Stack's files and device; it reads only what Open and
+// AttachDevice set, so it may run beside the Stack's own goroutine.
+func (s *Stack) check(reqs []Request) error {
+	for i, r := range reqs {
+		switch {
+		case r.File < 0 || r.File >= len(s.fds):
+			return fmt.Errorf("gpuio: request %d: file index %d out of range [0, %d)", i, r.File, len(s.fds))
+		case r.Offset < 0:
+			return fmt.Errorf("gpuio: request %d: negative offset %d", i, r.Offset)
+		case r.Length <= 0:
+			return fmt.Errorf("gpuio: request %d: length %d, want > 0", i, r.Length)
+		case r.Dst != nil && len(r.Dst) != r.Length:
+			return fmt.Errorf("gpuio: request %d: len(Dst) %d != Length %d", i, len(r.Dst), r.Length)
+		case r.Dst == nil && r.DevDst == 0:
+			return fmt.Errorf("gpuio: request %d: neither Dst nor DevDst is set", i)
+		case r.Dst == nil && s.dev == nil:
+			return fmt.Errorf("gpuio: request %d: device destination 0x%x on a Stack without a device (AttachDevice)", i, r.DevDst)
+		case r.Offset > math.MaxInt64-int64(r.Length)-int64(s.opts.BlockSize):
+			return fmt.Errorf("gpuio: request %d: offset %d + length %d overflows", i, r.Offset, r.Length)
+		}
+	}
+	return nil
 }
 
 // plan appends the reads covering reqs to the queue. Requests of one file whose aligned ranges
@@ -387,6 +400,13 @@ func (s *Stack) pump(flush bool) error {
 			}
 			if err := s.dev.reclaim(s); err != nil {
 				return err
+			}
+		}
+		if b := s.opts.Budget; b != nil {
+			if s.held > 0 {
+				s.held--
+			} else if !b.tryTake() {
+				break // the other Stacks of the budget fill the disk's queue
 			}
 		}
 		rd := s.queue[s.queueHead]
@@ -484,11 +504,20 @@ func (s *Stack) completeCPU(stream uintptr) error {
 			if err := s.pump(false); err != nil {
 				fail(err)
 			}
+			if s.opts.Budget != nil && s.inflight == 0 && s.queueHead < len(s.queue) && firstErr == nil {
+				// Nothing of ours in flight to wait for: wait for a place of the budget.
+				s.opts.Budget.take()
+				s.held++
+				if err := s.pump(false); err != nil {
+					fail(err)
+				}
+			}
 		}
 		if firstErr != nil {
 			s.queue, s.queueHead = s.queue[:0], 0
 		}
 		if s.inflight == 0 {
+			s.releaseHeld()
 			if s.dev != nil && s.dev.hasPending() {
 				if firstErr == nil {
 					fail(s.dev.launch(s, stream))
@@ -513,9 +542,19 @@ func (s *Stack) completeCPU(stream uintptr) error {
 	}
 }
 
+// releaseHeld gives back the budget places taken and not used.
+func (s *Stack) releaseHeld() {
+	for ; s.held > 0; s.held-- {
+		s.opts.Budget.give()
+	}
+}
+
 // finish accounts for one completed read, checks it, verifies and scatters it, and frees its slot.
 func (s *Stack) finish(rd *read, n int, ioErr error) error {
 	s.inflight--
+	if s.opts.Budget != nil {
+		s.opts.Budget.give()
+	}
 	if ioErr == unix.EOPNOTSUPP && rd.nowait && !s.closed {
 		// The file takes no NOWAIT reads at all: read it, now and later, without.
 		s.noNowait[rd.file] = true
@@ -613,6 +652,9 @@ func (s *Stack) Close() error {
 	}
 	s.closed = true
 	s.queue, s.queueHead = nil, 0
+	if s.opts.Budget != nil {
+		s.releaseHeld()
+	}
 	s.dropGPUQueue()
 	var err error
 	for s.inflight > 0 && err == nil {

@@ -26,10 +26,13 @@ import (
 
 // Options configure OpenFiles. Zero values take the defaults named on each field.
 type Options struct {
-	Backend     gpuio.Backend // "" picks io_uring, falling back to pread
-	QueueDepth  int           // reads in flight per IO stack; default 128
-	Stacks      int           // IO stacks, so reads of this many callers run at once; default 1
-	VerifyReads bool          // check every block read against the dataset's checksums
+	Backend gpuio.Backend // "" picks io_uring, falling back to pread
+	// QueueDepth is the reads in flight of every IO stack together (a gpuio.Budget the stacks
+	// share), and so at most of one; default 128. Callers reading at once split it, and the disk
+	// sees one queue of this depth however many of them there are.
+	QueueDepth  int
+	Stacks      int  // IO stacks, so reads of this many callers run at once; default 1
+	VerifyReads bool // check every block read against the dataset's checksums
 	// SQPoll gives every IO stack a kernel submission-polling thread (gpuio.Options.SQPoll): no
 	// system call to submit, a busy CPU per stack. Where refused the stacks run without it.
 	SQPoll bool
@@ -56,7 +59,8 @@ const MinReadAlign = 512
 // many goroutines at once (each takes a stack); AttachDevice and Close run alone.
 //
 // Each stack owns its ring, staging and counters; what Reads share is one channel operation
-// per call to take a stack and one to give it back. A stack copies its counters into its own
+// per call to take a stack and one to give it back, and the budget of reads in flight
+// (Options.QueueDepth; two channel operations a read). A stack copies its counters into its own
 // slot (own lock, own cache lines) when given back, so Stats never stops a Read.
 type Files struct {
 	paths     []string
@@ -160,6 +164,10 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	}
 	n := max(1, opt.Stacks)
 	f.stacks = make(chan *pooledStack, n)
+	budget, err := gpuio.NewBudget(qd)
+	if err != nil {
+		return nil, fmt.Errorf("ssd: %w", err)
+	}
 	var names []string
 	if opt.Faults != nil {
 		for _, p := range paths {
@@ -167,7 +175,7 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 		}
 	}
 	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names})
+		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names, Budget: budget})
 		if err != nil {
 			return nil, fmt.Errorf("ssd: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -270,6 +271,95 @@ func TestConcurrentReads(t *testing.T) {
 		}
 		if st := f.Stats(); st.Requests != readers*perReader {
 			t.Fatalf("SQPoll %v: Stats counts %d requests, want %d", sqpoll, st.Requests, readers*perReader)
+		}
+		f.Close()
+	}
+}
+
+// TestConcurrentReadsShareTheQueueDepth runs readers on more stacks than the queue depth allows
+// reads in flight, one stripe failing every read (EIO) and every block verified: readers of the
+// good stripes get their rows, readers of the bad one its error, and the files keep serving
+// (the places of failed reads came back).
+func TestConcurrentReadsShareTheQueueDepth(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	const count = 3000
+	m, rows := writeFeatures(t, count, 128, 3, rand.New(rand.NewPCG(seed, 0)))
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStripe := make([][]int64, len(spec.Files))
+	for id := range int64(count) {
+		k, _ := spec.Locate(id)
+		byStripe[k] = append(byStripe[k], id)
+	}
+	bad := 1 // the first stripe after 0 that holds rows fails every read
+	for len(byStripe[bad]) == 0 {
+		bad++
+	}
+	faults := &gpuio.Faults{Rules: []gpuio.FaultRule{{Kind: gpuio.FaultEIO, File: -1, Path: spec.Files[bad], Every: 1}}}
+	backends := []gpuio.Backend{gpuio.BackendPread}
+	if gpuio.Probe() == nil {
+		backends = append(backends, gpuio.BackendIOUring)
+	}
+	rb := spec.RowBytes
+	for _, backend := range backends {
+		f, err := OpenFiles(m, spec.Files, Options{Backend: backend, Stacks: 4, QueueDepth: 3, VerifyReads: true, Faults: faults})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tier := NewTier(spec, count, f)
+		read := func(g, k int) error {
+			rng := rand.New(rand.NewPCG(seed, uint64(100*g+k)))
+			ids := make([]int64, 200)
+			for i := range ids {
+				from := byStripe[0]
+				if g%2 == 1 {
+					from = byStripe[bad]
+				}
+				ids[i] = from[rng.IntN(len(from))]
+			}
+			dst := make([]byte, int64(len(ids))*rb)
+			if err := tier.Source(ids, dst); err != nil {
+				return err
+			}
+			for i, id := range ids {
+				if !bytes.Equal(dst[int64(i)*rb:int64(i+1)*rb], rows[id*rb:(id+1)*rb]) {
+					return fmt.Errorf("%s: row %d (id %d) differs", backend, i, id)
+				}
+			}
+			return nil
+		}
+		const readers = 6
+		errs := make([]error, readers)
+		var wg sync.WaitGroup
+		for g := range readers {
+			wg.Go(func() {
+				for k := range 3 {
+					err := read(g, k)
+					if g%2 == 1 { // the failing stripe
+						if err == nil || !strings.Contains(err.Error(), "EIO") {
+							errs[g] = fmt.Errorf("%s: reader of the failing stripe: %v, want EIO", backend, err)
+							return
+						}
+						continue
+					}
+					if err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := read(0, 99); err != nil {
+			t.Fatalf("%s: a read after the failures: %v", backend, err)
 		}
 		f.Close()
 	}

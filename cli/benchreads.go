@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers/ssd"
+)
+
+// benchReadsCmd is `tierfs bench reads DIR`: on-demand gathers' disk part alone. For each count
+// in --gathers, that many goroutines each read --batch random rows of a feature through the
+// store's SSD files (ssd.Files, as a gather's SSD tier does) for --seconds; it reports the disk
+// reads a second all of them reached together and the time one gather's reads took.
+func benchReadsCmd(fs *pflag.FlagSet) runFunc {
+	feature := fs.String("feature", "", "feature whose rows are read (default: the first)")
+	gathersFlag := fs.String("gathers", "1,2,4,8", "comma-separated counts of gathers in flight at once")
+	batch := fs.Int("batch", 1000, "random rows a gather reads (each a distinct disk read where rows are smaller than a block)")
+	secs := fs.Float64("seconds", 3, "seconds per gather count")
+	qd := fs.Int("qd", 128, "queue depth (ssd.Options.QueueDepth)")
+	stacks := fs.Int("max-concurrent-io", 0, "IO stacks (ssd.Options.Stacks; default: one per CPU, as the store)")
+	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	seed := fs.Uint64("seed", 1, "seed of the random rows")
+	return func(pos []string) error {
+		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, *qd, *stacks, *backend, *seed)
+	}
+}
+
+// benchReads runs bench reads on the dataset dir.
+func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, stacks int, backend string, seed uint64) error {
+	counts, err := parseInts(gathersFlag)
+	if err != nil || len(counts) == 0 {
+		return fmt.Errorf("bench reads: --gathers %q: want positive integers, comma-separated", gathersFlag)
+	}
+	if batch <= 0 || secs <= 0 || qd <= 0 || stacks < 0 {
+		return errors.New("bench reads: want --batch, --seconds and --qd > 0, --max-concurrent-io >= 0")
+	}
+	if stacks == 0 {
+		stacks = runtime.GOMAXPROCS(0)
+	}
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return err
+	}
+	spec, err := m.Feature(feature)
+	if err != nil {
+		return err
+	}
+	files, err := ssd.OpenFiles(m, spec.Files, ssd.Options{Backend: gpuio.Backend(backend), QueueDepth: qd, Stacks: stacks})
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	stripes := make([]int, len(spec.Files))
+	for k, p := range spec.Files {
+		stripes[k] = files.Index(p)
+	}
+	rows, rb := m.Nodes().Count, spec.RowBytes
+	fmt.Printf("bench reads %s: %d random %d-byte rows a gather, QD %d, %d IO stacks, %s, %.1f s a point\n",
+		dir, batch, rb, qd, stacks, files.Backend(), secs)
+	fmt.Printf("%8s %12s %14s %12s %14s\n", "gathers", "reads/s", "ms a gather", "retries", "CPU µs a read")
+	for _, n := range counts {
+		before := files.Stats()
+		var ruBefore, ruAfter unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ruBefore)
+		var mu sync.Mutex
+		var gathers int
+		var gatherTime time.Duration
+		var firstErr error
+		var wg sync.WaitGroup
+		start := time.Now()
+		end := start.Add(time.Duration(secs * float64(time.Second)))
+		for g := range n {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(seed, uint64(n)<<32|uint64(g)))
+				dst := make([]byte, int64(batch)*rb)
+				reqs := make([]gpuio.Request, batch)
+				for time.Now().Before(end) {
+					for i := range reqs {
+						file, off := spec.Locate(rng.Int64N(rows))
+						reqs[i] = gpuio.Request{File: stripes[file], Offset: off, Length: int(rb), Dst: dst[int64(i)*rb : int64(i+1)*rb]}
+					}
+					t0 := time.Now()
+					err := files.Read(reqs)
+					took := time.Since(t0)
+					mu.Lock()
+					gathers++
+					gatherTime += took
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start).Seconds()
+		if firstErr != nil {
+			return fmt.Errorf("bench reads: %w", firstErr)
+		}
+		unix.Getrusage(unix.RUSAGE_SELF, &ruAfter)
+		after := files.Stats()
+		cpu, _ := perRead(&ruBefore, &ruAfter, max(1, after.Reads-before.Reads))
+		fmt.Printf("%8d %12.0f %14.2f %12d %14.2f\n", n, float64(after.Reads-before.Reads)/elapsed,
+			gatherTime.Seconds()*1e3/float64(max(1, gathers)), after.Retries-before.Retries, cpu)
+	}
+	return nil
+}
