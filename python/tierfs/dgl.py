@@ -9,7 +9,12 @@ GraphBolt (``dgl.graphbolt``)
     it to ``gb.FeatureFetcher`` / ``datapipe.fetch_feature(store, node_feature_keys=["feat"])``.
     ``Feature.read_async`` / ``read_async_num_stages`` follow the staged protocol of GraphBolt 2.4's
     ``FeatureFetcher`` (the read runs on a worker thread, overlapped with the rest of the
-    pipeline); older GraphBolt versions simply call ``read``.
+    pipeline); older GraphBolt versions simply call ``read``. :class:`Dataset` is GraphBolt's
+    ``Dataset`` over a tierfs dataset (what ``gb.OnDiskDataset(...).load()`` gives): ``feature``,
+    ``graph``, ``all_nodes_set`` and ``tasks`` — a node classification task of the stored node
+    splits and a link prediction task of the stored edge splits (``seeds`` / ``labels`` /
+    ``indexes`` item sets, as GraphBolt link tasks hold them; ``tierfs.from_graphbolt`` stores
+    a GraphBolt link task's sets there).
 
 Classic (``dgl.dataloading``)
     :class:`NeighborSampler` is a ``dgl.dataloading.BlockSampler`` that samples with tierfs (so the
@@ -74,6 +79,7 @@ Tested with DGL 2.1.0 (the newest DGL wheel PyPI has for Linux) and torch 2.2.1.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 from collections.abc import Mapping
 
@@ -107,6 +113,8 @@ __all__ = [
     "EdgePredictionSampler",
     "as_edge_prediction_sampler",
     "LinkDataLoader",
+    "Dataset",
+    "Task",
     "ReadOnlyError",
     "sample_to_blocks",
     "hetero_sample_to_blocks",
@@ -1533,7 +1541,9 @@ class LinkDataLoader(DataLoader):
     given (one a seed edge), ``pair_graph.edata["label"]`` the batch's.
 
     ``edges`` are pairs: ``(src, dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``ItemSet`` of
-    ``seeds``, with ``labels`` its ``labels``). ``sampler`` is an :class:`EdgePredictionSampler`.
+    ``seeds``, with ``labels`` its ``labels``), or the name of one of the dataset's edge splits
+    (``"train"``, ``"val"``, ``"test"``: its seed edges, and its labels unless ``labels`` is
+    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`.
     ``batch_size``, ``shuffle``, ``drop_last``, ``seed``, ``device`` and ``prefetch`` are as
     in :class:`DataLoader`.
     """
@@ -1556,10 +1566,15 @@ class LinkDataLoader(DataLoader):
             raise tierfs.InvalidArgumentError(
                 f"tierfs.dgl.LinkDataLoader: sampler is a {type(sampler).__name__}; want a tierfs.dgl.EdgePredictionSampler"
             )
+        if isinstance(edges, str):
+            edges, stored_labels = store.edge_split(edges)
+            edges = (edges[0], edges[1])
+            labels = stored_labels if labels is None else labels
         pairs = _seed_pairs(edges, "tierfs.dgl.LinkDataLoader")
         if pairs is None:
             raise tierfs.InvalidArgumentError(
-                "tierfs.dgl.LinkDataLoader: edges are pairs, (src, dst) or an (n, 2) tensor; not 1-D edge ids"
+                "tierfs.dgl.LinkDataLoader: edges are pairs, (src, dst) or an (n, 2) tensor, or an edge split's name; "
+                "not 1-D edge ids"
             )
         self.src, self.dst = pairs
         super().__init__(
@@ -1588,3 +1603,220 @@ class LinkDataLoader(DataLoader):
             graphs = [x.to(self.device) for x in graphs]
             input_nodes = input_nodes.to(self.device)
         return (input_nodes, *graphs, blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt dataset and tasks
+
+#: GraphBolt's task sets by the names of tierfs's node and edge splits.
+_TASK_SETS = (("train", "train_set"), ("val", "validation_set"), ("test", "test_set"))
+
+
+def _link_item_set(store, split: str, edge_type):
+    """Edge split ``split`` of ``edge_type`` (None: the store's one) as GraphBolt's link
+    prediction item set: ``seeds`` (n, 2) pairs, with ``labels`` where the split has them; a
+    split with stored negatives (OGB's ``target_node_neg``, GraphBolt 1.x's ``negative_dsts``)
+    is laid out as GraphBolt 2's ``UniformNegativeSampler`` lays out a batch: the n seed edges,
+    then seed edge i's k negatives (its source, each candidate) at rows ``n + i*k ...``,
+    ``labels`` the given ones (True without) then 0 (False), ``indexes`` the seed edge (ranking
+    query) each row belongs to."""
+    index, labels = store.edge_split(split, edge_type=edge_type)
+    seeds = index.t().contiguous()
+    k = int(store.edge_splits(edge_type)[split].get("neg_per_seed", 0))
+    if not k:
+        if labels is None:
+            return gb.ItemSet(seeds, names="seeds")
+        return gb.ItemSet((seeds, labels), names=("seeds", "labels"))
+    n = seeds.shape[0]
+    neg = store.edge_split_negatives(split, edge_type=edge_type).reshape(n * k)
+    negatives = torch.stack([seeds[:, 0].repeat_interleave(k), neg], 1)
+    positive = torch.ones(n, dtype=torch.bool) if labels is None else labels
+    query = torch.arange(n)
+    return gb.ItemSet(
+        (
+            torch.cat([seeds, negatives]),
+            torch.cat([positive, torch.zeros(n * k, dtype=positive.dtype)]),
+            torch.cat([query, query.repeat_interleave(k)]),
+        ),
+        names=("seeds", "labels", "indexes"),
+    )
+
+
+def _node_item_set(store, split: str, node_type):
+    """Node split ``split`` of ``node_type`` (None: the store's one) as GraphBolt's node
+    classification item set: ``seeds`` (node ids) and their ``labels`` where the type has them."""
+    if node_type is None:
+        ids = torch.from_numpy(store.split(split))
+        labelled = bool(int(store.num_classes))
+    else:
+        ids = torch.from_numpy(store.split(split, node_type=node_type))
+        labelled = bool(store.types["node_types"][node_type].get("labels"))
+    if not labelled:
+        return gb.ItemSet(ids, names="seeds")
+    labels = _as_tensor(store.labels(ids.numpy(), node_type=node_type)).reshape(-1).to(torch.int64)
+    return gb.ItemSet((ids, labels), names=("seeds", "labels"))
+
+
+def _typed_sets(store, hetero: bool, keys: list, make) -> dict:
+    """``{set name: ItemSet or ItemSetDict or None}`` of each tierfs split for the types in
+    ``keys`` (``[(type, GraphBolt key, split names)]``); one type of a one-type store gives
+    plain ItemSets, several types ``ItemSetDict``s keyed as GraphBolt keys types."""
+    out = {}
+    for split, attr in _TASK_SETS:
+        parts = {key: make(t, split) for t, key, names in keys if split in names}
+        if not parts:
+            out[attr] = None
+        elif not hetero:
+            out[attr] = next(iter(parts.values()))
+        else:
+            out[attr] = gb.ItemSetDict(parts)
+    return out
+
+
+if gb is not None:
+
+    class Task(gb.Task):
+        """One task of a :class:`Dataset`: its ``metadata`` and GraphBolt item sets
+        ``train_set``, ``validation_set``, ``test_set`` (None where the dataset has no such
+        split)."""
+
+        def __init__(self, metadata: dict, train_set=None, validation_set=None, test_set=None):
+            self._metadata = dict(metadata)
+            self._train_set, self._validation_set, self._test_set = train_set, validation_set, test_set
+
+        @property
+        def metadata(self) -> dict:
+            return self._metadata
+
+        @property
+        def train_set(self):
+            return self._train_set
+
+        @property
+        def validation_set(self):
+            return self._validation_set
+
+        @property
+        def test_set(self):
+            return self._test_set
+
+        def __repr__(self) -> str:
+            sets = ", ".join(f"{a}={getattr(self, a)!r}" for _, a in _TASK_SETS)
+            return f"tierfs.dgl.Task(metadata={self._metadata!r}, {sets})"
+
+    class Dataset(gb.Dataset):
+        """A tierfs dataset as GraphBolt's ``Dataset`` (what ``gb.OnDiskDataset(...).load()``
+        answers): ``feature`` (:class:`FeatureStore`), ``graph`` (:func:`sampling_graph`, the
+        whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
+        ``dataset_name``.
+
+        ``tasks`` read the splits stored in the dataset, in this order:
+
+        - ``"node_classification"`` (where the dataset has node splits): each split's ``seeds``
+          (node ids) and ``labels``; on a store of several types an ``ItemSetDict`` keyed by
+          node type. ``metadata["num_classes"]`` where there are labels.
+        - ``"link_prediction"`` (where an edge type has edge splits, e.g. from
+          :func:`tierfs.from_graphbolt` of a link task, ``from_pyg`` of ``RandomLinkSplit``
+          outputs or OGB's edge split): each split's ``seeds`` (n, 2) and ``labels``, and for
+          a split with stored negatives also ``indexes`` (see :func:`_link_item_set`: the
+          layout of GraphBolt 2's negative sampler); on a store of several types an
+          ``ItemSetDict`` keyed ``"src:rel:dst"``. GraphBolt's ``indexes`` of a split ingested
+          with seeds, labels and indexes are not stored, so they do not come back.
+
+        ``store`` is an open tierfs Store (not closed here) or a dataset path, opened with
+        ``open_kwargs`` and closed by :meth:`close`.
+        """
+
+        def __init__(self, store, **open_kwargs):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError("tierfs.dgl.Dataset: open options given with an open store")
+            self._store = store
+            self._graph = None
+            self._feature = None
+            self._tasks = None
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        @property
+        def tasks(self) -> list:
+            if self._tasks is None:
+                self._tasks = _tasks(self._store)
+            return self._tasks
+
+        @property
+        def graph(self):
+            if self._graph is None:
+                self._graph = sampling_graph(self._store)
+            return self._graph
+
+        @property
+        def feature(self):
+            if self._feature is None:
+                self._feature = FeatureStore(self._store)
+            return self._feature
+
+        @property
+        def dataset_name(self) -> str:
+            return os.path.basename(os.path.normpath(self._store.path))
+
+        @property
+        def all_nodes_set(self):
+            if not _is_hetero(self._store):
+                return gb.ItemSet(torch.tensor(int(self._store.num_nodes)), names="seed_nodes")
+            return gb.ItemSetDict(
+                {t: gb.ItemSet(torch.tensor(self._store.num_nodes_of(t)), names="seed_nodes") for t in self._store.node_types}
+            )
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+        def __repr__(self) -> str:
+            return f"tierfs.dgl.Dataset({self.dataset_name!r}, tasks={[t.metadata.get('name') for t in self.tasks]})"
+
+    def _tasks(store) -> list:
+        """The node classification and link prediction tasks of the splits stored in ``store``."""
+        hetero = _is_hetero(store)
+        tasks = []
+        types = store.types
+        node_keys = []
+        num_classes = 0
+        for t, info in types["node_types"].items():
+            names = set((info.get("splits") or {}) if hetero else store.split_names)
+            if names:
+                node_keys.append((None if not hetero else t, t, names))
+                num_classes = max(num_classes, int(info.get("num_classes") or 0))
+        if node_keys:
+            meta = {"name": "node_classification"}
+            if num_classes:
+                meta["num_classes"] = num_classes
+            tasks.append(Task(meta, **_typed_sets(store, hetero, node_keys, lambda t, s: _node_item_set(store, s, t))))
+        edge_keys = []
+        for e in types["edge_types"]:
+            names = set(store.edge_splits(e if hetero else None))
+            if names:
+                edge_keys.append((e if hetero else None, ":".join(e), names))
+        if edge_keys:
+            tasks.append(Task({"name": "link_prediction"}, **_typed_sets(store, hetero, edge_keys, lambda e, s: _link_item_set(store, s, e))))
+        return tasks
+
+else:  # pragma: no cover - only without a working GraphBolt
+
+    class Task(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+    class Dataset(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
