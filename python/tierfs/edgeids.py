@@ -61,17 +61,19 @@ def _input_to_csc(store: Store, edge_type: Any = None) -> Optional[Tensor]:
     return inverse
 
 
-def _map_input_ids(inverse: Optional[Tensor], ids: Tensor, what: str) -> Tensor:
+def _map_input_ids(inverse: Optional[Tensor], ids: Tensor, what: str, front: str = "tierfs.pyg") -> Tensor:
+    """Input positions ids as edge ids through inverse (:func:`_input_to_csc`); errors name
+    ``front`` and ``what``."""
     if inverse is None:
         return ids
     flat = ids.cpu()
     if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= inverse.numel()):
         bad = int(flat.min()) if int(flat.min()) < 0 else int(flat.max())
-        raise errors.OutOfRangeError(f"tierfs.pyg: {what}: edge {bad} is outside the ingested edge_index's [0, {inverse.numel()})")
+        raise errors.OutOfRangeError(f"{front}: {what}: edge {bad} is outside the ingested edge_index's [0, {inverse.numel()})")
     out = inverse[flat]
     if out.numel() and int(out.min()) < 0:
         bad = int(flat[out < 0][0])
-        raise errors.KeyNotFoundError(f"tierfs.pyg: {what}: input edge {bad} is not in the dataset (ingest dropped it: a self loop with drop_self_loops)")
+        raise errors.KeyNotFoundError(f"{front}: {what}: input edge {bad} is not in the dataset (ingest dropped it: a self loop with drop_self_loops)")
     return out.to(ids.device)
 
 
