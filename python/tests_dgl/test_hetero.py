@@ -197,6 +197,16 @@ def test_graphbolt_pipeline_hetero(het, hstore):
     for mb in gb.DataLoader(pipe, num_workers=0):
         batches += 1
         authors += mb.input_nodes["author"].numel()
+        # GraphBolt's original edge ids are DGL's: positions in each edge type's input.
+        for sub in mb.sampled_subgraphs:
+            for key, csc in sub.sampled_csc.items():
+                e = tuple(key.split(":"))
+                eids = sub.original_edge_ids[key]
+                dst = sub.original_column_node_ids[e[2]].repeat_interleave(csc.indptr.diff())
+                src = sub.original_row_node_ids[e[0]][csc.indices]
+                ei = het.edges[e]
+                assert torch.equal(torch.from_numpy(ei[0][eids.numpy()]), src), e
+                assert torch.equal(torch.from_numpy(ei[1][eids.numpy()]), dst), e
         for t in (PAPER, "author"):
             ids = mb.input_nodes[t]
             assert torch.equal(mb.node_features[(t, "feat")], torch.from_numpy(het.feats[t]["feat"][ids.numpy()]))
