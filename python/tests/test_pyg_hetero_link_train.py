@@ -2,8 +2,12 @@
 encoder made heterogeneous by to_hetero with a dot-product decoder, batches from
 tierfs.pyg.LinkNeighborLoader (features read from the tierfs dataset) vs PyG's LinkLoader over the
 in-memory HeteroData, both sampled (neighbors, binary negatives, seed edges and their reverses
-left out) by tierfs.pyg.NeighborSampler with the same seed. Test AUC must agree within 0.01 and
-be well above chance."""
+left out) by tierfs.pyg.NeighborSampler with the same seed. Over 5 seeds (model init, shuffle and
+sampler seed each) the mean test AUC must agree within 0.01 and be well above chance.
+
+Sized for CI: 32 feature columns, 16 hidden channels, fanouts [3, 2], batches of 1024 seed edges,
+2 epochs — about 20 s of CPU a seed for both runs (0.77 to 0.83 test AUC; the 256-column,
+32-channel, [5, 3], 512-edge version reached 0.76 to 0.78 at three times the cost)."""
 
 from __future__ import annotations
 
@@ -24,13 +28,15 @@ from test_pyg_hetero import in_memory  # noqa: E402
 from test_pyg_link_train import auc  # noqa: E402
 
 PA, AP = ("paper", "to", "author"), ("author", "to", "paper")
+SEEDS = (3, 4, 5, 6, 7)
+DIM, HIDDEN, FANOUTS, BATCH, EPOCHS = 32, 16, [3, 2], 1024, 2
 
 
 @pytest.fixture(scope="module")
 def acm(tmp_path_factory):
     data = tierfs.datasets.acm(as_pyg=True)
     for t in data.node_types:
-        data[t].x = data[t].x[:, :256].contiguous()  # fewer features: a quick test, the same task
+        data[t].x = data[t].x[:, :DIM].contiguous()  # fewer features: a quick test, the same task
     for k in ("train_mask", "val_mask", "test_mask"):
         del data["paper"][k]
     path = tierfs.from_pyg(data, tmp_path_factory.mktemp("acm_link_train") / "acm")
@@ -44,10 +50,10 @@ def acm(tmp_path_factory):
 
 def run(data, make_loader, seed: int) -> float:
     torch.manual_seed(seed)
-    model = to_hetero(GraphSAGE((-1, -1), 32, num_layers=2), data.metadata(), aggr="sum")
+    model = to_hetero(GraphSAGE((-1, -1), HIDDEN, num_layers=2), data.metadata(), aggr="sum")
     opt = None
     train = make_loader("train", seed)
-    for _ in range(2):
+    for _ in range(EPOCHS):
         model.train()
         for b in train:
             z = model(b.x_dict, b.edge_index_dict)
@@ -72,20 +78,22 @@ def run(data, make_loader, seed: int) -> float:
 def test_hetero_link_prediction_auc_parity(acm):
     data, store, train, test = acm
     eli = {"train": train, "test": test}
-    nn = {et: [5, 3] for et in data.edge_types}
+    nn = {et: FANOUTS for et in data.edge_types}
     link = dict(exclude_seed_edges=True, reverse_edge_types={PA: AP})
 
     def ours(split, seed):
         torch.manual_seed(seed)  # the DataLoader's shuffle order (nothing else in training draws)
         return tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=(PA, eli[split]), neg_sampling="binary",
-                                             batch_size=512, shuffle=split == "train", seed=seed, **link)
+                                             batch_size=BATCH, shuffle=split == "train", seed=seed, **link)
 
     def theirs(split, seed):
         torch.manual_seed(seed)
         return LinkLoader(data, link_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=seed, **link), edge_label_index=(PA, eli[split]),
-                          neg_sampling="binary", batch_size=512, shuffle=split == "train")
+                          neg_sampling="binary", batch_size=BATCH, shuffle=split == "train")
 
-    a, b = run(data, ours, 3), run(data, theirs, 3)
-    print(f"ACM paper->author test AUC: tierfs {a:.4f}, in-memory {b:.4f}")
-    assert a > 0.7 and b > 0.7
-    assert abs(a - b) <= 0.01
+    a = torch.tensor([run(data, ours, seed) for seed in SEEDS])
+    b = torch.tensor([run(data, theirs, seed) for seed in SEEDS])
+    print(f"ACM paper->author test AUC over seeds {SEEDS}: tierfs {a.tolist()} (mean {a.mean():.4f}), "
+          f"in-memory {b.tolist()} (mean {b.mean():.4f})")
+    assert a.mean() > 0.7 and b.mean() > 0.7 and a.min() > 0.6 and b.min() > 0.6
+    assert abs(float(a.mean() - b.mean())) <= 0.01

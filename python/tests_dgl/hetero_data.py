@@ -46,11 +46,11 @@ class HeteroGraph:
     def heterograph(self):
         """DGL's in-memory heterograph of the same data: every node type with its features
         (ndata by name) and labels (ndata "label" where labelled), every edge type with edge
-        ``i`` = tierfs's edge id ``i`` and its edge features (edata by name)."""
+        ``i`` = the input's edge ``i`` (DGL's numbering, tierfs.dgl's ``dgl.EID``) and its edge
+        features (edata by name)."""
         data = {}
         for e, ei in self.edges.items():
-            o = self.csc_order(e)
-            data[e] = (torch.from_numpy(ei[0][o]), torch.from_numpy(ei[1][o]))
+            data[e] = (torch.from_numpy(ei[0]), torch.from_numpy(ei[1]))
         g = dgl.heterograph(data, num_nodes_dict=dict(self.num_nodes), idtype=torch.int64)
         for t, feats in self.feats.items():
             for name, x in feats.items():
@@ -58,9 +58,8 @@ class HeteroGraph:
         for t in self.sets:
             g.nodes[t].data["label"] = torch.from_numpy(self.labels(t))
         for e, feats in self.edge_feats.items():
-            o = self.csc_order(e)
             for name, x in feats.items():
-                g.edges[e].data[name] = torch.from_numpy(np.ascontiguousarray(x[o]))
+                g.edges[e].data[name] = torch.from_numpy(np.ascontiguousarray(x))
         return g
 
 

@@ -9,6 +9,7 @@ import torch
 
 import dgl
 import dgl.dataloading
+import dgl.graphbolt as gb
 import dgl.storages
 import tierfs
 import tierfs.dgl as tdgl
@@ -68,26 +69,31 @@ def _check_structure(graph, store, seeds, fanouts, cumulative, replace=False):
             np.testing.assert_array_equal(in_deg[first:], np.where(deg[new_dst] > 0, f, 0))
         if not cumulative and h > 0:
             assert in_deg[:first].sum() == 0  # older dst nodes have no edges of this hop
-    _check_eids(store, blocks)
+    _check_eids(graph, store, blocks)
     lo = 0 if cumulative else int(eph[:-1].sum())
-    np.testing.assert_array_equal(blocks[0].edata[dgl.EID].numpy(), np.asarray(sample.e_id)[lo:])
+    csc = tdgl.csc_edge_ids(store, blocks[0].edata[dgl.EID])
+    np.testing.assert_array_equal(csc.numpy(), np.asarray(sample.e_id)[lo:])
     return input_nodes, output_nodes, blocks
 
 
-def _check_eids(store, blocks):
-    """Each block edge's dgl.EID is its position in the store's CSC: indices[eid] is its src
-    node and the dst whose indptr range holds eid its dst node."""
+def _check_eids(graph, store, blocks):
+    """Each block edge's dgl.EID is its position in the ingested edge list (src[eid] -> dst[eid]
+    is the edge), and csc_edge_ids maps it to its position in the store's CSC: indices[csc] is
+    its src node and the dst whose indptr range holds csc its dst node."""
     indptr, indices = store.csc()
     for block in blocks:
         eid = block.edata[dgl.EID]
         assert eid.dtype == torch.int64 and eid.numel() == block.num_edges()
-        eid = eid.numpy()
-        assert ((eid >= 0) & (eid < len(indices))).all()
         u, v = block.edges()
         src = block.srcdata[dgl.NID][u].numpy()
         dst = block.dstdata[dgl.NID][v].numpy()
-        np.testing.assert_array_equal(indices[eid], src)
-        np.testing.assert_array_equal(np.searchsorted(indptr, eid, side="right") - 1, dst)
+        e = eid.numpy()
+        assert ((e >= 0) & (e < len(graph.src))).all()
+        np.testing.assert_array_equal(graph.src[e], src)
+        np.testing.assert_array_equal(graph.dst[e], dst)
+        csc = tdgl.csc_edge_ids(store, eid).numpy()
+        np.testing.assert_array_equal(indices[csc], src)
+        np.testing.assert_array_equal(np.searchsorted(indptr, csc, side="right") - 1, dst)
 
 
 @pytest.mark.parametrize("cumulative", [True, False])
@@ -271,9 +277,10 @@ def test_dgl_dataloader_spawn_workers(graph, store):
     np.testing.assert_array_equal(np.sort(torch.cat(seen).numpy()), graph.train)
 
 
-def test_block_eids_are_csc_positions(graph, store):
-    """dgl.EID of random seeds' blocks against the store's CSC, dgl_graph's edges (edge i in CSC
-    order) and the e_id of the same Sample (what the PyG loader gives)."""
+def test_block_eids_are_input_positions(graph, store):
+    """dgl.EID of random seeds' blocks against the ingested edge list and the store's CSC,
+    dgl_graph's edges (edge i the input's edge i) and the e_id of the same Sample mapped to
+    input positions (what the PyG loader gives)."""
     seed = int(np.random.default_rng().integers(1 << 31))
     print(f"seed {seed}")
     r = np.random.default_rng(seed)
@@ -284,14 +291,91 @@ def test_block_eids_are_csc_positions(graph, store):
         seeds = torch.from_numpy(r.choice(graph.num_nodes, int(r.integers(1, 60)), replace=False))
         sampler_seed = int(r.integers(1 << 20))
         _, _, blocks = tdgl.NeighborSampler(store, fanouts, seed=sampler_seed, cumulative=cumulative).sample(seeds)
-        _check_eids(store, blocks)
+        _check_eids(graph, store, blocks)
         sample = store.sampler(list(reversed(fanouts)), seed=sampler_seed).sample(seeds)
         eph = np.asarray(sample.edges_per_hop)
-        np.testing.assert_array_equal(blocks[-1].edata[dgl.EID].numpy(), np.asarray(sample.e_id)[: eph[0]], err_msg=f"seed {seed}")
+        csc_to_input = np.argsort(graph.dst, kind="stable")  # the CSC tierfs builds, in input positions
+        want = csc_to_input[np.asarray(sample.e_id)[: eph[0]]]
+        np.testing.assert_array_equal(blocks[-1].edata[dgl.EID].numpy(), want, err_msg=f"seed {seed}")
+        np.testing.assert_array_equal(tdgl.dgl_edge_ids(store, np.asarray(sample.e_id)).numpy(), csc_to_input[np.asarray(sample.e_id)])
+        # Without the store, sample_to_blocks keeps tierfs's own ids (CSC positions).
+        csc_blocks = tdgl.sample_to_blocks(sample, cumulative=cumulative)[2]
+        np.testing.assert_array_equal(csc_blocks[-1].edata[dgl.EID].numpy(), np.asarray(sample.e_id)[: eph[0]])
         for block in blocks:
             u, v = block.edges()
             gu, gv = g.find_edges(block.edata[dgl.EID])
             assert torch.equal(gu, block.srcdata[dgl.NID][u]) and torch.equal(gv, block.dstdata[dgl.NID][v]), f"seed {seed}"
+
+
+def _triples(block) -> list:
+    """A block's edges as sorted (src id, dst id, dgl.EID) triples."""
+    u, v = block.edges()
+    t = torch.stack([block.srcdata[dgl.NID][u], block.dstdata[dgl.NID][v], block.edata[dgl.EID]], 1)
+    return sorted(map(tuple, t.tolist()))
+
+
+@pytest.mark.parametrize("exclude", [False, True])
+def test_blocks_match_dgls_own_sampler_on_the_input_graph(graph, store, exclude):
+    """Every neighbor (fanout -1) of random seeds: each block of tierfs.dgl.NeighborSampler holds
+    the edges DGL's own NeighborSampler gives on dgl.graph((src, dst)) of the ingested edge list
+    (the user's DGLGraph), edge ids included. With exclude_eids (ids of that graph) the output
+    layer matches too (DGL leaves them out before its draw, tierfs after; with every neighbor
+    drawn the edges are the same, while a node reached only through an excluded edge stays in
+    tierfs's sample, so the farther layers are compared without exclusion only)."""
+    seed = int(np.random.default_rng().integers(1 << 31))
+    print(f"seed {seed}")
+    r = np.random.default_rng(seed)
+    g = dgl.graph((torch.from_numpy(graph.src), torch.from_numpy(graph.dst)), num_nodes=graph.num_nodes, idtype=torch.int64)
+    seeds = torch.from_numpy(np.sort(r.choice(graph.num_nodes, 25, replace=False)))
+    drop = torch.from_numpy(r.choice(g.num_edges(), g.num_edges() // 3, replace=False)) if exclude else None
+    _, _, theirs = dgl.dataloading.NeighborSampler([-1, -1]).sample(g, seeds, exclude_eids=drop)
+    _, _, ours = tdgl.NeighborSampler(store, [-1, -1], seed=seed).sample(None, seeds, exclude_eids=drop)
+    layers = [1] if exclude else [0, 1]
+    for i in layers:
+        assert _triples(ours[i]) == _triples(theirs[i]), f"layer {i}, seed {seed}"
+    if exclude:
+        assert not set(ours[0].edata[dgl.EID].tolist()) & set(drop.tolist())
+
+
+@pytest.mark.parametrize("how", ["undirected", "drop_self_loops"])
+def test_edge_ids_where_no_numbering_follows_the_input(tmp_path, how):
+    """An undirected ingest (both directions under one input position) and one that drops self
+    loops have no edge numbering in input order: DGL's ids are the CSC positions there, the same
+    in blocks, dgl_graph, exclude_eids and the id maps; DGL's wrapper over dgl_graph excludes
+    exactly the seed edges' ids."""
+    r = np.random.default_rng(31)
+    print("seed 31")
+    n = 50
+    src, dst = r.integers(0, n, 300), r.integers(0, n, 300)
+    src[:5] = dst[:5]  # self loops
+    np.save(tmp_path / "edges.npy", np.stack([src, dst]))
+    np.save(tmp_path / "x.npy", r.random((n, 4), dtype=np.float32))
+    kw = {"undirected": True} if how == "undirected" else {"drop_self_loops": True}
+    out = tierfs.ingest(str(tmp_path / "ds"), edges=str(tmp_path / "edges.npy"), features=str(tmp_path / "x.npy"), **kw)
+    with tierfs.open(out) as s:
+        indptr, indices = s.csc()
+        g = tdgl.dgl_graph(s)
+        u, v = g.edges()
+        np.testing.assert_array_equal(u.numpy(), indices)
+        np.testing.assert_array_equal(v.numpy(), np.repeat(np.arange(n), np.diff(indptr)))
+        ids = torch.arange(len(indices))
+        assert torch.equal(tdgl.csc_edge_ids(s, ids), ids) and torch.equal(tdgl.dgl_edge_ids(s, ids), ids)
+        seeds = torch.arange(0, n, 3)
+        _, _, blocks = tdgl.NeighborSampler(s, [-1]).sample(seeds)
+        _check_eids_csc(s, blocks[0])
+        eids = torch.from_numpy(r.choice(len(indices), 20, replace=False))
+        sampler = dgl.dataloading.as_edge_prediction_sampler(tdgl.NeighborSampler(s, [-1]), exclude="self")
+        _, pair, blocks = sampler.sample(g, eids)
+        assert not set(blocks[0].edata[dgl.EID].tolist()) & set(eids.tolist())
+        _check_eids_csc(s, blocks[0])
+
+
+def _check_eids_csc(store, block):
+    indptr, indices = store.csc()
+    u, v = block.edges()
+    e = block.edata[dgl.EID].numpy()
+    np.testing.assert_array_equal(indices[e], block.srcdata[dgl.NID][u].numpy())
+    np.testing.assert_array_equal(np.searchsorted(indptr, e, side="right") - 1, block.dstdata[dgl.NID][v].numpy())
 
 
 # Whole-topology helpers ------------------------------------------------------------------
@@ -301,8 +385,12 @@ def test_dgl_graph_and_sampling_graph_match_the_ingested_edges(graph, store):
     indptr, indices = graph.csc()
     g = tdgl.dgl_graph(store)
     assert (g.num_nodes(), g.num_edges()) == (graph.num_nodes, len(graph.src))
-    u, v = g.edges()
-    assert sorted(zip(u.tolist(), v.tolist())) == sorted(zip(graph.src.tolist(), graph.dst.tolist()))
+    u, v = g.edges()  # edge i is the input's edge i, as dgl.graph((src, dst)) numbers them
+    np.testing.assert_array_equal(u.numpy(), graph.src)
+    np.testing.assert_array_equal(v.numpy(), graph.dst)
     sg = tdgl.sampling_graph(store)
     np.testing.assert_array_equal(sg.csc_indptr.numpy(), indptr)
     np.testing.assert_array_equal(sg.indices.numpy(), indices)
+    # GraphBolt's original edge ids of the CSC are the input positions.
+    order = np.argsort(graph.dst, kind="stable")
+    np.testing.assert_array_equal(sg.edge_attributes[gb.ORIGINAL_EDGE_ID].numpy(), order)

@@ -142,11 +142,15 @@ def test_feature_store_reads_match_raw(het, hstore):
     y = het.labels(PAPER)
     ids = rng.integers(0, het.num_nodes[PAPER], 100)
     assert torch.equal(fs.read("node", PAPER, "label", torch.from_numpy(ids)), torch.from_numpy(y[ids]))
+    # Edge features by DGL's edge id (the input position); tierfs's CSC order maps to it.
     o = het.csc_order(WRITES)
     for name, x in het.edge_feats[WRITES].items():
         eids = rng.integers(0, len(o), 150)
         got = fs.read("edge", "author:writes:paper", name, torch.from_numpy(eids))
-        assert torch.equal(got, torch.from_numpy(x[o][eids])), name
+        assert torch.equal(got, torch.from_numpy(x[eids])), name
+        csc = tdgl.csc_edge_ids(hstore, torch.from_numpy(eids), WRITES)
+        assert torch.equal(csc, torch.from_numpy(np.argsort(o)[eids])), name
+        assert torch.equal(tdgl.dgl_edge_ids(hstore, csc, WRITES), torch.from_numpy(eids)), name
     empty = fs.read("node", "author", "feat", torch.empty(0, dtype=torch.int64))
     assert empty.shape == (0, 8)
 
@@ -193,6 +197,16 @@ def test_graphbolt_pipeline_hetero(het, hstore):
     for mb in gb.DataLoader(pipe, num_workers=0):
         batches += 1
         authors += mb.input_nodes["author"].numel()
+        # GraphBolt's original edge ids are DGL's: positions in each edge type's input.
+        for sub in mb.sampled_subgraphs:
+            for key, csc in sub.sampled_csc.items():
+                e = tuple(key.split(":"))
+                eids = sub.original_edge_ids[key]
+                dst = sub.original_column_node_ids[e[2]].repeat_interleave(csc.indptr.diff())
+                src = sub.original_row_node_ids[e[0]][csc.indices]
+                ei = het.edges[e]
+                assert torch.equal(torch.from_numpy(ei[0][eids.numpy()]), src), e
+                assert torch.equal(torch.from_numpy(ei[1][eids.numpy()]), dst), e
         for t in (PAPER, "author"):
             ids = mb.input_nodes[t]
             assert torch.equal(mb.node_features[(t, "feat")], torch.from_numpy(het.feats[t]["feat"][ids.numpy()]))
@@ -219,12 +233,14 @@ def _global(sample, e, lo, hi):
     return sample.node[src][sample.row[e][lo:hi]], sample.node[dst][sample.col[e][lo:hi]]
 
 
-def _check_against_to_block(store, graph, fanouts, seed_type, seeds, seed, replace):
+def _check_against_to_block(store, graph, fanouts, seed_type, seeds, seed, replace, input_order=None):
     """NeighborSampler's blocks for ``seeds`` against dgl.to_block over the frontier of the same
     sampled edges (tierfs's own sample, drawn with the same seed), per layer: dst nodes equal,
     src nodes equal as sets with the dst nodes first, edges equal as (src id, dst id, edge id)
-    multisets; dgl.EID names the same edge in DGL's in-memory ``graph``; in-degrees at a layer's
-    own hop are min(degree, fanout) without replacement."""
+    multisets (edge ids: the sample's CSC positions mapped to input positions); dgl.EID names the
+    same edge in DGL's in-memory ``graph`` (built from the input arrays); in-degrees at a layer's
+    own hop are min(degree, fanout) without replacement. ``input_order[etype]`` maps the
+    sample's CSC positions to input positions (None: they agree)."""
     sampler = tdgl.NeighborSampler(store, fanouts, replace=replace, seed=seed)
     input_nodes, output_nodes, blocks = sampler.sample({seed_type: torch.from_numpy(seeds)})
     sample = _tierfs_sample(store, fanouts, seeds, seed, replace, seed_type)
@@ -237,6 +253,8 @@ def _check_against_to_block(store, graph, fanouts, seed_type, seeds, seed, repla
         assert torch.equal(blocks[0].srcnodes[t].data[dgl.NID], input_nodes[t])
     assert torch.equal(blocks[-1].dstnodes[seed_type].data[dgl.NID], output_nodes[seed_type])
     num_nodes = {t: graph.num_nodes(t) for t in ntypes}
+    if input_order is None:
+        input_order = {e: np.arange(graph.num_edges(e)) for e in etypes}
     for i, block in enumerate(blocks):
         h = L - 1 - i
         assert block.is_block
@@ -247,7 +265,7 @@ def _check_against_to_block(store, graph, fanouts, seed_type, seeds, seed, repla
             k = int(sum(sample.num_sampled_edges[e][: h + 1]))
             s, d = _global(sample, e, 0, k)
             data[e] = (torch.from_numpy(s), torch.from_numpy(d))
-            store_eid[e] = torch.from_numpy(sample.edge[e][:k])
+            store_eid[e] = torch.from_numpy(input_order[e][sample.edge[e][:k]])  # DGL's edge ids: input positions
         frontier = dgl.heterograph(data, num_nodes_dict=num_nodes, idtype=torch.int64)
         for e in etypes:
             frontier.edges[e].data["store_eid"] = store_eid[e]
@@ -294,7 +312,7 @@ def test_blocks_match_dgl_to_block(het, hstore, hgraph, replace):
     rng = _rng(f"test_blocks_match_dgl_to_block[{replace}]")
     seeds = np.sort(rng.choice(het.sets[PAPER]["train"][0], 24, replace=False))
     seeds[:2] = [0, 1]  # papers without in-edges
-    _check_against_to_block(hstore, hgraph, FANOUTS, PAPER, seeds, SEED, replace)
+    _check_against_to_block(hstore, hgraph, FANOUTS, PAPER, seeds, SEED, replace, {e: het.csc_order(e) for e in het.edges})
 
 
 def test_blocks_match_dgl_to_block_synth_mag(tmp_path):

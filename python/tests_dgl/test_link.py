@@ -40,9 +40,9 @@ SEEDS = (0, 1, 2)  # training runs a side in the AUC parity test (sampler, shuff
 class UGraph:
     dir: str
     x: np.ndarray
-    src: np.ndarray  # CSC order: edge id i is (src[i], dst[i])
+    src: np.ndarray  # as ingested: edge id i (DGL's, tierfs.dgl's dgl.EID) is (src[i], dst[i])
     dst: np.ndarray
-    reverse_eids: torch.Tensor  # edge id of (dst[i], src[i])
+    reverse_eids: torch.Tensor  # edge id of (dst[i], src[i]): i + m or i - m, as dgl.add_reverse_edges
     test_pairs: np.ndarray  # (2, m) held-out pairs, not in the graph, each once
 
 
@@ -81,10 +81,8 @@ def ingest_undirected(root, x, pairs, rng) -> UGraph:
     np.save(root / "features.npy", x)
     out = str(root / "dataset")
     tierfs.ingest(out, edges=str(root / "edges.npy"), features=str(root / "features.npy"))
-    order = np.argsort(dst, kind="stable")  # the CSC tierfs builds: edge id = CSC position
-    src, dst = src[order], dst[order]
-    eid = {(int(u), int(v)): i for i, (u, v) in enumerate(zip(src, dst))}
-    rev = torch.tensor([eid[(int(v), int(u))] for u, v in zip(src, dst)], dtype=torch.int64)
+    m = len(train)
+    rev = torch.cat([torch.arange(m, 2 * m), torch.arange(m)])
     return UGraph(out, x, src, dst, rev, test.T.copy())
 
 
@@ -104,7 +102,7 @@ def _eids(block):
     return block.edata[dgl.EID]
 
 
-def test_dgl_graph_is_the_csc(ug, ustore):
+def test_dgl_graph_is_the_input(ug, ustore):
     g = tdgl.dgl_graph(ustore)
     s, d = g.edges()
     np.testing.assert_array_equal(s.numpy(), ug.src)
@@ -250,6 +248,30 @@ def test_edge_prediction_exclusion_matches_dgls_wrapper(ug, ustore, exclude):
             assert ea == eb
     full = tdgl.NeighborSampler(ustore, fanouts, seed=9).sample(out[1].ndata[dgl.NID])[2][-1]
     assert banned <= {(s, d) for s, d, _ in _global_edges(full)}  # fanout -1: each was drawn, then dropped
+
+
+@pytest.mark.parametrize("exclude", [None, "self", "reverse_id"])
+def test_edge_prediction_matches_dgls_in_memory_sampler(ug, ustore, exclude):
+    """tierfs's EdgePredictionSampler against DGL's own, in memory, on the user's DGLGraph of the
+    ingested edge list (dgl.graph((src, dst)), reverse_eids as dgl.add_reverse_edges numbers
+    them), same seed edge ids and negatives, every neighbor (fanout -1: DGL's exclusion before
+    its draw and tierfs's after give the same edges): the seed nodes and the block's edges as
+    (src id, dst id, dgl.EID) are the same."""
+    g = dgl.graph((torch.from_numpy(ug.src), torch.from_numpy(ug.dst)), num_nodes=N, idtype=torch.int64)
+    rng = _rng(f"in-memory exclusion {exclude}")
+    eids = torch.from_numpy(rng.choice(g.num_edges(), 64, replace=False))
+    ours = tdgl.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ustore, [-1], seed=2), exclude=exclude, reverse_eids=ug.reverse_eids,
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(2),
+    ).sample(g, eids)
+    _, negs = _check_layout(ours, 2, N)
+    replay = lambda _g, _eids: negs  # noqa: E731  DGL's sampler gets tierfs's negatives
+    theirs = dgl.dataloading.as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler([-1]), exclude=exclude, reverse_eids=ug.reverse_eids, negative_sampler=replay,
+    ).sample(g, eids)
+    assert torch.equal(ours[1].edata[dgl.EID], theirs[1].edata[dgl.EID])
+    assert set(ours[1].ndata[dgl.NID].tolist()) == set(theirs[1].ndata[dgl.NID].tolist())
+    assert _global_edges(ours[-1][0]) == _global_edges(theirs[-1][0])
 
 
 def test_edge_prediction_ids_pairs_and_errors(ug, ustore):

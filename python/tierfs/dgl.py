@@ -9,7 +9,12 @@ GraphBolt (``dgl.graphbolt``)
     it to ``gb.FeatureFetcher`` / ``datapipe.fetch_feature(store, node_feature_keys=["feat"])``.
     ``Feature.read_async`` / ``read_async_num_stages`` follow the staged protocol of GraphBolt 2.4's
     ``FeatureFetcher`` (the read runs on a worker thread, overlapped with the rest of the
-    pipeline); older GraphBolt versions simply call ``read``.
+    pipeline); older GraphBolt versions simply call ``read``. :class:`Dataset` is GraphBolt's
+    ``Dataset`` over a tierfs dataset (what ``gb.OnDiskDataset(...).load()`` gives): ``feature``,
+    ``graph``, ``all_nodes_set`` and ``tasks`` — a node classification task of the stored node
+    splits and a link prediction task of the stored edge splits (``seeds`` / ``labels`` /
+    ``indexes`` item sets, as GraphBolt link tasks hold them; ``tierfs.from_graphbolt`` stores
+    a GraphBolt link task's sets there).
 
 Classic (``dgl.dataloading``)
     :class:`NeighborSampler` is a ``dgl.dataloading.BlockSampler`` that samples with tierfs (so the
@@ -57,9 +62,20 @@ DGL requires). With ``cumulative=True`` (the default) its edges are those sample
 node keeps the neighbors it was sampled with in every layer, as PyG's NeighborLoader computes over
 one sampled subgraph. With ``cumulative=False`` a block holds only the edges of its own hop, so
 dst nodes reached before hop h have no in-edges there. Unlike ``dgl.dataloading.NeighborSampler``,
-a node's neighbors are not drawn again for each layer. Each block's ``edata[dgl.EID]`` holds its
-edges' ids in the store: their positions in its CSC, the order of :func:`dgl_graph`'s edges and
-of edge features (``store.gather(eids, feature="edge_attr")``), the ``e_id`` PyG batches carry.
+a node's neighbors are not drawn again for each layer.
+
+Edge ids. Each block's ``edata[dgl.EID]`` holds its edges' positions in the input the dataset
+was ingested from (the edge list of each edge type, as DGL numbers the edges of
+``dgl.graph((src, dst))`` of it), the ``e_id`` :mod:`tierfs.pyg` batches carry; ``exclude_eids``,
+:func:`dgl_graph`'s edges, the ``ORIGINAL_EDGE_ID`` of :func:`sampling_graph` and the edge
+features of :class:`FeatureStore` use the same numbering. tierfs's own edge ids (positions in the
+CSC it builds: ``store.csc()``'s order, ``Sample.e_id``, the rows of ``store.gather(ids,
+feature=<edge feature>)``) stay reachable: :func:`csc_edge_ids` maps DGL's ids to them,
+:func:`dgl_edge_ids` back, and ``sample_to_blocks(sample)`` without ``store`` keeps them. Where
+no numbering follows the input — an undirected ingest (both directions of input edge i stored
+under i), dropped self loops — DGL's ids are tierfs's CSC positions, consistently everywhere;
+where the input order is unknown (``dedup``, synthetic graphs) or already by destination the two
+are the same.
 
 Processes: the tierfs library runs a Go runtime, which does not survive ``fork``. Worker
 processes of ``dgl.dataloading.DataLoader`` / ``torch.utils.data.DataLoader`` must be started with
@@ -74,7 +90,9 @@ Tested with DGL 2.1.0 (the newest DGL wheel PyPI has for Linux) and torch 2.2.1.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -86,6 +104,7 @@ import dgl.storages
 
 import tierfs
 from tierfs._args import _fanouts
+from tierfs import edgeids
 from tierfs.hetero import edge_type_tuple
 from tierfs.pipeline import MAX_DEPTH
 
@@ -107,11 +126,15 @@ __all__ = [
     "EdgePredictionSampler",
     "as_edge_prediction_sampler",
     "LinkDataLoader",
+    "Dataset",
+    "Task",
     "ReadOnlyError",
     "sample_to_blocks",
     "hetero_sample_to_blocks",
     "sampling_graph",
     "dgl_graph",
+    "dgl_edge_ids",
+    "csc_edge_ids",
     "FEATURE",
     "LABEL",
 ]
@@ -211,6 +234,73 @@ def _is_hetero(store) -> bool:
     return bool(getattr(store, "is_hetero", False))
 
 
+_NUMBERED = weakref.WeakKeyDictionary()  # store -> {edge type (None: the one): bool}
+_NUMBERED_LOCK = threading.Lock()
+_NUMBERED_CHUNK = 1 << 22
+
+
+def _input_numbered(store, edge_type=None) -> bool:
+    """Whether DGL's edge ids of ``edge_type`` are positions in the input (the input order numbers
+    the edges: ingest's ``input_edge_id`` is a permutation of [0, count)), not tierfs's CSC
+    positions. False where the dataset has no ``input_edge_id`` (the orders agree), after an
+    undirected ingest (both directions stored under one input position) and where ingest dropped
+    input edges (self loops): there no numbering of the edges follows the input. Ingest writes
+    either a permutation or positions some of which repeat or are skipped, so the largest being
+    count-1 tells them apart; read once per store and edge type (8 bytes an edge)."""
+    key = None if edge_type is None else edge_type_tuple(edge_type)
+    with _NUMBERED_LOCK:
+        known = _NUMBERED.setdefault(store, {})
+        if key in known:
+            return known[key]
+    info = edgeids._edge_feature_info(store, key)
+    numbered = False
+    if edgeids.INPUT_EDGE_ID in info:
+        count = int(info[edgeids.INPUT_EDGE_ID]["rows"])
+        top = -1
+        for lo in range(0, count, _NUMBERED_CHUNK):
+            ids = edgeids.input_edge_ids(store, torch.arange(lo, min(count, lo + _NUMBERED_CHUNK)), key)
+            top = max(top, int(ids.max()))
+        numbered = top == count - 1
+    with _NUMBERED_LOCK:
+        _NUMBERED.setdefault(store, {})[key] = numbered
+    return numbered
+
+
+def dgl_edge_ids(store, edge_ids, edge_type=None) -> torch.Tensor:
+    """tierfs's edge ids (CSC positions: ``store.csc()``'s order, ``Sample.e_id``, the rows of
+    ``store.gather(ids, feature=<edge feature>)``) of ``edge_type`` (None: the store's one) as
+    DGL's edge ids, the ``dgl.EID`` of this module's blocks (see "Edge ids" in the module
+    docstring). A 1-D int64 CPU tensor. :func:`csc_edge_ids` is the inverse."""
+    ids = _ids_tensor(edge_ids)
+    if ids.numel() == 0 or not _input_numbered(store, edge_type):
+        return ids
+    key = None if edge_type is None else edge_type_tuple(edge_type)
+    return _ids_tensor(edgeids.input_edge_ids(store, ids, key))
+
+
+def csc_edge_ids(store, edge_ids, edge_type=None) -> torch.Tensor:
+    """DGL's edge ids (``dgl.EID`` of this module's blocks, :func:`dgl_graph`'s edges) of
+    ``edge_type`` as tierfs's (CSC positions): the inverse of :func:`dgl_edge_ids`. Reads the
+    whole input order of the edge type (8 bytes an edge) on every call where the two differ."""
+    ids = _ids_tensor(edge_ids)
+    if not _input_numbered(store, edge_type):
+        return ids
+    key = None if edge_type is None else edge_type_tuple(edge_type)
+    inverse = edgeids._input_to_csc(store, key)
+    return _ids_tensor(edgeids._map_input_ids(inverse, ids, "csc_edge_ids", "tierfs.dgl"))
+
+
+def _input_order(store, edge_type, count: int):
+    """Every edge's DGL edge id by CSC position (``order[csc] = dgl id``), or None where the two
+    are the same numbering."""
+    if count == 0 or not _input_numbered(store, edge_type):
+        return None
+    return dgl_edge_ids(store, torch.arange(count), edge_type)
+
+
+_UNREAD = object()
+
+
 class _TypedColumn:
     """One column of a heterogeneous store: a node type's feature (by name; None: its default)
     or labels, or an edge type's feature by edge id."""
@@ -219,6 +309,7 @@ class _TypedColumn:
         if (node_type is None) == (edge_type is None):
             raise tierfs.InvalidArgumentError("tierfs.dgl: a typed column has a node_type or an edge_type, not both")
         self.store, self.kind, self.node_type, self.name = store, kind, node_type, name
+        self._inverse = _UNREAD  # edge features: DGL's edge id -> CSC position (None: the same), read on first use
         self.edge_type = None if edge_type is None else edge_type_tuple(edge_type)
         types = store.types
         if self.edge_type is not None:
@@ -274,6 +365,12 @@ class _TypedColumn:
         if n == 0:
             return torch.empty(shape, dtype=dtype)
         if self.edge_type is not None:
+            # Rows are read by DGL's edge ids: through the inverse of the input order where those
+            # are input positions.
+            if self._inverse is _UNREAD:
+                numbered = _input_numbered(self.store, self.edge_type)
+                self._inverse = edgeids._input_to_csc(self.store, self.edge_type) if numbered else None
+            ids = edgeids._map_input_ids(self._inverse, ids, f"edge type {self.edge_type} feature {self.name!r}", "tierfs.dgl")
             rows = self.store.gather(ids, edge_type=self.edge_type, feature=self.name)
         else:
             rows = self.store.gather(ids, node_type=self.node_type, feature=self.name)
@@ -333,7 +430,8 @@ if gb is not None:
 
         In a heterogeneous store, ``node_type`` names the type (``name``: one of its features;
         None: its default) and ``edge_type`` (``(src, rel, dst)`` or ``"src:rel:dst"``) with
-        ``name`` an edge feature, read by edge id; ids are local to the type.
+        ``name`` an edge feature, read by edge id (``dgl.EID``: the edge's position in the
+        input); ids are local to the type.
 
         ``read(ids)`` answers on the ids' device when they are on a GPU, else on the store's
         device (the CPU unless the store was opened with ``device="cuda:N"``).
@@ -476,7 +574,8 @@ if gb is not None:
         ``("node", ntype, name)`` for each node type's features, ``("node", ntype,
         label_name)`` for each type with labels, and ``("edge", "src:rel:dst", name)`` for each
         edge type's features (read by edge id, as ``HeteroSample.edge`` / ``dgl.EID`` give
-        them); ``feature_name`` and ``type_name`` do not apply there. A type's default feature is
+        them: positions in the input of the edge type); ``feature_name`` and ``type_name`` do
+        not apply there. A type's default feature is
         read through its memory tiers, the others from disk.
 
         ``store`` is an open tierfs Store (not closed by this object) or a dataset path, opened
@@ -582,33 +681,48 @@ def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
     (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
-    A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
+    Edges are in tierfs's CSC order; their ``ORIGINAL_EDGE_ID`` (what GraphBolt's samplers hand
+    out as ``original_edge_ids``) is the input position, DGL's edge id. A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
     :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
     if gb is None:
         raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
     if _is_hetero(store):
         # GraphBolt's heterogeneous layout (type offsets, type per edge) as DGL converts it.
-        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False)
+        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
     indptr, indices = store.csc()
-    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices))
+    order = _input_order(store, None, len(indices))
+    attrs = None if order is None else {gb.ORIGINAL_EDGE_ID: order}
+    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices), edge_attributes=attrs)
 
 
 def dgl_graph(store):
     """The store's whole topology as a ``DGLGraph`` (edges neighbor -> node, int64 ids, edge ``i``
-    in CSC order). Materialises every edge in memory (``Store.csc()``): for graphs that fit.
+    the input's edge ``i``: the ``dgl.EID`` of this module's blocks; see "Edge ids" in the module
+    docstring). Materialises every edge in memory (``Store.csc()``): for graphs that fit.
 
     A heterogeneous store gives a heterograph with every node type (its node count) and every
-    canonical edge type ``(src, rel, dst)``, edge ``i`` of an edge type being its edge id in the
-    store (``HeteroSample.edge``, ``dgl.EID`` of :func:`hetero_sample_to_blocks`'s blocks)."""
+    canonical edge type ``(src, rel, dst)``, edge ``i`` of an edge type being its input's edge
+    ``i`` (``dgl.EID`` of :func:`hetero_sample_to_blocks`'s blocks with ``store``)."""
     if _is_hetero(store):
         return _hetero_dgl_graph(store)
     indptr, indices = store.csc()
-    dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    src = torch.from_numpy(indices)
+    dst = torch.from_numpy(np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr)))
+    order = _input_order(store, None, len(indices))
+    if order is not None:
+        src, dst = _permuted(src, order), _permuted(dst, order)
     return dgl.graph(
-        (torch.from_numpy(indices), torch.from_numpy(dst)),
+        (src, dst),
         num_nodes=int(store.num_nodes),
         idtype=torch.int64,
     )
+
+
+def _permuted(values: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """values laid out by order: out[order[i]] = values[i]."""
+    out = torch.empty_like(values)
+    out[order] = values
+    return out
 
 
 def _hetero_dgl_graph(store, chunk_size: int = 1 << 20):
@@ -633,6 +747,10 @@ def _hetero_dgl_graph(store, chunk_size: int = 1 << 20):
                     dst[e][eid] = seeds[np.asarray(smp.col[e])]
         finally:
             sampler.close()
+    for e in etypes:
+        order = _input_order(store, e, len(src[e]))
+        if order is not None:
+            src[e][order.numpy()], dst[e][order.numpy()] = src[e].copy(), dst[e].copy()
     return dgl.heterograph(
         {e: (torch.from_numpy(src[e]), torch.from_numpy(dst[e])) for e in etypes},
         num_nodes_dict=num_nodes,
@@ -787,20 +905,25 @@ def _drop_edges(row, col, e_id, eph, exclude, what="sample"):
     return row[keep], col[keep], e_id[keep], eph
 
 
-def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None):
+def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None, store=None):
     """DGL blocks of a tierfs Sample: ``(input_nodes, output_nodes, blocks)``, blocks from the
     input layer (farthest hop) to the output layer (whose dst nodes are the seeds). Block ``i``
     of ``L`` (hop ``h = L-1-i``) has the nodes of hops 0..h+1 as src nodes and those of hops
     0..h as dst nodes, ``dgl.NID`` in srcdata and dstdata, and the edges of hops 0..h
-    (``cumulative``) or of hop h alone, each with its id in the store (its CSC position) in
-    ``edata[dgl.EID]`` (when the sample has ``e_id``).
+    (``cumulative``) or of hop h alone, each with its id in ``edata[dgl.EID]`` (when the sample
+    has ``e_id``): with ``store`` (the store sampled) DGL's edge id (:func:`dgl_edge_ids`: its
+    position in the input the dataset was ingested from, PyG's ``e_id``), else the sample's own
+    id (its CSC position).
 
-    ``exclude_eids`` (edge ids) leaves those edges out of every block after the draw, as
+    ``exclude_eids`` (edge ids, numbered as ``dgl.EID``) leaves those edges out of every block
+    after the draw, as
     GraphBolt's ``exclude_seed_edges`` does: a node keeps the other neighbors it drew (no
     redraw), and a node reached only through an excluded edge stays among the src nodes (its
     other edges, if any, are kept).
     """
     nodes, row, col, nph, eph, e_id = _sample_arrays(sample)
+    if store is not None and e_id is not None:
+        e_id = dgl_edge_ids(store, e_id)
     num_hops = len(eph)
     if num_hops == 0 or len(nph) != num_hops + 1:
         raise tierfs.Error(
@@ -839,7 +962,7 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=
     return input_nodes, output_nodes, blocks
 
 
-def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None):
+def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None, store=None):
     """DGL heterogeneous blocks of a :class:`tierfs.HeteroSample`: ``(input_nodes,
     output_nodes, blocks)``, blocks from the input layer to the output layer, as
     :func:`sample_to_blocks` lays them out, per type.
@@ -850,8 +973,9 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclud
     are a prefix of src nodes, and a block's dst nodes are the next block's src nodes); each
     edge type holds its edges of hops 0..h (``cumulative``) or of hop h alone, in the sample's
     local ids. ``srcnodes[t].data[dgl.NID]`` / ``dstnodes[t].data[dgl.NID]`` hold the nodes'
-    ids of type t, ``edges[etype].data[dgl.EID]`` the edges' ids in the store (when the sample
-    has them). ``input_nodes`` is ``{t: ids}`` for every node type (blocks[0]'s src nodes),
+    ids of type t, ``edges[etype].data[dgl.EID]`` the edges' ids (when the sample has them):
+    with ``store``, DGL's edge ids (:func:`dgl_edge_ids`: positions in the input of their edge
+    type), else the sample's own (CSC positions). ``input_nodes`` is ``{t: ids}`` for every node type (blocks[0]'s src nodes),
     ``output_nodes`` ``{seed type: seeds}``.
 
     This is what ``dgl.to_block(frontier, dst_nodes)`` makes of the same edges with cumulative
@@ -873,6 +997,8 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclud
     row = {e: _ids_tensor(sample.row[e]) for e in etypes}
     col = {e: _ids_tensor(sample.col[e]) for e in etypes}
     eid = {e: None if sample.edge.get(e) is None else _ids_tensor(sample.edge[e]) for e in etypes}
+    if store is not None:
+        eid = {e: None if ids is None else dgl_edge_ids(store, ids, e) for e, ids in eid.items()}
     for key, ids in _typed_exclude(etypes, exclude_eids).items():
         row[key], col[key], eid[key], eph[key] = _drop_edges(row[key], col[key], eid[key], eph[key], ids, f"edge type {key}")
     edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}
@@ -1108,7 +1234,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             seeds = _ids_tensor(seed_ids).numpy()
             with self._lock:
                 sample = self._sampler.sample(seeds, seed_type)
-            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids)
+            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
         if isinstance(seed_nodes, Mapping):
             if len(seed_nodes) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
@@ -1123,7 +1249,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             if len(exclude_eids) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: exclude_eids of a one-type store is edge ids (or a dict of one edge type)")
             (exclude_eids,) = exclude_eids.values()
-        return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids)
+        return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
 
 
 class DataLoader:
@@ -1331,7 +1457,7 @@ class EdgePredictionSampler:
     calls it) returns what DGL's returns: ``(input_nodes, pair_graph, neg_graph, blocks)``, or
     ``(input_nodes, pair_graph, blocks)`` without negatives. Seed edges are pairs, ``(src,
     dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``seeds``), or edge ids of ``g`` (a
-    ``DGLGraph`` with the store's edge ids, e.g. :func:`dgl_graph`; ``g.find_edges`` gives
+    ``DGLGraph`` numbered as the store's input, e.g. :func:`dgl_graph`; ``g.find_edges`` gives
     their pairs). ``labels`` (one a seed edge) go to ``pair_graph.edata["label"]``.
 
     ``pair_graph`` holds the seed edges in the order given (``edata[dgl.EID]`` when given as
@@ -1389,7 +1515,7 @@ class EdgePredictionSampler:
             if not isinstance(g, dgl.DGLGraph):
                 raise tierfs.InvalidArgumentError(
                     "tierfs.dgl.EdgePredictionSampler: seed edge ids need the graph they index (sample(g, eids) "
-                    "with g a DGLGraph of the store's edge ids, e.g. tierfs.dgl.dgl_graph(store)); or give "
+                    "with g a DGLGraph numbered as the store's input, e.g. tierfs.dgl.dgl_graph(store)); or give "
                     "(src, dst) pairs or an (n, 2) tensor"
                 )
             eids = _ids_tensor(seed_edges)
@@ -1410,7 +1536,7 @@ class EdgePredictionSampler:
                 neg_sampling="triplet" if self.k else None, amount=self.k or 1,
                 exclude_seed_edges=self.exclude is not None, undirected=self.exclude == "reverse_id",
             )
-        input_nodes, seeds, blocks = sample_to_blocks(ls, cumulative=self.sampler.cumulative)
+        input_nodes, seeds, blocks = sample_to_blocks(ls, cumulative=self.sampler.cumulative, store=self.sampler.store)
         if self.k:
             pos_src, pos_dst = torch.from_numpy(ls.src_index), torch.from_numpy(ls.dst_pos_index)
             neg_src = pos_src.repeat_interleave(self.k)
@@ -1533,7 +1659,9 @@ class LinkDataLoader(DataLoader):
     given (one a seed edge), ``pair_graph.edata["label"]`` the batch's.
 
     ``edges`` are pairs: ``(src, dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``ItemSet`` of
-    ``seeds``, with ``labels`` its ``labels``). ``sampler`` is an :class:`EdgePredictionSampler`.
+    ``seeds``, with ``labels`` its ``labels``), or the name of one of the dataset's edge splits
+    (``"train"``, ``"val"``, ``"test"``: its seed edges, and its labels unless ``labels`` is
+    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`.
     ``batch_size``, ``shuffle``, ``drop_last``, ``seed``, ``device`` and ``prefetch`` are as
     in :class:`DataLoader`.
     """
@@ -1556,10 +1684,15 @@ class LinkDataLoader(DataLoader):
             raise tierfs.InvalidArgumentError(
                 f"tierfs.dgl.LinkDataLoader: sampler is a {type(sampler).__name__}; want a tierfs.dgl.EdgePredictionSampler"
             )
+        if isinstance(edges, str):
+            edges, stored_labels = store.edge_split(edges)
+            edges = (edges[0], edges[1])
+            labels = stored_labels if labels is None else labels
         pairs = _seed_pairs(edges, "tierfs.dgl.LinkDataLoader")
         if pairs is None:
             raise tierfs.InvalidArgumentError(
-                "tierfs.dgl.LinkDataLoader: edges are pairs, (src, dst) or an (n, 2) tensor; not 1-D edge ids"
+                "tierfs.dgl.LinkDataLoader: edges are pairs, (src, dst) or an (n, 2) tensor, or an edge split's name; "
+                "not 1-D edge ids"
             )
         self.src, self.dst = pairs
         super().__init__(
@@ -1588,3 +1721,220 @@ class LinkDataLoader(DataLoader):
             graphs = [x.to(self.device) for x in graphs]
             input_nodes = input_nodes.to(self.device)
         return (input_nodes, *graphs, blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt dataset and tasks
+
+#: GraphBolt's task sets by the names of tierfs's node and edge splits.
+_TASK_SETS = (("train", "train_set"), ("val", "validation_set"), ("test", "test_set"))
+
+
+def _link_item_set(store, split: str, edge_type):
+    """Edge split ``split`` of ``edge_type`` (None: the store's one) as GraphBolt's link
+    prediction item set: ``seeds`` (n, 2) pairs, with ``labels`` where the split has them; a
+    split with stored negatives (OGB's ``target_node_neg``, GraphBolt 1.x's ``negative_dsts``)
+    is laid out as GraphBolt 2's ``UniformNegativeSampler`` lays out a batch: the n seed edges,
+    then seed edge i's k negatives (its source, each candidate) at rows ``n + i*k ...``,
+    ``labels`` the given ones (True without) then 0 (False), ``indexes`` the seed edge (ranking
+    query) each row belongs to."""
+    index, labels = store.edge_split(split, edge_type=edge_type)
+    seeds = index.t().contiguous()
+    k = int(store.edge_splits(edge_type)[split].get("neg_per_seed", 0))
+    if not k:
+        if labels is None:
+            return gb.ItemSet(seeds, names="seeds")
+        return gb.ItemSet((seeds, labels), names=("seeds", "labels"))
+    n = seeds.shape[0]
+    neg = store.edge_split_negatives(split, edge_type=edge_type).reshape(n * k)
+    negatives = torch.stack([seeds[:, 0].repeat_interleave(k), neg], 1)
+    positive = torch.ones(n, dtype=torch.bool) if labels is None else labels
+    query = torch.arange(n)
+    return gb.ItemSet(
+        (
+            torch.cat([seeds, negatives]),
+            torch.cat([positive, torch.zeros(n * k, dtype=positive.dtype)]),
+            torch.cat([query, query.repeat_interleave(k)]),
+        ),
+        names=("seeds", "labels", "indexes"),
+    )
+
+
+def _node_item_set(store, split: str, node_type):
+    """Node split ``split`` of ``node_type`` (None: the store's one) as GraphBolt's node
+    classification item set: ``seeds`` (node ids) and their ``labels`` where the type has them."""
+    if node_type is None:
+        ids = torch.from_numpy(store.split(split))
+        labelled = bool(int(store.num_classes))
+    else:
+        ids = torch.from_numpy(store.split(split, node_type=node_type))
+        labelled = bool(store.types["node_types"][node_type].get("labels"))
+    if not labelled:
+        return gb.ItemSet(ids, names="seeds")
+    labels = _as_tensor(store.labels(ids.numpy(), node_type=node_type)).reshape(-1).to(torch.int64)
+    return gb.ItemSet((ids, labels), names=("seeds", "labels"))
+
+
+def _typed_sets(store, hetero: bool, keys: list, make) -> dict:
+    """``{set name: ItemSet or ItemSetDict or None}`` of each tierfs split for the types in
+    ``keys`` (``[(type, GraphBolt key, split names)]``); one type of a one-type store gives
+    plain ItemSets, several types ``ItemSetDict``s keyed as GraphBolt keys types."""
+    out = {}
+    for split, attr in _TASK_SETS:
+        parts = {key: make(t, split) for t, key, names in keys if split in names}
+        if not parts:
+            out[attr] = None
+        elif not hetero:
+            out[attr] = next(iter(parts.values()))
+        else:
+            out[attr] = gb.ItemSetDict(parts)
+    return out
+
+
+if gb is not None:
+
+    class Task(gb.Task):
+        """One task of a :class:`Dataset`: its ``metadata`` and GraphBolt item sets
+        ``train_set``, ``validation_set``, ``test_set`` (None where the dataset has no such
+        split)."""
+
+        def __init__(self, metadata: dict, train_set=None, validation_set=None, test_set=None):
+            self._metadata = dict(metadata)
+            self._train_set, self._validation_set, self._test_set = train_set, validation_set, test_set
+
+        @property
+        def metadata(self) -> dict:
+            return self._metadata
+
+        @property
+        def train_set(self):
+            return self._train_set
+
+        @property
+        def validation_set(self):
+            return self._validation_set
+
+        @property
+        def test_set(self):
+            return self._test_set
+
+        def __repr__(self) -> str:
+            sets = ", ".join(f"{a}={getattr(self, a)!r}" for _, a in _TASK_SETS)
+            return f"tierfs.dgl.Task(metadata={self._metadata!r}, {sets})"
+
+    class Dataset(gb.Dataset):
+        """A tierfs dataset as GraphBolt's ``Dataset`` (what ``gb.OnDiskDataset(...).load()``
+        answers): ``feature`` (:class:`FeatureStore`), ``graph`` (:func:`sampling_graph`, the
+        whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
+        ``dataset_name``.
+
+        ``tasks`` read the splits stored in the dataset, in this order:
+
+        - ``"node_classification"`` (where the dataset has node splits): each split's ``seeds``
+          (node ids) and ``labels``; on a store of several types an ``ItemSetDict`` keyed by
+          node type. ``metadata["num_classes"]`` where there are labels.
+        - ``"link_prediction"`` (where an edge type has edge splits, e.g. from
+          :func:`tierfs.from_graphbolt` of a link task, ``from_pyg`` of ``RandomLinkSplit``
+          outputs or OGB's edge split): each split's ``seeds`` (n, 2) and ``labels``, and for
+          a split with stored negatives also ``indexes`` (see :func:`_link_item_set`: the
+          layout of GraphBolt 2's negative sampler); on a store of several types an
+          ``ItemSetDict`` keyed ``"src:rel:dst"``. GraphBolt's ``indexes`` of a split ingested
+          with seeds, labels and indexes are not stored, so they do not come back.
+
+        ``store`` is an open tierfs Store (not closed here) or a dataset path, opened with
+        ``open_kwargs`` and closed by :meth:`close`.
+        """
+
+        def __init__(self, store, **open_kwargs):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError("tierfs.dgl.Dataset: open options given with an open store")
+            self._store = store
+            self._graph = None
+            self._feature = None
+            self._tasks = None
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        @property
+        def tasks(self) -> list:
+            if self._tasks is None:
+                self._tasks = _tasks(self._store)
+            return self._tasks
+
+        @property
+        def graph(self):
+            if self._graph is None:
+                self._graph = sampling_graph(self._store)
+            return self._graph
+
+        @property
+        def feature(self):
+            if self._feature is None:
+                self._feature = FeatureStore(self._store)
+            return self._feature
+
+        @property
+        def dataset_name(self) -> str:
+            return os.path.basename(os.path.normpath(self._store.path))
+
+        @property
+        def all_nodes_set(self):
+            if not _is_hetero(self._store):
+                return gb.ItemSet(torch.tensor(int(self._store.num_nodes)), names="seed_nodes")
+            return gb.ItemSetDict(
+                {t: gb.ItemSet(torch.tensor(self._store.num_nodes_of(t)), names="seed_nodes") for t in self._store.node_types}
+            )
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+        def __repr__(self) -> str:
+            return f"tierfs.dgl.Dataset({self.dataset_name!r}, tasks={[t.metadata.get('name') for t in self.tasks]})"
+
+    def _tasks(store) -> list:
+        """The node classification and link prediction tasks of the splits stored in ``store``."""
+        hetero = _is_hetero(store)
+        tasks = []
+        types = store.types
+        node_keys = []
+        num_classes = 0
+        for t, info in types["node_types"].items():
+            names = set((info.get("splits") or {}) if hetero else store.split_names)
+            if names:
+                node_keys.append((None if not hetero else t, t, names))
+                num_classes = max(num_classes, int(info.get("num_classes") or 0))
+        if node_keys:
+            meta = {"name": "node_classification"}
+            if num_classes:
+                meta["num_classes"] = num_classes
+            tasks.append(Task(meta, **_typed_sets(store, hetero, node_keys, lambda t, s: _node_item_set(store, s, t))))
+        edge_keys = []
+        for e in types["edge_types"]:
+            names = set(store.edge_splits(e if hetero else None))
+            if names:
+                edge_keys.append((e if hetero else None, ":".join(e), names))
+        if edge_keys:
+            tasks.append(Task({"name": "link_prediction"}, **_typed_sets(store, hetero, edge_keys, lambda e, s: _link_item_set(store, s, e))))
+        return tasks
+
+else:  # pragma: no cover - only without a working GraphBolt
+
+    class Task(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+    class Dataset(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
