@@ -83,8 +83,10 @@ func (s *Store) ensureGPU() (*gpuPath, error) {
 	g, gerr := s.gpu, s.gpuErr
 	s.place.RUnlock()
 	if g == nil && gerr == nil {
+		// No tierGen change: a GPU path started here holds no rows (a GPU tier with a budget
+		// starts at Open) and attaching the other tiers to the device changes no contents, so
+		// plans opened before stay valid.
 		s.place.Lock()
-		s.tierGen++
 		err := s.startGPU()
 		g, gerr = s.gpu, s.gpuErr
 		s.place.Unlock()

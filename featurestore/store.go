@@ -61,7 +61,7 @@ type Store struct {
 	labels []int64        // the session's labels of this type when in memory, else nil
 
 	place sync.RWMutex // Place holds it for writing; gathers for reading
-	// tierGen counts changes of the memory tiers' contents (fills, the GPU tier's start); it
+	// tierGen counts changes of the memory tiers' contents (fills); it
 	// changes under place held for writing, so a reader holding place sees a stable value.
 	tierGen uint64
 	// host is the host tier: *host.Cache (static) or *host.Sieve (HostPolicy "sieve").
