@@ -262,25 +262,9 @@ func epochsGather(h uintptr, epoch, batch int64, nodes *C.int64_t, n int64, dst 
 }
 
 func epochsGatherTyped(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
+	rec, err := epochsGatherArgs(h, epoch, batch, nodeType, nodes, n, dst, "dst", dstBytes)
 	if err != nil {
 		return err
-	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
-	}
-	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
-		return err
-	}
-	if err := checkArray(dst, "dst", n, "n"); err != nil {
-		return err
-	}
-	rb, err := rec.p.RowBytesOf(nodeType)
-	if err != nil {
-		return err
-	}
-	if dstBytes != n*rb {
-		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
 	}
 	var d []byte
 	if n > 0 {
@@ -298,28 +282,38 @@ func tfsgo_epochs_gather_device(epochs C.uintptr_t, epoch, batch C.int64_t, node
 
 // epochsGatherDevice serves tfs_epochs_gather_device (dst is a device address Go never reads).
 func epochsGatherDevice(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
+	rec, err := epochsGatherArgs(h, epoch, batch, nodeType, nodes, n, dst, "dst_device", dstBytes)
 	if err != nil {
 		return err
-	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
-	}
-	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
-		return err
-	}
-	if err := checkArray(dst, "dst_device", n, "n"); err != nil {
-		return err
-	}
-	rb, err := rec.p.RowBytesOf(nodeType)
-	if err != nil {
-		return err
-	}
-	if dstBytes != n*rb {
-		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
 	}
 	_, err = rec.p.GatherDevice(int(epoch), int(batch), nodeType, ids64(nodes, n), uintptr(dst), uintptr(stream))
 	return err
+}
+
+// epochsGatherArgs checks the arguments of a planned gather (dstName: the destination's
+// parameter) and returns the plan.
+func epochsGatherArgs(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstName string, dstBytes int64) (*epochsRec, error) {
+	rec, err := lookup[*epochsRec](h, kindEpochs)
+	if err != nil {
+		return nil, err
+	}
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return nil, fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
+		return nil, err
+	}
+	if err := checkArray(dst, dstName, n, "n"); err != nil {
+		return nil, err
+	}
+	rb, err := rec.p.RowBytesOf(nodeType)
+	if err != nil {
+		return nil, err
+	}
+	if dstBytes != n*rb {
+		return nil, fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+	}
+	return rec, nil
 }
 
 // sessionSplit reads split name of node type nt.

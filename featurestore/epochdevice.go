@@ -8,10 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/tierfs/tierfs/cuda"
-	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -181,19 +178,14 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	if ext.Rows > 0 {
 		packed.read.Go(func() {
 			data := buf.rows[:ext.Rows*rb]
-			io, packed.readErr = p.readExtent(pe, ext, data)
-			if packed.readErr == nil {
-				if sum := xxhash.Sum64(data); sum != ext.Sum {
-					packed.readErr = fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
-						e, b, pe, path, ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
-				}
+			if io, packed.readErr = p.readExtent(pe, ext, data); packed.readErr == nil {
+				packed.readErr = p.checkExtent(e, b, pe, ext, data)
 			}
 		})
 	}
 	stale := func() error {
 		if s.tierGen != p.tierGen[t] {
-			return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
-				e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
+			return p.refilled(e, b)
 		}
 		return nil
 	}
@@ -203,8 +195,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 		err = packed.readErr
 	}
 	if err == nil && packed.served != ext.Rows {
-		err = fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
-			e, b, p.o.Dir, packed.served, ext.Rows, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(ext.Rows), Store: fmt.Sprint(packed.served)})
+		err = p.missMismatch(e, b, packed.served, ext.Rows)
 	}
 	// The scatter kernel reads the pinned buffer: it goes back to the pool only once the GPU is
 	// done with it (and the caller sees an error only after).

@@ -370,8 +370,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	s.place.RLock()
 	if s.tierGen != p.tierGen[t] {
 		s.place.RUnlock()
-		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
-			e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
+		return io, p.refilled(e, b)
 	}
 	ts, release := heldTiers(s.tierList())
 	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
@@ -379,8 +378,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	if int64(sp.count[last]) != ext.Rows {
 		release()
 		s.place.RUnlock()
-		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
-			e, b, p.o.Dir, sp.count[last], ext.Rows, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(ext.Rows), Store: fmt.Sprint(sp.count[last])})
+		return io, p.missMismatch(e, b, int64(sp.count[last]), ext.Rows)
 	}
 	// The packed rows go straight into dst when they are its rows in one run (no memory tier
 	// holds any of them), else into scratch and are scattered after the check.
@@ -410,9 +408,8 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	if err := errors.Join(errs...); err != nil {
 		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
 	}
-	if sum := xxhash.Sum64(buf); sum != ext.Sum {
-		return io, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
-			e, b, pe, path, ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
+	if err := p.checkExtent(e, b, pe, ext, buf); err != nil {
+		return io, err
 	}
 	if !direct {
 		for k, at := range pos {
@@ -425,6 +422,28 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	p.bytes.Add(io.Bytes)
 	p.reads.Add(io.Reads)
 	return io, nil
+}
+
+// refilled is the error of a batch served after the memory tiers were refilled.
+func (p *Epochs) refilled(e, b int) error {
+	return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
+		e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
+}
+
+// missMismatch is the error of a batch whose memory tiers miss other than the rows packed.
+func (p *Epochs) missMismatch(e, b int, missed, packed int64) error {
+	return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
+		e, b, p.o.Dir, missed, packed, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(packed), Store: fmt.Sprint(missed)})
+}
+
+// checkExtent checks the packed rows of batch b of epoch e (planned epoch pe) against the plan's
+// xxhash64: a mismatch wraps dataset.ErrCorrupt naming the file and batch.
+func (p *Epochs) checkExtent(e, b, pe int, ext batchExtent, data []byte) error {
+	if sum := xxhash.Sum64(data); sum != ext.Sum {
+		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
+			e, b, pe, filepath.Join(p.o.Dir, p.idx.Epochs[pe].File), ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
+	}
+	return nil
 }
 
 // readExtent reads a batch's packed rows into buf through an IO stack.
