@@ -95,7 +95,7 @@ func TestCLI(t *testing.T) {
 
 	// A failure in the background server is reported by the command that started it.
 	out, err = exec.Command(bin, "mount", d.dir, filepath.Join(mp, "missing")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "fusefs: mountpoint") {
+	if err == nil || !strings.Contains(string(out), "tierfs mount: mountpoint "+filepath.Join(mp, "missing")) {
 		t.Fatalf("tierfs mount on a missing directory: %v\n%s", err, out)
 	}
 
