@@ -126,7 +126,8 @@ class Batch:
     Attributes:
         seeds: the batch's seed node ids (global).
         sample: their k-hop neighborhood (:class:`tierfs.Sample`); ``sample.nodes[:len(seeds)]``
-            are the seeds. With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
+            are the seeds. On a CUDA store with torch seeds its ``nodes``, ``row``, ``col`` and
+            ``e_id`` are on the store's device, like ``x`` (moved on the gather threads' streams). With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
         x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``; with a heterogeneous
             sample ``{node type: rows of sample.node[type]}`` (the type's default feature, for
             every type that has features).
@@ -408,7 +409,24 @@ class Loader:
         else:
             x = self.store.gather(sample.nodes)
         y = self.store.labels(seeds) if self.labels else None
-        return self._finish(Batch(seeds, sample, x, y, pos))
+        return self._finish(Batch(seeds, self._sample_on_device(sample), x, y, pos))
+
+    def _sample_on_device(self, sample: Sample) -> Sample:
+        """On a CUDA store with torch seeds: ``sample`` with ``nodes``, ``row``, ``col`` and
+        ``e_id`` on the store's device, copied on the calling gather thread's stream from pinned
+        memory, so neither this thread nor the training loop waits for the copy (a copy from
+        pageable memory would block the trainer until its stream's earlier kernels end). The
+        per-hop counts stay on the host. Elsewhere ``sample`` as it is."""
+        if not self._torch or self.store.device == "cpu":
+            return sample
+        import torch
+
+        device = torch.device(self.store.device)
+
+        def up(t: Any) -> Any:
+            return None if t is None or t.is_cuda else t.pin_memory().to(device, non_blocking=True)
+
+        return dataclasses.replace(sample, nodes=up(sample.nodes), row=up(sample.row), col=up(sample.col), e_id=up(sample.e_id))
 
     def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
         if isinstance(sample, HeteroSample):
@@ -423,7 +441,7 @@ class Loader:
 
         seeds_t = torch.from_numpy(seeds)
         arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop, sample.e_id)
-        sample = Sample(*(torch.from_numpy(a) for a in arrays))
+        sample = self._sample_on_device(Sample(*(torch.from_numpy(a) for a in arrays)))
         xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
