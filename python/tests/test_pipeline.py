@@ -204,3 +204,19 @@ def test_planned_reads_count_as_disk(graph):
         assert st["batches"] == n and read > 0
         assert st["stages"]["disk"]["busy_s"] >= read, (st["stages"], read)
         loader.plan.close()
+
+
+def test_tensors_of_pyg_batches():
+    """The tensors a pipeline records on the caller's stream include those of the PyG batches
+    the tierfs.pyg loaders' gathers make (Data, HeteroData), every one of them."""
+    pyg = pytest.importorskip("torch_geometric.data")
+    from tierfs.pipeline import _tensors
+
+    r = rng(2903)
+    x, ei, lab = (torch.from_numpy(r.random((5, 3))), torch.from_numpy(r.integers(0, 5, (2, 7))), torch.arange(4))
+    data = pyg.Data(x=x, edge_index=ei, edge_label=lab, batch_size=4)
+    assert {id(t) for t in _tensors(data)} == {id(x), id(ei), id(lab)}
+    h = pyg.HeteroData()
+    h["paper"].x, h["author"].n_id, h["paper", "to", "author"].edge_index = x, lab, ei
+    assert {id(t) for t in _tensors(h)} == {id(x), id(ei), id(lab)}
+    assert {id(t) for t in _tensors((data, [h], {"k": x}))} == {id(x), id(ei), id(lab)}

@@ -14,7 +14,7 @@ from torch_geometric.sampler import EdgeSamplerInput, NegativeSampling  # noqa: 
 
 import tierfs  # noqa: E402
 import tierfs.pyg  # noqa: E402
-from conftest import rng  # noqa: E402
+from conftest import SEED, rng  # noqa: E402
 
 
 def in_memory(graph):
@@ -141,3 +141,83 @@ def test_exclude_seed_edges_through_the_loader(store, graph):
 
     sp = pickle.loads(pickle.dumps(tierfs.pyg.NeighborSampler(store, [2], strict_negatives=True)))
     assert sp.link_options["strict"]
+
+
+def assert_same_data(got, want, what):
+    """got and want hold the same keys and equal values (tensors: same dtype, shape, values)."""
+    assert set(got.keys()) == set(want.keys()), (what, set(got.keys()) ^ set(want.keys()))
+    for k in want.keys():
+        g, w = got[k], want[k]
+        if isinstance(w, torch.Tensor):
+            assert isinstance(g, torch.Tensor) and g.dtype == w.dtype and torch.equal(g, w), (what, k)
+        else:
+            assert g == w, (what, k)
+
+
+def pipeline_threads(st):
+    return [t for t in st.threads if t.is_alive()]
+
+
+@pytest.mark.parametrize("neg,prefetch", [("binary", 1), ("triplet", 3), (None, 8)])
+def test_pipelined_link_loader_equals_pyg_link_loader_over_stores(store, graph, neg, prefetch):
+    """The on-demand loader samples on its pipeline's thread and gathers on prefetch threads,
+    yet yields, epoch after epoch (shuffled by the same torch seed, the sampler's draws going
+    on from epoch to epoch), exactly what PyG's LinkLoader over tierfs's stores with the same
+    sampler yields in the caller's thread: seed edges, negatives, subgraphs, features."""
+    seed = SEED % 100000
+    print(f"torch seed {seed}")
+    r = rng(2901)
+    pick = r.choice(graph["e"], 330, replace=False)
+    eli = torch.from_numpy(graph["edges"][:, pick])
+    edge_label = torch.from_numpy(r.integers(0, 4, 330))
+    args = dict(edge_label=edge_label if neg != "triplet" else None, neg_sampling=neg, batch_size=64, shuffle=True, drop_last=neg == "binary")
+    ours = tierfs.pyg.LinkNeighborLoader(store, [4, 3], edge_label_index=eli, seed=seed, prefetch=prefetch, **args)
+    theirs = LinkLoader(tierfs.pyg.stores(store), link_sampler=tierfs.pyg.NeighborSampler(store, [4, 3], seed=seed),
+                        edge_label_index=(tierfs.pyg.EDGE_TYPE, eli), filter_per_worker=False, **args)
+    assert len(ours) == len(theirs) == (5 if neg == "binary" else 6)
+    torch.manual_seed(seed)
+    got = [list(ours) for _ in range(2)]
+    assert ours.stats()["batches"] == len(ours)
+    torch.manual_seed(seed)
+    want = [list(theirs) for _ in range(2)]
+    for e in range(2):
+        assert len(got[e]) == len(want[e]) == len(ours)
+        for i, (a, b) in enumerate(zip(got[e], want[e])):
+            assert_same_data(a, b, (f"torch seed {seed}", e, i))
+    assert not torch.equal(got[0][0].input_id, got[1][0].input_id)  # each epoch its own order
+
+
+def test_link_loader_stats_and_close_mid_epoch(store, graph):
+    """stats() reports the latest epoch's stages and bound; closing the pipeline (or breaking
+    out of the loop and dropping it) mid-epoch stops its threads, and the next epoch runs."""
+    eli = torch.from_numpy(graph["edges"][:, :400])
+    loader = tierfs.pyg.LinkNeighborLoader(store, [3, 2], edge_label_index=eli, neg_sampling="binary", batch_size=20, prefetch=3)
+    assert loader.stats() == {}
+    assert sum(1 for _ in loader) == 20
+    s = loader.stats()
+    assert s["batches"] == 20 and s["depth"] == 3
+    assert s["stages"]["sample"]["batches"] == s["stages"]["gather"]["batches"] == 20
+    assert s["bound"] in ("train", "sample", "gather", "disk") and s["bound_why"]
+    assert not pipeline_threads(loader._run)
+
+    it = iter(loader)
+    next(it)
+    next(it)
+    st = loader._run
+    assert len(pipeline_threads(st)) == 4  # the sampler and 3 gatherers
+    it.close()
+    assert not pipeline_threads(st)
+    with pytest.raises(StopIteration):
+        next(it)
+    assert loader.stats()["batches"] == 2
+
+    for b in loader:  # break out; dropping the pipeline stops its threads
+        break
+    st = loader._run
+    assert b.input_id.numel() == 20
+    import gc
+
+    gc.collect()
+    assert not pipeline_threads(st)
+    with pytest.raises(tierfs.NotSupportedError, match="num_workers=2 is not supported"):
+        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, num_workers=2)

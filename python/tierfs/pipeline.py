@@ -327,12 +327,15 @@ def _join_stream(event: Any, value: Any, device: Any) -> None:
 
 
 def _tensors(value: Any) -> Iterator[Any]:
-    """The torch tensors in value: itself, or in its tuple/list items, dict values or dataclass
-    fields (a heterogeneous batch keeps its features and sample per type in dicts)."""
+    """The torch tensors in value: itself, or in its tuple/list items, dict values, dataclass
+    fields (a heterogeneous batch keeps its features and sample per type in dicts) or a PyG
+    ``Data``/``HeteroData``'s stores (what the PyG loaders' gathers make)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         yield value
+    elif hasattr(value, "stores") and callable(getattr(value, "to_dict", None)):  # PyG's Data, HeteroData
+        yield from _tensors(value.to_dict())
     elif isinstance(value, (tuple, list)):
         for v in value:
             yield from _tensors(v)

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+import itertools
 import threading
 import warnings
 
@@ -1077,6 +1078,11 @@ class NeighborLoader:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
 
 
+def _as_is(batch: List[int]) -> List[int]:
+    """A DataLoader's collate_fn handing a batch's positions on as they are."""
+    return batch
+
+
 def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, str], Any]:
     """(edge type, seed edges or None) of LinkNeighborLoader's edge_label_index: a tensor, an
     edge type, or ``(edge type, tensor)``; a heterogeneous store needs the edge type (PyG's
@@ -1103,8 +1109,8 @@ def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, st
 class LinkNeighborLoader(_PyGLinkLoader):
     """PyG's ``LinkNeighborLoader`` over a tierfs dataset: PyG's own ``LinkLoader`` over
     :func:`stores` with this module's :class:`NeighborSampler` (one native call a batch samples
-    around the seed edges and draws the negatives), so batches are exactly what that loader
-    gives: ``Data`` with ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``num_sampled_nodes``,
+    around the seed edges and draws the negatives), run on tierfs's pipeline (``prefetch``), so
+    batches are exactly what that loader gives: ``Data`` with ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``num_sampled_nodes``,
     ``num_sampled_edges``, ``input_id`` and ``edge_label_index``, ``edge_label`` (no negatives,
     ``"binary"``) or ``src_index``, ``dst_pos_index``, ``dst_neg_index`` (``"triplet"``). As in
     PyG, with binary negatives labels starting at 0 are shifted by 1 (0 is the negatives'), and
@@ -1134,11 +1140,18 @@ class LinkNeighborLoader(_PyGLinkLoader):
             ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this
             module's sampler makes of the same seed edges when the sampler draws with the
             batch's seed (negatives, subgraph, ``input_id``, labels), its rows of the default
-            feature read from the plan's packed files. Planned batches come from a
-            :class:`tierfs.pipeline.Pipeline`: sampled ahead, ``prefetch`` (at most 256) batches read
-            and made at once, in order; :meth:`stats` says which stage bounds the epoch.
+            feature read from the plan's packed files.
+        prefetch: batches in flight (at most 256). Every epoch, planned or not, comes from a
+            :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in order, ``prefetch``
+            threads read their features and make them (``filter_fn``, ``transform``), the caller
+            receives them in order; :meth:`stats` says which stage bounds the epoch. Without a
+            plan the seed edges' batches are the ones PyG's ``DataLoader`` draws (its batch
+            sampler; with ``shuffle`` the same torch RNG draws, made when the epoch starts), so
+            the batches are exactly those of PyG's ``LinkLoader`` over :func:`stores` with this
+            sampler.
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
-            ``transform``, ...).
+            ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
+            do that work).
     """
 
     def __init__(
@@ -1168,6 +1181,11 @@ class LinkNeighborLoader(_PyGLinkLoader):
             raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if not 1 <= prefetch <= MAX_DEPTH:
             raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
+        for name in ("num_workers", "pin_memory", "persistent_workers"):
+            if kwargs.get(name, _PYG_ONLY[name]) != _PYG_ONLY[name]:
+                raise errors.NotSupportedError(
+                    f"tierfs.pyg.LinkNeighborLoader: {name}={kwargs[name]!r} is not supported (batches are sampled and gathered "
+                    f"on tierfs's pipeline threads in this process; prefetch= sets how many are in flight); leave it at {_PYG_ONLY[name]!r}")
         if isinstance(data, str):
             from ._open import open as _open
 
@@ -1200,7 +1218,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.plan: Any = None
         self.prefetch = int(prefetch)
         self._epoch = 0
-        self._run: Any = None  # the latest planned epoch's pipeline state, for stats()
+        self._run: Any = None  # the latest epoch's pipeline state, for stats()
         if planned_epochs:
             sp, inp = self.link_neighbor_sampler, self.input_data
             # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
@@ -1215,21 +1233,43 @@ class LinkNeighborLoader(_PyGLinkLoader):
     def __len__(self) -> int:
         return self.plan.batches_per_epoch if self.plan is not None else super().__len__()
 
-    def __iter__(self) -> Any:
-        if self.plan is None:
-            return super().__iter__()
-        epoch = self._epoch
-        self._epoch += 1
+    def __iter__(self) -> Pipeline:
+        """An epoch's batches from a :class:`tierfs.pipeline.Pipeline` (close it, or break out
+        of the loop, to stop its threads mid-epoch)."""
         cuda = torch.device(self.store.device) if self.store.device != "cpu" else None
-        pipeline = Pipeline(self.plan.batches_per_epoch, lambda b: self._planned_sample(epoch, b),
-                            lambda b, sampled: self._planned_make(epoch, b, sampled), self.prefetch,
-                            store=self.store, cuda_device=cuda, name="tierfs-link-loader")
+        if self.plan is None:
+            n = len(self.batch_sampler)
+            batches = self._seed_edge_batches()
+            sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
+            make = lambda b, out: self.filter_fn(out)  # noqa: E731
+        else:
+            epoch = self._epoch
+            self._epoch += 1
+            n = self.plan.batches_per_epoch
+            sample = lambda b: self._planned_sample(epoch, b)  # noqa: E731
+            make = lambda b, sampled: self._planned_make(epoch, b, sampled)  # noqa: E731
+        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader")
         self._run = pipeline._st
         return pipeline
 
+    def _seed_edge_batches(self) -> Iterator[List[int]]:
+        """This epoch's batches of seed edges (their positions in ``input_data``), as PyG's
+        ``DataLoader`` draws them: its batch sampler and generator, with the same torch RNG draws
+        (the DataLoader iterator's base seed, then a shuffling sampler's seed), made here in the
+        caller's thread when the epoch starts, not later on the sampling thread, where they
+        would race with the caller's own draws."""
+        it = iter(torch.utils.data.DataLoader(self.dataset, batch_sampler=self.batch_sampler, collate_fn=_as_is, generator=self.generator))
+        first = next(it, None)
+        return it if first is None else itertools.chain([first], it)
+
+    def _sample(self, index: List[int]) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's ``collate_fn`` without its ``filter_fn``: the sample of the seed edges at
+        ``index`` of ``input_data`` (one native call)."""
+        return self.link_sampler.sample_from_edges(self.input_data[index], neg_sampling=self.neg_sampling)
+
     def stats(self) -> Dict[str, Any]:
-        """The latest planned epoch's pipeline stats (:meth:`tierfs.Loader.stats`); empty
-        without ``planned_epochs`` or before the first epoch."""
+        """The latest epoch's pipeline stats (:func:`tierfs.pipeline.pipeline_stats`: stages,
+        ``bound``, ``bound_why``); empty before the first epoch."""
         return pipeline_stats(self._run) if self._run is not None else {}
 
     def planned_batch(self, epoch: int, batch: int) -> Union[Data, HeteroData]:
