@@ -734,17 +734,39 @@ class Bench:
 
                 return piped_loader()
 
+            side = torch.cuda.Stream(device=dev) if self.cuda else None
+
             def planned_batches():
+                # As tierfs.Loader serves a plan on a CUDA store: the batch's rows by the planned
+                # device gather (packed rows scattered on the GPU), its sample moved from pinned
+                # memory, both on a side stream the training stream then waits for.
                 for i in range(plan.batches_per_epoch):
-                    s_ids, s, x = plan.load(0, i)
-                    yield torch.from_numpy(s_ids), torch.from_numpy(s.nodes), torch.from_numpy(s.row), torch.from_numpy(s.col), torch.from_numpy(x)
+                    if side is None:
+                        s_ids, s, x = plan.load(0, i)
+                        yield torch.from_numpy(s_ids), torch.from_numpy(s.nodes), torch.from_numpy(s.row), torch.from_numpy(s.col), torch.from_numpy(x), None
+                        continue
+                    s = plan.sample(0, i)
+                    with torch.cuda.stream(side):
+                        x = plan.gather_device(0, i, s.nodes)
+                        ids, nodes, row, col = (torch.from_numpy(v).pin_memory().to(dev, non_blocking=True) for v in (s.nodes[: s.num_seeds], s.nodes, s.row, s.col))
+                        done = torch.cuda.Event()
+                        done.record(side)
+                    yield ids, nodes, row, col, x, done
 
             pf = self.tierfs.prefetch(planned_batches(), a.depth)
             extra["closers"].insert(0, pf.close)
 
             def to_dev():
-                for s_ids, nodes, row, col, x in pf:
-                    yield s_ids, nodes, row, col, x.to(dev, non_blocking=True)
+                for *batch, done in pf:
+                    if done is None:
+                        s_ids, nodes, row, col, x = batch
+                        yield s_ids, nodes, row, col, x.to(dev, non_blocking=True)
+                        continue
+                    current = torch.cuda.current_stream(dev)
+                    current.wait_event(done)
+                    for t_ in batch:
+                        t_.record_stream(current)
+                    yield tuple(batch)
 
             return to_dev()
         raise AssertionError(cfg)
