@@ -243,3 +243,22 @@ def test_dict_num_neighbors_on_one_type(tmp_path):
             with pytest.raises(tierfs.InvalidArgumentError, match=match) as err:
                 tierfs.pyg.NeighborLoader(store, bad)
             assert not isinstance(err.value, TypeError) or "num_neighbors" in str(err.value)
+
+
+def test_graph_level_attributes_are_on_every_batch(tmp_path):
+    r = rng(2912)
+    data = random_data(r, some_scalar=7, name="g", graph_vec=torch.from_numpy(r.standard_normal(5).astype(np.float32)))
+    with pytest.warns(UserWarning, match="graph-level attributes.*graph_vec.*this process only"):
+        path = tierfs.from_pyg(data, tmp_path / "ds")
+    with tierfs.open(path) as store:
+        ours = compare_with_in_memory(store, data, [4, 2], None)  # PyG's batches carry them: ours must, equal
+        for b in ours:
+            assert b.some_scalar == 7 and b.name == "g" and torch.equal(b.graph_vec, data.graph_vec), f"seed {SEED}"
+        assert_same_batch(tierfs.pyg.NeighborLoader(store, [3], batch_size=8, seed=1)([2, 9]),
+                          NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [3], seed=1), input_nodes=None, batch_size=8)([2, 9]), "loader(index)")
+    # written again (or elsewhere): the format holds no graph-level attributes, so batches have none
+    plain = random_data(rng(2912))
+    tierfs.from_pyg(plain, tmp_path / "ds", force=True)
+    with tierfs.open(path) as store:
+        assert "some_scalar" not in next(iter(tierfs.pyg.NeighborLoader(store, [3], batch_size=8))).keys()
+        compare_with_in_memory(store, plain, [3], None)

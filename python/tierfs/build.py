@@ -505,7 +505,11 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     served 1-D). Every other node-level tensor (``data.is_node_attr``)
     becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
     ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
-    Attributes that are neither (graph-level values, non-tensors) are named in a warning.
+    Graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a graph-level
+    tensor, non-tensors) are not written to the dataset: this process holds them
+    (:func:`graph_attrs`), and :class:`tierfs.pyg.NeighborLoader` on a store of the dataset puts
+    them on every batch as PyG's in-memory loaders do; a store opened in another process (a
+    worker, a later run) has none, and a warning names them.
 
     A ``HeteroData`` becomes a dataset of its node and edge types (format version 5; ids stay
     local to their type): for every node type its node-level tensors (``data[t].x`` first, the
@@ -575,11 +579,22 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         elif data.is_node_attr(key):
             node_features[key] = value
             used.add(key)
-    ignored = sorted(keys - used)
+    # Graph-level attributes (neither node- nor edge-level, as PyG's filter_data tells them apart;
+    # non-tensors included): PyG's in-memory loaders copy them onto every batch. The dataset
+    # format has no place for them, so this process holds them for the dataset's loaders.
+    graph_attrs = {key: data[key] for key in sorted(keys - {"num_nodes"})
+                   if not data.is_node_attr(key) and not (data.edge_index is not None and data.is_edge_attr(key))}
+    ignored = sorted(keys - used - set(graph_attrs))
     if ignored:
         import warnings
 
-        warnings.warn(f"from_pyg: attributes not stored (neither node- nor edge-level tensors of 1 or 2 dimensions): {ignored}", stacklevel=2)
+        warnings.warn(f"from_pyg: attributes not stored (node-level tensors of more than 2 dimensions): {ignored}", stacklevel=2)
+    if graph_attrs:
+        import warnings
+
+        warnings.warn(f"from_pyg: graph-level attributes {sorted(graph_attrs)} are not written to the dataset; "
+                      "tierfs.pyg.NeighborLoader puts them on every batch, as PyG's, in this process only "
+                      "(a store of this dataset opened elsewhere has none)", stacklevel=2)
     x = data.x
     if x is not None and _util.is_tensor(x) and x.dim() == 1:  # one value a node: a scalar feature, served 1-D as PyG serves it
         node_features = {"x": x, **node_features}
@@ -589,7 +604,7 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         import torch
 
         edges = torch.empty((2, 0), dtype=torch.long)
-    return ingest(
+    path = ingest(
         out,
         edges=edges,
         features=x,
@@ -605,6 +620,40 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         edge_features=edge_features or None,
         edge_splits=link_splits or None,
     )
+    _hold_graph_attrs(path, graph_attrs)
+    return path
+
+
+# Graph-level attributes of the datasets from_pyg wrote in this process, by dataset id (a dataset
+# written again over the same path gets a new id, and so none of the old one's attributes).
+_GRAPH_ATTRS: Dict[str, Dict[str, Any]] = {}
+
+
+def _dataset_id(path: PathLike) -> Optional[str]:
+    try:
+        with open(os.path.join(os.fspath(path), "manifest.json")) as f:
+            return json.load(f).get("dataset_id") or None
+    except (OSError, ValueError):
+        return None
+
+
+def _hold_graph_attrs(path: PathLike, attrs: Dict[str, Any]) -> None:
+    key = _dataset_id(path)
+    if key is not None:
+        if attrs:
+            _GRAPH_ATTRS[key] = dict(attrs)
+        else:
+            _GRAPH_ATTRS.pop(key, None)
+
+
+def graph_attrs(path: PathLike) -> Dict[str, Any]:
+    """The graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a
+    graph-level tensor) of the ``Data`` :func:`from_pyg` wrote to the dataset at ``path`` in this
+    process, which :class:`tierfs.pyg.NeighborLoader` puts on every batch as PyG's in-memory
+    loaders do; ``{}`` for a dataset written by another process or by another call (the dataset
+    format does not store them)."""
+    key = _dataset_id(path)
+    return dict(_GRAPH_ATTRS.get(key, {})) if key is not None else {}
 
 
 def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
