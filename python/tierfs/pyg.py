@@ -260,7 +260,7 @@ class FeatureStore(_PyGFeatureStore):
         if of == "edge":
             return [n for n, f in self.store.features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         x = self.x_of()
-        names = [x] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
+        names = ([x] if x is not None else []) + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
         return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
     def _info(self, src: Tuple[str, Any, str]) -> Optional[Dict[str, Any]]:
@@ -972,8 +972,8 @@ class NeighborLoader:
         self._labels = self.store.num_classes > 0
         # The dataset's other features, read from disk per batch (only the store's own has tiers).
         features = self.store.features
-        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does
-        self._x_scalar = bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
+        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does; None: no node features
+        self._x_scalar = self._x_name is not None and bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
@@ -990,7 +990,8 @@ class NeighborLoader:
         data = Data(edge_index=torch.stack([s.row, s.col]))
         for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
             data[name] = value
-        data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
+        if self._x_name is not None:
+            data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
