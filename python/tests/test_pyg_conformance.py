@@ -304,3 +304,25 @@ def test_graph_without_node_features(tmp_path):
         assert "x" not in batch.keys() and torch.equal(batch.y, data.y[batch.n_id])
         with pytest.raises(tierfs.KeyNotFoundError, match="no node features"):
             list(tierfs.Loader(store, store.sampler([3]), torch.arange(40), 20, planned_epochs=1))
+
+
+def test_hetero_graph_level_attributes_are_on_every_batch(tmp_path):
+    r = rng(2914)
+    data = HeteroData()
+    data["a"].x = torch.from_numpy(r.standard_normal((60, 4)).astype(np.float32))
+    data["b"].x = torch.from_numpy(r.standard_normal((40, 2)).astype(np.float32))
+    for et, (ns, nd) in {("a", "to", "b"): (60, 40), ("b", "to", "a"): (40, 60)}.items():
+        e = int(r.integers(150, 300))
+        data[et].edge_index = torch.stack([torch.from_numpy(r.integers(0, ns, e)), torch.from_numpy(r.integers(0, nd, e))])
+    data.title, data.scale = "g", torch.from_numpy(r.standard_normal(3).astype(np.float32))
+    with pytest.warns(UserWarning, match="graph-level attributes.*scale"):
+        path = tierfs.from_pyg(data, tmp_path / "ds")
+    with tierfs.open(path) as store:
+        nn = {et: [3, 2] for et in data.edge_types}
+        ours = list(tierfs.pyg.NeighborLoader(store, nn, input_nodes=("a", None), batch_size=16, seed=3))
+        mem = list(NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=3), input_nodes=("a", None), batch_size=16))
+        assert len(ours) == len(mem) > 1
+        for b, m in zip(ours, mem):
+            assert m.title == b.title == "g" and torch.equal(b.scale, m.scale), f"seed {SEED}"
+            for t in data.node_types:
+                assert torch.equal(b[t].x, m[t].x) and torch.equal(b[t].n_id, m[t].n_id)

@@ -516,9 +516,10 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     type's default feature served through the memory tiers, then the others by name) as
     features, ``y`` as its labels and its ``train``/``val``/``test`` masks or ids as its
     splits; for every edge type its ``edge_index`` and its edge-level tensors as edge features
-    (rows by edge id, ``e_id``). One native call. What cannot be stored (graph-level values,
-    non-tensors, tensors of more than two dimensions, bool tensors that are not splits, an edge
-    type without ``edge_index``) is refused, naming the type and the attribute.
+    (rows by edge id, ``e_id``); its graph-level attributes are held as a ``Data``'s. One native
+    call. What cannot be stored (non-tensors, tensors of more than two dimensions, bool tensors
+    that are not splits, an edge type without ``edge_index``) is refused, naming the type and
+    the attribute.
 
     Link prediction: the outputs of PyG's ``RandomLinkSplit`` (``train_data, val_data,
     test_data = RandomLinkSplit(...)(data)``) go in as ``from_pyg(train_data, out,
@@ -541,8 +542,13 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         if d is not None and type(d) is not type(data):
             raise errors.DTypeError(f"from_pyg: {name} is a {type(d).__name__}, data a {type(data).__name__}; give the {name} output of the RandomLinkSplit that made data")
     if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
-        return _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
+        path = _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
                                  split_data={"val": val, "test": test}, edge_splits=edge_splits)
+        graph_attrs = dict(data._global_store.items())
+        if graph_attrs:
+            _warn_graph_attrs(graph_attrs)
+        _hold_graph_attrs(path, graph_attrs)
+        return path
     if not _is_pyg_data(data):
         raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
     keys = set(data.keys())
@@ -590,11 +596,7 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
 
         warnings.warn(f"from_pyg: attributes not stored (node-level tensors of more than 2 dimensions): {ignored}", stacklevel=2)
     if graph_attrs:
-        import warnings
-
-        warnings.warn(f"from_pyg: graph-level attributes {sorted(graph_attrs)} are not written to the dataset; "
-                      "tierfs.pyg.NeighborLoader puts them on every batch, as PyG's, in this process only "
-                      "(a store of this dataset opened elsewhere has none)", stacklevel=2)
+        _warn_graph_attrs(graph_attrs)
     x = data.x
     if x is not None and _util.is_tensor(x) and x.dim() == 1:  # one value a node: a scalar feature, served 1-D as PyG serves it
         node_features = {"x": x, **node_features}
@@ -622,6 +624,14 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     )
     _hold_graph_attrs(path, graph_attrs)
     return path
+
+
+def _warn_graph_attrs(attrs: Mapping[str, Any]) -> None:
+    import warnings
+
+    warnings.warn(f"from_pyg: graph-level attributes {sorted(attrs)} are not written to the dataset; "
+                  "tierfs.pyg.NeighborLoader puts them on every batch, as PyG's, in this process only "
+                  "(a store of this dataset opened elsewhere has none)", stacklevel=3)
 
 
 # Graph-level attributes of the datasets from_pyg wrote in this process, by dataset id (a dataset
@@ -674,9 +684,6 @@ def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_path
     if undirected:
         raise errors.NotSupportedError("from_pyg: undirected=True applies to Data; give a HeteroData its reverse edge types "
                                        "(torch_geometric.transforms.ToUndirected()) before from_pyg")
-    glob = sorted(k for k in data._global_store.keys())
-    if glob:
-        raise errors.NotSupportedError(f"from_pyg: tierfs stores per-type tensors only; the HeteroData has graph-level attribute(s) {glob} (delete them or move them to a node type)")
     if not data.node_types:
         raise errors.InvalidArgumentError("from_pyg: the HeteroData has no node types")
     out = os.fspath(out)

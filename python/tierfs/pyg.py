@@ -950,6 +950,7 @@ class NeighborLoader:
             nodes = input_nodes[1] if isinstance(input_nodes, tuple) else None
             self._ids_are_input_id = isinstance(nodes, str) or (isinstance(nodes, (Tensor, np.ndarray)) and nodes.dtype in (torch.bool, np.bool_))
             self._fs = FeatureStore(self.store)
+            self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the HeteroData, for every batch
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
@@ -1019,6 +1020,8 @@ class NeighborLoader:
         s = b.sample
         store = self.store
         data = HeteroData()
+        for name, value in self._graph_attrs.items():  # as PyG's filter_hetero_data: the same objects on every batch
+            setattr(data, name, value)
         for t in store.node_types:
             ids = s.node[t]
             data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type
