@@ -283,6 +283,9 @@ func (l *lanes) busy() bool {
 // and come in any order; dst holds len(ids)*RowBytes bytes. The host returns once every disk read
 // is reaped and every kernel enqueued, without waiting for the kernels.
 func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
+	if err := s.needFeature("GatherDevice"); err != nil {
+		return err
+	}
 	return s.gatherDevice(ids, 0, len(ids), dst, stream)
 }
 
@@ -291,6 +294,9 @@ func (s *Store) GatherDevice(ids []int64, dst uintptr, stream uintptr) error {
 // cross to the host. When the memory tiers hold every row the call does not wait for the GPU: an
 // id out of range then gets a row of zeros and its error comes back from a later device call.
 func (s *Store) GatherDeviceIDs(ids uintptr, n int, dst uintptr, stream uintptr) error {
+	if err := s.needFeature("GatherDeviceIDs"); err != nil {
+		return err
+	}
 	if ids == 0 && n > 0 {
 		return errors.New("featurestore: device gather with null device ids")
 	}

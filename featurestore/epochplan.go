@@ -101,6 +101,9 @@ const planWorkers = 2
 // error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
 // made while a Place changes the memory tiers fails.
 func (s *Store) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
+	if err := s.needFeature("PlanEpochs"); err != nil {
+		return nil, err
+	}
 	return s.epochSource().plan(o)
 }
 

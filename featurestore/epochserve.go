@@ -75,6 +75,9 @@ const epochStacks = 4
 // and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
 // (PlanEpochs) first and the report is returned too.
 func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	if err := s.needFeature("OpenEpochs"); err != nil {
+		return nil, nil, err
+	}
 	return s.epochSource().open(o)
 }
 

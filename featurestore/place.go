@@ -15,6 +15,9 @@ import (
 // graph of several types: by how often the type's nodes are neighbors in the edge types held in
 // memory), or by id when there is no topology to rank by. Gathers wait while it runs.
 func (s *Store) Place(hotness []uint32) error {
+	if err := s.needFeature("Place"); err != nil {
+		return err
+	}
 	leave, err := s.enter()
 	if err != nil {
 		return err
@@ -45,6 +48,9 @@ func (s *Store) Place(hotness []uint32) error {
 // memory rows (GPU rows first), else by in-degree, else by id. Multi-GPU ownership is decided
 // from this order (each rank places its share with PlaceIDs).
 func (s *Store) HottestIDs(hotness []uint32, k int64) ([]int64, error) {
+	if err := s.needFeature("HottestIDs"); err != nil {
+		return nil, err
+	}
 	leave, err := s.enter()
 	if err != nil {
 		return nil, err
@@ -102,6 +108,9 @@ func (s *Store) hottest(hotness []uint32, k, gpuRows int64) ([]int64, error) {
 // are not cached. ids must be distinct and in [0, NumNodes). Later Place(nil) calls rank as
 // before (this does not change the applied placement). Gathers wait while it runs.
 func (s *Store) PlaceIDs(ids []int64) error {
+	if err := s.needFeature("PlaceIDs"); err != nil {
+		return err
+	}
 	leave, err := s.enter()
 	if err != nil {
 		return err

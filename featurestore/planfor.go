@@ -45,6 +45,9 @@ func PlanFor(dir string, opt PlanOptions) (*placement.Placement, *PlanReport, er
 // PlanPlacement is PlanFor on the store's dataset and feature, using the store's topology
 // (placement.PlanStore). It does not change the store's tiers (ApplyPlacement does).
 func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanReport, error) {
+	if err := s.needFeature("PlanPlacement"); err != nil {
+		return nil, nil, err
+	}
 	leave, err := s.enter()
 	if err != nil {
 		return nil, nil, err
@@ -72,6 +75,9 @@ func (s *Store) TopologyOnDisk() bool {
 // row's index (host.IndexBytesPerRow) and a cached neighbor list's TopologyOverheadBytes. It
 // reads every degree; a dataset without topology is an error.
 func (s *Store) PlacementSizes() (placement.Sizes, error) {
+	if err := s.needFeature("PlacementSizes"); err != nil {
+		return placement.Sizes{}, err
+	}
 	if s.graph == nil {
 		return placement.Sizes{}, fmt.Errorf("featurestore: dataset %s has no topology to size for a placement", s.m.Dir())
 	}
@@ -111,6 +117,9 @@ func (s *Store) currentPlacement() *placement.Placement { return s.Placement() }
 // (replacing any earlier ones), and refills the feature tiers from p as Place does (gathers wait
 // meanwhile). Later Place(nil) calls keep following p.
 func (s *Store) ApplyPlacement(p *placement.Placement) error {
+	if err := s.needFeature("ApplyPlacement"); err != nil {
+		return err
+	}
 	if p == nil {
 		return errors.New("featurestore: ApplyPlacement of a nil placement")
 	}

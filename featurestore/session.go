@@ -136,9 +136,13 @@ func (ss *Session) stacksServed(served []*dataset.FeatureSpec) int {
 
 // servedFeatures picks, per node type, the feature its stack serves (nil: none): Options.Feature
 // where the type has it, else its first feature. A one-type dataset must have the feature asked
-// for; a several-type one must have it in some type.
+// for (none asked for: a dataset without node features serves none); a several-type one must
+// have it in some type.
 func (ss *Session) servedFeatures() ([]*dataset.FeatureSpec, error) {
 	m := ss.m
+	if len(m.NodeTypes) == 1 && ss.opt.Feature == "" && len(m.NodeTypes[0].Features) == 0 {
+		return []*dataset.FeatureSpec{nil}, nil
+	}
 	if len(m.NodeTypes) == 1 {
 		spec, err := m.Feature(ss.opt.Feature)
 		if err != nil {

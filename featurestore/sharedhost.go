@@ -16,6 +16,9 @@ import (
 // holds) in a new file at path in shared memory, which must not exist. ids must be distinct and
 // in [0, NumNodes). The GPU tier keeps its rows. Gathers wait while it runs.
 func (s *Store) ShareHostTier(path string, ids []int64) error {
+	if err := s.needFeature("ShareHostTier"); err != nil {
+		return err
+	}
 	return s.refillHost("ShareHostTier", func(c *host.Cache) error {
 		if err := s.checkPlaceIDs("ShareHostTier", ids); err != nil {
 			return err
@@ -29,6 +32,9 @@ func (s *Store) ShareHostTier(path string, ids []int64) error {
 // ShareHostTier (rows of this store's width; the file is checked, see host.Cache.MapShared). The
 // GPU tier keeps its rows. Gathers wait while it runs.
 func (s *Store) MapHostTier(path string) error {
+	if err := s.needFeature("MapHostTier"); err != nil {
+		return err
+	}
 	return s.refillHost("MapHostTier", func(c *host.Cache) error { return c.MapShared(path) })
 }
 

@@ -84,7 +84,9 @@ var ErrClosed = errors.New("featurestore: store is closed")
 
 // Open opens the dataset in dir and places its hottest rows in the memory tiers: the graph
 // session of the dataset and its tier stack of the first node type with features (the only one
-// of a one-type dataset). Closing the store closes the session.
+// of a one-type dataset). A dataset without node features opens as a store of its first node
+// type without tiers: topology, labels, splits and sampling answer, gathers of its (absent)
+// feature are errors wrapping dataset.ErrFeatureNotFound. Closing the store closes the session.
 func Open(dir string, opt Options) (*Store, error) {
 	ss, err := OpenSession(dir, opt)
 	if err != nil {
@@ -96,8 +98,40 @@ func Open(dir string, opt Options) (*Store, error) {
 			return n.stack, nil
 		}
 	}
-	ss.Close()
-	return nil, fmt.Errorf("featurestore: dataset %s has no node features: %w", dir, dataset.ErrFeatureNotFound)
+	s, err := ss.featurelessStack(0, opt)
+	if err != nil {
+		ss.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// featurelessStack is the store Open returns for a dataset without node features (PyG's Data
+// with edge_index and no x): node type nt's topology, labels and splits, sampling, and the edge
+// features, with no tiers; the calls that read or place the rows of its feature return
+// needFeature's error. It owns the session.
+func (ss *Session) featurelessStack(nt int, opt Options) (*Store, error) {
+	s := &Store{sess: ss, nt: nt, owns: true, m: ss.m, spec: &dataset.FeatureSpec{}, opt: opt, files: ss.files, labels: ss.nodes[nt].labels}
+	if err := s.needFeature("Open with a hotness or a saved placement"); err != nil && (opt.Hotness != nil || opt.Placement != nil) {
+		return nil, err
+	}
+	if opt.GPUCacheBytes > 0 || opt.GPUTopology != "" {
+		s.gpuErr = fmt.Errorf("featurestore: dataset %s has no node features to cache on the GPU", ss.m.Dir())
+	}
+	if len(ss.edges) == 1 && ss.edges[0].src == nt && ss.edges[0].dst == nt {
+		s.graph = ss.edges[0].graph
+	}
+	return s, nil
+}
+
+// needFeature is nil for a store serving a feature, and for the store of a dataset without node
+// features (featurelessStack) an error naming call and the dataset, wrapping
+// dataset.ErrFeatureNotFound.
+func (s *Store) needFeature(call string) error {
+	if s.ssd != nil {
+		return nil
+	}
+	return fmt.Errorf("featurestore: %s: dataset %s has no node features (it holds topology, labels and splits only): %w", call, s.m.Dir(), dataset.ErrFeatureNotFound)
 }
 
 // openStack makes the tier stack of node type nt serving feature spec with opt's budgets, and
@@ -141,6 +175,9 @@ func (s *Store) nodeType() *dataset.NodeType { return &s.m.NodeTypes[s.nt] }
 
 // tierList is the store's tiers, fastest first; the caller holds the place lock.
 func (s *Store) tierList() []tiers.Tier {
+	if s.ssd == nil { // a dataset without node features: no tiers
+		return nil
+	}
 	ts := make([]tiers.Tier, 0, 3)
 	if g := s.gpu; g != nil && g.tier.Capacity() > 0 {
 		ts = append(ts, g.tier)

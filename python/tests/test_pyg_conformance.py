@@ -243,3 +243,86 @@ def test_dict_num_neighbors_on_one_type(tmp_path):
             with pytest.raises(tierfs.InvalidArgumentError, match=match) as err:
                 tierfs.pyg.NeighborLoader(store, bad)
             assert not isinstance(err.value, TypeError) or "num_neighbors" in str(err.value)
+
+
+def test_graph_level_attributes_are_on_every_batch(tmp_path):
+    r = rng(2912)
+    data = random_data(r, some_scalar=7, name="g", graph_vec=torch.from_numpy(r.standard_normal(5).astype(np.float32)))
+    with pytest.warns(UserWarning, match="graph-level attributes.*graph_vec.*this process only"):
+        path = tierfs.from_pyg(data, tmp_path / "ds")
+    with tierfs.open(path) as store:
+        ours = compare_with_in_memory(store, data, [4, 2], None)  # PyG's batches carry them: ours must, equal
+        for b in ours:
+            assert b.some_scalar == 7 and b.name == "g" and torch.equal(b.graph_vec, data.graph_vec), f"seed {SEED}"
+        assert_same_batch(tierfs.pyg.NeighborLoader(store, [3], batch_size=8, seed=1)([2, 9]),
+                          NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [3], seed=1), input_nodes=None, batch_size=8)([2, 9]), "loader(index)")
+    # written again (or elsewhere): the format holds no graph-level attributes, so batches have none
+    plain = random_data(rng(2912))
+    tierfs.from_pyg(plain, tmp_path / "ds", force=True)
+    with tierfs.open(path) as store:
+        assert "some_scalar" not in next(iter(tierfs.pyg.NeighborLoader(store, [3], batch_size=8))).keys()
+        compare_with_in_memory(store, plain, [3], None)
+
+
+def test_graph_without_node_features(tmp_path):
+    """A Data of edge_index, num_nodes, y, a train mask and edge_attr, no x: the store opens,
+    serves labels, splits, edges and the edge feature, and the loaders yield PyG's batches (no x)."""
+    r = rng(2913)
+    full = random_data(r)
+    mask = torch.from_numpy(r.random(full.num_nodes) < 0.5)
+    data = Data(edge_index=full.edge_index, num_nodes=full.num_nodes, y=full.y, edge_attr=full.edge_attr, train_mask=mask)
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        assert store.num_nodes == data.num_nodes and store.num_edges == data.num_edges and store.feature_name is None
+        assert store.dim == 0 and store.dtype is None and store.torch_dtype is None
+        assert torch.equal(store.labels(torch.arange(data.num_nodes)), data.y)
+        np.testing.assert_array_equal(np.sort(store.split("train")), mask.nonzero().view(-1).numpy())
+        with pytest.raises(tierfs.KeyNotFoundError, match="no node features") as err:
+            store.gather([0, 1])
+        assert str(tmp_path / "ds") in str(err.value)
+        fs, gs = tierfs.pyg.stores(store)
+        assert [a.attr_name for a in fs.get_all_tensor_attrs()] == ["y"]
+        assert torch.equal(fs[tierfs.pyg.EDGE_TYPE, "edge_attr", torch.arange(10)], data.edge_attr[:10])
+        plain = data.clone()
+        del plain.train_mask  # masks are not batch fields of tierfs's loader (a split, not a feature)
+        ours = compare_with_in_memory(store, plain, [4, 2], None)
+        assert "x" not in ours[0].keys() and ours[0].edge_attr.shape[1] == 3
+        compare_with_in_memory(store, plain, [3], mask, batch_size=32)
+        # PyG's NodeLoader over the FeatureStore/GraphStore pair: what it reads (y, edges) equals the in-memory batch
+        nn = [4, 2]
+        via = list(NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=6), input_nodes=torch.arange(data.num_nodes), batch_size=64))
+        mem = list(NodeLoader(plain, node_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=6), input_nodes=None, batch_size=64))
+        assert len(via) == len(mem) > 1
+        for a, b in zip(via, mem):
+            assert "x" not in a.keys()
+            for k in ("y", "edge_index", "n_id", "e_id"):
+                assert torch.equal(a[k], b[k]), f"{k} (seed {SEED})"
+    # tierfs.ingest without features, as from arrays
+    path = tierfs.ingest(tmp_path / "arrays", edges=data.edge_index.numpy(), labels=data.y.numpy(), num_nodes=data.num_nodes)
+    with tierfs.open(path) as store:
+        assert store.feature_name is None and store.num_classes == int(data.y.max()) + 1
+        batch = next(iter(tierfs.pyg.NeighborLoader(store, [3], batch_size=20, seed=2)))
+        assert "x" not in batch.keys() and torch.equal(batch.y, data.y[batch.n_id])
+        with pytest.raises(tierfs.KeyNotFoundError, match="no node features"):
+            list(tierfs.Loader(store, store.sampler([3]), torch.arange(40), 20, planned_epochs=1))
+
+
+def test_hetero_graph_level_attributes_are_on_every_batch(tmp_path):
+    r = rng(2914)
+    data = HeteroData()
+    data["a"].x = torch.from_numpy(r.standard_normal((60, 4)).astype(np.float32))
+    data["b"].x = torch.from_numpy(r.standard_normal((40, 2)).astype(np.float32))
+    for et, (ns, nd) in {("a", "to", "b"): (60, 40), ("b", "to", "a"): (40, 60)}.items():
+        e = int(r.integers(150, 300))
+        data[et].edge_index = torch.stack([torch.from_numpy(r.integers(0, ns, e)), torch.from_numpy(r.integers(0, nd, e))])
+    data.title, data.scale = "g", torch.from_numpy(r.standard_normal(3).astype(np.float32))
+    with pytest.warns(UserWarning, match="graph-level attributes.*scale"):
+        path = tierfs.from_pyg(data, tmp_path / "ds")
+    with tierfs.open(path) as store:
+        nn = {et: [3, 2] for et in data.edge_types}
+        ours = list(tierfs.pyg.NeighborLoader(store, nn, input_nodes=("a", None), batch_size=16, seed=3))
+        mem = list(NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, nn, seed=3), input_nodes=("a", None), batch_size=16))
+        assert len(ours) == len(mem) > 1
+        for b, m in zip(ours, mem):
+            assert m.title == b.title == "g" and torch.equal(b.scale, m.scale), f"seed {SEED}"
+            for t in data.node_types:
+                assert torch.equal(b[t].x, m[t].x) and torch.equal(b[t].n_id, m[t].n_id)

@@ -103,7 +103,6 @@ def test_from_pyg_hetero_refusals(tmp_path):
         (lambda d: setattr(d["a"], "cube", torch.zeros(4, 2, 2)), tierfs.NotSupportedError, r"data\['a'\]\.cube"),
         (lambda d: setattr(d["a"], "flag", torch.zeros(4, dtype=torch.bool)), tierfs.NotSupportedError, r"data\['a'\]\.flag.*bool"),
         (lambda d: setattr(d["a"], "y", torch.zeros(4, 3)), tierfs.NotSupportedError, r"data\['a'\]\.y"),
-        (lambda d: setattr(d, "title", "graph"), tierfs.NotSupportedError, "graph-level.*title"),
         (lambda d: setattr(d["a", "s", "a"], "w", torch.zeros(3)), tierfs.NotSupportedError, r"\('a', 's', 'a'\) has no edge_index"),
         (lambda d: setattr(d["a", "r", "b"], "w", torch.zeros(5)), tierfs.NotSupportedError, r"\('a', 'r', 'b'\)\]\.w"),
     ]

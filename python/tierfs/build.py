@@ -505,16 +505,21 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     served 1-D). Every other node-level tensor (``data.is_node_attr``)
     becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
     ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
-    Attributes that are neither (graph-level values, non-tensors) are named in a warning.
+    Graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a graph-level
+    tensor, non-tensors) are not written to the dataset: this process holds them
+    (:func:`graph_attrs`), and :class:`tierfs.pyg.NeighborLoader` on a store of the dataset puts
+    them on every batch as PyG's in-memory loaders do; a store opened in another process (a
+    worker, a later run) has none, and a warning names them.
 
     A ``HeteroData`` becomes a dataset of its node and edge types (format version 5; ids stay
     local to their type): for every node type its node-level tensors (``data[t].x`` first, the
     type's default feature served through the memory tiers, then the others by name) as
     features, ``y`` as its labels and its ``train``/``val``/``test`` masks or ids as its
     splits; for every edge type its ``edge_index`` and its edge-level tensors as edge features
-    (rows by edge id, ``e_id``). One native call. What cannot be stored (graph-level values,
-    non-tensors, tensors of more than two dimensions, bool tensors that are not splits, an edge
-    type without ``edge_index``) is refused, naming the type and the attribute.
+    (rows by edge id, ``e_id``); its graph-level attributes are held as a ``Data``'s. One native
+    call. What cannot be stored (non-tensors, tensors of more than two dimensions, bool tensors
+    that are not splits, an edge type without ``edge_index``) is refused, naming the type and
+    the attribute.
 
     Link prediction: the outputs of PyG's ``RandomLinkSplit`` (``train_data, val_data,
     test_data = RandomLinkSplit(...)(data)``) go in as ``from_pyg(train_data, out,
@@ -537,8 +542,13 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         if d is not None and type(d) is not type(data):
             raise errors.DTypeError(f"from_pyg: {name} is a {type(d).__name__}, data a {type(data).__name__}; give the {name} output of the RandomLinkSplit that made data")
     if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
-        return _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
+        path = _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
                                  split_data={"val": val, "test": test}, edge_splits=edge_splits)
+        graph_attrs = dict(data._global_store.items())
+        if graph_attrs:
+            _warn_graph_attrs(graph_attrs)
+        _hold_graph_attrs(path, graph_attrs)
+        return path
     if not _is_pyg_data(data):
         raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
     keys = set(data.keys())
@@ -575,11 +585,18 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         elif data.is_node_attr(key):
             node_features[key] = value
             used.add(key)
-    ignored = sorted(keys - used)
+    # Graph-level attributes (neither node- nor edge-level, as PyG's filter_data tells them apart;
+    # non-tensors included): PyG's in-memory loaders copy them onto every batch. The dataset
+    # format has no place for them, so this process holds them for the dataset's loaders.
+    graph_attrs = {key: data[key] for key in sorted(keys - {"num_nodes"})
+                   if not data.is_node_attr(key) and not (data.edge_index is not None and data.is_edge_attr(key))}
+    ignored = sorted(keys - used - set(graph_attrs))
     if ignored:
         import warnings
 
-        warnings.warn(f"from_pyg: attributes not stored (neither node- nor edge-level tensors of 1 or 2 dimensions): {ignored}", stacklevel=2)
+        warnings.warn(f"from_pyg: attributes not stored (node-level tensors of more than 2 dimensions): {ignored}", stacklevel=2)
+    if graph_attrs:
+        _warn_graph_attrs(graph_attrs)
     x = data.x
     if x is not None and _util.is_tensor(x) and x.dim() == 1:  # one value a node: a scalar feature, served 1-D as PyG serves it
         node_features = {"x": x, **node_features}
@@ -589,7 +606,7 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         import torch
 
         edges = torch.empty((2, 0), dtype=torch.long)
-    return ingest(
+    path = ingest(
         out,
         edges=edges,
         features=x,
@@ -605,6 +622,48 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
         edge_features=edge_features or None,
         edge_splits=link_splits or None,
     )
+    _hold_graph_attrs(path, graph_attrs)
+    return path
+
+
+def _warn_graph_attrs(attrs: Mapping[str, Any]) -> None:
+    import warnings
+
+    warnings.warn(f"from_pyg: graph-level attributes {sorted(attrs)} are not written to the dataset; "
+                  "tierfs.pyg.NeighborLoader puts them on every batch, as PyG's, in this process only "
+                  "(a store of this dataset opened elsewhere has none)", stacklevel=3)
+
+
+# Graph-level attributes of the datasets from_pyg wrote in this process, by dataset id (a dataset
+# written again over the same path gets a new id, and so none of the old one's attributes).
+_GRAPH_ATTRS: Dict[str, Dict[str, Any]] = {}
+
+
+def _dataset_id(path: PathLike) -> Optional[str]:
+    try:
+        with open(os.path.join(os.fspath(path), "manifest.json")) as f:
+            return json.load(f).get("dataset_id") or None
+    except (OSError, ValueError):
+        return None
+
+
+def _hold_graph_attrs(path: PathLike, attrs: Dict[str, Any]) -> None:
+    key = _dataset_id(path)
+    if key is not None:
+        if attrs:
+            _GRAPH_ATTRS[key] = dict(attrs)
+        else:
+            _GRAPH_ATTRS.pop(key, None)
+
+
+def graph_attrs(path: PathLike) -> Dict[str, Any]:
+    """The graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a
+    graph-level tensor) of the ``Data`` :func:`from_pyg` wrote to the dataset at ``path`` in this
+    process, which :class:`tierfs.pyg.NeighborLoader` puts on every batch as PyG's in-memory
+    loaders do; ``{}`` for a dataset written by another process or by another call (the dataset
+    format does not store them)."""
+    key = _dataset_id(path)
+    return dict(_GRAPH_ATTRS.get(key, {})) if key is not None else {}
 
 
 def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
@@ -625,9 +684,6 @@ def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_path
     if undirected:
         raise errors.NotSupportedError("from_pyg: undirected=True applies to Data; give a HeteroData its reverse edge types "
                                        "(torch_geometric.transforms.ToUndirected()) before from_pyg")
-    glob = sorted(k for k in data._global_store.keys())
-    if glob:
-        raise errors.NotSupportedError(f"from_pyg: tierfs stores per-type tensors only; the HeteroData has graph-level attribute(s) {glob} (delete them or move them to a node type)")
     if not data.node_types:
         raise errors.InvalidArgumentError("from_pyg: the HeteroData has no node types")
     out = os.fspath(out)

@@ -404,7 +404,9 @@ class Loader:
                 xs = {t: self.store.gather(ids, node_type=t) for t, ids in typed.items()}
             y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
             return self._finish(Batch(seeds, sample, xs, y, pos))
-        if turn is not None:
+        if self.store.feature_name is None:  # a dataset without node features: batches have no x
+            x = None
+        elif turn is not None:
             x = self.store._gather_in_turn(sample.nodes, turn, i)
         else:
             x = self.store.gather(sample.nodes)

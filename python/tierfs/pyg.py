@@ -92,6 +92,7 @@ from .loader import Batch, Loader
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
+from .build import graph_attrs as _graph_attrs
 from .edgeids import INPUT_EDGE_ID, _input_to_csc, _map_input_ids, csc_edge_ids, input_edge_ids
 
 __all__ = ["EDGE_TYPE", "INPUT_EDGE_ID", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler",
@@ -260,7 +261,7 @@ class FeatureStore(_PyGFeatureStore):
         if of == "edge":
             return [n for n, f in self.store.features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         x = self.x_of()
-        names = [x] + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
+        names = ([x] if x is not None else []) + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
         return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
     def _info(self, src: Tuple[str, Any, str]) -> Optional[Dict[str, Any]]:
@@ -888,7 +889,11 @@ class NeighborLoader:
     (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
     ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
-    or split name, as PyG's. Graph-level attributes are not stored, so batches lack them.
+    or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
+    wrote the dataset from in this process (``data.some_scalar``, a graph-level tensor) are on
+    every batch, as PyG's in-memory loaders put them; the dataset format does not store them, so
+    a dataset opened from disk in another process (or written otherwise) yields batches without
+    them.
 
     Args:
         data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
@@ -946,6 +951,7 @@ class NeighborLoader:
             nodes = input_nodes[1] if isinstance(input_nodes, tuple) else None
             self._ids_are_input_id = isinstance(nodes, str) or (isinstance(nodes, (Tensor, np.ndarray)) and nodes.dtype in (torch.bool, np.bool_))
             self._fs = FeatureStore(self.store)
+            self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the HeteroData, for every batch
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
@@ -968,10 +974,11 @@ class NeighborLoader:
         self._labels = self.store.num_classes > 0
         # The dataset's other features, read from disk per batch (only the store's own has tiers).
         features = self.store.features
-        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does
-        self._x_scalar = bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
+        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does; None: no node features
+        self._x_scalar = self._x_name is not None and bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
+        self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
         sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
         self.loader = Loader(
             self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
@@ -983,7 +990,10 @@ class NeighborLoader:
         s = b.sample
         nodes = s.nodes
         data = Data(edge_index=torch.stack([s.row, s.col]))
-        data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
+        for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
+            data[name] = value
+        if self._x_name is not None:
+            data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
@@ -1011,6 +1021,8 @@ class NeighborLoader:
         s = b.sample
         store = self.store
         data = HeteroData()
+        for name, value in self._graph_attrs.items():  # as PyG's filter_hetero_data: the same objects on every batch
+            setattr(data, name, value)
         for t in store.node_types:
             ids = s.node[t]
             data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type

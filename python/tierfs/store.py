@@ -139,10 +139,13 @@ class Store:
         self._num_classes = int(info.num_classes)
         self._dtype_name = info.dtype.decode()
         self._io_backend = info.io_backend.decode()
-        if self._dtype_name not in _NUMPY_DTYPES:
+        if self._dtype_name == "" and self._dim == 0:  # a dataset without node features: gathers of its feature are refused
+            self._np_dtype: Optional[np.dtype] = None
+        elif self._dtype_name not in _NUMPY_DTYPES:
             self.close()
             raise errors.VersionError(f"tierfs: feature dtype {self._dtype_name!r} is not known to this package")
-        self._np_dtype = _NUMPY_DTYPES[self._dtype_name]
+        else:
+            self._np_dtype = _NUMPY_DTYPES[self._dtype_name]
         self._device_gather: Optional[bool] = None  # tfs_gather_device works? None: not tried
         self._cuda_ids: Any = None  # _cuda_ids_setup's answer, once asked
         self._manifest: Optional[dict] = None
@@ -184,18 +187,20 @@ class Store:
     @property
     def dtype(self) -> np.dtype:
         """numpy dtype of gathered rows: for bfloat16 ``ml_dtypes.bfloat16`` where ml_dtypes is
-        installed, else ``uint16`` holding the bits."""
+        installed, else ``uint16`` holding the bits. None for a dataset without node features."""
         return self._np_dtype
 
     @property
     def dtype_name(self) -> str:
-        """The feature dtype as the dataset names it: "float32", "bfloat16", ..."""
+        """The feature dtype as the dataset names it: "float32", "bfloat16", ... ("" for a dataset
+        without node features)."""
         return self._dtype_name
 
     @property
     def torch_dtype(self):
-        """torch dtype of gathered rows (``torch.bfloat16`` for bfloat16)."""
-        return getattr(_torch(), self._dtype_name)
+        """torch dtype of gathered rows (``torch.bfloat16`` for bfloat16); None for a dataset
+        without node features."""
+        return getattr(_torch(), self._dtype_name) if self._dtype_name else None
 
     @property
     def device(self) -> str:
@@ -495,9 +500,11 @@ class Store:
         return self._features
 
     @property
-    def feature_name(self) -> str:
-        """The name of the feature :meth:`gather` serves."""
-        return next(name for name, f in self.features.items() if f["default"])
+    def feature_name(self) -> Optional[str]:
+        """The name of the feature :meth:`gather` serves; None for a dataset without node
+        features (PyG's ``Data`` without ``x``), which serves its topology, labels, splits and
+        edge features, and whose ``gather(ids)`` raises :class:`tierfs.KeyNotFoundError`."""
+        return next((name for name, f in self.features.items() if f["default"]), None)
 
     def gather_async(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> "GatherFuture":
         """Starts :meth:`gather` of ``ids`` (into ``out``) on a background thread and returns at
