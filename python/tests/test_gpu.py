@@ -94,6 +94,28 @@ def check_planned_loader_on_gpu_matches_host(tmp: str) -> None:
                 assert loader.plan.stats()["rows"] > 0, loader.plan.stats()
 
 
+def check_pyg_loader_on_gpu_matches_host(tmp: str) -> None:
+    """tierfs.pyg.NeighborLoader on a CUDA store (edges and rows handed over on the device, ids on
+    the host, as PyG's n_id/e_id) yields the host store's batches, and a model step runs on them."""
+    import tierfs.pyg
+    from torch_geometric.nn import SAGEConv
+
+    rng = np.random.default_rng(SEED + 4)
+    n, dim = 4000, 16
+    path, x = _dataset(tmp, n, dim, "float32", rng)
+    seeds = torch.from_numpy(rng.choice(n, size=700, replace=False))
+    conv = SAGEConv(dim, 8).cuda()
+    with tierfs.open(path) as host, tierfs.open(path, device="cuda:0", gpu_cache=n // 10 * 4 * dim, host_cache=n // 5 * (4 * dim + 16)) as dev:
+        a = tierfs.pyg.NeighborLoader(host, [5, 3], seeds, batch_size=128, shuffle=True, shuffle_seed=4)
+        b = tierfs.pyg.NeighborLoader(dev, [5, 3], seeds, batch_size=128, shuffle=True, shuffle_seed=4)
+        for ba, bb in zip(a, b):
+            assert bb.x.is_cuda and bb.edge_index.is_cuda, (bb.x.device, bb.edge_index.device)
+            assert not bb.n_id.is_cuda, bb.n_id.device
+            assert torch.equal(ba.edge_index, bb.edge_index.cpu()) and torch.equal(ba.n_id, bb.n_id)
+            assert torch.equal(ba.x, bb.x.cpu()) and torch.equal(ba.e_id, bb.e_id.cpu())
+            conv(bb.x, bb.edge_index).sum().backward()
+
+
 def check_io_stack_into_device_memory(tmp: str) -> None:
     """tfs_io (the IO stack on its own, as Hyperion's IOStack) with device destinations."""
     import ctypes as C
@@ -155,6 +177,14 @@ def test_planned_loader_on_gpu_matches_host(tmp_path):
     check_planned_loader_on_gpu_matches_host(str(tmp_path))
 
 
+def test_pyg_loader_on_gpu_matches_host(tmp_path):
+    import pytest
+
+    if not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+    check_pyg_loader_on_gpu_matches_host(str(tmp_path))
+
+
 def test_gpu_sampling_matches_host(tmp_path):
     import pytest
 
@@ -177,3 +207,5 @@ if __name__ == "__main__":
         print("ok IO stack into device memory")
         check_planned_loader_on_gpu_matches_host(tmp)
         print("ok planned loader on the GPU matches host")
+        check_pyg_loader_on_gpu_matches_host(tmp)
+        print("ok PyG loader on the GPU matches host")

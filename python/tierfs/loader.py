@@ -126,8 +126,8 @@ class Batch:
     Attributes:
         seeds: the batch's seed node ids (global).
         sample: their k-hop neighborhood (:class:`tierfs.Sample`); ``sample.nodes[:len(seeds)]``
-            are the seeds. On a CUDA store with torch seeds its ``nodes``, ``row``, ``col`` and
-            ``e_id`` are on the store's device, like ``x`` (moved on the gather threads' streams). With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
+            are the seeds. On a CUDA store with torch seeds its edges (``row``, ``col``) are on the
+            store's device, like ``x`` (moved on the gather threads' streams); ids stay on the host. With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
         x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``; with a heterogeneous
             sample ``{node type: rows of sample.node[type]}`` (the type's default feature, for
             every type that has features).
@@ -414,11 +414,13 @@ class Loader:
         return self._finish(Batch(seeds, self._sample_on_device(sample), x, y, pos))
 
     def _sample_on_device(self, sample: Sample) -> Sample:
-        """On a CUDA store with torch seeds: ``sample`` with ``nodes``, ``row``, ``col`` and
-        ``e_id`` on the store's device, copied on the calling gather thread's stream from pinned
-        memory, so neither this thread nor the training loop waits for the copy (a copy from
-        pageable memory would block the trainer until its stream's earlier kernels end). The
-        per-hop counts stay on the host. Elsewhere ``sample`` as it is."""
+        """On a CUDA store with torch seeds: ``sample`` with its edges (``row``, ``col``: what the
+        model reads on the device) on the store's device, copied on the calling gather thread's
+        stream from pinned memory, so neither this thread nor the training loop waits for the
+        copy (a copy from pageable memory would block the trainer until its stream's earlier
+        kernels end). Node and edge ids (``nodes``, ``e_id``, for indexing a user's own host
+        data, as PyG's ``n_id``/``e_id``) and the per-hop counts stay on the host. Elsewhere
+        ``sample`` as it is."""
         if not self._torch or self.store.device == "cpu":
             return sample
         import torch
@@ -428,7 +430,7 @@ class Loader:
         def up(t: Any) -> Any:
             return None if t is None or t.is_cuda else t.pin_memory().to(device, non_blocking=True)
 
-        return dataclasses.replace(sample, nodes=up(sample.nodes), row=up(sample.row), col=up(sample.col), e_id=up(sample.e_id))
+        return dataclasses.replace(sample, row=up(sample.row), col=up(sample.col))
 
     def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
         if isinstance(sample, HeteroSample):
