@@ -112,7 +112,7 @@ func newRoot() *cobra.Command {
 	}
 	bench := &cobra.Command{
 		Use:                "bench",
-		Short:              "benchmarks: bench gather|gpu|placement|disk|train DIR, bench io --files A,B",
+		Short:              "benchmarks: bench gather|gpu|placement|disk|reads|train DIR, bench io --files A,B",
 		Args:               cobra.ArbitraryArgs,
 		RunE:               unknownSubcommand,
 		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
