@@ -83,7 +83,7 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 				rng := rand.New(rand.NewPCG(seed, uint64(n)<<32|uint64(g)))
 				dst := make([]byte, int64(batch)*rb)
 				reqs := make([]gpuio.Request, batch)
-				for time.Now().Before(end) {
+				for first := true; first || time.Now().Before(end); first = false { // at least one gather each, however late it starts
 					for i := range reqs {
 						file, off := spec.Locate(rng.Int64N(rows))
 						reqs[i] = gpuio.Request{File: stripes[file], Offset: off, Length: int(rb), Dst: dst[int64(i)*rb : int64(i+1)*rb]}
