@@ -27,9 +27,14 @@ def wait_no_threads(timeout=5.0):
     return not pipeline_threads()
 
 
+def host(v):
+    """v as a host array (a CUDA store hands a batch's edges over on the device)."""
+    return v.cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)
+
+
 def assert_same_batch(a, b, what):
     for name in ("nodes", "row", "col", "nodes_per_hop", "edges_per_hop"):
-        np.testing.assert_array_equal(np.asarray(getattr(a.sample, name)), np.asarray(getattr(b.sample, name)), err_msg=f"{what}: sample.{name}")
+        np.testing.assert_array_equal(host(getattr(a.sample, name)), host(getattr(b.sample, name)), err_msg=f"{what}: sample.{name}")
     np.testing.assert_array_equal(np.asarray(a.seeds), np.asarray(b.seeds), err_msg=f"{what}: seeds")
     x_a = a.x.cpu().numpy() if isinstance(a.x, torch.Tensor) else a.x
     x_b = b.x.cpu().numpy() if isinstance(b.x, torch.Tensor) else b.x
