@@ -60,6 +60,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--host-cache", default="64MB", help="host tier: per rank, or per host with --host-tier per_host")
     p.add_argument("--host-tier", choices=["per_rank", "per_host"], default="per_rank",
                    help="per_host: one host tier per host in shared memory, shared by its ranks")
+    p.add_argument("--gpu-topology", choices=["device", "pinned", "none"], default="device",
+                   help="where the GPU sampler reads the graph on a GPU (device memory, pinned host memory) or none: sample on the host")
     p.add_argument("--fanouts", default="25,10")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=None,
@@ -106,8 +108,9 @@ def main() -> None:
         tierfs.synth(args.data, nodes=args.synth, avg_degree=10, dim=args.dim, force=args.force)
         print(f"synthesized {args.synth} nodes into {args.data}")
     dist.barrier()
+    gpu = dict(gpu_topology=args.gpu_topology, topology_memory="64GB") if device.type == "cuda" and args.gpu_topology != "none" else {}
     store = tierfs.open(args.data, gpu_cache=args.gpu_cache, host_cache=args.host_cache, device=str(device),
-                        cache_mode=args.cache_mode, timeout=args.timeout, host_tier=args.host_tier)
+                        cache_mode=args.cache_mode, timeout=args.timeout, host_tier=args.host_tier, **gpu)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     loader = tierfs.pyg.NeighborLoader(store, fanouts, input_nodes="train", batch_size=args.batch_size, shuffle=True,
                                        drop_last=True, prefetch=args.prefetch, seed=1)
@@ -158,13 +161,15 @@ def main() -> None:
         total_seeds, max_wall = float(every[:, 0].sum()), float(every[:, 1].max())
         gathers = max(float(every[:, 4].sum()), 1.0)
         figures = dict(
-            world_size=world, cache_mode=args.cache_mode, host_tier=args.host_tier, host_tier_rows=after["host_tier"]["rows"], epoch=epoch, seeds_per_s=total_seeds / max_wall,
+            world_size=world, cache_mode=args.cache_mode, gpu_topology=args.gpu_topology if device.type == "cuda" else "none", host_tier=args.host_tier, host_tier_rows=after["host_tier"]["rows"], epoch=epoch, seeds_per_s=total_seeds / max_wall,
             ssd_rows_per_batch=float(every[:, 2].sum()) / gathers, peer_bytes_per_batch=float(every[:, 3].sum()) / gathers,
             loss=float(every[:, 5].sum()) / max(float(every[:, 6].sum()), 1.0), fanouts=fanouts, batch_size=args.batch_size,
             hidden=args.hidden,
         )
         figures["rank0_ms_per_batch"] = {k: v.get("mean_ms", 0.0) for k, v in stages.items()}
         figures["rank0_ms_per_batch"]["exchange"] = exch_ms
+        steps = after.get("per_batch", {}).get("exchange_steps_ms", {})
+        figures["rank0_exchange_steps_ms"] = {k: 1e3 * (after[f"{k}_s"] - before[f"{k}_s"]) / dbatches for k in steps}
         figures["bound"] = ls.get("bound")
         figures["peer_path"] = after.get("peer_path")
         if rank == 0:
@@ -173,6 +178,9 @@ def main() -> None:
             ms = figures["rank0_ms_per_batch"]
             print("           rank 0, ms a batch: " + "  ".join(f"{k} {v:.1f}" for k, v in ms.items())
                   + f"  (bound: {figures['bound']}; peers: {figures['peer_path']})")
+            if figures["peer_bytes_per_batch"]:
+                print("           rank 0, exchange steps, ms a batch: "
+                      + "  ".join(f"{k} {v:.2f}" for k, v in figures["rank0_exchange_steps_ms"].items()))
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=1)

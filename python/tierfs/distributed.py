@@ -135,7 +135,15 @@ def _share(n: int, world_size: int, drop_last: bool) -> int:
 
 def _new_counters() -> Dict[str, Any]:
     return dict(batches=0, ids=0, local_rows=0, peer_rows=0, peer_unique_rows=0, peer_bytes_received=0,
-                peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0)
+                peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0,
+                **{f"{step}_s": 0.0 for step in _EXCHANGE_STEPS})
+
+
+# The steps of a shared gather's exchange, timed on the host (stats()["distributed"]
+# ["per_batch"]["exchange_steps_ms"]): the split of the ids, the all-gather of the request counts
+# (it waits for the slowest rank to arrive), the ids to their owners, serving the rows asked of
+# this rank, the rows back, then waiting for this rank's own rows and putting them in order.
+_EXCHANGE_STEPS = ("split", "counts", "ids", "serve", "rows", "local_wait", "assemble")
 
 
 @dataclass
@@ -329,6 +337,7 @@ class DistributedStore(Store):
         if self._group is not None and _dist().get_backend(self._group) == "nccl":
             self._xdevice = torch.device("cuda", torch.cuda.current_device())
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
+        self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
         self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._xlock = threading.Lock()  # one exchange at a time, in call order
         self._failed: Optional[str] = None
@@ -575,13 +584,21 @@ class DistributedStore(Store):
             turn.done(i)
 
     def _local_gather(self, ids: Any, node_type: str) -> tuple:
-        """(rows of this rank's store, CUDA event after them or None), on a worker thread."""
-        rows = Store.gather(self, ids, node_type=node_type)
-        event = None
-        if rows.is_cuda:
-            torch = _torch()
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(rows.device))
+        """(rows of this rank's store, CUDA event after them or None), on a worker thread. On a
+        GPU the rows are gathered on the worker's own stream: on the default stream they would
+        queue behind (and ahead of) the exchange's copies, which then wait for each other."""
+        if self._device_type != "cuda":
+            return Store.gather(self, ids, node_type=node_type), None
+        torch = _torch()
+        stream = getattr(self._worker_streams, "stream", None)
+        if stream is None:
+            stream = self._worker_streams.stream = torch.cuda.Stream(device=self._xdevice if self._xdevice.type == "cuda" else None)
+        with torch.cuda.stream(stream):
+            rows = Store.gather(self, ids, node_type=node_type)
+            event = None
+            if rows.is_cuda:
+                event = torch.cuda.Event()
+                event.record(torch.cuda.current_stream(rows.device))
         return rows, event
 
     def _count(self, o: "_Ownership", **deltas: Any) -> None:
@@ -674,14 +691,16 @@ class DistributedStore(Store):
         local = None
         if bad is None and local_pos.size:
             local = self._pool.submit(self._local_gather, local_ids, o.node_type)
+        t_split = time.perf_counter()
 
         # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
         # so every rank knows what moves and all ranks skip the rest alike when nothing does.
         xdev = self._xdevice
-        mine = torch.from_numpy(np.append(send_counts, [1 if bad is not None else 0, o.index if o is not None else -1])).to(xdev)
+        mine = _to_device(np.append(send_counts, [1 if bad is not None else 0, o.index if o is not None else -1]), xdev)
         table = torch.empty(w * (w + 2), dtype=torch.int64, device=xdev)
         self._collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self._group, async_op=True))
         table_h = table.cpu().numpy().reshape(w, w + 2)
+        t_counts = t_ids = t_serve = time.perf_counter()
         failed = np.flatnonzero(table_h[:, w])
         mixed = np.flatnonzero(table_h[:, w + 1] != table_h[me, w + 1])
         if failed.size or mixed.size:
@@ -706,34 +725,43 @@ class DistributedStore(Store):
         if table_h[:, :w].sum():
             # 2. The ids, each rank's to its owners.
             asked = torch.empty(int(recv_counts.sum()), dtype=torch.int64, device=xdev)
-            send = torch.from_numpy(send_ids).to(xdev)
+            send = _to_device(send_ids, xdev)
             self._collective("the ids", lambda: dist.all_to_all_single(
                 asked, send, recv_counts.tolist(), send_counts.tolist(), group=self._group, async_op=True))
+            t_ids = time.perf_counter()
             # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
             served = int(asked.shape[0])
             rows = Store.gather(self, asked, node_type=o.node_type) if served else None  # CUDA ids on NCCL: split on the GPU
             rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
             rows_x = rows_u8.to(xdev)
+            t_serve = time.perf_counter()
             self._collective("the rows", lambda: dist.all_to_all_single(
                 recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self._group, async_op=True))
         t_x = time.perf_counter()
         local_rows = None
         if local is not None:
             local_rows, event = local.result()
-            if event is not None:  # rows made on the worker thread's stream
-                torch.cuda.current_stream(local_rows.device).wait_event(event)
+            if event is not None:  # rows made on the worker thread's stream, used on this one
+                here = torch.cuda.current_stream(local_rows.device)
+                here.wait_event(event)
+                local_rows.record_stream(here)
+        t_local = time.perf_counter()
 
-        # Assemble in the order of the ids.
+        # Assemble in the order of the ids; on a GPU the positions go up in one copy from pinned
+        # memory (a pageable copy would block this thread until the stream's earlier work ends).
         result = torch.empty((n, rb), dtype=torch.uint8, device=out_dev or "cpu")
+        positions = _to_device(np.concatenate([local_pos, peer_pos, where[inverse]]), result.device)
+        lp, pp, take = positions[: local_pos.size], positions[local_pos.size : n], positions[n:]
         if local_rows is not None:
-            result[torch.from_numpy(local_pos).to(result.device)] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(result.device)
+            result[lp] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(result.device)
         if peer_pos.size:
-            take = torch.from_numpy(where[inverse]).to(recv_rows.device)
-            result[torch.from_numpy(peer_pos).to(result.device)] = recv_rows[take].to(result.device)
+            result[pp] = recv_rows[take.to(recv_rows.device)].to(result.device)
         self._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
                     peer_unique_rows=int(send_ids.size), peer_bytes_received=int(send_ids.size) * rb,
                     peer_rows_served=served, peer_bytes_sent=served * rb,
-                    exchange_s=t_x - t0, local_s=time.perf_counter() - t0)
+                    exchange_s=t_x - t0, local_s=time.perf_counter() - t0, split_s=t_split - t0, counts_s=t_counts - t_split,
+                    ids_s=t_ids - t_counts, serve_s=t_serve - t_ids, rows_s=t_x - t_serve, local_wait_s=t_local - t_x,
+                    assemble_s=time.perf_counter() - t_local)
         return self._finish(result, ids_, out_dev, out, o)
 
     def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any, o: "_Ownership") -> Any:
@@ -800,6 +828,7 @@ class DistributedStore(Store):
                 peer_rows=c["peer_rows"] / b, peer_unique_rows=c["peer_unique_rows"] / b,
                 peer_bytes_received=c["peer_bytes_received"] / b, peer_bytes_sent=c["peer_bytes_sent"] / b,
                 ssd_rows=ssd / b, exchange_ms=1e3 * c["exchange_s"] / b, local_ms=1e3 * c["local_s"] / b,
+                exchange_steps_ms={step: 1e3 * c[f"{step}_s"] / b for step in _EXCHANGE_STEPS},
             ),
         )
         if len(per_type) > 1:
@@ -844,6 +873,15 @@ class DistributedStore(Store):
     def __repr__(self) -> str:
         base = super().__repr__()
         return base[:-1] + f" rank={self._rank}/{self._world} cache_mode={self._cache_mode}>"
+
+
+def _to_device(a: np.ndarray, device: Any) -> Any:
+    """The int64 numpy array a as a tensor on device, copied there from pinned memory without
+    blocking the calling thread (ordered on the current stream)."""
+    t = _torch().from_numpy(np.ascontiguousarray(a, dtype=np.int64))
+    if device.type != "cuda":
+        return t
+    return t.pin_memory().to(device, non_blocking=True)
 
 
 def _group_timeout(group: Any) -> float:
