@@ -53,16 +53,17 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from . import _util, errors
 from ._args import IdsLike, _c_str, _ids
 from ._native import check, lib
+from .epochs import PlannedEpochs
 from .store import _NUMPY_DTYPES, GatherFuture, Store
 
-__all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
+__all__ = ["DistributedStore", "DistributedPlannedEpochs", "split_seeds", "CACHE_MODES"]
 
 #: The values of ``tierfs.open(cache_mode=)``.
 CACHE_MODES = ("shared", "replicated")
@@ -194,7 +195,8 @@ class DistributedStore(Store):
 
     Differences from :class:`Store`: :meth:`gather` is a collective in shared mode (every rank
     calls it the same number of times, in the same order); :meth:`place` and :meth:`place_ids`
-    would break the ownership and raise; planned epochs are not supported; it does not pickle.
+    would break the ownership and raise; :meth:`plan_epochs` plans this rank's share of each
+    epoch without the peer-owned rows (and without ``place_tiers``); it does not pickle.
     """
 
     def __init__(
@@ -636,7 +638,12 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
+    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str], local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None) -> Any:
+        """The exchanged gather (see :meth:`gather`). ``local_gather(ids, node_type)``, when
+        given, gathers this rank's part instead of this rank's store: it gets every id of the
+        batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
+        peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
+        with the peer-owned rows served elsewhere)."""
         torch, dist = _torch(), _dist()
         if self._failed is not None:
             raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
@@ -673,7 +680,10 @@ class DistributedStore(Store):
         local_ids = torch.from_numpy(arr[local_pos])
         local = None
         if bad is None and local_pos.size:
-            local = self._pool.submit(self._local_gather, local_ids, o.node_type)
+            if local_gather is None:
+                local = self._pool.submit(self._local_gather, local_ids, o.node_type)
+            else:
+                local = self._pool.submit(local_gather, arr, o.node_type)
 
         # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
         # so every rank knows what moves and all ranks skip the rest alike when nothing does.
@@ -724,8 +734,11 @@ class DistributedStore(Store):
                 torch.cuda.current_stream(local_rows.device).wait_event(event)
 
         # Assemble in the order of the ids.
-        result = torch.empty((n, rb), dtype=torch.uint8, device=out_dev or "cpu")
-        if local_rows is not None:
+        if local_rows is not None and local_gather is not None:  # a row for every id: the peer rows go in place
+            result = local_rows.reshape(n, -1).view(torch.uint8).to(out_dev or "cpu")
+        else:
+            result = torch.empty((n, rb), dtype=torch.uint8, device=out_dev or "cpu")
+        if local_rows is not None and local_gather is None:
             result[torch.from_numpy(local_pos).to(result.device)] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(result.device)
         if peer_pos.size:
             take = torch.from_numpy(where[inverse]).to(recv_rows.device)
@@ -764,8 +777,60 @@ class DistributedStore(Store):
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         raise errors.NotSupportedError("tierfs: a distributed store decides its placement at open (ownership); place_ids would break it")
 
-    def plan_epochs(self, *args: Any, **kwargs: Any) -> Any:
-        raise errors.NotSupportedError("tierfs: planned epochs are not supported on a distributed store yet")
+    def plan_epochs(
+        self,
+        fanouts: Any,
+        batch_size: int,
+        epochs: int,
+        seeds: Any = None,
+        plan_dir: Any = None,
+        disk_budget: Any = None,
+        replace: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        replan: bool = True,
+        workers: int = 0,
+        place_tiers: bool = False,
+        node_type: Optional[str] = None,
+        seed_edges: Any = None,
+    ) -> "DistributedPlannedEpochs":
+        """This rank's plan of its share of ``epochs`` epochs (docs/distributed.md, "Planned
+        epochs"): planned epoch ``e`` batches exactly the seeds the on-demand :class:`tierfs.Loader`
+        gives this rank in epoch ``e`` — :func:`split_seeds` of ``seeds`` (all ranks' seeds; default
+        the "train" split of ``node_type``) with ``shuffle_seed`` as the seed and ``drop_last`` —
+        so every rank has the same number of batches; batch ``b`` samples as this rank's
+        ``sampler(fanouts, seed=seed)`` does in a plan (its seed and ``e``, ``b``). In shared mode
+        the rows other ranks own are never packed: :meth:`DistributedPlannedEpochs.gather` (a
+        collective, like :meth:`gather`) reads this rank's rows from its tiers and the plan and
+        the peer-owned ones through the exchange. ``plan_dir`` gets a directory per rank
+        (``plan_dir/rank-R``); ``disk_budget`` is each rank's. ``place_tiers`` is refused: the
+        placement of a distributed store is its ownership, decided at open. Seed edges are not
+        supported."""
+        if place_tiers:
+            raise errors.NotSupportedError(
+                "tierfs: plan_epochs(place_tiers=True) on a distributed store: its placement is decided at open (ownership: each "
+                "rank's owner tier holds its share of the global cache), so a plan cannot refill the tiers; plan with place_tiers=False"
+            )
+        if seed_edges is not None:
+            raise errors.NotSupportedError("tierfs: planned epochs of seed edges (link prediction) are not supported on a distributed store")
+        hetero = isinstance(fanouts, dict)
+        if seeds is None:
+            seeds = self.split("train", node_type=node_type) if hetero else self.split("train")
+        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(int(epochs))]
+        elsewhere = None
+        if self._exchange:  # rows other ranks own come through the exchange, never from this rank's plan
+            me = self._rank
+            elsewhere = {t: np.flatnonzero((o.owner >= 0) & (o.owner != me)) for t, o in self._own.items()}
+            if not hetero:
+                elsewhere = elsewhere[self._ownership(None).node_type]
+        if plan_dir is not None:
+            plan_dir = os.path.join(os.fspath(plan_dir), f"rank-{self._rank}")
+        return DistributedPlannedEpochs(
+            self, fanouts, batch_size, epochs, plan_dir=plan_dir, disk_budget=disk_budget, replace=replace,
+            drop_last=drop_last, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, replan=replan, workers=workers,
+            place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere,
+        )
 
     def stats(self) -> Dict[str, Any]:
         """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
@@ -844,6 +909,62 @@ class DistributedStore(Store):
     def __repr__(self) -> str:
         base = super().__repr__()
         return base[:-1] + f" rank={self._rank}/{self._world} cache_mode={self._cache_mode}>"
+
+
+class DistributedPlannedEpochs(PlannedEpochs):
+    """One rank's plan on a :class:`DistributedStore` (:meth:`DistributedStore.plan_epochs`).
+    In shared mode :meth:`gather` and :meth:`gather_device` are collectives, as the store's
+    gather: the batch's rows of this rank come from its memory tiers and the plan's packed
+    extent, the rows other ranks own (never packed) through the peer exchange; every rank calls
+    them for the same batches in the same order. Replicated: this rank's plan alone."""
+
+    def gather(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """The feature rows of ``nodes`` (the batch's sampled nodes, of ``node_type``), as
+        :meth:`DistributedStore.gather` returns them."""
+        store = self._store
+        if not store._exchange:
+            return super().gather(epoch, batch, nodes, out, node_type)
+        with store._xlock:
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=False))
+
+    def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
+        store = self._store
+        if not store._exchange:
+            return super().gather_device(epoch, batch, nodes, out, node_type)
+        with store._xlock:
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True))
+
+    def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool, turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
+        """{node type: gather of its nodes} (None: the plan's one type), the types in the dict's
+        order, exchanging after batch ``batch - 1`` of the same loader epoch did (any thread)."""
+        read = self.gather_device if device else self.gather
+        store = self._store
+        if not store._exchange or turn is None:
+            return {t: read(epoch, batch, ids, node_type=t) for t, ids in nodes_by_type.items()}
+        turn.wait(batch)
+        try:
+            with store._xlock:
+                return {t: store._gather_exchanged(ids, None, t, self._local(epoch, batch, device)) for t, ids in nodes_by_type.items()}
+        finally:
+            turn.done(batch)
+
+    def _local(self, epoch: int, batch: int, device: bool) -> Callable[[np.ndarray, str], tuple]:
+        """The local gather of :meth:`DistributedStore._gather_exchanged` for batch ``batch`` of
+        ``epoch``: every row of the batch's ids from the plan, the peer-owned ones left unwritten."""
+
+        def gather(ids: np.ndarray, node_type: str) -> tuple:
+            torch = _torch()
+            nt = node_type if self.hetero else None
+            if device:
+                rows = PlannedEpochs.gather_device(self, epoch, batch, ids, node_type=nt)
+                event = torch.cuda.Event()
+                event.record(torch.cuda.current_stream(rows.device))
+                return rows, event
+            rows = PlannedEpochs.gather(self, epoch, batch, ids, node_type=nt)
+            return (torch.from_numpy(rows) if isinstance(rows, np.ndarray) else rows), None
+
+        return gather
 
 
 def _group_timeout(group: Any) -> float:
