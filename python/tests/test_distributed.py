@@ -201,9 +201,11 @@ def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
         s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode=mode, timeout=timeout)
         train = s.split("train")
         k, bs = 2, 96
-        planned = tierfs.Loader(s, s.sampler([5, 5], seed=1), train, batch_size=bs, prefetch=3, seed=seed,
+        # torch seeds in shared mode: on a CUDA store (NCCL) the rows go through gather_device
+        given = torch.from_numpy(train) if mode == "shared" else train
+        planned = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed,
                                 planned_epochs=k, plan_dir=os.path.join(root, mode))
-        demand = tierfs.Loader(s, s.sampler([5, 5], seed=1), train, batch_size=bs, prefetch=3, seed=seed)
+        demand = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed)
         _check(len(planned) == len(demand) == planned.plan.batches_per_epoch, f"{mode}: batches per epoch", res)
         _check(os.path.isfile(os.path.join(root, mode, f"rank-{rank}", "epochs.json")), f"{mode}: the rank's plan directory", res)
         seeds_by_epoch = []
@@ -254,6 +256,13 @@ def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
             res[f"{mode}_place_tiers"] = "planned"
         except tierfs.NotSupportedError as e:
             res[f"{mode}_place_tiers"] = str(e)
+        if mode == "shared":  # PyG's loader over the same plan machinery
+            from tierfs import pyg as tierfs_pyg
+
+            pl = tierfs_pyg.NeighborLoader(s, [5, 5], input_nodes="train", batch_size=64, shuffle=True, planned_epochs=1, prefetch=2)
+            for n, data in enumerate(pl):
+                _check(_eq(data.x, ref.gather(data.n_id)), f"pyg planned batch {n}", res)
+            pl.loader.plan.close()
         plan.close()
         s.close()
     ref.close()
@@ -441,6 +450,12 @@ def test_planned_epochs_elsewhere_on_one_store(dataset, tmp_path):
             s.plan_epochs([5, 5], 64, 2, elsewhere=away[1:], replan=False, **kw)
         with pytest.raises(ValueError, match="seed_orders"):
             s.plan_epochs([5, 5], 64, 2, seed_orders=orders[:1], plan_dir=str(tmp_path / "r"))
+        # {node type: ids} names the type; an unknown type or an id out of range is refused.
+        s.plan_epochs([5, 5], 64, 2, elsewhere={s.node_type: away}, replan=False, **kw).close()
+        with pytest.raises(KeyError, match="no node type 'nope'|no node type \"nope\""):
+            s.plan_epochs([5, 5], 64, 2, elsewhere={"nope": away}, **kw)
+        with pytest.raises(IndexError, match=f"= {NODES} is out of range"):
+            s.plan_epochs([5, 5], 64, 2, elsewhere=[1, NODES], **kw)
 
 
 def test_stalled_rank_times_out(dataset, tmp_path):

@@ -35,6 +35,11 @@ tiers, taken together over the ranks, act as one cache (docs/distributed.md):
   ``gather(ids, node_type=t)`` of a type's default feature exchanges that type's rows; the
   exchange checks that every rank gathers the same type. Other features (``feature=``,
   ``edge_type=``) are read from this rank's disk and exchange nothing.
+* **Planned epochs.** :meth:`DistributedStore.plan_epochs` (and ``tierfs.Loader(...,
+  planned_epochs=K)``) plans this rank's :func:`split_seeds` share of each epoch in a directory
+  of its own, without the rows other ranks own (the core's rows served elsewhere); a planned
+  batch's gather reads the rank's rows from its tiers and the plan, the peer-owned ones through
+  the same exchange.
 
 Collectives need every rank to call :meth:`DistributedStore.gather` the same number of times, in
 the same order: :class:`tierfs.Loader` and :class:`tierfs.pyg.NeighborLoader` split the seeds with

@@ -162,7 +162,7 @@ def _auto_start(loader: "Loader") -> Dict[str, Any]:
     pay or cannot run."""
     why = ""
     if loader._distributed:
-        why = "a distributed store (planned epochs are not supported there)"
+        why = "a distributed store (not measured there: pass planned_epochs=K to plan each rank's share)"
     elif not loader.shuffle:
         why = "shuffle=False (planned epochs need shuffle=True)"
     elif _memory_holds_every_row(loader.store):
@@ -245,7 +245,10 @@ class Loader:
     dropped), so every rank has the same number of batches; the sampler draws with a seed of its
     own per rank; the batches' peer exchanges go in batch order. Every rank must iterate every
     epoch to its end (breaking out early on some ranks leaves the others waiting until the
-    store's timeout).
+    store's timeout). With ``planned_epochs=K`` each rank plans its own share
+    (:meth:`tierfs.distributed.DistributedStore.plan_epochs`: planned epoch ``e`` is its
+    ``split_seeds`` share of epoch ``e``, in ``plan_dir/rank-R``) without the rows other ranks own,
+    which every batch gets through the peer exchange as on demand.
 
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
