@@ -160,3 +160,85 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 		t.Fatalf("index of a plan without rows served elsewhere: %v %s", err, data)
 	}
 }
+
+// TestHeteroPlannedEpochsElsewhere: a session plan takes rows served elsewhere per node type
+// (here of one packed type only): GatherType leaves that type's rows served elsewhere unwritten,
+// writes every other row of every type from the dataset, and packs exactly the rest of the
+// misses; naming a type without features is refused.
+func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	var all int64
+	for _, nt := range d.m.NodeTypes {
+		all += nt.Count * (d.rowBytes[nt.Name] + 16)
+	}
+	ss, err := OpenSession(d.dir, Options{HostCacheBytes: all / 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	authorStack, err := ss.Stack("author")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var away []int64
+	for v := range authorStack.NumNodes() {
+		if rng.IntN(2) == 0 {
+			away = append(away, v)
+		}
+	}
+	o := heteroEpochOpts(t, ss, d, 1, rng)
+	o.Elsewhere, o.Replan = map[string][]int64{"author": away}, true
+	p, _, err := ss.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var skipped int64
+	for b := range p.BatchesPerEpoch() {
+		_, smp, err := p.SampleHetero(0, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var io BatchIO
+		var miss int64
+		for i, nt := range d.m.NodeTypes {
+			rb, ok := d.rowBytes[nt.Name]
+			if !ok {
+				continue
+			}
+			nodes := smp.Nodes[i]
+			dst := bytes.Repeat([]byte{0xAB}, len(nodes)*int(rb))
+			got, err := p.GatherType(0, b, nt.Name, nodes, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Rows += got.Rows
+			st, _ := ss.Stack(nt.Name)
+			for k, v := range nodes {
+				row, want := dst[int64(k)*rb:int64(k+1)*rb], d.rows[nt.Name][v*rb:(v+1)*rb]
+				_, away := slices.BinarySearch(away, v)
+				if nt.Name == "author" && away {
+					want = bytes.Repeat([]byte{0xAB}, int(rb))
+					skipped++
+				} else if st.TierOf(v) == tiers.SSD {
+					miss++
+				}
+				if !bytes.Equal(row, want) {
+					t.Fatalf("batch %d: %s node %d at position %d (served elsewhere: %v): row differs", b, nt.Name, v, k, nt.Name == "author" && away)
+				}
+			}
+		}
+		if io.Rows != miss {
+			t.Fatalf("batch %d: %d packed rows, want %d", b, io.Rows, miss)
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no author row was served elsewhere")
+	}
+	o.Dir = filepath.Join(t.TempDir(), "bad")
+	o.Elsewhere = map[string][]int64{"institution": {0}}
+	if _, err := ss.PlanEpochs(o); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "institution") {
+		t.Fatalf("rows served elsewhere of a type without features: %v", err)
+	}
+}
