@@ -643,7 +643,8 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str], local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None) -> Any:
+    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str],
+                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None) -> Any:
         """The exchanged gather (see :meth:`gather`). ``local_gather(ids, node_type)``, when
         given, gathers this rank's part instead of this rank's store: it gets every id of the
         batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
@@ -940,7 +941,8 @@ class DistributedPlannedEpochs(PlannedEpochs):
         with store._xlock:
             return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True))
 
-    def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool, turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
+    def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
+                        turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
         """{node type: gather of its nodes} (None: the plan's one type), the types in the dict's
         order, exchanging after batch ``batch - 1`` of the same loader epoch did (any thread)."""
         read = self.gather_device if device else self.gather
