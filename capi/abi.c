@@ -274,7 +274,22 @@ tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int
     *out = NULL;
   }
   FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, (void *)out, &h);
+  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, NULL, 0, (void *)out, &h);
+  if (st == TFS_OK) {
+    *out = (tfs_epochs *)h;
+  }
+  return st;
+}
+
+tfs_status tfs_epochs_open_elsewhere(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
+                                     const int64_t *elsewhere, int64_t n_elsewhere, tfs_epochs **out) {
+  uintptr_t h = 0;
+  if (out != NULL) {
+    *out = NULL;
+  }
+  FORK_GUARD();
+  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, (int64_t *)elsewhere,
+                                                n_elsewhere, (void *)out, &h);
   if (st == TFS_OK) {
     *out = (tfs_epochs *)h;
   }

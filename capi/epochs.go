@@ -36,6 +36,49 @@ type epochsRequest struct {
 	Workers     int             `json:"workers"`
 	// SeedEdges makes a link-prediction plan: the seeds array holds the seed edges.
 	SeedEdges *epochsSeedEdges `json:"seed_edges"`
+	// SeedOrders says the seeds array holds each planned epoch's seeds in order (Epochs lists of
+	// n / Epochs seeds, one after another: EpochOptions.SeedOrders).
+	SeedOrders bool `json:"seed_orders"`
+	// Elsewhere says whose rows tfs_epochs_open_elsewhere's array holds, type after type; without
+	// it every id is of the plan's only packed node type.
+	Elsewhere []epochsElsewhere `json:"elsewhere"`
+}
+
+// epochsElsewhere is one node type's part of the rows served elsewhere: the next Rows ids of the
+// array.
+type epochsElsewhere struct {
+	NodeType string `json:"node_type"`
+	Rows     int64  `json:"rows"`
+}
+
+// elsewhere is EpochOptions.Elsewhere of r over the n ids at ids.
+func (r *epochsRequest) elsewhere(ids *C.int64_t, n int64) (map[string][]int64, error) {
+	if err := checkArray(unsafe.Pointer(ids), "elsewhere", n, "n_elsewhere"); err != nil {
+		return nil, err
+	}
+	all := ids64(ids, n)
+	if r.Elsewhere == nil {
+		if n == 0 {
+			return nil, nil
+		}
+		return map[string][]int64{"": all}, nil
+	}
+	out := map[string][]int64{}
+	var at int64
+	for i, part := range r.Elsewhere {
+		if part.Rows < 0 || part.Rows > n-at {
+			return nil, fail(stEINVAL, "options_json: elsewhere[%d] (node type %q) lists %d rows, but %d of the n_elsewhere = %d ids are left", i, part.NodeType, part.Rows, n-at, n)
+		}
+		if _, dup := out[part.NodeType]; dup {
+			return nil, fail(stEINVAL, "options_json: elsewhere names node type %q twice", part.NodeType)
+		}
+		out[part.NodeType] = all[at : at+part.Rows]
+		at += part.Rows
+	}
+	if at != n {
+		return nil, fail(stEINVAL, "options_json: elsewhere lists %d rows, n_elsewhere = %d", at, n)
+	}
+	return out, nil
 }
 
 // epochsSeedEdges is options_json's seed_edges: the seed edges' type and where they come from
@@ -107,12 +150,14 @@ type epochsRec struct {
 }
 
 //export tfsgo_epochs_open
-func tfsgo_epochs_open(store C.uintptr_t, request *C.char, seeds *C.int64_t, n C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+func tfsgo_epochs_open(store C.uintptr_t, request *C.char, seeds *C.int64_t, n C.int64_t, elsewhere *C.int64_t, nElsewhere C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_epochs_open", &st)
-	return finish("tfs_epochs_open", epochsOpen(uintptr(store), request, seeds, int64(n), out, h), stEIO)
+	return finish("tfs_epochs_open", epochsOpen(uintptr(store), request, seeds, int64(n), elsewhere, int64(nElsewhere), out, h), stEIO)
 }
 
-func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out unsafe.Pointer, h *C.uintptr_t) error {
+// epochsOpen serves tfs_epochs_open and tfs_epochs_open_elsewhere (elsewhere NULL, 0 for the
+// first).
+func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsewhere *C.int64_t, nElsewhere int64, out unsafe.Pointer, h *C.uintptr_t) error {
 	rec, err := lookup[*storeRec](store, kindStore)
 	if err != nil {
 		return err
@@ -127,7 +172,10 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere)", err)
+	}
+	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
+		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
 	}
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
@@ -143,8 +191,23 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 			return fail(stEINVAL, "options_json: fanouts: %v (want [per hop] or {\"src:rel:dst\": [per hop], ...})", err)
 		}
 	}
+	if o.Elsewhere, err = req.elsewhere(elsewhere, nElsewhere); err != nil {
+		return err
+	}
 	ss := rec.s.Session()
-	if req.SeedEdges != nil {
+	if req.SeedOrders {
+		if req.SeedEdges != nil || seeds == nil || req.Epochs < 1 || n%int64(req.Epochs) != 0 {
+			return fail(stEINVAL, "options_json: seed_orders: the seeds array holds epochs = %d orders of seed nodes, one after another; got n = %d seeds (seed edges: %v)", req.Epochs, n, req.SeedEdges != nil)
+		}
+		if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+			return err
+		}
+		all := append([]int64(nil), ids64(seeds, n)...)
+		m := n / int64(req.Epochs)
+		for e := range int64(req.Epochs) {
+			o.SeedOrders = append(o.SeedOrders, all[e*m:(e+1)*m:(e+1)*m])
+		}
+	} else if req.SeedEdges != nil {
 		if o.SeedEdges, err = req.SeedEdges.seedEdges(ss, seeds, n); err != nil {
 			return err
 		}

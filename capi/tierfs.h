@@ -256,9 +256,20 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
  * tfs_epochs_sample (tfs_epochs_sample_hetero) then answers a link sample whose label edges the
  * tfs_sample_link_* (tfs_hetero_sample_link_*) calls read. A plan made for other inputs is
  * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). Epoch e is served from
- * planned epoch e mod the planned count. */
+ * planned epoch e mod the planned count. "seed_orders": true says seeds holds each planned
+ * epoch's seed nodes in their order instead (epochs lists of n / epochs ids, one after another:
+ * a distributed rank's share of each epoch; shuffle_seed unused). */
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out);
+/* tfs_epochs_open with rows served elsewhere: rows another process serves (a distributed rank's
+ * rows owned by its peers), which the plan never packs and whose positions its gathers leave to
+ * the caller (tfs_epochs_gather and _typed write nothing there; tfs_epochs_gather_device nothing
+ * unless a memory tier of the store holds the row). elsewhere holds n_elsewhere ids, each node
+ * type's distinct and ascending, the types one after another as options_json's "elsewhere":
+ * [{"node_type": "...", "rows": count}, ...] lists them; without that key every id is of the
+ * plan's only packed node type. The set is part of the plan's fingerprint (another set: stale). */
+tfs_status tfs_epochs_open_elsewhere(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
+                                     const int64_t *elsewhere, int64_t n_elsewhere, tfs_epochs **out);
 tfs_status tfs_epochs_close(tfs_epochs *epochs);
 /* JSON: {"dir", "hetero" (a graph session's plan), "seed_type", "node_types" (those packed),
  * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,

@@ -30,14 +30,22 @@ type packedTier struct {
 	buf         *packedBuf
 	read        sync.WaitGroup // the extent's read and check
 	readErr     error
-	served      int64 // rows scattered so far (the next chunk's first extent row)
+	served      int64          // rows scattered so far (the next chunk's first extent row)
+	elsewhere   *elsewhereRows // rows served elsewhere: not in the extent, left to the caller
 }
 
 var _ tiers.Tier = (*packedTier)(nil)
 
 func (t *packedTier) Kind() tiers.Kind { return tiers.SSD }
 func (t *packedTier) Lookup(ids []int64, slots []int64) int {
-	clear(slots) // every miss is a packed row; EnqueueToDevice ranks them by position
+	// Every miss is a packed row (slot 0; EnqueueToDevice ranks them by position) or a row served
+	// elsewhere (slot 1; EnqueueToDevice skips it).
+	for i, v := range ids {
+		slots[i] = 0
+		if t.elsewhere.has(v) {
+			slots[i] = 1
+		}
+	}
 	return len(ids)
 }
 func (t *packedTier) Fill([]int64, tiers.Source) error {
@@ -60,19 +68,32 @@ func (t *packedTier) EnqueueToDevice(c tiers.DeviceCopy) error {
 	if t.readErr != nil {
 		return t.readErr
 	}
-	if c.Pos == nil || len(c.Pos) != c.N {
-		return errors.New("featurestore: a planned batch's device copy needs its positions on the host")
+	if c.Pos == nil || len(c.Pos) != c.N || len(c.Slots) != c.N {
+		return errors.New("featurestore: a planned batch's device copy needs its slots and positions on the host")
 	}
+	want := c.Pos
+	if t.elsewhere != nil {
+		want = make([]int64, 0, c.N)
+		for k, slot := range c.Slots {
+			if slot == 0 {
+				want = append(want, c.Pos[k])
+			}
+		}
+	}
+	n := int64(len(want))
 	first := t.served
-	if first+int64(c.N) > t.rows {
+	if first+n > t.rows {
 		return fmt.Errorf("featurestore: the memory tiers miss more than the %d rows the plan packed for this batch", t.rows)
 	}
-	pos := t.buf.pos[first : first+int64(c.N)]
-	copy(pos, c.Pos)
+	if n == 0 {
+		return nil
+	}
+	pos := t.buf.pos[first : first+n]
+	copy(pos, want)
 	slices.Sort(pos)
-	t.served += int64(c.N)
+	t.served += n
 	return cuda.GatherRows(t.dev, t.buf.rowsAddr+uintptr(first*t.rowBytes), uint64(t.rowBytes), 0,
-		t.buf.posAddr+uintptr(8*first), int64(c.N), c.Dst, t.blocks, cuda.Stream(c.Stream))
+		t.buf.posAddr+uintptr(8*first), n, c.Dst, t.blocks, cuda.Stream(c.Stream))
 }
 
 // packedBuf is pinned memory, mapped for the device, for one batch's extent and positions.
@@ -141,7 +162,8 @@ func (b *packedBufs) close() {
 // kernel; the rest come from the batch's packed extent, one read into pinned memory checked
 // against the plan's checksum, scattered by a kernel. The call returns once the GPU is done with
 // the pinned memory (the rows are in place for later work on stream). nodes must be the batch's
-// sampled nodes of ntype, as the plan drew them (checked against its hash).
+// sampled nodes of ntype, as the plan drew them (checked against its hash). Rows served
+// elsewhere (EpochOptions.Elsewhere) are left to the caller unless a memory tier holds them.
 func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr, stream uintptr) (BatchIO, error) {
 	var io BatchIO
 	done, err := p.enter()
@@ -175,6 +197,9 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	}
 	defer pool.put(buf)
 	packed := &packedTier{dev: g.dev, blocks: g.blocks, rowBytes: rb, rows: ext.Rows, buf: buf}
+	if t < len(p.o.elsewhere) {
+		packed.elsewhere = p.o.elsewhere[t]
+	}
 	if ext.Rows > 0 {
 		packed.read.Go(func() {
 			data := buf.rows[:ext.Rows*rb]

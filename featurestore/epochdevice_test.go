@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/tierfs/tierfs/tiers"
 )
 
 // TestPlannedDeviceGatherMatchesHost serves every planned batch with GatherDevice and compares its
@@ -69,5 +72,69 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 		p.Close()
 		s.Close()
 		fmt.Printf("%s: %d packed rows served on the device\n", c.name, packed)
+	}
+}
+
+// TestPlannedDeviceGatherElsewhere serves planned batches with rows served elsewhere on the GPU:
+// such a row is left as it was (the 0xA5 fill) unless a memory tier holds it (then its true row),
+// every other row is the dataset's, and the packed rows are the host gather's.
+func TestPlannedDeviceGatherElsewhere(t *testing.T) {
+	requireGPU(t)
+	if !gpuPresent() {
+		t.Skip("skipping GPU test: no GPU")
+	}
+	rng := newRand(t)
+	d := writeSplitDataset(t, 4000, 24, 2, 6, rng)
+	rb := d.rowBytes
+	var away []int64
+	for v := range d.count {
+		if rng.IntN(3) == 0 {
+			away = append(away, v)
+		}
+	}
+	fill := bytes.Repeat([]byte{0xA5}, int(rb))
+	for _, c := range []struct {
+		name      string
+		gpu, host int64
+	}{{"ssd", 0, 0}, {"gpu+host", d.count / 10, d.count / 4}, {"host", 0, d.count / 3}} {
+		s, err := Open(d.dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := epochOpts(t, d, 2)
+		o.Sample.Seed, o.ShuffleSeed, o.Replan = rng.Uint64(), rng.Uint64(), true
+		o.Elsewhere = map[string][]int64{"": away}
+		p, _, err := s.OpenEpochs(o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for e := range 2 {
+			for b := range p.BatchesPerEpoch() {
+				host, err := p.Load(e, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nodes := host.Sample.Nodes
+				var io BatchIO
+				got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
+					io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
+					return err
+				})
+				for i, v := range nodes {
+					want := d.want([]int64{v})
+					if _, ok := slices.BinarySearch(away, v); ok && s.TierOf(v) == tiers.SSD {
+						want = fill
+					}
+					if row := got[int64(i)*rb : int64(i+1)*rb]; !bytes.Equal(row, want) {
+						t.Fatalf("%s: epoch %d batch %d: node %d at position %d: device row differs", c.name, e, b, v, i)
+					}
+				}
+				if io.Rows != host.IO.Rows {
+					t.Fatalf("%s: epoch %d batch %d: %d packed rows on the device, %d on the host", c.name, e, b, io.Rows, host.IO.Rows)
+				}
+			}
+		}
+		p.Close()
+		s.Close()
 	}
 }

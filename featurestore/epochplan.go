@@ -267,6 +267,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions) error {
 		err := src.planEpoch(o, e, nil, func(p *packedBatch) error {
 			for t, ids := range p.nodeIDs {
 				h := hot[t]
+				ids, _ = o.keep(t, ids) // rows served elsewhere are not this store's to place
 				for _, v := range ids {
 					if h[v] < math.MaxUint32 {
 						h[v]++
@@ -350,7 +351,8 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 }
 
 // packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
-// nodes that no memory tier holds, per packed type in its nodes' order.
+// nodes that no memory tier holds and that are not served elsewhere (EpochOptions.Elsewhere),
+// per packed type in its nodes' order.
 func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
 	p := src.sampleBatch(o, e, b, seeds)
 	if p.err != nil {
@@ -360,9 +362,10 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 	p.nodeIDs = nil
 	t := time.Now()
 	for k, s := range src.stacks {
+		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()
 		ts, release := heldTiers(s.tierList())
-		sp := splitIDs(nodes[k], ts, make([]int64, 2*len(nodes[k])), nil, s.opt.CopyWorkers)
+		sp := splitIDs(mine, ts, make([]int64, 2*len(mine)), nil, s.opt.CopyWorkers)
 		release()
 		s.place.RUnlock()
 		ids := sp.slots(len(ts) - 1) // the SSD tier's slot of a node is its id; positions ascend

@@ -63,7 +63,90 @@ type EpochOptions struct {
 	// before planning, and again, the same way, before OpenEpochs serves: the best static
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
+	// Rows in Elsewhere are not counted.
 	PlaceTiers bool
+	// SeedOrders, instead of Seeds, give the seeds of each planned epoch in their order: Epochs
+	// lists of one length, planned epoch e batching SeedOrders[e] as it is (ShuffleSeed unused).
+	// A distributed rank plans its share of each epoch this way (Python's tierfs.split_seeds), so
+	// its planned epoch e holds exactly the seeds its on-demand loader takes in epoch e.
+	SeedOrders [][]int64
+	// Elsewhere are rows that another process serves — a distributed store's rows owned by other
+	// ranks, which come through the peer exchange — per packed node type ("" for a Store's one
+	// type): distinct ids, ascending. A plan never packs them and never reads them from disk;
+	// its gathers leave their positions in dst for the caller to fill: Gather and GatherType
+	// write nothing there, GatherDevice writes nothing there unless a memory tier of the store
+	// holds the row (then it writes that row). Which rows they are is part of the plan's
+	// fingerprint: a plan made with another set is stale.
+	Elsewhere map[string][]int64
+
+	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
+}
+
+// elsewhereRows is one packed node type's rows of EpochOptions.Elsewhere: a bit per node.
+type elsewhereRows struct {
+	bits  []uint64
+	count int
+	sum   uint64 // xxhash64 of the ids, for the fingerprint
+}
+
+// has says whether id is served elsewhere (false for a nil set).
+func (r *elsewhereRows) has(id int64) bool {
+	return r != nil && r.bits[id>>6]&(1<<(uint64(id)&63)) != 0
+}
+
+// keep is nodes without the rows of packed stack t served elsewhere, and their positions in
+// nodes (nil when none is served elsewhere: nodes as they are).
+func (o *EpochOptions) keep(t int, nodes []int64) (ids, pos []int64) {
+	if t >= len(o.elsewhere) || o.elsewhere[t] == nil {
+		return nodes, nil
+	}
+	el := o.elsewhere[t]
+	ids, pos = make([]int64, 0, len(nodes)), make([]int64, 0, len(nodes))
+	for i, v := range nodes {
+		if !el.has(v) {
+			ids, pos = append(ids, v), append(pos, int64(i))
+		}
+	}
+	return ids, pos
+}
+
+// resolveElsewhere checks o.Elsewhere against src and sets o.elsewhere.
+func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
+	o.elsewhere = nil
+	if len(o.Elsewhere) == 0 {
+		return nil
+	}
+	res := make([]*elsewhereRows, len(src.stacks))
+	named := make([]bool, len(src.stacks))
+	any := false
+	for key, ids := range o.Elsewhere {
+		t, err := src.packedType(key)
+		if err != nil {
+			return fmt.Errorf("featurestore: plan elsewhere: %w", err)
+		}
+		if named[t] {
+			return &OptionError{Option: "elsewhere", Value: key, Want: fmt.Sprintf("one list of rows per node type (node type %q is named twice)", src.typeName(t))}
+		}
+		named[t] = true
+		n := src.stacks[t].NumNodes()
+		r := &elsewhereRows{bits: make([]uint64, (n+63)/64), count: len(ids), sum: hashIDs(ids)}
+		for i, v := range ids {
+			if uint64(v) >= uint64(n) {
+				return fmt.Errorf("featurestore: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), ErrIDOutOfRange)
+			}
+			if i > 0 && v <= ids[i-1] {
+				return &OptionError{Option: "elsewhere", Value: fmt.Sprintf("[%q][%d] = %d after %d", key, i, v, ids[i-1]), Want: "distinct ids in ascending order"}
+			}
+			r.bits[v>>6] |= 1 << (uint64(v) & 63)
+		}
+		if len(ids) > 0 {
+			res[t], any = r, true
+		}
+	}
+	if any {
+		o.elsewhere = res
+	}
+	return nil
 }
 
 // SeedEdges are the seed edges of a link-prediction plan (EpochOptions.SeedEdges): each epoch
@@ -86,6 +169,9 @@ type SeedEdges struct {
 
 // count is the number of items the epochs permute: seed nodes, or seed edges.
 func (o *EpochOptions) count() int {
+	if len(o.SeedOrders) > 0 {
+		return len(o.SeedOrders[0])
+	}
 	if o.SeedEdges != nil {
 		return len(o.SeedEdges.Src)
 	}
@@ -94,6 +180,9 @@ func (o *EpochOptions) count() int {
 
 // order is the items of planned epoch e in order: seed nodes, or positions of seed edges.
 func (o *EpochOptions) order(e int) []int64 {
+	if o.SeedOrders != nil {
+		return o.SeedOrders[e]
+	}
 	if o.SeedEdges == nil {
 		return EpochOrder(o.Seeds, o.ShuffleSeed, e)
 	}
@@ -188,6 +277,10 @@ func (o *EpochOptions) check(src *epochSource) error {
 		return &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
 	case o.SeedEdges != nil && len(o.Seeds) > 0:
 		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: "none with seed edges: a plan's batches are of seed nodes or of seed edges"}
+	case o.SeedOrders != nil && (len(o.Seeds) > 0 || o.SeedEdges != nil):
+		return &OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: "seed orders alone: not with seeds or seed edges"}
+	case o.SeedOrders != nil && len(o.SeedOrders) != o.Epochs:
+		return &OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: fmt.Sprintf("one order per planned epoch (%d)", o.Epochs)}
 	case BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast) == 0:
 		what := "seeds"
 		if o.SeedEdges != nil {
@@ -211,11 +304,22 @@ func (o *EpochOptions) check(src *epochSource) error {
 			return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
 		}
 	}
+	if err := o.resolveElsewhere(src); err != nil {
+		return err
+	}
 	if o.SeedEdges != nil {
 		if err := src.checkSeedEdges(o.SeedEdges); err != nil {
 			return fmt.Errorf("featurestore: plan seed edges: %w", err)
 		}
 		return nil
+	}
+	for e, ord := range o.SeedOrders {
+		if len(ord) != len(o.SeedOrders[0]) {
+			return &OptionError{Option: "seed_orders", Value: fmt.Sprintf("epoch %d: %d seeds", e, len(ord)), Want: fmt.Sprintf("as many seeds as epoch 0's %d (every epoch has the same batches)", len(o.SeedOrders[0]))}
+		}
+		if err := src.ss.checkTypedIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
+			return fmt.Errorf("featurestore: plan seeds: %w", err)
+		}
 	}
 	if err := src.ss.checkTypedIDs(src.seedType, "seeds", o.Seeds); err != nil {
 		return fmt.Errorf("featurestore: plan seeds: %w", err)
@@ -247,6 +351,9 @@ type planInputs struct {
 	ShuffleSeed uint64           `json:"shuffle_seed"`
 	Epochs      int              `json:"epochs"`       // K asked for
 	MemoryTiers []string         `json:"memory_tiers"` // rows held and hex hash of the ids
+	// Per packed type: the rows served elsewhere, count and hex hash ("0" for none); nil when
+	// no type has any.
+	Elsewhere []string `json:"elsewhere,omitempty"`
 }
 
 // planInputs is the fingerprint of o on src now; the caller holds every stack's place lock
@@ -266,6 +373,22 @@ func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
 		}
 		in.SeedEdges = fmt.Sprintf("%s:%d:%v:%016x", src.edgeTypeKey(se.EdgeType), len(se.Src), se.Labels != nil, d.Sum64())
 		in.Link = fmt.Sprintf("%+v", se.Link)
+	}
+	if o.SeedOrders != nil {
+		d := xxhash.New()
+		for _, ord := range o.SeedOrders {
+			d.Write(dataset.BytesOf(ord))
+		}
+		in.Seeds = fmt.Sprintf("%d orders of %d:%016x", len(o.SeedOrders), o.count(), d.Sum64())
+	}
+	for t, r := range o.elsewhere {
+		if in.Elsewhere == nil {
+			in.Elsewhere = make([]string, len(src.stacks))
+		}
+		in.Elsewhere[t] = "0"
+		if r != nil {
+			in.Elsewhere[t] = fmt.Sprintf("%d:%016x", r.count, r.sum)
+		}
 	}
 	for t, s := range src.stacks {
 		in.NodeTypes = append(in.NodeTypes, src.typeName(t))
@@ -312,6 +435,7 @@ func (p planInputs) diff(now planInputs) (input, plan, store string) {
 		{"shuffle seed", p.ShuffleSeed, now.ShuffleSeed},
 		{"epochs", p.Epochs, now.Epochs},
 		{"memory tiers' contents (rows:hash)", p.MemoryTiers, now.MemoryTiers},
+		{"rows served elsewhere (rows:hash per packed node type)", p.Elsewhere, now.Elsewhere},
 	} {
 		if a, b := fmt.Sprint(f.a), fmt.Sprint(f.b); a != b {
 			return f.name, a, b

@@ -153,6 +153,11 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	o.Seeds = slices.Clone(o.Seeds)
 	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
 	o.EdgeFanouts = maps.Clone(o.EdgeFanouts)
+	o.SeedOrders = slices.Clone(o.SeedOrders)
+	for e, ord := range o.SeedOrders {
+		o.SeedOrders[e] = slices.Clone(ord)
+	}
+	o.Elsewhere = nil // resolved into o.elsewhere
 	if se := o.SeedEdges; se != nil {
 		o.SeedEdges = &SeedEdges{EdgeType: se.EdgeType, Src: slices.Clone(se.Src), Dst: slices.Clone(se.Dst), Labels: slices.Clone(se.Labels), Link: se.Link}
 		o.SeedEdges.Link.ReverseEdgeTypes = maps.Clone(se.Link.ReverseEdgeTypes)
@@ -330,7 +335,8 @@ type BatchIO struct {
 // Gather writes the feature rows of nodes, the Sample.Nodes of batch b of epoch e (as Sample
 // returns them), into dst (len(nodes)*RowBytes bytes), in order: rows the memory tiers hold
 // through them, the rest from the batch's packed extent, one large read checked against its
-// xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch).
+// xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch). The rows of
+// nodes served elsewhere (EpochOptions.Elsewhere) are not written: the caller fills them.
 func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 	return p.GatherType(e, b, "", nodes, dst)
 }
@@ -376,7 +382,8 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 		return io, p.refilled(e, b)
 	}
 	ts, release := heldTiers(s.tierList())
-	sp := splitIDs(nodes, ts, make([]int64, 2*len(nodes)), nil, s.opt.CopyWorkers)
+	ids, posOf := p.o.keep(t, nodes) // rows served elsewhere are the caller's to fill
+	sp := splitIDs(ids, ts, make([]int64, 2*len(ids)), posOf, s.opt.CopyWorkers)
 	last := len(ts) - 1
 	if int64(sp.count[last]) != ext.Rows {
 		release()

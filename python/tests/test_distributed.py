@@ -194,6 +194,80 @@ def _loaders(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
     ref.close()
 
 
+def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    ref = tierfs.open(path)
+    root = os.path.join(os.path.dirname(path), f"plans-{seed}")
+    for mode in ("shared", "replicated"):
+        s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode=mode, timeout=timeout)
+        train = s.split("train")
+        k, bs = 2, 96
+        # torch seeds in shared mode: on a CUDA store (NCCL) the rows go through gather_device
+        given = torch.from_numpy(train) if mode == "shared" else train
+        planned = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed,
+                                planned_epochs=k, plan_dir=os.path.join(root, mode))
+        demand = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed)
+        _check(len(planned) == len(demand) == planned.plan.batches_per_epoch, f"{mode}: batches per epoch", res)
+        _check(os.path.isfile(os.path.join(root, mode, f"rank-{rank}", "epochs.json")), f"{mode}: the rank's plan directory", res)
+        seeds_by_epoch = []
+        for epoch in range(k + 1):  # epoch k replays planned epoch 0
+            seeds = []
+            for n, batch in enumerate(planned):
+                _check(_eq(batch.x, ref.gather(batch.sample.nodes)), f"{mode}: planned epoch {epoch} batch {n} rows", res)
+                seeds.append(batch.seeds.tolist())
+            seeds_by_epoch.append(seeds)
+            if epoch < k:  # exactly the on-demand loader's seeds of the epoch, batch by batch
+                share = tierfs.split_seeds(train, rank, WORLD, epoch, seed).tolist()
+                want = [share[i : i + bs] for i in range(0, len(share), bs)]
+                _check(seeds == want, f"{mode}: planned epoch {epoch}'s seeds are split_seeds'", res)
+        _check(seeds_by_epoch[k] == seeds_by_epoch[0], f"{mode}: epoch {k} replays planned epoch 0", res)
+        res[f"{mode}_seeds"] = [sum(e, []) for e in seeds_by_epoch[:k]]
+        demand_seeds = [b.seeds.tolist() for b in demand]
+        _check(demand_seeds == seeds_by_epoch[0], f"{mode}: the on-demand loader's epoch 0 has the planned seeds", res)
+        # Packed rows: exactly what the on-demand gather of the same nodes reads from this rank's
+        # disk; the peer-owned rows (never packed) come through the exchange.
+        plan = planned.plan
+        owner = s.owner(np.arange(NODES))
+        packed_rows, ssd_rows, peer_nodes = 0, 0, 0
+        for b in range(min(4, plan.batches_per_epoch)):
+            smp = plan.sample(1, b)
+            before = plan.stats()["rows"]
+            x = plan.gather(1, b, smp.nodes)
+            _check(_eq(x, ref.gather(smp.nodes)), f"{mode}: plan.gather of batch {b}", res)
+            packed_rows += plan.stats()["rows"] - before
+            before = s.stats()["distributed"]["ssd_rows"]
+            s.gather(smp.nodes)
+            ssd_rows += s.stats()["distributed"]["ssd_rows"] - before
+            peer_nodes += int(np.count_nonzero((owner[smp.nodes] >= 0) & (owner[smp.nodes] != rank)))
+        res[f"{mode}_packed"] = dict(packed=packed_rows, ssd=ssd_rows, peer=peer_nodes)
+        # The plan's fingerprint holds the rows served elsewhere: the same inputs open it, another
+        # set is refused.
+        orders = [tierfs.split_seeds(train, rank, WORLD, e, seed) for e in range(k)]
+        peer = np.flatnonzero((owner >= 0) & (owner != rank))
+        args = dict(seed_orders=orders, plan_dir=os.path.join(root, mode, f"rank-{rank}"), replan=False, place_tiers=False,
+                    seed=1 + rank * (1 << 32))
+        tierfs.Store.plan_epochs(s, [5, 5], bs, k, elsewhere=peer if mode == "shared" else None, **args).close()
+        try:
+            tierfs.Store.plan_epochs(s, [5, 5], bs, k, elsewhere=peer[1:] if mode == "shared" else [0], **args).close()
+            res[f"{mode}_stale"] = "opened"
+        except tierfs.InvalidArgumentError as e:
+            res[f"{mode}_stale"] = str(e)
+        try:
+            s.plan_epochs([5, 5], bs, k, place_tiers=True)
+            res[f"{mode}_place_tiers"] = "planned"
+        except tierfs.NotSupportedError as e:
+            res[f"{mode}_place_tiers"] = str(e)
+        if mode == "shared":  # PyG's loader over the same plan machinery
+            from tierfs import pyg as tierfs_pyg
+
+            pl = tierfs_pyg.NeighborLoader(s, [5, 5], input_nodes="train", batch_size=64, shuffle=True, planned_epochs=1, prefetch=2)
+            for n, data in enumerate(pl):
+                _check(_eq(data.x, ref.gather(data.n_id)), f"pyg planned batch {n}", res)
+            pl.loader.plan.close()
+        plan.close()
+        s.close()
+    ref.close()
+
+
 def _dead(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
     s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="shared", timeout=timeout)
     ids = np.arange(0, NODES, 7)
@@ -322,6 +396,66 @@ def test_loaders_split_seeds(dataset, tmp_path):
     assert r0["pyg_batches"] == r1["pyg_batches"] == r0["pyg_len"] > 0
     assert not set(r0["pyg_seeds"]) & set(r1["pyg_seeds"])  # drop_last: disjoint
     assert r0["peer_rows"] > 0 and r1["peer_rows"] > 0
+
+
+def test_planned_epochs(dataset, tmp_path):
+    """Planned epochs on a distributed store: each rank's planned epoch e is its on-demand share
+    of epoch e (split_seeds), every row equals the plain store's, the peer-owned rows are never
+    packed (the packed rows are the rows the on-demand gather reads from the rank's disk), the
+    rows served elsewhere are part of the plan's fingerprint, and place_tiers is refused."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("planned", dataset, tmp_path, seed, timeout=60.0)
+    for r in (r0, r1):
+        assert not r["failed"], f"seed {seed}: {r['failed']}"
+    for mode in ("shared", "replicated"):
+        for e in range(2):
+            a, b = r0[f"{mode}_seeds"][e], r1[f"{mode}_seeds"][e]
+            assert len(a) == len(b) and len(set(a) & set(b)) <= 1, f"seed {seed}: {mode} epoch {e}: shares overlap"
+            assert set(a) | set(b) == set(r0[f"{mode}_seeds"][0]) | set(r1[f"{mode}_seeds"][0])
+        for r in (r0, r1):
+            p = r[f"{mode}_packed"]
+            assert p["packed"] == p["ssd"] > 0, f"seed {seed}: {mode}: {p}"
+            assert "place_tiers" in r[f"{mode}_place_tiers"] and "decided at open" in r[f"{mode}_place_tiers"]
+    for r in (r0, r1):
+        assert r["shared_packed"]["peer"] > 0 and r["replicated_packed"]["peer"] == 0, f"seed {seed}"
+        assert "rows served elsewhere" in r["shared_stale"], r["shared_stale"]
+        assert "rows served elsewhere" in r["replicated_stale"], r["replicated_stale"]
+    print("packed rows (4 batches) shared/replicated:", r0["shared_packed"], r0["replicated_packed"])
+
+
+def test_planned_epochs_elsewhere_on_one_store(dataset, tmp_path):
+    """Store.plan_epochs(elsewhere=, seed_orders=) without torch.distributed: the rows served
+    elsewhere are not packed and not written; every other row is the plain gather's."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    with tierfs.open(dataset, host_cache=HOST_CACHE) as s:
+        train = s.split("train")
+        away = np.unique(rng.integers(0, NODES, NODES // 3))
+        orders = [rng.permutation(train)[: train.size // 2] for _ in range(2)]
+        kw = dict(seed_orders=orders, plan_dir=str(tmp_path / "p"), place_tiers=False, seed=3)
+        with s.plan_epochs([5, 5], 64, 2, elsewhere=away, **kw) as plan, s.plan_epochs([5, 5], 64, 2, **dict(kw, plan_dir=str(tmp_path / "q"))) as full:
+            for e in range(2):
+                for b in range(plan.batches_per_epoch):
+                    assert plan.seeds(e, b).tolist() == orders[e][b * 64 : (b + 1) * 64].tolist(), f"seed {seed}"
+                    smp = plan.sample(e, b)
+                    out = np.full((smp.nodes.size, DIM), -7.0, dtype=np.float32)
+                    plan.gather(e, b, smp.nodes, out=out)
+                    keep = ~np.isin(smp.nodes, away)
+                    assert np.array_equal(out[keep], s.gather(smp.nodes[keep])), f"seed {seed}: epoch {e} batch {b}"
+                    assert (out[~keep] == -7.0).all(), f"seed {seed}: epoch {e} batch {b}: rows served elsewhere were written"
+            assert 0 < plan.report["rows_packed"] < full.report["rows_packed"], (plan.report["rows_packed"], full.report["rows_packed"])
+        with pytest.raises(ValueError, match="rows served elsewhere"):
+            s.plan_epochs([5, 5], 64, 2, elsewhere=away[1:], replan=False, **kw)
+        with pytest.raises(ValueError, match="seed_orders"):
+            s.plan_epochs([5, 5], 64, 2, seed_orders=orders[:1], plan_dir=str(tmp_path / "r"))
+        # {node type: ids} names the type; an unknown type or an id out of range is refused.
+        s.plan_epochs([5, 5], 64, 2, elsewhere={s.node_type: away}, replan=False, **kw).close()
+        with pytest.raises(KeyError, match="no node type 'nope'|no node type \"nope\""):
+            s.plan_epochs([5, 5], 64, 2, elsewhere={"nope": away}, **kw)
+        with pytest.raises(IndexError, match=f"= {NODES} is out of range"):
+            s.plan_epochs([5, 5], 64, 2, elsewhere=[1, NODES], **kw)
 
 
 def test_stalled_rank_times_out(dataset, tmp_path):

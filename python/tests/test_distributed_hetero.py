@@ -179,7 +179,66 @@ def _hetero_loaders(rank: int, path: str, seed: int, timeout: float, res: dict) 
     ref.close()
 
 
+def _hetero_planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    ref = tierfs.open(path)
+    s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="shared", timeout=timeout)
+    train = s.split("train", node_type="paper")
+    fanouts = {et: [4, 3] for et in ETYPES}
+    k, bs = 2, 64
+    loader = tierfs.Loader(s, s.sampler(fanouts, seed=1), torch.from_numpy(train), batch_size=bs, prefetch=3, seed=seed,
+                           node_type="paper", planned_epochs=k)
+    for epoch in range(k):
+        seeds = []
+        for n, batch in enumerate(loader):
+            _check(set(batch.x) == set(FEATURED), f"planned epoch {epoch} batch {n}: types {sorted(batch.x)}", res)
+            for t in FEATURED:
+                _check(_eq(batch.x[t], ref.gather(batch.sample.node[t], node_type=t)), f"planned epoch {epoch} batch {n} type {t}", res)
+            _check(_eq(batch.y, ref.labels(batch.seeds, node_type="paper")), f"planned epoch {epoch} batch {n} labels", res)
+            seeds.append(batch.seeds.tolist())
+        share = tierfs.split_seeds(train, rank, WORLD, epoch, seed).tolist()
+        _check(seeds == [share[i : i + bs] for i in range(0, len(share), bs)], f"planned epoch {epoch}'s seeds are split_seeds'", res)
+        res[f"seeds_{epoch}"] = sum(seeds, [])
+    # Per type, the packed rows are the rows the on-demand gather reads from this rank's disk.
+    plan = loader.plan
+    packed, ssd, peer = {}, {}, {}
+    for t in FEATURED:
+        owner = s.owner(np.arange(TYPES[t][0]), node_type=t)
+        packed[t] = ssd[t] = peer[t] = 0
+        for b in range(min(3, plan.batches_per_epoch)):
+            nodes = plan.sample(0, b).node[t]
+            before = plan.stats()["rows"]
+            _check(_eq(plan.gather(0, b, nodes, node_type=t), ref.gather(nodes, node_type=t)), f"plan.gather type {t} batch {b}", res)
+            packed[t] += plan.stats()["rows"] - before
+            before = s.stats()["distributed"]["node_types"][t]["ssd_rows"]
+            s.gather(nodes, node_type=t)
+            ssd[t] += s.stats()["distributed"]["node_types"][t]["ssd_rows"] - before
+            peer[t] += int(np.count_nonzero((owner[nodes] >= 0) & (owner[nodes] != rank)))
+    res["packed"], res["ssd"], res["peer"] = packed, ssd, peer
+    plan.close()
+    s.close()
+    ref.close()
+
+
 # Tests ---------------------------------------------------------------------------------------
+
+
+def test_hetero_planned_epochs_on_a_shared_store(hetero, tmp_path):
+    """tierfs.Loader(planned_epochs=K) with a HeteroSampler on a shared store: each rank's
+    planned epoch is its split_seeds share, every type's rows equal the plain store's, and per
+    type the packed rows are the rank's own disk rows (the peer-owned ones are exchanged)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("hetero_planned", hetero, tmp_path, seed, timeout=60.0)
+    for r in (r0, r1):
+        assert not r["failed"], f"seed {seed}: {r['failed']}"
+    for e in range(2):
+        a, b = r0[f"seeds_{e}"], r1[f"seeds_{e}"]
+        assert len(a) == len(b) and len(set(a) | set(b)) == 500 and len(set(a) & set(b)) <= WORLD - 1, f"seed {seed}"
+    for r in (r0, r1):
+        assert r["packed"] == r["ssd"], f"seed {seed}: {r['packed']} {r['ssd']}"
+        assert sum(r["peer"].values()) > 0 and sum(r["packed"].values()) > 0, f"seed {seed}: {r}"
+    print("packed rows per type:", r0["packed"], "peer nodes:", r0["peer"])
+
 
 
 def test_hetero_exchange_matches_reference(hetero, tmp_path):

@@ -35,6 +35,11 @@ tiers, taken together over the ranks, act as one cache (docs/distributed.md):
   ``gather(ids, node_type=t)`` of a type's default feature exchanges that type's rows; the
   exchange checks that every rank gathers the same type. Other features (``feature=``,
   ``edge_type=``) are read from this rank's disk and exchange nothing.
+* **Planned epochs.** :meth:`DistributedStore.plan_epochs` (and ``tierfs.Loader(...,
+  planned_epochs=K)``) plans this rank's :func:`split_seeds` share of each epoch in a directory
+  of its own, without the rows other ranks own (the core's rows served elsewhere); a planned
+  batch's gather reads the rank's rows from its tiers and the plan, the peer-owned ones through
+  the same exchange.
 
 Collectives need every rank to call :meth:`DistributedStore.gather` the same number of times, in
 the same order: :class:`tierfs.Loader` and :class:`tierfs.pyg.NeighborLoader` split the seeds with
@@ -53,16 +58,17 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from . import _util, errors
 from ._args import IdsLike, _c_str, _ids
 from ._native import check, lib
+from .epochs import PlannedEpochs
 from .store import _NUMPY_DTYPES, GatherFuture, Store
 
-__all__ = ["DistributedStore", "split_seeds", "CACHE_MODES"]
+__all__ = ["DistributedStore", "DistributedPlannedEpochs", "split_seeds", "CACHE_MODES"]
 
 #: The values of ``tierfs.open(cache_mode=)``.
 CACHE_MODES = ("shared", "replicated")
@@ -202,7 +208,8 @@ class DistributedStore(Store):
 
     Differences from :class:`Store`: :meth:`gather` is a collective in shared mode (every rank
     calls it the same number of times, in the same order); :meth:`place` and :meth:`place_ids`
-    would break the ownership and raise; planned epochs are not supported; it does not pickle.
+    would break the ownership and raise; :meth:`plan_epochs` plans this rank's share of each
+    epoch without the peer-owned rows (and without ``place_tiers``); it does not pickle.
     """
 
     def __init__(
@@ -590,16 +597,20 @@ class DistributedStore(Store):
         if self._device_type != "cuda":
             return Store.gather(self, ids, node_type=node_type), None
         torch = _torch()
-        stream = getattr(self._worker_streams, "stream", None)
-        if stream is None:
-            stream = self._worker_streams.stream = torch.cuda.Stream(device=self._xdevice if self._xdevice.type == "cuda" else None)
-        with torch.cuda.stream(stream):
+        with torch.cuda.stream(self._worker_stream()):
             rows = Store.gather(self, ids, node_type=node_type)
             event = None
             if rows.is_cuda:
                 event = torch.cuda.Event()
                 event.record(torch.cuda.current_stream(rows.device))
         return rows, event
+
+    def _worker_stream(self) -> Any:
+        """The calling worker thread's own CUDA stream on the store's device (made on first use)."""
+        stream = getattr(self._worker_streams, "stream", None)
+        if stream is None:
+            stream = self._worker_streams.stream = _torch().cuda.Stream(device=self._device_index)
+        return stream
 
     def _count(self, o: "_Ownership", **deltas: Any) -> None:
         """Adds to the counters of the store and of o's node type."""
@@ -653,7 +664,13 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
+    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str],
+                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None) -> Any:
+        """The exchanged gather (see :meth:`gather`). ``local_gather(ids, node_type)``, when
+        given, gathers this rank's part instead of this rank's store: it gets every id of the
+        batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
+        peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
+        with the peer-owned rows served elsewhere)."""
         torch, dist = _torch(), _dist()
         if self._failed is not None:
             raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
@@ -690,7 +707,10 @@ class DistributedStore(Store):
         local_ids = torch.from_numpy(arr[local_pos])
         local = None
         if bad is None and local_pos.size:
-            local = self._pool.submit(self._local_gather, local_ids, o.node_type)
+            if local_gather is None:
+                local = self._pool.submit(self._local_gather, local_ids, o.node_type)
+            else:
+                local = self._pool.submit(local_gather, arr, o.node_type)
         t_split = time.perf_counter()
 
         # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
@@ -749,11 +769,15 @@ class DistributedStore(Store):
 
         # Assemble in the order of the ids; on a GPU the positions go up in one copy from pinned
         # memory (a pageable copy would block this thread until the stream's earlier work ends).
-        result = torch.empty((n, rb), dtype=torch.uint8, device=out_dev or "cpu")
-        positions = _to_device(np.concatenate([local_pos, peer_pos, where[inverse]]), result.device)
+        dev = torch.device(out_dev or "cpu")
+        positions = _to_device(np.concatenate([local_pos, peer_pos, where[inverse]]), dev)
         lp, pp, take = positions[: local_pos.size], positions[local_pos.size : n], positions[n:]
-        if local_rows is not None:
-            result[lp] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(result.device)
+        if local_rows is not None and local_gather is not None:  # a row for every id: the peer rows go in place
+            result = local_rows.reshape(n, -1).view(torch.uint8).to(dev)
+        else:
+            result = torch.empty((n, rb), dtype=torch.uint8, device=dev)
+        if local_rows is not None and local_gather is None:
+            result[lp] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(dev)
         if peer_pos.size:
             result[pp] = recv_rows[take.to(recv_rows.device)].to(result.device)
         self._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
@@ -792,8 +816,60 @@ class DistributedStore(Store):
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         raise errors.NotSupportedError("tierfs: a distributed store decides its placement at open (ownership); place_ids would break it")
 
-    def plan_epochs(self, *args: Any, **kwargs: Any) -> Any:
-        raise errors.NotSupportedError("tierfs: planned epochs are not supported on a distributed store yet")
+    def plan_epochs(
+        self,
+        fanouts: Any,
+        batch_size: int,
+        epochs: int,
+        seeds: Any = None,
+        plan_dir: Any = None,
+        disk_budget: Any = None,
+        replace: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        replan: bool = True,
+        workers: int = 0,
+        place_tiers: bool = False,
+        node_type: Optional[str] = None,
+        seed_edges: Any = None,
+    ) -> "DistributedPlannedEpochs":
+        """This rank's plan of its share of ``epochs`` epochs (docs/distributed.md, "Planned
+        epochs"): planned epoch ``e`` batches exactly the seeds the on-demand :class:`tierfs.Loader`
+        gives this rank in epoch ``e`` — :func:`split_seeds` of ``seeds`` (all ranks' seeds; default
+        the "train" split of ``node_type``) with ``shuffle_seed`` as the seed and ``drop_last`` —
+        so every rank has the same number of batches; batch ``b`` samples as this rank's
+        ``sampler(fanouts, seed=seed)`` does in a plan (its seed and ``e``, ``b``). In shared mode
+        the rows other ranks own are never packed: :meth:`DistributedPlannedEpochs.gather` (a
+        collective, like :meth:`gather`) reads this rank's rows from its tiers and the plan and
+        the peer-owned ones through the exchange. ``plan_dir`` gets a directory per rank
+        (``plan_dir/rank-R``); ``disk_budget`` is each rank's. ``place_tiers`` is refused: the
+        placement of a distributed store is its ownership, decided at open. Seed edges are not
+        supported."""
+        if place_tiers:
+            raise errors.NotSupportedError(
+                "tierfs: plan_epochs(place_tiers=True) on a distributed store: its placement is decided at open (ownership: each "
+                "rank's owner tier holds its share of the global cache), so a plan cannot refill the tiers; plan with place_tiers=False"
+            )
+        if seed_edges is not None:
+            raise errors.NotSupportedError("tierfs: planned epochs of seed edges (link prediction) are not supported on a distributed store")
+        hetero = isinstance(fanouts, dict)
+        if seeds is None:
+            seeds = self.split("train", node_type=node_type) if hetero else self.split("train")
+        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(int(epochs))]
+        elsewhere = None
+        if self._exchange:  # rows other ranks own come through the exchange, never from this rank's plan
+            me = self._rank
+            elsewhere = {t: np.flatnonzero((o.owner >= 0) & (o.owner != me)) for t, o in self._own.items()}
+            if not hetero:
+                elsewhere = elsewhere[self._ownership(None).node_type]
+        if plan_dir is not None:
+            plan_dir = os.path.join(os.fspath(plan_dir), f"rank-{self._rank}")
+        return DistributedPlannedEpochs(
+            self, fanouts, batch_size, epochs, plan_dir=plan_dir, disk_budget=disk_budget, replace=replace,
+            drop_last=drop_last, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, replan=replan, workers=workers,
+            place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere,
+        )
 
     def stats(self) -> Dict[str, Any]:
         """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
@@ -882,6 +958,64 @@ def _to_device(a: np.ndarray, device: Any) -> Any:
     if device.type != "cuda":
         return t
     return t.pin_memory().to(device, non_blocking=True)
+
+
+class DistributedPlannedEpochs(PlannedEpochs):
+    """One rank's plan on a :class:`DistributedStore` (:meth:`DistributedStore.plan_epochs`).
+    In shared mode :meth:`gather` and :meth:`gather_device` are collectives, as the store's
+    gather: the batch's rows of this rank come from its memory tiers and the plan's packed
+    extent, the rows other ranks own (never packed) through the peer exchange; every rank calls
+    them for the same batches in the same order. Replicated: this rank's plan alone."""
+
+    def gather(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """The feature rows of ``nodes`` (the batch's sampled nodes, of ``node_type``), as
+        :meth:`DistributedStore.gather` returns them."""
+        store = self._store
+        if not store._exchange:
+            return super().gather(epoch, batch, nodes, out, node_type)
+        with store._xlock:
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=False))
+
+    def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
+        """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
+        store = self._store
+        if not store._exchange:
+            return super().gather_device(epoch, batch, nodes, out, node_type)
+        with store._xlock:
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True))
+
+    def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
+                        turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
+        """{node type: gather of its nodes} (None: the plan's one type), the types in the dict's
+        order, exchanging after batch ``batch - 1`` of the same loader epoch did (any thread)."""
+        read = self.gather_device if device else self.gather
+        store = self._store
+        if not store._exchange or turn is None:
+            return {t: read(epoch, batch, ids, node_type=t) for t, ids in nodes_by_type.items()}
+        turn.wait(batch)
+        try:
+            with store._xlock:
+                return {t: store._gather_exchanged(ids, None, t, self._local(epoch, batch, device)) for t, ids in nodes_by_type.items()}
+        finally:
+            turn.done(batch)
+
+    def _local(self, epoch: int, batch: int, device: bool) -> Callable[[np.ndarray, str], tuple]:
+        """The local gather of :meth:`DistributedStore._gather_exchanged` for batch ``batch`` of
+        ``epoch``: every row of the batch's ids from the plan, the peer-owned ones left unwritten."""
+
+        def gather(ids: np.ndarray, node_type: str) -> tuple:
+            torch = _torch()
+            nt = node_type if self.hetero else None
+            if device:  # on the worker's own stream, as the store's local gather
+                with torch.cuda.stream(self._store._worker_stream()):
+                    rows = PlannedEpochs.gather_device(self, epoch, batch, ids, node_type=nt)
+                    event = torch.cuda.Event()
+                    event.record(torch.cuda.current_stream(rows.device))
+                return rows, event
+            rows = PlannedEpochs.gather(self, epoch, batch, ids, node_type=nt)
+            return (torch.from_numpy(rows) if isinstance(rows, np.ndarray) else rows), None
+
+        return gather
 
 
 def _group_timeout(group: Any) -> float:

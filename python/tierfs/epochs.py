@@ -76,6 +76,8 @@ class PlannedEpochs:
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Mapping[Any, Any]] = None,
+        seed_orders: Any = None,
+        elsewhere: Any = None,
     ) -> None:
         h = store._h()
         if isinstance(fanouts, int):
@@ -91,15 +93,25 @@ class PlannedEpochs:
         arr, count = None, 0
         self._link: Optional[Tuple[Any, float, Any, Any]] = None  # mode, amount, labels, the core's labels
         if seed_edges is not None:
-            if seeds is not None or node_type is not None:
-                raise errors.InvalidArgumentError("tierfs: plan_epochs takes seed nodes (seeds, node_type) or seed_edges, not both")
+            if seeds is not None or node_type is not None or seed_orders is not None:
+                raise errors.InvalidArgumentError("tierfs: plan_epochs takes seed nodes (seeds, seed_orders, node_type) or seed_edges, not both")
             link_request, arr, self._link = _seed_edges_request(
                 store, isinstance(fanouts, Mapping), seed_edges, edge_label, neg_sampling, amount, strict,
                 exclude_seed_edges, undirected, reverse_edge_types)
             count = arr.shape[0] // (3 if link_request["labels"] else 2)
+        elif seed_orders is not None:
+            if seeds is not None:
+                raise errors.InvalidArgumentError("tierfs: plan_epochs takes seeds or seed_orders (each planned epoch's seeds in order), not both")
+            orders = [_ids(o, f"seed_orders[{e}]").array for e, o in enumerate(seed_orders)]
+            if len(orders) != int(epochs) or len({o.shape[0] for o in orders}) > 1:
+                raise errors.InvalidArgumentError(
+                    f"tierfs: seed_orders: want {int(epochs)} orders (one per planned epoch) of one length, got lengths {[o.shape[0] for o in orders]}")
+            arr = np.ascontiguousarray(np.concatenate(orders))
+            count = arr.shape[0]
         elif seeds is not None:
             arr = _ids(seeds, "seeds").array
             count = arr.shape[0]
+        elsewhere_ids, elsewhere_parts = _elsewhere(elsewhere)
         self._temp_dir: Optional[str] = None  # made here, removed by close()
         if plan_dir is None:
             plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
@@ -120,16 +132,22 @@ class PlannedEpochs:
         }
         if seed_edges is not None:
             request["seed_edges"] = link_request
+        if seed_orders is not None:
+            request["seed_orders"] = True
+        if elsewhere_parts is not None:
+            request["elsewhere"] = elsewhere_parts
         self._store = store
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
         handle = c_void_p()
         check(
-            lib.tfs_epochs_open(
+            lib.tfs_epochs_open_elsewhere(
                 h,
                 json.dumps(request).encode(),
                 None if arr is None else arr.ctypes.data,
                 count,
+                elsewhere_ids.ctypes.data if elsewhere_ids.shape[0] else None,
+                elsewhere_ids.shape[0],
                 byref(handle),
             )
         )
@@ -327,6 +345,18 @@ class PlannedEpochs:
         if self.link:
             types += f" edge_type={self.edge_type}"
         return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}{types}>"
+
+
+def _elsewhere(elsewhere: Any) -> Tuple[np.ndarray, Optional[List[Dict[str, Any]]]]:
+    """(the ids, options_json's "elsewhere" or None) of plan_epochs' ``elsewhere``: ids of the
+    plan's one node type, or ``{node type: ids}``; each type's ids are sorted and deduplicated."""
+    if elsewhere is None:
+        return np.empty(0, dtype=np.int64), None
+    if isinstance(elsewhere, Mapping):
+        parts = [(str(t), np.unique(_ids(ids, f"elsewhere[{t!r}]").array)) for t, ids in elsewhere.items()]
+        ids = np.concatenate([a for _, a in parts]) if parts else np.empty(0, dtype=np.int64)
+        return np.ascontiguousarray(ids), [{"node_type": t, "rows": int(a.shape[0])} for t, a in parts]
+    return np.ascontiguousarray(np.unique(_ids(elsewhere, "elsewhere").array)), None
 
 
 def _seed_edges_request(

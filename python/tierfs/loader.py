@@ -19,8 +19,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 
 import numpy as np
 
-from .distributed import DistributedStore, loader_share, new_turnstile, split_seeds
-from .errors import NotSupportedError
+from .distributed import _RANK_SEED_STRIDE, DistributedStore, loader_share, new_turnstile, split_seeds
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from ._args import IdsLike, _ids
 from ._sample import Sample
@@ -163,7 +162,7 @@ def _auto_start(loader: "Loader") -> Dict[str, Any]:
     pay or cannot run."""
     why = ""
     if loader._distributed:
-        why = "a distributed store (planned epochs are not supported there)"
+        why = "a distributed store (not measured there: pass planned_epochs=K to plan each rank's share)"
     elif not loader.shuffle:
         why = "shuffle=False (planned epochs need shuffle=True)"
     elif _memory_holds_every_row(loader.store):
@@ -246,7 +245,10 @@ class Loader:
     dropped), so every rank has the same number of batches; the sampler draws with a seed of its
     own per rank; the batches' peer exchanges go in batch order. Every rank must iterate every
     epoch to its end (breaking out early on some ranks leaves the others waiting until the
-    store's timeout).
+    store's timeout). With ``planned_epochs=K`` each rank plans its own share
+    (:meth:`tierfs.distributed.DistributedStore.plan_epochs`: planned epoch ``e`` is its
+    ``split_seeds`` share of epoch ``e``, in ``plan_dir/rank-R``) without the rows other ranks own,
+    which every batch gets through the peer exchange as on demand.
 
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
@@ -322,8 +324,6 @@ class Loader:
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
         self._distributed = isinstance(store, DistributedStore)
-        if planned_epochs and self._distributed:
-            raise NotSupportedError("tierfs.Loader: planned_epochs is not supported on a distributed store yet")
         self._plan_args = (plan_dir, plan_disk_budget)
         if planned_epochs:
             self.plan = self._plan_epochs(planned_epochs)
@@ -333,10 +333,13 @@ class Loader:
         plan_dir, disk_budget = self._plan_args
         sampler = self.sampler
         fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
+        seed = sampler.seed
+        if self._distributed:  # the store's plan_epochs adds this rank's stride, as its sampler did
+            seed -= self.store.rank * _RANK_SEED_STRIDE
         return self.store.plan_epochs(
             fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=plan_dir,
             disk_budget=disk_budget, replace=sampler.replace, drop_last=self.drop_last,
-            seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
+            seed=seed, shuffle_seed=self.seed, node_type=self.node_type,
         )
 
     def __len__(self) -> int:
@@ -367,12 +370,12 @@ class Loader:
 
     def _stages(self, epoch: int):
         """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
+        turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
         if self.plan is not None:
-            return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s))
+            return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s, turn))
         positions = None if self._distributed else self._positions(epoch)
         order = self._order(epoch) if positions is None else self._seeds[positions]
         bs = self.batch_size
-        turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
 
         def sample(i: int) -> Tuple[Any, Any, Any]:
             seeds: Any = order[i * bs : (i + 1) * bs]
@@ -432,13 +435,21 @@ class Loader:
 
         return dataclasses.replace(sample, row=up(sample.row), col=up(sample.col))
 
-    def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
+    def _read_planned(self, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool, turn: Any) -> Dict[Optional[str], Any]:
+        """{node type: planned rows of its nodes}; on a CUDA store straight to the device (packed
+        rows scattered by a kernel); on a distributed store with the peer rows exchanged, in
+        batch order."""
+        if self._distributed:
+            return self.plan._gather_in_turn(epoch, b, nodes_by_type, on_gpu, turn)
+        read = self.plan.gather_device if on_gpu else self.plan.gather
+        return {t: read(epoch, b, ids, node_type=t) for t, ids in nodes_by_type.items()}
+
+    def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample], turn: Any = None) -> Batch:
         if isinstance(sample, HeteroSample):
-            return self._gather_planned_hetero(epoch, b, sample)
+            return self._gather_planned_hetero(epoch, b, sample, turn)
         seeds = sample.nodes[: sample.num_seeds]
         on_gpu = self._torch and self.store.device != "cpu"
-        # On a CUDA store the rows go straight to the device (packed rows scattered by a kernel).
-        x = self.plan.gather_device(epoch, b, sample.nodes) if on_gpu else self.plan.gather(epoch, b, sample.nodes)
+        x = self._read_planned(epoch, b, {None: sample.nodes}, on_gpu, turn)[None]
         if not self._torch:
             return self._finish(Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None))
         import torch
@@ -449,7 +460,7 @@ class Loader:
         xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
-    def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample) -> Batch:
+    def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample, turn: Any = None) -> Batch:
         """A planned batch of a heterogeneous plan, laid out as the on-demand path's: torch
         tensors for torch seeds, ``x`` per sampled node type with features."""
         if self._torch:
@@ -460,10 +471,8 @@ class Loader:
 
             sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
         packed = self.plan.node_types
-        if self._torch and self.store.device != "cpu":
-            xs = {t: self.plan.gather_device(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
-        else:
-            xs = {t: self.plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+        typed = {t: ids for t, ids in sample.node.items() if t in packed}
+        xs = self._read_planned(epoch, b, typed, self._torch and self.store.device != "cpu", turn)
         seeds = sample.node[self.node_type][: sample.num_seeds]
         y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
         return self._finish(Batch(seeds, sample, xs, y))

@@ -773,6 +773,8 @@ class Store:
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Mapping[Any, Any]] = None,
+        seed_orders: Any = None,
+        elsewhere: Any = None,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
@@ -802,6 +804,13 @@ class Store:
         ``exclude_seed_edges`` and ``undirected`` (``reverse_edge_types`` on a heterogeneous
         dataset), ``s`` the seed the core derives from ``seed``, e and b: the same negatives,
         subgraph and rows. ``plan.seeds(e, b)`` are then the positions of the batch's seed edges.
+
+        ``seed_orders`` (instead of ``seeds``: ``epochs`` arrays of one length) gives each
+        planned epoch's seed nodes in their order (no shuffle: a distributed rank's share of each
+        epoch). ``elsewhere`` (ids, or ``{node type: ids}``) are rows another process serves (a
+        distributed rank's rows owned by its peers): never packed, and left unwritten by the
+        plan's host gathers (``gather_device`` writes them only where a memory tier holds them)
+        for the caller to fill; a plan made with another set is stale.
         """
         return PlannedEpochs(
             self, fanouts, batch_size, epochs, seeds=seeds,
@@ -810,6 +819,7 @@ class Store:
             replan=replan, workers=workers, place_tiers=place_tiers, node_type=node_type,
             seed_edges=seed_edges, edge_label=edge_label, neg_sampling=neg_sampling, amount=amount, strict=strict,
             exclude_seed_edges=exclude_seed_edges, undirected=undirected, reverse_edge_types=reverse_edge_types,
+            seed_orders=seed_orders, elsewhere=elsewhere,
         )
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
