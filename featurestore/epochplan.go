@@ -329,14 +329,14 @@ func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool
 	return err
 }
 
-// sampleBatch draws batch b of planned epoch e: its nodes per packed type, their count and
-// hashes.
+// sampleBatch draws batch b of planned epoch e (training epoch o.epoch(e)): its nodes per packed
+// type, their count and hashes.
 func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *packedBatch {
 	p := &packedBatch{}
 	t := time.Now()
-	d, err := src.draw(o, BatchSampleSeed(o.Sample.Seed, e, b), seeds)
+	d, err := src.draw(o, o.sampleSeed(e, b), seeds)
 	if err != nil {
-		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 		return p
 	}
 	p.sample = time.Since(t)
@@ -379,7 +379,7 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 			pos[i] = int64(i)
 		}
 		if err := s.ssd.CopyToHost(ids, pos, pt.buf[:n]); err != nil {
-			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 			return p
 		}
 		pt.sum = xxhash.Sum64(pt.buf[:n])
