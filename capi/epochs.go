@@ -36,6 +36,8 @@ type epochsRequest struct {
 	Workers     int             `json:"workers"`
 	// SeedEdges makes a link-prediction plan: the seeds array holds the seed edges.
 	SeedEdges *epochsSeedEdges `json:"seed_edges"`
+	// FirstEpoch is the training epoch of planned epoch 0 (EpochOptions.FirstEpoch).
+	FirstEpoch int `json:"first_epoch"`
 }
 
 // epochsSeedEdges is options_json's seed_edges: the seed edges' type and where they come from
@@ -127,11 +129,12 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, first_epoch)", err)
 	}
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
-		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers}
+		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers,
+		FirstEpoch: req.FirstEpoch}
 	session := false
 	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
 		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {
