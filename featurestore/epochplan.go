@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -141,6 +143,8 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	defer lock.Close()
+	canceled := registerPlanner(o.Dir)
+	defer unregisterPlanner(o.Dir, canceled)
 	if err := removePlan(o.Dir); err != nil {
 		return nil, err
 	}
@@ -170,6 +174,9 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		over := false
 		var countOnly atomic.Bool
 		err = src.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
+			if canceled.Load() {
+				return fmt.Errorf("featurestore: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
+			}
 			var pad int64
 			for t, pt := range p.types {
 				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
@@ -253,6 +260,39 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// planners holds, per plan directory (planKey) being written, its planner's cancel flag.
+var planners sync.Map
+
+// planKey is the key of plan directory dir in planners: its absolute, clean path.
+func planKey(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return filepath.Clean(dir)
+}
+
+// registerPlanner records the planner writing dir (it holds dir's lock) and returns its cancel flag.
+func registerPlanner(dir string) *atomic.Bool {
+	f := new(atomic.Bool)
+	planners.Store(planKey(dir), f)
+	return f
+}
+
+func unregisterPlanner(dir string, f *atomic.Bool) { planners.CompareAndDelete(planKey(dir), f) }
+
+// CancelEpochPlan stops the planner writing into dir (PlanEpochs, or OpenEpochs planning anew),
+// if one is writing its packed files now, and says whether one was: it stops within a few
+// batches, removes what it wrote and fails with an error wrapping context.Canceled. The tier
+// placement pass of PlaceTiers, before the packed files, is not stopped. A planner that starts
+// after the call is not stopped either: call it again until the planner's call returns.
+func CancelEpochPlan(dir string) bool {
+	f, ok := planners.Load(planKey(dir))
+	if ok {
+		f.(*atomic.Bool).Store(true)
+	}
+	return ok
 }
 
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs

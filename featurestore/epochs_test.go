@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -353,6 +354,44 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 	}
 	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("open after a failed plan: %v", err)
+	}
+}
+
+// TestCancelEpochPlan cancels a planner at a random write: it fails with context.Canceled,
+// leaves nothing in its directory and is no longer registered; a later plan there succeeds.
+func TestCancelEpochPlan(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	defer s.Close()
+	o := epochOpts(t, d, 3)
+	o.Dir = filepath.Join(t.TempDir(), "a", "..", "plan") // a path that is not clean: the key is
+	if CancelEpochPlan(o.Dir) {
+		t.Fatal("CancelEpochPlan found a planner before any ran")
+	}
+	var writes atomic.Int64
+	cancelAt := int64(1 + rng.IntN(2*BatchesPerEpoch(len(d.train), o.BatchSize, false)))
+	var found atomic.Bool
+	saved := planWriteAt
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		if writes.Add(1) == cancelAt {
+			found.Store(CancelEpochPlan(filepath.Clean(o.Dir)))
+		}
+		return saved(f, p, off)
+	}
+	_, err := s.PlanEpochs(o)
+	planWriteAt = saved
+	if !errors.Is(err, context.Canceled) || !found.Load() || !strings.Contains(err.Error(), o.Dir) {
+		t.Fatalf("canceled at write %d (planner found: %v): %v", cancelAt, found.Load(), err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a canceled plan left %v", left)
+	}
+	if CancelEpochPlan(o.Dir) {
+		t.Fatal("the canceled planner is still registered")
+	}
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 3 {
+		t.Fatalf("plan after a cancel: %v %+v", err, rep)
 	}
 }
 
