@@ -180,6 +180,22 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, out u
 	return nil
 }
 
+//export tfsgo_epochs_cancel
+func tfsgo_epochs_cancel(planDir *C.char, canceled *C.int) (st C.int) {
+	defer guard("tfs_epochs_cancel", &st)
+	if planDir == nil {
+		return finish("tfs_epochs_cancel", fail(stEINVAL, "plan_dir is NULL"), stEINTERNAL)
+	}
+	found := featurestore.CancelEpochPlan(C.GoString(planDir))
+	if canceled != nil {
+		*canceled = 0
+		if found {
+			*canceled = 1
+		}
+	}
+	return finish("tfs_epochs_cancel", nil, stEINTERNAL)
+}
+
 //export tfsgo_epochs_close
 func tfsgo_epochs_close(epochs C.uintptr_t) (st C.int) {
 	defer guard("tfs_epochs_close", &st)

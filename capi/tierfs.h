@@ -262,6 +262,11 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out);
 tfs_status tfs_epochs_close(tfs_epochs *epochs);
+/* Stops the planner writing into plan_dir in this process (a tfs_epochs_open planning there), if
+ * one is writing its packed files now; *canceled (may be NULL) says whether one was. That open
+ * then fails within a few batches, having removed what it wrote. A planner that starts after the
+ * call is not stopped: call it again until the open returns. */
+tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled);
 /* JSON: {"dir", "hetero" (a graph session's plan), "seed_type", "node_types" (those packed),
  * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,
  * first_epoch, batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
