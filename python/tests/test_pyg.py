@@ -211,10 +211,9 @@ def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
                 assert b.edge_index.shape[1] == sum(b.num_sampled_edges) and b.num_nodes == sum(b.num_sampled_nodes)
             epochs.append(batches)
         assert not torch.equal(epochs[0][0].n_id, epochs[1][0].n_id)
-        if planned:  # epoch 2 replays planned epoch 0
-            for a, b in zip(epochs[0], epochs[2]):
-                assert_same_data(a, b, f"seed {SEED} planned replay")
-            loader.loader.plan.close()
+        if planned:  # epoch 2 is fresh: planned by the next round, not a replay of epoch 0
+            assert not torch.equal(epochs[0][0].n_id, epochs[2][0].n_id)
+            loader.loader.close()
 
 
 def test_neighbor_loader_input_forms_and_errors(stores, store, graph):

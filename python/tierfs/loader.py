@@ -19,9 +19,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 
 import numpy as np
 
+from . import _util
 from .distributed import DistributedStore, loader_share, new_turnstile, split_seeds
-from .errors import NotSupportedError
+from .errors import ClosedError, NotSupportedError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from .planrounds import PlanRounds
 from ._args import IdsLike, _ids
 from ._sample import Sample
 from .hetero import HeteroSample, HeteroSampler
@@ -182,11 +184,10 @@ def _auto_step(loader: "Loader", epoch: int) -> None:
     action = _auto_decide(loader._auto, pipeline_stats(run), loader.plan is not None, epoch)
     if action == "plan":
         t = time.perf_counter()
-        loader.plan = loader._plan_epochs(1)
+        loader._start_plans(1, epoch)
         loader._auto["plan_s"] = time.perf_counter() - t
     elif action == "drop":
-        loader.plan.close()
-        loader.plan = None
+        loader._stop_plans()
 
 
 def _auto_decide(a: Dict[str, Any], st: Dict[str, Any], planned: bool, epoch: int) -> str:
@@ -226,18 +227,31 @@ class Loader:
     yields, on the pipeline's gather thread (e.g. :class:`tierfs.pyg.NeighborLoader` makes PyG
     ``Data`` there).
 
-    With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
-    docs/planned.md) in ``plan_dir`` (default: a temporary directory, removed with the plan) within
-    ``plan_disk_budget``: epoch ``e`` replays planned epoch ``e mod K`` — the order (the core's,
-    from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
-    with a few large reads. The sampler's fanouts, replace and seed define the plan.
+    With ``planned_epochs=K`` the loader serves planned epochs (:meth:`Store.plan_epochs`,
+    docs/planned.md): each batch's order is the core's (from ``seed``), its sample drawn from the
+    sampler's seed, its disk rows read with a few large reads. The sampler's fanouts, replace
+    and seed define the plans. It plans in rounds of K epochs: epochs ``[0, K)`` before the first
+    epoch (the one wait for planning), then, on a background thread, the next K epochs
+    (``first_epoch=K``: fresh orders and samples, not replays) while the current K train, and so
+    on; epoch ``e`` is exactly planned epoch ``e``. At most two plans are on disk (the round
+    serving and the round being planned), each within half of ``plan_disk_budget``; a round's
+    directory goes at the next round boundary. Only round 0 places the memory tiers
+    (``place_tiers``); later rounds are planned against the same tiers. ``plan_dir``: the
+    rounds' directories are made in it (``epochs-from-F``), else temporary ones; both removed.
+    ``stats()["plans"]`` gives each round's planning and waiting seconds and the epochs planned
+    ahead. With ``reuse_samples=True`` the loader plans K epochs once instead (in ``plan_dir``
+    itself, kept for a later run) and epoch ``e`` replays planned epoch ``e mod K``: no
+    planning after the first, at the price of the same samples every K epochs — for when
+    planning is no faster than training (planning reads the rows with random reads).
+    :meth:`close` (or garbage collection, or interpreter exit) stops the planner, cancelling a
+    round being planned, and removes the rounds' directories.
 
     ``planned_epochs="auto"`` picks the faster path by measuring: epoch 0 runs on demand. If the
-    disk bounded it (``stats()["bound"] == "disk"``), the loader plans one epoch (as
-    ``planned_epochs=1``: every later epoch replays it) before epoch 1, and after epoch 1 keeps
-    whichever of the two ran a batch faster (wall time, training included). Otherwise it stays
-    on demand, decided at once where a memory tier holds every row, on a distributed store or
-    with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
+    disk bounded it (``stats()["bound"] == "disk"``), the loader plans from epoch 1 (as
+    ``planned_epochs=1``) before epoch 1, and after epoch 1 keeps whichever of the two ran a
+    batch faster (wall time, training included, and with it the planning of the next round).
+    Otherwise it stays on demand, decided at once where a memory tier holds every row, on a
+    distributed store or with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
 
     On a distributed store (``tierfs.open(..., cache_mode=...)``, :mod:`tierfs.distributed`) each
     rank iterates its share of ``seeds`` (:func:`tierfs.distributed.split_seeds`, as torch's
@@ -283,6 +297,7 @@ class Loader:
         plan_disk_budget: Any = None,
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
+        reuse_samples: bool = False,
     ) -> None:
         self.node_type: Optional[str] = None
         if isinstance(sampler, HeteroSampler):
@@ -299,6 +314,8 @@ class Loader:
         planned_epochs = int(planned_epochs)
         if planned_epochs < 0:
             raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        if reuse_samples and not (planned_epochs or auto):
+            raise ValueError("reuse_samples=True needs planned_epochs: it replays the K planned epochs")
         if planned_epochs and not shuffle:
             raise ValueError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if batch_size < 1:
@@ -321,23 +338,58 @@ class Loader:
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
+        self._closed = False
+        self._planned = bool(planned_epochs) or auto
         self._distributed = isinstance(store, DistributedStore)
         if planned_epochs and self._distributed:
             raise NotSupportedError("tierfs.Loader: planned_epochs is not supported on a distributed store yet")
-        self._plan_args = (plan_dir, plan_disk_budget)
+        self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
+        self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
-            self.plan = self._plan_epochs(planned_epochs)
+            self._start_plans(planned_epochs, 0)
         self._auto: Optional[Dict[str, Any]] = _auto_start(self) if auto else None
 
-    def _plan_epochs(self, epochs: int) -> Any:
-        plan_dir, disk_budget = self._plan_args
+    def _start_plans(self, epochs: int, first_epoch: int) -> None:
+        """Plans rounds of ``epochs`` epochs from ``first_epoch`` (:class:`PlanRounds`); the
+        first now."""
+        plan_dir, disk_budget, reuse = self._plan_args
         sampler = self.sampler
         fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
-        return self.store.plan_epochs(
-            fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=plan_dir,
-            disk_budget=disk_budget, replace=sampler.replace, drop_last=self.drop_last,
-            seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
-        )
+        # Two plans at once (the one serving, the next) share the budget; one when reused.
+        per_plan = disk_budget if reuse or not disk_budget else max(1, disk_budget // 2)
+
+        def make(first: int, directory: Optional[str], place_tiers: bool) -> Any:
+            return self.store.plan_epochs(
+                fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=directory,
+                disk_budget=per_plan or None, replace=sampler.replace, drop_last=self.drop_last,
+                seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
+                place_tiers=place_tiers, first_epoch=first,
+            )
+
+        self._rounds = PlanRounds(make, epochs, first_epoch, plan_dir, reuse)
+        self.plan = self._rounds.plan
+
+    def _stop_plans(self) -> None:
+        """Stops the planner and closes every plan (their directories removed)."""
+        rounds, self._rounds, self.plan = self._rounds, None, None
+        if rounds is not None:
+            rounds.close()
+
+    def close(self) -> None:
+        """Stops the latest epoch's pipeline and the planner (a round being planned is
+        cancelled), closes the plans and removes the rounds' directories. The loader can no
+        longer be iterated with planned epochs after it."""
+        previous = self._pipeline() if self._pipeline is not None else None
+        if previous is not None:
+            previous.close()
+        self._stop_plans()
+        self._closed = True
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __len__(self) -> int:
         n = loader_share(self.store, self._seeds.shape[0], self.drop_last)
@@ -367,8 +419,9 @@ class Loader:
 
     def _stages(self, epoch: int):
         """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
-        if self.plan is not None:
-            return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s))
+        plan = self.plan
+        if plan is not None:
+            return (lambda b: plan.sample(epoch, b)), (lambda b, s: self._gather_planned(plan, epoch, b, s))
         positions = None if self._distributed else self._positions(epoch)
         order = self._order(epoch) if positions is None else self._seeds[positions]
         bs = self.batch_size
@@ -432,13 +485,13 @@ class Loader:
 
         return dataclasses.replace(sample, row=up(sample.row), col=up(sample.col))
 
-    def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
+    def _gather_planned(self, plan: Any, epoch: int, b: int, sample: Union[Sample, HeteroSample]) -> Batch:
         if isinstance(sample, HeteroSample):
-            return self._gather_planned_hetero(epoch, b, sample)
+            return self._gather_planned_hetero(plan, epoch, b, sample)
         seeds = sample.nodes[: sample.num_seeds]
         on_gpu = self._torch and self.store.device != "cpu"
         # On a CUDA store the rows go straight to the device (packed rows scattered by a kernel).
-        x = self.plan.gather_device(epoch, b, sample.nodes) if on_gpu else self.plan.gather(epoch, b, sample.nodes)
+        x = plan.gather_device(epoch, b, sample.nodes) if on_gpu else plan.gather(epoch, b, sample.nodes)
         if not self._torch:
             return self._finish(Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None))
         import torch
@@ -449,7 +502,7 @@ class Loader:
         xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
-    def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample) -> Batch:
+    def _gather_planned_hetero(self, plan: Any, epoch: int, b: int, sample: HeteroSample) -> Batch:
         """A planned batch of a heterogeneous plan, laid out as the on-demand path's: torch
         tensors for torch seeds, ``x`` per sampled node type with features."""
         if self._torch:
@@ -459,11 +512,11 @@ class Loader:
                 return {k: None if v is None else torch.from_numpy(v) for k, v in d.items()}
 
             sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
-        packed = self.plan.node_types
+        packed = plan.node_types
         if self._torch and self.store.device != "cpu":
-            xs = {t: self.plan.gather_device(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+            xs = {t: plan.gather_device(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
         else:
-            xs = {t: self.plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
+            xs = {t: plan.gather(epoch, b, ids, node_type=t) for t, ids in sample.node.items() if t in packed}
         seeds = sample.node[self.node_type][: sample.num_seeds]
         y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
         return self._finish(Batch(seeds, sample, xs, y))
@@ -476,6 +529,10 @@ class Loader:
             previous.close()
         if self._auto is not None and not self._auto["decided"]:
             _auto_step(self, epoch)  # after the close: it may close the plan the previous epoch read
+        if self._rounds is not None:  # after the close: a round boundary closes the finished round
+            self.plan = self._rounds.plan_for(epoch)
+        elif self._closed and self._planned:
+            raise ClosedError("tierfs.Loader: the loader is closed (its plans with it)")
         sample, gather = self._stages(epoch)
         cuda = None
         if self.store.device != "cpu":
@@ -492,10 +549,17 @@ class Loader:
         time and occupancy of the sample, gather (split, disk) and train stages, the time the
         caller waited, and the stage that bounds the loop (``bound``, ``bound_why``); with
         ``planned_epochs="auto"``, ``auto``: the path (``"on demand"`` or ``"planned"``), whether
-        it is decided, why, and the measured seconds a batch. Empty before the first epoch."""
+        it is decided, why, and the measured seconds a batch. With planned epochs, ``plans``:
+        per round (``rounds``) its first epoch, epochs, directory, planning seconds
+        (``plan_s``), the seconds training waited for it (``wait_s``) and whether it did
+        (``waited``: round 0 always); ``waits`` and ``wait_s`` over the rounds; ``ahead``, the
+        epochs planned and not yet started; ``planning``, whether a round is being planned now.
+        Empty before the first epoch."""
         st = pipeline_stats(self._run) if self._run is not None else {}
         if st and self._auto is not None:
             st["auto"] = dict(self._auto)
+        if st and self._rounds is not None:
+            st["plans"] = self._rounds.stats(self.epoch)
         return st
 
     def __repr__(self) -> str:
