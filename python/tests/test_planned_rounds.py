@@ -5,6 +5,8 @@ two plans on disk, a clean stop on close."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -155,3 +157,23 @@ def test_reuse_samples_replays_one_plan(graph, tmp_path):
     with pytest.raises(ValueError, match="reuse_samples"):
         tierfs.Loader(store, store.sampler([3]), seeds, batch_size=200, reuse_samples=True)
     store.close()
+
+
+def test_interpreter_exit_stops_the_planner(graph, tmp_path):
+    """A loader never closed, its planner at work when the interpreter exits: the exit cancels
+    the planner and removes the rounds' directories (no hang, nothing left)."""
+    np.save(tmp_path / "seeds.npy", graph["splits"]["train"])
+    root = tmp_path / "plans"
+    script = f"""
+import numpy as np, tierfs
+store = tierfs.open({graph["path"]!r}, host_cache="64KiB")
+loader = tierfs.Loader(store, store.sampler([4, 3], seed=1), np.load({str(tmp_path / "seeds.npy")!r}), batch_size=32,
+                       planned_epochs=40, plan_dir={str(root)!r})
+next(iter(loader))
+print("planning at exit:", loader.stats()["plans"]["planning"], flush=True)
+"""
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    print(out.stdout, out.stderr[-2000:], f"ran {time.perf_counter() - t:.1f} s")
+    assert out.returncode == 0, out.stderr
+    assert os.listdir(root) == []
