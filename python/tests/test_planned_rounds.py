@@ -134,6 +134,7 @@ def test_planner_error_surfaces_at_the_round_boundary(graph, tmp_path):
     with pytest.raises(tierfs.Error) as e:
         iter(loader)
     assert str(root / "epochs-from-2") in str(e.value) and "epochs 2 to 3" in str(e.value)
+    assert e.value.status != 0 and isinstance(e.value.__cause__, type(e.value))  # the core's error, its class and status kept
     assert not os.path.exists(root / "epochs-from-0")  # the finished round is removed all the same
     loader.close()
     store.close()

@@ -145,8 +145,8 @@ class PlanRounds:
         e = r.error
         where = r.dir if r.dir is not None else "a temporary directory"
         msg = f"tierfs.Loader: planning epochs {r.first_epoch} to {r.first_epoch + self.epochs - 1} into {where} failed: {e}"
-        try:
-            err = type(e)(msg)
+        try:  # the same class (and status), the message naming the round
+            err = type(e)(msg, e.status) if isinstance(e, errors.Error) else type(e)(msg)
         except Exception:
             err = RuntimeError(msg)
         raise err from e
