@@ -358,11 +358,15 @@ class Loader:
         # Two plans at once (the one serving, the next) share the budget; one when reused.
         per_plan = disk_budget if reuse or not disk_budget else max(1, disk_budget // 2)
 
+        store, seeds, batch_size, drop_last = self.store, self._seeds, self.batch_size, self.drop_last
+        shuffle_seed, node_type = self.seed, self.node_type
+
         def make(first: int, directory: Optional[str], place_tiers: bool) -> Any:
-            return self.store.plan_epochs(
-                fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=directory,
-                disk_budget=per_plan or None, replace=sampler.replace, drop_last=self.drop_last,
-                seed=sampler.seed, shuffle_seed=self.seed, node_type=self.node_type,
+            # Not a method: the planning thread must not keep the loader alive.
+            return store.plan_epochs(
+                fanouts, batch_size, epochs, seeds=seeds, plan_dir=directory,
+                disk_budget=per_plan or None, replace=sampler.replace, drop_last=drop_last,
+                seed=sampler.seed, shuffle_seed=shuffle_seed, node_type=node_type,
                 place_tiers=place_tiers, first_epoch=first,
             )
 
