@@ -24,7 +24,7 @@ def planner_threads():
 
 
 def train_step():
-    time.sleep(0.02)  # the model's step: the planner of the next round runs meanwhile
+    time.sleep(0.03)  # the model's step: the planner of the next round runs meanwhile
 
 
 @pytest.mark.parametrize("k, in_plan_dir", [(2, True), (2, False), (1, False)])
