@@ -296,6 +296,11 @@ tfs_status tfs_epochs_open_elsewhere(tfs_store *store, const char *options_json,
   return st;
 }
 
+tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_epochs_cancel((char *)plan_dir, canceled);
+}
+
 tfs_status tfs_epochs_close(tfs_epochs *epochs) { FORK_GUARD(); return (tfs_status)tfsgo_epochs_close(H(epochs)); }
 
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed) {

@@ -36,6 +36,8 @@ type epochsRequest struct {
 	Workers     int             `json:"workers"`
 	// SeedEdges makes a link-prediction plan: the seeds array holds the seed edges.
 	SeedEdges *epochsSeedEdges `json:"seed_edges"`
+	// FirstEpoch is the training epoch of planned epoch 0 (EpochOptions.FirstEpoch).
+	FirstEpoch int `json:"first_epoch"`
 	// SeedOrders says the seeds array holds each planned epoch's seeds in order (Epochs lists of
 	// n / Epochs seeds, one after another: EpochOptions.SeedOrders).
 	SeedOrders bool `json:"seed_orders"`
@@ -172,14 +174,15 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere, first_epoch)", err)
 	}
 	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
 		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
 	}
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
-		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers}
+		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers,
+		FirstEpoch: req.FirstEpoch}
 	session := false
 	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
 		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {
@@ -238,6 +241,22 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	}
 	*h = C.uintptr_t(register(kindEpochs, &epochsRec{p: p, report: report}))
 	return nil
+}
+
+//export tfsgo_epochs_cancel
+func tfsgo_epochs_cancel(planDir *C.char, canceled *C.int) (st C.int) {
+	defer guard("tfs_epochs_cancel", &st)
+	if planDir == nil {
+		return finish("tfs_epochs_cancel", fail(stEINVAL, "plan_dir is NULL"), stEINTERNAL)
+	}
+	found := featurestore.CancelEpochPlan(C.GoString(planDir))
+	if canceled != nil {
+		*canceled = 0
+		if found {
+			*canceled = 1
+		}
+	}
+	return finish("tfs_epochs_cancel", nil, stEINTERNAL)
 }
 
 //export tfsgo_epochs_close

@@ -255,10 +255,13 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
  * Batch b of planned epoch e is the first tfs_sample_edges of a sampler of the batch's seed;
  * tfs_epochs_sample (tfs_epochs_sample_hetero) then answers a link sample whose label edges the
  * tfs_sample_link_* (tfs_hetero_sample_link_*) calls read. A plan made for other inputs is
- * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). Epoch e is served from
- * planned epoch e mod the planned count. "seed_orders": true says seeds holds each planned
- * epoch's seed nodes in their order instead (epochs lists of n / epochs ids, one after another:
- * a distributed rank's share of each epoch; shuffle_seed unused). */
+ * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). "first_epoch": F (default
+ * 0) plans the training epochs [F, F+K): planned epoch k is epoch F+k (its order and batch seeds
+ * derive from F+k), so plans of consecutive ranges never repeat an epoch; epoch e is served from
+ * planned epoch F + (e-F) mod the planned count (e itself inside the range). "seed_orders": true
+ * says seeds holds each planned epoch's seed nodes in their order instead (epochs lists of
+ * n / epochs ids, one after another: a distributed rank's share of each epoch; shuffle_seed
+ * unused). */
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out);
 /* tfs_epochs_open with rows served elsewhere: rows another process serves (a distributed rank's
@@ -271,9 +274,14 @@ tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int
 tfs_status tfs_epochs_open_elsewhere(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                                      const int64_t *elsewhere, int64_t n_elsewhere, tfs_epochs **out);
 tfs_status tfs_epochs_close(tfs_epochs *epochs);
+/* Stops the planner writing into plan_dir in this process (a tfs_epochs_open planning there), if
+ * one is writing its packed files now; *canceled (may be NULL) says whether one was. That open
+ * then fails within a few batches, having removed what it wrote. A planner that starts after the
+ * call is not stopped: call it again until the open returns. */
+tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled);
 /* JSON: {"dir", "hetero" (a graph session's plan), "seed_type", "node_types" (those packed),
  * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,
- * batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
+ * first_epoch, batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
 /* Draws batch `batch` of epoch `epoch` again and checks it against the plan; the sample's first
  * nodes_per_hop[0] nodes are the batch's seeds. */

@@ -179,7 +179,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	if err != nil {
 		return io, err
 	}
-	if err := p.checkNodes(e, b, t, nodes); err != nil {
+	if err := p.checkNodes(e, b, pe, t, nodes); err != nil {
 		return io, err
 	}
 	s := p.src.stacks[t]

@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -141,6 +143,8 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	defer lock.Close()
+	canceled := registerPlanner(o.Dir)
+	defer unregisterPlanner(o.Dir, canceled)
 	if err := removePlan(o.Dir); err != nil {
 		return nil, err
 	}
@@ -170,6 +174,9 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		over := false
 		var countOnly atomic.Bool
 		err = src.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
+			if canceled.Load() {
+				return fmt.Errorf("featurestore: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
+			}
 			var pad int64
 			for t, pt := range p.types {
 				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
@@ -255,6 +262,39 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 	return rep, nil
 }
 
+// planners holds, per plan directory (planKey) being written, its planner's cancel flag.
+var planners sync.Map
+
+// planKey is the key of plan directory dir in planners: its absolute, clean path.
+func planKey(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return filepath.Clean(dir)
+}
+
+// registerPlanner records the planner writing dir (it holds dir's lock) and returns its cancel flag.
+func registerPlanner(dir string) *atomic.Bool {
+	f := new(atomic.Bool)
+	planners.Store(planKey(dir), f)
+	return f
+}
+
+func unregisterPlanner(dir string, f *atomic.Bool) { planners.CompareAndDelete(planKey(dir), f) }
+
+// CancelEpochPlan stops the planner writing into dir (PlanEpochs, or OpenEpochs planning anew),
+// if one is writing its packed files now, and says whether one was: it stops within a few
+// batches, removes what it wrote and fails with an error wrapping context.Canceled. The tier
+// placement pass of PlaceTiers, before the packed files, is not stopped. A planner that starts
+// after the call is not stopped either: call it again until the planner's call returns.
+func CancelEpochPlan(dir string) bool {
+	f, ok := planners.Load(planKey(dir))
+	if ok {
+		f.(*atomic.Bool).Store(true)
+	}
+	return ok
+}
+
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
 // Memory: 4 bytes a node of every packed type while it runs.
@@ -330,14 +370,14 @@ func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool
 	return err
 }
 
-// sampleBatch draws batch b of planned epoch e: its nodes per packed type, their count and
-// hashes.
+// sampleBatch draws batch b of planned epoch e (training epoch o.epoch(e)): its nodes per packed
+// type, their count and hashes.
 func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *packedBatch {
 	p := &packedBatch{}
 	t := time.Now()
-	d, err := src.draw(o, BatchSampleSeed(o.Sample.Seed, e, b), seeds)
+	d, err := src.draw(o, o.sampleSeed(e, b), seeds)
 	if err != nil {
-		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 		return p
 	}
 	p.sample = time.Since(t)
@@ -382,7 +422,7 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 			pos[i] = int64(i)
 		}
 		if err := s.ssd.CopyToHost(ids, pos, pt.buf[:n]); err != nil {
-			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", e, b, err)
+			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 			return p
 		}
 		pt.sum = xxhash.Sum64(pt.buf[:n])

@@ -21,7 +21,7 @@ import (
 // of its sample that no memory tier holds, written contiguously into one packed file per epoch.
 // Serving a batch re-samples it (sampling is deterministic), checks the node list against the
 // plan, and reads its packed rows with a few large reads instead of one 4 KiB read a row.
-// Epoch e is served from planned epoch e mod K: samples are reused across epochs.
+// Epoch e is served from planned epoch e mod K (FirstEpoch 0): samples are reused across epochs.
 //
 // A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
 // batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), packed and served
@@ -29,6 +29,13 @@ import (
 //
 // PlanEpochs writes a plan, OpenEpochs serves one; both take the same EpochOptions, and a plan
 // serves only the store and options it was made for (ErrStalePlan names the input that differs).
+//
+// A plan covers the training epochs [FirstEpoch, FirstEpoch+K): planned epoch k is epoch
+// FirstEpoch+k, its order EpochOrder(seeds, ShuffleSeed, FirstEpoch+k) and its batches' seeds
+// BatchSampleSeed(Sample.Seed, FirstEpoch+k, b). Plans of consecutive ranges (FirstEpoch 0, K,
+// 2K, ...) never repeat an epoch: a loader that plans the next range while the current one
+// trains serves every epoch fresh. An epoch outside the range replays the planned epoch
+// FirstEpoch + (e-FirstEpoch) mod K.
 
 // EpochOptions say what a plan is made of and where it lives.
 type EpochOptions struct {
@@ -65,6 +72,9 @@ type EpochOptions struct {
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
 	// Rows in Elsewhere are not counted.
 	PlaceTiers bool
+	// FirstEpoch is the training epoch planned epoch 0 is (>= 0): the plan covers epochs
+	// [FirstEpoch, FirstEpoch+K). Part of the fingerprint.
+	FirstEpoch int
 	// SeedOrders, instead of Seeds, give the seeds of each planned epoch in their order: Epochs
 	// lists of one length, planned epoch e batching SeedOrders[e] as it is (ShuffleSeed unused).
 	// A distributed rank plans its share of each epoch this way (Python's tierfs.split_seeds), so
@@ -178,19 +188,27 @@ func (o *EpochOptions) count() int {
 	return len(o.Seeds)
 }
 
-// order is the items of planned epoch e in order: seed nodes, or positions of seed edges.
-func (o *EpochOptions) order(e int) []int64 {
+// epoch is the training epoch that planned epoch k of the plan is.
+func (o *EpochOptions) epoch(k int) int { return o.FirstEpoch + k }
+
+// order is the items of planned epoch k in order: seed nodes, or positions of seed edges.
+func (o *EpochOptions) order(k int) []int64 {
 	if o.SeedOrders != nil {
-		return o.SeedOrders[e]
+		return o.SeedOrders[k]
 	}
 	if o.SeedEdges == nil {
-		return EpochOrder(o.Seeds, o.ShuffleSeed, e)
+		return EpochOrder(o.Seeds, o.ShuffleSeed, o.epoch(k))
 	}
 	pos := make([]int64, len(o.SeedEdges.Src))
 	for i := range pos {
 		pos[i] = int64(i)
 	}
-	return EpochOrder(pos, o.ShuffleSeed, e)
+	return EpochOrder(pos, o.ShuffleSeed, o.epoch(k))
+}
+
+// sampleSeed is the sampling seed of batch b of planned epoch k.
+func (o *EpochOptions) sampleSeed(k, b int) uint64 {
+	return BatchSampleSeed(o.Sample.Seed, o.epoch(k), b)
 }
 
 // ErrStalePlan is wrapped by OpenEpochs' error when the plan in the directory was made for
@@ -270,7 +288,9 @@ func (o *EpochOptions) check(src *epochSource) error {
 	case o.Dir == "":
 		return &OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
 	case o.Epochs < 1 || o.Epochs > MaxPlannedEpochs:
-		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: fmt.Sprintf("epochs to plan from 1 to %d (epoch e replays planned epoch e mod K)", MaxPlannedEpochs)}
+		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: fmt.Sprintf("epochs to plan from 1 to %d", MaxPlannedEpochs)}
+	case o.FirstEpoch < 0 || o.FirstEpoch > MaxFirstEpoch:
+		return &OptionError{Option: "first_epoch", Value: o.FirstEpoch, Want: fmt.Sprintf("the training epoch of planned epoch 0, from 0 to %d", MaxFirstEpoch)}
 	case o.BatchSize < 1:
 		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
 	case o.DiskBudget < 0:
@@ -331,6 +351,10 @@ func (o *EpochOptions) check(src *epochSource) error {
 // into its own file before the first is served.
 const MaxPlannedEpochs = 1024
 
+// MaxFirstEpoch bounds EpochOptions.FirstEpoch (epochs are uint64 in BatchSampleSeed and
+// EpochOrder; this keeps FirstEpoch+K an int on every platform).
+const MaxFirstEpoch = 1 << 30
+
 // planInputs is the fingerprint of a plan: everything its contents depend on. Per packed node
 // type (in the plan's order): its name and feature, row bytes and memory tiers' contents.
 type planInputs struct {
@@ -350,6 +374,7 @@ type planInputs struct {
 	SamplerSeed uint64           `json:"sampler_seed"`
 	ShuffleSeed uint64           `json:"shuffle_seed"`
 	Epochs      int              `json:"epochs"`       // K asked for
+	FirstEpoch  int              `json:"first_epoch"`  // the training epoch of planned epoch 0 (absent: 0)
 	MemoryTiers []string         `json:"memory_tiers"` // rows held and hex hash of the ids
 	// Per packed type: the rows served elsewhere, count and hex hash ("0" for none); nil when
 	// no type has any.
@@ -364,7 +389,7 @@ func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
 		Fanouts: slices.Clone(o.Sample.Fanouts), EdgeFanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
 		BatchSize: o.BatchSize, DropLast: o.DropLast,
 		Seeds:       fmt.Sprintf("%d:%016x", len(o.Seeds), hashIDs(o.Seeds)),
-		SamplerSeed: o.Sample.Seed, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs,
+		SamplerSeed: o.Sample.Seed, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, FirstEpoch: o.FirstEpoch,
 	}
 	if se := o.SeedEdges; se != nil {
 		d := xxhash.New()
@@ -434,6 +459,7 @@ func (p planInputs) diff(now planInputs) (input, plan, store string) {
 		{"sampler seed", p.SamplerSeed, now.SamplerSeed},
 		{"shuffle seed", p.ShuffleSeed, now.ShuffleSeed},
 		{"epochs", p.Epochs, now.Epochs},
+		{"first epoch", p.FirstEpoch, now.FirstEpoch},
 		{"memory tiers' contents (rows:hash)", p.MemoryTiers, now.MemoryTiers},
 		{"rows served elsewhere (rows:hash per packed node type)", p.Elsewhere, now.Elsewhere},
 	} {

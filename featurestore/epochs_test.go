@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -169,6 +170,7 @@ func TestStalePlans(t *testing.T) {
 		{"sampler seed", s, func(o *EpochOptions) { o.Sample.Seed++ }},
 		{"shuffle seed", s, func(o *EpochOptions) { o.ShuffleSeed++ }},
 		{"epochs", s, func(o *EpochOptions) { o.Epochs = 3 }},
+		{"first epoch", s, func(o *EpochOptions) { o.FirstEpoch = 2 }},
 		{"dataset", mustOpen(t, other.dir, Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.train }},
 		{"memory tiers", mustOpen(t, d.dir, Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
 	} {
@@ -204,6 +206,83 @@ func TestStalePlans(t *testing.T) {
 		t.Fatalf("replan: %v %+v", err, rep)
 	}
 	p3.Close()
+}
+
+// TestPlanFromFirstEpoch plans epochs [F, F+K) and checks that every epoch of the range is
+// exactly what a plan from epoch 0 of F+K epochs serves for it (order, sample, rows) and what
+// EpochOrder and a fresh draw with BatchSampleSeed(seed, e, b) give; that consecutive ranges
+// differ; and that an epoch outside the range replays F + (e-F) mod K.
+func TestPlanFromFirstEpoch(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 16, 2, 5, rng)
+	s, err := Open(d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const k = 2
+	first := 1 + rng.IntN(5)
+	all := epochOpts(t, d, first+k)
+	all.Sample.Seed, all.ShuffleSeed = rng.Uint64(), rng.Uint64()
+	from := all
+	from.Dir, from.Epochs, from.FirstEpoch = filepath.Join(t.TempDir(), "from"), k, first
+	next := from
+	next.Dir, next.FirstEpoch = filepath.Join(t.TempDir(), "next"), first+k
+	var plans []*Epochs
+	for _, o := range []EpochOptions{all, from, next} {
+		p, rep, err := s.OpenEpochs(withReplan(o))
+		if err != nil || rep == nil {
+			t.Fatalf("first epoch %d: %v", o.FirstEpoch, err)
+		}
+		defer p.Close()
+		plans = append(plans, p)
+	}
+	pAll, pFrom, pNext := plans[0], plans[1], plans[2]
+	if pFrom.FirstEpoch() != first || pFrom.Stats().FirstEpoch != first || pFrom.Planned() != k {
+		t.Fatalf("plan from %d: first epoch %d, stats %+v", first, pFrom.FirstEpoch(), pFrom.Stats())
+	}
+	nb := pFrom.BatchesPerEpoch()
+	for e := range first + 2*k + 1 {
+		served := first + ((e-first)%k+k)%k // the planned epoch serving e
+		for b := range nb {
+			got, err := pFrom.Load(e, b)
+			if err != nil {
+				t.Fatalf("epoch %d batch %d: %v", e, b, err)
+			}
+			ref, err := pAll.Load(served, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			order := EpochOrder(d.train, all.ShuffleSeed, served)
+			seeds := order[b*all.BatchSize : min((b+1)*all.BatchSize, len(order))]
+			opt := all.Sample
+			opt.Seed = BatchSampleSeed(all.Sample.Seed, served, b)
+			fresh, err := s.Sample(seeds, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Seeds, seeds) || !slices.Equal(got.Seeds, ref.Seeds) || !slices.Equal(got.Sample.Nodes, fresh.Nodes) ||
+				!slices.Equal(got.Sample.Nodes, ref.Sample.Nodes) || !slices.Equal(got.Sample.Row, fresh.Row) {
+				t.Fatalf("epoch %d batch %d (planned epoch %d of the plan from %d): differs from the plan from 0 or a fresh draw", e, b, served, first)
+			}
+			if !bytes.Equal(got.Rows, d.want(fresh.Nodes)) || !bytes.Equal(got.Rows, ref.Rows) {
+				t.Fatalf("epoch %d batch %d: rows differ from the dataset", e, b)
+			}
+		}
+	}
+	// The next range draws other orders and samples.
+	for j := range k {
+		a, _ := pFrom.Seeds(first+j, 0)
+		b, _ := pNext.Seeds(first+k+j, 0)
+		if slices.Equal(a, b) {
+			t.Fatalf("epochs %d and %d have the same first batch", first+j, first+k+j)
+		}
+	}
+	bad := from
+	bad.FirstEpoch = -1
+	if _, err := s.PlanEpochs(bad); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "first_epoch") {
+		t.Fatalf("first epoch -1: %v", err)
+	}
 }
 
 func mustOpen(t *testing.T, dir string, opt Options) *Store {
@@ -275,6 +354,44 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 	}
 	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("open after a failed plan: %v", err)
+	}
+}
+
+// TestCancelEpochPlan cancels a planner at a random write: it fails with context.Canceled,
+// leaves nothing in its directory and is no longer registered; a later plan there succeeds.
+func TestCancelEpochPlan(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	defer s.Close()
+	o := epochOpts(t, d, 3)
+	o.Dir = filepath.Join(t.TempDir(), "a", "..", "plan") // a path that is not clean: the key is
+	if CancelEpochPlan(o.Dir) {
+		t.Fatal("CancelEpochPlan found a planner before any ran")
+	}
+	var writes atomic.Int64
+	cancelAt := int64(1 + rng.IntN(2*BatchesPerEpoch(len(d.train), o.BatchSize, false)))
+	var found atomic.Bool
+	saved := planWriteAt
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		if writes.Add(1) == cancelAt {
+			found.Store(CancelEpochPlan(filepath.Clean(o.Dir)))
+		}
+		return saved(f, p, off)
+	}
+	_, err := s.PlanEpochs(o)
+	planWriteAt = saved
+	if !errors.Is(err, context.Canceled) || !found.Load() || !strings.Contains(err.Error(), o.Dir) {
+		t.Fatalf("canceled at write %d (planner found: %v): %v", cancelAt, found.Load(), err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a canceled plan left %v", left)
+	}
+	if CancelEpochPlan(o.Dir) {
+		t.Fatal("the canceled planner is still registered")
+	}
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 3 {
+		t.Fatalf("plan after a cancel: %v %+v", err, rep)
 	}
 }
 

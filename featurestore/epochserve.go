@@ -22,7 +22,8 @@ import (
 )
 
 // Epochs serves a plan (PlanEpochs) to a training loop: for epoch e and batch b, the batch's
-// seeds, its sample and its feature rows, from planned epoch e mod Planned(). Its methods are
+// seeds, its sample and its feature rows: exactly planned epoch e for e in [FirstEpoch,
+// FirstEpoch+Planned()), else a replay (planned returns which). Its methods are
 // safe for concurrent use; Close waits for none of them, so call it when they are done. The plan
 // holds open files and up to a few IO stacks (16 MiB of staging each) until Close.
 type Epochs struct {
@@ -30,7 +31,7 @@ type Epochs struct {
 	o   EpochOptions
 	idx epochIndex
 
-	orders []func() []int64 // per planned epoch, computed once
+	orders []func() []int64 // per planned epoch (index k), computed once
 
 	fds     []int
 	paths   []string // of fds
@@ -186,7 +187,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		if size < ef.Bytes {
 			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.Bytes, dataset.ErrCorrupt)
 		}
-		order := sync.OnceValue(func() []int64 { return p.o.order(e) })
+		order := sync.OnceValue(func() []int64 { return p.o.order(e) }) // e indexes the planned epochs
 		p.orders = append(p.orders, order)
 	}
 	st, err := p.newStack()
@@ -234,8 +235,12 @@ func (p *Epochs) takeStack() (*gpuio.Stack, error) {
 	return st, err
 }
 
-// Planned is the number of planned epochs; epoch e is served from planned epoch e mod Planned.
+// Planned is the number of planned epochs: the plan covers the training epochs [FirstEpoch,
+// FirstEpoch+Planned).
 func (p *Epochs) Planned() int { return p.idx.Planned }
+
+// FirstEpoch is the training epoch of planned epoch 0 (EpochOptions.FirstEpoch).
+func (p *Epochs) FirstEpoch() int { return p.o.FirstEpoch }
 
 // BatchesPerEpoch is the number of batches of every epoch.
 func (p *Epochs) BatchesPerEpoch() int { return p.idx.Batches }
@@ -256,16 +261,21 @@ func (p *Epochs) RowBytesOf(ntype string) (int64, error) {
 // Dir is the plan's directory.
 func (p *Epochs) Dir() string { return p.o.Dir }
 
-// planned is the planned epoch serving epoch e, checking e and b.
+// planned is the index k of the planned epoch serving epoch e, checking e and b: epoch e is
+// planned epoch FirstEpoch+k with k = (e-FirstEpoch) mod Planned, e itself when the plan covers it.
 func (p *Epochs) planned(e, b int) (int, error) {
 	if e < 0 || b < 0 || b >= p.idx.Batches {
 		return 0, &OptionError{Option: "epoch, batch", Value: fmt.Sprintf("%d, %d", e, b), Want: fmt.Sprintf("an epoch >= 0 and a batch in [0, %d)", p.idx.Batches)}
 	}
-	return e % p.idx.Planned, nil
+	k := (e - p.o.FirstEpoch) % p.idx.Planned
+	if k < 0 {
+		k += p.idx.Planned
+	}
+	return k, nil
 }
 
-// Seeds are the seeds of batch b of epoch e (those of planned epoch e mod Planned); of a link
-// plan, the positions of its seed edges in EpochOptions.SeedEdges.
+// Seeds are the seeds of batch b of epoch e (those of the planned epoch serving it: see
+// planned); of a link plan, the positions of its seed edges in EpochOptions.SeedEdges.
 func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 	pe, err := p.planned(e, b)
 	if err != nil {
@@ -294,33 +304,35 @@ func (p *Epochs) draw(e, b int) ([]int64, *batchDraw, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := p.src.draw(&p.o, BatchSampleSeed(p.o.Sample.Seed, e%p.idx.Planned, b), seeds)
+	k, _ := p.planned(e, b) // checked by Seeds
+	d, err := p.src.draw(&p.o, p.o.sampleSeed(k, b), seeds)
 	if err != nil {
 		return nil, nil, err
 	}
 	for t, nodes := range d.nodes {
-		if err := p.checkNodes(e, b, t, nodes); err != nil {
+		if err := p.checkNodes(e, b, k, t, nodes); err != nil {
 			return nil, nil, err
 		}
 	}
 	return seeds, d, nil
 }
 
-// extent is the extent of packed type t of batch b of planned epoch pe.
+// extent is the extent of packed type t of batch b of planned epoch (index) pe.
 func (p *Epochs) extent(pe, b, t int) batchExtent {
 	return p.idx.Epochs[pe].Batches[b*len(p.src.stacks)+t]
 }
 
-// checkNodes checks a batch's node list of packed type t against the plan.
-func (p *Epochs) checkNodes(e, b, t int, nodes []int64) error {
-	ext := p.extent(e%p.idx.Planned, b, t)
+// checkNodes checks the node list of packed type t of batch b of epoch e (planned epoch index
+// k) against the plan.
+func (p *Epochs) checkNodes(e, b, k, t int, nodes []int64) error {
+	ext := p.extent(k, b, t)
 	if got := hashIDs(nodes); got != ext.Nodes {
 		what := "nodes"
 		if len(p.src.stacks) > 1 {
 			what = fmt.Sprintf("nodes of type %q", p.src.typeName(t))
 		}
 		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d %s hash to %016x, the plan has %016x: %w",
-			e, b, e%p.idx.Planned, p.o.Dir, len(nodes), what, got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
+			e, b, p.o.epoch(k), p.o.Dir, len(nodes), what, got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
 	}
 	return nil
 }
@@ -369,7 +381,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	if int64(len(dst)) != int64(len(nodes))*rb {
 		return io, fmt.Errorf("featurestore: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
 	}
-	if err := p.checkNodes(e, b, t, nodes); err != nil {
+	if err := p.checkNodes(e, b, pe, t, nodes); err != nil {
 		return io, err
 	}
 	ef := p.idx.Epochs[pe]
@@ -446,12 +458,12 @@ func (p *Epochs) missMismatch(e, b int, missed, packed int64) error {
 		e, b, p.o.Dir, missed, packed, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(packed), Store: fmt.Sprint(missed)})
 }
 
-// checkExtent checks the packed rows of batch b of epoch e (planned epoch pe) against the plan's
+// checkExtent checks the packed rows of batch b of epoch e (planned epoch index pe) against the plan's
 // xxhash64: a mismatch wraps dataset.ErrCorrupt naming the file and batch.
 func (p *Epochs) checkExtent(e, b, pe int, ext batchExtent, data []byte) error {
 	if sum := xxhash.Sum64(data); sum != ext.Sum {
 		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
-			e, b, pe, filepath.Join(p.o.Dir, p.idx.Epochs[pe].File), ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
+			e, b, p.o.epoch(pe), filepath.Join(p.o.Dir, p.idx.Epochs[pe].File), ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
 	}
 	return nil
 }
@@ -500,6 +512,7 @@ func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
 // EpochStats counts what an Epochs served since it was opened.
 type EpochStats struct {
 	Planned         int           `json:"planned"`
+	FirstEpoch      int           `json:"first_epoch"` // the training epoch of planned epoch 0
 	BatchesPerEpoch int           `json:"batches_per_epoch"`
 	PlanSeconds     float64       `json:"plan_seconds"` // how long planning took
 	Backend         gpuio.Backend `json:"backend"`
@@ -512,7 +525,7 @@ type EpochStats struct {
 
 // Stats returns the counters; per batch, divide by Batches.
 func (p *Epochs) Stats() EpochStats {
-	return EpochStats{Planned: p.idx.Planned, BatchesPerEpoch: p.idx.Batches, PlanSeconds: p.idx.PlanSecs, Backend: p.backend,
+	return EpochStats{Planned: p.idx.Planned, FirstEpoch: p.o.FirstEpoch, BatchesPerEpoch: p.idx.Batches, PlanSeconds: p.idx.PlanSecs, Backend: p.backend,
 		Batches: p.batches.Load(), Rows: p.rows.Load(), BytesRead: p.bytes.Load(), Reads: p.reads.Load(),
 		ReadSeconds: time.Duration(p.readsNs.Load()).Seconds()}
 }

@@ -204,7 +204,7 @@ def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
         # torch seeds in shared mode: on a CUDA store (NCCL) the rows go through gather_device
         given = torch.from_numpy(train) if mode == "shared" else train
         planned = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed,
-                                planned_epochs=k, plan_dir=os.path.join(root, mode))
+                                planned_epochs=k, plan_dir=os.path.join(root, mode), reuse_samples=True)
         demand = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed)
         _check(len(planned) == len(demand) == planned.plan.batches_per_epoch, f"{mode}: batches per epoch", res)
         _check(os.path.isfile(os.path.join(root, mode, f"rank-{rank}", "epochs.json")), f"{mode}: the rank's plan directory", res)
@@ -221,6 +221,19 @@ def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
                 _check(seeds == want, f"{mode}: planned epoch {epoch}'s seeds are split_seeds'", res)
         _check(seeds_by_epoch[k] == seeds_by_epoch[0], f"{mode}: epoch {k} replays planned epoch 0", res)
         res[f"{mode}_seeds"] = [sum(e, []) for e in seeds_by_epoch[:k]]
+        # Fresh rounds (the default): every epoch, k and later included, is the on-demand
+        # loader's split of that epoch, planned while the one before trains.
+        rounds = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed,
+                               planned_epochs=1, plan_dir=os.path.join(root, mode + "-rounds"))
+        for epoch in range(3):
+            seeds = []
+            for n, batch in enumerate(rounds):
+                _check(_eq(batch.x, ref.gather(batch.sample.nodes)), f"{mode}: rounds epoch {epoch} batch {n} rows", res)
+                seeds.extend(batch.seeds.tolist())
+            share = tierfs.split_seeds(train, rank, WORLD, epoch, seed).tolist()
+            _check(seeds == share[: len(seeds)] and len(seeds) in (len(share), len(share) // bs * bs),
+                   f"{mode}: rounds epoch {epoch}'s seeds are split_seeds' of epoch {epoch}", res)
+        rounds.close()
         demand_seeds = [b.seeds.tolist() for b in demand]
         _check(demand_seeds == seeds_by_epoch[0], f"{mode}: the on-demand loader's epoch 0 has the planned seeds", res)
         # Packed rows: exactly what the on-demand gather of the same nodes reads from this rank's

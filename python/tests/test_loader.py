@@ -215,5 +215,4 @@ def test_auto_runs_the_path_it_chose(graph):
         auto = loader.stats()["auto"]
         assert auto["decided"], auto
         assert (loader.plan is not None) == (auto["path"] == "planned")
-        if loader.plan is not None:
-            loader.plan.close()
+        loader.close()

@@ -208,7 +208,7 @@ def test_planned_reads_count_as_disk(graph):
         st = loader.stats()
         assert st["batches"] == n and read > 0
         assert st["stages"]["disk"]["busy_s"] >= read, (st["stages"], read)
-        loader.plan.close()
+        loader.close()
 
 
 def test_tensors_of_pyg_batches():

@@ -1,4 +1,4 @@
-"""Planned epochs (store.plan_epochs, Loader(planned_epochs=K)): replay, contents, bad inputs."""
+"""Planned epochs (store.plan_epochs, Loader(planned_epochs=K, reuse_samples=True)): replay, contents, bad inputs."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_planned_loader_replays_and_matches(graph, tmp_path, host_cache):
     seeds = graph["splits"]["train"]
     seed, shuffle = int(r.integers(1 << 30)), int(r.integers(1 << 30))
     loader = tierfs.Loader(store, store.sampler([4, 3], seed=seed), seeds, batch_size=128, seed=shuffle,
-                           planned_epochs=2, plan_dir=str(tmp_path / "plan"), prefetch=2)
+                           planned_epochs=2, plan_dir=str(tmp_path / "plan"), prefetch=2, reuse_samples=True)
     assert loader.plan.planned == 2 and loader.plan.report["planned"] == 2
     epochs = [list(loader) for _ in range(5)]
     for e, batches in enumerate(epochs):
@@ -54,7 +54,7 @@ def test_planned_loader_replays_and_matches(graph, tmp_path, host_cache):
         assert st["rows"] > 0
     # The same inputs reuse the plan; torch seeds give tensors.
     again = tierfs.Loader(store, store.sampler([4, 3], seed=seed), torch.from_numpy(seeds), batch_size=128,
-                          seed=shuffle, planned_epochs=2, plan_dir=str(tmp_path / "plan"))
+                          seed=shuffle, planned_epochs=2, plan_dir=str(tmp_path / "plan"), reuse_samples=True)
     assert again.plan.report is None
     first = next(iter(again))
     assert torch.equal(first.sample.nodes, torch.from_numpy(epochs[0][0].sample.nodes))

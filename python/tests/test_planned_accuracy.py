@@ -32,7 +32,7 @@ def train_and_test(store, seed: int, planned: int, plan_dir, batch_size: int = 3
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     train = torch.from_numpy(store.split("train"))
     loader = tierfs.Loader(store, store.sampler([10, 10], seed=seed), train, batch_size=batch_size, seed=seed,
-                           planned_epochs=planned, plan_dir=plan_dir)
+                           planned_epochs=planned, plan_dir=plan_dir, reuse_samples=bool(planned))
     for _ in range(EPOCHS):
         model.train()
         for b in loader:
@@ -40,8 +40,7 @@ def train_and_test(store, seed: int, planned: int, plan_dir, batch_size: int = 3
             out = model(b.x.float(), b.sample.edge_index)[: b.batch_size]
             F.cross_entropy(out, b.y).backward()
             opt.step()
-    if loader.plan is not None:
-        loader.plan.close()
+    loader.close()
     model.eval()
     test = torch.from_numpy(store.split("test"))
     correct = 0

@@ -196,9 +196,10 @@ def test_tierfs_node_loader_equals_pyg(stores, store, graph, prefetch):
 def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
     r = rng(45)
     inp = r.choice(graph["n"], size=500, replace=False)
-    for planned in (0, 2):
+    for planned, reuse in ((0, False), (2, False), (2, True)):
         loader = tierfs.pyg.NeighborLoader(store, [3, 2], inp, batch_size=64, shuffle=True, seed=5, shuffle_seed=int(r.integers(99)),
-                                       planned_epochs=planned, plan_dir=str(tmp_path / f"plan{planned}") if planned else None)
+                                       planned_epochs=planned, plan_dir=str(tmp_path / f"plan{planned}{reuse}") if planned else None,
+                                       reuse_samples=reuse)
         epochs = []
         for _ in range(3):
             batches = list(loader)
@@ -211,10 +212,12 @@ def test_tierfs_node_loader_shuffle_and_planned(store, graph, tmp_path):
                 assert b.edge_index.shape[1] == sum(b.num_sampled_edges) and b.num_nodes == sum(b.num_sampled_nodes)
             epochs.append(batches)
         assert not torch.equal(epochs[0][0].n_id, epochs[1][0].n_id)
-        if planned:  # epoch 2 replays planned epoch 0
+        if planned and reuse:  # epoch 2 replays planned epoch 0
             for a, b in zip(epochs[0], epochs[2]):
                 assert_same_data(a, b, f"seed {SEED} planned replay")
-            loader.loader.plan.close()
+        elif planned:  # epoch 2 is fresh: planned by the next round, not a replay of epoch 0
+            assert not torch.equal(epochs[0][0].n_id, epochs[2][0].n_id)
+        loader.loader.close()
 
 
 def test_neighbor_loader_input_forms_and_errors(stores, store, graph):

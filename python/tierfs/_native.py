@@ -211,6 +211,7 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_epochs_open", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),
     ("tfs_epochs_open_elsewhere", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64, POINTER(c_void_p)]),
     ("tfs_epochs_close", [c_void_p]),
+    ("tfs_epochs_cancel", [c_char_p, POINTER(c_int)]),
     ("tfs_epochs_info_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_epochs_sample", [c_void_p, c_int64, c_int64, POINTER(c_void_p)]),
     ("tfs_epochs_gather", [c_void_p, c_int64, c_int64, c_void_p, c_int64, c_void_p, c_int64]),

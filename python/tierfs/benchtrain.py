@@ -1016,7 +1016,8 @@ class Bench:
         t = time.perf_counter()
         if a.planned_epoch == "full":
             extra["plan"] = self.tierfs.Loader(st, st.sampler(fanouts, seed=a.seed), self.torch.from_numpy(self.train), batch,
-                                               shuffle=True, prefetch=a.depth, seed=a.seed, labels=False, planned_epochs=1, plan_dir=plan_dir)
+                                               shuffle=True, prefetch=a.depth, seed=a.seed, labels=False, planned_epochs=1, plan_dir=plan_dir,
+                                               reuse_samples=True)  # one plan, no planner beside the timed batches
             extra["plan_note"] = "whole train split planned (tierfs.Loader planned_epochs=1); memory tiers placed for the plan; the core's batch order"
         else:
             seeds = self.order((a.warmup + a.batches) * batch)

@@ -833,6 +833,7 @@ class DistributedStore(Store):
         place_tiers: bool = False,
         node_type: Optional[str] = None,
         seed_edges: Any = None,
+        first_epoch: int = 0,
     ) -> "DistributedPlannedEpochs":
         """This rank's plan of its share of ``epochs`` epochs (docs/distributed.md, "Planned
         epochs"): planned epoch ``e`` batches exactly the seeds the on-demand :class:`tierfs.Loader`
@@ -845,7 +846,7 @@ class DistributedStore(Store):
         the peer-owned ones through the exchange. ``plan_dir`` gets a directory per rank
         (``plan_dir/rank-R``); ``disk_budget`` is each rank's. ``place_tiers`` is refused: the
         placement of a distributed store is its ownership, decided at open. Seed edges are not
-        supported."""
+        supported. ``first_epoch`` F plans the epochs ``[F, F + epochs)`` (:meth:`Store.plan_epochs`)."""
         if place_tiers:
             raise errors.NotSupportedError(
                 "tierfs: plan_epochs(place_tiers=True) on a distributed store: its placement is decided at open (ownership: each "
@@ -856,7 +857,7 @@ class DistributedStore(Store):
         hetero = isinstance(fanouts, dict)
         if seeds is None:
             seeds = self.split("train", node_type=node_type) if hetero else self.split("train")
-        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(int(epochs))]
+        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(int(first_epoch), int(first_epoch) + int(epochs))]
         elsewhere = None
         if self._exchange:  # rows other ranks own come through the exchange, never from this rank's plan
             me = self._rank
@@ -868,7 +869,7 @@ class DistributedStore(Store):
         return DistributedPlannedEpochs(
             self, fanouts, batch_size, epochs, plan_dir=plan_dir, disk_budget=disk_budget, replace=replace,
             drop_last=drop_last, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, replan=replan, workers=workers,
-            place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere,
+            place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere, first_epoch=first_epoch,
         )
 
     def stats(self) -> Dict[str, Any]:

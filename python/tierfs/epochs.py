@@ -2,8 +2,9 @@
 
 ``store.plan_epochs(...)`` samples K epochs ahead and packs, per batch, the feature rows no
 memory tier holds into one contiguous extent of a file per epoch; :class:`PlannedEpochs` serves
-batch ``b`` of epoch ``e`` (from planned epoch ``e mod K``: samples are reused) by sampling it
-again deterministically and reading its packed rows with a few large reads.
+batch ``b`` of epoch ``e`` by sampling it again deterministically and reading its packed rows with
+a few large reads. A plan covers the training epochs ``[first_epoch, first_epoch + K)``; an epoch
+outside them replays planned epoch ``first_epoch + (e - first_epoch) mod K`` (samples reused).
 
 On a dataset of several node types, ``store.plan_epochs({edge type: fanouts}, ...,
 node_type=...)`` plans batches of seeds of ``node_type`` sampled as a
@@ -45,7 +46,8 @@ class PlannedEpochs:
     """An open plan of a store; made by :meth:`tierfs.Store.plan_epochs`.
 
     Safe to use from several threads. ``report`` is what planning did when this open planned
-    (None when it reused a plan already in ``plan_dir``). A plan of a heterogeneous graph
+    (None when it reused a plan already in ``plan_dir``). It covers the training epochs
+    ``[first_epoch, first_epoch + planned)``. A plan of a heterogeneous graph
     (``fanouts`` a dict of edge type → fanouts) has ``hetero`` True, ``node_type`` (the seeds'
     type) and ``node_types`` (the types whose rows it packs: those with features). A plan of
     seed edges has ``link`` True and ``edge_type`` (their type, ``(src, rel, dst)``).
@@ -78,6 +80,7 @@ class PlannedEpochs:
         reverse_edge_types: Optional[Mapping[Any, Any]] = None,
         seed_orders: Any = None,
         elsewhere: Any = None,
+        first_epoch: int = 0,
     ) -> None:
         h = store._h()
         if isinstance(fanouts, int):
@@ -136,6 +139,8 @@ class PlannedEpochs:
             request["seed_orders"] = True
         if elsewhere_parts is not None:
             request["elsewhere"] = elsewhere_parts
+        if first_epoch:  # sent only when set, so a plan from epoch 0 opens on libraries before the key
+            request["first_epoch"] = int(first_epoch)
         self._store = store
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
@@ -156,6 +161,7 @@ class PlannedEpochs:
         self.plan_dir: str = info["dir"]
         self.report: Optional[Dict[str, Any]] = info["report"]
         self.planned: int = info["stats"]["planned"]
+        self.first_epoch: int = int(info["stats"].get("first_epoch", 0))
         self.batches_per_epoch: int = info["stats"]["batches_per_epoch"]
         self.hetero: bool = bool(info["hetero"])
         self.node_type: str = info["seed_type"]
@@ -344,7 +350,7 @@ class PlannedEpochs:
         types = f" node_types={self.node_types}" if self.hetero else ""
         if self.link:
             types += f" edge_type={self.edge_type}"
-        return f"<tierfs.PlannedEpochs {self.plan_dir!r} planned={self.planned} batches={self.batches_per_epoch}{types}>"
+        return f"<tierfs.PlannedEpochs {self.plan_dir!r} epochs={self.first_epoch}..{self.first_epoch + self.planned - 1} batches={self.batches_per_epoch}{types}>"
 
 
 def _elsewhere(elsewhere: Any) -> Tuple[np.ndarray, Optional[List[Dict[str, Any]]]]:

@@ -19,8 +19,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 
 import numpy as np
 
+from . import _util
 from .distributed import _RANK_SEED_STRIDE, DistributedStore, loader_share, new_turnstile, split_seeds
+from .errors import ClosedError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from .planrounds import PlanRounds
 from ._args import IdsLike, _ids
 from ._sample import Sample
 from .hetero import HeteroSample, HeteroSampler
@@ -181,11 +184,10 @@ def _auto_step(loader: "Loader", epoch: int) -> None:
     action = _auto_decide(loader._auto, pipeline_stats(run), loader.plan is not None, epoch)
     if action == "plan":
         t = time.perf_counter()
-        loader.plan = loader._plan_epochs(1)
+        loader._start_plans(1, epoch)
         loader._auto["plan_s"] = time.perf_counter() - t
     elif action == "drop":
-        loader.plan.close()
-        loader.plan = None
+        loader._stop_plans()
 
 
 def _auto_decide(a: Dict[str, Any], st: Dict[str, Any], planned: bool, epoch: int) -> str:
@@ -225,18 +227,31 @@ class Loader:
     yields, on the pipeline's gather thread (e.g. :class:`tierfs.pyg.NeighborLoader` makes PyG
     ``Data`` there).
 
-    With ``planned_epochs=K`` the loader plans K epochs up front (:meth:`Store.plan_epochs`,
-    docs/planned.md) in ``plan_dir`` (default: a temporary directory, removed with the plan) within
-    ``plan_disk_budget``: epoch ``e`` replays planned epoch ``e mod K`` — the order (the core's,
-    from ``seed``), the samples (from the sampler's seed) — and reads each batch's disk rows
-    with a few large reads. The sampler's fanouts, replace and seed define the plan.
+    With ``planned_epochs=K`` the loader serves planned epochs (:meth:`Store.plan_epochs`,
+    docs/planned.md): each batch's order is the core's (from ``seed``), its sample drawn from the
+    sampler's seed, its disk rows read with a few large reads. The sampler's fanouts, replace
+    and seed define the plans. It plans in rounds of K epochs: epochs ``[0, K)`` before the first
+    epoch (the one wait for planning), then, on a background thread, the next K epochs
+    (``first_epoch=K``: fresh orders and samples, not replays) while the current K train, and so
+    on; epoch ``e`` is exactly planned epoch ``e``. At most two plans are on disk (the round
+    serving and the round being planned), each within half of ``plan_disk_budget``; a round's
+    directory goes at the next round boundary. Only round 0 places the memory tiers
+    (``place_tiers``); later rounds are planned against the same tiers. ``plan_dir``: the
+    rounds' directories are made in it (``epochs-from-F``), else temporary ones; both removed.
+    ``stats()["plans"]`` gives each round's planning and waiting seconds and the epochs planned
+    ahead. With ``reuse_samples=True`` the loader plans K epochs once instead (in ``plan_dir``
+    itself, kept for a later run) and epoch ``e`` replays planned epoch ``e mod K``: no
+    planning after the first, at the price of the same samples every K epochs — for when
+    planning is no faster than training (planning reads the rows with random reads).
+    :meth:`close` (or garbage collection, or interpreter exit) stops the planner, cancelling a
+    round being planned, and removes the rounds' directories.
 
     ``planned_epochs="auto"`` picks the faster path by measuring: epoch 0 runs on demand. If the
-    disk bounded it (``stats()["bound"] == "disk"``), the loader plans one epoch (as
-    ``planned_epochs=1``: every later epoch replays it) before epoch 1, and after epoch 1 keeps
-    whichever of the two ran a batch faster (wall time, training included). Otherwise it stays
-    on demand, decided at once where a memory tier holds every row, on a distributed store or
-    with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
+    disk bounded it (``stats()["bound"] == "disk"``), the loader plans from epoch 1 (as
+    ``planned_epochs=1``) before epoch 1, and after epoch 1 keeps whichever of the two ran a
+    batch faster (wall time, training included, and with it the planning of the next round).
+    Otherwise it stays on demand, decided at once where a memory tier holds every row, on a
+    distributed store or with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
 
     On a distributed store (``tierfs.open(..., cache_mode=...)``, :mod:`tierfs.distributed`) each
     rank iterates its share of ``seeds`` (:func:`tierfs.distributed.split_seeds`, as torch's
@@ -285,6 +300,7 @@ class Loader:
         plan_disk_budget: Any = None,
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
+        reuse_samples: bool = False,
     ) -> None:
         self.node_type: Optional[str] = None
         if isinstance(sampler, HeteroSampler):
@@ -301,6 +317,8 @@ class Loader:
         planned_epochs = int(planned_epochs)
         if planned_epochs < 0:
             raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        if reuse_samples and not (planned_epochs or auto):
+            raise ValueError("reuse_samples=True needs planned_epochs: it replays the K planned epochs")
         if planned_epochs and not shuffle:
             raise ValueError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if batch_size < 1:
@@ -323,24 +341,63 @@ class Loader:
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
+        self._closed = False
+        self._planned = bool(planned_epochs) or auto
         self._distributed = isinstance(store, DistributedStore)
-        self._plan_args = (plan_dir, plan_disk_budget)
+        self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
+        self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
-            self.plan = self._plan_epochs(planned_epochs)
+            self._start_plans(planned_epochs, 0)
         self._auto: Optional[Dict[str, Any]] = _auto_start(self) if auto else None
 
-    def _plan_epochs(self, epochs: int) -> Any:
-        plan_dir, disk_budget = self._plan_args
+    def _start_plans(self, epochs: int, first_epoch: int) -> None:
+        """Plans rounds of ``epochs`` epochs from ``first_epoch`` (:class:`PlanRounds`); the
+        first now."""
+        plan_dir, disk_budget, reuse = self._plan_args
         sampler = self.sampler
         fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
-        seed = sampler.seed
-        if self._distributed:  # the store's plan_epochs adds this rank's stride, as its sampler did
-            seed -= self.store.rank * _RANK_SEED_STRIDE
-        return self.store.plan_epochs(
-            fanouts, self.batch_size, epochs, seeds=self._seeds, plan_dir=plan_dir,
-            disk_budget=disk_budget, replace=sampler.replace, drop_last=self.drop_last,
-            seed=seed, shuffle_seed=self.seed, node_type=self.node_type,
-        )
+        # Two plans at once (the one serving, the next) share the budget; one when reused.
+        per_plan = disk_budget if reuse or not disk_budget else max(1, disk_budget // 2)
+
+        store, seeds, batch_size, drop_last = self.store, self._seeds, self.batch_size, self.drop_last
+        shuffle_seed, node_type = self.seed, self.node_type
+        seed, distributed = sampler.seed, self._distributed
+        if distributed:  # the store's plan_epochs adds this rank's stride, as its sampler did
+            seed -= store.rank * _RANK_SEED_STRIDE
+
+        def make(first: int, directory: Optional[str], place_tiers: bool) -> Any:
+            # Not a method: the planning thread must not keep the loader alive.
+            return store.plan_epochs(
+                fanouts, batch_size, epochs, seeds=seeds, plan_dir=directory,
+                disk_budget=per_plan or None, replace=sampler.replace, drop_last=drop_last,
+                seed=seed, shuffle_seed=shuffle_seed, node_type=node_type,
+                place_tiers=place_tiers and not distributed, first_epoch=first,
+            )
+
+        self._rounds = PlanRounds(make, epochs, first_epoch, plan_dir, reuse)
+        self.plan = self._rounds.plan
+
+    def _stop_plans(self) -> None:
+        """Stops the planner and closes every plan (their directories removed)."""
+        rounds, self._rounds, self.plan = self._rounds, None, None
+        if rounds is not None:
+            rounds.close()
+
+    def close(self) -> None:
+        """Stops the latest epoch's pipeline and the planner (a round being planned is
+        cancelled), closes the plans and removes the rounds' directories. The loader can no
+        longer be iterated with planned epochs after it."""
+        previous = self._pipeline() if self._pipeline is not None else None
+        if previous is not None:
+            previous.close()
+        self._stop_plans()
+        self._closed = True
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __len__(self) -> int:
         n = loader_share(self.store, self._seeds.shape[0], self.drop_last)
@@ -371,8 +428,9 @@ class Loader:
     def _stages(self, epoch: int):
         """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
         turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
-        if self.plan is not None:
-            return (lambda b: self.plan.sample(epoch, b)), (lambda b, s: self._gather_planned(epoch, b, s, turn))
+        plan = self.plan
+        if plan is not None:
+            return (lambda b: plan.sample(epoch, b)), (lambda b, s: self._gather_planned(plan, epoch, b, s, turn))
         positions = None if self._distributed else self._positions(epoch)
         order = self._order(epoch) if positions is None else self._seeds[positions]
         bs = self.batch_size
@@ -435,21 +493,21 @@ class Loader:
 
         return dataclasses.replace(sample, row=up(sample.row), col=up(sample.col))
 
-    def _read_planned(self, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool, turn: Any) -> Dict[Optional[str], Any]:
+    def _read_planned(self, plan: Any, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool, turn: Any) -> Dict[Optional[str], Any]:
         """{node type: planned rows of its nodes}; on a CUDA store straight to the device (packed
         rows scattered by a kernel); on a distributed store with the peer rows exchanged, in
         batch order."""
         if self._distributed:
-            return self.plan._gather_in_turn(epoch, b, nodes_by_type, on_gpu, turn)
-        read = self.plan.gather_device if on_gpu else self.plan.gather
+            return plan._gather_in_turn(epoch, b, nodes_by_type, on_gpu, turn)
+        read = plan.gather_device if on_gpu else plan.gather
         return {t: read(epoch, b, ids, node_type=t) for t, ids in nodes_by_type.items()}
 
-    def _gather_planned(self, epoch: int, b: int, sample: Union[Sample, HeteroSample], turn: Any = None) -> Batch:
+    def _gather_planned(self, plan: Any, epoch: int, b: int, sample: Union[Sample, HeteroSample], turn: Any = None) -> Batch:
         if isinstance(sample, HeteroSample):
-            return self._gather_planned_hetero(epoch, b, sample, turn)
+            return self._gather_planned_hetero(plan, epoch, b, sample, turn)
         seeds = sample.nodes[: sample.num_seeds]
         on_gpu = self._torch and self.store.device != "cpu"
-        x = self._read_planned(epoch, b, {None: sample.nodes}, on_gpu, turn)[None]
+        x = self._read_planned(plan, epoch, b, {None: sample.nodes}, on_gpu, turn)[None]
         if not self._torch:
             return self._finish(Batch(seeds, sample, x, self.store.labels(seeds) if self.labels else None))
         import torch
@@ -460,7 +518,7 @@ class Loader:
         xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
-    def _gather_planned_hetero(self, epoch: int, b: int, sample: HeteroSample, turn: Any = None) -> Batch:
+    def _gather_planned_hetero(self, plan: Any, epoch: int, b: int, sample: HeteroSample, turn: Any = None) -> Batch:
         """A planned batch of a heterogeneous plan, laid out as the on-demand path's: torch
         tensors for torch seeds, ``x`` per sampled node type with features."""
         if self._torch:
@@ -470,9 +528,9 @@ class Loader:
                 return {k: None if v is None else torch.from_numpy(v) for k, v in d.items()}
 
             sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
-        packed = self.plan.node_types
+        packed = plan.node_types
         typed = {t: ids for t, ids in sample.node.items() if t in packed}
-        xs = self._read_planned(epoch, b, typed, self._torch and self.store.device != "cpu", turn)
+        xs = self._read_planned(plan, epoch, b, typed, self._torch and self.store.device != "cpu", turn)
         seeds = sample.node[self.node_type][: sample.num_seeds]
         y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
         return self._finish(Batch(seeds, sample, xs, y))
@@ -485,6 +543,10 @@ class Loader:
             previous.close()
         if self._auto is not None and not self._auto["decided"]:
             _auto_step(self, epoch)  # after the close: it may close the plan the previous epoch read
+        if self._rounds is not None:  # after the close: a round boundary closes the finished round
+            self.plan = self._rounds.plan_for(epoch)
+        elif self._closed and self._planned:
+            raise ClosedError("tierfs.Loader: the loader is closed (its plans with it)")
         sample, gather = self._stages(epoch)
         cuda = None
         if self.store.device != "cpu":
@@ -501,10 +563,17 @@ class Loader:
         time and occupancy of the sample, gather (split, disk) and train stages, the time the
         caller waited, and the stage that bounds the loop (``bound``, ``bound_why``); with
         ``planned_epochs="auto"``, ``auto``: the path (``"on demand"`` or ``"planned"``), whether
-        it is decided, why, and the measured seconds a batch. Empty before the first epoch."""
+        it is decided, why, and the measured seconds a batch. With planned epochs, ``plans``:
+        per round (``rounds``) its first epoch, epochs, directory, planning seconds
+        (``plan_s``), the seconds training waited for it (``wait_s``) and whether it did
+        (``waited``: round 0 always); ``waits`` and ``wait_s`` over the rounds; ``ahead``, the
+        epochs planned and not yet started; ``planning``, whether a round is being planned now.
+        Empty before the first epoch."""
         st = pipeline_stats(self._run) if self._run is not None else {}
         if st and self._auto is not None:
             st["auto"] = dict(self._auto)
+        if st and self._rounds is not None:
+            st["plans"] = self._rounds.stats(self.epoch)
         return st
 
     def __repr__(self) -> str:

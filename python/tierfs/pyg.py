@@ -882,7 +882,8 @@ class NeighborLoader:
     Batches come from a :class:`tierfs.Loader`: sampled ahead, ``prefetch`` gathers in flight,
     ``Data`` (and ``transform``) made on the pipeline's threads; :meth:`stats` says which stage
     bounds the epoch. With ``shuffle=True`` each epoch's order comes from ``shuffle_seed`` and the
-    epoch; ``planned_epochs=K`` plans K epochs up front and replays them (docs/planned.md).
+    epoch; ``planned_epochs=K`` serves planned epochs, the next K planned while the current K
+    train (``reuse_samples=True``: K planned once and replayed; docs/planned.md).
 
     PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
     processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
@@ -900,7 +901,8 @@ class NeighborLoader:
         num_neighbors: neighbors per node per hop; -1 takes all. A dict per edge type (or
             ``NumNeighbors``) for a heterogeneous dataset.
         seed: the sampler's seed (batch i samples with ``seed + i``).
-        shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget: as :class:`tierfs.Loader`.
+        shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget, reuse_samples: as
+            :class:`tierfs.Loader`.
     """
 
     def __init__(
@@ -919,6 +921,7 @@ class NeighborLoader:
         planned_epochs: int = 0,
         plan_dir: Optional[str] = None,
         plan_disk_budget: Any = None,
+        reuse_samples: bool = False,
         **pyg_kwargs: Any,
     ) -> None:
         for name, value in pyg_kwargs.items():
@@ -960,6 +963,7 @@ class NeighborLoader:
                 self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
                 seed=shuffle_seed, labels=False, transform=self._to_hetero_data, node_type=self.input_type,
                 planned_epochs=planned_epochs, plan_dir=plan_dir, plan_disk_budget=plan_disk_budget,
+                reuse_samples=reuse_samples,
             )
             return
         self.input_type = None
@@ -983,7 +987,7 @@ class NeighborLoader:
         self.loader = Loader(
             self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
             seed=shuffle_seed, labels=False, planned_epochs=planned_epochs, plan_dir=plan_dir,
-            plan_disk_budget=plan_disk_budget, transform=self._to_data,
+            plan_disk_budget=plan_disk_budget, reuse_samples=reuse_samples, transform=self._to_data,
         )
 
     def _to_data(self, b: Batch) -> Any:

@@ -775,8 +775,13 @@ class Store:
         reverse_edge_types: Optional[Mapping[Any, Any]] = None,
         seed_orders: Any = None,
         elsewhere: Any = None,
+        first_epoch: int = 0,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
+
+        The plan covers the training epochs ``[first_epoch, first_epoch + epochs)``: planned
+        epoch k is epoch ``first_epoch + k`` (its order and its batches' sampling seeds derive
+        from that number), so plans of consecutive ranges never repeat an epoch.
 
         Each epoch permutes ``seeds`` (default: the "train" split) by ``shuffle_seed`` in the
         core, samples every batch with a seed derived from ``seed``, and packs the rows of its
@@ -820,6 +825,7 @@ class Store:
             seed_edges=seed_edges, edge_label=edge_label, neg_sampling=neg_sampling, amount=amount, strict=strict,
             exclude_seed_edges=exclude_seed_edges, undirected=undirected, reverse_edge_types=reverse_edge_types,
             seed_orders=seed_orders, elsewhere=elsewhere,
+            first_epoch=first_epoch,
         )
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
