@@ -269,12 +269,34 @@ class DistributedStore(Store):
 
     def _setup(self, hotness: Any, gpu_bytes: int, host_bytes: int) -> None:
         torch = _torch()
+        self._budgets = (gpu_bytes, host_bytes)
+        self._exchange = self._cache_mode == "shared" and self._world > 1
+        self._own: Dict[str, _Ownership] = {}
+        self._own_rows(self._hotness_by_type(hotness, self._feature_types()))
+        # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
+        self._xdevice = torch.device("cpu")
+        if self._group is not None and _dist().get_backend(self._group) == "nccl":
+            self._xdevice = torch.device("cuda", torch.cuda.current_device())
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
+        self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._xlock = threading.Lock()  # one exchange at a time, in call order
+        self._failed: Optional[str] = None
+        self._seq = 0
+        self._counters = _new_counters()
+
+    def _feature_types(self) -> List[str]:
+        """The node types with a default feature (each has a tier stack to own)."""
+        return [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
+
+    def _own_rows(self, hot: Dict[str, Any]) -> None:
+        """Decides the ownership of every node type with features from its ranking
+        (:meth:`Store.hottest` by ``hot[type]``, else the store's own), checks that every rank
+        ranked alike, and fills this rank's tiers (and, per_host, the host's shared tier) with
+        its rows. Every rank calls it, with the same ``hot``."""
+        gpu_bytes, host_bytes = self._budgets
         st = Store.stats(self)
         w = self._world
-        self._exchange = self._cache_mode == "shared" and w > 1
-        names = [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
-        hot = self._hotness_by_type(hotness, names)
-        self._own: Dict[str, _Ownership] = {}
+        names = self._feature_types()
         rankings = []
         for index, t in enumerate(self.types["node_types"]):
             if t not in names:
@@ -324,16 +346,6 @@ class DistributedStore(Store):
         self._host_ranks, self._host_leader = 1, self._rank
         if self._host_tier == "per_host":
             self._share_host_tiers()
-        # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
-        self._xdevice = torch.device("cpu")
-        if self._group is not None and _dist().get_backend(self._group) == "nccl":
-            self._xdevice = torch.device("cuda", torch.cuda.current_device())
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
-        self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._xlock = threading.Lock()  # one exchange at a time, in call order
-        self._failed: Optional[str] = None
-        self._seq = 0
-        self._counters = _new_counters()
 
     def _hotness_by_type(self, hotness: Any, names: List[str]) -> Dict[str, Any]:
         """hotness= as {node type: counts}: a dict names its types; one array ranks the only
