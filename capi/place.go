@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -88,4 +89,59 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 		rec.mu.Unlock()
 		return r, nil
 	})
+}
+
+// profileRequest is tfs_profile_reads's request.
+type profileRequest struct {
+	Fanouts   []int  `json:"fanouts"`
+	BatchSize int    `json:"batch_size"`
+	Batches   int    `json:"batches"` // 0: one epoch of the seeds
+	Seed      uint64 `json:"seed"`
+	Replace   bool   `json:"replace"`
+}
+
+//export tfsgo_profile_reads
+func tfsgo_profile_reads(store C.uintptr_t, seeds *C.int64_t, nSeeds C.int64_t, request *C.char, counts *C.uint32_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_profile_reads", &st)
+	return finish("tfs_profile_reads", profileReads(uintptr(store), seeds, int64(nSeeds), request, counts, int64(n)), stEINVAL)
+}
+
+func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, counts *C.uint32_t, n int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
+		return err
+	}
+	if nSeeds == 0 {
+		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
+	}
+	if request == nil {
+		return fail(stEINVAL, "request_json is NULL")
+	}
+	if nodes := rec.s.NumNodes(); n != nodes || counts == nil {
+		return fail(stEINVAL, "counts has n = %d entries; the dataset has %d nodes (one count per node, not NULL)", n, nodes)
+	}
+	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
+	dec.DisallowUnknownFields()
+	var req profileRequest
+	if err := dec.Decode(&req); err != nil {
+		return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, batches, seed, replace)", err)
+	}
+	switch {
+	case len(req.Fanouts) == 0:
+		return fail(stEINVAL, "request_json: fanouts are empty; give one fanout per hop")
+	case req.BatchSize <= 0:
+		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", req.BatchSize)
+	case req.Batches < 0:
+		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one epoch of the seeds)", req.Batches)
+	}
+	opt := placement.ProfileOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches, Epochs: 1, Seed: req.Seed, Replace: req.Replace}
+	got, err := rec.s.ProfileReads(ids64(seeds, nSeeds), opt)
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*uint32)(unsafe.Pointer(counts)), n), got)
+	return nil
 }

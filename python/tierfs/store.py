@@ -966,6 +966,41 @@ class Store:
             check(lib.tfs_hottest(h, hot_p, hot_n, k, out.ctypes.data, byref(count)))
         return out[: count.value]
 
+    def profile_reads(
+        self, fanouts: Sequence[int], batch_size: int, batches: Optional[int] = None, seeds: Optional[IdsLike] = None,
+        seed: int = 0, replace: bool = False,
+    ) -> np.ndarray:
+        """How often a loader's batches read each feature row (one uint32 count per node),
+        placing nothing: pre-samples ``batches`` batches of ``batch_size`` ``seeds`` (None: the
+        train split, else every node) with ``fanouts``, the first epoch in the order given and
+        later ones reshuffled (None: one epoch), and counts for each node the batches that read
+        its row, seeds included. These are the counts :meth:`place` (``fanouts=``) plans from;
+        :meth:`tierfs.DistributedStore.place` sums every rank's counts of its own seeds. ``seed``
+        seeds the sampling. One native call (``tfs_profile_reads``); a graph of one node type.
+
+        Raises:
+            ValueError (tierfs.InvalidArgumentError): empty fanouts, batch_size or batches below
+                1, no seeds (the message names the argument).
+            IndexError (tierfs.OutOfRangeError): a seed out of range.
+        """
+        fo = _fanouts(fanouts)
+        if not fo:
+            raise errors.InvalidArgumentError("profile_reads: fanouts is empty; give one fanout per hop")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise errors.InvalidArgumentError(f"profile_reads: batch_size = {batch_size!r}; want a positive int")
+        if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
+            raise errors.InvalidArgumentError(f"profile_reads: batches = {batches!r}; want a positive int (None: one epoch of the seeds)")
+        if seeds is None:
+            seeds = self.split("train") if "train" in self.split_names else np.arange(self._num_nodes, dtype=np.int64)
+        arr = _ids(seeds, "seeds").array
+        if arr.shape[0] == 0:
+            raise errors.InvalidArgumentError("profile_reads: seeds is empty: no batches to profile")
+        req = json.dumps(dict(fanouts=fo, batch_size=int(batch_size), batches=int(batches or 0),
+                              seed=int(seed) & 0xFFFFFFFFFFFFFFFF, replace=bool(replace))).encode()
+        counts = np.empty(self._num_nodes, dtype=np.uint32)
+        check(lib.tfs_profile_reads(self._h(), arr.ctypes.data, arr.shape[0], req, counts.ctypes.data, counts.shape[0]))
+        return counts
+
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         """Refills the memory tiers (of ``node_type``'s tier stack; None: the store's own) with
         ``ids`` in the order given: the GPU tier takes the first rows it holds, the host tier the
