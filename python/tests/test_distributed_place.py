@@ -1,0 +1,237 @@
+"""DistributedStore.place: a placement from counts summed over the ranks (each rank profiles its
+own share of the seeds), with two real CPU processes over gloo (test_distributed's spawn). The
+ranking is checked against one made here from plain stores (each rank's Store.profile_reads of
+its split_seeds share, summed); rows against the plain store's gather. The seed is printed."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tierfs  # noqa: E402
+from test_distributed import BACKEND, GPU_CACHE, HOST_CACHE, NODES, WORLD, _check, _eq  # noqa: E402
+from test_distributed import _spawn as spawn_ranks  # noqa: E402
+from test_distributed import dataset  # noqa: E402,F401  (the module's fixture)
+
+STRIDE = 1 << 32  # a rank's sampling seed is seed + rank * STRIDE (tierfs.distributed)
+
+
+def _spawn(scenario: str, path: str, out_dir, seed: int) -> list:
+    return spawn_ranks(scenario, path, out_dir, seed, timeout=30.0, module=__name__)
+
+
+def _expected_owner(ref, summed: np.ndarray, glob: int, nxt: int) -> np.ndarray:
+    """The owner table a placement by summed counts makes: the glob hottest rows round-robin."""
+    ranking = ref.hottest(glob + nxt, np.clip(summed, 0, np.iinfo(np.uint32).max).astype(np.uint32))
+    owner = np.full(ref.num_nodes, -1, dtype=np.int64)
+    owner[ranking[:glob]] = np.arange(glob) % WORLD
+    return owner
+
+
+def _batches(ref, train: np.ndarray, rank: int, seed: int, batch_size: int) -> list:
+    """This rank's batches of an epoch-0 loader (split_seeds with seed), every in-neighbor
+    sampled: the node sets a profile with fanouts [-1] counts, exactly."""
+    share = tierfs.split_seeds(train, rank, WORLD, 0, seed)
+    sampler = ref.sampler([-1])
+    return [sampler.sample(share[lo : lo + batch_size]).nodes for lo in range(0, share.shape[0], batch_size)]
+
+
+def _ssd_rows(s, ref, batches: list, what: str, res: dict) -> int:
+    before = s.stats()["distributed"]["ssd_rows"]
+    for b, nodes in enumerate(batches):
+        _check(_eq(s.gather(nodes), ref.gather(nodes)), f"{what}: batch {b}", res)
+    return s.stats()["distributed"]["ssd_rows"] - before
+
+
+def _place(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    ref = tierfs.open(path)
+    train = ref.split("train")
+    s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="shared", timeout=timeout)
+    batches = _batches(ref, train, rank, seed, 64)
+    res["batches"] = len(batches)
+    res["degree_ssd_rows"] = _ssd_rows(s, ref, batches, "in-degree ownership", res)
+    res["degree_owner"] = s.owner(np.arange(NODES)).tolist()
+
+    # 1. Profiled by the very batches gathered next (fanouts [-1]: the samples are known).
+    rep = s.place(fanouts=[-1], batch_size=64, seed=seed)
+    d = s.stats()["distributed"]
+    _check(d["batches"] == 0, "place starts the counters again", res)
+    res["report"] = rep
+    res["layout"] = dict(glob=d["global_cache_rows"], nxt=d["next_hottest_rows"])
+    res["owner"] = s.owner(np.arange(NODES)).tolist()
+    res["profile_ssd_rows"] = _ssd_rows(s, ref, batches, "profiled ownership", res)
+    rng = np.random.default_rng([seed, rank])
+    ids = rng.integers(0, NODES, size=700 + 200 * rank)
+    _check(_eq(s.gather(ids), ref.gather(ids)), "profiled: random ids", res)
+
+    # 2. Sampled fanouts and more batches than an epoch.
+    s.place(fanouts=[5, 3], batch_size=32, batches=9, seed=seed + 1)
+    res["owner_sampled"] = s.owner(np.arange(NODES)).tolist()
+    _check(_eq(s.gather(ids), ref.gather(ids)), "sampled profile: random ids", res)
+
+    # 3. Each rank's own hotness, summed.
+    mine = np.random.default_rng([seed, 99, rank]).integers(0, 1000, size=NODES)
+    rep = s.place(mine)
+    res["hotness_source"] = rep["source"]
+    res["owner_hotness"] = s.owner(np.arange(NODES)).tolist()
+    _check(_eq(s.gather(ids), ref.gather(ids)), "summed hotness: random ids", res)
+
+    # 4. A bad argument on every rank: the same error everywhere, and the store still works.
+    for kwargs in (dict(fanouts=[5], batch_size=0), dict(fanouts=[5]), dict(fanouts=[5], batch_size=8, policy="degree")):
+        try:
+            s.place(**kwargs)
+            res.setdefault("bad", []).append("no error")
+        except (ValueError, NotImplementedError) as e:
+            res.setdefault("bad", []).append(f"{type(e).__name__}: {e}")
+    _check(_eq(s.gather(ids[:50]), ref.gather(ids[:50])), "after bad arguments", res)
+    s.close()
+    ref.close()
+
+
+def test_place_sums_every_ranks_profile(dataset, tmp_path):  # noqa: F811
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("place", dataset, tmp_path, seed)
+    for r in (r0, r1):
+        assert not r["failed"], f"seed {seed}: {r['failed']}"
+    glob, nxt = r0["layout"]["glob"], r0["layout"]["nxt"]
+    with tierfs.open(dataset) as ref:
+        train = ref.split("train")
+        shares = [tierfs.split_seeds(train, r, WORLD, 0, seed) for r in range(WORLD)]
+        # 1. fanouts [-1], one epoch
+        summed = sum(ref.profile_reads([-1], 64, seeds=shares[r], seed=seed + r * STRIDE).astype(np.int64) for r in range(WORLD))
+        want = _expected_owner(ref, summed, glob, nxt)
+        assert r0["owner"] == r1["owner"] == want.tolist(), f"seed {seed}"
+        assert r0["report"]["source"] == "profile" and r0["report"]["batches"] == r0["batches"]
+        assert r0["report"]["rows_read"] == int(np.count_nonzero(summed))
+        # 2. sampled fanouts, 9 batches of 32 (seed + 1: the split's shuffle and the sampling)
+        shares = [tierfs.split_seeds(train, r, WORLD, 0, seed + 1) for r in range(WORLD)]
+        summed = sum(ref.profile_reads([5, 3], 32, batches=9, seeds=shares[r], seed=seed + 1 + r * STRIDE).astype(np.int64)
+                     for r in range(WORLD))
+        assert r0["owner_sampled"] == r1["owner_sampled"] == _expected_owner(ref, summed, glob, nxt).tolist(), f"seed {seed}"
+        # 3. each rank's hotness, summed
+        summed = sum(np.random.default_rng([seed, 99, r]).integers(0, 1000, size=NODES) for r in range(WORLD))
+        assert r0["hotness_source"] == "hotness"
+        assert r0["owner_hotness"] == r1["owner_hotness"] == _expected_owner(ref, summed, glob, nxt).tolist(), f"seed {seed}"
+    # The rows cached (global cache and next) are the top of the summed counts of exactly the
+    # batches gathered, so the ranks together read at most as many rows from SSD as with
+    # in-degree ownership (the top-k of the summed counts leaves the fewest reads outside it).
+    profiled = r0["profile_ssd_rows"] + r1["profile_ssd_rows"]
+    degree = r0["degree_ssd_rows"] + r1["degree_ssd_rows"]
+    print(f"SSD rows per batch (both ranks): in-degree {degree / (2 * r0['batches']):.1f}, profiled {profiled / (2 * r0['batches']):.1f}")
+    assert profiled <= degree, (profiled, degree)
+    # Bad arguments: the same clear error on both ranks, naming the argument.
+    assert r0["bad"] == r1["bad"]
+    assert r0["bad"][0].startswith("InvalidArgumentError") and "batch_size = 0" in r0["bad"][0]
+    assert r0["bad"][1].startswith("InvalidArgumentError") and "batch_size" in r0["bad"][1]
+    assert r0["bad"][2].startswith("NotSupportedError") and "policy" in r0["bad"][2]
+
+
+def test_place_on_one_rank(dataset):  # noqa: F811
+    """One rank (no process group): the ranking of its own profile, the plain store's rows."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    with tierfs.open(dataset) as ref, tierfs.open(dataset, host_cache=HOST_CACHE, cache_mode="shared") as s:
+        rep = s.place(fanouts=[4, 2], batch_size=50, batches=5, seed=seed)
+        counts = ref.profile_reads([4, 2], 50, batches=5, seeds=tierfs.split_seeds(ref.split("train"), 0, 1, 0, seed), seed=seed)
+        d = s.stats()["distributed"]
+        assert d["global_cache_rows"] == rep["global_cache_rows"] > 0
+        want = ref.hottest(d["global_cache_rows"] + d["next_hottest_rows"], counts)
+        rest = np.setdiff1d(np.arange(NODES), want)
+        # the rows of the ranking are in memory, every other row on SSD
+        for ids, ssd in ((want, 0), (rest, rest.size)):
+            before = s.stats()["distributed"]["ssd_rows"]
+            assert np.array_equal(s.gather(ids), ref.gather(ids))
+            assert s.stats()["distributed"]["ssd_rows"] - before == ssd, f"seed {seed}"
+        ids = np.random.default_rng(seed).integers(0, NODES, 500)
+        assert np.array_equal(s.gather(ids), ref.gather(ids))
+        assert rep["source"] == "profile" and rep["batches"] == 5 and rep["seconds"] >= rep["fill_s"] >= 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(fanouts=[], batch_size=8), ValueError, ["fanouts", "empty"]),
+        (dict(fanouts=[5], batch_size=-1), ValueError, ["batch_size = -1"]),
+        (dict(fanouts=[5], batch_size=8, batches=0), ValueError, ["batches = 0"]),
+        (dict(batch_size=8), ValueError, ["fanouts", "batch_size"]),
+        (dict(fanouts=[5], batch_size=8, seeds=[]), ValueError, ["seeds", "empty"]),
+        (dict(fanouts=[5], batch_size=8, seeds=[3, NODES]), IndexError, ["seeds[1]", str(NODES)]),
+        (dict(fanouts=[5], batch_size=8, seed="x"), ValueError, ["seed = 'x'"]),
+        (dict(hotness=np.ones(NODES), fanouts=[5], batch_size=8), ValueError, ["hotness", "fanouts"]),
+        (dict(fanouts=[5], batch_size=8, epochs=2), NotImplementedError, ["epochs"]),
+        (dict(fanouts=[5], batch_size=8, host_bytes=1 << 20, recompute=True), NotImplementedError, ["host_bytes", "recompute"]),
+        (dict(hotness=np.ones(NODES - 1)), ValueError, ["hotness", str(NODES)]),
+    ],
+)
+def test_place_bad_arguments(dataset, kwargs, error, words):  # noqa: F811
+    with tierfs.open(dataset) as ref, tierfs.open(dataset, host_cache=HOST_CACHE, cache_mode="shared") as s:
+        before = s.owner(np.arange(NODES))
+        with pytest.raises(error) as e:
+            s.place(**kwargs)
+        for w in words:
+            assert w in str(e.value), str(e.value)
+        assert np.array_equal(s.owner(np.arange(NODES)), before)  # nothing changed
+        ids = np.arange(0, NODES, 11)
+        assert np.array_equal(s.gather(ids), ref.gather(ids))
+
+
+def test_stats_say_how_peer_rows_travel(dataset, tmp_path):  # noqa: F811
+    r0, r1 = _spawn("paths", dataset, tmp_path, 0)
+    for r in (r0, r1):
+        assert not r.get("failed"), r["failed"]
+        want = "host memory (gloo)" if BACKEND != "nccl" else None
+        if want is not None:
+            assert r["peer_path"] == want and r["peer_paths"] == {str(1 - r["rank"]): want}
+        path = r["peer_path"]
+        assert set(r["by_path"]) == {path}
+        assert r["by_path"][path]["peer_bytes_received"] == r["per_batch_received"] > 0
+        assert r["by_path"][path]["peer_bytes_sent"] == r["per_batch_sent"] > 0
+        assert r["exchange_ms"] > 0
+    assert r0["replicated_path"] == r1["replicated_path"] == "none (no peer exchange)"
+
+
+def _paths(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="shared", timeout=timeout)
+    for b in range(4):
+        s.gather(np.arange(b * 300, b * 300 + 500))
+    d = s.stats()["distributed"]
+    res.update(rank=rank, peer_path=d["peer_path"], peer_paths=d["peer_paths"], by_path=d["per_batch"]["by_path"],
+               per_batch_received=d["per_batch"]["peer_bytes_received"], per_batch_sent=d["per_batch"]["peer_bytes_sent"],
+               exchange_ms=d["per_batch"]["exchange_ms"])
+    s.close()
+    r = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="replicated", timeout=timeout)
+    res["replicated_path"] = r.stats()["distributed"]["peer_path"]
+    r.close()
+
+
+def _place_per_host(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    ref = tierfs.open(path)
+    s = tierfs.open(path, host_cache=2 * HOST_CACHE, cache_mode="shared", host_tier="per_host", timeout=timeout)
+    batches = _batches(ref, ref.split("train"), rank, seed, 64)
+    res["degree_ssd_rows"] = _ssd_rows(s, ref, batches, "per_host, in-degree", res)
+    s.place(fanouts=[-1], batch_size=64, seed=seed)
+    res["profile_ssd_rows"] = _ssd_rows(s, ref, batches, "per_host, profiled", res)
+    res["host_tier"] = s.stats()["distributed"]["host_tier"]
+    s.close()
+    ref.close()
+
+
+def test_place_refills_a_per_host_tier(dataset, tmp_path):  # noqa: F811
+    """host_tier="per_host": place fills the host's shared tier again (a new file, mapped by the
+    other rank) from the summed profile; the rows stay the plain store's."""
+    if BACKEND == "nccl":
+        pytest.skip("per_host without gpu_cache is the CPU layout")
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("place_per_host", dataset, tmp_path, seed)
+    for r in (r0, r1):
+        assert not r.get("failed"), f"seed {seed}: {r['failed']}"
+        assert r["host_tier"]["ranks_sharing"] == WORLD and r["host_tier"]["rows"] > 0
+    assert r0["host_tier"]["rows_held"] > 0 and r1["host_tier"]["rows_held"] == 0  # one tier, held once
+    # The shared tier holds the top of the summed counts of exactly these batches: no more SSD reads.
+    assert r0["profile_ssd_rows"] + r1["profile_ssd_rows"] <= r0["degree_ssd_rows"] + r1["degree_ssd_rows"]
