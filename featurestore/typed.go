@@ -353,9 +353,9 @@ type PlaceTypeReport struct {
 	HostBytes    int64 `json:"host_bytes"`        // the type's share of the host budget
 }
 
-// ProfileReadsTyped samples batches batches of batchSize seeds of seedType — consecutive slices
-// of seeds in a fresh permutation per pass, as a shuffling loader visits them (the first pass in
-// the order given) — with the heterogeneous sampler of opt (nodes only), and returns per node type
+// ProfileReadsTyped samples batches batches of batchSize seeds of seedType — consecutive full
+// slices of seeds in a fresh permutation per pass, as a shuffling loader with drop_last visits
+// them — with the heterogeneous sampler of opt (nodes only), and returns per node type
 // (the session's order) how many batches reached each row; nil for a type without a tier stack.
 // It places nothing (PlaceProfiled does; tierfs.distributed sums every rank's counts). Memory: 4
 // bytes a node of every type with a stack.

@@ -292,8 +292,8 @@ def test_single_rank_hetero_and_hotness_errors(hetero):
             s.owner([0], node_type="venue")
         with pytest.raises(NotImplementedError, match="ownership"):
             s.place_ids([0], node_type="author")
-        # place: hotness per type (summed over the ranks); a profile needs one node type
-        with pytest.raises(NotImplementedError, match="several node or edge types"):
+        # place: hotness per type (summed over the ranks); a profile takes fanouts per edge type
+        with pytest.raises(ValueError, match="several node or edge types takes"):
             s.place(fanouts=[3], batch_size=8)
         assert s.place({"author": np.arange(TYPES["author"][0])})["source"] == "hotness"
         for t in FEATURED:

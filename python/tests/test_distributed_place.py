@@ -235,3 +235,82 @@ def test_place_refills_a_per_host_tier(dataset, tmp_path):  # noqa: F811
     assert r0["host_tier"]["rows_held"] > 0 and r1["host_tier"]["rows_held"] == 0  # one tier, held once
     # The shared tier holds the top of the summed counts of exactly these batches: no more SSD reads.
     assert r0["profile_ssd_rows"] + r1["profile_ssd_rows"] <= r0["degree_ssd_rows"] + r1["degree_ssd_rows"]
+
+
+# A graph of several node types ---------------------------------------------------------------
+
+from test_distributed_hetero import ETYPES, FEATURED, TYPES  # noqa: E402
+from test_distributed_hetero import GPU_CACHE as HETERO_GPU_CACHE  # noqa: E402
+from test_distributed_hetero import HOST_CACHE as HETERO_HOST_CACHE  # noqa: E402
+from test_distributed_hetero import hetero  # noqa: E402,F401  (the module's fixture)
+
+EVERY_NEIGHBOR = {e: [-1] for e in ETYPES}
+
+
+def _hetero_batches(ref, rank: int, seed: int, batch_size: int) -> list:
+    share = tierfs.split_seeds(ref.split("train", node_type="paper"), rank, WORLD, 0, seed)
+    sampler = ref.sampler(EVERY_NEIGHBOR)
+    return [sampler.sample(share[lo : lo + batch_size], "paper").node for lo in range(0, share.shape[0], batch_size)]
+
+
+def test_profile_reads_of_several_types(hetero):  # noqa: F811
+    """Store.profile_reads with fanouts per edge type counts, per type, the batches whose
+    every-neighbor sample (HeteroSampler.sample, another code path) reaches each row. Its batches
+    are slices of a fresh permutation, so each batch here holds every seed (a known node set)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    with tierfs.open(hetero) as ref:
+        seeds = np.random.default_rng(seed).permutation(ref.split("train", node_type="paper"))[:60]
+        node = ref.sampler(EVERY_NEIGHBOR).sample(seeds, "paper").node
+        for batches in (None, 3):
+            got = ref.profile_reads(EVERY_NEIGHBOR, seeds.shape[0], batches=batches, seeds=seeds, seed=seed, node_type="paper")
+            assert set(got) == set(FEATURED)
+            for t in FEATURED:
+                want = np.zeros(TYPES[t][0], dtype=np.int64)
+                if t in node:
+                    want[np.unique(node[t])] = batches or 1
+                assert got[t].dtype == np.uint32 and np.array_equal(got[t].astype(np.int64), want), (t, batches, seed)
+        # one pass of full batches: 60 seeds in batches of 25 are 2 batches, each reads its 25 seeds
+        got = ref.profile_reads(EVERY_NEIGHBOR, 25, seeds=seeds, seed=seed, node_type="paper")
+        assert int(got["paper"][seeds].sum()) >= 50 and int(got["paper"][seeds].max()) <= 2
+        with pytest.raises(KeyError, match="nosuch"):
+            ref.profile_reads(EVERY_NEIGHBOR, 40, seeds=seeds, node_type="nosuch")
+
+
+def _hetero_place(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    ref = tierfs.open(path)
+    s = tierfs.open(path, gpu_cache=HETERO_GPU_CACHE, host_cache=HETERO_HOST_CACHE, cache_mode="shared", timeout=timeout)
+    rep = s.place(fanouts=EVERY_NEIGHBOR, batch_size=32, seed=seed, node_type="paper")
+    res["report"] = rep
+    d = s.stats()["distributed"]["node_types"]
+    res["layout"] = {t: dict(glob=d[t]["global_cache_rows"], nxt=d[t]["next_hottest_rows"]) for t in FEATURED}
+    res["owner"] = {t: s.owner(np.arange(TYPES[t][0]), node_type=t).tolist() for t in FEATURED}
+    for b, node in enumerate(_hetero_batches(ref, rank, seed, 32)):
+        for t in FEATURED:  # every rank gathers every type, in the same order
+            ids = node.get(t, np.empty(0, dtype=np.int64))
+            _check(_eq(s.gather(ids, node_type=t), ref.gather(ids, node_type=t)), f"batch {b} type {t}", res)
+    s.close()
+    ref.close()
+
+
+def test_place_of_several_types_sums_every_ranks_profile(hetero, tmp_path):  # noqa: F811
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("hetero_place", hetero, tmp_path, seed)
+    for r in (r0, r1):
+        assert not r.get("failed"), f"seed {seed}: {r['failed']}"
+    assert r0["report"]["source"] == "profile" and r0["report"]["batches"] == r0["report"]["seeds"] // 32 > 0
+    with tierfs.open(hetero) as ref:
+        train = ref.split("train", node_type="paper")
+        summed = {t: np.zeros(TYPES[t][0], dtype=np.int64) for t in FEATURED}
+        for r in range(WORLD):
+            got = ref.profile_reads(EVERY_NEIGHBOR, 32, seeds=tierfs.split_seeds(train, r, WORLD, 0, seed), seed=seed + r * STRIDE,
+                                    node_type="paper")
+            for t in FEATURED:
+                summed[t] += got[t]
+        for t in FEATURED:
+            glob, nxt = r0["layout"][t]["glob"], r0["layout"][t]["nxt"]
+            ranking = ref.hottest(glob + nxt, np.clip(summed[t], 0, np.iinfo(np.uint32).max).astype(np.uint32), node_type=t)
+            want = np.full(TYPES[t][0], -1, dtype=np.int64)
+            want[ranking[:glob]] = np.arange(glob) % WORLD
+            assert r0["owner"][t] == r1["owner"][t] == want.tolist(), (t, seed)

@@ -55,7 +55,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -777,13 +777,14 @@ class DistributedStore(Store):
         self,
         hotness: Any = None,
         *,
-        fanouts: Optional[Sequence[int]] = None,
+        fanouts: Any = None,
         batch_size: Optional[int] = None,
         batches: Optional[int] = None,
         seeds: Optional[IdsLike] = None,
         seed: int = 0,
         drop_last: bool = False,
         replace: bool = False,
+        node_type: Optional[str] = None,
         **unsupported: Any,
     ) -> Dict[str, Any]:
         """Places the ranks' tiers again, from counts summed over the ranks: a collective (every
@@ -799,11 +800,15 @@ class DistributedStore(Store):
           (:meth:`Store.profile_reads`, sampling with ``seed + rank * 2**32`` as the rank's
           sampler does); one all-reduce sums the counts (one int32 per node, int64 where the
           sum could pass 2**31).
+          A graph of several types takes ``fanouts={edge type: [per hop]}`` and the seeds'
+          ``node_type`` (None: the store's; default seeds its train split), counts every node
+          type with features and sums them all in the one all-reduce; each type's ownership comes
+          from its summed counts.
         * ``hotness`` (one count per node; ``{node type: counts}`` for several types): each
           rank's counts are summed the same way (identical counts on every rank rank as one).
         * neither: the store's own ranking (the applied placement, else in-degree), as at open.
 
-        A profiled placement needs a graph of one node type (several: give ``hotness``). Returns
+        Returns
         ``{"source", "seconds", "profile_s", "reduce_s", "fill_s", "batches", "seeds",
         "rows_read", "global_cache_rows", "owned_rows"}`` (``batches``/``seeds``: this rank's
         profile; ``rows_read``: rows the summed profile read at least once).
@@ -812,7 +817,7 @@ class DistributedStore(Store):
             ValueError (tierfs.InvalidArgumentError): a bad fanouts, batch_size, batches or seeds
                 (the message names it), hotness together with fanouts.
             tierfs.NotSupportedError: Store.place options a distributed store does not take
-                (policy, epochs, budgets, ...), or a profile of several node types.
+                (policy, epochs, budgets, ...).
             tierfs.PeerError: a rank failed or died meanwhile (naming it).
         """
         t0 = time.perf_counter()
@@ -820,7 +825,7 @@ class DistributedStore(Store):
             raise errors.NotSupportedError(
                 f"DistributedStore.place: {', '.join(sorted(unsupported))} {'is' if len(unsupported) == 1 else 'are'} not supported on a "
                 "distributed store (it ranks rows by summed counts and fills the caches it was opened with; it takes hotness, "
-                "or fanouts, batch_size, batches, seeds, seed, drop_last, replace)"
+                "or fanouts, batch_size, batches, seeds, seed, drop_last, replace, node_type)"
             )
         names = self._feature_types()
         profile = fanouts is not None or batch_size is not None or batches is not None or seeds is not None
@@ -829,17 +834,19 @@ class DistributedStore(Store):
         if profile:
             if hotness is not None:
                 raise errors.InvalidArgumentError("DistributedStore.place: give hotness or fanouts (a profiled placement), not both")
-            share, fo, bs, nb = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last)
+            share, fo, bs, nb, nt = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last, node_type)
             failure: Optional[BaseException] = None
-            counts = {names[0]: np.zeros(self.num_nodes_of(names[0]), dtype=np.uint32)}
+            counts = {t: np.zeros(self.num_nodes_of(t), dtype=np.uint32) for t in names}  # a rank without seeds adds 0
             if share.shape[0]:
                 try:
-                    counts[names[0]] = Store.profile_reads(self, fo, bs, nb, share, seed=int(seed) + self._rank * _RANK_SEED_STRIDE,
-                                                           replace=replace)
+                    got = Store.profile_reads(self, fo, bs, nb, share, seed=int(seed) + self._rank * _RANK_SEED_STRIDE,
+                                              replace=replace, node_type=nt if self.is_hetero else None)
+                    counts = {t: got[t] for t in names} if isinstance(got, dict) else {names[0]: got}
                 except Exception as e:
                     failure = e
             self._agree(failure, "profile its share of the seeds", "DistributedStore.place")
-            per_epoch = -(-share.shape[0] // bs) if share.shape[0] else 0
+            # batches of one pass: the last partial batch too (one type), full batches only (several types)
+            per_epoch = (max(1, share.shape[0] // bs) if self.is_hetero else -(-share.shape[0] // bs)) if share.shape[0] else 0
             report.update(source="profile", batches=int(nb if nb is not None else per_epoch) if share.shape[0] else 0,
                           seeds=int(share.shape[0]))
             bound = self._world * int(nb if nb is not None else max(per_epoch, 1))  # a row is read at most once a batch
@@ -851,12 +858,12 @@ class DistributedStore(Store):
                     f"DistributedStore.place: rank {self._rank} gives hotness for node types {sorted(by_type)}, the ranks "
                     f"{given}: every rank must give the same types"
                 )
-            counts = {t: self._hotness_array(h, self.num_nodes_of(t), t if self.is_hetero else None) for t, h in by_type.items()}
+            counts = {t: self._hotness_array(by_type[t], self.num_nodes_of(t), t if self.is_hetero else None) for t in names if t in by_type}
             report["source"] = "hotness"
             bound = self._world * int(np.iinfo(np.uint32).max)
         report["profile_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        summed = {t: self._sum_over_ranks(c, bound) for t, c in counts.items()}
+        summed = self._sum_over_ranks(counts, bound) if counts else {}
         report["reduce_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         with self._xlock:
@@ -870,21 +877,20 @@ class DistributedStore(Store):
         report["owned_rows"] = sum(o.owned_rows for o in self._own.values())
         return report
 
-    def _profile_args(self, fanouts: Any, batch_size: Any, batches: Any, seeds: Any, seed: Any, drop_last: bool):
-        """(this rank's share of the seeds, fanouts, batch_size, batches) of a profiled place,
-        checked alike on every rank before any collective (errors name the argument)."""
-        if self.is_hetero:
-            raise errors.NotSupportedError(
-                f"DistributedStore.place(fanouts=...): {self.path} has several node or edge types; a profiled placement of a "
-                "distributed store needs a graph of one type (give hotness={node type: counts} instead)"
-            )
+    def _profile_args(self, fanouts: Any, batch_size: Any, batches: Any, seeds: Any, seed: Any, drop_last: bool, node_type: Optional[str]):
+        """(this rank's share of the seeds, fanouts, batch_size, batches, the seeds' node type) of
+        a profiled place, checked alike on every rank before any collective (errors name the
+        argument)."""
         if fanouts is None or batch_size is None:
             raise errors.InvalidArgumentError(
                 f"DistributedStore.place: a profiled placement needs both fanouts and batch_size (got fanouts={fanouts!r}, batch_size={batch_size!r})"
             )
-        if isinstance(fanouts, dict):
-            raise errors.NotSupportedError("DistributedStore.place: fanouts per edge type (a graph of several types) is not supported; give hotness")
-        fo = _fanouts(fanouts)
+        if self.is_hetero != isinstance(fanouts, dict):
+            raise errors.InvalidArgumentError(
+                f"DistributedStore.place: fanouts={fanouts!r}: " + ("a graph of several node or edge types takes {edge type: [per hop]}"
+                                                                   if self.is_hetero else "a graph of one type takes one fanout per hop")
+            )
+        fo = fanouts if isinstance(fanouts, dict) else _fanouts(fanouts)
         if not fo:
             raise errors.InvalidArgumentError("DistributedStore.place: fanouts is empty; give one fanout per hop")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -893,25 +899,32 @@ class DistributedStore(Store):
             raise errors.InvalidArgumentError(f"DistributedStore.place: batches = {batches!r}; want a positive int (None: one epoch of the rank's seeds)")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise errors.InvalidArgumentError(f"DistributedStore.place: seed = {seed!r}; want an int (the loader's seed)")
+        nt = self.node_type if node_type is None else node_type
+        rows = self.num_nodes_of(nt)  # raises naming a node type the dataset lacks
         if seeds is None:
-            seeds = self.split("train") if "train" in self.split_names else np.arange(self.num_nodes, dtype=np.int64)
+            if self.is_hetero:
+                seeds = self.split("train", node_type=nt)
+            else:
+                seeds = self.split("train") if "train" in self.split_names else np.arange(rows, dtype=np.int64)
         arr = _ids(seeds, "seeds").array
         if arr.shape[0] == 0:
             raise errors.InvalidArgumentError("DistributedStore.place: seeds is empty: no batches to profile")
-        if int(arr.min()) < 0 or int(arr.max()) >= self.num_nodes:
-            i = int(np.argmax((arr < 0) | (arr >= self.num_nodes)))
-            raise errors.OutOfRangeError(f"DistributedStore.place: seeds[{i}] = {int(arr[i])} is out of range [0, {self.num_nodes})")
+        if int(arr.min()) < 0 or int(arr.max()) >= rows:
+            i = int(np.argmax((arr < 0) | (arr >= rows)))
+            of = f" of node type {nt!r}" if self.is_hetero else ""
+            raise errors.OutOfRangeError(f"DistributedStore.place: seeds[{i}] = {int(arr[i])} is out of range [0, {rows}){of}")
         share = split_seeds(arr, self._rank, self._world, 0, int(seed), True, bool(drop_last))
-        return share, fo, int(batch_size), None if batches is None else int(batches)
+        return share, fo, int(batch_size), None if batches is None else int(batches), nt
 
-    def _sum_over_ranks(self, counts: np.ndarray, bound: int) -> np.ndarray:
-        """counts (uint32, one per node) summed over the ranks with one all-reduce, as int32 when
-        the sum cannot pass ``bound`` < 2**31, else int64 (on the exchange device)."""
-        if self._group is None:
+    def _sum_over_ranks(self, counts: Dict[str, np.ndarray], bound: int) -> Dict[str, np.ndarray]:
+        """Every node type's counts (uint32, one per node) summed over the ranks with one
+        all-reduce of them all, as int32 when the sum cannot pass ``bound`` < 2**31, else int64
+        (on the exchange device). Every rank gives the same types, in the same order."""
+        if self._group is None or not counts:
             return counts
         torch, dist = _torch(), _dist()
-        dtype = torch.int32 if bound < (1 << 31) else torch.int64
-        t = torch.from_numpy(counts.astype(np.int32 if dtype == torch.int32 else np.int64)).to(self._xdevice)
+        dtype = np.int32 if bound < (1 << 31) else np.int64
+        t = torch.from_numpy(np.concatenate([c.astype(dtype) for c in counts.values()])).to(self._xdevice)
         try:
             dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self._group, async_op=True).wait(datetime.timedelta(seconds=self._timeout))
         except Exception as e:
@@ -919,7 +932,12 @@ class DistributedStore(Store):
                 f"DistributedStore.place: rank {self._rank}: summing the counts over the ranks failed: a peer died or did not call "
                 f"place within the process group timeout ({self._timeout:.0f} s): {type(e).__name__}: {e}"
             ) from e
-        return t.cpu().numpy()
+        flat = t.cpu().numpy()
+        out, at = {}, 0
+        for k, c in counts.items():
+            out[k] = flat[at : at + c.shape[0]]
+            at += c.shape[0]
+        return out
 
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         raise errors.NotSupportedError(
