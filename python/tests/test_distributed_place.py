@@ -6,6 +6,7 @@ its split_seeds share, summed); rows against the plain store's gather. The seed 
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytest
@@ -87,6 +88,14 @@ def _place(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
             res.setdefault("bad", []).append("no error")
         except (ValueError, NotImplementedError) as e:
             res.setdefault("bad", []).append(f"{type(e).__name__}: {e}")
+    # A bad argument on rank 1 only: its own error there, PeerError naming it on rank 0, at once.
+    t0 = time.perf_counter()
+    try:
+        s.place(fanouts=[5], batch_size=8, seeds=[1, 2, NODES - 1 + rank])  # in range on rank 0 only
+        res["one_bad"] = "no error"
+    except (IndexError, tierfs.PeerError) as e:
+        res["one_bad"] = f"{type(e).__name__}: {e}"
+    res["one_bad_s"] = time.perf_counter() - t0
     _check(_eq(s.gather(ids[:50]), ref.gather(ids[:50])), "after bad arguments", res)
     s.close()
     ref.close()
@@ -129,6 +138,9 @@ def test_place_sums_every_ranks_profile(dataset, tmp_path):  # noqa: F811
     assert r0["bad"][0].startswith("InvalidArgumentError") and "batch_size = 0" in r0["bad"][0]
     assert r0["bad"][1].startswith("InvalidArgumentError") and "batch_size" in r0["bad"][1]
     assert r0["bad"][2].startswith("NotSupportedError") and "policy" in r0["bad"][2]
+    assert r1["one_bad"].startswith("OutOfRangeError") and f"= {NODES}" in r1["one_bad"], r1["one_bad"]
+    assert r0["one_bad"].startswith("PeerError") and "rank 1" in r0["one_bad"] and "seeds[2]" in r0["one_bad"], r0["one_bad"]
+    assert r0["one_bad_s"] < 10 and r1["one_bad_s"] < 10
 
 
 def test_place_on_one_rank(dataset):  # noqa: F811

@@ -821,21 +821,34 @@ class DistributedStore(Store):
             tierfs.PeerError: a rank failed or died meanwhile (naming it).
         """
         t0 = time.perf_counter()
-        if unsupported:
-            raise errors.NotSupportedError(
-                f"DistributedStore.place: {', '.join(sorted(unsupported))} {'is' if len(unsupported) == 1 else 'are'} not supported on a "
-                "distributed store (it ranks rows by summed counts and fills the caches it was opened with; it takes hotness, "
-                "or fanouts, batch_size, batches, seeds, seed, drop_last, replace, node_type)"
-            )
+        if self._failed is not None:
+            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
         names = self._feature_types()
         profile = fanouts is not None or batch_size is not None or batches is not None or seeds is not None
         counts: Dict[str, np.ndarray] = {}
         report: Dict[str, Any] = dict(source="store", batches=0, seeds=0, profile_s=0.0, reduce_s=0.0)
-        if profile:
-            if hotness is not None:
+        bound = 0  # the most a summed count can be
+        # The arguments, checked on every rank before the counts move: a rank whose arguments are
+        # bad raises its error, the others PeerError naming it (none waits for the timeout).
+        failure: Optional[BaseException] = None
+        try:
+            if unsupported:
+                raise errors.NotSupportedError(
+                    f"DistributedStore.place: {', '.join(sorted(unsupported))} {'is' if len(unsupported) == 1 else 'are'} not supported "
+                    "on a distributed store (it ranks rows by summed counts and fills the caches it was opened with; it takes "
+                    "hotness, or fanouts, batch_size, batches, seeds, seed, drop_last, replace, node_type)"
+                )
+            if profile and hotness is not None:
                 raise errors.InvalidArgumentError("DistributedStore.place: give hotness or fanouts (a profiled placement), not both")
-            share, fo, bs, nb, nt = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last, node_type)
-            failure: Optional[BaseException] = None
+            if profile:
+                share, fo, bs, nb, nt = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last, node_type)
+            elif hotness is not None:
+                by_type = self._hotness_by_type(hotness, names)
+                counts = {t: self._hotness_array(by_type[t], self.num_nodes_of(t), t if self.is_hetero else None) for t in names if t in by_type}
+        except Exception as e:
+            failure = e
+        self._agree(failure, "use its place arguments", "DistributedStore.place")
+        if profile:
             counts = {t: np.zeros(self.num_nodes_of(t), dtype=np.uint32) for t in names}  # a rank without seeds adds 0
             if share.shape[0]:
                 try:
@@ -851,14 +864,12 @@ class DistributedStore(Store):
                           seeds=int(share.shape[0]))
             bound = self._world * int(nb if nb is not None else max(per_epoch, 1))  # a row is read at most once a batch
         elif hotness is not None:
-            by_type = self._hotness_by_type(hotness, names)
-            given = self._all_gather_object(sorted(by_type), "agree on the node types hotness ranks", "DistributedStore.place")
+            given = self._all_gather_object(sorted(counts), "agree on the node types hotness ranks", "DistributedStore.place")
             if any(g != given[0] for g in given):
                 raise errors.InvalidArgumentError(
-                    f"DistributedStore.place: rank {self._rank} gives hotness for node types {sorted(by_type)}, the ranks "
+                    f"DistributedStore.place: rank {self._rank} gives hotness for node types {sorted(counts)}, the ranks "
                     f"{given}: every rank must give the same types"
                 )
-            counts = {t: self._hotness_array(by_type[t], self.num_nodes_of(t), t if self.is_hetero else None) for t in names if t in by_type}
             report["source"] = "hotness"
             bound = self._world * int(np.iinfo(np.uint32).max)
         report["profile_s"] = time.perf_counter() - t0
