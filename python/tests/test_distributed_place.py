@@ -25,12 +25,33 @@ def _spawn(scenario: str, path: str, out_dir, seed: int) -> list:
     return spawn_ranks(scenario, path, out_dir, seed, timeout=30.0, module=__name__)
 
 
-def _expected_owner(ref, summed: np.ndarray, glob: int, nxt: int) -> np.ndarray:
-    """The owner table a placement by summed counts makes: the glob hottest rows round-robin."""
-    ranking = ref.hottest(glob + nxt, np.clip(summed, 0, np.iinfo(np.uint32).max).astype(np.uint32))
-    owner = np.full(ref.num_nodes, -1, dtype=np.int64)
-    owner[ranking[:glob]] = np.arange(glob) % WORLD
+def _profile_ranking(ref, summed: np.ndarray, k: int, node_type=None) -> list:
+    """The k rows a profiled placement caches, hottest first, computed with Python's sort: the
+    rows read by summed count, ties by the plain store's own ranking (in-degree), then id; then
+    the rows never read, by the store's ranking."""
+    own = ref.hottest(k, None, node_type=node_type).tolist()
+    pos = {v: i for i, v in enumerate(own)}
+    read = sorted((v for v in range(summed.shape[0]) if summed[v] > 0), key=lambda v: (-int(summed[v]), pos.get(v, k), v))[:k]
+    taken = set(read)
+    return read + [v for v in own if v not in taken][: k - len(read)]
+
+
+def _owner_of(ranking, rows: int, glob: int) -> list:
+    """The owner table of a ranking: its glob hottest rows round-robin, -1 elsewhere."""
+    owner = [-1] * rows
+    for j, v in enumerate(ranking[:glob]):
+        owner[v] = j % WORLD
     return owner
+
+
+def _expected_owner(ref, summed: np.ndarray, glob: int, nxt: int, profiled: bool = True) -> list:
+    """The owner table a placement by summed counts makes (profiled: see _profile_ranking;
+    hotness: Store.hottest of the sum)."""
+    if profiled:
+        ranking = _profile_ranking(ref, summed, glob + nxt)
+    else:
+        ranking = ref.hottest(glob + nxt, np.clip(summed, 0, np.iinfo(np.uint32).max).astype(np.uint32)).tolist()
+    return _owner_of(ranking, ref.num_nodes, glob)
 
 
 def _batches(ref, train: np.ndarray, rank: int, seed: int, batch_size: int) -> list:
@@ -114,18 +135,18 @@ def test_place_sums_every_ranks_profile(dataset, tmp_path):  # noqa: F811
         # 1. fanouts [-1], one epoch
         summed = sum(ref.profile_reads([-1], 64, seeds=shares[r], seed=seed + r * STRIDE).astype(np.int64) for r in range(WORLD))
         want = _expected_owner(ref, summed, glob, nxt)
-        assert r0["owner"] == r1["owner"] == want.tolist(), f"seed {seed}"
+        assert r0["owner"] == r1["owner"] == want, f"seed {seed}"
         assert r0["report"]["source"] == "profile" and r0["report"]["batches"] == r0["batches"]
         assert r0["report"]["rows_read"] == int(np.count_nonzero(summed))
         # 2. sampled fanouts, 9 batches of 32 (seed + 1: the split's shuffle and the sampling)
         shares = [tierfs.split_seeds(train, r, WORLD, 0, seed + 1) for r in range(WORLD)]
         summed = sum(ref.profile_reads([5, 3], 32, batches=9, seeds=shares[r], seed=seed + 1 + r * STRIDE).astype(np.int64)
                      for r in range(WORLD))
-        assert r0["owner_sampled"] == r1["owner_sampled"] == _expected_owner(ref, summed, glob, nxt).tolist(), f"seed {seed}"
+        assert r0["owner_sampled"] == r1["owner_sampled"] == _expected_owner(ref, summed, glob, nxt), f"seed {seed}"
         # 3. each rank's hotness, summed
         summed = sum(np.random.default_rng([seed, 99, r]).integers(0, 1000, size=NODES) for r in range(WORLD))
         assert r0["hotness_source"] == "hotness"
-        assert r0["owner_hotness"] == r1["owner_hotness"] == _expected_owner(ref, summed, glob, nxt).tolist(), f"seed {seed}"
+        assert r0["owner_hotness"] == r1["owner_hotness"] == _expected_owner(ref, summed, glob, nxt, profiled=False), f"seed {seed}"
     # The rows cached (global cache and next) are the top of the summed counts of exactly the
     # batches gathered, so the ranks together read at most as many rows from SSD as with
     # in-degree ownership (the top-k of the summed counts leaves the fewest reads outside it).
@@ -143,16 +164,18 @@ def test_place_sums_every_ranks_profile(dataset, tmp_path):  # noqa: F811
     assert r0["one_bad_s"] < 10 and r1["one_bad_s"] < 10
 
 
-def test_place_on_one_rank(dataset):  # noqa: F811
-    """One rank (no process group): the ranking of its own profile, the plain store's rows."""
+@pytest.mark.parametrize("fanouts, batch_size, batches", [([4, 2], 50, 5), ([2], 4, 1)])  # the second reads fewer rows than fit
+def test_place_on_one_rank(dataset, fanouts, batch_size, batches):  # noqa: F811
+    """One rank (no process group): the ranking of its own profile (the rows it never read by
+    in-degree), the plain store's rows."""
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
     with tierfs.open(dataset) as ref, tierfs.open(dataset, host_cache=HOST_CACHE, cache_mode="shared") as s:
-        rep = s.place(fanouts=[4, 2], batch_size=50, batches=5, seed=seed)
-        counts = ref.profile_reads([4, 2], 50, batches=5, seeds=tierfs.split_seeds(ref.split("train"), 0, 1, 0, seed), seed=seed)
+        rep = s.place(fanouts=fanouts, batch_size=batch_size, batches=batches, seed=seed)
+        counts = ref.profile_reads(fanouts, batch_size, batches=batches, seeds=tierfs.split_seeds(ref.split("train"), 0, 1, 0, seed), seed=seed)
         d = s.stats()["distributed"]
         assert d["global_cache_rows"] == rep["global_cache_rows"] > 0
-        want = ref.hottest(d["global_cache_rows"] + d["next_hottest_rows"], counts)
+        want = np.array(_profile_ranking(ref, counts, d["global_cache_rows"] + d["next_hottest_rows"]))
         rest = np.setdiff1d(np.arange(NODES), want)
         # the rows of the ranking are in memory, every other row on SSD
         for ids, ssd in ((want, 0), (rest, rest.size)):
@@ -161,7 +184,8 @@ def test_place_on_one_rank(dataset):  # noqa: F811
             assert s.stats()["distributed"]["ssd_rows"] - before == ssd, f"seed {seed}"
         ids = np.random.default_rng(seed).integers(0, NODES, 500)
         assert np.array_equal(s.gather(ids), ref.gather(ids))
-        assert rep["source"] == "profile" and rep["batches"] == 5 and rep["seconds"] >= rep["fill_s"] >= 0
+        assert rep["source"] == "profile" and rep["batches"] == batches and rep["seconds"] >= rep["fill_s"] >= 0
+        assert rep["rows_read"] == int(np.count_nonzero(counts))
 
 
 @pytest.mark.parametrize(
@@ -322,7 +346,5 @@ def test_place_of_several_types_sums_every_ranks_profile(hetero, tmp_path):  # n
                 summed[t] += got[t]
         for t in FEATURED:
             glob, nxt = r0["layout"][t]["glob"], r0["layout"][t]["nxt"]
-            ranking = ref.hottest(glob + nxt, np.clip(summed[t], 0, np.iinfo(np.uint32).max).astype(np.uint32), node_type=t)
-            want = np.full(TYPES[t][0], -1, dtype=np.int64)
-            want[ranking[:glob]] = np.arange(glob) % WORLD
-            assert r0["owner"][t] == r1["owner"][t] == want.tolist(), (t, seed)
+            want = _owner_of(_profile_ranking(ref, summed[t], glob + nxt, node_type=t), TYPES[t][0], glob)
+            assert r0["owner"][t] == r1["owner"][t] == want, (t, seed)

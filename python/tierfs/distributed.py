@@ -293,11 +293,12 @@ class DistributedStore(Store):
         """The node types with a default feature (each has a tier stack to own)."""
         return [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
 
-    def _own_rows(self, hot: Dict[str, Any]) -> None:
+    def _own_rows(self, hot: Dict[str, Any], profiled: bool = False) -> None:
         """Decides the ownership of every node type with features from its ranking
-        (:meth:`Store.hottest` by ``hot[type]``, else the store's own), checks that every rank
-        ranked alike, and fills this rank's tiers (and, per_host, the host's shared tier) with
-        its rows. Every rank calls it, with the same ``hot``."""
+        (:meth:`Store.hottest` by ``hot[type]``, else the store's own; ``profiled``: by
+        :meth:`_profile_ranking`), checks that every rank ranked alike, and fills this rank's
+        tiers (and, per_host, the host's shared tier) with its rows. Every rank calls it, with
+        the same ``hot``."""
         gpu_bytes, host_bytes = self._budgets
         st = Store.stats(self)
         w = self._world
@@ -321,7 +322,11 @@ class DistributedStore(Store):
             fname, feat = next((name, f) for name, f in info["features"].items() if f["default"])
             n = int(info["count"])
             shared = owned * w if self._exchange else owned
-            ranking = self.hottest(min(n, shared + rest), hot.get(t), node_type=t)
+            k = min(n, shared + rest)
+            if profiled and t in hot:
+                ranking = self._profile_ranking(k, hot[t], t)
+            else:
+                ranking = self.hottest(k, hot.get(t), node_type=t)
             rankings.append(ranking)
             owner = np.full(n, -1, dtype=np.int8 if w < 128 else np.int16)  # owner rank of each row of the global cache, -1: none
             if self._exchange:
@@ -351,6 +356,27 @@ class DistributedStore(Store):
         self._host_ranks, self._host_leader = 1, self._rank
         if self._host_tier == "per_host":
             self._share_host_tiers()
+
+    def _profile_ranking(self, k: int, counts: np.ndarray, node_type: str) -> np.ndarray:
+        """The k rows of ``node_type`` to cache, hottest first, by a profile's counts: the rows
+        it read by count (descending), ties by the store's own ranking (:meth:`Store.hottest`:
+        the applied placement, else in-degree), then by id; then the rows it never read, by the
+        store's own ranking (a profile says nothing about them; ids would rank them by chance).
+        Memory: the store's ranking of k rows and a few int64 per row read."""
+        own = self.hottest(k, None, node_type=node_type)
+        read = np.flatnonzero(counts)
+        by_own = np.argsort(own, kind="stable")
+        sorted_own = own[by_own]
+        at = np.searchsorted(sorted_own, read)
+        found = (at < sorted_own.shape[0]) & (sorted_own[np.minimum(at, max(sorted_own.shape[0] - 1, 0))] == read) if own.size else np.zeros(read.shape[0], dtype=bool)
+        pos = np.full(read.shape[0], own.shape[0], dtype=np.int64)  # not in the store's top k: after those that are
+        pos[found] = by_own[at[found]]
+        order = np.lexsort((read, pos, -counts[read].astype(np.int64)))  # last key first: count, own rank, id
+        ranking = read[order[:k]]
+        if ranking.shape[0] < k:
+            rest = own[~np.isin(own, ranking)]
+            ranking = np.concatenate([ranking, rest[: k - ranking.shape[0]]])
+        return ranking
 
     def _hotness_by_type(self, hotness: Any, names: List[str]) -> Dict[str, Any]:
         """hotness= as {node type: counts}: a dict names its types; one array ranks the only
@@ -799,7 +825,7 @@ class DistributedStore(Store):
           gives it in its first epoch — and counts how often each row is read
           (:meth:`Store.profile_reads`, sampling with ``seed + rank * 2**32`` as the rank's
           sampler does); one all-reduce sums the counts (one int32 per node, int64 where the
-          sum could pass 2**31).
+          sum could pass 2**31); rows are ranked by :meth:`_profile_ranking` of the sum.
           A graph of several types takes ``fanouts={edge type: [per hop]}`` and the seeds'
           ``node_type`` (None: the store's; default seeds its train split), counts every node
           type with features and sums them all in the one all-reduce; each type's ownership comes
@@ -878,7 +904,7 @@ class DistributedStore(Store):
         report["reduce_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         with self._xlock:
-            self._own_rows(summed)
+            self._own_rows(summed, profiled=report["source"] == "profile")
             self._counters = _new_counters()
         report["fill_s"] = time.perf_counter() - t2
         report["seconds"] = time.perf_counter() - t0
