@@ -1113,7 +1113,9 @@ def _gpu_path(mine: Optional[str], theirs: Optional[str]) -> str:
     """How NCCL moves rows between two GPUs of one host, by their PCI addresses: the same GPU;
     peer access or not (torch.cuda.can_device_access_peer, when both are visible here); NVLink
     or PCIe (NVML's P2P status, through pynvml when it is installed); else "link unknown"."""
-    if mine is not None and mine == theirs:
+    if mine is None or theirs is None:  # torch does not say where the GPUs are
+        return "GPU to GPU, link unknown (NCCL)"
+    if mine == theirs:
         return "same GPU (NCCL)"
     torch = _torch()
     index = {}
