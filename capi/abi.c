@@ -179,6 +179,19 @@ tfs_status tfs_place_ids(tfs_store *store, const int64_t *ids, int64_t n) {
   return (tfs_status)tfsgo_place_ids(H(store), (int64_t *)ids, n);
 }
 
+tfs_status tfs_profile_reads(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
+                             uint32_t *counts, int64_t n) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_profile_reads(H(store), (int64_t *)seeds, n_seeds, (char *)request_json, counts, n);
+}
+
+tfs_status tfs_profile_reads_hetero(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
+                                    uint32_t *const *counts, const int64_t *counts_n, int64_t n_types) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_profile_reads_hetero(H(store), (int64_t *)seeds, n_seeds, (char *)request_json, (uint32_t **)counts,
+                                                (int64_t *)counts_n, n_types);
+}
+
 tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_stats_json(H(store), buf, cap, needed);

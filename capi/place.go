@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -88,4 +89,137 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 		rec.mu.Unlock()
 		return r, nil
 	})
+}
+
+// profileRequest is tfs_profile_reads's request.
+type profileRequest struct {
+	Fanouts   []int  `json:"fanouts"`
+	BatchSize int    `json:"batch_size"`
+	Batches   int    `json:"batches"` // 0: one epoch of the seeds
+	Seed      uint64 `json:"seed"`
+	Replace   bool   `json:"replace"`
+}
+
+//export tfsgo_profile_reads
+func tfsgo_profile_reads(store C.uintptr_t, seeds *C.int64_t, nSeeds C.int64_t, request *C.char, counts *C.uint32_t, n C.int64_t) (st C.int) {
+	defer guard("tfs_profile_reads", &st)
+	return finish("tfs_profile_reads", profileReads(uintptr(store), seeds, int64(nSeeds), request, counts, int64(n)), stEINVAL)
+}
+
+func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, counts *C.uint32_t, n int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
+		return err
+	}
+	if nSeeds == 0 {
+		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
+	}
+	if request == nil {
+		return fail(stEINVAL, "request_json is NULL")
+	}
+	if nodes := rec.s.NumNodes(); n != nodes || counts == nil {
+		return fail(stEINVAL, "counts has n = %d entries; the dataset has %d nodes (one count per node, not NULL)", n, nodes)
+	}
+	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
+	dec.DisallowUnknownFields()
+	var req profileRequest
+	if err := dec.Decode(&req); err != nil {
+		return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, batches, seed, replace)", err)
+	}
+	switch {
+	case len(req.Fanouts) == 0:
+		return fail(stEINVAL, "request_json: fanouts are empty; give one fanout per hop")
+	case req.BatchSize <= 0:
+		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", req.BatchSize)
+	case req.Batches < 0:
+		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one epoch of the seeds)", req.Batches)
+	}
+	opt := placement.ProfileOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches, Epochs: 1, Seed: req.Seed, Replace: req.Replace}
+	got, err := rec.s.ProfileReads(ids64(seeds, nSeeds), opt)
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*uint32)(unsafe.Pointer(counts)), n), got)
+	return nil
+}
+
+// profileHeteroRequest is tfs_profile_reads_hetero's request.
+type profileHeteroRequest struct {
+	NodeType  string           `json:"node_type"` // the seeds' type
+	Fanouts   map[string][]int `json:"fanouts"`   // per edge type key, per hop
+	BatchSize int              `json:"batch_size"`
+	Batches   int              `json:"batches"` // 0: one pass of full batches over the seeds
+	Seed      uint64           `json:"seed"`
+	Replace   bool             `json:"replace"`
+}
+
+//export tfsgo_profile_reads_hetero
+func tfsgo_profile_reads_hetero(store C.uintptr_t, seeds *C.int64_t, nSeeds C.int64_t, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes C.int64_t) (st C.int) {
+	defer guard("tfs_profile_reads_hetero", &st)
+	return finish("tfs_profile_reads_hetero", profileReadsHetero(uintptr(store), seeds, int64(nSeeds), request, counts, countsN, int64(nTypes)), stEINVAL)
+}
+
+func profileReadsHetero(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes int64) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
+		return err
+	}
+	if nSeeds == 0 {
+		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
+	}
+	if request == nil {
+		return fail(stEINVAL, "request_json is NULL")
+	}
+	ss := rec.s.Session()
+	types := ss.NodeTypes()
+	if nTypes != int64(len(types)) || counts == nil || countsN == nil {
+		return fail(stEINVAL, "n_types = %d with counts and counts_n one entry per node type: the dataset has %d node types (not NULL)", nTypes, len(types))
+	}
+	bufs := unsafe.Slice(counts, nTypes)
+	lens := unsafe.Slice((*int64)(unsafe.Pointer(countsN)), nTypes)
+	for i, t := range types {
+		if bufs[i] != nil && lens[i] != t.Count {
+			return fail(stEINVAL, "counts_n[%d] = %d; node type %q has %d nodes", i, lens[i], t.Name, t.Count)
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
+	dec.DisallowUnknownFields()
+	var req profileHeteroRequest
+	if err := dec.Decode(&req); err != nil {
+		return fail(stEINVAL, "request_json: %v (keys: node_type, fanouts, batch_size, batches, seed, replace)", err)
+	}
+	switch {
+	case len(req.Fanouts) == 0:
+		return fail(stEINVAL, "request_json: fanouts are empty; give {edge type: [per hop]}")
+	case req.BatchSize <= 0:
+		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", req.BatchSize)
+	case req.Batches < 0:
+		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one pass of full batches over the seeds)", req.Batches)
+	}
+	batches := req.Batches
+	if batches == 0 { // one pass of full batches (one batch of every seed when they are fewer)
+		batches = int(max(1, nSeeds/int64(req.BatchSize)))
+	}
+	got, err := ss.ProfileReadsTyped(req.NodeType, ids64(seeds, nSeeds), featurestore.HeteroSampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed}, req.BatchSize, batches)
+	if err != nil {
+		return err
+	}
+	for i, b := range bufs {
+		if b == nil {
+			continue
+		}
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(b)), lens[i])
+		if got[i] == nil {
+			clear(out)
+		} else {
+			copy(out, got[i])
+		}
+	}
+	return nil
 }

@@ -157,6 +157,25 @@ tfs_status tfs_hottest(tfs_store *store, const uint32_t *hotness, int64_t n, int
  * the host tier the next; ids beyond both are not cached. Ids must be distinct and in range
  * (TFS_ERANGE names the first bad one). */
 tfs_status tfs_place_ids(tfs_store *store, const int64_t *ids, int64_t n);
+/* How often a loader's batches of seeds read each feature row, placing nothing (the profile
+ * tfs_place_json plans from): request_json {"fanouts": [25, 10], "batch_size": 1024} and optional
+ * "batches" (default 0: one epoch of the seeds), "seed" (the sampling seed), "replace" pre-samples
+ * that many batches of seeds[0..n_seeds), the first epoch in the order given, later ones
+ * reshuffled, and writes to counts[0..n) (n == num_nodes) how many batches read each node's row
+ * (seeds included). Seeds must be in range (TFS_ERANGE names the first bad one). A graph of one
+ * node type only (TFS_ENOTSUP otherwise). Holds 16 bytes per node while it runs. */
+tfs_status tfs_profile_reads(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
+                             uint32_t *counts, int64_t n);
+/* tfs_profile_reads of a graph of several types: request_json {"node_type" (the seeds'),
+ * "fanouts": {"src:rel:dst": [per hop]}, "batch_size"} and optional "batches" (0: one pass of
+ * full batches, at least one), "seed", "replace" samples batches of seeds[0..n_seeds) of
+ * node_type as tfs_place_hetero_json profiles them (full batches of a fresh permutation per pass,
+ * as a shuffling loader with drop_last) and writes to counts[i][0..counts_n[i]) how many batches
+ * reached each node of node type
+ * i (tfs_types_json's order; zeros for a type without features; counts[i] NULL skips type i).
+ * n_types is the number of node types; counts_n[i] must be type i's node count. */
+tfs_status tfs_profile_reads_hetero(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
+                                    uint32_t *const *counts, const int64_t *counts_n, int64_t n_types);
 
 /* Statistics as JSON. Copies up to cap bytes (NUL-terminated when it fits) and sets *needed to
  * the length plus one. */

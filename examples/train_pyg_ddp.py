@@ -18,6 +18,11 @@ prints per epoch the global seeds/s, per batch (mean over ranks) the rows read f
 bytes of feature rows received from peers, and where rank 0's batches spent their time (the
 loader's sample, gather — of which the peer exchange — and train stages, the stage that bounds
 the loop, and how peer rows travel); ``--json FILE`` writes those figures.
+
+``--place`` places the tiers by a profile first (``store.place(fanouts=..., batch_size=...,
+batches=--place-batches)``, a collective: each rank samples batches of its own seed share, the
+counts are summed over the ranks and ownership is decided from the sum); the time it took is
+printed and in the JSON (``place``).
 """
 
 from __future__ import annotations
@@ -63,6 +68,11 @@ def parse() -> argparse.Namespace:
     p.add_argument("--gpu-topology", choices=["device", "pinned", "none"], default="device",
                    help="where the GPU sampler reads the graph on a GPU (device memory, pinned host memory) or none: sample on the host")
     p.add_argument("--fanouts", default="25,10")
+    p.add_argument("--place", action="store_true",
+                   help="place the tiers by a profile before training: every rank samples --place-batches batches of its own seed "
+                        "share with --fanouts, the counts are summed over the ranks, and ownership comes from the sum (store.place)")
+    p.add_argument("--place-batches", type=int, default=64,
+                   help="batches each rank profiles with --place (default 64: a few epochs of a small share; too few batches rank rows by noise)")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=None,
                    help="seeds per batch per rank (default: 1024; 128 on the default synthetic graph, whose train split is small)")
@@ -112,6 +122,15 @@ def main() -> None:
     store = tierfs.open(args.data, gpu_cache=args.gpu_cache, host_cache=args.host_cache, device=str(device),
                         cache_mode=args.cache_mode, timeout=args.timeout, host_tier=args.host_tier, **gpu)
     fanouts = [int(f) for f in args.fanouts.split(",")]
+    placed = None
+    if args.place:  # a collective: every rank profiles its own share of the loader's seeds (seed=1, drop_last as below)
+        t = time.perf_counter()
+        placed = store.place(fanouts=fanouts, batch_size=args.batch_size, batches=args.place_batches, seed=1, drop_last=True)
+        placed["wall_s"] = time.perf_counter() - t
+        if rank == 0:
+            print(f"placed by a profile of {placed['batches']} batches per rank in {placed['wall_s']:.2f} s (profile "
+                  f"{placed['profile_s']:.2f} s, sum over ranks {placed['reduce_s']:.2f} s, fill {placed['fill_s']:.2f} s); "
+                  f"{placed['rows_read']} rows read")
     loader = tierfs.pyg.NeighborLoader(store, fanouts, input_nodes="train", batch_size=args.batch_size, shuffle=True,
                                        drop_last=True, prefetch=args.prefetch, seed=1)
     classes = max(store.num_classes, 2)
@@ -166,12 +185,21 @@ def main() -> None:
             loss=float(every[:, 5].sum()) / max(float(every[:, 6].sum()), 1.0), fanouts=fanouts, batch_size=args.batch_size,
             hidden=args.hidden,
         )
+        # sample, gather (of which exchange: the peer exchange inside the gather) and train
         figures["rank0_ms_per_batch"] = {k: v.get("mean_ms", 0.0) for k, v in stages.items()}
         figures["rank0_ms_per_batch"]["exchange"] = exch_ms
         steps = after.get("per_batch", {}).get("exchange_steps_ms", {})
         figures["rank0_exchange_steps_ms"] = {k: 1e3 * (after[f"{k}_s"] - before[f"{k}_s"]) / dbatches for k in steps}
         figures["bound"] = ls.get("bound")
         figures["peer_path"] = after.get("peer_path")
+        figures["rank0_peer_bytes_per_batch_by_path"] = {
+            path: dict(received=(after["peer_bytes_received"] - before["peer_bytes_received"]) / dbatches,
+                       sent=(after["peer_bytes_sent"] - before["peer_bytes_sent"]) / dbatches)
+            for path in after["per_batch"]["by_path"]
+        }
+        figures["place"] = None if placed is None else dict(
+            batches_per_rank=placed["batches"], seconds=placed["wall_s"], profile_s=placed["profile_s"], reduce_s=placed["reduce_s"],
+            fill_s=placed["fill_s"], rows_read=placed["rows_read"])
         if rank == 0:
             print(f"epoch {epoch:3d}  loss {figures['loss']:.4f}  {figures['seeds_per_s']:,.0f} seeds/s  "
                   f"ssd rows/batch {figures['ssd_rows_per_batch']:,.0f}  peer bytes/batch {figures['peer_bytes_per_batch']:,.0f}")

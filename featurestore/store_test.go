@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -568,5 +569,40 @@ func TestHottestIDsAndPlaceIDs(t *testing.T) {
 	}
 	if err := s.PlaceIDs([]int64{4, d.count}); !errors.Is(err, ErrIDOutOfRange) {
 		t.Fatalf("PlaceIDs with an id out of range: %v, want ErrIDOutOfRange", err)
+	}
+}
+
+// ProfileReads returns the feature counts of placement.Profile on the store's graph, places
+// nothing, and refuses seeds out of range naming the first.
+func TestProfileReads(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 2000, 8, 1, 6, rng)
+	s, err := Open(d.dir, Options{HostCacheBytes: 100 * (32 + 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seeds := make([]int64, 300)
+	for i := range seeds {
+		seeds[i] = rng.Int64N(d.count)
+	}
+	opt := placement.ProfileOptions{Fanouts: []int{4, 2}, BatchSize: 32, Batches: 20, Epochs: 1, Seed: rng.Uint64()}
+	got, err := s.ProfileReads(seeds, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := placement.Profile(s.Graph(), seeds, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, h.Feature) {
+		t.Fatal("ProfileReads differs from placement.Profile's feature counts")
+	}
+	before := s.Stats()
+	if _, err := s.ProfileReads([]int64{1, d.count}, opt); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), fmt.Sprintf("seeds[1] = %d", d.count)) {
+		t.Fatalf("ProfileReads with seed %d: %v; want ErrIDOutOfRange naming seeds[1]", d.count, err)
+	}
+	if after := s.Stats(); after.Gathers != before.Gathers {
+		t.Fatal("ProfileReads gathered rows")
 	}
 }

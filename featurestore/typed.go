@@ -353,16 +353,13 @@ type PlaceTypeReport struct {
 	HostBytes    int64 `json:"host_bytes"`        // the type's share of the host budget
 }
 
-// PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
-// batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
-// permutation per pass, as a shuffling loader visits them — with the heterogeneous sampler of opt
-// (nodes only), counts per (type, row) the batches that reach it, splits the session's budgets
-// over the types by one ranking of every (type, row) (rankedShares: disk reads saved per byte),
-// resizes each type's tiers to its share, and places each stack by its counts (Store.Place:
-// hottest first, GPU tier then host tier). Memory: 4 bytes a node of every type with a stack
-// while it runs.
-func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) (*PlaceReport, error) {
-	start := time.Now()
+// ProfileReadsTyped samples batches batches of batchSize seeds of seedType — consecutive full
+// slices of seeds in a fresh permutation per pass, as a shuffling loader with drop_last visits
+// them — with the heterogeneous sampler of opt (nodes only), and returns per node type
+// (the session's order) how many batches reached each row; nil for a type without a tier stack.
+// It places nothing (PlaceProfiled does; tierfs.distributed sums every rank's counts). Memory: 4
+// bytes a node of every type with a stack.
+func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) ([][]uint32, error) {
 	if batchSize < 1 || batches < 1 || len(seeds) == 0 {
 		return nil, &OptionError{Option: "batches", Value: fmt.Sprintf("%d batches of %d of %d seeds", batches, batchSize, len(seeds)), Want: "at least one batch of at least one seed"}
 	}
@@ -434,6 +431,23 @@ func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampl
 	case err := <-errs:
 		return nil, err
 	default:
+	}
+	return counts, nil
+}
+
+// PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
+// batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
+// permutation per pass, as a shuffling loader visits them — with the heterogeneous sampler of opt
+// (nodes only), counts per (type, row) the batches that reach it, splits the session's budgets
+// over the types by one ranking of every (type, row) (rankedShares: disk reads saved per byte),
+// resizes each type's tiers to its share, and places each stack by its counts (Store.Place:
+// hottest first, GPU tier then host tier). Memory: 4 bytes a node of every type with a stack
+// while it runs.
+func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) (*PlaceReport, error) {
+	start := time.Now()
+	counts, err := ss.ProfileReadsTyped(seedType, seeds, opt, batchSize, batches)
+	if err != nil {
+		return nil, err
 	}
 	if ss.stacks() > 1 {
 		if err := ss.resizeStacks(ss.rankedShares(counts)); err != nil {

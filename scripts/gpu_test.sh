@@ -77,7 +77,7 @@ fi
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$ngpu" -ge 2 ] && python3 -c "import pytest" 2>/dev/null; then
   if (cd python/tests && TIERFS_TEST_DIST_BACKEND=nccl PYTHONPATH=$root/python:${PYTHONPATH:-} TIERFS_LIB=$root/$build/libtierfs.so \
-    TIERFS_CLI=$root/$build/tierfs python3 -m pytest -q -p no:cacheprovider test_distributed.py test_distributed_hetero.py) >"$out/python-nccl.log" 2>&1; then
+    TIERFS_CLI=$root/$build/tierfs python3 -m pytest -q -p no:cacheprovider test_distributed.py test_distributed_hetero.py test_distributed_place.py) >"$out/python-nccl.log" 2>&1; then
     echo "PASS python nccl ($ngpu GPUs): $(tail -1 "$out/python-nccl.log")"
   else
     echo "FAIL python nccl"; tail -40 "$out/python-nccl.log"; failed+=(python-nccl)

@@ -353,8 +353,10 @@ def test_single_rank_without_process_group(dataset):
         ids = np.random.default_rng(0).integers(0, NODES, 300)
         assert np.array_equal(s.gather(ids), ref.gather(ids))
         assert s.stats()["distributed"]["peer_rows"] == 0
-        with pytest.raises(NotImplementedError, match="placement at open"):
-            s.place()
+        assert s.place()["source"] == "store"  # the store's own ranking again (test_distributed_place.py)
+        assert np.array_equal(s.gather(ids), ref.gather(ids))
+        with pytest.raises(NotImplementedError, match="ownership"):
+            s.place_ids(ids[:5])
     with pytest.raises(ValueError, match="torch.distributed is not initialized"):
         tierfs.open(dataset, rank=0, world_size=2)
     with pytest.raises(ValueError, match="cache_mode 'mirror'"):

@@ -349,8 +349,15 @@ def test_single_rank_hetero_and_hotness_errors(hetero):
             s.gather([0], node_type="venue")
         with pytest.raises(KeyError, match="'venue'.*no features"):
             s.owner([0], node_type="venue")
-        with pytest.raises(NotImplementedError, match="placement at open"):
+        with pytest.raises(NotImplementedError, match="ownership"):
             s.place_ids([0], node_type="author")
+        # place: hotness per type (summed over the ranks); a profile takes fanouts per edge type
+        with pytest.raises(ValueError, match="several node or edge types takes"):
+            s.place(fanouts=[3], batch_size=8)
+        assert s.place({"author": np.arange(TYPES["author"][0])})["source"] == "hotness"
+        for t in FEATURED:
+            ids = r.integers(0, TYPES[t][0], 200)
+            assert _eq(s.gather(ids, node_type=t), ref.gather(ids, node_type=t)), t
     with pytest.raises(ValueError, match="hotness of a dataset of several node types with features"):
         tierfs.open(hetero, host_cache=HOST_CACHE, cache_mode="shared", hotness=np.ones(TYPES["paper"][0]))
     with pytest.raises(KeyError, match="hotness names node type 'venue'"):

@@ -62,15 +62,18 @@ DDP = ROOT / "examples" / "train_pyg_ddp.py"
 
 @pytest.mark.skipif(not DDP.exists(), reason="examples/ is not beside python/")
 def test_example_ddp_two_ranks(tmp_path):
-    """The DDP example under torchrun with two CPU ranks (gloo), shared cache."""
+    """The DDP example under torchrun with two CPU ranks (gloo), shared cache placed by a profile."""
     out = run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", DDP, "--synth", "3000", "--dim", "16",
                "--data", tmp_path / "g", "--gpu-cache", "20KB", "--host-cache", "20KB", "--batch-size", "64", "--epochs", "1",
-               "--hidden", "32", "--json", tmp_path / "fig.json"])
-    assert "2 rank(s), shared cache" in out and "epoch   1" in out
+               "--hidden", "32", "--place", "--place-batches", "4", "--json", tmp_path / "fig.json"])
+    assert "2 rank(s), shared cache" in out and "epoch   1" in out and "placed by a profile of 4 batches per rank" in out
     import json
 
     fig = json.loads((tmp_path / "fig.json").read_text())
     assert fig["world_size"] == 2 and fig["peer_bytes_per_batch"] > 0 and fig["seeds_per_s"] > 0
+    assert fig["place"]["batches_per_rank"] == 4 and fig["place"]["seconds"] > 0
+    assert {"sample", "gather", "exchange", "train"} <= set(fig["rank0_ms_per_batch"])
+    assert fig["rank0_peer_bytes_per_batch_by_path"][fig["peer_path"]]["received"] > 0  # "host memory (gloo)" on CPUs
 
 
 # ---- every example as a new user first runs it: no arguments, from an empty folder, no network;

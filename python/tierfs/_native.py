@@ -194,6 +194,8 @@ _SIGNATURES: list[tuple[str, list]] = [
     ("tfs_place", [c_void_p, c_void_p, c_int64]),
     ("tfs_hottest", [c_void_p, c_void_p, c_int64, c_int64, c_void_p, POINTER(c_int64)]),
     ("tfs_place_ids", [c_void_p, c_void_p, c_int64]),
+    ("tfs_profile_reads", [c_void_p, c_void_p, c_int64, c_char_p, c_void_p, c_int64]),
+    ("tfs_profile_reads_hetero", [c_void_p, c_void_p, c_int64, c_char_p, c_void_p, c_void_p, c_int64]),
     ("tfs_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_advise_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     ("tfs_place_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),

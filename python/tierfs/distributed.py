@@ -6,7 +6,9 @@ the same surface (``gather``, ``labels``, ``split``, ``sampler``, ``stats``) who
 tiers, taken together over the ranks, act as one cache (docs/distributed.md):
 
 * **Ownership.** Every rank ranks the rows the same way (:meth:`Store.hottest`: the applied
-  placement, else in-degree, or the ``hotness`` given) and takes the ``world_size × C`` hottest
+  placement, else in-degree, or the ``hotness`` given; :meth:`DistributedStore.place` ranks
+  again by counts summed over the ranks, e.g. each rank's profile of its own seed share) and
+  takes the ``world_size × C`` hottest
   (``C`` = rows one rank's owner tier holds: the GPU tier, or without a GPU the memory tier the
   store has) as the global cache; row ``j`` of that ranking is owned by rank ``j mod
   world_size``, so each row has exactly one owner and every rank owns an equal share of every
@@ -63,7 +65,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from . import _util, errors
-from ._args import IdsLike, _c_str, _ids
+from ._args import IdsLike, _c_str, _fanouts, _ids
 from ._native import check, lib
 from .epochs import PlannedEpochs
 from .store import _NUMPY_DTYPES, GatherFuture, Store
@@ -207,9 +209,11 @@ class DistributedStore(Store):
     all-reduces on the default group never interleave with it.
 
     Differences from :class:`Store`: :meth:`gather` is a collective in shared mode (every rank
-    calls it the same number of times, in the same order); :meth:`place` and :meth:`place_ids`
-    would break the ownership and raise; :meth:`plan_epochs` plans this rank's share of each
-    epoch without the peer-owned rows (and without ``place_tiers``); it does not pickle.
+    calls it the same number of times, in the same order); :meth:`place` is a collective that
+    ranks rows by counts summed over the ranks (each rank's profile of its own seeds, or its
+    hotness) and decides the ownership again; :meth:`place_ids` would break the ownership and
+    raises; :meth:`plan_epochs` plans this rank's share of each epoch without the peer-owned
+    rows (and without ``place_tiers``); it does not pickle.
     """
 
     def __init__(
@@ -284,12 +288,37 @@ class DistributedStore(Store):
 
     def _setup(self, hotness: Any, gpu_bytes: int, host_bytes: int) -> None:
         torch = _torch()
+        self._budgets = (gpu_bytes, host_bytes)
+        self._exchange = self._cache_mode == "shared" and self._world > 1
+        self._own: Dict[str, _Ownership] = {}
+        self._own_rows(self._hotness_by_type(hotness, self._feature_types()))
+        # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
+        self._xdevice = torch.device("cpu")
+        if self._group is not None and _dist().get_backend(self._group) == "nccl":
+            self._xdevice = torch.device("cuda", torch.cuda.current_device())
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
+        self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
+        self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._xlock = threading.Lock()  # one exchange at a time, in call order
+        self._failed: Optional[str] = None
+        self._seq = 0
+        self._counters = _new_counters()
+        self._peer_paths = self._find_peer_paths() if self._exchange else {}
+
+    def _feature_types(self) -> List[str]:
+        """The node types with a default feature (each has a tier stack to own)."""
+        return [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
+
+    def _own_rows(self, hot: Dict[str, Any], profiled: bool = False) -> None:
+        """Decides the ownership of every node type with features from its ranking
+        (:meth:`Store.hottest` by ``hot[type]``, else the store's own; ``profiled``: by
+        :meth:`_profile_ranking`), checks that every rank ranked alike, and fills this rank's
+        tiers (and, per_host, the host's shared tier) with its rows. Every rank calls it, with
+        the same ``hot``."""
+        gpu_bytes, host_bytes = self._budgets
         st = Store.stats(self)
         w = self._world
-        self._exchange = self._cache_mode == "shared" and w > 1
-        names = [t for t, info in self.types["node_types"].items() if any(f["default"] for f in info["features"].values())]
-        hot = self._hotness_by_type(hotness, names)
-        self._own: Dict[str, _Ownership] = {}
+        names = self._feature_types()
         rankings = []
         for index, t in enumerate(self.types["node_types"]):
             if t not in names:
@@ -309,7 +338,11 @@ class DistributedStore(Store):
             fname, feat = next((name, f) for name, f in info["features"].items() if f["default"])
             n = int(info["count"])
             shared = owned * w if self._exchange else owned
-            ranking = self.hottest(min(n, shared + rest), hot.get(t), node_type=t)
+            k = min(n, shared + rest)
+            if profiled and t in hot:
+                ranking = self._profile_ranking(k, hot[t], t)
+            else:
+                ranking = self.hottest(k, hot.get(t), node_type=t)
             rankings.append(ranking)
             owner = np.full(n, -1, dtype=np.int8 if w < 128 else np.int16)  # owner rank of each row of the global cache, -1: none
             if self._exchange:
@@ -339,17 +372,27 @@ class DistributedStore(Store):
         self._host_ranks, self._host_leader = 1, self._rank
         if self._host_tier == "per_host":
             self._share_host_tiers()
-        # Where exchanged tensors live: NCCL moves CUDA tensors, gloo host ones.
-        self._xdevice = torch.device("cpu")
-        if self._group is not None and _dist().get_backend(self._group) == "nccl":
-            self._xdevice = torch.device("cuda", torch.cuda.current_device())
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
-        self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
-        self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._xlock = threading.Lock()  # one exchange at a time, in call order
-        self._failed: Optional[str] = None
-        self._seq = 0
-        self._counters = _new_counters()
+
+    def _profile_ranking(self, k: int, counts: np.ndarray, node_type: str) -> np.ndarray:
+        """The k rows of ``node_type`` to cache, hottest first, by a profile's counts: the rows
+        it read by count (descending), ties by the store's own ranking (:meth:`Store.hottest`:
+        the applied placement, else in-degree), then by id; then the rows it never read, by the
+        store's own ranking (a profile says nothing about them; ids would rank them by chance).
+        Memory: the store's ranking of k rows and a few int64 per row read."""
+        own = self.hottest(k, None, node_type=node_type)
+        read = np.flatnonzero(counts)
+        by_own = np.argsort(own, kind="stable")
+        sorted_own = own[by_own]
+        at = np.searchsorted(sorted_own, read)
+        found = (at < sorted_own.shape[0]) & (sorted_own[np.minimum(at, max(sorted_own.shape[0] - 1, 0))] == read) if own.size else np.zeros(read.shape[0], dtype=bool)
+        pos = np.full(read.shape[0], own.shape[0], dtype=np.int64)  # not in the store's top k: after those that are
+        pos[found] = by_own[at[found]]
+        order = np.lexsort((read, pos, -counts[read].astype(np.int64)))  # last key first: count, own rank, id
+        ranking = read[order[:k]]
+        if ranking.shape[0] < k:
+            rest = own[~np.isin(own, ranking)]
+            ranking = np.concatenate([ranking, rest[: k - ranking.shape[0]]])
+        return ranking
 
     def _hotness_by_type(self, hotness: Any, names: List[str]) -> Dict[str, Any]:
         """hotness= as {node type: counts}: a dict names its types; one array ranks the only
@@ -449,26 +492,26 @@ class DistributedStore(Store):
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         check(fn(self._h(), nt, p, ids.ctypes.data if ids.shape[0] else None, ids.shape[0]))
 
-    def _all_gather_object(self, obj: Any, what: str) -> List[Any]:
+    def _all_gather_object(self, obj: Any, what: str, op: str = "tierfs.open") -> List[Any]:
         if self._group is None:
             return [obj]
         out: List[Any] = [None] * self._world
         try:
             _dist().all_gather_object(out, obj, group=self._group)
         except RuntimeError as e:
-            raise errors.PeerError(f"tierfs.open: rank {self._rank} could not {what}: a peer died or timed out "
+            raise errors.PeerError(f"{op}: rank {self._rank} could not {what}: a peer died or timed out "
                                    f"({self._timeout:.0f} s): {e}") from e
         return out
 
-    def _agree(self, failure: Optional[BaseException], what: str) -> None:
+    def _agree(self, failure: Optional[BaseException], what: str, op: str = "tierfs.open") -> None:
         """Raises on every rank when one failed to do what (this rank's own error, or PeerError
         naming the rank that failed)."""
-        msgs = self._all_gather_object(None if failure is None else f"{type(failure).__name__}: {failure}", what)
+        msgs = self._all_gather_object(None if failure is None else f"{type(failure).__name__}: {failure}", what, op)
         if failure is not None:
             raise failure
         bad = [(r, m) for r, m in enumerate(msgs) if m is not None]
         if bad:
-            raise errors.PeerError(f"tierfs.open: rank {bad[0][0]} could not {what}: {bad[0][1]}")
+            raise errors.PeerError(f"{op}: rank {bad[0][0]} could not {what}: {bad[0][1]}")
 
     # properties ------------------------------------------------------------------------
 
@@ -808,13 +851,188 @@ class DistributedStore(Store):
 
     # placement and stats ---------------------------------------------------------------
 
-    def place(self, *args: Any, **kwargs: Any) -> Any:
-        raise errors.NotSupportedError(
-            "tierfs: a distributed store decides its placement at open (ownership); pass hotness= to tierfs.open instead of calling place"
-        )
+    def place(
+        self,
+        hotness: Any = None,
+        *,
+        fanouts: Any = None,
+        batch_size: Optional[int] = None,
+        batches: Optional[int] = None,
+        seeds: Optional[IdsLike] = None,
+        seed: int = 0,
+        drop_last: bool = False,
+        replace: bool = False,
+        node_type: Optional[str] = None,
+        **unsupported: Any,
+    ) -> Dict[str, Any]:
+        """Places the ranks' tiers again, from counts summed over the ranks: a collective (every
+        rank calls it with the same arguments, between loader epochs). Ownership, the global cache
+        and every rank's tiers are then decided as at open (docs/distributed.md) from the ranking
+        of the summed counts, and the stats' counters start again.
+
+        * ``fanouts`` and ``batch_size`` (a profiled placement): every rank pre-samples
+          ``batches`` batches (None: one epoch) of its own share of ``seeds`` (None: the train
+          split, else every node) — :func:`split_seeds` ``(seeds, rank, world_size, epoch=0,
+          seed=seed, drop_last=drop_last)``, the share a shuffling loader of the same ``seed``
+          gives it in its first epoch — and counts how often each row is read
+          (:meth:`Store.profile_reads`, sampling with ``seed + rank * 2**32`` as the rank's
+          sampler does); one all-reduce sums the counts (one int32 per node, int64 where the
+          sum could pass 2**31); rows are ranked by :meth:`_profile_ranking` of the sum.
+          A graph of several types takes ``fanouts={edge type: [per hop]}`` and the seeds'
+          ``node_type`` (None: the store's; default seeds its train split), counts every node
+          type with features and sums them all in the one all-reduce; each type's ownership comes
+          from its summed counts.
+        * ``hotness`` (one count per node; ``{node type: counts}`` for several types): each
+          rank's counts are summed the same way (identical counts on every rank rank as one).
+        * neither: the store's own ranking (the applied placement, else in-degree), as at open.
+
+        Returns
+        ``{"source", "seconds", "profile_s", "reduce_s", "fill_s", "batches", "seeds",
+        "rows_read", "global_cache_rows", "owned_rows"}`` (``batches``/``seeds``: this rank's
+        profile; ``rows_read``: rows the summed profile read at least once).
+
+        Raises:
+            ValueError (tierfs.InvalidArgumentError): a bad fanouts, batch_size, batches or seeds
+                (the message names it), hotness together with fanouts.
+            tierfs.NotSupportedError: Store.place options a distributed store does not take
+                (policy, epochs, budgets, ...).
+            tierfs.PeerError: a rank failed or died meanwhile (naming it).
+        """
+        t0 = time.perf_counter()
+        if self._failed is not None:
+            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
+        names = self._feature_types()
+        profile = fanouts is not None or batch_size is not None or batches is not None or seeds is not None
+        counts: Dict[str, np.ndarray] = {}
+        report: Dict[str, Any] = dict(source="store", batches=0, seeds=0, profile_s=0.0, reduce_s=0.0)
+        bound = 0  # the most a summed count can be
+        # The arguments, checked on every rank before the counts move: a rank whose arguments are
+        # bad raises its error, the others PeerError naming it (none waits for the timeout).
+        failure: Optional[BaseException] = None
+        try:
+            if unsupported:
+                raise errors.NotSupportedError(
+                    f"DistributedStore.place: {', '.join(sorted(unsupported))} {'is' if len(unsupported) == 1 else 'are'} not supported "
+                    "on a distributed store (it ranks rows by summed counts and fills the caches it was opened with; it takes "
+                    "hotness, or fanouts, batch_size, batches, seeds, seed, drop_last, replace, node_type)"
+                )
+            if profile and hotness is not None:
+                raise errors.InvalidArgumentError("DistributedStore.place: give hotness or fanouts (a profiled placement), not both")
+            if profile:
+                share, fo, bs, nb, nt = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last, node_type)
+            elif hotness is not None:
+                by_type = self._hotness_by_type(hotness, names)
+                counts = {t: self._hotness_array(by_type[t], self.num_nodes_of(t), t if self.is_hetero else None) for t in names if t in by_type}
+        except Exception as e:
+            failure = e
+        self._agree(failure, "use its place arguments", "DistributedStore.place")
+        if profile:
+            counts = {t: np.zeros(self.num_nodes_of(t), dtype=np.uint32) for t in names}  # a rank without seeds adds 0
+            if share.shape[0]:
+                try:
+                    got = Store.profile_reads(self, fo, bs, nb, share, seed=int(seed) + self._rank * _RANK_SEED_STRIDE,
+                                              replace=replace, node_type=nt if self.is_hetero else None)
+                    counts = {t: got[t] for t in names} if isinstance(got, dict) else {names[0]: got}
+                except Exception as e:
+                    failure = e
+            self._agree(failure, "profile its share of the seeds", "DistributedStore.place")
+            # batches of one pass: the last partial batch too (one type), full batches only (several types)
+            per_epoch = (max(1, share.shape[0] // bs) if self.is_hetero else -(-share.shape[0] // bs)) if share.shape[0] else 0
+            report.update(source="profile", batches=int(nb if nb is not None else per_epoch) if share.shape[0] else 0,
+                          seeds=int(share.shape[0]))
+            bound = self._world * int(nb if nb is not None else max(per_epoch, 1))  # a row is read at most once a batch
+        elif hotness is not None:
+            given = self._all_gather_object(sorted(counts), "agree on the node types hotness ranks", "DistributedStore.place")
+            if any(g != given[0] for g in given):
+                raise errors.InvalidArgumentError(
+                    f"DistributedStore.place: rank {self._rank} gives hotness for node types {sorted(counts)}, the ranks "
+                    f"{given}: every rank must give the same types"
+                )
+            report["source"] = "hotness"
+            bound = self._world * int(np.iinfo(np.uint32).max)
+        report["profile_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        summed = self._sum_over_ranks(counts, bound) if counts else {}
+        report["reduce_s"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        with self._xlock:
+            self._own_rows(summed, profiled=report["source"] == "profile")
+            self._counters = _new_counters()
+        report["fill_s"] = time.perf_counter() - t2
+        report["seconds"] = time.perf_counter() - t0
+        if summed:
+            report["rows_read"] = int(sum(int(np.count_nonzero(c)) for c in summed.values()))
+        report["global_cache_rows"] = sum(o.global_rows for o in self._own.values())
+        report["owned_rows"] = sum(o.owned_rows for o in self._own.values())
+        return report
+
+    def _profile_args(self, fanouts: Any, batch_size: Any, batches: Any, seeds: Any, seed: Any, drop_last: bool, node_type: Optional[str]):
+        """(this rank's share of the seeds, fanouts, batch_size, batches, the seeds' node type) of
+        a profiled place, checked alike on every rank before any collective (errors name the
+        argument)."""
+        if fanouts is None or batch_size is None:
+            raise errors.InvalidArgumentError(
+                f"DistributedStore.place: a profiled placement needs both fanouts and batch_size (got fanouts={fanouts!r}, batch_size={batch_size!r})"
+            )
+        if self.is_hetero != isinstance(fanouts, dict):
+            raise errors.InvalidArgumentError(
+                f"DistributedStore.place: fanouts={fanouts!r}: " + ("a graph of several node or edge types takes {edge type: [per hop]}"
+                                                                   if self.is_hetero else "a graph of one type takes one fanout per hop")
+            )
+        fo = fanouts if isinstance(fanouts, dict) else _fanouts(fanouts)
+        if not fo:
+            raise errors.InvalidArgumentError("DistributedStore.place: fanouts is empty; give one fanout per hop")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise errors.InvalidArgumentError(f"DistributedStore.place: batch_size = {batch_size!r}; want a positive int")
+        if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
+            raise errors.InvalidArgumentError(f"DistributedStore.place: batches = {batches!r}; want a positive int (None: one epoch of the rank's seeds)")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise errors.InvalidArgumentError(f"DistributedStore.place: seed = {seed!r}; want an int (the loader's seed)")
+        nt = self.node_type if node_type is None else node_type
+        rows = self.num_nodes_of(nt)  # raises naming a node type the dataset lacks
+        if seeds is None:
+            if self.is_hetero:
+                seeds = self.split("train", node_type=nt)
+            else:
+                seeds = self.split("train") if "train" in self.split_names else np.arange(rows, dtype=np.int64)
+        arr = _ids(seeds, "seeds").array
+        if arr.shape[0] == 0:
+            raise errors.InvalidArgumentError("DistributedStore.place: seeds is empty: no batches to profile")
+        if int(arr.min()) < 0 or int(arr.max()) >= rows:
+            i = int(np.argmax((arr < 0) | (arr >= rows)))
+            of = f" of node type {nt!r}" if self.is_hetero else ""
+            raise errors.OutOfRangeError(f"DistributedStore.place: seeds[{i}] = {int(arr[i])} is out of range [0, {rows}){of}")
+        share = split_seeds(arr, self._rank, self._world, 0, int(seed), True, bool(drop_last))
+        return share, fo, int(batch_size), None if batches is None else int(batches), nt
+
+    def _sum_over_ranks(self, counts: Dict[str, np.ndarray], bound: int) -> Dict[str, np.ndarray]:
+        """Every node type's counts (uint32, one per node) summed over the ranks with one
+        all-reduce of them all, as int32 when the sum cannot pass ``bound`` < 2**31, else int64
+        (on the exchange device). Every rank gives the same types, in the same order."""
+        if self._group is None or not counts:
+            return counts
+        torch, dist = _torch(), _dist()
+        dtype = np.int32 if bound < (1 << 31) else np.int64
+        t = torch.from_numpy(np.concatenate([c.astype(dtype) for c in counts.values()])).to(self._xdevice)
+        try:
+            dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self._group, async_op=True).wait(datetime.timedelta(seconds=self._timeout))
+        except Exception as e:
+            raise errors.PeerError(
+                f"DistributedStore.place: rank {self._rank}: summing the counts over the ranks failed: a peer died or did not call "
+                f"place within the process group timeout ({self._timeout:.0f} s): {type(e).__name__}: {e}"
+            ) from e
+        flat = t.cpu().numpy()
+        out, at = {}, 0
+        for k, c in counts.items():
+            out[k] = flat[at : at + c.shape[0]]
+            at += c.shape[0]
+        return out
 
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
-        raise errors.NotSupportedError("tierfs: a distributed store decides its placement at open (ownership); place_ids would break it")
+        raise errors.NotSupportedError(
+            "tierfs: a distributed store decides which rank caches which rows (its ownership, at open or by place(hotness) / "
+            "place(fanouts=..., batch_size=...)); place_ids on one rank would break it"
+        )
 
     def plan_epochs(
         self,
@@ -876,9 +1094,13 @@ class DistributedStore(Store):
         """:meth:`Store.stats` of this rank's store plus ``distributed``: rank, world size, cache
         mode, the rows of the global cache, owned here and cached next; per-gather counts
         (``batches``: gathers, ids, local and peer rows, unique peer rows and bytes received,
-        rows and bytes served to peers, seconds), ``peer_path`` (how peer rows travel) and
-        per-gather means (``per_batch``: ``peer_rows``, ``peer_bytes_received``,
-        ``peer_bytes_sent``, ``ssd_rows``, ``exchange_ms``, ``local_ms``). In a dataset
+        rows and bytes served to peers, seconds) since open or the last :meth:`place`,
+        ``peer_path`` (how peer rows travel: ``"host memory (gloo)"``, ``"NVLink (NCCL)"``,
+        ``"PCIe peer to peer (NCCL)"``, ... see :meth:`_find_peer_paths`; ``"mixed: ..."``
+        when peers differ), ``peer_paths`` (``{peer rank: path}``) and per-gather means
+        (``per_batch``: ``peer_rows``, ``peer_bytes_received``, ``peer_bytes_sent``,
+        ``ssd_rows``, ``exchange_ms``, ``local_ms``, and ``by_path``: ``{peer_path:
+        {peer_bytes_received, peer_bytes_sent}}``). In a dataset
         of several node types with features the rows and counts are summed over the types and
         ``node_types`` holds each type's."""
         s = super().stats()
@@ -894,18 +1116,20 @@ class DistributedStore(Store):
         ssd = sum(p["ssd_rows"] for p in per_type.values())
         b = max(c["batches"], 1)
         first = next(iter(self._own.values()))
+        path = self._peer_path()
         s["distributed"] = dict(
             rank=self._rank, world_size=self._world, cache_mode=self._cache_mode, owner_tier=first.owner_tier,
             global_cache_rows=sum(p["global_cache_rows"] for p in per_type.values()),
             owned_rows=sum(p["owned_rows"] for p in per_type.values()),
             next_hottest_rows=sum(p["next_hottest_rows"] for p in per_type.values()),
             timeout_s=self._timeout, ssd_rows=ssd, **c,
-            peer_path=self._peer_path(),
+            peer_path=path, peer_paths={str(r): p for r, p in sorted(self._peer_paths.items())},
             per_batch=dict(
                 peer_rows=c["peer_rows"] / b, peer_unique_rows=c["peer_unique_rows"] / b,
                 peer_bytes_received=c["peer_bytes_received"] / b, peer_bytes_sent=c["peer_bytes_sent"] / b,
                 ssd_rows=ssd / b, exchange_ms=1e3 * c["exchange_s"] / b, local_ms=1e3 * c["local_s"] / b,
                 exchange_steps_ms={step: 1e3 * c[f"{step}_s"] / b for step in _EXCHANGE_STEPS},
+                by_path={path: dict(peer_bytes_received=c["peer_bytes_received"] / b, peer_bytes_sent=c["peer_bytes_sent"] / b)},
             ),
         )
         if len(per_type) > 1:
@@ -914,15 +1138,45 @@ class DistributedStore(Store):
         return s
 
     def _peer_path(self) -> str:
-        """How peer rows travel: through host memory (gloo), or GPU to GPU over NCCL — peer to
-        peer (NVLink or PCIe; ``nvidia-smi topo -m`` says which) when every pair of this host's
-        GPUs can reach each other, else staged through the host."""
-        if self._xdevice.type != "cuda":
-            return "host memory (gloo)"
+        """How peer rows reach this rank: the path of :meth:`_find_peer_paths` when every peer's
+        is the same, else ``"mixed: <path> (ranks ...); ..."``; "none" with one rank or without
+        an exchange."""
+        if not self._peer_paths:
+            return "none (no peer exchange)"
+        by: Dict[str, List[int]] = {}
+        for r, p in sorted(self._peer_paths.items()):
+            by.setdefault(p, []).append(r)
+        if len(by) == 1:
+            return next(iter(by))
+        return "mixed: " + "; ".join(f"{p} (ranks {', '.join(map(str, rs))})" for p, rs in by.items())
+
+    def _find_peer_paths(self) -> Dict[int, str]:
+        """{peer rank: how rows travel between it and this rank}, found at open with one
+        all-gather of every rank's host name and GPU (PCI address): ``"host memory (gloo)"``
+        (gloo on one host), ``"network (<backend>)"`` (another host), and with NCCL on one host
+        ``"NVLink (NCCL)"`` or ``"PCIe peer to peer (NCCL)"`` (NVML says which, through pynvml
+        when it is installed), ``"peer to peer, link unknown (NCCL)"`` (peer access without
+        pynvml), ``"through host memory (NCCL, no peer access)"``, ``"same GPU (NCCL)"``. No
+        ``nvidia-smi``; a probe that fails says "link unknown" instead of guessing."""
         torch = _torch()
-        n = torch.cuda.device_count()
-        p2p = all(torch.cuda.can_device_access_peer(i, j) for i in range(n) for j in range(n) if i != j)
-        return "GPU peer to peer (NCCL)" if p2p else "GPU through host memory (NCCL, no peer access)"
+        nccl = self._xdevice.type == "cuda"
+        me: Dict[str, Any] = dict(host=socket.gethostname(), pci=None)
+        if nccl:
+            pr = torch.cuda.get_device_properties(self._xdevice)
+            me["pci"] = _pci_address(pr)
+        everyone = self._all_gather_object(me, "find how peer rows travel")
+        backend = "NCCL" if nccl else "gloo"
+        out: Dict[int, str] = {}
+        for r, x in enumerate(everyone):
+            if r == self._rank:
+                continue
+            if x["host"] != me["host"]:
+                out[r] = f"network ({backend})"
+            elif not nccl:
+                out[r] = "host memory (gloo)"
+            else:
+                out[r] = _gpu_path(me["pci"], x["pci"])
+        return out
 
     def _host_tier_stats(self, s: Dict[str, Any]) -> Dict[str, Any]:
         """The host tier as the host holds it: ``rows`` and ``bytes`` this rank serves from it,
@@ -1017,6 +1271,52 @@ class DistributedPlannedEpochs(PlannedEpochs):
             return (torch.from_numpy(rows) if isinstance(rows, np.ndarray) else rows), None
 
         return gather
+
+
+def _pci_address(props: Any) -> Optional[str]:
+    """A CUDA device's PCI address as NVML takes it ("domain:bus:device.0", hex), from torch's
+    device properties; None where torch does not say."""
+    try:
+        return f"{props.pci_domain_id:x}:{props.pci_bus_id:x}:{props.pci_device_id:x}.0"
+    except AttributeError:
+        return None
+
+
+def _gpu_path(mine: Optional[str], theirs: Optional[str]) -> str:
+    """How NCCL moves rows between two GPUs of one host, by their PCI addresses: the same GPU;
+    peer access or not (torch.cuda.can_device_access_peer, when both are visible here); NVLink
+    or PCIe (NVML's P2P status, through pynvml when it is installed); else "link unknown"."""
+    if mine is None or theirs is None:  # torch does not say where the GPUs are
+        return "GPU to GPU, link unknown (NCCL)"
+    if mine == theirs:
+        return "same GPU (NCCL)"
+    torch = _torch()
+    index = {}
+    for i in range(torch.cuda.device_count()):
+        index[_pci_address(torch.cuda.get_device_properties(i))] = i
+    p2p: Optional[bool] = None
+    if mine in index and theirs in index:
+        p2p = bool(torch.cuda.can_device_access_peer(index[mine], index[theirs]))
+        if not p2p:
+            return "through host memory (NCCL, no peer access)"
+    try:
+        import pynvml  # optional: NVLink or PCIe
+
+        pynvml.nvmlInit()
+        try:
+            a = pynvml.nvmlDeviceGetHandleByPciBusId(mine)
+            b = pynvml.nvmlDeviceGetHandleByPciBusId(theirs)
+            ok = pynvml.NVML_P2P_STATUS_OK
+            if pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_NVLINK) == ok:
+                return "NVLink (NCCL)"
+            if pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_READ) == ok:
+                return "PCIe peer to peer (NCCL)"
+            return "through host memory (NCCL, no peer access)"
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no pynvml, no NVML, or a device it does not know
+        pass
+    return "peer to peer, link unknown (NCCL)" if p2p else "GPU to GPU, link unknown (NCCL)"
 
 
 def _group_timeout(group: Any) -> float:

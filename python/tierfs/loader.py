@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import os
 import threading
 import time
 import weakref
@@ -374,6 +375,10 @@ class Loader:
                 place_tiers=place_tiers and not distributed, first_epoch=first,
             )
 
+        if distributed and plan_dir is not None and not reuse:
+            # A round's directory is removed when it retires: one per rank, so a rank that moves on
+            # first never removes another's plan (the store adds rank-R inside it too).
+            plan_dir = os.path.join(os.fspath(plan_dir), f"rank-{store.rank}")
         self._rounds = PlanRounds(make, epochs, first_epoch, plan_dir, reuse)
         self.plan = self._rounds.plan
 

@@ -982,6 +982,62 @@ class Store:
             check(lib.tfs_hottest(h, hot_p, hot_n, k, out.ctypes.data, byref(count)))
         return out[: count.value]
 
+    def profile_reads(
+        self, fanouts: Any, batch_size: int, batches: Optional[int] = None, seeds: Optional[IdsLike] = None,
+        seed: int = 0, replace: bool = False, node_type: Optional[str] = None,
+    ) -> Any:
+        """How often a loader's batches read each feature row (one uint32 count per node),
+        placing nothing: pre-samples ``batches`` batches of ``batch_size`` ``seeds`` (None: the
+        train split, else every node) with ``fanouts``, the first epoch in the order given and
+        later ones reshuffled (None: one epoch), and counts for each node the batches that read
+        its row, seeds included. These are the counts :meth:`place` (``fanouts=``) plans from;
+        :meth:`tierfs.DistributedStore.place` sums every rank's counts of its own seeds. ``seed``
+        seeds the sampling. One native call (``tfs_profile_reads``).
+
+        With ``fanouts`` a dict (a graph of several types: ``{edge type: [per hop]}`` as
+        :meth:`sampler` takes) the seeds are of ``node_type`` (None: the store's type; default
+        seeds its train split), sampled as :meth:`place` profiles them — full batches of a fresh
+        permutation per pass, as a shuffling loader with ``drop_last`` (None: one pass, at least
+        one batch) — and the result is ``{node type: counts}`` for every node type with features
+        (``tfs_profile_reads_hetero``).
+
+        Raises:
+            ValueError (tierfs.InvalidArgumentError): empty fanouts, batch_size or batches below
+                1, no seeds (the message names the argument).
+            IndexError (tierfs.OutOfRangeError): a seed out of range.
+        """
+        hetero = isinstance(fanouts, dict)
+        fo: Any = fanouts_by_key(fanouts) if hetero else _fanouts(fanouts)
+        if not fo:
+            raise errors.InvalidArgumentError("profile_reads: fanouts is empty; give one fanout per hop")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise errors.InvalidArgumentError(f"profile_reads: batch_size = {batch_size!r}; want a positive int")
+        if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
+            raise errors.InvalidArgumentError(f"profile_reads: batches = {batches!r}; want a positive int (None: one epoch of the seeds)")
+        nt = self.node_type if node_type is None else node_type
+        if seeds is None:
+            if hetero:
+                seeds = self.split("train", node_type=nt)
+            else:
+                seeds = self.split("train") if "train" in self.split_names else np.arange(self._num_nodes, dtype=np.int64)
+        arr = _ids(seeds, "seeds").array
+        if arr.shape[0] == 0:
+            raise errors.InvalidArgumentError("profile_reads: seeds is empty: no batches to profile")
+        req: Dict[str, Any] = dict(fanouts=fo, batch_size=int(batch_size), batches=int(batches or 0),
+                                   seed=int(seed) & 0xFFFFFFFFFFFFFFFF, replace=bool(replace))
+        if not hetero:
+            counts = np.empty(self._num_nodes, dtype=np.uint32)
+            check(lib.tfs_profile_reads(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), counts.ctypes.data, counts.shape[0]))
+            return counts
+        req["node_type"] = nt
+        infos = self.types["node_types"]
+        out = {t: np.zeros(int(info["count"]), dtype=np.uint32) for t, info in infos.items()
+               if any(f["default"] for f in info["features"].values())}
+        ptrs = (c_void_p * len(infos))(*[out[t].ctypes.data if t in out and out[t].shape[0] else None for t in infos])
+        lens = np.array([int(info["count"]) for info in infos.values()], dtype=np.int64)
+        check(lib.tfs_profile_reads_hetero(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), ptrs, lens.ctypes.data, len(infos)))
+        return out
+
     def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
         """Refills the memory tiers (of ``node_type``'s tier stack; None: the store's own) with
         ``ids`` in the order given: the GPU tier takes the first rows it holds, the host tier the
