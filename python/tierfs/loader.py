@@ -10,8 +10,8 @@ topology, IO stacks) and must never be forked from a process that loaded the lib
 from __future__ import annotations
 
 import dataclasses
-import queue
 import os
+import queue
 import threading
 import time
 import weakref
