@@ -611,13 +611,14 @@ class DistributedStore(Store):
             return self._gather_exchanged(ids, out, node_type)
 
     def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
-        """gather, exchanging after batch i-1 of the same loader epoch did (any thread)."""
+        """gather of a sample's nodes (distinct ids), exchanging after batch i-1 of the same
+        loader epoch did (any thread)."""
         if not self._exchange or turn is None:
             return self.gather(ids)
         turn.wait(i)
         try:
             with self._xlock:
-                return self._gather_exchanged(ids, None, None)
+                return self._gather_exchanged(ids, None, None, distinct=True)
         finally:
             turn.done(i)
 
@@ -629,7 +630,7 @@ class DistributedStore(Store):
         turn.wait(i)
         try:
             with self._xlock:
-                return {t: self._gather_exchanged(ids, None, t) for t, ids in ids_by_type.items()}
+                return {t: self._gather_exchanged(ids, None, t, distinct=True) for t, ids in ids_by_type.items()}
         finally:
             turn.done(i)
 
@@ -708,12 +709,14 @@ class DistributedStore(Store):
             raise self._fail(what, e) from e
 
     def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str],
-                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None) -> Any:
+                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None, distinct: bool = False) -> Any:
         """The exchanged gather (see :meth:`gather`). ``local_gather(ids, node_type)``, when
         given, gathers this rank's part instead of this rank's store: it gets every id of the
         batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
         peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
-        with the peer-owned rows served elsewhere)."""
+        with the peer-owned rows served elsewhere). ``distinct``: the caller knows the ids are
+        distinct (a sample's nodes), so the split does not deduplicate them (a sort of the peer
+        ids, the largest host cost of the exchange)."""
         torch, dist = _torch(), _dist()
         if self._failed is not None:
             raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
@@ -737,8 +740,12 @@ class DistributedStore(Store):
             peer = np.zeros(n, dtype=bool)
         peer_pos = np.flatnonzero(peer)
         local_pos = np.flatnonzero(~peer)
-        uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
-        uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
+        if distinct:
+            uniq, inverse = arr[peer_pos], np.arange(peer_pos.size)
+            uowner = own[peer_pos].astype(np.int64)
+        else:
+            uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
+            uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
         order = np.argsort(uowner, kind="stable")
         send_ids = uniq[order]
         where = np.empty(order.shape[0], dtype=np.int64)
@@ -1229,7 +1236,7 @@ class DistributedPlannedEpochs(PlannedEpochs):
         if not store._exchange:
             return super().gather(epoch, batch, nodes, out, node_type)
         with store._xlock:
-            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=False))
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True)
 
     def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
@@ -1237,7 +1244,7 @@ class DistributedPlannedEpochs(PlannedEpochs):
         if not store._exchange:
             return super().gather_device(epoch, batch, nodes, out, node_type)
         with store._xlock:
-            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True))
+            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True)
 
     def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
                         turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
@@ -1250,7 +1257,8 @@ class DistributedPlannedEpochs(PlannedEpochs):
         turn.wait(batch)
         try:
             with store._xlock:
-                return {t: store._gather_exchanged(ids, None, t, self._local(epoch, batch, device)) for t, ids in nodes_by_type.items()}
+                return {t: store._gather_exchanged(ids, None, t, self._local(epoch, batch, device), distinct=True)
+                        for t, ids in nodes_by_type.items()}
         finally:
             turn.done(batch)
 
