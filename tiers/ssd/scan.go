@@ -101,40 +101,66 @@ func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
 
 // Scan reads the rows of p (made by t.PlanScan) into dst: the ranges in ascending order, a
 // Buffer of them a Files.Read, through the tier's files (their blocks checked against the
-// dataset's checksums under VerifyReads, as every read of the tier). stop, when set, is called
+// dataset's checksums under VerifyReads, as every read of the tier). One buffer is read while
+// the rows of the one before are copied out (memory: two Buffers). stop, when set, is called
 // before each Files.Read; its error ends the scan.
 func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
 	rb := t.spec.RowBytes
-	buf := make([]byte, p.buffer)
-	var reqs []gpuio.Request
-	for lo := 0; lo < len(p.ranges); {
-		if stop != nil {
-			if err := stop(); err != nil {
-				return err
+	type chunk struct {
+		lo, hi int // ranges
+		buf    []byte
+		err    error
+	}
+	free := make(chan []byte, 2)
+	free <- make([]byte, p.buffer)
+	free <- make([]byte, p.buffer)
+	full := make(chan chunk, 1)
+	go func() {
+		defer close(full)
+		var reqs []gpuio.Request
+		for lo := 0; lo < len(p.ranges); {
+			buf := <-free
+			if stop != nil {
+				if err := stop(); err != nil {
+					full <- chunk{err: err}
+					return
+				}
 			}
+			hi, used := lo, int64(0)
+			reqs = reqs[:0]
+			for hi < len(p.ranges) && used+p.ranges[hi].n <= p.buffer {
+				r := p.ranges[hi]
+				reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
+				used += r.n
+				hi++
+			}
+			if err := t.files.Read(reqs); err != nil {
+				full <- chunk{err: fmt.Errorf("ssd tier: scan: %w", err)}
+				return
+			}
+			full <- chunk{lo: lo, hi: hi, buf: buf}
+			lo = hi
 		}
-		hi, used := lo, int64(0)
-		reqs = reqs[:0]
-		for hi < len(p.ranges) && used+p.ranges[hi].n <= p.buffer {
-			r := p.ranges[hi]
-			reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
-			used += r.n
-			hi++
+	}()
+	var err error
+	for c := range full {
+		if err == nil {
+			err = c.err
 		}
-		if err := t.files.Read(reqs); err != nil {
-			return fmt.Errorf("ssd tier: scan: %w", err)
+		if err != nil || c.buf == nil {
+			continue // drain: the reader stops after an error
 		}
-		used = 0
-		for _, r := range p.ranges[lo:hi] {
+		used := int64(0)
+		for _, r := range p.ranges[c.lo:c.hi] {
 			for _, row := range p.rows[r.first:r.last] {
 				src := used + row.off - r.off
-				copy(dst[row.at:row.at+rb], buf[src:src+rb])
+				copy(dst[row.at:row.at+rb], c.buf[src:src+rb])
 			}
 			used += r.n
 		}
-		lo = hi
+		free <- c.buf
 	}
-	return nil
+	return err
 }
 
 // RandomReads is the reads CopyToHost makes of the rows ids (one Files.Read) and the bytes they
