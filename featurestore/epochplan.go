@@ -226,6 +226,9 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		if err == nil && !over {
 			err = pk.flush()
 		}
+		if werr := pk.wait(); err == nil { // no window in flight past here
+			err = werr
+		}
 		off = pk.end()
 		if err == nil && !over {
 			err = f.Sync()
