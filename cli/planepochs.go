@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,9 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	planDir := fs.String("plan-dir", "", "directory for the plan (default: DIR/plans/epochs)")
 	var budget sizeFlag
 	fs.Var(&budget, "disk-budget", "bound on the packed files, e.g. 20GB: plan as many epochs as fit (default: none)")
+	packMethod := fs.String("pack-method", "", "how planning reads the rows it packs: scan (the feature files in ascending order, large reads), random (a read a row), or empty to choose by the disk model")
+	var packMemory sizeFlag
+	fs.Var(&packMemory, "pack-memory", "packed bytes planning holds in memory at once, e.g. 1GB (default 256MiB); a scan reads the feature files once per this much")
 	serve := fs.Int("serve", 0, "then serve this many epochs from the plan and print what they read")
 	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -65,7 +69,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		}
 		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
 			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
-			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers}
+			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers, PackMethod: *packMethod, PackMemory: int64(packMemory)}
 		rep, err := s.PlanEpochs(o)
 		if err != nil {
 			return err
@@ -129,6 +133,8 @@ func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {
 	fmt.Printf("  per batch: %.0f nodes (%d..%d), %.0f packed rows (%d..%d)\n", r.NodesPerBatch.Mean, r.NodesPerBatch.Min, r.NodesPerBatch.Max,
 		r.RowsPerBatch.Mean, r.RowsPerBatch.Min, r.RowsPerBatch.Max)
 	fmt.Printf("  time over the planner's goroutines: sampling %.1fs, reading rows %.1fs, writing %.1fs\n", r.SampleSeconds, r.ReadSeconds, r.WriteSeconds)
+	fmt.Printf("  packed by %s in %d windows: %d reads, %.1f MiB read (disk model: scan %.1fs, random %.1fs)\n", cmp.Or(r.PackMethod, "nothing"), r.PackWindows,
+		r.PackReads, float64(r.PackReadBytes)/(1<<20), r.ScanEstimate, r.RandomEstimate)
 	if r.DiskBudget > 0 {
 		fmt.Printf("  disk budget %d bytes\n", r.DiskBudget)
 	}

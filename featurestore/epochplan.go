@@ -14,12 +14,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // EpochPlanReport says what PlanEpochs did.
@@ -36,7 +36,20 @@ type EpochPlanReport struct {
 	NodesPerBatch Spread  `json:"nodes_per_batch"`
 	RowsPerBatch  Spread  `json:"rows_per_batch"`
 	Seconds       float64 `json:"seconds"`
-	// Time summed over the planner's goroutines: sampling, reading rows from the dataset, writing.
+	// How the packed rows were read (EpochOptions.PackMethod): "scan", "random", or
+	// "scan+random" where windows (of one node type) differed. PackWindows counts the windows,
+	// PackReads and PackReadBytes the reads and bytes of the methods taken as the disk model
+	// counts them; ScanEstimate and RandomEstimate are the model's seconds of each method over
+	// every window (the one a forced method leaves out stays 0).
+	PackMethod     string        `json:"pack_method"`
+	PackWindows    int           `json:"pack_windows"`
+	PackReads      int64         `json:"pack_reads"`
+	PackReadBytes  int64         `json:"pack_read_bytes"`
+	ScanEstimate   float64       `json:"scan_estimate_seconds"`
+	RandomEstimate float64       `json:"random_estimate_seconds"`
+	DiskModel      ssd.DiskModel `json:"disk_model"`
+	// Time summed over the planner's goroutines: sampling; reading rows from the dataset and
+	// writing the packed files (wall time of the packer).
 	SampleSeconds float64 `json:"sample_seconds"`
 	ReadSeconds   float64 `json:"read_seconds"`
 	WriteSeconds  float64 `json:"write_seconds"`
@@ -61,18 +74,18 @@ func (s *Spread) add(v int64) {
 
 // packedBatch is one batch as the planner made it.
 type packedBatch struct {
-	nodes        int64        // sampled nodes of the packed types
-	types        []packedRows // per packed stack
-	nodeIDs      [][]int64    // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
-	sample, read time.Duration
-	err          error
+	nodes   int64        // sampled nodes of the packed types
+	types   []packedRows // per packed stack
+	nodeIDs [][]int64    // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
+	sample  time.Duration
+	err     error
 }
 
 // packedRows are one node type's rows of a batch.
 type packedRows struct {
 	rows         int64
 	sum, nodesID uint64
-	buf          []byte // rows*RowBytes padded to packAlign, aligned; nil when only counted
+	ids          []int64 // the rows, in packed order; nil when only counted
 }
 
 // rows is the packed rows of every type.
@@ -161,6 +174,13 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
+	stop := func() error {
+		if canceled.Load() {
+			return fmt.Errorf("featurestore: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
+		}
+		return nil
+	}
+	pk := newPacker(src, &o, rep, stop)
 	for e := range o.Epochs {
 		path := filepath.Join(o.Dir, packedFile(e))
 		f, err := createPacked(path)
@@ -172,15 +192,17 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
 		var off, need int64
 		over := false
+		pk.reset(f, path, &ef)
 		var countOnly atomic.Bool
 		err = src.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
-			if canceled.Load() {
-				return fmt.Errorf("featurestore: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
+			if err := stop(); err != nil {
+				return err
 			}
 			var pad int64
 			for t, pt := range p.types {
 				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
 			}
+			off = pk.end()
 			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+pad > o.DiskBudget {
 				if e > 0 {
 					return errEpochOverBudget
@@ -193,27 +215,21 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 				need += pad
 				return nil
 			}
-			t := time.Now()
-			for k, pt := range p.types {
-				n := alignUp64(pt.rows * src.stacks[k].spec.RowBytes)
-				for done := int64(0); done < n; {
-					w, err := planWriteAt(f, pt.buf[done:n], off+done)
-					if err != nil {
-						return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", path, off+done, err)
-					}
-					done += int64(w)
-				}
-				ef.Batches = append(ef.Batches, batchExtent{Offset: off, Rows: pt.rows, Sum: pt.sum, Nodes: pt.nodesID})
-				off += n
+			if err := pk.add(p); err != nil {
+				return err
 			}
-			rep.WriteSeconds += time.Since(t).Seconds()
 			rep.NodesPerBatch.add(p.nodes)
 			rep.RowsPerBatch.add(p.rows())
-			rep.RowsPacked += p.rows()
 			rep.SampleSeconds += p.sample.Seconds()
-			rep.ReadSeconds += p.read.Seconds()
 			return nil
 		})
+		if err == nil && !over {
+			err = pk.flush()
+		}
+		if werr := pk.wait(); err == nil { // no window in flight past here
+			err = werr
+		}
+		off = pk.end()
 		if err == nil && !over {
 			err = f.Sync()
 		}
@@ -247,6 +263,7 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 	}
 	rep.Planned = len(idx.Epochs)
 	idx.Planned = rep.Planned
+	pk.report()
 
 	unlock = src.placeLocked()
 	now := src.planInputs(&o, fp).MemoryTiers
@@ -390,9 +407,9 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 	return p
 }
 
-// packBatch samples batch b of planned epoch e and, unless countOnly, reads the rows of its
+// packBatch samples batch b of planned epoch e and, unless countOnly, lists the rows of its
 // nodes that no memory tier holds and that are not served elsewhere (EpochOptions.Elsewhere),
-// per packed type in its nodes' order.
+// per packed type in its nodes' order: the rows its extents pack (the packer reads them).
 func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
 	p := src.sampleBatch(o, e, b, seeds)
 	if p.err != nil {
@@ -400,7 +417,6 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 	}
 	nodes := p.nodeIDs
 	p.nodeIDs = nil
-	t := time.Now()
 	for k, s := range src.stacks {
 		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()
@@ -411,24 +427,9 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 		ids := sp.slots(len(ts) - 1) // the SSD tier's slot of a node is its id; positions ascend
 		pt := &p.types[k]
 		pt.rows = int64(len(ids))
-		if countOnly {
-			continue
+		if !countOnly {
+			pt.ids = slices.Clone(ids)
 		}
-		rb := s.spec.RowBytes
-		n := pt.rows * rb
-		pt.buf = alignedBytes(alignUp64(n))
-		pos := make([]int64, len(ids))
-		for i := range pos {
-			pos[i] = int64(i)
-		}
-		if err := s.ssd.CopyToHost(ids, pos, pt.buf[:n]); err != nil {
-			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
-			return p
-		}
-		pt.sum = xxhash.Sum64(pt.buf[:n])
-	}
-	if !countOnly {
-		p.read = time.Since(t)
 	}
 	return p
 }

@@ -88,6 +88,17 @@ type EpochOptions struct {
 	// holds the row (then it writes that row). Which rows they are is part of the plan's
 	// fingerprint: a plan made with another set is stale.
 	Elsewhere map[string][]int64
+	// PackMethod says how planning reads the rows it packs from the feature files: PackScan
+	// (the rows of a window of batches in one ascending pass of large reads, DiskGNN's batched
+	// packing), PackRandom (one read a row, batch by batch), or "" to choose per window and
+	// node type the one the disk model (ssd.DiskModel) gives less disk time. The packed files
+	// are the same either way; not part of the fingerprint.
+	PackMethod string
+	// PackMemory bounds the packed bytes of a window (0: DefaultPackMemory): the batches read,
+	// hashed and written at once while the next window fills, so planning holds two; a batch
+	// larger gets a window of its own. A scan reads the feature files once a window. Not part
+	// of the fingerprint.
+	PackMemory int64
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
 }
@@ -295,6 +306,10 @@ func (o *EpochOptions) check(src *epochSource) error {
 		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
 	case o.DiskBudget < 0:
 		return &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
+	case o.PackMethod != "" && o.PackMethod != PackScan && o.PackMethod != PackRandom:
+		return &OptionError{Option: "pack_method", Value: o.PackMethod, Want: fmt.Sprintf("%q, %q or \"\" (choose by the disk model)", PackScan, PackRandom)}
+	case o.PackMemory < 0:
+		return &OptionError{Option: "pack_memory", Value: o.PackMemory, Want: fmt.Sprintf("bytes >= 0 (0: %d)", DefaultPackMemory)}
 	case o.SeedEdges != nil && len(o.Seeds) > 0:
 		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: "none with seed edges: a plan's batches are of seed nodes or of seed edges"}
 	case o.SeedOrders != nil && (len(o.Seeds) > 0 || o.SeedEdges != nil):

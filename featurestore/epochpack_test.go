@@ -1,0 +1,263 @@
+package featurestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// samePlans fails unless the plans in dirs a and b have the same packed files, byte for byte,
+// and the same extents (offsets, rows, checksums, node hashes).
+func samePlans(t *testing.T, what, a, b string) {
+	t.Helper()
+	index := func(dir string) epochIndex {
+		data, err := os.ReadFile(filepath.Join(dir, EpochIndexFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx epochIndex
+		if err := json.Unmarshal(data, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return idx
+	}
+	ia, ib := index(a), index(b)
+	if len(ia.Epochs) != len(ib.Epochs) || len(ia.Epochs) == 0 {
+		t.Fatalf("%s: %d and %d epochs planned", what, len(ia.Epochs), len(ib.Epochs))
+	}
+	for e := range ia.Epochs {
+		if ia.Epochs[e].Bytes != ib.Epochs[e].Bytes || !slices.Equal(ia.Epochs[e].Batches, ib.Epochs[e].Batches) {
+			t.Fatalf("%s: planned epoch %d: the extents differ", what, e)
+		}
+		fa, err := os.ReadFile(filepath.Join(a, ia.Epochs[e].File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := os.ReadFile(filepath.Join(b, ib.Epochs[e].File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fa, fb) {
+			t.Fatalf("%s: planned epoch %d: the packed files differ (%d and %d bytes)", what, e, len(fa), len(fb))
+		}
+	}
+}
+
+// planEachWay plans o with every pack method into directories of its own and checks the
+// reports: the method asked for is the method taken, and a small window makes several.
+func planEachWay(t *testing.T, what string, plan func(EpochOptions) (*EpochPlanReport, error), o EpochOptions) map[string]string {
+	t.Helper()
+	dirs := map[string]string{}
+	for _, m := range []string{PackScan, PackRandom, ""} {
+		o2 := o
+		o2.PackMethod, o2.Dir = m, filepath.Join(t.TempDir(), "plan-"+m)
+		rep, err := plan(o2)
+		if err != nil {
+			t.Fatalf("%s, pack method %q: %v", what, m, err)
+		}
+		switch {
+		case m != "" && rep.RowsPacked > 0 && rep.PackMethod != m:
+			t.Fatalf("%s: pack method %q asked, the report says %q", what, m, rep.PackMethod)
+		case m == "" && rep.RowsPacked > 0 && !slices.Contains([]string{PackScan, PackRandom, PackScan + "+" + PackRandom}, rep.PackMethod):
+			t.Fatalf("%s: chosen pack method %q", what, rep.PackMethod)
+		case rep.PackReads <= 0 && rep.RowsPacked > 0, rep.PackWindows < 1:
+			t.Fatalf("%s, pack method %q: %d reads, %d windows for %d rows", what, m, rep.PackReads, rep.PackWindows, rep.RowsPacked)
+		}
+		t.Logf("%s, pack method %q: took %s, %d windows, %d reads, %d bytes; estimates: scan %.4f s, random %.4f s",
+			what, m, rep.PackMethod, rep.PackWindows, rep.PackReads, rep.PackReadBytes, rep.ScanEstimate, rep.RandomEstimate)
+		dirs[m] = o2.Dir
+	}
+	samePlans(t, what+": scan and random", dirs[PackScan], dirs[PackRandom])
+	samePlans(t, what+": scan and chosen", dirs[PackScan], dirs[""])
+	return dirs
+}
+
+// TestPackMethodsWriteTheSameFiles plans random datasets with the scan, with random reads and
+// with the method the disk model picks, through windows of random size (several an epoch), memory
+// tiers holding none or some rows, rows served elsewhere and a first epoch: every plan's packed
+// files and extents are the same, and the scan-packed plan serves every batch's rows as the
+// dataset has them.
+func TestPackMethodsWriteTheSameFiles(t *testing.T) {
+	rng := newRand(t)
+	for trial := range 3 {
+		d := writeSplitDataset(t, 1500+rng.Int64N(3000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(6), rng)
+		host := []int64{0, (d.rowBytes + 16) * d.count / 4}[rng.IntN(2)]
+		s := mustOpen(t, d.dir, Options{HostCacheBytes: host})
+		o := epochOpts(t, d, 1+rng.IntN(2))
+		o.FirstEpoch = rng.IntN(5)
+		o.Sample.Seed = rng.Uint64()
+		o.PackMemory = 4<<10 + rng.Int64N(64<<10)
+		if rng.IntN(2) == 0 {
+			var elsewhere []int64
+			for v := range d.count {
+				if rng.IntN(4) == 0 {
+					elsewhere = append(elsewhere, v)
+				}
+			}
+			o.Elsewhere = map[string][]int64{"": elsewhere}
+		}
+		what := strings.Join([]string{"trial", string(rune('0' + trial))}, " ")
+		t.Logf("%s: %d nodes of %d bytes, host tier %d bytes, %d epochs from %d, window %d bytes, elsewhere %v",
+			what, d.count, d.rowBytes, host, o.Epochs, o.FirstEpoch, o.PackMemory, o.Elsewhere != nil)
+		dirs := planEachWay(t, what, s.PlanEpochs, o)
+
+		o.PackMethod, o.Dir = PackScan, dirs[PackScan]
+		p, _, err := s.OpenEpochs(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := o.FirstEpoch; e < o.FirstEpoch+o.Epochs; e++ {
+			for b := range p.BatchesPerEpoch() {
+				_, sample, err := p.Sample(e, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dst := make([]byte, int64(len(sample.Nodes))*d.rowBytes)
+				if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
+					t.Fatalf("%s: epoch %d batch %d: %v", what, e, b, err)
+				}
+				for i, v := range sample.Nodes {
+					if o.Elsewhere != nil {
+						if _, ok := slices.BinarySearch(o.Elsewhere[""], v); ok {
+							continue
+						}
+					}
+					if !bytes.Equal(dst[int64(i)*d.rowBytes:int64(i+1)*d.rowBytes], d.want([]int64{v})) {
+						t.Fatalf("%s: epoch %d batch %d: node %d's row differs from the dataset's", what, e, b, v)
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestHeteroPackMethodsWriteTheSameFiles: a session plan (several packed node types, rows of one
+// served elsewhere, a first epoch, small windows) packs the same files with either method.
+func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
+	rng := newRand(t)
+	d := writeHetero(t, rng)
+	var all int64
+	for _, nt := range d.m.NodeTypes {
+		all += nt.Count * (d.rowBytes[nt.Name] + 16)
+	}
+	ss, err := OpenSession(d.dir, Options{HostCacheBytes: []int64{0, all / 4}[rng.IntN(2)]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	o := heteroEpochOpts(t, ss, d, 2, rng)
+	o.FirstEpoch = rng.IntN(5)
+	o.PackMemory = 4<<10 + rng.Int64N(32<<10)
+	st, err := ss.Stack("paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var elsewhere []int64
+	for v := range st.NumNodes() {
+		if rng.IntN(3) == 0 {
+			elsewhere = append(elsewhere, v)
+		}
+	}
+	o.Elsewhere = map[string][]int64{"paper": elsewhere}
+	planEachWay(t, "session plan", ss.PlanEpochs, o)
+}
+
+// TestScanPackFindsCorruptBlocks flips a byte of a row every epoch packs (a seed's): a scan pack
+// fails as corruption naming the feature file, and leaves nothing.
+func TestScanPackFindsCorruptBlocks(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 3000, 16, 1+rng.IntN(2), 5, rng)
+	s, err := Open(d.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := d.train[rng.IntN(len(d.train))]
+	file, off := s.spec.Locate(v)
+	path := filepath.Join(d.dir, s.spec.Files[file])
+	s.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	at := off + rng.Int64N(d.rowBytes)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s = mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 1)
+	o.PackMethod, o.PackMemory = PackScan, 8<<10+rng.Int64N(64<<10)
+	_, err = s.PlanEpochs(o)
+	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), s.spec.Files[file]) {
+		t.Fatalf("scan pack over a flipped byte of node %d's row in %s: %v", v, path, err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a failed plan left %v", left)
+	}
+}
+
+// cancelAtRead cancels the planner of dir at the at-th read of a feature file and counts the
+// feature file's reads after.
+type cancelAtRead struct {
+	dir          string
+	at           int64
+	reads, after atomic.Int64
+	found        atomic.Bool
+}
+
+func (c *cancelAtRead) Inject(r gpuio.CompletedRead) []gpuio.Fault {
+	if !strings.Contains(r.Path, "features.") {
+		return nil
+	}
+	n := c.reads.Add(1)
+	switch {
+	case n == c.at:
+		c.found.Store(CancelEpochPlan(c.dir))
+	case n > c.at:
+		c.after.Add(1)
+	}
+	return nil
+}
+
+// TestCancelScanPack cancels a planner in the middle of a scan: it stops within one buffer of
+// reads, fails with context.Canceled and leaves nothing.
+func TestCancelScanPack(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 20000, 16, 1, 5, rng)
+	o := epochOpts(t, d, 2)
+	o.PackMethod, o.PackMemory = PackScan, 256<<10 // a 16 KiB scan buffer
+	whole := &cancelAtRead{dir: o.Dir, at: -1}
+	if _, err := mustOpen(t, d.dir, Options{Faults: whole}).PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	c := &cancelAtRead{dir: o.Dir, at: 1 + rng.Int64N(40)}
+	s := mustOpen(t, d.dir, Options{Faults: c})
+	_, err := s.PlanEpochs(o)
+	if !errors.Is(err, context.Canceled) || !c.found.Load() {
+		t.Fatalf("canceled at read %d (planner found: %v): %v", c.at, c.found.Load(), err)
+	}
+	// The Files.Read under way (16 KiB of ranges) finishes, no more.
+	t.Logf("the whole plan reads the feature file %d times; canceled at read %d, %d more", whole.reads.Load(), c.at, c.after.Load())
+	if after := c.after.Load(); after*10 > whole.reads.Load() {
+		t.Fatalf("%d reads of the feature file after the cancel at read %d, of %d for the whole plan", after, c.at, whole.reads.Load())
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a canceled plan left %v", left)
+	}
+}

@@ -1,0 +1,232 @@
+package ssd
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// Scanning: reading many rows, each to one or more places, in one ascending pass over the
+// feature's stripes with large reads, instead of one random read a row (DiskGNN's batched
+// packing). PlanScan lays the reads out without reading; Scan reads them.
+
+// ScanOptions configure PlanScan. Zero values take the defaults named on each field.
+type ScanOptions struct {
+	// Gap: rows of a stripe at most this many bytes apart (end of one to start of the next) are
+	// read by one range, the gap read and dropped. Default 0: only touching rows share a range.
+	Gap int64
+	// MaxRange is the largest range one request reads (the IO stack splits it into its reads);
+	// default 4 MiB, at least a row.
+	MaxRange int64
+	// Buffer is the bytes of ranges read at once (one Files.Read), the scan's memory; default
+	// 16 MiB, at least MaxRange.
+	Buffer int64
+}
+
+// ScanPlan is the reads a Scan makes: the rows sorted by their place on disk and the ranges
+// covering them.
+type ScanPlan struct {
+	Ranges int   // requests (each up to MaxRange bytes)
+	Bytes  int64 // bytes the ranges' reads cover, aligned to blocks (gaps included)
+	// Reads is the reads the IO stack makes of the ranges: each range split into its largest
+	// reads and aligned to its blocks, as a disk sees them.
+	Reads int64
+
+	rows   []scanRow
+	ranges []scanRange
+	buffer int64
+}
+
+// scanRow is one destination of a row: its stripe, its offset there, and where it goes in dst.
+type scanRow struct {
+	file int
+	off  int64
+	at   int64
+}
+
+// scanRange is bytes [off, off+n) of stripe file, holding rows[first:last].
+type scanRange struct {
+	file        int
+	off, n      int64
+	first, last int
+}
+
+// PlanScan lays out the reads of Scan(ids[k] into dst[at[k]:at[k]+RowBytes] for every k): the
+// rows sorted by stripe and offset (a row asked for several times is read once), grouped into
+// ranges by opt. It reads nothing.
+func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
+	if len(at) != len(ids) {
+		return nil, fmt.Errorf("ssd tier: scan of %d rows with %d destinations", len(ids), len(at))
+	}
+	if opt.Gap < 0 || opt.MaxRange < 0 || opt.Buffer < 0 {
+		return nil, fmt.Errorf("ssd tier: scan options must not be negative (gap %d, range %d, buffer %d)", opt.Gap, opt.MaxRange, opt.Buffer)
+	}
+	rb := t.spec.RowBytes
+	maxRange := max(cmp.Or(opt.MaxRange, 4<<20), rb)
+	p := &ScanPlan{rows: make([]scanRow, len(ids)), buffer: max(cmp.Or(opt.Buffer, 16<<20), maxRange)}
+	for k, id := range ids {
+		if id < 0 || id >= t.nodes {
+			return nil, fmt.Errorf("ssd tier: scan of row %d, outside [0, %d)", id, t.nodes)
+		}
+		file, off := t.spec.Locate(id)
+		p.rows[k] = scanRow{file: file, off: off, at: at[k]}
+	}
+	slices.SortFunc(p.rows, func(a, b scanRow) int {
+		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.off, b.off), cmp.Compare(a.at, b.at))
+	})
+	st := t.files.Stats()
+	block, maxIO := int64(max(st.BlockSize, 1)), int64(128<<10) // gpuio's default largest read
+	for k, r := range p.rows {
+		if n := len(p.ranges); n > 0 {
+			last := &p.ranges[n-1]
+			end := last.off + last.n
+			if last.file == r.file && r.off-end <= opt.Gap && r.off+rb-last.off <= maxRange {
+				last.n = max(last.n, r.off+rb-last.off)
+				last.last = k + 1
+				continue
+			}
+		}
+		p.ranges = append(p.ranges, scanRange{file: r.file, off: r.off, n: rb, first: k, last: k + 1})
+	}
+	for _, r := range p.ranges {
+		lo, hi := r.off/block*block, (r.off+r.n+block-1)/block*block
+		p.Bytes += hi - lo
+		p.Reads += (hi - lo + maxIO - 1) / maxIO
+	}
+	p.Ranges = len(p.ranges)
+	return p, nil
+}
+
+// Scan reads the rows of p (made by t.PlanScan) into dst: the ranges in ascending order, a
+// Buffer of them a Files.Read, through the tier's files (their blocks checked against the
+// dataset's checksums under VerifyReads, as every read of the tier). One buffer is read while
+// the rows of the one before are copied out (memory: two Buffers). stop, when set, is called
+// before each Files.Read; its error ends the scan.
+func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
+	rb := t.spec.RowBytes
+	type chunk struct {
+		lo, hi int // ranges
+		buf    []byte
+		err    error
+	}
+	free := make(chan []byte, 2)
+	free <- make([]byte, p.buffer)
+	free <- make([]byte, p.buffer)
+	full := make(chan chunk, 1)
+	go func() {
+		defer close(full)
+		var reqs []gpuio.Request
+		for lo := 0; lo < len(p.ranges); {
+			buf := <-free
+			if stop != nil {
+				if err := stop(); err != nil {
+					full <- chunk{err: err}
+					return
+				}
+			}
+			hi, used := lo, int64(0)
+			reqs = reqs[:0]
+			for hi < len(p.ranges) && used+p.ranges[hi].n <= p.buffer {
+				r := p.ranges[hi]
+				reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
+				used += r.n
+				hi++
+			}
+			if err := t.files.Read(reqs); err != nil {
+				full <- chunk{err: fmt.Errorf("ssd tier: scan: %w", err)}
+				return
+			}
+			full <- chunk{lo: lo, hi: hi, buf: buf}
+			lo = hi
+		}
+	}()
+	var err error
+	for c := range full {
+		if err == nil {
+			err = c.err
+		}
+		if err != nil || c.buf == nil {
+			continue // drain: the reader stops after an error
+		}
+		used := int64(0)
+		for _, r := range p.ranges[c.lo:c.hi] {
+			for _, row := range p.rows[r.first:r.last] {
+				src := used + row.off - r.off
+				copy(dst[row.at:row.at+rb], c.buf[src:src+rb])
+			}
+			used += r.n
+		}
+		free <- c.buf
+	}
+	return err
+}
+
+// RandomReads is the reads CopyToHost makes of the rows ids (one Files.Read) and the bytes they
+// read: each distinct block the rows cover once, touching blocks of a stripe read together (up
+// to the IO stack's largest read), as the IO stack coalesces them.
+func (t *Tier) RandomReads(ids []int64) (reads, bytes int64) {
+	rb := t.spec.RowBytes
+	block, maxIO := int64(max(t.files.Stats().BlockSize, 1)), int64(128<<10)
+	type span struct {
+		file   int
+		lo, hi int64 // blocks
+	}
+	spans := make([]span, len(ids))
+	for k, id := range ids {
+		file, off := t.spec.Locate(id)
+		spans[k] = span{file, off / block, (off + rb + block - 1) / block}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.lo, b.lo)) })
+	var cur span
+	flush := func() {
+		if cur.hi > cur.lo {
+			n := (cur.hi - cur.lo) * block
+			bytes += n
+			reads += (n + maxIO - 1) / maxIO
+		}
+	}
+	for k, s := range spans {
+		if k > 0 && s.file == cur.file && s.lo <= cur.hi {
+			cur.hi = max(cur.hi, s.hi)
+			continue
+		}
+		flush()
+		cur = s
+	}
+	flush()
+	return reads, bytes
+}
+
+// DiskModel is what a read of the tier's files costs: ReadCost + bytes/BytesPerSecond of disk
+// time, reads in flight at the stacks' queue depth (DiskProbe's model).
+type DiskModel struct {
+	ReadCost       float64 `json:"read_cost_seconds"`
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	Probed         bool    `json:"probed"` // measured by the disk probe (Options.CoalesceGap -1), else the defaults
+}
+
+// DefaultDiskModel is the DiskModel where no probe ran: a datacenter NVMe SSD's 4 KiB random
+// reads at queue depth 128 (about 250,000 a second) and sequential reads (about 2 GB/s).
+var DefaultDiskModel = DiskModel{ReadCost: 2e-6, BytesPerSecond: 2e9}
+
+// Seconds is the model's disk time of reads reads of bytes bytes in all.
+func (d DiskModel) Seconds(reads, bytes int64) float64 {
+	s := float64(reads) * d.ReadCost
+	if d.BytesPerSecond > 0 {
+		s += float64(bytes) / d.BytesPerSecond
+	}
+	return s
+}
+
+// BreakEvenGap is the gap worth reading to save a read: ReadCost × BytesPerSecond bytes.
+func (d DiskModel) BreakEvenGap() int64 { return int64(d.ReadCost * d.BytesPerSecond) }
+
+// DiskModel is the disk probe's model of the tier's files where it ran, else DefaultDiskModel.
+func (t *Tier) DiskModel() DiskModel {
+	if p := t.files.Probe(); p != nil && p.ReadCost > 0 && p.BytesPerSecond > 0 {
+		return DiskModel{ReadCost: p.ReadCost, BytesPerSecond: p.BytesPerSecond, Probed: true}
+	}
+	return DefaultDiskModel
+}

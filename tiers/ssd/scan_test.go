@@ -1,0 +1,64 @@
+package ssd
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tierfs/tierfs/gpuio"
+)
+
+// TestScanMatchesRows scans random rows (repeats, several destinations each, any order) with
+// random gaps, ranges and buffers, against the rows as written, and checks the plan's counts
+// against RandomReads' bounds.
+func TestScanMatchesRows(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const count = 5000
+	m, rows := writeFeatures(t, count, 1+rng.Int64N(60), 1+rng.IntN(3), rng)
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := spec.RowBytes
+	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tier := NewTier(spec, count, f)
+	for trial := range 20 {
+		n := 1 + rng.IntN(3000)
+		ids, at := make([]int64, n), make([]int64, n)
+		for k := range ids {
+			ids[k] = rng.Int64N(count)
+			if k > 0 && rng.IntN(5) == 0 {
+				ids[k] = ids[rng.IntN(k)]
+			}
+			at[k] = int64(k) * rb
+		}
+		rng.Shuffle(n, func(i, j int) { at[i], at[j] = at[j], at[i] })
+		opt := ScanOptions{Gap: rng.Int64N(64 << 10), MaxRange: rng.Int64N(256 << 10), Buffer: rng.Int64N(1 << 20)}
+		p, err := tier.PlanScan(ids, at, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, int64(n)*rb)
+		if err := tier.Scan(p, dst, nil); err != nil {
+			t.Fatalf("trial %d, %+v: %v", trial, opt, err)
+		}
+		for k, id := range ids {
+			if !bytes.Equal(dst[at[k]:at[k]+rb], rows[id*rb:(id+1)*rb]) {
+				t.Fatalf("trial %d, %+v: row %d (id %d) differs", trial, opt, k, id)
+			}
+		}
+		_, randomBytes := tier.RandomReads(ids)
+		if p.Ranges < 1 || p.Reads < int64(p.Ranges) || (opt.Gap == 0 && p.Bytes < randomBytes) {
+			t.Fatalf("trial %d, %+v: %d ranges, %d reads, %d bytes (random reads: %d bytes)", trial, opt, p.Ranges, p.Reads, p.Bytes, randomBytes)
+		}
+	}
+	if _, err := tier.PlanScan([]int64{count}, []int64{0}, ScanOptions{}); err == nil {
+		t.Fatal("a scan of a row out of range is accepted")
+	}
+}
