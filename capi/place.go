@@ -93,11 +93,44 @@ func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed 
 
 // profileRequest is tfs_profile_reads's request.
 type profileRequest struct {
-	Fanouts   []int  `json:"fanouts"`
+	Fanouts []int `json:"fanouts"`
+	profileSizes
+}
+
+// profileSizes are the request keys both profile calls share.
+type profileSizes struct {
 	BatchSize int    `json:"batch_size"`
-	Batches   int    `json:"batches"` // 0: one epoch of the seeds
+	Batches   int    `json:"batches"` // 0: one pass over the seeds
 	Seed      uint64 `json:"seed"`
 	Replace   bool   `json:"replace"`
+}
+
+// decodeProfile checks the seeds and request of a profile call and decodes the request into req
+// (its keys listed in errors); fanouts is how many fanouts it gave.
+func decodeProfile(seeds *C.int64_t, nSeeds int64, request *C.char, req any, sizes *profileSizes, fanouts func() int, keys string) error {
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
+		return err
+	}
+	if nSeeds == 0 {
+		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
+	}
+	if request == nil {
+		return fail(stEINVAL, "request_json is NULL")
+	}
+	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(req); err != nil {
+		return fail(stEINVAL, "request_json: %v (keys: %s)", err, keys)
+	}
+	switch {
+	case fanouts() == 0:
+		return fail(stEINVAL, "request_json: fanouts are empty; give the fanouts per hop")
+	case sizes.BatchSize <= 0:
+		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", sizes.BatchSize)
+	case sizes.Batches < 0:
+		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one pass of full batches over the seeds)", sizes.Batches)
+	}
+	return nil
 }
 
 //export tfsgo_profile_reads
@@ -111,31 +144,12 @@ func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, co
 	if err != nil {
 		return err
 	}
-	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
-		return err
-	}
-	if nSeeds == 0 {
-		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
-	}
-	if request == nil {
-		return fail(stEINVAL, "request_json is NULL")
-	}
 	if nodes := rec.s.NumNodes(); n != nodes || counts == nil {
 		return fail(stEINVAL, "counts has n = %d entries; the dataset has %d nodes (one count per node, not NULL)", n, nodes)
 	}
-	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
-	dec.DisallowUnknownFields()
 	var req profileRequest
-	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, batches, seed, replace)", err)
-	}
-	switch {
-	case len(req.Fanouts) == 0:
-		return fail(stEINVAL, "request_json: fanouts are empty; give one fanout per hop")
-	case req.BatchSize <= 0:
-		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", req.BatchSize)
-	case req.Batches < 0:
-		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one epoch of the seeds)", req.Batches)
+	if err := decodeProfile(seeds, nSeeds, request, &req, &req.profileSizes, func() int { return len(req.Fanouts) }, "fanouts, batch_size, batches, seed, replace"); err != nil {
+		return err
 	}
 	opt := placement.ProfileOptions{Fanouts: req.Fanouts, BatchSize: req.BatchSize, Batches: req.Batches, Epochs: 1, Seed: req.Seed, Replace: req.Replace}
 	got, err := rec.s.ProfileReads(ids64(seeds, nSeeds), opt)
@@ -148,12 +162,9 @@ func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, co
 
 // profileHeteroRequest is tfs_profile_reads_hetero's request.
 type profileHeteroRequest struct {
-	NodeType  string           `json:"node_type"` // the seeds' type
-	Fanouts   map[string][]int `json:"fanouts"`   // per edge type key, per hop
-	BatchSize int              `json:"batch_size"`
-	Batches   int              `json:"batches"` // 0: one pass of full batches over the seeds
-	Seed      uint64           `json:"seed"`
-	Replace   bool             `json:"replace"`
+	NodeType string           `json:"node_type"` // the seeds' type
+	Fanouts  map[string][]int `json:"fanouts"`   // per edge type key, per hop
+	profileSizes
 }
 
 //export tfsgo_profile_reads_hetero
@@ -167,15 +178,6 @@ func profileReadsHetero(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.ch
 	if err != nil {
 		return err
 	}
-	if err := checkArray(unsafe.Pointer(seeds), "seeds", nSeeds, "n_seeds"); err != nil {
-		return err
-	}
-	if nSeeds == 0 {
-		return fail(stEINVAL, "n_seeds = 0: no seeds to profile")
-	}
-	if request == nil {
-		return fail(stEINVAL, "request_json is NULL")
-	}
 	ss := rec.s.Session()
 	types := ss.NodeTypes()
 	if nTypes != int64(len(types)) || counts == nil || countsN == nil {
@@ -188,19 +190,9 @@ func profileReadsHetero(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.ch
 			return fail(stEINVAL, "counts_n[%d] = %d; node type %q has %d nodes", i, lens[i], t.Name, t.Count)
 		}
 	}
-	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
-	dec.DisallowUnknownFields()
 	var req profileHeteroRequest
-	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "request_json: %v (keys: node_type, fanouts, batch_size, batches, seed, replace)", err)
-	}
-	switch {
-	case len(req.Fanouts) == 0:
-		return fail(stEINVAL, "request_json: fanouts are empty; give {edge type: [per hop]}")
-	case req.BatchSize <= 0:
-		return fail(stEINVAL, "request_json: batch_size = %d; want > 0", req.BatchSize)
-	case req.Batches < 0:
-		return fail(stEINVAL, "request_json: batches = %d; want >= 0 (0 is one pass of full batches over the seeds)", req.Batches)
+	if err := decodeProfile(seeds, nSeeds, request, &req, &req.profileSizes, func() int { return len(req.Fanouts) }, "node_type, fanouts, batch_size, batches, seed, replace"); err != nil {
+		return err
 	}
 	batches := req.Batches
 	if batches == 0 { // one pass of full batches (one batch of every seed when they are fewer)
