@@ -1,4 +1,5 @@
 # sourced: unpack the bundle, build the CUDA shim, environment, the 10M dataset
+# Run from the repository root on the GPU machine with OUT set, the bundle of `make gpu-bundle` carried as build/gpu-bundle.tar.xz.
 root=$PWD
 mkdir -p build && tar -C build -xJf build/gpu-bundle.tar.xz && touch build/gpu
 make cuda >/dev/null 2>&1 || { echo "make cuda failed"; make cuda; exit 1; }

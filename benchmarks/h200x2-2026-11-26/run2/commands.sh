@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 set -u
-source .gpu/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 (cd python/tests && TIERFS_TEST_DIST_BACKEND=nccl timeout 200 python3 -m pytest -q -p no:cacheprovider test_distributed.py test_distributed_hetero.py) > $OUT/python-nccl.log 2>&1
 echo "nccl tests rc=$?: $(tail -1 $OUT/python-nccl.log)"
 (cd python/tests && TIERFS_TEST_DIST_BACKEND=nccl timeout 200 compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 3 \

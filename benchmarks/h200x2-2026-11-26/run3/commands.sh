@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 set -u
-source .gpu/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 # Go GPU tests of the merged planned/elsewhere code (featurestore binary, the planned and device paths)
 (cd featurestore && timeout 150 ../build/gpu/featurestore.test -test.count=1 -test.run 'Elsewhere|Epoch|Planned|Device|Profile' > $OUT/go-featurestore-gpu.log 2>&1); echo "go featurestore GPU rc=$?: $(tail -1 $OUT/go-featurestore-gpu.log)"
 grep -E "^--- FAIL|panic" $OUT/go-featurestore-gpu.log | head

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 set -u
-source .gpu/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 D="--gpu-cache 512MB --host-cache 1GB"
 ddp ddp-1-shared-512MB 1 $D
 ddp ddp-2-shared-512MB 2 $D
