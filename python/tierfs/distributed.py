@@ -1082,7 +1082,8 @@ class DistributedStore(Store):
         hetero = isinstance(fanouts, dict)
         if seeds is None:
             seeds = self.split("train", node_type=node_type) if hetero else self.split("train")
-        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(int(first_epoch), int(first_epoch) + int(epochs))]
+        first = int(first_epoch)
+        orders = [split_seeds(seeds, self._rank, self._world, e, shuffle_seed, True, drop_last) for e in range(first, first + int(epochs))]
         elsewhere = None
         if self._exchange:  # rows other ranks own come through the exchange, never from this rank's plan
             me = self._rank
