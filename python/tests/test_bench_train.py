@@ -78,6 +78,11 @@ def test_every_configuration_runs(report):
         assert h["disk_bound_seeds_per_s"] == pytest.approx(50000 / h["disk_blocks_per_batch"] * 64)
         # the limit overlaps sampling with training; the serial loop is kept beside it
         assert h["memory_gpu_overlap_gain"] > 0
+        # planning a batch against the limit training one (issue 27): the plan covered the
+        # warm-up and timed batches
+        got = {r["config"]: r for r in rep["results"] if (r["model"], tuple(r["fanouts"])) == (h["model"], tuple(h["fanouts"]))}
+        per_batch = got["tierfs-planned"]["plan_setup_seconds"] / (rep["warmup"] + rep["batches"])
+        assert h["planning_over_limit"] == pytest.approx(per_batch / (64 / got["memory-gpu"]["seeds_per_s"]))
         assert h["pipelined_over_limit"] > 0 and h["cached_over_memory_gpu"] > 0
         # ratios of medians; within each repeat's round as well
         assert set(h["by_repeat"]) == {"memory_gpu_overlap_gain", "cached_over_memory_gpu", "pipelined_over_memory_gpu"}

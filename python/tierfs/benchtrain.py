@@ -1275,6 +1275,12 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                 h[f"pipelined_over_{peer.replace('-', '_')}"] = pipe / sps[peer]
         if sps.get("tierfs-planned") and pipe:
             h["planned_over_pipelined"] = sps["tierfs-planned"] / pipe
+        plan_s = rs.get("tierfs-planned", {}).get("plan_setup_seconds")
+        if plan_s and mem:  # issue 27: planning keeps up when a batch plans faster than the limit trains one
+            planned = (report.get("train_seeds", 0) // batch if report.get("planned_epoch") == "full"
+                       else report.get("warmup", 0) + report.get("batches", 0))
+            if planned:
+                h["planning_over_limit"] = (plan_s / planned) / (batch / mem)
         by = {k: v for k, v in (("memory_gpu_overlap_gain", _ratio_by_repeat(rs, "memory-gpu", "memory-gpu-serial")),
                                 ("cached_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-cached", "memory-gpu")),
                                 ("pipelined_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-pipelined", "memory-gpu"))) if v}
@@ -1304,6 +1310,8 @@ def print_summary(heads: List[Dict[str, Any]]) -> None:
               f"{f(h.get('max_loss_diff'), 2) if h.get('max_loss_diff') is None else format(h['max_loss_diff'], '.1e'):>11}")
         for k, vs in h.get("by_repeat", {}).items():
             print(f"{'':30}{k} by repeat: {', '.join(f(v) for v in vs)}")
+        if h.get("planning_over_limit") is not None:
+            print(f"{'':30}planning a batch / the limit training one: {f(h['planning_over_limit'])} (<= 1: planning keeps up)")
 
 
 # plots -------------------------------------------------------------------------------------------
