@@ -22,7 +22,10 @@ the loop, and how peer rows travel); ``--json FILE`` writes those figures.
 ``--place`` places the tiers by a profile first (``store.place(fanouts=..., batch_size=...,
 batches=--place-batches)``, a collective: each rank samples batches of its own seed share, the
 counts are summed over the ranks and ownership is decided from the sum); the time it took is
-printed and in the JSON (``place``).
+printed and in the JSON (``place``). ``--planned-epochs K`` serves planned epochs (each rank's
+share of every epoch packed, the rows other ranks own exchanged; docs/planned.md). On a GPU the
+sampler draws on the GPU (``--gpu-topology device``; ``none`` samples on the host), and rank 0
+also prints the peer exchange step by step (``exchange_steps_ms`` in the store's stats).
 """
 
 from __future__ import annotations
