@@ -38,16 +38,8 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 		var packed int64
 		for e := range 3 {
 			for b := range p.BatchesPerEpoch() {
-				host, err := p.Load(e, b)
-				if err != nil {
-					t.Fatal(err)
-				}
+				host, got, io := plannedOnDevice(t, s, p, e, b)
 				nodes := host.Sample.Nodes
-				var io BatchIO
-				got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
-					io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
-					return err
-				})
 				if !bytes.Equal(got, host.Rows) || !bytes.Equal(got, d.want(nodes)) {
 					t.Fatalf("%s: epoch %d batch %d: the device gather's %d rows differ from the host's (first difference at byte %d)", c.name, e, b, len(nodes), firstDiff(got, host.Rows))
 				}
@@ -110,16 +102,8 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 		}
 		for e := range 2 {
 			for b := range p.BatchesPerEpoch() {
-				host, err := p.Load(e, b)
-				if err != nil {
-					t.Fatal(err)
-				}
+				host, got, io := plannedOnDevice(t, s, p, e, b)
 				nodes := host.Sample.Nodes
-				var io BatchIO
-				got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
-					io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
-					return err
-				})
 				for i, v := range nodes {
 					want := d.want([]int64{v})
 					if _, ok := slices.BinarySearch(away, v); ok && s.TierOf(v) == tiers.SSD {
@@ -137,4 +121,21 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 		p.Close()
 		s.Close()
 	}
+}
+
+// plannedOnDevice is batch b of epoch e of p as the host serves it (Load) and its rows as
+// GatherDevice writes them into device memory (copied back), with what the device gather read.
+func plannedOnDevice(t *testing.T, s *Store, p *Epochs, e, b int) (*PlannedBatch, []byte, BatchIO) {
+	t.Helper()
+	host, err := p.Load(e, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := host.Sample.Nodes
+	var io BatchIO
+	got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
+		io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
+		return err
+	})
+	return host, got, io
 }
