@@ -129,7 +129,8 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 
 func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {
 	fmt.Printf("planned %d of %d epochs into %s in %.1fs (%d batches an epoch)\n", r.Planned, r.Epochs, r.Dir, r.Seconds, r.BatchesPerEpoch)
-	fmt.Printf("  written %.1f MiB (%s per epoch), %d rows of %d B\n", float64(r.BytesWritten)/(1<<20), mibList(r.EpochBytes), r.RowsPacked, rowBytes)
+	fmt.Printf("  written %.1f MiB (%s per epoch), %d rows of %d B, stored samples %.1f MiB\n", float64(r.BytesWritten)/(1<<20), mibList(r.EpochBytes),
+		r.RowsPacked, rowBytes, float64(r.SampleBytes)/(1<<20))
 	fmt.Printf("  per batch: %.0f nodes (%d..%d), %.0f packed rows (%d..%d)\n", r.NodesPerBatch.Mean, r.NodesPerBatch.Min, r.NodesPerBatch.Max,
 		r.RowsPerBatch.Mean, r.RowsPerBatch.Min, r.RowsPerBatch.Max)
 	fmt.Printf("  time over the planner's goroutines: sampling %.1fs, reading rows %.1fs, writing %.1fs\n", r.SampleSeconds, r.ReadSeconds, r.WriteSeconds)

@@ -14,24 +14,31 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/ssd"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // EpochPlanReport says what PlanEpochs did.
 type EpochPlanReport struct {
-	Dir             string  `json:"dir"`
-	Epochs          int     `json:"epochs"`  // K asked for
-	Planned         int     `json:"planned"` // epochs planned (fewer than K when the budget is reached)
-	BatchesPerEpoch int     `json:"batches_per_epoch"`
-	DiskBudget      int64   `json:"disk_budget"`
-	BytesWritten    int64   `json:"bytes_written"` // packed files, padding included
-	EpochBytes      []int64 `json:"epoch_bytes"`
-	RowsPacked      int64   `json:"rows_packed"`
+	Dir             string `json:"dir"`
+	Epochs          int    `json:"epochs"`  // K asked for
+	Planned         int    `json:"planned"` // epochs planned (fewer than K when the budget is reached)
+	BatchesPerEpoch int    `json:"batches_per_epoch"`
+	DiskBudget      int64  `json:"disk_budget"`
+	// BytesWritten is the plan's files' bytes, what DiskBudget bounds: the packed files
+	// (padding included) and the samples files; EpochBytes the same per epoch; SampleBytes the
+	// samples files' part of BytesWritten (0 for a plan that stores no samples: a link plan or a
+	// Session's).
+	BytesWritten int64   `json:"bytes_written"`
+	EpochBytes   []int64 `json:"epoch_bytes"`
+	SampleBytes  int64   `json:"sample_bytes"`
+	RowsPacked   int64   `json:"rows_packed"`
 	// Per batch: sampled nodes, and packed rows (the nodes no memory tier holds).
 	NodesPerBatch Spread  `json:"nodes_per_batch"`
 	RowsPerBatch  Spread  `json:"rows_per_batch"`
@@ -74,11 +81,17 @@ func (s *Spread) add(v int64) {
 
 // packedBatch is one batch as the planner made it.
 type packedBatch struct {
-	nodes   int64        // sampled nodes of the packed types
-	types   []packedRows // per packed stack
-	nodeIDs [][]int64    // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
+	nodes   int64            // sampled nodes of the packed types
+	types   []packedRows     // per packed stack
+	nodeIDs [][]int64        // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
+	smp     *topology.Sample // a Store's plan's sample (packBatch drops it)
 	sample  time.Duration
 	err     error
+	// The batch's sample record (a plan that stores samples): its bytes (nil when only
+	// counted), length and xxhash64.
+	record    []byte
+	recordLen int64
+	recordSum uint64
 }
 
 // packedRows are one node type's rows of a batch.
@@ -181,6 +194,7 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil
 	}
 	pk := newPacker(src, &o, rep, stop)
+	storeSamples := src.storesSamples(&o)
 	for e := range o.Epochs {
 		path := filepath.Join(o.Dir, packedFile(e))
 		f, err := createPacked(path)
@@ -190,7 +204,24 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		written = append(written, path)
 		before := *rep // restored when the epoch does not fit the budget
 		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
-		var off, need int64
+		var sw *samplesWriter // the epoch's samples file, when the plan stores samples
+		if storeSamples {
+			ef.Samples, ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, nb)
+			spath := filepath.Join(o.Dir, ef.Samples)
+			if sw, err = createSamples(spath, &ef.SampleRecords); err != nil {
+				f.Close()
+				return nil, err
+			}
+			written = append(written, spath)
+		}
+		// sampleEnd is the samples file's bytes so far.
+		sampleEnd := func() int64 {
+			if sw == nil {
+				return 0
+			}
+			return sw.size()
+		}
+		var off, need, needSamples int64
 		over := false
 		pk.reset(f, path, &ef)
 		var countOnly atomic.Bool
@@ -198,25 +229,31 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 			if err := stop(); err != nil {
 				return err
 			}
-			var pad int64
+			pad := p.recordLen // the batch's bytes: its extents and its sample record
 			for t, pt := range p.types {
 				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
 			}
 			off = pk.end()
-			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+pad > o.DiskBudget {
+			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+sampleEnd()+pad > o.DiskBudget {
 				if e > 0 {
 					return errEpochOverBudget
 				}
 				over = true
 				countOnly.Store(true)
-				need = off
+				need, needSamples = off+sampleEnd(), sampleEnd()
 			}
 			if over {
 				need += pad
+				needSamples += p.recordLen
 				return nil
 			}
 			if err := pk.add(p); err != nil {
 				return err
+			}
+			if sw != nil {
+				if err := sw.add(p.record, p.recordSum); err != nil {
+					return err
+				}
 			}
 			rep.NodesPerBatch.add(p.nodes)
 			rep.RowsPerBatch.add(p.rows())
@@ -236,29 +273,45 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		var sampleBytes int64
+		if sw != nil {
+			sampleBytes = sw.size()
+			if serr := sw.finish(err == nil && !over); err == nil {
+				err = serr
+			}
+		}
 		if errors.Is(err, errEpochOverBudget) {
 			*rep = before
 			os.Remove(path)
 			written = written[:len(written)-1]
+			if sw != nil {
+				os.Remove(sw.path)
+				written = written[:len(written)-1]
+			}
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
 		if over {
-			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget,
-				Want: fmt.Sprintf("at least the %d bytes one planned epoch needs", need)}
+			want := fmt.Sprintf("at least the %d bytes one planned epoch needs", need)
+			if storeSamples {
+				want += fmt.Sprintf(" (%d of them its stored samples)", needSamples)
+			}
+			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
 		}
+		total := off + sampleBytes
 		if e == 0 && o.DiskBudget == 0 && o.Epochs > 1 {
 			// K-1 more epochs about this size must fit the disk; find out now, not when it is full.
-			if free, ferr := planFreeBytes(o.Dir); ferr == nil && off > 0 && int64(o.Epochs-1) > free/off {
+			if free, ferr := planFreeBytes(o.Dir); ferr == nil && total > 0 && int64(o.Epochs-1) > free/total {
 				return nil, &OptionError{Option: "planned_epochs", Value: o.Epochs,
-					Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, off)}
+					Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, total)}
 			}
 		}
-		ef.Bytes = off
-		rep.BytesWritten += off
-		rep.EpochBytes = append(rep.EpochBytes, off)
+		ef.Bytes, ef.SampleBytes = off, sampleBytes
+		rep.BytesWritten += total
+		rep.SampleBytes += sampleBytes
+		rep.EpochBytes = append(rep.EpochBytes, total)
 		idx.Epochs = append(idx.Epochs, ef)
 	}
 	rep.Planned = len(idx.Epochs)
@@ -398,7 +451,7 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 		return p
 	}
 	p.sample = time.Since(t)
-	p.nodeIDs = d.nodes
+	p.nodeIDs, p.smp = d.nodes, d.sample
 	p.types = make([]packedRows, len(d.nodes))
 	for k, ids := range d.nodes {
 		p.nodes += int64(len(ids))
@@ -415,8 +468,20 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 	if p.err != nil {
 		return p
 	}
-	nodes := p.nodeIDs
-	p.nodeIDs = nil
+	nodes, smp := p.nodeIDs, p.smp
+	p.nodeIDs, p.smp = nil, nil
+	if src.storesSamples(o) {
+		var err error
+		if countOnly {
+			p.recordLen, err = sampleRecordLen(smp)
+		} else if p.record, err = encodeSample(smp); err == nil {
+			p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)
+		}
+		if err != nil {
+			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
+			return p
+		}
+	}
 	for k, s := range src.stacks {
 		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()
@@ -463,7 +528,8 @@ func removePlan(dir string) error {
 		}
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
-	for _, p := range old {
+	samples, _ := filepath.Glob(filepath.Join(dir, "epoch-*.samples"))
+	for _, p := range append(old, samples...) {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("featurestore: removing the old epoch plan: %w", err)
 		}
@@ -538,6 +604,8 @@ func maxIndexBytes(k, nb int) int64 {
 // `tierfs verify` for the dataset's default plan directory.
 func CleanEpochPlan(dir string) ([]string, error) {
 	packed, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
+	samples, _ := filepath.Glob(filepath.Join(dir, "epoch-*.samples"))
+	packed = append(packed, samples...)
 	tmp := filepath.Join(dir, EpochIndexFile+".tmp")
 	if _, err := os.Lstat(tmp); err == nil {
 		packed = append(packed, tmp)
@@ -563,6 +631,9 @@ func CleanEpochPlan(dir string) ([]string, error) {
 		}
 		for _, ef := range idx.Epochs {
 			listed[filepath.Join(dir, ef.File)] = true
+			if ef.Samples != "" {
+				listed[filepath.Join(dir, ef.Samples)] = true
+			}
 		}
 	}
 	var did []string

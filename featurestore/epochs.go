@@ -19,8 +19,11 @@ import (
 // Planned epochs (DiskGNN's offline sampling and feature packing): a plan fixes, for K epochs,
 // each batch's seeds (EpochOrder), its sample (drawn with BatchSampleSeed) and the feature rows
 // of its sample that no memory tier holds, written contiguously into one packed file per epoch.
-// Serving a batch re-samples it (sampling is deterministic), checks the node list against the
-// plan, and reads its packed rows with a few large reads instead of one 4 KiB read a row.
+// A plan of seed nodes of one node type (a Store's, not a link plan) also stores each batch's
+// sample in a samples file per epoch, and serving a batch reads it back (epochsamples.go); the
+// other plans re-sample the batch (sampling is deterministic). Either way the node list is
+// checked against the plan, and the packed rows come in a few large reads instead of one 4 KiB
+// read a row.
 // Epoch e is served from planned epoch e mod K (FirstEpoch 0): samples are reused across epochs.
 //
 // A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
@@ -536,10 +539,17 @@ type epochIndex struct {
 
 // epochFile is one planned epoch's packed file and its batches' extents: batch b's rows of
 // packed node type t are extent b*T+t of T types, the T extents of a batch one after another.
+// A plan that stores its samples (storesSamples) also lists the epoch's samples file and one
+// record in it per batch.
 type epochFile struct {
 	File    string        `json:"file"` // relative to the plan directory
 	Bytes   int64         `json:"bytes"`
 	Batches []batchExtent `json:"batches"`
+	// Samples is the samples file (relative to the plan directory), "" when the plan stores none;
+	// SampleBytes its size; SampleRecords batch b's record at index b.
+	Samples       string         `json:"samples,omitempty"`
+	SampleBytes   int64          `json:"sample_bytes,omitempty"`
+	SampleRecords []sampleRecord `json:"sample_records,omitempty"`
 }
 
 // batchExtent is where a batch's packed rows of one node type are: Rows rows from byte Offset
@@ -553,13 +563,17 @@ type batchExtent struct {
 }
 
 // epochIndexVersion is the index format this package writes and reads.
-const epochIndexVersion = 2
+// Version 3 added the samples files of plans of seed nodes of one node type.
+const epochIndexVersion = 3
 
 // EpochIndexFile is the name of a plan's index in its directory.
 const EpochIndexFile = "epochs.json"
 
 // packedFile is the name of planned epoch e's packed file.
 func packedFile(e int) string { return fmt.Sprintf("epoch-%04d.packed", e) }
+
+// samplesFile is the name of planned epoch e's samples file.
+func samplesFile(e int) string { return fmt.Sprintf("epoch-%04d.samples", e) }
 
 // packAlign is the alignment of every batch's extent in a packed file (O_DIRECT).
 const packAlign = 4096

@@ -33,18 +33,22 @@ type Epochs struct {
 
 	orders []func() []int64 // per planned epoch (index k), computed once
 
-	fds     []int
-	paths   []string // of fds
-	stackMu sync.Mutex
-	stacksN int // stacks open
-	stacks  chan *gpuio.Stack
-	backend gpuio.Backend
+	fds   []int
+	paths []string // of fds
+	// sampleFDs are the samples files per planned epoch, when the plan stores its samples
+	// (epochsamples.go); nil when its batches are drawn again.
+	sampleFDs []int
+	stackMu   sync.Mutex
+	stacksN   int // stacks open
+	stacks    chan *gpuio.Stack
+	backend   gpuio.Backend
 
 	// tierGen is, per packed stack, its tierGen when the plan was checked against its memory
 	// tiers.
 	tierGen []uint64
 
 	batches, rows, bytes, reads, readsNs atomic.Int64
+	sampleBytes, sampleNs                atomic.Int64 // stored samples read
 
 	// Planned device gathers (epochdevice.go): pinned buffers per packed type, sized for its
 	// largest extent (maxRows), made on first use and freed by Close.
@@ -112,7 +116,8 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 
 func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
-	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb*len(src.stacks)))
+	// Per batch: an extent per packed type and a sample record.
+	data, err := dataset.ReadIn(o.Dir, EpochIndexFile, maxIndexBytes(o.Epochs, nb*(len(src.stacks)+1)))
 	if errors.Is(err, os.ErrNotExist) {
 		// What a killed PlanEpochs left (packed files without an index) goes now.
 		_, _ = CleanEpochPlan(o.Dir)
@@ -189,6 +194,11 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		}
 		order := sync.OnceValue(func() []int64 { return p.o.order(e) }) // e indexes the planned epochs
 		p.orders = append(p.orders, order)
+	}
+	if src.storesSamples(&o) {
+		if err := p.openSamples(); err != nil {
+			return nil, err
+		}
 	}
 	st, err := p.newStack()
 	if err != nil {
@@ -284,12 +294,17 @@ func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 	return slices.Clone(batchSeeds(p.orders[pe](), p.o.BatchSize, b)), nil
 }
 
-// Sample draws the sample of batch b of epoch e again and checks it against the plan; it returns
-// the batch's seeds too. A Session's plan draws with SampleHetero; of a link plan it is the node
-// sample of SampleEdges (the seeds the positions of its seed edges).
+// Sample is the sample of batch b of epoch e, checked against the plan; it returns the batch's
+// seeds too. A plan of seed nodes reads it from the plan's samples file (one read, its xxhash64
+// checked: a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch) and draws
+// nothing; a link plan draws it again (the node sample of SampleEdges, the seeds the positions
+// of its seed edges). A Session's plan draws with SampleHetero.
 func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
 	if p.src.hetero != nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of a heterogeneous graph (node types %s): draw its batches with SampleHetero: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
+	}
+	if p.sampleFDs != nil {
+		return p.storedSample(e, b)
 	}
 	seeds, d, err := p.draw(e, b)
 	if err != nil {
@@ -521,13 +536,17 @@ type EpochStats struct {
 	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
 	Reads           int64         `json:"reads"`      // reads issued
 	ReadSeconds     float64       `json:"read_seconds"`
+	// Stored samples read (Sample of a plan that stores them): bytes and seconds of the reads.
+	SampleBytesRead   int64   `json:"sample_bytes_read"`
+	SampleReadSeconds float64 `json:"sample_read_seconds"`
 }
 
 // Stats returns the counters; per batch, divide by Batches.
 func (p *Epochs) Stats() EpochStats {
 	return EpochStats{Planned: p.idx.Planned, FirstEpoch: p.o.FirstEpoch, BatchesPerEpoch: p.idx.Batches, PlanSeconds: p.idx.PlanSecs, Backend: p.backend,
 		Batches: p.batches.Load(), Rows: p.rows.Load(), BytesRead: p.bytes.Load(), Reads: p.reads.Load(),
-		ReadSeconds: time.Duration(p.readsNs.Load()).Seconds()}
+		ReadSeconds:     time.Duration(p.readsNs.Load()).Seconds(),
+		SampleBytesRead: p.sampleBytes.Load(), SampleReadSeconds: time.Duration(p.sampleNs.Load()).Seconds()}
 }
 
 // Close waits for the calls in flight, then closes the IO stacks and files; later calls fail
@@ -547,6 +566,9 @@ func (p *Epochs) Close() error {
 			(<-p.stacks).Close()
 		}
 		for _, fd := range p.fds {
+			unix.Close(fd)
+		}
+		for _, fd := range p.sampleFDs {
 			unix.Close(fd)
 		}
 		for i := range p.pinned {
