@@ -1,0 +1,355 @@
+package featurestore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// sameSample says how a and b differ, field by field ("" when they are equal); EdgeIDs must be
+// nil in both or in neither.
+func sameSample(a, b *topology.Sample) string {
+	for _, f := range []struct {
+		name string
+		x, y []int64
+	}{{"Nodes", a.Nodes, b.Nodes}, {"Row", a.Row, b.Row}, {"Col", a.Col, b.Col}, {"NodesPerHop", a.NodesPerHop, b.NodesPerHop},
+		{"EdgesPerHop", a.EdgesPerHop, b.EdgesPerHop}, {"EdgeIDs", a.EdgeIDs, b.EdgeIDs}} {
+		if !slices.Equal(f.x, f.y) {
+			return fmt.Sprintf("%s differ (%d and %d values)", f.name, len(f.x), len(f.y))
+		}
+	}
+	if (a.EdgeIDs == nil) != (b.EdgeIDs == nil) {
+		return fmt.Sprintf("EdgeIDs nil %v and %v", a.EdgeIDs == nil, b.EdgeIDs == nil)
+	}
+	return ""
+}
+
+// TestStoredSamplesEqualRedrawn plans epochs of a random graph with random options and checks,
+// for every batch of every planned epoch (and a replayed one), that the sample Sample reads from
+// the samples file equals field by field the sampler's draw with the batch's BatchSampleSeed
+// and the plan's own re-draw; batches are served from several goroutines at once. The report's
+// SampleBytes are the samples files' bytes, counted in BytesWritten.
+func TestStoredSamplesEqualRedrawn(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 1500+rng.Int64N(2000), 8, 1+rng.IntN(2), 2+rng.IntN(8), rng)
+	s := mustOpen(t, d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count * rng.Int64N(3) / 4})
+	const k = 2
+	o := epochOpts(t, d, k)
+	o.BatchSize = 20 + rng.IntN(200)
+	o.DropLast, o.Sample.Replace = rng.IntN(2) == 0, rng.IntN(2) == 0
+	o.Sample.Fanouts = []int{1 + rng.IntN(10), rng.IntN(6) - 1}
+	if rng.IntN(2) == 0 {
+		o.Sample.Fanouts = append(o.Sample.Fanouts, 1+rng.IntN(3))
+	}
+	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
+	t.Logf("%d nodes, batch %d, fanouts %v, replace %v, drop_last %v", d.count, o.BatchSize, o.Sample.Fanouts, o.Sample.Replace, o.DropLast)
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files, packed int64
+	for e := range k {
+		for name, n := range map[string]*int64{samplesFile(e): &files, packedFile(e): &packed} {
+			st, err := os.Stat(filepath.Join(o.Dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*n += st.Size()
+		}
+	}
+	if rep.SampleBytes == 0 || rep.SampleBytes != files || rep.BytesWritten != files+packed {
+		t.Fatalf("report: %d sample bytes, %d written; the samples files hold %d bytes, the packed %d", rep.SampleBytes, rep.BytesWritten, files, packed)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	nb := p.BatchesPerEpoch()
+	var edgeIDs bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for e := range k + 1 {
+				for b := w; b < nb; b += 4 {
+					seeds, got, err := p.Sample(e, b)
+					if err != nil {
+						errs <- fmt.Errorf("epoch %d batch %d: %w", e, b, err)
+						return
+					}
+					order := EpochOrder(d.train, o.ShuffleSeed, e%k)
+					if want := order[b*o.BatchSize : min((b+1)*o.BatchSize, len(order))]; !slices.Equal(seeds, want) {
+						errs <- fmt.Errorf("epoch %d batch %d: seeds differ", e, b)
+						return
+					}
+					opt := o.Sample
+					opt.Seed = BatchSampleSeed(o.Sample.Seed, e%k, b)
+					want, err := s.Sample(seeds, opt)
+					if err != nil {
+						errs <- err
+						return
+					}
+					_, drawn, err := p.draw(e, b)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if diff := sameSample(got, want); diff != "" {
+						errs <- fmt.Errorf("epoch %d batch %d: the stored sample and a fresh draw: %s", e, b, diff)
+						return
+					}
+					if diff := sameSample(got, drawn.sample); diff != "" {
+						errs <- fmt.Errorf("epoch %d batch %d: the stored sample and the plan's re-draw: %s", e, b, diff)
+						return
+					}
+					if w == 0 && b == 0 {
+						edgeIDs = got.EdgeIDs != nil
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d batches an epoch, %d sample bytes, edge ids stored: %v", nb, rep.SampleBytes, edgeIDs)
+	first, err := os.Stat(filepath.Join(o.Dir, samplesFile(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.SampleBytesRead != rep.SampleBytes+first.Size() { // epoch k replays planned epoch 0
+		t.Fatalf("stats: %d sample bytes read, want %d", st.SampleBytesRead, rep.SampleBytes+first.Size())
+	}
+	// Load serves the stored sample and its rows.
+	got, err := p.Load(k, nb-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, smp, _ := p.Sample(0, nb-1)
+	if diff := sameSample(got.Sample, smp); diff != "" || !slices.Equal(got.Rows, d.want(smp.Nodes)) {
+		t.Fatalf("Load of a replayed epoch: %s", diff)
+	}
+}
+
+// TestSampleRecordRoundTrip encodes random samples, with and without edge ids, and decodes them;
+// a local id out of range is refused when encoding, a malformed record when decoding.
+func TestSampleRecordRoundTrip(t *testing.T) {
+	rng := newRand(t)
+	for range 50 {
+		n, m := 1+rng.IntN(300), rng.IntN(500)
+		smp := &topology.Sample{Nodes: make([]int64, n), Row: make([]int64, m), Col: make([]int64, m),
+			NodesPerHop: []int64{int64(n)}, EdgesPerHop: []int64{}}
+		for i := range smp.Nodes {
+			smp.Nodes[i] = rng.Int64()
+		}
+		for i := range m {
+			smp.Row[i], smp.Col[i] = rng.Int64N(int64(n)), rng.Int64N(int64(n))
+		}
+		for range rng.IntN(3) {
+			smp.EdgesPerHop = append(smp.EdgesPerHop, rng.Int64N(100))
+		}
+		if rng.IntN(2) == 0 {
+			smp.EdgeIDs = make([]int64, m)
+			for i := range smp.EdgeIDs {
+				smp.EdgeIDs[i] = rng.Int64()
+			}
+		}
+		rec, err := encodeSample(smp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := sampleRecordLen(smp); l != int64(len(rec)) {
+			t.Fatalf("sampleRecordLen %d, the record has %d bytes", l, len(rec))
+		}
+		words := make([]int64, (len(rec)+7)/8)
+		buf := dataset.BytesOf(words)[:len(rec)]
+		copy(buf, rec)
+		got, err := decodeSample(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := sameSample(got, smp); diff != "" {
+			t.Fatalf("%d nodes, %d edges: %s", n, m, diff)
+		}
+		if _, err := decodeSample(buf[:len(buf)-1]); err == nil {
+			t.Fatal("a record a byte short decoded")
+		}
+		if m > 0 {
+			smp.Col[rng.IntN(m)] = int64(n)
+			if _, err := encodeSample(smp); err == nil || !strings.Contains(err.Error(), "Col[") {
+				t.Fatalf("a Col out of range: %v", err)
+			}
+		}
+	}
+}
+
+// TestCorruptSamplesFileIsCaught flips a byte of one batch's record: serving that batch fails
+// with dataset.ErrCorrupt naming the samples file, the epoch and the batch; the other batches
+// are served. A samples file shorter than the index says fails the open.
+func TestCorruptSamplesFileIsCaught(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 2)
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	var idx epochIndex
+	data, err := os.ReadFile(filepath.Join(o.Dir, EpochIndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatal(err)
+	}
+	pe := rng.IntN(2)
+	nb := idx.Batches
+	bad := rng.IntN(nb)
+	r := idx.Epochs[pe].SampleRecords[bad]
+	path := filepath.Join(o.Dir, samplesFile(pe))
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := slices.Clone(orig)
+	at := r.Offset + rng.Int64N(r.Length)
+	flipped[at] ^= 1 << rng.IntN(8)
+	if err := os.WriteFile(path, flipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("flipped byte %d of %s (batch %d's record at %d, %d bytes)", at, path, bad, r.Offset, r.Length)
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range nb {
+		_, _, err := p.Sample(pe+2, b) // epoch pe+2 replays planned epoch pe
+		if b != bad {
+			if err != nil {
+				t.Fatalf("intact batch %d: %v", b, err)
+			}
+			continue
+		}
+		name := fmt.Sprintf("epoch %d batch %d", pe+2, b)
+		if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("corrupt record: %v; want ErrCorrupt naming %s and %s", err, path, name)
+		}
+		if _, err := p.Load(pe, b); !errors.Is(err, dataset.ErrCorrupt) {
+			t.Fatalf("Load of the corrupt batch: %v", err)
+		}
+	}
+	p.Close()
+	if err := os.WriteFile(path, orig[:len(orig)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OpenEpochs(o); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a samples file a byte short: %v", err)
+	}
+}
+
+// TestPlanDiskBudgetCountsSamples: a budget that holds an epoch's packed rows but not its
+// samples is refused, naming the budget and the bytes the samples need; one that holds both
+// plans the epoch.
+func TestPlanDiskBudgetCountsSamples(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 2})
+	o := epochOpts(t, d, 1)
+	full, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := full.BytesWritten - full.SampleBytes
+	if full.SampleBytes == 0 || packed <= 0 {
+		t.Fatalf("report: %+v", full)
+	}
+	o.DiskBudget = packed + full.SampleBytes/2
+	_, err = s.PlanEpochs(o)
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
+		t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
+	}
+	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+		t.Fatalf("a refused plan left %v", left)
+	}
+	o.DiskBudget = full.BytesWritten
+	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 1 || rep.BytesWritten != full.BytesWritten {
+		t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
+	}
+}
+
+// TestOldPlanIndexIsStale: an index of version 2 (no samples files) is a stale plan naming the
+// index version; Replan plans anew.
+func TestOldPlanIndexIsStale(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 1000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	o := epochOpts(t, d, 1)
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(o.Dir, EpochIndexFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatal(err)
+	}
+	idx["version"] = 2
+	if data, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.OpenEpochs(o)
+	var se *StalePlanError
+	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprint(epochIndexVersion) || !strings.Contains(err.Error(), o.Dir) {
+		t.Fatalf("a version 2 index: %v", err)
+	}
+	p, rep, err := s.OpenEpochs(withReplan(o))
+	if err != nil || rep == nil {
+		t.Fatalf("replan over a version 2 index: %v", err)
+	}
+	p.Close()
+}
+
+// TestLinkPlansStoreNoSamples: a link plan of a store writes no samples file and reports none;
+// it draws its batches again.
+func TestLinkPlansStoreNoSamples(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 1000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	n := 200
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n)}
+	for i := range n {
+		se.Src[i], se.Dst[i] = rng.Int64N(d.count), rng.Int64N(d.count)
+	}
+	o := EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), SeedEdges: se, BatchSize: 50,
+		Sample: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: rng.Uint64()}, Epochs: 1}
+	p, rep, err := s.OpenEpochs(withReplan(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if left, _ := filepath.Glob(filepath.Join(o.Dir, "*.samples")); rep.SampleBytes != 0 || len(left) != 0 || p.sampleFDs != nil {
+		t.Fatalf("a link plan stored samples: %d bytes, files %v", rep.SampleBytes, left)
+	}
+	if _, _, err := p.SampleEdges(0, 1); err != nil {
+		t.Fatal(err)
+	}
+}
