@@ -353,3 +353,92 @@ func TestLinkPlansStoreNoSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkEpochSample serves batches' samples of one planned epoch of the dataset
+// TIERFS_BENCH_DATASET (skipped without it; its train split, fanouts 25,10, batch 1,024, a host
+// tier holding every row so the plan packs little): "stored" reads them from the samples file
+// (Epochs.Sample), "redraw" draws them again and checks them against the plan, as Sample did
+// before samples were stored. It runs the two alternately, 3 rounds (round-R/stored,
+// round-R/redraw), in one process over one plan.
+func BenchmarkEpochSample(b *testing.B) {
+	dir := os.Getenv("TIERFS_BENCH_DATASET")
+	if dir == "" {
+		b.Skip("TIERFS_BENCH_DATASET names no dataset")
+	}
+	benchPlanOnce.Do(func() { benchPlan, benchPlanErr = openBenchPlan(dir) })
+	if benchPlanErr != nil {
+		b.Fatal(benchPlanErr)
+	}
+	p := benchPlan
+	nb := p.BatchesPerEpoch()
+	serve := map[string]func(b int) (*topology.Sample, error){
+		"stored": func(b int) (*topology.Sample, error) {
+			_, smp, err := p.Sample(0, b)
+			return smp, err
+		},
+		"redraw": func(b int) (*topology.Sample, error) {
+			_, d, err := p.draw(0, b)
+			if err != nil {
+				return nil, err
+			}
+			return d.sample, nil
+		},
+	}
+	for r := range 3 {
+		for _, how := range []string{"stored", "redraw"} {
+			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
+				var nodes, edges int
+				for i := range b.N {
+					smp, err := serve[how](i % nb)
+					if err != nil {
+						b.Fatal(err)
+					}
+					nodes, edges = nodes+len(smp.Nodes), edges+len(smp.Row)
+				}
+				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
+				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
+			})
+		}
+	}
+}
+
+var (
+	benchPlanOnce sync.Once
+	benchPlan     *Epochs
+	benchPlanErr  error
+)
+
+// openBenchPlan plans one epoch of dataset dir in a temporary directory (left to the OS's
+// cleanup of its temporary files) and opens it.
+func openBenchPlan(dir string) (*Epochs, error) {
+	s, err := Open(dir, Options{HostCacheBytes: 2 << 30})
+	if err != nil {
+		return nil, err
+	}
+	seeds, err := s.Split("train")
+	if err != nil {
+		return nil, err
+	}
+	planDir, err := os.MkdirTemp("", "bench-epoch-sample-")
+	if err != nil {
+		return nil, err
+	}
+	o := EpochOptions{Dir: planDir, Seeds: seeds, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
+		ShuffleSeed: 2, Epochs: 1}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		return nil, err
+	}
+	_, smp, err := p.Sample(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("plan %s: %d batches, %.1f MiB written, %.1f MiB of them samples (%.0f KiB a batch), %.0f nodes a batch, edge ids stored %v, planned in %.1fs\n",
+		planDir, rep.BatchesPerEpoch, float64(rep.BytesWritten)/(1<<20), float64(rep.SampleBytes)/(1<<20),
+		float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, smp.EdgeIDs != nil, rep.Seconds)
+	return p, nil
+}
