@@ -302,8 +302,10 @@ tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled);
  * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,
  * first_epoch, batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
-/* Draws batch `batch` of epoch `epoch` again and checks it against the plan; the sample's first
- * nodes_per_hop[0] nodes are the batch's seeds. */
+/* The sample of batch `batch` of epoch `epoch`, checked against the plan: read from the plan's
+ * samples file (a plan of seed nodes of one node type; a damaged record is TFS_ECORRUPT naming
+ * the file, epoch and batch), or drawn again (a link plan); the sample's first nodes_per_hop[0]
+ * nodes are the batch's seeds. */
 tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out);
 /* Sets *n to the number of seeds of batch `batch` of epoch `epoch` and, when out is not NULL,
  * writes them into out (cap entries; fewer than *n is TFS_EINVAL): seed node ids, or of a link

@@ -2,8 +2,9 @@
 
 ``store.plan_epochs(...)`` samples K epochs ahead and packs, per batch, the feature rows no
 memory tier holds into one contiguous extent of a file per epoch; :class:`PlannedEpochs` serves
-batch ``b`` of epoch ``e`` by sampling it again deterministically and reading its packed rows with
-a few large reads. A plan covers the training epochs ``[first_epoch, first_epoch + K)``; an epoch
+batch ``b`` of epoch ``e`` by reading its sample from the plan (a plan of seed nodes of one node
+type stores each batch's sample) or sampling it again deterministically (link and heterogeneous
+plans), and reading its packed rows with a few large reads. A plan covers the training epochs ``[first_epoch, first_epoch + K)``; an epoch
 outside them replays planned epoch ``first_epoch + (e - first_epoch) mod K`` (samples reused).
 
 On a dataset of several node types, ``store.plan_epochs({edge type: fanouts}, ...,
