@@ -31,7 +31,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	shuffleSeed := fs.Uint64("shuffle-seed", 0, "seed of the epochs' orders")
 	planDir := fs.String("plan-dir", "", "directory for the plan (default: DIR/plans/epochs)")
 	var budget sizeFlag
-	fs.Var(&budget, "disk-budget", "bound on the packed files, e.g. 20GB: plan as many epochs as fit (default: none)")
+	fs.Var(&budget, "disk-budget", "bound on the plan's files (packed rows and stored samples), e.g. 20GB: plan as many epochs as fit (default: none)")
 	packMethod := fs.String("pack-method", "", "how planning reads the rows it packs: scan (the feature files in ascending order, large reads), random (a read a row), or empty to choose by the disk model")
 	var packMemory sizeFlag
 	fs.Var(&packMemory, "pack-memory", "packed bytes planning holds in memory at once, e.g. 1GB (default 256MiB); a scan reads the feature files once per this much")

@@ -42,7 +42,8 @@ import (
 
 // EpochOptions say what a plan is made of and where it lives.
 type EpochOptions struct {
-	// Dir holds the plan: one packed file per planned epoch and the index, written last.
+	// Dir holds the plan: one packed file per planned epoch (and one samples file, for a plan
+	// that stores its samples) and the index, written last.
 	Dir string
 	// Seeds are the training nodes (normally the "train" split); each epoch permutes them.
 	Seeds []int64
@@ -63,7 +64,8 @@ type EpochOptions struct {
 	ShuffleSeed uint64
 	// Epochs is K, the number of epochs to plan (1 to MaxPlannedEpochs).
 	Epochs int
-	// DiskBudget bounds the packed files' bytes: PlanEpochs plans as many of the K epochs as fit,
+	// DiskBudget bounds the plan's files' bytes, packed files and samples files (EpochPlanReport's
+	// BytesWritten): PlanEpochs plans as many of the K epochs as fit,
 	// at least one. 0 means the free space of Dir's file system: K epochs the size of the first
 	// that would not fit it are refused once the first is planned.
 	DiskBudget int64
