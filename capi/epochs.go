@@ -44,6 +44,11 @@ type epochsRequest struct {
 	// Elsewhere says whose rows tfs_epochs_open_elsewhere's array holds, type after type; without
 	// it every id is of the plan's only packed node type.
 	Elsewhere []epochsElsewhere `json:"elsewhere"`
+	// PackMethod and PackMemory are EpochOptions.PackMethod ("scan", "random", or "" to choose by
+	// the disk model) and PackMemory (bytes of a packing window, 0: DefaultPackMemory); neither is
+	// part of the plan's fingerprint.
+	PackMethod string `json:"pack_method"`
+	PackMemory int64  `json:"pack_memory"`
 }
 
 // epochsElsewhere is one node type's part of the rows served elsewhere: the next Rows ids of the
@@ -174,7 +179,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere, first_epoch)", err)
+		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere, first_epoch, pack_method, pack_memory)", err)
 	}
 	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
 		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
@@ -182,7 +187,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
 		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers,
-		FirstEpoch: req.FirstEpoch}
+		FirstEpoch: req.FirstEpoch, PackMethod: req.PackMethod, PackMemory: req.PackMemory}
 	session := false
 	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
 		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {

@@ -223,8 +223,14 @@ def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
         res[f"{mode}_seeds"] = [sum(e, []) for e in seeds_by_epoch[:k]]
         # Fresh rounds (the default): every epoch, k and later included, is the on-demand
         # loader's split of that epoch, planned while the one before trains.
+        # Its rounds read by random reads in windows of 64 KiB: the same rows (DistributedStore.plan_epochs
+        # forwards pack_method and pack_memory).
         rounds = tierfs.Loader(s, s.sampler([5, 5], seed=1), given, batch_size=bs, prefetch=3, seed=seed,
-                               planned_epochs=1, plan_dir=os.path.join(root, mode + "-rounds"))
+                               planned_epochs=1, plan_dir=os.path.join(root, mode + "-rounds"),
+                               plan_pack_method="random", plan_pack_memory="64KiB")
+        report = rounds.plan.report or {}
+        _check(report.get("pack_method") == ("random" if report.get("rows_packed") else ""),
+               f"{mode}: rounds planned by random reads (report: {report.get('pack_method')!r}, {report.get('rows_packed')} rows)", res)
         for epoch in range(3):
             seeds = []
             for n, batch in enumerate(rounds):

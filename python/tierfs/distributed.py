@@ -1059,6 +1059,8 @@ class DistributedStore(Store):
         node_type: Optional[str] = None,
         seed_edges: Any = None,
         first_epoch: int = 0,
+        pack_method: Optional[str] = None,
+        pack_memory: Any = None,
     ) -> "DistributedPlannedEpochs":
         """This rank's plan of its share of ``epochs`` epochs (docs/distributed.md, "Planned
         epochs"): planned epoch ``e`` batches exactly the seeds the on-demand :class:`tierfs.Loader`
@@ -1071,7 +1073,8 @@ class DistributedStore(Store):
         the peer-owned ones through the exchange. ``plan_dir`` gets a directory per rank
         (``plan_dir/rank-R``); ``disk_budget`` is each rank's. ``place_tiers`` is refused: the
         placement of a distributed store is its ownership, decided at open. Seed edges are not
-        supported. ``first_epoch`` F plans the epochs ``[F, F + epochs)`` (:meth:`Store.plan_epochs`)."""
+        supported. ``first_epoch`` F plans the epochs ``[F, F + epochs)``, and ``pack_method`` and
+        ``pack_memory`` say how this rank's planning reads (:meth:`Store.plan_epochs`)."""
         if place_tiers:
             raise errors.NotSupportedError(
                 "tierfs: plan_epochs(place_tiers=True) on a distributed store: its placement is decided at open (ownership: each "
@@ -1096,6 +1099,7 @@ class DistributedStore(Store):
             self, fanouts, batch_size, epochs, plan_dir=plan_dir, disk_budget=disk_budget, replace=replace,
             drop_last=drop_last, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, replan=replan, workers=workers,
             place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere, first_epoch=first_epoch,
+            pack_method=pack_method, pack_memory=pack_memory,
         )
 
     def stats(self) -> Dict[str, Any]:

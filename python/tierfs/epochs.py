@@ -82,7 +82,10 @@ class PlannedEpochs:
         seed_orders: Any = None,
         elsewhere: Any = None,
         first_epoch: int = 0,
+        pack_method: Optional[str] = None,
+        pack_memory: Any = None,
     ) -> None:
+        pack = _pack_request(pack_method, pack_memory)
         h = store._h()
         if isinstance(fanouts, int):
             fanouts = [fanouts]
@@ -142,6 +145,7 @@ class PlannedEpochs:
             request["elsewhere"] = elsewhere_parts
         if first_epoch:  # sent only when set, so a plan from epoch 0 opens on libraries before the key
             request["first_epoch"] = int(first_epoch)
+        request.update(pack)
         self._store = store
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
@@ -352,6 +356,27 @@ class PlannedEpochs:
         if self.link:
             types += f" edge_type={self.edge_type}"
         return f"<tierfs.PlannedEpochs {self.plan_dir!r} epochs={self.first_epoch}..{self.first_epoch + self.planned - 1} batches={self.batches_per_epoch}{types}>"
+
+
+PACK_METHODS = ("scan", "random")  # featurestore.PackScan, PackRandom
+
+
+def _pack_request(pack_method: Optional[str], pack_memory: Any) -> Dict[str, Any]:
+    """options_json's pack_method and pack_memory of plan_epochs' (each only when set, so a plan
+    without them opens on libraries before the keys). ``pack_method`` is None or "" (the disk
+    model chooses), "scan" or "random"; ``pack_memory`` a byte count or size string (None or 0:
+    the core's default). Checked here, as the core checks them, so that a Loader refuses a bad
+    one when made rather than when it first plans."""
+    out: Dict[str, Any] = {}
+    if pack_method is not None and pack_method != "":
+        if not isinstance(pack_method, str) or pack_method not in PACK_METHODS:
+            raise errors.InvalidArgumentError(
+                f'tierfs: option pack_method = {pack_method!r}: want "scan", "random" or None / "" (choose by the disk model)')
+        out["pack_method"] = pack_method
+    memory = _util.parse_size(pack_memory, "pack_memory")
+    if memory:
+        out["pack_memory"] = memory
+    return out
 
 
 def _elsewhere(elsewhere: Any) -> Tuple[np.ndarray, Optional[List[Dict[str, Any]]]]:

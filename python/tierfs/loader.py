@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _util
 from .distributed import _RANK_SEED_STRIDE, DistributedStore, loader_share, new_turnstile, split_seeds
+from .epochs import _pack_request
 from .errors import ClosedError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .planrounds import PlanRounds
@@ -240,7 +241,9 @@ class Loader:
     (``place_tiers``); later rounds are planned against the same tiers. ``plan_dir``: the
     rounds' directories are made in it (``epochs-from-F``), else temporary ones; both removed.
     ``stats()["plans"]`` gives each round's planning and waiting seconds and the epochs planned
-    ahead. With ``reuse_samples=True`` the loader plans K epochs once instead (in ``plan_dir``
+    ahead. ``plan_pack_method`` and ``plan_pack_memory`` are every round's ``pack_method`` and
+    ``pack_memory`` (:meth:`Store.plan_epochs`: how planning reads the rows it packs), checked
+    when the loader is made. With ``reuse_samples=True`` the loader plans K epochs once instead (in ``plan_dir``
     itself, kept for a later run) and epoch ``e`` replays planned epoch ``e mod K``: no
     planning after the first, at the price of the same samples every K epochs — for when
     planning is no faster than training (planning reads the rows with random reads).
@@ -302,6 +305,8 @@ class Loader:
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
         reuse_samples: bool = False,
+        plan_pack_method: Optional[str] = None,
+        plan_pack_memory: Any = None,
     ) -> None:
         self.node_type: Optional[str] = None
         if isinstance(sampler, HeteroSampler):
@@ -346,6 +351,8 @@ class Loader:
         self._planned = bool(planned_epochs) or auto
         self._distributed = isinstance(store, DistributedStore)
         self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
+        _pack_request(plan_pack_method, plan_pack_memory)  # refuses a bad one now, not when the first round plans
+        self._plan_pack = dict(pack_method=plan_pack_method, pack_memory=plan_pack_memory)
         self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
             self._start_plans(planned_epochs, 0)
@@ -360,7 +367,7 @@ class Loader:
         # Two plans at once (the one serving, the next) share the budget; one when reused.
         per_plan = disk_budget if reuse or not disk_budget else max(1, disk_budget // 2)
 
-        store, seeds, batch_size, drop_last = self.store, self._seeds, self.batch_size, self.drop_last
+        store, seeds, batch_size, drop_last, pack = self.store, self._seeds, self.batch_size, self.drop_last, self._plan_pack
         shuffle_seed, node_type = self.seed, self.node_type
         seed, distributed = sampler.seed, self._distributed
         if distributed:  # the store's plan_epochs adds this rank's stride, as its sampler did
@@ -372,7 +379,7 @@ class Loader:
                 fanouts, batch_size, epochs, seeds=seeds, plan_dir=directory,
                 disk_budget=per_plan or None, replace=sampler.replace, drop_last=drop_last,
                 seed=seed, shuffle_seed=shuffle_seed, node_type=node_type,
-                place_tiers=place_tiers and not distributed, first_epoch=first,
+                place_tiers=place_tiers and not distributed, first_epoch=first, **pack,
             )
 
         if distributed and plan_dir is not None and not reuse:

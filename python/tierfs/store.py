@@ -776,6 +776,8 @@ class Store:
         seed_orders: Any = None,
         elsewhere: Any = None,
         first_epoch: int = 0,
+        pack_method: Optional[str] = None,
+        pack_memory: Any = None,
     ) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
@@ -816,6 +818,16 @@ class Store:
         distributed rank's rows owned by its peers): never packed, and left unwritten by the
         plan's host gathers (``gather_device`` writes them only where a memory tier holds them)
         for the caller to fill; a plan made with another set is stale.
+
+        ``pack_method`` says how planning reads the rows it packs (docs/planned.md, "Packing: a
+        scan of the feature file"): ``"scan"`` (each window's rows in one ascending pass over the
+        feature files, large reads), ``"random"`` (a read a row, batch by batch), or None / ``""``
+        to choose per window by the disk model. ``pack_memory`` (bytes or "256MB"; None or 0: 256
+        MiB) bounds the packed bytes of a window; planning holds two, and a scan reads the feature
+        files once a window. Neither changes the packed bytes nor the plan's fingerprint (a plan
+        made with other values is reused); ``report["pack_method"]`` and
+        ``report["pack_windows"]`` say what planning did. Another method, or a negative or
+        unparsable size, raises :class:`tierfs.InvalidArgumentError` naming the option.
         """
         return PlannedEpochs(
             self, fanouts, batch_size, epochs, seeds=seeds,
@@ -825,7 +837,7 @@ class Store:
             seed_edges=seed_edges, edge_label=edge_label, neg_sampling=neg_sampling, amount=amount, strict=strict,
             exclude_seed_edges=exclude_seed_edges, undirected=undirected, reverse_edge_types=reverse_edge_types,
             seed_orders=seed_orders, elsewhere=elsewhere,
-            first_epoch=first_epoch,
+            first_epoch=first_epoch, pack_method=pack_method, pack_memory=pack_memory,
         )
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
