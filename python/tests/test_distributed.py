@@ -194,6 +194,44 @@ def _loaders(rank: int, path: str, seed: int, timeout: float, res: dict) -> None
     ref.close()
 
 
+def _overlap(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
+    """Two gathers on two threads, the first one's local rows held back (its disk reads still
+    running): the second exchanges and returns meanwhile; then both rows are the reference's."""
+    import threading
+
+    ref = tierfs.open(path)
+    s = tierfs.open(path, gpu_cache=GPU_CACHE, host_cache=HOST_CACHE, cache_mode="shared", timeout=timeout)
+    rng = np.random.default_rng([seed, rank])
+    first, second = rng.permutation(NODES)[:400], rng.permutation(NODES)[:300]
+    started, release = threading.Event(), threading.Event()
+    plain_local, calls = s._local_gather, []
+
+    def held_local(ids, node_type):
+        calls.append(len(calls))
+        if len(calls) == 1:  # the first gather's local rows: wait to be released
+            started.set()
+            release.wait(timeout)
+        return plain_local(ids, node_type)
+
+    s._local_gather = held_local
+    got = {}
+    a = threading.Thread(target=lambda: got.update(first=s.gather(first)))
+    a.start()
+    _check(started.wait(timeout), "the first gather's local rows started", res)
+    b = threading.Thread(target=lambda: got.update(second=s.gather(second)))
+    b.start()
+    b.join(timeout / 2)
+    res["second_done_while_first_held"] = not b.is_alive()
+    release.set()
+    a.join(timeout)
+    b.join(timeout)
+    _check("first" in got and _eq(got["first"], ref.gather(first)), "the held gather's rows", res)
+    _check("second" in got and _eq(got["second"], ref.gather(second)), "the second gather's rows", res)
+    res["peer_rows"] = s.stats()["distributed"]["peer_rows"]
+    s.close()
+    ref.close()
+
+
 def _planned(rank: int, path: str, seed: int, timeout: float, res: dict) -> None:
     ref = tierfs.open(path)
     root = os.path.join(os.path.dirname(path), f"plans-{seed}")
@@ -417,6 +455,19 @@ def test_loaders_split_seeds(dataset, tmp_path):
     assert r0["pyg_batches"] == r1["pyg_batches"] == r0["pyg_len"] > 0
     assert not set(r0["pyg_seeds"]) & set(r1["pyg_seeds"])  # drop_last: disjoint
     assert r0["peer_rows"] > 0 and r1["peer_rows"] > 0
+
+
+def test_exchange_does_not_wait_for_local_rows(dataset, tmp_path):
+    """A gather's local rows (its disk reads) are waited for after the exchange lock is
+    released: the next batch's exchange runs while they are read, so batches' disk reads
+    overlap on every rank (before, a rank read one batch at a time: issue 28)."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    r0, r1 = _spawn("overlap", dataset, tmp_path, seed, timeout=20.0)
+    for r in (r0, r1):
+        assert not r["failed"], f"seed {seed}: {r['failed']}"
+        assert r["second_done_while_first_held"], f"seed {seed}: the second gather waited for the first one's local rows"
+        assert r["peer_rows"] > 0
 
 
 def test_planned_epochs(dataset, tmp_path):

@@ -300,6 +300,7 @@ class DistributedStore(Store):
         self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
         self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._xlock = threading.Lock()  # one exchange at a time, in call order
+        self._count_lock = threading.Lock()  # the counters: gathers finish on several threads at once
         self._failed: Optional[str] = None
         self._seq = 0
         self._counters = _new_counters()
@@ -608,7 +609,8 @@ class DistributedStore(Store):
         if not self._exchange:
             return self._counted_local(ids, out, node_type)
         with self._xlock:
-            return self._gather_exchanged(ids, out, node_type)
+            finish = self._begin_exchange(ids, out, node_type)
+        return finish()
 
     def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
         """gather of a sample's nodes (distinct ids), exchanging after batch i-1 of the same
@@ -618,9 +620,10 @@ class DistributedStore(Store):
         turn.wait(i)
         try:
             with self._xlock:
-                return self._gather_exchanged(ids, None, None, distinct=True)
+                finish = self._begin_exchange(ids, None, None, distinct=True)
         finally:
             turn.done(i)
+        return finish()
 
     def _gather_types_in_turn(self, ids_by_type: Dict[str, Any], turn: Optional[_Turnstile], i: int) -> Dict[str, Any]:
         """{node type: gather(ids, node_type=type)} in the dict's order (the dataset's order of
@@ -630,9 +633,10 @@ class DistributedStore(Store):
         turn.wait(i)
         try:
             with self._xlock:
-                return {t: self._gather_exchanged(ids, None, t, distinct=True) for t, ids in ids_by_type.items()}
+                finish = {t: self._begin_exchange(ids, None, t, distinct=True) for t, ids in ids_by_type.items()}
         finally:
             turn.done(i)
+        return {t: f() for t, f in finish.items()}
 
     def _local_gather(self, ids: Any, node_type: str) -> tuple:
         """(rows of this rank's store, CUDA event after them or None), on a worker thread. On a
@@ -658,9 +662,10 @@ class DistributedStore(Store):
 
     def _count(self, o: "_Ownership", **deltas: Any) -> None:
         """Adds to the counters of the store and of o's node type."""
-        for c in (self._counters, o.counters):
-            for k, v in deltas.items():
-                c[k] += v
+        with self._count_lock:
+            for c in (self._counters, o.counters):
+                for k, v in deltas.items():
+                    c[k] += v
 
     def _counted_local(self, ids: IdsLike, out: Any, node_type: Optional[str]) -> Any:
         t0 = time.perf_counter()
@@ -708,9 +713,14 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _gather_exchanged(self, ids: IdsLike, out: Any, node_type: Optional[str],
-                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None, distinct: bool = False) -> Any:
-        """The exchanged gather (see :meth:`gather`). ``local_gather(ids, node_type)``, when
+    def _begin_exchange(self, ids: IdsLike, out: Any, node_type: Optional[str],
+                        local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None, distinct: bool = False) -> Callable[[], Any]:
+        """The exchanged gather (see :meth:`gather`) in two parts: this call, made under
+        ``_xlock`` in the ranks' common order, splits the ids, starts the local gather on a worker
+        thread and runs the collectives; the function it returns, called after the lock is
+        released, waits for the local rows and assembles the result. So the next batch's
+        exchange (and its local gather: the disk reads) starts while this batch's local rows
+        are still being read. ``local_gather(ids, node_type)``, when
         given, gathers this rank's part instead of this rank's store: it gets every id of the
         batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
         peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
@@ -808,6 +818,15 @@ class DistributedStore(Store):
             self._collective("the rows", lambda: dist.all_to_all_single(
                 recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self._group, async_op=True))
         t_x = time.perf_counter()
+        return lambda: self._end_exchange(o, ids_, out_dev, out, local, local_gather, recv_rows, n, rb, local_pos, peer_pos, where,
+                                          inverse, send_ids, served, (t0, t_split, t_counts, t_ids, t_serve, t_x))
+
+    def _end_exchange(self, o: "_Ownership", ids_: Any, out_dev: Any, out: Any, local: Any, local_gather: Any, recv_rows: Any,
+                      n: int, rb: int, local_pos: np.ndarray, peer_pos: np.ndarray, where: np.ndarray, inverse: np.ndarray,
+                      send_ids: np.ndarray, served: int, times: tuple) -> Any:
+        """The second part of :meth:`_begin_exchange`: the local rows and the result."""
+        torch = _torch()
+        t0, t_split, t_counts, t_ids, t_serve, t_x = times
         local_rows = None
         if local is not None:
             local_rows, event = local.result()
@@ -1241,7 +1260,8 @@ class DistributedPlannedEpochs(PlannedEpochs):
         if not store._exchange:
             return super().gather(epoch, batch, nodes, out, node_type)
         with store._xlock:
-            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True)
+            finish = store._begin_exchange(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True)
+        return finish()
 
     def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
@@ -1249,7 +1269,8 @@ class DistributedPlannedEpochs(PlannedEpochs):
         if not store._exchange:
             return super().gather_device(epoch, batch, nodes, out, node_type)
         with store._xlock:
-            return store._gather_exchanged(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True)
+            finish = store._begin_exchange(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True)
+        return finish()
 
     def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
                         turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
@@ -1262,13 +1283,14 @@ class DistributedPlannedEpochs(PlannedEpochs):
         turn.wait(batch)
         try:
             with store._xlock:
-                return {t: store._gather_exchanged(ids, None, t, self._local(epoch, batch, device), distinct=True)
-                        for t, ids in nodes_by_type.items()}
+                finish = {t: store._begin_exchange(ids, None, t, self._local(epoch, batch, device), distinct=True)
+                          for t, ids in nodes_by_type.items()}
         finally:
             turn.done(batch)
+        return {t: f() for t, f in finish.items()}
 
     def _local(self, epoch: int, batch: int, device: bool) -> Callable[[np.ndarray, str], tuple]:
-        """The local gather of :meth:`DistributedStore._gather_exchanged` for batch ``batch`` of
+        """The local gather of :meth:`DistributedStore._begin_exchange` for batch ``batch`` of
         ``epoch``: every row of the batch's ids from the plan, the peer-owned ones left unwritten."""
 
         def gather(ids: np.ndarray, node_type: str) -> tuple:
