@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import functools
 import os
 import secrets
 import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Generator, List, Optional
 
 import numpy as np
 
@@ -300,7 +301,7 @@ class DistributedStore(Store):
         self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
         self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._xlock = threading.Lock()  # one exchange at a time, in call order
-        self._count_lock = threading.Lock()  # the counters: gathers finish on several threads at once
+        self._count_lock = threading.Lock()  # the counters: gathers' local parts end on several threads at once
         self._failed: Optional[str] = None
         self._seq = 0
         self._counters = _new_counters()
@@ -608,35 +609,22 @@ class DistributedStore(Store):
             return Store.gather(self, ids, out, feature, node_type, edge_type)
         if not self._exchange:
             return self._counted_local(ids, out, node_type)
-        with self._xlock:
-            finish = self._begin_exchange(ids, out, node_type)
-        return finish()
+        return self._exchange_now(lambda: self._exchanged_gather(ids, out, node_type))
 
     def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
         """gather of a sample's nodes (distinct ids), exchanging after batch i-1 of the same
         loader epoch did (any thread)."""
         if not self._exchange or turn is None:
             return self.gather(ids)
-        turn.wait(i)
-        try:
-            with self._xlock:
-                finish = self._begin_exchange(ids, None, None, distinct=True)
-        finally:
-            turn.done(i)
-        return finish()
+        return self._exchange_in_turn(turn, i, {None: lambda: self._exchanged_gather(ids, None, None, distinct=True)})[None]
 
     def _gather_types_in_turn(self, ids_by_type: Dict[str, Any], turn: Optional[_Turnstile], i: int) -> Dict[str, Any]:
         """{node type: gather(ids, node_type=type)} in the dict's order (the dataset's order of
         types on every rank), exchanging after batch i-1 of the same loader epoch did."""
         if not self._exchange or turn is None:
             return {t: self.gather(ids, node_type=t) for t, ids in ids_by_type.items()}
-        turn.wait(i)
-        try:
-            with self._xlock:
-                finish = {t: self._begin_exchange(ids, None, t, distinct=True) for t, ids in ids_by_type.items()}
-        finally:
-            turn.done(i)
-        return {t: f() for t, f in finish.items()}
+        return self._exchange_in_turn(turn, i, {t: functools.partial(self._exchanged_gather, ids, None, t, distinct=True)
+                                                for t, ids in ids_by_type.items()})
 
     def _local_gather(self, ids: Any, node_type: str) -> tuple:
         """(rows of this rank's store, CUDA event after them or None), on a worker thread. On a
@@ -713,14 +701,16 @@ class DistributedStore(Store):
         except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
             raise self._fail(what, e) from e
 
-    def _begin_exchange(self, ids: IdsLike, out: Any, node_type: Optional[str],
-                        local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None, distinct: bool = False) -> Callable[[], Any]:
-        """The exchanged gather (see :meth:`gather`) in two parts: this call, made under
-        ``_xlock`` in the ranks' common order, splits the ids, starts the local gather on a worker
-        thread and runs the collectives; the function it returns, called after the lock is
-        released, waits for the local rows and assembles the result. So the next batch's
-        exchange (and its local gather: the disk reads) starts while this batch's local rows
-        are still being read. ``local_gather(ids, node_type)``, when
+    def _exchanged_gather(self, ids: IdsLike, out: Any, node_type: Optional[str],
+                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None,
+                          distinct: bool = False) -> Generator[None, None, Any]:
+        """The exchanged gather (see :meth:`gather`) as a generator of two steps, run by
+        :meth:`_exchange_now` or :meth:`_exchange_in_turn`: the first (up to its one ``yield``)
+        splits the ids and starts the local gather (this rank's rows: its disk reads) on a
+        worker thread, without the exchange lock; the second, under the lock and in the ranks'
+        common order, runs the collectives, waits for the local rows and assembles the result
+        (the generator's return value). So a batch's disk reads start while earlier batches
+        exchange. ``local_gather(ids, node_type)``, when
         given, gathers this rank's part instead of this rank's store: it gets every id of the
         batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
         peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
@@ -730,7 +720,6 @@ class DistributedStore(Store):
         torch, dist = _torch(), _dist()
         if self._failed is not None:
             raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
-        self._seq += 1
         t0 = time.perf_counter()
         ids_ = _ids(ids)
         arr = ids_.array
@@ -772,6 +761,13 @@ class DistributedStore(Store):
             else:
                 local = self._pool.submit(local_gather, arr, o.node_type)
         t_split = time.perf_counter()
+        yield  # the rest under the exchange lock, in turn
+        if self._failed is not None:
+            if local is not None:
+                local.result()
+            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
+        self._seq += 1
+        t_turn = time.perf_counter()
 
         # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
         # so every rank knows what moves and all ranks skip the rest alike when nothing does.
@@ -818,15 +814,6 @@ class DistributedStore(Store):
             self._collective("the rows", lambda: dist.all_to_all_single(
                 recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self._group, async_op=True))
         t_x = time.perf_counter()
-        return lambda: self._end_exchange(o, ids_, out_dev, out, local, local_gather, recv_rows, n, rb, local_pos, peer_pos, where,
-                                          inverse, send_ids, served, (t0, t_split, t_counts, t_ids, t_serve, t_x))
-
-    def _end_exchange(self, o: "_Ownership", ids_: Any, out_dev: Any, out: Any, local: Any, local_gather: Any, recv_rows: Any,
-                      n: int, rb: int, local_pos: np.ndarray, peer_pos: np.ndarray, where: np.ndarray, inverse: np.ndarray,
-                      send_ids: np.ndarray, served: int, times: tuple) -> Any:
-        """The second part of :meth:`_begin_exchange`: the local rows and the result."""
-        torch = _torch()
-        t0, t_split, t_counts, t_ids, t_serve, t_x = times
         local_rows = None
         if local is not None:
             local_rows, event = local.result()
@@ -852,10 +839,40 @@ class DistributedStore(Store):
         self._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
                     peer_unique_rows=int(send_ids.size), peer_bytes_received=int(send_ids.size) * rb,
                     peer_rows_served=served, peer_bytes_sent=served * rb,
-                    exchange_s=t_x - t0, local_s=time.perf_counter() - t0, split_s=t_split - t0, counts_s=t_counts - t_split,
+                    exchange_s=(t_split - t0) + (t_x - t_turn), local_s=time.perf_counter() - t0, split_s=t_split - t0, counts_s=t_counts - t_turn,
                     ids_s=t_ids - t_counts, serve_s=t_serve - t_ids, rows_s=t_x - t_serve, local_wait_s=t_local - t_x,
                     assemble_s=time.perf_counter() - t_local)
         return self._finish(result, ids_, out_dev, out, o)
+
+    def _exchange_now(self, start: Callable[[], Generator[None, None, Any]]) -> Any:
+        """Runs the exchanged gather ``start()`` (:meth:`_exchanged_gather`): its split and local
+        gather at once, its exchange under the lock."""
+        steps = start()
+        next(steps)
+        with self._xlock:
+            return _last_step(steps)
+
+    def _exchange_in_turn(self, turn: _Turnstile, i: int, starts: Dict[Any, Callable[[], Generator[None, None, Any]]]) -> Dict[Any, Any]:
+        """Runs the exchanged gathers ``starts`` (:meth:`_exchanged_gather`) as batch ``i`` of a
+        loader epoch: every split and local gather at once, then, after batch ``i - 1`` of the
+        epoch exchanged (any thread), the exchanges under the lock in the dict's order; returns
+        their results by key."""
+        steps: Dict[Any, Any] = {}
+        early: Optional[BaseException] = None
+        try:
+            for k, start in starts.items():
+                steps[k] = start()
+                next(steps[k])
+        except BaseException as e:  # raised in turn, as the exchange's own errors are
+            early = e
+        turn.wait(i)
+        try:
+            if early is not None:
+                raise early
+            with self._xlock:
+                return {k: _last_step(s) for k, s in steps.items()}
+        finally:
+            turn.done(i)
 
     def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any, o: "_Ownership") -> Any:
         """raw (n, row_bytes) uint8 rows as Store.gather returns them (kind, dtype, shape, out)."""
@@ -1237,6 +1254,15 @@ class DistributedStore(Store):
         return base[:-1] + f" rank={self._rank}/{self._world} cache_mode={self._cache_mode}>"
 
 
+def _last_step(steps: Generator[None, None, Any]) -> Any:
+    """Runs an exchanged gather's second step (:meth:`DistributedStore._exchanged_gather`) and returns its result."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("an exchanged gather yields once")
+
+
 def _to_device(a: np.ndarray, device: Any) -> Any:
     """The int64 numpy array a as a tensor on device, copied there from pinned memory without
     blocking the calling thread (ordered on the current stream)."""
@@ -1259,18 +1285,14 @@ class DistributedPlannedEpochs(PlannedEpochs):
         store = self._store
         if not store._exchange:
             return super().gather(epoch, batch, nodes, out, node_type)
-        with store._xlock:
-            finish = store._begin_exchange(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True)
-        return finish()
+        return store._exchange_now(lambda: store._exchanged_gather(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True))
 
     def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
         store = self._store
         if not store._exchange:
             return super().gather_device(epoch, batch, nodes, out, node_type)
-        with store._xlock:
-            finish = store._begin_exchange(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True)
-        return finish()
+        return store._exchange_now(lambda: store._exchanged_gather(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True))
 
     def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
                         turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
@@ -1280,17 +1302,11 @@ class DistributedPlannedEpochs(PlannedEpochs):
         store = self._store
         if not store._exchange or turn is None:
             return {t: read(epoch, batch, ids, node_type=t) for t, ids in nodes_by_type.items()}
-        turn.wait(batch)
-        try:
-            with store._xlock:
-                finish = {t: store._begin_exchange(ids, None, t, self._local(epoch, batch, device), distinct=True)
-                          for t, ids in nodes_by_type.items()}
-        finally:
-            turn.done(batch)
-        return {t: f() for t, f in finish.items()}
+        return store._exchange_in_turn(turn, batch, {t: functools.partial(store._exchanged_gather, ids, None, t, self._local(epoch, batch, device),
+                                                                           distinct=True) for t, ids in nodes_by_type.items()})
 
     def _local(self, epoch: int, batch: int, device: bool) -> Callable[[np.ndarray, str], tuple]:
-        """The local gather of :meth:`DistributedStore._begin_exchange` for batch ``batch`` of
+        """The local gather of :meth:`DistributedStore._exchanged_gather` for batch ``batch`` of
         ``epoch``: every row of the batch's ids from the plan, the peer-owned ones left unwritten."""
 
         def gather(ids: np.ndarray, node_type: str) -> tuple:
