@@ -546,6 +546,9 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 	}()
 	sp := splitIDs(missIDs, held, cuda.Int64s(ctx.pairs.Host, 2*misses), missPos, s.opt.CopyWorkers)
 	copy(count, sp.count)
+	if lt, ok := held[len(held)-1].(leavesRows); ok { // the counters count the rows it serves
+		count[len(count)-1] -= lt.leftToCaller(sp.slots(len(held) - 1))
+	}
 	since(&s.stats.splitNanos, splitStart)
 	// The pairs go up once; every tier's stream waits for them (and for what the caller queued).
 	if err := cuda.Memcpy(dev, ctx.pairs.Dev, ctx.pairs.HostAddr, uint64(need), caller); err != nil {

@@ -133,9 +133,25 @@ func plannedOnDevice(t *testing.T, s *Store, p *Epochs, e, b int) (*PlannedBatch
 	}
 	nodes := host.Sample.Nodes
 	var io BatchIO
+	before := ssdHits(s)
 	got := deviceRows(t, s, len(nodes), func(dst, stream uintptr) (err error) {
 		io, err = p.GatherDevice(e, b, "", nodes, dst, stream)
 		return err
 	})
+	// The SSD tier's counter counts the packed rows the device gather served, never the rows it
+	// left to the caller (served elsewhere).
+	if hits := ssdHits(s) - before; hits != uint64(io.Rows) {
+		t.Fatalf("epoch %d batch %d: the SSD tier counted %d rows of the device gather, it served %d packed rows", e, b, hits, io.Rows)
+	}
 	return host, got, io
+}
+
+// ssdHits is the SSD tier's served-rows counter of s.
+func ssdHits(s *Store) uint64 {
+	for _, ts := range s.Stats().Tiers {
+		if ts.Tier == tiers.SSD {
+			return ts.Hits
+		}
+	}
+	return 0
 }
