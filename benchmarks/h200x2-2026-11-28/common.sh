@@ -1,0 +1,14 @@
+# sourced (copy of h200x2-2026-11-26/common.sh): unpack the bundle, build the CUDA shim, environment, the 10M dataset
+# Run from the repository root on the GPU machine with OUT set, the bundle of `make gpu-bundle` carried as build/gpu-bundle.tar.xz.
+root=$PWD
+mkdir -p build && tar -C build -xJf build/gpu-bundle.tar.xz && touch build/gpu
+make cuda >/dev/null 2>&1 || { echo "make cuda failed"; make cuda; exit 1; }
+export TIERFS_CUDA_LIB=$root/build/libtierfs_cuda.so TIERFS_LIB=$root/build/libtierfs.so TIERFS_CLI=$root/build/tierfs PYTHONPATH=$root/python
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
+[ -f /var/tmp/ds10m/manifest.json ] || build/tierfs synth --out /var/tmp/ds10m --nodes 10000000 --dim 128 --avg-degree 15 --seed 1 >/dev/null
+ddp() {  # ddp NAME NPROC ARGS...: one run of the example, its figures in $OUT/NAME.json
+  local name=$1 n=$2; shift 2
+  echo "== $name"
+  timeout 170 python3 -m torch.distributed.run --standalone --nproc_per_node=$n examples/train_pyg_ddp.py --data /var/tmp/ds10m \
+    --epochs 1 --json $OUT/$name.json "$@" 2>&1 | grep -E "^(epoch|  +rank|[0-9] rank|placed|planned|Traceback|[A-Za-z]*Error)" | head -8
+}
