@@ -11,7 +11,8 @@ sample call i drawing batch i) and the same model init for every configuration:
   memory-gpu-serial the same, sampling and gathering each batch inline (no overlap)
   memory-pinned     features in a pinned host tensor, ``index_select`` on the host into a pinned
                     buffer, then ``.to(device, non_blocking=True)``
-  tierfs-cached     a tierfs store whose GPU tier holds every row (cpu: the host tier)
+  tierfs-cached     a tierfs store whose GPU tier holds every row (cpu: the host tier), in
+                    memory-gpu's loop: only the gather differs (the store's, of device ids)
   tierfs-serial     GPU tier 10% + host tier 20% of the feature bytes (``--cache-fractions``),
                     placed with ``store.place``; sample and gather inline in the training loop
   tierfs-pipelined  the same store through ``tierfs.Loader(..., prefetch=--depth)``
@@ -49,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -69,7 +70,7 @@ GPU_MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial")
 TIERED_CONFIGS = ("tierfs-serial", "tierfs-pipelined", "tierfs-planned")
 MEMMAP_CONFIGS = ("memmap-cold", "memmap-budget")
 LOADER_CONFIGS = ("tierfs-pipelined", "tierfs-planned")
-PREFETCHED_CONFIGS = ("memory-gpu",) + LOADER_CONFIGS
+PREFETCHED_CONFIGS = ("memory-gpu", "tierfs-cached") + LOADER_CONFIGS
 
 
 # arguments -----------------------------------------------------------------------------------
@@ -670,7 +671,11 @@ class Bench:
             X = self.X_dev
             return serial(cached, lambda nodes: torch.index_select(X, 0, nodes.to(dev, non_blocking=True)))
         if cfg == "memory-gpu":
-            return self.overlapped(cached, fanouts, chunks, extra)
+            X = self.X_dev
+            return self.overlapped(cached, fanouts, chunks, extra, lambda nodes: torch.index_select(X, 0, nodes))
+        # The same loop, the rows from the store's GPU tier (device ids: the split runs on the GPU).
+        if cfg == "tierfs-cached":
+            return self.overlapped(cached, fanouts, chunks, extra, cached.gather)
         if cfg == "memory-pinned":
             X = self.X_host
             bufs: List[Any] = [None, None]  # two pinned buffers, taking turns
@@ -694,9 +699,6 @@ class Bench:
                 return x
 
             return serial(cached, pinned)
-        # The ids go to the device first, as for memory-gpu: the split then runs on the GPU.
-        if cfg == "tierfs-cached":
-            return serial(cached, lambda nodes: cached.gather(nodes.to(dev, non_blocking=True)))
         if cfg == "tierfs-serial":
             st = self.stores["tiered"]
             return serial(st, lambda nodes: st.gather(nodes.to(dev, non_blocking=True)))
@@ -771,17 +773,18 @@ class Bench:
             return to_dev()
         raise AssertionError(cfg)
 
-    def overlapped(self, store, fanouts: List[int], chunks: List[Any], extra: Dict[str, Any]) -> Iterator[Tuple]:
+    def overlapped(self, store, fanouts: List[int], chunks: List[Any], extra: Dict[str, Any], gather: Callable[[Any], Any]) -> Iterator[Tuple]:
         """memory-gpu, the best in-memory loop: one thread (``tierfs.prefetch``, up to --depth
         batches ahead) samples each batch, copies the sample to the device from pinned memory
-        and gathers its rows with ``index_select``, both on a CUDA side stream; the training
+        and gathers its rows with ``gather(nodes)`` (``index_select`` of the CUDA tensor;
+        tierfs-cached: the store's gather of device ids), both on a CUDA side stream; the training
         loop only makes its stream wait for the batch's event (GraphBolt's feature fetch on its
         own stream, apex's data_prefetcher). A thread, not "launch batch i+1's sampling, then
         train batch i": the sampler returns host arrays, so its call blocks until the GPU
         sampler's kernels and the copy back are done; the native call releases the GIL, and
         the thread holds it only for a few short torch calls a batch. The thread's seconds
         and batches go to ``extra["thread_busy"]``."""
-        torch, dev, X = self.torch, self.dev, self.X_dev
+        torch, dev = self.torch, self.dev
         sampler = store.sampler(fanouts, seed=self.a.seed)
         extra["closers"].append(sampler.close)
         busy = extra["thread_busy"] = dict(sample=0.0, gather=0.0, batches=0)
@@ -793,11 +796,11 @@ class Bench:
                 s = sampler.sample(s_ids)
                 t2 = time.perf_counter()
                 if side is None:
-                    item = (s_ids, s.nodes, s.row, s.col, torch.index_select(X, 0, s.nodes), None)
+                    item = (s_ids, s.nodes, s.row, s.col, gather(s.nodes), None)
                 else:
                     with torch.cuda.stream(side):
                         ids, nodes, row, col = (v.pin_memory().to(dev, non_blocking=True) for v in (s_ids, s.nodes, s.row, s.col))
-                        x = torch.index_select(X, 0, nodes)
+                        x = gather(nodes)
                         done = torch.cuda.Event()
                         done.record(side)
                     item = (ids, nodes, row, col, x, done)
@@ -930,7 +933,7 @@ class Bench:
             losses=[float(v) for v in losses],
         )
         stages = {"fetch": fetch_s, "train_host": train_s}
-        if "thread_busy" in extra:  # memory-gpu: its thread's mean a batch over every batch it made
+        if "thread_busy" in extra:  # memory-gpu, tierfs-cached: its thread's mean a batch over every batch it made
             tb = extra["thread_busy"]
             stages.update({k: tb[k] / max(1, tb["batches"]) * timed for k in ("sample", "gather")})
         elif cfg not in LOADER_CONFIGS:  # the loaders' stages are in loader_stats
