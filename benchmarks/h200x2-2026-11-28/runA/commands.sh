@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every row cached on two GPUs: 1 vs 2 GPUs interleaved three times, then placed rows.
 set -u
-source benchmarks/h200x2-2026-11-28/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 C="--gpu-cache 2700MB --host-cache 256MB"
 for k in 1 2 3; do
   ddp ddp-1-shared-2700MB-r$k 1 $C

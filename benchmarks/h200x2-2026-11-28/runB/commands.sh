@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Disk-bound caches: 1 vs 2 GPUs, shared and replicated, with and without place; planned epochs on 2 GPUs.
 set -u
-source benchmarks/h200x2-2026-11-28/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 D="--gpu-cache 512MB --host-cache 1GB"
 P="--place --place-batches 200"
 ddp ddp-1-shared-512MB 1 $D

@@ -2,7 +2,7 @@
 # Disk-bound 2-GPU rows with the exchange no longer waiting for the local rows under its lock,
 # then issue 27 on GPU 0 alone: planned epochs with stored samples against the limit.
 set -u
-source benchmarks/h200x2-2026-11-28/common.sh
+source benchmarks/h200x2-2026-11-26/common.sh
 D="--gpu-cache 512MB --host-cache 1GB"
 ddp ddp-1-shared-512MB 1 $D
 ddp ddp-2-shared-512MB 2 $D
