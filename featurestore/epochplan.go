@@ -60,6 +60,12 @@ type EpochPlanReport struct {
 	SampleSeconds float64 `json:"sample_seconds"`
 	ReadSeconds   float64 `json:"read_seconds"`
 	WriteSeconds  float64 `json:"write_seconds"`
+	// The placement pass of PlaceTiers (all 0 without it), part of Seconds: PlaceSeconds its
+	// wall time, PlaceSampleSeconds its sampling summed over the planner's goroutines, and
+	// FillSeconds the refill of the memory tiers (Place of every packed stack).
+	PlaceSeconds       float64 `json:"place_seconds"`
+	PlaceSampleSeconds float64 `json:"place_sample_seconds"`
+	FillSeconds        float64 `json:"fill_seconds"`
 }
 
 // Spread is the least, mean and largest of a per-batch count.
@@ -136,7 +142,7 @@ func (s *Store) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
 }
 
 // plan is PlanEpochs of src.
-func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
+func (src *epochSource) plan(o EpochOptions) (*EpochPlanReport, error) {
 	leave, err := src.enter()
 	if err != nil {
 		return nil, err
@@ -146,11 +152,18 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	start := time.Now()
+	var pl *placed
 	if o.PlaceTiers {
-		if err := src.placeForEpochs(&o); err != nil {
+		if pl, err = src.placeForEpochs(&o); err != nil {
 			return nil, err
 		}
 	}
+	return src.planPlaced(o, pl, start)
+}
+
+// planPlaced is plan after the placement pass (pl, nil without PlaceTiers), which began at
+// start; the caller has entered src and checked o.
+func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) (_ *EpochPlanReport, err error) {
 	fp, err := placement.Fingerprint(src.ss.m.Dir())
 	if err != nil {
 		return nil, err
@@ -186,6 +199,9 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
+	if pl != nil {
+		rep.PlaceSeconds, rep.PlaceSampleSeconds, rep.FillSeconds = pl.seconds, pl.sampleSeconds, pl.fillSeconds
+	}
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
 	stop := func() error {
 		if canceled.Load() {
@@ -365,16 +381,24 @@ func CancelEpochPlan(dir string) bool {
 	return ok
 }
 
+// placed is what the placement pass of PlaceTiers did.
+type placed struct {
+	seconds, sampleSeconds, fillSeconds float64
+}
+
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
 // Memory: 4 bytes a node of every packed type while it runs.
-func (src *epochSource) placeForEpochs(o *EpochOptions) error {
+func (src *epochSource) placeForEpochs(o *EpochOptions) (*placed, error) {
+	start := time.Now()
+	pl := &placed{}
 	hot := make([][]uint32, len(src.stacks))
 	for t, s := range src.stacks {
 		hot[t] = make([]uint32, s.NumNodes())
 	}
 	for e := range o.Epochs {
 		err := src.planEpoch(o, e, nil, func(p *packedBatch) error {
+			pl.sampleSeconds += p.sample.Seconds()
 			for t, ids := range p.nodeIDs {
 				h := hot[t]
 				ids, _ = o.keep(t, ids) // rows served elsewhere are not this store's to place
@@ -387,15 +411,18 @@ func (src *epochSource) placeForEpochs(o *EpochOptions) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
+	fill := time.Now()
 	for t, s := range src.stacks {
 		if err := s.Place(hot[t]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	pl.fillSeconds = time.Since(fill).Seconds()
+	pl.seconds = time.Since(start).Seconds()
+	return pl, nil
 }
 
 // planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands

@@ -96,8 +96,10 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 	if err := o.check(src); err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
+	var pl *placed
 	if o.PlaceTiers {
-		if err := src.placeForEpochs(&o); err != nil {
+		if pl, err = src.placeForEpochs(&o); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -105,8 +107,7 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
 		return p, nil, err
 	}
-	o.PlaceTiers = false // placed above
-	rep, err := src.plan(o)
+	rep, err := src.planPlaced(o, pl, start)
 	if err != nil {
 		return nil, nil, err
 	}
