@@ -99,9 +99,11 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 	start := time.Now()
 	var pl *placed
 	if o.PlaceTiers {
-		if pl, err = src.placeForEpochs(&o); err != nil {
+		// Samples spooled for a plan that may be reused are wasted, so only with Replan.
+		if pl, err = src.placeForEpochs(&o, o.Replan); err != nil {
 			return nil, nil, err
 		}
+		defer pl.close()
 	}
 	p, err := src.openPlan(o)
 	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
