@@ -55,14 +55,16 @@ type EpochPlanReport struct {
 	ScanEstimate   float64       `json:"scan_estimate_seconds"`
 	RandomEstimate float64       `json:"random_estimate_seconds"`
 	DiskModel      ssd.DiskModel `json:"disk_model"`
-	// Time summed over the planner's goroutines: sampling; reading rows from the dataset and
-	// writing the packed files (wall time of the packer).
+	// Time summed over the planner's goroutines: sampling of the packing pass (0 for the epochs
+	// it took from the placement pass's spool: their sampling is PlaceSampleSeconds); reading
+	// rows from the dataset and writing the packed files (wall time of the packer).
 	SampleSeconds float64 `json:"sample_seconds"`
 	ReadSeconds   float64 `json:"read_seconds"`
 	WriteSeconds  float64 `json:"write_seconds"`
 	// The placement pass of PlaceTiers (all 0 without it), part of Seconds: PlaceSeconds its
-	// wall time, PlaceSampleSeconds its sampling summed over the planner's goroutines, and
-	// FillSeconds the refill of the memory tiers (Place of every packed stack).
+	// wall time, PlaceSampleSeconds its sampling (and spooling, epochspool.go) summed over the
+	// planner's goroutines, and FillSeconds the refill of the memory tiers (Place of every
+	// packed stack: ranking the rows and reading them into the tiers).
 	PlaceSeconds       float64 `json:"place_seconds"`
 	PlaceSampleSeconds float64 `json:"place_sample_seconds"`
 	FillSeconds        float64 `json:"fill_seconds"`
