@@ -134,6 +134,9 @@ func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {
 	fmt.Printf("  per batch: %.0f nodes (%d..%d), %.0f packed rows (%d..%d)\n", r.NodesPerBatch.Mean, r.NodesPerBatch.Min, r.NodesPerBatch.Max,
 		r.RowsPerBatch.Mean, r.RowsPerBatch.Min, r.RowsPerBatch.Max)
 	fmt.Printf("  time over the planner's goroutines: sampling %.1fs, reading rows %.1fs, writing %.1fs\n", r.SampleSeconds, r.ReadSeconds, r.WriteSeconds)
+	if r.PlaceSeconds > 0 {
+		fmt.Printf("  placement pass (place tiers) %.1fs: sampling %.1fs over the planner's goroutines, refilling the tiers %.1fs\n", r.PlaceSeconds, r.PlaceSampleSeconds, r.FillSeconds)
+	}
 	fmt.Printf("  packed by %s in %d windows: %d reads, %.1f MiB read (disk model: scan %.1fs, random %.1fs)\n", cmp.Or(r.PackMethod, "nothing"), r.PackWindows,
 		r.PackReads, float64(r.PackReadBytes)/(1<<20), r.ScanEstimate, r.RandomEstimate)
 	if r.DiskBudget > 0 {

@@ -55,11 +55,19 @@ type EpochPlanReport struct {
 	ScanEstimate   float64       `json:"scan_estimate_seconds"`
 	RandomEstimate float64       `json:"random_estimate_seconds"`
 	DiskModel      ssd.DiskModel `json:"disk_model"`
-	// Time summed over the planner's goroutines: sampling; reading rows from the dataset and
-	// writing the packed files (wall time of the packer).
+	// Time summed over the planner's goroutines: sampling of the packing pass (0 for the epochs
+	// it took from the placement pass's spool: their sampling is PlaceSampleSeconds); reading
+	// rows from the dataset and writing the packed files (wall time of the packer).
 	SampleSeconds float64 `json:"sample_seconds"`
 	ReadSeconds   float64 `json:"read_seconds"`
 	WriteSeconds  float64 `json:"write_seconds"`
+	// The placement pass of PlaceTiers (all 0 without it), part of Seconds: PlaceSeconds its
+	// wall time, PlaceSampleSeconds its sampling (and spooling, epochspool.go) summed over the
+	// planner's goroutines, and FillSeconds the refill of the memory tiers (Place of every
+	// packed stack: ranking the rows and reading them into the tiers).
+	PlaceSeconds       float64 `json:"place_seconds"`
+	PlaceSampleSeconds float64 `json:"place_sample_seconds"`
+	FillSeconds        float64 `json:"fill_seconds"`
 }
 
 // Spread is the least, mean and largest of a per-batch count.
@@ -136,7 +144,7 @@ func (s *Store) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
 }
 
 // plan is PlanEpochs of src.
-func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
+func (src *epochSource) plan(o EpochOptions) (*EpochPlanReport, error) {
 	leave, err := src.enter()
 	if err != nil {
 		return nil, err
@@ -146,11 +154,20 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		return nil, err
 	}
 	start := time.Now()
+	var pl *placed
 	if o.PlaceTiers {
-		if err := src.placeForEpochs(&o); err != nil {
+		if pl, err = src.placeForEpochs(&o, true); err != nil {
 			return nil, err
 		}
+		defer pl.close()
 	}
+	return src.planPlaced(o, pl, start)
+}
+
+// planPlaced is plan after the placement pass (pl, nil without PlaceTiers), which began at
+// start; the caller has entered src and checked o. It takes the samples files pl spooled into
+// the plan (epochspool.go); the caller closes pl.
+func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) (_ *EpochPlanReport, err error) {
 	fp, err := placement.Fingerprint(src.ss.m.Dir())
 	if err != nil {
 		return nil, err
@@ -186,6 +203,9 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
+	if pl != nil {
+		rep.PlaceSeconds, rep.PlaceSampleSeconds, rep.FillSeconds = pl.seconds, pl.sampleSeconds, pl.fillSeconds
+	}
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
 	stop := func() error {
 		if canceled.Load() {
@@ -204,28 +224,35 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		written = append(written, path)
 		before := *rep // restored when the epoch does not fit the budget
 		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
-		var sw *samplesWriter // the epoch's samples file, when the plan stores samples
+		// The epoch's samples file, when the plan stores samples: the placement pass's (spooled),
+		// its records listed as their batches are packed, or else written here (sw).
+		var sw *samplesWriter
+		spooled := pl.spooled(e)
+		var spath string
 		if storeSamples {
 			ef.Samples, ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, nb)
-			spath := filepath.Join(o.Dir, ef.Samples)
-			if sw, err = createSamples(spath, &ef.SampleRecords); err != nil {
+			spath = filepath.Join(o.Dir, ef.Samples)
+			if spooled != nil {
+				err = spooled.take(spath)
+			} else {
+				sw, err = createSamples(spath, &ef.SampleRecords)
+			}
+			if err != nil {
 				f.Close()
 				return nil, err
 			}
 			written = append(written, spath)
 		}
-		// sampleEnd is the samples file's bytes so far.
-		sampleEnd := func() int64 {
-			if sw == nil {
-				return 0
-			}
-			return sw.size()
-		}
+		var sampled int64 // the samples file's bytes so far
+		sampleEnd := func() int64 { return sampled }
 		var off, need, needSamples int64
 		over := false
 		pk.reset(f, path, &ef)
 		var countOnly atomic.Bool
-		err = src.planEpoch(&o, e, &countOnly, func(p *packedBatch) error {
+		batch := func(b int, seeds []int64) *packedBatch {
+			return src.packBatch(&o, e, b, seeds, countOnly.Load(), spooled)
+		}
+		err = src.planEpoch(&o, e, batch, func(p *packedBatch) error {
 			if err := stop(); err != nil {
 				return err
 			}
@@ -254,7 +281,10 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 				if err := sw.add(p.record, p.recordSum); err != nil {
 					return err
 				}
+			} else if spooled != nil {
+				ef.SampleRecords = append(ef.SampleRecords, spooled.records[len(ef.SampleRecords)])
 			}
+			sampled += p.recordLen
 			rep.NodesPerBatch.add(p.nodes)
 			rep.RowsPerBatch.add(p.rows())
 			rep.SampleSeconds += p.sample.Seconds()
@@ -273,19 +303,19 @@ func (src *epochSource) plan(o EpochOptions) (_ *EpochPlanReport, err error) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		var sampleBytes int64
+		sampleBytes := sampled
 		if sw != nil {
-			sampleBytes = sw.size()
 			if serr := sw.finish(err == nil && !over); err == nil {
 				err = serr
 			}
 		}
+		spooled.release() // synced when spooled
 		if errors.Is(err, errEpochOverBudget) {
 			*rep = before
 			os.Remove(path)
 			written = written[:len(written)-1]
-			if sw != nil {
-				os.Remove(sw.path)
+			if storeSamples {
+				os.Remove(spath)
 				written = written[:len(written)-1]
 			}
 			break
@@ -365,16 +395,67 @@ func CancelEpochPlan(dir string) bool {
 	return ok
 }
 
+// placed is what the placement pass of PlaceTiers did: its seconds, and the samples it spooled
+// for the packing pass (nil: none).
+type placed struct {
+	seconds, sampleSeconds, fillSeconds float64
+	spool                               *sampleSpool
+}
+
+// spooled is planned epoch e's spooled samples file, nil when it was not spooled.
+func (pl *placed) spooled(e int) *spooledEpoch {
+	if pl == nil {
+		return nil
+	}
+	return pl.spool.epoch(e)
+}
+
+// close removes the spool, with what the plan did not take.
+func (pl *placed) close() {
+	if pl != nil {
+		pl.spool.close()
+	}
+}
+
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
-// Memory: 4 bytes a node of every packed type while it runs.
-func (src *epochSource) placeForEpochs(o *EpochOptions) error {
+// With spool, a plan that stores samples also spools each epoch's samples file for the packing
+// pass (epochspool.go); the caller closes the result. Memory: 4 bytes a node of every packed
+// type while it runs.
+func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, err error) {
+	start := time.Now()
+	pl := &placed{}
+	if spool && spoolSamples && src.storesSamples(o) {
+		if pl.spool, err = newSampleSpool(o.Dir, o.DiskBudget); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				pl.close()
+			}
+		}()
+	}
 	hot := make([][]uint32, len(src.stacks))
 	for t, s := range src.stacks {
 		hot[t] = make([]uint32, s.NumNodes())
 	}
 	for e := range o.Epochs {
-		err := src.planEpoch(o, e, nil, func(p *packedBatch) error {
+		sp, err := pl.spool.begin(e)
+		if err != nil {
+			return nil, err
+		}
+		batch := func(b int, seeds []int64) *packedBatch {
+			p := src.sampleBatch(o, e, b, seeds)
+			if p.err == nil && sp != nil {
+				p.setRecord(o, e, b, false)
+			}
+			return p
+		}
+		err = src.planEpoch(o, e, batch, func(p *packedBatch) error {
+			pl.sampleSeconds += p.sample.Seconds()
+			if err := sp.add(p); err != nil {
+				return err
+			}
 			for t, ids := range p.nodeIDs {
 				h := hot[t]
 				ids, _ = o.keep(t, ids) // rows served elsewhere are not this store's to place
@@ -386,22 +467,27 @@ func (src *epochSource) placeForEpochs(o *EpochOptions) error {
 			}
 			return nil
 		})
+		if ferr := sp.finish(err == nil); err == nil {
+			err = ferr
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
+	fill := time.Now()
 	for t, s := range src.stacks {
 		if err := s.Place(hot[t]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	pl.fillSeconds = time.Since(fill).Seconds()
+	pl.seconds = time.Since(start).Seconds()
+	return pl, nil
 }
 
-// planEpoch samples and packs the batches of planned epoch e, planWorkers at a time, and hands
-// them to emit in order; emit's error stops the epoch. With countOnly set, batches are sampled
-// and counted but not read; with countOnly nil they are only sampled, and emit gets their nodes.
-func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool, emit func(*packedBatch) error) error {
+// planEpoch makes the batches of planned epoch e with batch (sampling or packing them),
+// planWorkers at a time, and hands them to emit in order; emit's error stops the epoch.
+func (src *epochSource) planEpoch(o *EpochOptions, e int, batch func(b int, seeds []int64) *packedBatch, emit func(*packedBatch) error) error {
 	order := o.order(e)
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	var stop atomic.Bool
@@ -415,12 +501,7 @@ func (src *epochSource) planEpoch(o *EpochOptions, e int, countOnly *atomic.Bool
 			ch := make(chan *packedBatch, 1)
 			futures <- ch
 			go func() {
-				seeds := batchSeeds(order, o.BatchSize, b)
-				if countOnly == nil {
-					ch <- src.sampleBatch(o, e, b, seeds)
-				} else {
-					ch <- src.packBatch(o, e, b, seeds, countOnly.Load())
-				}
+				ch <- batch(b, batchSeeds(order, o.BatchSize, b))
 			}()
 		}
 	}()
@@ -460,28 +541,42 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 	return p
 }
 
-// packBatch samples batch b of planned epoch e and, unless countOnly, lists the rows of its
-// nodes that no memory tier holds and that are not served elsewhere (EpochOptions.Elsewhere),
-// per packed type in its nodes' order: the rows its extents pack (the packer reads them).
-func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool) *packedBatch {
-	p := src.sampleBatch(o, e, b, seeds)
-	if p.err != nil {
-		return p
+// setRecord sets batch p's sample record from its sample: only its length when countOnly.
+func (p *packedBatch) setRecord(o *EpochOptions, e, b int, countOnly bool) {
+	var err error
+	if countOnly {
+		p.recordLen, err = sampleRecordLen(p.smp)
+	} else if p.record, err = encodeSample(p.smp); err == nil {
+		p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)
 	}
-	nodes, smp := p.nodeIDs, p.smp
-	p.nodeIDs, p.smp = nil, nil
-	if src.storesSamples(o) {
-		var err error
-		if countOnly {
-			p.recordLen, err = sampleRecordLen(smp)
-		} else if p.record, err = encodeSample(smp); err == nil {
-			p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)
-		}
-		if err != nil {
-			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
+	if err != nil {
+		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
+	}
+}
+
+// packBatch samples batch b of planned epoch e (or, when spooled holds the epoch, reads its
+// nodes back) and, unless countOnly, lists the rows of its nodes that no memory tier holds and
+// that are not served elsewhere (EpochOptions.Elsewhere), per packed type in its nodes' order:
+// the rows its extents pack (the packer reads them).
+func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool, spooled *spooledEpoch) *packedBatch {
+	var p *packedBatch
+	if spooled != nil {
+		if p = spooled.batch(b); p.err != nil {
+			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, p.err)
 			return p
 		}
+	} else {
+		if p = src.sampleBatch(o, e, b, seeds); p.err != nil {
+			return p
+		}
+		if src.storesSamples(o) {
+			if p.setRecord(o, e, b, countOnly); p.err != nil {
+				return p
+			}
+		}
 	}
+	nodes := p.nodeIDs
+	p.nodeIDs, p.smp = nil, nil
 	for k, s := range src.stacks {
 		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()
@@ -598,11 +693,13 @@ func maxIndexBytes(k, nb int) int64 {
 }
 
 // CleanEpochPlan removes from the plan directory dir what a killed PlanEpochs left there: its
-// packed files when no index lists them (all of them when there is no index) and its temporary
-// index, and says what it removed, one line each. A live planner's files (its lock is held) and
+// packed files when no index lists them (all of them when there is no index), its temporary
+// index and its sample spool, and says what it removed, one line each. A live planner's files
+// (its lock is held; a spool's own lock) and
 // a damaged index's files are left alone. OpenEpochs calls it when it finds no plan; so does
 // `tierfs verify` for the dataset's default plan directory.
 func CleanEpochPlan(dir string) ([]string, error) {
+	did := cleanSpools(dir)
 	packed, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
 	samples, _ := filepath.Glob(filepath.Join(dir, "epoch-*.samples"))
 	packed = append(packed, samples...)
@@ -611,11 +708,11 @@ func CleanEpochPlan(dir string) ([]string, error) {
 		packed = append(packed, tmp)
 	}
 	if len(packed) == 0 {
-		return nil, nil
+		return did, nil
 	}
 	lock, err := lockPlan(dir, false)
 	if err != nil || lock == nil {
-		return nil, err // a live planner's, or a directory this user cannot lock
+		return did, err // a live planner's, or a directory this user cannot lock
 	}
 	defer lock.Close()
 	listed := map[string]bool{}
@@ -623,11 +720,11 @@ func CleanEpochPlan(dir string) ([]string, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return nil, nil // not ours to judge: OpenEpochs reports it
+		return did, nil // not ours to judge: OpenEpochs reports it
 	default:
 		var idx epochIndex
 		if json.Unmarshal(data, &idx) != nil {
-			return nil, nil
+			return did, nil
 		}
 		for _, ef := range idx.Epochs {
 			listed[filepath.Join(dir, ef.File)] = true
@@ -636,7 +733,6 @@ func CleanEpochPlan(dir string) ([]string, error) {
 			}
 		}
 	}
-	var did []string
 	var errs []error
 	for _, p := range packed {
 		if listed[p] {

@@ -75,6 +75,8 @@ type EpochOptions struct {
 	// before planning, and again, the same way, before OpenEpochs serves: the best static
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
+	// A plan that stores samples keeps that pass's samples (a spool, epochspool.go) and packs
+	// from them without drawing again; link and heterogeneous plans draw every batch twice.
 	// Rows in Elsewhere are not counted.
 	PlaceTiers bool
 	// FirstEpoch is the training epoch planned epoch 0 is (>= 0): the plan covers epochs
@@ -367,7 +369,8 @@ func (o *EpochOptions) check(src *epochSource) error {
 	return nil
 }
 
-// MaxPlannedEpochs bounds K: each planned epoch is sampled (twice with PlaceTiers) and packed
+// MaxPlannedEpochs bounds K: each planned epoch is sampled (twice with PlaceTiers where the plan
+// stores no samples) and packed
 // into its own file before the first is served.
 const MaxPlannedEpochs = 1024
 

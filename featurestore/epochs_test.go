@@ -565,6 +565,14 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		t.Fatalf("placed for the epochs: %d rows packed, want the hindsight bar %d (by degree: %d)", placed.RowsPacked, bar, byDegree.RowsPacked)
 	}
 	t.Logf("rows packed: by degree %d, placed for the planned epochs %d (= hindsight)", byDegree.RowsPacked, placed.RowsPacked)
+	// The placement pass's seconds: none without PlaceTiers; with it, within the plan's.
+	if r := byDegree; r.PlaceSeconds != 0 || r.PlaceSampleSeconds != 0 || r.FillSeconds != 0 {
+		t.Fatalf("a plan without PlaceTiers reports a placement pass: %+v", r)
+	}
+	if r := placed; !(r.PlaceSeconds > 0 && r.PlaceSampleSeconds > 0 && r.FillSeconds > 0 && r.FillSeconds <= r.PlaceSeconds && r.PlaceSeconds <= r.Seconds) {
+		t.Fatalf("placement pass: %.6fs (sampling %.6fs, refill %.6fs) of %.6fs: want 0 < refill <= pass <= plan, sampling > 0",
+			r.PlaceSeconds, r.PlaceSampleSeconds, r.FillSeconds, r.Seconds)
+	}
 
 	fresh, err := Open(d.dir, opt)
 	if err != nil {

@@ -96,17 +96,20 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 	if err := o.check(src); err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
+	var pl *placed
 	if o.PlaceTiers {
-		if err := src.placeForEpochs(&o); err != nil {
+		// Samples spooled for a plan that may be reused are wasted, so only with Replan.
+		if pl, err = src.placeForEpochs(&o, o.Replan); err != nil {
 			return nil, nil, err
 		}
+		defer pl.close()
 	}
 	p, err := src.openPlan(o)
 	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
 		return p, nil, err
 	}
-	o.PlaceTiers = false // placed above
-	rep, err := src.plan(o)
+	rep, err := src.planPlaced(o, pl, start)
 	if err != nil {
 		return nil, nil, err
 	}

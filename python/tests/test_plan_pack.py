@@ -110,6 +110,8 @@ def test_options_do_not_make_a_plan_stale(store, tmp_path):
     """Neither option is part of the fingerprint: a plan made by one method opens with the other."""
     first = plan(store, tmp_path / "p", pack_method="random", pack_memory="64KB")
     assert first.report is not None and first.report["pack_method"] == "random"
+    # Planned with place_tiers=False: no placement pass in the report's breakdown.
+    assert first.report["place_seconds"] == first.report["place_sample_seconds"] == first.report["fill_seconds"] == 0, first.report
     want = packed_files(first.plan_dir)
     first.close()
     again = plan(store, tmp_path / "p", pack_method="scan")

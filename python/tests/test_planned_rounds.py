@@ -76,6 +76,19 @@ def test_rounds_plan_ahead_fresh_epochs(graph, tmp_path, k, in_plan_dir):
     firsts = [x["first_epoch"] for x in plans["rounds"]]
     assert firsts == list(range(0, firsts[-1] + 1, k)) and firsts[-1] >= 5  # the round after epoch 4's is planned too
     assert plans["ahead"] >= 0 and plans["ahead"] + 5 <= firsts[-1] + k
+    # Each planned round's report breaks its time down; round 0 alone placed the tiers.
+    for i, x in enumerate(plans["rounds"]):
+        rep = x["report"]
+        if rep is None:  # the round being planned now
+            assert plans["planning"] and i == len(plans["rounds"]) - 1, x
+            continue
+        assert all(rep[key] >= 0 for key in rep), rep
+        assert rep["rows_packed"] > 0 and rep["sample_bytes"] > 0 and 0 < rep["sample_seconds"] + rep["place_sample_seconds"], rep
+        assert 0 < rep["seconds"] <= x["plan_s"] + 0.01, (rep, x)
+        if i == 0:
+            assert 0 < rep["fill_seconds"] <= rep["place_seconds"] <= rep["seconds"] and rep["place_sample_seconds"] > 0, rep
+        else:
+            assert rep["place_seconds"] == rep["place_sample_seconds"] == rep["fill_seconds"] == 0, rep
     # Finished rounds' directories are gone; the serving one and the one planned next remain.
     serving = loader.plan.first_epoch
     for x in plans["rounds"]:

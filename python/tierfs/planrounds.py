@@ -32,6 +32,13 @@ __all__ = ["PlanRounds"]
 # make(first_epoch, plan_dir or None, place_tiers) -> an open tierfs.PlannedEpochs
 MakePlan = Callable[[int, Optional[str], bool], Any]
 
+# A round's record keeps these of its plan's report (the core's EpochPlanReport): where planning's
+# time went (seconds in all; sampling, reading rows, writing, summed over the planner's goroutines;
+# the placement pass of place_tiers, round 0 only: its seconds, its sampling, the tiers' refill)
+# and what it wrote.
+_REPORT_KEYS = ("seconds", "sample_seconds", "read_seconds", "write_seconds", "place_seconds",
+                "place_sample_seconds", "fill_seconds", "rows_packed", "sample_bytes", "bytes_written")
+
 
 @dataclass
 class _Round:
@@ -49,9 +56,11 @@ class _Round:
         return self.first_epoch + (self.plan.planned if self.plan is not None else 0)
 
     def record(self) -> Dict[str, Any]:
+        report = self.plan.report if self.plan is not None else None
         return {"first_epoch": self.first_epoch, "epochs": self.plan.planned if self.plan is not None else 0,
                 "dir": self.plan.plan_dir if self.plan is not None else self.dir,
-                "plan_s": self.plan_s, "wait_s": self.wait_s, "waited": self.waited}
+                "plan_s": self.plan_s, "wait_s": self.wait_s, "waited": self.waited,
+                "report": None if report is None else {k: report.get(k, 0) for k in _REPORT_KEYS}}
 
 
 def _plan_round(make: MakePlan, r: _Round, stop: threading.Event, place_tiers: bool) -> None:
@@ -191,7 +200,10 @@ class PlanRounds:
 
     def stats(self, next_epoch: int) -> Dict[str, Any]:
         """Per round: first epoch, epochs, directory, planning seconds, seconds training waited
-        for it and whether it did; ``waits`` (rounds training waited for), ``wait_s`` (their
+        for it and whether it did, and ``report``: its plan's report's breakdown (``seconds``,
+        ``sample_seconds``, ``read_seconds``, ``write_seconds``, ``place_seconds``,
+        ``place_sample_seconds``, ``fill_seconds``, ``rows_packed``, ``sample_bytes``,
+        ``bytes_written``; None for a plan reused from ``plan_dir``); ``waits`` (rounds training waited for), ``wait_s`` (their
         total), ``ahead`` (epochs planned and not yet started, from ``next_epoch``) and
         ``planning`` (a round is being planned now)."""
         st = self._st
