@@ -166,6 +166,9 @@ func TestPlacementFillsHostTier(t *testing.T) {
 	if !slices.Equal(held, want) {
 		t.Fatalf("host tier holds %d rows, the plan %d (first %v vs %v)", len(held), len(want), held[:min(5, len(held))], want[:min(5, len(want))])
 	}
+	if f := s.Stats().Fill; f.ScanRows+f.RandomRows != int64(len(want)) || f.ScanChunks+f.RandomChunks != 1 {
+		t.Fatalf("the fill of %d rows is counted as %+v", len(want), f)
+	}
 	ids := []int64{want[0], 0, 2999, want[len(want)-1]}
 	dst := make([]byte, int64(len(ids))*s.RowBytes())
 	if err := s.Gather(ids, dst); err != nil {

@@ -54,8 +54,11 @@ type Stats struct {
 	ReadsPerGather    float64 `json:"reads_per_gather"`
 	// DiskProbe is what the disk probe measured at Open (Options.CoalesceGap -1), else nil.
 	DiskProbe *ssd.DiskProbe `json:"disk_probe,omitempty"`
-	Samples   uint64         `json:"samples"`
-	GPU       GPUStats       `json:"gpu"`
+	// Fill is how the memory tiers' fills read their rows from the SSD tier, chunk by chunk a
+	// scan or random reads by the disk model (ssd.Tier.Source), since Open.
+	Fill    ssd.FillStats `json:"fill"`
+	Samples uint64        `json:"samples"`
+	GPU     GPUStats      `json:"gpu"`
 	// NodeTypes holds, in a session of several tier stacks, each node type's stack's Stats (its
 	// gathers and tiers; IO is the session's, shared), by node type; nil otherwise.
 	NodeTypes map[string]Stats `json:"node_types,omitempty"`
@@ -140,6 +143,7 @@ func (s *Store) Stats() Stats {
 		st.ReadsPerGather = float64(st.IO.Reads) / float64(st.Gathers)
 	}
 	st.DiskProbe = s.files.Probe()
+	st.Fill = s.ssd.FillStats()
 	leave, err := s.enter()
 	if err != nil { // closed: the counters, no tiers
 		st.GPU.Reason = err.Error()

@@ -14,8 +14,10 @@ import (
 
 // ScanOptions configure PlanScan. Zero values take the defaults named on each field.
 type ScanOptions struct {
-	// Gap: rows of a stripe at most this many bytes apart (end of one to start of the next) are
-	// read by one range, the gap read and dropped. Default 0: only touching rows share a range.
+	// Gap: rows of a stripe whose blocks are at most this many bytes apart (the whole blocks
+	// between the last block of one and the first of the next, what bridging them adds to the
+	// reads) are read by one range, the gap read and dropped. Default 0: rows in touching or
+	// shared blocks share a range, as the IO stack merges them.
 	Gap int64
 	// MaxRange is the largest range one request reads (the IO stack splits it into its reads);
 	// default 4 MiB, at least a row.
@@ -81,8 +83,8 @@ func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
 	for k, r := range p.rows {
 		if n := len(p.ranges); n > 0 {
 			last := &p.ranges[n-1]
-			end := last.off + last.n
-			if last.file == r.file && r.off-end <= opt.Gap && r.off+rb-last.off <= maxRange {
+			endBlock := (last.off + last.n + block - 1) / block * block
+			if last.file == r.file && r.off/block*block-endBlock <= opt.Gap && r.off+rb-last.off <= maxRange {
 				last.n = max(last.n, r.off+rb-last.off)
 				last.last = k + 1
 				continue

@@ -328,6 +328,7 @@ type Tier struct {
 	files   *Files
 	nodes   int64
 	stripes []int // index in files of each of the feature's stripes, in order
+	fill    fillCounters
 }
 
 var _ tiers.Tier = (*Tier)(nil)
@@ -353,25 +354,6 @@ func (t *Tier) Lookup(ids []int64, slots []int64) int {
 
 // Fill does nothing: the tier holds every row.
 func (t *Tier) Fill([]int64, tiers.Source) error { return nil }
-
-// Source reads the rows of ids into consecutive rows of rows, a chunk of requests at a time; the
-// memory tiers fill from it.
-func (t *Tier) Source(ids []int64, rows []byte) error {
-	rb := t.spec.RowBytes
-	const chunk = 1 << 16
-	reqs := make([]gpuio.Request, 0, min(chunk, len(ids)))
-	for lo := 0; lo < len(ids); lo += chunk {
-		reqs = reqs[:0]
-		for i := lo; i < min(lo+chunk, len(ids)); i++ {
-			file, off := t.spec.Locate(ids[i])
-			reqs = append(reqs, gpuio.Request{File: t.stripes[file], Offset: off, Length: int(rb), Dst: rows[int64(i)*rb : int64(i+1)*rb]})
-		}
-		if err := t.files.Read(reqs); err != nil {
-			return fmt.Errorf("ssd tier: %w", err)
-		}
-	}
-	return nil
-}
 
 // CopyToHost reads the rows of node ids slots[k] into row pos[k] of dst.
 func (t *Tier) CopyToHost(slots []int64, pos []int64, dst []byte) error {

@@ -1,0 +1,223 @@
+package ssd
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/tiers/host"
+)
+
+// gpuMachineModel is the GPU machine's virtual disk: about 95,000 random 4 KiB reads a second
+// and 1.5 GB/s sequential (a break-even gap of about 16 KB, where a fill of a fifth of the rows
+// scans).
+var gpuMachineModel = DiskModel{ReadCost: 1.05e-5, BytesPerSecond: 1.5e9}
+
+// fillAndGather fills a host tier with ids from src and gathers every row of ids back.
+func fillAndGather(t *testing.T, rb int64, ids []int64, src func([]int64, []byte) error) []byte {
+	t.Helper()
+	c := host.New(rb)
+	defer c.Close()
+	if err := c.Fill(ids, src); err != nil {
+		t.Fatal(err)
+	}
+	slots, pos := make([]int64, len(ids)), make([]int64, len(ids))
+	if n := c.Lookup(ids, slots); n != len(ids) {
+		t.Fatalf("the filled tier holds %d of %d rows", n, len(ids))
+	}
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	got := make([]byte, int64(len(ids))*rb)
+	if err := c.CopyToHost(slots, pos, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestFillByScanMatchesRandomReads fills a host tier with random rows of random density three
+// ways (a scan, one read a row, the model's choice) and checks every row against the dataset,
+// and the fill counters against the rows each way read; Source with ids in any order and
+// repeats (a gather) too.
+func TestFillByScanMatchesRandomReads(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const count = 20000
+	m, rows := writeFeatures(t, count, 1+rng.Int64N(200), 1+rng.IntN(3), rng)
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := spec.RowBytes
+	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tier := NewTier(spec, count, f)
+	for _, density := range []float64{0.0005, 0.02, 0.2, 0.7, 1} {
+		var ids []int64
+		for id := range int64(count) {
+			if rng.Float64() < density {
+				ids = append(ids, id)
+			}
+		}
+		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		want := make([]byte, 0, int64(len(ids))*rb)
+		for _, id := range ids {
+			want = append(want, rows[id*rb:(id+1)*rb]...)
+		}
+		for _, m := range []FillMethod{FillByScan, FillByRandom, FillByModel} {
+			before := tier.FillStats()
+			got := fillAndGather(t, rb, ids, tier.SourceWith(FillOptions{Method: m, Model: gpuMachineModel}))
+			if !bytes.Equal(got, want) {
+				t.Fatalf("density %g, method %d, row bytes %d: the filled rows differ from the dataset", density, m, rb)
+			}
+			st := tier.FillStats()
+			scan, random := st.ScanRows-before.ScanRows, st.RandomRows-before.RandomRows
+			if scan+random != int64(len(ids)) || (m == FillByScan && random != 0) || (m == FillByRandom && scan != 0) {
+				t.Fatalf("density %g, method %d: %d rows by scan, %d by random reads, of %d", density, m, scan, random, len(ids))
+			}
+		}
+		// A gather: any order, repeats.
+		gather := make([]int64, 1+rng.IntN(3*len(ids)+1))
+		for k := range gather {
+			gather[k] = rng.Int64N(count)
+		}
+		for _, m := range []FillMethod{FillByScan, FillByRandom, FillByModel} {
+			got := make([]byte, int64(len(gather))*rb)
+			if err := tier.SourceWith(FillOptions{Method: m})(gather, got); err != nil {
+				t.Fatal(err)
+			}
+			for k, id := range gather {
+				if !bytes.Equal(got[int64(k)*rb:int64(k+1)*rb], rows[id*rb:(id+1)*rb]) {
+					t.Fatalf("gather by method %d: row %d (id %d) differs", m, k, id)
+				}
+			}
+		}
+	}
+}
+
+// TestFillChoosesByDensity: under the GPU machine's model a fill of a fifth of the rows (512 B)
+// scans, a fill of one row in a thousand (far apart) reads each row, and a model whose break-even
+// gap is less than a block (DefaultDiskModel; one where a read costs nothing) never scans.
+func TestFillChoosesByDensity(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const count = 60000
+	m, _ := writeFeatures(t, count, 128, 1, rng)
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tier := NewTier(spec, count, f)
+	pick := func(p float64) []int64 {
+		var ids []int64
+		if p == 0 { // one row in a thousand, 500 rows (256 KB) apart at least
+			for id := int64(0); id+500 < count; id += 1000 {
+				ids = append(ids, id+rng.Int64N(500))
+			}
+			return ids
+		}
+		for id := range int64(count) {
+			if rng.Float64() < p {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		name    string
+		density float64
+		model   DiskModel
+		scan    bool
+	}{
+		{"dense", 0.2, gpuMachineModel, true},
+		{"dense under the default model", 0.2, DefaultDiskModel, false}, // break-even gap 4,000 B, less than a block
+		{"sparse", 0, gpuMachineModel, false},
+		{"free reads", 0.2, DiskModel{ReadCost: 1e-12, BytesPerSecond: 1.5e9}, false},
+	} {
+		ids := pick(tc.density)
+		before := tier.FillStats()
+		if err := tier.SourceWith(FillOptions{Model: tc.model})(ids, make([]byte, int64(len(ids))*spec.RowBytes)); err != nil {
+			t.Fatal(err)
+		}
+		st := tier.FillStats()
+		scans, randoms := st.ScanChunks-before.ScanChunks, st.RandomChunks-before.RandomChunks
+		if (tc.scan && (scans != 1 || randoms != 0)) || (!tc.scan && (scans != 0 || randoms != 1)) {
+			t.Errorf("%s fill (%d rows): %d chunks scanned, %d read randomly (estimates: scan %gs, random %gs)", tc.name, len(ids),
+				scans, randoms, st.ScanEstimate-before.ScanEstimate, st.RandomEstimate-before.RandomEstimate)
+		}
+	}
+}
+
+// TestFillCatchesCorruption: a flipped byte in a row of the fill, or in a gap block a scan
+// bridges, fails the fill (either way for the row, by scan for the gap) with corruption naming
+// the stripe.
+func TestFillCatchesCorruption(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	const count = 4096
+	for _, where := range []string{"row", "gap"} {
+		m, _ := writeFeatures(t, count, 128, 1, rng)
+		spec, err := m.Feature("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every other block's rows (8 rows of 512 B a block): the blocks between are the gaps.
+		var ids []int64
+		for id := int64(0); id < count; id++ {
+			if (id/8)%2 == 0 {
+				ids = append(ids, id)
+			}
+		}
+		victim := ids[rng.IntN(len(ids))]
+		if where == "gap" {
+			victim = ids[rng.IntN(len(ids)-8)]/8*8 + 8 + rng.Int64N(8)
+		}
+		if slices.Contains(ids, victim) != (where == "row") {
+			t.Fatalf("victim %d misplaced", victim)
+		}
+		_, off := spec.Locate(victim)
+		path := m.Path(spec.Files[0])
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[off+rng.Int64N(spec.RowBytes)] ^= 1 << rng.IntN(8)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tier := NewTier(spec, count, f)
+		for _, m := range []FillMethod{FillByScan, FillByRandom} {
+			c := host.New(spec.RowBytes)
+			err := c.Fill(ids, tier.SourceWith(FillOptions{Method: m, Model: gpuMachineModel}))
+			c.Close()
+			caught := dataset.IsCorrupt(err) && strings.Contains(err.Error(), spec.Files[0])
+			if (where == "row" || m == FillByScan) && !caught {
+				t.Errorf("%s corrupt (row %d), fill by method %d: %v; want corruption naming %s", where, victim, m, err, spec.Files[0])
+			}
+			if where == "gap" && m == FillByRandom && err != nil {
+				t.Errorf("a fill by random reads read the corrupt gap block (row %d): %v", victim, err)
+			}
+		}
+		f.Close()
+	}
+}
