@@ -143,7 +143,9 @@ func (s *Store) Stats() Stats {
 		st.ReadsPerGather = float64(st.IO.Reads) / float64(st.Gathers)
 	}
 	st.DiskProbe = s.files.Probe()
-	st.Fill = s.ssd.FillStats()
+	if s.ssd != nil { // a type without features has no feature file to fill from
+		st.Fill = s.ssd.FillStats()
+	}
 	leave, err := s.enter()
 	if err != nil { // closed: the counters, no tiers
 		st.GPU.Reason = err.Error()
