@@ -10,5 +10,8 @@ ddp() {  # ddp NAME NPROC ARGS...: one run of the example, its figures in $OUT/N
   local name=$1 n=$2; shift 2
   echo "== $name"
   timeout 170 python3 -m torch.distributed.run --standalone --nproc_per_node=$n examples/train_pyg_ddp.py --data /var/tmp/ds10m \
-    --epochs 1 --json $OUT/$name.json "$@" 2>&1 | grep -E "^(epoch|  +rank|[0-9] rank|placed|planned|Traceback|[A-Za-z]*Error)" | head -8
+    --epochs 1 --json $OUT/$name.json "$@" > /tmp/$name.log 2>&1
+  grep -E "^(epoch|  +rank|[0-9] rank|placed|planned)" /tmp/$name.log | head -8
+  # A failed run: its traceback and last lines (the filter above would cut them).
+  [ -f $OUT/$name.json ] || { echo "-- $name failed or timed out; its log ends:"; grep -v "^W[0-9]" /tmp/$name.log | tail -40; }
 }
