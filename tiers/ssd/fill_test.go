@@ -50,17 +50,8 @@ func TestFillByScanMatchesRandomReads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const count = 20000
 	m, rows := writeFeatures(t, count, 1+rng.Int64N(200), 1+rng.IntN(3), rng)
-	spec, err := m.Feature("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tier, spec := verifiedTier(t, m, count)
 	rb := spec.RowBytes
-	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tier := NewTier(spec, count, f)
 	for _, density := range []float64{0.0005, 0.02, 0.2, 0.7, 1} {
 		var ids []int64
 		for id := range int64(count) {
@@ -113,16 +104,7 @@ func TestFillChoosesByDensity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const count = 60000
 	m, _ := writeFeatures(t, count, 128, 1, rng)
-	spec, err := m.Feature("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tier := NewTier(spec, count, f)
+	tier, spec := verifiedTier(t, m, count)
 	pick := func(p float64) []int64 {
 		var ids []int64
 		if p == 0 { // one row in a thousand, 500 rows (256 KB) apart at least
@@ -220,4 +202,20 @@ func TestFillCatchesCorruption(t *testing.T) {
 		}
 		f.Close()
 	}
+}
+
+// verifiedTier is the tier of m's default feature of count rows over its files opened with
+// verified reads (closed when the test ends), and the feature.
+func verifiedTier(t *testing.T, m *dataset.Manifest, count int64) (*Tier, *dataset.FeatureSpec) {
+	t.Helper()
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return NewTier(spec, count, f), spec
 }

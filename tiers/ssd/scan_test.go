@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/tierfs/tierfs/gpuio"
 )
 
 // TestScanMatchesRows scans random rows (repeats, several destinations each, any order) with
@@ -17,17 +15,8 @@ func TestScanMatchesRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const count = 5000
 	m, rows := writeFeatures(t, count, 1+rng.Int64N(60), 1+rng.IntN(3), rng)
-	spec, err := m.Feature("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tier, spec := verifiedTier(t, m, count)
 	rb := spec.RowBytes
-	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tier := NewTier(spec, count, f)
 	for trial := range 20 {
 		n := 1 + rng.IntN(3000)
 		ids, at := make([]int64, n), make([]int64, n)
