@@ -199,7 +199,7 @@ func (ss *Session) gatherFromDisk(key string, info FeatureInfo, ids []int64, dst
 			return fmt.Errorf("featurestore: ids[%d] = %d is out of range [0, %d) (%s ids of %s feature %q): %w", i, id, info.Rows, info.Of, info.Of, info.Name, ErrIDOutOfRange)
 		}
 	}
-	if err := ss.features[key].Source(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
+	if err := ss.features[key].ReadRows(ids, dst); err != nil { // consecutive rows, a bounded chunk of reads at a time
 		return fmt.Errorf("featurestore: gather feature %q: %w", info.Name, err)
 	}
 	return nil

@@ -128,7 +128,7 @@ func (t *Tier) read(ids []int64, rows []byte, o FillOptions) error {
 			c.randomRows.Add(int64(len(part)))
 			c.reads.Add(randomReads)
 			c.bytes.Add(randomBytes)
-			err = t.readRandom(part, dst)
+			err = t.ReadRows(part, dst)
 		}
 		if err != nil {
 			return err
@@ -137,9 +137,10 @@ func (t *Tier) read(ids []int64, rows []byte, o FillOptions) error {
 	return nil
 }
 
-// readRandom reads row k of ids into row k of rows by one request a row, 65,536 requests a
-// Files.Read.
-func (t *Tier) readRandom(ids []int64, rows []byte) error {
+// ReadRows reads row k of ids into row k of rows by one request a row, 65,536 requests a
+// Files.Read (the IO stack merging touching blocks): a gather's reads, with no planning and no
+// fill counters.
+func (t *Tier) ReadRows(ids []int64, rows []byte) error {
 	rb := t.spec.RowBytes
 	const chunk = 1 << 16
 	reqs := make([]gpuio.Request, 0, min(chunk, len(ids)))
