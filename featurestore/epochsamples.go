@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/topology"
@@ -289,18 +287,8 @@ func (p *Epochs) storedSample(e, b int) ([]int64, *topology.Sample, error) {
 	words := make([]int64, (r.Length+7)/8) // 8-aligned: decodeSample views its int64 arrays in place
 	rec := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)[:r.Length]
 	t := time.Now()
-	for got := int64(0); got < r.Length; {
-		n, err := unix.Pread(p.sampleFDs[k], rec[got:], r.Offset+got)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("end of file at byte %d", r.Offset+got)
-		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s: %w", e, b, p.o.epoch(k), path, err)
-		}
-		got += int64(n)
+	if err := preadFull(p.sampleFDs[k], rec, r.Offset); err != nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s: %w", e, b, p.o.epoch(k), path, err)
 	}
 	p.sampleNs.Add(int64(time.Since(t)))
 	p.sampleBytes.Add(r.Length)
