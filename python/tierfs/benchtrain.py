@@ -1043,8 +1043,9 @@ class Bench:
             finally:
                 shutil.rmtree(replan_dir, ignore_errors=True)
             extra["replan_seconds"] = time.perf_counter() - t1
-            extra["replan_report"] = {k: rep[k] for k in ("seconds", "sample_seconds", "read_seconds", "write_seconds", "rows_packed",
-                                                         "sample_bytes", "bytes_written", "pack_method") if k in rep}
+            from tierfs.planrounds import _REPORT_KEYS  # the keys a Loader's round records
+
+            extra["replan_report"] = {k: rep[k] for k in _REPORT_KEYS + ("pack_method",) if k in rep}
             print(f"  planned the next epoch against the placed tiers in {extra['replan_seconds']:.1f} s "
                   f"(sampling {rep.get('sample_seconds', 0):.1f} s over the planner's threads, reading {rep.get('read_seconds', 0):.1f} s, "
                   f"writing {rep.get('write_seconds', 0):.1f} s)")
