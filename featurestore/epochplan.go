@@ -244,7 +244,6 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 			written = append(written, spath)
 		}
 		var sampled int64 // the samples file's bytes so far
-		sampleEnd := func() int64 { return sampled }
 		var off, need, needSamples int64
 		over := false
 		pk.reset(f, path, &ef)
@@ -261,13 +260,13 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
 			}
 			off = pk.end()
-			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+sampleEnd()+pad > o.DiskBudget {
+			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+sampled+pad > o.DiskBudget {
 				if e > 0 {
 					return errEpochOverBudget
 				}
 				over = true
 				countOnly.Store(true)
-				need, needSamples = off+sampleEnd(), sampleEnd()
+				need, needSamples = off+sampled, sampled
 			}
 			if over {
 				need += pad
