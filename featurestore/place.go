@@ -190,6 +190,19 @@ func (ss *Session) readsAsNeighbor(nt int) bool {
 // nodes are neighbors in the edge types held in memory whose source type it is (a row is read
 // each time a sample reaches it as a neighbor). One counter (4 bytes) per node while it runs.
 func (s *Store) topByNeighborCount(k int64) []int64 {
+	counts := s.neighborCounts()
+	return topK(k, func(yield func(int64, uint64) bool) {
+		for v, c := range counts {
+			if !yield(int64(v), uint64(c)) {
+				return
+			}
+		}
+	})
+}
+
+// neighborCounts is how often each node of the store's type is a neighbor in the edge types
+// held in memory whose source type it is.
+func (s *Store) neighborCounts() []uint32 {
 	counts := make([]uint32, s.NumNodes())
 	for _, e := range s.sess.edges {
 		csc, ok := e.graph.(*topology.CSC)
@@ -203,66 +216,65 @@ func (s *Store) topByNeighborCount(k int64) []int64 {
 			counts[v]++
 		}
 	}
-	return topK(k, func(yield func(int64, uint64) bool) {
-		for v, c := range counts {
-			if !yield(int64(v), uint64(c)) {
-				return
-			}
-		}
-	})
+	return counts
 }
 
 // topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.
 func (s *Store) topByDegree(k int64) ([]int64, error) {
+	var err error
+	ids := topK(k, func(yield func(int64, uint64) bool) { err = s.inDegrees(yield) })
+	return ids, err
+}
+
+// inDegrees hands every node's in-degree to yield in id order (until yield returns false): from
+// the graph in memory, else streaming the index pointers a chunk at a time through the IO stacks
+// (verified unless Options.UnverifiedReads) and checking their structure: a damaged file is
+// corruption.
+func (s *Store) inDegrees(yield func(int64, uint64) bool) error {
 	if csc, ok := s.graph.(*topology.CSC); ok {
-		return topK(k, func(yield func(int64, uint64) bool) {
-			for v := range s.NumNodes() {
-				if !yield(v, uint64(csc.Indptr[v+1]-csc.Indptr[v])) {
-					return
-				}
+		for v := range s.NumNodes() {
+			if !yield(v, uint64(csc.Indptr[v+1]-csc.Indptr[v])) {
+				return nil
 			}
-		}), nil
+		}
+		return nil
 	}
-	// Stream the index pointers a chunk at a time through the IO stacks (verified
-	// unless Options.UnverifiedReads), checking their structure: a damaged file is corruption.
 	file, edges, n := s.m.Edges().Indptr.File, s.m.Edges().Count, s.NumNodes()
 	const chunk = 1 << 17 // pointers
 	buf := make([]int64, 0, chunk)
 	var next int64 // index of buf[0]
-	var readErr error
-	at := func(v int64) int64 {
+	at := func(v int64) (int64, error) {
 		if v >= next+int64(len(buf)) {
 			next += int64(len(buf))
 			buf = buf[:min(chunk, n+1-next)]
 			if err := s.sess.readFileAt(file, 8*next, dataset.BytesOf(buf)); err != nil {
-				readErr = fmt.Errorf("featurestore: read index pointers: %w", err)
-				return 0
+				return 0, fmt.Errorf("featurestore: read index pointers: %w", err)
 			}
 		}
-		return buf[v-next]
+		return buf[v-next], nil
 	}
-	ids := topK(k, func(yield func(int64, uint64) bool) {
-		prev := at(0)
-		if readErr == nil && prev != 0 {
-			readErr = fmt.Errorf("featurestore: %s: indptr[0] is %d, want 0: %w", file, prev, dataset.ErrCorrupt)
+	prev, err := at(0)
+	if err != nil {
+		return err
+	}
+	if prev != 0 {
+		return fmt.Errorf("featurestore: %s: indptr[0] is %d, want 0: %w", file, prev, dataset.ErrCorrupt)
+	}
+	for v := range n {
+		cur, err := at(v + 1)
+		if err != nil {
+			return err
 		}
-		for v := range n {
-			cur := at(v + 1)
-			if readErr != nil {
-				return
-			}
-			if cur < prev || cur > edges {
-				readErr = fmt.Errorf("featurestore: %s: index pointers of node %d are %d, %d; want 0 <= indptr[v] <= indptr[v+1] <= %d edges: %w",
-					file, v, prev, cur, edges, dataset.ErrCorrupt)
-				return
-			}
-			if !yield(v, uint64(cur-prev)) {
-				return
-			}
-			prev = cur
+		if cur < prev || cur > edges {
+			return fmt.Errorf("featurestore: %s: index pointers of node %d are %d, %d; want 0 <= indptr[v] <= indptr[v+1] <= %d edges: %w",
+				file, v, prev, cur, edges, dataset.ErrCorrupt)
 		}
-	})
-	return ids, readErr
+		if !yield(v, uint64(cur-prev)) {
+			return nil
+		}
+		prev = cur
+	}
+	return nil
 }
 
 // topK returns the k ids with the highest scores (ties to the smaller id), hottest first.
