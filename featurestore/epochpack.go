@@ -259,7 +259,7 @@ func (pk *packer) read(w *window, k int) error {
 	var first error
 	next := make(chan windowBatch)
 	var wg sync.WaitGroup
-	for range planWorkers {
+	for range planWorkers() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

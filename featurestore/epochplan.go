@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -127,8 +128,9 @@ var planFreeBytes = sysinfo.FreeBytes
 // planWriteAt writes a packed extent; tests replace it to fail like a full disk.
 var planWriteAt = func(f *os.File, p []byte, off int64) (int, error) { return f.WriteAt(p, off) }
 
-// planWorkers is the batches the planner samples and reads at once.
-const planWorkers = 2
+// planWorkers is the batches the planner samples and reads at once: half the CPUs Go may use
+// (training shares them while a Loader plans its next round), from 2 to 8.
+func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
 
 // PlanEpochs writes a plan of o.Epochs epochs for the store as placed now into o.Dir, replacing
 // any plan there (the old index goes first, so a failed run leaves no plan that looks valid), and
@@ -490,7 +492,7 @@ func (src *epochSource) planEpoch(o *EpochOptions, e int, batch func(b int, seed
 	order := o.order(e)
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
 	var stop atomic.Bool
-	futures := make(chan chan *packedBatch, planWorkers)
+	futures := make(chan chan *packedBatch, planWorkers())
 	go func() {
 		defer close(futures)
 		for b := range nb {
