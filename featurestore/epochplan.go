@@ -419,10 +419,11 @@ func (pl *placed) close() {
 }
 
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
-// read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
-// With spool, a plan that stores samples also spools each epoch's samples file for the packing
-// pass (epochspool.go); the caller closes the result. Memory: 4 bytes a node of every packed
-// type while it runs.
+// read each of its rows (rows read equally often ranked as Place(nil) ranks them: placeCounts):
+// it samples them (nothing is read) and counts every batch's nodes. With spool, a plan that
+// stores samples also spools each epoch's samples file for the packing pass (epochspool.go); the
+// caller closes the result. Memory: 4 bytes a node of every packed type while it runs, 8 while
+// it ranks.
 func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, err error) {
 	start := time.Now()
 	pl := &placed{}
@@ -477,7 +478,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 	}
 	fill := time.Now()
 	for t, s := range src.stacks {
-		if err := s.Place(hot[t]); err != nil {
+		if err := s.placeCounts(hot[t]); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/placement"
@@ -43,6 +44,72 @@ func (s *Store) Place(hotness []uint32) error {
 	s.place.Lock()
 	defer s.place.Unlock()
 	return s.fillTiers(ids)
+}
+
+// placeCounts is Place(counts) with rows of equal count ranked as Place(nil) ranks them (the
+// applied placement's memory rows first, in its order; else by in-degree; else by how often the
+// type's nodes are neighbors), not by id: rows that the counted batches read equally often are
+// interchangeable for those batches, and the prior picks the ones other batches read more. Memory:
+// 4 bytes a node while it ranks.
+func (s *Store) placeCounts(counts []uint32) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	n := s.NumNodes()
+	if int64(len(counts)) != n {
+		return fmt.Errorf("featurestore: %d counts for the dataset's %d nodes", len(counts), n)
+	}
+	gpuRows := s.gpuCapacityRows()
+	k := min(s.hostCapacityRows()+gpuRows, n)
+	prior, err := s.priorScores(k, gpuRows)
+	if err != nil {
+		return err
+	}
+	ids := topK(k, func(yield func(int64, uint64) bool) {
+		for v, c := range counts {
+			var p uint32
+			if prior != nil {
+				p = prior[v]
+			}
+			if !yield(int64(v), uint64(c)<<32|uint64(p)) {
+				return
+			}
+		}
+	})
+	s.place.Lock()
+	defer s.place.Unlock()
+	return s.fillTiers(ids)
+}
+
+// priorScores scores every node as Place(nil) ranks the k rows the memory tiers hold (higher is
+// hotter): the applied placement's memory rows by their order (the rest 0), else in-degree, else
+// the neighbor count; nil where Place(nil) ranks by id.
+func (s *Store) priorScores(k, gpuRows int64) ([]uint32, error) {
+	n := s.NumNodes()
+	switch plan := s.currentPlacement(); {
+	case plan != nil:
+		ids, err := s.planRows(plan, k, gpuRows)
+		if err != nil {
+			return nil, err
+		}
+		scores := make([]uint32, n)
+		for i, v := range ids {
+			scores[v] = uint32(len(ids) - i)
+		}
+		return scores, nil
+	case s.graph != nil:
+		scores := make([]uint32, n)
+		err := s.inDegrees(func(v int64, d uint64) bool {
+			scores[v] = uint32(min(d, math.MaxUint32))
+			return true
+		})
+		return scores, err
+	case s.sess.readsAsNeighbor(s.nt):
+		return s.neighborCounts(), nil
+	}
+	return nil, nil
 }
 
 // HottestIDs returns at most k ids, hottest first, ranked as Place ranks them: by hotness (one

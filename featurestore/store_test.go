@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -366,6 +367,48 @@ func TestPlacementHoldsHottest(t *testing.T) {
 	}
 	if minHeld < maxOut {
 		t.Fatalf("degree placement holds a node of degree %d but not one of degree %d", minHeld, maxOut)
+	}
+}
+
+// TestPlaceCountsBreaksTiesByDegree: the planner's placement (placeCounts) holds the k rows of
+// most counts, rows of equal count ranked by in-degree, then by id (a plain sort as reference).
+func TestPlaceCountsBreaksTiesByDegree(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 8, 1, 6, rng)
+	const k = 300
+	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	counts := make([]uint32, d.count)
+	for i := range counts {
+		counts[i] = rng.Uint32N(3) // ties everywhere
+	}
+	if err := s.placeCounts(counts); err != nil {
+		t.Fatal(err)
+	}
+	deg := func(v int64) int64 { return d.indptr[v+1] - d.indptr[v] }
+	ranked := make([]int64, d.count)
+	for i := range ranked {
+		ranked[i] = int64(i)
+	}
+	slices.SortFunc(ranked, func(a, b int64) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(deg(b), deg(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	for i, v := range ranked {
+		if held := s.Host().Slot(v) >= 0; held != (i < k) {
+			t.Fatalf("node %d (rank %d of count %d, in-degree %d) held %v; want the %d rows of most counts, ties by in-degree", v, i, counts[v], deg(v), held, k)
+		}
+	}
+	if err := s.placeCounts(counts[1:]); err == nil || !strings.Contains(err.Error(), "counts") {
+		t.Fatalf("counts one short: %v", err)
 	}
 }
 

@@ -114,6 +114,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--planned-epoch", choices=["timed", "full"], default="timed",
                    help="timed: plan only the warm-up + timed batches, memory tiers as placed for the other tierfs configurations; "
                         "full: tierfs.Loader(planned_epochs=1) over the whole train split, tiers placed for the plan")
+    p.add_argument("--plan-pack-memory", default=None,
+                   help="pack_memory of the plans (the packer's window, e.g. 1GiB; default: the core's)")
     p.add_argument("--plan-dir", default="", help="where plans are written (default: a temporary directory beside the dataset)")
     p.add_argument("--drop-caches", action="store_true", help="also `echo 3 > /proc/sys/vm/drop_caches` (root) before the memmap runs; reported if it fails")
     p.add_argument("--memmap-headroom", default="1GiB", help="memmap-budget: the cgroup limit is the tierfs memory budget plus this (the run's own allocations)")
@@ -1022,7 +1024,7 @@ class Bench:
         if a.planned_epoch == "full":
             extra["plan"] = self.tierfs.Loader(st, st.sampler(fanouts, seed=a.seed), self.torch.from_numpy(self.train), batch,
                                                shuffle=True, prefetch=a.depth, seed=a.seed, labels=False, planned_epochs=1, plan_dir=plan_dir,
-                                               reuse_samples=True)  # one plan, no planner beside the timed batches
+                                               reuse_samples=True, plan_pack_memory=a.plan_pack_memory)  # one plan, no planner beside the timed batches
             extra["plan_note"] = "whole train split planned (tierfs.Loader planned_epochs=1); memory tiers placed for the plan; the core's batch order"
         else:
             seeds = self.order((a.warmup + a.batches) * batch)
@@ -1038,15 +1040,16 @@ class Bench:
             replan_dir = tempfile.mkdtemp(prefix="tierfs-benchtrain-replan-", dir=os.path.dirname(os.path.abspath(a.dataset)))
             try:
                 with st.plan_epochs(fanouts, batch, 1, seeds=self.train, plan_dir=replan_dir, seed=a.seed, shuffle_seed=a.seed,
-                                    place_tiers=False, first_epoch=1) as replan:
+                                    place_tiers=False, first_epoch=1, pack_memory=a.plan_pack_memory) as replan:
                     rep = dict(replan.report)
             finally:
                 shutil.rmtree(replan_dir, ignore_errors=True)
             extra["replan_seconds"] = time.perf_counter() - t1
             from tierfs.planrounds import _REPORT_KEYS  # the keys a Loader's round records
 
-            extra["replan_report"] = {k: rep[k] for k in _REPORT_KEYS + ("pack_method",) if k in rep}
-            print(f"  planned the next epoch against the placed tiers in {extra['replan_seconds']:.1f} s "
+            extra["replan_report"] = {k: rep[k] for k in _REPORT_KEYS + ("pack_method", "pack_windows", "rows_per_batch") if k in rep}
+            print(f"  planned the next epoch against the placed tiers in {extra['replan_seconds']:.1f} s, "
+                  f"{rep.get('rows_per_batch', {}).get('mean', 0):,.0f} packed rows a batch in {rep.get('pack_windows', 0)} window(s) "
                   f"(sampling {rep.get('sample_seconds', 0):.1f} s over the planner's threads, reading {rep.get('read_seconds', 0):.1f} s, "
                   f"writing {rep.get('write_seconds', 0):.1f} s)")
 
