@@ -265,7 +265,7 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
  * shuffle_seed, disk_budget (bytes), replan (plan anew when the plan is missing or stale),
  * place_tiers, workers, pack_method ("scan": read a window's rows by an ascending scan of the
  * feature files, "random": a read a row, "" or absent: whichever the disk model prices lower)
- * and pack_memory (bytes of a packing window, 0 or absent: 256 MiB); the last two change how
+ * and pack_memory (bytes of a packing window, 0 or absent: 1 GiB); the last two change how
  * planning reads, never the packed bytes, and a bad one is TFS_EINVAL naming it. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
  * plans the graph session: batches of seeds of "node_type", every node type with features
  * packed, served by tfs_epochs_sample_hetero and tfs_epochs_gather_typed. seeds NULL with n 0

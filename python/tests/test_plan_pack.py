@@ -73,7 +73,7 @@ def test_methods_and_windows_pack_the_same_bytes(store, tmp_path):
             else:
                 assert r["pack_method"] in ("scan", "random", "scan+random"), r["pack_method"]
             assert r["pack_windows"] >= EPOCHS and r["pack_reads"] > 0 and r["pack_read_bytes"] > 0, (name, r)
-        # The default window (256 MiB) holds an epoch of this small graph; 64 KB windows are many.
+        # The default window (1 GiB) holds an epoch of this small graph; 64 KB windows are many.
         assert reports["scan"]["pack_windows"] == EPOCHS
         packed = reports["scan"]["bytes_written"] / EPOCHS
         assert packed > 4 * 64_000, packed  # so several windows are forced
