@@ -586,33 +586,46 @@ func SplitGather(dev int, a SplitArgs, maxBlocks int, s Stream) error {
 
 // Mirror is pinned host memory and device memory of the same size, for data staged on the host
 // and copied to the device or back. It grows on demand and keeps no contents across growth.
+// Outgrown buffers are kept until Free, not freed when it grows: cudaFree and cudaFreeHost
+// synchronize the whole device, and on a per-batch path that wait can deadlock against a NCCL
+// collective in flight whose peer rank waits on this process (NCCL's documented hazard). With
+// growth by half again each time, the kept buffers total at most about twice the last size.
 type Mirror struct {
 	Host     []byte // pinned and mapped; C memory
 	HostAddr uintptr
 	Dev      uintptr
+	outgrown []Mirror
 }
 
 // Ensure makes both buffers hold at least need bytes, reallocating them at size (>= need) when
-// they are smaller.
+// they are smaller (the old ones are kept until Free).
 func (m *Mirror) Ensure(dev, need, size int) error {
 	if need <= len(m.Host) {
 		return nil
 	}
-	m.Free(dev)
+	if m.HostAddr != 0 || m.Dev != 0 {
+		m.outgrown = append(m.outgrown, Mirror{Host: m.Host, HostAddr: m.HostAddr, Dev: m.Dev})
+		m.Host, m.HostAddr, m.Dev = nil, 0, 0
+	}
 	addr, buf, err := HostAlloc(dev, uint64(size))
 	if err != nil {
 		return err
 	}
 	m.HostAddr, m.Host = addr, buf
 	if m.Dev, err = Malloc(dev, uint64(size)); err != nil {
-		m.Free(dev)
+		HostFree(dev, m.HostAddr)
+		m.Host, m.HostAddr = nil, 0
 		return err
 	}
 	return nil
 }
 
-// Free releases both buffers.
+// Free releases the buffers, outgrown ones included (it synchronizes the device: call it where
+// no collective can be in flight, e.g. at close).
 func (m *Mirror) Free(dev int) {
+	for i := range m.outgrown {
+		m.outgrown[i].Free(dev)
+	}
 	if m.HostAddr != 0 {
 		HostFree(dev, m.HostAddr)
 	}

@@ -67,10 +67,12 @@ func (c *gatherCtx) setup(dev, n int, hostIDs bool) error {
 		if err := c.counts.Ensure(dev, 8*cuda.SplitScratch, 8*cuda.SplitScratch); err != nil {
 			return err
 		}
-		if err := cuda.Memset(dev, c.counts.Dev, 0, 8*cuda.SplitScratch, 0); err != nil {
+		// On the context's own (non-blocking) stream: a wait on the legacy default stream waits
+		// for the training loop's work and through it for NCCL collectives in flight (lanes.get).
+		if err := cuda.Memset(dev, c.counts.Dev, 0, 8*cuda.SplitScratch, c.streams[0]); err != nil {
 			return err
 		}
-		if err := cuda.SyncStream(dev, 0); err != nil {
+		if err := cuda.SyncStream(dev, c.streams[0]); err != nil {
 			return err
 		}
 		c.countsZero = true
@@ -225,11 +227,10 @@ func (l *lanes) get(dev int, stream uintptr) *lane {
 	if ln.counts.Ensure(dev, 8*cuda.SplitScratch, 8*cuda.SplitScratch) != nil {
 		return nil
 	}
-	err := cuda.Memset(dev, ln.counts.Dev, 0, 8*cuda.SplitScratch, 0)
-	if err == nil {
-		err = cuda.SyncStream(dev, 0)
-	}
-	if err != nil {
+	// Zeroed on the lane's own stream, ahead of its kernels: no host wait, and nothing on the
+	// legacy default stream, which waits for the training loop's work and through it for NCCL
+	// collectives in flight (a wait there can deadlock against a peer rank).
+	if err := cuda.Memset(dev, ln.counts.Dev, 0, 8*cuda.SplitScratch, cuda.Stream(stream)); err != nil {
 		ln.counts.Free(dev)
 		return nil
 	}

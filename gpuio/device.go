@@ -20,9 +20,10 @@ type deviceCompletion struct {
 	pending      []cuda.Piece
 	pendingSlots []int
 
-	piecesHost []byte  // pinned array the kernel reads pieces from
-	piecesAddr uintptr // its address
-	launched   []int   // slots read by the kernel behind event
+	piecesHost []byte    // pinned array the kernel reads pieces from
+	piecesAddr uintptr   // its address
+	outgrown   []uintptr // smaller piece arrays, freed at close (cudaFreeHost synchronizes the device: cuda.Mirror says why not mid-run)
+	launched   []int     // slots read by the kernel behind event
 	event      cuda.Event
 	active     bool // event guards launched
 }
@@ -120,7 +121,7 @@ func (d *deviceCompletion) launch(s *Stack, stream uintptr) error {
 	need := len(d.pending) * cuda.PieceBytes
 	if need > len(d.piecesHost) {
 		if d.piecesAddr != 0 {
-			cuda.HostFree(d.dev, d.piecesAddr)
+			d.outgrown = append(d.outgrown, d.piecesAddr)
 			d.piecesAddr, d.piecesHost = 0, nil
 		}
 		size := max(need, 64<<10)
@@ -164,8 +165,10 @@ func (d *deviceCompletion) close(s *Stack) error {
 	err := d.reclaim(s)
 	d.drop(s)
 	err = errors.Join(err, cuda.DestroyEvent(d.dev, d.event))
-	if d.piecesAddr != 0 {
-		err = errors.Join(err, cuda.HostFree(d.dev, d.piecesAddr))
+	for _, p := range append(d.outgrown, d.piecesAddr) {
+		if p != 0 {
+			err = errors.Join(err, cuda.HostFree(d.dev, p))
+		}
 	}
 	return errors.Join(err, cuda.HostUnregister(d.dev, d.arenaBase))
 }
