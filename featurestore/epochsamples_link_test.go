@@ -470,3 +470,69 @@ func TestSampleRecordShapes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEpochLinkSample is BenchmarkEpochSample for a link plan of the dataset
+// TIERFS_BENCH_DATASET (skipped without it): 200,000 seed edges of uniform random endpoints,
+// binary negatives (one a seed edge), fanouts 25,10, batch 1,024, one planned epoch, a host tier
+// holding every row. "stored" serves SampleEdges (the record read from the samples file),
+// "redraw" draws the batch again and checks it against the plan; 3 rounds of each, alternated.
+func BenchmarkEpochLinkSample(b *testing.B) {
+	dir := os.Getenv("TIERFS_BENCH_DATASET")
+	if dir == "" {
+		b.Skip("TIERFS_BENCH_DATASET names no dataset")
+	}
+	s, err := Open(dir, Options{HostCacheBytes: 2 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 200_000
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: HeteroLinkOptions{Negatives: topology.BinaryNegatives}}
+	for i := range n {
+		se.Src[i], se.Dst[i] = rng.Int64N(s.NumNodes()), rng.Int64N(s.NumNodes())
+	}
+	o := EpochOptions{Dir: b.TempDir(), SeedEdges: se, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
+		ShuffleSeed: 2, Epochs: 1}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	b.Logf("link plan: %d batches, %.1f MiB of samples (%.0f KiB a batch), %.0f nodes a batch, planned in %.1fs",
+		rep.BatchesPerEpoch, float64(rep.SampleBytes)/(1<<20), float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, rep.Seconds)
+	nb := p.BatchesPerEpoch()
+	serve := map[string]func(b int) (*topology.LinkSample, error){
+		"stored": func(b int) (*topology.LinkSample, error) {
+			_, ls, err := p.SampleEdges(0, b)
+			return ls, err
+		},
+		"redraw": func(b int) (*topology.LinkSample, error) {
+			_, d, err := p.draw(0, b)
+			if err != nil {
+				return nil, err
+			}
+			return d.link, nil
+		},
+	}
+	for r := range 3 {
+		for _, how := range []string{"stored", "redraw"} {
+			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
+				var nodes, edges int
+				for i := range b.N {
+					ls, err := serve[how](i % nb)
+					if err != nil {
+						b.Fatal(err)
+					}
+					nodes, edges = nodes+len(ls.Nodes), edges+len(ls.Row)
+				}
+				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
+				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
+			})
+		}
+	}
+}
