@@ -406,8 +406,7 @@ func (pl *placed) close() {
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows: it samples them (nothing is read) and counts every batch's nodes.
 // With spool, it also spools each epoch's samples file for the packing pass (epochspool.go); the
-// caller closes the result. Memory: 4 bytes a node of every packed
-// type while it runs.
+// caller closes the result. Memory: 4 bytes a node of every packed type while it runs.
 func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, err error) {
 	start := time.Now()
 	pl := &placed{}
