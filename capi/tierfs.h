@@ -305,10 +305,10 @@ tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled);
  * "link" (batches of seed edges), "edge_type" (a link plan's seed edge type), "report" (the planning this open did, or null), "stats" (planned,
  * first_epoch, batches_per_epoch, plan_seconds, batches, rows, bytes_read, reads, ...)}; as tfs_stats_json. */
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
-/* The sample of batch `batch` of epoch `epoch`, checked against the plan: read from the plan's
- * samples file (a plan of seed nodes of one node type; a damaged record is TFS_ECORRUPT naming
- * the file, epoch and batch), or drawn again (a link plan); the sample's first nodes_per_hop[0]
- * nodes are the batch's seeds. */
+/* The sample of batch `batch` of epoch `epoch` (of a link plan, its link sample), checked against
+ * the plan: read from the plan's samples file, nothing drawn (a damaged record is TFS_ECORRUPT
+ * naming the file, epoch and batch); the sample's first nodes_per_hop[0] nodes are the batch's
+ * seeds. */
 tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out);
 /* Sets *n to the number of seeds of batch `batch` of epoch `epoch` and, when out is not NULL,
  * writes them into out (cap entries; fewer than *n is TFS_EINVAL): seed node ids, or of a link
@@ -500,8 +500,9 @@ tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char 
 tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
                                    int64_t *col, int64_t *edge_ids);
 tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample);
-/* Planned epochs of a graph session (tfs_epochs_open with fanouts per edge type): draws batch
- * `batch` of epoch `epoch` again and checks every packed node type's nodes against the plan. */
+/* Planned epochs of a graph session (tfs_epochs_open with fanouts per edge type): the sample of
+ * batch `batch` of epoch `epoch` (of a link plan, its link sample), read from the plan's samples
+ * file as tfs_epochs_sample reads it, every packed node type's nodes checked against the plan. */
 tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t batch,
                                     struct tfs_hetero_sample **out);
 /* tfs_epochs_gather of node_type's rows (NULL or "": the plan's only type): nodes are the batch's

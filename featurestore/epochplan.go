@@ -22,7 +22,6 @@ import (
 	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/ssd"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // EpochPlanReport says what PlanEpochs did.
@@ -34,8 +33,7 @@ type EpochPlanReport struct {
 	DiskBudget      int64  `json:"disk_budget"`
 	// BytesWritten is the plan's files' bytes, what DiskBudget bounds: the packed files
 	// (padding included) and the samples files; EpochBytes the same per epoch; SampleBytes the
-	// samples files' part of BytesWritten (0 for a plan that stores no samples: a link plan or a
-	// Session's).
+	// samples files' part of BytesWritten.
 	BytesWritten int64   `json:"bytes_written"`
 	EpochBytes   []int64 `json:"epoch_bytes"`
 	SampleBytes  int64   `json:"sample_bytes"`
@@ -90,14 +88,13 @@ func (s *Spread) add(v int64) {
 
 // packedBatch is one batch as the planner made it.
 type packedBatch struct {
-	nodes   int64            // sampled nodes of the packed types
-	types   []packedRows     // per packed stack
-	nodeIDs [][]int64        // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
-	smp     *topology.Sample // a Store's plan's sample (packBatch drops it)
+	nodes   int64        // sampled nodes of the packed types
+	types   []packedRows // per packed stack
+	nodeIDs [][]int64    // per packed stack, the sampled nodes, for placeForEpochs (packBatch drops them)
+	draw    *batchDraw   // the batch's sample (packBatch drops it)
 	sample  time.Duration
 	err     error
-	// The batch's sample record (a plan that stores samples): its bytes (nil when only
-	// counted), length and xxhash64.
+	// The batch's sample record: its bytes (nil when only counted), length and xxhash64.
 	record    []byte
 	recordLen int64
 	recordSum uint64
@@ -216,7 +213,6 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		return nil
 	}
 	pk := newPacker(src, &o, rep, stop)
-	storeSamples := src.storesSamples(&o)
 	for e := range o.Epochs {
 		path := filepath.Join(o.Dir, packedFile(e))
 		f, err := createPacked(path)
@@ -226,25 +222,22 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		written = append(written, path)
 		before := *rep // restored when the epoch does not fit the budget
 		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
-		// The epoch's samples file, when the plan stores samples: the placement pass's (spooled),
-		// its records listed as their batches are packed, or else written here (sw).
+		// The epoch's samples file: the placement pass's (spooled), its records listed as their
+		// batches are packed, or else written here (sw).
 		var sw *samplesWriter
 		spooled := pl.spooled(e)
-		var spath string
-		if storeSamples {
-			ef.Samples, ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, nb)
-			spath = filepath.Join(o.Dir, ef.Samples)
-			if spooled != nil {
-				err = spooled.take(spath)
-			} else {
-				sw, err = createSamples(spath, &ef.SampleRecords)
-			}
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			written = append(written, spath)
+		ef.Samples, ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, nb)
+		spath := filepath.Join(o.Dir, ef.Samples)
+		if spooled != nil {
+			err = spooled.take(spath)
+		} else {
+			sw, err = createSamples(spath, &ef.SampleRecords)
 		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		written = append(written, spath)
 		var sampled int64 // the samples file's bytes so far
 		var off, need, needSamples int64
 		over := false
@@ -314,21 +307,15 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		if errors.Is(err, errEpochOverBudget) {
 			*rep = before
 			os.Remove(path)
-			written = written[:len(written)-1]
-			if storeSamples {
-				os.Remove(spath)
-				written = written[:len(written)-1]
-			}
+			os.Remove(spath)
+			written = written[:len(written)-2]
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
 		if over {
-			want := fmt.Sprintf("at least the %d bytes one planned epoch needs", need)
-			if storeSamples {
-				want += fmt.Sprintf(" (%d of them its stored samples)", needSamples)
-			}
+			want := fmt.Sprintf("at least the %d bytes one planned epoch needs (%d of them its stored samples)", need, needSamples)
 			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
 		}
 		total := off + sampleBytes
@@ -420,14 +407,13 @@ func (pl *placed) close() {
 
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows (rows read equally often ranked as Place(nil) ranks them: placeCounts):
-// it samples them (nothing is read) and counts every batch's nodes. With spool, a plan that
-// stores samples also spools each epoch's samples file for the packing pass (epochspool.go); the
-// caller closes the result. Memory: 4 bytes a node of every packed type while it runs, 8 while
-// it ranks.
+// it samples them (nothing is read) and counts every batch's nodes. With spool, it also spools
+// each epoch's samples file for the packing pass (epochspool.go); the caller closes the result.
+// Memory: 4 bytes a node of every packed type while it runs, 8 while it ranks.
 func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, err error) {
 	start := time.Now()
 	pl := &placed{}
-	if spool && spoolSamples && src.storesSamples(o) {
+	if spool && spoolSamples {
 		if pl.spool, err = newSampleSpool(o.Dir, o.DiskBudget); err != nil {
 			return nil, err
 		}
@@ -449,7 +435,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 		batch := func(b int, seeds []int64) *packedBatch {
 			p := src.sampleBatch(o, e, b, seeds)
 			if p.err == nil && sp != nil {
-				p.setRecord(o, e, b, false)
+				src.setRecord(p, o, e, b, false)
 			}
 			return p
 		}
@@ -534,7 +520,7 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 		return p
 	}
 	p.sample = time.Since(t)
-	p.nodeIDs, p.smp = d.nodes, d.sample
+	p.nodeIDs, p.draw = d.nodes, d
 	p.types = make([]packedRows, len(d.nodes))
 	for k, ids := range d.nodes {
 		p.nodes += int64(len(ids))
@@ -544,12 +530,15 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 }
 
 // setRecord sets batch p's sample record from its sample: only its length when countOnly.
-func (p *packedBatch) setRecord(o *EpochOptions, e, b int, countOnly bool) {
-	var err error
-	if countOnly {
-		p.recordLen, err = sampleRecordLen(p.smp)
-	} else if p.record, err = encodeSample(p.smp); err == nil {
-		p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)
+func (src *epochSource) setRecord(p *packedBatch, o *EpochOptions, e, b int, countOnly bool) {
+	shape := src.recordShape(o)
+	a, err := shape.arraysOf(p.draw)
+	if err == nil && countOnly {
+		p.recordLen, err = shape.recordLen(a)
+	} else if err == nil {
+		if p.record, err = shape.encode(a); err == nil {
+			p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)
+		}
 	}
 	if err != nil {
 		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
@@ -563,7 +552,7 @@ func (p *packedBatch) setRecord(o *EpochOptions, e, b int, countOnly bool) {
 func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, countOnly bool, spooled *spooledEpoch) *packedBatch {
 	var p *packedBatch
 	if spooled != nil {
-		if p = spooled.batch(b); p.err != nil {
+		if p = spooled.batch(src, o, b); p.err != nil {
 			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, p.err)
 			return p
 		}
@@ -571,14 +560,12 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 		if p = src.sampleBatch(o, e, b, seeds); p.err != nil {
 			return p
 		}
-		if src.storesSamples(o) {
-			if p.setRecord(o, e, b, countOnly); p.err != nil {
-				return p
-			}
+		if src.setRecord(p, o, e, b, countOnly); p.err != nil {
+			return p
 		}
 	}
 	nodes := p.nodeIDs
-	p.nodeIDs, p.smp = nil, nil
+	p.nodeIDs, p.draw = nil, nil
 	for k, s := range src.stacks {
 		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()

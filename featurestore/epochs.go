@@ -19,16 +19,14 @@ import (
 // Planned epochs (DiskGNN's offline sampling and feature packing): a plan fixes, for K epochs,
 // each batch's seeds (EpochOrder), its sample (drawn with BatchSampleSeed) and the feature rows
 // of its sample that no memory tier holds, written contiguously into one packed file per epoch.
-// A plan of seed nodes of one node type (a Store's, not a link plan) also stores each batch's
-// sample in a samples file per epoch, and serving a batch reads it back (epochsamples.go); the
-// other plans re-sample the batch (sampling is deterministic). Either way the node list is
-// checked against the plan, and the packed rows come in a few large reads instead of one 4 KiB
-// read a row.
+// Every plan also stores each batch's sample in a samples file per epoch, and serving a batch
+// reads it back instead of drawing it again (epochsamples.go); its node list is checked against
+// the plan, and the packed rows come in a few large reads instead of one 4 KiB read a row.
 // Epoch e is served from planned epoch e mod K (FirstEpoch 0): samples are reused across epochs.
 //
 // A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
-// batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), packed and served
-// the same way (Epochs.SampleEdges, SampleHeteroEdges).
+// batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
+// and served the same way (Epochs.SampleEdges, SampleHeteroEdges).
 //
 // PlanEpochs writes a plan, OpenEpochs serves one; both take the same EpochOptions, and a plan
 // serves only the store and options it was made for (ErrStalePlan names the input that differs).
@@ -42,8 +40,8 @@ import (
 
 // EpochOptions say what a plan is made of and where it lives.
 type EpochOptions struct {
-	// Dir holds the plan: one packed file per planned epoch (and one samples file, for a plan
-	// that stores its samples) and the index, written last.
+	// Dir holds the plan: one packed file and one samples file per planned epoch, and the
+	// index, written last.
 	Dir string
 	// Seeds are the training nodes (normally the "train" split); each epoch permutes them.
 	Seeds []int64
@@ -75,8 +73,8 @@ type EpochOptions struct {
 	// before planning, and again, the same way, before OpenEpochs serves: the best static
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
-	// A plan that stores samples keeps that pass's samples (a spool, epochspool.go) and packs
-	// from them without drawing again; link and heterogeneous plans draw every batch twice.
+	// The plan keeps that pass's samples (a spool, epochspool.go) and packs from them without
+	// drawing again.
 	// Rows in Elsewhere are not counted.
 	PlaceTiers bool
 	// FirstEpoch is the training epoch planned epoch 0 is (>= 0): the plan covers epochs
@@ -369,9 +367,8 @@ func (o *EpochOptions) check(src *epochSource) error {
 	return nil
 }
 
-// MaxPlannedEpochs bounds K: each planned epoch is sampled (twice with PlaceTiers where the plan
-// stores no samples) and packed
-// into its own file before the first is served.
+// MaxPlannedEpochs bounds K: each planned epoch is sampled and packed into its own files before
+// the first is served.
 const MaxPlannedEpochs = 1024
 
 // MaxFirstEpoch bounds EpochOptions.FirstEpoch (epochs are uint64 in BatchSampleSeed and
@@ -544,14 +541,13 @@ type epochIndex struct {
 
 // epochFile is one planned epoch's packed file and its batches' extents: batch b's rows of
 // packed node type t are extent b*T+t of T types, the T extents of a batch one after another.
-// A plan that stores its samples (storesSamples) also lists the epoch's samples file and one
-// record in it per batch.
+// It also lists the epoch's samples file and one record in it per batch.
 type epochFile struct {
 	File    string        `json:"file"` // relative to the plan directory
 	Bytes   int64         `json:"bytes"`
 	Batches []batchExtent `json:"batches"`
-	// Samples is the samples file (relative to the plan directory), "" when the plan stores none;
-	// SampleBytes its size; SampleRecords batch b's record at index b.
+	// Samples is the samples file (relative to the plan directory), SampleBytes its size,
+	// SampleRecords batch b's record at index b.
 	Samples       string         `json:"samples,omitempty"`
 	SampleBytes   int64          `json:"sample_bytes,omitempty"`
 	SampleRecords []sampleRecord `json:"sample_records,omitempty"`
@@ -568,8 +564,9 @@ type batchExtent struct {
 }
 
 // epochIndexVersion is the index format this package writes and reads.
-// Version 3 added the samples files of plans of seed nodes of one node type.
-const epochIndexVersion = 3
+// Version 3 added the samples files of plans of seed nodes of one node type; version 4 stores
+// every plan's samples (link and Session plans too) in records of one format (epochsamples.go).
+const epochIndexVersion = 4
 
 // EpochIndexFile is the name of a plan's index in its directory.
 const EpochIndexFile = "epochs.json"

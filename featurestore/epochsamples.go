@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -15,26 +16,31 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// Stored samples (DiskGNN keeps each batch's sample beside its packed rows): a plan of seed
-// nodes of one node type writes every batch's topology.Sample into a samples file per planned
-// epoch (samplesFile), one record a batch, one after another in batch order, each listed in the
-// index with its offset, length and xxhash64. Epochs.Sample reads the record with one pread,
-// checks its xxhash64 and the hash of its nodes against the plan, and draws nothing. Link plans
-// and heterogeneous plans store none and re-draw their batches.
+// Stored samples (DiskGNN keeps each batch's sample beside its packed rows): every plan writes
+// each batch's sample, whatever Epochs serves for the batch (a topology.Sample, LinkSample,
+// HeteroSample or HeteroLinkSample), into a samples file per planned epoch (samplesFile), one
+// record a batch, one after another in batch order, each listed in the index with its offset,
+// length and xxhash64. Serving a batch reads the record with one pread, checks its xxhash64 and
+// the hash of every packed type's nodes against the plan, and draws nothing.
 //
-// A record, little-endian:
+// A record, little-endian, is a header, a table of array lengths and the arrays:
 //
-//	header (32 bytes): nodes uint64, edges uint64, len(NodesPerHop) uint32, len(EdgesPerHop)
-//	    uint32, flags uint32 (sampleHasEdgeIDs, sampleRowCol32), 0 uint32
-//	Nodes        int64 × nodes
-//	NodesPerHop  int64 × len(NodesPerHop)
-//	EdgesPerHop  int64 × len(EdgesPerHop)
-//	Row          int32 × edges (local ids: < nodes < 2^31)
-//	Col          int32 × edges
-//	EdgeIDs      int64 × edges, when sampleHasEdgeIDs
+//	header (16 bytes): node types T uint32, edge types E uint32, flags uint32 (sampleHetero,
+//	    sampleLink), 0 uint32
+//	lengths  int64 × L, L = 2T + 4E (+ 8 with sampleLink): each array's length, -1 for a nil one
+//	arrays, in table order, each padded to a multiple of 8 bytes:
+//	    Nodes[t] for every node type t, then NodesPerHop[t]          int64
+//	    Row[e] for every edge type e, then Col[e]                    int32 local ids of e's
+//	                                                                 src and dst node types
+//	    EdgeIDs[e], then EdgesPerHop[e]                              int64
+//	    with sampleLink, the LinkLabels: EdgeLabelIndex[0],
+//	    EdgeLabelIndex[1], EdgeLabel, SrcIndex, DstPosIndex,
+//	    DstNegIndex, NegSrc, NegDst                                  int64
 //
-// Every int64 array starts 8-byte aligned in the record, so a record read into 8-aligned memory
-// decodes them in place.
+// A Store's sample is one node type and one edge type (its Nodes is Nodes[0], ...); sampleHetero
+// marks a Session's (decoded as a HeteroSample of T and E types). Nil and empty arrays are kept
+// apart, so a decoded sample is the drawn one, reflect.DeepEqual. Every int64 array starts 8-byte
+// aligned in the record, so a record read into 8-aligned memory decodes them in place.
 
 // sampleRecord is where batch b's sample lies in its epoch's samples file.
 type sampleRecord struct {
@@ -45,133 +51,279 @@ type sampleRecord struct {
 
 // Record flags.
 const (
-	sampleHasEdgeIDs = 1 << 0 // EdgeIDs follow Col (a nil EdgeIDs has none)
-	sampleRowCol32   = 1 << 1 // Row and Col are int32 (every record of this version)
+	sampleHetero = 1 << 0 // a Session's sample: a HeteroSample
+	sampleLink   = 1 << 1 // LinkLabels follow the sample's arrays
 )
 
-const sampleHeader = 32
+const (
+	sampleHeader = 16
+	linkArrays   = 8 // the LinkLabels' arrays
+)
 
-// storesSamples says whether a plan of o on src stores its batches' samples: a plan of seed
-// nodes (not seed edges) of one node type (a Store's, not a Session's).
-func (src *epochSource) storesSamples(o *EpochOptions) bool {
-	return src.hetero == nil && o.SeedEdges == nil
+// recordShape is what the records of a plan hold: per edge type, the node types its Row and Col
+// index (len(ends) edge types), how many node types, and the flags.
+type recordShape struct {
+	types int
+	ends  [][2]int
+	flags uint32
 }
 
-// sampleRecordLen is the bytes of smp's record, or an error naming what does not fit.
-func sampleRecordLen(smp *topology.Sample) (int64, error) {
-	n, m := int64(len(smp.Nodes)), int64(len(smp.Row))
-	if n > math.MaxInt32 {
-		return 0, fmt.Errorf("featurestore: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", n, math.MaxInt32)
+// nodeShape is the shape of a Store's plan of seed nodes: one node type and one edge type.
+var nodeShape = recordShape{types: 1, ends: [][2]int{{0, 0}}}
+
+// recordShape is the shape of the records of a plan of o on src.
+func (src *epochSource) recordShape(o *EpochOptions) recordShape {
+	s := nodeShape
+	if src.hetero != nil {
+		s = recordShape{types: len(src.ss.nodes), flags: sampleHetero}
+		for _, e := range src.ss.edges {
+			s.ends = append(s.ends, [2]int{e.src, e.dst})
+		}
 	}
-	if int64(len(smp.Col)) != m || (smp.EdgeIDs != nil && int64(len(smp.EdgeIDs)) != m) {
-		return 0, fmt.Errorf("featurestore: a batch's sample has %d rows, %d cols and %d edge ids", m, len(smp.Col), len(smp.EdgeIDs))
+	if o.SeedEdges != nil {
+		s.flags |= sampleLink
 	}
-	size := sampleHeader + 8*(n+int64(len(smp.NodesPerHop))+int64(len(smp.EdgesPerHop))) + 8*m
-	if smp.EdgeIDs != nil {
-		size += 8 * m
+	return s
+}
+
+// arrays is the table's length: its number of arrays.
+func (s recordShape) arrays() int {
+	n := 2*s.types + 4*len(s.ends)
+	if s.flags&sampleLink != 0 {
+		n += linkArrays
+	}
+	return n
+}
+
+// local says whether table entry i is Row or Col of an edge type, and then the node type its
+// local ids index.
+func (s recordShape) local(i int) (int, bool) {
+	e := i - 2*s.types
+	if e < 0 || e >= 2*len(s.ends) {
+		return 0, false
+	}
+	return s.ends[e%len(s.ends)][e/len(s.ends)], true
+}
+
+// name names table entry i in errors: "Col" of a Store's sample, "Col[e]" of a Session's.
+func (s recordShape) name(i int) string {
+	names := []string{"Nodes", "NodesPerHop", "Row", "Col", "EdgeIDs", "EdgesPerHop"}
+	per := []int{s.types, s.types, len(s.ends), len(s.ends), len(s.ends), len(s.ends)}
+	for k, n := range per {
+		if i < n {
+			if s.flags&sampleHetero == 0 {
+				return names[k]
+			}
+			return fmt.Sprintf("%s[%d]", names[k], i)
+		}
+		i -= n
+	}
+	return [linkArrays]string{"EdgeLabelIndex[0]", "EdgeLabelIndex[1]", "EdgeLabel", "SrcIndex", "DstPosIndex", "DstNegIndex", "NegSrc", "NegDst"}[i]
+}
+
+// arraysOf lists the arrays of d's sample in table order: d.sample (with d.link of a link plan)
+// of a Store's plan, d.hetero (with d.heteroLink) of a Session's.
+func (s recordShape) arraysOf(d *batchDraw) ([][]int64, error) {
+	var out [][]int64
+	var link *topology.LinkLabels
+	if s.flags&sampleHetero == 0 {
+		smp := d.sample
+		out = [][]int64{smp.Nodes, smp.NodesPerHop, smp.Row, smp.Col, smp.EdgeIDs, smp.EdgesPerHop}
+		if d.link != nil {
+			link = &d.link.LinkLabels
+		}
+	} else {
+		h := d.hetero
+		if len(h.Nodes) != s.types || len(h.NodesPerHop) != s.types || len(h.Row) != len(s.ends) || len(h.Col) != len(s.ends) ||
+			len(h.EdgeIDs) != len(s.ends) || len(h.EdgesPerHop) != len(s.ends) {
+			return nil, fmt.Errorf("featurestore: a batch's sample has %d/%d node types and %d/%d/%d/%d edge types, the graph %d and %d",
+				len(h.Nodes), len(h.NodesPerHop), len(h.Row), len(h.Col), len(h.EdgeIDs), len(h.EdgesPerHop), s.types, len(s.ends))
+		}
+		out = slices.Concat(h.Nodes, h.NodesPerHop, h.Row, h.Col, h.EdgeIDs, h.EdgesPerHop)
+		if d.heteroLink != nil {
+			link = &d.heteroLink.LinkLabels
+		}
+	}
+	if (link != nil) != (s.flags&sampleLink != 0) {
+		return nil, fmt.Errorf("featurestore: a batch's sample has link labels %v, its plan %v", link != nil, s.flags&sampleLink != 0)
+	}
+	if link != nil {
+		out = append(out, link.EdgeLabelIndex[0], link.EdgeLabelIndex[1], link.EdgeLabel, link.SrcIndex, link.DstPosIndex,
+			link.DstNegIndex, link.NegSrc, link.NegDst)
+	}
+	return out, nil
+}
+
+// drawOf is the batch draw of a record's arrays (table order): views of them, Row and Col
+// included (the caller converted them).
+func (s recordShape) drawOf(a [][]int64) *batchDraw {
+	d := &batchDraw{}
+	var link *topology.LinkLabels
+	if s.flags&sampleHetero == 0 {
+		smp := topology.Sample{Nodes: a[0], NodesPerHop: a[1], Row: a[2], Col: a[3], EdgeIDs: a[4], EdgesPerHop: a[5]}
+		if s.flags&sampleLink != 0 {
+			d.link = &topology.LinkSample{Sample: smp}
+			d.sample, link = &d.link.Sample, &d.link.LinkLabels
+		} else {
+			d.sample = &smp
+		}
+	} else {
+		T, E := s.types, len(s.ends)
+		h := topology.HeteroSample{Nodes: a[:T:T], NodesPerHop: a[T : 2*T : 2*T]}
+		at := 2 * T
+		for _, f := range []*[][]int64{&h.Row, &h.Col, &h.EdgeIDs, &h.EdgesPerHop} {
+			*f = a[at : at+E : at+E]
+			at += E
+		}
+		if s.flags&sampleLink != 0 {
+			d.heteroLink = &topology.HeteroLinkSample{HeteroSample: h}
+			d.hetero, link = &d.heteroLink.HeteroSample, &d.heteroLink.LinkLabels
+		} else {
+			d.hetero = &h
+		}
+	}
+	if link != nil {
+		l := a[len(a)-linkArrays:]
+		*link = topology.LinkLabels{EdgeLabelIndex: [2][]int64{l[0], l[1]}, EdgeLabel: l[2], SrcIndex: l[3], DstPosIndex: l[4],
+			DstNegIndex: l[5], NegSrc: l[6], NegDst: l[7]}
+	}
+	return d
+}
+
+// arrayBytes is the bytes of an array of n values in the record (n < 0: nil), padded to 8.
+func arrayBytes(n int64, local bool) int64 {
+	if n <= 0 {
+		return 0
+	}
+	if local {
+		return (4*n + 7) &^ 7
+	}
+	return 8 * n
+}
+
+// recordLen is the bytes of the record of arrays a (table order), or an error naming what does
+// not fit the format.
+func (s recordShape) recordLen(a [][]int64) (int64, error) {
+	if len(a) != s.arrays() {
+		return 0, fmt.Errorf("featurestore: a batch's sample has %d arrays, its record %d", len(a), s.arrays())
+	}
+	size := int64(sampleHeader + 8*len(a))
+	for i, v := range a {
+		t, local := s.local(i)
+		if local && int64(len(a[t])) > math.MaxInt32 {
+			return 0, fmt.Errorf("featurestore: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", len(a[t]), math.MaxInt32)
+		}
+		size += arrayBytes(int64(len(v)), local)
 	}
 	return size, nil
 }
 
-// encodeSample is smp's record.
-func encodeSample(smp *topology.Sample) ([]byte, error) {
-	size, err := sampleRecordLen(smp)
+// encode is the record of arrays a (table order): local ids outside their node type's nodes
+// are refused, naming the array.
+func (s recordShape) encode(a [][]int64) ([]byte, error) {
+	size, err := s.recordLen(a)
 	if err != nil {
 		return nil, err
 	}
-	n, m := len(smp.Nodes), len(smp.Row)
 	buf := make([]byte, size)
 	le := binary.LittleEndian
-	le.PutUint64(buf[0:], uint64(n))
-	le.PutUint64(buf[8:], uint64(m))
-	le.PutUint32(buf[16:], uint32(len(smp.NodesPerHop)))
-	le.PutUint32(buf[20:], uint32(len(smp.EdgesPerHop)))
-	flags := uint32(sampleRowCol32)
-	if smp.EdgeIDs != nil {
-		flags |= sampleHasEdgeIDs
-	}
-	le.PutUint32(buf[24:], flags)
+	le.PutUint32(buf[0:], uint32(s.types))
+	le.PutUint32(buf[4:], uint32(len(s.ends)))
+	le.PutUint32(buf[8:], s.flags)
 	at := sampleHeader
-	put64 := func(a []int64) {
-		for _, v := range a {
-			le.PutUint64(buf[at:], uint64(v))
-			at += 8
+	for _, v := range a {
+		n := int64(len(v))
+		if v == nil {
+			n = -1
 		}
+		le.PutUint64(buf[at:], uint64(n))
+		at += 8
 	}
-	put32 := func(what string, a []int64) error {
-		for i, v := range a {
-			if uint64(v) >= uint64(n) {
-				return fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", what, i, v, n)
+	for i, v := range a {
+		t, local := s.local(i)
+		if !local {
+			for _, x := range v {
+				le.PutUint64(buf[at:], uint64(x))
+				at += 8
 			}
-			le.PutUint32(buf[at:], uint32(v))
-			at += 4
+			continue
 		}
-		return nil
-	}
-	put64(smp.Nodes)
-	put64(smp.NodesPerHop)
-	put64(smp.EdgesPerHop)
-	if err := put32("Row", smp.Row); err != nil {
-		return nil, err
-	}
-	if err := put32("Col", smp.Col); err != nil {
-		return nil, err
-	}
-	if smp.EdgeIDs != nil {
-		put64(smp.EdgeIDs)
+		n := len(a[t])
+		for j, x := range v {
+			if uint64(x) >= uint64(n) {
+				return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, n)
+			}
+			le.PutUint32(buf[at+4*j:], uint32(x))
+		}
+		at += int(arrayBytes(int64(len(v)), true))
 	}
 	return buf, nil
 }
 
-// decodeSample is the sample of record rec, which must start 8-byte aligned: its int64 arrays
-// are views of rec. Errors say what is malformed (the caller wraps dataset.ErrCorrupt).
-func decodeSample(rec []byte) (*topology.Sample, error) {
-	if len(rec) < sampleHeader {
-		return nil, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header", len(rec), sampleHeader)
+// lengths checks a record's header against s and returns its table, for a record of recLen
+// bytes (head holds at least the header and the table). Errors say what is malformed.
+func (s recordShape) lengths(head []byte, recLen int64) ([]int64, error) {
+	le := binary.LittleEndian
+	if len(head) < sampleHeader {
+		return nil, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header", recLen, sampleHeader)
+	}
+	T, E, flags, zero := le.Uint32(head[0:]), le.Uint32(head[4:]), le.Uint32(head[8:]), le.Uint32(head[12:])
+	if int(T) != s.types || int(E) != len(s.ends) || flags != s.flags || zero != 0 {
+		return nil, fmt.Errorf("a record of %d node types, %d edge types, flags %#x and %#x; the plan's records have %d, %d, %#x and 0",
+			T, E, flags, zero, s.types, len(s.ends), s.flags)
+	}
+	L := s.arrays()
+	if int64(len(head)) < int64(sampleHeader+8*L) || recLen < int64(sampleHeader+8*L) {
+		return nil, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header and table", recLen, sampleHeader+8*L)
+	}
+	n := make([]int64, L)
+	total := int64(sampleHeader + 8*L)
+	for i := range n {
+		n[i] = int64(le.Uint64(head[sampleHeader+8*i:]))
+		if n[i] < -1 || n[i] > recLen {
+			return nil, fmt.Errorf("a record of %d bytes lists %d values of %s", recLen, n[i], s.name(i))
+		}
+		_, local := s.local(i)
+		total += arrayBytes(n[i], local)
+	}
+	if total != recLen {
+		return nil, fmt.Errorf("a record whose table takes %d bytes, it has %d", total, recLen)
+	}
+	return n, nil
+}
+
+// decode is the arrays of record rec (table order), which must start 8-byte aligned: the int64
+// arrays are views of rec. Errors say what is malformed (the caller wraps dataset.ErrCorrupt).
+func (s recordShape) decode(rec []byte) ([][]int64, error) {
+	n, err := s.lengths(rec, int64(len(rec)))
+	if err != nil {
+		return nil, err
 	}
 	le := binary.LittleEndian
-	n, m := le.Uint64(rec[0:]), le.Uint64(rec[8:])
-	hn, he := int64(le.Uint32(rec[16:])), int64(le.Uint32(rec[20:]))
-	flags := le.Uint32(rec[24:])
-	if flags&^(sampleHasEdgeIDs|sampleRowCol32) != 0 || flags&sampleRowCol32 == 0 || le.Uint32(rec[28:]) != 0 {
-		return nil, fmt.Errorf("record flags %#x, %#x: not a record of this version", flags, le.Uint32(rec[28:]))
-	}
-	if n > math.MaxInt32 || m > uint64(len(rec)) {
-		return nil, fmt.Errorf("a record of %d nodes and %d edges in %d bytes", n, m, len(rec))
-	}
-	want := sampleHeader + 8*(int64(n)+hn+he) + 8*int64(m)
-	if flags&sampleHasEdgeIDs != 0 {
-		want += 8 * int64(m)
-	}
-	if want != int64(len(rec)) {
-		return nil, fmt.Errorf("a record of %d nodes, %d edges and %d+%d hops takes %d bytes, it has %d", n, m, hn, he, want, len(rec))
-	}
-	at := int64(sampleHeader)
-	view64 := func(k int64) []int64 {
-		if k == 0 {
-			return []int64{}
-		}
-		v := unsafe.Slice((*int64)(unsafe.Pointer(&rec[at])), k)
-		at += 8 * k
-		return v
-	}
-	smp := &topology.Sample{Nodes: view64(int64(n)), NodesPerHop: view64(hn), EdgesPerHop: view64(he)}
-	smp.Row, smp.Col = make([]int64, m), make([]int64, m)
-	for _, dst := range [][]int64{smp.Row, smp.Col} {
-		src := rec[at : at+4*int64(m)]
-		for i := range dst {
-			v := le.Uint32(src[4*i:])
-			if uint64(v) >= n {
-				return nil, fmt.Errorf("a local id %d of a sample of %d nodes", v, n)
+	at := int64(sampleHeader + 8*len(n))
+	a := make([][]int64, len(n))
+	for i, k := range n {
+		t, local := s.local(i)
+		switch {
+		case k < 0:
+		case k == 0:
+			a[i] = []int64{}
+		case !local:
+			a[i] = unsafe.Slice((*int64)(unsafe.Pointer(&rec[at])), k)
+		default:
+			a[i] = make([]int64, k)
+			nodes := uint64(len(a[t]))
+			for j := range a[i] {
+				v := le.Uint32(rec[at+4*int64(j):])
+				if uint64(v) >= nodes {
+					return nil, fmt.Errorf("%s[%d] = %d, not a local id of the sample's %d nodes", s.name(i), j, v, nodes)
+				}
+				a[i][j] = int64(v)
 			}
-			dst[i] = int64(v)
 		}
-		at += 4 * int64(m)
+		at += arrayBytes(k, local)
 	}
-	if flags&sampleHasEdgeIDs != 0 {
-		smp.EdgeIDs = view64(int64(m))
-	}
-	return smp, nil
+	return a, nil
 }
 
 // samplesWriter writes one planned epoch's samples file: records one after another, buffered,
@@ -237,8 +389,8 @@ func (w *samplesWriter) finish(write bool) error {
 	return err
 }
 
-// openSamples opens the samples files of the plan's epochs (a plan that stores samples) and
-// checks their records against the index.
+// openSamples opens the samples files of the plan's epochs and checks their records against the
+// index.
 func (p *Epochs) openSamples() error {
 	for e, ef := range p.idx.Epochs {
 		if ef.Samples == "" || len(ef.SampleRecords) != p.idx.Batches {
@@ -267,10 +419,10 @@ func (p *Epochs) openSamples() error {
 	return nil
 }
 
-// storedSample reads batch b of epoch e's sample from its samples file: one pread, its xxhash64
+// storedDraw reads batch b of epoch e's sample from its samples file: one pread, its xxhash64
 // checked (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch), decoded, and
-// its nodes checked against the plan.
-func (p *Epochs) storedSample(e, b int) ([]int64, *topology.Sample, error) {
+// every packed type's nodes checked against the plan. It returns the batch's seeds too.
+func (p *Epochs) storedDraw(e, b int) ([]int64, *batchDraw, error) {
 	done, err := p.enter()
 	if err != nil {
 		return nil, nil, err
@@ -284,7 +436,7 @@ func (p *Epochs) storedSample(e, b int) ([]int64, *topology.Sample, error) {
 	ef := &p.idx.Epochs[k]
 	r := ef.SampleRecords[b]
 	path := filepath.Join(p.o.Dir, ef.Samples)
-	words := make([]int64, (r.Length+7)/8) // 8-aligned: decodeSample views its int64 arrays in place
+	words := make([]int64, (r.Length+7)/8) // 8-aligned: decode views its int64 arrays in place
 	rec := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)[:r.Length]
 	t := time.Now()
 	if err := preadFull(p.sampleFDs[k], rec, r.Offset); err != nil {
@@ -296,12 +448,16 @@ func (p *Epochs) storedSample(e, b int) ([]int64, *topology.Sample, error) {
 		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s at byte %d (%d bytes) has checksum %016x, the plan has %016x: %w",
 			e, b, p.o.epoch(k), path, r.Offset, r.Length, sum, r.Sum, dataset.ErrCorrupt)
 	}
-	smp, err := decodeSample(rec)
+	shape := p.src.recordShape(&p.o)
+	a, err := shape.decode(rec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s at byte %d: %v: %w", e, b, p.o.epoch(k), path, r.Offset, err, dataset.ErrCorrupt)
 	}
-	if err := p.checkNodes(e, b, k, 0, smp.Nodes); err != nil {
-		return nil, nil, err
+	d := p.src.withNodes(shape.drawOf(a))
+	for t, nodes := range d.nodes {
+		if err := p.checkNodes(e, b, k, t, nodes); err != nil {
+			return nil, nil, err
+		}
 	}
-	return seeds, smp, nil
+	return seeds, d, nil
 }

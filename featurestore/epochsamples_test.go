@@ -328,32 +328,6 @@ func TestOldPlanIndexIsStale(t *testing.T) {
 	p.Close()
 }
 
-// TestLinkPlansStoreNoSamples: a link plan of a store writes no samples file and reports none;
-// it draws its batches again.
-func TestLinkPlansStoreNoSamples(t *testing.T) {
-	rng := newRand(t)
-	d := writeDataset(t, 1000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
-	n := 200
-	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n)}
-	for i := range n {
-		se.Src[i], se.Dst[i] = rng.Int64N(d.count), rng.Int64N(d.count)
-	}
-	o := EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), SeedEdges: se, BatchSize: 50,
-		Sample: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: rng.Uint64()}, Epochs: 1}
-	p, rep, err := s.OpenEpochs(withReplan(o))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if left, _ := filepath.Glob(filepath.Join(o.Dir, "*.samples")); rep.SampleBytes != 0 || len(left) != 0 || p.sampleFDs != nil {
-		t.Fatalf("a link plan stored samples: %d bytes, files %v", rep.SampleBytes, left)
-	}
-	if _, _, err := p.SampleEdges(0, 1); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // BenchmarkEpochSample serves batches' samples of one planned epoch of the dataset
 // TIERFS_BENCH_DATASET (skipped without it; its train split, fanouts 25,10, batch 1,024, a host
 // tier holding every row so the plan packs little): "stored" reads them from the samples file

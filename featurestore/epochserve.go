@@ -35,8 +35,7 @@ type Epochs struct {
 
 	fds   []int
 	paths []string // of fds
-	// sampleFDs are the samples files per planned epoch, when the plan stores its samples
-	// (epochsamples.go); nil when its batches are drawn again.
+	// sampleFDs are the samples files per planned epoch (epochsamples.go).
 	sampleFDs []int
 	stackMu   sync.Mutex
 	stacksN   int // stacks open
@@ -198,10 +197,8 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		order := sync.OnceValue(func() []int64 { return p.o.order(e) }) // e indexes the planned epochs
 		p.orders = append(p.orders, order)
 	}
-	if src.storesSamples(&o) {
-		if err := p.openSamples(); err != nil {
-			return nil, err
-		}
+	if err := p.openSamples(); err != nil {
+		return nil, err
 	}
 	st, err := p.newStack()
 	if err != nil {
@@ -298,25 +295,24 @@ func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 }
 
 // Sample is the sample of batch b of epoch e, checked against the plan; it returns the batch's
-// seeds too. A plan of seed nodes reads it from the plan's samples file (one read, its xxhash64
-// checked: a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch) and draws
-// nothing; a link plan draws it again (the node sample of SampleEdges, the seeds the positions
-// of its seed edges). A Session's plan draws with SampleHetero.
+// seeds too. It reads the sample from the plan's samples file (one read, its xxhash64 checked: a
+// mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch) and draws nothing. Of a
+// link plan it is the node sample of SampleEdges, the seeds the positions of its seed edges. A
+// Session's plan serves SampleHetero.
 func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
 	if p.src.hetero != nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of a heterogeneous graph (node types %s): draw its batches with SampleHetero: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
 	}
-	if p.sampleFDs != nil {
-		return p.storedSample(e, b)
-	}
-	seeds, d, err := p.draw(e, b)
+	seeds, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
 	return seeds, d.sample, nil
 }
 
-// draw samples batch b of epoch e again and checks every packed type's nodes against the plan.
+// draw samples batch b of epoch e again and checks every packed type's nodes against the plan:
+// what serving did before plans stored their samples (tests and BenchmarkEpochSample compare
+// the stored sample with it).
 func (p *Epochs) draw(e, b int) ([]int64, *batchDraw, error) {
 	seeds, err := p.Seeds(e, b)
 	if err != nil {
@@ -539,7 +535,8 @@ type EpochStats struct {
 	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
 	Reads           int64         `json:"reads"`      // reads issued
 	ReadSeconds     float64       `json:"read_seconds"`
-	// Stored samples read (Sample of a plan that stores them): bytes and seconds of the reads.
+	// Stored samples read (Sample, SampleEdges, SampleHetero, SampleHeteroEdges): bytes and
+	// seconds of the reads.
 	SampleBytesRead   int64   `json:"sample_bytes_read"`
 	SampleReadSeconds float64 `json:"sample_read_seconds"`
 }

@@ -86,7 +86,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 		if err != nil {
 			return nil, err
 		}
-		return &batchDraw{sample: smp, nodes: [][]int64{smp.Nodes}}, nil
+		return src.withNodes(&batchDraw{sample: smp}), nil
 	}
 	opt := *src.hetero
 	opt.Seed = seed
@@ -94,11 +94,28 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	if err != nil {
 		return nil, err
 	}
-	d := &batchDraw{hetero: smp, nodes: make([][]int64, len(src.stacks))}
-	for t, s := range src.stacks {
-		d.nodes[t] = smp.Nodes[s.nt]
+	return src.withNodes(&batchDraw{hetero: smp}), nil
+}
+
+// withNodes sets d.nodes, the nodes of every packed stack, from d's sample and returns d.
+func (src *epochSource) withNodes(d *batchDraw) *batchDraw {
+	if d.hetero == nil {
+		d.nodes = [][]int64{d.sample.Nodes}
+		return d
 	}
-	return d, nil
+	d.nodes = make([][]int64, len(src.stacks))
+	for t, s := range src.stacks {
+		d.nodes[t] = d.hetero.Nodes[s.nt]
+	}
+	return d
+}
+
+// recordType is the node type, in a batch's sample record, of packed stack t.
+func (src *epochSource) recordType(t int) int {
+	if src.hetero == nil {
+		return 0
+	}
+	return src.stacks[t].nt
 }
 
 // PlanEpochs is Store.PlanEpochs for a graph of several types: the batches are seeds of
@@ -172,13 +189,13 @@ func (p *Epochs) NodeTypes() []string {
 	return names
 }
 
-// SampleHetero draws the sample of batch b of epoch e of a Session's plan again and checks every
-// packed type's nodes against the plan; it returns the batch's seeds too.
+// SampleHetero is the sample of batch b of epoch e of a Session's plan, read from the plan's
+// samples file as Sample reads a Store's; it returns the batch's seeds too.
 func (p *Epochs) SampleHetero(e, b int) ([]int64, *topology.HeteroSample, error) {
 	if p.src.hetero == nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of one node type: draw its batches with Sample: %w", p.o.Dir, errors.ErrUnsupported)
 	}
-	seeds, d, err := p.draw(e, b)
+	seeds, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,7 +268,7 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 		if err != nil {
 			return nil, err
 		}
-		return &batchDraw{sample: &ls.Sample, link: ls, nodes: [][]int64{ls.Nodes}}, nil
+		return src.withNodes(&batchDraw{sample: &ls.Sample, link: ls}), nil
 	}
 	hs := &HeteroSampler{ss: src.ss, opt: *src.hetero}
 	hs.opt.Seed = seed
@@ -259,11 +276,7 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 	if err != nil {
 		return nil, err
 	}
-	out := &batchDraw{hetero: &hl.HeteroSample, heteroLink: hl, nodes: make([][]int64, len(src.stacks))}
-	for t, st := range src.stacks {
-		out.nodes[t] = hl.Nodes[st.nt]
-	}
-	return out, nil
+	return src.withNodes(&batchDraw{hetero: &hl.HeteroSample, heteroLink: hl}), nil
 }
 
 // checkSeedEdges checks a link plan's seed edges, labels and link options (every id, once).
@@ -312,15 +325,15 @@ func (src *epochSource) edgeTypeKey(key string) string {
 	return key
 }
 
-// SampleEdges draws the sample of batch b of epoch e of a link plan of a Store again and checks
-// it against the plan; it returns the positions of the batch's seed edges in
-// EpochOptions.SeedEdges too.
+// SampleEdges is the link sample of batch b of epoch e of a link plan of a Store (nodes, edges,
+// label edges and negatives), read from the plan's samples file as Sample reads a sample; it
+// returns the positions of the batch's seed edges in EpochOptions.SeedEdges too.
 func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.LinkSample, error) {
 	if p.o.SeedEdges == nil || p.src.hetero != nil {
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of one node type (link: %v, node types %s): draw its batches with %s: %w",
 			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
 	}
-	pos, d, err := p.draw(e, b)
+	pos, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -333,14 +346,14 @@ func (p *Epochs) SampleHeteroEdges(e, b int) ([]int64, *topology.HeteroLinkSampl
 		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of a graph session (link: %v, node types %s): draw its batches with %s: %w",
 			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
 	}
-	pos, d, err := p.draw(e, b)
+	pos, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
 	return pos, d.heteroLink, nil
 }
 
-// sampler names the Epochs method that draws the plan's batches in full.
+// sampler names the Epochs method that serves the plan's batches' samples in full.
 func (p *Epochs) sampler() string {
 	switch {
 	case p.o.SeedEdges != nil && p.src.hetero != nil:

@@ -1,7 +1,6 @@
 package featurestore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,20 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The sample spool: with PlaceTiers, a plan that stores samples (storesSamples) draws each batch
-// once. The placement pass, which draws every batch of the K epochs to count how often each row
-// is read, also writes each epoch's samples file, exactly as the packing pass would write it,
-// into a spool directory of its own inside the plan directory (spoolPrefix, flocked while its
-// planner lives). The packing pass then reads each batch's nodes back from the record instead of
-// drawing the batch again, and moves the epoch's samples file into the plan: the same bytes,
-// since the same draw is encoded the same way. Memory stays what it was: a samples file is
-// written through a samplesWriter's buffer and read back a batch's nodes at a time. Disk: the
-// spool holds the K epochs' samples files until the packing pass takes them, so the plan's
-// files never exceed the finished plan's; with a DiskBudget, it spools at most that many bytes
-// (an epoch's samples are part of its bytes, so the spool stops only in an epoch the plan
-// cannot hold either; an epoch not spooled is drawn again). What the plan does not take is
-// removed with the spool. Plans that store no samples (link and heterogeneous plans) draw
-// every batch twice.
+// The sample spool: with PlaceTiers, a plan draws each batch once. The placement pass, which
+// draws every batch of the K epochs to count how often each row is read, also writes each
+// epoch's samples file, exactly as the packing pass would write it, into a spool directory of
+// its own inside the plan directory (spoolPrefix, flocked while its planner lives). The packing
+// pass then reads each batch's nodes back from the record instead of drawing the batch again,
+// and moves the epoch's samples file into the plan: the same bytes, since the same draw is
+// encoded the same way. Memory stays what it was: a samples file is written through a
+// samplesWriter's buffer and read back a batch's nodes at a time. Disk: the spool holds the K
+// epochs' samples files until the packing pass takes them, so the plan's files never exceed the
+// finished plan's; with a DiskBudget, it spools at most that many bytes (an epoch's samples are
+// part of its bytes, so the spool stops only in an epoch the plan cannot hold either; an epoch
+// not spooled is drawn again). What the plan does not take is removed with the spool.
 
 // spoolPrefix starts the name of a spool directory in a plan directory.
 const spoolPrefix = ".placing-"
@@ -160,38 +157,57 @@ func (ep *spooledEpoch) release() {
 	}
 }
 
-// nodes reads batch b's sampled nodes back from its record (its header and its Nodes array).
-func (ep *spooledEpoch) nodes(b int) ([]int64, error) {
+// nodes reads batch b's sampled nodes of every node type back from its record (shape s): its
+// header and table, then its Nodes arrays (one after another in the record).
+func (ep *spooledEpoch) nodes(s recordShape, b int) ([][]int64, error) {
 	r := ep.records[b]
-	var hdr [sampleHeader]byte
-	if err := preadFull(ep.fd, hdr[:], r.Offset); err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan samples %s, batch %d: %w", ep.path, b, err)
+	fail := func(err error) error {
+		return fmt.Errorf("featurestore: epoch plan samples %s, batch %d: %w", ep.path, b, err)
 	}
-	n := binary.LittleEndian.Uint64(hdr[:])
-	if n > uint64(r.Length-sampleHeader)/8 {
-		return nil, fmt.Errorf("featurestore: epoch plan samples %s, batch %d: a record of %d bytes lists %d nodes", ep.path, b, r.Length, n)
+	head := make([]byte, min(int64(sampleHeader+8*s.arrays()), r.Length))
+	if err := preadFull(ep.fd, head, r.Offset); err != nil {
+		return nil, fail(err)
 	}
-	nodes := make([]int64, n)
-	if n > 0 {
-		// The record's int64s are little-endian, as decodeSample's in-place views assume.
-		buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(nodes))), 8*n)
-		if err := preadFull(ep.fd, buf, r.Offset+sampleHeader); err != nil {
-			return nil, fmt.Errorf("featurestore: epoch plan samples %s, batch %d: %w", ep.path, b, err)
+	n, err := s.lengths(head, r.Length)
+	if err != nil {
+		return nil, fail(err)
+	}
+	var count int64
+	for _, k := range n[:s.types] {
+		count += max(k, 0)
+	}
+	all := make([]int64, count)
+	if count > 0 {
+		// The record's int64s are little-endian, as decode's in-place views assume.
+		buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(all))), 8*count)
+		if err := preadFull(ep.fd, buf, r.Offset+int64(len(head))); err != nil {
+			return nil, fail(err)
+		}
+	}
+	nodes := make([][]int64, s.types)
+	for t, k := range n[:s.types] {
+		if k >= 0 {
+			nodes[t], all = all[:k:k], all[k:]
 		}
 	}
 	return nodes, nil
 }
 
-// batch is batch b as the packing pass takes it from the spool: its nodes (one packed type),
-// their count and hash, and its record's length and checksum.
-func (ep *spooledEpoch) batch(b int) *packedBatch {
-	nodes, err := ep.nodes(b)
+// batch is batch b as the packing pass of a plan of o on src takes it from the spool: its nodes
+// per packed stack, their count and hashes, and its record's length and checksum.
+func (ep *spooledEpoch) batch(src *epochSource, o *EpochOptions, b int) *packedBatch {
+	nodes, err := ep.nodes(src.recordShape(o), b)
 	if err != nil {
 		return &packedBatch{err: err}
 	}
 	r := ep.records[b]
-	return &packedBatch{nodes: int64(len(nodes)), nodeIDs: [][]int64{nodes}, types: []packedRows{{nodesID: hashIDs(nodes)}},
-		recordLen: r.Length, recordSum: r.Sum}
+	p := &packedBatch{nodeIDs: make([][]int64, len(src.stacks)), types: make([]packedRows, len(src.stacks)), recordLen: r.Length, recordSum: r.Sum}
+	for t := range src.stacks {
+		ids := nodes[src.recordType(t)]
+		p.nodeIDs[t], p.types[t].nodesID = ids, hashIDs(ids)
+		p.nodes += int64(len(ids))
+	}
+	return p
 }
 
 // preadFull reads len(buf) bytes of fd at off.

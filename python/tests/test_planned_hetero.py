@@ -166,6 +166,7 @@ def test_hetero_planned_loader_matches_on_demand(request, tmp_path, graph, host_
     for e in range(1, k + 1):
         assert not same_bits(epochs[0][0].seeds, epochs[e][0].seeds)
     assert st["batches"] == k * len(loader) * len(featured)
+    assert st["sample_bytes_read"] == plan.report["sample_bytes"] > 0  # every batch's sample read from the plan, not drawn
     if host_cache == "64MiB":
         assert plan.report["rows_packed"] == 0
     else:

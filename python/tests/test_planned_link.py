@@ -5,6 +5,8 @@ split, the heterogeneous case, and bad inputs naming the input."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,8 @@ def test_planned_link_epochs_match_on_demand(graph, tmp_path, host_cache, neg, l
             if e == k:  # epoch k replays planned epoch 0
                 assert same_bits(pos, plan.seeds(0, b))
     assert not same_bits(plan.seeds(0, 0), plan.seeds(1, 0))
+    # Every batch's sample was read from the plan's samples files (the replayed epoch too), not drawn.
+    assert 0 < plan.report["sample_bytes"] < plan.stats()["sample_bytes_read"]
     if host_cache == "64MiB":
         assert plan.report["rows_packed"] == 0
     else:
@@ -129,6 +133,7 @@ def test_planned_link_epochs_hetero(hetero, tmp_path):
             assert same_link_sample(got, ref), (e, b)
             for t, x in xs.items():
                 assert same_bits(x, store.gather(ref.node[t], node_type=t)), (e, b, t)
+    assert 0 < plan.report["sample_bytes"] < plan.stats()["sample_bytes_read"]
     plan.close()
     with pytest.raises(KeyError, match="paper:likes:paper"):
         store.plan_epochs(fanouts, 50, 1, seed_edges=(("paper", "likes", "paper"), edges), plan_dir=tmp_path / "p2")
@@ -136,6 +141,34 @@ def test_planned_link_epochs_hetero(hetero, tmp_path):
         store.plan_epochs(fanouts, 50, 1, seed_edges=edges, plan_dir=tmp_path / "p3")
     store.close()
 
+
+
+def test_corrupt_link_sample_names_file_and_batch(graph, tmp_path):
+    """A flipped byte in one batch's stored link sample: serving that batch raises CorruptError
+    naming the samples file, the epoch and the batch; the other batches are served."""
+    r = rng(53)
+    n = 300
+    edges = np.stack([r.integers(0, graph["n"], n), r.integers(0, graph["n"], n)]).astype(np.int64)
+    store = tierfs.open(graph["path"])
+    plan = store.plan_epochs([3, 2], 64, 1, seed_edges=edges, plan_dir=tmp_path / "plan", seed=7, neg_sampling="binary")
+    index = json.loads((tmp_path / "plan" / "epochs.json").read_text())
+    bad = int(r.integers(plan.batches_per_epoch))
+    rec = index["epochs"][0]["sample_records"][bad]
+    path = tmp_path / "plan" / "epoch-0000.samples"
+    data = bytearray(path.read_bytes())
+    at = rec["offset"] + int(r.integers(rec["length"]))
+    data[at] ^= 0x40
+    path.write_bytes(bytes(data))
+    print(f"conftest.rng(53): flipped byte {at} of {path} (batch {bad})")
+    for b in range(plan.batches_per_epoch):
+        if b != bad:
+            plan.sample(1, b)
+            continue
+        with pytest.raises(tierfs.CorruptError, match=f"epoch 1 batch {b} ") as e:
+            plan.sample(1, b)
+        assert str(path) in str(e.value)
+    plan.close()
+    store.close()
 
 def test_link_plan_errors(store, graph, tmp_path):
     n = graph["n"]

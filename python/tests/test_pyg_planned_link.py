@@ -66,7 +66,10 @@ def test_planned_link_neighbor_loader_matches_on_demand(graph, tmp_path, neg, la
     for b, again in zip(epochs[k], epochs[0]):
         assert_same(b, again, "replay")
     assert not torch.equal(epochs[0][0].input_id, epochs[1][0].input_id)
-    assert loader.plan.stats()["batches"] == (k + 1) * len(loader)
+    st = loader.plan.stats()
+    assert st["batches"] == (k + 1) * len(loader)
+    # Every batch's sample came from the plan's samples files: the k planned epochs and the replay.
+    assert 0 < loader.plan.report["sample_bytes"] < st["sample_bytes_read"] <= 2 * loader.plan.report["sample_bytes"]
     assert loader.stats()["stages"]["gather"]["batches"] == len(loader)  # the latest epoch went through the pipeline
     # planned_batch makes the same batch in the calling thread; breaking out of an epoch stops it.
     assert_same(loader.planned_batch(1, 2), epochs[1][2], "planned_batch")
@@ -93,6 +96,7 @@ def test_planned_hetero_link_neighbor_loader_matches_on_demand(hetero, tmp_path)
         for i, b in enumerate(loader):
             on_demand = tierfs.pyg.LinkNeighborLoader(store, fanouts, seed=batch_sample_seed(seed, 0, i), **args)
             assert_same(b, on_demand.filter_fn(on_demand.collate_fn(b[et].input_id)), (e, i))
+    assert loader.plan.stats()["sample_bytes_read"] == 2 * loader.plan.report["sample_bytes"] > 0  # read, not drawn: two epochs of planned epoch 0
     loader.plan.close()
     store.close()
 

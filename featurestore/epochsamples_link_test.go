@@ -1,0 +1,538 @@
+package featurestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// samplePlan is a plan of one of the kinds beyond a Store's plan of seed nodes: a Store's link
+// plan, a Session's plan of seed nodes, a Session's link plan.
+type samplePlan struct {
+	name string
+	o    EpochOptions
+	plan func(o EpochOptions) (*EpochPlanReport, error)
+	open func(o EpochOptions) (*Epochs, *EpochPlanReport, error)
+}
+
+// randomLink is random link options for seed edges (labels only where they may be given).
+func randomLink(rng *rand.Rand, reverse map[string]string) HeteroLinkOptions {
+	l := HeteroLinkOptions{ExcludeSeedEdges: rng.IntN(2) == 0, StrictNegatives: rng.IntN(3) == 0}
+	switch rng.IntN(3) {
+	case 1:
+		l.Negatives, l.NegAmount = topology.BinaryNegatives, 0.5+2*rng.Float64()
+	case 2:
+		l.Negatives, l.NegAmount = topology.TripletNegatives, float64(1+rng.IntN(3))
+	}
+	if l.ExcludeSeedEdges && rng.IntN(2) == 0 {
+		l.ReverseEdgeTypes = reverse
+	}
+	return l
+}
+
+// samplePlans are the three kinds of plan over random graphs with random options (K epochs each),
+// planned into directories under t's temporary directory; cache scales the memory tiers (0:
+// none, 1: about a third of the rows).
+func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan {
+	t.Helper()
+	d := writeDataset(t, 800+rng.Int64N(1500), 8, 1+rng.IntN(2), 2+rng.IntN(6), rng)
+	s := mustOpen(t, d.dir, Options{HostCacheBytes: cache * (d.rowBytes + 16) * d.count / 3})
+	t.Cleanup(func() { s.Close() })
+	n := 150 + rng.IntN(250)
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: randomLink(rng, map[string]string{"": ""})}
+	for i := range n {
+		se.Src[i], se.Dst[i] = rng.Int64N(d.count), rng.Int64N(d.count)
+	}
+	if se.Link.Negatives != topology.TripletNegatives && rng.IntN(2) == 0 {
+		se.Labels = make([]int64, n)
+		for i := range se.Labels {
+			se.Labels[i] = rng.Int64N(4)
+		}
+	}
+	storeLink := EpochOptions{Dir: filepath.Join(t.TempDir(), "store-link"), SeedEdges: se, BatchSize: 20 + rng.IntN(60), DropLast: rng.IntN(2) == 0,
+		Sample:      topology.SampleOptions{Fanouts: []int{1 + rng.IntN(5), rng.IntN(5) - 1}, Seed: rng.Uint64(), Replace: rng.IntN(2) == 0},
+		ShuffleSeed: rng.Uint64(), Epochs: k}
+
+	h := writeHetero(t, rng)
+	var all int64
+	for _, nt := range h.m.NodeTypes {
+		all += nt.Count * (h.rowBytes[nt.Name] + 16)
+	}
+	ss, err := OpenSession(h.dir, Options{HostCacheBytes: cache * all / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	nodes := heteroEpochOpts(t, ss, h, k, rng)
+	nodes.Dir = filepath.Join(t.TempDir(), "session-nodes")
+	link := heteroEpochOpts(t, ss, h, k, rng)
+	link.Dir, link.Seeds, link.NodeType = filepath.Join(t.TempDir(), "session-link"), nil, ""
+	e := rng.IntN(len(h.m.EdgeTypes))
+	key := h.m.EdgeTypes[e].Key()
+	var reverse map[string]string
+	for _, r := range h.m.EdgeTypes {
+		if r.Src == h.m.EdgeTypes[e].Dst && r.Dst == h.m.EdgeTypes[e].Src {
+			reverse = map[string]string{key: r.Key()}
+		}
+	}
+	src, dst := randomSeedEdges(h, e, 100+rng.IntN(150), rng)
+	link.SeedEdges = &SeedEdges{EdgeType: key, Src: src, Dst: dst, Link: randomLink(rng, reverse)}
+	t.Logf("store link: %d nodes, %d seed edges, batch %d, fanouts %v, link %+v, labels %v; session link: %s, %d seed edges, link %+v",
+		d.count, n, storeLink.BatchSize, storeLink.Sample.Fanouts, se.Link, se.Labels != nil, key, len(src), link.SeedEdges.Link)
+	return []samplePlan{
+		{"store link", storeLink, s.PlanEpochs, s.OpenEpochs},
+		{"session nodes", nodes, ss.PlanEpochs, ss.OpenEpochs},
+		{"session link", link, ss.PlanEpochs, ss.OpenEpochs},
+	}
+}
+
+// served is batch b of epoch e's sample as p serves it (the method of its kind), and as p draws
+// it again.
+func served(p *Epochs, e, b int) (seeds []int64, got, redrawn any, err error) {
+	_, d, err := p.draw(e, b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case p.Link() && p.Hetero():
+		seeds, got, err = p.SampleHeteroEdges(e, b)
+		redrawn = d.heteroLink
+	case p.Link():
+		var ls *topology.LinkSample
+		if seeds, ls, err = p.SampleEdges(e, b); err == nil {
+			// Sample serves the link sample's node sample.
+			var smp *topology.Sample
+			if _, smp, err = p.Sample(e, b); err == nil && !reflect.DeepEqual(smp, &ls.Sample) {
+				err = fmt.Errorf("Sample differs from SampleEdges' node sample")
+			}
+		}
+		got, redrawn = ls, d.link
+	default:
+		seeds, got, err = p.SampleHetero(e, b)
+		redrawn = d.hetero
+	}
+	return seeds, got, redrawn, err
+}
+
+// samplesBytes is the bytes of the samples files and of the packed files of plan directory dir.
+func samplesBytes(t *testing.T, dir string, planned int) (samples, packed int64) {
+	t.Helper()
+	for e := range planned {
+		for name, n := range map[string]*int64{samplesFile(e): &samples, packedFile(e): &packed} {
+			st, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*n += st.Size()
+		}
+	}
+	return samples, packed
+}
+
+// TestStoredLinkAndHeteroSamplesEqualRedrawn plans a Store's link plan, a Session's plan of seed
+// nodes and a Session's link plan of random graphs with random options (negatives, labels,
+// exclusion, memory tiers, PlaceTiers) and checks, for every batch of every planned epoch and a
+// replayed one, served from several goroutines at once, that the sample read from the samples
+// file (SampleEdges and Sample, SampleHetero, SampleHeteroEdges) is reflect.DeepEqual to the
+// plan's re-draw of the batch (the on-demand comparisons are the epochlink and epochhetero
+// tests, which serve the same stored samples). The report's SampleBytes are the samples files'
+// bytes, counted in BytesWritten, and Stats counts every record read.
+func TestStoredLinkAndHeteroSamplesEqualRedrawn(t *testing.T) {
+	rng := newRand(t)
+	const k = 2
+	for _, c := range samplePlans(t, rng, k, rng.Int64N(2)) {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			o := c.o
+			o.PlaceTiers = rng.IntN(2) == 0
+			rep, err := c.plan(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, packed := samplesBytes(t, o.Dir, k)
+			if rep.SampleBytes == 0 || rep.SampleBytes != files || rep.BytesWritten != files+packed {
+				t.Fatalf("report: %d sample bytes, %d written; the samples files hold %d bytes, the packed %d", rep.SampleBytes, rep.BytesWritten, files, packed)
+			}
+			p, again, err := c.open(o)
+			if err != nil || again != nil {
+				t.Fatalf("open: %v (replanned %v)", err, again != nil)
+			}
+			defer p.Close()
+			nb := p.BatchesPerEpoch()
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for w := range 4 {
+				wg.Go(func() {
+					for e := range k + 1 {
+						for b := w; b < nb; b += 4 {
+							seeds, got, redrawn, err := served(p, e, b)
+							if err != nil {
+								errs <- fmt.Errorf("epoch %d batch %d: %w", e, b, err)
+								return
+							}
+							if want, _ := p.Seeds(e, b); !slices.Equal(seeds, want) {
+								errs <- fmt.Errorf("epoch %d batch %d: seeds differ", e, b)
+								return
+							}
+							if !reflect.DeepEqual(got, redrawn) {
+								errs <- fmt.Errorf("epoch %d batch %d: the stored sample differs from the plan's re-draw", e, b)
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			// Every batch of the k planned epochs read once, planned epoch 0 again (the replay); a
+			// Store's link plan reads each twice (SampleEdges and Sample).
+			first, _ := samplesBytes(t, o.Dir, 1)
+			want := rep.SampleBytes + first
+			if c.o.SeedEdges != nil && !p.Hetero() {
+				want *= 2
+			}
+			if st := p.Stats(); st.SampleBytesRead != want {
+				t.Fatalf("stats: %d sample bytes read, want %d", st.SampleBytesRead, want)
+			}
+			t.Logf("%d batches an epoch, %d sample bytes, %d packed rows, place tiers %v", nb, rep.SampleBytes, rep.RowsPacked, o.PlaceTiers)
+		})
+	}
+}
+
+// TestSpooledLinkAndHeteroPlansEqualRedrawn: with PlaceTiers, the three kinds of plan take their
+// samples from the placement pass's spool and write byte for byte the plan made by drawing
+// every batch twice, drawing nothing in the packing pass.
+func TestSpooledLinkAndHeteroPlansEqualRedrawn(t *testing.T) {
+	rng := newRand(t)
+	k := 1 + rng.IntN(2)
+	for _, c := range samplePlans(t, rng, k, 1) {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			plan := func(dir string, spool bool) *EpochPlanReport {
+				spoolSamples = spool
+				defer func() { spoolSamples = true }()
+				o := c.o
+				o.Dir, o.PlaceTiers = dir, true
+				rep, err := c.plan(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			twice := plan(filepath.Join(t.TempDir(), "twice"), false)
+			once := plan(filepath.Join(t.TempDir(), "spooled"), true)
+			if once.SampleSeconds != 0 || twice.SampleSeconds <= 0 || once.SampleBytes != twice.SampleBytes || once.RowsPacked != twice.RowsPacked {
+				t.Fatalf("spooled: %d sample bytes, %d rows, packing pass sampled %.6fs (want 0); drawn twice: %d, %d, %.6fs",
+					once.SampleBytes, once.RowsPacked, once.SampleSeconds, twice.SampleBytes, twice.RowsPacked, twice.SampleSeconds)
+			}
+			a, b := planFiles(t, once.Dir), planFiles(t, twice.Dir)
+			if len(a) != 2*k+1 || len(b) != len(a) {
+				t.Fatalf("%d files spooled, %d drawn twice; want %d", len(a), len(b), 2*k+1)
+			}
+			for name, data := range a {
+				if !bytes.Equal(data, b[name]) {
+					t.Fatalf("%s differs: %d bytes spooled, %d drawn twice", name, len(data), len(b[name]))
+				}
+			}
+		})
+	}
+}
+
+// TestCorruptLinkAndHeteroSamplesAreCaught flips a byte of one batch's record in each kind of
+// plan: serving that batch fails with dataset.ErrCorrupt naming the samples file, the epoch and
+// the batch; the other batches are served.
+func TestCorruptLinkAndHeteroSamplesAreCaught(t *testing.T) {
+	rng := newRand(t)
+	for _, c := range samplePlans(t, rng, 2, 0) {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			o := c.o
+			if _, err := c.plan(o); err != nil {
+				t.Fatal(err)
+			}
+			var idx epochIndex
+			data, err := os.ReadFile(filepath.Join(o.Dir, EpochIndexFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &idx); err != nil {
+				t.Fatal(err)
+			}
+			pe, bad := rng.IntN(2), rng.IntN(idx.Batches)
+			r := idx.Epochs[pe].SampleRecords[bad]
+			path := filepath.Join(o.Dir, samplesFile(pe))
+			file, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := r.Offset + rng.Int64N(r.Length)
+			file[at] ^= 1 << rng.IntN(8)
+			if err := os.WriteFile(path, file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("flipped byte %d of %s (batch %d's record at %d, %d bytes)", at, path, bad, r.Offset, r.Length)
+			p, _, err := c.open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for b := range idx.Batches {
+				_, _, _, err := served(p, pe+2, b) // epoch pe+2 replays planned epoch pe
+				if b != bad {
+					if err != nil {
+						t.Fatalf("intact batch %d: %v", b, err)
+					}
+					continue
+				}
+				name := fmt.Sprintf("epoch %d batch %d", pe+2, b)
+				if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {
+					t.Fatalf("corrupt record: %v; want ErrCorrupt naming %s and %s", err, path, name)
+				}
+			}
+		})
+	}
+}
+
+// TestLinkAndHeteroPlanDiskBudgetCountsSamples: for each kind of plan, a budget that holds an
+// epoch's packed rows but not its samples is refused, naming the bytes its samples need; one
+// that holds both plans the epoch.
+func TestLinkAndHeteroPlanDiskBudgetCountsSamples(t *testing.T) {
+	rng := newRand(t)
+	for _, c := range samplePlans(t, rng, 1, 0) {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			o := c.o
+			full, err := c.plan(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			packed := full.BytesWritten - full.SampleBytes
+			if full.SampleBytes == 0 || packed <= 0 {
+				t.Fatalf("report: %+v", full)
+			}
+			o.DiskBudget = packed + full.SampleBytes/2
+			_, err = c.plan(o)
+			if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
+				!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
+				t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
+			}
+			o.DiskBudget = full.BytesWritten
+			if rep, err := c.plan(o); err != nil || rep.Planned != 1 || rep.BytesWritten != full.BytesWritten {
+				t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
+// TestVersion3PlanIndexIsStale: a link plan's index of version 3 (which stored no samples for
+// link plans) is a stale plan naming the plan, the index version and the version read now;
+// Replan plans anew.
+func TestVersion3PlanIndexIsStale(t *testing.T) {
+	rng := newRand(t)
+	c := samplePlans(t, rng, 1, 0)[0]
+	if _, err := c.plan(c.o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.o.Dir, EpochIndexFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatal(err)
+	}
+	idx["version"] = 3
+	if data, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.open(c.o)
+	var se *StalePlanError
+	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "3" || se.Store != "4" || !strings.Contains(err.Error(), c.o.Dir) {
+		t.Fatalf("a version 3 index: %v", err)
+	}
+	p, rep, err := c.open(withReplan(c.o))
+	if err != nil || rep == nil {
+		t.Fatalf("replan over a version 3 index: %v", err)
+	}
+	p.Close()
+}
+
+// randomArray is nil, empty or n values below bound, one in three each (n > 0 always values).
+func randomArray(rng *rand.Rand, n int, bound int64) []int64 {
+	switch {
+	case n == 0 && rng.IntN(2) == 0:
+		return nil
+	case n == 0:
+		return []int64{}
+	}
+	a := make([]int64, n)
+	for i := range a {
+		a[i] = rng.Int64N(bound)
+	}
+	return a
+}
+
+// TestSampleRecordShapes encodes random samples of every record shape (a Store's and a
+// Session's, with and without link labels; arrays nil, empty or not) and decodes them
+// reflect.DeepEqual; a record a byte short or long, or read with another shape, is refused, and
+// a local id out of range is refused when encoding, naming the array.
+func TestSampleRecordShapes(t *testing.T) {
+	rng := newRand(t)
+	for i := range 200 {
+		s := nodeShape
+		if rng.IntN(2) == 0 {
+			s = recordShape{types: 1 + rng.IntN(4), flags: sampleHetero}
+			for range 1 + rng.IntN(5) {
+				s.ends = append(s.ends, [2]int{rng.IntN(s.types), rng.IntN(s.types)})
+			}
+		}
+		if rng.IntN(2) == 0 {
+			s.flags |= sampleLink
+		}
+		maybe := func() int { return rng.IntN(3) * rng.IntN(50) }
+		a := make([][]int64, s.arrays())
+		for j := range a {
+			if j < 2*s.types {
+				a[j] = randomArray(rng, maybe(), 1<<40)
+			}
+		}
+		for j := range a[2*s.types:] {
+			j += 2 * s.types
+			if nt, local := s.local(j); local {
+				if n := len(a[nt]); n > 0 {
+					a[j] = randomArray(rng, maybe(), int64(n))
+				} else {
+					a[j] = randomArray(rng, 0, 1)
+				}
+			} else {
+				a[j] = randomArray(rng, maybe(), 1<<40)
+			}
+		}
+		d := s.drawOf(a)
+		got, err := s.arraysOf(d)
+		if err != nil || !reflect.DeepEqual(got, a) {
+			t.Fatalf("shape %+v: arraysOf(drawOf(a)) differs from a: %v", s, err)
+		}
+		rec, err := s.encode(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.recordLen(a); n != int64(len(rec)) {
+			t.Fatalf("recordLen %d, the record has %d bytes", n, len(rec))
+		}
+		words := make([]int64, (len(rec)+15)/8)
+		buf := dataset.BytesOf(words)[:len(rec)+8]
+		copy(buf, rec)
+		back, err := s.decode(buf[:len(rec)])
+		if err != nil {
+			t.Fatalf("shape %+v: %v", s, err)
+		}
+		if !reflect.DeepEqual(s.drawOf(back), d) {
+			t.Fatalf("shape %+v: the decoded sample differs", s)
+		}
+		for _, bad := range [][]byte{buf[:len(rec)-1], buf[:len(rec)+8]} {
+			if _, err := s.decode(bad); err == nil {
+				t.Fatalf("shape %+v: a record of %d bytes (of %d) decoded", s, len(bad), len(rec))
+			}
+		}
+		other := s
+		other.flags ^= sampleLink
+		if _, err := other.decode(buf[:len(rec)]); err == nil || !strings.Contains(err.Error(), "flags") {
+			t.Fatalf("shape %+v: a record read with flags %#x: %v", s, other.flags, err)
+		}
+		// A local id out of range, where an edge array has one.
+		for j := range a {
+			if nt, local := s.local(j); local && len(a[j]) > 0 {
+				a[j][rng.IntN(len(a[j]))] = int64(len(a[nt]))
+				if _, err := s.encode(a); err == nil || !strings.Contains(err.Error(), s.name(j)+"[") {
+					t.Fatalf("shape %+v: %s out of range: %v", s, s.name(j), err)
+				}
+				break
+			}
+		}
+		if i == 0 {
+			t.Logf("shape %+v: a record of %d bytes", s, len(rec))
+		}
+	}
+}
+
+// BenchmarkEpochLinkSample is BenchmarkEpochSample for a link plan of the dataset
+// TIERFS_BENCH_DATASET (skipped without it): 200,000 seed edges of uniform random endpoints,
+// binary negatives (one a seed edge), fanouts 25,10, batch 1,024, one planned epoch, a host tier
+// holding every row. "stored" serves SampleEdges (the record read from the samples file),
+// "redraw" draws the batch again and checks it against the plan; 3 rounds of each, alternated.
+func BenchmarkEpochLinkSample(b *testing.B) {
+	dir := os.Getenv("TIERFS_BENCH_DATASET")
+	if dir == "" {
+		b.Skip("TIERFS_BENCH_DATASET names no dataset")
+	}
+	s, err := Open(dir, Options{HostCacheBytes: 2 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 200_000
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: HeteroLinkOptions{Negatives: topology.BinaryNegatives}}
+	for i := range n {
+		se.Src[i], se.Dst[i] = rng.Int64N(s.NumNodes()), rng.Int64N(s.NumNodes())
+	}
+	o := EpochOptions{Dir: b.TempDir(), SeedEdges: se, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
+		ShuffleSeed: 2, Epochs: 1}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	b.Logf("link plan: %d batches, %.1f MiB of samples (%.0f KiB a batch), %.0f nodes a batch, planned in %.1fs",
+		rep.BatchesPerEpoch, float64(rep.SampleBytes)/(1<<20), float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, rep.Seconds)
+	nb := p.BatchesPerEpoch()
+	serve := map[string]func(b int) (*topology.LinkSample, error){
+		"stored": func(b int) (*topology.LinkSample, error) {
+			_, ls, err := p.SampleEdges(0, b)
+			return ls, err
+		},
+		"redraw": func(b int) (*topology.LinkSample, error) {
+			_, d, err := p.draw(0, b)
+			if err != nil {
+				return nil, err
+			}
+			return d.link, nil
+		},
+	}
+	for r := range 3 {
+		for _, how := range []string{"stored", "redraw"} {
+			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
+				var nodes, edges int
+				for i := range b.N {
+					ls, err := serve[how](i % nb)
+					if err != nil {
+						b.Fatal(err)
+					}
+					nodes, edges = nodes+len(ls.Nodes), edges+len(ls.Row)
+				}
+				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
+				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
+			})
+		}
+	}
+}
