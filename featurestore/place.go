@@ -346,6 +346,9 @@ func (s *Store) inDegrees(yield func(int64, uint64) bool) error {
 
 // topK returns the k ids with the highest scores (ties to the smaller id), hottest first.
 func topK(k int64, scores func(yield func(id int64, score uint64) bool)) []int64 {
+	if k <= 0 {
+		return nil
+	}
 	h := make(minHeap, 0, k)
 	for id, score := range scores {
 		e := scored{score, id}
