@@ -570,7 +570,7 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 		mine, _ := o.keep(k, nodes[k])
 		s.place.RLock()
 		ts, release := heldTiers(s.tierList())
-		sp := splitIDs(mine, ts, make([]int64, 2*len(mine)), nil, s.opt.CopyWorkers)
+		sp := splitIDs(mine, ts, make([]int64, 2*len(mine)), nil, 1) // one goroutine: planWorkers batches run at once
 		release()
 		s.place.RUnlock()
 		ids := sp.slots(len(ts) - 1) // the SSD tier's slot of a node is its id; positions ascend

@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -81,7 +82,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	}
 	if src.hetero == nil {
 		opt := o.Sample
-		opt.Seed = seed
+		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
 		smp, err := src.stacks[0].Sample(seeds, opt)
 		if err != nil {
 			return nil, err
@@ -89,13 +90,18 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 		return src.withNodes(&batchDraw{sample: smp}), nil
 	}
 	opt := *src.hetero
-	opt.Seed = seed
+	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
 	smp, err := src.ss.sampleHetero(src.seedType, seeds, opt)
 	if err != nil {
 		return nil, err
 	}
 	return src.withNodes(&batchDraw{hetero: smp}), nil
 }
+
+// planSampleWorkers is the goroutines that sample one planned batch: the Workers asked for, else
+// one, as the planner samples planWorkers batches at once (the same sample either way); a batch
+// split over every CPU inside each of several batches at once spends its time waiting.
+func planSampleWorkers(asked int) int { return cmp.Or(asked, 1) }
 
 // withNodes sets d.nodes, the nodes of every packed stack, from d's sample and returns d.
 func (src *epochSource) withNodes(d *batchDraw) *batchDraw {
