@@ -1,7 +1,6 @@
 package featurestore
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -306,7 +305,18 @@ func (a scored) less(b scored) bool { return a.score < b.score || (a.score == b.
 
 // compare is less as a three-way comparison (ids are distinct, so never 0 for two ids).
 func (a scored) compare(b scored) int {
-	return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(b.id, a.id))
+	switch {
+	case a.score != b.score:
+		if a.score < b.score {
+			return -1
+		}
+		return 1
+	case a.id > b.id:
+		return -1
+	case a.id < b.id:
+		return 1
+	}
+	return 0
 }
 
 // selectHottest reorders s so that its k hottest entries come first, in no order (quickselect,
