@@ -86,6 +86,7 @@ var benchCommands = []commandSpec{
 	{"gpu DIR", "the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed", benchGPUCmd},
 	{"placement DIR", "held-out SSD rows per batch of each placement policy", benchPlacementCmd},
 	{"disk DIR", "random reads of the dataset's disk, and the coalescing gap worth bridging", benchDiskCmd},
+	{"fill DIR", "the memory tiers' fill from the disk, beside a sequential pass over the feature file", benchFillCmd},
 	{"reads DIR", "on-demand gathers' disk reads alone: reads/s with 1..N gathers in flight", benchReadsCmd},
 	{"io", "the IO engine beside liburing's iobench", benchIOCmd},
 }
@@ -112,7 +113,7 @@ func newRoot() *cobra.Command {
 	}
 	bench := &cobra.Command{
 		Use:                "bench",
-		Short:              "benchmarks: bench gather|gpu|placement|disk|reads|train DIR, bench io --files A,B",
+		Short:              "benchmarks: bench gather|gpu|placement|disk|fill|reads|train DIR, bench io --files A,B",
 		Args:               cobra.ArbitraryArgs,
 		RunE:               unknownSubcommand,
 		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},

@@ -96,7 +96,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"info"}, "tierfs info: missing DIR\nRun 'tierfs info --help' for usage.\n"},
 		{[]string{"info", "a", "b"}, `tierfs info: unexpected argument "b" (takes DIR besides flags)`},
 		{[]string{"mount", "a"}, "tierfs mount: missing MOUNTPOINT"},
-		{[]string{"bench"}, "tierfs bench: missing the command: one of gather, gpu, placement, disk, reads, io, train"},
+		{[]string{"bench"}, "tierfs bench: missing the command: one of gather, gpu, placement, disk, fill, reads, io, train"},
 		{[]string{"bench", "gahter", "x"}, `tierfs bench: unknown command "gahter"; did you mean "gather"?` + "\nRun 'tierfs bench --help' for usage.\n"},
 	} {
 		code, stdout, stderr := mainOutput(t, c.args...)

@@ -43,6 +43,7 @@ var commandHelp = map[string]struct {
 	"bench gpu":       {"Measures the GPU path: GPU tier, UVA host tier, SSD to GPU, mixed.", []string{"tierfs bench gpu data/g --kernels", "tierfs bench gpu data/g --verify-compare 3"}},
 	"bench placement": {"Held-out SSD rows per batch of degree, one-epoch and converged placements against the hindsight bar.", []string{"tierfs bench placement data/g --fanouts 25,10"}},
 	"bench disk":      {"Random reads of the dataset's disk at 512 B..128 KiB, and the coalescing gap worth bridging.", []string{"tierfs bench disk data/g --json disk.json"}},
+	"bench fill":      {"Place of a seeded random hotness (ranking, then the memory tiers' fill) timed over rounds, each after a sequential O_DIRECT pass over the feature file.", []string{"tierfs bench fill data/g --host-cache 640MB --rounds 3"}},
 	"bench reads":     {"On-demand gathers' disk reads alone: reads/s with 1..N gathers in flight through the store's SSD files.", []string{"tierfs bench reads data/g --gathers 1,2,4,8 --batch 1000"}},
 	"bench io":        {"The IO engine beside liburing's iobench at 1..N threads of random 4 KiB O_DIRECT reads.", []string{"tierfs bench io --files /dev/loop0,/dev/loop1 --threads 1,4,8,16 --iobench gpu/iobench"}},
 }

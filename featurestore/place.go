@@ -1,10 +1,10 @@
 package featurestore
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/placement"
@@ -344,24 +344,32 @@ func (s *Store) inDegrees(yield func(int64, uint64) bool) error {
 	return nil
 }
 
-// topK returns the k ids with the highest scores (ties to the smaller id), hottest first.
+// topK returns the k ids with the highest scores (ties to the smaller id), hottest first. It
+// holds at most k + k/2 candidates (16 bytes each): when they fill the buffer, the k hottest are
+// selected (expected linear time) and the coldest of them is the bar a later id must pass; the
+// survivors are sorted once at the end.
 func topK(k int64, scores func(yield func(id int64, score uint64) bool)) []int64 {
 	if k <= 0 {
 		return nil
 	}
-	h := make(minHeap, 0, k)
+	buf := make([]scored, 0, k+k/2+64)
+	var bar scored // with cut: an id must be hotter than bar to be a candidate
+	cut := false
 	for id, score := range scores {
 		e := scored{score, id}
-		if int64(len(h)) < k {
-			heap.Push(&h, e)
-		} else if h[0].less(e) {
-			h[0] = e
-			heap.Fix(&h, 0)
+		if cut && !bar.less(e) {
+			continue
+		}
+		if buf = append(buf, e); len(buf) == cap(buf) {
+			selectHottest(buf, int(k))
+			buf, cut = buf[:k], true
+			bar = slices.MinFunc(buf, scored.compare)
 		}
 	}
-	ids := make([]int64, len(h))
-	for i := len(ids) - 1; i >= 0; i-- {
-		ids[i] = heap.Pop(&h).(scored).id
+	slices.SortFunc(buf, func(a, b scored) int { return b.compare(a) })
+	ids := make([]int64, min(int64(len(buf)), k))
+	for i := range ids {
+		ids[i] = buf[i].id
 	}
 	return ids
 }
@@ -374,13 +382,51 @@ type scored struct {
 // less orders by coldness: lower score first, then higher id.
 func (a scored) less(b scored) bool { return a.score < b.score || (a.score == b.score && a.id > b.id) }
 
-type minHeap []scored
+// compare is less as a three-way comparison (ids are distinct, so never 0 for two ids).
+func (a scored) compare(b scored) int {
+	switch {
+	case a.score != b.score:
+		if a.score < b.score {
+			return -1
+		}
+		return 1
+	case a.id > b.id:
+		return -1
+	case a.id < b.id:
+		return 1
+	}
+	return 0
+}
 
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return h[i].less(h[j]) }
-func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)        { *h = append(*h, x.(scored)) }
-func (h *minHeap) Pop() any          { old := *h; e := old[len(old)-1]; *h = old[:len(old)-1]; return e }
+// selectHottest reorders s so that its k hottest entries come first, in no order (quickselect,
+// pivots drawn from a fixed pseudo-random sequence: expected linear time on any input).
+func selectHottest(s []scored, k int) {
+	lo, hi := 0, len(s) // the k-th hottest is in s[lo:hi]
+	x := uint64(0x9e3779b97f4a7c15)
+	for hi-lo > 1 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		p := lo + int(x%uint64(hi-lo))
+		s[p], s[hi-1] = s[hi-1], s[p]
+		pivot, store := s[hi-1], lo
+		for i := lo; i < hi-1; i++ {
+			if pivot.less(s[i]) { // hotter than the pivot
+				s[i], s[store] = s[store], s[i]
+				store++
+			}
+		}
+		s[store], s[hi-1] = s[hi-1], s[store]
+		switch {
+		case store == k-1 || store == k:
+			return
+		case store < k:
+			lo = store + 1
+		default:
+			hi = store
+		}
+	}
+}
 
 // ProfileReads pre-samples batches of seeds as a loader visits them (placement.Profile with opt:
 // the first epoch in the order given, later ones reshuffled) and returns, per node, how often a

@@ -124,7 +124,8 @@ func preadReference(t *testing.T, paths []string, reqs []Request) [][]byte {
 
 // TestGapCoalescingMatchesReference serves random request sets with random gaps, alignments and
 // largest reads, and compares every byte with a pread of each request. Bridging gaps never adds
-// reads, bridges at most CoalesceGap bytes per read saved, and with no gap reads nothing extra.
+// reads, bridges at most CoalesceGap bytes per read saved, and with no gap reads nothing extra;
+// SubmitBridging's gap reads as the same CoalesceGap does.
 func TestGapCoalescingMatchesReference(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 31))
@@ -139,28 +140,35 @@ func TestGapCoalescingMatchesReference(t *testing.T) {
 			reqs := gapRequests(rng, sizes, 1+rng.IntN(3000), rowBytes, maxIO)
 			desc := fmt.Sprintf("trial %d: BlockSize %d, MaxIOBytes %d, CoalesceGap %d, %d requests (rows of %d)", trial, bs, maxIO, gap, len(reqs), rowBytes)
 			ref := preadReference(t, paths, reqs)
-			reads := map[int]Stats{}
-			for _, g := range []int{0, gap} {
-				s, err := Open(fds, Options{Backend: backend, BlockSize: bs, MaxIOBytes: maxIO, QueueDepth: 8, CoalesceGap: g})
+			// The gap as the Stack's option, and as SubmitBridging's for one call.
+			var plain, merged, bridged Stats
+			for _, v := range []struct {
+				option, call int
+				stats        *Stats
+			}{{0, 0, &plain}, {gap, 0, &merged}, {0, gap, &bridged}} {
+				s, err := Open(fds, Options{Backend: backend, BlockSize: bs, MaxIOBytes: maxIO, QueueDepth: 8, CoalesceGap: v.option})
 				if err != nil {
 					t.Fatalf("%s: %v", desc, err)
 				}
 				for i := range reqs {
 					clear(reqs[i].Dst)
 				}
-				err = errors.Join(s.Submit(reqs), s.Complete())
-				reads[g] = s.Stats()
+				err = errors.Join(s.SubmitBridging(reqs, v.call), s.Complete())
+				*v.stats = s.Stats()
 				s.Close()
 				if err != nil {
-					t.Fatalf("%s, gap %d: %v", desc, g, err)
+					t.Fatalf("%s, gap %d (option) %d (call): %v", desc, v.option, v.call, err)
 				}
 				for i, r := range reqs {
 					if !bytes.Equal(r.Dst, ref[i]) {
-						t.Fatalf("%s, gap %d: request %d (file %d, offset %d, length %d) differs from pread", desc, g, i, r.File, r.Offset, r.Length)
+						t.Fatalf("%s, gap %d (option) %d (call): request %d (file %d, offset %d, length %d) differs from pread", desc, v.option, v.call, i, r.File, r.Offset, r.Length)
 					}
 				}
 			}
-			plain, merged := reads[0], reads[gap]
+			if bridged.Reads != merged.Reads || bridged.BytesRead != merged.BytesRead || bridged.GapBytes != merged.GapBytes {
+				t.Fatalf("%s: SubmitBridging made %d reads of %d bytes (gaps %d), the Stack with the gap as its option %d of %d (gaps %d)",
+					desc, bridged.Reads, bridged.BytesRead, bridged.GapBytes, merged.Reads, merged.BytesRead, merged.GapBytes)
+			}
 			switch {
 			case plain.GapBytes != 0:
 				t.Fatalf("%s: %d gap bytes with CoalesceGap 0", desc, plain.GapBytes)

@@ -245,7 +245,16 @@ func (s *Stack) uring() (*uringEngine, bool) {
 // Submit validates every request, plans aligned reads for them and hands as many to the kernel as
 // the queue depth and staging allow; the rest wait for Complete. It never waits for a read. On a
 // validation error nothing is queued. Dst of each request must stay untouched until Complete.
-func (s *Stack) Submit(reqs []Request) error {
+func (s *Stack) Submit(reqs []Request) error { return s.SubmitBridging(reqs, 0) }
+
+// SubmitBridging is Submit with ranges of one file at most gap bytes apart (after alignment) read
+// by one read of at most MaxIOBytes, the gap read and dropped, as Options.CoalesceGap does (the
+// larger of the two applies; neither under NoCoalesce): for requests dense enough that reading a
+// gap costs less than another read.
+func (s *Stack) SubmitBridging(reqs []Request, gap int) error {
+	if gap < 0 {
+		return fmt.Errorf("gpuio: bridging gap %d, want >= 0", gap)
+	}
 	if s.closed {
 		return errors.New("gpuio: Submit on a closed Stack")
 	}
@@ -277,11 +286,11 @@ func (s *Stack) Submit(reqs []Request) error {
 		}
 		cpuQueue := s.queue
 		s.queue = s.gpuQueue
-		s.plan(dev)
+		s.plan(dev, gap)
 		s.gpuQueue, s.queue = s.queue, cpuQueue
 		reqs = host
 	}
-	s.plan(reqs)
+	s.plan(reqs, gap)
 	return s.pump(true)
 }
 
@@ -311,11 +320,11 @@ func (s *Stack) check(reqs []Request) error {
 
 // plan appends the reads covering reqs to the queue. Requests of one file whose aligned ranges
 // overlap or touch form a run (each request its own run under NoCoalesce); consecutive runs at
-// most CoalesceGap bytes apart join one read while it stays within MaxIOBytes; a run longer than
-// MaxIOBytes is cut into reads of at most MaxIOBytes and joins nothing.
-func (s *Stack) plan(reqs []Request) {
+// most max(CoalesceGap, bridge) bytes apart join one read while it stays within MaxIOBytes; a
+// run longer than MaxIOBytes is cut into reads of at most MaxIOBytes and joins nothing.
+func (s *Stack) plan(reqs []Request, bridge int) {
 	bs := int64(s.opts.BlockSize)
-	maxIO, gap := int64(s.opts.MaxIOBytes), int64(s.opts.CoalesceGap)
+	maxIO, gap := int64(s.opts.MaxIOBytes), int64(max(s.opts.CoalesceGap, bridge))
 	order := s.order[:0]
 	for i := range reqs {
 		order = append(order, i)

@@ -4,13 +4,15 @@
 // a memory tier).
 //
 // Memory: RowBytes per row of device memory for the arena (the budget), plus the index: 16 bytes
-// a row in host memory and the same again in device memory; a pinned bounce buffer of 32 MiB
+// a row in host memory and the same again in device memory; two pinned bounce buffers of 32 MiB
 // while Fill runs; per concurrent host copy, scratch sized to its batch.
 package gpu
 
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/tiers"
@@ -77,8 +79,13 @@ func (t *Tier) Bytes() int64 { return t.capacity * t.rowBytes }
 // always there, the tier being in device memory (an empty tier has count 0).
 func (t *Tier) DeviceIndex() (cuda.TierIndex, bool) { return t.split, true }
 
-// Fill loads the rows of the first Capacity ids into device memory through a pinned bounce
-// buffer, and the index into device memory (tiers.Tier).
+// fillBounceBytes is the size of each of Fill's two pinned bounce buffers (a variable so tests
+// can make fills of a few rows take several).
+var fillBounceBytes int64 = 32 << 20
+
+// Fill loads the rows of the first Capacity ids into device memory through two pinned bounce
+// buffers, each read from src and copied to the device by its own goroutine (so one is read while
+// the other is copied, and the src calls overlap), and the index into device memory (tiers.Tier).
 func (t *Tier) Fill(ids []int64, src tiers.Source) error {
 	ids = ids[:min(int64(len(ids)), t.capacity)]
 	index, err := host.NewIndex(ids)
@@ -88,28 +95,8 @@ func (t *Tier) Fill(ids []int64, src tiers.Source) error {
 	host.FreeIndex(t.dev, t.split)
 	t.split = cuda.TierIndex{}
 	t.Index = host.Index{}
-	sorted := index.IDs()
-	rb := t.rowBytes
-	if len(sorted) > 0 {
-		chunkRows := max(1, (32<<20)/rb)
-		bounceAddr, bounce, err := cuda.HostAlloc(t.dev, uint64(min(chunkRows, int64(len(sorted)))*rb))
-		if err != nil {
-			return fmt.Errorf("gpu tier fill: %w", err)
-		}
-		defer cuda.HostFree(t.dev, bounceAddr)
-		for lo := int64(0); lo < int64(len(sorted)); lo += chunkRows {
-			part := sorted[lo:min(lo+chunkRows, int64(len(sorted)))]
-			if err := src(part, bounce[:int64(len(part))*rb]); err != nil {
-				return fmt.Errorf("gpu tier fill: %w", err)
-			}
-			err := cuda.Memcpy(t.dev, t.arena+uintptr(lo*rb), bounceAddr, uint64(int64(len(part))*rb), 0)
-			if err == nil {
-				err = cuda.SyncStream(t.dev, 0)
-			}
-			if err != nil {
-				return fmt.Errorf("gpu tier fill: %w", err)
-			}
-		}
+	if err := t.load(index.IDs(), src); err != nil {
+		return fmt.Errorf("gpu tier fill: %w", err)
 	}
 	split, err := host.UploadIndex(t.dev, &index)
 	if err != nil {
@@ -118,6 +105,65 @@ func (t *Tier) Fill(ids []int64, src tiers.Source) error {
 	split.Rows = t.arena
 	t.Index, t.split = index, split
 	return nil
+}
+
+// load reads the rows of sorted (row k to arena row k) a bounce buffer at a time, by two
+// goroutines, each with its own bounce buffer and stream, taking the next buffer's rows in turn;
+// after the first error none takes more.
+func (t *Tier) load(sorted []int64, src tiers.Source) error {
+	rb := t.rowBytes
+	chunkRows := max(1, fillBounceBytes/rb)
+	chunks := (int64(len(sorted)) + chunkRows - 1) / chunkRows
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		once.Do(func() { firstErr = err })
+		failed.Store(true)
+	}
+	for range min(2, chunks) {
+		wg.Go(func() {
+			bounceAddr, bounce, err := cuda.HostAlloc(t.dev, uint64(min(chunkRows, int64(len(sorted)))*rb))
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer cuda.HostFree(t.dev, bounceAddr)
+			stream, err := cuda.NewStream(t.dev)
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer cuda.DestroyStream(t.dev, stream)
+			for !failed.Load() {
+				c := next.Add(1) - 1
+				if c >= chunks {
+					return
+				}
+				lo := c * chunkRows
+				part := sorted[lo:min(lo+chunkRows, int64(len(sorted)))]
+				n := int64(len(part)) * rb
+				if err := src(part, bounce[:n]); err != nil {
+					fail(err)
+					return
+				}
+				err := cuda.Memcpy(t.dev, t.arena+uintptr(lo*rb), bounceAddr, uint64(n), stream)
+				if err == nil {
+					err = cuda.SyncStream(t.dev, stream)
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // CopyToHost gathers the rows of slots in device memory, copies them to pinned memory and from

@@ -2,16 +2,21 @@ package ssd
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
 )
 
-// Filling: the memory tiers fill from Source, which reads a chunk of rows at a time either by a
-// scan (PlanScan, ranges bridging gaps up to the disk model's break-even gap) or by one random
-// read a row (the IO stack merging touching blocks), whichever the disk model (DiskModel) gives
-// less disk time. Both read through the tier's files, so every block is checked against the
+// Filling: the memory tiers fill from Source, which reads a chunk of rows at a time by one
+// request a row through an IO stack, in one of two ways: a scan, where the stack bridges gaps of
+// up to the disk model's break-even gap between the rows' blocks (reading and dropping them), or
+// random reads, where it merges only touching blocks; whichever the disk model (DiskModel) gives
+// less disk time. Either way each row is copied once, from the stack's staging to its place.
+// Chunks are read by as many goroutines as the files have IO stacks, each chunk through one
+// stack, so while one chunk's reads drain, or its rows are planned, checked and copied, the
+// others' reads keep the disk busy. Every block read, gaps included, is checked against the
 // dataset's checksums under VerifyReads.
 
 // FillMethod is how Source reads the rows of a chunk.
@@ -19,17 +24,22 @@ type FillMethod int
 
 const (
 	FillByModel  FillMethod = iota // the cheaper of the two by DiskModel, chunk by chunk
-	FillByScan                     // always a scan
-	FillByRandom                   // always one read a row
+	FillByScan                     // always bridging gaps up to the model's break-even gap
+	FillByRandom                   // always only merging touching blocks
 )
 
-// fillChunk is the rows Source plans and reads at once: its memory beyond the rows is the plan
-// (24 bytes a row) and the scan's two buffers (at most 16 MiB each).
+// fillChunk is the most rows Source plans and reads at once, fillChunkBytes the most bytes of
+// rows (where the files have several IO stacks to read chunks side by side; with one, a chunk is
+// fillChunk rows, so the disk idles at a chunk's end less often; a variable for tests). A
+// chunk's memory beyond its rows is its plan: about 80 bytes a row (its block span, its request
+// and the IO stack's ordering of it). As many chunks are read at once as the files have IO stacks.
 const fillChunk = 1 << 18
 
+var fillChunkBytes int64 = 8 << 20
+
 // FillStats counts what Source read since the tier was made, chunk by chunk, by method: rows,
-// reads and bytes as the disk sees them (RandomReads, ScanPlan), and the model's disk seconds of
-// both methods for the chunks it chose between.
+// reads and bytes as the disk sees them (as the IO stack plans them), and the model's disk
+// seconds of both methods for the chunks it chose between.
 type FillStats struct {
 	ScanChunks     int64   `json:"scan_chunks"`
 	ScanRows       int64   `json:"scan_rows"`
@@ -86,61 +96,82 @@ func (t *Tier) read(ids []int64, rows []byte, o FillOptions) error {
 	if m < FillByModel || m > FillByRandom {
 		return fmt.Errorf("ssd tier: fill method %d unknown", m)
 	}
-	at := make([]int64, min(fillChunk, len(ids)))
-	for lo := 0; lo < len(ids); lo += fillChunk {
-		part := ids[lo:min(lo+fillChunk, len(ids))]
-		dst := rows[int64(lo)*rb : int64(lo+len(part))*rb]
-		var plan *ScanPlan
-		var randomReads, randomBytes int64
-		if m != FillByRandom {
-			for k := range part {
-				at[k] = int64(k) * rb
+	stacks := t.files.Stacks()
+	chunk := fillChunk
+	if stacks > 1 {
+		chunk = int(min(fillChunk, max(1, fillChunkBytes/rb)))
+	}
+	chunks := (len(ids) + chunk - 1) / chunk
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range min(stacks, chunks) {
+		wg.Go(func() {
+			for !failed.Load() {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				lo := c * chunk
+				part := ids[lo:min(lo+chunk, len(ids))]
+				if err := t.readChunk(part, rows[int64(lo)*rb:int64(lo+len(part))*rb], m, model); err != nil {
+					once.Do(func() { firstErr = err })
+					failed.Store(true)
+				}
 			}
-			// A buffer of 16 MiB at most, less for a small chunk (the scan holds two).
-			buffer := min(16<<20, max(int64(len(part))*rb, 64<<10))
-			var err error
-			if plan, err = t.PlanScan(part, at[:len(part)], ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}); err != nil {
-				return err
-			}
-		}
-		if m != FillByScan {
-			randomReads, randomBytes = t.RandomReads(part)
-		}
-		c, how := &t.fill, m
-		if m == FillByModel {
-			scanEst, randomEst := model.Seconds(plan.Reads, plan.Bytes), model.Seconds(randomReads, randomBytes)
-			c.scanEstNs.Add(int64(scanEst * 1e9))
-			c.randomEstNs.Add(int64(randomEst * 1e9))
-			how = FillByRandom
-			if scanEst < randomEst {
-				how = FillByScan
-			}
-		}
-		var err error
-		if how == FillByScan {
-			c.scanChunks.Add(1)
-			c.scanRows.Add(int64(len(part)))
-			c.reads.Add(plan.Reads)
-			c.bytes.Add(plan.Bytes)
-			err = t.Scan(plan, dst, nil)
-		} else {
-			c.randomChunks.Add(1)
-			c.randomRows.Add(int64(len(part)))
-			c.reads.Add(randomReads)
-			c.bytes.Add(randomBytes)
-			err = t.ReadRows(part, dst)
-		}
-		if err != nil {
-			return err
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// readChunk reads the rows of part into dst by method m (for FillByModel, the cheaper by model).
+func (t *Tier) readChunk(part []int64, dst []byte, m FillMethod, model DiskModel) error {
+	gap := model.BreakEvenGap()
+	runs := t.blockRuns(part)
+	var scanReads, scanBytes, randomReads, randomBytes int64
+	if m != FillByRandom {
+		scanReads, scanBytes = t.readsOfRuns(runs, gap)
+	}
+	if m != FillByScan {
+		randomReads, randomBytes = t.readsOfRuns(runs, 0)
+	}
+	c, how := &t.fill, m
+	if m == FillByModel {
+		scanEst, randomEst := model.Seconds(scanReads, scanBytes), model.Seconds(randomReads, randomBytes)
+		c.scanEstNs.Add(int64(scanEst * 1e9))
+		c.randomEstNs.Add(int64(randomEst * 1e9))
+		how = FillByRandom
+		if scanEst < randomEst {
+			how = FillByScan
 		}
 	}
-	return nil
+	if how == FillByScan {
+		c.scanChunks.Add(1)
+		c.scanRows.Add(int64(len(part)))
+		c.reads.Add(scanReads)
+		c.bytes.Add(scanBytes)
+		return t.readRows(part, dst, gap)
+	}
+	c.randomChunks.Add(1)
+	c.randomRows.Add(int64(len(part)))
+	c.reads.Add(randomReads)
+	c.bytes.Add(randomBytes)
+	return t.readRows(part, dst, 0)
 }
 
 // ReadRows reads row k of ids into row k of rows by one request a row, 65,536 requests a
 // Files.Read (the IO stack merging touching blocks): a gather's reads, with no planning and no
 // fill counters.
-func (t *Tier) ReadRows(ids []int64, rows []byte) error {
+func (t *Tier) ReadRows(ids []int64, rows []byte) error { return t.readRows(ids, rows, 0) }
+
+// readRows is ReadRows with gaps of up to gap bytes between the rows' blocks bridged
+// (Files.ReadBridging).
+func (t *Tier) readRows(ids []int64, rows []byte, gap int64) error {
 	rb := t.spec.RowBytes
 	const chunk = 1 << 16
 	reqs := make([]gpuio.Request, 0, min(chunk, len(ids)))
@@ -150,7 +181,7 @@ func (t *Tier) ReadRows(ids []int64, rows []byte) error {
 			file, off := t.spec.Locate(ids[i])
 			reqs = append(reqs, gpuio.Request{File: t.stripes[file], Offset: off, Length: int(rb), Dst: rows[int64(i)*rb : int64(i+1)*rb]})
 		}
-		if err := t.files.Read(reqs); err != nil {
+		if err := t.files.ReadBridging(reqs, int(gap)); err != nil {
 			return fmt.Errorf("ssd tier: %w", err)
 		}
 	}

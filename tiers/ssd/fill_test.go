@@ -147,11 +147,13 @@ func TestFillChoosesByDensity(t *testing.T) {
 
 // TestFillCatchesCorruption: a flipped byte in a row of the fill, or in a gap block a scan
 // bridges, fails the fill (either way for the row, by scan for the gap) with corruption naming
-// the stripe.
+// the stripe, the chunks read by three IO stacks side by side.
 func TestFillCatchesCorruption(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
+	defer func(b int64) { fillChunkBytes = b }(fillChunkBytes)
+	fillChunkBytes = 100 * 512
 	const count = 4096
 	for _, where := range []string{"row", "gap"} {
 		m, _ := writeFeatures(t, count, 128, 1, rng)
@@ -183,7 +185,7 @@ func TestFillCatchesCorruption(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true})
+		f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true, Stacks: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,4 +220,76 @@ func verifiedTier(t *testing.T, m *dataset.Manifest, count int64) (*Tier, *datas
 	}
 	t.Cleanup(func() { f.Close() })
 	return NewTier(spec, count, f), spec
+}
+
+// TestFillMatchesPlainReads: host tiers filled through Source over files of one to four IO
+// stacks (several chunks read side by side, gaps bridged or not; io_uring and pread) hold
+// exactly the arena of a tier filled by a plain read of each row from its stripe (os.File.ReadAt),
+// on random ids of random density, row width and striping, chunks of a few rows to many.
+func TestFillMatchesPlainReads(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	defer func(b int64) { fillChunkBytes = b }(fillChunkBytes)
+	for round := range 4 {
+		count := 5000 + rng.Int64N(20000)
+		m, _ := writeFeatures(t, count, 1+rng.Int64N(300), 1+rng.IntN(3), rng)
+		spec, err := m.Feature("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := spec.RowBytes
+		var stripes []*os.File
+		for _, p := range spec.Files {
+			f, err := os.Open(m.Path(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			stripes = append(stripes, f)
+		}
+		plain := func(ids []int64, rows []byte) error {
+			for k, id := range ids {
+				file, off := spec.Locate(id)
+				if _, err := stripes[file].ReadAt(rows[int64(k)*rb:int64(k+1)*rb], off); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		backend := []gpuio.Backend{gpuio.BackendAuto, gpuio.BackendPread}[round%2]
+		stacks := []int{2, 1, 4, 3}[round]
+		f, err := OpenFiles(m, spec.Files, Options{Backend: backend, VerifyReads: true, Stacks: stacks, QueueDepth: 1 + rng.IntN(128)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tier := NewTier(spec, count, f)
+		for _, density := range []float64{0.001, 0.05, 0.3, 0.9, 1} {
+			fillChunkBytes = rb * (1 + rng.Int64N(3000))
+			var ids []int64
+			for id := range count {
+				if rng.Float64() < density {
+					ids = append(ids, id)
+				}
+			}
+			rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+			want := host.New(rb)
+			if err := want.Fill(ids, plain); err != nil {
+				t.Fatal(err)
+			}
+			for _, method := range []FillMethod{FillByModel, FillByScan, FillByRandom} {
+				got := host.New(rb)
+				if err := got.Fill(ids, tier.SourceWith(FillOptions{Method: method, Model: gpuMachineModel})); err != nil {
+					t.Fatalf("%s, %d stacks, density %g, method %d: %v", backend, stacks, density, method, err)
+				}
+				if !slices.Equal(got.IDs(), want.IDs()) || !bytes.Equal(got.Arena(), want.Arena()) {
+					t.Fatalf("%s, %d stacks, %d rows of %d B in %d stripes, density %g, chunks of %d B, method %d: the tier differs from the plain fill",
+						backend, stacks, count, rb, len(spec.Files), density, fillChunkBytes, method)
+				}
+				got.Close()
+			}
+			want.Close()
+		}
+		f.Close()
+	}
 }

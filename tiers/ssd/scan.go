@@ -169,33 +169,59 @@ func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
 // read: each distinct block the rows cover once, touching blocks of a stripe read together (up
 // to the IO stack's largest read), as the IO stack coalesces them.
 func (t *Tier) RandomReads(ids []int64) (reads, bytes int64) {
+	return t.readsOfRuns(t.blockRuns(ids), 0)
+}
+
+// blockSpan is blocks [lo, hi) of stripe file.
+type blockSpan struct {
+	file   int
+	lo, hi int64
+}
+
+// blockRuns is the blocks the rows ids cover, as maximal runs of touching blocks of a stripe,
+// in stripe and block order.
+func (t *Tier) blockRuns(ids []int64) []blockSpan {
 	rb := t.spec.RowBytes
-	block, maxIO := int64(max(t.files.Stats().BlockSize, 1)), int64(128<<10)
-	type span struct {
-		file   int
-		lo, hi int64 // blocks
-	}
-	spans := make([]span, len(ids))
+	block := int64(max(t.files.Stats().BlockSize, 1))
+	spans := make([]blockSpan, len(ids))
 	for k, id := range ids {
 		file, off := t.spec.Locate(id)
-		spans[k] = span{file, off / block, (off + rb + block - 1) / block}
+		spans[k] = blockSpan{file, off / block, (off + rb + block - 1) / block}
 	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.lo, b.lo)) })
-	var cur span
+	slices.SortFunc(spans, func(a, b blockSpan) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.lo, b.lo)) })
+	runs := spans[:0]
+	for _, s := range spans {
+		if n := len(runs); n > 0 && s.file == runs[n-1].file && s.lo <= runs[n-1].hi {
+			runs[n-1].hi = max(runs[n-1].hi, s.hi)
+			continue
+		}
+		runs = append(runs, s)
+	}
+	return runs
+}
+
+// readsOfRuns is the reads the IO stack makes of runs (blockRuns) bridging gaps of up to gap
+// bytes (gpuio.Stack.SubmitBridging; the stacks' own CoalesceGap where larger), and their bytes:
+// runs of a stripe at most that far apart join one read while it stays within the stack's
+// largest read; a longer run is cut into reads of that size.
+func (t *Tier) readsOfRuns(runs []blockSpan, gap int64) (reads, bytes int64) {
+	st := t.files.Stats()
+	block, maxIO := int64(max(st.BlockSize, 1)), int64(128<<10) // gpuio's default largest read
+	gap = max(gap, int64(st.CoalesceGap))
+	var cur blockSpan
 	flush := func() {
-		if cur.hi > cur.lo {
-			n := (cur.hi - cur.lo) * block
+		if n := (cur.hi - cur.lo) * block; n > 0 {
 			bytes += n
 			reads += (n + maxIO - 1) / maxIO
 		}
 	}
-	for k, s := range spans {
-		if k > 0 && s.file == cur.file && s.lo <= cur.hi {
-			cur.hi = max(cur.hi, s.hi)
+	for k, r := range runs {
+		if k > 0 && r.file == cur.file && (r.lo-cur.hi)*block <= gap && (r.hi-cur.lo)*block <= maxIO {
+			cur.hi = r.hi
 			continue
 		}
 		flush()
-		cur = s
+		cur = r
 	}
 	flush()
 	return reads, bytes

@@ -200,19 +200,26 @@ func (f *Files) Index(path string) int {
 // Probe is what the disk probe of OpenFiles measured (Options.CoalesceGap -1), or nil.
 func (f *Files) Probe() *DiskProbe { return f.probe }
 
+// Stacks is the number of IO stacks: how many Reads run at once.
+func (f *Files) Stacks() int { return len(f.all) }
+
 // Backend says how reads reach the disk ("io_uring" or "pread").
 func (f *Files) Backend() gpuio.Backend { return f.backend }
 
 // Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one,
 // and returns once every request is in place.
-func (f *Files) Read(reqs []gpuio.Request) error {
+func (f *Files) Read(reqs []gpuio.Request) error { return f.ReadBridging(reqs, 0) }
+
+// ReadBridging is Read with ranges of a file at most gap bytes apart read by one read, the gap
+// read (and verified under VerifyReads) and dropped (gpuio.Stack.SubmitBridging).
+func (f *Files) ReadBridging(reqs []gpuio.Request, gap int) error {
 	if len(reqs) == 0 {
 		return nil
 	}
 	p := f.take()
 	defer f.give(p)
 	st := p.st
-	if err := st.Submit(reqs); err != nil {
+	if err := st.SubmitBridging(reqs, gap); err != nil {
 		st.Complete() // drain whatever was handed to the kernel before the error
 		return f.classify(err)
 	}
