@@ -506,33 +506,14 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 	b.Logf("link plan: %d batches, %.1f MiB of samples (%.0f KiB a batch), %.0f nodes a batch, planned in %.1fs",
 		rep.BatchesPerEpoch, float64(rep.SampleBytes)/(1<<20), float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, rep.Seconds)
 	nb := p.BatchesPerEpoch()
-	serve := map[string]func(b int) (*topology.LinkSample, error){
-		"stored": func(b int) (*topology.LinkSample, error) {
-			_, ls, err := p.SampleEdges(0, b)
-			return ls, err
-		},
-		"redraw": func(b int) (*topology.LinkSample, error) {
-			_, d, err := p.draw(0, b)
-			if err != nil {
-				return nil, err
-			}
-			return d.link, nil
-		},
-	}
-	for r := range 3 {
-		for _, how := range []string{"stored", "redraw"} {
-			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
-				var nodes, edges int
-				for i := range b.N {
-					ls, err := serve[how](i % nb)
-					if err != nil {
-						b.Fatal(err)
-					}
-					nodes, edges = nodes+len(ls.Nodes), edges+len(ls.Row)
-				}
-				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
-				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
-			})
+	benchStoredAndRedrawn(b, nb, func(b int) (*topology.LinkSample, error) {
+		_, ls, err := p.SampleEdges(0, b)
+		return ls, err
+	}, func(b int) (*topology.LinkSample, error) {
+		_, d, err := p.draw(0, b)
+		if err != nil {
+			return nil, err
 		}
-	}
+		return d.link, nil
+	}, func(ls *topology.LinkSample) (int, int) { return len(ls.Nodes), len(ls.Row) })
 }

@@ -345,35 +345,16 @@ func BenchmarkEpochSample(b *testing.B) {
 	}
 	p := benchPlan
 	nb := p.BatchesPerEpoch()
-	serve := map[string]func(b int) (*topology.Sample, error){
-		"stored": func(b int) (*topology.Sample, error) {
-			_, smp, err := p.Sample(0, b)
-			return smp, err
-		},
-		"redraw": func(b int) (*topology.Sample, error) {
-			_, d, err := p.draw(0, b)
-			if err != nil {
-				return nil, err
-			}
-			return d.sample, nil
-		},
-	}
-	for r := range 3 {
-		for _, how := range []string{"stored", "redraw"} {
-			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
-				var nodes, edges int
-				for i := range b.N {
-					smp, err := serve[how](i % nb)
-					if err != nil {
-						b.Fatal(err)
-					}
-					nodes, edges = nodes+len(smp.Nodes), edges+len(smp.Row)
-				}
-				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
-				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
-			})
+	benchStoredAndRedrawn(b, nb, func(b int) (*topology.Sample, error) {
+		_, smp, err := p.Sample(0, b)
+		return smp, err
+	}, func(b int) (*topology.Sample, error) {
+		_, d, err := p.draw(0, b)
+		if err != nil {
+			return nil, err
 		}
-	}
+		return d.sample, nil
+	}, func(smp *topology.Sample) (int, int) { return len(smp.Nodes), len(smp.Row) })
 }
 
 var (
@@ -415,4 +396,28 @@ func openBenchPlan(dir string) (*Epochs, error) {
 		planDir, rep.BatchesPerEpoch, float64(rep.BytesWritten)/(1<<20), float64(rep.SampleBytes)/(1<<20),
 		float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, smp.EdgeIDs != nil, rep.Seconds)
 	return p, nil
+}
+
+// benchStoredAndRedrawn times serving a plan's batches both ways, in three alternated rounds:
+// stored reads each batch's stored sample, redraw draws it again; count is a sample's nodes and
+// edges, reported a batch.
+func benchStoredAndRedrawn[S any](b *testing.B, nb int, stored, redraw func(int) (S, error), count func(S) (int, int)) {
+	serve := map[string]func(int) (S, error){"stored": stored, "redraw": redraw}
+	for r := range 3 {
+		for _, how := range []string{"stored", "redraw"} {
+			b.Run(fmt.Sprintf("round-%d/%s", r+1, how), func(b *testing.B) {
+				var nodes, edges int
+				for i := range b.N {
+					smp, err := serve[how](i % nb)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, e := count(smp)
+					nodes, edges = nodes+n, edges+e
+				}
+				b.ReportMetric(float64(nodes)/float64(b.N), "nodes/batch")
+				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
+			})
+		}
+	}
 }
