@@ -83,7 +83,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	if src.hetero == nil {
 		opt := o.Sample
 		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		smp, err := src.stacks[0].Sample(seeds, opt)
+		smp, err := src.stacks[0].sampleOnHost(seeds, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -269,8 +269,9 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 			return nil, err
 		}
 		opt := topology.LinkSampleOptions{SampleOptions: o.Sample, LinkOptions: link}
-		opt.Seed = seed
-		ls, err := src.stacks[0].SampleFromEdges(s, d, l, opt)
+		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
+		st := src.stacks[0]
+		ls, err := st.sampleFromEdgesOf(st.hostSampleGraph, s, d, l, opt)
 		if err != nil {
 			return nil, err
 		}

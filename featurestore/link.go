@@ -15,6 +15,12 @@ import (
 // neg_amount, reverse edge types) an *OptionError; src, dst and labels of other lengths
 // ErrInvalidOption; a dataset without topology ErrNotFound.
 func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
+	return s.sampleFromEdgesOf(s.sampleGraph, src, dst, labels, opt)
+}
+
+// sampleFromEdgesOf is SampleFromEdges from the graph that graph returns (the epoch planner's:
+// hostSampleGraph, as sampleOnHost).
+func (s *Store) sampleFromEdgesOf(graph func() topology.Graph, src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
 	leave, err := s.enter()
 	if err != nil {
 		return nil, err
@@ -27,7 +33,7 @@ func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampl
 		return nil, err
 	}
 	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
-	out, err := topology.SampleFromEdges(s.sampleGraph(), src, dst, labels, opt)
+	out, err := topology.SampleFromEdges(graph(), src, dst, labels, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}

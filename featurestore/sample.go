@@ -12,6 +12,27 @@ import (
 // with the same result. Seeds outside [0, NumNodes) are ErrIDOutOfRange, bad options
 // ErrInvalidOption, a dataset without topology ErrNotFound.
 func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	return s.sampleFrom(s.sampleGraph, seeds, opt)
+}
+
+// sampleOnHost is Sample drawn on the host where the topology is in host memory, even with
+// Options.GPUTopology (the same sample: the GPU draws what the host would): for the epoch
+// planner, which draws several batches at once, each on one goroutine, where the GPU sampler
+// draws one hop at a time for every caller (and the training loop's batches wait behind it).
+func (s *Store) sampleOnHost(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	return s.sampleFrom(s.hostSampleGraph, seeds, opt)
+}
+
+// hostSampleGraph is the topology in host memory where it is there, else sampleGraph.
+func (s *Store) hostSampleGraph() topology.Graph {
+	if csc, ok := s.graph.(*topology.CSC); ok {
+		return csc
+	}
+	return s.sampleGraph()
+}
+
+// sampleFrom is Sample from the graph that graph returns.
+func (s *Store) sampleFrom(graph func() topology.Graph, seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
 	leave, err := s.enter()
 	if err != nil {
 		return nil, err
@@ -27,7 +48,7 @@ func (s *Store) Sample(seeds []int64, opt topology.SampleOptions) (*topology.Sam
 		}
 	}
 	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
-	out, err := topology.SampleNeighbors(s.sampleGraph(), seeds, opt)
+	out, err := topology.SampleNeighbors(graph(), seeds, opt)
 	if err == nil {
 		s.stats.samples.Add(1)
 	}
