@@ -70,3 +70,33 @@ func BenchmarkCallCosts(b *testing.B) {
 		})
 	}
 }
+
+// TestMirrorKeepsOutgrownBuffers: a Mirror that grows keeps its old buffers, still usable, until
+// Free (freeing them would wait for the whole device, which a NCCL collective in flight can turn
+// into a deadlock), and Free releases every one of them.
+func TestMirrorKeepsOutgrownBuffers(t *testing.T) {
+	if err := Load(); err != nil {
+		t.Skip(err)
+	}
+	var m Mirror
+	if err := m.Ensure(0, 4096, 4096); err != nil {
+		t.Fatal(err)
+	}
+	old := m.Host
+	old[0] = 7
+	for _, size := range []int{8192, 8192, 1 << 16} {
+		if err := m.Ensure(0, size, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.outgrown) != 2 || len(m.Host) != 1<<16 {
+		t.Fatalf("after growing twice: %d outgrown buffers and %d bytes; want 2 kept and 65536", len(m.outgrown), len(m.Host))
+	}
+	if old[0] != 7 || m.outgrown[0].HostAddr == 0 || m.outgrown[0].Dev == 0 {
+		t.Fatalf("the first buffer was released before Free: %+v", m.outgrown[0])
+	}
+	m.Free(0)
+	if m.HostAddr != 0 || m.Dev != 0 || m.outgrown != nil {
+		t.Fatalf("Free left %+v", m)
+	}
+}
