@@ -91,7 +91,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	}
 	opt := *src.hetero
 	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	smp, err := src.ss.sampleHetero(src.seedType, seeds, opt)
+	smp, err := src.ss.sampleHeteroOnHost(src.seedType, seeds, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -277,8 +277,8 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 		}
 		return src.withNodes(&batchDraw{sample: &ls.Sample, link: ls}), nil
 	}
-	hs := &HeteroSampler{ss: src.ss, opt: *src.hetero}
-	hs.opt.Seed = seed
+	hs := &HeteroSampler{ss: src.ss, opt: *src.hetero, onHost: true}
+	hs.opt.Seed, hs.opt.Workers = seed, planSampleWorkers(hs.opt.Workers)
 	hl, err := hs.SampleFromEdges(se.EdgeType, s, d, l, se.Link)
 	if err != nil {
 		return nil, err

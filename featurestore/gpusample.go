@@ -286,6 +286,15 @@ func (ss *Session) sampleGraph(e int) topology.Graph {
 	return ss.edges[e].graph
 }
 
+// hostSampleGraph is the graph edge type e is sampled from on the host: its stack's in memory
+// (Store.hostSampleGraph), else the session's own copy.
+func (ss *Session) hostSampleGraph(e int) topology.Graph {
+	if st := ss.stackGraph(e); st != nil {
+		return st.hostSampleGraph()
+	}
+	return ss.edges[e].graph
+}
+
 // freeGPUTopologies frees what loadGPUTopologies copied; Close calls it after every call left.
 func (ss *Session) freeGPUTopologies() {
 	for _, t := range ss.gpuEdges {

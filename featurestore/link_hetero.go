@@ -43,7 +43,11 @@ func (hs *HeteroSampler) SampleFromEdges(edgeType string, src, dst, labels []int
 		return nil, err
 	}
 	key := ss.edges[e].spec.Key()
-	numNodes, edges := ss.typedGraphs()
+	graph := ss.sampleGraph
+	if hs.onHost {
+		graph = ss.hostSampleGraph
+	}
+	numNodes, edges := ss.typedGraphs(graph)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	opt := topology.HeteroLinkSampleOptions{HeteroSampleOptions: hs.opt, LinkOptions: core}

@@ -263,6 +263,8 @@ type HeteroSampler struct {
 
 	mu    sync.Mutex
 	calls uint64
+
+	onHost bool // draws on the host topology where it is in memory (the epoch planner's: Session.hostSampleGraph)
 }
 
 // NewHeteroSampler checks opt against the dataset: a fanout list for every edge type and none
@@ -492,12 +494,23 @@ func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampl
 
 // sampleHetero samples seeds of node type nt with opt (checked), under the session's guard.
 func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+	return ss.sampleHeteroFrom(ss.sampleGraph, nt, seeds, opt)
+}
+
+// sampleHeteroOnHost is sampleHetero on the host topology where it is in memory, even with GPU
+// copies (the same sample), as Store.sampleOnHost: the epoch planner's.
+func (ss *Session) sampleHeteroOnHost(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+	return ss.sampleHeteroFrom(ss.hostSampleGraph, nt, seeds, opt)
+}
+
+// sampleHeteroFrom is sampleHetero from the graphs that graph returns, by edge type.
+func (ss *Session) sampleHeteroFrom(graph func(e int) topology.Graph, nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
 	leave, err := ss.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	numNodes, edges := ss.typedGraphs()
+	numNodes, edges := ss.typedGraphs(graph)
 	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
 	if err != nil {
 		return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
@@ -506,15 +519,15 @@ func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSample
 }
 
 // typedGraphs is the session's graph as the core's typed sampling takes it: the node count of
-// every node type and every edge type's graph.
-func (ss *Session) typedGraphs() ([]int64, []topology.EdgeGraph) {
+// every node type and every edge type's graph, as graph gives it (sampleGraph or hostSampleGraph).
+func (ss *Session) typedGraphs(graph func(e int) topology.Graph) ([]int64, []topology.EdgeGraph) {
 	numNodes := make([]int64, len(ss.nodes))
 	for i, n := range ss.nodes {
 		numNodes[i] = n.spec.Count
 	}
 	edges := make([]topology.EdgeGraph, len(ss.edges))
 	for e, es := range ss.edges {
-		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: ss.sampleGraph(e)}
+		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: graph(e)}
 	}
 	return numNodes, edges
 }
