@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -75,17 +74,11 @@ func benchFillCmd(fs *pflag.FlagSet) runFunc {
 				capacity += t.Capacity
 			}
 		}
-		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
 		}
+		defer stop()
 		var ranked []int64
 		for round := range *rounds {
 			seq, n, err := sequentialPass(s.Manifest().Path(spec.Files[0]))

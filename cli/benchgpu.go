@@ -179,17 +179,11 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 				name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
 			return nil
 		}
-		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
 		}
+		defer stop()
 		all := n * rb
 		with := func(gpuBytes, hostBytes int64) featurestore.Options {
 			o := plain
@@ -391,4 +385,21 @@ func benchSampling(dir string, opt featurestore.Options, seed uint64) ([]gpuBenc
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// startCPUProfile starts a CPU profile into path (none when path is empty); stop ends it and
+// closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
