@@ -344,23 +344,8 @@ func TestVersion3PlanIndexIsStale(t *testing.T) {
 	if _, err := c.plan(c.o); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(c.o.Dir, EpochIndexFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var idx map[string]any
-	if err := json.Unmarshal(data, &idx); err != nil {
-		t.Fatal(err)
-	}
-	idx["version"] = 3
-	if data, err = json.Marshal(idx); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.open(c.o)
+	setIndexVersion(t, c.o.Dir, 3)
+	_, _, err := c.open(c.o)
 	var se *StalePlanError
 	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "3" || se.Store != "4" || !strings.Contains(err.Error(), c.o.Dir) {
 		t.Fatalf("a version 3 index: %v", err)

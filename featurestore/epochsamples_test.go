@@ -300,23 +300,8 @@ func TestOldPlanIndexIsStale(t *testing.T) {
 	if _, err := s.PlanEpochs(o); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(o.Dir, EpochIndexFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var idx map[string]any
-	if err := json.Unmarshal(data, &idx); err != nil {
-		t.Fatal(err)
-	}
-	idx["version"] = 2
-	if data, err = json.Marshal(idx); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = s.OpenEpochs(o)
+	setIndexVersion(t, o.Dir, 2)
+	_, _, err := s.OpenEpochs(o)
 	var se *StalePlanError
 	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprint(epochIndexVersion) || !strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("a version 2 index: %v", err)
@@ -419,5 +404,26 @@ func benchStoredAndRedrawn[S any](b *testing.B, nb int, stored, redraw func(int)
 				b.ReportMetric(float64(edges)/float64(b.N), "edges/batch")
 			})
 		}
+	}
+}
+
+// setIndexVersion rewrites the version of the plan index in dir (an older plan's, as tests make one).
+func setIndexVersion(t *testing.T, dir string, v int) {
+	t.Helper()
+	path := filepath.Join(dir, EpochIndexFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatal(err)
+	}
+	idx["version"] = v
+	if data, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
