@@ -312,25 +312,7 @@ func TestLinkAndHeteroPlanDiskBudgetCountsSamples(t *testing.T) {
 	rng := newRand(t)
 	for _, c := range samplePlans(t, rng, 1, 0) {
 		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
-			o := c.o
-			full, err := c.plan(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			packed := full.BytesWritten - full.SampleBytes
-			if full.SampleBytes == 0 || packed <= 0 {
-				t.Fatalf("report: %+v", full)
-			}
-			o.DiskBudget = packed + full.SampleBytes/2
-			_, err = c.plan(o)
-			if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
-				!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
-				t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
-			}
-			o.DiskBudget = full.BytesWritten
-			if rep, err := c.plan(o); err != nil || rep.Planned != 1 || rep.BytesWritten != full.BytesWritten {
-				t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
-			}
+			checkBudgetCountsSamples(t, c.o, c.plan, nil)
 		})
 	}
 }

@@ -266,28 +266,11 @@ func TestPlanDiskBudgetCountsSamples(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 2})
-	o := epochOpts(t, d, 1)
-	full, err := s.PlanEpochs(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	packed := full.BytesWritten - full.SampleBytes
-	if full.SampleBytes == 0 || packed <= 0 {
-		t.Fatalf("report: %+v", full)
-	}
-	o.DiskBudget = packed + full.SampleBytes/2
-	_, err = s.PlanEpochs(o)
-	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
-		!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
-		t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
-	}
-	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
-		t.Fatalf("a refused plan left %v", left)
-	}
-	o.DiskBudget = full.BytesWritten
-	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 1 || rep.BytesWritten != full.BytesWritten {
-		t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
-	}
+	checkBudgetCountsSamples(t, epochOpts(t, d, 1), s.PlanEpochs, func(o EpochOptions) {
+		if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+			t.Fatalf("a refused plan left %v", left)
+		}
+	})
 }
 
 // TestOldPlanIndexIsStale: an index of version 2 (no samples files) is a stale plan naming the
@@ -425,5 +408,34 @@ func setIndexVersion(t *testing.T, dir string, v int) {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkBudgetCountsSamples plans o with plan three times: without a budget; with one that holds
+// the packed rows and half the samples, which must be refused naming the budget and the bytes
+// the samples need (then refused runs, given, checks what is left); with one of exactly the
+// epoch's bytes, which must plan it.
+func checkBudgetCountsSamples(t *testing.T, o EpochOptions, plan func(EpochOptions) (*EpochPlanReport, error), refused func(EpochOptions)) {
+	t.Helper()
+	full, err := plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := full.BytesWritten - full.SampleBytes
+	if full.SampleBytes == 0 || packed <= 0 {
+		t.Fatalf("report: %+v", full)
+	}
+	o.DiskBudget = packed + full.SampleBytes/2
+	_, err = plan(o)
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
+		t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
+	}
+	if refused != nil {
+		refused(o)
+	}
+	o.DiskBudget = full.BytesWritten
+	if rep, err := plan(o); err != nil || rep.Planned != 1 || rep.BytesWritten != full.BytesWritten {
+		t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
 	}
 }
