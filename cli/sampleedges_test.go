@@ -42,7 +42,7 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	in := t.TempDir()
 	const n = 80
-	var edges, pairs, labels []int64
+	var edges, labels []int64
 	for range 2 * 400 {
 		edges = append(edges, rng.Int64N(n))
 	}
@@ -50,9 +50,12 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 	var src, dst []int64
 	for range m {
 		a, b := rng.Int64N(n), rng.Int64N(n)
-		src, dst, pairs = append(src, a), append(dst, b), append(pairs, a, b)
+		src, dst = append(src, a), append(dst, b)
 		labels = append(labels, rng.Int64N(2))
 	}
+	// PyG's edge_label_index layout, (2, m): an (m, 2) file of 2 pairs would be read as (2, m),
+	// as ingest documents for the square shape.
+	pairs := append(slices.Clone(src), dst...)
 	write := func(name string, shape, vals []int64) string {
 		p := filepath.Join(in, name)
 		if err := ingest.WriteNpy(p, "<i8", shape, int64sAsBytes(vals)); err != nil {
@@ -61,7 +64,7 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 		return p
 	}
 	edgesPath := write("edges.npy", []int64{2, 400}, edges)
-	pairsPath := write("pairs.npy", []int64{m, 2}, pairs)
+	pairsPath := write("pairs.npy", []int64{2, m}, pairs)
 	labelsPath := write("labels.npy", []int64{m}, labels)
 	if err := ingest.WriteNpy(filepath.Join(in, "x.npy"), "<f4", []int64{n, 2}, make([]byte, 8*n)); err != nil {
 		t.Fatal(err)
