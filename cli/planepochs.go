@@ -40,6 +40,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	usePlacement := placementFlag(fs)
 	placeTiers := fs.Bool("place-tiers", true, "first fill the memory tiers with the rows the planned epochs read most (false: keep the store's placement)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of planning to this file")
 	return func(pos []string) error {
 		var s *featurestore.Store
 		var hops []int
@@ -70,7 +71,12 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
 			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
 			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers, PackMethod: *packMethod, PackMemory: int64(packMemory)}
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
 		rep, err := s.PlanEpochs(o)
+		stop()
 		if err != nil {
 			return err
 		}
