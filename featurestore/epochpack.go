@@ -4,18 +4,22 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // Packing a planned epoch: the planner hands the packer its batches in order, each with the rows
 // its extents hold; the packer lays the extents out in a window of the packed file (their
-// offsets are known before any row is read), and when the window is full reads every row of it,
-// hashes each extent and writes the window in order. A window's rows of one packed type are read
+// offsets are known before any row is read; a window runs on from one epoch's file into the
+// next), and when the window is full reads every row of it, hashes each extent and writes the
+// window in order. A window's rows of one packed type are read
 // either by a scan (ssd.Tier.Scan: the feature's stripes in ascending order, large reads, a row
 // that several batches need read once; DiskGNN's batched packing) or by random reads (one read a
 // row, batch by batch), whichever the disk model (ssd.DiskModel) says takes less disk time, or
@@ -28,18 +32,24 @@ const (
 )
 
 // DefaultPackMemory is EpochOptions.PackMemory's default: the packed bytes of a window. Each
-// window scans the feature file once, so a window that holds an epoch (600 MiB a packed epoch
-// of a 10M-node, 512 B-row graph placed 10/20) packs it in one scan.
+// window scans the feature file once, and a window holds the batches of as many epochs as fit
+// (600 MiB a packed epoch of a 10M-node, 512 B-row graph placed 10/20), so a plan of K epochs
+// scans the file about K × (packed bytes of an epoch) / PackMemory times, at least once.
 const DefaultPackMemory = 1 << 30
 
-// packer fills one window of an epoch's packed file while the window before is read, hashed
-// and written (pack, on a goroutine of its own): sampling overlaps the disk. Memory: two windows.
+// packer fills one window while the window before is read, hashed and written (pack, on a
+// goroutine of its own): sampling overlaps the disk. A window runs on across the end of an
+// epoch's packed file into the next one's. Memory: two windows, each an anonymous mapping that
+// grows by mremap (no copy) up to the window's bytes; pages are first touched by the reads that
+// fill them, on the packing goroutine, not by the planner laying batches out.
 type packer struct {
 	src  *epochSource
 	o    *EpochOptions
 	rep  *EpochPlanReport
 	stop func() error // an error stops the packer (CancelEpochPlan)
-	ef   *epochFile
+
+	out  *packOut   // the packed file batches are laid out in now; nil between files
+	outs []*packOut // every packed file opened, to close those left open on failure
 
 	cur, spare *window // filling; free for the next
 	busy       *window // being packed, done says when
@@ -48,15 +58,24 @@ type packer struct {
 	scans, randoms int // windows of one packed type read each way
 }
 
-// window is a run of extents of a packed file: the batches laid out in it and, once packed,
-// their checksums and what reading them took.
-type window struct {
+// packOut is one epoch's packed file as the packer writes it.
+type packOut struct {
 	f       *os.File
 	path    string
-	buf     []byte // packAlign-aligned; len is what the window holds
-	start   int64  // the packed file's offset of buf[0]
+	ef      *epochFile // its extents; wait sets their checksums
+	end     int64      // bytes laid out
+	ended   bool       // every batch laid out (closeOut)
+	pending int        // windows with extents of it not yet written and taken back (wait)
+	closed  bool
+}
+
+// window is a run of extents, of one or more packed files in order: the batches laid out in it
+// and, once packed, their checksums and what reading them took.
+type window struct {
+	buf     []byte // a mapping (page-aligned, so packAlign-aligned); len is what the window holds
 	batches []windowBatch
-	sums    []uint64 // per extent of the window, in ef.Batches order from the first's index
+	outs    []*packOut // the files of its batches, each once, in order
+	sums    []uint64   // per extent of the window, in batches' order
 
 	readSecs, writeSecs float64
 	reads, bytes        int64
@@ -65,27 +84,29 @@ type window struct {
 	model               ssd.DiskModel
 }
 
-// windowBatch is a batch in a window: its rows per packed type, and where each extent lies (its
-// index in ef.Batches, its offset in the window).
+// windowBatch is a batch in a window: its file, its rows per packed type, and where each extent
+// lies (its index in the file's Batches, its offset in the window and in the file).
 type windowBatch struct {
+	out    *packOut
 	ids    [][]int64
 	extent []int
 	at     []int64
+	off    []int64
 }
 
 func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, stop func() error) *packer {
 	return &packer{src: src, o: o, rep: rep, stop: stop, cur: &window{}, spare: &window{}}
 }
 
-// reset starts the packed file f of epoch file ef, empty. No window may be in flight (wait).
-func (pk *packer) reset(f *os.File, path string, ef *epochFile) {
-	pk.ef = ef
-	pk.cur.f, pk.cur.path, pk.cur.start = f, path, 0
-	pk.cur.buf, pk.cur.batches = pk.cur.buf[:0], pk.cur.batches[:0]
+// open starts laying batches out in packed file f (path) of epoch file ef, empty. The file
+// before it must be closed (closeOut) or dropped (dropOut).
+func (pk *packer) open(f *os.File, path string, ef *epochFile) {
+	pk.out = &packOut{f: f, path: path, ef: ef}
+	pk.outs = append(pk.outs, pk.out)
 }
 
-// end is the packed file's offset past the last extent added.
-func (pk *packer) end() int64 { return pk.cur.start + int64(len(pk.cur.buf)) }
+// end is the current packed file's offset past the last extent added.
+func (pk *packer) end() int64 { return pk.out.end }
 
 // limit is the window's bytes: EpochOptions.PackMemory or its default.
 func (pk *packer) limit() int64 { return cmp.Or(pk.o.PackMemory, DefaultPackMemory) }
@@ -103,27 +124,113 @@ func (pk *packer) add(p *packedBatch) error {
 			return err
 		}
 	}
-	w := pk.cur
+	w, out := pk.cur, pk.out
 	if need := int64(len(w.buf)) + n; need > int64(cap(w.buf)) {
-		grown := alignedBytes(max(need, min(limit, 2*int64(cap(w.buf)))))
-		w.buf = grown[:copy(grown, w.buf)]
+		if err := w.grow(max(need, min(limit, 2*int64(cap(w.buf))))); err != nil {
+			return err
+		}
 	}
-	wb := windowBatch{ids: make([][]int64, len(p.types)), extent: make([]int, len(p.types)), at: make([]int64, len(p.types))}
+	if len(w.outs) == 0 || w.outs[len(w.outs)-1] != out {
+		w.outs = append(w.outs, out)
+		out.pending++
+	}
+	wb := windowBatch{out: out, ids: make([][]int64, len(p.types)), extent: make([]int, len(p.types)),
+		at: make([]int64, len(p.types)), off: make([]int64, len(p.types))}
 	for k, pt := range p.types {
 		at := int64(len(w.buf))
 		size := alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
-		wb.ids[k], wb.at[k], wb.extent[k] = pt.ids, at, len(pk.ef.Batches)
-		pk.ef.Batches = append(pk.ef.Batches, batchExtent{Offset: w.start + at, Rows: pt.rows, Nodes: pt.nodesID})
-		w.buf = w.buf[:at+size]
-		clear(w.buf[at:])
+		wb.ids[k], wb.at[k], wb.off[k], wb.extent[k] = pt.ids, at, out.end, len(out.ef.Batches)
+		out.ef.Batches = append(out.ef.Batches, batchExtent{Offset: out.end, Rows: pt.rows, Nodes: pt.nodesID})
+		w.buf = w.buf[:at+size] // pack fills the rows and zeroes the padding
+		out.end += size
 	}
 	w.batches = append(w.batches, wb)
 	pk.rep.RowsPacked += p.rows()
 	return nil
 }
 
+// grow makes w's mapping n bytes (a multiple of packAlign), keeping what it holds: mremap moves
+// the pages, it copies none.
+func (w *window) grow(n int64) error {
+	var m []byte
+	var err error
+	if cap(w.buf) == 0 {
+		m, err = unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	} else {
+		m, err = unix.Mremap(w.buf[:cap(w.buf)], int(n), unix.MREMAP_MAYMOVE)
+	}
+	if err != nil {
+		return fmt.Errorf("featurestore: a packing window of %d bytes (pack_memory): %w", n, err)
+	}
+	w.buf = m[:len(w.buf)]
+	return nil
+}
+
+// name is the packed files w writes, for errors.
+func (w *window) name() string {
+	paths := make([]string, len(w.outs))
+	for i, out := range w.outs {
+		paths[i] = out.path
+	}
+	return strings.Join(paths, ", ")
+}
+
+// release unmaps w's buffer.
+func (w *window) release() {
+	if cap(w.buf) > 0 {
+		unix.Munmap(w.buf[:cap(w.buf)])
+		w.buf = nil
+	}
+}
+
+// closeOut ends the current packed file: no more batches. The window that writes its last
+// extent syncs and closes it (wait); a file without extents in flight is closed now.
+func (pk *packer) closeOut() error {
+	out := pk.out
+	pk.out, out.ended = nil, true
+	if out.pending == 0 {
+		return out.finish()
+	}
+	return nil
+}
+
+// dropOut drops the current packed file: its batches leave the filling window (the window in
+// flight, which may write some of it, is waited for) and it is closed unsynced; the caller
+// removes it.
+func (pk *packer) dropOut() error {
+	out := pk.out
+	pk.out = nil
+	err := pk.wait() // out not ended yet: wait does not sync it
+	out.ended = true
+	w := pk.cur
+	if i := slices.IndexFunc(w.batches, func(wb windowBatch) bool { return wb.out == out }); i >= 0 {
+		w.buf = w.buf[:w.batches[i].at[0]]
+		w.batches = w.batches[:i]
+		w.outs = w.outs[:len(w.outs)-1]
+		out.pending--
+	}
+	if out.pending == 0 && !out.closed {
+		out.closed = true
+		out.f.Close()
+	}
+	return err
+}
+
+// finish syncs and closes a packed file whose extents are all written.
+func (out *packOut) finish() error {
+	out.closed = true
+	err := out.f.Sync()
+	if cerr := out.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("featurestore: writing epoch plan %s: %w", out.path, err)
+	}
+	return nil
+}
+
 // flush waits for the window in flight, then hands the filled window to a goroutine that reads,
-// hashes and writes it, and starts the next window after it.
+// hashes and writes it, and starts the next window.
 func (pk *packer) flush() error {
 	if len(pk.cur.batches) == 0 {
 		return nil
@@ -132,15 +239,15 @@ func (pk *packer) flush() error {
 		return err
 	}
 	w, next := pk.cur, pk.spare
-	next.f, next.path, next.start = w.f, w.path, w.start+int64(len(w.buf))
-	next.buf, next.batches = next.buf[:0], next.batches[:0]
+	next.buf, next.batches, next.outs = next.buf[:0], next.batches[:0], next.outs[:0]
 	pk.cur, pk.spare, pk.busy = next, nil, w
 	pk.done = make(chan error, 1)
 	go func() { pk.done <- pk.pack(w) }()
 	return nil
 }
 
-// wait waits for the window in flight, if any, and takes its checksums and counts into the plan.
+// wait waits for the window in flight, if any, takes its checksums and counts into the plan, and
+// closes the files it ended.
 func (pk *packer) wait() error {
 	if pk.done == nil {
 		return nil
@@ -151,10 +258,10 @@ func (pk *packer) wait() error {
 	if err != nil {
 		return err
 	}
-	if len(w.batches) > 0 {
-		first := w.batches[0].extent[0]
-		for i, sum := range w.sums {
-			pk.ef.Batches[first+i].Sum = sum
+	sums := w.sums
+	for _, wb := range w.batches {
+		for _, x := range wb.extent {
+			wb.out.ef.Batches[x].Sum, sums = sums[0], sums[1:]
 		}
 	}
 	r := pk.rep
@@ -168,11 +275,38 @@ func (pk *packer) wait() error {
 	r.PackWindows++
 	pk.scans += w.scans
 	pk.randoms += w.randoms
+	for _, out := range w.outs {
+		if out.pending--; out.pending == 0 && out.ended && !out.closed {
+			if err := out.finish(); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
-// pack reads window w's rows, hashes its extents and writes it. It touches w alone (and the
-// packed file), so it runs beside the planner filling the next window.
+// close ends the packer: it waits for the window in flight, closes the packed files still open
+// (a failed plan's) and unmaps the windows.
+func (pk *packer) close() {
+	if pk.done != nil {
+		<-pk.done
+		pk.spare, pk.done = pk.busy, nil
+	}
+	for _, out := range pk.outs {
+		if !out.closed {
+			out.closed = true
+			out.f.Close()
+		}
+	}
+	pk.cur.release()
+	if pk.spare != nil {
+		pk.spare.release()
+	}
+}
+
+// pack reads window w's rows, hashes its extents and writes them, a run of consecutive extents
+// of one file a write. It touches w alone (and the packed files), so it runs beside the planner
+// filling the next window.
 func (pk *packer) pack(w *window) error {
 	w.sums = w.sums[:0]
 	w.readSecs, w.writeSecs, w.reads, w.bytes, w.scanEst, w.randomEst, w.scans, w.randoms = 0, 0, 0, 0, 0, 0, 0, 0
@@ -184,22 +318,46 @@ func (pk *packer) pack(w *window) error {
 	}
 	w.readSecs = time.Since(t).Seconds()
 	t = time.Now()
+	var run struct {
+		out     *packOut
+		at, off int64
+		n       int64
+	}
+	write := func() error {
+		for done := int64(0); done < run.n; {
+			n, err := planWriteAt(run.out.f, w.buf[run.at+done:run.at+run.n], run.off+done)
+			if err != nil {
+				return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", run.out.path, run.off+done, err)
+			}
+			done += int64(n)
+		}
+		run.n = 0
+		return nil
+	}
 	for _, wb := range w.batches {
+		if err := pk.stop(); err != nil {
+			return err
+		}
 		for k, ids := range wb.ids {
 			rb := pk.src.stacks[k].spec.RowBytes
-			size := alignUp64(int64(len(ids)) * rb)
+			rows, size := int64(len(ids))*rb, alignUp64(int64(len(ids))*rb)
 			ext := w.buf[wb.at[k] : wb.at[k]+size]
-			w.sums = append(w.sums, xxhash.Sum64(ext[:int64(len(ids))*rb]))
-			if err := pk.stop(); err != nil {
-				return err
-			}
-			for done := int64(0); done < size; {
-				n, err := planWriteAt(w.f, ext[done:], w.start+wb.at[k]+done)
-				if err != nil {
-					return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", w.path, w.start+wb.at[k]+done, err)
+			clear(ext[rows:])
+			w.sums = append(w.sums, xxhash.Sum64(ext[:rows]))
+			if run.n > 0 && (run.out != wb.out || run.at+run.n != wb.at[k] || run.off+run.n != wb.off[k]) {
+				if err := write(); err != nil {
+					return err
 				}
-				done += int64(n)
 			}
+			if run.n == 0 {
+				run.out, run.at, run.off = wb.out, wb.at[k], wb.off[k]
+			}
+			run.n += size
+		}
+	}
+	if run.n > 0 {
+		if err := write(); err != nil {
+			return err
 		}
 	}
 	w.writeSecs = time.Since(t).Seconds()
@@ -235,7 +393,7 @@ func (pk *packer) read(w *window, k int) error {
 		buffer := min(max(pk.limit()/16, 16<<10), 16<<20)
 		opt := ssd.ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}
 		if plan, err = s.ssd.PlanScan(ids, at, opt); err != nil {
-			return fmt.Errorf("featurestore: packing %s: %w", w.path, err)
+			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		w.scanEst += model.Seconds(plan.Reads, plan.Bytes)
 	}
@@ -249,7 +407,7 @@ func (pk *packer) read(w *window, k int) error {
 		w.reads += plan.Reads
 		w.bytes += plan.Bytes
 		if err := s.ssd.Scan(plan, w.buf, pk.stop); err != nil {
-			return fmt.Errorf("featurestore: packing %s: %w", w.path, err)
+			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		return nil
 	}
@@ -278,7 +436,7 @@ func (pk *packer) read(w *window, k int) error {
 				if err != nil {
 					mu.Lock()
 					if first == nil {
-						first = fmt.Errorf("featurestore: packing %s: %w", w.path, err)
+						first = fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 					}
 					mu.Unlock()
 				}

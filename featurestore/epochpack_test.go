@@ -142,6 +142,70 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 	}
 }
 
+// TestWindowsSpanEpochs: a window runs on from one epoch's packed file into the next, so K
+// epochs that fit one window are packed by one pass (one window); the plan is the same, byte for
+// byte, as with a window a batch and with windows that end inside an epoch, by either method,
+// and every batch gathers the dataset's rows.
+func TestWindowsSpanEpochs(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000+rng.Int64N(2000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(5), rng)
+	host := []int64{0, (d.rowBytes + 16) * d.count / 4}[rng.IntN(2)]
+	s := mustOpen(t, d.dir, Options{HostCacheBytes: host})
+	defer s.Close()
+	o := epochOpts(t, d, 2+rng.IntN(3))
+	o.Sample.Seed = rng.Uint64()
+	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
+	dirs := map[string]string{}
+	plan := func(name, method string, memory int64) *EpochPlanReport {
+		o2 := o
+		o2.Dir, o2.PackMethod, o2.PackMemory = filepath.Join(t.TempDir(), name), method, memory
+		rep, err := s.PlanEpochs(o2)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %d windows, %d rows packed, %d reads, %d bytes", name, rep.PackWindows, rep.RowsPacked, rep.PackReads, rep.PackReadBytes)
+		dirs[name] = o2.Dir
+		return rep
+	}
+	one := plan("one window", "", 0)
+	if one.Planned != o.Epochs || one.PackWindows != 1 {
+		t.Fatalf("%d epochs (%d batches each) in the default window: %d planned, %d windows, want %d and 1", o.Epochs, nb, one.Planned, one.PackWindows, o.Epochs)
+	}
+	perBatch := plan("a window a batch", PackScan, packAlign)
+	if perBatch.PackWindows != o.Epochs*nb {
+		t.Fatalf("a window a batch: %d windows for %d batches", perBatch.PackWindows, o.Epochs*nb)
+	}
+	epochBytes := one.BytesWritten/int64(o.Epochs) - one.SampleBytes/int64(o.Epochs)
+	inside := plan("windows ending inside epochs", PackRandom, max(packAlign, epochBytes*2/3))
+	if inside.PackWindows < 2 || inside.PackWindows >= o.Epochs*nb {
+		t.Fatalf("windows of about 2/3 of an epoch: %d windows for %d epochs of %d batches", inside.PackWindows, o.Epochs, nb)
+	}
+	samePlans(t, "one window and a window a batch", dirs["one window"], dirs["a window a batch"])
+	samePlans(t, "one window and windows ending inside epochs", dirs["one window"], dirs["windows ending inside epochs"])
+
+	o.Dir = dirs["one window"]
+	p, _, err := s.OpenEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for e := range o.Epochs {
+		for b := range nb {
+			_, sample, err := p.Sample(e, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]byte, int64(len(sample.Nodes))*d.rowBytes)
+			if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
+				t.Fatalf("epoch %d batch %d: %v", e, b, err)
+			}
+			if !bytes.Equal(dst, d.want(sample.Nodes)) {
+				t.Fatalf("epoch %d batch %d: the rows differ from the dataset's", e, b)
+			}
+		}
+	}
+}
+
 // TestHeteroPackMethodsWriteTheSameFiles: a session plan (several packed node types, rows of one
 // served elsewhere, a first epoch, small windows) packs the same files with either method.
 func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {

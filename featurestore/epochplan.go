@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
@@ -213,6 +212,8 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		return nil
 	}
 	pk := newPacker(src, &o, rep, stop)
+	defer pk.close() // before the files are removed (deferred first)
+	var planned []*epochFile
 	for e := range o.Epochs {
 		path := filepath.Join(o.Dir, packedFile(e))
 		f, err := createPacked(path)
@@ -220,8 +221,9 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 			return nil, err
 		}
 		written = append(written, path)
-		before := *rep // restored when the epoch does not fit the budget
-		ef := epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
+		// The report's per-batch figures, restored when the epoch does not fit the budget.
+		rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs := rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds
+		ef := &epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
 		// The epoch's samples file: the placement pass's (spooled), its records listed as their
 		// batches are packed, or else written here (sw).
 		var sw *samplesWriter
@@ -241,7 +243,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		var sampled int64 // the samples file's bytes so far
 		var off, need, needSamples int64
 		over := false
-		pk.reset(f, path, &ef)
+		pk.open(f, path, ef)
 		var countOnly atomic.Bool
 		batch := func(b int, seeds []int64) *packedBatch {
 			return src.packBatch(&o, e, b, seeds, countOnly.Load(), spooled)
@@ -284,18 +286,13 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 			rep.SampleSeconds += p.sample.Seconds()
 			return nil
 		})
-		if err == nil && !over {
-			err = pk.flush()
-		}
-		if werr := pk.wait(); err == nil { // no window in flight past here
-			err = werr
-		}
 		off = pk.end()
+		// The packed file stays open until the window with its last extent is written (a window
+		// runs on into the next epoch's file); a file that will not be kept is dropped now.
 		if err == nil && !over {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
+			err = pk.closeOut()
+		} else if derr := pk.dropOut(); err == nil {
+			err = derr
 		}
 		sampleBytes := sampled
 		if sw != nil {
@@ -305,7 +302,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		}
 		spooled.release() // synced when spooled
 		if errors.Is(err, errEpochOverBudget) {
-			*rep = before
+			rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds = rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs
 			os.Remove(path)
 			os.Remove(spath)
 			written = written[:len(written)-2]
@@ -330,7 +327,17 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		rep.BytesWritten += total
 		rep.SampleBytes += sampleBytes
 		rep.EpochBytes = append(rep.EpochBytes, total)
-		idx.Epochs = append(idx.Epochs, ef)
+		planned = append(planned, ef)
+	}
+	// The last window: every packed file is written, synced and closed past here.
+	if err := pk.flush(); err != nil {
+		return nil, err
+	}
+	if err := pk.wait(); err != nil {
+		return nil, err
+	}
+	for _, ef := range planned {
+		idx.Epochs = append(idx.Epochs, *ef)
 	}
 	rep.Planned = len(idx.Epochs)
 	idx.Planned = rep.Planned
@@ -581,14 +588,6 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 		}
 	}
 	return p
-}
-
-// alignedBytes is a zeroed slice of n bytes at a packAlign-aligned address (Go's heap does not
-// move objects), for O_DIRECT.
-func alignedBytes(n int64) []byte {
-	buf := make([]byte, n+packAlign)
-	skip := int((packAlign - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%packAlign) % packAlign)
-	return buf[skip : int64(skip)+n : int64(skip)+n]
 }
 
 // createPacked creates a packed file for O_DIRECT writes (plain writes where the file system has

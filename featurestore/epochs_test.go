@@ -369,10 +369,21 @@ func TestCancelEpochPlan(t *testing.T) {
 	if CancelEpochPlan(o.Dir) {
 		t.Fatal("CancelEpochPlan found a planner before any ran")
 	}
+	// Small windows, so that writes go on to the end; cancel within the first two thirds of
+	// the writes an uncanceled plan makes.
+	o.PackMemory = 4 * packAlign
 	var writes atomic.Int64
-	cancelAt := int64(1 + rng.IntN(2*BatchesPerEpoch(len(d.train), o.BatchSize, false)))
-	var found atomic.Bool
 	saved := planWriteAt
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		writes.Add(1)
+		return saved(f, p, off)
+	}
+	if _, err := s.PlanEpochs(o); err != nil {
+		t.Fatal(err)
+	}
+	cancelAt := 1 + rng.Int64N(max(1, 2*writes.Load()/3))
+	writes.Store(0)
+	var found atomic.Bool
 	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
 		if writes.Add(1) == cancelAt {
 			found.Store(CancelEpochPlan(filepath.Clean(o.Dir)))
