@@ -145,3 +145,27 @@ def test_cli_runs_the_module(cli, report):
     r = subprocess.run([cli, "bench", "train", "x"], capture_output=True, text=True,
                        env=dict(env, TIERFS_PYTHON="/nonexistent/python"), timeout=60)
     assert r.returncode != 0 and "TIERFS_PYTHON" in r.stderr
+
+
+def test_later_round_of_several_epochs(tmp_path):
+    """--planned-epoch full --replan-epochs K times a later round of K epochs: its report says
+    K, packs them in one window (one pass of the feature file) and the headline divides its
+    time by K epochs' batches."""
+    ds = tierfs.synth(tmp_path / "g", nodes=3000, avg_degree=6, dim=16, classes=4, seed=SEED % 1000 + 3)
+    out = tmp_path / "out.json"
+    rc = benchtrain.main([
+        str(ds), "--device", "cpu", "--models", "sage", "--hidden", "16", "--fanouts", "4,3", "--batch-sizes", "64",
+        "--batches", "2", "--warmup", "1", "--repeats", "1", "--configs", "memory-gpu,tierfs-planned",
+        "--planned-epoch", "full", "--replan-epochs", "3", "--disk-iops", "50000", "--seed", str(SEED), "--json", str(out),
+    ])
+    assert rc == 0
+    rep = json.loads(out.read_text())
+    planned = next(r for r in rep["results"] if r["config"] == "tierfs-planned")
+    assert planned["replan_epochs"] == 3
+    assert planned["replan_report"]["pack_windows"] == 1, planned["replan_report"]
+    head = rep["summary"][0]
+    assert head["replan_epochs"] == 3 and head["replanning_over_limit"] > 0
+    mem = next(r for r in rep["results"] if r["config"] == "memory-gpu")["seeds_per_s"]
+    batches = rep["train_seeds"] // 64
+    want = (planned["replan_seconds"] / (3 * batches)) / (64 / mem)
+    assert head["replanning_over_limit"] == pytest.approx(want)

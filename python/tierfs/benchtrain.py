@@ -114,6 +114,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--planned-epoch", choices=["timed", "full"], default="timed",
                    help="timed: plan only the warm-up + timed batches, memory tiers as placed for the other tierfs configurations; "
                         "full: tierfs.Loader(planned_epochs=1) over the whole train split, tiers placed for the plan")
+    p.add_argument("--replan-epochs", type=int, default=1,
+                   help="with --planned-epoch full: epochs of the timed later round (a Loader's planned_epochs=K; K epochs that fit a packing window are packed by one pass of the feature file)")
     p.add_argument("--plan-pack-memory", default=None,
                    help="pack_memory of the plans (the packer's window, e.g. 1GiB; default: the core's)")
     p.add_argument("--plan-dir", default="", help="where plans are written (default: a temporary directory beside the dataset)")
@@ -982,7 +984,7 @@ class Bench:
                 r["disk_bytes_per_batch"] = d.get("bytes_read", 0) / nb
             r["plan_setup_seconds"] = extra.get("plan_seconds")
             if "replan_seconds" in extra:
-                r["replan_seconds"], r["replan_report"] = extra["replan_seconds"], extra["replan_report"]
+                r["replan_seconds"], r["replan_report"], r["replan_epochs"] = extra["replan_seconds"], extra["replan_report"], extra["replan_epochs"]
             r["plan_note"] = extra.get("plan_note", "")
         if cfg in MEMORY_CONFIGS:
             where = "gpu" if (cfg in GPU_MEMORY_CONFIGS and self.cuda) else "host"
@@ -1035,20 +1037,21 @@ class Bench:
         print(f"  planned {'the whole epoch' if a.planned_epoch == 'full' else 'the timed batches'} in {extra['plan_seconds']:.1f} s")
         if a.planned_epoch == "full":
             # A later round of planned_epochs=K plans against the tiers the first placed: time one
-            # (the next epoch, fresh samples), as the Loader's planner would beside training.
+            # (the next K epochs, fresh samples), as the Loader's planner would beside training.
             t1 = time.perf_counter()
             replan_dir = tempfile.mkdtemp(prefix="tierfs-benchtrain-replan-", dir=os.path.dirname(os.path.abspath(a.dataset)))
             try:
-                with st.plan_epochs(fanouts, batch, 1, seeds=self.train, plan_dir=replan_dir, seed=a.seed, shuffle_seed=a.seed,
+                with st.plan_epochs(fanouts, batch, a.replan_epochs, seeds=self.train, plan_dir=replan_dir, seed=a.seed, shuffle_seed=a.seed,
                                     place_tiers=False, first_epoch=1, pack_memory=a.plan_pack_memory) as replan:
                     rep = dict(replan.report)
             finally:
                 shutil.rmtree(replan_dir, ignore_errors=True)
             extra["replan_seconds"] = time.perf_counter() - t1
+            extra["replan_epochs"] = a.replan_epochs
             from tierfs.planrounds import _REPORT_KEYS  # the keys a Loader's round records
 
             extra["replan_report"] = {k: rep[k] for k in _REPORT_KEYS + ("pack_method", "pack_windows", "rows_per_batch") if k in rep}
-            print(f"  planned the next epoch against the placed tiers in {extra['replan_seconds']:.1f} s, "
+            print(f"  planned the next {a.replan_epochs} epoch(s) against the placed tiers in {extra['replan_seconds']:.1f} s, "
                   f"{rep.get('rows_per_batch', {}).get('mean', 0):,.0f} packed rows a batch in {rep.get('pack_windows', 0)} window(s) "
                   f"(sampling {rep.get('sample_seconds', 0):.1f} s over the planner's threads, reading {rep.get('read_seconds', 0):.1f} s, "
                   f"writing {rep.get('write_seconds', 0):.1f} s)")
@@ -1308,8 +1311,10 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
             if planned:
                 h["planning_over_limit"] = (plan_s / planned) / (batch / mem)
                 replan_s = rs.get("tierfs-planned", {}).get("replan_seconds")
-                if replan_s and report.get("planned_epoch") == "full":  # a later round: no placement
-                    h["replanning_over_limit"] = (replan_s / planned) / (batch / mem)
+                if replan_s and report.get("planned_epoch") == "full":  # a later round of K epochs: no placement
+                    k = rs["tierfs-planned"].get("replan_epochs", 1)
+                    h["replanning_over_limit"] = (replan_s / (k * planned)) / (batch / mem)
+                    h["replan_epochs"] = k
         by = {k: v for k, v in (("memory_gpu_overlap_gain", _ratio_by_repeat(rs, "memory-gpu", "memory-gpu-serial")),
                                 ("cached_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-cached", "memory-gpu")),
                                 ("pipelined_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-pipelined", "memory-gpu"))) if v}
@@ -1342,7 +1347,7 @@ def print_summary(heads: List[Dict[str, Any]]) -> None:
         if h.get("planning_over_limit") is not None:
             print(f"{'':30}planning a batch / the limit training one: {f(h['planning_over_limit'])} (<= 1: planning keeps up)")
         if h.get("replanning_over_limit") is not None:
-            print(f"{'':30}the same for a later round (tiers already placed): {f(h['replanning_over_limit'])}")
+            print(f"{'':30}the same for a later round of {h.get('replan_epochs', 1)} epoch(s) (tiers already placed): {f(h['replanning_over_limit'])}")
 
 
 # plots -------------------------------------------------------------------------------------------
