@@ -332,12 +332,21 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.dir, Options{})
 	o := epochOpts(t, d, 3)
+	if rng.IntN(2) == 0 {
+		o.PackMemory = 4 * packAlign // many windows, many writes
+	}
+	// The earlier plan, counting its writes: one of them fails below.
+	var writes atomic.Int64
+	saved := planWriteAt
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		writes.Add(1)
+		return saved(f, p, off)
+	}
 	if _, err := s.PlanEpochs(o); err != nil {
 		t.Fatal(err)
 	}
-	var writes atomic.Int64
-	failAt := int64(1 + rng.IntN(3*BatchesPerEpoch(len(d.train), o.BatchSize, false)-1))
-	saved := planWriteAt
+	failAt := 1 + rng.Int64N(writes.Load())
+	writes.Store(0)
 	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
 		if writes.Add(1) >= failAt {
 			return 0, unix.ENOSPC
