@@ -3,6 +3,7 @@ package featurestore
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -51,6 +52,11 @@ type packer struct {
 	out  *packOut   // the packed file batches are laid out in now; nil between files
 	outs []*packOut // every packed file opened, to close those left open on failure
 
+	batches   int   // the plan's batches, every epoch's (target estimates its bytes)
+	laid      int   // batches laid out so far
+	laidBytes int64 // their extents' bytes
+	handed    int64 // the bytes of the windows handed to packing
+
 	cur, spare *window // filling; free for the next
 	busy       *window // being packed, done says when
 	done       chan error
@@ -94,8 +100,9 @@ type windowBatch struct {
 	off    []int64
 }
 
-func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, stop func() error) *packer {
-	return &packer{src: src, o: o, rep: rep, stop: stop, cur: &window{}, spare: &window{}}
+// newPacker packs a plan of batches batches, every epoch's.
+func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, batches int, stop func() error) *packer {
+	return &packer{src: src, o: o, rep: rep, stop: stop, batches: batches, cur: &window{}, spare: &window{}}
 }
 
 // open starts laying batches out in packed file f (path) of epoch file ef, empty. The file
@@ -111,6 +118,22 @@ func (pk *packer) end() int64 { return pk.out.end }
 // limit is the window's bytes: EpochOptions.PackMemory or its default.
 func (pk *packer) limit() int64 { return cmp.Or(pk.o.PackMemory, DefaultPackMemory) }
 
+// target is the bytes at which a window is handed to packing: the plan's packed bytes not yet
+// handed, estimated from the batches laid out so far, split evenly into as few windows as the
+// limit allows, so that no pass of the feature file packs a small remainder (a pass costs
+// about as much for a remainder as for a full window).
+func (pk *packer) target() int64 {
+	limit := pk.limit()
+	if pk.laid == 0 || pk.laid >= pk.batches {
+		return limit
+	}
+	left := float64(pk.laidBytes)/float64(pk.laid)*float64(pk.batches) - float64(pk.handed)
+	if left <= 0 {
+		return limit
+	}
+	return min(limit, int64(left/math.Ceil(left/float64(limit))))
+}
+
 // add lays batch p's extents out after the last, flushing the window first when they do not fit
 // (a batch larger than the window gets a window of its own size).
 func (pk *packer) add(p *packedBatch) error {
@@ -118,8 +141,9 @@ func (pk *packer) add(p *packedBatch) error {
 	for k, pt := range p.types {
 		n += alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
 	}
-	limit := pk.limit()
-	if len(pk.cur.batches) > 0 && int64(len(pk.cur.buf))+n > limit {
+	// The window ends at the batch boundary nearest its target, never past the limit.
+	limit, held := pk.limit(), int64(len(pk.cur.buf))
+	if target := pk.target(); len(pk.cur.batches) > 0 && (held+n > limit || held+n-target > target-held) {
 		if err := pk.flush(); err != nil {
 			return err
 		}
@@ -145,6 +169,7 @@ func (pk *packer) add(p *packedBatch) error {
 		out.end += size
 	}
 	w.batches = append(w.batches, wb)
+	pk.laid, pk.laidBytes = pk.laid+1, pk.laidBytes+n
 	pk.rep.RowsPacked += p.rows()
 	return nil
 }
@@ -239,6 +264,7 @@ func (pk *packer) flush() error {
 		return err
 	}
 	w, next := pk.cur, pk.spare
+	pk.handed += int64(len(w.buf))
 	next.buf, next.batches, next.outs = next.buf[:0], next.batches[:0], next.outs[:0]
 	pk.cur, pk.spare, pk.busy = next, nil, w
 	pk.done = make(chan error, 1)
@@ -273,6 +299,7 @@ func (pk *packer) wait() error {
 	r.RandomEstimate += w.randomEst
 	r.DiskModel = w.model
 	r.PackWindows++
+	r.PackWindowBytes.add(int64(len(w.buf)))
 	pk.scans += w.scans
 	pk.randoms += w.randoms
 	for _, out := range w.outs {

@@ -46,13 +46,16 @@ type EpochPlanReport struct {
 	// PackReads and PackReadBytes the reads and bytes of the methods taken as the disk model
 	// counts them; ScanEstimate and RandomEstimate are the model's seconds of each method over
 	// every window (the one a forced method leaves out stays 0).
-	PackMethod     string        `json:"pack_method"`
-	PackWindows    int           `json:"pack_windows"`
-	PackReads      int64         `json:"pack_reads"`
-	PackReadBytes  int64         `json:"pack_read_bytes"`
-	ScanEstimate   float64       `json:"scan_estimate_seconds"`
-	RandomEstimate float64       `json:"random_estimate_seconds"`
-	DiskModel      ssd.DiskModel `json:"disk_model"`
+	PackMethod  string `json:"pack_method"`
+	PackWindows int    `json:"pack_windows"`
+	// PackWindowBytes is the packed bytes of the windows: they are about even, each up to
+	// EpochOptions.PackMemory (a batch larger gets a window of its own).
+	PackWindowBytes Spread        `json:"pack_window_bytes"`
+	PackReads       int64         `json:"pack_reads"`
+	PackReadBytes   int64         `json:"pack_read_bytes"`
+	ScanEstimate    float64       `json:"scan_estimate_seconds"`
+	RandomEstimate  float64       `json:"random_estimate_seconds"`
+	DiskModel       ssd.DiskModel `json:"disk_model"`
 	// Time summed over the planner's goroutines: sampling of the packing pass (0 for the epochs
 	// it took from the placement pass's spool: their sampling is PlaceSampleSeconds); reading
 	// rows from the dataset and writing the packed files (wall time of the packer).
@@ -211,7 +214,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		}
 		return nil
 	}
-	pk := newPacker(src, &o, rep, stop)
+	pk := newPacker(src, &o, rep, o.Epochs*nb, stop)
 	defer pk.close() // before the files are removed (deferred first)
 	var planned []*epochFile
 	for e := range o.Epochs {
