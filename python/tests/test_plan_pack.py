@@ -72,14 +72,16 @@ def test_methods_and_windows_pack_the_same_bytes(store, tmp_path):
                 assert r["pack_method"] == pack["pack_method"], (name, r["pack_method"])
             else:
                 assert r["pack_method"] in ("scan", "random", "scan+random"), r["pack_method"]
-            assert r["pack_windows"] >= EPOCHS and r["pack_reads"] > 0 and r["pack_read_bytes"] > 0, (name, r)
-        # The default window (1 GiB) holds an epoch of this small graph; 64 KB windows are many.
-        assert reports["scan"]["pack_windows"] == EPOCHS
+            assert r["pack_windows"] >= 1 and r["pack_reads"] > 0 and r["pack_read_bytes"] > 0, (name, r)
+        # The default window (1 GiB) holds every epoch of this small graph (a window runs on
+        # from one epoch's packed file into the next: one pass of the feature file); 64 KB
+        # windows are many.
+        assert reports["scan"]["pack_windows"] == 1
         packed = reports["scan"]["bytes_written"] / EPOCHS
         assert packed > 4 * 64_000, packed  # so several windows are forced
         assert reports["scan 64KB"]["pack_windows"] >= EPOCHS * 4, reports["scan 64KB"]["pack_windows"]
         assert reports["random 64KiB"]["pack_windows"] >= EPOCHS * 4, reports["random 64KiB"]["pack_windows"]
-        assert EPOCHS < reports["model 1MiB"]["pack_windows"] < reports["scan 64KB"]["pack_windows"]
+        assert 1 <= reports["model 1MiB"]["pack_windows"] < reports["scan 64KB"]["pack_windows"]
 
         want = packed_files(plans["scan"].plan_dir)
         for name, p in plans.items():
