@@ -293,3 +293,33 @@ func TestFillMatchesPlainReads(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestDiskModelProbesLargeFiles: a tier whose first file is at least ModelProbeBytes probes its
+// disk once, at the first DiskModel (a probed model, the same every call); a smaller one takes
+// the default model; a file read through the page cache (no O_DIRECT) is never probed.
+func TestDiskModelProbesLargeFiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, _ := writeFeatures(t, 4096, 32, 1, rng)
+	defer func(b int64) { ModelProbeBytes = b }(ModelProbeBytes)
+	ModelProbeBytes = 1 << 40
+	small, _ := verifiedTier(t, m, 4096)
+	if got := small.DiskModel(); got != DefaultDiskModel {
+		t.Fatalf("a file under ModelProbeBytes: model %+v, want the default", got)
+	}
+	ModelProbeBytes = 0
+	large, _ := verifiedTier(t, m, 4096)
+	if !large.files.firstDirect {
+		if got := large.DiskModel(); got != DefaultDiskModel {
+			t.Fatalf("a file read through the page cache: model %+v, want the default", got)
+		}
+		t.Skip("the test directory's file system has no O_DIRECT: nothing probed")
+	}
+	got := large.DiskModel()
+	if !got.Probed || got.ReadCost <= 0 || got.BytesPerSecond <= 0 || large.files.Probe() != nil {
+		t.Fatalf("a file over ModelProbeBytes: model %+v (open probe %v), want one probed here", got, large.files.Probe())
+	}
+	if again := large.DiskModel(); again != got {
+		t.Fatalf("a second DiskModel %+v differs from the first %+v: probed twice", again, got)
+	}
+	t.Logf("probed model %+v, break-even gap %d bytes", got, got.BreakEvenGap())
+}

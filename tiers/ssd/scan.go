@@ -232,7 +232,7 @@ func (t *Tier) readsOfRuns(runs []blockSpan, gap int64) (reads, bytes int64) {
 type DiskModel struct {
 	ReadCost       float64 `json:"read_cost_seconds"`
 	BytesPerSecond float64 `json:"bytes_per_second"`
-	Probed         bool    `json:"probed"` // measured by the disk probe (Options.CoalesceGap -1), else the defaults
+	Probed         bool    `json:"probed"` // measured by the disk probe (at open with Options.CoalesceGap -1, or by DiskModel: ModelProbeBytes), else the defaults
 }
 
 // DefaultDiskModel is the DiskModel where no probe ran: a datacenter NVMe SSD's 4 KiB random
@@ -251,9 +251,12 @@ func (d DiskModel) Seconds(reads, bytes int64) float64 {
 // BreakEvenGap is the gap worth reading to save a read: ReadCost × BytesPerSecond bytes.
 func (d DiskModel) BreakEvenGap() int64 { return int64(d.ReadCost * d.BytesPerSecond) }
 
-// DiskModel is the disk probe's model of the tier's files where it ran, else DefaultDiskModel.
+// DiskModel is the disk probe's model of the tier's files: the probe of OpenFiles where it ran,
+// else one run by the first call where the first file is at least ModelProbeBytes, else
+// DefaultDiskModel. Plans and fills call it; the probe's random reads (about half a second, once)
+// share the disk with whatever else reads it then.
 func (t *Tier) DiskModel() DiskModel {
-	if p := t.files.Probe(); p != nil && p.ReadCost > 0 && p.BytesPerSecond > 0 {
+	if p := t.files.modelProbe(); p != nil && p.ReadCost > 0 && p.BytesPerSecond > 0 {
 		return DiskModel{ReadCost: p.ReadCost, BytesPerSecond: p.BytesPerSecond, Probed: true}
 	}
 	return DefaultDiskModel

@@ -71,7 +71,22 @@ type Files struct {
 	checksums []*dataset.Checksums
 
 	probe *DiskProbe
+
+	// The probe modelProbe runs itself, once, where OpenFiles ran none: over the first file
+	// (firstPath, firstSize bytes, opened O_DIRECT when firstDirect) with probeWith.
+	modelOnce   sync.Once
+	lazyProbe   *DiskProbe
+	probeWith   ProbeOptions
+	firstPath   string
+	firstSize   int64
+	firstDirect bool
 }
+
+// ModelProbeBytes is the smallest first file whose disk model (Tier.DiskModel) is probed where
+// OpenFiles ran no probe (Options.CoalesceGap -1): on a file this large, a plan's or a fill's
+// choice between a scan and random reads, and the gaps it bridges, pay for the probe (about half
+// a second of random reads, once). Smaller files take DefaultDiskModel. Tests change it.
+var ModelProbeBytes int64 = 1 << 30
 
 // pooledStack is an IO stack and the counters it had when last given back.
 type pooledStack struct {
@@ -116,6 +131,9 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 			return nil, fmt.Errorf("ssd: %w", err)
 		}
 		f.fds, sizes = append(f.fds, fd), append(sizes, size)
+		if len(f.fds) == 1 {
+			f.firstPath, f.firstSize, f.firstDirect = m.Path(p), size, direct
+		}
 		if direct {
 			align = max(align, DirectIOAlign(fd, m.BlockSize))
 		}
@@ -148,6 +166,7 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 	default:
 		bs = opt.ReadAlign
 	}
+	f.probeWith = ProbeOptions{Backend: opt.Backend, QueueDepth: qd, Align: bs, Duration: 100 * time.Millisecond}
 	gap := opt.CoalesceGap
 	if gap == -1 {
 		if len(f.fds) == 0 {
@@ -199,6 +218,25 @@ func (f *Files) Index(path string) int {
 
 // Probe is what the disk probe of OpenFiles measured (Options.CoalesceGap -1), or nil.
 func (f *Files) Probe() *DiskProbe { return f.probe }
+
+// modelProbe is the probe behind the disk model: OpenFiles's, else one run here once (100 ms a
+// read size) over a first file of at least ModelProbeBytes read with O_DIRECT (through the page
+// cache a probe would measure memory), else nil. A failed probe is nil: the default model.
+func (f *Files) modelProbe() *DiskProbe {
+	if f.probe != nil {
+		return f.probe
+	}
+	f.modelOnce.Do(func() {
+		if len(f.fds) == 0 || !f.firstDirect || f.firstSize < ModelProbeBytes {
+			return
+		}
+		if p, err := Probe(f.fds[0], f.firstSize, f.probeWith); err == nil {
+			p.File = f.firstPath
+			f.lazyProbe = p
+		}
+	})
+	return f.lazyProbe
+}
 
 // Stacks is the number of IO stacks: how many Reads run at once.
 func (f *Files) Stacks() int { return len(f.all) }
