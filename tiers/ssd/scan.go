@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tierfs/tierfs/gpuio"
 )
@@ -101,64 +103,87 @@ func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
 	return p, nil
 }
 
+// maxScanReaders is the most Buffers a Scan reads at once, each through an IO stack of its own.
+const maxScanReaders = 4
+
 // Scan reads the rows of p (made by t.PlanScan) into dst: the ranges in ascending order, a
 // Buffer of them a Files.Read, through the tier's files (their blocks checked against the
-// dataset's checksums under VerifyReads, as every read of the tier). One buffer is read while
-// the rows of the one before are copied out (memory: two Buffers). stop, when set, is called
-// before each Files.Read; its error ends the scan.
+// dataset's checksums under VerifyReads, as every read of the tier). Up to maxScanReaders
+// Buffers are read at once, each by a goroutine through an IO stack of its own (at most the
+// files' stacks; they share the queue depth), so the disk never waits for one buffer's last
+// read or for its checks, while the rows of the buffers read are copied out (memory: one Buffer
+// more than the readers). stop, when set, is called before each Files.Read; its error ends the
+// scan.
 func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
 	rb := t.spec.RowBytes
+	readers := max(1, min(t.files.Stacks(), maxScanReaders))
 	type chunk struct {
 		lo, hi int // ranges
 		buf    []byte
 		err    error
 	}
-	free := make(chan []byte, 2)
-	free <- make([]byte, p.buffer)
-	free <- make([]byte, p.buffer)
-	full := make(chan chunk, 1)
-	go func() {
-		defer close(full)
-		var reqs []gpuio.Request
-		for lo := 0; lo < len(p.ranges); {
-			buf := <-free
-			if stop != nil {
-				if err := stop(); err != nil {
-					full <- chunk{err: err}
-					return
-				}
+	free := make(chan []byte, readers+1)
+	for range readers + 1 {
+		free <- make([]byte, p.buffer)
+	}
+	var failed atomic.Bool
+	jobs := make(chan chunk)
+	go func() { // the buffers' ranges, in ascending order
+		defer close(jobs)
+		for lo := 0; lo < len(p.ranges) && !failed.Load(); {
+			c := chunk{lo: lo, hi: lo, buf: <-free}
+			for used := int64(0); c.hi < len(p.ranges) && used+p.ranges[c.hi].n <= p.buffer; c.hi++ {
+				used += p.ranges[c.hi].n
 			}
-			hi, used := lo, int64(0)
-			reqs = reqs[:0]
-			for hi < len(p.ranges) && used+p.ranges[hi].n <= p.buffer {
-				r := p.ranges[hi]
-				reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
-				used += r.n
-				hi++
-			}
-			if err := t.files.Read(reqs); err != nil {
-				full <- chunk{err: fmt.Errorf("ssd tier: scan: %w", err)}
-				return
-			}
-			full <- chunk{lo: lo, hi: hi, buf: buf}
-			lo = hi
+			jobs <- c
+			lo = c.hi
 		}
+	}()
+	full := make(chan chunk, readers)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var reqs []gpuio.Request
+			for c := range jobs {
+				if !failed.Load() && stop != nil {
+					c.err = stop()
+				}
+				if !failed.Load() && c.err == nil {
+					reqs = reqs[:0]
+					used := int64(0)
+					for _, r := range p.ranges[c.lo:c.hi] {
+						reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: c.buf[used : used+r.n]})
+						used += r.n
+					}
+					if err := t.files.Read(reqs); err != nil {
+						c.err = fmt.Errorf("ssd tier: scan: %w", err)
+					}
+				}
+				full <- c
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(full)
 	}()
 	var err error
 	for c := range full {
-		if err == nil {
+		if err == nil && c.err != nil {
 			err = c.err
+			failed.Store(true) // the readers skip what is left; every buffer comes back
 		}
-		if err != nil || c.buf == nil {
-			continue // drain: the reader stops after an error
-		}
-		used := int64(0)
-		for _, r := range p.ranges[c.lo:c.hi] {
-			for _, row := range p.rows[r.first:r.last] {
-				src := used + row.off - r.off
-				copy(dst[row.at:row.at+rb], c.buf[src:src+rb])
+		if err == nil {
+			used := int64(0)
+			for _, r := range p.ranges[c.lo:c.hi] {
+				for _, row := range p.rows[r.first:r.last] {
+					src := used + row.off - r.off
+					copy(dst[row.at:row.at+rb], c.buf[src:src+rb])
+				}
+				used += r.n
 			}
-			used += r.n
 		}
 		free <- c.buf
 	}

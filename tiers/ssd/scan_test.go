@@ -4,18 +4,31 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tierfs/tierfs/gpuio"
 )
 
 // TestScanMatchesRows scans random rows (repeats, several destinations each, any order) with
-// random gaps, ranges and buffers, against the rows as written, and checks the plan's counts
-// against RandomReads' bounds.
+// random gaps, ranges and buffers, through files of one to five IO stacks (buffers read side by
+// side), against the rows as written, and checks the plan's counts against RandomReads' bounds.
 func TestScanMatchesRows(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const count = 5000
 	m, rows := writeFeatures(t, count, 1+rng.Int64N(60), 1+rng.IntN(3), rng)
-	tier, spec := verifiedTier(t, m, count)
+	spec, err := m.Feature("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacks := 1 + rng.IntN(5)
+	f, err := OpenFiles(m, spec.Files, Options{Backend: gpuio.BackendAuto, VerifyReads: true, Stacks: stacks, QueueDepth: 1 + rng.IntN(128)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Logf("%d IO stacks", stacks)
+	tier := NewTier(spec, count, f)
 	rb := spec.RowBytes
 	for trial := range 20 {
 		n := 1 + rng.IntN(3000)
