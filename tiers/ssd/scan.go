@@ -3,6 +3,7 @@ package ssd
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -77,9 +78,7 @@ func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
 		file, off := t.spec.Locate(id)
 		p.rows[k] = scanRow{file: file, off: off, at: at[k]}
 	}
-	slices.SortFunc(p.rows, func(a, b scanRow) int {
-		return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.off, b.off), cmp.Compare(a.at, b.at))
-	})
+	p.rows = sortScanRows(p.rows)
 	st := t.files.Stats()
 	block, maxIO := int64(max(st.BlockSize, 1)), int64(128<<10) // gpuio's default largest read
 	for k, r := range p.rows {
@@ -102,6 +101,67 @@ func (t *Tier) PlanScan(ids, at []int64, opt ScanOptions) (*ScanPlan, error) {
 	p.Ranges = len(p.ranges)
 	return p, nil
 }
+
+// compareScanRows orders rows by stripe, offset, then destination.
+func compareScanRows(a, b scanRow) int {
+	return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.off, b.off), cmp.Compare(a.at, b.at))
+}
+
+// sortScanRows returns rows sorted by compareScanRows, rows itself below parallelSortRows rows,
+// else a new slice: a counting pass spreads the rows over buckets of even ranges of (stripe,
+// offset), sorted side by side on every CPU Go may use (a window's 2M rows took 0.75 s on one
+// goroutine on the GPU host, before any read of the window).
+func sortScanRows(rows []scanRow) []scanRow {
+	workers := runtime.GOMAXPROCS(0)
+	if len(rows) < parallelSortRows || workers < 2 {
+		slices.SortFunc(rows, compareScanRows)
+		return rows
+	}
+	var maxOff int64
+	maxFile := 0
+	for _, r := range rows {
+		maxOff, maxFile = max(maxOff, r.off), max(maxFile, r.file)
+	}
+	// key is a row's (stripe, offset) as one number, in their order; bucket is its bucket.
+	span := uint64(maxOff) + 1
+	key := func(r scanRow) uint64 { return uint64(r.file)*span + uint64(r.off) }
+	buckets := 4 * workers
+	width := key(scanRow{file: maxFile, off: maxOff})/uint64(buckets) + 1
+	bucket := func(r scanRow) int { return int(key(r) / width) }
+	start := make([]int, buckets+1)
+	for _, r := range rows {
+		start[bucket(r)+1]++
+	}
+	for b := range buckets {
+		start[b+1] += start[b]
+	}
+	out, next := make([]scanRow, len(rows)), slices.Clone(start[:buckets])
+	for _, r := range rows {
+		b := bucket(r)
+		out[next[b]] = r
+		next[b]++
+	}
+	var wg sync.WaitGroup
+	work := make(chan int, buckets)
+	for b := range buckets {
+		work <- b
+	}
+	close(work)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				slices.SortFunc(out[start[b]:start[b+1]], compareScanRows)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// parallelSortRows is the fewest rows sortScanRows sorts on several goroutines; tests lower it.
+var parallelSortRows = 1 << 16
 
 // maxScanReaders is the most Buffers a Scan reads at once, each through an IO stack of its own.
 const maxScanReaders = 4

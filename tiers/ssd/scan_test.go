@@ -3,6 +3,7 @@ package ssd
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tierfs/tierfs/gpuio"
@@ -62,5 +63,53 @@ func TestScanMatchesRows(t *testing.T) {
 	}
 	if _, err := tier.PlanScan([]int64{count}, []int64{0}, ScanOptions{}); err == nil {
 		t.Fatal("a scan of a row out of range is accepted")
+	}
+}
+
+// randomScanRows is n rows over files stripes of random offsets (repeats among them).
+func randomScanRows(rng *rand.Rand, n, files int) []scanRow {
+	rows := make([]scanRow, n)
+	for k := range rows {
+		rows[k] = scanRow{file: rng.IntN(files), off: 512 * rng.Int64N(1<<22), at: rng.Int64N(1 << 40)}
+		if k > 0 && rng.IntN(4) == 0 {
+			rows[k].file, rows[k].off = rows[k-1].file, rows[k-1].off
+		}
+	}
+	return rows
+}
+
+// TestSortScanRowsMatchesPlainSort: the bucketed parallel sort of a scan's rows gives the plain
+// sort's order, on random rows (one to several stripes, repeats, from none to many rows).
+func TestSortScanRowsMatchesPlainSort(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	defer func(n int) { parallelSortRows = n }(parallelSortRows)
+	parallelSortRows = 1
+	for trial := range 30 {
+		rows := randomScanRows(rng, []int{0, 1, 2, 17, 1000, 50000}[rng.IntN(6)], 1+rng.IntN(4))
+		want := slices.Clone(rows)
+		slices.SortFunc(want, compareScanRows)
+		if got := sortScanRows(rows); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: %d rows sorted differently", trial, len(rows))
+		}
+	}
+}
+
+// BenchmarkSortScanRows sorts a window's rows (2M of a 10M-row file, one stripe) plainly and by
+// buckets side by side.
+func BenchmarkSortScanRows(b *testing.B) {
+	rows := randomScanRows(rand.New(rand.NewPCG(1, 2)), 2_000_000, 1)
+	for _, way := range []string{"plain", "buckets"} {
+		b.Run(way, func(b *testing.B) {
+			for b.Loop() {
+				r := slices.Clone(rows)
+				if way == "plain" {
+					slices.SortFunc(r, compareScanRows)
+				} else {
+					sortScanRows(r)
+				}
+			}
+		})
 	}
 }
