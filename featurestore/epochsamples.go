@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/topology"
@@ -327,61 +329,97 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 }
 
 // samplesWriter writes one planned epoch's samples file: records one after another, buffered,
-// written through planWriteAt.
+// written through planWriteAt by a goroutine of its own (the planner goes on sampling while a
+// buffer is written), each buffer's writeback started as it is written (sync_file_range), so
+// that finish's fsync waits for little. Memory: samplesBuffers buffers of samplesFlushBytes.
 type samplesWriter struct {
 	f       *os.File
 	path    string
 	buf     []byte
-	flushed int64 // bytes written to f
+	added   int64 // bytes added: the file's size once written
 	records *[]sampleRecord
+
+	full, free chan []byte
+	done       chan error
+	failed     atomic.Pointer[error] // the writer's first error, seen by add
 }
 
-// samplesFlushBytes is how much a samplesWriter buffers before it writes.
-const samplesFlushBytes = 4 << 20
+// samplesFlushBytes is how much a samplesWriter buffers before it writes; samplesBuffers the
+// buffers: one filling, the others queued or being written.
+const (
+	samplesFlushBytes = 4 << 20
+	samplesBuffers    = 3
+)
 
 func createSamples(path string, records *[]sampleRecord) (*samplesWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
 	}
-	return &samplesWriter{f: f, path: path, records: records}, nil
+	w := &samplesWriter{f: f, path: path, records: records,
+		full: make(chan []byte, samplesBuffers), free: make(chan []byte, samplesBuffers), done: make(chan error, 1)}
+	for range samplesBuffers - 1 {
+		w.free <- nil
+	}
+	go w.write()
+	return w, nil
+}
+
+// write writes the buffers sent on full in order, starting each one's writeback, until full is
+// closed; it stops writing at the first error and reports it on done.
+func (w *samplesWriter) write() {
+	var off int64
+	var err error
+	for b := range w.full {
+		for done := 0; err == nil && done < len(b); {
+			n, werr := planWriteAt(w.f, b[done:], off+int64(done))
+			if werr != nil {
+				err = fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", w.path, off+int64(done), werr)
+				w.failed.Store(&err)
+			}
+			done += n
+		}
+		if err == nil {
+			// Start writing it back now; finish's fsync then waits for the last buffers only.
+			_ = unix.SyncFileRange(int(w.f.Fd()), off, int64(len(b)), unix.SYNC_FILE_RANGE_WRITE)
+		}
+		off += int64(len(b))
+		w.free <- b[:0]
+	}
+	w.done <- err
 }
 
 // size is the file's bytes once the records added are written.
-func (w *samplesWriter) size() int64 { return w.flushed + int64(len(w.buf)) }
+func (w *samplesWriter) size() int64 { return w.added }
 
-// add appends a record with checksum sum and lists it.
+// add appends a record with checksum sum and lists it. It fails once a write has failed.
 func (w *samplesWriter) add(rec []byte, sum uint64) error {
-	*w.records = append(*w.records, sampleRecord{Offset: w.size(), Length: int64(len(rec)), Sum: sum})
+	if err := w.failed.Load(); err != nil {
+		return *err
+	}
+	*w.records = append(*w.records, sampleRecord{Offset: w.added, Length: int64(len(rec)), Sum: sum})
 	w.buf = append(w.buf, rec...)
+	w.added += int64(len(rec))
 	if len(w.buf) >= samplesFlushBytes {
-		return w.flush()
+		w.full <- w.buf
+		w.buf = <-w.free
 	}
-	return nil
-}
-
-func (w *samplesWriter) flush() error {
-	for done := 0; done < len(w.buf); {
-		n, err := planWriteAt(w.f, w.buf[done:], w.flushed)
-		if err != nil {
-			return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", w.path, w.flushed, err)
-		}
-		done += n
-		w.flushed += int64(n)
-	}
-	w.buf = w.buf[:0]
 	return nil
 }
 
 // finish writes what is buffered and syncs the file when write (an epoch that failed or did
-// not fit skips both), then closes it.
+// not fit skips both, its buffers dropped), then closes it.
 func (w *samplesWriter) finish(write bool) error {
-	var err error
-	if write {
-		err = w.flush()
-		if err == nil {
-			err = w.f.Sync()
-		}
+	if write && len(w.buf) > 0 {
+		w.full <- w.buf
+	}
+	w.buf = nil
+	close(w.full)
+	err := <-w.done
+	if !write {
+		err = nil
+	} else if err == nil {
+		err = w.f.Sync()
 	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
