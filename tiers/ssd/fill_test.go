@@ -170,7 +170,15 @@ func TestFillCatchesCorruption(t *testing.T) {
 		}
 		victim := ids[rng.IntN(len(ids))]
 		if where == "gap" {
-			victim = ids[rng.IntN(len(ids)-8)]/8*8 + 8 + rng.Int64N(8)
+			// A gap inside one chunk (the fill reads chunks of fillChunkBytes of rows, 100 ids,
+			// on their own: a gap between two chunks is read by neither): the block after
+			// ids[j]'s, where ids[j] ends its block and ids[j+1] is in the same chunk.
+			chunkRows := int(fillChunkBytes / spec.RowBytes)
+			j := 8*rng.IntN(len(ids)/8-1) + 7
+			for j/chunkRows != (j+1)/chunkRows {
+				j = 8*rng.IntN(len(ids)/8-1) + 7
+			}
+			victim = ids[j] + 1 + rng.Int64N(8)
 		}
 		if slices.Contains(ids, victim) != (where == "row") {
 			t.Fatalf("victim %d misplaced", victim)
