@@ -169,85 +169,72 @@ const maxScanReaders = 4
 // Scan reads the rows of p (made by t.PlanScan) into dst: the ranges in ascending order, a
 // Buffer of them a Files.Read, through the tier's files (their blocks checked against the
 // dataset's checksums under VerifyReads, as every read of the tier). Up to maxScanReaders
-// Buffers are read at once, each by a goroutine through an IO stack of its own (at most the
-// files' stacks; they share the queue depth), so the disk never waits for one buffer's last
-// read or for its checks, while the rows of the buffers read are copied out (memory: one Buffer
-// more than the readers). stop, when set, is called before each Files.Read; its error ends the
-// scan.
+// goroutines (at most the files' IO stacks; they share the queue depth) each take the next
+// Buffer of ranges, read it through a stack of its own and copy its rows out, so the disk never
+// waits for one buffer's last read, its checks or its copies (memory: a Buffer a goroutine).
+// stop, when set, is called before each Files.Read; its error ends the scan.
 func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
 	rb := t.spec.RowBytes
-	readers := max(1, min(t.files.Stacks(), maxScanReaders))
-	type chunk struct {
-		lo, hi int // ranges
-		buf    []byte
-		err    error
-	}
-	free := make(chan []byte, readers+1)
-	for range readers + 1 {
-		free <- make([]byte, p.buffer)
-	}
-	var failed atomic.Bool
-	jobs := make(chan chunk)
-	go func() { // the buffers' ranges, in ascending order
-		defer close(jobs)
-		for lo := 0; lo < len(p.ranges) && !failed.Load(); {
-			c := chunk{lo: lo, hi: lo, buf: <-free}
-			for used := int64(0); c.hi < len(p.ranges) && used+p.ranges[c.hi].n <= p.buffer; c.hi++ {
-				used += p.ranges[c.hi].n
-			}
-			jobs <- c
-			lo = c.hi
+	// starts[i] is the first range of buffer i; the last entry is len(p.ranges).
+	starts := []int{0}
+	for lo := 0; lo < len(p.ranges); {
+		hi := lo
+		for used := int64(0); hi < len(p.ranges) && used+p.ranges[hi].n <= p.buffer; hi++ {
+			used += p.ranges[hi].n
 		}
-	}()
-	full := make(chan chunk, readers)
-	var wg sync.WaitGroup
-	for range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		starts = append(starts, hi)
+		lo = hi
+	}
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		once.Do(func() { firstErr = err })
+		failed.Store(true)
+	}
+	for range max(1, min(t.files.Stacks(), maxScanReaders, len(starts)-1)) {
+		wg.Go(func() {
+			buf := make([]byte, p.buffer)
 			var reqs []gpuio.Request
-			for c := range jobs {
-				if !failed.Load() && stop != nil {
-					c.err = stop()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(starts)-1 {
+					return
 				}
-				if !failed.Load() && c.err == nil {
-					reqs = reqs[:0]
-					used := int64(0)
-					for _, r := range p.ranges[c.lo:c.hi] {
-						reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: c.buf[used : used+r.n]})
-						used += r.n
-					}
-					if err := t.files.Read(reqs); err != nil {
-						c.err = fmt.Errorf("ssd tier: scan: %w", err)
+				if stop != nil {
+					if err := stop(); err != nil {
+						fail(err)
+						return
 					}
 				}
-				full <- c
-			}
-		}()
-	}
-	go func() {
-		wg.Wait()
-		close(full)
-	}()
-	var err error
-	for c := range full {
-		if err == nil && c.err != nil {
-			err = c.err
-			failed.Store(true) // the readers skip what is left; every buffer comes back
-		}
-		if err == nil {
-			used := int64(0)
-			for _, r := range p.ranges[c.lo:c.hi] {
-				for _, row := range p.rows[r.first:r.last] {
-					src := used + row.off - r.off
-					copy(dst[row.at:row.at+rb], c.buf[src:src+rb])
+				ranges := p.ranges[starts[i]:starts[i+1]]
+				reqs = reqs[:0]
+				used := int64(0)
+				for _, r := range ranges {
+					reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
+					used += r.n
 				}
-				used += r.n
+				if err := t.files.Read(reqs); err != nil {
+					fail(fmt.Errorf("ssd tier: scan: %w", err))
+					return
+				}
+				used = 0
+				for _, r := range ranges {
+					for _, row := range p.rows[r.first:r.last] {
+						src := used + row.off - r.off
+						copy(dst[row.at:row.at+rb], buf[src:src+rb])
+					}
+					used += r.n
+				}
 			}
-		}
-		free <- c.buf
+		})
 	}
-	return err
+	wg.Wait()
+	return firstErr
 }
 
 // RandomReads is the reads CopyToHost makes of the rows ids (one Files.Read) and the bytes they
