@@ -187,6 +187,9 @@ func (w *window) grow(n int64) error {
 	if err != nil {
 		return fmt.Errorf("featurestore: a packing window of %d bytes (pack_memory): %w", n, err)
 	}
+	// Huge pages where the kernel gives them (transparent huge pages on "madvise" or "always"):
+	// a window's first touch then faults once per 2 MiB, not per 4 KiB.
+	_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
 	w.buf = m[:len(w.buf)]
 	return nil
 }
