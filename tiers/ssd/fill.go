@@ -2,10 +2,10 @@ package ssd
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/par"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -102,31 +102,13 @@ func (t *Tier) read(ids []int64, rows []byte, o FillOptions) error {
 		chunk = int(min(fillChunk, max(1, fillChunkBytes/rb)))
 	}
 	chunks := (len(ids) + chunk - 1) / chunk
-	var (
-		next     atomic.Int64
-		failed   atomic.Bool
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	for range min(stacks, chunks) {
-		wg.Go(func() {
-			for !failed.Load() {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				lo := c * chunk
-				part := ids[lo:min(lo+chunk, len(ids))]
-				if err := t.readChunk(part, rows[int64(lo)*rb:int64(lo+len(part))*rb], m, model); err != nil {
-					once.Do(func() { firstErr = err })
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
+	return par.InTurn(stacks, chunks, func() (func(int) error, func(), error) {
+		return func(c int) error {
+			lo := c * chunk
+			part := ids[lo:min(lo+chunk, len(ids))]
+			return t.readChunk(part, rows[int64(lo)*rb:int64(lo+len(part))*rb], m, model)
+		}, nil, nil
+	})
 }
 
 // readChunk reads the rows of part into dst by method m (for FillByModel, the cheaper by model).

@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/par"
 )
 
 // Scanning: reading many rows, each to one or more places, in one ascending pass over the
@@ -185,56 +185,37 @@ func (t *Tier) Scan(p *ScanPlan, dst []byte, stop func() error) error {
 		starts = append(starts, hi)
 		lo = hi
 	}
-	var (
-		next     atomic.Int64
-		failed   atomic.Bool
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		once.Do(func() { firstErr = err })
-		failed.Store(true)
-	}
-	for range max(1, min(t.files.Stacks(), maxScanReaders, len(starts)-1)) {
-		wg.Go(func() {
-			buf := make([]byte, p.buffer)
-			var reqs []gpuio.Request
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= len(starts)-1 {
-					return
-				}
-				if stop != nil {
-					if err := stop(); err != nil {
-						fail(err)
-						return
-					}
-				}
-				ranges := p.ranges[starts[i]:starts[i+1]]
-				reqs = reqs[:0]
-				used := int64(0)
-				for _, r := range ranges {
-					reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
-					used += r.n
-				}
-				if err := t.files.Read(reqs); err != nil {
-					fail(fmt.Errorf("ssd tier: scan: %w", err))
-					return
-				}
-				used = 0
-				for _, r := range ranges {
-					for _, row := range p.rows[r.first:r.last] {
-						src := used + row.off - r.off
-						copy(dst[row.at:row.at+rb], buf[src:src+rb])
-					}
-					used += r.n
+	buffers := len(starts) - 1
+	return par.InTurn(min(t.files.Stacks(), maxScanReaders), buffers, func() (func(int) error, func(), error) {
+		buf := make([]byte, p.buffer)
+		var reqs []gpuio.Request
+		return func(i int) error {
+			if stop != nil {
+				if err := stop(); err != nil {
+					return err
 				}
 			}
-		})
-	}
-	wg.Wait()
-	return firstErr
+			ranges := p.ranges[starts[i]:starts[i+1]]
+			reqs = reqs[:0]
+			used := int64(0)
+			for _, r := range ranges {
+				reqs = append(reqs, gpuio.Request{File: t.stripes[r.file], Offset: r.off, Length: int(r.n), Dst: buf[used : used+r.n]})
+				used += r.n
+			}
+			if err := t.files.Read(reqs); err != nil {
+				return fmt.Errorf("ssd tier: scan: %w", err)
+			}
+			used = 0
+			for _, r := range ranges {
+				for _, row := range p.rows[r.first:r.last] {
+					src := used + row.off - r.off
+					copy(dst[row.at:row.at+rb], buf[src:src+rb])
+				}
+				used += r.n
+			}
+			return nil
+		}, nil, nil
+	})
 }
 
 // RandomReads is the reads CopyToHost makes of the rows ids (one Files.Read) and the bytes they
