@@ -11,10 +11,9 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tierfs/tierfs/cuda"
+	"github.com/tierfs/tierfs/internal/par"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 )
@@ -114,56 +113,34 @@ func (t *Tier) load(sorted []int64, src tiers.Source) error {
 	rb := t.rowBytes
 	chunkRows := max(1, fillBounceBytes/rb)
 	chunks := (int64(len(sorted)) + chunkRows - 1) / chunkRows
-	var (
-		next     atomic.Int64
-		failed   atomic.Bool
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		once.Do(func() { firstErr = err })
-		failed.Store(true)
-	}
-	for range min(2, chunks) {
-		wg.Go(func() {
-			bounceAddr, bounce, err := cuda.HostAlloc(t.dev, uint64(min(chunkRows, int64(len(sorted)))*rb))
-			if err != nil {
-				fail(err)
-				return
+	return par.InTurn(2, int(chunks), func() (func(int) error, func(), error) {
+		bounceAddr, bounce, err := cuda.HostAlloc(t.dev, uint64(min(chunkRows, int64(len(sorted)))*rb))
+		if err != nil {
+			return nil, nil, err
+		}
+		stream, err := cuda.NewStream(t.dev)
+		if err != nil {
+			cuda.HostFree(t.dev, bounceAddr)
+			return nil, nil, err
+		}
+		done := func() {
+			cuda.DestroyStream(t.dev, stream)
+			cuda.HostFree(t.dev, bounceAddr)
+		}
+		do := func(c int) error {
+			lo := int64(c) * chunkRows
+			part := sorted[lo:min(lo+chunkRows, int64(len(sorted)))]
+			n := int64(len(part)) * rb
+			if err := src(part, bounce[:n]); err != nil {
+				return err
 			}
-			defer cuda.HostFree(t.dev, bounceAddr)
-			stream, err := cuda.NewStream(t.dev)
-			if err != nil {
-				fail(err)
-				return
+			if err := cuda.Memcpy(t.dev, t.arena+uintptr(lo*rb), bounceAddr, uint64(n), stream); err != nil {
+				return err
 			}
-			defer cuda.DestroyStream(t.dev, stream)
-			for !failed.Load() {
-				c := next.Add(1) - 1
-				if c >= chunks {
-					return
-				}
-				lo := c * chunkRows
-				part := sorted[lo:min(lo+chunkRows, int64(len(sorted)))]
-				n := int64(len(part)) * rb
-				if err := src(part, bounce[:n]); err != nil {
-					fail(err)
-					return
-				}
-				err := cuda.Memcpy(t.dev, t.arena+uintptr(lo*rb), bounceAddr, uint64(n), stream)
-				if err == nil {
-					err = cuda.SyncStream(t.dev, stream)
-				}
-				if err != nil {
-					fail(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
+			return cuda.SyncStream(t.dev, stream)
+		}
+		return do, done, nil
+	})
 }
 
 // CopyToHost gathers the rows of slots in device memory, copies them to pinned memory and from
