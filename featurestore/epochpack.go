@@ -38,11 +38,13 @@ const (
 // scans the file about K × (packed bytes of an epoch) / PackMemory times, at least once.
 const DefaultPackMemory = 1 << 30
 
-// packer fills one window while the window before is read, hashed and written (pack, on a
-// goroutine of its own): sampling overlaps the disk. A window runs on across the end of an
-// epoch's packed file into the next one's. Memory: two windows, each an anonymous mapping that
-// grows by mremap (no copy) up to the window's bytes; pages are first touched by the reads that
-// fill them, on the packing goroutine, not by the planner laying batches out.
+// packer lays one window out while the window before is read and the one before that hashed
+// and written, each window on a goroutine of its own (pack): sampling, the disk's reads and its
+// writes overlap, and one window reads at a time. A window runs on across the end of an epoch's
+// packed file into the next one's. Memory: two windows (the one read and the one written), each
+// an anonymous mapping that grows by mremap (no copy) up to the window's bytes; its pages are
+// first touched by the reads that fill it, not by the planner laying batches out, and given
+// back once it is written (the window laid out holds none).
 type packer struct {
 	src  *epochSource
 	o    *EpochOptions
@@ -57,9 +59,9 @@ type packer struct {
 	laidBytes int64 // their extents' bytes
 	handed    int64 // the bytes of the windows handed to packing
 
-	cur, spare *window // filling; free for the next
-	busy       *window // being packed, done says when
-	done       chan error
+	cur      *window   // laid out now
+	inflight []*window // handed to pack, oldest first: at most one reading, one writing
+	free     []*window // taken back, for the next windows
 
 	scans, randoms int // windows of one packed type read each way
 }
@@ -83,6 +85,11 @@ type window struct {
 	outs    []*packOut // the files of its batches, each once, in order
 	sums    []uint64   // per extent of the window, in batches' order
 
+	// Set by pack: read is closed once its rows are read (readErr says how), written once it
+	// is hashed and written or will not be (writeErr).
+	read, written     chan struct{}
+	readErr, writeErr error
+
 	readSecs, writeSecs float64
 	reads, bytes        int64
 	scanEst, randomEst  float64
@@ -102,7 +109,7 @@ type windowBatch struct {
 
 // newPacker packs a plan of batches batches, every epoch's.
 func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, batches int, stop func() error) *packer {
-	return &packer{src: src, o: o, rep: rep, stop: stop, batches: batches, cur: &window{}, spare: &window{}}
+	return &packer{src: src, o: o, rep: rep, stop: stop, batches: batches, cur: &window{}, free: []*window{{}, {}}}
 }
 
 // open starts laying batches out in packed file f (path) of epoch file ef, empty. The file
@@ -257,35 +264,61 @@ func (out *packOut) finish() error {
 	return nil
 }
 
-// flush waits for the window in flight, then hands the filled window to a goroutine that reads,
-// hashes and writes it, and starts the next window.
+// flush hands the window laid out to pack, once the window before it has been read (one window
+// reads at a time), and starts the next in a window taken back (the oldest in flight, waited for,
+// when none is free).
 func (pk *packer) flush() error {
-	if len(pk.cur.batches) == 0 {
+	w := pk.cur
+	if len(w.batches) == 0 {
 		return nil
 	}
-	if err := pk.wait(); err != nil {
-		return err
+	var prev chan struct{}
+	if n := len(pk.inflight); n > 0 {
+		last := pk.inflight[n-1]
+		<-last.read
+		if last.readErr != nil {
+			return last.readErr
+		}
+		prev = last.written
 	}
-	w, next := pk.cur, pk.spare
+	if len(pk.free) == 0 {
+		if err := pk.takeBack(); err != nil {
+			return err
+		}
+	}
 	pk.handed += int64(len(w.buf))
+	w.read, w.written, w.readErr, w.writeErr = make(chan struct{}), make(chan struct{}), nil, nil
+	pk.inflight = append(pk.inflight, w)
+	go pk.pack(w, prev)
+	next := pk.free[len(pk.free)-1]
+	pk.free = pk.free[:len(pk.free)-1]
 	next.buf, next.batches, next.outs = next.buf[:0], next.batches[:0], next.outs[:0]
-	pk.cur, pk.spare, pk.busy = next, nil, w
-	pk.done = make(chan error, 1)
-	go func() { pk.done <- pk.pack(w) }()
+	pk.cur = next
 	return nil
 }
 
-// wait waits for the window in flight, if any, takes its checksums and counts into the plan, and
-// closes the files it ended.
+// wait waits for every window in flight and takes each back.
 func (pk *packer) wait() error {
-	if pk.done == nil {
-		return nil
+	for len(pk.inflight) > 0 {
+		if err := pk.takeBack(); err != nil {
+			return err
+		}
 	}
-	err := <-pk.done
-	w := pk.busy
-	pk.done, pk.busy, pk.spare = nil, nil, w
-	if err != nil {
-		return err
+	return nil
+}
+
+// takeBack waits for the oldest window in flight to be written, takes its checksums and counts
+// into the plan, closes the files it ended, and frees it (its pages given back to the kernel).
+func (pk *packer) takeBack() error {
+	w := pk.inflight[0]
+	<-w.written
+	if err := cmp.Or(w.readErr, w.writeErr); err != nil {
+		return err // w stays in flight: close, which waits for it, unmaps it
+	}
+	pk.inflight = pk.inflight[1:]
+	pk.free = append(pk.free, w)
+	if cap(w.buf) > 0 {
+		_ = unix.Madvise(w.buf[:cap(w.buf)], unix.MADV_DONTNEED)
 	}
 	sums := w.sums
 	for _, wb := range w.batches {
@@ -315,12 +348,11 @@ func (pk *packer) wait() error {
 	return nil
 }
 
-// close ends the packer: it waits for the window in flight, closes the packed files still open
+// close ends the packer: it waits for the windows in flight, closes the packed files still open
 // (a failed plan's) and unmaps the windows.
 func (pk *packer) close() {
-	if pk.done != nil {
-		<-pk.done
-		pk.spare, pk.done = pk.busy, nil
+	for _, w := range pk.inflight {
+		<-w.written
 	}
 	for _, out := range pk.outs {
 		if !out.closed {
@@ -328,26 +360,41 @@ func (pk *packer) close() {
 			out.f.Close()
 		}
 	}
-	pk.cur.release()
-	if pk.spare != nil {
-		pk.spare.release()
+	for _, w := range slices.Concat([]*window{pk.cur}, pk.inflight, pk.free) {
+		w.release()
 	}
+	pk.inflight, pk.free = nil, nil
 }
 
-// pack reads window w's rows, hashes its extents and writes them, a run of consecutive extents
-// of one file a write. It touches w alone (and the packed files), so it runs beside the planner
-// filling the next window.
-func (pk *packer) pack(w *window) error {
+// pack reads window w's rows, then, once the window before it (prev closed; nil: none) is
+// written, hashes its extents and writes them, a run of consecutive extents of one file a write.
+// It touches w alone (and the packed files, at offsets no other window writes), so it runs beside
+// the planner laying the next window out and the window before being written.
+func (pk *packer) pack(w *window, prev chan struct{}) {
+	defer close(w.written)
 	w.sums = w.sums[:0]
 	w.readSecs, w.writeSecs, w.reads, w.bytes, w.scanEst, w.randomEst, w.scans, w.randoms = 0, 0, 0, 0, 0, 0, 0, 0
 	t := time.Now()
 	for k := range pk.src.stacks {
-		if err := pk.read(w, k); err != nil {
-			return err
+		if w.readErr = pk.read(w, k); w.readErr != nil {
+			break
 		}
 	}
 	w.readSecs = time.Since(t).Seconds()
-	t = time.Now()
+	close(w.read)
+	if w.readErr != nil {
+		return
+	}
+	if prev != nil {
+		<-prev
+	}
+	w.writeErr = pk.write(w)
+}
+
+// write hashes window w's extents and writes them, a run of consecutive extents of one file a
+// write.
+func (pk *packer) write(w *window) error {
+	t := time.Now()
 	var run struct {
 		out     *packOut
 		at, off int64

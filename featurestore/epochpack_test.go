@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -210,6 +212,46 @@ func TestWindowsSpanEpochs(t *testing.T) {
 				t.Fatalf("epoch %d batch %d: the rows differ from the dataset's", e, b)
 			}
 		}
+	}
+}
+
+// TestWindowReadsWhileTheOneBeforeWrites: a window's rows are read while the window before it
+// is written, so the disk's reads and writes overlap: the plan's first write (the first window's)
+// waits until the store's IO counters show the next window's reads; it waits in vain (10 s), and
+// the test fails, where a window is read only after the one before is written.
+func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.dir, Options{})
+	defer s.Close()
+	o := epochOpts(t, d, 2)
+	o.PackMemory = 4 * packAlign // many windows
+	o.PackMethod = []string{PackScan, PackRandom}[rng.IntN(2)]
+	saved := planWriteAt
+	defer func() { planWriteAt = saved }()
+	var first sync.Once
+	var overlapped atomic.Bool
+	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+		first.Do(func() {
+			before := s.Stats().IO.Reads
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if s.Stats().IO.Reads > before {
+					overlapped.Store(true)
+					return
+				}
+			}
+		})
+		return saved(f, p, off)
+	}
+	rep, err := s.PlanEpochs(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PackWindows < 3 {
+		t.Fatalf("%d windows of %d bytes: too few to overlap", rep.PackWindows, o.PackMemory)
+	}
+	if !overlapped.Load() {
+		t.Fatalf("%s packing, %d windows: no window read while the first was written", o.PackMethod, rep.PackWindows)
 	}
 }
 
