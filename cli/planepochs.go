@@ -34,7 +34,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	fs.Var(&budget, "disk-budget", "bound on the plan's files (packed rows and stored samples), e.g. 20GB: plan as many epochs as fit (default: none)")
 	packMethod := fs.String("pack-method", "", "how planning reads the rows it packs: scan (the feature files in ascending order, large reads), random (a read a row), or empty to choose by the disk model")
 	var packMemory sizeFlag
-	fs.Var(&packMemory, "pack-memory", "packed bytes planning holds in memory at once, e.g. 1GB (default 1GiB); a scan reads the feature files once per this much")
+	fs.Var(&packMemory, "pack-memory", "distinct rows a packing window holds (planning holds two), e.g. 1GB (default 1GiB); a scan reads the feature files once a window")
 	serve := fs.Int("serve", 0, "then serve this many epochs from the plan and print what they read")
 	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")

@@ -7,20 +7,21 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/internal/par"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
 // Packing a planned epoch: the planner hands the packer its batches in order, each with the rows
-// its extents hold; the packer lays the extents out in a window of the packed file (their
-// offsets are known before any row is read; a window runs on from one epoch's file into the
-// next), and when the window is full reads every row of it, hashes each extent and writes the
-// window in order. A window's rows of one packed type are read
+// its extents hold; the packer lays the extents out in the packed file (their offsets are known
+// before any row is read) and adds their rows to a window, each distinct row once (a window runs
+// on from one epoch's file into the next). When the window's distinct rows are full it reads
+// them, then gathers each extent from them, hashes it and writes it, in order. A window's rows
+// of one packed type are read
 // either by a scan (ssd.Tier.Scan: the feature's stripes in ascending order, large reads, a row
 // that several batches need read once; DiskGNN's batched packing) or by random reads (one read a
 // row, batch by batch), whichever the disk model (ssd.DiskModel) says takes less disk time, or
@@ -32,10 +33,11 @@ const (
 	PackRandom = "random"
 )
 
-// DefaultPackMemory is EpochOptions.PackMemory's default: the packed bytes of a window. Each
+// DefaultPackMemory is EpochOptions.PackMemory's default: the distinct rows of a window. Each
 // window scans the feature file once, and a window holds the batches of as many epochs as fit
-// (600 MiB a packed epoch of a 10M-node, 512 B-row graph placed 10/20), so a plan of K epochs
-// scans the file about K × (packed bytes of an epoch) / PackMemory times, at least once.
+// (600 MiB a packed epoch of a 10M-node, 512 B-row graph placed 10/20, about 450 MiB of it
+// distinct rows), so a plan of K epochs scans the file about K × (distinct bytes of an epoch) /
+// PackMemory times, at least once.
 const DefaultPackMemory = 1 << 30
 
 // packer lays one window out while the window before is read and the one before that hashed
@@ -54,16 +56,18 @@ type packer struct {
 	out  *packOut   // the packed file batches are laid out in now; nil between files
 	outs []*packOut // every packed file opened, to close those left open on failure
 
-	batches   int   // the plan's batches, every epoch's (target estimates its bytes)
-	laid      int   // batches laid out so far
-	laidBytes int64 // their extents' bytes
-	handed    int64 // the bytes of the windows handed to packing
+	batches       int   // the plan's batches, every epoch's (target estimates its bytes)
+	laid          int   // batches laid out so far
+	laidBytes     int64 // the distinct bytes they added to their windows
+	handed        int64 // the distinct bytes of the windows handed to packing
+	handedBatches int   // their batches
 
 	cur      *window   // laid out now
 	inflight []*window // handed to pack, oldest first: at most one reading, one writing
 	free     []*window // taken back, for the next windows
 
-	scans, randoms int // windows of one packed type read each way
+	scans, randoms int    // windows of one packed type read each way
+	wbuf           []byte // the write buffer (a mapping, packWriteBytes), of the window writing
 }
 
 // packOut is one epoch's packed file as the packer writes it.
@@ -77,13 +81,16 @@ type packOut struct {
 	closed  bool
 }
 
-// window is a run of extents, of one or more packed files in order: the batches laid out in it
-// and, once packed, their checksums and what reading them took.
+// window is a run of extents, of one or more packed files in order: the batches laid out in it,
+// the distinct rows they pack per packed type, and, once packed, their checksums and what
+// reading them took.
 type window struct {
-	buf     []byte // a mapping (page-aligned, so packAlign-aligned); len is what the window holds
-	batches []windowBatch
-	outs    []*packOut // the files of its batches, each once, in order
-	sums    []uint64   // per extent of the window, in batches' order
+	buf      []byte // a mapping (page-aligned); pack reads the distinct rows into it, type by type
+	batches  []windowBatch
+	outs     []*packOut        // the files of its batches, each once, in order
+	distinct [][]int64         // per packed type, its rows in the order first laid out
+	slot     []map[int64]int32 // per packed type, a row's index in distinct
+	sums     []uint64          // per extent of the window, in batches' order
 
 	// Set by pack: read is closed once its rows are read (readErr says how), written once it
 	// is hashed and written or will not be (writeErr).
@@ -97,19 +104,46 @@ type window struct {
 	model               ssd.DiskModel
 }
 
-// windowBatch is a batch in a window: its file, its rows per packed type, and where each extent
-// lies (its index in the file's Batches, its offset in the window and in the file).
+// windowBatch is a batch in a window: its file, per packed type its rows (as slots of the
+// window's distinct rows) and where its extent lies (its index in the file's Batches, its offset
+// in the file), and the window's distinct rows of each type before it (dropOut cuts them there).
 type windowBatch struct {
-	out    *packOut
-	ids    [][]int64
-	extent []int
-	at     []int64
-	off    []int64
+	out      *packOut
+	slots    [][]int32
+	extent   []int
+	off      []int64
+	distinct []int
+}
+
+// distinctBytes is the window's distinct rows' bytes, each type's rows from a packAlign boundary.
+func (w *window) distinctBytes(src *epochSource) int64 {
+	var n int64
+	for k, ids := range w.distinct {
+		n += alignUp64(int64(len(ids)) * src.stacks[k].spec.RowBytes)
+	}
+	return n
+}
+
+// reset empties w for the next batches, for types packed types.
+func (w *window) reset(types int) {
+	w.buf, w.batches, w.outs = w.buf[:0], w.batches[:0], w.outs[:0]
+	if len(w.distinct) != types {
+		w.distinct, w.slot = make([][]int64, types), make([]map[int64]int32, types)
+	}
+	for k := range types {
+		w.distinct[k] = w.distinct[k][:0]
+		if w.slot[k] == nil {
+			w.slot[k] = map[int64]int32{}
+		}
+		clear(w.slot[k])
+	}
 }
 
 // newPacker packs a plan of batches batches, every epoch's.
 func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, batches int, stop func() error) *packer {
-	return &packer{src: src, o: o, rep: rep, stop: stop, batches: batches, cur: &window{}, free: []*window{{}, {}}}
+	pk := &packer{src: src, o: o, rep: rep, stop: stop, batches: batches, cur: &window{}, free: []*window{{}, {}}}
+	pk.cur.reset(len(src.stacks))
+	return pk
 }
 
 // open starts laying batches out in packed file f (path) of epoch file ef, empty. The file
@@ -125,60 +159,90 @@ func (pk *packer) end() int64 { return pk.out.end }
 // limit is the window's bytes: EpochOptions.PackMemory or its default.
 func (pk *packer) limit() int64 { return cmp.Or(pk.o.PackMemory, DefaultPackMemory) }
 
-// target is the bytes at which a window is handed to packing: the plan's packed bytes not yet
-// handed, estimated from the batches laid out so far, split evenly into as few windows as the
-// limit allows, so that no pass of the feature file packs a small remainder (a pass costs
-// about as much for a remainder as for a full window).
+// target is the bytes at which a window is handed to packing: the plan's distinct bytes from the
+// window laid out now on, estimated from the windows handed so far (from the batches laid out
+// while none is), split evenly into as few windows as the limit allows, so that no pass of the
+// feature file packs a small remainder (a pass costs about as much for a remainder as for a full
+// window). Full windows are the estimate because a window's batches share more rows the more
+// of them it holds.
 func (pk *packer) target() int64 {
 	limit := pk.limit()
 	if pk.laid == 0 || pk.laid >= pk.batches {
 		return limit
 	}
-	left := float64(pk.laidBytes)/float64(pk.laid)*float64(pk.batches) - float64(pk.handed)
+	perBatch := float64(pk.laidBytes) / float64(pk.laid)
+	if pk.handedBatches > 0 {
+		perBatch = float64(pk.handed) / float64(pk.handedBatches)
+	}
+	left := perBatch * float64(pk.batches-pk.handedBatches)
 	if left <= 0 {
 		return limit
 	}
 	return min(limit, int64(left/math.Ceil(left/float64(limit))))
 }
 
-// add lays batch p's extents out after the last, flushing the window first when they do not fit
-// (a batch larger than the window gets a window of its own size).
+// add lays batch p's extents out after the last and adds its rows to the window, flushing the
+// window first when its new distinct rows do not fit (a batch larger than the window gets a
+// window of its own).
 func (pk *packer) add(p *packedBatch) error {
-	var n int64
-	for k, pt := range p.types {
-		n += alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
-	}
 	// The window ends at the batch boundary nearest its target, never past the limit.
-	limit, held := pk.limit(), int64(len(pk.cur.buf))
-	if target := pk.target(); len(pk.cur.batches) > 0 && (held+n > limit || held+n-target > target-held) {
-		if err := pk.flush(); err != nil {
-			return err
+	limit, held := pk.limit(), pk.cur.distinctBytes(pk.src)
+	if target := pk.target(); len(pk.cur.batches) > 0 {
+		n := pk.newBytes(p)
+		if held+n > limit || held+n-target > target-held {
+			if err := pk.flush(); err != nil {
+				return err
+			}
+			held = 0
 		}
 	}
 	w, out := pk.cur, pk.out
-	if need := int64(len(w.buf)) + n; need > int64(cap(w.buf)) {
-		if err := w.grow(max(need, min(limit, 2*int64(cap(w.buf))))); err != nil {
-			return err
-		}
-	}
 	if len(w.outs) == 0 || w.outs[len(w.outs)-1] != out {
 		w.outs = append(w.outs, out)
 		out.pending++
 	}
-	wb := windowBatch{out: out, ids: make([][]int64, len(p.types)), extent: make([]int, len(p.types)),
-		at: make([]int64, len(p.types)), off: make([]int64, len(p.types))}
+	wb := windowBatch{out: out, slots: make([][]int32, len(p.types)), extent: make([]int, len(p.types)),
+		off: make([]int64, len(p.types)), distinct: make([]int, len(p.types))}
 	for k, pt := range p.types {
-		at := int64(len(w.buf))
+		wb.distinct[k] = len(w.distinct[k])
+		slots, seen := make([]int32, len(pt.ids)), w.slot[k]
+		for i, id := range pt.ids {
+			x, ok := seen[id]
+			if !ok {
+				x = int32(len(w.distinct[k]))
+				seen[id] = x
+				w.distinct[k] = append(w.distinct[k], id)
+			}
+			slots[i] = x
+		}
 		size := alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
-		wb.ids[k], wb.at[k], wb.off[k], wb.extent[k] = pt.ids, at, out.end, len(out.ef.Batches)
+		wb.slots[k], wb.off[k], wb.extent[k] = slots, out.end, len(out.ef.Batches)
 		out.ef.Batches = append(out.ef.Batches, batchExtent{Offset: out.end, Rows: pt.rows, Nodes: pt.nodesID})
-		w.buf = w.buf[:at+size] // pack fills the rows and zeroes the padding
 		out.end += size
 	}
 	w.batches = append(w.batches, wb)
-	pk.laid, pk.laidBytes = pk.laid+1, pk.laidBytes+n
+	pk.laid, pk.laidBytes = pk.laid+1, pk.laidBytes+w.distinctBytes(pk.src)-held
 	pk.rep.RowsPacked += p.rows()
 	return nil
+}
+
+// newBytes is the bytes batch p's rows would add to the window laid out now: its rows the window
+// does not hold yet.
+func (pk *packer) newBytes(p *packedBatch) int64 {
+	w := pk.cur
+	var n int64
+	for k, pt := range p.types {
+		fresh := int64(0)
+		for _, id := range pt.ids {
+			if _, ok := w.slot[k][id]; !ok {
+				fresh++
+			}
+		}
+		rb := pk.src.stacks[k].spec.RowBytes
+		had := int64(len(w.distinct[k])) * rb
+		n += alignUp64(had+fresh*rb) - alignUp64(had)
+	}
+	return n
 }
 
 // grow makes w's mapping n bytes (a multiple of packAlign), keeping what it holds: mremap moves
@@ -239,7 +303,13 @@ func (pk *packer) dropOut() error {
 	out.ended = true
 	w := pk.cur
 	if i := slices.IndexFunc(w.batches, func(wb windowBatch) bool { return wb.out == out }); i >= 0 {
-		w.buf = w.buf[:w.batches[i].at[0]]
+		// The rows first laid out by the batches dropped are the last distinct rows.
+		for k, n := range w.batches[i].distinct {
+			for _, id := range w.distinct[k][n:] {
+				delete(w.slot[k], id)
+			}
+			w.distinct[k] = w.distinct[k][:n]
+		}
 		w.batches = w.batches[:i]
 		w.outs = w.outs[:len(w.outs)-1]
 		out.pending--
@@ -286,13 +356,13 @@ func (pk *packer) flush() error {
 			return err
 		}
 	}
-	pk.handed += int64(len(w.buf))
+	pk.handed, pk.handedBatches = pk.handed+w.distinctBytes(pk.src), pk.handedBatches+len(w.batches)
 	w.read, w.written, w.readErr, w.writeErr = make(chan struct{}), make(chan struct{}), nil, nil
 	pk.inflight = append(pk.inflight, w)
 	go pk.pack(w, prev)
 	next := pk.free[len(pk.free)-1]
 	pk.free = pk.free[:len(pk.free)-1]
-	next.buf, next.batches, next.outs = next.buf[:0], next.batches[:0], next.outs[:0]
+	next.reset(len(pk.src.stacks))
 	pk.cur = next
 	return nil
 }
@@ -364,20 +434,37 @@ func (pk *packer) close() {
 		w.release()
 	}
 	pk.inflight, pk.free = nil, nil
+	if pk.wbuf != nil {
+		unix.Munmap(pk.wbuf)
+		pk.wbuf = nil
+	}
 }
 
-// pack reads window w's rows, then, once the window before it (prev closed; nil: none) is
-// written, hashes its extents and writes them, a run of consecutive extents of one file a write.
-// It touches w alone (and the packed files, at offsets no other window writes), so it runs beside
-// the planner laying the next window out and the window before being written.
+// pack reads window w's distinct rows, then, once the window before it (prev closed; nil: none)
+// is written, writes its extents (write). It touches w alone (and the packed files, at offsets no
+// other window writes, and the packer's write buffer, which windows take in turn), so it runs
+// beside the planner laying the next window out and the window before being written.
 func (pk *packer) pack(w *window, prev chan struct{}) {
 	defer close(w.written)
 	w.sums = w.sums[:0]
 	w.readSecs, w.writeSecs, w.reads, w.bytes, w.scanEst, w.randomEst, w.scans, w.randoms = 0, 0, 0, 0, 0, 0, 0, 0
 	t := time.Now()
-	for k := range pk.src.stacks {
-		if w.readErr = pk.read(w, k); w.readErr != nil {
-			break
+	// Each type's distinct rows from a packAlign boundary of the buffer.
+	base := make([]int64, len(pk.src.stacks))
+	var total int64
+	for k, ids := range w.distinct {
+		base[k] = total
+		total += alignUp64(int64(len(ids)) * pk.src.stacks[k].spec.RowBytes)
+	}
+	if total > int64(cap(w.buf)) {
+		w.readErr = w.grow(total)
+	}
+	if w.readErr == nil {
+		w.buf = w.buf[:total]
+		for k := range pk.src.stacks {
+			if w.readErr = pk.read(w, k, base[k]); w.readErr != nil {
+				break
+			}
 		}
 	}
 	w.readSecs = time.Since(t).Seconds()
@@ -388,87 +475,134 @@ func (pk *packer) pack(w *window, prev chan struct{}) {
 	if prev != nil {
 		<-prev
 	}
-	w.writeErr = pk.write(w)
+	w.writeErr = pk.write(w, base)
 }
 
-// write hashes window w's extents and writes them, a run of consecutive extents of one file a
-// write.
-func (pk *packer) write(w *window) error {
+// packWriteBytes is the size of the packer's write buffer (a multiple of packAlign; a variable so
+// tests can make an extent take several).
+var packWriteBytes = 8 << 20
+
+// write gathers window w's extents, in order, from its distinct rows (type k's from base[k]),
+// hashes each, and writes them through the packer's write buffer, a run of consecutive extents of
+// one file (up to the buffer's bytes) a write.
+func (pk *packer) write(w *window, base []int64) error {
 	t := time.Now()
-	var run struct {
-		out     *packOut
-		at, off int64
-		n       int64
-	}
-	write := func() error {
-		for done := int64(0); done < run.n; {
-			n, err := planWriteAt(run.out.f, w.buf[run.at+done:run.at+run.n], run.off+done)
-			if err != nil {
-				return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", run.out.path, run.off+done, err)
-			}
-			done += int64(n)
+	if pk.wbuf == nil {
+		m, err := unix.Mmap(-1, 0, packWriteBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return fmt.Errorf("featurestore: the packing write buffer of %d bytes: %w", packWriteBytes, err)
 		}
-		run.n = 0
+		pk.wbuf = m
+	}
+	buf := pk.wbuf
+	var out *packOut
+	var off, n int64 // buf holds n bytes of out, from its byte off
+	flush := func() error {
+		for done := int64(0); done < n; {
+			m, err := planWriteAt(out.f, buf[done:n], off+done)
+			if err != nil {
+				return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", out.path, off+done, err)
+			}
+			done += int64(m)
+		}
+		off, n = off+n, 0
 		return nil
 	}
+	put := func(b []byte) error {
+		for len(b) > 0 {
+			c := copy(buf[n:], b)
+			n, b = n+int64(c), b[c:]
+			if n == int64(len(buf)) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var zeros [packAlign]byte
+	var d xxhash.Digest
 	for _, wb := range w.batches {
 		if err := pk.stop(); err != nil {
 			return err
 		}
-		for k, ids := range wb.ids {
-			rb := pk.src.stacks[k].spec.RowBytes
-			rows, size := int64(len(ids))*rb, alignUp64(int64(len(ids))*rb)
-			ext := w.buf[wb.at[k] : wb.at[k]+size]
-			clear(ext[rows:])
-			w.sums = append(w.sums, xxhash.Sum64(ext[:rows]))
-			if run.n > 0 && (run.out != wb.out || run.at+run.n != wb.at[k] || run.off+run.n != wb.off[k]) {
-				if err := write(); err != nil {
+		for k, slots := range wb.slots {
+			if n > 0 && (out != wb.out || off+n != wb.off[k]) {
+				if err := flush(); err != nil {
 					return err
 				}
 			}
-			if run.n == 0 {
-				run.out, run.at, run.off = wb.out, wb.at[k], wb.off[k]
+			if n == 0 {
+				out, off = wb.out, wb.off[k]
 			}
-			run.n += size
+			rb := pk.src.stacks[k].spec.RowBytes
+			rows := w.buf[base[k]:]
+			d.Reset()
+			for _, x := range slots {
+				row := rows[int64(x)*rb : int64(x+1)*rb]
+				d.Write(row)
+				if err := put(row); err != nil {
+					return err
+				}
+			}
+			w.sums = append(w.sums, d.Sum64())
+			size := int64(len(slots)) * rb
+			if err := put(zeros[:alignUp64(size)-size]); err != nil {
+				return err
+			}
 		}
 	}
-	if run.n > 0 {
-		if err := write(); err != nil {
-			return err
-		}
+	if err := flush(); err != nil {
+		return err
 	}
 	w.writeSecs = time.Since(t).Seconds()
 	return nil
 }
 
-// read reads packed type k's rows of window w into it, by the cheaper method (or the one
-// EpochOptions.PackMethod names).
-func (pk *packer) read(w *window, k int) error {
+// packRandomRows is the distinct rows a random read of a window takes at once (one Files.Read).
+const packRandomRows = 4096
+
+// read reads packed type k's distinct rows of window w into it from byte base, by the cheaper
+// method (or the one EpochOptions.PackMethod names).
+func (pk *packer) read(w *window, k int, base int64) error {
 	s := pk.src.stacks[k]
 	rb := s.spec.RowBytes
 	model := s.ssd.DiskModel()
 	w.model = model
-	var ids, at []int64
-	var randomReads, randomBytes int64
-	for _, wb := range w.batches {
-		for i, id := range wb.ids[k] {
-			ids, at = append(ids, id), append(at, wb.at[k]+int64(i)*rb)
-		}
-		if pk.o.PackMethod != PackScan {
-			r, b := s.ssd.RandomReads(wb.ids[k])
-			randomReads, randomBytes = randomReads+r, randomBytes+b
-		}
-	}
+	ids := w.distinct[k]
 	if len(ids) == 0 {
 		return nil
 	}
+	dst := w.buf[base : base+int64(len(ids))*rb]
+	// Random reads take the rows in ascending order, packRandomRows a read of the IO stack.
+	var sorted, pos []int64
+	var randomReads, randomBytes int64
+	if pk.o.PackMethod != PackScan {
+		order := make([]int64, len(ids))
+		for i := range order {
+			order[i] = int64(i)
+		}
+		slices.SortFunc(order, func(a, b int64) int { return cmp.Compare(ids[a], ids[b]) })
+		sorted, pos = make([]int64, len(ids)), order
+		for i, x := range order {
+			sorted[i] = ids[x]
+		}
+		for lo := 0; lo < len(sorted); lo += packRandomRows {
+			r, b := s.ssd.RandomReads(sorted[lo:min(lo+packRandomRows, len(sorted))])
+			randomReads, randomBytes = randomReads+r, randomBytes+b
+		}
+	}
 	var plan *ssd.ScanPlan
 	if pk.o.PackMethod != PackRandom {
-		var err error
+		at := make([]int64, len(ids))
+		for i := range at {
+			at[i] = base + int64(i)*rb
+		}
 		// The scan's read buffer: a sixteenth of the window, from 16 KiB to 16 MiB (a queue of
 		// the IO stack's largest reads).
 		buffer := min(max(pk.limit()/16, 16<<10), 16<<20)
 		opt := ssd.ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}
+		var err error
 		if plan, err = s.ssd.PlanScan(ids, at, opt); err != nil {
 			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
@@ -491,49 +625,19 @@ func (pk *packer) read(w *window, k int) error {
 	w.randoms++
 	w.reads += randomReads
 	w.bytes += randomBytes
-	// One batch's rows a Files.Read, planWorkers batches at once: the planner's random reads.
-	var mu sync.Mutex
-	var first error
-	next := make(chan windowBatch)
-	var wg sync.WaitGroup
-	for range planWorkers() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for wb := range next {
-				ids := wb.ids[k]
-				pos := make([]int64, len(ids))
-				for i := range pos {
-					pos[i] = int64(i)
-				}
-				err := pk.stop()
-				if err == nil {
-					err = s.ssd.CopyToHost(ids, pos, w.buf[wb.at[k]:wb.at[k]+int64(len(ids))*rb])
-				}
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
-					}
-					mu.Unlock()
-				}
+	chunks := (len(sorted) + packRandomRows - 1) / packRandomRows
+	return par.InTurn(planWorkers(), chunks, func() (func(int) error, func(), error) {
+		return func(c int) error {
+			lo, hi := c*packRandomRows, min((c+1)*packRandomRows, len(sorted))
+			if err := pk.stop(); err != nil {
+				return err
 			}
-		}()
-	}
-	for _, wb := range w.batches {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		if len(wb.ids[k]) > 0 {
-			next <- wb
-		}
-	}
-	close(next)
-	wg.Wait()
-	return first
+			if err := s.ssd.CopyToHost(sorted[lo:hi], pos[lo:hi], dst); err != nil {
+				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
+			}
+			return nil
+		}, nil, nil
+	})
 }
 
 // report sets the report's PackMethod from the windows read.

@@ -48,8 +48,8 @@ type EpochPlanReport struct {
 	// every window (the one a forced method leaves out stays 0).
 	PackMethod  string `json:"pack_method"`
 	PackWindows int    `json:"pack_windows"`
-	// PackWindowBytes is the packed bytes of the windows: they are about even, each up to
-	// EpochOptions.PackMemory (a batch larger gets a window of its own).
+	// PackWindowBytes is the distinct rows' bytes of the windows: they are about even, each up
+	// to EpochOptions.PackMemory (a batch larger gets a window of its own).
 	PackWindowBytes Spread        `json:"pack_window_bytes"`
 	PackReads       int64         `json:"pack_reads"`
 	PackReadBytes   int64         `json:"pack_read_bytes"`

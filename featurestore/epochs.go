@@ -99,10 +99,10 @@ type EpochOptions struct {
 	// node type the one the disk model (ssd.DiskModel) gives less disk time. The packed files
 	// are the same either way; not part of the fingerprint.
 	PackMethod string
-	// PackMemory bounds the packed bytes of a window (0: DefaultPackMemory): the batches read
-	// at once, then hashed and written while the next window is read, so planning holds two; a
-	// batch larger gets a window of its own. A scan reads the feature files once a window. Not
-	// part of the fingerprint.
+	// PackMemory bounds the distinct rows of a window (0: DefaultPackMemory): the rows of the
+	// batches read at once, each once, then gathered into extents, hashed and written while the
+	// next window is read, so planning holds two; a batch larger gets a window of its own. A
+	// scan reads the feature files once a window. Not part of the fingerprint.
 	PackMemory int64
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check

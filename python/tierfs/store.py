@@ -823,7 +823,7 @@ class Store:
         scan of the feature file"): ``"scan"`` (each window's rows in one ascending pass over the
         feature files, large reads), ``"random"`` (a read a row, batch by batch), or None / ``""``
         to choose per window by the disk model. ``pack_memory`` (bytes or "256MB"; None or 0: 1
-        GiB) bounds the packed bytes of a window; planning holds two, and a scan reads the feature
+        GiB) bounds the distinct rows of a window; planning holds two, and a scan reads the feature
         files once a window. Neither changes the packed bytes nor the plan's fingerprint (a plan
         made with other values is reused); ``report["pack_method"]`` and
         ``report["pack_windows"]`` say what planning did. Another method, or a negative or
