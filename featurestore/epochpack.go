@@ -3,7 +3,6 @@ package featurestore
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -56,11 +55,9 @@ type packer struct {
 	out  *packOut   // the packed file batches are laid out in now; nil between files
 	outs []*packOut // every packed file opened, to close those left open on failure
 
-	batches       int   // the plan's batches, every epoch's (target estimates its bytes)
-	laid          int   // batches laid out so far
-	laidBytes     int64 // the distinct bytes they added to their windows
-	handed        int64 // the distinct bytes of the windows handed to packing
-	handedBatches int   // their batches
+	batches       int // the plan's batches, every epoch's
+	handedBatches int // the batches of the windows handed to packing
+	fullBatches   int // the batches of the last window handed because it was full; 0: none yet
 
 	cur      *window   // laid out now
 	inflight []*window // handed to pack, oldest first: at most one reading, one writing
@@ -159,41 +156,38 @@ func (pk *packer) end() int64 { return pk.out.end }
 // limit is the window's bytes: EpochOptions.PackMemory or its default.
 func (pk *packer) limit() int64 { return cmp.Or(pk.o.PackMemory, DefaultPackMemory) }
 
-// target is the bytes at which a window is handed to packing: the plan's distinct bytes from the
-// window laid out now on, estimated from the windows handed so far (from the batches laid out
-// while none is), split evenly into as few windows as the limit allows, so that no pass of the
-// feature file packs a small remainder (a pass costs about as much for a remainder as for a full
-// window). Full windows are the estimate because a window's batches share more rows the more
-// of them it holds.
-func (pk *packer) target() int64 {
-	limit := pk.limit()
-	if pk.laid == 0 || pk.laid >= pk.batches {
-		return limit
+// targetBatches is the batches at which the window laid out now is handed to packing, unless
+// it fills first: 0 (fill it) until a window has filled up to the limit, then the plan's batches
+// from this window on split evenly over as few windows as a full window's batches say they need,
+// so that no pass of the feature file packs a small remainder (a pass costs about as much for a
+// remainder as for a full window). Counted in batches, not bytes: a window's batches share more
+// rows the more of them it holds, so bytes per batch depend on the window.
+func (pk *packer) targetBatches() int {
+	if pk.fullBatches == 0 {
+		return 0
 	}
-	perBatch := float64(pk.laidBytes) / float64(pk.laid)
-	if pk.handedBatches > 0 {
-		perBatch = float64(pk.handed) / float64(pk.handedBatches)
-	}
-	left := perBatch * float64(pk.batches-pk.handedBatches)
+	left := pk.batches - pk.handedBatches
 	if left <= 0 {
-		return limit
+		return 0
 	}
-	return min(limit, int64(left/math.Ceil(left/float64(limit))))
+	windows := (left + pk.fullBatches - 1) / pk.fullBatches
+	return (left + windows - 1) / windows
 }
 
 // add lays batch p's extents out after the last and adds its rows to the window, flushing the
 // window first when its new distinct rows do not fit (a batch larger than the window gets a
 // window of its own).
 func (pk *packer) add(p *packedBatch) error {
-	// The window ends at the batch boundary nearest its target, never past the limit.
-	limit, held := pk.limit(), pk.cur.distinctBytes(pk.src)
-	if target := pk.target(); len(pk.cur.batches) > 0 {
-		n := pk.newBytes(p)
-		if held+n > limit || held+n-target > target-held {
+	// The window ends when full or at its target.
+	if n := len(pk.cur.batches); n > 0 {
+		full := pk.cur.distinctBytes(pk.src)+pk.newBytes(p) > pk.limit()
+		if target := pk.targetBatches(); full || target > 0 && n >= target {
+			if full {
+				pk.fullBatches = n
+			}
 			if err := pk.flush(); err != nil {
 				return err
 			}
-			held = 0
 		}
 	}
 	w, out := pk.cur, pk.out
@@ -221,7 +215,6 @@ func (pk *packer) add(p *packedBatch) error {
 		out.end += size
 	}
 	w.batches = append(w.batches, wb)
-	pk.laid, pk.laidBytes = pk.laid+1, pk.laidBytes+w.distinctBytes(pk.src)-held
 	pk.rep.RowsPacked += p.rows()
 	return nil
 }
@@ -356,7 +349,7 @@ func (pk *packer) flush() error {
 			return err
 		}
 	}
-	pk.handed, pk.handedBatches = pk.handed+w.distinctBytes(pk.src), pk.handedBatches+len(w.batches)
+	pk.handedBatches += len(w.batches)
 	w.read, w.written, w.readErr, w.writeErr = make(chan struct{}), make(chan struct{}), nil, nil
 	pk.inflight = append(pk.inflight, w)
 	go pk.pack(w, prev)

@@ -187,8 +187,8 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	}
 	// Windows of at most 1/(w + 0.2) of the plan's distinct rows: each holds the rows its batches
 	// share with other windows too, so there are more than w + 1, but they are at least half full
-	// on average (a window's target is never below half the limit; its bytes are whole packAlign
-	// blocks of each type, and the last may be small).
+	// on average (a window's bytes are whole packAlign blocks of each type; how windows end is
+	// TestWindowTargetsSplitEvenly's).
 	limit := max(packAlign, distinct*5/int64(5*(2+rng.IntN(3))+1))
 	defer func(n int) { packWriteBytes = n }(packWriteBytes)
 	packWriteBytes = packAlign * (1 + rng.IntN(3)) // extents written a few blocks a write
@@ -222,6 +222,38 @@ func TestWindowsSpanEpochs(t *testing.T) {
 			if !bytes.Equal(dst, d.want(sample.Nodes)) {
 				t.Fatalf("epoch %d batch %d: the rows differ from the dataset's", e, b)
 			}
+		}
+	}
+}
+
+// TestWindowTargetsSplitEvenly: with windows that fill at a fixed number of batches, the first
+// fills, and the rest split the batches left evenly: as few windows as hold the plan, no two
+// (but the first) more than a batch apart, so no pass packs a small remainder.
+func TestWindowTargetsSplitEvenly(t *testing.T) {
+	rng := newRand(t)
+	for range 200 {
+		total, capacity := 1+rng.IntN(5000), 1+rng.IntN(400)
+		pk := &packer{batches: total}
+		var sizes []int
+		for laid := 0; laid < total; {
+			n := 0
+			for laid < total && n < capacity {
+				if target := pk.targetBatches(); target > 0 && n >= target {
+					break
+				}
+				n, laid = n+1, laid+1
+			}
+			if n == capacity && laid < total && pk.targetBatches() == 0 {
+				pk.fullBatches = n // the window filled: the next batch did not fit
+			}
+			pk.handedBatches += n
+			sizes = append(sizes, n)
+		}
+		if want := (total + capacity - 1) / capacity; len(sizes) != want {
+			t.Fatalf("%d batches, %d a full window: %d windows %v, want %d", total, capacity, len(sizes), sizes, want)
+		}
+		if rest := sizes[1:]; len(rest) > 0 && slices.Max(rest)-slices.Min(rest) > 1 {
+			t.Fatalf("%d batches, %d a full window: windows %v, not even", total, capacity, sizes)
 		}
 	}
 }
