@@ -174,43 +174,35 @@ func (pk *packer) targetBatches() int {
 	return (left + windows - 1) / windows
 }
 
-// add lays batch p's extents out after the last and adds its rows to the window, flushing the
-// window first when its new distinct rows do not fit (a batch larger than the window gets a
-// window of its own).
+// add lays batch p's extents out after the last and adds its rows to the window, handing the
+// window to packing first when it is at its target or p's new distinct rows do not fit (a batch
+// larger than the window gets a window of its own).
 func (pk *packer) add(p *packedBatch) error {
-	// The window ends when full or at its target.
 	if n := len(pk.cur.batches); n > 0 {
-		full := pk.cur.distinctBytes(pk.src)+pk.newBytes(p) > pk.limit()
-		if target := pk.targetBatches(); full || target > 0 && n >= target {
-			if full {
-				pk.fullBatches = n
-			}
+		if target := pk.targetBatches(); target > 0 && n >= target {
 			if err := pk.flush(); err != nil {
 				return err
 			}
 		}
+	}
+	slots, before := pk.cur.hold(p)
+	if n := len(pk.cur.batches); n > 0 && pk.cur.distinctBytes(pk.src) > pk.limit() {
+		pk.cur.drop(before) // the window is full without p
+		pk.fullBatches = n
+		if err := pk.flush(); err != nil {
+			return err
+		}
+		slots, before = pk.cur.hold(p)
 	}
 	w, out := pk.cur, pk.out
 	if len(w.outs) == 0 || w.outs[len(w.outs)-1] != out {
 		w.outs = append(w.outs, out)
 		out.pending++
 	}
-	wb := windowBatch{out: out, slots: make([][]int32, len(p.types)), extent: make([]int, len(p.types)),
-		off: make([]int64, len(p.types)), distinct: make([]int, len(p.types))}
+	wb := windowBatch{out: out, slots: slots, extent: make([]int, len(p.types)), off: make([]int64, len(p.types)), distinct: before}
 	for k, pt := range p.types {
-		wb.distinct[k] = len(w.distinct[k])
-		slots, seen := make([]int32, len(pt.ids)), w.slot[k]
-		for i, id := range pt.ids {
-			x, ok := seen[id]
-			if !ok {
-				x = int32(len(w.distinct[k]))
-				seen[id] = x
-				w.distinct[k] = append(w.distinct[k], id)
-			}
-			slots[i] = x
-		}
 		size := alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
-		wb.slots[k], wb.off[k], wb.extent[k] = slots, out.end, len(out.ef.Batches)
+		wb.off[k], wb.extent[k] = out.end, len(out.ef.Batches)
 		out.ef.Batches = append(out.ef.Batches, batchExtent{Offset: out.end, Rows: pt.rows, Nodes: pt.nodesID})
 		out.end += size
 	}
@@ -219,23 +211,36 @@ func (pk *packer) add(p *packedBatch) error {
 	return nil
 }
 
-// newBytes is the bytes batch p's rows would add to the window laid out now: its rows the window
-// does not hold yet.
-func (pk *packer) newBytes(p *packedBatch) int64 {
-	w := pk.cur
-	var n int64
+// hold adds batch p's rows to w's distinct rows (those it holds already once more): their slots
+// per packed type, and w's distinct rows of each type before p (drop takes p's back out).
+func (w *window) hold(p *packedBatch) (slots [][]int32, before []int) {
+	slots, before = make([][]int32, len(p.types)), make([]int, len(p.types))
 	for k, pt := range p.types {
-		fresh := int64(0)
-		for _, id := range pt.ids {
-			if _, ok := w.slot[k][id]; !ok {
-				fresh++
+		before[k] = len(w.distinct[k])
+		slots[k] = make([]int32, len(pt.ids))
+		seen := w.slot[k]
+		for i, id := range pt.ids {
+			x, ok := seen[id]
+			if !ok {
+				x = int32(len(w.distinct[k]))
+				seen[id] = x
+				w.distinct[k] = append(w.distinct[k], id)
 			}
+			slots[k][i] = x
 		}
-		rb := pk.src.stacks[k].spec.RowBytes
-		had := int64(len(w.distinct[k])) * rb
-		n += alignUp64(had+fresh*rb) - alignUp64(had)
 	}
-	return n
+	return slots, before
+}
+
+// drop takes the distinct rows after before (per packed type) out of w: those the batches last
+// held first brought in.
+func (w *window) drop(before []int) {
+	for k, n := range before {
+		for _, id := range w.distinct[k][n:] {
+			delete(w.slot[k], id)
+		}
+		w.distinct[k] = w.distinct[k][:n]
+	}
 }
 
 // grow makes w's mapping n bytes (a multiple of packAlign), keeping what it holds: mremap moves
@@ -296,13 +301,7 @@ func (pk *packer) dropOut() error {
 	out.ended = true
 	w := pk.cur
 	if i := slices.IndexFunc(w.batches, func(wb windowBatch) bool { return wb.out == out }); i >= 0 {
-		// The rows first laid out by the batches dropped are the last distinct rows.
-		for k, n := range w.batches[i].distinct {
-			for _, id := range w.distinct[k][n:] {
-				delete(w.slot[k], id)
-			}
-			w.distinct[k] = w.distinct[k][:n]
-		}
+		w.drop(w.batches[i].distinct) // the rows its batches first brought in are the last
 		w.batches = w.batches[:i]
 		w.outs = w.outs[:len(w.outs)-1]
 		out.pending--
