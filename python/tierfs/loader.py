@@ -236,9 +236,10 @@ class Loader:
     epoch (the one wait for planning), then, on a background thread, the next K epochs
     (``first_epoch=K``: fresh orders and samples, not replays) while the current K train, and so
     on; epoch ``e`` is exactly planned epoch ``e``. A round's epochs share the packing windows
-    (``plan_pack_memory``), so K ≥ 2 reads the feature file fewer times an epoch: on the H200
-    host a later round of 4 epochs planned at 0.67–0.73 of training's time at [15,10,5] and
-    1.26–1.33 at [25,10], against 1.19 and 1.81 with K = 1 (BENCHMARKS.md). At most two plans
+    (``plan_pack_memory``, each row held once however many batches pack it), so K ≥ 2 reads the
+    feature file fewer times an epoch: on the H200 host a later round of 4 epochs planned at
+    0.79 of training's time at [25,10] (one pass over the feature file) and 0.36–0.52 at
+    [15,10,5], against 1.81 and 1.19 with K = 1 (BENCHMARKS.md). At most two plans
     are on disk (the round serving and the round being planned), each within half of
     ``plan_disk_budget``; a round's directory goes at the next round boundary. Only round 0 places the memory tiers
     (``place_tiers``); later rounds are planned against the same tiers. ``plan_dir``: the
