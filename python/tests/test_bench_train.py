@@ -162,6 +162,9 @@ def test_later_round_of_several_epochs(tmp_path):
     rep = json.loads(out.read_text())
     planned = next(r for r in rep["results"] if r["config"] == "tierfs-planned")
     assert planned["replan_epochs"] == 3
+    # The round's time is the call that plans and opens it and the removal of its files.
+    assert 0 < planned["replan_open_seconds"] and 0 <= planned["replan_remove_seconds"]
+    assert planned["replan_open_seconds"] + planned["replan_remove_seconds"] <= planned["replan_seconds"]
     assert planned["replan_report"]["pack_windows"] == 1, planned["replan_report"]
     head = rep["summary"][0]
     assert head["replan_epochs"] == 3 and head["replanning_over_limit"] > 0

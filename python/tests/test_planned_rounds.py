@@ -89,11 +89,13 @@ def test_rounds_plan_ahead_fresh_epochs(graph, tmp_path, k, in_plan_dir):
             assert 0 < rep["fill_seconds"] <= rep["place_seconds"] <= rep["seconds"] and rep["place_sample_seconds"] > 0, rep
         else:
             assert rep["place_seconds"] == rep["place_sample_seconds"] == rep["fill_seconds"] == 0, rep
-    # Finished rounds' directories are gone; the serving one and the one planned next remain.
+    # Finished rounds' directories are gone (the planner thread removes the last one before it
+    # plans the next round, so it may remain while planning); the serving one and the one
+    # planned next remain.
     serving = loader.plan.first_epoch
     for x in plans["rounds"]:
         alive = x["first_epoch"] >= serving
-        assert os.path.isdir(x["dir"]) == alive or (x["first_epoch"] > serving and plans["planning"]), x
+        assert os.path.isdir(x["dir"]) == alive or plans["planning"], x
         assert in_plan_dir == (os.path.dirname(x["dir"]) == str(root))
     loader.close()
     assert not planner_threads()
@@ -105,6 +107,55 @@ def test_rounds_plan_ahead_fresh_epochs(graph, tmp_path, k, in_plan_dir):
         iter(loader)
     plain.close()
     store.close()
+
+
+def test_round_boundary_does_not_wait_for_removal(graph, tmp_path, monkeypatch):
+    """At a round boundary the finished round's directory is removed by the planner thread, not
+    the training thread: with the removal held, the next epoch trains to its end; the round after
+    is not planned until the removal is done (at most two plans on disk), then is."""
+    import tierfs.planrounds as planrounds
+
+    held, entered = threading.Event(), threading.Event()
+    real_rmtree = planrounds.shutil.rmtree
+
+    def slow_rmtree(path, *args, **kwargs):
+        entered.set()
+        assert held.wait(30), "the removal was never released"
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(planrounds.shutil, "rmtree", slow_rmtree)
+    seeds = graph["splits"]["train"]
+    store = tierfs.open(graph["path"], host_cache="64KiB")
+    root = tmp_path / "plans"
+    loader = tierfs.Loader(store, store.sampler([4, 3], seed=int(rng(2702).integers(1 << 30))), seeds, batch_size=128,
+                           prefetch=2, planned_epochs=1, plan_dir=str(root))
+    try:
+        for _ in loader:  # epoch 0: round 0 serves, round 1 is planned meanwhile
+            pass
+        done = threading.Event()
+
+        def epoch_one():
+            for _ in loader:
+                pass
+            done.set()
+
+        t = threading.Thread(target=epoch_one)
+        t.start()
+        assert entered.wait(30), "round 0 was not retired"
+        # Epoch 1 trains to its end while round 0's removal is held.
+        assert done.wait(30), "epoch 1 waited for the removal of round 0's directory"
+        t.join()
+        assert sorted(os.listdir(root)) == ["epochs-from-0", "epochs-from-1"]  # round 2 waits for the removal
+        held.set()
+        deadline = time.monotonic() + 30
+        while loader.stats()["plans"]["planning"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(os.listdir(root)) == ["epochs-from-1", "epochs-from-2"]
+    finally:
+        held.set()
+        loader.close()
+        store.close()
+    assert os.listdir(root) == []
 
 
 def test_close_mid_round_stops_the_planner(graph, tmp_path):

@@ -985,6 +985,7 @@ class Bench:
             r["plan_setup_seconds"] = extra.get("plan_seconds")
             if "replan_seconds" in extra:
                 r["replan_seconds"], r["replan_report"], r["replan_epochs"] = extra["replan_seconds"], extra["replan_report"], extra["replan_epochs"]
+                r["replan_open_seconds"], r["replan_remove_seconds"] = extra["replan_open_seconds"], extra["replan_remove_seconds"]
             r["plan_note"] = extra.get("plan_note", "")
         if cfg in MEMORY_CONFIGS:
             where = "gpu" if (cfg in GPU_MEMORY_CONFIGS and self.cuda) else "host"
@@ -1044,8 +1045,13 @@ class Bench:
                 with st.plan_epochs(fanouts, batch, a.replan_epochs, seeds=self.train, plan_dir=replan_dir, seed=a.seed, shuffle_seed=a.seed,
                                     place_tiers=False, first_epoch=1, pack_memory=a.plan_pack_memory) as replan:
                     rep = dict(replan.report)
+                    extra["replan_open_seconds"] = time.perf_counter() - t1
             finally:
+                t2 = time.perf_counter()
                 shutil.rmtree(replan_dir, ignore_errors=True)
+                extra["replan_remove_seconds"] = time.perf_counter() - t2
+            # The planner thread's time for a round: planning it, and removing the round before
+            # (a Loader's planner removes the finished round's files before it plans the next).
             extra["replan_seconds"] = time.perf_counter() - t1
             extra["replan_epochs"] = a.replan_epochs
             from tierfs.planrounds import _REPORT_KEYS  # the keys a Loader's round records
@@ -1054,7 +1060,8 @@ class Bench:
             print(f"  planned the next {a.replan_epochs} epoch(s) against the placed tiers in {extra['replan_seconds']:.1f} s, "
                   f"{rep.get('rows_per_batch', {}).get('mean', 0):,.0f} packed rows a batch in {rep.get('pack_windows', 0)} window(s) "
                   f"(sampling {rep.get('sample_seconds', 0):.1f} s over the planner's threads, reading {rep.get('read_seconds', 0):.1f} s, "
-                  f"writing {rep.get('write_seconds', 0):.1f} s)")
+                  f"writing {rep.get('write_seconds', 0):.1f} s; the core {rep.get('seconds', 0):.1f} s of the "
+                  f"{extra['replan_open_seconds']:.1f} s call, removing its files {extra['replan_remove_seconds']:.1f} s)")
 
     def close_plan(self, extra: Dict[str, Any]) -> None:
         plan = extra.pop("plan", None)

@@ -6,9 +6,10 @@ Round r covers the training epochs ``[F, F + n)`` (``store.plan_epochs(first_epo
 or fewer where the disk budget stops the core). Round 0 is planned when it is first needed, and
 training waits for it; every later round is planned while the round before it trains, so a run
 waits for planning once unless planning is slower than training. At most two plans exist on
-disk: the round serving and the round being planned. A round's directory is removed at the
-next round boundary (when training asks for its first epoch after the round's last), before the
-round after is started.
+disk: the round serving and the round being planned. A round is retired at the next round
+boundary (when training asks for its first epoch after the round's last): its plan closed and its
+directory removed by the planner thread, before it plans the round after, so training does not
+wait for the removal (gigabytes of files: seconds on some disks).
 
 With ``reuse=True`` there is one round: planned once and served for every epoch (epoch e replays
 planned epoch ``e mod K``), in ``plan_dir`` itself so that a later run reuses it.
@@ -63,10 +64,13 @@ class _Round:
                 "report": None if report is None else {k: report.get(k, 0) for k in _REPORT_KEYS}}
 
 
-def _plan_round(make: MakePlan, r: _Round, stop: threading.Event, place_tiers: bool) -> None:
-    """Plans round r (on any thread); records the plan or the error and sets r.done."""
+def _plan_round(make: MakePlan, r: _Round, stop: threading.Event, place_tiers: bool, retired: Optional["_Round"] = None) -> None:
+    """Retires round ``retired`` (None: none), then plans round r (on any thread); records the
+    plan or the error and sets r.done."""
     t = time.perf_counter()
     try:
+        _retire(retired)
+        t = time.perf_counter()  # plan_s is the planning, not the removal before it
         if not stop.is_set():
             r.plan = make(r.first_epoch, r.dir, place_tiers)
     except BaseException as e:  # raised in the training thread at the round boundary
@@ -160,18 +164,20 @@ class PlanRounds:
             err = RuntimeError(msg)
         raise err from e
 
-    def _start_next(self, first: int) -> None:
+    def _start_next(self, first: int, retired: Optional[_Round] = None) -> None:
+        """Plans the round from epoch ``first`` on the planner thread, after retiring round
+        ``retired`` there."""
         r = self._new_round(first)
         st = self._st
         st.next = r
-        st.thread = threading.Thread(target=_plan_round, args=(self._make, r, st.stop, False), name="tierfs-planner", daemon=True)
+        st.thread = threading.Thread(target=_plan_round, args=(self._make, r, st.stop, False, retired), name="tierfs-planner", daemon=True)
         st.thread.start()
 
     def plan_for(self, epoch: int) -> Any:
-        """The plan serving ``epoch``: at a round boundary the finished round's plan is closed and
-        its directory removed, the next round (planned meanwhile; waited for if not yet done)
-        serves, and the round after it starts planning. Raises what planning the round raised,
-        naming its directory."""
+        """The plan serving ``epoch``: at a round boundary the next round (planned meanwhile;
+        waited for if not yet done) serves, and the planner thread retires the finished round
+        (closes its plan, removes its directory) and then plans the round after. Raises what
+        planning the round raised, naming its directory."""
         st = self._st
         if st.stop.is_set():
             raise errors.ClosedError("tierfs.Loader: the loader is closed")
@@ -180,22 +186,25 @@ class PlanRounds:
             return cur.plan
         if cur is not None and cur.first_epoch <= epoch < cur.end():
             return cur.plan
-        st.current = None
-        _retire(cur)
+        st.current = None  # cur is retired by the thread that plans the round after nxt
         nxt, st.next = st.next, None
         if nxt is not None and nxt.first_epoch != epoch:  # the loader jumped epochs: plan anew
             _retire(nxt)
             nxt = None
         if nxt is None:
+            _retire(cur)
+            cur = None
             nxt = self._plan_now(epoch)
         else:
             nxt.waited = not nxt.done.is_set()
             t = time.perf_counter()
             nxt.done.wait()
             nxt.wait_s = time.perf_counter() - t
-            self._raise_if_failed(nxt)
+            if nxt.error is not None:
+                _retire(cur)
+                self._raise_if_failed(nxt)
         st.current = nxt
-        self._start_next(nxt.end())
+        self._start_next(nxt.end(), retired=cur)
         return nxt.plan
 
     def stats(self, next_epoch: int) -> Dict[str, Any]:
