@@ -175,6 +175,12 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	}
 	unlock := src.placeLocked()
 	inputs := src.planInputs(&o, fp)
+	// Which rows the memory tiers hold, taken with the inputs: a batch's packed rows are the
+	// others, found without the tiers' indexes (a plan whose tiers change fails, below).
+	o.inMemory = make([]memoryRows, len(src.stacks))
+	for k, s := range src.stacks {
+		o.inMemory[k] = s.memoryRows()
+	}
 	unlock()
 
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
@@ -576,18 +582,22 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 	}
 	nodes := p.nodeIDs
 	p.nodeIDs, p.draw = nil, nil
-	for k, s := range src.stacks {
+	for k := range src.stacks {
 		mine, _ := o.keep(k, nodes[k])
-		s.place.RLock()
-		ts, release := heldTiers(s.tierList())
-		sp := splitIDs(mine, ts, make([]int64, 2*len(mine)), nil, 1) // one goroutine: planWorkers batches run at once
-		release()
-		s.place.RUnlock()
-		ids := sp.slots(len(ts) - 1) // the SSD tier's slot of a node is its id; positions ascend
-		pt := &p.types[k]
-		pt.rows = int64(len(ids))
-		if !countOnly {
-			pt.ids = slices.Clone(ids)
+		held, pt := o.inMemory[k], &p.types[k]
+		for _, id := range mine {
+			if !held.has(id) {
+				pt.rows++
+			}
+		}
+		if countOnly || pt.rows == 0 {
+			continue
+		}
+		pt.ids = make([]int64, 0, pt.rows)
+		for _, id := range mine {
+			if !held.has(id) {
+				pt.ids = append(pt.ids, id)
+			}
 		}
 	}
 	return p

@@ -106,6 +106,28 @@ type EpochOptions struct {
 	PackMemory int64
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
+	inMemory  []memoryRows     // per packed stack, the rows its memory tiers held as planning began
+}
+
+// memoryRows is a packed node type's rows that its memory tiers hold: a bit per node.
+type memoryRows []uint64
+
+// has says whether the memory tiers hold id.
+func (r memoryRows) has(id int64) bool { return r[id>>6]&(1<<(uint64(id)&63)) != 0 }
+
+// memoryRows is the rows s's memory tiers hold (the caller holds the place lock).
+func (s *Store) memoryRows() memoryRows {
+	r := make(memoryRows, (s.NumNodes()+63)/64)
+	ts := s.tierList()
+	for _, t := range ts[:len(ts)-1] {
+		t.Ranges(func(first, count int64) bool {
+			for id := first; id < first+count; id++ {
+				r[id>>6] |= 1 << (uint64(id) & 63)
+			}
+			return true
+		})
+	}
+	return r
 }
 
 // elsewhereRows is one packed node type's rows of EpochOptions.Elsewhere: a bit per node.
