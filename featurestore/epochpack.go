@@ -86,7 +86,7 @@ type window struct {
 	batches  []windowBatch
 	outs     []*packOut        // the files of its batches, each once, in order
 	distinct [][]int64         // per packed type, its rows in the order first laid out
-	slot     []map[int64]int32 // per packed type, a row's index in distinct
+	slot     []map[int64]int32 // per packed type, a row's index in distinct (while laid out)
 	sums     []uint64          // per extent of the window, in batches' order
 
 	// Set by pack: read is closed once its rows are read (readErr says how), written once it
@@ -121,18 +121,17 @@ func (w *window) distinctBytes(src *epochSource) int64 {
 	return n
 }
 
-// reset empties w for the next batches, for types packed types.
+// reset empties w for the next batches, for types packed types: its maps of slots new, sized
+// for as many rows as it held last.
 func (w *window) reset(types int) {
 	w.buf, w.batches, w.outs = w.buf[:0], w.batches[:0], w.outs[:0]
 	if len(w.distinct) != types {
-		w.distinct, w.slot = make([][]int64, types), make([]map[int64]int32, types)
+		w.distinct = make([][]int64, types)
 	}
+	w.slot = make([]map[int64]int32, types)
 	for k := range types {
+		w.slot[k] = make(map[int64]int32, len(w.distinct[k]))
 		w.distinct[k] = w.distinct[k][:0]
-		if w.slot[k] == nil {
-			w.slot[k] = map[int64]int32{}
-		}
-		clear(w.slot[k])
 	}
 }
 
@@ -349,6 +348,7 @@ func (pk *packer) flush() error {
 		}
 	}
 	pk.handedBatches += len(w.batches)
+	w.slot = nil // packing needs its batches' slots, not the map: only the window laid out holds one
 	w.read, w.written, w.readErr, w.writeErr = make(chan struct{}), make(chan struct{}), nil, nil
 	pk.inflight = append(pk.inflight, w)
 	go pk.pack(w, prev)
