@@ -64,7 +64,7 @@ type packer struct {
 	free     []*window // taken back, for the next windows
 
 	scans, randoms int    // windows of one packed type read each way
-	wbuf           []byte // the write buffer (a mapping, packWriteBytes), of the window writing
+	wbuf           []byte // the write buffers (a mapping, packWriteBuffers × packWriteBytes), of the window writing
 }
 
 // packOut is one epoch's packed file as the packer writes it.
@@ -470,35 +470,78 @@ func (pk *packer) pack(w *window, prev chan struct{}) {
 	w.writeErr = pk.write(w, base)
 }
 
-// packWriteBytes is the size of the packer's write buffer (a multiple of packAlign; a variable so
-// tests can make an extent take several).
+// packWriteBytes is the size of each of the packer's packWriteBuffers write buffers (a multiple
+// of packAlign; a variable so tests can make an extent take several).
 var packWriteBytes = 8 << 20
 
+// packWriteBuffers is how many write buffers a window's writing takes turns with: one is filled
+// while the others are written.
+const packWriteBuffers = 2
+
 // write gathers window w's extents, in order, from its distinct rows (type k's from base[k]),
-// hashes each, and writes them through the packer's write buffer, a run of consecutive extents of
-// one file (up to the buffer's bytes) a write.
-func (pk *packer) write(w *window, base []int64) error {
+// hashes each, and writes them through the packer's write buffers, a run of consecutive extents
+// of one file (up to a buffer's bytes) a write; a goroutine writes each buffer while the next is
+// filled.
+func (pk *packer) write(w *window, base []int64) (err error) {
 	t := time.Now()
 	if pk.wbuf == nil {
-		m, err := unix.Mmap(-1, 0, packWriteBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		m, err := unix.Mmap(-1, 0, packWriteBuffers*packWriteBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
-			return fmt.Errorf("featurestore: the packing write buffer of %d bytes: %w", packWriteBytes, err)
+			return fmt.Errorf("featurestore: the packing write buffers of %d bytes: %w", packWriteBuffers*packWriteBytes, err)
 		}
 		pk.wbuf = m
 	}
-	buf := pk.wbuf
+	type pending struct {
+		out *packOut
+		off int64
+		b   []byte
+	}
+	free := make(chan []byte, packWriteBuffers)
+	for i := range packWriteBuffers {
+		free <- pk.wbuf[i*packWriteBytes : (i+1)*packWriteBytes : (i+1)*packWriteBytes]
+	}
+	writes, failed, written := make(chan pending, packWriteBuffers), make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(written)
+		ok := true
+		for p := range writes {
+			for done := int64(0); ok && done < int64(len(p.b)); {
+				m, err := planWriteAt(p.out.f, p.b[done:], p.off+done)
+				if err != nil {
+					failed <- fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", p.out.path, p.off+done, err)
+					ok = false
+				}
+				done += int64(m)
+			}
+			free <- p.b[:cap(p.b)]
+		}
+	}()
+	defer func() {
+		close(writes)
+		<-written
+		if err == nil {
+			select {
+			case err = <-failed:
+			default:
+			}
+		}
+		w.writeSecs = time.Since(t).Seconds()
+	}()
+	buf := <-free
 	var out *packOut
 	var off, n int64 // buf holds n bytes of out, from its byte off
 	flush := func() error {
-		for done := int64(0); done < n; {
-			m, err := planWriteAt(out.f, buf[done:n], off+done)
-			if err != nil {
-				return fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", out.path, off+done, err)
-			}
-			done += int64(m)
+		if n > 0 {
+			writes <- pending{out, off, buf[:n]}
+			off, n = off+n, 0
+			buf = <-free
 		}
-		off, n = off+n, 0
-		return nil
+		select {
+		case err := <-failed:
+			return err
+		default:
+			return nil
+		}
 	}
 	put := func(b []byte) error {
 		for len(b) > 0 {
@@ -544,11 +587,7 @@ func (pk *packer) write(w *window, base []int64) error {
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	w.writeSecs = time.Since(t).Seconds()
-	return nil
+	return flush()
 }
 
 // packRandomRows is the distinct rows a random read of a window takes at once (one Files.Read).
