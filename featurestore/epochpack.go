@@ -434,7 +434,7 @@ func (pk *packer) close() {
 
 // pack reads window w's distinct rows, then, once the window before it (prev closed; nil: none)
 // is written, writes its extents (write). It touches w alone (and the packed files, at offsets no
-// other window writes, and the packer's write buffer, which windows take in turn), so it runs
+// other window writes, and the packer's write buffers, which windows take in turn), so it runs
 // beside the planner laying the next window out and the window before being written.
 func (pk *packer) pack(w *window, prev chan struct{}) {
 	defer close(w.written)
