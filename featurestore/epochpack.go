@@ -3,6 +3,7 @@ package featurestore
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"os"
 	"slices"
 	"strings"
@@ -87,6 +88,7 @@ type window struct {
 	outs     []*packOut        // the files of its batches, each once, in order
 	distinct [][]int64         // per packed type, its rows in the order first laid out
 	slot     []map[int64]int32 // per packed type, a row's index in distinct (while laid out)
+	place    [][]int32         // per packed type, from pack on: each distinct row's place in the buffer
 	sums     []uint64          // per extent of the window, in batches' order
 
 	// Set by pack: read is closed once its rows are read (readErr says how), written once it
@@ -441,14 +443,19 @@ func (pk *packer) pack(w *window, prev chan struct{}) {
 	w.sums = w.sums[:0]
 	w.readSecs, w.writeSecs, w.reads, w.bytes, w.scanEst, w.randomEst, w.scans, w.randoms = 0, 0, 0, 0, 0, 0, 0, 0
 	t := time.Now()
-	// Each type's distinct rows from a packAlign boundary of the buffer.
+	// Each type's distinct rows from a packAlign boundary of the buffer, in ascending order of
+	// id (the feature file's), so that the reads fill the buffer front to back.
 	base := make([]int64, len(pk.src.stacks))
+	w.place = slices.Grow(w.place[:0], len(w.distinct))[:len(w.distinct)]
 	var total int64
 	for k, ids := range w.distinct {
+		if w.distinct[k], w.place[k], w.readErr = ascending(ids, pk.src.stacks[k].NumNodes()); w.readErr != nil {
+			break
+		}
 		base[k] = total
 		total += alignUp64(int64(len(ids)) * pk.src.stacks[k].spec.RowBytes)
 	}
-	if total > int64(cap(w.buf)) {
+	if w.readErr == nil && total > int64(cap(w.buf)) {
 		w.readErr = w.grow(total)
 	}
 	if w.readErr == nil {
@@ -571,10 +578,11 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 				out, off = wb.out, wb.off[k]
 			}
 			rb := pk.src.stacks[k].spec.RowBytes
-			rows := w.buf[base[k]:]
+			rows, place := w.buf[base[k]:], w.place[k]
 			d.Reset()
 			for _, x := range slots {
-				row := rows[int64(x)*rb : int64(x+1)*rb]
+				at := int64(place[x]) * rb
+				row := rows[at : at+rb]
 				d.Write(row)
 				if err := put(row); err != nil {
 					return err
@@ -588,6 +596,33 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 		}
 	}
 	return flush()
+}
+
+// ascending is ids (distinct) in ascending order, and each one's place in it, by a bit per node
+// and a count of the bits before each word (nodes/8 + nodes/16 bytes); an id outside [0, nodes)
+// is an error.
+func ascending(ids []int64, nodes int64) (sorted []int64, place []int32, err error) {
+	set := make([]uint64, (nodes+63)/64)
+	for _, id := range ids {
+		if id < 0 || id >= nodes {
+			return nil, nil, fmt.Errorf("featurestore: packing row %d, outside [0, %d)", id, nodes)
+		}
+		set[id>>6] |= 1 << (uint64(id) & 63)
+	}
+	before := make([]int32, len(set))
+	sorted = make([]int64, 0, len(ids))
+	for i, word := range set {
+		before[i] = int32(len(sorted))
+		for ; word != 0; word &= word - 1 {
+			sorted = append(sorted, int64(i)*64+int64(bits.TrailingZeros64(word)))
+		}
+	}
+	place = make([]int32, len(ids))
+	for j, id := range ids {
+		below := set[id>>6] & (1<<(uint64(id)&63) - 1)
+		place[j] = before[id>>6] + int32(bits.OnesCount64(below))
+	}
+	return sorted, place, nil
 }
 
 // packRandomRows is the distinct rows a random read of a window takes at once (one Files.Read).
@@ -605,21 +640,11 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		return nil
 	}
 	dst := w.buf[base : base+int64(len(ids))*rb]
-	// Random reads take the rows in ascending order, packRandomRows a read of the IO stack.
-	var sorted, pos []int64
+	// Random reads take the rows (ascending), packRandomRows a read of the IO stack.
 	var randomReads, randomBytes int64
 	if pk.o.PackMethod != PackScan {
-		order := make([]int64, len(ids))
-		for i := range order {
-			order[i] = int64(i)
-		}
-		slices.SortFunc(order, func(a, b int64) int { return cmp.Compare(ids[a], ids[b]) })
-		sorted, pos = make([]int64, len(ids)), order
-		for i, x := range order {
-			sorted[i] = ids[x]
-		}
-		for lo := 0; lo < len(sorted); lo += packRandomRows {
-			r, b := s.ssd.RandomReads(sorted[lo:min(lo+packRandomRows, len(sorted))])
+		for lo := 0; lo < len(ids); lo += packRandomRows {
+			r, b := s.ssd.RandomReads(ids[lo:min(lo+packRandomRows, len(ids))])
 			randomReads, randomBytes = randomReads+r, randomBytes+b
 		}
 	}
@@ -656,14 +681,18 @@ func (pk *packer) read(w *window, k int, base int64) error {
 	w.randoms++
 	w.reads += randomReads
 	w.bytes += randomBytes
-	chunks := (len(sorted) + packRandomRows - 1) / packRandomRows
+	chunks := (len(ids) + packRandomRows - 1) / packRandomRows
 	return par.InTurn(planWorkers(), chunks, func() (func(int) error, func(), error) {
+		pos := make([]int64, packRandomRows)
 		return func(c int) error {
-			lo, hi := c*packRandomRows, min((c+1)*packRandomRows, len(sorted))
+			lo, hi := c*packRandomRows, min((c+1)*packRandomRows, len(ids))
 			if err := pk.stop(); err != nil {
 				return err
 			}
-			if err := s.ssd.CopyToHost(sorted[lo:hi], pos[lo:hi], dst); err != nil {
+			for i := range hi - lo {
+				pos[i] = int64(i)
+			}
+			if err := s.ssd.CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
 				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 			}
 			return nil

@@ -258,6 +258,37 @@ func TestWindowTargetsSplitEvenly(t *testing.T) {
 	}
 }
 
+// TestAscendingMatchesSort: ascending sorts distinct ids as slices.Sort does and places each
+// where the sort puts it, for random sets (none, and every node, included); an id out of range
+// is an error naming it.
+func TestAscendingMatchesSort(t *testing.T) {
+	rng := newRand(t)
+	for range 100 {
+		nodes := 1 + rng.Int64N(5000)
+		ids := rng.Perm(int(nodes))[:rng.IntN(int(nodes)+1)]
+		in := make([]int64, len(ids))
+		for i, id := range ids {
+			in[i] = int64(id)
+		}
+		sorted, place, err := ascending(in, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Sorted(slices.Values(in))
+		if !slices.Equal(sorted, want) && !(len(sorted) == 0 && len(want) == 0) {
+			t.Fatalf("%d of %d nodes: sorted %v, want %v", len(in), nodes, sorted, want)
+		}
+		for j, id := range in {
+			if sorted[place[j]] != id {
+				t.Fatalf("%d of %d nodes: id %d placed at %d, which holds %d", len(in), nodes, id, place[j], sorted[place[j]])
+			}
+		}
+	}
+	if _, _, err := ascending([]int64{3, 7}, 7); err == nil || !strings.Contains(err.Error(), "row 7") {
+		t.Fatalf("an id past the nodes: %v", err)
+	}
+}
+
 // TestWindowReadsWhileTheOneBeforeWrites: a window's rows are read while the window before it
 // is written, so the disk's reads and writes overlap: the plan's first write (the first window's)
 // waits until the store's IO counters show the next window's reads; it waits in vain (10 s), and
