@@ -187,6 +187,41 @@ def test_auto_rule():
         assert a["on_demand_batch_s"] == 0.2 and a["planned_batch_s"] == planned_wall / 10
 
 
+def test_auto_plans_rounds_within_the_disk_budget(graph, tmp_path, monkeypatch):
+    """Where epoch 0 on demand was bound by the disk, "auto" plans rounds of 4 epochs (as many as
+    the budget holds); a budget that holds no planned epoch leaves it on demand, saying why."""
+    import tierfs.loader as loader_mod
+
+    real = loader_mod.pipeline_stats
+
+    def disk_bound(run):
+        st = real(run)
+        return dict(st, bound="disk", bound_why="the test says so")
+
+    monkeypatch.setattr(loader_mod, "pipeline_stats", disk_bound)
+    seeds = graph["splits"]["train"]
+    with tierfs.open(graph["path"], host_cache="64KiB") as store:
+        loader = tierfs.Loader(store, store.sampler([4, 3], seed=SEED % 1000), seeds, batch_size=100, seed=SEED,
+                               planned_epochs="auto", plan_dir=str(tmp_path / "plans"))
+        for epoch in range(2):
+            got = list(loader)
+            np.testing.assert_array_equal(np.sort(np.concatenate([b.seeds for b in got])), np.sort(seeds))
+        plans = loader.stats()["plans"]
+        assert loader.plan is not None and plans["epochs_per_plan"] == 4, plans
+        first = plans["rounds"][0]
+        assert first["first_epoch"] == 1 and first["epochs"] == 4, first
+        loader.close()
+
+        tiny = tierfs.Loader(store, store.sampler([4, 3], seed=SEED % 1000), seeds, batch_size=100, seed=SEED,
+                             planned_epochs="auto", plan_disk_budget="8KiB")
+        for _ in range(2):
+            assert sum(1 for _ in tiny) == len(tiny)
+        auto = tiny.stats()["auto"]
+        assert auto["decided"] and auto["path"] == "on demand" and "disk budget" in auto["why"], auto
+        assert tiny.plan is None
+        tiny.close()
+
+
 def test_auto_runs_the_path_it_chose(graph):
     """Out of core, "auto" measures epoch 0 on demand and then runs what it decided: every batch
     has the right rows, each epoch covers the seeds once, and a planned epoch serves the plan's

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
+import shutil
+import tempfile
 import threading
 import time
 import weakref
@@ -23,7 +25,7 @@ import numpy as np
 from . import _util
 from .distributed import _RANK_SEED_STRIDE, DistributedStore, loader_share, new_turnstile, split_seeds
 from .epochs import _pack_request
-from .errors import ClosedError
+from .errors import ClosedError, InvalidArgumentError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .planrounds import PlanRounds
 from ._args import IdsLike, _ids
@@ -177,16 +179,38 @@ def _auto_start(loader: "Loader") -> Dict[str, Any]:
     return {"path": "on demand", "decided": False, "why": "epoch 0 runs on demand and is measured"}
 
 
+# planned_epochs="auto" plans rounds of this many epochs: a round's epochs share the packing
+# windows, so on the H200 host a later round of 4 epochs planned at 0.79 of training's time at
+# [25,10], against 1.81 for rounds of one epoch (BENCHMARKS.md).
+_AUTO_EPOCHS = 4
+
+
+def _free_bytes(path: Optional[str]) -> int:
+    """The free bytes of the file system of ``path`` (its nearest existing directory; None: the
+    temporary directory's)."""
+    where = os.path.abspath(path if path is not None else tempfile.gettempdir())
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    return shutil.disk_usage(where).free
+
+
 def _auto_step(loader: "Loader", epoch: int) -> None:
     """planned_epochs="auto" before ``epoch``: :func:`_auto_decide` from the latest epoch's
-    stats, then plans or drops the plan."""
+    stats, then plans or drops the plan. A plan the disk budget cannot hold leaves the loader on
+    demand, saying why."""
     run = loader._run
     if loader._auto is None or run is None or run.delivered == 0:
         return  # nothing measured yet
     action = _auto_decide(loader._auto, pipeline_stats(run), loader.plan is not None, epoch)
     if action == "plan":
         t = time.perf_counter()
-        loader._start_plans(1, epoch)
+        try:
+            loader._start_plans(_AUTO_EPOCHS, epoch, auto=True)
+        except InvalidArgumentError as e:
+            if "plan_disk_budget" not in str(e):
+                raise
+            loader._auto.update(path="on demand", decided=True, why=f"no planned epoch fits the disk budget: {e}")
+            return
         loader._auto["plan_s"] = time.perf_counter() - t
     elif action == "drop":
         loader._stop_plans()
@@ -256,10 +280,12 @@ class Loader:
 
     ``planned_epochs="auto"`` picks the faster path by measuring: epoch 0 runs on demand. If the
     disk bounded it (``stats()["bound"] == "disk"``), the loader plans from epoch 1 (as
-    ``planned_epochs=1``) before epoch 1, and after epoch 1 keeps whichever of the two ran a
-    batch faster (wall time, training included, and with it the planning of the next round).
-    Otherwise it stays on demand, decided at once where a memory tier holds every row, on a
-    distributed store or with ``shuffle=False``. ``stats()["auto"]`` says which path and why.
+    ``planned_epochs=4``: rounds of 4 epochs, as many of them as the disk budget holds —
+    ``plan_disk_budget``, else half the free space where the plans go) before epoch 1, and after
+    epoch 1 keeps whichever of the two ran a batch faster (wall time, training included, and with
+    it the planning of the next round). Otherwise it stays on demand, decided at once where a
+    memory tier holds every row, on a distributed store, with ``shuffle=False``, or where not one
+    planned epoch fits the budget. ``stats()["auto"]`` says which path and why.
 
     On a distributed store (``tierfs.open(..., cache_mode=...)``, :mod:`tierfs.distributed`) each
     rank iterates its share of ``seeds`` (:func:`tierfs.distributed.split_seeds`, as torch's
@@ -362,10 +388,13 @@ class Loader:
             self._start_plans(planned_epochs, 0)
         self._auto: Optional[Dict[str, Any]] = _auto_start(self) if auto else None
 
-    def _start_plans(self, epochs: int, first_epoch: int) -> None:
+    def _start_plans(self, epochs: int, first_epoch: int, auto: bool = False) -> None:
         """Plans rounds of ``epochs`` epochs from ``first_epoch`` (:class:`PlanRounds`); the
-        first now."""
+        first now. With ``auto`` and no ``plan_disk_budget``, the plans on disk keep within half
+        the plan directory's free space (a round plans as many of its epochs as fit)."""
         plan_dir, disk_budget, reuse = self._plan_args
+        if auto and not disk_budget:
+            disk_budget = max(1, _free_bytes(plan_dir) // 2)
         sampler = self.sampler
         fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
         # Two plans at once (the one serving, the next) share the budget; one when reused.
