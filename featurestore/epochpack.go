@@ -602,12 +602,12 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 // and a count of the bits before each word (nodes/8 + nodes/16 bytes); an id outside [0, nodes)
 // is an error.
 func ascending(ids []int64, nodes int64) (sorted []int64, place []int32, err error) {
-	set := make([]uint64, (nodes+63)/64)
+	set := newNodeSet(nodes)
 	for _, id := range ids {
 		if id < 0 || id >= nodes {
 			return nil, nil, fmt.Errorf("featurestore: packing row %d, outside [0, %d)", id, nodes)
 		}
-		set[id>>6] |= 1 << (uint64(id) & 63)
+		set.add(id)
 	}
 	before := make([]int32, len(set))
 	sorted = make([]int64, 0, len(ids))

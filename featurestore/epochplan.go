@@ -177,7 +177,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	inputs := src.planInputs(&o, fp)
 	// Which rows the memory tiers hold, taken with the inputs: a batch's packed rows are the
 	// others, found without the tiers' indexes (a plan whose tiers change fails, below).
-	o.inMemory = make([]memoryRows, len(src.stacks))
+	o.inMemory = make([]nodeSet, len(src.stacks))
 	for k, s := range src.stacks {
 		o.inMemory[k] = s.memoryRows()
 	}

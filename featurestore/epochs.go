@@ -106,23 +106,26 @@ type EpochOptions struct {
 	PackMemory int64
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
-	inMemory  []memoryRows     // per packed stack, the rows its memory tiers held as planning began
+	inMemory  []nodeSet        // per packed stack, the rows its memory tiers held as planning began
 }
 
-// memoryRows is a packed node type's rows that its memory tiers hold: a bit per node.
-type memoryRows []uint64
+// nodeSet is a set of one node type's ids: a bit per node.
+type nodeSet []uint64
 
-// has says whether the memory tiers hold id.
-func (r memoryRows) has(id int64) bool { return r[id>>6]&(1<<(uint64(id)&63)) != 0 }
+// newNodeSet is an empty set of ids in [0, nodes).
+func newNodeSet(nodes int64) nodeSet { return make(nodeSet, (nodes+63)/64) }
+
+func (s nodeSet) add(id int64)      { s[id>>6] |= 1 << (uint64(id) & 63) }
+func (s nodeSet) has(id int64) bool { return s[id>>6]&(1<<(uint64(id)&63)) != 0 }
 
 // memoryRows is the rows s's memory tiers hold (the caller holds the place lock).
-func (s *Store) memoryRows() memoryRows {
-	r := make(memoryRows, (s.NumNodes()+63)/64)
+func (s *Store) memoryRows() nodeSet {
+	r := newNodeSet(s.NumNodes())
 	ts := s.tierList()
 	for _, t := range ts[:len(ts)-1] {
 		t.Ranges(func(first, count int64) bool {
 			for id := first; id < first+count; id++ {
-				r[id>>6] |= 1 << (uint64(id) & 63)
+				r.add(id)
 			}
 			return true
 		})
@@ -130,17 +133,15 @@ func (s *Store) memoryRows() memoryRows {
 	return r
 }
 
-// elsewhereRows is one packed node type's rows of EpochOptions.Elsewhere: a bit per node.
+// elsewhereRows is one packed node type's rows of EpochOptions.Elsewhere.
 type elsewhereRows struct {
-	bits  []uint64
+	rows  nodeSet
 	count int
 	sum   uint64 // xxhash64 of the ids, for the fingerprint
 }
 
 // has says whether id is served elsewhere (false for a nil set).
-func (r *elsewhereRows) has(id int64) bool {
-	return r != nil && r.bits[id>>6]&(1<<(uint64(id)&63)) != 0
-}
+func (r *elsewhereRows) has(id int64) bool { return r != nil && r.rows.has(id) }
 
 // keep is nodes without the rows of packed stack t served elsewhere, and their positions in
 // nodes (nil when none is served elsewhere: nodes as they are).
@@ -177,7 +178,7 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 		}
 		named[t] = true
 		n := src.stacks[t].NumNodes()
-		r := &elsewhereRows{bits: make([]uint64, (n+63)/64), count: len(ids), sum: hashIDs(ids)}
+		r := &elsewhereRows{rows: newNodeSet(n), count: len(ids), sum: hashIDs(ids)}
 		for i, v := range ids {
 			if uint64(v) >= uint64(n) {
 				return fmt.Errorf("featurestore: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), ErrIDOutOfRange)
@@ -185,7 +186,7 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 			if i > 0 && v <= ids[i-1] {
 				return &OptionError{Option: "elsewhere", Value: fmt.Sprintf("[%q][%d] = %d after %d", key, i, v, ids[i-1]), Want: "distinct ids in ascending order"}
 			}
-			r.bits[v>>6] |= 1 << (uint64(v) & 63)
+			r.rows.add(v)
 		}
 		if len(ids) > 0 {
 			res[t], any = r, true

@@ -265,7 +265,8 @@ class Loader:
     0.79 of training's time at [25,10] (one pass over the feature file) and 0.36–0.52 at
     [15,10,5], against 1.81 and 1.19 with K = 1 (BENCHMARKS.md). At most two plans
     are on disk (the round serving and the round being planned), each within half of
-    ``plan_disk_budget``; a round's directory goes at the next round boundary. Only round 0 places the memory tiers
+    ``plan_disk_budget``; at the next round boundary the planner thread removes a round's
+    directory before it plans the round after. Only round 0 places the memory tiers
     (``place_tiers``); later rounds are planned against the same tiers. ``plan_dir``: the
     rounds' directories are made in it (``epochs-from-F``), else temporary ones; both removed.
     ``stats()["plans"]`` gives each round's planning and waiting seconds and the epochs planned

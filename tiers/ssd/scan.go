@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/par"
@@ -141,22 +140,12 @@ func sortScanRows(rows []scanRow) []scanRow {
 		out[next[b]] = r
 		next[b]++
 	}
-	var wg sync.WaitGroup
-	work := make(chan int, buckets)
-	for b := range buckets {
-		work <- b
-	}
-	close(work)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range work {
-				slices.SortFunc(out[start[b]:start[b+1]], compareScanRows)
-			}
-		}()
-	}
-	wg.Wait()
+	_ = par.InTurn(workers, buckets, func() (func(int) error, func(), error) {
+		return func(b int) error {
+			slices.SortFunc(out[start[b]:start[b+1]], compareScanRows)
+			return nil
+		}, nil, nil
+	})
 	return out
 }
 
