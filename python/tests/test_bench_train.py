@@ -43,7 +43,7 @@ def test_every_configuration_runs(report):
     assert combos == {("sage", (4, 3), 64), ("gcn", (4, 3), 64), ("sage", (3, 2, 2), 64), ("gcn", (3, 2, 2), 64)}
     for combo in combos:
         got = {r["config"]: r for r in rep["results"] if (r["model"], tuple(r["fanouts"]), r["batch_size"]) == combo}
-        assert set(got) == set(benchtrain.CONFIGS), combo
+        assert set(got) == set(benchtrain.DEFAULT_CONFIGS), combo
         for cfg, r in got.items():
             if cfg == "memmap-budget" and r.get("skipped"):
                 assert "memory limit" in r["skipped"] or "cgroup" in r["skipped"]
@@ -58,7 +58,7 @@ def test_every_configuration_runs(report):
                 assert r["seeds_per_s"] == pytest.approx(statistics.median(r["seeds_per_s_repeats"]))
                 assert r["median_of"] == 2 and r["figures_from_repeat"] in (0, 1)
         # repeat 1 ran the rows (tierfs-planned apart) in repeat 0's order rotated by one
-        rows = [c for c in benchtrain.CONFIGS if c != "tierfs-planned"]
+        rows = [c for c in benchtrain.DEFAULT_CONFIGS if c != "tierfs-planned"]
         for k in (0, 1):
             order = sorted(rows, key=lambda c: got[c]["repeats"][k]["position"])
             assert order == rows[k:] + rows[:k], (combo, k, order)
@@ -172,3 +172,40 @@ def test_later_round_of_several_epochs(tmp_path):
     batches = rep["train_seeds"] // 64
     want = (planned["replan_seconds"] / (3 * batches)) / (64 / mem)
     assert head["replanning_over_limit"] == pytest.approx(want)
+
+
+def test_whole_run_in_rounds(tmp_path):
+    """tierfs-rounds trains --run-epochs whole epochs through a Loader planning rounds of
+    --replan-epochs: every batch of them after the warm-up is timed, the rounds are the ones the
+    run needed (the first planned before it), and the headline sets the run against the limit."""
+    ds = tierfs.synth(tmp_path / "g", nodes=3000, avg_degree=6, dim=16, classes=4, seed=SEED % 1000 + 5)
+    out = tmp_path / "out.json"
+    rc = benchtrain.main([
+        str(ds), "--device", "cpu", "--models", "sage", "--hidden", "16", "--fanouts", "4,3", "--batch-sizes", "64",
+        "--batches", "2", "--warmup", "1", "--configs", "memory-gpu,tierfs-rounds", "--run-epochs", "5", "--replan-epochs", "2",
+        "--disk-iops", "50000", "--seed", str(SEED), "--json", str(out),
+    ])
+    assert rc == 0
+    rep = json.loads(out.read_text())
+    run = next(r for r in rep["results"] if r["config"] == "tierfs-rounds")
+    per_epoch = -(-rep["train_seeds"] // 64)  # the Loader keeps a last, smaller batch
+    assert run["timed_batches"] == 5 * per_epoch - 1, (run["timed_batches"], per_epoch)
+    assert run["run_epochs"] == 5 and run["epochs_per_round"] == 2
+    # epochs 0-1, 2-3 and 4-5 served, each planned while the one before trained; the round from
+    # epoch 6 may have started too (planned ahead, cancelled when the run closed its loader)
+    rounds = run["loader_stats"]["plans"]["rounds"]
+    assert [r["first_epoch"] for r in rounds] in ([0, 2, 4], [0, 2, 4, 6]), rounds
+    assert run["rounds"] == len(rounds)
+    assert run["first_plan_seconds"] > 0 and 0 <= run["later_waits"] <= 2 and run["later_wait_seconds"] >= 0
+    head = rep["summary"][0]
+    mem = next(r for r in rep["results"] if r["config"] == "memory-gpu")["seeds_per_s"]
+    assert head["rounds_over_limit"] == pytest.approx(run["seeds_per_s"] / mem)
+    assert head["later_waits"] == run["later_waits"] and head["run_epochs"] == 5
+    assert "max_loss_diff" not in head  # the run's batches are its own, not the limit's
+
+
+def test_rounds_is_not_a_default_configuration():
+    a = benchtrain.parse_args(["ds"])
+    assert "tierfs-rounds" not in a.configs and "tierfs-planned" in a.configs
+    with pytest.raises(SystemExit):
+        benchtrain.parse_args(["ds", "--run-epochs", "0"])

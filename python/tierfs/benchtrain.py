@@ -18,6 +18,10 @@ sample call i drawing batch i) and the same model init for every configuration:
   tierfs-pipelined  the same store through ``tierfs.Loader(..., prefetch=--depth)``
   tierfs-planned    the same store, planned epochs (docs/planned.md): each batch's disk rows
                     packed and read in a few large reads; prefetched like the pipelined loader
+  tierfs-rounds     a whole run: ``tierfs.Loader(planned_epochs=K)`` (K = --replan-epochs) trains
+                    --run-epochs whole epochs of fresh samples, each round of K epochs planned
+                    while the round before trains; its seeds/s counts every wait for planning
+                    after the first plan (not in the default --configs: it trains whole epochs)
   memmap-cold       ``np.memmap`` of the feature file, its page cache dropped before timing
   memmap-budget     the same inside a cgroup v2 memory limit of the tierfs memory budget (only
                     where such a limit can be applied; else skipped with the reason)
@@ -62,14 +66,19 @@ CONFIGS = [
     "tierfs-serial",
     "tierfs-pipelined",
     "tierfs-planned",
+    "tierfs-rounds",
     "memmap-cold",
     "memmap-budget",
 ]
 MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial", "memory-pinned")
 GPU_MEMORY_CONFIGS = ("memory-gpu", "memory-gpu-serial")
-TIERED_CONFIGS = ("tierfs-serial", "tierfs-pipelined", "tierfs-planned")
+# Default --configs: every configuration but tierfs-rounds, which trains whole epochs.
+DEFAULT_CONFIGS = [c for c in CONFIGS if c != "tierfs-rounds"]
+TIERED_CONFIGS = ("tierfs-serial", "tierfs-pipelined", "tierfs-planned", "tierfs-rounds")
 MEMMAP_CONFIGS = ("memmap-cold", "memmap-budget")
-LOADER_CONFIGS = ("tierfs-pipelined", "tierfs-planned")
+# Run after the others, in their own order (each plans, and its first plan re-places the tiers).
+PLANNED_CONFIGS = ("tierfs-planned", "tierfs-rounds")
+LOADER_CONFIGS = ("tierfs-pipelined",) + PLANNED_CONFIGS
 PREFETCHED_CONFIGS = ("memory-gpu", "tierfs-cached") + LOADER_CONFIGS
 
 
@@ -86,7 +95,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="End-to-end GNN training seeds/s: in-memory, tierfs (cached, 10/20 serial, pipelined, planned) and np.memmap, in one run.",
     )
     p.add_argument("dataset", nargs="?", help="a tierfs dataset directory (tierfs synth / ingest)")
-    p.add_argument("--configs", default=",".join(CONFIGS), help="configurations to run, comma-separated (default: all)")
+    p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help="configurations to run, comma-separated (default: all but tierfs-rounds)")
     p.add_argument("--models", default="sage,gcn", help="sage (GraphSAGE, mean) and/or gcn")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--fanouts", default="25,10/15,10,5", help="fanout lists separated by /")
@@ -116,6 +125,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "full: tierfs.Loader(planned_epochs=1) over the whole train split, tiers placed for the plan")
     p.add_argument("--replan-epochs", type=int, default=1,
                    help="with --planned-epoch full: epochs of the timed later round (a Loader's planned_epochs=K; K epochs that fit a packing window are packed by one pass of the feature file)")
+    p.add_argument("--run-epochs", type=int, default=8,
+                   help="tierfs-rounds: whole epochs trained, planned in rounds of --replan-epochs (the first round before training, each later one beside the round before)")
     p.add_argument("--plan-pack-memory", default=None,
                    help="pack_memory of the plans (the packer's window, e.g. 1GiB; default: the core's)")
     p.add_argument("--plan-dir", default="", help="where plans are written (default: a temporary directory beside the dataset)")
@@ -146,8 +157,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--cache-fractions wants two fractions: GPU tier, host tier")
     a.gpu_frac, a.host_frac = fr
     a.sweep_host = _list(a.sweep_host, float)
-    if a.batches < 1 or a.warmup < 0 or a.depth < 1 or a.repeats < 1:
-        p.error("--batches, --depth and --repeats must be at least 1, --warmup at least 0")
+    if a.batches < 1 or a.warmup < 0 or a.depth < 1 or a.repeats < 1 or a.run_epochs < 1 or a.replan_epochs < 1:
+        p.error("--batches, --depth, --repeats, --run-epochs and --replan-epochs must be at least 1, --warmup at least 0")
     return a
 
 
@@ -726,17 +737,18 @@ class Bench:
                     yield b.seeds, s.nodes, s.row, s.col, b.x
 
             return piped()
-        if cfg == "tierfs-planned":
+        if cfg in PLANNED_CONFIGS:
             plan = extra["plan"]
-            if isinstance(plan, self.tierfs.Loader):  # --planned-epoch full: the loader itself
+            if isinstance(plan, self.tierfs.Loader):  # --planned-epoch full, tierfs-rounds: the loader itself
                 loader = plan
 
                 def piped_loader():
-                    it = iter(loader)
-                    extra["closers"].insert(0, getattr(it, "close", lambda: None))
-                    for b in it:
-                        s = b.sample
-                        yield b.seeds, s.nodes, s.row, s.col, b.x
+                    for _ in range(extra.get("epochs", 1)):  # tierfs-rounds: epoch after epoch, as a user's loop
+                        it = iter(loader)
+                        extra["closers"].insert(0, getattr(it, "close", lambda: None))
+                        for b in it:
+                            s = b.sample
+                            yield b.seeds, s.nodes, s.row, s.col, b.x
 
                 return piped_loader()
 
@@ -837,7 +849,8 @@ class Bench:
         torch, a = self.torch, self.a
         # memmap: no warm-up batches (they would read the file cold once more; the model and the
         # GPU were warmed by the configurations before it)
-        W, N = (0 if cfg in MEMMAP_CONFIGS else a.warmup), a.batches
+        W, N = (0 if cfg in MEMMAP_CONFIGS else a.warmup), extra.get("batches", a.batches)
+        max_seconds = extra.get("max_seconds", a.max_seconds)
         if warmup_only:
             W = max(W, 1)
         seeds = extra.get("seeds")
@@ -847,8 +860,9 @@ class Bench:
         extra.setdefault("closers", [])
         model, opt = self.model(model_kind, len(fanouts))
         tier_store = self.stores.get("tiered") if cfg in TIERED_CONFIGS else (self.stores["cached"] if cfg == "tierfs-cached" else None)
-        plan = extra.get("plan") if cfg == "tierfs-planned" else None
-        plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
+        plan = extra.get("plan") if cfg in PLANNED_CONFIGS else None
+        # tierfs-rounds serves several plans, one a round: its loader's stats say what they did.
+        plan_obj = None if cfg == "tierfs-rounds" else getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
         plan_stats = plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
         # Tier counters over every batch of the run (warm-up included), read before the fetcher
         # starts: a prefetching one gathers ahead at once, so a later or narrower window would
@@ -868,7 +882,7 @@ class Bench:
         try:
             i = 0
             while True:
-                if i == W or (t0 is None and warm_t is not None and time.perf_counter() - warm_t > a.max_seconds / 2):
+                if i == W or (t0 is None and warm_t is not None and time.perf_counter() - warm_t > max_seconds / 2):
                     if warmup_only:
                         break
                     if t0 is None:  # the timed window starts here
@@ -882,7 +896,7 @@ class Bench:
                         if self.cuda:
                             smi = _SmiSampler(self.dev.index, self._uuid())
                         t0 = time.perf_counter()
-                if t0 is not None and (timed >= N or (timed >= 1 and time.perf_counter() - t0 > a.max_seconds)):
+                if t0 is not None and (timed >= N or (timed >= 1 and time.perf_counter() - t0 > max_seconds)):
                     break
                 tf = time.perf_counter()
                 try:
@@ -956,8 +970,14 @@ class Bench:
                 r["loader_stats"] = loader.stats()
             except Exception as e:  # report, do not fail the run
                 r["loader_stats"] = {"error": str(e)}
+        if cfg == "tierfs-rounds":  # the whole run's rounds: planned, and waited for after the first
+            plans = (r.get("loader_stats") or {}).get("plans") or {}
+            rounds = plans.get("rounds") or []
+            r.update(first_plan_seconds=extra.get("plan_seconds"), run_epochs=extra.get("epochs"), epochs_per_round=plans.get("epochs_per_plan"),
+                     rounds=len(rounds), later_waits=sum(bool(x.get("waited")) for x in rounds[1:]),
+                     later_wait_seconds=sum(x.get("wait_s") or 0.0 for x in rounds[1:]))
         # rows and bytes per tier per batch
-        if tier_store is not None and st0 is not None and cfg != "tierfs-planned":
+        if tier_store is not None and st0 is not None and cfg not in PLANNED_CONFIGS:
             st1 = tier_store.stats()
             g = max(1, st1["gathers"] - st0["gathers"])
             h0 = {t["tier"]: t for t in st0["tiers"]}
@@ -1098,7 +1118,7 @@ class Bench:
         Appends one result per configuration: the median of its repeats."""
         a = self.a
         groups = list(itertools.product([tuple(f) for f in a.fanouts], a.batch_sizes))
-        rows = [c for c in a.configs if c != "tierfs-planned"]
+        rows = [c for c in a.configs if c not in PLANNED_CONFIGS]
         for fan, batch in groups:
             fanouts = list(fan)
             placed = None
@@ -1125,6 +1145,38 @@ class Bench:
                         self._keep(["tierfs-planned"], {"tierfs-planned": planned})
                 finally:
                     self.close_plan(extra)
+            if "tierfs-rounds" in a.configs:
+                for model in a.models:
+                    self.run_rounds(model, fanouts, batch, placed)
+
+    def run_rounds(self, model: str, fanouts: List[int], batch: int, placed: Optional[Dict[str, Any]]) -> None:
+        """tierfs-rounds, once: a Loader with planned_epochs=--replan-epochs (fresh samples) made,
+        which plans its first round and places the tiers for it (timed apart: the one wait for
+        planning a run must have), then --run-epochs whole epochs trained through it, its later
+        rounds planned on its planner thread meanwhile. The timed batches start after --warmup."""
+        a, st = self.a, self.stores.get("tiered")
+        extra: Dict[str, Any] = {"closers": []}
+        loader = sampler = plan_dir = None
+        try:
+            if st is not None and not self.over_budget():
+                plan_dir = tempfile.mkdtemp(prefix="tierfs-benchtrain-rounds-", dir=os.path.dirname(os.path.abspath(a.dataset)))
+                sampler = st.sampler(fanouts, seed=a.seed)
+                t = time.perf_counter()
+                loader = self.tierfs.Loader(st, sampler, self.torch.from_numpy(self.train), batch, shuffle=True, prefetch=a.depth, seed=a.seed,
+                                            labels=False, planned_epochs=a.replan_epochs, plan_dir=plan_dir, plan_pack_memory=a.plan_pack_memory)
+                extra.update(plan=loader, plan_seconds=time.perf_counter() - t, epochs=a.run_epochs,
+                             batches=max(1, a.run_epochs * len(loader) - a.warmup), max_seconds=float("inf"))
+                print(f"  tierfs-rounds: planned the first {a.replan_epochs} epoch(s), tiers placed for them, in {extra['plan_seconds']:.1f} s; "
+                      f"training {a.run_epochs} epochs of {len(loader)} batches")
+            r = self._one("tierfs-rounds", model, fanouts, batch, placed, extra)
+        finally:
+            if loader is not None:
+                loader.close()
+            if sampler is not None:
+                sampler.close()
+            if plan_dir is not None:
+                shutil.rmtree(plan_dir, ignore_errors=True)
+        self._keep(["tierfs-rounds"], {"tierfs-rounds": [r]})
 
     def warm_up(self, rows: List[str], model: str, fanouts: List[int], batch: int) -> None:
         """The warm-up round: the limit's loop (memory-gpu, else the first configuration that
@@ -1322,6 +1374,10 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                     k = rs["tierfs-planned"].get("replan_epochs", 1)
                     h["replanning_over_limit"] = (replan_s / (k * planned)) / (batch / mem)
                     h["replan_epochs"] = k
+        rounds = rs.get("tierfs-rounds", {})
+        if sps.get("tierfs-rounds") and mem:  # a whole run of fresh planned epochs against the limit
+            h["rounds_over_limit"] = sps["tierfs-rounds"] / mem
+            h.update({k: rounds.get(k) for k in ("run_epochs", "epochs_per_round", "later_waits", "later_wait_seconds", "first_plan_seconds")})
         by = {k: v for k, v in (("memory_gpu_overlap_gain", _ratio_by_repeat(rs, "memory-gpu", "memory-gpu-serial")),
                                 ("cached_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-cached", "memory-gpu")),
                                 ("pipelined_over_memory_gpu", _ratio_by_repeat(rs, "tierfs-pipelined", "memory-gpu"))) if v}
@@ -1329,7 +1385,7 @@ def summarize(report: Dict[str, Any]) -> List[Dict[str, Any]]:
             h["by_repeat"] = by
         # same batches, same init: the loss of batch i of every configuration but planned, in
         # every repeat, agrees
-        ls = [x["losses"] for c, r in rs.items() if c != "tierfs-planned" for x in r.get("repeats", [r]) if x.get("losses")]
+        ls = [x["losses"] for c, r in rs.items() if c not in PLANNED_CONFIGS for x in r.get("repeats", [r]) if x.get("losses")]
         if len(ls) > 1:
             k = min(len(x) for x in ls)
             h["max_loss_diff"] = max(abs(x[i] - ls[0][i]) for x in ls for i in range(k)) if k else None
@@ -1355,6 +1411,10 @@ def print_summary(heads: List[Dict[str, Any]]) -> None:
             print(f"{'':30}planning a batch / the limit training one: {f(h['planning_over_limit'])} (<= 1: planning keeps up)")
         if h.get("replanning_over_limit") is not None:
             print(f"{'':30}the same for a later round of {h.get('replan_epochs', 1)} epoch(s) (tiers already placed): {f(h['replanning_over_limit'])}")
+        if h.get("rounds_over_limit") is not None:
+            print(f"{'':30}a run of {h['run_epochs']} epochs planned in rounds of {h['epochs_per_round']} / the limit: {f(h['rounds_over_limit'])} "
+                  f"(the first plan {h['first_plan_seconds']:.1f} s before it; training waited for {h['later_waits']} later round(s), "
+                  f"{h['later_wait_seconds']:.1f} s)")
 
 
 # plots -------------------------------------------------------------------------------------------
