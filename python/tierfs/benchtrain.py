@@ -862,7 +862,10 @@ class Bench:
         tier_store = self.stores.get("tiered") if cfg in TIERED_CONFIGS else (self.stores["cached"] if cfg == "tierfs-cached" else None)
         plan = extra.get("plan") if cfg in PLANNED_CONFIGS else None
         # tierfs-rounds serves several plans, one a round: its loader's stats say what they did.
-        plan_obj = None if cfg == "tierfs-rounds" else getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
+        if cfg == "tierfs-rounds":
+            plan_obj = None
+        else:
+            plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
         plan_stats = plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
         # Tier counters over every batch of the run (warm-up included), read before the fetcher
         # starts: a prefetching one gathers ahead at once, so a later or narrower window would
