@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prepared 2026-11-29 (session 16) for the next single-H200 session: what slows the training step
+# beside tierfs's loader. In run 16 a whole run of fresh planned epochs of gcn [25,10] b1024 was
+# 0.84 of the limit, its training step 5.2 / 4.98 ms (host / GPU) against 4.26 / 4.08 in the
+# limit's loop; replayed plans showed the same +22-30% with no planner beside (run 2). Two
+# suspects: the loader's threads (1 sampler + --depth gather threads, the GIL between their native
+# calls and the CUDA driver's context lock) and its GPU work (the packed extent's copy, the
+# scatter and split kernels, host-tier rows read over PCIe) sharing the GPU with the step.
+# 1. replayed gcn [25,10] at --depth 1, 2 and 4 (gather threads) against the limit, in one run each;
+# 2. an nsys profile of one replayed run, if nsys is there: the CUDA API time of the trainer's
+#    thread against the gather threads', and kernel overlap. About 400 s.
+# Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle`.
+set -u
+source benchmarks/h200x2-2026-11-26/common.sh
+args="/var/tmp/ds10m --configs memory-gpu,tierfs-planned --planned-epoch full --models gcn --fanouts 25,10 --batch-sizes 1024 --batches 100 --max-seconds 8"
+for d in 1 2 4; do
+  timeout 150 python3 -m tierfs.benchtrain $args --repeats 3 --depth $d --json $OUT/gcn-depth$d.json > $OUT/gcn-depth$d.txt 2>&1
+  echo "== depth $d rc=$?"; grep -E "^(memory-gpu|tierfs-planned) +[0-9]" $OUT/gcn-depth$d.txt
+  python3 - $OUT/gcn-depth$d.json <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(r["config"], {k: round(v, 2) for k, v in r["stage_ms_per_batch"].items()})
+PY
+done
+if command -v nsys >/dev/null; then
+  timeout 200 nsys profile -o /tmp/gcn-planned --trace=cuda,osrt --sample=none --force-overwrite=true \
+    python3 -m tierfs.benchtrain $args --repeats 1 --depth 4 > $OUT/nsys-run.txt 2>&1
+  nsys stats --report cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum /tmp/gcn-planned.nsys-rep > $OUT/nsys-stats.txt 2>&1
+  echo "nsys rc=$?"; head -60 $OUT/nsys-stats.txt
+else
+  echo "no nsys on this machine"
+fi
