@@ -683,14 +683,14 @@ func (pk *packer) read(w *window, k int, base int64) error {
 	w.bytes += randomBytes
 	chunks := (len(ids) + packRandomRows - 1) / packRandomRows
 	return par.InTurn(planWorkers(), chunks, func() (func(int) error, func(), error) {
-		pos := make([]int64, packRandomRows)
+		pos := make([]int64, packRandomRows) // chunk row i to row i of the chunk's place in dst
+		for i := range pos {
+			pos[i] = int64(i)
+		}
 		return func(c int) error {
 			lo, hi := c*packRandomRows, min((c+1)*packRandomRows, len(ids))
 			if err := pk.stop(); err != nil {
 				return err
-			}
-			for i := range hi - lo {
-				pos[i] = int64(i)
 			}
 			if err := s.ssd.CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
 				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)

@@ -110,6 +110,9 @@ func (t *Tier) Fill(ids []int64, src tiers.Source) error {
 // goroutines, each with its own bounce buffer and stream, taking the next buffer's rows in turn;
 // after the first error none takes more.
 func (t *Tier) load(sorted []int64, src tiers.Source) error {
+	if len(sorted) == 0 {
+		return nil // no rows: no bounce buffer, no stream
+	}
 	rb := t.rowBytes
 	chunkRows := max(1, fillBounceBytes/rb)
 	chunks := (int64(len(sorted)) + chunkRows - 1) / chunkRows
