@@ -550,7 +550,7 @@ func (src *epochSource) setRecord(p *packedBatch, o *EpochOptions, e, b int, cou
 	shape := src.recordShape(o)
 	a, err := shape.arraysOf(p.draw)
 	if err == nil && countOnly {
-		p.recordLen, err = shape.recordLen(a)
+		p.recordLen, _, err = shape.recordLen(a)
 	} else if err == nil {
 		if p.record, err = shape.encode(a); err == nil {
 			p.recordLen, p.recordSum = int64(len(p.record)), xxhash.Sum64(p.record)

@@ -28,13 +28,17 @@ import (
 // A record, little-endian, is a header, a table of array lengths and the arrays:
 //
 //	header (16 bytes): node types T uint32, edge types E uint32, flags uint32 (sampleHetero,
-//	    sampleLink), 0 uint32
+//	    sampleLink), coding uint32 (codeNarrowEdgeIDs or 0)
 //	lengths  int64 × L, L = 2T + 4E (+ 8 with sampleLink): each array's length, -1 for a nil one
 //	arrays, in table order, each padded to a multiple of 8 bytes:
 //	    Nodes[t] for every node type t, then NodesPerHop[t]          int64
 //	    Row[e] for every edge type e, then Col[e]                    int32 local ids of e's
 //	                                                                 src and dst node types
-//	    EdgeIDs[e], then EdgesPerHop[e]                              int64
+//	    EdgeIDs[e]                                                   uint32 with codeNarrowEdgeIDs
+//	                                                                 (every one of the record's
+//	                                                                 edge ids is below 2^32), else
+//	                                                                 int64
+//	    EdgesPerHop[e]                                               int64
 //	    with sampleLink, the LinkLabels: EdgeLabelIndex[0],
 //	    EdgeLabelIndex[1], EdgeLabel, SrcIndex, DstPosIndex,
 //	    DstNegIndex, NegSrc, NegDst                                  int64
@@ -42,7 +46,9 @@ import (
 // A Store's sample is one node type and one edge type (its Nodes is Nodes[0], ...); sampleHetero
 // marks a Session's (decoded as a HeteroSample of T and E types). Nil and empty arrays are kept
 // apart, so a decoded sample is the drawn one, reflect.DeepEqual. Every int64 array starts 8-byte
-// aligned in the record, so a record read into 8-aligned memory decodes them in place.
+// aligned in the record, so a record read into 8-aligned memory decodes them in place. The edge
+// ids are half a sample's bytes where they are int64 (16 bytes an edge with Row and Col): graphs
+// of fewer than 2^32 edges store them in 4.
 
 // sampleRecord is where batch b's sample lies in its epoch's samples file.
 type sampleRecord struct {
@@ -56,6 +62,13 @@ const (
 	sampleHetero = 1 << 0 // a Session's sample: a HeteroSample
 	sampleLink   = 1 << 1 // LinkLabels follow the sample's arrays
 )
+
+// Record codings (the header's fourth word).
+const codeNarrowEdgeIDs = 1 << 0 // EdgeIDs arrays hold uint32s
+
+// narrowEdgeIDs lets encode write codeNarrowEdgeIDs; tests turn it off to write records as index
+// version 4 did.
+var narrowEdgeIDs = true
 
 const (
 	sampleHeader = 16
@@ -105,6 +118,39 @@ func (s recordShape) local(i int) (int, bool) {
 		return 0, false
 	}
 	return s.ends[e%len(s.ends)][e/len(s.ends)], true
+}
+
+// edgeIDs says whether table entry i is EdgeIDs of an edge type.
+func (s recordShape) edgeIDs(i int) bool {
+	e := i - 2*s.types - 2*len(s.ends)
+	return e >= 0 && e < len(s.ends)
+}
+
+// width is the bytes of a value of table entry i in a record of coding.
+func (s recordShape) width(i int, coding uint32) int64 {
+	if _, local := s.local(i); local || coding&codeNarrowEdgeIDs != 0 && s.edgeIDs(i) {
+		return 4
+	}
+	return 8
+}
+
+// coding is the coding of the record of arrays a: codeNarrowEdgeIDs where every edge id is in
+// [0, 2^32).
+func (s recordShape) coding(a [][]int64) uint32 {
+	if !narrowEdgeIDs {
+		return 0
+	}
+	for i, v := range a {
+		if !s.edgeIDs(i) {
+			continue
+		}
+		for _, x := range v {
+			if uint64(x) > math.MaxUint32 {
+				return 0
+			}
+		}
+	}
+	return codeNarrowEdgeIDs
 }
 
 // name names table entry i in errors: "Col" of a Store's sample, "Col[e]" of a Session's.
@@ -192,38 +238,37 @@ func (s recordShape) drawOf(a [][]int64) *batchDraw {
 	return d
 }
 
-// arrayBytes is the bytes of an array of n values in the record (n < 0: nil), padded to 8.
-func arrayBytes(n int64, local bool) int64 {
+// arrayBytes is the bytes of an array of n values of width bytes in the record (n < 0: nil),
+// padded to 8.
+func arrayBytes(n, width int64) int64 {
 	if n <= 0 {
 		return 0
 	}
-	if local {
-		return (4*n + 7) &^ 7
-	}
-	return 8 * n
+	return (width*n + 7) &^ 7
 }
 
-// recordLen is the bytes of the record of arrays a (table order), or an error naming what does
-// not fit the format.
-func (s recordShape) recordLen(a [][]int64) (int64, error) {
+// recordLen is the bytes of the record of arrays a (table order) and its coding, or an error
+// naming what does not fit the format.
+func (s recordShape) recordLen(a [][]int64) (int64, uint32, error) {
 	if len(a) != s.arrays() {
-		return 0, fmt.Errorf("featurestore: a batch's sample has %d arrays, its record %d", len(a), s.arrays())
+		return 0, 0, fmt.Errorf("featurestore: a batch's sample has %d arrays, its record %d", len(a), s.arrays())
 	}
+	coding := s.coding(a)
 	size := int64(sampleHeader + 8*len(a))
 	for i, v := range a {
 		t, local := s.local(i)
 		if local && int64(len(a[t])) > math.MaxInt32 {
-			return 0, fmt.Errorf("featurestore: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", len(a[t]), math.MaxInt32)
+			return 0, 0, fmt.Errorf("featurestore: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", len(a[t]), math.MaxInt32)
 		}
-		size += arrayBytes(int64(len(v)), local)
+		size += arrayBytes(int64(len(v)), s.width(i, coding))
 	}
-	return size, nil
+	return size, coding, nil
 }
 
 // encode is the record of arrays a (table order): local ids outside their node type's nodes
 // are refused, naming the array.
 func (s recordShape) encode(a [][]int64) ([]byte, error) {
-	size, err := s.recordLen(a)
+	size, coding, err := s.recordLen(a)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +277,7 @@ func (s recordShape) encode(a [][]int64) ([]byte, error) {
 	le.PutUint32(buf[0:], uint32(s.types))
 	le.PutUint32(buf[4:], uint32(len(s.ends)))
 	le.PutUint32(buf[8:], s.flags)
+	le.PutUint32(buf[12:], coding)
 	at := sampleHeader
 	for _, v := range a {
 		n := int64(len(v))
@@ -243,61 +289,64 @@ func (s recordShape) encode(a [][]int64) ([]byte, error) {
 	}
 	for i, v := range a {
 		t, local := s.local(i)
-		if !local {
-			for _, x := range v {
-				le.PutUint64(buf[at:], uint64(x))
-				at += 8
+		switch {
+		case local:
+			n := len(a[t])
+			for j, x := range v {
+				if uint64(x) >= uint64(n) {
+					return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, n)
+				}
+				le.PutUint32(buf[at+4*j:], uint32(x))
 			}
-			continue
-		}
-		n := len(a[t])
-		for j, x := range v {
-			if uint64(x) >= uint64(n) {
-				return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, n)
+		case s.width(i, coding) == 4: // edge ids, each below 2^32 (coding)
+			for j, x := range v {
+				le.PutUint32(buf[at+4*j:], uint32(x))
 			}
-			le.PutUint32(buf[at+4*j:], uint32(x))
+		default:
+			for j, x := range v {
+				le.PutUint64(buf[at+8*j:], uint64(x))
+			}
 		}
-		at += int(arrayBytes(int64(len(v)), true))
+		at += int(arrayBytes(int64(len(v)), s.width(i, coding)))
 	}
 	return buf, nil
 }
 
-// lengths checks a record's header against s and returns its table, for a record of recLen
-// bytes (head holds at least the header and the table). Errors say what is malformed.
-func (s recordShape) lengths(head []byte, recLen int64) ([]int64, error) {
+// lengths checks a record's header against s and returns its table and coding, for a record of
+// recLen bytes (head holds at least the header and the table). Errors say what is malformed.
+func (s recordShape) lengths(head []byte, recLen int64) ([]int64, uint32, error) {
 	le := binary.LittleEndian
 	if len(head) < sampleHeader {
-		return nil, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header", recLen, sampleHeader)
+		return nil, 0, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header", recLen, sampleHeader)
 	}
-	T, E, flags, zero := le.Uint32(head[0:]), le.Uint32(head[4:]), le.Uint32(head[8:]), le.Uint32(head[12:])
-	if int(T) != s.types || int(E) != len(s.ends) || flags != s.flags || zero != 0 {
-		return nil, fmt.Errorf("a record of %d node types, %d edge types, flags %#x and %#x; the plan's records have %d, %d, %#x and 0",
-			T, E, flags, zero, s.types, len(s.ends), s.flags)
+	T, E, flags, coding := le.Uint32(head[0:]), le.Uint32(head[4:]), le.Uint32(head[8:]), le.Uint32(head[12:])
+	if int(T) != s.types || int(E) != len(s.ends) || flags != s.flags || coding&^codeNarrowEdgeIDs != 0 {
+		return nil, 0, fmt.Errorf("a record of %d node types, %d edge types, flags %#x and coding %#x; the plan's records have %d, %d, %#x and a coding of %#x or 0",
+			T, E, flags, coding, s.types, len(s.ends), s.flags, codeNarrowEdgeIDs)
 	}
 	L := s.arrays()
 	if int64(len(head)) < int64(sampleHeader+8*L) || recLen < int64(sampleHeader+8*L) {
-		return nil, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header and table", recLen, sampleHeader+8*L)
+		return nil, 0, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header and table", recLen, sampleHeader+8*L)
 	}
 	n := make([]int64, L)
 	total := int64(sampleHeader + 8*L)
 	for i := range n {
 		n[i] = int64(le.Uint64(head[sampleHeader+8*i:]))
 		if n[i] < -1 || n[i] > recLen {
-			return nil, fmt.Errorf("a record of %d bytes lists %d values of %s", recLen, n[i], s.name(i))
+			return nil, 0, fmt.Errorf("a record of %d bytes lists %d values of %s", recLen, n[i], s.name(i))
 		}
-		_, local := s.local(i)
-		total += arrayBytes(n[i], local)
+		total += arrayBytes(n[i], s.width(i, coding))
 	}
 	if total != recLen {
-		return nil, fmt.Errorf("a record whose table takes %d bytes, it has %d", total, recLen)
+		return nil, 0, fmt.Errorf("a record whose table takes %d bytes, it has %d", total, recLen)
 	}
-	return n, nil
+	return n, coding, nil
 }
 
 // decode is the arrays of record rec (table order), which must start 8-byte aligned: the int64
 // arrays are views of rec. Errors say what is malformed (the caller wraps dataset.ErrCorrupt).
 func (s recordShape) decode(rec []byte) ([][]int64, error) {
-	n, err := s.lengths(rec, int64(len(rec)))
+	n, coding, err := s.lengths(rec, int64(len(rec)))
 	if err != nil {
 		return nil, err
 	}
@@ -306,12 +355,18 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 	a := make([][]int64, len(n))
 	for i, k := range n {
 		t, local := s.local(i)
+		w := s.width(i, coding)
 		switch {
 		case k < 0:
 		case k == 0:
 			a[i] = []int64{}
-		case !local:
+		case w == 8:
 			a[i] = unsafe.Slice((*int64)(unsafe.Pointer(&rec[at])), k)
+		case !local: // narrow edge ids
+			a[i] = make([]int64, k)
+			for j := range a[i] {
+				a[i][j] = int64(le.Uint32(rec[at+4*int64(j):]))
+			}
 		default:
 			a[i] = make([]int64, k)
 			nodes := uint64(len(a[t]))
@@ -323,7 +378,7 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 				a[i][j] = int64(v)
 			}
 		}
-		at += arrayBytes(k, local)
+		at += arrayBytes(k, w)
 	}
 	return a, nil
 }

@@ -2,9 +2,11 @@ package featurestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -329,7 +331,8 @@ func TestVersion3PlanIndexIsStale(t *testing.T) {
 	setIndexVersion(t, c.o.Dir, 3)
 	_, _, err := c.open(c.o)
 	var se *StalePlanError
-	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "3" || se.Store != "4" || !strings.Contains(err.Error(), c.o.Dir) {
+	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "3" || se.Store != fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion) ||
+		!strings.Contains(err.Error(), c.o.Dir) {
 		t.Fatalf("a version 3 index: %v", err)
 	}
 	p, rep, err := c.open(withReplan(c.o))
@@ -337,6 +340,62 @@ func TestVersion3PlanIndexIsStale(t *testing.T) {
 		t.Fatalf("replan over a version 3 index: %v", err)
 	}
 	p.Close()
+}
+
+// TestVersion4PlanIsRead: a plan written as version 4 wrote it (int64 edge ids, index version 4)
+// is served as it is, every batch reflect.DeepEqual to its re-draw, for every kind of plan; the
+// same plan written now has samples files smaller by 4 bytes an edge id.
+func TestVersion4PlanIsRead(t *testing.T) {
+	rng := newRand(t)
+	for _, c := range samplePlans(t, rng, 1, 0) {
+		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+			now := c.o
+			now.Dir = c.o.Dir + "-now"
+			if _, err := c.plan(now); err != nil {
+				t.Fatal(err)
+			}
+			narrowEdgeIDs = false
+			_, err := c.plan(c.o)
+			narrowEdgeIDs = true
+			if err != nil {
+				t.Fatal(err)
+			}
+			setIndexVersion(t, c.o.Dir, 4)
+			p, rep, err := c.open(c.o)
+			if err != nil || rep != nil {
+				t.Fatalf("a version 4 plan: %v (planned again: %v)", err, rep != nil)
+			}
+			defer p.Close()
+			var edges, saved int64
+			shape := p.src.recordShape(&p.o)
+			for b := range p.BatchesPerEpoch() {
+				_, got, redrawn, err := served(p, 0, b)
+				if err != nil {
+					t.Fatalf("batch %d: %v", b, err)
+				}
+				if !reflect.DeepEqual(got, redrawn) {
+					t.Fatalf("batch %d: the version 4 record differs from the re-draw", b)
+				}
+				_, d, _ := p.draw(0, b)
+				a, err := shape.arraysOf(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range a {
+					if shape.edgeIDs(j) {
+						edges += int64(len(v))
+						saved += arrayBytes(int64(len(v)), 8) - arrayBytes(int64(len(v)), 4)
+					}
+				}
+			}
+			old, _ := samplesBytes(t, c.o.Dir, 1)
+			smaller, _ := samplesBytes(t, now.Dir, 1)
+			t.Logf("samples files: %d bytes as version 4 wrote them, %d now, %d edge ids", old, smaller, edges)
+			if edges == 0 || old-smaller != saved {
+				t.Fatalf("samples files of %d bytes as version 4 wrote them, %d now, for %d edge ids (want %d bytes fewer)", old, smaller, edges, saved)
+			}
+		})
+	}
 }
 
 // randomArray is nil, empty or n values below bound, one in three each (n > 0 always values).
@@ -372,6 +431,10 @@ func TestSampleRecordShapes(t *testing.T) {
 			s.flags |= sampleLink
 		}
 		maybe := func() int { return rng.IntN(3) * rng.IntN(50) }
+		idBound := int64(1) << 40 // edge ids of a graph of more than 2^32 edges, or not
+		if rng.IntN(2) == 0 {
+			idBound = 1 << 32
+		}
 		a := make([][]int64, s.arrays())
 		for j := range a {
 			if j < 2*s.types {
@@ -386,6 +449,8 @@ func TestSampleRecordShapes(t *testing.T) {
 				} else {
 					a[j] = randomArray(rng, 0, 1)
 				}
+			} else if s.edgeIDs(j) {
+				a[j] = randomArray(rng, maybe(), idBound)
 			} else {
 				a[j] = randomArray(rng, maybe(), 1<<40)
 			}
@@ -399,8 +464,26 @@ func TestSampleRecordShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := s.recordLen(a); n != int64(len(rec)) {
+		if n, _, _ := s.recordLen(a); n != int64(len(rec)) {
 			t.Fatalf("recordLen %d, the record has %d bytes", n, len(rec))
+		}
+		// Edge ids below 2^32 take 4 bytes (codeNarrowEdgeIDs), others 8, as a version 4 record's.
+		narrow, saved := true, int64(0)
+		for j, v := range a {
+			if s.edgeIDs(j) {
+				narrow = narrow && !slices.ContainsFunc(v, func(x int64) bool { return x > math.MaxUint32 })
+				saved += arrayBytes(int64(len(v)), 8) - arrayBytes(int64(len(v)), 4)
+			}
+		}
+		narrowEdgeIDs = false
+		wide, err := s.encode(a)
+		narrowEdgeIDs = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		if coding := binary.LittleEndian.Uint32(rec[12:]); coding != map[bool]uint32{true: codeNarrowEdgeIDs}[narrow] ||
+			narrow && int64(len(wide)-len(rec)) != saved || !narrow && !bytes.Equal(wide, rec) {
+			t.Fatalf("shape %+v, edge ids below %d: coding %#x, %d bytes; %d bytes with int64 edge ids", s, idBound, coding, len(rec), len(wide))
 		}
 		words := make([]int64, (len(rec)+15)/8)
 		buf := dataset.BytesOf(words)[:len(rec)+8]
@@ -421,6 +504,16 @@ func TestSampleRecordShapes(t *testing.T) {
 		other.flags ^= sampleLink
 		if _, err := other.decode(buf[:len(rec)]); err == nil || !strings.Contains(err.Error(), "flags") {
 			t.Fatalf("shape %+v: a record read with flags %#x: %v", s, other.flags, err)
+		}
+		// A coding this version does not know, and a record of int64 edge ids read as narrow.
+		for _, bad := range []uint32{2, codeNarrowEdgeIDs} {
+			c := slices.Clone(wide)
+			binary.LittleEndian.PutUint32(c[12:], bad)
+			if _, err := s.decode(c); err == nil && (bad != codeNarrowEdgeIDs || saved > 0) {
+				t.Fatalf("shape %+v: a record of coding %#x for 0 decoded", s, bad)
+			} else if err != nil && bad == 2 && !strings.Contains(err.Error(), "coding 0x2") {
+				t.Fatalf("shape %+v: a record of coding 0x2: %v", s, err)
+			}
 		}
 		// A local id out of range, where an edge array has one.
 		for j := range a {

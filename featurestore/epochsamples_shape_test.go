@@ -11,7 +11,8 @@ func sampleRecordLen(smp *topology.Sample) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return nodeShape.recordLen(a)
+	n, _, err := nodeShape.recordLen(a)
+	return n, err
 }
 
 // encodeSample is the record of smp.

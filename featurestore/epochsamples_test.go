@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,8 +163,12 @@ func TestSampleRecordRoundTrip(t *testing.T) {
 		}
 		if rng.IntN(2) == 0 {
 			smp.EdgeIDs = make([]int64, m)
+			wide := rng.IntN(2) == 0 // else every one below 2^32: 4 bytes each
 			for i := range smp.EdgeIDs {
-				smp.EdgeIDs[i] = rng.Int64()
+				smp.EdgeIDs[i] = rng.Int64N(1 << 32)
+				if wide {
+					smp.EdgeIDs[i] = rng.Int64()
+				}
 			}
 		}
 		rec, err := encodeSample(smp)
@@ -286,7 +291,8 @@ func TestOldPlanIndexIsStale(t *testing.T) {
 	setIndexVersion(t, o.Dir, 2)
 	_, _, err := s.OpenEpochs(o)
 	var se *StalePlanError
-	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprint(epochIndexVersion) || !strings.Contains(err.Error(), o.Dir) {
+	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion) ||
+		!strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("a version 2 index: %v", err)
 	}
 	p, rep, err := s.OpenEpochs(withReplan(o))
@@ -399,7 +405,9 @@ func setIndexVersion(t *testing.T, dir string, v int) {
 		t.Fatal(err)
 	}
 	var idx map[string]any
-	if err := json.Unmarshal(data, &idx); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // 64-bit seeds stay exact
+	if err := dec.Decode(&idx); err != nil {
 		t.Fatal(err)
 	}
 	idx["version"] = v

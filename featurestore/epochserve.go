@@ -138,8 +138,9 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	if err := json.Unmarshal(data, &idx); err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan index %s: %v: %w", filepath.Join(o.Dir, EpochIndexFile), err, dataset.ErrCorrupt)
 	}
-	if idx.Version != epochIndexVersion {
-		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version), Store: fmt.Sprint(epochIndexVersion)}
+	if idx.Version < oldestEpochIndexVersion || idx.Version > epochIndexVersion {
+		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version),
+			Store: fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion)}
 	}
 	fp, err := placement.Fingerprint(src.ss.m.Dir())
 	if err != nil {

@@ -168,7 +168,7 @@ func (ep *spooledEpoch) nodes(s recordShape, b int) ([][]int64, error) {
 	if err := preadFull(ep.fd, head, r.Offset); err != nil {
 		return nil, fail(err)
 	}
-	n, err := s.lengths(head, r.Length)
+	n, _, err := s.lengths(head, r.Length)
 	if err != nil {
 		return nil, fail(err)
 	}
