@@ -589,8 +589,8 @@ type batchExtent struct {
 // epochIndexVersion is the index format this package writes and reads.
 // Version 3 added the samples files of plans of seed nodes of one node type; version 4 stores
 // every plan's samples (link and Session plans too) in records of one format (epochsamples.go);
-// version 5 stores edge ids in 4 bytes where they fit (codeNarrowEdgeIDs). A version 4 plan is
-// read as it is: its records are version 5 records of coding 0.
+// version 5 stores node, local and edge ids narrower where they fit (a record's coding). A
+// version 4 plan is read as it is: its records are version 5 records of coding 0.
 const (
 	epochIndexVersion       = 5
 	oldestEpochIndexVersion = 4

@@ -28,16 +28,17 @@ import (
 // A record, little-endian, is a header, a table of array lengths and the arrays:
 //
 //	header (16 bytes): node types T uint32, edge types E uint32, flags uint32 (sampleHetero,
-//	    sampleLink), coding uint32 (codeNarrowEdgeIDs or 0)
+//	    sampleLink), coding uint32 (codeNarrowNodes, codeShortLocal, codeNarrowEdgeIDs or 0)
 //	lengths  int64 × L, L = 2T + 4E (+ 8 with sampleLink): each array's length, -1 for a nil one
 //	arrays, in table order, each padded to a multiple of 8 bytes:
-//	    Nodes[t] for every node type t, then NodesPerHop[t]          int64
-//	    Row[e] for every edge type e, then Col[e]                    int32 local ids of e's
-//	                                                                 src and dst node types
-//	    EdgeIDs[e]                                                   uint32 with codeNarrowEdgeIDs
-//	                                                                 (every one of the record's
-//	                                                                 edge ids is below 2^32), else
-//	                                                                 int64
+//	    Nodes[t] for every node type t                               uint32 with codeNarrowNodes,
+//	                                                                 else int64
+//	    NodesPerHop[t]                                               int64
+//	    Row[e] for every edge type e, then Col[e]                    local ids of e's src and dst
+//	                                                                 node types: uint16 with
+//	                                                                 codeShortLocal, else int32
+//	    EdgeIDs[e]                                                   uint32 with codeNarrowEdgeIDs,
+//	                                                                 else int64
 //	    EdgesPerHop[e]                                               int64
 //	    with sampleLink, the LinkLabels: EdgeLabelIndex[0],
 //	    EdgeLabelIndex[1], EdgeLabel, SrcIndex, DstPosIndex,
@@ -46,9 +47,12 @@ import (
 // A Store's sample is one node type and one edge type (its Nodes is Nodes[0], ...); sampleHetero
 // marks a Session's (decoded as a HeteroSample of T and E types). Nil and empty arrays are kept
 // apart, so a decoded sample is the drawn one, reflect.DeepEqual. Every int64 array starts 8-byte
-// aligned in the record, so a record read into 8-aligned memory decodes them in place. The edge
-// ids are half a sample's bytes where they are int64 (16 bytes an edge with Row and Col): graphs
-// of fewer than 2^32 edges store them in 4.
+// aligned in the record, so a record read into 8-aligned memory decodes them in place.
+//
+// The coding narrows what fits (planning sets each bit where every value of the record fits):
+// node ids below 2^32 take 4 bytes (codeNarrowNodes), local ids of batches of at most 2^16 nodes
+// of every type 2 (codeShortLocal), edge ids below 2^32 4 (codeNarrowEdgeIDs). Version 4 wrote
+// coding 0: 8 bytes a node and 16 an edge, where a [25,10] batch of 1,024 seeds now takes 4 and 8.
 
 // sampleRecord is where batch b's sample lies in its epoch's samples file.
 type sampleRecord struct {
@@ -63,12 +67,17 @@ const (
 	sampleLink   = 1 << 1 // LinkLabels follow the sample's arrays
 )
 
-// Record codings (the header's fourth word).
-const codeNarrowEdgeIDs = 1 << 0 // EdgeIDs arrays hold uint32s
+// Record codings (the header's fourth word), each a narrower width for one kind of array.
+const (
+	codeNarrowEdgeIDs = 1 << 0 // EdgeIDs hold uint32s
+	codeNarrowNodes   = 1 << 1 // Nodes hold uint32s
+	codeShortLocal    = 1 << 2 // Row and Col hold uint16s
+	codings           = codeNarrowEdgeIDs | codeNarrowNodes | codeShortLocal
+)
 
-// narrowEdgeIDs lets encode write codeNarrowEdgeIDs; tests turn it off to write records as index
-// version 4 did.
-var narrowEdgeIDs = true
+// narrowRecords lets encode narrow what fits; tests turn it off to write records as index
+// version 4 did (coding 0).
+var narrowRecords = true
 
 const (
 	sampleHeader = 16
@@ -128,29 +137,43 @@ func (s recordShape) edgeIDs(i int) bool {
 
 // width is the bytes of a value of table entry i in a record of coding.
 func (s recordShape) width(i int, coding uint32) int64 {
-	if _, local := s.local(i); local || coding&codeNarrowEdgeIDs != 0 && s.edgeIDs(i) {
+	_, local := s.local(i)
+	switch {
+	case local && coding&codeShortLocal != 0:
+		return 2
+	case local, i < s.types && coding&codeNarrowNodes != 0, s.edgeIDs(i) && coding&codeNarrowEdgeIDs != 0:
 		return 4
 	}
 	return 8
 }
 
-// coding is the coding of the record of arrays a: codeNarrowEdgeIDs where every edge id is in
-// [0, 2^32).
+// coding is the coding of the record of arrays a (table order): every narrower width its values
+// fit.
 func (s recordShape) coding(a [][]int64) uint32 {
-	if !narrowEdgeIDs {
+	if !narrowRecords {
 		return 0
 	}
-	for i, v := range a {
-		if !s.edgeIDs(i) {
-			continue
-		}
+	fits := func(v []int64, most uint64) bool {
 		for _, x := range v {
-			if uint64(x) > math.MaxUint32 {
-				return 0
+			if uint64(x) > most {
+				return false
 			}
 		}
+		return true
 	}
-	return codeNarrowEdgeIDs
+	coding := uint32(codings)
+	for i, v := range a {
+		if i < s.types && !fits(v, math.MaxUint32) {
+			coding &^= codeNarrowNodes
+		}
+		if i < s.types && len(v) > 1<<16 {
+			coding &^= codeShortLocal
+		}
+		if s.edgeIDs(i) && !fits(v, math.MaxUint32) {
+			coding &^= codeNarrowEdgeIDs
+		}
+	}
+	return coding
 }
 
 // name names table entry i in errors: "Col" of a Store's sample, "Col[e]" of a Session's.
@@ -289,25 +312,21 @@ func (s recordShape) encode(a [][]int64) ([]byte, error) {
 	}
 	for i, v := range a {
 		t, local := s.local(i)
-		switch {
-		case local:
-			n := len(a[t])
-			for j, x := range v {
-				if uint64(x) >= uint64(n) {
-					return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, n)
-				}
-				le.PutUint32(buf[at+4*j:], uint32(x))
+		w := s.width(i, coding)
+		for j, x := range v {
+			if local && uint64(x) >= uint64(len(a[t])) {
+				return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, len(a[t]))
 			}
-		case s.width(i, coding) == 4: // edge ids, each below 2^32 (coding)
-			for j, x := range v {
+			switch w { // each value fits its width (coding)
+			case 2:
+				le.PutUint16(buf[at+2*j:], uint16(x))
+			case 4:
 				le.PutUint32(buf[at+4*j:], uint32(x))
-			}
-		default:
-			for j, x := range v {
+			default:
 				le.PutUint64(buf[at+8*j:], uint64(x))
 			}
 		}
-		at += int(arrayBytes(int64(len(v)), s.width(i, coding)))
+		at += int(arrayBytes(int64(len(v)), w))
 	}
 	return buf, nil
 }
@@ -320,9 +339,9 @@ func (s recordShape) lengths(head []byte, recLen int64) ([]int64, uint32, error)
 		return nil, 0, fmt.Errorf("a record of %d bytes, shorter than its %d-byte header", recLen, sampleHeader)
 	}
 	T, E, flags, coding := le.Uint32(head[0:]), le.Uint32(head[4:]), le.Uint32(head[8:]), le.Uint32(head[12:])
-	if int(T) != s.types || int(E) != len(s.ends) || flags != s.flags || coding&^codeNarrowEdgeIDs != 0 {
-		return nil, 0, fmt.Errorf("a record of %d node types, %d edge types, flags %#x and coding %#x; the plan's records have %d, %d, %#x and a coding of %#x or 0",
-			T, E, flags, coding, s.types, len(s.ends), s.flags, codeNarrowEdgeIDs)
+	if int(T) != s.types || int(E) != len(s.ends) || flags != s.flags || coding&^codings != 0 {
+		return nil, 0, fmt.Errorf("a record of %d node types, %d edge types, flags %#x and coding %#x; the plan's records have %d, %d, %#x and a coding within %#x",
+			T, E, flags, coding, s.types, len(s.ends), s.flags, codings)
 	}
 	L := s.arrays()
 	if int64(len(head)) < int64(sampleHeader+8*L) || recLen < int64(sampleHeader+8*L) {
@@ -350,7 +369,6 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	le := binary.LittleEndian
 	at := int64(sampleHeader + 8*len(n))
 	a := make([][]int64, len(n))
 	for i, k := range n {
@@ -362,25 +380,37 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 			a[i] = []int64{}
 		case w == 8:
 			a[i] = unsafe.Slice((*int64)(unsafe.Pointer(&rec[at])), k)
-		case !local: // narrow edge ids
-			a[i] = make([]int64, k)
-			for j := range a[i] {
-				a[i][j] = int64(le.Uint32(rec[at+4*int64(j):]))
-			}
 		default:
-			a[i] = make([]int64, k)
-			nodes := uint64(len(a[t]))
-			for j := range a[i] {
-				v := le.Uint32(rec[at+4*int64(j):])
-				if uint64(v) >= nodes {
+			a[i] = widen(rec[at:at+w*k], w)
+			if !local {
+				break
+			}
+			nodes := int64(len(a[t]))
+			for j, v := range a[i] {
+				if v >= nodes {
 					return nil, fmt.Errorf("%s[%d] = %d, not a local id of the sample's %d nodes", s.name(i), j, v, nodes)
 				}
-				a[i][j] = int64(v)
 			}
 		}
 		at += arrayBytes(k, w)
 	}
 	return a, nil
+}
+
+// widen is the little-endian unsigned values of width w (2 or 4 bytes) that b holds.
+func widen(b []byte, w int64) []int64 {
+	le := binary.LittleEndian
+	out := make([]int64, int64(len(b))/w)
+	if w == 2 {
+		for j := range out {
+			out[j] = int64(le.Uint16(b[2*j:]))
+		}
+		return out
+	}
+	for j := range out {
+		out[j] = int64(le.Uint32(b[4*j:]))
+	}
+	return out
 }
 
 // samplesWriter writes one planned epoch's samples file: records one after another, buffered,

@@ -342,9 +342,10 @@ func TestVersion3PlanIndexIsStale(t *testing.T) {
 	p.Close()
 }
 
-// TestVersion4PlanIsRead: a plan written as version 4 wrote it (int64 edge ids, index version 4)
-// is served as it is, every batch reflect.DeepEqual to its re-draw, for every kind of plan; the
-// same plan written now has samples files smaller by 4 bytes an edge id.
+// TestVersion4PlanIsRead: a plan written as version 4 wrote it (coding 0, index version 4) is
+// served as it is, every batch reflect.DeepEqual to its re-draw, for every kind of plan; the same
+// plan written now has samples files smaller by 4 bytes a node, 4 an edge's Row and Col and 4 its
+// edge id.
 func TestVersion4PlanIsRead(t *testing.T) {
 	rng := newRand(t)
 	for _, c := range samplePlans(t, rng, 1, 0) {
@@ -354,9 +355,9 @@ func TestVersion4PlanIsRead(t *testing.T) {
 			if _, err := c.plan(now); err != nil {
 				t.Fatal(err)
 			}
-			narrowEdgeIDs = false
+			narrowRecords = false
 			_, err := c.plan(c.o)
-			narrowEdgeIDs = true
+			narrowRecords = true
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -384,18 +385,39 @@ func TestVersion4PlanIsRead(t *testing.T) {
 				for j, v := range a {
 					if shape.edgeIDs(j) {
 						edges += int64(len(v))
-						saved += arrayBytes(int64(len(v)), 8) - arrayBytes(int64(len(v)), 4)
 					}
 				}
+				// These graphs' ids fit 4 bytes and their batches' local ids 2.
+				saved += recordBytes(shape, a, 8, 4, 8) - recordBytes(shape, a, 4, 2, 4)
 			}
 			old, _ := samplesBytes(t, c.o.Dir, 1)
 			smaller, _ := samplesBytes(t, now.Dir, 1)
-			t.Logf("samples files: %d bytes as version 4 wrote them, %d now, %d edge ids", old, smaller, edges)
+			t.Logf("samples files: %d bytes as version 4 wrote them, %d now (%d edge ids)", old, smaller, edges)
 			if edges == 0 || old-smaller != saved {
-				t.Fatalf("samples files of %d bytes as version 4 wrote them, %d now, for %d edge ids (want %d bytes fewer)", old, smaller, edges, saved)
+				t.Fatalf("samples files of %d bytes as version 4 wrote them, %d now (%d edge ids); want %d bytes fewer", old, smaller, edges, saved)
 			}
 		})
 	}
+}
+
+// recordBytes is the bytes of a record of arrays a (table order) of shape s where it stores
+// every kind of array in the given widths: Nodes, Row and Col, EdgeIDs (the rest in 8).
+func recordBytes(s recordShape, a [][]int64, nodes, local, ids int64) int64 {
+	T, E := s.types, len(s.ends)
+	n := int64(sampleHeader + 8*len(a))
+	for i, v := range a {
+		w := int64(8)
+		switch {
+		case i < T:
+			w = nodes
+		case i >= 2*T && i < 2*T+2*E:
+			w = local
+		case i >= 2*T+2*E && i < 2*T+3*E:
+			w = ids
+		}
+		n += (w*int64(len(v)) + 7) / 8 * 8
+	}
+	return n
 }
 
 // randomArray is nil, empty or n values below bound, one in three each (n > 0 always values).
@@ -431,15 +453,22 @@ func TestSampleRecordShapes(t *testing.T) {
 			s.flags |= sampleLink
 		}
 		maybe := func() int { return rng.IntN(3) * rng.IntN(50) }
-		idBound := int64(1) << 40 // edge ids of a graph of more than 2^32 edges, or not
+		// Node and edge ids of a graph of more than 2^32 nodes or edges, or not.
+		nodeBound, idBound := int64(1)<<32, int64(1)<<32
 		if rng.IntN(2) == 0 {
-			idBound = 1 << 32
+			nodeBound = 1 << 40
+		}
+		if rng.IntN(2) == 0 {
+			idBound = 1 << 40
 		}
 		a := make([][]int64, s.arrays())
 		for j := range a {
 			if j < 2*s.types {
-				a[j] = randomArray(rng, maybe(), 1<<40)
+				a[j] = randomArray(rng, maybe(), nodeBound)
 			}
+		}
+		if rng.IntN(8) == 0 { // a node type of more nodes than 2-byte local ids index
+			a[rng.IntN(s.types)] = randomArray(rng, 1<<16+rng.IntN(2), nodeBound)
 		}
 		for j := range a[2*s.types:] {
 			j += 2 * s.types
@@ -467,23 +496,40 @@ func TestSampleRecordShapes(t *testing.T) {
 		if n, _, _ := s.recordLen(a); n != int64(len(rec)) {
 			t.Fatalf("recordLen %d, the record has %d bytes", n, len(rec))
 		}
-		// Edge ids below 2^32 take 4 bytes (codeNarrowEdgeIDs), others 8, as a version 4 record's.
-		narrow, saved := true, int64(0)
-		for j, v := range a {
-			if s.edgeIDs(j) {
-				narrow = narrow && !slices.ContainsFunc(v, func(x int64) bool { return x > math.MaxUint32 })
-				saved += arrayBytes(int64(len(v)), 8) - arrayBytes(int64(len(v)), 4)
+		// What fits narrower is stored narrower (the coding says which), the rest as a version 4
+		// record stores it, which is the record with narrowing off.
+		above := func(kind func(j int) bool, bound uint64) bool {
+			for j, v := range a {
+				if kind(j) && slices.ContainsFunc(v, func(x int64) bool { return uint64(x) > bound }) {
+					return true
+				}
 			}
+			return false
 		}
-		narrowEdgeIDs = false
+		isNodes := func(j int) bool { return j < s.types }
+		want, nodes, local, ids := uint32(0), int64(8), int64(4), int64(8)
+		if !above(isNodes, math.MaxUint32) {
+			want, nodes = want|codeNarrowNodes, 4
+		}
+		if !slices.ContainsFunc(a[:s.types], func(v []int64) bool { return len(v) > 1<<16 }) {
+			want, local = want|codeShortLocal, 2
+		}
+		if !above(s.edgeIDs, math.MaxUint32) {
+			want, ids = want|codeNarrowEdgeIDs, 4
+		}
+		narrowRecords = false
 		wide, err := s.encode(a)
-		narrowEdgeIDs = true
+		narrowRecords = true
 		if err != nil {
 			t.Fatal(err)
 		}
-		if coding := binary.LittleEndian.Uint32(rec[12:]); coding != map[bool]uint32{true: codeNarrowEdgeIDs}[narrow] ||
-			narrow && int64(len(wide)-len(rec)) != saved || !narrow && !bytes.Equal(wide, rec) {
-			t.Fatalf("shape %+v, edge ids below %d: coding %#x, %d bytes; %d bytes with int64 edge ids", s, idBound, coding, len(rec), len(wide))
+		if coding := binary.LittleEndian.Uint32(rec[12:]); coding != want || int64(len(rec)) != recordBytes(s, a, nodes, local, ids) ||
+			int64(len(wide)) != recordBytes(s, a, 8, 4, 8) || binary.LittleEndian.Uint32(wide[12:]) != 0 {
+			t.Fatalf("shape %+v, node ids below %d, edge ids below %d: coding %#x (want %#x), %d bytes; %d bytes with narrowing off",
+				s, nodeBound, idBound, coding, want, len(rec), len(wide))
+		}
+		if back, err := s.decode(wide); err != nil || !reflect.DeepEqual(s.drawOf(back), d) {
+			t.Fatalf("shape %+v: the record with narrowing off: %v", s, err)
 		}
 		words := make([]int64, (len(rec)+15)/8)
 		buf := dataset.BytesOf(words)[:len(rec)+8]
@@ -505,14 +551,17 @@ func TestSampleRecordShapes(t *testing.T) {
 		if _, err := other.decode(buf[:len(rec)]); err == nil || !strings.Contains(err.Error(), "flags") {
 			t.Fatalf("shape %+v: a record read with flags %#x: %v", s, other.flags, err)
 		}
-		// A coding this version does not know, and a record of int64 edge ids read as narrow.
-		for _, bad := range []uint32{2, codeNarrowEdgeIDs} {
+		// A coding this version does not know, and a record of coding 0 read as narrower.
+		for _, bad := range []uint32{8, codeNarrowNodes, codeShortLocal, codeNarrowEdgeIDs} {
 			c := slices.Clone(wide)
 			binary.LittleEndian.PutUint32(c[12:], bad)
-			if _, err := s.decode(c); err == nil && (bad != codeNarrowEdgeIDs || saved > 0) {
-				t.Fatalf("shape %+v: a record of coding %#x for 0 decoded", s, bad)
-			} else if err != nil && bad == 2 && !strings.Contains(err.Error(), "coding 0x2") {
-				t.Fatalf("shape %+v: a record of coding 0x2: %v", s, err)
+			same := bad == codeNarrowNodes && recordBytes(s, a, 4, 4, 8) == int64(len(wide)) ||
+				bad == codeShortLocal && recordBytes(s, a, 8, 2, 8) == int64(len(wide)) ||
+				bad == codeNarrowEdgeIDs && recordBytes(s, a, 8, 4, 4) == int64(len(wide))
+			if _, err := s.decode(c); err == nil && !same {
+				t.Fatalf("shape %+v: a record of coding 0 read as coding %#x decoded", s, bad)
+			} else if bad == 8 && (err == nil || !strings.Contains(err.Error(), "coding 0x8")) {
+				t.Fatalf("shape %+v: a record of coding 0x8: %v", s, err)
 			}
 		}
 		// A local id out of range, where an edge array has one.

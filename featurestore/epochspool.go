@@ -168,27 +168,33 @@ func (ep *spooledEpoch) nodes(s recordShape, b int) ([][]int64, error) {
 	if err := preadFull(ep.fd, head, r.Offset); err != nil {
 		return nil, fail(err)
 	}
-	n, _, err := s.lengths(head, r.Length)
+	n, coding, err := s.lengths(head, r.Length)
 	if err != nil {
 		return nil, fail(err)
 	}
-	var count int64
-	for _, k := range n[:s.types] {
-		count += max(k, 0)
+	// The Nodes arrays come first, one after another, each padded to 8 bytes.
+	var size int64
+	for t, k := range n[:s.types] {
+		size += arrayBytes(k, s.width(t, coding))
 	}
-	all := make([]int64, count)
-	if count > 0 {
-		// The record's int64s are little-endian, as decode's in-place views assume.
-		buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(all))), 8*count)
+	words := make([]int64, size/8)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	if size > 0 {
 		if err := preadFull(ep.fd, buf, r.Offset+int64(len(head))); err != nil {
 			return nil, fail(err)
 		}
 	}
 	nodes := make([][]int64, s.types)
 	for t, k := range n[:s.types] {
-		if k >= 0 {
-			nodes[t], all = all[:k:k], all[k:]
+		w := s.width(t, coding)
+		switch {
+		case k < 0:
+		case w == 8: // the record's int64s are little-endian, as decode's in-place views assume
+			nodes[t] = words[:k:k]
+		default:
+			nodes[t] = widen(buf[:w*k], w)
 		}
+		words, buf = words[arrayBytes(k, w)/8:], buf[arrayBytes(k, w):]
 	}
 	return nodes, nil
 }
