@@ -9,9 +9,14 @@
 # 1. replayed gcn [25,10] at --depth 1, 2 and 4 (gather threads) against the limit, in one run each;
 # 2. an nsys profile of one replayed run, if nsys is there: the CUDA API time of the trainer's
 #    thread against the gather threads', and kernel overlap. About 400 s.
+# 3. (session 17) the planning rows of run 15 again, now that stored samples take half the bytes
+#    at [25,10] (index version 5): a later round of sage [25,10] K=4 was 0.584 of training at the
+#    limit, 12.8 s, writing 3.9 GB (2.96 GB of samples); it should write about 2.4 GB. About 250 s,
+#    in a call of its own: `bash benchmarks/h200-next/commands.sh plan`.
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle`.
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
+if [ "${1:-}" != plan ]; then
 args="/var/tmp/ds10m --configs memory-gpu,tierfs-planned --planned-epoch full --models gcn --fanouts 25,10 --batch-sizes 1024 --batches 100 --max-seconds 8"
 for d in 1 2 4; do
   timeout 150 python3 -m tierfs.benchtrain $args --repeats 3 --depth $d --json $OUT/gcn-depth$d.json > $OUT/gcn-depth$d.txt 2>&1
@@ -29,4 +34,14 @@ if command -v nsys >/dev/null; then
   echo "nsys rc=$?"; head -60 $OUT/nsys-stats.txt
 else
   echo "no nsys on this machine"
+fi
+fi
+bench() {  # bench NAME TIMEOUT ARGS... (run 15's planning rows)
+  local name=$1 t=$2; shift 2
+  timeout $t python3 -m tierfs.benchtrain /var/tmp/ds10m --configs memory-gpu,tierfs-planned --repeats 3 --batches 60 --max-seconds 6 \
+    --planned-epoch full --json $OUT/$name.json "$@" > $OUT/$name.txt 2>&1
+  echo "== $name rc=$?"; grep -E "planned|placed" $OUT/$name.txt | head -8; grep -E "^(memory-gpu|tierfs-planned) +[0-9]|over_limit|keeps up|later round" $OUT/$name.txt
+}
+if [ "${1:-}" = plan ]; then
+  bench plan-sage-b1024 230 --models sage --fanouts 25,10/15,10,5 --batch-sizes 1024 --replan-epochs 4
 fi
