@@ -311,19 +311,27 @@ func (s recordShape) encode(a [][]int64) ([]byte, error) {
 		at += 8
 	}
 	for i, v := range a {
-		t, local := s.local(i)
-		w := s.width(i, coding)
-		for j, x := range v {
-			if local && uint64(x) >= uint64(len(a[t])) {
-				return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, len(a[t]))
+		if t, local := s.local(i); local {
+			for j, x := range v {
+				if uint64(x) >= uint64(len(a[t])) {
+					return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, len(a[t]))
+				}
 			}
-			switch w { // each value fits its width (coding)
-			case 2:
-				le.PutUint16(buf[at+2*j:], uint16(x))
-			case 4:
-				le.PutUint32(buf[at+4*j:], uint32(x))
-			default:
-				le.PutUint64(buf[at+8*j:], uint64(x))
+		}
+		w := s.width(i, coding)
+		out := buf[at:]
+		switch w { // each value fits its width (coding)
+		case 2:
+			for j, x := range v {
+				le.PutUint16(out[2*j:], uint16(x))
+			}
+		case 4:
+			for j, x := range v {
+				le.PutUint32(out[4*j:], uint32(x))
+			}
+		default:
+			for j, x := range v {
+				le.PutUint64(out[8*j:], uint64(x))
 			}
 		}
 		at += int(arrayBytes(int64(len(v)), w))
