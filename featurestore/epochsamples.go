@@ -389,15 +389,13 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 		case w == 8:
 			a[i] = unsafe.Slice((*int64)(unsafe.Pointer(&rec[at])), k)
 		default:
-			a[i] = widen(rec[at:at+w*k], w)
-			if !local {
-				break
+			bound := int64(math.MaxInt64)
+			if local {
+				bound = int64(len(a[t]))
 			}
-			nodes := int64(len(a[t]))
-			for j, v := range a[i] {
-				if v >= nodes {
-					return nil, fmt.Errorf("%s[%d] = %d, not a local id of the sample's %d nodes", s.name(i), j, v, nodes)
-				}
+			var bad int
+			if a[i], bad = widen(rec[at:at+w*k], w, bound); bad >= 0 {
+				return nil, fmt.Errorf("%s[%d] = %d, not a local id of the sample's %d nodes", s.name(i), bad, a[i][bad], bound)
 			}
 		}
 		at += arrayBytes(k, w)
@@ -405,20 +403,28 @@ func (s recordShape) decode(rec []byte) ([][]int64, error) {
 	return a, nil
 }
 
-// widen is the little-endian unsigned values of width w (2 or 4 bytes) that b holds.
-func widen(b []byte, w int64) []int64 {
+// widen is the little-endian unsigned values of width w (2 or 4 bytes) that b holds, and the
+// index of the first that is not below bound (-1: none).
+func widen(b []byte, w int64, bound int64) ([]int64, int) {
 	le := binary.LittleEndian
 	out := make([]int64, int64(len(b))/w)
+	bad := -1
 	if w == 2 {
 		for j := range out {
 			out[j] = int64(le.Uint16(b[2*j:]))
+			if out[j] >= bound && bad < 0 {
+				bad = j
+			}
 		}
-		return out
+		return out, bad
 	}
 	for j := range out {
 		out[j] = int64(le.Uint32(b[4*j:]))
+		if out[j] >= bound && bad < 0 {
+			bad = j
+		}
 	}
-	return out
+	return out, bad
 }
 
 // samplesWriter writes one planned epoch's samples file: records one after another, buffered,

@@ -3,6 +3,7 @@ package featurestore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -192,7 +193,7 @@ func (ep *spooledEpoch) nodes(s recordShape, b int) ([][]int64, error) {
 		case w == 8: // the record's int64s are little-endian, as decode's in-place views assume
 			nodes[t] = words[:k:k]
 		default:
-			nodes[t] = widen(buf[:w*k], w)
+			nodes[t], _ = widen(buf[:w*k], w, math.MaxInt64)
 		}
 		words, buf = words[arrayBytes(k, w)/8:], buf[arrayBytes(k, w):]
 	}
