@@ -36,12 +36,6 @@ else
   echo "no nsys on this machine"
 fi
 fi
-bench() {  # bench NAME TIMEOUT ARGS... (run 15's planning rows)
-  local name=$1 t=$2; shift 2
-  timeout $t python3 -m tierfs.benchtrain /var/tmp/ds10m --configs memory-gpu,tierfs-planned --repeats 3 --batches 60 --max-seconds 6 \
-    --planned-epoch full --json $OUT/$name.json "$@" > $OUT/$name.txt 2>&1
-  echo "== $name rc=$?"; grep -E "planned|placed" $OUT/$name.txt | head -8; grep -E "^(memory-gpu|tierfs-planned) +[0-9]|over_limit|keeps up|later round" $OUT/$name.txt
-}
 if [ "${1:-}" = plan ]; then
   bench plan-sage-b1024 230 --models sage --fanouts 25,10/15,10,5 --batch-sizes 1024 --replan-epochs 4
 fi

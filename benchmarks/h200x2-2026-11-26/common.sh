@@ -15,3 +15,9 @@ ddp() {  # ddp NAME NPROC ARGS...: one run of the example, its figures in $OUT/N
   # A failed run: its traceback and last lines (the filter above would cut them).
   [ -f $OUT/$name.json ] || { echo "-- $name failed or timed out; its log ends:"; grep -v "^W[0-9]" /tmp/$name.log | tail -40; }
 }
+bench() {  # bench NAME TIMEOUT ARGS...: the limit against replayed planned epochs, its figures in $OUT/NAME.json
+  local name=$1 t=$2; shift 2
+  timeout $t python3 -m tierfs.benchtrain /var/tmp/ds10m --configs memory-gpu,tierfs-planned --repeats 3 --batches 60 --max-seconds 6 \
+    --planned-epoch full --json $OUT/$name.json "$@" > $OUT/$name.txt 2>&1
+  echo "== $name rc=$?"; grep -E "planned|placed" $OUT/$name.txt | head -8; grep -E "^(memory-gpu|tierfs-planned) +[0-9]|over_limit|keeps up|later round" $OUT/$name.txt
+}

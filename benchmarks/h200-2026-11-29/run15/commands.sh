@@ -10,12 +10,6 @@
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle`; about 450 s.
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
-bench() {  # bench NAME TIMEOUT ARGS...
-  local name=$1 t=$2; shift 2
-  timeout $t python3 -m tierfs.benchtrain /var/tmp/ds10m --configs memory-gpu,tierfs-planned --repeats 3 --batches 60 --max-seconds 6 \
-    --planned-epoch full --json $OUT/$name.json "$@" > $OUT/$name.txt 2>&1
-  echo "== $name rc=$?"; grep -E "planned|placed" $OUT/$name.txt | head -8; grep -E "^(memory-gpu|tierfs-planned) +[0-9]|over_limit|keeps up|later round" $OUT/$name.txt
-}
 bench sage-b1024 230 --models sage --fanouts 25,10/15,10,5 --batch-sizes 1024 --replan-epochs 4
 bench gcn-15105-b1024 120 --models gcn --fanouts 15,10,5 --batch-sizes 1024 --replan-epochs 2
 bench sage-2510-b8000 90 --models sage --fanouts 25,10 --batch-sizes 8000 --replan-epochs 2
