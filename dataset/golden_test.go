@@ -171,7 +171,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 // goldenVersions are the format versions with a golden dataset. Version 4 has none: its one
 // new part, an in-place feature, is named by an absolute path, which a checked-in dataset
 // cannot hold.
-var goldenVersions = []int{1, 2, 3, 6}
+var goldenVersions = []int{1, 2, 3, 6, 7}
 
 func TestGolden(t *testing.T) {
 	for _, v := range goldenVersions {
