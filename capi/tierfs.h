@@ -442,7 +442,10 @@ struct tfs_hetero_sample;
 
 /* {"node_types": [{"name", "count", "features": [{"name", "of", "dtype", "dim", "row_bytes",
  * "rows", "scalar", "default"}], "labels", "num_classes", "splits": {name: count}}],
- * "edge_types": [{"key", "src", "rel", "dst", "count", "features"}]}, copied as by tfs_stats_json. */
+ * "edge_types": [{"key", "src", "rel", "dst", "count", "features"}], "typed"}, copied as by
+ * tfs_stats_json. "typed" is true when the types are named by the dataset's maker (several
+ * types, or one typed type: a one-type HeteroData or GraphBolt dataset), false for a homogeneous
+ * graph (its node type is "node"). */
 tfs_status tfs_types_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
 /* Rows of ids (of node_type) of its feature `feature` (NULL: the type's default, served through
  * the memory tiers; others are read from disk) into dst (dst_bytes = n * the feature's row_bytes). */

@@ -54,7 +54,8 @@ func typesJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error 
 	data, err := json.Marshal(struct {
 		NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
 		EdgeTypes []featurestore.EdgeTypeInfo `json:"edge_types"`
-	}{ss.NodeTypes(), ss.EdgeTypes()})
+		Typed     bool                        `json:"typed"`
+	}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed()})
 	if err != nil {
 		return err
 	}

@@ -409,7 +409,7 @@ func printJSON(v any) error {
 
 func printInfo(m *dataset.Manifest) {
 	fmt.Printf("dataset     %s (format v%d, %d-byte blocks, made by %s %s)\n", m.Dir(), m.Version, m.BlockSize, m.Created.By, m.Created.Time)
-	if len(m.NodeTypes) > 1 || len(m.EdgeTypes) > 1 {
+	if m.IsTyped() {
 		printTypes(m)
 	} else {
 		nt := m.Nodes()

@@ -3,6 +3,7 @@ package dataset
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -188,7 +189,7 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 7`, `"version": 8`, "newer than this tierfs reads", ErrVersionTooNew},
+		{`"version": 7`, fmt.Sprintf(`"version": %d`, Version+1), "newer than this tierfs reads", ErrVersionTooNew},
 		{`"version": 7`, `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
@@ -459,4 +460,56 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTypedOneType checks the typed mark of a one-type dataset (version 8): Validate asks version
+// 8 of it, refuses it beside several types, and applies the typed rules (checked type names) to
+// it; an untyped one-type dataset keeps the one-type rules.
+func TestTypedOneType(t *testing.T) {
+	m, _ := writeTestDataset(t, t.TempDir(), 100, 4, Float32, 1, rand.New(rand.NewPCG(1, 2)))
+	if m.IsTyped() || m.minVersion() != VersionBound {
+		t.Fatalf("an ingested one-type dataset: IsTyped %v, minVersion %d; want false, %d", m.IsTyped(), m.minVersion(), VersionBound)
+	}
+	typed := func(version int, edit func(*Manifest)) *Manifest {
+		c := *m
+		c.NodeTypes = slices.Clone(m.NodeTypes)
+		c.EdgeTypes = slices.Clone(m.EdgeTypes)
+		c.Typed, c.Version = true, version
+		if edit != nil {
+			edit(&c)
+		}
+		return &c
+	}
+	if c := typed(8, nil); c.Validate() != nil || !c.IsTyped() || c.minVersion() != 8 {
+		t.Fatalf("typed at version 8: Validate %v, IsTyped %v, minVersion %d", c.Validate(), c.IsTyped(), c.minVersion())
+	}
+	rename := func(name string) func(*Manifest) {
+		return func(c *Manifest) {
+			c.NodeTypes[0].Name = name
+			c.EdgeTypes[0].Src, c.EdgeTypes[0].Dst = name, name
+		}
+	}
+	if err := typed(8, rename("paper")).Validate(); err != nil {
+		t.Fatalf("typed, node type paper: %v", err)
+	}
+	for _, tc := range []struct {
+		what string
+		m    *Manifest
+		want string
+	}{
+		{"at version 7", typed(7, nil), "manifest version 7 with 1 node types and 1 edge types is marked typed"},
+		{"with two node types", typed(8, func(c *Manifest) { c.NodeTypes = append(c.NodeTypes, NodeType{Name: "b", Count: 1}) }), "is marked typed"},
+		{"a bad type name", typed(8, rename("a:b")), `node type name "a:b"`},
+	} {
+		if err := tc.m.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("typed %s: Validate %v, want an error containing %q", tc.what, err, tc.want)
+		}
+	}
+	untyped := *m
+	untyped.NodeTypes = slices.Clone(m.NodeTypes)
+	untyped.EdgeTypes = slices.Clone(m.EdgeTypes)
+	rename("a:b")(&untyped)
+	if err := untyped.Validate(); err != nil {
+		t.Fatalf("an untyped one-type dataset keeps the one-type rules (no name check): %v", err)
+	}
 }

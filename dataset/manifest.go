@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 7):
+// Invariants of a valid dataset (format versions 1 to 8):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
 //     O_DIRECT read of whole blocks stays inside the file;
@@ -23,10 +23,15 @@
 // gathered as a 1-D array); version 4 in-place features; version 5 several node types and edge
 // types (a heterogeneous graph); version 6 edge splits (EdgeSplit: seed edges of link prediction
 // per split, with labels and negatives); version 7 checksums bound to their place (bind.go: a
-// block's checksum covers its file's role and its index, keyed by a random DatasetID). Commit
-// writes version 7. Older versions are read as they are — Load holds a manifest of one to what
+// block's checksum covers its file's role and its index, keyed by a random DatasetID); version 8
+// a dataset of one node type whose types its maker named (Typed: a one-type HeteroData or
+// GraphBolt dataset). Commit writes version 7, or 8 for a Typed one. Older versions are read as they are — Load holds a manifest of one to what
 // such a dataset is (its sidecars unbound), so a newer dataset's manifest edited down is
 // corruption — and Upgrade rewrites them to version 7 in place (`tierfs upgrade`).
+//
+// A dataset is typed (IsTyped) when its types are the maker's: several node or edge types, or
+// one of each marked Typed. Front ends present a typed dataset by its type names (PyG's
+// HeteroData, GraphBolt's typed keys) and an untyped one as a homogeneous graph (PyG's Data).
 //
 // Types (version 5): a node type is a name, an edge type the triple (src, rel, dst) of node type
 // names and a relation, written "src:rel:dst" (EdgeType.Key); names follow CheckTypeName. Node
@@ -52,7 +57,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 7
+const Version = 8
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -83,6 +88,11 @@ type Manifest struct {
 	// DatasetID is random per dataset (version 7, set by Commit): with each file's role it keys
 	// the binding of its checksums to their place (bind.go).
 	DatasetID string `json:"dataset_id,omitempty"`
+	// Typed (version 8) marks a dataset of one node type and at most one edge type whose types
+	// were named by its maker (a HeteroData, a GraphBolt dataset with types, an ingest spec): it
+	// is a typed dataset of one type, not a homogeneous graph. A dataset of several types is typed
+	// without it, and never sets it.
+	Typed bool `json:"typed,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
 }
@@ -290,6 +300,9 @@ func (m *Manifest) Validate() error {
 	if (m.Version >= VersionBound) != (m.DatasetID != "") {
 		return fmt.Errorf("manifest version %d with dataset_id %q: versions from %d bind checksums with a dataset id, older ones have none", m.Version, m.DatasetID, VersionBound)
 	}
+	if m.Typed && (m.Version < 8 || len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
+		return fmt.Errorf("manifest version %d with %d node types and %d edge types is marked typed; only a version 8 dataset of one node type and at most one edge type is (several types are typed without the mark)", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
+	}
 	if m.Version < 5 && (len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
 		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 to 4 hold exactly one node type and at most one edge type (several need version 5, have %d)", len(m.NodeTypes), len(m.EdgeTypes), m.Version)
 	}
@@ -330,8 +343,8 @@ func (m *Manifest) Validate() error {
 		return nil
 	}
 	// Several types (version 5 on): names checked, features named per type. Version 7 describes
-	// one-type datasets too, which keep the one-type rules of versions 1 to 4.
-	typed := m.Version >= 5 && !(m.Version >= VersionBound && len(m.NodeTypes) == 1 && len(m.EdgeTypes) <= 1)
+	// one-type datasets too, which keep the one-type rules of versions 1 to 4 unless Typed.
+	typed := m.Version >= 5 && !(m.Version >= VersionBound && !m.IsTyped())
 	nodeTypes := make(map[string]*NodeType, len(m.NodeTypes))
 	for i := range m.NodeTypes {
 		nt := &m.NodeTypes[i]
@@ -476,11 +489,14 @@ func (m *Manifest) Validate() error {
 	return nil
 }
 
-// minVersion is the lowest format version that describes m: 7 when its checksums are bound to
+// minVersion is the lowest format version that describes m: 8 when it is Typed, 7 when its checksums are bound to
 // their place (a DatasetID: every dataset Commit writes), 6 with edge splits, 5 with more than
 // one node type or more than one edge type, 4 with an in-place feature, 3 with edge or scalar
 // features, else 2.
 func (m *Manifest) minVersion() int {
+	if m.Typed {
+		return 8
+	}
 	if m.DatasetID != "" {
 		return VersionBound
 	}
@@ -580,6 +596,10 @@ func (m *Manifest) File(path string) *File {
 // with several (version 5) it is the first listed. Code that serves several types names them
 // (NodeTypeNamed).
 func (m *Manifest) Nodes() *NodeType { return &m.NodeTypes[0] }
+
+// IsTyped reports whether the dataset's types are its maker's: several node or edge types, or one
+// of each marked Typed. An untyped dataset is a homogeneous graph (its type is named "node").
+func (m *Manifest) IsTyped() bool { return m.Typed || len(m.NodeTypes) > 1 || len(m.EdgeTypes) > 1 }
 
 // Edges is the one edge type of a one-type dataset, or nil when it has no topology; of a dataset
 // with several edge types (version 5) it is the first listed (EdgeTypeNamed names one).

@@ -15,9 +15,10 @@ import (
 // which the manifest names until the bound sums have taken the old sidecar's name.
 const upgradeSuffix = ".upgrade"
 
-// Upgrade rewrites the dataset in dir, of a format version before VersionBound, to the current
-// version in place, and returns the version it had (Version when it was current: then it only
-// finishes an upgrade that was killed, and removes what one left).
+// Upgrade rewrites the dataset in dir, of a format version before VersionBound, to VersionBound
+// (the version Commit writes for it) in place, and returns the version it had (VersionBound or
+// later when it was current: then it only finishes an upgrade that was killed, and removes what
+// one left).
 //
 // Every block of every file is checked against its old checksum first (progress gets the bytes
 // checked and their total): a damaged dataset is refused as ErrCorrupt naming the file and block,

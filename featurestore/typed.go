@@ -41,6 +41,11 @@ type EdgeTypeInfo struct {
 	Features []FeatureInfo `json:"features"`
 }
 
+// Typed reports whether the session's types are named by its dataset's maker
+// (dataset.Manifest.IsTyped): several types, or one typed type. Front ends present an untyped
+// session as a homogeneous graph.
+func (ss *Session) Typed() bool { return ss.m.IsTyped() }
+
 // NodeTypes describes every node type, in the manifest's order.
 func (ss *Session) NodeTypes() []NodeTypeInfo {
 	out := make([]NodeTypeInfo, len(ss.nodes))

@@ -76,9 +76,12 @@ func readGraphBolt(dir string) (md *graphBoltMetadata, meta string, err error) {
 	return md, meta, nil
 }
 
-// isHetero reports whether the graph has several node types or several edge types.
-func (md *graphBoltMetadata) isHetero() bool {
-	return len(md.Graph.Nodes) > 1 || len(md.Graph.Edges) > 1
+// isTyped reports whether the graph's types are named, as GraphBolt tells a heterogeneous graph
+// (its first node type has a type): several node or edge types, or one named node type. A typed
+// graph of one type stays typed (dataset.Manifest.Typed), its names kept.
+func (md *graphBoltMetadata) isTyped() bool {
+	g := md.Graph
+	return len(g.Nodes) > 1 || len(g.Edges) > 1 || (len(g.Nodes) == 1 && g.Nodes[0].Type != "")
 }
 
 // graphBoltPath is p (key's path in meta) relative to the dataset directory dir.

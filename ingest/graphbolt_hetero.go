@@ -10,7 +10,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 )
 
-// ingestGraphBoltHetero ingests a GraphBolt dataset of several node or edge types (md, read from
+// ingestGraphBoltHetero ingests a GraphBolt dataset of named types (isTyped; md, read from
 // meta in opt.GraphBolt) with IngestHetero: graph.nodes [{type, num}] become the node types,
 // graph.edges [{type: "src:rel:dst", format, path}] the edge types (CSV or .npy edges in src and
 // dst local ids), feature_data entries of domain "node" the features of their type (in their
@@ -21,9 +21,9 @@ import (
 // task's sets (of type "src:rel:dst") give the edge splits of their edge types
 // (graphBoltLinkTask).
 //
-// Out, Replace, DevicePaths and Progress apply; the options that reshape a homogeneous graph or
-// read features in place (Undirected, DropSelfLoops, Dedup, FeaturesInPlace, FeatureDType,
-// NumNodes) are refused, as are inputs given beside GraphBolt.
+// Out, Replace, DevicePaths, FeaturesInPlace and Progress apply; the options that reshape a
+// homogeneous graph (Undirected, DropSelfLoops, Dedup, FeatureDType, NumNodes) are refused, as
+// are inputs given beside GraphBolt.
 func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*dataset.Manifest, error) {
 	dir := opt.GraphBolt
 	if opt.Edges != "" || opt.Features != "" || opt.Labels != "" || opt.SplitsDir != "" || len(opt.NodeFeatures) > 0 || len(opt.EdgeFeatures) > 0 || len(opt.EdgeSplits) > 0 {
@@ -32,15 +32,15 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 	for _, o := range []struct {
 		set  bool
 		name string
-	}{{opt.Undirected, "Undirected"}, {opt.DropSelfLoops, "DropSelfLoops"}, {opt.Dedup, "Dedup"}, {opt.FeaturesInPlace, "FeaturesInPlace"},
+	}{{opt.Undirected, "Undirected"}, {opt.DropSelfLoops, "DropSelfLoops"}, {opt.Dedup, "Dedup"},
 		{opt.FeatureDType != "", "FeatureDType"}, {opt.NumNodes != 0, "NumNodes"}} {
 		if o.set {
-			return nil, fmt.Errorf("ingest: %s describes a heterogeneous graph (%d node types, %d edge types); %s applies to a homogeneous one", meta, len(md.Graph.Nodes), len(md.Graph.Edges), o.name)
+			return nil, fmt.Errorf("ingest: %s describes a graph of named types (%d node types, %d edge types); %s applies to a homogeneous one (no type names)", meta, len(md.Graph.Nodes), len(md.Graph.Edges), o.name)
 		}
 	}
 	g := md.Graph
 	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
-	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, Progress: opt.Progress}
+	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, Progress: opt.Progress}
 	nodeIndex := map[string]int{}
 	for i, n := range g.Nodes {
 		key := fmt.Sprintf("graph.nodes[%d]", i)

@@ -403,3 +403,83 @@ func TestGraphBoltHeteroRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphBoltOneNamedType ingests a GraphBolt dataset of one node type and one edge type that
+// name their types (GraphBolt's heterogeneous form): the dataset is typed (version 8), its type
+// names kept, every node and edge feature and the task's labels and seeds under its type. The
+// same graph without names is a homogeneous (untyped) dataset.
+func TestGraphBoltOneNamedType(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	gb := t.TempDir()
+	n, e := 120, 700
+	src, dst, feat, pos, weight, labels, sets := writeGraphBolt(t, gb, rng, n, e, false)
+	plain := filepath.Join(t.TempDir(), "plain")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: plain}); err != nil {
+		t.Fatal(err)
+	}
+	if m := loadVerified(t, plain); m.IsTyped() || m.Version != dataset.VersionBound {
+		t.Fatalf("GraphBolt without type names: typed %v, version %d; want a homogeneous dataset", m.IsTyped(), m.Version)
+	}
+	path := filepath.Join(gb, GraphBoltMetadata)
+	md := string(mustReadFile(t, path))
+	for _, r := range [][2]string{
+		{"    - num: ", "    - type: paper\n      num: "},
+		{"    - format: numpy\n      path: edges", "    - type: paper:cites:paper\n      format: numpy\n      path: edges"},
+		{"  - domain: node\n", "  - domain: node\n    type: paper\n"},
+		{"  - domain: edge\n", "  - domain: edge\n    type: paper:cites:paper\n"},
+		{"      - data:", "      - type: paper\n        data:"},
+	} {
+		if !strings.Contains(md, r[0]) {
+			t.Fatalf("metadata.yaml has no %q", r[0])
+		}
+		md = strings.ReplaceAll(md, r[0], r[1])
+	}
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "typed")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	if !m.IsTyped() || !m.Typed || m.Version != 8 || m.NodeTypes[0].Name != "paper" || len(m.EdgeTypes) != 1 || m.EdgeTypes[0].Key() != "paper:cites:paper" {
+		t.Fatalf("typed %v, version %d, node type %q, %d edge types; want a typed version 8 dataset of paper and paper:cites:paper", m.IsTyped(), m.Version, m.NodeTypes[0].Name, len(m.EdgeTypes))
+	}
+	nt, et := &m.NodeTypes[0], &m.EdgeTypes[0]
+	for i, c := range []struct {
+		name string
+		want []byte
+	}{{"feat", feat}, {"pos", pos}} {
+		if len(nt.Features) != 2 || nt.Features[i].Name != c.name || !bytes.Equal(featureBytes(t, m, &nt.Features[i]), c.want) {
+			t.Fatalf("node feature %d: want %s with its rows (have %d features)", i, c.name, len(nt.Features))
+		}
+	}
+	_, want := referenceEdgeRows(int64(n), src, dst, weight, 4, false, false)
+	w := slices.IndexFunc(et.Features, func(f dataset.FeatureSpec) bool { return f.Name == "weight" })
+	if w < 0 || !bytes.Equal(featureBytes(t, m, &et.Features[w]), want) {
+		t.Fatalf("edge feature weight (at %d of %d) missing or its rows differ by edge id", w, len(et.Features))
+	}
+	if got := readInt64File(t, m.Path(nt.Labels.File), int64(n)); !slices.Equal(got, labels) {
+		t.Fatalf("labels differ")
+	}
+	for name, seeds := range sets {
+		s := nt.Splits[name]
+		if got := readInt64File(t, m.Path(s.File), s.Count); !slices.Equal(got, seeds) {
+			t.Fatalf("split %s differs", name)
+		}
+	}
+	// FeaturesInPlace reads the node features where they are, as for an untyped graph.
+	inPlace := filepath.Join(t.TempDir(), "in-place")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: inPlace, FeaturesInPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	m = loadVerified(t, inPlace)
+	for i, want := range [][]byte{feat, pos} {
+		f := &m.NodeTypes[0].Features[i]
+		if !m.Typed || !f.InPlace || !bytes.Equal(featureBytes(t, m, f), want) {
+			t.Fatalf("in place: typed %v, feature %s in place %v, or its rows differ", m.Typed, f.Name, f.InPlace)
+		}
+	}
+}

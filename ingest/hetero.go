@@ -25,6 +25,9 @@ type HeteroOptions struct {
 	// feature F of type T goes to DevicePaths[k]/<base of Out>.<T>:<F>.<k>.<nonce>.bin (T an
 	// edge type's src:rel:dst).
 	DevicePaths []string `json:"device_paths"`
+	// FeaturesInPlace reads every node type's features from their .npy files where they are, as
+	// Options.FeaturesInPlace does for one type (no DevicePaths then).
+	FeaturesInPlace bool `json:"features_in_place"`
 
 	// Progress, when set, is called now and then with the stage, the work done and the total.
 	Progress func(stage string, done, total int64) `json:"-"`
@@ -120,8 +123,9 @@ type openedEdgeType struct {
 	features []namedSource
 }
 
-// IngestHetero converts a heterogeneous graph into a dataset in opt.Out (format version 5 when
-// it has more than one node type or edge type) and returns its manifest. Each type is written
+// IngestHetero converts a graph of named types into a dataset in opt.Out (format version 5 when
+// it has more than one node type or edge type, else version 8: a typed dataset of one type) and
+// returns its manifest. Each type is written
 // as Ingest writes its one type, into its own directory (dataset.NodeTypeDir, EdgeTypeDir), with
 // the same streaming two-pass topology build and memory bound per type (one int64 per node of
 // the destination type), the same checks and the same crash safety: every input's header is
@@ -137,6 +141,11 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	nodes, edges, err := openHetero(&opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.FeaturesInPlace {
+		if err := inPlaceNodeTypes(&opt, nodes); err != nil {
+			return nil, err
+		}
 	}
 	var keys []string
 	for _, e := range edges {
@@ -157,7 +166,9 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 			w.Abort(tw.stripes)
 		}
 	}()
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
+	// Its types are named by the caller: a graph of one node type and at most one edge type is a
+	// typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.
+	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize, Typed: len(nodes) == 1 && len(edges) <= 1}
 	m.SetDir(w.Dir)
 	count := map[string]int64{}
 	for _, n := range nodes {
@@ -191,6 +202,31 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	published = true
 	report(opt.Progress, "commit", 1, 1)
 	return m, nil
+}
+
+// inPlaceNodeTypes describes every node type's features as in-place features of its nodes
+// (HeteroOptions.FeaturesInPlace), refusing what cannot be, as inPlaceSpecs does for one type.
+func inPlaceNodeTypes(opt *HeteroOptions, nodes []openedNodeType) error {
+	if len(opt.DevicePaths) > 0 {
+		return fmt.Errorf("ingest: FeaturesInPlace with DevicePaths: an in-place feature stays in its one file, which cannot be striped over %s", strings.Join(opt.DevicePaths, ", "))
+	}
+	var specs []*dataset.FeatureSpec
+	for i := range nodes {
+		n := &nodes[i]
+		n.inPlace = map[string]dataset.FeatureSpec{}
+		for _, f := range n.features {
+			sp, err := newInPlaceSpec(f.in.Name, f.src, n.count)
+			if err != nil {
+				return typed(fmt.Sprintf("node type %q", n.in.Name), err)
+			}
+			n.inPlace[f.in.Name] = sp
+			specs = append(specs, &sp)
+		}
+	}
+	if len(specs) == 0 {
+		return errors.New("ingest: FeaturesInPlace without node features to use in place")
+	}
+	return checkInPlace(opt.Out, specs)
 }
 
 // typed names the type (what) in err, an "ingest: ..." error, unless it does already; the

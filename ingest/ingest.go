@@ -131,7 +131,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if opt.GraphBolt != "" {
 		if md, meta, err := readGraphBolt(opt.GraphBolt); err != nil {
 			return nil, err
-		} else if md.isHetero() {
+		} else if md.isTyped() {
 			return ingestGraphBoltHetero(opt, md, meta)
 		}
 		cleanup, err := fromGraphBolt(&opt)

@@ -115,7 +115,7 @@ func SynthHetero(opt SynthHeteroOptions) (*dataset.Manifest, error) {
 			w.Abort(tw.stripes)
 		}
 	}()
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
+	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize, Typed: len(opt.NodeTypes) == 1 && len(opt.EdgeTypes) <= 1}
 	m.SetDir(w.Dir)
 	for _, n := range opt.NodeTypes {
 		nt, err := synthNodeType(tw, n, opt)

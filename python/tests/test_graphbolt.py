@@ -116,7 +116,7 @@ def test_graphbolt_cli_and_refusals(tmp_path, cli):
     assert "feat: 8 x float32" in run.stdout and "weight: float32 scalar" in run.stdout
     md = (tmp_path / "gb" / "metadata.yaml").read_text()
     (tmp_path / "gb" / "metadata.yaml").write_text(md.replace("name: year\n    format: numpy", "name: year\n    format: torch"))
-    with pytest.raises(ValueError, match=r'feature_data\[1\] \(year\) has format "torch"'):
+    with pytest.raises(ValueError, match=r'feature_data\[1\] \(node paper year\) has format "torch"'):
         tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "bad")
     with pytest.raises(FileNotFoundError):
         tierfs.from_graphbolt(tmp_path / "nope", tmp_path / "bad")

@@ -816,11 +816,12 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
     files are copied into the dataset (rows re-laid out in 4 KiB blocks with checksums); no
     input is changed. One native call (``tfs_ingest`` with ``graphbolt``).
 
-    A graph of several node types (``graph.nodes: [{type, num}]``) or edge types
-    (``graph.edges: [{type: "src:rel:dst", format, path}]``) becomes a heterogeneous dataset:
-    ``feature_data`` entries go to the node type (domain ``node``) or edge type (domain ``edge``,
-    type ``"src:rel:dst"``) their ``type`` names, each set's entries of type T give T's seeds
-    and labels. ``undirected`` and ``features_in_place`` apply to one-type graphs only.
+    A graph whose types are named (``graph.nodes: [{type, num}]``, ``graph.edges: [{type:
+    "src:rel:dst", format, path}]``: GraphBolt's heterogeneous form, even of one type) becomes a
+    typed dataset that keeps the names (``store.is_hetero``): ``feature_data`` entries go to the
+    node type (domain ``node``) or edge type (domain ``edge``, type ``"src:rel:dst"``) their
+    ``type`` names, each set's entries of type T give T's seeds and labels. ``undirected``
+    applies to graphs without type names only.
 
     A link prediction task (sets holding ``seeds`` of shape (N, 2) with ``labels``, or GraphBolt
     1.x's ``node_pairs`` with ``negative_dsts``) becomes the edge splits of its edge type (a

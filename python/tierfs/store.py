@@ -428,8 +428,10 @@ class Store:
     def types(self) -> Dict[str, Any]:
         """The dataset's node and edge types: ``{"node_types": {name: {"count", "features":
         {name: {...}}, "labels", "num_classes", "splits": {name: count}}}, "edge_types":
-        {(src, rel, dst): {"count", "features": {...}}}}``. A homogeneous dataset has one node
-        type (and at most one edge type)."""
+        {(src, rel, dst): {"count", "features": {...}}}, "typed": bool}``. A homogeneous dataset
+        has one node type (and at most one edge type) and ``typed`` False; ``typed`` is True when
+        the dataset's maker named its types (several types, a one-type ``HeteroData`` or GraphBolt
+        dataset)."""
         if self._types is None:
             h = self._h()
             raw = _native.read_json(lambda buf, cap, needed: lib.tfs_types_json(h, buf, cap, needed))
@@ -441,7 +443,7 @@ class Store:
             for e in raw["edge_types"]:
                 e["features"] = {f.pop("name"): f for f in e["features"]}
                 edge_types[(e["src"], e["rel"], e["dst"])] = e
-            self._types = {"node_types": node_types, "edge_types": edge_types}
+            self._types = {"node_types": node_types, "edge_types": edge_types, "typed": bool(raw["typed"])}
         return self._types
 
     @property
@@ -457,13 +459,17 @@ class Store:
     @property
     def node_type(self) -> str:
         """The node type this store's own calls (``gather`` without ``node_type``, ``labels``,
-        ``split``) serve: the dataset's first node type with features."""
-        return next(name for name, t in self.types["node_types"].items() if any(f["default"] for f in t["features"].values()))
+        ``split``) serve: the dataset's first node type with features (its first node type when
+        none has features: a dataset ingested from edges alone)."""
+        types = self.types["node_types"]
+        return next((name for name, t in types.items() if any(f["default"] for f in t["features"].values())), next(iter(types)))
 
     @property
     def is_hetero(self) -> bool:
-        """True for a dataset of several node types or several edge types."""
-        return len(self.types["node_types"]) > 1 or len(self.types["edge_types"]) > 1
+        """True for a dataset of named types (``types["typed"]``): several node or edge types, or
+        one typed type (a one-type ``HeteroData`` or GraphBolt dataset keeps its names). Front
+        ends serve it as PyG's ``HeteroData`` and GraphBolt's typed keys."""
+        return self.types["typed"]
 
     def num_nodes_of(self, node_type: str) -> int:
         """Number of nodes of ``node_type``."""
