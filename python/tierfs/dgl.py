@@ -566,9 +566,11 @@ if gb is not None:
     class FeatureStore(gb.BasicFeatureStore):
         """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``.
 
-        One node type: ``("node", type_name, feature_name)`` for the node features and, when the
-        dataset has labels, ``("node", type_name, label_name)`` (``type_name`` None by default,
-        as GraphBolt keys a homogeneous graph).
+        A homogeneous store (not ``store.is_hetero``), keyed as GraphBolt keys a homogeneous
+        graph (``type_name`` None by default): ``("node", type_name, feature_name)`` for its
+        default feature, ``("node", type_name, name)`` for each other node feature, ``("node",
+        type_name, label_name)`` when the dataset has labels, and ``("edge", type_name, name)``
+        for each edge feature (read by edge id: the input's edge order, ``dgl.EID``).
 
         Several node or edge types (``store.is_hetero``): every feature by its own name,
         ``("node", ntype, name)`` for each node type's features, ``("node", ntype,
@@ -604,9 +606,7 @@ if gb is not None:
                     )
                 features = _hetero_features(store, label_name)
             else:
-                features = {("node", type_name, feature_name): Feature(store, FEATURE)}
-                if label_name is not None and int(store.num_classes):
-                    features[("node", type_name, label_name)] = Feature(store, LABEL)
+                features = _one_type_features(store, feature_name, label_name, type_name)
             super().__init__(features)
 
         @property
@@ -640,6 +640,33 @@ if gb is not None:
 
         def __repr__(self) -> str:
             return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
+
+    def _one_type_features(store, feature_name, label_name, type_name):
+        """The columns of a homogeneous store, keyed as GraphBolt keys a homogeneous graph: its
+        default feature as ``feature_name``, every other node and edge feature by its own name."""
+        features = {}
+
+        def add(key, feature):
+            if key in features:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.FeatureStore: two columns are keyed {key} (the store's features are "
+                    f"{', '.join(store.features)}); give another feature_name or label_name"
+                )
+            features[key] = feature
+
+        default, ntype = store.feature_name, store.node_type
+        if default is not None:
+            add(("node", type_name, feature_name), Feature(store, FEATURE))
+        for name in store.types["node_types"][ntype]["features"]:
+            if name != default:
+                add(("node", type_name, name), Feature(store, FEATURE, node_type=ntype, name=name))
+        if label_name is not None and int(store.num_classes):
+            add(("node", type_name, label_name), Feature(store, LABEL))
+        for etype, info in store.types["edge_types"].items():
+            for name in info["features"]:
+                if name != "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
+                    add(("edge", type_name, name), Feature(store, FEATURE, edge_type=etype, name=name))
+        return features
 
     def _hetero_features(store, label_name):
         """The columns of every type of a heterogeneous store, keyed as GraphBolt keys them."""
