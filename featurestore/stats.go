@@ -60,8 +60,37 @@ type Stats struct {
 	Samples uint64        `json:"samples"`
 	GPU     GPUStats      `json:"gpu"`
 	// NodeTypes holds, in a session of several tier stacks, each node type's stack's Stats (its
-	// gathers and tiers; IO is the session's, shared), by node type; nil otherwise.
+	// gathers and tiers; IO is the session's, shared), by node type; nil otherwise. The counts
+	// above (gathers, rows, times, samples, fills, device gathers, every tier's rows, capacity,
+	// bytes and hits) are then the whole store's: the sums over the types.
 	NodeTypes map[string]Stats `json:"node_types,omitempty"`
+}
+
+// add counts o's gathers, samples, fills and tiers into st, as a session's whole-store stats sum
+// its stacks'. IO, the disk probe and the GPU's state are the session's, shared: not added.
+func (st *Stats) add(o Stats) {
+	st.Gathers += o.Gathers
+	st.RowsGathered += o.RowsGathered
+	st.GatherTime += o.GatherTime
+	st.SplitTime += o.SplitTime
+	st.DiskTime += o.DiskTime
+	st.Samples += o.Samples
+	st.GPU.DeviceGathers += o.GPU.DeviceGathers
+	f, of := &st.Fill, o.Fill
+	f.ScanChunks, f.ScanRows, f.RandomChunks, f.RandomRows = f.ScanChunks+of.ScanChunks, f.ScanRows+of.ScanRows, f.RandomChunks+of.RandomChunks, f.RandomRows+of.RandomRows
+	f.Reads, f.Bytes, f.ScanEstimate, f.RandomEstimate = f.Reads+of.Reads, f.Bytes+of.Bytes, f.ScanEstimate+of.ScanEstimate, f.RandomEstimate+of.RandomEstimate
+	sum := make([]TierStats, len(st.Tiers)) // a new slice: st.Tiers may be a type's own
+	for i, t := range st.Tiers {
+		ot := o.Tier(t.Tier)
+		t.RowsHeld, t.Capacity, t.BytesHeld = t.RowsHeld+ot.RowsHeld, t.Capacity+ot.Capacity, t.BytesHeld+ot.BytesHeld
+		t.Hits, t.BytesServed = t.Hits+ot.Hits, t.BytesServed+ot.BytesServed
+		sum[i] = t
+	}
+	st.Tiers = sum
+	st.ReadsPerGather = 0
+	if st.Gathers > 0 {
+		st.ReadsPerGather = float64(st.IO.Reads) / float64(st.Gathers)
+	}
 }
 
 // Tier is the stats of tier kind (zero counts when the store has no such tier).
@@ -121,8 +150,9 @@ func (c *counters) hits(k tiers.Kind) *atomic.Uint64 {
 	return &c.ssdHits
 }
 
-// Stats returns the store's counters. After Close it still answers: the memory tiers then hold
-// nothing.
+// Stats returns the store's counters: the whole session's, with each type's below (NodeTypes),
+// for the store Open returns of a session of several tier stacks. After Close it still answers:
+// the memory tiers then hold nothing.
 func (s *Store) Stats() Stats {
 	if leave, err := s.enter(); err == nil {
 		defer leave()
@@ -190,15 +220,18 @@ func (s *Store) Stats() Stats {
 		st.Tiers = append(st.Tiers, ts)
 	}
 	if s.owns && s.sess.stacks() > 1 {
-		types := map[string]Stats{}
+		whole, types := st, map[string]Stats{}
 		for _, n := range s.sess.nodes {
 			if n.stack == s {
 				types[n.spec.Name] = st
 			} else if n.stack != nil {
-				types[n.spec.Name] = n.stack.Stats()
+				o := n.stack.Stats()
+				types[n.spec.Name] = o
+				whole.add(o)
 			}
 		}
-		st.NodeTypes = types
+		whole.NodeTypes = types
+		return whole
 	}
 	return st
 }

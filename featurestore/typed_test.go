@@ -12,6 +12,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -519,5 +520,44 @@ func TestSessionGPUSamplingNeedsTopologyInMemory(t *testing.T) {
 	_, err := OpenSession(d.dir, Options{GPUTopology: GPUTopologyDevice, TopologyMemoryBytes: 1})
 	if err == nil || !strings.Contains(err.Error(), "of edge type") || !strings.Contains(err.Error(), "TopologyMemoryBytes 1") {
 		t.Fatalf("got %v, want an error naming the edge type left on disk and TopologyMemoryBytes", err)
+	}
+}
+
+// TestStatsCoverEveryType: the stats of the store Open returns for a session of several tier
+// stacks are the whole store's — a gather of each of two types counts two gathers, and every
+// tier's rows and hits are the sums of the types' — with each type's own below.
+func TestStatsCoverEveryType(t *testing.T) {
+	d := writeHetero(t, newRand(t))
+	s, err := Open(d.dir, Options{HostCacheBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, ids := range map[string][]int64{"paper": {0, 1, 2}, "author": {1, 0}} {
+		if err := s.sess.Gather(name, "", ids, make([]byte, int64(len(ids))*d.rowBytes[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.Stats()
+	if st.Gathers != 2 || st.RowsGathered != 5 || len(st.NodeTypes) != 2 {
+		t.Fatalf("whole store: %d gathers of %d rows, %d types; want 2 of 5 over 2 types", st.Gathers, st.RowsGathered, len(st.NodeTypes))
+	}
+	for name, want := range map[string]uint64{"paper": 3, "author": 2} {
+		if ts := st.NodeTypes[name]; ts.Gathers != 1 || ts.RowsGathered != want {
+			t.Errorf("%s: %d gathers of %d rows, want 1 of %d", name, ts.Gathers, ts.RowsGathered, want)
+		}
+	}
+	for _, k := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
+		var rows int64
+		var hits uint64
+		for _, ts := range st.NodeTypes {
+			rows, hits = rows+ts.Tier(k).RowsHeld, hits+ts.Tier(k).Hits
+		}
+		if got := st.Tier(k); got.RowsHeld != rows || got.Hits != hits {
+			t.Errorf("tier %s: %d rows held, %d hits; the types' sums are %d, %d", k, got.RowsHeld, got.Hits, rows, hits)
+		}
+	}
+	if st.Tier(tiers.Host).RowsHeld == 0 || st.Tier(tiers.Host).RowsHeld == st.NodeTypes["paper"].Tier(tiers.Host).RowsHeld {
+		t.Errorf("host tier rows %d: want the rows of both types' host tiers", st.Tier(tiers.Host).RowsHeld)
 	}
 }

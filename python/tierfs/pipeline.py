@@ -297,9 +297,8 @@ def bound_of(wall: float, waiting: float, sample: float, gather: float, disk: Op
 
 
 def _store_times(store: Any, plan: Any = None) -> Optional[tuple]:
-    """(split, disk) seconds of the store's gathers so far: summed over every node type's tier
-    stack on a store of several types (a heterogeneous batch gathers each type's rows); disk
-    adds the plan's packed reads."""
+    """(split, disk) seconds of the store's gathers so far (the whole store's, every node type's
+    tier stack on a store of several types); disk adds the plan's packed reads."""
     if store is None:
         return None
     try:
@@ -307,11 +306,7 @@ def _store_times(store: Any, plan: Any = None) -> Optional[tuple]:
         read = float(plan.stats().get("read_seconds", 0.0)) if plan is not None else 0.0
     except Exception:  # a closed store or plan: no split of the gather time
         return None
-    parts = list(s["node_types"].values()) if s.get("node_types") else [s]
-    return (
-        sum(float(p.get("split_seconds", 0.0)) for p in parts),
-        sum(float(p.get("disk_seconds", 0.0)) for p in parts) + read,
-    )
+    return float(s.get("split_seconds", 0.0)), float(s.get("disk_seconds", 0.0)) + read
 
 
 def _join_stream(event: Any, value: Any, device: Any) -> None:

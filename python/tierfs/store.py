@@ -1085,9 +1085,11 @@ class Store:
         return np.ascontiguousarray(arr)
 
     def stats(self) -> Dict[str, Any]:
-        """Counters since open, as a dict: gathers, rows gathered, per-tier rows held / hits /
-        bytes served (``tiers``), disk IO (``io``: requests, reads, bytes, latency histogram),
-        samples."""
+        """Counters since open, as a dict: ``gathers``, ``rows_gathered``, per-tier
+        ``rows_held`` / ``hits`` / ``bytes_served`` (``tiers``), disk IO (``io``: ``requests``,
+        ``reads``, ``bytes_requested``, ``bytes_read``, latency histogram), ``samples``. On a
+        store of several node types with features these are the whole store's (summed over the
+        types), and ``node_types`` holds each type's own."""
         h = self._h()
         return _native.read_json(lambda buf, cap, needed: lib.tfs_stats_json(h, buf, cap, needed))
 
