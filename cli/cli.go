@@ -14,7 +14,7 @@
 //	tierfs bench disk DIR [--qd N] [--read-align N] [--json FILE]
 //	tierfs bench reads DIR [--gathers 1,2,4,8] [--batch N] [--qd N]
 //	tierfs bench io --files A,B [--threads 1,4,8,16] [--qd N] [--seconds S] [--iobench PATH] [--sqpoll] [--json FILE]
-//	tierfs bench train DIR [--models sage,gcn] [--fanouts 25,10/15,10,5] [--batch-sizes 1024,8000] [--json F] [--plots DIR]  (Python: tierfs.benchtrain)
+//	tierfs bench train DIR [--models sage,gcn] [--fanouts 25,10/15,10,5] [--batch-sizes 1024,8000] [--json F] [--plots DIR]  (Python: python/bench/benchtrain.py, in a source tree)
 //	tierfs place   DIR --fanouts 10,5 --batch-size N --host-cache BYTES [--gpu-cache BYTES] [--policy P] [--batches N] [--recompute] [--json] [STORE FLAGS]
 //	tierfs advise  DIR --ssd-price P --machine-price P [--fanouts 10,5] [--batch-size N] [--measure] [--json] [--plot F.png] [STORE FLAGS]
 //	tierfs mount   DIR MOUNTPOINT [--placement] [--foreground] [STORE FLAGS]
@@ -123,7 +123,7 @@ func newRoot() *cobra.Command {
 	}
 	bench.AddCommand(&cobra.Command{
 		Use:                "train [ARGS...]",
-		Short:              "end-to-end GNN training seeds/s of every feature path (Python: tierfs.benchtrain; --help lists its flags)",
+		Short:              "end-to-end GNN training seeds/s of every feature path (python/bench/benchtrain.py of a source tree; --help lists its flags)",
 		DisableFlagParsing: true, // its flags are the Python module's
 		RunE:               func(_ *cobra.Command, args []string) error { return runBenchTrain(args) },
 	})

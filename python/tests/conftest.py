@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,11 @@ import pytest
 import tierfs
 
 SEED = int(os.environ.get("TIERFS_TEST_SEED") or random.randrange(1 << 31))
+
+# The source tree's benchmarks (python/bench, not in the shipped package), for the tests that run
+# them as smoke tests (``import benchtrain``).
+BENCH_DIR = Path(os.environ.get("TIERFS_REPO") or Path(__file__).resolve().parents[2]) / "python" / "bench"
+sys.path.append(str(BENCH_DIR))
 
 # Every feature dtype the format knows.
 DTYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64"]

@@ -1,4 +1,4 @@
-"""`tierfs bench train` (tierfs.benchtrain) as a smoke test on the CPU: every configuration runs a
+"""`tierfs bench train` (python/bench/benchtrain.py) as a smoke test on the CPU: every configuration runs a
 few batches of a tiny synthetic graph, twice in rotated order (--repeats 2), and reports positive
 seeds/s (memmap-budget may instead be skipped with its reason: it needs a cgroup v2 memory
 limit); the plots draw from the JSON alone. Figures are not checked: they come from the GPU
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,8 +17,8 @@ import pytest
 import torch
 
 import tierfs
-from tierfs import benchtrain
 
+import benchtrain  # python/bench: conftest puts it on sys.path
 from conftest import SEED, needs_cuda
 
 
@@ -145,6 +146,16 @@ def test_cli_runs_the_module(cli, report):
     r = subprocess.run([cli, "bench", "train", "x"], capture_output=True, text=True,
                        env=dict(env, TIERFS_PYTHON="/nonexistent/python"), timeout=60)
     assert r.returncode != 0 and "TIERFS_PYTHON" in r.stderr
+
+
+def test_cli_outside_a_source_tree_says_where_bench_train_runs(cli, tmp_path):
+    """The benchmark is not shipped: a tierfs binary outside a checkout (as a wheel installs it)
+    says so instead of failing on an import."""
+    (tmp_path / "bin").mkdir()
+    shutil.copy(cli, tmp_path / "bin" / "tierfs")
+    r = subprocess.run([str(tmp_path / "bin" / "tierfs"), "bench", "train", "x"], capture_output=True, text=True,
+                       env=dict(os.environ, TIERFS_PYTHON=sys.executable), timeout=60)
+    assert r.returncode != 0 and "not shipped with the package" in r.stderr and "python/bench/benchtrain.py" in r.stderr, r.stderr
 
 
 def test_later_round_of_several_epochs(tmp_path):

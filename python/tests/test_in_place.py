@@ -62,7 +62,7 @@ def test_in_place_gathers_match_numpy(tmp_path, dtype, dim):
             np.testing.assert_array_equal(b.x, ref[b.sample.nodes], err_msg=f"{msg}, planned epoch")
             batches += 1
         assert batches == -(-len(train) // 97)
-    from tierfs.benchtrain import _Memmap  # bench train's np.memmap baseline reads the file too
+    from benchtrain import _Memmap  # bench train's np.memmap baseline (python/bench) reads the file too
 
     np.testing.assert_array_equal(_Memmap(out, np.dtype(dtype), dim).gather(ids), ref[ids], err_msg=msg)
     report = tierfs.verify(out)

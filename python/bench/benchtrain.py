@@ -35,8 +35,12 @@ per-stage times, the GPU's busy share, rows and bytes per tier per batch, SSD ro
 the disk bound (4 KiB IOPS of ``tierfs bench disk`` / distinct 4 KiB blocks read per batch *
 batch size). docs/bench-train.md explains the output.
 
-    python -m tierfs.benchtrain DATASET [--device cuda] [--repeats 3] [--json out.json] [--plots DIR]
-    python -m tierfs.benchtrain --plot-only out.json --plots DIR
+    tierfs bench train DATASET [--device cuda] [--repeats 3] [--json out.json] [--plots DIR]
+    tierfs bench train --plot-only out.json --plots DIR
+
+A benchmark of the source tree, not part of the shipped package: the CLI built there
+(build/tierfs) runs this file with the tree's package (python/) on PYTHONPATH; without the CLI,
+``PYTHONPATH=python:python/bench TIERFS_LIB=build/libtierfs.so python3 -m benchtrain DATASET``.
 """
 
 from __future__ import annotations
@@ -174,7 +178,7 @@ def _fmt_bytes(n: float) -> str:
 
 
 def _parse_size(s: str) -> int:
-    from ._util import parse_size
+    from tierfs import parse_size
 
     return int(parse_size(s, "size"))
 
