@@ -1,6 +1,7 @@
 """README.md's figures against what this machine prints (issue 29, item 6): the ratios the README
-quotes from `make demo` (scripts/demo.sh) against the ones the demo prints here, and the README's
-`tierfs advise` formulas against the model line the command prints.
+quotes from `make demo` (scripts/demo.sh) against the ones the demo prints here, and the
+`tierfs advise` formulas of docs/advise.md (moved there from the README) against the model line
+the command prints.
 
 CPU and disk timings swing with the machine and its load, so a printed ratio agrees with the
 README's range [lo, hi] when it lies within [lo / TOLERANCE, hi * TOLERANCE]; where one does not,
@@ -20,6 +21,7 @@ import pytest
 
 ROOT = Path(os.environ.get("TIERFS_REPO") or Path(__file__).resolve().parents[2])
 README = ROOT / "README.md"
+ADVISE_DOC = ROOT / "docs" / "advise.md"  # where the advisor's formulas are stated
 DEMO = ROOT / "scripts" / "demo.sh"
 TOLERANCE = 2.5
 
@@ -127,6 +129,7 @@ def _equations(formulas: str) -> list[str]:
 
 
 def test_readme_advise_formulas_are_the_ones_tierfs_advise_prints(demo, cli):
+    """The formulas of docs/advise.md (the README links it) are the ones the command prints."""
     _, data = demo
     printed = {}  # mode -> the equations of its model line
     for mode in ("serial", "overlapped"):
@@ -137,16 +140,16 @@ def test_readme_advise_formulas_are_the_ones_tierfs_advise_prints(demo, cli):
         printed[mode] = _equations(model[0].removeprefix("model"))
         assert any(e.startswith("T_batch=") for e in printed[mode]), model[0]
     every = {e for equations in printed.values() for e in equations}
-    # The README's formulas: its backticked spans that define one of the model's quantities.
+    # The page's formulas: its backticked spans that define one of the model's quantities.
     names = {e.split("=", 1)[0] for e in every}
-    prose = re.sub(r"^```.*?^```", "", README.read_text(), flags=re.S | re.M)  # inline spans only
+    prose = re.sub(r"^```.*?^```", "", ADVISE_DOC.read_text(), flags=re.S | re.M)  # inline spans only
     spans = [re.sub(r"\s+", "", s) for s in re.findall(r"`([^`]+)`", prose)]
     quoted = [s for s in spans if "=" in s and s.split("=", 1)[0] in names]
     for mode, equations in printed.items():
         for e in equations:
-            assert e in quoted, f"README.md does not state `{e}` of tierfs advise --mode {mode}; it states {quoted}"
+            assert e in quoted, f"{ADVISE_DOC.name} does not state `{e}` of tierfs advise --mode {mode}; it states {quoted}"
     stale = [s for s in quoted if s not in every]
-    assert not stale, f"README.md states {stale}, which tierfs advise prints in neither mode ({sorted(every)})"
+    assert not stale, f"{ADVISE_DOC.name} states {stale}, which tierfs advise prints in neither mode ({sorted(every)})"
 
 
 def test_tolerance_takes_swings_and_fails_a_5x_disagreement():
