@@ -19,7 +19,7 @@ source benchmarks/h200x2-2026-11-26/common.sh
 if [ "${1:-}" != plan ]; then
 args="/var/tmp/ds10m --configs memory-gpu,tierfs-planned --planned-epoch full --models gcn --fanouts 25,10 --batch-sizes 1024 --batches 100 --max-seconds 8"
 for d in 1 2 4; do
-  timeout 150 python3 -m tierfs.benchtrain $args --repeats 3 --depth $d --json $OUT/gcn-depth$d.json > $OUT/gcn-depth$d.txt 2>&1
+  timeout 150 python3 -m benchtrain $args --repeats 3 --depth $d --json $OUT/gcn-depth$d.json > $OUT/gcn-depth$d.txt 2>&1
   echo "== depth $d rc=$?"; grep -E "^(memory-gpu|tierfs-planned) +[0-9]" $OUT/gcn-depth$d.txt
   python3 - $OUT/gcn-depth$d.json <<'PY'
 import json, sys
@@ -29,7 +29,7 @@ PY
 done
 if command -v nsys >/dev/null; then
   timeout 200 nsys profile -o /tmp/gcn-planned --trace=cuda,osrt --sample=none --force-overwrite=true \
-    python3 -m tierfs.benchtrain $args --repeats 1 --depth 4 > $OUT/nsys-run.txt 2>&1
+    python3 -m benchtrain $args --repeats 1 --depth 4 > $OUT/nsys-run.txt 2>&1
   nsys stats --report cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum /tmp/gcn-planned.nsys-rep > $OUT/nsys-stats.txt 2>&1
   echo "nsys rc=$?"; head -60 $OUT/nsys-stats.txt
 else
