@@ -326,3 +326,45 @@ def test_hetero_graph_level_attributes_are_on_every_batch(tmp_path):
             assert m.title == b.title == "g" and torch.equal(b.scale, m.scale), f"seed {SEED}"
             for t in data.node_types:
                 assert torch.equal(b[t].x, m[t].x) and torch.equal(b[t].n_id, m[t].n_id)
+
+
+def _layout_edges(gs, layout, edge_type=None):
+    """(src, dst, perm) of one edge type in layout, from the GraphStore's csc()/csr()/coo()."""
+    out = getattr(gs, layout)() if edge_type is None else getattr(gs, layout)([edge_type])
+    a, b, perm = out if edge_type is None else (out[0][edge_type], out[1][edge_type], out[2][edge_type])
+    if layout == "csc":  # (row, colptr)
+        return a, torch.repeat_interleave(torch.arange(b.numel() - 1), b.diff()), perm
+    if layout == "csr":  # (rowptr, col)
+        return torch.repeat_interleave(torch.arange(a.numel() - 1), a.diff()), b, perm
+    return a, b, perm
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_graph_store_layouts_permute_to_the_input_order(tmp_path, typed):
+    """csc(), csr() and coo() of tierfs's GraphStore give PyG the permutation to the input edge
+    order, as PyG's in-memory Data does: position p of a layout is input edge perm[p], so PyG's
+    own NeighborSampler over (FeatureStore, GraphStore) hands out e_id that index the edge
+    features (it took CSC positions for input ids: the wrong rows, silently)."""
+    r = rng(2905)
+    data = random_data(r)
+    et = ("paper", "cites", "paper")
+    if typed:  # a one-type HeteroData: the same through the typed path
+        h = HeteroData()
+        h["paper"].x, h[et].edge_index, h[et].edge_attr = data.x, data.edge_index, data.edge_attr
+        path = tierfs.from_pyg(h, tmp_path / "ds")
+    else:
+        path = tierfs.from_pyg(data, tmp_path / "ds")
+    from torch_geometric.sampler import NeighborSampler
+
+    with tierfs.open(path) as store:
+        fs, gs = tierfs.pyg.stores(store)
+        for layout in ("csc", "csr", "coo"):
+            src, dst, perm = _layout_edges(gs, layout, et if typed else None)
+            assert perm is not None, layout
+            assert torch.equal(data.edge_index[0, perm], src) and torch.equal(data.edge_index[1, perm], dst), f"{layout}, seed {SEED}"
+            group = et if typed else tierfs.pyg.EDGE_TYPE
+            assert torch.equal(fs[group, "edge_attr", perm], data.edge_attr[perm])
+        with pytest.warns(UserWarning, match="pyg-lib"):  # its sampling needs pyg-lib; its permutation does not
+            ns = NeighborSampler((fs, gs), {et: [2]} if typed else [2])
+        src, dst, perm = _layout_edges(gs, "csc", et if typed else None)
+        assert torch.equal(ns.edge_permutation[et] if typed else ns.edge_permutation, perm)

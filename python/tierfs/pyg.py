@@ -93,7 +93,7 @@ from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
 from .build import graph_attrs as _graph_attrs
-from .edgeids import INPUT_EDGE_ID, _input_to_csc, _map_input_ids, csc_edge_ids, input_edge_ids
+from .edgeids import INPUT_EDGE_ID, _edge_feature_info, _input_to_csc, _map_input_ids, csc_edge_ids, input_edge_ids
 
 __all__ = ["EDGE_TYPE", "INPUT_EDGE_ID", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler",
            "csc_edge_ids", "input_edge_ids", "num_neighbors_of", "stores"]
@@ -400,7 +400,10 @@ class GraphStore(_PyGGraphStore):
     (``get_edge_index``, ``coo()``, ``csr()``, ``csc()``) materializes the whole topology in
     memory (:meth:`tierfs.Store.csc`: 8 bytes per edge and per node, more for COO/CSR); it is
     not cached, so keep the result if you need it twice. Its columns are in tierfs's edge id
-    (CSC) order; :func:`input_edge_ids` gives each one's position in the ingested ``edge_index``.
+    (CSC) order; :func:`input_edge_ids` gives each one's position in the ingested ``edge_index``,
+    and ``csc()``, ``csr()`` and ``coo()`` return it as their permutation, as PyG's in-memory
+    ``Data`` does: column p is input edge ``perm[p]``, the row of its edge features in
+    :class:`FeatureStore` and what a PyG sampler's ``e_id`` then indexes.
     """
 
     def __init__(self, store: Store) -> None:
@@ -448,6 +451,19 @@ class GraphStore(_PyGGraphStore):
         rowptr = np.zeros(n_src + 1, dtype=np.int64)
         np.cumsum(np.bincount(indices, minlength=n_src), out=rowptr[1:])
         return torch.from_numpy(rowptr), torch.from_numpy(dst[order])
+
+    def _edge_to_layout(self, attr: EdgeAttr, layout: EdgeLayout, store: bool = False) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """PyG's conversion of attr's edges to layout, its permutation composed with the input
+        edge order (None where edge ids are input positions already)."""
+        if store:
+            raise errors.NotSupportedError("tierfs.pyg.GraphStore is read-only: a converted layout cannot be stored (store=False)")
+        row, col, perm = super()._edge_to_layout(attr, layout, False)
+        edge_type = tuple(attr.edge_type) if self.store.is_hetero else None
+        if INPUT_EDGE_ID in _edge_feature_info(self.store, edge_type):
+            count = self.store.num_edges_of(edge_type) if self.store.is_hetero else self.store.num_edges
+            order = input_edge_ids(self.store, torch.arange(count), edge_type)
+            perm = order if perm is None else order[perm]
+        return row, col, perm
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.GraphStore({self.store!r})"
