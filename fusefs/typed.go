@@ -14,7 +14,8 @@ import (
 	"github.com/tierfs/tierfs/featurestore"
 )
 
-// The typed view (types/, edge_types/) of a dataset of several node or edge types: every node
+// The typed view (types/, edge_types/) of a typed dataset (several node or edge types, or one
+// named type): every node
 // type through the session's typed calls, ids local to their type (ARCHITECTURE.md, "Types").
 
 // nodeTypeView is one node type of the typed view, fixed at mount.
@@ -25,13 +26,13 @@ type nodeTypeView struct {
 	in    []string            // keys of the edge types whose dst it is, in the manifest's order
 }
 
-// typedView is the session's node and edge types, or nil when the dataset has one of each (or
-// fewer): such a dataset has only the one-type tree.
+// typedView is the session's node and edge types, or nil when the dataset is untyped (a
+// homogeneous graph, Session.Typed): such a dataset has only the one-type tree.
 func typedView(sess *featurestore.Session) ([]*nodeTypeView, []featurestore.EdgeTypeInfo) {
-	nts, ets := sess.NodeTypes(), sess.EdgeTypes()
-	if len(nts) <= 1 && len(ets) <= 1 {
+	if !sess.Typed() {
 		return nil, nil
 	}
+	nts, ets := sess.NodeTypes(), sess.EdgeTypes()
 	views := make([]*nodeTypeView, len(nts))
 	for i, info := range nts {
 		v := &nodeTypeView{index: i, info: info}

@@ -35,22 +35,24 @@ type heteroData struct {
 // types, two of them into "paper".
 func writeHetero(t testing.TB, rng *rand.Rand) *heteroData {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "hetero")
-	m, err := ingest.SynthHetero(ingest.SynthHeteroOptions{
-		NodeTypes: []ingest.SynthNodeType{
-			{Name: "paper", Nodes: 1500 + rng.Int64N(500), Dim: 24, Classes: 5},
-			{Name: "author", Nodes: 3000 + rng.Int64N(500), Dim: 7, DType: dataset.Float16},
-			{Name: "institution", Nodes: 40}, // no features, no labels
-		},
-		EdgeTypes: []ingest.SynthEdgeType{
-			{Src: "paper", Rel: "cites", Dst: "paper", AvgDegree: 6},
-			{Src: "author", Rel: "writes", Dst: "paper", AvgDegree: 3},
-			{Src: "paper", Rel: "written_by", Dst: "author", AvgDegree: 1.5},
-			{Src: "author", Rel: "affiliated_with", Dst: "institution", AvgDegree: 20},
-		},
-		Seed: rng.Uint64(),
-		Out:  dir,
+	return writeTyped(t, rng, []ingest.SynthNodeType{
+		{Name: "paper", Nodes: 1500 + rng.Int64N(500), Dim: 24, Classes: 5},
+		{Name: "author", Nodes: 3000 + rng.Int64N(500), Dim: 7, DType: dataset.Float16},
+		{Name: "institution", Nodes: 40}, // no features, no labels
+	}, []ingest.SynthEdgeType{
+		{Src: "paper", Rel: "cites", Dst: "paper", AvgDegree: 6},
+		{Src: "author", Rel: "writes", Dst: "paper", AvgDegree: 3},
+		{Src: "paper", Rel: "written_by", Dst: "author", AvgDegree: 1.5},
+		{Src: "author", Rel: "affiliated_with", Dst: "institution", AvgDegree: 20},
 	})
+}
+
+// writeTyped writes a synthetic graph of the given types and reads its rows, labels and CSCs
+// back plainly.
+func writeTyped(t testing.TB, rng *rand.Rand, nodeTypes []ingest.SynthNodeType, edgeTypes []ingest.SynthEdgeType) *heteroData {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hetero")
+	m, err := ingest.SynthHetero(ingest.SynthHeteroOptions{NodeTypes: nodeTypes, EdgeTypes: edgeTypes, Seed: rng.Uint64(), Out: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +116,27 @@ func list(t testing.TB, dir string) []string {
 	return names
 }
 
+// TestTypedTreeOfOneType: a dataset of one named node type and edge type (typed, as a one-type
+// HeteroData) has the typed view beside the one-type tree, its names kept.
+func TestTypedTreeOfOneType(t *testing.T) {
+	rng := newRand(t)
+	d := writeTyped(t, rng, []ingest.SynthNodeType{{Name: "paper", Nodes: 900 + rng.Int64N(300), Dim: 12, Classes: 3}},
+		[]ingest.SynthEdgeType{{Src: "paper", Rel: "cites", Dst: "paper", AvgDegree: 5}})
+	if !d.m.Typed {
+		t.Fatal("a synthetic graph of one named type is not marked typed")
+	}
+	s, err := featurestore.Open(d.dir, featurestore.Options{HostCacheBytes: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	v := mount(t, s, Options{})
+	if got := list(t, filepath.Join(v.Dir(), "types")); !slices.Equal(got, []string{"paper"}) {
+		t.Fatalf("types/ lists %v, want [paper]", got)
+	}
+	checkTyped(t, rng, v.Dir(), s.Session(), d)
+}
+
 // TestTypedTree mounts a heterogeneous dataset (topology in memory, then on disk with verified
 // reads) and compares types/ and edge_types/ with the manifest, the session's typed calls and
 // the dataset's files read plainly: listings, info.txt, stats.json, each type's tiers, and every
@@ -147,10 +170,15 @@ func checkTyped(t *testing.T, rng *rand.Rand, root string, sess *featurestore.Se
 	if got, want := list(t, root), []string{"edge_types", "manifest.json", "nodes", "placement.json", "stats.json", "tiers", "topology", "types"}; !slices.Equal(got, want) {
 		t.Fatalf("root lists %v, want %v", got, want)
 	}
-	if kv := keyValues(read(t, filepath.Join(root, "topology/degrees.txt"))); !strings.Contains(kv["note"], "edge_types/") {
-		t.Fatalf("topology/degrees.txt of several edge types: %v", kv)
+	// With several edge types the one-type tree has no topology of its own; with one it has.
+	if kv := keyValues(read(t, filepath.Join(root, "topology/degrees.txt"))); (len(m.EdgeTypes) > 1) != strings.Contains(kv["note"], "edge_types/") {
+		t.Fatalf("topology/degrees.txt of %d edge types: %v", len(m.EdgeTypes), kv)
 	}
-	if got, want := list(t, filepath.Join(root, "types")), []string{"author", "institution", "paper"}; !slices.Equal(got, want) {
+	var names []string
+	for _, nt := range m.NodeTypes {
+		names = append(names, nt.Name)
+	}
+	if got, want := list(t, filepath.Join(root, "types")), slices.Sorted(slices.Values(names)); !slices.Equal(got, want) {
 		t.Fatalf("types/ lists %v, want %v", got, want)
 	}
 	var keys []string
