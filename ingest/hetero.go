@@ -155,53 +155,35 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := dataset.Begin(opt.Out, opt.Replace)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	tw := &typeWriter{w: w, devicePaths: opt.DevicePaths, progress: opt.Progress}
-	published := false
-	defer func() {
-		if !published {
-			w.Abort(tw.stripes)
+	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args()}
+	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
+		// Its types are named by the caller: a graph of one node type and at most one edge type is
+		// a typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.
+		m.Typed = len(nodes) == 1 && len(edges) <= 1
+		count := map[string]int64{}
+		for _, n := range nodes {
+			nt := dataset.NodeType{Name: n.in.Name, Count: n.count}
+			if err := tw.nodeType(&nt, dataset.NodeTypeDir(n.in.Name), n.in.Name+":", n.nodeInputs); err != nil {
+				return typed(fmt.Sprintf("node type %q", n.in.Name), err)
+			}
+			m.NodeTypes = append(m.NodeTypes, nt)
+			count[nt.Name] = nt.Count
 		}
-	}()
-	// Its types are named by the caller: a graph of one node type and at most one edge type is a
-	// typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize, Typed: len(nodes) == 1 && len(edges) <= 1}
-	m.SetDir(w.Dir)
-	count := map[string]int64{}
-	for _, n := range nodes {
-		nt := dataset.NodeType{Name: n.in.Name, Count: n.count}
-		if err := tw.nodeType(&nt, dataset.NodeTypeDir(n.in.Name), n.in.Name+":", n.nodeInputs); err != nil {
-			return nil, typed(fmt.Sprintf("node type %q", n.in.Name), err)
+		for _, e := range edges {
+			in := e.in
+			topt := topologyOptions{progress: opt.Progress, numSrc: count[in.Src], src: in.Src, rel: in.Rel, dst: in.Dst,
+				typeDir: dataset.EdgeTypeDir(in.Src, in.Rel, in.Dst), inputEdgeIDs: true}
+			et, _, err := tw.edgeType(e.edges, in.Edges, count[in.Dst], topt, e.features, in.Key()+":")
+			if err != nil {
+				return typed(fmt.Sprintf("edge type %q", in.Key()), err)
+			}
+			if err := tw.edgeSplits(&et, topt.typeDir, splits, count[in.Src], count[in.Dst]); err != nil {
+				return err
+			}
+			m.EdgeTypes = append(m.EdgeTypes, et)
 		}
-		m.NodeTypes = append(m.NodeTypes, nt)
-		count[nt.Name] = nt.Count
-	}
-	for _, e := range edges {
-		in := e.in
-		topt := topologyOptions{progress: opt.Progress, numSrc: count[in.Src], src: in.Src, rel: in.Rel, dst: in.Dst,
-			typeDir: dataset.EdgeTypeDir(in.Src, in.Rel, in.Dst), inputEdgeIDs: true}
-		et, _, err := tw.edgeType(e.edges, in.Edges, count[in.Dst], topt, e.features, in.Key()+":")
-		if err != nil {
-			return nil, typed(fmt.Sprintf("edge type %q", in.Key()), err)
-		}
-		if err := tw.edgeSplits(&et, topt.typeDir, splits, count[in.Src], count[in.Dst]); err != nil {
-			return nil, err
-		}
-		m.EdgeTypes = append(m.EdgeTypes, et)
-	}
-	report(opt.Progress, "commit", 0, 1)
-	if err := dataset.Commit(m, tw.files, "tierfs ingest", opt.args()); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	if err := w.Publish(m); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	published = true
-	report(opt.Progress, "commit", 1, 1)
-	return m, nil
+		return nil
+	})
 }
 
 // inPlaceNodeTypes describes every node type's features as in-place features of its nodes

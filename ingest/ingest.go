@@ -237,53 +237,33 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			return nil, err
 		}
 	}
-	w, err := dataset.Begin(opt.Out, opt.Replace)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	tw := &typeWriter{w: w, devicePaths: opt.DevicePaths, progress: opt.Progress}
-	published := false
-	defer func() {
-		if !published {
-			w.Abort(tw.stripes)
+	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args(),
+		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
+	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
+		if edges != nil {
+			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
+			et, n, err := tw.edgeType(edges, opt.Edges, numNodes, topt, edgeFeatures, "")
+			if err != nil {
+				return err
+			}
+			numNodes = n
+			if err := tw.edgeSplits(&et, "", edgeSplits, numNodes, numNodes); err != nil {
+				return err
+			}
+			m.EdgeTypes = []dataset.EdgeType{et}
 		}
-	}()
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
-	m.SetDir(w.Dir)
-	if edges != nil {
-		topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
-		et, n, err := tw.edgeType(edges, opt.Edges, numNodes, topt, edgeFeatures, "")
-		if err != nil {
-			return nil, err
+		nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
+		in := nodeInputs{features: nodeFeatures, labels: opt.Labels, splits: splits, inPlace: inPlace}
+		if features != nil {
+			x := namedSource{FeatureInput{Name: featureName, Path: opt.Features, DType: opt.FeatureDType}, features}
+			in.features = append([]namedSource{x}, nodeFeatures...)
 		}
-		numNodes = n
-		if err := tw.edgeSplits(&et, "", edgeSplits, numNodes, numNodes); err != nil {
-			return nil, err
+		if err := tw.nodeType(&nt, "", "", in); err != nil {
+			return err
 		}
-		m.EdgeTypes = []dataset.EdgeType{et}
-	}
-	nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
-	in := nodeInputs{features: nodeFeatures, labels: opt.Labels, splits: splits, inPlace: inPlace}
-	if features != nil {
-		x := namedSource{FeatureInput{Name: featureName, Path: opt.Features, DType: opt.FeatureDType}, features}
-		in.features = append([]namedSource{x}, nodeFeatures...)
-	}
-	if err := tw.nodeType(&nt, "", "", in); err != nil {
-		return nil, err
-	}
-	m.NodeTypes = []dataset.NodeType{nt}
-	files := tw.files
-	report(opt.Progress, "commit", 0, 1)
-	commitProgress := func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }
-	if err := dataset.CommitProgress(m, files, "tierfs ingest", opt.args(), commitProgress); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	if err := w.Publish(m); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	published = true
-	report(opt.Progress, "commit", 1, 1)
-	return m, nil
+		m.NodeTypes = []dataset.NodeType{nt}
+		return nil
+	})
 }
 
 // inPlaceSpecs describes the node features of opt (features, "x", and nodeFeatures) as in-place

@@ -113,70 +113,51 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 	if err := opt.checkCapacity(numEdges); err != nil {
 		return nil, err
 	}
-	w, err := dataset.Begin(opt.Out, opt.Replace)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	var spec dataset.FeatureSpec
-	published := false
-	defer func() {
-		if !published {
-			w.Abort(spec.Files)
-		}
-	}()
-	if opt.Dim > 0 {
-		if spec, err = newFeatureSpec(w.Dest, "", featureName, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, w.Nonce); err != nil {
-			return nil, err
-		}
-		if err := w.Claim(spec.Files); err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-	}
 	args := opt.args()
-	opt.Out = w.Dir // every file goes into the staging directory
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
-	m.SetDir(opt.Out)
-
-	gen := newRMAT(opt, numEdges)
-	topo, err := buildTopology(opt.Out, gen, opt.Nodes, topologyOptions{progress: opt.Progress})
-	if err != nil {
-		return nil, err
-	}
-	et := topo.et
-	m.EdgeTypes = []dataset.EdgeType{et}
-	files := []string{et.Indptr.File, et.Indices.File}
-
-	nt := dataset.NodeType{Name: nodeTypeName, Count: opt.Nodes}
-	if opt.Dim > 0 {
-		if err := synthFeatures(opt, &spec); err != nil {
-			return nil, err
+	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: args}
+	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
+		opt.Out = tw.w.Dir // every file goes into the staging directory
+		var spec dataset.FeatureSpec
+		if opt.Dim > 0 {
+			var err error
+			if spec, err = newFeatureSpec(tw.w.Dest, "", featureName, featureName, &featureSource{dtype: opt.DType, dim: opt.Dim}, opt.Nodes, opt.DevicePaths, tw.w.Nonce); err != nil {
+				return err
+			}
+			if err := tw.w.Claim(spec.Files); err != nil {
+				return fmt.Errorf("ingest: %w", err)
+			}
+			tw.stripes = append(tw.stripes, spec.Files...)
 		}
-		nt.Features = []dataset.FeatureSpec{spec}
-		files = append(files, spec.Files...)
-	}
-	labels, splits, err := synthLabelsAndSplits(opt)
-	if err != nil {
-		return nil, err
-	}
-	nt.Labels, nt.Splits = labels, splits
-	files = append(files, labels.File)
-	for _, name := range splitNames {
-		if s, ok := splits[name]; ok {
-			files = append(files, s.File)
+		topo, err := buildTopology(opt.Out, newRMAT(opt, numEdges), opt.Nodes, topologyOptions{progress: opt.Progress})
+		if err != nil {
+			return err
 		}
-	}
-	m.NodeTypes = []dataset.NodeType{nt}
-	m.DatasetID = synthDatasetID(args) // the same options, the same dataset, byte for byte
-	report(opt.Progress, "commit", 0, 1)
-	if err := dataset.Commit(m, files, "tierfs synth", args); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	if err := w.Publish(m); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	published = true
-	report(opt.Progress, "commit", 1, 1)
-	return m, nil
+		et := topo.et
+		m.EdgeTypes = []dataset.EdgeType{et}
+		tw.files = append(tw.files, et.Indptr.File, et.Indices.File)
+		nt := dataset.NodeType{Name: nodeTypeName, Count: opt.Nodes}
+		if opt.Dim > 0 {
+			if err := synthFeatures(opt, &spec); err != nil {
+				return err
+			}
+			nt.Features = []dataset.FeatureSpec{spec}
+			tw.files = append(tw.files, spec.Files...)
+		}
+		labels, splits, err := synthLabelsAndSplits(opt)
+		if err != nil {
+			return err
+		}
+		nt.Labels, nt.Splits = labels, splits
+		tw.files = append(tw.files, labels.File)
+		for _, name := range splitNames {
+			if s, ok := splits[name]; ok {
+				tw.files = append(tw.files, s.File)
+			}
+		}
+		m.NodeTypes = []dataset.NodeType{nt}
+		m.DatasetID = synthDatasetID(args) // the same options, the same dataset, byte for byte
+		return nil
+	})
 }
 
 // maxSynthNodes is the most nodes Synth makes.

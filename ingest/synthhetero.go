@@ -104,57 +104,39 @@ func SynthHetero(opt SynthHeteroOptions) (*dataset.Manifest, error) {
 			return nil, fmt.Errorf("ingest: synth: edge type %q: avg degree %v is out of range", key, e.AvgDegree)
 		}
 	}
-	w, err := dataset.Begin(opt.Out, opt.Replace)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	tw := &typeWriter{w: w, devicePaths: opt.DevicePaths, progress: opt.Progress}
-	published := false
-	defer func() {
-		if !published {
-			w.Abort(tw.stripes)
+	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: opt.args()}
+	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
+		m.Typed = len(opt.NodeTypes) == 1 && len(opt.EdgeTypes) <= 1
+		for _, n := range opt.NodeTypes {
+			nt, err := synthNodeType(tw, n, opt)
+			if err != nil {
+				return fmt.Errorf("ingest: synth: node type %q: %w", n.Name, unwrapIngest(err))
+			}
+			m.NodeTypes = append(m.NodeTypes, nt)
 		}
-	}()
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize, Typed: len(opt.NodeTypes) == 1 && len(opt.EdgeTypes) <= 1}
-	m.SetDir(w.Dir)
-	for _, n := range opt.NodeTypes {
-		nt, err := synthNodeType(tw, n, opt)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: synth: node type %q: %w", n.Name, unwrapIngest(err))
+		for _, e := range opt.EdgeTypes {
+			key := dataset.EdgeTypeKey(e.Src, e.Rel, e.Dst)
+			ns, nd := count[e.Src], count[e.Dst]
+			so := SynthOptions{Nodes: max(ns, nd), Seed: typeSeed(opt.Seed, "edge", key),
+				DegreeExponent: opt.DegreeExponent, Locality: opt.Locality, CommunitySize: opt.CommunitySize}
+			if so.Locality > 0 && so.CommunitySize == 0 {
+				so.CommunitySize = DefaultCommunitySize
+			}
+			edges := int64(math.Round(float64(nd) * e.AvgDegree))
+			if so.Nodes < 2 {
+				edges = 0 // R-MAT rejects self loops: one id has no edges
+			}
+			src := &foldedEdges{g: newRMAT(so, edges), ns: ns, nd: nd, key: key}
+			topt := topologyOptions{progress: opt.Progress, numSrc: ns, src: e.Src, rel: e.Rel, dst: e.Dst, typeDir: dataset.EdgeTypeDir(e.Src, e.Rel, e.Dst)}
+			et, _, err := tw.edgeType(src, src.name(), nd, topt, nil, "")
+			if err != nil {
+				return err
+			}
+			m.EdgeTypes = append(m.EdgeTypes, et)
 		}
-		m.NodeTypes = append(m.NodeTypes, nt)
-	}
-	for _, e := range opt.EdgeTypes {
-		key := dataset.EdgeTypeKey(e.Src, e.Rel, e.Dst)
-		ns, nd := count[e.Src], count[e.Dst]
-		so := SynthOptions{Nodes: max(ns, nd), Seed: typeSeed(opt.Seed, "edge", key),
-			DegreeExponent: opt.DegreeExponent, Locality: opt.Locality, CommunitySize: opt.CommunitySize}
-		if so.Locality > 0 && so.CommunitySize == 0 {
-			so.CommunitySize = DefaultCommunitySize
-		}
-		edges := int64(math.Round(float64(nd) * e.AvgDegree))
-		if so.Nodes < 2 {
-			edges = 0 // R-MAT rejects self loops: one id has no edges
-		}
-		src := &foldedEdges{g: newRMAT(so, edges), ns: ns, nd: nd, key: key}
-		topt := topologyOptions{progress: opt.Progress, numSrc: ns, src: e.Src, rel: e.Rel, dst: e.Dst, typeDir: dataset.EdgeTypeDir(e.Src, e.Rel, e.Dst)}
-		et, _, err := tw.edgeType(src, src.name(), nd, topt, nil, "")
-		if err != nil {
-			return nil, err
-		}
-		m.EdgeTypes = append(m.EdgeTypes, et)
-	}
-	m.DatasetID = synthDatasetID(opt.args())
-	report(opt.Progress, "commit", 0, 1)
-	if err := dataset.Commit(m, tw.files, "tierfs synth", opt.args()); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	if err := w.Publish(m); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	published = true
-	report(opt.Progress, "commit", 1, 1)
-	return m, nil
+		m.DatasetID = synthDatasetID(opt.args())
+		return nil
+	})
 }
 
 // typeSeed is the seed of one type's draws: the graph's seed mixed with the type's kind and name.

@@ -8,17 +8,65 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 )
 
-// typeWriter writes the files of one type into a dataset being written (w): a node type's
-// features, labels and splits, or an edge type's topology and edge features. Ingest writes its
-// one node type and edge type with it, IngestHetero every type of a heterogeneous graph. files
-// collects what Commit checksums, stripes what Abort removes (stripes on other devices are
-// claimed before they are created).
+// typeWriter writes the files of one type into a dataset being written (w, by writeDataset): a
+// node type's features, labels and splits, or an edge type's topology and edge features. Ingest
+// and Synth write their one node type and edge type with it, IngestHetero and SynthHetero every
+// type. files collects what Commit checksums, stripes what Abort removes (stripes on other
+// devices are claimed before they are created).
 type typeWriter struct {
 	w           *dataset.Writing
 	devicePaths []string
 	progress    func(string, int64, int64)
 	files       []string
 	stripes     []string
+}
+
+// datasetWrite is what writeDataset needs besides the types: where the dataset goes, and what
+// its manifest records of how it was made.
+type datasetWrite struct {
+	out         string
+	replace     bool // replace what out holds; else such an out is refused
+	devicePaths []string
+	progress    func(string, int64, int64)
+	by          string   // Created.By: "tierfs ingest", "tierfs synth"
+	args        []string // Created.Args
+	// checksumProgress, when set, reports the checksumming of in-place features at commit.
+	checksumProgress func(done, total int64)
+}
+
+// writeDataset writes one dataset, crash-safe, the way every writer of this package does: it
+// begins the dataset in d.out (dataset.Begin: staged beside it, an occupied out refused unless
+// d.replace), lets write fill a new manifest through a typeWriter over the staging directory,
+// then commits the files the typeWriter collected (checksums, the manifest's hash and version)
+// and publishes the dataset whole. On any error nothing is published and what was written,
+// stripes on other devices included, is removed.
+func writeDataset(d datasetWrite, write func(tw *typeWriter, m *dataset.Manifest) error) (*dataset.Manifest, error) {
+	w, err := dataset.Begin(d.out, d.replace)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	tw := &typeWriter{w: w, devicePaths: d.devicePaths, progress: d.progress}
+	published := false
+	defer func() {
+		if !published {
+			w.Abort(tw.stripes)
+		}
+	}()
+	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
+	m.SetDir(w.Dir)
+	if err := write(tw, m); err != nil {
+		return nil, err
+	}
+	report(d.progress, "commit", 0, 1)
+	if err := dataset.CommitProgress(m, tw.files, d.by, d.args, d.checksumProgress); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if err := w.Publish(m); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	published = true
+	report(d.progress, "commit", 1, 1)
+	return m, nil
 }
 
 // nodeInputs are one node type's opened inputs, checked against its count.
