@@ -288,6 +288,36 @@ func Parse(data []byte) (*Manifest, error) {
 // Validate checks the manifest's internal consistency: counts, dtypes, layouts and that every
 // referenced file is listed with the size its contents need.
 func (m *Manifest) Validate() error {
+	if err := m.validateHeader(); err != nil {
+		return err
+	}
+	v := &validation{m: m, role: map[string]string{}, names: map[string]string{},
+		// Several types (version 5 on): names checked, features named per type. Version 7
+		// describes one-type datasets too, which keep the one-type rules of versions 1 to 4
+		// unless Typed.
+		typed: m.Version >= 5 && !(m.Version >= VersionBound && !m.IsTyped())}
+	if err := v.listFiles(); err != nil {
+		return err
+	}
+	if err := m.checkPaths(); err != nil {
+		return err
+	}
+	nodeTypes, err := v.nodeTypes()
+	if err != nil {
+		return err
+	}
+	edgeTypes := make(map[string]bool, len(m.EdgeTypes))
+	for i := range m.EdgeTypes {
+		if err := v.edgeType(&m.EdgeTypes[i], nodeTypes, edgeTypes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateHeader checks the manifest's own fields: block size, checksum, version against what
+// the version can hold.
+func (m *Manifest) validateHeader() error {
 	if m.BlockSize < 512 || m.BlockSize > 1<<20 || m.BlockSize&(m.BlockSize-1) != 0 {
 		return fmt.Errorf("manifest block_size %d is not a power of two in [512, 1 MiB]", m.BlockSize)
 	}
@@ -306,14 +336,29 @@ func (m *Manifest) Validate() error {
 	if m.Version < 5 && (len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
 		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 to 4 hold exactly one node type and at most one edge type (several need version 5, have %d)", len(m.NodeTypes), len(m.EdgeTypes), m.Version)
 	}
-	role := map[string]string{} // file -> what refers to it; a file serves one role
-	files := make(map[string]*File, len(m.Files))
+	return nil
+}
+
+// validation is Validate's state past the header: the files listed, which role refers to each,
+// and the feature names seen.
+type validation struct {
+	m     *Manifest
+	typed bool             // the rules of several types (names checked, feature names per type)
+	files map[string]*File // by path
+	role  map[string]string
+	names map[string]string // feature name -> "node" or "edge": one namespace for both (per type when typed)
+}
+
+// listFiles checks the files list: paths, sizes, in-place marks; each path once.
+func (v *validation) listFiles() error {
+	m := v.m
+	v.files = make(map[string]*File, len(m.Files))
 	for i := range m.Files {
 		f := &m.Files[i]
 		if f.Path == "" || f.Checksums == "" {
 			return fmt.Errorf("manifest files[%d] has an empty path or checksums path", i)
 		}
-		if _, dup := files[f.Path]; dup {
+		if _, dup := v.files[f.Path]; dup {
 			return fmt.Errorf("manifest lists file %q twice", f.Path)
 		}
 		if f.InPlace {
@@ -323,170 +368,179 @@ func (m *Manifest) Validate() error {
 		} else if f.MTimeNS != 0 || f.Bytes < 0 || f.Bytes%int64(m.BlockSize) != 0 || f.ContentBytes < 0 || f.ContentBytes > f.Bytes || f.Bytes-f.ContentBytes >= int64(m.BlockSize) {
 			return fmt.Errorf("manifest file %q: bytes %d / content_bytes %d are not content padded to a multiple of block_size %d", f.Path, f.Bytes, f.ContentBytes, m.BlockSize)
 		}
-		files[f.Path] = f
+		v.files[f.Path] = f
 	}
-	if err := m.checkPaths(); err != nil {
-		return err
+	return nil
+}
+
+// need checks that what refers to a listed file path, no other role refers to it, and it holds
+// at least minContent bytes.
+func (v *validation) need(what, path string, minContent int64) error {
+	f, ok := v.files[path]
+	if !ok {
+		return fmt.Errorf("manifest %s refers to file %q, which is not in the files list", what, path)
 	}
-	need := func(what, path string, minContent int64) error {
-		f, ok := files[path]
-		if !ok {
-			return fmt.Errorf("manifest %s refers to file %q, which is not in the files list", what, path)
-		}
-		if other, dup := role[path]; dup {
-			return fmt.Errorf("manifest %s and %s both refer to file %q", other, what, path)
-		}
-		role[path] = what
-		if f.ContentBytes < minContent {
-			return fmt.Errorf("manifest %s: file %q holds %d bytes, needs %d", what, path, f.ContentBytes, minContent)
-		}
-		return nil
+	if other, dup := v.role[path]; dup {
+		return fmt.Errorf("manifest %s and %s both refer to file %q", other, what, path)
 	}
-	// Several types (version 5 on): names checked, features named per type. Version 7 describes
-	// one-type datasets too, which keep the one-type rules of versions 1 to 4 unless Typed.
-	typed := m.Version >= 5 && !(m.Version >= VersionBound && !m.IsTyped())
-	nodeTypes := make(map[string]*NodeType, len(m.NodeTypes))
-	for i := range m.NodeTypes {
-		nt := &m.NodeTypes[i]
-		if typed {
-			if err := CheckTypeName("manifest node type", nt.Name); err != nil {
+	v.role[path] = what
+	if f.ContentBytes < minContent {
+		return fmt.Errorf("manifest %s: file %q holds %d bytes, needs %d", what, path, f.ContentBytes, minContent)
+	}
+	return nil
+}
+
+// features checks list, the features of one type (of names it) of count rows, and their files.
+func (v *validation) features(of string, list []FeatureSpec, count int64) error {
+	m := v.m
+	if v.typed {
+		clear(v.names)
+	}
+	for i := range list {
+		f := &list[i]
+		if f.Name == "" {
+			return fmt.Errorf("manifest %s feature %d has no name", of, i)
+		}
+		if prev, dup := v.names[f.Name]; dup {
+			return fmt.Errorf("manifest names two features %q (a %s and an %s feature); feature names must be unique", f.Name, prev, of)
+		}
+		v.names[f.Name] = of
+		if f.Scalar && (f.Dim != 1 || m.Version < 3) {
+			return fmt.Errorf("manifest %s feature %q: scalar needs dim 1 and format version 3 (dim %d, version %d)", of, f.Name, f.Dim, m.Version)
+		}
+		if f.InPlace && m.Version < 4 {
+			return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
+		}
+		if err := f.validate(int64(m.BlockSize), count); err != nil {
+			return err
+		}
+		for k, path := range f.Files {
+			if err := v.need(fmt.Sprintf("%s feature %q stripe %d", of, f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
 				return err
 			}
-		}
-		if _, dup := nodeTypes[nt.Name]; dup {
-			return fmt.Errorf("manifest names two node types %q; node type names must be unique", nt.Name)
-		}
-		nodeTypes[nt.Name] = nt
-		if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 || (typed && nt.Count < 1) {
-			return fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
-		}
-	}
-	names := map[string]string{} // feature name -> "node" or "edge": one namespace for both (per type in version 5)
-	features := func(of string, list []FeatureSpec, count int64) error {
-		if typed {
-			clear(names)
-		}
-		for i := range list {
-			f := &list[i]
-			if f.Name == "" {
-				return fmt.Errorf("manifest %s feature %d has no name", of, i)
+			if v.files[path].InPlace != f.InPlace {
+				return fmt.Errorf("manifest %s feature %q (in_place %v) has file %q with in_place %v; an in-place feature and its one file are both marked", of, f.Name, f.InPlace, path, v.files[path].InPlace)
 			}
-			if prev, dup := names[f.Name]; dup {
-				return fmt.Errorf("manifest names two features %q (a %s and an %s feature); feature names must be unique", f.Name, prev, of)
-			}
-			names[f.Name] = of
-			if f.Scalar && (f.Dim != 1 || m.Version < 3) {
-				return fmt.Errorf("manifest %s feature %q: scalar needs dim 1 and format version 3 (dim %d, version %d)", of, f.Name, f.Dim, m.Version)
-			}
-			if f.InPlace && m.Version < 4 {
-				return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
-			}
-			if err := f.validate(int64(m.BlockSize), count); err != nil {
-				return err
-			}
-			for k, path := range f.Files {
-				if err := need(fmt.Sprintf("%s feature %q stripe %d", of, f.Name, k), path, f.ContentBytesOfFile(k)); err != nil {
-					return err
-				}
-				if files[path].InPlace != f.InPlace {
-					return fmt.Errorf("manifest %s feature %q (in_place %v) has file %q with in_place %v; an in-place feature and its one file are both marked", of, f.Name, f.InPlace, path, files[path].InPlace)
-				}
-			}
-		}
-		return nil
-	}
-	for i := range m.NodeTypes {
-		nt := &m.NodeTypes[i]
-		// of prefixes what is checked: "node" and "" for the one type of versions 1 to 4, the
-		// type's name in version 5.
-		nodeOf, of := "node", ""
-		if typed {
-			nodeOf = fmt.Sprintf("node type %q", nt.Name)
-			of = nodeOf + " "
-		}
-		if err := features(nodeOf, nt.Features, nt.Count); err != nil {
-			return err
-		}
-		if l := nt.Labels; l != nil {
-			if l.DType != Int64 || l.NumClasses < 0 {
-				return fmt.Errorf("manifest %slabels: dtype %q num_classes %d; want int64 and >= 0", of, l.DType, l.NumClasses)
-			}
-			if err := need(of+"labels", l.File, nt.Count*8); err != nil {
-				return err
-			}
-			if files[l.File].InPlace {
-				return fmt.Errorf("manifest %slabels file %q is marked in_place; only feature files may be", of, l.File)
-			}
-		}
-		for name, s := range nt.Splits {
-			if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
-				return fmt.Errorf("manifest %ssplit %q: dtype %q count %d; want int64 and a count >= 0", of, name, s.DType, s.Count)
-			}
-			if err := need(of+"split "+name, s.File, s.Count*8); err != nil {
-				return err
-			}
-			if files[s.File].InPlace {
-				return fmt.Errorf("manifest %ssplit %q file %q is marked in_place; only feature files may be", of, name, s.File)
-			}
-		}
-	}
-	edgeTypes := make(map[string]bool, len(m.EdgeTypes))
-	for i := range m.EdgeTypes {
-		et := &m.EdgeTypes[i]
-		key := et.Key()
-		if typed {
-			for _, n := range []struct{ what, name string }{{"source node type", et.Src}, {"relation", et.Rel}, {"destination node type", et.Dst}} {
-				if err := CheckTypeName("manifest edge type "+n.what, n.name); err != nil {
-					return err
-				}
-			}
-		}
-		if edgeTypes[key] {
-			return fmt.Errorf("manifest names two edge types %q; (src, rel, dst) must be unique", key)
-		}
-		edgeTypes[key] = true
-		src, dst := nodeTypes[et.Src], nodeTypes[et.Dst]
-		if src == nil || dst == nil {
-			return fmt.Errorf("manifest edge type (%s, %s, %s) joins unknown node types", et.Src, et.Rel, et.Dst)
-		}
-		name, of := et.Rel, ""
-		if typed {
-			name = key
-			of = fmt.Sprintf("edge type %q ", key)
-		}
-		if et.Layout != "csc" || et.Indptr.DType != Int64 || (et.Indices.DType != Int32 && et.Indices.DType != Int64) {
-			return fmt.Errorf("manifest edge type %q: layout %q indptr %q indices %q; want csc, int64, int32|int64", name, et.Layout, et.Indptr.DType, et.Indices.DType)
-		}
-		if et.Count < 0 || et.Count > math.MaxInt64/8 {
-			return fmt.Errorf("manifest edge type %q has invalid count %d", name, et.Count)
-		}
-		if et.Indices.DType == Int32 && src.Count > math.MaxInt32 {
-			return fmt.Errorf("manifest edge type %q: int32 indices cannot name %d nodes", name, src.Count)
-		}
-		if err := need(of+"indptr", et.Indptr.File, (dst.Count+1)*8); err != nil {
-			return err
-		}
-		if err := need(of+"indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
-			return err
-		}
-		if files[et.Indptr.File].InPlace || files[et.Indices.File].InPlace {
-			return fmt.Errorf("manifest edge type %q: topology files are marked in_place; only feature files may be", name)
-		}
-		if len(et.Features) > 0 && m.Version < 3 {
-			return fmt.Errorf("manifest version %d has edge features, which format version 3 introduced", m.Version)
-		}
-		edgeOf := "edge"
-		if typed {
-			edgeOf = fmt.Sprintf("edge type %q", key)
-		}
-		if err := features(edgeOf, et.Features, et.Count); err != nil {
-			return err
-		}
-		if err := m.validateEdgeSplits(et, of, need, files); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// nodeTypes checks every node type (name, count, features, labels, splits) and returns them by name.
+func (v *validation) nodeTypes() (map[string]*NodeType, error) {
+	m := v.m
+	nodeTypes := make(map[string]*NodeType, len(m.NodeTypes))
+	for i := range m.NodeTypes {
+		nt := &m.NodeTypes[i]
+		if v.typed {
+			if err := CheckTypeName("manifest node type", nt.Name); err != nil {
+				return nil, err
+			}
+		}
+		if _, dup := nodeTypes[nt.Name]; dup {
+			return nil, fmt.Errorf("manifest names two node types %q; node type names must be unique", nt.Name)
+		}
+		nodeTypes[nt.Name] = nt
+		if nt.Name == "" || nt.Count < 0 || nt.Count > math.MaxInt64/16 || (v.typed && nt.Count < 1) {
+			return nil, fmt.Errorf("manifest node type %q has invalid count %d", nt.Name, nt.Count)
+		}
+	}
+	for i := range m.NodeTypes {
+		if err := v.nodeTypeFiles(&m.NodeTypes[i]); err != nil {
+			return nil, err
+		}
+	}
+	return nodeTypes, nil
+}
+
+// nodeTypeFiles checks node type nt's features, labels and splits.
+func (v *validation) nodeTypeFiles(nt *NodeType) error {
+	// of prefixes what is checked: "node" and "" for the one type of versions 1 to 4, the
+	// type's name when typed.
+	nodeOf, of := "node", ""
+	if v.typed {
+		nodeOf = fmt.Sprintf("node type %q", nt.Name)
+		of = nodeOf + " "
+	}
+	if err := v.features(nodeOf, nt.Features, nt.Count); err != nil {
+		return err
+	}
+	if l := nt.Labels; l != nil {
+		if l.DType != Int64 || l.NumClasses < 0 {
+			return fmt.Errorf("manifest %slabels: dtype %q num_classes %d; want int64 and >= 0", of, l.DType, l.NumClasses)
+		}
+		if err := v.need(of+"labels", l.File, nt.Count*8); err != nil {
+			return err
+		}
+		if v.files[l.File].InPlace {
+			return fmt.Errorf("manifest %slabels file %q is marked in_place; only feature files may be", of, l.File)
+		}
+	}
+	for name, s := range nt.Splits {
+		if s.DType != Int64 || s.Count < 0 || s.Count > math.MaxInt64/8 {
+			return fmt.Errorf("manifest %ssplit %q: dtype %q count %d; want int64 and a count >= 0", of, name, s.DType, s.Count)
+		}
+		if err := v.need(of+"split "+name, s.File, s.Count*8); err != nil {
+			return err
+		}
+		if v.files[s.File].InPlace {
+			return fmt.Errorf("manifest %ssplit %q file %q is marked in_place; only feature files may be", of, name, s.File)
+		}
+	}
+	return nil
+}
+
+// edgeType checks edge type et (its names, unique among seen, joining nodeTypes), its topology
+// files, features and edge splits.
+func (v *validation) edgeType(et *EdgeType, nodeTypes map[string]*NodeType, seen map[string]bool) error {
+	m := v.m
+	key := et.Key()
+	if v.typed {
+		for _, n := range []struct{ what, name string }{{"source node type", et.Src}, {"relation", et.Rel}, {"destination node type", et.Dst}} {
+			if err := CheckTypeName("manifest edge type "+n.what, n.name); err != nil {
+				return err
+			}
+		}
+	}
+	if seen[key] {
+		return fmt.Errorf("manifest names two edge types %q; (src, rel, dst) must be unique", key)
+	}
+	seen[key] = true
+	src, dst := nodeTypes[et.Src], nodeTypes[et.Dst]
+	if src == nil || dst == nil {
+		return fmt.Errorf("manifest edge type (%s, %s, %s) joins unknown node types", et.Src, et.Rel, et.Dst)
+	}
+	name, of, edgeOf := et.Rel, "", "edge"
+	if v.typed {
+		name = key
+		of = fmt.Sprintf("edge type %q ", key)
+		edgeOf = fmt.Sprintf("edge type %q", key)
+	}
+	if et.Layout != "csc" || et.Indptr.DType != Int64 || (et.Indices.DType != Int32 && et.Indices.DType != Int64) {
+		return fmt.Errorf("manifest edge type %q: layout %q indptr %q indices %q; want csc, int64, int32|int64", name, et.Layout, et.Indptr.DType, et.Indices.DType)
+	}
+	if et.Count < 0 || et.Count > math.MaxInt64/8 {
+		return fmt.Errorf("manifest edge type %q has invalid count %d", name, et.Count)
+	}
+	if et.Indices.DType == Int32 && src.Count > math.MaxInt32 {
+		return fmt.Errorf("manifest edge type %q: int32 indices cannot name %d nodes", name, src.Count)
+	}
+	if err := v.need(of+"indptr", et.Indptr.File, (dst.Count+1)*8); err != nil {
+		return err
+	}
+	if err := v.need(of+"indices", et.Indices.File, et.Count*int64(et.Indices.DType.Size())); err != nil {
+		return err
+	}
+	if v.files[et.Indptr.File].InPlace || v.files[et.Indices.File].InPlace {
+		return fmt.Errorf("manifest edge type %q: topology files are marked in_place; only feature files may be", name)
+	}
+	if len(et.Features) > 0 && m.Version < 3 {
+		return fmt.Errorf("manifest version %d has edge features, which format version 3 introduced", m.Version)
+	}
+	if err := v.features(edgeOf, et.Features, et.Count); err != nil {
+		return err
+	}
+	return m.validateEdgeSplits(et, of, v.need, v.files)
 }
 
 // minVersion is the lowest format version that describes m: 8 when it is Typed, 7 when its checksums are bound to
