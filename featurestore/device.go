@@ -547,8 +547,8 @@ func (s *Store) serveMisses(ctx *gatherCtx, rest []tiers.Tier, misses int, dst u
 	}()
 	sp := splitIDs(missIDs, held, cuda.Int64s(ctx.pairs.Host, 2*misses), missPos, s.opt.CopyWorkers)
 	copy(count, sp.count)
-	if lt, ok := held[len(held)-1].(leavesRows); ok { // the counters count the rows it serves
-		count[len(count)-1] -= lt.leftToCaller(sp.slots(len(held) - 1))
+	if lt, ok := held[len(held)-1].(tiers.CallerLeaver); ok { // the counters count the rows it serves
+		count[len(count)-1] -= lt.LeftToCaller(sp.slots(len(held) - 1))
 	}
 	since(&s.stats.splitNanos, splitStart)
 	// The pairs go up once; every tier's stream waits for them (and for what the caller queued).

@@ -35,19 +35,12 @@ type packedTier struct {
 }
 
 var (
-	_ tiers.Tier = (*packedTier)(nil)
-	_ leavesRows = (*packedTier)(nil)
+	_ tiers.Tier         = (*packedTier)(nil)
+	_ tiers.CallerLeaver = (*packedTier)(nil)
 )
 
-// leavesRows is a last tier of a device gather whose Lookup also takes ids it leaves to the
-// caller (a planned batch's rows served elsewhere): leftToCaller says how many of the slots it
-// looked up are such, so that the store's counters count only the rows it serves.
-type leavesRows interface {
-	leftToCaller(slots []int64) int
-}
-
-// leftToCaller counts slot 1: rows served elsewhere.
-func (t *packedTier) leftToCaller(slots []int64) int {
+// LeftToCaller counts slot 1: rows served elsewhere.
+func (t *packedTier) LeftToCaller(slots []int64) int {
 	n := 0
 	for _, v := range slots {
 		if v == 1 {

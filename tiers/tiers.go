@@ -97,3 +97,11 @@ type DeviceAttacher interface {
 type DeviceIndexer interface {
 	DeviceIndex() (cuda.TierIndex, bool)
 }
+
+// CallerLeaver is implemented by a last tier of a device gather whose Lookup also takes ids it
+// leaves to the caller (a planned batch's rows served elsewhere: planned's packed tier):
+// LeftToCaller says how many of the slots it looked up are such, so that the store's counters
+// count only the rows it serves.
+type CallerLeaver interface {
+	LeftToCaller(slots []int64) int
+}
