@@ -15,7 +15,7 @@ func TestCallsDuringPlaceAndClose(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 16, 2, 6, rng)
 	for _, policy := range []string{HostStatic, HostSieve} {
-		s, err := Open(d.dir, Options{HostCacheBytes: 600 * (d.rowBytes + 40), HostPolicy: policy, GPUTopology: gpuTopologyIfAny()})
+		s, err := Open(d.Dir, Options{HostCacheBytes: 600 * (d.RowBytes + 40), HostPolicy: policy, GPUTopology: gpuTopologyIfAny()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +42,11 @@ func TestCallsDuringPlaceAndClose(t *testing.T) {
 		for g := range 4 {
 			ids := randomIDs(rng, 300, 2000)
 			work(g, func(int) error {
-				got := make([]byte, int64(len(ids))*d.rowBytes)
+				got := make([]byte, int64(len(ids))*d.RowBytes)
 				if err := s.Gather(ids, got); err != nil {
 					return err
 				}
-				if want := d.want(ids); string(got) != string(want) {
+				if want := d.Want(ids); string(got) != string(want) {
 					return errors.New("gather returned wrong rows")
 				}
 				return nil
@@ -67,7 +67,7 @@ func TestCallsDuringPlaceAndClose(t *testing.T) {
 		work(6, func(int) error { s.Stats(); return nil })
 		for range 20 {
 			ids := randomIDs(rng, 50, 2000)
-			got := make([]byte, int64(len(ids))*d.rowBytes)
+			got := make([]byte, int64(len(ids))*d.RowBytes)
 			if err := s.Gather(ids, got); err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestCallsDuringPlaceAndClose(t *testing.T) {
 		for err := range errs {
 			t.Errorf("policy %s: %v", policy, err)
 		}
-		if err := s.Gather([]int64{1}, make([]byte, d.rowBytes)); !errors.Is(err, ErrClosed) {
+		if err := s.Gather([]int64{1}, make([]byte, d.RowBytes)); !errors.Is(err, ErrClosed) {
 			t.Errorf("gather after close: %v, want ErrClosed", err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestCloseDuringGPUSampling(t *testing.T) {
 	requireGPU(t)
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 4, 1, 20, rng)
-	s, err := Open(d.dir, Options{GPUTopology: "device"})
+	s, err := Open(d.Dir, Options{GPUTopology: "device"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ import (
 func TestBitFlipsNeverAnswer(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 8, 1, 6, rng)
-	all := make([]int64, d.count)
+	all := make([]int64, d.Count)
 	for v := range all {
 		all[v] = int64(v)
 	}
-	seeds := randomIDs(rng, 300, d.count)
+	seeds := randomIDs(rng, 300, d.Count)
 	sopt := topology.SampleOptions{Fanouts: []int{-1, -1}, Seed: 7}
 	modes := []struct {
 		name string
@@ -38,7 +38,7 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 	}
 	ref := make([]*topology.Sample, len(modes))
 	for i, mode := range modes {
-		s, err := Open(d.dir, mode.opt)
+		s, err := Open(d.Dir, mode.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 	var caught, clean int // opens with an error somewhere, and without
 	for trial := range trials {
 		file := files[trial%len(files)]
-		path := filepath.Join(d.dir, file)
+		path := filepath.Join(d.Dir, file)
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -75,17 +75,17 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 				}
 				return err != nil
 			}
-			s, err := Open(d.dir, mode.opt)
+			s, err := Open(d.Dir, mode.opt)
 			if bad("open", err) {
 				caught++
 				continue
 			}
-			labels := make([]int64, d.count)
-			if err := s.Labels(all, labels); !bad("Labels", err) && !slices.Equal(labels, d.labels) {
+			labels := make([]int64, d.Count)
+			if err := s.Labels(all, labels); !bad("Labels", err) && !slices.Equal(labels, d.Labels) {
 				t.Errorf("%s (%s topology): Labels differ from the undamaged dataset's", what("Labels"), mode.name)
 			}
 			train, err := s.Split("train")
-			if !bad("Split", err) && !slices.Equal(train, d.train) {
+			if !bad("Split", err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s topology): Split(train) differs from the undamaged dataset's", what("Split"), mode.name)
 			}
 			sm, err := s.Sample(seeds, sopt)
@@ -113,8 +113,8 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 func TestDiskTopologyHugeIndptr(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 8, 1, 6, rng)
-	v := rng.Int64N(d.count-1) + 1
-	f, err := os.OpenFile(filepath.Join(d.dir, "indptr.bin"), os.O_WRONLY, 0)
+	v := rng.Int64N(d.Count-1) + 1
+	f, err := os.OpenFile(filepath.Join(d.Dir, "indptr.bin"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,18 +123,18 @@ func TestDiskTopologyHugeIndptr(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err := Open(d.dir, Options{TopologyMemoryBytes: -1, Hotness: make([]uint32, d.count)})
+	s, err := Open(d.Dir, Options{TopologyMemoryBytes: -1, Hotness: make([]uint32, d.Count)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Sample([]int64{v - 1, v, rng.Int64N(d.count)}, topology.SampleOptions{Fanouts: []int{-1}})
+	_, err = s.Sample([]int64{v - 1, v, rng.Int64N(d.Count)}, topology.SampleOptions{Fanouts: []int{-1}})
 	if !dataset.IsCorrupt(err) {
 		t.Fatalf("sample over a damaged indptr[%d]: %v; want corruption", v, err)
 	}
 	t.Log(err)
 	// In memory the same damage is corruption at open.
-	if _, err := Open(d.dir, Options{}); !dataset.IsCorrupt(err) {
+	if _, err := Open(d.Dir, Options{}); !dataset.IsCorrupt(err) {
 		t.Fatalf("open with the topology in memory: %v; want corruption", err)
 	}
 }
@@ -148,17 +148,17 @@ func TestDiskTopologyHugeIndptr(t *testing.T) {
 func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 1500, 8, 2, 5, rng)
-	all := make([]int64, d.count)
+	all := make([]int64, d.Count)
 	for v := range all {
 		all[v] = int64(v)
 	}
-	seeds := randomIDs(rng, 200, d.count)
+	seeds := randomIDs(rng, 200, d.Count)
 	sopt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: 3}
 	modes := []struct {
 		name string
 		opt  Options
-	}{{"default", Options{}}, {"host tier", Options{HostCacheBytes: d.count / 2 * (d.rowBytes + 16)}}}
-	ref, err := Open(d.dir, Options{})
+	}{{"default", Options{}}, {"host tier", Options{HostCacheBytes: d.Count / 2 * (d.RowBytes + 16)}}}
+	ref, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(d.dir)
+	entries, err := os.ReadDir(d.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 	caught, clean := 0, 0
 	for trial := range trials {
 		file := files[rng.IntN(len(files))]
-		path := filepath.Join(d.dir, file)
+		path := filepath.Join(d.Dir, file)
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -198,23 +198,23 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 		for _, mode := range modes {
 			failed := false
 			ok := func(err error) bool { failed = failed || err != nil; return err == nil }
-			s, err := Open(d.dir, mode.opt)
+			s, err := Open(d.Dir, mode.opt)
 			if !ok(err) {
 				caught++
 				continue
 			}
-			labels := make([]int64, d.count)
-			if ok(s.Labels(all, labels)) && !slices.Equal(labels, d.labels) {
+			labels := make([]int64, d.Count)
+			if ok(s.Labels(all, labels)) && !slices.Equal(labels, d.Labels) {
 				t.Errorf("%s (%s): Labels differ from the undamaged dataset's, without an error", what, mode.name)
 			}
-			if train, err := s.Split("train"); ok(err) && !slices.Equal(train, d.train) {
+			if train, err := s.Split("train"); ok(err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s): Split(train) differs from the undamaged dataset's, without an error", what, mode.name)
 			}
 			if sm, err := s.Sample(seeds, sopt); ok(err) && !reflect.DeepEqual(sm, refSample) {
 				t.Errorf("%s (%s): Sample differs from the undamaged dataset's, without an error", what, mode.name)
 			}
-			rows := make([]byte, d.count*d.rowBytes)
-			if ok(s.Gather(all, rows)) && !bytes.Equal(rows, d.rows) {
+			rows := make([]byte, d.Count*d.RowBytes)
+			if ok(s.Gather(all, rows)) && !bytes.Equal(rows, d.Rows) {
 				t.Errorf("%s (%s): Gather differs from the undamaged dataset's, without an error", what, mode.name)
 			}
 			s.Close()

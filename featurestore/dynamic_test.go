@@ -16,14 +16,14 @@ func TestSieveGatherMatchesNoCache(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 5000, 24, 2, 4, rng)
 	for _, b := range backends(t) {
-		plain, err := Open(d.dir, Options{IOBackend: b})
+		plain, err := Open(d.Dir, Options{IOBackend: b})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer plain.Close()
 		// A cache of about 10% of the rows, and CopyWorkers 3 so large batches copy in parallel.
-		budget := 500 * host.SieveBytesPerRow(d.rowBytes)
-		s, err := Open(d.dir, Options{IOBackend: b, HostPolicy: HostSieve, HostCacheBytes: budget, CopyWorkers: 3})
+		budget := 500 * host.SieveBytesPerRow(d.RowBytes)
+		s, err := Open(d.Dir, Options{IOBackend: b, HostPolicy: HostSieve, HostCacheBytes: budget, CopyWorkers: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,15 +40,15 @@ func TestSieveGatherMatchesNoCache(t *testing.T) {
 				for k := range 40 {
 					n := 1 + r.IntN(12000) // some batches pass the 1 MiB parallel-copy threshold
 					ids := make([]int64, n)
-					hot := int64(1 + r.IntN(int(d.count)))
+					hot := int64(1 + r.IntN(int(d.Count)))
 					for i := range ids {
 						if r.IntN(4) == 0 {
-							ids[i] = r.Int64N(d.count)
+							ids[i] = r.Int64N(d.Count)
 						} else { // skewed part: repeats within and across batches
-							ids[i] = (r.Int64N(hot) * 7919) % d.count
+							ids[i] = (r.Int64N(hot) * 7919) % d.Count
 						}
 					}
-					got := make([]byte, int64(n)*d.rowBytes)
+					got := make([]byte, int64(n)*d.RowBytes)
 					want := make([]byte, len(got))
 					if err := s.Gather(ids, got); err != nil {
 						errs <- err.Error()
@@ -58,7 +58,7 @@ func TestSieveGatherMatchesNoCache(t *testing.T) {
 						errs <- err.Error()
 						return
 					}
-					if !bytes.Equal(got, want) || !bytes.Equal(got, d.want(ids)) {
+					if !bytes.Equal(got, want) || !bytes.Equal(got, d.Want(ids)) {
 						errs <- fmt.Sprintf("goroutine %d: batch %d of %d ids: sieve gather differs from the uncached gather", g, k, n)
 						return
 					}
@@ -87,11 +87,11 @@ func TestSieveGatherMatchesNoCache(t *testing.T) {
 func TestSieveHitsRiseOnRepeatedStream(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 8, 1, 6, rng)
-	budget := 400 * host.SieveBytesPerRow(d.rowBytes)
+	budget := 400 * host.SieveBytesPerRow(d.RowBytes)
 	// Hot set: 300 ids among the high (low in-degree, so not placed) ids, hit 90% of the time.
 	hotSet := make([]int64, 300)
 	for i := range hotSet {
-		hotSet[i] = d.count - 1 - int64(i)*3
+		hotSet[i] = d.Count - 1 - int64(i)*3
 	}
 	var stream [][]int64
 	for range 20 {
@@ -100,7 +100,7 @@ func TestSieveHitsRiseOnRepeatedStream(t *testing.T) {
 			if rng.IntN(10) < 9 {
 				ids[i] = hotSet[rng.IntN(len(hotSet))]
 			} else {
-				ids[i] = rng.Int64N(d.count)
+				ids[i] = rng.Int64N(d.Count)
 			}
 		}
 		stream = append(stream, ids)
@@ -109,23 +109,23 @@ func TestSieveHitsRiseOnRepeatedStream(t *testing.T) {
 		before := s.Stats().Tier(tiers.Host).Hits
 		rows := 0
 		for _, ids := range stream {
-			dst := make([]byte, int64(len(ids))*d.rowBytes)
+			dst := make([]byte, int64(len(ids))*d.RowBytes)
 			if err := s.Gather(ids, dst); err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(dst, d.want(ids)) {
+			if !bytes.Equal(dst, d.Want(ids)) {
 				t.Fatal("wrong rows")
 			}
 			rows += len(ids)
 		}
 		return float64(s.Stats().Tier(tiers.Host).Hits-before) / float64(rows)
 	}
-	static, err := Open(d.dir, Options{HostCacheBytes: budget})
+	static, err := Open(d.Dir, Options{HostCacheBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer static.Close()
-	s, err := Open(d.dir, Options{HostCacheBytes: budget, HostPolicy: "sieve"})
+	s, err := Open(d.Dir, Options{HostCacheBytes: budget, HostPolicy: "sieve"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,29 +151,29 @@ func TestSieveHitsRiseOnRepeatedStream(t *testing.T) {
 func TestHostPolicyErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 100, 4, 1, 2, rng)
-	_, err := Open(d.dir, Options{HostPolicy: "lru", HostCacheBytes: 1 << 20})
+	_, err := Open(d.Dir, Options{HostPolicy: "lru", HostCacheBytes: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), `"lru"`) {
 		t.Fatalf("unknown policy: %v", err)
 	}
 	for _, p := range []string{"", "static"} {
-		s, err := Open(d.dir, Options{HostPolicy: p, HostCacheBytes: 1 << 20})
+		s, err := Open(d.Dir, Options{HostPolicy: p, HostCacheBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := s.HostTier().(*host.Cache); !ok || s.HostTier().Rows() != d.count {
+		if _, ok := s.HostTier().(*host.Cache); !ok || s.HostTier().Rows() != d.Count {
 			t.Fatalf("policy %q: host tier %T holds %d rows", p, s.HostTier(), s.HostTier().Rows())
 		}
 		s.Close()
 	}
 	// A sieve with no budget serves everything from disk.
-	s, err := Open(d.dir, Options{HostPolicy: "sieve"})
+	s, err := Open(d.Dir, Options{HostPolicy: "sieve"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ids := []int64{5, 5, 99, 0}
-	dst := make([]byte, 4*d.rowBytes)
-	if err := s.Gather(ids, dst); err != nil || !bytes.Equal(dst, d.want(ids)) {
+	dst := make([]byte, 4*d.RowBytes)
+	if err := s.Gather(ids, dst); err != nil || !bytes.Equal(dst, d.Want(ids)) {
 		t.Fatalf("gather with an empty sieve: %v", err)
 	}
 }

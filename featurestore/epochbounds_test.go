@@ -34,7 +34,7 @@ func within(t *testing.T, what string, fn func() error) error {
 func TestEpochPlanFilesBounded(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 1)
 	outside := filepath.Join(t.TempDir(), "elsewhere")
 	for _, name := range []string{EpochIndexFile, packedFile(0)} {
@@ -113,7 +113,7 @@ func TestKilledPlanIsCleaned(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	o := epochOpts(t, d, 1)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledPlanHelper$")
-	cmd.Env = append(os.Environ(), "TIERFS_KILLED_PLAN="+d.dir+"\n"+o.Dir)
+	cmd.Env = append(os.Environ(), "TIERFS_KILLED_PLAN="+d.Dir+"\n"+o.Dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestKilledPlanIsCleaned(t *testing.T) {
 	if len(packed()) != 2 {
 		t.Fatalf("the killed planner left %v, want its packed files", packed())
 	}
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("OpenEpochs after the killed plan: %v, want ErrNotFound", err)
 	}

@@ -20,12 +20,12 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 	}
 	rng := newRand(t)
 	d := writeSplitDataset(t, 4000, 24, 2, 6, rng)
-	rb := d.rowBytes
+	rb := d.RowBytes
 	for _, c := range []struct {
 		name      string
 		gpu, host int64
-	}{{"ssd", 0, 0}, {"gpu", d.count / 5, 0}, {"gpu+host", d.count / 10, d.count / 4}, {"host", 0, d.count / 3}, {"all", d.count, 0}} {
-		s, err := Open(d.dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+	}{{"ssd", 0, 0}, {"gpu", d.Count / 5, 0}, {"gpu+host", d.Count / 10, d.Count / 4}, {"host", 0, d.Count / 3}, {"all", d.Count, 0}} {
+		s, err := Open(d.Dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 			for b := range p.BatchesPerEpoch() {
 				host, got, io := plannedOnDevice(t, s, p, e, b)
 				nodes := host.Sample.Nodes
-				if !bytes.Equal(got, host.Rows) || !bytes.Equal(got, d.want(nodes)) {
+				if !bytes.Equal(got, host.Rows) || !bytes.Equal(got, d.Want(nodes)) {
 					t.Fatalf("%s: epoch %d batch %d: the device gather's %d rows differ from the host's (first difference at byte %d)", c.name, e, b, len(nodes), firstDiff(got, host.Rows))
 				}
 				if io.Rows != host.IO.Rows {
@@ -77,9 +77,9 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 	}
 	rng := newRand(t)
 	d := writeSplitDataset(t, 4000, 24, 2, 6, rng)
-	rb := d.rowBytes
+	rb := d.RowBytes
 	var away []int64
-	for v := range d.count {
+	for v := range d.Count {
 		if rng.IntN(3) == 0 {
 			away = append(away, v)
 		}
@@ -88,8 +88,8 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		gpu, host int64
-	}{{"ssd", 0, 0}, {"gpu+host", d.count / 10, d.count / 4}, {"host", 0, d.count / 3}} {
-		s, err := Open(d.dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+	}{{"ssd", 0, 0}, {"gpu+host", d.Count / 10, d.Count / 4}, {"host", 0, d.Count / 3}} {
+		s, err := Open(d.Dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 				host, got, io := plannedOnDevice(t, s, p, e, b)
 				nodes := host.Sample.Nodes
 				for i, v := range nodes {
-					want := d.want([]int64{v})
+					want := d.Want([]int64{v})
 					if _, ok := slices.BinarySearch(away, v); ok && s.TierOf(v) == tiers.SSD {
 						want = fill
 					}

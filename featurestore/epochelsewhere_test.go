@@ -20,22 +20,22 @@ import (
 func TestPlannedEpochsElsewhere(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 24, 2, 6, rng)
-	s, err := Open(d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 4})
+	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var elsewhere []int64
-	for v := range d.count {
+	for v := range d.Count {
 		if rng.IntN(3) == 0 {
 			elsewhere = append(elsewhere, v)
 		}
 	}
 	const k = 2
-	share := len(d.train) / 2
+	share := len(d.Train) / 2
 	orders := make([][]int64, k)
 	for e := range orders {
-		perm := slices.Clone(d.train)
+		perm := slices.Clone(d.Train)
 		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		orders[e] = perm[:share]
 	}
@@ -75,7 +75,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 			if !slices.Equal(fresh.Nodes, sample.Nodes) {
 				t.Fatalf("epoch %d batch %d: sample differs from a fresh draw", e, b)
 			}
-			rb := d.rowBytes
+			rb := d.RowBytes
 			dst := bytes.Repeat([]byte{0xAB}, len(sample.Nodes)*int(rb))
 			io, err := p.Gather(e, b, sample.Nodes, dst)
 			if err != nil {
@@ -90,7 +90,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 						t.Fatalf("epoch %d batch %d: node %d (served elsewhere) at position %d was written", e, b, v, i)
 					}
 					skipped++
-				case !bytes.Equal(row, d.want([]int64{v})):
+				case !bytes.Equal(row, d.Want([]int64{v})):
 					t.Fatalf("epoch %d batch %d: node %d at position %d: row differs from the dataset's", e, b, v, i)
 				case s.TierOf(v) == tiers.SSD:
 					miss++
@@ -136,7 +136,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 		{"node type \"paper\"", func(o *EpochOptions) { o.Elsewhere = map[string][]int64{"paper": {5}} }},
 		{"one order per planned epoch", func(o *EpochOptions) { o.SeedOrders = orders[:1] }},
 		{"as many seeds as epoch 0's", func(o *EpochOptions) { o.SeedOrders = [][]int64{orders[0], orders[1][1:]} }},
-		{"seed orders alone", func(o *EpochOptions) { o.Seeds = d.train }},
+		{"seed orders alone", func(o *EpochOptions) { o.Seeds = d.Train }},
 		{"seed_orders[1][0] = -1", func(o *EpochOptions) { o.SeedOrders = [][]int64{orders[0], append([]int64{-1}, orders[1][1:]...)} }},
 	} {
 		o2 := o
@@ -169,10 +169,10 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	var all int64
-	for _, nt := range d.m.NodeTypes {
-		all += nt.Count * (d.rowBytes[nt.Name] + 16)
+	for _, nt := range d.Manifest.NodeTypes {
+		all += nt.Count * (d.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: all / 4})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: all / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +202,8 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 		}
 		var io BatchIO
 		var miss int64
-		for i, nt := range d.m.NodeTypes {
-			rb, ok := d.rowBytes[nt.Name]
+		for i, nt := range d.Manifest.NodeTypes {
+			rb, ok := d.RowBytes[nt.Name]
 			if !ok {
 				continue
 			}
@@ -216,7 +216,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 			io.Rows += got.Rows
 			st, _ := ss.Stack(nt.Name)
 			for k, v := range nodes {
-				row, want := dst[int64(k)*rb:int64(k+1)*rb], d.rows[nt.Name][v*rb:(v+1)*rb]
+				row, want := dst[int64(k)*rb:int64(k+1)*rb], d.Rows[nt.Name][v*rb:(v+1)*rb]
 				_, away := slices.BinarySearch(away, v)
 				if nt.Name == "author" && away {
 					want = bytes.Repeat([]byte{0xAB}, int(rb))

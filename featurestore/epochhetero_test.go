@@ -32,7 +32,7 @@ func heteroEpochOpts(t *testing.T, ss *Session, d *heteroData, k int, rng *rand.
 		t.Fatal(err)
 	}
 	fanouts := map[string][]int{}
-	for _, et := range d.m.EdgeTypes {
+	for _, et := range d.Manifest.EdgeTypes {
 		fanouts[et.Key()] = []int{1 + rng.IntN(5), rng.IntN(4)}
 	}
 	return EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), NodeType: "paper", Seeds: train, BatchSize: 37 + rng.IntN(40),
@@ -49,14 +49,14 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	var all int64
-	for _, nt := range d.m.NodeTypes {
-		all += nt.Count * (d.rowBytes[nt.Name] + 16)
+	for _, nt := range d.Manifest.NodeTypes {
+		all += nt.Count * (d.RowBytes[nt.Name] + 16)
 	}
 	for _, cache := range []struct {
 		name  string
 		bytes int64
 	}{{"none", 0}, {"some", all / 4}, {"all", 2 * all}} {
-		ss, err := OpenSession(d.dir, Options{HostCacheBytes: cache.bytes})
+		ss, err := OpenSession(d.Dir, Options{HostCacheBytes: cache.bytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,20 +102,20 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 				}
 				for i := range want.Nodes {
 					if !slices.Equal(got.Sample.Nodes[i], want.Nodes[i]) || !slices.Equal(got.Sample.NodesPerHop[i], want.NodesPerHop[i]) {
-						t.Fatalf("%s: nodes of type %s differ from a fresh draw", name, d.m.NodeTypes[i].Name)
+						t.Fatalf("%s: nodes of type %s differ from a fresh draw", name, d.Manifest.NodeTypes[i].Name)
 					}
 				}
 				for i := range want.Row {
 					if !slices.Equal(got.Sample.Row[i], want.Row[i]) || !slices.Equal(got.Sample.Col[i], want.Col[i]) || !slices.Equal(got.Sample.EdgeIDs[i], want.EdgeIDs[i]) {
-						t.Fatalf("%s: edges of %s differ from a fresh draw", name, d.m.EdgeTypes[i].Key())
+						t.Fatalf("%s: edges of %s differ from a fresh draw", name, d.Manifest.EdgeTypes[i].Key())
 					}
 				}
 				if len(got.Rows) != 2 {
 					t.Fatalf("%s: rows of %v, want paper and author", name, slices.Collect(maps.Keys(got.Rows)))
 				}
 				var miss int64
-				for i, nt := range d.m.NodeTypes {
-					rb, ok := d.rowBytes[nt.Name]
+				for i, nt := range d.Manifest.NodeTypes {
+					rb, ok := d.RowBytes[nt.Name]
 					if !ok {
 						continue
 					}
@@ -126,7 +126,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 					}
 					ref := make([]byte, 0, len(plain))
 					for _, v := range nodes {
-						ref = append(ref, d.rows[nt.Name][v*rb:(v+1)*rb]...)
+						ref = append(ref, d.Rows[nt.Name][v*rb:(v+1)*rb]...)
 					}
 					if !bytes.Equal(got.Rows[nt.Name], plain) || !bytes.Equal(plain, ref) {
 						t.Fatalf("%s: %s rows differ from Gather", name, nt.Name)
@@ -157,7 +157,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 func TestHeteroPlanErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 64 << 10})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	}{
 		{"has 3 node types (paper, author, institution): name one", dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "" }},
 		{`no node type "venue"`, dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "venue" }},
-		{"a fanout list for every edge type", ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.m.EdgeTypes[1].Key()) }},
+		{"a fanout list for every edge type", ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.Manifest.EdgeTypes[1].Key()) }},
 		{"fanouts per edge type (EdgeFanouts", ErrInvalidOption, func(o *EpochOptions) { o.Sample.Fanouts = []int{3} }},
 		{`out of range [0, 40) of node type "institution"`, ErrIDOutOfRange, func(o *EpochOptions) { o.NodeType, o.Seeds, o.BatchSize = "institution", []int64{3, 40}, 2 }},
 		{"planned_epochs", ErrInvalidOption, func(o *EpochOptions) { o.Epochs = 0 }},
@@ -211,16 +211,16 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	author := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "author" })
+	author := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "author" })
 	nodes := smp1.Nodes[author]
-	if _, err := p.GatherType(0, 0, "author", nodes, make([]byte, int64(len(nodes))*d.rowBytes["author"])); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), `nodes of type "author"`) {
+	if _, err := p.GatherType(0, 0, "author", nodes, make([]byte, int64(len(nodes))*d.RowBytes["author"])); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), `nodes of type "author"`) {
 		t.Errorf("gather with another batch's author nodes: %v", err)
 	}
 	p.Close()
 
 	stale := o
 	stale.EdgeFanouts = maps.Clone(o.EdgeFanouts)
-	key := d.m.EdgeTypes[2].Key()
+	key := d.Manifest.EdgeTypes[2].Key()
 	stale.EdgeFanouts[key] = []int{9, 9}
 	var se *StalePlanError
 	if _, _, err := ss.OpenEpochs(stale); !errors.As(err, &se) || se.Input != "fanouts per edge type" || !strings.Contains(err.Error(), key) {
@@ -252,7 +252,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	packed[ext.Offset+int64(rng.IntN(int(ext.Rows*d.rowBytes["author"])))] ^= 0x10
+	packed[ext.Offset+int64(rng.IntN(int(ext.Rows*d.RowBytes["author"])))] ^= 0x10
 	if err := os.WriteFile(path, packed, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +265,8 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paper := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "paper" })
-	if _, err := p.GatherType(0, 0, "paper", smp0.Nodes[paper], make([]byte, int64(len(smp0.Nodes[paper]))*d.rowBytes["paper"])); err != nil {
+	paper := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "paper" })
+	if _, err := p.GatherType(0, 0, "paper", smp0.Nodes[paper], make([]byte, int64(len(smp0.Nodes[paper]))*d.RowBytes["paper"])); err != nil {
 		t.Errorf("paper rows of the damaged batch: %v", err)
 	}
 	if _, err := p.LoadHetero(0, 0); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) {
@@ -280,7 +280,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 func TestHeteroPlanPlaceTiers(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 48 << 10})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 48 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 func TestHeteroPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{})
+	ss, err := OpenSession(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,11 @@ import (
 func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 12, 2, 6, rng)
-	rowMem := d.rowBytes + 16
+	rowMem := d.RowBytes + 16
 	n := 300 + rng.IntN(200)
 	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n)}
 	for i := range n {
-		se.Src[i], se.Dst[i] = rng.Int64N(d.count), rng.Int64N(d.count)
+		se.Src[i], se.Dst[i] = rng.Int64N(d.Count), rng.Int64N(d.Count)
 	}
 	for _, c := range []struct {
 		name  string
@@ -36,11 +36,11 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		link  HeteroLinkOptions
 	}{
 		{"none/no-negatives", 0, HeteroLinkOptions{}},
-		{"some/binary", rowMem * d.count / 3, HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
-		{"some/triplet", rowMem * d.count / 4, HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
-		{"all/binary", 2 * rowMem * d.count, HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
+		{"some/binary", rowMem * d.Count / 3, HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
+		{"some/triplet", rowMem * d.Count / 4, HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
+		{"all/binary", 2 * rowMem * d.Count, HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
 	} {
-		s, err := Open(d.dir, Options{HostCacheBytes: c.bytes})
+		s, err := Open(d.Dir, Options{HostCacheBytes: c.bytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		if rep == nil || rep.Planned != k || p.BatchesPerEpoch() != nb || !p.Link() || p.EdgeType() == "" {
 			t.Fatalf("%s: report %+v, %d batches, link %v, edge type %q", name, rep, p.BatchesPerEpoch(), p.Link(), p.EdgeType())
 		}
-		if (c.bytes >= rowMem*d.count) != (rep.RowsPacked == 0) {
+		if (c.bytes >= rowMem*d.Count) != (rep.RowsPacked == 0) {
 			t.Fatalf("%s: %d rows packed", name, rep.RowsPacked)
 		}
 		positions := make([]int64, n)
@@ -110,7 +110,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				if c.link.Negatives != "" && len(got.NegDst) == 0 {
 					t.Fatalf("%s: epoch %d batch %d: no negatives", name, e, b)
 				}
-				rows := make([]byte, int64(len(got.Nodes))*d.rowBytes)
+				rows := make([]byte, int64(len(got.Nodes))*d.RowBytes)
 				io, err := p.Gather(e, b, got.Nodes, rows)
 				if err != nil {
 					t.Fatalf("%s: epoch %d batch %d: %v", name, e, b, err)
@@ -119,7 +119,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				if err := s.Gather(got.Nodes, plain); err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(rows, plain) || !bytes.Equal(rows, d.want(got.Nodes)) {
+				if !bytes.Equal(rows, plain) || !bytes.Equal(rows, d.Want(got.Nodes)) {
 					t.Fatalf("%s: epoch %d batch %d: planned rows differ from Gather", name, e, b)
 				}
 				if c.bytes == 0 && io.Rows != int64(len(got.Nodes)) {
@@ -159,13 +159,13 @@ func withReplan(o EpochOptions) EpochOptions {
 func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 1 << 16})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	e := rng.IntN(len(d.m.EdgeTypes))
-	key := d.m.EdgeTypes[e].Key()
+	e := rng.IntN(len(d.Manifest.EdgeTypes))
+	key := d.Manifest.EdgeTypes[e].Key()
 	src, dst := randomSeedEdges(d, e, 150+rng.IntN(100), rng)
 	o := heteroEpochOpts(t, ss, d, 2, rng)
 	o.Seeds, o.NodeType = nil, ""
@@ -233,13 +233,13 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 					t.Fatal(err)
 				}
 				nodes := got.Nodes[idx]
-				rb := d.rowBytes[nt]
+				rb := d.RowBytes[nt]
 				rows := make([]byte, int64(len(nodes))*rb)
 				if _, err := p.GatherType(ep, b, nt, nodes, rows); err != nil {
 					t.Fatalf("epoch %d batch %d type %s: %v", ep, b, nt, err)
 				}
 				for i, v := range nodes {
-					if !bytes.Equal(rows[int64(i)*rb:int64(i+1)*rb], d.rows[nt][v*rb:(v+1)*rb]) {
+					if !bytes.Equal(rows[int64(i)*rb:int64(i+1)*rb], d.Rows[nt][v*rb:(v+1)*rb]) {
 						t.Fatalf("epoch %d batch %d type %s: row %d (node %d) differs", ep, b, nt, i, v)
 					}
 				}
@@ -253,7 +253,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 func TestLinkPlanErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 500, 4, 1, 4, rng)
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,15 +93,15 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 	rng := newRand(t)
 	for trial := range 3 {
 		d := writeSplitDataset(t, 1500+rng.Int64N(3000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(6), rng)
-		host := []int64{0, (d.rowBytes + 16) * d.count / 4}[rng.IntN(2)]
-		s := mustOpen(t, d.dir, Options{HostCacheBytes: host})
+		host := []int64{0, (d.RowBytes + 16) * d.Count / 4}[rng.IntN(2)]
+		s := mustOpen(t, d.Dir, Options{HostCacheBytes: host})
 		o := epochOpts(t, d, 1+rng.IntN(2))
 		o.FirstEpoch = rng.IntN(5)
 		o.Sample.Seed = rng.Uint64()
 		o.PackMemory = 4<<10 + rng.Int64N(64<<10)
 		if rng.IntN(2) == 0 {
 			var elsewhere []int64
-			for v := range d.count {
+			for v := range d.Count {
 				if rng.IntN(4) == 0 {
 					elsewhere = append(elsewhere, v)
 				}
@@ -110,7 +110,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 		}
 		what := strings.Join([]string{"trial", string(rune('0' + trial))}, " ")
 		t.Logf("%s: %d nodes of %d bytes, host tier %d bytes, %d epochs from %d, window %d bytes, elsewhere %v",
-			what, d.count, d.rowBytes, host, o.Epochs, o.FirstEpoch, o.PackMemory, o.Elsewhere != nil)
+			what, d.Count, d.RowBytes, host, o.Epochs, o.FirstEpoch, o.PackMemory, o.Elsewhere != nil)
 		dirs := planEachWay(t, what, s.PlanEpochs, o)
 
 		o.PackMethod, o.Dir = PackScan, dirs[PackScan]
@@ -124,7 +124,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				dst := make([]byte, int64(len(sample.Nodes))*d.rowBytes)
+				dst := make([]byte, int64(len(sample.Nodes))*d.RowBytes)
 				if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
 					t.Fatalf("%s: epoch %d batch %d: %v", what, e, b, err)
 				}
@@ -134,7 +134,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 							continue
 						}
 					}
-					if !bytes.Equal(dst[int64(i)*d.rowBytes:int64(i+1)*d.rowBytes], d.want([]int64{v})) {
+					if !bytes.Equal(dst[int64(i)*d.RowBytes:int64(i+1)*d.RowBytes], d.Want([]int64{v})) {
 						t.Fatalf("%s: epoch %d batch %d: node %d's row differs from the dataset's", what, e, b, v)
 					}
 				}
@@ -152,8 +152,8 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 func TestWindowsSpanEpochs(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000+rng.Int64N(2000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(5), rng)
-	host := []int64{0, (d.rowBytes + 16) * d.count / 4}[rng.IntN(2)]
-	s := mustOpen(t, d.dir, Options{HostCacheBytes: host})
+	host := []int64{0, (d.RowBytes + 16) * d.Count / 4}[rng.IntN(2)]
+	s := mustOpen(t, d.Dir, Options{HostCacheBytes: host})
 	defer s.Close()
 	o := epochOpts(t, d, 2+rng.IntN(3))
 	o.Sample.Seed = rng.Uint64()
@@ -215,11 +215,11 @@ func TestWindowsSpanEpochs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dst := make([]byte, int64(len(sample.Nodes))*d.rowBytes)
+			dst := make([]byte, int64(len(sample.Nodes))*d.RowBytes)
 			if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
 				t.Fatalf("epoch %d batch %d: %v", e, b, err)
 			}
-			if !bytes.Equal(dst, d.want(sample.Nodes)) {
+			if !bytes.Equal(dst, d.Want(sample.Nodes)) {
 				t.Fatalf("epoch %d batch %d: the rows differ from the dataset's", e, b)
 			}
 		}
@@ -296,7 +296,7 @@ func TestAscendingMatchesSort(t *testing.T) {
 func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	defer s.Close()
 	o := epochOpts(t, d, 2)
 	o.PackMemory = 4 * packAlign // many windows
@@ -335,10 +335,10 @@ func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	var all int64
-	for _, nt := range d.m.NodeTypes {
-		all += nt.Count * (d.rowBytes[nt.Name] + 16)
+	for _, nt := range d.Manifest.NodeTypes {
+		all += nt.Count * (d.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: []int64{0, all / 4}[rng.IntN(2)]})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: []int64{0, all / 4}[rng.IntN(2)]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,20 +365,20 @@ func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
 func TestScanPackFindsCorruptBlocks(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 16, 1+rng.IntN(2), 5, rng)
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := d.train[rng.IntN(len(d.train))]
+	v := d.Train[rng.IntN(len(d.Train))]
 	file, off := s.spec.Locate(v)
-	path := filepath.Join(d.dir, s.spec.Files[file])
+	path := filepath.Join(d.Dir, s.spec.Files[file])
 	s.Close()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := make([]byte, 1)
-	at := off + rng.Int64N(d.rowBytes)
+	at := off + rng.Int64N(d.RowBytes)
 	if _, err := f.ReadAt(b, at); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestScanPackFindsCorruptBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s = mustOpen(t, d.dir, Options{})
+	s = mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 1)
 	o.PackMethod, o.PackMemory = PackScan, 8<<10+rng.Int64N(64<<10)
 	_, err = s.PlanEpochs(o)
@@ -430,11 +430,11 @@ func TestCancelScanPack(t *testing.T) {
 	o := epochOpts(t, d, 2)
 	o.PackMethod, o.PackMemory = PackScan, 256<<10 // a 16 KiB scan buffer
 	whole := &cancelAtRead{dir: o.Dir, at: -1}
-	if _, err := mustOpen(t, d.dir, Options{Faults: whole}).PlanEpochs(o); err != nil {
+	if _, err := mustOpen(t, d.Dir, Options{Faults: whole}).PlanEpochs(o); err != nil {
 		t.Fatal(err)
 	}
 	c := &cancelAtRead{dir: o.Dir, at: 1 + rng.Int64N(40)}
-	s := mustOpen(t, d.dir, Options{Faults: c})
+	s := mustOpen(t, d.Dir, Options{Faults: c})
 	_, err := s.PlanEpochs(o)
 	if !errors.Is(err, context.Canceled) || !c.found.Load() {
 		t.Fatalf("canceled at read %d (planner found: %v): %v", c.at, c.found.Load(), err)

@@ -21,7 +21,7 @@ import (
 
 // epochOpts are plan options over d's train split.
 func epochOpts(t *testing.T, d *testData, k int) EpochOptions {
-	return EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), Seeds: d.train, BatchSize: 97,
+	return EpochOptions{Dir: filepath.Join(t.TempDir(), "plan"), Seeds: d.Train, BatchSize: 97,
 		Sample: topology.SampleOptions{Fanouts: []int{5, 3}, Seed: 11}, ShuffleSeed: 5, Epochs: k}
 }
 
@@ -54,14 +54,14 @@ const pinnedOrder = "[1 7 4 3 2 0 6 5]"
 func TestPlannedEpochsMatchFresh(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 24, 2, 6, rng)
-	rowMem := d.rowBytes + 16
+	rowMem := d.RowBytes + 16
 	for _, backend := range backends(t) {
 		for _, cache := range []struct {
 			name  string
 			bytes int64
-		}{{"none", 0}, {"some", rowMem * d.count / 3}, {"all", rowMem * d.count}} {
+		}{{"none", 0}, {"some", rowMem * d.Count / 3}, {"all", rowMem * d.Count}} {
 			name := fmt.Sprintf("%s/%s", backend, cache.name)
-			s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend})
+			s, err := Open(d.Dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			nb := BatchesPerEpoch(len(d.train), o.BatchSize, o.DropLast)
+			nb := BatchesPerEpoch(len(d.Train), o.BatchSize, o.DropLast)
 			if rep.Planned != k || rep.BatchesPerEpoch != nb || len(rep.EpochBytes) != k {
 				t.Fatalf("%s: report %+v", name, rep)
 			}
@@ -88,7 +88,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			var rows int64
 			for e := range 2*k + 1 {
 				pe := e % k
-				order := EpochOrder(d.train, o.ShuffleSeed, pe)
+				order := EpochOrder(d.Train, o.ShuffleSeed, pe)
 				for b := range nb {
 					got, err := p.Load(e, b)
 					if err != nil {
@@ -109,11 +109,11 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 						!slices.Equal(got.Sample.Col, want.Col) || !slices.Equal(got.Sample.NodesPerHop, want.NodesPerHop) {
 						t.Fatalf("%s: epoch %d batch %d: sample differs from a fresh draw", name, e, b)
 					}
-					plain := make([]byte, int64(len(want.Nodes))*d.rowBytes)
+					plain := make([]byte, int64(len(want.Nodes))*d.RowBytes)
 					if err := s.Gather(want.Nodes, plain); err != nil {
 						t.Fatal(err)
 					}
-					if !bytes.Equal(got.Rows, plain) || !bytes.Equal(got.Rows, d.want(want.Nodes)) {
+					if !bytes.Equal(got.Rows, plain) || !bytes.Equal(got.Rows, d.Want(want.Nodes)) {
 						t.Fatalf("%s: epoch %d batch %d: rows differ from Gather", name, e, b)
 					}
 					var miss int64
@@ -142,8 +142,8 @@ func TestStalePlans(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	other := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	rowMem := d.rowBytes + 16
-	s, err := Open(d.dir, Options{HostCacheBytes: rowMem * 500})
+	rowMem := d.RowBytes + 16
+	s, err := Open(d.Dir, Options{HostCacheBytes: rowMem * 500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,8 @@ func TestStalePlans(t *testing.T) {
 		{"shuffle seed", s, func(o *EpochOptions) { o.ShuffleSeed++ }},
 		{"epochs", s, func(o *EpochOptions) { o.Epochs = 3 }},
 		{"first epoch", s, func(o *EpochOptions) { o.FirstEpoch = 2 }},
-		{"dataset", mustOpen(t, other.dir, Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.train }},
-		{"memory tiers", mustOpen(t, d.dir, Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
+		{"dataset", mustOpen(t, other.Dir, Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.Train }},
+		{"memory tiers", mustOpen(t, d.Dir, Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
 	} {
 		o2 := o
 		o2.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
@@ -194,7 +194,7 @@ func TestStalePlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Gather(0, 0, sample.Nodes, make([]byte, int64(len(sample.Nodes))*d.rowBytes))
+	_, err = p.Gather(0, 0, sample.Nodes, make([]byte, int64(len(sample.Nodes))*d.RowBytes))
 	if !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "epoch 0 batch 0") || !strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("gather with another batch's nodes: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestStalePlans(t *testing.T) {
 func TestPlanFromFirstEpoch(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 16, 2, 5, rng)
-	s, err := Open(d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 4})
+	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			order := EpochOrder(d.train, all.ShuffleSeed, served)
+			order := EpochOrder(d.Train, all.ShuffleSeed, served)
 			seeds := order[b*all.BatchSize : min((b+1)*all.BatchSize, len(order))]
 			opt := all.Sample
 			opt.Seed = BatchSampleSeed(all.Sample.Seed, served, b)
@@ -265,7 +265,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 				!slices.Equal(got.Sample.Nodes, ref.Sample.Nodes) || !slices.Equal(got.Sample.Row, fresh.Row) {
 				t.Fatalf("epoch %d batch %d (planned epoch %d of the plan from %d): differs from the plan from 0 or a fresh draw", e, b, served, first)
 			}
-			if !bytes.Equal(got.Rows, d.want(fresh.Nodes)) || !bytes.Equal(got.Rows, ref.Rows) {
+			if !bytes.Equal(got.Rows, d.Want(fresh.Nodes)) || !bytes.Equal(got.Rows, ref.Rows) {
 				t.Fatalf("epoch %d batch %d: rows differ from the dataset", e, b)
 			}
 		}
@@ -297,7 +297,7 @@ func mustOpen(t *testing.T, dir string, opt Options) *Store {
 func TestCorruptPackedFileIsCaught(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 1)
 	if _, err := s.PlanEpochs(o); err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 func TestDiskFullLeavesNoPlan(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 3)
 	if rng.IntN(2) == 0 {
 		o.PackMemory = 4 * packAlign // many windows, many writes
@@ -371,7 +371,7 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 func TestCancelEpochPlan(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	defer s.Close()
 	o := epochOpts(t, d, 3)
 	o.Dir = filepath.Join(t.TempDir(), "a", "..", "plan") // a path that is not clean: the key is
@@ -421,7 +421,7 @@ func TestCancelEpochPlan(t *testing.T) {
 func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 1)
 	rep, err := s.PlanEpochs(o)
 	if err != nil {
@@ -452,7 +452,7 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 func TestPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 3)
 	full, err := s.PlanEpochs(o)
 	if err != nil {
@@ -492,7 +492,7 @@ func TestPlanDiskBudget(t *testing.T) {
 func TestPlanOptionErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 500, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	for _, c := range []struct {
 		want string
 		edit func(o *EpochOptions)
@@ -502,7 +502,7 @@ func TestPlanOptionErrors(t *testing.T) {
 		{"plan_disk_budget", func(o *EpochOptions) { o.DiskBudget = -1 }},
 		{"batch_size", func(o *EpochOptions) { o.BatchSize = 0 }},
 		{"plan_dir", func(o *EpochOptions) { o.Dir = "" }},
-		{"seeds", func(o *EpochOptions) { o.BatchSize, o.DropLast = len(d.train)+1, true }},
+		{"seeds", func(o *EpochOptions) { o.BatchSize, o.DropLast = len(d.Train)+1, true }},
 		{"fanouts", func(o *EpochOptions) { o.Sample.Fanouts = nil }},
 		{"out of range", func(o *EpochOptions) { o.Seeds = []int64{0, 500} }},
 	} {
@@ -516,11 +516,11 @@ func TestPlanOptionErrors(t *testing.T) {
 			t.Fatalf("%s: OpenEpochs says %v, PlanEpochs %v", c.want, err2, err)
 		}
 	}
-	sieve := mustOpen(t, d.dir, Options{HostPolicy: HostSieve, HostCacheBytes: 1 << 16})
+	sieve := mustOpen(t, d.Dir, Options{HostPolicy: HostSieve, HostCacheBytes: 1 << 16})
 	if _, err := sieve.PlanEpochs(epochOpts(t, d, 1)); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
 		t.Fatalf("sieve: %v", err)
 	}
-	p, _, err := s.OpenEpochs(EpochOptions{Dir: t.TempDir(), Seeds: d.train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
+	p, _, err := s.OpenEpochs(EpochOptions{Dir: t.TempDir(), Seeds: d.Train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,8 +539,8 @@ func TestPlanOptionErrors(t *testing.T) {
 func TestPlaceTiersForEpochs(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 24, 1, 6, rng)
-	opt := Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 4}
-	s, err := Open(d.dir, opt)
+	opt := Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4}
+	s, err := Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,10 +553,10 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 	}
 	// The hindsight bar: every read of the planned batches minus the reads of the rows the
 	// memory tiers can hold, the most read ones.
-	counts := make([]int64, d.count)
-	nb := BatchesPerEpoch(len(d.train), o.BatchSize, o.DropLast)
+	counts := make([]int64, d.Count)
+	nb := BatchesPerEpoch(len(d.Train), o.BatchSize, o.DropLast)
 	for e := range o.Epochs {
-		order := EpochOrder(d.train, o.ShuffleSeed, e)
+		order := EpochOrder(d.Train, o.ShuffleSeed, e)
 		for b := range nb {
 			so := o.Sample
 			so.Seed = BatchSampleSeed(o.Sample.Seed, e, b)
@@ -594,7 +594,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 			r.PlaceSeconds, r.PlaceSampleSeconds, r.FillSeconds, r.Seconds)
 	}
 
-	fresh, err := Open(d.dir, opt)
+	fresh, err := Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +612,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+	if !bytes.Equal(got.Rows, d.Want(got.Sample.Nodes)) {
 		t.Fatal("rows served from the reopened plan differ from the dataset")
 	}
 }
@@ -622,7 +622,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 16, 1, 5, rng)
-	s, err := Open(d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 3})
+	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -665,10 +665,10 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 func TestPackedFileFaults(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	rowMem := d.rowBytes + 16
-	for _, cache := range []int64{0, rowMem * d.count / 3} {
+	rowMem := d.RowBytes + 16
+	for _, cache := range []int64{0, rowMem * d.Count / 3} {
 		o := epochOpts(t, d, 2)
-		if _, err := mustOpen(t, d.dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
+		if _, err := mustOpen(t, d.Dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -684,7 +684,7 @@ func TestPackedFileFaults(t *testing.T) {
 			}, true},
 			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
 		} {
-			s := mustOpen(t, d.dir, Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
+			s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
 			p, _, err := s.OpenEpochs(o)
 			if err != nil {
 				t.Fatalf("%s: open the plan: %v", c.spec, err)
@@ -705,7 +705,7 @@ func TestPackedFileFaults(t *testing.T) {
 						failed++
 						continue
 					}
-					if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+					if !bytes.Equal(got.Rows, d.Want(got.Sample.Nodes)) {
 						t.Fatalf("%s (cache %d): epoch %d batch %d came back with other rows", c.spec, cache, e, b)
 					}
 				}

@@ -50,12 +50,12 @@ func randomLink(rng *rand.Rand, reverse map[string]string) HeteroLinkOptions {
 func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan {
 	t.Helper()
 	d := writeDataset(t, 800+rng.Int64N(1500), 8, 1+rng.IntN(2), 2+rng.IntN(6), rng)
-	s := mustOpen(t, d.dir, Options{HostCacheBytes: cache * (d.rowBytes + 16) * d.count / 3})
+	s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache * (d.RowBytes + 16) * d.Count / 3})
 	t.Cleanup(func() { s.Close() })
 	n := 150 + rng.IntN(250)
 	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: randomLink(rng, map[string]string{"": ""})}
 	for i := range n {
-		se.Src[i], se.Dst[i] = rng.Int64N(d.count), rng.Int64N(d.count)
+		se.Src[i], se.Dst[i] = rng.Int64N(d.Count), rng.Int64N(d.Count)
 	}
 	if se.Link.Negatives != topology.TripletNegatives && rng.IntN(2) == 0 {
 		se.Labels = make([]int64, n)
@@ -69,10 +69,10 @@ func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan 
 
 	h := writeHetero(t, rng)
 	var all int64
-	for _, nt := range h.m.NodeTypes {
-		all += nt.Count * (h.rowBytes[nt.Name] + 16)
+	for _, nt := range h.Manifest.NodeTypes {
+		all += nt.Count * (h.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(h.dir, Options{HostCacheBytes: cache * all / 3})
+	ss, err := OpenSession(h.Dir, Options{HostCacheBytes: cache * all / 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,18 +81,18 @@ func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan 
 	nodes.Dir = filepath.Join(t.TempDir(), "session-nodes")
 	link := heteroEpochOpts(t, ss, h, k, rng)
 	link.Dir, link.Seeds, link.NodeType = filepath.Join(t.TempDir(), "session-link"), nil, ""
-	e := rng.IntN(len(h.m.EdgeTypes))
-	key := h.m.EdgeTypes[e].Key()
+	e := rng.IntN(len(h.Manifest.EdgeTypes))
+	key := h.Manifest.EdgeTypes[e].Key()
 	var reverse map[string]string
-	for _, r := range h.m.EdgeTypes {
-		if r.Src == h.m.EdgeTypes[e].Dst && r.Dst == h.m.EdgeTypes[e].Src {
+	for _, r := range h.Manifest.EdgeTypes {
+		if r.Src == h.Manifest.EdgeTypes[e].Dst && r.Dst == h.Manifest.EdgeTypes[e].Src {
 			reverse = map[string]string{key: r.Key()}
 		}
 	}
 	src, dst := randomSeedEdges(h, e, 100+rng.IntN(150), rng)
 	link.SeedEdges = &SeedEdges{EdgeType: key, Src: src, Dst: dst, Link: randomLink(rng, reverse)}
 	t.Logf("store link: %d nodes, %d seed edges, batch %d, fanouts %v, link %+v, labels %v; session link: %s, %d seed edges, link %+v",
-		d.count, n, storeLink.BatchSize, storeLink.Sample.Fanouts, se.Link, se.Labels != nil, key, len(src), link.SeedEdges.Link)
+		d.Count, n, storeLink.BatchSize, storeLink.Sample.Fanouts, se.Link, se.Labels != nil, key, len(src), link.SeedEdges.Link)
 	return []samplePlan{
 		{"store link", storeLink, s.PlanEpochs, s.OpenEpochs},
 		{"session nodes", nodes, ss.PlanEpochs, ss.OpenEpochs},

@@ -42,7 +42,7 @@ func sameSample(a, b *topology.Sample) string {
 func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 1500+rng.Int64N(2000), 8, 1+rng.IntN(2), 2+rng.IntN(8), rng)
-	s := mustOpen(t, d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count * rng.Int64N(3) / 4})
+	s := mustOpen(t, d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count * rng.Int64N(3) / 4})
 	const k = 2
 	o := epochOpts(t, d, k)
 	o.BatchSize = 20 + rng.IntN(200)
@@ -52,7 +52,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 		o.Sample.Fanouts = append(o.Sample.Fanouts, 1+rng.IntN(3))
 	}
 	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-	t.Logf("%d nodes, batch %d, fanouts %v, replace %v, drop_last %v", d.count, o.BatchSize, o.Sample.Fanouts, o.Sample.Replace, o.DropLast)
+	t.Logf("%d nodes, batch %d, fanouts %v, replace %v, drop_last %v", d.Count, o.BatchSize, o.Sample.Fanouts, o.Sample.Replace, o.DropLast)
 	rep, err := s.PlanEpochs(o)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 						errs <- fmt.Errorf("epoch %d batch %d: %w", e, b, err)
 						return
 					}
-					order := EpochOrder(d.train, o.ShuffleSeed, e%k)
+					order := EpochOrder(d.Train, o.ShuffleSeed, e%k)
 					if want := order[b*o.BatchSize : min((b+1)*o.BatchSize, len(order))]; !slices.Equal(seeds, want) {
 						errs <- fmt.Errorf("epoch %d batch %d: seeds differ", e, b)
 						return
@@ -139,7 +139,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, smp, _ := p.Sample(0, nb-1)
-	if diff := sameSample(got.Sample, smp); diff != "" || !slices.Equal(got.Rows, d.want(smp.Nodes)) {
+	if diff := sameSample(got.Sample, smp); diff != "" || !slices.Equal(got.Rows, d.Want(smp.Nodes)) {
 		t.Fatalf("Load of a replayed epoch: %s", diff)
 	}
 }
@@ -206,7 +206,7 @@ func TestSampleRecordRoundTrip(t *testing.T) {
 func TestCorruptSamplesFileIsCaught(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 2)
 	if _, err := s.PlanEpochs(o); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 func TestPlanDiskBudgetCountsSamples(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{HostCacheBytes: (d.rowBytes + 16) * d.count / 2})
+	s := mustOpen(t, d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 2})
 	checkBudgetCountsSamples(t, epochOpts(t, d, 1), s.PlanEpochs, func(o EpochOptions) {
 		if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
 			t.Fatalf("a refused plan left %v", left)
@@ -283,7 +283,7 @@ func TestPlanDiskBudgetCountsSamples(t *testing.T) {
 func TestOldPlanIndexIsStale(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 1000, 8, 1, 5, rng)
-	s := mustOpen(t, d.dir, Options{})
+	s := mustOpen(t, d.Dir, Options{})
 	o := epochOpts(t, d, 1)
 	if _, err := s.PlanEpochs(o); err != nil {
 		t.Fatal(err)

@@ -58,14 +58,14 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 	base.Sample.Fanouts = []int{1 + rng.IntN(10), 1 + rng.IntN(5)}
 	base.Sample.Seed, base.ShuffleSeed = rng.Uint64(), rng.Uint64()
 	base.PlaceTiers = true
-	t.Logf("%d nodes, K %d, batch %d, fanouts %v, replace %v, drop_last %v", d.count, k, base.BatchSize, base.Sample.Fanouts, base.Sample.Replace, base.DropLast)
+	t.Logf("%d nodes, K %d, batch %d, fanouts %v, replace %v, drop_last %v", d.Count, k, base.BatchSize, base.Sample.Fanouts, base.Sample.Replace, base.DropLast)
 
 	// plan makes a plan of o on a store opened afresh (placed by degree, then by the plan's
 	// batches), spooling or drawing twice.
 	plan := func(o EpochOptions, cache int64, spool, open bool) (*EpochPlanReport, error) {
 		spoolSamples = spool
 		defer func() { spoolSamples = true }()
-		s := mustOpen(t, d.dir, Options{HostCacheBytes: cache})
+		s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache})
 		defer s.Close()
 		if !open {
 			return s.PlanEpochs(o)
@@ -82,12 +82,12 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+		if !bytes.Equal(got.Rows, d.Want(got.Sample.Nodes)) {
 			return nil, fmt.Errorf("epoch %d batch %d: rows served differ from the dataset", k-1, b)
 		}
 		return rep, nil
 	}
-	row := d.rowBytes + 16
+	row := d.RowBytes + 16
 	for _, c := range []struct {
 		name  string
 		cache int64
@@ -95,14 +95,14 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 		// budget is the disk budget as a function of the unbounded plan's report (nil: none).
 		budget func(r *EpochPlanReport) int64
 	}{
-		{name: "unbounded", cache: row * d.count * (1 + rng.Int64N(3)) / 5},
-		{name: "OpenEpochs", cache: row * d.count * (1 + rng.Int64N(3)) / 5, open: true},
-		{name: "budget of K-1 epochs and a half", cache: row * d.count / 4, budget: func(r *EpochPlanReport) int64 {
+		{name: "unbounded", cache: row * d.Count * (1 + rng.Int64N(3)) / 5},
+		{name: "OpenEpochs", cache: row * d.Count * (1 + rng.Int64N(3)) / 5, open: true},
+		{name: "budget of K-1 epochs and a half", cache: row * d.Count / 4, budget: func(r *EpochPlanReport) int64 {
 			return r.BytesWritten - r.EpochBytes[k-1]/2
 		}},
 		// Every row cached: the plan is its samples, so the spool passes the budget partway
 		// through epoch K-1, the epoch the plan cannot hold either.
-		{name: "all cached, budget stops the spool", cache: row * d.count * 2, budget: func(r *EpochPlanReport) int64 {
+		{name: "all cached, budget stops the spool", cache: row * d.Count * 2, budget: func(r *EpochPlanReport) int64 {
 			return r.BytesWritten - r.EpochBytes[k-1]/2
 		}},
 	} {

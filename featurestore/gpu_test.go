@@ -18,64 +18,10 @@ import (
 // GPU tests run where libtierfs_cuda.so and a GPU are (make gpu-test); elsewhere they skip, and
 // TestNoGPUFallsBackToHost checks the host-only behaviour instead.
 
-func requireGPU(t *testing.T) {
-	t.Helper()
-	if err := cuda.Load(); err != nil {
-		t.Skipf("skipping GPU test: %v", err)
-	}
-}
-
-// gpuPresent reports whether the CUDA shim loads and sees a GPU.
-func gpuPresent() bool {
-	if cuda.Load() != nil {
-		return false
-	}
-	_, err := cuda.Info(0)
-	return err == nil
-}
-
 // deviceGather runs GatherDevice into fresh device memory and copies the result back.
 func deviceGather(t *testing.T, s *Store, ids []int64) []byte {
 	t.Helper()
 	return deviceRows(t, s, len(ids), func(dst, stream uintptr) error { return s.GatherDevice(ids, dst, stream) })
-}
-
-// deviceRows runs gather into fresh device memory for n rows (0xA5 bytes before) on a stream of
-// its own, and copies the rows back ordered by that stream alone: no host-side wait in between.
-func deviceRows(t *testing.T, s *Store, n int, gather func(dst, stream uintptr) error) []byte {
-	t.Helper()
-	size := uint64(int64(n) * s.RowBytes())
-	dst, err := cuda.Malloc(0, max(size, 16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.Free(0, dst)
-	if err := cuda.Memset(0, dst, 0xA5, max(size, 16), 0); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := cuda.NewStream(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.DestroyStream(0, stream)
-	if err := cuda.SyncStream(0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := gather(dst, uintptr(stream)); err != nil {
-		t.Fatal(err)
-	}
-	hostAddr, host, err := cuda.HostAlloc(0, max(size, 16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.HostFree(0, hostAddr)
-	if err := cuda.Memcpy(0, hostAddr, dst, size, stream); err != nil {
-		t.Fatal(err)
-	}
-	if err := cuda.SyncStream(0, stream); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Clone(host[:size])
 }
 
 // randomIDs draws n ids, a third of them repeats of earlier ones.
@@ -118,14 +64,14 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 				configs = append(configs, config{0, 0, gpuio.BackendGPUURing}, config{count / 10, count / 5, gpuio.BackendGPUURing})
 			}
 			for _, caches := range configs {
-				s, err := Open(d.dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16), IOBackend: caches.backend, UnverifiedReads: caches.backend == gpuio.BackendGPUURing})
+				s, err := Open(d.Dir, Options{GPUCacheBytes: caches.gpu * rb, HostCacheBytes: caches.host * (rb + 16), IOBackend: caches.backend, UnverifiedReads: caches.backend == gpuio.BackendGPUURing})
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, n := range []int{0, 1, 257, 5000} {
 					ids := randomIDs(rng, n, count)
 					got := deviceGather(t, s, ids)
-					if want := d.want(ids); !bytes.Equal(got, want) {
+					if want := d.Want(ids); !bytes.Equal(got, want) {
 						t.Fatalf("caches %+v, %d ids: device gather differs from the reference (first difference at byte %d)", caches, n, firstDiff(got, want))
 					}
 					// A host destination on the same store: GPU-tier rows come back from the device.
@@ -133,7 +79,7 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 					if err := s.Gather(ids, host); err != nil {
 						t.Fatal(err)
 					}
-					if want := d.want(ids); !bytes.Equal(host, want) {
+					if want := d.Want(ids); !bytes.Equal(host, want) {
 						t.Fatalf("caches %+v, %d ids: host gather on a GPU store differs from the reference (byte %d)", caches, n, firstDiff(host, want))
 					}
 				}
@@ -157,20 +103,11 @@ func TestGatherDeviceMatchesHost(t *testing.T) {
 	}
 }
 
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
-}
-
 func TestGatherDeviceConcurrentAndReplace(t *testing.T) {
 	requireGPU(t)
 	rng := newRand(t)
 	d := writeDataset(t, 5000, 32, 3, 4, rng)
-	s, err := Open(d.dir, Options{GPUCacheBytes: 500 * 128, HostCacheBytes: 1000 * 144, MaxConcurrentIO: 3})
+	s, err := Open(d.Dir, Options{GPUCacheBytes: 500 * 128, HostCacheBytes: 1000 * 144, MaxConcurrentIO: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +117,7 @@ func TestGatherDeviceConcurrentAndReplace(t *testing.T) {
 		go func() {
 			for k := range 20 {
 				ids := randomIDs(rng, 2000, 5000)
-				if got := deviceGather(t, s, ids); !bytes.Equal(got, d.want(ids)) {
+				if got := deviceGather(t, s, ids); !bytes.Equal(got, d.Want(ids)) {
 					errs <- fmt.Errorf("worker %d batch %d differs", w, k)
 					return
 				}
@@ -207,7 +144,7 @@ func TestGatherDeviceErrors(t *testing.T) {
 	requireGPU(t)
 	rng := newRand(t)
 	d := writeDataset(t, 100, 4, 1, 2, rng)
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +158,7 @@ func TestGatherDeviceErrors(t *testing.T) {
 		t.Errorf("id 100 of 100 nodes: got %v, want ErrIDOutOfRange", err)
 	}
 	info, _ := cuda.Info(0)
-	_, err = Open(d.dir, Options{GPUCacheBytes: int64(info.TotalBytes) * 2})
+	_, err = Open(d.Dir, Options{GPUCacheBytes: int64(info.TotalBytes) * 2})
 	if err == nil || !strings.Contains(err.Error(), "free on GPU") {
 		t.Errorf("GPU budget of twice the device memory: got %v, want a refusal naming the free bytes", err)
 	}
@@ -231,13 +168,13 @@ func TestGPUSamplingMatchesHost(t *testing.T) {
 	requireGPU(t)
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 4, 1, 40, rng)
-	host, err := Open(d.dir, Options{})
+	host, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer host.Close()
 	for _, where := range []string{"device", "pinned"} {
-		s, err := Open(d.dir, Options{GPUTopology: where})
+		s, err := Open(d.Dir, Options{GPUTopology: where})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +208,7 @@ func TestNoGPUFallsBackToHost(t *testing.T) {
 	}
 	rng := newRand(t)
 	d := writeDataset(t, 500, 8, 1, 2, rng)
-	s, err := Open(d.dir, Options{GPUCacheBytes: 1 << 20, HostCacheBytes: 100 * 48})
+	s, err := Open(d.Dir, Options{GPUCacheBytes: 1 << 20, HostCacheBytes: 100 * 48})
 	if err != nil {
 		t.Fatalf("a GPU budget without a GPU must not fail Open: %v", err)
 	}
@@ -282,13 +219,13 @@ func TestNoGPUFallsBackToHost(t *testing.T) {
 	}
 	ids := randomIDs(rng, 1000, 500)
 	dst := make([]byte, int64(len(ids))*s.RowBytes())
-	if err := s.Gather(ids, dst); err != nil || !bytes.Equal(dst, d.want(ids)) {
-		t.Fatalf("host gather without a GPU: err %v, equal %v", err, bytes.Equal(dst, d.want(ids)))
+	if err := s.Gather(ids, dst); err != nil || !bytes.Equal(dst, d.Want(ids)) {
+		t.Fatalf("host gather without a GPU: err %v, equal %v", err, bytes.Equal(dst, d.Want(ids)))
 	}
 	if err := s.GatherDevice(ids, 1<<40, 0); !errors.Is(err, ErrNoGPU) {
 		t.Errorf("device gather without a GPU: got %v, want ErrNoGPU", err)
 	}
-	if _, err := Open(d.dir, Options{GPUTopology: "device"}); err != nil {
+	if _, err := Open(d.Dir, Options{GPUTopology: "device"}); err != nil {
 		t.Errorf("GPU topology without a GPU must fall back to host sampling: %v", err)
 	}
 }
@@ -303,7 +240,7 @@ func BenchmarkGatherDevice(b *testing.B) {
 	rng := newRand(b)
 	const count, batch = 1 << 20, 1 << 18
 	d := writeTypedDataset(b, dataset.Float32, count, 16, 1, 0, rng)
-	s, err := Open(d.dir, Options{GPUCacheBytes: count * 64})
+	s, err := Open(d.Dir, Options{GPUCacheBytes: count * 64})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestCloseWhileCalling(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 8, 2, 6, rng)
 	for round := range 4 {
-		s, err := Open(d.dir, Options{HostCacheBytes: 4000 * 48 / 4, TopologyMemoryBytes: -1, MaxConcurrentIO: 2, QueueDepth: 16})
+		s, err := Open(d.Dir, Options{HostCacheBytes: 4000 * 48 / 4, TopologyMemoryBytes: -1, MaxConcurrentIO: 2, QueueDepth: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestCloseWhileCalling(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				ids := []int64{int64(g), 3999, 17, int64(100 * g)}
-				dst := make([]byte, int64(len(ids))*d.rowBytes)
+				dst := make([]byte, int64(len(ids))*d.RowBytes)
 				labels := make([]int64, len(ids))
 				for i := 0; !closed.Load(); i++ {
 					var err error
@@ -71,7 +71,7 @@ func TestCloseWhileCalling(t *testing.T) {
 
 		ids := []int64{0}
 		for name, call := range map[string]func() error{
-			"Gather": func() error { return s.Gather(ids, make([]byte, d.rowBytes)) },
+			"Gather": func() error { return s.Gather(ids, make([]byte, d.RowBytes)) },
 			"Sample": func() error {
 				_, err := s.Sample(ids, topology.SampleOptions{Fanouts: []int{2}})
 				return err

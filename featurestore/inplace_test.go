@@ -53,14 +53,14 @@ func writeInPlaceDataset(t *testing.T, dtype dataset.DType, count, dim int64, rn
 	descr := map[dataset.DType]string{dataset.Float32: "<f4", dataset.Float16: "<f2", dataset.Float64: "<f8", dataset.Int8: "|i1",
 		dataset.Uint8: "|u1", dataset.Int16: "<i2", dataset.Int32: "<i4", dataset.Int64: "<i8"}[dtype]
 	p := &inPlaceData{testData: d, xPath: filepath.Join(in, "x.npy"), yRB: 12}
-	xOff := writeNpyPadded(t, p.xPath, descr, fmt.Sprintf("(%d, %d)", count, dim), d.rows, rng.IntN(200))
+	xOff := writeNpyPadded(t, p.xPath, descr, fmt.Sprintf("(%d, %d)", count, dim), d.Rows, rng.IntN(200))
 	p.yRows = make([]byte, count*p.yRB)
 	for i := range p.yRows {
 		p.yRows[i] = byte(rng.Uint32())
 	}
 	yPath := filepath.Join(in, "y.npy")
 	yOff := writeNpyPadded(t, yPath, "<f4", fmt.Sprintf("(%d, 3)", count), p.yRows, rng.IntN(200))
-	m, err := dataset.Load(d.dir)
+	m, err := dataset.Load(d.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestInPlaceGathers(t *testing.T) {
 	}{{dataset.Float32, 1}, {dataset.Int8, 100}, {dataset.Int16, 51}, {dataset.Float64, 3}, {dataset.Float32, 1100}, {dataset.Uint8, 4099}} {
 		count := int64(200 + rng.IntN(900))
 		d := writeInPlaceDataset(t, sh.dtype, count, sh.dim, rng)
-		rb := d.rowBytes
+		rb := d.RowBytes
 		ids := append(randomIDs(rng, 300, count), 0, count-1, count-1, count/2)
 		all := backends(t)
 		if gpuErr == nil { // device gathers whose reads the GPU submits (short at the file's end)
@@ -128,7 +128,7 @@ func TestInPlaceGathers(t *testing.T) {
 				opt := c.opt
 				opt.IOBackend = backend
 				opt.UnverifiedReads = opt.UnverifiedReads || backend == gpuio.BackendGPUURing // GPU-submitted reads are not checked
-				s, err := Open(d.dir, opt)
+				s, err := Open(d.Dir, opt)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -137,8 +137,8 @@ func TestInPlaceGathers(t *testing.T) {
 					if err := s.Gather(ids, got); err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
-					if !bytes.Equal(got, d.want(ids)) {
-						t.Fatalf("%s pass %d: rows differ from the file's at byte %d", name, pass, firstDiff(got, d.want(ids)))
+					if !bytes.Equal(got, d.Want(ids)) {
+						t.Fatalf("%s pass %d: rows differ from the file's at byte %d", name, pass, firstDiff(got, d.Want(ids)))
 					}
 				}
 				gy := make([]byte, int64(len(ids))*d.yRB)
@@ -152,8 +152,8 @@ func TestInPlaceGathers(t *testing.T) {
 				}
 				if gpuErr == nil {
 					for _, onDevice := range []bool{false, true} {
-						if got := deviceGatherIDs(t, s, ids, onDevice); !bytes.Equal(got, d.want(ids)) {
-							t.Fatalf("%s: device gather (ids on device %v) differs at byte %d", name, onDevice, firstDiff(got, d.want(ids)))
+						if got := deviceGatherIDs(t, s, ids, onDevice); !bytes.Equal(got, d.Want(ids)) {
+							t.Fatalf("%s: device gather (ids on device %v) differs at byte %d", name, onDevice, firstDiff(got, d.Want(ids)))
 						}
 					}
 				}
@@ -176,12 +176,12 @@ func TestInPlaceGathers(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: OpenEpochs: %v", name, err)
 					}
-					for b := range BatchesPerEpoch(len(d.train), o.BatchSize, o.DropLast) {
+					for b := range BatchesPerEpoch(len(d.Train), o.BatchSize, o.DropLast) {
 						got, err := p.Load(0, b)
 						if err != nil {
 							t.Fatalf("%s: epoch batch %d: %v", name, b, err)
 						}
-						if !bytes.Equal(got.Rows, d.want(got.Sample.Nodes)) {
+						if !bytes.Equal(got.Rows, d.Want(got.Sample.Nodes)) {
 							t.Fatalf("%s: planned batch %d: rows differ", name, b)
 						}
 					}
@@ -209,17 +209,17 @@ func TestInPlaceFileChangedOrCorrupt(t *testing.T) {
 	raw[last] ^= 1
 	os.WriteFile(d.xPath, raw, 0o644)
 	os.Chtimes(d.xPath, st.ModTime(), st.ModTime())
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Gather([]int64{d.count - 1}, make([]byte, d.rowBytes))
+	err = s.Gather([]int64{d.Count - 1}, make([]byte, d.RowBytes))
 	if !errors.Is(err, dataset.ErrCorrupt) {
 		t.Fatalf("verified gather of a flipped byte: %v, want a corruption error", err)
 	}
 	s.Close()
 	os.Chtimes(d.xPath, st.ModTime(), st.ModTime().Add(2*time.Second))
-	if _, err := Open(d.dir, Options{}); err == nil || !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), d.xPath) || !strings.Contains(err.Error(), "changed after ingest") {
+	if _, err := Open(d.Dir, Options{}); err == nil || !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), d.xPath) || !strings.Contains(err.Error(), "changed after ingest") {
 		t.Fatalf("open with a changed in-place file: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"errors"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -30,59 +29,35 @@ func cscHasEdge(c *topology.CSC, u, v int64) bool {
 	return false
 }
 
-// randomSeedEdges draws n seed edges of edge type e of d: half of them edges of the graph (so
-// exclusion has something to drop), half random pairs of its node types.
-func randomSeedEdges(d *heteroData, e int, n int, rng *rand.Rand) (src, dst []int64) {
-	c := d.csc[e]
-	nSrc := d.m.NodeTypes[slices.IndexFunc(d.m.NodeTypes, func(t dataset.NodeType) bool { return t.Name == d.m.EdgeTypes[e].Src })].Count
-	nDst := int64(len(c.Indptr) - 1)
-	for len(src) < n {
-		v := rng.Int64N(nDst)
-		if deg := c.Indptr[v+1] - c.Indptr[v]; deg > 0 && rng.IntN(2) == 0 {
-			p := c.Indptr[v] + rng.Int64N(deg)
-			u := int64(0)
-			if c.Indices64 != nil {
-				u = c.Indices64[p]
-			} else {
-				u = int64(c.Indices32[p])
-			}
-			src, dst = append(src, u), append(dst, v)
-			continue
-		}
-		src, dst = append(src, rng.Int64N(nSrc)), append(dst, v)
-	}
-	return src, dst
-}
-
 // HeteroSampler.SampleFromEdges on a session equals topology.SampleHeteroFromEdges over the
 // dataset's files read plainly, with the sampler's seed + calls, and its label edges are the seed
 // edges and type-correct negatives; excluded seed edges (and reverses) are absent.
 func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 1 << 20})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	typeIndex := func(name string) int {
-		return slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == name })
+		return slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == name })
 	}
 	var numNodes []int64
-	for _, nt := range d.m.NodeTypes {
+	for _, nt := range d.Manifest.NodeTypes {
 		numNodes = append(numNodes, nt.Count)
 	}
 	var edges []topology.EdgeGraph
 	fanouts := map[string][]int{}
 	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
-	for i, et := range d.m.EdgeTypes {
-		edges = append(edges, topology.EdgeGraph{Src: typeIndex(et.Src), Dst: typeIndex(et.Dst), G: d.csc[i]})
+	for i, et := range d.Manifest.EdgeTypes {
+		edges = append(edges, topology.EdgeGraph{Src: typeIndex(et.Src), Dst: typeIndex(et.Dst), G: d.CSC[i]})
 		f := []int{1 + rng.IntN(5), rng.IntN(4) - 1}
 		fanouts[et.Key()] = f
 		ref.Fanouts = append(ref.Fanouts, f)
 	}
 	edgeIndex := func(key string) int {
-		return slices.IndexFunc(d.m.EdgeTypes, func(et dataset.EdgeType) bool { return et.Key() == key })
+		return slices.IndexFunc(d.Manifest.EdgeTypes, func(et dataset.EdgeType) bool { return et.Key() == key })
 	}
 	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts, Seed: ref.Seed})
 	if err != nil {
@@ -141,7 +116,7 @@ func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 				if dstNodes[l] != got.NegDst[k] {
 					t.Fatalf("call %d: dst_neg_index[%d] points at %d, negative is %d", call, k, dstNodes[l], got.NegDst[k])
 				}
-				if c.link.StrictNegatives && cscHasEdge(d.csc[e], src[k/amount], got.NegDst[k]) {
+				if c.link.StrictNegatives && cscHasEdge(d.CSC[e], src[k/amount], got.NegDst[k]) {
 					t.Fatalf("call %d: strict triplet negative (%d, %d) is an edge", call, src[k/amount], got.NegDst[k])
 				}
 			}
@@ -160,7 +135,7 @@ func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 				if srcNodes[pos[0][len(src)+k]] != u || dstNodes[pos[1][len(src)+k]] != v || got.EdgeLabel[len(src)+k] != 0 {
 					t.Fatalf("call %d: negative %d mislabelled", call, k)
 				}
-				if c.link.StrictNegatives && cscHasEdge(d.csc[e], u, v) {
+				if c.link.StrictNegatives && cscHasEdge(d.CSC[e], u, v) {
 					t.Fatalf("call %d: strict negative (%d, %d) is an edge", call, u, v)
 				}
 			}
@@ -194,13 +169,13 @@ func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 // Bad input to HeteroSampler.SampleFromEdges is refused before drawing, naming the input.
 func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 	d := writeHetero(t, newRand(t))
-	ss, err := OpenSession(d.dir, Options{})
+	ss, err := OpenSession(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	fanouts := map[string][]int{}
-	for _, et := range d.m.EdgeTypes {
+	for _, et := range d.Manifest.EdgeTypes {
 		fanouts[et.Key()] = []int{2}
 	}
 	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts})
@@ -208,7 +183,7 @@ func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	const writes = "author:writes:paper"
-	nAuthor, nInst := d.m.NodeTypes[1].Count, d.m.NodeTypes[2].Count
+	nAuthor, nInst := d.Manifest.NodeTypes[1].Count, d.Manifest.NodeTypes[2].Count
 	for _, c := range []struct {
 		edgeType         string
 		src, dst, labels []int64

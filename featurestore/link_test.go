@@ -13,7 +13,7 @@ import (
 // draws with seed Seed + k, node and link samples counting alike.
 func TestSampleFromEdgesMatchesTopology(t *testing.T) {
 	d := writeDataset(t, 3000, 4, 1, 8, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSampleFromEdgesMatchesTopology(t *testing.T) {
 
 func TestSampleFromEdgesErrors(t *testing.T) {
 	d := writeDataset(t, 100, 4, 1, 4, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +103,12 @@ func TestGPULinkSamplingMatchesHost(t *testing.T) {
 	requireGPU(t)
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 4, 1, 40, rng)
-	host, err := Open(d.dir, Options{})
+	host, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	s, err := Open(d.dir, Options{GPUTopology: "device"})
+	s, err := Open(d.Dir, Options{GPUTopology: "device"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestGatherMatrix(t *testing.T) {
 	}
 	for _, dim := range []int64{8, 96} {
 		d := writeDataset(t, count, dim, 2, 6, rng)
-		rb := d.rowBytes
+		rb := d.RowBytes
 		idSets := map[string][]int64{
 			"random":   randomIDs(rng, 700, count),
 			"repeated": {5, 5, 5, count - 1, 5, 0, count - 1},
@@ -47,7 +47,7 @@ func TestGatherMatrix(t *testing.T) {
 						HostPolicy:     policy,
 						IOBackend:      backend,
 					}
-					s, err := Open(d.dir, opt)
+					s, err := Open(d.Dir, opt)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
@@ -57,16 +57,16 @@ func TestGatherMatrix(t *testing.T) {
 							if err := s.Gather(ids, got); err != nil {
 								t.Fatalf("%s/%s host: %v", name, setName, err)
 							}
-							if !bytes.Equal(got, d.want(ids)) {
-								t.Fatalf("%s/%s pass %d host: rows differ from the reference at byte %d", name, setName, pass, firstDiff(got, d.want(ids)))
+							if !bytes.Equal(got, d.Want(ids)) {
+								t.Fatalf("%s/%s pass %d host: rows differ from the reference at byte %d", name, setName, pass, firstDiff(got, d.Want(ids)))
 							}
 							if gpuErr != nil {
 								continue
 							}
 							for _, onDevice := range []bool{false, true} {
 								got := deviceGatherIDs(t, s, ids, onDevice)
-								if !bytes.Equal(got, d.want(ids)) {
-									t.Fatalf("%s/%s pass %d device (ids on device %v): rows differ from the reference at byte %d", name, setName, pass, onDevice, firstDiff(got, d.want(ids)))
+								if !bytes.Equal(got, d.Want(ids)) {
+									t.Fatalf("%s/%s pass %d device (ids on device %v): rows differ from the reference at byte %d", name, setName, pass, onDevice, firstDiff(got, d.Want(ids)))
 								}
 							}
 						}
@@ -137,7 +137,7 @@ func TestGatherDeviceIDsOutOfRange(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 500, 96, 1, 4, rng)
 	for _, gpuShare := range []int64{0, 500} { // partly on disk: waits; all on the GPU: does not
-		s, err := Open(d.dir, Options{GPUCacheBytes: gpuShare * d.rowBytes})
+		s, err := Open(d.Dir, Options{GPUCacheBytes: gpuShare * d.RowBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,14 +174,6 @@ func gatherDeviceIDsErr(s *Store, ids []int64) error {
 	return err
 }
 
-func permutation(p []int) []int64 {
-	ids := make([]int64, len(p))
-	for i, v := range p {
-		ids[i] = int64(v)
-	}
-	return ids
-}
-
 // BenchmarkGatherDeviceIDs: device ids, every row in the GPU tier, the host's cost per call
 // (the kernels overlap the next calls); compare with python/bench/tier_bench.py.
 func BenchmarkGatherDeviceIDs(b *testing.B) {
@@ -190,7 +182,7 @@ func BenchmarkGatherDeviceIDs(b *testing.B) {
 	}
 	rng := newRand(b)
 	d := writeDataset(b, 200000, 128, 1, 2, rng)
-	s, err := Open(d.dir, Options{GPUCacheBytes: 200000 * d.rowBytes})
+	s, err := Open(d.Dir, Options{GPUCacheBytes: 200000 * d.RowBytes})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,9 +194,9 @@ func BenchmarkGatherDeviceIDs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer free()
-			dst, _ := cuda.Malloc(0, uint64(int64(n)*d.rowBytes))
+			dst, _ := cuda.Malloc(0, uint64(int64(n)*d.RowBytes))
 			defer cuda.Free(0, dst)
-			b.SetBytes(int64(n) * d.rowBytes)
+			b.SetBytes(int64(n) * d.RowBytes)
 			for b.Loop() {
 				if err := s.GatherDeviceIDs(devIDs, n, dst, 0); err != nil {
 					b.Fatal(err)
@@ -224,15 +216,15 @@ func TestGatherChunked(t *testing.T) {
 	ids := randomIDs(rng, MaxGatherChunk+777, count)
 	ids[MaxGatherChunk+5] = count - 1
 	for _, policy := range []string{HostStatic, HostSieve} {
-		s, err := Open(d.dir, Options{HostCacheBytes: 1000 * (d.rowBytes + 40), HostPolicy: policy, GPUCacheBytes: 500 * d.rowBytes})
+		s, err := Open(d.Dir, Options{HostCacheBytes: 1000 * (d.RowBytes + 40), HostPolicy: policy, GPUCacheBytes: 500 * d.RowBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]byte, int64(len(ids))*d.rowBytes)
+		got := make([]byte, int64(len(ids))*d.RowBytes)
 		if err := s.Gather(ids, got); err != nil {
 			t.Fatal(err)
 		}
-		if want := d.want(ids); !bytes.Equal(got, want) {
+		if want := d.Want(ids); !bytes.Equal(got, want) {
 			t.Fatalf("%s: chunked host gather differs at byte %d", policy, firstDiff(got, want))
 		}
 		bad := append([]int64(nil), ids...)
@@ -242,8 +234,8 @@ func TestGatherChunked(t *testing.T) {
 		}
 		if cuda.Load() == nil {
 			for _, onDevice := range []bool{false, true} {
-				if got := deviceGatherIDs(t, s, ids, onDevice); !bytes.Equal(got, d.want(ids)) {
-					t.Fatalf("%s: chunked device gather (ids on device %v) differs at byte %d", policy, onDevice, firstDiff(got, d.want(ids)))
+				if got := deviceGatherIDs(t, s, ids, onDevice); !bytes.Equal(got, d.Want(ids)) {
+					t.Fatalf("%s: chunked device gather (ids on device %v) differs at byte %d", policy, onDevice, firstDiff(got, d.Want(ids)))
 				}
 			}
 		}

@@ -101,16 +101,16 @@ func TestOptionsJSONNames(t *testing.T) {
 func TestStagingBoundedByMemory(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 100, 4, 1, 2, rng)
-	_, err := Open(d.dir, Options{MaxConcurrentIO: 100000, QueueDepth: 1024})
+	_, err := Open(d.Dir, Options{MaxConcurrentIO: 100000, QueueDepth: 1024})
 	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "max_concurrent_io") || !strings.Contains(err.Error(), "100000") {
 		t.Fatalf("100000 IO stacks of QD 1024: %v", err)
 	}
 	// A queue depth no single stack can stage is that option's fault, not the stacks'.
-	if _, err := Open(d.dir, Options{MaxConcurrentIO: 2, QueueDepth: math.MaxInt32}); !errors.Is(err, ErrInvalidOption) ||
+	if _, err := Open(d.Dir, Options{MaxConcurrentIO: 2, QueueDepth: math.MaxInt32}); !errors.Is(err, ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "option queue_depth = 2147483647") {
 		t.Fatalf("queue depth 2^31-1: %v", err)
 	}
-	s, err := Open(d.dir, Options{MaxConcurrentIO: 2, QueueDepth: 64})
+	s, err := Open(d.Dir, Options{MaxConcurrentIO: 2, QueueDepth: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,14 +27,14 @@ func TestOpenRefusesNonRegularFiles(t *testing.T) {
 		{"/dev/zero manifest", dataset.ManifestName, Options{}, func(p string) error { return os.Symlink("/dev/zero", p) }},
 	} {
 		d := writeSplitDataset(t, 500, 8, 1, 4, rng)
-		path := filepath.Join(d.dir, tc.file)
+		path := filepath.Join(d.Dir, tc.file)
 		os.Remove(path)
 		if err := tc.make(path); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() {
-			s, err := Open(d.dir, tc.opt)
+			s, err := Open(d.Dir, tc.opt)
 			if s != nil {
 				s.Close()
 			}

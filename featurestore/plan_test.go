@@ -47,7 +47,7 @@ func sampleRequests(t *testing.T, s *Store, seeds []int64, opt topology.SampleOp
 func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 4, 1, 12, rng)
-	mem, err := Open(d.dir, Options{})
+	mem, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 	if cachedNodes == 0 || cachedNodes == mem.NumNodes() {
 		t.Fatalf("plan caches the topology of %d of %d nodes; want a part", cachedNodes, mem.NumNodes())
 	}
-	disk, err := Open(d.dir, Options{TopologyMemoryBytes: -1, QueueDepth: 16, Placement: p})
+	disk, err := Open(d.Dir, Options{TopologyMemoryBytes: -1, QueueDepth: 16, Placement: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 	for round := range 4 {
 		seeds := make([]int64, 300)
 		for i := range seeds {
-			seeds[i] = rng.Int64N(d.count)
+			seeds[i] = rng.Int64N(d.Count)
 		}
 		opt := topology.SampleOptions{Fanouts: []int{10, 5, -1}, Replace: round%2 == 1, Seed: rng.Uint64()}
 		a, err := mem.Sample(seeds, opt)
@@ -94,12 +94,12 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 func TestDiskGraphReadsPointersOnce(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 4, 1, 8, rng)
-	mem, err := Open(d.dir, Options{})
+	mem, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	disk, err := Open(d.dir, Options{TopologyMemoryBytes: -1})
+	disk, err := Open(d.Dir, Options{TopologyMemoryBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestDiskGraphReadsPointersOnce(t *testing.T) {
 	}
 	// Every list cached: no disk reads, same sample.
 	_, p := planFor(t, mem, 1<<30, placement.Random) // places every item, read or not
-	full, err := Open(d.dir, Options{TopologyMemoryBytes: -1, HostCacheBytes: 1 << 30, Placement: p})
+	full, err := Open(d.Dir, Options{TopologyMemoryBytes: -1, HostCacheBytes: 1 << 30, Placement: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestDiskGraphReadsPointersOnce(t *testing.T) {
 func TestPlacementFillsHostTier(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
-	mem, err := Open(d.dir, Options{})
+	mem, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestPlacementFillsHostTier(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("plan places no features in host memory")
 	}
-	s, err := Open(d.dir, Options{HostCacheBytes: hostBytes, Placement: p})
+	s, err := Open(d.Dir, Options{HostCacheBytes: hostBytes, Placement: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func TestPlacementFillsHostTier(t *testing.T) {
 	if err := s.Gather(ids, dst); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(dst, d.want(ids)) {
+	if !slices.Equal(dst, d.Want(ids)) {
 		t.Fatal("gather with a planned host tier returns wrong rows")
 	}
 	// A plan larger than the cache is an error naming both.
-	if _, err := Open(d.dir, Options{HostCacheBytes: hostBytes / 2, Placement: p}); err == nil || !strings.Contains(err.Error(), "feature rows in memory") {
+	if _, err := Open(d.Dir, Options{HostCacheBytes: hostBytes / 2, Placement: p}); err == nil || !strings.Contains(err.Error(), "feature rows in memory") {
 		t.Fatalf("plan larger than the host cache: %v", err)
 	}
 	// A plan of another dataset shape is an error.
@@ -187,7 +187,7 @@ func TestPlacementFillsHostTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(d.dir, Options{Placement: other}); err == nil || !strings.Contains(err.Error(), "placement of 10 nodes") {
+	if _, err := Open(d.Dir, Options{Placement: other}); err == nil || !strings.Contains(err.Error(), "placement of 10 nodes") {
 		t.Fatalf("placement of another node count: %v", err)
 	}
 }

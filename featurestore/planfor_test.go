@@ -19,12 +19,12 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
 	opt := PlanOptions{Fanouts: []int{5, 3}, BatchSize: 128, HostBytes: 64 << 10}
-	p1, r1, err := PlanFor(d.dir, opt)
+	p1, r1, err := PlanFor(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r1.Source != "computed" || !r1.Saved || r1.ProfileBatches%24 != 0 || r1.ProfileBatches < 48 || len(r1.Convergence) != r1.ProfileBatches/24-1 || r1.SeedSource != "all nodes" ||
-		r1.Dataset != d.dir || r1.Feature != "x" || r1.Nodes != 3000 || r1.RowBytes != d.rowBytes || !r1.TopologyInMemory {
+		r1.Dataset != d.Dir || r1.Feature != "x" || r1.Nodes != 3000 || r1.RowBytes != d.RowBytes || !r1.TopologyInMemory {
 		t.Fatalf("first plan: %+v", r1)
 	}
 	if _, err := os.Stat(r1.File); err != nil {
@@ -35,7 +35,7 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 		t.Fatalf("planned with sizes %v", p1)
 	}
 
-	p2, r2, err := PlanFor(d.dir, opt)
+	p2, r2, err := PlanFor(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	}
 
 	// The dataset changed (committed again): stale, profiled again.
-	m, err := dataset.Load(d.dir)
+	m, err := dataset.Load(d.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestPlanForComputesThenLoads(t *testing.T) {
 	if err := dataset.Commit(m, files, "test-recommit", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, r3, err := PlanFor(d.dir, opt)
+	_, r3, err := PlanFor(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPlanForRefusesBadInput(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 500, 4, 1, 4, rng)
 	// Budgets are refused before the dataset is opened.
-	if _, _, err := PlanFor(d.dir+"/missing", PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: -5}); err == nil || !strings.Contains(err.Error(), "-5") {
+	if _, _, err := PlanFor(d.Dir+"/missing", PlanOptions{Fanouts: []int{2}, BatchSize: 10, HostBytes: -5}); err == nil || !strings.Contains(err.Error(), "-5") {
 		t.Errorf("negative budget: %v", err)
 	}
 	for _, c := range []struct {
@@ -82,11 +82,11 @@ func TestPlanForRefusesBadInput(t *testing.T) {
 		{PlanOptions{Fanouts: []int{2}}, "batch size 0"},
 		{PlanOptions{Fanouts: []int{2}, BatchSize: 10, Feature: "nope"}, "nope"},
 	} {
-		if _, _, err := PlanFor(d.dir, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := PlanFor(d.Dir, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.opt, err, c.want)
 		}
 	}
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPlanForRefusesBadInput(t *testing.T) {
 	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 10}); !errors.Is(err, ErrClosed) {
 		t.Errorf("plan on a closed store: %v", err)
 	}
-	if _, err := os.Stat(d.dir + "/" + placement.FileName); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(d.Dir + "/" + placement.FileName); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused plans left a placement file: %v", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 		if onDisk {
 			topo = -1
 		}
-		s, err := Open(d.dir, Options{HostCacheBytes: hostBytes, TopologyMemoryBytes: topo, QueueDepth: 16})
+		s, err := Open(d.Dir, Options{HostCacheBytes: hostBytes, TopologyMemoryBytes: topo, QueueDepth: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,13 +153,13 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 		}
 		ids := make([]int64, 3000)
 		for i := range ids {
-			ids[i] = rng.Int64N(d.count)
+			ids[i] = rng.Int64N(d.Count)
 		}
 		dst := make([]byte, int64(len(ids))*s.RowBytes())
 		if err := s.Gather(ids, dst); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(dst, d.want(ids)) {
+		if !slices.Equal(dst, d.Want(ids)) {
 			t.Fatal("gather after ApplyPlacement differs from the reference")
 		}
 		after, err := s.Sample(seeds, sopt)
@@ -190,31 +190,31 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 func TestSavedPlacement(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 8, 1, 6, rng)
-	if _, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 16}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := SavedPlacement(d.Dir, Options{HostCacheBytes: 1 << 16}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("no saved placement: %v", err)
 	}
-	p, _, err := PlanFor(d.dir, PlanOptions{Fanouts: []int{4, 2}, BatchSize: 100, HostBytes: 1 << 16, Policy: placement.TopologyFirst})
+	p, _, err := PlanFor(d.Dir, PlanOptions{Fanouts: []int{4, 2}, BatchSize: 100, HostBytes: 1 << 16, Policy: placement.TopologyFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 16})
+	got, err := SavedPlacement(d.Dir, Options{HostCacheBytes: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Policy != p.Policy || !slices.Equal(got.Nodes(placement.KindFeature, placement.TierHost), p.Nodes(placement.KindFeature, placement.TierHost)) {
 		t.Fatal("saved placement differs from the planned one")
 	}
-	if _, err := SavedPlacement(d.dir, Options{HostCacheBytes: 1 << 17}); !errors.Is(err, placement.ErrStale) {
+	if _, err := SavedPlacement(d.Dir, Options{HostCacheBytes: 1 << 17}); !errors.Is(err, placement.ErrStale) {
 		t.Fatalf("other budget: %v", err)
 	}
-	s, err := Open(d.dir, Options{HostCacheBytes: 1 << 16, Placement: got})
+	s, err := Open(d.Dir, Options{HostCacheBytes: 1 << 16, Placement: got})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ids := []int64{0, 1, 1999, 42}
 	dst := make([]byte, int64(len(ids))*s.RowBytes())
-	if err := s.Gather(ids, dst); err != nil || !slices.Equal(dst, d.want(ids)) {
+	if err := s.Gather(ids, dst); err != nil || !slices.Equal(dst, d.Want(ids)) {
 		t.Fatalf("gather with the saved placement: %v", err)
 	}
 }
@@ -224,12 +224,12 @@ func TestSavedPlacement(t *testing.T) {
 func TestApplyPlacementWhileSampling(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 8, rng)
-	mem, err := Open(d.dir, Options{})
+	mem, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	s, err := Open(d.dir, Options{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, QueueDepth: 16})
+	s, err := Open(d.Dir, Options{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1, QueueDepth: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestApplyPlacementWhileSampling(t *testing.T) {
 					return
 				default:
 				}
-				seeds := []int64{r.Int64N(d.count), r.Int64N(d.count), int64(w)}
+				seeds := []int64{r.Int64N(d.Count), r.Int64N(d.Count), int64(w)}
 				opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: uint64(i)}
 				a, err := mem.Sample(seeds, opt)
 				if err != nil {
@@ -275,7 +275,7 @@ func TestApplyPlacementWhileSampling(t *testing.T) {
 					errs <- err
 					return
 				}
-				if !slices.Equal(dst, d.want(b.Nodes)) {
+				if !slices.Equal(dst, d.Want(b.Nodes)) {
 					errs <- errors.New("gather during ApplyPlacement differs from the reference")
 					return
 				}

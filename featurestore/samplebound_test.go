@@ -17,7 +17,7 @@ func TestMaxSampleEdges(t *testing.T) {
 	d := writeDataset(t, 2000, 4, 1, 8, r)
 	seeds := []int64{3, 70, 1500, 1999}
 	opt := topology.SampleOptions{Fanouts: []int{5, 3}, Seed: r.Uint64()}
-	free, err := Open(d.dir, Options{})
+	free, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestMaxSampleEdges(t *testing.T) {
 		t.Fatalf("the sample drew %d edges; want a graph with some", drawn)
 	}
 	for _, bound := range []int64{drawn, drawn - 1} {
-		s, err := Open(d.dir, Options{MaxSampleEdges: bound})
+		s, err := Open(d.Dir, Options{MaxSampleEdges: bound})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestMaxSampleEdges(t *testing.T) {
 		}
 		s.Close()
 	}
-	if _, err := Open(d.dir, Options{MaxSampleEdges: -1}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "max_sample_edges") {
+	if _, err := Open(d.Dir, Options{MaxSampleEdges: -1}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "max_sample_edges") {
 		t.Fatalf("max_sample_edges -1: %v", err)
 	}
 }

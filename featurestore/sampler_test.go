@@ -14,7 +14,7 @@ import (
 // Call k of a Sampler draws what Store.Sample draws with seed Seed + k; failed calls do not count.
 func TestSamplerSeedsEachCall(t *testing.T) {
 	d := writeDataset(t, 3000, 4, 1, 8, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSamplerSeedsEachCall(t *testing.T) {
 
 func TestSampleOptionErrors(t *testing.T) {
 	d := writeDataset(t, 100, 4, 1, 4, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func addSplit(t *testing.T, dir, name string, ids []int64) {
 func TestReadSplit(t *testing.T) {
 	d := writeDataset(t, 1000, 4, 1, 4, newRand(t))
 	train := []int64{7, 3, 999, 0, 512}
-	addSplit(t, d.dir, "train", train)
-	s, err := Open(d.dir, Options{})
+	addSplit(t, d.Dir, "train", train)
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

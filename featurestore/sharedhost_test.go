@@ -20,19 +20,19 @@ func TestShareHostTier(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
 	const k = 300
-	opt := Options{HostCacheBytes: k * (d.rowBytes + 16)}
-	a, err := Open(d.dir, opt)
+	opt := Options{HostCacheBytes: k * (d.RowBytes + 16)}
+	a, err := Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := Open(d.dir, opt)
+	b, err := Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	ids := make([]int64, 2*k)
-	for i, v := range rng.Perm(int(d.count))[:2*k] {
+	for i, v := range rng.Perm(int(d.Count))[:2*k] {
 		ids[i] = int64(v)
 	}
 	path := filepath.Join(t.TempDir(), "host-tier")
@@ -53,13 +53,13 @@ func TestShareHostTier(t *testing.T) {
 		}
 		query := make([]int64, 5000)
 		for j := range query {
-			query[j] = rng.Int64N(d.count)
+			query[j] = rng.Int64N(d.Count)
 		}
-		buf := make([]byte, int64(len(query))*d.rowBytes)
+		buf := make([]byte, int64(len(query))*d.RowBytes)
 		if err := s.Gather(query, buf); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(buf, d.want(query)) {
+		if !bytes.Equal(buf, d.Want(query)) {
 			t.Fatalf("store %d: rows gathered through the shared host tier differ from the file", i)
 		}
 		st := s.Stats()
@@ -79,13 +79,13 @@ func TestShareHostTier(t *testing.T) {
 	if err := a.ShareHostTier(path, []int64{4, 9, 4}); err == nil || !strings.Contains(err.Error(), "ids[2] = 4 appears twice") {
 		t.Fatalf("ShareHostTier with a repeated id: %v", err)
 	}
-	if err := a.ShareHostTier(path, []int64{d.count}); !errors.Is(err, ErrIDOutOfRange) {
+	if err := a.ShareHostTier(path, []int64{d.Count}); !errors.Is(err, ErrIDOutOfRange) {
 		t.Fatalf("ShareHostTier with an id out of range: %v", err)
 	}
 	if err := b.MapHostTier(path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("MapHostTier of a removed file: %v, want an error naming it", err)
 	}
-	s, err := Open(d.dir, Options{HostCacheBytes: opt.HostCacheBytes, HostPolicy: HostSieve})
+	s, err := Open(d.Dir, Options{HostCacheBytes: opt.HostCacheBytes, HostPolicy: HostSieve})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestShareHostTierDevice(t *testing.T) {
 		}
 		var stores []*Store
 		for r := range 2 {
-			s, err := Open(d.dir, opt)
+			s, err := Open(d.Dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestShareHostTierDevice(t *testing.T) {
 		for r, s := range stores {
 			for _, n := range []int{1, 257, 5000} {
 				ids := randomIDs(rng, n, count)
-				if got, want := deviceGather(t, s, ids), d.want(ids); !bytes.Equal(got, want) {
+				if got, want := deviceGather(t, s, ids), d.Want(ids); !bytes.Equal(got, want) {
 					t.Fatalf("dim %d, store %d, %d ids: device gather through the shared host tier differs from the file (byte %d)", dim, r, n, firstDiff(got, want))
 				}
 			}

@@ -30,21 +30,21 @@ func TestStagingBudgetIsPerProcess(t *testing.T) {
 	if open > 0 {
 		t.Skipf("%d stores are open in this process; the budget was measured when the first opened", open)
 	}
-	a, err := OpenSession(d.dir, opt)
+	a, err := OpenSession(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenSession(d.dir, opt)
+	b, err := OpenSession(d.Dir, opt)
 	if err != nil {
 		a.Close()
 		t.Fatal(err)
 	}
-	_, err = OpenSession(d.dir, opt)
+	_, err = OpenSession(d.Dir, opt)
 	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "2 stores this process has open") {
 		t.Errorf("a third session of 40%% of the budget: %v, want a refusal naming the two open", err)
 	}
 	b.Close()
-	c, err := OpenSession(d.dir, opt)
+	c, err := OpenSession(d.Dir, opt)
 	if err != nil {
 		t.Fatalf("after closing one, a session of the same size: %v", err)
 	}

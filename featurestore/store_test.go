@@ -3,7 +3,6 @@ package featurestore
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,146 +15,10 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
-	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
-
-// testData is a dataset written for a test plus the plain in-memory copy it is checked against.
-type testData struct {
-	dir      string
-	rows     []byte // count * rowBytes
-	rowBytes int64
-	count    int64
-	indptr   []int64
-	indices  []int32
-	labels   []int64
-	train    []int64 // the "train" split, when written (writeSplitDataset)
-}
-
-// writeDataset writes count nodes with random rows of dim float32 (striped over nfiles) and a
-// random skewed graph of about avgDeg in-edges per node.
-func writeDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
-	return writeTypedDataset(t, dataset.Float32, count, dim, nfiles, avgDeg, rng)
-}
-
-// writeTypedDataset is writeDataset with rows of dim elements of dtype.
-func writeTypedDataset(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
-	t.Helper()
-	return writeDatasetOf(t, dtype, count, dim, nfiles, avgDeg, false, rng)
-}
-
-// writeSplitDataset is writeDataset with a "train" split of about a third of the nodes.
-func writeSplitDataset(t testing.TB, count, dim int64, nfiles int, avgDeg int, rng *rand.Rand) *testData {
-	t.Helper()
-	return writeDatasetOf(t, dataset.Float32, count, dim, nfiles, avgDeg, true, rng)
-}
-
-func writeDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles int, avgDeg int, split bool, rng *rand.Rand) *testData {
-	t.Helper()
-	dir := t.TempDir()
-	spec, err := dataset.NewFeatureSpec("x", dtype, dim, count, nfiles, dataset.DefaultBlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []string{"indptr.bin", "indices.bin", "labels.bin"}
-	for k := range spec.Files {
-		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
-		files = append(files, spec.Files[k])
-	}
-	d := &testData{dir: dir, rowBytes: spec.RowBytes, count: count, rows: make([]byte, count*spec.RowBytes)}
-	for i := range d.rows {
-		d.rows[i] = byte(rng.UintN(256))
-	}
-	w, err := dataset.NewFeatureWriter(dir, &spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteRows(d.rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// In-degree skewed towards small ids: node v gets about avgDeg*2*(count-v)/count in-edges.
-	d.indptr = make([]int64, count+1)
-	for v := range count {
-		deg := int64(0)
-		if avgDeg > 0 {
-			deg = rng.Int64N(int64(2*avgDeg)*(count-v)/count + 1)
-		}
-		d.indptr[v+1] = d.indptr[v] + deg
-		for range deg {
-			d.indices = append(d.indices, int32(rng.Int64N(count)))
-		}
-	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), d.indptr); err != nil {
-		t.Fatal(err)
-	}
-	labels := make([]int64, count)
-	for v := range labels {
-		labels[v] = int64(v%7) - 1 // -1 marks unlabelled
-	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
-		t.Fatal(err)
-	}
-	d.labels = labels
-	var splits map[string]dataset.IDsSpec
-	if split {
-		for v := range count {
-			if rng.IntN(3) == 0 {
-				d.train = append(d.train, v)
-			}
-		}
-		if err := dataset.WriteInt64s(filepath.Join(dir, "train.ids"), d.train); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, "train.ids")
-		splits = map[string]dataset.IDsSpec{"train": {ArraySpec: dataset.ArraySpec{File: "train.ids", DType: dataset.Int64}, Count: int64(len(d.train))}}
-	}
-	raw := make([]byte, 4*len(d.indices))
-	for i, u := range d.indices {
-		binary.LittleEndian.PutUint32(raw[4*i:], uint32(u))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "indices.bin"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m := &dataset.Manifest{
-		NodeTypes: []dataset.NodeType{{Name: "node", Count: count, Features: []dataset.FeatureSpec{spec},
-			Labels: &dataset.LabelSpec{ArraySpec: dataset.ArraySpec{File: "labels.bin", DType: dataset.Int64}, NumClasses: 6},
-			Splits: splits}},
-		EdgeTypes: []dataset.EdgeType{{Src: "node", Rel: "to", Dst: "node", Count: int64(len(d.indices)), Layout: "csc",
-			Indptr: dataset.ArraySpec{File: "indptr.bin", DType: dataset.Int64}, Indices: dataset.ArraySpec{File: "indices.bin", DType: dataset.Int32}}},
-	}
-	m.SetDir(dir)
-	if err := dataset.Commit(m, files, "test", nil); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func (d *testData) want(ids []int64) []byte {
-	out := make([]byte, 0, int64(len(ids))*d.rowBytes)
-	for _, id := range ids {
-		out = append(out, d.rows[id*d.rowBytes:(id+1)*d.rowBytes]...)
-	}
-	return out
-}
-
-func newRand(t testing.TB) *rand.Rand {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0))
-}
-
-func backends(t *testing.T) []gpuio.Backend {
-	if err := gpuio.Probe(); err != nil {
-		t.Logf("io_uring unavailable, testing pread only: %v", err)
-		return []gpuio.Backend{gpuio.BackendPread}
-	}
-	return []gpuio.Backend{gpuio.BackendIOUring, gpuio.BackendPread}
-}
 
 func TestGatherMatchesReference(t *testing.T) {
 	rng := newRand(t)
@@ -164,14 +27,14 @@ func TestGatherMatchesReference(t *testing.T) {
 		nfiles     int
 	}{{5000, 32, 1}, {3000, 1100, 3}, {2000, 3, 2}} {
 		d := writeDataset(t, shape.count, shape.dim, shape.nfiles, 8, rng)
-		rowMem := d.rowBytes + 16
+		rowMem := d.RowBytes + 16
 		for _, backend := range backends(t) {
 			for _, cache := range []struct {
 				name  string
 				bytes int64
 			}{{"ssd-only", 0}, {"mixed", rowMem * shape.count / 5}, {"host-only", rowMem * shape.count}} {
 				name := fmt.Sprintf("%dx%d/%d-files/%s/%s", shape.count, shape.dim, shape.nfiles, backend, cache.name)
-				s, err := Open(d.dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend, QueueDepth: 32})
+				s, err := Open(d.Dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend, QueueDepth: 32})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -187,11 +50,11 @@ func TestGatherMatchesReference(t *testing.T) {
 					if n > 4 { // repeated ids, adjacent and apart
 						ids[1], ids[n-1] = ids[0], ids[0]
 					}
-					got := make([]byte, int64(n)*d.rowBytes)
+					got := make([]byte, int64(n)*d.RowBytes)
 					if err := s.Gather(ids, got); err != nil {
 						t.Fatalf("%s: gather %d ids: %v", name, n, err)
 					}
-					if !bytes.Equal(got, d.want(ids)) {
+					if !bytes.Equal(got, d.Want(ids)) {
 						t.Fatalf("%s: gather of %d ids differs from the reference", name, n)
 					}
 				}
@@ -228,7 +91,7 @@ func TestGatherMatchesReference(t *testing.T) {
 func TestConcurrentGathers(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 20000, 64, 2, 4, rng)
-	s, err := Open(d.dir, Options{HostCacheBytes: 20000 * 80 / 4, MaxConcurrentIO: 3})
+	s, err := Open(d.Dir, Options{HostCacheBytes: 20000 * 80 / 4, MaxConcurrentIO: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,14 +105,14 @@ func TestConcurrentGathers(t *testing.T) {
 			for range 20 {
 				ids := make([]int64, 1+r.IntN(3000))
 				for i := range ids {
-					ids[i] = r.Int64N(d.count)
+					ids[i] = r.Int64N(d.Count)
 				}
-				got := make([]byte, int64(len(ids))*d.rowBytes)
+				got := make([]byte, int64(len(ids))*d.RowBytes)
 				if err := s.Gather(ids, got); err != nil {
 					errs <- err
 					return
 				}
-				if !bytes.Equal(got, d.want(ids)) {
+				if !bytes.Equal(got, d.Want(ids)) {
 					errs <- fmt.Errorf("goroutine %d: rows differ", g)
 					return
 				}
@@ -265,7 +128,7 @@ func TestConcurrentGathers(t *testing.T) {
 
 func TestGatherErrors(t *testing.T) {
 	d := writeDataset(t, 100, 4, 1, 2, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +156,10 @@ func TestGatherErrors(t *testing.T) {
 	if _, err := Open(t.TempDir(), Options{}); !errors.Is(err, dataset.ErrNotDataset) {
 		t.Fatalf("open of an empty dir: %v", err)
 	}
-	if _, err := Open(d.dir, Options{Feature: "y"}); err == nil || !strings.Contains(err.Error(), `no feature "y"`) {
+	if _, err := Open(d.Dir, Options{Feature: "y"}); err == nil || !strings.Contains(err.Error(), `no feature "y"`) {
 		t.Fatalf("open of a missing feature: %v", err)
 	}
-	if _, err := Open(d.dir, Options{Hotness: []uint32{1}}); err == nil || !strings.Contains(err.Error(), "hotness has 1 entries") {
+	if _, err := Open(d.Dir, Options{Hotness: []uint32{1}}); err == nil || !strings.Contains(err.Error(), "hotness has 1 entries") {
 		t.Fatalf("short hotness: %v", err)
 	}
 }
@@ -304,17 +167,17 @@ func TestGatherErrors(t *testing.T) {
 func TestVerifyReadsCatchesFlippedByte(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 1000, 16, 1, 2, rng)
-	path := filepath.Join(d.dir, "features.x.0.bin")
+	path := filepath.Join(d.Dir, "features.x.0.bin")
 	raw, _ := os.ReadFile(path)
-	row := rng.Int64N(d.count)
-	raw[row*d.rowBytes+rng.Int64N(d.rowBytes)] ^= 0x10 // rows of 64 B: 64 per block, no padding before row 64
+	row := rng.Int64N(d.Count)
+	raw[row*d.RowBytes+rng.Int64N(d.RowBytes)] ^= 0x10 // rows of 64 B: 64 per block, no padding before row 64
 	os.WriteFile(path, raw, 0o644)
 	for _, verify := range []bool{true, false} {
-		s, err := Open(d.dir, Options{UnverifiedReads: !verify})
+		s, err := Open(d.Dir, Options{UnverifiedReads: !verify})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.Gather([]int64{row}, make([]byte, d.rowBytes))
+		err = s.Gather([]int64{row}, make([]byte, d.RowBytes))
 		if verify && !dataset.IsCorrupt(err) {
 			t.Fatalf("verified gather of corrupt row %d: %v", row, err)
 		}
@@ -328,22 +191,22 @@ func TestVerifyReadsCatchesFlippedByte(t *testing.T) {
 func TestPlacementHoldsHottest(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
-	hot := make([]uint32, d.count)
+	hot := make([]uint32, d.Count)
 	for i := range hot {
 		hot[i] = rng.Uint32N(1000)
 	}
 	const k = 300
-	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16), Hotness: hot})
+	s, err := Open(d.Dir, Options{HostCacheBytes: k * (32 + 16), Hotness: hot})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ranked := make([]int64, d.count)
+	ranked := make([]int64, d.Count)
 	for i := range ranked {
 		ranked[i] = int64(i)
 	}
 	slices.SortStableFunc(ranked, func(a, b int64) int { return int(hot[b]) - int(hot[a]) })
-	slots := make([]int64, d.count)
+	slots := make([]int64, d.Count)
 	if hits := s.Host().Lookup(ranked, slots); hits != k {
 		t.Fatalf("host tier holds %d rows, want %d", hits, k)
 	}
@@ -357,8 +220,8 @@ func TestPlacementHoldsHottest(t *testing.T) {
 		t.Fatal(err)
 	}
 	minHeld, maxOut := int64(1<<62), int64(-1)
-	for v := range d.count {
-		deg := d.indptr[v+1] - d.indptr[v]
+	for v := range d.Count {
+		deg := d.Indptr[v+1] - d.Indptr[v]
 		if s.Host().Slot(v) >= 0 {
 			minHeld = min(minHeld, deg)
 		} else {
@@ -376,20 +239,20 @@ func TestPlaceCountsBreaksTiesByDegree(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 8, 1, 6, rng)
 	const k = 300
-	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16)})
+	s, err := Open(d.Dir, Options{HostCacheBytes: k * (32 + 16)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	counts := make([]uint32, d.count)
+	counts := make([]uint32, d.Count)
 	for i := range counts {
 		counts[i] = rng.Uint32N(3) // ties everywhere
 	}
 	if err := s.placeCounts(counts); err != nil {
 		t.Fatal(err)
 	}
-	deg := func(v int64) int64 { return d.indptr[v+1] - d.indptr[v] }
-	ranked := make([]int64, d.count)
+	deg := func(v int64) int64 { return d.Indptr[v+1] - d.Indptr[v] }
+	ranked := make([]int64, d.Count)
 	for i := range ranked {
 		ranked[i] = int64(i)
 	}
@@ -415,12 +278,12 @@ func TestPlaceCountsBreaksTiesByDegree(t *testing.T) {
 func TestDiskGraphMatchesMemory(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 4000, 4, 1, 12, rng)
-	mem, err := Open(d.dir, Options{})
+	mem, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	disk, err := Open(d.dir, Options{TopologyMemoryBytes: -1, QueueDepth: 16})
+	disk, err := Open(d.Dir, Options{TopologyMemoryBytes: -1, QueueDepth: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +296,7 @@ func TestDiskGraphMatchesMemory(t *testing.T) {
 	}
 	seeds := make([]int64, 500)
 	for i := range seeds {
-		seeds[i] = rng.Int64N(d.count)
+		seeds[i] = rng.Int64N(d.Count)
 	}
 	for _, replace := range []bool{false, true} {
 		opt := topology.SampleOptions{Fanouts: []int{10, 5, -1}, Replace: replace, Seed: rng.Uint64()}
@@ -451,13 +314,13 @@ func TestDiskGraphMatchesMemory(t *testing.T) {
 		// Every sampled edge exists in the reference CSC.
 		for i := range a.Row {
 			u, v := a.Nodes[a.Row[i]], a.Nodes[a.Col[i]]
-			if !slices.Contains(d.indices[d.indptr[v]:d.indptr[v+1]], int32(u)) {
+			if !slices.Contains(d.Indices[d.Indptr[v]:d.Indptr[v+1]], int32(u)) {
 				t.Fatalf("sampled edge %d->%d is not in the graph", u, v)
 			}
 		}
 	}
 	deg := make([]int64, 2)
-	if err := disk.Graph().Degrees([]int64{0, d.count}, deg); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if err := disk.Graph().Degrees([]int64{0, d.Count}, deg); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("degree of a node out of range: %v", err)
 	}
 }
@@ -467,10 +330,10 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 	d := writeDataset(t, 3000, 4, 1, 2, rng)
 	ids := make([]int64, 500)
 	for i := range ids {
-		ids[i] = rng.Int64N(d.count)
+		ids[i] = rng.Int64N(d.Count)
 	}
 	for _, budget := range []int64{0, -1} {
-		s, err := Open(d.dir, Options{TopologyMemoryBytes: budget})
+		s, err := Open(d.Dir, Options{TopologyMemoryBytes: budget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,7 +349,7 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 				t.Fatalf("budget %d: label of %d is %d, want %d", budget, id, out[i], id%7-1)
 			}
 		}
-		if err := s.Labels([]int64{d.count}, make([]int64, 1)); !errors.Is(err, ErrIDOutOfRange) {
+		if err := s.Labels([]int64{d.Count}, make([]int64, 1)); !errors.Is(err, ErrIDOutOfRange) {
 			t.Fatalf("label of an id out of range: %v", err)
 		}
 		s.Close()
@@ -502,22 +365,22 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 	for _, spec := range []string{"eio:every=3", "flip:prob=0.3:seed=5", "short:every=2", "eio:prob=0.05:seed=9;flip:prob=0.05:seed=3", "delay:ms=1"} {
 		failed := 0
 		for trial := range 4 {
-			s, err := Open(d.dir, Options{HostCacheBytes: int64(trial) * 20000, Faults: parseFaults(t, spec)})
+			s, err := Open(d.Dir, Options{HostCacheBytes: int64(trial) * 20000, Faults: parseFaults(t, spec)})
 			if err != nil {
 				failed++
 				continue
 			}
 			ids := make([]int64, 500)
 			for i := range ids {
-				ids[i] = rng.Int64N(d.count)
+				ids[i] = rng.Int64N(d.Count)
 			}
-			got := make([]byte, int64(len(ids))*d.rowBytes)
+			got := make([]byte, int64(len(ids))*d.RowBytes)
 			if err := s.Gather(ids, got); err != nil {
 				if !dataset.IsCorrupt(err) && !errors.Is(err, syscall.EIO) && !strings.Contains(err.Error(), "short") {
 					t.Errorf("%s: gather failed with an error that is neither IO nor corruption: %v", spec, err)
 				}
 				failed++
-			} else if !bytes.Equal(got, d.want(ids)) {
+			} else if !bytes.Equal(got, d.Want(ids)) {
 				t.Fatalf("%s: a gather under faults returned rows that differ from the reference", spec)
 			}
 			s.Close()
@@ -531,21 +394,11 @@ func TestInjectedFaultsNeverGiveWrongRows(t *testing.T) {
 	}
 	// The core never reads the environment: TIERFS_FAULTS is the front ends' (capi, cli).
 	t.Setenv("TIERFS_FAULTS", "bogus")
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatalf("featurestore read TIERFS_FAULTS: %v", err)
 	}
 	s.Close()
-}
-
-// parseFaults is the injector of spec (gpuio.ParseFaults), a fresh one for every store.
-func parseFaults(t *testing.T, spec string) gpuio.Injector {
-	t.Helper()
-	f, err := gpuio.ParseFaults(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // HottestIDs ranks as Place does, and PlaceIDs caches exactly the ids given, in order, up to
@@ -553,17 +406,17 @@ func parseFaults(t *testing.T, spec string) gpuio.Injector {
 func TestHottestIDsAndPlaceIDs(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 8, 1, 6, rng)
-	hot := make([]uint32, d.count)
+	hot := make([]uint32, d.Count)
 	for i := range hot {
 		hot[i] = rng.Uint32N(50) // many ties: they go to the smaller id
 	}
 	const k = 200
-	s, err := Open(d.dir, Options{HostCacheBytes: k * (32 + 16)})
+	s, err := Open(d.Dir, Options{HostCacheBytes: k * (32 + 16)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ranked := make([]int64, d.count)
+	ranked := make([]int64, d.Count)
 	for i := range ranked {
 		ranked[i] = int64(i)
 	}
@@ -575,7 +428,7 @@ func TestHottestIDsAndPlaceIDs(t *testing.T) {
 	if !slices.Equal(got, ranked[:3*k]) {
 		t.Fatalf("HottestIDs(hot, %d) = %v..., want %v...", 3*k, got[:8], ranked[:8])
 	}
-	if got, err := s.HottestIDs(nil, d.count+5); err != nil || int64(len(got)) != d.count {
+	if got, err := s.HottestIDs(nil, d.Count+5); err != nil || int64(len(got)) != d.Count {
 		t.Fatalf("HottestIDs(nil, count+5): %d ids, %v; want every id", len(got), err)
 	}
 	if _, err := s.HottestIDs(hot[:5], 3); err == nil {
@@ -600,17 +453,17 @@ func TestHottestIDsAndPlaceIDs(t *testing.T) {
 		}
 	}
 	ids := []int64{own[0], ranked[1], own[k+3], own[0]}
-	buf := make([]byte, int64(len(ids))*d.rowBytes)
+	buf := make([]byte, int64(len(ids))*d.RowBytes)
 	if err := s.Gather(ids, buf); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(buf, d.want(ids)) {
+	if !bytes.Equal(buf, d.Want(ids)) {
 		t.Fatalf("rows of %v after PlaceIDs differ from the file", ids)
 	}
 	if err := s.PlaceIDs([]int64{4, 9, 4}); err == nil || !strings.Contains(err.Error(), "ids[2] = 4 appears twice") {
 		t.Fatalf("PlaceIDs with a repeated id: %v", err)
 	}
-	if err := s.PlaceIDs([]int64{4, d.count}); !errors.Is(err, ErrIDOutOfRange) {
+	if err := s.PlaceIDs([]int64{4, d.Count}); !errors.Is(err, ErrIDOutOfRange) {
 		t.Fatalf("PlaceIDs with an id out of range: %v, want ErrIDOutOfRange", err)
 	}
 }
@@ -620,14 +473,14 @@ func TestHottestIDsAndPlaceIDs(t *testing.T) {
 func TestProfileReads(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 8, 1, 6, rng)
-	s, err := Open(d.dir, Options{HostCacheBytes: 100 * (32 + 16)})
+	s, err := Open(d.Dir, Options{HostCacheBytes: 100 * (32 + 16)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	seeds := make([]int64, 300)
 	for i := range seeds {
-		seeds[i] = rng.Int64N(d.count)
+		seeds[i] = rng.Int64N(d.Count)
 	}
 	opt := placement.ProfileOptions{Fanouts: []int{4, 2}, BatchSize: 32, Batches: 20, Epochs: 1, Seed: rng.Uint64()}
 	got, err := s.ProfileReads(seeds, opt)
@@ -642,8 +495,8 @@ func TestProfileReads(t *testing.T) {
 		t.Fatal("ProfileReads differs from placement.Profile's feature counts")
 	}
 	before := s.Stats()
-	if _, err := s.ProfileReads([]int64{1, d.count}, opt); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), fmt.Sprintf("seeds[1] = %d", d.count)) {
-		t.Fatalf("ProfileReads with seed %d: %v; want ErrIDOutOfRange naming seeds[1]", d.count, err)
+	if _, err := s.ProfileReads([]int64{1, d.Count}, opt); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), fmt.Sprintf("seeds[1] = %d", d.Count)) {
+		t.Fatalf("ProfileReads with seed %d: %v; want ErrIDOutOfRange naming seeds[1]", d.Count, err)
 	}
 	if after := s.Stats(); after.Gathers != before.Gathers {
 		t.Fatal("ProfileReads gathered rows")

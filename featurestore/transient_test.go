@@ -17,14 +17,14 @@ func TestGatherTransientMemoryBounded(t *testing.T) {
 	rng := newRand(t)
 	const count = 20000
 	d := writeDataset(t, count, 1, 1, 2, rng)
-	s := mustOpen(t, d.dir, Options{HostCacheBytes: count / 2 * (d.rowBytes + 40)}) // half from disk
+	s := mustOpen(t, d.Dir, Options{HostCacheBytes: count / 2 * (d.RowBytes + 40)}) // half from disk
 	const n = 8 * MaxGatherChunk
 	ids := make([]int64, n)
 	for i := range ids {
 		ids[i] = rng.Int64N(count)
 	}
-	dst := make([]byte, n*d.rowBytes)
-	if err := s.Gather(ids[:1000], dst[:1000*d.rowBytes]); err != nil { // warm up
+	dst := make([]byte, n*d.RowBytes)
+	if err := s.Gather(ids[:1000], dst[:1000*d.RowBytes]); err != nil { // warm up
 		t.Fatal(err)
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(5)) // HeapAlloc then follows what is live
@@ -59,7 +59,7 @@ func TestGatherTransientMemoryBounded(t *testing.T) {
 	if peak > base.HeapAlloc+chunkBound {
 		t.Fatalf("a gather of %d ids held %d bytes of transient heap, more than %d (one chunk of %d ids)", n, peak-base.HeapAlloc, chunkBound, MaxGatherChunk)
 	}
-	if want := d.want(ids[:5000]); string(dst[:len(want)]) != string(want) {
+	if want := d.Want(ids[:5000]); string(dst[:len(want)]) != string(want) {
 		t.Fatal("rows differ from the reference")
 	}
 }

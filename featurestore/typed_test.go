@@ -4,107 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
-	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
-
-// heteroData is a synthetic heterogeneous dataset and its contents read back plainly (whole
-// files, no IO stacks): the reference the session's typed calls are compared with.
-type heteroData struct {
-	dir      string
-	m        *dataset.Manifest
-	rows     map[string][]byte // node type → its feature "x", row-major
-	rowBytes map[string]int64
-	labels   map[string][]int64
-	csc      []*topology.CSC // per edge type, in manifest order
-}
-
-func writeHetero(t *testing.T, rng *rand.Rand) *heteroData {
-	t.Helper()
-	dir := t.TempDir() + "/hetero"
-	opt := ingest.SynthHeteroOptions{
-		NodeTypes: []ingest.SynthNodeType{
-			{Name: "paper", Nodes: 1500 + rng.Int64N(500), Dim: 24, Classes: 5},
-			{Name: "author", Nodes: 3000 + rng.Int64N(500), Dim: 7, DType: dataset.Float16},
-			{Name: "institution", Nodes: 40}, // no features
-		},
-		EdgeTypes: []ingest.SynthEdgeType{
-			{Src: "paper", Rel: "cites", Dst: "paper", AvgDegree: 6},
-			{Src: "author", Rel: "writes", Dst: "paper", AvgDegree: 3},
-			{Src: "paper", Rel: "written_by", Dst: "author", AvgDegree: 1.5},
-			{Src: "author", Rel: "affiliated_with", Dst: "institution", AvgDegree: 20},
-		},
-		Seed: rng.Uint64(),
-		Out:  dir,
-	}
-	m, err := ingest.SynthHetero(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &heteroData{dir: dir, m: m, rows: map[string][]byte{}, rowBytes: map[string]int64{}, labels: map[string][]int64{}}
-	read := func(p string) []byte {
-		data, err := os.ReadFile(m.Path(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	for _, nt := range m.NodeTypes {
-		if l := nt.Labels; l != nil {
-			d.labels[nt.Name] = slices.Clone(int64s(read(l.File))[:nt.Count])
-		}
-		if len(nt.Features) == 0 {
-			continue
-		}
-		spec := &nt.Features[0]
-		files := make([][]byte, len(spec.Files))
-		for k, p := range spec.Files {
-			files[k] = read(p)
-		}
-		rb := spec.RowBytes
-		d.rowBytes[nt.Name] = rb
-		rows := make([]byte, nt.Count*rb)
-		for v := range nt.Count {
-			f, off := spec.Locate(v)
-			copy(rows[v*rb:(v+1)*rb], files[f][off:off+rb])
-		}
-		d.rows[nt.Name] = rows
-	}
-	for _, et := range m.EdgeTypes {
-		src, _ := m.NodeTypeNamed(et.Src)
-		dst, _ := m.NodeTypeNamed(et.Dst)
-		indptr := slices.Clone(int64s(read(et.Indptr.File))[:dst.Count+1])
-		raw := read(et.Indices.File)
-		var g *topology.CSC
-		if et.Indices.DType == dataset.Int32 {
-			idx := make([]int32, et.Count)
-			copy(dataset.BytesOf(idx), raw)
-			g, err = topology.NewBipartiteCSC(src.Count, indptr, idx, nil)
-		} else {
-			g, err = topology.NewBipartiteCSC(src.Count, indptr, nil, slices.Clone(int64s(raw)[:et.Count]))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.csc = append(d.csc, g)
-	}
-	return d
-}
-
-func int64s(b []byte) []int64 {
-	out := make([]int64, len(b)/8)
-	copy(dataset.BytesOf(out), b)
-	return out
-}
 
 // TestSessionTypedCallsMatchFiles opens a heterogeneous dataset with its topology in memory and
 // on disk, with and without verified reads and memory tiers, and compares every typed call with
@@ -118,7 +27,7 @@ func TestSessionTypedCallsMatchFiles(t *testing.T) {
 		{HostCacheBytes: 64 << 10, TopologyMemoryBytes: -1},
 		{HostCacheBytes: 1 << 30, HostPolicy: "sieve"},
 	} {
-		ss, err := OpenSession(d.dir, opt)
+		ss, err := OpenSession(d.Dir, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,13 +35,13 @@ func TestSessionTypedCallsMatchFiles(t *testing.T) {
 		if len(types) != 3 || types[2].Name != "institution" || len(types[2].Features) != 0 {
 			t.Fatalf("node types %+v", types)
 		}
-		for _, nt := range d.m.NodeTypes {
+		for _, nt := range d.Manifest.NodeTypes {
 			ids := make([]int64, 700)
 			for i := range ids {
 				ids[i] = rng.Int64N(nt.Count)
 			}
-			if rows, ok := d.rows[nt.Name]; ok {
-				rb := d.rowBytes[nt.Name]
+			if rows, ok := d.Rows[nt.Name]; ok {
+				rb := d.RowBytes[nt.Name]
 				got := make([]byte, int64(len(ids))*rb)
 				if err := ss.Gather(nt.Name, "", ids, got); err != nil {
 					t.Fatal(err)
@@ -149,7 +58,7 @@ func TestSessionTypedCallsMatchFiles(t *testing.T) {
 			} else if _, err := ss.Stack(nt.Name); !errors.Is(err, dataset.ErrFeatureNotFound) {
 				t.Fatalf("stack of %s without features: %v", nt.Name, err)
 			}
-			if labels, ok := d.labels[nt.Name]; ok {
+			if labels, ok := d.Labels[nt.Name]; ok {
 				got := make([]int64, len(ids))
 				if err := ss.Labels(nt.Name, ids, got); err != nil {
 					t.Fatal(err)
@@ -169,7 +78,7 @@ func TestSessionTypedCallsMatchFiles(t *testing.T) {
 		if err := ss.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := ss.Gather("paper", "", []int64{0}, make([]byte, d.rowBytes["paper"])); !errors.Is(err, ErrClosed) {
+		if err := ss.Gather("paper", "", []int64{0}, make([]byte, d.RowBytes["paper"])); !errors.Is(err, ErrClosed) {
 			t.Fatalf("gather after close: %v", err)
 		}
 	}
@@ -180,16 +89,16 @@ func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand
 	fanouts := map[string][]int{}
 	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
 	var edges []topology.EdgeGraph
-	for i, et := range d.m.EdgeTypes {
+	for i, et := range d.Manifest.EdgeTypes {
 		f := []int{rng.IntN(6) - 1, rng.IntN(4)}
 		fanouts[et.Key()] = f
 		ref.Fanouts = append(ref.Fanouts, f)
-		src := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Src })
-		dst := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Dst })
-		edges = append(edges, topology.EdgeGraph{Src: src, Dst: dst, G: d.csc[i]})
+		src := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Src })
+		dst := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == et.Dst })
+		edges = append(edges, topology.EdgeGraph{Src: src, Dst: dst, G: d.CSC[i]})
 	}
 	numNodes := []int64{}
-	for _, nt := range d.m.NodeTypes {
+	for _, nt := range d.Manifest.NodeTypes {
 		numNodes = append(numNodes, nt.Count)
 	}
 	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts, Seed: ref.Seed})
@@ -198,7 +107,7 @@ func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand
 	}
 	for call := range 3 {
 		seedType := []string{"paper", "author"}[call%2]
-		nt := slices.IndexFunc(d.m.NodeTypes, func(n dataset.NodeType) bool { return n.Name == seedType })
+		nt := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == seedType })
 		seeds := make([]int64, 1+rng.IntN(200))
 		for i := range seeds {
 			seeds[i] = rng.Int64N(numNodes[nt])
@@ -231,7 +140,7 @@ func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand
 func TestSessionRefusesBadTypes(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{})
+	ss, err := OpenSession(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +166,7 @@ func TestSessionRefusesBadTypes(t *testing.T) {
 		{"gather of an unknown type", ss.Gather("venue", "", []int64{0}, nil), `no node type "venue" (it has paper, author, institution)`},
 		{"gather without a type", ss.Gather("", "", []int64{0}, nil), "has 3 node types (paper, author, institution): name one"},
 		{"unknown feature", ss.Gather("paper", "y", []int64{0}, nil), `node type "paper" of dataset`},
-		{"id out of the type's range", ss.Gather("author", "", []int64{d.m.NodeTypes[1].Count}, make([]byte, d.rowBytes["author"])), "out of range"},
+		{"id out of the type's range", ss.Gather("author", "", []int64{d.Manifest.NodeTypes[1].Count}, make([]byte, d.RowBytes["author"])), "out of range"},
 		{"labels of a type without", ss.Labels("institution", []int64{0}, make([]int64, 1)), `no labels of node type "institution"`},
 		{"edge feature of an unknown edge type", ss.GatherEdgeFeature("paper:cites:author", "w", []int64{0}, nil), `no edge type "paper:cites:author" (it has paper:cites:paper, author:writes:paper`},
 	}
@@ -294,7 +203,7 @@ func TestSessionRefusesBadTypes(t *testing.T) {
 			t.Errorf("%s: %v; want an error containing %q", c.name, c.err, c.want)
 		}
 	}
-	if _, err := Open(d.dir, Options{Feature: "nope"}); !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), "paper.x, author.x") {
+	if _, err := Open(d.Dir, Options{Feature: "nope"}); !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), "paper.x, author.x") {
 		t.Errorf("open with a feature no type has: %v", err)
 	}
 }
@@ -305,14 +214,14 @@ func TestSessionBudgetsSplitByBytes(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	const budget = 256 << 10
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: budget})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	var total, paperBytes float64
-	for _, nt := range d.m.NodeTypes {
-		if rb, ok := d.rowBytes[nt.Name]; ok {
+	for _, nt := range d.Manifest.NodeTypes {
+		if rb, ok := d.RowBytes[nt.Name]; ok {
 			total += float64(nt.Count * rb)
 			if nt.Name == "paper" {
 				paperBytes = float64(nt.Count * rb)
@@ -331,11 +240,11 @@ func TestSessionBudgetsSplitByBytes(t *testing.T) {
 		}
 	}
 	// Each type's host tier holds its rows that are neighbors most often.
-	for ti, nt := range d.m.NodeTypes[:2] {
+	for ti, nt := range d.Manifest.NodeTypes[:2] {
 		counts := make([]int64, nt.Count)
-		for e, et := range d.m.EdgeTypes {
+		for e, et := range d.Manifest.EdgeTypes {
 			if et.Src == nt.Name {
-				for _, v := range d.csc[e].Indices32 {
+				for _, v := range d.CSC[e].Indices32 {
 					counts[v]++
 				}
 			}
@@ -374,24 +283,24 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	var total int64
-	for _, rows := range d.rows {
+	for _, rows := range d.Rows {
 		total += int64(len(rows))
 	}
 	for _, backend := range []gpuio.Backend{"", gpuio.BackendGPUURing} {
 		if backend == gpuio.BackendGPUURing && gpuio.ProbeGPURing() != nil {
 			continue
 		}
-		ss, err := OpenSession(d.dir, Options{GPUCacheBytes: total / 10, HostCacheBytes: total / 5, IOBackend: backend, UnverifiedReads: backend == gpuio.BackendGPUURing})
+		ss, err := OpenSession(d.Dir, Options{GPUCacheBytes: total / 10, HostCacheBytes: total / 5, IOBackend: backend, UnverifiedReads: backend == gpuio.BackendGPUURing})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for round := range 2 {
 			if round == 1 { // the budgets split by a profile: every GPU tier is resized
 				fanouts := map[string][]int{}
-				for _, et := range d.m.EdgeTypes {
+				for _, et := range d.Manifest.EdgeTypes {
 					fanouts[et.Key()] = []int{3, 2}
 				}
-				if _, err := ss.PlaceProfiled("paper", randomIDs(rng, 64, d.m.NodeTypes[0].Count), HeteroSampleOptions{Fanouts: fanouts}, 8, 8); err != nil {
+				if _, err := ss.PlaceProfiled("paper", randomIDs(rng, 64, d.Manifest.NodeTypes[0].Count), HeteroSampleOptions{Fanouts: fanouts}, 8, 8); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -400,11 +309,11 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rb := d.rowBytes[name]
+				rb := d.RowBytes[name]
 				ids := randomIDs(rng, 2000, st.NumNodes())
 				got := deviceGather(t, st, ids)
 				for i, v := range ids {
-					if !bytes.Equal(got[int64(i)*rb:int64(i+1)*rb], d.rows[name][v*rb:(v+1)*rb]) {
+					if !bytes.Equal(got[int64(i)*rb:int64(i+1)*rb], d.Rows[name][v*rb:(v+1)*rb]) {
 						t.Fatalf("backend %q round %d: %s row %d (ids[%d]) differs on the device", backend, round, name, v, i)
 					}
 				}
@@ -423,13 +332,13 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 func TestSessionPlaceProfiled(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.dir, Options{HostCacheBytes: 96 << 10})
+	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 96 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	fanouts := map[string][]int{}
-	for _, et := range d.m.EdgeTypes {
+	for _, et := range d.Manifest.EdgeTypes {
 		fanouts[et.Key()] = []int{3, 2}
 	}
 	seeds, err := ss.Stack("paper")
@@ -450,7 +359,7 @@ func TestSessionPlaceProfiled(t *testing.T) {
 		if r.RowsReached == 0 || r.ReachedInMem != min(r.RowsReached, r.MemoryRows) {
 			t.Errorf("%s: %+v: the memory tiers should hold min(reached, capacity) reached rows", name, r)
 		}
-		if rb := d.rowBytes[name]; r.MemoryRows*rb > r.HostBytes {
+		if rb := d.RowBytes[name]; r.MemoryRows*rb > r.HostBytes {
 			t.Errorf("%s: %d rows of %d bytes held in a share of %d bytes", name, r.MemoryRows, rb, r.HostBytes)
 		}
 		shares += r.HostBytes
@@ -470,7 +379,7 @@ func TestSessionPlaceProfiled(t *testing.T) {
 // what to use instead.
 func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
 	d := writeHetero(t, newRand(t))
-	s, err := Open(d.dir, Options{})
+	s, err := Open(d.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +390,7 @@ func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
 	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 8}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "by a profile") {
 		t.Errorf("PlanPlacement: %v", err)
 	}
-	if _, err := Open(d.dir, Options{Hotness: make([]uint32, s.NumNodes())}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "several node types") {
+	if _, err := Open(d.Dir, Options{Hotness: make([]uint32, s.NumNodes())}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "several node types") {
 		t.Errorf("Open with hotness: %v", err)
 	}
 }
@@ -493,7 +402,7 @@ func TestSessionGPUSampling(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
 	for _, where := range []string{GPUTopologyDevice, GPUTopologyPinned} {
-		ss, err := OpenSession(d.dir, Options{GPUTopology: where})
+		ss, err := OpenSession(d.Dir, Options{GPUTopology: where})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -517,7 +426,7 @@ func TestSessionGPUSampling(t *testing.T) {
 // disk is refused at open, naming the edge type and the budget, GPU or not.
 func TestSessionGPUSamplingNeedsTopologyInMemory(t *testing.T) {
 	d := writeHetero(t, newRand(t))
-	_, err := OpenSession(d.dir, Options{GPUTopology: GPUTopologyDevice, TopologyMemoryBytes: 1})
+	_, err := OpenSession(d.Dir, Options{GPUTopology: GPUTopologyDevice, TopologyMemoryBytes: 1})
 	if err == nil || !strings.Contains(err.Error(), "of edge type") || !strings.Contains(err.Error(), "TopologyMemoryBytes 1") {
 		t.Fatalf("got %v, want an error naming the edge type left on disk and TopologyMemoryBytes", err)
 	}
@@ -528,13 +437,13 @@ func TestSessionGPUSamplingNeedsTopologyInMemory(t *testing.T) {
 // tier's rows and hits are the sums of the types' — with each type's own below.
 func TestStatsCoverEveryType(t *testing.T) {
 	d := writeHetero(t, newRand(t))
-	s, err := Open(d.dir, Options{HostCacheBytes: 256 << 10})
+	s, err := Open(d.Dir, Options{HostCacheBytes: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for name, ids := range map[string][]int64{"paper": {0, 1, 2}, "author": {1, 0}} {
-		if err := s.sess.Gather(name, "", ids, make([]byte, int64(len(ids))*d.rowBytes[name])); err != nil {
+		if err := s.sess.Gather(name, "", ids, make([]byte, int64(len(ids))*d.RowBytes[name])); err != nil {
 			t.Fatal(err)
 		}
 	}
