@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -105,7 +106,7 @@ type epochsSeedEdges struct {
 }
 
 // seedEdges is the plan's SeedEdges of r over the n seed edges at seeds (NULL: the edge split).
-func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, n int64) (*featurestore.SeedEdges, error) {
+func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, n int64) (*planned.SeedEdges, error) {
 	if r.Amount != nil && *r.Amount == 0 {
 		return nil, fail(stEINVAL, "options_json: seed_edges.amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
 	}
@@ -127,7 +128,7 @@ func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, 
 		if split == "" {
 			split = "train"
 		}
-		return ss.SeedEdgesOfSplit(r.EdgeType, split, link)
+		return planned.SeedEdgesOfSplit(ss, r.EdgeType, split, link)
 	}
 	if r.Split != "" {
 		return nil, fail(stEINVAL, "options_json: seed_edges.split %q and a seeds array both given; give one", r.Split)
@@ -143,7 +144,7 @@ func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, 
 		return nil, fail(stEINVAL, "n = %d seed edges is too many", n)
 	}
 	all := append([]int64(nil), ids64(seeds, rows*n)...)
-	se := &featurestore.SeedEdges{EdgeType: r.EdgeType, Src: all[:n:n], Dst: all[n : 2*n : 2*n], Link: link}
+	se := &planned.SeedEdges{EdgeType: r.EdgeType, Src: all[:n:n], Dst: all[n : 2*n : 2*n], Link: link}
 	if r.Labels {
 		se.Labels = all[2*n:]
 	}
@@ -152,8 +153,8 @@ func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, 
 
 // epochsRec is an open plan and the report of the planning its open did, if any.
 type epochsRec struct {
-	p      *featurestore.Epochs
-	report *featurestore.EpochPlanReport
+	p      *planned.Epochs
+	report *planned.EpochPlanReport
 }
 
 //export tfsgo_epochs_open
@@ -184,7 +185,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
 		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
 	}
-	o := featurestore.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
+	o := planned.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
 		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
 		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers,
 		FirstEpoch: req.FirstEpoch, PackMethod: req.PackMethod, PackMemory: req.PackMemory}
@@ -234,12 +235,12 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 		}
 		o.Seeds = append([]int64(nil), ids64(seeds, n)...)
 	}
-	var p *featurestore.Epochs
-	var report *featurestore.EpochPlanReport
+	var p *planned.Epochs
+	var report *planned.EpochPlanReport
 	if session {
-		p, report, err = ss.OpenEpochs(o)
+		p, report, err = planned.OpenSessionEpochs(ss, o)
 	} else {
-		p, report, err = rec.s.OpenEpochs(o)
+		p, report, err = planned.OpenEpochs(rec.s, o)
 	}
 	if err != nil {
 		return err
@@ -254,7 +255,7 @@ func tfsgo_epochs_cancel(planDir *C.char, canceled *C.int) (st C.int) {
 	if planDir == nil {
 		return finish("tfs_epochs_cancel", fail(stEINVAL, "plan_dir is NULL"), stEINTERNAL)
 	}
-	found := featurestore.CancelEpochPlan(C.GoString(planDir))
+	found := planned.CancelEpochPlan(C.GoString(planDir))
 	if canceled != nil {
 		*canceled = 0
 		if found {
@@ -289,14 +290,14 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 		return err
 	}
 	data, err := json.Marshal(struct {
-		Dir       string                        `json:"dir"`
-		Hetero    bool                          `json:"hetero"`     // a graph session's plan
-		SeedType  string                        `json:"seed_type"`  // the seeds' node type
-		NodeTypes []string                      `json:"node_types"` // the node types packed
-		Link      bool                          `json:"link"`       // batches of seed edges
-		EdgeType  string                        `json:"edge_type"`  // a link plan's seed edge type
-		Report    *featurestore.EpochPlanReport `json:"report"`
-		Stats     featurestore.EpochStats       `json:"stats"`
+		Dir       string                   `json:"dir"`
+		Hetero    bool                     `json:"hetero"`     // a graph session's plan
+		SeedType  string                   `json:"seed_type"`  // the seeds' node type
+		NodeTypes []string                 `json:"node_types"` // the node types packed
+		Link      bool                     `json:"link"`       // batches of seed edges
+		EdgeType  string                   `json:"edge_type"`  // a link plan's seed edge type
+		Report    *planned.EpochPlanReport `json:"report"`
+		Stats     planned.EpochStats       `json:"stats"`
 	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()})
 	if err != nil {
 		return err

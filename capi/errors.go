@@ -22,6 +22,7 @@ import (
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -75,7 +76,7 @@ var statusOf = []struct {
 	// A sample past its edge bound: the fanouts and seeds asked for too much.
 	{topology.ErrSampleTooLarge, stEINVAL},
 	// A plan made for other inputs: the options (or the store) do not match it.
-	{featurestore.ErrStalePlan, stEINVAL},
+	{planned.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},

@@ -15,6 +15,7 @@ import (
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -28,7 +29,7 @@ var wantStatus = []struct {
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
 	{topology.ErrSampleTooLarge, stEINVAL},
-	{featurestore.ErrStalePlan, stEINVAL},
+	{planned.ErrStalePlan, stEINVAL},
 	{dataset.ErrVersionTooNew, stEVERSION},
 	{dataset.ErrCorrupt, stECORRUPT},
 	{dataset.ErrNotDataset, stENOENT},

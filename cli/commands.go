@@ -19,6 +19,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -466,7 +467,7 @@ func verifyCmd(fs *pflag.FlagSet) runFunc {
 		// So does what a killed `place` (its temporary file) and a killed `plan-epochs` (packed
 		// files no index lists, in the default plan directory) left.
 		pdid, perr := placement.CleanStale(pos[0])
-		edid, eerr := featurestore.CleanEpochPlan(defaultPlanDir(pos[0]))
+		edid, eerr := planned.CleanEpochPlan(defaultPlanDir(pos[0]))
 		for _, d := range slices.Concat(did, pdid, edid) {
 			fmt.Println("cleaned:", d)
 		}

@@ -10,10 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
-// runPlanEpochs plans epochs of a store (featurestore.PlanEpochs) and prints the report; with
+// runPlanEpochs plans epochs of a store (planned.PlanEpochs) and prints the report; with
 // --serve it then serves epochs from the plan, and with --compare the same batches through a
 // plain gather, printing both.
 func planEpochsCmd(fs *pflag.FlagSet) runFunc {
@@ -45,7 +46,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		var s *featurestore.Store
 		var hops []int
 		var seeds []int64
-		var seedEdges *featurestore.SeedEdges
+		var seedEdges *planned.SeedEdges
 		var err error
 		if *seedEdgesArg == "" {
 			if set := link.given(fs); set != "" {
@@ -68,14 +69,14 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if dir == "" {
 			dir = defaultPlanDir(pos[0])
 		}
-		o := featurestore.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
+		o := planned.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
 			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
 			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers, PackMethod: *packMethod, PackMemory: int64(packMemory)}
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}
-		rep, err := s.PlanEpochs(o)
+		rep, err := planned.PlanEpochs(s, o)
 		stop()
 		if err != nil {
 			return err
@@ -90,7 +91,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if *serve <= 0 {
 			return nil
 		}
-		p, _, err := s.OpenEpochs(o)
+		p, _, err := planned.OpenEpochs(s, o)
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-func printPlanReport(r *featurestore.EpochPlanReport, rowBytes int64) {
+func printPlanReport(r *planned.EpochPlanReport, rowBytes int64) {
 	fmt.Printf("planned %d of %d epochs into %s in %.1fs (%d batches an epoch)\n", r.Planned, r.Epochs, r.Dir, r.Seconds, r.BatchesPerEpoch)
 	fmt.Printf("  written %.1f MiB (%s per epoch), %d rows of %d B, stored samples %.1f MiB\n", float64(r.BytesWritten)/(1<<20), mibList(r.EpochBytes),
 		r.RowsPacked, rowBytes, float64(r.SampleBytes)/(1<<20))
@@ -180,7 +181,7 @@ func openToPlanEdges(dir string, opt *featurestore.Options, usePlacement bool, f
 
 // planSeedEdges reads --seed-edges (as `tierfs sample --seed-edges` does) and the link flags as a
 // plan's seed edges.
-func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*featurestore.SeedEdges, error) {
+func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*planned.SeedEdges, error) {
 	mode := topology.NegativeMode(*link.negMode)
 	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
 		return nil, fmt.Errorf("--neg-sampling %q: want binary or triplet", *link.negMode)
@@ -193,11 +194,11 @@ func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*features
 		if *link.labels != "" {
 			return nil, fmt.Errorf("--edge-labels with --seed-edges %s: an edge split has its own labels", arg)
 		}
-		return s.Session().SeedEdgesOfSplit("", name, lo)
+		return planned.SeedEdgesOfSplit(s.Session(), "", name, lo)
 	}
 	src, dst, labels, err := seedEdgesOf(s, arg, *link.labels)
 	if err != nil {
 		return nil, err
 	}
-	return &featurestore.SeedEdges{Src: src, Dst: dst, Labels: labels, Link: lo}, nil
+	return &planned.SeedEdges{Src: src, Dst: dst, Labels: labels, Link: lo}, nil
 }

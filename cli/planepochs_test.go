@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -112,14 +113,14 @@ func TestPlanEpochsSeedEdges(t *testing.T) {
 	}
 	defer s.Close()
 	link := featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2, ExcludeSeedEdges: true}
-	se, err := s.Session().SeedEdgesOfSplit("", "train", link)
+	se, err := planned.SeedEdgesOfSplit(s.Session(), "", "train", link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(se.Labels, labels) || len(se.Src) != m {
 		t.Fatalf("SeedEdgesOfSplit: %d seed edges, labels %v, want %d and %v", len(se.Src), se.Labels, m, labels)
 	}
-	p, rep, err := s.OpenEpochs(featurestore.EpochOptions{Dir: plan, SeedEdges: se, BatchSize: 25, Epochs: 2,
+	p, rep, err := planned.OpenEpochs(s, planned.EpochOptions{Dir: plan, SeedEdges: se, BatchSize: 25, Epochs: 2,
 		Sample: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: 9}})
 	if err != nil || rep != nil {
 		t.Fatalf("opening the CLI's plan with the API's options: %v (report %v)", err, rep)

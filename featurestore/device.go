@@ -311,7 +311,7 @@ func (s *Store) gatherDevice(hostIDs []int64, devIDs uintptr, n int, dst uintptr
 	return s.gatherDeviceVia(hostIDs, devIDs, n, dst, stream, nil)
 }
 
-// deviceVia changes what a device gather serves from (a planned batch, epochdevice.go): last
+// deviceVia changes what a device gather serves from (a planned batch: planned/device.go): last
 // serves what the memory tiers miss, in place of the SSD tier, and check runs under the place
 // lock before any id is split.
 type deviceVia struct {

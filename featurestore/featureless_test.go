@@ -1,59 +1,31 @@
 package featurestore
 
 import (
-	"encoding/binary"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
-	"github.com/tierfs/tierfs/ingest"
+	fst "github.com/tierfs/tierfs/featurestore/featurestoretest"
 	"github.com/tierfs/tierfs/topology"
 )
 
 // TestOpenWithoutNodeFeatures: a dataset of edges, labels, a split and an edge feature but no
 // node feature (PyG's Data without x) opens; on random input its labels, split, samples and edge
 // feature equal those of the same graph ingested with a node feature, and every call that reads
-// or places node feature rows is an error naming the dataset and wrapping ErrFeatureNotFound.
+// or places node feature rows is an error naming the dataset and wrapping ErrFeatureNotFound
+// (planned epochs: planned's TestPlanEpochsWithoutNodeFeatures).
 func TestOpenWithoutNodeFeatures(t *testing.T) {
 	rng := newRand(t)
-	in := t.TempDir()
 	const n, e = 200, 1500
-	i64 := func(vals []int64) []byte {
-		b := make([]byte, 8*len(vals))
-		for i, v := range vals {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
-		}
-		return b
-	}
-	pairs, labels, w := make([]int64, 2*e), make([]int64, n), make([]byte, 4*e)
-	for i := range pairs {
-		pairs[i] = rng.Int64N(n)
-	}
-	for i := range labels {
-		labels[i] = rng.Int64N(5)
-	}
-	for i := range w {
-		w[i] = byte(rng.UintN(256))
-	}
+	fd := fst.WriteFeatureless(t, rng, n, e)
+	bare, withX, labels := fd.Bare, fd.WithX, fd.Labels
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	must(ingest.WriteNpy(filepath.Join(in, "edges.npy"), "<i8", []int64{2, e}, i64(pairs)))
-	must(ingest.WriteNpy(filepath.Join(in, "y.npy"), "<i8", []int64{n}, i64(labels)))
-	must(ingest.WriteNpy(filepath.Join(in, "x.npy"), "<f4", []int64{n, 3}, make([]byte, 12*n)))
-	must(ingest.WriteNpy(filepath.Join(in, "w.npy"), "<f4", []int64{e}, w))
-	bare, withX := filepath.Join(t.TempDir(), "bare"), filepath.Join(t.TempDir(), "x")
-	for _, o := range []ingest.Options{{Out: bare}, {Out: withX, Features: filepath.Join(in, "x.npy")}} {
-		o.Edges, o.Labels = filepath.Join(in, "edges.npy"), filepath.Join(in, "y.npy")
-		o.EdgeFeatures = []ingest.FeatureInput{{Name: "w", Path: filepath.Join(in, "w.npy")}}
-		_, err := ingest.Ingest(o)
-		must(err)
 	}
 	s, err := Open(bare, Options{HostCacheBytes: 1 << 20})
 	must(err)
@@ -108,9 +80,6 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 		if !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), bare) || !strings.Contains(err.Error(), "no node features") {
 			t.Errorf("%s: %v; want an error naming %s and no node features", call, err, bare)
 		}
-	}
-	if _, err := s.PlanEpochs(EpochOptions{}); !errors.Is(err, dataset.ErrFeatureNotFound) {
-		t.Errorf("PlanEpochs: %v", err)
 	}
 	if _, err := Open(bare, Options{Hotness: make([]uint32, n)}); !errors.Is(err, dataset.ErrFeatureNotFound) {
 		t.Errorf("Open with hotness: %v", err)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/cuda"
@@ -360,4 +361,123 @@ func FirstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// writeNpyPadded writes a C-order .npy of rows (count x rowBytes of descr, shape) whose header
+// is padded by pad extra spaces, so the data starts at an arbitrary offset; it returns that
+// offset.
+func writeNpyPadded(t *testing.T, path, descr string, shape string, rows []byte, pad int) int64 {
+	t.Helper()
+	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape) + strings.Repeat(" ", pad) + "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(header)))
+	b.WriteString(header)
+	off := int64(b.Len())
+	b.Write(rows)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// InPlaceData is a test dataset whose feature x (d.Rows) and second feature y (YRows) are .npy
+// files read in place, outside the dataset directory.
+type InPlaceData struct {
+	*Data
+	XPath string
+	YRows []byte
+	YRB   int64
+}
+
+// WriteInPlaceDataset writes WriteDatasetOf's dataset, then commits it again with x and a
+// second feature y (float32 x 3) read in place from .npy files with random header lengths.
+func WriteInPlaceDataset(t *testing.T, dtype dataset.DType, count, dim int64, rng *rand.Rand) *InPlaceData {
+	t.Helper()
+	d := WriteDatasetOf(t, dtype, count, dim, 1, 6, true, rng)
+	in := t.TempDir()
+	descr := map[dataset.DType]string{dataset.Float32: "<f4", dataset.Float16: "<f2", dataset.Float64: "<f8", dataset.Int8: "|i1",
+		dataset.Uint8: "|u1", dataset.Int16: "<i2", dataset.Int32: "<i4", dataset.Int64: "<i8"}[dtype]
+	p := &InPlaceData{Data: d, XPath: filepath.Join(in, "x.npy"), YRB: 12}
+	xOff := writeNpyPadded(t, p.XPath, descr, fmt.Sprintf("(%d, %d)", count, dim), d.Rows, rng.IntN(200))
+	p.YRows = make([]byte, count*p.YRB)
+	for i := range p.YRows {
+		p.YRows[i] = byte(rng.Uint32())
+	}
+	yPath := filepath.Join(in, "y.npy")
+	yOff := writeNpyPadded(t, yPath, "<f4", fmt.Sprintf("(%d, 3)", count), p.YRows, rng.IntN(200))
+	m, err := dataset.Load(d.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := dataset.NewInPlaceFeatureSpec("x", dtype, dim, count, p.XPath, xOff, m.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := dataset.NewInPlaceFeatureSpec("y", dataset.Float32, 3, count, yPath, yOff, m.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := m.Nodes().Features[0].Files[0]
+	m.NodeTypes[0].Features = []dataset.FeatureSpec{x, y}
+	var files []string
+	for _, f := range m.Files {
+		if f.Path != old {
+			files = append(files, f.Path)
+		}
+	}
+	os.Remove(m.Path(old))
+	os.Remove(m.Path(old) + dataset.ChecksumSuffix)
+	if err := dataset.Commit(m, append(files, p.XPath, yPath), "test-in-place", nil); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FeaturelessData is a random graph with labels and an edge feature w, ingested twice: without
+// node features (Bare: PyG's Data without x) and with a node feature x of zeros (WithX).
+type FeaturelessData struct {
+	Bare, WithX string
+	Labels      []int64 // per node, in [0, 5)
+}
+
+// WriteFeatureless ingests n nodes and e random edges as FeaturelessData.
+func WriteFeatureless(t *testing.T, rng *rand.Rand, n, e int64) *FeaturelessData {
+	t.Helper()
+	in := t.TempDir()
+	i64 := func(vals []int64) []byte {
+		b := make([]byte, 8*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+		}
+		return b
+	}
+	pairs, labels, w := make([]int64, 2*e), make([]int64, n), make([]byte, 4*e)
+	for i := range pairs {
+		pairs[i] = rng.Int64N(n)
+	}
+	for i := range labels {
+		labels[i] = rng.Int64N(5)
+	}
+	for i := range w {
+		w[i] = byte(rng.UintN(256))
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(ingest.WriteNpy(filepath.Join(in, "edges.npy"), "<i8", []int64{2, e}, i64(pairs)))
+	must(ingest.WriteNpy(filepath.Join(in, "y.npy"), "<i8", []int64{n}, i64(labels)))
+	must(ingest.WriteNpy(filepath.Join(in, "x.npy"), "<f4", []int64{n, 3}, make([]byte, 12*n)))
+	must(ingest.WriteNpy(filepath.Join(in, "w.npy"), "<f4", []int64{e}, w))
+	d := &FeaturelessData{Bare: filepath.Join(t.TempDir(), "bare"), WithX: filepath.Join(t.TempDir(), "x"), Labels: labels}
+	for _, o := range []ingest.Options{{Out: d.Bare}, {Out: d.WithX, Features: filepath.Join(in, "x.npy")}} {
+		o.Edges, o.Labels = filepath.Join(in, "edges.npy"), filepath.Join(in, "y.npy")
+		o.EdgeFeatures = []ingest.FeatureInput{{Name: "w", Path: filepath.Join(in, "w.npy")}}
+		_, err := ingest.Ingest(o)
+		must(err)
+	}
+	return d
 }

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -34,7 +35,7 @@ func within(t *testing.T, what string, fn func() error) error {
 func TestEpochPlanFilesBounded(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
 	outside := filepath.Join(t.TempDir(), "elsewhere")
 	for _, name := range []string{EpochIndexFile, packedFile(0)} {
@@ -53,7 +54,7 @@ func TestEpochPlanFilesBounded(t *testing.T) {
 			}},
 			{"sparse and huge", "more than", func() error { return os.Truncate(path, 1<<40) }},
 		} {
-			if _, err := s.PlanEpochs(o); err != nil {
+			if _, err := PlanEpochs(s, o); err != nil {
 				t.Fatal(err)
 			}
 			if tc.want == "FIFO" || strings.Contains(tc.what, "/dev/zero") {
@@ -63,7 +64,7 @@ func TestEpochPlanFilesBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := within(t, "OpenEpochs with "+name+" "+tc.what, func() error {
-				p, _, err := s.OpenEpochs(o)
+				p, _, err := OpenEpochs(s, o)
 				if err == nil {
 					p.Close()
 				}
@@ -88,7 +89,7 @@ func TestKilledPlanHelper(t *testing.T) {
 		t.Skip("run by TestKilledPlanIsCleaned")
 	}
 	ds, dir, _ := strings.Cut(env, "\n")
-	s := mustOpen(t, ds, Options{})
+	s := mustOpen(t, ds, featurestore.Options{})
 	seeds := make([]int64, 1000)
 	for i := range seeds {
 		seeds[i] = int64(i)
@@ -102,7 +103,7 @@ func TestKilledPlanHelper(t *testing.T) {
 		f.Sync()
 		select {}
 	}
-	s.PlanEpochs(EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2})
+	PlanEpochs(s, EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2})
 }
 
 // TestKilledPlanIsCleaned: a PlanEpochs killed with SIGKILL leaves packed files and no index;
@@ -153,8 +154,8 @@ func TestKilledPlanIsCleaned(t *testing.T) {
 	if len(packed()) != 2 {
 		t.Fatalf("the killed planner left %v, want its packed files", packed())
 	}
-	s := mustOpen(t, d.Dir, Options{})
-	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
+	s := mustOpen(t, d.Dir, featurestore.Options{})
+	if _, _, err := OpenEpochs(s, o); !errors.Is(err, featurestore.ErrNotFound) {
 		t.Fatalf("OpenEpochs after the killed plan: %v, want ErrNotFound", err)
 	}
 	if left := packed(); len(left) != 0 {

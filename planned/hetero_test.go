@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
@@ -21,7 +22,7 @@ import (
 
 // heteroEpochOpts are session plan options over d's paper train split, random fanouts per edge
 // type.
-func heteroEpochOpts(t *testing.T, ss *Session, d *heteroData, k int, rng *rand.Rand) EpochOptions {
+func heteroEpochOpts(t *testing.T, ss *featurestore.Session, d *heteroData, k int, rng *rand.Rand) EpochOptions {
 	t.Helper()
 	st, err := ss.Stack("paper")
 	if err != nil {
@@ -56,13 +57,13 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 		name  string
 		bytes int64
 	}{{"none", 0}, {"some", all / 4}, {"all", 2 * all}} {
-		ss, err := OpenSession(d.Dir, Options{HostCacheBytes: cache.bytes})
+		ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: cache.bytes})
 		if err != nil {
 			t.Fatal(err)
 		}
 		const k = 2
 		o := heteroEpochOpts(t, ss, d, k, rng)
-		rep, err := ss.PlanEpochs(o)
+		rep, err := PlanSessionEpochs(ss, o)
 		if err != nil {
 			t.Fatalf("%s: %v", cache.name, err)
 		}
@@ -70,7 +71,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 		if rep.Planned != k || rep.BatchesPerEpoch != nb || (cache.name == "all") != (rep.RowsPacked == 0) {
 			t.Fatalf("%s: report %+v", cache.name, rep)
 		}
-		p, again, err := ss.OpenEpochs(o)
+		p, again, err := OpenSessionEpochs(ss, o)
 		if err != nil || again != nil {
 			t.Fatalf("%s: open: %v (replanned %v)", cache.name, err, again != nil)
 		}
@@ -91,7 +92,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 				if !slices.Equal(got.Seeds, seeds) {
 					t.Fatalf("%s: seeds differ", name)
 				}
-				fresh, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
+				fresh, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
 					Seed: BatchSampleSeed(o.Sample.Seed, pe, b), Workers: 1 + rng.IntN(3)})
 				if err != nil {
 					t.Fatal(err)
@@ -157,7 +158,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 func TestHeteroPlanErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 64 << 10})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,38 +171,38 @@ func TestHeteroPlanErrors(t *testing.T) {
 	}{
 		{"has 3 node types (paper, author, institution): name one", dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "" }},
 		{`no node type "venue"`, dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "venue" }},
-		{"a fanout list for every edge type", ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.Manifest.EdgeTypes[1].Key()) }},
-		{"fanouts per edge type (EdgeFanouts", ErrInvalidOption, func(o *EpochOptions) { o.Sample.Fanouts = []int{3} }},
-		{`out of range [0, 40) of node type "institution"`, ErrIDOutOfRange, func(o *EpochOptions) { o.NodeType, o.Seeds, o.BatchSize = "institution", []int64{3, 40}, 2 }},
-		{"planned_epochs", ErrInvalidOption, func(o *EpochOptions) { o.Epochs = 0 }},
+		{"a fanout list for every edge type", featurestore.ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.Manifest.EdgeTypes[1].Key()) }},
+		{"fanouts per edge type (EdgeFanouts", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.Sample.Fanouts = []int{3} }},
+		{`out of range [0, 40) of node type "institution"`, featurestore.ErrIDOutOfRange, func(o *EpochOptions) { o.NodeType, o.Seeds, o.BatchSize = "institution", []int64{3, 40}, 2 }},
+		{"planned_epochs", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.Epochs = 0 }},
 	} {
 		o2 := o
 		o2.EdgeFanouts = maps.Clone(o.EdgeFanouts)
 		c.edit(&o2)
-		_, err := ss.PlanEpochs(o2)
+		_, err := PlanSessionEpochs(ss, o2)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.want, err)
 		}
 	}
 	// A store's plan takes no fanouts per edge type; seeds of a type without features plan fine.
 	st, _ := ss.Stack("paper")
-	if _, err := st.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "Session.PlanEpochs") {
+	if _, err := PlanEpochs(st, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "Session.PlanEpochs") {
 		t.Errorf("a store's plan with fanouts per edge type: %v", err)
 	}
 	inst := o
 	inst.NodeType, inst.Seeds, inst.BatchSize, inst.Dir = "institution", []int64{0, 5, 9, 39}, 3, filepath.Join(t.TempDir(), "inst")
-	if _, err := ss.PlanEpochs(inst); err != nil {
+	if _, err := PlanSessionEpochs(ss, inst); err != nil {
 		t.Fatalf("seeds of institution: %v", err)
 	}
 
-	if _, err := ss.PlanEpochs(o); err != nil {
+	if _, err := PlanSessionEpochs(ss, o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := ss.OpenEpochs(o)
+	p, _, err := OpenSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.GatherType(0, 0, "institution", []int64{1}, make([]byte, 8)); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"institution" has no features`) {
+	if _, err := p.GatherType(0, 0, "institution", []int64{1}, make([]byte, 8)); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), `"institution" has no features`) {
 		t.Errorf("gather of the type without features: %v", err)
 	}
 	if _, _, err := p.Sample(0, 0); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "SampleHetero") {
@@ -223,10 +224,10 @@ func TestHeteroPlanErrors(t *testing.T) {
 	key := d.Manifest.EdgeTypes[2].Key()
 	stale.EdgeFanouts[key] = []int{9, 9}
 	var se *StalePlanError
-	if _, _, err := ss.OpenEpochs(stale); !errors.As(err, &se) || se.Input != "fanouts per edge type" || !strings.Contains(err.Error(), key) {
+	if _, _, err := OpenSessionEpochs(ss, stale); !errors.As(err, &se) || se.Input != "fanouts per edge type" || !strings.Contains(err.Error(), key) {
 		t.Errorf("changed fanouts of %s: %v", key, err)
 	}
-	if _, _, err := st.OpenEpochs(EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}}); err == nil {
+	if _, _, err := OpenEpochs(st, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}}); err == nil {
 		t.Error("a store's plan opened a session's plan")
 	}
 
@@ -256,7 +257,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if err := os.WriteFile(path, packed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err = ss.OpenEpochs(o)
+	p, _, err = OpenSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,18 +281,18 @@ func TestHeteroPlanErrors(t *testing.T) {
 func TestHeteroPlanPlaceTiers(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 48 << 10})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: 48 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	o := heteroEpochOpts(t, ss, d, 2, rng)
-	byDegree, err := ss.PlanEpochs(o)
+	byDegree, err := PlanSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.PlaceTiers = true
-	placed, err := ss.PlanEpochs(o)
+	placed, err := PlanSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 		t.Fatalf("placed for the epochs: %d rows packed, by degree %d", placed.RowsPacked, byDegree.RowsPacked)
 	}
 	t.Logf("rows packed: by degree %d, placed for the planned epochs %d", byDegree.RowsPacked, placed.RowsPacked)
-	p, rep, err := ss.OpenEpochs(o)
+	p, rep, err := OpenSessionEpochs(ss, o)
 	if err != nil || rep != nil {
 		t.Fatalf("open with PlaceTiers: %v (replanned %v)", err, rep != nil)
 	}
@@ -316,12 +317,12 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	bs, err := OpenSession(bare, Options{})
+	bs, err := featurestore.OpenSession(bare, featurestore.Options{})
 	if err != nil {
 		t.Skipf("a dataset without features does not open: %v", err)
 	}
 	defer bs.Close()
-	_, err = bs.PlanEpochs(EpochOptions{Dir: t.TempDir(), NodeType: "b", Seeds: []int64{1, 2}, BatchSize: 1, Epochs: 1,
+	_, err = PlanSessionEpochs(bs, EpochOptions{Dir: t.TempDir(), NodeType: "b", Seeds: []int64{1, 2}, BatchSize: 1, Epochs: 1,
 		EdgeFanouts: map[string][]int{"a:to:b": {2}, "b:back:a": {2}}})
 	if !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), "no node type") {
 		t.Fatalf("a plan of a graph without features: %v", err)
@@ -333,25 +334,25 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 func TestHeteroPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.Dir, Options{})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
 	o := heteroEpochOpts(t, ss, d, 3, rng)
-	full, err := ss.PlanEpochs(o)
+	full, err := PlanSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
-	rep, err := ss.PlanEpochs(o)
+	rep, err := PlanSessionEpochs(ss, o)
 	if err != nil || rep.Planned != 1 || rep.BytesWritten != full.EpochBytes[0] {
 		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
 	}
 	if samples, packed := samplesBytes(t, o.Dir, 1); samples+packed != full.EpochBytes[0] {
 		t.Fatalf("epoch 0's files take %d bytes (%d of them samples), its report %d", samples+packed, samples, full.EpochBytes[0])
 	}
-	p, _, err := ss.OpenEpochs(o)
+	p, _, err := OpenSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestHeteroPlanDiskBudget(t *testing.T) {
 		t.Fatalf("epoch 2 is not planned epoch 0: %v", err)
 	}
 	o.DiskBudget = 4096
-	if _, err := ss.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
+	if _, err := PlanSessionEpochs(ss, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
 		t.Fatalf("budget for no epoch: %v", err)
 	}
 }

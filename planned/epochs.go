@@ -1,4 +1,30 @@
-package featurestore
+// Package planned is the planned-epoch engine, above featurestore: planned epochs (DiskGNN's
+// offline sampling and feature packing). A plan fixes, for K epochs,
+// each batch's seeds (EpochOrder), its sample (drawn with BatchSampleSeed) and the feature rows
+// of its sample that no memory tier holds, written contiguously into one packed file per epoch.
+// Every plan also stores each batch's sample in a samples file per epoch, and serving a batch
+// reads it back instead of drawing it again (samples.go); its node list is checked against
+// the plan, and the packed rows come in a few large reads instead of one 4 KiB read a row.
+// Epoch e is served from planned epoch e mod K (FirstEpoch 0): samples are reused across epochs.
+//
+// A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
+// batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
+// and served the same way (Epochs.SampleEdges, SampleHeteroEdges).
+//
+// PlanEpochs writes a plan of a featurestore.Store, OpenEpochs serves one (PlanSessionEpochs and
+// OpenSessionEpochs those of a featurestore.Session, every node type with features); both take
+// the same EpochOptions, and a plan serves only the store and options it was made for
+// (ErrStalePlan names the input that differs). The engine reaches the store through its engine
+// calls (featurestore/engine.go): tier snapshots under the place lock, the SSD tier, the host
+// samplers, PlaceCounts and GatherDeviceVia.
+//
+// A plan covers the training epochs [FirstEpoch, FirstEpoch+K): planned epoch k is epoch
+// FirstEpoch+k, its order EpochOrder(seeds, ShuffleSeed, FirstEpoch+k) and its batches' seeds
+// BatchSampleSeed(Sample.Seed, FirstEpoch+k, b). Plans of consecutive ranges (FirstEpoch 0, K,
+// 2K, ...) never repeat an epoch: a loader that plans the next range while the current one
+// trains serves every epoch fresh. An epoch outside the range replays the planned epoch
+// FirstEpoch + (e-FirstEpoch) mod K.
+package planned
 
 import (
 	"encoding/binary"
@@ -13,30 +39,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
-
-// Planned epochs (DiskGNN's offline sampling and feature packing): a plan fixes, for K epochs,
-// each batch's seeds (EpochOrder), its sample (drawn with BatchSampleSeed) and the feature rows
-// of its sample that no memory tier holds, written contiguously into one packed file per epoch.
-// Every plan also stores each batch's sample in a samples file per epoch, and serving a batch
-// reads it back instead of drawing it again (epochsamples.go); its node list is checked against
-// the plan, and the packed rows come in a few large reads instead of one 4 KiB read a row.
-// Epoch e is served from planned epoch e mod K (FirstEpoch 0): samples are reused across epochs.
-//
-// A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
-// batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
-// and served the same way (Epochs.SampleEdges, SampleHeteroEdges).
-//
-// PlanEpochs writes a plan, OpenEpochs serves one; both take the same EpochOptions, and a plan
-// serves only the store and options it was made for (ErrStalePlan names the input that differs).
-//
-// A plan covers the training epochs [FirstEpoch, FirstEpoch+K): planned epoch k is epoch
-// FirstEpoch+k, its order EpochOrder(seeds, ShuffleSeed, FirstEpoch+k) and its batches' seeds
-// BatchSampleSeed(Sample.Seed, FirstEpoch+k, b). Plans of consecutive ranges (FirstEpoch 0, K,
-// 2K, ...) never repeat an epoch: a loader that plans the next range while the current one
-// trains serves every epoch fresh. An epoch outside the range replays the planned epoch
-// FirstEpoch + (e-FirstEpoch) mod K.
 
 // EpochOptions say what a plan is made of and where it lives.
 type EpochOptions struct {
@@ -53,7 +58,7 @@ type EpochOptions struct {
 	// Sample gives the fanouts (a Store's plan) and Replace; Sample.Seed is the sampler seed the
 	// batches' seeds derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
 	Sample topology.SampleOptions
-	// NodeType and EdgeFanouts are a Session's plan's (Session.PlanEpochs): the seeds' node type
+	// NodeType and EdgeFanouts are a Session's plan's (PlanSessionEpochs): the seeds' node type
 	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewHeteroSampler
 	// takes them; Sample.Fanouts stays empty. A Store's plan leaves them empty.
 	NodeType    string
@@ -73,7 +78,7 @@ type EpochOptions struct {
 	// before planning, and again, the same way, before OpenEpochs serves: the best static
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
 	// one sampling pass over the K epochs at each; leave it off to keep the tiers as they are.
-	// The plan keeps that pass's samples (a spool, epochspool.go) and packs from them without
+	// The plan keeps that pass's samples (a spool, spool.go) and packs from them without
 	// drawing again.
 	// Rows in Elsewhere are not counted.
 	PlaceTiers bool
@@ -118,10 +123,10 @@ func newNodeSet(nodes int64) nodeSet { return make(nodeSet, (nodes+63)/64) }
 func (s nodeSet) add(id int64)      { s[id>>6] |= 1 << (uint64(id) & 63) }
 func (s nodeSet) has(id int64) bool { return s[id>>6]&(1<<(uint64(id)&63)) != 0 }
 
-// memoryRows is the rows s's memory tiers hold (the caller holds the place lock).
-func (s *Store) memoryRows() nodeSet {
-	r := newNodeSet(s.NumNodes())
-	ts := s.tierList()
+// memoryRows is the rows of a stack of nodes rows that the memory tiers of its snapshot hold.
+func memoryRows(snap *featurestore.TierSnapshot, nodes int64) nodeSet {
+	r := newNodeSet(nodes)
+	ts := snap.Tiers
 	for _, t := range ts[:len(ts)-1] {
 		t.Ranges(func(first, count int64) bool {
 			for id := first; id < first+count; id++ {
@@ -174,17 +179,17 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 			return fmt.Errorf("featurestore: plan elsewhere: %w", err)
 		}
 		if named[t] {
-			return &OptionError{Option: "elsewhere", Value: key, Want: fmt.Sprintf("one list of rows per node type (node type %q is named twice)", src.typeName(t))}
+			return &featurestore.OptionError{Option: "elsewhere", Value: key, Want: fmt.Sprintf("one list of rows per node type (node type %q is named twice)", src.typeName(t))}
 		}
 		named[t] = true
 		n := src.stacks[t].NumNodes()
 		r := &elsewhereRows{rows: newNodeSet(n), count: len(ids), sum: hashIDs(ids)}
 		for i, v := range ids {
 			if uint64(v) >= uint64(n) {
-				return fmt.Errorf("featurestore: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), ErrIDOutOfRange)
+				return fmt.Errorf("featurestore: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), featurestore.ErrIDOutOfRange)
 			}
 			if i > 0 && v <= ids[i-1] {
-				return &OptionError{Option: "elsewhere", Value: fmt.Sprintf("[%q][%d] = %d after %d", key, i, v, ids[i-1]), Want: "distinct ids in ascending order"}
+				return &featurestore.OptionError{Option: "elsewhere", Value: fmt.Sprintf("[%q][%d] = %d after %d", key, i, v, ids[i-1]), Want: "distinct ids in ascending order"}
 			}
 			r.rows.add(v)
 		}
@@ -213,7 +218,7 @@ type SeedEdges struct {
 	// Link says how negatives are drawn and which edges are left out of the neighborhoods. A
 	// Store's plan maps its one edge type to itself or to "" in ReverseEdgeTypes for an
 	// undirected graph.
-	Link HeteroLinkOptions
+	Link featurestore.HeteroLinkOptions
 }
 
 // count is the number of items the epochs permute: seed nodes, or seed edges.
@@ -325,46 +330,46 @@ func hashIDs(ids []int64) uint64 { return xxhash.Sum64(dataset.BytesOf(ids)) }
 func (o *EpochOptions) check(src *epochSource) error {
 	switch {
 	case o.Dir == "":
-		return &OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
+		return &featurestore.OptionError{Option: "plan_dir", Value: `""`, Want: "a directory for the plan"}
 	case o.Epochs < 1 || o.Epochs > MaxPlannedEpochs:
-		return &OptionError{Option: "planned_epochs", Value: o.Epochs, Want: fmt.Sprintf("epochs to plan from 1 to %d", MaxPlannedEpochs)}
+		return &featurestore.OptionError{Option: "planned_epochs", Value: o.Epochs, Want: fmt.Sprintf("epochs to plan from 1 to %d", MaxPlannedEpochs)}
 	case o.FirstEpoch < 0 || o.FirstEpoch > MaxFirstEpoch:
-		return &OptionError{Option: "first_epoch", Value: o.FirstEpoch, Want: fmt.Sprintf("the training epoch of planned epoch 0, from 0 to %d", MaxFirstEpoch)}
+		return &featurestore.OptionError{Option: "first_epoch", Value: o.FirstEpoch, Want: fmt.Sprintf("the training epoch of planned epoch 0, from 0 to %d", MaxFirstEpoch)}
 	case o.BatchSize < 1:
-		return &OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
+		return &featurestore.OptionError{Option: "batch_size", Value: o.BatchSize, Want: "seeds per batch >= 1"}
 	case o.DiskBudget < 0:
-		return &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
+		return &featurestore.OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: "bytes >= 0 (0: no bound)"}
 	case o.PackMethod != "" && o.PackMethod != PackScan && o.PackMethod != PackRandom:
-		return &OptionError{Option: "pack_method", Value: o.PackMethod, Want: fmt.Sprintf("%q, %q or \"\" (choose by the disk model)", PackScan, PackRandom)}
+		return &featurestore.OptionError{Option: "pack_method", Value: o.PackMethod, Want: fmt.Sprintf("%q, %q or \"\" (choose by the disk model)", PackScan, PackRandom)}
 	case o.PackMemory < 0:
-		return &OptionError{Option: "pack_memory", Value: o.PackMemory, Want: fmt.Sprintf("bytes >= 0 (0: %d)", DefaultPackMemory)}
+		return &featurestore.OptionError{Option: "pack_memory", Value: o.PackMemory, Want: fmt.Sprintf("bytes >= 0 (0: %d)", DefaultPackMemory)}
 	case o.SeedEdges != nil && len(o.Seeds) > 0:
-		return &OptionError{Option: "seeds", Value: len(o.Seeds), Want: "none with seed edges: a plan's batches are of seed nodes or of seed edges"}
+		return &featurestore.OptionError{Option: "seeds", Value: len(o.Seeds), Want: "none with seed edges: a plan's batches are of seed nodes or of seed edges"}
 	case o.SeedOrders != nil && (len(o.Seeds) > 0 || o.SeedEdges != nil):
-		return &OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: "seed orders alone: not with seeds or seed edges"}
+		return &featurestore.OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: "seed orders alone: not with seeds or seed edges"}
 	case o.SeedOrders != nil && len(o.SeedOrders) != o.Epochs:
-		return &OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: fmt.Sprintf("one order per planned epoch (%d)", o.Epochs)}
+		return &featurestore.OptionError{Option: "seed_orders", Value: len(o.SeedOrders), Want: fmt.Sprintf("one order per planned epoch (%d)", o.Epochs)}
 	case BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast) == 0:
 		what := "seeds"
 		if o.SeedEdges != nil {
 			what = "seed_edges"
 		}
-		return &OptionError{Option: what, Value: o.count(), Want: fmt.Sprintf("at least one batch of %d %s (drop_last %v)", o.BatchSize, strings.ReplaceAll(what, "_", " "), o.DropLast)}
+		return &featurestore.OptionError{Option: what, Value: o.count(), Want: fmt.Sprintf("at least one batch of %d %s (drop_last %v)", o.BatchSize, strings.ReplaceAll(what, "_", " "), o.DropLast)}
 	}
 	if src.hetero == nil {
 		if len(o.EdgeFanouts) > 0 {
-			return &OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (Session.PlanEpochs)"}
+			return &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (Session.PlanEpochs)"}
 		}
 		if o.NodeType != "" && o.NodeType != src.typeName(0) {
-			return &OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
+			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
 		}
-		if err := src.stacks[0].checkSampling(o.Sample); err != nil {
+		if err := src.stacks[0].CheckSampling(o.Sample); err != nil {
 			return err
 		}
 	}
 	for _, s := range src.stacks {
-		if s.opt.HostPolicy == HostSieve {
-			return &OptionError{Option: "host_policy", Value: HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
+		if s.Options().HostPolicy == featurestore.HostSieve {
+			return &featurestore.OptionError{Option: "host_policy", Value: featurestore.HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
 		}
 	}
 	if err := o.resolveElsewhere(src); err != nil {
@@ -378,13 +383,13 @@ func (o *EpochOptions) check(src *epochSource) error {
 	}
 	for e, ord := range o.SeedOrders {
 		if len(ord) != len(o.SeedOrders[0]) {
-			return &OptionError{Option: "seed_orders", Value: fmt.Sprintf("epoch %d: %d seeds", e, len(ord)), Want: fmt.Sprintf("as many seeds as epoch 0's %d (every epoch has the same batches)", len(o.SeedOrders[0]))}
+			return &featurestore.OptionError{Option: "seed_orders", Value: fmt.Sprintf("epoch %d: %d seeds", e, len(ord)), Want: fmt.Sprintf("as many seeds as epoch 0's %d (every epoch has the same batches)", len(o.SeedOrders[0]))}
 		}
-		if err := src.ss.checkTypedIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
+		if err := src.ss.CheckIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
 			return fmt.Errorf("featurestore: plan seeds: %w", err)
 		}
 	}
-	if err := src.ss.checkTypedIDs(src.seedType, "seeds", o.Seeds); err != nil {
+	if err := src.ss.CheckIDs(src.seedType, "seeds", o.Seeds); err != nil {
 		return fmt.Errorf("featurestore: plan seeds: %w", err)
 	}
 	return nil
@@ -424,11 +429,11 @@ type planInputs struct {
 	Elsewhere []string `json:"elsewhere,omitempty"`
 }
 
-// planInputs is the fingerprint of o on src now; the caller holds every stack's place lock
-// (placeLocked).
-func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
+// planInputs is the fingerprint of o on src now, snaps every stack's tiers held still
+// (snapshots).
+func (src *epochSource) planInputs(o *EpochOptions, fp uint64, snaps []*featurestore.TierSnapshot) planInputs {
 	in := planInputs{
-		Dataset: fmt.Sprintf("%016x", fp), SeedType: src.ss.nodes[src.seedType].spec.Name,
+		Dataset: fmt.Sprintf("%016x", fp), SeedType: src.ss.Manifest().NodeTypes[src.seedType].Name,
 		Fanouts: slices.Clone(o.Sample.Fanouts), EdgeFanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
 		BatchSize: o.BatchSize, DropLast: o.DropLast,
 		Seeds:       fmt.Sprintf("%d:%016x", len(o.Seeds), hashIDs(o.Seeds)),
@@ -460,21 +465,23 @@ func (src *epochSource) planInputs(o *EpochOptions, fp uint64) planInputs {
 	}
 	for t, s := range src.stacks {
 		in.NodeTypes = append(in.NodeTypes, src.typeName(t))
-		in.Features = append(in.Features, s.spec.Name)
-		in.RowBytes = append(in.RowBytes, s.spec.RowBytes)
-		in.MemoryTiers = append(in.MemoryTiers, s.memoryTierHash())
+		in.Features = append(in.Features, s.Feature().Name)
+		in.RowBytes = append(in.RowBytes, s.RowBytes())
+		in.MemoryTiers = append(in.MemoryTiers, memoryTierHash(snaps[t]))
 	}
 	return in
 }
 
-// placeLocked holds every stack's place lock for reading until the returned func.
-func (src *epochSource) placeLocked() (unlock func()) {
-	for _, s := range src.stacks {
-		s.place.RLock()
+// snapshots holds every stack's tiers still (featurestore.TierSnapshot: the place lock held for
+// reading) until release.
+func (src *epochSource) snapshots() (snaps []*featurestore.TierSnapshot, release func()) {
+	snaps = make([]*featurestore.TierSnapshot, len(src.stacks))
+	for t, s := range src.stacks {
+		snaps[t] = s.Snapshot()
 	}
-	return func() {
-		for _, s := range src.stacks {
-			s.place.RUnlock()
+	return snaps, func() {
+		for _, snap := range snaps {
+			snap.Release()
 		}
 	}
 }
@@ -513,10 +520,10 @@ func (p planInputs) diff(now planInputs) (input, plan, store string) {
 	return "", "", ""
 }
 
-// memoryTierHash is "rows:hash" of the node ids the memory tiers hold (their union, as sorted
-// runs); the caller holds the place lock.
-func (s *Store) memoryTierHash() string {
-	ts := s.tierList()
+// memoryTierHash is "rows:hash" of the node ids the memory tiers of snap hold (their union, as
+// sorted runs).
+func memoryTierHash(snap *featurestore.TierSnapshot) string {
+	ts := snap.Tiers
 	var runs [][2]int64
 	for _, t := range ts[:len(ts)-1] {
 		t.Ranges(func(first, count int64) bool {
@@ -588,7 +595,7 @@ type batchExtent struct {
 
 // epochIndexVersion is the index format this package writes and reads.
 // Version 3 added the samples files of plans of seed nodes of one node type; version 4 stores
-// every plan's samples (link and Session plans too) in records of one format (epochsamples.go);
+// every plan's samples (link and Session plans too) in records of one format (samples.go);
 // version 5 stores node, local and edge ids narrower where they fit (a record's coding). A
 // version 4 plan is read as it is: its records are version 5 records of coding 0.
 const (

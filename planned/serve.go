@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
@@ -35,7 +36,7 @@ type Epochs struct {
 
 	fds   []int
 	paths []string // of fds
-	// sampleFDs are the samples files per planned epoch (epochsamples.go).
+	// sampleFDs are the samples files per planned epoch (samples.go).
 	sampleFDs []int
 	stackMu   sync.Mutex
 	stacksN   int // stacks open
@@ -49,7 +50,7 @@ type Epochs struct {
 	batches, rows, bytes, reads, readsNs atomic.Int64
 	sampleBytes, sampleNs                atomic.Int64 // stored samples read
 
-	// Planned device gathers (epochdevice.go): pinned buffers per packed type, sized for its
+	// Planned device gathers (device.go): pinned buffers per packed type, sized for its
 	// largest extent (maxRows), made on first use and freed by Close.
 	deviceOnce sync.Once
 	pinned     []packedBufs
@@ -66,7 +67,7 @@ func (p *Epochs) enter() (done func(), err error) {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
 	if p.closed {
-		return nil, fmt.Errorf("featurestore: epoch plan %s is closed: %w", p.o.Dir, ErrClosed)
+		return nil, fmt.Errorf("featurestore: epoch plan %s is closed: %w", p.o.Dir, featurestore.ErrClosed)
 	}
 	p.inflight.Add(1)
 	return p.inflight.Done, nil
@@ -78,11 +79,11 @@ const epochStacks = 4
 // OpenEpochs opens the plan in o.Dir for the store as placed now. A missing plan is ErrNotFound
 // and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
 // (PlanEpochs) first and the report is returned too.
-func (s *Store) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	if err := s.needFeature("OpenEpochs"); err != nil {
+func OpenEpochs(s *featurestore.Store, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	if err := s.NeedFeature("OpenEpochs"); err != nil {
 		return nil, nil, err
 	}
-	return s.epochSource().open(o)
+	return storeSource(s).open(o)
 }
 
 // open is OpenEpochs of src.
@@ -105,7 +106,7 @@ func (src *epochSource) open(o EpochOptions) (*Epochs, *EpochPlanReport, error) 
 		defer pl.close()
 	}
 	p, err := src.openPlan(o)
-	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, ErrNotFound)) {
+	if err == nil || !o.Replan || !(errors.Is(err, ErrStalePlan) || errors.Is(err, featurestore.ErrNotFound)) {
 		return p, nil, err
 	}
 	rep, err := src.planPlaced(o, pl, start)
@@ -123,7 +124,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	if errors.Is(err, os.ErrNotExist) {
 		// What a killed PlanEpochs left (packed files without an index) goes now.
 		_, _ = CleanEpochPlan(o.Dir)
-		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, ErrNotFound)
+		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, featurestore.ErrNotFound)
 	}
 	var big *dataset.SizeError
 	if errors.As(err, &big) {
@@ -142,15 +143,15 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version),
 			Store: fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion)}
 	}
-	fp, err := placement.Fingerprint(src.ss.m.Dir())
+	fp, err := placement.Fingerprint(src.ss.Manifest().Dir())
 	if err != nil {
 		return nil, err
 	}
-	unlock := src.placeLocked()
-	now := src.planInputs(&o, fp)
+	snaps, unlock := src.snapshots()
+	now := src.planInputs(&o, fp, snaps)
 	gen := make([]uint64, len(src.stacks))
-	for t, s := range src.stacks {
-		gen[t] = s.tierGen
+	for t, snap := range snaps {
+		gen[t] = snap.Gen
 	}
 	unlock()
 	if in, a, b := idx.Inputs.diff(now); in != "" {
@@ -213,8 +214,8 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 // newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight,
 // with the store's fault injector (Options.Faults).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
-	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.opt.IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
-		Faults: p.src.ss.faults, Paths: p.paths})
+	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.Options().IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
+		Faults: p.src.ss.Options().Faults, Paths: p.paths})
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
 	}
@@ -258,7 +259,7 @@ func (p *Epochs) BatchesPerEpoch() int { return p.idx.Batches }
 
 // RowBytes is the size of one feature row of the plan's one node type (the first packed type
 // of a Session's plan: see RowBytesOf).
-func (p *Epochs) RowBytes() int64 { return p.src.stacks[0].spec.RowBytes }
+func (p *Epochs) RowBytes() int64 { return p.src.stacks[0].RowBytes() }
 
 // RowBytesOf is the size of one feature row of packed node type ntype ("" for the only one).
 func (p *Epochs) RowBytesOf(ntype string) (int64, error) {
@@ -266,7 +267,7 @@ func (p *Epochs) RowBytesOf(ntype string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.src.stacks[t].spec.RowBytes, nil
+	return p.src.stacks[t].RowBytes(), nil
 }
 
 // Dir is the plan's directory.
@@ -276,7 +277,7 @@ func (p *Epochs) Dir() string { return p.o.Dir }
 // planned epoch FirstEpoch+k with k = (e-FirstEpoch) mod Planned, e itself when the plan covers it.
 func (p *Epochs) planned(e, b int) (int, error) {
 	if e < 0 || b < 0 || b >= p.idx.Batches {
-		return 0, &OptionError{Option: "epoch, batch", Value: fmt.Sprintf("%d, %d", e, b), Want: fmt.Sprintf("an epoch >= 0 and a batch in [0, %d)", p.idx.Batches)}
+		return 0, &featurestore.OptionError{Option: "epoch, batch", Value: fmt.Sprintf("%d, %d", e, b), Want: fmt.Sprintf("an epoch >= 0 and a batch in [0, %d)", p.idx.Batches)}
 	}
 	k := (e - p.o.FirstEpoch) % p.idx.Planned
 	if k < 0 {
@@ -387,12 +388,12 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 		return io, err
 	}
 	s := p.src.stacks[t]
-	leave, err := s.enter()
+	leave, err := s.Enter()
 	if err != nil {
 		return io, err
 	}
 	defer leave()
-	rb := s.spec.RowBytes
+	rb := s.RowBytes()
 	if int64(len(dst)) != int64(len(nodes))*rb {
 		return io, fmt.Errorf("featurestore: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
 	}
@@ -403,23 +404,22 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	ext := p.extent(pe, b, t)
 	path := filepath.Join(p.o.Dir, ef.File)
 
-	s.place.RLock()
-	if s.tierGen != p.tierGen[t] {
-		s.place.RUnlock()
+	snap := s.Snapshot()
+	if snap.Gen != p.tierGen[t] {
+		snap.Release()
 		return io, p.refilled(e, b)
 	}
-	ts, release := heldTiers(s.tierList())
+	ts := snap.Tiers
 	ids, posOf := p.o.keep(t, nodes) // rows served elsewhere are the caller's to fill
-	sp := splitIDs(ids, ts, make([]int64, 2*len(ids)), posOf, s.opt.CopyWorkers)
+	sp := snap.Split(ids, posOf)
 	last := len(ts) - 1
-	if int64(sp.count[last]) != ext.Rows {
-		release()
-		s.place.RUnlock()
-		return io, p.missMismatch(e, b, int64(sp.count[last]), ext.Rows)
+	if int64(sp.Count(last)) != ext.Rows {
+		snap.Release()
+		return io, p.missMismatch(e, b, int64(sp.Count(last)), ext.Rows)
 	}
 	// The packed rows go straight into dst when they are its rows in one run (no memory tier
 	// holds any of them), else into scratch and are scattered after the check.
-	pos := sp.pos(last)
+	pos := sp.Pos(last)
 	n := ext.Rows * rb
 	var buf []byte
 	direct := ext.Rows > 0 && pos[0]+ext.Rows-1 == pos[len(pos)-1]
@@ -434,13 +434,12 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 		disk.Go(func() { io, errs[last] = p.readExtent(pe, ext, buf) })
 	}
 	for k := range last {
-		if sp.count[k] > 0 {
-			memory.Go(func() { errs[k] = ts[k].CopyToHost(sp.slots(k), sp.pos(k), dst) })
+		if sp.Count(k) > 0 {
+			memory.Go(func() { errs[k] = ts[k].CopyToHost(sp.Slots(k), sp.Pos(k), dst) })
 		}
 	}
 	memory.Wait()
-	release()
-	s.place.RUnlock()
+	snap.Release()
 	disk.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)

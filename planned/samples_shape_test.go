@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import "github.com/tierfs/tierfs/topology"
 

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -30,8 +31,8 @@ type samplePlan struct {
 }
 
 // randomLink is random link options for seed edges (labels only where they may be given).
-func randomLink(rng *rand.Rand, reverse map[string]string) HeteroLinkOptions {
-	l := HeteroLinkOptions{ExcludeSeedEdges: rng.IntN(2) == 0, StrictNegatives: rng.IntN(3) == 0}
+func randomLink(rng *rand.Rand, reverse map[string]string) featurestore.HeteroLinkOptions {
+	l := featurestore.HeteroLinkOptions{ExcludeSeedEdges: rng.IntN(2) == 0, StrictNegatives: rng.IntN(3) == 0}
 	switch rng.IntN(3) {
 	case 1:
 		l.Negatives, l.NegAmount = topology.BinaryNegatives, 0.5+2*rng.Float64()
@@ -50,7 +51,7 @@ func randomLink(rng *rand.Rand, reverse map[string]string) HeteroLinkOptions {
 func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan {
 	t.Helper()
 	d := writeDataset(t, 800+rng.Int64N(1500), 8, 1+rng.IntN(2), 2+rng.IntN(6), rng)
-	s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache * (d.RowBytes + 16) * d.Count / 3})
+	s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache * (d.RowBytes + 16) * d.Count / 3})
 	t.Cleanup(func() { s.Close() })
 	n := 150 + rng.IntN(250)
 	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: randomLink(rng, map[string]string{"": ""})}
@@ -72,7 +73,7 @@ func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan 
 	for _, nt := range h.Manifest.NodeTypes {
 		all += nt.Count * (h.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(h.Dir, Options{HostCacheBytes: cache * all / 3})
+	ss, err := featurestore.OpenSession(h.Dir, featurestore.Options{HostCacheBytes: cache * all / 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +95,9 @@ func samplePlans(t *testing.T, rng *rand.Rand, k int, cache int64) []samplePlan 
 	t.Logf("store link: %d nodes, %d seed edges, batch %d, fanouts %v, link %+v, labels %v; session link: %s, %d seed edges, link %+v",
 		d.Count, n, storeLink.BatchSize, storeLink.Sample.Fanouts, se.Link, se.Labels != nil, key, len(src), link.SeedEdges.Link)
 	return []samplePlan{
-		{"store link", storeLink, s.PlanEpochs, s.OpenEpochs},
-		{"session nodes", nodes, ss.PlanEpochs, ss.OpenEpochs},
-		{"session link", link, ss.PlanEpochs, ss.OpenEpochs},
+		{"store link", storeLink, planOf(s), openOf(s)},
+		{"session nodes", nodes, planSessionOf(ss), openSessionOf(ss)},
+		{"session link", link, planSessionOf(ss), openSessionOf(ss)},
 	}
 }
 
@@ -590,24 +591,24 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 	if dir == "" {
 		b.Skip("TIERFS_BENCH_DATASET names no dataset")
 	}
-	s, err := Open(dir, Options{HostCacheBytes: 2 << 30})
+	s, err := featurestore.Open(dir, featurestore.Options{HostCacheBytes: 2 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 200_000
-	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: HeteroLinkOptions{Negatives: topology.BinaryNegatives}}
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives}}
 	for i := range n {
 		se.Src[i], se.Dst[i] = rng.Int64N(s.NumNodes()), rng.Int64N(s.NumNodes())
 	}
 	o := EpochOptions{Dir: b.TempDir(), SeedEdges: se, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
 		ShuffleSeed: 2, Epochs: 1}
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -42,7 +43,7 @@ func sameSample(a, b *topology.Sample) string {
 func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 1500+rng.Int64N(2000), 8, 1+rng.IntN(2), 2+rng.IntN(8), rng)
-	s := mustOpen(t, d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count * rng.Int64N(3) / 4})
+	s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count * rng.Int64N(3) / 4})
 	const k = 2
 	o := epochOpts(t, d, k)
 	o.BatchSize = 20 + rng.IntN(200)
@@ -53,7 +54,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	}
 	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
 	t.Logf("%d nodes, batch %d, fanouts %v, replace %v, drop_last %v", d.Count, o.BatchSize, o.Sample.Fanouts, o.Sample.Replace, o.DropLast)
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	if rep.SampleBytes == 0 || rep.SampleBytes != files || rep.BytesWritten != files+packed {
 		t.Fatalf("report: %d sample bytes, %d written; the samples files hold %d bytes, the packed %d", rep.SampleBytes, rep.BytesWritten, files, packed)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +207,9 @@ func TestSampleRecordRoundTrip(t *testing.T) {
 func TestCorruptSamplesFileIsCaught(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 2)
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
 	var idx epochIndex
@@ -235,7 +236,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("flipped byte %d of %s (batch %d's record at %d, %d bytes)", at, path, bad, r.Offset, r.Length)
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 	if err := os.WriteFile(path, orig[:len(orig)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OpenEpochs(o); err == nil || !strings.Contains(err.Error(), path) {
+	if _, _, err := OpenEpochs(s, o); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("a samples file a byte short: %v", err)
 	}
 }
@@ -270,8 +271,8 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 func TestPlanDiskBudgetCountsSamples(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 2})
-	checkBudgetCountsSamples(t, epochOpts(t, d, 1), s.PlanEpochs, func(o EpochOptions) {
+	s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 2})
+	checkBudgetCountsSamples(t, epochOpts(t, d, 1), planOf(s), func(o EpochOptions) {
 		if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
 			t.Fatalf("a refused plan left %v", left)
 		}
@@ -283,19 +284,19 @@ func TestPlanDiskBudgetCountsSamples(t *testing.T) {
 func TestOldPlanIndexIsStale(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 1000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
 	setIndexVersion(t, o.Dir, 2)
-	_, _, err := s.OpenEpochs(o)
+	_, _, err := OpenEpochs(s, o)
 	var se *StalePlanError
 	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion) ||
 		!strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("a version 2 index: %v", err)
 	}
-	p, rep, err := s.OpenEpochs(withReplan(o))
+	p, rep, err := OpenEpochs(s, withReplan(o))
 	if err != nil || rep == nil {
 		t.Fatalf("replan over a version 2 index: %v", err)
 	}
@@ -340,7 +341,7 @@ var (
 // openBenchPlan plans one epoch of dataset dir in a temporary directory (left to the OS's
 // cleanup of its temporary files) and opens it.
 func openBenchPlan(dir string) (*Epochs, error) {
-	s, err := Open(dir, Options{HostCacheBytes: 2 << 30})
+	s, err := featurestore.Open(dir, featurestore.Options{HostCacheBytes: 2 << 30})
 	if err != nil {
 		return nil, err
 	}
@@ -354,11 +355,11 @@ func openBenchPlan(dir string) (*Epochs, error) {
 	}
 	o := EpochOptions{Dir: planDir, Seeds: seeds, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
 		ShuffleSeed: 2, Epochs: 1}
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func checkBudgetCountsSamples(t *testing.T, o EpochOptions, plan func(EpochOptio
 	}
 	o.DiskBudget = packed + full.SampleBytes/2
 	_, err = plan(o)
-	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
+	if !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("plan_disk_budget = %d", o.DiskBudget)) ||
 		!strings.Contains(err.Error(), fmt.Sprintf("%d bytes one planned epoch needs (%d of them its stored samples)", full.BytesWritten, full.SampleBytes)) {
 		t.Fatalf("a budget for the packed rows and half the samples (%d packed, %d samples): %v", packed, full.SampleBytes, err)
 	}

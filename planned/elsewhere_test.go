@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestPlannedEpochsElsewhere(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 24, 2, 6, rng)
-	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +43,11 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	o := epochOpts(t, d, k)
 	o.Seeds, o.SeedOrders, o.Elsewhere = nil, orders, map[string][]int64{"": elsewhere}
 	o.Sample.Seed = rng.Uint64()
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	} {
 		o2 := o
 		c.edit(&o2)
-		_, _, err := s.OpenEpochs(o2)
+		_, _, err := OpenEpochs(s, o2)
 		var se *StalePlanError
 		if !errors.As(err, &se) || !strings.HasPrefix(se.Input, c.input) {
 			t.Fatalf("%s changed: got %v", c.input, err)
@@ -142,7 +143,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 		o2 := o
 		o2.Dir = filepath.Join(t.TempDir(), "bad")
 		c.edit(&o2)
-		if _, err := s.PlanEpochs(o2); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := PlanEpochs(s, o2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("want an error with %q, got %v", c.want, err)
 		}
 		if _, err := os.Stat(filepath.Join(o2.Dir, EpochIndexFile)); err == nil {
@@ -153,7 +154,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	// A plan without rows served elsewhere keeps the index it had (no elsewhere key), so plans
 	// made before them stay valid.
 	o3 := epochOpts(t, d, 1)
-	if _, err := s.PlanEpochs(o3); err != nil {
+	if _, err := PlanEpochs(s, o3); err != nil {
 		t.Fatal(err)
 	}
 	if data, err := os.ReadFile(filepath.Join(o3.Dir, EpochIndexFile)); err != nil || bytes.Contains(data, []byte("elsewhere")) {
@@ -172,7 +173,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	for _, nt := range d.Manifest.NodeTypes {
 		all += nt.Count * (d.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: all / 4})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: all / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	}
 	o := heteroEpochOpts(t, ss, d, 1, rng)
 	o.Elsewhere, o.Replan = map[string][]int64{"author": away}, true
-	p, _, err := ss.OpenEpochs(o)
+	p, _, err := OpenSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	}
 	o.Dir = filepath.Join(t.TempDir(), "bad")
 	o.Elsewhere = map[string][]int64{"institution": {0}}
-	if _, err := ss.PlanEpochs(o); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "institution") {
+	if _, err := PlanSessionEpochs(ss, o); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), "institution") {
 		t.Fatalf("rows served elsewhere of a type without features: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 )
 
@@ -94,7 +95,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 	for trial := range 3 {
 		d := writeSplitDataset(t, 1500+rng.Int64N(3000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(6), rng)
 		host := []int64{0, (d.RowBytes + 16) * d.Count / 4}[rng.IntN(2)]
-		s := mustOpen(t, d.Dir, Options{HostCacheBytes: host})
+		s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: host})
 		o := epochOpts(t, d, 1+rng.IntN(2))
 		o.FirstEpoch = rng.IntN(5)
 		o.Sample.Seed = rng.Uint64()
@@ -111,10 +112,10 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 		what := strings.Join([]string{"trial", string(rune('0' + trial))}, " ")
 		t.Logf("%s: %d nodes of %d bytes, host tier %d bytes, %d epochs from %d, window %d bytes, elsewhere %v",
 			what, d.Count, d.RowBytes, host, o.Epochs, o.FirstEpoch, o.PackMemory, o.Elsewhere != nil)
-		dirs := planEachWay(t, what, s.PlanEpochs, o)
+		dirs := planEachWay(t, what, planOf(s), o)
 
 		o.PackMethod, o.Dir = PackScan, dirs[PackScan]
-		p, _, err := s.OpenEpochs(o)
+		p, _, err := OpenEpochs(s, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000+rng.Int64N(2000), 1+rng.Int64N(40), 1+rng.IntN(3), 2+rng.IntN(5), rng)
 	host := []int64{0, (d.RowBytes + 16) * d.Count / 4}[rng.IntN(2)]
-	s := mustOpen(t, d.Dir, Options{HostCacheBytes: host})
+	s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: host})
 	defer s.Close()
 	o := epochOpts(t, d, 2+rng.IntN(3))
 	o.Sample.Seed = rng.Uint64()
@@ -163,7 +164,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	plan := func(name, method string, memory int64) *EpochPlanReport {
 		o2 := o
 		o2.Dir, o2.PackMethod, o2.PackMemory = filepath.Join(t.TempDir(), name), method, memory
-		rep, err := s.PlanEpochs(o2)
+		rep, err := PlanEpochs(s, o2)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -204,7 +205,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	samePlans(t, "one window and windows ending inside epochs", dirs["one window"], dirs["windows ending inside epochs"])
 
 	o.Dir = dirs["one window"]
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestAscendingMatchesSort(t *testing.T) {
 func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	defer s.Close()
 	o := epochOpts(t, d, 2)
 	o.PackMemory = 4 * packAlign // many windows
@@ -317,7 +318,7 @@ func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 		})
 		return saved(f, p, off)
 	}
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
 	for _, nt := range d.Manifest.NodeTypes {
 		all += nt.Count * (d.RowBytes[nt.Name] + 16)
 	}
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: []int64{0, all / 4}[rng.IntN(2)]})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: []int64{0, all / 4}[rng.IntN(2)]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
 		}
 	}
 	o.Elsewhere = map[string][]int64{"paper": elsewhere}
-	planEachWay(t, "session plan", ss.PlanEpochs, o)
+	planEachWay(t, "session plan", planSessionOf(ss), o)
 }
 
 // TestScanPackFindsCorruptBlocks flips a byte of a row every epoch packs (a seed's): a scan pack
@@ -365,13 +366,13 @@ func TestHeteroPackMethodsWriteTheSameFiles(t *testing.T) {
 func TestScanPackFindsCorruptBlocks(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 16, 1+rng.IntN(2), 5, rng)
-	s, err := Open(d.Dir, Options{})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := d.Train[rng.IntN(len(d.Train))]
-	file, off := s.spec.Locate(v)
-	path := filepath.Join(d.Dir, s.spec.Files[file])
+	file, off := s.Feature().Locate(v)
+	path := filepath.Join(d.Dir, s.Feature().Files[file])
 	s.Close()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -387,11 +388,11 @@ func TestScanPackFindsCorruptBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s = mustOpen(t, d.Dir, Options{})
+	s = mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
 	o.PackMethod, o.PackMemory = PackScan, 8<<10+rng.Int64N(64<<10)
-	_, err = s.PlanEpochs(o)
-	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), s.spec.Files[file]) {
+	_, err = PlanEpochs(s, o)
+	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), s.Feature().Files[file]) {
 		t.Fatalf("scan pack over a flipped byte of node %d's row in %s: %v", v, path, err)
 	}
 	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
@@ -430,12 +431,12 @@ func TestCancelScanPack(t *testing.T) {
 	o := epochOpts(t, d, 2)
 	o.PackMethod, o.PackMemory = PackScan, 256<<10 // a 16 KiB scan buffer
 	whole := &cancelAtRead{dir: o.Dir, at: -1}
-	if _, err := mustOpen(t, d.Dir, Options{Faults: whole}).PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{Faults: whole}), o); err != nil {
 		t.Fatal(err)
 	}
 	c := &cancelAtRead{dir: o.Dir, at: 1 + rng.Int64N(40)}
-	s := mustOpen(t, d.Dir, Options{Faults: c})
-	_, err := s.PlanEpochs(o)
+	s := mustOpen(t, d.Dir, featurestore.Options{Faults: c})
+	_, err := PlanEpochs(s, o)
 	if !errors.Is(err, context.Canceled) || !c.found.Load() {
 		t.Fatalf("canceled at read %d (planner found: %v): %v", c.at, c.found.Load(), err)
 	}

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/tiers"
+	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -61,7 +63,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			bytes int64
 		}{{"none", 0}, {"some", rowMem * d.Count / 3}, {"all", rowMem * d.Count}} {
 			name := fmt.Sprintf("%s/%s", backend, cache.name)
-			s, err := Open(d.Dir, Options{HostCacheBytes: cache.bytes, IOBackend: backend})
+			s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: cache.bytes, IOBackend: backend})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +72,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			o.DropLast = rng.IntN(2) == 0
 			o.Sample.Replace = rng.IntN(2) == 0
 			o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-			rep, err := s.PlanEpochs(o)
+			rep, err := PlanEpochs(s, o)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -81,7 +83,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			if cache.name == "all" && rep.RowsPacked != 0 || cache.name != "all" && rep.RowsPacked == 0 {
 				t.Fatalf("%s: %d rows packed", name, rep.RowsPacked)
 			}
-			p, _, err := s.OpenEpochs(o)
+			p, _, err := OpenEpochs(s, o)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -143,23 +145,23 @@ func TestStalePlans(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	other := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	rowMem := d.RowBytes + 16
-	s, err := Open(d.Dir, Options{HostCacheBytes: rowMem * 500})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: rowMem * 500})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o := epochOpts(t, d, 2)
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
 	for _, c := range []struct {
 		input string
-		store *Store
+		store *featurestore.Store
 		edit  func(o *EpochOptions)
 	}{
 		{"fanouts", s, func(o *EpochOptions) { o.Sample.Fanouts = []int{5, 4} }},
@@ -171,13 +173,13 @@ func TestStalePlans(t *testing.T) {
 		{"shuffle seed", s, func(o *EpochOptions) { o.ShuffleSeed++ }},
 		{"epochs", s, func(o *EpochOptions) { o.Epochs = 3 }},
 		{"first epoch", s, func(o *EpochOptions) { o.FirstEpoch = 2 }},
-		{"dataset", mustOpen(t, other.Dir, Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.Train }},
-		{"memory tiers", mustOpen(t, d.Dir, Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
+		{"dataset", mustOpen(t, other.Dir, featurestore.Options{HostCacheBytes: rowMem * 500}), func(o *EpochOptions) { o.Seeds = d.Train }},
+		{"memory tiers", mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: rowMem * 400}), func(*EpochOptions) {}},
 	} {
 		o2 := o
 		o2.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
 		c.edit(&o2)
-		_, _, err := c.store.OpenEpochs(o2)
+		_, _, err := OpenEpochs(c.store, o2)
 		var se *StalePlanError
 		if !errors.Is(err, ErrStalePlan) || !errors.As(err, &se) || !strings.HasPrefix(se.Input, c.input) || !strings.Contains(err.Error(), o.Dir) {
 			t.Fatalf("%s changed: got %v", c.input, err)
@@ -185,7 +187,7 @@ func TestStalePlans(t *testing.T) {
 	}
 	// A sample that does not hash to the plan's (a topology changed under the same manifest) is
 	// caught when served; here, nodes of another batch.
-	p, _, err = s.OpenEpochs(o)
+	p, _, err = OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func TestStalePlans(t *testing.T) {
 	// Replan remakes a stale plan.
 	o3 := o
 	o3.Sample.Seed, o3.Replan = 99, true
-	p3, rep, err := s.OpenEpochs(o3)
+	p3, rep, err := OpenEpochs(s, o3)
 	if err != nil || rep == nil || rep.Planned != 2 {
 		t.Fatalf("replan: %v %+v", err, rep)
 	}
@@ -215,7 +217,7 @@ func TestStalePlans(t *testing.T) {
 func TestPlanFromFirstEpoch(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 16, 2, 5, rng)
-	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 	next.Dir, next.FirstEpoch = filepath.Join(t.TempDir(), "next"), first+k
 	var plans []*Epochs
 	for _, o := range []EpochOptions{all, from, next} {
-		p, rep, err := s.OpenEpochs(withReplan(o))
+		p, rep, err := OpenEpochs(s, withReplan(o))
 		if err != nil || rep == nil {
 			t.Fatalf("first epoch %d: %v", o.FirstEpoch, err)
 		}
@@ -280,13 +282,13 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 	}
 	bad := from
 	bad.FirstEpoch = -1
-	if _, err := s.PlanEpochs(bad); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "first_epoch") {
+	if _, err := PlanEpochs(s, bad); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "first_epoch") {
 		t.Fatalf("first epoch -1: %v", err)
 	}
 }
 
-func mustOpen(t *testing.T, dir string, opt Options) *Store {
-	s, err := Open(dir, opt)
+func mustOpen(t *testing.T, dir string, opt featurestore.Options) *featurestore.Store {
+	s, err := featurestore.Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,9 +299,9 @@ func mustOpen(t *testing.T, dir string, opt Options) *Store {
 func TestCorruptPackedFileIsCaught(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(o.Dir, packedFile(0))
@@ -311,7 +313,7 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +332,7 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 func TestDiskFullLeavesNoPlan(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 3)
 	if rng.IntN(2) == 0 {
 		o.PackMemory = 4 * packAlign // many windows, many writes
@@ -342,7 +344,7 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 		writes.Add(1)
 		return saved(f, p, off)
 	}
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
 	failAt := 1 + rng.Int64N(writes.Load())
@@ -354,14 +356,14 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 		return saved(f, p, off)
 	}
 	defer func() { planWriteAt = saved }()
-	_, err := s.PlanEpochs(o)
+	_, err := PlanEpochs(s, o)
 	if !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("write %d failing: %v", failAt, err)
 	}
 	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
 		t.Fatalf("a failed plan left %v", left)
 	}
-	if _, _, err := s.OpenEpochs(o); !errors.Is(err, ErrNotFound) {
+	if _, _, err := OpenEpochs(s, o); !errors.Is(err, featurestore.ErrNotFound) {
 		t.Fatalf("open after a failed plan: %v", err)
 	}
 }
@@ -371,7 +373,7 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 func TestCancelEpochPlan(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	defer s.Close()
 	o := epochOpts(t, d, 3)
 	o.Dir = filepath.Join(t.TempDir(), "a", "..", "plan") // a path that is not clean: the key is
@@ -387,7 +389,7 @@ func TestCancelEpochPlan(t *testing.T) {
 		writes.Add(1)
 		return saved(f, p, off)
 	}
-	if _, err := s.PlanEpochs(o); err != nil {
+	if _, err := PlanEpochs(s, o); err != nil {
 		t.Fatal(err)
 	}
 	cancelAt := 1 + rng.Int64N(max(1, 2*writes.Load()/3))
@@ -399,7 +401,7 @@ func TestCancelEpochPlan(t *testing.T) {
 		}
 		return saved(f, p, off)
 	}
-	_, err := s.PlanEpochs(o)
+	_, err := PlanEpochs(s, o)
 	planWriteAt = saved
 	if !errors.Is(err, context.Canceled) || !found.Load() || !strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("canceled at write %d (planner found: %v): %v", cancelAt, found.Load(), err)
@@ -410,7 +412,7 @@ func TestCancelEpochPlan(t *testing.T) {
 	if CancelEpochPlan(o.Dir) {
 		t.Fatal("the canceled planner is still registered")
 	}
-	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 3 {
+	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 3 {
 		t.Fatalf("plan after a cancel: %v %+v", err, rep)
 	}
 }
@@ -421,9 +423,9 @@ func TestCancelEpochPlan(t *testing.T) {
 func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +434,7 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 	defer func() { planFreeBytes = saved }()
 	planFreeBytes = func(string) (int64, error) { return 3*one + one/2, nil } // room for 3 more
 	o.Epochs = 5
-	if _, err := s.PlanEpochs(o); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
+	if _, err := PlanEpochs(s, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
 		!strings.Contains(err.Error(), fmt.Sprintf("planned epoch 0 took %d bytes", one)) {
 		t.Fatalf("5 epochs with room for 4: %v", err)
 	}
@@ -440,11 +442,11 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 		t.Fatalf("a refused plan left %v", left)
 	}
 	o.Epochs = 4
-	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 4 {
+	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 4 {
 		t.Fatalf("4 epochs with room for 4: %v", err)
 	}
 	o.Epochs, o.DiskBudget = 5, 2*one+one/2
-	if rep, err := s.PlanEpochs(o); err != nil || rep.Planned != 2 {
+	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 2 {
 		t.Fatalf("5 epochs with a budget of 2: %+v, %v", rep, err)
 	}
 }
@@ -452,21 +454,21 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 func TestPlanDiskBudget(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 3)
-	full, err := s.PlanEpochs(o)
+	full, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
-	rep, err := s.PlanEpochs(o)
+	rep, err := PlanEpochs(s, o)
 	if err != nil || rep.Planned != 1 || rep.Epochs != 3 || rep.BytesWritten != full.EpochBytes[0] {
 		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, packedFile(1))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("epoch 1 over budget left its file: %v", err)
 	}
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,8 +482,8 @@ func TestPlanDiskBudget(t *testing.T) {
 	}
 	p.Close()
 	o.DiskBudget = 4096
-	_, err = s.PlanEpochs(o)
-	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
+	_, err = PlanEpochs(s, o)
+	if !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
 		t.Fatalf("budget for no epoch: %v", err)
 	}
 	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
@@ -492,7 +494,7 @@ func TestPlanDiskBudget(t *testing.T) {
 func TestPlanOptionErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 500, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, Options{})
+	s := mustOpen(t, d.Dir, featurestore.Options{})
 	for _, c := range []struct {
 		want string
 		edit func(o *EpochOptions)
@@ -508,27 +510,27 @@ func TestPlanOptionErrors(t *testing.T) {
 	} {
 		o := epochOpts(t, d, 1)
 		c.edit(&o)
-		_, err := s.PlanEpochs(o)
+		_, err := PlanEpochs(s, o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%s: %v", c.want, err)
 		}
-		if _, _, err2 := s.OpenEpochs(o); err2 == nil || err2.Error() != err.Error() {
+		if _, _, err2 := OpenEpochs(s, o); err2 == nil || err2.Error() != err.Error() {
 			t.Fatalf("%s: OpenEpochs says %v, PlanEpochs %v", c.want, err2, err)
 		}
 	}
-	sieve := mustOpen(t, d.Dir, Options{HostPolicy: HostSieve, HostCacheBytes: 1 << 16})
-	if _, err := sieve.PlanEpochs(epochOpts(t, d, 1)); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
+	sieve := mustOpen(t, d.Dir, featurestore.Options{HostPolicy: featurestore.HostSieve, HostCacheBytes: 1 << 16})
+	if _, err := PlanEpochs(sieve, epochOpts(t, d, 1)); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
 		t.Fatalf("sieve: %v", err)
 	}
-	p, _, err := s.OpenEpochs(EpochOptions{Dir: t.TempDir(), Seeds: d.Train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
+	p, _, err := OpenEpochs(s, EpochOptions{Dir: t.TempDir(), Seeds: d.Train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Load(-1, 0); !errors.Is(err, ErrInvalidOption) {
+	if _, err := p.Load(-1, 0); !errors.Is(err, featurestore.ErrInvalidOption) {
 		t.Fatalf("epoch -1: %v", err)
 	}
-	if _, err := p.Load(0, p.BatchesPerEpoch()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := p.Load(0, p.BatchesPerEpoch()); !errors.Is(err, featurestore.ErrInvalidOption) {
 		t.Fatalf("batch past the end: %v", err)
 	}
 }
@@ -539,15 +541,15 @@ func TestPlanOptionErrors(t *testing.T) {
 func TestPlaceTiersForEpochs(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 3000, 24, 1, 6, rng)
-	opt := Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4}
-	s, err := Open(d.Dir, opt)
+	opt := featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 4}
+	s, err := featurestore.Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o := epochOpts(t, d, 2)
 	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-	byDegree, err := s.PlanEpochs(o)
+	byDegree, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,11 +575,11 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 	slices.Sort(sorted)
 	slices.Reverse(sorted)
 	var bar int64
-	for _, c := range sorted[s.hostCapacityRows():] {
+	for _, c := range sorted[host.CapacityRows(s.Options().HostCacheBytes, s.RowBytes()):] {
 		bar += c
 	}
 	o.PlaceTiers = true
-	placed, err := s.PlanEpochs(o)
+	placed, err := PlanEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,16 +596,16 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 			r.PlaceSeconds, r.PlaceSampleSeconds, r.FillSeconds, r.Seconds)
 	}
 
-	fresh, err := Open(d.Dir, opt)
+	fresh, err := featurestore.Open(d.Dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if _, _, err := fresh.OpenEpochs(EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample,
+	if _, _, err := OpenEpochs(fresh, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample,
 		ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs}); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("a store placed by degree opened the plan made for placed tiers: %v", err)
 	}
-	p, rep, err := fresh.OpenEpochs(o)
+	p, rep, err := OpenEpochs(fresh, o)
 	if err != nil || rep != nil {
 		t.Fatalf("open with PlaceTiers: %v (replanned: %v)", err, rep != nil)
 	}
@@ -622,14 +624,14 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 16, 1, 5, rng)
-	s, err := Open(d.Dir, Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 3})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: (d.RowBytes + 16) * d.Count / 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o := epochOpts(t, d, 1)
 	o.Replan = true
-	p, _, err := s.OpenEpochs(o)
+	p, _, err := OpenEpochs(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,7 +644,7 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	if _, err := p.Load(0, 1); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("gather after a Place: %v, want ErrStalePlan", err)
 	}
-	q, _, err := s.OpenEpochs(o) // reopened: the plan still matches the tiers' contents
+	q, _, err := OpenEpochs(s, o) // reopened: the plan still matches the tiers' contents
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +652,7 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 		t.Fatalf("reopened after the Place: %v", err)
 	}
 	q.Close()
-	if _, err := q.Load(0, 1); !errors.Is(err, ErrClosed) {
+	if _, err := q.Load(0, 1); !errors.Is(err, featurestore.ErrClosed) {
 		t.Fatalf("gather after Close: %v, want ErrClosed", err)
 	}
 	if err := q.Close(); err != nil {
@@ -668,7 +670,7 @@ func TestPackedFileFaults(t *testing.T) {
 	rowMem := d.RowBytes + 16
 	for _, cache := range []int64{0, rowMem * d.Count / 3} {
 		o := epochOpts(t, d, 2)
-		if _, err := mustOpen(t, d.Dir, Options{HostCacheBytes: cache}).PlanEpochs(o); err != nil {
+		if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache}), o); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -684,8 +686,8 @@ func TestPackedFileFaults(t *testing.T) {
 			}, true},
 			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
 		} {
-			s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
-			p, _, err := s.OpenEpochs(o)
+			s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
+			p, _, err := OpenEpochs(s, o)
 			if err != nil {
 				t.Fatalf("%s: open the plan: %v", c.spec, err)
 			}

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"cmp"
@@ -118,7 +118,7 @@ type windowBatch struct {
 func (w *window) distinctBytes(src *epochSource) int64 {
 	var n int64
 	for k, ids := range w.distinct {
-		n += alignUp64(int64(len(ids)) * src.stacks[k].spec.RowBytes)
+		n += alignUp64(int64(len(ids)) * src.stacks[k].RowBytes())
 	}
 	return n
 }
@@ -202,7 +202,7 @@ func (pk *packer) add(p *packedBatch) error {
 	}
 	wb := windowBatch{out: out, slots: slots, extent: make([]int, len(p.types)), off: make([]int64, len(p.types)), distinct: before}
 	for k, pt := range p.types {
-		size := alignUp64(pt.rows * pk.src.stacks[k].spec.RowBytes)
+		size := alignUp64(pt.rows * pk.src.stacks[k].RowBytes())
 		wb.off[k], wb.extent[k] = out.end, len(out.ef.Batches)
 		out.ef.Batches = append(out.ef.Batches, batchExtent{Offset: out.end, Rows: pt.rows, Nodes: pt.nodesID})
 		out.end += size
@@ -453,7 +453,7 @@ func (pk *packer) pack(w *window, prev chan struct{}) {
 			break
 		}
 		base[k] = total
-		total += alignUp64(int64(len(ids)) * pk.src.stacks[k].spec.RowBytes)
+		total += alignUp64(int64(len(ids)) * pk.src.stacks[k].RowBytes())
 	}
 	if w.readErr == nil && total > int64(cap(w.buf)) {
 		w.readErr = w.grow(total)
@@ -577,7 +577,7 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 			if n == 0 {
 				out, off = wb.out, wb.off[k]
 			}
-			rb := pk.src.stacks[k].spec.RowBytes
+			rb := pk.src.stacks[k].RowBytes()
 			rows, place := w.buf[base[k]:], w.place[k]
 			d.Reset()
 			for _, x := range slots {
@@ -632,8 +632,8 @@ const packRandomRows = 4096
 // method (or the one EpochOptions.PackMethod names).
 func (pk *packer) read(w *window, k int, base int64) error {
 	s := pk.src.stacks[k]
-	rb := s.spec.RowBytes
-	model := s.ssd.DiskModel()
+	rb := s.RowBytes()
+	model := s.SSD().DiskModel()
 	w.model = model
 	ids := w.distinct[k]
 	if len(ids) == 0 {
@@ -644,7 +644,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 	var randomReads, randomBytes int64
 	if pk.o.PackMethod != PackScan {
 		for lo := 0; lo < len(ids); lo += packRandomRows {
-			r, b := s.ssd.RandomReads(ids[lo:min(lo+packRandomRows, len(ids))])
+			r, b := s.SSD().RandomReads(ids[lo:min(lo+packRandomRows, len(ids))])
 			randomReads, randomBytes = randomReads+r, randomBytes+b
 		}
 	}
@@ -659,7 +659,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		buffer := min(max(pk.limit()/16, 16<<10), 16<<20)
 		opt := ssd.ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}
 		var err error
-		if plan, err = s.ssd.PlanScan(ids, at, opt); err != nil {
+		if plan, err = s.SSD().PlanScan(ids, at, opt); err != nil {
 			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		w.scanEst += model.Seconds(plan.Reads, plan.Bytes)
@@ -673,7 +673,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		w.scans++
 		w.reads += plan.Reads
 		w.bytes += plan.Bytes
-		if err := s.ssd.Scan(plan, w.buf, pk.stop); err != nil {
+		if err := s.SSD().Scan(plan, w.buf, pk.stop); err != nil {
 			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		return nil
@@ -692,7 +692,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 			if err := pk.stop(); err != nil {
 				return err
 			}
-			if err := s.ssd.CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
+			if err := s.SSD().CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
 				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 			}
 			return nil

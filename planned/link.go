@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"encoding/binary"
@@ -6,14 +6,15 @@ import (
 	"math"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
-// SeedEdgesOfSplit is the stored edge split name of edge type edgeType ("" for the only one) as
+// SeedEdgesOfSplit is the stored edge split name of ss's edge type edgeType ("" for the only one) as
 // the seed edges of a link plan with link: its pairs and labels (float32 labels must be whole
 // numbers). Triplet negatives take positives without labels (PyG's triplet loader): a split whose
 // labels are all 1 goes in without them, one holding other labels is refused naming the first.
-func (ss *Session) SeedEdgesOfSplit(edgeType, name string, link HeteroLinkOptions) (*SeedEdges, error) {
+func SeedEdgesOfSplit(ss *featurestore.Session, edgeType, name string, link featurestore.HeteroLinkOptions) (*SeedEdges, error) {
 	sp, err := ss.ReadEdgeSplit(edgeType, name)
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func (ss *Session) SeedEdgesOfSplit(edgeType, name string, link HeteroLinkOption
 		for i := range se.Labels {
 			v := math.Float32frombits(binary.LittleEndian.Uint32(sp.Labels[4*i:]))
 			if v != float32(int64(v)) {
-				return nil, fmt.Errorf("featurestore: edge split %q: label %d is %v; link sampling takes whole-number labels: %w", name, i, v, ErrInvalidOption)
+				return nil, fmt.Errorf("featurestore: edge split %q: label %d is %v; link sampling takes whole-number labels: %w", name, i, v, featurestore.ErrInvalidOption)
 			}
 			se.Labels[i] = int64(v)
 		}
@@ -38,7 +39,7 @@ func (ss *Session) SeedEdgesOfSplit(edgeType, name string, link HeteroLinkOption
 	if link.Negatives == topology.TripletNegatives && se.Labels != nil {
 		for i, l := range se.Labels {
 			if l != 1 {
-				return nil, fmt.Errorf("featurestore: edge split %q with triplet negatives: seed edge %d has label %d; triplet negatives are drawn for positive seed edges only (labels all 1): %w", name, i, l, ErrInvalidOption)
+				return nil, fmt.Errorf("featurestore: edge split %q with triplet negatives: seed edge %d has label %d; triplet negatives are drawn for positive seed edges only (labels all 1): %w", name, i, l, featurestore.ErrInvalidOption)
 			}
 		}
 		se.Labels = nil

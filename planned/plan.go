@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/ssd"
@@ -63,7 +64,7 @@ type EpochPlanReport struct {
 	ReadSeconds   float64 `json:"read_seconds"`
 	WriteSeconds  float64 `json:"write_seconds"`
 	// The placement pass of PlaceTiers (all 0 without it), part of Seconds: PlaceSeconds its
-	// wall time, PlaceSampleSeconds its sampling (and spooling, epochspool.go) summed over the
+	// wall time, PlaceSampleSeconds its sampling (and spooling, spool.go) summed over the
 	// planner's goroutines, and FillSeconds the refill of the memory tiers (Place of every
 	// packed stack: ranking the rows and reading them into the tiers).
 	PlaceSeconds       float64 `json:"place_seconds"`
@@ -137,11 +138,11 @@ func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
 // epochs as fit, at least one, else fails naming the budget and the bytes one epoch needs. Any
 // error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
 // made while a Place changes the memory tiers fails.
-func (s *Store) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
-	if err := s.needFeature("PlanEpochs"); err != nil {
+func PlanEpochs(s *featurestore.Store, o EpochOptions) (*EpochPlanReport, error) {
+	if err := s.NeedFeature("PlanEpochs"); err != nil {
 		return nil, err
 	}
-	return s.epochSource().plan(o)
+	return storeSource(s).plan(o)
 }
 
 // plan is PlanEpochs of src.
@@ -167,19 +168,19 @@ func (src *epochSource) plan(o EpochOptions) (*EpochPlanReport, error) {
 
 // planPlaced is plan after the placement pass (pl, nil without PlaceTiers), which began at
 // start; the caller has entered src and checked o. It takes the samples files pl spooled into
-// the plan (epochspool.go); the caller closes pl.
+// the plan (spool.go); the caller closes pl.
 func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) (_ *EpochPlanReport, err error) {
-	fp, err := placement.Fingerprint(src.ss.m.Dir())
+	fp, err := placement.Fingerprint(src.ss.Manifest().Dir())
 	if err != nil {
 		return nil, err
 	}
-	unlock := src.placeLocked()
-	inputs := src.planInputs(&o, fp)
+	snaps, unlock := src.snapshots()
+	inputs := src.planInputs(&o, fp, snaps)
 	// Which rows the memory tiers hold, taken with the inputs: a batch's packed rows are the
 	// others, found without the tiers' indexes (a plan whose tiers change fails, below).
 	o.inMemory = make([]nodeSet, len(src.stacks))
 	for k, s := range src.stacks {
-		o.inMemory[k] = s.memoryRows()
+		o.inMemory[k] = memoryRows(snaps[k], s.NumNodes())
 	}
 	unlock()
 
@@ -263,7 +264,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 			}
 			pad := p.recordLen // the batch's bytes: its extents and its sample record
 			for t, pt := range p.types {
-				pad += alignUp64(pt.rows * src.stacks[t].spec.RowBytes)
+				pad += alignUp64(pt.rows * src.stacks[t].RowBytes())
 			}
 			off = pk.end()
 			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+sampled+pad > o.DiskBudget {
@@ -322,13 +323,13 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		}
 		if over {
 			want := fmt.Sprintf("at least the %d bytes one planned epoch needs (%d of them its stored samples)", need, needSamples)
-			return nil, &OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
+			return nil, &featurestore.OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
 		}
 		total := off + sampleBytes
 		if e == 0 && o.DiskBudget == 0 && o.Epochs > 1 {
 			// K-1 more epochs about this size must fit the disk; find out now, not when it is full.
 			if free, ferr := planFreeBytes(o.Dir); ferr == nil && total > 0 && int64(o.Epochs-1) > free/total {
-				return nil, &OptionError{Option: "planned_epochs", Value: o.Epochs,
+				return nil, &featurestore.OptionError{Option: "planned_epochs", Value: o.Epochs,
 					Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, total)}
 			}
 		}
@@ -352,8 +353,8 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	idx.Planned = rep.Planned
 	pk.report()
 
-	unlock = src.placeLocked()
-	now := src.planInputs(&o, fp).MemoryTiers
+	snaps, unlock = src.snapshots()
+	now := src.planInputs(&o, fp, snaps).MemoryTiers
 	unlock()
 	if !slices.Equal(now, inputs.MemoryTiers) {
 		return nil, fmt.Errorf("featurestore: the memory tiers changed while planning epochs into %s (a Place ran); plan again", o.Dir)
@@ -424,7 +425,7 @@ func (pl *placed) close() {
 // placeForEpochs refills every packed stack's memory tiers by how often the K planned epochs
 // read each of its rows (rows read equally often ranked as Place(nil) ranks them: placeCounts):
 // it samples them (nothing is read) and counts every batch's nodes. With spool, it also spools
-// each epoch's samples file for the packing pass (epochspool.go); the caller closes the result.
+// each epoch's samples file for the packing pass (spool.go); the caller closes the result.
 // Memory: 4 bytes a node of every packed type while it runs, 8 while it ranks.
 func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, err error) {
 	start := time.Now()
@@ -480,7 +481,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 	}
 	fill := time.Now()
 	for t, s := range src.stacks {
-		if err := s.placeCounts(hot[t]); err != nil {
+		if err := s.PlaceCounts(hot[t]); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -15,29 +16,31 @@ import (
 // Store's plan packs its one stack and samples with Store.Sample; a Session's plan packs every
 // node type with features and samples with topology.SampleHetero.
 type epochSource struct {
-	ss       *Session
-	seedType int      // the seeds' node type, an index into ss.nodes
-	stacks   []*Store // the stacks packed
+	ss       *featurestore.Session
+	seedType int                   // the seeds' node type, an index into ss.nodes
+	stacks   []*featurestore.Store // the stacks packed
 	// hetero holds a session plan's sampling options (Seed set per batch); nil for a Store's.
 	hetero *topology.HeteroSampleOptions
 }
 
 // storeSource is the source of a plan of the one stack s.
-func (s *Store) epochSource() *epochSource {
-	return &epochSource{ss: s.sess, seedType: s.nt, stacks: []*Store{s}}
+func storeSource(s *featurestore.Store) *epochSource {
+	return &epochSource{ss: s.Session(), seedType: s.NodeTypeIndex(), stacks: []*featurestore.Store{s}}
 }
 
 // enter guards a plan's call: the store's guard for a Store's plan, the session's for a
 // Session's (each stack's own calls guard themselves).
 func (src *epochSource) enter() (func(), error) {
 	if src.hetero == nil {
-		return src.stacks[0].enter()
+		return src.stacks[0].Enter()
 	}
-	return src.ss.enter()
+	return src.ss.Enter()
 }
 
 // typeName is the node type name of packed stack t.
-func (src *epochSource) typeName(t int) string { return src.ss.nodes[src.stacks[t].nt].spec.Name }
+func (src *epochSource) typeName(t int) string {
+	return src.ss.Manifest().NodeTypes[src.stacks[t].NodeTypeIndex()].Name
+}
 
 // typeNames names the packed node types, for errors.
 func (src *epochSource) typeNames() string {
@@ -53,16 +56,16 @@ func (src *epochSource) packedType(ntype string) (int, error) {
 	if ntype == "" && len(src.stacks) == 1 {
 		return 0, nil
 	}
-	nt, err := src.ss.nodeTypeOf(ntype)
+	nt, err := src.ss.NodeTypeIndex(ntype)
 	if err != nil {
 		return -1, err
 	}
 	for t, s := range src.stacks {
-		if s.nt == nt {
+		if s.NodeTypeIndex() == nt {
 			return t, nil
 		}
 	}
-	return -1, fmt.Errorf("featurestore: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), ErrNotFound)
+	return -1, fmt.Errorf("featurestore: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), featurestore.ErrNotFound)
 }
 
 // batchDraw is one batch's sample, and the nodes of each packed type in it.
@@ -83,7 +86,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	if src.hetero == nil {
 		opt := o.Sample
 		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		smp, err := src.stacks[0].sampleOnHost(seeds, opt)
+		smp, err := src.stacks[0].SampleOnHost(seeds, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +94,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	}
 	opt := *src.hetero
 	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	smp, err := src.ss.sampleHeteroOnHost(src.seedType, seeds, opt)
+	smp, err := src.ss.SampleHeteroOnHost(src.seedType, seeds, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func (src *epochSource) withNodes(d *batchDraw) *batchDraw {
 	}
 	d.nodes = make([][]int64, len(src.stacks))
 	for t, s := range src.stacks {
-		d.nodes[t] = d.hetero.Nodes[s.nt]
+		d.nodes[t] = d.hetero.Nodes[s.NodeTypeIndex()]
 	}
 	return d
 }
@@ -121,66 +124,62 @@ func (src *epochSource) recordType(t int) int {
 	if src.hetero == nil {
 		return 0
 	}
-	return src.stacks[t].nt
+	return src.stacks[t].NodeTypeIndex()
 }
 
-// PlanEpochs is Store.PlanEpochs for a graph of several types: the batches are seeds of
+// PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
 // o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewHeteroSampler; Sample.Seed
 // and Sample.Replace as a HeteroSampler's), and each batch packs, per node type with features,
 // the rows of its sampled nodes of that type that the type's memory tiers miss. Batch b of
 // planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a
 // HeteroSampler of that seed. PlaceTiers places every type's stack by the planned batches.
-func (ss *Session) PlanEpochs(o EpochOptions) (*EpochPlanReport, error) {
-	src, err := ss.epochSource(&o)
+func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
+	src, err := sessionSource(ss, &o)
 	if err != nil {
 		return nil, err
 	}
 	return src.plan(o)
 }
 
-// OpenEpochs is Store.OpenEpochs of a plan made by Session.PlanEpochs; its batches are served
-// by SampleHetero, GatherType and LoadHetero.
-func (ss *Session) OpenEpochs(o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	src, err := ss.epochSource(&o)
+// OpenSessionEpochs is OpenEpochs of a plan made by PlanSessionEpochs; its batches are served by
+// SampleHetero, GatherType and LoadHetero.
+func OpenSessionEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	src, err := sessionSource(ss, &o)
 	if err != nil {
 		return nil, nil, err
 	}
 	return src.open(o)
 }
 
-// epochSource is the source of a session plan of o: every node type with features, sampled by
+// sessionSource is the source of a session plan of o: every node type with features, sampled by
 // the heterogeneous sampler of o's options.
-func (ss *Session) epochSource(o *EpochOptions) (*epochSource, error) {
+func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, error) {
 	if len(o.Sample.Fanouts) > 0 {
-		return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(o.Sample.Fanouts), Want: "fanouts per edge type (EdgeFanouts, src:rel:dst → fanouts) for a plan of a graph session"}
+		return nil, &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.Sample.Fanouts), Want: "fanouts per edge type (EdgeFanouts, src:rel:dst → fanouts) for a plan of a graph session"}
 	}
 	var nt int
 	var err error
 	if o.SeedEdges != nil {
 		// A link plan's seeds are edges; its seed type is their edge type's src type.
 		if o.NodeType != "" {
-			return nil, &OptionError{Option: "node_type", Value: o.NodeType, Want: "none with seed edges (their edge type, SeedEdges.EdgeType, gives their node types)"}
+			return nil, &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: "none with seed edges (their edge type, SeedEdges.EdgeType, gives their node types)"}
 		}
-		e, err := ss.edgeTypeOf(o.SeedEdges.EdgeType)
+		e, err := ss.EdgeTypeIndex(o.SeedEdges.EdgeType)
 		if err != nil {
 			return nil, fmt.Errorf("featurestore: plan seed edges: %w", err)
 		}
-		nt = ss.edges[e].src
-	} else if nt, err = ss.nodeTypeOf(o.NodeType); err != nil {
+		nt, _ = ss.EdgeTypeEnds(e)
+	} else if nt, err = ss.NodeTypeIndex(o.NodeType); err != nil {
 		return nil, err
 	}
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
+	sp, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
 	if err != nil {
 		return nil, err
 	}
-	src := &epochSource{ss: ss, seedType: nt, hetero: &sp.opt}
-	for _, n := range ss.nodes {
-		if n.stack != nil {
-			src.stacks = append(src.stacks, n.stack)
-		}
-	}
+	opt := sp.SampleOptions()
+	src := &epochSource{ss: ss, seedType: nt, hetero: &opt, stacks: ss.Stacks()}
 	if len(src.stacks) == 0 {
-		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.m.Dir(), dataset.ErrFeatureNotFound)
+		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
 	}
 	return src, nil
 }
@@ -225,8 +224,8 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 	}
 	out := &PlannedHeteroBatch{Seeds: seeds, Sample: smp, Rows: map[string][]byte{}}
 	for t, s := range p.src.stacks {
-		nodes := smp.Nodes[s.nt]
-		rows := make([]byte, int64(len(nodes))*s.spec.RowBytes)
+		nodes := smp.Nodes[s.NodeTypeIndex()]
+		rows := make([]byte, int64(len(nodes))*s.RowBytes())
 		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
 		if err != nil {
 			return nil, err
@@ -240,13 +239,13 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 }
 
 // Session is the graph session the plan's stacks belong to.
-func (p *Epochs) Session() *Session { return p.src.ss }
+func (p *Epochs) Session() *featurestore.Session { return p.src.ss }
 
 // Hetero says whether the plan is a Session's (SampleHetero, GatherType) rather than a Store's.
 func (p *Epochs) Hetero() bool { return p.src.hetero != nil }
 
 // SeedType is the node type of the plan's seeds.
-func (p *Epochs) SeedType() string { return p.src.ss.nodes[p.src.seedType].spec.Name }
+func (p *Epochs) SeedType() string { return p.src.ss.Manifest().NodeTypes[p.src.seedType].Name }
 
 // drawEdges samples around the seed edges at positions pos, with the sampling seed seed: the
 // first SampleFromEdges of a Sampler (HeteroSampler) of that seed.
@@ -270,15 +269,15 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 		}
 		opt := topology.LinkSampleOptions{SampleOptions: o.Sample, LinkOptions: link}
 		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		st := src.stacks[0]
-		ls, err := st.sampleFromEdgesOf(st.hostSampleGraph, s, d, l, opt)
+		ls, err := src.stacks[0].SampleFromEdgesOnHost(s, d, l, opt)
 		if err != nil {
 			return nil, err
 		}
 		return src.withNodes(&batchDraw{sample: &ls.Sample, link: ls}), nil
 	}
-	hs := &HeteroSampler{ss: src.ss, opt: *src.hetero, onHost: true}
-	hs.opt.Seed, hs.opt.Workers = seed, planSampleWorkers(hs.opt.Workers)
+	opt := *src.hetero
+	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
+	hs := src.ss.HostSampler(opt)
 	hl, err := hs.SampleFromEdges(se.EdgeType, s, d, l, se.Link)
 	if err != nil {
 		return nil, err
@@ -289,14 +288,14 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 // checkSeedEdges checks a link plan's seed edges, labels and link options (every id, once).
 func (src *epochSource) checkSeedEdges(se *SeedEdges) error {
 	if src.hetero != nil {
-		_, _, err := src.ss.checkSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
+		err := src.ss.CheckSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
 		return err
 	}
 	link, err := src.storeLinkOptions(se)
 	if err != nil {
 		return err
 	}
-	return src.stacks[0].checkSeedEdges(se.Src, se.Dst, se.Labels, link)
+	return src.stacks[0].CheckSeedEdges(se.Src, se.Dst, se.Labels, link)
 }
 
 // storeLinkOptions is a Store's plan's link options in the core's form: its one edge type, and
@@ -310,7 +309,7 @@ func (src *epochSource) storeLinkOptions(se *SeedEdges) (topology.LinkOptions, e
 	link := topology.LinkOptions{Negatives: l.Negatives, NegAmount: l.NegAmount, StrictNegatives: l.StrictNegatives, ExcludeSeedEdges: l.ExcludeSeedEdges}
 	for k, v := range l.ReverseEdgeTypes {
 		if (k != "" && k != own) || (v != "" && v != own) {
-			return link, &OptionError{Option: "reverse_edge_types", Value: fmt.Sprintf("{%q: %q}", k, v), Want: fmt.Sprintf("{%q: %q} (an undirected graph) or none: the store has one edge type", own, own)}
+			return link, &featurestore.OptionError{Option: "reverse_edge_types", Value: fmt.Sprintf("{%q: %q}", k, v), Want: fmt.Sprintf("{%q: %q} (an undirected graph) or none: the store has one edge type", own, own)}
 		}
 		link.ReverseEdgeTypes = map[int]int{0: 0}
 	}
@@ -321,13 +320,13 @@ func (src *epochSource) storeLinkOptions(se *SeedEdges) (topology.LinkOptions, e
 // itself when the dataset lacks it.
 func (src *epochSource) edgeTypeKey(key string) string {
 	if src.hetero == nil {
-		if len(src.ss.edges) == 1 {
-			return src.ss.edges[0].spec.Key()
+		if ets := src.ss.Manifest().EdgeTypes; len(ets) == 1 {
+			return ets[0].Key()
 		}
 		return key
 	}
-	if e, err := src.ss.edgeTypeOf(key); err == nil {
-		return src.ss.edges[e].spec.Key()
+	if e, err := src.ss.EdgeTypeIndex(key); err == nil {
+		return src.ss.Manifest().EdgeTypes[e].Key()
 	}
 	return key
 }

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -25,13 +26,13 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 		name      string
 		gpu, host int64
 	}{{"ssd", 0, 0}, {"gpu", d.Count / 5, 0}, {"gpu+host", d.Count / 10, d.Count / 4}, {"host", 0, d.Count / 3}, {"all", d.Count, 0}} {
-		s, err := Open(d.Dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+		s, err := featurestore.Open(d.Dir, featurestore.Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := epochOpts(t, d, 2)
 		o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-		p, _, err := s.OpenEpochs(EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, Replan: true})
+		p, _, err := OpenEpochs(s, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, Replan: true})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -89,14 +90,14 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 		name      string
 		gpu, host int64
 	}{{"ssd", 0, 0}, {"gpu+host", d.Count / 10, d.Count / 4}, {"host", 0, d.Count / 3}} {
-		s, err := Open(d.Dir, Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
+		s, err := featurestore.Open(d.Dir, featurestore.Options{GPUCacheBytes: c.gpu * rb, HostCacheBytes: c.host * (rb + 16)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := epochOpts(t, d, 2)
 		o.Sample.Seed, o.ShuffleSeed, o.Replan = rng.Uint64(), rng.Uint64(), true
 		o.Elsewhere = map[string][]int64{"": away}
-		p, _, err := s.OpenEpochs(o)
+		p, _, err := OpenEpochs(s, o)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -125,7 +126,7 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 
 // plannedOnDevice is batch b of epoch e of p as the host serves it (Load) and its rows as
 // GatherDevice writes them into device memory (copied back), with what the device gather read.
-func plannedOnDevice(t *testing.T, s *Store, p *Epochs, e, b int) (*PlannedBatch, []byte, BatchIO) {
+func plannedOnDevice(t *testing.T, s *featurestore.Store, p *Epochs, e, b int) (*PlannedBatch, []byte, BatchIO) {
 	t.Helper()
 	host, err := p.Load(e, b)
 	if err != nil {
@@ -147,7 +148,7 @@ func plannedOnDevice(t *testing.T, s *Store, p *Epochs, e, b int) (*PlannedBatch
 }
 
 // ssdHits is the SSD tier's served-rows counter of s.
-func ssdHits(s *Store) uint64 {
+func ssdHits(s *featurestore.Store) uint64 {
 	for _, ts := range s.Stats().Tiers {
 		if ts.Tier == tiers.SSD {
 			return ts.Hits

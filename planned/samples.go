@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"encoding/binary"
@@ -99,9 +99,11 @@ var nodeShape = recordShape{types: 1, ends: [][2]int{{0, 0}}}
 func (src *epochSource) recordShape(o *EpochOptions) recordShape {
 	s := nodeShape
 	if src.hetero != nil {
-		s = recordShape{types: len(src.ss.nodes), flags: sampleHetero}
-		for _, e := range src.ss.edges {
-			s.ends = append(s.ends, [2]int{e.src, e.dst})
+		m := src.ss.Manifest()
+		s = recordShape{types: len(m.NodeTypes), flags: sampleHetero}
+		for e := range m.EdgeTypes {
+			es, ed := src.ss.EdgeTypeEnds(e)
+			s.ends = append(s.ends, [2]int{es, ed})
 		}
 	}
 	if o.SeedEdges != nil {

@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"errors"
@@ -197,20 +197,20 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 		return io, err
 	}
 	s := p.src.stacks[t]
-	g, err := s.ensureGPU()
+	dev, blocks, err := s.StartGPU()
 	if err != nil {
 		return io, err
 	}
 	ext := p.extent(pe, b, t)
-	rb := s.spec.RowBytes
+	rb := s.RowBytes()
 	path := filepath.Join(p.o.Dir, p.idx.Epochs[pe].File)
 	pool := &p.device()[t]
-	buf, err := pool.take(g.dev, p.maxRows[t], rb)
+	buf, err := pool.take(dev, p.maxRows[t], rb)
 	if err != nil {
 		return io, fmt.Errorf("featurestore: planned device gather: %w", err)
 	}
 	defer pool.put(buf)
-	packed := &packedTier{dev: g.dev, blocks: g.blocks, rowBytes: rb, rows: ext.Rows, buf: buf}
+	packed := &packedTier{dev: dev, blocks: blocks, rowBytes: rb, rows: ext.Rows, buf: buf}
 	if t < len(p.o.elsewhere) {
 		packed.elsewhere = p.o.elsewhere[t]
 	}
@@ -222,13 +222,13 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 			}
 		})
 	}
-	stale := func() error {
-		if s.tierGen != p.tierGen[t] {
+	stale := func(gen uint64) error {
+		if gen != p.tierGen[t] {
 			return p.refilled(e, b)
 		}
 		return nil
 	}
-	err = s.gatherDeviceVia(nodes, 0, len(nodes), dst, stream, &deviceVia{last: packed, check: stale})
+	err = s.GatherDeviceVia(nodes, dst, stream, packed, stale)
 	packed.read.Wait() // the read never outlives the call, error or not
 	if err == nil {
 		err = packed.readErr
@@ -238,7 +238,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	}
 	// The scatter kernel reads the pinned buffer: it goes back to the pool only once the GPU is
 	// done with it (and the caller sees an error only after).
-	if serr := cuda.SyncStream(g.dev, cuda.Stream(stream)); err == nil && serr != nil {
+	if serr := cuda.SyncStream(dev, cuda.Stream(stream)); err == nil && serr != nil {
 		err = wrapDevice(serr)
 	}
 	if err != nil {
@@ -250,6 +250,14 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	p.bytes.Add(io.Bytes)
 	p.reads.Add(io.Reads)
 	return io, nil
+}
+
+// wrapDevice wraps an error of a device gather as the store's device gathers do.
+func wrapDevice(err error) error {
+	if err != nil {
+		return fmt.Errorf("featurestore: device gather: %w", err)
+	}
+	return nil
 }
 
 // device sets up, once, the per-type pools of pinned buffers and the most rows a batch of each

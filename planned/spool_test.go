@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tierfs/tierfs/featurestore"
 )
 
 // planFiles is every file of plan directory dir, by name, the index with its planning time
@@ -65,13 +67,13 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 	plan := func(o EpochOptions, cache int64, spool, open bool) (*EpochPlanReport, error) {
 		spoolSamples = spool
 		defer func() { spoolSamples = true }()
-		s := mustOpen(t, d.Dir, Options{HostCacheBytes: cache})
+		s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache})
 		defer s.Close()
 		if !open {
-			return s.PlanEpochs(o)
+			return PlanEpochs(s, o)
 		}
 		o.Replan = true
-		p, rep, err := s.OpenEpochs(o)
+		p, rep, err := OpenEpochs(s, o)
 		if err != nil {
 			return nil, err
 		}

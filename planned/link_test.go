@@ -1,4 +1,4 @@
-package featurestore
+package planned
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -33,14 +34,14 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		bytes int64
-		link  HeteroLinkOptions
+		link  featurestore.HeteroLinkOptions
 	}{
-		{"none/no-negatives", 0, HeteroLinkOptions{}},
-		{"some/binary", rowMem * d.Count / 3, HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
-		{"some/triplet", rowMem * d.Count / 4, HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
-		{"all/binary", 2 * rowMem * d.Count, HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
+		{"none/no-negatives", 0, featurestore.HeteroLinkOptions{}},
+		{"some/binary", rowMem * d.Count / 3, featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
+		{"some/triplet", rowMem * d.Count / 4, featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
+		{"all/binary", 2 * rowMem * d.Count, featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
 	} {
-		s, err := Open(d.Dir, Options{HostCacheBytes: c.bytes})
+		s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: c.bytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 			Sample:      topology.SampleOptions{Fanouts: []int{1 + rng.IntN(4), rng.IntN(4)}, Seed: rng.Uint64(), Replace: rng.IntN(2) == 0},
 			ShuffleSeed: rng.Uint64(), Epochs: k, PlaceTiers: rng.IntN(2) == 0}
 		name := fmt.Sprintf("%s (labels %v, batch %d, fanouts %v, place %v)", c.name, se.Labels != nil, o.BatchSize, o.Sample.Fanouts, o.PlaceTiers)
-		p, rep, err := s.OpenEpochs(withReplan(o))
+		p, rep, err := OpenEpochs(s, withReplan(o))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -136,11 +137,11 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		other := o
 		other.SeedEdges = &SeedEdges{Src: se.Src, Dst: se.Dst, Labels: se.Labels, Link: se.Link}
 		other.SeedEdges.Link.ExcludeSeedEdges = !se.Link.ExcludeSeedEdges
-		if _, _, err := s.OpenEpochs(other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "link options") {
+		if _, _, err := OpenEpochs(s, other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "link options") {
 			t.Fatalf("%s: other link options: %v", name, err)
 		}
 		other.SeedEdges = &SeedEdges{Src: append([]int64{se.Dst[0]}, se.Src[1:]...), Dst: se.Dst, Labels: se.Labels, Link: se.Link}
-		if _, _, err := s.OpenEpochs(other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "seed edges") {
+		if _, _, err := OpenEpochs(s, other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "seed edges") {
 			t.Fatalf("%s: other seed edges: %v", name, err)
 		}
 		s.Close()
@@ -159,7 +160,7 @@ func withReplan(o EpochOptions) EpochOptions {
 func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	rng := newRand(t)
 	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 16})
+	ss, err := featurestore.OpenSession(d.Dir, featurestore.Options{HostCacheBytes: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	o := heteroEpochOpts(t, ss, d, 2, rng)
 	o.Seeds, o.NodeType = nil, ""
 	o.SeedEdges = &SeedEdges{EdgeType: key, Src: src, Dst: dst,
-		Link: HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1 + rng.Float64(), ExcludeSeedEdges: true}}
+		Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1 + rng.Float64(), ExcludeSeedEdges: true}}
 	t.Logf("seed edge type %s, %d seed edges, batch %d", key, len(src), o.BatchSize)
 	// Bad input names the input: an edge type the dataset lacks, an id outside its type, a node
 	// type beside seed edges.
@@ -181,21 +182,21 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	}{
 		{func(se *SeedEdges, o *EpochOptions) { se.EdgeType = "paper:likes:paper" }, `no edge type "paper:likes:paper"`, dataset.ErrTypeNotFound},
 		{func(se *SeedEdges, o *EpochOptions) { se.EdgeType = "" }, `no edge type ""`, dataset.ErrTypeNotFound},
-		{func(se *SeedEdges, o *EpochOptions) { se.Dst = append([]int64{1 << 40}, se.Dst[1:]...) }, "dst[0] = 1099511627776 is out of range", ErrIDOutOfRange},
-		{func(se *SeedEdges, o *EpochOptions) { o.NodeType = "paper" }, "none with seed edges", ErrInvalidOption},
+		{func(se *SeedEdges, o *EpochOptions) { se.Dst = append([]int64{1 << 40}, se.Dst[1:]...) }, "dst[0] = 1099511627776 is out of range", featurestore.ErrIDOutOfRange},
+		{func(se *SeedEdges, o *EpochOptions) { o.NodeType = "paper" }, "none with seed edges", featurestore.ErrInvalidOption},
 	} {
 		bad := o
 		se := *o.SeedEdges
 		bad.SeedEdges = &se
 		c.edit(&se, &bad)
-		if _, err := ss.PlanEpochs(bad); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
+		if _, err := PlanSessionEpochs(ss, bad); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
 			t.Errorf("error %v, want one containing %q (is %v)", err, c.want, c.is)
 		}
 	}
-	if _, err := ss.PlanEpochs(o); err != nil {
+	if _, err := PlanSessionEpochs(ss, o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := ss.OpenEpochs(o)
+	p, _, err := OpenSessionEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 			for i, q := range pos {
 				s[i], dd[i] = src[q], dst[q]
 			}
-			hs, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: BatchSampleSeed(o.Sample.Seed, ep%2, b)})
+			hs, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: BatchSampleSeed(o.Sample.Seed, ep%2, b)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +229,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				t.Fatalf("epoch %d batch %d: the planned link sample differs from the on-demand one", ep, b)
 			}
 			for _, nt := range p.NodeTypes() {
-				idx, err := ss.nodeTypeOf(nt)
+				idx, err := ss.NodeTypeIndex(nt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -253,7 +254,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 func TestLinkPlanErrors(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 500, 4, 1, 4, rng)
-	s, err := Open(d.Dir, Options{})
+	s, err := featurestore.Open(d.Dir, featurestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,32 +270,32 @@ func TestLinkPlanErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"src out of range", func(o *EpochOptions) { o.SeedEdges.Src[1] = 500 }, "src[1] = 500 is out of range [0, 500)", ErrIDOutOfRange},
-		{"dst negative", func(o *EpochOptions) { o.SeedEdges.Dst[2] = -1 }, "dst[2] = -1 is out of range", ErrIDOutOfRange},
-		{"lengths", func(o *EpochOptions) { o.SeedEdges.Dst = o.SeedEdges.Dst[:2] }, "3 src ids but 2 dst ids", ErrInvalidOption},
-		{"labels", func(o *EpochOptions) { o.SeedEdges.Labels = []int64{1} }, "1 labels for 3 seed edges", ErrInvalidOption},
+		{"src out of range", func(o *EpochOptions) { o.SeedEdges.Src[1] = 500 }, "src[1] = 500 is out of range [0, 500)", featurestore.ErrIDOutOfRange},
+		{"dst negative", func(o *EpochOptions) { o.SeedEdges.Dst[2] = -1 }, "dst[2] = -1 is out of range", featurestore.ErrIDOutOfRange},
+		{"lengths", func(o *EpochOptions) { o.SeedEdges.Dst = o.SeedEdges.Dst[:2] }, "3 src ids but 2 dst ids", featurestore.ErrInvalidOption},
+		{"labels", func(o *EpochOptions) { o.SeedEdges.Labels = []int64{1} }, "1 labels for 3 seed edges", featurestore.ErrInvalidOption},
 		{"wrong edge type", func(o *EpochOptions) { o.SeedEdges.EdgeType = "user:rates:item" }, `seed edges of edge type "user:rates:item"`, dataset.ErrTypeNotFound},
 		{"negative amount", func(o *EpochOptions) {
-			o.SeedEdges.Link = HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: -2}
-		}, "neg_amount", ErrInvalidOption},
+			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: -2}
+		}, "neg_amount", featurestore.ErrInvalidOption},
 		{"triplet amount", func(o *EpochOptions) {
-			o.SeedEdges.Link = HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 1.5}
-		}, "whole number", ErrInvalidOption},
+			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 1.5}
+		}, "whole number", featurestore.ErrInvalidOption},
 		{"triplet labels", func(o *EpochOptions) {
-			o.SeedEdges.Link = HeteroLinkOptions{Negatives: topology.TripletNegatives}
+			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives}
 			o.SeedEdges.Labels = []int64{1, 1, 1}
-		}, "labels", ErrInvalidOption},
-		{"mode", func(o *EpochOptions) { o.SeedEdges.Link = HeteroLinkOptions{Negatives: "pairs"} }, "negatives", ErrInvalidOption},
-		{"reverse", func(o *EpochOptions) { o.SeedEdges.Link.ReverseEdgeTypes = map[string]string{"a:b:c": ""} }, "reverse_edge_types", ErrInvalidOption},
-		{"seeds and edges", func(o *EpochOptions) { o.Seeds = []int64{1} }, "none with seed edges", ErrInvalidOption},
+		}, "labels", featurestore.ErrInvalidOption},
+		{"mode", func(o *EpochOptions) { o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: "pairs"} }, "negatives", featurestore.ErrInvalidOption},
+		{"reverse", func(o *EpochOptions) { o.SeedEdges.Link.ReverseEdgeTypes = map[string]string{"a:b:c": ""} }, "reverse_edge_types", featurestore.ErrInvalidOption},
+		{"seeds and edges", func(o *EpochOptions) { o.Seeds = []int64{1} }, "none with seed edges", featurestore.ErrInvalidOption},
 		{"no batch", func(o *EpochOptions) {
 			o.BatchSize, o.DropLast = 4, true
 			o.SeedEdges.Src, o.SeedEdges.Dst = []int64{1}, []int64{2}
-		}, "seed_edges", ErrInvalidOption},
+		}, "seed_edges", featurestore.ErrInvalidOption},
 	} {
 		o := base()
 		c.edit(&o)
-		_, err := s.PlanEpochs(o)
+		_, err := PlanEpochs(s, o)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
 			t.Errorf("%s: error %v, want one containing %q (is %v)", c.name, err, c.want, c.is)
 		}
@@ -303,14 +304,14 @@ func TestLinkPlanErrors(t *testing.T) {
 	// naming the epoch, the batch and the numbers.
 	full := writeCompleteDataset(t, 6)
 	t.Logf("complete graph of 6 nodes in %s", full)
-	fs, err := Open(full, Options{})
+	fs, err := featurestore.Open(full, featurestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fs.Close()
 	o := base()
-	o.SeedEdges = &SeedEdges{Src: []int64{0, 1}, Dst: []int64{2, 3}, Link: HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}}
-	_, err = fs.PlanEpochs(o)
+	o.SeedEdges = &SeedEdges{Src: []int64{0, 1}, Dst: []int64{2, 3}, Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}}
+	_, err = PlanEpochs(fs, o)
 	if err == nil || !strings.Contains(err.Error(), "planning epoch 0 batch 0") || !strings.Contains(err.Error(), "no negative") {
 		t.Fatalf("strict negatives on a complete graph: %v", err)
 	}
