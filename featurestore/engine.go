@@ -6,31 +6,43 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// What an engine built above the store uses of it (planned/, the planned-epoch engine, as
-// placement uses placement.Store): a stack's tiers held still with their generation, its feature
-// and SSD tier (files, scan, disk model), its placement by counts, a device gather through
-// another last tier, the host samplers and the checks of their inputs, and the close guards.
-// These calls hold the store to nothing the Store's own calls do not; they skip no check the
-// engine does not make itself.
+// StoreInternals is what an engine built above the store uses of a tier stack (planned/, the
+// planned-epoch engine, as placement uses placement.Store): its tiers held still with their fill
+// generation (Snapshot), its feature's SSD tier (files, scan, disk model), its placement by
+// counts, a device gather through another last tier, the host samplers and the checks of their
+// inputs, and the close guard. Applications use the Store's own calls; these skip no check an
+// engine does not make itself, and are safe for concurrent use as the Store's are.
+type StoreInternals struct{ s *Store }
+
+// Internals are the store's calls for an engine built above it (StoreInternals).
+func (s *Store) Internals() StoreInternals { return StoreInternals{s} }
+
+// SessionInternals is what an engine built above the store uses of a graph session, as
+// StoreInternals of a stack: node and edge type indexes, the stacks, the options (the fault
+// injector among them), the host samplers and the checks of their inputs, the close guard.
+type SessionInternals struct{ ss *Session }
+
+// Internals are the session's calls for an engine built above it (SessionInternals).
+func (ss *Session) Internals() SessionInternals { return SessionInternals{ss} }
 
 // Enter guards an engine's call against a concurrent Close of the store; the returned func ends
 // the call. Calls may nest; once Close has begun, Enter returns ErrClosed.
-func (s *Store) Enter() (done func(), err error) { return s.enter() }
+func (x StoreInternals) Enter() (done func(), err error) { return x.s.enter() }
 
 // NeedFeature is nil for a store serving a feature; for the store of a dataset without node
 // features an error naming call and the dataset, wrapping dataset.ErrFeatureNotFound.
-func (s *Store) NeedFeature(call string) error { return s.needFeature(call) }
+func (x StoreInternals) NeedFeature(call string) error { return x.s.needFeature(call) }
 
 // NodeTypeIndex is the store's node type, an index into its session's node types (manifest
 // order).
-func (s *Store) NodeTypeIndex() int { return s.nt }
+func (x StoreInternals) NodeTypeIndex() int { return x.s.nt }
 
 // Options are the store's options (its budgets its share of the session's).
-func (s *Store) Options() Options { return s.opt }
+func (x StoreInternals) Options() Options { return x.s.opt }
 
 // SSD is the SSD tier, the dataset's files of the store's feature (nil for a dataset without
 // node features): RandomReads, PlanScan, Scan, DiskModel and CopyToHost read it.
-func (s *Store) SSD() *ssd.Tier { return s.ssd }
+func (x StoreInternals) SSD() *ssd.Tier { return x.s.ssd }
 
 // TierSnapshot is a stack's tiers held still: the place lock held for reading and every tier
 // that changes under gathers held (tiers.Holder) until Release. Nothing is placed meanwhile, so
@@ -45,11 +57,11 @@ type TierSnapshot struct {
 	release func()
 }
 
-// Snapshot holds the store's tiers still (TierSnapshot) until Release.
-func (s *Store) Snapshot() *TierSnapshot {
-	s.place.RLock()
-	ts, release := heldTiers(s.tierList())
-	return &TierSnapshot{Tiers: ts, Gen: s.tierGen, s: s, release: release}
+// Snapshot holds the stack's tiers still (TierSnapshot) until Release.
+func (x StoreInternals) Snapshot() *TierSnapshot {
+	x.s.place.RLock()
+	ts, release := heldTiers(x.s.tierList())
+	return &TierSnapshot{Tiers: ts, Gen: x.s.tierGen, s: x.s, release: release}
 }
 
 // Release lets the tiers change again; the snapshot is not used after.
@@ -78,13 +90,13 @@ func (sp TierSplit) Pos(k int) []int64   { return sp.sp.pos(k) }
 // applied placement's memory rows first, in its order; else by in-degree; else by how often the
 // type's nodes are neighbors), not by id: rows that the counted batches read equally often are
 // interchangeable for those batches, and the prior picks the ones other batches read more.
-func (s *Store) PlaceCounts(counts []uint32) error { return s.placeCounts(counts) }
+func (x StoreInternals) PlaceCounts(counts []uint32) error { return x.s.placeCounts(counts) }
 
 // StartGPU starts the store's GPU path if a device call has not yet (no change of the tiers'
 // contents) and answers its CUDA device and the thread blocks its kernels launch; ErrNoGPU
 // without one.
-func (s *Store) StartGPU() (dev, blocks int, err error) {
-	g, err := s.ensureGPU()
+func (x StoreInternals) StartGPU() (dev, blocks int, err error) {
+	g, err := x.s.ensureGPU()
 	if err != nil {
 		return -1, 0, err
 	}
@@ -95,55 +107,60 @@ func (s *Store) StartGPU() (dev, blocks int, err error) {
 // of the SSD tier (a planned batch's packed rows; a tiers.CallerLeaver leaves some to the
 // caller). check runs under the place lock, with the memory tiers' generation, before any id is
 // split: its error stops the gather.
-func (s *Store) GatherDeviceVia(ids []int64, dst, stream uintptr, last tiers.Tier, check func(gen uint64) error) error {
-	return s.gatherDeviceVia(ids, 0, len(ids), dst, stream, &deviceVia{last: last, check: func() error { return check(s.tierGen) }})
+func (x StoreInternals) GatherDeviceVia(ids []int64, dst, stream uintptr, last tiers.Tier, check func(gen uint64) error) error {
+	return x.s.gatherDeviceVia(ids, 0, len(ids), dst, stream, &deviceVia{last: last, check: func() error { return check(x.s.tierGen) }})
 }
 
 // SampleOnHost is Sample drawn on the host where the topology is in host memory, even with
 // Options.GPUTopology (the same sample: the GPU draws what the host would): for an engine that
 // draws several batches at once, each on one goroutine, where the GPU sampler draws one hop at a
 // time for every caller.
-func (s *Store) SampleOnHost(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
-	return s.sampleOnHost(seeds, opt)
+func (x StoreInternals) SampleOnHost(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	return x.s.sampleOnHost(seeds, opt)
 }
 
 // SampleFromEdgesOnHost is SampleFromEdges drawn on the host, as SampleOnHost.
-func (s *Store) SampleFromEdgesOnHost(src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
-	return s.sampleFromEdgesOf(s.hostSampleGraph, src, dst, labels, opt)
+func (x StoreInternals) SampleFromEdgesOnHost(src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
+	return x.s.sampleFromEdgesOf(x.s.hostSampleGraph, src, dst, labels, opt)
 }
 
 // CheckSampling checks opt and that the dataset has a topology to sample (what Sample checks
 // besides the seeds).
-func (s *Store) CheckSampling(opt topology.SampleOptions) error { return s.checkSampling(opt) }
+func (x StoreInternals) CheckSampling(opt topology.SampleOptions) error {
+	return x.s.checkSampling(opt)
+}
 
 // CheckSeedEdges checks seed edges, their labels and link options for the store's graph (what
 // SampleFromEdges checks besides the sampling options).
-func (s *Store) CheckSeedEdges(src, dst, labels []int64, link topology.LinkOptions) error {
-	return s.checkSeedEdges(src, dst, labels, link)
+func (x StoreInternals) CheckSeedEdges(src, dst, labels []int64, link topology.LinkOptions) error {
+	return x.s.checkSeedEdges(src, dst, labels, link)
 }
 
-// Enter guards an engine's call against a concurrent Close of the session, as Store.Enter.
-func (ss *Session) Enter() (done func(), err error) { return ss.enter() }
+// Enter guards an engine's call against a concurrent Close of the session, as
+// StoreInternals.Enter.
+func (x SessionInternals) Enter() (done func(), err error) { return x.ss.enter() }
 
 // Options are the session's options (Options.Faults its fault injector: an engine's own IO
 // stacks inject it too).
-func (ss *Session) Options() Options { return ss.opt }
+func (x SessionInternals) Options() Options { return x.ss.opt }
 
 // NodeTypeIndex is the index of node type name ("" for the only one) in the session's node
 // types (manifest order); an unknown name is dataset.ErrTypeNotFound.
-func (ss *Session) NodeTypeIndex(name string) (int, error) { return ss.nodeTypeOf(name) }
+func (x SessionInternals) NodeTypeIndex(name string) (int, error) { return x.ss.nodeTypeOf(name) }
 
 // EdgeTypeIndex is the index of edge type key ("src:rel:dst", "" for the only one) in the
 // session's edge types (manifest order); an unknown key is dataset.ErrTypeNotFound.
-func (ss *Session) EdgeTypeIndex(key string) (int, error) { return ss.edgeTypeOf(key) }
+func (x SessionInternals) EdgeTypeIndex(key string) (int, error) { return x.ss.edgeTypeOf(key) }
 
 // EdgeTypeEnds are the node types (indexes, as NodeTypeIndex) of edge type e's src and dst.
-func (ss *Session) EdgeTypeEnds(e int) (src, dst int) { return ss.edges[e].src, ss.edges[e].dst }
+func (x SessionInternals) EdgeTypeEnds(e int) (src, dst int) {
+	return x.ss.edges[e].src, x.ss.edges[e].dst
+}
 
 // Stacks are the tier stacks of the node types with features, in node type order.
-func (ss *Session) Stacks() []*Store {
+func (x SessionInternals) Stacks() []*Store {
 	var out []*Store
-	for _, n := range ss.nodes {
+	for _, n := range x.ss.nodes {
 		if n.stack != nil {
 			out = append(out, n.stack)
 		}
@@ -153,29 +170,36 @@ func (ss *Session) Stacks() []*Store {
 
 // CheckIDs checks ids of node type nt (its what names them in errors): ErrIDOutOfRange for an
 // id outside [0, count).
-func (ss *Session) CheckIDs(nt int, what string, ids []int64) error {
-	return ss.checkTypedIDs(nt, what, ids)
+func (x SessionInternals) CheckIDs(nt int, what string, ids []int64) error {
+	return x.ss.checkTypedIDs(nt, what, ids)
 }
 
 // SampleHeteroOnHost samples seeds of node type nt with opt (fanouts by edge type index, as
-// HeteroSampler.SampleOptions holds them) on the host topology where it is in memory, as
-// Store.SampleOnHost.
-func (ss *Session) SampleHeteroOnHost(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
-	return ss.sampleHeteroOnHost(nt, seeds, opt)
+// SampleOptions answers them) on the host topology where it is in memory, as
+// StoreInternals.SampleOnHost.
+func (x SessionInternals) SampleHeteroOnHost(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+	return x.ss.sampleHeteroOnHost(nt, seeds, opt)
 }
 
 // HostSampler is a sampler of opt (as SampleOptions answers them) that draws on the host
-// topology where it is in memory, as Store.SampleOnHost; its calls count from none.
-func (ss *Session) HostSampler(opt topology.HeteroSampleOptions) *HeteroSampler {
-	return &HeteroSampler{ss: ss, opt: opt, onHost: true}
+// topology where it is in memory, as StoreInternals.SampleOnHost; its calls count from none.
+func (x SessionInternals) HostSampler(opt topology.HeteroSampleOptions) *HeteroSampler {
+	return &HeteroSampler{ss: x.ss, opt: opt, onHost: true}
 }
 
-// SampleOptions are the sampler's options in the core's form: fanouts by edge type index.
-func (sp *HeteroSampler) SampleOptions() topology.HeteroSampleOptions { return sp.opt }
+// SampleOptions are the options of NewHeteroSampler(opt) in the core's form (fanouts by edge
+// type index), checked as NewHeteroSampler checks them.
+func (x SessionInternals) SampleOptions(opt HeteroSampleOptions) (topology.HeteroSampleOptions, error) {
+	sp, err := x.ss.NewHeteroSampler(opt)
+	if err != nil {
+		return topology.HeteroSampleOptions{}, err
+	}
+	return sp.opt, nil
+}
 
 // CheckSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
 // HeteroSampler.SampleFromEdges checks).
-func (ss *Session) CheckSeedEdges(edgeType string, src, dst, labels []int64, link HeteroLinkOptions) error {
-	_, _, err := ss.checkSeedEdges(edgeType, src, dst, labels, link)
+func (x SessionInternals) CheckSeedEdges(edgeType string, src, dst, labels []int64, link HeteroLinkOptions) error {
+	_, _, err := x.ss.checkSeedEdges(edgeType, src, dst, labels, link)
 	return err
 }

@@ -197,7 +197,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 		return io, err
 	}
 	s := p.src.stacks[t]
-	dev, blocks, err := s.StartGPU()
+	dev, blocks, err := s.Internals().StartGPU()
 	if err != nil {
 		return io, err
 	}
@@ -228,7 +228,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 		}
 		return nil
 	}
-	err = s.GatherDeviceVia(nodes, dst, stream, packed, stale)
+	err = s.Internals().GatherDeviceVia(nodes, dst, stream, packed, stale)
 	packed.read.Wait() // the read never outlives the call, error or not
 	if err == nil {
 		err = packed.readErr

@@ -14,9 +14,9 @@
 // PlanEpochs writes a plan of a featurestore.Store, OpenEpochs serves one (PlanSessionEpochs and
 // OpenSessionEpochs those of a featurestore.Session, every node type with features); both take
 // the same EpochOptions, and a plan serves only the store and options it was made for
-// (ErrStalePlan names the input that differs). The engine reaches the store through its engine
-// calls (featurestore/engine.go): tier snapshots under the place lock, the SSD tier, the host
-// samplers, PlaceCounts and GatherDeviceVia.
+// (ErrStalePlan names the input that differs). The engine reaches the store through its
+// Internals (featurestore.StoreInternals, SessionInternals): tier snapshots under the place lock,
+// the SSD tier, the host samplers, PlaceCounts and GatherDeviceVia.
 //
 // A plan covers the training epochs [FirstEpoch, FirstEpoch+K): planned epoch k is epoch
 // FirstEpoch+k, its order EpochOrder(seeds, ShuffleSeed, FirstEpoch+k) and its batches' seeds
@@ -363,12 +363,12 @@ func (o *EpochOptions) check(src *epochSource) error {
 		if o.NodeType != "" && o.NodeType != src.typeName(0) {
 			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
 		}
-		if err := src.stacks[0].CheckSampling(o.Sample); err != nil {
+		if err := src.stacks[0].Internals().CheckSampling(o.Sample); err != nil {
 			return err
 		}
 	}
 	for _, s := range src.stacks {
-		if s.Options().HostPolicy == featurestore.HostSieve {
+		if s.Internals().Options().HostPolicy == featurestore.HostSieve {
 			return &featurestore.OptionError{Option: "host_policy", Value: featurestore.HostSieve, Want: "static: a plan packs the rows the memory tiers miss, so they must not change under gathers"}
 		}
 	}
@@ -385,11 +385,11 @@ func (o *EpochOptions) check(src *epochSource) error {
 		if len(ord) != len(o.SeedOrders[0]) {
 			return &featurestore.OptionError{Option: "seed_orders", Value: fmt.Sprintf("epoch %d: %d seeds", e, len(ord)), Want: fmt.Sprintf("as many seeds as epoch 0's %d (every epoch has the same batches)", len(o.SeedOrders[0]))}
 		}
-		if err := src.ss.CheckIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
+		if err := src.ss.Internals().CheckIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
 			return fmt.Errorf("featurestore: plan seeds: %w", err)
 		}
 	}
-	if err := src.ss.CheckIDs(src.seedType, "seeds", o.Seeds); err != nil {
+	if err := src.ss.Internals().CheckIDs(src.seedType, "seeds", o.Seeds); err != nil {
 		return fmt.Errorf("featurestore: plan seeds: %w", err)
 	}
 	return nil
@@ -477,7 +477,7 @@ func (src *epochSource) planInputs(o *EpochOptions, fp uint64, snaps []*features
 func (src *epochSource) snapshots() (snaps []*featurestore.TierSnapshot, release func()) {
 	snaps = make([]*featurestore.TierSnapshot, len(src.stacks))
 	for t, s := range src.stacks {
-		snaps[t] = s.Snapshot()
+		snaps[t] = s.Internals().Snapshot()
 	}
 	return snaps, func() {
 		for _, snap := range snaps {

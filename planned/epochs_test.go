@@ -575,7 +575,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 	slices.Sort(sorted)
 	slices.Reverse(sorted)
 	var bar int64
-	for _, c := range sorted[host.CapacityRows(s.Options().HostCacheBytes, s.RowBytes()):] {
+	for _, c := range sorted[host.CapacityRows(s.Internals().Options().HostCacheBytes, s.RowBytes()):] {
 		bar += c
 	}
 	o.PlaceTiers = true

@@ -229,7 +229,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				t.Fatalf("epoch %d batch %d: the planned link sample differs from the on-demand one", ep, b)
 			}
 			for _, nt := range p.NodeTypes() {
-				idx, err := ss.NodeTypeIndex(nt)
+				idx, err := ss.Internals().NodeTypeIndex(nt)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -633,7 +633,8 @@ const packRandomRows = 4096
 func (pk *packer) read(w *window, k int, base int64) error {
 	s := pk.src.stacks[k]
 	rb := s.RowBytes()
-	model := s.SSD().DiskModel()
+	disk := s.Internals().SSD() // the feature's files
+	model := disk.DiskModel()
 	w.model = model
 	ids := w.distinct[k]
 	if len(ids) == 0 {
@@ -644,7 +645,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 	var randomReads, randomBytes int64
 	if pk.o.PackMethod != PackScan {
 		for lo := 0; lo < len(ids); lo += packRandomRows {
-			r, b := s.SSD().RandomReads(ids[lo:min(lo+packRandomRows, len(ids))])
+			r, b := disk.RandomReads(ids[lo:min(lo+packRandomRows, len(ids))])
 			randomReads, randomBytes = randomReads+r, randomBytes+b
 		}
 	}
@@ -659,7 +660,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		buffer := min(max(pk.limit()/16, 16<<10), 16<<20)
 		opt := ssd.ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}
 		var err error
-		if plan, err = s.SSD().PlanScan(ids, at, opt); err != nil {
+		if plan, err = disk.PlanScan(ids, at, opt); err != nil {
 			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		w.scanEst += model.Seconds(plan.Reads, plan.Bytes)
@@ -673,7 +674,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		w.scans++
 		w.reads += plan.Reads
 		w.bytes += plan.Bytes
-		if err := s.SSD().Scan(plan, w.buf, pk.stop); err != nil {
+		if err := disk.Scan(plan, w.buf, pk.stop); err != nil {
 			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 		}
 		return nil
@@ -692,7 +693,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 			if err := pk.stop(); err != nil {
 				return err
 			}
-			if err := s.SSD().CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
+			if err := disk.CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
 				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
 			}
 			return nil

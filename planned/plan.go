@@ -139,7 +139,7 @@ func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
 // error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
 // made while a Place changes the memory tiers fails.
 func PlanEpochs(s *featurestore.Store, o EpochOptions) (*EpochPlanReport, error) {
-	if err := s.NeedFeature("PlanEpochs"); err != nil {
+	if err := s.Internals().NeedFeature("PlanEpochs"); err != nil {
 		return nil, err
 	}
 	return storeSource(s).plan(o)
@@ -481,7 +481,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 	}
 	fill := time.Now()
 	for t, s := range src.stacks {
-		if err := s.PlaceCounts(hot[t]); err != nil {
+		if err := s.Internals().PlaceCounts(hot[t]); err != nil {
 			return nil, err
 		}
 	}

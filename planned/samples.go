@@ -102,7 +102,7 @@ func (src *epochSource) recordShape(o *EpochOptions) recordShape {
 		m := src.ss.Manifest()
 		s = recordShape{types: len(m.NodeTypes), flags: sampleHetero}
 		for e := range m.EdgeTypes {
-			es, ed := src.ss.EdgeTypeEnds(e)
+			es, ed := src.ss.Internals().EdgeTypeEnds(e)
 			s.ends = append(s.ends, [2]int{es, ed})
 		}
 	}

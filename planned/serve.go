@@ -80,7 +80,7 @@ const epochStacks = 4
 // and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
 // (PlanEpochs) first and the report is returned too.
 func OpenEpochs(s *featurestore.Store, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	if err := s.NeedFeature("OpenEpochs"); err != nil {
+	if err := s.Internals().NeedFeature("OpenEpochs"); err != nil {
 		return nil, nil, err
 	}
 	return storeSource(s).open(o)
@@ -214,8 +214,8 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 // newStack opens one more IO stack over the packed files: reads of up to 1 MiB, 16 in flight,
 // with the store's fault injector (Options.Faults).
 func (p *Epochs) newStack() (*gpuio.Stack, error) {
-	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.Options().IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
-		Faults: p.src.ss.Options().Faults, Paths: p.paths})
+	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.Internals().Options().IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
+		Faults: p.src.ss.Internals().Options().Faults, Paths: p.paths})
 	if err != nil {
 		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
 	}
@@ -388,7 +388,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 		return io, err
 	}
 	s := p.src.stacks[t]
-	leave, err := s.Enter()
+	leave, err := s.Internals().Enter()
 	if err != nil {
 		return io, err
 	}
@@ -404,7 +404,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	ext := p.extent(pe, b, t)
 	path := filepath.Join(p.o.Dir, ef.File)
 
-	snap := s.Snapshot()
+	snap := s.Internals().Snapshot()
 	if snap.Gen != p.tierGen[t] {
 		snap.Release()
 		return io, p.refilled(e, b)

@@ -25,21 +25,21 @@ type epochSource struct {
 
 // storeSource is the source of a plan of the one stack s.
 func storeSource(s *featurestore.Store) *epochSource {
-	return &epochSource{ss: s.Session(), seedType: s.NodeTypeIndex(), stacks: []*featurestore.Store{s}}
+	return &epochSource{ss: s.Session(), seedType: s.Internals().NodeTypeIndex(), stacks: []*featurestore.Store{s}}
 }
 
 // enter guards a plan's call: the store's guard for a Store's plan, the session's for a
 // Session's (each stack's own calls guard themselves).
 func (src *epochSource) enter() (func(), error) {
 	if src.hetero == nil {
-		return src.stacks[0].Enter()
+		return src.stacks[0].Internals().Enter()
 	}
-	return src.ss.Enter()
+	return src.ss.Internals().Enter()
 }
 
 // typeName is the node type name of packed stack t.
 func (src *epochSource) typeName(t int) string {
-	return src.ss.Manifest().NodeTypes[src.stacks[t].NodeTypeIndex()].Name
+	return src.ss.Manifest().NodeTypes[src.stacks[t].Internals().NodeTypeIndex()].Name
 }
 
 // typeNames names the packed node types, for errors.
@@ -56,12 +56,12 @@ func (src *epochSource) packedType(ntype string) (int, error) {
 	if ntype == "" && len(src.stacks) == 1 {
 		return 0, nil
 	}
-	nt, err := src.ss.NodeTypeIndex(ntype)
+	nt, err := src.ss.Internals().NodeTypeIndex(ntype)
 	if err != nil {
 		return -1, err
 	}
 	for t, s := range src.stacks {
-		if s.NodeTypeIndex() == nt {
+		if s.Internals().NodeTypeIndex() == nt {
 			return t, nil
 		}
 	}
@@ -86,7 +86,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	if src.hetero == nil {
 		opt := o.Sample
 		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		smp, err := src.stacks[0].SampleOnHost(seeds, opt)
+		smp, err := src.stacks[0].Internals().SampleOnHost(seeds, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	}
 	opt := *src.hetero
 	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	smp, err := src.ss.SampleHeteroOnHost(src.seedType, seeds, opt)
+	smp, err := src.ss.Internals().SampleHeteroOnHost(src.seedType, seeds, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (src *epochSource) withNodes(d *batchDraw) *batchDraw {
 	}
 	d.nodes = make([][]int64, len(src.stacks))
 	for t, s := range src.stacks {
-		d.nodes[t] = d.hetero.Nodes[s.NodeTypeIndex()]
+		d.nodes[t] = d.hetero.Nodes[s.Internals().NodeTypeIndex()]
 	}
 	return d
 }
@@ -124,7 +124,7 @@ func (src *epochSource) recordType(t int) int {
 	if src.hetero == nil {
 		return 0
 	}
-	return src.stacks[t].NodeTypeIndex()
+	return src.stacks[t].Internals().NodeTypeIndex()
 }
 
 // PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
@@ -164,20 +164,19 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 		if o.NodeType != "" {
 			return nil, &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: "none with seed edges (their edge type, SeedEdges.EdgeType, gives their node types)"}
 		}
-		e, err := ss.EdgeTypeIndex(o.SeedEdges.EdgeType)
+		e, err := ss.Internals().EdgeTypeIndex(o.SeedEdges.EdgeType)
 		if err != nil {
 			return nil, fmt.Errorf("featurestore: plan seed edges: %w", err)
 		}
-		nt, _ = ss.EdgeTypeEnds(e)
-	} else if nt, err = ss.NodeTypeIndex(o.NodeType); err != nil {
+		nt, _ = ss.Internals().EdgeTypeEnds(e)
+	} else if nt, err = ss.Internals().NodeTypeIndex(o.NodeType); err != nil {
 		return nil, err
 	}
-	sp, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
+	opt, err := ss.Internals().SampleOptions(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
 	if err != nil {
 		return nil, err
 	}
-	opt := sp.SampleOptions()
-	src := &epochSource{ss: ss, seedType: nt, hetero: &opt, stacks: ss.Stacks()}
+	src := &epochSource{ss: ss, seedType: nt, hetero: &opt, stacks: ss.Internals().Stacks()}
 	if len(src.stacks) == 0 {
 		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
 	}
@@ -224,7 +223,7 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 	}
 	out := &PlannedHeteroBatch{Seeds: seeds, Sample: smp, Rows: map[string][]byte{}}
 	for t, s := range p.src.stacks {
-		nodes := smp.Nodes[s.NodeTypeIndex()]
+		nodes := smp.Nodes[s.Internals().NodeTypeIndex()]
 		rows := make([]byte, int64(len(nodes))*s.RowBytes())
 		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
 		if err != nil {
@@ -269,7 +268,7 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 		}
 		opt := topology.LinkSampleOptions{SampleOptions: o.Sample, LinkOptions: link}
 		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		ls, err := src.stacks[0].SampleFromEdgesOnHost(s, d, l, opt)
+		ls, err := src.stacks[0].Internals().SampleFromEdgesOnHost(s, d, l, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +276,7 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 	}
 	opt := *src.hetero
 	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	hs := src.ss.HostSampler(opt)
+	hs := src.ss.Internals().HostSampler(opt)
 	hl, err := hs.SampleFromEdges(se.EdgeType, s, d, l, se.Link)
 	if err != nil {
 		return nil, err
@@ -288,14 +287,14 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 // checkSeedEdges checks a link plan's seed edges, labels and link options (every id, once).
 func (src *epochSource) checkSeedEdges(se *SeedEdges) error {
 	if src.hetero != nil {
-		err := src.ss.CheckSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
+		err := src.ss.Internals().CheckSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
 		return err
 	}
 	link, err := src.storeLinkOptions(se)
 	if err != nil {
 		return err
 	}
-	return src.stacks[0].CheckSeedEdges(se.Src, se.Dst, se.Labels, link)
+	return src.stacks[0].Internals().CheckSeedEdges(se.Src, se.Dst, se.Labels, link)
 }
 
 // storeLinkOptions is a Store's plan's link options in the core's form: its one edge type, and
@@ -325,7 +324,7 @@ func (src *epochSource) edgeTypeKey(key string) string {
 		}
 		return key
 	}
-	if e, err := src.ss.EdgeTypeIndex(key); err == nil {
+	if e, err := src.ss.Internals().EdgeTypeIndex(key); err == nil {
 		return src.ss.Manifest().EdgeTypes[e].Key()
 	}
 	return key
