@@ -358,10 +358,10 @@ func (o *EpochOptions) check(src *epochSource) error {
 	}
 	if src.hetero == nil {
 		if len(o.EdgeFanouts) > 0 {
-			return &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (Session.PlanEpochs)"}
+			return &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (PlanSessionEpochs)"}
 		}
 		if o.NodeType != "" && o.NodeType != src.typeName(0) {
-			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (Session.PlanEpochs)", src.typeName(0))}
+			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (PlanSessionEpochs)", src.typeName(0))}
 		}
 		if err := src.stacks[0].Internals().CheckSampling(o.Sample); err != nil {
 			return err

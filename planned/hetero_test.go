@@ -186,7 +186,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	}
 	// A store's plan takes no fanouts per edge type; seeds of a type without features plan fine.
 	st, _ := ss.Stack("paper")
-	if _, err := PlanEpochs(st, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "Session.PlanEpochs") {
+	if _, err := PlanEpochs(st, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "PlanSessionEpochs") {
 		t.Errorf("a store's plan with fanouts per edge type: %v", err)
 	}
 	inst := o
