@@ -8,7 +8,7 @@ stage=$build/gpu-stage
 rm -rf "$stage"
 mkdir -p "$stage/gpu"
 flags=(-trimpath -ldflags=-s\ -w)
-for pkg in cuda gpuio featurestore tiers/gpu tiers/host tiers/ssd; do
+for pkg in cuda gpuio featurestore planned tiers/gpu tiers/host tiers/ssd; do
   go test -c "${flags[@]}" -o "$stage/gpu/$(echo "$pkg" | tr / _).test" "./$pkg"
 done
 go build "${flags[@]}" -o "$stage/tierfs" ./cmd/tierfs

@@ -23,7 +23,7 @@ if [[ ! -x "$PY" ]]; then
 fi
 
 GO="${GO:-go}"
-if [[ ! -x build/tierfs ]] || [[ -n "$(find cmd cli cuda internal capi advise featurestore topology dataset ingest gpuio tiers fusefs -name '*.go' -newer build/tierfs 2>/dev/null | head -1)" ]]; then
+if [[ ! -x build/tierfs ]] || [[ -n "$(find cmd cli cuda internal capi advise featurestore planned topology dataset ingest gpuio tiers fusefs -name '*.go' -newer build/tierfs 2>/dev/null | head -1)" ]]; then
   echo "py_test: building the CLI (build/tierfs)"
   "$GO" build -o build/tierfs ./cmd/tierfs
 fi
