@@ -46,7 +46,8 @@ func (x StoreInternals) SSD() *ssd.Tier { return x.s.ssd }
 
 // TierSnapshot is a stack's tiers held still: the place lock held for reading and every tier
 // that changes under gathers held (tiers.Holder) until Release. Nothing is placed meanwhile, so
-// keep it for the length of a gather.
+// keep it for the length of a gather, and take no second snapshot of the same stack while
+// holding one (a Place waiting between the two would hold both up).
 type TierSnapshot struct {
 	// Tiers are the stack's tiers, fastest first, the SSD tier last (none for a dataset
 	// without node features); their slots stay valid until Release.
