@@ -47,12 +47,12 @@ def xxh64_short(data: bytes, seed: int = 0) -> int:
 
 
 def batch_sample_seed(sampler_seed: int, epoch: int, batch: int) -> int:
-    """featurestore.BatchSampleSeed: the sampling seed of batch b of planned epoch e."""
+    """planned.BatchSampleSeed: the sampling seed of batch b of planned epoch e."""
     return xxh64_short(struct.pack("<QQQ", sampler_seed & M64, epoch, batch))
 
 
 def test_batch_sample_seed_is_the_cores():
-    assert batch_sample_seed(12345, 1, 7) == 16602632696535137659  # featurestore.BatchSampleSeed(12345, 1, 7)
+    assert batch_sample_seed(12345, 1, 7) == 16602632696535137659  # planned.BatchSampleSeed(12345, 1, 7)
 
 
 @pytest.fixture(scope="module")
