@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from . import _native
 from ._util import _checkout_version, format_bytes, parse_size
-from .build import from_graphbolt, from_pyg, ingest, synth, upgrade, verify
+from .build import from_graphbolt, ingest, synth, upgrade, verify
+from .frompyg import from_pyg
 from .errors import (
     ClosedError,
     CorruptError,

@@ -1,4 +1,5 @@
-"""Making datasets: :func:`ingest` from arrays or files, :func:`synth` for benchmarks."""
+"""Making datasets: :func:`ingest` from arrays or files, :func:`from_graphbolt`, :func:`synth` for
+benchmarks; :func:`verify` and :func:`upgrade` of a dataset. :mod:`tierfs.frompyg` makes them from PyG."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from . import _native, _util, errors
 from ._args import _c_str
 from ._native import check, lib
 from ._progress import ProgressLike, _progress_callback
-from .hetero import edge_type_key
 
-__all__ = ["ingest", "synth", "from_pyg", "from_graphbolt", "verify", "upgrade"]
+__all__ = ["ingest", "synth", "from_graphbolt", "verify", "upgrade"]
 
 PathLike = Union[str, os.PathLike]
 _SPLIT_NAMES = ("train", "val", "test")
@@ -264,9 +264,48 @@ def ingest(
         FileNotFoundError (tierfs.NotFoundError): an input file that does not exist.
     """
     _native.check_process()
+    out = os.fspath(out)
+    _check_ingest_inputs(edges, features, labels, node_features, edge_features)
+    opts: Dict[str, Any] = {"out": out}
+    if features_in_place:
+        given = [("features", features)] + [(f"node_features[{k!r}]", v) for k, v in (node_features or {}).items()]
+        arrays = [what for what, v in given if v is not None and not _is_path(v)]
+        if arrays:
+            raise errors.InvalidArgumentError(f"ingest: features_in_place needs the node features as .npy paths; {', '.join(arrays)} "
+                                              "is an array (np.save it where it should stay and pass the path)")
+        opts["features_in_place"] = True
+    with Staging(out, tmp_dir) as staging:
+        declared = _graph_inputs(opts, staging, edges, features, labels, splits)
+        if declared and feature_dtype is None:
+            feature_dtype = declared
+        for what, named in (("node", node_features), ("edge", edge_features)):
+            listed = _named_feature_inputs(staging, what, named)
+            if listed:
+                opts[f"{what}_features"] = listed
+        if edge_splits is not None:
+            opts["edge_splits"] = _edge_split_entries(edge_splits, staging.save)
+        for key, on in (("undirected", undirected), ("drop_self_loops", drop_self_loops), ("dedup", dedup), ("force", force)):
+            if on:
+                opts[key] = True
+        if num_nodes:
+            opts["num_nodes"] = int(num_nodes)
+        if feature_dtype:
+            opts["feature_dtype"] = str(feature_dtype)
+        if device_paths:
+            opts["device_paths"] = [os.fspath(p) for p in device_paths]
+        if edge_columns is not None:
+            cols = [str(c) for c in edge_columns]
+            if len(cols) != 2:
+                raise errors.InvalidArgumentError(f"ingest: edge_columns must be (src, dst), got {edge_columns!r}")
+            opts["edge_columns"] = cols
+        staging.run(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+    return out
+
+
+def _check_ingest_inputs(edges: Any, features: Any, labels: Any, node_features: Any, edge_features: Any) -> None:
+    """Refuses, before anything is written, inputs :func:`ingest` cannot take together."""
     if _is_pyg_data(edges):
         raise errors.InvalidArgumentError("ingest: edges is a PyG Data object; use tierfs.from_pyg(data, out)")
-    out = os.fspath(out)
     if edges is None and features is None and labels is None and not node_features:
         raise errors.InvalidArgumentError("ingest: nothing to ingest: give edges, features, node_features or labels")
     for what, named in (("node_features", node_features), ("edge_features", edge_features)):
@@ -279,135 +318,126 @@ def ingest(
         both = sorted(set(node_features) & set(edge_features))
         if both:
             raise errors.InvalidArgumentError(f"ingest: feature name(s) {both} in both node_features and edge_features; feature names must be unique")
-    opts: Dict[str, Any] = {"out": out}
-    tmp: Optional[Path] = None
-    if features_in_place:
-        given = [("features", features)] + [(f"node_features[{k!r}]", v) for k, v in (node_features or {}).items()]
-        arrays = [what for what, v in given if v is not None and not _is_path(v)]
-        if arrays:
-            raise errors.InvalidArgumentError(f"ingest: features_in_place needs the node features as .npy paths; {', '.join(arrays)} "
-                                              "is an array (np.save it where it should stay and pass the path)")
-        opts["features_in_place"] = True
 
-    def tmpdir() -> Path:
-        nonlocal tmp
-        if tmp is None:
-            base = Path(tmp_dir) if tmp_dir is not None else Path(out).resolve().parent
-            base.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=".tierfs-ingest-", dir=base))
-        return tmp
 
-    try:
-        if edges is not None:
-            if _is_path(edges):
-                opts["edges"] = _input_path(edges, "edges")
-            else:
-                arr, _ = _to_numpy(edges, "edges")
-                if arr.ndim != 2 or 2 not in arr.shape:
-                    raise errors.InvalidArgumentError(f"ingest: edges must have shape (2, E) or (E, 2), got {arr.shape}")
-                if arr.dtype.kind not in "iu":
-                    raise errors.DTypeError(f"ingest: edges must be integers, got {arr.dtype}")
-                opts["edges"] = _save(tmpdir(), "edges", arr)
-        if features is not None:
-            if _is_path(features):
-                opts["features"] = _input_path(features, "features")
-            else:
-                arr, declared = _to_numpy(features, "features")
-                if arr.ndim != 2:
-                    raise errors.InvalidArgumentError(f"ingest: features must be 2-D (nodes, dim), got shape {arr.shape}")
-                if declared and feature_dtype is None:
-                    feature_dtype = declared
-                opts["features"] = _save(tmpdir(), "features", arr)
-        if labels is not None:
-            if _is_path(labels):
-                opts["labels"] = _input_path(labels, "labels")
-            else:
-                arr = _labels_array(labels)
-                opts["labels"] = _save(tmpdir(), "labels", arr)
-        if splits is not None:
-            if _is_path(splits):
-                opts["splits"] = _input_path(splits, "splits")
-            else:
-                named = {_SPLIT_ALIASES.get(k, k): v for k, v in splits.items()}
-                bad = sorted(set(named) - set(_SPLIT_NAMES))
-                if bad:
-                    raise errors.InvalidArgumentError(f"ingest: unknown split name(s) {bad}; want train, val (or valid), test")
-                if len(named) != len(splits):
-                    raise errors.InvalidArgumentError(f"ingest: splits name the same split twice: {sorted(splits)}")
-                d = tmpdir() / "splits"
-                d.mkdir()
-                for name, ids in named.items():
-                    arr, _ = _to_numpy(ids, f"splits[{name!r}]")
-                    if arr.dtype.kind not in "iub" or arr.ndim != 1:
-                        raise errors.InvalidArgumentError(f"ingest: splits[{name!r}] must be 1-D node ids or a boolean mask, got {arr.dtype} of shape {arr.shape}")
-                    _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
-                opts["splits"] = str(d)
-        renamed: Dict[str, str] = {}  # temporary file -> what the caller gave, for errors
-        for what, named in (("node", node_features), ("edge", edge_features)):
-            listed = []
-            for name, value in (named or {}).items():
-                entry: Dict[str, Any] = {"name": name}
-                if _is_path(value):
-                    entry["path"] = _input_path(value, f"{what} feature {name!r}")
-                else:
-                    arr, declared = _to_numpy(value, f"{what}_features[{name!r}]")
-                    rows = "N" if what == "node" else "E"
-                    if arr.ndim not in (1, 2):
-                        raise errors.InvalidArgumentError(f"ingest: {what}_features[{name!r}] must be ({rows}, dim) or ({rows},), got shape {arr.shape}")
-                    if declared:
-                        entry["dtype"] = declared
-                    entry["path"] = _save(tmpdir(), f"{what}-feature-{len(renamed)}", arr)
-                    renamed[entry["path"]] = f"<the {what}_features[{name!r}] array>"
-                listed.append(entry)
-            if listed:
-                opts[f"{what}_features"] = listed
-        if edge_splits is not None:
-            def save_split(name: str, arr: np.ndarray, what: str) -> str:
-                path = _save(tmpdir(), f"{name}-{len(renamed)}", arr)
-                renamed[path] = what
-                return path
+def _graph_inputs(opts: Dict[str, Any], staging: "Staging", edges: Any, features: Any, labels: Any, splits: Any) -> Optional[str]:
+    """Puts the edges, features, labels and splits into ``opts`` (a file given as it is, an array
+    staged as ``.npy``); returns the features' dtype where their array declares one (bfloat16)."""
+    declared = None
+    if edges is not None:
+        if _is_path(edges):
+            opts["edges"] = _input_path(edges, "edges")
+        else:
+            arr, _ = _to_numpy(edges, "edges")
+            if arr.ndim != 2 or 2 not in arr.shape:
+                raise errors.InvalidArgumentError(f"ingest: edges must have shape (2, E) or (E, 2), got {arr.shape}")
+            if arr.dtype.kind not in "iu":
+                raise errors.DTypeError(f"ingest: edges must be integers, got {arr.dtype}")
+            opts["edges"] = staging.save("edges", arr, "<the edges array>")
+    if features is not None:
+        if _is_path(features):
+            opts["features"] = _input_path(features, "features")
+        else:
+            arr, declared = _to_numpy(features, "features")
+            if arr.ndim != 2:
+                raise errors.InvalidArgumentError(f"ingest: features must be 2-D (nodes, dim), got shape {arr.shape}")
+            opts["features"] = staging.save("features", arr, "<the features array>")
+    if labels is not None:
+        if _is_path(labels):
+            opts["labels"] = _input_path(labels, "labels")
+        else:
+            opts["labels"] = staging.save("labels", _labels_array(labels), "<the labels array>")
+    if splits is not None:
+        if _is_path(splits):
+            opts["splits"] = _input_path(splits, "splits")
+        else:
+            opts["splits"] = _staged_splits(staging, splits)
+    return declared
 
-            opts["edge_splits"] = _edge_split_entries(edge_splits, save_split)
-        if undirected:
-            opts["undirected"] = True
-        if drop_self_loops:
-            opts["drop_self_loops"] = True
-        if dedup:
-            opts["dedup"] = True
-        if num_nodes:
-            opts["num_nodes"] = int(num_nodes)
-        if feature_dtype:
-            opts["feature_dtype"] = str(feature_dtype)
-        if device_paths:
-            opts["device_paths"] = [os.fspath(p) for p in device_paths]
-        if force:
-            opts["force"] = True
-        if edge_columns is not None:
-            cols = [str(c) for c in edge_columns]
-            if len(cols) != 2:
-                raise errors.InvalidArgumentError(f"ingest: edge_columns must be (src, dst), got {edge_columns!r}")
-            opts["edge_columns"] = cols
+
+def _staged_splits(staging: "Staging", splits: Mapping[str, Any]) -> str:
+    """The directory of train.npy / val.npy / test.npy that ``splits`` ({name: ids or mask}) become."""
+    named = {_SPLIT_ALIASES.get(k, k): v for k, v in splits.items()}
+    bad = sorted(set(named) - set(_SPLIT_NAMES))
+    if bad:
+        raise errors.InvalidArgumentError(f"ingest: unknown split name(s) {bad}; want train, val (or valid), test")
+    if len(named) != len(splits):
+        raise errors.InvalidArgumentError(f"ingest: splits name the same split twice: {sorted(splits)}")
+    d = staging.path() / "splits"
+    d.mkdir()
+    staging.name(str(d), "<the splits arrays>")
+    for name, ids in named.items():
+        arr, _ = _to_numpy(ids, f"splits[{name!r}]")
+        if arr.dtype.kind not in "iub" or arr.ndim != 1:
+            raise errors.InvalidArgumentError(f"ingest: splits[{name!r}] must be 1-D node ids or a boolean mask, got {arr.dtype} of shape {arr.shape}")
+        _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
+    return str(d)
+
+
+def _named_feature_inputs(staging: "Staging", what: str, named: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The ``node_features`` / ``edge_features`` entries (``what``: "node" or "edge") of tfs_ingest."""
+    listed = []
+    for name, value in (named or {}).items():
+        entry: Dict[str, Any] = {"name": name}
+        if _is_path(value):
+            entry["path"] = _input_path(value, f"{what} feature {name!r}")
+        else:
+            arr, declared = _to_numpy(value, f"{what}_features[{name!r}]")
+            rows = "N" if what == "node" else "E"
+            if arr.ndim not in (1, 2):
+                raise errors.InvalidArgumentError(f"ingest: {what}_features[{name!r}] must be ({rows}, dim) or ({rows},), got shape {arr.shape}")
+            if declared:
+                entry["dtype"] = declared
+            entry["path"] = staging.save(f"{what}-feature", arr, f"<the {what}_features[{name!r}] array>")
+        listed.append(entry)
+    return listed
+
+
+class Staging:
+    """The temporary ``.npy`` files of the arrays a caller gave a native ingest: in a directory
+    made on first use beside ``out`` (or in ``tmp_dir``: they can be large), removed on exit.
+    Each is recorded with what the caller gave, so the core's errors name that instead."""
+
+    def __init__(self, out: str, tmp_dir: Optional[PathLike]) -> None:
+        self._base = Path(tmp_dir) if tmp_dir is not None else Path(out).resolve().parent
+        self._dir: Optional[Path] = None
+        self._given: Dict[str, str] = {}  # staged path -> what the caller gave
+
+    def path(self) -> Path:
+        """The staging directory (made now if it is not yet)."""
+        if self._dir is None:
+            self._base.mkdir(parents=True, exist_ok=True)
+            self._dir = Path(tempfile.mkdtemp(prefix=".tierfs-ingest-", dir=self._base))
+        return self._dir
+
+    def save(self, name: str, arr: np.ndarray, what: str) -> str:
+        """Stages arr as a ``.npy`` file and returns its path; errors say ``what`` for it."""
+        path = _save(self.path(), f"{len(self._given)}-{name}", arr)
+        self._given[path] = what
+        return path
+
+    def name(self, path: str, what: str) -> None:
+        """Errors say ``what`` for the staged ``path`` (a directory of arrays)."""
+        self._given[path] = what
+
+    def run(self, plain: Any, with_progress: Any, opts: Dict[str, Any], progress: ProgressLike) -> None:
+        """The native ingest of opts; its error names what the caller gave, not staged paths."""
         try:
-            _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
-        except errors.Error as e:
-            if tmp is None:
+            _run_with_progress(plain, with_progress, opts, progress)
+        except errors.Error as err:
+            msg = err.message
+            for path, what in self._given.items():
+                msg = msg.replace(path, what)
+            if msg == err.message:
                 raise
-            # The core names the temporary .npy files it read; name the arrays the caller gave.
-            msg = e.message
-            for key in ("edges", "features", "labels"):
-                if key in opts and str(opts[key]).startswith(str(tmp)):
-                    msg = msg.replace(str(opts[key]), f"<the {key} array>")
-            if "splits" in opts and str(opts["splits"]).startswith(str(tmp)):
-                msg = msg.replace(str(opts["splits"]), "<the splits arrays>")
-            for path, given in renamed.items():
-                msg = msg.replace(path, given)
-            if msg == e.message:
-                raise
-            raise type(e)(msg, e.status) from None
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+            raise type(err)(msg, err.status) from None
+
+    def __enter__(self) -> "Staging":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def synth(
@@ -491,317 +521,6 @@ def synth(
     if force:
         opts["force"] = True
     _run_with_progress(lib.tfs_synth, lib.tfs_synth_progress, opts, progress)
-    return out
-
-
-def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edge_splits: Optional[Mapping[Any, Any]] = None,
-             undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-             tmp_dir: Optional[PathLike] = None, force: bool = False, progress: ProgressLike = None) -> str:
-    """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
-    the default feature, ``edge_index`` the topology (messages flow ``edge_index[0] ->
-    edge_index[1]``, as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
-    ``train_mask``/``val_mask``/``test_mask`` (or ``train_idx``/``val_idx``/``test_idx``) the
-    splits; ``data.num_nodes`` the node count (a 1-D ``x`` is a feature of one value a node,
-    served 1-D). Every other node-level tensor (``data.is_node_attr``)
-    becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
-    ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
-    Graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a graph-level
-    tensor, non-tensors) are not written to the dataset: this process holds them
-    (:func:`graph_attrs`), and :class:`tierfs.pyg.NeighborLoader` on a store of the dataset puts
-    them on every batch as PyG's in-memory loaders do; a store opened in another process (a
-    worker, a later run) has none, and a warning names them.
-
-    A ``HeteroData`` becomes a dataset of its node and edge types (format version 5; ids stay
-    local to their type): for every node type its node-level tensors (``data[t].x`` first, the
-    type's default feature served through the memory tiers, then the others by name) as
-    features, ``y`` as its labels and its ``train``/``val``/``test`` masks or ids as its
-    splits; for every edge type its ``edge_index`` and its edge-level tensors as edge features
-    (rows by edge id, ``e_id``); its graph-level attributes are held as a ``Data``'s. One native
-    call. What cannot be stored (non-tensors, tensors of more than two dimensions, bool tensors
-    that are not splits, an edge type without ``edge_index``) is refused, naming the type and
-    the attribute.
-
-    Link prediction: the outputs of PyG's ``RandomLinkSplit`` (``train_data, val_data,
-    test_data = RandomLinkSplit(...)(data)``) go in as ``from_pyg(train_data, out,
-    val=val_data, test=test_data)``: the graph is ``train_data``'s (its ``edge_index``, the
-    training message-passing edges), and each split's ``edge_label_index`` and ``edge_label``
-    (per edge type of a ``HeteroData``) become the dataset's edge splits (format version 6),
-    read back by ``store.edge_split("train", edge_type=...)``.
-
-    Args:
-        data: a ``torch_geometric.data.Data`` or ``HeteroData``.
-        val, test: the validation and test outputs of ``RandomLinkSplit`` (the same kind as
-            ``data``): only their ``edge_label_index`` / ``edge_label`` are read.
-        edge_splits: more edge splits as :func:`ingest` takes them (``Data``), or ``{edge type:
-            {split: ...}}`` (``HeteroData``), e.g. an OGB link dataset's ``get_edge_split()``.
-        out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`
-            (``undirected`` applies to ``Data`` only: give a ``HeteroData`` its reverse edge
-            types, e.g. with ``torch_geometric.transforms.ToUndirected()``).
-    """
-    for name, d in (("val", val), ("test", test)):
-        if d is not None and type(d) is not type(data):
-            raise errors.DTypeError(f"from_pyg: {name} is a {type(d).__name__}, data a {type(data).__name__}; give the {name} output of the RandomLinkSplit that made data")
-    if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
-        path = _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
-                                 split_data={"val": val, "test": test}, edge_splits=edge_splits)
-        graph_attrs = dict(data._global_store.items())
-        if graph_attrs:
-            _warn_graph_attrs(graph_attrs)
-        _hold_graph_attrs(path, graph_attrs)
-        return path
-    if not _is_pyg_data(data):
-        raise errors.DTypeError(f"from_pyg: want a torch_geometric.data.Data, got {type(data).__name__}")
-    keys = set(data.keys())
-    if data.edge_index is None and data.x is None:
-        raise errors.InvalidArgumentError("from_pyg: the Data has neither x nor edge_index")
-    link_splits: Dict[str, Any] = dict(edge_splits or {})
-    for name, d in (("train", data), ("val", val), ("test", test)):
-        if d is None:
-            continue
-        if "edge_label_index" in d.keys():
-            if name in link_splits:
-                raise errors.InvalidArgumentError(f"from_pyg: edge split {name!r} is given twice (by edge_splits and by the {name} Data)")
-            link_splits[name] = (d.edge_label_index, d.get("edge_label"))
-        elif d is not data:
-            raise errors.InvalidArgumentError(f"from_pyg: {name} has no edge_label_index; give an output of RandomLinkSplit")
-    splits: Dict[str, Any] = {}
-    used = {"x", "edge_index", "y", "num_nodes"}
-    if "edge_label_index" in keys:
-        used |= {"edge_label_index", "edge_label"} & keys
-    for name, alias in (("train", "train"), ("val", "val"), ("val", "valid"), ("test", "test")):
-        for key in (f"{alias}_mask", f"{alias}_idx", f"{alias}_index"):
-            if key in keys and name not in splits:
-                splits[name] = data[key]
-                used.add(key)
-    node_features: Dict[str, Any] = {}
-    edge_features: Dict[str, Any] = {}
-    for key in sorted(keys - used):
-        value = data[key]
-        if not _util.is_tensor(value) or value.dim() not in (1, 2):
-            continue
-        if data.edge_index is not None and data.is_edge_attr(key):
-            edge_features[key] = value
-            used.add(key)
-        elif data.is_node_attr(key):
-            node_features[key] = value
-            used.add(key)
-    # Graph-level attributes (neither node- nor edge-level, as PyG's filter_data tells them apart;
-    # non-tensors included): PyG's in-memory loaders copy them onto every batch. The dataset
-    # format has no place for them, so this process holds them for the dataset's loaders.
-    graph_attrs = {key: data[key] for key in sorted(keys - {"num_nodes"})
-                   if not data.is_node_attr(key) and not (data.edge_index is not None and data.is_edge_attr(key))}
-    ignored = sorted(keys - used - set(graph_attrs))
-    if ignored:
-        import warnings
-
-        warnings.warn(f"from_pyg: attributes not stored (node-level tensors of more than 2 dimensions): {ignored}", stacklevel=2)
-    if graph_attrs:
-        _warn_graph_attrs(graph_attrs)
-    x = data.x
-    if x is not None and _util.is_tensor(x) and x.dim() == 1:  # one value a node: a scalar feature, served 1-D as PyG serves it
-        node_features = {"x": x, **node_features}
-        x = None
-    edges = data.edge_index
-    if edges is None:  # a graph of no edges still has its one edge type (PyG samples the seeds alone)
-        import torch
-
-        edges = torch.empty((2, 0), dtype=torch.long)
-    path = ingest(
-        out,
-        edges=edges,
-        features=x,
-        labels=data.y,
-        splits=splits or None,
-        undirected=undirected,
-        device_paths=device_paths,
-        num_nodes=int(data.num_nodes) if data.num_nodes is not None else None,
-        tmp_dir=tmp_dir,
-        force=force,
-        progress=progress,
-        node_features=node_features or None,
-        edge_features=edge_features or None,
-        edge_splits=link_splits or None,
-    )
-    _hold_graph_attrs(path, graph_attrs)
-    return path
-
-
-def _warn_graph_attrs(attrs: Mapping[str, Any]) -> None:
-    import warnings
-
-    warnings.warn(f"from_pyg: graph-level attributes {sorted(attrs)} are not written to the dataset; "
-                  "tierfs.pyg.NeighborLoader puts them on every batch, as PyG's, in this process only "
-                  "(a store of this dataset opened elsewhere has none)", stacklevel=3)
-
-
-# Graph-level attributes of the datasets from_pyg wrote in this process, by dataset id (a dataset
-# written again over the same path gets a new id, and so none of the old one's attributes).
-_GRAPH_ATTRS: Dict[str, Dict[str, Any]] = {}
-
-
-def _dataset_id(path: PathLike) -> Optional[str]:
-    try:
-        with open(os.path.join(os.fspath(path), "manifest.json")) as f:
-            return json.load(f).get("dataset_id") or None
-    except (OSError, ValueError):
-        return None
-
-
-def _hold_graph_attrs(path: PathLike, attrs: Dict[str, Any]) -> None:
-    key = _dataset_id(path)
-    if key is not None:
-        if attrs:
-            _GRAPH_ATTRS[key] = dict(attrs)
-        else:
-            _GRAPH_ATTRS.pop(key, None)
-
-
-def graph_attrs(path: PathLike) -> Dict[str, Any]:
-    """The graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a
-    graph-level tensor) of the ``Data`` :func:`from_pyg` wrote to the dataset at ``path`` in this
-    process, which :class:`tierfs.pyg.NeighborLoader` puts on every batch as PyG's in-memory
-    loaders do; ``{}`` for a dataset written by another process or by another call (the dataset
-    format does not store them)."""
-    key = _dataset_id(path)
-    return dict(_GRAPH_ATTRS.get(key, {})) if key is not None else {}
-
-
-def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
-    """{split name: attribute key} of a PyG storage (``train_mask``, ``valid_idx``, ...)."""
-    splits: Dict[str, str] = {}
-    for name, alias in (("train", "train"), ("val", "val"), ("val", "valid"), ("test", "test")):
-        for key in (f"{alias}_mask", f"{alias}_idx", f"{alias}_index"):
-            if key in keys and name not in splits:
-                splits[name] = key
-    return splits
-
-
-def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_paths: Optional[Sequence[PathLike]],
-                      tmp_dir: Optional[PathLike], force: bool, progress: ProgressLike,
-                      split_data: Mapping[str, Any], edge_splits: Optional[Mapping[Any, Any]]) -> str:
-    """from_pyg of a HeteroData: one tfs_ingest with node_types and edge_types."""
-    _native.check_process()
-    if undirected:
-        raise errors.NotSupportedError("from_pyg: undirected=True applies to Data; give a HeteroData its reverse edge types "
-                                       "(torch_geometric.transforms.ToUndirected()) before from_pyg")
-    if not data.node_types:
-        raise errors.InvalidArgumentError("from_pyg: the HeteroData has no node types")
-    out = os.fspath(out)
-    base = Path(tmp_dir) if tmp_dir is not None else Path(out).resolve().parent
-    base.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tierfs-ingest-", dir=base))
-    given: Dict[str, str] = {}  # temporary file -> what the caller gave, for errors
-
-    def save(name: str, arr: np.ndarray, what: str) -> str:
-        path = _save(tmp, f"{len(given)}-{name}", arr)
-        given[path] = what
-        return path
-
-    def feature(value: Any, what: str, rows: int) -> Dict[str, Any]:
-        if not _util.is_tensor(value) and not isinstance(value, np.ndarray):
-            raise errors.NotSupportedError(f"from_pyg: {what} is a {type(value).__name__}; tierfs stores tensors of one row per node or edge")
-        arr, declared = _to_numpy(value, what)
-        if arr.ndim not in (1, 2) or arr.shape[0] != rows:
-            raise errors.NotSupportedError(f"from_pyg: {what} has shape {tuple(arr.shape)}; tierfs stores ({rows},) or ({rows}, dim) tensors")
-        if arr.dtype == np.bool_:
-            raise errors.NotSupportedError(f"from_pyg: {what} is a bool tensor; tierfs features are numbers (cast it, e.g. to torch.uint8)")
-        entry: Dict[str, Any] = {"path": save("feature", arr, f"<{what}>")}
-        if declared:
-            entry["dtype"] = declared
-        return entry
-
-    try:
-        node_types = []
-        for nt in data.node_types:
-            st = data[nt]
-            keys = set(st.keys())
-            n = st.num_nodes
-            if n is None or int(n) < 1:
-                raise errors.InvalidArgumentError(f"from_pyg: node type {nt!r} has no nodes (set data[{nt!r}].num_nodes)")
-            n = int(n)
-            entry: Dict[str, Any] = {"name": nt, "num_nodes": n, "features": []}
-            used = {"num_nodes"}
-            splits = _split_keys(st, keys)
-            if splits:
-                d = tmp / f"splits-{len(node_types)}"
-                d.mkdir()
-                for name, key in splits.items():
-                    arr, _ = _to_numpy(st[key], f"data[{nt!r}].{key}")
-                    if arr.dtype.kind not in "iub" or arr.ndim != 1:
-                        raise errors.InvalidArgumentError(f"from_pyg: data[{nt!r}].{key} must be 1-D node ids or a bool mask, got {arr.dtype} of shape {arr.shape}")
-                    _save(d, name, arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False))
-                    used.add(key)
-                entry["splits"] = str(d)
-            if "y" in keys:
-                y = st["y"]
-                if not _util.is_tensor(y) and not isinstance(y, np.ndarray):
-                    raise errors.NotSupportedError(f"from_pyg: data[{nt!r}].y is a {type(y).__name__}; want one class id per node")
-                if int(y.shape[0]) != n or (y.ndim == 2 and y.shape[1] != 1) or y.ndim > 2:
-                    raise errors.NotSupportedError(f"from_pyg: data[{nt!r}].y has shape {tuple(y.shape)}; tierfs labels are one class id per node ({n},)")
-                entry["labels"] = save("labels", _labels_array(y), f"<data[{nt!r}].y>")
-                used.add("y")
-            names = (["x"] if "x" in keys else []) + sorted(keys - used - {"x"})
-            for key in names:
-                entry["features"].append({"name": key, **feature(st[key], f"data[{nt!r}].{key}", n)})
-            node_types.append(entry)
-        edge_types = []
-        for et in data.edge_types:
-            st = data[et]
-            keys = set(st.keys())
-            if "edge_index" not in keys:
-                other = sorted(keys)
-                raise errors.NotSupportedError(f"from_pyg: edge type {et} has no edge_index (it has {other}); tierfs ingests COO edge_index only")
-            ei, _ = _to_numpy(st.edge_index, f"data[{et}].edge_index")
-            if ei.ndim != 2 or ei.shape[0] != 2 or ei.dtype.kind not in "iu":
-                raise errors.InvalidArgumentError(f"from_pyg: data[{et}].edge_index must be a (2, E) integer tensor, got {ei.dtype} of shape {ei.shape}")
-            e = int(ei.shape[1])
-            entry = {"src": et[0], "rel": et[1], "dst": et[2], "edges": save("edges", ei, f"<data[{et}].edge_index>")}
-            label_keys = {"edge_label_index", "edge_label"} & keys if "edge_label_index" in keys else set()
-            feats = [{"name": key, **feature(st[key], f"data[{et}].{key}", e)} for key in sorted(keys - {"edge_index"} - label_keys)]
-            if feats:
-                entry["edge_features"] = feats
-            edge_types.append(entry)
-        link: Dict[str, Dict[str, Any]] = {}  # edge type key -> split -> value
-        for key, per_split in (edge_splits or {}).items():
-            if not isinstance(per_split, Mapping):
-                raise errors.DTypeError(f"from_pyg: edge_splits of a HeteroData is {{edge type: {{split: seed edges}}}}; edge_splits[{key!r}] is a {type(per_split).__name__}")
-            link.setdefault(edge_type_key(key), {}).update(per_split)
-        for name, d in (("train", data), *split_data.items()):
-            if d is None:
-                continue
-            found = False
-            for et in d.edge_types:
-                st = d[et]
-                if "edge_label_index" not in st.keys():
-                    continue
-                found = True
-                per = link.setdefault(edge_type_key(et), {})
-                if name in per:
-                    raise errors.InvalidArgumentError(f"from_pyg: edge split {name!r} of edge type {et} is given twice (by edge_splits and by the {name} HeteroData)")
-                per[name] = (st.edge_label_index, st.get("edge_label"))
-            if not found and d is not data:
-                raise errors.InvalidArgumentError(f"from_pyg: {name} has no edge type with edge_label_index; give an output of RandomLinkSplit")
-        entries: List[Dict[str, Any]] = []
-        for key, per in link.items():
-            entries += _edge_split_entries(per, save, edge_type=key)
-        opts: Dict[str, Any] = {"node_types": node_types, "edge_types": edge_types, "out": out}
-        if entries:
-            opts["edge_splits"] = entries
-        if device_paths:
-            opts["device_paths"] = [os.fspath(p) for p in device_paths]
-        if force:
-            opts["force"] = True
-        try:
-            _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
-        except errors.Error as err:
-            msg = err.message
-            for path, what in given.items():
-                msg = msg.replace(path, what)
-            if msg == err.message:
-                raise
-            raise type(err)(msg, err.status) from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

@@ -92,7 +92,7 @@ from .loader import Batch, Loader
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .hetero import HeteroSample, HeteroSampler, edge_type_tuple, typed_csc
 from .store import Store
-from .build import graph_attrs as _graph_attrs
+from .frompyg import graph_attrs as _graph_attrs
 from .edgeids import INPUT_EDGE_ID, _edge_feature_info, _input_to_csc, _map_input_ids, csc_edge_ids, input_edge_ids
 
 __all__ = ["EDGE_TYPE", "INPUT_EDGE_ID", "FeatureStore", "GraphStore", "LinkNeighborLoader", "NeighborLoader", "NeighborSampler",
