@@ -147,7 +147,53 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		return nil, fmt.Errorf("ingest: NumNodes %d is negative", opt.NumNodes)
 	}
 
-	// Check every input's header before touching the output.
+	in, err := openInputs(&opt)
+	if err != nil {
+		return nil, err
+	}
+	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args(),
+		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
+	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
+		if in.edges != nil {
+			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
+			et, n, err := tw.edgeType(in.edges, opt.Edges, in.numNodes, topt, in.edgeFeatures, "")
+			if err != nil {
+				return err
+			}
+			in.numNodes = n
+			if err := tw.edgeSplits(&et, "", in.edgeSplits, in.numNodes, in.numNodes); err != nil {
+				return err
+			}
+			m.EdgeTypes = []dataset.EdgeType{et}
+		}
+		nt := dataset.NodeType{Name: nodeTypeName, Count: in.numNodes}
+		nodes := nodeInputs{features: in.nodeFeatures, labels: opt.Labels, splits: in.splits, inPlace: in.inPlace}
+		if in.features != nil {
+			x := namedSource{FeatureInput{Name: featureName, Path: opt.Features, DType: opt.FeatureDType}, in.features}
+			nodes.features = append([]namedSource{x}, in.nodeFeatures...)
+		}
+		if err := tw.nodeType(&nt, "", "", nodes); err != nil {
+			return err
+		}
+		m.NodeTypes = []dataset.NodeType{nt}
+		return nil
+	})
+}
+
+// openedInputs are Ingest's inputs, their headers opened and checked against each other.
+type openedInputs struct {
+	edges                      edgeSource // nil: no topology
+	features                   *featureSource
+	nodeFeatures, edgeFeatures []namedSource
+	splits                     map[string]splitInput
+	edgeSplits                 []openedEdgeSplit
+	numNodes                   int64                          // -1: from the edges
+	inPlace                    map[string]dataset.FeatureSpec // FeaturesInPlace: the node features, by name
+}
+
+// openInputs opens every input of opt and checks its header, and their counts against each
+// other, before anything is written.
+func openInputs(opt *Options) (*openedInputs, error) {
 	var edges edgeSource
 	var features *featureSource
 	var labelCount int64
@@ -165,7 +211,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	} else if opt.FeatureDType != "" && opt.FeatureDType.Size() == 0 {
 		return nil, fmt.Errorf("ingest: FeatureDType %q is not a known dtype", opt.FeatureDType)
 	}
-	nodeFeatures, edgeFeatures, err := openNamedFeatures(&opt)
+	nodeFeatures, edgeFeatures, err := openNamedFeatures(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -233,37 +279,12 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	// In-place node features: described (and checked) before anything is written.
 	var inPlace map[string]dataset.FeatureSpec
 	if opt.FeaturesInPlace {
-		if inPlace, err = inPlaceSpecs(&opt, features, nodeFeatures, numNodes); err != nil {
+		if inPlace, err = inPlaceSpecs(opt, features, nodeFeatures, numNodes); err != nil {
 			return nil, err
 		}
 	}
-	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args(),
-		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
-	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
-		if edges != nil {
-			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
-			et, n, err := tw.edgeType(edges, opt.Edges, numNodes, topt, edgeFeatures, "")
-			if err != nil {
-				return err
-			}
-			numNodes = n
-			if err := tw.edgeSplits(&et, "", edgeSplits, numNodes, numNodes); err != nil {
-				return err
-			}
-			m.EdgeTypes = []dataset.EdgeType{et}
-		}
-		nt := dataset.NodeType{Name: nodeTypeName, Count: numNodes}
-		in := nodeInputs{features: nodeFeatures, labels: opt.Labels, splits: splits, inPlace: inPlace}
-		if features != nil {
-			x := namedSource{FeatureInput{Name: featureName, Path: opt.Features, DType: opt.FeatureDType}, features}
-			in.features = append([]namedSource{x}, nodeFeatures...)
-		}
-		if err := tw.nodeType(&nt, "", "", in); err != nil {
-			return err
-		}
-		m.NodeTypes = []dataset.NodeType{nt}
-		return nil
-	})
+	return &openedInputs{edges: edges, features: features, nodeFeatures: nodeFeatures, edgeFeatures: edgeFeatures, splits: splits,
+		edgeSplits: edgeSplits, numNodes: numNodes, inPlace: inPlace}, nil
 }
 
 // inPlaceSpecs describes the node features of opt (features, "x", and nodeFeatures) as in-place
