@@ -66,72 +66,11 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	if opt.orderPath != "" && opt.dedup {
 		return builtTopology{}, errors.New("ingest: edge order with dedup") // refused earlier, with the inputs named
 	}
-	// Pass 1: validate, count in-degrees into pos[d+1].
-	if opt.numSrc > 0 && (numNodes < 0 || opt.undirected) {
-		return builtTopology{}, errors.New("ingest: an edge type between two node types needs both counts and is not made undirected")
-	}
-	numSrc := numNodes // the bound of source ids; numNodes bounds destination ids
-	if opt.numSrc > 0 {
-		numSrc = opt.numSrc
-	}
-	var pos []int64
-	growable := numNodes < 0
-	if !growable {
-		if err := checkNodes(numNodes, "the node count"); err != nil {
-			return builtTopology{}, err
-		}
-		pos = make([]int64, numNodes+1)
-	}
-	grownTo := int64(0) // node count checked against memory while counts grow with edge ids
-	var total, inputEdges int64
-	var fingerprint uint64
-	inputTotal := edges.count()
-	err := edges.scan(func(first int64, src, dst []int64) error {
-		for i := range src {
-			s, d := src[i], dst[i]
-			if s < 0 || d < 0 || (!growable && (s >= numSrc || d >= numNodes)) {
-				return edgeRangeError(&opt, edges.name(), first+int64(i), s, d, numSrc, numNodes)
-			}
-			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
-			if growable {
-				if need := max(s, d) + 2; need > int64(len(pos)) {
-					if need > 2*grownTo {
-						if err := checkNodes(need-1, fmt.Sprintf("edges file %s: edge %d (%d -> %d) makes the node count (largest id + 1; set it to refuse such ids)", edges.name(), first+int64(i), s, d)); err != nil {
-							return err
-						}
-						grownTo = need
-					}
-					pos = slices.Grow(pos, int(need)-len(pos))[:need]
-				}
-			}
-			if opt.dropSelfLoops && s == d {
-				continue
-			}
-			pos[d+1]++
-			total++
-			if opt.undirected && s != d {
-				pos[s+1]++
-				total++
-			}
-		}
-		inputEdges = first + int64(len(src))
-		report(opt.progress, "edges: count", first+int64(len(src)), inputTotal)
-		return nil
-	})
+	c, err := countDegrees(edges, numNodes, opt)
 	if err != nil {
 		return builtTopology{}, err
 	}
-	if growable {
-		numNodes = max(0, int64(len(pos))-1)
-		numSrc = numNodes
-		if len(pos) == 0 {
-			pos = make([]int64, 1)
-		}
-	}
-	for v := int64(1); v <= numNodes; v++ {
-		pos[v] += pos[v-1]
-	}
-	// pos[v] is now the first slot of v's list.
+	pos, numNodes, numSrc, total, inputEdges, fingerprint := c.pos, c.numNodes, c.numSrc, c.total, c.inputEdges, c.fingerprint
 
 	idxType := dataset.Int32
 	if numSrc > math.MaxInt32 {
@@ -180,38 +119,7 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	}
 
 	// Pass 2: fill each node's list at its cursor, in input order.
-	var check uint64
-	err = faultsAsErrors(idxPath, func() error {
-		return edges.scan(func(first int64, src, dst []int64) error {
-			for i := range src {
-				s, d := src[i], dst[i]
-				if s < 0 || d < 0 || s >= numSrc || d >= numNodes {
-					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
-				}
-				check = check*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
-				if opt.dropSelfLoops && s == d {
-					continue
-				}
-				if pos[d] >= total || (opt.undirected && s != d && pos[s] >= total) {
-					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
-				}
-				put(pos[d], s)
-				if order != nil {
-					order.ids[pos[d]] = first + int64(i)
-				}
-				pos[d]++
-				if opt.undirected && s != d {
-					put(pos[s], d)
-					if order != nil {
-						order.ids[pos[s]] = first + int64(i)
-					}
-					pos[s]++
-				}
-			}
-			report(opt.progress, "edges: fill", first+int64(len(src)), inputTotal)
-			return nil
-		})
-	})
+	check, err := fillLists(idxPath, edges, pos, put, order, c, opt)
 	if err == nil && check != fingerprint {
 		err = fmt.Errorf("ingest: edges file %s changed between the two passes", edges.name())
 	}
@@ -260,6 +168,126 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		et.Src, et.Rel, et.Dst = opt.src, opt.rel, opt.dst
 	}
 	return builtTopology{et: et, numNodes: numNodes, inputEdges: inputEdges, order: order}, nil
+}
+
+// degreeCount is what buildTopology's first pass over the edges finds.
+type degreeCount struct {
+	pos              []int64 // pos[v]: the first slot of v's neighbor list
+	numNodes, numSrc int64   // the bounds of destination and source ids (from the ids when numNodes < 0)
+	total            int64   // slots: the edges kept, both directions of an undirected one
+	inputEdges       int64
+	inputTotal       int64  // edges.count(): -1 when unknown up front
+	fingerprint      uint64 // of the edges in order: the second pass must see the same
+}
+
+// countDegrees is buildTopology's first pass: it checks every edge's ends against the node
+// counts (numNodes < 0: grows them to the largest id + 1, checked against memory) and counts
+// each destination's neighbors (and each source's, undirected).
+func countDegrees(edges edgeSource, numNodes int64, opt topologyOptions) (degreeCount, error) {
+	if opt.numSrc > 0 && (numNodes < 0 || opt.undirected) {
+		return degreeCount{}, errors.New("ingest: an edge type between two node types needs both counts and is not made undirected")
+	}
+	numSrc := numNodes // the bound of source ids; numNodes bounds destination ids
+	if opt.numSrc > 0 {
+		numSrc = opt.numSrc
+	}
+	var pos []int64
+	growable := numNodes < 0
+	if !growable {
+		if err := checkNodes(numNodes, "the node count"); err != nil {
+			return degreeCount{}, err
+		}
+		pos = make([]int64, numNodes+1)
+	}
+	grownTo := int64(0) // node count checked against memory while counts grow with edge ids
+	var total, inputEdges int64
+	var fingerprint uint64
+	inputTotal := edges.count()
+	err := edges.scan(func(first int64, src, dst []int64) error {
+		for i := range src {
+			s, d := src[i], dst[i]
+			if s < 0 || d < 0 || (!growable && (s >= numSrc || d >= numNodes)) {
+				return edgeRangeError(&opt, edges.name(), first+int64(i), s, d, numSrc, numNodes)
+			}
+			fingerprint = fingerprint*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
+			if growable {
+				if need := max(s, d) + 2; need > int64(len(pos)) {
+					if need > 2*grownTo {
+						if err := checkNodes(need-1, fmt.Sprintf("edges file %s: edge %d (%d -> %d) makes the node count (largest id + 1; set it to refuse such ids)", edges.name(), first+int64(i), s, d)); err != nil {
+							return err
+						}
+						grownTo = need
+					}
+					pos = slices.Grow(pos, int(need)-len(pos))[:need]
+				}
+			}
+			if opt.dropSelfLoops && s == d {
+				continue
+			}
+			pos[d+1]++
+			total++
+			if opt.undirected && s != d {
+				pos[s+1]++
+				total++
+			}
+		}
+		inputEdges = first + int64(len(src))
+		report(opt.progress, "edges: count", first+int64(len(src)), inputTotal)
+		return nil
+	})
+	if err != nil {
+		return degreeCount{}, err
+	}
+	if growable {
+		numNodes = max(0, int64(len(pos))-1)
+		numSrc = numNodes
+		if len(pos) == 0 {
+			pos = make([]int64, 1)
+		}
+	}
+	for v := int64(1); v <= numNodes; v++ {
+		pos[v] += pos[v-1]
+	}
+	return degreeCount{pos: pos, numNodes: numNodes, numSrc: numSrc, total: total, inputEdges: inputEdges, fingerprint: fingerprint, inputTotal: inputTotal}, nil
+}
+
+// fillLists is buildTopology's second pass: it writes each edge's source into its destination's
+// list (put(slot, id), at pos's cursors, which it advances) in input order, and the edge's input
+// position into order when it is set; it returns the fingerprint of the edges it saw.
+func fillLists(idxPath string, edges edgeSource, pos []int64, put func(at, v int64), order *edgeOrder, c degreeCount, opt topologyOptions) (uint64, error) {
+	var check uint64
+	err := faultsAsErrors(idxPath, func() error {
+		return edges.scan(func(first int64, src, dst []int64) error {
+			for i := range src {
+				s, d := src[i], dst[i]
+				if s < 0 || d < 0 || s >= c.numSrc || d >= c.numNodes {
+					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
+				}
+				check = check*0x9e3779b97f4a7c15 + uint64(s)*0xff51afd7ed558ccd ^ uint64(d)
+				if opt.dropSelfLoops && s == d {
+					continue
+				}
+				if pos[d] >= c.total || (opt.undirected && s != d && pos[s] >= c.total) {
+					return fmt.Errorf("ingest: edges file %s changed between the two passes (edge %d)", edges.name(), first+int64(i))
+				}
+				put(pos[d], s)
+				if order != nil {
+					order.ids[pos[d]] = first + int64(i)
+				}
+				pos[d]++
+				if opt.undirected && s != d {
+					put(pos[s], d)
+					if order != nil {
+						order.ids[pos[s]] = first + int64(i)
+					}
+					pos[s]++
+				}
+			}
+			report(opt.progress, "edges: fill", first+int64(len(src)), c.inputTotal)
+			return nil
+		})
+	})
+	return check, err
 }
 
 // edgeRangeError names the end of edge (source s, destination d) that is out of range: below 0,
