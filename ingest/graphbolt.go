@@ -240,57 +240,11 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		if len(set.sets) != 1 {
 			return cleanup, fmt.Errorf("ingest: %s: %s has %d node types; tierfs ingests one", meta, where, len(set.sets))
 		}
-		var seeds, ys []int64
-		var seedsPath, labelsPath string
-		for _, d := range set.sets[0].Data {
-			key := where + " " + d.Name
-			// readInts reads the numpy file of d into *v, its path into *path.
-			readInts := func(path *string, v *[]int64) error {
-				if err := numpy(d.Format, key); err != nil {
-					return err
-				}
-				var err error
-				if *path, err = local(d.Path, key); err != nil {
-					return err
-				}
-				if *v, err = ReadNpyInt64s(*path); err != nil {
-					return fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
-				}
-				return nil
-			}
-			switch d.Name {
-			case "seeds", "seed_nodes":
-				if err := readInts(&seedsPath, &seeds); err != nil {
-					return cleanup, err
-				}
-			case "labels":
-				if err := readInts(&labelsPath, &ys); err != nil {
-					return cleanup, err
-				}
-			}
+		seeds, setLabelled, err := graphBoltNodeSet(set.sets[0], where, meta, numpy, local, n, labels)
+		if err != nil {
+			return cleanup, err
 		}
-		if seedsPath == "" {
-			return cleanup, fmt.Errorf("ingest: %s: %s has no seeds", meta, where)
-		}
-		if ys != nil && len(ys) != len(seeds) {
-			return cleanup, fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
-		}
-		for i, v := range seeds {
-			if v < 0 || v >= n {
-				return cleanup, fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes", meta, where, v, seedsPath, i, n)
-			}
-			if ys == nil {
-				continue
-			}
-			if ys[i] < -1 {
-				return cleanup, fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
-			}
-			if labels[v] >= 0 && labels[v] != ys[i] {
-				return cleanup, fmt.Errorf("ingest: %s: %s: node %d has label %d here and %d in another set", meta, where, v, ys[i], labels[v])
-			}
-			labels[v] = ys[i]
-			labelled = true
-		}
+		labelled = labelled || setLabelled
 		if err := WriteNpy(filepath.Join(opt.SplitsDir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
 			return cleanup, fmt.Errorf("ingest: %w", err)
 		}
@@ -305,6 +259,64 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// graphBoltNodeSet reads one set of a node task (where names it in meta): its seeds, each below
+// n, and its labels, written into labels (-1: none yet; a node labelled twice must agree).
+// labelled says whether it had labels.
+func graphBoltNodeSet(set graphBoltSet, where, meta string, numpy func(format, key string) error, local func(p, key string) (string, error), n int64, labels []int64) (seeds []int64, labelled bool, err error) {
+	var ys []int64
+	var seedsPath, labelsPath string
+	for _, d := range set.Data {
+		key := where + " " + d.Name
+		// readInts reads the numpy file of d into *v, its path into *path.
+		readInts := func(path *string, v *[]int64) error {
+			if err := numpy(d.Format, key); err != nil {
+				return err
+			}
+			var err error
+			if *path, err = local(d.Path, key); err != nil {
+				return err
+			}
+			if *v, err = ReadNpyInt64s(*path); err != nil {
+				return fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
+			}
+			return nil
+		}
+		switch d.Name {
+		case "seeds", "seed_nodes":
+			if err := readInts(&seedsPath, &seeds); err != nil {
+				return nil, false, err
+			}
+		case "labels":
+			if err := readInts(&labelsPath, &ys); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	if seedsPath == "" {
+		return nil, false, fmt.Errorf("ingest: %s: %s has no seeds", meta, where)
+	}
+	if ys != nil && len(ys) != len(seeds) {
+		return nil, false, fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
+	}
+	for i, v := range seeds {
+		if v < 0 || v >= n {
+			return nil, false, fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes", meta, where, v, seedsPath, i, n)
+		}
+		if ys == nil {
+			continue
+		}
+		if ys[i] < -1 {
+			return nil, false, fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
+		}
+		if labels[v] >= 0 && labels[v] != ys[i] {
+			return nil, false, fmt.Errorf("ingest: %s: %s: node %d has label %d here and %d in another set", meta, where, v, ys[i], labels[v])
+		}
+		labels[v] = ys[i]
+		labelled = true
+	}
+	return seeds, labelled, nil
 }
 
 // graphBoltLinkTask reads task (tasks[ti] of meta) as a link prediction task when it is one: a
