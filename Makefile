@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 DEMO_DIR := $(BUILD)/demo
 
 .DEFAULT_GOAL := help
-.PHONY: help build lib install demo test go-test c-test py-test dgl-test wheel wheel-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check
+.PHONY: help build lib install demo test go-test c-test py-test dgl-test wheel wheel-test venv dgl-venv bench advise-validate clean cuda gpu-bundle gpu-test abi-check binding
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -100,5 +100,8 @@ gpu-test: ## GPU tests, sanitizer runs and GPU benchmarks (on a GPU machine; bui
 clean: ## remove build outputs
 	rm -rf $(BUILD)
 
-abi-check: lib venv ## check python/tierfs/_native.py against capi/tierfs.h (pybind/check_abi.py)
-	$(VENV_PY) pybind/check_abi.py
+binding: ## regenerate python/tierfs/_abi.py (the ctypes declarations) from capi/tierfs.h (pybind/gen_binding.py)
+	$(PYTHON) pybind/gen_binding.py
+
+abi-check: lib ## the binding is current, the library exports the headers' functions, ctypes lays structs out as C (pybind/check_abi.py)
+	$(PYTHON) pybind/check_abi.py

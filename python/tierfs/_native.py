@@ -1,4 +1,4 @@
-"""Loading of libtierfs.so and its ctypes declarations (capi/tierfs.h).
+"""Loading of libtierfs.so, declared by the generated _abi.py (from capi/tierfs.h).
 
 The library is loaded once per process, at ``import tierfs``. It runs a Go runtime, so:
 
@@ -26,239 +26,21 @@ import ctypes
 import json
 import os
 import sys
-from ctypes import (
-    POINTER,
-    Structure,
-    c_char,
-    c_char_p,
-    c_int,
-    c_int32,
-    c_int64,
-    c_size_t,
-    c_uint64,
-    c_void_p,
-)
+from ctypes import c_char_p, c_size_t
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import _abi
 from . import errors as _errors
+from ._abi import STRUCTS, IoOptions, IoRequest, OpenOptions, ProgressFn, SamplerOptions, StoreInfo  # noqa: F401
+from ._cabi import INT_RANGES, check_value  # noqa: F401
 
-ABI_VERSION = 2
+# The declarations (argtypes, restype, structs, constants) are generated from capi/tierfs.h into
+# _abi.py by pybind/gen_binding.py (`make binding`); nothing here repeats them.
+ABI_VERSION = _abi.TFS_ABI_VERSION
 LIB_NAME = "libtierfs.so"
-
-# Range of each C integer type that crosses the ABI: ctypes would wrap a value outside it
-# silently (2**32 + 4 as an int32 is 4), so every value is checked first.
-_INT_RANGES = {
-    c_int32: (-(1 << 31), (1 << 31) - 1, "a 32-bit signed integer"),
-    c_int: (-(1 << 31), (1 << 31) - 1, "a 32-bit signed integer"),
-    c_int64: (-(1 << 63), (1 << 63) - 1, "a 64-bit signed integer"),
-    c_uint64: (0, (1 << 64) - 1, "a 64-bit unsigned integer"),
-    c_size_t: (0, (1 << 64) - 1, "a 64-bit unsigned integer"),
-}
-
-
-def check_value(ctype: Any, value: Any, what: str) -> None:
-    """Raises InvalidArgumentError when value would not cross the C ABI as ctype unchanged: an
-    integer outside the type's range, or a string with a NUL character (C would cut it there)."""
-    if ctype is c_char_p:
-        if isinstance(value, (bytes, bytearray)) and b"\0" in value:
-            raise _errors.InvalidArgumentError(f"tierfs: {what} contains a NUL character: {bytes(value)!r}")
-        return
-    rng = _INT_RANGES.get(ctype)
-    if rng is not None and isinstance(value, int) and not rng[0] <= value <= rng[1]:
-        raise _errors.InvalidArgumentError(f"tierfs: {what} = {value} does not fit {rng[2]}")
-
-
-class _Checked(Structure):
-    """A C struct whose fields check what is assigned (check_value), naming the field."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        for field, ctype in type(self)._fields_:
-            if field == name:
-                check_value(ctype, value, name)
-                break
-        super().__setattr__(name, value)
-
-
-class OpenOptions(_Checked):
-    """tfs_open_options."""
-
-    _fields_ = [
-        ("struct_size", c_size_t),
-        ("feature", c_char_p),
-        ("host_cache_bytes", c_int64),
-        ("topology_memory_bytes", c_int64),
-        ("io_backend", c_char_p),
-        ("queue_depth", c_int32),
-        ("max_concurrent_io", c_int32),
-        ("unverified_reads", c_int32),
-        ("device", c_int32),
-        ("gpu_cache_bytes", c_int64),
-        ("gpu_topology", c_char_p),
-        ("host_policy", c_char_p),
-        ("coalesce_gap", c_int32),
-        ("read_align", c_int32),
-    ]
-
-
-class StoreInfo(Structure):
-    """tfs_store_info."""
-
-    _fields_ = [
-        ("struct_size", c_size_t),
-        ("num_nodes", c_int64),
-        ("num_edges", c_int64),
-        ("dim", c_int64),
-        ("row_bytes", c_int64),
-        ("num_classes", c_int64),
-        ("dtype", c_char * 16),
-        ("io_backend", c_char * 16),
-    ]
-
-
-class SamplerOptions(_Checked):
-    """tfs_sampler_options."""
-
-    _fields_ = [
-        ("struct_size", c_size_t),
-        ("fanouts", POINTER(c_int32)),
-        ("num_hops", c_int32),
-        ("replace", c_int32),
-        ("seed", c_uint64),
-        ("workers", c_int32),
-    ]
-
-
-class IoOptions(_Checked):
-    """tfs_io_options."""
-
-    _fields_ = [
-        ("struct_size", c_size_t),
-        ("backend", c_char_p),
-        ("block_size", c_int32),
-        ("queue_depth", c_int32),
-        ("max_io_bytes", c_int32),
-        ("staging_bytes", c_int64),
-        ("no_coalesce", c_int32),
-        ("device", c_int32),
-        ("coalesce_gap", c_int32),
-    ]
-
-
-class IoRequest(_Checked):
-    """tfs_io_request."""
-
-    _fields_ = [
-        ("file", c_int32),
-        ("offset", c_int64),
-        ("length", c_int64),
-        ("dst", c_void_p),
-        ("dst_is_device", c_int32),
-    ]
-
-
-# C struct name (capi/tierfs.h) -> its ctypes class. pybind/check_abi.py (python/tests/
-# test_abi_layout.py) checks every struct of the header against this: field names, order, types,
-# and offsets and sizes as the C compiler lays them out.
-STRUCTS: dict[str, type[Structure]] = {
-    "tfs_open_options": OpenOptions,
-    "tfs_store_info": StoreInfo,
-    "tfs_sampler_options": SamplerOptions,
-    "tfs_io_options": IoOptions,
-    "tfs_io_request": IoRequest,
-}
-
-
-#: tfs_progress_fn: (ctx, stage, done, total).
-PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_int64, c_int64)
-
-# (name, argtypes). Every function returns tfs_status (int) unless listed in _RESTYPES. Typed
-# arrays are passed as c_void_p (an address: addr() of a numpy array or torch tensor).
-_SIGNATURES: list[tuple[str, list]] = [
-    ("tfs_abi_version", []),
-    ("tfs_last_error", []),
-    ("tfs_open", [c_char_p, POINTER(OpenOptions), POINTER(c_void_p)]),
-    ("tfs_open_json", [c_char_p, c_char_p, POINTER(c_void_p)]),
-    ("tfs_store_options_json", [c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_close", [c_void_p]),
-    ("tfs_store_info_get", [c_void_p, POINTER(StoreInfo)]),
-    ("tfs_gather", [c_void_p, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_features_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_gather_feature", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_gather_device", [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
-    ("tfs_gather_device_ids", [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
-    ("tfs_labels", [c_void_p, c_void_p, c_int64, c_void_p]),
-    ("tfs_split", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
-    ("tfs_place", [c_void_p, c_void_p, c_int64]),
-    ("tfs_hottest", [c_void_p, c_void_p, c_int64, c_int64, c_void_p, POINTER(c_int64)]),
-    ("tfs_place_ids", [c_void_p, c_void_p, c_int64]),
-    ("tfs_profile_reads", [c_void_p, c_void_p, c_int64, c_char_p, c_void_p, c_int64]),
-    ("tfs_profile_reads_hetero", [c_void_p, c_void_p, c_int64, c_char_p, c_void_p, c_void_p, c_int64]),
-    ("tfs_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_advise_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_place_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_place_json_progress", [c_void_p, c_char_p, PROGRESS_FN, c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_sampler_create", [c_void_p, POINTER(SamplerOptions), POINTER(c_void_p)]),
-    ("tfs_sampler_free", [c_void_p]),
-    ("tfs_sample", [c_void_p, c_void_p, c_int64, POINTER(c_void_p)]),
-    ("tfs_sample_sizes", [c_void_p, POINTER(c_int64), POINTER(c_int64), POINTER(c_int32)]),
-    ("tfs_sample_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
-    ("tfs_sample_edge_ids", [c_void_p, c_void_p]),
-    ("tfs_sample_free", [c_void_p]),
-    ("tfs_sample_edges", [c_void_p, c_void_p, c_void_p, c_void_p, c_int64, c_char_p, POINTER(c_void_p)]),
-    ("tfs_sample_link_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_sample_link_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
-    ("tfs_epochs_open", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),
-    ("tfs_epochs_open_elsewhere", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64, POINTER(c_void_p)]),
-    ("tfs_epochs_close", [c_void_p]),
-    ("tfs_epochs_cancel", [c_char_p, POINTER(c_int)]),
-    ("tfs_epochs_info_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_epochs_sample", [c_void_p, c_int64, c_int64, POINTER(c_void_p)]),
-    ("tfs_epochs_gather", [c_void_p, c_int64, c_int64, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_epochs_seeds", [c_void_p, c_int64, c_int64, c_void_p, c_int64, POINTER(c_int64)]),
-    ("tfs_synth", [c_char_p]),
-    ("tfs_ingest", [c_char_p]),
-    ("tfs_synth_progress", [c_char_p, PROGRESS_FN, c_void_p]),
-    ("tfs_ingest_progress", [c_char_p, PROGRESS_FN, c_void_p]),
-    ("tfs_verify_json", [c_char_p, c_char_p, PROGRESS_FN, c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_upgrade", [c_char_p, PROGRESS_FN, c_void_p, POINTER(c_int32)]),
-    ("tfs_mount", [c_void_p, c_char_p]),
-    ("tfs_unmount", [c_void_p]),
-    ("tfs_io_open", [POINTER(c_char_p), c_int32, POINTER(IoOptions), POINTER(c_void_p)]),
-    ("tfs_io_submit", [c_void_p, c_void_p, c_int64]),
-    ("tfs_io_complete", [c_void_p, c_void_p]),
-    ("tfs_io_stats_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_io_close", [c_void_p]),
-    ("tfs_types_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_gather_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_gather_typed_device_ids", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
-    ("tfs_gather_edge_feature", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_labels_typed", [c_void_p, c_char_p, c_void_p, c_int64, c_void_p]),
-    ("tfs_split_typed", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64, POINTER(c_int64)]),
-    ("tfs_hottest_typed", [c_void_p, c_char_p, c_void_p, c_int64, c_int64, c_void_p, POINTER(c_int64)]),
-    ("tfs_place_ids_typed", [c_void_p, c_char_p, c_void_p, c_int64]),
-    ("tfs_edge_splits_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_edge_split_copy", [c_void_p, c_char_p, c_char_p, c_int64, c_void_p, c_void_p, c_void_p]),
-    ("tfs_share_host_tier", [c_void_p, c_char_p, c_char_p, c_void_p, c_int64]),
-    ("tfs_map_host_tier", [c_void_p, c_char_p, c_char_p]),
-    ("tfs_hetero_sampler_create", [c_void_p, c_char_p, POINTER(c_void_p)]),
-    ("tfs_hetero_sampler_free", [c_void_p]),
-    ("tfs_hetero_sample", [c_void_p, c_char_p, c_void_p, c_int64, POINTER(c_void_p)]),
-    ("tfs_hetero_sample_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_hetero_sample_nodes", [c_void_p, c_char_p, c_void_p]),
-    ("tfs_hetero_sample_edges", [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p]),
-    ("tfs_hetero_sample_free", [c_void_p]),
-    ("tfs_epochs_sample_hetero", [c_void_p, c_int64, c_int64, POINTER(c_void_p)]),
-    ("tfs_epochs_gather_typed", [c_void_p, c_int64, c_int64, c_char_p, c_void_p, c_int64, c_void_p, c_int64]),
-    ("tfs_epochs_gather_device", [c_void_p, c_int64, c_int64, c_char_p, c_void_p, c_int64, c_void_p, c_int64, c_void_p]),
-    ("tfs_hetero_sample_from_edges", [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_int64, c_char_p, POINTER(c_void_p)]),
-    ("tfs_hetero_sample_link_json", [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-    ("tfs_hetero_sample_link_copy", [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
-    ("tfs_place_hetero_json", [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(c_size_t)]),
-]
-_RESTYPES = {"tfs_abi_version": c_int, "tfs_last_error": c_char_p}
 
 
 def candidate_paths() -> list[tuple[str, Path]]:
@@ -302,7 +84,7 @@ class _Lib:
 
 
 def _guard(name: str, fn: Any, argtypes: list) -> Any:
-    checked = [(i, t) for i, t in enumerate(argtypes) if t is c_char_p or t in _INT_RANGES]
+    checked = [(i, t) for i, t in enumerate(argtypes) if t is c_char_p or t in INT_RANGES]
     if not checked:
         return fn
 
@@ -313,19 +95,19 @@ def _guard(name: str, fn: Any, argtypes: list) -> Any:
         return fn(*args)
 
     call.__name__ = name
-    call.argtypes, call.restype = fn.argtypes, fn.restype  # what the ABI check reads
+    call.argtypes, call.restype = fn.argtypes, fn.restype
     return call
 
 
 def _declare(cdll: ctypes.CDLL) -> _Lib:
     lib = _Lib(cdll)
-    for name, argtypes in _SIGNATURES:
+    for name, (restype, argtypes) in _abi.FUNCTIONS.items():
         try:
             fn = getattr(cdll, name)
         except AttributeError as e:
             raise ImportError(f"tierfs: {cdll._name} does not export {name}: {e}") from None
         fn.argtypes = argtypes
-        fn.restype = _RESTYPES.get(name, c_int)
+        fn.restype = restype
         setattr(lib, name, _guard(name, fn, argtypes))
     return lib
 

@@ -34,7 +34,7 @@ def _progress_callback(progress: ProgressLike) -> tuple:
         except BaseException as e:  # raised once the native call returns
             errs.append(e)
 
-    return _native.PROGRESS_FN(call), errs
+    return _native.ProgressFn(call), errs
 
 
 class _StageBars:

@@ -589,7 +589,7 @@ def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) ->
     p = _input_path(path, "verify")
     request = json.dumps({"limit": limit}).encode()
     cb, errs = _progress_callback(progress)
-    fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
+    fn = cb if cb is not None else _native.ProgressFn()  # NULL: no progress
     path_c = _c_str(p, "path")
     report = _native.read_json(lambda buf, cap, needed: lib.tfs_verify_json(path_c, request, fn, None, buf, cap, needed), 1 << 12)
     if errs:
@@ -608,7 +608,7 @@ def upgrade(path: PathLike, *, progress: ProgressLike = None) -> int:
     _native.check_process()
     p = _input_path(path, "upgrade")
     cb, errs = _progress_callback(progress)
-    fn = cb if cb is not None else _native.PROGRESS_FN()  # NULL: no progress
+    fn = cb if cb is not None else _native.ProgressFn()  # NULL: no progress
     from_version = ctypes.c_int32(0)
     check(lib.tfs_upgrade(_c_str(p, "path"), fn, None, ctypes.byref(from_version)))
     if errs:

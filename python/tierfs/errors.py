@@ -26,6 +26,8 @@ TFS_EINTERNAL      :class:`InternalError`            ``RuntimeError``
 
 from __future__ import annotations
 
+from . import _abi
+
 __all__ = [
     "Error",
     "InvalidArgumentError",
@@ -45,32 +47,21 @@ __all__ = [
     "STATUS_NAMES",
 ]
 
-# tfs_status codes (capi/tierfs.h). They never change meaning.
-OK = 0
-EINVAL = 1
-ENOENT = 2
-ERANGE = 3
-ECORRUPT = 4
-EIO = 5
-ENOMEM = 6
-ECLOSED = 7
-ENOTSUP = 8
-EVERSION = 9
-EINTERNAL = 10
+# tfs_status codes (capi/tierfs.h, generated into _abi.py). They never change meaning.
+OK = _abi.TFS_OK
+EINVAL = _abi.TFS_EINVAL
+ENOENT = _abi.TFS_ENOENT
+ERANGE = _abi.TFS_ERANGE
+ECORRUPT = _abi.TFS_ECORRUPT
+EIO = _abi.TFS_EIO
+ENOMEM = _abi.TFS_ENOMEM
+ECLOSED = _abi.TFS_ECLOSED
+ENOTSUP = _abi.TFS_ENOTSUP
+EVERSION = _abi.TFS_EVERSION
+EINTERNAL = _abi.TFS_EINTERNAL
 
-STATUS_NAMES = {
-    OK: "TFS_OK",
-    EINVAL: "TFS_EINVAL",
-    ENOENT: "TFS_ENOENT",
-    ERANGE: "TFS_ERANGE",
-    ECORRUPT: "TFS_ECORRUPT",
-    EIO: "TFS_EIO",
-    ENOMEM: "TFS_ENOMEM",
-    ECLOSED: "TFS_ECLOSED",
-    ENOTSUP: "TFS_ENOTSUP",
-    EVERSION: "TFS_EVERSION",
-    EINTERNAL: "TFS_EINTERNAL",
-}
+#: status code -> its C name ("TFS_EIO"), every tfs_status of the header.
+STATUS_NAMES = {v: k for k, v in _abi.ENUMS["tfs_status"].items()}
 
 
 class Error(Exception):
