@@ -25,22 +25,25 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# The C headers: tierfs.h and the headers it includes, one per concern (tierfs_store.h, ...).
+HEADERS := $(wildcard capi/tierfs*.h)
 
-lib: ## build the C library build/libtierfs.so (SONAME libtierfs.so.N, N = TFS_ABI_VERSION) and build/tierfs.h
+lib: ## build the C library build/libtierfs.so (SONAME libtierfs.so.N, N = TFS_ABI_VERSION) and build/tierfs*.h
 	@test -n "$(ABI_MAJOR)" || { echo "no #define TFS_ABI_VERSION in capi/tierfs.h" >&2; exit 1; }
 	$(GO) build -buildmode=c-shared -ldflags '-extldflags "-Wl,-soname,$(SONAME)"' -o $(BUILD)/libtierfs.so ./capi
 	rm -f $(BUILD)/libtierfs.h  # cgo's header: capi/tierfs.h is the one to include
 	ln -sfn libtierfs.so $(BUILD)/$(SONAME)  # what programs linked against it load
-	cp capi/tierfs.h $(BUILD)/tierfs.h
+	rm -f $(BUILD)/tierfs*.h
+	cp $(HEADERS) $(BUILD)/
 
-install: lib ## install the C library, tierfs.h and tierfs.pc under PREFIX (default /usr/local; DESTDIR honoured)
+install: lib ## install the C library, tierfs.h (and the tierfs_*.h it includes) and tierfs.pc under PREFIX (default /usr/local; DESTDIR honoured)
 	install -d "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(PKGCONFIGDIR)"
 	install -m 755 $(BUILD)/libtierfs.so "$(DESTDIR)$(LIBDIR)/$(SONAME)"
 	ln -sfn $(SONAME) "$(DESTDIR)$(LIBDIR)/libtierfs.so"
-	install -m 644 capi/tierfs.h "$(DESTDIR)$(INCLUDEDIR)/tierfs.h"
+	install -m 644 $(HEADERS) "$(DESTDIR)$(INCLUDEDIR)/"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	  -e 's|@VERSION@|$(VERSION)|g' capi/tierfs.pc.in >"$(DESTDIR)$(PKGCONFIGDIR)/tierfs.pc"
-	@echo "installed $(DESTDIR)$(LIBDIR)/$(SONAME), $(DESTDIR)$(INCLUDEDIR)/tierfs.h, $(DESTDIR)$(PKGCONFIGDIR)/tierfs.pc"
+	@echo "installed $(DESTDIR)$(LIBDIR)/$(SONAME), $(notdir $(HEADERS)) in $(DESTDIR)$(INCLUDEDIR), $(DESTDIR)$(PKGCONFIGDIR)/tierfs.pc"
 
 demo: build ## the main job on the built-in default dataset: synth, verify, gather, sample, bench
 	./scripts/demo.sh $(BUILD)/tierfs $(DEMO_DIR)

@@ -136,13 +136,10 @@ def generate(h: Header, header_label: str = "capi/tierfs.h") -> str:
     g = _Gen(h)
     body: list[str] = []
 
-    consts: list[tuple[int, str, int]] = []
-    for name, v in h.defines.items():
-        if name.startswith("TFS_"):
-            consts.append((0, name, v))
+    consts = {name: v for name, v in h.defines.items() if name.startswith("TFS_")}
     body.append("# ---- constants " + "-" * 84)
     body.append("")
-    for _, name, v in consts:
+    for name, v in consts.items():
         body.append(f"{name} = {v}")
     for e in h.enums.values():
         body.append("")
@@ -150,7 +147,7 @@ def generate(h: Header, header_label: str = "capi/tierfs.h") -> str:
         for name, v in e.members.items():
             body.append(f"{name} = {v}")
     body.append("")
-    body.append("DEFINES = {" + ", ".join(f'"{n}": {n}' for _, n, _ in consts) + "}")
+    body.append("DEFINES = {" + ", ".join(f'"{n}": {n}' for n in consts) + "}")
     body.append("ENUMS = {")
     for e in h.enums.values():
         body.append(f'    "{e.name}": {{' + ", ".join(f'"{n}": {n}' for n in e.members) + "},")

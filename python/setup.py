@@ -1,6 +1,6 @@
 """Build hook: `pip install ./python` builds the Go core as a C shared library and ships it
-inside the package as tierfs/_lib/libtierfs.so, with its C header as tierfs/include/tierfs.h
-(capi/tierfs.h; `python -m tierfs --cflags --libs` builds C programs against the two), and the
+inside the package as tierfs/_lib/libtierfs.so, with its C headers in tierfs/include (capi/tierfs.h
+and the tierfs_*.h it includes; `python -m tierfs --cflags --libs` builds C programs against them), and the
 `tierfs` program (cmd/tierfs) as tierfs/bin/tierfs, which the console script runs.
 
 - With $TIERFS_LIB set to a prebuilt libtierfs.so, that file is copied instead (machines
@@ -95,13 +95,17 @@ class BuildPyWithGo(build_py):
             header.unlink()
 
     def _copy_header(self, include_dir: Path) -> None:
-        """tierfs.h beside the library (tierfs/include), for C programs built against the wheel
-        (python -m tierfs --cflags --libs): capi/tierfs.h of $TIERFS_SRC or the checkout."""
-        src = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "capi" / "tierfs.h"
-        if not src.is_file():
-            raise SystemExit(f"tierfs build: no C header {src} (set TIERFS_SRC to the tierfs checkout)")
+        """tierfs.h and the tierfs_*.h it includes beside the library (tierfs/include), for C
+        programs built against the wheel (python -m tierfs --cflags --libs): capi/ of $TIERFS_SRC
+        or the checkout."""
+        capi = Path(os.environ.get("TIERFS_SRC") or HERE.parent) / "capi"
+        if not (capi / "tierfs.h").is_file():
+            raise SystemExit(f"tierfs build: no C header {capi / 'tierfs.h'} (set TIERFS_SRC to the tierfs checkout)")
         include_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, include_dir / "tierfs.h")
+        for old in include_dir.glob("tierfs*.h"):
+            old.unlink()
+        for src in sorted(capi.glob("tierfs*.h")):
+            shutil.copy2(src, include_dir / src.name)
 
     def _copy_cuda_shim(self, dest_dir: Path) -> None:
         env = os.environ.get("TIERFS_CUDA_LIB")

@@ -79,12 +79,21 @@ check "tierfs.h compiles alone as C99 (-Wall -Wextra -pedantic -Werror)" \
   bash -c "echo '#include \"tierfs.h\"' | $CC -std=c99 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c -fsyntax-only -"
 check "tierfs.h compiles alone as C++17 (-Wall -Wextra -pedantic -Werror)" \
   bash -c "echo '#include \"tierfs.h\"' | $CXX -std=c++17 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c++ -fsyntax-only -"
-declared=$(grep -oE '\btfs_[a-z_]+\(' "$BUILD/tierfs.h" | tr -d '(' | sort -u)
+# tierfs.h includes one header per concern (tierfs_store.h, ...); each also compiles when included first.
+HEADERS=$(cd "$ROOT/capi" && ls tierfs*.h)
+for h in $HEADERS; do
+  [[ $h == tierfs.h ]] && continue
+  check "$h is in $BUILD and compiles included alone, as C99 and C++17" \
+    bash -c "cmp -s '$BUILD/$h' '$ROOT/capi/$h' &&
+      echo '#include \"$h\"' | $CC -std=c99 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c -fsyntax-only - &&
+      echo '#include \"$h\"' | $CXX -std=c++17 -Wall -Wextra -pedantic -Werror -I '$BUILD' -x c++ -fsyntax-only -"
+done
+declared=$(cat $(printf "$BUILD/%s " $HEADERS) | grep -oE '\btfs_[a-z_]+\(' | tr -d '(' | sort -u)
 exported=$(nm -D --defined-only "$BUILD/libtierfs.so" | awk '$2 == "T" {print $3}' | grep '^tfs_' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
 extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
 if [[ -z $missing && -z $extra ]]; then
-  ok "the library exports exactly the $(echo "$declared" | wc -l) tfs_ functions tierfs.h declares"
+  ok "the library exports exactly the $(echo "$declared" | wc -l) tfs_ functions tierfs.h and its headers declare"
 else
   not_ok "exports differ from the header: missing [${missing//$'\n'/ }], extra [${extra//$'\n'/ }]"
 fi
@@ -225,6 +234,8 @@ N=$(sed -n 's/^#define TFS_ABI_VERSION \([0-9][0-9]*\).*/\1/p' "$ROOT/capi/tierf
 check "installed lib/libtierfs.so.$N, lib/libtierfs.so -> it, include/tierfs.h, lib/pkgconfig/tierfs.pc" \
   bash -c "test -f '$P/lib/libtierfs.so.$N' -a ! -L '$P/lib/libtierfs.so.$N' -a \"\$(readlink '$P/lib/libtierfs.so')\" = libtierfs.so.$N \
     -a -f '$P/include/tierfs.h' -a -f '$P/lib/pkgconfig/tierfs.pc' && cmp -s '$P/include/tierfs.h' '$ROOT/capi/tierfs.h'"
+check "installed every header: $(echo $HEADERS)" \
+  bash -c "for h in $(echo $HEADERS); do cmp -s '$P/include/'\$h '$ROOT/capi/'\$h || { echo \$h; exit 1; }; done"
 check "libtierfs.so.$N has SONAME libtierfs.so.$N (TFS_ABI_VERSION)" \
   bash -c "readelf -d '$P/lib/libtierfs.so.$N' | grep -q 'SONAME.*\[libtierfs.so.$N\]'"
 check "make install leaves no cgo header (libtierfs.h) in $BUILD or $P" \

@@ -96,7 +96,10 @@ echo "wheel_test: examples/train_pyg_graphsage.py with no arguments: $(grep 'mea
 # the quick start's dataset: built with `python -m tierfs --cflags --libs`, run without LD_LIBRARY_PATH.
 if command -v "${CC:-cc}" >/dev/null; then
   flags=$(run python -m tierfs --cflags --libs) || fail "python -m tierfs --cflags --libs exited $?"
-  [[ -f "$(run python -c 'import tierfs; print(tierfs.get_include())')/tierfs.h" ]] || fail "the wheel has no tierfs.h"
+  inc=$(run python -c 'import tierfs; print(tierfs.get_include())')
+  for h in capi/tierfs*.h; do  # tierfs.h and the header of each concern it includes
+    cmp -s "$inc/${h#capi/}" "$h" || fail "the wheel has no ${h#capi/} (or another one)"
+  done
   c=0
   while IFS= read -r -d '' code; do
     c=$((c + 1))

@@ -86,6 +86,15 @@ def test_header_parses(header):
     for p in HEADERS:
         protos |= set(re.findall(r"^(?:const )?\w+ \**(tfs_\w+)\(", p.read_text(), re.M))
     assert protos == set(h.functions) and len(protos) >= 80
+    # Each call is declared in the header of its concern, and reported there.
+    files = {name: h.file_of(fn.line) for name, fn in h.functions.items()}
+    assert files["tfs_abi_version"] == files["tfs_last_error"] == "tierfs.h"
+    assert files["tfs_gather"] == files["tfs_place_json"] == files["tfs_types_json"] == "tierfs_store.h"
+    assert files["tfs_sample"] == files["tfs_hetero_sample_from_edges"] == "tierfs_sample.h"
+    assert files["tfs_epochs_open"] == files["tfs_epochs_gather_device"] == "tierfs_epochs.h"
+    assert files["tfs_io_open"] == files["tfs_ingest"] == files["tfs_upgrade"] == "tierfs_io.h"
+    assert files["tfs_mount"] == files["tfs_advise_json"] == "tierfs_mount.h"
+    assert re.fullmatch(r"tierfs_io\.h:\d+", h.where(h.functions["tfs_io_open"].line))
 
 
 def test_binding_is_generated_from_the_headers(header):

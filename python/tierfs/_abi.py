@@ -37,8 +37,12 @@ ENUMS = {
 # ---- structs and callback types -------------------------------------------------------------------
 
 
+#: tfs_progress_fn (tierfs.h): (ctx, stage, done, total)
+ProgressFn = CFUNCTYPE(None, c_void_p, c_char_p, c_int64, c_int64)
+
+
 class OpenOptions(Checked):
-    """tfs_open_options (tierfs.h)."""
+    """tfs_open_options (tierfs_store.h)."""
 
     _fields_ = [
         ("struct_size", c_size_t),  # size_t
@@ -59,7 +63,7 @@ class OpenOptions(Checked):
 
 
 class StoreInfo(Checked):
-    """tfs_store_info (tierfs.h)."""
+    """tfs_store_info (tierfs_store.h)."""
 
     _fields_ = [
         ("struct_size", c_size_t),  # size_t
@@ -74,7 +78,7 @@ class StoreInfo(Checked):
 
 
 class SamplerOptions(Checked):
-    """tfs_sampler_options (tierfs.h)."""
+    """tfs_sampler_options (tierfs_sample.h)."""
 
     _fields_ = [
         ("struct_size", c_size_t),  # size_t
@@ -86,12 +90,8 @@ class SamplerOptions(Checked):
     ]
 
 
-#: tfs_progress_fn (tierfs.h): (ctx, stage, done, total)
-ProgressFn = CFUNCTYPE(None, c_void_p, c_char_p, c_int64, c_int64)
-
-
 class IoOptions(Checked):
-    """tfs_io_options (tierfs.h)."""
+    """tfs_io_options (tierfs_io.h)."""
 
     _fields_ = [
         ("struct_size", c_size_t),  # size_t
@@ -107,7 +107,7 @@ class IoOptions(Checked):
 
 
 class IoRequest(Checked):
-    """tfs_io_request (tierfs.h)."""
+    """tfs_io_request (tierfs_io.h)."""
 
     _fields_ = [
         ("file", c_int32),  # int32_t
@@ -129,6 +129,7 @@ FUNCTIONS = {
     # tierfs.h
     "tfs_abi_version": (c_int, []),  # ()
     "tfs_last_error": (c_char_p, []),  # ()
+    # tierfs_store.h
     "tfs_open": (c_int, [c_char_p, ptr(OpenOptions), ptr(c_void_p)]),  # (path, opts, out)
     "tfs_open_json": (c_int, [c_char_p, c_char_p, ptr(c_void_p)]),  # (path, options_json, out)
     "tfs_store_options_json": (c_int, [ptr(c_char), c_size_t, ptr(c_size_t)]),  # (buf, cap, needed)
@@ -141,46 +142,7 @@ FUNCTIONS = {
     "tfs_gather_feature": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (store, name, ids, n, dst, dst_bytes)
     "tfs_labels": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_int64)]),  # (store, ids, n, out)
     "tfs_split": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_int64)]),  # (store, name, out, cap, count)
-    "tfs_place": (c_int, [c_void_p, ptr(c_uint32), c_int64]),  # (store, hotness, n)
-    "tfs_hottest": (c_int, [c_void_p, ptr(c_uint32), c_int64, c_int64, ptr(c_int64), ptr(c_int64)]),  # (store, hotness, n, k, out, count)
-    "tfs_place_ids": (c_int, [c_void_p, ptr(c_int64), c_int64]),  # (store, ids, n)
-    "tfs_profile_reads": (c_int, [c_void_p, ptr(c_int64), c_int64, c_char_p, ptr(c_uint32), c_int64]),  # (store, seeds, n_seeds, request_json, counts, n)
-    "tfs_profile_reads_hetero": (c_int, [c_void_p, ptr(c_int64), c_int64, c_char_p, ptr(POINTER(c_uint32)), ptr(c_int64), c_int64]),  # (store, seeds, n_seeds, request_json, counts, counts_n, n_types)
     "tfs_stats_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, buf, cap, needed)
-    "tfs_advise_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
-    "tfs_place_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
-    "tfs_sampler_create": (c_int, [c_void_p, ptr(SamplerOptions), ptr(c_void_p)]),  # (store, opts, out)
-    "tfs_sampler_free": (c_int, [c_void_p]),  # (sampler)
-    "tfs_sample": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seeds, n, out)
-    "tfs_sample_sizes": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int32)]),  # (sample, num_nodes, num_edges, num_hops)
-    "tfs_sample_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, nodes, row, col, nodes_per_hop, edges_per_hop)
-    "tfs_sample_edge_ids": (c_int, [c_void_p, ptr(c_int64)]),  # (sample, out)
-    "tfs_sample_free": (c_int, [c_void_p]),  # (sample)
-    "tfs_sample_edges": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, src, dst, labels, n, link_options_json, out)
-    "tfs_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
-    "tfs_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
-    "tfs_epochs_open": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, out)
-    "tfs_epochs_open_elsewhere": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, elsewhere, n_elsewhere, out)
-    "tfs_epochs_close": (c_int, [c_void_p]),  # (epochs)
-    "tfs_epochs_cancel": (c_int, [c_char_p, ptr(c_int)]),  # (plan_dir, canceled)
-    "tfs_epochs_info_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (epochs, buf, cap, needed)
-    "tfs_epochs_sample": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
-    "tfs_epochs_seeds": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, ptr(c_int64)]),  # (epochs, epoch, batch, out, cap, n)
-    "tfs_epochs_gather": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, nodes, n, dst, dst_bytes)
-    "tfs_synth": (c_int, [c_char_p]),  # (options_json)
-    "tfs_ingest": (c_int, [c_char_p]),  # (options_json)
-    "tfs_synth_progress": (c_int, [c_char_p, ProgressFn, c_void_p]),  # (options_json, fn, ctx)
-    "tfs_ingest_progress": (c_int, [c_char_p, ProgressFn, c_void_p]),  # (options_json, fn, ctx)
-    "tfs_place_json_progress": (c_int, [c_void_p, c_char_p, ProgressFn, c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, fn, ctx, buf, cap, needed)
-    "tfs_verify_json": (c_int, [c_char_p, c_char_p, ProgressFn, c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (path, request_json, fn, ctx, buf, cap, needed)
-    "tfs_upgrade": (c_int, [c_char_p, ProgressFn, c_void_p, ptr(c_int32)]),  # (path, fn, ctx, from_version)
-    "tfs_mount": (c_int, [c_void_p, c_char_p]),  # (store, dir)
-    "tfs_unmount": (c_int, [c_void_p]),  # (store)
-    "tfs_io_open": (c_int, [ptr(c_char_p), c_int32, ptr(IoOptions), ptr(c_void_p)]),  # (paths, n_paths, opts, out)
-    "tfs_io_submit": (c_int, [c_void_p, ptr(IoRequest), c_int64]),  # (io, reqs, n)
-    "tfs_io_complete": (c_int, [c_void_p, c_void_p]),  # (io, cuda_stream)
-    "tfs_io_stats_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (io, buf, cap, needed)
-    "tfs_io_close": (c_int, [c_void_p]),  # (io)
     "tfs_types_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, buf, cap, needed)
     "tfs_gather_typed": (c_int, [c_void_p, c_char_p, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (store, node_type, feature, ids, n, dst, dst_bytes)
     "tfs_gather_typed_device_ids": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64, c_void_p]),  # (store, node_type, ids_device, n, dst_device, dst_bytes, cuda_stream)
@@ -191,8 +153,27 @@ FUNCTIONS = {
     "tfs_place_ids_typed": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64]),  # (store, node_type, ids, n)
     "tfs_edge_splits_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, edge_type, buf, cap, needed)
     "tfs_edge_split_copy": (c_int, [c_void_p, c_char_p, c_char_p, c_int64, ptr(c_int64), c_void_p, ptr(c_int64)]),  # (store, edge_type, split, count, edge_label_index, labels, neg_dst)
+    "tfs_place": (c_int, [c_void_p, ptr(c_uint32), c_int64]),  # (store, hotness, n)
+    "tfs_hottest": (c_int, [c_void_p, ptr(c_uint32), c_int64, c_int64, ptr(c_int64), ptr(c_int64)]),  # (store, hotness, n, k, out, count)
+    "tfs_place_ids": (c_int, [c_void_p, ptr(c_int64), c_int64]),  # (store, ids, n)
+    "tfs_profile_reads": (c_int, [c_void_p, ptr(c_int64), c_int64, c_char_p, ptr(c_uint32), c_int64]),  # (store, seeds, n_seeds, request_json, counts, n)
+    "tfs_profile_reads_hetero": (c_int, [c_void_p, ptr(c_int64), c_int64, c_char_p, ptr(POINTER(c_uint32)), ptr(c_int64), c_int64]),  # (store, seeds, n_seeds, request_json, counts, counts_n, n_types)
+    "tfs_place_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
+    "tfs_place_json_progress": (c_int, [c_void_p, c_char_p, ProgressFn, c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, fn, ctx, buf, cap, needed)
     "tfs_share_host_tier": (c_int, [c_void_p, c_char_p, c_char_p, ptr(c_int64), c_int64]),  # (store, node_type, path, ids, n)
     "tfs_map_host_tier": (c_int, [c_void_p, c_char_p, c_char_p]),  # (store, node_type, path)
+    "tfs_place_hetero_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
+    # tierfs_sample.h
+    "tfs_sampler_create": (c_int, [c_void_p, ptr(SamplerOptions), ptr(c_void_p)]),  # (store, opts, out)
+    "tfs_sampler_free": (c_int, [c_void_p]),  # (sampler)
+    "tfs_sample": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seeds, n, out)
+    "tfs_sample_sizes": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int32)]),  # (sample, num_nodes, num_edges, num_hops)
+    "tfs_sample_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, nodes, row, col, nodes_per_hop, edges_per_hop)
+    "tfs_sample_edge_ids": (c_int, [c_void_p, ptr(c_int64)]),  # (sample, out)
+    "tfs_sample_free": (c_int, [c_void_p]),  # (sample)
+    "tfs_sample_edges": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, src, dst, labels, n, link_options_json, out)
+    "tfs_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
+    "tfs_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
     "tfs_hetero_sampler_create": (c_int, [c_void_p, c_char_p, ptr(c_void_p)]),  # (store, options_json, out)
     "tfs_hetero_sampler_free": (c_int, [c_void_p]),  # (sampler)
     "tfs_hetero_sample": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seed_type, seeds, n, out)
@@ -200,11 +181,35 @@ FUNCTIONS = {
     "tfs_hetero_sample_nodes": (c_int, [c_void_p, c_char_p, ptr(c_int64)]),  # (sample, node_type, out)
     "tfs_hetero_sample_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_type, row, col, edge_ids)
     "tfs_hetero_sample_free": (c_int, [c_void_p]),  # (sample)
-    "tfs_epochs_sample_hetero": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
-    "tfs_epochs_gather_typed": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, node_type, nodes, n, dst, dst_bytes)
-    "tfs_epochs_gather_device": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64, c_void_p]),  # (epochs, epoch, batch, node_type, nodes, n, dst_device, dst_bytes, cuda_stream)
     "tfs_hetero_sample_from_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, edge_type, src, dst, labels, n, link_options_json, out)
     "tfs_hetero_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
     "tfs_hetero_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
-    "tfs_place_hetero_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
+    # tierfs_epochs.h
+    "tfs_epochs_open": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, out)
+    "tfs_epochs_open_elsewhere": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, elsewhere, n_elsewhere, out)
+    "tfs_epochs_close": (c_int, [c_void_p]),  # (epochs)
+    "tfs_epochs_cancel": (c_int, [c_char_p, ptr(c_int)]),  # (plan_dir, canceled)
+    "tfs_epochs_info_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (epochs, buf, cap, needed)
+    "tfs_epochs_sample": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
+    "tfs_epochs_seeds": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, ptr(c_int64)]),  # (epochs, epoch, batch, out, cap, n)
+    "tfs_epochs_gather": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, nodes, n, dst, dst_bytes)
+    "tfs_epochs_sample_hetero": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
+    "tfs_epochs_gather_typed": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, node_type, nodes, n, dst, dst_bytes)
+    "tfs_epochs_gather_device": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64, c_void_p]),  # (epochs, epoch, batch, node_type, nodes, n, dst_device, dst_bytes, cuda_stream)
+    # tierfs_io.h
+    "tfs_synth": (c_int, [c_char_p]),  # (options_json)
+    "tfs_ingest": (c_int, [c_char_p]),  # (options_json)
+    "tfs_synth_progress": (c_int, [c_char_p, ProgressFn, c_void_p]),  # (options_json, fn, ctx)
+    "tfs_ingest_progress": (c_int, [c_char_p, ProgressFn, c_void_p]),  # (options_json, fn, ctx)
+    "tfs_verify_json": (c_int, [c_char_p, c_char_p, ProgressFn, c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (path, request_json, fn, ctx, buf, cap, needed)
+    "tfs_upgrade": (c_int, [c_char_p, ProgressFn, c_void_p, ptr(c_int32)]),  # (path, fn, ctx, from_version)
+    "tfs_io_open": (c_int, [ptr(c_char_p), c_int32, ptr(IoOptions), ptr(c_void_p)]),  # (paths, n_paths, opts, out)
+    "tfs_io_submit": (c_int, [c_void_p, ptr(IoRequest), c_int64]),  # (io, reqs, n)
+    "tfs_io_complete": (c_int, [c_void_p, c_void_p]),  # (io, cuda_stream)
+    "tfs_io_stats_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (io, buf, cap, needed)
+    "tfs_io_close": (c_int, [c_void_p]),  # (io)
+    # tierfs_mount.h
+    "tfs_mount": (c_int, [c_void_p, c_char_p]),  # (store, dir)
+    "tfs_unmount": (c_int, [c_void_p]),  # (store)
+    "tfs_advise_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
 }
