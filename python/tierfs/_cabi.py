@@ -38,10 +38,14 @@ def check_value(ctype: Any, value: Any, what: str) -> None:
         raise _invalid(f"tierfs: {what} = {value} does not fit {rng[2]}")
 
 
-def _invalid(message: str) -> Exception:
-    from . import errors  # not at the top: errors takes its status codes from _abi, which imports this
+#: The exception check_value raises: tierfs.errors sets it to its InvalidArgumentError when it
+#: loads (errors takes its status codes from _abi, which imports this module, so this module
+#: cannot import errors).
+invalid_argument: type = ValueError
 
-    return errors.InvalidArgumentError(message)
+
+def _invalid(message: str) -> Exception:
+    return invalid_argument(message)
 
 
 class Checked(Structure):

@@ -26,7 +26,7 @@ TFS_EINTERNAL      :class:`InternalError`            ``RuntimeError``
 
 from __future__ import annotations
 
-from . import _abi
+from . import _abi, _cabi
 
 __all__ = [
     "Error",
@@ -94,6 +94,9 @@ class InvalidArgumentError(Error, ValueError):
     """A bad argument: wrong size, shape, option or value (``TFS_EINVAL``)."""
 
     status = EINVAL
+
+
+_cabi.invalid_argument = InvalidArgumentError  # what a value that cannot cross the C ABI raises
 
 
 class NotFoundError(Error, FileNotFoundError):
