@@ -54,6 +54,13 @@ run python -c 'import tierfs, sys; s = tierfs.open("g"); assert s.gather([0, 199
   fail "import tierfs from the wheel failed"
 echo "wheel_test: tierfs --version, synth, verify and import from the wheel, without Go: ok"
 
+# Every module of the source package is in the wheel (a subpackage pyproject.toml does not list
+# would be left out: tierfs.dgl needs DGL to import, so the imports above do not reach it).
+installed=$(run python -c 'import tierfs, os; print(os.path.dirname(tierfs.__file__))') || fail "no tierfs in the wheel's venv"
+missing=$(cd python/tierfs && find . -name '*.py' | sort | while read -r f; do [[ -f "$installed/$f" ]] || echo "tierfs/${f#./}"; done)
+[[ -z "$missing" ]] || fail "the wheel lacks $(echo $missing)"
+echo "wheel_test: every module of python/tierfs is in the wheel: ok"
+
 # The wheel with its [pyg] extra, resolved by pip as a user's `pip install "tierfs-....whl[pyg]"`
 # is, with torch held at the test environment's version.
 torch_pin=$(grep -E '^torch==' python/requirements-test.txt) || fail "python/requirements-test.txt pins no torch (torch==X)"

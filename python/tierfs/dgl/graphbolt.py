@@ -1,0 +1,528 @@
+"""GraphBolt's side of :mod:`tierfs.dgl`: ``Feature`` and ``FeatureStore`` keyed by ``(domain, type,
+name)``, ``sampling_graph``, and the ``Dataset`` / ``Task`` of a store."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+import tierfs
+
+from ._common import FEATURE, LABEL, ReadOnlyError, _Future, _GRAPHBOLT_ERROR, _TypedColumn, _as_tensor, _check_kind, _dtype_name, _ids_tensor, _input_order, _is_hetero, _pool, _read_rows, _side_stream, gb
+from .graph import dgl_graph
+
+
+if gb is not None:
+
+    class Feature(gb.Feature):
+        """One column of a tierfs store as a GraphBolt feature: the node features
+        (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
+        (``kind="label"``, int64, -1 for unlabelled nodes). Read-only.
+
+        In a heterogeneous store, ``node_type`` names the type (``name``: one of its features;
+        None: its default) and ``edge_type`` (``(src, rel, dst)`` or ``"src:rel:dst"``) with
+        ``name`` an edge feature, read by edge id (``dgl.EID``: the edge's position in the
+        input); ids are local to the type.
+
+        ``read(ids)`` answers on the ids' device when they are on a GPU, else on the store's
+        device (the CPU unless the store was opened with ``device="cuda:N"``).
+        """
+
+        def __init__(
+            self,
+            store,
+            kind: str = FEATURE,
+            metadata: dict | None = None,
+            *,
+            node_type: str | None = None,
+            edge_type=None,
+            name: str | None = None,
+        ):
+            super().__init__()
+            self._store = store
+            self._kind = _check_kind(kind)
+            self._column = None
+            if node_type is not None or edge_type is not None:
+                self._column = _TypedColumn(store, kind, node_type, edge_type, name)
+                meta = self._column.metadata()
+            else:
+                if kind == "label" and not int(store.num_classes):
+                    raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
+                meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
+                if kind == "label":
+                    meta["num_classes"] = int(store.num_classes)
+            meta.update(metadata or {})
+            self._metadata = meta
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        @property
+        def kind(self) -> str:
+            """'feat' or 'label'."""
+            return self._kind
+
+        @property
+        def node_type(self) -> str | None:
+            """The node type of a column of a heterogeneous store (None otherwise)."""
+            return None if self._column is None else self._column.node_type
+
+        @property
+        def edge_type(self):
+            """The edge type ``(src, rel, dst)`` of an edge feature (None otherwise)."""
+            return None if self._column is None else self._column.edge_type
+
+        def _read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
+            if self._column is not None:
+                return self._column.read(ids_cpu)
+            return _read_rows(self._store, self._kind, ids_cpu)
+
+        def read(self, ids: torch.Tensor = None):
+            """Rows ``ids`` (every row when None: the whole column, materialised in memory)."""
+            if ids is None:
+                return self._read(torch.arange(self.count(), dtype=torch.int64))
+            values = self._read(_ids_tensor(ids))
+            if isinstance(ids, torch.Tensor) and ids.is_cuda and values.device != ids.device:
+                values = values.to(ids.device)
+            return values
+
+        def read_async(self, ids: torch.Tensor):
+            """Reads rows ``ids`` in stages (GraphBolt >= 2.4's protocol): a generator to be
+            advanced ``read_async_num_stages(ids.device)`` times; the last ``next()`` returns a
+            future whose ``wait()`` returns what ``read(ids)`` would.
+
+            CPU ids (1 stage): the read starts on a worker thread and the stage yields its
+            future. GPU ids (2 stages): the first stage starts copying the ids to the host on a
+            side stream; the second waits for that copy, starts the read and yields the future,
+            which moves the rows to the ids' device in ``wait()``.
+            """
+            if not isinstance(ids, torch.Tensor):
+                ids = _ids_tensor(ids)
+            if ids.is_cuda:
+                device = ids.device
+                current = torch.cuda.current_stream(device)
+                side = _side_stream(device)
+                side.wait_stream(current)
+                with torch.cuda.stream(side):
+                    ids.record_stream(side)
+                    ids_host = ids.to("cpu", non_blocking=True)
+                    copied = torch.cuda.Event()
+                    copied.record(side)
+                yield  # stage 1 done: the ids are on their way to the host
+
+                copied.synchronize()
+                future = _pool().submit(self._read, _ids_tensor(ids_host))
+                yield _Future(future, device)
+            else:
+                future = _pool().submit(self._read, _ids_tensor(ids))
+                yield _Future(future, None)
+
+        def read_async_num_stages(self, ids_device) -> int:
+            """How many times to advance ``read_async(ids)`` for ids on ``ids_device``."""
+            return 2 if torch.device(ids_device).type == "cuda" else 1
+
+        def size(self) -> torch.Size:
+            """Shape of one row: ``(dim,)`` for features (``()`` for a scalar one), ``()`` for labels."""
+            if self._column is not None:
+                return self._column.size()
+            return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
+
+        def count(self) -> int:
+            """Number of rows (the nodes of the type, or the edges of the edge type)."""
+            if self._column is not None:
+                return self._column.count
+            return int(self._store.num_nodes)
+
+        def update(self, value: torch.Tensor, ids: torch.Tensor = None):
+            raise ReadOnlyError(
+                "tierfs.dgl: features are read-only; re-ingest the dataset to change them"
+            )
+
+        def metadata(self) -> dict:
+            return dict(self._metadata)
+
+        def __repr__(self) -> str:
+            where = ""
+            if self._column is not None:
+                c = self._column
+                where = f"node_type={c.node_type!r}, " if c.edge_type is None else f"edge_type={c.edge_type!r}, "
+                where += f"name={c.name!r}, "
+            return (
+                f"tierfs.dgl.Feature({where}kind={self._kind!r}, count={self.count()}, "
+                f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
+            )
+
+    class FeatureStore(gb.BasicFeatureStore):
+        """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``.
+
+        A homogeneous store (not ``store.is_hetero``), keyed as GraphBolt keys a homogeneous
+        graph (``type_name`` None by default): ``("node", type_name, feature_name)`` for its
+        default feature, ``("node", type_name, name)`` for each other node feature, ``("node",
+        type_name, label_name)`` when the dataset has labels, and ``("edge", type_name, name)``
+        for each edge feature (read by edge id: the input's edge order, ``dgl.EID``).
+
+        Several node or edge types (``store.is_hetero``): every feature by its own name,
+        ``("node", ntype, name)`` for each node type's features, ``("node", ntype,
+        label_name)`` for each type with labels, and ``("edge", "src:rel:dst", name)`` for each
+        edge type's features (read by edge id, as ``HeteroSample.edge`` / ``dgl.EID`` give
+        them: positions in the input of the edge type); ``feature_name`` and ``type_name`` do
+        not apply there. A type's default feature is
+        read through its memory tiers, the others from disk.
+
+        ``store`` is an open tierfs Store (not closed by this object) or a dataset path, opened
+        with ``open_kwargs`` and closed by :meth:`close`.
+        """
+
+        def __init__(
+            self,
+            store,
+            feature_name: str = FEATURE,
+            label_name: str | None = LABEL,
+            type_name: str | None = None,
+            **open_kwargs,
+        ):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError("tierfs.dgl.FeatureStore: open options given with an open store")
+            self._store = store
+            if _is_hetero(store):
+                if type_name is not None or feature_name != FEATURE:
+                    raise tierfs.InvalidArgumentError(
+                        "tierfs.dgl.FeatureStore: a heterogeneous store keys every feature by its "
+                        "own type and name; feature_name and type_name apply to one-type stores"
+                    )
+                features = _hetero_features(store, label_name)
+            else:
+                features = _one_type_features(store, feature_name, label_name, type_name)
+            super().__init__(features)
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        # GraphBolt >= 2.4 looks features up by key (``key in store``, ``store[key]``).
+        def __getitem__(self, key):
+            return self._features[tuple(key)]
+
+        def __contains__(self, key):
+            return tuple(key) in self._features
+
+        def __iter__(self):
+            return iter(self._features)
+
+        def count(self, domain: str, type_name: str, feature_name: str) -> int:
+            return self._features[(domain, type_name, feature_name)].count()
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+        def __repr__(self) -> str:
+            return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
+
+    def _one_type_features(store, feature_name, label_name, type_name):
+        """The columns of a homogeneous store, keyed as GraphBolt keys a homogeneous graph: its
+        default feature as ``feature_name``, every other node and edge feature by its own name."""
+        features = {}
+
+        def add(key, feature):
+            if key in features:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.FeatureStore: two columns are keyed {key} (the store's features are "
+                    f"{', '.join(store.features)}); give another feature_name or label_name"
+                )
+            features[key] = feature
+
+        default, ntype = store.feature_name, store.node_type
+        if default is not None:
+            add(("node", type_name, feature_name), Feature(store, FEATURE))
+        for name in store.types["node_types"][ntype]["features"]:
+            if name != default:
+                add(("node", type_name, name), Feature(store, FEATURE, node_type=ntype, name=name))
+        if label_name is not None and int(store.num_classes):
+            add(("node", type_name, label_name), Feature(store, LABEL))
+        for etype, info in store.types["edge_types"].items():
+            for name in info["features"]:
+                if name != "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
+                    add(("edge", type_name, name), Feature(store, FEATURE, edge_type=etype, name=name))
+        return features
+
+    def _hetero_features(store, label_name):
+        """The columns of every type of a heterogeneous store, keyed as GraphBolt keys them."""
+        types = store.types
+        features = {}
+        for ntype, info in types["node_types"].items():
+            for name in info["features"]:
+                features[("node", ntype, name)] = Feature(store, FEATURE, node_type=ntype, name=name)
+            if label_name is not None and info.get("labels"):
+                if ("node", ntype, label_name) in features:
+                    raise tierfs.InvalidArgumentError(
+                        f"tierfs.dgl.FeatureStore: node type {ntype!r} has a feature named "
+                        f"{label_name!r}; give another label_name"
+                    )
+                features[("node", ntype, label_name)] = Feature(store, LABEL, node_type=ntype)
+        for etype, info in types["edge_types"].items():
+            for name in info["features"]:
+                if name == "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
+                    continue
+                features[("edge", ":".join(etype), name)] = Feature(store, FEATURE, edge_type=etype, name=name)
+        return features
+
+else:  # pragma: no cover - only without a working GraphBolt
+
+    class _NoGraphBolt:
+        def __init__(self, *args, **kwargs):
+            raise ImportError(
+                f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}"
+            )
+
+    class Feature(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+    class FeatureStore(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+
+def sampling_graph(store):
+    """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
+    samplers with features from :class:`FeatureStore`). Materialises every edge in memory
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
+    Edges are in tierfs's CSC order; their ``ORIGINAL_EDGE_ID`` (what GraphBolt's samplers hand
+    out as ``original_edge_ids``) is the input position, DGL's edge id. A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
+    :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
+    if gb is None:
+        raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
+    if _is_hetero(store):
+        # GraphBolt's heterogeneous layout (type offsets, type per edge) as DGL converts it.
+        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
+    indptr, indices = store.csc()
+    order = _input_order(store, None, len(indices))
+    attrs = None if order is None else {gb.ORIGINAL_EDGE_ID: order}
+    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices), edge_attributes=attrs)
+
+
+#: GraphBolt's task sets by the names of tierfs's node and edge splits.
+_TASK_SETS = (("train", "train_set"), ("val", "validation_set"), ("test", "test_set"))
+
+
+def _link_item_set(store, split: str, edge_type):
+    """Edge split ``split`` of ``edge_type`` (None: the store's one) as GraphBolt's link
+    prediction item set: ``seeds`` (n, 2) pairs, with ``labels`` where the split has them; a
+    split with stored negatives (OGB's ``target_node_neg``, GraphBolt 1.x's ``negative_dsts``)
+    is laid out as GraphBolt 2's ``UniformNegativeSampler`` lays out a batch: the n seed edges,
+    then seed edge i's k negatives (its source, each candidate) at rows ``n + i*k ...``,
+    ``labels`` the given ones (True without) then 0 (False), ``indexes`` the seed edge (ranking
+    query) each row belongs to."""
+    index, labels = store.edge_split(split, edge_type=edge_type)
+    seeds = index.t().contiguous()
+    k = int(store.edge_splits(edge_type)[split].get("neg_per_seed", 0))
+    if not k:
+        if labels is None:
+            return gb.ItemSet(seeds, names="seeds")
+        return gb.ItemSet((seeds, labels), names=("seeds", "labels"))
+    n = seeds.shape[0]
+    neg = store.edge_split_negatives(split, edge_type=edge_type).reshape(n * k)
+    negatives = torch.stack([seeds[:, 0].repeat_interleave(k), neg], 1)
+    positive = torch.ones(n, dtype=torch.bool) if labels is None else labels
+    query = torch.arange(n)
+    return gb.ItemSet(
+        (
+            torch.cat([seeds, negatives]),
+            torch.cat([positive, torch.zeros(n * k, dtype=positive.dtype)]),
+            torch.cat([query, query.repeat_interleave(k)]),
+        ),
+        names=("seeds", "labels", "indexes"),
+    )
+
+
+def _node_item_set(store, split: str, node_type):
+    """Node split ``split`` of ``node_type`` (None: the store's one) as GraphBolt's node
+    classification item set: ``seeds`` (node ids) and their ``labels`` where the type has them."""
+    if node_type is None:
+        ids = torch.from_numpy(store.split(split))
+        labelled = bool(int(store.num_classes))
+    else:
+        ids = torch.from_numpy(store.split(split, node_type=node_type))
+        labelled = bool(store.types["node_types"][node_type].get("labels"))
+    if not labelled:
+        return gb.ItemSet(ids, names="seeds")
+    labels = _as_tensor(store.labels(ids.numpy(), node_type=node_type)).reshape(-1).to(torch.int64)
+    return gb.ItemSet((ids, labels), names=("seeds", "labels"))
+
+
+def _typed_sets(store, hetero: bool, keys: list, make) -> dict:
+    """``{set name: ItemSet or ItemSetDict or None}`` of each tierfs split for the types in
+    ``keys`` (``[(type, GraphBolt key, split names)]``); one type of a one-type store gives
+    plain ItemSets, several types ``ItemSetDict``s keyed as GraphBolt keys types."""
+    out = {}
+    for split, attr in _TASK_SETS:
+        parts = {key: make(t, split) for t, key, names in keys if split in names}
+        if not parts:
+            out[attr] = None
+        elif not hetero:
+            out[attr] = next(iter(parts.values()))
+        else:
+            out[attr] = gb.ItemSetDict(parts)
+    return out
+
+
+if gb is not None:
+
+    class Task(gb.Task):
+        """One task of a :class:`Dataset`: its ``metadata`` and GraphBolt item sets
+        ``train_set``, ``validation_set``, ``test_set`` (None where the dataset has no such
+        split)."""
+
+        def __init__(self, metadata: dict, train_set=None, validation_set=None, test_set=None):
+            self._metadata = dict(metadata)
+            self._train_set, self._validation_set, self._test_set = train_set, validation_set, test_set
+
+        @property
+        def metadata(self) -> dict:
+            return self._metadata
+
+        @property
+        def train_set(self):
+            return self._train_set
+
+        @property
+        def validation_set(self):
+            return self._validation_set
+
+        @property
+        def test_set(self):
+            return self._test_set
+
+        def __repr__(self) -> str:
+            sets = ", ".join(f"{a}={getattr(self, a)!r}" for _, a in _TASK_SETS)
+            return f"tierfs.dgl.Task(metadata={self._metadata!r}, {sets})"
+
+    class Dataset(gb.Dataset):
+        """A tierfs dataset as GraphBolt's ``Dataset`` (what ``gb.OnDiskDataset(...).load()``
+        answers): ``feature`` (:class:`FeatureStore`), ``graph`` (:func:`sampling_graph`, the
+        whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
+        ``dataset_name``.
+
+        ``tasks`` read the splits stored in the dataset, in this order:
+
+        - ``"node_classification"`` (where the dataset has node splits): each split's ``seeds``
+          (node ids) and ``labels``; on a store of several types an ``ItemSetDict`` keyed by
+          node type. ``metadata["num_classes"]`` where there are labels.
+        - ``"link_prediction"`` (where an edge type has edge splits, e.g. from
+          :func:`tierfs.from_graphbolt` of a link task, ``from_pyg`` of ``RandomLinkSplit``
+          outputs or OGB's edge split): each split's ``seeds`` (n, 2) and ``labels``, and for
+          a split with stored negatives also ``indexes`` (see :func:`_link_item_set`: the
+          layout of GraphBolt 2's negative sampler); on a store of several types an
+          ``ItemSetDict`` keyed ``"src:rel:dst"``. GraphBolt's ``indexes`` of a split ingested
+          with seeds, labels and indexes are not stored, so they do not come back.
+
+        ``store`` is an open tierfs Store (not closed here) or a dataset path, opened with
+        ``open_kwargs`` and closed by :meth:`close`.
+        """
+
+        def __init__(self, store, **open_kwargs):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError("tierfs.dgl.Dataset: open options given with an open store")
+            self._store = store
+            self._graph = None
+            self._feature = None
+            self._tasks = None
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        @property
+        def tasks(self) -> list:
+            if self._tasks is None:
+                self._tasks = _tasks(self._store)
+            return self._tasks
+
+        @property
+        def graph(self):
+            if self._graph is None:
+                self._graph = sampling_graph(self._store)
+            return self._graph
+
+        @property
+        def feature(self):
+            if self._feature is None:
+                self._feature = FeatureStore(self._store)
+            return self._feature
+
+        @property
+        def dataset_name(self) -> str:
+            return os.path.basename(os.path.normpath(self._store.path))
+
+        @property
+        def all_nodes_set(self):
+            if not _is_hetero(self._store):
+                return gb.ItemSet(torch.tensor(int(self._store.num_nodes)), names="seed_nodes")
+            return gb.ItemSetDict(
+                {t: gb.ItemSet(torch.tensor(self._store.num_nodes_of(t)), names="seed_nodes") for t in self._store.node_types}
+            )
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+        def __repr__(self) -> str:
+            return f"tierfs.dgl.Dataset({self.dataset_name!r}, tasks={[t.metadata.get('name') for t in self.tasks]})"
+
+    def _tasks(store) -> list:
+        """The node classification and link prediction tasks of the splits stored in ``store``."""
+        hetero = _is_hetero(store)
+        tasks = []
+        types = store.types
+        node_keys = []
+        num_classes = 0
+        for t, info in types["node_types"].items():
+            names = set((info.get("splits") or {}) if hetero else store.split_names)
+            if names:
+                node_keys.append((None if not hetero else t, t, names))
+                num_classes = max(num_classes, int(info.get("num_classes") or 0))
+        if node_keys:
+            meta = {"name": "node_classification"}
+            if num_classes:
+                meta["num_classes"] = num_classes
+            tasks.append(Task(meta, **_typed_sets(store, hetero, node_keys, lambda t, s: _node_item_set(store, s, t))))
+        edge_keys = []
+        for e in types["edge_types"]:
+            names = set(store.edge_splits(e if hetero else None))
+            if names:
+                edge_keys.append((e if hetero else None, ":".join(e), names))
+        if edge_keys:
+            tasks.append(Task({"name": "link_prediction"}, **_typed_sets(store, hetero, edge_keys, lambda e, s: _link_item_set(store, s, e))))
+        return tasks
+
+else:  # pragma: no cover - only without a working GraphBolt
+
+    class Task(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
+
+    class Dataset(_NoGraphBolt):  # type: ignore[no-redef]
+        """Unavailable: dgl.graphbolt could not be imported."""
