@@ -1,0 +1,492 @@
+"""PyG's loaders over tierfs: ``NeighborLoader`` (node batches on tierfs's pipeline) and
+``LinkNeighborLoader`` (PyG's ``LinkLoader`` with tierfs's sampler and planned epochs)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader import LinkLoader as _PyGLinkLoader
+from torch_geometric.sampler import HeteroSamplerOutput, NegativeSampling, NumNeighbors, SamplerOutput
+from torch_geometric.sampler.base import SubgraphType
+
+from .. import errors
+from ..loader import Batch, Loader
+from ..pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from ..hetero import HeteroSample, edge_type_tuple, typed_csc
+from ..store import Store
+from ..frompyg import graph_attrs as _graph_attrs
+from ..edgeids import INPUT_EDGE_ID, input_edge_ids
+from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap
+from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
+
+
+class NeighborLoader:
+    """PyG's ``NeighborLoader`` over a tierfs dataset, on tierfs's pipelined loader.
+
+    A heterogeneous dataset takes ``num_neighbors`` per edge type (a dict or PyG's
+    ``NumNeighbors``) and ``input_nodes=(node type, ids | bool mask | split name | None)`` and
+    yields ``HeteroData`` laid out as PyG's ``NodeLoader`` over :func:`stores` with this module's
+    :class:`NeighborSampler` lays it out: per node type its default feature (through its tiers,
+    under its own name, ``x`` for ``from_pyg``'s ``data[t].x``), its other features, ``y`` where it has labels, ``n_id``, ``num_sampled_nodes``; per
+    edge type ``edge_index``, ``e_id``, ``num_sampled_edges`` and its edge features by
+    ``e_id``; ``input_id`` and ``batch_size`` on the seeds' type. With ``planned_epochs`` the
+    plan packs every node type with features (docs/planned.md, "Several node types").
+
+    Takes PyG's arguments that apply — ``num_neighbors``, ``input_nodes`` (None for every node, a
+    split name such as ``"train"`` or ``"valid"``, a bool mask, or ids as numpy, torch or a
+    list), ``replace``, ``transform``, ``batch_size``, ``shuffle``, ``drop_last`` — and yields the
+    ``Data`` that PyG's ``NodeLoader`` over :func:`stores` with this module's
+    :class:`NeighborSampler` gives: the store's feature under its own name (``x`` for
+    ``from_pyg``'s ``data.x``; 1-D where it is one value a node), ``y`` (every sampled node's
+    label), ``edge_index``,
+    ``n_id``, ``e_id`` (the sampled edges' positions in the ingested ``edge_index``, as PyG's
+    in-memory loaders give them; :func:`csc_edge_ids` maps them to tierfs's edge ids, the CSC
+    positions of :meth:`tierfs.Store.csc`, and :class:`tierfs.Sampler` samples carry those),
+    ``num_sampled_nodes``, ``num_sampled_edges``, ``input_id``, ``batch_size``, and the dataset's
+    other features by name: node features by ``n_id``, edge features (``edge_attr``,
+    ``edge_weight``, ...) by ``e_id``, each read from disk with one gather a batch (only the
+    store's own feature, ``x``, is cached in tiers). With ``shuffle=False`` and the same sampler
+    ``seed`` the batches equal PyG's NodeLoader's, field for field.
+
+    Batches come from a :class:`tierfs.Loader`: sampled ahead, ``prefetch`` gathers in flight,
+    ``Data`` (and ``transform``) made on the pipeline's threads; :meth:`stats` says which stage
+    bounds the epoch. With ``shuffle=True`` each epoch's order comes from ``shuffle_seed`` and the
+    epoch; ``planned_epochs=K`` serves planned epochs, the next K planned while the current K
+    train (``reuse_samples=True``: K planned once and replayed; docs/planned.md).
+
+    PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
+    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
+    (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
+    ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
+    or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
+    wrote the dataset from in this process (``data.some_scalar``, a graph-level tensor) are on
+    every batch, as PyG's in-memory loaders put them; the dataset format does not store them, so
+    a dataset opened from disk in another process (or written otherwise) yields batches without
+    them.
+
+    Args:
+        data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
+        num_neighbors: neighbors per node per hop; -1 takes all. A dict per edge type (or
+            ``NumNeighbors``) for a heterogeneous dataset.
+        seed: the sampler's seed (batch i samples with ``seed + i``).
+        shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget, reuse_samples: as
+            :class:`tierfs.Loader`.
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: Any,
+        input_nodes: Any = None,
+        replace: bool = False,
+        transform: Any = None,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        seed: int = 0,
+        shuffle_seed: int = 0,
+        prefetch: int = 4,
+        planned_epochs: int = 0,
+        plan_dir: Optional[str] = None,
+        plan_disk_budget: Any = None,
+        reuse_samples: bool = False,
+        **pyg_kwargs: Any,
+    ) -> None:
+        for name, value in pyg_kwargs.items():
+            if name not in _PYG_ONLY:
+                raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {name!r}")
+            if name == "filter_per_worker" and value in (None, True, False):
+                continue  # batches are made on the pipeline's threads, in this process, either way
+            if name == "subgraph_type":
+                try:  # PyG's default is the enum, which the string names
+                    value = SubgraphType(value).value
+                except ValueError:
+                    pass
+            if value != _PYG_ONLY[name]:
+                raise errors.NotSupportedError(
+                    f"tierfs.pyg.NeighborLoader: {name}={value!r} is not supported (tierfs samples uniformly, "
+                    f"directed, on its own threads in this process); leave it at {_PYG_ONLY[name]!r}"
+                )
+        if isinstance(data, tuple):
+            data = data[0]
+        self.store = _unwrap(data)
+        if isinstance(num_neighbors, int) or (not isinstance(num_neighbors, NumNeighbors) and hasattr(num_neighbors, "__len__") and not len(num_neighbors)):
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
+        self.transform = transform
+        self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
+        self._replace, self._seed, self._call_sampler = replace, seed, None
+        if self.store.is_hetero:
+            self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
+            self.input_nodes = seeds
+            # PyG's input_id: a mask's (a split's) seeds are their own ids, given ids their positions.
+            nodes = input_nodes[1] if isinstance(input_nodes, tuple) else None
+            self._ids_are_input_id = isinstance(nodes, str) or (isinstance(nodes, (Tensor, np.ndarray)) and nodes.dtype in (torch.bool, np.bool_))
+            self._fs = FeatureStore(self.store)
+            self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the HeteroData, for every batch
+            # input_id of a planned batch (which carries no positions): any position of each seed.
+            self._sorter = torch.argsort(seeds, stable=True)
+            self._sorted = seeds[self._sorter]
+            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+            self.loader = Loader(
+                self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
+                seed=shuffle_seed, labels=False, transform=self._to_hetero_data, node_type=self.input_type,
+                planned_epochs=planned_epochs, plan_dir=plan_dir, plan_disk_budget=plan_disk_budget,
+                reuse_samples=reuse_samples,
+            )
+            return
+        self.input_type = None
+        seeds = _input_nodes(self.store, input_nodes)
+        self.input_nodes = seeds
+        # PyG's input_id: a mask's (a split's) seeds are their own ids, given ids their positions.
+        self._ids_are_input_id = isinstance(input_nodes, str) or (isinstance(input_nodes, (Tensor, np.ndarray)) and input_nodes.dtype in (torch.bool, np.bool_))
+        # input_id of a batch: its seeds' positions in input_nodes (the loader's; under planned
+        # epochs, which do not carry them, any position of a repeated id).
+        self._sorter = torch.argsort(seeds, stable=True)
+        self._sorted = seeds[self._sorter]
+        self._labels = self.store.num_classes > 0
+        # The dataset's other features, read from disk per batch (only the store's own has tiers).
+        features = self.store.features
+        self._x_name = self.store.feature_name  # served under its own name, as FeatureStore does; None: no node features
+        self._x_scalar = self._x_name is not None and bool(features[self._x_name]["scalar"])  # one value a node: 1-D, as PyG serves a 1-D x
+        self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
+        self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
+        self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
+        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+        self.loader = Loader(
+            self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
+            seed=shuffle_seed, labels=False, planned_epochs=planned_epochs, plan_dir=plan_dir,
+            plan_disk_budget=plan_disk_budget, reuse_samples=reuse_samples, transform=self._to_data,
+        )
+
+    def _to_data(self, b: Batch) -> Any:
+        s = b.sample
+        nodes = s.nodes
+        data = Data(edge_index=torch.stack([s.row, s.col]))
+        for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
+            data[name] = value
+        if self._x_name is not None:
+            data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
+        if self._labels:
+            data.y = self.store.labels(nodes)
+        data.n_id = nodes
+        data.e_id = input_edge_ids(self.store, s.e_id)
+        data.num_nodes = int(nodes.shape[0])
+        for name in self._node_features:
+            data[name] = self.store.gather(nodes, feature=name)
+        for name in self._edge_features:
+            data[name] = self.store.gather(s.e_id, feature=name)
+        data.num_sampled_nodes = s.nodes_per_hop.tolist()
+        data.num_sampled_edges = s.edges_per_hop.tolist()
+        seeds = torch.as_tensor(b.seeds)
+        if self._ids_are_input_id:
+            data.input_id = seeds
+        elif b.positions is not None:
+            data.input_id = b.positions
+        else:
+            data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
+        data.batch_size = int(seeds.shape[0])
+        return data if self.transform is None else self.transform(data)
+
+    def _to_hetero_data(self, b: Batch) -> Any:
+        """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
+        (filter_custom_hetero_store, then filter_fn), plus the edge features by e_id."""
+        s = b.sample
+        store = self.store
+        data = HeteroData()
+        for name, value in self._graph_attrs.items():  # as PyG's filter_hetero_data: the same objects on every batch
+            setattr(data, name, value)
+        for t in store.node_types:
+            ids = s.node[t]
+            data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type
+            names = self._fs._type_names(t)
+            for name in names:
+                if name == self._fs.x_of(t):
+                    data[t][name] = b.x[t]
+                elif name == self._fs.y_name:
+                    data[t][name] = store.labels(ids, node_type=t)
+                else:
+                    data[t][name] = store.gather(ids, node_type=t, feature=name)
+        for et in store.edge_types:
+            data[et].edge_index = torch.stack([s.row[et], s.col[et]])
+        for t, ids in s.node.items():
+            data[t].n_id = ids
+        for et, e in s.edge.items():
+            if e is not None:
+                data[et].e_id = input_edge_ids(store, e, et)
+        for et, info in store.types["edge_types"].items():
+            for name in info["features"]:
+                if name != INPUT_EDGE_ID:
+                    data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+        data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
+        data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+        seeds = torch.as_tensor(b.seeds)
+        if self._ids_are_input_id:
+            data[self.input_type].input_id = seeds
+        elif b.positions is not None:
+            data[self.input_type].input_id = b.positions
+        else:
+            data[self.input_type].input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
+        data[self.input_type].batch_size = int(seeds.shape[0])
+        return data if self.transform is None else self.transform(data)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __call__(self, index: Any) -> Union[Data, HeteroData]:
+        """The batch of the seeds at positions ``index`` of ``input_nodes``, as PyG's
+        ``NodeLoader.__call__`` (``loader([0, 5])``), made in the calling thread. Calls sample
+        with a sampler of their own (its k-th call draws with ``seed + k``), so they do not
+        change the batches iteration gives."""
+        positions = torch.as_tensor(np.asarray(index) if isinstance(index, (list, range)) else index, dtype=torch.long).view(-1).cpu()
+        n = int(self.input_nodes.shape[0])
+        if positions.numel() and (int(positions.min()) < -n or int(positions.max()) >= n):
+            raise errors.OutOfRangeError(f"tierfs.pyg.NeighborLoader: index {index!r} is outside the {n} input nodes")
+        positions = positions % n if n else positions
+        seeds = self.input_nodes[positions]
+        if self._call_sampler is None:
+            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed)
+        if self.input_type is not None:
+            sample = self._call_sampler.sample(seeds, self.input_type)
+        else:
+            sample = self._call_sampler.sample(seeds)
+        return self.loader._gather(0, (seeds, sample, positions))
+
+    def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
+        return iter(self.loader)
+
+    def stats(self) -> Dict[str, Any]:
+        """The latest epoch's pipeline stats (:meth:`tierfs.Loader.stats`)."""
+        return self.loader.stats()
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.NeighborLoader({self.loader!r})"
+
+
+def _as_is(batch: List[int]) -> List[int]:
+    """A DataLoader's collate_fn handing a batch's positions on as they are."""
+    return batch
+
+
+def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, str], Any]:
+    """(edge type, seed edges or None) of LinkNeighborLoader's edge_label_index: a tensor, an
+    edge type, or ``(edge type, tensor)``; a heterogeneous store needs the edge type (PyG's
+    rule), a homogeneous one has :data:`EDGE_TYPE`."""
+    if not store.is_hetero:
+        if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
+            edge_label_index = edge_label_index[1]
+        return EDGE_TYPE, edge_label_index
+    types = store.edge_types
+    if isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 3 and all(isinstance(x, str) for x in edge_label_index):
+        edge_type, edges = tuple(edge_label_index), None
+    elif isinstance(edge_label_index, str):
+        edge_type, edges = edge_type_tuple(edge_label_index), None
+    elif isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
+        edge_type, edges = edge_type_tuple(edge_label_index[0]), edge_label_index[1]
+    else:
+        raise errors.InvalidArgumentError(
+            f"tierfs.pyg.LinkNeighborLoader: a heterogeneous dataset takes edge_label_index=(edge type, (2, n) tensor or None) or an edge type, got {type(edge_label_index).__name__} (edge types: {types})")
+    if edge_type not in types:
+        raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types})")
+    return edge_type, edges
+
+
+class LinkNeighborLoader(_PyGLinkLoader):
+    """PyG's ``LinkNeighborLoader`` over a tierfs dataset: PyG's own ``LinkLoader`` over
+    :func:`stores` with this module's :class:`NeighborSampler` (one native call a batch samples
+    around the seed edges and draws the negatives), run on tierfs's pipeline (``prefetch``), so
+    batches are exactly what that loader gives: ``Data`` with ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``num_sampled_nodes``,
+    ``num_sampled_edges``, ``input_id`` and ``edge_label_index``, ``edge_label`` (no negatives,
+    ``"binary"``) or ``src_index``, ``dst_pos_index``, ``dst_neg_index`` (``"triplet"``). As in
+    PyG, with binary negatives labels starting at 0 are shifted by 1 (0 is the negatives'), and
+    without ``edge_label`` they are float 1s and 0s. A heterogeneous dataset takes
+    ``edge_label_index=(edge type, tensor)`` (src ids of its source type, dst ids of its
+    destination type) and dict ``num_neighbors`` and yields ``HeteroData`` as PyG lays it out:
+    ``edge_label_index``/``edge_label``/``input_id`` under the edge type, triplets' ``src_index``
+    under the source node type and ``dst_pos_index``/``dst_neg_index`` under the destination's.
+
+    Args:
+        data: a :class:`tierfs.Store`, a dataset path, or the ``(FeatureStore, GraphStore)`` of
+            :func:`stores`.
+        num_neighbors: neighbors per node per hop; -1 takes all (a heterogeneous dataset: a
+            dict ``{edge type: [per hop]}``).
+        edge_label_index: the seed edges, a (2, n) tensor (or ``(edge type, tensor)``); None
+            (or ``(edge type, None)``) takes every edge of the dataset (of the type), in CSC order.
+        edge_label: one label a seed edge.
+        neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
+        neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
+        replace, seed: the sampler's (batch i samples with ``seed + i``).
+        strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
+            :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
+        planned_epochs, plan_dir, plan_disk_budget, shuffle_seed: with ``planned_epochs=K``
+            (and ``shuffle=True``) the loader plans K epochs of seed edge batches up front
+            (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``; docs/planned.md) and epoch e
+            replays planned epoch e mod K: the core's order of the seed edges from
+            ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this
+            module's sampler makes of the same seed edges when the sampler draws with the
+            batch's seed (negatives, subgraph, ``input_id``, labels), its rows of the default
+            feature read from the plan's packed files.
+        prefetch: batches in flight (at most 256). Every epoch, planned or not, comes from a
+            :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in order, ``prefetch``
+            threads read their features and make them (``filter_fn``, ``transform``), the caller
+            receives them in order; :meth:`stats` says which stage bounds the epoch. Without a
+            plan the seed edges' batches are the ones PyG's ``DataLoader`` draws (its batch
+            sampler; with ``shuffle`` the same torch RNG draws, made when the epoch starts), so
+            the batches are exactly those of PyG's ``LinkLoader`` over :func:`stores` with this
+            sampler.
+        **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
+            ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
+            do that work).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: Any,
+        edge_label_index: Any = None,
+        edge_label: Optional[Tensor] = None,
+        neg_sampling: Any = None,
+        neg_sampling_ratio: Optional[Union[int, float]] = None,
+        replace: bool = False,
+        seed: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
+        reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        planned_epochs: int = 0,
+        plan_dir: Optional[str] = None,
+        plan_disk_budget: Any = None,
+        shuffle_seed: int = 0,
+        prefetch: int = 4,
+        **kwargs: Any,
+    ) -> None:
+        if planned_epochs < 0:
+            raise errors.InvalidArgumentError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        if planned_epochs and not kwargs.get("shuffle", False):
+            raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
+        if not 1 <= prefetch <= MAX_DEPTH:
+            raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
+        for name in ("num_workers", "pin_memory", "persistent_workers"):
+            if kwargs.get(name, _PYG_ONLY[name]) != _PYG_ONLY[name]:
+                raise errors.NotSupportedError(
+                    f"tierfs.pyg.LinkNeighborLoader: {name}={kwargs[name]!r} is not supported (batches are sampled and gathered "
+                    f"on tierfs's pipeline threads in this process; prefetch= sets how many are in flight); leave it at {_PYG_ONLY[name]!r}")
+        if isinstance(data, str):
+            from .._open import open as _open
+
+            data = _open(data)
+        store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        if isinstance(neg_sampling, str):
+            neg_sampling = NegativeSampling(neg_sampling)
+        if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
+            raise errors.InvalidArgumentError(f"neg_sampling_ratio = {neg_sampling_ratio!r}: want binary negatives per seed edge > 0")
+        edge_type, edge_label_index = _link_input(store, edge_label_index)
+        if edge_label_index is None:
+            indptr, indices = typed_csc(store, edge_type) if store.is_hetero else store.csc()
+            col = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+            edge_label_index = torch.stack([torch.from_numpy(np.asarray(indices, dtype=np.int64)), torch.from_numpy(col)])
+        edge_label_index = torch.as_tensor(edge_label_index)
+        if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
+            raise errors.InvalidArgumentError(f"edge_label_index: want a (2, n) tensor of seed edges, got shape {tuple(edge_label_index.shape)}")
+        if edge_label is not None and len(edge_label) != edge_label_index.size(1):
+            raise errors.InvalidArgumentError(f"edge_label: {len(edge_label)} labels for {edge_label_index.size(1)} seed edges (edge_label_index); give one a seed edge")
+        self.store = store
+        self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
+                                                     exclude_seed_edges=exclude_seed_edges, undirected=undirected,
+                                                     reverse_edge_types=reverse_edge_types)
+        fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
+        super().__init__(
+            (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
+            edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
+            filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
+        )
+        self.plan: Any = None
+        self.prefetch = int(prefetch)
+        self._epoch = 0
+        self._run: Any = None  # the latest epoch's pipeline state, for stats()
+        if planned_epochs:
+            sp, inp = self.link_neighbor_sampler, self.input_data
+            # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
+            # (binary labels shifted by 1 where they start at 0).
+            self.plan = store.plan_epochs(
+                sp.num_neighbors, self.batch_size, planned_epochs, plan_dir=plan_dir, disk_budget=plan_disk_budget,
+                replace=sp.replace, drop_last=self.drop_last, seed=sp.seed, shuffle_seed=shuffle_seed,
+                seed_edges=(edge_type, torch.stack([inp.row, inp.col])) if store.is_hetero else torch.stack([inp.row, inp.col]),
+                edge_label=inp.label, neg_sampling=self.neg_sampling, **sp.link_options,
+            )
+
+    def __len__(self) -> int:
+        return self.plan.batches_per_epoch if self.plan is not None else super().__len__()
+
+    def __iter__(self) -> Pipeline:
+        """An epoch's batches from a :class:`tierfs.pipeline.Pipeline` (close it, or break out
+        of the loop, to stop its threads mid-epoch)."""
+        cuda = torch.device(self.store.device) if self.store.device != "cpu" else None
+        if self.plan is None:
+            n = len(self.batch_sampler)
+            batches = self._seed_edge_batches()
+            sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
+            make = lambda b, out: self.filter_fn(out)  # noqa: E731
+        else:
+            epoch = self._epoch
+            self._epoch += 1
+            n = self.plan.batches_per_epoch
+            sample = lambda b: self._planned_sample(epoch, b)  # noqa: E731
+            make = lambda b, sampled: self._planned_make(epoch, b, sampled)  # noqa: E731
+        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader")
+        self._run = pipeline._st
+        return pipeline
+
+    def _seed_edge_batches(self) -> Iterator[List[int]]:
+        """This epoch's batches of seed edges (their positions in ``input_data``), as PyG's
+        ``DataLoader`` draws them: its batch sampler and generator, with the same torch RNG draws
+        (the DataLoader iterator's base seed, then a shuffling sampler's seed), made here in the
+        caller's thread when the epoch starts, not later on the sampling thread, where they
+        would race with the caller's own draws."""
+        it = iter(torch.utils.data.DataLoader(self.dataset, batch_sampler=self.batch_sampler, collate_fn=_as_is, generator=self.generator))
+        first = next(it, None)
+        return it if first is None else itertools.chain([first], it)
+
+    def _sample(self, index: List[int]) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's ``collate_fn`` without its ``filter_fn``: the sample of the seed edges at
+        ``index`` of ``input_data`` (one native call)."""
+        return self.link_sampler.sample_from_edges(self.input_data[index], neg_sampling=self.neg_sampling)
+
+    def stats(self) -> Dict[str, Any]:
+        """The latest epoch's pipeline stats (:func:`tierfs.pipeline.pipeline_stats`: stages,
+        ``bound``, ``bound_why``); empty before the first epoch."""
+        return pipeline_stats(self._run) if self._run is not None else {}
+
+    def planned_batch(self, epoch: int, batch: int) -> Union[Data, HeteroData]:
+        """Batch ``batch`` of epoch ``epoch`` of a planned loader (``planned_epochs``), made in
+        the calling thread: the plan's sample of its seed edges through PyG's ``filter_fn``, the
+        default feature's rows from the plan. Iterating the loader makes the same batches on a
+        :class:`tierfs.pipeline.Pipeline`: the next ones sampled and read ``prefetch`` at once."""
+        if self.plan is None:
+            raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: planned_batch needs planned_epochs")
+        return self._planned_make(epoch, batch, self._planned_sample(epoch, batch))
+
+    def _planned_sample(self, epoch: int, batch: int) -> Tuple[Tensor, Any]:
+        plan = self.plan
+        return torch.from_numpy(plan.seeds(epoch, batch)), _link_sample_to_torch(plan.sample(epoch, batch))
+
+    def _planned_make(self, epoch: int, batch: int, sampled: Tuple[Tensor, Any]) -> Union[Data, HeteroData]:
+        plan = self.plan
+        pos, sample = sampled
+        fs = self.data[0]
+        if isinstance(sample, HeteroSample):
+            fs.batch = {t: (sample.node[t], plan.gather(epoch, batch, sample.node[t].numpy(), node_type=t)) for t in plan.node_types}
+        else:
+            fs.batch = {None: (sample.nodes, plan.gather(epoch, batch, sample.nodes.numpy()))}
+        try:
+            return self.filter_fn(self.link_neighbor_sampler._link_output(self.input_data[pos], sample, self.neg_sampling))
+        finally:
+            fs.batch = {}
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"

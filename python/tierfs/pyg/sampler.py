@@ -1,0 +1,372 @@
+"""Sampling in tierfs for PyG's loaders: ``NeighborSampler`` (a PyG ``BaseSampler``), PyG's
+``num_neighbors`` and ``input_nodes`` forms, link sampling's inputs and outputs."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, HeteroSamplerOutput, NegativeSampling, NodeSamplerInput, NumNeighbors, SamplerOutput
+from torch_geometric.typing import EdgeTypeStr
+
+from .. import errors
+from ..hetero import HeteroSample, HeteroSampler, edge_type_tuple
+from ..store import Store
+from ..edgeids import input_edge_ids
+from .stores import EDGE_TYPE, FeatureStore, GraphStore, _unwrap
+
+
+def _edge_type_of(key: Any) -> Tuple[str, str, str]:
+    """An edge type key of num_neighbors as a tuple: PyG's tuple, its ``EdgeTypeStr``
+    (``"src__rel__dst"``) or tierfs's ``"src:rel:dst"``."""
+    if isinstance(key, EdgeTypeStr):
+        return tuple(key.to_tuple())  # type: ignore[return-value]
+    if isinstance(key, str) and ":" not in key and len(key.split("__")) == 3:
+        return tuple(key.split("__"))  # type: ignore[return-value]
+    return edge_type_tuple(key)
+
+
+def _edge_type_key(key: Any) -> Optional[Tuple[str, str, str]]:
+    """key as an edge type tuple, or None when it names none."""
+    try:
+        return _edge_type_of(key)
+    except (errors.Error, TypeError, ValueError):
+        return None
+
+
+def _fanouts(value: Any, what: str) -> List[int]:
+    """value as a list of int fanouts, or an InvalidArgumentError naming what."""
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise errors.InvalidArgumentError(f"tierfs.pyg: {what} must be a list of neighbors per hop (ints, -1 for all), got {value!r}")
+    out = []
+    for k in value:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) and not (isinstance(k, Tensor) and k.numel() == 1 and not k.is_floating_point()):
+            raise errors.InvalidArgumentError(f"tierfs.pyg: {what} must be a list of neighbors per hop (ints, -1 for all), got {value!r}")
+        out.append(int(k))
+    return out
+
+
+def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[Tuple[str, str, str], List[int]]]:
+    """PyG's ``num_neighbors`` resolved against a store: a list of fanouts per hop for a one-type
+    store; for a heterogeneous one ``{edge type: [fanout per hop]}`` over every edge type of the
+    dataset. Takes a list (every edge type alike), a dict keyed by edge type (tuples,
+    ``EdgeTypeStr`` or ``"src:rel:dst"``) or PyG's ``NumNeighbors`` (its ``default`` fills the
+    edge types the dict leaves out). An edge type the dataset lacks, one left out with no
+    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` naming it."""
+    default = None
+    if isinstance(num_neighbors, NumNeighbors):
+        default = num_neighbors.default
+        num_neighbors = num_neighbors.values
+    if isinstance(num_neighbors, (int, np.integer)) or isinstance(num_neighbors, (str, bytes)):
+        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must be a list of neighbors per hop or a dict of them per edge type, got {num_neighbors!r}")
+    if not store.is_hetero:
+        if isinstance(num_neighbors, Mapping):
+            only = [tuple(et) for et in store.edge_types] or [EDGE_TYPE]
+            keys = list(num_neighbors)
+            if len(keys) != 1 or _edge_type_key(keys[0]) not in only:
+                raise errors.InvalidArgumentError(
+                    f"tierfs.pyg: num_neighbors {num_neighbors!r}: this dataset has one node type and one edge type ({only[0]}); "
+                    f"pass a list of neighbors per hop (or a dict with that one edge type)")
+            fanouts = num_neighbors[keys[0]]
+            return _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{keys[0]!r}]")
+        return _fanouts(num_neighbors, "num_neighbors")
+    edge_types = [tuple(et) for et in store.edge_types]
+    if not isinstance(num_neighbors, Mapping):
+        per_hop = _fanouts(num_neighbors, "num_neighbors")
+        return {et: list(per_hop) for et in edge_types}
+    given: Dict[Tuple[str, str, str], List[int]] = {}
+    for key, fanouts in num_neighbors.items():
+        et = _edge_type_of(key)
+        if et not in edge_types:
+            raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors names edge type {et}, which the dataset lacks (it has {', '.join(map(str, edge_types))})")
+        given[et] = _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{key!r}]")
+    out: Dict[Tuple[str, str, str], List[int]] = {}
+    for et in edge_types:
+        if et in given:
+            out[et] = given[et]
+        elif default is not None:
+            out[et] = _fanouts(default, "num_neighbors.default")
+        else:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg: num_neighbors has no fanouts for edge type {et} (give every edge type of the dataset, or "
+                f"torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
+    hops = {len(v) for v in out.values()}
+    if len(hops) > 1:
+        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must have the same number of hops for every edge type, got {out}")
+    return out
+
+
+class NeighborSampler(BaseSampler):
+    """Uniform k-hop neighbor sampling in the tierfs core, as a PyG ``BaseSampler``.
+
+    ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
+    ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
+    ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge`` the
+    sampled edges' positions in the ingested ``edge_index`` (PyG's loaders set ``batch.e_id``
+    from it, so ``edge_attr[batch.e_id]`` of the user's own tensors is right, as in memory;
+    :func:`csc_edge_ids` gives tierfs's CSC positions) and ``batch=None`` (not disjoint).
+
+    On a heterogeneous store (``store.is_hetero``) ``num_neighbors`` is PyG's dict of fanouts
+    per edge type (or a ``NumNeighbors``, or a list for every edge type; see
+    :func:`num_neighbors_of`), the input's ``input_type`` names the seeds' node type, and
+    ``sample_from_nodes`` returns a ``HeteroSamplerOutput`` laid out as PyG's NeighborSampler
+    lays it out: per node type the sampled ids (seeds first, then by hop), per edge type
+    ``row`` (src-type local ids), ``col`` (dst-type local ids) and ``edge`` (edge ids), counts
+    per hop per type, ``batch=None``, ``metadata=(input_id, time)``.
+
+    Args:
+        store: a :class:`tierfs.Store` (or one of this module's stores).
+        num_neighbors: neighbors per node per hop, e.g. ``[25, 10]``; -1 takes all. For a
+            heterogeneous store, a dict ``{(src, rel, dst): [per hop]}`` or ``NumNeighbors``.
+        replace: sample with replacement.
+        seed: the i-th call samples with ``seed + i``: same seed, same batches.
+        workers: goroutines of the sampler (0: CPUs); results do not depend on it.
+        strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
+            redraw negatives that are edges; leave the seed edges (and with ``undirected``
+            their reverses) out of the sampled neighborhoods.
+        reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
+            ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
+            ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
+            reverses of the seed edges are left out too.
+    """
+
+    def __init__(
+        self,
+        store: Union[Store, FeatureStore, GraphStore],
+        num_neighbors: Any,
+        replace: bool = False,
+        seed: int = 0,
+        workers: int = 0,
+        strict_negatives: bool = False,
+        exclude_seed_edges: bool = False,
+        undirected: bool = False,
+        reverse_edge_types: Optional[Dict[Any, Any]] = None,
+    ) -> None:
+        super().__init__()
+        self.store = _unwrap(store)
+        self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
+        self.replace = bool(replace)
+        self.seed = int(seed)
+        if self.store.is_hetero:
+            if undirected:
+                raise errors.InvalidArgumentError("undirected: a heterogeneous store names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
+            self.link_options: Dict[str, Any] = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), reverse_edge_types=reverse_edge_types)
+        else:
+            if reverse_edge_types:
+                raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
+            self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
+
+    @property
+    def is_hetero(self) -> bool:
+        return isinstance(self.sampler, HeteroSampler)
+
+    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        seeds = index.node
+        if seeds.device.type != "cpu":
+            seeds = seeds.cpu()
+        if self.is_hetero:
+            if index.input_type is None:
+                raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seeds' node type (input_type, one of {', '.join(self.store.node_types)})")
+            h = self.sampler.sample(seeds, index.input_type)
+            return HeteroSamplerOutput(
+                node=h.node,
+                row=h.row,
+                col=h.col,
+                edge=_input_edge_ids_by_type(self.store, h.edge),
+                batch=None,
+                num_sampled_nodes=h.num_sampled_nodes,
+                num_sampled_edges=h.num_sampled_edges,
+                metadata=(index.input_id, index.time),
+            )
+        if index.input_type is not None and index.input_type != self.store.node_type:
+            raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
+        s = self.sampler.sample(seeds)
+        return SamplerOutput(
+            node=s.nodes,
+            row=s.row,
+            col=s.col,
+            edge=input_edge_ids(self.store, s.e_id),
+            batch=None,
+            num_sampled_nodes=s.nodes_per_hop.tolist(),
+            num_sampled_edges=s.edges_per_hop.tolist(),
+            metadata=(index.input_id, index.time),
+        )
+
+    def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """Samples around the seed edges ``(inputs.row[i], inputs.col[i])`` in one native call
+        (:meth:`tierfs.Sampler.sample_from_edges`) and returns PyG's ``SamplerOutput`` as PyG's
+        NeighborSampler's ``edge_sample`` (``disjoint=False``) lays it out: ``node`` the sorted
+        distinct endpoints of the seed edges and negatives first, then each hop's new nodes;
+        ``metadata = (input_id, edge_label_index, edge_label, None)`` without negatives or with
+        ``"binary"`` ones, ``(input_id, src_index, dst_pos_index, dst_neg_index, None)`` with
+        ``"triplet"`` ones. On a heterogeneous store ``inputs.input_type`` names the seed edges'
+        type and the answer is a ``HeteroSamplerOutput`` (per node type, the sorted distinct
+        endpoints of that type first) with the same metadata, sources as local ids of the edge
+        type's source type, destinations of its destination type. No temporal sampling, no
+        weighted negatives."""
+        if inputs.time is not None:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: temporal link sampling (edge_label_time) is not supported")
+        if self.is_hetero:
+            return self._sample_hetero_from_edges(inputs, neg_sampling)
+        if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
+            raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
+        row, col = _host_pair(inputs)
+        s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        return self._link_output(inputs, s, neg_sampling)
+
+    def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's sampler output of the link sample s of the seed edges inputs (a
+        :class:`tierfs.LinkSample` or :class:`tierfs.HeteroLinkSample`, torch tensors)."""
+        metadata = _link_metadata(inputs, s, neg_sampling)
+        if self.is_hetero:
+            return self._hetero_link_output(s, metadata)
+        return SamplerOutput(
+            node=s.nodes,
+            row=s.row,
+            col=s.col,
+            edge=input_edge_ids(self.store, s.e_id),
+            batch=None,
+            num_sampled_nodes=s.nodes_per_hop.tolist(),
+            num_sampled_edges=s.edges_per_hop.tolist(),
+            metadata=metadata,
+        )
+
+    def _sample_hetero_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling]) -> HeteroSamplerOutput:
+        """sample_from_edges on a heterogeneous store (HeteroSampler.sample_from_edges)."""
+        if inputs.input_type is None:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
+        row, col = _host_pair(inputs)
+        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        return self._hetero_link_output(h, _link_metadata(inputs, h, neg_sampling))
+
+    def _hetero_link_output(self, h: Any, metadata: tuple) -> HeteroSamplerOutput:
+        return HeteroSamplerOutput(
+            node=h.node,
+            row=h.row,
+            col=h.col,
+            edge=_input_edge_ids_by_type(self.store, h.edge),
+            batch=None,
+            num_sampled_nodes=h.num_sampled_nodes,
+            num_sampled_edges=h.num_sampled_edges,
+            metadata=metadata,
+        )
+
+    def __repr__(self) -> str:
+        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+
+
+def _host_pair(inputs: EdgeSamplerInput) -> tuple:
+    """The seed edges' (row, col) on the host, where the sampler takes them."""
+    row, col = inputs.row, inputs.col
+    if row.device.type != "cpu":
+        row, col = row.cpu(), col.cpu()
+    return row, col
+
+
+def _link_sample_to_torch(s: Any) -> Any:
+    """A numpy LinkSample or HeteroLinkSample (a plan's) as the sampler gives it for CPU torch
+    seed edges: every array a torch tensor."""
+    def conv(a: Any) -> Any:
+        return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
+
+    names = ["edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"]
+    if isinstance(s, HeteroSample):
+        for name in ("node", "row", "col", "edge"):
+            setattr(s, name, {k: conv(v) for k, v in getattr(s, name).items()})
+    else:
+        names += ["nodes", "row", "col", "nodes_per_hop", "edges_per_hop", "e_id"]
+    for name in names:
+        setattr(s, name, conv(getattr(s, name)))
+    return s
+
+
+def _link_metadata(inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> tuple:
+    """The metadata PyG's LinkLoader expects of a link sample s (one type's or several types'):
+    triplet (input_id, src_index, dst_pos_index, dst_neg_index, None), else (input_id,
+    edge_label_index, edge_label, None) — the input's labels as they are without negatives."""
+    if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
+        return (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
+    edge_label = s.edge_label
+    if inputs.label is not None and neg_sampling is None:
+        edge_label = inputs.label  # PyG passes the input's labels through as they are
+    return (inputs.input_id, s.edge_label_index, edge_label, None)
+
+
+def _input_edge_ids_by_type(store: Store, edges: Dict[Any, Any]) -> Dict[Any, Any]:
+    """input_edge_ids of each edge type's sampled edge ids (None stays None)."""
+    return {et: None if e is None else input_edge_ids(store, e, et) for et, e in edges.items()}
+
+
+# PyG NeighborLoader arguments that have no meaning here, and the value that is fine to pass.
+_PYG_ONLY = {
+    "input_time": None,
+    "subgraph_type": "directional",
+    "disjoint": False,
+    "temporal_strategy": "uniform",
+    "time_attr": None,
+    "weight_attr": None,
+    "transform_sampler_output": None,
+    "is_sorted": False,
+    "filter_per_worker": None,
+    "neighbor_sampler": None,
+    "directed": True,
+    "num_workers": 0,
+    "pin_memory": False,
+    "persistent_workers": False,
+}
+
+
+def _hetero_input_nodes(store: Store, input_nodes: Any) -> Tuple[str, Tensor]:
+    """PyG's heterogeneous input_nodes, ``node_type`` or ``(node_type, None | split name | mask |
+    ids)``, as (node type, int64 CPU ids)."""
+    types = store.node_types
+    if isinstance(input_nodes, str):
+        input_nodes = (input_nodes, None)
+    if not (isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str)):
+        raise errors.InvalidArgumentError(
+            f"tierfs.pyg.NeighborLoader: a heterogeneous dataset takes input_nodes=(node type, ids, mask, split name or None), got {input_nodes!r} (node types: {', '.join(types)})")
+    node_type, nodes = input_nodes
+    if node_type not in types:
+        raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes names node type {node_type!r}, which the dataset lacks (it has {', '.join(types)})")
+    return node_type, _input_nodes(store, nodes, node_type)
+
+
+def _input_nodes(store: Store, input_nodes: Any, node_type: Optional[str] = None) -> Tensor:
+    """PyG's input_nodes forms as int64 CPU ids (of node_type; None: the store's own): None
+    (every node), a split name ("valid" is "val"), a bool mask of num_nodes, or ids (numpy,
+    torch, list)."""
+    n = store.num_nodes if node_type is None else store.num_nodes_of(node_type)
+    if input_nodes is None:
+        return torch.arange(n)
+    if isinstance(input_nodes, str):
+        names = store.split_names if node_type is None else list(store.types["node_types"][node_type]["splits"])
+        name = "val" if input_nodes == "valid" and "valid" not in names else input_nodes
+        if name not in names:
+            of = "" if node_type is None else f" of node type {node_type!r}"
+            raise errors.KeyNotFoundError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r} is not a split{of} of this dataset (it has {names})")
+        return torch.from_numpy(store.split(name, node_type=node_type))
+    if isinstance(input_nodes, tuple):
+        raise errors.NotSupportedError(f"tierfs.pyg.NeighborLoader: input_nodes {input_nodes!r}: tierfs holds one node type; pass the ids, a mask or a split name")
+    if isinstance(input_nodes, (list, range)):
+        input_nodes = np.asarray(input_nodes) if len(input_nodes) else np.empty(0, dtype=np.int64)
+    if isinstance(input_nodes, np.ndarray):
+        input_nodes = torch.from_numpy(input_nodes)
+    if not isinstance(input_nodes, Tensor):
+        raise errors.DTypeError(f"tierfs.pyg.NeighborLoader: input_nodes must be None, a split name, a mask or node ids, got {type(input_nodes).__name__}")
+    t = input_nodes.detach().cpu()
+    if t.dtype == torch.bool:
+        if t.dim() != 1 or t.numel() != n:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: a mask as input_nodes needs one entry per node ({n}), got shape {tuple(t.shape)}")
+        return t.nonzero().view(-1)
+    if t.is_floating_point() or t.is_complex():
+        raise errors.DTypeError(f"tierfs.pyg.NeighborLoader: input_nodes must be integer ids or a bool mask, got {t.dtype}")
+    if t.dim() != 1:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: input_nodes must be 1-D, got shape {tuple(t.shape)}")
+    t = t.to(torch.int64)
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n):
+        bad = int(t.min()) if int(t.min()) < 0 else int(t.max())
+        raise errors.OutOfRangeError(f"tierfs.pyg.NeighborLoader: input_nodes holds {bad}, outside [0, {n})")
+    return t
