@@ -13,9 +13,20 @@
 #    at [25,10] (index version 5): a later round of sage [25,10] K=4 was 0.584 of training at the
 #    limit, 12.8 s, writing 3.9 GB (2.96 GB of samples); it should write about 2.4 GB. About 250 s,
 #    in a call of its own: `bash benchmarks/h200-next/commands.sh plan`.
-# Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle`.
+# 4. (session 18, issue 41) the typed-core redesign keeps the homogeneous figures: a6d8f53's
+#    package and library against this tree's, interleaved (scripts/ab_homogeneous.sh), and the
+#    GPU tests of the planned package it moved out of featurestore (make gpu-test runs them:
+#    TestPlannedDeviceGather*). About 300 s, in a call of its own: `bash
+#    benchmarks/h200-next/commands.sh ab`, after building build/old-a6d8f53.tar.xz here (a6d8f53's
+#    python/tierfs and `go build -buildmode=c-shared -o libtierfs.so ./capi` at its top level).
+# Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
+if [ "${1:-}" = ab ]; then
+  mkdir -p /var/tmp/ab && ln -sfn /var/tmp/ds10m /var/tmp/ab/ds10000000  # common.sh made the dataset
+  NODES=10000000 BENCH_DIR=/var/tmp/ab ROUNDS="1 2 3" timeout 280 bash scripts/ab_homogeneous.sh build/old-a6d8f53.tar.xz $OUT/ab
+  exit
+fi
 if [ "${1:-}" != plan ]; then
 args="/var/tmp/ds10m --configs memory-gpu,tierfs-planned --planned-epoch full --models gcn --fanouts 25,10 --batch-sizes 1024 --batches 100 --max-seconds 8"
 for d in 1 2 4; do
