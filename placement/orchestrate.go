@@ -143,23 +143,7 @@ type BatchTraffic struct {
 // report, not an error.
 func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 	feature := st.Feature()
-	switch {
-	case opt.Feature != "" && opt.Feature != feature.Name:
-		return nil, nil, fmt.Errorf("placement: plan for feature %q on a store of feature %q", opt.Feature, feature.Name)
-	case len(opt.Fanouts) == 0:
-		return nil, nil, errors.New("placement: plan: fanouts are empty; give one fanout per hop")
-	case opt.BatchSize <= 0:
-		return nil, nil, fmt.Errorf("placement: plan: batch size %d; want > 0", opt.BatchSize)
-	case opt.Epochs < 0:
-		return nil, nil, fmt.Errorf("placement: plan: %d epochs; want >= 0 (0 is until converged)", opt.Epochs)
-	case opt.Batches < 0:
-		return nil, nil, fmt.Errorf("placement: plan: %d batches; want >= 0 (0 is whole epochs)", opt.Batches)
-	case opt.TimeBudget < 0:
-		return nil, nil, fmt.Errorf("placement: plan: time budget %v is negative", opt.TimeBudget)
-	case opt.Policy >= numPolicies:
-		return nil, nil, fmt.Errorf("placement: plan: unknown policy %d", uint8(opt.Policy))
-	}
-	if err := CheckBudgets(opt.GPUBytes, opt.HostBytes); err != nil {
+	if err := checkPlanOptions(&opt, feature.Name); err != nil {
 		return nil, nil, err
 	}
 	dir := st.Dir()
@@ -178,28 +162,9 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		Nodes: st.NumNodes(), RowBytes: feature.RowBytes, Fanouts: want.Fanouts, BatchSize: opt.BatchSize,
 		TopologyInMemory: !onDisk}
 
-	var h *Hotness
-	var p *Placement
-	if opt.Recompute {
-		rep.StaleReason = "recompute asked for"
-	} else {
-		h, p, err = Load(dir, want)
-		switch {
-		case err == nil:
-			if why := sizesDiffer(p, sizes); why != "" {
-				rep.StaleReason = fmt.Sprintf("placement: %s is stale: %s", rep.File, why)
-				p = nil // the profile does not depend on sizes: plan again
-			}
-		case errors.Is(err, ErrStale):
-			rep.StaleReason = err.Error() // h is the saved profile when only the plan's inputs differ
-		case errors.Is(err, os.ErrNotExist):
-			rep.StaleReason = "no saved placement"
-		case errors.As(err, new(*corruptError)):
-			// The saved file is damaged (not the dataset's manifest, whose damage is the caller's).
-			rep.StaleReason = err.Error()
-		default:
-			return nil, nil, err
-		}
+	h, p, err := savedPlan(dir, want, sizes, opt.Recompute, rep)
+	if err != nil {
+		return nil, nil, err
 	}
 	switch {
 	case p != nil:
@@ -233,19 +198,12 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 		planH = &noTopology
 	}
 	// The other policies' plans, for the comparison, depend only on the profile and budgets:
-	// make them while the chosen one is made and saved.
-	others := make([]*Placement, len(Policies()))
-	othersErr := make([]error, len(Policies()))
-	var planning sync.WaitGroup
-	for i, pol := range Policies() {
-		if pol != opt.Policy {
-			planning.Go(func() { others[i], othersErr[i] = Plan(planH, sizes, want.Budget, pol) })
-		}
-	}
+	// made while the chosen one is made and saved.
+	waitOthers := othersPlanned(planH, sizes, want.Budget, opt.Policy)
 	if p == nil {
 		start := time.Now()
 		if p, err = Plan(planH, sizes, want.Budget, opt.Policy); err != nil {
-			planning.Wait()
+			_, _ = waitOthers() // the chosen plan's error is the one returned
 			return nil, nil, err
 		}
 		rep.PlanSeconds = time.Since(start).Seconds()
@@ -263,27 +221,103 @@ func PlanStore(st Store, opt PlanOptions) (*Placement, *Report, error) {
 			rep.Usage = append(rep.Usage, TierUsage{Kind: k.String(), Tier: t.String(), Items: items, Bytes: bytes})
 		}
 	}
-	planning.Wait()
-	for i, err := range othersErr {
-		if err != nil {
-			return nil, nil, fmt.Errorf("placement: plan %s for comparison: %w", Policies()[i], err)
+	others, err := waitOthers()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Costing each plan is independent of the rest: done in parallel.
+	if rep.Comparison, err = costComparison(others, p, planH, sizes); err != nil {
+		return nil, nil, err
+	}
+	return p, rep, nil
+}
+
+// checkPlanOptions refuses options PlanStore cannot plan by, for a store of feature.
+func checkPlanOptions(opt *PlanOptions, feature string) error {
+	switch {
+	case opt.Feature != "" && opt.Feature != feature:
+		return fmt.Errorf("placement: plan for feature %q on a store of feature %q", opt.Feature, feature)
+	case len(opt.Fanouts) == 0:
+		return errors.New("placement: plan: fanouts are empty; give one fanout per hop")
+	case opt.BatchSize <= 0:
+		return fmt.Errorf("placement: plan: batch size %d; want > 0", opt.BatchSize)
+	case opt.Epochs < 0:
+		return fmt.Errorf("placement: plan: %d epochs; want >= 0 (0 is until converged)", opt.Epochs)
+	case opt.Batches < 0:
+		return fmt.Errorf("placement: plan: %d batches; want >= 0 (0 is whole epochs)", opt.Batches)
+	case opt.TimeBudget < 0:
+		return fmt.Errorf("placement: plan: time budget %v is negative", opt.TimeBudget)
+	case opt.Policy >= numPolicies:
+		return fmt.Errorf("placement: plan: unknown policy %d", uint8(opt.Policy))
+	}
+	return CheckBudgets(opt.GPUBytes, opt.HostBytes)
+}
+
+// savedPlan is the profile and placement saved in dir for want (h alone where only the plan's
+// inputs or sizes changed; neither where none is saved, it is damaged or recompute is asked for),
+// with why it is not used in rep.StaleReason.
+func savedPlan(dir string, want Inputs, sizes Sizes, recompute bool, rep *Report) (h *Hotness, p *Placement, err error) {
+	if recompute {
+		rep.StaleReason = "recompute asked for"
+		return nil, nil, nil
+	}
+	h, p, err = Load(dir, want)
+	switch {
+	case err == nil:
+		if why := sizesDiffer(p, sizes); why != "" {
+			rep.StaleReason = fmt.Sprintf("placement: %s is stale: %s", rep.File, why)
+			p = nil // the profile does not depend on sizes: plan again
+		}
+	case errors.Is(err, ErrStale):
+		rep.StaleReason = err.Error() // h is the saved profile when only the plan's inputs differ
+	case errors.Is(err, os.ErrNotExist):
+		rep.StaleReason = "no saved placement"
+	case errors.As(err, new(*corruptError)):
+		// The saved file is damaged (not the dataset's manifest, whose damage is the caller's).
+		rep.StaleReason = err.Error()
+	default:
+		return nil, nil, err
+	}
+	return h, p, nil
+}
+
+// othersPlanned makes, on goroutines of their own, the plans of every policy but chosen for the
+// report's comparison (they depend only on the profile and budgets); wait returns them, the
+// chosen policy's entry nil.
+func othersPlanned(h *Hotness, sizes Sizes, budget Budget, chosen Policy) (wait func() ([]*Placement, error)) {
+	others := make([]*Placement, len(Policies()))
+	othersErr := make([]error, len(Policies()))
+	var planning sync.WaitGroup
+	for i, pol := range Policies() {
+		if pol != chosen {
+			planning.Go(func() { others[i], othersErr[i] = Plan(h, sizes, budget, pol) })
 		}
 	}
-	// Costing each plan is independent of the rest: do it in parallel.
-	rep.Comparison = make([]PolicyCost, len(Policies()))
+	return func() ([]*Placement, error) {
+		planning.Wait()
+		for i, err := range othersErr {
+			if err != nil {
+				return nil, fmt.Errorf("placement: plan %s for comparison: %w", Policies()[i], err)
+			}
+		}
+		return others, nil
+	}
+}
+
+// costComparison costs every policy's plan (others, the chosen p where others has none) under the
+// profile h, in parallel.
+func costComparison(others []*Placement, p *Placement, h *Hotness, sizes Sizes) ([]PolicyCost, error) {
+	costs := make([]PolicyCost, len(Policies()))
 	errs := make([]error, len(Policies()))
 	var costing sync.WaitGroup
 	for i, q := range others {
 		if q == nil {
 			q = p // the chosen policy
 		}
-		costing.Go(func() { rep.Comparison[i], errs[i] = comparePolicy(q, p.Policy, planH, sizes) })
+		costing.Go(func() { costs[i], errs[i] = comparePolicy(q, p.Policy, h, sizes) })
 	}
 	costing.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
-	}
-	return p, rep, nil
+	return costs, errors.Join(errs...)
 }
 
 // comparePolicy is what placement q costs under the profile h; chosen is the policy the report
