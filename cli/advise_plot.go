@@ -76,25 +76,13 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 	if len(a.Configs) == 0 {
 		return nil, fmt.Errorf("no configurations to plot")
 	}
-	w, m := a.Workload, a.Machine
 	seeds := plot.New()
 	tpc := plot.New()
 	title := "tierfs advise: " + dataset
 	if dataset == "" {
 		title = "tierfs advise"
 	}
-	fan := make([]string, len(w.Fanouts))
-	for i, f := range w.Fanouts {
-		fan[i] = strconv.Itoa(f)
-	}
-	sub := fmt.Sprintf("batch %d seeds, fanouts %s, %s mode", w.BatchSize, strings.Join(fan, ","), orMode(m.Mode))
-	if m.TrainSeconds > 0 {
-		sub += fmt.Sprintf(", train %.3g ms", 1e3*m.TrainSeconds)
-	} else {
-		sub += ", loader only"
-	}
-	sub += fmt.Sprintf("; SSD %s + machine %s", trimFloat(a.Prices.SSD), trimFloat(a.Prices.Machine))
-	seeds.Title.Text = title + "\n" + sub
+	seeds.Title.Text = title + "\n" + adviceSubtitle(a)
 	seeds.Title.TextStyle.Font.Size = vg.Points(13)
 	seeds.Title.Padding = vg.Points(8)
 	seeds.Y.Label.Text = "predicted seeds/s"
@@ -164,7 +152,49 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 		}
 	}
 
-	// The model's curve through all points, then the points by bottleneck.
+	if err := addPoints(a, seeds, tpc, &legend); err != nil {
+		return nil, err
+	}
+	if err := markRecommended(a, seeds, tpc, &legend, lo, hi, maxSeeds); err != nil {
+		return nil, err
+	}
+	if over >= 0 {
+		legend.Add(fmt.Sprintf("over budget (%s)", trimFloat(a.Prices.Budget)), &xBand{color: colBudget})
+	}
+
+	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI))
+	dc := draw.New(img)
+	panels := draw.Crop(dc, 0, -legendW, 0, 0)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	cs := plot.Align([][]*plot.Plot{{seeds}, {tpc}}, tiles, panels)
+	seeds.Draw(cs[0][0])
+	tpc.Draw(cs[1][0])
+	// The legend sits right of the panels, level with the top of the seeds/s panel's data area.
+	lc := draw.Crop(dc, plotWidth-legendW+vg.Points(4), 0, 0, -(vg.Points(6) + seeds.Title.Padding + 2*vg.Points(18)))
+	legend.Draw(lc)
+	return img, nil
+}
+
+// adviceSubtitle is the plot's second title line: the workload, the mode and the prices.
+func adviceSubtitle(a *advise.Advice) string {
+	w, m := a.Workload, a.Machine
+	fan := make([]string, len(w.Fanouts))
+	for i, f := range w.Fanouts {
+		fan[i] = strconv.Itoa(f)
+	}
+	sub := fmt.Sprintf("batch %d seeds, fanouts %s, %s mode", w.BatchSize, strings.Join(fan, ","), orMode(m.Mode))
+	if m.TrainSeconds > 0 {
+		sub += fmt.Sprintf(", train %.3g ms", 1e3*m.TrainSeconds)
+	} else {
+		sub += ", loader only"
+	}
+	sub += fmt.Sprintf("; SSD %s + machine %s", trimFloat(a.Prices.SSD), trimFloat(a.Prices.Machine))
+	return sub
+}
+
+// addPoints draws the model's curve through every configuration and the points by bottleneck
+// on both panels, and names them in legend.
+func addPoints(a *advise.Advice, seeds, tpc *plot.Plot, legend *plot.Legend) error {
 	seedsXY, tpcXY := plotter.XYs{}, plotter.XYs{}
 	byNeck := map[string][2]plotter.XYs{}
 	var necks []string
@@ -195,7 +225,7 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 		}
 		l, err := plotter.NewLine(xy)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		l.Color = colLine
 		l.Width = vg.Points(1.5)
@@ -218,7 +248,7 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 			}
 			s, err := plotter.NewScatter(xy)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.GlyphStyle = draw.GlyphStyle{Shape: shape, Color: col, Radius: radius}
 			[]*plot.Plot{seeds, tpc}[i].Add(s)
@@ -229,7 +259,13 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 		}
 	}
 
-	// The recommended count: a dashed line through both panels, a ring round its points, a label.
+	return nil
+}
+
+// markRecommended marks the recommended count on both panels: a dashed line, a ring round its
+// points, a label on the TPC panel (kept inside it; lo, hi: the SSD counts plotted; maxSeeds
+// scales the seeds/s it quotes).
+func markRecommended(a *advise.Advice, seeds, tpc *plot.Plot, legend *plot.Legend, lo, hi int, maxSeeds float64) error {
 	var rec *advise.Config
 	for i := range a.Configs {
 		if a.Configs[i].SSDs == a.Recommended {
@@ -251,7 +287,7 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 			}
 			s, err := plotter.NewScatter(plotter.XYs{{X: x, Y: pt.y}})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.GlyphStyle = ring
 			pt.p.Add(s)
@@ -262,7 +298,7 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 				rec.SSDs, siLabel(rec.SeedsPerS, siScale(maxSeeds)), rec.TPC, trimFloat(rec.Price))
 			lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: rec.TPC}}, Labels: []string{text}})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			sty := &lab.TextStyle[0]
 			sty.Color = colRec
@@ -277,21 +313,7 @@ func drawAdvice(dataset string, a *advise.Advice) (*vgimg.Canvas, error) {
 			tpc.Add(lab)
 		}
 	}
-	if over >= 0 {
-		legend.Add(fmt.Sprintf("over budget (%s)", trimFloat(a.Prices.Budget)), &xBand{color: colBudget})
-	}
-
-	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI))
-	dc := draw.New(img)
-	panels := draw.Crop(dc, 0, -legendW, 0, 0)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
-	cs := plot.Align([][]*plot.Plot{{seeds}, {tpc}}, tiles, panels)
-	seeds.Draw(cs[0][0])
-	tpc.Draw(cs[1][0])
-	// The legend sits right of the panels, level with the top of the seeds/s panel's data area.
-	lc := draw.Crop(dc, plotWidth-legendW+vg.Points(4), 0, 0, -(vg.Points(6) + seeds.Title.Padding + 2*vg.Points(18)))
-	legend.Draw(lc)
-	return img, nil
+	return nil
 }
 
 func orMode(m advise.Mode) advise.Mode {
