@@ -109,30 +109,14 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 		if *batch == 0 {
 			*batch = 32 * *qd
 		}
-		var targets []ioTarget
+		targets, err := openIOTargets(*filesFlag, *sizeMB, *bs)
 		defer func() {
 			for _, t := range targets {
 				unix.Close(t.fd)
 			}
 		}()
-		for _, p := range strings.Split(*filesFlag, ",") {
-			fd, err := openBenchTarget(p)
-			if err != nil {
-				return err
-			}
-			targets = append(targets, ioTarget{path: p, fd: fd})
-			size, err := unix.Seek(fd, 0, 2) // files and block devices alike
-			if err != nil {
-				return fmt.Errorf("bench io: size of %s: %w", p, err)
-			}
-			if *sizeMB > 0 {
-				size = min(size, *sizeMB<<20)
-			}
-			size -= size % int64(*bs)
-			if size < int64(*bs) {
-				return fmt.Errorf("bench io: %s holds less than one %d-byte read", p, *bs)
-			}
-			targets[len(targets)-1].bytes = size
+		if err != nil {
+			return err
 		}
 		opts := gpuio.Options{Backend: gpuio.Backend(*backend), BlockSize: *bs, QueueDepth: *qd, MaxIOBytes: *bs, NoCoalesce: true, SQPoll: *sqpoll}
 		probe, err := gpuio.Open([]int{targets[0].fd}, opts)
@@ -202,6 +186,33 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// openIOTargets opens the comma-separated files (or block devices) for O_DIRECT reads of bs
+// bytes, each read over its first sizeMB MiB (0: all of it) cut to whole reads. The targets it
+// opened come back with an error too, for the caller to close.
+func openIOTargets(files string, sizeMB int64, bs int) ([]ioTarget, error) {
+	var targets []ioTarget
+	for _, p := range strings.Split(files, ",") {
+		fd, err := openBenchTarget(p)
+		if err != nil {
+			return targets, err
+		}
+		targets = append(targets, ioTarget{path: p, fd: fd})
+		size, err := unix.Seek(fd, 0, 2) // files and block devices alike
+		if err != nil {
+			return targets, fmt.Errorf("bench io: size of %s: %w", p, err)
+		}
+		if sizeMB > 0 {
+			size = min(size, sizeMB<<20)
+		}
+		size -= size % int64(bs)
+		if size < int64(bs) {
+			return targets, fmt.Errorf("bench io: %s holds less than one %d-byte read", p, bs)
+		}
+		targets[len(targets)-1].bytes = size
+	}
+	return targets, nil
 }
 
 func parseInts(s string) ([]int, error) {
