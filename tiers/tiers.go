@@ -105,3 +105,17 @@ type DeviceIndexer interface {
 type CallerLeaver interface {
 	LeftToCaller(slots []int64) int
 }
+
+// Capacitor is implemented by memory tiers whose room is fixed when they are made (the GPU tier,
+// the SIEVE host tier): Capacity is how many rows they hold when full. A store sizes the others
+// from their budgets.
+type Capacitor interface {
+	Capacity() int64
+}
+
+// Sharer is implemented by tiers that may be held in a file in shared memory, filled by one
+// process and mapped by others (the static host tier): SharedPath is the file's path, or "" when
+// the tier is the process's own, and whether this process created it.
+type Sharer interface {
+	SharedPath() (path string, created bool)
+}

@@ -78,6 +78,12 @@ func (t *Tier) Bytes() int64 { return t.capacity * t.rowBytes }
 // always there, the tier being in device memory (an empty tier has count 0).
 func (t *Tier) DeviceIndex() (cuda.TierIndex, bool) { return t.split, true }
 
+var (
+	_ tiers.Tier          = (*Tier)(nil)
+	_ tiers.DeviceIndexer = (*Tier)(nil)
+	_ tiers.Capacitor     = (*Tier)(nil)
+)
+
 // fillBounceBytes is the size of each of Fill's two pinned bounce buffers (a variable so tests
 // can make fills of a few rows take several).
 var fillBounceBytes int64 = 32 << 20

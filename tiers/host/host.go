@@ -94,6 +94,13 @@ var (
 // New returns an empty host tier for rows of rowBytes bytes.
 func New(rowBytes int64) *Cache { return &Cache{rowBytes: rowBytes} }
 
+var (
+	_ tiers.Tier           = (*Cache)(nil)
+	_ tiers.DeviceAttacher = (*Cache)(nil)
+	_ tiers.DeviceIndexer  = (*Cache)(nil)
+	_ tiers.Sharer         = (*Cache)(nil)
+)
+
 // BytesPerRow is the host memory one cached row costs.
 func BytesPerRow(rowBytes int64) int64 { return rowBytes + IndexBytesPerRow }
 

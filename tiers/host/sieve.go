@@ -200,7 +200,14 @@ func (c *Sieve) Hold() (tiers.Tier, func()) {
 // heldSieve is a Sieve whose read lock its caller holds.
 type heldSieve Sieve
 
-var _ tiers.Tier = (*heldSieve)(nil)
+var (
+	_ tiers.Tier           = (*heldSieve)(nil)
+	_ tiers.Tier           = (*Sieve)(nil)
+	_ tiers.Holder         = (*Sieve)(nil)
+	_ tiers.Admitter       = (*Sieve)(nil)
+	_ tiers.DeviceAttacher = (*Sieve)(nil)
+	_ tiers.Capacitor      = (*Sieve)(nil)
+)
 
 func (h *heldSieve) Kind() tiers.Kind { return tiers.Host }
 
