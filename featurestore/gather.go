@@ -203,12 +203,8 @@ func (s *Store) gatherChunk(ids []int64, dst []byte, count []int) ([]tiers.Tier,
 	release()
 	disk.Wait()
 	err := errors.Join(errs...)
-	if a, ok := s.host.(tiers.Admitter); ok && err == nil && sp.count[last] > 0 {
-		skip := make([]bool, len(ids))
-		for i, t := range sp.tierOf {
-			skip[i] = int(t) != last
-		}
-		a.Admit(ids, dst, skip)
+	if err == nil && sp.count[last] > 0 {
+		s.admit(ids, dst, sp.tierOf, last)
 	}
 	if len(count) != len(sp.count) { // the tiers changed (a Place started the GPU path): count anew
 		count = make([]int, len(sp.count))
@@ -234,4 +230,24 @@ func (s *Store) checkIDsFrom(ids []int64, first int) error {
 		}
 	}
 	return nil
+}
+
+// admit offers the rows of ids the last tier served (dst holding row k for ids[k]; tierOf[k]
+// the tier that served it) to every tier of the stack that admits rows (tiers.Admitter). The
+// caller holds the place lock for reading.
+func (s *Store) admit(ids []int64, dst []byte, tierOf []uint8, last int) {
+	var skip []bool
+	for _, t := range s.tierList() {
+		a, ok := t.(tiers.Admitter)
+		if !ok {
+			continue
+		}
+		if skip == nil {
+			skip = make([]bool, len(ids))
+			for i, t := range tierOf {
+				skip[i] = int(t) != last
+			}
+		}
+		a.Admit(ids, dst, skip)
+	}
 }

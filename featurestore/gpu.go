@@ -23,7 +23,7 @@ var ErrNoGPU = errors.New("GPU path unavailable")
 type gpuPath struct {
 	dev      int
 	info     cuda.Device
-	tier     *gpu.Tier
+	tier     *gpu.Tier // the stack lists it while it has rows (setTier)
 	ctxs     *ctxPool
 	lanes    lanes
 	topo     *gpuTopology
@@ -59,19 +59,31 @@ func (s *Store) startGPU() error {
 	}
 	g.ctxs = newCtxPool(g.dev, conc)
 	s.gpu = g
+	s.setTier(tiers.GPU, g.tier)
 	// No IO stack is in use before the store is returned or while Place holds the lock, and
 	// startGPU runs only then.
 	if err := s.files.AttachDevice(g.dev, g.ioBlocks); err != nil {
 		return fmt.Errorf("featurestore: %w", err)
 	}
-	if a, ok := s.host.(tiers.DeviceAttacher); ok {
-		if err := a.AttachDevice(g.dev, conc); err != nil {
-			return fmt.Errorf("featurestore: %w", err)
-		}
+	if err := s.attachTiers(s.stack); err != nil {
+		return err
 	}
 	if s.opt.GPUTopology != "" {
 		if err := s.loadGPUTopology(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// attachTiers attaches the tiers of ts that prepare for device copies (tiers.DeviceAttacher) to
+// the GPU path's device; the caller holds the place lock for writing and the path runs.
+func (s *Store) attachTiers(ts []tiers.Tier) error {
+	for _, t := range ts {
+		if a, ok := t.(tiers.DeviceAttacher); ok {
+			if err := a.AttachDevice(s.gpu.dev, s.opt.MaxConcurrentIO); err != nil {
+				return fmt.Errorf("featurestore: %w", err)
+			}
 		}
 	}
 	return nil
@@ -100,14 +112,6 @@ func (s *Store) ensureGPU() (*gpuPath, error) {
 	return g, nil
 }
 
-// gpuCapacityRows is how many rows the GPU tier holds (0 without a GPU).
-func (s *Store) gpuCapacityRows() int64 {
-	if s.gpu == nil {
-		return 0
-	}
-	return s.gpu.tier.Capacity()
-}
-
 // quiesce waits until no kernel of an earlier gather runs. Contexts are all idle (the place lock
 // is held for writing), so each one's event says when its last call finished.
 func (g *gpuPath) quiesce(s *Store) error {
@@ -133,6 +137,7 @@ func (s *Store) stopGPU() {
 		c.free(g.dev)
 	}
 	g.lanes.free(g.dev)
+	s.setTier(tiers.GPU, nil)
 	g.tier.Close()
 	if g.topo != nil {
 		g.topo.free(g.dev)

@@ -33,11 +33,3 @@ func newHostTier(policy string, rowBytes, budget int64, workers int) (tiers.Tier
 	}
 	return nil, fmt.Errorf("featurestore: HostPolicy %q: want %q (the default) or %q", policy, HostStatic, HostSieve)
 }
-
-// hostCapacityRows is how many rows the host tier holds when full.
-func (s *Store) hostCapacityRows() int64 {
-	if c, ok := s.host.(*host.Sieve); ok {
-		return c.Capacity()
-	}
-	return host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes)
-}

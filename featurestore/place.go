@@ -30,8 +30,8 @@ func (s *Store) Place(hotness []uint32) error {
 	if hotness != nil && int64(len(hotness)) != n {
 		return fmt.Errorf("featurestore: hotness has %d entries, the dataset %d nodes", len(hotness), n)
 	}
-	gpuRows := s.gpuCapacityRows()
-	k := min(s.hostCapacityRows()+gpuRows, n)
+	gpuRows := s.kindRows(tiers.GPU)
+	k := min(s.memoryRows(), n)
 	var ids []int64
 	if k == n && gpuRows == 0 {
 		ids = make([]int64, n)
@@ -61,8 +61,8 @@ func (s *Store) placeCounts(counts []uint32) error {
 	if int64(len(counts)) != n {
 		return fmt.Errorf("featurestore: %d counts for the dataset's %d nodes", len(counts), n)
 	}
-	gpuRows := s.gpuCapacityRows()
-	k := min(s.hostCapacityRows()+gpuRows, n)
+	gpuRows := s.kindRows(tiers.GPU)
+	k := min(s.memoryRows(), n)
 	prior, err := s.priorScores(k, gpuRows)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (s *Store) HottestIDs(hotness []uint32, k int64) ([]int64, error) {
 		}
 		return ids[:min(int64(len(ids)), k)], nil
 	}
-	return s.hottest(hotness, k, s.gpuCapacityRows())
+	return s.hottest(hotness, k, s.kindRows(tiers.GPU))
 }
 
 // hottest ranks the k rows the memory tiers should hold (see HottestIDs); gpuRows says whether
@@ -188,7 +188,7 @@ func (s *Store) PlaceIDs(ids []int64) error {
 	if err := s.checkPlaceIDs("PlaceIDs", ids); err != nil {
 		return err
 	}
-	ids = ids[:min(int64(len(ids)), s.hostCapacityRows()+s.gpuCapacityRows())]
+	ids = ids[:min(int64(len(ids)), s.memoryRows())]
 	s.place.Lock()
 	defer s.place.Unlock()
 	return s.fillTiers(ids)
@@ -232,14 +232,6 @@ func (s *Store) fillTiers(ids []int64) error {
 		ids = ids[len(take):]
 	}
 	return nil
-}
-
-// capacityRows is how many rows memory tier t holds when full.
-func (s *Store) capacityRows(t tiers.Tier) int64 {
-	if t.Kind() == tiers.GPU {
-		return s.gpuCapacityRows()
-	}
-	return s.hostCapacityRows()
 }
 
 // readsAsNeighbor reports whether node type nt is the source type of an edge type held in memory

@@ -167,8 +167,10 @@ func (ss *Session) resizeStacks(shares []budgetShare) error {
 			if g.tier, err = gpu.New(g.dev, s.spec.RowBytes, rows, g.blocks, s.opt.MaxConcurrentIO); err != nil {
 				// An empty tier keeps the stack serving (from the host tier and the SSD).
 				g.tier, _ = gpu.New(g.dev, s.spec.RowBytes, 0, g.blocks, s.opt.MaxConcurrentIO)
+				s.setTier(tiers.GPU, g.tier)
 				return fmt.Errorf("featurestore: GPU tier of %s resized to %d rows: %w", ss.m.NodeTypes[t].Name, rows, err)
 			}
+			s.setTier(tiers.GPU, g.tier)
 		}
 		s.opt.GPUCacheBytes, s.opt.HostCacheBytes = gpuBytes, hostBytes
 		if s.opt.HostPolicy == HostSieve {
@@ -176,13 +178,11 @@ func (ss *Session) resizeStacks(shares []budgetShare) error {
 			if err != nil {
 				return err
 			}
-			if c, ok := s.host.(interface{ Close() error }); ok {
-				c.Close()
-			}
-			s.host = h
-			if a, ok := h.(tiers.DeviceAttacher); ok && s.gpu != nil {
-				if err := a.AttachDevice(s.gpu.dev, s.opt.MaxConcurrentIO); err != nil {
-					return fmt.Errorf("featurestore: %w", err)
+			closeTier(s.tier(tiers.Host))
+			s.setTier(tiers.Host, h)
+			if s.gpu != nil {
+				if err := s.attachTiers([]tiers.Tier{h}); err != nil {
+					return err
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tierfs/tierfs/placement"
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -143,8 +144,8 @@ func (s *Store) preparePlacement(p *placement.Placement) error {
 	if err := s.checkPlan(p); err != nil {
 		return err
 	}
-	gpuRows := s.gpuCapacityRows()
-	k := min(host.CapacityRows(s.opt.HostCacheBytes, s.spec.RowBytes)+gpuRows, s.NumNodes())
+	gpuRows := s.kindRows(tiers.GPU)
+	k := min(TierRows(tiers.Host, s.opt.HostCacheBytes, s.spec.RowBytes)+gpuRows, s.NumNodes())
 	if _, err := s.planRows(p, k, gpuRows); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package featurestore
 import (
 	"fmt"
 
+	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 )
 
@@ -23,7 +24,7 @@ func (s *Store) ShareHostTier(path string, ids []int64) error {
 		if err := s.checkPlaceIDs("ShareHostTier", ids); err != nil {
 			return err
 		}
-		ids = ids[:min(int64(len(ids)), s.hostCapacityRows())]
+		ids = ids[:min(int64(len(ids)), s.kindRows(tiers.Host))]
 		return c.FillShared(path, ids, s.ssd.Source)
 	})
 }

@@ -118,7 +118,8 @@ func TestSplitTiersAskTheCapability(t *testing.T) {
 		{"host tier that declines", indexedTier{kind: tiers.Host, rows: 7, idx: idx}, 0, 2},
 		{"host tier without the capability", plainTier{}, 0, 2},
 	} {
-		s := &Store{host: c.host, ssd: &ssd.Tier{}} // the SSD tier: only its place in the list matters
+		last := &ssd.Tier{} // the SSD tier: only its place in the list matters
+		s := &Store{stack: []tiers.Tier{c.host, last}, ssd: last}
 		kernel, covered, rest := s.splitTiers()
 		if covered != c.covered || len(rest) != c.rest || (c.covered > 0) != (kernel[1] == idx) || kernel[0] != (cuda.TierIndex{}) {
 			t.Errorf("%s: kernel %+v, covered %d, %d tiers left; want covered %d, %d left, the index in place 1 only if covered", c.name, kernel, covered, len(rest), c.covered, c.rest)

@@ -8,7 +8,6 @@ import (
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
-	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
@@ -121,7 +120,7 @@ type GPUStats struct {
 type counters struct {
 	gathers, rows, gatherNanos, samples atomic.Uint64
 	splitNanos, diskNanos               atomic.Uint64
-	gpuHits, hostHits, ssdHits          atomic.Uint64
+	tierHits                            [3]atomic.Uint64 // rows each kind served, by place in stackKinds
 	deviceGathers                       atomic.Uint64
 }
 
@@ -140,14 +139,14 @@ func (c *counters) gather(ts []tiers.Tier, count []int, took time.Duration) {
 // since adds the time since start to counter n.
 func since(n *atomic.Uint64, start time.Time) { n.Add(uint64(time.Since(start).Nanoseconds())) }
 
+// hits is the counter of the rows tiers of kind k served (the last kind's for a kind outside
+// stackKinds).
 func (c *counters) hits(k tiers.Kind) *atomic.Uint64 {
-	switch k {
-	case tiers.GPU:
-		return &c.gpuHits
-	case tiers.Host:
-		return &c.hostHits
+	_, i := kindOf(k)
+	if i < 0 {
+		i = len(stackKinds) - 1
 	}
-	return &c.ssdHits
+	return &c.tierHits[i]
 }
 
 // Stats returns the store's counters: the whole session's, with each type's below (NodeTypes),
@@ -200,20 +199,16 @@ func (s *Store) Stats() Stats {
 	}
 	held := map[tiers.Kind]TierStats{}
 	for _, t := range s.tierList() {
-		capacity := s.NumNodes()
-		if t.Kind() != tiers.SSD {
-			capacity = min(capacity, s.capacityRows(t))
-		}
-		ts := TierStats{RowsHeld: t.Rows(), Capacity: capacity, BytesHeld: t.Bytes()}
-		if c, ok := t.(*host.Cache); ok {
-			if path, created := c.SharedPath(); path != "" {
+		ts := TierStats{RowsHeld: t.Rows(), Capacity: min(s.NumNodes(), s.capacityRows(t)), BytesHeld: t.Bytes()}
+		if sh, ok := t.(tiers.Sharer); ok {
+			if path, created := sh.SharedPath(); path != "" {
 				ts.Shared = map[bool]string{true: "created", false: "mapped"}[created]
 			}
 		}
 		held[t.Kind()] = ts
 	}
 	s.place.RUnlock()
-	for _, k := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
+	for _, k := range TierKinds() {
 		ts := held[k]
 		ts.Tier, ts.Hits = k, c.hits(k).Load()
 		ts.BytesServed = ts.Hits * rb

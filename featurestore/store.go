@@ -55,7 +55,12 @@ type Store struct {
 	opt  Options
 
 	files *ssd.Files // the session's
-	ssd   *ssd.Tier
+	// stack is the store's tiers, fastest first (stack.go; setTier changes it): the memory tiers
+	// its budgets ask for (the host tier: *host.Cache, static, or *host.Sieve under HostPolicy
+	// "sieve"), then ssd. It changes under place held for writing; nil without a feature.
+	stack []tiers.Tier
+	// ssd is the stack's last tier, the session's: the source every fill reads through.
+	ssd *ssd.Tier
 
 	graph  topology.Graph // the session's one edge type when it joins this type to itself; else nil
 	labels []int64        // the session's labels of this type when in memory, else nil
@@ -64,10 +69,8 @@ type Store struct {
 	// tierGen counts changes of the memory tiers' contents (fills); it
 	// changes under place held for writing, so a reader holding place sees a stable value.
 	tierGen uint64
-	// host is the host tier: *host.Cache (static) or *host.Sieve (HostPolicy "sieve").
-	host tiers.Tier
 
-	gpu    *gpuPath // nil until the GPU path starts
+	gpu    *gpuPath // nil until the GPU path starts; the stack lists its tier when it has rows
 	gpuErr error    // why it could not start, once tried
 
 	deferredMu  sync.Mutex
@@ -152,10 +155,13 @@ func (ss *Session) openStack(nt int, spec *dataset.FeatureSpec, opt Options) (_ 
 			return nil, err
 		}
 	}
-	if s.host, err = newHostTier(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes, opt.CopyWorkers); err != nil {
+	h, err := newHostTier(opt.HostPolicy, spec.RowBytes, opt.HostCacheBytes, opt.CopyWorkers)
+	if err != nil {
 		return nil, err
 	}
+	s.setTier(tiers.Host, h)
 	s.ssd = ss.features[featureKey(false, ss.m.NodeTypes[nt].Name, spec.Name)]
+	s.setTier(tiers.SSD, s.ssd)
 	if opt.GPUCacheBytes > 0 || opt.GPUTopology != "" {
 		if err := s.startGPU(); err != nil {
 			return nil, err
@@ -172,18 +178,6 @@ func (s *Store) Session() *Session { return s.sess }
 
 // nodeType is the store's node type.
 func (s *Store) nodeType() *dataset.NodeType { return &s.m.NodeTypes[s.nt] }
-
-// tierList is the store's tiers, fastest first; the caller holds the place lock.
-func (s *Store) tierList() []tiers.Tier {
-	if s.ssd == nil { // a dataset without node features: no tiers
-		return nil
-	}
-	ts := make([]tiers.Tier, 0, 3)
-	if g := s.gpu; g != nil && g.tier.Capacity() > 0 {
-		ts = append(ts, g.tier)
-	}
-	return append(ts, s.host, s.ssd)
-}
 
 // heldTiers is tiers with every tier that changes under gathers held (tiers.Holder); release
 // undoes that.
@@ -224,13 +218,13 @@ func (s *Store) IOBackend() gpuio.Backend { return s.files.Backend() }
 
 // Host is the static host tier, or nil under HostPolicy "sieve" (see HostTier).
 func (s *Store) Host() *host.Cache {
-	c, _ := s.host.(*host.Cache)
+	c, _ := s.tier(tiers.Host).(*host.Cache)
 	return c
 }
 
 // HostTier is the host tier as the store serves it: the static cache, or the SIEVE cache when
 // Options.HostPolicy is "sieve".
-func (s *Store) HostTier() tiers.Tier { return s.host }
+func (s *Store) HostTier() tiers.Tier { return s.tier(tiers.Host) }
 
 // enter guards a call against a concurrent Close; the returned func ends the call. Calls may
 // nest; once Close has begun, enter returns ErrClosed.
@@ -274,7 +268,9 @@ func (s *Store) closeStack() {
 	}
 	defer s.guard.released()
 	s.stopGPU()
-	if c, ok := s.host.(interface{ Close() error }); ok {
-		c.Close()
+	for _, t := range s.stack {
+		if t != tiers.Tier(s.ssd) { // the session's: it closes with the session
+			closeTier(t)
+		}
 	}
 }
