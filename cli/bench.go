@@ -17,7 +17,6 @@ import (
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
-	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -81,7 +80,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 		featBytes := spec.RowBytes * m.Nodes().Count
 		hostCache := base.HostCacheBytes
 		if !setFlags(fs)["host-cache"] {
-			hostCache = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count / 5
+			hostCache = featurestore.TierBudget(tiers.Host, m.Nodes().Count, spec.RowBytes) / 5
 		}
 		// plain is the options without tiers: the ssd configuration, and the helper stores.
 		plain := *base
@@ -179,7 +178,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 		hostVsMemory := 0.0 // median over the rounds of host tier rows/s / in-memory rows/s
 		if fitsMemory {
 			all := plain
-			all.HostCacheBytes = host.BytesPerRow(spec.RowBytes) * m.Nodes().Count
+			all.HostCacheBytes = featurestore.TierBudget(tiers.Host, m.Nodes().Count, spec.RowBytes)
 			all.Hotness = hotness
 			hostTier, mem, ratio, err := benchHostVsMemory(dir, all, streams, hostRounds)
 			if err != nil {

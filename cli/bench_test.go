@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/tiers"
 )
 
 // TestBenchHostVsMemory: the host tier of a store holding every row serves every id of the
@@ -38,7 +38,7 @@ func TestBenchHostVsMemory(t *testing.T) {
 			rows += int64(len(ids))
 		}
 	}
-	opt := featurestore.Options{HostCacheBytes: host.BytesPerRow(64) * 3000}
+	opt := featurestore.Options{HostCacheBytes: featurestore.TierBudget(tiers.Host, 3000, 64)}
 	hostTier, mem, ratio, err := benchHostVsMemory(dir, opt, streams, 3)
 	if err != nil {
 		t.Fatal(err)

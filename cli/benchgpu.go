@@ -18,7 +18,6 @@ import (
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
-	"github.com/tierfs/tierfs/tiers/host"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -197,7 +196,7 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 			mixed.GPUCacheBytes = all / 10
 		}
 		if !set["host-cache"] {
-			mixed.HostCacheBytes = host.BytesPerRow(rb) * n / 5
+			mixed.HostCacheBytes = featurestore.TierBudget(tiers.Host, n, rb) / 5
 		}
 		if set["gpu-cache"] || set["host-cache"] {
 			note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
@@ -227,7 +226,7 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 		if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
 			return err
 		}
-		if err := run("host-tier", with(0, host.BytesPerRow(rb)*n), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
+		if err := run("host-tier", with(0, featurestore.TierBudget(tiers.Host, n, rb)), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
 			return err
 		}
 		if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {

@@ -78,7 +78,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/tiers"
 )
 
 // Options configure Mount. The zero value is valid.
@@ -99,7 +99,7 @@ type Placement struct {
 // ("hotness" given by the caller, "in-degree", or "node-id" without topology).
 func PlacementOf(s *featurestore.Store, opened featurestore.Options) *Placement {
 	p := &Placement{BudgetBytes: opened.HostCacheBytes}
-	switch rows := host.CapacityRows(opened.HostCacheBytes, s.RowBytes()); {
+	switch rows := featurestore.TierRows(tiers.Host, opened.HostCacheBytes, s.RowBytes()); {
 	case rows == 0:
 		p.Policy = "none"
 	case rows >= s.NumNodes():

@@ -21,7 +21,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/tiers/host"
+	"github.com/tierfs/tierfs/tiers"
 )
 
 // testData is a dataset written for a test plus the plain in-memory copy it is checked against.
@@ -113,7 +113,7 @@ func (d *testData) row(id int64) []byte { return d.rows[id*d.rowBytes : (id+1)*d
 func openStore(t testing.TB, d *testData, opt featurestore.Options) *featurestore.Store {
 	t.Helper()
 	if opt.HostCacheBytes == 0 {
-		opt.HostCacheBytes = host.BytesPerRow(d.rowBytes) * d.count / 4
+		opt.HostCacheBytes = featurestore.TierBudget(tiers.Host, d.count, d.rowBytes) / 4
 	}
 	s, err := featurestore.Open(d.dir, opt)
 	if err != nil {
@@ -186,7 +186,7 @@ func TestTree(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 24, dataset.Float32, 6, rng)
 	s := openStore(t, d, featurestore.Options{})
-	v := mount(t, s, Options{Placement: PlacementOf(s, featurestore.Options{HostCacheBytes: host.BytesPerRow(d.rowBytes) * d.count / 4})})
+	v := mount(t, s, Options{Placement: PlacementOf(s, featurestore.Options{HostCacheBytes: featurestore.TierBudget(tiers.Host, d.count, d.rowBytes) / 4})})
 	root := v.Dir()
 	if fstype, _ := mountType(root); fstype != "fuse.tierfs" {
 		t.Fatalf("mount type %q", fstype)
@@ -252,7 +252,7 @@ func TestTree(t *testing.T) {
 	if err := json.Unmarshal(read(t, filepath.Join(root, "placement.json")), &pl); err != nil {
 		t.Fatal(err)
 	}
-	if pl.HostRows != int64(len(held)) || pl.HostRanges != int64(ranges) || pl.Policy != "in-degree" || pl.BudgetBytes == nil || *pl.BudgetBytes != host.BytesPerRow(d.rowBytes)*d.count/4 {
+	if pl.HostRows != int64(len(held)) || pl.HostRanges != int64(ranges) || pl.Policy != "in-degree" || pl.BudgetBytes == nil || *pl.BudgetBytes != featurestore.TierBudget(tiers.Host, d.count, d.rowBytes)/4 {
 		t.Fatalf("placement.json %+v; want %d rows in %d ranges", pl, len(held), ranges)
 	}
 
@@ -545,7 +545,7 @@ func TestRangesStream(t *testing.T) {
 	for i := range hot {
 		hot[i] = rng.Uint32()
 	}
-	s := openStore(t, d, featurestore.Options{HostCacheBytes: host.BytesPerRow(d.rowBytes) * d.count / 2, Hotness: hot})
+	s := openStore(t, d, featurestore.Options{HostCacheBytes: featurestore.TierBudget(tiers.Host, d.count, d.rowBytes) / 2, Hotness: hot})
 	root := mount(t, s, Options{}).Dir()
 	var want []byte
 	s.Host().Ranges(func(first, count int64) bool {

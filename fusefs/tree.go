@@ -10,7 +10,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/tiers"
 )
 
 // Inode numbers: the static tree takes go-fuse's automatic numbers (from 2^63); nodes/<id>/ and
@@ -117,7 +116,7 @@ func (r *rootDir) OnAdd(ctx context.Context) {
 func (d *staticDir) addTiers(ctx context.Context, s *featurestore.Store) {
 	m := d.m
 	tierDir := d.addDir(ctx, "tiers")
-	for _, kind := range []tiers.Kind{tiers.GPU, tiers.Host, tiers.SSD} {
+	for _, kind := range featurestore.TierKinds() {
 		td := tierDir.addDir(ctx, string(kind))
 		td.addFile(ctx, "summary.txt", &genFile{m: m, gen: func() ([]byte, error) { return tierSummary(s, kind), nil }})
 		td.addFile(ctx, "ranges.txt", &streamFile{m: m, chunks: func() iter.Seq[[]byte] { return rangesText(tierRanges(s, kind)) }})
