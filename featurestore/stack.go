@@ -29,7 +29,7 @@ type tierKind struct {
 }
 
 // stackKinds are the kinds of tier a stack may hold, in the stack's order (fastest first).
-var stackKinds = []tierKind{
+var stackKinds = [...]tierKind{
 	{kind: tiers.GPU, budget: func(o *Options) int64 { return o.GPUCacheBytes },
 		rows:  func(budget, rb int64) int64 { return max(0, budget) / rb },
 		bytes: func(rows, rb int64) int64 { return rows * rb }, dropEmpty: true},
@@ -41,7 +41,7 @@ var stackKinds = []tierKind{
 
 // kindOf is the row of stackKinds of kind k, and its place there (-1 when k is none of them).
 func kindOf(k tiers.Kind) (tierKind, int) {
-	i := slices.IndexFunc(stackKinds, func(tk tierKind) bool { return tk.kind == k })
+	i := slices.IndexFunc(stackKinds[:], func(tk tierKind) bool { return tk.kind == k })
 	if i < 0 {
 		return tierKind{kind: k}, -1
 	}

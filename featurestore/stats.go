@@ -120,7 +120,7 @@ type GPUStats struct {
 type counters struct {
 	gathers, rows, gatherNanos, samples atomic.Uint64
 	splitNanos, diskNanos               atomic.Uint64
-	tierHits                            [3]atomic.Uint64 // rows each kind served, by place in stackKinds
+	tierHits                            [len(stackKinds)]atomic.Uint64 // rows each kind served, by place in stackKinds
 	deviceGathers                       atomic.Uint64
 }
 
