@@ -320,7 +320,9 @@ func Median(v []float64) float64 {
 // bytes, then batches of 8192 random ids held there are looked up and their rows copied into a
 // batch buffer, with workers goroutines for batches of 1 MiB or more, as Store.Gather copies
 // host-tier hits, for about dur (the median of 5 windows). Without a GPU this is the model's link throughput: every row
-// of a batch, from host tier or disk staging, crosses host memory this way.
+// of a batch, from host tier or disk staging, crosses host memory this way. It makes the host
+// tier itself (tiers/host), not a Store: it measures that tier's lookup and row copies on
+// synthetic rows, before any dataset is opened, and nothing else a store's gather would add.
 func ProbeHostCopy(rowBytes int64, workers int, dur time.Duration) (float64, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
