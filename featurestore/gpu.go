@@ -47,7 +47,7 @@ func (s *Store) startGPU() error {
 		return nil
 	}
 	rb := s.spec.RowBytes
-	capacity := min(s.opt.GPUCacheBytes/rb, s.NumNodes())
+	capacity := min(TierRows(tiers.GPU, s.opt.GPUCacheBytes, rb), s.NumNodes())
 	if uint64(s.opt.GPUCacheBytes) > info.FreeBytes {
 		return &OptionError{Option: "gpu_cache", Value: s.opt.GPUCacheBytes,
 			Want: fmt.Sprintf("at most the %d bytes free on GPU %d (%s, %d total)", info.FreeBytes, info.Ordinal, info.Name, info.TotalBytes)}

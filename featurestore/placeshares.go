@@ -149,7 +149,7 @@ func (ss *Session) resizeStacks(shares []budgetShare) error {
 		if err := g.quiesce(s); err != nil {
 			return err
 		}
-		if min(shares[t].gpu/s.spec.RowBytes, s.NumNodes()) != g.tier.Capacity() {
+		if min(TierRows(tiers.GPU, shares[t].gpu, s.spec.RowBytes), s.NumNodes()) != g.tier.Capacity() {
 			g.tier.Close()
 			resized[s] = true
 		}
@@ -162,7 +162,7 @@ func (ss *Session) resizeStacks(shares []budgetShare) error {
 		s.tierGen++
 		gpuBytes, hostBytes := shares[t].gpu, shares[t].host
 		if g := s.gpu; g != nil && resized[s] {
-			rows := min(gpuBytes/s.spec.RowBytes, s.NumNodes())
+			rows := min(TierRows(tiers.GPU, gpuBytes, s.spec.RowBytes), s.NumNodes())
 			var err error
 			if g.tier, err = gpu.New(g.dev, s.spec.RowBytes, rows, g.blocks, s.opt.MaxConcurrentIO); err != nil {
 				// An empty tier keeps the stack serving (from the host tier and the SSD).
