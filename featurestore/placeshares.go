@@ -167,7 +167,7 @@ func (ss *Session) resizeStacks(shares []budgetShare) error {
 			if g.tier, err = gpu.New(g.dev, s.spec.RowBytes, rows, g.blocks, s.opt.MaxConcurrentIO); err != nil {
 				// An empty tier keeps the stack serving (from the host tier and the SSD).
 				g.tier, _ = gpu.New(g.dev, s.spec.RowBytes, 0, g.blocks, s.opt.MaxConcurrentIO)
-				s.setTier(tiers.GPU, g.tier)
+				s.setTier(tiers.GPU, nil) // an empty tier is out of the list (and this one may be nil)
 				return fmt.Errorf("featurestore: GPU tier of %s resized to %d rows: %w", ss.m.NodeTypes[t].Name, rows, err)
 			}
 			s.setTier(tiers.GPU, g.tier)
