@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"io"
 	"slices"
 
 	"github.com/tierfs/tierfs/tiers"
@@ -150,9 +151,9 @@ func (s *Store) memoryRows() int64 {
 	return rows
 }
 
-// closeTier closes t when it holds memory to release (io.Closer's Close).
+// closeTier closes t when it holds memory to release (an io.Closer).
 func closeTier(t tiers.Tier) {
-	if c, ok := t.(interface{ Close() error }); ok {
+	if c, ok := t.(io.Closer); ok {
 		c.Close()
 	}
 }
