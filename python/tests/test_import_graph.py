@@ -56,3 +56,10 @@ def test_no_function_level_import_closes_a_cycle():
     for m, (_, inner) in graph.items():
         for d in inner:
             assert not _reaches(graph, d, m), f"a function of tierfs.{m} imports tierfs.{d}, which imports tierfs.{m}"
+
+
+def test_loader_does_not_know_the_distributed_module():
+    """A loader asks its store's seed share (tierfs.seedshare), never which kind of store it has."""
+    graph = _graph()
+    assert not _reaches(graph, "loader", "distributed"), "tierfs.loader imports tierfs.distributed (at module level, or through a module it imports)"
+    assert "distributed" not in graph["loader"][1], "a function of tierfs.loader imports tierfs.distributed"

@@ -69,6 +69,7 @@ from . import _util, errors
 from ._args import IdsLike, _c_str, _fanouts, _ids
 from ._native import check, lib
 from .epochs import PlannedEpochs
+from .seedshare import SeedShare
 from .store import _NUMPY_DTYPES, GatherFuture, Store
 
 __all__ = ["DistributedStore", "DistributedPlannedEpochs", "split_seeds", "CACHE_MODES"]
@@ -556,6 +557,11 @@ class DistributedStore(Store):
         return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, workers=workers)
 
     # gather ----------------------------------------------------------------------------
+
+    @property
+    def _loader_share(self) -> "RankShare":
+        """This rank's seed share for a :class:`tierfs.Loader` (:class:`RankShare`)."""
+        return RankShare(self)
 
     def _ownership(self, node_type: Optional[str]) -> "_Ownership":
         """The ownership of ``node_type`` (None: the store's own); raises naming a type the
@@ -1430,15 +1436,40 @@ def _remove_stale(directory: str) -> List[str]:
 # Loader support --------------------------------------------------------------------------
 
 
-def loader_share(store: Any, n: int, drop_last: bool) -> int:
-    """Seeds per rank for a loader over ``n`` seeds (``n`` on a plain store)."""
-    if isinstance(store, DistributedStore):
-        return _share(n, store.world_size, drop_last)
-    return n
 
+class RankShare(SeedShare):
+    """A rank's seed share of a :class:`DistributedStore` (:mod:`tierfs.seedshare`): each epoch
+    its :func:`split_seeds` share (every rank the same number of batches), the sampler drawing
+    with the rank's own seed stride, planned rounds in ``plan_dir/rank-R``, and in shared mode
+    the batches' peer exchanges in batch order (a :class:`_Turnstile` per loader epoch)."""
 
-def new_turnstile(store: Any) -> Optional[_Turnstile]:
-    if isinstance(store, DistributedStore) and store._exchange:
-        return _Turnstile(store._timeout)
-    return None
+    per_rank = True
 
+    def __init__(self, store: "DistributedStore") -> None:
+        super().__init__(store)
+        self.sampler_seed_offset = store.rank * _RANK_SEED_STRIDE
+
+    def count(self, n: int, drop_last: bool) -> int:
+        return _share(n, self.store.world_size, drop_last)
+
+    def order(self, seeds: np.ndarray, epoch: int, seed: int, shuffle: bool, drop_last: bool) -> tuple:
+        s = self.store
+        return split_seeds(seeds, s.rank, s.world_size, epoch, seed, shuffle, drop_last), None
+
+    def plan_dir(self, plan_dir: Optional[str], reuse: bool) -> Optional[str]:
+        if plan_dir is None or reuse:  # a reused plan stays in plan_dir (the store adds rank-R inside it)
+            return plan_dir
+        return os.path.join(os.fspath(plan_dir), f"rank-{self.store.rank}")
+
+    def turnstile(self) -> Optional[_Turnstile]:
+        return _Turnstile(self.store._timeout) if self.store._exchange else None
+
+    def gather(self, ids: Any, turn: Optional[_Turnstile], i: int) -> Any:
+        return self.store._gather_in_turn(ids, turn, i)
+
+    def gather_types(self, ids_by_type: Dict[str, Any], turn: Optional[_Turnstile], i: int) -> Dict[str, Any]:
+        return self.store._gather_types_in_turn(ids_by_type, turn, i)
+
+    def read_planned(self, plan: Any, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool,
+                     turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
+        return plan._gather_in_turn(epoch, b, nodes_by_type, on_gpu, turn)

@@ -23,7 +23,6 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 import numpy as np
 
 from . import _util
-from .distributed import _RANK_SEED_STRIDE, DistributedStore, loader_share, new_turnstile, split_seeds
 from .epochs import _pack_request
 from .errors import ClosedError, InvalidArgumentError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
@@ -168,7 +167,7 @@ def _auto_start(loader: "Loader") -> Dict[str, Any]:
     """planned_epochs="auto" before epoch 0: on demand, decided at once where planning cannot
     pay or cannot run."""
     why = ""
-    if loader._distributed:
+    if loader._share.per_rank:
         why = "a distributed store (not measured there: pass planned_epochs=K to plan each rank's share)"
     elif not loader.shuffle:
         why = "shuffle=False (planned epochs need shuffle=True)"
@@ -380,7 +379,7 @@ class Loader:
         self.plan = None
         self._closed = False
         self._planned = bool(planned_epochs) or auto
-        self._distributed = isinstance(store, DistributedStore)
+        self._share = store._loader_share  # its seeds, their order and the order of its gathers
         self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
         _pack_request(plan_pack_method, plan_pack_memory)  # refuses a bad one now, not when the first round plans
         self._plan_pack = dict(pack_method=plan_pack_method, pack_memory=plan_pack_memory)
@@ -403,9 +402,8 @@ class Loader:
 
         store, seeds, batch_size, drop_last, pack = self.store, self._seeds, self.batch_size, self.drop_last, self._plan_pack
         shuffle_seed, node_type = self.seed, self.node_type
-        seed, distributed = sampler.seed, self._distributed
-        if distributed:  # the store's plan_epochs adds this rank's stride, as its sampler did
-            seed -= store.rank * _RANK_SEED_STRIDE
+        share = self._share
+        seed = sampler.seed - share.sampler_seed_offset  # the store's plan_epochs adds it again, as its sampler did
 
         def make(first: int, directory: Optional[str], place_tiers: bool) -> Any:
             # Not a method: the planning thread must not keep the loader alive.
@@ -413,14 +411,12 @@ class Loader:
                 fanouts, batch_size, epochs, seeds=seeds, plan_dir=directory,
                 disk_budget=per_plan or None, replace=sampler.replace, drop_last=drop_last,
                 seed=seed, shuffle_seed=shuffle_seed, node_type=node_type,
-                place_tiers=place_tiers and not distributed, first_epoch=first, **pack,
+                place_tiers=place_tiers and not share.per_rank, first_epoch=first, **pack,
             )
 
-        if distributed and plan_dir is not None and not reuse:
-            # A round's directory is removed when it retires: one per rank, so a rank that moves on
-            # first never removes another's plan (the store adds rank-R inside it too).
-            plan_dir = os.path.join(os.fspath(plan_dir), f"rank-{store.rank}")
-        self._rounds = PlanRounds(make, epochs, first_epoch, plan_dir, reuse)
+        # A round's directory is removed when it retires: a rank's share plans in one of its own,
+        # so a rank that moves on first never removes another's plan.
+        self._rounds = PlanRounds(make, epochs, first_epoch, share.plan_dir(plan_dir, reuse), reuse)
         self.plan = self._rounds.plan
 
     def _stop_plans(self) -> None:
@@ -446,21 +442,8 @@ class Loader:
         self.close()
 
     def __len__(self) -> int:
-        n = loader_share(self.store, self._seeds.shape[0], self.drop_last)
+        n = self._share.count(self._seeds.shape[0], self.drop_last)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-
-    def _order(self, epoch: int) -> np.ndarray:
-        if self._distributed:
-            s = self.store
-            return split_seeds(self._seeds, s.rank, s.world_size, epoch, self.seed, self.shuffle, self.drop_last)
-        return self._seeds[self._positions(epoch)]
-
-    def _positions(self, epoch: int) -> np.ndarray:
-        """Positions in seeds of the epoch's order (one process)."""
-        if not self.shuffle:
-            return np.arange(self._seeds.shape[0])
-        rng = np.random.default_rng([self.seed, epoch])
-        return rng.permutation(self._seeds.shape[0])
 
     def batches(self, epoch: int) -> Iterator[Any]:
         """The batches of ``epoch``, computed in the calling thread (no pipeline)."""
@@ -473,12 +456,11 @@ class Loader:
 
     def _stages(self, epoch: int):
         """(sample(i), gather(i, sampled)) of the batches of ``epoch``."""
-        turn = new_turnstile(self.store)  # exchanges of a distributed store go in batch order
+        turn = self._share.turnstile()  # e.g. a distributed store's exchanges go in batch order
         plan = self.plan
         if plan is not None:
             return (lambda b: plan.sample(epoch, b)), (lambda b, s: self._gather_planned(plan, epoch, b, s, turn))
-        positions = None if self._distributed else self._positions(epoch)
-        order = self._order(epoch) if positions is None else self._seeds[positions]
+        order, positions = self._share.order(self._seeds, epoch, self.seed, self.shuffle, self.drop_last)
         bs = self.batch_size
 
         def sample(i: int) -> Tuple[Any, Any, Any]:
@@ -493,8 +475,6 @@ class Loader:
                 return seeds, self.sampler.sample(seeds, self.node_type), pos
             return seeds, self.sampler.sample(seeds), pos
 
-        if turn is None:
-            return sample, self._gather
         return sample, lambda i, sampled: self._gather(i, sampled, turn)
 
     def _finish(self, batch: Batch) -> Any:
@@ -505,18 +485,13 @@ class Loader:
         if isinstance(sample, HeteroSample):
             types = self.store.types["node_types"]
             typed = {t: ids for t, ids in sample.node.items() if any(f["default"] for f in types[t]["features"].values())}
-            if turn is not None:  # every type's exchange of this batch, in batch order
-                xs = self.store._gather_types_in_turn(typed, turn, i)
-            else:
-                xs = {t: self.store.gather(ids, node_type=t) for t, ids in typed.items()}
+            xs = self._share.gather_types(typed, turn, i)  # every type of this batch in turn
             y = self.store.labels(seeds, node_type=self.node_type) if self.labels else None
             return self._finish(Batch(seeds, sample, xs, y, pos))
         if self.store.feature_name is None:  # a dataset without node features: batches have no x
             x = None
-        elif turn is not None:
-            x = self.store._gather_in_turn(sample.nodes, turn, i)
         else:
-            x = self.store.gather(sample.nodes)
+            x = self._share.gather(sample.nodes, turn, i)
         y = self.store.labels(seeds) if self.labels else None
         return self._finish(Batch(seeds, self._sample_on_device(sample), x, y, pos))
 
@@ -542,11 +517,8 @@ class Loader:
     def _read_planned(self, plan: Any, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool, turn: Any) -> Dict[Optional[str], Any]:
         """{node type: planned rows of its nodes}; on a CUDA store straight to the device (packed
         rows scattered by a kernel); on a distributed store with the peer rows exchanged, in
-        batch order."""
-        if self._distributed:
-            return plan._gather_in_turn(epoch, b, nodes_by_type, on_gpu, turn)
-        read = plan.gather_device if on_gpu else plan.gather
-        return {t: read(epoch, b, ids, node_type=t) for t, ids in nodes_by_type.items()}
+        batch order (the store's seed share reads them)."""
+        return self._share.read_planned(plan, epoch, b, nodes_by_type, on_gpu, turn)
 
     def _gather_planned(self, plan: Any, epoch: int, b: int, sample: Union[Sample, HeteroSample], turn: Any = None) -> Batch:
         if isinstance(sample, HeteroSample):

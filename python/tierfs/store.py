@@ -23,6 +23,7 @@ from ._native import check, lib
 from ._progress import _progress_callback
 from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
 from .epochs import PlannedEpochs
+from .seedshare import SeedShare
 from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, fanouts_by_key, typed_csc, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
@@ -754,6 +755,12 @@ class Store:
         if isinstance(fanouts, dict):
             return HeteroSampler(self, fanouts, replace=replace, seed=seed, workers=workers)
         return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
+
+    @property
+    def _loader_share(self) -> SeedShare:
+        """What a :class:`tierfs.Loader` asks this store about its seeds and the order of its
+        gathers (:mod:`tierfs.seedshare`): here one process's, every seed."""
+        return SeedShare(self)
 
     def plan_epochs(
         self,
