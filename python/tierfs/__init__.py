@@ -41,7 +41,8 @@ from .errors import (
     PeerError,
     VersionError,
 )
-from .distributed import DistributedStore, split_seeds
+from .distributed import DistributedStore
+from .rankshare import split_seeds
 from .epochs import PlannedEpochs
 from .loader import Batch, Loader, Prefetcher, prefetch
 from .iostack import IOStack
