@@ -61,7 +61,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -69,8 +69,9 @@ from . import _util, errors
 from ._args import IdsLike, _c_str, _fanouts, _ids
 from ._native import check, lib
 from .epochs import PlannedEpochs
+from .exchange import _EXCHANGE_STEPS, PeerExchange, _new_counters
 from .rankshare import _RANK_SEED_STRIDE, RankShare, _Turnstile, split_seeds
-from .store import _NUMPY_DTYPES, GatherFuture, Store
+from .store import GatherFuture, Store
 
 __all__ = ["DistributedStore", "DistributedPlannedEpochs", "split_seeds", "CACHE_MODES"]
 
@@ -101,19 +102,6 @@ def _dist():
     import torch.distributed as dist
 
     return dist
-
-
-def _new_counters() -> Dict[str, Any]:
-    return dict(batches=0, ids=0, local_rows=0, peer_rows=0, peer_unique_rows=0, peer_bytes_received=0,
-                peer_rows_served=0, peer_bytes_sent=0, exchange_s=0.0, local_s=0.0,
-                **{f"{step}_s": 0.0 for step in _EXCHANGE_STEPS})
-
-
-# The steps of a shared gather's exchange, timed on the host (stats()["distributed"]
-# ["per_batch"]["exchange_steps_ms"]): the split of the ids, the all-gather of the request counts
-# (it waits for the slowest rank to arrive), the ids to their owners, serving the rows asked of
-# this rank, the rows back, then waiting for this rank's own rows and putting them in order.
-_EXCHANGE_STEPS = ("split", "counts", "ids", "serve", "rows", "local_wait", "assemble")
 
 
 @dataclass
@@ -239,10 +227,9 @@ class DistributedStore(Store):
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-dist-local")
         self._worker_streams = threading.local()  # each local-gather worker's CUDA stream
         self._async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._xlock = threading.Lock()  # one exchange at a time, in call order
         self._count_lock = threading.Lock()  # the counters: gathers' local parts end on several threads at once
-        self._failed: Optional[str] = None
-        self._seq = 0
+        self._peers = PeerExchange(self, self._group, self._rank, self._world, self._timeout, self._xdevice)
+        self._xlock = self._peers.lock  # one exchange at a time, in call order
         self._counters = _new_counters()
         self._peer_paths = self._find_peer_paths() if self._exchange else {}
 
@@ -553,21 +540,21 @@ class DistributedStore(Store):
             return Store.gather(self, ids, out, feature, node_type, edge_type)
         if not self._exchange:
             return self._counted_local(ids, out, node_type)
-        return self._exchange_now(lambda: self._exchanged_gather(ids, out, node_type))
+        return self._peers.now(lambda: self._peers.gather(ids, out, node_type))
 
     def _gather_in_turn(self, ids: IdsLike, turn: Optional[_Turnstile], i: int) -> Any:
         """gather of a sample's nodes (distinct ids), exchanging after batch i-1 of the same
         loader epoch did (any thread)."""
         if not self._exchange or turn is None:
             return self.gather(ids)
-        return self._exchange_in_turn(turn, i, {None: lambda: self._exchanged_gather(ids, None, None, distinct=True)})[None]
+        return self._peers.in_turn(turn, i, {None: lambda: self._peers.gather(ids, None, None, distinct=True)})[None]
 
     def _gather_types_in_turn(self, ids_by_type: Dict[str, Any], turn: Optional[_Turnstile], i: int) -> Dict[str, Any]:
         """{node type: gather(ids, node_type=type)} in the dict's order (the dataset's order of
         types on every rank), exchanging after batch i-1 of the same loader epoch did."""
         if not self._exchange or turn is None:
             return {t: self.gather(ids, node_type=t) for t, ids in ids_by_type.items()}
-        return self._exchange_in_turn(turn, i, {t: functools.partial(self._exchanged_gather, ids, None, t, distinct=True)
+        return self._peers.in_turn(turn, i, {t: functools.partial(self._peers.gather, ids, None, t, distinct=True)
                                                 for t, ids in ids_by_type.items()})
 
     def _local_gather(self, ids: Any, node_type: str) -> tuple:
@@ -625,217 +612,6 @@ class DistributedStore(Store):
             frozen = _torch().from_numpy(frozen).to(ids_.device)
         return GatherFuture(self._async_pool.submit(self._gather_for_future, frozen, out), self._device_type == "cuda")
 
-    def _fail(self, what: str, exc: BaseException) -> errors.PeerError:
-        peers = [r for r in range(self._world) if r != self._rank]
-        who = f"rank {peers[0]}" if len(peers) == 1 else f"one of ranks {peers}"
-        msg = (
-            f"tierfs: rank {self._rank}: peer exchange of gather #{self._seq} failed at {what}: {who} died, stopped calling "
-            f"gather, or failed, within the process group timeout ({self._timeout:.0f} s): {type(exc).__name__}: {exc}"
-        )
-        self._failed = msg
-        return errors.PeerError(msg)
-
-    def _collective(self, what: str, start: Any) -> None:
-        """Runs start() (a collective with async_op=True) and waits for it, at most the group's
-        timeout; a failure becomes PeerError."""
-        try:
-            start().wait(datetime.timedelta(seconds=self._timeout))
-        except errors.Error:
-            raise
-        except Exception as e:  # gloo/NCCL errors: RuntimeError, DistBackendError, TimeoutError
-            raise self._fail(what, e) from e
-
-    def _exchanged_gather(self, ids: IdsLike, out: Any, node_type: Optional[str],
-                          local_gather: Optional[Callable[[np.ndarray, str], tuple]] = None,
-                          distinct: bool = False) -> Generator[None, None, Any]:
-        """The exchanged gather (see :meth:`gather`) as a generator of two steps, run by
-        :meth:`_exchange_now` or :meth:`_exchange_in_turn`: the first (up to its one ``yield``)
-        splits the ids and starts the local gather (this rank's rows: its disk reads) on a
-        worker thread, without the exchange lock; the second, under the lock and in the ranks'
-        common order, runs the collectives, waits for the local rows and assembles the result
-        (the generator's return value). So a batch's disk reads start while earlier batches
-        exchange. ``local_gather(ids, node_type)``, when
-        given, gathers this rank's part instead of this rank's store: it gets every id of the
-        batch and returns ``(rows, CUDA event after them or None)`` with a row for every id, the
-        peer-owned ones' left for the exchange to fill (a planned batch: :class:`PlannedEpochs`
-        with the peer-owned rows served elsewhere). ``distinct``: the caller knows the ids are
-        distinct (a sample's nodes), so the split does not deduplicate them (a sort of the peer
-        ids, the largest host cost of the exchange)."""
-        torch, dist = _torch(), _dist()
-        if self._failed is not None:
-            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
-        t0 = time.perf_counter()
-        ids_ = _ids(ids)
-        arr = ids_.array
-        n, w, me = arr.shape[0], self._world, self._rank
-        bad: Optional[BaseException] = None
-        o: Optional[_Ownership] = None
-        try:
-            o = self._ownership(node_type)
-            self._check_range(arr, o)
-        except errors.Error as e:
-            bad = e
-        # Split: peer-owned ids (deduplicated, grouped by owner) and everything else.
-        if bad is None:
-            own = o.owner[arr]
-            peer = (own >= 0) & (own != me)
-        else:
-            peer = np.zeros(n, dtype=bool)
-        peer_pos = np.flatnonzero(peer)
-        local_pos = np.flatnonzero(~peer)
-        if distinct:
-            uniq, inverse = arr[peer_pos], np.arange(peer_pos.size)
-            uowner = own[peer_pos].astype(np.int64)
-        else:
-            uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
-            uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
-        order = np.argsort(uowner, kind="stable")
-        send_ids = uniq[order]
-        where = np.empty(order.shape[0], dtype=np.int64)
-        where[order] = np.arange(order.shape[0])  # unique id j is send_ids[where[j]]
-        send_counts = np.bincount(uowner, minlength=w).astype(np.int64)
-
-        # The local rows, on a worker thread while the exchange runs.
-        out_dev = self._out_device(ids_)
-        local_ids = torch.from_numpy(arr[local_pos])
-        local = None
-        if bad is None and local_pos.size:
-            if local_gather is None:
-                local = self._pool.submit(self._local_gather, local_ids, o.node_type)
-            else:
-                local = self._pool.submit(local_gather, arr, o.node_type)
-        t_split = time.perf_counter()
-        yield  # the rest under the exchange lock, in turn
-        if self._failed is not None:
-            if local is not None:
-                local.result()
-            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
-        self._seq += 1
-        t_turn = time.perf_counter()
-
-        # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
-        # so every rank knows what moves and all ranks skip the rest alike when nothing does.
-        xdev = self._xdevice
-        mine = _to_device(np.append(send_counts, [1 if bad is not None else 0, o.index if o is not None else -1]), xdev)
-        table = torch.empty(w * (w + 2), dtype=torch.int64, device=xdev)
-        self._collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self._group, async_op=True))
-        table_h = table.cpu().numpy().reshape(w, w + 2)
-        t_counts = t_ids = t_serve = time.perf_counter()
-        failed = np.flatnonzero(table_h[:, w])
-        mixed = np.flatnonzero(table_h[:, w + 1] != table_h[me, w + 1])
-        if failed.size or mixed.size:
-            if local is not None:
-                local.result()
-            if bad is not None:
-                raise bad
-            if failed.size:
-                raise errors.PeerError(
-                    f"tierfs: rank {me}: gather #{self._seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
-                )
-            names = list(self.types["node_types"])
-            r = int(mixed[0])
-            raise errors.PeerError(
-                f"tierfs: rank {me}: gather #{self._seq} skipped: rank {r} gathered node type {names[int(table_h[r, w + 1])]!r} in it, "
-                f"this rank {o.node_type!r}; every rank must gather the same node types in the same order"
-            )
-        recv_counts = table_h[:, me]  # ids each rank asks of me
-        rb = o.row_bytes
-        recv_rows = torch.empty((int(send_counts.sum()), rb), dtype=torch.uint8, device=xdev)
-        served = 0
-        if table_h[:, :w].sum():
-            # 2. The ids, each rank's to its owners.
-            asked = torch.empty(int(recv_counts.sum()), dtype=torch.int64, device=xdev)
-            send = _to_device(send_ids, xdev)
-            self._collective("the ids", lambda: dist.all_to_all_single(
-                asked, send, recv_counts.tolist(), send_counts.tolist(), group=self._group, async_op=True))
-            t_ids = time.perf_counter()
-            # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
-            served = int(asked.shape[0])
-            rows = Store.gather(self, asked, node_type=o.node_type) if served else None  # CUDA ids on NCCL: split on the GPU
-            rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
-            rows_x = rows_u8.to(xdev)
-            t_serve = time.perf_counter()
-            self._collective("the rows", lambda: dist.all_to_all_single(
-                recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self._group, async_op=True))
-        t_x = time.perf_counter()
-        local_rows = None
-        if local is not None:
-            local_rows, event = local.result()
-            if event is not None:  # rows made on the worker thread's stream, used on this one
-                here = torch.cuda.current_stream(local_rows.device)
-                here.wait_event(event)
-                local_rows.record_stream(here)
-        t_local = time.perf_counter()
-
-        # Assemble in the order of the ids; on a GPU the positions go up in one copy from pinned
-        # memory (a pageable copy would block this thread until the stream's earlier work ends).
-        dev = torch.device(out_dev or "cpu")
-        positions = _to_device(np.concatenate([local_pos, peer_pos, where[inverse]]), dev)
-        lp, pp, take = positions[: local_pos.size], positions[local_pos.size : n], positions[n:]
-        if local_rows is not None and local_gather is not None:  # a row for every id: the peer rows go in place
-            result = local_rows.reshape(n, -1).view(torch.uint8).to(dev)
-        else:
-            result = torch.empty((n, rb), dtype=torch.uint8, device=dev)
-        if local_rows is not None and local_gather is None:
-            result[lp] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(dev)
-        if peer_pos.size:
-            result[pp] = recv_rows[take.to(recv_rows.device)].to(result.device)
-        self._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
-                    peer_unique_rows=int(send_ids.size), peer_bytes_received=int(send_ids.size) * rb,
-                    peer_rows_served=served, peer_bytes_sent=served * rb,
-                    exchange_s=(t_split - t0) + (t_x - t_turn), local_s=time.perf_counter() - t0, split_s=t_split - t0, counts_s=t_counts - t_turn,
-                    ids_s=t_ids - t_counts, serve_s=t_serve - t_ids, rows_s=t_x - t_serve, local_wait_s=t_local - t_x,
-                    assemble_s=time.perf_counter() - t_local)
-        return self._finish(result, ids_, out_dev, out, o)
-
-    def _exchange_now(self, start: Callable[[], Generator[None, None, Any]]) -> Any:
-        """Runs the exchanged gather ``start()`` (:meth:`_exchanged_gather`): its split and local
-        gather at once, its exchange under the lock."""
-        steps = start()
-        next(steps)
-        with self._xlock:
-            return _last_step(steps)
-
-    def _exchange_in_turn(self, turn: _Turnstile, i: int, starts: Dict[Any, Callable[[], Generator[None, None, Any]]]) -> Dict[Any, Any]:
-        """Runs the exchanged gathers ``starts`` (:meth:`_exchanged_gather`) as batch ``i`` of a
-        loader epoch: every split and local gather at once, then, after batch ``i - 1`` of the
-        epoch exchanged (any thread), the exchanges under the lock in the dict's order; returns
-        their results by key."""
-        steps: Dict[Any, Any] = {}
-        early: Optional[BaseException] = None
-        try:
-            for k, start in starts.items():
-                steps[k] = start()
-                next(steps[k])
-        except BaseException as e:  # raised in turn, as the exchange's own errors are
-            early = e
-        turn.wait(i)
-        try:
-            if early is not None:
-                raise early
-            with self._xlock:
-                return {k: _last_step(s) for k, s in steps.items()}
-        finally:
-            turn.done(i)
-
-    def _finish(self, raw: Any, ids_: Any, out_dev: Any, out: Any, o: "_Ownership") -> Any:
-        """raw (n, row_bytes) uint8 rows as Store.gather returns them (kind, dtype, shape, out)."""
-        torch = _torch()
-        shape = (o.dim,) if ids_.scalar else (raw.shape[0], o.dim)
-        np_dtype = _NUMPY_DTYPES[o.dtype_name]
-        if out_dev is None:  # numpy
-            result = raw.numpy().view(np_dtype).reshape(shape)
-        else:
-            result = raw.view(getattr(torch, o.dtype_name)).reshape(shape)
-        if out is None:
-            return result
-        self._check_out(out, shape, np_dtype, o.dtype_name)
-        if isinstance(out, np.ndarray):
-            out[...] = result if isinstance(result, np.ndarray) else result.cpu().numpy()
-        else:
-            out.copy_(torch.as_tensor(result) if isinstance(result, np.ndarray) else result)
-        return out
-
     # placement and stats ---------------------------------------------------------------
 
     def place(
@@ -886,8 +662,7 @@ class DistributedStore(Store):
             tierfs.PeerError: a rank failed or died meanwhile (naming it).
         """
         t0 = time.perf_counter()
-        if self._failed is not None:
-            raise errors.PeerError(f"{self._failed} (the store is unusable since; restart the job)")
+        self._peers.check()
         names = self._feature_types()
         profile = fanouts is not None or batch_size is not None or batches is not None or seeds is not None
         counts: Dict[str, np.ndarray] = {}
@@ -1198,24 +973,6 @@ class DistributedStore(Store):
         return base[:-1] + f" rank={self._rank}/{self._world} cache_mode={self._cache_mode}>"
 
 
-def _last_step(steps: Generator[None, None, Any]) -> Any:
-    """Runs an exchanged gather's second step (:meth:`DistributedStore._exchanged_gather`) and returns its result."""
-    try:
-        next(steps)
-    except StopIteration as done:
-        return done.value
-    raise AssertionError("an exchanged gather yields once")
-
-
-def _to_device(a: np.ndarray, device: Any) -> Any:
-    """The int64 numpy array a as a tensor on device, copied there from pinned memory without
-    blocking the calling thread (ordered on the current stream)."""
-    t = _torch().from_numpy(np.ascontiguousarray(a, dtype=np.int64))
-    if device.type != "cuda":
-        return t
-    return t.pin_memory().to(device, non_blocking=True)
-
-
 class DistributedPlannedEpochs(PlannedEpochs):
     """One rank's plan on a :class:`DistributedStore` (:meth:`DistributedStore.plan_epochs`).
     In shared mode :meth:`gather` and :meth:`gather_device` are collectives, as the store's
@@ -1229,14 +986,14 @@ class DistributedPlannedEpochs(PlannedEpochs):
         store = self._store
         if not store._exchange:
             return super().gather(epoch, batch, nodes, out, node_type)
-        return store._exchange_now(lambda: store._exchanged_gather(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True))
+        return store._peers.now(lambda: store._peers.gather(nodes, out, node_type, self._local(epoch, batch, device=False), distinct=True))
 
     def gather_device(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """:meth:`gather` into a CUDA tensor on the store's device (:meth:`PlannedEpochs.gather_device`)."""
         store = self._store
         if not store._exchange:
             return super().gather_device(epoch, batch, nodes, out, node_type)
-        return store._exchange_now(lambda: store._exchanged_gather(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True))
+        return store._peers.now(lambda: store._peers.gather(nodes, out, node_type, self._local(epoch, batch, device=True), distinct=True))
 
     def _gather_in_turn(self, epoch: int, batch: int, nodes_by_type: Dict[Optional[str], Any], device: bool,
                         turn: Optional[_Turnstile]) -> Dict[Optional[str], Any]:
@@ -1246,11 +1003,11 @@ class DistributedPlannedEpochs(PlannedEpochs):
         store = self._store
         if not store._exchange or turn is None:
             return {t: read(epoch, batch, ids, node_type=t) for t, ids in nodes_by_type.items()}
-        return store._exchange_in_turn(turn, batch, {t: functools.partial(store._exchanged_gather, ids, None, t, self._local(epoch, batch, device),
+        return store._peers.in_turn(turn, batch, {t: functools.partial(store._peers.gather, ids, None, t, self._local(epoch, batch, device),
                                                                            distinct=True) for t, ids in nodes_by_type.items()})
 
     def _local(self, epoch: int, batch: int, device: bool) -> Callable[[np.ndarray, str], tuple]:
-        """The local gather of :meth:`DistributedStore._exchanged_gather` for batch ``batch`` of
+        """The local gather of :meth:`tierfs.exchange.PeerExchange.gather` for batch ``batch`` of
         ``epoch``: every row of the batch's ids from the plan, the peer-owned ones left unwritten."""
 
         def gather(ids: np.ndarray, node_type: str) -> tuple:
