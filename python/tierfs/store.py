@@ -1,6 +1,8 @@
-"""Store and Sampler: the numpy/torch face of the C API (capi/tierfs.h). Made by
-:func:`tierfs.open` (``_open.py``, which also opens distributed stores); the ids and strings
-they pass are converted in ``_args.py``, samples copied out in ``_sample.py``.
+"""Store: the numpy/torch face of the C API (capi/tierfs.h). Made by :func:`tierfs.open`
+(``_open.py``, which also opens distributed stores); the ids and strings it passes are converted
+in ``_args.py``, samples copied out in ``_sample.py``. Its gathers are written in
+``storegather.py`` and its placement calls in ``storeplace.py`` (functions of a store that the
+class takes as its methods), its one-type sampler in ``sampler.py``.
 
 Every method makes a constant number of native calls per batch (a gather is one ``tfs_gather``),
 never one per node. ctypes releases the GIL during each call.
@@ -11,48 +13,24 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import threading
 from ctypes import byref, c_int64, c_void_p
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _native, _options, _util, errors
-from ._args import IdsLike, _c_str, _fanouts, _Ids, _ids, _torch
+from ._args import IdsLike, _c_str, _Ids, _ids, _torch
 from ._native import check, lib
-from ._progress import _progress_callback
 from ._sample import Sample
 from .epochs import PlannedEpochs
 from .sampler import Sampler
+from . import storeplace as _storeplace
+from . import storegather as _storegather
+from .storegather import _NUMPY_DTYPES, GatherFuture
 from .seedshare import SeedShare
-from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, fanouts_by_key, typed_csc, typed_labels, typed_split
+from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_csc, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
-
-
-# numpy dtype of each feature dtype. numpy itself has no bfloat16: numpy outputs are
-# ml_dtypes.bfloat16 arrays where ml_dtypes is installed (``pip install ml_dtypes``), else uint16
-# holding the bits (``.view(torch.bfloat16)`` on ``torch.from_numpy`` of it gives the values).
-def _bfloat16_numpy() -> np.dtype:
-    try:
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    except ImportError:
-        return np.dtype(np.uint16)
-
-
-_NUMPY_DTYPES = {
-    "float32": np.dtype(np.float32),
-    "float16": np.dtype(np.float16),
-    "bfloat16": _bfloat16_numpy(),
-    "float64": np.dtype(np.float64),
-    "int8": np.dtype(np.int8),
-    "uint8": np.dtype(np.uint8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-}
 
 
 # Store -------------------------------------------------------------------------------------
@@ -259,170 +237,18 @@ class Store:
 
     # gather ----------------------------------------------------------------------------
 
-    def gather(
-        self,
-        ids: IdsLike,
-        out: Any = None,
-        feature: Optional[str] = None,
-        node_type: Optional[str] = None,
-        edge_type: Optional[EdgeType] = None,
-    ) -> Any:
-        """Feature rows of ``ids``: an ``(n, dim)`` array, ``out[i] = row(ids[i])``.
-
-        One native call for the whole batch; ids may repeat and come in any order.
-
-        Args:
-            ids: a 1-D integer numpy array, torch tensor (CPU or CUDA), list of ints, or one int
-                (then the result is the ``(dim,)`` row).
-            out: optional preallocated, C-contiguous buffer of shape ``(n, dim)`` and the store's
-                dtype (numpy: :attr:`dtype`; torch: :attr:`torch_dtype`), on the host or a CUDA
-                device; rows are written there and ``out`` is returned.
-            feature: another feature of the dataset (see :attr:`features`): a node feature by
-                node ids, or an edge feature by edge ids (``Sample.e_id``). Its rows are read
-                from disk through the store's IO stacks, uncached (only the store's own feature
-                has tiers), and land on the host (then on the device the result goes to); a
-                scalar feature (edge weights) gives shape ``(n,)``; ``out`` must be a host
-                array. None (or the store's feature name) is the store's feature.
-            node_type: in a dataset of several node types (see :attr:`node_types`), the type
-                ``ids`` are ids of (local ids, as PyG's); its default feature (``feature=None``)
-                goes through that type's memory tiers, on the GPU for CUDA ids of a CUDA store.
-                None is the store's own type (the first with features).
-            edge_type: with ``feature``, an edge feature of that edge type (``(src, rel, dst)``
-                or ``"src:rel:dst"``) by its edge ids (``HeteroSample.edge``).
-
-        Returns:
-            numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on
-            a CUDA store: on the store's device); lists give numpy arrays. On a store opened with
-            ``device="cuda:N"`` the result is always a CUDA tensor.
-
-        Raises:
-            IndexError/ValueError (tierfs.OutOfRangeError): an id outside ``[0, num_nodes)``.
-            TypeError (tierfs.DTypeError): ids that are not integers, or ``out`` of another dtype.
-            tierfs.ClosedError: the store is closed.
-            KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
-        """
-        h = self._h()
-        if edge_type is not None or (node_type is not None and node_type != self.node_type):
-            return self._gather_typed(h, ids, out, feature, node_type, edge_type)
-        if feature is not None and feature != self.feature_name:
-            return self._gather_feature(h, feature, ids, out)
-        done = self._gather_device_ids(h, ids, out)
-        if done is not None:
-            return done
-        ids_ = _ids(ids)
-        n = ids_.array.shape[0]
-        shape = (self._dim,) if ids_.scalar else (n, self._dim)
-        if out is not None:
-            self._check_out(out, shape)
-            if isinstance(out, np.ndarray):
-                self._gather_host(h, ids_.array, out)
-            elif out.device.type == "cpu":
-                self._gather_host(h, ids_.array, out)
-            else:
-                self._gather_cuda(h, ids_.array, out)
-            return out
-        dev = self._out_device(ids_)
-        if dev is None:
-            result = np.empty(shape, dtype=self._np_dtype)
-            self._gather_host(h, ids_.array, result)
-            return result
-        torch = _torch()
-        if dev.type == "cpu":
-            result = torch.empty(shape, dtype=self.torch_dtype)
-            self._gather_host(h, ids_.array, result)
-            return result
-        result = torch.empty(shape, dtype=self.torch_dtype, device=dev)
-        self._gather_cuda(h, ids_.array, result)
-        return result
-
-    def _gather_feature(self, h: int, name: str, ids: IdsLike, out: Any) -> Any:
-        """gather of a feature other than the store's: one tfs_gather_feature into host memory."""
-        info = self.features.get(name) if isinstance(name, str) else None
-        if info is None:
-            if not isinstance(name, str):
-                raise errors.DTypeError(f"feature must be a str, got {type(name).__name__}")
-            raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no feature {name!r} (it has {', '.join(self.features)})")
-        name_c = _c_str(name, "feature")
-        return self._gather_rows(name, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_feature(h, name_c, ids_p, n, dst, nbytes))
-
-    def _gather_rows(self, name: str, info: Dict[str, Any], ids: IdsLike, out: Any, call: Any) -> Any:
-        """Rows of ``ids`` of the feature ``info`` describes, written to the host by
-        ``call(ids, n, dst, dst_bytes)`` (one native call), then moved where gather's result goes."""
-        ids_ = _ids(ids)
-        n = ids_.array.shape[0]
-        dtype_name = info["dtype"]
-        if dtype_name not in _NUMPY_DTYPES:
-            raise errors.VersionError(f"tierfs: feature {name!r} has dtype {dtype_name!r}, not known to this package")
-        row = () if info["scalar"] else (int(info["dim"]),)
-        shape = row if ids_.scalar else (n,) + row
-        np_dtype = _NUMPY_DTYPES[dtype_name]
-        if out is not None:
-            if _util.is_tensor(out) and out.device.type != "cpu":
-                raise errors.InvalidArgumentError(f"out for feature {name!r} must be in host memory (its rows are read from disk to the host)")
-            self._check_out(out, shape, np_dtype, dtype_name)
-            result = out
-        else:
-            dev = self._out_device(ids_)
-            if dev is None:
-                result = np.empty(shape, dtype=np_dtype)
-            else:
-                result = _torch().empty(shape, dtype=getattr(_torch(), dtype_name))
-        if n:
-            check(call(ids_.array.ctypes.data, n, _native.addr(result), n * int(info["row_bytes"])))
-        if out is None and _util.is_tensor(result):
-            dev = self._out_device(ids_)
-            if dev is not None and dev.type != "cpu":
-                result = result.to(dev)
-        return result
-
-    def _gather_typed(self, h: int, ids: IdsLike, out: Any, feature: Optional[str], node_type: Optional[str], edge_type: Optional[EdgeType]) -> Any:
-        """gather of a node type's or an edge type's feature: one tfs_gather_typed (or, for CUDA
-        ids of a type's default feature, tfs_gather_typed_device_ids) or tfs_gather_edge_feature."""
-        if edge_type is not None:
-            if node_type is not None:
-                raise errors.InvalidArgumentError("tierfs: gather takes node_type or edge_type, not both")
-            if feature is None:
-                raise errors.InvalidArgumentError("tierfs: gather with edge_type needs feature=, the edge feature's name")
-            key = edge_type_key(edge_type)
-            info = self._edge_type_info(key)["features"].get(feature)
-            if info is None:
-                raise errors.KeyNotFoundError(f"tierfs: edge type {edge_type_tuple(key)} has no feature {feature!r} (it has {', '.join(self._edge_type_info(key)['features']) or 'none'})")
-            key_c, name_c = key.encode(), _c_str(feature, "feature")
-            return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_edge_feature(h, key_c, name_c, ids_p, n, dst, nbytes))
-        t = self._node_type_info(node_type)
-        feats = t["features"]
-        if feature is None:
-            feature = next((name for name, f in feats.items() if f["default"]), None)
-            if feature is None:
-                raise errors.KeyNotFoundError(f"tierfs: node type {node_type!r} has no features")
-        info = feats.get(feature) if isinstance(feature, str) else None
-        if info is None:
-            raise errors.KeyNotFoundError(f"tierfs: node type {node_type!r} has no feature {feature!r} (it has {', '.join(feats) or 'none'})")
-        nt_c, name_c = _c_str(node_type, "node_type"), _c_str(feature, "feature")
-        if info["default"] and out is None and self._device_type == "cuda" and _util.is_tensor(ids) and ids.is_cuda and ids.dim() == 1:
-            done = self._gather_typed_device_ids(h, nt_c, ids, info)
-            if done is not None:
-                return done
-        return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_typed(h, nt_c, name_c, ids_p, n, dst, nbytes))
-
-    def _gather_typed_device_ids(self, h: int, nt_c: bytes, ids: Any, info: Dict[str, Any]) -> Any:
-        """A type's default feature for CUDA ids on the GPU (its tier stack's split kernel), or
-        None where the library has no CUDA path."""
-        torch = _torch()
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            return None  # _ids raises the error
-        n = ids.shape[0]
-        out = torch.empty((n, int(info["dim"])), dtype=getattr(torch, info["dtype"]), device=ids.device)
-        if n == 0:
-            return out
-        t = ids.to(torch.int64).contiguous()
-        status = lib.tfs_gather_typed_device_ids(h, nt_c, t.data_ptr(), n, out.data_ptr(), n * int(info["row_bytes"]), torch.cuda.current_stream(ids.device).cuda_stream)
-        if status == errors.ENOTSUP:
-            return None
-        check(status)
-        if t is not ids:
-            t.record_stream(torch.cuda.current_stream(ids.device))
-        return out
+    gather = _storegather.gather
+    _gather_feature = _storegather._gather_feature
+    _gather_rows = _storegather._gather_rows
+    _gather_typed = _storegather._gather_typed
+    _gather_typed_device_ids = _storegather._gather_typed_device_ids
+    gather_async = _storegather.gather_async
+    _gather_for_future = _storegather._gather_for_future
+    _check_out = _storegather._check_out
+    _gather_host = _storegather._gather_host
+    _gather_device_ids = _storegather._gather_device_ids
+    _cuda_ids_setup = _storegather._cuda_ids_setup
+    _gather_cuda = _storegather._gather_cuda
 
     # types ---------------------------------------------------------------------------------
 
@@ -513,125 +339,6 @@ class Store:
         features (PyG's ``Data`` without ``x``), which serves its topology, labels, splits and
         edge features, and whose ``gather(ids)`` raises :class:`tierfs.KeyNotFoundError`."""
         return next((name for name, f in self.features.items() if f["default"]), None)
-
-    def gather_async(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> "GatherFuture":
-        """Starts :meth:`gather` of ``ids`` (into ``out``) on a background thread and returns at
-        once a :class:`GatherFuture`; its ``wait()`` returns what ``gather`` would (as GraphBolt's
-        ``read_async`` and kvikio's ``IOFuture``). The ids are copied before this returns, so the
-        caller may reuse them; ``out`` must stay alive until ``wait()``. Errors are raised by
-        ``wait()``. On a CUDA store the rows are ordered before work the caller's current stream
-        queues after ``wait()``."""
-        ids_ = _ids(ids)
-        frozen: Any = ids_.array.copy()
-        if ids_.scalar:
-            frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
-        elif ids_.kind == "torch":  # back on the ids' device, so the result lands where gather's would
-            frozen = _torch().from_numpy(frozen).to(ids_.device)
-        return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out, feature), self._device_type == "cuda")
-
-    def _gather_for_future(self, ids: Any, out: Any, feature: Optional[str] = None) -> tuple:
-        rows = self.gather(ids, out, feature)
-        event = None
-        if _util.is_tensor(rows) and rows.is_cuda:
-            torch = _torch()
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(rows.device))
-        return rows, event
-
-    def _check_out(self, out: Any, shape: tuple, np_dtype: Any = None, dtype_name: Optional[str] = None) -> None:
-        np_dtype = self._np_dtype if np_dtype is None else np_dtype
-        dtype_name = self._dtype_name if dtype_name is None else dtype_name
-        if isinstance(out, np.ndarray):
-            if out.dtype != np_dtype and not (dtype_name == "bfloat16" and out.dtype == np.uint16):
-                raise errors.DTypeError(f"out has dtype {out.dtype}; the rows are {np_dtype} ({dtype_name})")
-            if not out.flags.c_contiguous or not out.flags.writeable:
-                raise errors.InvalidArgumentError("out must be a C-contiguous, writeable array")
-            got = out.shape
-        elif _util.is_tensor(out):
-            if out.dtype != getattr(_torch(), dtype_name):
-                raise errors.DTypeError(f"out has dtype {out.dtype}; the rows are {getattr(_torch(), dtype_name)}")
-            if not out.is_contiguous():
-                raise errors.InvalidArgumentError("out must be a contiguous tensor")
-            if out.requires_grad:
-                raise errors.InvalidArgumentError("out must not require grad")
-            got = tuple(out.shape)
-        else:
-            raise errors.DTypeError(f"out must be a numpy array or a torch tensor, got {type(out).__name__}")
-        if tuple(got) != tuple(shape):
-            raise errors.InvalidArgumentError(f"out has shape {tuple(got)}; the gather needs {tuple(shape)}")
-
-    def _gather_host(self, h: int, ids: np.ndarray, out: Any) -> None:
-        n = ids.shape[0]
-        if n == 0:
-            return
-        check(lib.tfs_gather(h, ids.ctypes.data, n, _native.addr(out), n * self._row_bytes))
-
-    def _gather_device_ids(self, h: int, ids: Any, out: Any) -> Any:
-        """Gathers CUDA-tensor ids on this store's GPU without moving them to the host (split on
-        the GPU): the result, or None where this path does not apply. Per-batch cost matters
-        here (a small batch of cached rows takes microseconds), so what does not change is
-        looked up once."""
-        fast = self._cuda_ids
-        if fast is None:
-            fast = self._cuda_ids = self._cuda_ids_setup()
-        if fast is False or self._device_gather is False:
-            return None
-        torch, tensor_type, int64, dtype, device, raw_stream = fast
-        if not isinstance(ids, tensor_type) or not ids.is_cuda or ids.get_device() != device.index or ids.dim() != 1:
-            return None
-        if ids.dtype is not int64 and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
-            return None  # _ids raises the error
-        n = ids.shape[0]
-        if out is None:
-            out = torch.empty((n, self._dim), dtype=dtype, device=device)
-        else:
-            self._check_out(out, (n, self._dim))
-            if not isinstance(out, tensor_type) or out.device != device:
-                return None
-        if n == 0:
-            return out
-        t = ids if ids.dtype is int64 and ids.is_contiguous() else ids.to(int64).contiguous()
-        status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, raw_stream(device.index))
-        if status:
-            if status == errors.ENOTSUP:
-                self._device_gather = False
-                return None
-            check(status)
-        self._device_gather = True
-        if t is not ids:  # the kernel may still read the converted copy
-            t.record_stream(torch.cuda.current_stream(device))
-        return out
-
-    def _cuda_ids_setup(self) -> Any:
-        """What _gather_device_ids needs, or False where CUDA-tensor ids cannot be gathered on
-        the GPU (a CPU store, no torch)."""
-        torch = _util.torch_module()
-        if self._device_type != "cuda" or torch is None:
-            return False
-        getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if getter is None:
-            def getter(index: int) -> int:
-                return torch.cuda.current_stream(index).cuda_stream
-        return (torch, torch.Tensor, torch.int64, self.torch_dtype, torch.device("cuda", self._device_index), getter)
-
-    def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
-        n = ids.shape[0]
-        if n == 0:
-            return
-        torch = _torch()
-        if self._device_gather is not False:
-            stream = torch.cuda.current_stream(out.device).cuda_stream
-            status = lib.tfs_gather_device(h, ids.ctypes.data, n, out.data_ptr(), n * self._row_bytes, stream)
-            if status == 0:
-                self._device_gather = True
-                return
-            if status != errors.ENOTSUP:
-                check(status)
-            self._device_gather = False
-        # No CUDA path in the library: gather into pinned host memory, copy asynchronously.
-        staging = torch.empty(tuple(out.shape), dtype=out.dtype, pin_memory=True)
-        self._gather_host(h, ids, staging)
-        out.copy_(staging, non_blocking=True)
 
     # labels and splits -----------------------------------------------------------------
 
@@ -885,212 +592,12 @@ class Store:
 
     # placement, stats, mount -----------------------------------------------------------
 
-    def place(
-        self,
-        hotness: Optional[Any] = None,
-        *,
-        fanouts: Optional[Sequence[int]] = None,
-        batch_size: Optional[int] = None,
-        policy: str = "unified",
-        epochs: Optional[int] = None,
-        batches: Optional[int] = None,
-        recompute: bool = False,
-        host_bytes: Optional[int] = None,
-        gpu_bytes: Optional[int] = None,
-        progress: Any = None,
-        node_type: Optional[str] = None,
-        seed: int = 0,
-    ) -> Optional[Dict[str, Any]]:
-        """Refills the host tier by ``hotness`` (one count per node, higher is hotter; values
-        are clipped to uint32), or by in-degree when None. Waits for running gathers and blocks
-        new ones while it runs.
-
-        With ``fanouts`` (and ``batch_size``) it places topology and features together instead,
-        as ``tierfs place``: it loads the placement saved in the dataset directory when it was
-        made for the dataset as it is and for these inputs, otherwise profiles ``epochs`` epochs
-        of the train split (else of every node), each in a fresh order as a loader visits them
-        (None: until the held-out estimate converges, at most 8; ``batches`` profiles that many
-        batches instead), plans under
-        ``policy`` ("unified", "unified-pcie", "topology-first", "features-first", "degree",
-        "random", "none") and saves it there (``recompute`` forces this); then applies it to
-        this store. The budgets are the store's caches unless ``host_bytes`` / ``gpu_bytes``
-        are given. Returns the report as a dict (the JSON of ``tierfs place --json``):
-        ``source`` ("loaded", "replanned", "computed"), ``loaded``, ``file``, ``usage`` (per
-        kind and tier), ``comparison`` (per policy: ``pcie_bytes_per_batch``,
-        ``ssd_bytes_per_batch``, memory taken, ``chosen``), ...
-        ``progress`` (a planned placement only) is as :func:`tierfs.ingest`'s: True for a bar,
-        or ``callable(stage, done, total)``, called with ``("profile", batches sampled, batches
-        planned so far)``.
-
-        With ``fanouts`` a dict (a heterogeneous graph: ``{edge type: [per hop]}`` as
-        :meth:`sampler` takes), it profiles ``batches`` batches (default 100) of ``batch_size``
-        seeds of ``node_type``'s train split as a shuffling loader visits them, counts how often
-        each (type, row) is reached, and fills each type's GPU then host tier with its most
-        reached rows, within the type's share of the budgets (split by feature bytes). Returns
-        ``{"batches", "seconds", "node_types": {type: {"rows_reached", "memory_rows",
-        "reached_in_memory"}}}``. The placement is not saved.
-
-        Raises:
-            ValueError (tierfs.InvalidArgumentError): hotness together with fanouts, fanouts
-                without batch_size, a bad policy, budget or size, or a plan whose feature rows
-                do not fit the store's caches.
-        """
-        if isinstance(fanouts, dict):
-            if hotness is not None or batch_size is None:
-                raise errors.InvalidArgumentError("a heterogeneous placement needs fanouts and batch_size, and no hotness")
-            if policy != "unified" or epochs is not None or host_bytes is not None or gpu_bytes is not None or recompute:
-                raise errors.NotSupportedError("a heterogeneous placement profiles batches= batches and fills each type's share of the store's caches; policy, epochs, budgets and recompute are one-type options")
-            req_h = {
-                "node_type": node_type if node_type is not None else self.node_type,
-                "fanouts": fanouts_by_key(fanouts),
-                "batch_size": int(batch_size),
-                "batches": int(batches) if batches is not None else 100,
-                "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
-            }
-            request_h = json.dumps(req_h).encode()
-            h = self._h()
-            return _native.read_json(lambda buf, cap, needed: lib.tfs_place_hetero_json(h, request_h, buf, cap, needed))
-        if fanouts is not None or batch_size is not None:
-            if hotness is not None:
-                raise errors.InvalidArgumentError("give hotness or fanouts (a planned placement), not both")
-            if fanouts is None or batch_size is None:
-                raise errors.InvalidArgumentError("a planned placement needs both fanouts and batch_size")
-            req: Dict[str, Any] = dict(
-                fanouts=_fanouts(fanouts), batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
-            )
-            if epochs is not None:
-                req["epochs"] = int(epochs)
-            if batches is not None:
-                req["batches"] = int(batches)
-            if host_bytes is not None:
-                req["host_bytes"] = int(_util.parse_size(host_bytes)) if isinstance(host_bytes, str) else int(host_bytes)
-            if gpu_bytes is not None:
-                req["gpu_bytes"] = int(_util.parse_size(gpu_bytes)) if isinstance(gpu_bytes, str) else int(gpu_bytes)
-            request = json.dumps(req).encode()
-            h = self._h()
-            cb, errs = _progress_callback(progress)
-            if cb is None:
-                return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request, buf, cap, needed), 1 << 16)
-            report = _native.read_json(lambda buf, cap, needed: lib.tfs_place_json_progress(h, request, cb, None, buf, cap, needed), 1 << 16)
-            if errs:
-                raise errs[0]
-            return report
-        if progress is not None and progress is not False:
-            raise errors.InvalidArgumentError("progress is for a planned placement (fanouts and batch_size); placing by hotness is one quick pass")
-        h = self._h()
-        if hotness is None:
-            check(lib.tfs_place(h, None, 0))
-            return
-        arr = self._hotness_array(hotness)
-        check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
-
-    def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str] = None) -> np.ndarray:
-        """The (at most) ``k`` node ids :meth:`place` would put in memory, hottest first (int64
-        numpy array): ranked by ``hotness`` (one count per node, ties to the smaller id), or
-        when None by the applied placement (``place(fanouts=...)``), else by in-degree (in a
-        dataset of several types: by how often the type's nodes are neighbors). With
-        ``node_type``, that type's tier stack and ids (``hotness`` one count per node of it).
-        One native call; :mod:`tierfs.distributed` decides ownership from this order."""
-        h = self._h()
-        k = int(k)
-        if k < 0:
-            raise errors.InvalidArgumentError(f"hottest: k = {k} is negative")
-        typed = node_type is not None and node_type != self.node_type
-        rows = self.num_nodes_of(node_type) if typed else self._num_nodes
-        k = min(k, rows)
-        hot = None if hotness is None else self._hotness_array(hotness, rows, node_type if typed else None)
-        out = np.empty(k, dtype=np.int64)
-        count = c_int64(0)
-        hot_p, hot_n = (None, 0) if hot is None else (hot.ctypes.data, hot.shape[0])
-        if typed:
-            check(lib.tfs_hottest_typed(h, _c_str(node_type, "node_type"), hot_p, hot_n, k, out.ctypes.data, byref(count)))
-        else:
-            check(lib.tfs_hottest(h, hot_p, hot_n, k, out.ctypes.data, byref(count)))
-        return out[: count.value]
-
-    def profile_reads(
-        self, fanouts: Any, batch_size: int, batches: Optional[int] = None, seeds: Optional[IdsLike] = None,
-        seed: int = 0, replace: bool = False, node_type: Optional[str] = None,
-    ) -> Any:
-        """How often a loader's batches read each feature row (one uint32 count per node),
-        placing nothing: pre-samples ``batches`` batches of ``batch_size`` ``seeds`` (None: the
-        train split, else every node) with ``fanouts``, the first epoch in the order given and
-        later ones reshuffled (None: one epoch), and counts for each node the batches that read
-        its row, seeds included. These are the counts :meth:`place` (``fanouts=``) plans from;
-        :meth:`tierfs.DistributedStore.place` sums every rank's counts of its own seeds. ``seed``
-        seeds the sampling. One native call (``tfs_profile_reads``).
-
-        With ``fanouts`` a dict (a graph of several types: ``{edge type: [per hop]}`` as
-        :meth:`sampler` takes) the seeds are of ``node_type`` (None: the store's type; default
-        seeds its train split), sampled as :meth:`place` profiles them — full batches of a fresh
-        permutation per pass, as a shuffling loader with ``drop_last`` (None: one pass, at least
-        one batch) — and the result is ``{node type: counts}`` for every node type with features
-        (``tfs_profile_reads_hetero``).
-
-        Raises:
-            ValueError (tierfs.InvalidArgumentError): empty fanouts, batch_size or batches below
-                1, no seeds (the message names the argument).
-            IndexError (tierfs.OutOfRangeError): a seed out of range.
-        """
-        hetero = isinstance(fanouts, dict)
-        fo: Any = fanouts_by_key(fanouts) if hetero else _fanouts(fanouts)
-        if not fo:
-            raise errors.InvalidArgumentError("profile_reads: fanouts is empty; give one fanout per hop")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise errors.InvalidArgumentError(f"profile_reads: batch_size = {batch_size!r}; want a positive int")
-        if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
-            raise errors.InvalidArgumentError(f"profile_reads: batches = {batches!r}; want a positive int (None: one epoch of the seeds)")
-        nt = self.node_type if node_type is None else node_type
-        if seeds is None:
-            if hetero:
-                seeds = self.split("train", node_type=nt)
-            else:
-                seeds = self.split("train") if "train" in self.split_names else np.arange(self._num_nodes, dtype=np.int64)
-        arr = _ids(seeds, "seeds").array
-        if arr.shape[0] == 0:
-            raise errors.InvalidArgumentError("profile_reads: seeds is empty: no batches to profile")
-        req: Dict[str, Any] = dict(fanouts=fo, batch_size=int(batch_size), batches=int(batches or 0),
-                                   seed=int(seed) & 0xFFFFFFFFFFFFFFFF, replace=bool(replace))
-        if not hetero:
-            counts = np.empty(self._num_nodes, dtype=np.uint32)
-            check(lib.tfs_profile_reads(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), counts.ctypes.data, counts.shape[0]))
-            return counts
-        req["node_type"] = nt
-        infos = self.types["node_types"]
-        out = {t: np.zeros(int(info["count"]), dtype=np.uint32) for t, info in infos.items()
-               if any(f["default"] for f in info["features"].values())}
-        ptrs = (c_void_p * len(infos))(*[out[t].ctypes.data if t in out and out[t].shape[0] else None for t in infos])
-        lens = np.array([int(info["count"]) for info in infos.values()], dtype=np.int64)
-        check(lib.tfs_profile_reads_hetero(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), ptrs, lens.ctypes.data, len(infos)))
-        return out
-
-    def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
-        """Refills the memory tiers (of ``node_type``'s tier stack; None: the store's own) with
-        ``ids`` in the order given: the GPU tier takes the first rows it holds, the host tier the
-        next; ids beyond both are not cached. The ids must be distinct and in range. Waits for
-        running gathers and blocks new ones while it runs."""
-        h = self._h()
-        arr = _ids(ids, "place_ids ids").array
-        ptr = arr.ctypes.data if arr.shape[0] else None
-        if node_type is not None and node_type != self.node_type:
-            self._node_type_info(node_type)
-            check(lib.tfs_place_ids_typed(h, _c_str(node_type, "node_type"), ptr, arr.shape[0]))
-            return
-        check(lib.tfs_place_ids(h, ptr, arr.shape[0]))
-
-    def _hotness_array(self, hotness: Any, rows: Optional[int] = None, node_type: Optional[str] = None) -> np.ndarray:
-        rows = self._num_nodes if rows is None else rows
-        if _util.is_tensor(hotness):
-            hotness = hotness.detach().cpu().numpy()
-        arr = np.asarray(hotness)
-        if arr.ndim != 1 or arr.shape[0] != rows:
-            of = "" if node_type is None else f" of node type {node_type!r}"
-            raise errors.InvalidArgumentError(f"hotness must have one entry per node{of} ({rows}), got shape {arr.shape}")
-        if arr.dtype != np.uint32:
-            if arr.dtype.kind not in "iuf":
-                raise errors.DTypeError(f"hotness must be numbers, got {arr.dtype}")
-            arr = np.clip(arr, 0, np.iinfo(np.uint32).max).astype(np.uint32)
-        return np.ascontiguousarray(arr)
+    place = _storeplace.place
+    hottest = _storeplace.hottest
+    profile_reads = _storeplace.profile_reads
+    place_ids = _storeplace.place_ids
+    _hotness_array = _storeplace._hotness_array
+    advise = _storeplace.advise
 
     def stats(self) -> Dict[str, Any]:
         """Counters since open, as a dict: ``gathers``, ``rows_gathered``, per-tier
@@ -1100,74 +607,6 @@ class Store:
         types), and ``node_types`` holds each type's own."""
         h = self._h()
         return _native.read_json(lambda buf, cap, needed: lib.tfs_stats_json(h, buf, cap, needed))
-
-    def advise(
-        self,
-        fanouts: Sequence[int],
-        batch_size: int,
-        ssd_price: float,
-        machine_price: float,
-        *,
-        budget: Optional[float] = None,
-        max_ssds: int = 8,
-        measure: bool = False,
-        train_ms: float = 0.0,
-        ssd_iops: Optional[float] = None,
-        pcie_gbps: Optional[float] = None,
-        alpha_us: Optional[float] = None,
-        block_cost: Optional[float] = None,
-        batches: int = 20,
-        seed: int = 1,
-        replace: bool = False,
-        mode: Optional[str] = None,
-        current_ssds: Optional[int] = None,
-        check: bool = False,
-    ) -> Dict[str, Any]:
-        """How many SSDs to buy: Hyperion's throughput-per-dollar model, as ``tierfs advise``.
-
-        Runs this store's sampler and gather for ``batches`` batches of ``batch_size`` seeds
-        (its caches as they are), counts the rows and disk reads each tier serves per batch,
-        and predicts, for 1..``max_ssds`` SSDs, ``T_ssd = N_ssd / (IOPS * Q) + alpha``,
-        ``T_pcie = bytes / link throughput``, the batch time, seeds/s and TPC (seeds/s per unit
-        of price, ``ssd_price * Q + machine_price``). ``measure`` probes the disk and the host
-        memory path of this machine (about 2 s); otherwise throughputs come from ``ssd_iops``
-        (per SSD), ``pcie_gbps`` (GB/s), ``alpha_us`` and ``block_cost`` (the cost of each block
-        past a merged read's first, in single-block reads) or their defaults. ``check`` times
-        fresh batches afterwards and compares. Takes seconds; releases the GIL.
-
-        Returns the report as a dict (the JSON of ``tierfs advise --json``): ``configs`` (one
-        per SSD count: ``t_ssd_s``, ``t_pcie_s``, ``t_sample_s``, ``t_train_s``, ``t_batch_s``,
-        ``bottleneck``, ``seeds_per_s``, ``tpc``, ``price``, ``within_budget``),
-        ``recommended_ssds``, ``recommended``, ``current``, ``workload``, ``machine``,
-        ``prices``, ``formula``, ``notes`` and, with ``check``, ``check``.
-
-        Raises:
-            ValueError (tierfs.InvalidArgumentError): a zero or negative price, size or
-                throughput, or a budget that affords no configuration.
-        """
-        req: Dict[str, Any] = dict(
-            fanouts=_fanouts(fanouts),
-            batch_size=int(batch_size),
-            ssd_price=float(ssd_price),
-            machine_price=float(machine_price),
-            max_ssds=int(max_ssds),
-            measure=bool(measure),
-            train_ms=float(train_ms),
-            batches=int(batches),
-            seed=int(seed),
-            replace=bool(replace),
-            check=bool(check),
-        )
-        for key, val in (("budget", budget), ("ssd_iops", ssd_iops), ("pcie_gbps", pcie_gbps), ("alpha_us", alpha_us), ("block_cost", block_cost)):
-            if val is not None:
-                req[key] = float(val)
-        if mode is not None:
-            req["mode"] = str(mode)
-        if current_ssds is not None:
-            req["current_ssds"] = int(current_ssds)
-        request = json.dumps(req).encode()
-        h = self._h()
-        return _native.read_json(lambda buf, cap, needed: lib.tfs_advise_json(h, request, buf, cap, needed), 1 << 16)
 
     def mount(self, path: Union[str, os.PathLike]) -> None:
         """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live
@@ -1222,45 +661,3 @@ class Store:
             f"io={self._io_backend}",
         ]
         return f"<tierfs.Store {self._path!r} " + " ".join(parts) + ">"
-
-
-# Asynchronous gathers ---------------------------------------------------------------------
-
-_gather_executor: Optional[Any] = None
-_gather_executor_lock = threading.Lock()
-
-
-def _gather_pool() -> Any:
-    """The threads of gather_async (gathers release the GIL; four keep several in flight)."""
-    global _gather_executor  # pylint: disable=global-statement
-    with _gather_executor_lock:
-        if _gather_executor is None:
-            import concurrent.futures
-
-            _gather_executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tierfs-gather")
-        return _gather_executor
-
-
-class GatherFuture:
-    """A gather in flight (:meth:`Store.gather_async`)."""
-
-    __slots__ = ("_future", "_cuda")
-
-    def __init__(self, future: Any, cuda: bool) -> None:
-        self._future = future
-        self._cuda = cuda
-
-    def done(self) -> bool:
-        """Whether the gather has finished (then :meth:`wait` does not block)."""
-        return self._future.done()
-
-    def wait(self, timeout: Optional[float] = None) -> Any:
-        """The gathered rows, once they are in place; raises the gather's error, or
-        TimeoutError after ``timeout`` seconds."""
-        rows, event = self._future.result(timeout)
-        if event is not None:
-            _torch().cuda.current_stream(rows.device).wait_event(event)
-            rows.record_stream(_torch().cuda.current_stream(rows.device))
-        return rows
-
-    result = wait
