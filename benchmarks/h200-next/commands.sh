@@ -24,7 +24,7 @@ set -u
 source benchmarks/h200x2-2026-11-26/common.sh
 if [ "${1:-}" = ab ]; then
   mkdir -p /var/tmp/ab && ln -sfn /var/tmp/ds10m /var/tmp/ab/ds10000000  # common.sh made the dataset
-  NODES=10000000 BENCH_DIR=/var/tmp/ab ROUNDS="1 2 3" timeout 280 bash scripts/ab_homogeneous.sh build/old-a6d8f53.tar.xz $OUT/ab
+  NODES=10000000 BENCH_DIR=/var/tmp/ab ROUNDS="${ROUNDS:-1 2 3}" timeout ${AB_SECONDS:-280} bash scripts/ab_homogeneous.sh build/old-a6d8f53.tar.xz $OUT/ab
   exit
 fi
 if [ "${1:-}" != plan ]; then
