@@ -5,17 +5,59 @@ Shared by store (Sampler) and epochs (planned batches); it imports neither.
 
 from __future__ import annotations
 
+import threading
 from ctypes import byref, c_int32, c_int64, c_void_p
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from . import _util, errors
+from . import _native, _util, errors
 from ._args import _torch
 from ._native import check, lib, read_json
 
 __all__ = ["LinkSample", "Sample"]
+
+
+class _NativeSampler:
+    """What every sampler shares: its store and options, its native handle (``_handle``, used
+    under ``_lock``, one thread at a time) and the freeing of it by the library's ``_FREE``
+    function, once."""
+
+    _FREE = ""  # the library function that frees the handle
+
+    def __init__(self, store: Any, replace: bool, seed: int, workers: int) -> None:
+        self._store = store
+        self._replace = bool(replace)
+        self._seed = int(seed)
+        self._workers = int(workers)
+        self._lock = threading.Lock()
+        self._handle: Optional[int] = None
+
+    @property
+    def replace(self) -> bool:
+        return self._replace
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def store(self) -> Any:
+        return self._store
+
+    def close(self) -> None:
+        """Frees the native sampler; closing again does nothing."""
+        with self._lock:
+            h, self._handle = self._handle, None
+        if h is not None and not _native._forked:
+            getattr(lib, self._FREE)(h)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 @dataclass

@@ -14,7 +14,6 @@ This module imports neither store nor the front ends (store imports it).
 from __future__ import annotations
 
 import json
-import threading
 from ctypes import byref, c_void_p
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -24,7 +23,7 @@ import numpy as np
 from . import _native, errors
 from ._args import IdsLike, _c_str, _fanouts, _ids, _torch
 from ._native import check, lib
-from ._sample import _finish_link_labels, _link_labels, _neg_sampling
+from ._sample import _finish_link_labels, _link_labels, _NativeSampler, _neg_sampling
 
 if TYPE_CHECKING:  # annotations only: store imports this module
     from .store import Store
@@ -185,7 +184,7 @@ def fanouts_by_key(num_neighbors: Mapping[Any, Any]) -> Dict[str, List[int]]:
     return out
 
 
-class HeteroSampler:
+class HeteroSampler(_NativeSampler):
     """Uniform k-hop neighbor sampling of a heterogeneous graph in the core, fanouts per edge type
     and hop (PyG's dict ``num_neighbors``); see :meth:`Store.sampler`.
 
@@ -193,15 +192,12 @@ class HeteroSampler:
     (calls are serialized by a lock). Pickles as its store and options.
     """
 
+    _FREE = "tfs_hetero_sampler_free"
+
     def __init__(self, store: "Store", num_neighbors: Mapping[Any, Any], replace: bool = False, seed: int = 0, workers: int = 0):
+        super().__init__(store, replace, seed, workers)
         h = store._h()
-        self._store = store
         self._fanouts = fanouts_by_key(num_neighbors)
-        self._replace = bool(replace)
-        self._seed = int(seed)
-        self._workers = int(workers)
-        self._lock = threading.Lock()
-        self._handle: Optional[int] = None
         opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers})
         handle = c_void_p()
         check(lib.tfs_hetero_sampler_create(h, opts.encode(), byref(handle)))
@@ -212,20 +208,8 @@ class HeteroSampler:
         return {edge_type_tuple(k): list(v) for k, v in self._fanouts.items()}
 
     @property
-    def replace(self) -> bool:
-        return self._replace
-
-    @property
-    def seed(self) -> int:
-        return self._seed
-
-    @property
     def num_hops(self) -> int:
         return len(next(iter(self._fanouts.values()))) if self._fanouts else 0
-
-    @property
-    def store(self) -> "Store":
-        return self._store
 
     def sample(self, seeds: IdsLike, node_type: Optional[str] = None) -> HeteroSample:
         """Samples the k-hop in-neighborhood of ``seeds``, ids of ``node_type`` (PyG's
@@ -312,19 +296,6 @@ class HeteroSampler:
                     t = torch.from_numpy(np.ascontiguousarray(a))
                     setattr(out, name, t.to(dev, non_blocking=True) if dev is not None else t)
         return out
-
-    def close(self) -> None:
-        """Frees the native sampler; closing again does nothing."""
-        with self._lock:
-            h, self._handle = self._handle, None
-        if h is not None and not _native._forked:
-            lib.tfs_hetero_sampler_free(h)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __reduce__(self):
         return (HeteroSampler, (self._store, self.num_neighbors, self._replace, self._seed, self._workers))

@@ -4,16 +4,15 @@ node samples and link samples, one native call a batch."""
 from __future__ import annotations
 
 import json
-import threading
 from ctypes import byref, c_int32, c_void_p
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, List, Sequence, Union
 
 import numpy as np
 
 from . import _native, errors
 from ._args import IdsLike, _fanouts, _ids, _torch
 from ._native import check, lib
-from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
+from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _NativeSampler, _neg_sampling, _take_link_sample, _take_sample
 
 if TYPE_CHECKING:  # annotations only: store imports this module
     from .store import Store
@@ -21,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: store imports this module
 __all__ = ["Sampler"]
 
 
-class Sampler:
+class Sampler(_NativeSampler):
     """Uniform k-hop neighbor sampling in the core; see :meth:`Store.sampler`.
 
     One native sampling call per batch. A sampler is used by one thread at a time (calls from
@@ -29,16 +28,13 @@ class Sampler:
     sampling. Pickles as its store and options (its call counter starts again at 0).
     """
 
+    _FREE = "tfs_sampler_free"
+
     def __init__(self, store: Store, fanouts: Sequence[int], replace: bool = False, seed: int = 0, workers: int = 0):
+        super().__init__(store, replace, seed, workers)
         h = store._h()
         fanouts = _fanouts(fanouts)
-        self._store = store
         self._fanouts = fanouts
-        self._replace = bool(replace)
-        self._seed = int(seed)
-        self._workers = int(workers)
-        self._lock = threading.Lock()
-        self._handle: Optional[int] = None
         for i, f in enumerate(fanouts):
             _native.check_value(c_int32, f, f"fanouts[{i}]")
         arr = (c_int32 * len(fanouts))(*fanouts)
@@ -56,18 +52,6 @@ class Sampler:
     @property
     def fanouts(self) -> List[int]:
         return list(self._fanouts)
-
-    @property
-    def replace(self) -> bool:
-        return self._replace
-
-    @property
-    def seed(self) -> int:
-        return self._seed
-
-    @property
-    def store(self) -> Store:
-        return self._store
 
     def sample(self, seeds: IdsLike) -> Sample:
         """Samples the k-hop in-neighborhood of ``seeds`` (see :class:`Sample`).
@@ -147,19 +131,6 @@ class Sampler:
             out = [t.to(s_.device, non_blocking=True) for t in out]
             link = [None if t is None else t.to(s_.device, non_blocking=True) for t in link]
         return LinkSample(*out, *link)
-
-    def close(self) -> None:
-        """Frees the native sampler; closing again does nothing."""
-        with self._lock:
-            h, self._handle = self._handle, None
-        if h is not None and not _native._forked:
-            lib.tfs_sampler_free(h)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __reduce__(self):
         return (Sampler, (self._store, self._fanouts, self._replace, self._seed, self._workers))
