@@ -180,19 +180,11 @@ func (b *packedBufs) close() {
 // elsewhere (EpochOptions.Elsewhere) are left to the caller unless a memory tier holds them.
 func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr, stream uintptr) (BatchIO, error) {
 	var io BatchIO
-	done, err := p.enter()
+	done, pe, t, err := p.batchOfType(e, b, ntype)
 	if err != nil {
 		return io, err
 	}
 	defer done()
-	pe, err := p.planned(e, b)
-	if err != nil {
-		return io, err
-	}
-	t, err := p.src.packedType(ntype)
-	if err != nil {
-		return io, err
-	}
 	if err := p.checkNodes(e, b, pe, t, nodes); err != nil {
 		return io, err
 	}

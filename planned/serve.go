@@ -286,6 +286,22 @@ func (p *Epochs) planned(e, b int) (int, error) {
 	return k, nil
 }
 
+// batchOfType enters a call (done ends it) for batch b of epoch e, of the packed node type
+// ntype ("" for the only one): its planned epoch pe and the type's index t among the packed ones.
+func (p *Epochs) batchOfType(e, b int, ntype string) (done func(), pe, t int, err error) {
+	if done, err = p.enter(); err != nil {
+		return nil, 0, 0, err
+	}
+	if pe, err = p.planned(e, b); err == nil {
+		t, err = p.src.packedType(ntype)
+	}
+	if err != nil {
+		done()
+		return nil, 0, 0, err
+	}
+	return done, pe, t, nil
+}
+
 // Seeds are the seeds of batch b of epoch e (those of the planned epoch serving it: see
 // planned); of a link plan, the positions of its seed edges in EpochOptions.SeedEdges.
 func (p *Epochs) Seeds(e, b int) ([]int64, error) {
@@ -374,19 +390,11 @@ func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
 // its RowBytesOf. A type without features has no rows to gather (ErrNotFound).
 func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (BatchIO, error) {
 	var io BatchIO
-	done, err := p.enter()
+	done, pe, t, err := p.batchOfType(e, b, ntype)
 	if err != nil {
 		return io, err
 	}
 	defer done()
-	pe, err := p.planned(e, b)
-	if err != nil {
-		return io, err
-	}
-	t, err := p.src.packedType(ntype)
-	if err != nil {
-		return io, err
-	}
 	s := p.src.stacks[t]
 	leave, err := s.Internals().Enter()
 	if err != nil {
