@@ -189,21 +189,14 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 // inPlaceNodeTypes describes every node type's features as in-place features of its nodes
 // (HeteroOptions.FeaturesInPlace), refusing what cannot be, as inPlaceSpecs does for one type.
 func inPlaceNodeTypes(opt *HeteroOptions, nodes []openedNodeType) error {
-	if len(opt.DevicePaths) > 0 {
-		return fmt.Errorf("ingest: FeaturesInPlace with DevicePaths: an in-place feature stays in its one file, which cannot be striped over %s", strings.Join(opt.DevicePaths, ", "))
-	}
 	var specs []*dataset.FeatureSpec
 	for i := range nodes {
 		n := &nodes[i]
-		n.inPlace = map[string]dataset.FeatureSpec{}
-		for _, f := range n.features {
-			sp, err := newInPlaceSpec(f.in.Name, f.src, n.count)
-			if err != nil {
-				return typed(fmt.Sprintf("node type %q", n.in.Name), err)
-			}
-			n.inPlace[f.in.Name] = sp
-			specs = append(specs, &sp)
+		inPlace, of, err := inPlaceOfType(opt.DevicePaths, n.features, n.count)
+		if err != nil {
+			return typed(fmt.Sprintf("node type %q", n.in.Name), err)
 		}
+		n.inPlace, specs = inPlace, append(specs, of...)
 	}
 	if len(specs) == 0 {
 		return errors.New("ingest: FeaturesInPlace without node features to use in place")

@@ -290,34 +290,38 @@ func openInputs(opt *Options) (*openedInputs, error) {
 // inPlaceSpecs describes the node features of opt (features, "x", and nodeFeatures) as in-place
 // features of numNodes rows, by name (Options.FeaturesInPlace), refusing what cannot be.
 func inPlaceSpecs(opt *Options, features *featureSource, nodeFeatures []namedSource, numNodes int64) (map[string]dataset.FeatureSpec, error) {
-	if len(opt.DevicePaths) > 0 {
-		return nil, fmt.Errorf("ingest: FeaturesInPlace with DevicePaths: an in-place feature stays in its one file, which cannot be striped over %s", strings.Join(opt.DevicePaths, ", "))
+	if features != nil {
+		x := namedSource{FeatureInput{Name: featureName, Path: opt.Features}, features}
+		nodeFeatures = append([]namedSource{x}, nodeFeatures...)
 	}
-	if features == nil && len(nodeFeatures) == 0 {
+	if len(nodeFeatures) == 0 && len(opt.DevicePaths) == 0 {
 		return nil, errors.New("ingest: FeaturesInPlace without node features (Features or NodeFeatures) to use in place")
+	}
+	out, specs, err := inPlaceOfType(opt.DevicePaths, nodeFeatures, numNodes)
+	if err != nil {
+		return nil, err
+	}
+	return out, checkInPlace(opt.Out, specs)
+}
+
+// inPlaceOfType describes one type's node features (of count rows) as in-place features, by
+// name, refusing them beside devicePaths (an in-place feature stays in its one file). The
+// caller checks the files of every type together (checkInPlace).
+func inPlaceOfType(devicePaths []string, features []namedSource, count int64) (map[string]dataset.FeatureSpec, []*dataset.FeatureSpec, error) {
+	if len(devicePaths) > 0 {
+		return nil, nil, fmt.Errorf("ingest: FeaturesInPlace with DevicePaths: an in-place feature stays in its one file, which cannot be striped over %s", strings.Join(devicePaths, ", "))
 	}
 	out := map[string]dataset.FeatureSpec{}
 	var specs []*dataset.FeatureSpec
-	add := func(name string, src *featureSource) error {
-		sp, err := newInPlaceSpec(name, src, numNodes)
+	for _, f := range features {
+		sp, err := newInPlaceSpec(f.in.Name, f.src, count)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		out[name] = sp
+		out[f.in.Name] = sp
 		specs = append(specs, &sp)
-		return nil
 	}
-	if features != nil {
-		if err := add(featureName, features); err != nil {
-			return nil, err
-		}
-	}
-	for _, nf := range nodeFeatures {
-		if err := add(nf.in.Name, nf.src); err != nil {
-			return nil, err
-		}
-	}
-	return out, checkInPlace(opt.Out, specs)
+	return out, specs, nil
 }
 
 // args records the options in the manifest's Created.Args, as key=value.
