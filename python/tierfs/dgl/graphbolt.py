@@ -196,9 +196,9 @@ if gb is not None:
                         "tierfs.dgl.FeatureStore: a heterogeneous store keys every feature by its "
                         "own type and name; feature_name and type_name apply to one-type stores"
                     )
-                features = _hetero_features(store, label_name)
+                features = _columns(store, label_name)
             else:
-                features = _one_type_features(store, feature_name, label_name, type_name)
+                features = _columns(store, label_name, (feature_name, type_name))
             super().__init__(features)
 
         @property
@@ -233,52 +233,38 @@ if gb is not None:
         def __repr__(self) -> str:
             return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
 
-    def _one_type_features(store, feature_name, label_name, type_name):
-        """The columns of a homogeneous store, keyed as GraphBolt keys a homogeneous graph: its
-        default feature as ``feature_name``, every other node and edge feature by its own name."""
+    def _columns(store, label_name, one_type=None):
+        """The store's columns keyed as GraphBolt keys them: ``("node", ntype, name)`` for each
+        node type's features and labels, ``("edge", "src:rel:dst", name)`` for each edge type's
+        features. ``one_type`` ``(feature_name, type_name)`` keys a homogeneous store's: every
+        key's type is ``type_name`` (GraphBolt's None) and the default feature, read through the
+        tiers, is keyed ``feature_name``."""
         features = {}
 
         def add(key, feature):
             if key in features:
-                raise tierfs.InvalidArgumentError(
-                    f"tierfs.dgl.FeatureStore: two columns are keyed {key} (the store's features are "
-                    f"{', '.join(store.features)}); give another feature_name or label_name"
-                )
+                names = "feature_name or label_name" if one_type is not None else "label_name"
+                raise tierfs.InvalidArgumentError(f"tierfs.dgl.FeatureStore: two columns are keyed {key}; give another {names}")
             features[key] = feature
 
-        default, ntype = store.feature_name, store.node_type
-        if default is not None:
-            add(("node", type_name, feature_name), Feature(store, FEATURE))
-        for name in store.types["node_types"][ntype]["features"]:
-            if name != default:
-                add(("node", type_name, name), Feature(store, FEATURE, node_type=ntype, name=name))
-        if label_name is not None and int(store.num_classes):
-            add(("node", type_name, label_name), Feature(store, LABEL))
+        for ntype, info in store.types["node_types"].items():
+            key_type = ntype if one_type is None else one_type[1]
+            for name, f in info["features"].items():
+                if one_type is not None and f.get("default"):
+                    add(("node", key_type, one_type[0]), Feature(store, FEATURE))
+                else:
+                    add(("node", key_type, name), Feature(store, FEATURE, node_type=ntype, name=name))
+            if label_name is None:
+                continue
+            if one_type is None and info.get("labels"):
+                add(("node", key_type, label_name), Feature(store, LABEL, node_type=ntype))
+            elif one_type is not None and int(store.num_classes):
+                add(("node", key_type, label_name), Feature(store, LABEL))
         for etype, info in store.types["edge_types"].items():
+            key_type = ":".join(etype) if one_type is None else one_type[1]
             for name in info["features"]:
                 if name != "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
-                    add(("edge", type_name, name), Feature(store, FEATURE, edge_type=etype, name=name))
-        return features
-
-    def _hetero_features(store, label_name):
-        """The columns of every type of a heterogeneous store, keyed as GraphBolt keys them."""
-        types = store.types
-        features = {}
-        for ntype, info in types["node_types"].items():
-            for name in info["features"]:
-                features[("node", ntype, name)] = Feature(store, FEATURE, node_type=ntype, name=name)
-            if label_name is not None and info.get("labels"):
-                if ("node", ntype, label_name) in features:
-                    raise tierfs.InvalidArgumentError(
-                        f"tierfs.dgl.FeatureStore: node type {ntype!r} has a feature named "
-                        f"{label_name!r}; give another label_name"
-                    )
-                features[("node", ntype, label_name)] = Feature(store, LABEL, node_type=ntype)
-        for etype, info in types["edge_types"].items():
-            for name in info["features"]:
-                if name == "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
-                    continue
-                features[("edge", ":".join(etype), name)] = Feature(store, FEATURE, edge_type=etype, name=name)
+                    add(("edge", key_type, name), Feature(store, FEATURE, edge_type=etype, name=name))
         return features
 
 else:  # pragma: no cover - only without a working GraphBolt
