@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -52,13 +51,11 @@ func adviseCmd(fs *pflag.FlagSet) runFunc {
 	return func(pos []string) error {
 		req.Mode = advise.Mode(*mode)
 		req.QueueDepth = opt.QueueDepth
-		for _, f := range strings.Split(*fanouts, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return fmt.Errorf("--fanouts %q: %q is not an integer", *fanouts, f)
-			}
-			req.Fanouts = append(req.Fanouts, n)
+		fo, err := parseFanouts(*fanouts)
+		if err != nil {
+			return err
 		}
+		req.Fanouts = fo
 		if avail, err := sysinfo.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
 			return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
 				formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)

@@ -97,7 +97,7 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the engine run at the last thread count to this file")
 	return func(pos []string) error {
 		if *filesFlag == "" {
-			return errors.New("bench io: --files is required")
+			return usageErrorf("--files is required")
 		}
 		threads, err := parseInts(*threadsFlag)
 		if err != nil || len(threads) == 0 {

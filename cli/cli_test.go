@@ -98,6 +98,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mount", "a"}, "tierfs mount: missing MOUNTPOINT"},
 		{[]string{"bench"}, "tierfs bench: missing the command: one of gather, gpu, placement, disk, fill, reads, io, train"},
 		{[]string{"bench", "gahter", "x"}, `tierfs bench: unknown command "gahter"; did you mean "gather"?` + "\nRun 'tierfs bench --help' for usage.\n"},
+		{[]string{"synth"}, "tierfs synth: --out is required"},
+		{[]string{"sample", dir, "--fanouts", "25,x", "--out", dir, "--seeds", "s.npy"}, `tierfs sample: --fanouts "25,x": "x" is not an integer`},
+		{[]string{"plan-epochs", dir, "--fanouts", "25,x"}, `tierfs plan-epochs: --fanouts "25,x": "x" is not an integer`},
+		{[]string{"sample", dir, "--fanouts", "5"}, "tierfs sample: --out and one of --seeds or --seed-edges are required"},
+		{[]string{"gather", dir}, "tierfs gather: --ids and --out are required"},
 	} {
 		code, stdout, stderr := mainOutput(t, c.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 2 {

@@ -50,7 +50,7 @@ func synthCmd(fs *pflag.FlagSet) runFunc {
 		given := map[string]bool{}
 		fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
 		if flagged.Out == "" {
-			return fmt.Errorf("--out is required")
+			return usageErrorf("--out is required")
 		}
 		if *spec != "" {
 			if *preset != "" {
@@ -217,7 +217,7 @@ func ingestCmd(fs *pflag.FlagSet) runFunc {
 			return fmt.Errorf("want 0 argument(s) besides flags, got %d (%s); an output directory as an argument goes with --spec", len(pos), strings.Join(pos, " "))
 		}
 		if opt.Out == "" || (opt.Edges == "" && opt.GraphBolt == "") {
-			return fmt.Errorf("--out and --edges (or --graphbolt) are required")
+			return usageErrorf("--out and --edges (or --graphbolt) are required")
 		}
 		for _, list := range []struct {
 			flag string
@@ -503,7 +503,7 @@ func gatherCmd(fs *pflag.FlagSet) runFunc {
 	usePlacement := placementFlag(fs)
 	return func(pos []string) error {
 		if *idsPath == "" || *out == "" {
-			return fmt.Errorf("--ids and --out are required")
+			return usageErrorf("--ids and --out are required")
 		}
 		if err := refuseInsideDataset(*out); err != nil {
 			return err
@@ -612,7 +612,7 @@ func sampleCmd(fs *pflag.FlagSet) runFunc {
 	usePlacement := placementFlag(fs)
 	return func(pos []string) error {
 		if (*seedsPath == "") == (*seedEdges == "") || *out == "" {
-			return fmt.Errorf("--out and one of --seeds or --seed-edges are required")
+			return usageErrorf("--out and one of --seeds or --seed-edges are required")
 		}
 		if *seedEdges != "" {
 			return sampleEdges(pos[0], opt, *usePlacement, *fanouts, *seedEdges, link, topology.SampleOptions{Replace: *replace, Seed: *seed}, *out)

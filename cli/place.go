@@ -128,13 +128,13 @@ func policyNames() string {
 	return strings.Join(names, ", ")
 }
 
-// parseFanouts reads "10,5".
+// parseFanouts reads "10,5"; a value that is not a list of integers is a usage error.
 func parseFanouts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return nil, fmt.Errorf("--fanouts %q: %q is not an integer", s, f)
+			return nil, usageErrorf("--fanouts %q: %q is not an integer", s, f)
 		}
 		out = append(out, n)
 	}
