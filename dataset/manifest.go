@@ -222,6 +222,11 @@ func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 // Load reads and validates dir/manifest.json.
 func Load(dir string) (*Manifest, error) {
 	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if lock, pid, ok := writeInProgress(dir); ok {
+			return nil, fmt.Errorf("dataset: %s is being written (a write by pid %s holds %s); open it once that write finishes: %w", dir, pid, lock, err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}

@@ -257,3 +257,35 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	}
 	return did, nil
 }
+
+// writeInProgress names a live write to dest (its lock file is flocked by its writer): the lock
+// file's path and the writer's pid as the file says, ok false when none is running.
+func writeInProgress(dest string) (lockPath, pid string, ok bool) {
+	dest = filepath.Clean(dest)
+	parent, base := filepath.Dir(dest), filepath.Base(dest)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return "", "", false
+	}
+	for _, e := range entries {
+		nonce, found := strings.CutPrefix(e.Name(), "."+base+lockInfix)
+		if !found || !isNonce(nonce) {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		busy := errors.Is(unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB), unix.EWOULDBLOCK)
+		if busy {
+			line, _ := bufio.NewReader(f).ReadString('\n')
+			pid = strings.TrimSpace(strings.TrimPrefix(line, "pid "))
+		}
+		f.Close()
+		if busy {
+			return path, pid, true
+		}
+	}
+	return "", "", false
+}

@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -178,4 +180,24 @@ func mkdir(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestLoadDuringFirstWrite: opening a dataset whose first write is still running says so (the
+// writer's pid and lock file), not only "no such file or directory"; once the write is given up
+// the error is the plain one.
+func TestLoadDuringFirstWrite(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "ds")
+	w, err := Begin(dest, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(dest)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "is being written") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), lockInfix) {
+		t.Errorf("Load during the write: %v; want ErrNotExist naming the write in progress, its pid and lock file", err)
+	}
+	w.Abort(nil)
+	if _, err = Load(dest); !errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "being written") {
+		t.Errorf("Load after the write gave up: %v; want the plain ErrNotExist", err)
+	}
 }
