@@ -27,10 +27,21 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-import dgl.nn as dglnn
-
 import tierfs
-import tierfs.dgl as tdgl
+
+# DGL is imported by main, after the arguments are read, so that --help works without it.
+dglnn = tdgl = None
+
+
+def _import_dgl() -> None:
+    global dglnn, tdgl
+    try:
+        import dgl.nn as dgl_nn
+    except ImportError as e:
+        raise SystemExit(f"train_dgl_graphsage.py needs DGL ({e}); scripts/dgl_test.sh builds .venv-dgl with it") from None
+    import tierfs.dgl as tierfs_dgl
+
+    dglnn, tdgl = dgl_nn, tierfs_dgl
 
 
 class SAGE(torch.nn.Module):
@@ -144,6 +155,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    _import_dgl()
 
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)

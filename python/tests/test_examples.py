@@ -109,3 +109,20 @@ def test_example_cora_without_raw_files_says_what_to_do(tmp_path):
     assert rc != 0 and "--cora-source" in err and "ind.cora" in err, err[-3000:]
     help_ = run([EXAMPLE, "--help"], cwd=tmp_path)
     assert "planetoid-cora/raw" in help_ and "TIERFS_DATASETS" in help_
+
+
+def test_dgl_example_without_dgl_has_help_and_says_what_it_needs(tmp_path):
+    """A user without DGL (this venv has none) can read the DGL example's --help; running it says
+    DGL is needed in one line, not a traceback."""
+    if not DGL_EXAMPLE.exists():
+        pytest.skip("examples/ is not beside python/")
+    try:
+        import dgl  # noqa: F401
+
+        pytest.skip("DGL is installed here; python/tests_dgl runs the example")
+    except ImportError:
+        pass
+    code, out, err = run([DGL_EXAMPLE, "--help"], cwd=tmp_path, ok=False)
+    assert code == 0 and "--fanouts" in out, (code, out, err)
+    code, out, err = run([DGL_EXAMPLE], cwd=tmp_path, ok=False)
+    assert code != 0 and "needs DGL" in err and "Traceback" not in err, (code, err)
