@@ -112,7 +112,7 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 		return nil, errors.New("topology: graph is nil")
 	}
 	hopt := HeteroLinkSampleOptions{
-		HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly},
+		HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges},
 		LinkOptions:         opt.LinkOptions,
 	}
 	hs, err := SampleHeteroFromEdges([]int64{g.NumNodes()}, []EdgeGraph{{G: g}}, 0, src, dst, labels, hopt)
@@ -157,6 +157,12 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 	numNeg, err := checkLink(numNodes, edges, seedEdgeType, src, dst, labels, opt.LinkOptions)
 	if err != nil {
 		return nil, err
+	}
+	// Negatives are seeds too: more of them than the sample may draw edges is refused before
+	// anything is allocated, under the same bound (MaxEdges, the store's max_sample_edges).
+	if bound := edgeBound(opt.MaxEdges); int64(numNeg) > bound {
+		return nil, fmt.Errorf("topology: NegAmount = %v asks %d negatives of %d seed edges, more than the sample's bound of %d (MaxEdges; the store option max_sample_edges): %w",
+			opt.NegAmount, numNeg, len(src), bound, ErrSampleTooLarge)
 	}
 	et := edges[seedEdgeType]
 	lk := LinkLabels{}

@@ -615,6 +615,37 @@ func TestSampleFromEdgesErrors(t *testing.T) {
 		}
 	}
 
+	// Negatives are bounded as the sample's edges are (MaxEdges, default DefaultMaxEdges): a
+	// request for more is refused before anything is allocated (issue 43: amount=1e9 died of OOM).
+	for _, c := range []struct {
+		l        LinkOptions
+		maxEdges int64
+		want     string
+	}{
+		{LinkOptions{Negatives: BinaryNegatives, NegAmount: 1e9}, 0, "topology: NegAmount = 1e+09 asks 1000000000 negatives of 1 seed edges, more than the sample's bound of 134217728"},
+		{LinkOptions{Negatives: TripletNegatives, NegAmount: 1e8}, 1e7, "topology: NegAmount = 1e+08 asks 100000000 negatives of 1 seed edges, more than the sample's bound of 10000000"},
+		{LinkOptions{Negatives: BinaryNegatives, NegAmount: 3}, 2, "topology: NegAmount = 3 asks 3 negatives of 1 seed edges, more than the sample's bound of 2"},
+	} {
+		o := opt(c.l)
+		o.MaxEdges = c.maxEdges
+		_, err := SampleHeteroFromEdges(numNodes, edges, 0, []int64{0}, []int64{0}, nil, o)
+		if !errors.Is(err, ErrSampleTooLarge) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("negatives %+v, MaxEdges %d: %v; want ErrSampleTooLarge and %q", c.l, c.maxEdges, err, c.want)
+		}
+	}
+	o := opt(LinkOptions{Negatives: BinaryNegatives, NegAmount: 2})
+	o.MaxEdges = 2
+	if _, err := SampleHeteroFromEdges(numNodes, edges, 0, []int64{0}, []int64{0}, nil, o); err != nil {
+		t.Errorf("2 negatives under a bound of 2: %v", err)
+	}
+
+	// The one-type call keeps its MaxEdges.
+	one := must(FromEdges(4, []int64{1, 2, 3}, []int64{0, 0, 0}))
+	if _, err := SampleFromEdges(one, []int64{1}, []int64{0}, nil, LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{-1}, MaxEdges: 1},
+		LinkOptions: LinkOptions{Negatives: BinaryNegatives, NegAmount: 2}}); !errors.Is(err, ErrSampleTooLarge) {
+		t.Errorf("SampleFromEdges with MaxEdges 1 and 2 negatives: %v; want ErrSampleTooLarge", err)
+	}
+
 	// The graph's errors under strict negatives come wrapped.
 	_, err := SampleFromEdges(faultyGraph{degree: 2, err: ioErr}, []int64{1}, []int64{2}, nil, LinkSampleOptions{
 		SampleOptions: SampleOptions{Fanouts: []int{1}}, LinkOptions: LinkOptions{Negatives: BinaryNegatives, StrictNegatives: true}})
