@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/advise"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
@@ -58,7 +59,7 @@ func adviseCmd(fs *pflag.FlagSet) runFunc {
 		req.Fanouts = fo
 		if avail, err := sysinfo.MemAvailable(); err == nil && opt.HostCacheBytes > avail {
 			return fmt.Errorf("--host-cache %s (%d bytes) is more than this machine's available memory, %s (%d bytes, MemAvailable of /proc/meminfo)",
-				formatBytes(opt.HostCacheBytes), opt.HostCacheBytes, formatBytes(avail), avail)
+				bytesize.Format(opt.HostCacheBytes), opt.HostCacheBytes, bytesize.Format(avail), avail)
 		}
 		s, err := openStore(pos[0], *opt)
 		if err != nil {
@@ -85,12 +86,12 @@ func adviseCmd(fs *pflag.FlagSet) runFunc {
 func printAdvice(r *advise.Report) {
 	w, m := r.Workload, r.Machine
 	fmt.Printf("dataset     %s: %d-byte rows, %d-byte blocks\n", r.Dataset, w.RowBytes, w.BlockSize)
-	fmt.Printf("workload    batch of %d seeds, fanouts %v; %d batches measured (host tier %s)\n", w.BatchSize, w.Fanouts, w.Batches, formatBytes(w.HostCache))
+	fmt.Printf("workload    batch of %d seeds, fanouts %v; %d batches measured (host tier %s)\n", w.BatchSize, w.Fanouts, w.Batches, bytesize.Format(w.HostCache))
 	var parts []string
 	for _, t := range w.Tiers {
-		parts = append(parts, fmt.Sprintf("%s %.0f rows (%s)", t.Tier, t.Rows, formatBytes(int64(t.Bytes))))
+		parts = append(parts, fmt.Sprintf("%s %.0f rows (%s)", t.Tier, t.Rows, bytesize.Format(int64(t.Bytes))))
 	}
-	fmt.Printf("per batch   %.0f rows: %s; %.0f disk blocks in %.0f reads (%s)\n", w.Rows, strings.Join(parts, ", "), w.SSDBlocks, w.SSDReads, formatBytes(int64(w.SSDBytes)))
+	fmt.Printf("per batch   %.0f rows: %s; %.0f disk blocks in %.0f reads (%s)\n", w.Rows, strings.Join(parts, ", "), w.SSDBlocks, w.SSDReads, bytesize.Format(int64(w.SSDBytes)))
 	fmt.Printf("measured    sample %.2f ms, gather %.2f ms per batch: %.0f seeds/s on this machine\n", 1e3*w.Sample, 1e3*w.Gather, w.Measured)
 	src := "given/defaults"
 	if m.Measured {

@@ -16,6 +16,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -95,7 +96,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
-			dir, m.Nodes().Count, spec.RowBytes, formatBytes(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
+			dir, m.Nodes().Count, spec.RowBytes, bytesize.Format(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
 
 		var results []benchResult
 		run := func(name string, opt featurestore.Options, note string) error {
@@ -132,9 +133,9 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 		mixedOpts := func(p string) (featurestore.Options, string) {
 			mixed := *base
 			mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
-			note := p + " host cache " + formatBytes(hostCache)
+			note := p + " host cache " + bytesize.Format(hostCache)
 			if mixed.GPUCacheBytes > 0 {
-				note += ", GPU cache " + formatBytes(mixed.GPUCacheBytes)
+				note += ", GPU cache " + bytesize.Format(mixed.GPUCacheBytes)
 			}
 			return mixed, note
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
@@ -60,10 +61,10 @@ func benchDiskCmd(fs *pflag.FlagSet) runFunc {
 		if !direct {
 			how = "page cache (no O_DIRECT here: the figures are memory's, not the disk's)"
 		}
-		fmt.Printf("disk probe of %s (%s): %s, QD %d, %d-byte aligned random reads, %v per size\n\n", p.File, formatBytes(size), how, p.QueueDepth, p.Align, *perSize)
+		fmt.Printf("disk probe of %s (%s): %s, QD %d, %d-byte aligned random reads, %v per size\n\n", p.File, bytesize.Format(size), how, p.QueueDepth, p.Align, *perSize)
 		fmt.Printf("%10s %10s %12s %10s %14s\n", "read size", "reads", "IOPS", "MB/s", "µs/read (QD)")
 		for _, pt := range p.Points {
-			fmt.Printf("%10s %10d %12.0f %10.1f %14.1f\n", formatBytes(int64(pt.Size)), pt.Reads, pt.IOPS, pt.MBPerS, 1e6/pt.IOPS)
+			fmt.Printf("%10s %10d %12.0f %10.1f %14.1f\n", bytesize.Format(int64(pt.Size)), pt.Reads, pt.IOPS, pt.MBPerS, 1e6/pt.IOPS)
 		}
 		fmt.Printf("\nmodel: a read of s bytes costs %.1f µs + s / (%.0f MB/s) of disk time at QD %d\n", 1e6*p.ReadCost, p.BytesPerSecond/1e6, p.QueueDepth)
 		fmt.Printf("recommended gap: %d bytes (--coalesce-gap %d; bridging g bytes pays while g < fixed cost x rate)\n", p.Gap, p.Gap)

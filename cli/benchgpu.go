@@ -17,6 +17,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -199,7 +200,7 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 			mixed.HostCacheBytes = featurestore.TierBudget(tiers.Host, n, rb) / 5
 		}
 		if set["gpu-cache"] || set["host-cache"] {
-			note = fmt.Sprintf("GPU %s + host %s, hottest first", formatBytes(mixed.GPUCacheBytes), formatBytes(mixed.HostCacheBytes))
+			note = fmt.Sprintf("GPU %s + host %s, hottest first", bytesize.Format(mixed.GPUCacheBytes), bytesize.Format(mixed.HostCacheBytes))
 		}
 		if *verifyRounds != 0 {
 			// The configurations that read the disk, verified and not, on the same ids.

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/bytesize"
 )
 
 // ioBenchRow is one line of `tierfs bench io`: one thread count, the engine against iobench.
@@ -128,7 +129,7 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 		fmt.Printf("bench io: %d-byte random O_DIRECT reads, QD %d per thread, %.1f s per run, %s; %d CPUs, GOMAXPROCS %d\n",
 			*bs, *qd, *secs, how, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 		for _, t := range targets {
-			fmt.Printf("  %s: %s\n", t.path, formatBytes(t.bytes))
+			fmt.Printf("  %s: %s\n", t.path, bytesize.Format(t.bytes))
 		}
 		dur := time.Duration(*secs * float64(time.Second))
 		var prof *os.File

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/placement"
 )
 
@@ -70,7 +71,7 @@ func benchPlacementCmd(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Printf("held-out epoch: %d batches of %d seeds, fanouts %v, sampled in %.1fs; caches %s GPU + %s host\n",
-			eval.Batches, *batchSize, fo, time.Since(start).Seconds(), formatBytes(gpuBytes), formatBytes(hostBytes))
+			eval.Batches, *batchSize, fo, time.Since(start).Seconds(), bytesize.Format(gpuBytes), bytesize.Format(hostBytes))
 		var results []placeBenchResult
 		configs := []struct {
 			name   string

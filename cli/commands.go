@@ -18,6 +18,7 @@ import (
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
@@ -360,7 +361,7 @@ func printNodeFeatures(nt *dataset.NodeType, indent string) {
 		if f.InPlace {
 			layout = fmt.Sprintf("in place: %s, rows packed from byte %d", f.Files[0], f.DataOffset)
 		}
-		fmt.Printf("%sfeature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", indent, f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), formatBytes(bytes))
+		fmt.Printf("%sfeature     %s: %d x %s (%d B rows, %s, %d file(s), %s)\n", indent, f.Name, f.Dim, f.DType, f.RowBytes, layout, len(f.Files), bytesize.Format(bytes))
 	}
 }
 
@@ -431,7 +432,7 @@ func printInfo(m *dataset.Manifest) {
 			inPlace++
 		}
 	}
-	fmt.Printf("on disk     %s in %d files, xxhash64 per block", formatBytes(total), len(m.Files))
+	fmt.Printf("on disk     %s in %d files, xxhash64 per block", bytesize.Format(total), len(m.Files))
 	if inPlace > 0 {
 		fmt.Printf(" (%d of them read in place, not the dataset's)", inPlace)
 	}
@@ -439,7 +440,7 @@ func printInfo(m *dataset.Manifest) {
 	if _, err := os.Stat(m.Path(placement.FileName)); err == nil {
 		if in, err := placement.Saved(m.Dir()); err == nil {
 			fmt.Printf("placement   saved: %s policy, fanouts %v, batch size %d, GPU %s, host %s\n", in.Policy, in.Fanouts, in.BatchSize,
-				formatBytes(in.Budget.GPUBytes), formatBytes(in.Budget.HostBytes))
+				bytesize.Format(in.Budget.GPUBytes), bytesize.Format(in.Budget.HostBytes))
 		} else {
 			fmt.Printf("placement   unreadable: %v\n", err)
 		}
@@ -447,7 +448,7 @@ func printInfo(m *dataset.Manifest) {
 	if err := cuda.Load(); err != nil {
 		fmt.Printf("gpu path    unavailable: %v (gathers are served from the host)\n", err)
 	} else if d, err := cuda.Info(0); err == nil {
-		fmt.Printf("gpu path    %s, %d SMs, %s free (shim %s)\n", d.Name, d.SMs, formatBytes(int64(d.FreeBytes)), cuda.Path())
+		fmt.Printf("gpu path    %s, %d SMs, %s free (shim %s)\n", d.Name, d.SMs, bytesize.Format(int64(d.FreeBytes)), cuda.Path())
 	}
 	switch err := gpuio.ProbeGPURing(); {
 	case err != nil:
@@ -491,7 +492,7 @@ func verifyCmd(fs *pflag.FlagSet) runFunc {
 			}
 			return fmt.Errorf("%s: %d problem(s) found: %w", m.Dir(), len(problems), dataset.ErrCorrupt)
 		}
-		fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), formatBytes(total))
+		fmt.Printf("ok: %d files, %s, every block matches its checksum\n", len(m.Files), bytesize.Format(total))
 		return nil
 	}
 }
@@ -533,7 +534,7 @@ func gatherCmd(fs *pflag.FlagSet) runFunc {
 		if err := ingest.WriteNpy(*out, ingest.NpyDescr(f.DType), []int64{int64(len(ids)), f.Dim}, dst); err != nil {
 			return err
 		}
-		fmt.Printf("wrote %d rows x %d %s (%s) to %s\n", len(ids), f.Dim, f.DType, formatBytes(int64(len(dst))), *out)
+		fmt.Printf("wrote %d rows x %d %s (%s) to %s\n", len(ids), f.Dim, f.DType, bytesize.Format(int64(len(dst))), *out)
 		return nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/placement"
 )
 
@@ -91,7 +92,7 @@ func printPlacement(r *featurestore.PlanReport) {
 	case r.SaveError != "":
 		fmt.Printf("  NOT saved   %s\n", r.SaveError)
 	}
-	fmt.Printf("  policy      %s; budget GPU %s, host %s\n", r.Policy, formatBytes(r.Budget.GPUBytes), formatBytes(r.Budget.HostBytes))
+	fmt.Printf("  policy      %s; budget GPU %s, host %s\n", r.Policy, bytesize.Format(r.Budget.GPUBytes), bytesize.Format(r.Budget.HostBytes))
 	if r.TopologyInMemory {
 		fmt.Printf("  note        a store opened with the default topology budget holds the whole topology in memory;\n" +
 			"              the topology tiers below matter when it stays on disk\n")
@@ -100,7 +101,7 @@ func printPlacement(r *featurestore.PlanReport) {
 	fmt.Printf("\n%-5s %14s %12s %14s %12s\n", "tier", "topology lists", "bytes", "feature rows", "bytes")
 	for i := 0; i+1 < len(r.Usage); i += 2 {
 		t, f := r.Usage[i], r.Usage[i+1]
-		tb, fb := formatBytes(t.Bytes), formatBytes(f.Bytes)
+		tb, fb := bytesize.Format(t.Bytes), bytesize.Format(f.Bytes)
 		if t.Tier == "ssd" {
 			tb, fb = "-", "-"
 		}
@@ -114,7 +115,7 @@ func printPlacement(r *featurestore.PlanReport) {
 			mark = "*"
 		}
 		fmt.Printf("%s %-16s %14.2f %13.2f %17s %17s\n", mark, c.Policy, float64(c.PCIeBytesPerBatch)/1e6, float64(c.SSDBytesPerBatch)/1e6,
-			formatBytes(c.TopologyBytes), formatBytes(c.FeatureBytes))
+			bytesize.Format(c.TopologyBytes), bytesize.Format(c.FeatureBytes))
 	}
 	fmt.Printf("(* the chosen policy; MB = 10^6 bytes; traffic modelled per profiled batch: host reads in 64-byte PCIe\n" +
 		" transactions, SSD reads in whole blocks staged over PCIe)\n")

@@ -32,18 +32,3 @@ func parseSize(s string) (int64, error) {
 	}
 	return int64(v * scale), nil
 }
-
-// formatBytes prints n with a binary unit.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<40:
-		return fmt.Sprintf("%.2f TiB", float64(n)/(1<<40))
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/internal/sysinfo"
 )
 
@@ -23,7 +24,7 @@ func checkNodes(nodes int64, what string) error {
 	}
 	if need := nodes*bytesPerNode + fixedBuffers; nodes > (avail-fixedBuffers)/bytesPerNode {
 		return fmt.Errorf("ingest: %s: %d nodes need %s of memory while building (%d B a node), more than the %s available",
-			what, nodes, gib(need), bytesPerNode, gib(avail))
+			what, nodes, bytesize.Format(need), bytesPerNode, bytesize.Format(avail))
 	}
 	return nil
 }
@@ -35,7 +36,5 @@ func checkSpace(dir string, need int64, what string) error {
 	if err != nil || need <= free {
 		return nil
 	}
-	return fmt.Errorf("ingest: %s need %s on %s, which has %s free", what, gib(need), dir, gib(free))
+	return fmt.Errorf("ingest: %s need %s on %s, which has %s free", what, bytesize.Format(need), dir, bytesize.Format(free))
 }
-
-func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
