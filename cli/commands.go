@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
 	"github.com/tierfs/tierfs/internal/bytesize"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
@@ -148,9 +148,7 @@ func readSynthSpec(path string) (ingest.SynthHeteroOptions, error) {
 	if err != nil {
 		return opt, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opt); err != nil {
+	if err := strictjson.Decode(data, &opt); err != nil {
 		return opt, fmt.Errorf("--spec %s: %w", path, err)
 	}
 	return opt, nil

@@ -47,6 +47,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"math"
 	"os"
 	"path/filepath"
@@ -270,10 +271,8 @@ func Parse(data []byte) (*Manifest, error) {
 	if probe.Version < 1 {
 		return nil, fmt.Errorf("manifest version %d is not a valid version: %w", probe.Version, ErrCorrupt)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
+	if err := strictjson.Decode(data, &m); err != nil {
 		return nil, fmt.Errorf("manifest version %d: %v: %w", probe.Version, err, ErrCorrupt)
 	}
 	if err := m.Validate(); err != nil {

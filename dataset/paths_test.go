@@ -237,6 +237,13 @@ func TestManifestEditsAreCaught(t *testing.T) {
 	if _, err := Load(dir); err != nil {
 		t.Errorf("re-indented manifest: %v", err)
 	}
+	// A key given twice is refused even when the last value is the hashed one (issue 43: the
+	// last wins in encoding/json, and other readers may take the first).
+	dup := strings.Replace(string(raw), `"version":`, `"version": 1, "version":`, 1)
+	os.WriteFile(path, []byte(dup), 0o644)
+	if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), `key "version" appears twice`) {
+		t.Errorf("a manifest with a key twice: %v, want it refused as corrupt", err)
+	}
 	var obj map[string]any
 	json.Unmarshal(raw, &obj)
 	delete(obj, "manifest_hash")

@@ -1,13 +1,13 @@
 package ingest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/strictjson"
 )
 
 // HeteroOptions says what IngestHetero reads: a graph of several node types and edge types.
@@ -73,13 +73,8 @@ func IsHeteroSpec(keys map[string]json.RawMessage) bool {
 // device_paths. An unknown key anywhere is an error naming it.
 func ParseHeteroSpec(data []byte) (HeteroOptions, error) {
 	var opt HeteroOptions
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opt); err != nil {
+	if err := strictjson.Decode(data, &opt); err != nil {
 		return opt, fmt.Errorf("ingest: heterogeneous graph spec: %w (keys: node_types [{name, num_nodes, features [{name, path, dtype}], labels, splits}], edge_types [{src, rel, dst, edges, edge_columns, edge_features}], out, force, device_paths)", err)
-	}
-	if dec.More() {
-		return opt, errors.New("ingest: heterogeneous graph spec: more than one JSON value")
 	}
 	return opt, nil
 }

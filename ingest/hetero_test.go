@@ -459,3 +459,16 @@ func TestIngestHeteroDevicePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestParseHeteroSpecRefusesDuplicateKeys: a spec that names a key twice is refused, naming the
+// key and where it stands, not read with the last value.
+func TestParseHeteroSpecRefusesDuplicateKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"out": "a", "out": "b"}`:                                        `key "out" appears twice in the object at $`,
+		`{"node_types": [{"name": "p", "num_nodes": 3, "num_nodes": 4}]}`: `key "num_nodes" appears twice in the object at $.node_types[0]`,
+	} {
+		if _, err := ParseHeteroSpec([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseHeteroSpec(%s) = %v, want %q", in, err, want)
+		}
+	}
+}

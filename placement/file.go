@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/strictjson"
 )
 
 // FileName is the name of the placement file inside a dataset directory.
@@ -338,9 +339,7 @@ func decode(data []byte) (*Hotness, *Placement, *fileHeader, error) {
 		return nil, nil, nil, fmt.Errorf("header of %d bytes overruns the file", hlen)
 	}
 	var hdr fileHeader
-	dec := json.NewDecoder(bytes.NewReader(body[16 : 16+hlen]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&hdr); err != nil {
+	if err := strictjson.Decode(body[16:16+hlen], &hdr); err != nil {
 		return nil, nil, nil, fmt.Errorf("header: %v", err)
 	}
 	rest := body[16+hlen:]
