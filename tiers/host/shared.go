@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/tiers"
@@ -20,22 +21,38 @@ import (
 //
 // The file, all little-endian:
 //
-//	[0, 64)            header: magic "TFSHOST1", row bytes, rows, table length, ready, creator pid
+//	[0, 64)            header: magic "TFSHOST2", row bytes, rows, table length, ready, creator pid,
+//	                   checksum
 //	[64, 64+8·rows)    the ids held, ascending (Index.ids)
 //	then               the hash table, table length int32s (Index.table)
 //	from a page        the arena: rows × row bytes, row i for ids[i]
 //
 // The ready word is set (atomically) after everything else is written: MapShared refuses a file
-// whose creator has not finished, so a half-filled tier is never served. The file is mapped
+// whose creator has not finished, so a half-filled tier is never served. The checksum is the
+// xxhash64 of the header's other words, the index and every row (contentSum); MapShared checks
+// it, so a byte of the file changed after its creator filled it is refused, not served as a
+// feature. (Once mapped, the file is read-only in every process that maps it; a process that
+// writes it after that through its own writable mapping is not detected.) The file is mapped
 // read-only once filled, in every process; a process that pins it for a GPU makes its arena
 // writable first (cudaHostRegister pins pages for writing) and still never writes it. Removing
 // the file (os.Remove) when every process has mapped it leaves nothing behind when the processes
 // end, however they end.
 const (
-	sharedMagic       = "TFSHOST1"
+	sharedMagic       = "TFSHOST2"
 	sharedHeaderBytes = 64
 	sharedReadyOffset = 32
+	sharedSumOffset   = 48
 )
+
+// contentSum is the checksum a shared tier file's header holds: the xxhash64 of the header's
+// words but the ready word and the checksum itself, then everything after the header.
+func contentSum(mem []byte) uint64 {
+	d := xxhash.New()
+	d.Write(mem[:sharedReadyOffset])
+	d.Write(mem[sharedReadyOffset+8 : sharedSumOffset])
+	d.Write(mem[sharedHeaderBytes:])
+	return d.Sum64()
+}
 
 // sharedFile is the mapping of a shared host tier's file.
 type sharedFile struct {
@@ -132,6 +149,7 @@ func (c *Cache) writeShared(mem []byte, l sharedLayout, index Index, load tiers.
 	binary.LittleEndian.PutUint64(mem[16:], uint64(l.rows))
 	binary.LittleEndian.PutUint64(mem[24:], uint64(l.tableLen))
 	binary.LittleEndian.PutUint64(mem[40:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(mem[sharedSumOffset:], contentSum(mem))
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[sharedReadyOffset])), 1)
 	return nil
 }
@@ -139,7 +157,8 @@ func (c *Cache) writeShared(mem []byte, l sharedLayout, index Index, load tiers.
 // MapShared replaces the tier's contents with the shared tier in the file at path, filled by
 // FillShared in this or another process, mapped read-only. It refuses a file that is not ready
 // (its creator has not finished or was killed), whose rows are not this tier's width, or whose
-// header or index does not match its size; the error names the file and what is wrong.
+// header or index does not match its size, or whose checksum does not match its contents; the
+// error names the file and what is wrong.
 func (c *Cache) MapShared(path string) error {
 	// O_RDWR although the mapping is read-only: pinning for a GPU makes the arena writable.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -211,6 +230,9 @@ func (c *Cache) checkShared(path string, mem []byte) (sharedLayout, error) {
 	}
 	if filled != int(rows) {
 		return bad("hash table lists %d slots for %d rows", filled, rows)
+	}
+	if sum, want := contentSum(mem), binary.LittleEndian.Uint64(mem[sharedSumOffset:]); sum != want {
+		return bad("has checksum %016x over its header, index and rows, its creator wrote %016x: it was changed after it was filled", sum, want)
 	}
 	return l, nil
 }
