@@ -114,9 +114,9 @@ tfs_status tfs_open_json(const char *path, const char *options_json, tfs_store *
   return st;
 }
 
-tfs_status tfs_store_options_json(char *buf, size_t cap, size_t *needed) {
+tfs_status tfs_options_json(const char *family, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_store_options_json(buf, cap, needed);
+  return (tfs_status)tfsgo_options_json((char *)family, buf, cap, needed);
 }
 
 tfs_status tfs_close(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_close(H(store)); }

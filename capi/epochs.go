@@ -15,41 +15,57 @@ import (
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/planned"
-	"github.com/tierfs/tierfs/topology"
 )
 
-// epochsRequest is tfs_epochs_open's options_json: the keys of `tierfs plan-epochs` and of
-// Python's Loader(planned_epochs=...). Fanouts is a list (a one-type plan of the store's type) or
-// an object of edge type → list (a plan of the graph session, seeds of NodeType).
+// epochsData are the keys of tfs_epochs_open's options_json that are a plan's data, not options:
+// the options are planned.EpochOptions' table (featurestore.TableOf, the keys of `tierfs
+// plan-epochs` and of Python's plan_epochs; a key left out takes the table's default). Fanouts is
+// a list (a one-type plan of the store's type) or an object of edge type → list (a plan of the
+// graph session, seeds of node_type); seed_edges makes a link-prediction plan (the seeds array
+// holds the seed edges: epochsSeedEdges); seed_orders says the seeds array holds each planned
+// epoch's seeds in order (epochs lists of n / epochs seeds, one after another:
+// EpochOptions.SeedOrders); elsewhere says whose rows tfs_epochs_open_elsewhere's array holds,
+// type after type (without it every id is of the plan's only packed node type).
+var epochsData = []string{"fanouts", "seed_edges", "seed_orders", "elsewhere"}
+
+// epochsRequest is options_json's data (epochsData), its options decoded into EpochOptions.
 type epochsRequest struct {
-	PlanDir     string          `json:"plan_dir"`
-	Fanouts     json.RawMessage `json:"fanouts"`
-	NodeType    string          `json:"node_type"`
-	Replace     bool            `json:"replace"`
-	BatchSize   int             `json:"batch_size"`
-	DropLast    bool            `json:"drop_last"`
-	Seed        uint64          `json:"seed"`
-	ShuffleSeed uint64          `json:"shuffle_seed"`
-	Epochs      int             `json:"epochs"`
-	DiskBudget  int64           `json:"disk_budget"`
-	Replan      bool            `json:"replan"`
-	PlaceTiers  bool            `json:"place_tiers"`
-	Workers     int             `json:"workers"`
-	// SeedEdges makes a link-prediction plan: the seeds array holds the seed edges.
-	SeedEdges *epochsSeedEdges `json:"seed_edges"`
-	// FirstEpoch is the training epoch of planned epoch 0 (EpochOptions.FirstEpoch).
-	FirstEpoch int `json:"first_epoch"`
-	// SeedOrders says the seeds array holds each planned epoch's seeds in order (Epochs lists of
-	// n / Epochs seeds, one after another: EpochOptions.SeedOrders).
-	SeedOrders bool `json:"seed_orders"`
-	// Elsewhere says whose rows tfs_epochs_open_elsewhere's array holds, type after type; without
-	// it every id is of the plan's only packed node type.
-	Elsewhere []epochsElsewhere `json:"elsewhere"`
-	// PackMethod and PackMemory are EpochOptions.PackMethod ("scan", "random", or "" to choose by
-	// the disk model) and PackMemory (bytes of a packing window, 0: DefaultPackMemory); neither is
-	// part of the plan's fingerprint.
-	PackMethod string `json:"pack_method"`
-	PackMemory int64  `json:"pack_memory"`
+	Fanouts    json.RawMessage   `json:"fanouts"`
+	SeedEdges  *epochsSeedEdges  `json:"seed_edges"`
+	SeedOrders bool              `json:"seed_orders"`
+	Elsewhere  []epochsElsewhere `json:"elsewhere"`
+}
+
+// decodeEpochsRequest reads options_json: the plan options into o (from the table's defaults),
+// the data into the request.
+func decodeEpochsRequest(request string) (planned.EpochOptions, *epochsRequest, error) {
+	o := featurestore.Defaults[planned.EpochOptions]()
+	rest, err := featurestore.DecodeTable("epochs", []byte(request), &o, epochsData...)
+	if err != nil {
+		return o, nil, fail(stEINVAL, "options_json: %v (keys: %s)", err, strings.Join(append(featurestore.Names(featurestore.TableOf[planned.EpochOptions]()), epochsData...), ", "))
+	}
+	req := &epochsRequest{}
+	for k, raw := range rest {
+		var err error
+		switch k {
+		case "fanouts":
+			req.Fanouts = raw
+		case "seed_edges":
+			if string(bytes.TrimSpace(raw)) != "null" {
+				req.SeedEdges, err = decodeSeedEdges(raw)
+			}
+		case "seed_orders":
+			err = json.Unmarshal(raw, &req.SeedOrders)
+		case "elsewhere":
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			err = dec.Decode(&req.Elsewhere)
+		}
+		if err != nil {
+			return o, nil, fail(stEINVAL, "options_json: %s: %v", k, err)
+		}
+	}
+	return o, req, nil
 }
 
 // epochsElsewhere is one node type's part of the rows served elsewhere: the next Rows ids of the
@@ -91,34 +107,40 @@ func (r *epochsRequest) elsewhere(ids *C.int64_t, n int64) (map[string][]int64, 
 
 // epochsSeedEdges is options_json's seed_edges: the seed edges' type and where they come from
 // (the seeds array: n src ids, then n dst ids, then with labels n labels; or, with seeds NULL,
-// the stored edge split named split, "train" by default), and link_options_json's keys
-// (tfs_sample_edges' for a store's plan, tfs_hetero_sample_from_edges' for a session's).
+// the stored edge split named split, "train" by default), and the link options (the link
+// family, featurestore.LinkRequest: tfs_sample_edges' for a store's plan,
+// tfs_hetero_sample_from_edges' for a session's).
 type epochsSeedEdges struct {
-	EdgeType         string            `json:"edge_type"`
-	Split            string            `json:"split"`
-	Labels           bool              `json:"labels"`
-	NegSampling      string            `json:"neg_sampling"`
-	Amount           *float64          `json:"amount"`
-	Strict           bool              `json:"strict"`
-	ExcludeSeedEdges bool              `json:"exclude_seed_edges"`
-	Undirected       bool              `json:"undirected"`
-	ReverseEdgeTypes map[string]string `json:"reverse_edge_types"`
+	EdgeType string `json:"edge_type"`
+	Split    string `json:"split"`
+	Labels   bool   `json:"labels"`
+	link     featurestore.LinkRequest
+}
+
+// decodeSeedEdges reads options_json's seed_edges.
+func decodeSeedEdges(raw json.RawMessage) (*epochsSeedEdges, error) {
+	link, rest, err := decodeLink("options_json: seed_edges", string(raw), "edge_type", "split", "labels")
+	if err != nil {
+		return nil, err
+	}
+	r := &epochsSeedEdges{link: link}
+	for k, v := range rest {
+		into := map[string]any{"edge_type": &r.EdgeType, "split": &r.Split, "labels": &r.Labels}[k]
+		if err := json.Unmarshal(v, into); err != nil && string(bytes.TrimSpace(v)) != "null" {
+			return nil, fail(stEINVAL, "options_json: seed_edges.%s: %v", k, err)
+		}
+	}
+	return r, nil
 }
 
 // seedEdges is the plan's SeedEdges of r over the n seed edges at seeds (NULL: the edge split).
 func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, n int64) (*planned.SeedEdges, error) {
-	if r.Amount != nil && *r.Amount == 0 {
-		return nil, fail(stEINVAL, "options_json: seed_edges.amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
-	}
-	link := featurestore.HeteroLinkOptions{Negatives: topology.NegativeMode(r.NegSampling), StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges, ReverseEdgeTypes: r.ReverseEdgeTypes}
-	if r.Amount != nil {
-		link.NegAmount = *r.Amount
-	}
-	if r.Undirected {
-		if len(r.ReverseEdgeTypes) > 0 {
-			return nil, fail(stEINVAL, "options_json: seed_edges: undirected and reverse_edge_types both given; give one")
-		}
-		link.ReverseEdgeTypes = map[string]string{r.EdgeType: r.EdgeType}
+	link, err := r.link.Options(r.EdgeType)
+	if oe, ok := err.(*featurestore.OptionError); ok {
+		oe.Option = "seed_edges." + oe.Option
+		return nil, fail(stEINVAL, "options_json: %v", oe)
+	} else if err != nil {
+		return nil, err
 	}
 	if seeds == nil && n == 0 {
 		if r.Labels {
@@ -176,19 +198,13 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	case out == nil:
 		return fail(stEINVAL, "out is NULL")
 	}
-	var req epochsRequest
-	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return fail(stEINVAL, "options_json: %v (keys: plan_dir, fanouts, node_type, replace, batch_size, drop_last, seed, shuffle_seed, epochs, disk_budget, replan, place_tiers, workers, seed_edges, seed_orders, elsewhere, first_epoch, pack_method, pack_memory)", err)
+	o, req, err := decodeEpochsRequest(C.GoString(request))
+	if err != nil {
+		return err
 	}
 	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
 		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
 	}
-	o := planned.EpochOptions{Dir: req.PlanDir, BatchSize: req.BatchSize, DropLast: req.DropLast, NodeType: req.NodeType,
-		Sample:      topology.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers},
-		ShuffleSeed: req.ShuffleSeed, Epochs: req.Epochs, DiskBudget: req.DiskBudget, Replan: req.Replan, PlaceTiers: req.PlaceTiers,
-		FirstEpoch: req.FirstEpoch, PackMethod: req.PackMethod, PackMemory: req.PackMemory}
 	session := false
 	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
 		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {
@@ -205,15 +221,15 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	}
 	ss := rec.s.Session()
 	if req.SeedOrders {
-		if req.SeedEdges != nil || seeds == nil || req.Epochs < 1 || n%int64(req.Epochs) != 0 {
-			return fail(stEINVAL, "options_json: seed_orders: the seeds array holds epochs = %d orders of seed nodes, one after another; got n = %d seeds (seed edges: %v)", req.Epochs, n, req.SeedEdges != nil)
+		if req.SeedEdges != nil || seeds == nil || o.Epochs < 1 || n%int64(o.Epochs) != 0 {
+			return fail(stEINVAL, "options_json: seed_orders: the seeds array holds epochs = %d orders of seed nodes, one after another; got n = %d seeds (seed edges: %v)", o.Epochs, n, req.SeedEdges != nil)
 		}
 		if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
 			return err
 		}
 		all := append([]int64(nil), ids64(seeds, n)...)
-		m := n / int64(req.Epochs)
-		for e := range int64(req.Epochs) {
+		m := n / int64(o.Epochs)
+		for e := range int64(o.Epochs) {
 			o.SeedOrders = append(o.SeedOrders, all[e*m:(e+1)*m:(e+1)*m])
 		}
 	} else if req.SeedEdges != nil {
@@ -222,7 +238,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 		}
 	} else if seeds == nil && n == 0 {
 		if session {
-			o.Seeds, err = sessionSplit(ss, req.NodeType, "train")
+			o.Seeds, err = sessionSplit(ss, o.NodeType, "train")
 		} else {
 			o.Seeds, err = rec.s.Split("train")
 		}

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"strings"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
@@ -37,44 +36,29 @@ func sampleOf(h uintptr, v any) (*topology.Sample, *topology.LinkLabels, error) 
 	return nil, nil, fail(stEINTERNAL, "handle %#x of kind sample holds a %T", h, v)
 }
 
-// linkRequest is link_options_json.
-type linkRequest struct {
-	NegSampling      *string  `json:"neg_sampling"`
-	Amount           *float64 `json:"amount"`
-	Strict           bool     `json:"strict"`
-	ExcludeSeedEdges bool     `json:"exclude_seed_edges"`
-	Undirected       bool     `json:"undirected"`
+// decodeLink reads link options (the link family, featurestore.LinkRequest; a key left out takes
+// the table's default) from the JSON object data ("" or NULL: none, no negatives); what names
+// the JSON in errors. Keys in extra are the caller's and come back undecoded.
+func decodeLink(what string, data string, extra ...string) (featurestore.LinkRequest, map[string]json.RawMessage, error) {
+	r := featurestore.Defaults[featurestore.LinkRequest]()
+	rest, err := featurestore.DecodeTable("link", []byte(data), &r, extra...)
+	if err != nil {
+		return r, nil, fail(stEINVAL, "%s: %v", what, err)
+	}
+	return r, rest, nil
 }
 
-func (r linkRequest) options() topology.LinkOptions {
-	o := topology.LinkOptions{StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges}
-	if r.NegSampling != nil {
-		o.Negatives = topology.NegativeMode(*r.NegSampling)
-	}
-	if r.Amount != nil {
-		o.NegAmount = *r.Amount
-	}
-	if r.Undirected {
-		o.ReverseEdgeTypes = map[int]int{0: 0}
-	}
-	return o
-}
-
-// parseLinkRequest reads link_options_json ("" or NULL: no negatives) into the core's options.
+// parseLinkRequest reads link_options_json of tfs_sample_edges into the core's options.
 func parseLinkRequest(request string) (topology.LinkOptions, error) {
-	var req linkRequest
-	if request != "" {
-		dec := json.NewDecoder(strings.NewReader(request))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, undirected)", err)
-		}
+	r, _, err := decodeLink("link_options_json", request)
+	if err != nil {
+		return topology.LinkOptions{}, err
 	}
-	// 0 is the core's "default, 1"; an explicit 0 here is a mistake.
-	if req.Amount != nil && *req.Amount == 0 {
-		return topology.LinkOptions{}, fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
+	o, err := r.OneType()
+	if err != nil {
+		return o, fail(stEINVAL, "link_options_json: %v", err)
 	}
-	return req.options(), nil
+	return o, nil
 }
 
 //export tfsgo_sample_edges
@@ -190,32 +174,16 @@ func copyLinkLabels(lk *topology.LinkLabels, edgeLabelIndex, edgeLabel, srcIndex
 // record holds the label edges too; tfs_hetero_sample_* read their node sample,
 // tfs_hetero_sample_link_* their label edges.
 
-// parseHeteroLinkRequest reads the link_options_json of tfs_hetero_sample_from_edges ("" or NULL:
-// no negatives).
-func parseHeteroLinkRequest(request string) (featurestore.HeteroLinkOptions, error) {
-	var req struct {
-		NegSampling      *string           `json:"neg_sampling"`
-		Amount           *float64          `json:"amount"`
-		Strict           bool              `json:"strict"`
-		ExcludeSeedEdges bool              `json:"exclude_seed_edges"`
-		ReverseEdgeTypes map[string]string `json:"reverse_edge_types"`
+// parseHeteroLinkRequest reads the link_options_json of tfs_hetero_sample_from_edges (seed edges
+// of edgeType) into the core's options.
+func parseHeteroLinkRequest(request, edgeType string) (featurestore.HeteroLinkOptions, error) {
+	r, _, err := decodeLink("link_options_json", request)
+	if err != nil {
+		return featurestore.HeteroLinkOptions{}, err
 	}
-	if request != "" {
-		dec := json.NewDecoder(strings.NewReader(request))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return featurestore.HeteroLinkOptions{}, fail(stEINVAL, "link_options_json: %v (keys: neg_sampling, amount, strict, exclude_seed_edges, reverse_edge_types)", err)
-		}
-	}
-	if req.Amount != nil && *req.Amount == 0 {
-		return featurestore.HeteroLinkOptions{}, fail(stEINVAL, "link_options_json: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
-	}
-	o := featurestore.HeteroLinkOptions{StrictNegatives: req.Strict, ExcludeSeedEdges: req.ExcludeSeedEdges, ReverseEdgeTypes: req.ReverseEdgeTypes}
-	if req.NegSampling != nil {
-		o.Negatives = topology.NegativeMode(*req.NegSampling)
-	}
-	if req.Amount != nil {
-		o.NegAmount = *req.Amount
+	o, err := r.Options(edgeType)
+	if err != nil {
+		return o, fail(stEINVAL, "link_options_json: %v", err)
 	}
 	return o, nil
 }
@@ -240,7 +208,7 @@ func heteroSampleFromEdges(h uintptr, edgeType *C.char, src, dst, labels *C.int6
 	if err := checkArray(unsafe.Pointer(dst), "dst", n, "n"); err != nil {
 		return err
 	}
-	link, err := parseHeteroLinkRequest(cString(request))
+	link, err := parseHeteroLinkRequest(cString(request), cString(edgeType))
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,11 @@ func TestParseLinkRequest(t *testing.T) {
 		in   string
 		want topology.LinkOptions
 	}{
-		{"", topology.LinkOptions{}},
-		{`{"neg_sampling": null}`, topology.LinkOptions{}},
+		{"", topology.LinkOptions{NegAmount: 1}}, // the link table's default amount
+		{`{"neg_sampling": null}`, topology.LinkOptions{NegAmount: 1}},
 		{`{"neg_sampling": "binary", "amount": 2.5, "strict": true}`, topology.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2.5, StrictNegatives: true}},
 		{`{"neg_sampling": "triplet", "exclude_seed_edges": true, "undirected": true}`,
-			topology.LinkOptions{Negatives: topology.TripletNegatives, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}},
+			topology.LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 1, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}},
 	} {
 		got, err := parseLinkRequest(c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
@@ -26,7 +26,8 @@ func TestParseLinkRequest(t *testing.T) {
 		}
 	}
 	for in, words := range map[string]string{
-		`{"negatives": "binary"}`:                     "unknown field",
+		`{"negatives": "binary"}`:                     "one of the link options neg_sampling, amount",
+		`{"reverse_edge_types": {"a:b:a": "a:b:a"}}`:  "undirected=true",
 		`{"neg_sampling": "binary", "amount": 0}`:     "amount = 0",
 		`{"neg_sampling": "binary", "amount": "one"}`: "link_options_json",
 		`[`: "link_options_json",
@@ -59,20 +60,25 @@ func TestSampleHandlesHoldLinkSamples(t *testing.T) {
 }
 
 func TestParseHeteroLinkRequest(t *testing.T) {
-	got, err := parseHeteroLinkRequest(`{"neg_sampling": "triplet", "amount": 3, "exclude_seed_edges": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`)
+	got, err := parseHeteroLinkRequest(`{"neg_sampling": "triplet", "amount": 3, "exclude_seed_edges": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`, "a:w:p")
 	want := featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"a:w:p": "p:rev_w:a"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("parseHeteroLinkRequest = %+v, %v; want %+v", got, err, want)
 	}
-	if got, err := parseHeteroLinkRequest(""); err != nil || !reflect.DeepEqual(got, featurestore.HeteroLinkOptions{}) {
+	if got, err := parseHeteroLinkRequest("", ""); err != nil || !reflect.DeepEqual(got, featurestore.HeteroLinkOptions{NegAmount: 1}) {
 		t.Errorf(`parseHeteroLinkRequest("") = %+v, %v`, got, err)
 	}
+	// undirected is the seed edge type as its own reverse.
+	if got, err := parseHeteroLinkRequest(`{"undirected": true}`, "p:w:p"); err != nil || !reflect.DeepEqual(got.ReverseEdgeTypes, map[string]string{"p:w:p": "p:w:p"}) {
+		t.Errorf("undirected: %+v, %v", got, err)
+	}
 	for in, words := range map[string]string{
-		`{"undirected": true}`:                    "unknown field",
+		`{"undirected": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`: "both given",
+		`{"colour": 1}`: "one of the link options",
 		`{"neg_sampling": "binary", "amount": 0}`: "amount = 0",
 		`{"reverse_edge_types": ["a:w:p"]}`:       "link_options_json",
 	} {
-		if _, err := parseHeteroLinkRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
+		if _, err := parseHeteroLinkRequest(in, "a:w:p"); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
 			t.Errorf("parseHeteroLinkRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)
 		}
 	}

@@ -7,9 +7,13 @@ import "C"
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/planned"
 )
 
 //export tfsgo_open_json
@@ -19,7 +23,7 @@ func tfsgo_open_json(path *C.char, options *C.char, out unsafe.Pointer, h *C.uin
 }
 
 // openJSON is tfs_open with the options as a JSON object keyed by featurestore.OptionTable's
-// names (featurestore.DecodeOptions): every store option, by the name Python and the CLI use.
+// names (featurestore.DecodeOptions; tfs_options_json("store") lists them): every store option, by the name Python and the CLI use.
 func openJSON(path, options *C.char, out unsafe.Pointer, h *C.uintptr_t) error {
 	if path == nil {
 		return fail(stEINVAL, "path is NULL")
@@ -38,19 +42,34 @@ func openJSON(path, options *C.char, out unsafe.Pointer, h *C.uintptr_t) error {
 	return openStore(C.GoString(path), fo, h)
 }
 
-//export tfsgo_store_options_json
-func tfsgo_store_options_json(buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_store_options_json", &st)
-	return finish("tfs_store_options_json", storeOptionsJSON(buf, uint64(capacity), needed), stEINTERNAL)
+// optionFamilies are the option tables tfs_options_json hands over, by family name: each one
+// type's tagged fields (featurestore.TableOf), its JSON keys, CLI flags and Python keywords.
+var optionFamilies = map[string]func() []featurestore.OptionInfo{
+	"store":  featurestore.OptionTable,                        // tfs_open_json
+	"epochs": featurestore.TableOf[planned.EpochOptions],      // tfs_epochs_open
+	"link":   featurestore.TableOf[featurestore.LinkRequest], // tfs_sample_edges, tfs_hetero_sample_from_edges, a plan's seed_edges
 }
 
-// storeOptionsJSON answers featurestore.OptionTable: [{"name", "kind", "help"}], in the order of
-// featurestore.Options' fields.
-func storeOptionsJSON(buf *C.char, capacity uint64, needed *C.size_t) error {
+//export tfsgo_options_json
+func tfsgo_options_json(family *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_options_json", &st)
+	return finish("tfs_options_json", optionsJSON(family, buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+// optionsJSON answers the table of family (optionFamilies): [{"name", "kind", "default",
+// "choices", "flag", "help"}], in the order of its type's fields.
+func optionsJSON(family *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
+	if family == nil {
+		return fail(stEINVAL, "family is NULL (one of %s)", strings.Join(slices.Sorted(maps.Keys(optionFamilies)), ", "))
+	}
+	table, ok := optionFamilies[C.GoString(family)]
+	if !ok {
+		return fail(stEINVAL, "family %q: want one of %s", C.GoString(family), strings.Join(slices.Sorted(maps.Keys(optionFamilies)), ", "))
+	}
 	if err := checkJSONOut(buf, capacity, needed); err != nil {
 		return err
 	}
-	data, err := json.Marshal(featurestore.OptionTable())
+	data, err := json.Marshal(table())
 	if err != nil {
 		return err
 	}

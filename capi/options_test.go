@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/planned"
 )
 
-// tfs_open_json's bad options are TFS_EINVAL naming the option; tfs_store_options_json's table
+// tfs_open_json's bad options are TFS_EINVAL naming the option; tfs_options_json("store")'s table
 // names every option DecodeOptions takes.
 func TestOpenJSONOptions(t *testing.T) {
 	for in, words := range map[string]string{
@@ -33,12 +34,59 @@ func TestOpenJSONOptions(t *testing.T) {
 	all := map[string]any{}
 	for _, o := range table {
 		if o.Name == "" || o.Kind == "" || o.Help == "" {
-			t.Errorf("tfs_store_options_json entry %+v lacks a name, kind or help", o)
+			t.Errorf("tfs_options_json(\"store\") entry %+v lacks a name, kind or help", o)
 		}
 		all[o.Name] = map[string]any{"size": 1, "int": 1, "bool": true, "string": "x"}[o.Kind]
 	}
 	req, _ := json.Marshal(all)
 	if _, err := featurestore.DecodeOptions(req); err != nil {
-		t.Errorf("every option of tfs_store_options_json (%s): %v", req, err)
+		t.Errorf("every option of tfs_options_json(\"store\") (%s): %v", req, err)
+	}
+}
+
+// Every family of tfs_options_json describes each option, and the JSON of its options, each set
+// to a value of its kind, is what the C call reading that family decodes (every key reaches it).
+func TestOptionFamiliesReachTheirCalls(t *testing.T) {
+	for family, table := range optionFamilies {
+		all := map[string]any{}
+		for _, o := range table() {
+			if o.Name == "" || o.Help == "" {
+				t.Errorf("%s option %+v lacks a name or help", family, o)
+			}
+			v, ok := map[string]any{"size": 4096, "int": 2, "uint": 3, "float": 2.5, "bool": true, "string": "x", "map": map[string]string{}}[o.Kind]
+			if !ok {
+				t.Errorf("%s option %s has kind %q", family, o.Name, o.Kind)
+			}
+			if len(o.Choices) > 0 {
+				v = o.Choices[0]
+			}
+			all[o.Name] = v
+		}
+		req, _ := json.Marshal(all)
+		var err error
+		switch family {
+		case "store":
+			_, err = featurestore.DecodeOptions(req)
+		case "epochs":
+			var o planned.EpochOptions
+			if o, _, err = decodeEpochsRequest(string(req)); err == nil && (o.BatchSize != 2 || o.Sample.Seed != 3 || !o.PlaceTiers || o.DiskBudget != 4096) {
+				t.Errorf("epochs options %s decoded as %+v", req, o)
+			}
+		case "link":
+			_, _, err = decodeLink("link_options_json", string(req))
+		default:
+			t.Errorf("family %s: no call of this test reads it", family)
+		}
+		if err != nil {
+			t.Errorf("every %s option (%s): %v", family, req, err)
+		}
+	}
+	// Keys left out take the table's defaults.
+	o, _, err := decodeEpochsRequest(`{"plan_dir": "p"}`)
+	if d := featurestore.Defaults[planned.EpochOptions](); err != nil || o.BatchSize != d.BatchSize || o.PlaceTiers != d.PlaceTiers || !o.Replan || o.Dir != "p" {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+	if _, _, err := decodeEpochsRequest(`{"place_tier": true}`); err == nil || classify(err, stEIO) != stEINVAL || !strings.Contains(err.Error(), "place_tier") || !strings.Contains(err.Error(), "fanouts, seed_edges") {
+		t.Errorf("an unknown key: %v", err)
 	}
 }

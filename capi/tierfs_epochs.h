@@ -11,18 +11,19 @@ extern "C" {
 #endif
 
 /* Planned epochs (docs/planned.md): K epochs sampled ahead, each batch's rows that no memory tier
- * holds packed contiguously in a file per epoch. options_json holds plan_dir, fanouts,
- * batch_size (required), epochs (K), and optionally replace, drop_last, seed (sampler),
- * shuffle_seed, disk_budget (bytes), replan (plan anew when the plan is missing or stale),
- * place_tiers, workers, pack_method ("scan": read a window's rows by an ascending scan of the
- * feature files, "random": a read a row, "" or absent: whichever the disk model prices lower)
- * and pack_memory (bytes of a packing window, 0 or absent: 1 GiB); the last two change how
- * planning reads, never the packed bytes, and a bad one is TFS_EINVAL naming it. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
+ * holds packed contiguously in a file per epoch. options_json holds the plan options, the table
+ * tfs_options_json("epochs") lists (plan_dir, batch_size, drop_last, replace, seed, workers,
+ * node_type, shuffle_seed, epochs (K), disk_budget, replan, place_tiers, first_epoch, pack_method,
+ * pack_memory: each with its kind, help and default; a key left out takes its default, so
+ * place_tiers and replan are true unless given false (ABI 3; ABI 2 read a missing one as false)),
+ * and the plan's data: fanouts, seed_edges, seed_orders, elsewhere. An unknown key, or a value of
+ * the wrong JSON type or outside an option's choices, is TFS_EINVAL naming it; pack_method and
+ * pack_memory change how planning reads, never the packed bytes. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
  * plans the graph session: batches of seeds of "node_type", every node type with features
  * packed, served by tfs_epochs_sample_hetero and tfs_epochs_gather_typed. seeds NULL with n 0
  * takes the "train" split (of node_type). "seed_edges": {"edge_type": "src:rel:dst" ("" for the
- * only one), "labels": false, "split": "train", and the keys of tfs_sample_edges'
- * link_options_json (a store's plan) or tfs_hetero_sample_from_edges' (a session's)} plans batches
+ * only one), "labels": false, "split": "train", and the link options, tfs_options_json("link"), as
+ * tfs_sample_edges (a store's plan) or tfs_hetero_sample_from_edges (a session's) take them} plans batches
  * of seed edges instead (link prediction): seeds holds n src ids, then n dst ids, then with
  * "labels" n labels; seeds NULL with n 0 takes the stored edge split "split" with its labels.
  * Batch b of planned epoch e is the first tfs_sample_edges of a sampler of the batch's seed;

@@ -38,7 +38,8 @@ tfs_status tfs_sample_free(struct tfs_sample *sample);
 /* Link sampling (docs: ARCHITECTURE.md "Link sampling"; PyG's edge_sample, disjoint=False): samples
  * the k-hop neighborhood of the n seed edges (src[i], dst[i]) with the sampler's options, the
  * sampler's next seed (node and link samples count alike). labels (NULL: none; not with triplet)
- * holds one label a seed edge. link_options_json (NULL or "": no negatives) is
+ * holds one label a seed edge. link_options_json (NULL or "": no negatives) holds the link
+ * options of tfs_options_json("link") but reverse_edge_types, a key left out at its default:
  * {"neg_sampling": "binary" | "triplet" | null, "amount": 1 (binary: negative pairs per seed edge,
  * ceil(amount * n) in all; triplet: a whole number of negative destinations per seed edge),
  * "strict": false (redraw negatives that are edges), "exclude_seed_edges": false (leave the seed
@@ -84,10 +85,11 @@ tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample);
  * "Link sampling"): samples around the n seed edges (src[i], dst[i]) of edge_type ("src:rel:dst";
  * NULL or "" for the only one) — src ids of its src node type, dst ids of its dst node type — with
  * the sampler's fanouts and next seed (node and link samples count alike). labels as in
- * tfs_sample_edges. link_options_json (NULL or "": no negatives) is {"neg_sampling": "binary" |
- * "triplet" | null, "amount": 1, "strict": false, "exclude_seed_edges": false,
- * "reverse_edge_types": {"src:rel:dst": "dst:rev:src"} (with exclude_seed_edges, the seed edges'
- * reverses in that edge type too)}; negatives are nodes of the edge type's node types. The seeds of
+ * tfs_sample_edges. link_options_json (NULL or "": no negatives) holds the link options of
+ * tfs_options_json("link"): {"neg_sampling": "binary" | "triplet" | null, "amount": 1, "strict":
+ * false, "exclude_seed_edges": false, "reverse_edge_types": {"src:rel:dst": "dst:rev:src"} (with
+ * exclude_seed_edges, the seed edges' reverses in that edge type too), "undirected": false (the
+ * seed edge type as its own reverse; not with reverse_edge_types)}; negatives are nodes of the edge type's node types. The seeds of
  * each node type are the distinct endpoints of that type, ascending; tfs_hetero_sample_* read the
  * sample, tfs_hetero_sample_link_* its label edges, local ids of the src type (sources) and dst type
  * (destinations). TFS_ENOENT names an unknown edge type, TFS_ERANGE an endpoint outside its type,

@@ -40,14 +40,20 @@ typedef struct tfs_open_options {
 /* Opens the dataset directory path. opts may be NULL. */
 tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **out);
 /* tfs_open with the options as a JSON object (NULL or "": none), keyed by the names of
- * tfs_store_options_json, e.g. {"host_cache": 536870912, "copy_workers": 4}: every store option,
+ * tfs_options_json("store"), e.g. {"host_cache": 536870912, "copy_workers": 4}: every store option,
  * those tfs_open_options has no field for included. An unknown name or a value of the wrong JSON
  * type is TFS_EINVAL naming it. */
 tfs_status tfs_open_json(const char *path, const char *options_json, tfs_store **out);
-/* The store options as JSON, as tfs_stats_json: a list of {"name", "kind" ("size": bytes, "int",
- * "bool" or "string"), "help"}, one per option tfs_open_json takes. Python's tierfs.open and the
- * tierfs command's flags are made from this table. */
-tfs_status tfs_store_options_json(char *buf, size_t cap, size_t *needed);
+/* The options of a family as JSON, as tfs_stats_json: a list of {"name", "kind" ("size": bytes,
+ * "int", "uint": 64 bits, "float", "bool", "string" or "map": an object of strings), "help", and
+ * where they apply "default" (the value a key left out takes), "choices" (a string option's
+ * values) and "flag" (the tierfs command's flag, where it is not the name with '-' for '_')}.
+ * family is "store" (the keys of tfs_open_json), "epochs" (the options of tfs_epochs_open's
+ * options_json; its other keys are data: fanouts, seed_edges, seed_orders, elsewhere) or "link"
+ * (the keys of link_options_json, and of a plan's seed_edges beside edge_type, split and labels);
+ * another is TFS_EINVAL naming them. Python's keywords and the tierfs command's flags are made
+ * from these tables. (ABI 3: replaces tfs_store_options_json, which is tfs_options_json("store").) */
+tfs_status tfs_options_json(const char *family, char *buf, size_t cap, size_t *needed);
 /* Closes the store (unmounting it if mounted); waits for calls in flight. */
 tfs_status tfs_close(tfs_store *store);
 

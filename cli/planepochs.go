@@ -11,7 +11,6 @@ import (
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/planned"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // runPlanEpochs plans epochs of a store (planned.PlanEpochs) and prints the report; with
@@ -24,23 +23,11 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	var link linkFlags
 	link.register(fs)
 	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
-	replace := fs.Bool("replace", false, "sample with replacement")
-	batch := fs.Int("batch-size", 1024, "seeds per batch")
-	dropLast := fs.Bool("drop-last", false, "drop each epoch's last short batch")
-	epochs := fs.Int("epochs", 1, "epochs to plan (K, 1 to 1024); epoch e is served from planned epoch e mod K")
-	seed := fs.Uint64("seed", 0, "sampler seed")
-	shuffleSeed := fs.Uint64("shuffle-seed", 0, "seed of the epochs' orders")
-	planDir := fs.String("plan-dir", "", "directory for the plan (default: DIR/plans/epochs)")
-	var budget sizeFlag
-	fs.Var(&budget, "disk-budget", "bound on the plan's files (packed rows and stored samples), e.g. 20GB: plan as many epochs as fit (default: none)")
-	packMethod := fs.String("pack-method", "", "how planning reads the rows it packs: scan (the feature files in ascending order, large reads), random (a read a row), or empty to choose by the disk model")
-	var packMemory sizeFlag
-	fs.Var(&packMemory, "pack-memory", "distinct rows a packing window holds (planning holds two), e.g. 1GB (default 1GiB); a scan reads the feature files once a window")
+	plan := optionFlags[planned.EpochOptions](fs) // every plan option, from its table
 	serve := fs.Int("serve", 0, "then serve this many epochs from the plan and print what they read")
 	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	usePlacement := placementFlag(fs)
-	placeTiers := fs.Bool("place-tiers", true, "first fill the memory tiers with the rows the planned epochs read most (false: keep the store's placement)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of planning to this file")
 	return func(pos []string) error {
 		var s *featurestore.Store
@@ -65,13 +52,11 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 			}
 		}
 		defer s.Close()
-		dir := *planDir
-		if dir == "" {
-			dir = defaultPlanDir(pos[0])
+		o := *plan
+		if o.Dir == "" {
+			o.Dir = defaultPlanDir(pos[0])
 		}
-		o := planned.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
-			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
-			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers, PackMethod: *packMethod, PackMemory: int64(packMemory)}
+		o.Seeds, o.SeedEdges, o.Sample.Fanouts = seeds, seedEdges, hops
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
@@ -182,13 +167,12 @@ func openToPlanEdges(dir string, opt *featurestore.Options, usePlacement bool, f
 // planSeedEdges reads --seed-edges (as `tierfs sample --seed-edges` does) and the link flags as a
 // plan's seed edges.
 func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*planned.SeedEdges, error) {
-	mode := topology.NegativeMode(*link.negMode)
-	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
-		return nil, fmt.Errorf("--neg-sampling %q: want binary or triplet", *link.negMode)
+	if _, err := link.mode(); err != nil {
+		return nil, err
 	}
-	lo := featurestore.HeteroLinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
-	if mode != topology.NoNegatives {
-		lo.NegAmount = *link.negRatio
+	lo, err := link.opt.Options("")
+	if err != nil {
+		return nil, err
 	}
 	if name, ok := strings.CutPrefix(arg, "split:"); ok {
 		if *link.labels != "" {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -17,33 +18,38 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// linkFlags are the options of `tierfs sample --seed-edges` (topology.LinkOptions).
+// linkFlags are the link options of `tierfs sample --seed-edges` and `tierfs plan-epochs
+// --seed-edges`: one flag per option of the link table (featurestore.LinkRequest, optionFlags)
+// and --edge-labels, the labels' file.
 type linkFlags struct {
-	labels   *string
-	negMode  *string
-	negRatio *float64
-	strict   *bool
-	exclude  *bool
+	labels *string
+	opt    *featurestore.LinkRequest
 }
-
-var linkFlagNames = []string{"edge-labels", "neg-sampling", "neg-amount", "strict-negatives", "exclude-seed-edges"}
 
 func (l *linkFlags) register(fs *pflag.FlagSet) {
 	l.labels = fs.String("edge-labels", "", "with --seed-edges FILE: a 1-D integer .npy of one label per seed edge")
-	l.negMode = fs.String("neg-sampling", "", "with --seed-edges: negatives to draw, binary (random pairs labelled 0) or triplet (random destinations per seed edge); default none")
-	l.negRatio = fs.Float64("neg-amount", 1, "with --neg-sampling: negative pairs per seed edge (binary) or destinations per seed edge (triplet)")
-	l.strict = fs.Bool("strict-negatives", false, "with --neg-sampling: redraw negatives that are edges of the graph or seed edges")
-	l.exclude = fs.Bool("exclude-seed-edges", false, "with --seed-edges: leave the seed edges out of the sampled neighborhoods")
+	l.opt = optionFlags[featurestore.LinkRequest](fs)
+}
+
+// mode is --neg-sampling, checked.
+func (l *linkFlags) mode() (topology.NegativeMode, error) {
+	mode := topology.NegativeMode(l.opt.NegSampling)
+	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
+		return mode, fmt.Errorf("--neg-sampling %q: want binary or triplet", l.opt.NegSampling)
+	}
+	return mode, nil
 }
 
 // given names the first link flag set on the command line, or "".
 func (l *linkFlags) given(fs *pflag.FlagSet) string {
+	names := []string{"edge-labels"}
+	for _, o := range featurestore.TableOf[featurestore.LinkRequest]() {
+		names = append(names, o.FlagName())
+	}
 	set := ""
 	fs.Visit(func(f *pflag.Flag) {
-		for _, n := range linkFlagNames {
-			if f.Name == n && set == "" {
-				set = "--" + n
-			}
+		if slices.Contains(names, f.Name) && set == "" {
+			set = "--" + f.Name
 		}
 	})
 	return set
@@ -97,9 +103,9 @@ func seedEdgesOf(s *featurestore.Store, arg, labelsPath string) (src, dst, label
 // (Store.SampleFromEdges) written as `tierfs sample` writes a node sample, plus the label
 // edges.
 func sampleEdges(dir string, opt *featurestore.Options, usePlacement bool, fanouts, arg string, link linkFlags, so topology.SampleOptions, out string) error {
-	mode := topology.NegativeMode(*link.negMode)
-	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
-		return fmt.Errorf("--neg-sampling %q: want binary or triplet", *link.negMode)
+	mode, err := link.mode()
+	if err != nil {
+		return err
 	}
 	names := []string{"nodes", "row", "col", "nodes_per_hop", "edges_per_hop", "edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"}
 	paths := make([]string, len(names))
@@ -136,9 +142,9 @@ func sampleEdges(dir string, opt *featurestore.Options, usePlacement bool, fanou
 		labels = nil
 	}
 	so.Fanouts = hops
-	lo := topology.LinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
-	if mode != topology.NoNegatives {
-		lo.NegAmount = *link.negRatio
+	lo, err := link.opt.OneType()
+	if err != nil {
+		return err
 	}
 	sample, err := s.SampleFromEdges(src, dst, labels, topology.LinkSampleOptions{SampleOptions: so, LinkOptions: lo})
 	if err != nil {

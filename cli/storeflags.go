@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -13,36 +12,12 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 )
 
-// storeFlags registers a flag for every store option on fs, made from featurestore.OptionTable:
-// the option's name with '-' for '_', its help, a size ("4GiB", or a negative number for the core
-// to judge) for kind "size"; and returns the options they set. Every command that opens a store
-// calls it, so every command reaches every option; the core validates the values when the store
-// opens. storeflags_test.go checks both against Options itself.
+// storeFlags registers a flag for every store option on fs, made from featurestore.OptionTable
+// (optionFlags), and returns the options they set. Every command that opens a store calls it, so
+// every command reaches every option; the core validates the values when the store opens.
+// storeflags_test.go checks both against Options itself.
 func storeFlags(fs *pflag.FlagSet) *featurestore.Options {
-	opt := &featurestore.Options{}
-	v := reflect.ValueOf(opt).Elem()
-	for _, o := range featurestore.OptionTable() {
-		name := strings.ReplaceAll(o.Name, "_", "-")
-		field := v.FieldByIndex(o.Index()).Addr().Interface()
-		switch p := field.(type) {
-		case *int64:
-			if o.Kind == "size" {
-				fs.Var((*sizeOptionFlag)(p), name, o.Help)
-			} else {
-				fs.Int64Var(p, name, 0, o.Help)
-			}
-		case *int:
-			fs.IntVar(p, name, 0, o.Help)
-		case *bool:
-			fs.BoolVar(p, name, false, o.Help)
-		case *string:
-			fs.StringVar(p, name, "", o.Help)
-		case *gpuio.Backend:
-			fs.StringVar((*string)(p), name, "", o.Help)
-		default:
-			panic(fmt.Sprintf("storeFlags: option %s has Go type %T, which has no flag kind", o.Name, field))
-		}
-	}
+	opt := optionFlags[featurestore.Options](fs)
 	fs.IntVar(&opt.QueueDepth, "qd", 0, "short for --queue-depth")
 	return opt
 }

@@ -19,9 +19,9 @@ import (
 // a json name is a store option, its help tag the one line a user reads about it, kind:"size" a
 // byte count (front ends take "4GiB"). OptionTable lists them; the CLI makes its flags from it
 // (the name with '-' for '_'), tfs_open_json and Python's tierfs.open take them by name
-// (DecodeOptions), and tfs_store_options_json hands the table to Python. Validate is the one
+// (DecodeOptions), and tfs_options_json("store") hands the table to Python. Validate is the one
 // place the values are checked; front ends convert their arguments and let it decide. Adding an
-// option is adding a field here and its use (ARCHITECTURE.md, "Adding a store option").
+// option is adding a field here and its use (ARCHITECTURE.md, "Adding an option").
 type Options struct {
 	Feature        string `json:"feature" help:"feature to serve (default: the dataset's first)"`
 	HostCacheBytes int64  `json:"host_cache" kind:"size" help:"host tier budget, rows and index, e.g. 512MB or 4GiB (default: none, every row read from disk)"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ func TestOptionTableDescribesEveryField(t *testing.T) {
 	typ := reflect.TypeFor[Options]()
 	listed := map[int]bool{}
 	for _, o := range OptionTable() {
-		listed[o.field] = true
-		f := typ.Field(o.field)
+		listed[o.index[0]] = true
+		f := typ.FieldByIndex(o.index)
 		if o.Help == "" {
 			t.Errorf("Options.%s (%s) has no help tag: the CLI's flag and Python's docstring need one", f.Name, o.Name)
 		}
@@ -52,7 +53,7 @@ func TestDecodeOptionsRoundTrip(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				continue
 			}
-			f := v.Field(o.field)
+			f := v.FieldByIndex(o.index)
 			switch f.Kind() {
 			case reflect.Int, reflect.Int64:
 				f.SetInt(rng.Int64N(1<<40) - 1<<39)
@@ -94,5 +95,60 @@ func TestDecodeOptionsErrors(t *testing.T) {
 		if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) || oe.Option != c.option || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("DecodeOptions(%s) = %v: want an OptionError on %s saying %q", c.in, err, c.option, c.want)
 		}
+	}
+}
+
+// tableProbe exercises what TableOf reads: an inlined struct, defaults, choices, flag names.
+type tableProbe struct {
+	Size  int64 `json:"size" kind:"size" default:"4096" help:"s"`
+	Inner struct {
+		Seed uint64 `json:"seed" default:"7" help:"d"`
+		Skip int
+	} `options:"inline"`
+	Mode  string            `json:"mode" choices:"a|b|" help:"m"`
+	Ratio float64           `json:"ratio" flag:"the-ratio" default:"1.5" help:"r"`
+	Map   map[string]string `json:"map" kind:"map" help:"p"`
+	Data  []int64
+}
+
+func TestTableOfReadsTheType(t *testing.T) {
+	table := TableOf[tableProbe]()
+	if got := strings.Join(Names(table), ","); got != "size,seed,mode,ratio,map" {
+		t.Fatalf("names %s", got)
+	}
+	if table[1].Kind != "uint" || !reflect.DeepEqual(table[1].Index(), []int{1, 0}) || table[3].FlagName() != "the-ratio" || table[0].FlagName() != "size" {
+		t.Errorf("table %+v", table)
+	}
+	d := Defaults[tableProbe]()
+	if d.Size != 4096 || d.Inner.Seed != 7 || d.Ratio != 1.5 || d.Mode != "" {
+		t.Errorf("defaults %+v", d)
+	}
+	rest, err := DecodeTable("probe", []byte(`{"seed": 9, "mode": "", "data": [1], "map": {"x": "y"}}`), &d, "data")
+	if err != nil || d.Inner.Seed != 9 || d.Size != 4096 || string(rest["data"]) != "[1]" || d.Map["x"] != "y" {
+		t.Errorf("decode: %+v, %s, %v", d, rest, err)
+	}
+	for in, want := range map[string]string{
+		`{"mode": "c"}`:  `option mode = "c": want "a", "b" or ""`,
+		`{"colour": 1}`:  "one of the probe options size, seed, mode, ratio, map, data",
+		`{"seed": -1}`:   "an integer >= 0",
+		`{"map": [1]}`:   "an object of strings",
+		`{"ratio": "x"}`: "a number",
+	} {
+		if _, err := DecodeTable("probe", []byte(in), &d, "data"); err == nil || !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeTable(%s) = %v, want an error saying %q", in, err, want)
+		}
+	}
+}
+
+// Every option of every family the front ends read has a help line, a kind they know, and a
+// default of its kind (TableOf panics on one it cannot parse).
+func TestLinkTableDescribesItself(t *testing.T) {
+	for _, o := range TableOf[LinkRequest]() {
+		if o.Help == "" || !slices.Contains([]string{"size", "int", "uint", "float", "bool", "string", "map"}, o.Kind) {
+			t.Errorf("link option %+v lacks a help line or a known kind", o)
+		}
+	}
+	if d := Defaults[LinkRequest](); d.Amount != 1 {
+		t.Errorf("the link table's amount defaults to %v; want 1 (PyG's)", d.Amount)
 	}
 }

@@ -43,37 +43,42 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// EpochOptions say what a plan is made of and where it lives.
+// EpochOptions say what a plan is made of and where it lives. Its tagged fields are the plan
+// option family (featurestore.TableOf: json name, kind, default, choices, help; the fields of
+// Sample inline): tfs_epochs_open's JSON keys, `tierfs plan-epochs`' flags and Python's
+// plan_epochs keywords are made from it (ARCHITECTURE.md, "Adding an option"). The untagged
+// fields are a plan's data (seeds, seed edges, fanouts, rows served elsewhere), which each front
+// end takes in its own form.
 type EpochOptions struct {
 	// Dir holds the plan: one packed file and one samples file per planned epoch, and the
 	// index, written last.
-	Dir string
+	Dir string `json:"plan_dir" help:"directory for the plan (the CLI's default: DIR/plans/epochs; Python's: a temporary one, removed when the plan closes)"`
 	// Seeds are the training nodes (normally the "train" split); each epoch permutes them.
 	Seeds []int64
 	// SeedEdges, instead of Seeds, make a link-prediction plan: batches of seed edges.
 	SeedEdges *SeedEdges
-	BatchSize int
+	BatchSize int `json:"batch_size" default:"1024" help:"seeds per batch"`
 	// DropLast drops the last batch of an epoch when it is short.
-	DropLast bool
+	DropLast bool `json:"drop_last" help:"drop each epoch's last short batch"`
 	// Sample gives the fanouts (a Store's plan) and Replace; Sample.Seed is the sampler seed the
 	// batches' seeds derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
-	Sample topology.SampleOptions
+	Sample topology.SampleOptions `options:"inline"`
 	// NodeType and EdgeFanouts are a Session's plan's (PlanSessionEpochs): the seeds' node type
 	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewHeteroSampler
 	// takes them; Sample.Fanouts stays empty. A Store's plan leaves them empty.
-	NodeType    string
+	NodeType    string `json:"node_type" help:"the seeds' node type, of a plan with fanouts per edge type (default: the only one)"`
 	EdgeFanouts map[string][]int
 	// ShuffleSeed seeds the epochs' orders (EpochOrder).
-	ShuffleSeed uint64
+	ShuffleSeed uint64 `json:"shuffle_seed" help:"seed of the epochs' orders"`
 	// Epochs is K, the number of epochs to plan (1 to MaxPlannedEpochs).
-	Epochs int
+	Epochs int `json:"epochs" default:"1" help:"epochs to plan (K, 1 to 1024); epoch e is served from planned epoch e mod K"`
 	// DiskBudget bounds the plan's files' bytes, packed files and samples files (EpochPlanReport's
 	// BytesWritten): PlanEpochs plans as many of the K epochs as fit,
 	// at least one. 0 means the free space of Dir's file system: K epochs the size of the first
 	// that would not fit it are refused once the first is planned.
-	DiskBudget int64
+	DiskBudget int64 `json:"disk_budget" kind:"size" help:"bound on the plan's files (packed rows and stored samples), e.g. 20GB: plan as many epochs as fit, at least one (default 0: none; epochs that would not fit the free disk are refused)"`
 	// Replan makes OpenEpochs plan anew when the plan is missing or stale, instead of failing.
-	Replan bool
+	Replan bool `json:"replan" default:"true" help:"plan anew when the plan is missing or stale (false: fail instead)"`
 	// PlaceTiers refills the memory tiers (Place) with the rows the K planned epochs read most
 	// before planning, and again, the same way, before OpenEpochs serves: the best static
 	// placement for exactly the batches served (the hindsight bar of a held-out epoch). It costs
@@ -81,10 +86,10 @@ type EpochOptions struct {
 	// The plan keeps that pass's samples (a spool, spool.go) and packs from them without
 	// drawing again.
 	// Rows in Elsewhere are not counted.
-	PlaceTiers bool
+	PlaceTiers bool `json:"place_tiers" default:"true" help:"first refill the memory tiers with the rows the planned epochs read most, again when the plan reopens (false: keep the store's placement; a distributed store cannot place and plans without it unless asked for it, then refuses)"`
 	// FirstEpoch is the training epoch planned epoch 0 is (>= 0): the plan covers epochs
 	// [FirstEpoch, FirstEpoch+K). Part of the fingerprint.
-	FirstEpoch int
+	FirstEpoch int `json:"first_epoch" help:"the training epoch planned epoch 0 is: the plan covers epochs [first_epoch, first_epoch+K)"`
 	// SeedOrders, instead of Seeds, give the seeds of each planned epoch in their order: Epochs
 	// lists of one length, planned epoch e batching SeedOrders[e] as it is (ShuffleSeed unused).
 	// A distributed rank plans its share of each epoch this way (Python's tierfs.split_seeds), so
@@ -103,12 +108,12 @@ type EpochOptions struct {
 	// packing), PackRandom (one read a row, batch by batch), or "" to choose per window and
 	// node type the one the disk model (ssd.DiskModel) gives less disk time. The packed files
 	// are the same either way; not part of the fingerprint.
-	PackMethod string
+	PackMethod string `json:"pack_method" choices:"scan|random|" help:"how planning reads the rows it packs: scan (the feature files in ascending order, large reads), random (a read a row), or empty to choose by the disk model"`
 	// PackMemory bounds the distinct rows of a window (0: DefaultPackMemory): the rows of the
 	// batches read at once, each once, then gathered into extents, hashed and written while the
 	// next window is read, so planning holds two; a batch larger gets a window of its own. A
 	// scan reads the feature files once a window. Not part of the fingerprint.
-	PackMemory int64
+	PackMemory int64 `json:"pack_memory" kind:"size" help:"distinct rows a packing window holds (planning holds two), e.g. 1GB (default 0: 1GiB); a scan reads the feature files once a window"`
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
 	inMemory  []nodeSet        // per packed stack, the rows its memory tiers held as planning began

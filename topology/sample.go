@@ -12,18 +12,20 @@ import (
 )
 
 // SampleOptions configures SampleNeighbors.
+// SampleOptions' json-tagged fields are options of the front ends' option tables
+// (featurestore.TableOf, inlined by planned.EpochOptions).
 type SampleOptions struct {
 	// Fanouts holds, per hop, how many neighbors to sample for each node: -1 takes every
 	// neighbor, 0 none. It must not be empty.
 	Fanouts []int
 	// Replace samples positions with repetition; without it a node's sampled positions are
 	// distinct.
-	Replace bool
+	Replace bool `json:"replace" help:"sample with replacement"`
 	// Seed drives all randomness: the same graph, seeds and options give the same Sample,
 	// whatever Workers is.
-	Seed uint64
+	Seed uint64 `json:"seed" help:"sampler seed: the batches' sampling seeds derive from it"`
 	// Workers is the number of goroutines choosing positions; 0 means runtime.GOMAXPROCS(0).
-	Workers int
+	Workers int `json:"workers" help:"goroutines sampling (0: one per CPU); results do not depend on it"`
 	// NodesOnly samples the nodes alone: Nodes, NodesPerHop and EdgesPerHop as without it, Row,
 	// Col and EdgeIDs left empty (for counting what a batch reads, as placement profiling does).
 	NodesOnly bool

@@ -132,7 +132,7 @@ FUNCTIONS = {
     # tierfs_store.h
     "tfs_open": (c_int, [c_char_p, ptr(OpenOptions), ptr(c_void_p)]),  # (path, opts, out)
     "tfs_open_json": (c_int, [c_char_p, c_char_p, ptr(c_void_p)]),  # (path, options_json, out)
-    "tfs_store_options_json": (c_int, [ptr(c_char), c_size_t, ptr(c_size_t)]),  # (buf, cap, needed)
+    "tfs_options_json": (c_int, [c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (family, buf, cap, needed)
     "tfs_close": (c_int, [c_void_p]),  # (store)
     "tfs_store_info_get": (c_int, [c_void_p, ptr(StoreInfo)]),  # (store, out)
     "tfs_gather": (c_int, [c_void_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (store, ids, n, dst, dst_bytes)

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import errors
 from ._args import _torch
-from .epochs import PlannedEpochs
+from .epochs import PlannedEpochs, plan_request
 from .rankshare import _RANK_SEED_STRIDE, _Turnstile, split_seeds
 
 __all__ = ["DistributedPlannedEpochs"]
@@ -71,27 +71,7 @@ class DistributedPlannedEpochs(PlannedEpochs):
         return gather
 
 
-def plan_epochs(
-    self,
-    fanouts: Any,
-    batch_size: int,
-    epochs: int,
-    seeds: Any = None,
-    plan_dir: Any = None,
-    disk_budget: Any = None,
-    replace: bool = False,
-    drop_last: bool = False,
-    seed: int = 0,
-    shuffle_seed: int = 0,
-    replan: bool = True,
-    workers: int = 0,
-    place_tiers: bool = False,
-    node_type: Optional[str] = None,
-    seed_edges: Any = None,
-    first_epoch: int = 0,
-    pack_method: Optional[str] = None,
-    pack_memory: Any = None,
-) -> "DistributedPlannedEpochs":
+def plan_epochs(self, fanouts: Any, batch_size: int, epochs: int, seeds: Any = None, seed_edges: Any = None, **options: Any) -> "DistributedPlannedEpochs":
     """This rank's plan of its share of ``epochs`` epochs (docs/distributed.md, "Planned
     epochs"): planned epoch ``e`` batches exactly the seeds the on-demand :class:`tierfs.Loader`
     gives this rank in epoch ``e`` — :func:`split_seeds` of ``seeds`` (all ranks' seeds; default
@@ -101,18 +81,26 @@ def plan_epochs(
     the rows other ranks own are never packed: :meth:`DistributedPlannedEpochs.gather` (a
     collective, like :meth:`gather`) reads this rank's rows from its tiers and the plan and
     the peer-owned ones through the exchange. ``plan_dir`` gets a directory per rank
-    (``plan_dir/rank-R``); ``disk_budget`` is each rank's. ``place_tiers`` is refused: the
-    placement of a distributed store is its ownership, decided at open. Seed edges are not
-    supported. ``first_epoch`` F plans the epochs ``[F, F + epochs)``, and ``pack_method`` and
-    ``pack_memory`` say how this rank's planning reads (:meth:`Store.plan_epochs`)."""
-    if place_tiers:
+    (``plan_dir/rank-R``); ``disk_budget`` is each rank's. The options are
+    :meth:`Store.plan_epochs`' (the core's plan options, one table), but for place_tiers: the
+    placement of a distributed store is its ownership, decided at open, so a rank plans without
+    placing — the table's default (True) does not apply here, and ``place_tiers=True`` given
+    is refused. Seed edges are not supported. ``first_epoch`` F plans the epochs
+    ``[F, F + epochs)``, and ``pack_method`` and ``pack_memory`` say how this rank's planning
+    reads."""
+    if options.get("place_tiers"):
         raise errors.NotSupportedError(
             "tierfs: plan_epochs(place_tiers=True) on a distributed store: its placement is decided at open (ownership: each "
-            "rank's owner tier holds its share of the global cache), so a plan cannot refill the tiers; plan with place_tiers=False"
+            "rank's owner tier holds its share of the global cache), so a plan cannot refill the tiers; leave place_tiers out "
+            "or give place_tiers=False"
         )
+    plan_request(batch_size, epochs, options, "tierfs: plan_epochs")  # a bad option is refused before the split
     if seed_edges is not None:
         raise errors.NotSupportedError("tierfs: planned epochs of seed edges (link prediction) are not supported on a distributed store")
     hetero = isinstance(fanouts, dict)
+    node_type, drop_last = options.get("node_type"), bool(options.get("drop_last", False))
+    # shuffle_seed orders the split (split_seeds), not the plan: the plan batches the orders as they are.
+    shuffle_seed, first_epoch = options.pop("shuffle_seed", None) or 0, options.get("first_epoch") or 0
     if seeds is None:
         seeds = self.split("train", node_type=node_type) if hetero else self.split("train")
     first = int(first_epoch)
@@ -123,11 +111,7 @@ def plan_epochs(
         elsewhere = {t: np.flatnonzero((o.owner >= 0) & (o.owner != me)) for t, o in self._own.items()}
         if not hetero:
             elsewhere = elsewhere[self._ownership(None).node_type]
-    if plan_dir is not None:
-        plan_dir = os.path.join(os.fspath(plan_dir), f"rank-{self._rank}")
-    return DistributedPlannedEpochs(
-        self, fanouts, batch_size, epochs, plan_dir=plan_dir, disk_budget=disk_budget, replace=replace,
-        drop_last=drop_last, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, replan=replan, workers=workers,
-        place_tiers=False, node_type=node_type, seed_orders=orders, elsewhere=elsewhere, first_epoch=first_epoch,
-        pack_method=pack_method, pack_memory=pack_memory,
-    )
+    if options.get("plan_dir") is not None:
+        options["plan_dir"] = os.path.join(os.fspath(options["plan_dir"]), f"rank-{self._rank}")
+    options.update(seed=int(options.get("seed") or 0) + self._rank * _RANK_SEED_STRIDE, place_tiers=False)
+    return DistributedPlannedEpochs(self, fanouts, batch_size, epochs, seed_orders=orders, elsewhere=elsewhere, **options)

@@ -23,6 +23,7 @@ answers that :class:`tierfs.LinkSample` (:class:`tierfs.HeteroLinkSample`).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 
-from . import _native, _util, errors
+from . import _native, _options, _util, errors
 from ._args import _c_str, _fanouts, _ids
 from ._native import check, lib
 from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
@@ -61,31 +62,14 @@ class PlannedEpochs:
         batch_size: int,
         epochs: int,
         seeds: Any = None,
-        plan_dir: Optional[str] = None,
-        disk_budget: Any = None,
-        replace: bool = False,
-        drop_last: bool = False,
-        seed: int = 0,
-        shuffle_seed: int = 0,
-        replan: bool = True,
-        workers: int = 0,
-        place_tiers: bool = True,
-        node_type: Optional[str] = None,
         seed_edges: Any = None,
         edge_label: Any = None,
-        neg_sampling: Any = None,
-        amount: Union[int, float] = 1,
-        strict: bool = False,
-        exclude_seed_edges: bool = False,
-        undirected: bool = False,
-        reverse_edge_types: Optional[Mapping[Any, Any]] = None,
         seed_orders: Any = None,
         elsewhere: Any = None,
-        first_epoch: int = 0,
-        pack_method: Optional[str] = None,
-        pack_memory: Any = None,
+        **options: Any,
     ) -> None:
-        pack = _pack_request(pack_method, pack_memory)
+        link, request = plan_request(batch_size, epochs, options)
+        node_type = request.get("node_type")
         h = store._h()
         if isinstance(fanouts, int):
             fanouts = [fanouts]
@@ -102,10 +86,11 @@ class PlannedEpochs:
         if seed_edges is not None:
             if seeds is not None or node_type is not None or seed_orders is not None:
                 raise errors.InvalidArgumentError("tierfs: plan_epochs takes seed nodes (seeds, seed_orders, node_type) or seed_edges, not both")
-            link_request, arr, self._link = _seed_edges_request(
-                store, isinstance(fanouts, Mapping), seed_edges, edge_label, neg_sampling, amount, strict,
-                exclude_seed_edges, undirected, reverse_edge_types)
+            link_request, arr, self._link = _seed_edges_request(store, isinstance(fanouts, Mapping), seed_edges, edge_label, link)
             count = arr.shape[0] // (3 if link_request["labels"] else 2)
+        elif edge_label is not None or any(v not in (False, "", {}) and v != _options.defaults("link")[k] for k, v in link.items()):
+            given = next((k for k, v in link.items() if v not in (False, "", {}) and v != _options.defaults("link")[k]), "edge_label")
+            raise errors.InvalidArgumentError(f"tierfs: plan_epochs: {given} is a link option; it goes with seed_edges (a plan of seed edges)")
         elif seed_orders is not None:
             if seeds is not None:
                 raise errors.InvalidArgumentError("tierfs: plan_epochs takes seeds or seed_orders (each planned epoch's seeds in order), not both")
@@ -120,32 +105,15 @@ class PlannedEpochs:
             count = arr.shape[0]
         elsewhere_ids, elsewhere_parts = _elsewhere(elsewhere)
         self._temp_dir: Optional[str] = None  # made here, removed by close()
-        if plan_dir is None:
-            plan_dir = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
-        request = {
-            "plan_dir": str(plan_dir),
-            "fanouts": fanouts_json,
-            "node_type": "" if node_type is None else str(node_type),
-            "replace": bool(replace),
-            "batch_size": int(batch_size),
-            "drop_last": bool(drop_last),
-            "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
-            "shuffle_seed": int(shuffle_seed) & 0xFFFFFFFFFFFFFFFF,
-            "epochs": int(epochs),
-            "disk_budget": 0 if disk_budget is None else _util.parse_size(disk_budget, "disk_budget"),
-            "replan": bool(replan),
-            "place_tiers": bool(place_tiers),
-            "workers": int(workers),
-        }
+        if "plan_dir" not in request:
+            request["plan_dir"] = self._temp_dir = tempfile.mkdtemp(prefix="tierfs-plan-")
+        request["fanouts"] = fanouts_json
         if seed_edges is not None:
             request["seed_edges"] = link_request
         if seed_orders is not None:
             request["seed_orders"] = True
         if elsewhere_parts is not None:
             request["elsewhere"] = elsewhere_parts
-        if first_epoch:  # sent only when set, so a plan from epoch 0 opens on libraries before the key
-            request["first_epoch"] = int(first_epoch)
-        request.update(pack)
         self._store = store
         self._lock = threading.Lock()
         self._handle: Optional[int] = None
@@ -358,25 +326,19 @@ class PlannedEpochs:
         return f"<tierfs.PlannedEpochs {self.plan_dir!r} epochs={self.first_epoch}..{self.first_epoch + self.planned - 1} batches={self.batches_per_epoch}{types}>"
 
 
-PACK_METHODS = ("scan", "random")  # featurestore.PackScan, PackRandom
-
-
-def _pack_request(pack_method: Optional[str], pack_memory: Any) -> Dict[str, Any]:
-    """options_json's pack_method and pack_memory of plan_epochs' (each only when set, so a plan
-    without them opens on libraries before the keys). ``pack_method`` is None or "" (the disk
-    model chooses), "scan" or "random"; ``pack_memory`` a byte count or size string (None or 0:
-    the core's default). Checked here, as the core checks them, so that a Loader refuses a bad
-    one when made rather than when it first plans."""
-    out: Dict[str, Any] = {}
-    if pack_method is not None and pack_method != "":
-        if not isinstance(pack_method, str) or pack_method not in PACK_METHODS:
-            raise errors.InvalidArgumentError(
-                f'tierfs: option pack_method = {pack_method!r}: want "scan", "random" or None / "" (choose by the disk model)')
-        out["pack_method"] = pack_method
-    memory = _util.parse_size(pack_memory, "pack_memory")
-    if memory:
-        out["pack_memory"] = memory
-    return out
+def plan_request(batch_size: Any, epochs: Any, options: Dict[str, Any], where: str = "tierfs: plan_epochs") -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(the link options, the JSON of the plan options for tfs_epochs_open) of plan_epochs'
+    keyword ``options`` (the core's "epochs" and "link" tables, :mod:`tierfs._options`): each
+    checked as its kind says, None left out at the core's default; a name of neither table is an
+    InvalidArgumentError listing them. Checked here, as the core checks them, so that a Loader
+    refuses a bad one when made rather than when it first plans."""
+    options = dict(options)
+    link = {k: v for k, v in _options.take("link", options).items() if v is not None}
+    plan = _options.take("epochs", options)
+    _options.refuse_unknown(options, where, ("epochs", "link"))
+    if plan.get("plan_dir") is not None:
+        plan["plan_dir"] = os.fspath(plan["plan_dir"])
+    return link, _options.request("epochs", {**plan, "batch_size": batch_size, "epochs": epochs}, where)
 
 
 def _elsewhere(elsewhere: Any) -> Tuple[np.ndarray, Optional[List[Dict[str, Any]]]]:
@@ -392,14 +354,16 @@ def _elsewhere(elsewhere: Any) -> Tuple[np.ndarray, Optional[List[Dict[str, Any]
 
 
 def _seed_edges_request(
-    store: "Store", hetero: bool, seed_edges: Any, edge_label: Any, neg_sampling: Any, amount: Any, strict: bool,
-    exclude_seed_edges: bool, undirected: bool, reverse_edge_types: Optional[Mapping[Any, Any]],
+    store: "Store", hetero: bool, seed_edges: Any, edge_label: Any, link: Dict[str, Any],
 ) -> Tuple[Dict[str, Any], np.ndarray, Tuple[Any, float, Any, Any]]:
     """(options_json's seed_edges, the seeds array: src ids, dst ids and the core's labels, and
     (mode, amount, labels, the core's labels) to finish each batch's labels as
-    Sampler.sample_from_edges does) of plan_epochs' link arguments. ``seed_edges`` is a (2, n)
-    array or tensor or the name of a stored edge split (its labels with it); on a heterogeneous
-    store ``(edge type, either)``."""
+    Sampler.sample_from_edges does) of plan_epochs' seed edges and link options (``link``, of the
+    core's "link" table). ``seed_edges`` is a (2, n) array or tensor or the name of a stored edge
+    split (its labels with it); on a heterogeneous store ``(edge type, either)``."""
+    link = dict(link)
+    undirected, reverse_edge_types = link.get("undirected", False), link.pop("reverse_edge_types", None)
+    amount = link.pop("amount", _options.defaults("link")["amount"])
     edge_type: Any = None
     if isinstance(seed_edges, tuple) and len(seed_edges) == 2 and not isinstance(seed_edges[0], (int, np.integer)):
         edge_type, seed_edges = seed_edges
@@ -409,7 +373,7 @@ def _seed_edges_request(
         raise errors.InvalidArgumentError("undirected: a heterogeneous plan names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
     if not hetero and reverse_edge_types:
         raise errors.InvalidArgumentError("reverse_edge_types: a plan of one edge type takes undirected=True when the graph holds each edge's reverse")
-    mode, amount = _neg_sampling(neg_sampling, amount)
+    mode, amount = _neg_sampling(link.pop("neg_sampling", None), amount)
     if isinstance(seed_edges, str):
         if edge_label is not None:
             raise errors.InvalidArgumentError(f"edge_label with seed_edges={seed_edges!r}: an edge split brings its own labels")
@@ -427,11 +391,7 @@ def _seed_edges_request(
     lab, core_labels = _link_labels(edge_label, mode, n)
     rows = [index[0], index[1]] + ([] if core_labels is None else [core_labels])
     request: Dict[str, Any] = {"edge_type": "" if edge_type is None else edge_type_key(edge_type), "labels": core_labels is not None,
-                               "neg_sampling": mode or "", "strict": bool(strict), "exclude_seed_edges": bool(exclude_seed_edges)}
-    if mode is not None:
-        request["amount"] = amount
-    if hetero:
-        request["reverse_edge_types"] = {edge_type_key(k): edge_type_key(v) for k, v in (reverse_edge_types or {}).items()}
-    else:
-        request["undirected"] = bool(undirected)
+                               **_options.request("link", {**link, "neg_sampling": mode or "", "amount": amount if mode else None}, "tierfs: plan_epochs")}
+    if hetero and reverse_edge_types:
+        request["reverse_edge_types"] = {edge_type_key(k): edge_type_key(v) for k, v in reverse_edge_types.items()}
     return request, np.ascontiguousarray(np.concatenate(rows)), (mode, amount, lab, core_labels)

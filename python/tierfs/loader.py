@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 import numpy as np
 
 from . import _util
-from .epochs import _pack_request
+from .epochs import plan_request
 from .errors import ClosedError, InvalidArgumentError
 from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .planrounds import PlanRounds
@@ -381,8 +381,8 @@ class Loader:
         self._planned = bool(planned_epochs) or auto
         self._share = store._loader_share  # its seeds, their order and the order of its gathers
         self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
-        _pack_request(plan_pack_method, plan_pack_memory)  # refuses a bad one now, not when the first round plans
         self._plan_pack = dict(pack_method=plan_pack_method, pack_memory=plan_pack_memory)
+        plan_request(self.batch_size, 1, self._plan_pack, "tierfs.Loader")  # refuses a bad one now, not when the first round plans
         self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
             self._start_plans(planned_epochs, 0)

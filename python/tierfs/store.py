@@ -63,7 +63,7 @@ class Store:
         """Opens the dataset directory ``path`` (use :func:`tierfs.open`, which documents the
         arguments and also opens distributed stores).
 
-        ``options`` are the core's store options (``tfs_store_options_json``), with
+        ``options`` are the core's store options (``tfs_options_json("store")``), with
         ``host_cache`` and ``gpu_cache`` also taken by position:
 
             {store_options}
@@ -470,36 +470,7 @@ class Store:
         gathers (:mod:`tierfs.seedshare`): here one process's, every seed."""
         return SeedShare(self)
 
-    def plan_epochs(
-        self,
-        fanouts: Any,
-        batch_size: int,
-        epochs: int,
-        seeds: Any = None,
-        plan_dir: Optional[Union[str, os.PathLike]] = None,
-        disk_budget: Any = None,
-        replace: bool = False,
-        drop_last: bool = False,
-        seed: int = 0,
-        shuffle_seed: int = 0,
-        replan: bool = True,
-        workers: int = 0,
-        place_tiers: bool = True,
-        node_type: Optional[str] = None,
-        seed_edges: Any = None,
-        edge_label: Any = None,
-        neg_sampling: Any = None,
-        amount: Union[int, float] = 1,
-        strict: bool = False,
-        exclude_seed_edges: bool = False,
-        undirected: bool = False,
-        reverse_edge_types: Optional[Mapping[Any, Any]] = None,
-        seed_orders: Any = None,
-        elsewhere: Any = None,
-        first_epoch: int = 0,
-        pack_method: Optional[str] = None,
-        pack_memory: Any = None,
-    ) -> Any:
+    def plan_epochs(self, fanouts: Any, batch_size: int, epochs: int, seeds: Any = None, **options: Any) -> Any:
         """Plans ``epochs`` epochs (DiskGNN's packed reads; docs/planned.md) and opens the plan.
 
         The plan covers the training epochs ``[first_epoch, first_epoch + epochs)``: planned
@@ -549,17 +520,24 @@ class Store:
         made with other values is reused); ``report["pack_method"]`` and
         ``report["pack_windows"]`` say what planning did. Another method, or a negative or
         unparsable size, raises :class:`tierfs.InvalidArgumentError` naming the option.
+
+        The keyword options are the core's plan options (one table, ``planned.EpochOptions``,
+        which ``tfs_options_json("epochs")`` hands over: the same names, defaults and help as
+        ``tierfs plan-epochs``' flags; a name of no option raises
+        :class:`tierfs.InvalidArgumentError` listing them):
+
+            {epochs_options}
+
+        and with ``seed_edges`` (beside ``edge_label``) the link options
+        (``tfs_options_json("link")``, as :meth:`tierfs.Sampler.sample_from_edges` takes them;
+        ``neg_sampling`` also a PyG ``NegativeSampling``):
+
+            {link_options}
         """
-        return PlannedEpochs(
-            self, fanouts, batch_size, epochs, seeds=seeds,
-            plan_dir=None if plan_dir is None else os.fspath(plan_dir), disk_budget=disk_budget,
-            replace=replace, drop_last=drop_last, seed=seed, shuffle_seed=shuffle_seed,
-            replan=replan, workers=workers, place_tiers=place_tiers, node_type=node_type,
-            seed_edges=seed_edges, edge_label=edge_label, neg_sampling=neg_sampling, amount=amount, strict=strict,
-            exclude_seed_edges=exclude_seed_edges, undirected=undirected, reverse_edge_types=reverse_edge_types,
-            seed_orders=seed_orders, elsewhere=elsewhere,
-            first_epoch=first_epoch, pack_method=pack_method, pack_memory=pack_memory,
-        )
+        return PlannedEpochs(self, fanouts, batch_size, epochs, seeds=seeds, **options)
+
+    _options.document(plan_epochs, "epochs", skip=("batch_size", "epochs"))
+    _options.document(plan_epochs, "link")
 
     def csc(self, chunk_size: int = 1 << 20, edge_type: Optional[EdgeType] = None) -> tuple:
         """The whole topology as CSC: ``(indptr, indices)``, int64 numpy arrays, the
