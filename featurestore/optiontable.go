@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"reflect"
 	"slices"
 	"strconv"
@@ -128,15 +129,15 @@ func Defaults[T any]() T {
 // DecodeTable reads the options of T from a JSON object keyed by option name into *into: keys
 // left out keep into's value, null is left out. Keys in extra are not options but the caller's
 // (e.g. a request's arrays): they come back in rest, undecoded. A key that is neither, or a value
-// of the wrong JSON type, is an *OptionError naming it, the family ("store", "epochs", "link")
+// of the wrong JSON type, or a key given twice (anywhere in data), is an *OptionError naming it, the family ("store", "epochs", "link")
 // and its options; a string outside the option's choices too. Values are not otherwise checked.
 func DecodeTable[T any](family string, data []byte, into *T, extra ...string) (rest map[string]json.RawMessage, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, &OptionError{Option: "options", Value: string(data), Want: fmt.Sprintf("a JSON object of %s options (%v)", family, err)}
+	if err := strictjson.Unmarshal(data, &fields); err != nil {
+		return nil, &OptionError{Option: "options", Value: string(data), Want: fmt.Sprintf("a JSON object of %s options, each key once (%v)", family, err)}
 	}
 	table := TableOf[T]()
 	keys := make([]string, 0, len(fields))

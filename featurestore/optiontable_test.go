@@ -89,6 +89,9 @@ func TestDecodeOptionsErrors(t *testing.T) {
 		{`{"unverified_reads": 1}`, "unverified_reads", "true or false"},
 		{`{"hotness": [1, 2]}`, "hotness", "one of the store options"},
 		{`[1]`, "options", "a JSON object"},
+		// issue 43: the last of two keys used to win, opening an unverified store
+		{`{"unverified_reads": false, "unverified_reads": true}`, "options", `key "unverified_reads" appears twice`},
+		{`{"host_cache": 1, "host_cache": 2}`, "options", `key "host_cache" appears twice`},
 	} {
 		_, err := DecodeOptions([]byte(c.in))
 		var oe *OptionError
