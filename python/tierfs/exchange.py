@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from typing import Any, Callable, Dict, Generator, Optional
+from typing import Any, Callable, Dict, Generator, NamedTuple, Optional
 
 import numpy as np
 
@@ -43,6 +43,62 @@ def _new_counters() -> Dict[str, Any]:
 # (it waits for the slowest rank to arrive), the ids to their owners, serving the rows asked of
 # this rank, the rows back, then waiting for this rank's own rows and putting them in order.
 _EXCHANGE_STEPS = ("split", "counts", "ids", "serve", "rows", "local_wait", "assemble")
+
+
+class _Split(NamedTuple):
+    """A gather's ids split by owner: positions of the peer-owned and the other ids, the
+    distinct peer ids to send grouped by owner (``send_ids``, ``send_counts`` per rank), and
+    where each peer position's row lands among them (``where[inverse]``)."""
+
+    peer_pos: np.ndarray
+    local_pos: np.ndarray
+    send_ids: np.ndarray
+    send_counts: np.ndarray
+    where: np.ndarray
+    inverse: np.ndarray
+
+
+def _split(arr: np.ndarray, o: Any, me: int, world: int, distinct: bool) -> _Split:
+    """Splits ids ``arr`` by ``o``'s owners (no ownership, ``o`` None: every id stays local):
+    the peer-owned ones deduplicated (unless ``distinct``) and grouped by owner."""
+    n = arr.shape[0]
+    if o is not None:
+        own = o.owner[arr]
+        peer = (own >= 0) & (own != me)
+    else:
+        peer = np.zeros(n, dtype=bool)
+    peer_pos = np.flatnonzero(peer)
+    local_pos = np.flatnonzero(~peer)
+    if distinct:
+        uniq, inverse = arr[peer_pos], np.arange(peer_pos.size)
+        uowner = own[peer_pos].astype(np.int64) if o is not None else np.empty(0, dtype=np.int64)
+    else:
+        uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
+        uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
+    order = np.argsort(uowner, kind="stable")
+    where = np.empty(order.shape[0], dtype=np.int64)
+    where[order] = np.arange(order.shape[0])  # unique id j is send_ids[where[j]]
+    return _Split(peer_pos, local_pos, uniq[order], np.bincount(uowner, minlength=world).astype(np.int64), where, inverse)
+
+
+def _assemble(sp: _Split, n: int, rb: int, recv_rows: Any, local_rows: Any, rows_for_every_id: bool, out_dev: Any) -> Any:
+    """The gather's rows in the order of its ``n`` ids: the local rows (for every id when
+    ``rows_for_every_id``, the peer ones then overwritten) and the peer rows received. On a GPU
+    the positions go up in one copy from pinned memory (a pageable copy would block this thread
+    until the stream's earlier work ends)."""
+    torch = _torch()
+    dev = torch.device(out_dev or "cpu")
+    positions = _to_device(np.concatenate([sp.local_pos, sp.peer_pos, sp.where[sp.inverse]]), dev)
+    lp, pp, take = positions[: sp.local_pos.size], positions[sp.local_pos.size : n], positions[n:]
+    if local_rows is not None and rows_for_every_id:  # a row for every id: the peer rows go in place
+        result = local_rows.reshape(n, -1).view(torch.uint8).to(dev)
+    else:
+        result = torch.empty((n, rb), dtype=torch.uint8, device=dev)
+    if local_rows is not None and not rows_for_every_id:
+        result[lp] = local_rows.reshape(sp.local_pos.size, -1).view(torch.uint8).to(dev)
+    if sp.peer_pos.size:
+        result[pp] = recv_rows[take.to(recv_rows.device)].to(result.device)
+    return result
 
 
 class PeerExchange:
@@ -100,13 +156,11 @@ class PeerExchange:
         with the peer-owned rows served elsewhere). ``distinct``: the caller knows the ids are
         distinct (a sample's nodes), so the split does not deduplicate them (a sort of the peer
         ids, the largest host cost of the exchange)."""
-        torch, dist = _torch(), _dist()
-        if self.failed is not None:
-            raise errors.PeerError(f"{self.failed} (the store is unusable since; restart the job)")
+        torch = _torch()
+        self.check()
         t0 = time.perf_counter()
         ids_ = _ids(ids)
         arr = ids_.array
-        n, w, me = arr.shape[0], self.world, self.rank
         bad: Optional[BaseException] = None
         o: Optional[Any] = None
         try:
@@ -114,33 +168,14 @@ class PeerExchange:
             self._store._check_range(arr, o)
         except errors.Error as e:
             bad = e
-        # Split: peer-owned ids (deduplicated, grouped by owner) and everything else.
-        if bad is None:
-            own = o.owner[arr]
-            peer = (own >= 0) & (own != me)
-        else:
-            peer = np.zeros(n, dtype=bool)
-        peer_pos = np.flatnonzero(peer)
-        local_pos = np.flatnonzero(~peer)
-        if distinct:
-            uniq, inverse = arr[peer_pos], np.arange(peer_pos.size)
-            uowner = own[peer_pos].astype(np.int64)
-        else:
-            uniq, inverse = np.unique(arr[peer_pos], return_inverse=True)
-            uowner = o.owner[uniq].astype(np.int64) if uniq.size else np.empty(0, dtype=np.int64)
-        order = np.argsort(uowner, kind="stable")
-        send_ids = uniq[order]
-        where = np.empty(order.shape[0], dtype=np.int64)
-        where[order] = np.arange(order.shape[0])  # unique id j is send_ids[where[j]]
-        send_counts = np.bincount(uowner, minlength=w).astype(np.int64)
+        sp = _split(arr, o if bad is None else None, self.rank, self.world, distinct)
 
         # The local rows, on a worker thread while the exchange runs.
         out_dev = self._store._out_device(ids_)
-        local_ids = torch.from_numpy(arr[local_pos])
         local = None
-        if bad is None and local_pos.size:
+        if bad is None and sp.local_pos.size:
             if local_gather is None:
-                local = self._store._pool.submit(self._store._local_gather, local_ids, o.node_type)
+                local = self._store._pool.submit(self._store._local_gather, torch.from_numpy(arr[sp.local_pos]), o.node_type)
             else:
                 local = self._store._pool.submit(local_gather, arr, o.node_type)
         t_split = time.perf_counter()
@@ -148,54 +183,10 @@ class PeerExchange:
         if self.failed is not None:
             if local is not None:
                 local.result()
-            raise errors.PeerError(f"{self.failed} (the store is unusable since; restart the job)")
+            self.check()
         self.seq += 1
         t_turn = time.perf_counter()
-
-        # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
-        # so every rank knows what moves and all ranks skip the rest alike when nothing does.
-        xdev = self.xdevice
-        mine = _to_device(np.append(send_counts, [1 if bad is not None else 0, o.index if o is not None else -1]), xdev)
-        table = torch.empty(w * (w + 2), dtype=torch.int64, device=xdev)
-        self.collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self.group, async_op=True))
-        table_h = table.cpu().numpy().reshape(w, w + 2)
-        t_counts = t_ids = t_serve = time.perf_counter()
-        failed = np.flatnonzero(table_h[:, w])
-        mixed = np.flatnonzero(table_h[:, w + 1] != table_h[me, w + 1])
-        if failed.size or mixed.size:
-            if local is not None:
-                local.result()
-            if bad is not None:
-                raise bad
-            if failed.size:
-                raise errors.PeerError(
-                    f"tierfs: rank {me}: gather #{self.seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
-                )
-            names = list(self._store.types["node_types"])
-            r = int(mixed[0])
-            raise errors.PeerError(
-                f"tierfs: rank {me}: gather #{self.seq} skipped: rank {r} gathered node type {names[int(table_h[r, w + 1])]!r} in it, "
-                f"this rank {o.node_type!r}; every rank must gather the same node types in the same order"
-            )
-        recv_counts = table_h[:, me]  # ids each rank asks of me
-        rb = o.row_bytes
-        recv_rows = torch.empty((int(send_counts.sum()), rb), dtype=torch.uint8, device=xdev)
-        served = 0
-        if table_h[:, :w].sum():
-            # 2. The ids, each rank's to its owners.
-            asked = torch.empty(int(recv_counts.sum()), dtype=torch.int64, device=xdev)
-            send = _to_device(send_ids, xdev)
-            self.collective("the ids", lambda: dist.all_to_all_single(
-                asked, send, recv_counts.tolist(), send_counts.tolist(), group=self.group, async_op=True))
-            t_ids = time.perf_counter()
-            # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
-            served = int(asked.shape[0])
-            rows = Store.gather(self._store, asked, node_type=o.node_type) if served else None  # CUDA ids on NCCL: split on the GPU
-            rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
-            rows_x = rows_u8.to(xdev)
-            t_serve = time.perf_counter()
-            self.collective("the rows", lambda: dist.all_to_all_single(
-                recv_rows, rows_x, send_counts.tolist(), recv_counts.tolist(), group=self.group, async_op=True))
+        recv_rows, served, times = self._swap(sp, bad, o, local)
         t_x = time.perf_counter()
         local_rows = None
         if local is not None:
@@ -205,27 +196,75 @@ class PeerExchange:
                 here.wait_event(event)
                 local_rows.record_stream(here)
         t_local = time.perf_counter()
-
-        # Assemble in the order of the ids; on a GPU the positions go up in one copy from pinned
-        # memory (a pageable copy would block this thread until the stream's earlier work ends).
-        dev = torch.device(out_dev or "cpu")
-        positions = _to_device(np.concatenate([local_pos, peer_pos, where[inverse]]), dev)
-        lp, pp, take = positions[: local_pos.size], positions[local_pos.size : n], positions[n:]
-        if local_rows is not None and local_gather is not None:  # a row for every id: the peer rows go in place
-            result = local_rows.reshape(n, -1).view(torch.uint8).to(dev)
-        else:
-            result = torch.empty((n, rb), dtype=torch.uint8, device=dev)
-        if local_rows is not None and local_gather is None:
-            result[lp] = local_rows.reshape(local_pos.size, -1).view(torch.uint8).to(dev)
-        if peer_pos.size:
-            result[pp] = recv_rows[take.to(recv_rows.device)].to(result.device)
-        self._store._count(o, batches=1, ids=n, local_rows=int(local_pos.size), peer_rows=int(peer_pos.size),
-                    peer_unique_rows=int(send_ids.size), peer_bytes_received=int(send_ids.size) * rb,
-                    peer_rows_served=served, peer_bytes_sent=served * rb,
-                    exchange_s=(t_split - t0) + (t_x - t_turn), local_s=time.perf_counter() - t0, split_s=t_split - t0, counts_s=t_counts - t_turn,
-                    ids_s=t_ids - t_counts, serve_s=t_serve - t_ids, rows_s=t_x - t_serve, local_wait_s=t_local - t_x,
-                    assemble_s=time.perf_counter() - t_local)
+        result = _assemble(sp, arr.shape[0], o.row_bytes, recv_rows, local_rows, local_gather is not None, out_dev)
+        t_counts, t_ids, t_serve = times
+        rb = o.row_bytes
+        self._store._count(o, batches=1, ids=arr.shape[0], local_rows=int(sp.local_pos.size), peer_rows=int(sp.peer_pos.size),
+                           peer_unique_rows=int(sp.send_ids.size), peer_bytes_received=int(sp.send_ids.size) * rb,
+                           peer_rows_served=served, peer_bytes_sent=served * rb,
+                           exchange_s=(t_split - t0) + (t_x - t_turn), local_s=time.perf_counter() - t0, split_s=t_split - t0,
+                           counts_s=t_counts - t_turn, ids_s=t_ids - t_counts, serve_s=t_serve - t_ids, rows_s=t_x - t_serve,
+                           local_wait_s=t_local - t_x, assemble_s=time.perf_counter() - t_local)
         return self.finish(result, ids_, out_dev, out, o)
+
+    def _swap(self, sp: "_Split", bad: Optional[BaseException], o: Any, local: Any) -> tuple:
+        """The collectives of one exchanged gather, under the lock: every rank's request counts
+        (1), then, when anything moves, the ids to their owners (2), the rows asked of this rank
+        served (3) and sent back (4). Returns the rows received (in ``sp.send_ids`` order), the
+        rows served and the times after steps 1, 2 and 3."""
+        torch, dist = _torch(), _dist()
+        w, me, xdev = self.world, self.rank, self.xdevice
+        # 1. Everyone's request counts, whether its ids were good and the node type it gathers,
+        # so every rank knows what moves and all ranks skip the rest alike when nothing does.
+        mine = _to_device(np.append(sp.send_counts, [1 if bad is not None else 0, o.index if o is not None else -1]), xdev)
+        table = torch.empty(w * (w + 2), dtype=torch.int64, device=xdev)
+        self.collective("the request counts", lambda: dist.all_gather_into_tensor(table, mine, group=self.group, async_op=True))
+        table_h = table.cpu().numpy().reshape(w, w + 2)
+        t_counts = t_ids = t_serve = time.perf_counter()
+        self._refuse_skipped(table_h, bad, o, local)
+        recv_counts = table_h[:, me]  # ids each rank asks of me
+        rb = o.row_bytes
+        recv_rows = torch.empty((int(sp.send_counts.sum()), rb), dtype=torch.uint8, device=xdev)
+        served = 0
+        if table_h[:, :w].sum():
+            # 2. The ids, each rank's to its owners.
+            asked = torch.empty(int(recv_counts.sum()), dtype=torch.int64, device=xdev)
+            send = _to_device(sp.send_ids, xdev)
+            self.collective("the ids", lambda: dist.all_to_all_single(
+                asked, send, recv_counts.tolist(), sp.send_counts.tolist(), group=self.group, async_op=True))
+            t_ids = time.perf_counter()
+            # 3. The rows asked of me (my owner tier holds them), 4. back to who asked.
+            served = int(asked.shape[0])
+            rows = Store.gather(self._store, asked, node_type=o.node_type) if served else None  # CUDA ids on NCCL: split on the GPU
+            rows_u8 = rows.reshape(served, -1).view(torch.uint8) if rows is not None else torch.empty((0, rb), dtype=torch.uint8)
+            rows_x = rows_u8.to(xdev)
+            t_serve = time.perf_counter()
+            self.collective("the rows", lambda: dist.all_to_all_single(
+                recv_rows, rows_x, sp.send_counts.tolist(), recv_counts.tolist(), group=self.group, async_op=True))
+        return recv_rows, served, (t_counts, t_ids, t_serve)
+
+    def _refuse_skipped(self, table_h: np.ndarray, bad: Optional[BaseException], o: Any, local: Any) -> None:
+        """Raises, on every rank alike, when a rank's ids were bad (that rank raises its own
+        error) or the ranks gathered different node types; the local gather is waited first."""
+        w, me = self.world, self.rank
+        failed = np.flatnonzero(table_h[:, w])
+        mixed = np.flatnonzero(table_h[:, w + 1] != table_h[me, w + 1])
+        if not (failed.size or mixed.size):
+            return
+        if local is not None:
+            local.result()
+        if bad is not None:
+            raise bad
+        if failed.size:
+            raise errors.PeerError(
+                f"tierfs: rank {me}: gather #{self.seq} skipped: rank {int(failed[0])}'s ids for it were bad (its error says which)"
+            )
+        names = list(self._store.types["node_types"])
+        r = int(mixed[0])
+        raise errors.PeerError(
+            f"tierfs: rank {me}: gather #{self.seq} skipped: rank {r} gathered node type {names[int(table_h[r, w + 1])]!r} in it, "
+            f"this rank {o.node_type!r}; every rank must gather the same node types in the same order"
+        )
 
     def now(self, start: Callable[[], Generator[None, None, Any]]) -> Any:
         """Runs the exchanged gather ``start()`` (:meth:`gather`): its split and local
