@@ -98,38 +98,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 		fmt.Printf("dataset %s: %d nodes, %d-byte rows (%s of features); %s ids, %d threads x %d batches x %d ids; QD %d; %d CPUs\n",
 			dir, m.Nodes().Count, spec.RowBytes, bytesize.Format(featBytes), *dist, *threads, *batches, *batch, qd, runtime.NumCPU())
 
-		var results []benchResult
-		run := func(name string, opt featurestore.Options, note string) error {
-			opt.Hotness = hotness
-			if planned.Placement != nil && opt.HostCacheBytes == planned.HostCacheBytes {
-				opt.Placement, opt.Hotness, note = planned.Placement, nil, note+", saved "+planned.Placement.Policy.String()+" placement"
-			}
-			s, err := openStore(dir, opt)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			defer s.Close()
-			before := s.Stats()
-			took, err := timeGathers(streams, int(s.RowBytes()), s.Gather)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			after := s.Stats()
-			r := result(name, streams, spec.RowBytes, took)
-			r.DiskReads = after.IO.Reads - before.IO.Reads
-			r.IOPS = float64(r.DiskReads) / took
-			if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(spec.RowBytes); served > 0 {
-				r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
-			}
-			r.ReadsPerBatch = float64(r.DiskReads) / float64(len(streams)*len(streams[0]))
-			if read := after.IO.BytesRead - before.IO.BytesRead; read > 0 {
-				r.GapShare = float64(after.IO.GapBytes-before.IO.GapBytes) / float64(read)
-			}
-			r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
-			r.Note = fmt.Sprintf("%s, %s, %d-byte reads, gap %d", note, s.IOBackend(), after.IO.BlockSize, after.IO.CoalesceGap)
-			results = append(results, r)
-			return nil
-		}
+		b := &gatherBench{dir: dir, rb: spec.RowBytes, streams: streams, hotness: hotness, planned: planned}
 		mixedOpts := func(p string) (featurestore.Options, string) {
 			mixed := *base
 			mixed.HostCacheBytes, mixed.HostPolicy = hostCache, p
@@ -147,22 +116,18 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 					opt, note = mixedOpts(policies[0])
 				}
 				opt.UnverifiedReads = !verify
-				if err := run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
+				if err := b.run(config, opt, fmt.Sprintf("%s, verify-reads %t", note, verify)); err != nil {
 					return 0, err
 				}
-				return results[len(results)-1].RowsPerS, nil
+				return b.results[len(b.results)-1].RowsPerS, nil
 			})
 			if err != nil {
 				return err
 			}
-			if *asJSON != "" {
-				data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-					"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results, "verify": costs}, "", "  ")
-				return os.WriteFile(*asJSON, data, 0o644)
-			}
-			return nil
+			return writeGatherJSON(*asJSON, map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+				"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": b.results, "verify": costs})
 		}
-		if err := run("ssd tier", plain, "no host cache"); err != nil {
+		if err := b.run("ssd tier", plain, "no host cache"); err != nil {
 			return err
 		}
 		for _, p := range policies {
@@ -171,7 +136,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 				name = "mixed " + p
 			}
 			mixed, note := mixedOpts(p)
-			if err := run(name, mixed, note); err != nil {
+			if err := b.run(name, mixed, note); err != nil {
 				return err
 			}
 		}
@@ -185,45 +150,99 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			results = append(results, hostTier, mem)
+			b.results = append(b.results, hostTier, mem)
 			hostVsMemory = ratio
 		}
 		raw, err := benchRawIO(m, spec, qd, *threads, streams)
 		if err != nil {
 			return err
 		}
-		results = append(results, raw)
+		b.results = append(b.results, raw)
+		printGatherResults(b.results, qd, hostVsMemory)
+		return writeGatherJSON(*asJSON, map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+			"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": b.results})
+	}
+}
 
-		fmt.Printf("\n%-22s %12s %9s %11s %11s %9s %6s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "reads/batch", "read amp", "gaps", "host hit", "note")
-		for _, r := range results {
-			amp, gaps := "-", "-"
-			if r.ReadAmp > 0 {
-				amp, gaps = fmt.Sprintf("%.2f", r.ReadAmp), fmt.Sprintf("%.0f%%", 100*r.GapShare)
-			}
-			fmt.Printf("%-22s %12.0f %9.3f %11.0f %11.0f %9s %6s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, r.ReadsPerBatch, amp, gaps, 100*r.HostShare, r.Note)
-		}
-		byName := map[string]benchResult{}
-		for _, r := range results {
-			byName[r.Name] = r
-		}
-		fmt.Println()
-		if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
-			fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", qd, ssd.IOPS/raw.IOPS)
-			fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
-		}
-		if mem := byName["in-memory reference"]; mem.RowsPerS > 0 {
-			fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f (median of %d alternating rounds)\n", hostVsMemory, hostRounds)
-			fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
-			if sv, ok := byName["mixed sieve"]; ok {
-				fmt.Printf("mixed sieve rows/s / in-memory gather rows/s:         %.2f\n", sv.RowsPerS/mem.RowsPerS)
-			}
-		}
-		if *asJSON != "" {
-			data, _ := json.MarshalIndent(map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-				"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": results}, "", "  ")
-			return os.WriteFile(*asJSON, data, 0o644)
-		}
+// writeGatherJSON writes `bench gather`'s report as indented JSON to path; nothing when path is "".
+func writeGatherJSON(path string, report map[string]any) error {
+	if path == "" {
 		return nil
+	}
+	data, _ := json.MarshalIndent(report, "", "  ")
+	return os.WriteFile(path, data, 0o644)
+}
+
+// gatherBench is one `tierfs bench gather` run: the threads' id streams and their hotness, the
+// saved placement (planned.Placement, when given) and the results so far.
+type gatherBench struct {
+	dir     string
+	rb      int64
+	streams [][][]int64
+	hotness []uint32
+	planned featurestore.Options
+	results []benchResult
+}
+
+// run times the id streams' gathers on a store opened with opt and appends the result.
+func (b *gatherBench) run(name string, opt featurestore.Options, note string) error {
+	opt.Hotness = b.hotness
+	if b.planned.Placement != nil && opt.HostCacheBytes == b.planned.HostCacheBytes {
+		opt.Placement, opt.Hotness, note = b.planned.Placement, nil, note+", saved "+b.planned.Placement.Policy.String()+" placement"
+	}
+	s, err := openStore(b.dir, opt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer s.Close()
+	before := s.Stats()
+	took, err := timeGathers(b.streams, int(s.RowBytes()), s.Gather)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	after := s.Stats()
+	r := result(name, b.streams, b.rb, took)
+	r.DiskReads = after.IO.Reads - before.IO.Reads
+	r.IOPS = float64(r.DiskReads) / took
+	if served := (after.Tier(tiers.SSD).Hits - before.Tier(tiers.SSD).Hits) * uint64(b.rb); served > 0 {
+		r.ReadAmp = float64(after.IO.BytesRead-before.IO.BytesRead) / float64(served)
+	}
+	r.ReadsPerBatch = float64(r.DiskReads) / float64(len(b.streams)*len(b.streams[0]))
+	if read := after.IO.BytesRead - before.IO.BytesRead; read > 0 {
+		r.GapShare = float64(after.IO.GapBytes-before.IO.GapBytes) / float64(read)
+	}
+	r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(r.Rows)
+	r.Note = fmt.Sprintf("%s, %s, %d-byte reads, gap %d", note, s.IOBackend(), after.IO.BlockSize, after.IO.CoalesceGap)
+	b.results = append(b.results, r)
+	return nil
+}
+
+// printGatherResults prints `bench gather`'s table and its ratios (the README and BENCHMARKS.md
+// quote them; python/tests/test_readme_demo.py reads them).
+func printGatherResults(results []benchResult, qd int, hostVsMemory float64) {
+	fmt.Printf("\n%-22s %12s %9s %11s %11s %9s %6s %9s  %s\n", "configuration", "rows/s", "GB/s", "disk IOPS", "reads/batch", "read amp", "gaps", "host hit", "note")
+	for _, r := range results {
+		amp, gaps := "-", "-"
+		if r.ReadAmp > 0 {
+			amp, gaps = fmt.Sprintf("%.2f", r.ReadAmp), fmt.Sprintf("%.0f%%", 100*r.GapShare)
+		}
+		fmt.Printf("%-22s %12.0f %9.3f %11.0f %11.0f %9s %6s %8.0f%%  %s\n", r.Name, r.RowsPerS, r.GBPerS, r.IOPS, r.ReadsPerBatch, amp, gaps, 100*r.HostShare, r.Note)
+	}
+	byName := map[string]benchResult{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	fmt.Println()
+	if ssd, raw := byName["ssd tier"], byName["raw io_uring"]; raw.IOPS > 0 {
+		fmt.Printf("ssd tier disk IOPS / raw random-read IOPS at QD %d:   %.2f\n", qd, ssd.IOPS/raw.IOPS)
+		fmt.Printf("ssd tier rows/s / raw random-read IOPS:              %.2f (rows per single-block read; >1 where reads coalesce)\n", ssd.RowsPerS/raw.IOPS)
+	}
+	if mem := byName["in-memory reference"]; mem.RowsPerS > 0 {
+		fmt.Printf("host tier rows/s / in-memory gather rows/s:           %.2f (median of %d alternating rounds)\n", hostVsMemory, hostRounds)
+		fmt.Printf("mixed rows/s / in-memory gather rows/s:               %.2f\n", byName["mixed"].RowsPerS/mem.RowsPerS)
+		if sv, ok := byName["mixed sieve"]; ok {
+			fmt.Printf("mixed sieve rows/s / in-memory gather rows/s:         %.2f\n", sv.RowsPerS/mem.RowsPerS)
+		}
 	}
 }
 

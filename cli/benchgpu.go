@@ -80,188 +80,227 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Printf("GPU %s, %d SMs, %.1f GiB free; shim %s; %d CPUs, GOMAXPROCS %d\n", info.Name, info.SMs, float64(info.FreeBytes)/(1<<30), cuda.Path(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
-		var results []gpuBenchResult
+		var kernelResults []gpuBenchResult
 		if *kernels {
 			for _, rb := range []int64{64, 512, 4096} {
 				rs, err := benchKernels(info, rb, *seed)
 				if err != nil {
 					return err
 				}
-				results = append(results, rs...)
+				kernelResults = append(kernelResults, rs...)
 			}
 		}
-		dir := pos[0]
-		m, err := dataset.Load(dir)
+		b, err := newGPUBench(pos[0], *base, info, *dist, *batches, *batch, *seed)
 		if err != nil {
 			return err
 		}
-		spec, err := m.Feature(base.Feature)
-		if err != nil {
-			return err
-		}
-		n := m.Nodes().Count
-		dev := info.Ordinal
-		rb := spec.RowBytes
-		if base.MaxConcurrentIO == 0 {
-			base.MaxConcurrentIO = 1
-		}
-		qd := base.QueueDepth
-		if qd == 0 {
-			qd = featurestore.DefaultQueueDepth
-		}
-		// plain is the options without tiers: the ssd configuration, and the helper stores.
-		plain := *base
-		plain.HostCacheBytes, plain.HostPolicy, plain.GPUCacheBytes, plain.GPUTopology = 0, "", 0, ""
-		streams, hotness, err := idStreams(dir, plain, *dist, 1, *batches, *batch, *seed)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, n, rb, *dist, *batches, *batch, qd)
-		dst, err := cuda.Malloc(dev, uint64(int64(*batch)*rb))
-		if err != nil {
-			return err
-		}
-		defer cuda.Free(dev, dst)
-		stream, err := cuda.NewStream(dev)
-		if err != nil {
-			return err
-		}
-		defer cuda.DestroyStream(dev, stream)
-		run := func(name string, opt featurestore.Options, nb int, note string) error {
-			opt.Hotness = hotness
-			s, err := openStore(dir, opt)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			defer s.Close()
-			ids := streams[0][:min(nb, len(streams[0]))]
-			if err := s.GatherDevice(ids[0], dst, uintptr(stream)); err != nil { // warm up
-				return err
-			}
-			cuda.SyncStream(dev, stream)
-			before := s.Stats()
-			cpu0 := processCPUSeconds()
-			start := time.Now()
-			var rows int64
-			for _, b := range ids {
-				if err := s.GatherDevice(b, dst, uintptr(stream)); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				rows += int64(len(b))
-			}
-			if err := cuda.SyncStream(dev, stream); err != nil {
-				return err
-			}
-			sec := time.Since(start).Seconds()
-			cpu := processCPUSeconds() - cpu0
-			after := s.Stats()
-			r := gpuBenchResult{Name: name, RowBytes: rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
-				GBPerS: float64(rows*rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks,
-				BatchMs: sec * 1000 / float64(len(ids)), CPUSeconds: cpu}
-			if opt.IOBackend == gpuio.BackendGPUURing && after.IO.GPURing != "active" {
-				return fmt.Errorf("%s: gpu-uring did not start: %s", name, after.IO.GPURing)
-			}
-			r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
-			r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
-			if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
-				r.IOPS = float64(reads) / sec
-				r.SMShare = after.GPU.CompletionSMShare
-				r.CPUPerMReads = cpu / float64(reads) * 1e6
-				if opt.IOBackend == gpuio.BackendGPUURing {
-					info, err := cuda.Info(dev)
-					if err == nil && info.SMs > 0 {
-						r.SMShare = 1 / float64(info.SMs) // one thread block polls and copies
-					}
-				}
-			}
-			results = append(results, r)
-			fmt.Printf("  %-14s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %.2f ms/call  CPU %.2f s (%.1f s per M reads)  %s\n",
-				name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
-			return nil
-		}
+		defer b.close()
+		b.results = kernelResults
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		all := n * rb
-		with := func(gpuBytes, hostBytes int64) featurestore.Options {
-			o := plain
-			o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
-			return o
-		}
-		mixed, note := *base, "GPU 10% + host 20% of rows, hottest first"
-		mixed.GPUTopology = ""
-		set := setFlags(fs)
-		if !set["gpu-cache"] {
-			mixed.GPUCacheBytes = all / 10
-		}
-		if !set["host-cache"] {
-			mixed.HostCacheBytes = featurestore.TierBudget(tiers.Host, n, rb) / 5
-		}
-		if set["gpu-cache"] || set["host-cache"] {
-			note = fmt.Sprintf("GPU %s + host %s, hottest first", bytesize.Format(mixed.GPUCacheBytes), bytesize.Format(mixed.HostCacheBytes))
-		}
+		mixed, note := b.mixedOptions(*base, setFlags(fs))
 		if *verifyRounds != 0 {
 			// The configurations that read the disk, verified and not, on the same ids.
 			costs, err := compareVerify(*verifyRounds, []string{"ssd", "mixed"}, func(config string, verify bool) (float64, error) {
-				opt, nb, what := plain, *ssdBatches, "every row from disk"
+				opt, nb, what := b.plain, *ssdBatches, "every row from disk"
 				if config == "mixed" {
 					opt, nb, what = mixed, *batches, note
 				}
 				opt.UnverifiedReads = !verify
-				if err := run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
+				if err := b.run(config, opt, nb, fmt.Sprintf("%s, verify-reads %t", what, verify)); err != nil {
 					return 0, err
 				}
-				return results[len(results)-1].RowsPerS, nil
+				return b.results[len(b.results)-1].RowsPerS, nil
 			})
 			if err != nil {
 				return err
 			}
-			if *asJSON != "" {
-				data, _ := json.MarshalIndent(map[string]any{"results": results, "verify": costs}, "", "  ")
-				return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-			}
-			return nil
+			return writeJSONResults(*asJSON, map[string]any{"results": b.results, "verify": costs})
 		}
-		if err := run("gpu-tier", with(all, 0), *batches, "every row in device memory"); err != nil {
+		if err := b.runConfigurations(mixed, note, *batches, *ssdBatches); err != nil {
 			return err
 		}
-		if err := run("host-tier", with(0, featurestore.TierBudget(tiers.Host, n, rb)), *batches, "every row in pinned host memory, read over PCIe"); err != nil {
-			return err
-		}
-		if err := run("ssd", plain, *ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
-			return err
-		}
-		gpuRing := plain
-		gpuRing.IOBackend, gpuRing.UnverifiedReads = gpuio.BackendGPUURing, true // the GPU-submitted reads are not checked
-		if err := gpuio.ProbeGPURing(); err != nil {
-			fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
-		} else if err := run("ssd-gpu-uring", gpuRing, *ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring), unverified"); err != nil {
-			return err
-		}
-		if err := run("mixed", mixed, *batches, note); err != nil {
-			return err
-		}
-		if gpuio.ProbeGPURing() == nil {
-			mixed.IOBackend, mixed.UnverifiedReads = gpuio.BackendGPUURing, true
-			if err := run("mixed-gpu-uring", mixed, *batches, note+"; disk reads by the GPU, unverified"); err != nil {
-				return err
-			}
-		}
-		if m.Edges() != nil {
-			rs, err := benchSampling(dir, plain, *seed)
+		if b.m.Edges() != nil {
+			rs, err := benchSampling(b.dir, b.plain, *seed)
 			if err != nil {
 				return err
 			}
-			results = append(results, rs...)
+			b.results = append(b.results, rs...)
 		}
-		if *asJSON != "" {
-			data, _ := json.MarshalIndent(results, "", "  ")
-			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-		}
+		return writeJSONResults(*asJSON, b.results)
+	}
+}
+
+// writeJSONResults writes v as indented JSON to path; nothing when path is "".
+func writeJSONResults(path string, v any) error {
+	if path == "" {
 		return nil
 	}
+	data, _ := json.MarshalIndent(v, "", "  ")
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// gpuBench is one `tierfs bench gpu` run over a dataset: its id streams and hotness, a device
+// buffer and stream every configuration gathers into, and the results so far.
+type gpuBench struct {
+	dir     string
+	m       *dataset.Manifest
+	n, rb   int64
+	dev     int
+	plain   featurestore.Options // the options without tiers: the ssd configuration, and the helper stores
+	streams [][][]int64
+	hotness []uint32
+	dst     uintptr
+	stream  cuda.Stream
+	results []gpuBenchResult
+}
+
+func newGPUBench(dir string, base featurestore.Options, info cuda.Device, dist string, batches, batch int, seed uint64) (*gpuBench, error) {
+	m, err := dataset.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := m.Feature(base.Feature)
+	if err != nil {
+		return nil, err
+	}
+	b := &gpuBench{dir: dir, m: m, n: m.Nodes().Count, rb: spec.RowBytes, dev: info.Ordinal}
+	if base.MaxConcurrentIO == 0 {
+		base.MaxConcurrentIO = 1
+	}
+	qd := base.QueueDepth
+	if qd == 0 {
+		qd = featurestore.DefaultQueueDepth
+	}
+	b.plain = base
+	b.plain.HostCacheBytes, b.plain.HostPolicy, b.plain.GPUCacheBytes, b.plain.GPUTopology = 0, "", 0, ""
+	if b.streams, b.hotness, err = idStreams(dir, b.plain, dist, 1, batches, batch, seed); err != nil {
+		return nil, err
+	}
+	fmt.Printf("dataset %s: %d nodes, %d-byte rows; %s ids, %d batches x %d ids; QD %d\n", dir, b.n, b.rb, dist, batches, batch, qd)
+	if b.dst, err = cuda.Malloc(b.dev, uint64(int64(batch)*b.rb)); err != nil {
+		return nil, err
+	}
+	if b.stream, err = cuda.NewStream(b.dev); err != nil {
+		cuda.Free(b.dev, b.dst)
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *gpuBench) close() {
+	cuda.DestroyStream(b.dev, b.stream)
+	cuda.Free(b.dev, b.dst)
+}
+
+// mixedOptions is the mixed configuration: the flags' store options with a GPU tier of 10% and
+// a host tier of 20% of the rows unless --gpu-cache or --host-cache say otherwise, and its note.
+func (b *gpuBench) mixedOptions(base featurestore.Options, set map[string]bool) (featurestore.Options, string) {
+	mixed, note := base, "GPU 10% + host 20% of rows, hottest first"
+	mixed.GPUTopology = ""
+	if !set["gpu-cache"] {
+		mixed.GPUCacheBytes = b.n * b.rb / 10
+	}
+	if !set["host-cache"] {
+		mixed.HostCacheBytes = featurestore.TierBudget(tiers.Host, b.n, b.rb) / 5
+	}
+	if set["gpu-cache"] || set["host-cache"] {
+		note = fmt.Sprintf("GPU %s + host %s, hottest first", bytesize.Format(mixed.GPUCacheBytes), bytesize.Format(mixed.HostCacheBytes))
+	}
+	return mixed, note
+}
+
+// runConfigurations runs every configuration in turn: the GPU tier, the host tier, the disk
+// (io_uring, and GPU-submitted reads where they work), and the mixed one (both ways).
+func (b *gpuBench) runConfigurations(mixed featurestore.Options, note string, batches, ssdBatches int) error {
+	with := func(gpuBytes, hostBytes int64) featurestore.Options {
+		o := b.plain
+		o.GPUCacheBytes, o.HostCacheBytes = gpuBytes, hostBytes
+		return o
+	}
+	if err := b.run("gpu-tier", with(b.n*b.rb, 0), batches, "every row in device memory"); err != nil {
+		return err
+	}
+	if err := b.run("host-tier", with(0, featurestore.TierBudget(tiers.Host, b.n, b.rb)), batches, "every row in pinned host memory, read over PCIe"); err != nil {
+		return err
+	}
+	if err := b.run("ssd", b.plain, ssdBatches, "every row from disk: io_uring into pinned staging, completion kernel"); err != nil {
+		return err
+	}
+	gpuRing := b.plain
+	gpuRing.IOBackend, gpuRing.UnverifiedReads = gpuio.BackendGPUURing, true // the GPU-submitted reads are not checked
+	if err := gpuio.ProbeGPURing(); err != nil {
+		fmt.Printf("  ssd-gpu-uring  skipped: %v\n", err)
+	} else if err := b.run("ssd-gpu-uring", gpuRing, ssdBatches, "every row from disk: reads submitted and completed by a GPU kernel (SQPOLL ring), unverified"); err != nil {
+		return err
+	}
+	if err := b.run("mixed", mixed, batches, note); err != nil {
+		return err
+	}
+	if gpuio.ProbeGPURing() == nil {
+		mixed.IOBackend, mixed.UnverifiedReads = gpuio.BackendGPUURing, true
+		if err := b.run("mixed-gpu-uring", mixed, batches, note+"; disk reads by the GPU, unverified"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run times nb device gathers of the id stream on a store opened with opt and appends the result.
+func (b *gpuBench) run(name string, opt featurestore.Options, nb int, note string) error {
+	opt.Hotness = b.hotness
+	s, err := openStore(b.dir, opt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer s.Close()
+	ids := b.streams[0][:min(nb, len(b.streams[0]))]
+	if err := s.GatherDevice(ids[0], b.dst, uintptr(b.stream)); err != nil { // warm up
+		return err
+	}
+	cuda.SyncStream(b.dev, b.stream)
+	before := s.Stats()
+	cpu0 := processCPUSeconds()
+	start := time.Now()
+	var rows int64
+	for _, batch := range ids {
+		if err := s.GatherDevice(batch, b.dst, uintptr(b.stream)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		rows += int64(len(batch))
+	}
+	if err := cuda.SyncStream(b.dev, b.stream); err != nil {
+		return err
+	}
+	sec := time.Since(start).Seconds()
+	cpu := processCPUSeconds() - cpu0
+	after := s.Stats()
+	r := gpuBenchResult{Name: name, RowBytes: b.rb, Rows: rows, Seconds: sec, RowsPerS: float64(rows) / sec,
+		GBPerS: float64(rows*b.rb) / sec / 1e9, Note: note, Blocks: after.GPU.KernelBlocks,
+		BatchMs: sec * 1000 / float64(len(ids)), CPUSeconds: cpu}
+	if opt.IOBackend == gpuio.BackendGPUURing && after.IO.GPURing != "active" {
+		return fmt.Errorf("%s: gpu-uring did not start: %s", name, after.IO.GPURing)
+	}
+	r.GPUShare = float64(after.Tier(tiers.GPU).Hits-before.Tier(tiers.GPU).Hits) / float64(rows)
+	r.HostShare = float64(after.Tier(tiers.Host).Hits-before.Tier(tiers.Host).Hits) / float64(rows)
+	if reads := after.IO.Reads - before.IO.Reads; reads > 0 {
+		r.IOPS = float64(reads) / sec
+		r.SMShare = after.GPU.CompletionSMShare
+		r.CPUPerMReads = cpu / float64(reads) * 1e6
+		if opt.IOBackend == gpuio.BackendGPUURing {
+			info, err := cuda.Info(b.dev)
+			if err == nil && info.SMs > 0 {
+				r.SMShare = 1 / float64(info.SMs) // one thread block polls and copies
+			}
+		}
+	}
+	b.results = append(b.results, r)
+	fmt.Printf("  %-14s %10.0f rows/s %8.2f GB/s  gpu %.2f host %.2f  iops %.0f  io SM share %.3f  %.2f ms/call  CPU %.2f s (%.1f s per M reads)  %s\n",
+		name, r.RowsPerS, r.GBPerS, r.GPUShare, r.HostShare, r.IOPS, r.SMShare, r.BatchMs, r.CPUSeconds, r.CPUPerMReads, note)
+	return nil
 }
 
 // benchKernels times the store's gather kernel alone, as the roofline probe does: 1M random ids
