@@ -110,15 +110,9 @@ func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, 
 	if r.Amount != nil && *r.Amount == 0 {
 		return nil, fail(stEINVAL, "options_json: seed_edges.amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)")
 	}
-	link := featurestore.HeteroLinkOptions{Negatives: topology.NegativeMode(r.NegSampling), StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges, ReverseEdgeTypes: r.ReverseEdgeTypes}
+	link := featurestore.LinkOptions{Negatives: topology.NegativeMode(r.NegSampling), StrictNegatives: r.Strict, ExcludeSeedEdges: r.ExcludeSeedEdges, Undirected: r.Undirected, ReverseEdgeTypes: r.ReverseEdgeTypes}
 	if r.Amount != nil {
 		link.NegAmount = *r.Amount
-	}
-	if r.Undirected {
-		if len(r.ReverseEdgeTypes) > 0 {
-			return nil, fail(stEINVAL, "options_json: seed_edges: undirected and reverse_edge_types both given; give one")
-		}
-		link.ReverseEdgeTypes = map[string]string{r.EdgeType: r.EdgeType}
 	}
 	if seeds == nil && n == 0 {
 		if r.Labels {
@@ -307,35 +301,37 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 }
 
 //export tfsgo_epochs_sample
-func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_epochs_sample", &st)
-	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), out, h), stEIO)
+	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
 }
 
-func epochsSample(h uintptr, epoch, batch int64, out unsafe.Pointer, hout *C.uintptr_t) error {
+func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 	rec, err := lookup[*epochsRec](h, kindEpochs)
 	if err != nil {
 		return err
 	}
-	if out == nil {
+	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
 	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
 		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
 	}
-	if rec.p.Link() && !rec.p.Hetero() {
-		_, ls, err := rec.p.SampleEdges(int(epoch), int(batch))
+	if rec.p.Link() {
+		_, hl, err := rec.p.SampleEdges(int(epoch), int(batch))
 		if err != nil {
 			return err
 		}
-		*hout = C.uintptr_t(register(kindSample, ls)) // the tfs_sample_link_* calls read its label edges
+		srec := newSampleRec(&hl.HeteroSample, rec.p.Session())
+		srec.link = &hl.LinkLabels // the tfs_sample_link_* calls read them
+		*hout = C.uintptr_t(register(kindSample, srec))
 		return nil
 	}
 	_, smp, err := rec.p.Sample(int(epoch), int(batch))
 	if err != nil {
 		return err
 	}
-	*hout = C.uintptr_t(register(kindSample, smp))
+	*hout = C.uintptr_t(register(kindSample, newSampleRec(smp, rec.p.Session())))
 	return nil
 }
 
@@ -415,41 +411,6 @@ func sessionSplit(ss *featurestore.Session, nt, name string) ([]int64, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-//export tfsgo_epochs_sample_hetero
-func tfsgo_epochs_sample_hetero(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_epochs_sample_hetero", &st)
-	return finish("tfs_epochs_sample_hetero", epochsSampleHetero(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
-}
-
-func epochsSampleHetero(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
-	}
-	if hout == nil {
-		return fail(stEINVAL, "out is NULL")
-	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
-	}
-	if rec.p.Link() {
-		_, hl, err := rec.p.SampleHeteroEdges(int(epoch), int(batch))
-		if err != nil {
-			return err
-		}
-		hrec := newHeteroSampleRec(&hl.HeteroSample, rec.p.Session())
-		hrec.link = &hl.LinkLabels // the tfs_hetero_sample_link_* calls read them
-		*hout = C.uintptr_t(register(kindHeteroSample, hrec))
-		return nil
-	}
-	_, smp, err := rec.p.SampleHetero(int(epoch), int(batch))
-	if err != nil {
-		return err
-	}
-	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(smp, rec.p.Session())))
-	return nil
 }
 
 //export tfsgo_epochs_gather_typed

@@ -12,13 +12,15 @@ import (
 func TestParseLinkRequest(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want topology.LinkOptions
+		want featurestore.LinkOptions
 	}{
-		{"", topology.LinkOptions{}},
-		{`{"neg_sampling": null}`, topology.LinkOptions{}},
-		{`{"neg_sampling": "binary", "amount": 2.5, "strict": true}`, topology.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2.5, StrictNegatives: true}},
+		{"", featurestore.LinkOptions{}},
+		{`{"neg_sampling": null}`, featurestore.LinkOptions{}},
+		{`{"neg_sampling": "binary", "amount": 2.5, "strict": true}`, featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2.5, StrictNegatives: true}},
 		{`{"neg_sampling": "triplet", "exclude_seed_edges": true, "undirected": true}`,
-			topology.LinkOptions{Negatives: topology.TripletNegatives, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}},
+			featurestore.LinkOptions{Negatives: topology.TripletNegatives, ExcludeSeedEdges: true, Undirected: true}},
+		{`{"neg_sampling": "triplet", "amount": 3, "exclude_seed_edges": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`,
+			featurestore.LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"a:w:p": "p:rev_w:a"}}},
 	} {
 		got, err := parseLinkRequest(c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
@@ -29,7 +31,8 @@ func TestParseLinkRequest(t *testing.T) {
 		`{"negatives": "binary"}`:                     "unknown field",
 		`{"neg_sampling": "binary", "amount": 0}`:     "amount = 0",
 		`{"neg_sampling": "binary", "amount": "one"}`: "link_options_json",
-		`[`: "link_options_json",
+		`{"reverse_edge_types": ["a:w:p"]}`:           "link_options_json",
+		`[`:                                           "link_options_json",
 	} {
 		if _, err := parseLinkRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
 			t.Errorf("parseLinkRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)
@@ -37,52 +40,45 @@ func TestParseLinkRequest(t *testing.T) {
 	}
 }
 
-// A sample handle holds a node sample or a link sample; the tfs_sample_* calls read either.
-func TestSampleHandlesHoldLinkSamples(t *testing.T) {
-	ls := &topology.LinkSample{Sample: topology.Sample{Nodes: []int64{3, 4}}, LinkLabels: topology.LinkLabels{EdgeLabel: []int64{1}}}
-	h := register(kindSample, ls)
-	smp, lk, err := lookupSample(h)
-	if err != nil || smp != &ls.Sample || lk != &ls.LinkLabels {
-		t.Fatalf("lookupSample of a link sample: %p %p %v", smp, lk, err)
-	}
-	if _, err := release[any](h, kindSample); err != nil {
-		t.Fatal(err)
-	}
-	h = register(kindSample, &topology.Sample{})
-	if _, lk, err := lookupSample(h); err != nil || lk != nil {
-		t.Fatalf("lookupSample of a node sample: labels %v, %v", lk, err)
-	}
-	if err := sampleLinkCopy(h, nil, nil, nil, nil, nil); err == nil || classify(err, stEINTERNAL) != stENOENT {
-		t.Errorf("link copy of a node sample: %v, want TFS_ENOENT", err)
-	}
-	release[any](h, kindSample)
-}
-
-func TestParseHeteroLinkRequest(t *testing.T) {
-	got, err := parseHeteroLinkRequest(`{"neg_sampling": "triplet", "amount": 3, "exclude_seed_edges": true, "reverse_edge_types": {"a:w:p": "p:rev_w:a"}}`)
-	want := featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"a:w:p": "p:rev_w:a"}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("parseHeteroLinkRequest = %+v, %v; want %+v", got, err, want)
-	}
-	if got, err := parseHeteroLinkRequest(""); err != nil || !reflect.DeepEqual(got, featurestore.HeteroLinkOptions{}) {
-		t.Errorf(`parseHeteroLinkRequest("") = %+v, %v`, got, err)
+// tfs_sampler_create's fanouts are a list (the only edge type) or an object by edge type.
+func TestParseSamplerRequest(t *testing.T) {
+	for in, want := range map[string]featurestore.SampleOptions{
+		`{"fanouts": [10, -1], "seed": 7}`:                           {Fanouts: map[string][]int{"": {10, -1}}, Seed: 7},
+		`{"fanouts": {"a:w:p": [2]}, "replace": true, "workers": 3}`: {Fanouts: map[string][]int{"a:w:p": {2}}, Replace: true, Workers: 3},
+	} {
+		got, err := parseSamplerRequest(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("parseSamplerRequest(%s) = %+v, %v; want %+v", in, got, err, want)
+		}
 	}
 	for in, words := range map[string]string{
-		`{"undirected": true}`:                    "unknown field",
-		`{"neg_sampling": "binary", "amount": 0}`: "amount = 0",
-		`{"reverse_edge_types": ["a:w:p"]}`:       "link_options_json",
+		`{}`:                        "no fanouts",
+		`{"fanouts": [1.5]}`:        "fanouts",
+		`{"fanouts": "10"}`:         "fanouts",
+		`{"fanout": [1]}`:           "unknown field",
+		`{"fanouts": {"a:w:p": 2}}`: "fanouts",
 	} {
-		if _, err := parseHeteroLinkRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
-			t.Errorf("parseHeteroLinkRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)
+		if _, err := parseSamplerRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
+			t.Errorf("parseSamplerRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)
 		}
 	}
 }
 
-// A hetero sample drawn from nodes has no label edges: the link calls answer TFS_ENOENT.
-func TestHeteroLinkCallsOnNodeSample(t *testing.T) {
-	h := register(kindHeteroSample, &heteroSampleRec{smp: &topology.HeteroSample{}})
-	defer release[*heteroSampleRec](h, kindHeteroSample)
-	if _, err := lookupHeteroLink(h); err == nil || classify(err, stEINTERNAL) != stENOENT || !strings.Contains(err.Error(), "drawn from nodes") {
+// A sample drawn from nodes has no label edges: the link calls answer TFS_ENOENT. A type
+// argument of "" names the only type; with several it is TFS_EINVAL naming them.
+func TestSampleHandles(t *testing.T) {
+	h := register(kindSample, &sampleRec{smp: &topology.HeteroSample{Nodes: [][]int64{{3, 4}, {}}}, nodeTypes: []string{"a", "b"}, edgeTypes: []string{"a:r:b"}})
+	defer release[*sampleRec](h, kindSample)
+	if _, err := lookupLink(h); err == nil || classify(err, stEINTERNAL) != stENOENT || !strings.Contains(err.Error(), "drawn from nodes") {
 		t.Errorf("link labels of a node sample: %v, want TFS_ENOENT", err)
+	}
+	if err := sampleNodes(h, nil, nil); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), "a, b") {
+		t.Errorf("nodes of no type of two: %v, want TFS_EINVAL naming them", err)
+	}
+	if e, err := typeIndex([]string{"a:r:b"}, "", "edge_type", "edge type"); e != 0 || err != nil {
+		t.Errorf(`edge type "" of one: %d, %v`, e, err)
+	}
+	if _, err := typeIndex([]string{"a:r:b"}, "x:y:z", "edge_type", "edge type"); err == nil || classify(err, stEINTERNAL) != stENOENT {
+		t.Errorf("an unknown edge type: %v, want TFS_ENOENT", err)
 	}
 }

@@ -101,10 +101,11 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		for e := range *serve {
 			for b := range p.BatchesPerEpoch() {
 				t := time.Now()
-				_, sample, err := p.Sample(e, b)
+				_, typed, err := p.Sample(e, b)
 				if err != nil {
 					return err
 				}
+				sample, _ := typed.OneType()
 				sampleT += time.Since(t)
 				rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
 				t = time.Now()
@@ -186,7 +187,7 @@ func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*planned.
 	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
 		return nil, fmt.Errorf("--neg-sampling %q: want binary or triplet", *link.negMode)
 	}
-	lo := featurestore.HeteroLinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
+	lo := featurestore.LinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
 	if mode != topology.NoNegatives {
 		lo.NegAmount = *link.negRatio
 	}

@@ -136,14 +136,20 @@ func sampleEdges(dir string, opt *featurestore.Options, usePlacement bool, fanou
 		labels = nil
 	}
 	so.Fanouts = hops
-	lo := topology.LinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
+	lo := featurestore.LinkOptions{Negatives: mode, StrictNegatives: *link.strict, ExcludeSeedEdges: *link.exclude}
 	if mode != topology.NoNegatives {
 		lo.NegAmount = *link.negRatio
 	}
-	sample, err := s.SampleFromEdges(src, dst, labels, topology.LinkSampleOptions{SampleOptions: so, LinkOptions: lo})
+	sp, err := oneTypeSampler(s, so)
 	if err != nil {
 		return err
 	}
+	typed, err := sp.SampleFromEdges("", src, dst, labels, lo)
+	if err != nil {
+		return err
+	}
+	nodes, _ := typed.OneType()
+	sample := &topology.LinkSample{Sample: *nodes, LinkLabels: typed.LinkLabels}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
