@@ -70,9 +70,12 @@ func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, li
 func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (int, topology.LinkOptions, error) {
 	e, err := ss.edgeTypeOf(edgeType)
 	if err != nil {
-		return -1, topology.LinkOptions{}, err
+		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q: %w", edgeType, err)
 	}
 	key := ss.edges[e].spec.Key()
+	if link.Undirected && len(link.ReverseEdgeTypes) > 0 {
+		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: undirected and reverse_edge_types both given; give one (each says where the seed edges' reverses are): %w", ErrInvalidOption)
+	}
 	core := topology.LinkOptions{Negatives: link.Negatives, NegAmount: link.NegAmount, StrictNegatives: link.StrictNegatives, ExcludeSeedEdges: link.ExcludeSeedEdges}
 	if err := checkLinkOptions(core, labels != nil); err != nil {
 		return -1, core, err

@@ -9,7 +9,7 @@
 //
 // A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
 // batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
-// and served the same way (Epochs.SampleEdges, SampleHeteroEdges).
+// and served the same way (Epochs.SampleEdges).
 //
 // PlanEpochs writes a plan of a featurestore.Store, OpenEpochs serves one (PlanSessionEpochs and
 // OpenSessionEpochs those of a featurestore.Session, every node type with features); both take
@@ -206,9 +206,8 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 // SeedEdges are the seed edges of a link-prediction plan (EpochOptions.SeedEdges): each epoch
 // permutes their positions (EpochOrder of 0..n-1; Epochs.Seeds answers a batch's positions,
 // PyG's input_id), and batch b of planned epoch e samples around its edges and draws its
-// negatives as the first SampleFromEdges call of a Sampler (a Store's plan) or HeteroSampler (a
-// Session's) of seed BatchSampleSeed(Sample.Seed, e, b) does, so a planned batch is exactly that
-// on-demand batch.
+// negatives as the first SampleFromEdges call of the session's Sampler of seed
+// BatchSampleSeed(Sample.Seed, e, b) does, so a planned batch is exactly that on-demand batch.
 type SeedEdges struct {
 	// EdgeType is the seed edges' type, "src:rel:dst" ("" for the only one).
 	EdgeType string

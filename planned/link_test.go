@@ -269,7 +269,7 @@ func TestLinkPlanErrors(t *testing.T) {
 		{"dst negative", func(o *EpochOptions) { o.SeedEdges.Dst[2] = -1 }, "dst[2] = -1 is out of range", featurestore.ErrIDOutOfRange},
 		{"lengths", func(o *EpochOptions) { o.SeedEdges.Dst = o.SeedEdges.Dst[:2] }, "3 src ids but 2 dst ids", featurestore.ErrInvalidOption},
 		{"labels", func(o *EpochOptions) { o.SeedEdges.Labels = []int64{1} }, "1 labels for 3 seed edges", featurestore.ErrInvalidOption},
-		{"wrong edge type", func(o *EpochOptions) { o.SeedEdges.EdgeType = "user:rates:item" }, `no edge type "user:rates:item"`, dataset.ErrTypeNotFound},
+		{"wrong edge type", func(o *EpochOptions) { o.SeedEdges.EdgeType = "user:rates:item" }, `seed edges of edge type "user:rates:item"`, dataset.ErrTypeNotFound},
 		{"negative amount", func(o *EpochOptions) {
 			o.SeedEdges.Link = featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: -2}
 		}, "neg_amount", featurestore.ErrInvalidOption},

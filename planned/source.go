@@ -130,11 +130,10 @@ func (src *epochSource) recordType(t int) int {
 }
 
 // PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
-// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewHeteroSampler; Sample.Seed
-// and Sample.Replace as a HeteroSampler's), and each batch packs, per node type with features,
-// the rows of its sampled nodes of that type that the type's memory tiers miss. Batch b of
-// planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a
-// HeteroSampler of that seed. PlaceTiers places every type's stack by the planned batches.
+// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewSampler; Sample.Seed and
+// Sample.Replace as a Sampler's), and each batch packs, per node type with features, the rows of
+// its sampled nodes of that type that the type's memory tiers miss. Batch b of planned epoch e
+// draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a Sampler of that seed. PlaceTiers places every type's stack by the planned batches.
 func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
 	src, err := sessionSource(ss, &o)
 	if err != nil {
@@ -144,7 +143,7 @@ func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanRepo
 }
 
 // OpenSessionEpochs is OpenEpochs of a plan made by PlanSessionEpochs; its batches are served by
-// SampleHetero, GatherType and LoadHetero.
+// Sample, GatherType and Load.
 func OpenSessionEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
 	src, err := sessionSource(ss, &o)
 	if err != nil {
