@@ -17,7 +17,6 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // MeasureOptions configure MeasureWorkload.
@@ -81,12 +80,17 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 	defer gatherer.close()
 	var sampleT, gatherT time.Duration
 	var seeds int
-	for b, batch := range batches {
+	sp, err := s.Session().NewSampler(featurestore.SampleOptions{Fanouts: map[string][]int{"": opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed})
+	if err != nil {
+		return Workload{}, err
+	}
+	for _, batch := range batches {
 		t0 := time.Now()
-		smp, err := s.Sample(batch, topology.SampleOptions{Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: opt.Seed + uint64(b)})
+		typed, err := sp.Sample("", batch) // batch b draws with seed Seed + b
 		if err != nil {
 			return Workload{}, err
 		}
+		smp, _ := typed.OneType()
 		sampleT += time.Since(t0)
 		before := s.Stats()
 		t1 := time.Now()

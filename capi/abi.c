@@ -207,13 +207,13 @@ tfs_status tfs_place_json(tfs_store *store, const char *request_json, char *buf,
   return (tfs_status)tfsgo_place_json(H(store), (char *)request_json, buf, cap, needed);
 }
 
-tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts, tfs_sampler **out) {
+tfs_status tfs_sampler_create(tfs_store *store, const char *options_json, tfs_sampler **out) {
   uintptr_t h = 0;
   if (out != NULL) {
     *out = NULL;
   }
   FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sampler_create(H(store), (tfs_sampler_options *)opts, (void *)out, &h);
+  tfs_status st = (tfs_status)tfsgo_sampler_create(H(store), (char *)options_json, out == NULL ? NULL : &h);
   if (st == TFS_OK) {
     *out = (tfs_sampler *)h;
   }
@@ -222,46 +222,49 @@ tfs_status tfs_sampler_create(tfs_store *store, const tfs_sampler_options *opts,
 
 tfs_status tfs_sampler_free(tfs_sampler *sampler) { FORK_GUARD(); return (tfs_status)tfsgo_sampler_free(H(sampler)); }
 
-tfs_status tfs_sample(tfs_sampler *sampler, const int64_t *seeds, int64_t n, struct tfs_sample **out) {
+tfs_status tfs_sample(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
+                      struct tfs_sample **out) {
   uintptr_t h = 0;
   if (out != NULL) {
     *out = NULL;
   }
   FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sample(H(sampler), (int64_t *)seeds, n, (void *)out, &h);
+  tfs_status st = (tfs_status)tfsgo_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h);
   if (st == TFS_OK) {
     *out = (struct tfs_sample *)h;
   }
   return st;
 }
 
-tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64_t *num_edges, int32_t *num_hops) {
+tfs_status tfs_sample_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_sample_sizes(H(sample), num_nodes, num_edges, num_hops);
+  return (tfs_status)tfsgo_sample_json(H(sample), buf, cap, needed);
 }
 
-tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
-                           int64_t *nodes_per_hop, int64_t *edges_per_hop) {
+tfs_status tfs_sample_nodes(struct tfs_sample *sample, const char *node_type, int64_t *out) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_sample_copy(H(sample), nodes, row, col, nodes_per_hop, edges_per_hop);
+  return (tfs_status)tfsgo_sample_nodes(H(sample), (char *)node_type, out);
 }
 
-tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out) {
+tfs_status tfs_sample_edges(struct tfs_sample *sample, const char *edge_type, int64_t *row, int64_t *col,
+                            int64_t *edge_ids) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_sample_edge_ids(H(sample), out);
+  return (tfs_status)tfsgo_sample_edges(H(sample), (char *)edge_type, row, col, edge_ids);
 }
 
 tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tfs_status)tfsgo_sample_free(H(sample)); }
 
-tfs_status tfs_sample_edges(tfs_sampler *sampler, const int64_t *src, const int64_t *dst, const int64_t *labels,
-                            int64_t n, const char *link_options_json, struct tfs_sample **out) {
+tfs_status tfs_sample_from_edges(tfs_sampler *sampler, const char *edge_type, const int64_t *src, const int64_t *dst,
+                                 const int64_t *labels, int64_t n, const char *link_options_json,
+                                 struct tfs_sample **out) {
   uintptr_t h = 0;
   if (out != NULL) {
     *out = NULL;
   }
   FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sample_edges(H(sampler), (int64_t *)src, (int64_t *)dst, (int64_t *)labels, n,
-                                                 (char *)link_options_json, (void *)out, &h);
+  tfs_status st = (tfs_status)tfsgo_sample_from_edges(H(sampler), (char *)edge_type, (int64_t *)src, (int64_t *)dst,
+                                                      (int64_t *)labels, n, (char *)link_options_json,
+                                                      out == NULL ? NULL : &h);
   if (st == TFS_OK) {
     *out = (struct tfs_sample *)h;
   }
@@ -327,7 +330,7 @@ tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, s
     *out = NULL;
   }
   FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_sample(H(epochs), epoch, batch, (void *)out, &h);
+  tfs_status st = (tfs_status)tfsgo_epochs_sample(H(epochs), epoch, batch, out == NULL ? NULL : &h);
   if (st == TFS_OK) {
     *out = (struct tfs_sample *)h;
   }
@@ -482,81 +485,6 @@ tfs_status tfs_map_host_tier(tfs_store *store, const char *node_type, const char
   return (tfs_status)tfsgo_map_host_tier(H(store), (char *)node_type, (char *)path);
 }
 
-tfs_status tfs_hetero_sampler_create(tfs_store *store, const char *options_json, tfs_hetero_sampler **out) {
-  FORK_GUARD();
-  uintptr_t h = 0;
-  tfs_status st = (tfs_status)tfsgo_hetero_sampler_create(H(store), (char *)options_json, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (tfs_hetero_sampler *)h;
-  }
-  return st;
-}
-
-tfs_status tfs_hetero_sampler_free(tfs_hetero_sampler *sampler) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sampler_free(H(sampler));
-}
-
-tfs_status tfs_hetero_sample(tfs_hetero_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
-                             struct tfs_hetero_sample **out) {
-  FORK_GUARD();
-  uintptr_t h = 0;
-  tfs_status st = (tfs_status)tfsgo_hetero_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_hetero_sample *)h;
-  }
-  return st;
-}
-
-tfs_status tfs_hetero_sample_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_json(H(sample), buf, cap, needed);
-}
-
-tfs_status tfs_hetero_sample_nodes(struct tfs_hetero_sample *sample, const char *node_type, int64_t *out) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_nodes(H(sample), (char *)node_type, out);
-}
-
-tfs_status tfs_hetero_sample_edges(struct tfs_hetero_sample *sample, const char *edge_type, int64_t *row,
-                                   int64_t *col, int64_t *edge_ids) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_edges(H(sample), (char *)edge_type, row, col, edge_ids);
-}
-
-tfs_status tfs_hetero_sample_free(struct tfs_hetero_sample *sample) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_free(H(sample));
-}
-
-tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t batch,
-                                    struct tfs_hetero_sample **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_sample_hetero(H(epochs), epoch, batch, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_hetero_sample *)h;
-  }
-  return st;
-}
-
-tfs_status tfs_hetero_sample_from_edges(tfs_hetero_sampler *sampler, const char *edge_type, const int64_t *src,
-                                        const int64_t *dst, const int64_t *labels, int64_t n,
-                                        const char *link_options_json, struct tfs_hetero_sample **out) {
-  FORK_GUARD();
-  uintptr_t h = 0;
-  tfs_status st = (tfs_status)tfsgo_hetero_sample_from_edges(H(sampler), (char *)edge_type, (int64_t *)src,
-                                                             (int64_t *)dst, (int64_t *)labels, n,
-                                                             (char *)link_options_json, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_hetero_sample *)h;
-  }
-  return st;
-}
-
 tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
                                    const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes) {
   FORK_GUARD();
@@ -570,19 +498,6 @@ tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t b
   FORK_GUARD();
   return (tfs_status)tfsgo_epochs_gather_device(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n,
                                                 dst_device, dst_bytes, cuda_stream);
-}
-
-tfs_status tfs_hetero_sample_link_json(struct tfs_hetero_sample *sample, char *buf, size_t cap, size_t *needed) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_link_json(H(sample), buf, cap, needed);
-}
-
-tfs_status tfs_hetero_sample_link_copy(struct tfs_hetero_sample *sample, int64_t *edge_label_index,
-                                       int64_t *edge_label, int64_t *src_index, int64_t *dst_pos_index,
-                                       int64_t *dst_neg_index) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hetero_sample_link_copy(H(sample), edge_label_index, edge_label, src_index, dst_pos_index,
-                                                   dst_neg_index);
 }
 
 tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {

@@ -108,13 +108,12 @@ func (r *epochsRequest) elsewhere(ids *C.int64_t, n int64) (map[string][]int64, 
 // epochsSeedEdges is options_json's seed_edges: the seed edges' type and where they come from
 // (the seeds array: n src ids, then n dst ids, then with labels n labels; or, with seeds NULL,
 // the stored edge split named split, "train" by default), and the link options (the link
-// family, featurestore.LinkRequest: tfs_sample_edges' for a store's plan,
-// tfs_hetero_sample_from_edges' for a session's).
+// family, featurestore.LinkOptions, as tfs_sample_from_edges takes them).
 type epochsSeedEdges struct {
 	EdgeType string `json:"edge_type"`
 	Split    string `json:"split"`
 	Labels   bool   `json:"labels"`
-	link     featurestore.LinkRequest
+	link     featurestore.LinkOptions
 }
 
 // decodeSeedEdges reads options_json's seed_edges.
@@ -135,13 +134,7 @@ func decodeSeedEdges(raw json.RawMessage) (*epochsSeedEdges, error) {
 
 // seedEdges is the plan's SeedEdges of r over the n seed edges at seeds (NULL: the edge split).
 func (r *epochsSeedEdges) seedEdges(ss *featurestore.Session, seeds *C.int64_t, n int64) (*planned.SeedEdges, error) {
-	link, err := r.link.Options(r.EdgeType)
-	if oe, ok := err.(*featurestore.OptionError); ok {
-		oe.Option = "seed_edges." + oe.Option
-		return nil, fail(stEINVAL, "options_json: %v", oe)
-	} else if err != nil {
-		return nil, err
-	}
+	link := r.link
 	if seeds == nil && n == 0 {
 		if r.Labels {
 			return nil, fail(stEINVAL, "options_json: seed_edges.labels with no seeds array: an edge split brings its own labels")
@@ -323,35 +316,37 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 }
 
 //export tfsgo_epochs_sample
-func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
+func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_epochs_sample", &st)
-	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), out, h), stEIO)
+	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
 }
 
-func epochsSample(h uintptr, epoch, batch int64, out unsafe.Pointer, hout *C.uintptr_t) error {
+func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 	rec, err := lookup[*epochsRec](h, kindEpochs)
 	if err != nil {
 		return err
 	}
-	if out == nil {
+	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
 	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
 		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
 	}
-	if rec.p.Link() && !rec.p.Hetero() {
-		_, ls, err := rec.p.SampleEdges(int(epoch), int(batch))
+	if rec.p.Link() {
+		_, hl, err := rec.p.SampleEdges(int(epoch), int(batch))
 		if err != nil {
 			return err
 		}
-		*hout = C.uintptr_t(register(kindSample, ls)) // the tfs_sample_link_* calls read its label edges
+		srec := newSampleRec(&hl.HeteroSample, rec.p.Session())
+		srec.link = &hl.LinkLabels // the tfs_sample_link_* calls read them
+		*hout = C.uintptr_t(register(kindSample, srec))
 		return nil
 	}
 	_, smp, err := rec.p.Sample(int(epoch), int(batch))
 	if err != nil {
 		return err
 	}
-	*hout = C.uintptr_t(register(kindSample, smp))
+	*hout = C.uintptr_t(register(kindSample, newSampleRec(smp, rec.p.Session())))
 	return nil
 }
 
@@ -431,41 +426,6 @@ func sessionSplit(ss *featurestore.Session, nt, name string) ([]int64, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-//export tfsgo_epochs_sample_hetero
-func tfsgo_epochs_sample_hetero(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_epochs_sample_hetero", &st)
-	return finish("tfs_epochs_sample_hetero", epochsSampleHetero(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
-}
-
-func epochsSampleHetero(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
-	}
-	if hout == nil {
-		return fail(stEINVAL, "out is NULL")
-	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
-	}
-	if rec.p.Link() {
-		_, hl, err := rec.p.SampleHeteroEdges(int(epoch), int(batch))
-		if err != nil {
-			return err
-		}
-		hrec := newHeteroSampleRec(&hl.HeteroSample, rec.p.Session())
-		hrec.link = &hl.LinkLabels // the tfs_hetero_sample_link_* calls read them
-		*hout = C.uintptr_t(register(kindHeteroSample, hrec))
-		return nil
-	}
-	_, smp, err := rec.p.SampleHetero(int(epoch), int(batch))
-	if err != nil {
-		return err
-	}
-	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(smp, rec.p.Session())))
-	return nil
 }
 
 //export tfsgo_epochs_gather_typed

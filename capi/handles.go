@@ -14,8 +14,6 @@ const (
 	kindSample
 	kindIO
 	kindEpochs
-	kindHeteroSampler
-	kindHeteroSample
 )
 
 func (k kind) String() string {
@@ -30,10 +28,6 @@ func (k kind) String() string {
 		return "io"
 	case kindEpochs:
 		return "epochs"
-	case kindHeteroSampler:
-		return "hetero sampler"
-	case kindHeteroSample:
-		return "hetero sample"
 	}
 	return "unknown"
 }

@@ -47,7 +47,7 @@ func openJSON(path, options *C.char, out unsafe.Pointer, h *C.uintptr_t) error {
 var optionFamilies = map[string]func() []featurestore.OptionInfo{
 	"store":  featurestore.OptionTable,                        // tfs_open_json
 	"epochs": featurestore.TableOf[planned.EpochOptions],      // tfs_epochs_open
-	"link":   featurestore.TableOf[featurestore.LinkRequest], // tfs_sample_edges, tfs_hetero_sample_from_edges, a plan's seed_edges
+	"link":   featurestore.TableOf[featurestore.LinkOptions], // tfs_sample_edges, tfs_hetero_sample_from_edges, a plan's seed_edges
 }
 
 //export tfsgo_options_json

@@ -198,7 +198,7 @@ func profileReadsHetero(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.ch
 	if batches == 0 { // one pass of full batches (one batch of every seed when they are fewer)
 		batches = int(max(1, nSeeds/int64(req.BatchSize)))
 	}
-	got, err := ss.ProfileReadsTyped(req.NodeType, ids64(seeds, nSeeds), featurestore.HeteroSampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed}, req.BatchSize, batches)
+	got, err := ss.ProfileReadsTyped(req.NodeType, ids64(seeds, nSeeds), featurestore.SampleOptions{Fanouts: req.Fanouts, Replace: req.Replace, Seed: req.Seed}, req.BatchSize, batches)
 	if err != nil {
 		return err
 	}

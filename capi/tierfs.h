@@ -11,9 +11,8 @@
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*, tfs_hetero_sampler*,
- *    struct tfs_hetero_sample*) are opaque and not pointers to
- *    memory; free each with its _close/_free function exactly once (a closed or freed handle
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*) are opaque and
+ *    not pointers to memory; free each with its _close/_free function exactly once (a closed or freed handle
  *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
  *    from one thread at a time.
  *  - Option structs start with their own size: set .struct_size = sizeof(the struct); zero
@@ -40,7 +39,31 @@
 extern "C" {
 #endif
 
-#define TFS_ABI_VERSION 2
+/* Changes in ABI 3 (a graph of one type is the one-type case of every call; NULL or "" names the
+ * only type):
+ *  - tfs_sampler_create takes options_json ({"fanouts": [...] or {"src:rel:dst": [...]}, "replace",
+ *    "seed", "workers"}) instead of tfs_sampler_options (removed); tfs_hetero_sampler_create,
+ *    tfs_hetero_sampler_free and the tfs_hetero_sampler handle are removed: use tfs_sampler_*.
+ *  - tfs_sample takes a seed_type; tfs_hetero_sample is removed: use tfs_sample.
+ *  - tfs_sample_sizes, tfs_sample_copy and tfs_sample_edge_ids are removed: use tfs_sample_json,
+ *    tfs_sample_nodes and tfs_sample_edges; tfs_hetero_sample_json, _nodes, _edges and _free are
+ *    renamed tfs_sample_json, tfs_sample_nodes, tfs_sample_edges and tfs_sample_free (one struct
+ *    tfs_sample; struct tfs_hetero_sample is removed).
+ *  - tfs_sample_edges (link sampling) is renamed tfs_sample_from_edges and takes an edge_type;
+ *    tfs_hetero_sample_from_edges is removed: use tfs_sample_from_edges (link options: one set,
+ *    "undirected" and "reverse_edge_types" both).
+ *  - tfs_hetero_sample_link_json and tfs_hetero_sample_link_copy are removed: use
+ *    tfs_sample_link_json and tfs_sample_link_copy.
+ *  - tfs_epochs_sample answers the typed sample of every plan; tfs_epochs_sample_hetero is
+ *    removed: use tfs_epochs_sample.
+ *  - tfs_options_json(family, ...) ("store", "epochs", "link": each option family's table)
+ *    replaces tfs_store_options_json.
+ *  - tfs_epochs_open: a key of options_json left out takes the epochs table's default
+ *    (place_tiers and replan true, batch_size 1024, epochs 1); the link options of seed_edges
+ *    and of tfs_sample_from_edges likewise (amount 1).
+ *  - Every JSON input refuses a key given twice in one object (TFS_EINVAL naming it).
+ */
+#define TFS_ABI_VERSION 3
 
 typedef enum tfs_status {
   TFS_OK = 0,
@@ -64,8 +87,6 @@ typedef struct tfs_epochs tfs_epochs; /* planned epochs (tfs_epochs_open) */
  * with struct stat and stat()). */
 struct tfs_sample;
 typedef struct tfs_io tfs_io; /* an IO stack (tfs_io_open; tierfs_io.h) */
-typedef struct tfs_hetero_sampler tfs_hetero_sampler; /* tfs_hetero_sampler_create */
-struct tfs_hetero_sample; /* a sample of several types, as struct tfs_sample */
 
 /* Progress of a long call: stage names the work ("edges: count", "edges: fill", "features",
  * "labels", "commit", ...), done of total units (total 0: not known up front). Called from the

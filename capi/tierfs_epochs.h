@@ -20,15 +20,15 @@ extern "C" {
  * the wrong JSON type or outside an option's choices, is TFS_EINVAL naming it; pack_method and
  * pack_memory change how planning reads, never the packed bytes. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
  * plans the graph session: batches of seeds of "node_type", every node type with features
- * packed, served by tfs_epochs_sample_hetero and tfs_epochs_gather_typed. seeds NULL with n 0
+ * packed, served by tfs_epochs_sample and tfs_epochs_gather_typed. seeds NULL with n 0
  * takes the "train" split (of node_type). "seed_edges": {"edge_type": "src:rel:dst" ("" for the
  * only one), "labels": false, "split": "train", and the link options, tfs_options_json("link"), as
- * tfs_sample_edges (a store's plan) or tfs_hetero_sample_from_edges (a session's) take them} plans batches
+ * tfs_sample_from_edges' link_options_json takes them} plans batches
  * of seed edges instead (link prediction): seeds holds n src ids, then n dst ids, then with
  * "labels" n labels; seeds NULL with n 0 takes the stored edge split "split" with its labels.
- * Batch b of planned epoch e is the first tfs_sample_edges of a sampler of the batch's seed;
- * tfs_epochs_sample (tfs_epochs_sample_hetero) then answers a link sample whose label edges the
- * tfs_sample_link_* (tfs_hetero_sample_link_*) calls read. A plan made for other inputs is
+ * Batch b of planned epoch e is the first tfs_sample_from_edges of a sampler of the batch's seed;
+ * tfs_epochs_sample then answers a link sample whose label edges the tfs_sample_link_* calls
+ * read. A plan made for other inputs is
  * TFS_EINVAL naming the input; a missing one TFS_ENOENT (unless replan). "first_epoch": F (default
  * 0) plans the training epochs [F, F+K): planned epoch k is epoch F+k (its order and batch seeds
  * derive from F+k), so plans of consecutive ranges never repeat an epoch; epoch e is served from
@@ -59,8 +59,9 @@ tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled);
 tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_t *needed);
 /* The sample of batch `batch` of epoch `epoch` (of a link plan, its link sample), checked against
  * the plan: read from the plan's samples file, nothing drawn (a damaged record is TFS_ECORRUPT
- * naming the file, epoch and batch); the sample's first nodes_per_hop[0] nodes are the batch's
- * seeds. */
+ * naming file, epoch and batch); a store's plan's sample is of its one type, a graph session's
+ * of every type, every packed node type's nodes checked against the plan. The seed type's first
+ * nodes_per_hop[0] nodes are the batch's seeds. Read it with tfs_sample_json, _nodes, _edges. */
 tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out);
 /* Sets *n to the number of seeds of batch `batch` of epoch `epoch` and, when out is not NULL,
  * writes them into out (cap entries; fewer than *n is TFS_EINVAL): seed node ids, or of a link
@@ -71,11 +72,6 @@ tfs_status tfs_epochs_seeds(tfs_epochs *epochs, int64_t epoch, int64_t batch, in
  * its checksum (TFS_ECORRUPT naming file, epoch and batch). */
 tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const int64_t *nodes, int64_t n,
                              void *dst, int64_t dst_bytes);
-/* Planned epochs of a graph session (tfs_epochs_open with fanouts per edge type): the sample of
- * batch `batch` of epoch `epoch` (of a link plan, its link sample), read from the plan's samples
- * file as tfs_epochs_sample reads it, every packed node type's nodes checked against the plan. */
-tfs_status tfs_epochs_sample_hetero(tfs_epochs *epochs, int64_t epoch, int64_t batch,
-                                    struct tfs_hetero_sample **out);
 /* tfs_epochs_gather of node_type's rows (NULL or "": the plan's only type): nodes are the batch's
  * sampled nodes of that type; TFS_ENOENT for a type without features. */
 tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,

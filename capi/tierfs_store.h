@@ -91,7 +91,7 @@ tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, in
  * weights), "default" (the feature tfs_gather serves)}, node features first. */
 tfs_status tfs_features_json(tfs_store *store, char *buf, size_t cap, size_t *needed);
 /* Writes the rows of ids of the feature `name` into dst (dst_bytes = n * its row_bytes): node ids
- * for a node feature, edge ids (tfs_sample_edge_ids) for an edge feature. The feature tfs_gather
+ * for a node feature, edge ids (tfs_sample_edges) for an edge feature. The feature tfs_gather
  * serves goes through its tiers; others are read from disk (verified unless unverified_reads),
  * uncached. TFS_ENOENT for an unknown name, TFS_ERANGE for an id outside the feature's rows. */
 tfs_status tfs_gather_feature(tfs_store *store, const char *name, const int64_t *ids, int64_t n, void *dst,

@@ -9,11 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // The typed calls (tierfs.h, "Heterogeneous graphs"): node types by name, edge types by
@@ -206,205 +204,6 @@ func placeIDsTyped(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
 	return placeIDsOf(s, ids, n)
 }
 
-//export tfsgo_hetero_sampler_create
-func tfsgo_hetero_sampler_create(store C.uintptr_t, optionsJSON *C.char, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_hetero_sampler_create", &st)
-	return finish("tfs_hetero_sampler_create", heteroSamplerCreate(uintptr(store), optionsJSON, h), stEINVAL)
-}
-
-func heteroSamplerCreate(h uintptr, optionsJSON *C.char, hout *C.uintptr_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if hout == nil {
-		return fail(stEINVAL, "out is NULL")
-	}
-	if optionsJSON == nil {
-		return fail(stEINVAL, "options_json is NULL")
-	}
-	var opt featurestore.HeteroSampleOptions
-	dec := json.NewDecoder(strings.NewReader(C.GoString(optionsJSON)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opt); err != nil {
-		return fail(stEINVAL, "options_json: %v (want {\"fanouts\": {\"src:rel:dst\": [...], ...}, \"replace\", \"seed\", \"workers\"})", err)
-	}
-	sp, err := rec.s.Session().NewHeteroSampler(opt)
-	if err != nil {
-		return err
-	}
-	*hout = C.uintptr_t(register(kindHeteroSampler, sp))
-	return nil
-}
-
-//export tfsgo_hetero_sampler_free
-func tfsgo_hetero_sampler_free(sampler C.uintptr_t) (st C.int) {
-	defer guard("tfs_hetero_sampler_free", &st)
-	_, err := release[*featurestore.HeteroSampler](uintptr(sampler), kindHeteroSampler)
-	return finish("tfs_hetero_sampler_free", err, stEINTERNAL)
-}
-
-// heteroSampleRec is what a struct tfs_hetero_sample handle holds: the sample and the names of
-// the types its lists are indexed by.
-type heteroSampleRec struct {
-	smp       *topology.HeteroSample
-	link      *topology.LinkLabels // of a sample drawn from edges (tfs_hetero_sample_from_edges), else nil
-	nodeTypes []string
-	edgeTypes []string
-}
-
-//export tfsgo_hetero_sample
-func tfsgo_hetero_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_hetero_sample", &st)
-	return finish("tfs_hetero_sample", heteroSample(uintptr(sampler), seedType, seeds, int64(n), h), stEIO)
-}
-
-func heteroSample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
-	sp, err := lookup[*featurestore.HeteroSampler](h, kindHeteroSampler)
-	if err != nil {
-		return err
-	}
-	if hout == nil {
-		return fail(stEINVAL, "out is NULL")
-	}
-	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
-		return err
-	}
-	smp, err := sp.Sample(cString(seedType), ids64(seeds, n))
-	if err != nil {
-		return err
-	}
-	*hout = C.uintptr_t(register(kindHeteroSample, newHeteroSampleRec(smp, sp.Session())))
-	return nil
-}
-
-// newHeteroSampleRec is the handle record of a sample of session ss.
-func newHeteroSampleRec(smp *topology.HeteroSample, ss *featurestore.Session) *heteroSampleRec {
-	rec := &heteroSampleRec{smp: smp}
-	for _, nt := range ss.NodeTypes() {
-		rec.nodeTypes = append(rec.nodeTypes, nt.Name)
-	}
-	for _, et := range ss.EdgeTypes() {
-		rec.edgeTypes = append(rec.edgeTypes, et.Key)
-	}
-	return rec
-}
-
-//export tfsgo_hetero_sample_json
-func tfsgo_hetero_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_hetero_sample_json", &st)
-	return finish("tfs_hetero_sample_json", heteroSampleJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func heteroSampleJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	out := struct {
-		NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
-		EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
-		EdgeIDs     map[string]bool    `json:"edge_ids"`
-	}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
-	for i, name := range rec.nodeTypes {
-		out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
-	}
-	for e, key := range rec.edgeTypes {
-		out.EdgesPerHop[key] = rec.smp.EdgesPerHop[e]
-		out.EdgeIDs[key] = rec.smp.EdgeIDs[e] != nil
-	}
-	data, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
-}
-
-// typeIndex is the index of name in names, or a TFS_ENOENT error naming what there is.
-func typeIndex(names []string, name, what string) (int, error) {
-	for i, n := range names {
-		if n == name {
-			return i, nil
-		}
-	}
-	return -1, fail(stENOENT, "the sample has no %s %q (it has %v)", what, name, names)
-}
-
-//export tfsgo_hetero_sample_nodes
-func tfsgo_hetero_sample_nodes(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) (st C.int) {
-	defer guard("tfs_hetero_sample_nodes", &st)
-	return finish("tfs_hetero_sample_nodes", heteroSampleNodes(uintptr(sample), nodeType, out), stEINTERNAL)
-}
-
-func heteroSampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
-	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
-	if err != nil {
-		return err
-	}
-	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node type")
-	if err != nil {
-		return err
-	}
-	nodes := rec.smp.Nodes[t]
-	if err := checkArray(unsafe.Pointer(out), "out", int64(len(nodes)), "its node count"); err != nil {
-		return err
-	}
-	if len(nodes) > 0 {
-		copy(ids64(out, int64(len(nodes))), nodes)
-	}
-	return nil
-}
-
-//export tfsgo_hetero_sample_edges
-func tfsgo_hetero_sample_edges(sample C.uintptr_t, edgeType *C.char, row, col, edgeIDs *C.int64_t) (st C.int) {
-	defer guard("tfs_hetero_sample_edges", &st)
-	return finish("tfs_hetero_sample_edges", heteroSampleEdges(uintptr(sample), edgeType, row, col, edgeIDs), stEINTERNAL)
-}
-
-func heteroSampleEdges(h uintptr, edgeType *C.char, row, col, edgeIDs *C.int64_t) error {
-	rec, err := lookup[*heteroSampleRec](h, kindHeteroSample)
-	if err != nil {
-		return err
-	}
-	e, err := typeIndex(rec.edgeTypes, cString(edgeType), "edge type")
-	if err != nil {
-		return err
-	}
-	smp := rec.smp
-	m := int64(len(smp.Row[e]))
-	for _, a := range []struct {
-		p    *C.int64_t
-		name string
-	}{{row, "row"}, {col, "col"}} {
-		if err := checkArray(unsafe.Pointer(a.p), a.name, m, "its edge count"); err != nil {
-			return err
-		}
-	}
-	if edgeIDs != nil && smp.EdgeIDs[e] == nil {
-		return fail(stENOENT, "the sample has no edge ids for %s (its graph does not number its edges)", rec.edgeTypes[e])
-	}
-	if m == 0 {
-		return nil
-	}
-	copy(ids64(row, m), smp.Row[e])
-	copy(ids64(col, m), smp.Col[e])
-	if edgeIDs != nil {
-		copy(ids64(edgeIDs, m), smp.EdgeIDs[e])
-	}
-	return nil
-}
-
-//export tfsgo_hetero_sample_free
-func tfsgo_hetero_sample_free(sample C.uintptr_t) (st C.int) {
-	defer guard("tfs_hetero_sample_free", &st)
-	_, err := release[*heteroSampleRec](uintptr(sample), kindHeteroSample)
-	return finish("tfs_hetero_sample_free", err, stEINTERNAL)
-}
-
 //export tfsgo_place_hetero_json
 func tfsgo_place_hetero_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
 	defer guard("tfs_place_hetero_json", &st)
@@ -452,7 +251,7 @@ func placeHeteroJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, n
 		if _, err := ss.ReadSplit(r.NodeType, r.Split, seeds); err != nil {
 			return nil, err
 		}
-		rep, err := ss.PlaceProfiled(r.NodeType, seeds, featurestore.HeteroSampleOptions{Fanouts: r.Fanouts, Replace: r.Replace, Seed: r.Seed}, r.BatchSize, r.Batches)
+		rep, err := ss.PlaceProfiled(r.NodeType, seeds, featurestore.SampleOptions{Fanouts: r.Fanouts, Replace: r.Replace, Seed: r.Seed}, r.BatchSize, r.Batches)
 		if err != nil {
 			return nil, err
 		}

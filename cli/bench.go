@@ -279,7 +279,7 @@ func idStreams(dir string, opt featurestore.Options, dist string, threads, batch
 			for i := range seeds {
 				seeds[i] = rng.Int64N(n)
 			}
-			out, err := s.Sample(seeds, topology.SampleOptions{Fanouts: []int{10, 5}, Seed: rng.Uint64()})
+			out, err := sampleOnce(s, seeds, topology.SampleOptions{Fanouts: []int{10, 5}, Seed: rng.Uint64()})
 			if err != nil {
 				return nil, err
 			}

@@ -397,20 +397,23 @@ func benchSampling(dir string, opt featurestore.Options, seed uint64) ([]gpuBenc
 				batches[b][i] = rng.Int64N(n)
 			}
 		}
-		opt := topology.SampleOptions{Fanouts: []int{15, 10}, Seed: seed}
-		if _, err := s.Sample(batches[0], opt); err != nil {
+		sp, err := oneTypeSampler(s, topology.SampleOptions{Fanouts: []int{15, 10}, Seed: seed})
+		if err == nil {
+			_, err = sp.Sample("", batches[0])
+		}
+		if err != nil {
 			s.Close()
 			return nil, err
 		}
 		start := time.Now()
 		var edges int64
 		for _, b := range batches {
-			out, err := s.Sample(b, opt)
+			out, err := sp.Sample("", b)
 			if err != nil {
 				s.Close()
 				return nil, err
 			}
-			edges += int64(len(out.Row))
+			edges += int64(len(out.Row[0]))
 		}
 		sec := time.Since(start).Seconds()
 		s.Close()

@@ -633,7 +633,7 @@ func sampleCmd(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		defer s.Close()
-		sample, err := s.Sample(seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
+		sample, err := sampleOnce(s, seeds, topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed})
 		if err != nil {
 			return err
 		}

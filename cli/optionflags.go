@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierfs/tierfs/featurestore"
-	"github.com/tierfs/tierfs/gpuio"
 )
 
 // optionFlags registers a flag for every option of T's table (featurestore.TableOf) on fs but
@@ -27,7 +26,13 @@ func optionFlags[T any](fs *pflag.FlagSet, skip ...string) *T {
 			continue
 		}
 		name := o.FlagName()
-		switch p := v.FieldByIndex(o.Index()).Addr().Interface().(type) {
+		field := v.FieldByIndex(o.Index())
+		if field.Kind() == reflect.String { // string and named string types (gpuio.Backend, topology.NegativeMode)
+			p := (*string)(field.Addr().UnsafePointer())
+			fs.StringVar(p, name, *p, o.Help)
+			continue
+		}
+		switch p := field.Addr().Interface().(type) {
 		case *int64:
 			if o.Kind == "size" {
 				fs.Var((*sizeOptionFlag)(p), name, o.Help)
@@ -42,10 +47,6 @@ func optionFlags[T any](fs *pflag.FlagSet, skip ...string) *T {
 			fs.Float64Var(p, name, *p, o.Help)
 		case *bool:
 			fs.BoolVar(p, name, *p, o.Help)
-		case *string:
-			fs.StringVar(p, name, *p, o.Help)
-		case *gpuio.Backend:
-			fs.StringVar((*string)(p), name, string(*p), o.Help)
 		default:
 			panic(fmt.Sprintf("optionFlags: option %s has Go type %T, which has no flag kind", o.Name, p))
 		}

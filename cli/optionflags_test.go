@@ -41,11 +41,11 @@ func TestCommandsHaveEveryOptionFlag(t *testing.T) {
 	fs := pflag.NewFlagSet("plan-epochs", pflag.ContinueOnError)
 	planEpochsCmd(fs)
 	familyFlags[planned.EpochOptions](t, "plan-epochs", fs)
-	familyFlags[featurestore.LinkRequest](t, "plan-epochs", fs)
+	familyFlags[featurestore.LinkOptions](t, "plan-epochs", fs)
 	familyFlags[featurestore.Options](t, "plan-epochs", fs)
 	fs = pflag.NewFlagSet("sample", pflag.ContinueOnError)
 	sampleCmd(fs)
-	familyFlags[featurestore.LinkRequest](t, "sample", fs)
+	familyFlags[featurestore.LinkOptions](t, "sample", fs)
 }
 
 // setsEveryOption checks that each flag of optionFlags[T] sets its own option, and only it.
@@ -80,6 +80,6 @@ func setsEveryOption[T any](t *testing.T) {
 
 func TestOptionFlagsSetTheirOption(t *testing.T) {
 	setsEveryOption[planned.EpochOptions](t)
-	setsEveryOption[featurestore.LinkRequest](t)
+	setsEveryOption[featurestore.LinkOptions](t)
 	setsEveryOption[featurestore.Options](t)
 }

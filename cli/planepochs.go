@@ -86,10 +86,11 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		for e := range *serve {
 			for b := range p.BatchesPerEpoch() {
 				t := time.Now()
-				_, sample, err := p.Sample(e, b)
+				_, typed, err := p.Sample(e, b)
 				if err != nil {
 					return err
 				}
+				sample, _ := typed.OneType()
 				sampleT += time.Since(t)
 				rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
 				t = time.Now()
@@ -170,10 +171,7 @@ func planSeedEdges(s *featurestore.Store, arg string, link linkFlags) (*planned.
 	if _, err := link.mode(); err != nil {
 		return nil, err
 	}
-	lo, err := link.opt.Options("")
-	if err != nil {
-		return nil, err
-	}
+	lo := *link.opt
 	if name, ok := strings.CutPrefix(arg, "split:"); ok {
 		if *link.labels != "" {
 			return nil, fmt.Errorf("--edge-labels with --seed-edges %s: an edge split has its own labels", arg)

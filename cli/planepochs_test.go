@@ -112,7 +112,7 @@ func TestPlanEpochsSeedEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	link := featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2, ExcludeSeedEdges: true}
+	link := featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 2, ExcludeSeedEdges: true}
 	se, err := planned.SeedEdgesOfSplit(s.Session(), "", "train", link)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestPlanEpochsSeedEdges(t *testing.T) {
 		}
 		for i, q := range pos {
 			seen[q] = true
-			if ls.Nodes[ls.EdgeLabelIndex[0][i]] != se.Src[q] || ls.Nodes[ls.EdgeLabelIndex[1][i]] != se.Dst[q] || ls.EdgeLabel[i] != labels[q] {
+			if ls.Nodes[0][ls.EdgeLabelIndex[0][i]] != se.Src[q] || ls.Nodes[0][ls.EdgeLabelIndex[1][i]] != se.Dst[q] || ls.EdgeLabel[i] != labels[q] {
 				t.Fatalf("batch %d: label edge %d is not seed edge %d of the split", b, i, q)
 			}
 		}

@@ -19,23 +19,23 @@ import (
 )
 
 // linkFlags are the link options of `tierfs sample --seed-edges` and `tierfs plan-epochs
-// --seed-edges`: one flag per option of the link table (featurestore.LinkRequest, optionFlags)
+// --seed-edges`: one flag per option of the link table (featurestore.LinkOptions, optionFlags)
 // and --edge-labels, the labels' file.
 type linkFlags struct {
 	labels *string
-	opt    *featurestore.LinkRequest
+	opt    *featurestore.LinkOptions
 }
 
 func (l *linkFlags) register(fs *pflag.FlagSet) {
 	l.labels = fs.String("edge-labels", "", "with --seed-edges FILE: a 1-D integer .npy of one label per seed edge")
-	l.opt = optionFlags[featurestore.LinkRequest](fs)
+	l.opt = optionFlags[featurestore.LinkOptions](fs)
 }
 
 // mode is --neg-sampling, checked.
 func (l *linkFlags) mode() (topology.NegativeMode, error) {
-	mode := topology.NegativeMode(l.opt.NegSampling)
+	mode := l.opt.Negatives
 	if mode != topology.NoNegatives && mode != topology.BinaryNegatives && mode != topology.TripletNegatives {
-		return mode, fmt.Errorf("--neg-sampling %q: want binary or triplet", l.opt.NegSampling)
+		return mode, fmt.Errorf("--neg-sampling %q: want binary or triplet", l.opt.Negatives)
 	}
 	return mode, nil
 }
@@ -43,7 +43,7 @@ func (l *linkFlags) mode() (topology.NegativeMode, error) {
 // given names the first link flag set on the command line, or "".
 func (l *linkFlags) given(fs *pflag.FlagSet) string {
 	names := []string{"edge-labels"}
-	for _, o := range featurestore.TableOf[featurestore.LinkRequest]() {
+	for _, o := range featurestore.TableOf[featurestore.LinkOptions]() {
 		names = append(names, o.FlagName())
 	}
 	set := ""
@@ -142,14 +142,17 @@ func sampleEdges(dir string, opt *featurestore.Options, usePlacement bool, fanou
 		labels = nil
 	}
 	so.Fanouts = hops
-	lo, err := link.opt.OneType()
+	lo := *link.opt
+	sp, err := oneTypeSampler(s, so)
 	if err != nil {
 		return err
 	}
-	sample, err := s.SampleFromEdges(src, dst, labels, topology.LinkSampleOptions{SampleOptions: so, LinkOptions: lo})
+	typed, err := sp.SampleFromEdges("", src, dst, labels, lo)
 	if err != nil {
 		return err
 	}
+	nodes, _ := typed.OneType()
+	sample := &topology.LinkSample{Sample: *nodes, LinkLabels: typed.LinkLabels}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func readNpyInt64(t *testing.T, path string) ([]int64, []int64) {
 }
 
 // TestIngestEdgeSplitAndSampleSeedEdges: `tierfs ingest --edge-split` stores a split that
-// `tierfs sample --seed-edges split:train` samples around, writing what Store.SampleFromEdges
+// `tierfs sample --seed-edges split:train` samples around, writing what the one sampler's SampleFromEdges
 // returns for the same seed edges, labels and options (binary and triplet negatives, seed
 // edges excluded); the label edges name the seed edges' endpoints.
 func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
@@ -103,15 +103,21 @@ func TestIngestEdgeSplitAndSampleSeedEdges(t *testing.T) {
 			if triplet {
 				wantLabels = nil
 			}
-			want, err := s.SampleFromEdges(src, dst, wantLabels, topology.LinkSampleOptions{SampleOptions: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: 7}, LinkOptions: c.lo})
+			sp, err := oneTypeSampler(s, topology.SampleOptions{Fanouts: []int{3, 2}, Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			typed, err := sp.SampleFromEdges("", src, dst, wantLabels, featurestore.LinkOptions{Negatives: c.lo.Negatives, NegAmount: c.lo.NegAmount, StrictNegatives: c.lo.StrictNegatives, ExcludeSeedEdges: c.lo.ExcludeSeedEdges})
 			s.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
+			nodesOf, _ := typed.OneType()
+			want := &topology.LinkSample{Sample: *nodesOf, LinkLabels: typed.LinkLabels}
 			nodes, _ := readNpyInt64(t, filepath.Join(out, "nodes.npy"))
 			row, _ := readNpyInt64(t, filepath.Join(out, "row.npy"))
 			if !slices.Equal(nodes, want.Nodes) || !slices.Equal(row, want.Row) {
-				t.Fatalf("%v: nodes/row differ from Store.SampleFromEdges", args)
+				t.Fatalf("%v: nodes/row differ from the sampler's SampleFromEdges", args)
 			}
 			if c.lo.Negatives == topology.TripletNegatives {
 				neg, shape := readNpyInt64(t, filepath.Join(out, "dst_neg_index.npy"))

@@ -54,7 +54,7 @@ func TestCallsDuringPlaceAndClose(t *testing.T) {
 		}
 		seeds := randomIDs(rng, 64, 2000)
 		work(4, func(i int) error {
-			_, err := s.Sample(seeds, topology.SampleOptions{Fanouts: []int{5, 3}, Seed: uint64(i)})
+			_, err := sampleOf(s, seeds, topology.SampleOptions{Fanouts: []int{5, 3}, Seed: uint64(i)})
 			return err
 		})
 		work(5, func(i int) error {
@@ -102,7 +102,7 @@ func TestCloseDuringGPUSampling(t *testing.T) {
 		seeds := randomIDs(rng, 256, 3000)
 		wg.Go(func() {
 			for i := 0; ; i++ {
-				if _, err := s.Sample(seeds, topology.SampleOptions{Fanouts: []int{10, 5}, Seed: uint64(g*1000 + i)}); err != nil {
+				if _, err := sampleOf(s, seeds, topology.SampleOptions{Fanouts: []int{10, 5}, Seed: uint64(g*1000 + i)}); err != nil {
 					if !errors.Is(err, ErrClosed) {
 						t.Errorf("sample: %v", err)
 					}
@@ -112,7 +112,7 @@ func TestCloseDuringGPUSampling(t *testing.T) {
 		})
 	}
 	for range 5 {
-		if _, err := s.Sample(randomIDs(rng, 64, 3000), topology.SampleOptions{Fanouts: []int{3}}); err != nil {
+		if _, err := sampleOf(s, randomIDs(rng, 64, 3000), topology.SampleOptions{Fanouts: []int{3}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,7 +42,7 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ref[i], err = s.Sample(seeds, sopt); err != nil {
+		if ref[i], err = sampleOf(s, seeds, sopt); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
@@ -88,7 +88,7 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 			if !bad("Split", err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s topology): Split(train) differs from the undamaged dataset's", what("Split"), mode.name)
 			}
-			sm, err := s.Sample(seeds, sopt)
+			sm, err := sampleOf(s, seeds, sopt)
 			if !bad("Sample", err) && !reflect.DeepEqual(sm, ref[i]) {
 				t.Errorf("%s (%s topology): Sample differs from the undamaged dataset's", what("Sample"), mode.name)
 			}
@@ -128,7 +128,7 @@ func TestDiskTopologyHugeIndptr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Sample([]int64{v - 1, v, rng.Int64N(d.Count)}, topology.SampleOptions{Fanouts: []int{-1}})
+	_, err = sampleOf(s, []int64{v - 1, v, rng.Int64N(d.Count)}, topology.SampleOptions{Fanouts: []int{-1}})
 	if !dataset.IsCorrupt(err) {
 		t.Fatalf("sample over a damaged indptr[%d]: %v; want corruption", v, err)
 	}
@@ -162,7 +162,7 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refSample, err := ref.Sample(seeds, sopt)
+	refSample, err := sampleOf(ref, seeds, sopt)
 	ref.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 			if train, err := s.Split("train"); ok(err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s): Split(train) differs from the undamaged dataset's, without an error", what, mode.name)
 			}
-			if sm, err := s.Sample(seeds, sopt); ok(err) && !reflect.DeepEqual(sm, refSample) {
+			if sm, err := sampleOf(s, seeds, sopt); ok(err) && !reflect.DeepEqual(sm, refSample) {
 				t.Errorf("%s (%s): Sample differs from the undamaged dataset's, without an error", what, mode.name)
 			}
 			rows := make([]byte, d.Count*d.RowBytes)

@@ -3,7 +3,6 @@ package featurestore
 import (
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/ssd"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // StoreInternals is what an engine built above the store uses of a tier stack (planned/, the
@@ -112,31 +111,6 @@ func (x StoreInternals) GatherDeviceVia(ids []int64, dst, stream uintptr, last t
 	return x.s.gatherDeviceVia(ids, 0, len(ids), dst, stream, &deviceVia{last: last, check: func() error { return check(x.s.tierGen) }})
 }
 
-// SampleOnHost is Sample drawn on the host where the topology is in host memory, even with
-// Options.GPUTopology (the same sample: the GPU draws what the host would): for an engine that
-// draws several batches at once, each on one goroutine, where the GPU sampler draws one hop at a
-// time for every caller.
-func (x StoreInternals) SampleOnHost(seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
-	return x.s.sampleOnHost(seeds, opt)
-}
-
-// SampleFromEdgesOnHost is SampleFromEdges drawn on the host, as SampleOnHost.
-func (x StoreInternals) SampleFromEdgesOnHost(src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
-	return x.s.sampleFromEdgesOf(x.s.hostSampleGraph, src, dst, labels, opt)
-}
-
-// CheckSampling checks opt and that the dataset has a topology to sample (what Sample checks
-// besides the seeds).
-func (x StoreInternals) CheckSampling(opt topology.SampleOptions) error {
-	return x.s.checkSampling(opt)
-}
-
-// CheckSeedEdges checks seed edges, their labels and link options for the store's graph (what
-// SampleFromEdges checks besides the sampling options).
-func (x StoreInternals) CheckSeedEdges(src, dst, labels []int64, link topology.LinkOptions) error {
-	return x.s.checkSeedEdges(src, dst, labels, link)
-}
-
 // Enter guards an engine's call against a concurrent Close of the session, as
 // StoreInternals.Enter.
 func (x SessionInternals) Enter() (done func(), err error) { return x.ss.enter() }
@@ -175,32 +149,19 @@ func (x SessionInternals) CheckIDs(nt int, what string, ids []int64) error {
 	return x.ss.checkTypedIDs(nt, what, ids)
 }
 
-// SampleHeteroOnHost samples seeds of node type nt with opt (fanouts by edge type index, as
-// SampleOptions answers them) on the host topology where it is in memory, as
-// StoreInternals.SampleOnHost.
-func (x SessionInternals) SampleHeteroOnHost(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
-	return x.ss.sampleHeteroOnHost(nt, seeds, opt)
-}
-
-// HostSampler is a sampler of opt (as SampleOptions answers them) that draws on the host
-// topology where it is in memory, as StoreInternals.SampleOnHost; its calls count from none.
-func (x SessionInternals) HostSampler(opt topology.HeteroSampleOptions) *HeteroSampler {
-	return &HeteroSampler{ss: x.ss, opt: opt, onHost: true}
-}
-
-// SampleOptions are the options of NewHeteroSampler(opt) in the core's form (fanouts by edge
-// type index), checked as NewHeteroSampler checks them.
-func (x SessionInternals) SampleOptions(opt HeteroSampleOptions) (topology.HeteroSampleOptions, error) {
-	sp, err := x.ss.NewHeteroSampler(opt)
-	if err != nil {
-		return topology.HeteroSampleOptions{}, err
-	}
-	return sp.opt, nil
+// HostSampler is sp with the seed seed and workers goroutines, its calls counting from none,
+// drawing on the host topology where it is in memory, even with Options.GPUTopology (the same
+// samples: the GPU draws what the host would): for an engine that draws several batches at once,
+// each on its goroutines, where the GPU sampler draws one hop at a time for every caller.
+func (x SessionInternals) HostSampler(sp *Sampler, seed uint64, workers int) *Sampler {
+	opt := sp.opt
+	opt.Seed, opt.Workers = seed, workers
+	return &Sampler{ss: sp.ss, opt: opt, fanouts: sp.fanouts, onHost: true}
 }
 
 // CheckSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
-// HeteroSampler.SampleFromEdges checks).
-func (x SessionInternals) CheckSeedEdges(edgeType string, src, dst, labels []int64, link HeteroLinkOptions) error {
+// Sampler.SampleFromEdges checks).
+func (x SessionInternals) CheckSeedEdges(edgeType string, src, dst, labels []int64, link LinkOptions) error {
 	_, _, err := x.ss.checkSeedEdges(edgeType, src, dst, labels, link)
 	return err
 }

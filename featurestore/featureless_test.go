@@ -52,9 +52,9 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 		}
 	}
 	opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: rng.Uint64()}
-	a, err := s.Sample(ids[:16], opt)
+	a, err := sampleOf(s, ids[:16], opt)
 	must(err)
-	b, err := ref.Sample(ids[:16], opt)
+	b, err := sampleOf(ref, ids[:16], opt)
 	must(err)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("sample without node features differs from the one with them")

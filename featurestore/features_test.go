@@ -101,7 +101,7 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 					}
 				}
 			}
-			smp, err := s.Sample(ids[:64], topology.SampleOptions{Fanouts: []int{5, 3}, Seed: rng.Uint64()})
+			smp, err := sampleOf(s, ids[:64], topology.SampleOptions{Fanouts: []int{5, 3}, Seed: rng.Uint64()})
 			must(err)
 			if len(smp.EdgeIDs) != len(smp.Row) || len(smp.Row) == 0 {
 				t.Fatalf("%d edge ids for %d edges", len(smp.EdgeIDs), len(smp.Row))

@@ -185,11 +185,11 @@ func TestGPUSamplingMatchesHost(t *testing.T) {
 			for _, replace := range []bool{false, true} {
 				seeds := randomIDs(rng, 300, 4000)
 				opt := topology.SampleOptions{Fanouts: fanouts, Replace: replace, Seed: rng.Uint64()}
-				want, err := host.Sample(seeds, opt)
+				want, err := sampleOf(host, seeds, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := s.Sample(seeds, opt)
+				got, err := sampleOf(s, seeds, opt)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -21,7 +21,7 @@ func TestCloseWhileCalling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, err := s.NewSampler(topology.SampleOptions{Fanouts: []int{5, 3}, Seed: 7})
+		sp, err := s.Session().NewSampler(SampleOptions{Fanouts: map[string][]int{"": {5, 3}}, Seed: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,13 +40,13 @@ func TestCloseWhileCalling(t *testing.T) {
 					case 0:
 						err = s.Gather(ids, dst)
 					case 1:
-						_, err = s.Sample(ids, topology.SampleOptions{Fanouts: []int{4, 2}, Seed: uint64(i)})
+						_, err = sampleOf(s, ids, topology.SampleOptions{Fanouts: []int{4, 2}, Seed: uint64(i)})
 					case 2:
 						err = s.Labels(ids, labels)
 					case 3:
 						s.Stats()
 					case 4:
-						_, err = sp.Sample(ids)
+						_, err = sp.Sample("", ids)
 					}
 					if err != nil && !errors.Is(err, ErrClosed) {
 						t.Errorf("round %d, goroutine %d, call %d: %v", round, g, i, err)
@@ -73,10 +73,10 @@ func TestCloseWhileCalling(t *testing.T) {
 		for name, call := range map[string]func() error{
 			"Gather": func() error { return s.Gather(ids, make([]byte, d.RowBytes)) },
 			"Sample": func() error {
-				_, err := s.Sample(ids, topology.SampleOptions{Fanouts: []int{2}})
+				_, err := sampleOf(s, ids, topology.SampleOptions{Fanouts: []int{2}})
 				return err
 			},
-			"Sampler.Sample": func() error { _, err := sp.Sample(ids); return err },
+			"Sampler.Sample": func() error { _, err := sp.Sample("", ids); return err },
 			"Labels":         func() error { return s.Labels(ids, make([]int64, 1)) },
 			"Split": func() error {
 				_, err := s.Split("train")

@@ -2,71 +2,149 @@ package featurestore
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/tierfs/tierfs/topology"
 )
 
-// SampleFromEdges draws the k-hop neighborhood of the seed edges (src[i], dst[i]) from the
-// store's topology and where each seed edge and negative lies in it (see
-// topology.SampleFromEdges for the contract: PyG's edge_sample, disjoint=False). It checks
-// everything before drawing: endpoints outside [0, NumNodes) are ErrIDOutOfRange naming the
-// array, position and value; bad sampling or link options (fanouts, workers, negatives,
-// neg_amount, reverse edge types) an *OptionError; src, dst and labels of other lengths
-// ErrInvalidOption; a dataset without topology ErrNotFound.
-func (s *Store) SampleFromEdges(src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
-	return s.sampleFromEdgesOf(s.sampleGraph, src, dst, labels, opt)
+// LinkOptions is what link sampling (Sampler.SampleFromEdges) adds to a node sample, as
+// topology.LinkOptions with edge types by key: negatives (Negatives, NegAmount,
+// StrictNegatives) and the exclusion of the seed edges from the sampled neighborhoods
+// (ExcludeSeedEdges). With ExcludeSeedEdges their reverse edges are excluded too where they
+// are: Undirected says the seed edge type holds its own reverses (an undirected graph; its src
+// and dst node types are one), ReverseEdgeTypes maps an edge type ("src:rel:dst", "" for the
+// only one) to the edge type holding its reverse edges (DGL's reverse_etypes, PyG's rev_ ...
+// types); only the seed edge type's entry is used.
+//
+// LinkOptions is also the link-sampling option family as every front end gives it (TableOf: the
+// JSON keys of tfs_sample_from_edges' link_options_json and of a plan's seed_edges, the CLI's
+// link flags, Python's sample_from_edges and plan_epochs keywords); the flag tag is the CLI's
+// name where it differs.
+type LinkOptions struct {
+	Negatives        topology.NegativeMode `json:"neg_sampling" help:"negatives to draw: binary (random pairs labelled 0) or triplet (random destinations per seed edge); default none"`
+	NegAmount        float64               `json:"amount" flag:"neg-amount" default:"1" help:"with neg_sampling: negative pairs per seed edge (binary; any number > 0) or destinations per seed edge (triplet; a whole number)"`
+	StrictNegatives  bool                  `json:"strict" flag:"strict-negatives" help:"with neg_sampling: redraw negatives that are edges of the graph or seed edges"`
+	ExcludeSeedEdges bool                  `json:"exclude_seed_edges" help:"leave the seed edges out of the sampled neighborhoods"`
+	Undirected       bool                  `json:"undirected" help:"the graph holds each edge's reverse (an edge type that is its own reverse): exclude_seed_edges leaves the reverses out too"`
+	ReverseEdgeTypes map[string]string     `json:"reverse_edge_types" kind:"map" help:"edge type -> the edge type holding its reverse edges (a graph of several types), for exclude_seed_edges"`
 }
 
-// sampleFromEdgesOf is SampleFromEdges from the graph that graph returns (the epoch planner's:
-// hostSampleGraph, as sampleOnHost).
-func (s *Store) sampleFromEdgesOf(graph func() topology.Graph, src, dst, labels []int64, opt topology.LinkSampleOptions) (*topology.LinkSample, error) {
-	leave, err := s.enter()
+// SampleFromEdges draws the k-hop neighborhood of the seed edges (src[i], dst[i]) of edge type
+// edgeType ("src:rel:dst"; "" for the only one) — src ids of its src node type, dst ids of its
+// dst node type — with the sampler's fanouts and seed Seed + Calls() (node and link samples
+// count alike), and where each seed edge and negative lies in it: topology.SampleHeteroFromEdges
+// (PyG's edge_sample, disjoint=False). Negatives are of the edge type's node types. Everything is
+// checked before drawing: an unknown edge type is dataset.ErrTypeNotFound naming the types
+// there are; an endpoint outside its type's range ErrIDOutOfRange naming the array, position,
+// value and type; src, dst and labels of other lengths ErrInvalidOption; bad negatives, amount,
+// labels with triplets, Undirected of an edge type between two node types, a ReverseEdgeTypes key
+// or value the dataset lacks or one that does not swap the endpoints' types an *OptionError.
+// Strict negatives that cannot be met (every pair of the types an edge) fail naming the edge
+// type.
+func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (*topology.HeteroLinkSample, error) {
+	ss := sp.ss
+	leave, err := ss.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	if err := s.checkSampling(opt.SampleOptions); err != nil {
+	e, core, err := ss.checkSeedEdges(edgeType, src, dst, labels, link)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSeedEdges(src, dst, labels, opt.LinkOptions); err != nil {
-		return nil, err
+	key := ss.edges[e].spec.Key()
+	numNodes, edges := ss.typedGraphs(sp.graph())
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	opt := topology.HeteroLinkSampleOptions{HeteroSampleOptions: sp.opt, LinkOptions: core}
+	opt.Seed += sp.calls
+	out, err := topology.SampleHeteroFromEdges(numNodes, edges, e, src, dst, labels, opt)
+	if err != nil {
+		return nil, sampleTooLarge(fmt.Errorf("featurestore: sampling from edges of edge type %q: %w", key, err))
 	}
-	opt.MaxEdges = s.opt.sampleBound(opt.MaxEdges)
-	out, err := topology.SampleFromEdges(graph(), src, dst, labels, opt)
-	if err == nil {
-		s.stats.samples.Add(1)
-	}
-	return out, sampleTooLarge(err)
+	sp.calls++
+	ss.countSample(ss.edges[e].dst)
+	return out, nil
 }
 
-// checkSeedEdges checks seed edges, their labels and link options for the store's graph (what
-// SampleFromEdges checks besides the sampling options).
-func (s *Store) checkSeedEdges(src, dst, labels []int64, link topology.LinkOptions) error {
-	if err := checkLinkOptions(link, labels != nil); err != nil {
-		return err
+// checkSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
+// Sampler.SampleFromEdges checks) and answers the edge type's index and the core's link
+// options.
+func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (int, topology.LinkOptions, error) {
+	e, err := ss.edgeTypeOf(edgeType)
+	if err != nil {
+		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q: %w", edgeType, err)
+	}
+	key := ss.edges[e].spec.Key()
+	if link.Undirected && len(link.ReverseEdgeTypes) > 0 {
+		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: undirected and reverse_edge_types both given; give one (each says where the seed edges' reverses are): %w", ErrInvalidOption)
+	}
+	core := topology.LinkOptions{Negatives: link.Negatives, NegAmount: link.NegAmount, StrictNegatives: link.StrictNegatives, ExcludeSeedEdges: link.ExcludeSeedEdges}
+	if err := checkLinkOptions(core, labels != nil); err != nil {
+		return -1, core, err
+	}
+	if core.ReverseEdgeTypes, err = ss.reverseEdgeTypes(link.ReverseEdgeTypes); err != nil {
+		return -1, core, err
+	}
+	if link.Undirected {
+		if ss.edges[e].src != ss.edges[e].dst {
+			return -1, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("an edge type within one node type (%q is from %q to %q; name its reverse type in reverse_edge_types)", key, ss.nodes[ss.edges[e].src].spec.Name, ss.nodes[ss.edges[e].dst].spec.Name)}
+		}
+		if r, ok := core.ReverseEdgeTypes[e]; ok && r != e {
+			return -1, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("not with reverse_edge_types naming another reverse type (%q) of edge type %q", ss.edges[r].spec.Key(), key)}
+		}
+		if core.ReverseEdgeTypes == nil {
+			core.ReverseEdgeTypes = map[int]int{}
+		}
+		core.ReverseEdgeTypes[e] = e
 	}
 	if len(src) != len(dst) {
-		return fmt.Errorf("featurestore: %d src ids but %d dst ids; give one of each per seed edge: %w", len(src), len(dst), ErrInvalidOption)
+		return -1, core, fmt.Errorf("featurestore: %d src ids but %d dst ids of edge type %q; give one of each per seed edge: %w", len(src), len(dst), key, ErrInvalidOption)
 	}
 	if labels != nil && len(labels) != len(src) {
-		return fmt.Errorf("featurestore: %d labels for %d seed edges; give one label per seed edge or none: %w", len(labels), len(src), ErrInvalidOption)
+		return -1, core, fmt.Errorf("featurestore: %d labels for %d seed edges of edge type %q; give one label per seed edge or none: %w", len(labels), len(src), key, ErrInvalidOption)
 	}
-	n := s.NumNodes()
-	for _, end := range []struct {
-		name string
-		ids  []int64
-	}{{"src", src}, {"dst", dst}} {
-		for i, v := range end.ids {
-			if uint64(v) >= uint64(n) {
-				return fmt.Errorf("featurestore: %s[%d] = %d is out of range [0, %d): %w", end.name, i, v, n, ErrIDOutOfRange)
-			}
-		}
+	if err := ss.checkTypedIDs(ss.edges[e].src, "src", src); err != nil {
+		return -1, core, err
 	}
-	return nil
+	if err := ss.checkTypedIDs(ss.edges[e].dst, "dst", dst); err != nil {
+		return -1, core, err
+	}
+	return e, core, nil
 }
 
-// checkLinkOptions is the one check of link options on a store (one node type, one edge type);
+// reverseEdgeTypes maps LinkOptions.ReverseEdgeTypes to edge type indices ("" for the only
+// one), refusing a key or value the dataset lacks and a pair whose types do not swap src and
+// dst.
+func (ss *Session) reverseEdgeTypes(byKey map[string]string) (map[int]int, error) {
+	if len(byKey) == 0 {
+		return nil, nil
+	}
+	out := make(map[int]int, len(byKey))
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		e, err := ss.edgeTypeOf(k)
+		if err != nil {
+			return nil, &OptionError{Option: "reverse_edge_types", Value: k, Want: "keys that are edge types of the dataset: " + ss.edgeTypeList()}
+		}
+		r, err := ss.edgeTypeOf(byKey[k])
+		if err != nil {
+			return nil, &OptionError{Option: fmt.Sprintf("reverse_edge_types[%q]", k), Value: byKey[k], Want: "an edge type of the dataset: " + ss.edgeTypeList()}
+		}
+		if ss.edges[r].src != ss.edges[e].dst || ss.edges[r].dst != ss.edges[e].src {
+			return nil, &OptionError{Option: fmt.Sprintf("reverse_edge_types[%q]", k), Value: byKey[k],
+				Want: fmt.Sprintf("an edge type from %q to %q (a reverse type swaps the endpoints' types)", ss.nodes[ss.edges[e].dst].spec.Name, ss.nodes[ss.edges[e].src].spec.Name)}
+		}
+		if _, dup := out[e]; dup {
+			return nil, &OptionError{Option: "reverse_edge_types", Value: fmt.Sprint(byKey), Want: fmt.Sprintf("one reverse type per edge type (%q is given twice)", ss.edges[e].spec.Key())}
+		}
+		out[e] = r
+	}
+	return out, nil
+}
+
+// checkLinkOptions is the one check of the core's link options besides the reverse edge types;
 // its errors are *OptionError.
 func checkLinkOptions(opt topology.LinkOptions, labels bool) error {
 	amount := opt.NegAmount
@@ -86,25 +164,5 @@ func checkLinkOptions(opt topology.LinkOptions, labels bool) error {
 	default:
 		return &OptionError{Option: "negatives", Value: string(opt.Negatives), Want: `"" (none), "binary" or "triplet"`}
 	}
-	for e, r := range opt.ReverseEdgeTypes {
-		if e != 0 || r != 0 {
-			return &OptionError{Option: "reverse_edge_types", Value: fmt.Sprintf("{%d: %d}", e, r), Want: "{0: 0} (an undirected graph) or none: the store has one edge type"}
-		}
-	}
 	return nil
-}
-
-// SampleFromEdges draws the neighborhood of seed edges (Store.SampleFromEdges) with the
-// sampler's options and link, with seed Options().Seed + Calls(): node and link samples count
-// alike.
-func (sp *Sampler) SampleFromEdges(src, dst, labels []int64, link topology.LinkOptions) (*topology.LinkSample, error) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	opt := topology.LinkSampleOptions{SampleOptions: sp.opt, LinkOptions: link}
-	opt.Seed += sp.calls
-	out, err := sp.s.SampleFromEdges(src, dst, labels, opt)
-	if err == nil {
-		sp.calls++
-	}
-	return out, err
 }

@@ -29,7 +29,7 @@ func cscHasEdge(c *topology.CSC, u, v int64) bool {
 	return false
 }
 
-// HeteroSampler.SampleFromEdges on a session equals topology.SampleHeteroFromEdges over the
+// Sampler.SampleFromEdges on a session equals topology.SampleHeteroFromEdges over the
 // dataset's files read plainly, with the sampler's seed + calls, and its label edges are the seed
 // edges and type-correct negatives; excluded seed edges (and reverses) are absent.
 func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
@@ -59,21 +59,21 @@ func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 	edgeIndex := func(key string) int {
 		return slices.IndexFunc(d.Manifest.EdgeTypes, func(et dataset.EdgeType) bool { return et.Key() == key })
 	}
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts, Seed: ref.Seed})
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: fanouts, Seed: ref.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		edgeType string
-		link     HeteroLinkOptions
+		link     LinkOptions
 	}{
-		{"author:writes:paper", HeteroLinkOptions{}},
-		{"author:writes:paper", HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1.5, StrictNegatives: true}},
-		{"author:writes:paper", HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true,
+		{"author:writes:paper", LinkOptions{}},
+		{"author:writes:paper", LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1.5, StrictNegatives: true}},
+		{"author:writes:paper", LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 3, ExcludeSeedEdges: true,
 			ReverseEdgeTypes: map[string]string{"author:writes:paper": "paper:written_by:author"}}},
-		{"paper:cites:paper", HeteroLinkOptions{Negatives: topology.BinaryNegatives, ExcludeSeedEdges: true,
+		{"paper:cites:paper", LinkOptions{Negatives: topology.BinaryNegatives, ExcludeSeedEdges: true,
 			ReverseEdgeTypes: map[string]string{"paper:cites:paper": "paper:cites:paper"}}},
-		{"author:affiliated_with:institution", HeteroLinkOptions{Negatives: topology.TripletNegatives, StrictNegatives: true, ExcludeSeedEdges: true}},
+		{"author:affiliated_with:institution", LinkOptions{Negatives: topology.TripletNegatives, StrictNegatives: true, ExcludeSeedEdges: true}},
 	}
 	for call, c := range cases {
 		e := edgeIndex(c.edgeType)
@@ -166,7 +166,7 @@ func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
 	}
 }
 
-// Bad input to HeteroSampler.SampleFromEdges is refused before drawing, naming the input.
+// Bad input to Sampler.SampleFromEdges is refused before drawing, naming the input.
 func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 	d := writeHetero(t, newRand(t))
 	ss, err := OpenSession(d.Dir, Options{})
@@ -178,7 +178,7 @@ func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 	for _, et := range d.Manifest.EdgeTypes {
 		fanouts[et.Key()] = []int{2}
 	}
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts})
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: fanouts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,23 +187,23 @@ func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 	for _, c := range []struct {
 		edgeType         string
 		src, dst, labels []int64
-		link             HeteroLinkOptions
+		link             LinkOptions
 		is               error
 		want             string
 	}{
-		{"author:reads:paper", []int64{0}, []int64{0}, nil, HeteroLinkOptions{}, dataset.ErrTypeNotFound, `no edge type "author:reads:paper" (it has paper:cites:paper, author:writes:paper`},
-		{"", []int64{0}, []int64{0}, nil, HeteroLinkOptions{}, dataset.ErrTypeNotFound, `no edge type ""`},
+		{"author:reads:paper", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type "author:reads:paper" (it has paper:cites:paper, author:writes:paper`},
+		{"", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type ""`},
 		// src ids are authors: a paper id past the authors is out of range of "author".
-		{writes, []int64{0, nAuthor}, []int64{1, 2}, nil, HeteroLinkOptions{}, ErrIDOutOfRange, `src[1] = ` + itoa(nAuthor) + ` is out of range [0, ` + itoa(nAuthor) + `) of node type "author"`},
-		{"author:affiliated_with:institution", []int64{0}, []int64{nInst}, nil, HeteroLinkOptions{}, ErrIDOutOfRange, `dst[0] = ` + itoa(nInst) + ` is out of range [0, ` + itoa(nInst) + `) of node type "institution"`},
-		{writes, []int64{0, 1}, []int64{1}, nil, HeteroLinkOptions{}, ErrInvalidOption, "2 src ids but 1 dst ids of edge type"},
-		{writes, []int64{0, 1}, []int64{1, 2}, []int64{1}, HeteroLinkOptions{}, ErrInvalidOption, "1 labels for 2 seed edges"},
-		{writes, []int64{0}, []int64{1}, []int64{1}, HeteroLinkOptions{Negatives: topology.TripletNegatives}, ErrInvalidOption, "option labels"},
-		{writes, []int64{0}, []int64{1}, nil, HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 2.5}, ErrInvalidOption, "neg_amount = 2.5"},
-		{writes, []int64{0}, []int64{1}, nil, HeteroLinkOptions{Negatives: "pairs"}, ErrInvalidOption, `negatives = "pairs"`},
-		{writes, []int64{0}, []int64{1}, nil, HeteroLinkOptions{ReverseEdgeTypes: map[string]string{writes: "paper:cites:paper"}}, ErrInvalidOption, `reverse_edge_types["author:writes:paper"] = "paper:cites:paper": want an edge type from "paper" to "author"`},
-		{writes, []int64{0}, []int64{1}, nil, HeteroLinkOptions{ReverseEdgeTypes: map[string]string{writes: "paper:rev_writes:author"}}, ErrInvalidOption, `"paper:rev_writes:author"`},
-		{writes, []int64{0}, []int64{1}, nil, HeteroLinkOptions{ReverseEdgeTypes: map[string]string{"x:y:z": writes}}, ErrInvalidOption, `option reverse_edge_types = "x:y:z"`},
+		{writes, []int64{0, nAuthor}, []int64{1, 2}, nil, LinkOptions{}, ErrIDOutOfRange, `src[1] = ` + itoa(nAuthor) + ` is out of range [0, ` + itoa(nAuthor) + `) of node type "author"`},
+		{"author:affiliated_with:institution", []int64{0}, []int64{nInst}, nil, LinkOptions{}, ErrIDOutOfRange, `dst[0] = ` + itoa(nInst) + ` is out of range [0, ` + itoa(nInst) + `) of node type "institution"`},
+		{writes, []int64{0, 1}, []int64{1}, nil, LinkOptions{}, ErrInvalidOption, "2 src ids but 1 dst ids of edge type"},
+		{writes, []int64{0, 1}, []int64{1, 2}, []int64{1}, LinkOptions{}, ErrInvalidOption, "1 labels for 2 seed edges"},
+		{writes, []int64{0}, []int64{1}, []int64{1}, LinkOptions{Negatives: topology.TripletNegatives}, ErrInvalidOption, "option labels"},
+		{writes, []int64{0}, []int64{1}, nil, LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 2.5}, ErrInvalidOption, "neg_amount = 2.5"},
+		{writes, []int64{0}, []int64{1}, nil, LinkOptions{Negatives: "pairs"}, ErrInvalidOption, `negatives = "pairs"`},
+		{writes, []int64{0}, []int64{1}, nil, LinkOptions{ReverseEdgeTypes: map[string]string{writes: "paper:cites:paper"}}, ErrInvalidOption, `reverse_edge_types["author:writes:paper"] = "paper:cites:paper": want an edge type from "paper" to "author"`},
+		{writes, []int64{0}, []int64{1}, nil, LinkOptions{ReverseEdgeTypes: map[string]string{writes: "paper:rev_writes:author"}}, ErrInvalidOption, `"paper:rev_writes:author"`},
+		{writes, []int64{0}, []int64{1}, nil, LinkOptions{ReverseEdgeTypes: map[string]string{"x:y:z": writes}}, ErrInvalidOption, `option reverse_edge_types = "x:y:z"`},
 	} {
 		_, err := sp.SampleFromEdges(c.edgeType, c.src, c.dst, c.labels, c.link)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
@@ -232,17 +232,17 @@ func TestHeteroStrictNegativesThatCannotBeMet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: map[string][]int{"a:r:b": {1}}})
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: map[string][]int{"a:r:b": {1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []topology.NegativeMode{topology.BinaryNegatives, topology.TripletNegatives} {
-		_, err = sp.SampleFromEdges("a:r:b", []int64{0}, []int64{0}, nil, HeteroLinkOptions{Negatives: mode, StrictNegatives: true})
+		_, err = sp.SampleFromEdges("a:r:b", []int64{0}, []int64{0}, nil, LinkOptions{Negatives: mode, StrictNegatives: true})
 		if err == nil || !strings.Contains(err.Error(), `edge type "a:r:b"`) || !strings.Contains(err.Error(), "no negative") {
 			t.Errorf("%s strict negatives of a complete graph: %v, want an error naming the edge type and that there is no negative", mode, err)
 		}
 		// Without strict, negatives are drawn as PyG draws them (with replacement, may be edges).
-		if _, err := sp.SampleFromEdges("a:r:b", []int64{0}, []int64{0}, nil, HeteroLinkOptions{Negatives: mode, NegAmount: 4}); err != nil {
+		if _, err := sp.SampleFromEdges("a:r:b", []int64{0}, []int64{0}, nil, LinkOptions{Negatives: mode, NegAmount: 4}); err != nil {
 			t.Errorf("%s negatives, not strict: %v", mode, err)
 		}
 	}

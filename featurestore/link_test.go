@@ -33,29 +33,31 @@ func TestSampleFromEdgesMatchesTopology(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.SampleFromEdges(src, dst, labels, opt)
+		got, err := linkSampleOf(s, src, dst, labels, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%+v: Store.SampleFromEdges differs from topology.SampleFromEdges", link)
+			t.Fatalf("%+v: the one sampler differs from topology.SampleFromEdges", link)
 		}
-		sp, err := s.NewSampler(opt.SampleOptions)
+		sp, err := s.Session().NewSampler(SampleOptions{Fanouts: map[string][]int{"": opt.Fanouts}, Seed: opt.Seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sp.Sample([]int64{1}); err != nil {
+		if _, err := sp.Sample("", []int64{1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sp.SampleFromEdges(src, []int64{0}, nil, link); err == nil {
+		if _, err := sp.SampleFromEdges("", src, []int64{0}, nil, linkOf(link)); err == nil {
 			t.Fatal("src and dst of other lengths: no error")
 		}
-		got, err = sp.SampleFromEdges(src, dst, labels, link)
+		typed, err := sp.SampleFromEdges("", src, dst, labels, linkOf(link))
 		if err != nil {
 			t.Fatal(err)
 		}
+		one, _ := typed.OneType()
+		got = &topology.LinkSample{Sample: *one, LinkLabels: typed.LinkLabels}
 		opt.Seed++
-		if want, err = s.SampleFromEdges(src, dst, labels, opt); err != nil {
+		if want, err = linkSampleOf(s, src, dst, labels, opt); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) || sp.Calls() != 2 {
@@ -88,12 +90,12 @@ func TestSampleFromEdgesErrors(t *testing.T) {
 		{[]int64{0}, []int64{1}, nil, topology.LinkOptions{Negatives: "pairs"}, ErrInvalidOption, `negatives = "pairs"`},
 		{[]int64{0}, []int64{1}, nil, topology.LinkOptions{ReverseEdgeTypes: map[int]int{0: 1}}, ErrInvalidOption, "reverse_edge_types"},
 	} {
-		_, err := s.SampleFromEdges(c.src, c.dst, c.labels, topology.LinkSampleOptions{SampleOptions: base, LinkOptions: c.link})
+		_, err := linkSampleOf(s, c.src, c.dst, c.labels, topology.LinkSampleOptions{SampleOptions: base, LinkOptions: c.link})
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("SampleFromEdges(%v, %v, %v, %+v): %v, want %v naming %q", c.src, c.dst, c.labels, c.link, err, c.is, c.want)
 		}
 	}
-	if _, err := s.SampleFromEdges([]int64{0}, []int64{1}, nil, topology.LinkSampleOptions{}); !errors.Is(err, ErrInvalidOption) {
+	if _, err := linkSampleOf(s, []int64{0}, []int64{1}, nil, topology.LinkSampleOptions{}); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("no fanouts: %v, want ErrInvalidOption", err)
 	}
 }
@@ -123,11 +125,11 @@ func TestGPULinkSamplingMatchesHost(t *testing.T) {
 	} {
 		src, dst := randomIDs(rng, 300, 4000), randomIDs(rng, 300, 4000)
 		opt := topology.LinkSampleOptions{SampleOptions: topology.SampleOptions{Fanouts: []int{10, 5}, Seed: rng.Uint64()}, LinkOptions: link}
-		want, err := host.SampleFromEdges(src, dst, nil, opt)
+		want, err := linkSampleOf(host, src, dst, nil, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.SampleFromEdges(src, dst, nil, opt)
+		got, err := linkSampleOf(s, src, dst, nil, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

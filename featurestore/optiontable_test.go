@@ -146,12 +146,12 @@ func TestTableOfReadsTheType(t *testing.T) {
 // Every option of every family the front ends read has a help line, a kind they know, and a
 // default of its kind (TableOf panics on one it cannot parse).
 func TestLinkTableDescribesItself(t *testing.T) {
-	for _, o := range TableOf[LinkRequest]() {
+	for _, o := range TableOf[LinkOptions]() {
 		if o.Help == "" || !slices.Contains([]string{"size", "int", "uint", "float", "bool", "string", "map"}, o.Kind) {
 			t.Errorf("link option %+v lacks a help line or a known kind", o)
 		}
 	}
-	if d := Defaults[LinkRequest](); d.Amount != 1 {
-		t.Errorf("the link table's amount defaults to %v; want 1 (PyG's)", d.Amount)
+	if d := Defaults[LinkOptions](); d.NegAmount != 1 {
+		t.Errorf("the link table's amount defaults to %v; want 1 (PyG's)", d.NegAmount)
 	}
 }

@@ -37,7 +37,7 @@ func planFor(t *testing.T, mem *Store, hostBytes int64, policy placement.Policy)
 func sampleRequests(t *testing.T, s *Store, seeds []int64, opt topology.SampleOptions) (*topology.Sample, uint64) {
 	t.Helper()
 	before := s.Stats().IO.Requests
-	out, err := s.Sample(seeds, opt)
+	out, err := sampleOf(s, seeds, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestPartialTopologyCacheMatchesMemory(t *testing.T) {
 			seeds[i] = rng.Int64N(d.Count)
 		}
 		opt := topology.SampleOptions{Fanouts: []int{10, 5, -1}, Replace: round%2 == 1, Seed: rng.Uint64()}
-		a, err := mem.Sample(seeds, opt)
+		a, err := sampleOf(mem, seeds, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := disk.Sample(seeds, opt)
+		b, err := sampleOf(disk, seeds, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -125,7 +125,7 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 		}
 		seeds := []int64{0, 7, 3999, 1234, 7}
 		sopt := topology.SampleOptions{Fanouts: []int{5, 5}, Seed: 3}
-		before, err := s.Sample(seeds, sopt)
+		before, err := sampleOf(s, seeds, sopt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestApplyPlacementGathersAndSamples(t *testing.T) {
 		if !slices.Equal(dst, d.Want(ids)) {
 			t.Fatal("gather after ApplyPlacement differs from the reference")
 		}
-		after, err := s.Sample(seeds, sopt)
+		after, err := sampleOf(s, seeds, sopt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,12 +256,12 @@ func TestApplyPlacementWhileSampling(t *testing.T) {
 				}
 				seeds := []int64{r.Int64N(d.Count), r.Int64N(d.Count), int64(w)}
 				opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: uint64(i)}
-				a, err := mem.Sample(seeds, opt)
+				a, err := sampleOf(mem, seeds, opt)
 				if err != nil {
 					errs <- err
 					return
 				}
-				b, err := s.Sample(seeds, opt)
+				b, err := sampleOf(s, seeds, opt)
 				if err != nil {
 					errs <- err
 					return

@@ -21,7 +21,7 @@ func TestMaxSampleEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := free.Sample(seeds, opt)
+	full, err := sampleOf(free, seeds, opt)
 	free.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +35,7 @@ func TestMaxSampleEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, err := s.NewSampler(opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = sp.Sample(seeds)
+		_, err = sampleOf(s, seeds, opt)
 		if bound == drawn && err != nil {
 			t.Fatalf("max_sample_edges %d = the edges drawn: %v", bound, err)
 		}
@@ -51,11 +47,6 @@ func TestMaxSampleEdges(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Fatalf("%v: does not say %q", err, want)
 				}
-			}
-			o := opt
-			o.MaxEdges = drawn
-			if _, err := s.Sample(seeds, o); err != nil {
-				t.Fatalf("a per-call MaxEdges of %d over the store's %d: %v", drawn, bound, err)
 			}
 		}
 		s.Close()

@@ -2,79 +2,222 @@ package featurestore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
 	"github.com/tierfs/tierfs/topology"
 )
 
-// Sampler draws the k-hop neighborhoods of batches of seeds with fixed options (Store.Sample
-// draws each). Its k-th successful call, counting from 0, draws with seed Seed + k, so a loader's
-// consecutive batches differ while a run with the same seed repeats; a failed call does not
-// count. Calls on one Sampler are serialized (that is what makes the numbering well defined); use
-// one Sampler per goroutine to sample in parallel.
+// SampleOptions configure a Sampler: Fanouts per edge type key (src:rel:dst) and hop, -1
+// taking every neighbor — every edge type of the dataset, each with the same number of hops; the
+// key "" stands for the only edge type (a one-type graph: {"": fanouts}). Replace samples with
+// repetition; Seed is the seed of the first call; Workers the goroutines choosing positions (0:
+// one per CPU).
+type SampleOptions struct {
+	Fanouts map[string][]int `json:"fanouts"`
+	Replace bool             `json:"replace"`
+	Seed    uint64           `json:"seed"`
+	Workers int              `json:"workers"`
+}
+
+// Sampler draws the k-hop neighborhoods of batches of seeds (Sample) or of seed edges
+// (SampleFromEdges) with fixed options. Its k-th successful call, counting from 0, draws with seed
+// Seed + k, so a loader's consecutive batches differ while a run with the same seed repeats; a
+// failed call does not count, and node and link samples count alike. Calls on one Sampler are
+// serialized (that is what makes the numbering well defined); use one Sampler per goroutine to
+// sample in parallel.
+//
+// A graph of one node type and one edge type is sampled by topology.SampleNeighbors, on the GPU
+// with Options.GPUTopology, its sample given as the one type's arrays; a graph of several types
+// by topology.SampleHetero, whose one-type case draws the same.
 type Sampler struct {
-	s   *Store
-	opt topology.SampleOptions
+	ss      *Session
+	opt     topology.HeteroSampleOptions // fanouts by edge type index
+	fanouts map[string][]int             // as given
 
 	mu    sync.Mutex
 	calls uint64
+
+	onHost bool // draws on the host topology where it is in memory (the epoch planner's: Session.hostSampleGraph)
 }
 
-// NewSampler makes a sampler over the store's topology. It checks opt (fanouts, workers) and that
-// the dataset has a topology; opt.Seed is the seed of the first call.
-func (s *Store) NewSampler(opt topology.SampleOptions) (*Sampler, error) {
-	leave, err := s.enter()
+// NewSampler checks opt against the dataset — a fanout list for every edge type ("" for the only
+// one) and none for a type the dataset lacks, all of one length, each fanout -1 or more, Workers
+// >= 0 — and makes a sampler of it. Bad options are an *OptionError naming them, a dataset
+// without topology ErrNotFound.
+func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
+	if len(ss.edges) == 0 {
+		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample: %w", ss.m.Dir(), ErrNotFound)
+	}
+	if opt.Workers < 0 {
+		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
+	}
+	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, MaxEdges: ss.opt.sampleBound(0)}
+	given := make([]string, len(ss.edges)) // the key each edge type's fanouts were given by
+	for _, key := range slices.Sorted(maps.Keys(opt.Fanouts)) {
+		e, err := ss.edgeTypeOf(key)
+		if err != nil && key == "" {
+			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(opt.Fanouts[key]), Want: fmt.Sprintf("fanouts per edge type: the dataset has %d (%s), and one list stands for the only one", len(ss.edges), ss.edgeTypeList())}
+		}
+		if err != nil {
+			return nil, &OptionError{Option: "fanouts", Value: key, Want: "fanouts keyed by edge types of the dataset: " + ss.edgeTypeList()}
+		}
+		if t.Fanouts[e] != nil {
+			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprintf("%q and %q", given[e], key), Want: fmt.Sprintf("one fanout list for edge type %q", ss.edges[e].spec.Key())}
+		}
+		f := opt.Fanouts[key]
+		if err := checkFanouts(key, f); err != nil {
+			return nil, err
+		}
+		t.Fanouts[e], given[e] = slices.Clone(f), key
+	}
+	hops := -1
+	for e, es := range ss.edges {
+		key := es.spec.Key()
+		f := t.Fanouts[e]
+		if f == nil {
+			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(slices.Sorted(maps.Keys(opt.Fanouts))), Want: fmt.Sprintf("a fanout list for every edge type; %q has none (the dataset has %s)", key, ss.edgeTypeList())}
+		}
+		if hops >= 0 && len(f) != hops {
+			return nil, &OptionError{Option: fmt.Sprintf("fanouts[%q]", given[e]), Value: fmt.Sprint(f), Want: fmt.Sprintf("%d hops, as every other edge type", hops)}
+		}
+		hops = len(f)
+	}
+	fanouts := make(map[string][]int, len(opt.Fanouts))
+	for k, f := range opt.Fanouts {
+		fanouts[k] = slices.Clone(f)
+	}
+	return &Sampler{ss: ss, opt: t, fanouts: fanouts}, nil
+}
+
+// checkFanouts checks the fanouts of edge type key ("" for the only one); its errors are
+// *OptionError naming fanouts[i] (fanouts["key"][i] for a named type).
+func checkFanouts(key string, f []int) error {
+	name := "fanouts"
+	if key != "" {
+		name = fmt.Sprintf("fanouts[%q]", key)
+	}
+	if len(f) == 0 {
+		return &OptionError{Option: name, Value: "[]", Want: "one fanout per hop, at least one hop"}
+	}
+	for i, v := range f {
+		if v < -1 {
+			return &OptionError{Option: fmt.Sprintf("%s[%d]", name, i), Value: v, Want: "-1 (every neighbor) or a count >= 0"}
+		}
+	}
+	return nil
+}
+
+// Sample draws the neighborhood of seeds, ids of node type seedType ("" for the only one), with
+// seed Seed + Calls(). An unknown type is dataset.ErrTypeNotFound naming the types, a seed
+// outside its type's range ErrIDOutOfRange.
+func (sp *Sampler) Sample(seedType string, seeds []int64) (*topology.HeteroSample, error) {
+	ss := sp.ss
+	leave, err := ss.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	if err := s.checkSampling(opt); err != nil {
+	nt, err := ss.nodeTypeOf(seedType)
+	if err != nil {
 		return nil, err
 	}
-	opt.Fanouts = slices.Clone(opt.Fanouts)
-	return &Sampler{s: s, opt: opt}, nil
-}
-
-// Sample draws the neighborhood of seeds with seed Options().Seed + Calls().
-func (sp *Sampler) Sample(seeds []int64) (*topology.Sample, error) {
+	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
+		return nil, err
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	opt := sp.opt
 	opt.Seed += sp.calls
-	out, err := sp.s.Sample(seeds, opt)
-	if err == nil {
-		sp.calls++
+	out, err := ss.sample(sp.graph(), nt, seeds, opt)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	sp.calls++
+	return out, nil
 }
 
-// Options are the sampler's options; Seed is its first call's.
-func (sp *Sampler) Options() topology.SampleOptions {
-	opt := sp.opt
-	opt.Fanouts = slices.Clone(opt.Fanouts)
-	return opt
+// graph is the graph of each edge type the sampler draws from.
+func (sp *Sampler) graph() func(e int) topology.Graph {
+	if sp.onHost {
+		return sp.ss.hostSampleGraph
+	}
+	return sp.ss.sampleGraph
 }
 
-// Calls is the number of successful Sample calls so far.
+// Options are the sampler's options as given; Seed is its first call's.
+func (sp *Sampler) Options() SampleOptions {
+	f := make(map[string][]int, len(sp.fanouts))
+	for k, v := range sp.fanouts {
+		f[k] = slices.Clone(v)
+	}
+	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers}
+}
+
+// Session is the session the sampler draws from.
+func (sp *Sampler) Session() *Session { return sp.ss }
+
+// Calls is the number of successful Sample and SampleFromEdges calls so far.
 func (sp *Sampler) Calls() uint64 {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return sp.calls
 }
 
-// checkSampleOptions is the one check of sampling options; its errors are *OptionError.
-func checkSampleOptions(opt topology.SampleOptions) error {
-	if len(opt.Fanouts) == 0 {
-		return &OptionError{Option: "fanouts", Value: "[]", Want: "one fanout per hop, at least one hop"}
+// sample samples seeds of node type nt with opt (checked) from the graphs that graph returns, by
+// edge type, under the session's guard: a graph of one type by the homogeneous engine
+// (topology.SampleNeighbors: the GPU's HopDrawer or the host's draws, the arrays given as the one
+// type's), else by topology.SampleHetero. It counts the sample in the seed type's stack's stats.
+func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+	leave, err := ss.enter()
+	if err != nil {
+		return nil, err
 	}
-	for i, f := range opt.Fanouts {
-		if f < -1 {
-			return &OptionError{Option: fmt.Sprintf("fanouts[%d]", i), Value: f, Want: "-1 (every neighbor) or a count >= 0"}
+	defer leave()
+	var out *topology.HeteroSample
+	if len(ss.nodes) == 1 && len(ss.edges) == 1 {
+		s, err := topology.SampleNeighbors(graph(0), seeds, topology.SampleOptions{
+			Fanouts: opt.Fanouts[0], Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges})
+		if err != nil {
+			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
+		}
+		out = s.Typed()
+	} else {
+		numNodes, edges := ss.typedGraphs(graph)
+		if out, err = topology.SampleHetero(numNodes, edges, nt, seeds, opt); err != nil {
+			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 		}
 	}
-	if opt.Workers < 0 {
-		return &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
+	ss.countSample(nt)
+	return out, nil
+}
+
+// countSample counts a sample of seeds of node type nt in its stack's stats.
+func (ss *Session) countSample(nt int) {
+	if st := ss.nodes[nt].stack; st != nil {
+		st.stats.samples.Add(1)
 	}
-	return nil
+}
+
+// typedGraphs is the session's graph as the core's typed sampling takes it: the node count of
+// every node type and every edge type's graph, as graph gives it (sampleGraph or hostSampleGraph).
+func (ss *Session) typedGraphs(graph func(e int) topology.Graph) ([]int64, []topology.EdgeGraph) {
+	numNodes := make([]int64, len(ss.nodes))
+	for i, n := range ss.nodes {
+		numNodes[i] = n.spec.Count
+	}
+	edges := make([]topology.EdgeGraph, len(ss.edges))
+	for e, es := range ss.edges {
+		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: graph(e)}
+	}
+	return numNodes, edges
+}
+
+// hostSampleGraph is the topology in host memory where it is there, else sampleGraph.
+func (s *Store) hostSampleGraph() topology.Graph {
+	if csc, ok := s.graph.(*topology.CSC); ok {
+		return csc
+	}
+	return s.sampleGraph()
 }

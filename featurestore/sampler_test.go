@@ -11,7 +11,7 @@ import (
 	"github.com/tierfs/tierfs/topology"
 )
 
-// Call k of a Sampler draws what Store.Sample draws with seed Seed + k; failed calls do not count.
+// Call k of a Sampler draws what its first call draws with seed Seed + k; failed calls do not count.
 func TestSamplerSeedsEachCall(t *testing.T) {
 	d := writeDataset(t, 3000, 4, 1, 8, newRand(t))
 	s, err := Open(d.Dir, Options{})
@@ -20,29 +20,30 @@ func TestSamplerSeedsEachCall(t *testing.T) {
 	}
 	defer s.Close()
 	opt := topology.SampleOptions{Fanouts: []int{4, 3}, Seed: 41}
-	sp, err := s.NewSampler(opt)
+	sp, err := s.Session().NewSampler(SampleOptions{Fanouts: map[string][]int{"": opt.Fanouts}, Seed: opt.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seeds := []int64{5, 99, 2000, 5}
 	for k := range 4 {
 		if k == 2 {
-			if _, err := sp.Sample([]int64{0, 3000}); !errors.Is(err, ErrIDOutOfRange) {
+			if _, err := sp.Sample("", []int64{0, 3000}); !errors.Is(err, ErrIDOutOfRange) {
 				t.Fatalf("out-of-range seed: %v, want ErrIDOutOfRange", err)
 			}
 		}
-		got, err := sp.Sample(seeds)
+		typed, err := sp.Sample("", seeds)
 		if err != nil {
 			t.Fatal(err)
 		}
+		got, _ := typed.OneType()
 		o := opt
 		o.Seed += uint64(k)
-		want, err := s.Sample(seeds, o)
+		want, err := sampleOf(s, seeds, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("call %d differs from Store.Sample with seed %d", k, o.Seed)
+			t.Fatalf("call %d differs from a first call with seed %d", k, o.Seed)
 		}
 		if sp.Calls() != uint64(k+1) {
 			t.Fatalf("after call %d Calls() = %d", k, sp.Calls())
@@ -68,15 +69,12 @@ func TestSampleOptionErrors(t *testing.T) {
 		{topology.SampleOptions{Fanouts: []int{10, -2}}, "fanouts[1] = -2"},
 		{topology.SampleOptions{Fanouts: []int{1}, Workers: -1}, "workers = -1"},
 	} {
-		_, err := s.NewSampler(c.opt)
+		_, err := sampleOf(s, []int64{0}, c.opt)
 		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewSampler(%+v): %v, want ErrInvalidOption naming %s", c.opt, err, c.want)
 		}
-		if _, err := s.Sample([]int64{0}, c.opt); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("Sample(%+v): %v, want ErrInvalidOption", c.opt, err)
-		}
 	}
-	if _, err := s.Sample([]int64{-1}, topology.SampleOptions{Fanouts: []int{1}}); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), "seeds[0] = -1") {
+	if _, err := sampleOf(s, []int64{-1}, topology.SampleOptions{Fanouts: []int{1}}); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), "seeds[0] = -1") {
 		t.Errorf("Sample of seed -1: %v, want ErrIDOutOfRange naming it", err)
 	}
 }
@@ -130,5 +128,48 @@ func TestReadSplit(t *testing.T) {
 	}
 	if _, err := s.ReadSplit("holdout", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"holdout"`) || !strings.Contains(err.Error(), "train") {
 		t.Fatalf("missing split: %v, want ErrNotFound naming it and the splits there are", err)
+	}
+}
+
+// The one sampler on a one-type store draws exactly what the homogeneous engine
+// (topology.SampleNeighbors over the store's topology) draws with seed Seed + k at call k, its
+// arrays the one type's — and what topology.SampleHetero's one-type case draws.
+func TestOneSamplerIsTheHomogeneousEngine(t *testing.T) {
+	rng := newRand(t) // logs its seed
+	d := writeDataset(t, 3000, 4, 1, 12, rng)
+	s := mustOpen(t, d.Dir, Options{})
+	for _, replace := range []bool{false, true} {
+		fanouts := []int{int(rng.IntN(8)) + 1, -1, int(rng.IntN(4))}[:1+rng.IntN(3)]
+		seed := rng.Uint64()
+		sp, err := s.Session().NewSampler(SampleOptions{Fanouts: map[string][]int{"": fanouts}, Replace: replace, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 3 {
+			seeds := randomIDs(rng, 1+rng.IntN(200), 3000)
+			got, err := sp.Sample("", seeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := topology.SampleOptions{Fanouts: fanouts, Replace: replace, Seed: seed + uint64(k)}
+			want, err := topology.SampleNeighbors(s.graph, seeds, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one, ok := got.OneType(); !ok || !reflect.DeepEqual(one, want) {
+				t.Fatalf("replace %v, fanouts %v, call %d: the one sampler's sample differs from SampleNeighbors'", replace, fanouts, k)
+			}
+			if len(got.Nodes) != 1 || len(got.Row) != 1 {
+				t.Fatalf("not one type's arrays: %d node types, %d edge types", len(got.Nodes), len(got.Row))
+			}
+			typed, err := topology.SampleHetero([]int64{3000}, []topology.EdgeGraph{{G: s.graph}}, 0, seeds,
+				topology.HeteroSampleOptions{Fanouts: [][]int{fanouts}, Replace: replace, Seed: opt.Seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, typed) {
+				t.Fatalf("replace %v, fanouts %v, call %d: the one sampler's sample differs from SampleHetero's one-type case", replace, fanouts, k)
+			}
+		}
 	}
 }

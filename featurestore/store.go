@@ -3,7 +3,7 @@
 //
 // OpenSession opens a dataset as a graph session (Session): its files and IO stacks once, every
 // edge type's topology, every node type's labels and splits, and one Store — a tier stack — per
-// node type with features; the typed calls (Session.Gather, Labels, NewHeteroSampler, ...) name
+// node type with features; the typed calls (Session.Gather, Labels, NewSampler, ...) name
 // node types and edge types (src:rel:dst) and take ids local to their type. Open returns the
 // stack of a one-type dataset (the first type with features of a several-type one) and owns its
 // session: a homogeneous dataset is the one-type case of the same code.

@@ -300,11 +300,11 @@ func TestDiskGraphMatchesMemory(t *testing.T) {
 	}
 	for _, replace := range []bool{false, true} {
 		opt := topology.SampleOptions{Fanouts: []int{10, 5, -1}, Replace: replace, Seed: rng.Uint64()}
-		a, err := mem.Sample(seeds, opt)
+		a, err := sampleOf(mem, seeds, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := disk.Sample(seeds, opt)
+		b, err := sampleOf(disk, seeds, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

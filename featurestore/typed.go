@@ -1,9 +1,7 @@
 package featurestore
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/tiers"
-	"github.com/tierfs/tierfs/topology"
 )
 
 // The typed calls of a session: node types by name, edge types by their src:rel:dst key, ids
@@ -249,101 +246,6 @@ func (ss *Session) ReadSplit(ntype, name string, out []int64) (int64, error) {
 	return ss.readSplit(nt, name, out)
 }
 
-// HeteroSampleOptions configure sampling a heterogeneous graph: Fanouts per edge type key
-// (src:rel:dst, every edge type of the dataset, each with the same number of hops); Replace,
-// Seed and Workers as in topology.SampleOptions.
-type HeteroSampleOptions struct {
-	Fanouts map[string][]int `json:"fanouts"`
-	Replace bool             `json:"replace"`
-	Seed    uint64           `json:"seed"`
-	Workers int              `json:"workers"`
-}
-
-// HeteroSampler draws the k-hop neighborhoods of batches of seeds of one node type with fixed
-// options; its k-th successful call draws with seed Seed + k (as Sampler).
-type HeteroSampler struct {
-	ss      *Session
-	opt     topology.HeteroSampleOptions
-	fanouts map[string][]int
-
-	mu    sync.Mutex
-	calls uint64
-
-	onHost bool // draws on the host topology where it is in memory (the epoch planner's: Session.hostSampleGraph)
-}
-
-// NewHeteroSampler checks opt against the dataset: a fanout list for every edge type and none
-// for a type the dataset lacks, all of one length, each fanout -1 or more.
-func (ss *Session) NewHeteroSampler(opt HeteroSampleOptions) (*HeteroSampler, error) {
-	if len(ss.edges) == 0 {
-		return nil, fmt.Errorf("featurestore: dataset %s has no topology: %w", ss.m.Dir(), ErrNotFound)
-	}
-	for _, key := range slices.Sorted(maps.Keys(opt.Fanouts)) {
-		if _, err := ss.edgeTypeOf(key); err != nil || key == "" {
-			return nil, &OptionError{Option: "fanouts", Value: key, Want: "fanouts keyed by edge types of the dataset: " + ss.edgeTypeList()}
-		}
-	}
-	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, MaxEdges: ss.opt.sampleBound(0)}
-	hops := -1
-	for e, es := range ss.edges {
-		key := es.spec.Key()
-		f, ok := opt.Fanouts[key]
-		if !ok {
-			return nil, &OptionError{Option: "fanouts", Value: fmt.Sprint(slices.Sorted(maps.Keys(opt.Fanouts))), Want: fmt.Sprintf("a fanout list for every edge type; %q has none (the dataset has %s)", key, ss.edgeTypeList())}
-		}
-		if err := checkSampleOptions(topology.SampleOptions{Fanouts: f, Workers: opt.Workers}); err != nil {
-			var oe *OptionError
-			if errors.As(err, &oe) && strings.HasPrefix(oe.Option, "fanouts") {
-				oe.Option = fmt.Sprintf("fanouts[%q]%s", key, strings.TrimPrefix(oe.Option, "fanouts"))
-			}
-			return nil, err
-		}
-		if hops >= 0 && len(f) != hops {
-			return nil, &OptionError{Option: fmt.Sprintf("fanouts[%q]", key), Value: fmt.Sprint(f), Want: fmt.Sprintf("%d hops, as every other edge type", hops)}
-		}
-		hops = len(f)
-		t.Fanouts[e] = slices.Clone(f)
-	}
-	return &HeteroSampler{ss: ss, opt: t, fanouts: opt.Fanouts}, nil
-}
-
-// Sample draws the neighborhood of seeds, ids of node type seedType, with seed Seed + Calls().
-func (hs *HeteroSampler) Sample(seedType string, seeds []int64) (*topology.HeteroSample, error) {
-	ss := hs.ss
-	leave, err := ss.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	nt, err := ss.nodeTypeOf(seedType)
-	if err != nil {
-		return nil, err
-	}
-	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
-		return nil, err
-	}
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	opt := hs.opt
-	opt.Seed += hs.calls
-	out, err := ss.sampleHetero(nt, seeds, opt)
-	if err != nil {
-		return nil, err
-	}
-	hs.calls++
-	return out, nil
-}
-
-// Session is the session the sampler draws from.
-func (hs *HeteroSampler) Session() *Session { return hs.ss }
-
-// Calls is the number of successful Sample calls so far.
-func (hs *HeteroSampler) Calls() uint64 {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	return hs.calls
-}
-
 // PlaceReport is what PlaceProfiled did, per node type with a tier stack.
 type PlaceReport struct {
 	Batches   int                        `json:"batches"`
@@ -362,15 +264,15 @@ type PlaceTypeReport struct {
 
 // ProfileReadsTyped samples batches batches of batchSize seeds of seedType — consecutive full
 // slices of seeds in a fresh permutation per pass, as a shuffling loader with drop_last visits
-// them — with the heterogeneous sampler of opt (nodes only), and returns per node type
+// them — with the sampler of opt (nodes only), and returns per node type
 // (the session's order) how many batches reached each row; nil for a type without a tier stack.
 // It places nothing (PlaceProfiled does; tierfs.distributed sums every rank's counts). Memory: 4
 // bytes a node of every type with a stack.
-func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) ([][]uint32, error) {
+func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt SampleOptions, batchSize, batches int) ([][]uint32, error) {
 	if batchSize < 1 || batches < 1 || len(seeds) == 0 {
 		return nil, &OptionError{Option: "batches", Value: fmt.Sprintf("%d batches of %d of %d seeds", batches, batchSize, len(seeds)), Want: "at least one batch of at least one seed"}
 	}
-	sp, err := ss.NewHeteroSampler(opt)
+	sp, err := ss.NewSampler(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +317,7 @@ func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt HeteroS
 				o := sp.opt
 				o.Seed += uint64(b)
 				o.Workers = 1
-				smp, err := ss.sampleHetero(nt, batchSeeds[b], o)
+				smp, err := ss.sample(ss.sampleGraph, nt, batchSeeds[b], o)
 				if err != nil {
 					select {
 					case errs <- err:
@@ -444,13 +346,13 @@ func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt HeteroS
 
 // PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
 // batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
-// permutation per pass, as a shuffling loader visits them — with the heterogeneous sampler of opt
+// permutation per pass, as a shuffling loader visits them — with the sampler of opt
 // (nodes only), counts per (type, row) the batches that reach it, splits the session's budgets
 // over the types by one ranking of every (type, row) (rankedShares: disk reads saved per byte),
 // resizes each type's tiers to its share, and places each stack by its counts (Store.Place:
 // hottest first, GPU tier then host tier). Memory: 4 bytes a node of every type with a stack
 // while it runs.
-func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampleOptions, batchSize, batches int) (*PlaceReport, error) {
+func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt SampleOptions, batchSize, batches int) (*PlaceReport, error) {
 	start := time.Now()
 	counts, err := ss.ProfileReadsTyped(seedType, seeds, opt, batchSize, batches)
 	if err != nil {
@@ -495,44 +397,4 @@ func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt HeteroSampl
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
-}
-
-// sampleHetero samples seeds of node type nt with opt (checked), under the session's guard.
-func (ss *Session) sampleHetero(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
-	return ss.sampleHeteroFrom(ss.sampleGraph, nt, seeds, opt)
-}
-
-// sampleHeteroOnHost is sampleHetero on the host topology where it is in memory, even with GPU
-// copies (the same sample), as Store.sampleOnHost: the epoch planner's.
-func (ss *Session) sampleHeteroOnHost(nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
-	return ss.sampleHeteroFrom(ss.hostSampleGraph, nt, seeds, opt)
-}
-
-// sampleHeteroFrom is sampleHetero from the graphs that graph returns, by edge type.
-func (ss *Session) sampleHeteroFrom(graph func(e int) topology.Graph, nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
-	leave, err := ss.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	numNodes, edges := ss.typedGraphs(graph)
-	out, err := topology.SampleHetero(numNodes, edges, nt, seeds, opt)
-	if err != nil {
-		return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
-	}
-	return out, nil
-}
-
-// typedGraphs is the session's graph as the core's typed sampling takes it: the node count of
-// every node type and every edge type's graph, as graph gives it (sampleGraph or hostSampleGraph).
-func (ss *Session) typedGraphs(graph func(e int) topology.Graph) ([]int64, []topology.EdgeGraph) {
-	numNodes := make([]int64, len(ss.nodes))
-	for i, n := range ss.nodes {
-		numNodes[i] = n.spec.Count
-	}
-	edges := make([]topology.EdgeGraph, len(ss.edges))
-	for e, es := range ss.edges {
-		edges[e] = topology.EdgeGraph{Src: es.src, Dst: es.dst, G: graph(e)}
-	}
-	return numNodes, edges
 }

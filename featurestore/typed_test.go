@@ -101,7 +101,7 @@ func checkHeteroSamples(t *testing.T, ss *Session, d *heteroData, rng *rand.Rand
 	for _, nt := range d.Manifest.NodeTypes {
 		numNodes = append(numNodes, nt.Count)
 	}
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: fanouts, Seed: ref.Seed})
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: fanouts, Seed: ref.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,25 +170,25 @@ func TestSessionRefusesBadTypes(t *testing.T) {
 		{"labels of a type without", ss.Labels("institution", []int64{0}, make([]int64, 1)), `no labels of node type "institution"`},
 		{"edge feature of an unknown edge type", ss.GatherEdgeFeature("paper:cites:author", "w", []int64{0}, nil), `no edge type "paper:cites:author" (it has paper:cites:paper, author:writes:paper`},
 	}
-	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("paper:cites:venue", []int{1})})
+	_, err = ss.NewSampler(SampleOptions{Fanouts: with("paper:cites:venue", []int{1})})
 	cases = append(cases, struct {
 		name string
 		err  error
 		want string
 	}{"fanouts of an unknown edge type", err, `"paper:cites:venue"`})
-	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("author:writes:paper", nil)})
+	_, err = ss.NewSampler(SampleOptions{Fanouts: with("author:writes:paper", nil)})
 	cases = append(cases, struct {
 		name string
 		err  error
 		want string
 	}{"fanouts missing an edge type", err, `"author:writes:paper" has none`})
-	_, err = ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: with("author:writes:paper", []int{2, 2})})
+	_, err = ss.NewSampler(SampleOptions{Fanouts: with("author:writes:paper", []int{2, 2})})
 	cases = append(cases, struct {
 		name string
 		err  error
 		want string
 	}{"fanouts of other hop counts", err, "hops, as every other edge type"})
-	sp, err := ss.NewHeteroSampler(HeteroSampleOptions{Fanouts: all})
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: all})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestSessionDeviceGathersMatchFiles(t *testing.T) {
 				for _, et := range d.Manifest.EdgeTypes {
 					fanouts[et.Key()] = []int{3, 2}
 				}
-				if _, err := ss.PlaceProfiled("paper", randomIDs(rng, 64, d.Manifest.NodeTypes[0].Count), HeteroSampleOptions{Fanouts: fanouts}, 8, 8); err != nil {
+				if _, err := ss.PlaceProfiled("paper", randomIDs(rng, 64, d.Manifest.NodeTypes[0].Count), SampleOptions{Fanouts: fanouts}, 8, 8); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -349,7 +349,7 @@ func TestSessionPlaceProfiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ss.PlaceProfiled("paper", train, HeteroSampleOptions{Fanouts: fanouts, Seed: rng.Uint64()}, 16, 12)
+	rep, err := ss.PlaceProfiled("paper", train, SampleOptions{Fanouts: fanouts, Seed: rng.Uint64()}, 16, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,10 +367,10 @@ func TestSessionPlaceProfiled(t *testing.T) {
 	if shares > 96<<10 || shares < 96<<10*9/10 {
 		t.Errorf("the types' shares sum to %d bytes of the 96 KiB budget", shares)
 	}
-	if _, err := ss.PlaceProfiled("paper", train, HeteroSampleOptions{Fanouts: fanouts}, 0, 3); err == nil {
+	if _, err := ss.PlaceProfiled("paper", train, SampleOptions{Fanouts: fanouts}, 0, 3); err == nil {
 		t.Error("a batch size of 0 was accepted")
 	}
-	if _, err := ss.PlaceProfiled("paper", []int64{1 << 40}, HeteroSampleOptions{Fanouts: fanouts}, 4, 3); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := ss.PlaceProfiled("paper", []int64{1 << 40}, SampleOptions{Fanouts: fanouts}, 4, 3); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("a seed out of range: %v", err)
 	}
 }
@@ -384,7 +384,7 @@ func TestOneTypeCallsOnSeveralTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Sample([]int64{0}, topology.SampleOptions{Fanouts: []int{2}}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "fanouts per edge type") {
+	if _, err := sampleOf(s, []int64{0}, topology.SampleOptions{Fanouts: []int{2}}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "fanouts per edge type") {
 		t.Errorf("Sample: %v", err)
 	}
 	if _, _, err := s.PlanPlacement(PlanOptions{Fanouts: []int{2}, BatchSize: 8}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "by a profile") {

@@ -55,7 +55,7 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 		}
 		// Nodes that are not the batch's are refused before anything is read.
 		if p.BatchesPerEpoch() > 1 {
-			other, _ := p.Load(0, 1)
+			other, _ := oneLoad(p, 0, 1)
 			_, err := p.GatherDevice(0, 0, "", other.Sample.Nodes, 1, 0)
 			var stale *StalePlanError
 			if !errors.As(err, &stale) {
@@ -126,9 +126,9 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 
 // plannedOnDevice is batch b of epoch e of p as the host serves it (Load) and its rows as
 // GatherDevice writes them into device memory (copied back), with what the device gather read.
-func plannedOnDevice(t *testing.T, s *featurestore.Store, p *Epochs, e, b int) (*PlannedBatch, []byte, BatchIO) {
+func plannedOnDevice(t *testing.T, s *featurestore.Store, p *Epochs, e, b int) (*oneBatch, []byte, BatchIO) {
 	t.Helper()
-	host, err := p.Load(e, b)
+	host, err := oneLoad(p, e, b)
 	if err != nil {
 		t.Fatal(err)
 	}

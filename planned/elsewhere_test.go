@@ -60,7 +60,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	var packed, skipped int64
 	for e := range 2 * k {
 		for b := range nb {
-			seeds, sample, err := p.Sample(e, b)
+			seeds, sample, err := oneSample(p, e, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 			}
 			opt := o.Sample
 			opt.Seed = BatchSampleSeed(o.Sample.Seed, e%k, b)
-			fresh, err := s.Sample(seeds, opt)
+			fresh, err := storeSample(s, seeds, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +197,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	defer p.Close()
 	var skipped int64
 	for b := range p.BatchesPerEpoch() {
-		_, smp, err := p.SampleHetero(0, b)
+		_, smp, err := p.Sample(0, b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@
 //
 // A link-prediction plan (EpochOptions.SeedEdges) is the same over batches of seed edges: each
 // batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
-// and served the same way (Epochs.SampleEdges, SampleHeteroEdges).
+// and served the same way (Epochs.SampleEdges).
 //
 // PlanEpochs writes a plan of a featurestore.Store, OpenEpochs serves one (PlanSessionEpochs and
 // OpenSessionEpochs those of a featurestore.Session, every node type with features); both take
@@ -64,7 +64,7 @@ type EpochOptions struct {
 	// batches' seeds derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
 	Sample topology.SampleOptions `options:"inline"`
 	// NodeType and EdgeFanouts are a Session's plan's (PlanSessionEpochs): the seeds' node type
-	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewHeteroSampler
+	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewSampler
 	// takes them; Sample.Fanouts stays empty. A Store's plan leaves them empty.
 	NodeType    string `json:"node_type" help:"the seeds' node type, of a plan with fanouts per edge type (default: the only one)"`
 	EdgeFanouts map[string][]int
@@ -211,9 +211,8 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 // SeedEdges are the seed edges of a link-prediction plan (EpochOptions.SeedEdges): each epoch
 // permutes their positions (EpochOrder of 0..n-1; Epochs.Seeds answers a batch's positions,
 // PyG's input_id), and batch b of planned epoch e samples around its edges and draws its
-// negatives as the first SampleFromEdges call of a Sampler (a Store's plan) or HeteroSampler (a
-// Session's) of seed BatchSampleSeed(Sample.Seed, e, b) does, so a planned batch is exactly that
-// on-demand batch.
+// negatives as the first SampleFromEdges call of the session's Sampler of seed
+// BatchSampleSeed(Sample.Seed, e, b) does, so a planned batch is exactly that on-demand batch.
 type SeedEdges struct {
 	// EdgeType is the seed edges' type, "src:rel:dst" ("" for the only one).
 	EdgeType string
@@ -223,7 +222,7 @@ type SeedEdges struct {
 	// Link says how negatives are drawn and which edges are left out of the neighborhoods. A
 	// Store's plan maps its one edge type to itself or to "" in ReverseEdgeTypes for an
 	// undirected graph.
-	Link featurestore.HeteroLinkOptions
+	Link featurestore.LinkOptions
 }
 
 // count is the number of items the epochs permute: seed nodes, or seed edges.
@@ -361,16 +360,18 @@ func (o *EpochOptions) check(src *epochSource) error {
 		}
 		return &featurestore.OptionError{Option: what, Value: o.count(), Want: fmt.Sprintf("at least one batch of %d %s (drop_last %v)", o.BatchSize, strings.ReplaceAll(what, "_", " "), o.DropLast)}
 	}
-	if src.hetero == nil {
+	if !src.typed {
 		if len(o.EdgeFanouts) > 0 {
 			return &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (PlanSessionEpochs)"}
 		}
 		if o.NodeType != "" && o.NodeType != src.typeName(0) {
 			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (PlanSessionEpochs)", src.typeName(0))}
 		}
-		if err := src.stacks[0].Internals().CheckSampling(o.Sample); err != nil {
+		sp, err := src.ss.NewSampler(featurestore.SampleOptions{Fanouts: map[string][]int{"": o.Sample.Fanouts}, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
+		if err != nil {
 			return err
 		}
+		src.sampler = sp
 	}
 	for _, s := range src.stacks {
 		if s.Internals().Options().HostPolicy == featurestore.HostSieve {

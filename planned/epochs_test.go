@@ -92,7 +92,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 				pe := e % k
 				order := EpochOrder(d.Train, o.ShuffleSeed, pe)
 				for b := range nb {
-					got, err := p.Load(e, b)
+					got, err := oneLoad(p, e, b)
 					if err != nil {
 						t.Fatalf("%s: epoch %d batch %d: %v", name, e, b, err)
 					}
@@ -103,7 +103,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 					opt := o.Sample
 					opt.Seed = BatchSampleSeed(o.Sample.Seed, pe, b)
 					opt.Workers = 1 + rng.IntN(3)
-					want, err := s.Sample(seeds, opt)
+					want, err := storeSample(s, seeds, opt)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -192,7 +192,7 @@ func TestStalePlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	_, sample, err := p.Sample(0, 1)
+	_, sample, err := oneSample(p, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +247,11 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 	for e := range first + 2*k + 1 {
 		served := first + ((e-first)%k+k)%k // the planned epoch serving e
 		for b := range nb {
-			got, err := pFrom.Load(e, b)
+			got, err := oneLoad(pFrom, e, b)
 			if err != nil {
 				t.Fatalf("epoch %d batch %d: %v", e, b, err)
 			}
-			ref, err := pAll.Load(served, b)
+			ref, err := oneLoad(pAll, served, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 			seeds := order[b*all.BatchSize : min((b+1)*all.BatchSize, len(order))]
 			opt := all.Sample
 			opt.Seed = BatchSampleSeed(all.Sample.Seed, served, b)
-			fresh, err := s.Sample(seeds, opt)
+			fresh, err := storeSample(s, seeds, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,10 +318,10 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Load(1, 1); err != nil {
+	if _, err := oneLoad(p, 1, 1); err != nil {
 		t.Fatalf("an intact batch: %v", err)
 	}
-	_, err = p.Load(2, 0)
+	_, err = oneLoad(p, 2, 0)
 	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "epoch 2 batch 0") {
 		t.Fatalf("corrupt extent: %v", err)
 	}
@@ -472,11 +472,11 @@ func TestPlanDiskBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := p.Load(0, 2)
+	a, err := oneLoad(p, 0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := p.Load(4, 2) // planned epoch 0 again
+	b, err := oneLoad(p, 4, 2) // planned epoch 0 again
 	if err != nil || !slices.Equal(a.Sample.Nodes, b.Sample.Nodes) || !bytes.Equal(a.Rows, b.Rows) {
 		t.Fatalf("epoch 4 is not planned epoch 0: %v", err)
 	}
@@ -527,10 +527,10 @@ func TestPlanOptionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Load(-1, 0); !errors.Is(err, featurestore.ErrInvalidOption) {
+	if _, err := oneLoad(p, -1, 0); !errors.Is(err, featurestore.ErrInvalidOption) {
 		t.Fatalf("epoch -1: %v", err)
 	}
-	if _, err := p.Load(0, p.BatchesPerEpoch()); !errors.Is(err, featurestore.ErrInvalidOption) {
+	if _, err := oneLoad(p, 0, p.BatchesPerEpoch()); !errors.Is(err, featurestore.ErrInvalidOption) {
 		t.Fatalf("batch past the end: %v", err)
 	}
 }
@@ -562,7 +562,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		for b := range nb {
 			so := o.Sample
 			so.Seed = BatchSampleSeed(o.Sample.Seed, e, b)
-			smp, err := s.Sample(order[b*o.BatchSize:min((b+1)*o.BatchSize, len(order))], so)
+			smp, err := storeSample(s, order[b*o.BatchSize:min((b+1)*o.BatchSize, len(order))], so)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -610,7 +610,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		t.Fatalf("open with PlaceTiers: %v (replanned: %v)", err, rep != nil)
 	}
 	defer p.Close()
-	got, err := p.Load(3, nb-1)
+	got, err := oneLoad(p, 3, nb-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,24 +635,24 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Load(0, 0); err != nil {
+	if _, err := oneLoad(p, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Place(nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Load(0, 1); !errors.Is(err, ErrStalePlan) {
+	if _, err := oneLoad(p, 0, 1); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("gather after a Place: %v, want ErrStalePlan", err)
 	}
 	q, _, err := OpenEpochs(s, o) // reopened: the plan still matches the tiers' contents
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Load(0, 1); err != nil {
+	if _, err := oneLoad(q, 0, 1); err != nil {
 		t.Fatalf("reopened after the Place: %v", err)
 	}
 	q.Close()
-	if _, err := q.Load(0, 1); !errors.Is(err, featurestore.ErrClosed) {
+	if _, err := oneLoad(q, 0, 1); !errors.Is(err, featurestore.ErrClosed) {
 		t.Fatalf("gather after Close: %v, want ErrClosed", err)
 	}
 	if err := q.Close(); err != nil {
@@ -695,7 +695,7 @@ func TestPackedFileFaults(t *testing.T) {
 			for e := range 2 {
 				path := filepath.Join(o.Dir, packedFile(e))
 				for b := range p.BatchesPerEpoch() {
-					got, err := p.Load(e, b)
+					got, err := oneLoad(p, e, b)
 					if err != nil {
 						name := fmt.Sprintf("epoch %d batch %d", e, b)
 						if !c.want(err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {

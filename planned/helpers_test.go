@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierfs/tierfs/featurestore"
 	fst "github.com/tierfs/tierfs/featurestore/featurestoretest"
+	"github.com/tierfs/tierfs/topology"
 )
 
 // The shared test datasets and helpers (featurestoretest), under the names these tests use.
@@ -48,4 +49,57 @@ func planSessionOf(ss *featurestore.Session) func(EpochOptions) (*EpochPlanRepor
 
 func openSessionOf(ss *featurestore.Session) func(EpochOptions) (*Epochs, *EpochPlanReport, error) {
 	return func(o EpochOptions) (*Epochs, *EpochPlanReport, error) { return OpenSessionEpochs(ss, o) }
+}
+
+// storeSample is the first sample of s's session's one sampler of opt (its fanouts for the only
+// edge type), as the one type's arrays.
+func storeSample(s *featurestore.Store, seeds []int64, opt topology.SampleOptions) (*topology.Sample, error) {
+	sp, err := s.Session().NewSampler(featurestore.SampleOptions{Fanouts: map[string][]int{"": opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers})
+	if err != nil {
+		return nil, err
+	}
+	h, err := sp.Sample("", seeds)
+	if err != nil {
+		return nil, err
+	}
+	one, _ := h.OneType()
+	return one, nil
+}
+
+// oneSample is p.Sample of a Store's plan as the one type's arrays.
+func oneSample(p *Epochs, e, b int) ([]int64, *topology.Sample, error) {
+	seeds, h, err := p.Sample(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	one, _ := h.OneType()
+	return seeds, one, nil
+}
+
+// oneEdges is p.SampleEdges of a Store's plan as the one type's arrays.
+func oneEdges(p *Epochs, e, b int) ([]int64, *topology.LinkSample, error) {
+	pos, h, err := p.SampleEdges(e, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	one, _ := h.OneType()
+	return pos, &topology.LinkSample{Sample: *one, LinkLabels: h.LinkLabels}, nil
+}
+
+// oneBatch is a PlannedBatch of a Store's plan: its one type's sample and rows.
+type oneBatch struct {
+	Seeds  []int64
+	Sample *topology.Sample
+	Rows   []byte
+	IO     BatchIO
+}
+
+// oneLoad is p.Load of a Store's plan as a oneBatch.
+func oneLoad(p *Epochs, e, b int) (*oneBatch, error) {
+	l, err := p.Load(e, b)
+	if err != nil {
+		return nil, err
+	}
+	one, _ := l.Sample.OneType()
+	return &oneBatch{Seeds: l.Seeds, Sample: one, Rows: l.Rows[p.NodeTypes()[0]], IO: l.IO}, nil
 }

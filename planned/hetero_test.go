@@ -84,7 +84,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 			order := EpochOrder(o.Seeds, o.ShuffleSeed, pe)
 			for b := range nb {
 				name := fmt.Sprintf("%s: epoch %d batch %d", cache.name, e, b)
-				got, err := p.LoadHetero(e, b)
+				got, err := p.Load(e, b)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -92,7 +92,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 				if !slices.Equal(got.Seeds, seeds) {
 					t.Fatalf("%s: seeds differ", name)
 				}
-				fresh, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
+				fresh, err := ss.NewSampler(featurestore.SampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace,
 					Seed: BatchSampleSeed(o.Sample.Seed, pe, b), Workers: 1 + rng.IntN(3)})
 				if err != nil {
 					t.Fatal(err)
@@ -205,10 +205,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if _, err := p.GatherType(0, 0, "institution", []int64{1}, make([]byte, 8)); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), `"institution" has no features`) {
 		t.Errorf("gather of the type without features: %v", err)
 	}
-	if _, _, err := p.Sample(0, 0); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "SampleHetero") {
-		t.Errorf("Sample of a session plan: %v", err)
-	}
-	_, smp1, err := p.SampleHetero(0, 1)
+	_, smp1, err := p.Sample(0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +259,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	_, smp0, err := p.SampleHetero(0, 0)
+	_, smp0, err := p.Sample(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +267,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if _, err := p.GatherType(0, 0, "paper", smp0.Nodes[paper], make([]byte, int64(len(smp0.Nodes[paper]))*d.RowBytes["paper"])); err != nil {
 		t.Errorf("paper rows of the damaged batch: %v", err)
 	}
-	if _, err := p.LoadHetero(0, 0); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+	if _, err := p.Load(0, 0); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Errorf("damaged author extent: %v", err)
 	}
 }
@@ -304,7 +301,7 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 	if err != nil || rep != nil {
 		t.Fatalf("open with PlaceTiers: %v (replanned %v)", err, rep != nil)
 	}
-	if _, err := p.LoadHetero(3, 0); err != nil {
+	if _, err := p.Load(3, 0); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
@@ -358,11 +355,11 @@ func TestHeteroPlanDiskBudget(t *testing.T) {
 	}
 	defer p.Close()
 	batch := rng.IntN(BatchesPerEpoch(len(o.Seeds), o.BatchSize, o.DropLast)) // a small train split has one batch
-	a, err := p.LoadHetero(0, batch)
+	a, err := p.Load(0, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := p.LoadHetero(2, batch)
+	b, err := p.Load(2, batch)
 	if err != nil || !slices.Equal(a.Seeds, b.Seeds) || !bytes.Equal(a.Rows["author"], b.Rows["author"]) || !bytes.Equal(a.Rows["paper"], b.Rows["paper"]) {
 		t.Fatalf("epoch 2 is not planned epoch 0: %v", err)
 	}

@@ -39,7 +39,7 @@ func TestInPlacePlannedEpochs(t *testing.T) {
 				t.Fatalf("%s: OpenEpochs: %v", name, err)
 			}
 			for b := range BatchesPerEpoch(len(d.Train), o.BatchSize, o.DropLast) {
-				got, err := p.Load(0, b)
+				got, err := oneLoad(p, 0, b)
 				if err != nil {
 					t.Fatalf("%s: epoch batch %d: %v", name, b, err)
 				}

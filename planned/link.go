@@ -14,7 +14,7 @@ import (
 // the seed edges of a link plan with link: its pairs and labels (float32 labels must be whole
 // numbers). Triplet negatives take positives without labels (PyG's triplet loader): a split whose
 // labels are all 1 goes in without them, one holding other labels is refused naming the first.
-func SeedEdgesOfSplit(ss *featurestore.Session, edgeType, name string, link featurestore.HeteroLinkOptions) (*SeedEdges, error) {
+func SeedEdgesOfSplit(ss *featurestore.Session, edgeType, name string, link featurestore.LinkOptions) (*SeedEdges, error) {
 	sp, err := ss.ReadEdgeSplit(edgeType, name)
 	if err != nil {
 		return nil, err

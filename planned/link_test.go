@@ -34,12 +34,12 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		bytes int64
-		link  featurestore.HeteroLinkOptions
+		link  featurestore.LinkOptions
 	}{
-		{"none/no-negatives", 0, featurestore.HeteroLinkOptions{}},
-		{"some/binary", rowMem * d.Count / 3, featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
-		{"some/triplet", rowMem * d.Count / 4, featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
-		{"all/binary", 2 * rowMem * d.Count, featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
+		{"none/no-negatives", 0, featurestore.LinkOptions{}},
+		{"some/binary", rowMem * d.Count / 3, featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 0.5 + 2*rng.Float64(), ExcludeSeedEdges: true}},
+		{"some/triplet", rowMem * d.Count / 4, featurestore.LinkOptions{Negatives: topology.TripletNegatives, NegAmount: float64(1 + rng.IntN(3)), StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[string]string{"": ""}}},
+		{"all/binary", 2 * rowMem * d.Count, featurestore.LinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}},
 	} {
 		s, err := featurestore.Open(d.Dir, featurestore.Options{HostCacheBytes: c.bytes})
 		if err != nil {
@@ -75,7 +75,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		for e := range k + 1 {
 			order := EpochOrder(positions, o.ShuffleSeed, e%k)
 			for b := range nb {
-				pos, got, err := p.SampleEdges(e, b)
+				pos, got, err := oneEdges(p, e, b)
 				if err != nil {
 					t.Fatalf("%s: epoch %d batch %d: %v", name, e, b, err)
 				}
@@ -93,18 +93,16 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				}
 				so := o.Sample
 				so.Seed = BatchSampleSeed(o.Sample.Seed, e%k, b)
-				sp, err := s.NewSampler(so)
+				sp, err := s.Session().NewSampler(featurestore.SampleOptions{Fanouts: map[string][]int{"": so.Fanouts}, Replace: so.Replace, Seed: so.Seed})
 				if err != nil {
 					t.Fatal(err)
 				}
-				link, err := p.src.storeLinkOptions(se)
+				typed, err := sp.SampleFromEdges(se.EdgeType, src, dst, labels, se.Link)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ref, err := sp.SampleFromEdges(src, dst, labels, link)
-				if err != nil {
-					t.Fatal(err)
-				}
+				one, _ := typed.OneType()
+				ref := &topology.LinkSample{Sample: *one, LinkLabels: typed.LinkLabels}
 				if !reflect.DeepEqual(got, ref) {
 					t.Fatalf("%s: epoch %d batch %d: the planned link sample differs from the on-demand one", name, e, b)
 				}
@@ -127,7 +125,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 					t.Fatalf("%s: epoch %d batch %d: %d packed rows read of %d nodes with no memory tier", name, e, b, io.Rows, len(got.Nodes))
 				}
 				// Load serves the node sample of the same batch.
-				if l, err := p.Load(e, b); err != nil || !reflect.DeepEqual(l.Seeds, pos) || !bytes.Equal(l.Rows, rows) {
+				if l, err := oneLoad(p, e, b); err != nil || !reflect.DeepEqual(l.Seeds, pos) || !bytes.Equal(l.Rows, rows) {
 					t.Fatalf("%s: epoch %d batch %d: Load differs (%v)", name, e, b, err)
 				}
 			}
@@ -171,7 +169,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	o := heteroEpochOpts(t, ss, d, 2, rng)
 	o.Seeds, o.NodeType = nil, ""
 	o.SeedEdges = &SeedEdges{EdgeType: key, Src: src, Dst: dst,
-		Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1 + rng.Float64(), ExcludeSeedEdges: true}}
+		Link: featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: 1 + rng.Float64(), ExcludeSeedEdges: true}}
 	t.Logf("seed edge type %s, %d seed edges, batch %d", key, len(src), o.BatchSize)
 	// Bad input names the input: an edge type the dataset lacks, an id outside its type, a node
 	// type beside seed edges.
@@ -204,12 +202,9 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	if p.EdgeType() != key {
 		t.Fatalf("edge type %q, want %q", p.EdgeType(), key)
 	}
-	if _, _, err := p.SampleEdges(0, 0); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "SampleHeteroEdges") {
-		t.Fatalf("SampleEdges of a session's link plan: %v", err)
-	}
 	for ep := range 3 {
 		for b := range p.BatchesPerEpoch() {
-			pos, got, err := p.SampleHeteroEdges(ep, b)
+			pos, got, err := p.SampleEdges(ep, b)
 			if err != nil {
 				t.Fatalf("epoch %d batch %d: %v", ep, b, err)
 			}
@@ -217,7 +212,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 			for i, q := range pos {
 				s[i], dd[i] = src[q], dst[q]
 			}
-			hs, err := ss.NewHeteroSampler(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: BatchSampleSeed(o.Sample.Seed, ep%2, b)})
+			hs, err := ss.NewSampler(featurestore.SampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: BatchSampleSeed(o.Sample.Seed, ep%2, b)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,16 +271,16 @@ func TestLinkPlanErrors(t *testing.T) {
 		{"labels", func(o *EpochOptions) { o.SeedEdges.Labels = []int64{1} }, "1 labels for 3 seed edges", featurestore.ErrInvalidOption},
 		{"wrong edge type", func(o *EpochOptions) { o.SeedEdges.EdgeType = "user:rates:item" }, `seed edges of edge type "user:rates:item"`, dataset.ErrTypeNotFound},
 		{"negative amount", func(o *EpochOptions) {
-			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, NegAmount: -2}
+			o.SeedEdges.Link = featurestore.LinkOptions{Negatives: topology.BinaryNegatives, NegAmount: -2}
 		}, "neg_amount", featurestore.ErrInvalidOption},
 		{"triplet amount", func(o *EpochOptions) {
-			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives, NegAmount: 1.5}
+			o.SeedEdges.Link = featurestore.LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 1.5}
 		}, "whole number", featurestore.ErrInvalidOption},
 		{"triplet labels", func(o *EpochOptions) {
-			o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: topology.TripletNegatives}
+			o.SeedEdges.Link = featurestore.LinkOptions{Negatives: topology.TripletNegatives}
 			o.SeedEdges.Labels = []int64{1, 1, 1}
 		}, "labels", featurestore.ErrInvalidOption},
-		{"mode", func(o *EpochOptions) { o.SeedEdges.Link = featurestore.HeteroLinkOptions{Negatives: "pairs"} }, "negatives", featurestore.ErrInvalidOption},
+		{"mode", func(o *EpochOptions) { o.SeedEdges.Link = featurestore.LinkOptions{Negatives: "pairs"} }, "negatives", featurestore.ErrInvalidOption},
 		{"reverse", func(o *EpochOptions) { o.SeedEdges.Link.ReverseEdgeTypes = map[string]string{"a:b:c": ""} }, "reverse_edge_types", featurestore.ErrInvalidOption},
 		{"seeds and edges", func(o *EpochOptions) { o.Seeds = []int64{1} }, "none with seed edges", featurestore.ErrInvalidOption},
 		{"no batch", func(o *EpochOptions) {
@@ -310,7 +305,7 @@ func TestLinkPlanErrors(t *testing.T) {
 	}
 	defer fs.Close()
 	o := base()
-	o.SeedEdges = &SeedEdges{Src: []int64{0, 1}, Dst: []int64{2, 3}, Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}}
+	o.SeedEdges = &SeedEdges{Src: []int64{0, 1}, Dst: []int64{2, 3}, Link: featurestore.LinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}}
 	_, err = PlanEpochs(fs, o)
 	if err == nil || !strings.Contains(err.Error(), "planning epoch 0 batch 0") || !strings.Contains(err.Error(), "no negative") {
 		t.Fatalf("strict negatives on a complete graph: %v", err)

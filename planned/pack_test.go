@@ -121,7 +121,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 		}
 		for e := o.FirstEpoch; e < o.FirstEpoch+o.Epochs; e++ {
 			for b := range p.BatchesPerEpoch() {
-				_, sample, err := p.Sample(e, b)
+				_, sample, err := oneSample(p, e, b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -212,7 +212,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	defer p.Close()
 	for e := range o.Epochs {
 		for b := range nb {
-			_, sample, err := p.Sample(e, b)
+			_, sample, err := oneSample(p, e, b)
 			if err != nil {
 				t.Fatal(err)
 			}

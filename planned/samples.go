@@ -98,7 +98,7 @@ var nodeShape = recordShape{types: 1, ends: [][2]int{{0, 0}}}
 // recordShape is the shape of the records of a plan of o on src.
 func (src *epochSource) recordShape(o *EpochOptions) recordShape {
 	s := nodeShape
-	if src.hetero != nil {
+	if src.typed {
 		m := src.ss.Manifest()
 		s = recordShape{types: len(m.NodeTypes), flags: sampleHetero}
 		for e := range m.EdgeTypes {

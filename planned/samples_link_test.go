@@ -31,8 +31,8 @@ type samplePlan struct {
 }
 
 // randomLink is random link options for seed edges (labels only where they may be given).
-func randomLink(rng *rand.Rand, reverse map[string]string) featurestore.HeteroLinkOptions {
-	l := featurestore.HeteroLinkOptions{ExcludeSeedEdges: rng.IntN(2) == 0, StrictNegatives: rng.IntN(3) == 0}
+func randomLink(rng *rand.Rand, reverse map[string]string) featurestore.LinkOptions {
+	l := featurestore.LinkOptions{ExcludeSeedEdges: rng.IntN(2) == 0, StrictNegatives: rng.IntN(3) == 0}
 	switch rng.IntN(3) {
 	case 1:
 		l.Negatives, l.NegAmount = topology.BinaryNegatives, 0.5+2*rng.Float64()
@@ -110,20 +110,20 @@ func served(p *Epochs, e, b int) (seeds []int64, got, redrawn any, err error) {
 	}
 	switch {
 	case p.Link() && p.Hetero():
-		seeds, got, err = p.SampleHeteroEdges(e, b)
+		seeds, got, err = p.SampleEdges(e, b)
 		redrawn = d.heteroLink
 	case p.Link():
 		var ls *topology.LinkSample
-		if seeds, ls, err = p.SampleEdges(e, b); err == nil {
+		if seeds, ls, err = oneEdges(p, e, b); err == nil {
 			// Sample serves the link sample's node sample.
 			var smp *topology.Sample
-			if _, smp, err = p.Sample(e, b); err == nil && !reflect.DeepEqual(smp, &ls.Sample) {
+			if _, smp, err = oneSample(p, e, b); err == nil && !reflect.DeepEqual(smp, &ls.Sample) {
 				err = fmt.Errorf("Sample differs from SampleEdges' node sample")
 			}
 		}
 		got, redrawn = ls, d.link
 	default:
-		seeds, got, err = p.SampleHetero(e, b)
+		seeds, got, err = p.Sample(e, b)
 		redrawn = d.hetero
 	}
 	return seeds, got, redrawn, err
@@ -598,7 +598,7 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 200_000
-	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: featurestore.HeteroLinkOptions{Negatives: topology.BinaryNegatives}}
+	se := &SeedEdges{Src: make([]int64, n), Dst: make([]int64, n), Link: featurestore.LinkOptions{Negatives: topology.BinaryNegatives}}
 	for i := range n {
 		se.Src[i], se.Dst[i] = rng.Int64N(s.NumNodes()), rng.Int64N(s.NumNodes())
 	}
@@ -617,7 +617,7 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 		rep.BatchesPerEpoch, float64(rep.SampleBytes)/(1<<20), float64(rep.SampleBytes)/1024/float64(rep.BatchesPerEpoch), rep.NodesPerBatch.Mean, rep.Seconds)
 	nb := p.BatchesPerEpoch()
 	benchStoredAndRedrawn(b, nb, func(b int) (*topology.LinkSample, error) {
-		_, ls, err := p.SampleEdges(0, b)
+		_, ls, err := oneEdges(p, 0, b)
 		return ls, err
 	}, func(b int) (*topology.LinkSample, error) {
 		_, d, err := p.draw(0, b)

@@ -84,7 +84,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 		wg.Go(func() {
 			for e := range k + 1 {
 				for b := w; b < nb; b += 4 {
-					seeds, got, err := p.Sample(e, b)
+					seeds, got, err := oneSample(p, e, b)
 					if err != nil {
 						errs <- fmt.Errorf("epoch %d batch %d: %w", e, b, err)
 						return
@@ -96,7 +96,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 					}
 					opt := o.Sample
 					opt.Seed = BatchSampleSeed(o.Sample.Seed, e%k, b)
-					want, err := s.Sample(seeds, opt)
+					want, err := storeSample(s, seeds, opt)
 					if err != nil {
 						errs <- err
 						return
@@ -135,11 +135,11 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 		t.Fatalf("stats: %d sample bytes read, want %d", st.SampleBytesRead, rep.SampleBytes+first.Size())
 	}
 	// Load serves the stored sample and its rows.
-	got, err := p.Load(k, nb-1)
+	got, err := oneLoad(p, k, nb-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, smp, _ := p.Sample(0, nb-1)
+	_, smp, _ := oneSample(p, 0, nb-1)
 	if diff := sameSample(got.Sample, smp); diff != "" || !slices.Equal(got.Rows, d.Want(smp.Nodes)) {
 		t.Fatalf("Load of a replayed epoch: %s", diff)
 	}
@@ -241,7 +241,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	for b := range nb {
-		_, _, err := p.Sample(pe+2, b) // epoch pe+2 replays planned epoch pe
+		_, _, err := oneSample(p, pe+2, b) // epoch pe+2 replays planned epoch pe
 		if b != bad {
 			if err != nil {
 				t.Fatalf("intact batch %d: %v", b, err)
@@ -252,7 +252,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 		if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), name) {
 			t.Fatalf("corrupt record: %v; want ErrCorrupt naming %s and %s", err, path, name)
 		}
-		if _, err := p.Load(pe, b); !errors.Is(err, dataset.ErrCorrupt) {
+		if _, err := oneLoad(p, pe, b); !errors.Is(err, dataset.ErrCorrupt) {
 			t.Fatalf("Load of the corrupt batch: %v", err)
 		}
 	}
@@ -321,7 +321,7 @@ func BenchmarkEpochSample(b *testing.B) {
 	p := benchPlan
 	nb := p.BatchesPerEpoch()
 	benchStoredAndRedrawn(b, nb, func(b int) (*topology.Sample, error) {
-		_, smp, err := p.Sample(0, b)
+		_, smp, err := oneSample(p, 0, b)
 		return smp, err
 	}, func(b int) (*topology.Sample, error) {
 		_, d, err := p.draw(0, b)
@@ -363,7 +363,7 @@ func openBenchPlan(dir string) (*Epochs, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, smp, err := p.Sample(0, 0)
+	_, smp, err := oneSample(p, 0, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -314,18 +314,19 @@ func (p *Epochs) Seeds(e, b int) ([]int64, error) {
 
 // Sample is the sample of batch b of epoch e, checked against the plan; it returns the batch's
 // seeds too. It reads the sample from the plan's samples file (one read, its xxhash64 checked: a
-// mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch) and draws nothing. Of a
-// link plan it is the node sample of SampleEdges, the seeds the positions of its seed edges. A
-// Session's plan serves SampleHetero.
-func (p *Epochs) Sample(e, b int) ([]int64, *topology.Sample, error) {
-	if p.src.hetero != nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of a heterogeneous graph (node types %s): draw its batches with SampleHetero: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
-	}
+// mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch) and draws nothing. A
+// Store's plan's sample is of its one type (the arrays of the records' homogeneous format), a
+// Session's of every type. Of a link plan it is the node sample of SampleEdges, the seeds the
+// positions of its seed edges.
+func (p *Epochs) Sample(e, b int) ([]int64, *topology.HeteroSample, error) {
 	seeds, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	return seeds, d.sample, nil
+	if !p.src.typed {
+		return seeds, d.sample.Typed(), nil
+	}
+	return seeds, d.hetero, nil
 }
 
 // draw samples batch b of epoch e again and checks every packed type's nodes against the plan:
@@ -512,23 +513,32 @@ func (p *Epochs) readExtent(pe int, ext batchExtent, buf []byte) (BatchIO, error
 // PlannedBatch is one served batch.
 type PlannedBatch struct {
 	Seeds  []int64
-	Sample *topology.Sample
-	Rows   []byte // feature rows of Sample.Nodes, in order
-	IO     BatchIO
+	Sample *topology.HeteroSample
+	Rows   map[string][]byte // per packed node type: the rows of its Sample.Nodes, in order
+	IO     BatchIO           // summed over the types
 }
 
-// Load is Sample then Gather of batch b of epoch e, into new memory.
+// Load is Sample then GatherType of every packed node type of batch b of epoch e, into new
+// memory.
 func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
-	seeds, sample, err := p.Sample(e, b)
+	seeds, smp, err := p.Sample(e, b)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]byte, int64(len(sample.Nodes))*p.RowBytes())
-	io, err := p.Gather(e, b, sample.Nodes, rows)
-	if err != nil {
-		return nil, err
+	out := &PlannedBatch{Seeds: seeds, Sample: smp, Rows: map[string][]byte{}}
+	for t, s := range p.src.stacks {
+		nodes := smp.Nodes[p.src.recordType(t)]
+		rows := make([]byte, int64(len(nodes))*s.RowBytes())
+		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows[p.src.typeName(t)] = rows
+		out.IO.Rows += io.Rows
+		out.IO.Bytes += io.Bytes
+		out.IO.Reads += io.Reads
 	}
-	return &PlannedBatch{Seeds: seeds, Sample: sample, Rows: rows, IO: io}, nil
+	return out, nil
 }
 
 // EpochStats counts what an Epochs served since it was opened.

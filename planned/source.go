@@ -12,15 +12,18 @@ import (
 )
 
 // epochSource is what a plan packs and how it draws a batch: the tier stacks of the node types
-// whose rows it packs, in the session's node type order, and the sampler of its batches. A
-// Store's plan packs its one stack and samples with Store.Sample; a Session's plan packs every
-// node type with features and samples with topology.SampleHetero.
+// whose rows it packs, in the session's node type order, and the sampler of its batches (the
+// session's one sampler). A Store's plan packs its one stack; a Session's plan packs every node
+// type with features.
 type epochSource struct {
 	ss       *featurestore.Session
 	seedType int                   // the seeds' node type, an index into ss.nodes
 	stacks   []*featurestore.Store // the stacks packed
-	// hetero holds a session plan's sampling options (Seed set per batch); nil for a Store's.
-	hetero *topology.HeteroSampleOptions
+	// sampler holds the plan's checked sampling options (its seed set per batch: draw); a
+	// Store's plan sets it in EpochOptions.check.
+	sampler *featurestore.Sampler
+	// typed says the plan is a Session's (its records typed: recordShape).
+	typed bool
 }
 
 // storeSource is the source of a plan of the one stack s.
@@ -31,7 +34,7 @@ func storeSource(s *featurestore.Store) *epochSource {
 // enter guards a plan's call: the store's guard for a Store's plan, the session's for a
 // Session's (each stack's own calls guard themselves).
 func (src *epochSource) enter() (func(), error) {
-	if src.hetero == nil {
+	if !src.typed {
 		return src.stacks[0].Internals().Enter()
 	}
 	return src.ss.Internals().Enter()
@@ -83,22 +86,21 @@ func (src *epochSource) draw(o *EpochOptions, seed uint64, seeds []int64) (*batc
 	if o.SeedEdges != nil {
 		return src.drawEdges(o, seed, seeds)
 	}
-	if src.hetero == nil {
-		opt := o.Sample
-		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		smp, err := src.stacks[0].Internals().SampleOnHost(seeds, opt)
-		if err != nil {
-			return nil, err
-		}
-		return src.withNodes(&batchDraw{sample: smp}), nil
-	}
-	opt := *src.hetero
-	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	smp, err := src.ss.Internals().SampleHeteroOnHost(src.seedType, seeds, opt)
+	smp, err := src.batchSampler(o, seed).Sample(src.ss.Manifest().NodeTypes[src.seedType].Name, seeds)
 	if err != nil {
 		return nil, err
 	}
+	if !src.typed {
+		one, _ := smp.OneType()
+		return src.withNodes(&batchDraw{sample: one}), nil
+	}
 	return src.withNodes(&batchDraw{hetero: smp}), nil
+}
+
+// batchSampler is the plan's sampler drawing a batch with the sampling seed seed on the host:
+// its first call is the batch's sample.
+func (src *epochSource) batchSampler(o *EpochOptions, seed uint64) *featurestore.Sampler {
+	return src.ss.Internals().HostSampler(src.sampler, seed, planSampleWorkers(o.Sample.Workers))
 }
 
 // planSampleWorkers is the goroutines that sample one planned batch: the Workers asked for, else
@@ -121,18 +123,17 @@ func (src *epochSource) withNodes(d *batchDraw) *batchDraw {
 
 // recordType is the node type, in a batch's sample record, of packed stack t.
 func (src *epochSource) recordType(t int) int {
-	if src.hetero == nil {
+	if !src.typed {
 		return 0
 	}
 	return src.stacks[t].Internals().NodeTypeIndex()
 }
 
 // PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
-// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewHeteroSampler; Sample.Seed
-// and Sample.Replace as a HeteroSampler's), and each batch packs, per node type with features,
-// the rows of its sampled nodes of that type that the type's memory tiers miss. Batch b of
-// planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a
-// HeteroSampler of that seed. PlaceTiers places every type's stack by the planned batches.
+// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewSampler; Sample.Seed and
+// Sample.Replace as a Sampler's), and each batch packs, per node type with features, the rows of
+// its sampled nodes of that type that the type's memory tiers miss. Batch b of planned epoch e
+// draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a Sampler of that seed. PlaceTiers places every type's stack by the planned batches.
 func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
 	src, err := sessionSource(ss, &o)
 	if err != nil {
@@ -142,7 +143,7 @@ func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanRepo
 }
 
 // OpenSessionEpochs is OpenEpochs of a plan made by PlanSessionEpochs; its batches are served by
-// SampleHetero, GatherType and LoadHetero.
+// Sample, GatherType and Load.
 func OpenSessionEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
 	src, err := sessionSource(ss, &o)
 	if err != nil {
@@ -172,13 +173,13 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 	} else if nt, err = ss.Internals().NodeTypeIndex(o.NodeType); err != nil {
 		return nil, err
 	}
-	opt, err := ss.Internals().SampleOptions(featurestore.HeteroSampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
+	sp, err := ss.NewSampler(featurestore.SampleOptions{Fanouts: o.EdgeFanouts, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
 	if err != nil {
 		return nil, err
 	}
-	src := &epochSource{ss: ss, seedType: nt, hetero: &opt, stacks: ss.Internals().Stacks()}
+	src := &epochSource{ss: ss, seedType: nt, sampler: sp, typed: true, stacks: ss.Internals().Stacks()}
 	if len(src.stacks) == 0 {
-		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
+		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a Sampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
 	}
 	return src, nil
 }
@@ -193,61 +194,18 @@ func (p *Epochs) NodeTypes() []string {
 	return names
 }
 
-// SampleHetero is the sample of batch b of epoch e of a Session's plan, read from the plan's
-// samples file as Sample reads a Store's; it returns the batch's seeds too.
-func (p *Epochs) SampleHetero(e, b int) ([]int64, *topology.HeteroSample, error) {
-	if p.src.hetero == nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of one node type: draw its batches with Sample: %w", p.o.Dir, errors.ErrUnsupported)
-	}
-	seeds, d, err := p.storedDraw(e, b)
-	if err != nil {
-		return nil, nil, err
-	}
-	return seeds, d.hetero, nil
-}
-
-// PlannedHeteroBatch is one served batch of a Session's plan.
-type PlannedHeteroBatch struct {
-	Seeds  []int64
-	Sample *topology.HeteroSample
-	Rows   map[string][]byte // per packed node type: the rows of its Sample.Nodes, in order
-	IO     BatchIO           // summed over the types
-}
-
-// LoadHetero is SampleHetero then GatherType of every packed node type of batch b of epoch e,
-// into new memory.
-func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
-	seeds, smp, err := p.SampleHetero(e, b)
-	if err != nil {
-		return nil, err
-	}
-	out := &PlannedHeteroBatch{Seeds: seeds, Sample: smp, Rows: map[string][]byte{}}
-	for t, s := range p.src.stacks {
-		nodes := smp.Nodes[s.Internals().NodeTypeIndex()]
-		rows := make([]byte, int64(len(nodes))*s.RowBytes())
-		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
-		if err != nil {
-			return nil, err
-		}
-		out.Rows[p.src.typeName(t)] = rows
-		out.IO.Rows += io.Rows
-		out.IO.Bytes += io.Bytes
-		out.IO.Reads += io.Reads
-	}
-	return out, nil
-}
-
 // Session is the graph session the plan's stacks belong to.
 func (p *Epochs) Session() *featurestore.Session { return p.src.ss }
 
-// Hetero says whether the plan is a Session's (SampleHetero, GatherType) rather than a Store's.
-func (p *Epochs) Hetero() bool { return p.src.hetero != nil }
+// Hetero says whether the plan is a Session's (its samples of every type, GatherType) rather
+// than a Store's.
+func (p *Epochs) Hetero() bool { return p.src.typed }
 
 // SeedType is the node type of the plan's seeds.
 func (p *Epochs) SeedType() string { return p.src.ss.Manifest().NodeTypes[p.src.seedType].Name }
 
 // drawEdges samples around the seed edges at positions pos, with the sampling seed seed: the
-// first SampleFromEdges of a Sampler (HeteroSampler) of that seed.
+// first SampleFromEdges of a Sampler of that seed.
 func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*batchDraw, error) {
 	se := o.SeedEdges
 	pick := func(a []int64) []int64 {
@@ -261,64 +219,27 @@ func (src *epochSource) drawEdges(o *EpochOptions, seed uint64, pos []int64) (*b
 		return out
 	}
 	s, d, l := pick(se.Src), pick(se.Dst), pick(se.Labels)
-	if src.hetero == nil {
-		link, err := src.storeLinkOptions(se)
-		if err != nil {
-			return nil, err
-		}
-		opt := topology.LinkSampleOptions{SampleOptions: o.Sample, LinkOptions: link}
-		opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-		ls, err := src.stacks[0].Internals().SampleFromEdgesOnHost(s, d, l, opt)
-		if err != nil {
-			return nil, err
-		}
-		return src.withNodes(&batchDraw{sample: &ls.Sample, link: ls}), nil
-	}
-	opt := *src.hetero
-	opt.Seed, opt.Workers = seed, planSampleWorkers(opt.Workers)
-	hs := src.ss.Internals().HostSampler(opt)
-	hl, err := hs.SampleFromEdges(se.EdgeType, s, d, l, se.Link)
+	hl, err := src.batchSampler(o, seed).SampleFromEdges(se.EdgeType, s, d, l, se.Link)
 	if err != nil {
 		return nil, err
+	}
+	if !src.typed {
+		one, _ := hl.OneType()
+		ls := &topology.LinkSample{Sample: *one, LinkLabels: hl.LinkLabels}
+		return src.withNodes(&batchDraw{sample: &ls.Sample, link: ls}), nil
 	}
 	return src.withNodes(&batchDraw{hetero: &hl.HeteroSample, heteroLink: hl}), nil
 }
 
 // checkSeedEdges checks a link plan's seed edges, labels and link options (every id, once).
 func (src *epochSource) checkSeedEdges(se *SeedEdges) error {
-	if src.hetero != nil {
-		err := src.ss.Internals().CheckSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
-		return err
-	}
-	link, err := src.storeLinkOptions(se)
-	if err != nil {
-		return err
-	}
-	return src.stacks[0].Internals().CheckSeedEdges(se.Src, se.Dst, se.Labels, link)
-}
-
-// storeLinkOptions is a Store's plan's link options in the core's form: its one edge type, and
-// ReverseEdgeTypes mapping it (or "") to itself for an undirected graph.
-func (src *epochSource) storeLinkOptions(se *SeedEdges) (topology.LinkOptions, error) {
-	own := src.edgeTypeKey("")
-	if se.EdgeType != "" && se.EdgeType != own {
-		return topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q, but the store samples edge type %q (plan a graph session for seed edges of other types): %w", se.EdgeType, own, dataset.ErrTypeNotFound)
-	}
-	l := se.Link
-	link := topology.LinkOptions{Negatives: l.Negatives, NegAmount: l.NegAmount, StrictNegatives: l.StrictNegatives, ExcludeSeedEdges: l.ExcludeSeedEdges}
-	for k, v := range l.ReverseEdgeTypes {
-		if (k != "" && k != own) || (v != "" && v != own) {
-			return link, &featurestore.OptionError{Option: "reverse_edge_types", Value: fmt.Sprintf("{%q: %q}", k, v), Want: fmt.Sprintf("{%q: %q} (an undirected graph) or none: the store has one edge type", own, own)}
-		}
-		link.ReverseEdgeTypes = map[int]int{0: 0}
-	}
-	return link, nil
+	return src.ss.Internals().CheckSeedEdges(se.EdgeType, se.Src, se.Dst, se.Labels, se.Link)
 }
 
 // edgeTypeKey is the key of edge type key ("" for the only one; a Store's plan: its one), or key
 // itself when the dataset lacks it.
 func (src *epochSource) edgeTypeKey(key string) string {
-	if src.hetero == nil {
+	if !src.typed {
 		if ets := src.ss.Manifest().EdgeTypes; len(ets) == 1 {
 			return ets[0].Key()
 		}
@@ -330,48 +251,25 @@ func (src *epochSource) edgeTypeKey(key string) string {
 	return key
 }
 
-// SampleEdges is the link sample of batch b of epoch e of a link plan of a Store (nodes, edges,
-// label edges and negatives), read from the plan's samples file as Sample reads a sample; it
-// returns the positions of the batch's seed edges in EpochOptions.SeedEdges too.
-func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.LinkSample, error) {
-	if p.o.SeedEdges == nil || p.src.hetero != nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of one node type (link: %v, node types %s): draw its batches with %s: %w",
-			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
+// SampleEdges is the link sample of batch b of epoch e of a link plan (nodes, edges, label
+// edges and negatives), read from the plan's samples file as Sample reads a sample; it returns
+// the positions of the batch's seed edges in EpochOptions.SeedEdges too. A Store's plan's
+// sample is of its one type.
+func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.HeteroLinkSample, error) {
+	if p.o.SeedEdges == nil {
+		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan (node types %s): draw its batches with Sample: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
 	}
 	pos, d, err := p.storedDraw(e, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	return pos, d.link, nil
-}
-
-// SampleHeteroEdges is SampleEdges of a link plan of a Session.
-func (p *Epochs) SampleHeteroEdges(e, b int) ([]int64, *topology.HeteroLinkSample, error) {
-	if p.o.SeedEdges == nil || p.src.hetero == nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of a graph session (link: %v, node types %s): draw its batches with %s: %w",
-			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
-	}
-	pos, d, err := p.storedDraw(e, b)
-	if err != nil {
-		return nil, nil, err
+	if !p.src.typed {
+		return pos, &topology.HeteroLinkSample{HeteroSample: *d.link.Sample.Typed(), LinkLabels: d.link.LinkLabels}, nil
 	}
 	return pos, d.heteroLink, nil
 }
 
-// sampler names the Epochs method that serves the plan's batches' samples in full.
-func (p *Epochs) sampler() string {
-	switch {
-	case p.o.SeedEdges != nil && p.src.hetero != nil:
-		return "SampleHeteroEdges"
-	case p.o.SeedEdges != nil:
-		return "SampleEdges"
-	case p.src.hetero != nil:
-		return "SampleHetero"
-	}
-	return "Sample"
-}
-
-// Link says whether the plan's batches are of seed edges (SampleEdges, SampleHeteroEdges).
+// Link says whether the plan's batches are of seed edges (SampleEdges).
 func (p *Epochs) Link() bool { return p.o.SeedEdges != nil }
 
 // EdgeType is a link plan's seed edge type ("src:rel:dst"), "" for a plan of seed nodes.

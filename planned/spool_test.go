@@ -80,7 +80,7 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 		defer p.Close()
 		// Served from the spooled plan: the dataset's rows.
 		b := rng.IntN(p.BatchesPerEpoch())
-		got, err := p.Load(k-1, b)
+		got, err := oneLoad(p, k-1, b)
 		if err != nil {
 			return nil, err
 		}

@@ -240,3 +240,21 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 	}
 	return hops, nil
 }
+
+// Typed is s as the HeteroSample of a graph of one node type and one edge type (index 0 of
+// each), sharing s's arrays: the one-type case of SampleHetero, whose draws SampleNeighbors makes.
+func (s *Sample) Typed() *HeteroSample {
+	return &HeteroSample{
+		Nodes: [][]int64{s.Nodes}, NodesPerHop: [][]int64{s.NodesPerHop},
+		Row: [][]int64{s.Row}, Col: [][]int64{s.Col}, EdgeIDs: [][]int64{s.EdgeIDs}, EdgesPerHop: [][]int64{s.EdgesPerHop},
+	}
+}
+
+// OneType is h as a Sample, sharing h's arrays, when h is of one node type and one edge type;
+// false otherwise.
+func (h *HeteroSample) OneType() (*Sample, bool) {
+	if len(h.Nodes) != 1 || len(h.Row) != 1 {
+		return nil, false
+	}
+	return &Sample{Nodes: h.Nodes[0], NodesPerHop: h.NodesPerHop[0], Row: h.Row[0], Col: h.Col[0], EdgeIDs: h.EdgeIDs[0], EdgesPerHop: h.EdgesPerHop[0]}, true
+}

@@ -26,14 +26,15 @@ static tfs_open_options default_opts(void) {
   return o;
 }
 
-static tfs_sampler_options sampler_opts(const int32_t *fanouts, int32_t hops, uint64_t seed) {
-  tfs_sampler_options so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.fanouts = fanouts;
-  so.num_hops = hops;
-  so.seed = seed;
-  return so;
+/* sampler_opts is a sampler's options_json: fanouts (hops of them) for the only edge type. */
+static const char *sampler_opts(const int32_t *fanouts, int32_t hops, uint64_t seed, int replace) {
+  static char json[256];
+  int n = snprintf(json, sizeof json, "{\"fanouts\": [");
+  for (int32_t h = 0; h < hops; h++) {
+    n += snprintf(json + n, sizeof json - (size_t)n, "%s%d", h ? ", " : "", (int)fanouts[h]);
+  }
+  snprintf(json + n, sizeof json - (size_t)n, "], \"seed\": %" PRIu64 ", \"replace\": %s}", seed, replace ? "true" : "false");
+  return json;
 }
 
 /* ---- two threads failing differently at the same time ---- */
@@ -103,18 +104,20 @@ static void *gather_worker(void *arg) {
 
 static int same_first_sample(tfs_sampler *a, tfs_sampler *b, const int64_t *seeds, int64_t n) {
   struct tfs_sample *x = NULL, *y = NULL;
-  if (tfs_sample(a, seeds, n, &x) != TFS_OK || tfs_sample(b, seeds, n, &y) != TFS_OK) {
+  if (tfs_sample(a, NULL, seeds, n, &x) != TFS_OK || tfs_sample(b, NULL, seeds, n, &y) != TFS_OK) {
     return -1;
   }
   int64_t nx, ex, ny, ey;
   int32_t hx, hy;
-  tfs_sample_sizes(x, &nx, &ex, &hx);
-  tfs_sample_sizes(y, &ny, &ey, &hy);
+  sample_sizes(x, &nx, &ex, &hx, NULL, NULL);
+  sample_sizes(y, &ny, &ey, &hy, NULL, NULL);
   int same = nx == ny && ex == ey;
   if (same) {
-    int64_t *bx = malloc((size_t)(nx + 2 * ex) * 8), *by = malloc((size_t)(ny + 2 * ey) * 8);
-    tfs_sample_copy(x, bx, bx + nx, bx + nx + ex, NULL, NULL);
-    tfs_sample_copy(y, by, by + ny, by + ny + ey, NULL, NULL);
+    int64_t *bx = malloc((size_t)(nx + 2 * ex + 1) * 8), *by = malloc((size_t)(ny + 2 * ey + 1) * 8);
+    tfs_sample_nodes(x, NULL, bx);
+    tfs_sample_edges(x, NULL, bx + nx, bx + nx + ex, NULL);
+    tfs_sample_nodes(y, NULL, by);
+    tfs_sample_edges(y, "", by + ny, by + ny + ey, NULL);
     same = memcmp(bx, by, (size_t)(nx + 2 * ex) * 8) == 0;
     free(bx), free(by);
   }
@@ -272,49 +275,47 @@ int main(int argc, char **argv) {
   expect_status(tfs_split(s, "train", train, 64, &count), TFS_OK, NULL, "split train");
   int64_t nseeds = count < 64 ? count : 64;
   int32_t fan[2] = {10, 5}, badfan[2] = {10, -2};
-  tfs_sampler_options so = sampler_opts(fan, 2, 9);
   tfs_sampler *sp = NULL, *sp2 = NULL, *sp3 = NULL;
-  so.struct_size = 0;
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_EINVAL, "struct_size", "sampler with struct_size 0");
-  so = sampler_opts(fan, 0, 9);
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_EINVAL, "num_hops", "sampler with 0 hops");
-  so = sampler_opts(badfan, 2, 9);
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_EINVAL, "fanouts[1] = -2", "sampler with a fanout of -2");
-  so = sampler_opts(NULL, 2, 9);
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_EINVAL, "fanouts", "sampler with fanouts NULL");
-  expect_status(tfs_sampler_create(s, NULL, &sp), TFS_EINVAL, "opts", "sampler with opts NULL");
-  so = sampler_opts(fan, 2, 9);
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_OK, NULL, "sampler create");
-  expect_status(tfs_sampler_create(s, &so, &sp2), TFS_OK, NULL, "a second sampler, same seed");
-  so.seed = 10;
-  expect_status(tfs_sampler_create(s, &so, &sp3), TFS_OK, NULL, "a third sampler, seed + 1");
+  expect_status(tfs_sampler_create(s, "{\"fanout\": [2]}", &sp), TFS_EINVAL, "unknown field", "sampler with an unknown option");
+  expect_status(tfs_sampler_create(s, sampler_opts(fan, 0, 9, 0), &sp), TFS_EINVAL, "fanouts", "sampler with 0 hops");
+  expect_status(tfs_sampler_create(s, sampler_opts(badfan, 2, 9, 0), &sp), TFS_EINVAL, "fanouts[1] = -2", "sampler with a fanout of -2");
+  expect_status(tfs_sampler_create(s, "{\"seed\": 1}", &sp), TFS_EINVAL, "fanouts", "sampler without fanouts");
+  expect_status(tfs_sampler_create(s, "{\"fanouts\": {\"a:b:c\": [2]}}", &sp), TFS_EINVAL, "a:b:c", "sampler with fanouts of an unknown edge type");
+  expect_status(tfs_sampler_create(s, NULL, &sp), TFS_EINVAL, "options_json", "sampler with options_json NULL");
+  const char *so = sampler_opts(fan, 2, 9, 0);
+  expect_status(tfs_sampler_create(s, so, &sp), TFS_OK, NULL, "sampler create");
+  expect_status(tfs_sampler_create(s, so, &sp2), TFS_OK, NULL, "a second sampler, same seed");
+  expect_status(tfs_sampler_create(s, sampler_opts(fan, 2, 10, 0), &sp3), TFS_OK, NULL, "a third sampler, seed + 1");
   expect(same_first_sample(sp, sp2, train, nseeds) == 1, "two samplers with the same seed draw the same first sample");
   expect(same_first_sample(sp, sp2, train, nseeds) == 1, "... and the same second sample");
   tfs_sampler_free(sp2);
-  so.seed = 9;
-  tfs_sampler_create(s, &so, &sp2);
+  so = sampler_opts(fan, 2, 9, 0);
+  tfs_sampler_create(s, so, &sp2);
   expect(same_first_sample(sp2, sp2, train, nseeds) == 0, "one sampler's consecutive calls draw different samples");
   tfs_sampler_free(sp2);
-  tfs_sampler_create(s, &so, &sp2);
+  tfs_sampler_create(s, so, &sp2);
   struct tfs_sample *skip = NULL;
-  tfs_sample(sp2, train, nseeds, &skip);
+  tfs_sample(sp2, NULL, train, nseeds, &skip);
   tfs_sample_free(skip);
   expect(same_first_sample(sp2, sp3, train, nseeds) == 1, "call 1 of a seed-9 sampler equals call 0 of a seed-10 sampler (seed + call number)");
   tfs_sampler_free(sp2);
   tfs_sampler_free(sp3);
   struct tfs_sample *smp = NULL;
   id = nodes;
-  expect_status(tfs_sample(sp, &id, 1, &smp), TFS_ERANGE, "out of range", "sample of an out-of-range seed");
-  expect_status(tfs_sample(sp, NULL, 3, &smp), TFS_EINVAL, "seeds", "sample of seeds NULL");
-  expect_status(tfs_sample(sp, train, nseeds, NULL), TFS_EINVAL, "out", "sample into out NULL");
-  expect_status(tfs_sample(sp, train, nseeds, &smp), TFS_OK, NULL, "sample");
-  int64_t nn, ne;
-  int32_t nh;
-  expect_status(tfs_sample_sizes(smp, &nn, NULL, &nh), TFS_EINVAL, "num_edges", "sample_sizes with num_edges NULL");
+  expect_status(tfs_sample(sp, NULL, &id, 1, &smp), TFS_ERANGE, "out of range", "sample of an out-of-range seed");
+  expect_status(tfs_sample(sp, NULL, NULL, 3, &smp), TFS_EINVAL, "seeds", "sample of seeds NULL");
+  expect_status(tfs_sample(sp, "", train, nseeds, NULL), TFS_EINVAL, "out", "sample into out NULL");
+  expect_status(tfs_sample(sp, "no_such_type", train, nseeds, &smp), TFS_ENOENT, "no_such_type", "sample of seeds of an unknown node type");
+  expect_status(tfs_sample(sp, NULL, train, nseeds, &smp), TFS_OK, NULL, "sample");
+  size_t sneed = 0;
+  expect_status(tfs_sample_json(smp, NULL, 0, NULL), TFS_EINVAL, "needed", "sample_json with needed NULL");
+  expect_status(tfs_sample_json(smp, NULL, 0, &sneed), TFS_OK, NULL, "sample_json (size)");
+  expect_status(tfs_sample_nodes(smp, NULL, NULL), TFS_EINVAL, "out", "sample_nodes into out NULL");
+  expect_status(tfs_sample_nodes(smp, "no_such_type", &id), TFS_ENOENT, "no_such_type", "sample_nodes of an unknown node type");
   expect_status(tfs_gather((tfs_store *)sp, &id, 1, row, rb), TFS_EINVAL, "sampler, not a store", "a sampler handle passed as a store");
   expect_status(tfs_sample_free(smp), TFS_OK, NULL, "sample free");
   expect_status(tfs_sample_free(smp), TFS_ECLOSED, "already", "sample freed twice");
-  expect_status(tfs_sample_sizes(smp, &nn, &ne, &nh), TFS_ECLOSED, "already", "sample_sizes on a freed sample");
+  expect_status(tfs_sample_json(smp, NULL, 0, &sneed), TFS_ECLOSED, "already", "sample_json on a freed sample");
 
   /* ---- the sample-size bound (store option max_sample_edges): a sample past it is TFS_EINVAL
    * naming the seeds, fanouts and bound; a larger bound lets the same sample through ---- */
@@ -327,26 +328,23 @@ int main(int argc, char **argv) {
     expect_status(tfs_open_json(ds, "{\"max_sample_edges\": -1}", &bs), TFS_EINVAL, "max_sample_edges",
                   "open_json with max_sample_edges -1");
     expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 4}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 4");
-    tfs_sampler_options bo = sampler_opts(big, 2, 3);
-    bo.replace = 1;
-    expect_status(tfs_sampler_create(bs, &bo, &bsp), TFS_OK, NULL, "a sampler of fanouts [1000000, 1000000] with replacement");
+    expect_status(tfs_sampler_create(bs, sampler_opts(big, 2, 3, 1), &bsp), TFS_OK, NULL, "a sampler of fanouts [1000000, 1000000] with replacement");
     snprintf(msg, sizeof msg, "a sample of %" PRId64 " seeds with fanouts [1000000 1000000]", nseeds);
-    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_EINVAL, msg, "a sample past max_sample_edges 4 names the seeds and fanouts");
+    expect_status(tfs_sample(bsp, NULL, train, nseeds, &bsmp), TFS_EINVAL, msg, "a sample past max_sample_edges 4 names the seeds and fanouts");
     expect(strstr(tfs_last_error(), "bound of 4 edges") != NULL && strstr(tfs_last_error(), "max_sample_edges") != NULL,
            "... and the bound and the option: %s", tfs_last_error());
     tfs_sampler_free(bsp);
     tfs_close(bs);
     int32_t small[2] = {3, 2};
-    bo = sampler_opts(small, 2, 3);
-    bo.replace = 1;
+    const char *bo = sampler_opts(small, 2, 3, 1);
     expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 4}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 4 again");
-    tfs_sampler_create(bs, &bo, &bsp);
-    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_EINVAL, "bound of 4 edges", "fanouts [3, 2] past a bound of 4");
+    tfs_sampler_create(bs, bo, &bsp);
+    expect_status(tfs_sample(bsp, NULL, train, nseeds, &bsmp), TFS_EINVAL, "bound of 4 edges", "fanouts [3, 2] past a bound of 4");
     tfs_sampler_free(bsp);
     tfs_close(bs);
     expect_status(tfs_open_json(ds, "{\"max_sample_edges\": 1000000}", &bs), TFS_OK, NULL, "open_json with max_sample_edges 1000000");
-    tfs_sampler_create(bs, &bo, &bsp);
-    expect_status(tfs_sample(bsp, train, nseeds, &bsmp), TFS_OK, NULL, "fanouts [3, 2] within a bound of 1000000");
+    tfs_sampler_create(bs, bo, &bsp);
+    expect_status(tfs_sample(bsp, NULL, train, nseeds, &bsmp), TFS_OK, NULL, "fanouts [3, 2] within a bound of 1000000");
     tfs_sample_free(bsmp);
     tfs_sampler_free(bsp);
     tfs_close(bs);
@@ -455,7 +453,7 @@ int main(int argc, char **argv) {
   expect_status(tfs_gather(s, &id, 1, row, rb), TFS_ECLOSED, "closed", "gather after close");
   expect_status(tfs_store_info_get(s, &info), TFS_ECLOSED, "closed", "store_info after close");
   expect_status(tfs_split(s, "train", NULL, 0, &count), TFS_ECLOSED, "closed", "split after close");
-  expect_status(tfs_sample(sp, train, nseeds, &smp), TFS_ECLOSED, "closed", "sample with a sampler of a closed store");
+  expect_status(tfs_sample(sp, NULL, train, nseeds, &smp), TFS_ECLOSED, "closed", "sample with a sampler of a closed store");
   expect_status(tfs_close(s), TFS_ECLOSED, "closed", "close twice");
   expect_status(tfs_sampler_free(sp), TFS_OK, NULL, "sampler free after its store closed");
   expect_status(tfs_sampler_free(sp), TFS_ECLOSED, "already", "sampler freed twice");

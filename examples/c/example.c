@@ -29,6 +29,22 @@ static void check(tfs_status st, const char *what) {
   }
 }
 
+/* per_hop reads the counts of the first list after key in a sample's tfs_sample_json (a graph of
+ * one type: its one node type's or edge type's) into out, at most cap; returns how many. */
+static int per_hop(const char *json, const char *key, int64_t *out, int cap) {
+  const char *p = strstr(json, key);
+  p = p ? strchr(p, '[') : NULL;
+  int n = 0;
+  while (p != NULL && *p != ']' && n < cap) {
+    char *end;
+    long long v = strtoll(p + 1, &end, 10);
+    if (end == p + 1) break;
+    out[n++] = v;
+    p = end;
+  }
+  return n;
+}
+
 static void *xmalloc(size_t n) {
   void *p = malloc(n > 0 ? n : 1);
   if (p == NULL) {
@@ -150,28 +166,27 @@ int main(int argc, char **argv) {
   int64_t nseeds = ntrain < 64 ? ntrain : 64;
   printf("train split: %" PRId64 " nodes; seeding with the first %" PRId64 "\n", ntrain, nseeds);
 
-  /* Two hops, 10 then 5 neighbors. */
-  int32_t fanouts[2] = {10, 5};
-  tfs_sampler_options so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.fanouts = fanouts;
-  so.num_hops = 2;
-  so.seed = 42;
+  /* Two hops, 10 then 5 neighbors (a list: the graph's one edge type). */
   tfs_sampler *sampler = NULL;
-  check(tfs_sampler_create(store, &so, &sampler), "tfs_sampler_create");
+  check(tfs_sampler_create(store, "{\"fanouts\": [10, 5], \"seed\": 42}", &sampler), "tfs_sampler_create");
   struct tfs_sample *sample = NULL;
-  check(tfs_sample(sampler, train, nseeds, &sample), "tfs_sample");
-  int64_t nnodes = 0, nedges = 0;
-  int32_t nhops = 0;
-  check(tfs_sample_sizes(sample, &nnodes, &nedges, &nhops), "tfs_sample_sizes");
-  int64_t *nodes = xmalloc((size_t)nnodes * sizeof *nodes);
-  int64_t *per_hop = xmalloc((size_t)(nhops + 1) * sizeof *per_hop);
-  int64_t *edges_per_hop = xmalloc((size_t)(nhops > 0 ? nhops : 1) * sizeof *edges_per_hop);
-  check(tfs_sample_copy(sample, nodes, NULL, NULL, per_hop, edges_per_hop), "tfs_sample_copy");
-  printf("sample: %" PRId64 " nodes, %" PRId64 " edges over %d hops; nodes per hop:", nnodes, nedges, (int)nhops);
+  check(tfs_sample(sampler, NULL, train, nseeds, &sample), "tfs_sample"); /* NULL: the only node type */
+  /* The sizes per type and hop, as JSON; one type here. */
+  char sizes[1024];
+  size_t sneed = 0;
+  check(tfs_sample_json(sample, sizes, sizeof sizes, &sneed), "tfs_sample_json");
+  int64_t nodes_per_hop[8] = {0}, edges_per_hop[8] = {0}, nnodes = 0, nedges = 0;
+  int nhops = per_hop(sizes, "\"nodes_per_hop\"", nodes_per_hop, 8) - 1;
+  per_hop(sizes, "\"edges_per_hop\"", edges_per_hop, 8);
   for (int h = 0; h <= nhops; h++) {
-    printf(" %" PRId64, per_hop[h]);
+    nnodes += nodes_per_hop[h];
+    nedges += h < nhops ? edges_per_hop[h] : 0;
+  }
+  int64_t *nodes = xmalloc((size_t)nnodes * sizeof *nodes);
+  check(tfs_sample_nodes(sample, NULL, nodes), "tfs_sample_nodes");
+  printf("sample: %" PRId64 " nodes, %" PRId64 " edges over %d hops; nodes per hop:", nnodes, nedges, nhops);
+  for (int h = 0; h <= nhops; h++) {
+    printf(" %" PRId64, nodes_per_hop[h]);
   }
   printf("\n");
 
@@ -205,8 +220,6 @@ int main(int argc, char **argv) {
 
   free(stats);
   free(feats);
-  free(edges_per_hop);
-  free(per_hop);
   free(nodes);
   free(train);
   check(tfs_sample_free(sample), "tfs_sample_free");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,26 @@ struct Sample {
 
 class Store;
 
+// counts is the first list of integers after key in json: a one-type sample's per-hop counts in
+// its tfs_sample_json.
+static std::vector<int64_t> counts(const std::string &json, const std::string &key) {
+  std::vector<int64_t> out;
+  size_t p = json.find(key);
+  p = p == std::string::npos ? p : json.find('[', p);
+  if (p == std::string::npos) return out;
+  for (const char *c = json.c_str() + p + 1; *c != ']' && *c != '\0';) {
+    char *end;
+    long long v = std::strtoll(c, &end, 10);
+    if (end == c) {
+      c++;
+      continue;
+    }
+    out.push_back(v);
+    c = end;
+  }
+  return out;
+}
+
 // Sampler draws k-hop neighborhoods; one thread at a time.
 class Sampler {
  public:
@@ -44,23 +65,28 @@ class Sampler {
     if (h_ != nullptr) tfs_sampler_free(h_);
   }
 
+  // sample draws seeds of the graph's one node type (nullptr: the only type) and copies the one
+  // node type's and edge type's arrays out.
   Sample sample(const std::vector<int64_t> &seeds) {
     // "struct tfs_sample": the plain name tfs_sample is the sampling function.
     struct tfs_sample *raw = nullptr;
-    check(tfs_sample(h_, seeds.data(), static_cast<int64_t>(seeds.size()), &raw), "tfs_sample");
+    check(tfs_sample(h_, nullptr, seeds.data(), static_cast<int64_t>(seeds.size()), &raw), "tfs_sample");
     std::unique_ptr<struct tfs_sample, tfs_status (*)(struct tfs_sample *)> s(raw, tfs_sample_free);
-    int64_t nn = 0, ne = 0;
-    int32_t nh = 0;
-    check(tfs_sample_sizes(s.get(), &nn, &ne, &nh), "tfs_sample_sizes");
+    size_t needed = 0;
+    check(tfs_sample_json(s.get(), nullptr, 0, &needed), "tfs_sample_json (size)");
+    std::string json(needed, '\0');
+    check(tfs_sample_json(s.get(), &json[0], json.size(), &needed), "tfs_sample_json");
     Sample out;
+    out.nodes_per_hop = counts(json, "\"nodes_per_hop\"");
+    out.edges_per_hop = counts(json, "\"edges_per_hop\"");
+    int64_t nn = 0, ne = 0;
+    for (int64_t c : out.nodes_per_hop) nn += c;
+    for (int64_t c : out.edges_per_hop) ne += c;
     out.nodes.resize(nn);
     out.row.resize(ne);
     out.col.resize(ne);
-    out.nodes_per_hop.resize(nh + 1);
-    out.edges_per_hop.resize(nh);
-    check(tfs_sample_copy(s.get(), out.nodes.data(), out.row.data(), out.col.data(), out.nodes_per_hop.data(),
-                          out.edges_per_hop.data()),
-          "tfs_sample_copy");
+    check(tfs_sample_nodes(s.get(), nullptr, out.nodes.data()), "tfs_sample_nodes");
+    check(tfs_sample_edges(s.get(), nullptr, out.row.data(), out.col.data(), nullptr), "tfs_sample_edges");
     return out;
   }
 
@@ -107,14 +133,13 @@ class Store {
     return ids;
   }
 
+  // sampler makes a sampler of the graph's one edge type: fanouts per hop.
   Sampler sampler(std::vector<int32_t> fanouts, uint64_t seed) const {
-    tfs_sampler_options so{};
-    so.struct_size = sizeof so;
-    so.fanouts = fanouts.data();
-    so.num_hops = static_cast<int32_t>(fanouts.size());
-    so.seed = seed;
+    std::string so = "{\"fanouts\": [";
+    for (size_t h = 0; h < fanouts.size(); h++) so += (h ? ", " : "") + std::to_string(fanouts[h]);
+    so += "], \"seed\": " + std::to_string(seed) + "}";
     tfs_sampler *h = nullptr;
-    check(tfs_sampler_create(h_, &so, &h), "tfs_sampler_create");
+    check(tfs_sampler_create(h_, so.c_str(), &h), "tfs_sampler_create");
     return Sampler(h);
   }
 

@@ -132,10 +132,11 @@ static int gather_matches(tfs_store *s, const int64_t *ids, int64_t n, const cha
 static void check_sample(struct tfs_sample *smp, const int64_t *seeds, int64_t nseeds, const char *what) {
   int64_t nn = 0, ne = 0;
   int32_t nh = 0;
-  expect_status(tfs_sample_sizes(smp, &nn, &ne, &nh), TFS_OK, NULL, "tfs_sample_sizes");
-  int64_t *nodes = malloc((size_t)nn * 8), *row = malloc((size_t)(ne + 1) * 8), *col = malloc((size_t)(ne + 1) * 8);
-  int64_t *nph = malloc((size_t)(nh + 1) * 8), *eph = malloc((size_t)(nh + 1) * 8);
-  expect_status(tfs_sample_copy(smp, nodes, row, col, nph, eph), TFS_OK, NULL, "tfs_sample_copy");
+  int64_t nph[17], eph[16];
+  expect_status(sample_sizes(smp, &nn, &ne, &nh, nph, eph), TFS_OK, NULL, "tfs_sample_json");
+  int64_t *nodes = malloc((size_t)(nn + 1) * 8), *row = malloc((size_t)(ne + 1) * 8), *col = malloc((size_t)(ne + 1) * 8);
+  expect_status(tfs_sample_nodes(smp, NULL, nodes), TFS_OK, NULL, "tfs_sample_nodes");
+  expect_status(tfs_sample_edges(smp, NULL, row, col, NULL), TFS_OK, NULL, "tfs_sample_edges");
   int ok = nn >= nseeds && memcmp(nodes, seeds, (size_t)nseeds * 8) == 0;
   expect(ok, "%s: the sample's nodes start with the seeds", what);
   int64_t sn = 0, se = 0;
@@ -151,7 +152,7 @@ static void check_sample(struct tfs_sample *smp, const int64_t *seeds, int64_t n
   expect(bad < 0, "%s: every sampled edge (row, col) is an edge nodes[row] -> nodes[col] of the graph (first bad %" PRId64 ")", what, bad);
   /* Edge ids: one per sampled edge; two edges with one id are one graph edge (same ends). */
   int64_t *eid = malloc((size_t)(ne + 1) * 8);
-  expect_status(tfs_sample_edge_ids(smp, eid), TFS_OK, NULL, "tfs_sample_edge_ids");
+  expect_status(tfs_sample_edges(smp, "", row, col, eid), TFS_OK, NULL, "tfs_sample_edges with edge ids");
   bad = -1;
   for (int64_t e = 0; e < ne && bad < 0; e++) {
     if (eid[e] < 0) bad = e;
@@ -160,23 +161,23 @@ static void check_sample(struct tfs_sample *smp, const int64_t *seeds, int64_t n
     }
   }
   expect(bad < 0, "%s: edge ids are >= 0 and name one (src, dst) each (first bad %" PRId64 ")", what, bad);
-  if (ne > 0) expect_status(tfs_sample_edge_ids(smp, NULL), TFS_EINVAL, "out", "tfs_sample_edge_ids(NULL)");
+  if (ne > 0) expect_status(tfs_sample_edges(smp, NULL, NULL, col, eid), TFS_EINVAL, "row", "tfs_sample_edges(row NULL)");
   free(eid);
-  free(nodes), free(row), free(col), free(nph), free(eph);
+  free(nodes), free(row), free(col);
 }
 
 static struct tfs_sample *draw(tfs_store *s, const int32_t *fanouts, int32_t hops, uint64_t seed, const int64_t *seeds,
                                int64_t n) {
-  tfs_sampler_options so;
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.fanouts = fanouts;
-  so.num_hops = hops;
-  so.seed = seed;
+  char so[256];
+  int k = snprintf(so, sizeof so, "{\"seed\": %" PRIu64 ", \"fanouts\": [", seed);
+  for (int32_t h = 0; h < hops; h++) {
+    k += snprintf(so + k, sizeof so - (size_t)k, "%s%d", h ? ", " : "", (int)fanouts[h]);
+  }
+  snprintf(so + k, sizeof so - (size_t)k, "]}");
   tfs_sampler *sp = NULL;
   struct tfs_sample *smp = NULL;
-  expect_status(tfs_sampler_create(s, &so, &sp), TFS_OK, NULL, "tfs_sampler_create");
-  expect_status(tfs_sample(sp, seeds, n, &smp), TFS_OK, NULL, "tfs_sample");
+  expect_status(tfs_sampler_create(s, so, &sp), TFS_OK, NULL, "tfs_sampler_create");
+  expect_status(tfs_sample(sp, NULL, seeds, n, &smp), TFS_OK, NULL, "tfs_sample");
   tfs_sampler_free(sp);
   return smp;
 }
@@ -185,13 +186,16 @@ static struct tfs_sample *draw(tfs_store *s, const int32_t *fanouts, int32_t hop
 static int same_sample(struct tfs_sample *a, struct tfs_sample *b) {
   int64_t na, ea, nb, eb;
   int32_t ha, hb;
-  if (tfs_sample_sizes(a, &na, &ea, &ha) || tfs_sample_sizes(b, &nb, &eb, &hb) || na != nb || ea != eb || ha != hb) {
+  if (sample_sizes(a, &na, &ea, &ha, NULL, NULL) || sample_sizes(b, &nb, &eb, &hb, NULL, NULL) || na != nb || ea != eb ||
+      ha != hb) {
     return 0;
   }
   int64_t *x = malloc((size_t)(2 * na + 4 * ea + 1) * 8);
   int64_t *y = malloc((size_t)(2 * na + 4 * ea + 1) * 8);
-  tfs_sample_copy(a, x, x + na, x + na + ea, NULL, NULL);
-  tfs_sample_copy(b, y, y + na, y + na + ea, NULL, NULL);
+  tfs_sample_nodes(a, NULL, x);
+  tfs_sample_edges(a, NULL, x + na, x + na + ea, NULL);
+  tfs_sample_nodes(b, NULL, y);
+  tfs_sample_edges(b, NULL, y + na, y + na + ea, NULL);
   int same = memcmp(x, y, (size_t)(na + 2 * ea) * 8) == 0;
   free(x), free(y);
   return same;
@@ -306,9 +310,9 @@ int main(int argc, char **argv) {
   check_sample(b, train, 64, "fanout -1");
   int64_t nn, ne;
   int32_t nh;
-  tfs_sample_sizes(b, &nn, &ne, &nh);
-  int64_t *col = malloc((size_t)ne * 8);
-  tfs_sample_copy(b, NULL, NULL, col, NULL, NULL);
+  sample_sizes(b, &nn, &ne, &nh, NULL, NULL);
+  int64_t *row = malloc((size_t)(ne + 1) * 8), *col = malloc((size_t)(ne + 1) * 8);
+  tfs_sample_edges(b, NULL, row, col, NULL);
   int dbad = -1;
   for (int i = 0; i < 64 && dbad < 0; i++) {
     int64_t c = 0;
@@ -316,7 +320,7 @@ int main(int argc, char **argv) {
     if (c != indeg[train[i]]) dbad = i;
   }
   expect(dbad < 0, "fanout -1 takes every in-neighbor: each seed has in-degree many edges (first bad seed %d)", dbad);
-  free(col);
+  free(row), free(col);
   tfs_sample_free(b);
 
   /* The same draws with the topology on disk (read through the IO stacks) are identical. */

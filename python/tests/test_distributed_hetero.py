@@ -223,7 +223,7 @@ def _hetero_planned(rank: int, path: str, seed: int, timeout: float, res: dict) 
 
 
 def test_hetero_planned_epochs_on_a_shared_store(hetero, tmp_path):
-    """tierfs.Loader(planned_epochs=K) with a HeteroSampler on a shared store: each rank's
+    """tierfs.Loader(planned_epochs=K) with a sampler of fanouts by edge type on a shared store: each rank's
     planned epoch is its split_seeds share, every type's rows equal the plain store's, and per
     type the packed rows are the rank's own disk rows (the peer-owned ones are exchanged)."""
     seed = random.randrange(1 << 30)

@@ -291,7 +291,7 @@ def _hetero_batches(ref, rank: int, seed: int, batch_size: int) -> list:
 
 def test_profile_reads_of_several_types(hetero):  # noqa: F811
     """Store.profile_reads with fanouts per edge type counts, per type, the batches whose
-    every-neighbor sample (HeteroSampler.sample, another code path) reaches each row. Its batches
+    every-neighbor sample (a typed Sampler.sample, another code path) reaches each row. Its batches
     are slices of a fresh permutation, so each batch here holds every seed (a known node set)."""
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")

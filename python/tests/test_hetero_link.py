@@ -1,4 +1,4 @@
-"""Heterogeneous link sampling through Python (HeteroSampler.sample_from_edges, tfs_hetero_sample_from_edges)
+"""Heterogeneous link sampling through Python (Sampler.sample_from_edges, tfs_sample_from_edges)
 on a random heterogeneous graph (seeded by TIERFS_TEST_SEED, printed in the header), checked
 against plain numpy: the seeds of each node type, where the label edges point, that sampled edges
 are edges, exclusion of seed edges and their reverses, strict negatives; and the errors."""

@@ -1,4 +1,4 @@
-"""Link sampling (tfs_sample_edges, Sampler.sample_from_edges): the node sample is the one the
+"""Link sampling (tfs_sample_from_edges, Sampler.sample_from_edges): the node sample is the one the
 sampler draws from the sorted distinct endpoints with the same seed (nothing excluded), the
 label edges point at the seed edges and negatives, and bad input names itself."""
 
@@ -114,7 +114,7 @@ def test_node_sample_has_no_label_edges(store):
 
     sp = store.sampler([2])
     hs = c_void_p()
-    assert lib.tfs_sample(sp._handle, np.array([1], dtype=np.int64).ctypes.data, 1, byref(hs)) == 0
+    assert lib.tfs_sample(sp._handle, None, np.array([1], dtype=np.int64).ctypes.data, 1, byref(hs)) == 0
     try:
         needed = c_size_t()
         assert lib.tfs_sample_link_json(hs, None, 0, byref(needed)) != 0

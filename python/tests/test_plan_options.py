@@ -1,5 +1,5 @@
 """The plan and link options Python takes are the core's (planned.EpochOptions and
-featurestore.LinkRequest, read through tfs_options_json): every option of each table is a keyword
+featurestore.LinkOptions, read through tfs_options_json): every option of each table is a keyword
 of plan_epochs that reaches tfs_epochs_open's JSON under its name, no other keyword is taken, the
 docstring lists them all, and no function re-lists a keyword of a family with another default."""
 

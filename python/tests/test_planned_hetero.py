@@ -1,4 +1,4 @@
-"""Planned epochs of a heterogeneous graph (Loader(HeteroSampler, planned_epochs=K)): every
+"""Planned epochs of a heterogeneous graph (Loader(typed Sampler, planned_epochs=K)): every
 planned batch against the on-demand hetero Loader of the same seeds and sampling seed (nodes and
 edges per type, features per type bit for bit, labels), replay, and bad inputs."""
 
@@ -247,9 +247,9 @@ def test_pipeline_records_tensors_in_dicts():
     heterogeneous batch's x and sample) are found too."""
     from tierfs.pipeline import _tensors
     from tierfs.loader import Batch
-    from tierfs.hetero import HeteroSample
+    from tierfs import Sample
 
     a, b, c = torch.zeros(2), torch.ones(3), torch.arange(4)
-    sample = HeteroSample(node={"paper": c}, row={}, col={}, edge={}, num_sampled_nodes={"paper": [4]}, num_sampled_edges={}, seed_type="paper")
+    sample = Sample(node={"paper": c}, row={}, col={}, edge={}, num_sampled_nodes={"paper": [4]}, num_sampled_edges={}, seed_type="paper")
     found = list(_tensors(Batch(seeds=a, sample=sample, x={"paper": b}, y=None)))
     assert {id(t) for t in found} == {id(a), id(b), id(c)}

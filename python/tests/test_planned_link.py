@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import tierfs
-from tierfs.hetero import HeteroLinkSample
+from tierfs import LinkSample
 
 from conftest import rng
 from test_planned_hetero import batch_sample_seed, hetero, same_bits  # noqa: F401 (hetero: the fixture)
 
 
 def same_link_sample(a, b) -> bool:
-    """Two LinkSamples (or HeteroLinkSamples) hold the same arrays, bit for bit."""
+    """Two LinkSamples (untyped or typed) hold the same arrays, bit for bit."""
     for name in ("nodes", "row", "col", "nodes_per_hop", "edges_per_hop", "e_id", "node", "edge",
                  "edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"):
         x, y = getattr(a, name, None), getattr(b, name, None)
@@ -110,7 +110,7 @@ def test_planned_link_epochs_of_an_edge_split(tmp_path):
 
 def test_planned_link_epochs_hetero(hetero, tmp_path):
     """Seed edges of one edge type of the heterogeneous graph of test_planned_hetero: every planned
-    batch against HeteroSampler.sample_from_edges of the batch's seed, rows of every type."""
+    batch against a typed Sampler.sample_from_edges of the batch's seed, rows of every type."""
     path = hetero
     r = rng(37)
     seed = int(r.integers(1 << 62))
@@ -129,7 +129,7 @@ def test_planned_link_epochs_hetero(hetero, tmp_path):
         for b in range(plan.batches_per_epoch):
             pos, got, xs = plan.load(e, b)
             ref = store.sampler(fanouts, seed=batch_sample_seed(seed, e % 2, b)).sample_from_edges(et, edges[0, pos], edges[1, pos], **link)
-            assert isinstance(got, HeteroLinkSample) and got.edge_type == et
+            assert isinstance(got, LinkSample) and got.typed and got.edge_type == et
             assert same_link_sample(got, ref), (e, b)
             for t, x in xs.items():
                 assert same_bits(x, store.gather(ref.node[t], node_type=t)), (e, b, t)

@@ -163,3 +163,39 @@ def test_sampler_pickles(store):
         np.testing.assert_array_equal(a.sample(np.arange(30)).nodes, b.sample(np.arange(30)).nodes)
     finally:
         b.store.close()
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_list_and_one_entry_dict_fanouts_sample_alike(store, replace):
+    """One sampler: a fanout list (the only edge type) and the equivalent one-entry dict draw the
+    same samples, node and link, call after call; the list's are untyped (the only type's arrays
+    as attributes), the dict's typed (dicts by type), the arrays bit for bit the same."""
+    r = rng(41)
+    seed = int(r.integers(1 << 62))
+    print(f"conftest.rng(41): sampler seed {seed}")
+    (et,) = store.edge_types
+    (nt,) = store.node_types
+    flat = store.sampler([4, -1], replace=replace, seed=seed)
+    typed = store.sampler({et: [4, -1]}, replace=replace, seed=seed)
+    assert not flat.typed and typed.typed and flat.num_neighbors == typed.num_neighbors
+    for k in range(3):
+        seeds = r.integers(0, store.num_nodes, size=int(r.integers(1, 200)))
+        a, b = flat.sample(seeds), typed.sample(seeds, nt)
+        assert not a.typed and b.typed
+        assert a.node.keys() == b.node.keys() == {nt} and a.rows.keys() == b.rows.keys() == {tuple(et)}
+        for name in ("node", "rows", "cols", "edge"):
+            for key, arr in getattr(a, name).items():
+                np.testing.assert_array_equal(arr, getattr(b, name)[key], err_msg=f"call {k}: {name}[{key}]")
+        assert a.num_sampled_nodes == b.num_sampled_nodes and a.num_sampled_edges == b.num_sampled_edges
+        np.testing.assert_array_equal(a.nodes, b.node[nt])
+        np.testing.assert_array_equal(a.row, b.row[tuple(et)])
+        np.testing.assert_array_equal(a.e_id, b.edge[tuple(et)])
+        np.testing.assert_array_equal(a.nodes_per_hop, b.num_sampled_nodes[nt])
+        assert a.num_seeds == b.num_seeds == len(seeds)
+        src, dst = r.integers(0, store.num_nodes, size=(2, 32))
+        la = flat.sample_from_edges(src, dst, neg_sampling="binary", amount=1.5)
+        lb = typed.sample_from_edges(et, src, dst, neg_sampling="binary", amount=1.5)
+        np.testing.assert_array_equal(la.nodes, lb.node[nt])
+        np.testing.assert_array_equal(la.col, lb.col[tuple(et)])
+        np.testing.assert_array_equal(la.edge_label_index, lb.edge_label_index)
+        np.testing.assert_array_equal(la.edge_label, lb.edge_label)

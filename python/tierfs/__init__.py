@@ -49,7 +49,6 @@ from .iostack import IOStack
 from .pipeline import Pipeline
 from ._open import open
 from ._sample import LinkSample, Sample
-from .hetero import HeteroSample, HeteroSampler
 from .store import GatherFuture, Sampler, Store
 
 try:
@@ -73,8 +72,6 @@ __all__ = [
     "Sampler",
     "Sample",
     "LinkSample",
-    "HeteroSampler",
-    "HeteroSample",
     "GatherFuture",
     "Loader",
     "Batch",

@@ -7,13 +7,13 @@ it; python/tests/test_abi_layout.py fails when it differs from what the headers 
 
 # ruff: noqa: E501
 
-from ctypes import CFUNCTYPE, POINTER, c_char, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
+from ctypes import CFUNCTYPE, POINTER, c_char, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
 
 from ._cabi import Checked, ptr
 
 # ---- constants ------------------------------------------------------------------------------------
 
-TFS_ABI_VERSION = 2
+TFS_ABI_VERSION = 3
 
 # tfs_status (tierfs.h)
 TFS_OK = 0
@@ -77,19 +77,6 @@ class StoreInfo(Checked):
     ]
 
 
-class SamplerOptions(Checked):
-    """tfs_sampler_options (tierfs_sample.h)."""
-
-    _fields_ = [
-        ("struct_size", c_size_t),  # size_t
-        ("fanouts", POINTER(c_int32)),  # const int32_t *
-        ("num_hops", c_int32),  # int32_t
-        ("replace", c_int32),  # int32_t
-        ("seed", c_uint64),  # uint64_t
-        ("workers", c_int32),  # int32_t
-    ]
-
-
 class IoOptions(Checked):
     """tfs_io_options (tierfs_io.h)."""
 
@@ -118,7 +105,7 @@ class IoRequest(Checked):
     ]
 
 
-STRUCTS = {"tfs_open_options": OpenOptions, "tfs_store_info": StoreInfo, "tfs_sampler_options": SamplerOptions, "tfs_io_options": IoOptions, "tfs_io_request": IoRequest}
+STRUCTS = {"tfs_open_options": OpenOptions, "tfs_store_info": StoreInfo, "tfs_io_options": IoOptions, "tfs_io_request": IoRequest}
 CALLBACKS = {"tfs_progress_fn": ProgressFn}
 
 
@@ -164,26 +151,16 @@ FUNCTIONS = {
     "tfs_map_host_tier": (c_int, [c_void_p, c_char_p, c_char_p]),  # (store, node_type, path)
     "tfs_place_hetero_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
     # tierfs_sample.h
-    "tfs_sampler_create": (c_int, [c_void_p, ptr(SamplerOptions), ptr(c_void_p)]),  # (store, opts, out)
+    "tfs_sampler_create": (c_int, [c_void_p, c_char_p, ptr(c_void_p)]),  # (store, options_json, out)
     "tfs_sampler_free": (c_int, [c_void_p]),  # (sampler)
-    "tfs_sample": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seeds, n, out)
-    "tfs_sample_sizes": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int32)]),  # (sample, num_nodes, num_edges, num_hops)
-    "tfs_sample_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, nodes, row, col, nodes_per_hop, edges_per_hop)
-    "tfs_sample_edge_ids": (c_int, [c_void_p, ptr(c_int64)]),  # (sample, out)
+    "tfs_sample": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seed_type, seeds, n, out)
+    "tfs_sample_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
+    "tfs_sample_nodes": (c_int, [c_void_p, c_char_p, ptr(c_int64)]),  # (sample, node_type, out)
+    "tfs_sample_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_type, row, col, edge_ids)
     "tfs_sample_free": (c_int, [c_void_p]),  # (sample)
-    "tfs_sample_edges": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, src, dst, labels, n, link_options_json, out)
+    "tfs_sample_from_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, edge_type, src, dst, labels, n, link_options_json, out)
     "tfs_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
     "tfs_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
-    "tfs_hetero_sampler_create": (c_int, [c_void_p, c_char_p, ptr(c_void_p)]),  # (store, options_json, out)
-    "tfs_hetero_sampler_free": (c_int, [c_void_p]),  # (sampler)
-    "tfs_hetero_sample": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seed_type, seeds, n, out)
-    "tfs_hetero_sample_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
-    "tfs_hetero_sample_nodes": (c_int, [c_void_p, c_char_p, ptr(c_int64)]),  # (sample, node_type, out)
-    "tfs_hetero_sample_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_type, row, col, edge_ids)
-    "tfs_hetero_sample_free": (c_int, [c_void_p]),  # (sample)
-    "tfs_hetero_sample_from_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, edge_type, src, dst, labels, n, link_options_json, out)
-    "tfs_hetero_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
-    "tfs_hetero_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
     # tierfs_epochs.h
     "tfs_epochs_open": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, out)
     "tfs_epochs_open_elsewhere": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (store, options_json, seeds, n, elsewhere, n_elsewhere, out)
@@ -193,7 +170,6 @@ FUNCTIONS = {
     "tfs_epochs_sample": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
     "tfs_epochs_seeds": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, ptr(c_int64)]),  # (epochs, epoch, batch, out, cap, n)
     "tfs_epochs_gather": (c_int, [c_void_p, c_int64, c_int64, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, nodes, n, dst, dst_bytes)
-    "tfs_epochs_sample_hetero": (c_int, [c_void_p, c_int64, c_int64, ptr(c_void_p)]),  # (epochs, epoch, batch, out)
     "tfs_epochs_gather_typed": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64]),  # (epochs, epoch, batch, node_type, nodes, n, dst, dst_bytes)
     "tfs_epochs_gather_device": (c_int, [c_void_p, c_int64, c_int64, c_char_p, ptr(c_int64), c_int64, c_void_p, c_int64, c_void_p]),  # (epochs, epoch, batch, node_type, nodes, n, dst_device, dst_bytes, cuda_stream)
     # tierfs_io.h

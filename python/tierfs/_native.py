@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _abi
 from . import errors as _errors
-from ._abi import STRUCTS, IoOptions, IoRequest, OpenOptions, ProgressFn, SamplerOptions, StoreInfo  # noqa: F401
+from ._abi import STRUCTS, IoOptions, IoRequest, OpenOptions, ProgressFn, StoreInfo  # noqa: F401
 from ._cabi import INT_RANGES, check_value  # noqa: F401
 
 # The declarations (argtypes, restype, structs, constants) are generated from capi/tierfs.h into

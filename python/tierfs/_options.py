@@ -3,7 +3,7 @@
 :meth:`tierfs.Store.plan_epochs` (``"epochs"``) and the link-sampling options (``"link"``).
 
 Each family is one table in the core (a Go type's tagged fields: ``featurestore.Options``,
-``planned.EpochOptions``, ``featurestore.LinkRequest``; name, kind, default, choices, help), which
+``planned.EpochOptions``, ``featurestore.LinkOptions``; name, kind, default, choices, help), which
 the library hands over as ``tfs_options_json(family)``; this module turns keyword arguments into
 the JSON objects the C calls take (:func:`encode`, :func:`request`), gives each keyword its
 default (:func:`defaults`) and writes the option lists of the docstrings (:func:`document`). A

@@ -337,8 +337,8 @@ class DistributedStore(Store):
         return o.owner[arr].astype(np.int64)
 
     def sampler(self, fanouts: Any, replace: bool = False, seed: int = 0, workers: int = 0) -> Any:
-        """As :meth:`Store.sampler` (a list of fanouts, or a dict per edge type for a
-        :class:`tierfs.HeteroSampler`), drawing with ``seed + rank * 2**32`` so ranks sample
+        """As :meth:`Store.sampler` (a list of fanouts, or a dict per edge type for typed
+        samples), drawing with ``seed + rank * 2**32`` so ranks sample
         independently while each run repeats."""
         return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, workers=workers)
 

@@ -8,16 +8,16 @@ plans), and reading its packed rows with a few large reads. A plan covers the tr
 outside them replays planned epoch ``first_epoch + (e - first_epoch) mod K`` (samples reused).
 
 On a dataset of several node types, ``store.plan_epochs({edge type: fanouts}, ...,
-node_type=...)`` plans batches of seeds of ``node_type`` sampled as a
-:class:`tierfs.HeteroSampler` samples them, packing per batch the rows of every node type with
-features; :meth:`PlannedEpochs.sample` then gives a :class:`tierfs.HeteroSample` and
+node_type=...)`` plans batches of seeds of ``node_type`` sampled as a :class:`tierfs.Sampler` of
+those fanouts samples them, packing per batch the rows of every node type with features;
+:meth:`PlannedEpochs.sample` then gives a typed :class:`tierfs.Sample` and
 :meth:`PlannedEpochs.gather` takes the node type of the rows.
 
 For link prediction, ``store.plan_epochs(fanouts, ..., seed_edges=...)`` plans batches of seed
 edges: batch ``b`` of planned epoch ``e`` is what ``store.sampler(fanouts, seed=s)
 .sample_from_edges(...)`` gives for its seed edges with ``s`` the seed the core derives from
 ``seed``, ``e`` and ``b`` — the same negatives, subgraph and rows — and :meth:`PlannedEpochs.sample`
-answers that :class:`tierfs.LinkSample` (:class:`tierfs.HeteroLinkSample`).
+answers that :class:`tierfs.LinkSample`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from . import _native, _options, _util, errors
 from ._args import _c_str, _fanouts, _ids
 from ._native import check, lib
 from ._sample import LinkSample, Sample, _finish_link_labels, _link_labels, _neg_sampling, _take_link_sample, _take_sample
-from .hetero import HeteroLinkSample, HeteroSample, _take_hetero_link_labels, _take_hetero_sample, edge_type_key, edge_type_tuple, fanouts_by_key
+from .hetero import edge_type_key, edge_type_tuple, fanouts_by_key
 
 if TYPE_CHECKING:  # for annotations only: store imports this module
     from .store import Store
@@ -168,22 +168,19 @@ class PlannedEpochs:
         check(lib.tfs_epochs_seeds(h, e, b, out.ctypes.data, n.value, byref(n)))
         return out
 
-    def sample(self, epoch: int, batch: int) -> Union["Sample", HeteroSample]:
+    def sample(self, epoch: int, batch: int) -> Sample:
         """The sample of batch ``batch`` of epoch ``epoch`` (numpy arrays); its first
-        ``num_seeds`` nodes are the batch's seeds. A heterogeneous plan's is a
-        :class:`tierfs.HeteroSample` (the seeds first in ``node[node_type]``). A link plan's is a
-        :class:`tierfs.LinkSample` (:class:`tierfs.HeteroLinkSample`), as the on-demand
+        ``num_seeds`` nodes are the batch's seeds. A heterogeneous plan's is typed (the seeds
+        first in ``node[node_type]``), a store's plan's untyped, as the sampler of the plan's
+        fanouts gives them. A link plan's is a :class:`tierfs.LinkSample`, as the on-demand
         ``sample_from_edges`` of the batch's seed edges gives it."""
         if self._link is not None:
             return self._sample_link(epoch, batch)
         hs = c_void_p()
-        if self.hetero:
-            check(lib.tfs_epochs_sample_hetero(self._h(), int(epoch), int(batch), byref(hs)))
-            return _take_hetero_sample(hs.value, self.node_type)
         check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
-        return Sample(*_take_sample(hs))
+        return _take_sample(hs.value, self.node_type if self.hetero else None, bool(self.hetero))
 
-    def _sample_link(self, epoch: int, batch: int) -> Union[LinkSample, HeteroLinkSample]:
+    def _sample_link(self, epoch: int, batch: int) -> LinkSample:
         assert self._link is not None
         mode, amount, lab, core_labels = self._link
         pos = self.seeds(epoch, batch)
@@ -191,17 +188,14 @@ class PlannedEpochs:
         lab = None if lab is None else lab[pos]
         core_labels = None if core_labels is None else core_labels[pos]
         hs = c_void_p()
-        if self.hetero:
-            check(lib.tfs_epochs_sample_hetero(self._h(), int(epoch), int(batch), byref(hs)))
-            eli, label, src_index, dst_pos_index, dst_neg_index = _take_hetero_link_labels(hs.value)
-            smp = _take_hetero_sample(hs.value, None)
+
+        def finish(link: tuple) -> tuple:
+            eli, label, src_index, dst_pos_index, dst_neg_index = link
             label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
-            return HeteroLinkSample(**vars(smp), edge_type=self.edge_type, edge_label_index=eli, edge_label=label,
-                                    src_index=src_index, dst_pos_index=dst_pos_index, dst_neg_index=dst_neg_index)
+            return eli, label, src_index, dst_pos_index, dst_neg_index
+
         check(lib.tfs_epochs_sample(self._h(), int(epoch), int(batch), byref(hs)))
-        arrays, (eli, label, src_index, dst_pos_index, dst_neg_index) = _take_link_sample(hs)
-        label, dst_neg_index = _finish_link_labels(mode, amount, n, lab, core_labels, eli, label, dst_neg_index)
-        return LinkSample(*arrays, eli, label, src_index, dst_pos_index, dst_neg_index)
+        return _take_link_sample(hs.value, self.edge_type, bool(self.hetero), finish)
 
     def gather(self, epoch: int, batch: int, nodes: Any, out: Any = None, node_type: Optional[str] = None) -> Any:
         """Feature rows of ``nodes`` (the batch's ``sample.nodes``) into a host numpy array.
@@ -289,10 +283,10 @@ class PlannedEpochs:
         plan's ``seeds`` are the positions of the batch's seed edges."""
         sample = self.sample(epoch, batch)
         if self._link is not None:
-            if isinstance(sample, HeteroSample):
+            if sample.typed:
                 return self.seeds(epoch, batch), sample, {t: self.gather(epoch, batch, sample.node[t], node_type=t) for t in self.node_types}
             return self.seeds(epoch, batch), sample, self.gather(epoch, batch, sample.nodes)
-        if isinstance(sample, HeteroSample):
+        if sample.typed:
             xs = {t: self.gather(epoch, batch, sample.node[t], node_type=t) for t in self.node_types}
             return sample.node[self.node_type][: sample.num_seeds], sample, xs
         x = self.gather(epoch, batch, sample.nodes)

@@ -9,7 +9,6 @@ topology, IO stacks) and must never be forked from a process that loaded the lib
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 import shutil
@@ -29,7 +28,6 @@ from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from .planrounds import PlanRounds
 from ._args import IdsLike, _ids
 from ._sample import Sample
-from .hetero import HeteroSample, HeteroSampler
 from .store import Sampler, Store
 
 __all__ = ["Loader", "Batch", "prefetch"]
@@ -132,7 +130,8 @@ class Batch:
         seeds: the batch's seed node ids (global).
         sample: their k-hop neighborhood (:class:`tierfs.Sample`); ``sample.nodes[:len(seeds)]``
             are the seeds. On a CUDA store with torch seeds its edges (``row``, ``col``) are on the
-            store's device, like ``x`` (moved on the gather threads' streams); ids stay on the host. With a :class:`tierfs.HeteroSampler`, a :class:`tierfs.HeteroSample`.
+            store's device, like ``x`` (moved on the gather threads' streams); ids stay on the host. With
+            a sampler of fanouts by edge type, a typed :class:`tierfs.Sample`.
         x: feature rows of ``sample.nodes``, ``(sample.num_nodes, dim)``; with a heterogeneous
             sample ``{node type: rows of sample.node[type]}`` (the type's default feature, for
             every type that has features).
@@ -142,7 +141,7 @@ class Batch:
     """
 
     seeds: Any
-    sample: Union[Sample, HeteroSample]
+    sample: Sample
     x: Any
     y: Any
     positions: Any = None
@@ -302,11 +301,11 @@ class Loader:
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
 
-    With a :class:`tierfs.HeteroSampler` (``store.sampler({edge type: fanouts})``) the seeds
-    are ids of ``node_type``; each batch's ``sample`` is a :class:`tierfs.HeteroSample` and
+    With a sampler of fanouts by edge type (``store.sampler({edge type: fanouts})``) the seeds
+    are ids of ``node_type``; each batch's ``sample`` is a typed :class:`tierfs.Sample` and
     ``x`` the default feature of every sampled node type (each through its tiers; on a shared
     distributed store each type's rows are exchanged, the types in one order on every rank).
-    With ``planned_epochs`` the plan samples as the HeteroSampler does (its fanouts, replace and
+    With ``planned_epochs`` the plan samples as the sampler does (its fanouts, replace and
     seed) and packs the rows of every node type with features.
 
     Example::
@@ -339,9 +338,9 @@ class Loader:
         plan_pack_memory: Any = None,
     ) -> None:
         self.node_type: Optional[str] = None
-        if isinstance(sampler, HeteroSampler):
+        if getattr(sampler, "typed", False):
             if node_type is None:
-                raise ValueError(f"tierfs.Loader: a HeteroSampler needs node_type, the seeds' node type (one of {', '.join(store.node_types)})")
+                raise ValueError(f"tierfs.Loader: a sampler of fanouts by edge type needs node_type, the seeds' node type (one of {', '.join(store.node_types)})")
             self.node_type = node_type
             if labels is None:
                 labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
@@ -482,7 +481,7 @@ class Loader:
 
     def _gather(self, i: int, sampled: Tuple[Any, Any, Any], turn: Any = None) -> Batch:
         seeds, sample, pos = sampled
-        if isinstance(sample, HeteroSample):
+        if sample.typed:
             types = self.store.types["node_types"]
             typed = {t: ids for t, ids in sample.node.items() if any(f["default"] for f in types[t]["features"].values())}
             xs = self._share.gather_types(typed, turn, i)  # every type of this batch in turn
@@ -512,7 +511,7 @@ class Loader:
         def up(t: Any) -> Any:
             return None if t is None or t.is_cuda else t.pin_memory().to(device, non_blocking=True)
 
-        return dataclasses.replace(sample, row=up(sample.row), col=up(sample.col))
+        return sample._with_arrays(up, nodes=False, ids=False)
 
     def _read_planned(self, plan: Any, epoch: int, b: int, nodes_by_type: Dict[Optional[str], Any], on_gpu: bool, turn: Any) -> Dict[Optional[str], Any]:
         """{node type: planned rows of its nodes}; on a CUDA store straight to the device (packed
@@ -520,8 +519,8 @@ class Loader:
         batch order (the store's seed share reads them)."""
         return self._share.read_planned(plan, epoch, b, nodes_by_type, on_gpu, turn)
 
-    def _gather_planned(self, plan: Any, epoch: int, b: int, sample: Union[Sample, HeteroSample], turn: Any = None) -> Batch:
-        if isinstance(sample, HeteroSample):
+    def _gather_planned(self, plan: Any, epoch: int, b: int, sample: Sample, turn: Any = None) -> Batch:
+        if sample.typed:
             return self._gather_planned_hetero(plan, epoch, b, sample, turn)
         seeds = sample.nodes[: sample.num_seeds]
         on_gpu = self._torch and self.store.device != "cpu"
@@ -531,21 +530,17 @@ class Loader:
         import torch
 
         seeds_t = torch.from_numpy(seeds)
-        arrays = (sample.nodes, sample.row, sample.col, sample.nodes_per_hop, sample.edges_per_hop, sample.e_id)
-        sample = self._sample_on_device(Sample(*(torch.from_numpy(a) for a in arrays)))
+        sample = self._sample_on_device(sample._with_arrays(torch.from_numpy))
         xt = x if on_gpu else torch.from_numpy(x)
         return self._finish(Batch(seeds_t, sample, xt, self.store.labels(seeds_t) if self.labels else None))
 
-    def _gather_planned_hetero(self, plan: Any, epoch: int, b: int, sample: HeteroSample, turn: Any = None) -> Batch:
+    def _gather_planned_hetero(self, plan: Any, epoch: int, b: int, sample: Sample, turn: Any = None) -> Batch:
         """A planned batch of a heterogeneous plan, laid out as the on-demand path's: torch
         tensors for torch seeds, ``x`` per sampled node type with features."""
         if self._torch:
             import torch
 
-            def conv(d: Dict[Any, Any]) -> Dict[Any, Any]:
-                return {k: None if v is None else torch.from_numpy(v) for k, v in d.items()}
-
-            sample = dataclasses.replace(sample, node=conv(sample.node), row=conv(sample.row), col=conv(sample.col), edge=conv(sample.edge))
+            sample = sample._with_arrays(torch.from_numpy)
         packed = plan.node_types
         typed = {t: ids for t, ids in sample.node.items() if t in packed}
         xs = self._read_planned(plan, epoch, b, typed, self._torch and self.store.device != "cpu", turn)

@@ -25,6 +25,8 @@ import time
 import weakref
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from ._sample import Sample
+
 __all__ = ["Pipeline", "pipeline_stats", "bound_of"]
 
 #: Most batches a pipeline has in flight: each is a gather thread (with its CUDA stream) and the
@@ -323,7 +325,8 @@ def _join_stream(event: Any, value: Any, device: Any) -> None:
 
 def _tensors(value: Any) -> Iterator[Any]:
     """The torch tensors in value: itself, or in its tuple/list items, dict values, dataclass
-    fields (a heterogeneous batch keeps its features and sample per type in dicts) or a PyG
+    fields, a Sample's arrays (a batch keeps a sample's arrays and a typed batch its features per
+    type in dicts) or a PyG
     ``Data``/``HeteroData``'s stores (what the PyG loaders' gathers make)."""
     import torch
 
@@ -340,3 +343,5 @@ def _tensors(value: Any) -> Iterator[Any]:
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             yield from _tensors(getattr(value, f.name))
+    elif isinstance(value, Sample):  # its arrays, in dicts by type
+        yield from _tensors(vars(value))

@@ -23,12 +23,12 @@ from ._args import IdsLike, _c_str, _Ids, _ids, _torch
 from ._native import check, lib
 from ._sample import Sample
 from .epochs import PlannedEpochs
-from .sampler import Sampler
+from .sampler import Sampler, typed_csc
 from . import storeplace as _storeplace
 from . import storegather as _storegather
 from .storegather import _NUMPY_DTYPES, GatherFuture
 from .seedshare import SeedShare
-from .hetero import EdgeType, HeteroSampler, edge_type_key, edge_type_tuple, typed_csc, typed_labels, typed_split
+from .hetero import EdgeType, edge_type_key, edge_type_tuple, typed_labels, typed_split
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
@@ -447,21 +447,20 @@ class Store:
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
-    ) -> Union["Sampler", HeteroSampler]:
+    ) -> "Sampler":
         """A k-hop uniform neighbor sampler over this store's topology.
 
         Args:
-            fanouts: neighbors to sample per node, per hop (e.g. ``[25, 10]``); -1 takes every
-                neighbor. A dict ``{edge type: [per hop]}`` (PyG's dict ``num_neighbors``; every
-                edge type of the dataset, one length) gives a :class:`tierfs.HeteroSampler`.
+            fanouts: neighbors to sample per node, per hop (e.g. ``[25, 10]``; the graph's only
+                edge type); -1 takes every neighbor. A dict ``{edge type: [per hop]}`` (PyG's
+                dict ``num_neighbors``; every edge type of the dataset, one length) samples
+                typed graphs: its samples are dicts by type (:class:`tierfs.Sample`).
             replace: sample with replacement.
             seed: each :meth:`Sampler.sample` call uses ``seed + call number``, so batches
                 differ but runs repeat.
             workers: goroutines choosing neighbors (0: number of CPUs). Results do not depend
                 on it.
         """
-        if isinstance(fanouts, dict):
-            return HeteroSampler(self, fanouts, replace=replace, seed=seed, workers=workers)
         return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
 
     @property
@@ -491,8 +490,8 @@ class Store:
 
         On a dataset of several types, ``fanouts`` as ``{edge type: [per hop]}`` (every edge
         type, as :meth:`sampler` takes them) plans batches of ``seeds`` of ``node_type`` (default
-        seeds: its "train" split) sampled as a :class:`tierfs.HeteroSampler` of ``seed`` samples
-        them (batch b of planned epoch e: its first sample with the seed the core derives from
+        seeds: its "train" split) sampled as a :class:`tierfs.Sampler` of those fanouts and
+        ``seed`` samples them (batch b of planned epoch e: its first sample with the seed the core derives from
         ``seed``, e and b), packing per batch the rows of every node type with features.
 
         With ``seed_edges`` (a ``(2, n)`` array or tensor of (src, dst) pairs, or the name of a

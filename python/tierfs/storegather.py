@@ -117,7 +117,7 @@ def gather(
             goes through that type's memory tiers, on the GPU for CUDA ids of a CUDA store.
             None is the store's own type (the first with features).
         edge_type: with ``feature``, an edge feature of that edge type (``(src, rel, dst)``
-            or ``"src:rel:dst"``) by its edge ids (``HeteroSample.edge``).
+            or ``"src:rel:dst"``) by its edge ids (``Sample.edge``).
 
     Returns:
         numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on

@@ -101,7 +101,7 @@ def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=
 
 
 def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None, store=None):
-    """DGL heterogeneous blocks of a :class:`tierfs.HeteroSample`: ``(input_nodes,
+    """DGL heterogeneous blocks of a typed :class:`tierfs.Sample`: ``(input_nodes,
     output_nodes, blocks)``, blocks from the input layer to the output layer, as
     :func:`sample_to_blocks` lays them out, per type.
 
@@ -124,7 +124,7 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclud
     :func:`sample_to_blocks` does.
     """
     ntypes = list(sample.node)
-    etypes = list(sample.row)
+    etypes = list(sample.rows)
     nodes = {t: _ids_tensor(sample.node[t]) for t in ntypes}
     nph = {t: [int(c) for c in sample.num_sampled_nodes[t]] for t in ntypes}
     eph = {e: [int(c) for c in sample.num_sampled_edges[e]] for e in etypes}
@@ -132,8 +132,8 @@ def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclud
     if num_hops == 0 or any(len(v) != num_hops for v in eph.values()) or any(len(v) != num_hops + 1 for v in nph.values()):
         raise tierfs.Error("tierfs.dgl: hetero sample has uneven hop counts; want hops+1 node counts per type and hops edge counts per edge type")
     node_prefix = {t: np.cumsum(nph[t]).tolist() for t in ntypes}
-    row = {e: _ids_tensor(sample.row[e]) for e in etypes}
-    col = {e: _ids_tensor(sample.col[e]) for e in etypes}
+    row = {e: _ids_tensor(sample.rows[e]) for e in etypes}
+    col = {e: _ids_tensor(sample.cols[e]) for e in etypes}
     eid = {e: None if sample.edge.get(e) is None else _ids_tensor(sample.edge[e]) for e in etypes}
     if store is not None:
         eid = {e: None if ids is None else dgl_edge_ids(store, ids, e) for e, ids in eid.items()}

@@ -167,7 +167,7 @@ if gb is not None:
         Several node or edge types (``store.is_hetero``): every feature by its own name,
         ``("node", ntype, name)`` for each node type's features, ``("node", ntype,
         label_name)`` for each type with labels, and ``("edge", "src:rel:dst", name)`` for each
-        edge type's features (read by edge id, as ``HeteroSample.edge`` / ``dgl.EID`` give
+        edge type's features (read by edge id, as ``Sample.edge`` / ``dgl.EID`` give
         them: positions in the input of the edge type); ``feature_name`` and ``type_name`` do
         not apply there. A type's default feature is
         read through its memory tiers, the others from disk.

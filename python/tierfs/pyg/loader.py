@@ -17,7 +17,8 @@ from torch_geometric.sampler.base import SubgraphType
 from .. import errors
 from ..loader import Batch, Loader
 from ..pipeline import MAX_DEPTH, Pipeline, pipeline_stats
-from ..hetero import HeteroSample, edge_type_tuple, typed_csc
+from ..hetero import edge_type_tuple
+from ..sampler import typed_csc
 from ..store import Store
 from ..frompyg import graph_attrs as _graph_attrs
 from ..edgeids import INPUT_EDGE_ID, input_edge_ids
@@ -479,7 +480,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         plan = self.plan
         pos, sample = sampled
         fs = self.data[0]
-        if isinstance(sample, HeteroSample):
+        if sample.typed:
             fs.batch = {t: (sample.node[t], plan.gather(epoch, batch, sample.node[t].numpy(), node_type=t)) for t in plan.node_types}
         else:
             fs.batch = {None: (sample.nodes, plan.gather(epoch, batch, sample.nodes.numpy()))}

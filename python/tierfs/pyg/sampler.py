@@ -12,7 +12,8 @@ from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, HeteroSampler
 from torch_geometric.typing import EdgeTypeStr
 
 from .. import errors
-from ..hetero import HeteroSample, HeteroSampler, edge_type_tuple
+from .._sample import _to_torch
+from ..hetero import edge_type_tuple
 from ..store import Store
 from ..edgeids import input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _unwrap
@@ -161,7 +162,7 @@ class NeighborSampler(BaseSampler):
 
     @property
     def is_hetero(self) -> bool:
-        return isinstance(self.sampler, HeteroSampler)
+        return self.sampler.typed
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> Union[SamplerOutput, HeteroSamplerOutput]:
         seeds = index.node
@@ -219,7 +220,7 @@ class NeighborSampler(BaseSampler):
 
     def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of the link sample s of the seed edges inputs (a
-        :class:`tierfs.LinkSample` or :class:`tierfs.HeteroLinkSample`, torch tensors)."""
+        :class:`tierfs.LinkSample`, torch tensors)."""
         metadata = _link_metadata(inputs, s, neg_sampling)
         if self.is_hetero:
             return self._hetero_link_output(s, metadata)
@@ -235,7 +236,7 @@ class NeighborSampler(BaseSampler):
         )
 
     def _sample_hetero_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling]) -> HeteroSamplerOutput:
-        """sample_from_edges on a heterogeneous store (HeteroSampler.sample_from_edges)."""
+        """sample_from_edges on a heterogeneous store (a typed Sampler.sample_from_edges)."""
         if inputs.input_type is None:
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
         row, col = _host_pair(inputs)
@@ -267,20 +268,9 @@ def _host_pair(inputs: EdgeSamplerInput) -> tuple:
 
 
 def _link_sample_to_torch(s: Any) -> Any:
-    """A numpy LinkSample or HeteroLinkSample (a plan's) as the sampler gives it for CPU torch
-    seed edges: every array a torch tensor."""
-    def conv(a: Any) -> Any:
-        return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
-
-    names = ["edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index"]
-    if isinstance(s, HeteroSample):
-        for name in ("node", "row", "col", "edge"):
-            setattr(s, name, {k: conv(v) for k, v in getattr(s, name).items()})
-    else:
-        names += ["nodes", "row", "col", "nodes_per_hop", "edges_per_hop", "e_id"]
-    for name in names:
-        setattr(s, name, conv(getattr(s, name)))
-    return s
+    """A numpy LinkSample (a plan's) as the sampler gives it for CPU torch seed edges: every
+    array a torch tensor."""
+    return _to_torch(s, None)
 
 
 def _link_metadata(inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> tuple:

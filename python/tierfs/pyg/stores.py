@@ -16,7 +16,7 @@ from torch_geometric.data import GraphStore as _PyGGraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from .. import errors
-from ..hetero import typed_csc
+from ..sampler import typed_csc
 from ..store import Store
 from ..edgeids import INPUT_EDGE_ID, _edge_feature_info, _input_to_csc, _map_input_ids, input_edge_ids
 

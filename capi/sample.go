@@ -1,0 +1,423 @@
+package main
+
+/*
+#include "tierfs.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unsafe"
+
+	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// Samplers (tierfs_sample.h) are featurestore.Samplers; a sample handle holds a sampleRec: the
+// typed sample, its label edges when it was drawn from edges (tfs_sample_from_edges, a link
+// plan's tfs_epochs_sample), and the names of the types its lists are indexed by.
+
+// samplerRequest is tfs_sampler_create's options_json.
+type samplerRequest struct {
+	Fanouts json.RawMessage `json:"fanouts"`
+	Replace bool            `json:"replace"`
+	Seed    uint64          `json:"seed"`
+	Workers int             `json:"workers"`
+}
+
+// parseSamplerRequest reads options_json into the core's options: fanouts a list (the only edge
+// type) or an object by edge type.
+func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
+	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers"})`
+	var req samplerRequest
+	dec := json.NewDecoder(strings.NewReader(request))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
+	}
+	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers}
+	raw := bytes.TrimSpace(req.Fanouts)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return opt, fail(stEINVAL, "options_json: no fanouts %s", want)
+	case raw[0] == '[':
+		var f []int
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return opt, fail(stEINVAL, "options_json: fanouts: %v %s", err, want)
+		}
+		opt.Fanouts = map[string][]int{"": f}
+	default:
+		if err := json.Unmarshal(raw, &opt.Fanouts); err != nil {
+			return opt, fail(stEINVAL, "options_json: fanouts: %v %s", err, want)
+		}
+	}
+	return opt, nil
+}
+
+//export tfsgo_sampler_create
+func tfsgo_sampler_create(store C.uintptr_t, optionsJSON *C.char, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sampler_create", &st)
+	return finish("tfs_sampler_create", samplerCreate(uintptr(store), optionsJSON, h), stEINVAL)
+}
+
+func samplerCreate(h uintptr, optionsJSON *C.char, hout *C.uintptr_t) error {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if optionsJSON == nil {
+		return fail(stEINVAL, "options_json is NULL (the fanouts are required)")
+	}
+	opt, err := parseSamplerRequest(C.GoString(optionsJSON))
+	if err != nil {
+		return err
+	}
+	sp, err := rec.s.Session().NewSampler(opt)
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindSampler, sp))
+	return nil
+}
+
+//export tfsgo_sampler_free
+func tfsgo_sampler_free(sampler C.uintptr_t) (st C.int) {
+	defer guard("tfs_sampler_free", &st)
+	_, err := release[*featurestore.Sampler](uintptr(sampler), kindSampler)
+	return finish("tfs_sampler_free", err, stEINTERNAL)
+}
+
+// sampleRec is what a struct tfs_sample handle holds.
+type sampleRec struct {
+	smp       *topology.HeteroSample
+	link      *topology.LinkLabels // of a sample drawn from edges, else nil
+	nodeTypes []string
+	edgeTypes []string
+}
+
+// newSampleRec is the handle record of a sample of session ss.
+func newSampleRec(smp *topology.HeteroSample, ss *featurestore.Session) *sampleRec {
+	return &sampleRec{smp: smp, nodeTypes: sessionNodeTypes(ss), edgeTypes: sessionEdgeTypes(ss)}
+}
+
+//export tfsgo_sample
+func tfsgo_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample", &st)
+	return finish("tfs_sample", sample(uintptr(sampler), seedType, seeds, int64(n), h), stEIO)
+}
+
+func sample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
+	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
+		return err
+	}
+	nt, err := onlyTypeOr(sessionNodeTypes(sp.Session()), cString(seedType), "seed_type", "node type")
+	if err != nil {
+		return err
+	}
+	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler); a
+	// sampler of a closed store gets ErrClosed from the core.
+	smp, err := sp.Sample(nt, ids64(seeds, n))
+	if err != nil {
+		return err
+	}
+	*hout = C.uintptr_t(register(kindSample, newSampleRec(smp, sp.Session())))
+	return nil
+}
+
+// sessionNodeTypes names ss's node types; sessionEdgeTypes its edge types' keys.
+func sessionNodeTypes(ss *featurestore.Session) []string {
+	nts := ss.Manifest().NodeTypes
+	out := make([]string, len(nts))
+	for i, nt := range nts {
+		out[i] = nt.Name
+	}
+	return out
+}
+
+func sessionEdgeTypes(ss *featurestore.Session) []string {
+	ets := ss.Manifest().EdgeTypes
+	out := make([]string, len(ets))
+	for i, et := range ets {
+		out[i] = et.Key()
+	}
+	return out
+}
+
+// onlyTypeOr is name, or for "" (a NULL or empty argument arg) the only one of names: TFS_EINVAL
+// naming them when there are several.
+func onlyTypeOr(names []string, name, arg, what string) (string, error) {
+	if name != "" || len(names) == 1 {
+		if name == "" {
+			return names[0], nil
+		}
+		return name, nil
+	}
+	return "", fail(stEINVAL, "%s is NULL or \"\" (the only %s), but the dataset has %d: %s; name one", arg, what, len(names), strings.Join(names, ", "))
+}
+
+//export tfsgo_sample_json
+func tfsgo_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_sample_json", &st)
+	return finish("tfs_sample_json", sampleJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func sampleJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	rec, err := lookup[*sampleRec](h, kindSample)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	out := struct {
+		NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
+		EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
+		EdgeIDs     map[string]bool    `json:"edge_ids"`
+	}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
+	for i, name := range rec.nodeTypes {
+		out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
+	}
+	for e, key := range rec.edgeTypes {
+		out.EdgesPerHop[key] = rec.smp.EdgesPerHop[e]
+		out.EdgeIDs[key] = rec.smp.EdgeIDs[e] != nil
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+// typeIndex is the index of name in names ("" for the only one: TFS_EINVAL naming them when
+// there are several), or a TFS_ENOENT error naming what there is.
+func typeIndex(names []string, name, arg, what string) (int, error) {
+	name, err := onlyTypeOr(names, name, arg, what)
+	if err != nil {
+		return -1, err
+	}
+	for i, n := range names {
+		if n == name {
+			return i, nil
+		}
+	}
+	return -1, fail(stENOENT, "the sample has no %s %q (it has %s)", what, name, strings.Join(names, ", "))
+}
+
+//export tfsgo_sample_nodes
+func tfsgo_sample_nodes(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) (st C.int) {
+	defer guard("tfs_sample_nodes", &st)
+	return finish("tfs_sample_nodes", sampleNodes(uintptr(sample), nodeType, out), stEINTERNAL)
+}
+
+func sampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
+	rec, err := lookup[*sampleRec](h, kindSample)
+	if err != nil {
+		return err
+	}
+	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type")
+	if err != nil {
+		return err
+	}
+	nodes := rec.smp.Nodes[t]
+	if err := checkArray(unsafe.Pointer(out), "out", int64(len(nodes)), "its node count"); err != nil {
+		return err
+	}
+	if len(nodes) > 0 {
+		copy(ids64(out, int64(len(nodes))), nodes)
+	}
+	return nil
+}
+
+//export tfsgo_sample_edges
+func tfsgo_sample_edges(sample C.uintptr_t, edgeType *C.char, row, col, edgeIDs *C.int64_t) (st C.int) {
+	defer guard("tfs_sample_edges", &st)
+	return finish("tfs_sample_edges", sampleEdges(uintptr(sample), edgeType, row, col, edgeIDs), stEINTERNAL)
+}
+
+func sampleEdges(h uintptr, edgeType *C.char, row, col, edgeIDs *C.int64_t) error {
+	rec, err := lookup[*sampleRec](h, kindSample)
+	if err != nil {
+		return err
+	}
+	e, err := typeIndex(rec.edgeTypes, cString(edgeType), "edge_type", "edge type")
+	if err != nil {
+		return err
+	}
+	smp := rec.smp
+	m := int64(len(smp.Row[e]))
+	for _, a := range []struct {
+		p    *C.int64_t
+		name string
+	}{{row, "row"}, {col, "col"}} {
+		if err := checkArray(unsafe.Pointer(a.p), a.name, m, "its edge count"); err != nil {
+			return err
+		}
+	}
+	if edgeIDs != nil && smp.EdgeIDs[e] == nil {
+		return fail(stENOENT, "the sample has no edge ids for %s (its graph does not number its edges)", rec.edgeTypes[e])
+	}
+	if m == 0 {
+		return nil
+	}
+	copy(ids64(row, m), smp.Row[e])
+	copy(ids64(col, m), smp.Col[e])
+	if edgeIDs != nil {
+		copy(ids64(edgeIDs, m), smp.EdgeIDs[e])
+	}
+	return nil
+}
+
+//export tfsgo_sample_free
+func tfsgo_sample_free(sample C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample_free", &st)
+	_, err := release[*sampleRec](uintptr(sample), kindSample)
+	return finish("tfs_sample_free", err, stEINTERNAL)
+}
+
+// decodeLink reads link options (the link family, featurestore.LinkOptions; a key left out takes
+// the table's default) from the JSON object data ("" or NULL: none, no negatives); what names
+// the JSON in errors. Keys in extra are the caller's and come back undecoded. An amount of 0
+// (the core's "default, 1", but given here it is a mistake) is TFS_EINVAL.
+func decodeLink(what string, data string, extra ...string) (featurestore.LinkOptions, map[string]json.RawMessage, error) {
+	o := featurestore.Defaults[featurestore.LinkOptions]()
+	rest, err := featurestore.DecodeTable("link", []byte(data), &o, extra...)
+	if err != nil {
+		return o, nil, fail(stEINVAL, "%s: %v", what, err)
+	}
+	if o.NegAmount == 0 {
+		return o, nil, fail(stEINVAL, "%s: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)", what)
+	}
+	return o, rest, nil
+}
+
+// parseLinkRequest reads link_options_json ("" or NULL: no negatives).
+func parseLinkRequest(request string) (featurestore.LinkOptions, error) {
+	o, _, err := decodeLink("link_options_json", request)
+	return o, err
+}
+
+//export tfsgo_sample_from_edges
+func tfsgo_sample_from_edges(sampler C.uintptr_t, edgeType *C.char, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) (st C.int) {
+	defer guard("tfs_sample_from_edges", &st)
+	return finish("tfs_sample_from_edges", sampleFromEdges(uintptr(sampler), edgeType, src, dst, labels, int64(n), request, h), stEIO)
+}
+
+func sampleFromEdges(h uintptr, edgeType *C.char, src, dst, labels *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
+	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
+	if err != nil {
+		return err
+	}
+	if hout == nil {
+		return fail(stEINVAL, "out is NULL")
+	}
+	if err := checkArray(unsafe.Pointer(src), "src", n, "n"); err != nil {
+		return err
+	}
+	if err := checkArray(unsafe.Pointer(dst), "dst", n, "n"); err != nil {
+		return err
+	}
+	et, err := onlyTypeOr(sessionEdgeTypes(sp.Session()), cString(edgeType), "edge_type", "edge type")
+	if err != nil {
+		return err
+	}
+	link, err := parseLinkRequest(cString(request))
+	if err != nil {
+		return err
+	}
+	var lab []int64
+	if labels != nil {
+		lab = make([]int64, n)
+		copy(lab, ids64(labels, n))
+	}
+	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler).
+	smp, err := sp.SampleFromEdges(et, ids64(src, n), ids64(dst, n), lab, link)
+	if err != nil {
+		return err
+	}
+	rec := newSampleRec(&smp.HeteroSample, sp.Session())
+	rec.link = &smp.LinkLabels
+	*hout = C.uintptr_t(register(kindSample, rec))
+	return nil
+}
+
+// lookupLink returns the label edges of a sample drawn from edges.
+func lookupLink(h uintptr) (*topology.LinkLabels, error) {
+	rec, err := lookup[*sampleRec](h, kindSample)
+	if err != nil {
+		return nil, err
+	}
+	if rec.link == nil {
+		return nil, fail(stENOENT, "sample %#x was drawn from nodes (tfs_sample), not edges (tfs_sample_from_edges); it has no label edges", h)
+	}
+	return rec.link, nil
+}
+
+//export tfsgo_sample_link_json
+func tfsgo_sample_link_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
+	defer guard("tfs_sample_link_json", &st)
+	return finish("tfs_sample_link_json", sampleLinkJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
+}
+
+func sampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
+	lk, err := lookupLink(h)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	data, err := json.Marshal(struct {
+		EdgeLabelIndex int  `json:"edge_label_index"`
+		EdgeLabel      int  `json:"edge_label"`
+		SrcIndex       int  `json:"src_index"`
+		DstPosIndex    int  `json:"dst_pos_index"`
+		DstNegIndex    int  `json:"dst_neg_index"`
+		Triplet        bool `json:"triplet"`
+	}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil})
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+//export tfsgo_sample_link_copy
+func tfsgo_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) (st C.int) {
+	defer guard("tfs_sample_link_copy", &st)
+	lk, err := lookupLink(uintptr(sample))
+	if err == nil {
+		copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
+	}
+	return finish("tfs_sample_link_copy", err, stEINTERNAL)
+}
+
+// copyLinkLabels copies lk's arrays into the non-NULL ones (tfs_sample_link_copy's layout).
+func copyLinkLabels(lk *topology.LinkLabels, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) {
+	m := len(lk.EdgeLabelIndex[0])
+	if edgeLabelIndex != nil && m > 0 {
+		rows := ids64(edgeLabelIndex, 2*int64(m))
+		copy(rows[:m], lk.EdgeLabelIndex[0])
+		copy(rows[m:], lk.EdgeLabelIndex[1])
+	}
+	for _, a := range []struct {
+		dst *C.int64_t
+		src []int64
+	}{{edgeLabel, lk.EdgeLabel}, {srcIndex, lk.SrcIndex}, {dstPosIndex, lk.DstPosIndex}, {dstNegIndex, lk.DstNegIndex}} {
+		if a.dst != nil && len(a.src) > 0 {
+			copy(ids64(a.dst, int64(len(a.src))), a.src)
+		}
+	}
+}
