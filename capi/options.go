@@ -45,8 +45,8 @@ func openJSON(path, options *C.char, out unsafe.Pointer, h *C.uintptr_t) error {
 // optionFamilies are the option tables tfs_options_json hands over, by family name: each one
 // type's tagged fields (featurestore.TableOf), its JSON keys, CLI flags and Python keywords.
 var optionFamilies = map[string]func() []featurestore.OptionInfo{
-	"store":  featurestore.OptionTable,                        // tfs_open_json
-	"epochs": featurestore.TableOf[planned.EpochOptions],      // tfs_epochs_open
+	"store":  featurestore.OptionTable,                       // tfs_open_json
+	"epochs": featurestore.TableOf[planned.EpochOptions],     // tfs_epochs_open
 	"link":   featurestore.TableOf[featurestore.LinkOptions], // tfs_sample_edges, tfs_hetero_sample_from_edges, a plan's seed_edges
 }
 
