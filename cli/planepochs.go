@@ -69,14 +69,14 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if dir == "" {
 			dir = defaultPlanDir(pos[0])
 		}
-		o := planned.EpochOptions{Dir: dir, Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
+		o := planned.EpochOptions{Dir: dir, NodeType: s.NodeType(), Seeds: seeds, SeedEdges: seedEdges, BatchSize: *batch, DropLast: *dropLast,
 			Sample: topology.SampleOptions{Fanouts: hops, Replace: *replace, Seed: *seed}, ShuffleSeed: *shuffleSeed,
 			Epochs: *epochs, DiskBudget: int64(budget), PlaceTiers: *placeTiers, PackMethod: *packMethod, PackMemory: int64(packMemory)}
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}
-		rep, err := planned.PlanEpochs(s, o)
+		rep, err := planned.PlanEpochs(s.Session(), o)
 		stop()
 		if err != nil {
 			return err
@@ -91,7 +91,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if *serve <= 0 {
 			return nil
 		}
-		p, _, err := planned.OpenEpochs(s, o)
+		p, _, err := planned.OpenEpochs(s.Session(), o)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 				sampleT += time.Since(t)
 				rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
 				t = time.Now()
-				if _, err := p.Gather(e, b, sample.Nodes, rows); err != nil {
+				if _, err := p.Gather(e, b, "", sample.Nodes, rows); err != nil {
 					return err
 				}
 				gatherT += time.Since(t)

@@ -604,11 +604,11 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 	}
 	o := EpochOptions{Dir: b.TempDir(), SeedEdges: se, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
 		ShuffleSeed: 2, Epochs: 1}
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		b.Fatal(err)
 	}

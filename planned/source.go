@@ -65,7 +65,7 @@ func (src *epochSource) packedType(ntype string) (int, error) {
 			return t, nil
 		}
 	}
-	return -1, fmt.Errorf("featurestore: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), featurestore.ErrNotFound)
+	return -1, fmt.Errorf("planned: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), featurestore.ErrNotFound)
 }
 
 // batchDraw is one batch's sample, and the nodes of each packed type in it.
@@ -127,28 +127,21 @@ func (src *epochSource) recordType(t int) int {
 	return src.stacks[t].Internals().NodeTypeIndex()
 }
 
-// PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
-// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewHeteroSampler; Sample.Seed
-// and Sample.Replace as a HeteroSampler's), and each batch packs, per node type with features,
-// the rows of its sampled nodes of that type that the type's memory tiers miss. Batch b of
-// planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a
-// HeteroSampler of that seed. PlaceTiers places every type's stack by the planned batches.
-func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
-	src, err := sessionSource(ss, &o)
+// sourceOf is the source of a plan of o in ss: the tier stack of o.NodeType for one fanout list
+// (or none: its check names the fanouts), every node type with features for fanouts per edge
+// type. call names the caller in errors.
+func sourceOf(ss *featurestore.Session, o *EpochOptions, call string) (*epochSource, error) {
+	if len(o.EdgeFanouts) > 0 {
+		return sessionSource(ss, o)
+	}
+	s, err := ss.Stack(o.NodeType)
 	if err != nil {
+		if len(ss.Manifest().NodeTypes) == 1 && errors.Is(err, dataset.ErrFeatureNotFound) {
+			return nil, fmt.Errorf("planned: %s: dataset %s has no node features (it holds topology, labels and splits only): %w", call, ss.Manifest().Dir(), err)
+		}
 		return nil, err
 	}
-	return src.plan(o)
-}
-
-// OpenSessionEpochs is OpenEpochs of a plan made by PlanSessionEpochs; its batches are served by
-// SampleHetero, GatherType and LoadHetero.
-func OpenSessionEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	src, err := sessionSource(ss, &o)
-	if err != nil {
-		return nil, nil, err
-	}
-	return src.open(o)
+	return storeSource(s), nil
 }
 
 // sessionSource is the source of a session plan of o: every node type with features, sampled by
@@ -166,7 +159,7 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 		}
 		e, err := ss.Internals().EdgeTypeIndex(o.SeedEdges.EdgeType)
 		if err != nil {
-			return nil, fmt.Errorf("featurestore: plan seed edges: %w", err)
+			return nil, fmt.Errorf("planned: plan seed edges: %w", err)
 		}
 		nt, _ = ss.Internals().EdgeTypeEnds(e)
 	} else if nt, err = ss.Internals().NodeTypeIndex(o.NodeType); err != nil {
@@ -178,7 +171,7 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 	}
 	src := &epochSource{ss: ss, seedType: nt, hetero: &opt, stacks: ss.Internals().Stacks()}
 	if len(src.stacks) == 0 {
-		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
+		return nil, fmt.Errorf("planned: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a HeteroSampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
 	}
 	return src, nil
 }
@@ -197,7 +190,7 @@ func (p *Epochs) NodeTypes() []string {
 // samples file as Sample reads a Store's; it returns the batch's seeds too.
 func (p *Epochs) SampleHetero(e, b int) ([]int64, *topology.HeteroSample, error) {
 	if p.src.hetero == nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is of one node type: draw its batches with Sample: %w", p.o.Dir, errors.ErrUnsupported)
+		return nil, nil, fmt.Errorf("planned: epoch plan %s is of one node type: draw its batches with Sample: %w", p.o.Dir, errors.ErrUnsupported)
 	}
 	seeds, d, err := p.storedDraw(e, b)
 	if err != nil {
@@ -214,7 +207,7 @@ type PlannedHeteroBatch struct {
 	IO     BatchIO           // summed over the types
 }
 
-// LoadHetero is SampleHetero then GatherType of every packed node type of batch b of epoch e,
+// LoadHetero is SampleHetero then Gather of every packed node type of batch b of epoch e,
 // into new memory.
 func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 	seeds, smp, err := p.SampleHetero(e, b)
@@ -225,7 +218,7 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 	for t, s := range p.src.stacks {
 		nodes := smp.Nodes[s.Internals().NodeTypeIndex()]
 		rows := make([]byte, int64(len(nodes))*s.RowBytes())
-		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
+		io, err := p.Gather(e, b, p.src.typeName(t), nodes, rows)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +233,7 @@ func (p *Epochs) LoadHetero(e, b int) (*PlannedHeteroBatch, error) {
 // Session is the graph session the plan's stacks belong to.
 func (p *Epochs) Session() *featurestore.Session { return p.src.ss }
 
-// Hetero says whether the plan is a Session's (SampleHetero, GatherType) rather than a Store's.
+// Hetero says whether the plan is a Session's (SampleHetero, Gather of each type) rather than a Store's.
 func (p *Epochs) Hetero() bool { return p.src.hetero != nil }
 
 // SeedType is the node type of the plan's seeds.
@@ -302,7 +295,7 @@ func (src *epochSource) checkSeedEdges(se *SeedEdges) error {
 func (src *epochSource) storeLinkOptions(se *SeedEdges) (topology.LinkOptions, error) {
 	own := src.edgeTypeKey("")
 	if se.EdgeType != "" && se.EdgeType != own {
-		return topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q, but the store samples edge type %q (plan a graph session for seed edges of other types): %w", se.EdgeType, own, dataset.ErrTypeNotFound)
+		return topology.LinkOptions{}, fmt.Errorf("planned: seed edges of edge type %q, but the store samples edge type %q (plan a graph session for seed edges of other types): %w", se.EdgeType, own, dataset.ErrTypeNotFound)
 	}
 	l := se.Link
 	link := topology.LinkOptions{Negatives: l.Negatives, NegAmount: l.NegAmount, StrictNegatives: l.StrictNegatives, ExcludeSeedEdges: l.ExcludeSeedEdges}
@@ -335,7 +328,7 @@ func (src *epochSource) edgeTypeKey(key string) string {
 // returns the positions of the batch's seed edges in EpochOptions.SeedEdges too.
 func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.LinkSample, error) {
 	if p.o.SeedEdges == nil || p.src.hetero != nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of one node type (link: %v, node types %s): draw its batches with %s: %w",
+		return nil, nil, fmt.Errorf("planned: epoch plan %s is not a link plan of one node type (link: %v, node types %s): draw its batches with %s: %w",
 			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
 	}
 	pos, d, err := p.storedDraw(e, b)
@@ -348,7 +341,7 @@ func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.LinkSample, error) {
 // SampleHeteroEdges is SampleEdges of a link plan of a Session.
 func (p *Epochs) SampleHeteroEdges(e, b int) ([]int64, *topology.HeteroLinkSample, error) {
 	if p.o.SeedEdges == nil || p.src.hetero == nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan of a graph session (link: %v, node types %s): draw its batches with %s: %w",
+		return nil, nil, fmt.Errorf("planned: epoch plan %s is not a link plan of a graph session (link: %v, node types %s): draw its batches with %s: %w",
 			p.o.Dir, p.o.SeedEdges != nil, p.src.typeNames(), p.sampler(), errors.ErrUnsupported)
 	}
 	pos, d, err := p.storedDraw(e, b)
