@@ -82,7 +82,8 @@ func (ss *Session) EdgeTypes() []EdgeTypeInfo {
 	return out
 }
 
-// nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset.
+// nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset, and
+// ErrInvalidOption naming the types in a dataset of several.
 func (ss *Session) nodeTypeOf(name string) (int, error) {
 	if name == "" && len(ss.nodes) == 1 {
 		return 0, nil
@@ -94,8 +95,8 @@ func (ss *Session) nodeTypeOf(name string) (int, error) {
 	for i, n := range ss.nodes {
 		names[i] = n.spec.Name
 	}
-	if name == "" {
-		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), dataset.ErrTypeNotFound)
+	if name == "" { // a bad argument, not a missing type: the caller named none of several
+		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), ErrInvalidOption)
 	}
 	return -1, fmt.Errorf("featurestore: dataset %s has no node type %q (it has %s): %w", ss.m.Dir(), name, strings.Join(names, ", "), dataset.ErrTypeNotFound)
 }
