@@ -321,28 +321,3 @@ def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarr
     indptr = np.zeros(n_dst + 1, dtype=np.int64)
     np.cumsum(np.bincount(s.node[e[2]][s.col[e]], minlength=n_dst), out=indptr[1:])
     return indptr, indices
-
-
-def typed_labels(store: "Store", node_type: str, ids: IdsLike) -> np.ndarray:
-    """Labels of ``ids`` of ``node_type`` (int64, -1 where unlabelled): one tfs_labels_typed."""
-    h = store._h()
-    ids_ = _ids(ids)
-    n = ids_.array.shape[0]
-    result = np.empty(n, dtype=np.int64)
-    if n:
-        check(lib.tfs_labels_typed(h, _c_str(node_type, "node_type"), ids_.array.ctypes.data, n, result.ctypes.data))
-    return result.reshape(()) if ids_.scalar else result
-
-
-def typed_split(store: "Store", node_type: str, name: str) -> np.ndarray:
-    """Ids of ``node_type`` in the split ``name``."""
-    from ctypes import c_int64
-
-    h = store._h()
-    count = c_int64(0)
-    nt, nm = _c_str(node_type, "node_type"), _c_str(name, "split name")
-    check(lib.tfs_split_typed(h, nt, nm, None, 0, byref(count)))
-    out = np.empty(count.value, dtype=np.int64)
-    if count.value:
-        check(lib.tfs_split_typed(h, nt, nm, out.ctypes.data, count.value, byref(count)))
-    return out
