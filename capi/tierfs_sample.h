@@ -31,7 +31,7 @@ tfs_status tfs_sample_sizes(struct tfs_sample *sample, int64_t *num_nodes, int64
 tfs_status tfs_sample_copy(struct tfs_sample *sample, int64_t *nodes, int64_t *row, int64_t *col,
                            int64_t *nodes_per_hop, int64_t *edges_per_hop);
 /* Copies the sample's edge ids (num_edges of them): edge i (row[i] -> col[i]) is the edge at that
- * position of the dataset's CSC, the row of its edge features (tfs_gather_feature). */
+ * position of the dataset's CSC, the row of its edge features (tfs_gather_edge_feature). */
 tfs_status tfs_sample_edge_ids(struct tfs_sample *sample, int64_t *out);
 tfs_status tfs_sample_free(struct tfs_sample *sample);
 

@@ -165,7 +165,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 		is   error
 		edit func(o *EpochOptions)
 	}{
-		{"has 3 node types (paper, author, institution): name one", dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "" }},
+		{"has 3 node types (paper, author, institution): name one", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.NodeType = "" }},
 		{`no node type "venue"`, dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "venue" }},
 		{"a fanout list for every edge type", featurestore.ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.Manifest.EdgeTypes[1].Key()) }},
 		{"fanouts per edge type (EdgeFanouts", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.Sample.Fanouts = []int{3} }},
