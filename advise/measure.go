@@ -58,7 +58,7 @@ func MeasureWorkload(s *featurestore.Store, opt MeasureOptions) (Workload, error
 	if pool == nil {
 		if _, ok := s.Manifest().Nodes().Splits["train"]; ok {
 			var err error
-			if pool, err = s.Split("train"); err != nil {
+			if pool, err = s.Session().Split(s.NodeType(), "train"); err != nil {
 				return Workload{}, err
 			}
 		} else {

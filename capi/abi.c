@@ -121,75 +121,62 @@ tfs_status tfs_options_json(const char *family, char *buf, size_t cap, size_t *n
 
 tfs_status tfs_close(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_close(H(store)); }
 
-tfs_status tfs_store_info_get(tfs_store *store, tfs_store_info *out) {
+tfs_status tfs_store_info_get(tfs_store *store, const char *node_type, tfs_store_info *out) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_store_info_get(H(store), out);
+  return (tfs_status)tfsgo_store_info_get(H(store), (char *)node_type, out);
 }
 
-tfs_status tfs_gather(tfs_store *store, const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes) {
+tfs_status tfs_gather(tfs_store *store, const char *node_type, const char *feature, const int64_t *ids, int64_t n,
+                      void *dst, int64_t dst_bytes) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_gather(H(store), (int64_t *)ids, n, dst, dst_bytes);
+  return (tfs_status)tfsgo_gather(H(store), (char *)node_type, (char *)feature, (int64_t *)ids, n, dst, dst_bytes);
 }
 
-tfs_status tfs_features_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_features_json(H(store), buf, cap, needed);
-}
-
-tfs_status tfs_gather_feature(tfs_store *store, const char *name, const int64_t *ids, int64_t n, void *dst,
-                              int64_t dst_bytes) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_gather_feature(H(store), (char *)name, (int64_t *)ids, n, dst, dst_bytes);
-}
-
-tfs_status tfs_gather_device(tfs_store *store, const int64_t *ids, int64_t n, void *dst_device,
+tfs_status tfs_gather_device(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, void *dst_device,
                              int64_t dst_bytes, void *cuda_stream) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_gather_device(H(store), (int64_t *)ids, n, dst_device, dst_bytes, cuda_stream);
+  return (tfs_status)tfsgo_gather_device(H(store), (char *)node_type, (int64_t *)ids, n, dst_device, dst_bytes, cuda_stream);
 }
 
-tfs_status tfs_gather_device_ids(tfs_store *store, const int64_t *ids_device, int64_t n, void *dst_device,
-                             int64_t dst_bytes, void *cuda_stream) {
+tfs_status tfs_gather_device_ids(tfs_store *store, const char *node_type, const int64_t *ids_device, int64_t n,
+                                 void *dst_device, int64_t dst_bytes, void *cuda_stream) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_gather_device_ids(H(store), (int64_t *)ids_device, n, dst_device, dst_bytes, cuda_stream);
+  return (tfs_status)tfsgo_gather_device_ids(H(store), (char *)node_type, (int64_t *)ids_device, n, dst_device, dst_bytes,
+                                             cuda_stream);
 }
 
-tfs_status tfs_labels(tfs_store *store, const int64_t *ids, int64_t n, int64_t *out) {
+tfs_status tfs_labels(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, int64_t *out) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_labels(H(store), (int64_t *)ids, n, out);
+  return (tfs_status)tfsgo_labels(H(store), (char *)node_type, (int64_t *)ids, n, out);
 }
 
-tfs_status tfs_split(tfs_store *store, const char *name, int64_t *out, int64_t cap, int64_t *count) {
+tfs_status tfs_split(tfs_store *store, const char *node_type, const char *name, int64_t *out, int64_t cap,
+                     int64_t *count) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_split(H(store), (char *)name, out, cap, count);
+  return (tfs_status)tfsgo_split(H(store), (char *)node_type, (char *)name, out, cap, count);
 }
 
-tfs_status tfs_place(tfs_store *store, const uint32_t *hotness, int64_t n) {
+tfs_status tfs_place(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_place(H(store), (uint32_t *)hotness, n);
+  return (tfs_status)tfsgo_place(H(store), (char *)node_type, (uint32_t *)hotness, n);
 }
 
-tfs_status tfs_hottest(tfs_store *store, const uint32_t *hotness, int64_t n, int64_t k, int64_t *out, int64_t *count) {
+tfs_status tfs_hottest(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
+                       int64_t *out, int64_t *count) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_hottest(H(store), (uint32_t *)hotness, n, k, out, count);
+  return (tfs_status)tfsgo_hottest(H(store), (char *)node_type, (uint32_t *)hotness, n, k, out, count);
 }
 
-tfs_status tfs_place_ids(tfs_store *store, const int64_t *ids, int64_t n) {
+tfs_status tfs_place_ids(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_place_ids(H(store), (int64_t *)ids, n);
+  return (tfs_status)tfsgo_place_ids(H(store), (char *)node_type, (int64_t *)ids, n);
 }
 
 tfs_status tfs_profile_reads(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
-                             uint32_t *counts, int64_t n) {
+                             uint32_t *const *counts, const int64_t *counts_n, int64_t n_types) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_profile_reads(H(store), (int64_t *)seeds, n_seeds, (char *)request_json, counts, n);
-}
-
-tfs_status tfs_profile_reads_hetero(tfs_store *store, const int64_t *seeds, int64_t n_seeds, const char *request_json,
-                                    uint32_t *const *counts, const int64_t *counts_n, int64_t n_types) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_profile_reads_hetero(H(store), (int64_t *)seeds, n_seeds, (char *)request_json, (uint32_t **)counts,
-                                                (int64_t *)counts_n, n_types);
+  return (tfs_status)tfsgo_profile_reads(H(store), (int64_t *)seeds, n_seeds, (char *)request_json, (uint32_t **)counts,
+                                         (int64_t *)counts_n, n_types);
 }
 
 tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *needed) {
@@ -337,10 +324,10 @@ tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, s
   return st;
 }
 
-tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const int64_t *nodes, int64_t n,
-                             void *dst, int64_t dst_bytes) {
+tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                             const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes) {
   FORK_GUARD();
-  return (tfs_status)tfsgo_epochs_gather(H(epochs), epoch, batch, (int64_t *)nodes, n, dst, dst_bytes);
+  return (tfs_status)tfsgo_epochs_gather(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n, dst, dst_bytes);
 }
 
 tfs_status tfs_epochs_seeds(tfs_epochs *epochs, int64_t epoch, int64_t batch, int64_t *out, int64_t cap, int64_t *n) {
@@ -421,46 +408,11 @@ tfs_status tfs_types_json(tfs_store *store, char *buf, size_t cap, size_t *neede
   return (tfs_status)tfsgo_types_json(H(store), buf, cap, needed);
 }
 
-tfs_status tfs_gather_typed(tfs_store *store, const char *node_type, const char *feature, const int64_t *ids,
-                            int64_t n, void *dst, int64_t dst_bytes) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_gather_typed(H(store), (char *)node_type, (char *)feature, (int64_t *)ids, n, dst, dst_bytes);
-}
-
-tfs_status tfs_gather_typed_device_ids(tfs_store *store, const char *node_type, const int64_t *ids_device,
-                                       int64_t n, void *dst_device, int64_t dst_bytes, void *cuda_stream) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_gather_typed_device_ids(H(store), (char *)node_type, (int64_t *)ids_device, n, dst_device,
-                                                   dst_bytes, cuda_stream);
-}
-
 tfs_status tfs_gather_edge_feature(tfs_store *store, const char *edge_type, const char *feature,
                                    const int64_t *ids, int64_t n, void *dst, int64_t dst_bytes) {
   FORK_GUARD();
   return (tfs_status)tfsgo_gather_edge_feature(H(store), (char *)edge_type, (char *)feature, (int64_t *)ids, n, dst,
                                                dst_bytes);
-}
-
-tfs_status tfs_labels_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n, int64_t *out) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_labels_typed(H(store), (char *)node_type, (int64_t *)ids, n, out);
-}
-
-tfs_status tfs_split_typed(tfs_store *store, const char *node_type, const char *name, int64_t *out, int64_t cap,
-                           int64_t *count) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_split_typed(H(store), (char *)node_type, (char *)name, out, cap, count);
-}
-
-tfs_status tfs_hottest_typed(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
-                             int64_t *out, int64_t *count) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_hottest_typed(H(store), (char *)node_type, (uint32_t *)hotness, n, k, out, count);
-}
-
-tfs_status tfs_place_ids_typed(tfs_store *store, const char *node_type, const int64_t *ids, int64_t n) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_place_ids_typed(H(store), (char *)node_type, (int64_t *)ids, n);
 }
 
 tfs_status tfs_edge_splits_json(tfs_store *store, const char *edge_type, char *buf, size_t cap, size_t *needed) {
@@ -485,13 +437,6 @@ tfs_status tfs_map_host_tier(tfs_store *store, const char *node_type, const char
   return (tfs_status)tfsgo_map_host_tier(H(store), (char *)node_type, (char *)path);
 }
 
-tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
-                                   const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_epochs_gather_typed(H(epochs), epoch, batch, (char *)node_type, (int64_t *)nodes, n, dst,
-                                               dst_bytes);
-}
-
 tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
                                     const int64_t *nodes, int64_t n, void *dst_device, int64_t dst_bytes,
                                     void *cuda_stream) {
@@ -500,7 +445,3 @@ tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t b
                                                 dst_device, dst_bytes, cuda_stream);
 }
 
-tfs_status tfs_place_hetero_json(tfs_store *store, const char *request_json, char *buf, size_t cap, size_t *needed) {
-  FORK_GUARD();
-  return (tfs_status)tfsgo_place_hetero_json(H(store), (char *)request_json, buf, cap, needed);
-}

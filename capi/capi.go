@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -236,12 +237,12 @@ func closeStore(h uintptr) error {
 }
 
 //export tfsgo_store_info_get
-func tfsgo_store_info_get(store C.uintptr_t, out *C.tfs_store_info) (st C.int) {
+func tfsgo_store_info_get(store C.uintptr_t, nodeType *C.char, out *C.tfs_store_info) (st C.int) {
 	defer guard("tfs_store_info_get", &st)
-	return finish("tfs_store_info_get", storeInfo(uintptr(store), out), stEIO)
+	return finish("tfs_store_info_get", storeInfo(uintptr(store), nodeType, out), stEIO)
 }
 
-func storeInfo(h uintptr, out *C.tfs_store_info) error {
+func storeInfo(h uintptr, nodeType *C.char, out *C.tfs_store_info) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
@@ -249,41 +250,74 @@ func storeInfo(h uintptr, out *C.tfs_store_info) error {
 	if out == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	s := rec.s
-	var info C.tfs_store_info
-	info.num_nodes = C.int64_t(s.NumNodes())
-	if g := s.Graph(); g != nil {
-		info.num_edges = C.int64_t(g.NumEdges())
+	ss := rec.s.Session()
+	t, err := nodeTypeInfo(ss, cString(nodeType))
+	if err != nil {
+		return err
 	}
-	info.dim = C.int64_t(s.Feature().Dim)
-	info.row_bytes = C.int64_t(s.RowBytes())
-	info.num_classes = C.int64_t(s.NumClasses())
-	putString(info.dtype[:], string(s.Feature().DType))
-	putString(info.io_backend[:], string(s.IOBackend()))
+	var info C.tfs_store_info
+	info.num_nodes = C.int64_t(t.Count)
+	for _, e := range ss.EdgeTypes() {
+		if e.Dst == t.Name {
+			info.num_edges += C.int64_t(e.Count)
+		}
+	}
+	for _, f := range t.Features {
+		if f.Default {
+			info.dim, info.row_bytes = C.int64_t(f.Dim), C.int64_t(f.RowBytes)
+			putString(info.dtype[:], string(f.DType))
+		}
+	}
+	info.num_classes = C.int64_t(t.NumClasses)
+	putString(info.io_backend[:], string(rec.s.IOBackend()))
 	return writeOutStruct(out, &info, unsafe.Offsetof(info.num_nodes)+unsafe.Sizeof(info.num_nodes), "tfs_store_info")
 }
 
-//export tfsgo_gather
-func tfsgo_gather(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
-	defer guard("tfs_gather", &st)
-	return finish("tfs_gather", gather(uintptr(store), ids, int64(n), dst, int64(dstBytes)), stEIO)
+// nodeTypeInfo describes node type name of ss ("" for the only one).
+func nodeTypeInfo(ss *featurestore.Session, name string) (featurestore.NodeTypeInfo, error) {
+	nt, err := ss.Internals().NodeTypeIndex(name)
+	if err != nil {
+		return featurestore.NodeTypeInfo{}, err
+	}
+	return ss.NodeTypes()[nt], nil
 }
 
-func gather(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+//export tfsgo_gather
+func tfsgo_gather(store C.uintptr_t, nodeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+	defer guard("tfs_gather", &st)
+	return finish("tfs_gather", gather(uintptr(store), nodeType, feature, ids, int64(n), dst, int64(dstBytes)), stEIO)
+}
+
+// gather reads the rows of a node type's feature: through the type's tier stack for its served
+// feature, else from disk. Rows land directly in the caller's buffer: no copy through Go memory.
+func gather(h uintptr, nodeType, feature *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
 	}
-	if err := checkGatherArgs(rec.s, ids, n, dst, "dst", dstBytes); err != nil {
+	ss, nt, name := rec.s.Session(), cString(nodeType), cString(feature)
+	if s, err := ss.Stack(nt); err == nil && (name == "" || name == s.Feature().Name) {
+		// The type's served feature, through its tiers.
+		if err := checkGatherArgs(s, ids, n, dst, "dst", dstBytes); err != nil || n == 0 {
+			return err
+		}
+		return s.Gather(ids64(ids, n), unsafe.Slice((*byte)(dst), dstBytes))
+	}
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
 		return err
 	}
-	if n == 0 {
-		return nil
+	if err := checkArray(dst, "dst", n, "n"); err != nil {
+		return err
 	}
-	// Rows land directly in the caller's buffer: no copy through Go memory.
-	return rec.s.Gather(ids64(ids, n), unsafe.Slice((*byte)(dst), dstBytes))
+	if n > math.MaxInt64>>33 { // rows are under 2^33 bytes (dim <= 2^30 of <= 8 bytes): n*row_bytes fits
+		return fail(stEINVAL, "n = %d ids is more than one gather takes (2^30)", n)
+	}
+	// Another feature, from disk (or the type's error): the session checks dst_bytes against the
+	// feature's row size and the ids against its rows.
+	return ss.Gather(nt, name, ids64(ids, n), hostBytes(dst, dstBytes))
 }
 
+// checkGatherArgs checks a gather of n ids into dst (dst_bytes) of the tier stack s.
 func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.Pointer, dstName string, dstBytes int64) error {
 	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
 		return err
@@ -292,57 +326,59 @@ func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.
 		return err
 	}
 	rb := s.RowBytes()
-	if rb == 0 { // a dataset without node features: the gather says so, naming the dataset
-		return nil
-	}
 	if n > math.MaxInt64/rb {
 		return fail(stEINVAL, "n = %d rows of %d bytes overflow int64", n, rb)
 	}
 	if dstBytes != n*rb {
-		return fail(stEINVAL, "dst_bytes = %d; %d ids of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+		return fail(stEINVAL, "%s_bytes = %d; %d ids of %d bytes per row need %d", strings.TrimSuffix(dstName, "_device"), dstBytes, n, rb, n*rb)
 	}
 	return nil
 }
 
 //export tfsgo_gather_device
-func tfsgo_gather_device(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+func tfsgo_gather_device(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
 	defer guard("tfs_gather_device", &st)
-	return finish("tfs_gather_device", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream, false), stEIO)
+	return finish("tfs_gather_device", gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, false), stEIO)
 }
 
 //export tfsgo_gather_device_ids
-func tfsgo_gather_device_ids(store C.uintptr_t, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
+func tfsgo_gather_device_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
 	defer guard("tfs_gather_device_ids", &st)
-	return finish("tfs_gather_device_ids", gatherDevice(uintptr(store), ids, int64(n), dst, int64(dstBytes), stream, true), stEIO)
+	return finish("tfs_gather_device_ids", gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, true), stEIO)
 }
 
 // gatherDevice serves tfs_gather_device and, with idsOnDevice, tfs_gather_device_ids (ids is then
-// a device address Go never reads).
-func gatherDevice(h uintptr, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer, idsOnDevice bool) error {
-	rec, err := lookup[*storeRec](h, kindStore)
+// a device address Go never reads), through node_type's tier stack.
+func gatherDevice(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer, idsOnDevice bool) error {
+	s, err := storeStack(h, nodeType)
 	if err != nil {
 		return err
 	}
-	if err := checkGatherArgs(rec.s, ids, n, dst, "dst_device", dstBytes); err != nil {
+	if err := checkGatherArgs(s, ids, n, dst, "dst_device", dstBytes); err != nil {
 		return err
 	}
 	if idsOnDevice {
-		return rec.s.GatherDeviceIDs(uintptr(unsafe.Pointer(ids)), int(n), uintptr(dst), uintptr(stream))
+		return s.GatherDeviceIDs(uintptr(unsafe.Pointer(ids)), int(n), uintptr(dst), uintptr(stream))
 	}
-	var idSlice []int64
-	if n > 0 {
-		idSlice = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
+	return s.GatherDevice(ids64(ids, n), uintptr(dst), uintptr(stream))
+}
+
+// storeStack is the tier stack of node_type (NULL or "": the only node type) of the store h.
+func storeStack(h uintptr, nodeType *C.char) (*featurestore.Store, error) {
+	rec, err := lookup[*storeRec](h, kindStore)
+	if err != nil {
+		return nil, err
 	}
-	return rec.s.GatherDevice(idSlice, uintptr(dst), uintptr(stream))
+	return rec.s.Session().Stack(cString(nodeType))
 }
 
 //export tfsgo_labels
-func tfsgo_labels(store C.uintptr_t, ids *C.int64_t, n C.int64_t, out *C.int64_t) (st C.int) {
+func tfsgo_labels(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, out *C.int64_t) (st C.int) {
 	defer guard("tfs_labels", &st)
-	return finish("tfs_labels", labels(uintptr(store), ids, int64(n), out), stEIO)
+	return finish("tfs_labels", labels(uintptr(store), nodeType, ids, int64(n), out), stEIO)
 }
 
-func labels(h uintptr, ids *C.int64_t, n int64, out *C.int64_t) error {
+func labels(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, out *C.int64_t) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
@@ -353,18 +389,18 @@ func labels(h uintptr, ids *C.int64_t, n int64, out *C.int64_t) error {
 	if err := checkArray(unsafe.Pointer(out), "out", n, "n"); err != nil {
 		return err
 	}
-	return rec.s.Labels(ids64(ids, n), ids64(out, n))
+	return rec.s.Session().Labels(cString(nodeType), ids64(ids, n), ids64(out, n))
 }
 
 //export tfsgo_split
-func tfsgo_split(store C.uintptr_t, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) (st C.int) {
+func tfsgo_split(store C.uintptr_t, nodeType, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) (st C.int) {
 	defer guard("tfs_split", &st)
-	return finish("tfs_split", split(uintptr(store), name, out, int64(capacity), count), stEIO)
+	return finish("tfs_split", split(uintptr(store), nodeType, name, out, int64(capacity), count), stEIO)
 }
 
 // split reads the split's ids straight into the caller's buffer (only the cap it asked for); a
 // size query (cap 0) reads nothing.
-func split(h uintptr, name *C.char, out *C.int64_t, capacity int64, count *C.int64_t) error {
+func split(h uintptr, nodeType, name *C.char, out *C.int64_t, capacity int64, count *C.int64_t) error {
 	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
@@ -378,54 +414,44 @@ func split(h uintptr, name *C.char, out *C.int64_t, capacity int64, count *C.int
 	if err := checkArray(unsafe.Pointer(out), "out", capacity, "cap"); err != nil {
 		return err
 	}
-	n, err := rec.s.ReadSplit(C.GoString(name), ids64(out, capacity))
+	size, err := rec.s.Session().ReadSplit(cString(nodeType), C.GoString(name), ids64(out, capacity))
 	if err != nil {
 		return err
 	}
-	*count = C.int64_t(n)
+	*count = C.int64_t(size)
 	return nil
 }
 
 //export tfsgo_place
-func tfsgo_place(store C.uintptr_t, hotness *C.uint32_t, n C.int64_t) (st C.int) {
+func tfsgo_place(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t) (st C.int) {
 	defer guard("tfs_place", &st)
-	return finish("tfs_place", place(uintptr(store), hotness, int64(n)), stEIO)
+	return finish("tfs_place", place(uintptr(store), nodeType, hotness, int64(n)), stEIO)
 }
 
-func place(h uintptr, hotness *C.uint32_t, n int64) error {
-	rec, err := lookup[*storeRec](h, kindStore)
+func place(h uintptr, nodeType *C.char, hotness *C.uint32_t, n int64) error {
+	s, err := storeStack(h, nodeType)
 	if err != nil {
 		return err
 	}
 	if hotness == nil {
-		return rec.s.Place(nil)
+		return s.Place(nil)
 	}
-	if nodes := rec.s.NumNodes(); n != nodes {
-		return fail(stEINVAL, "hotness has n = %d counts; the dataset has %d nodes (pass NULL to rank by in-degree)", n, nodes)
+	if nodes := s.NumNodes(); n != nodes {
+		return fail(stEINVAL, "hotness has n = %d counts; node type %q has %d nodes (pass NULL to rank by in-degree)", n, s.NodeType(), nodes)
 	}
 	if n == 0 {
-		return rec.s.Place([]uint32{})
+		return s.Place([]uint32{})
 	}
-	return rec.s.Place(unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n))
+	return s.Place(unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n))
 }
 
 //export tfsgo_hottest
-func tfsgo_hottest(store C.uintptr_t, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) (st C.int) {
+func tfsgo_hottest(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) (st C.int) {
 	defer guard("tfs_hottest", &st)
-	return finish("tfs_hottest", hottest(uintptr(store), hotness, int64(n), int64(k), out, count), stEIO)
+	return finish("tfs_hottest", hottest(uintptr(store), nodeType, hotness, int64(n), int64(k), out, count), stEIO)
 }
 
-func hottest(h uintptr, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	return hottestOf(rec.s, "the dataset", hotness, n, k, out, count)
-}
-
-// hottestOf serves tfs_hottest and tfs_hottest_typed for the tier stack s; what names its rows
-// in errors ("the dataset", "node type \"paper\"").
-func hottestOf(s *featurestore.Store, what string, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
+func hottest(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
 	if count == nil {
 		return fail(stEINVAL, "count is NULL")
 	}
@@ -435,10 +461,14 @@ func hottestOf(s *featurestore.Store, what string, hotness *C.uint32_t, n, k int
 	if k > 0 && out == nil {
 		return fail(stEINVAL, "out is NULL with k = %d", k)
 	}
+	s, err := storeStack(h, nodeType)
+	if err != nil {
+		return err
+	}
 	var hot []uint32
 	if hotness != nil {
 		if nodes := s.NumNodes(); n != nodes {
-			return fail(stEINVAL, "hotness has n = %d counts; %s has %d nodes (pass NULL for the store's own ranking)", n, what, nodes)
+			return fail(stEINVAL, "hotness has n = %d counts; node type %q has %d nodes (pass NULL for the store's own ranking)", n, s.NodeType(), nodes)
 		}
 		hot = unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n)
 	}
@@ -454,32 +484,23 @@ func hottestOf(s *featurestore.Store, what string, hotness *C.uint32_t, n, k int
 }
 
 //export tfsgo_place_ids
-func tfsgo_place_ids(store C.uintptr_t, ids *C.int64_t, n C.int64_t) (st C.int) {
+func tfsgo_place_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t) (st C.int) {
 	defer guard("tfs_place_ids", &st)
-	return finish("tfs_place_ids", placeIDs(uintptr(store), ids, int64(n)), stEINVAL)
+	return finish("tfs_place_ids", placeIDs(uintptr(store), nodeType, ids, int64(n)), stEINVAL)
 }
 
-func placeIDs(h uintptr, ids *C.int64_t, n int64) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	return placeIDsOf(rec.s, ids, n)
-}
-
-// placeIDsOf serves tfs_place_ids and tfs_place_ids_typed for the tier stack s.
-func placeIDsOf(s *featurestore.Store, ids *C.int64_t, n int64) error {
+func placeIDs(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
 	if n < 0 {
 		return fail(stEINVAL, "n = %d is negative", n)
 	}
 	if n > 0 && ids == nil {
 		return fail(stEINVAL, "ids is NULL with n = %d", n)
 	}
-	var list []int64
-	if n > 0 {
-		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
+	s, err := storeStack(h, nodeType)
+	if err != nil {
+		return err
 	}
-	return s.PlaceIDs(list)
+	return s.PlaceIDs(ids64(ids, n))
 }
 
 //export tfsgo_stats_json

@@ -198,12 +198,10 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 	if req.Elsewhere != nil && elsewhere == nil && nElsewhere == 0 {
 		return fail(stEINVAL, "options_json: elsewhere lists rows served elsewhere, but no array holds them (tfs_epochs_open_elsewhere takes it)")
 	}
-	session := false
 	if f := bytes.TrimSpace(req.Fanouts); len(f) > 0 && f[0] == '{' {
 		if err := json.Unmarshal(f, &o.EdgeFanouts); err != nil {
 			return fail(stEINVAL, "options_json: fanouts: %v (want {\"src:rel:dst\": [per hop], ...} or [per hop])", err)
 		}
-		session = true
 	} else if len(f) > 0 && !bytes.Equal(f, []byte("null")) {
 		if err := json.Unmarshal(f, &o.Sample.Fanouts); err != nil {
 			return fail(stEINVAL, "options_json: fanouts: %v (want [per hop] or {\"src:rel:dst\": [per hop], ...})", err)
@@ -230,12 +228,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 			return err
 		}
 	} else if seeds == nil && n == 0 {
-		if session {
-			o.Seeds, err = sessionSplit(ss, o.NodeType, "train")
-		} else {
-			o.Seeds, err = rec.s.Split("train")
-		}
-		if err != nil {
+		if o.Seeds, err = ss.Split(o.NodeType, "train"); err != nil {
 			return err
 		}
 	} else {
@@ -244,13 +237,7 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 		}
 		o.Seeds = append([]int64(nil), ids64(seeds, n)...)
 	}
-	var p *planned.Epochs
-	var report *planned.EpochPlanReport
-	if session {
-		p, report, err = planned.OpenSessionEpochs(ss, o)
-	} else {
-		p, report, err = planned.OpenEpochs(rec.s, o)
-	}
+	p, report, err := planned.OpenEpochs(ss, o)
 	if err != nil {
 		return err
 	}
@@ -351,16 +338,12 @@ func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 }
 
 //export tfsgo_epochs_gather
-func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
+func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
 	defer guard("tfs_epochs_gather", &st)
-	return finish("tfs_epochs_gather", epochsGather(uintptr(epochs), int64(epoch), int64(batch), nodes, int64(n), dst, int64(dstBytes)), stEIO)
+	return finish("tfs_epochs_gather", epochsGather(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes)), stEIO)
 }
 
-func epochsGather(h uintptr, epoch, batch int64, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
-	return epochsGatherTyped(h, epoch, batch, "", nodes, n, dst, dstBytes)
-}
-
-func epochsGatherTyped(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+func epochsGather(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
 	rec, err := epochsGatherArgs(h, epoch, batch, nodeType, nodes, n, dst, "dst", dstBytes)
 	if err != nil {
 		return err
@@ -369,7 +352,7 @@ func epochsGatherTyped(h uintptr, epoch, batch int64, nodeType string, nodes *C.
 	if n > 0 {
 		d = unsafe.Slice((*byte)(dst), dstBytes)
 	}
-	_, err = rec.p.GatherType(int(epoch), int(batch), nodeType, ids64(nodes, n), d)
+	_, err = rec.p.Gather(int(epoch), int(batch), nodeType, ids64(nodes, n), d)
 	return err
 }
 
@@ -413,25 +396,6 @@ func epochsGatherArgs(h uintptr, epoch, batch int64, nodeType string, nodes *C.i
 		return nil, fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
 	}
 	return rec, nil
-}
-
-// sessionSplit reads split name of node type nt.
-func sessionSplit(ss *featurestore.Session, nt, name string) ([]int64, error) {
-	n, err := ss.ReadSplit(nt, name, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, n)
-	if _, err := ss.ReadSplit(nt, name, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-//export tfsgo_epochs_gather_typed
-func tfsgo_epochs_gather_typed(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
-	defer guard("tfs_epochs_gather_typed", &st)
-	return finish("tfs_epochs_gather_typed", epochsGatherTyped(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes)), stEIO)
 }
 
 //export tfsgo_epochs_seeds

@@ -39,8 +39,33 @@
 extern "C" {
 #endif
 
-/* Changes in ABI 3 (a graph of one type is the one-type case of every call; NULL or "" names the
- * only type):
+#define TFS_ABI_VERSION 3
+
+/* Changes in ABI 3 (issue 41, one typed core: a homogeneous store is a one-type store; every call
+ * of a node type's rows takes node_type, NULL or "" being the only type, TFS_EINVAL naming the
+ * types when there are several):
+ *  - tfs_gather(store, node_type, feature, ...) replaces tfs_gather, tfs_gather_typed and
+ *    tfs_gather_feature (feature NULL/"": the type's served feature; edge features:
+ *    tfs_gather_edge_feature with edge_type NULL for the only edge type).
+ *  - tfs_gather_device(store, node_type, ...) replaces tfs_gather_device.
+ *  - tfs_gather_device_ids(store, node_type, ...) replaces tfs_gather_device_ids and
+ *    tfs_gather_typed_device_ids.
+ *  - tfs_labels(store, node_type, ...) replaces tfs_labels and tfs_labels_typed.
+ *  - tfs_split(store, node_type, name, ...) replaces tfs_split and tfs_split_typed.
+ *  - tfs_hottest(store, node_type, ...) replaces tfs_hottest and tfs_hottest_typed.
+ *  - tfs_place_ids(store, node_type, ...) replaces tfs_place_ids and tfs_place_ids_typed.
+ *  - tfs_place(store, node_type, hotness, n) replaces tfs_place.
+ *  - tfs_profile_reads(store, seeds, n_seeds, request_json, counts, counts_n, n_types) replaces
+ *    tfs_profile_reads and tfs_profile_reads_hetero (per-type count arrays; n_types = 1 for a
+ *    homogeneous store; fanouts [per hop] or per edge type; batches 0: one epoch, in loader order).
+ *  - tfs_place_json and tfs_place_json_progress replace tfs_place_hetero_json (fanouts per edge
+ *    type place every node type by a profile; the request may name node_type).
+ *  - tfs_store_info_get(store, node_type, out) replaces tfs_store_info_get (one node type's sizes).
+ *  - tfs_features_json is removed: tfs_types_json lists every node and edge feature.
+ *  - tfs_share_host_tier and tfs_map_host_tier: node_type NULL is the only type (was: the store's
+ *    own stack).
+ *  - tfs_epochs_gather(epochs, e, b, node_type, ...) replaces tfs_epochs_gather and
+ *    tfs_epochs_gather_typed.
  *  - tfs_sampler_create takes options_json ({"fanouts": [...] or {"src:rel:dst": [...]}, "replace",
  *    "seed", "workers"}) instead of tfs_sampler_options (removed); tfs_hetero_sampler_create,
  *    tfs_hetero_sampler_free and the tfs_hetero_sampler handle are removed: use tfs_sampler_*.
@@ -63,7 +88,6 @@ extern "C" {
  *    and of tfs_sample_from_edges likewise (amount 1).
  *  - Every JSON input refuses a key given twice in one object (TFS_EINVAL naming it).
  */
-#define TFS_ABI_VERSION 3
 
 typedef enum tfs_status {
   TFS_OK = 0,

@@ -20,7 +20,7 @@ extern "C" {
  * the wrong JSON type or outside an option's choices, is TFS_EINVAL naming it; pack_method and
  * pack_memory change how planning reads, never the packed bytes. fanouts as an object {"src:rel:dst": [per hop], ... every edge type}
  * plans the graph session: batches of seeds of "node_type", every node type with features
- * packed, served by tfs_epochs_sample and tfs_epochs_gather_typed. seeds NULL with n 0
+ * packed, served by tfs_epochs_sample and tfs_epochs_gather of each type. seeds NULL with n 0
  * takes the "train" split (of node_type). "seed_edges": {"edge_type": "src:rel:dst" ("" for the
  * only one), "labels": false, "split": "train", and the link options, tfs_options_json("link"), as
  * tfs_sample_from_edges' link_options_json takes them} plans batches
@@ -40,7 +40,7 @@ tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int
                            tfs_epochs **out);
 /* tfs_epochs_open with rows served elsewhere: rows another process serves (a distributed rank's
  * rows owned by its peers), which the plan never packs and whose positions its gathers leave to
- * the caller (tfs_epochs_gather and _typed write nothing there; tfs_epochs_gather_device nothing
+ * the caller (tfs_epochs_gather writes nothing there; tfs_epochs_gather_device nothing
  * unless a memory tier of the store holds the row). elsewhere holds n_elsewhere ids, each node
  * type's distinct and ascending, the types one after another as options_json's "elsewhere":
  * [{"node_type": "...", "rows": count}, ...] lists them; without that key every id is of the
@@ -67,16 +67,13 @@ tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, s
  * writes them into out (cap entries; fewer than *n is TFS_EINVAL): seed node ids, or of a link
  * plan the positions of its seed edges in the plan's seed edges (PyG's input_id). */
 tfs_status tfs_epochs_seeds(tfs_epochs *epochs, int64_t epoch, int64_t batch, int64_t *out, int64_t cap, int64_t *n);
-/* Writes the feature rows of nodes (the batch's sample nodes, as tfs_epochs_sample gave them) into
- * dst: memory-tier rows from the tiers, the rest from the batch's packed extent, checked against
- * its checksum (TFS_ECORRUPT naming file, epoch and batch). */
-tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const int64_t *nodes, int64_t n,
-                             void *dst, int64_t dst_bytes);
-/* tfs_epochs_gather of node_type's rows (NULL or "": the plan's only type): nodes are the batch's
- * sampled nodes of that type; TFS_ENOENT for a type without features. */
-tfs_status tfs_epochs_gather_typed(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
-                                   const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes);
-/* tfs_epochs_gather_typed into device memory of the store's CUDA device, ordered on cuda_stream
+/* Writes the feature rows of nodes of node_type (NULL or "": the plan's only packed type; several
+ * are TFS_EINVAL naming them) — the batch's sampled nodes of that type, as tfs_epochs_sample gave them — into dst (dst_bytes = n * the type's row_bytes):
+ * memory-tier rows from the tiers, the rest from the batch's packed extent, checked against its
+ * checksum (TFS_ECORRUPT naming file, epoch and batch). TFS_ENOENT for a type without features. */
+tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
+                             const int64_t *nodes, int64_t n, void *dst, int64_t dst_bytes);
+/* tfs_epochs_gather into device memory of the store's CUDA device, ordered on cuda_stream
  * (a cudaStream_t; NULL for the legacy default stream): rows the memory tiers hold are copied on
  * the device, the batch's packed rows read in one read into pinned memory, checked, and scattered
  * there by a kernel. nodes are host memory. Returns once the rows are in place on the stream.

@@ -52,8 +52,8 @@ func benchPlacementCmd(fs *pflag.FlagSet) runFunc {
 			gpuBytes, hostBytes = featureBytes/10, featureBytes/5
 		}
 		var seeds []int64
-		if slices.Contains(s.SplitNames(), "train") {
-			if seeds, err = s.Split("train"); err != nil {
+		if names, _ := s.Session().SplitNames(s.NodeType()); slices.Contains(names, "train") {
+			if seeds, err = s.Session().Split(s.NodeType(), "train"); err != nil {
 				return err
 			}
 		} else {

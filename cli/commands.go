@@ -653,7 +653,7 @@ func sampleCmd(fs *pflag.FlagSet) runFunc {
 // readIDs reads ids from a .npy file, or from the store's split NAME for "split:NAME".
 func readIDs(s *featurestore.Store, arg string) ([]int64, error) {
 	if name, ok := strings.CutPrefix(arg, "split:"); ok {
-		return s.Split(name)
+		return s.Session().Split(s.NodeType(), name)
 	}
 	return ingest.ReadNpyInt64s(arg)
 }

@@ -61,7 +61,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		rep, err := planned.PlanEpochs(s, o)
+		rep, err := planned.PlanEpochs(s.Session(), o)
 		stop()
 		if err != nil {
 			return err
@@ -76,7 +76,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 		if *serve <= 0 {
 			return nil
 		}
-		p, _, err := planned.OpenEpochs(s, o)
+		p, _, err := planned.OpenEpochs(s.Session(), o)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 				sampleT += time.Since(t)
 				rows := make([]byte, int64(len(sample.Nodes))*s.RowBytes())
 				t = time.Now()
-				if _, err := p.Gather(e, b, sample.Nodes, rows); err != nil {
+				if _, err := p.Gather(e, b, "", sample.Nodes, rows); err != nil {
 					return err
 				}
 				gatherT += time.Since(t)

@@ -120,7 +120,7 @@ func TestPlanEpochsSeedEdges(t *testing.T) {
 	if !slices.Equal(se.Labels, labels) || len(se.Src) != m {
 		t.Fatalf("SeedEdgesOfSplit: %d seed edges, labels %v, want %d and %v", len(se.Src), se.Labels, m, labels)
 	}
-	p, rep, err := planned.OpenEpochs(s, planned.EpochOptions{Dir: plan, SeedEdges: se, BatchSize: 25, Epochs: 2,
+	p, rep, err := planned.OpenEpochs(s.Session(), planned.EpochOptions{Dir: plan, SeedEdges: se, BatchSize: 25, Epochs: 2,
 		Sample: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: 9}})
 	if err != nil || rep != nil {
 		t.Fatalf("opening the CLI's plan with the API's options: %v (report %v)", err, rep)

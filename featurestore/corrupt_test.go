@@ -81,10 +81,10 @@ func TestBitFlipsNeverAnswer(t *testing.T) {
 				continue
 			}
 			labels := make([]int64, d.Count)
-			if err := s.Labels(all, labels); !bad("Labels", err) && !slices.Equal(labels, d.Labels) {
+			if err := s.Session().Labels("", all, labels); !bad("Labels", err) && !slices.Equal(labels, d.Labels) {
 				t.Errorf("%s (%s topology): Labels differ from the undamaged dataset's", what("Labels"), mode.name)
 			}
-			train, err := s.Split("train")
+			train, err := s.Session().Split("", "train")
 			if !bad("Split", err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s topology): Split(train) differs from the undamaged dataset's", what("Split"), mode.name)
 			}
@@ -204,10 +204,10 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 				continue
 			}
 			labels := make([]int64, d.Count)
-			if ok(s.Labels(all, labels)) && !slices.Equal(labels, d.Labels) {
+			if ok(s.Session().Labels("", all, labels)) && !slices.Equal(labels, d.Labels) {
 				t.Errorf("%s (%s): Labels differ from the undamaged dataset's, without an error", what, mode.name)
 			}
-			if train, err := s.Split("train"); ok(err) && !slices.Equal(train, d.Train) {
+			if train, err := s.Session().Split("", "train"); ok(err) && !slices.Equal(train, d.Train) {
 				t.Errorf("%s (%s): Split(train) differs from the undamaged dataset's, without an error", what, mode.name)
 			}
 			if sm, err := sampleOf(s, seeds, sopt); ok(err) && !reflect.DeepEqual(sm, refSample) {

@@ -28,10 +28,6 @@ func (ss *Session) Internals() SessionInternals { return SessionInternals{ss} }
 // the call. Calls may nest; once Close has begun, Enter returns ErrClosed.
 func (x StoreInternals) Enter() (done func(), err error) { return x.s.enter() }
 
-// NeedFeature is nil for a store serving a feature; for the store of a dataset without node
-// features an error naming call and the dataset, wrapping dataset.ErrFeatureNotFound.
-func (x StoreInternals) NeedFeature(call string) error { return x.s.needFeature(call) }
-
 // NodeTypeIndex is the store's node type, an index into its session's node types (manifest
 // order).
 func (x StoreInternals) NodeTypeIndex() int { return x.s.nt }

@@ -34,18 +34,20 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 	must(err)
 	defer ref.Close()
 
-	if s.NumNodes() != n || s.Graph() == nil || s.Graph().NumEdges() != e || s.RowBytes() != 0 || s.NumClasses() != 5 {
-		t.Fatalf("nodes %d, graph %v, row bytes %d, classes %d", s.NumNodes(), s.Graph(), s.RowBytes(), s.NumClasses())
+	classes, err := s.Session().NumClasses("")
+	must(err)
+	if s.NumNodes() != n || s.Graph() == nil || s.Graph().NumEdges() != e || s.RowBytes() != 0 || classes != 5 {
+		t.Fatalf("nodes %d, graph %v, row bytes %d, classes %d", s.NumNodes(), s.Graph(), s.RowBytes(), classes)
 	}
-	if fs := s.Features(); len(fs) != 2 || fs[0].Of != "edge" || fs[0].Default || fs[1].Of != "edge" {
-		t.Fatalf("features %+v: want the edge features alone, none the default", fs)
+	if nts, ets := s.Session().NodeTypes(), s.Session().EdgeTypes(); len(nts[0].Features) != 0 || len(ets[0].Features) != 2 || ets[0].Features[0].Of != "edge" || ets[0].Features[0].Default {
+		t.Fatalf("node features %+v, edge features %+v: want the edge features alone, none the default", nts[0].Features, ets[0].Features)
 	}
 	ids := make([]int64, 64)
 	for i := range ids {
 		ids[i] = rng.Int64N(n)
 	}
 	got := make([]int64, len(ids))
-	must(s.Labels(ids, got))
+	must(s.Session().Labels("", ids, got))
 	for i, id := range ids {
 		if got[i] != labels[id] {
 			t.Fatalf("label of %d: %d, want %d", id, got[i], labels[id])
@@ -60,8 +62,8 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 		t.Fatalf("sample without node features differs from the one with them")
 	}
 	ga, gb := make([]byte, 4*len(a.EdgeIDs)), make([]byte, 4*len(a.EdgeIDs))
-	must(s.GatherFeature("w", a.EdgeIDs, ga))
-	must(ref.GatherFeature("w", b.EdgeIDs, gb))
+	must(s.Session().GatherEdgeFeature("", "w", a.EdgeIDs, ga))
+	must(ref.Session().GatherEdgeFeature("", "w", b.EdgeIDs, gb))
 	if string(ga) != string(gb) {
 		t.Fatal("edge feature w of the sampled edges differs")
 	}
@@ -71,7 +73,7 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 	}
 	for call, err := range map[string]error{
 		"Gather":         s.Gather(ids, make([]byte, 12*len(ids))),
-		"GatherFeature":  s.GatherFeature("", ids, nil),
+		"Session.Gather": s.Session().Gather("", "", ids, nil),
 		"Place":          s.Place(nil),
 		"PlaceIDs":       s.PlaceIDs(ids),
 		"GatherDevice":   s.GatherDevice(ids, 1, 0),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -75,7 +76,8 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 			s, err := Open(dir, Options{Feature: tc.feature, TopologyMemoryBytes: tc.topology})
 			must(err)
 			defer s.Close()
-			infos := s.Features()
+			ss := s.Session()
+			infos := append(slices.Clone(ss.NodeTypes()[0].Features), ss.EdgeTypes()[0].Features...)
 			// ingest's input_edge_id last: the input is not sorted by destination.
 			if len(infos) != 5 || infos[0].Name != "x" || infos[1].Name != "h" || infos[2].Of != "edge" || !infos[2].Scalar || infos[3].Dim != 5 ||
 				infos[4].Name != ingest.InputEdgeIDFeature || infos[4].DType != dataset.Int64 || !infos[4].Scalar {
@@ -94,7 +96,7 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 				rb   int
 			}{{"x", x, 8}, {"h", h, 6}} {
 				got := make([]byte, len(ids)*f.rb)
-				must(s.GatherFeature(f.name, ids, got))
+				must(ss.Gather("", f.name, ids, got))
 				for i, id := range ids {
 					if !bytes.Equal(got[i*f.rb:(i+1)*f.rb], f.rows[int(id)*f.rb:(int(id)+1)*f.rb]) {
 						t.Fatalf("feature %s row of node %d differs", f.name, id)
@@ -112,7 +114,7 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 				rb   int
 			}{{"edge_weight", w, 4}, {"edge_attr", ea, 5}} {
 				got := make([]byte, len(smp.EdgeIDs)*f.rb)
-				must(s.GatherFeature(f.name, smp.EdgeIDs, got))
+				must(ss.GatherEdgeFeature("", f.name, smp.EdgeIDs, got))
 				for i := range smp.EdgeIDs {
 					in := pairs[[2]int64{smp.Nodes[smp.Row[i]], smp.Nodes[smp.Col[i]]}]
 					if !bytes.Equal(got[i*f.rb:(i+1)*f.rb], f.rows[int(in)*f.rb:(int(in)+1)*f.rb]) {
@@ -121,20 +123,20 @@ func TestGatherFeatureAndEdgeIDs(t *testing.T) {
 				}
 			}
 			inputIDs := make([]byte, 8*len(smp.EdgeIDs))
-			must(s.GatherFeature(ingest.InputEdgeIDFeature, smp.EdgeIDs, inputIDs))
+			must(ss.GatherEdgeFeature("", ingest.InputEdgeIDFeature, smp.EdgeIDs, inputIDs))
 			for i := range smp.EdgeIDs {
 				in := pairs[[2]int64{smp.Nodes[smp.Row[i]], smp.Nodes[smp.Col[i]]}]
 				if got := int64(binary.LittleEndian.Uint64(inputIDs[8*i:])); got != in {
 					t.Fatalf("%s of sampled edge %d (edge id %d) is %d, want input edge %d", ingest.InputEdgeIDFeature, i, smp.EdgeIDs[i], got, in)
 				}
 			}
-			if err := s.GatherFeature("nope", ids[:1], make([]byte, 8)); !errors.Is(err, dataset.ErrFeatureNotFound) {
+			if err := ss.Gather("", "nope", ids[:1], make([]byte, 8)); !errors.Is(err, dataset.ErrFeatureNotFound) {
 				t.Fatalf("unknown feature: %v", err)
 			}
-			if err := s.GatherFeature("edge_attr", []int64{int64(k)}, make([]byte, 5)); !errors.Is(err, ErrIDOutOfRange) {
+			if err := ss.GatherEdgeFeature("", "edge_attr", []int64{int64(k)}, make([]byte, 5)); !errors.Is(err, ErrIDOutOfRange) {
 				t.Fatalf("edge id past the edges: %v", err)
 			}
-			if err := s.GatherFeature("edge_attr", []int64{0}, make([]byte, 4)); err == nil {
+			if err := ss.GatherEdgeFeature("", "edge_attr", []int64{0}, make([]byte, 4)); err == nil {
 				t.Fatal("a destination of the wrong size was accepted")
 			}
 		})

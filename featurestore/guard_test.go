@@ -42,7 +42,7 @@ func TestCloseWhileCalling(t *testing.T) {
 					case 1:
 						_, err = sampleOf(s, ids, topology.SampleOptions{Fanouts: []int{4, 2}, Seed: uint64(i)})
 					case 2:
-						err = s.Labels(ids, labels)
+						err = s.Session().Labels("", ids, labels)
 					case 3:
 						s.Stats()
 					case 4:
@@ -77,9 +77,9 @@ func TestCloseWhileCalling(t *testing.T) {
 				return err
 			},
 			"Sampler.Sample": func() error { _, err := sp.Sample("", ids); return err },
-			"Labels":         func() error { return s.Labels(ids, make([]int64, 1)) },
+			"Labels":         func() error { return s.Session().Labels("", ids, make([]int64, 1)) },
 			"Split": func() error {
-				_, err := s.Split("train")
+				_, err := s.Session().Split("", "train")
 				return err
 			},
 			"Place": func() error { return s.Place(nil) },

@@ -69,8 +69,8 @@ func TestInPlaceGathers(t *testing.T) {
 					}
 				}
 				gy := make([]byte, int64(len(ids))*d.YRB)
-				if err := s.GatherFeature("y", ids, gy); err != nil {
-					t.Fatalf("%s: GatherFeature: %v", name, err)
+				if err := s.Session().Gather("", "y", ids, gy); err != nil {
+					t.Fatalf("%s: Session.Gather: %v", name, err)
 				}
 				for i, id := range ids {
 					if !bytes.Equal(gy[int64(i)*d.YRB:int64(i+1)*d.YRB], d.YRows[id*d.YRB:(id+1)*d.YRB]) {

@@ -8,14 +8,6 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 )
 
-// NumClasses is the number of label classes of the store's node type, or 0 when it has no labels.
-func (s *Store) NumClasses() int64 {
-	if l := s.nodeType().Labels; l != nil {
-		return l.NumClasses
-	}
-	return 0
-}
-
 // loadLabels holds each node type's labels in memory (8 bytes per node) when they fit the
 // topology budget; otherwise Labels reads the blocks it needs from disk per call.
 func (ss *Session) loadLabels() error {
@@ -34,17 +26,6 @@ func (ss *Session) loadLabels() error {
 		ss.nodes[i].labels = labels
 	}
 	return nil
-}
-
-// Labels sets out[i] to the label of ids[i] (-1 where unlabelled), reading only the blocks
-// those labels are in. len(out) == len(ids).
-func (s *Store) Labels(ids []int64, out []int64) error {
-	leave, err := s.enter()
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return s.sess.labelsOf(s.nt, ids, out, s.checkIDs)
 }
 
 // labelsOf is Labels of node type nt; checkIDs checks ids once the call's shape is known good.
@@ -76,31 +57,6 @@ func (ss *Session) ofType(nt int) string {
 	return fmt.Sprintf(" of node type %q", ss.m.NodeTypes[nt].Name)
 }
 
-// Split returns the node ids of a split ("train", "val", "test").
-func (s *Store) Split(name string) ([]int64, error) {
-	n, err := s.ReadSplit(name, nil)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, n)
-	if _, err := s.ReadSplit(name, ids); err != nil {
-		return nil, err
-	}
-	return ids, nil
-}
-
-// ReadSplit copies the first min(len(out), size) node ids of the split name into out and returns
-// the split's size; it reads only the ids it copies, so an empty out asks the size. A split the
-// dataset lacks is ErrNotFound.
-func (s *Store) ReadSplit(name string, out []int64) (int64, error) {
-	leave, err := s.enter()
-	if err != nil {
-		return 0, err
-	}
-	defer leave()
-	return s.sess.readSplit(s.nt, name, out)
-}
-
 // readSplit is ReadSplit of node type nt.
 func (ss *Session) readSplit(nt int, name string, out []int64) (int64, error) {
 	sp, ok := ss.nodes[nt].spec.Splits[name]
@@ -114,9 +70,6 @@ func (ss *Session) readSplit(nt int, name string, out []int64) (int64, error) {
 	}
 	return sp.Count, nil
 }
-
-// SplitNames lists the splits of the store's node type.
-func (s *Store) SplitNames() []string { return s.sess.splitNames(s.nt) }
 
 // splitNames lists the splits of node type nt.
 func (ss *Session) splitNames(nt int) []string {

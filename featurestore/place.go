@@ -1,13 +1,11 @@
 package featurestore
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/tierfs/tierfs/dataset"
-	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -418,36 +416,4 @@ func selectHottest(s []scored, k int) {
 			hi = store
 		}
 	}
-}
-
-// ProfileReads pre-samples batches of seeds as a loader visits them (placement.Profile with opt:
-// the first epoch in the order given, later ones reshuffled) and returns, per node, how often a
-// batch read its feature row (the counts a planned placement ranks rows by). It changes nothing:
-// the caller decides what to place from the counts (tierfs.distributed sums every rank's counts
-// of its own seeds). seeds must be in [0, NumNodes); the store must hold a graph of one node
-// type. It holds 16 bytes per node while it runs.
-func (s *Store) ProfileReads(seeds []int64, opt placement.ProfileOptions) ([]uint32, error) {
-	leave, err := s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	if s.graph == nil {
-		if len(s.sess.edges) > 0 {
-			return nil, fmt.Errorf("featurestore: ProfileReads: dataset %s has several node types (%s); profile it by type (tfs_place_hetero_json): %w",
-				s.m.Dir(), s.sess.edgeTypeList(), errors.ErrUnsupported)
-		}
-		return nil, fmt.Errorf("featurestore: ProfileReads: dataset %s has no topology to sample: %w", s.m.Dir(), ErrInvalidOption)
-	}
-	n := s.NumNodes()
-	for i, v := range seeds {
-		if v < 0 || v >= n {
-			return nil, fmt.Errorf("featurestore: ProfileReads: seeds[%d] = %d is out of range [0, %d): %w", i, v, n, ErrIDOutOfRange)
-		}
-	}
-	h, err := placement.Profile(s.graph, seeds, opt)
-	if err != nil {
-		return nil, fmt.Errorf("featurestore: ProfileReads: %w", err)
-	}
-	return h.Feature, nil
 }

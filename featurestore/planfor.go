@@ -17,8 +17,18 @@ type PlanOptions = placement.PlanOptions
 // placement's TierUsage, PolicyCost, BatchTraffic and LinkTraffic).
 type PlanReport = placement.Report
 
-// A Store is what placement.PlanStore plans for.
-var _ placement.Store = (*Store)(nil)
+// planTarget is a Store as placement.PlanStore plans for it: the stack, with its node type's splits.
+type planTarget struct{ *Store }
+
+var _ placement.Store = planTarget{}
+
+// SplitNames lists the splits of the stack's node type.
+func (p planTarget) SplitNames() []string { return p.sess.splitNames(p.nt) }
+
+// Split reads the split name of the stack's node type.
+func (p planTarget) Split(name string) ([]int64, error) {
+	return p.sess.Split(p.sess.nodes[p.nt].spec.Name, name)
+}
 
 // TopologyOverheadBytes is what a neighbor list held in memory costs beyond its entries and index
 // pointer: its node id in the cache's sorted id list.
@@ -58,7 +68,7 @@ func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanRepor
 		return nil, nil, fmt.Errorf("featurestore: dataset %s has %d node types and %d edge types (%s): a saved placement covers a graph of one type; place a graph of several types by a profile (store.place(fanouts={edge type: [...]}, batch_size=...), tfs_place_hetero_json): %w",
 			s.m.Dir(), len(s.sess.nodes), len(s.sess.edges), s.sess.edgeTypeList(), errors.ErrUnsupported)
 	}
-	return placement.PlanStore(s, opt)
+	return placement.PlanStore(planTarget{s}, opt)
 }
 
 // Dir is the dataset's directory.

@@ -112,21 +112,21 @@ func TestReadSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if n, err := s.ReadSplit("train", nil); err != nil || n != 5 {
+	if n, err := s.Session().ReadSplit("", "train", nil); err != nil || n != 5 {
 		t.Fatalf("size query: %d, %v", n, err)
 	}
 	out := []int64{-9, -9, -9}
-	if n, err := s.ReadSplit("train", out); err != nil || n != 5 || !reflect.DeepEqual(out, train[:3]) {
+	if n, err := s.Session().ReadSplit("", "train", out); err != nil || n != 5 || !reflect.DeepEqual(out, train[:3]) {
 		t.Fatalf("first 3: %v (size %d, %v)", out, n, err)
 	}
 	out = make([]int64, 8)
-	if n, err := s.ReadSplit("train", out); err != nil || n != 5 || !reflect.DeepEqual(out[:5], train) || out[5] != 0 {
+	if n, err := s.Session().ReadSplit("", "train", out); err != nil || n != 5 || !reflect.DeepEqual(out[:5], train) || out[5] != 0 {
 		t.Fatalf("into 8: %v (size %d, %v)", out, n, err)
 	}
-	if ids, err := s.Split("train"); err != nil || !reflect.DeepEqual(ids, train) {
+	if ids, err := s.Session().Split("", "train"); err != nil || !reflect.DeepEqual(ids, train) {
 		t.Fatalf("Split: %v, %v", ids, err)
 	}
-	if _, err := s.ReadSplit("holdout", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"holdout"`) || !strings.Contains(err.Error(), "train") {
+	if _, err := s.Session().ReadSplit("", "holdout", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"holdout"`) || !strings.Contains(err.Error(), "train") {
 		t.Fatalf("missing split: %v, want ErrNotFound naming it and the splits there are", err)
 	}
 }

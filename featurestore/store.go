@@ -179,6 +179,9 @@ func (s *Store) Session() *Session { return s.sess }
 // nodeType is the store's node type.
 func (s *Store) nodeType() *dataset.NodeType { return &s.m.NodeTypes[s.nt] }
 
+// NodeType is the name of the stack's node type: what the session's typed calls name it by.
+func (s *Store) NodeType() string { return s.nodeType().Name }
+
 // heldTiers is tiers with every tier that changes under gathers held (tiers.Holder); release
 // undoes that.
 func heldTiers(ts []tiers.Tier) (held []tiers.Tier, release func()) {

@@ -341,7 +341,7 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 			t.Fatalf("budget %d: labels in memory = %v", budget, s.labels != nil)
 		}
 		out := make([]int64, len(ids))
-		if err := s.Labels(ids, out); err != nil {
+		if err := s.Session().Labels("", ids, out); err != nil {
 			t.Fatal(err)
 		}
 		for i, id := range ids {
@@ -349,7 +349,7 @@ func TestLabelsInMemoryAndOnDisk(t *testing.T) {
 				t.Fatalf("budget %d: label of %d is %d, want %d", budget, id, out[i], id%7-1)
 			}
 		}
-		if err := s.Labels([]int64{d.Count}, make([]int64, 1)); !errors.Is(err, ErrIDOutOfRange) {
+		if err := s.Session().Labels("", []int64{d.Count}, make([]int64, 1)); !errors.Is(err, ErrIDOutOfRange) {
 			t.Fatalf("label of an id out of range: %v", err)
 		}
 		s.Close()
@@ -468,8 +468,9 @@ func TestHottestIDsAndPlaceIDs(t *testing.T) {
 	}
 }
 
-// ProfileReads returns the feature counts of placement.Profile on the store's graph, places
-// nothing, and refuses seeds out of range naming the first.
+// Session.ProfileReads of a one-type graph returns the feature counts of placement.Profile on its
+// graph (the same batches, the same draws), places nothing, and refuses seeds out of range naming
+// the first.
 func TestProfileReads(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 2000, 8, 1, 6, rng)
@@ -483,10 +484,13 @@ func TestProfileReads(t *testing.T) {
 		seeds[i] = rng.Int64N(d.Count)
 	}
 	opt := placement.ProfileOptions{Fanouts: []int{4, 2}, BatchSize: 32, Batches: 20, Epochs: 1, Seed: rng.Uint64()}
-	got, err := s.ProfileReads(seeds, opt)
+	key := s.Session().EdgeTypes()[0].Key
+	hopt := SampleOptions{Fanouts: map[string][]int{key: opt.Fanouts}, Seed: opt.Seed}
+	counts, err := s.Session().ProfileReads("", seeds, hopt, opt.BatchSize, opt.Batches)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := counts[0]
 	h, err := placement.Profile(s.Graph(), seeds, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +499,7 @@ func TestProfileReads(t *testing.T) {
 		t.Fatal("ProfileReads differs from placement.Profile's feature counts")
 	}
 	before := s.Stats()
-	if _, err := s.ProfileReads([]int64{1, d.Count}, opt); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), fmt.Sprintf("seeds[1] = %d", d.Count)) {
+	if _, err := s.Session().ProfileReads("", []int64{1, d.Count}, hopt, opt.BatchSize, opt.Batches); !errors.Is(err, ErrIDOutOfRange) || !strings.Contains(err.Error(), fmt.Sprintf("seeds[1] = %d", d.Count)) {
 		t.Fatalf("ProfileReads with seed %d: %v; want ErrIDOutOfRange naming seeds[1]", d.Count, err)
 	}
 	if after := s.Stats(); after.Gathers != before.Gathers {

@@ -2,7 +2,6 @@ package featurestore
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -79,7 +79,8 @@ func (ss *Session) EdgeTypes() []EdgeTypeInfo {
 	return out
 }
 
-// nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset.
+// nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset, and
+// ErrInvalidOption naming the types in a dataset of several.
 func (ss *Session) nodeTypeOf(name string) (int, error) {
 	if name == "" && len(ss.nodes) == 1 {
 		return 0, nil
@@ -91,8 +92,8 @@ func (ss *Session) nodeTypeOf(name string) (int, error) {
 	for i, n := range ss.nodes {
 		names[i] = n.spec.Name
 	}
-	if name == "" {
-		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), dataset.ErrTypeNotFound)
+	if name == "" { // a bad argument, not a missing type: the caller named none of several
+		return -1, fmt.Errorf("featurestore: dataset %s has %d node types (%s): name one: %w", ss.m.Dir(), len(names), strings.Join(names, ", "), ErrInvalidOption)
 	}
 	return -1, fmt.Errorf("featurestore: dataset %s has no node type %q (it has %s): %w", ss.m.Dir(), name, strings.Join(names, ", "), dataset.ErrTypeNotFound)
 }
@@ -148,6 +149,9 @@ func (ss *Session) Gather(ntype, feature string, ids []int64, dst []byte) error 
 		return s.Gather(ids, dst)
 	}
 	spec := ss.nodes[nt].spec
+	if feature == "" {
+		return fmt.Errorf("featurestore: Gather: node type %q of dataset %s has no node features (it holds topology, labels and splits only): %w", spec.Name, ss.m.Dir(), dataset.ErrFeatureNotFound)
+	}
 	k := slices.IndexFunc(spec.Features, func(f dataset.FeatureSpec) bool { return f.Name == feature })
 	if k < 0 {
 		names := make([]string, len(spec.Features))
@@ -218,7 +222,8 @@ func (ss *Session) checkTypedIDs(nt int, what string, ids []int64) error {
 	return nil
 }
 
-// Labels sets out[i] to the label of ids[i], ids of node type ntype (-1 where unlabelled).
+// Labels sets out[i] to the label of ids[i], ids of node type ntype ("" for the only one), -1
+// where unlabelled, reading only the blocks those labels are in. len(out) == len(ids).
 func (ss *Session) Labels(ntype string, ids []int64, out []int64) error {
 	leave, err := ss.enter()
 	if err != nil {
@@ -232,7 +237,22 @@ func (ss *Session) Labels(ntype string, ids []int64, out []int64) error {
 	return ss.labelsOf(nt, ids, out, func(ids []int64) error { return ss.checkTypedIDs(nt, "ids", ids) })
 }
 
-// ReadSplit is Store.ReadSplit for node type ntype.
+// NumClasses is the number of label classes of node type ntype ("" for the only one), 0 when it
+// has no labels.
+func (ss *Session) NumClasses(ntype string) (int64, error) {
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return 0, err
+	}
+	if l := ss.nodes[nt].spec.Labels; l != nil {
+		return l.NumClasses, nil
+	}
+	return 0, nil
+}
+
+// ReadSplit copies the first min(len(out), size) node ids of the split name of node type ntype
+// ("" for the only one) into out and returns the split's size; it reads only the ids it copies,
+// so an empty out asks the size. A split the type lacks is ErrNotFound.
 func (ss *Session) ReadSplit(ntype, name string, out []int64) (int64, error) {
 	leave, err := ss.enter()
 	if err != nil {
@@ -244,6 +264,28 @@ func (ss *Session) ReadSplit(ntype, name string, out []int64) (int64, error) {
 		return 0, err
 	}
 	return ss.readSplit(nt, name, out)
+}
+
+// Split returns the node ids of the split name ("train", "val", "test") of node type ntype.
+func (ss *Session) Split(ntype, name string) ([]int64, error) {
+	n, err := ss.ReadSplit(ntype, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, n)
+	if _, err := ss.ReadSplit(ntype, name, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// SplitNames lists the splits of node type ntype ("" for the only one), sorted.
+func (ss *Session) SplitNames(ntype string) ([]string, error) {
+	nt, err := ss.nodeTypeOf(ntype)
+	if err != nil {
+		return nil, err
+	}
+	return ss.splitNames(nt), nil
 }
 
 // PlaceReport is what PlaceProfiled did, per node type with a tier stack.
@@ -262,15 +304,18 @@ type PlaceTypeReport struct {
 	HostBytes    int64 `json:"host_bytes"`        // the type's share of the host budget
 }
 
-// ProfileReadsTyped samples batches batches of batchSize seeds of seedType — consecutive full
-// slices of seeds in a fresh permutation per pass, as a shuffling loader with drop_last visits
-// them — with the sampler of opt (nodes only), and returns per node type
-// (the session's order) how many batches reached each row; nil for a type without a tier stack.
-// It places nothing (PlaceProfiled does; tierfs.distributed sums every rank's counts). Memory: 4
-// bytes a node of every type with a stack.
-func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt SampleOptions, batchSize, batches int) ([][]uint32, error) {
-	if batchSize < 1 || batches < 1 || len(seeds) == 0 {
-		return nil, &OptionError{Option: "batches", Value: fmt.Sprintf("%d batches of %d of %d seeds", batches, batchSize, len(seeds)), Want: "at least one batch of at least one seed"}
+// ProfileReads samples batches of batchSize seeds of seedType ("" for the only node type) as a
+// loader visits them — the first epoch in the order given, every later one in a fresh
+// permutation (placement.ShuffleEpoch), the last batch of an epoch shorter — batches batches in
+// all (0: one epoch), batch b with the sampling seed placement.BatchSeed(opt.Seed, b), with the
+// sampler of opt (nodes only), and returns per node type (the session's order) how many batches
+// reached each row; nil for a type without a tier stack. On a graph of one type the counts are
+// placement.Profile's feature counts. It places nothing (PlaceProfiled does;
+// tierfs.distributed sums every rank's counts). Memory: 4 bytes a node of every type with a
+// stack, and a copy of seeds.
+func (ss *Session) ProfileReads(seedType string, seeds []int64, opt SampleOptions, batchSize, batches int) ([][]uint32, error) {
+	if batchSize < 1 || batches < 0 || len(seeds) == 0 {
+		return nil, &OptionError{Option: "batches", Value: fmt.Sprintf("%d batches of %d of %d seeds", batches, batchSize, len(seeds)), Want: "a batch size of at least one, batches >= 0 (0: one epoch) and at least one seed"}
 	}
 	sp, err := ss.NewSampler(opt)
 	if err != nil {
@@ -284,6 +329,10 @@ func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt SampleO
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
 		return nil, err
 	}
+	perEpoch := max(1, (len(seeds)+batchSize-1)/batchSize)
+	if batches == 0 {
+		batches = perEpoch
+	}
 	counts := make([][]uint32, len(ss.nodes))
 	for i, n := range ss.nodes {
 		if n.stack != nil {
@@ -291,33 +340,36 @@ func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt SampleO
 		}
 	}
 	order := slices.Clone(seeds)
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
-	batchSeeds := make([][]int64, batches)
-	for b, pos := 0, len(order); b < batches; b++ {
-		if pos+batchSize > len(order) {
-			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			pos = 0
+	for e, first := 0, 0; first < batches; e, first = e+1, first+perEpoch {
+		if e > 0 {
+			placement.ShuffleEpoch(order, opt.Seed, e)
 		}
-		batchSeeds[b] = order[pos:min(pos+batchSize, len(order))]
-		pos += batchSize
+		if err := ss.profileEpoch(sp, nt, order, batchSize, first, min(perEpoch, batches-first), counts); err != nil {
+			return nil, err
+		}
 	}
+	return counts, nil
+}
+
+// profileEpoch samples batches [0, count) of order (batch b numbered first+b over the profile) on
+// parallel goroutines and adds to counts, per node type, the batches that reached each row.
+func (ss *Session) profileEpoch(sp *Sampler, nt int, order []int64, batchSize, first, count int, counts [][]uint32) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
-	workers := min(runtime.GOMAXPROCS(0), batches)
-	for range workers {
+	for range min(runtime.GOMAXPROCS(0), count) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				b := int(next.Add(1)) - 1
-				if b >= batches {
+				if b >= count {
 					return
 				}
 				o := sp.opt
-				o.Seed += uint64(b)
+				o.Seed = placement.BatchSeed(sp.opt.Seed, first+b)
 				o.Workers = 1
-				smp, err := ss.sample(ss.sampleGraph, nt, batchSeeds[b], o)
+				smp, err := ss.sample(ss.sampleGraph, nt, order[b*batchSize:min((b+1)*batchSize, len(order))], o)
 				if err != nil {
 					select {
 					case errs <- err:
@@ -338,23 +390,22 @@ func (ss *Session) ProfileReadsTyped(seedType string, seeds []int64, opt SampleO
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return nil, err
+		return err
 	default:
+		return nil
 	}
-	return counts, nil
 }
 
-// PlaceProfiled fills every type's memory tiers with the rows batches read most: it samples
-// batches batches of batchSize seeds of seedType — consecutive slices of seeds in a fresh
-// permutation per pass, as a shuffling loader visits them — with the sampler of opt
-// (nodes only), counts per (type, row) the batches that reach it, splits the session's budgets
+// PlaceProfiled fills every type's memory tiers with the rows batches read most: it profiles
+// batches batches of batchSize seeds of seedType as ProfileReads does, counting per (type, row)
+// the batches that reach it, splits the session's budgets
 // over the types by one ranking of every (type, row) (rankedShares: disk reads saved per byte),
 // resizes each type's tiers to its share, and places each stack by its counts (Store.Place:
 // hottest first, GPU tier then host tier). Memory: 4 bytes a node of every type with a stack
 // while it runs.
 func (ss *Session) PlaceProfiled(seedType string, seeds []int64, opt SampleOptions, batchSize, batches int) (*PlaceReport, error) {
 	start := time.Now()
-	counts, err := ss.ProfileReadsTyped(seedType, seeds, opt, batchSize, batches)
+	counts, err := ss.ProfileReads(seedType, seeds, opt, batchSize, batches)
 	if err != nil {
 		return nil, err
 	}

@@ -341,11 +341,7 @@ func TestSessionPlaceProfiled(t *testing.T) {
 	for _, et := range d.Manifest.EdgeTypes {
 		fanouts[et.Key()] = []int{3, 2}
 	}
-	seeds, err := ss.Stack("paper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	train, err := seeds.Split("train")
+	train, err := ss.Split("paper", "train")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -222,7 +222,7 @@ func (m *View) tierOf(id int64) []byte {
 
 func (m *View) labelText(id int64) ([]byte, error) {
 	label := make([]int64, 1)
-	if err := m.store.Labels([]int64{id}, label); err != nil {
+	if err := m.store.Session().Labels(m.store.NodeType(), []int64{id}, label); err != nil {
 		return nil, err
 	}
 	return append(strconv.AppendInt(nil, label[0], 10), '\n'), nil

@@ -153,8 +153,7 @@ func Profile(g topology.Graph, seeds []int64, opt ProfileOptions) (*Hotness, err
 			if opt.TimeBudget > 0 && time.Since(start) >= opt.TimeBudget {
 				break
 			}
-			r := rand.New(rand.NewPCG(opt.Seed, uint64(e)))
-			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			ShuffleEpoch(order, opt.Seed, e)
 			if opt.Batches == 0 && opt.Epochs == 0 {
 				total += perEpoch
 			}
@@ -244,7 +243,7 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 				}
 				batch := batchOf(order, opt.BatchSize, b)
 				s, err := topology.SampleNeighbors(g, batch, topology.SampleOptions{
-					Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: mix64(opt.Seed ^ mix64(uint64(first+b))), Workers: 1, NodesOnly: true,
+					Fanouts: opt.Fanouts, Replace: opt.Replace, Seed: BatchSeed(opt.Seed, first+b), Workers: 1, NodesOnly: true,
 				})
 				if err != nil {
 					errs[b] = fmt.Errorf("placement: profile batch %d: %w", first+b, err)
@@ -293,6 +292,17 @@ func profileEpoch(g topology.Graph, order []int64, h *Hotness, epoch []uint32, o
 		ran++
 	}
 	return ran, seeds, nil
+}
+
+// BatchSeed is the sampling seed of batch b (counted over every epoch) of a profile seeded seed:
+// featurestore.Session.ProfileReads draws its batches with it too, so both count the same.
+func BatchSeed(seed uint64, b int) uint64 { return mix64(seed ^ mix64(uint64(b))) }
+
+// ShuffleEpoch puts order, the seeds as the epoch before e visited them, in epoch e's order (e >
+// 0): a fresh permutation drawn from (seed, e), as a shuffling loader makes it.
+func ShuffleEpoch(order []int64, seed uint64, e int) {
+	r := rand.New(rand.NewPCG(seed, uint64(e)))
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 }
 
 // batchOf is batch b of an epoch visiting order: the BatchSize seeds from b*BatchSize, the last

@@ -54,7 +54,7 @@ func TestEpochPlanFilesBounded(t *testing.T) {
 			}},
 			{"sparse and huge", "more than", func() error { return os.Truncate(path, 1<<40) }},
 		} {
-			if _, err := PlanEpochs(s, o); err != nil {
+			if _, err := PlanEpochs(s.Session(), o); err != nil {
 				t.Fatal(err)
 			}
 			if tc.want == "FIFO" || strings.Contains(tc.what, "/dev/zero") {
@@ -64,7 +64,7 @@ func TestEpochPlanFilesBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := within(t, "OpenEpochs with "+name+" "+tc.what, func() error {
-				p, _, err := OpenEpochs(s, o)
+				p, _, err := OpenEpochs(s.Session(), o)
 				if err == nil {
 					p.Close()
 				}
@@ -103,7 +103,7 @@ func TestKilledPlanHelper(t *testing.T) {
 		f.Sync()
 		select {}
 	}
-	PlanEpochs(s, EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2})
+	PlanEpochs(s.Session(), EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2})
 }
 
 // TestKilledPlanIsCleaned: a PlanEpochs killed with SIGKILL leaves packed files and no index;
@@ -155,7 +155,7 @@ func TestKilledPlanIsCleaned(t *testing.T) {
 		t.Fatalf("the killed planner left %v, want its packed files", packed())
 	}
 	s := mustOpen(t, d.Dir, featurestore.Options{})
-	if _, _, err := OpenEpochs(s, o); !errors.Is(err, featurestore.ErrNotFound) {
+	if _, _, err := OpenEpochs(s.Session(), o); !errors.Is(err, featurestore.ErrNotFound) {
 		t.Fatalf("OpenEpochs after the killed plan: %v, want ErrNotFound", err)
 	}
 	if left := packed(); len(left) != 0 {

@@ -63,10 +63,10 @@ func (t *packedTier) Lookup(ids []int64, slots []int64) int {
 	return len(ids)
 }
 func (t *packedTier) Fill([]int64, tiers.Source) error {
-	return errors.New("featurestore: a planned batch's packed rows are not refilled")
+	return errors.New("planned: a planned batch's packed rows are not refilled")
 }
 func (t *packedTier) CopyToHost([]int64, []int64, []byte) error {
-	return errors.New("featurestore: a planned batch's packed tier serves device gathers only")
+	return errors.New("planned: a planned batch's packed tier serves device gathers only")
 }
 func (t *packedTier) Rows() int64                          { return t.rows }
 func (t *packedTier) Bytes() int64                         { return 0 }
@@ -83,7 +83,7 @@ func (t *packedTier) EnqueueToDevice(c tiers.DeviceCopy) error {
 		return t.readErr
 	}
 	if c.Pos == nil || len(c.Pos) != c.N || len(c.Slots) != c.N {
-		return errors.New("featurestore: a planned batch's device copy needs its slots and positions on the host")
+		return errors.New("planned: a planned batch's device copy needs its slots and positions on the host")
 	}
 	want := c.Pos
 	if t.elsewhere != nil {
@@ -97,7 +97,7 @@ func (t *packedTier) EnqueueToDevice(c tiers.DeviceCopy) error {
 	n := int64(len(want))
 	first := t.served
 	if first+n > t.rows {
-		return fmt.Errorf("featurestore: the memory tiers miss more than the %d rows the plan packed for this batch", t.rows)
+		return fmt.Errorf("planned: the memory tiers miss more than the %d rows the plan packed for this batch", t.rows)
 	}
 	if n == 0 {
 		return nil
@@ -130,7 +130,7 @@ func (b *packedBufs) take(dev int, maxRows, rowBytes int64) (*packedBuf, error) 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.all) > 0 && b.dev != dev {
-		return nil, fmt.Errorf("featurestore: planned device gathers on GPU %d, earlier ones on GPU %d", dev, b.dev)
+		return nil, fmt.Errorf("planned: planned device gathers on GPU %d, earlier ones on GPU %d", dev, b.dev)
 	}
 	b.dev = dev
 	if n := len(b.free); n > 0 {
@@ -170,7 +170,7 @@ func (b *packedBufs) close() {
 	b.all, b.free = nil, nil
 }
 
-// GatherDevice is GatherType into device memory of the store's GPU: dst holds len(nodes) rows
+// GatherDevice is Gather into device memory of the store's GPU: dst holds len(nodes) rows
 // of ntype's RowBytesOf ("" for the only type), ordered on stream (a cudaStream_t, 0 for the
 // legacy default stream). The rows the memory tiers hold are copied on the device by the split
 // kernel; the rest come from the batch's packed extent, one read into pinned memory checked
@@ -199,7 +199,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	pool := &p.device()[t]
 	buf, err := pool.take(dev, p.maxRows[t], rb)
 	if err != nil {
-		return io, fmt.Errorf("featurestore: planned device gather: %w", err)
+		return io, fmt.Errorf("planned: planned device gather: %w", err)
 	}
 	defer pool.put(buf)
 	packed := &packedTier{dev: dev, blocks: blocks, rowBytes: rb, rows: ext.Rows, buf: buf}
@@ -234,7 +234,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 		err = wrapDevice(serr)
 	}
 	if err != nil {
-		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
+		return io, fmt.Errorf("planned: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
 	}
 	io.Rows = ext.Rows
 	p.batches.Add(1)
@@ -247,7 +247,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 // wrapDevice wraps an error of a device gather as the store's device gathers do.
 func wrapDevice(err error) error {
 	if err != nil {
-		return fmt.Errorf("featurestore: device gather: %w", err)
+		return fmt.Errorf("planned: device gather: %w", err)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestPlannedDeviceGatherMatchesHost(t *testing.T) {
 		}
 		o := epochOpts(t, d, 2)
 		o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-		p, _, err := OpenEpochs(s, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, Replan: true})
+		p, _, err := OpenEpochs(s.Session(), EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample, ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs, Replan: true})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -97,7 +97,7 @@ func TestPlannedDeviceGatherElsewhere(t *testing.T) {
 		o := epochOpts(t, d, 2)
 		o.Sample.Seed, o.ShuffleSeed, o.Replan = rng.Uint64(), rng.Uint64(), true
 		o.Elsewhere = map[string][]int64{"": away}
-		p, _, err := OpenEpochs(s, o)
+		p, _, err := OpenEpochs(s.Session(), o)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

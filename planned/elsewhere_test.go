@@ -43,11 +43,11 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	o := epochOpts(t, d, k)
 	o.Seeds, o.SeedOrders, o.Elsewhere = nil, orders, map[string][]int64{"": elsewhere}
 	o.Sample.Seed = rng.Uint64()
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 			}
 			rb := d.RowBytes
 			dst := bytes.Repeat([]byte{0xAB}, len(sample.Nodes)*int(rb))
-			io, err := p.Gather(e, b, sample.Nodes, dst)
+			io, err := p.Gather(e, b, "", sample.Nodes, dst)
 			if err != nil {
 				t.Fatalf("epoch %d batch %d: %v", e, b, err)
 			}
@@ -120,7 +120,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	} {
 		o2 := o
 		c.edit(&o2)
-		_, _, err := OpenEpochs(s, o2)
+		_, _, err := OpenEpochs(s.Session(), o2)
 		var se *StalePlanError
 		if !errors.As(err, &se) || !strings.HasPrefix(se.Input, c.input) {
 			t.Fatalf("%s changed: got %v", c.input, err)
@@ -143,7 +143,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 		o2 := o
 		o2.Dir = filepath.Join(t.TempDir(), "bad")
 		c.edit(&o2)
-		if _, err := PlanEpochs(s, o2); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := PlanEpochs(s.Session(), o2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("want an error with %q, got %v", c.want, err)
 		}
 		if _, err := os.Stat(filepath.Join(o2.Dir, EpochIndexFile)); err == nil {
@@ -154,7 +154,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 	// A plan without rows served elsewhere keeps the index it had (no elsewhere key), so plans
 	// made before them stay valid.
 	o3 := epochOpts(t, d, 1)
-	if _, err := PlanEpochs(s, o3); err != nil {
+	if _, err := PlanEpochs(s.Session(), o3); err != nil {
 		t.Fatal(err)
 	}
 	if data, err := os.ReadFile(filepath.Join(o3.Dir, EpochIndexFile)); err != nil || bytes.Contains(data, []byte("elsewhere")) {
@@ -163,7 +163,7 @@ func TestPlannedEpochsElsewhere(t *testing.T) {
 }
 
 // TestHeteroPlannedEpochsElsewhere: a session plan takes rows served elsewhere per node type
-// (here of one packed type only): GatherType leaves that type's rows served elsewhere unwritten,
+// (here of one packed type only): Gather leaves that type's rows served elsewhere unwritten,
 // writes every other row of every type from the dataset, and packs exactly the rest of the
 // misses; naming a type without features is refused.
 func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
@@ -190,7 +190,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	}
 	o := heteroEpochOpts(t, ss, d, 1, rng)
 	o.Elsewhere, o.Replan = map[string][]int64{"author": away}, true
-	p, _, err := OpenSessionEpochs(ss, o)
+	p, _, err := OpenEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 			}
 			nodes := smp.Nodes[i]
 			dst := bytes.Repeat([]byte{0xAB}, len(nodes)*int(rb))
-			got, err := p.GatherType(0, b, nt.Name, nodes, dst)
+			got, err := p.Gather(0, b, nt.Name, nodes, dst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestHeteroPlannedEpochsElsewhere(t *testing.T) {
 	}
 	o.Dir = filepath.Join(t.TempDir(), "bad")
 	o.Elsewhere = map[string][]int64{"institution": {0}}
-	if _, err := PlanSessionEpochs(ss, o); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), "institution") {
+	if _, err := PlanEpochs(ss, o); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), "institution") {
 		t.Fatalf("rows served elsewhere of a type without features: %v", err)
 	}
 }

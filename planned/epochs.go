@@ -11,9 +11,9 @@
 // batch's sample is SampleFromEdges (its negatives drawn from the batch's seed), stored, packed
 // and served the same way (Epochs.SampleEdges).
 //
-// PlanEpochs writes a plan of a featurestore.Store, OpenEpochs serves one (PlanSessionEpochs and
-// OpenSessionEpochs those of a featurestore.Session, every node type with features); both take
-// the same EpochOptions, and a plan serves only the store and options it was made for
+// PlanEpochs writes a plan of a featurestore.Session, OpenEpochs serves one: of one node type's
+// tier stack for one fanout list, of every node type with features for fanouts per edge type;
+// both take the same EpochOptions, and a plan serves only the store and options it was made for
 // (ErrStalePlan names the input that differs). The engine reaches the store through its
 // Internals (featurestore.StoreInternals, SessionInternals): tier snapshots under the place lock,
 // the SSD tier, the host samplers, PlaceCounts and GatherDeviceVia.
@@ -63,9 +63,9 @@ type EpochOptions struct {
 	// Sample gives the fanouts (a Store's plan) and Replace; Sample.Seed is the sampler seed the
 	// batches' seeds derive from (BatchSampleSeed); Sample.Workers only sets parallelism.
 	Sample topology.SampleOptions `options:"inline"`
-	// NodeType and EdgeFanouts are a Session's plan's (PlanSessionEpochs): the seeds' node type
-	// ("" for the only one) and the fanouts per edge type (src:rel:dst), as NewSampler
-	// takes them; Sample.Fanouts stays empty. A Store's plan leaves them empty.
+	// NodeType is the seeds' node type ("" for the only one); EdgeFanouts, the fanouts per edge
+	// type (src:rel:dst) as NewSampler takes them, make a plan of every node type with features
+	// (Sample.Fanouts stays empty).
 	NodeType    string `json:"node_type" help:"the seeds' node type, of a plan with fanouts per edge type (default: the only one)"`
 	EdgeFanouts map[string][]int
 	// ShuffleSeed seeds the epochs' orders (EpochOrder).
@@ -98,8 +98,8 @@ type EpochOptions struct {
 	// Elsewhere are rows that another process serves — a distributed store's rows owned by other
 	// ranks, which come through the peer exchange — per packed node type ("" for a Store's one
 	// type): distinct ids, ascending. A plan never packs them and never reads them from disk;
-	// its gathers leave their positions in dst for the caller to fill: Gather and GatherType
-	// write nothing there, GatherDevice writes nothing there unless a memory tier of the store
+	// its gathers leave their positions in dst for the caller to fill: Gather writes
+	// nothing there, GatherDevice writes nothing there unless a memory tier of the store
 	// holds the row (then it writes that row). Which rows they are is part of the plan's
 	// fingerprint: a plan made with another set is stale.
 	Elsewhere map[string][]int64
@@ -181,7 +181,7 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 	for key, ids := range o.Elsewhere {
 		t, err := src.packedType(key)
 		if err != nil {
-			return fmt.Errorf("featurestore: plan elsewhere: %w", err)
+			return fmt.Errorf("planned: plan elsewhere: %w", err)
 		}
 		if named[t] {
 			return &featurestore.OptionError{Option: "elsewhere", Value: key, Want: fmt.Sprintf("one list of rows per node type (node type %q is named twice)", src.typeName(t))}
@@ -191,7 +191,7 @@ func (o *EpochOptions) resolveElsewhere(src *epochSource) error {
 		r := &elsewhereRows{rows: newNodeSet(n), count: len(ids), sum: hashIDs(ids)}
 		for i, v := range ids {
 			if uint64(v) >= uint64(n) {
-				return fmt.Errorf("featurestore: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), featurestore.ErrIDOutOfRange)
+				return fmt.Errorf("planned: plan elsewhere[%q][%d] = %d is out of range [0, %d) of node type %q: %w", key, i, v, n, src.typeName(t), featurestore.ErrIDOutOfRange)
 			}
 			if i > 0 && v <= ids[i-1] {
 				return &featurestore.OptionError{Option: "elsewhere", Value: fmt.Sprintf("[%q][%d] = %d after %d", key, i, v, ids[i-1]), Want: "distinct ids in ascending order"}
@@ -271,7 +271,7 @@ type StalePlanError struct {
 }
 
 func (e *StalePlanError) Error() string {
-	return fmt.Sprintf("featurestore: epoch plan %s is stale: %s differs (the plan has %s, now %s); plan again (Replan)", e.Dir, e.Input, e.Plan, e.Store)
+	return fmt.Sprintf("planned: epoch plan %s is stale: %s differs (the plan has %s, now %s); plan again (Replan)", e.Dir, e.Input, e.Plan, e.Store)
 }
 func (e *StalePlanError) Unwrap() error { return ErrStalePlan }
 
@@ -360,13 +360,7 @@ func (o *EpochOptions) check(src *epochSource) error {
 		}
 		return &featurestore.OptionError{Option: what, Value: o.count(), Want: fmt.Sprintf("at least one batch of %d %s (drop_last %v)", o.BatchSize, strings.ReplaceAll(what, "_", " "), o.DropLast)}
 	}
-	if !src.typed {
-		if len(o.EdgeFanouts) > 0 {
-			return &featurestore.OptionError{Option: "fanouts", Value: fmt.Sprint(o.EdgeFanouts), Want: "one fanout list (Sample.Fanouts) for a store's plan; fanouts per edge type plan a graph session (PlanSessionEpochs)"}
-		}
-		if o.NodeType != "" && o.NodeType != src.typeName(0) {
-			return &featurestore.OptionError{Option: "node_type", Value: o.NodeType, Want: fmt.Sprintf("the store's node type %q (or none); seeds of other types plan a graph session (PlanSessionEpochs)", src.typeName(0))}
-		}
+	if !src.typed { // one stack: sourceOf picked it by NodeType, for one fanout list
 		sp, err := src.ss.NewSampler(featurestore.SampleOptions{Fanouts: map[string][]int{"": o.Sample.Fanouts}, Replace: o.Sample.Replace, Seed: o.Sample.Seed, Workers: o.Sample.Workers})
 		if err != nil {
 			return err
@@ -383,7 +377,7 @@ func (o *EpochOptions) check(src *epochSource) error {
 	}
 	if o.SeedEdges != nil {
 		if err := src.checkSeedEdges(o.SeedEdges); err != nil {
-			return fmt.Errorf("featurestore: plan seed edges: %w", err)
+			return fmt.Errorf("planned: plan seed edges: %w", err)
 		}
 		return nil
 	}
@@ -392,11 +386,11 @@ func (o *EpochOptions) check(src *epochSource) error {
 			return &featurestore.OptionError{Option: "seed_orders", Value: fmt.Sprintf("epoch %d: %d seeds", e, len(ord)), Want: fmt.Sprintf("as many seeds as epoch 0's %d (every epoch has the same batches)", len(o.SeedOrders[0]))}
 		}
 		if err := src.ss.Internals().CheckIDs(src.seedType, fmt.Sprintf("seed_orders[%d]", e), ord); err != nil {
-			return fmt.Errorf("featurestore: plan seeds: %w", err)
+			return fmt.Errorf("planned: plan seeds: %w", err)
 		}
 	}
 	if err := src.ss.Internals().CheckIDs(src.seedType, "seeds", o.Seeds); err != nil {
-		return fmt.Errorf("featurestore: plan seeds: %w", err)
+		return fmt.Errorf("planned: plan seeds: %w", err)
 	}
 	return nil
 }

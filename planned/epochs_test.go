@@ -72,7 +72,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			o.DropLast = rng.IntN(2) == 0
 			o.Sample.Replace = rng.IntN(2) == 0
 			o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-			rep, err := PlanEpochs(s, o)
+			rep, err := PlanEpochs(s.Session(), o)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -83,7 +83,7 @@ func TestPlannedEpochsMatchFresh(t *testing.T) {
 			if cache.name == "all" && rep.RowsPacked != 0 || cache.name != "all" && rep.RowsPacked == 0 {
 				t.Fatalf("%s: %d rows packed", name, rep.RowsPacked)
 			}
-			p, _, err := OpenEpochs(s, o)
+			p, _, err := OpenEpochs(s.Session(), o)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -151,10 +151,10 @@ func TestStalePlans(t *testing.T) {
 	}
 	defer s.Close()
 	o := epochOpts(t, d, 2)
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestStalePlans(t *testing.T) {
 		o2 := o
 		o2.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
 		c.edit(&o2)
-		_, _, err := OpenEpochs(c.store, o2)
+		_, _, err := OpenEpochs(c.store.Session(), o2)
 		var se *StalePlanError
 		if !errors.Is(err, ErrStalePlan) || !errors.As(err, &se) || !strings.HasPrefix(se.Input, c.input) || !strings.Contains(err.Error(), o.Dir) {
 			t.Fatalf("%s changed: got %v", c.input, err)
@@ -187,7 +187,7 @@ func TestStalePlans(t *testing.T) {
 	}
 	// A sample that does not hash to the plan's (a topology changed under the same manifest) is
 	// caught when served; here, nodes of another batch.
-	p, _, err = OpenEpochs(s, o)
+	p, _, err = OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +196,14 @@ func TestStalePlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Gather(0, 0, sample.Nodes, make([]byte, int64(len(sample.Nodes))*d.RowBytes))
+	_, err = p.Gather(0, 0, "", sample.Nodes, make([]byte, int64(len(sample.Nodes))*d.RowBytes))
 	if !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "epoch 0 batch 0") || !strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("gather with another batch's nodes: %v", err)
 	}
 	// Replan remakes a stale plan.
 	o3 := o
 	o3.Sample.Seed, o3.Replan = 99, true
-	p3, rep, err := OpenEpochs(s, o3)
+	p3, rep, err := OpenEpochs(s.Session(), o3)
 	if err != nil || rep == nil || rep.Planned != 2 {
 		t.Fatalf("replan: %v %+v", err, rep)
 	}
@@ -232,7 +232,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 	next.Dir, next.FirstEpoch = filepath.Join(t.TempDir(), "next"), first+k
 	var plans []*Epochs
 	for _, o := range []EpochOptions{all, from, next} {
-		p, rep, err := OpenEpochs(s, withReplan(o))
+		p, rep, err := OpenEpochs(s.Session(), withReplan(o))
 		if err != nil || rep == nil {
 			t.Fatalf("first epoch %d: %v", o.FirstEpoch, err)
 		}
@@ -282,7 +282,7 @@ func TestPlanFromFirstEpoch(t *testing.T) {
 	}
 	bad := from
 	bad.FirstEpoch = -1
-	if _, err := PlanEpochs(s, bad); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "first_epoch") {
+	if _, err := PlanEpochs(s.Session(), bad); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "first_epoch") {
 		t.Fatalf("first epoch -1: %v", err)
 	}
 }
@@ -301,7 +301,7 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(o.Dir, packedFile(0))
@@ -313,7 +313,7 @@ func TestCorruptPackedFileIsCaught(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 		writes.Add(1)
 		return saved(f, p, off)
 	}
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	failAt := 1 + rng.Int64N(writes.Load())
@@ -356,14 +356,14 @@ func TestDiskFullLeavesNoPlan(t *testing.T) {
 		return saved(f, p, off)
 	}
 	defer func() { planWriteAt = saved }()
-	_, err := PlanEpochs(s, o)
+	_, err := PlanEpochs(s.Session(), o)
 	if !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("write %d failing: %v", failAt, err)
 	}
 	if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
 		t.Fatalf("a failed plan left %v", left)
 	}
-	if _, _, err := OpenEpochs(s, o); !errors.Is(err, featurestore.ErrNotFound) {
+	if _, _, err := OpenEpochs(s.Session(), o); !errors.Is(err, featurestore.ErrNotFound) {
 		t.Fatalf("open after a failed plan: %v", err)
 	}
 }
@@ -389,7 +389,7 @@ func TestCancelEpochPlan(t *testing.T) {
 		writes.Add(1)
 		return saved(f, p, off)
 	}
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	cancelAt := 1 + rng.Int64N(max(1, 2*writes.Load()/3))
@@ -401,7 +401,7 @@ func TestCancelEpochPlan(t *testing.T) {
 		}
 		return saved(f, p, off)
 	}
-	_, err := PlanEpochs(s, o)
+	_, err := PlanEpochs(s.Session(), o)
 	planWriteAt = saved
 	if !errors.Is(err, context.Canceled) || !found.Load() || !strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("canceled at write %d (planner found: %v): %v", cancelAt, found.Load(), err)
@@ -412,7 +412,7 @@ func TestCancelEpochPlan(t *testing.T) {
 	if CancelEpochPlan(o.Dir) {
 		t.Fatal("the canceled planner is still registered")
 	}
-	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 3 {
+	if rep, err := PlanEpochs(s.Session(), o); err != nil || rep.Planned != 3 {
 		t.Fatalf("plan after a cancel: %v %+v", err, rep)
 	}
 }
@@ -425,7 +425,7 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 	defer func() { planFreeBytes = saved }()
 	planFreeBytes = func(string) (int64, error) { return 3*one + one/2, nil } // room for 3 more
 	o.Epochs = 5
-	if _, err := PlanEpochs(s, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
+	if _, err := PlanEpochs(s.Session(), o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "planned_epochs = 5") ||
 		!strings.Contains(err.Error(), fmt.Sprintf("planned epoch 0 took %d bytes", one)) {
 		t.Fatalf("5 epochs with room for 4: %v", err)
 	}
@@ -442,11 +442,11 @@ func TestPlanRefusesEpochsBeyondTheDisk(t *testing.T) {
 		t.Fatalf("a refused plan left %v", left)
 	}
 	o.Epochs = 4
-	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 4 {
+	if rep, err := PlanEpochs(s.Session(), o); err != nil || rep.Planned != 4 {
 		t.Fatalf("4 epochs with room for 4: %v", err)
 	}
 	o.Epochs, o.DiskBudget = 5, 2*one+one/2
-	if rep, err := PlanEpochs(s, o); err != nil || rep.Planned != 2 {
+	if rep, err := PlanEpochs(s.Session(), o); err != nil || rep.Planned != 2 {
 		t.Fatalf("5 epochs with a budget of 2: %+v, %v", rep, err)
 	}
 }
@@ -456,19 +456,19 @@ func TestPlanDiskBudget(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 3)
-	full, err := PlanEpochs(s, o)
+	full, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil || rep.Planned != 1 || rep.Epochs != 3 || rep.BytesWritten != full.EpochBytes[0] {
 		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, packedFile(1))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("epoch 1 over budget left its file: %v", err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestPlanDiskBudget(t *testing.T) {
 	}
 	p.Close()
 	o.DiskBudget = 4096
-	_, err = PlanEpochs(s, o)
+	_, err = PlanEpochs(s.Session(), o)
 	if !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "4096") || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
 		t.Fatalf("budget for no epoch: %v", err)
 	}
@@ -510,19 +510,19 @@ func TestPlanOptionErrors(t *testing.T) {
 	} {
 		o := epochOpts(t, d, 1)
 		c.edit(&o)
-		_, err := PlanEpochs(s, o)
+		_, err := PlanEpochs(s.Session(), o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%s: %v", c.want, err)
 		}
-		if _, _, err2 := OpenEpochs(s, o); err2 == nil || err2.Error() != err.Error() {
+		if _, _, err2 := OpenEpochs(s.Session(), o); err2 == nil || err2.Error() != err.Error() {
 			t.Fatalf("%s: OpenEpochs says %v, PlanEpochs %v", c.want, err2, err)
 		}
 	}
 	sieve := mustOpen(t, d.Dir, featurestore.Options{HostPolicy: featurestore.HostSieve, HostCacheBytes: 1 << 16})
-	if _, err := PlanEpochs(sieve, epochOpts(t, d, 1)); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
+	if _, err := PlanEpochs(sieve.Session(), epochOpts(t, d, 1)); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "host_policy") {
 		t.Fatalf("sieve: %v", err)
 	}
-	p, _, err := OpenEpochs(s, EpochOptions{Dir: t.TempDir(), Seeds: d.Train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
+	p, _, err := OpenEpochs(s.Session(), EpochOptions{Dir: t.TempDir(), Seeds: d.Train, BatchSize: 10, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}, Replan: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 	defer s.Close()
 	o := epochOpts(t, d, 2)
 	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
-	byDegree, err := PlanEpochs(s, o)
+	byDegree, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		bar += c
 	}
 	o.PlaceTiers = true
-	placed, err := PlanEpochs(s, o)
+	placed, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,11 +601,11 @@ func TestPlaceTiersForEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if _, _, err := OpenEpochs(fresh, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample,
+	if _, _, err := OpenEpochs(fresh.Session(), EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Sample: o.Sample,
 		ShuffleSeed: o.ShuffleSeed, Epochs: o.Epochs}); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("a store placed by degree opened the plan made for placed tiers: %v", err)
 	}
-	p, rep, err := OpenEpochs(fresh, o)
+	p, rep, err := OpenEpochs(fresh.Session(), o)
 	if err != nil || rep != nil {
 		t.Fatalf("open with PlaceTiers: %v (replanned: %v)", err, rep != nil)
 	}
@@ -631,7 +631,7 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	defer s.Close()
 	o := epochOpts(t, d, 1)
 	o.Replan = true
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,7 +644,7 @@ func TestEpochsAfterPlaceAndClose(t *testing.T) {
 	if _, err := oneLoad(p, 0, 1); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("gather after a Place: %v, want ErrStalePlan", err)
 	}
-	q, _, err := OpenEpochs(s, o) // reopened: the plan still matches the tiers' contents
+	q, _, err := OpenEpochs(s.Session(), o) // reopened: the plan still matches the tiers' contents
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestPackedFileFaults(t *testing.T) {
 	rowMem := d.RowBytes + 16
 	for _, cache := range []int64{0, rowMem * d.Count / 3} {
 		o := epochOpts(t, d, 2)
-		if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache}), o); err != nil {
+		if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache}).Session(), o); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -687,7 +687,7 @@ func TestPackedFileFaults(t *testing.T) {
 			{"delay:path=epoch-:ms=1", func(error) bool { return false }, false},
 		} {
 			s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache, Faults: parseFaults(t, c.spec)})
-			p, _, err := OpenEpochs(s, o)
+			p, _, err := OpenEpochs(s.Session(), o)
 			if err != nil {
 				t.Fatalf("%s: open the plan: %v", c.spec, err)
 			}

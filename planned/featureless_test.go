@@ -16,7 +16,7 @@ import (
 func TestPlanEpochsWithoutNodeFeatures(t *testing.T) {
 	fd := fst.WriteFeatureless(t, newRand(t), 200, 1500)
 	s := mustOpen(t, fd.Bare, featurestore.Options{HostCacheBytes: 1 << 20})
-	if _, err := PlanEpochs(s, EpochOptions{}); !errors.Is(err, dataset.ErrFeatureNotFound) {
+	if _, err := PlanEpochs(s.Session(), EpochOptions{}); !errors.Is(err, dataset.ErrFeatureNotFound) {
 		t.Errorf("PlanEpochs: %v", err)
 	}
 }

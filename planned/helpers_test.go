@@ -36,19 +36,19 @@ func deviceRows(t *testing.T, s *featurestore.Store, n int, gather func(dst, str
 // planOf, openOf, planSessionOf and openSessionOf are the entry points bound to one store or
 // session, for the tests that take them as functions.
 func planOf(s *featurestore.Store) func(EpochOptions) (*EpochPlanReport, error) {
-	return func(o EpochOptions) (*EpochPlanReport, error) { return PlanEpochs(s, o) }
+	return func(o EpochOptions) (*EpochPlanReport, error) { return PlanEpochs(s.Session(), o) }
 }
 
 func openOf(s *featurestore.Store) func(EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	return func(o EpochOptions) (*Epochs, *EpochPlanReport, error) { return OpenEpochs(s, o) }
+	return func(o EpochOptions) (*Epochs, *EpochPlanReport, error) { return OpenEpochs(s.Session(), o) }
 }
 
 func planSessionOf(ss *featurestore.Session) func(EpochOptions) (*EpochPlanReport, error) {
-	return func(o EpochOptions) (*EpochPlanReport, error) { return PlanSessionEpochs(ss, o) }
+	return func(o EpochOptions) (*EpochPlanReport, error) { return PlanEpochs(ss, o) }
 }
 
 func openSessionOf(ss *featurestore.Session) func(EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	return func(o EpochOptions) (*Epochs, *EpochPlanReport, error) { return OpenSessionEpochs(ss, o) }
+	return func(o EpochOptions) (*Epochs, *EpochPlanReport, error) { return OpenEpochs(ss, o) }
 }
 
 // storeSample is the first sample of s's session's one sampler of opt (its fanouts for the only

@@ -24,11 +24,7 @@ import (
 // type.
 func heteroEpochOpts(t *testing.T, ss *featurestore.Session, d *heteroData, k int, rng *rand.Rand) EpochOptions {
 	t.Helper()
-	st, err := ss.Stack("paper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	train, err := st.Split("train")
+	train, err := ss.Split("paper", "train")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +59,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 		}
 		const k = 2
 		o := heteroEpochOpts(t, ss, d, k, rng)
-		rep, err := PlanSessionEpochs(ss, o)
+		rep, err := PlanEpochs(ss, o)
 		if err != nil {
 			t.Fatalf("%s: %v", cache.name, err)
 		}
@@ -71,7 +67,7 @@ func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {
 		if rep.Planned != k || rep.BatchesPerEpoch != nb || (cache.name == "all") != (rep.RowsPacked == 0) {
 			t.Fatalf("%s: report %+v", cache.name, rep)
 		}
-		p, again, err := OpenSessionEpochs(ss, o)
+		p, again, err := OpenEpochs(ss, o)
 		if err != nil || again != nil {
 			t.Fatalf("%s: open: %v (replanned %v)", cache.name, err, again != nil)
 		}
@@ -169,7 +165,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 		is   error
 		edit func(o *EpochOptions)
 	}{
-		{"has 3 node types (paper, author, institution): name one", dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "" }},
+		{"has 3 node types (paper, author, institution): name one", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.NodeType = "" }},
 		{`no node type "venue"`, dataset.ErrTypeNotFound, func(o *EpochOptions) { o.NodeType = "venue" }},
 		{"a fanout list for every edge type", featurestore.ErrInvalidOption, func(o *EpochOptions) { delete(o.EdgeFanouts, d.Manifest.EdgeTypes[1].Key()) }},
 		{"fanouts per edge type (EdgeFanouts", featurestore.ErrInvalidOption, func(o *EpochOptions) { o.Sample.Fanouts = []int{3} }},
@@ -179,30 +175,26 @@ func TestHeteroPlanErrors(t *testing.T) {
 		o2 := o
 		o2.EdgeFanouts = maps.Clone(o.EdgeFanouts)
 		c.edit(&o2)
-		_, err := PlanSessionEpochs(ss, o2)
+		_, err := PlanEpochs(ss, o2)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.want, err)
 		}
 	}
-	// A store's plan takes no fanouts per edge type; seeds of a type without features plan fine.
-	st, _ := ss.Stack("paper")
-	if _, err := PlanEpochs(st, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "PlanSessionEpochs") {
-		t.Errorf("a store's plan with fanouts per edge type: %v", err)
-	}
+	// Seeds of a type without features plan fine.
 	inst := o
 	inst.NodeType, inst.Seeds, inst.BatchSize, inst.Dir = "institution", []int64{0, 5, 9, 39}, 3, filepath.Join(t.TempDir(), "inst")
-	if _, err := PlanSessionEpochs(ss, inst); err != nil {
+	if _, err := PlanEpochs(ss, inst); err != nil {
 		t.Fatalf("seeds of institution: %v", err)
 	}
 
-	if _, err := PlanSessionEpochs(ss, o); err != nil {
+	if _, err := PlanEpochs(ss, o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := OpenSessionEpochs(ss, o)
+	p, _, err := OpenEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.GatherType(0, 0, "institution", []int64{1}, make([]byte, 8)); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), `"institution" has no features`) {
+	if _, err := p.Gather(0, 0, "institution", []int64{1}, make([]byte, 8)); !errors.Is(err, featurestore.ErrNotFound) || !strings.Contains(err.Error(), `"institution" has no features`) {
 		t.Errorf("gather of the type without features: %v", err)
 	}
 	_, smp1, err := p.Sample(0, 1)
@@ -211,7 +203,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	}
 	author := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "author" })
 	nodes := smp1.Nodes[author]
-	if _, err := p.GatherType(0, 0, "author", nodes, make([]byte, int64(len(nodes))*d.RowBytes["author"])); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), `nodes of type "author"`) {
+	if _, err := p.Gather(0, 0, "author", nodes, make([]byte, int64(len(nodes))*d.RowBytes["author"])); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), `nodes of type "author"`) {
 		t.Errorf("gather with another batch's author nodes: %v", err)
 	}
 	p.Close()
@@ -221,11 +213,11 @@ func TestHeteroPlanErrors(t *testing.T) {
 	key := d.Manifest.EdgeTypes[2].Key()
 	stale.EdgeFanouts[key] = []int{9, 9}
 	var se *StalePlanError
-	if _, _, err := OpenSessionEpochs(ss, stale); !errors.As(err, &se) || se.Input != "fanouts per edge type" || !strings.Contains(err.Error(), key) {
+	if _, _, err := OpenEpochs(ss, stale); !errors.As(err, &se) || se.Input != "fanouts per edge type" || !strings.Contains(err.Error(), key) {
 		t.Errorf("changed fanouts of %s: %v", key, err)
 	}
-	if _, _, err := OpenEpochs(st, EpochOptions{Dir: o.Dir, Seeds: o.Seeds, BatchSize: o.BatchSize, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}}); err == nil {
-		t.Error("a store's plan opened a session's plan")
+	if _, _, err := OpenEpochs(ss, EpochOptions{Dir: o.Dir, NodeType: "paper", Seeds: o.Seeds, BatchSize: o.BatchSize, Epochs: 1, Sample: topology.SampleOptions{Fanouts: []int{2}}}); err == nil {
+		t.Error("a plan of paper's stack opened a plan of every node type")
 	}
 
 	// Damage the author extent of batch 0: the paper rows still come, the author rows fail.
@@ -254,7 +246,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	if err := os.WriteFile(path, packed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err = OpenSessionEpochs(ss, o)
+	p, _, err = OpenEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +256,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	paper := slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == "paper" })
-	if _, err := p.GatherType(0, 0, "paper", smp0.Nodes[paper], make([]byte, int64(len(smp0.Nodes[paper]))*d.RowBytes["paper"])); err != nil {
+	if _, err := p.Gather(0, 0, "paper", smp0.Nodes[paper], make([]byte, int64(len(smp0.Nodes[paper]))*d.RowBytes["paper"])); err != nil {
 		t.Errorf("paper rows of the damaged batch: %v", err)
 	}
 	if _, err := p.Load(0, 0); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), path) {
@@ -284,12 +276,12 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 	}
 	defer ss.Close()
 	o := heteroEpochOpts(t, ss, d, 2, rng)
-	byDegree, err := PlanSessionEpochs(ss, o)
+	byDegree, err := PlanEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.PlaceTiers = true
-	placed, err := PlanSessionEpochs(ss, o)
+	placed, err := PlanEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +289,7 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 		t.Fatalf("placed for the epochs: %d rows packed, by degree %d", placed.RowsPacked, byDegree.RowsPacked)
 	}
 	t.Logf("rows packed: by degree %d, placed for the planned epochs %d", byDegree.RowsPacked, placed.RowsPacked)
-	p, rep, err := OpenSessionEpochs(ss, o)
+	p, rep, err := OpenEpochs(ss, o)
 	if err != nil || rep != nil {
 		t.Fatalf("open with PlaceTiers: %v (replanned %v)", err, rep != nil)
 	}
@@ -319,7 +311,7 @@ func TestHeteroPlanPlaceTiers(t *testing.T) {
 		t.Skipf("a dataset without features does not open: %v", err)
 	}
 	defer bs.Close()
-	_, err = PlanSessionEpochs(bs, EpochOptions{Dir: t.TempDir(), NodeType: "b", Seeds: []int64{1, 2}, BatchSize: 1, Epochs: 1,
+	_, err = PlanEpochs(bs, EpochOptions{Dir: t.TempDir(), NodeType: "b", Seeds: []int64{1, 2}, BatchSize: 1, Epochs: 1,
 		EdgeFanouts: map[string][]int{"a:to:b": {2}, "b:back:a": {2}}})
 	if !errors.Is(err, dataset.ErrFeatureNotFound) || !strings.Contains(err.Error(), "no node type") {
 		t.Fatalf("a plan of a graph without features: %v", err)
@@ -337,19 +329,19 @@ func TestHeteroPlanDiskBudget(t *testing.T) {
 	}
 	defer ss.Close()
 	o := heteroEpochOpts(t, ss, d, 3, rng)
-	full, err := PlanSessionEpochs(ss, o)
+	full, err := PlanEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.DiskBudget = full.EpochBytes[0] + full.EpochBytes[1]/2
-	rep, err := PlanSessionEpochs(ss, o)
+	rep, err := PlanEpochs(ss, o)
 	if err != nil || rep.Planned != 1 || rep.BytesWritten != full.EpochBytes[0] {
 		t.Fatalf("budget for 1.5 epochs: %v %+v", err, rep)
 	}
 	if samples, packed := samplesBytes(t, o.Dir, 1); samples+packed != full.EpochBytes[0] {
 		t.Fatalf("epoch 0's files take %d bytes (%d of them samples), its report %d", samples+packed, samples, full.EpochBytes[0])
 	}
-	p, _, err := OpenSessionEpochs(ss, o)
+	p, _, err := OpenEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +356,7 @@ func TestHeteroPlanDiskBudget(t *testing.T) {
 		t.Fatalf("epoch 2 is not planned epoch 0: %v", err)
 	}
 	o.DiskBudget = 4096
-	if _, err := PlanSessionEpochs(ss, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
+	if _, err := PlanEpochs(ss, o); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprint(full.EpochBytes[0])) {
 		t.Fatalf("budget for no epoch: %v", err)
 	}
 }

@@ -31,10 +31,10 @@ func TestInPlacePlannedEpochs(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			o := epochOpts(t, d.Data, 1)
-			if _, err := PlanEpochs(s, o); err != nil {
+			if _, err := PlanEpochs(s.Session(), o); err != nil {
 				t.Fatalf("%s: PlanEpochs: %v", name, err)
 			}
-			p, _, err := OpenEpochs(s, o)
+			p, _, err := OpenEpochs(s.Session(), o)
 			if err != nil {
 				t.Fatalf("%s: OpenEpochs: %v", name, err)
 			}

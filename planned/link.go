@@ -31,7 +31,7 @@ func SeedEdgesOfSplit(ss *featurestore.Session, edgeType, name string, link feat
 		for i := range se.Labels {
 			v := math.Float32frombits(binary.LittleEndian.Uint32(sp.Labels[4*i:]))
 			if v != float32(int64(v)) {
-				return nil, fmt.Errorf("featurestore: edge split %q: label %d is %v; link sampling takes whole-number labels: %w", name, i, v, featurestore.ErrInvalidOption)
+				return nil, fmt.Errorf("planned: edge split %q: label %d is %v; link sampling takes whole-number labels: %w", name, i, v, featurestore.ErrInvalidOption)
 			}
 			se.Labels[i] = int64(v)
 		}
@@ -39,7 +39,7 @@ func SeedEdgesOfSplit(ss *featurestore.Session, edgeType, name string, link feat
 	if link.Negatives == topology.TripletNegatives && se.Labels != nil {
 		for i, l := range se.Labels {
 			if l != 1 {
-				return nil, fmt.Errorf("featurestore: edge split %q with triplet negatives: seed edge %d has label %d; triplet negatives are drawn for positive seed edges only (labels all 1): %w", name, i, l, featurestore.ErrInvalidOption)
+				return nil, fmt.Errorf("planned: edge split %q with triplet negatives: seed edge %d has label %d; triplet negatives are drawn for positive seed edges only (labels all 1): %w", name, i, l, featurestore.ErrInvalidOption)
 			}
 		}
 		se.Labels = nil

@@ -57,7 +57,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 			Sample:      topology.SampleOptions{Fanouts: []int{1 + rng.IntN(4), rng.IntN(4)}, Seed: rng.Uint64(), Replace: rng.IntN(2) == 0},
 			ShuffleSeed: rng.Uint64(), Epochs: k, PlaceTiers: rng.IntN(2) == 0}
 		name := fmt.Sprintf("%s (labels %v, batch %d, fanouts %v, place %v)", c.name, se.Labels != nil, o.BatchSize, o.Sample.Fanouts, o.PlaceTiers)
-		p, rep, err := OpenEpochs(s, withReplan(o))
+		p, rep, err := OpenEpochs(s.Session(), withReplan(o))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -110,7 +110,7 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 					t.Fatalf("%s: epoch %d batch %d: no negatives", name, e, b)
 				}
 				rows := make([]byte, int64(len(got.Nodes))*d.RowBytes)
-				io, err := p.Gather(e, b, got.Nodes, rows)
+				io, err := p.Gather(e, b, "", got.Nodes, rows)
 				if err != nil {
 					t.Fatalf("%s: epoch %d batch %d: %v", name, e, b, err)
 				}
@@ -135,11 +135,11 @@ func TestPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		other := o
 		other.SeedEdges = &SeedEdges{Src: se.Src, Dst: se.Dst, Labels: se.Labels, Link: se.Link}
 		other.SeedEdges.Link.ExcludeSeedEdges = !se.Link.ExcludeSeedEdges
-		if _, _, err := OpenEpochs(s, other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "link options") {
+		if _, _, err := OpenEpochs(s.Session(), other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "link options") {
 			t.Fatalf("%s: other link options: %v", name, err)
 		}
 		other.SeedEdges = &SeedEdges{Src: append([]int64{se.Dst[0]}, se.Src[1:]...), Dst: se.Dst, Labels: se.Labels, Link: se.Link}
-		if _, _, err := OpenEpochs(s, other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "seed edges") {
+		if _, _, err := OpenEpochs(s.Session(), other); !errors.Is(err, ErrStalePlan) || !strings.Contains(err.Error(), "seed edges") {
 			t.Fatalf("%s: other seed edges: %v", name, err)
 		}
 		s.Close()
@@ -187,14 +187,14 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		se := *o.SeedEdges
 		bad.SeedEdges = &se
 		c.edit(&se, &bad)
-		if _, err := PlanSessionEpochs(ss, bad); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
+		if _, err := PlanEpochs(ss, bad); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
 			t.Errorf("error %v, want one containing %q (is %v)", err, c.want, c.is)
 		}
 	}
-	if _, err := PlanSessionEpochs(ss, o); err != nil {
+	if _, err := PlanEpochs(ss, o); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := OpenSessionEpochs(ss, o)
+	p, _, err := OpenEpochs(ss, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 				nodes := got.Nodes[idx]
 				rb := d.RowBytes[nt]
 				rows := make([]byte, int64(len(nodes))*rb)
-				if _, err := p.GatherType(ep, b, nt, nodes, rows); err != nil {
+				if _, err := p.Gather(ep, b, nt, nodes, rows); err != nil {
 					t.Fatalf("epoch %d batch %d type %s: %v", ep, b, nt, err)
 				}
 				for i, v := range nodes {
@@ -290,7 +290,7 @@ func TestLinkPlanErrors(t *testing.T) {
 	} {
 		o := base()
 		c.edit(&o)
-		_, err := PlanEpochs(s, o)
+		_, err := PlanEpochs(s.Session(), o)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.is) {
 			t.Errorf("%s: error %v, want one containing %q (is %v)", c.name, err, c.want, c.is)
 		}
@@ -306,7 +306,7 @@ func TestLinkPlanErrors(t *testing.T) {
 	defer fs.Close()
 	o := base()
 	o.SeedEdges = &SeedEdges{Src: []int64{0, 1}, Dst: []int64{2, 3}, Link: featurestore.LinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true}}
-	_, err = PlanEpochs(fs, o)
+	_, err = PlanEpochs(fs.Session(), o)
 	if err == nil || !strings.Contains(err.Error(), "planning epoch 0 batch 0") || !strings.Contains(err.Error(), "no negative") {
 		t.Fatalf("strict negatives on a complete graph: %v", err)
 	}

@@ -255,7 +255,7 @@ func (w *window) grow(n int64) error {
 		m, err = unix.Mremap(w.buf[:cap(w.buf)], int(n), unix.MREMAP_MAYMOVE)
 	}
 	if err != nil {
-		return fmt.Errorf("featurestore: a packing window of %d bytes (pack_memory): %w", n, err)
+		return fmt.Errorf("planned: a packing window of %d bytes (pack_memory): %w", n, err)
 	}
 	// Huge pages where the kernel gives them (transparent huge pages on "madvise" or "always"):
 	// a window's first touch then faults once per 2 MiB, not per 4 KiB.
@@ -322,7 +322,7 @@ func (out *packOut) finish() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("featurestore: writing epoch plan %s: %w", out.path, err)
+		return fmt.Errorf("planned: writing epoch plan %s: %w", out.path, err)
 	}
 	return nil
 }
@@ -494,7 +494,7 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 	if pk.wbuf == nil {
 		m, err := unix.Mmap(-1, 0, packWriteBuffers*packWriteBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
-			return fmt.Errorf("featurestore: the packing write buffers of %d bytes: %w", packWriteBuffers*packWriteBytes, err)
+			return fmt.Errorf("planned: the packing write buffers of %d bytes: %w", packWriteBuffers*packWriteBytes, err)
 		}
 		pk.wbuf = m
 	}
@@ -515,7 +515,7 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 			for done := int64(0); ok && done < int64(len(p.b)); {
 				m, err := planWriteAt(p.out.f, p.b[done:], p.off+done)
 				if err != nil {
-					failed <- fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", p.out.path, p.off+done, err)
+					failed <- fmt.Errorf("planned: writing epoch plan %s at byte %d: %w", p.out.path, p.off+done, err)
 					ok = false
 				}
 				done += int64(m)
@@ -605,7 +605,7 @@ func ascending(ids []int64, nodes int64) (sorted []int64, place []int32, err err
 	set := newNodeSet(nodes)
 	for _, id := range ids {
 		if id < 0 || id >= nodes {
-			return nil, nil, fmt.Errorf("featurestore: packing row %d, outside [0, %d)", id, nodes)
+			return nil, nil, fmt.Errorf("planned: packing row %d, outside [0, %d)", id, nodes)
 		}
 		set.add(id)
 	}
@@ -661,7 +661,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		opt := ssd.ScanOptions{Gap: model.BreakEvenGap(), MaxRange: min(buffer, 4<<20), Buffer: buffer}
 		var err error
 		if plan, err = disk.PlanScan(ids, at, opt); err != nil {
-			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
+			return fmt.Errorf("planned: packing %s: %w", w.name(), err)
 		}
 		w.scanEst += model.Seconds(plan.Reads, plan.Bytes)
 	}
@@ -675,7 +675,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 		w.reads += plan.Reads
 		w.bytes += plan.Bytes
 		if err := disk.Scan(plan, w.buf, pk.stop); err != nil {
-			return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
+			return fmt.Errorf("planned: packing %s: %w", w.name(), err)
 		}
 		return nil
 	}
@@ -694,7 +694,7 @@ func (pk *packer) read(w *window, k int, base int64) error {
 				return err
 			}
 			if err := disk.CopyToHost(ids[lo:hi], pos[:hi-lo], dst[int64(lo)*rb:]); err != nil {
-				return fmt.Errorf("featurestore: packing %s: %w", w.name(), err)
+				return fmt.Errorf("planned: packing %s: %w", w.name(), err)
 			}
 			return nil
 		}, nil, nil

@@ -115,7 +115,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 		dirs := planEachWay(t, what, planOf(s), o)
 
 		o.PackMethod, o.Dir = PackScan, dirs[PackScan]
-		p, _, err := OpenEpochs(s, o)
+		p, _, err := OpenEpochs(s.Session(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestPackMethodsWriteTheSameFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				dst := make([]byte, int64(len(sample.Nodes))*d.RowBytes)
-				if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
+				if _, err := p.Gather(e, b, "", sample.Nodes, dst); err != nil {
 					t.Fatalf("%s: epoch %d batch %d: %v", what, e, b, err)
 				}
 				for i, v := range sample.Nodes {
@@ -164,7 +164,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	plan := func(name, method string, memory int64) *EpochPlanReport {
 		o2 := o
 		o2.Dir, o2.PackMethod, o2.PackMemory = filepath.Join(t.TempDir(), name), method, memory
-		rep, err := PlanEpochs(s, o2)
+		rep, err := PlanEpochs(s.Session(), o2)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -205,7 +205,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 	samePlans(t, "one window and windows ending inside epochs", dirs["one window"], dirs["windows ending inside epochs"])
 
 	o.Dir = dirs["one window"]
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestWindowsSpanEpochs(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := make([]byte, int64(len(sample.Nodes))*d.RowBytes)
-			if _, err := p.Gather(e, b, sample.Nodes, dst); err != nil {
+			if _, err := p.Gather(e, b, "", sample.Nodes, dst); err != nil {
 				t.Fatalf("epoch %d batch %d: %v", e, b, err)
 			}
 			if !bytes.Equal(dst, d.Want(sample.Nodes)) {
@@ -318,7 +318,7 @@ func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 		})
 		return saved(f, p, off)
 	}
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestScanPackFindsCorruptBlocks(t *testing.T) {
 	s = mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
 	o.PackMethod, o.PackMemory = PackScan, 8<<10+rng.Int64N(64<<10)
-	_, err = PlanEpochs(s, o)
+	_, err = PlanEpochs(s.Session(), o)
 	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), s.Feature().Files[file]) {
 		t.Fatalf("scan pack over a flipped byte of node %d's row in %s: %v", v, path, err)
 	}
@@ -431,12 +431,12 @@ func TestCancelScanPack(t *testing.T) {
 	o := epochOpts(t, d, 2)
 	o.PackMethod, o.PackMemory = PackScan, 256<<10 // a 16 KiB scan buffer
 	whole := &cancelAtRead{dir: o.Dir, at: -1}
-	if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{Faults: whole}), o); err != nil {
+	if _, err := PlanEpochs(mustOpen(t, d.Dir, featurestore.Options{Faults: whole}).Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	c := &cancelAtRead{dir: o.Dir, at: 1 + rng.Int64N(40)}
 	s := mustOpen(t, d.Dir, featurestore.Options{Faults: c})
-	_, err := PlanEpochs(s, o)
+	_, err := PlanEpochs(s.Session(), o)
 	if !errors.Is(err, context.Canceled) || !c.found.Load() {
 		t.Fatalf("canceled at read %d (planner found: %v): %v", c.at, c.found.Load(), err)
 	}

@@ -132,17 +132,26 @@ var planWriteAt = func(f *os.File, p []byte, off int64) (int, error) { return f.
 // (training shares them while a Loader plans its next round), from 2 to 8.
 func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
 
-// PlanEpochs writes a plan of o.Epochs epochs for the store as placed now into o.Dir, replacing
+// PlanEpochs writes a plan of o.Epochs epochs for the session as placed now into o.Dir, replacing
 // any plan there (the old index goes first, so a failed run leaves no plan that looks valid), and
 // writes the index last (temporary file, fsync, rename). With a disk budget it plans as many
 // epochs as fit, at least one, else fails naming the budget and the bytes one epoch needs. Any
 // error (a full disk included) removes the files it wrote. Place waits for no plan, but a plan
 // made while a Place changes the memory tiers fails.
-func PlanEpochs(s *featurestore.Store, o EpochOptions) (*EpochPlanReport, error) {
-	if err := s.Internals().NeedFeature("PlanEpochs"); err != nil {
+//
+// What a plan packs follows o's fanouts (sourceOf): one fanout list (Sample.Fanouts) plans the
+// tier stack of node type o.NodeType ("" for the only one), its batches drawn as its Sampler
+// draws them; fanouts per edge type (EdgeFanouts, as NewHeteroSampler takes them) plan every node
+// type with features, the batches seeds of o.NodeType sampled by the heterogeneous sampler —
+// batch b of planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b), the first draw
+// of a HeteroSampler of that seed — and each batch packs, per node type with features, the rows
+// of its sampled nodes of that type that the type's memory tiers miss.
+func PlanEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
+	src, err := sourceOf(ss, &o, "PlanEpochs")
+	if err != nil {
 		return nil, err
 	}
-	return storeSource(s).plan(o)
+	return src.plan(o)
 }
 
 // plan is PlanEpochs of src.
@@ -185,7 +194,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	unlock()
 
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("featurestore: plan directory: %w", err)
+		return nil, fmt.Errorf("planned: plan directory: %w", err)
 	}
 	// One planner at a time writes a directory; its lock, held until the index is written,
 	// also tells CleanEpochPlan that the packed files are a live planner's.
@@ -217,7 +226,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
 	stop := func() error {
 		if canceled.Load() {
-			return fmt.Errorf("featurestore: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
+			return fmt.Errorf("planned: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
 		}
 		return nil
 	}
@@ -357,7 +366,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	now := src.planInputs(&o, fp, snaps).MemoryTiers
 	unlock()
 	if !slices.Equal(now, inputs.MemoryTiers) {
-		return nil, fmt.Errorf("featurestore: the memory tiers changed while planning epochs into %s (a Place ran); plan again", o.Dir)
+		return nil, fmt.Errorf("planned: the memory tiers changed while planning epochs into %s (a Place ran); plan again", o.Dir)
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	idx.PlanSecs = rep.Seconds
@@ -533,7 +542,7 @@ func (src *epochSource) sampleBatch(o *EpochOptions, e, b int, seeds []int64) *p
 	t := time.Now()
 	d, err := src.draw(o, o.sampleSeed(e, b), seeds)
 	if err != nil {
-		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
+		p.err = fmt.Errorf("planned: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 		return p
 	}
 	p.sample = time.Since(t)
@@ -558,7 +567,7 @@ func (src *epochSource) setRecord(p *packedBatch, o *EpochOptions, e, b int, cou
 		}
 	}
 	if err != nil {
-		p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, err)
+		p.err = fmt.Errorf("planned: planning epoch %d batch %d: %w", o.epoch(e), b, err)
 	}
 }
 
@@ -570,7 +579,7 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 	var p *packedBatch
 	if spooled != nil {
 		if p = spooled.batch(src, o, b); p.err != nil {
-			p.err = fmt.Errorf("featurestore: planning epoch %d batch %d: %w", o.epoch(e), b, p.err)
+			p.err = fmt.Errorf("planned: planning epoch %d batch %d: %w", o.epoch(e), b, p.err)
 			return p
 		}
 	} else {
@@ -612,7 +621,7 @@ func createPacked(path string) (*os.File, error) {
 		f, err = os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
+		return nil, fmt.Errorf("planned: epoch plan: %w", err)
 	}
 	return f, nil
 }
@@ -621,14 +630,14 @@ func createPacked(path string) (*os.File, error) {
 func removePlan(dir string) error {
 	for _, name := range []string{EpochIndexFile, EpochIndexFile + ".tmp"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("featurestore: removing the old epoch plan: %w", err)
+			return fmt.Errorf("planned: removing the old epoch plan: %w", err)
 		}
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
 	samples, _ := filepath.Glob(filepath.Join(dir, "epoch-*.samples"))
 	for _, p := range append(old, samples...) {
 		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("featurestore: removing the old epoch plan: %w", err)
+			return fmt.Errorf("planned: removing the old epoch plan: %w", err)
 		}
 	}
 	return nil
@@ -643,7 +652,7 @@ func writeIndex(dir string, idx *epochIndex) error {
 	tmp := filepath.Join(dir, EpochIndexFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("featurestore: epoch plan index: %w", err)
+		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -657,7 +666,7 @@ func writeIndex(dir string, idx *epochIndex) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("featurestore: epoch plan index: %w", err)
+		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
@@ -672,7 +681,7 @@ func writeIndex(dir string, idx *epochIndex) error {
 func lockPlan(dir string, wait bool) (*os.File, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan directory: %w", err)
+		return nil, fmt.Errorf("planned: epoch plan directory: %w", err)
 	}
 	how := unix.LOCK_EX
 	if !wait {
@@ -683,7 +692,7 @@ func lockPlan(dir string, wait bool) (*os.File, error) {
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("featurestore: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("planned: lock %s: %w", dir, err)
 	}
 	return f, nil
 }
@@ -743,7 +752,7 @@ func CleanEpochPlan(dir string) ([]string, error) {
 		if err := os.Remove(p); err == nil {
 			did = append(did, "removed "+p+", left by a killed epoch planner")
 		} else if !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("featurestore: remove %s: %w", p, err))
+			errs = append(errs, fmt.Errorf("planned: remove %s: %w", p, err))
 		}
 	}
 	return did, errors.Join(errs...)

@@ -209,7 +209,7 @@ func (s recordShape) arraysOf(d *batchDraw) ([][]int64, error) {
 		h := d.hetero
 		if len(h.Nodes) != s.types || len(h.NodesPerHop) != s.types || len(h.Row) != len(s.ends) || len(h.Col) != len(s.ends) ||
 			len(h.EdgeIDs) != len(s.ends) || len(h.EdgesPerHop) != len(s.ends) {
-			return nil, fmt.Errorf("featurestore: a batch's sample has %d/%d node types and %d/%d/%d/%d edge types, the graph %d and %d",
+			return nil, fmt.Errorf("planned: a batch's sample has %d/%d node types and %d/%d/%d/%d edge types, the graph %d and %d",
 				len(h.Nodes), len(h.NodesPerHop), len(h.Row), len(h.Col), len(h.EdgeIDs), len(h.EdgesPerHop), s.types, len(s.ends))
 		}
 		out = slices.Concat(h.Nodes, h.NodesPerHop, h.Row, h.Col, h.EdgeIDs, h.EdgesPerHop)
@@ -218,7 +218,7 @@ func (s recordShape) arraysOf(d *batchDraw) ([][]int64, error) {
 		}
 	}
 	if (link != nil) != (s.flags&sampleLink != 0) {
-		return nil, fmt.Errorf("featurestore: a batch's sample has link labels %v, its plan %v", link != nil, s.flags&sampleLink != 0)
+		return nil, fmt.Errorf("planned: a batch's sample has link labels %v, its plan %v", link != nil, s.flags&sampleLink != 0)
 	}
 	if link != nil {
 		out = append(out, link.EdgeLabelIndex[0], link.EdgeLabelIndex[1], link.EdgeLabel, link.SrcIndex, link.DstPosIndex,
@@ -276,14 +276,14 @@ func arrayBytes(n, width int64) int64 {
 // naming what does not fit the format.
 func (s recordShape) recordLen(a [][]int64) (int64, uint32, error) {
 	if len(a) != s.arrays() {
-		return 0, 0, fmt.Errorf("featurestore: a batch's sample has %d arrays, its record %d", len(a), s.arrays())
+		return 0, 0, fmt.Errorf("planned: a batch's sample has %d arrays, its record %d", len(a), s.arrays())
 	}
 	coding := s.coding(a)
 	size := int64(sampleHeader + 8*len(a))
 	for i, v := range a {
 		t, local := s.local(i)
 		if local && int64(len(a[t])) > math.MaxInt32 {
-			return 0, 0, fmt.Errorf("featurestore: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", len(a[t]), math.MaxInt32)
+			return 0, 0, fmt.Errorf("planned: a batch's sample of %d nodes has local ids past int32, which a samples record stores (at most %d nodes a batch)", len(a[t]), math.MaxInt32)
 		}
 		size += arrayBytes(int64(len(v)), s.width(i, coding))
 	}
@@ -316,7 +316,7 @@ func (s recordShape) encode(a [][]int64) ([]byte, error) {
 		if t, local := s.local(i); local {
 			for j, x := range v {
 				if uint64(x) >= uint64(len(a[t])) {
-					return nil, fmt.Errorf("featurestore: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, len(a[t]))
+					return nil, fmt.Errorf("planned: a batch's sample has %s[%d] = %d, not a local id of its %d nodes", s.name(i), j, x, len(a[t]))
 				}
 			}
 		}
@@ -455,7 +455,7 @@ const (
 func createSamples(path string, records *[]sampleRecord) (*samplesWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
+		return nil, fmt.Errorf("planned: epoch plan: %w", err)
 	}
 	w := &samplesWriter{f: f, path: path, records: records,
 		full: make(chan []byte, samplesBuffers), free: make(chan []byte, samplesBuffers), done: make(chan error, 1)}
@@ -475,7 +475,7 @@ func (w *samplesWriter) write() {
 		for done := 0; err == nil && done < len(b); {
 			n, werr := planWriteAt(w.f, b[done:], off+int64(done))
 			if werr != nil {
-				err = fmt.Errorf("featurestore: writing epoch plan %s at byte %d: %w", w.path, off+int64(done), werr)
+				err = fmt.Errorf("planned: writing epoch plan %s at byte %d: %w", w.path, off+int64(done), werr)
 				w.failed.Store(&err)
 			}
 			done += n
@@ -533,26 +533,26 @@ func (w *samplesWriter) finish(write bool) error {
 func (p *Epochs) openSamples() error {
 	for e, ef := range p.idx.Epochs {
 		if ef.Samples == "" || len(ef.SampleRecords) != p.idx.Batches {
-			return fmt.Errorf("featurestore: epoch plan %s: epoch %d lists samples file %q with %d records, want %d (one a batch): %w", p.o.Dir, e, ef.Samples, len(ef.SampleRecords), p.idx.Batches, dataset.ErrCorrupt)
+			return fmt.Errorf("planned: epoch plan %s: epoch %d lists samples file %q with %d records, want %d (one a batch): %w", p.o.Dir, e, ef.Samples, len(ef.SampleRecords), p.idx.Batches, dataset.ErrCorrupt)
 		}
 		path := filepath.Join(p.o.Dir, ef.Samples)
 		var end int64
 		for b, r := range ef.SampleRecords {
 			if r.Offset != end || r.Length < sampleHeader {
-				return fmt.Errorf("featurestore: epoch plan %s: batch %d's record at byte %d of %d bytes does not follow the last (byte %d): %w", path, b, r.Offset, r.Length, end, dataset.ErrCorrupt)
+				return fmt.Errorf("planned: epoch plan %s: batch %d's record at byte %d of %d bytes does not follow the last (byte %d): %w", path, b, r.Offset, r.Length, end, dataset.ErrCorrupt)
 			}
 			end += r.Length
 		}
 		if end != ef.SampleBytes {
-			return fmt.Errorf("featurestore: epoch plan %s: its records take %d bytes, the index says %d: %w", path, end, ef.SampleBytes, dataset.ErrCorrupt)
+			return fmt.Errorf("planned: epoch plan %s: its records take %d bytes, the index says %d: %w", path, end, ef.SampleBytes, dataset.ErrCorrupt)
 		}
 		fd, size, err := dataset.OpenFDIn(p.o.Dir, ef.Samples, 0, ef.SampleBytes)
 		if err != nil {
-			return fmt.Errorf("featurestore: epoch plan %s: %w", path, err)
+			return fmt.Errorf("planned: epoch plan %s: %w", path, err)
 		}
 		p.sampleFDs = append(p.sampleFDs, fd)
 		if size < ef.SampleBytes {
-			return fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.SampleBytes, dataset.ErrCorrupt)
+			return fmt.Errorf("planned: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.SampleBytes, dataset.ErrCorrupt)
 		}
 	}
 	return nil
@@ -579,18 +579,18 @@ func (p *Epochs) storedDraw(e, b int) ([]int64, *batchDraw, error) {
 	rec := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)[:r.Length]
 	t := time.Now()
 	if err := preadFull(p.sampleFDs[k], rec, r.Offset); err != nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s: %w", e, b, p.o.epoch(k), path, err)
+		return nil, nil, fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): samples file %s: %w", e, b, p.o.epoch(k), path, err)
 	}
 	p.sampleNs.Add(int64(time.Since(t)))
 	p.sampleBytes.Add(r.Length)
 	if sum := xxhash.Sum64(rec); sum != r.Sum {
-		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s at byte %d (%d bytes) has checksum %016x, the plan has %016x: %w",
+		return nil, nil, fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): samples file %s at byte %d (%d bytes) has checksum %016x, the plan has %016x: %w",
 			e, b, p.o.epoch(k), path, r.Offset, r.Length, sum, r.Sum, dataset.ErrCorrupt)
 	}
 	shape := p.src.recordShape(&p.o)
 	a, err := shape.decode(rec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): samples file %s at byte %d: %v: %w", e, b, p.o.epoch(k), path, r.Offset, err, dataset.ErrCorrupt)
+		return nil, nil, fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): samples file %s at byte %d: %v: %w", e, b, p.o.epoch(k), path, r.Offset, err, dataset.ErrCorrupt)
 	}
 	d := p.src.withNodes(shape.drawOf(a))
 	for t, nodes := range d.nodes {

@@ -148,7 +148,7 @@ func samplesBytes(t *testing.T, dir string, planned int) (samples, packed int64)
 // nodes and a Session's link plan of random graphs with random options (negatives, labels,
 // exclusion, memory tiers, PlaceTiers) and checks, for every batch of every planned epoch and a
 // replayed one, served from several goroutines at once, that the sample read from the samples
-// file (SampleEdges and Sample, SampleHetero, SampleHeteroEdges) is reflect.DeepEqual to the
+// file (SampleEdges and Sample) is reflect.DeepEqual to the
 // plan's re-draw of the batch (the on-demand comparisons are the epochlink and epochhetero
 // tests, which serve the same stored samples). The report's SampleBytes are the samples files'
 // bytes, counted in BytesWritten, and Stats counts every record read.
@@ -604,11 +604,11 @@ func BenchmarkEpochLinkSample(b *testing.B) {
 	}
 	o := EpochOptions{Dir: b.TempDir(), SeedEdges: se, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
 		ShuffleSeed: 2, Epochs: 1}
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		b.Fatal(err)
 	}

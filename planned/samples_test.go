@@ -54,7 +54,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	}
 	o.Sample.Seed, o.ShuffleSeed = rng.Uint64(), rng.Uint64()
 	t.Logf("%d nodes, batch %d, fanouts %v, replace %v, drop_last %v", d.Count, o.BatchSize, o.Sample.Fanouts, o.Sample.Replace, o.DropLast)
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestStoredSamplesEqualRedrawn(t *testing.T) {
 	if rep.SampleBytes == 0 || rep.SampleBytes != files || rep.BytesWritten != files+packed {
 		t.Fatalf("report: %d sample bytes, %d written; the samples files hold %d bytes, the packed %d", rep.SampleBytes, rep.BytesWritten, files, packed)
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 2)
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	var idx epochIndex
@@ -236,7 +236,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("flipped byte %d of %s (batch %d's record at %d, %d bytes)", at, path, bad, r.Offset, r.Length)
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestCorruptSamplesFileIsCaught(t *testing.T) {
 	if err := os.WriteFile(path, orig[:len(orig)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := OpenEpochs(s, o); err == nil || !strings.Contains(err.Error(), path) {
+	if _, _, err := OpenEpochs(s.Session(), o); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("a samples file a byte short: %v", err)
 	}
 }
@@ -286,17 +286,17 @@ func TestOldPlanIndexIsStale(t *testing.T) {
 	d := writeSplitDataset(t, 1000, 8, 1, 5, rng)
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	o := epochOpts(t, d, 1)
-	if _, err := PlanEpochs(s, o); err != nil {
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
 	setIndexVersion(t, o.Dir, 2)
-	_, _, err := OpenEpochs(s, o)
+	_, _, err := OpenEpochs(s.Session(), o)
 	var se *StalePlanError
 	if !errors.As(err, &se) || se.Input != "index version" || se.Plan != "2" || se.Store != fmt.Sprintf("%d to %d", oldestEpochIndexVersion, epochIndexVersion) ||
 		!strings.Contains(err.Error(), o.Dir) {
 		t.Fatalf("a version 2 index: %v", err)
 	}
-	p, rep, err := OpenEpochs(s, withReplan(o))
+	p, rep, err := OpenEpochs(s.Session(), withReplan(o))
 	if err != nil || rep == nil {
 		t.Fatalf("replan over a version 2 index: %v", err)
 	}
@@ -345,7 +345,7 @@ func openBenchPlan(dir string) (*Epochs, error) {
 	if err != nil {
 		return nil, err
 	}
-	seeds, err := s.Split("train")
+	seeds, err := s.Session().Split("", "train")
 	if err != nil {
 		return nil, err
 	}
@@ -355,11 +355,11 @@ func openBenchPlan(dir string) (*Epochs, error) {
 	}
 	o := EpochOptions{Dir: planDir, Seeds: seeds, BatchSize: 1024, Sample: topology.SampleOptions{Fanouts: []int{25, 10}, Seed: 1},
 		ShuffleSeed: 2, Epochs: 1}
-	rep, err := PlanEpochs(s, o)
+	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := OpenEpochs(s, o)
+	p, _, err := OpenEpochs(s.Session(), o)
 	if err != nil {
 		return nil, err
 	}

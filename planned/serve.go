@@ -67,7 +67,7 @@ func (p *Epochs) enter() (done func(), err error) {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
 	if p.closed {
-		return nil, fmt.Errorf("featurestore: epoch plan %s is closed: %w", p.o.Dir, featurestore.ErrClosed)
+		return nil, fmt.Errorf("planned: epoch plan %s is closed: %w", p.o.Dir, featurestore.ErrClosed)
 	}
 	p.inflight.Add(1)
 	return p.inflight.Done, nil
@@ -76,14 +76,15 @@ func (p *Epochs) enter() (done func(), err error) {
 // epochStacks is the most IO stacks a plan opens (gathers reading packed files at once).
 const epochStacks = 4
 
-// OpenEpochs opens the plan in o.Dir for the store as placed now. A missing plan is ErrNotFound
-// and a plan made for other inputs a *StalePlanError, unless o.Replan: then it plans anew
-// (PlanEpochs) first and the report is returned too.
-func OpenEpochs(s *featurestore.Store, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	if err := s.Internals().NeedFeature("OpenEpochs"); err != nil {
+// OpenEpochs opens the plan in o.Dir for the session as placed now (what it packs follows o, as
+// PlanEpochs). A missing plan is ErrNotFound and a plan made for other inputs a *StalePlanError,
+// unless o.Replan: then it plans anew (PlanEpochs) first and the report is returned too.
+func OpenEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
+	src, err := sourceOf(ss, &o, "OpenEpochs")
+	if err != nil {
 		return nil, nil, err
 	}
-	return storeSource(s).open(o)
+	return src.open(o)
 }
 
 // open is OpenEpochs of src.
@@ -124,7 +125,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	if errors.Is(err, os.ErrNotExist) {
 		// What a killed PlanEpochs left (packed files without an index) goes now.
 		_, _ = CleanEpochPlan(o.Dir)
-		return nil, fmt.Errorf("featurestore: no epoch plan in %s: %w (%w)", o.Dir, err, featurestore.ErrNotFound)
+		return nil, fmt.Errorf("planned: no epoch plan in %s: %w (%w)", o.Dir, err, featurestore.ErrNotFound)
 	}
 	var big *dataset.SizeError
 	if errors.As(err, &big) {
@@ -133,11 +134,11 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 			Store: fmt.Sprintf("at most %d bytes for %d epochs of %d batches", big.Max, o.Epochs, nb)}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan: %w", err)
+		return nil, fmt.Errorf("planned: epoch plan: %w", err)
 	}
 	var idx epochIndex
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan index %s: %v: %w", filepath.Join(o.Dir, EpochIndexFile), err, dataset.ErrCorrupt)
+		return nil, fmt.Errorf("planned: epoch plan index %s: %v: %w", filepath.Join(o.Dir, EpochIndexFile), err, dataset.ErrCorrupt)
 	}
 	if idx.Version < oldestEpochIndexVersion || idx.Version > epochIndexVersion {
 		return nil, &StalePlanError{Dir: o.Dir, Input: "index version", Plan: fmt.Sprint(idx.Version),
@@ -158,7 +159,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
 	}
 	if idx.Planned < 1 || idx.Planned != len(idx.Epochs) || idx.Batches != nb {
-		return nil, fmt.Errorf("featurestore: epoch plan index %s lists %d of %d epochs of %d batches: %w", o.Dir, len(idx.Epochs), idx.Planned, idx.Batches, dataset.ErrCorrupt)
+		return nil, fmt.Errorf("planned: epoch plan index %s lists %d of %d epochs of %d batches: %w", o.Dir, len(idx.Epochs), idx.Planned, idx.Batches, dataset.ErrCorrupt)
 	}
 	o.Seeds = slices.Clone(o.Seeds)
 	o.Sample.Fanouts = slices.Clone(o.Sample.Fanouts)
@@ -180,7 +181,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	}()
 	for e, ef := range idx.Epochs {
 		if len(ef.Batches) != idx.Batches*len(src.stacks) {
-			return nil, fmt.Errorf("featurestore: epoch plan %s: epoch %d lists %d extents, want %d (%d batches of %d node types): %w", o.Dir, e, len(ef.Batches), idx.Batches*len(src.stacks), idx.Batches, len(src.stacks), dataset.ErrCorrupt)
+			return nil, fmt.Errorf("planned: epoch plan %s: epoch %d lists %d extents, want %d (%d batches of %d node types): %w", o.Dir, e, len(ef.Batches), idx.Batches*len(src.stacks), idx.Batches, len(src.stacks), dataset.ErrCorrupt)
 		}
 		path := filepath.Join(o.Dir, ef.File)
 		// A regular file inside the plan directory, of the size the index says (the planner
@@ -190,11 +191,11 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 			fd, size, err = dataset.OpenFDIn(o.Dir, ef.File, 0, ef.Bytes)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("featurestore: epoch plan %s: %w", path, err)
+			return nil, fmt.Errorf("planned: epoch plan %s: %w", path, err)
 		}
 		p.fds, p.paths = append(p.fds, fd), append(p.paths, path)
 		if size < ef.Bytes {
-			return nil, fmt.Errorf("featurestore: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.Bytes, dataset.ErrCorrupt)
+			return nil, fmt.Errorf("planned: epoch plan %s holds %d bytes, its index says %d: %w", path, size, ef.Bytes, dataset.ErrCorrupt)
 		}
 		order := sync.OnceValue(func() []int64 { return p.o.order(e) }) // e indexes the planned epochs
 		p.orders = append(p.orders, order)
@@ -217,7 +218,7 @@ func (p *Epochs) newStack() (*gpuio.Stack, error) {
 	st, err := gpuio.Open(p.fds, gpuio.Options{Backend: p.src.ss.Internals().Options().IOBackend, BlockSize: packAlign, QueueDepth: 16, MaxIOBytes: 1 << 20,
 		Faults: p.src.ss.Internals().Options().Faults, Paths: p.paths})
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan %s: %w", p.o.Dir, err)
+		return nil, fmt.Errorf("planned: epoch plan %s: %w", p.o.Dir, err)
 	}
 	return st, nil
 }
@@ -364,7 +365,7 @@ func (p *Epochs) checkNodes(e, b, k, t int, nodes []int64) error {
 		if len(p.src.stacks) > 1 {
 			what = fmt.Sprintf("nodes of type %q", p.src.typeName(t))
 		}
-		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d %s hash to %016x, the plan has %016x: %w",
+		return fmt.Errorf("planned: epoch %d batch %d (planned epoch %d) of plan %s: the sample's %d %s hash to %016x, the plan has %016x: %w",
 			e, b, p.o.epoch(k), p.o.Dir, len(nodes), what, got, ext.Nodes, &StalePlanError{Dir: p.o.Dir, Input: "sample", Plan: fmt.Sprintf("%016x", ext.Nodes), Store: fmt.Sprintf("%016x", got)})
 	}
 	return nil
@@ -377,19 +378,14 @@ type BatchIO struct {
 	Reads int64 `json:"reads"` // reads issued
 }
 
-// Gather writes the feature rows of nodes, the Sample.Nodes of batch b of epoch e (as Sample
-// returns them), into dst (len(nodes)*RowBytes bytes), in order: rows the memory tiers hold
-// through them, the rest from the batch's packed extent, one large read checked against its
-// xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch and batch). The rows of
-// nodes served elsewhere (EpochOptions.Elsewhere) are not written: the caller fills them.
-func (p *Epochs) Gather(e, b int, nodes []int64, dst []byte) (BatchIO, error) {
-	return p.GatherType(e, b, "", nodes, dst)
-}
-
-// GatherType is Gather of the rows of node type ntype ("" for the only one): nodes are the
-// batch's sampled nodes of that type (HeteroSample.Nodes of its index), dst len(nodes) rows of
-// its RowBytesOf. A type without features has no rows to gather (ErrNotFound).
-func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (BatchIO, error) {
+// Gather writes the feature rows of nodes of node type ntype ("" for the only packed one), the
+// batch's sampled nodes of that type (Sample.Nodes of batch b of epoch e as Sample returns them,
+// or HeteroSample.Nodes of its index), into dst (len(nodes) rows of its RowBytesOf), in order:
+// rows the memory tiers hold through them, the rest from the batch's packed extent, one large
+// read checked against its xxhash64 (a mismatch wraps dataset.ErrCorrupt naming the file, epoch
+// and batch). The rows of nodes served elsewhere (EpochOptions.Elsewhere) are not written: the
+// caller fills them. A type without features has no rows to gather (ErrNotFound).
+func (p *Epochs) Gather(e, b int, ntype string, nodes []int64, dst []byte) (BatchIO, error) {
 	var io BatchIO
 	done, pe, t, err := p.batchOfType(e, b, ntype)
 	if err != nil {
@@ -404,7 +400,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	defer leave()
 	rb := s.RowBytes()
 	if int64(len(dst)) != int64(len(nodes))*rb {
-		return io, fmt.Errorf("featurestore: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
+		return io, fmt.Errorf("planned: planned gather of %d rows needs a %d-byte destination, got %d bytes", len(nodes), int64(len(nodes))*rb, len(dst))
 	}
 	if err := p.checkNodes(e, b, pe, t, nodes); err != nil {
 		return io, err
@@ -451,7 +447,7 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 	snap.Release()
 	disk.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return io, fmt.Errorf("featurestore: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
+		return io, fmt.Errorf("planned: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
 	}
 	if err := p.checkExtent(e, b, pe, ext, buf); err != nil {
 		return io, err
@@ -471,13 +467,13 @@ func (p *Epochs) GatherType(e, b int, ntype string, nodes []int64, dst []byte) (
 
 // refilled is the error of a batch served after the memory tiers were refilled.
 func (p *Epochs) refilled(e, b int) error {
-	return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
+	return fmt.Errorf("planned: epoch %d batch %d of plan %s: the memory tiers were refilled after the plan was opened: %w",
 		e, b, p.o.Dir, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: "as opened", Store: "refilled since"})
 }
 
 // missMismatch is the error of a batch whose memory tiers miss other than the rows packed.
 func (p *Epochs) missMismatch(e, b int, missed, packed int64) error {
-	return fmt.Errorf("featurestore: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
+	return fmt.Errorf("planned: epoch %d batch %d of plan %s: the memory tiers miss %d of its rows, the plan packed %d: %w",
 		e, b, p.o.Dir, missed, packed, &StalePlanError{Dir: p.o.Dir, Input: "memory tiers' contents", Plan: fmt.Sprint(packed), Store: fmt.Sprint(missed)})
 }
 
@@ -485,7 +481,7 @@ func (p *Epochs) missMismatch(e, b int, missed, packed int64) error {
 // xxhash64: a mismatch wraps dataset.ErrCorrupt naming the file and batch.
 func (p *Epochs) checkExtent(e, b, pe int, ext batchExtent, data []byte) error {
 	if sum := xxhash.Sum64(data); sum != ext.Sum {
-		return fmt.Errorf("featurestore: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
+		return fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): packed file %s at byte %d (%d rows) has checksum %016x, the plan has %016x: %w",
 			e, b, p.o.epoch(pe), filepath.Join(p.o.Dir, p.idx.Epochs[pe].File), ext.Offset, ext.Rows, sum, ext.Sum, dataset.ErrCorrupt)
 	}
 	return nil
@@ -518,7 +514,7 @@ type PlannedBatch struct {
 	IO     BatchIO           // summed over the types
 }
 
-// Load is Sample then GatherType of every packed node type of batch b of epoch e, into new
+// Load is Sample then Gather of every packed node type of batch b of epoch e, into new
 // memory.
 func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
 	seeds, smp, err := p.Sample(e, b)
@@ -529,7 +525,7 @@ func (p *Epochs) Load(e, b int) (*PlannedBatch, error) {
 	for t, s := range p.src.stacks {
 		nodes := smp.Nodes[p.src.recordType(t)]
 		rows := make([]byte, int64(len(nodes))*s.RowBytes())
-		io, err := p.GatherType(e, b, p.src.typeName(t), nodes, rows)
+		io, err := p.Gather(e, b, p.src.typeName(t), nodes, rows)
 		if err != nil {
 			return nil, err
 		}
@@ -553,7 +549,7 @@ type EpochStats struct {
 	BytesRead       int64         `json:"bytes_read"` // bytes read from packed files
 	Reads           int64         `json:"reads"`      // reads issued
 	ReadSeconds     float64       `json:"read_seconds"`
-	// Stored samples read (Sample, SampleEdges, SampleHetero, SampleHeteroEdges): bytes and
+	// Stored samples read (Sample, SampleEdges): bytes and
 	// seconds of the reads.
 	SampleBytesRead   int64   `json:"sample_bytes_read"`
 	SampleReadSeconds float64 `json:"sample_read_seconds"`

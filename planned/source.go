@@ -68,7 +68,7 @@ func (src *epochSource) packedType(ntype string) (int, error) {
 			return t, nil
 		}
 	}
-	return -1, fmt.Errorf("featurestore: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), featurestore.ErrNotFound)
+	return -1, fmt.Errorf("planned: node type %q has no features, so a plan packs none of its rows (it packs %s): %w", ntype, src.typeNames(), featurestore.ErrNotFound)
 }
 
 // batchDraw is one batch's sample, and the nodes of each packed type in it.
@@ -129,27 +129,21 @@ func (src *epochSource) recordType(t int) int {
 	return src.stacks[t].Internals().NodeTypeIndex()
 }
 
-// PlanSessionEpochs is PlanEpochs for a graph of several types: the batches are seeds of
-// o.NodeType sampled with fanouts per edge type (o.EdgeFanouts, as NewSampler; Sample.Seed and
-// Sample.Replace as a Sampler's), and each batch packs, per node type with features, the rows of
-// its sampled nodes of that type that the type's memory tiers miss. Batch b of planned epoch e
-// draws with seed BatchSampleSeed(Sample.Seed, e, b): the first draw of a Sampler of that seed. PlaceTiers places every type's stack by the planned batches.
-func PlanSessionEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
-	src, err := sessionSource(ss, &o)
+// sourceOf is the source of a plan of o in ss: the tier stack of o.NodeType for one fanout list
+// (or none: its check names the fanouts), every node type with features for fanouts per edge
+// type. call names the caller in errors.
+func sourceOf(ss *featurestore.Session, o *EpochOptions, call string) (*epochSource, error) {
+	if len(o.EdgeFanouts) > 0 {
+		return sessionSource(ss, o)
+	}
+	s, err := ss.Stack(o.NodeType)
 	if err != nil {
+		if len(ss.Manifest().NodeTypes) == 1 && errors.Is(err, dataset.ErrFeatureNotFound) {
+			return nil, fmt.Errorf("planned: %s: dataset %s has no node features (it holds topology, labels and splits only): %w", call, ss.Manifest().Dir(), err)
+		}
 		return nil, err
 	}
-	return src.plan(o)
-}
-
-// OpenSessionEpochs is OpenEpochs of a plan made by PlanSessionEpochs; its batches are served by
-// Sample, GatherType and Load.
-func OpenSessionEpochs(ss *featurestore.Session, o EpochOptions) (*Epochs, *EpochPlanReport, error) {
-	src, err := sessionSource(ss, &o)
-	if err != nil {
-		return nil, nil, err
-	}
-	return src.open(o)
+	return storeSource(s), nil
 }
 
 // sessionSource is the source of a session plan of o: every node type with features, sampled by
@@ -167,7 +161,7 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 		}
 		e, err := ss.Internals().EdgeTypeIndex(o.SeedEdges.EdgeType)
 		if err != nil {
-			return nil, fmt.Errorf("featurestore: plan seed edges: %w", err)
+			return nil, fmt.Errorf("planned: plan seed edges: %w", err)
 		}
 		nt, _ = ss.Internals().EdgeTypeEnds(e)
 	} else if nt, err = ss.Internals().NodeTypeIndex(o.NodeType); err != nil {
@@ -179,7 +173,7 @@ func sessionSource(ss *featurestore.Session, o *EpochOptions) (*epochSource, err
 	}
 	src := &epochSource{ss: ss, seedType: nt, sampler: sp, typed: true, stacks: ss.Internals().Stacks()}
 	if len(src.stacks) == 0 {
-		return nil, fmt.Errorf("featurestore: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a Sampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
+		return nil, fmt.Errorf("planned: no node type of dataset %s has features: a plan would pack nothing (serve its samples with a Sampler): %w", ss.Manifest().Dir(), dataset.ErrFeatureNotFound)
 	}
 	return src, nil
 }
@@ -197,7 +191,7 @@ func (p *Epochs) NodeTypes() []string {
 // Session is the graph session the plan's stacks belong to.
 func (p *Epochs) Session() *featurestore.Session { return p.src.ss }
 
-// Hetero says whether the plan is a Session's (its samples of every type, GatherType) rather
+// Hetero says whether the plan is a Session's (its samples of every type, Gather of each) rather
 // than a Store's.
 func (p *Epochs) Hetero() bool { return p.src.typed }
 
@@ -257,7 +251,7 @@ func (src *epochSource) edgeTypeKey(key string) string {
 // sample is of its one type.
 func (p *Epochs) SampleEdges(e, b int) ([]int64, *topology.HeteroLinkSample, error) {
 	if p.o.SeedEdges == nil {
-		return nil, nil, fmt.Errorf("featurestore: epoch plan %s is not a link plan (node types %s): draw its batches with Sample: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
+		return nil, nil, fmt.Errorf("planned: epoch plan %s is not a link plan (node types %s): draw its batches with Sample: %w", p.o.Dir, p.src.typeNames(), errors.ErrUnsupported)
 	}
 	pos, d, err := p.storedDraw(e, b)
 	if err != nil {

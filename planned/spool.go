@@ -53,11 +53,11 @@ type spooledEpoch struct {
 // (0: unbounded).
 func newSampleSpool(dir string, budget int64) (*sampleSpool, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("featurestore: plan directory: %w", err)
+		return nil, fmt.Errorf("planned: plan directory: %w", err)
 	}
 	sd, err := os.MkdirTemp(dir, spoolPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("featurestore: epoch plan sample spool: %w", err)
+		return nil, fmt.Errorf("planned: epoch plan sample spool: %w", err)
 	}
 	lock, err := lockPlan(sd, true) // a new directory: nobody else holds it
 	if err != nil {
@@ -140,11 +140,11 @@ func (sp *sampleSpool) epoch(e int) *spooledEpoch {
 func (ep *spooledEpoch) take(path string) error {
 	fd, err := unix.Open(ep.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("featurestore: epoch plan sample spool %s: %w", ep.path, err)
+		return fmt.Errorf("planned: epoch plan sample spool %s: %w", ep.path, err)
 	}
 	if err := os.Rename(ep.path, path); err != nil {
 		unix.Close(fd)
-		return fmt.Errorf("featurestore: epoch plan: %w", err)
+		return fmt.Errorf("planned: epoch plan: %w", err)
 	}
 	ep.fd, ep.path = fd, path
 	return nil
@@ -163,7 +163,7 @@ func (ep *spooledEpoch) release() {
 func (ep *spooledEpoch) nodes(s recordShape, b int) ([][]int64, error) {
 	r := ep.records[b]
 	fail := func(err error) error {
-		return fmt.Errorf("featurestore: epoch plan samples %s, batch %d: %w", ep.path, b, err)
+		return fmt.Errorf("planned: epoch plan samples %s, batch %d: %w", ep.path, b, err)
 	}
 	head := make([]byte, min(int64(sampleHeader+8*s.arrays()), r.Length))
 	if err := preadFull(ep.fd, head, r.Offset); err != nil {

@@ -70,10 +70,10 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 		s := mustOpen(t, d.Dir, featurestore.Options{HostCacheBytes: cache})
 		defer s.Close()
 		if !open {
-			return PlanEpochs(s, o)
+			return PlanEpochs(s.Session(), o)
 		}
 		o.Replan = true
-		p, rep, err := OpenEpochs(s, o)
+		p, rep, err := OpenEpochs(s.Session(), o)
 		if err != nil {
 			return nil, err
 		}

@@ -70,7 +70,7 @@ static void *thread_gather_range(void *arg) {
     int64_t id = shared_nodes + i;
     snprintf(want, sizeof want, "= %" PRId64 " is out of range", id);
     pthread_barrier_wait(&barrier);
-    tfs_status st = tfs_gather(shared_store, &id, 1, row, shared_row_bytes);
+    tfs_status st = tfs_gather(shared_store, NULL, NULL, &id, 1, row, shared_row_bytes);
     pthread_barrier_wait(&barrier);
     if (st != TFS_ERANGE || strstr(tfs_last_error(), want) == NULL || strstr(tfs_last_error(), "thread-A") != NULL) {
       (*bad)++;
@@ -97,7 +97,7 @@ struct gather_job {
 static void *gather_worker(void *arg) {
   struct gather_job *j = arg;
   for (int k = 0; k < 20 && j->st == TFS_OK; k++) {
-    j->st = tfs_gather(shared_store, j->ids, j->n, j->out, j->n * j->row_bytes);
+    j->st = tfs_gather(shared_store, NULL, NULL, j->ids, j->n, j->out, j->n * j->row_bytes);
   }
   return NULL;
 }
@@ -206,48 +206,48 @@ int main(int argc, char **argv) {
   tfs_store_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  expect_status(tfs_store_info_get(s, &info), TFS_OK, NULL, "tfs_store_info_get");
+  expect_status(tfs_store_info_get(s, NULL, &info), TFS_OK, NULL, "tfs_store_info_get");
   int64_t rb = info.row_bytes, nodes = info.num_nodes;
 
   /* ---- store info sizes ---- */
   tfs_store_info small;
   memset(&small, 0x5a, sizeof small);
   small.struct_size = offsetof(tfs_store_info, dim);
-  expect_status(tfs_store_info_get(s, &small), TFS_OK, NULL, "tfs_store_info_get with an older, smaller struct");
+  expect_status(tfs_store_info_get(s, NULL, &small), TFS_OK, NULL, "tfs_store_info_get with an older, smaller struct");
   expect(small.struct_size == offsetof(tfs_store_info, dim) && small.num_nodes == nodes && small.num_edges == info.num_edges &&
              small.dim == (int64_t)0x5a5a5a5a5a5a5a5aLL && small.io_backend[0] == 0x5a,
          "only the fields within struct_size are written");
   small.struct_size = 0;
-  expect_status(tfs_store_info_get(s, &small), TFS_EINVAL, "struct_size", "tfs_store_info_get with struct_size 0");
-  expect_status(tfs_store_info_get(s, NULL), TFS_EINVAL, "out", "tfs_store_info_get with out NULL");
+  expect_status(tfs_store_info_get(s, NULL, &small), TFS_EINVAL, "struct_size", "tfs_store_info_get with struct_size 0");
+  expect_status(tfs_store_info_get(s, NULL, NULL), TFS_EINVAL, "out", "tfs_store_info_get with out NULL");
 
   /* ---- gather ---- */
   unsigned char *row = malloc((size_t)rb * 4);
   int64_t id = nodes;
-  expect_status(tfs_gather(s, &id, 1, row, rb), TFS_ERANGE, "out of range", "gather of id num_nodes");
+  expect_status(tfs_gather(s, NULL, NULL, &id, 1, row, rb), TFS_ERANGE, "out of range", "gather of id num_nodes");
   id = -1;
-  expect_status(tfs_gather(s, &id, 1, row, rb), TFS_ERANGE, "-1", "gather of id -1");
+  expect_status(tfs_gather(s, NULL, NULL, &id, 1, row, rb), TFS_ERANGE, "-1", "gather of id -1");
   id = 0;
-  expect_status(tfs_gather(s, &id, 1, NULL, rb), TFS_EINVAL, "dst", "gather into dst NULL");
-  expect_status(tfs_gather(s, NULL, 1, row, rb), TFS_EINVAL, "ids", "gather of ids NULL");
-  expect_status(tfs_gather(s, &id, 1, row, rb - 1), TFS_EINVAL, "dst_bytes", "gather with dst_bytes != n*row_bytes");
-  expect_status(tfs_gather(s, &id, -1, row, rb), TFS_EINVAL, "negative", "gather of n = -1");
-  expect_status(tfs_gather(NULL, &id, 1, row, rb), TFS_EINVAL, "NULL", "gather on store NULL");
-  expect_status(tfs_gather((tfs_store *)(uintptr_t)0x7fffffff0000ULL, &id, 1, row, rb), TFS_EINVAL, "not a tierfs handle",
+  expect_status(tfs_gather(s, NULL, NULL, &id, 1, NULL, rb), TFS_EINVAL, "dst", "gather into dst NULL");
+  expect_status(tfs_gather(s, NULL, NULL, NULL, 1, row, rb), TFS_EINVAL, "ids", "gather of ids NULL");
+  expect_status(tfs_gather(s, NULL, NULL, &id, 1, row, rb - 1), TFS_EINVAL, "dst_bytes", "gather with dst_bytes != n*row_bytes");
+  expect_status(tfs_gather(s, NULL, NULL, &id, -1, row, rb), TFS_EINVAL, "negative", "gather of n = -1");
+  expect_status(tfs_gather(NULL, NULL, NULL, &id, 1, row, rb), TFS_EINVAL, "NULL", "gather on store NULL");
+  expect_status(tfs_gather((tfs_store *)(uintptr_t)0x7fffffff0000ULL, NULL, NULL, &id, 1, row, rb), TFS_EINVAL, "not a tierfs handle",
                 "gather on a made-up handle");
-  expect_status(tfs_gather_device(s, &id, 1, row, rb, NULL), TFS_ENOTSUP, "GPU path unavailable", "tfs_gather_device");
+  expect_status(tfs_gather_device(s, NULL, &id, 1, row, rb, NULL), TFS_ENOTSUP, "GPU path unavailable", "tfs_gather_device");
 
   /* ---- labels, split, stats, place ---- */
   int64_t lab = 0;
   id = nodes + 5;
-  expect_status(tfs_labels(s, &id, 1, &lab), TFS_ERANGE, "out of range", "labels of an out-of-range id");
+  expect_status(tfs_labels(s, NULL, &id, 1, &lab), TFS_ERANGE, "out of range", "labels of an out-of-range id");
   id = 0;
-  expect_status(tfs_labels(s, &id, 1, NULL), TFS_EINVAL, "out", "labels into out NULL");
+  expect_status(tfs_labels(s, NULL, &id, 1, NULL), TFS_EINVAL, "out", "labels into out NULL");
   int64_t count = 0, some[4];
-  expect_status(tfs_split(s, "no-such-split", some, 4, &count), TFS_ENOENT, "no-such-split", "split the dataset lacks");
-  expect_status(tfs_split(s, "train", some, 4, NULL), TFS_EINVAL, "count", "split with count NULL");
-  expect_status(tfs_split(s, "train", NULL, 4, &count), TFS_EINVAL, "out", "split with out NULL and cap 4");
-  expect_status(tfs_split(s, NULL, some, 4, &count), TFS_EINVAL, "name", "split with name NULL");
+  expect_status(tfs_split(s, NULL, "no-such-split", some, 4, &count), TFS_ENOENT, "no-such-split", "split the dataset lacks");
+  expect_status(tfs_split(s, NULL, "train", some, 4, NULL), TFS_EINVAL, "count", "split with count NULL");
+  expect_status(tfs_split(s, NULL, "train", NULL, 4, &count), TFS_EINVAL, "out", "split with out NULL and cap 4");
+  expect_status(tfs_split(s, NULL, NULL, some, 4, &count), TFS_EINVAL, "name", "split with name NULL");
   char tiny[5];
   size_t needed = 0;
   expect_status(tfs_stats_json(s, tiny, sizeof tiny, &needed), TFS_OK, NULL, "stats_json into a 5-byte buffer");
@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
   expect_status(tfs_stats_json(s, NULL, 10, &needed), TFS_EINVAL, "buf", "stats_json with buf NULL and cap 10");
   expect_status(tfs_stats_json(s, tiny, sizeof tiny, NULL), TFS_EINVAL, "needed", "stats_json with needed NULL");
   uint32_t hot[3] = {1, 2, 3};
-  expect_status(tfs_place(s, hot, 3), TFS_EINVAL, "hotness", "place with 3 counts for a larger dataset");
+  expect_status(tfs_place(s, NULL, hot, 3), TFS_EINVAL, "hotness", "place with 3 counts for a larger dataset");
 
   /* ---- a JSON call's report that does not fit is kept on the handle for the retry ---- */
   const char *preq = "{\"fanouts\": [2], \"batch_size\": 256, \"batches\": 2, \"policy\": \"degree\"}";
@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
 
   /* ---- sampler ---- */
   int64_t train[64];
-  expect_status(tfs_split(s, "train", train, 64, &count), TFS_OK, NULL, "split train");
+  expect_status(tfs_split(s, NULL, "train", train, 64, &count), TFS_OK, NULL, "split train");
   int64_t nseeds = count < 64 ? count : 64;
   int32_t fan[2] = {10, 5}, badfan[2] = {10, -2};
   tfs_sampler *sp = NULL, *sp2 = NULL, *sp3 = NULL;
@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
   expect_status(tfs_sample_json(smp, NULL, 0, &sneed), TFS_OK, NULL, "sample_json (size)");
   expect_status(tfs_sample_nodes(smp, NULL, NULL), TFS_EINVAL, "out", "sample_nodes into out NULL");
   expect_status(tfs_sample_nodes(smp, "no_such_type", &id), TFS_ENOENT, "no_such_type", "sample_nodes of an unknown node type");
-  expect_status(tfs_gather((tfs_store *)sp, &id, 1, row, rb), TFS_EINVAL, "sampler, not a store", "a sampler handle passed as a store");
+  expect_status(tfs_gather((tfs_store *)sp, NULL, NULL, &id, 1, row, rb), TFS_EINVAL, "sampler, not a store", "a sampler handle passed as a store");
   expect_status(tfs_sample_free(smp), TFS_OK, NULL, "sample free");
   expect_status(tfs_sample_free(smp), TFS_ECLOSED, "already", "sample freed twice");
   expect_status(tfs_sample_json(smp, NULL, 0, &sneed), TFS_ECLOSED, "already", "sample_json on a freed sample");
@@ -405,7 +405,7 @@ int main(int argc, char **argv) {
   int bad_a = 0, bad_b = 0;
   pthread_barrier_init(&barrier, NULL, 2);
   id = -3;
-  tfs_gather(s, &id, 1, row, rb); /* the main thread's own last error */
+  tfs_gather(s, NULL, NULL, &id, 1, row, rb); /* the main thread's own last error */
   pthread_t ta, tb;
   pthread_create(&ta, NULL, thread_open_missing, &bad_a);
   pthread_create(&tb, NULL, thread_gather_range, &bad_b);
@@ -422,7 +422,7 @@ int main(int argc, char **argv) {
   int64_t *gids = malloc(NG * sizeof *gids);
   for (int i = 0; i < NG; i++) gids[i] = (int64_t)(((uint64_t)i * 2654435761u) % (uint64_t)nodes);
   unsigned char *ref = malloc((size_t)(NG * rb));
-  expect_status(tfs_gather(s, gids, NG, ref, NG * rb), TFS_OK, NULL, "a reference gather");
+  expect_status(tfs_gather(s, NULL, NULL, gids, NG, ref, NG * rb), TFS_OK, NULL, "a reference gather");
   struct gather_job jobs[G];
   pthread_t tg[G];
   for (int k = 0; k < G; k++) {
@@ -450,9 +450,9 @@ int main(int argc, char **argv) {
   /* ---- closed handles ---- */
   expect_status(tfs_close(s), TFS_OK, NULL, "close");
   id = 0;
-  expect_status(tfs_gather(s, &id, 1, row, rb), TFS_ECLOSED, "closed", "gather after close");
-  expect_status(tfs_store_info_get(s, &info), TFS_ECLOSED, "closed", "store_info after close");
-  expect_status(tfs_split(s, "train", NULL, 0, &count), TFS_ECLOSED, "closed", "split after close");
+  expect_status(tfs_gather(s, NULL, NULL, &id, 1, row, rb), TFS_ECLOSED, "closed", "gather after close");
+  expect_status(tfs_store_info_get(s, NULL, &info), TFS_ECLOSED, "closed", "store_info after close");
+  expect_status(tfs_split(s, NULL, "train", NULL, 0, &count), TFS_ECLOSED, "closed", "split after close");
   expect_status(tfs_sample(sp, NULL, train, nseeds, &smp), TFS_ECLOSED, "closed", "sample with a sampler of a closed store");
   expect_status(tfs_close(s), TFS_ECLOSED, "closed", "close twice");
   expect_status(tfs_sampler_free(sp), TFS_OK, NULL, "sampler free after its store closed");
@@ -464,7 +464,7 @@ int main(int argc, char **argv) {
   expect_status(tfs_open(corrupt, &o, &c), TFS_OK, NULL, "open of a dataset with a flipped byte (reads verified by default)");
   if (c != NULL) {
     id = 0;
-    expect_status(tfs_gather(c, &id, 1, row, rb), TFS_ECORRUPT, "checksum", "gather of the corrupted row");
+    expect_status(tfs_gather(c, NULL, NULL, &id, 1, row, rb), TFS_ECORRUPT, "checksum", "gather of the corrupted row");
     tfs_close(c);
   }
 

@@ -87,7 +87,7 @@ static void gather_file(tfs_store *store, int64_t row_bytes, const char *ids_pat
   }
   fclose(f);
   void *rows = xmalloc((size_t)(n * row_bytes));
-  check(tfs_gather(store, ids, n, rows, n * row_bytes), "tfs_gather of the ids file");
+  check(tfs_gather(store, NULL, NULL, ids, n, rows, n * row_bytes), "tfs_gather of the ids file");
   FILE *out = fopen(out_path, "wb");
   if (out == NULL || fwrite(rows, (size_t)row_bytes, (size_t)n, out) != (size_t)n || fclose(out) != 0) {
     perror(out_path);
@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
   tfs_store_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  check(tfs_store_info_get(store, &info), "tfs_store_info_get");
+  check(tfs_store_info_get(store, NULL, &info), "tfs_store_info_get");
   printf("dataset %s: %" PRId64 " nodes, %" PRId64 " edges, features %" PRId64 " x %s (%" PRId64
          " bytes/row), %" PRId64 " classes, io %s\n",
          dataset, info.num_nodes, info.num_edges, info.dim, info.dtype, info.row_bytes, info.num_classes,
@@ -160,9 +160,9 @@ int main(int argc, char **argv) {
 
   /* The train split: ask its size, then copy it. */
   int64_t ntrain = 0;
-  check(tfs_split(store, "train", NULL, 0, &ntrain), "tfs_split (size)");
+  check(tfs_split(store, NULL, "train", NULL, 0, &ntrain), "tfs_split (size)");
   int64_t *train = xmalloc((size_t)ntrain * sizeof *train);
-  check(tfs_split(store, "train", train, ntrain, &ntrain), "tfs_split");
+  check(tfs_split(store, NULL, "train", train, ntrain, &ntrain), "tfs_split");
   int64_t nseeds = ntrain < 64 ? ntrain : 64;
   printf("train split: %" PRId64 " nodes; seeding with the first %" PRId64 "\n", ntrain, nseeds);
 
@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
   /* Features of every sampled node, straight into our buffer. */
   size_t bytes = (size_t)(nnodes * info.row_bytes);
   unsigned char *feats = xmalloc(bytes);
-  check(tfs_gather(store, nodes, nnodes, feats, (int64_t)bytes), "tfs_gather");
+  check(tfs_gather(store, NULL, NULL, nodes, nnodes, feats, (int64_t)bytes), "tfs_gather");
   uint64_t sum = 0;
   for (size_t b = 0; b < bytes; b++) {
     sum = sum * 31 + feats[b];
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
   /* Labels of the seeds. */
   if (info.num_classes > 0) {
     int64_t *labels = xmalloc((size_t)nseeds * sizeof *labels);
-    check(tfs_labels(store, nodes, nseeds, labels), "tfs_labels");
+    check(tfs_labels(store, NULL, nodes, nseeds, labels), "tfs_labels");
     printf("labels of the first seeds:");
     for (int64_t s = 0; s < nseeds && s < 8; s++) {
       printf(" %" PRId64, labels[s]);

@@ -102,7 +102,7 @@ class Store {
   explicit Store(const std::string &path, const tfs_open_options *opts = nullptr) {
     check(tfs_open(path.c_str(), opts, &h_), "tfs_open");
     info_.struct_size = sizeof info_;
-    check(tfs_store_info_get(h_, &info_), "tfs_store_info_get");
+    check(tfs_store_info_get(h_, NULL, &info_), "tfs_store_info_get");
   }
   Store(const Store &) = delete;
   Store &operator=(const Store &) = delete;
@@ -114,22 +114,22 @@ class Store {
 
   std::vector<unsigned char> gather(const std::vector<int64_t> &ids) const {
     std::vector<unsigned char> rows(ids.size() * static_cast<size_t>(info_.row_bytes));
-    check(tfs_gather(h_, ids.data(), static_cast<int64_t>(ids.size()), rows.data(), static_cast<int64_t>(rows.size())),
+    check(tfs_gather(h_, NULL, NULL, ids.data(), static_cast<int64_t>(ids.size()), rows.data(), static_cast<int64_t>(rows.size())),
           "tfs_gather");
     return rows;
   }
 
   std::vector<int64_t> labels(const std::vector<int64_t> &ids) const {
     std::vector<int64_t> out(ids.size());
-    check(tfs_labels(h_, ids.data(), static_cast<int64_t>(ids.size()), out.data()), "tfs_labels");
+    check(tfs_labels(h_, NULL, ids.data(), static_cast<int64_t>(ids.size()), out.data()), "tfs_labels");
     return out;
   }
 
   std::vector<int64_t> split(const std::string &name) const {
     int64_t n = 0;
-    check(tfs_split(h_, name.c_str(), nullptr, 0, &n), "tfs_split (size)");
+    check(tfs_split(h_, NULL, name.c_str(), nullptr, 0, &n), "tfs_split (size)");
     std::vector<int64_t> ids(n);
-    check(tfs_split(h_, name.c_str(), ids.data(), n, &n), "tfs_split");
+    check(tfs_split(h_, NULL, name.c_str(), ids.data(), n, &n), "tfs_split");
     return ids;
   }
 

@@ -104,7 +104,7 @@ static int is_edge(int64_t src, int64_t dst) {
 
 static int gather_matches(tfs_store *s, const int64_t *ids, int64_t n, const char *what) {
   float *rows = malloc((size_t)n * D * sizeof(float));
-  tfs_status st = tfs_gather(s, ids, n, rows, n * D * (int64_t)sizeof(float));
+  tfs_status st = tfs_gather(s, NULL, NULL, ids, n, rows, n * D * (int64_t)sizeof(float));
   int64_t bad = -1;
   for (int64_t i = 0; st == TFS_OK && i < n && bad < 0; i++) {
     for (int j = 0; j < D; j++) {
@@ -116,13 +116,13 @@ static int gather_matches(tfs_store *s, const int64_t *ids, int64_t n, const cha
   }
   expect(st == TFS_OK && bad < 0, "%s: %" PRId64 " gathered rows equal the ingested features (status %s%s%s, first bad row %" PRId64 ")",
          what, n, status_name(st), st ? ": " : "", st ? tfs_last_error() : "", bad);
-  /* The same rows by name (tfs_gather_feature of the store's own feature, "x"). */
+  /* The same rows by name (tfs_gather of feature "x", the one the store serves). */
   float *named = malloc((size_t)n * D * sizeof(float) + 1);
-  tfs_status st2 = tfs_gather_feature(s, "x", ids, n, named, n * D * (int64_t)sizeof(float));
+  tfs_status st2 = tfs_gather(s, NULL, "x", ids, n, named, n * D * (int64_t)sizeof(float));
   expect(st2 == TFS_OK && (n == 0 || memcmp(named, rows, (size_t)n * D * sizeof(float)) == 0),
-         "%s: tfs_gather_feature(\"x\") gives the same rows (status %s)", what, status_name(st2));
-  expect_status(tfs_gather_feature(s, "nope", ids, n, named, n * D * (int64_t)sizeof(float)), TFS_ENOENT, "nope",
-                "tfs_gather_feature of an unknown feature");
+         "%s: tfs_gather(\"x\") gives the same rows (status %s)", what, status_name(st2));
+  expect_status(tfs_gather(s, NULL, "nope", ids, n, named, n * D * (int64_t)sizeof(float)), TFS_ENOENT, "nope",
+                "tfs_gather of an unknown feature");
   free(named);
   free(rows);
   return st == TFS_OK && bad < 0;
@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
   tfs_store_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  expect_status(tfs_store_info_get(s, &info), TFS_OK, NULL, "tfs_store_info_get");
+  expect_status(tfs_store_info_get(s, NULL, &info), TFS_OK, NULL, "tfs_store_info_get");
   expect(info.num_nodes == N && info.num_edges == num_edges && info.dim == D && info.row_bytes == D * 4 &&
              info.num_classes == 5 && strcmp(info.dtype, "float32") == 0,
          "store info: %" PRId64 " nodes, %" PRId64 " edges, dim %" PRId64 ", %" PRId64 " bytes/row, %" PRId64 " classes, %s",
@@ -278,28 +278,28 @@ int main(int argc, char **argv) {
   ids[7] = ids[8] = N - 1;
   gather_matches(s, ids, M, "no host cache");
   gather_matches(s, ids, 1, "a single row");
-  expect_status(tfs_gather(s, NULL, 0, NULL, 0), TFS_OK, NULL, "tfs_gather of 0 ids (NULL buffers)");
+  expect_status(tfs_gather(s, NULL, NULL, NULL, 0, NULL, 0), TFS_OK, NULL, "tfs_gather of 0 ids (NULL buffers)");
 
   /* Labels and splits. */
   static int64_t got[M];
-  expect_status(tfs_labels(s, ids, M, got), TFS_OK, NULL, "tfs_labels");
+  expect_status(tfs_labels(s, NULL, ids, M, got), TFS_OK, NULL, "tfs_labels");
   int lbad = -1;
   for (int i = 0; i < M && lbad < 0; i++) if (got[i] != label(ids[i])) lbad = i;
   expect(lbad < 0, "labels equal the ingested ones, -1 where unlabelled (first bad %d)", lbad);
   static int64_t split[N];
   int64_t count = -1;
-  expect_status(tfs_split(s, "train", NULL, 0, &count), TFS_OK, NULL, "tfs_split size query");
+  expect_status(tfs_split(s, NULL, "train", NULL, 0, &count), TFS_OK, NULL, "tfs_split size query");
   expect(count == ntrain, "train split has %" PRId64 " ids (want %" PRId64 ")", count, ntrain);
-  expect_status(tfs_split(s, "train", split, N, &count), TFS_OK, NULL, "tfs_split train");
+  expect_status(tfs_split(s, NULL, "train", split, N, &count), TFS_OK, NULL, "tfs_split train");
   expect(count == ntrain && memcmp(split, train, (size_t)ntrain * 8) == 0, "train ids equal the ingested ids");
   int64_t part[5] = {-7, -7, -7, -7, -7};
-  expect_status(tfs_split(s, "train", part, 4, &count), TFS_OK, NULL, "tfs_split with cap 4 < count");
+  expect_status(tfs_split(s, NULL, "train", part, 4, &count), TFS_OK, NULL, "tfs_split with cap 4 < count");
   expect(count == ntrain && memcmp(part, train, 32) == 0 && part[4] == -7, "cap 4 copies exactly the first 4 ids and reports the full count");
-  expect_status(tfs_split(s, "val", split, N, &count), TFS_OK, NULL, "tfs_split val (ingested from a bool mask)");
+  expect_status(tfs_split(s, NULL, "val", split, N, &count), TFS_OK, NULL, "tfs_split val (ingested from a bool mask)");
   int vbad = count != (N + 1) / 3;
   for (int64_t i = 0; !vbad && i < count; i++) vbad = split[i] != 3 * i + 1;
   expect(!vbad, "val ids are the mask's true positions (%" PRId64 " ids)", count);
-  expect_status(tfs_split(s, "test", split, N, &count), TFS_ENOENT, "test", "tfs_split of a split the dataset lacks");
+  expect_status(tfs_split(s, NULL, "test", split, N, &count), TFS_ENOENT, "test", "tfs_split of a split the dataset lacks");
 
   /* Sampling. */
   int32_t f32[2] = {3, 2};
@@ -359,26 +359,26 @@ int main(int argc, char **argv) {
   gather_matches(cached, ids, M, "partial host tier (by in-degree)");
   static uint32_t hot[N];
   for (int v = 0; v < N; v++) hot[v] = (uint32_t)v;
-  expect_status(tfs_place(cached, hot, N), TFS_OK, NULL, "tfs_place by hotness");
+  expect_status(tfs_place(cached, NULL, hot, N), TFS_OK, NULL, "tfs_place by hotness");
   gather_matches(cached, ids, M, "partial host tier (by hotness)");
-  expect_status(tfs_place(cached, hot, N - 1), TFS_EINVAL, "hotness", "tfs_place with n != num_nodes");
-  expect_status(tfs_place(cached, NULL, 0), TFS_OK, NULL, "tfs_place(NULL) ranks by in-degree");
+  expect_status(tfs_place(cached, NULL, hot, N - 1), TFS_EINVAL, "hotness", "tfs_place with n != num_nodes");
+  expect_status(tfs_place(cached, NULL, NULL, 0), TFS_OK, NULL, "tfs_place(NULL) ranks by in-degree");
   gather_matches(cached, ids, M, "after tfs_place(NULL)");
   static int64_t hottest[N];
   int64_t nhot = -1;
-  expect_status(tfs_hottest(cached, hot, N, 5, hottest, &nhot), TFS_OK, NULL, "tfs_hottest by hotness");
+  expect_status(tfs_hottest(cached, NULL, hot, N, 5, hottest, &nhot), TFS_OK, NULL, "tfs_hottest by hotness");
   expect(nhot == 5 && hottest[0] == N - 1 && hottest[4] == N - 5, "tfs_hottest ranks the 5 hottest, hottest first");
-  expect_status(tfs_hottest(cached, hot, N - 1, 5, hottest, &nhot), TFS_EINVAL, "hotness", "tfs_hottest with n != num_nodes");
-  expect_status(tfs_hottest(cached, NULL, 0, -1, hottest, &nhot), TFS_EINVAL, "k = -1", "tfs_hottest with a negative k");
-  expect_status(tfs_hottest(cached, NULL, 0, 3, hottest, &nhot), TFS_OK, NULL, "tfs_hottest(NULL) by in-degree");
+  expect_status(tfs_hottest(cached, NULL, hot, N - 1, 5, hottest, &nhot), TFS_EINVAL, "hotness", "tfs_hottest with n != num_nodes");
+  expect_status(tfs_hottest(cached, NULL, NULL, 0, -1, hottest, &nhot), TFS_EINVAL, "k = -1", "tfs_hottest with a negative k");
+  expect_status(tfs_hottest(cached, NULL, NULL, 0, 3, hottest, &nhot), TFS_OK, NULL, "tfs_hottest(NULL) by in-degree");
   expect(nhot == 3, "tfs_hottest(NULL) gives k ids");
   int64_t own[3] = {7, 3, 11};
-  expect_status(tfs_place_ids(cached, own, 3), TFS_OK, NULL, "tfs_place_ids");
+  expect_status(tfs_place_ids(cached, NULL, own, 3), TFS_OK, NULL, "tfs_place_ids");
   gather_matches(cached, ids, M, "after tfs_place_ids");
   int64_t twice[2] = {7, 7};
-  expect_status(tfs_place_ids(cached, twice, 2), TFS_EINVAL, "appears twice", "tfs_place_ids with a repeated id");
+  expect_status(tfs_place_ids(cached, NULL, twice, 2), TFS_EINVAL, "appears twice", "tfs_place_ids with a repeated id");
   int64_t far[1] = {N};
-  expect_status(tfs_place_ids(cached, far, 1), TFS_ERANGE, "out of range", "tfs_place_ids with an id out of range");
+  expect_status(tfs_place_ids(cached, NULL, far, 1), TFS_ERANGE, "out of range", "tfs_place_ids with an id out of range");
   tfs_close(cached);
 
   expect_status(tfs_close(s), TFS_OK, NULL, "tfs_close");

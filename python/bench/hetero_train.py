@@ -10,7 +10,7 @@ heterogeneous sampler on a thread, so sampling overlaps training in both:
 * memory: every node type's features in a CUDA tensor, gathered by index_select on a side stream
   while the previous batch trains (the best in-memory loop a user would write);
 * tierfs: a store with GPU and host tiers of --gpu-frac / --host-frac of the feature bytes (split
-  over the types by the session), each type's rows gathered on the GPU (tfs_gather_typed_device_ids)
+  over the types by the session), each type's rows gathered on the GPU (tfs_gather_device_ids)
   on a side stream while the previous batch trains.
 
 Printed and written to --out (JSON): seeds/s of each and their ratio, per node type the rows a

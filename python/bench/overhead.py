@@ -100,7 +100,7 @@ def main(argv=None):
     nbytes = args.batch * store.row_bytes
 
     def raw():
-        st = lib.tfs_gather(h, ids.ctypes.data, args.batch, out.ctypes.data, nbytes)
+        st = lib.tfs_gather(h, None, None, ids.ctypes.data, args.batch, out.ctypes.data, nbytes)
         assert st == 0
 
     import torch
@@ -125,7 +125,7 @@ def main(argv=None):
     sb = args.small_batch * store.row_bytes
 
     def raw_small():
-        lib.tfs_gather(h, small.ctypes.data, args.small_batch, sout.ctypes.data, sb)
+        lib.tfs_gather(h, None, None, small.ctypes.data, args.small_batch, sout.ctypes.data, sb)
 
     n_small = 2000
     t_raw_small = timeit(lambda: [raw_small() for _ in range(n_small)], 3) / n_small

@@ -124,7 +124,7 @@ def test_declarations_follow_the_header(header):
     assert f["tfs_last_error"] == (ctypes.c_char_p, [])
     restype, argtypes = f["tfs_gather"]
     assert restype is ctypes.c_int
-    assert argtypes == [ctypes.c_void_p, _cabi.ptr(ctypes.c_int64), ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+    assert argtypes == [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, _cabi.ptr(ctypes.c_int64), ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
     assert f["tfs_open"][1] == [ctypes.c_char_p, _cabi.ptr(_abi.OpenOptions), _cabi.ptr(ctypes.c_void_p)]
     assert f["tfs_io_open"][1][0] is _cabi.ptr(ctypes.c_char_p)
     assert f["tfs_upgrade"][1][1] is _abi.ProgressFn
@@ -165,7 +165,7 @@ def test_pointer_parameters_take_addresses_and_their_type_only():
         p.from_param((ctypes.c_void_p * 2)())
     # Through the library: a count of the wrong width is refused before the call.
     with pytest.raises(ctypes.ArgumentError):
-        _native.lib.tfs_split(None, b"train", None, 0, ctypes.byref(ctypes.c_int32()))
+        _native.lib.tfs_split(None, None, b"train", None, 0, ctypes.byref(ctypes.c_int32()))
 
 
 # ---- the library and the C compiler agree --------------------------------------------------------

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   tfs_store *s;
   if (tfs_open(argv[1], NULL, &s) != TFS_OK) { fprintf(stderr, "%s\n", tfs_last_error()); return 1; }
   tfs_store_info info = {.struct_size = sizeof info};
-  if (tfs_store_info_get(s, &info) != TFS_OK) { fprintf(stderr, "%s\n", tfs_last_error()); return 1; }
+  if (tfs_store_info_get(s, NULL, &info) != TFS_OK) { fprintf(stderr, "%s\n", tfs_last_error()); return 1; }
   printf("abi %d dim %lld\n", tfs_abi_version(), (long long)info.dim);
   return tfs_close(s) == TFS_OK ? 0 : 1;
 }

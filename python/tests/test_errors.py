@@ -149,8 +149,8 @@ def test_values_that_would_wrap_or_cut_at_the_c_abi(store, graph, tmp_path):
         store.split("train\0x")
     with pytest.raises(tierfs.InvalidArgumentError, match=r"fanouts\[1\] = 1099511627776"):
         store.sampler([2, 2**40])
-    with pytest.raises(tierfs.InvalidArgumentError, match="tfs_gather argument 3"):
-        tierfs._native.lib.tfs_gather(store._h(), None, 2**64, None, 0)
+    with pytest.raises(tierfs.InvalidArgumentError, match="tfs_gather argument 5"):
+        tierfs._native.lib.tfs_gather(store._h(), None, None, None, 2**64, None, 0)
     assert store.split("train").shape == graph["splits"]["train"].shape  # the store still works
 
 

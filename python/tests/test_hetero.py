@@ -161,3 +161,39 @@ def test_hetero_gpu_sampling_matches_host(acm):
             for et in ETYPES:
                 for name in ("row", "col", "edge"):
                     np.testing.assert_array_equal(getattr(x, name)[et], getattr(y, name)[et], err_msg=f"seed {seed} call {call} {et} {name}")
+
+
+def test_null_node_type_is_the_only_type(acm, tmp_path):
+    """ABI 3: a call of a node type's rows given NULL for its node type serves the only node
+    type; on a store of several it is TFS_EINVAL (InvalidArgumentError) naming them."""
+    from ctypes import byref, c_int64
+
+    lib = tierfs._native.lib
+    ids = np.array([0, 2, 1], dtype=np.int64)
+    out = np.empty(3, dtype=np.int64)
+    count = c_int64(0)
+    _, path = acm
+    with tierfs.open(path) as s:
+        h = s._h()
+        calls = {
+            "tfs_labels": lambda: lib.tfs_labels(h, None, ids.ctypes.data, 3, out.ctypes.data),
+            "tfs_split": lambda: lib.tfs_split(h, b"", b"train", None, 0, byref(count)),
+            "tfs_gather": lambda: lib.tfs_gather(h, None, None, ids.ctypes.data, 3, out.ctypes.data, out.nbytes),
+            "tfs_place": lambda: lib.tfs_place(h, None, None, 0),
+            "tfs_hottest": lambda: lib.tfs_hottest(h, b"", None, 0, 3, out.ctypes.data, byref(count)),
+        }
+        for call, fn in calls.items():
+            with pytest.raises(tierfs.InvalidArgumentError, match=r"3 node types \(paper, author, subject\): name one"):
+                tierfs._native.check(fn())
+    one = tierfs.synth(tmp_path / "one", nodes=300, avg_degree=4, dim=6, seed=3)
+    with tierfs.open(one) as s:
+        h = s._h()
+        rows = np.empty((3, 6), dtype=np.float32)
+        tierfs._native.check(lib.tfs_gather(h, None, None, ids.ctypes.data, 3, rows.ctypes.data, rows.nbytes))
+        np.testing.assert_array_equal(rows, s.gather(ids))
+        tierfs._native.check(lib.tfs_labels(h, b"", ids.ctypes.data, 3, out.ctypes.data))
+        np.testing.assert_array_equal(out, s.labels(ids))
+        tierfs._native.check(lib.tfs_split(h, None, b"train", None, 0, byref(count)))
+        assert count.value == s.split("train").shape[0] > 0
+        tierfs._native.check(lib.tfs_hottest(h, None, None, 0, 3, out.ctypes.data, byref(count)))
+        assert count.value == 3

@@ -109,10 +109,10 @@ def test_docstring_lists_every_option():
 
 def _functions():
     """The package's functions that take plan or link options."""
-    from tierfs import distplanned, hetero, sampler
+    from tierfs import distplanned, sampler
 
     fns = [tierfs.Store.plan_epochs, epochs.PlannedEpochs.__init__, distplanned.plan_epochs,
-           sampler.Sampler.sample_from_edges, hetero.HeteroSampler.sample_from_edges]
+           sampler.Sampler.sample_from_edges]
     try:
         from tierfs.pyg import loader as pyg_loader
 

@@ -199,7 +199,7 @@ def test_hetero_plan_errors(hetero, tmp_path):
         changed[store.edge_types[0]] = [3]
         with pytest.raises(tierfs.InvalidArgumentError, match="fanouts per edge type differs"):
             store.plan_epochs(changed, 64, 1, seeds=train, plan_dir=tmp_path / "p", node_type="paper", seed=5, replan=False)
-        with pytest.raises(tierfs.KeyNotFoundError, match="name one"):
+        with pytest.raises(tierfs.InvalidArgumentError, match="name one"):
             store.plan_epochs(fanouts, 64, 1, seeds=train, plan_dir=tmp_path / "q")
         with pytest.raises(tierfs.InvalidArgumentError, match="fanout list for every edge type"):
             store.plan_epochs(dict(list(fanouts.items())[1:]), 64, 1, seeds=train, plan_dir=tmp_path / "q", node_type="paper")

@@ -1,5 +1,5 @@
 """The store options Python takes are the core's (featurestore.Options, read through
-tfs_store_options_json): every one reaches the core under its name, none is Python's alone, and
+tfs_options_json("store")): every one reaches the core under its name, none is Python's alone, and
 the docstrings list them all."""
 
 import pytest

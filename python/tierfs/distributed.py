@@ -273,7 +273,7 @@ class DistributedStore(Store):
         self._all_gather_object(None, "wait for the shared host tier's file to be removed")  # open returns once it is gone
 
     def _host_tier_call(self, fn: Any, node_type: str, path: str, ids: Optional[np.ndarray] = None) -> None:
-        nt = None if node_type == self.node_type else _c_str(node_type, "node_type")
+        nt = _c_str(node_type, "node_type")
         p = _c_str(path, "path")
         if ids is None:
             check(fn(self._h(), nt, p))

@@ -216,7 +216,7 @@ class PlannedEpochs:
             store._check_out(out, (n, store.dim))
         check(
             lib.tfs_epochs_gather(
-                self._h(), int(epoch), int(batch), nodes.ctypes.data, n, out.ctypes.data, n * store.row_bytes
+                self._h(), int(epoch), int(batch), None, nodes.ctypes.data, n, out.ctypes.data, n * store.row_bytes
             )
         )
         return out
@@ -274,7 +274,7 @@ class PlannedEpochs:
         h, nt_c = self._h(), _c_str(node_type, "node_type")
         e, b = int(epoch), int(batch)
         return store._gather_rows(
-            info[0], info[1], nodes, out, lambda ids_p, n, dst, nbytes: lib.tfs_epochs_gather_typed(h, e, b, nt_c, ids_p, n, dst, nbytes)
+            info[0], info[1], nodes, out, lambda ids_p, n, dst, nbytes: lib.tfs_epochs_gather(h, e, b, nt_c, ids_p, n, dst, nbytes)
         )
 
     def load(self, epoch: int, batch: int) -> Tuple[Any, Any, Any]:

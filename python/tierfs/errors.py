@@ -9,7 +9,7 @@ C status           class                             also a
 =================  ================================  =========================================
 TFS_EINVAL         :class:`InvalidArgumentError`     ``ValueError``
 TFS_ENOENT         :class:`NotFoundError`            ``FileNotFoundError`` (files, datasets)
-TFS_ENOENT         :class:`KeyNotFoundError`         ``KeyError`` (a split or feature by name)
+TFS_ENOENT         :class:`KeyNotFoundError`         ``KeyError`` (a split, feature or type by name)
 TFS_ERANGE         :class:`OutOfRangeError`          ``IndexError`` and ``ValueError``
 TFS_ECORRUPT       :class:`CorruptError`             ``OSError``
 TFS_EIO            :class:`IOFailedError`            ``OSError``
@@ -25,6 +25,8 @@ TFS_EINTERNAL      :class:`InternalError`            ``RuntimeError``
 """
 
 from __future__ import annotations
+
+import re
 
 from . import _abi, _cabi
 
@@ -109,7 +111,7 @@ class NotFoundError(Error, FileNotFoundError):
 
 
 class KeyNotFoundError(Error, KeyError):
-    """A split or feature the dataset does not have (``TFS_ENOENT``)."""
+    """A split, feature or node/edge type the dataset does not have (``TFS_ENOENT``)."""
 
     status = ENOENT
 
@@ -208,9 +210,10 @@ _BY_STATUS: dict[int, type[Error]] = {
 
 
 def _is_name_lookup(message: str) -> bool:
-    """Whether an ENOENT message is about a named split or feature rather than a file."""
+    """Whether an ENOENT message is about a named split, feature or node/edge type rather than a
+    file."""
     m = message.lower()
-    return ("split" in m or "feature" in m) and ("no such file" not in m)
+    return ("split" in m or "feature" in m or re.search(r"\btypes?\b", m) is not None) and ("no such file" not in m)
 
 
 def from_status(status: int, message: str) -> Error:

@@ -60,26 +60,3 @@ def fanouts_by_key(num_neighbors: Mapping[Any, Any]) -> Dict[str, List[int]]:
     return out
 
 
-def typed_labels(store: "Store", node_type: str, ids: IdsLike) -> np.ndarray:
-    """Labels of ``ids`` of ``node_type`` (int64, -1 where unlabelled): one tfs_labels_typed."""
-    h = store._h()
-    ids_ = _ids(ids)
-    n = ids_.array.shape[0]
-    result = np.empty(n, dtype=np.int64)
-    if n:
-        check(lib.tfs_labels_typed(h, _c_str(node_type, "node_type"), ids_.array.ctypes.data, n, result.ctypes.data))
-    return result.reshape(()) if ids_.scalar else result
-
-
-def typed_split(store: "Store", node_type: str, name: str) -> np.ndarray:
-    """Ids of ``node_type`` in the split ``name``."""
-    from ctypes import c_int64
-
-    h = store._h()
-    count = c_int64(0)
-    nt, nm = _c_str(node_type, "node_type"), _c_str(name, "split name")
-    check(lib.tfs_split_typed(h, nt, nm, None, 0, byref(count)))
-    out = np.empty(count.value, dtype=np.int64)
-    if count.value:
-        check(lib.tfs_split_typed(h, nt, nm, out.ctypes.data, count.value, byref(count)))
-    return out

@@ -28,7 +28,7 @@ from . import storeplace as _storeplace
 from . import storegather as _storegather
 from .storegather import _NUMPY_DTYPES, GatherFuture
 from .seedshare import SeedShare
-from .hetero import EdgeType, edge_type_key, edge_type_tuple, typed_labels, typed_split
+from .hetero import EdgeType, edge_type_key, edge_type_tuple
 
 __all__ = ["Store", "Sampler", "Sample", "GatherFuture", "IdsLike"]
 
@@ -105,10 +105,14 @@ class Store:
                     RuntimeWarning,
                     stacklevel=3,
                 )
+        self._types: Optional[Dict[str, Any]] = None
         info = _native.StoreInfo()
         info.struct_size = _native.ctypes.sizeof(_native.StoreInfo)
         try:
-            check(lib.tfs_store_info_get(self._handle, byref(info)))
+            # The store's own node type (node_type): every call of this store without a node_type
+            # names it, so a store of several types serves its first with features.
+            self._nt_c = _c_str(self.node_type, "node_type")
+            check(lib.tfs_store_info_get(self._handle, self._nt_c, byref(info)))
         except BaseException:
             self.close()
             raise
@@ -130,7 +134,6 @@ class Store:
         self._cuda_ids: Any = None  # _cuda_ids_setup's answer, once asked
         self._manifest: Optional[dict] = None
         self._features: Optional[Dict[str, Dict[str, Any]]] = None
-        self._types: Optional[Dict[str, Any]] = None
 
     # properties ------------------------------------------------------------------------
 
@@ -213,8 +216,7 @@ class Store:
     @property
     def split_names(self) -> List[str]:
         """Names of the dataset's splits ("train", "val", "test" where present)."""
-        nts = self.manifest.get("node_types") or [{}]
-        return sorted((nts[0].get("splits") or {}).keys())
+        return sorted(self.types["node_types"][self.node_type]["splits"])
 
     def _h(self) -> int:
         _native.check_process()
@@ -328,9 +330,10 @@ class Store:
         feature :meth:`gather` serves (with the tiers); the others are read with
         ``gather(ids, feature=name)``; edge features are indexed by edge id (``Sample.e_id``)."""
         if self._features is None:
-            h = self._h()
-            listed = _native.read_json(lambda buf, cap, needed: lib.tfs_features_json(h, buf, cap, needed))
-            self._features = {f.pop("name"): f for f in listed}
+            feats = dict(self.types["node_types"][self.node_type]["features"])
+            if len(self.types["edge_types"]) == 1:
+                feats.update(next(iter(self.types["edge_types"].values()))["features"])
+            self._features = feats
         return self._features
 
     @property
@@ -348,12 +351,10 @@ class Store:
         h = self._h()
         ids_ = _ids(ids)
         n = ids_.array.shape[0]
-        if node_type is not None and node_type != self.node_type:
-            result = typed_labels(self, node_type, ids_.array)
-        else:
-            result = np.empty(n, dtype=np.int64)
-            if n:
-                check(lib.tfs_labels(h, ids_.array.ctypes.data, n, result.ctypes.data))
+        nt = self._nt_c if node_type is None else _c_str(node_type, "node_type")
+        result = np.empty(n, dtype=np.int64)
+        if n:
+            check(lib.tfs_labels(h, nt, ids_.array.ctypes.data, n, result.ctypes.data))
         if ids_.scalar:
             result = result.reshape(())
         dev = self._out_device(ids_)
@@ -369,14 +370,14 @@ class Store:
         Raises:
             KeyError (tierfs.KeyNotFoundError): the dataset has no such split.
         """
-        if node_type is not None and node_type != self.node_type:
-            return typed_split(self, node_type, name)
         h = self._h()
+        nt = self._nt_c if node_type is None else _c_str(node_type, "node_type")
+        nm = _c_str(name, "split name")
         count = c_int64(0)
-        check(lib.tfs_split(h, _c_str(name, "split name"), None, 0, byref(count)))
+        check(lib.tfs_split(h, nt, nm, None, 0, byref(count)))
         out = np.empty(count.value, dtype=np.int64)
         if count.value:
-            check(lib.tfs_split(h, _c_str(name, "split name"), out.ctypes.data, count.value, byref(count)))
+            check(lib.tfs_split(h, nt, nm, out.ctypes.data, count.value, byref(count)))
         return out
 
     # edge splits (link prediction) ---------------------------------------------------

@@ -166,14 +166,17 @@ def gather(
 
 
 def _gather_feature(self, h: int, name: str, ids: IdsLike, out: Any) -> Any:
-    """gather of a feature other than the store's: one tfs_gather_feature into host memory."""
+    """gather of a feature other than the store's: one tfs_gather (a node feature of the store's
+    type) or tfs_gather_edge_feature (of the only edge type) into host memory."""
     info = self.features.get(name) if isinstance(name, str) else None
     if info is None:
         if not isinstance(name, str):
             raise errors.DTypeError(f"feature must be a str, got {type(name).__name__}")
         raise errors.KeyNotFoundError(f"tierfs: dataset {self._path} has no feature {name!r} (it has {', '.join(self.features)})")
-    name_c = _c_str(name, "feature")
-    return self._gather_rows(name, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_feature(h, name_c, ids_p, n, dst, nbytes))
+    name_c, nt_c = _c_str(name, "feature"), self._nt_c
+    if info["of"] == "edge":
+        return self._gather_rows(name, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_edge_feature(h, None, name_c, ids_p, n, dst, nbytes))
+    return self._gather_rows(name, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather(h, nt_c, name_c, ids_p, n, dst, nbytes))
 
 
 def _gather_rows(self, name: str, info: Dict[str, Any], ids: IdsLike, out: Any, call: Any) -> Any:
@@ -208,8 +211,8 @@ def _gather_rows(self, name: str, info: Dict[str, Any], ids: IdsLike, out: Any, 
 
 
 def _gather_typed(self, h: int, ids: IdsLike, out: Any, feature: Optional[str], node_type: Optional[str], edge_type: Optional[EdgeType]) -> Any:
-    """gather of a node type's or an edge type's feature: one tfs_gather_typed (or, for CUDA
-    ids of a type's default feature, tfs_gather_typed_device_ids) or tfs_gather_edge_feature."""
+    """gather of a node type's or an edge type's feature: one tfs_gather (or, for CUDA ids of a
+    type's default feature, tfs_gather_device_ids) or tfs_gather_edge_feature."""
     if edge_type is not None:
         if node_type is not None:
             raise errors.InvalidArgumentError("tierfs: gather takes node_type or edge_type, not both")
@@ -235,7 +238,7 @@ def _gather_typed(self, h: int, ids: IdsLike, out: Any, feature: Optional[str], 
         done = self._gather_typed_device_ids(h, nt_c, ids, info)
         if done is not None:
             return done
-    return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather_typed(h, nt_c, name_c, ids_p, n, dst, nbytes))
+    return self._gather_rows(feature, info, ids, out, lambda ids_p, n, dst, nbytes: lib.tfs_gather(h, nt_c, name_c, ids_p, n, dst, nbytes))
 
 
 def _gather_typed_device_ids(self, h: int, nt_c: bytes, ids: Any, info: Dict[str, Any]) -> Any:
@@ -249,7 +252,7 @@ def _gather_typed_device_ids(self, h: int, nt_c: bytes, ids: Any, info: Dict[str
     if n == 0:
         return out
     t = ids.to(torch.int64).contiguous()
-    status = lib.tfs_gather_typed_device_ids(h, nt_c, t.data_ptr(), n, out.data_ptr(), n * int(info["row_bytes"]), torch.cuda.current_stream(ids.device).cuda_stream)
+    status = lib.tfs_gather_device_ids(h, nt_c, t.data_ptr(), n, out.data_ptr(), n * int(info["row_bytes"]), torch.cuda.current_stream(ids.device).cuda_stream)
     if status == errors.ENOTSUP:
         return None
     check(status)
@@ -311,7 +314,7 @@ def _gather_host(self, h: int, ids: np.ndarray, out: Any) -> None:
     n = ids.shape[0]
     if n == 0:
         return
-    check(lib.tfs_gather(h, ids.ctypes.data, n, _native.addr(out), n * self._row_bytes))
+    check(lib.tfs_gather(h, self._nt_c, None, ids.ctypes.data, n, _native.addr(out), n * self._row_bytes))
 
 
 def _gather_device_ids(self, h: int, ids: Any, out: Any) -> Any:
@@ -339,7 +342,7 @@ def _gather_device_ids(self, h: int, ids: Any, out: Any) -> Any:
     if n == 0:
         return out
     t = ids if ids.dtype is int64 and ids.is_contiguous() else ids.to(int64).contiguous()
-    status = lib.tfs_gather_device_ids(h, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, raw_stream(device.index))
+    status = lib.tfs_gather_device_ids(h, self._nt_c, t.data_ptr(), n, out.data_ptr(), n * self._row_bytes, raw_stream(device.index))
     if status:
         if status == errors.ENOTSUP:
             self._device_gather = False
@@ -371,7 +374,7 @@ def _gather_cuda(self, h: int, ids: np.ndarray, out: Any) -> None:
     torch = _torch()
     if self._device_gather is not False:
         stream = torch.cuda.current_stream(out.device).cuda_stream
-        status = lib.tfs_gather_device(h, ids.ctypes.data, n, out.data_ptr(), n * self._row_bytes, stream)
+        status = lib.tfs_gather_device(h, self._nt_c, ids.ctypes.data, n, out.data_ptr(), n * self._row_bytes, stream)
         if status == 0:
             self._device_gather = True
             return

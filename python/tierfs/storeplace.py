@@ -83,14 +83,15 @@ def place(
         }
         request_h = json.dumps(req_h).encode()
         h = self._h()
-        return _native.read_json(lambda buf, cap, needed: lib.tfs_place_hetero_json(h, request_h, buf, cap, needed))
+        return _native.read_json(lambda buf, cap, needed: lib.tfs_place_json(h, request_h, buf, cap, needed))
     if fanouts is not None or batch_size is not None:
         if hotness is not None:
             raise errors.InvalidArgumentError("give hotness or fanouts (a planned placement), not both")
         if fanouts is None or batch_size is None:
             raise errors.InvalidArgumentError("a planned placement needs both fanouts and batch_size")
         req: Dict[str, Any] = dict(
-            fanouts=_fanouts(fanouts), batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute)
+            fanouts=_fanouts(fanouts), batch_size=int(batch_size), policy=str(policy), recompute=bool(recompute),
+            node_type=self.node_type if node_type is None else node_type,
         )
         if epochs is not None:
             req["epochs"] = int(epochs)
@@ -112,11 +113,13 @@ def place(
     if progress is not None and progress is not False:
         raise errors.InvalidArgumentError("progress is for a planned placement (fanouts and batch_size); placing by hotness is one quick pass")
     h = self._h()
+    typed = node_type is not None and node_type != self.node_type
+    nt = _c_str(node_type, "node_type") if typed else self._nt_c
     if hotness is None:
-        check(lib.tfs_place(h, None, 0))
+        check(lib.tfs_place(h, nt, None, 0))
         return
-    arr = self._hotness_array(hotness)
-    check(lib.tfs_place(h, arr.ctypes.data, arr.shape[0]))
+    arr = self._hotness_array(hotness, self.num_nodes_of(node_type) if typed else None, node_type if typed else None)
+    check(lib.tfs_place(h, nt, arr.ctypes.data, arr.shape[0]))
 
 
 def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str] = None) -> np.ndarray:
@@ -137,10 +140,8 @@ def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str
     out = np.empty(k, dtype=np.int64)
     count = c_int64(0)
     hot_p, hot_n = (None, 0) if hot is None else (hot.ctypes.data, hot.shape[0])
-    if typed:
-        check(lib.tfs_hottest_typed(h, _c_str(node_type, "node_type"), hot_p, hot_n, k, out.ctypes.data, byref(count)))
-    else:
-        check(lib.tfs_hottest(h, hot_p, hot_n, k, out.ctypes.data, byref(count)))
+    nt = _c_str(node_type, "node_type") if typed else self._nt_c
+    check(lib.tfs_hottest(h, nt, hot_p, hot_n, k, out.ctypes.data, byref(count)))
     return out[: count.value]
 
 
@@ -158,10 +159,8 @@ def profile_reads(
 
     With ``fanouts`` a dict (a graph of several types: ``{edge type: [per hop]}`` as
     :meth:`sampler` takes) the seeds are of ``node_type`` (None: the store's type; default
-    seeds its train split), sampled as :meth:`place` profiles them — full batches of a fresh
-    permutation per pass, as a shuffling loader with ``drop_last`` (None: one pass, at least
-    one batch) — and the result is ``{node type: counts}`` for every node type with features
-    (``tfs_profile_reads_hetero``).
+    seeds its train split), in the same loader order (as :meth:`place` profiles them), and
+    the result is ``{node type: counts}`` for every node type with features.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): empty fanouts, batch_size or batches below
@@ -185,20 +184,18 @@ def profile_reads(
     arr = _ids(seeds, "seeds").array
     if arr.shape[0] == 0:
         raise errors.InvalidArgumentError("profile_reads: seeds is empty: no batches to profile")
-    req: Dict[str, Any] = dict(fanouts=fo, batch_size=int(batch_size), batches=int(batches or 0),
+    req: Dict[str, Any] = dict(node_type=nt, fanouts=fo, batch_size=int(batch_size), batches=int(batches or 0),
                                seed=int(seed) & 0xFFFFFFFFFFFFFFFF, replace=bool(replace))
-    if not hetero:
-        counts = np.empty(self._num_nodes, dtype=np.uint32)
-        check(lib.tfs_profile_reads(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), counts.ctypes.data, counts.shape[0]))
-        return counts
-    req["node_type"] = nt
     infos = self.types["node_types"]
-    out = {t: np.zeros(int(info["count"]), dtype=np.uint32) for t, info in infos.items()
-           if any(f["default"] for f in info["features"].values())}
+    if hetero:
+        out = {t: np.zeros(int(info["count"]), dtype=np.uint32) for t, info in infos.items()
+               if any(f["default"] for f in info["features"].values())}
+    else:  # the seeds' type's counts alone
+        out = {nt: np.zeros(int(infos[nt]["count"]) if nt in infos else 0, dtype=np.uint32)}
     ptrs = (c_void_p * len(infos))(*[out[t].ctypes.data if t in out and out[t].shape[0] else None for t in infos])
     lens = np.array([int(info["count"]) for info in infos.values()], dtype=np.int64)
-    check(lib.tfs_profile_reads_hetero(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), ptrs, lens.ctypes.data, len(infos)))
-    return out
+    check(lib.tfs_profile_reads(self._h(), arr.ctypes.data, arr.shape[0], json.dumps(req).encode(), ptrs, lens.ctypes.data, len(infos)))
+    return out if hetero else out[nt]
 
 
 def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
@@ -209,11 +206,11 @@ def place_ids(self, ids: IdsLike, node_type: Optional[str] = None) -> None:
     h = self._h()
     arr = _ids(ids, "place_ids ids").array
     ptr = arr.ctypes.data if arr.shape[0] else None
+    nt = self._nt_c
     if node_type is not None and node_type != self.node_type:
         self._node_type_info(node_type)
-        check(lib.tfs_place_ids_typed(h, _c_str(node_type, "node_type"), ptr, arr.shape[0]))
-        return
-    check(lib.tfs_place_ids(h, ptr, arr.shape[0]))
+        nt = _c_str(node_type, "node_type")
+    check(lib.tfs_place_ids(h, nt, ptr, arr.shape[0]))
 
 
 def _hotness_array(self, hotness: Any, rows: Optional[int] = None, node_type: Optional[str] = None) -> np.ndarray:
