@@ -593,10 +593,37 @@ func (p *Epochs) storedDraw(e, b int) ([]int64, *batchDraw, error) {
 		return nil, nil, fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): samples file %s at byte %d: %v: %w", e, b, p.o.epoch(k), path, r.Offset, err, dataset.ErrCorrupt)
 	}
 	d := p.src.withNodes(shape.drawOf(a))
+	if err := p.checkSeeds(e, b, k, path, seeds, d); err != nil {
+		return nil, nil, err
+	}
 	for t, nodes := range d.nodes {
 		if err := p.checkNodes(e, b, k, t, nodes); err != nil {
 			return nil, nil, err
 		}
 	}
 	return seeds, d, nil
+}
+
+// checkSeeds checks that a node plan's stored sample of batch b of epoch e begins with the
+// batch's seeds (a sample's nodes of the seed type are its seeds first, as given): a record moved
+// to another batch or epoch, with its checksum, is refused as corrupt naming the batch.
+func (p *Epochs) checkSeeds(e, b, k int, path string, seeds []int64, d *batchDraw) error {
+	if p.o.SeedEdges != nil || len(seeds) == 0 {
+		return nil // a link plan's seeds are positions of seed edges
+	}
+	var nodes []int64
+	if d.hetero != nil {
+		nodes = d.hetero.Nodes[p.src.seedType]
+	} else if d.sample != nil {
+		nodes = d.sample.Nodes
+	}
+	if len(nodes) < len(seeds) || !slices.Equal(nodes[:len(seeds)], seeds) {
+		first := int64(-1)
+		if len(nodes) > 0 {
+			first = nodes[0]
+		}
+		return fmt.Errorf("planned: epoch %d batch %d (planned epoch %d): samples file %s holds a sample of other seeds (its first seed %d, the batch's %d of %d): a record of another batch or epoch: %w",
+			e, b, p.o.epoch(k), path, first, seeds[0], len(seeds), dataset.ErrCorrupt)
+	}
+	return nil
 }

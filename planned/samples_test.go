@@ -448,3 +448,78 @@ func checkBudgetCountsSamples(t *testing.T, o EpochOptions, plan func(EpochOptio
 		t.Fatalf("a budget of exactly one epoch: %+v, %v", rep, err)
 	}
 }
+
+// TestPlanEntriesAreBoundToTheirEpoch (issue 43, item 1): an index whose epoch entries were
+// reversed, or whose entry 0 was copied over entry 1, is refused at open as corrupt, replan or
+// not; epoch files swapped on disk along with their entries' contents (names kept) are refused
+// when a batch is served, its sample's seeds not the batch's.
+func TestPlanEntriesAreBoundToTheirEpoch(t *testing.T) {
+	rng := newRand(t)
+	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
+	s := mustOpen(t, d.Dir, featurestore.Options{})
+	o := epochOpts(t, d, 2)
+	if _, err := PlanEpochs(s.Session(), o); err != nil {
+		t.Fatal(err)
+	}
+	indexPath := filepath.Join(o.Dir, EpochIndexFile)
+	orig, err := os.ReadFile(indexPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx epochIndex
+	if err := json.Unmarshal(orig, &idx); err != nil {
+		t.Fatal(err)
+	}
+	write := func(idx epochIndex) {
+		data, err := json.Marshal(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(indexPath, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reversed := idx
+	reversed.Epochs = []epochFile{idx.Epochs[1], idx.Epochs[0]}
+	copied := idx
+	copied.Epochs = []epochFile{idx.Epochs[0], idx.Epochs[0]}
+	for name, tampered := range map[string]epochIndex{"reversed": reversed, "copied": copied} {
+		write(tampered)
+		for _, replan := range []bool{false, true} {
+			oo := o
+			oo.Replan = replan
+			if _, _, err := OpenEpochs(s.Session(), oo); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "reordered or copied") {
+				t.Errorf("%s entries (replan %v): %v; want ErrCorrupt", name, replan, err)
+			}
+		}
+	}
+	// The files swapped on disk and the entries' contents with them, each entry keeping the
+	// name of its position.
+	swapped := idx
+	swapped.Epochs = []epochFile{idx.Epochs[1], idx.Epochs[0]}
+	for e := range swapped.Epochs {
+		swapped.Epochs[e].File, swapped.Epochs[e].Samples = packedFile(e), samplesFile(e)
+	}
+	for _, f := range []func(int) string{packedFile, samplesFile} {
+		a, b := filepath.Join(o.Dir, f(0)), filepath.Join(o.Dir, f(1))
+		if err := os.Rename(a, a+".x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(b, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(a+".x", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(swapped)
+	p, _, err := OpenEpochs(s.Session(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, _, err = oneSample(p, 0, 0)
+	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "a sample of other seeds") || !strings.Contains(err.Error(), "epoch 0 batch 0") {
+		t.Fatalf("epoch files swapped with their entries: %v; want ErrCorrupt naming the batch", err)
+	}
+}

@@ -180,6 +180,13 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		}
 	}()
 	for e, ef := range idx.Epochs {
+		// Entry e is planned epoch e's: the planner names its files by their epoch, so entries
+		// reordered or copied over each other in the index are refused, not served as the
+		// wrong epoch.
+		if ef.File != packedFile(e) || ef.Samples != samplesFile(e) {
+			return nil, fmt.Errorf("planned: epoch plan index %s lists %q and %q as planned epoch %d's files, which are %q and %q (its entries were reordered or copied): %w",
+				filepath.Join(o.Dir, EpochIndexFile), ef.File, ef.Samples, e, packedFile(e), samplesFile(e), dataset.ErrCorrupt)
+		}
 		if len(ef.Batches) != idx.Batches*len(src.stacks) {
 			return nil, fmt.Errorf("planned: epoch plan %s: epoch %d lists %d extents, want %d (%d batches of %d node types): %w", o.Dir, e, len(ef.Batches), idx.Batches*len(src.stacks), idx.Batches, len(src.stacks), dataset.ErrCorrupt)
 		}
