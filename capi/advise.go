@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/advise"
+	"github.com/tierfs/tierfs/internal/strictjson"
 )
 
 //export tfsgo_advise_json
@@ -103,6 +104,9 @@ func (k *keptAnswers) answer(call, request string, capacity uint64, run func(*js
 	k.mu.Unlock()
 	data := kept.data
 	if !ok || kept.request != request {
+		if err := strictjson.CheckKeys([]byte(request)); err != nil {
+			return nil, fail(stEINVAL, "request_json: %v", err)
+		}
 		dec := json.NewDecoder(strings.NewReader(request))
 		dec.DisallowUnknownFields()
 		answer, err := run(dec)

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/ingest"
+	"github.com/tierfs/tierfs/internal/strictjson"
 )
 
 // The JSON keys of tfs_synth and tfs_ingest: snake_case of the ingest options' fields (those of
@@ -58,6 +59,9 @@ func jsonObject(js *C.char) (map[string]json.RawMessage, error) {
 	}
 	src := C.GoString(js)
 	var obj map[string]json.RawMessage
+	if err := strictjson.CheckKeys([]byte(src)); err != nil {
+		return nil, fail(stEINVAL, "options_json: %v", err)
+	}
 	if err := json.Unmarshal([]byte(src), &obj); err != nil || obj == nil {
 		if err == nil {
 			err = errors.New("it is null")

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"github.com/tierfs/tierfs/placement"
 )
 
@@ -205,6 +206,9 @@ func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, co
 		return fail(stEINVAL, "request_json is NULL")
 	}
 	var req profileRequest
+	if err := strictjson.CheckKeys([]byte(C.GoString(request))); err != nil {
+		return fail(stEINVAL, "request_json: %v", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

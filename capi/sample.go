@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -32,6 +33,9 @@ type samplerRequest struct {
 func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
 	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers"})`
 	var req samplerRequest
+	if err := strictjson.CheckKeys([]byte(request)); err != nil {
+		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(request))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

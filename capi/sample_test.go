@@ -53,11 +53,12 @@ func TestParseSamplerRequest(t *testing.T) {
 		}
 	}
 	for in, words := range map[string]string{
-		`{}`:                        "no fanouts",
-		`{"fanouts": [1.5]}`:        "fanouts",
-		`{"fanouts": "10"}`:         "fanouts",
-		`{"fanout": [1]}`:           "unknown field",
-		`{"fanouts": {"a:w:p": 2}}`: "fanouts",
+		`{}`:                               "no fanouts",
+		`{"fanouts": [1], "fanouts": [2]}`: `key "fanouts" appears twice`,
+		`{"fanouts": [1.5]}`:               "fanouts",
+		`{"fanouts": "10"}`:                "fanouts",
+		`{"fanout": [1]}`:                  "unknown field",
+		`{"fanouts": {"a:w:p": 2}}`:        "fanouts",
 	} {
 		if _, err := parseSamplerRequest(in); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), words) {
 			t.Errorf("parseSamplerRequest(%s): %v, want TFS_EINVAL naming %q", in, err, words)

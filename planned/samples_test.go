@@ -493,6 +493,13 @@ func TestPlanEntriesAreBoundToTheirEpoch(t *testing.T) {
 			}
 		}
 	}
+	// A key given twice in the index.
+	if err := os.WriteFile(indexPath, []byte(strings.Replace(string(orig), `"version":`, `"version": 1, "version":`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenEpochs(s.Session(), o); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "appears twice") {
+		t.Errorf("an index with a key twice: %v; want ErrCorrupt", err)
+	}
 	// The files swapped on disk and the entries' contents with them, each entry keeping the
 	// name of its position.
 	swapped := idx

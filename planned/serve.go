@@ -1,7 +1,6 @@
 package planned
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,6 +17,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/strictjson"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/topology"
 )
@@ -137,7 +137,7 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 		return nil, fmt.Errorf("planned: epoch plan: %w", err)
 	}
 	var idx epochIndex
-	if err := json.Unmarshal(data, &idx); err != nil {
+	if err := strictjson.Unmarshal(data, &idx); err != nil {
 		return nil, fmt.Errorf("planned: epoch plan index %s: %v: %w", filepath.Join(o.Dir, EpochIndexFile), err, dataset.ErrCorrupt)
 	}
 	if idx.Version < oldestEpochIndexVersion || idx.Version > epochIndexVersion {
