@@ -98,9 +98,6 @@ func checkFanouts(key string, f []int) error {
 	if key != "" {
 		name = fmt.Sprintf("fanouts[%q]", key)
 	}
-	if len(f) == 0 {
-		return &OptionError{Option: name, Value: "[]", Want: "one fanout per hop, at least one hop"}
-	}
 	for i, v := range f {
 		if v < -1 {
 			return &OptionError{Option: fmt.Sprintf("%s[%d]", name, i), Value: v, Want: "-1 (every neighbor) or a count >= 0"}

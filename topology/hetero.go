@@ -227,8 +227,6 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 			return 0, fmt.Errorf("topology: edges[%d].G is nil", e)
 		case eg.G.NumNodes() != numNodes[eg.Dst]:
 			return 0, fmt.Errorf("topology: edges[%d].G has %d nodes, but its Dst type %d has numNodes[%d] = %d", e, eg.G.NumNodes(), eg.Dst, eg.Dst, numNodes[eg.Dst])
-		case len(opt.Fanouts[e]) == 0:
-			return 0, fmt.Errorf("topology: Fanouts[%d] is empty; give one fanout per hop", e)
 		case len(opt.Fanouts[e]) != hops:
 			return 0, fmt.Errorf("topology: Fanouts[%d] has %d hops, Fanouts[0] has %d; every edge type samples the same hops", e, len(opt.Fanouts[e]), hops)
 		}

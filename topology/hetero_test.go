@@ -439,7 +439,6 @@ func TestSampleHeteroErrors(t *testing.T) {
 		{numNodes, []EdgeGraph{{Src: 0, Dst: 1, G: g}}, 0, []int64{0}, one(1), "topology: edges[0].G has 5 nodes, but its Dst type 1 has numNodes[1] = 3"},
 		{numNodes, nil, 0, []int64{0}, HeteroSampleOptions{}, "topology: no edge types to sample"},
 		{numNodes, edges, 0, []int64{0}, HeteroSampleOptions{}, "topology: 0 rows of Fanouts for 1 edge types; give one row per edge type"},
-		{numNodes, edges, 0, []int64{0}, one(), "topology: Fanouts[0] is empty; give one fanout per hop"},
 		{numNodes, append(edges, edges[0]), 0, []int64{0}, HeteroSampleOptions{Fanouts: [][]int{{1, 2}, {1}}}, "topology: Fanouts[1] has 1 hops, Fanouts[0] has 2; every edge type samples the same hops"},
 		{numNodes, edges, 0, []int64{0}, one(1, -2), "topology: Fanouts[0][1] = -2; want -1 (every neighbor) or a count >= 0"},
 		{numNodes, edges, 0, []int64{0}, HeteroSampleOptions{Fanouts: [][]int{{1}}, Workers: -1}, "topology: Workers = -1 is negative"},

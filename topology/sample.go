@@ -78,13 +78,10 @@ type Sample struct {
 // drawn uniformly with repetition (none when d is 0). A node's draws depend only on
 // (Seed, hop, node id).
 //
-// Each hop makes one Degrees and one NeighborsAt call on g. It fails on empty Fanouts, a fanout
-// below -1, negative Workers, a seed outside [0, g.NumNodes()), or an error or out-of-range answer
+// Each hop makes one Degrees and one NeighborsAt call on g; no Fanouts (zero hops, as PyG's
+// num_neighbors=[]) gives the seeds alone. It fails on a fanout below -1, negative Workers, a seed outside [0, g.NumNodes()), or an error or out-of-range answer
 // from g.
 func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error) {
-	if len(opt.Fanouts) == 0 {
-		return nil, errors.New("topology: Fanouts is empty; give one fanout per hop")
-	}
 	for h, f := range opt.Fanouts {
 		if f < -1 {
 			return nil, fmt.Errorf("topology: Fanouts[%d] = %d; want -1 (every neighbor) or a count >= 0", h, f)

@@ -411,7 +411,6 @@ func TestSampleErrors(t *testing.T) {
 		opt   SampleOptions
 		want  string
 	}{
-		{g, []int64{0}, SampleOptions{}, "topology: Fanouts is empty; give one fanout per hop"},
 		{g, []int64{0}, SampleOptions{Fanouts: []int{3, -2}}, "topology: Fanouts[1] = -2; want -1 (every neighbor) or a count >= 0"},
 		{g, []int64{0}, SampleOptions{Fanouts: []int{3}, Workers: -1}, "topology: Workers = -1 is negative"},
 		{g, []int64{0, 4, 5}, SampleOptions{Fanouts: []int{3}}, "topology: seeds[2] = 5 is not a node id in [0, 5)"},
@@ -617,5 +616,29 @@ func TestSampleNodesOnly(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestZeroHops: no fanouts (PyG's num_neighbors=[]) sample the seeds alone, exactly as given,
+// with no edges, in both engines.
+func TestZeroHops(t *testing.T) {
+	g, err := FromEdges(5, []int64{1, 2, 3, 4}, []int64{0, 0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []int64{2, 0, 2}
+	s, err := SampleNeighbors(g, seeds, SampleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Nodes, seeds) || len(s.Row) != 0 || len(s.Col) != 0 || !slices.Equal(s.NodesPerHop, []int64{3}) || len(s.EdgesPerHop) != 0 {
+		t.Errorf("zero hops: %+v; want the seeds alone", s)
+	}
+	h, err := SampleHetero([]int64{5}, []EdgeGraph{{G: g}}, 0, seeds, HeteroSampleOptions{Fanouts: [][]int{{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Nodes[0], seeds) || len(h.Row[0]) != 0 {
+		t.Errorf("zero hops, hetero engine: nodes %v, %d edges; want the seeds alone", h.Nodes[0], len(h.Row[0]))
 	}
 }

@@ -254,6 +254,21 @@ def test_neighbor_loader_input_forms_and_errors(stores, store, graph):
         tierfs.pyg.NeighborLoader(store, 5, "train")
 
 
+def test_neighbor_loader_zero_hops(store, graph):
+    """num_neighbors=[] (PyG takes it: zero hops) gives each batch's seeds alone, their rows and
+    labels, no edges (issue 42 item 4)."""
+    train = graph["splits"]["train"]
+    batches = list(tierfs.pyg.NeighborLoader(store, [], input_nodes=train, batch_size=500))
+    assert [b.batch_size for b in batches] == [500, 500, 200]
+    got = np.concatenate([b.n_id.numpy() for b in batches])
+    np.testing.assert_array_equal(got, train)
+    for b in batches:
+        assert b.edge_index.shape == (2, 0) and b.num_nodes == b.batch_size
+        np.testing.assert_array_equal(b.x.numpy(), graph["x"][b.n_id.numpy()])
+        np.testing.assert_array_equal(b.y.numpy(), graph["y"][b.n_id.numpy()])
+        assert list(b.num_sampled_nodes) == [b.batch_size] and list(b.num_sampled_edges) == []
+
+
 def test_neighbor_loader_transform(store, graph):
     def add_mark(data):
         data.mark = data.batch_size * 2

@@ -117,7 +117,7 @@ class NeighborLoader:
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
-        if isinstance(num_neighbors, int) or (not isinstance(num_neighbors, NumNeighbors) and hasattr(num_neighbors, "__len__") and not len(num_neighbors)):
+        if isinstance(num_neighbors, int):  # [] is zero hops (the seeds alone), as PyG takes it
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
