@@ -52,7 +52,9 @@ func decodeEpochsRequest(request string) (planned.EpochOptions, *epochsRequest, 
 			req.Fanouts = raw
 		case "seed_edges":
 			if string(bytes.TrimSpace(raw)) != "null" {
-				req.SeedEdges, err = decodeSeedEdges(raw)
+				if req.SeedEdges, err = decodeSeedEdges(raw); err != nil {
+					return o, nil, err // it names options_json: seed_edges
+				}
 			}
 		case "seed_orders":
 			err = json.Unmarshal(raw, &req.SeedOrders)

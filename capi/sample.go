@@ -302,7 +302,7 @@ func decodeLink(what string, data string, extra ...string) (featurestore.LinkOpt
 		return o, nil, fail(stEINVAL, "%s: %v", what, err)
 	}
 	if o.NegAmount == 0 {
-		return o, nil, fail(stEINVAL, "%s: amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)", what)
+		return o, nil, fail(stEINVAL, "%s.amount = 0; want > 0 (binary: negative pairs per seed edge; triplet: a whole number of negatives per seed edge)", what)
 	}
 	return o, rest, nil
 }
