@@ -7,9 +7,9 @@ set -u
 root=$PWD
 make cuda >/dev/null 2>&1 || { make cuda; exit 1; }
 export TIERFS_CUDA_LIB=$root/build/libtierfs_cuda.so
-for b in a6d8f53 16c3f49 b1659f1; do mkdir -p /tmp/ab/$b && tar -C /tmp/ab/$b -xJf build/ab/$b.tar.xz; done
+for t in build/ab/*.tar.xz; do b=$(basename $t .tar.xz); mkdir -p /tmp/ab/$b && tar -C /tmp/ab/$b -xJf $t; done
 t=$(date +%s)
-[ -f /var/tmp/ds10m/manifest.json ] || /tmp/ab/b1659f1/bin/tierfs synth --out /var/tmp/ds10m --nodes 10000000 --dim 128 --avg-degree 15 --seed 1 >/dev/null
+[ -f /var/tmp/ds10m/manifest.json ] || $( [ -x build/tierfs ] && echo build/tierfs || ls /tmp/ab/*/bin/tierfs | head -1) synth --out /var/tmp/ds10m --nodes 10000000 --dim 128 --avg-degree 15 --seed 1 >/dev/null
 echo "synth $(( $(date +%s) - t )) s"
 [ "${SAMPLE:-1}" = 1 ] && for round in ${ROUNDS:-1 2}; do
   for b in ${BUILDS:-a6d8f53 b1659f1 16c3f49}; do
