@@ -279,18 +279,21 @@ func (ss *Session) stacks() int {
 // Manifest is the dataset's manifest.
 func (ss *Session) Manifest() *dataset.Manifest { return ss.m }
 
-// Close closes every tier stack, waits for the session's running calls, then closes the files.
+// Close waits for the session's running calls (a Sampler's draws among them), closes every tier stack (each
+// waiting for its own calls), then the GPU topologies and the files.
 // Later calls get ErrClosed.
 func (ss *Session) Close() error {
+	// The session's calls first: a Sampler's draw holds only the session's guard but may read a
+	// stack's GPU topology, which closing the stack frees.
+	if !ss.guard.close() {
+		return nil
+	}
+	defer ss.guard.released()
 	for _, n := range ss.nodes {
 		if n.stack != nil {
 			n.stack.closeStack()
 		}
 	}
-	if !ss.guard.close() {
-		return nil
-	}
-	defer ss.guard.released()
 	ss.freeGPUTopologies()
 	if ss.files != nil {
 		ss.files.Close()
