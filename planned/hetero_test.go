@@ -39,7 +39,7 @@ func heteroEpochOpts(t *testing.T, ss *featurestore.Session, d *heteroData, k in
 
 // TestHeteroPlannedEpochsMatchFresh serves more epochs than were planned from a session plan and
 // checks every batch against the on-demand path: its seeds against EpochOrder, its sample
-// against a fresh HeteroSampler of the batch's seed (every node and edge type), and every packed
+// against a fresh Sampler of the batch's seed (every node and edge type), and every packed
 // type's rows bit for bit against the session's Gather and the files, for memory tiers holding
 // none, some and all rows; the institution type (no features) is sampled but never packed.
 func TestHeteroPlannedEpochsMatchFresh(t *testing.T) {

@@ -153,7 +153,7 @@ func withReplan(o EpochOptions) EpochOptions {
 }
 
 // TestHeteroPlannedLinkEpochsMatchOnDemand is the session case: seed edges of one edge type,
-// every served batch against the first SampleFromEdges of a HeteroSampler of the batch's seed,
+// every served batch against the first SampleFromEdges of a Sampler of the batch's seed,
 // and every packed type's rows against the session's gather.
 func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 	rng := newRand(t)
