@@ -277,7 +277,11 @@ int main(int argc, char **argv) {
   int32_t fan[2] = {10, 5}, badfan[2] = {10, -2};
   tfs_sampler *sp = NULL, *sp2 = NULL, *sp3 = NULL;
   expect_status(tfs_sampler_create(s, "{\"fanout\": [2]}", &sp), TFS_EINVAL, "unknown field", "sampler with an unknown option");
-  expect_status(tfs_sampler_create(s, sampler_opts(fan, 0, 9, 0), &sp), TFS_EINVAL, "fanouts", "sampler with 0 hops");
+  /* zero hops (PyG's num_neighbors=[]) sample the seeds alone */
+  expect_status(tfs_sampler_create(s, sampler_opts(fan, 0, 9, 0), &sp), TFS_OK, NULL, "sampler with 0 hops");
+  tfs_sampler_free(sp);
+  sp = NULL;
+  expect_status(tfs_sampler_create(s, "{\"fanouts\": [2], \"fanouts\": [3]}", &sp), TFS_EINVAL, "appears twice", "sampler with a key given twice");
   expect_status(tfs_sampler_create(s, sampler_opts(badfan, 2, 9, 0), &sp), TFS_EINVAL, "fanouts[1] = -2", "sampler with a fanout of -2");
   expect_status(tfs_sampler_create(s, "{\"seed\": 1}", &sp), TFS_EINVAL, "fanouts", "sampler without fanouts");
   expect_status(tfs_sampler_create(s, "{\"fanouts\": {\"a:b:c\": [2]}}", &sp), TFS_EINVAL, "a:b:c", "sampler with fanouts of an unknown edge type");
