@@ -20,7 +20,7 @@ import (
 // on the dataset's first feature file, printed as a table with the gap it recommends.
 func benchDiskCmd(fs *pflag.FlagSet) runFunc {
 	feature := fs.String("feature", "", "feature whose first file is read (default: the first)")
-	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	backend := ioBackendFlag(fs)
 	qd := fs.Int("qd", 128, "reads in flight")
 	align := fs.Int("read-align", -1, "alignment of the reads: -1 the file's direct-IO alignment, else bytes (e.g. 4096)")
 	perSize := fs.Duration("time", 300*time.Millisecond, "time spent at each read size")
