@@ -278,28 +278,18 @@ func tfsgo_epochs_info_json(epochs C.uintptr_t, buf *C.char, capacity C.size_t, 
 }
 
 func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := json.Marshal(struct {
-		Dir       string                   `json:"dir"`
-		Hetero    bool                     `json:"hetero"`     // a graph session's plan
-		SeedType  string                   `json:"seed_type"`  // the seeds' node type
-		NodeTypes []string                 `json:"node_types"` // the node types packed
-		Link      bool                     `json:"link"`       // batches of seed edges
-		EdgeType  string                   `json:"edge_type"`  // a link plan's seed edge type
-		Report    *planned.EpochPlanReport `json:"report"`
-		Stats     planned.EpochStats       `json:"stats"`
-	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()})
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return handleJSON(h, kindEpochs, buf, capacity, needed, func(rec *epochsRec) (any, error) {
+		return struct {
+			Dir       string                   `json:"dir"`
+			Hetero    bool                     `json:"hetero"`     // a graph session's plan
+			SeedType  string                   `json:"seed_type"`  // the seeds' node type
+			NodeTypes []string                 `json:"node_types"` // the node types packed
+			Link      bool                     `json:"link"`       // batches of seed edges
+			EdgeType  string                   `json:"edge_type"`  // a link plan's seed edge type
+			Report    *planned.EpochPlanReport `json:"report"`
+			Stats     planned.EpochStats       `json:"stats"`
+		}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()}, nil
+	})
 }
 
 //export tfsgo_epochs_sample
