@@ -214,27 +214,12 @@ class NeighborSampler(BaseSampler):
     def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of sample s (a typed sample on a heterogeneous store, else a
         :class:`tierfs.Sample` or :class:`tierfs.LinkSample`; torch tensors) with metadata."""
+        both = dict(row=s.row, col=s.col, batch=None, metadata=metadata)
         if self.is_hetero:
-            return HeteroSamplerOutput(
-                node=s.node,
-                row=s.row,
-                col=s.col,
-                edge=_input_edge_ids_by_type(self.store, s.edge),
-                batch=None,
-                num_sampled_nodes=s.num_sampled_nodes,
-                num_sampled_edges=s.num_sampled_edges,
-                metadata=metadata,
-            )
-        return SamplerOutput(
-            node=s.nodes,
-            row=s.row,
-            col=s.col,
-            edge=input_edge_ids(self.store, s.e_id),
-            batch=None,
-            num_sampled_nodes=s.nodes_per_hop.tolist(),
-            num_sampled_edges=s.edges_per_hop.tolist(),
-            metadata=metadata,
-        )
+            edge = _input_edge_ids_by_type(self.store, s.edge)
+            return HeteroSamplerOutput(node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
+        edge = input_edge_ids(self.store, s.e_id)
+        return SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
