@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -131,7 +129,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			}
 			r := report(policies[0])
 			r["verify"] = costs
-			return writeGatherJSON(*asJSON, r)
+			return writeJSONResults(*asJSON, r)
 		}
 		if err := b.run("ssd tier", plain, "no host cache"); err != nil {
 			return err
@@ -151,7 +149,7 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		printGatherResults(b.results, qd, hostVsMemory)
-		return writeGatherJSON(*asJSON, report(policy))
+		return writeJSONResults(*asJSON, report(policy))
 	}
 }
 
@@ -176,15 +174,6 @@ func (b *gatherBench) baselines(m *dataset.Manifest, spec *dataset.FeatureSpec, 
 	}
 	b.results = append(b.results, raw)
 	return hostVsMemory, nil
-}
-
-// writeGatherJSON writes `bench gather`'s report as indented JSON to path; nothing when path is "".
-func writeGatherJSON(path string, report map[string]any) error {
-	if path == "" {
-		return nil
-	}
-	data, _ := json.MarshalIndent(report, "", "  ")
-	return os.WriteFile(path, data, 0o644)
 }
 
 // gatherBench is one `tierfs bench gather` run: the threads' id streams and their hotness, the

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -68,10 +66,6 @@ func benchDiskCmd(fs *pflag.FlagSet) runFunc {
 		}
 		fmt.Printf("\nmodel: a read of s bytes costs %.1f µs + s / (%.0f MB/s) of disk time at QD %d\n", 1e6*p.ReadCost, p.BytesPerSecond/1e6, p.QueueDepth)
 		fmt.Printf("recommended gap: %d bytes (--coalesce-gap %d; bridging g bytes pays while g < fixed cost x rate)\n", p.Gap, p.Gap)
-		if *asJSON != "" {
-			data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "probe": p}, "", "  ")
-			return os.WriteFile(*asJSON, data, 0o644)
-		}
-		return nil
+		return writeJSONResults(*asJSON, map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "probe": p})
 	}
 }

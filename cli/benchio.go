@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -181,9 +180,8 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 			for i, t := range targets {
 				paths[i] = t.path
 			}
-			data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
-				"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows}, "", "  ")
-			return os.WriteFile(*asJSON, data, 0o644)
+			return writeJSONResults(*asJSON, map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
+				"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows})
 		}
 		return nil
 	}
