@@ -292,6 +292,15 @@ func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error
 	})
 }
 
+// checkBatch refuses an epoch or batch that is negative or beyond any plan (1<<40), before
+// the plan is asked for it.
+func (rec *epochsRec) checkBatch(epoch, batch int64) error {
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	}
+	return nil
+}
+
 //export tfsgo_epochs_sample
 func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
 	defer guard("tfs_epochs_sample", &st)
@@ -306,8 +315,8 @@ func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return err
 	}
 	if rec.p.Link() {
 		_, hl, err := rec.p.SampleEdges(int(epoch), int(batch))
@@ -369,8 +378,8 @@ func epochsGatherArgs(h uintptr, epoch, batch int64, nodeType string, nodes *C.i
 	if err != nil {
 		return nil, err
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return nil, fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return nil, err
 	}
 	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
 		return nil, err
@@ -402,8 +411,8 @@ func epochsSeeds(h uintptr, epoch, batch int64, out *C.int64_t, capacity int64, 
 	if n == nil {
 		return fail(stEINVAL, "n is NULL")
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return err
 	}
 	seeds, err := rec.p.Seeds(int(epoch), int(batch))
 	if err != nil {
