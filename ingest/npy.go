@@ -276,13 +276,11 @@ func WriteNpy(path string, descr string, shape []int64, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		return fmt.Errorf("ingest: write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("ingest: write %s: %w", path, err)
+	for _, b := range [][]byte{buf, data} { // the header, then the elements
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return fmt.Errorf("ingest: write %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("ingest: write %s: %w", path, err)
