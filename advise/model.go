@@ -163,6 +163,22 @@ func nonNegative(name string, v float64) error {
 	return nil
 }
 
+// named is a number with its name in the errors.
+type named struct {
+	name string
+	v    float64
+}
+
+// checkEach is the first error of check (positive or nonNegative) on the numbers vs.
+func checkEach(check func(name string, v float64) error, vs []named) error {
+	for _, c := range vs {
+		if err := check(c.name, c.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Validate checks the inputs, naming the first bad number.
 func validate(w Workload, m Machine, p Prices) error {
 	if w.BatchSize <= 0 {
@@ -176,21 +192,11 @@ func validate(w Workload, m Machine, p Prices) error {
 			return err
 		}
 	}
-	for _, c := range []struct {
-		name string
-		v    float64
-	}{{"ssd blocks per batch", w.SSDBlocks}, {"ssd reads per batch", w.SSDReads}, {"sample seconds", w.Sample}, {"alpha seconds", m.AlphaSeconds}, {"block cost", m.BlockCost}, {"train seconds", m.TrainSeconds}, {"budget", p.Budget}} {
-		if err := nonNegative(c.name, c.v); err != nil {
-			return err
-		}
+	if err := checkEach(nonNegative, []named{{"ssd blocks per batch", w.SSDBlocks}, {"ssd reads per batch", w.SSDReads}, {"sample seconds", w.Sample}, {"alpha seconds", m.AlphaSeconds}, {"block cost", m.BlockCost}, {"train seconds", m.TrainSeconds}, {"budget", p.Budget}}); err != nil {
+		return err
 	}
-	for _, c := range []struct {
-		name string
-		v    float64
-	}{{"SSD IOPS", m.SSDIOPS}, {"link throughput (bytes/s)", m.LinkBytesPS}, {"SSD price", p.SSD}, {"machine price", p.Machine}} {
-		if err := positive(c.name, c.v); err != nil {
-			return err
-		}
+	if err := checkEach(positive, []named{{"SSD IOPS", m.SSDIOPS}, {"link throughput (bytes/s)", m.LinkBytesPS}, {"SSD price", p.SSD}, {"machine price", p.Machine}}); err != nil {
+		return err
 	}
 	if p.MaxSSDs < 0 || p.MaxSSDs > MaxSSDSlots {
 		return fmt.Errorf("advise: max SSDs = %d; want 1 to %d SSD slots (0 takes %d)", p.MaxSSDs, MaxSSDSlots, DefaultMaxSSDs)

@@ -169,21 +169,11 @@ func checkRequest(req Request) error {
 	if req.BatchSize <= 0 {
 		return fmt.Errorf("advise: batch size = %d; want a positive number of seeds", req.BatchSize)
 	}
-	for _, c := range []struct {
-		name string
-		v    float64
-	}{{"SSD price", req.SSDPrice}, {"machine price", req.MachinePrice}} {
-		if err := positive(c.name, c.v); err != nil {
-			return err
-		}
+	if err := checkEach(positive, []named{{"SSD price", req.SSDPrice}, {"machine price", req.MachinePrice}}); err != nil {
+		return err
 	}
-	for _, c := range []struct {
-		name string
-		v    float64
-	}{{"budget", req.Budget}, {"train ms", req.TrainMS}, {"SSD IOPS", req.SSDIOPS}, {"PCIe GB/s", req.PCIeGBps}, {"alpha us", req.AlphaUS}, {"block cost", req.BlockCost}, {"probe seconds", req.ProbeSeconds}} {
-		if err := nonNegative(c.name, c.v); err != nil {
-			return err
-		}
+	if err := checkEach(nonNegative, []named{{"budget", req.Budget}, {"train ms", req.TrainMS}, {"SSD IOPS", req.SSDIOPS}, {"PCIe GB/s", req.PCIeGBps}, {"alpha us", req.AlphaUS}, {"block cost", req.BlockCost}, {"probe seconds", req.ProbeSeconds}}); err != nil {
+		return err
 	}
 	switch req.Mode {
 	case "", Overlapped, Serial:

@@ -88,30 +88,28 @@ int tfs_abi_version(void) { return TFS_ABI_VERSION; }
 
 #define H(p) ((uintptr_t)(p))
 
+/* NEW_HANDLE(type, call) is the body of a call that makes a handle into *out: *out is NULL
+ * unless call, which gets the new handle's address as &h, succeeds; then *out is the handle. */
+#define NEW_HANDLE(type, call)          \
+  do {                                  \
+    uintptr_t h = 0;                    \
+    if (out != NULL) {                  \
+      *out = NULL;                      \
+    }                                   \
+    FORK_GUARD();                       \
+    tfs_status st = (tfs_status)(call); \
+    if (st == TFS_OK) {                 \
+      *out = (type *)h;                 \
+    }                                   \
+    return st;                          \
+  } while (0)
+
 tfs_status tfs_open(const char *path, const tfs_open_options *opts, tfs_store **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_open((char *)path, (tfs_open_options *)opts, (void *)out, &h);
-  if (st == TFS_OK) {
-    *out = (tfs_store *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_store, tfsgo_open((char *)path, (tfs_open_options *)opts, (void *)out, &h));
 }
 
 tfs_status tfs_open_json(const char *path, const char *options_json, tfs_store **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_open_json((char *)path, (char *)options_json, (void *)out, &h);
-  if (st == TFS_OK) {
-    *out = (tfs_store *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_store, tfsgo_open_json((char *)path, (char *)options_json, (void *)out, &h));
 }
 
 tfs_status tfs_options_json(const char *family, char *buf, size_t cap, size_t *needed) {
@@ -195,32 +193,15 @@ tfs_status tfs_place_json(tfs_store *store, const char *request_json, char *buf,
 }
 
 tfs_status tfs_sampler_create(tfs_store *store, const char *options_json, tfs_sampler **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sampler_create(H(store), (char *)options_json, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (tfs_sampler *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_sampler, tfsgo_sampler_create(H(store), (char *)options_json, out == NULL ? NULL : &h));
 }
 
 tfs_status tfs_sampler_free(tfs_sampler *sampler) { FORK_GUARD(); return (tfs_status)tfsgo_sampler_free(H(sampler)); }
 
 tfs_status tfs_sample(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
                       struct tfs_sample **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_sample *)h;
-  }
-  return st;
+  NEW_HANDLE(struct tfs_sample,
+             tfsgo_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h));
 }
 
 tfs_status tfs_sample_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
@@ -244,18 +225,9 @@ tfs_status tfs_sample_free(struct tfs_sample *sample) { FORK_GUARD(); return (tf
 tfs_status tfs_sample_from_edges(tfs_sampler *sampler, const char *edge_type, const int64_t *src, const int64_t *dst,
                                  const int64_t *labels, int64_t n, const char *link_options_json,
                                  struct tfs_sample **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_sample_from_edges(H(sampler), (char *)edge_type, (int64_t *)src, (int64_t *)dst,
-                                                      (int64_t *)labels, n, (char *)link_options_json,
-                                                      out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_sample *)h;
-  }
-  return st;
+  NEW_HANDLE(struct tfs_sample, tfsgo_sample_from_edges(H(sampler), (char *)edge_type, (int64_t *)src, (int64_t *)dst,
+                                                        (int64_t *)labels, n, (char *)link_options_json,
+                                                        out == NULL ? NULL : &h));
 }
 
 tfs_status tfs_sample_link_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
@@ -272,31 +244,14 @@ tfs_status tfs_sample_link_copy(struct tfs_sample *sample, int64_t *edge_label_i
 
 tfs_status tfs_epochs_open(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                            tfs_epochs **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, NULL, 0, (void *)out, &h);
-  if (st == TFS_OK) {
-    *out = (tfs_epochs *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_epochs,
+             tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, NULL, 0, (void *)out, &h));
 }
 
 tfs_status tfs_epochs_open_elsewhere(tfs_store *store, const char *options_json, const int64_t *seeds, int64_t n,
                                      const int64_t *elsewhere, int64_t n_elsewhere, tfs_epochs **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, (int64_t *)elsewhere,
-                                                n_elsewhere, (void *)out, &h);
-  if (st == TFS_OK) {
-    *out = (tfs_epochs *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_epochs, tfsgo_epochs_open(H(store), (char *)options_json, (int64_t *)seeds, n, (int64_t *)elsewhere,
+                                           n_elsewhere, (void *)out, &h));
 }
 
 tfs_status tfs_epochs_cancel(const char *plan_dir, int *canceled) {
@@ -312,16 +267,7 @@ tfs_status tfs_epochs_info_json(tfs_epochs *epochs, char *buf, size_t cap, size_
 }
 
 tfs_status tfs_epochs_sample(tfs_epochs *epochs, int64_t epoch, int64_t batch, struct tfs_sample **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_epochs_sample(H(epochs), epoch, batch, out == NULL ? NULL : &h);
-  if (st == TFS_OK) {
-    *out = (struct tfs_sample *)h;
-  }
-  return st;
+  NEW_HANDLE(struct tfs_sample, tfsgo_epochs_sample(H(epochs), epoch, batch, out == NULL ? NULL : &h));
 }
 
 tfs_status tfs_epochs_gather(tfs_epochs *epochs, int64_t epoch, int64_t batch, const char *node_type,
@@ -360,16 +306,7 @@ tfs_status tfs_mount(tfs_store *store, const char *dir) { FORK_GUARD(); return (
 tfs_status tfs_unmount(tfs_store *store) { FORK_GUARD(); return (tfs_status)tfsgo_unmount(H(store)); }
 
 tfs_status tfs_io_open(const char *const *paths, int32_t n_paths, const tfs_io_options *opts, tfs_io **out) {
-  uintptr_t h = 0;
-  if (out != NULL) {
-    *out = NULL;
-  }
-  FORK_GUARD();
-  tfs_status st = (tfs_status)tfsgo_io_open((char **)paths, n_paths, (tfs_io_options *)opts, (void *)out, &h);
-  if (st == TFS_OK) {
-    *out = (tfs_io *)h;
-  }
-  return st;
+  NEW_HANDLE(tfs_io, tfsgo_io_open((char **)paths, n_paths, (tfs_io_options *)opts, (void *)out, &h));
 }
 
 tfs_status tfs_io_submit(tfs_io *io, const tfs_io_request *reqs, int64_t n) {

@@ -80,6 +80,41 @@ func putJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
 	dst[copy(dst, data)] = 0
 }
 
+// handleJSON answers a JSON call on the live handle h of kind k: value's answer for its value,
+// marshalled, goes into buf as putJSON writes it.
+func handleJSON[T any](h uintptr, k kind, buf *C.char, capacity uint64, needed *C.size_t, value func(T) (any, error)) error {
+	rec, err := lookup[T](h, k)
+	if err != nil {
+		return err
+	}
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
+	}
+	v, err := value(rec)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	putJSON(data, buf, capacity, needed)
+	return nil
+}
+
+// copyJSON is tfs_stats_json's copy: it sets *needed to len(data)+1 and copies up to capacity
+// bytes of data into buf, NUL-terminated when they fit.
+func copyJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
+	*needed = C.size_t(len(data) + 1)
+	if capacity == 0 {
+		return
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
+	if k := copy(dst, data); k < len(dst) {
+		dst[k] = 0
+	}
+}
+
 // keptAnswer is the answer to a JSON call that did not fit the caller's buffer.
 type keptAnswer struct {
 	request string

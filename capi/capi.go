@@ -521,15 +521,7 @@ func statsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error 
 	if err != nil {
 		return err
 	}
-	*needed = C.size_t(len(data) + 1)
-	if capacity == 0 {
-		return nil
-	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
-	n := copy(dst, data)
-	if n < len(dst) {
-		dst[n] = 0
-	}
+	copyJSON(data, buf, capacity, needed)
 	return nil
 }
 

@@ -6,7 +6,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"unsafe"
 )
 
@@ -20,23 +19,9 @@ func tfsgo_edge_splits_json(store C.uintptr_t, edgeType *C.char, buf *C.char, ca
 }
 
 func edgeSplitsJSON(h uintptr, edgeType *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	infos, err := rec.s.Session().EdgeSplits(cString(edgeType))
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(infos)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return handleJSON(h, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
+		return rec.s.Session().EdgeSplits(cString(edgeType))
+	})
 }
 
 //export tfsgo_edge_split_copy

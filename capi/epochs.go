@@ -280,27 +280,26 @@ func tfsgo_epochs_info_json(epochs C.uintptr_t, buf *C.char, capacity C.size_t, 
 }
 
 func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
+	return handleJSON(h, kindEpochs, buf, capacity, needed, func(rec *epochsRec) (any, error) {
+		return struct {
+			Dir       string                   `json:"dir"`
+			Hetero    bool                     `json:"hetero"`     // a graph session's plan
+			SeedType  string                   `json:"seed_type"`  // the seeds' node type
+			NodeTypes []string                 `json:"node_types"` // the node types packed
+			Link      bool                     `json:"link"`       // batches of seed edges
+			EdgeType  string                   `json:"edge_type"`  // a link plan's seed edge type
+			Report    *planned.EpochPlanReport `json:"report"`
+			Stats     planned.EpochStats       `json:"stats"`
+		}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()}, nil
+	})
+}
+
+// checkBatch refuses an epoch or batch that is negative or beyond any plan (1<<40), before
+// the plan is asked for it.
+func (rec *epochsRec) checkBatch(epoch, batch int64) error {
+	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
+		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
 	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := json.Marshal(struct {
-		Dir       string                   `json:"dir"`
-		Hetero    bool                     `json:"hetero"`     // a graph session's plan
-		SeedType  string                   `json:"seed_type"`  // the seeds' node type
-		NodeTypes []string                 `json:"node_types"` // the node types packed
-		Link      bool                     `json:"link"`       // batches of seed edges
-		EdgeType  string                   `json:"edge_type"`  // a link plan's seed edge type
-		Report    *planned.EpochPlanReport `json:"report"`
-		Stats     planned.EpochStats       `json:"stats"`
-	}{rec.p.Dir(), rec.p.Hetero(), rec.p.SeedType(), rec.p.NodeTypes(), rec.p.Link(), rec.p.EdgeType(), rec.report, rec.p.Stats()})
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
 	return nil
 }
 
@@ -318,8 +317,8 @@ func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return err
 	}
 	if rec.p.Link() {
 		_, hl, err := rec.p.SampleEdges(int(epoch), int(batch))
@@ -381,8 +380,8 @@ func epochsGatherArgs(h uintptr, epoch, batch int64, nodeType string, nodes *C.i
 	if err != nil {
 		return nil, err
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return nil, fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return nil, err
 	}
 	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
 		return nil, err
@@ -414,8 +413,8 @@ func epochsSeeds(h uintptr, epoch, batch int64, out *C.int64_t, capacity int64, 
 	if n == nil {
 		return fail(stEINVAL, "n is NULL")
 	}
-	if epoch < 0 || batch < 0 || epoch > 1<<40 || batch > 1<<40 {
-		return fail(stEINVAL, "epoch %d, batch %d: want an epoch >= 0 and a batch in [0, %d)", epoch, batch, rec.p.BatchesPerEpoch())
+	if err := rec.checkBatch(epoch, batch); err != nil {
+		return err
 	}
 	seeds, err := rec.p.Seeds(int(epoch), int(batch))
 	if err != nil {

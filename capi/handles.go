@@ -76,15 +76,7 @@ func checkLive(h uintptr, want kind) error {
 func lookup[T any](h uintptr, want kind) (T, error) {
 	registry.mu.RLock()
 	defer registry.mu.RUnlock()
-	var zero T
-	if err := checkLive(h, want); err != nil {
-		return zero, err
-	}
-	v, ok := cgo.Handle(h).Value().(T)
-	if !ok {
-		return zero, fail(stEINTERNAL, "handle %#x of kind %s holds a %T", h, want, cgo.Handle(h).Value())
-	}
-	return v, nil
+	return valueOf[T](h, want)
 }
 
 // release deletes a live handle of kind want and returns its value. Of two racing releases of
@@ -92,6 +84,17 @@ func lookup[T any](h uintptr, want kind) (T, error) {
 func release[T any](h uintptr, want kind) (T, error) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
+	v, err := valueOf[T](h, want)
+	if err != nil {
+		return v, err
+	}
+	delete(registry.live, h)
+	cgo.Handle(h).Delete()
+	return v, nil
+}
+
+// valueOf is the value behind a live handle of kind want; the caller holds registry.mu.
+func valueOf[T any](h uintptr, want kind) (T, error) {
 	var zero T
 	if err := checkLive(h, want); err != nil {
 		return zero, err
@@ -100,7 +103,5 @@ func release[T any](h uintptr, want kind) (T, error) {
 	if !ok {
 		return zero, fail(stEINTERNAL, "handle %#x of kind %s holds a %T", h, want, cgo.Handle(h).Value())
 	}
-	delete(registry.live, h)
-	cgo.Handle(h).Delete()
 	return v, nil
 }

@@ -313,25 +313,14 @@ func ioStatsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) erro
 	}
 	stats := ioStats{Stats: rec.st.Stats(), Files: len(rec.fds), Device: rec.device, Pending: rec.pending}
 	rec.mu.Unlock()
-	if needed == nil {
-		return fail(stEINVAL, "needed is NULL")
-	}
-	if capacity > 0 && buf == nil {
-		return fail(stEINVAL, "buf is NULL (with cap = %d)", capacity)
+	if err := checkJSONOut(buf, capacity, needed); err != nil {
+		return err
 	}
 	data, err := json.Marshal(stats)
 	if err != nil {
 		return err
 	}
-	*needed = C.size_t(len(data) + 1)
-	if capacity == 0 {
-		return nil
-	}
-	// As tfs_stats_json: up to cap bytes, NUL-terminated when the JSON fits.
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), capacity)
-	if k := copy(dst, data); k < len(dst) {
-		dst[k] = 0
-	}
+	copyJSON(data, buf, capacity, needed)
 	return nil
 }
 

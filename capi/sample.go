@@ -178,31 +178,21 @@ func tfsgo_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, neede
 }
 
 func sampleJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*sampleRec](h, kindSample)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	out := struct {
-		NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
-		EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
-		EdgeIDs     map[string]bool    `json:"edge_ids"`
-	}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
-	for i, name := range rec.nodeTypes {
-		out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
-	}
-	for e, key := range rec.edgeTypes {
-		out.EdgesPerHop[key] = rec.smp.EdgesPerHop[e]
-		out.EdgeIDs[key] = rec.smp.EdgeIDs[e] != nil
-	}
-	data, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return handleJSON(h, kindSample, buf, capacity, needed, func(rec *sampleRec) (any, error) {
+		out := struct {
+			NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
+			EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
+			EdgeIDs     map[string]bool    `json:"edge_ids"`
+		}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
+		for i, name := range rec.nodeTypes {
+			out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
+		}
+		for e, key := range rec.edgeTypes {
+			out.EdgesPerHop[key] = rec.smp.EdgesPerHop[e]
+			out.EdgeIDs[key] = rec.smp.EdgeIDs[e] != nil
+		}
+		return out, nil
+	})
 }
 
 // typeIndex is the index of name in names ("" for the only one: TFS_EINVAL naming them when

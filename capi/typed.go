@@ -6,7 +6,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"math"
 	"unsafe"
 
@@ -40,24 +39,14 @@ func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed 
 }
 
 func typesJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	ss := rec.s.Session()
-	data, err := json.Marshal(struct {
-		NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
-		EdgeTypes []featurestore.EdgeTypeInfo `json:"edge_types"`
-		Typed     bool                        `json:"typed"`
-	}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed()})
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+	return handleJSON(h, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
+		ss := rec.s.Session()
+		return struct {
+			NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
+			EdgeTypes []featurestore.EdgeTypeInfo `json:"edge_types"`
+			Typed     bool                        `json:"typed"`
+		}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed()}, nil
+	})
 }
 
 //export tfsgo_gather_edge_feature

@@ -75,11 +75,7 @@ func adviseCmd(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
-		if *asJSON {
-			return printJSON(r)
-		}
-		printAdvice(r)
-		return nil
+		return printReport(*asJSON, r, printAdvice)
 	}
 }
 

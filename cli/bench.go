@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -108,6 +106,11 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			}
 			return mixed, note
 		}
+		// report is the JSON report of the runs so far.
+		report := func(policy string) map[string]any {
+			return map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
+				"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": b.results}
+		}
 		if *verifyRounds != 0 {
 			// The configurations that read the disk, verified and not, on the same ids.
 			costs, err := compareVerify(*verifyRounds, []string{"ssd tier", "mixed"}, func(config string, verify bool) (float64, error) {
@@ -124,8 +127,9 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			return writeGatherJSON(*asJSON, map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-				"qd": qd, "host_policy": policies[0], "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": b.results, "verify": costs})
+			r := report(policies[0])
+			r["verify"] = costs
+			return writeJSONResults(*asJSON, r)
 		}
 		if err := b.run("ssd tier", plain, "no host cache"); err != nil {
 			return err
@@ -140,37 +144,36 @@ func benchGatherCmd(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
-		fitsMemory := featBytes*3 < int64(totalMemory())
-		hostVsMemory := 0.0 // median over the rounds of host tier rows/s / in-memory rows/s
-		if fitsMemory {
-			all := plain
-			all.HostCacheBytes = featurestore.TierBudget(tiers.Host, m.Nodes().Count, spec.RowBytes)
-			all.Hotness = hotness
-			hostTier, mem, ratio, err := benchHostVsMemory(dir, all, streams, hostRounds)
-			if err != nil {
-				return err
-			}
-			b.results = append(b.results, hostTier, mem)
-			hostVsMemory = ratio
-		}
-		raw, err := benchRawIO(m, spec, qd, *threads, streams)
+		hostVsMemory, err := b.baselines(m, spec, plain, qd, *threads)
 		if err != nil {
 			return err
 		}
-		b.results = append(b.results, raw)
 		printGatherResults(b.results, qd, hostVsMemory)
-		return writeGatherJSON(*asJSON, map[string]any{"dataset": dir, "dist": *dist, "batch": *batch, "batches": *batches, "threads": *threads,
-			"qd": qd, "host_policy": policy, "cpus": runtime.NumCPU(), "time": time.Now().UTC().Format(time.RFC3339), "results": b.results})
+		return writeJSONResults(*asJSON, report(policy))
 	}
 }
 
-// writeGatherJSON writes `bench gather`'s report as indented JSON to path; nothing when path is "".
-func writeGatherJSON(path string, report map[string]any) error {
-	if path == "" {
-		return nil
+// baselines adds the runs gather configurations are measured against to b.results: the host
+// tier beside an in-memory table where the features fit memory (hostVsMemory: the median over
+// the rounds of host tier rows/s / in-memory rows/s; 0 where they do not fit), and raw reads.
+func (b *gatherBench) baselines(m *dataset.Manifest, spec *dataset.FeatureSpec, plain featurestore.Options, qd, threads int) (hostVsMemory float64, err error) {
+	if spec.RowBytes*m.Nodes().Count*3 < int64(totalMemory()) {
+		all := plain
+		all.HostCacheBytes = featurestore.TierBudget(tiers.Host, m.Nodes().Count, spec.RowBytes)
+		all.Hotness = b.hotness
+		hostTier, mem, ratio, err := benchHostVsMemory(b.dir, all, b.streams, hostRounds)
+		if err != nil {
+			return 0, err
+		}
+		b.results = append(b.results, hostTier, mem)
+		hostVsMemory = ratio
 	}
-	data, _ := json.MarshalIndent(report, "", "  ")
-	return os.WriteFile(path, data, 0o644)
+	raw, err := benchRawIO(m, spec, qd, threads, b.streams)
+	if err != nil {
+		return 0, err
+	}
+	b.results = append(b.results, raw)
+	return hostVsMemory, nil
 }
 
 // gatherBench is one `tierfs bench gather` run: the threads' id streams and their hotness, the

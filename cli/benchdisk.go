@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,7 +18,7 @@ import (
 // on the dataset's first feature file, printed as a table with the gap it recommends.
 func benchDiskCmd(fs *pflag.FlagSet) runFunc {
 	feature := fs.String("feature", "", "feature whose first file is read (default: the first)")
-	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	backend := ioBackendFlag(fs)
 	qd := fs.Int("qd", 128, "reads in flight")
 	align := fs.Int("read-align", -1, "alignment of the reads: -1 the file's direct-IO alignment, else bytes (e.g. 4096)")
 	perSize := fs.Duration("time", 300*time.Millisecond, "time spent at each read size")
@@ -68,10 +66,6 @@ func benchDiskCmd(fs *pflag.FlagSet) runFunc {
 		}
 		fmt.Printf("\nmodel: a read of s bytes costs %.1f µs + s / (%.0f MB/s) of disk time at QD %d\n", 1e6*p.ReadCost, p.BytesPerSecond/1e6, p.QueueDepth)
 		fmt.Printf("recommended gap: %d bytes (--coalesce-gap %d; bridging g bytes pays while g < fixed cost x rate)\n", p.Gap, p.Gap)
-		if *asJSON != "" {
-			data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "probe": p}, "", "  ")
-			return os.WriteFile(*asJSON, data, 0o644)
-		}
-		return nil
+		return writeJSONResults(*asJSON, map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "probe": p})
 	}
 }

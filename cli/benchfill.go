@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -119,14 +117,7 @@ func benchFillCmd(fs *pflag.FlagSet) runFunc {
 		fmt.Printf("%d rows of %d B (%.0f%% of the file's blocks): place median %.2fs, ranking %.2fs, fill %.2fs (%.0f MB/s); sequential pass median %.2fs (%.0f MB/s); fill/sequential %.2f\n",
 			r.Rows, r.RowBytes, 100*r.BlocksUsed, advise.Median(r.PlaceSeconds), advise.Median(r.RankSeconds), r.FillSeconds, r.FillMBPerS, seq, r.SequentialMBPerS, r.FillOverSequential)
 		fmt.Printf("fills: %d scan chunks, %d random chunks, %d reads, %d bytes\n", r.Fill.ScanChunks, r.Fill.RandomChunks, r.Fill.Reads, r.Fill.Bytes)
-		if *asJSON != "" {
-			data, err := json.MarshalIndent(r, "", "  ")
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-		}
-		return nil
+		return writeJSONResults(*asJSON, r)
 	}
 }
 

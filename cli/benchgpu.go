@@ -134,12 +134,16 @@ func benchGPUCmd(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-// writeJSONResults writes v as indented JSON to path; nothing when path is "".
+// writeJSONResults writes a benchmark's report v as indented JSON, ending in a newline, to path
+// (--json); nothing when path is "".
 func writeJSONResults(path string, v any) error {
 	if path == "" {
 		return nil
 	}
-	data, _ := json.MarshalIndent(v, "", "  ")
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -90,7 +89,7 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 	batch := fs.Int("batch", 0, "requests per Submit/Complete round of a thread (default 32 x --qd)")
 	secs := fs.Float64("seconds", 5, "seconds per thread count and program")
 	sizeMB := fs.Int64("size-mb", 0, "read only the first MiB of each file (default: all of it)")
-	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	backend := ioBackendFlag(fs)
 	sqpoll := fs.Bool("sqpoll", false, "a kernel SQ polling thread per ring (gpuio.Options.SQPoll)")
 	iobench := fs.String("iobench", "", "liburing iobench binary (shared/tools/roofline/iobench.c; gpu/iobench in the GPU bundle); empty: engine only")
 	seed := fs.Uint64("seed", 1, "seed of the random offsets")
@@ -181,9 +180,8 @@ func benchIOCmd(fs *pflag.FlagSet) runFunc {
 			for i, t := range targets {
 				paths[i] = t.path
 			}
-			data, _ := json.MarshalIndent(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
-				"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows}, "", "  ")
-			return os.WriteFile(*asJSON, data, 0o644)
+			return writeJSONResults(*asJSON, map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "files": paths, "bs": *bs, "qd": *qd,
+				"seconds": *secs, "engine": how, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "rows": rows})
 		}
 		return nil
 	}
@@ -358,4 +356,9 @@ func perRead(before, after *unix.Rusage, reads uint64) (cpuUs, switches float64)
 	us := func(t unix.Timeval) float64 { return float64(t.Sec)*1e6 + float64(t.Usec) }
 	cpu := us(after.Utime) - us(before.Utime) + us(after.Stime) - us(before.Stime)
 	return cpu / float64(reads), float64(after.Nvcsw-before.Nvcsw) / float64(reads)
+}
+
+// ioBackendFlag adds --io-backend to the flags of a benchmark that reads through the IO engine.
+func ioBackendFlag(fs *pflag.FlagSet) *string {
+	return fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
 }

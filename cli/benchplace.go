@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
@@ -103,13 +101,6 @@ func benchPlacementCmd(fs *pflag.FlagSet) runFunc {
 				fmt.Printf("  epoch %d: held out %.0f rows per batch, its hindsight %.0f\n", e.Epoch, e.HeldOut, e.Hindsight)
 			}
 		}
-		if *asJSON != "" {
-			data, err := json.MarshalIndent(results, "", "  ")
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(*asJSON, append(data, '\n'), 0o644)
-		}
-		return nil
+		return writeJSONResults(*asJSON, results)
 	}
 }

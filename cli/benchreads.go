@@ -27,7 +27,7 @@ func benchReadsCmd(fs *pflag.FlagSet) runFunc {
 	secs := fs.Float64("seconds", 3, "seconds per gather count")
 	qd := fs.Int("qd", 128, "queue depth (ssd.Options.QueueDepth)")
 	stacks := fs.Int("max-concurrent-io", 0, "IO stacks (ssd.Options.Stacks; default: one per CPU, as the store)")
-	backend := fs.String("io-backend", "", "io_uring or pread (default: io_uring where it works)")
+	backend := ioBackendFlag(fs)
 	seed := fs.Uint64("seed", 1, "seed of the random rows")
 	return func(pos []string) error {
 		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, *qd, *stacks, *backend, *seed)

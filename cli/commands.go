@@ -322,11 +322,7 @@ func infoCmd(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(m)
-		}
-		printInfo(m)
-		return nil
+		return printReport(*asJSON, m, printInfo)
 	}
 }
 
@@ -405,6 +401,15 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printReport prints a command's report r: as JSON with asJSON (--json), else as text.
+func printReport[R any](asJSON bool, r R, text func(R)) error {
+	if asJSON {
+		return printJSON(r)
+	}
+	text(r)
+	return nil
 }
 
 func printInfo(m *dataset.Manifest) {

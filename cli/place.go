@@ -60,11 +60,7 @@ func placeCmd(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(r)
-		}
-		printPlacement(r)
-		return nil
+		return printReport(*asJSON, r, printPlacement)
 	}
 }
 

@@ -59,15 +59,11 @@ func infoOf(sp dataset.EdgeSplit) EdgeSplitInfo {
 
 // EdgeSplits describes every edge split of edge type etype ("" for the only one), by name.
 func (ss *Session) EdgeSplits(etype string) (map[string]EdgeSplitInfo, error) {
-	leave, err := ss.enter()
+	e, leave, err := ss.enterType(etype, ss.edgeTypeOf)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	e, err := ss.edgeTypeOf(etype)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]EdgeSplitInfo{}
 	for name, sp := range ss.edges[e].spec.Splits {
 		out[name] = infoOf(sp)

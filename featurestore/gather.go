@@ -142,10 +142,7 @@ const MaxGatherChunk = 1 << 20
 // the rows read from disk. Batches over MaxGatherChunk ids go in chunks. On error dst holds
 // partial results.
 func (s *Store) Gather(ids []int64, dst []byte) error {
-	if err := s.needFeature("Gather"); err != nil {
-		return err
-	}
-	leave, err := s.enter()
+	leave, err := s.enterFeature("Gather")
 	if err != nil {
 		return err
 	}

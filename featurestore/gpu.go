@@ -37,11 +37,7 @@ func (s *Store) startGPU() error {
 	if s.gpu != nil || s.gpuErr != nil {
 		return nil
 	}
-	if err := cuda.Load(); err != nil {
-		s.gpuErr = err
-		return nil
-	}
-	info, err := cuda.Info(s.opt.GPUDevice)
+	info, err := cuda.Info(s.opt.GPUDevice) // loads the CUDA shim: its error where it cannot
 	if err != nil {
 		s.gpuErr = err
 		return nil

@@ -242,11 +242,7 @@ func (ss *Session) loadGPUTopologies() error {
 	if len(own) == 0 {
 		return nil
 	}
-	if err := cuda.Load(); err != nil {
-		ss.gpuTopoErr = err
-		return nil
-	}
-	info, err := cuda.Info(ss.opt.GPUDevice)
+	info, err := cuda.Info(ss.opt.GPUDevice) // loads the CUDA shim: its error where it cannot
 	if err != nil {
 		ss.gpuTopoErr = err
 		return nil

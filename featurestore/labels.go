@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -73,12 +74,7 @@ func (ss *Session) readSplit(nt int, name string, out []int64) (int64, error) {
 
 // splitNames lists the splits of node type nt.
 func (ss *Session) splitNames(nt int) []string {
-	var names []string
-	for n := range ss.nodes[nt].spec.Splits {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(ss.nodes[nt].spec.Splits))
 }
 
 // readArray reads the 8-byte entries at positions ids of an array file of the dataset into out

@@ -16,10 +16,7 @@ import (
 // graph of several types: by how often the type's nodes are neighbors in the edge types held in
 // memory), or by id when there is no topology to rank by. Gathers wait while it runs.
 func (s *Store) Place(hotness []uint32) error {
-	if err := s.needFeature("Place"); err != nil {
-		return err
-	}
-	leave, err := s.enter()
+	leave, err := s.enterFeature("Place")
 	if err != nil {
 		return err
 	}
@@ -115,10 +112,7 @@ func (s *Store) priorScores(k, gpuRows int64) ([]uint32, error) {
 // memory rows (GPU rows first), else by in-degree, else by id. Multi-GPU ownership is decided
 // from this order (each rank places its share with PlaceIDs).
 func (s *Store) HottestIDs(hotness []uint32, k int64) ([]int64, error) {
-	if err := s.needFeature("HottestIDs"); err != nil {
-		return nil, err
-	}
-	leave, err := s.enter()
+	leave, err := s.enterFeature("HottestIDs")
 	if err != nil {
 		return nil, err
 	}
@@ -175,10 +169,7 @@ func (s *Store) hottest(hotness []uint32, k, gpuRows int64) ([]int64, error) {
 // are not cached. ids must be distinct and in [0, NumNodes). Later Place(nil) calls rank as
 // before (this does not change the applied placement). Gathers wait while it runs.
 func (s *Store) PlaceIDs(ids []int64) error {
-	if err := s.needFeature("PlaceIDs"); err != nil {
-		return err
-	}
-	leave, err := s.enter()
+	leave, err := s.enterFeature("PlaceIDs")
 	if err != nil {
 		return err
 	}

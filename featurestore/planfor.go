@@ -56,10 +56,7 @@ func PlanFor(dir string, opt PlanOptions) (*placement.Placement, *PlanReport, er
 // PlanPlacement is PlanFor on the store's dataset and feature, using the store's topology
 // (placement.PlanStore). It does not change the store's tiers (ApplyPlacement does).
 func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanReport, error) {
-	if err := s.needFeature("PlanPlacement"); err != nil {
-		return nil, nil, err
-	}
-	leave, err := s.enter()
+	leave, err := s.enterFeature("PlanPlacement")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -111,15 +111,11 @@ func checkFanouts(key string, f []int) error {
 // outside its type's range ErrIDOutOfRange.
 func (sp *Sampler) Sample(seedType string, seeds []int64) (*topology.HeteroSample, error) {
 	ss := sp.ss
-	leave, err := ss.enter()
+	nt, leave, err := ss.enterType(seedType, ss.nodeTypeOf)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	nt, err := ss.nodeTypeOf(seedType)
-	if err != nil {
-		return nil, err
-	}
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
 		return nil, err
 	}

@@ -238,6 +238,14 @@ func (s *Store) enter() (func(), error) {
 	return s.guard.leave, nil
 }
 
+// enterFeature is needFeature(call) and enter: a call of a store with node features.
+func (s *Store) enterFeature(call string) (func(), error) {
+	if err := s.needFeature(call); err != nil {
+		return nil, err
+	}
+	return s.enter()
+}
+
 // OnClose registers fn to run at the start of Close, before it waits for running calls (a mount
 // of the store unmounts there).
 func (s *Store) OnClose(fn func()) {

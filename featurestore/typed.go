@@ -79,6 +79,19 @@ func (ss *Session) EdgeTypes() []EdgeTypeInfo {
 	return out
 }
 
+// enterType enters ss (leave ends the call) for the node or edge type name ("" for the only
+// one): its index by of (nodeTypeOf or edgeTypeOf), or of's error.
+func (ss *Session) enterType(name string, of func(string) (int, error)) (t int, leave func(), err error) {
+	if leave, err = ss.enter(); err != nil {
+		return 0, nil, err
+	}
+	if t, err = of(name); err != nil {
+		leave()
+		return 0, nil, err
+	}
+	return t, leave, nil
+}
+
 // nodeTypeOf is the index of node type name; "" is the only node type of a one-type dataset, and
 // ErrInvalidOption naming the types in a dataset of several.
 func (ss *Session) nodeTypeOf(name string) (int, error) {
@@ -225,15 +238,11 @@ func (ss *Session) checkTypedIDs(nt int, what string, ids []int64) error {
 // Labels sets out[i] to the label of ids[i], ids of node type ntype ("" for the only one), -1
 // where unlabelled, reading only the blocks those labels are in. len(out) == len(ids).
 func (ss *Session) Labels(ntype string, ids []int64, out []int64) error {
-	leave, err := ss.enter()
+	nt, leave, err := ss.enterType(ntype, ss.nodeTypeOf)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	nt, err := ss.nodeTypeOf(ntype)
-	if err != nil {
-		return err
-	}
 	return ss.labelsOf(nt, ids, out, func(ids []int64) error { return ss.checkTypedIDs(nt, "ids", ids) })
 }
 
@@ -254,15 +263,11 @@ func (ss *Session) NumClasses(ntype string) (int64, error) {
 // ("" for the only one) into out and returns the split's size; it reads only the ids it copies,
 // so an empty out asks the size. A split the type lacks is ErrNotFound.
 func (ss *Session) ReadSplit(ntype, name string, out []int64) (int64, error) {
-	leave, err := ss.enter()
+	nt, leave, err := ss.enterType(ntype, ss.nodeTypeOf)
 	if err != nil {
 		return 0, err
 	}
 	defer leave()
-	nt, err := ss.nodeTypeOf(ntype)
-	if err != nil {
-		return 0, err
-	}
 	return ss.readSplit(nt, name, out)
 }
 

@@ -9,15 +9,11 @@ const neighborsBatch = 1 << 16
 // the only one): node is an id of the edge type's dst type, the neighbors ids of its src type,
 // in the order of node's CSC list (position j is edge id start(node) + j).
 func (ss *Session) Neighbors(etype string, node int64) ([]int64, error) {
-	leave, err := ss.enter()
+	e, leave, err := ss.enterType(etype, ss.edgeTypeOf)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	e, err := ss.edgeTypeOf(etype)
-	if err != nil {
-		return nil, err
-	}
 	es := &ss.edges[e]
 	if n := ss.nodes[es.dst].spec.Count; uint64(node) >= uint64(n) {
 		return nil, fmt.Errorf("featurestore: node %d is out of range [0, %d) of node type %q, the destination of edge type %q: %w", node, n, es.spec.Dst, es.spec.Key(), ErrIDOutOfRange)

@@ -219,12 +219,7 @@ func (d *nodeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	default:
 		return nil, syscall.ENOENT
 	}
-	var a fuse.AttrOut
-	if errno := f.Getattr(ctx, nil, &a); errno != 0 {
-		return nil, errno
-	}
-	out.Attr = a.Attr
-	return d.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino}), 0
+	return lookupGenFile(ctx, &d.Inode, f, ino, out)
 }
 
 // genFile is a file whose content is made by gen on each open and fixed for that open file.
@@ -238,27 +233,39 @@ type genFile struct {
 }
 
 func (f *genFile) Getattr(_ context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	var size int64
 	if snap, ok := fh.(*snapshot); ok {
-		size = int64(len(snap.data))
-	} else if err := f.m.use(func() error {
-		var err error
+		f.m.setAttr(&out.Attr, fuse.S_IFREG|0o444, int64(len(snap.data)))
+		return 0
+	}
+	return f.m.fileAttr(out, func() (int64, error) {
 		if f.size != nil {
-			size, err = f.size()
-			return err
+			return f.size()
 		}
 		data, err := f.gen()
-		size = int64(len(data))
+		return int64(len(data)), err
+	})
+}
+
+// fileAttr fills out with a read-only file's attributes, its size what size says (in use).
+func (m *View) fileAttr(out *fuse.AttrOut, size func() (int64, error)) syscall.Errno {
+	var n int64
+	if err := m.use(func() (err error) {
+		n, err = size()
 		return err
 	}); err != nil {
 		return errno(err)
 	}
-	f.m.setAttr(&out.Attr, fuse.S_IFREG|0o444, size)
+	m.setAttr(&out.Attr, fuse.S_IFREG|0o444, n)
 	return 0
 }
 
+// writes says whether open flags ask to write (or truncate) a file.
+func writes(flags uint32) bool {
+	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+}
+
 func (f *genFile) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+	if writes(flags) {
 		return nil, 0, syscall.EROFS
 	}
 	var data []byte
@@ -282,21 +289,17 @@ type streamFile struct {
 }
 
 func (f *streamFile) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	var size int64
-	if err := f.m.use(func() error {
+	return f.m.fileAttr(out, func() (int64, error) {
+		var size int64
 		for chunk := range f.chunks() {
 			size += int64(len(chunk))
 		}
-		return nil
-	}); err != nil {
-		return errno(err)
-	}
-	f.m.setAttr(&out.Attr, fuse.S_IFREG|0o444, size)
-	return 0
+		return size, nil
+	})
 }
 
 func (f *streamFile) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+	if writes(flags) {
 		return nil, 0, syscall.EROFS
 	}
 	h := &streamHandle{m: f.m, chunks: f.chunks}

@@ -224,33 +224,20 @@ func (t *arrowTable) countRows() (int64, error) {
 	return n, nil
 }
 
+// arrowPrimitives are the fixed-width numeric Arrow types: their npy-style kind and size.
+var arrowPrimitives = map[arrow.Type]struct {
+	kind byte
+	size int
+}{
+	arrow.INT8: {'i', 1}, arrow.INT16: {'i', 2}, arrow.INT32: {'i', 4}, arrow.INT64: {'i', 8},
+	arrow.UINT8: {'u', 1}, arrow.UINT16: {'u', 2}, arrow.UINT32: {'u', 4}, arrow.UINT64: {'u', 8},
+	arrow.FLOAT16: {'f', 2}, arrow.FLOAT32: {'f', 4}, arrow.FLOAT64: {'f', 8},
+}
+
 // arrowPrimitive describes a fixed-width numeric Arrow type: its npy-style kind and size.
 func arrowPrimitive(dt arrow.DataType) (kind byte, size int, ok bool) {
-	switch dt.ID() {
-	case arrow.INT8:
-		return 'i', 1, true
-	case arrow.INT16:
-		return 'i', 2, true
-	case arrow.INT32:
-		return 'i', 4, true
-	case arrow.INT64:
-		return 'i', 8, true
-	case arrow.UINT8:
-		return 'u', 1, true
-	case arrow.UINT16:
-		return 'u', 2, true
-	case arrow.UINT32:
-		return 'u', 4, true
-	case arrow.UINT64:
-		return 'u', 8, true
-	case arrow.FLOAT16:
-		return 'f', 2, true
-	case arrow.FLOAT32:
-		return 'f', 4, true
-	case arrow.FLOAT64:
-		return 'f', 8, true
-	}
-	return 0, 0, false
+	p, ok := arrowPrimitives[dt.ID()]
+	return p.kind, p.size, ok
 }
 
 // primitiveBytes returns the little-endian value bytes of elements [from, from+n) of a

@@ -229,10 +229,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if err := os.Mkdir(opt.SplitsDir, 0o755); err != nil {
 		return cleanup, fmt.Errorf("ingest: %w", err)
 	}
-	for _, set := range []struct {
-		name, key string
-		sets      []graphBoltSet
-	}{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}} {
+	for _, set := range graphBoltSplits(task) {
 		if len(set.sets) == 0 {
 			continue
 		}
@@ -240,7 +237,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		if len(set.sets) != 1 {
 			return cleanup, fmt.Errorf("ingest: %s: %s has %d node types; tierfs ingests one", meta, where, len(set.sets))
 		}
-		seeds, setLabelled, err := graphBoltNodeSet(set.sets[0], where, meta, numpy, local, n, labels)
+		seeds, setLabelled, err := graphBoltNodeSet(set.sets[0], where, dir, meta, "", n, &labels)
 		if err != nil {
 			return cleanup, err
 		}
@@ -261,21 +258,26 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	return cleanup, nil
 }
 
-// graphBoltNodeSet reads one set of a node task (where names it in meta): its seeds, each below
-// n, and its labels, written into labels (-1: none yet; a node labelled twice must agree).
-// labelled says whether it had labels.
-func graphBoltNodeSet(set graphBoltSet, where, meta string, numpy func(format, key string) error, local func(p, key string) (string, error), n int64, labels []int64) (seeds []int64, labelled bool, err error) {
+// graphBoltNodeSet reads one set of a node task (where names it in meta, dir holds its files):
+// its seeds, each below n, and its labels, written into *labels (made of n -1s, none yet, when
+// nil and the set has labels; a node labelled twice must agree). ntype is the seeds' node type
+// ("" for a homogeneous graph's: the errors name no type). labelled says whether it had labels.
+func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64, labels *[]int64) (seeds []int64, labelled bool, err error) {
+	ofType := ""
+	if ntype != "" {
+		ofType = fmt.Sprintf(" of type %q", ntype)
+	}
 	var ys []int64
 	var seedsPath, labelsPath string
 	for _, d := range set.Data {
 		key := where + " " + d.Name
 		// readInts reads the numpy file of d into *v, its path into *path.
 		readInts := func(path *string, v *[]int64) error {
-			if err := numpy(d.Format, key); err != nil {
+			if err := graphBoltNumpy(meta, d.Format, key); err != nil {
 				return err
 			}
 			var err error
-			if *path, err = local(d.Path, key); err != nil {
+			if *path, err = graphBoltPath(dir, meta, d.Path, key); err != nil {
 				return err
 			}
 			if *v, err = ReadNpyInt64s(*path); err != nil {
@@ -300,9 +302,16 @@ func graphBoltNodeSet(set graphBoltSet, where, meta string, numpy func(format, k
 	if ys != nil && len(ys) != len(seeds) {
 		return nil, false, fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
 	}
+	if ys != nil && *labels == nil {
+		*labels = make([]int64, n)
+		for i := range *labels {
+			(*labels)[i] = -1
+		}
+	}
+	lab := *labels
 	for i, v := range seeds {
 		if v < 0 || v >= n {
-			return nil, false, fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes", meta, where, v, seedsPath, i, n)
+			return nil, false, fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes%s", meta, where, v, seedsPath, i, n, ofType)
 		}
 		if ys == nil {
 			continue
@@ -310,13 +319,25 @@ func graphBoltNodeSet(set graphBoltSet, where, meta string, numpy func(format, k
 		if ys[i] < -1 {
 			return nil, false, fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
 		}
-		if labels[v] >= 0 && labels[v] != ys[i] {
-			return nil, false, fmt.Errorf("ingest: %s: %s: node %d has label %d here and %d in another set", meta, where, v, ys[i], labels[v])
+		if lab[v] >= 0 && lab[v] != ys[i] {
+			return nil, false, fmt.Errorf("ingest: %s: %s: node %d%s has label %d here and %d in another set", meta, where, v, ofType, ys[i], lab[v])
 		}
-		labels[v] = ys[i]
+		lab[v] = ys[i]
 		labelled = true
 	}
 	return seeds, labelled, nil
+}
+
+// graphBoltSplit is one split of a node task: its name in tierfs, its key in GraphBolt's
+// metadata and its sets.
+type graphBoltSplit struct {
+	name, key string
+	sets      []graphBoltSet
+}
+
+// graphBoltSplits are task's train, validation and test splits.
+func graphBoltSplits(task graphBoltTaskSpec) []graphBoltSplit {
+	return []graphBoltSplit{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}}
 }
 
 // graphBoltLinkTask reads task (tasks[ti] of meta) as a link prediction task when it is one: a

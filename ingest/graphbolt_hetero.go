@@ -133,10 +133,7 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 // and each labelled type's labels (tmp/<type>/labels.npy), and points hopt's node types at them.
 func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, dir, meta string, nodeIndex map[string]int, tmp string) error {
 	labels := map[string][]int64{}
-	for _, set := range []struct {
-		name, key string
-		sets      []graphBoltSet
-	}{{"train", "train_set", task.TrainSet}, {"val", "validation_set", task.ValidationSet}, {"test", "test_set", task.TestSet}} {
+	for _, set := range graphBoltSplits(task) {
 		seen := map[string]bool{}
 		for si, s := range set.sets {
 			where := fmt.Sprintf("tasks[%d] (%s) %s[%d]", ti, task.Name, set.key, si)
@@ -148,63 +145,13 @@ func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, di
 				return fmt.Errorf("ingest: %s: %s lists node type %q twice", meta, set.key, s.Type)
 			}
 			seen[s.Type] = true
-			n := hopt.NodeTypes[k].NumNodes
-			var seeds, ys []int64
-			var seedsPath, labelsPath string
-			for _, d := range s.Data {
-				key := where + " " + d.Name
-				readInts := func(path *string, v *[]int64) error {
-					if err := graphBoltNumpy(meta, d.Format, key); err != nil {
-						return err
-					}
-					var err error
-					if *path, err = graphBoltPath(dir, meta, d.Path, key); err != nil {
-						return err
-					}
-					if *v, err = ReadNpyInt64s(*path); err != nil {
-						return fmt.Errorf("ingest: %s: %s: %w", meta, key, unwrapIngest(err))
-					}
-					return nil
-				}
-				switch d.Name {
-				case "seeds", "seed_nodes":
-					if err := readInts(&seedsPath, &seeds); err != nil {
-						return err
-					}
-				case "labels":
-					if err := readInts(&labelsPath, &ys); err != nil {
-						return err
-					}
-				}
-			}
-			if seedsPath == "" {
-				return fmt.Errorf("ingest: %s: %s has no seeds", meta, where)
-			}
-			if ys != nil && len(ys) != len(seeds) {
-				return fmt.Errorf("ingest: %s: %s: %s has %d labels for the %d seeds of %s", meta, where, labelsPath, len(ys), len(seeds), seedsPath)
-			}
 			lab := labels[s.Type]
-			if ys != nil && lab == nil {
-				lab = make([]int64, n)
-				for i := range lab {
-					lab[i] = -1
-				}
-				labels[s.Type] = lab
+			seeds, _, err := graphBoltNodeSet(s, where, dir, meta, s.Type, hopt.NodeTypes[k].NumNodes, &lab)
+			if err != nil {
+				return err
 			}
-			for i, v := range seeds {
-				if v < 0 || v >= n {
-					return fmt.Errorf("ingest: %s: %s: seed %d (%s[%d]) is outside the %d nodes of type %q", meta, where, v, seedsPath, i, n, s.Type)
-				}
-				if ys == nil {
-					continue
-				}
-				if ys[i] < -1 {
-					return fmt.Errorf("ingest: %s: %s: %s[%d] is label %d; labels are class ids >= 0, or -1 for unlabelled", meta, where, labelsPath, i, ys[i])
-				}
-				if lab[v] >= 0 && lab[v] != ys[i] {
-					return fmt.Errorf("ingest: %s: %s: node %d of type %q has label %d here and %d in another set", meta, where, v, s.Type, ys[i], lab[v])
-				}
-				lab[v] = ys[i]
+			if lab != nil {
+				labels[s.Type] = lab
 			}
 			tdir := filepath.Join(tmp, s.Type, "splits")
 			if err := os.MkdirAll(tdir, 0o755); err != nil {

@@ -216,53 +216,27 @@ func (a *Npy) DType() dataset.DType { return descrDType(a.Kind, a.ItemSize) }
 // Close closes the file.
 func (a *Npy) Close() error { return a.file.Close() }
 
+// npyDescrs are the .npy dtype strings of the dataset dtypes: bfloat16, which numpy lacks, is
+// "<V2" (what ml_dtypes writes).
+var npyDescrs = map[dataset.DType]string{
+	dataset.Float16: "<f2", dataset.Float32: "<f4", dataset.Float64: "<f8", dataset.BFloat16: "<V2",
+	dataset.Int8: "|i1", dataset.Uint8: "|u1", dataset.Int16: "<i2", dataset.Int32: "<i4", dataset.Int64: "<i8",
+}
+
+// descrDType is the dataset dtype of numpy elements of kind and size, "" for none (void, bool,
+// wider unsigned ones).
 func descrDType(kind byte, size int) dataset.DType {
-	switch {
-	case kind == 'f' && size == 2:
-		return dataset.Float16
-	case kind == 'f' && size == 4:
-		return dataset.Float32
-	case kind == 'f' && size == 8:
-		return dataset.Float64
-	case kind == 'i' && size == 1:
-		return dataset.Int8
-	case kind == 'u' && size == 1:
-		return dataset.Uint8
-	case kind == 'i' && size == 2:
-		return dataset.Int16
-	case kind == 'i' && size == 4:
-		return dataset.Int32
-	case kind == 'i' && size == 8:
-		return dataset.Int64
+	for d, descr := range npyDescrs {
+		if kind != 'V' && descr[1] == kind && int(descr[2]-'0') == size {
+			return d
+		}
 	}
 	return ""
 }
 
 // NpyDescr is the .npy dtype string of d: "<f4", "|i1", ... bfloat16, which numpy lacks, is
 // "<V2" (what ml_dtypes writes). It returns "" for an unknown dtype.
-func NpyDescr(d dataset.DType) string {
-	switch d {
-	case dataset.Float32:
-		return "<f4"
-	case dataset.Float16:
-		return "<f2"
-	case dataset.BFloat16:
-		return "<V2"
-	case dataset.Float64:
-		return "<f8"
-	case dataset.Int8:
-		return "|i1"
-	case dataset.Uint8:
-		return "|u1"
-	case dataset.Int16:
-		return "<i2"
-	case dataset.Int32:
-		return "<i4"
-	case dataset.Int64:
-		return "<i8"
-	}
-	return ""
-}
+func NpyDescr(d dataset.DType) string { return npyDescrs[d] }
 
 // WriteNpy writes a C-order .npy file (format 1.0, or 2.0 for a header over 64 KiB) holding
 // data, which must be exactly the elements of shape in descr's little-endian encoding.
@@ -302,13 +276,11 @@ func WriteNpy(path string, descr string, shape []int64, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		return fmt.Errorf("ingest: write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("ingest: write %s: %w", path, err)
+	for _, b := range [][]byte{buf, data} { // the header, then the elements
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return fmt.Errorf("ingest: write %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("ingest: write %s: %w", path, err)

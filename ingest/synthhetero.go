@@ -3,11 +3,11 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -293,25 +293,15 @@ var synthHeteroPresets = map[string]SynthHeteroOptions{
 }
 
 // SynthHeteroPresetNames lists the presets SynthHeteroPreset knows, sorted.
-func SynthHeteroPresetNames() []string {
-	var names []string
-	for n := range synthHeteroPresets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func SynthHeteroPresetNames() []string { return slices.Sorted(maps.Keys(synthHeteroPresets)) }
 
 // SynthHeteroPreset returns the options of the heterogeneous preset name with every node count
 // times scale (at least 1 node a type; average degrees stay, so edges scale too). Out and Seed
 // are left zero.
 func SynthHeteroPreset(name string, scale float64) (SynthHeteroOptions, error) {
-	p, ok := synthHeteroPresets[name]
-	if !ok {
-		return SynthHeteroOptions{}, fmt.Errorf("ingest: synth: unknown heterogeneous preset %q (presets: %s)", name, strings.Join(SynthHeteroPresetNames(), ", "))
-	}
-	if !(scale > 0 && scale <= 1000) {
-		return SynthHeteroOptions{}, fmt.Errorf("ingest: synth: scale %v is out of range: want a factor in (0, 1000]", scale)
+	p, err := presetOf(synthHeteroPresets, "heterogeneous ", name, scale, func(SynthHeteroOptions) string { return "" })
+	if err != nil {
+		return SynthHeteroOptions{}, err
 	}
 	p.NodeTypes = slices.Clone(p.NodeTypes)
 	p.EdgeTypes = slices.Clone(p.EdgeTypes)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -44,25 +45,28 @@ var synthPresets = map[string]synthPreset{
 }
 
 // SynthPresetNames lists the presets SynthPreset knows, sorted.
-func SynthPresetNames() []string {
-	names := make([]string, 0, len(synthPresets))
-	for n := range synthPresets {
-		names = append(names, n)
+func SynthPresetNames() []string { return slices.Sorted(maps.Keys(synthPresets)) }
+
+// presetOf is the preset name of presets (kind "" or "heterogeneous ") checked with a scale in
+// (0, 1000]; of adds to the scale's error what the factor scales.
+func presetOf[P any](presets map[string]P, kind, name string, scale float64, of func(P) string) (P, error) {
+	p, ok := presets[name]
+	if !ok {
+		return p, fmt.Errorf("ingest: synth: unknown %spreset %q (presets: %s)", kind, name, strings.Join(slices.Sorted(maps.Keys(presets)), ", "))
 	}
-	slices.Sort(names)
-	return names
+	if !(scale > 0 && scale <= 1000) {
+		return p, fmt.Errorf("ingest: synth: scale %v is out of range: want a factor in (0, 1000]%s", scale, of(p))
+	}
+	return p, nil
 }
 
 // SynthPreset returns the options of preset name with its node count times scale (1 for the
 // real size; the average degree stays, so edges scale with it). Front ends start from these and
 // set the options the user gave explicitly; Out and Seed are left zero.
 func SynthPreset(name string, scale float64) (SynthOptions, error) {
-	p, ok := synthPresets[name]
-	if !ok {
-		return SynthOptions{}, fmt.Errorf("ingest: synth: unknown preset %q (presets: %s)", name, strings.Join(SynthPresetNames(), ", "))
-	}
-	if !(scale > 0 && scale <= 1000) {
-		return SynthOptions{}, fmt.Errorf("ingest: synth: scale %v is out of range: want a factor in (0, 1000] of the preset's %d nodes", scale, p.nodes)
+	p, err := presetOf(synthPresets, "", name, scale, func(p synthPreset) string { return fmt.Sprintf(" of the preset's %d nodes", p.nodes) })
+	if err != nil {
+		return SynthOptions{}, err
 	}
 	nodes := int64(math.Round(float64(p.nodes) * scale))
 	if nodes < 2 {

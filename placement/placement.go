@@ -46,14 +46,16 @@ const (
 	KindFeature              // feature row
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindTopology:
-		return "topology"
-	case KindFeature:
-		return "feature"
+var kindNames = [...]string{KindTopology: "topology", KindFeature: "feature"}
+
+func (k Kind) String() string { return enumName(kindNames[:], k, "Kind") }
+
+// enumName is names[v], or typ(v) for a v past names.
+func enumName[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // Tier is where an item lives. The zero value is TierSSD: everything is on SSD unless placed.
@@ -67,17 +69,9 @@ const (
 	NumTiers = 3
 )
 
-func (t Tier) String() string {
-	switch t {
-	case TierSSD:
-		return "ssd"
-	case TierHost:
-		return "host"
-	case TierGPU:
-		return "gpu"
-	}
-	return fmt.Sprintf("Tier(%d)", uint8(t))
-}
+var tierNames = [NumTiers]string{TierSSD: "ssd", TierHost: "host", TierGPU: "gpu"}
+
+func (t Tier) String() string { return enumName(tierNames[:], t, "Tier") }
 
 // Policy chooses how Plan fills the budgets.
 type Policy uint8
@@ -107,12 +101,7 @@ const (
 
 var policyNames = [numPolicies]string{"unified", "unified-pcie", "topology-first", "features-first", "degree", "random", "none"}
 
-func (p Policy) String() string {
-	if p < numPolicies {
-		return policyNames[p]
-	}
-	return fmt.Sprintf("Policy(%d)", uint8(p))
-}
+func (p Policy) String() string { return enumName(policyNames[:], p, "Policy") }
 
 // Policies lists every policy, Unified first.
 func Policies() []Policy {

@@ -236,12 +236,7 @@ func (p *Epochs) GatherDevice(e, b int, ntype string, nodes []int64, dst uintptr
 	if err != nil {
 		return io, fmt.Errorf("planned: epoch %d batch %d of plan %s (%s): %w", e, b, p.o.Dir, path, err)
 	}
-	io.Rows = ext.Rows
-	p.batches.Add(1)
-	p.rows.Add(io.Rows)
-	p.bytes.Add(io.Bytes)
-	p.reads.Add(io.Reads)
-	return io, nil
+	return p.served(io, ext), nil
 }
 
 // wrapDevice wraps an error of a device gather as the store's device gathers do.

@@ -208,159 +208,36 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	if err := removePlan(o.Dir); err != nil {
 		return nil, err
 	}
-	var written []string
+	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
+	r := &epochPlanner{src: src, o: &o, pl: pl, nb: nb,
+		rep: &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}}
 	defer func() {
 		if err != nil {
-			for _, p := range written {
+			for _, p := range r.written {
 				os.Remove(p)
 			}
 			os.Remove(filepath.Join(o.Dir, EpochIndexFile+".tmp"))
 		}
 	}()
-
-	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
-	rep := &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}
 	if pl != nil {
-		rep.PlaceSeconds, rep.PlaceSampleSeconds, rep.FillSeconds = pl.seconds, pl.sampleSeconds, pl.fillSeconds
+		r.rep.PlaceSeconds, r.rep.PlaceSampleSeconds, r.rep.FillSeconds = pl.seconds, pl.sampleSeconds, pl.fillSeconds
 	}
-	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
-	stop := func() error {
+	r.stop = func() error {
 		if canceled.Load() {
 			return fmt.Errorf("planned: planning epochs into %s: %w (CancelEpochPlan)", o.Dir, context.Canceled)
 		}
 		return nil
 	}
-	pk := newPacker(src, &o, rep, o.Epochs*nb, stop)
-	defer pk.close() // before the files are removed (deferred first)
-	var planned []*epochFile
-	for e := range o.Epochs {
-		path := filepath.Join(o.Dir, packedFile(e))
-		f, err := createPacked(path)
-		if err != nil {
-			return nil, err
-		}
-		written = append(written, path)
-		// The report's per-batch figures, restored when the epoch does not fit the budget.
-		rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs := rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds
-		ef := &epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, nb*len(src.stacks))}
-		// The epoch's samples file: the placement pass's (spooled), its records listed as their
-		// batches are packed, or else written here (sw).
-		var sw *samplesWriter
-		spooled := pl.spooled(e)
-		ef.Samples, ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, nb)
-		spath := filepath.Join(o.Dir, ef.Samples)
-		if spooled != nil {
-			err = spooled.take(spath)
-		} else {
-			sw, err = createSamples(spath, &ef.SampleRecords)
-		}
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		written = append(written, spath)
-		var sampled int64 // the samples file's bytes so far
-		var off, need, needSamples int64
-		over := false
-		pk.open(f, path, ef)
-		var countOnly atomic.Bool
-		batch := func(b int, seeds []int64) *packedBatch {
-			return src.packBatch(&o, e, b, seeds, countOnly.Load(), spooled)
-		}
-		err = src.planEpoch(&o, e, batch, func(p *packedBatch) error {
-			if err := stop(); err != nil {
-				return err
-			}
-			pad := p.recordLen // the batch's bytes: its extents and its sample record
-			for t, pt := range p.types {
-				pad += alignUp64(pt.rows * src.stacks[t].RowBytes())
-			}
-			off = pk.end()
-			if !over && o.DiskBudget > 0 && rep.BytesWritten+off+sampled+pad > o.DiskBudget {
-				if e > 0 {
-					return errEpochOverBudget
-				}
-				over = true
-				countOnly.Store(true)
-				need, needSamples = off+sampled, sampled
-			}
-			if over {
-				need += pad
-				needSamples += p.recordLen
-				return nil
-			}
-			if err := pk.add(p); err != nil {
-				return err
-			}
-			if sw != nil {
-				if err := sw.add(p.record, p.recordSum); err != nil {
-					return err
-				}
-			} else if spooled != nil {
-				ef.SampleRecords = append(ef.SampleRecords, spooled.records[len(ef.SampleRecords)])
-			}
-			sampled += p.recordLen
-			rep.NodesPerBatch.add(p.nodes)
-			rep.RowsPerBatch.add(p.rows())
-			rep.SampleSeconds += p.sample.Seconds()
-			return nil
-		})
-		off = pk.end()
-		// The packed file stays open until the window with its last extent is written (a window
-		// runs on into the next epoch's file); a file that will not be kept is dropped now.
-		if err == nil && !over {
-			err = pk.closeOut()
-		} else if derr := pk.dropOut(); err == nil {
-			err = derr
-		}
-		sampleBytes := sampled
-		if sw != nil {
-			if serr := sw.finish(err == nil && !over); err == nil {
-				err = serr
-			}
-		}
-		spooled.release() // synced when spooled
-		if errors.Is(err, errEpochOverBudget) {
-			rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds = rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs
-			os.Remove(path)
-			os.Remove(spath)
-			written = written[:len(written)-2]
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if over {
-			want := fmt.Sprintf("at least the %d bytes one planned epoch needs (%d of them its stored samples)", need, needSamples)
-			return nil, &featurestore.OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
-		}
-		total := off + sampleBytes
-		if e == 0 && o.DiskBudget == 0 && o.Epochs > 1 {
-			// K-1 more epochs about this size must fit the disk; find out now, not when it is full.
-			if free, ferr := planFreeBytes(o.Dir); ferr == nil && total > 0 && int64(o.Epochs-1) > free/total {
-				return nil, &featurestore.OptionError{Option: "planned_epochs", Value: o.Epochs,
-					Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, total)}
-			}
-		}
-		ef.Bytes, ef.SampleBytes = off, sampleBytes
-		rep.BytesWritten += total
-		rep.SampleBytes += sampleBytes
-		rep.EpochBytes = append(rep.EpochBytes, total)
-		planned = append(planned, ef)
-	}
-	// The last window: every packed file is written, synced and closed past here.
-	if err := pk.flush(); err != nil {
+	r.pk = newPacker(src, &o, r.rep, o.Epochs*nb, r.stop)
+	defer r.pk.close() // before the files are removed (deferred first)
+	idx := epochIndex{Version: epochIndexVersion, Inputs: inputs, Batches: nb}
+	if idx.Epochs, err = r.planFiles(); err != nil {
 		return nil, err
 	}
-	if err := pk.wait(); err != nil {
-		return nil, err
-	}
-	for _, ef := range planned {
-		idx.Epochs = append(idx.Epochs, *ef)
-	}
+	rep := r.rep
 	rep.Planned = len(idx.Epochs)
 	idx.Planned = rep.Planned
-	pk.report()
+	r.pk.report()
 
 	snaps, unlock = src.snapshots()
 	now := src.planInputs(&o, fp, snaps).MemoryTiers
@@ -374,6 +251,199 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 		return nil, err
 	}
 	return rep, nil
+}
+
+// epochPlanner is one run of planPlaced: what the epochs it packs share.
+type epochPlanner struct {
+	src     *epochSource
+	o       *EpochOptions
+	pl      *placed
+	nb      int // batches per epoch
+	rep     *EpochPlanReport
+	pk      *packer
+	stop    func() error // the run's cancel check
+	written []string     // the files written, removed when the run fails
+}
+
+// epochPack is one epoch being packed by an epochPlanner.
+type epochPack struct {
+	e           int
+	path, spath string // the packed and the samples file
+	f           *os.File
+	ef          *epochFile
+	// The epoch's samples file: the placement pass's (spooled), its records listed as their
+	// batches are packed, or else written here (sw).
+	sw      *samplesWriter
+	spooled *spooledEpoch
+	sampled int64 // the samples file's bytes so far
+	off     int64 // the packed file's bytes so far
+	// Past the disk budget (over), batches are only counted: need and needSamples are the
+	// bytes the epoch needs, and its stored samples' part of them.
+	over              bool
+	need, needSamples int64
+	countOnly         atomic.Bool
+}
+
+// planFiles packs o.Epochs epochs, or as many as fit the disk budget, and returns their
+// index entries; every packed file is written, synced and closed when it returns.
+func (r *epochPlanner) planFiles() ([]epochFile, error) {
+	var planned []*epochFile
+	for e := range r.o.Epochs {
+		ef, err := r.planFile(e)
+		if errors.Is(err, errEpochOverBudget) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		planned = append(planned, ef)
+	}
+	// The last window: every packed file is written, synced and closed past here.
+	if err := r.pk.flush(); err != nil {
+		return nil, err
+	}
+	if err := r.pk.wait(); err != nil {
+		return nil, err
+	}
+	// The packer fills an epoch's extents until its last window is written: copied now.
+	var idx []epochFile
+	for _, ef := range planned {
+		idx = append(idx, *ef)
+	}
+	return idx, nil
+}
+
+// planFile packs epoch e and returns its index entry, or errEpochOverBudget (its files
+// removed, the report as before it) when a later epoch does not fit the disk budget.
+func (r *epochPlanner) planFile(e int) (*epochFile, error) {
+	o, rep := r.o, r.rep
+	// The report's per-batch figures, restored when the epoch does not fit the budget.
+	rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs := rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds
+	ep, err := r.openEpoch(e)
+	if err != nil {
+		return nil, err
+	}
+	batch := func(b int, seeds []int64) *packedBatch {
+		return r.src.packBatch(o, e, b, seeds, ep.countOnly.Load(), ep.spooled)
+	}
+	err = r.src.planEpoch(o, e, batch, func(p *packedBatch) error { return r.emit(ep, p) })
+	err = r.closeEpoch(ep, err)
+	if errors.Is(err, errEpochOverBudget) {
+		rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds = rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs
+		os.Remove(ep.path)
+		os.Remove(ep.spath)
+		r.written = r.written[:len(r.written)-2]
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ep.over {
+		want := fmt.Sprintf("at least the %d bytes one planned epoch needs (%d of them its stored samples)", ep.need, ep.needSamples)
+		return nil, &featurestore.OptionError{Option: "plan_disk_budget", Value: o.DiskBudget, Want: want}
+	}
+	total := ep.off + ep.sampled
+	if e == 0 && o.DiskBudget == 0 && o.Epochs > 1 {
+		// K-1 more epochs about this size must fit the disk; find out now, not when it is full.
+		if free, ferr := planFreeBytes(o.Dir); ferr == nil && total > 0 && int64(o.Epochs-1) > free/total {
+			return nil, &featurestore.OptionError{Option: "planned_epochs", Value: o.Epochs,
+				Want: fmt.Sprintf("epochs that fit the %d bytes free in %s (planned epoch 0 took %d bytes), or a plan_disk_budget to plan as many as fit", free, o.Dir, total)}
+		}
+	}
+	ep.ef.Bytes, ep.ef.SampleBytes = ep.off, ep.sampled
+	rep.BytesWritten += total
+	rep.SampleBytes += ep.sampled
+	rep.EpochBytes = append(rep.EpochBytes, total)
+	return ep.ef, nil
+}
+
+// openEpoch creates epoch e's packed file and its samples file (or takes the spooled one)
+// and opens the packer on them.
+func (r *epochPlanner) openEpoch(e int) (*epochPack, error) {
+	ep := &epochPack{e: e, path: filepath.Join(r.o.Dir, packedFile(e))}
+	f, err := createPacked(ep.path)
+	if err != nil {
+		return nil, err
+	}
+	r.written = append(r.written, ep.path)
+	ep.f = f
+	ep.ef = &epochFile{File: packedFile(e), Batches: make([]batchExtent, 0, r.nb*len(r.src.stacks))}
+	ep.spooled = r.pl.spooled(e)
+	ep.ef.Samples, ep.ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, r.nb)
+	ep.spath = filepath.Join(r.o.Dir, ep.ef.Samples)
+	if ep.spooled != nil {
+		err = ep.spooled.take(ep.spath)
+	} else {
+		ep.sw, err = createSamples(ep.spath, &ep.ef.SampleRecords)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.written = append(r.written, ep.spath)
+	r.pk.open(f, ep.path, ep.ef)
+	return ep, nil
+}
+
+// emit takes batch p of epoch ep, in order: it packs it, or past the disk budget only counts
+// its bytes (errEpochOverBudget past epoch 0).
+func (r *epochPlanner) emit(ep *epochPack, p *packedBatch) error {
+	if err := r.stop(); err != nil {
+		return err
+	}
+	pad := p.recordLen // the batch's bytes: its extents and its sample record
+	for t, pt := range p.types {
+		pad += alignUp64(pt.rows * r.src.stacks[t].RowBytes())
+	}
+	ep.off = r.pk.end()
+	if !ep.over && r.o.DiskBudget > 0 && r.rep.BytesWritten+ep.off+ep.sampled+pad > r.o.DiskBudget {
+		if ep.e > 0 {
+			return errEpochOverBudget
+		}
+		ep.over = true
+		ep.countOnly.Store(true)
+		ep.need, ep.needSamples = ep.off+ep.sampled, ep.sampled
+	}
+	if ep.over {
+		ep.need += pad
+		ep.needSamples += p.recordLen
+		return nil
+	}
+	if err := r.pk.add(p); err != nil {
+		return err
+	}
+	if ep.sw != nil {
+		if err := ep.sw.add(p.record, p.recordSum); err != nil {
+			return err
+		}
+	} else if ep.spooled != nil {
+		ep.ef.SampleRecords = append(ep.ef.SampleRecords, ep.spooled.records[len(ep.ef.SampleRecords)])
+	}
+	ep.sampled += p.recordLen
+	r.rep.NodesPerBatch.add(p.nodes)
+	r.rep.RowsPerBatch.add(p.rows())
+	r.rep.SampleSeconds += p.sample.Seconds()
+	return nil
+}
+
+// closeEpoch ends epoch ep after its batches (err their first error): it closes out its
+// packed file, or drops it when it is not kept, and finishes its samples file.
+func (r *epochPlanner) closeEpoch(ep *epochPack, err error) error {
+	ep.off = r.pk.end()
+	// The packed file stays open until the window with its last extent is written (a window
+	// runs on into the next epoch's file); a file that will not be kept is dropped now.
+	if err == nil && !ep.over {
+		err = r.pk.closeOut()
+	} else if derr := r.pk.dropOut(); err == nil {
+		err = derr
+	}
+	if ep.sw != nil {
+		if serr := ep.sw.finish(err == nil && !ep.over); err == nil {
+			err = serr
+		}
+	}
+	ep.spooled.release() // synced when spooled
+	return err
 }
 
 // planners holds, per plan directory (planKey) being written, its planner's cancel flag.

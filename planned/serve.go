@@ -464,12 +464,17 @@ func (p *Epochs) Gather(e, b int, ntype string, nodes []int64, dst []byte) (Batc
 			copy(dst[at*rb:(at+1)*rb], buf[int64(k)*rb:int64(k+1)*rb])
 		}
 	}
+	return p.served(io, ext), nil
+}
+
+// served counts a batch served in full: its extent's rows and io's bytes and reads.
+func (p *Epochs) served(io BatchIO, ext batchExtent) BatchIO {
 	io.Rows = ext.Rows
 	p.batches.Add(1)
 	p.rows.Add(io.Rows)
 	p.bytes.Add(io.Bytes)
 	p.reads.Add(io.Reads)
-	return io, nil
+	return io
 }
 
 // refilled is the error of a batch served after the memory tiers were refilled.

@@ -176,29 +176,26 @@ def _sz(t) -> int:
 
 C_SCALARS: dict[str, tuple[str, int, bool | None]] = {
     "char": ("char", 1, None),
-    "signed char": ("int", 1, True),
-    "unsigned char": ("int", 1, False),
-    "short": ("int", _sz(ctypes.c_short), True),
-    "unsigned short": ("int", _sz(ctypes.c_ushort), False),
-    "int": ("int", _sz(ctypes.c_int), True),
-    "unsigned int": ("int", _sz(ctypes.c_uint), False),
-    "long": ("int", _sz(ctypes.c_long), True),
-    "unsigned long": ("int", _sz(ctypes.c_ulong), False),
-    "long long": ("int", _sz(ctypes.c_longlong), True),
-    "unsigned long long": ("int", _sz(ctypes.c_ulonglong), False),
-    "int8_t": ("int", 1, True),
-    "uint8_t": ("int", 1, False),
-    "int16_t": ("int", 2, True),
-    "uint16_t": ("int", 2, False),
-    "int32_t": ("int", 4, True),
-    "uint32_t": ("int", 4, False),
-    "int64_t": ("int", 8, True),
-    "uint64_t": ("int", 8, False),
+    # each integer type and its unsigned twin
+    **{
+        name: ("int", size, signed)
+        for signed_name, unsigned_name, size in (
+            ("signed char", "unsigned char", 1),
+            ("short", "unsigned short", _sz(ctypes.c_short)),
+            ("int", "unsigned int", _sz(ctypes.c_int)),
+            ("long", "unsigned long", _sz(ctypes.c_long)),
+            ("long long", "unsigned long long", _sz(ctypes.c_longlong)),
+            ("int8_t", "uint8_t", 1),
+            ("int16_t", "uint16_t", 2),
+            ("int32_t", "uint32_t", 4),
+            ("int64_t", "uint64_t", 8),
+            ("intptr_t", "uintptr_t", _sz(ctypes.c_void_p)),
+        )
+        for name, signed in ((signed_name, True), (unsigned_name, False))
+    },
     "size_t": ("int", _sz(ctypes.c_size_t), False),
     "ssize_t": ("int", _sz(ctypes.c_ssize_t), True),
     "ptrdiff_t": ("int", _sz(ctypes.c_ssize_t), True),
-    "intptr_t": ("int", _sz(ctypes.c_void_p), True),
-    "uintptr_t": ("int", _sz(ctypes.c_void_p), False),
     "float": ("float", 4, None),
     "double": ("float", 8, None),
     "long double": ("float", _sz(ctypes.c_longdouble), None),

@@ -124,16 +124,24 @@ func (g *DiskCSC) Degrees(nodes []int64, deg []int64) error {
 
 var _ EdgeIndexer = (*DiskCSC)(nil)
 
+// pointersOf is the index pointers of nodes, their cache slots and the cache those index, as
+// the Degrees call on the same nodes read them (its entry taken out of g.recent with take), else
+// read now.
+func (g *DiskCSC) pointersOf(nodes []int64, take bool) ([]int64, []int32, *neighborCache, error) {
+	if ptr, slot, cache, ok := g.recent.get(nodes, take); ok {
+		return ptr, slot, cache, nil
+	}
+	cache := g.cache.Load()
+	ptr, slot, err := g.pointers(nodes, cache)
+	return ptr, slot, cache, err
+}
+
 // ListStarts implements EdgeIndexer from the index pointers the Degrees call on the same nodes
 // read (else it reads them); a cached node's start is kept with its list.
 func (g *DiskCSC) ListStarts(nodes []int64, start []int64) error {
-	ptr, slot, cache, ok := g.recent.peek(nodes)
-	if !ok {
-		var err error
-		cache = g.cache.Load()
-		if ptr, slot, err = g.pointers(nodes, cache); err != nil {
-			return err
-		}
+	ptr, slot, cache, err := g.pointersOf(nodes, false)
+	if err != nil {
+		return err
 	}
 	for i := range nodes {
 		if slot != nil && slot[i] >= 0 {
@@ -146,13 +154,9 @@ func (g *DiskCSC) ListStarts(nodes []int64, start []int64) error {
 }
 
 func (g *DiskCSC) NeighborsAt(nodes []int64, off []int64, pos []int64, out []int64) error {
-	ptr, slot, cache, ok := g.recent.take(nodes)
-	if !ok {
-		var err error
-		cache = g.cache.Load()
-		if ptr, slot, err = g.pointers(nodes, cache); err != nil {
-			return err
-		}
+	ptr, slot, cache, err := g.pointersOf(nodes, true)
+	if err != nil {
+		return err
 	}
 	isz := g.indexSize
 	raw := make([]byte, int64(len(pos))*isz)
@@ -252,25 +256,15 @@ func (r *recentPointers) put(nodes, ptr []int64, slot []int32, cache *neighborCa
 	r.entries = append(r.entries, ptrEntry{slices.Clone(nodes), ptr, slot, cache})
 }
 
-// peek returns the entry for exactly nodes, if any, keeping it.
-func (r *recentPointers) peek(nodes []int64) (ptr []int64, slot []int32, cache *neighborCache, ok bool) {
+// get returns the entry for exactly nodes, if any: removed with take, else kept.
+func (r *recentPointers) get(nodes []int64, take bool) (ptr []int64, slot []int32, cache *neighborCache, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.entries) - 1; i >= 0; i-- {
 		if e := r.entries[i]; slices.Equal(e.nodes, nodes) {
-			return e.ptr, e.slot, e.cache, true
-		}
-	}
-	return nil, nil, nil, false
-}
-
-// take removes and returns the entry for exactly nodes, if any.
-func (r *recentPointers) take(nodes []int64) (ptr []int64, slot []int32, cache *neighborCache, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.entries) - 1; i >= 0; i-- {
-		if e := r.entries[i]; slices.Equal(e.nodes, nodes) {
-			r.entries = slices.Delete(r.entries, i, i+1)
+			if take {
+				r.entries = slices.Delete(r.entries, i, i+1)
+			}
 			return e.ptr, e.slot, e.cache, true
 		}
 	}

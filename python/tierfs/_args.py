@@ -90,6 +90,20 @@ def _c_str(value: str, what: str) -> bytes:
     return b
 
 
+def _is_int(v: Any) -> bool:
+    """Whether v is an int (Python's or numpy's), not a bool."""
+    return not isinstance(v, bool) and isinstance(v, (int, np.integer))
+
+
+def _check_batching(who: str, batch_size: Any, batches: Any, of: str) -> None:
+    """Refuses a batch_size that is not a positive int, or batches neither None nor one, naming
+    the call (who) and what None means: one epoch of ``of``."""
+    if not _is_int(batch_size) or batch_size < 1:
+        raise errors.InvalidArgumentError(f"{who}: batch_size = {batch_size!r}; want a positive int")
+    if batches is not None and (not _is_int(batches) or batches < 1):
+        raise errors.InvalidArgumentError(f"{who}: batches = {batches!r}; want a positive int (None: one epoch of {of})")
+
+
 def _fanouts(fanouts: Any, what: str = "fanouts") -> List[int]:
     """Fanouts (one per hop) as a list of ints, from one int or a sequence of ints (numpy or
     0-d torch integers too). A value that is not a whole number is refused, naming it, instead of

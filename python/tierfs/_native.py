@@ -28,7 +28,7 @@ import os
 import sys
 from ctypes import c_char_p, c_size_t
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -188,3 +188,30 @@ def addr(obj) -> int:
     if isinstance(obj, np.ndarray):
         return obj.ctypes.data
     return obj.data_ptr()
+
+
+class Finalized:
+    """A native object that closes when collected: ``__del__`` calls its ``close()`` (which
+    frees the handle; closing again does nothing), errors ignored."""
+
+    def close(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+_C = TypeVar("_C", bound="Closeable")
+
+
+class Closeable(Finalized):
+    """A :class:`Finalized` native object that is also a context manager: ``with`` closes it."""
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

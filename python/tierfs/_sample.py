@@ -31,6 +31,28 @@ def _only(d: Dict[Any, Any], what: str) -> Any:
     raise NoOnlyTypeError(f"tierfs: the sample has {len(d)} {what}s ({', '.join(map(str, d))}), so no only one; name one (sample.node[...], sample.rows[...], ...)")
 
 
+class _PerEdgeType:
+    """A sample's per-edge-type dict attribute (named attr) as PyG's SamplerOutput (untyped)
+    or HeteroSamplerOutput (typed) names it: the dict of a typed sample, else its only edge
+    type's array (read and set)."""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        d = getattr(obj, self.attr)
+        return d if obj.typed else d[_only(d, "edge type")]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if obj.typed:
+            setattr(obj, self.attr, value)
+        else:
+            d = getattr(obj, self.attr)
+            d[_only(d, "edge type")] = value
+
+
 class Sample:
     """A k-hop neighborhood of a batch of seeds, in local ids per type, laid out as PyG's
     ``HeteroSamplerOutput``; a graph of one type is the one-type case.
@@ -75,27 +97,8 @@ class Sample:
 
     # the per-type arrays, as PyG's SamplerOutput (untyped) or HeteroSamplerOutput (typed) name them
 
-    @property
-    def row(self) -> Any:
-        return self.rows if self.typed else self.rows[_only(self.rows, "edge type")]
-
-    @row.setter
-    def row(self, value: Any) -> None:
-        if self.typed:
-            self.rows = value
-        else:
-            self.rows[_only(self.rows, "edge type")] = value
-
-    @property
-    def col(self) -> Any:
-        return self.cols if self.typed else self.cols[_only(self.cols, "edge type")]
-
-    @col.setter
-    def col(self, value: Any) -> None:
-        if self.typed:
-            self.cols = value
-        else:
-            self.cols[_only(self.cols, "edge type")] = value
+    row = _PerEdgeType("rows")
+    col = _PerEdgeType("cols")
 
     # the only type's, for a graph of one type
 

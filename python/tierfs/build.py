@@ -284,15 +284,14 @@ def ingest(
                 opts[f"{what}_features"] = listed
         if edge_splits is not None:
             opts["edge_splits"] = _edge_split_entries(edge_splits, staging.save)
-        for key, on in (("undirected", undirected), ("drop_self_loops", drop_self_loops), ("dedup", dedup), ("force", force)):
+        for key, on in (("undirected", undirected), ("drop_self_loops", drop_self_loops), ("dedup", dedup)):
             if on:
                 opts[key] = True
         if num_nodes:
             opts["num_nodes"] = int(num_nodes)
         if feature_dtype:
             opts["feature_dtype"] = str(feature_dtype)
-        if device_paths:
-            opts["device_paths"] = [os.fspath(p) for p in device_paths]
+        _out_options(opts, device_paths, force)
         if edge_columns is not None:
             cols = [str(c) for c in edge_columns]
             if len(cols) != 2:
@@ -516,10 +515,7 @@ def synth(
     ):
         if val is not None:
             opts[key] = conv(val)
-    if device_paths:
-        opts["device_paths"] = [os.fspath(p) for p in device_paths]
-    if force:
-        opts["force"] = True
+    _out_options(opts, device_paths, force)
     _run_with_progress(lib.tfs_synth, lib.tfs_synth_progress, opts, progress)
     return out
 
@@ -566,12 +562,18 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
         opts["graphbolt_task"] = str(task)
     if undirected:
         opts["undirected"] = True
+    _out_options(opts, device_paths, force)
+    _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
+    return opts["out"]
+
+
+def _out_options(opts: Dict[str, Any], device_paths: Optional[Sequence[PathLike]], force: bool) -> None:
+    """Sets the output options every ingest takes in opts: ``device_paths`` where given,
+    ``force`` where set."""
     if device_paths:
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
     if force:
         opts["force"] = True
-    _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
-    return opts["out"]
 
 
 def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) -> Dict[str, Any]:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # for annotations only: store imports this module
 __all__ = ["PlannedEpochs"]
 
 
-class PlannedEpochs:
+class PlannedEpochs(_native.Closeable):
     """An open plan of a store; made by :meth:`tierfs.Store.plan_epochs`.
 
     Safe to use from several threads. ``report`` is what planning did when this open planned
@@ -300,18 +300,6 @@ class PlannedEpochs:
         temp, self._temp_dir = getattr(self, "_temp_dir", None), None
         if temp is not None and not _native._forked:
             shutil.rmtree(temp, ignore_errors=True)
-
-    def __enter__(self) -> "PlannedEpochs":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         types = f" node_types={self.node_types}" if self.hetero else ""

@@ -67,7 +67,9 @@ STATUS_NAMES = {v: k for k, v in _abi.ENUMS["tfs_status"].items()}
 
 
 class Error(Exception):
-    """Base class of every tierfs error.
+    """Base class of every tierfs error. Its ``__init__`` comes first in every subclass's MRO,
+    so an ``OSError`` subclass takes ``(message, status)`` too (not OSError's ``(errno,
+    strerror)``).
 
     Attributes:
         status: the ``tfs_status`` code of the failed native call (0 for errors raised by the
@@ -106,9 +108,6 @@ class NotFoundError(Error, FileNotFoundError):
 
     status = ENOENT
 
-    def __init__(self, message: str, status: int | None = None) -> None:
-        Error.__init__(self, message, status)
-
 
 class KeyNotFoundError(Error, KeyError):
     """A split, feature or node/edge type the dataset does not have (``TFS_ENOENT``)."""
@@ -127,17 +126,11 @@ class CorruptError(Error, OSError):
 
     status = ECORRUPT
 
-    def __init__(self, message: str, status: int | None = None) -> None:
-        Error.__init__(self, message, status)
-
 
 class IOFailedError(Error, OSError):
     """A read or write that failed (``TFS_EIO``)."""
 
     status = EIO
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        Error.__init__(self, message, status)
 
 
 class OutOfMemoryError(Error, MemoryError):

@@ -13,7 +13,7 @@ import numpy as np
 from . import _native, _util, errors
 from ._native import lib
 from ._progress import ProgressLike
-from .build import PathLike, Staging, _edge_split_entries, _is_pyg_data, _labels_array, _save, _to_numpy, ingest
+from .build import PathLike, Staging, _edge_split_entries, _is_pyg_data, _labels_array, _out_options, _save, _to_numpy, ingest
 from .hetero import edge_type_key
 
 __all__ = ["from_pyg", "graph_attrs"]
@@ -304,9 +304,6 @@ def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_path
         opts: Dict[str, Any] = {"node_types": node_types, "edge_types": edge_types, "out": out}
         if entries:
             opts["edge_splits"] = entries
-        if device_paths:
-            opts["device_paths"] = [os.fspath(p) for p in device_paths]
-        if force:
-            opts["force"] = True
+        _out_options(opts, device_paths, force)
         staging.run(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
     return out

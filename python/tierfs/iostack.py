@@ -43,7 +43,7 @@ def _dst_of(dst: Any, what: str) -> Tuple[int, int, bool]:
     raise errors.DTypeError(f"{what}: want a numpy array, a torch tensor or a bytearray, got {type(dst).__name__}")
 
 
-class IOStack:
+class IOStack(_native.Closeable):
     """An open set of files and the IO stack that reads them (see the module doc).
 
     Args:
@@ -147,18 +147,6 @@ class IOStack:
         if h is not None and not _native._forked:
             lib.tfs_io_close(h)
         self._pending.clear()
-
-    def __enter__(self) -> "IOStack":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{len(self.paths)} file(s)"

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import errors
-from ._args import IdsLike, _fanouts, _ids, _torch
+from ._args import IdsLike, _check_batching, _fanouts, _ids, _is_int, _torch
 from .exchange import _new_counters
 from .rankshare import _RANK_SEED_STRIDE, split_seeds
 from .store import Store
@@ -320,11 +320,8 @@ def _profile_args(self, fanouts: Any, batch_size: Any, batches: Any, seeds: Any,
     fo = fanouts if isinstance(fanouts, dict) else _fanouts(fanouts)
     if not fo:
         raise errors.InvalidArgumentError("DistributedStore.place: fanouts is empty; give one fanout per hop")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise errors.InvalidArgumentError(f"DistributedStore.place: batch_size = {batch_size!r}; want a positive int")
-    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
-        raise errors.InvalidArgumentError(f"DistributedStore.place: batches = {batches!r}; want a positive int (None: one epoch of the rank's seeds)")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    _check_batching("DistributedStore.place", batch_size, batches, "the rank's seeds")
+    if not _is_int(seed):
         raise errors.InvalidArgumentError(f"DistributedStore.place: seed = {seed!r}; want an int (the loader's seed)")
     nt = self.node_type if node_type is None else node_type
     rows = self.num_nodes_of(nt)  # raises naming a node type the dataset lacks

@@ -29,7 +29,7 @@ def _is_edge_type(x: Any) -> bool:
     return isinstance(x, str) or (isinstance(x, tuple) and len(x) == 3 and all(isinstance(p, str) for p in x))
 
 
-class Sampler:
+class Sampler(_native.Finalized):
     """Uniform k-hop neighbor sampling in the core; see :meth:`Store.sampler`.
 
     ``fanouts`` is one list of per-hop fanouts (the graph's only edge type) or a dict
@@ -105,12 +105,6 @@ class Sampler:
             h, self._handle = self._handle, None
         if h is not None and not _native._forked:
             lib.tfs_sampler_free(h)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _h(self) -> int:
         h = self._handle

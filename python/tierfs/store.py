@@ -40,7 +40,7 @@ def _reopen(path: str, options: Dict[str, Any]) -> "Store":
     return Store(path, **options)
 
 
-class Store:
+class Store(_native.Closeable):
     """An open tierfs dataset: gather feature rows, read labels and splits, sample.
 
     Made by :func:`tierfs.open`. Safe to use from several threads at once (each call is one
@@ -604,18 +604,6 @@ class Store:
         h, self._handle = self._handle, None
         if h is not None and not _native._forked:
             check(lib.tfs_close(h))
-
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __reduce__(self):
         if self._handle is None:

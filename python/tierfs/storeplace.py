@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from . import _native, _util, errors
-from ._args import IdsLike, _c_str, _fanouts, _ids
+from ._args import IdsLike, _c_str, _check_batching, _fanouts, _ids
 from ._native import check, lib
 from ._progress import _progress_callback
 from .hetero import fanouts_by_key
@@ -171,10 +171,7 @@ def profile_reads(
     fo: Any = fanouts_by_key(fanouts) if hetero else _fanouts(fanouts)
     if not fo:
         raise errors.InvalidArgumentError("profile_reads: fanouts is empty; give one fanout per hop")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise errors.InvalidArgumentError(f"profile_reads: batch_size = {batch_size!r}; want a positive int")
-    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1):
-        raise errors.InvalidArgumentError(f"profile_reads: batches = {batches!r}; want a positive int (None: one epoch of the seeds)")
+    _check_batching("profile_reads", batch_size, batches, "the seeds")
     nt = self.node_type if node_type is None else node_type
     if seeds is None:
         if hetero:

@@ -224,13 +224,19 @@ func (x *Index) Slot(id int64) int64 {
 	if len(x.ids) == 0 {
 		return -1
 	}
-	for h := hash(id) & x.mask; ; h = (h + 1) & x.mask {
-		s := x.table[h]
+	return int64(probe(x.table, x.ids, x.mask, id))
+}
+
+// probe is the slot of id in table, an open-addressing (linear probing) table of slots of ids
+// (-1 empty) of mask+1 entries, or -1.
+func probe(table []int32, ids []int64, mask uint64, id int64) int32 {
+	for h := hash(id) & mask; ; h = (h + 1) & mask {
+		s := table[h]
 		if s < 0 {
 			return -1
 		}
-		if x.ids[s] == id {
-			return int64(s)
+		if ids[s] == id {
+			return s
 		}
 	}
 }

@@ -142,15 +142,7 @@ func (c *Sieve) find(id int64) int32 {
 	if c.n == 0 {
 		return -1
 	}
-	for h := hash(id) & c.mask; ; h = (h + 1) & c.mask {
-		s := c.table[h]
-		if s < 0 {
-			return -1
-		}
-		if c.ids[s] == id {
-			return s
-		}
-	}
+	return probe(c.table, c.ids, c.mask, id)
 }
 
 // Get copies the row of each held ids[i] to dst[i*rowBytes : (i+1)*rowBytes], marks it visited

@@ -250,7 +250,11 @@ func (f *Files) Read(reqs []gpuio.Request) error { return f.ReadBridging(reqs, 0
 
 // ReadBridging is Read with ranges of a file at most gap bytes apart read by one read, the gap
 // read (and verified under VerifyReads) and dropped (gpuio.Stack.SubmitBridging).
-func (f *Files) ReadBridging(reqs []gpuio.Request, gap int) error {
+func (f *Files) ReadBridging(reqs []gpuio.Request, gap int) error { return f.read(reqs, gap, 0) }
+
+// read serves reqs through one of the IO stacks, ranges at most gap bytes apart read by one read,
+// device destinations moved by the completion kernel on stream (gpuio.Stack.CompleteOn).
+func (f *Files) read(reqs []gpuio.Request, gap int, stream uintptr) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -258,10 +262,10 @@ func (f *Files) ReadBridging(reqs []gpuio.Request, gap int) error {
 	defer f.give(p)
 	st := p.st
 	if err := st.SubmitBridging(reqs, gap); err != nil {
-		st.Complete() // drain whatever was handed to the kernel before the error
+		st.CompleteOn(stream) // drain whatever was handed to the kernel before the error
 		return f.classify(err)
 	}
-	return f.classify(st.Complete())
+	return f.classify(st.CompleteOn(stream))
 }
 
 // classify makes a read that a file's end cut short a corruption error naming the file: every
@@ -277,17 +281,7 @@ func (f *Files) classify(err error) error {
 // ReadToDevice serves reqs whose destinations are device memory: the completion kernel moves
 // them on stream. It returns once every read is reaped and its kernel queued.
 func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
-	if len(reqs) == 0 {
-		return nil
-	}
-	p := f.take()
-	defer f.give(p)
-	st := p.st
-	if err := st.Submit(reqs); err != nil {
-		st.CompleteOn(stream)
-		return f.classify(err)
-	}
-	return f.classify(st.CompleteOn(stream))
+	return f.read(reqs, 0, stream)
 }
 
 func (f *Files) take() *pooledStack { return <-f.stacks }

@@ -15,6 +15,35 @@ from .graph import dgl_graph
 
 if gb is not None:
 
+    class _StoreOwner:
+        """What FeatureStore and Dataset share: ``store``, an open tierfs Store (not closed by the
+        object) or a dataset path, opened with the open options and closed by :meth:`close`."""
+
+        def _open(self, store, open_kwargs: dict, who: str):
+            self._owned = not hasattr(store, "gather")
+            if self._owned:
+                store = tierfs.open(str(store), **open_kwargs)
+            elif open_kwargs:
+                raise TypeError(f"tierfs.dgl.{who}: open options given with an open store")
+            self._store = store
+            return store
+
+        @property
+        def store(self):
+            """The tierfs store read from."""
+            return self._store
+
+        def close(self):
+            """Closes the store if this object opened it."""
+            if self._owned:
+                self._store.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
     class Feature(gb.Feature):
         """One column of a tierfs store as a GraphBolt feature: the node features
         (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
@@ -155,7 +184,7 @@ if gb is not None:
                 f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
             )
 
-    class FeatureStore(gb.BasicFeatureStore):
+    class FeatureStore(_StoreOwner, gb.BasicFeatureStore):
         """A GraphBolt feature store over a tierfs store, keyed by ``(domain, type, name)``.
 
         A homogeneous store (not ``store.is_hetero``), keyed as GraphBolt keys a homogeneous
@@ -184,12 +213,7 @@ if gb is not None:
             type_name: str | None = None,
             **open_kwargs,
         ):
-            self._owned = not hasattr(store, "gather")
-            if self._owned:
-                store = tierfs.open(str(store), **open_kwargs)
-            elif open_kwargs:
-                raise TypeError("tierfs.dgl.FeatureStore: open options given with an open store")
-            self._store = store
+            store = self._open(store, open_kwargs, "FeatureStore")
             if _is_hetero(store):
                 if type_name is not None or feature_name != FEATURE:
                     raise tierfs.InvalidArgumentError(
@@ -200,11 +224,6 @@ if gb is not None:
             else:
                 features = _columns(store, label_name, (feature_name, type_name))
             super().__init__(features)
-
-        @property
-        def store(self):
-            """The tierfs store read from."""
-            return self._store
 
         # GraphBolt >= 2.4 looks features up by key (``key in store``, ``store[key]``).
         def __getitem__(self, key):
@@ -218,17 +237,6 @@ if gb is not None:
 
         def count(self, domain: str, type_name: str, feature_name: str) -> int:
             return self._features[(domain, type_name, feature_name)].count()
-
-        def close(self):
-            """Closes the store if this object opened it."""
-            if self._owned:
-                self._store.close()
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.close()
 
         def __repr__(self) -> str:
             return f"tierfs.dgl.FeatureStore(keys={self.keys()})"
@@ -396,7 +404,7 @@ if gb is not None:
             sets = ", ".join(f"{a}={getattr(self, a)!r}" for _, a in _TASK_SETS)
             return f"tierfs.dgl.Task(metadata={self._metadata!r}, {sets})"
 
-    class Dataset(gb.Dataset):
+    class Dataset(_StoreOwner, gb.Dataset):
         """A tierfs dataset as GraphBolt's ``Dataset`` (what ``gb.OnDiskDataset(...).load()``
         answers): ``feature`` (:class:`FeatureStore`), ``graph`` (:func:`sampling_graph`, the
         whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
@@ -420,20 +428,10 @@ if gb is not None:
         """
 
         def __init__(self, store, **open_kwargs):
-            self._owned = not hasattr(store, "gather")
-            if self._owned:
-                store = tierfs.open(str(store), **open_kwargs)
-            elif open_kwargs:
-                raise TypeError("tierfs.dgl.Dataset: open options given with an open store")
-            self._store = store
+            self._open(store, open_kwargs, "Dataset")
             self._graph = None
             self._feature = None
             self._tasks = None
-
-        @property
-        def store(self):
-            """The tierfs store read from."""
-            return self._store
 
         @property
         def tasks(self) -> list:
@@ -464,17 +462,6 @@ if gb is not None:
             return gb.ItemSetDict(
                 {t: gb.ItemSet(torch.tensor(self._store.num_nodes_of(t)), names="seed_nodes") for t in self._store.node_types}
             )
-
-        def close(self):
-            """Closes the store if this object opened it."""
-            if self._owned:
-                self._store.close()
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.close()
 
         def __repr__(self) -> str:
             return f"tierfs.dgl.Dataset({self.dataset_name!r}, tasks={[t.metadata.get('name') for t in self.tasks]})"

@@ -171,30 +171,10 @@ class NeighborSampler(BaseSampler):
         if self.is_hetero:
             if index.input_type is None:
                 raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seeds' node type (input_type, one of {', '.join(self.store.node_types)})")
-            h = self.sampler.sample(seeds, index.input_type)
-            return HeteroSamplerOutput(
-                node=h.node,
-                row=h.row,
-                col=h.col,
-                edge=_input_edge_ids_by_type(self.store, h.edge),
-                batch=None,
-                num_sampled_nodes=h.num_sampled_nodes,
-                num_sampled_edges=h.num_sampled_edges,
-                metadata=(index.input_id, index.time),
-            )
+            return self._output(self.sampler.sample(seeds, index.input_type), (index.input_id, index.time))
         if index.input_type is not None and index.input_type != self.store.node_type:
             raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
-        s = self.sampler.sample(seeds)
-        return SamplerOutput(
-            node=s.nodes,
-            row=s.row,
-            col=s.col,
-            edge=input_edge_ids(self.store, s.e_id),
-            batch=None,
-            num_sampled_nodes=s.nodes_per_hop.tolist(),
-            num_sampled_edges=s.edges_per_hop.tolist(),
-            metadata=(index.input_id, index.time),
-        )
+        return self._output(self.sampler.sample(seeds), (index.input_id, index.time))
 
     def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """Samples around the seed edges ``(inputs.row[i], inputs.col[i])`` in one native call
@@ -221,19 +201,7 @@ class NeighborSampler(BaseSampler):
     def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of the link sample s of the seed edges inputs (a
         :class:`tierfs.LinkSample`, torch tensors)."""
-        metadata = _link_metadata(inputs, s, neg_sampling)
-        if self.is_hetero:
-            return self._hetero_link_output(s, metadata)
-        return SamplerOutput(
-            node=s.nodes,
-            row=s.row,
-            col=s.col,
-            edge=input_edge_ids(self.store, s.e_id),
-            batch=None,
-            num_sampled_nodes=s.nodes_per_hop.tolist(),
-            num_sampled_edges=s.edges_per_hop.tolist(),
-            metadata=metadata,
-        )
+        return self._output(s, _link_metadata(inputs, s, neg_sampling))
 
     def _sample_hetero_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling]) -> HeteroSamplerOutput:
         """sample_from_edges on a heterogeneous store (a typed Sampler.sample_from_edges)."""
@@ -241,19 +209,17 @@ class NeighborSampler(BaseSampler):
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
         row, col = _host_pair(inputs)
         h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
-        return self._hetero_link_output(h, _link_metadata(inputs, h, neg_sampling))
+        return self._link_output(inputs, h, neg_sampling)
 
-    def _hetero_link_output(self, h: Any, metadata: tuple) -> HeteroSamplerOutput:
-        return HeteroSamplerOutput(
-            node=h.node,
-            row=h.row,
-            col=h.col,
-            edge=_input_edge_ids_by_type(self.store, h.edge),
-            batch=None,
-            num_sampled_nodes=h.num_sampled_nodes,
-            num_sampled_edges=h.num_sampled_edges,
-            metadata=metadata,
-        )
+    def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
+        """PyG's sampler output of sample s (a typed sample on a heterogeneous store, else a
+        :class:`tierfs.Sample` or :class:`tierfs.LinkSample`; torch tensors) with metadata."""
+        both = dict(row=s.row, col=s.col, batch=None, metadata=metadata)
+        if self.is_hetero:
+            edge = _input_edge_ids_by_type(self.store, s.edge)
+            return HeteroSamplerOutput(node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
+        edge = input_edge_ids(self.store, s.e_id)
+        return SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
