@@ -141,10 +141,10 @@ func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
 //
 // What a plan packs follows o's fanouts (sourceOf): one fanout list (Sample.Fanouts) plans the
 // tier stack of node type o.NodeType ("" for the only one), its batches drawn as its Sampler
-// draws them; fanouts per edge type (EdgeFanouts, as NewHeteroSampler takes them) plan every node
+// draws them; fanouts per edge type (EdgeFanouts, as NewSampler takes them) plan every node
 // type with features, the batches seeds of o.NodeType sampled by the heterogeneous sampler —
 // batch b of planned epoch e draws with seed BatchSampleSeed(Sample.Seed, e, b), the first draw
-// of a HeteroSampler of that seed — and each batch packs, per node type with features, the rows
+// of a Sampler of that seed — and each batch packs, per node type with features, the rows
 // of its sampled nodes of that type that the type's memory tiers miss.
 func PlanEpochs(ss *featurestore.Session, o EpochOptions) (*EpochPlanReport, error) {
 	src, err := sourceOf(ss, &o, "PlanEpochs")
