@@ -19,6 +19,12 @@
 #    TestPlannedDeviceGather*). About 300 s, in a call of its own: `bash
 #    benchmarks/h200-next/commands.sh ab`, after building build/old-a6d8f53.tar.xz here (a6d8f53's
 #    python/tierfs and `go build -buildmode=c-shared -o libtierfs.so ./capi` at its top level).
+#    Done in session 19 (benchmarks/h200-2026-12-02/): not reproduced once the order alternates.
+# 5. (session 19) the next GPU session: `GPU_BENCH=0 make gpu-test` on the final tree (the
+#    Session.Close fix was checked on featurestore's GPU binary and sanitizers only), then the
+#    training rows with 3+ rounds a build: `SAMPLE=0 TRAIN=1 TRAIN_ROUNDS="1 2 3" BUILDS="a6d8f53
+#    new" bash benchmarks/h200-next/sample_ab.sh` (carry build/ab/a6d8f53.tar.xz and
+#    build/ab/new.tar.xz: python/tierfs and libtierfs.so of each; about 330 s).
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
