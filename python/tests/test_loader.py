@@ -45,6 +45,18 @@ def test_order_and_contents(store, graph):
     assert wait_no_threads()
 
 
+def test_split_name_seeds(store, graph):
+    """A split name stands for its ids, as PyG's loaders take input_nodes="train"; an unknown one
+    is a KeyNotFoundError naming the splits there are (issue 42)."""
+    a = tierfs.Loader(store, store.sampler([2], seed=3), "train", batch_size=256, shuffle=False)
+    b = tierfs.Loader(store, store.sampler([2], seed=3), graph["splits"]["train"], batch_size=256, shuffle=False)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.seeds, y.seeds)
+        np.testing.assert_array_equal(x.sample.nodes, y.sample.nodes)
+    with pytest.raises(tierfs.KeyNotFoundError, match="training"):
+        tierfs.Loader(store, store.sampler([2]), "training", batch_size=256)
+
+
 def test_shuffle_epochs_drop_last(store, graph):
     seeds = np.arange(250)
     loader = tierfs.Loader(store, store.sampler([2]), seeds, batch_size=64, shuffle=True, drop_last=True, seed=1)

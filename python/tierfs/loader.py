@@ -240,7 +240,9 @@ def _auto_decide(a: Dict[str, Any], st: Dict[str, Any], planned: bool, epoch: in
 class Loader:
     """Mini-batches of (seeds, sampled neighborhood, features, labels), pipelined.
 
-    Each epoch (each ``iter(loader)``) splits ``seeds`` into batches of ``batch_size``
+    ``seeds`` are node ids (of ``node_type`` with a typed sampler) or a split name ("train"),
+    as PyG's loaders take ``input_nodes``. Each epoch (each ``iter(loader)``) splits ``seeds``
+    into batches of ``batch_size``
     (shuffled by ``seed`` and the epoch number when ``shuffle``) and runs them through a
     :class:`tierfs.pipeline.Pipeline`: one thread samples ahead, ``prefetch`` threads gather at
     once (so the disk queue does not drain between batches), up to ``prefetch`` batches in
@@ -362,6 +364,8 @@ class Loader:
             raise ValueError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches gathered at once, a thread each")
         self.store = store
         self.sampler = sampler
+        if isinstance(seeds, str):  # a split name, as PyG's loaders take input_nodes="train"
+            seeds = store.split(seeds, self.node_type)
         ids = _ids(seeds, "seeds")
         self._seeds = ids.array
         self._torch = ids.kind == "torch"
