@@ -101,6 +101,9 @@ def test_bad_link_input(store, graph):
         tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=torch.tensor([[0, 1], [2, 3]]), neg_sampling_ratio=-1)
     with pytest.raises(tierfs.InvalidArgumentError, match="edge_label_index: want a"):
         tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=torch.tensor([0, 1, 2]))
+    # a split name is not seed edges (PyG takes none either): the error names store.edge_split (issue 42)
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"store.edge_split\('train'\)"):
+        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index="train")
 
 
 def test_layout_equals_pyg_edge_sample(store, graph):

@@ -281,6 +281,11 @@ def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, st
     if not store.is_hetero:
         if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
             edge_label_index = edge_label_index[1]
+        if isinstance(edge_label_index, str):
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.LinkNeighborLoader: edge_label_index={edge_label_index!r}: want a (2, n) tensor of seed edges, or None for "
+                f"every edge; a stored edge split's seed edges and labels are store.edge_split({edge_label_index!r}) "
+                f"(pass them as edge_label_index=..., edge_label=...)")
         return EDGE_TYPE, edge_label_index
     types = store.edge_types
     if isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 3 and all(isinstance(x, str) for x in edge_label_index):
