@@ -417,3 +417,25 @@ def test_loader_hetero_cuda_store_matches_cpu(acm_data, acm_store):
         assert n == len(ref) > 1
     finally:
         gpu.close()
+
+
+def test_loader_hetero_one_value_x_stays_1d(tmp_path):
+    """A type whose x is one value a node (1-D in the HeteroData) comes back 1-D, as PyG's own
+    NodeLoader over the in-memory data serves it; a type of rows keeps its rows (issue 42, PyG
+    item 3)."""
+    r = rng(SEED % 1000 + 3)
+    data = HeteroData()
+    data["p"].x = torch.from_numpy(r.standard_normal(30).astype(np.float32))
+    data["a"].x = torch.from_numpy(r.standard_normal((20, 4)).astype(np.float32))
+    data["p"].num_nodes, data["a"].num_nodes = 30, 20
+    data["p", "w", "a"].edge_index = torch.from_numpy(np.stack([r.integers(0, 30, 100), r.integers(0, 20, 100)]))
+    data["a", "r", "p"].edge_index = torch.from_numpy(np.stack([r.integers(0, 20, 100), r.integers(0, 30, 100)]))
+    tierfs.from_pyg(data, tmp_path / "g", force=True)
+    store = tierfs.open(tmp_path / "g")
+    try:
+        nn = {et: [2] for et in data.edge_types}
+        compare_loaders(store, data, nn, ("p", torch.arange(30)), 8, 5, [])
+        b = next(iter(tierfs.pyg.NeighborLoader(store, nn, input_nodes=("p", torch.arange(30)), batch_size=8)))
+        assert b["p"].x.dim() == 1 and b["a"].x.shape[1:] == (4,)
+    finally:
+        store.close()

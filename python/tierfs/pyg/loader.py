@@ -206,9 +206,10 @@ class NeighborLoader:
             ids = s.node[t]
             data[t].num_nodes = int(ids.shape[0])  # PyG's in-memory loader sets it on every type
             names = self._fs._type_names(t)
+            feats = store.types["node_types"][t]["features"]
             for name in names:
-                if name == self._fs.x_of(t):
-                    data[t][name] = b.x[t]
+                if name == self._fs.x_of(t):  # one value a node stays 1-D, as PyG serves it
+                    data[t][name] = b.x[t].view(-1) if feats.get(name, {}).get("scalar") else b.x[t]
                 elif name == self._fs.y_name:
                     data[t][name] = store.labels(ids, node_type=t)
                 else:
