@@ -106,6 +106,21 @@ def test_bad_link_input(store, graph):
         tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index="train")
 
 
+def test_pyg_default_arguments_pass(store, graph):
+    """PyG's LinkNeighborLoader arguments at their defaults pass (a PyG script runs unchanged);
+    another value is tierfs's NotSupportedError naming it, not DataLoader's TypeError (issue 42,
+    PyG item 5)."""
+    eli = torch.tensor([[0, 1], [2, 3]])
+    defaults = dict(subgraph_type="directional", disjoint=False, temporal_strategy="uniform", time_attr=None, weight_attr=None,
+                    is_sorted=False, neighbor_sampler=None, directed=True, transform_sampler_output=None, filter_per_worker=None,
+                    num_workers=0, edge_label_time=None)
+    batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **defaults)))
+    assert batch.edge_label_index.shape == (2, 2)
+    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(weight_attr="w"), dict(temporal_strategy="last"), dict(num_workers=2), dict(directed=False)):
+        with pytest.raises(tierfs.NotSupportedError, match=next(iter(kw))):
+            tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **kw)
+
+
 def test_layout_equals_pyg_edge_sample(store, graph):
     """Without negatives (PyG's are torch's random draws), PyG's own edge_sample around tierfs's
     node sampler gives tierfs's link sample: seeds, label index, labels."""

@@ -26,6 +26,25 @@ from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
 
 
+def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
+    """Takes PyG's sampling and worker arguments tierfs does not have (_PYG_ONLY) out of kwargs:
+    at PyG's default value they pass (a script written for PyG runs unchanged), any other value
+    is a NotSupportedError naming the argument and its default."""
+    for name in [k for k in kwargs if k in _PYG_ONLY]:
+        value = kwargs.pop(name)
+        if name == "filter_per_worker" and value in (None, True, False):
+            continue  # batches are made on the pipeline's threads, in this process, either way
+        if name == "subgraph_type":
+            try:  # PyG's default is the enum, which the string names
+                value = SubgraphType(value).value
+            except ValueError:
+                pass
+        if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
+            raise errors.NotSupportedError(
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, directed, on its own "
+                f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
+
+
 class NeighborLoader:
     """PyG's ``NeighborLoader`` over a tierfs dataset, on tierfs's pipelined loader.
 
@@ -99,21 +118,10 @@ class NeighborLoader:
         reuse_samples: bool = False,
         **pyg_kwargs: Any,
     ) -> None:
-        for name, value in pyg_kwargs.items():
-            if name not in _PYG_ONLY:
-                raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {name!r}")
-            if name == "filter_per_worker" and value in (None, True, False):
-                continue  # batches are made on the pipeline's threads, in this process, either way
-            if name == "subgraph_type":
-                try:  # PyG's default is the enum, which the string names
-                    value = SubgraphType(value).value
-                except ValueError:
-                    pass
-            if value != _PYG_ONLY[name]:
-                raise errors.NotSupportedError(
-                    f"tierfs.pyg.NeighborLoader: {name}={value!r} is not supported (tierfs samples uniformly, "
-                    f"directed, on its own threads in this process); leave it at {_PYG_ONLY[name]!r}"
-                )
+        unknown = sorted(set(pyg_kwargs) - set(_PYG_ONLY))
+        if unknown:
+            raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {unknown[0]!r}")
+        _refuse_pyg_only("NeighborLoader", pyg_kwargs)
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
@@ -378,11 +386,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if not 1 <= prefetch <= MAX_DEPTH:
             raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
-        for name in ("num_workers", "pin_memory", "persistent_workers"):
-            if kwargs.get(name, _PYG_ONLY[name]) != _PYG_ONLY[name]:
-                raise errors.NotSupportedError(
-                    f"tierfs.pyg.LinkNeighborLoader: {name}={kwargs[name]!r} is not supported (batches are sampled and gathered "
-                    f"on tierfs's pipeline threads in this process; prefetch= sets how many are in flight); leave it at {_PYG_ONLY[name]!r}")
+        _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
         if isinstance(data, str):
             from .._open import open as _open
 
