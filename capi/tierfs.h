@@ -56,10 +56,11 @@ extern "C" {
  *  - tfs_place_ids(store, node_type, ...) replaces tfs_place_ids and tfs_place_ids_typed.
  *  - tfs_place(store, node_type, hotness, n) replaces tfs_place.
  *  - tfs_profile_reads(store, seeds, n_seeds, request_json, counts, counts_n, n_types) replaces
- *    tfs_profile_reads and tfs_profile_reads_hetero (per-type count arrays; n_types = 1 for a
- *    homogeneous store; fanouts [per hop] or per edge type; batches 0: one epoch, in loader order).
- *  - tfs_place_json and tfs_place_json_progress replace tfs_place_hetero_json (fanouts per edge
- *    type place every node type by a profile; the request may name node_type).
+ *    tfs_profile_reads and tfs_profile_reads_hetero, both removed: per-type count arrays, n_types = 1
+ *    for a homogeneous store; fanouts [per hop] or per edge type; batches 0: one epoch, in loader
+ *    order.
+ *  - tfs_place_json and tfs_place_json_progress replace tfs_place_hetero_json, removed: fanouts per
+ *    edge type place every node type by a profile; the request may name node_type.
  *  - tfs_store_info_get(store, node_type, out) replaces tfs_store_info_get (one node type's sizes).
  *  - tfs_features_json is removed: tfs_types_json lists every node and edge feature.
  *  - tfs_share_host_tier and tfs_map_host_tier: node_type NULL is the only type (was: the store's

@@ -62,7 +62,7 @@ func (s *Store) PlanPlacement(opt PlanOptions) (*placement.Placement, *PlanRepor
 	}
 	defer leave()
 	if s.graph == nil && len(s.sess.edges) > 0 {
-		return nil, nil, fmt.Errorf("featurestore: dataset %s has %d node types and %d edge types (%s): a saved placement covers a graph of one type; place a graph of several types by a profile (store.place(fanouts={edge type: [...]}, batch_size=...), tfs_place_hetero_json): %w",
+		return nil, nil, fmt.Errorf("featurestore: dataset %s has %d node types and %d edge types (%s): a saved placement covers a graph of one type; place a graph of several types by a profile (store.place(fanouts={edge type: [...]}, batch_size=...), tfs_place_json with fanouts per edge type): %w",
 			s.m.Dir(), len(s.sess.nodes), len(s.sess.edges), s.sess.edgeTypeList(), errors.ErrUnsupported)
 	}
 	return placement.PlanStore(planTarget{s}, opt)
