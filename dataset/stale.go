@@ -136,21 +136,13 @@ func readClaims(path string) []string {
 // so does `tierfs verify`.
 func CleanStale(dest string) ([]string, error) {
 	dest = filepath.Clean(dest)
-	parent, base := filepath.Dir(dest), filepath.Base(dest)
-	entries, err := os.ReadDir(parent)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	nonces, err := lockNonces(dest)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: look for writes to %s that were killed: %w", dest, err)
 	}
 	var did []string
 	var errs []error
-	for _, e := range entries {
-		nonce, ok := strings.CutPrefix(e.Name(), "."+base+lockInfix)
-		if !ok || !isNonce(nonce) {
-			continue
-		}
+	for _, nonce := range nonces {
 		w := &Writing{Dest: dest, Nonce: nonce}
 		w.Dir = w.stagingDir()
 		d, err := w.cleanIfDead()
@@ -160,6 +152,25 @@ func CleanStale(dest string) ([]string, error) {
 		}
 	}
 	return did, errors.Join(errs...)
+}
+
+// lockNonces lists the nonces of the lock files beside dest (writes to it, running or killed);
+// none when dest's directory does not exist.
+func lockNonces(dest string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Dir(dest))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var nonces []string
+	for _, e := range entries {
+		if nonce, ok := strings.CutPrefix(e.Name(), "."+filepath.Base(dest)+lockInfix); ok && isNonce(nonce) {
+			nonces = append(nonces, nonce)
+		}
+	}
+	return nonces, nil
 }
 
 func isNonce(s string) bool {
@@ -262,17 +273,9 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 // file's path and the writer's pid as the file says, ok false when none is running.
 func writeInProgress(dest string) (lockPath, pid string, ok bool) {
 	dest = filepath.Clean(dest)
-	parent, base := filepath.Dir(dest), filepath.Base(dest)
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return "", "", false
-	}
-	for _, e := range entries {
-		nonce, found := strings.CutPrefix(e.Name(), "."+base+lockInfix)
-		if !found || !isNonce(nonce) {
-			continue
-		}
-		path := filepath.Join(parent, e.Name())
+	nonces, _ := lockNonces(dest)
+	for _, nonce := range nonces {
+		path := (&Writing{Dest: dest, Nonce: nonce}).lockPath()
 		f, err := os.Open(path)
 		if err != nil {
 			continue
