@@ -206,12 +206,7 @@ func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, co
 		return fail(stEINVAL, "request_json is NULL")
 	}
 	var req profileRequest
-	if err := strictjson.CheckKeys([]byte(C.GoString(request))); err != nil {
-		return fail(stEINVAL, "request_json: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(C.GoString(request)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Decode([]byte(C.GoString(request)), &req); err != nil {
 		return fail(stEINVAL, "request_json: %v (keys: node_type, fanouts, batch_size, batches, seed, replace)", err)
 	}
 	var hops []int

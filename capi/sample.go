@@ -33,12 +33,7 @@ type samplerRequest struct {
 func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
 	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers"})`
 	var req samplerRequest
-	if err := strictjson.CheckKeys([]byte(request)); err != nil {
-		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(request))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Decode([]byte(request), &req); err != nil {
 		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
 	}
 	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers}
