@@ -192,7 +192,7 @@ func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 		want             string
 	}{
 		{"author:reads:paper", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type "author:reads:paper" (it has paper:cites:paper, author:writes:paper`},
-		{"", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type ""`},
+		{"", []int64{0}, []int64{0}, nil, LinkOptions{}, ErrInvalidOption, `has 4 edge types (paper:cites:paper, author:writes:paper`},
 		// src ids are authors: a paper id past the authors is out of range of "author".
 		{writes, []int64{0, nAuthor}, []int64{1, 2}, nil, LinkOptions{}, ErrIDOutOfRange, `src[1] = ` + itoa(nAuthor) + ` is out of range [0, ` + itoa(nAuthor) + `) of node type "author"`},
 		{"author:affiliated_with:institution", []int64{0}, []int64{nInst}, nil, LinkOptions{}, ErrIDOutOfRange, `dst[0] = ` + itoa(nInst) + ` is out of range [0, ` + itoa(nInst) + `) of node type "institution"`},

@@ -112,7 +112,7 @@ func (ss *Session) nodeTypeOf(name string) (int, error) {
 }
 
 // edgeTypeOf is the index of the edge type of key src:rel:dst; "" is the only edge type of a
-// dataset that has one.
+// dataset that has one, and ErrInvalidOption naming the types in a dataset of several.
 func (ss *Session) edgeTypeOf(key string) (int, error) {
 	if key == "" && len(ss.edges) == 1 {
 		return 0, nil
@@ -121,6 +121,9 @@ func (ss *Session) edgeTypeOf(key string) (int, error) {
 		if e.spec.Key() == key {
 			return i, nil
 		}
+	}
+	if key == "" && len(ss.edges) > 1 { // a bad argument, not a missing type: the caller named none of several
+		return -1, fmt.Errorf("featurestore: dataset %s has %d edge types (%s): name one: %w", ss.m.Dir(), len(ss.edges), ss.edgeTypeList(), ErrInvalidOption)
 	}
 	return -1, fmt.Errorf("featurestore: dataset %s has no edge type %q (it has %s): %w", ss.m.Dir(), key, ss.edgeTypeList(), dataset.ErrTypeNotFound)
 }

@@ -179,7 +179,7 @@ func TestHeteroPlannedLinkEpochsMatchOnDemand(t *testing.T) {
 		is   error
 	}{
 		{func(se *SeedEdges, o *EpochOptions) { se.EdgeType = "paper:likes:paper" }, `no edge type "paper:likes:paper"`, dataset.ErrTypeNotFound},
-		{func(se *SeedEdges, o *EpochOptions) { se.EdgeType = "" }, `no edge type ""`, dataset.ErrTypeNotFound},
+		{func(se *SeedEdges, o *EpochOptions) { se.EdgeType = "" }, `edge types (paper:cites:paper`, featurestore.ErrInvalidOption},
 		{func(se *SeedEdges, o *EpochOptions) { se.Dst = append([]int64{1 << 40}, se.Dst[1:]...) }, "dst[0] = 1099511627776 is out of range", featurestore.ErrIDOutOfRange},
 		{func(se *SeedEdges, o *EpochOptions) { o.NodeType = "paper" }, "none with seed edges", featurestore.ErrInvalidOption},
 	} {
