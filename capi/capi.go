@@ -445,11 +445,8 @@ func hottest(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, 
 	if count == nil {
 		return fail(stEINVAL, "count is NULL")
 	}
-	if k < 0 {
-		return fail(stEINVAL, "k = %d is negative", k)
-	}
-	if k > 0 && out == nil {
-		return fail(stEINVAL, "out is NULL with k = %d", k)
+	if err := checkArray(unsafe.Pointer(out), "out", k, "k"); err != nil {
+		return err
 	}
 	s, err := storeStack(h, nodeType)
 	if err != nil {
@@ -479,11 +476,8 @@ func tfsgo_place_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.in
 }
 
 func placeIDs(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
-	if n < 0 {
-		return fail(stEINVAL, "n = %d is negative", n)
-	}
-	if n > 0 && ids == nil {
-		return fail(stEINVAL, "ids is NULL with n = %d", n)
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
 	}
 	s, err := storeStack(h, nodeType)
 	if err != nil {

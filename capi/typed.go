@@ -81,17 +81,10 @@ func shareHostTier(rec *storeRec, nodeType, path *C.char, ids *C.int64_t, n int6
 	if err != nil {
 		return err
 	}
-	if n < 0 {
-		return fail(stEINVAL, "n = %d is negative", n)
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
 	}
-	if n > 0 && ids == nil {
-		return fail(stEINVAL, "ids is NULL with n = %d", n)
-	}
-	var list []int64
-	if n > 0 {
-		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
-	}
-	return s.ShareHostTier(cString(path), list)
+	return s.ShareHostTier(cString(path), ids64(ids, n))
 }
 
 //export tfsgo_map_host_tier
