@@ -17,37 +17,29 @@ import (
 )
 
 //export tfsgo_advise_json
-func tfsgo_advise_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_advise_json", &st)
-	return finish("tfs_advise_json", adviseJSON(uintptr(store), request, buf, uint64(capacity), needed), stEINVAL)
-}
-
-func adviseJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return storeJSONCall(h, "advise", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
-		var req advise.Request
-		if err := dec.Decode(&req); err != nil {
-			return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
-		}
-		return advise.Run(rec.s, req)
+func tfsgo_advise_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return on("tfs_advise_json", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		return storeJSONCall(rec, "advise", request, buf, uint64(capacity), needed, func(dec *json.Decoder) (any, error) {
+			var req advise.Request
+			if err := dec.Decode(&req); err != nil {
+				return nil, fail(stEINVAL, "request_json: %v (keys: fanouts, batch_size, ssd_price, machine_price, budget, max_ssds, measure, train_ms, ssd_iops, pcie_gbps, alpha_us, block_cost, batches, seed, replace, mode, current_ssds, queue_depth, probe_seconds, check)", err)
+			}
+			return advise.Run(rec.s, req)
+		})
 	})
 }
 
 // storeJSONCall runs a JSON request on a store and writes the JSON answer into buf (cap bytes,
 // NUL-terminated), setting *needed to its size plus one. When buf is too small the answer is kept
 // on the handle, so a retry with the same request gets it without running again.
-func storeJSONCall(h uintptr, call string, request *C.char, buf *C.char, capacity uint64, needed *C.size_t,
-	run func(rec *storeRec, dec *json.Decoder) (any, error)) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
+func storeJSONCall(rec *storeRec, call string, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, run func(dec *json.Decoder) (any, error)) error {
 	if request == nil {
 		return fail(stEINVAL, "request_json is NULL")
 	}
 	if err := checkJSONOut(buf, capacity, needed); err != nil {
 		return err
 	}
-	data, err := rec.kept.answer(call, C.GoString(request), capacity, func(dec *json.Decoder) (any, error) { return run(rec, dec) })
+	data, err := rec.kept.answer(call, C.GoString(request), capacity, run)
 	if err != nil {
 		return err
 	}
@@ -80,28 +72,6 @@ func putJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
 	dst[copy(dst, data)] = 0
 }
 
-// handleJSON answers a JSON call on the live handle h of kind k: value's answer for its value,
-// marshalled, goes into buf as putJSON writes it.
-func handleJSON[T any](h uintptr, k kind, buf *C.char, capacity uint64, needed *C.size_t, value func(T) (any, error)) error {
-	rec, err := lookup[T](h, k)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	v, err := value(rec)
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
-}
-
 // copyJSON is tfs_stats_json's copy: it sets *needed to len(data)+1 and copies up to capacity
 // bytes of data into buf, NUL-terminated when they fit.
 func copyJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
@@ -113,6 +83,32 @@ func copyJSON(data []byte, buf *C.char, capacity uint64, needed *C.size_t) {
 	if k := copy(dst, data); k < len(dst) {
 		dst[k] = 0
 	}
+}
+
+// writeJSON answers a call answering JSON: after checking the out-parameters (checkJSONOut) it
+// writes value's answer, marshalled, into buf as put (putJSON or copyJSON) writes it.
+func writeJSON(buf *C.char, capacity C.size_t, needed *C.size_t, put func([]byte, *C.char, uint64, *C.size_t), value func() (any, error)) error {
+	if err := checkJSONOut(buf, uint64(capacity), needed); err != nil {
+		return err
+	}
+	v, err := value()
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	put(data, buf, uint64(capacity), needed)
+	return nil
+}
+
+// onJSON is on for an export answering JSON about the handle's value: value's answer goes into
+// buf as putJSON writes it (writeJSON).
+func onJSON[T any](fn string, h C.uintptr_t, k kind, buf *C.char, capacity C.size_t, needed *C.size_t, value func(T) (any, error)) C.int {
+	return on(fn, stEINTERNAL, h, k, func(rec T) error {
+		return writeJSON(buf, capacity, needed, putJSON, func() (any, error) { return value(rec) })
+	})
 }
 
 // keptAnswer is the answer to a JSON call that did not fit the caller's buffer.

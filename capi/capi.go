@@ -3,10 +3,11 @@
 //
 // Layout: abi.c holds the public C symbols, each a thin wrapper that turns the opaque handle
 // pointers into uintptr_t and calls the Go export tfsgo_<name> here; the thread-local last error
-// lives in abi.c too. Every export recovers panics into TFS_EINTERNAL (guard), checks its
-// handles against the registry (handles.go) so a closed handle gives TFS_ECLOSED, checks every
-// pointer argument for NULL, and maps core errors to statuses (errors.go). C buffers are used in
-// place through unsafe.Slice and never kept after the call returns; no Go pointer goes to C.
+// lives in abi.c too. Every export runs its body through call (or on, for a call on a handle;
+// errors.go), which recovers panics into TFS_EINTERNAL (guard) and maps core errors to statuses;
+// it checks its handles against the registry (handles.go) so a closed handle gives TFS_ECLOSED,
+// and checks every pointer argument for NULL. C buffers are used in place through unsafe.Slice
+// and never kept after the call returns; no Go pointer goes to C.
 package main
 
 /*
@@ -18,7 +19,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -107,9 +107,8 @@ func putString(dst []C.char, s string) {
 }
 
 //export tfsgo_open
-func tfsgo_open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_open", &st)
-	return finish("tfs_open", open(path, opts, out, h), stEIO)
+func tfsgo_open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintptr_t) C.int {
+	return call("tfs_open", stEIO, func() error { return open(path, opts, out, h) })
 }
 
 func open(path *C.char, opts *C.tfs_open_options, out unsafe.Pointer, h *C.uintptr_t) error {
@@ -210,9 +209,8 @@ func storeOptions(o *C.tfs_open_options) featurestore.Options {
 }
 
 //export tfsgo_close
-func tfsgo_close(store C.uintptr_t) (st C.int) {
-	defer guard("tfs_close", &st)
-	return finish("tfs_close", closeStore(uintptr(store)), stEIO)
+func tfsgo_close(store C.uintptr_t) C.int {
+	return call("tfs_close", stEIO, func() error { return closeStore(uintptr(store)) })
 }
 
 func closeStore(h uintptr) error {
@@ -237,16 +235,11 @@ func closeStore(h uintptr) error {
 }
 
 //export tfsgo_store_info_get
-func tfsgo_store_info_get(store C.uintptr_t, nodeType *C.char, out *C.tfs_store_info) (st C.int) {
-	defer guard("tfs_store_info_get", &st)
-	return finish("tfs_store_info_get", storeInfo(uintptr(store), nodeType, out), stEIO)
+func tfsgo_store_info_get(store C.uintptr_t, nodeType *C.char, out *C.tfs_store_info) C.int {
+	return on("tfs_store_info_get", stEIO, store, kindStore, func(rec *storeRec) error { return storeInfo(rec, nodeType, out) })
 }
 
-func storeInfo(h uintptr, nodeType *C.char, out *C.tfs_store_info) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
+func storeInfo(rec *storeRec, nodeType *C.char, out *C.tfs_store_info) error {
 	if out == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
@@ -283,9 +276,8 @@ func nodeTypeInfo(ss *featurestore.Session, name string) (featurestore.NodeTypeI
 }
 
 //export tfsgo_gather
-func tfsgo_gather(store C.uintptr_t, nodeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
-	defer guard("tfs_gather", &st)
-	return finish("tfs_gather", gather(uintptr(store), nodeType, feature, ids, int64(n), dst, int64(dstBytes)), stEIO)
+func tfsgo_gather(store C.uintptr_t, nodeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) C.int {
+	return call("tfs_gather", stEIO, func() error { return gather(uintptr(store), nodeType, feature, ids, int64(n), dst, int64(dstBytes)) })
 }
 
 // gather reads the rows of a node type's feature: through the type's tier stack for its served
@@ -336,15 +328,17 @@ func checkGatherArgs(s *featurestore.Store, ids *C.int64_t, n int64, dst unsafe.
 }
 
 //export tfsgo_gather_device
-func tfsgo_gather_device(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
-	defer guard("tfs_gather_device", &st)
-	return finish("tfs_gather_device", gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, false), stEIO)
+func tfsgo_gather_device(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) C.int {
+	return call("tfs_gather_device", stEIO, func() error {
+		return gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, false)
+	})
 }
 
 //export tfsgo_gather_device_ids
-func tfsgo_gather_device_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
-	defer guard("tfs_gather_device_ids", &st)
-	return finish("tfs_gather_device_ids", gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, true), stEIO)
+func tfsgo_gather_device_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) C.int {
+	return call("tfs_gather_device_ids", stEIO, func() error {
+		return gatherDevice(uintptr(store), nodeType, ids, int64(n), dst, int64(dstBytes), stream, true)
+	})
 }
 
 // gatherDevice serves tfs_gather_device and, with idsOnDevice, tfs_gather_device_ids (ids is then
@@ -373,9 +367,8 @@ func storeStack(h uintptr, nodeType *C.char) (*featurestore.Store, error) {
 }
 
 //export tfsgo_labels
-func tfsgo_labels(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, out *C.int64_t) (st C.int) {
-	defer guard("tfs_labels", &st)
-	return finish("tfs_labels", labels(uintptr(store), nodeType, ids, int64(n), out), stEIO)
+func tfsgo_labels(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t, out *C.int64_t) C.int {
+	return call("tfs_labels", stEIO, func() error { return labels(uintptr(store), nodeType, ids, int64(n), out) })
 }
 
 func labels(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, out *C.int64_t) error {
@@ -393,9 +386,8 @@ func labels(h uintptr, nodeType *C.char, ids *C.int64_t, n int64, out *C.int64_t
 }
 
 //export tfsgo_split
-func tfsgo_split(store C.uintptr_t, nodeType, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) (st C.int) {
-	defer guard("tfs_split", &st)
-	return finish("tfs_split", split(uintptr(store), nodeType, name, out, int64(capacity), count), stEIO)
+func tfsgo_split(store C.uintptr_t, nodeType, name *C.char, out *C.int64_t, capacity C.int64_t, count *C.int64_t) C.int {
+	return call("tfs_split", stEIO, func() error { return split(uintptr(store), nodeType, name, out, int64(capacity), count) })
 }
 
 // split reads the split's ids straight into the caller's buffer (only the cap it asked for); a
@@ -423,9 +415,8 @@ func split(h uintptr, nodeType, name *C.char, out *C.int64_t, capacity int64, co
 }
 
 //export tfsgo_place
-func tfsgo_place(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t) (st C.int) {
-	defer guard("tfs_place", &st)
-	return finish("tfs_place", place(uintptr(store), nodeType, hotness, int64(n)), stEIO)
+func tfsgo_place(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t) C.int {
+	return call("tfs_place", stEIO, func() error { return place(uintptr(store), nodeType, hotness, int64(n)) })
 }
 
 func place(h uintptr, nodeType *C.char, hotness *C.uint32_t, n int64) error {
@@ -446,20 +437,16 @@ func place(h uintptr, nodeType *C.char, hotness *C.uint32_t, n int64) error {
 }
 
 //export tfsgo_hottest
-func tfsgo_hottest(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) (st C.int) {
-	defer guard("tfs_hottest", &st)
-	return finish("tfs_hottest", hottest(uintptr(store), nodeType, hotness, int64(n), int64(k), out, count), stEIO)
+func tfsgo_hottest(store C.uintptr_t, nodeType *C.char, hotness *C.uint32_t, n C.int64_t, k C.int64_t, out *C.int64_t, count *C.int64_t) C.int {
+	return call("tfs_hottest", stEIO, func() error { return hottest(uintptr(store), nodeType, hotness, int64(n), int64(k), out, count) })
 }
 
 func hottest(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, count *C.int64_t) error {
 	if count == nil {
 		return fail(stEINVAL, "count is NULL")
 	}
-	if k < 0 {
-		return fail(stEINVAL, "k = %d is negative", k)
-	}
-	if k > 0 && out == nil {
-		return fail(stEINVAL, "out is NULL with k = %d", k)
+	if err := checkArray(unsafe.Pointer(out), "out", k, "k"); err != nil {
+		return err
 	}
 	s, err := storeStack(h, nodeType)
 	if err != nil {
@@ -484,17 +471,13 @@ func hottest(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, 
 }
 
 //export tfsgo_place_ids
-func tfsgo_place_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t) (st C.int) {
-	defer guard("tfs_place_ids", &st)
-	return finish("tfs_place_ids", placeIDs(uintptr(store), nodeType, ids, int64(n)), stEINVAL)
+func tfsgo_place_ids(store C.uintptr_t, nodeType *C.char, ids *C.int64_t, n C.int64_t) C.int {
+	return call("tfs_place_ids", stEINVAL, func() error { return placeIDs(uintptr(store), nodeType, ids, int64(n)) })
 }
 
 func placeIDs(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
-	if n < 0 {
-		return fail(stEINVAL, "n = %d is negative", n)
-	}
-	if n > 0 && ids == nil {
-		return fail(stEINVAL, "ids is NULL with n = %d", n)
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
 	}
 	s, err := storeStack(h, nodeType)
 	if err != nil {
@@ -504,75 +487,46 @@ func placeIDs(h uintptr, nodeType *C.char, ids *C.int64_t, n int64) error {
 }
 
 //export tfsgo_stats_json
-func tfsgo_stats_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_stats_json", &st)
-	return finish("tfs_stats_json", statsJSON(uintptr(store), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func statsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := json.Marshal(rec.s.Stats())
-	if err != nil {
-		return err
-	}
-	copyJSON(data, buf, capacity, needed)
-	return nil
+func tfsgo_stats_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return on("tfs_stats_json", stEINTERNAL, store, kindStore, func(rec *storeRec) error {
+		return writeJSON(buf, capacity, needed, copyJSON, func() (any, error) { return rec.s.Stats(), nil })
+	})
 }
 
 //export tfsgo_mount
-func tfsgo_mount(store C.uintptr_t, dir *C.char) (st C.int) {
-	defer guard("tfs_mount", &st)
+func tfsgo_mount(store C.uintptr_t, dir *C.char) C.int {
 	// Mount's own errors that are not errno or missing paths are about dir (not a directory).
-	return finish("tfs_mount", mount(uintptr(store), dir), stEINVAL)
-}
-
-func mount(h uintptr, dir *C.char) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if dir == nil {
-		return fail(stEINVAL, "dir is NULL")
-	}
-	d := C.GoString(dir)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.mount != nil {
-		return fail(stEINVAL, "the store is already mounted at %s", rec.mountDir)
-	}
-	m, err := mountStore(rec, d)
-	if err != nil {
-		return err
-	}
-	rec.mount, rec.mountDir = m, d
-	return nil
+	return on("tfs_mount", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		if dir == nil {
+			return fail(stEINVAL, "dir is NULL")
+		}
+		d := C.GoString(dir)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.mount != nil {
+			return fail(stEINVAL, "the store is already mounted at %s", rec.mountDir)
+		}
+		m, err := mountStore(rec, d)
+		if err != nil {
+			return err
+		}
+		rec.mount, rec.mountDir = m, d
+		return nil
+	})
 }
 
 //export tfsgo_unmount
-func tfsgo_unmount(store C.uintptr_t) (st C.int) {
-	defer guard("tfs_unmount", &st)
-	return finish("tfs_unmount", unmount(uintptr(store)), stEIO)
-}
-
-func unmount(h uintptr) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.mount == nil {
-		return fail(stEINVAL, "the store is not mounted")
-	}
-	if err := rec.mount.Unmount(); err != nil {
-		return fmt.Errorf("unmount %s: %w", rec.mountDir, err)
-	}
-	rec.mount, rec.mountDir = nil, ""
-	return nil
+func tfsgo_unmount(store C.uintptr_t) C.int {
+	return on("tfs_unmount", stEIO, store, kindStore, func(rec *storeRec) error {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.mount == nil {
+			return fail(stEINVAL, "the store is not mounted")
+		}
+		if err := rec.mount.Unmount(); err != nil {
+			return fmt.Errorf("unmount %s: %w", rec.mountDir, err)
+		}
+		rec.mount, rec.mountDir = nil, ""
+		return nil
+	})
 }

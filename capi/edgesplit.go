@@ -13,28 +13,20 @@ import (
 // tfs_edge_split_copy copies one into the caller's buffers.
 
 //export tfsgo_edge_splits_json
-func tfsgo_edge_splits_json(store C.uintptr_t, edgeType *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_edge_splits_json", &st)
-	return finish("tfs_edge_splits_json", edgeSplitsJSON(uintptr(store), edgeType, buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func edgeSplitsJSON(h uintptr, edgeType *C.char, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return handleJSON(h, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
+func tfsgo_edge_splits_json(store C.uintptr_t, edgeType *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return onJSON("tfs_edge_splits_json", store, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
 		return rec.s.Session().EdgeSplits(cString(edgeType))
 	})
 }
 
 //export tfsgo_edge_split_copy
-func tfsgo_edge_split_copy(store C.uintptr_t, edgeType, split *C.char, count C.int64_t, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) (st C.int) {
-	defer guard("tfs_edge_split_copy", &st)
-	return finish("tfs_edge_split_copy", edgeSplitCopy(uintptr(store), edgeType, split, int64(count), edgeLabelIndex, labels, negDst), stEIO)
+func tfsgo_edge_split_copy(store C.uintptr_t, edgeType, split *C.char, count C.int64_t, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) C.int {
+	return on("tfs_edge_split_copy", stEIO, store, kindStore, func(rec *storeRec) error {
+		return edgeSplitCopy(rec, edgeType, split, int64(count), edgeLabelIndex, labels, negDst)
+	})
 }
 
-func edgeSplitCopy(h uintptr, edgeType, split *C.char, count int64, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
+func edgeSplitCopy(rec *storeRec, edgeType, split *C.char, count int64, edgeLabelIndex *C.int64_t, labels unsafe.Pointer, negDst *C.int64_t) error {
 	if split == nil {
 		return fail(stEINVAL, "split is NULL")
 	}

@@ -175,18 +175,15 @@ type epochsRec struct {
 }
 
 //export tfsgo_epochs_open
-func tfsgo_epochs_open(store C.uintptr_t, request *C.char, seeds *C.int64_t, n C.int64_t, elsewhere *C.int64_t, nElsewhere C.int64_t, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_epochs_open", &st)
-	return finish("tfs_epochs_open", epochsOpen(uintptr(store), request, seeds, int64(n), elsewhere, int64(nElsewhere), out, h), stEIO)
+func tfsgo_epochs_open(store C.uintptr_t, request *C.char, seeds *C.int64_t, n C.int64_t, elsewhere *C.int64_t, nElsewhere C.int64_t, out unsafe.Pointer, h *C.uintptr_t) C.int {
+	return on("tfs_epochs_open", stEIO, store, kindStore, func(rec *storeRec) error {
+		return epochsOpen(rec, request, seeds, int64(n), elsewhere, int64(nElsewhere), out, h)
+	})
 }
 
 // epochsOpen serves tfs_epochs_open and tfs_epochs_open_elsewhere (elsewhere NULL, 0 for the
 // first).
-func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsewhere *C.int64_t, nElsewhere int64, out unsafe.Pointer, h *C.uintptr_t) error {
-	rec, err := lookup[*storeRec](store, kindStore)
-	if err != nil {
-		return err
-	}
+func epochsOpen(rec *storeRec, request *C.char, seeds *C.int64_t, n int64, elsewhere *C.int64_t, nElsewhere int64, out unsafe.Pointer, h *C.uintptr_t) error {
 	switch {
 	case request == nil:
 		return fail(stEINVAL, "options_json is NULL")
@@ -248,39 +245,36 @@ func epochsOpen(store uintptr, request *C.char, seeds *C.int64_t, n int64, elsew
 }
 
 //export tfsgo_epochs_cancel
-func tfsgo_epochs_cancel(planDir *C.char, canceled *C.int) (st C.int) {
-	defer guard("tfs_epochs_cancel", &st)
-	if planDir == nil {
-		return finish("tfs_epochs_cancel", fail(stEINVAL, "plan_dir is NULL"), stEINTERNAL)
-	}
-	found := planned.CancelEpochPlan(C.GoString(planDir))
-	if canceled != nil {
-		*canceled = 0
-		if found {
-			*canceled = 1
+func tfsgo_epochs_cancel(planDir *C.char, canceled *C.int) C.int {
+	return call("tfs_epochs_cancel", stEINTERNAL, func() error {
+		if planDir == nil {
+			return fail(stEINVAL, "plan_dir is NULL")
 		}
-	}
-	return finish("tfs_epochs_cancel", nil, stEINTERNAL)
+		found := planned.CancelEpochPlan(C.GoString(planDir))
+		if canceled != nil {
+			*canceled = 0
+			if found {
+				*canceled = 1
+			}
+		}
+		return nil
+	})
 }
 
 //export tfsgo_epochs_close
-func tfsgo_epochs_close(epochs C.uintptr_t) (st C.int) {
-	defer guard("tfs_epochs_close", &st)
-	rec, err := release[*epochsRec](uintptr(epochs), kindEpochs)
-	if err == nil {
-		err = rec.p.Close()
-	}
-	return finish("tfs_epochs_close", err, stEINTERNAL)
+func tfsgo_epochs_close(epochs C.uintptr_t) C.int {
+	return call("tfs_epochs_close", stEINTERNAL, func() error {
+		rec, err := release[*epochsRec](uintptr(epochs), kindEpochs)
+		if err != nil {
+			return err
+		}
+		return rec.p.Close()
+	})
 }
 
 //export tfsgo_epochs_info_json
-func tfsgo_epochs_info_json(epochs C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_epochs_info_json", &st)
-	return finish("tfs_epochs_info_json", epochsInfo(uintptr(epochs), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func epochsInfo(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return handleJSON(h, kindEpochs, buf, capacity, needed, func(rec *epochsRec) (any, error) {
+func tfsgo_epochs_info_json(epochs C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return onJSON("tfs_epochs_info_json", epochs, kindEpochs, buf, capacity, needed, func(rec *epochsRec) (any, error) {
 		return struct {
 			Dir       string                   `json:"dir"`
 			Hetero    bool                     `json:"hetero"`     // a graph session's plan
@@ -304,16 +298,13 @@ func (rec *epochsRec) checkBatch(epoch, batch int64) error {
 }
 
 //export tfsgo_epochs_sample
-func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_epochs_sample", &st)
-	return finish("tfs_epochs_sample", epochsSample(uintptr(epochs), int64(epoch), int64(batch), h), stEIO)
+func tfsgo_epochs_sample(epochs C.uintptr_t, epoch, batch C.int64_t, h *C.uintptr_t) C.int {
+	return on("tfs_epochs_sample", stEIO, epochs, kindEpochs, func(rec *epochsRec) error {
+		return epochsSample(rec, int64(epoch), int64(batch), h)
+	})
 }
 
-func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
-	}
+func epochsSample(rec *epochsRec, epoch, batch int64, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
@@ -339,77 +330,69 @@ func epochsSample(h uintptr, epoch, batch int64, hout *C.uintptr_t) error {
 }
 
 //export tfsgo_epochs_gather
-func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
-	defer guard("tfs_epochs_gather", &st)
-	return finish("tfs_epochs_gather", epochsGather(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes)), stEIO)
+func tfsgo_epochs_gather(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) C.int {
+	return on("tfs_epochs_gather", stEIO, epochs, kindEpochs, func(rec *epochsRec) error {
+		return epochsGather(rec, int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes))
+	})
 }
 
-func epochsGather(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
-	rec, err := epochsGatherArgs(h, epoch, batch, nodeType, nodes, n, dst, "dst", dstBytes)
-	if err != nil {
+func epochsGather(rec *epochsRec, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
+	if err := rec.checkGather(epoch, batch, nodeType, nodes, n, dst, "dst", dstBytes); err != nil {
 		return err
 	}
 	var d []byte
 	if n > 0 {
 		d = unsafe.Slice((*byte)(dst), dstBytes)
 	}
-	_, err = rec.p.Gather(int(epoch), int(batch), nodeType, ids64(nodes, n), d)
+	_, err := rec.p.Gather(int(epoch), int(batch), nodeType, ids64(nodes, n), d)
 	return err
 }
 
 //export tfsgo_epochs_gather_device
-func tfsgo_epochs_gather_device(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) (st C.int) {
-	defer guard("tfs_epochs_gather_device", &st)
-	return finish("tfs_epochs_gather_device", epochsGatherDevice(uintptr(epochs), int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes), stream), stEIO)
+func tfsgo_epochs_gather_device(epochs C.uintptr_t, epoch, batch C.int64_t, nodeType *C.char, nodes *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t, stream unsafe.Pointer) C.int {
+	return on("tfs_epochs_gather_device", stEIO, epochs, kindEpochs, func(rec *epochsRec) error {
+		return epochsGatherDevice(rec, int64(epoch), int64(batch), cString(nodeType), nodes, int64(n), dst, int64(dstBytes), stream)
+	})
 }
 
 // epochsGatherDevice serves tfs_epochs_gather_device (dst is a device address Go never reads).
-func epochsGatherDevice(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
-	rec, err := epochsGatherArgs(h, epoch, batch, nodeType, nodes, n, dst, "dst_device", dstBytes)
-	if err != nil {
+func epochsGatherDevice(rec *epochsRec, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64, stream unsafe.Pointer) error {
+	if err := rec.checkGather(epoch, batch, nodeType, nodes, n, dst, "dst_device", dstBytes); err != nil {
 		return err
 	}
-	_, err = rec.p.GatherDevice(int(epoch), int(batch), nodeType, ids64(nodes, n), uintptr(dst), uintptr(stream))
+	_, err := rec.p.GatherDevice(int(epoch), int(batch), nodeType, ids64(nodes, n), uintptr(dst), uintptr(stream))
 	return err
 }
 
-// epochsGatherArgs checks the arguments of a planned gather (dstName: the destination's
-// parameter) and returns the plan.
-func epochsGatherArgs(h uintptr, epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstName string, dstBytes int64) (*epochsRec, error) {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return nil, err
-	}
+// checkGather checks the arguments of a planned gather (dstName: the destination's parameter).
+func (rec *epochsRec) checkGather(epoch, batch int64, nodeType string, nodes *C.int64_t, n int64, dst unsafe.Pointer, dstName string, dstBytes int64) error {
 	if err := rec.checkBatch(epoch, batch); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkArray(unsafe.Pointer(nodes), "nodes", n, "n"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkArray(dst, dstName, n, "n"); err != nil {
-		return nil, err
+		return err
 	}
 	rb, err := rec.p.RowBytesOf(nodeType)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if dstBytes != n*rb {
-		return nil, fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
+		return fail(stEINVAL, "dst_bytes = %d; %d nodes of %d bytes per row need %d", dstBytes, n, rb, n*rb)
 	}
-	return rec, nil
+	return nil
 }
 
 //export tfsgo_epochs_seeds
-func tfsgo_epochs_seeds(epochs C.uintptr_t, epoch, batch C.int64_t, out *C.int64_t, capacity C.int64_t, n *C.int64_t) (st C.int) {
-	defer guard("tfs_epochs_seeds", &st)
-	return finish("tfs_epochs_seeds", epochsSeeds(uintptr(epochs), int64(epoch), int64(batch), out, int64(capacity), n), stEINVAL)
+func tfsgo_epochs_seeds(epochs C.uintptr_t, epoch, batch C.int64_t, out *C.int64_t, capacity C.int64_t, n *C.int64_t) C.int {
+	return on("tfs_epochs_seeds", stEINVAL, epochs, kindEpochs, func(rec *epochsRec) error {
+		return epochsSeeds(rec, int64(epoch), int64(batch), out, int64(capacity), n)
+	})
 }
 
-func epochsSeeds(h uintptr, epoch, batch int64, out *C.int64_t, capacity int64, n *C.int64_t) error {
-	rec, err := lookup[*epochsRec](h, kindEpochs)
-	if err != nil {
-		return err
-	}
+func epochsSeeds(rec *epochsRec, epoch, batch int64, out *C.int64_t, capacity int64, n *C.int64_t) error {
 	if n == nil {
 		return fail(stEINVAL, "n is NULL")
 	}

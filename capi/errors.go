@@ -142,7 +142,7 @@ func finish(fn string, err error, def status) C.int {
 }
 
 // guard recovers a panic of the export fn into TFS_EINTERNAL with a message saying where. Use as
-// `defer guard("tfs_x", &st)` with st the export's named result.
+// `defer guard("tfs_x", &st)` with st the export's named result, as call does.
 func guard(fn string, st *C.int) {
 	r := recover()
 	if r == nil {
@@ -163,4 +163,24 @@ func guard(fn string, st *C.int) {
 	}
 	setError(fmt.Sprintf("%s: internal error (a bug in tierfs): panic: %v%s", fn, r, where))
 	*st = C.int(stEINTERNAL)
+}
+
+// call runs the body of export fn on the caller's thread: do's error becomes the export's status
+// (finish; def where neither the error nor its kind decides), a panic TFS_EINTERNAL naming where
+// (guard).
+func call(fn string, def status, do func() error) (st C.int) {
+	defer guard(fn, &st)
+	return finish(fn, do(), def)
+}
+
+// on is call for an export on the handle h of kind k: do gets the handle's value. A handle that
+// is NULL, closed or of another kind fails first, before any other argument is checked.
+func on[T any](fn string, def status, h C.uintptr_t, k kind, do func(T) error) C.int {
+	return call(fn, def, func() error {
+		v, err := lookup[T](uintptr(h), k)
+		if err != nil {
+			return err
+		}
+		return do(v)
+	})
 }

@@ -109,33 +109,39 @@ func decodeObject(obj map[string]json.RawMessage, keys map[string]string, dst an
 }
 
 //export tfsgo_synth
-func tfsgo_synth(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
-	defer guard("tfs_synth", &st)
-	if hetero, err := decodeSynthHetero(js); hetero != nil || err != nil {
-		if err == nil {
-			hetero.Progress = progressFunc(fn, ctx)
-			_, err = ingest.SynthHetero(*hetero)
-		}
-		return finish("tfs_synth", err, stEINVAL)
-	}
-	opt, err := decodeSynthOptions(js)
-	if err == nil {
-		opt.Progress = progressFunc(fn, ctx)
-		_, err = ingest.Synth(opt)
-	}
+func tfsgo_synth(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) C.int {
 	// Synth's own errors that are not IO are about its options.
-	return finish("tfs_synth", err, stEINVAL)
+	return call("tfs_synth", stEINVAL, func() error {
+		if hetero, err := decodeSynthHetero(js); hetero != nil || err != nil {
+			if err == nil {
+				hetero.Progress = progressFunc(fn, ctx)
+				_, err = ingest.SynthHetero(*hetero)
+			}
+			return err
+		}
+		opt, err := decodeSynthOptions(js)
+		if err == nil {
+			opt.Progress = progressFunc(fn, ctx)
+			_, err = ingest.Synth(opt)
+		}
+		return err
+	})
 }
 
 //export tfsgo_ingest
-func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.int) {
-	defer guard("tfs_ingest", &st)
+func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) C.int {
+	// Ingest's own errors that are not IO (missing files, errno) are about its inputs.
+	return call("tfs_ingest", stEINVAL, func() error { return ingestJSON(js, progressFunc(fn, ctx)) })
+}
+
+// ingestJSON is tfs_ingest of options_json js.
+func ingestJSON(js *C.char, progress func(string, int64, int64)) error {
 	if obj, err := jsonObject(js); err == nil && ingest.IsHeteroSpec(obj) {
-		return finish("tfs_ingest", ingestHetero(C.GoString(js), progressFunc(fn, ctx)), stEINVAL)
+		return ingestHetero(C.GoString(js), progress)
 	}
 	var opt ingest.Options
 	err := decodeOptions(js, ingestKeys, &opt)
-	opt.Progress = progressFunc(fn, ctx)
+	opt.Progress = progress
 	if err == nil {
 		err = checkInputs(map[string]string{"edges": opt.Edges, "features": opt.Features, "labels": opt.Labels, "splits": opt.SplitsDir, "graphbolt": opt.GraphBolt})
 	}
@@ -157,8 +163,7 @@ func tfsgo_ingest(js *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer) (st C.in
 	if err == nil {
 		_, err = ingest.Ingest(opt)
 	}
-	// Ingest's own errors that are not IO (missing files, errno) are about its inputs.
-	return finish("tfs_ingest", err, stEINVAL)
+	return err
 }
 
 // ingestHetero is tfs_ingest of a heterogeneous graph (options with "node_types" or

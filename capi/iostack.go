@@ -18,7 +18,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -47,9 +46,8 @@ type ioRec struct {
 }
 
 //export tfsgo_io_open
-func tfsgo_io_open(paths **C.char, nPaths C.int32_t, opts *C.tfs_io_options, out unsafe.Pointer, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_io_open", &st)
-	return finish("tfs_io_open", ioOpen(paths, int64(nPaths), opts, out, h), stEIO)
+func tfsgo_io_open(paths **C.char, nPaths C.int32_t, opts *C.tfs_io_options, out unsafe.Pointer, h *C.uintptr_t) C.int {
+	return call("tfs_io_open", stEIO, func() error { return ioOpen(paths, int64(nPaths), opts, out, h) })
 }
 
 func ioOpen(paths **C.char, nPaths int64, opts *C.tfs_io_options, out unsafe.Pointer, h *C.uintptr_t) error {
@@ -203,9 +201,8 @@ func ioLock(h uintptr) (*ioRec, error) {
 }
 
 //export tfsgo_io_submit
-func tfsgo_io_submit(io C.uintptr_t, reqs *C.tfs_io_request, n C.int64_t) (st C.int) {
-	defer guard("tfs_io_submit", &st)
-	return finish("tfs_io_submit", ioSubmit(uintptr(io), reqs, int64(n)), stEIO)
+func tfsgo_io_submit(io C.uintptr_t, reqs *C.tfs_io_request, n C.int64_t) C.int {
+	return call("tfs_io_submit", stEIO, func() error { return ioSubmit(uintptr(io), reqs, int64(n)) })
 }
 
 func ioSubmit(h uintptr, reqs *C.tfs_io_request, n int64) error {
@@ -277,9 +274,8 @@ func (rec *ioRec) checkEnd(file int, off, length int64) error {
 }
 
 //export tfsgo_io_complete
-func tfsgo_io_complete(io C.uintptr_t, stream unsafe.Pointer) (st C.int) {
-	defer guard("tfs_io_complete", &st)
-	return finish("tfs_io_complete", ioComplete(uintptr(io), uintptr(stream)), stEIO)
+func tfsgo_io_complete(io C.uintptr_t, stream unsafe.Pointer) C.int {
+	return call("tfs_io_complete", stEIO, func() error { return ioComplete(uintptr(io), uintptr(stream)) })
 }
 
 func ioComplete(h uintptr, stream uintptr) error {
@@ -301,52 +297,38 @@ type ioStats struct {
 }
 
 //export tfsgo_io_stats_json
-func tfsgo_io_stats_json(io C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_io_stats_json", &st)
-	return finish("tfs_io_stats_json", ioStatsJSON(uintptr(io), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func ioStatsJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	rec, err := ioLock(h)
-	if err != nil {
-		return err
-	}
-	stats := ioStats{Stats: rec.st.Stats(), Files: len(rec.fds), Device: rec.device, Pending: rec.pending}
-	rec.mu.Unlock()
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := json.Marshal(stats)
-	if err != nil {
-		return err
-	}
-	copyJSON(data, buf, capacity, needed)
-	return nil
+func tfsgo_io_stats_json(io C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return call("tfs_io_stats_json", stEINTERNAL, func() error {
+		rec, err := ioLock(uintptr(io))
+		if err != nil {
+			return err
+		}
+		stats := ioStats{Stats: rec.st.Stats(), Files: len(rec.fds), Device: rec.device, Pending: rec.pending}
+		rec.mu.Unlock()
+		return writeJSON(buf, capacity, needed, copyJSON, func() (any, error) { return stats, nil })
+	})
 }
 
 //export tfsgo_io_close
-func tfsgo_io_close(io C.uintptr_t) (st C.int) {
-	defer guard("tfs_io_close", &st)
-	return finish("tfs_io_close", ioClose(uintptr(io)), stEIO)
-}
-
-func ioClose(h uintptr) error {
-	rec, err := release[*ioRec](h, kindIO)
-	if err != nil {
-		return err
-	}
-	rec.mu.Lock() // waits for a call in flight on the handle
-	defer rec.mu.Unlock()
-	rec.closed = true
-	err = rec.st.Close()
-	rec.st = nil
-	if err == nil { // Close waited for every read in flight, so the fds are free to close
-		for i, fd := range rec.fds {
-			if cerr := unix.Close(fd); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("close %s: %w", rec.paths[i], cerr))
+func tfsgo_io_close(io C.uintptr_t) C.int {
+	return call("tfs_io_close", stEIO, func() error {
+		rec, err := release[*ioRec](uintptr(io), kindIO)
+		if err != nil {
+			return err
+		}
+		rec.mu.Lock() // waits for a call in flight on the handle
+		defer rec.mu.Unlock()
+		rec.closed = true
+		err = rec.st.Close()
+		rec.st = nil
+		if err == nil { // Close waited for every read in flight, so the fds are free to close
+			for i, fd := range rec.fds {
+				if cerr := unix.Close(fd); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("close %s: %w", rec.paths[i], cerr))
+				}
 			}
 		}
-	}
-	rec.fds = nil
-	return err
+		rec.fds = nil
+		return err
+	})
 }

@@ -42,21 +42,23 @@ type placeRequest struct {
 const placeKeys = "fanouts, batch_size, node_type, batches; with fanouts [per hop] policy, epochs, time_budget_s, seeds, gpu_bytes, host_bytes, recompute; with fanouts per edge type split, seed, replace"
 
 //export tfsgo_place_json
-func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_place_json", &st)
-	return finish("tfs_place_json", placeJSON(uintptr(store), request, buf, uint64(capacity), needed, nil), stEINVAL)
+func tfsgo_place_json(store C.uintptr_t, request *C.char, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return on("tfs_place_json", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		return placeJSON(rec, request, buf, uint64(capacity), needed, nil)
+	})
 }
 
 //export tfsgo_place_json_progress
-func tfsgo_place_json_progress(store C.uintptr_t, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_place_json_progress", &st)
-	return finish("tfs_place_json_progress", placeJSON(uintptr(store), request, buf, uint64(capacity), needed, progressFunc(fn, ctx)), stEINVAL)
+func tfsgo_place_json_progress(store C.uintptr_t, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return on("tfs_place_json_progress", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		return placeJSON(rec, request, buf, uint64(capacity), needed, progressFunc(fn, ctx))
+	})
 }
 
 // placeJSON serves tfs_place_json; progress (may be nil) follows the profiling of a placement of
 // fanouts [per hop] ("profile": batches sampled of those planned so far).
-func placeJSON(h uintptr, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, progress func(string, int64, int64)) error {
-	return storeJSONCall(h, "place", request, buf, capacity, needed, func(rec *storeRec, dec *json.Decoder) (any, error) {
+func placeJSON(rec *storeRec, request *C.char, buf *C.char, capacity uint64, needed *C.size_t, progress func(string, int64, int64)) error {
+	return storeJSONCall(rec, "place", request, buf, capacity, needed, func(dec *json.Decoder) (any, error) {
 		var req placeRequest
 		if err := dec.Decode(&req); err != nil {
 			return nil, fail(stEINVAL, "request_json: %v (keys: %s)", err, placeKeys)
@@ -174,16 +176,13 @@ type profileRequest struct {
 }
 
 //export tfsgo_profile_reads
-func tfsgo_profile_reads(store C.uintptr_t, seeds *C.int64_t, nSeeds C.int64_t, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes C.int64_t) (st C.int) {
-	defer guard("tfs_profile_reads", &st)
-	return finish("tfs_profile_reads", profileReads(uintptr(store), seeds, int64(nSeeds), request, counts, countsN, int64(nTypes)), stEINVAL)
+func tfsgo_profile_reads(store C.uintptr_t, seeds *C.int64_t, nSeeds C.int64_t, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes C.int64_t) C.int {
+	return on("tfs_profile_reads", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		return profileReads(rec, seeds, int64(nSeeds), request, counts, countsN, int64(nTypes))
+	})
 }
 
-func profileReads(h uintptr, seeds *C.int64_t, nSeeds int64, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes int64) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
+func profileReads(rec *storeRec, seeds *C.int64_t, nSeeds int64, request *C.char, counts **C.uint32_t, countsN *C.int64_t, nTypes int64) error {
 	ss := rec.s.Session()
 	types := ss.NodeTypes()
 	if nTypes != int64(len(types)) || counts == nil || countsN == nil {

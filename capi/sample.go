@@ -56,39 +56,33 @@ func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
 }
 
 //export tfsgo_sampler_create
-func tfsgo_sampler_create(store C.uintptr_t, optionsJSON *C.char, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_sampler_create", &st)
-	return finish("tfs_sampler_create", samplerCreate(uintptr(store), optionsJSON, h), stEINVAL)
-}
-
-func samplerCreate(h uintptr, optionsJSON *C.char, hout *C.uintptr_t) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
-	if hout == nil {
-		return fail(stEINVAL, "out is NULL")
-	}
-	if optionsJSON == nil {
-		return fail(stEINVAL, "options_json is NULL (the fanouts are required)")
-	}
-	opt, err := parseSamplerRequest(C.GoString(optionsJSON))
-	if err != nil {
-		return err
-	}
-	sp, err := rec.s.Session().NewSampler(opt)
-	if err != nil {
-		return err
-	}
-	*hout = C.uintptr_t(register(kindSampler, sp))
-	return nil
+func tfsgo_sampler_create(store C.uintptr_t, optionsJSON *C.char, h *C.uintptr_t) C.int {
+	return on("tfs_sampler_create", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		if h == nil {
+			return fail(stEINVAL, "out is NULL")
+		}
+		if optionsJSON == nil {
+			return fail(stEINVAL, "options_json is NULL (the fanouts are required)")
+		}
+		opt, err := parseSamplerRequest(C.GoString(optionsJSON))
+		if err != nil {
+			return err
+		}
+		sp, err := rec.s.Session().NewSampler(opt)
+		if err != nil {
+			return err
+		}
+		*h = C.uintptr_t(register(kindSampler, sp))
+		return nil
+	})
 }
 
 //export tfsgo_sampler_free
-func tfsgo_sampler_free(sampler C.uintptr_t) (st C.int) {
-	defer guard("tfs_sampler_free", &st)
-	_, err := release[*featurestore.Sampler](uintptr(sampler), kindSampler)
-	return finish("tfs_sampler_free", err, stEINTERNAL)
+func tfsgo_sampler_free(sampler C.uintptr_t) C.int {
+	return call("tfs_sampler_free", stEINTERNAL, func() error {
+		_, err := release[*featurestore.Sampler](uintptr(sampler), kindSampler)
+		return err
+	})
 }
 
 // sampleRec is what a struct tfs_sample handle holds.
@@ -105,16 +99,13 @@ func newSampleRec(smp *topology.HeteroSample, ss *featurestore.Session) *sampleR
 }
 
 //export tfsgo_sample
-func tfsgo_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_sample", &st)
-	return finish("tfs_sample", sample(uintptr(sampler), seedType, seeds, int64(n), h), stEIO)
+func tfsgo_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) C.int {
+	return on("tfs_sample", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
+		return sample(sp, seedType, seeds, int64(n), h)
+	})
 }
 
-func sample(h uintptr, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
-	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
-	if err != nil {
-		return err
-	}
+func sample(sp *featurestore.Sampler, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
@@ -167,13 +158,8 @@ func onlyTypeOr(names []string, name, arg, what string) (string, error) {
 }
 
 //export tfsgo_sample_json
-func tfsgo_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_sample_json", &st)
-	return finish("tfs_sample_json", sampleJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func sampleJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return handleJSON(h, kindSample, buf, capacity, needed, func(rec *sampleRec) (any, error) {
+func tfsgo_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return onJSON("tfs_sample_json", sample, kindSample, buf, capacity, needed, func(rec *sampleRec) (any, error) {
 		out := struct {
 			NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
 			EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
@@ -206,9 +192,8 @@ func typeIndex(names []string, name, arg, what string) (int, error) {
 }
 
 //export tfsgo_sample_nodes
-func tfsgo_sample_nodes(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) (st C.int) {
-	defer guard("tfs_sample_nodes", &st)
-	return finish("tfs_sample_nodes", sampleNodes(uintptr(sample), nodeType, out), stEINTERNAL)
+func tfsgo_sample_nodes(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) C.int {
+	return call("tfs_sample_nodes", stEINTERNAL, func() error { return sampleNodes(uintptr(sample), nodeType, out) })
 }
 
 func sampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
@@ -231,16 +216,13 @@ func sampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
 }
 
 //export tfsgo_sample_edges
-func tfsgo_sample_edges(sample C.uintptr_t, edgeType *C.char, row, col, edgeIDs *C.int64_t) (st C.int) {
-	defer guard("tfs_sample_edges", &st)
-	return finish("tfs_sample_edges", sampleEdges(uintptr(sample), edgeType, row, col, edgeIDs), stEINTERNAL)
+func tfsgo_sample_edges(sample C.uintptr_t, edgeType *C.char, row, col, edgeIDs *C.int64_t) C.int {
+	return on("tfs_sample_edges", stEINTERNAL, sample, kindSample, func(rec *sampleRec) error {
+		return sampleEdges(rec, edgeType, row, col, edgeIDs)
+	})
 }
 
-func sampleEdges(h uintptr, edgeType *C.char, row, col, edgeIDs *C.int64_t) error {
-	rec, err := lookup[*sampleRec](h, kindSample)
-	if err != nil {
-		return err
-	}
+func sampleEdges(rec *sampleRec, edgeType *C.char, row, col, edgeIDs *C.int64_t) error {
 	e, err := typeIndex(rec.edgeTypes, cString(edgeType), "edge_type", "edge type")
 	if err != nil {
 		return err
@@ -270,10 +252,11 @@ func sampleEdges(h uintptr, edgeType *C.char, row, col, edgeIDs *C.int64_t) erro
 }
 
 //export tfsgo_sample_free
-func tfsgo_sample_free(sample C.uintptr_t) (st C.int) {
-	defer guard("tfs_sample_free", &st)
-	_, err := release[*sampleRec](uintptr(sample), kindSample)
-	return finish("tfs_sample_free", err, stEINTERNAL)
+func tfsgo_sample_free(sample C.uintptr_t) C.int {
+	return call("tfs_sample_free", stEINTERNAL, func() error {
+		_, err := release[*sampleRec](uintptr(sample), kindSample)
+		return err
+	})
 }
 
 // decodeLink reads link options (the link family, featurestore.LinkOptions; a key left out takes
@@ -299,16 +282,13 @@ func parseLinkRequest(request string) (featurestore.LinkOptions, error) {
 }
 
 //export tfsgo_sample_from_edges
-func tfsgo_sample_from_edges(sampler C.uintptr_t, edgeType *C.char, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) (st C.int) {
-	defer guard("tfs_sample_from_edges", &st)
-	return finish("tfs_sample_from_edges", sampleFromEdges(uintptr(sampler), edgeType, src, dst, labels, int64(n), request, h), stEIO)
+func tfsgo_sample_from_edges(sampler C.uintptr_t, edgeType *C.char, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) C.int {
+	return on("tfs_sample_from_edges", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
+		return sampleFromEdges(sp, edgeType, src, dst, labels, int64(n), request, h)
+	})
 }
 
-func sampleFromEdges(h uintptr, edgeType *C.char, src, dst, labels *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
-	sp, err := lookup[*featurestore.Sampler](h, kindSampler)
-	if err != nil {
-		return err
-	}
+func sampleFromEdges(sp *featurestore.Sampler, edgeType *C.char, src, dst, labels *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
@@ -355,42 +335,34 @@ func lookupLink(h uintptr) (*topology.LinkLabels, error) {
 }
 
 //export tfsgo_sample_link_json
-func tfsgo_sample_link_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_sample_link_json", &st)
-	return finish("tfs_sample_link_json", sampleLinkJSON(uintptr(sample), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func sampleLinkJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	lk, err := lookupLink(h)
-	if err != nil {
-		return err
-	}
-	if err := checkJSONOut(buf, capacity, needed); err != nil {
-		return err
-	}
-	data, err := json.Marshal(struct {
-		EdgeLabelIndex int  `json:"edge_label_index"`
-		EdgeLabel      int  `json:"edge_label"`
-		SrcIndex       int  `json:"src_index"`
-		DstPosIndex    int  `json:"dst_pos_index"`
-		DstNegIndex    int  `json:"dst_neg_index"`
-		Triplet        bool `json:"triplet"`
-	}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil})
-	if err != nil {
-		return err
-	}
-	putJSON(data, buf, capacity, needed)
-	return nil
+func tfsgo_sample_link_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return call("tfs_sample_link_json", stEINTERNAL, func() error {
+		lk, err := lookupLink(uintptr(sample))
+		if err != nil {
+			return err
+		}
+		return writeJSON(buf, capacity, needed, putJSON, func() (any, error) {
+			return struct {
+				EdgeLabelIndex int  `json:"edge_label_index"`
+				EdgeLabel      int  `json:"edge_label"`
+				SrcIndex       int  `json:"src_index"`
+				DstPosIndex    int  `json:"dst_pos_index"`
+				DstNegIndex    int  `json:"dst_neg_index"`
+				Triplet        bool `json:"triplet"`
+			}{len(lk.EdgeLabelIndex[0]), len(lk.EdgeLabel), len(lk.SrcIndex), len(lk.DstPosIndex), len(lk.DstNegIndex), lk.SrcIndex != nil}, nil
+		})
+	})
 }
 
 //export tfsgo_sample_link_copy
-func tfsgo_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) (st C.int) {
-	defer guard("tfs_sample_link_copy", &st)
-	lk, err := lookupLink(uintptr(sample))
-	if err == nil {
-		copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
-	}
-	return finish("tfs_sample_link_copy", err, stEINTERNAL)
+func tfsgo_sample_link_copy(sample C.uintptr_t, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex *C.int64_t) C.int {
+	return call("tfs_sample_link_copy", stEINTERNAL, func() error {
+		lk, err := lookupLink(uintptr(sample))
+		if err == nil {
+			copyLinkLabels(lk, edgeLabelIndex, edgeLabel, srcIndex, dstPosIndex, dstNegIndex)
+		}
+		return err
+	})
 }
 
 // copyLinkLabels copies lk's arrays into the non-NULL ones (tfs_sample_link_copy's layout).

@@ -33,13 +33,8 @@ func hostBytes(dst unsafe.Pointer, dstBytes int64) []byte {
 }
 
 //export tfsgo_types_json
-func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_types_json", &st)
-	return finish("tfs_types_json", typesJSON(uintptr(store), buf, uint64(capacity), needed), stEINTERNAL)
-}
-
-func typesJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error {
-	return handleJSON(h, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
+func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return onJSON("tfs_types_json", store, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
 		ss := rec.s.Session()
 		return struct {
 			NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
@@ -50,17 +45,14 @@ func typesJSON(h uintptr, buf *C.char, capacity uint64, needed *C.size_t) error 
 }
 
 //export tfsgo_gather_edge_feature
-func tfsgo_gather_edge_feature(store C.uintptr_t, edgeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) (st C.int) {
-	defer guard("tfs_gather_edge_feature", &st)
-	return finish("tfs_gather_edge_feature", gatherEdgeFeature(uintptr(store), edgeType, feature, ids, int64(n), dst, int64(dstBytes)), stEIO)
+func tfsgo_gather_edge_feature(store C.uintptr_t, edgeType, feature *C.char, ids *C.int64_t, n C.int64_t, dst unsafe.Pointer, dstBytes C.int64_t) C.int {
+	return on("tfs_gather_edge_feature", stEIO, store, kindStore, func(rec *storeRec) error {
+		return gatherEdgeFeature(rec, edgeType, feature, ids, int64(n), dst, int64(dstBytes))
+	})
 }
 
 // gatherEdgeFeature serves tfs_gather_edge_feature.
-func gatherEdgeFeature(h uintptr, typ, feature *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
-	rec, err := lookup[*storeRec](h, kindStore)
-	if err != nil {
-		return err
-	}
+func gatherEdgeFeature(rec *storeRec, typ, feature *C.char, ids *C.int64_t, n int64, dst unsafe.Pointer, dstBytes int64) error {
 	if feature == nil {
 		return fail(stEINVAL, "feature is NULL")
 	}
@@ -78,51 +70,39 @@ func gatherEdgeFeature(h uintptr, typ, feature *C.char, ids *C.int64_t, n int64,
 }
 
 //export tfsgo_share_host_tier
-func tfsgo_share_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char, ids *C.int64_t, n C.int64_t) (st C.int) {
-	defer guard("tfs_share_host_tier", &st)
-	return finish("tfs_share_host_tier", shareHostTier(uintptr(store), nodeType, path, ids, int64(n)), stEINVAL)
+func tfsgo_share_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char, ids *C.int64_t, n C.int64_t) C.int {
+	return on("tfs_share_host_tier", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		return shareHostTier(rec, nodeType, path, ids, int64(n))
+	})
 }
 
-func shareHostTier(h uintptr, nodeType, path *C.char, ids *C.int64_t, n int64) error {
-	s, err := hostTierStack(h, nodeType, path)
+func shareHostTier(rec *storeRec, nodeType, path *C.char, ids *C.int64_t, n int64) error {
+	s, err := hostTierStack(rec, nodeType, path)
 	if err != nil {
 		return err
 	}
-	if n < 0 {
-		return fail(stEINVAL, "n = %d is negative", n)
+	if err := checkArray(unsafe.Pointer(ids), "ids", n, "n"); err != nil {
+		return err
 	}
-	if n > 0 && ids == nil {
-		return fail(stEINVAL, "ids is NULL with n = %d", n)
-	}
-	var list []int64
-	if n > 0 {
-		list = unsafe.Slice((*int64)(unsafe.Pointer(ids)), n)
-	}
-	return s.ShareHostTier(cString(path), list)
+	return s.ShareHostTier(cString(path), ids64(ids, n))
 }
 
 //export tfsgo_map_host_tier
-func tfsgo_map_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char) (st C.int) {
-	defer guard("tfs_map_host_tier", &st)
-	return finish("tfs_map_host_tier", mapHostTier(uintptr(store), nodeType, path), stEINVAL)
-}
-
-func mapHostTier(h uintptr, nodeType, path *C.char) error {
-	s, err := hostTierStack(h, nodeType, path)
-	if err != nil {
-		return err
-	}
-	return s.MapHostTier(cString(path))
+func tfsgo_map_host_tier(store C.uintptr_t, nodeType *C.char, path *C.char) C.int {
+	return on("tfs_map_host_tier", stEINVAL, store, kindStore, func(rec *storeRec) error {
+		s, err := hostTierStack(rec, nodeType, path)
+		if err != nil {
+			return err
+		}
+		return s.MapHostTier(cString(path))
+	})
 }
 
 // hostTierStack is the tier stack of node_type (NULL or "": the only one) for
 // tfs_share_host_tier and tfs_map_host_tier, after checking the path is given.
-func hostTierStack(h uintptr, nodeType, path *C.char) (*featurestore.Store, error) {
-	if _, err := lookup[*storeRec](h, kindStore); err != nil {
-		return nil, err
-	}
+func hostTierStack(rec *storeRec, nodeType, path *C.char) (*featurestore.Store, error) {
 	if path == nil || cString(path) == "" {
 		return nil, fail(stEINVAL, "path of the shared host tier is NULL or empty")
 	}
-	return storeStack(h, nodeType)
+	return rec.s.Session().Stack(cString(nodeType))
 }

@@ -32,9 +32,8 @@ type verifyProblem struct {
 var keptVerify keptAnswers
 
 //export tfsgo_verify_json
-func tfsgo_verify_json(path *C.char, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) (st C.int) {
-	defer guard("tfs_verify_json", &st)
-	return finish("tfs_verify_json", verifyJSON(path, request, progressFunc(fn, ctx), buf, uint64(capacity), needed), stEIO)
+func tfsgo_verify_json(path *C.char, request *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, buf *C.char, capacity C.size_t, needed *C.size_t) C.int {
+	return call("tfs_verify_json", stEIO, func() error { return verifyJSON(path, request, progressFunc(fn, ctx), buf, uint64(capacity), needed) })
 }
 
 func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf *C.char, capacity uint64, needed *C.size_t) error {
@@ -90,9 +89,8 @@ func verifyJSON(path, request *C.char, progress func(string, int64, int64), buf 
 }
 
 //export tfsgo_upgrade
-func tfsgo_upgrade(path *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, from *C.int32_t) (st C.int) {
-	defer guard("tfs_upgrade", &st)
-	return finish("tfs_upgrade", upgrade(path, progressFunc(fn, ctx), from), stEIO)
+func tfsgo_upgrade(path *C.char, fn C.tfs_progress_fn, ctx unsafe.Pointer, from *C.int32_t) C.int {
+	return call("tfs_upgrade", stEIO, func() error { return upgrade(path, progressFunc(fn, ctx), from) })
 }
 
 func upgrade(path *C.char, progress func(string, int64, int64), from *C.int32_t) error {

@@ -25,6 +25,15 @@ int fail(cudaError_t e, const char *call, const char *detail) {
 
 #define ENTER(dev) CHECK(cudaSetDevice(dev), "")
 
+// ONE_CALL defines the shim function name(params), whose first parameter is int dev: it makes dev
+// current and makes one CUDA call, returning 0 or, on failure, what fail recorded.
+#define ONE_CALL(name, params, call) \
+  int name params {                  \
+    ENTER(dev);                      \
+    CHECK(call, "");                 \
+    return 0;                        \
+  }
+
 // sm_count caches each device's SM count (asked once: the query costs as much as a launch).
 int sm_count(int dev) {
   static int cache[256];
@@ -55,6 +64,25 @@ int by_width(uint64_t a, F launch) {
   return launch(char{});
 }
 
+// Row kernels (gather, split-gather) run kRowThreads threads a block; each group of `lanes`
+// threads (a power of two, at most a warp and no more than the row's W-wide words) copies one row.
+constexpr int kRowThreads = 256;
+
+struct RowLaunch {
+  int lanes;  // threads a row
+  int grid;   // blocks
+};
+
+// row_launch is the launch of a row kernel over n rows of row_bytes, loading W at a time.
+template <typename W>
+RowLaunch row_launch(int dev, int max_blocks, uint64_t row_bytes, int64_t n) {
+  int64_t vecs = row_bytes / sizeof(W);
+  int lanes = 1;
+  while (lanes < 32 && lanes < vecs) lanes *= 2;
+  int64_t rows_per_block = kRowThreads / lanes;
+  return RowLaunch{lanes, grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block)};
+}
+
 // ---- gather ----
 
 // W is the load width; lanes consecutive threads share one row. Each group of `lanes` threads
@@ -79,14 +107,9 @@ __global__ void gather_kernel(const char *__restrict__ src, uint64_t row_bytes,
 template <typename W>
 int launch_gather(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
                   const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, cudaStream_t st) {
-  int64_t vecs = row_bytes / sizeof(W);
-  int lanes = 1;
-  while (lanes < 32 && lanes < vecs) lanes *= 2;
-  const int threads = 256;
-  int64_t rows_per_block = threads / lanes;
-  int grid = grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block);
-  gather_kernel<W><<<grid, threads, 0, st>>>((const char *)src, row_bytes, src_rows, dst_rows, n,
-                                             (char *)dst, lanes);
+  const RowLaunch l = row_launch<W>(dev, max_blocks, row_bytes, n);
+  gather_kernel<W><<<l.grid, kRowThreads, 0, st>>>((const char *)src, row_bytes, src_rows, dst_rows, n,
+                                                   (char *)dst, l.lanes);
   CHECK(cudaGetLastError(), "(gather kernel launch)");
   return 0;
 }
@@ -188,14 +211,9 @@ int launch_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_node
                         uint64_t row_bytes, void *dst, int64_t *miss_ids, int64_t *miss_pos,
                         unsigned long long *counts, unsigned long long *host_counts, int max_blocks,
                         cudaStream_t st) {
-  int64_t vecs = row_bytes / sizeof(W);
-  int lanes = 1;
-  while (lanes < 32 && lanes < vecs) lanes *= 2;
-  const int threads = 256;
-  int64_t rows_per_block = threads / lanes;
-  int grid = grid_for(dev, max_blocks, (n + rows_per_block - 1) / rows_per_block);
-  split_gather_kernel<W><<<grid, threads, 0, st>>>(ids, n, num_nodes, tiers, row_bytes, (char *)dst, miss_ids,
-                                                   miss_pos, counts, host_counts, lanes);
+  const RowLaunch l = row_launch<W>(dev, max_blocks, row_bytes, n);
+  split_gather_kernel<W><<<l.grid, kRowThreads, 0, st>>>(ids, n, num_nodes, tiers, row_bytes, (char *)dst,
+                                                         miss_ids, miss_pos, counts, host_counts, l.lanes);
   CHECK(cudaGetLastError(), "(split-gather kernel launch)");
   return 0;
 }
@@ -517,11 +535,7 @@ int tfc_malloc(int dev, uint64_t bytes, void **ptr) {
   return 0;
 }
 
-int tfc_free(int dev, void *ptr) {
-  ENTER(dev);
-  CHECK(cudaFree(ptr), "");
-  return 0;
-}
+ONE_CALL(tfc_free, (int dev, void *ptr), cudaFree(ptr))
 
 int tfc_host_alloc(int dev, uint64_t bytes, void **ptr) {
   ENTER(dev);
@@ -531,11 +545,7 @@ int tfc_host_alloc(int dev, uint64_t bytes, void **ptr) {
   return 0;
 }
 
-int tfc_host_free(int dev, void *ptr) {
-  ENTER(dev);
-  CHECK(cudaFreeHost(ptr), "");
-  return 0;
-}
+ONE_CALL(tfc_host_free, (int dev, void *ptr), cudaFreeHost(ptr))
 
 int tfc_host_register(int dev, void *ptr, uint64_t bytes, void **dev_ptr) {
   ENTER(dev);
@@ -550,11 +560,7 @@ int tfc_host_register(int dev, void *ptr, uint64_t bytes, void **dev_ptr) {
   return 0;
 }
 
-int tfc_host_unregister(int dev, void *ptr) {
-  ENTER(dev);
-  CHECK(cudaHostUnregister(ptr), "");
-  return 0;
-}
+ONE_CALL(tfc_host_unregister, (int dev, void *ptr), cudaHostUnregister(ptr))
 
 int tfc_memcpy(int dev, void *dst, const void *src, uint64_t bytes, void *stream) {
   ENTER(dev);
@@ -564,53 +570,24 @@ int tfc_memcpy(int dev, void *dst, const void *src, uint64_t bytes, void *stream
   return 0;
 }
 
-int tfc_memset(int dev, void *dst, int value, uint64_t bytes, void *stream) {
-  ENTER(dev);
-  CHECK(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream), "");
-  return 0;
-}
+ONE_CALL(tfc_memset, (int dev, void *dst, int value, uint64_t bytes, void *stream),
+         cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream))
 
-int tfc_stream_create(int dev, void **stream) {
-  ENTER(dev);
-  CHECK(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking), "");
-  return 0;
-}
+ONE_CALL(tfc_stream_create, (int dev, void **stream),
+         cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking))
 
-int tfc_stream_destroy(int dev, void *stream) {
-  ENTER(dev);
-  CHECK(cudaStreamDestroy((cudaStream_t)stream), "");
-  return 0;
-}
+ONE_CALL(tfc_stream_destroy, (int dev, void *stream), cudaStreamDestroy((cudaStream_t)stream))
 
-int tfc_stream_sync(int dev, void *stream) {
-  ENTER(dev);
-  CHECK(cudaStreamSynchronize((cudaStream_t)stream), "");
-  return 0;
-}
+ONE_CALL(tfc_stream_sync, (int dev, void *stream), cudaStreamSynchronize((cudaStream_t)stream))
 
-int tfc_event_create(int dev, void **event) {
-  ENTER(dev);
-  CHECK(cudaEventCreate((cudaEvent_t *)event), "");
-  return 0;
-}
+ONE_CALL(tfc_event_create, (int dev, void **event), cudaEventCreate((cudaEvent_t *)event))
 
-int tfc_event_destroy(int dev, void *event) {
-  ENTER(dev);
-  CHECK(cudaEventDestroy((cudaEvent_t)event), "");
-  return 0;
-}
+ONE_CALL(tfc_event_destroy, (int dev, void *event), cudaEventDestroy((cudaEvent_t)event))
 
-int tfc_event_record(int dev, void *event, void *stream) {
-  ENTER(dev);
-  CHECK(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream), "");
-  return 0;
-}
+ONE_CALL(tfc_event_record, (int dev, void *event, void *stream),
+         cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream))
 
-int tfc_event_sync(int dev, void *event) {
-  ENTER(dev);
-  CHECK(cudaEventSynchronize((cudaEvent_t)event), "");
-  return 0;
-}
+ONE_CALL(tfc_event_sync, (int dev, void *event), cudaEventSynchronize((cudaEvent_t)event))
 
 int tfc_event_query(int dev, void *event, int *done) {
   ENTER(dev);
@@ -625,17 +602,11 @@ int tfc_event_query(int dev, void *event, int *done) {
   return 0;
 }
 
-int tfc_event_elapsed_ms(int dev, void *start, void *end, float *ms) {
-  ENTER(dev);
-  CHECK(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end), "");
-  return 0;
-}
+ONE_CALL(tfc_event_elapsed_ms, (int dev, void *start, void *end, float *ms),
+         cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end))
 
-int tfc_stream_wait_event(int dev, void *stream, void *event) {
-  ENTER(dev);
-  CHECK(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0), "");
-  return 0;
-}
+ONE_CALL(tfc_stream_wait_event, (int dev, void *stream, void *event),
+         cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0))
 
 int tfc_gather_rows(int dev, const void *src, uint64_t row_bytes, const int64_t *src_rows,
                     const int64_t *dst_rows, int64_t n, void *dst, int max_blocks, void *stream) {
@@ -671,11 +642,7 @@ int tfc_split_gather(int dev, const int64_t *ids, int64_t n, int64_t num_nodes, 
   });
 }
 
-int tfc_device_sync(int dev) {
-  ENTER(dev);
-  CHECK(cudaDeviceSynchronize(), "");
-  return 0;
-}
+ONE_CALL(tfc_device_sync, (int dev), cudaDeviceSynchronize())
 
 int tfc_copy_pieces(int dev, const tfc_piece *pieces, int64_t n, int max_blocks, void *stream) {
   ENTER(dev);

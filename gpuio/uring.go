@@ -271,17 +271,12 @@ func (r *uring) submitSQPoll(wait bool) error {
 	if wait {
 		flags, minComplete = flags|ioringEnterGetEvents, 1
 	}
-	for flags != 0 {
-		r.enters++
-		_, _, errno := unix.Syscall6(sysIOUringEnter, uintptr(r.fd), 0, minComplete, flags, 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		default:
-			return fmt.Errorf("gpuio: io_uring_enter(SQPOLL, flags %#x): %w", flags, errno)
-		}
+	if flags == 0 {
+		return nil
+	}
+	r.enters++
+	if err := uringCall(sysIOUringEnter, r.fd, 0, minComplete, flags); err != nil {
+		return fmt.Errorf("gpuio: io_uring_enter(SQPOLL, flags %#x): %w", flags, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,11 +48,7 @@ func (w *int64Writer) put(v int64) error {
 
 // close flushes and closes; it reports the first write error.
 func (w *int64Writer) close() error {
-	err := w.b.Flush()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := cmp.Or(w.b.Flush(), w.f.Close()); err != nil {
 		return fmt.Errorf("ingest: write %s: %w", w.path, err)
 	}
 	return nil

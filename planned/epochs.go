@@ -30,7 +30,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -282,23 +281,10 @@ func EpochOrder(seeds []int64, shuffleSeed uint64, epoch int) []int64 {
 	out := slices.Clone(seeds)
 	r := rand.NewPCG(shuffleSeed, uint64(epoch))
 	for i := len(out) - 1; i > 0; i-- {
-		j := below(r, uint64(i)+1)
+		j := topology.Below(r.Uint64(), uint64(i)+1, r.Uint64)
 		out[i], out[j] = out[j], out[i]
 	}
 	return out
-}
-
-// below draws uniformly from [0, n) (Lemire's multiply and reject), fixed here so that EpochOrder
-// never depends on math/rand's choice of reduction.
-func below(r *rand.PCG, n uint64) uint64 {
-	hi, lo := bits.Mul64(r.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(r.Uint64(), n)
-		}
-	}
-	return hi
 }
 
 // BatchSampleSeed is the sampling seed of batch batch of planned epoch epoch: the xxhash64 of

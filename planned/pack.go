@@ -317,11 +317,7 @@ func (pk *packer) dropOut() error {
 // finish syncs and closes a packed file whose extents are all written.
 func (out *packOut) finish() error {
 	out.closed = true
-	err := out.f.Sync()
-	if cerr := out.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := cmp.Or(out.f.Sync(), out.f.Close()); err != nil {
 		return fmt.Errorf("planned: writing epoch plan %s: %w", out.path, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package planned
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -728,9 +729,7 @@ func writeIndex(dir string, idx *epochIndex) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, f.Close())
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, EpochIndexFile))
 	}

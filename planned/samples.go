@@ -1,6 +1,7 @@
 package planned
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -522,10 +523,7 @@ func (w *samplesWriter) finish(write bool) error {
 	} else if err == nil {
 		err = w.f.Sync()
 	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return cmp.Or(err, w.f.Close())
 }
 
 // openSamples opens the samples files of the plan's epochs and checks their records against the

@@ -663,13 +663,19 @@ func mix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// below returns a uniform value in [0, n), n > 0 (Lemire's multiply-shift with rejection).
-func (r *splitmix) below(n uint64) uint64 {
-	hi, lo := bits.Mul64(r.next(), n)
+// below returns a uniform value in [0, n), n > 0.
+func (r *splitmix) below(n uint64) uint64 { return Below(r.next(), n, r.next) }
+
+// Below maps x, a uniform 64-bit draw, to a uniform value in [0, n), n > 0, by Lemire's multiply
+// and reject, drawing again from next in the rare case that x falls in the rejected part.
+// Samples and epoch orders (planned.EpochOrder) depend on it bit for bit, so it is fixed here
+// rather than left to math/rand's choice of reduction.
+func Below(x, n uint64, next func() uint64) uint64 {
+	hi, lo := bits.Mul64(x, n)
 	if lo < n {
 		threshold := -n % n
 		for lo < threshold {
-			hi, lo = bits.Mul64(r.next(), n)
+			hi, lo = bits.Mul64(next(), n)
 		}
 	}
 	return hi

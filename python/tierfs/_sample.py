@@ -216,17 +216,14 @@ class LinkSample(Sample):
     edge, else (n, amount)) instead.
     """
 
-    def __init__(self, *args: Any, edge_type: Tuple[str, str, str] = ("", "", ""), edge_label_index: Any = None, edge_label: Any = None,
-                 src_index: Any = None, dst_pos_index: Any = None, dst_neg_index: Any = None, **kwargs: Any) -> None:
+    #: The label arrays: keyword arguments of the constructor and attributes, None where absent.
+    _LABELS = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index")
+
+    def __init__(self, *args: Any, edge_type: Tuple[str, str, str] = ("", "", ""), **kwargs: Any) -> None:
+        labels = {name: kwargs.pop(name, None) for name in self._LABELS}
         super().__init__(*args, **kwargs)
         self.edge_type = edge_type
-        self.edge_label_index = edge_label_index
-        self.edge_label = edge_label
-        self.src_index = src_index
-        self.dst_pos_index = dst_pos_index
-        self.dst_neg_index = dst_neg_index
-
-    _LABELS = ("edge_label_index", "edge_label", "src_index", "dst_pos_index", "dst_neg_index")
+        vars(self).update(labels)
 
 
 def _take_sample(hs: int, seed_type: Optional[str], typed: bool) -> Sample:
