@@ -54,6 +54,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--gpu-topology", default="", choices=["", "device", "pinned"],
                    help="sample on the GPU with every edge type's topology there (both loops; empty: the host sampler)")
     p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each tierfs run (root)")
+    p.add_argument("--arms", default="memory,tierfs",
+                   help="loops to time, alternating: memory, tierfs (on demand) and planned (one epoch of the timed batches' seeds planned first)")
+    p.add_argument("--plan-dir", default="", help="where the planned arm's plan goes (default: a temporary directory)")
+    p.add_argument("--disk-bps", type=float, default=0.0,
+                   help="the disk's sequential read bandwidth, bytes/s (`tierfs bench disk`), for the planned arm's bound")
     p.add_argument("--out", default="")
     return p.parse_args(argv)
 
@@ -119,20 +124,28 @@ def load_in_gpu(path: str, store: tierfs.Store, device: torch.device) -> Dict[st
     return out
 
 
-def run(a, store, sampler_factory, seeds, labels_of, fetch, model, device, record: Dict[str, list] | None) -> float:
-    """One pipelined run: a sampling thread, a fetch thread on its own stream, training on this one.
-    Returns seeds/s over the timed batches."""
-    n_batches = a.warmup + a.batches
+def on_demand(a, sampler_factory, order):
+    """draw(i) of the on-demand arms: batch i's seeds (consecutive slices of order) and their sample."""
     sampler = sampler_factory()
+
+    def draw(i):
+        lo = (i * a.batch) % max(1, len(order) - a.batch)
+        b = order[lo:lo + a.batch]
+        return b, sampler.sample(b, node_type=a.seed_type)
+    return draw
+
+
+def run(a, store, draw, fetch, model, device, record: Dict[str, list] | None) -> float:
+    """One pipelined run: a sampling thread (draw(i) -> (seeds, sample)), a fetch thread on its
+    own stream (fetch(i, seeds, sample)), training on this one. Returns seeds/s over the timed
+    batches."""
+    n_batches = a.warmup + a.batches
     q_s: "queue.Queue" = queue.Queue(maxsize=4)
     q_f: "queue.Queue" = queue.Queue(maxsize=2)
-    order = np.random.default_rng(0).permutation(seeds)
 
     def sample_loop():
         for i in range(n_batches):
-            lo = (i * a.batch) % max(1, len(order) - a.batch)
-            b = order[lo:lo + a.batch]
-            q_s.put((b, sampler.sample(b, node_type=a.seed_type)))
+            q_s.put((i, *draw(i)))
         q_s.put(None)
 
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
@@ -146,19 +159,23 @@ def run(a, store, sampler_factory, seeds, labels_of, fetch, model, device, recor
                     if stream is not None:
                         stream.synchronize()
                     record["stats1"] = store.stats()  # after the last timed batch's gather
+                    if "plan_stats" in record:
+                        record["plan1"] = record["plan_stats"]()
                 q_f.put(None)
                 return
-            b, smp = item
+            i, b, smp = item
             if record is not None:
                 if fetched == a.warmup:
                     if stream is not None:
                         stream.synchronize()
                     record["stats0"] = store.stats()  # before the first timed batch's gather
+                    if "plan_stats" in record:
+                        record["plan0"] = record["plan_stats"]()
                 record["samples"].append({t: np.asarray(v) for t, v in smp.node.items()})
             fetched += 1
             ctx = torch.cuda.stream(stream) if stream is not None else _null()
             with ctx:
-                x, edges, y = fetch(b, smp)
+                x, edges, y = fetch(i, b, smp)
                 ev = None
                 if stream is not None:
                     ev = torch.cuda.Event()
@@ -224,6 +241,9 @@ def hindsight(samples: List[Dict[str, np.ndarray]], capacity: Dict[str, int]) ->
 
 def main(argv=None) -> Dict[str, Any]:
     a = parse_args(argv)
+    arms = a.arms.split(",")
+    if not set(arms) <= {"memory", "tierfs", "planned"}:
+        raise SystemExit(f"--arms {a.arms}: want memory, tierfs and planned")
     device = torch.device(a.device)
     fanouts = [int(f) for f in a.fanouts.split(",")]
     probe = tierfs.open(a.dataset)
@@ -252,11 +272,11 @@ def main(argv=None) -> Dict[str, Any]:
     def edges_of(smp) -> Dict[tuple, torch.Tensor]:
         return {et: torch.from_numpy(np.stack([smp.row[et], smp.col[et]])).to(device, non_blocking=True) for et in edge_types if len(smp.row[et])}
 
-    def fetch_memory(b, smp):
+    def fetch_memory(i, b, smp):
         x = {t: feats[t].index_select(0, torch.from_numpy(ids).to(device, non_blocking=True)) for t, ids in smp.node.items() if len(ids) and t in feats}
         return x, edges_of(smp), all_labels[torch.from_numpy(b).to(device)]
 
-    def fetch_tierfs(b, smp):
+    def fetch_tierfs(i, b, smp):
         x = {}
         for t, ids in smp.node.items():
             if len(ids) and t in feats:
@@ -269,56 +289,122 @@ def main(argv=None) -> Dict[str, Any]:
     model = Model(edge_types, a.seed_type, a.hidden, classes, len(fanouts), a.model).to(device)
     # lazy (-1) input sizes: one forward on a real batch
     smp0 = make_sampler().sample(seeds[: a.batch], node_type=a.seed_type)
-    x0, e0, _ = fetch_memory(seeds[: a.batch], smp0)
+    x0, e0, _ = fetch_memory(0, seeds[: a.batch], smp0)
     with torch.no_grad():
         model(x0, e0, min(a.batch, len(seeds)))
 
     results: Dict[str, Any] = {"dataset": a.dataset, "fanouts": fanouts, "batch": a.batch, "model": a.model, "hidden": a.hidden,
-                               "feature_bytes": total, "gpu_cache": int(total * a.gpu_frac) if cuda else 0,
+                               "feature_bytes": total, "gpu_cache": int(total * a.gpu_frac) if cuda else 0, "arms": arms,
                                "host_cache": int(total * a.host_frac), "gpu_topology": a.gpu_topology, "load_into_gpu_s": load_s, "placed": placed, "runs": []}
     if cuda:
         results["gpu"] = torch.cuda.get_device_name(device)
+    order = np.random.default_rng(0).permutation(seeds)
+    plan = None
+    if "planned" in arms:
+        plan, results["plan"] = plan_batches(a, store, num_neighbors, order[: (a.warmup + a.batches) * a.batch])
+
+    def fetch_planned(i, b, smp):
+        x = {t: plan.gather_device(0, i, ids, node_type=t) if cuda else torch.as_tensor(plan.gather(0, i, ids, node_type=t))
+             for t, ids in smp.node.items() if len(ids) and t in feats}
+        return x, edges_of(smp), all_labels[torch.from_numpy(b).to(device)]
+
+    fetches = {"memory": fetch_memory, "tierfs": fetch_tierfs, "planned": fetch_planned}
     for r in range(a.repeat):
         row: Dict[str, Any] = {}
-        row["memory"] = run(a, store, make_sampler, seeds, None, fetch_memory, model, device, None)
-        if a.drop_caches:
-            try:
-                with open("/proc/sys/vm/drop_caches", "w") as f:
-                    f.write("3\n")
-            except OSError as e:
-                row["drop_caches"] = str(e)
-        rec: Dict[str, list] = {"samples": []}
-        row["tierfs"] = run(a, store, make_sampler, seeds, None, fetch_tierfs, model, device, rec)
-        row["ratio"] = row["tierfs"] / row["memory"]
-        s0, s1 = rec["stats0"], rec["stats1"]
-        timed = rec["samples"][a.warmup:a.warmup + a.batches]
-        per_type = {}
-        capacity = {}
-        for t in feats:
-            t0s = {x["tier"]: x for x in s0["node_types"][t]["tiers"]} if "node_types" in s0 else {x["tier"]: x for x in s0["tiers"]}
-            t1s = {x["tier"]: x for x in s1["node_types"][t]["tiers"]} if "node_types" in s1 else {x["tier"]: x for x in s1["tiers"]}
-            capacity[t] = int(t1s["gpu"]["rows_held"] + t1s["host"]["rows_held"])
-            per_type[t] = {"ssd_rows_per_batch": (t1s["ssd"]["hits"] - t0s["ssd"]["hits"]) / a.batches,
-                           "rows_per_batch": float(np.mean([len(s.get(t, [])) for s in timed])),
-                           "memory_rows": capacity[t]}
-        for t, v in hindsight(timed, capacity).items():
-            per_type[t]["hindsight_ssd_rows_per_batch"] = v
-        row["types"] = per_type
-        row["io_reads_per_batch"] = (s1["io"]["reads"] - s0["io"]["reads"]) / a.batches
+        for arm in arms:
+            if arm != "memory":
+                drop_caches(a, row)
+            draw = planned_draw(plan, a.seed_type) if arm == "planned" else on_demand(a, make_sampler, order)
+            rec: Dict[str, Any] = {"samples": [], **({"plan_stats": plan.stats} if arm == "planned" else {})}
+            row[arm] = run(a, store, draw, fetches[arm], model, device, None if arm == "memory" else rec)
+            if arm != "memory":
+                row[arm + "_ratio"] = row[arm] / row["memory"] if "memory" in row else None
+                row[arm + "_report"] = tier_report(a, rec, feats, plan if arm == "planned" else None)
         results["runs"].append(row)
-        print(f"run {r}: memory {row['memory']:,.0f} seeds/s, tierfs {row['tierfs']:,.0f} seeds/s, ratio {row['ratio']:.3f}, "
-              f"IO reads/batch {row['io_reads_per_batch']:,.0f}", flush=True)
-        for t, v in per_type.items():
-            print(f"   {t:12s} rows/batch {v['rows_per_batch']:>9,.0f}  SSD rows/batch {v['ssd_rows_per_batch']:>9,.0f}  "
-                  f"hindsight {v['hindsight_ssd_rows_per_batch']:>9,.0f}  memory rows {v['memory_rows']:,}", flush=True)
-    ratios = [r["ratio"] for r in results["runs"]]
-    results["median_ratio"] = float(np.median(ratios))
-    print(f"median tierfs / memory: {results['median_ratio']:.3f} over {len(ratios)} runs")
+        print(f"run {r}: " + ", ".join(f"{arm} {row[arm]:,.0f} seeds/s" + (f" ({row[arm + '_ratio']:.3f} of memory)" if row.get(arm + "_ratio") else "") for arm in arms), flush=True)
+        for arm in arms:
+            if arm + "_report" in row:
+                print_report(a, arm, row[arm + "_report"])
+    for arm in arms:
+        if arm != "memory" and "memory" in arms:
+            results[f"median_{arm}_ratio"] = float(np.median([x[arm + "_ratio"] for x in results["runs"]]))
+            print(f"median {arm} / memory: {results[f'median_{arm}_ratio']:.3f} over {a.repeat} runs")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(results, f, indent=1)
+    if plan is not None:
+        plan.close()
     store.close()
     return results
+
+
+def drop_caches(a, row: Dict[str, Any]) -> None:
+    if a.drop_caches:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError as e:
+            row["drop_caches"] = str(e)
+
+
+def plan_batches(a, store, num_neighbors, seeds):
+    """One planned epoch of seeds (the timed run's batches: warm-up and timed), packed; returns
+    the plan and what planning took."""
+    t0 = time.perf_counter()
+    plan = store.plan_epochs(num_neighbors, a.batch, 1, seeds=seeds, node_type=a.seed_type, seed=1, drop_last=True,
+                             plan_dir=a.plan_dir or None)
+    info = {"plan_s": time.perf_counter() - t0, "stats": plan.stats()}
+    print(f"planned {plan.batches_per_epoch} batches in {info['plan_s']:.1f} s", flush=True)
+    return plan, info
+
+
+def planned_draw(plan, seed_type):
+    """draw(i) of the planned arm: batch i of planned epoch 0, its seeds and stored sample."""
+    def draw(i):
+        smp = plan.sample(0, i)
+        return smp.node[seed_type][: smp.num_seeds], smp
+    return draw
+
+
+def tier_report(a, rec, feats, plan) -> Dict[str, Any]:
+    """What the timed batches read: per type its rows and SSD rows a batch against the hindsight
+    bar; IO reads and bytes a batch; for the planned arm, the packed bytes a batch and the bound
+    they allow at --disk-bps (seeds/s)."""
+    s0, s1 = rec["stats0"], rec["stats1"]
+    timed = rec["samples"][a.warmup:a.warmup + a.batches]
+    per_type, capacity = {}, {}
+    for t in feats:
+        t0s = {x["tier"]: x for x in s0["node_types"][t]["tiers"]} if "node_types" in s0 else {x["tier"]: x for x in s0["tiers"]}
+        t1s = {x["tier"]: x for x in s1["node_types"][t]["tiers"]} if "node_types" in s1 else {x["tier"]: x for x in s1["tiers"]}
+        capacity[t] = int(t1s["gpu"]["rows_held"] + t1s["host"]["rows_held"])
+        per_type[t] = {"ssd_rows_per_batch": (t1s["ssd"]["hits"] - t0s["ssd"]["hits"]) / a.batches,
+                       "rows_per_batch": float(np.mean([len(s.get(t, [])) for s in timed])),
+                       "memory_rows": capacity[t]}
+    for t, v in hindsight(timed, capacity).items():
+        per_type[t]["hindsight_ssd_rows_per_batch"] = v
+    out: Dict[str, Any] = {"types": per_type, "io_reads_per_batch": (s1["io"]["reads"] - s0["io"]["reads"]) / a.batches,
+                           "io_bytes_per_batch": (s1["io"]["bytes_read"] - s0["io"]["bytes_read"]) / a.batches}
+    if plan is not None:
+        p0, p1 = rec["plan0"], rec["plan1"]
+        out["packed_bytes_per_batch"] = (p1["bytes_read"] - p0["bytes_read"]) / a.batches
+        out["packed_reads_per_batch"] = (p1["reads"] - p0["reads"]) / a.batches
+        out["sample_bytes_per_batch"] = (p1["sample_bytes_read"] - p0["sample_bytes_read"]) / a.batches
+        if a.disk_bps:
+            disk = out["packed_bytes_per_batch"] + out["sample_bytes_per_batch"] + out["io_bytes_per_batch"]
+            out["disk_bound_seeds_per_s"] = a.disk_bps / max(disk, 1.0) * a.batch
+    return out
+
+
+def print_report(a, arm: str, rep: Dict[str, Any]) -> None:
+    line = f"   {arm}: IO reads/batch {rep['io_reads_per_batch']:,.0f}, IO MB/batch {rep['io_bytes_per_batch'] / 1e6:,.1f}"
+    if "packed_bytes_per_batch" in rep:
+        line += f", packed MB/batch {rep['packed_bytes_per_batch'] / 1e6:,.1f} in {rep['packed_reads_per_batch']:,.1f} reads, samples MB/batch {rep['sample_bytes_per_batch'] / 1e6:,.1f}"
+        if "disk_bound_seeds_per_s" in rep:
+            line += f", disk bound {rep['disk_bound_seeds_per_s']:,.0f} seeds/s"
+    print(line, flush=True)
+    for t, v in rep["types"].items():
+        print(f"   {t:12s} rows/batch {v['rows_per_batch']:>9,.0f}  SSD rows/batch {v['ssd_rows_per_batch']:>9,.0f}  "
+              f"hindsight {v['hindsight_ssd_rows_per_batch']:>9,.0f}  memory rows {v['memory_rows']:,}", flush=True)
 
 
 if __name__ == "__main__":

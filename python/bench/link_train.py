@@ -50,6 +50,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--disk-iops", type=float, default=0.0, help="4 KiB IOPS of the disk, for the disk bound")
     p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each tierfs run (root)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--arms", default="memory,tierfs",
+                   help="loops to time, alternating: memory, tierfs (on demand) and planned (one epoch of the timed batches' seed edges planned first)")
+    p.add_argument("--disk-bps", type=float, default=0.0,
+                   help="the disk's sequential read bandwidth, bytes/s (`tierfs bench disk`), for the planned arm's bound")
+    p.add_argument("--plan-dir", default="", help="where the planned arm's plan goes (default: a temporary directory)")
     p.add_argument("--out", default="")
     return p.parse_args(argv)
 
@@ -80,19 +85,24 @@ def seed_edges(store, n: int, seed: int) -> tuple:
     return np.concatenate(src)[:n], np.concatenate(dst)[:n]
 
 
-def run(a, store, src, dst, fetch, model, device, record: Optional[Dict[str, Any]]) -> float:
-    """One pipelined run: a sampling thread, a fetch thread on its own stream, training on this
-    one. Returns seed edges/s over the timed batches."""
+def on_demand(a, sampler, src, dst):
+    """draw(i) of the on-demand arms: the sample of seed edges [i*batch, (i+1)*batch)."""
+    def draw(i):
+        lo = i * a.batch
+        return sampler.sample_from_edges(src[lo:lo + a.batch], dst[lo:lo + a.batch], neg_sampling="binary", exclude_seed_edges=True)
+    return draw
+
+
+def run(a, store, draw, fetch, model, device, record: Optional[Dict[str, Any]]) -> float:
+    """One pipelined run: a sampling thread (draw(i) -> LinkSample), a fetch thread on its own
+    stream (fetch(i, nodes)), training on this one. Returns seed edges/s over the timed batches."""
     n_batches = a.warmup + a.batches
-    fanouts = [int(f) for f in a.fanouts.split(",")]
-    sampler = store.sampler(fanouts, seed=1)
     q_s: "queue.Queue" = queue.Queue(maxsize=4)
     q_f: "queue.Queue" = queue.Queue(maxsize=2)
 
     def sample_loop():
         for i in range(n_batches):
-            lo = i * a.batch
-            q_s.put(sampler.sample_from_edges(src[lo:lo + a.batch], dst[lo:lo + a.batch], neg_sampling="binary", exclude_seed_edges=True))
+            q_s.put((i, draw(i)))
         q_s.put(None)
 
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
@@ -100,23 +110,26 @@ def run(a, store, src, dst, fetch, model, device, record: Optional[Dict[str, Any
     def fetch_loop():
         fetched = 0
         while True:
-            s = q_s.get()
-            if s is None:
+            item = q_s.get()
+            if item is None:
                 if record is not None:
                     if stream is not None:
                         stream.synchronize()
                     record["stats1"] = store.stats()
+                    record["plan1"] = record["plan_stats"]()
                 q_f.put(None)
                 return
+            i, s = item
             if record is not None and fetched == a.warmup:
                 if stream is not None:
                     stream.synchronize()
                 record["stats0"] = store.stats()
+                record["plan0"] = record["plan_stats"]()
             if record is not None and fetched >= a.warmup:
                 record["rows"].append(len(s.nodes))
             fetched += 1
             with (torch.cuda.stream(stream) if stream is not None else _Null()):
-                x = fetch(torch.from_numpy(np.asarray(s.nodes)).to(device, non_blocking=True))
+                x = fetch(i, np.asarray(s.nodes))
                 ei = torch.from_numpy(np.stack([np.asarray(s.row), np.asarray(s.col)])).to(device, non_blocking=True)
                 eli = torch.from_numpy(np.asarray(s.edge_label_index)).to(device, non_blocking=True)
                 lab = torch.from_numpy(np.asarray(s.edge_label)).to(device, non_blocking=True)
@@ -153,7 +166,6 @@ def run(a, store, src, dst, fetch, model, device, record: Optional[Dict[str, Any
     elapsed = time.perf_counter() - start
     for t in threads:
         t.join()
-    sampler.close()
     return done / elapsed
 
 
@@ -167,6 +179,9 @@ class _Null:
 
 def main(argv=None) -> Dict[str, Any]:
     a = parse_args(argv)
+    arms = a.arms.split(",")
+    if not set(arms) <= {"memory", "tierfs", "planned"}:
+        raise SystemExit(f"--arms {a.arms}: want memory, tierfs and planned")
     device = torch.device(a.device)
     cuda = device.type == "cuda"
     fanouts = [int(f) for f in a.fanouts.split(",")]
@@ -189,51 +204,82 @@ def main(argv=None) -> Dict[str, Any]:
         x_all[lo:lo + len(ids)].copy_(torch.as_tensor(store.gather(ids)))
     load_s = time.perf_counter() - t0
 
-    def fetch_memory(nodes):
-        return x_all.index_select(0, nodes)
+    def fetch_memory(i, nodes):
+        return x_all.index_select(0, torch.from_numpy(nodes).to(device, non_blocking=True))
 
-    def fetch_tierfs(nodes):
-        return torch.as_tensor(store.gather(nodes if cuda else nodes.cpu()))
+    def fetch_tierfs(i, nodes):
+        return torch.as_tensor(store.gather(torch.from_numpy(nodes).to(device, non_blocking=True) if cuda else nodes))
+
+    def fetch_planned(i, nodes):
+        return plan.gather_device(0, i, nodes) if cuda else torch.as_tensor(plan.gather(0, i, nodes))
 
     results: Dict[str, Any] = {"dataset": a.dataset, "fanouts": fanouts, "batch": a.batch, "hidden": a.hidden, "feature_bytes": total,
                                "gpu_cache": int(total * a.gpu_frac) if cuda else 0, "host_cache": int(total * a.host_frac),
-                               "placed": placed, "load_into_gpu_s": load_s, "runs": []}
+                               "placed": placed, "load_into_gpu_s": load_s, "arms": arms, "runs": []}
     if cuda:
         results["gpu"] = torch.cuda.get_device_name(device)
+    plan = None
+    if "planned" in arms:
+        t0 = time.perf_counter()
+        plan = store.plan_epochs(fanouts, a.batch, 1, seed_edges=np.stack([src, dst]), neg_sampling="binary", exclude_seed_edges=True,
+                                 seed=1, shuffle_seed=3, drop_last=True, plan_dir=a.plan_dir or None)
+        results["plan"] = {"plan_s": time.perf_counter() - t0, "stats": plan.stats()}
+        print(f"planned {plan.batches_per_epoch} batches in {results['plan']['plan_s']:.1f} s", flush=True)
+    fetches = {"memory": fetch_memory, "tierfs": fetch_tierfs, "planned": fetch_planned}
+    sampler = store.sampler(fanouts, seed=1)
     for r in range(a.repeat):
-        torch.manual_seed(0)
-        model = LinkModel(store.dim, a.hidden, len(fanouts)).to(device)
-        row: Dict[str, Any] = {"memory": run(a, store, src, dst, fetch_memory, model, device, None)}
-        if a.drop_caches:
-            try:
-                with open("/proc/sys/vm/drop_caches", "w") as f:
-                    f.write("3\n")
-            except OSError as e:
-                row["drop_caches"] = str(e)
-        torch.manual_seed(0)
-        model = LinkModel(store.dim, a.hidden, len(fanouts)).to(device)
-        rec: Dict[str, Any] = {"rows": []}
-        row["tierfs"] = run(a, store, src, dst, fetch_tierfs, model, device, rec)
-        row["ratio"] = row["tierfs"] / row["memory"]
-        s0, s1 = rec["stats0"], rec["stats1"]
-        h0 = {t["tier"]: t["hits"] for t in s0["tiers"]}
-        h1 = {t["tier"]: t["hits"] for t in s1["tiers"]}
-        row["rows_per_batch"] = float(np.mean(rec["rows"]))
-        row["ssd_rows_per_batch"] = (h1["ssd"] - h0["ssd"]) / a.batches
-        row["disk_blocks_per_batch"] = (s1["io"]["bytes_read"] - s0["io"]["bytes_read"]) / 4096 / a.batches
-        if a.disk_iops:
-            row["disk_bound_edges_per_s"] = a.disk_iops / max(row["disk_blocks_per_batch"], 1e-9) * a.batch
+        row: Dict[str, Any] = {}
+        for arm in arms:
+            if arm != "memory" and a.drop_caches:
+                try:
+                    with open("/proc/sys/vm/drop_caches", "w") as f:
+                        f.write("3\n")
+                except OSError as e:
+                    row["drop_caches"] = str(e)
+            torch.manual_seed(0)
+            model = LinkModel(store.dim, a.hidden, len(fanouts)).to(device)
+            draw = (lambda i: plan.sample(0, i)) if arm == "planned" else on_demand(a, sampler, src, dst)
+            rec: Dict[str, Any] = {"rows": [], "plan_stats": plan.stats if arm == "planned" else dict}
+            row[arm] = run(a, store, draw, fetches[arm], model, device, rec)
+            if arm != "memory":
+                row[arm + "_ratio"] = row[arm] / row["memory"] if "memory" in row else None
+                row[arm + "_report"] = read_report(a, rec)
         results["runs"].append(row)
-        print(f"run {r}: memory {row['memory']:,.0f} seed edges/s, tierfs {row['tierfs']:,.0f}, ratio {row['ratio']:.3f}; "
-              f"rows/batch {row['rows_per_batch']:,.0f}, SSD rows/batch {row['ssd_rows_per_batch']:,.0f}, 4 KiB blocks/batch {row['disk_blocks_per_batch']:,.0f}"
-              + (f", disk bound {row['disk_bound_edges_per_s']:,.0f}" if a.disk_iops else ""), flush=True)
-    results["median_ratio"] = float(np.median([x["ratio"] for x in results["runs"]]))
-    print(f"median tierfs / memory: {results['median_ratio']:.3f} over {a.repeat} runs")
+        print(f"run {r}: " + ", ".join(f"{arm} {row[arm]:,.0f} seed edges/s" + (f" ({row[arm + '_ratio']:.3f} of memory)" if row.get(arm + "_ratio") else "") for arm in arms), flush=True)
+        for arm in arms:
+            if arm + "_report" in row:
+                print("   " + arm + ": " + ", ".join(f"{k} {v:,.1f}" for k, v in row[arm + "_report"].items()), flush=True)
+    for arm in arms:
+        if arm != "memory" and "memory" in arms:
+            results[f"median_{arm}_ratio"] = float(np.median([x[arm + "_ratio"] for x in results["runs"]]))
+            print(f"median {arm} / memory: {results[f'median_{arm}_ratio']:.3f} over {a.repeat} runs")
+    sampler.close()
+    if plan is not None:
+        plan.close()
     store.close()
     if a.out:
         with open(a.out, "w") as f:
             json.dump(results, f, indent=1)
     return results
+
+
+def read_report(a, rec: Dict[str, Any]) -> Dict[str, float]:
+    """What the timed batches read: rows a batch and from the SSD, distinct 4 KiB blocks (the
+    on-demand disk bound at --disk-iops), packed bytes a batch (the planned bound at --disk-bps)."""
+    s0, s1, p0, p1 = rec["stats0"], rec["stats1"], rec["plan0"], rec["plan1"]
+    h0 = {t["tier"]: t["hits"] for t in s0["tiers"]}
+    h1 = {t["tier"]: t["hits"] for t in s1["tiers"]}
+    out = {"rows_per_batch": float(np.mean(rec["rows"])), "ssd_rows_per_batch": (h1["ssd"] - h0["ssd"]) / a.batches,
+           "disk_blocks_per_batch": (s1["io"]["bytes_read"] - s0["io"]["bytes_read"]) / 4096 / a.batches}
+    if a.disk_iops and out["disk_blocks_per_batch"] > 0:
+        out["disk_bound_edges_per_s"] = a.disk_iops / out["disk_blocks_per_batch"] * a.batch
+    if p1:
+        out["packed_mb_per_batch"] = (p1["bytes_read"] - p0["bytes_read"]) / a.batches / 1e6
+        out["sample_mb_per_batch"] = (p1["sample_bytes_read"] - p0["sample_bytes_read"]) / a.batches / 1e6
+        if a.disk_bps:
+            mb = out["packed_mb_per_batch"] + out["sample_mb_per_batch"] + out["disk_blocks_per_batch"] * 4096 / 1e6
+            out["planned_bound_edges_per_s"] = a.disk_bps / max(mb * 1e6, 1.0) * a.batch
+    return out
 
 
 if __name__ == "__main__":
