@@ -572,8 +572,8 @@ class Bench:
         a, torch, tierfs = self.a, self.torch, self.tierfs
         t0 = time.perf_counter()
         with tierfs.open(a.dataset) as plain:
-            self.n, self.dim, self.rb = plain.num_nodes, plain.dim, plain.row_bytes
-            self.m = plain.num_edges
+            self.n, self.dim, self.rb = plain.num_nodes(), plain.dim, plain.row_bytes
+            self.m = plain.num_edges()
             self.classes = plain.num_classes
             self.np_dtype, self.torch_dtype = plain.dtype, plain.torch_dtype
             self.train = plain.split("train")

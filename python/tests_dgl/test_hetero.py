@@ -60,9 +60,9 @@ def test_from_graphbolt_types(het, hstore, hgraph):
     assert hstore.node_types == list(het.num_nodes)
     assert hstore.edge_types == list(het.edges)
     for t, n in het.num_nodes.items():
-        assert hstore.num_nodes_of(t) == n
+        assert hstore.num_nodes(t) == n
     for e, ei in het.edges.items():
-        assert hstore.num_edges_of(e) == ei.shape[1]
+        assert hstore.num_edges(e) == ei.shape[1]
     # The whole topology, read back by sampling every neighbor, is DGL's graph edge for edge.
     back = tdgl.dgl_graph(hstore)
     assert set(back.canonical_etypes) == set(hgraph.canonical_etypes)
