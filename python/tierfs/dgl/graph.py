@@ -24,7 +24,7 @@ def dgl_graph(store):
 
     A heterogeneous store gives a heterograph with every node type (its node count) and every
     canonical edge type ``(src, rel, dst)``, edge ``i`` of an edge type being its input's edge
-    ``i`` (``dgl.EID`` of :func:`hetero_sample_to_blocks`'s blocks with ``store``)."""
+    ``i`` (``dgl.EID`` of :func:`sample_to_blocks`'s blocks with ``store``)."""
     if _is_hetero(store):
         return _hetero_dgl_graph(store)
     indptr, indices = store.csc()

@@ -18,7 +18,7 @@ from tierfs._args import _fanouts
 from tierfs.pipeline import MAX_DEPTH
 
 from ._common import FEATURE, LABEL, _GRAPHBOLT_ERROR, _TypedColumn, _ids_tensor, _is_hetero, _read_rows, gb
-from .blocks import _hetero_fanouts, _one_seed_type, hetero_sample_to_blocks, sample_to_blocks
+from .blocks import _hetero_fanouts, _one_seed_type, sample_to_blocks
 
 
 class NeighborSampler(dgl.dataloading.BlockSampler):
@@ -30,7 +30,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
     node or edge types) ``fanouts[i]`` is, as for DGL's ``NeighborSampler``, an int for every
     edge type or a dict ``{etype: fanout}`` naming every edge type (canonical ``(src, rel,
     dst)``, ``"src:rel:dst"`` or a relation name that is unique); seeds are ``{ntype: ids}`` of
-    one node type and the blocks are heterogeneous (:func:`hetero_sample_to_blocks`).
+    one node type and the blocks are heterogeneous (:func:`sample_to_blocks`).
     ``exclude_eids`` (what ``dgl.dataloading.as_edge_prediction_sampler`` passes for
     ``exclude="self"`` or ``"reverse_id"``) are left out of every block after the draw, as
     GraphBolt's ``exclude_seed_edges`` does (DGL's own sampler leaves them out before it draws,
@@ -115,16 +115,10 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
         """The blocks of ``seed_nodes`` (``g`` ignored); ``exclude_eids`` (edge ids in the
         store; ``{etype: ids}`` on a heterogeneous store) are left out of every block after the
         draw (see :func:`sample_to_blocks`)."""
+        seed_type = None
         if self.hetero:
-            seed_type, seed_ids = _one_seed_type(seed_nodes)
-            device = self.output_device
-            if device is None and isinstance(seed_ids, torch.Tensor):
-                device = seed_ids.device
-            seeds = _ids_tensor(seed_ids).numpy()
-            with self._lock:
-                sample = self._sampler.sample(seeds, seed_type)
-            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
-        if isinstance(seed_nodes, Mapping):
+            seed_type, seed_nodes = _one_seed_type(seed_nodes)
+        elif isinstance(seed_nodes, Mapping):
             if len(seed_nodes) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
             (seed_nodes,) = seed_nodes.values()
@@ -133,11 +127,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             device = seed_nodes.device
         seeds = _ids_tensor(seed_nodes)
         with self._lock:
-            sample = self._sampler.sample(seeds)
-        if isinstance(exclude_eids, Mapping):
-            if len(exclude_eids) != 1:
-                raise tierfs.InvalidArgumentError("tierfs.dgl: exclude_eids of a one-type store is edge ids (or a dict of one edge type)")
-            (exclude_eids,) = exclude_eids.values()
+            sample = self._sampler.sample(seeds, seed_type)
         return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
 
 
@@ -147,7 +137,7 @@ class DataLoader:
     the dataset has labels, ``blocks[-1].dstdata[label_name]`` filled from the store.
 
     A heterogeneous store takes ``nodes`` as ``{ntype: ids or split name}`` of one node type and
-    yields ``({ntype: ids}, {seed type: seeds}, blocks)`` (:func:`hetero_sample_to_blocks`):
+    yields ``({ntype: ids}, {seed type: seeds}, blocks)`` (:func:`sample_to_blocks`):
     ``blocks[0].srcnodes[t].data[feature_name]`` holds type t's default feature for every type
     that has features, ``blocks[-1].dstnodes[seed type].data[label_name]`` the seeds' labels.
 
