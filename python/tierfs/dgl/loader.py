@@ -14,8 +14,8 @@ import dgl
 import dgl.dataloading
 
 import tierfs
+from tierfs import _options
 from tierfs._args import _fanouts
-from tierfs.pipeline import MAX_DEPTH
 
 from ._common import FEATURE, LABEL, _GRAPHBOLT_ERROR, _TypedColumn, _ids_tensor, _is_hetero, _read_rows, gb
 from .blocks import _hetero_fanouts, _one_seed_type, sample_to_blocks
@@ -131,6 +131,11 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
         return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
 
 
+#: The loader options DataLoader takes (it runs its own pipeline, not tierfs.Loader's planned
+#: epochs); shuffle and drop_last are DGL's arguments, at DGL's defaults.
+_TAKES = ("shuffle", "drop_last", "seed", "prefetch")
+
+
 class DataLoader:
     """Mini-batches of ``nodes`` (a split name such as ``"train"``, or node ids) as
     ``(input_nodes, output_nodes, blocks)`` with ``blocks[0].srcdata[feature_name]`` and, when
@@ -141,12 +146,15 @@ class DataLoader:
     ``blocks[0].srcnodes[t].data[feature_name]`` holds type t's default feature for every type
     that has features, ``blocks[-1].dstnodes[seed type].data[label_name]`` the seeds' labels.
 
-    Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch). With
-    ``prefetch`` (True: 4, or a number of batches) the batches run through a
-    :class:`tierfs.Pipeline`: sampled ahead on one thread, features and labels gathered for up to
-    ``prefetch`` batches at once while the current one is used; ``prefetch=False`` loads each
-    batch when it is asked for. ``device`` is where the batches go. :meth:`stats` says where the
-    latest epoch's time went.
+    Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch); ``shuffle``
+    and ``drop_last`` are DGL's, at DGL's defaults. With ``prefetch`` (True: the loader table's
+    default, or a number of batches) the batches run through a :class:`tierfs.Pipeline`: sampled
+    ahead on one thread, features and labels gathered for up to ``prefetch`` batches at once
+    while the current one is used; ``prefetch=False`` (or 0) loads each batch when it is asked
+    for. ``device`` is where the batches go. :meth:`stats` says where the latest epoch's time
+    went. The loader options it takes, keywords as :class:`tierfs.Loader`'s:
+
+        {loader_options}
     """
 
     def __init__(
@@ -157,12 +165,17 @@ class DataLoader:
         batch_size: int = 1024,
         shuffle: bool = False,
         drop_last: bool = False,
-        seed: int = 0,
         device="cpu",
-        prefetch: bool | int = True,
         feature_name: str | None = FEATURE,
         label_name: str | None = LABEL,
+        **options,
     ):
+        prefetch = options.pop("prefetch", True)
+        inline = prefetch is False or (not isinstance(prefetch, bool) and prefetch == 0)  # loads each batch when asked
+        given = {**options, "shuffle": shuffle, "drop_last": drop_last}
+        if not isinstance(prefetch, bool) and not inline:
+            given["prefetch"] = prefetch
+        o = _options.loader_options(given, "tierfs.dgl.DataLoader", takes=_TAKES)
         if batch_size < 1:
             raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: batch_size {batch_size} < 1")
         self.seed_type = None
@@ -176,16 +189,9 @@ class DataLoader:
         self.nodes = _ids_tensor(nodes)
         self.sampler = sampler
         self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.drop_last = bool(drop_last)
-        self.seed = int(seed)
+        self.shuffle, self.drop_last, self.seed = o["shuffle"], o["drop_last"], o["seed"]
         self.device = torch.device(device)
-        depth = (4 if prefetch else 0) if isinstance(prefetch, bool) else int(prefetch)
-        if not 0 <= depth <= MAX_DEPTH:
-            raise tierfs.InvalidArgumentError(
-                f"tierfs.dgl.DataLoader: prefetch {prefetch} must be True, False or a batch count from 0 to {MAX_DEPTH}"
-            )
-        self.prefetch = depth
+        self.prefetch = 0 if inline else o["prefetch"]
         self._run = None
         self.feature_name = feature_name
         if self.seed_type is not None:
@@ -269,6 +275,9 @@ class DataLoader:
         """Where the latest pipelined epoch's time went (:meth:`tierfs.Pipeline.stats`); empty
         before one ran."""
         return tierfs.pipeline.pipeline_stats(self._run) if self._run is not None else {}
+
+
+_options.document(DataLoader, "loader", takes=_TAKES, skip=("shuffle", "drop_last"))
 
 
 def _ndim(x) -> int:
@@ -537,8 +546,8 @@ class LinkDataLoader(DataLoader):
     ``seeds``, with ``labels`` its ``labels``), or the name of one of the dataset's edge splits
     (``"train"``, ``"val"``, ``"test"``: its seed edges, and its labels unless ``labels`` is
     given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`.
-    ``batch_size``, ``shuffle``, ``drop_last``, ``seed``, ``device`` and ``prefetch`` are as
-    in :class:`DataLoader`.
+    ``batch_size``, ``shuffle``, ``drop_last``, ``device`` and the loader options (``seed``,
+    ``prefetch``) are as in :class:`DataLoader`.
     """
 
     def __init__(
@@ -550,10 +559,9 @@ class LinkDataLoader(DataLoader):
         batch_size: int = 1024,
         shuffle: bool = False,
         drop_last: bool = False,
-        seed: int = 0,
         device="cpu",
-        prefetch: bool | int = True,
         feature_name: str | None = FEATURE,
+        **options,
     ):
         if not isinstance(sampler, EdgePredictionSampler):
             raise tierfs.InvalidArgumentError(
@@ -572,7 +580,7 @@ class LinkDataLoader(DataLoader):
         self.src, self.dst = pairs
         super().__init__(
             store, torch.arange(self.src.numel()), sampler, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, seed=seed, device=device, prefetch=prefetch, feature_name=feature_name, label_name=None,
+            drop_last=drop_last, device=device, feature_name=feature_name, label_name=None, **options,
         )
         self.labels = None
         if labels is not None:
