@@ -545,24 +545,13 @@ class LinkDataLoader(DataLoader):
     ``edges`` are pairs: ``(src, dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``ItemSet`` of
     ``seeds``, with ``labels`` its ``labels``), or the name of one of the dataset's edge splits
     (``"train"``, ``"val"``, ``"test"``: its seed edges, and its labels unless ``labels`` is
-    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`.
-    ``batch_size``, ``shuffle``, ``drop_last``, ``device`` and the loader options (``seed``,
-    ``prefetch``) are as in :class:`DataLoader`.
+    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`. The other
+    arguments (``batch_size``, ``shuffle``, ``drop_last``, ``device``, ``feature_name`` and the
+    loader options ``seed``, ``prefetch``) are :class:`DataLoader`'s, with its defaults; there
+    are no node labels (``label_name``).
     """
 
-    def __init__(
-        self,
-        store,
-        edges,
-        sampler: EdgePredictionSampler,
-        labels=None,
-        batch_size: int = 1024,
-        shuffle: bool = False,
-        drop_last: bool = False,
-        device="cpu",
-        feature_name: str | None = FEATURE,
-        **options,
-    ):
+    def __init__(self, store, edges, sampler: EdgePredictionSampler, labels=None, **kwargs):
         if not isinstance(sampler, EdgePredictionSampler):
             raise tierfs.InvalidArgumentError(
                 f"tierfs.dgl.LinkDataLoader: sampler is a {type(sampler).__name__}; want a tierfs.dgl.EdgePredictionSampler"
@@ -578,10 +567,9 @@ class LinkDataLoader(DataLoader):
                 "not 1-D edge ids"
             )
         self.src, self.dst = pairs
-        super().__init__(
-            store, torch.arange(self.src.numel()), sampler, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, device=device, feature_name=feature_name, label_name=None, **options,
-        )
+        if "label_name" in kwargs:
+            raise TypeError("tierfs.dgl.LinkDataLoader got an unexpected argument 'label_name' (seed edges have labels=, not node labels)")
+        super().__init__(store, torch.arange(self.src.numel()), sampler, label_name=None, **kwargs)
         self.labels = None
         if labels is not None:
             self.labels = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))
