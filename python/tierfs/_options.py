@@ -117,14 +117,12 @@ def request(family: str, options: Dict[str, Any], where: str) -> Dict[str, Any]:
     return out
 
 
-def loader_options(given: Mapping[str, Any], where: str, own: Mapping[str, Any] = {}, rename: Mapping[str, str] = {},
-                   takes: Iterable[str] = ()) -> Dict[str, Any]:
-    """Every loader option's value: those in ``given`` (under a front end's names: ``rename``
-    maps the table's name to its own) checked as their kind says, the others at ``own`` (a
-    framework's default, where it defines one) or the table's default. ``takes`` (none: every
-    option) names the options a front end that is not built on :class:`tierfs.Loader` takes. A
-    name that is none of them is an InvalidArgumentError listing them, a bad value one naming it
-    and saying what it must be."""
+def loader_options(given: Mapping[str, Any], where: str, rename: Mapping[str, str] = {}, takes: Iterable[str] = ()) -> Dict[str, Any]:
+    """Every loader option's value by the table's name: those in ``given`` (under a front end's
+    names: ``rename`` maps the table's name to its own) checked as their kind says, the others
+    at the table's default. ``takes`` (none: every option) names the options a front end that is
+    not built on :class:`tierfs.Loader` takes. A name that is none of them is an
+    InvalidArgumentError listing them, a bad value one naming it and saying what it must be."""
     opts = [o for o in table("loader") if not takes or o["name"] in takes]
     front = {rename.get(o["name"], o["name"]): o for o in opts}
     for name in given:
@@ -132,7 +130,7 @@ def loader_options(given: Mapping[str, Any], where: str, own: Mapping[str, Any] 
             raise errors.InvalidArgumentError(f"{where}: no loader option {name!r}; the options are {', '.join(front)}")
     out: Dict[str, Any] = {}
     for name, o in front.items():
-        value = given[name] if name in given else own.get(o["name"], o.get("default"))
+        value = given[name] if name in given else o.get("default")
         out[o["name"]] = _loader_value(where, name, o, value)
     return out
 

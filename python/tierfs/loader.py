@@ -17,9 +17,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, Union
-
-import numpy as np
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
 from . import _options
 from .epochs import plan_request
