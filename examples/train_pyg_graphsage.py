@@ -223,9 +223,9 @@ def main(argv=None):
         # All features in one torch tensor; the edge index for PyG's Data (the sampler is
         # tierfs's either way).
         indptr, indices = store.csc()
-        dst = torch.repeat_interleave(torch.arange(store.num_nodes), torch.from_numpy(indptr).diff())
+        dst = torch.repeat_interleave(torch.arange(store.num_nodes()), torch.from_numpy(indptr).diff())
         with tierfs.open(path, host_cache=0) as plain:
-            everyone = torch.arange(store.num_nodes)
+            everyone = torch.arange(store.num_nodes())
             x, y = plain.gather(everyone), plain.labels(everyone)  # torch ids: torch tensors
         memory = Data(x=x, y=y, edge_index=torch.stack([torch.from_numpy(indices), dst]))
 

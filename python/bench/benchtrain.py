@@ -122,7 +122,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="io_backend of the tierfs 10/20 store (io_uring, pread, gpu-uring; default: the store's pick); gpu-uring implies --unverified-reads")
     p.add_argument("--unverified-reads", action="store_true",
                    help="open the tierfs 10/20 store with unverified_reads=True (disk reads not checked against checksums; what verification costs end to end)")
-    p.add_argument("--depth", type=int, default=4, help="prefetch depth of the pipelined and planned loaders")
+    p.add_argument("--depth", type=int, default=None,
+                   help="prefetch depth of the pipelined and planned loaders (default: tierfs.Loader's prefetch default)")
     p.add_argument("--place-epochs", type=int, default=None, help="epochs store.place profiles (default: until converged)")
     p.add_argument("--planned-epoch", choices=["timed", "full"], default="timed",
                    help="timed: plan only the warm-up + timed batches, memory tiers as placed for the other tierfs configurations; "
@@ -161,7 +162,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--cache-fractions wants two fractions: GPU tier, host tier")
     a.gpu_frac, a.host_frac = fr
     a.sweep_host = _list(a.sweep_host, float)
-    if a.batches < 1 or a.warmup < 0 or a.depth < 1 or a.repeats < 1 or a.run_epochs < 1 or a.replan_epochs < 1:
+    if a.batches < 1 or a.warmup < 0 or (a.depth is not None and a.depth < 1) or a.repeats < 1 or a.run_epochs < 1 or a.replan_epochs < 1:
         p.error("--batches, --depth, --repeats, --run-epochs and --replan-epochs must be at least 1, --warmup at least 0")
     return a
 
@@ -536,6 +537,8 @@ class Bench:
 
         import tierfs
 
+        if a.depth is None:
+            a.depth = tierfs._options.defaults("loader")["prefetch"]
         self.a = a
         self.torch = torch
         self.tierfs = tierfs
@@ -572,8 +575,8 @@ class Bench:
         a, torch, tierfs = self.a, self.torch, self.tierfs
         t0 = time.perf_counter()
         with tierfs.open(a.dataset) as plain:
-            self.n, self.dim, self.rb = plain.num_nodes, plain.dim, plain.row_bytes
-            self.m = plain.num_edges
+            self.n, self.dim, self.rb = plain.num_nodes(), plain.dim, plain.row_bytes
+            self.m = plain.num_edges()
             self.classes = plain.num_classes
             self.np_dtype, self.torch_dtype = plain.dtype, plain.torch_dtype
             self.train = plain.split("train")

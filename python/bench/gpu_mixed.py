@@ -30,7 +30,7 @@ def main() -> None:
     rng = np.random.default_rng(1)
 
     with tierfs.open(a.dataset) as host_store:
-        n, dim, rb = host_store.num_nodes, host_store.dim, host_store.row_bytes
+        n, dim, rb = host_store.num_nodes(), host_store.dim, host_store.row_bytes
         sampler = host_store.sampler(fanouts, seed=1)
         batches = [np.asarray(sampler.sample(rng.integers(0, n, size=a.seeds)).nodes) for _ in range(a.batches)]
         x_pinned = torch.empty((n, dim), dtype=host_store.torch_dtype, pin_memory=True)

@@ -262,7 +262,7 @@ def main(argv=None) -> Dict[str, Any]:
         placed = store.place(fanouts=num_neighbors, batch_size=a.batch, batches=a.place_batches, node_type=a.seed_type, seed=7)
         print(f"placed by a profile of {placed['batches']} batches in {placed['seconds']:.1f} s: "
               + ", ".join(f"{t} {r['reached_in_memory']:,}/{r['rows_reached']:,} reached rows in memory" for t, r in placed["node_types"].items()), flush=True)
-    labels_np = torch.as_tensor(store.labels(np.arange(store.num_nodes_of(a.seed_type)), node_type=a.seed_type)).cpu().numpy()
+    labels_np = torch.as_tensor(store.labels(np.arange(store.num_nodes(a.seed_type)), node_type=a.seed_type)).cpu().numpy()
     seeds = seeds[labels_np[seeds] >= 0]  # unlabelled seeds have no loss
     all_labels = torch.as_tensor(labels_np).to(device)
     t0 = time.perf_counter()

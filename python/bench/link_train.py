@@ -77,7 +77,7 @@ def seed_edges(store, n: int, seed: int) -> tuple:
     sp = store.sampler([1], seed=seed)
     src, dst = [], []
     while sum(len(s) for s in src) < n:
-        s = sp.sample(rng.integers(0, store.num_nodes, 4 * n))
+        s = sp.sample(rng.integers(0, store.num_nodes(), 4 * n))
         nodes = np.asarray(s.nodes)
         src.append(nodes[np.asarray(s.row)])
         dst.append(nodes[np.asarray(s.col)])
@@ -186,7 +186,7 @@ def main(argv=None) -> Dict[str, Any]:
     cuda = device.type == "cuda"
     fanouts = [int(f) for f in a.fanouts.split(",")]
     probe = tierfs.open(a.dataset)
-    total = probe.num_nodes * probe.row_bytes
+    total = probe.num_nodes() * probe.row_bytes
     src, dst = seed_edges(probe, (a.warmup + a.batches) * a.batch, seed=11)
     probe.close()
     store = tierfs.open(a.dataset, device=a.device if cuda else None, gpu_cache=int(total * a.gpu_frac) if cuda else 0,
@@ -198,9 +198,9 @@ def main(argv=None) -> Dict[str, Any]:
         placed = store.place(fanouts=fanouts, batch_size=a.batch)
         placed = {"seconds": time.perf_counter() - t0, **({k: v for k, v in placed.items() if not isinstance(v, (list, dict))} if isinstance(placed, dict) else {})}
     t0 = time.perf_counter()
-    x_all = torch.empty((store.num_nodes, store.dim), dtype=getattr(torch, str(store.dtype)), device=device)
-    for lo in range(0, store.num_nodes, 1 << 20):
-        ids = np.arange(lo, min(store.num_nodes, lo + (1 << 20)))
+    x_all = torch.empty((store.num_nodes(), store.dim), dtype=getattr(torch, str(store.dtype)), device=device)
+    for lo in range(0, store.num_nodes(), 1 << 20):
+        ids = np.arange(lo, min(store.num_nodes(), lo + (1 << 20)))
         x_all[lo:lo + len(ids)].copy_(torch.as_tensor(store.gather(ids)))
     load_s = time.perf_counter() - t0
 

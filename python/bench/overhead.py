@@ -91,9 +91,9 @@ def main(argv=None):
     # 1. gather ----------------------------------------------------------------------------
     store = tierfs.open(path, host_cache=args.nodes * (args.dim * 4 + 64) + (64 << 20))
     st = {t["tier"]: t for t in store.stats()["tiers"]}
-    assert st["host"]["rows_held"] == store.num_nodes, f"host tier holds {st['host']['rows_held']} of {store.num_nodes} rows"
+    assert st["host"]["rows_held"] == store.num_nodes(), f"host tier holds {st['host']['rows_held']} of {store.num_nodes()} rows"
     rng = np.random.default_rng(1)
-    ids = rng.integers(0, store.num_nodes, args.batch)
+    ids = rng.integers(0, store.num_nodes(), args.batch)
     out = np.empty((args.batch, store.dim), store.dtype)
     h = store._handle
     lib = _native.lib
@@ -150,7 +150,7 @@ def main(argv=None):
 
     fan = [int(k) for k in args.fanouts.split(",")]
     B, nb = args.seeds_per_batch, args.loader_batches
-    seeds = torch.from_numpy(rng.permutation(store.num_nodes)[: B * nb])
+    seeds = torch.from_numpy(rng.permutation(store.num_nodes())[: B * nb])
     res = []
 
     def measure(name, make_iter):
@@ -178,7 +178,7 @@ def main(argv=None):
     mk = lambda data: NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, fan, seed=1), input_nodes=seeds, batch_size=B, filter_per_worker=False)  # noqa: E731
     measure("PyG NodeLoader((FeatureStore, GraphStore))", lambda: mk((fs, gs)))
     measure("  same, wrapped in tierfs.prefetch(depth 2)", lambda: tierfs.prefetch(mk((fs, gs)), 2))
-    everyone = torch.arange(store.num_nodes)
+    everyone = torch.arange(store.num_nodes())
     indptr, indices = store.csc()
     dst = torch.repeat_interleave(everyone, torch.from_numpy(indptr).diff())
     data = Data(x=store.gather(everyone), y=store.labels(everyone), edge_index=torch.stack([torch.from_numpy(indices), dst]))

@@ -70,7 +70,7 @@ def main(argv=None) -> int:
 
     # Every row into X (the in-memory peer), read from the SSD tier by a plain host store.
     with tierfs.open(a.dataset, host_cache=0) as plain:
-        n, dim, rb, classes = plain.num_nodes, plain.dim, plain.row_bytes, plain.num_classes
+        n, dim, rb, classes = plain.num_nodes(), plain.dim, plain.row_bytes, plain.num_classes
         xc = torch.empty((n, dim), dtype=plain.torch_dtype)
         for lo in range(0, n, 1 << 16):
             plain.gather(torch.arange(lo, min(n, lo + (1 << 16))), out=xc[lo : lo + (1 << 16)])

@@ -32,7 +32,7 @@ def test_synth_then_info_as_the_binary(tmp_path, cli):
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
     assert ours.stdout == theirs.stdout
     with tierfs.open(str(out)) as s:
-        assert s.num_nodes == 500
+        assert s.num_nodes() == 500
 
 
 def test_exit_statuses():

@@ -14,7 +14,7 @@ def test_cora_matches_pyg_reader(cora_dir):
     raw = tierfs.datasets.find_planetoid_raw("cora")
     ref = pyg_io.read_planetoid_data(str(raw), "cora")
     with tierfs.open(cora_dir) as s:
-        assert (s.num_nodes, s.num_edges, s.dim, s.num_classes) == (2708, 10556, 1433, 7)
+        assert (s.num_nodes(), s.num_edges(), s.dim, s.num_classes) == (2708, 10556, 1433, 7)
         np.testing.assert_array_equal(s.gather(np.arange(2708)), ref.x.numpy())
         np.testing.assert_array_equal(s.labels(np.arange(2708)), ref.y.numpy())
         for name, mask in (("train", ref.train_mask), ("val", ref.val_mask), ("test", ref.test_mask)):

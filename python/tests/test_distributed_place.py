@@ -51,7 +51,7 @@ def _expected_owner(ref, summed: np.ndarray, glob: int, nxt: int, profiled: bool
         ranking = _profile_ranking(ref, summed, glob + nxt)
     else:
         ranking = ref.hottest(glob + nxt, np.clip(summed, 0, np.iinfo(np.uint32).max).astype(np.uint32)).tolist()
-    return _owner_of(ranking, ref.num_nodes, glob)
+    return _owner_of(ranking, ref.num_nodes(), glob)
 
 
 def _batches(ref, train: np.ndarray, rank: int, seed: int, batch_size: int) -> list:

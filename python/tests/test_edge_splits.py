@@ -86,7 +86,7 @@ def test_from_pyg_random_link_split(tmp_path):
     train, val, test = T.RandomLinkSplit(num_val=0.1, num_test=0.2, add_negative_train_samples=True)(data)
     out = tierfs.from_pyg(train, tmp_path / "ds", val=val, test=test)
     with tierfs.open(out) as s:
-        assert s.num_edges == train.edge_index.shape[1]
+        assert s.num_edges() == train.edge_index.shape[1]
         for name, d in (("train", train), ("val", val), ("test", test)):
             index, label = s.edge_split(name)
             assert torch.equal(index, d.edge_label_index), name

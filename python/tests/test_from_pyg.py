@@ -27,7 +27,7 @@ def test_from_pyg_round_trip(tmp_path):
     data = Data(x=x, edge_index=edge_index, y=y, train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"])
     path = tierfs.from_pyg(data, tmp_path / "ds")
     with tierfs.open(path) as s:
-        assert (s.num_nodes, s.dim, s.num_classes) == (n, dim, 5)
+        assert (s.num_nodes(), s.dim, s.num_classes) == (n, dim, 5)
         assert torch.equal(s.gather(torch.arange(n)), x), f"seed {SEED}"
         assert torch.equal(s.labels(torch.arange(n)), y)
         for k, m in masks.items():

@@ -32,20 +32,20 @@ def test_gather_ingested_equals_numpy(ingested, host_cache):
     r = rng(200)
     with tierfs.open(path, host_cache=host_cache) as s:
         assert s.dtype_name == dtype
-        assert (s.num_nodes, s.dim) == expected.shape
+        assert (s.num_nodes(), s.dim) == expected.shape
         assert s.row_bytes == expected.shape[1] * expected.dtype.itemsize
-        ids = r.integers(0, s.num_nodes, 3000)  # repeats for sure
+        ids = r.integers(0, s.num_nodes(), 3000)  # repeats for sure
         got = s.gather(ids)
         assert got.dtype == expected.dtype and got.shape == (3000, s.dim)
         np.testing.assert_array_equal(got, expected[ids], err_msg=f"seed {SEED}")
-        all_rows = s.gather(np.arange(s.num_nodes))
+        all_rows = s.gather(np.arange(s.num_nodes()))
         np.testing.assert_array_equal(all_rows, expected)
 
 
 def test_gather_torch_dtype(ingested):
     dtype, path, src, expected = ingested
     with tierfs.open(path) as s:
-        ids = torch.from_numpy(rng(201).integers(0, s.num_nodes, 500))
+        ids = torch.from_numpy(rng(201).integers(0, s.num_nodes(), 500))
         got = s.gather(ids)
         assert isinstance(got, torch.Tensor) and got.dtype == getattr(torch, dtype)
         assert s.torch_dtype == getattr(torch, dtype)
@@ -62,7 +62,7 @@ def test_gather_synth_consistent_across_tiers_and_backends(data_dir, dtype):
     agree row for row."""
     path = tierfs.synth(data_dir / f"synth-{dtype}", nodes=2000, avg_degree=5, dim=19, dtype=dtype, classes=4, seed=7)
     with tierfs.open(path) as ssd:
-        ref = ssd.gather(np.arange(ssd.num_nodes))
+        ref = ssd.gather(np.arange(ssd.num_nodes()))
         assert ref.shape == (2000, 19) and ref.dtype == ssd.dtype
         assert ssd.dtype_name == dtype
         ids = rng(300).integers(0, 2000, 5000)

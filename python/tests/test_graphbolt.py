@@ -96,7 +96,7 @@ def test_from_graphbolt_round_trip(tmp_path, csv):
     which = {(int(s), int(d)): i for i, (s, d) in enumerate(ei.T)}
     with tierfs.open(path) as s:
         assert s.feature_name == "feat" and list(s.features) == ["feat", "year", "weight", "input_edge_id"]
-        ids = np.arange(s.num_nodes)
+        ids = np.arange(s.num_nodes())
         np.testing.assert_array_equal(s.gather(ids), a["feat"], err_msg=f"seed {SEED}")
         np.testing.assert_array_equal(s.gather(ids, feature="year"), a["year"])
         np.testing.assert_array_equal(s.labels(ids), a["y"])
@@ -183,6 +183,6 @@ def test_graphbolt_features_in_place(tmp_path):
     assert feats["feat"]["files"] == [str(tmp_path / "gb" / "data" / "feat.npy")] and feats["year"].get("in_place")
     assert not m["edge_types"][0]["features"][0].get("in_place")
     with tierfs.open(path) as s:
-        ids = np.arange(s.num_nodes)
+        ids = np.arange(s.num_nodes())
         np.testing.assert_array_equal(s.gather(ids), np.load(tmp_path / "gb" / "data" / "feat.npy", mmap_mode="r"), err_msg=f"seed {SEED}")
         np.testing.assert_array_equal(s.gather(ids, feature="year"), a["year"])

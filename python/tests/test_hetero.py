@@ -49,20 +49,42 @@ def test_types_and_typed_reads(acm):
     with tierfs.open(path, host_cache="4MB") as s:
         assert s.is_hetero and s.node_types == ["paper", "author", "subject"]
         assert s.edge_types == ETYPES
-        assert s.node_type == "paper" and s.num_nodes == 4019
+        assert s.node_type == "paper" and s.num_nodes("paper") == 4019
         for t in s.node_types:
-            n = s.num_nodes_of(t)
+            n = s.num_nodes(t)
             assert n == d[t]["num_nodes"]
             ids = r.integers(0, n, 300)
             np.testing.assert_array_equal(s.gather(ids, node_type=t), d[t]["x"][ids])
         for et in ETYPES:
-            assert s.num_edges_of(et) == d[et].shape[1] == s.num_edges_of(":".join(et))
+            assert s.num_edges(et) == d[et].shape[1] == s.num_edges(":".join(et))
         ids = r.integers(0, 4019, 200)
         np.testing.assert_array_equal(s.labels(ids, node_type="paper"), d["paper"]["y"][ids])
         np.testing.assert_array_equal(np.sort(s.split("train", node_type="paper")), d["paper"]["train"])
         st = s.stats()["node_types"]
         assert set(st) == {"paper", "author", "subject"}
         assert sum(next(t for t in v["tiers"] if t["tier"] == "host")["bytes_held"] for v in st.values()) <= 4 << 20
+
+
+def test_num_nodes_and_edges(acm, tmp_path):
+    """DGL's DGLGraph.num_nodes / num_edges: a named type's count, the only type's, or with
+    several types the total; an unknown type is a KeyNotFoundError naming the types there are."""
+    d, path = acm
+    with tierfs.open(path, host_cache=0) as s:
+        assert s.num_nodes() == sum(d[t]["num_nodes"] for t in s.node_types) != s.num_nodes("paper")
+        assert s.num_edges() == sum(d[et].shape[1] for et in ETYPES)
+        assert [s.num_nodes(t) for t in s.node_types] == [d[t]["num_nodes"] for t in s.node_types]
+        with pytest.raises(tierfs.KeyNotFoundError, match="no node type 'venue'.*paper, author, subject"):
+            s.num_nodes("venue")
+        with pytest.raises(tierfs.KeyNotFoundError, match=r"no edge type \('paper', 'cites', 'paper'\).*'paper', 'to', 'author'"):
+            s.num_edges(("paper", "cites", "paper"))
+    e = rng(32).integers(0, 40, (2, 150))
+    e[:, 0] = 39  # node 39 for sure
+    with tierfs.open(tierfs.ingest(tmp_path / "one", edges=e)) as s:
+        (nt,), (et,) = s.node_types, s.edge_types
+        assert s.num_nodes() == s.num_nodes(nt) == 40
+        assert s.num_edges() == s.num_edges(et) == s.num_edges(":".join(et)) == 150
+        with pytest.raises(tierfs.KeyNotFoundError, match=f"no node type 'paper'.*{nt}"):
+            s.num_nodes("paper")
 
 
 def test_hetero_samples_are_edges_of_the_graph(acm):
@@ -119,7 +141,7 @@ def test_synth_heterogeneous_preset(tmp_path):
     p = tierfs.synth(tmp_path / "mag", preset="ogbn-mag", scale=0.001, seed=3)
     with tierfs.open(p) as s:
         assert s.node_types == ["paper", "author", "institution", "field_of_study"]
-        assert s.num_nodes_of("paper") == 736 and s.types["node_types"]["paper"]["num_classes"] > 0
+        assert s.num_nodes("paper") == 736 and s.types["node_types"]["paper"]["num_classes"] > 0
     again = tierfs.synth(tmp_path / "mag2", preset="ogbn-mag", scale=0.001, seed=3)
     assert (tmp_path / "mag" / "nodes" / "paper" / "features.x.0.bin").read_bytes() == (tmp_path / "mag2" / "nodes" / "paper" / "features.x.0.bin").read_bytes()
     with pytest.raises(tierfs.InvalidArgumentError, match="heterogeneous preset ogbn-mag"):

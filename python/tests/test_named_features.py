@@ -56,7 +56,7 @@ def test_features_listed_and_gathered(named):
         assert s.feature_name == "x" and s.features["x"]["default"]
         assert s.features["edge_weight"] == {"of": "edge", "dtype": "float32", "dim": 1, "row_bytes": 4, "rows": edges.shape[1],
                                              "scalar": True, "default": False}
-        ids = rng(141).integers(0, s.num_nodes, 700)
+        ids = rng(141).integers(0, s.num_nodes(), 700)
         np.testing.assert_array_equal(s.gather(ids, feature="h"), a["h"][ids], err_msg=f"seed {SEED}")
         np.testing.assert_array_equal(s.gather(ids, feature="deg"), a["deg"][ids])  # scalar: shape (n,)
         np.testing.assert_array_equal(s.gather(ids, feature="x"), a["x"][ids])
@@ -85,7 +85,7 @@ def test_sample_e_id_indexes_edge_features(named):
     which = input_edge_of(edges)
     with tierfs.open(path) as s:
         sampler = s.sampler([6, 4], seed=SEED)
-        for seeds in (rng(142).integers(0, s.num_nodes, 64), torch.arange(10)):
+        for seeds in (rng(142).integers(0, s.num_nodes(), 64), torch.arange(10)):
             smp = sampler.sample(seeds)
             e_id = smp.e_id
             assert e_id.shape == smp.row.shape
@@ -183,14 +183,14 @@ def test_pyg_feature_store_and_loader_serve_named_features(named):
         for name in ("edge_weight", "edge_attr"):  # edge attributes in the input's order (e_id), as in memory
             ref.put_tensor(torch.from_numpy(a[name]), group_name=tierfs.pyg.EDGE_TYPE, attr_name=name, index=None)
         r = rng(144)
-        ids = torch.from_numpy(r.integers(0, s.num_nodes, 100))
-        eids = torch.from_numpy(r.integers(0, s.num_edges, 80))
+        ids = torch.from_numpy(r.integers(0, s.num_nodes(), 100))
+        eids = torch.from_numpy(r.integers(0, s.num_edges(), 80))
         attrs = [TensorAttr(None, "x", ids), TensorAttr(None, "h", ids), TensorAttr(None, "deg", ids),
                  TensorAttr(tierfs.pyg.EDGE_TYPE, "edge_attr", eids), TensorAttr(tierfs.pyg.EDGE_TYPE, "edge_weight", eids)]
         for got, want in zip(fs.multi_get_tensor(attrs), ref.multi_get_tensor(attrs)):
             torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"seed {SEED}")
         assert torch.equal(fs[None, "edge_attr", eids], ref[tierfs.pyg.EDGE_TYPE, "edge_attr", eids])
-        assert fs.get_tensor_size(tierfs.pyg.EDGE_TYPE, "edge_weight") == (s.num_edges,)
+        assert fs.get_tensor_size(tierfs.pyg.EDGE_TYPE, "edge_weight") == (s.num_edges(),)
         assert fs.get_tensor_size(None, "h", ids) == (100, 3)
         assert sorted(x.attr_name for x in fs.get_all_tensor_attrs()) == ["deg", "h", "x"]
         assert sorted(x.attr_name for x in fs.get_all_edge_tensor_attrs()) == ["edge_attr", "edge_weight"]
@@ -199,7 +199,7 @@ def test_pyg_feature_store_and_loader_serve_named_features(named):
         with pytest.raises(KeyError, match="one node type"):
             fs.get_tensor("paper", "x", ids)
 
-        inp = torch.from_numpy(r.choice(s.num_nodes, 150, replace=False))
+        inp = torch.from_numpy(r.choice(s.num_nodes(), 150, replace=False))
         loader = tierfs.pyg.NeighborLoader(s, [5, 3], inp, batch_size=64, seed=7)
         ref_loader = NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(s, [5, 3], seed=7), input_nodes=inp, batch_size=64)
         for b, rb in zip(loader, ref_loader):

@@ -134,4 +134,4 @@ def test_edges_alone(tmp_path):
     np.save(tmp_path / "e.npy", e)
     with tierfs.open(tierfs.ingest(tmp_path / "ds", edges=tmp_path / "e.npy")) as s:
         assert not s.is_hetero and s.node_type == "node" and s.feature_name is None
-        assert s.node_types == ["node"] and s.num_nodes == 40
+        assert s.node_types == ["node"] and s.num_nodes() == 40

@@ -18,7 +18,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 def _gather_all(path):
     with tierfs.open(str(path)) as s:
-        return s.gather(np.arange(s.num_nodes)), s.num_nodes
+        return s.gather(np.arange(s.num_nodes())), s.num_nodes()
 
 
 @pytest.mark.parametrize("layout", ["fixed_size_list", "list", "columns"])

@@ -206,7 +206,7 @@ def test_hetero_plan_errors(hetero, tmp_path):
         with pytest.raises(tierfs.InvalidArgumentError, match="needs fanouts per edge type"):
             store.plan_epochs([2], 64, 1, seeds=train, plan_dir=tmp_path / "q", node_type="author")
         with pytest.raises(IndexError, match="node type \"paper\""):
-            store.plan_epochs(fanouts, 64, 1, seeds=[store.num_nodes_of("paper")], plan_dir=tmp_path / "q", node_type="paper")
+            store.plan_epochs(fanouts, 64, 1, seeds=[store.num_nodes("paper")], plan_dir=tmp_path / "q", node_type="paper")
         # The default seeds are node_type's train split.
         with store.plan_epochs(fanouts, 64, 1, plan_dir=tmp_path / "d", node_type="paper", seed=5) as p:
             assert p.batches_per_epoch == -(-len(train) // 64)

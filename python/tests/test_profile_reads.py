@@ -38,10 +38,10 @@ def test_profile_reads_counts_every_neighbor_sample(synth, hops):
     rng = np.random.default_rng(seed)
     with tierfs.open(synth) as s:
         indptr, indices = s.csc()
-        seeds = rng.choice(s.num_nodes, size=300, replace=False).astype(np.int64)
+        seeds = rng.choice(s.num_nodes(), size=300, replace=False).astype(np.int64)
         got = s.profile_reads([-1] * hops, batch_size=64, seeds=seeds, seed=seed)
-        assert got.dtype == np.uint32 and got.shape == (s.num_nodes,)
-        want = _reference(indptr, indices, seeds, 64, hops, s.num_nodes)
+        assert got.dtype == np.uint32 and got.shape == (s.num_nodes(),)
+        want = _reference(indptr, indices, seeds, 64, hops, s.num_nodes())
         assert np.array_equal(got.astype(np.int64), want), f"seed {seed}"
         # More batches than an epoch: every batch reads its seeds, so each seed is counted at
         # least as often as the epochs that visit it, and no node more often than the batches.

@@ -286,7 +286,7 @@ def test_graphsage_trains_on_cora(cora_dir):
 
     torch.manual_seed(SEED % 1000)
     with tierfs.open(cora_dir, host_cache="1MiB") as store:
-        assert (store.num_nodes, store.num_edges, store.dim, store.num_classes) == (2708, 10556, 1433, 7)
+        assert (store.num_nodes(), store.num_edges(), store.dim, store.num_classes) == (2708, 10556, 1433, 7)
         fs, gs = tierfs.pyg.stores(store)
         train, test = (torch.from_numpy(store.split(s)) for s in ("train", "test"))
         model = GraphSAGE(store.dim, 64, num_layers=2, out_channels=store.num_classes, dropout=0.5)

@@ -81,7 +81,7 @@ def test_e_id_is_the_input_position(tmp_path, undirected):
             compare_with_in_memory(store, data, [5, 3], None)
         # the CSC order stays available: csc_edge_ids / input_edge_ids against store.csc()
         indptr, indices = store.csc()
-        dst = np.repeat(np.arange(store.num_nodes), np.diff(indptr))
+        dst = np.repeat(np.arange(store.num_nodes()), np.diff(indptr))
         csc = torch.arange(len(indices))
         inp = tierfs.pyg.input_edge_ids(store, csc)
         s, d = data.edge_index[:, inp]
@@ -169,7 +169,7 @@ def test_graph_without_edges_is_homogeneous(tmp_path):
     r = rng(2906)
     data = Data(x=torch.from_numpy(r.standard_normal((40, 3)).astype(np.float32)), y=torch.from_numpy(r.integers(0, 3, 40)))
     with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
-        assert store.num_edges == 0
+        assert store.num_edges() == 0
         fs, gs = tierfs.pyg.stores(store)
         mem = list(NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [3], seed=0), input_nodes=None, batch_size=16))
         via = list(NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(store, [3], seed=0), input_nodes=torch.arange(40), batch_size=16))
@@ -272,7 +272,7 @@ def test_graph_without_node_features(tmp_path):
     mask = torch.from_numpy(r.random(full.num_nodes) < 0.5)
     data = Data(edge_index=full.edge_index, num_nodes=full.num_nodes, y=full.y, edge_attr=full.edge_attr, train_mask=mask)
     with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
-        assert store.num_nodes == data.num_nodes and store.num_edges == data.num_edges and store.feature_name is None
+        assert store.num_nodes() == data.num_nodes and store.num_edges() == data.num_edges and store.feature_name is None
         assert store.dim == 0 and store.dtype is None and store.torch_dtype is None
         assert torch.equal(store.labels(torch.arange(data.num_nodes)), data.y)
         np.testing.assert_array_equal(np.sort(store.split("train")), mask.nonzero().view(-1).numpy())

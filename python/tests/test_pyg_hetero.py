@@ -56,7 +56,7 @@ def csc_order(store, data):
     for et in store.edge_types:
         indptr, indices = store.csc(edge_type=et)
         dst = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
-        n_dst = store.num_nodes_of(et[2])
+        n_dst = store.num_nodes(et[2])
         ei = data[et].edge_index.numpy()
         where = {int(k): i for i, k in enumerate(ei[0] * n_dst + ei[1])}
         perms[et] = np.array([where[int(k)] for k in indices * n_dst + dst], dtype=np.int64)
@@ -70,7 +70,7 @@ def test_from_pyg_hetero_round_trip(acm_data, acm_store):
     for t in acm_data.node_types:
         st = acm_data[t]
         n = st.num_nodes
-        assert s.num_nodes_of(t) == n
+        assert s.num_nodes(t) == n
         ids = torch.from_numpy(r.integers(0, n, 300))
         for key in ("x", "year", "h"):
             if key in st:
@@ -82,9 +82,9 @@ def test_from_pyg_hetero_round_trip(acm_data, acm_store):
     torch.testing.assert_close(s.gather(torch.arange(5), node_type="paper"), acm_data["paper"].x[:5], rtol=0, atol=0)
     perms = csc_order(s, acm_data)  # raises KeyError on an edge the input lacks
     for et in acm_data.edge_types:
-        assert s.num_edges_of(et) == acm_data[et].edge_index.shape[1]
-        assert sorted(perms[et].tolist()) == list(range(s.num_edges_of(et)))  # every edge once
-    eids = torch.from_numpy(r.integers(0, s.num_edges_of(PA), 200))
+        assert s.num_edges(et) == acm_data[et].edge_index.shape[1]
+        assert sorted(perms[et].tolist()) == list(range(s.num_edges(et)))  # every edge once
+    eids = torch.from_numpy(r.integers(0, s.num_edges(PA), 200))
     p = torch.from_numpy(perms[PA])
     for key in ("w", "edge_attr"):
         torch.testing.assert_close(s.gather(eids, edge_type=PA, feature=key), acm_data[PA][key][p[eids]], rtol=0, atol=0)
@@ -119,7 +119,7 @@ def test_from_pyg_hetero_refusals(tmp_path):
         tierfs.from_pyg(d, tmp_path / "bad")
     assert not any(p.name.startswith(".tierfs-ingest-") for p in tmp_path.iterdir())  # temporaries removed
     s = tierfs.open(tierfs.from_pyg(small(), tmp_path / "ok"))
-    assert s.num_nodes_of("b") == 3 and s.types["node_types"]["b"]["features"] == {}
+    assert s.num_nodes("b") == 3 and s.types["node_types"]["b"]["features"] == {}
     s.close()
 
 
@@ -358,7 +358,7 @@ def mag(cli, tmp_path_factory):
     s = tierfs.open(str(path))
     data = HeteroData()
     for t in s.node_types:
-        n = s.num_nodes_of(t)
+        n = s.num_nodes(t)
         data[t].num_nodes = n
         if s.types["node_types"][t]["features"]:
             data[t].x = torch.from_numpy(s.gather(np.arange(n), node_type=t))

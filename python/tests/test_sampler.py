@@ -118,7 +118,7 @@ def test_empty_seeds(store):
 def test_csc_matches_input(store, graph):
     indptr, indices = store.csc(chunk_size=701)  # several chunks
     np.testing.assert_array_equal(indptr, graph["indptr"])
-    assert store.num_edges == graph["e"]
+    assert store.num_edges() == graph["e"]
     for v in rng(701).integers(0, graph["n"], 300):
         np.testing.assert_array_equal(np.sort(indices[indptr[v] : indptr[v + 1]]), neighbors(graph, v))
 
@@ -178,7 +178,7 @@ def test_list_and_one_entry_dict_fanouts_sample_alike(store, replace):
     typed = store.sampler({et: [4, -1]}, replace=replace, seed=seed)
     assert not flat.typed and typed.typed and flat.num_neighbors == typed.num_neighbors
     for k in range(3):
-        seeds = r.integers(0, store.num_nodes, size=int(r.integers(1, 200)))
+        seeds = r.integers(0, store.num_nodes(), size=int(r.integers(1, 200)))
         a, b = flat.sample(seeds), typed.sample(seeds, nt)
         assert not a.typed and b.typed
         assert a.node.keys() == b.node.keys() == {nt} and a.rows.keys() == b.rows.keys() == {tuple(et)}
@@ -191,7 +191,7 @@ def test_list_and_one_entry_dict_fanouts_sample_alike(store, replace):
         np.testing.assert_array_equal(a.e_id, b.edge[tuple(et)])
         np.testing.assert_array_equal(a.nodes_per_hop, b.num_sampled_nodes[nt])
         assert a.num_seeds == b.num_seeds == len(seeds)
-        src, dst = r.integers(0, store.num_nodes, size=(2, 32))
+        src, dst = r.integers(0, store.num_nodes(), size=(2, 32))
         la = flat.sample_from_edges(src, dst, neg_sampling="binary", amount=1.5)
         lb = typed.sample_from_edges(et, src, dst, neg_sampling="binary", amount=1.5)
         np.testing.assert_array_equal(la.nodes, lb.node[nt])

@@ -39,7 +39,7 @@ def test_synth_knobs_recorded_and_deterministic(tmp_path):
 def test_synth_preset_matches_cli(tmp_path, cli):
     tierfs.synth(tmp_path / "py", preset="ogbn-products", scale=0.001, dim=8, seed=2)
     with tierfs.open(tmp_path / "py") as m:
-        assert (m.num_nodes, m.num_classes) == (2449, 47)
+        assert (m.num_nodes(), m.num_classes) == (2449, 47)
     subprocess.run([cli, "synth", "--preset", "ogbn-products", "--scale", "0.001", "--dim", "8", "--seed", "2",
                     "--out", str(tmp_path / "cli")], check=True, capture_output=True)
     assert _data_files(tmp_path / "py") == _data_files(tmp_path / "cli")

@@ -31,7 +31,7 @@ def _golden(version: int, tmp_path: Path) -> str:
 def test_upgrade_golden(version, tmp_path):
     path = _golden(version, tmp_path)
     with tierfs.open(path) as s:
-        before = s.gather(np.arange(s.num_nodes))
+        before = s.gather(np.arange(s.num_nodes()))
     seen = []
     assert tierfs.upgrade(path, progress=lambda stage, done, total: seen.append((stage, done, total))) == version
     assert seen and seen[-1][0] == "verify" and seen[-1][1] == seen[-1][2], seen[-3:]
@@ -39,7 +39,7 @@ def test_upgrade_golden(version, tmp_path):
     assert manifest["version"] == 7 and manifest["dataset_id"], manifest["version"]
     assert tierfs.verify(path)["ok"]
     with tierfs.open(path) as s:
-        assert np.array_equal(s.gather(np.arange(s.num_nodes)), before)
+        assert np.array_equal(s.gather(np.arange(s.num_nodes())), before)
     assert tierfs.upgrade(path) == 7  # nothing left to do
 
 

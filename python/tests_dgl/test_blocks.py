@@ -3,6 +3,8 @@ dgl.dataloading.DataLoader, and tierfs.dgl.DataLoader."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -247,6 +249,27 @@ def test_tierfs_dataloader_drop_last_and_break(graph, store):
     for i, _ in enumerate(loader):  # leaving early stops the prefetch thread cleanly
         if i == 1:
             break
+
+
+def test_tierfs_dataloader_takes_the_loader_table(graph, store):
+    """seed and prefetch are the loader table's (tierfs._options.LOADER: its default, its check,
+    its docs); shuffle and drop_last are DGL's arguments at DGL's defaults; prefetch keeps DGL's
+    True / False form."""
+    from tierfs import _options
+
+    sampler = tdgl.NeighborSampler(store, [2])
+    assert tdgl.DataLoader(store, graph.val, sampler).prefetch == _options.defaults("loader")["prefetch"]
+    assert tdgl.DataLoader(store, graph.val, sampler, prefetch=False).prefetch == 0 == tdgl.DataLoader(store, graph.val, sampler, prefetch=0).prefetch
+    assert tdgl.DataLoader(store, graph.val, sampler, prefetch=2, seed=5).seed == 5
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"tierfs.dgl.DataLoader: prefetch 1000 must be from 1 to 256"):
+        tdgl.DataLoader(store, graph.val, sampler, prefetch=1000)
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"no loader option 'planned_epochs'; the options are shuffle, drop_last, prefetch, seed"):
+        tdgl.DataLoader(store, graph.val, sampler, planned_epochs=2)
+    ours = inspect.signature(tdgl.DataLoader.__init__).parameters
+    assert not {"seed", "prefetch"} & set(ours)
+    theirs = inspect.signature(dgl.dataloading.DataLoader.__init__).parameters
+    assert all(ours[n].default == theirs[n].default for n in ("shuffle", "drop_last"))
+    assert "prefetch (int from 1 to 256; default 4)" in tdgl.DataLoader.__doc__ and "seed (int; default 0)" in tdgl.DataLoader.__doc__
 
 
 def _dgl_loader(graph, store, **kwargs):

@@ -32,7 +32,7 @@ def test_feature_store_keys(store):
     assert isinstance(fs[("node", None, "feat")], gb.Feature)
     assert fs.size("node", None, "feat") == torch.Size([store.dim])
     assert fs.size("node", None, "label") == torch.Size([])
-    assert fs.count("node", None, "feat") == store.num_nodes
+    assert fs.count("node", None, "feat") == store.num_nodes()
     assert fs.metadata("node", None, "feat")["dtype"] == "float32"
     assert fs.metadata("node", None, "label")["num_classes"] == store.num_classes
     with pytest.raises(KeyError):
@@ -142,7 +142,7 @@ def test_errors(graph, store):
 def test_feature_size_count_metadata(store):
     f = tdgl.Feature(store)
     assert f.size() == torch.Size([store.dim])
-    assert f.count() == store.num_nodes
+    assert f.count() == store.num_nodes()
     assert f.metadata() == {"dtype": "float32"}
     assert "Feature" in repr(f)
 

@@ -60,9 +60,9 @@ def test_from_graphbolt_types(het, hstore, hgraph):
     assert hstore.node_types == list(het.num_nodes)
     assert hstore.edge_types == list(het.edges)
     for t, n in het.num_nodes.items():
-        assert hstore.num_nodes_of(t) == n
+        assert hstore.num_nodes(t) == n
     for e, ei in het.edges.items():
-        assert hstore.num_edges_of(e) == ei.shape[1]
+        assert hstore.num_edges(e) == ei.shape[1]
     # The whole topology, read back by sampling every neighbor, is DGL's graph edge for edge.
     back = tdgl.dgl_graph(hstore)
     assert set(back.canonical_etypes) == set(hgraph.canonical_etypes)
@@ -341,6 +341,32 @@ def test_blocks_match_dgl_to_block_synth_mag(tmp_path):
             assert torch.equal(blocks[0].srcnodes[PAPER].data["feat"], x)
             y = torch.from_numpy(store.labels(output_nodes[PAPER].numpy(), node_type=PAPER))
             assert torch.equal(blocks[-1].dstnodes[PAPER].data["label"], y)
+
+
+def test_sample_to_blocks_of_a_typed_sample(hstore):
+    """sample_to_blocks of a typed tierfs sample gives the heterogeneous blocks NeighborSampler
+    gives (the same draw: the same seed, first call), with DGL's edge ids given the store and
+    the sample's own without it."""
+    seeds = np.arange(3, 40)
+    inp, out, blocks = tdgl.NeighborSampler(hstore, FANOUTS, seed=5).sample({PAPER: torch.from_numpy(seeds)})
+    sample = _tierfs_sample(hstore, FANOUTS, seeds, 5)
+    got_inp, got_out, got = tdgl.sample_to_blocks(sample, store=hstore)
+    assert set(got_inp) == set(inp) and all(torch.equal(got_inp[t], inp[t]) for t in inp)
+    assert set(got_out) == {PAPER} and torch.equal(got_out[PAPER], torch.from_numpy(seeds))
+    assert len(got) == len(blocks) == len(FANOUTS)
+    for ours, theirs in zip(got, blocks):
+        assert ours.ntypes == theirs.ntypes and ours.canonical_etypes == theirs.canonical_etypes
+        for t in theirs.srctypes:
+            assert torch.equal(ours.srcnodes[t].data[dgl.NID], theirs.srcnodes[t].data[dgl.NID])
+            assert torch.equal(ours.dstnodes[t].data[dgl.NID], theirs.dstnodes[t].data[dgl.NID])
+        for e in theirs.canonical_etypes:
+            assert all(torch.equal(a, b) for a, b in zip(ours.edges(etype=e), theirs.edges(etype=e)))
+            assert torch.equal(ours.edges[e].data[dgl.EID], theirs.edges[e].data[dgl.EID])
+    own = tdgl.sample_to_blocks(sample)[2]  # without the store: the sample's own edge ids
+    k = int(sum(sample.num_sampled_edges[CITES]))
+    assert torch.equal(own[0].edges[CITES].data[dgl.EID], torch.from_numpy(sample.edge[CITES][:k]))
+    with pytest.raises(tierfs.InvalidArgumentError, match="dict"):
+        tdgl.sample_to_blocks(sample, exclude_eids=torch.tensor([0]))
 
 
 def test_blocks_not_cumulative(hstore):

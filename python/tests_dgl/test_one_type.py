@@ -11,6 +11,7 @@ import random
 import numpy as np
 import torch
 
+import dgl
 import dgl.graphbolt as gb
 import tierfs
 import tierfs.dgl as tdgl
@@ -116,6 +117,12 @@ def test_graphbolt_one_named_type_keeps_its_names(tmp_path):
         check_reads(fs, theirs, theirs.keys(), SEED + 3)
         sg = tdgl.sampling_graph(store)
         assert sg.node_type_to_id == {"paper": 0} and list(sg.edge_type_to_id) == ["paper:cites:paper"]
+        # Its samples are typed, so its blocks are heterogeneous blocks with its names.
+        sample = store.sampler({("paper", "cites", "paper"): [3, 2]}, seed=SEED).sample(np.arange(5), "paper")
+        inp, out, blocks = tdgl.sample_to_blocks(sample, store=store)
+        assert set(inp) == set(out) == {"paper"} and torch.equal(out["paper"], torch.arange(5))
+        assert [b.canonical_etypes for b in blocks] == [[("paper", "cites", "paper")]] * 2, f"seed {SEED}"
+        assert torch.equal(blocks[0].srcnodes["paper"].data[dgl.NID], inp["paper"])
 
 
 def test_edges_alone(tmp_path):

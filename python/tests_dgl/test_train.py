@@ -93,9 +93,9 @@ def test_cora_through_tierfs_matches_raw(tmp_path):
     raw = read_planetoid(cora_raw_dir(), "cora")
     path = cora(str(tmp_path / "cora"))
     with tierfs.open(path, host_cache=0) as s:
-        assert (s.num_nodes, s.dim, s.num_classes) == (2708, 1433, 7)
+        assert (s.num_nodes(), s.dim, s.num_classes) == (2708, 1433, 7)
         fs = tdgl.FeatureStore(s)
-        ids = torch.from_numpy(np.random.default_rng(0).integers(0, s.num_nodes, 500))
+        ids = torch.from_numpy(np.random.default_rng(0).integers(0, s.num_nodes(), 500))
         np.testing.assert_array_equal(fs.read("node", None, "feat", ids).numpy(), raw["x"][ids.numpy()])
         np.testing.assert_array_equal(fs.read("node", None, "label", ids).numpy(), raw["y"][ids.numpy()])
         np.testing.assert_array_equal(np.sort(s.split("test")), np.sort(raw["test"]))
@@ -103,7 +103,7 @@ def test_cora_through_tierfs_matches_raw(tmp_path):
         # Cora is stored undirected: every node's full neighborhood is its edge_index row.
         ei = raw["edge_index"]
         dst = blocks[0].dstdata["_ID"].numpy()
-        deg = np.bincount(ei[1], minlength=s.num_nodes)
+        deg = np.bincount(ei[1], minlength=s.num_nodes())
         np.testing.assert_array_equal(blocks[0].in_degrees().numpy(), deg[dst])
 
 

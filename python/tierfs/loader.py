@@ -17,14 +17,12 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
-import numpy as np
-
-from . import _util
+from . import _options
 from .epochs import plan_request
 from .errors import ClosedError, InvalidArgumentError
-from .pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from .pipeline import Pipeline, pipeline_stats
 from .planrounds import PlanRounds
 from ._args import IdsLike, _ids
 from ._sample import Sample
@@ -310,6 +308,12 @@ class Loader:
     With ``planned_epochs`` the plan samples as the sampler does (its fanouts, replace and
     seed) and packs the rows of every node type with features.
 
+    ``transform`` and ``node_type`` are as above; the loader options, keywords checked against
+    the loader table (``tierfs._options.LOADER``; a name of none is an InvalidArgumentError listing
+    them), are:
+
+        {loader_options}
+
     Example::
 
         store = tierfs.open("/data/papers", host_cache="8GB", device="cuda:0")
@@ -325,20 +329,12 @@ class Loader:
         sampler: Sampler,
         seeds: IdsLike,
         batch_size: int,
-        shuffle: bool = True,
-        drop_last: bool = False,
-        prefetch: int = 4,
-        seed: int = 0,
-        labels: Optional[bool] = None,
-        planned_epochs: Union[int, str] = 0,
-        plan_dir: Optional[str] = None,
-        plan_disk_budget: Any = None,
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
-        reuse_samples: bool = False,
-        plan_pack_method: Optional[str] = None,
-        plan_pack_memory: Any = None,
+        **options: Any,
     ) -> None:
+        o = _options.loader_options(options, "tierfs.Loader")
+        shuffle, planned_epochs, reuse_samples, labels = o["shuffle"], o["planned_epochs"], o["reuse_samples"], o["labels"]
         self.node_type: Optional[str] = None
         if getattr(sampler, "typed", False):
             if node_type is None:
@@ -346,22 +342,15 @@ class Loader:
             self.node_type = node_type
             if labels is None:
                 labels = bool(store.types["node_types"][node_type]["labels"]) if node_type in store.types["node_types"] else False
-        auto = isinstance(planned_epochs, str) and planned_epochs == "auto"
+        auto = planned_epochs == "auto"
         if auto:
             planned_epochs = 0
-        elif isinstance(planned_epochs, (bool, np.bool_)) or not isinstance(planned_epochs, (int, np.integer)):
-            raise ValueError(f'planned_epochs {planned_epochs!r} must be 0 (sample every epoch), K >= 1 (plan K epochs) or "auto"')
-        planned_epochs = int(planned_epochs)
-        if planned_epochs < 0:
-            raise ValueError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
         if reuse_samples and not (planned_epochs or auto):
             raise ValueError("reuse_samples=True needs planned_epochs: it replays the K planned epochs")
         if planned_epochs and not shuffle:
             raise ValueError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
         if batch_size < 1:
             raise ValueError(f"batch_size {batch_size} must be at least 1")
-        if not 1 <= prefetch <= MAX_DEPTH:
-            raise ValueError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches gathered at once, a thread each")
         self.store = store
         self.sampler = sampler
         if isinstance(seeds, str):  # a split name, as PyG's loaders take input_nodes="train"
@@ -370,11 +359,11 @@ class Loader:
         self._seeds = ids.array
         self._torch = ids.kind == "torch"
         self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.drop_last = bool(drop_last)
-        self.prefetch = int(prefetch)
-        self.seed = int(seed)
-        self.labels = store.num_classes > 0 if labels is None else bool(labels)
+        self.shuffle = shuffle
+        self.drop_last = o["drop_last"]
+        self.prefetch = o["prefetch"]
+        self.seed = o["seed"]
+        self.labels = store.num_classes > 0 if labels is None else labels
         self.epoch = 0
         self.transform = transform
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
@@ -383,8 +372,8 @@ class Loader:
         self._closed = False
         self._planned = bool(planned_epochs) or auto
         self._share = store._loader_share  # its seeds, their order and the order of its gathers
-        self._plan_args = (plan_dir, _util.parse_size(plan_disk_budget, "plan_disk_budget"), bool(reuse_samples))
-        self._plan_pack = dict(pack_method=plan_pack_method, pack_memory=plan_pack_memory)
+        self._plan_args = (o["plan_dir"], o["plan_disk_budget"], reuse_samples)
+        self._plan_pack = dict(pack_method=o["plan_pack_method"], pack_memory=o["plan_pack_memory"])
         plan_request(self.batch_size, 1, self._plan_pack, "tierfs.Loader")  # refuses a bad one now, not when the first round plans
         self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
@@ -598,3 +587,6 @@ class Loader:
             f"<tierfs.Loader seeds={self._seeds.shape[0]} batch_size={self.batch_size} "
             f"batches={len(self)} shuffle={self.shuffle} prefetch={self.prefetch}>"
         )
+
+
+_options.document(Loader, "loader")

@@ -259,12 +259,12 @@ def place(
             share, fo, bs, nb, nt = self._profile_args(fanouts, batch_size, batches, seeds, seed, drop_last, node_type)
         elif hotness is not None:
             by_type = self._hotness_by_type(hotness, names)
-            counts = {t: self._hotness_array(by_type[t], self.num_nodes_of(t), t if self.is_hetero else None) for t in names if t in by_type}
+            counts = {t: self._hotness_array(by_type[t], self.num_nodes(t), t if self.is_hetero else None) for t in names if t in by_type}
     except Exception as e:
         failure = e
     self._agree(failure, "use its place arguments", "DistributedStore.place")
     if profile:
-        counts = {t: np.zeros(self.num_nodes_of(t), dtype=np.uint32) for t in names}  # a rank without seeds adds 0
+        counts = {t: np.zeros(self.num_nodes(t), dtype=np.uint32) for t in names}  # a rank without seeds adds 0
         if share.shape[0]:
             try:
                 got = Store.profile_reads(self, fo, bs, nb, share, seed=int(seed) + self._rank * _RANK_SEED_STRIDE,
@@ -324,7 +324,7 @@ def _profile_args(self, fanouts: Any, batch_size: Any, batches: Any, seeds: Any,
     if not _is_int(seed):
         raise errors.InvalidArgumentError(f"DistributedStore.place: seed = {seed!r}; want an int (the loader's seed)")
     nt = self.node_type if node_type is None else node_type
-    rows = self.num_nodes_of(nt)  # raises naming a node type the dataset lacks
+    rows = self.num_nodes(nt)  # raises naming a node type the dataset lacks
     if seeds is None:
         if self.is_hetero:
             seeds = self.split("train", node_type=nt)

@@ -232,8 +232,8 @@ def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarr
     (indices: src-type ids, position = edge id), int64. Samples every in-neighbor of every dst
     node once (one native call); meant for small graphs, tests and conversions."""
     e = edge_type_tuple(edge_type)
-    n_dst = store.num_nodes_of(e[2])
-    count = store.num_edges_of(e)
+    n_dst = store.num_nodes(e[2])
+    count = store.num_edges(e)
     sampler = Sampler(store, {et: [-1] for et in store.edge_types})
     try:
         s = sampler.sample(np.arange(n_dst, dtype=np.int64), e[2])

@@ -143,16 +143,6 @@ class Store(_native.Closeable):
         return self._path
 
     @property
-    def num_nodes(self) -> int:
-        """Number of nodes (feature rows)."""
-        return self._num_nodes
-
-    @property
-    def num_edges(self) -> int:
-        """Number of edges (0 without topology)."""
-        return self._num_edges
-
-    @property
     def dim(self) -> int:
         """Feature elements per row."""
         return self._dim
@@ -301,12 +291,21 @@ class Store(_native.Closeable):
         ends serve it as PyG's ``HeteroData`` and GraphBolt's typed keys."""
         return self.types["typed"]
 
-    def num_nodes_of(self, node_type: str) -> int:
-        """Number of nodes of ``node_type``."""
+    def num_nodes(self, node_type: Optional[str] = None) -> int:
+        """Number of nodes of ``node_type``; without one, of the only node type, or with several
+        the total over the types (DGL's ``DGLGraph.num_nodes``). A type the dataset lacks is a
+        :class:`tierfs.KeyNotFoundError` naming the types it has."""
+        if node_type is None:
+            return sum(int(t["count"]) for t in self.types["node_types"].values())
         return int(self._node_type_info(node_type)["count"])
 
-    def num_edges_of(self, edge_type: EdgeType) -> int:
-        """Number of edges of ``edge_type``."""
+    def num_edges(self, edge_type: Optional[EdgeType] = None) -> int:
+        """Number of edges of ``edge_type`` (a ``(src, rel, dst)`` tuple or ``"src:rel:dst"``);
+        without one, of the only edge type, or with several the total over the types (DGL's
+        ``DGLGraph.num_edges``; 0 without topology). A type the dataset lacks is a
+        :class:`tierfs.KeyNotFoundError` naming the types it has."""
+        if edge_type is None:
+            return sum(int(e["count"]) for e in self.types["edge_types"].values())
         return int(self._edge_type_info(edge_type_key(edge_type))["count"])
 
     def _node_type_info(self, node_type: Any) -> Dict[str, Any]:

@@ -118,7 +118,7 @@ def place(
     if hotness is None:
         check(lib.tfs_place(h, nt, None, 0))
         return
-    arr = self._hotness_array(hotness, self.num_nodes_of(node_type) if typed else None, node_type if typed else None)
+    arr = self._hotness_array(hotness, self.num_nodes(node_type) if typed else None, node_type if typed else None)
     check(lib.tfs_place(h, nt, arr.ctypes.data, arr.shape[0]))
 
 
@@ -134,7 +134,7 @@ def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str
     if k < 0:
         raise errors.InvalidArgumentError(f"hottest: k = {k} is negative")
     typed = node_type is not None and node_type != self.node_type
-    rows = self.num_nodes_of(node_type) if typed else self._num_nodes
+    rows = self.num_nodes(node_type) if typed else self._num_nodes
     k = min(k, rows)
     hot = None if hotness is None else self._hotness_array(hotness, rows, node_type if typed else None)
     out = np.empty(k, dtype=np.int64)

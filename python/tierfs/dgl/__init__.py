@@ -30,7 +30,7 @@ Heterogeneous graphs (several node or edge types, ``store.is_hetero``)
     node type's features and labels, ``("edge", "src:rel:dst", name)`` for edge features (by
     edge id). :class:`NeighborSampler` takes DGL's per-layer fanouts (an int, or a dict over
     every edge type) and seeds ``{ntype: ids}`` of one node type, and returns heterogeneous
-    blocks (:func:`hetero_sample_to_blocks`: ``dgl.NID`` per node type, ``dgl.EID`` per edge
+    blocks (:func:`sample_to_blocks` of a typed sample: ``dgl.NID`` per node type, ``dgl.EID`` per edge
     type, laid out as ``dgl.to_block`` lays out the sampled frontier); :class:`DataLoader`
     takes ``{ntype: ids or split}`` and fills each type's default feature and the seeds'
     labels.
@@ -92,7 +92,7 @@ from __future__ import annotations
 from ._common import ReadOnlyError, dgl_edge_ids, csc_edge_ids, FEATURE, LABEL
 from .graphbolt import Feature, FeatureStore, Dataset, Task, sampling_graph
 from .graph import FeatureStorage, GraphStorage, dgl_graph
-from .blocks import sample_to_blocks, hetero_sample_to_blocks
+from .blocks import sample_to_blocks
 from .loader import NeighborSampler, DataLoader, EdgePredictionSampler, as_edge_prediction_sampler, LinkDataLoader
 
 __all__ = [
@@ -109,7 +109,6 @@ __all__ = [
     "Task",
     "ReadOnlyError",
     "sample_to_blocks",
-    "hetero_sample_to_blocks",
     "sampling_graph",
     "dgl_graph",
     "dgl_edge_ids",

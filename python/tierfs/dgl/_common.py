@@ -110,10 +110,6 @@ def _read_rows(store, kind: str, ids: torch.Tensor) -> torch.Tensor:
     return _as_tensor(store.gather(ids), _dtype_name(store)).reshape(n, int(store.dim))
 
 
-def _all_ids(store) -> torch.Tensor:
-    return torch.arange(int(store.num_nodes), dtype=torch.int64)
-
-
 def _is_hetero(store) -> bool:
     return bool(getattr(store, "is_hetero", False))
 

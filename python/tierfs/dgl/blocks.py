@@ -1,5 +1,5 @@
-"""Samples as DGL blocks: ``sample_to_blocks``, ``hetero_sample_to_blocks``, the fanouts and seeds
-of a heterogeneous sampler."""
+"""Samples as DGL blocks: ``sample_to_blocks``, the fanouts and seeds of a heterogeneous
+sampler."""
 
 from __future__ import annotations
 
@@ -16,20 +16,6 @@ from tierfs.hetero import edge_type_tuple
 from ._common import _ids_tensor, dgl_edge_ids
 
 
-def _sample_arrays(sample):
-    def t(x):
-        return _ids_tensor(x)
-
-    return (
-        t(sample.nodes),
-        t(sample.row),
-        t(sample.col),
-        _ids_tensor(sample.nodes_per_hop).tolist(),
-        _ids_tensor(sample.edges_per_hop).tolist(),
-        None if sample.e_id is None else t(sample.e_id),
-    )
-
-
 def _drop_edges(row, col, e_id, eph, exclude, what="sample"):
     """(row, col, e_id, eph) of a sample's edges less those whose id is in ``exclude``: each
     hop keeps its other edges in their order, and its count shrinks."""
@@ -44,137 +30,109 @@ def _drop_edges(row, col, e_id, eph, exclude, what="sample"):
 
 
 def sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None, store=None):
-    """DGL blocks of a tierfs Sample: ``(input_nodes, output_nodes, blocks)``, blocks from the
-    input layer (farthest hop) to the output layer (whose dst nodes are the seeds). Block ``i``
-    of ``L`` (hop ``h = L-1-i``) has the nodes of hops 0..h+1 as src nodes and those of hops
-    0..h as dst nodes, ``dgl.NID`` in srcdata and dstdata, and the edges of hops 0..h
-    (``cumulative``) or of hop h alone, each with its id in ``edata[dgl.EID]`` (when the sample
-    has ``e_id``): with ``store`` (the store sampled) DGL's edge id (:func:`dgl_edge_ids`: its
-    position in the input the dataset was ingested from, PyG's ``e_id``), else the sample's own
-    id (its CSC position).
+    """DGL blocks of a :class:`tierfs.Sample`: ``(input_nodes, output_nodes, blocks)``, blocks
+    from the input layer (farthest hop) to the output layer (whose dst nodes are the seeds).
 
-    ``exclude_eids`` (edge ids, numbered as ``dgl.EID``) leaves those edges out of every block
-    after the draw, as
-    GraphBolt's ``exclude_seed_edges`` does: a node keeps the other neighbors it drew (no
-    redraw), and a node reached only through an excluded edge stays among the src nodes (its
-    other edges, if any, are kept).
+    Block ``i`` of ``L`` (hop ``h = L-1-i``) has, of every node type, the nodes of hops 0..h+1
+    as src nodes and those of hops 0..h as dst nodes (so dst nodes are a prefix of src nodes,
+    and a block's dst nodes are the next block's src nodes), their ids in ``dgl.NID``; of every
+    edge type the edges of hops 0..h (``cumulative``) or of hop h alone, in the sample's local
+    ids, each with its id in ``dgl.EID`` (when the sample has edge ids): with ``store`` (the
+    store sampled) DGL's edge id (:func:`dgl_edge_ids`: its position in the input of its edge
+    type the dataset was ingested from, PyG's ``e_id``), else the sample's own id (its CSC
+    position).
+
+    An untyped sample (a homogeneous graph's) gives DGL's homogeneous blocks (``srcdata``,
+    ``dstdata``, ``edata``) and ``input_nodes`` / ``output_nodes`` as id tensors. A typed one
+    (fanouts by edge type: a store of several types, or of one type its maker named) gives
+    heterogeneous blocks, ``dgl.create_block`` over every canonical edge type ``(src, rel, dst)``
+    of the sample with every node type as a src and a dst type (``srcnodes[t].data[dgl.NID]``,
+    ``edges[etype].data[dgl.EID]``), ``input_nodes`` ``{t: ids}`` of every node type and
+    ``output_nodes`` ``{seed type: seeds}``. This is what ``dgl.to_block(frontier, dst_nodes)``
+    makes of the same edges with cumulative edges, up to the order of the src nodes after the
+    dst nodes (DGL numbers them in the order its edges reach them; tierfs in the order the
+    sampler first reached them).
+
+    ``exclude_eids`` (edge ids, numbered as ``dgl.EID``; ``{etype: ids}`` for a typed sample,
+    keyed by ``(src, rel, dst)``, ``"src:rel:dst"`` or a relation naming one edge type) leaves
+    those edges out of every block after the draw, as GraphBolt's ``exclude_seed_edges`` does:
+    a node keeps the other neighbors it drew (no redraw), and a node reached only through an
+    excluded edge stays among the src nodes (its other edges, if any, are kept).
     """
-    nodes, row, col, nph, eph, e_id = _sample_arrays(sample)
-    if store is not None and e_id is not None:
-        e_id = dgl_edge_ids(store, e_id)
-    num_hops = len(eph)
-    if num_hops == 0 or len(nph) != num_hops + 1:
-        raise tierfs.Error(
-            f"tierfs.dgl: sample has {len(nph)} node counts for {num_hops} hops; want hops+1"
-        )
-    if exclude_eids is not None:
-        row, col, e_id, eph = _drop_edges(row, col, e_id, eph, exclude_eids)
-    node_prefix = np.cumsum(nph).tolist()  # nodes of hops 0..h: nodes[:node_prefix[h]]
-    edge_prefix = np.cumsum([0] + eph).tolist()  # hop h edges: [edge_prefix[h], edge_prefix[h+1])
-    if node_prefix[-1] != nodes.numel() or not edge_prefix[-1] == row.numel() == col.numel():
-        raise tierfs.Error("tierfs.dgl: sample sizes do not add up")
-    if e_id is not None and e_id.numel() != row.numel():
-        raise tierfs.Error(f"tierfs.dgl: sample has {e_id.numel()} edge ids for {row.numel()} edges")
-    blocks = []
-    for h in reversed(range(num_hops)):
-        lo = 0 if cumulative else edge_prefix[h]
-        hi = edge_prefix[h + 1]
-        num_src, num_dst = node_prefix[h + 1], node_prefix[h]
-        block = dgl.create_block(
-            (row[lo:hi], col[lo:hi]),
-            num_src_nodes=num_src,
-            num_dst_nodes=num_dst,
-            idtype=torch.int64,
-        )
-        block.srcdata[dgl.NID] = nodes[:num_src]
-        block.dstdata[dgl.NID] = nodes[:num_dst]
-        if e_id is not None:
-            block.edata[dgl.EID] = e_id[lo:hi]
-        blocks.append(block)
-    input_nodes = nodes[: node_prefix[-1]]
-    output_nodes = nodes[: node_prefix[0]]
-    if device is not None and torch.device(device).type != "cpu":
-        device = torch.device(device)
-        blocks = [b.to(device) for b in blocks]
-        input_nodes, output_nodes = input_nodes.to(device), output_nodes.to(device)
-    return input_nodes, output_nodes, blocks
-
-
-def hetero_sample_to_blocks(sample, cumulative: bool = True, device=None, exclude_eids=None, store=None):
-    """DGL heterogeneous blocks of a typed :class:`tierfs.Sample`: ``(input_nodes,
-    output_nodes, blocks)``, blocks from the input layer to the output layer, as
-    :func:`sample_to_blocks` lays them out, per type.
-
-    Block ``i`` of ``L`` (hop ``h = L-1-i``) is ``dgl.create_block`` over every canonical edge
-    type ``(src, rel, dst)`` of the sample, with every node type as a src and a dst type: type
-    t's dst nodes are its nodes of hops 0..h, its src nodes those of hops 0..h+1 (so dst nodes
-    are a prefix of src nodes, and a block's dst nodes are the next block's src nodes); each
-    edge type holds its edges of hops 0..h (``cumulative``) or of hop h alone, in the sample's
-    local ids. ``srcnodes[t].data[dgl.NID]`` / ``dstnodes[t].data[dgl.NID]`` hold the nodes'
-    ids of type t, ``edges[etype].data[dgl.EID]`` the edges' ids (when the sample has them):
-    with ``store``, DGL's edge ids (:func:`dgl_edge_ids`: positions in the input of their edge
-    type), else the sample's own (CSC positions). ``input_nodes`` is ``{t: ids}`` for every node type (blocks[0]'s src nodes),
-    ``output_nodes`` ``{seed type: seeds}``.
-
-    This is what ``dgl.to_block(frontier, dst_nodes)`` makes of the same edges with cumulative
-    edges, up to the order of the src nodes after the dst nodes (DGL numbers them in the order
-    its edges reach them; tierfs in the order the sampler first reached them).
-
-    ``exclude_eids`` ``{etype: edge ids}`` leaves those edges out of every block, as
-    :func:`sample_to_blocks` does.
-    """
-    ntypes = list(sample.node)
-    etypes = list(sample.rows)
+    typed = bool(sample.typed)
+    ntypes, etypes = list(sample.node), list(sample.rows)
     nodes = {t: _ids_tensor(sample.node[t]) for t in ntypes}
     nph = {t: [int(c) for c in sample.num_sampled_nodes[t]] for t in ntypes}
     eph = {e: [int(c) for c in sample.num_sampled_edges[e]] for e in etypes}
     num_hops = max((len(v) for v in eph.values()), default=0)
     if num_hops == 0 or any(len(v) != num_hops for v in eph.values()) or any(len(v) != num_hops + 1 for v in nph.values()):
-        raise tierfs.Error("tierfs.dgl: hetero sample has uneven hop counts; want hops+1 node counts per type and hops edge counts per edge type")
-    node_prefix = {t: np.cumsum(nph[t]).tolist() for t in ntypes}
+        raise tierfs.Error(
+            f"tierfs.dgl: the sample has {num_hops} hops, node counts per type {[len(v) for v in nph.values()]} and "
+            f"edge counts per edge type {[len(v) for v in eph.values()]}; want hops >= 1, hops+1 node counts and hops edge counts"
+        )
     row = {e: _ids_tensor(sample.rows[e]) for e in etypes}
     col = {e: _ids_tensor(sample.cols[e]) for e in etypes}
     eid = {e: None if sample.edge.get(e) is None else _ids_tensor(sample.edge[e]) for e in etypes}
     if store is not None:
-        eid = {e: None if ids is None else dgl_edge_ids(store, ids, e) for e, ids in eid.items()}
-    for key, ids in _typed_exclude(etypes, exclude_eids).items():
-        row[key], col[key], eid[key], eph[key] = _drop_edges(row[key], col[key], eid[key], eph[key], ids, f"edge type {key}")
-    edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}
+        eid = {e: None if ids is None else dgl_edge_ids(store, ids, e if typed else None) for e, ids in eid.items()}
+    for key, ids in (_typed_exclude(etypes, exclude_eids) if typed else _untyped_exclude(etypes, exclude_eids)).items():
+        what = f"edge type {key}" if typed else "sample"
+        row[key], col[key], eid[key], eph[key] = _drop_edges(row[key], col[key], eid[key], eph[key], ids, what)
+    node_prefix = {t: np.cumsum(nph[t]).tolist() for t in ntypes}  # nodes of hops 0..h: [:node_prefix[t][h]]
+    edge_prefix = {e: np.cumsum([0] + eph[e]).tolist() for e in etypes}  # hop h: [edge_prefix[e][h], [h+1])
     for t in ntypes:
         if node_prefix[t][-1] != nodes[t].numel():
-            raise tierfs.Error(f"tierfs.dgl: hetero sample: node type {t!r} sizes do not add up")
+            raise tierfs.Error(f"tierfs.dgl: sample: node type {t!r} sizes do not add up")
     for e in etypes:
         m = edge_prefix[e][-1]
         if not m == row[e].numel() == col[e].numel() or (eid[e] is not None and eid[e].numel() != m):
-            raise tierfs.Error(f"tierfs.dgl: hetero sample: edge type {e} sizes do not add up")
+            raise tierfs.Error(f"tierfs.dgl: sample: edge type {e} sizes do not add up")
     blocks = []
     for h in reversed(range(num_hops)):
-        data, ranges = {}, {}
-        for e in etypes:
-            lo = 0 if cumulative else edge_prefix[e][h]
-            hi = edge_prefix[e][h + 1]
-            data[e] = (row[e][lo:hi], col[e][lo:hi])
-            ranges[e] = (lo, hi)
+        ranges = {e: (0 if cumulative else edge_prefix[e][h], edge_prefix[e][h + 1]) for e in etypes}
+        data = {e: (row[e][lo:hi], col[e][lo:hi]) for e, (lo, hi) in ranges.items()}
         num_src = {t: node_prefix[t][h + 1] for t in ntypes}
         num_dst = {t: node_prefix[t][h] for t in ntypes}
-        block = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=torch.int64)
+        if typed:
+            block = dgl.create_block(data, num_src_nodes=num_src, num_dst_nodes=num_dst, idtype=torch.int64)
+            src_of, dst_of = {t: block.srcnodes[t].data for t in ntypes}, {t: block.dstnodes[t].data for t in ntypes}
+            edges_of = {e: block.edges[e].data for e in etypes}
+        else:  # DGL's one-type block: its own type names ("_N", "_E") stand for the sample's
+            (t,), (e,) = ntypes, etypes
+            block = dgl.create_block(data[e], num_src_nodes=num_src[t], num_dst_nodes=num_dst[t], idtype=torch.int64)
+            src_of, dst_of, edges_of = {t: block.srcdata}, {t: block.dstdata}, {e: block.edata}
         for t in ntypes:
-            block.srcnodes[t].data[dgl.NID] = nodes[t][: num_src[t]]
-            block.dstnodes[t].data[dgl.NID] = nodes[t][: num_dst[t]]
+            src_of[t][dgl.NID] = nodes[t][: num_src[t]]
+            dst_of[t][dgl.NID] = nodes[t][: num_dst[t]]
         for e in etypes:
             if eid[e] is not None:
                 lo, hi = ranges[e]
-                block.edges[e].data[dgl.EID] = eid[e][lo:hi]
+                edges_of[e][dgl.EID] = eid[e][lo:hi]
         blocks.append(block)
-    input_nodes = dict(nodes)
     seed_type = sample.seed_type
-    output_nodes = {seed_type: nodes[seed_type][: node_prefix[seed_type][0]]}
+    input_nodes = dict(nodes) if typed else nodes[seed_type]
+    output_nodes = nodes[seed_type][: node_prefix[seed_type][0]]
+    if typed:
+        output_nodes = {seed_type: output_nodes}
     if device is not None and torch.device(device).type != "cpu":
         device = torch.device(device)
         blocks = [b.to(device) for b in blocks]
-        input_nodes = {t: v.to(device) for t, v in input_nodes.items()}
-        output_nodes = {t: v.to(device) for t, v in output_nodes.items()}
+        moved = lambda v: {t: x.to(device) for t, x in v.items()} if typed else v.to(device)  # noqa: E731
+        input_nodes, output_nodes = moved(input_nodes), moved(output_nodes)
     return input_nodes, output_nodes, blocks
+
+
+def _untyped_exclude(etypes, exclude_eids) -> dict:
+    """``exclude_eids`` of an untyped sample (edge ids, or DGL's ``{etype: ids}`` of its one
+    edge type) keyed by the sample's edge type."""
+    if exclude_eids is None:
+        return {}
+    if isinstance(exclude_eids, Mapping):
+        if len(exclude_eids) != 1:
+            raise tierfs.InvalidArgumentError("tierfs.dgl: exclude_eids of a one-type store is edge ids (or a dict of one edge type)")
+        (exclude_eids,) = exclude_eids.values()
+    (e,) = etypes
+    return {e: exclude_eids}
 
 
 def _typed_exclude(etypes, exclude_eids) -> dict:

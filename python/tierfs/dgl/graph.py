@@ -24,7 +24,7 @@ def dgl_graph(store):
 
     A heterogeneous store gives a heterograph with every node type (its node count) and every
     canonical edge type ``(src, rel, dst)``, edge ``i`` of an edge type being its input's edge
-    ``i`` (``dgl.EID`` of :func:`hetero_sample_to_blocks`'s blocks with ``store``)."""
+    ``i`` (``dgl.EID`` of :func:`sample_to_blocks`'s blocks with ``store``)."""
     if _is_hetero(store):
         return _hetero_dgl_graph(store)
     indptr, indices = store.csc()
@@ -35,7 +35,7 @@ def dgl_graph(store):
         src, dst = _permuted(src, order), _permuted(dst, order)
     return dgl.graph(
         (src, dst),
-        num_nodes=int(store.num_nodes),
+        num_nodes=store.num_nodes(),
         idtype=torch.int64,
     )
 
@@ -51,9 +51,9 @@ def _hetero_dgl_graph(store, chunk_size: int = 1 << 20):
     """dgl_graph of a heterogeneous store: every in-edge of every node, one sampling pass (all
     neighbors over the edge types into that type) per destination type and chunk."""
     etypes = store.edge_types
-    num_nodes = {t: store.num_nodes_of(t) for t in store.node_types}
-    src = {e: np.empty(store.num_edges_of(e), dtype=np.int64) for e in etypes}
-    dst = {e: np.empty(store.num_edges_of(e), dtype=np.int64) for e in etypes}
+    num_nodes = {t: store.num_nodes(t) for t in store.node_types}
+    src = {e: np.empty(store.num_edges(e), dtype=np.int64) for e in etypes}
+    dst = {e: np.empty(store.num_edges(e), dtype=np.int64) for e in etypes}
     for ntype in store.node_types:
         into = [e for e in etypes if e[2] == ntype]
         if not into:
@@ -117,13 +117,13 @@ class FeatureStorage(dgl.storages.FeatureStorage):
         return self.fetch(indices, "cpu")
 
     def __len__(self):
-        return self._column.count if self._column is not None else int(self.store.num_nodes)
+        return self._column.count if self._column is not None else self.store.num_nodes(self.store.node_type)
 
     @property
     def shape(self):
         if self._column is not None:
             return (self._column.count,) + tuple(self._column.size())
-        n = int(self.store.num_nodes)
+        n = self.store.num_nodes(self.store.node_type)
         return (n, int(self.store.dim)) if self.kind == "feat" else (n,)
 
 
@@ -173,19 +173,12 @@ class GraphStorage:
     def get_edge_storage(self, key, etype=None):
         raise tierfs.KeyNotFoundError(f"tierfs.dgl: no edge data is prefetched from tierfs ({key!r})")
 
+    # DGL's names of a one-type graph ("_N", "_E") are not the store's: they ask for the only type.
     def num_nodes(self, ntype=None) -> int:
-        if self.hetero and ntype is not None:
-            return self.store.num_nodes_of(ntype)
-        if self.hetero:
-            return sum(self.store.num_nodes_of(t) for t in self.store.node_types)
-        return int(self.store.num_nodes)
+        return self.store.num_nodes(ntype if self.hetero else None)
 
     def num_edges(self, etype=None) -> int:
-        if self.hetero and etype is not None:
-            return self.store.num_edges_of(etype)
-        if self.hetero:
-            return sum(self.store.num_edges_of(e) for e in self.store.edge_types)
-        return int(self.store.num_edges)
+        return self.store.num_edges(etype if self.hetero else None)
 
     @property
     def ntypes(self):

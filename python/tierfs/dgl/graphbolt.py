@@ -163,7 +163,7 @@ if gb is not None:
             """Number of rows (the nodes of the type, or the edges of the edge type)."""
             if self._column is not None:
                 return self._column.count
-            return int(self._store.num_nodes)
+            return self._store.num_nodes(self._store.node_type)
 
         def update(self, value: torch.Tensor, ids: torch.Tensor = None):
             raise ReadOnlyError(
@@ -458,9 +458,9 @@ if gb is not None:
         @property
         def all_nodes_set(self):
             if not _is_hetero(self._store):
-                return gb.ItemSet(torch.tensor(int(self._store.num_nodes)), names="seed_nodes")
+                return gb.ItemSet(torch.tensor(self._store.num_nodes()), names="seed_nodes")
             return gb.ItemSetDict(
-                {t: gb.ItemSet(torch.tensor(self._store.num_nodes_of(t)), names="seed_nodes") for t in self._store.node_types}
+                {t: gb.ItemSet(torch.tensor(self._store.num_nodes(t)), names="seed_nodes") for t in self._store.node_types}
             )
 
         def __repr__(self) -> str:

@@ -14,11 +14,11 @@ import dgl
 import dgl.dataloading
 
 import tierfs
+from tierfs import _options
 from tierfs._args import _fanouts
-from tierfs.pipeline import MAX_DEPTH
 
 from ._common import FEATURE, LABEL, _GRAPHBOLT_ERROR, _TypedColumn, _ids_tensor, _is_hetero, _read_rows, gb
-from .blocks import _hetero_fanouts, _one_seed_type, hetero_sample_to_blocks, sample_to_blocks
+from .blocks import _hetero_fanouts, _one_seed_type, sample_to_blocks
 
 
 class NeighborSampler(dgl.dataloading.BlockSampler):
@@ -30,7 +30,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
     node or edge types) ``fanouts[i]`` is, as for DGL's ``NeighborSampler``, an int for every
     edge type or a dict ``{etype: fanout}`` naming every edge type (canonical ``(src, rel,
     dst)``, ``"src:rel:dst"`` or a relation name that is unique); seeds are ``{ntype: ids}`` of
-    one node type and the blocks are heterogeneous (:func:`hetero_sample_to_blocks`).
+    one node type and the blocks are heterogeneous (:func:`sample_to_blocks`).
     ``exclude_eids`` (what ``dgl.dataloading.as_edge_prediction_sampler`` passes for
     ``exclude="self"`` or ``"reverse_id"``) are left out of every block after the draw, as
     GraphBolt's ``exclude_seed_edges`` does (DGL's own sampler leaves them out before it draws,
@@ -115,16 +115,10 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
         """The blocks of ``seed_nodes`` (``g`` ignored); ``exclude_eids`` (edge ids in the
         store; ``{etype: ids}`` on a heterogeneous store) are left out of every block after the
         draw (see :func:`sample_to_blocks`)."""
+        seed_type = None
         if self.hetero:
-            seed_type, seed_ids = _one_seed_type(seed_nodes)
-            device = self.output_device
-            if device is None and isinstance(seed_ids, torch.Tensor):
-                device = seed_ids.device
-            seeds = _ids_tensor(seed_ids).numpy()
-            with self._lock:
-                sample = self._sampler.sample(seeds, seed_type)
-            return hetero_sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
-        if isinstance(seed_nodes, Mapping):
+            seed_type, seed_nodes = _one_seed_type(seed_nodes)
+        elif isinstance(seed_nodes, Mapping):
             if len(seed_nodes) != 1:
                 raise tierfs.InvalidArgumentError("tierfs.dgl: a tierfs store has a single node type")
             (seed_nodes,) = seed_nodes.values()
@@ -133,12 +127,13 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
             device = seed_nodes.device
         seeds = _ids_tensor(seed_nodes)
         with self._lock:
-            sample = self._sampler.sample(seeds)
-        if isinstance(exclude_eids, Mapping):
-            if len(exclude_eids) != 1:
-                raise tierfs.InvalidArgumentError("tierfs.dgl: exclude_eids of a one-type store is edge ids (or a dict of one edge type)")
-            (exclude_eids,) = exclude_eids.values()
+            sample = self._sampler.sample(seeds, seed_type)
         return sample_to_blocks(sample, cumulative=self.cumulative, device=device, exclude_eids=exclude_eids, store=self.store)
+
+
+#: The loader options DataLoader takes (it runs its own pipeline, not tierfs.Loader's planned
+#: epochs); shuffle and drop_last are DGL's arguments, at DGL's defaults.
+_TAKES = ("shuffle", "drop_last", "seed", "prefetch")
 
 
 class DataLoader:
@@ -147,16 +142,19 @@ class DataLoader:
     the dataset has labels, ``blocks[-1].dstdata[label_name]`` filled from the store.
 
     A heterogeneous store takes ``nodes`` as ``{ntype: ids or split name}`` of one node type and
-    yields ``({ntype: ids}, {seed type: seeds}, blocks)`` (:func:`hetero_sample_to_blocks`):
+    yields ``({ntype: ids}, {seed type: seeds}, blocks)`` (:func:`sample_to_blocks`):
     ``blocks[0].srcnodes[t].data[feature_name]`` holds type t's default feature for every type
     that has features, ``blocks[-1].dstnodes[seed type].data[label_name]`` the seeds' labels.
 
-    Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch). With
-    ``prefetch`` (True: 4, or a number of batches) the batches run through a
-    :class:`tierfs.Pipeline`: sampled ahead on one thread, features and labels gathered for up to
-    ``prefetch`` batches at once while the current one is used; ``prefetch=False`` loads each
-    batch when it is asked for. ``device`` is where the batches go. :meth:`stats` says where the
-    latest epoch's time went.
+    Batches are shuffled per epoch when ``shuffle`` (seeded by ``seed`` and the epoch); ``shuffle``
+    and ``drop_last`` are DGL's, at DGL's defaults. With ``prefetch`` (True: the loader table's
+    default, or a number of batches) the batches run through a :class:`tierfs.Pipeline`: sampled
+    ahead on one thread, features and labels gathered for up to ``prefetch`` batches at once
+    while the current one is used; ``prefetch=False`` (or 0) loads each batch when it is asked
+    for. ``device`` is where the batches go. :meth:`stats` says where the latest epoch's time
+    went. The loader options it takes, keywords as :class:`tierfs.Loader`'s:
+
+        {loader_options}
     """
 
     def __init__(
@@ -167,12 +165,17 @@ class DataLoader:
         batch_size: int = 1024,
         shuffle: bool = False,
         drop_last: bool = False,
-        seed: int = 0,
         device="cpu",
-        prefetch: bool | int = True,
         feature_name: str | None = FEATURE,
         label_name: str | None = LABEL,
+        **options,
     ):
+        prefetch = options.pop("prefetch", True)
+        inline = prefetch is False or (not isinstance(prefetch, bool) and prefetch == 0)  # loads each batch when asked
+        given = {**options, "shuffle": shuffle, "drop_last": drop_last}
+        if not isinstance(prefetch, bool) and not inline:
+            given["prefetch"] = prefetch
+        o = _options.loader_options(given, "tierfs.dgl.DataLoader", takes=_TAKES)
         if batch_size < 1:
             raise tierfs.InvalidArgumentError(f"tierfs.dgl.DataLoader: batch_size {batch_size} < 1")
         self.seed_type = None
@@ -186,16 +189,9 @@ class DataLoader:
         self.nodes = _ids_tensor(nodes)
         self.sampler = sampler
         self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.drop_last = bool(drop_last)
-        self.seed = int(seed)
+        self.shuffle, self.drop_last, self.seed = o["shuffle"], o["drop_last"], o["seed"]
         self.device = torch.device(device)
-        depth = (4 if prefetch else 0) if isinstance(prefetch, bool) else int(prefetch)
-        if not 0 <= depth <= MAX_DEPTH:
-            raise tierfs.InvalidArgumentError(
-                f"tierfs.dgl.DataLoader: prefetch {prefetch} must be True, False or a batch count from 0 to {MAX_DEPTH}"
-            )
-        self.prefetch = depth
+        self.prefetch = 0 if inline else o["prefetch"]
         self._run = None
         self.feature_name = feature_name
         if self.seed_type is not None:
@@ -279,6 +275,9 @@ class DataLoader:
         """Where the latest pipelined epoch's time went (:meth:`tierfs.Pipeline.stats`); empty
         before one ran."""
         return tierfs.pipeline.pipeline_stats(self._run) if self._run is not None else {}
+
+
+_options.document(DataLoader, "loader", takes=_TAKES, skip=("shuffle", "drop_last"))
 
 
 def _ndim(x) -> int:
@@ -546,25 +545,13 @@ class LinkDataLoader(DataLoader):
     ``edges`` are pairs: ``(src, dst)`` or an ``(n, 2)`` tensor (GraphBolt's ``ItemSet`` of
     ``seeds``, with ``labels`` its ``labels``), or the name of one of the dataset's edge splits
     (``"train"``, ``"val"``, ``"test"``: its seed edges, and its labels unless ``labels`` is
-    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`.
-    ``batch_size``, ``shuffle``, ``drop_last``, ``seed``, ``device`` and ``prefetch`` are as
-    in :class:`DataLoader`.
+    given; ``store.edge_split``). ``sampler`` is an :class:`EdgePredictionSampler`. The other
+    arguments (``batch_size``, ``shuffle``, ``drop_last``, ``device``, ``feature_name`` and the
+    loader options ``seed``, ``prefetch``) are :class:`DataLoader`'s, with its defaults; there
+    are no node labels (``label_name``).
     """
 
-    def __init__(
-        self,
-        store,
-        edges,
-        sampler: EdgePredictionSampler,
-        labels=None,
-        batch_size: int = 1024,
-        shuffle: bool = False,
-        drop_last: bool = False,
-        seed: int = 0,
-        device="cpu",
-        prefetch: bool | int = True,
-        feature_name: str | None = FEATURE,
-    ):
+    def __init__(self, store, edges, sampler: EdgePredictionSampler, labels=None, **kwargs):
         if not isinstance(sampler, EdgePredictionSampler):
             raise tierfs.InvalidArgumentError(
                 f"tierfs.dgl.LinkDataLoader: sampler is a {type(sampler).__name__}; want a tierfs.dgl.EdgePredictionSampler"
@@ -580,10 +567,9 @@ class LinkDataLoader(DataLoader):
                 "not 1-D edge ids"
             )
         self.src, self.dst = pairs
-        super().__init__(
-            store, torch.arange(self.src.numel()), sampler, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, seed=seed, device=device, prefetch=prefetch, feature_name=feature_name, label_name=None,
-        )
+        if "label_name" in kwargs:
+            raise TypeError("tierfs.dgl.LinkDataLoader got an unexpected argument 'label_name' (seed edges have labels=, not node labels)")
+        super().__init__(store, torch.arange(self.src.numel()), sampler, label_name=None, **kwargs)
         self.labels = None
         if labels is not None:
             self.labels = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))

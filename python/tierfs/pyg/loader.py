@@ -14,9 +14,9 @@ from torch_geometric.loader import LinkLoader as _PyGLinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, NegativeSampling, NumNeighbors, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
-from .. import errors
+from .. import _options, errors
 from ..loader import Batch, Loader
-from ..pipeline import MAX_DEPTH, Pipeline, pipeline_stats
+from ..pipeline import Pipeline, pipeline_stats
 from ..hetero import edge_type_tuple
 from ..sampler import typed_csc
 from ..store import Store
@@ -43,6 +43,26 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
             raise errors.NotSupportedError(
                 f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, directed, on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
+
+
+#: The loader options under tierfs.pyg's names: PyG's loaders have no seed of the epochs' order
+#: and tierfs.pyg's ``seed`` is the sampler's, so the loader's ``seed`` is ``shuffle_seed``.
+_PYG_NAMES = {"seed": "shuffle_seed"}
+#: PyG's own loader arguments among the loader options: explicit, at PyG's defaults (its
+#: DataLoader's), in NeighborLoader's signature; LinkNeighborLoader hands them to PyG's LinkLoader.
+_PYG_OWN = ("shuffle", "drop_last")
+#: The loader options LinkNeighborLoader takes: it runs PyG's LinkLoader, not tierfs.Loader, and
+#: replays a plan's epochs (no reuse_samples, no "auto"); PyG makes the labels.
+_LINK_TAKES = ("prefetch", "seed", "planned_epochs", "plan_dir", "plan_disk_budget", "plan_pack_method", "plan_pack_memory")
+
+
+def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] = (), **pyg: Any) -> Dict[str, Any]:
+    """The loader options (``tierfs._options.LOADER``; of ``takes`` alone where given) of
+    tierfs.pyg's ``loader``: those in ``kwargs`` under their :data:`_PYG_NAMES`, taken out of it,
+    and PyG's own arguments ``pyg`` as given, checked; the others at the table's defaults."""
+    names = {_PYG_NAMES.get(n, n) for n in _options.names("loader") if (not takes or n in takes) and n not in _PYG_OWN and n != "labels"}
+    given = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+    return _options.loader_options({**given, **pyg}, f"tierfs.pyg.{loader}", rename=_PYG_NAMES, takes=takes)
 
 
 class NeighborLoader:
@@ -95,8 +115,11 @@ class NeighborLoader:
         num_neighbors: neighbors per node per hop; -1 takes all. A dict per edge type (or
             ``NumNeighbors``) for a heterogeneous dataset.
         seed: the sampler's seed (batch i samples with ``seed + i``).
-        shuffle_seed, prefetch, planned_epochs, plan_dir, plan_disk_budget, reuse_samples: as
-            :class:`tierfs.Loader`.
+        batch_size, shuffle, drop_last, transform: PyG's, at PyG's defaults.
+
+    The loader options, keywords as :class:`tierfs.Loader`'s (``shuffle_seed`` is its ``seed``):
+
+        {loader_options}
     """
 
     def __init__(
@@ -110,18 +133,14 @@ class NeighborLoader:
         shuffle: bool = False,
         drop_last: bool = False,
         seed: int = 0,
-        shuffle_seed: int = 0,
-        prefetch: int = 4,
-        planned_epochs: int = 0,
-        plan_dir: Optional[str] = None,
-        plan_disk_budget: Any = None,
-        reuse_samples: bool = False,
-        **pyg_kwargs: Any,
+        **kwargs: Any,
     ) -> None:
-        unknown = sorted(set(pyg_kwargs) - set(_PYG_ONLY))
+        options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
+        options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
+        unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
             raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {unknown[0]!r}")
-        _refuse_pyg_only("NeighborLoader", pyg_kwargs)
+        _refuse_pyg_only("NeighborLoader", kwargs)
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
@@ -142,12 +161,7 @@ class NeighborLoader:
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
             sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
-            self.loader = Loader(
-                self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
-                seed=shuffle_seed, labels=False, transform=self._to_hetero_data, node_type=self.input_type,
-                planned_epochs=planned_epochs, plan_dir=plan_dir, plan_disk_budget=plan_disk_budget,
-                reuse_samples=reuse_samples,
-            )
+            self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
             return
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
@@ -167,11 +181,7 @@ class NeighborLoader:
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
         sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
-        self.loader = Loader(
-            self.store, sampler, seeds, batch_size, shuffle=shuffle, drop_last=drop_last, prefetch=prefetch,
-            seed=shuffle_seed, labels=False, planned_epochs=planned_epochs, plan_dir=plan_dir,
-            plan_disk_budget=plan_disk_budget, reuse_samples=reuse_samples, transform=self._to_data,
-        )
+        self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
 
     def _to_data(self, b: Batch) -> Any:
         s = b.sample
@@ -338,25 +348,27 @@ class LinkNeighborLoader(_PyGLinkLoader):
         replace, seed: the sampler's (batch i samples with ``seed + i``).
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
-        planned_epochs, plan_dir, plan_disk_budget, shuffle_seed: with ``planned_epochs=K``
-            (and ``shuffle=True``) the loader plans K epochs of seed edge batches up front
-            (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``; docs/planned.md) and epoch e
-            replays planned epoch e mod K: the core's order of the seed edges from
-            ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this
-            module's sampler makes of the same seed edges when the sampler draws with the
-            batch's seed (negatives, subgraph, ``input_id``, labels), its rows of the default
-            feature read from the plan's packed files.
-        prefetch: batches in flight (at most 256). Every epoch, planned or not, comes from a
-            :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in order, ``prefetch``
-            threads read their features and make them (``filter_fn``, ``transform``), the caller
-            receives them in order; :meth:`stats` says which stage bounds the epoch. Without a
-            plan the seed edges' batches are the ones PyG's ``DataLoader`` draws (its batch
-            sampler; with ``shuffle`` the same torch RNG draws, made when the epoch starts), so
-            the batches are exactly those of PyG's ``LinkLoader`` over :func:`stores` with this
-            sampler.
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
-            do that work).
+            do that work); and the loader options below.
+
+    With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans K epochs of seed edge
+    batches up front (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``; docs/planned.md) and
+    epoch e replays planned epoch e mod K: the core's order of the seed edges from
+    ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this module's
+    sampler makes of the same seed edges when the sampler draws with the batch's seed
+    (negatives, subgraph, ``input_id``, labels), its rows of the default feature read from the
+    plan's packed files. Every epoch, planned or not, comes from a
+    :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in order, ``prefetch``
+    threads read their features and make them (``filter_fn``, ``transform``), the caller receives
+    them in order; :meth:`stats` says which stage bounds the epoch. Without a plan the seed
+    edges' batches are the ones PyG's ``DataLoader`` draws (its batch sampler; with ``shuffle``
+    the same torch RNG draws, made when the epoch starts), so the batches are exactly those of
+    PyG's ``LinkLoader`` over :func:`stores` with this sampler.
+
+    The loader options it takes, keywords as :class:`tierfs.Loader`'s (``shuffle_seed`` is its ``seed``):
+
+        {loader_options}
     """
 
     def __init__(
@@ -373,19 +385,14 @@ class LinkNeighborLoader(_PyGLinkLoader):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
-        planned_epochs: int = 0,
-        plan_dir: Optional[str] = None,
-        plan_disk_budget: Any = None,
-        shuffle_seed: int = 0,
-        prefetch: int = 4,
         **kwargs: Any,
     ) -> None:
-        if planned_epochs < 0:
-            raise errors.InvalidArgumentError(f"planned_epochs {planned_epochs} must be 0 (sample every epoch) or at least 1")
+        options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
+        planned_epochs = options["planned_epochs"]
+        if planned_epochs == "auto":
+            raise errors.NotSupportedError('tierfs.pyg.LinkNeighborLoader: planned_epochs="auto" is tierfs.Loader\'s; give K (plan K epochs, replayed)')
         if planned_epochs and not kwargs.get("shuffle", False):
             raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
-        if not 1 <= prefetch <= MAX_DEPTH:
-            raise errors.InvalidArgumentError(f"prefetch {prefetch} must be from 1 to {MAX_DEPTH}: batches made at once, a thread each")
         _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
         if isinstance(data, str):
             from .._open import open as _open
@@ -417,7 +424,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
         self.plan: Any = None
-        self.prefetch = int(prefetch)
+        self.prefetch = options["prefetch"]
         self._epoch = 0
         self._run: Any = None  # the latest epoch's pipeline state, for stats()
         if planned_epochs:
@@ -425,8 +432,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
             # (binary labels shifted by 1 where they start at 0).
             self.plan = store.plan_epochs(
-                sp.num_neighbors, self.batch_size, planned_epochs, plan_dir=plan_dir, disk_budget=plan_disk_budget,
-                replace=sp.replace, drop_last=self.drop_last, seed=sp.seed, shuffle_seed=shuffle_seed,
+                sp.num_neighbors, self.batch_size, planned_epochs, plan_dir=options["plan_dir"], disk_budget=options["plan_disk_budget"],
+                pack_method=options["plan_pack_method"], pack_memory=options["plan_pack_memory"],
+                replace=sp.replace, drop_last=self.drop_last, seed=sp.seed, shuffle_seed=options["seed"],
                 seed_edges=(edge_type, torch.stack([inp.row, inp.col])) if store.is_hetero else torch.stack([inp.row, inp.col]),
                 edge_label=inp.label, neg_sampling=self.neg_sampling, **sp.link_options,
             )
@@ -501,3 +509,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"
+
+
+_options.document(NeighborLoader, "loader", skip=("labels", *_PYG_OWN), rename=_PYG_NAMES)
+_options.document(LinkNeighborLoader, "loader", rename=_PYG_NAMES, takes=_LINK_TAKES)

@@ -291,10 +291,10 @@ def _hetero_input_nodes(store: Store, input_nodes: Any) -> Tuple[str, Tensor]:
 
 
 def _input_nodes(store: Store, input_nodes: Any, node_type: Optional[str] = None) -> Tensor:
-    """PyG's input_nodes forms as int64 CPU ids (of node_type; None: the store's own): None
+    """PyG's input_nodes forms as int64 CPU ids (of node_type; None: the only one): None
     (every node), a split name ("valid" is "val"), a bool mask of num_nodes, or ids (numpy,
     torch, list)."""
-    n = store.num_nodes if node_type is None else store.num_nodes_of(node_type)
+    n = store.num_nodes(node_type)
     if input_nodes is None:
         return torch.arange(n)
     if isinstance(input_nodes, str):

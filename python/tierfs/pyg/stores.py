@@ -205,7 +205,7 @@ class FeatureStore(_PyGFeatureStore):
     def _rows(self, src: Tuple[str, Any, str]) -> int:
         info = self._info(src)
         if info is None:
-            return self.store.num_nodes if src[1] is None else self.store.num_nodes_of(src[1])
+            return self.store.num_nodes(src[1])
         if src[0] == "edge":
             inverse = self._input_to_csc(src[1])
             if inverse is not None:
@@ -343,10 +343,10 @@ class GraphStore(_PyGGraphStore):
         if self.store.is_hetero:
             store = self.store
             return [
-                EdgeAttr(et, EdgeLayout.CSC, is_sorted=True, size=(store.num_nodes_of(et[0]), store.num_nodes_of(et[2])))
+                EdgeAttr(et, EdgeLayout.CSC, is_sorted=True, size=(store.num_nodes(et[0]), store.num_nodes(et[2])))
                 for et in store.edge_types
             ]
-        n = self.store.num_nodes  # one edge type, with or without edges (else PyG takes the store for heterogeneous)
+        n = self.store.num_nodes()  # one edge type, with or without edges (else PyG takes the store for heterogeneous)
         return [EdgeAttr(None, EdgeLayout.CSC, is_sorted=True, size=(n, n))]
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Optional[Tuple[Tensor, Tensor]]:
@@ -356,15 +356,15 @@ class GraphStore(_PyGGraphStore):
                 return None
             et = tuple(et)
             indptr, indices = typed_csc(self.store, et)
-            n_src, n_dst = self.store.num_nodes_of(et[0]), self.store.num_nodes_of(et[2])
+            n_src, n_dst = self.store.num_nodes(et[0]), self.store.num_nodes(et[2])
         else:
             if edge_attr.edge_type is not None:
                 return None
-            if self.store.num_edges == 0:
-                indptr, indices = np.zeros(self.store.num_nodes + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            if self.store.num_edges() == 0:
+                indptr, indices = np.zeros(self.store.num_nodes() + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
             else:
                 indptr, indices = self.store.csc()
-            n_src = n_dst = self.store.num_nodes
+            n_src = n_dst = self.store.num_nodes()
         if edge_attr.layout == EdgeLayout.CSC:
             return torch.from_numpy(indices), torch.from_numpy(indptr)
         dst = np.repeat(np.arange(n_dst, dtype=np.int64), np.diff(indptr))
@@ -383,7 +383,7 @@ class GraphStore(_PyGGraphStore):
         row, col, perm = super()._edge_to_layout(attr, layout, False)
         edge_type = tuple(attr.edge_type) if self.store.is_hetero else None
         if INPUT_EDGE_ID in _edge_feature_info(self.store, edge_type):
-            count = self.store.num_edges_of(edge_type) if self.store.is_hetero else self.store.num_edges
+            count = self.store.num_edges(edge_type)
             order = input_edge_ids(self.store, torch.arange(count), edge_type)
             perm = order if perm is None else order[perm]
         return row, col, perm
