@@ -10,7 +10,7 @@ import tierfs
 ds = sys.argv[1]
 dev = torch.device("cuda", 0)
 probe = tierfs.open(ds)
-n, row_bytes = probe.num_nodes, probe.row_bytes
+n, row_bytes = probe.num_nodes() if callable(probe.num_nodes) else probe.num_nodes, probe.row_bytes  # ABI 3 made it a method
 probe.close()
 feat_bytes = n * row_bytes
 cached = tierfs.open(ds, gpu_cache=feat_bytes + (64 << 20), device="cuda:0", gpu_topology="device", topology_memory=(1 << 34))

@@ -56,6 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each tierfs run (root)")
     p.add_argument("--arms", default="memory,tierfs",
                    help="loops to time, alternating: memory, tierfs (on demand) and planned (one epoch of the timed batches' seeds planned first)")
+    p.add_argument("--fetch-threads", type=int, default=1, help="fetch threads of every arm, each on its own CUDA stream")
     p.add_argument("--plan-dir", default="", help="where the planned arm's plan goes (default: a temporary directory)")
     p.add_argument("--disk-bps", type=float, default=0.0,
                    help="the disk's sequential read bandwidth, bytes/s (`tierfs bench disk`), for the planned arm's bound")
@@ -136,43 +137,44 @@ def on_demand(a, sampler_factory, order):
 
 
 def run(a, store, draw, fetch, model, device, record: Dict[str, list] | None) -> float:
-    """One pipelined run: a sampling thread (draw(i) -> (seeds, sample)), a fetch thread on its
-    own stream (fetch(i, seeds, sample)), training on this one. Returns seeds/s over the timed
-    batches."""
+    """One pipelined run: a sampling thread (draw(i) -> (seeds, sample)), --fetch-threads fetch
+    threads each on its own stream (fetch(i, seeds, sample)), training on this one. Returns
+    seeds/s over the timed batches."""
     n_batches = a.warmup + a.batches
     q_s: "queue.Queue" = queue.Queue(maxsize=4)
     q_f: "queue.Queue" = queue.Queue(maxsize=2)
+    left = [a.fetch_threads]  # fetch threads still running; the last one records stats1
+    lock = threading.Lock()
 
     def sample_loop():
         for i in range(n_batches):
             q_s.put((i, *draw(i)))
-        q_s.put(None)
+        for _ in range(a.fetch_threads):
+            q_s.put(None)
 
-    stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+    def mark(key: str, stream) -> None:
+        if stream is not None:
+            stream.synchronize()
+        record["stats" + key] = store.stats()  # 0: before the first timed batch's gather, 1: after the last's
+        if "plan_stats" in record:
+            record["plan" + key] = record["plan_stats"]()
 
     def fetch_loop():
-        fetched = 0
+        stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         while True:
             item = q_s.get()
             if item is None:
-                if record is not None:
-                    if stream is not None:
-                        stream.synchronize()
-                    record["stats1"] = store.stats()  # after the last timed batch's gather
-                    if "plan_stats" in record:
-                        record["plan1"] = record["plan_stats"]()
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0 and record is not None:
+                        mark("1", stream)
                 q_f.put(None)
                 return
             i, b, smp = item
             if record is not None:
-                if fetched == a.warmup:
-                    if stream is not None:
-                        stream.synchronize()
-                    record["stats0"] = store.stats()  # before the first timed batch's gather
-                    if "plan_stats" in record:
-                        record["plan0"] = record["plan_stats"]()
+                if i == a.warmup:
+                    mark("0", stream)
                 record["samples"].append({t: np.asarray(v) for t, v in smp.node.items()})
-            fetched += 1
             ctx = torch.cuda.stream(stream) if stream is not None else _null()
             with ctx:
                 x, edges, y = fetch(i, b, smp)
@@ -183,7 +185,7 @@ def run(a, store, draw, fetch, model, device, record: Dict[str, list] | None) ->
             q_f.put((x, edges, y, ev, len(b)))
 
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    threads = [threading.Thread(target=sample_loop, daemon=True), threading.Thread(target=fetch_loop, daemon=True)]
+    threads = [threading.Thread(target=sample_loop, daemon=True)] + [threading.Thread(target=fetch_loop, daemon=True) for _ in range(a.fetch_threads)]
     for t in threads:
         t.start()
     start = None
@@ -351,8 +353,10 @@ def plan_batches(a, store, num_neighbors, seeds):
     """One planned epoch of seeds (the timed run's batches: warm-up and timed), packed; returns
     the plan and what planning took."""
     t0 = time.perf_counter()
+    # The plan covers only the timed batches: placing the tiers by its hotness would cache what a
+    # whole epoch's plan could not, so the tiers keep what they hold (as the on-demand arm's).
     plan = store.plan_epochs(num_neighbors, a.batch, 1, seeds=seeds, node_type=a.seed_type, seed=1, drop_last=True,
-                             plan_dir=a.plan_dir or None)
+                             plan_dir=a.plan_dir or None, place_tiers=False)
     info = {"plan_s": time.perf_counter() - t0, "stats": plan.stats()}
     print(f"planned {plan.batches_per_epoch} batches in {info['plan_s']:.1f} s", flush=True)
     return plan, info

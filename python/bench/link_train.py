@@ -222,7 +222,8 @@ def main(argv=None) -> Dict[str, Any]:
     if "planned" in arms:
         t0 = time.perf_counter()
         plan = store.plan_epochs(fanouts, a.batch, 1, seed_edges=np.stack([src, dst]), neg_sampling="binary", exclude_seed_edges=True,
-                                 seed=1, shuffle_seed=3, drop_last=True, plan_dir=a.plan_dir or None)
+                                 seed=1, shuffle_seed=3, drop_last=True, plan_dir=a.plan_dir or None,
+                                 place_tiers=False)  # as hetero_train's plan: the tiers keep what they hold
         results["plan"] = {"plan_s": time.perf_counter() - t0, "stats": plan.stats()}
         print(f"planned {plan.batches_per_epoch} batches in {results['plan']['plan_s']:.1f} s", flush=True)
     fetches = {"memory": fetch_memory, "tierfs": fetch_tierfs, "planned": fetch_planned}
