@@ -605,11 +605,9 @@ func openToSample(dir string, opt *featurestore.Options, usePlacement bool, fano
 
 func sampleCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
-	seedsPath := fs.String("seeds", "", "seed node ids: .npy, or split:NAME (split:train)")
-	seedEdges := fs.String("seed-edges", "", "sample around seed edges instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (split:train, its labels with it)")
-	var link linkFlags
-	link.register(fs)
-	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
+	var sf seedFlags
+	sf.register(fs, "", "sample around seed edges")
+	seedsPath, seedEdges, fanouts, link := sf.seeds, sf.seedEdges, sf.fanouts, sf.link
 	replace := fs.Bool("replace", false, "sample with replacement")
 	seed := fs.Uint64("seed", 0, "random seed")
 	out := fs.String("out", "", "directory for nodes.npy, row.npy, col.npy, nodes_per_hop.npy, edges_per_hop.npy (and with --seed-edges edge_label_index.npy, edge_label.npy, or src_index.npy, dst_pos_index.npy, dst_neg_index.npy for triplets)")

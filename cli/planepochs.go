@@ -18,11 +18,9 @@ import (
 // plain gather, printing both.
 func planEpochsCmd(fs *pflag.FlagSet) runFunc {
 	opt := storeFlags(fs)
-	seedsArg := fs.String("seeds", "split:train", "seed node ids: .npy, or split:NAME")
-	seedEdgesArg := fs.String("seed-edges", "", "plan batches of seed edges (link prediction) instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (its labels with it)")
-	var link linkFlags
-	link.register(fs)
-	fanouts := fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
+	var sf seedFlags
+	sf.register(fs, "split:train", "plan batches of seed edges (link prediction)")
+	seedsArg, seedEdgesArg, fanouts, link := sf.seeds, sf.seedEdges, sf.fanouts, sf.link
 	plan := optionFlags[planned.EpochOptions](fs) // every plan option, from its table
 	serve := fs.Int("serve", 0, "then serve this many epochs from the plan and print what they read")
 	compare := fs.Bool("compare", false, "with --serve, also gather the same batches through the store (random reads) and print both")

@@ -26,6 +26,21 @@ type linkFlags struct {
 	opt    *featurestore.LinkOptions
 }
 
+// seedFlags are the seed flags sample and plan-epochs share: --seeds, or --seed-edges with the
+// link flags beside them, and --fanouts.
+type seedFlags struct {
+	seeds, seedEdges, fanouts *string
+	link                      linkFlags
+}
+
+// register adds them: seedsDefault is --seeds's default, edgesUse what --seed-edges does.
+func (f *seedFlags) register(fs *pflag.FlagSet, seedsDefault, edgesUse string) {
+	f.seeds = fs.String("seeds", seedsDefault, "seed node ids: .npy, or split:NAME (split:train)")
+	f.seedEdges = fs.String("seed-edges", "", edgesUse+" instead of --seeds: a (2, n) or (n, 2) integer .npy of (src, dst) pairs, or split:NAME for an edge split of the dataset (split:train, its labels with it)")
+	f.link.register(fs)
+	f.fanouts = fs.String("fanouts", "25,10", "neighbors per hop, comma separated; -1 takes all")
+}
+
 func (l *linkFlags) register(fs *pflag.FlagSet) {
 	l.labels = fs.String("edge-labels", "", "with --seed-edges FILE: a 1-D integer .npy of one label per seed edge")
 	l.opt = optionFlags[featurestore.LinkOptions](fs)
