@@ -110,9 +110,10 @@ func (p Problem) String() string {
 	return p.File + " at byte " + strconv.FormatInt(p.Offset, 10) + ": " + p.What
 }
 
-// Verify reads every block of every file and compares it with its checksum. It reports every
-// problem it finds (up to limit per file; 0 means no limit) and calls progress with the bytes
-// checked so far.
+// Verify reads every block of every file and compares it with its checksum, then checks every
+// node type's labels against its num_classes. It reports every problem it finds (up to limit per
+// file; 0 means no limit; one per labels file outside its classes) and calls progress with the
+// bytes checked so far.
 func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Problem, error) {
 	var problems []Problem
 	total, done := m.TotalBytes(), int64(0)
@@ -171,5 +172,6 @@ func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Proble
 		}
 		fd.Close()
 	}
-	return problems, nil
+	// Then the labels, against their num_classes (one problem per labels file).
+	return append(problems, m.labelProblems()...), nil
 }
