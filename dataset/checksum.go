@@ -68,7 +68,7 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 	if got := hashHex(side); got != f.ChecksumsHash {
 		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
 	}
-	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8), key: m.bindKeys()[f.Path]}
+	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8), key: m.bindKey(f.Path)}
 	for i := range c.Sums {
 		c.Sums[i] = binary.LittleEndian.Uint64(side[8*i:])
 	}

@@ -44,7 +44,7 @@ func TestCommitRefusesLabelsOutsideClasses(t *testing.T) {
 
 // TestVerifyLabelsAgainstNumClasses: num_classes edited below the largest label of a dataset of
 // version 8, which does not bind it (its hash recomputed), is a problem Verify reports, naming the
-// node and its label.
+// node and its label, and Upgrade refuses to bind it.
 func TestVerifyLabelsAgainstNumClasses(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, filepath.Join("testdata", "golden", "v8"), dir)
@@ -64,5 +64,8 @@ func TestVerifyLabelsAgainstNumClasses(t *testing.T) {
 	problems, err := m.Verify(0, nil)
 	if err != nil || len(problems) != 1 || problems[0].File != "labels.bin" || !strings.Contains(problems[0].What, "node 3 has label 2") {
 		t.Fatalf("Verify of labels in too few classes: %v %v, want one problem of labels.bin naming node 3", problems, err)
+	}
+	if _, err := Upgrade(dir, nil); !IsCorrupt(err) || !strings.Contains(err.Error(), "not upgraded") || !strings.Contains(err.Error(), "node 3 has label 2") {
+		t.Fatalf("Upgrade of labels in too few classes: %v", err)
 	}
 }
