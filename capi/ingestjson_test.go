@@ -45,7 +45,7 @@ func TestIngestHeteroJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if et, err := m.EdgeTypeNamed("user:buys:item"); err != nil || et.Count != 2 || m.Version != dataset.VersionBound {
+	if et, err := m.EdgeTypeNamed("user:buys:item"); err != nil || et.Count != 2 || m.Version != dataset.Version {
 		t.Fatalf("%+v %v (version %d)", et, err, m.Version)
 	}
 	bad := strings.Replace(string(js), `"num_nodes"`, `"nodes"`, 1)

@@ -48,7 +48,7 @@ func TestIngestSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != dataset.VersionBound || len(m.NodeTypes) != 2 || len(m.EdgeTypes) != 2 {
+	if m.Version != dataset.Version || len(m.NodeTypes) != 2 || len(m.EdgeTypes) != 2 {
 		t.Fatalf("version %d, %d node types, %d edge types", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
 	}
 	if et, err := m.EdgeTypeNamed("author:writes:paper"); err != nil || et.Count != 3 {
@@ -104,7 +104,7 @@ func TestIngestSpecEdgeSplits(t *testing.T) {
 	}
 	writes, _ := m.EdgeTypeNamed("author:writes:paper")
 	cites, _ := m.EdgeTypeNamed("paper:cites:paper")
-	if m.Version != dataset.VersionBound || writes.Splits["train"].Seeds.Count != 3 || cites.Splits["test"].Seeds.Count != 1 || len(writes.Splits) != 1 || len(cites.Splits) != 1 {
+	if m.Version != dataset.Version || writes.Splits["train"].Seeds.Count != 3 || cites.Splits["test"].Seeds.Count != 1 || len(writes.Splits) != 1 || len(cites.Splits) != 1 {
 		t.Fatalf("version %d, writes splits %v, cites splits %v", m.Version, writes.SplitNames(), cites.SplitNames())
 	}
 	bad := filepath.Join(t.TempDir(), "bad")

@@ -71,7 +71,7 @@ func TestSynthHeteroPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != dataset.VersionBound || len(m.NodeTypes) != 4 || len(m.EdgeTypes) != 4 {
+	if m.Version != dataset.Version || len(m.NodeTypes) != 4 || len(m.EdgeTypes) != 4 {
 		t.Fatalf("version %d, %d node types, %d edge types", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
 	}
 	if p, err := m.NodeTypeNamed("paper"); err != nil || p.Count != 736 || p.Features[0].Dim != 128 {

@@ -27,11 +27,11 @@ func upgradeCmd(*pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if from >= dataset.VersionBound {
+		if from >= dataset.Version {
 			fmt.Printf("%s is already format version %d; nothing to upgrade\n", pos[0], from)
 			return nil
 		}
-		fmt.Printf("upgraded %s from format version %d to %d: every block verified, checksums bound to their place\n", pos[0], from, dataset.VersionBound)
+		fmt.Printf("upgraded %s from format version %d to %d: every block verified, checksums bound to their place and to how each file is read\n", pos[0], from, dataset.Version)
 		return nil
 	}
 }

@@ -34,8 +34,7 @@ func TestUpgradeCommand(t *testing.T) {
 		if code := Main([]string{"tierfs", "upgrade", dir}); code != 0 {
 			t.Fatalf("tierfs upgrade exited %d", code)
 		}
-		// The current version of an untyped dataset (version 8 marks typed one-type datasets only).
-		if m, err := dataset.Load(dir); err != nil || m.Version != dataset.VersionBound {
+		if m, err := dataset.Load(dir); err != nil || m.Version != dataset.Version {
 			t.Fatalf("after tierfs upgrade: version %d, %v", m.Version, err)
 		}
 		if err := execute([]string{"verify", dir}); err != nil {

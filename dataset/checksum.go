@@ -68,7 +68,7 @@ func (m *Manifest) LoadChecksums(f *File) (*Checksums, error) {
 	if got := hashHex(side); got != f.ChecksumsHash {
 		return nil, fmt.Errorf("dataset: checksum sidecar %s hashes to %s, manifest says %s: %w", f.Checksums, got, f.ChecksumsHash, ErrCorrupt)
 	}
-	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8), key: m.bindKeys()[f.Path]}
+	c := &Checksums{Path: f.Path, BlockSize: bs, Size: f.Bytes, Sums: make([]uint64, len(side)/8), key: m.bindKey(f.Path)}
 	for i := range c.Sums {
 		c.Sums[i] = binary.LittleEndian.Uint64(side[8*i:])
 	}
@@ -110,9 +110,10 @@ func (p Problem) String() string {
 	return p.File + " at byte " + strconv.FormatInt(p.Offset, 10) + ": " + p.What
 }
 
-// Verify reads every block of every file and compares it with its checksum. It reports every
-// problem it finds (up to limit per file; 0 means no limit) and calls progress with the bytes
-// checked so far.
+// Verify reads every block of every file and compares it with its checksum, then checks every
+// node type's labels against its num_classes. It reports every problem it finds (up to limit per
+// file; 0 means no limit; one per labels file outside its classes) and calls progress with the
+// bytes checked so far.
 func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Problem, error) {
 	var problems []Problem
 	total, done := m.TotalBytes(), int64(0)
@@ -171,5 +172,6 @@ func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Proble
 		}
 		fd.Close()
 	}
-	return problems, nil
+	// Then the labels, against their num_classes (one problem per labels file).
+	return append(problems, m.labelProblems()...), nil
 }

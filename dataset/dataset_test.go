@@ -189,8 +189,8 @@ func TestLoadErrors(t *testing.T) {
 		from, to, want string
 		kind           error // what the error wraps
 	}{
-		{`"version": 7`, fmt.Sprintf(`"version": %d`, Version+1), "newer than this tierfs reads", ErrVersionTooNew},
-		{`"version": 7`, `"version": 0`, "not a valid version", ErrCorrupt},
+		{fmt.Sprintf(`"version": %d`, Version), fmt.Sprintf(`"version": %d`, Version+1), "newer than this tierfs reads", ErrVersionTooNew},
+		{fmt.Sprintf(`"version": %d`, Version), `"version": 0`, "not a valid version", ErrCorrupt},
 		{`"format": "tierfs-dataset"`, `"format": "other"`, "format", ErrNotDataset},
 		{`"block_size": 4096`, `"block_size": 1000`, "block_size", ErrCorrupt},
 		{`"dtype": "float32"`, `"dtype": "float33"`, "unknown dtype", ErrCorrupt},
@@ -336,8 +336,8 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
 	m, _ := writeTestDataset(t, dir, 100, 4, Float32, 1, rng)
-	if m.Version != VersionBound {
-		t.Fatalf("a new dataset is written as version %d, want %d (its checksums bound to their place)", m.Version, VersionBound)
+	if m.Version != Version {
+		t.Fatalf("a new dataset is written as version %d, want %d (its checksums bound to their place and layout)", m.Version, Version)
 	}
 	withEdge := func(name string, dim int64, scalar bool, version int) *Manifest {
 		c := *m
@@ -415,7 +415,7 @@ func TestInPlaceManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != VersionBound || !m.Files[0].InPlace || m.Files[0].Bytes != int64(len(raw)) || m.Files[0].Checksums != InPlaceSidecar("x") {
+	if m.Version != Version || !m.Files[0].InPlace || m.Files[0].Bytes != int64(len(raw)) || m.Files[0].Checksums != InPlaceSidecar("x") {
 		t.Fatalf("version %d, files %+v", m.Version, m.Files)
 	}
 	f := m.Nodes().Features[0]
@@ -467,8 +467,8 @@ func mustRead(t *testing.T, path string) []byte {
 // it; an untyped one-type dataset keeps the one-type rules.
 func TestTypedOneType(t *testing.T) {
 	m, _ := writeTestDataset(t, t.TempDir(), 100, 4, Float32, 1, rand.New(rand.NewPCG(1, 2)))
-	if m.IsTyped() || m.minVersion() != VersionBound {
-		t.Fatalf("an ingested one-type dataset: IsTyped %v, minVersion %d; want false, %d", m.IsTyped(), m.minVersion(), VersionBound)
+	if m.IsTyped() || m.minVersion() != Version {
+		t.Fatalf("an ingested one-type dataset: IsTyped %v, minVersion %d; want false, %d", m.IsTyped(), m.minVersion(), Version)
 	}
 	typed := func(version int, edit func(*Manifest)) *Manifest {
 		c := *m
@@ -480,7 +480,7 @@ func TestTypedOneType(t *testing.T) {
 		}
 		return &c
 	}
-	if c := typed(8, nil); c.Validate() != nil || !c.IsTyped() || c.minVersion() != 8 {
+	if c := typed(8, nil); c.Validate() != nil || !c.IsTyped() || c.minVersion() != Version {
 		t.Fatalf("typed at version 8: Validate %v, IsTyped %v, minVersion %d", c.Validate(), c.IsTyped(), c.minVersion())
 	}
 	rename := func(name string) func(*Manifest) {

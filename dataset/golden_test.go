@@ -142,7 +142,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 		nt.Features = append(nt.Features, feature("s", 1, goldenNodes, true, s))
 		et.Features = []FeatureSpec{feature("w", 1, et.Count, true, w)}
 	}
-	m := &Manifest{BlockSize: bs, NodeTypes: []NodeType{nt}, EdgeTypes: []EdgeType{et}, Typed: version >= 8}
+	m := &Manifest{BlockSize: bs, NodeTypes: []NodeType{nt}, EdgeTypes: []EdgeType{et}, Typed: version == 8}
 	m.SetDir(dir)
 	if err := Commit(m, files, "golden_test.go", nil); err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 // goldenVersions are the format versions with a golden dataset. Version 4 has none: its one
 // new part, an in-place feature, is named by an absolute path, which a checked-in dataset
 // cannot hold.
-var goldenVersions = []int{1, 2, 3, 6, 7, 8}
+var goldenVersions = []int{1, 2, 3, 6, 7, 8, 9}
 
 func TestGolden(t *testing.T) {
 	for _, v := range goldenVersions {
@@ -190,7 +190,7 @@ func checkGolden(t *testing.T, dir string, version int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != version || m.IsTyped() != (version >= 8) {
+	if m.Version != version || m.IsTyped() != (version == 8) {
 		t.Fatalf("version %d (typed %v), want %d", m.Version, m.IsTyped(), version)
 	}
 	problems, err := m.Verify(0, nil)

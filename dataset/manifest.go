@@ -1,7 +1,7 @@
 // Package dataset is tierfs's on-disk dataset format: a directory holding manifest.json, raw
 // little-endian array files and one xxhash64 checksum sidecar per file.
 //
-// Invariants of a valid dataset (format versions 1 to 8):
+// Invariants of a valid dataset (format versions 1 to 9):
 //   - manifest.json is written last, by rename after fsync; a directory without it is no dataset;
 //   - every data file the dataset owns is padded with zeros to a multiple of BlockSize, so every
 //     O_DIRECT read of whole blocks stays inside the file;
@@ -25,9 +25,14 @@
 // per split, with labels and negatives); version 7 checksums bound to their place (bind.go: a
 // block's checksum covers its file's role and its index, keyed by a random DatasetID); version 8
 // a dataset of one node type whose types its maker named (Typed: a one-type HeteroData or
-// GraphBolt dataset). Commit writes version 7, or 8 for a Typed one. Older versions are read as they are — Load holds a manifest of one to what
-// such a dataset is (its sidecars unbound), so a newer dataset's manifest edited down is
-// corruption — and Upgrade rewrites them to version 7 in place (`tierfs upgrade`).
+// GraphBolt dataset); version 9 checksums bound to how their file is read too (its layout: the
+// dtype, dims, counts and num_classes the manifest reads it by), so an edit of one with the
+// manifest's hash recomputed is corruption at Load. Commit writes version 9, typed or not. Older
+// versions are read as they are — Load holds a manifest of one to what such a dataset is (its
+// sidecars unbound, or bound to place alone), so a newer dataset's manifest edited down is
+// corruption; their layouts cannot be bound and are trusted as given — and Upgrade rewrites them
+// to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
+// (unlabelled): Commit refuses others, Verify reports them, a store refuses them at open.
 //
 // A dataset is typed (IsTyped) when its types are the maker's: several node or edge types, or
 // one of each marked Typed. Front ends present a typed dataset by its type names (PyG's
@@ -58,7 +63,7 @@ import (
 const FormatName = "tierfs-dataset"
 
 // Version is the newest format version this package reads and writes.
-const Version = 8
+const Version = 9
 
 // ManifestName is the manifest's file name inside a dataset directory.
 const ManifestName = "manifest.json"
@@ -246,7 +251,7 @@ func Load(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", filepath.Join(dir, ManifestName), err)
 	}
 	m.dir = dir
-	if err := m.checkUnbound(); err != nil {
+	if err := m.checkBinding(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -335,7 +340,7 @@ func (m *Manifest) validateHeader() error {
 		return fmt.Errorf("manifest version %d with dataset_id %q: versions from %d bind checksums with a dataset id, older ones have none", m.Version, m.DatasetID, VersionBound)
 	}
 	if m.Typed && (m.Version < 8 || len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
-		return fmt.Errorf("manifest version %d with %d node types and %d edge types is marked typed; only a version 8 dataset of one node type and at most one edge type is (several types are typed without the mark)", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
+		return fmt.Errorf("manifest version %d with %d node types and %d edge types is marked typed; only a dataset of version 8 or later of one node type and at most one edge type is (several types are typed without the mark)", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
 	}
 	if m.Version < 5 && (len(m.NodeTypes) != 1 || len(m.EdgeTypes) > 1) {
 		return fmt.Errorf("manifest has %d node types and %d edge types; format versions 1 to 4 hold exactly one node type and at most one edge type (several need version 5, have %d)", len(m.NodeTypes), len(m.EdgeTypes), m.Version)
@@ -547,16 +552,13 @@ func (v *validation) edgeType(et *EdgeType, nodeTypes map[string]*NodeType, seen
 	return m.validateEdgeSplits(et, of, v.need, v.files)
 }
 
-// minVersion is the lowest format version that describes m: 8 when it is Typed, 7 when its checksums are bound to
-// their place (a DatasetID: every dataset Commit writes), 6 with edge splits, 5 with more than
-// one node type or more than one edge type, 4 with an in-place feature, 3 with edge or scalar
-// features, else 2.
+// minVersion is the lowest format version that describes m: 9 when its checksums are bound (a
+// DatasetID: every dataset Commit writes and Upgrade rewrites; their layouts are bound too) or
+// it is Typed, 6 with edge splits, 5 with more than one node type or more than one edge type, 4
+// with an in-place feature, 3 with edge or scalar features, else 2.
 func (m *Manifest) minVersion() int {
-	if m.Typed {
-		return 8
-	}
-	if m.DatasetID != "" {
-		return VersionBound
+	if m.Typed || m.DatasetID != "" {
+		return VersionBoundLayout
 	}
 	for _, et := range m.EdgeTypes {
 		if len(et.Splits) > 0 {

@@ -95,8 +95,8 @@ func TestHeteroManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != VersionBound {
-		t.Fatalf("version %d, want %d", m.Version, VersionBound)
+	if m.Version != Version {
+		t.Fatalf("version %d, want %d", m.Version, Version)
 	}
 	if problems, err := m.Verify(0, nil); err != nil || len(problems) > 0 {
 		t.Fatalf("Verify: %v %v", problems, err)

@@ -15,20 +15,22 @@ import (
 // which the manifest names until the bound sums have taken the old sidecar's name.
 const upgradeSuffix = ".upgrade"
 
-// Upgrade rewrites the dataset in dir, of a format version before VersionBound, to VersionBound
-// (the version Commit writes for it) in place, and returns the version it had (VersionBound or
-// later when it was current: then it only finishes an upgrade that was killed, and removes what
-// one left).
+// Upgrade rewrites the dataset in dir, of a format version before Version, to Version (the
+// version Commit writes) in place, and returns the version it had (Version when it was current:
+// then it only finishes an upgrade that was killed, and removes what one left).
 //
-// Every block of every file is checked against its old checksum first (progress gets the bytes
-// checked and their total): a damaged dataset is refused as ErrCorrupt naming the file and block,
-// and nothing is written. The new checksums are the verified old ones bound to their place
-// (bind.go), under a new DatasetID; the data files are not touched. The dataset changes by
-// renames of fsynced files, the manifest last of each step, so a process killed at any point
-// leaves the old dataset or the new one, each whole and readable; the next Upgrade finishes or
-// redoes the work and removes what was left. Readers may hold the dataset open meanwhile (a
-// store keeps the checksums it loaded); a second Upgrade of dir is refused with
-// ErrUpgradeRunning; no writer of dir may be at work.
+// Every block of every file is checked against its old checksum, and the labels against their
+// num_classes, first (progress gets the bytes checked and their total): a damaged dataset is
+// refused as ErrCorrupt naming the file and block (or node), and nothing is written. The new
+// checksums are the verified old ones bound to their place and layout (bind.go), under a new
+// DatasetID where the dataset had none (before version 7; from 7 it keeps its own); the data
+// files are not touched. An old version binds no layout, so the dtype, dims and counts its
+// manifest gives are bound as they are: an edit made to them before the upgrade is not found by
+// it. The dataset changes by renames of fsynced files, the manifest last of each step, so a
+// process killed at any point leaves the old dataset or the new one, each whole and readable; the
+// next Upgrade finishes or redoes the work and removes what was left. Readers may hold the
+// dataset open meanwhile (a store keeps the checksums it loaded); a second Upgrade of dir is
+// refused with ErrUpgradeRunning; no writer of dir may be at work.
 func Upgrade(dir string, progress func(done, total int64)) (from int, err error) {
 	return upgrade(dir, progress, nil)
 }
@@ -49,7 +51,7 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 		return 0, err
 	}
 	from := m.Version
-	if from >= VersionBound {
+	if from >= Version {
 		return from, m.finishUpgrade(step)
 	}
 	problems, err := m.Verify(1, progress)
@@ -69,15 +71,18 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 		return from, fmt.Errorf("dataset: %s (format version %d) is damaged, so it was not upgraded: %s%s; restore it or ingest it again: %w",
 			dir, from, strings.Join(what, "; "), more, ErrCorrupt)
 	}
-	// The new manifest: the old one's content under a new id, each sidecar bound and written
-	// beside the old one, which stays as it was until the new manifest is in place.
+	// The new manifest: the old one's content (under a new id when it had none), each sidecar
+	// unbound from the old keys, bound with the new ones and written beside the old one, which
+	// stays as it was until the new manifest is in place.
 	nm := *m
 	nm.Files = append([]File(nil), m.Files...)
-	if nm.DatasetID, err = newDatasetID(); err != nil {
-		return from, err
+	if nm.DatasetID == "" {
+		if nm.DatasetID, err = newDatasetID(); err != nil {
+			return from, err
+		}
 	}
 	nm.Version = nm.minVersion()
-	keys := nm.bindKeys()
+	oldKeys, keys := m.bindKeys(), nm.bindKeys()
 	dirs := map[string]bool{dir: true}
 	for i := range nm.Files {
 		f := &nm.Files[i]
@@ -86,7 +91,8 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 			return from, err
 		}
 		for k := 0; k+8 <= len(side); k += 8 {
-			binary.LittleEndian.PutUint64(side[k:], binary.LittleEndian.Uint64(side[k:])^blockMix(keys[f.Path], int64(k/8)))
+			mix := blockMix(oldKeys[f.Path], int64(k/8)) ^ blockMix(keys[f.Path], int64(k/8))
+			binary.LittleEndian.PutUint64(side[k:], binary.LittleEndian.Uint64(side[k:])^mix)
 		}
 		f.Checksums += upgradeSuffix
 		if err := writeSynced(nm.Path(f.Checksums), side); err != nil {

@@ -144,8 +144,8 @@ func upgradeLeftovers(t *testing.T, dirs ...string) []string {
 	return left
 }
 
-// checkUpgraded checks that dir holds old (a dataset before version 7) upgraded: version 7, a
-// dataset id, every block verified, the data files byte for byte and the manifest's content as
+// checkUpgraded checks that dir holds old (a dataset of an older version) upgraded: the current
+// version, a dataset id, every block verified, the data files byte for byte and the manifest's content as
 // they were, nothing of the upgrade left — and that its checksums are now bound (a block
 // moved within a file fails).
 func checkUpgraded(t *testing.T, dir string, old *Manifest, data map[string][]byte, dirs ...string) *Manifest {
@@ -154,7 +154,7 @@ func checkUpgraded(t *testing.T, dir string, old *Manifest, data map[string][]by
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != VersionBound || m.DatasetID == "" {
+	if m.Version != Version || m.DatasetID == "" {
 		t.Fatalf("upgraded: version %d, dataset id %q", m.Version, m.DatasetID)
 	}
 	if problems, err := m.Verify(0, nil); err != nil || len(problems) > 0 {
@@ -178,11 +178,12 @@ func checkUpgraded(t *testing.T, dir string, old *Manifest, data map[string][]by
 	return m
 }
 
-// TestUpgradeGolden: every golden dataset (testdata/golden, versions 1 to 6) upgrades to the
-// current version — verified, its data and content unchanged — and a second Upgrade changes
-// nothing.
+// TestUpgradeGolden: every golden dataset of an older version (testdata/golden, versions 1 to 8)
+// upgrades to the current version — verified, its data and content unchanged, its dataset id
+// kept where it had one, its checksums now bound to their layout too — and a second Upgrade
+// changes nothing.
 func TestUpgradeGolden(t *testing.T) {
-	for _, v := range []int{1, 2, 3, 5, 6} {
+	for _, v := range []int{1, 2, 3, 5, 6, 7, 8} {
 		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
 			dir := t.TempDir()
 			copyDir(t, filepath.Join("testdata", "golden", fmt.Sprint("v", v)), dir)
@@ -195,9 +196,12 @@ func TestUpgradeGolden(t *testing.T) {
 			if err != nil || from != v {
 				t.Fatalf("Upgrade: from %d, %v; want from %d", from, err, v)
 			}
-			checkUpgraded(t, dir, old, data)
+			m := checkUpgraded(t, dir, old, data)
+			if v >= VersionBound && m.DatasetID != old.DatasetID || m.Typed != old.Typed {
+				t.Fatalf("upgraded from version %d: dataset id %q typed %v, was %q %v", v, m.DatasetID, m.Typed, old.DatasetID, old.Typed)
+			}
 			before := mustRead(t, filepath.Join(dir, ManifestName))
-			if from, err := Upgrade(dir, nil); err != nil || from != VersionBound {
+			if from, err := Upgrade(dir, nil); err != nil || from != Version {
 				t.Fatalf("Upgrade of an upgraded dataset: from %d, %v", from, err)
 			}
 			if after := mustRead(t, filepath.Join(dir, ManifestName)); string(after) != string(before) {
@@ -322,7 +326,7 @@ func TestKilledUpgrade(t *testing.T) {
 			t.Fatalf("killed after step %d (%s): %v", k, step, err)
 		}
 		bound := k >= slices.Index(steps, "manifest bound")
-		if (killed.Version == VersionBound) != bound {
+		if (killed.Version == Version) != bound {
 			t.Fatalf("killed after step %d (%s): version %d", k, step, killed.Version)
 		}
 		if problems, err := killed.Verify(0, nil); err != nil || len(problems) > 0 {
@@ -333,7 +337,7 @@ func TestKilledUpgrade(t *testing.T) {
 		}
 		// The next upgrade finishes it.
 		from, err := Upgrade(dir, nil)
-		if err != nil || (from == VersionBound) != bound {
+		if err != nil || (from == Version) != bound {
 			t.Fatalf("the upgrade after one killed after step %d (%s): from %d, %v", k, step, from, err)
 		}
 		checkUpgraded(t, dir, m, data, stripes)

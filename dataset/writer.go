@@ -301,7 +301,8 @@ func WriteInt64s(path string, values []int64) error {
 // Commit finishes a dataset written into m's directory: it pads every data file named by the
 // manifest to the block size, syncs it, writes its checksum sidecar, fills m.Files, validates m and
 // then writes the manifest (temporary name, fsync, rename, directory fsync). Until Commit returns
-// nil the directory is not a dataset. The file of an in-place feature (listed in files too) is
+// nil the directory is not a dataset. Labels that are neither a class id below their
+// num_classes nor -1 are refused, naming the node and its label. The file of an in-place feature (listed in files too) is
 // only read: checksummed as it is, its size and modification time recorded, its sidecar
 // written into m's directory (InPlaceSidecar).
 func Commit(m *Manifest, files []string, by string, args []string) error {
@@ -383,6 +384,9 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	}
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("dataset: refusing to commit an inconsistent manifest: %w", err)
+	}
+	if bad := m.labelProblems(); len(bad) > 0 {
+		return fmt.Errorf("dataset: refusing to commit labels their num_classes does not hold: %s", bad[0])
 	}
 	// Bind every sidecar to its file's place (bind.go), now that the roles are known.
 	keys := m.bindKeys()

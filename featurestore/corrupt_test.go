@@ -3,14 +3,17 @@ package featurestore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/featurestore/featurestoretest"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -230,4 +233,31 @@ func TestDefaultOptionsBitFlipsEveryFile(t *testing.T) {
 		}
 	}
 	t.Logf("%d flips over %d files, %d opens each: %d found the damage, %d gave every reference answer", trials, len(files), len(modes), caught, clean)
+}
+
+// TestLabelsOutsideNumClasses: num_classes edited below the largest label of the golden dataset
+// of version 8 (which does not bind it), its manifest hash recomputed, is ErrCorrupt naming the
+// node and its label — at open when the labels are held in memory, and in the call that reads
+// that node's label when they are read from disk (the others still answer).
+func TestLabelsOutsideNumClasses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v8")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "dataset", "testdata", "golden", "v8"))); err != nil {
+		t.Fatal(err)
+	}
+	featurestoretest.EditManifest(t, dir, func(m *dataset.Manifest) { m.Nodes().Labels.NumClasses = 2 }) // labels 0, 1, -1, 2, 1
+	if _, err := OpenSession(dir, Options{}); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "node 3 has label 2") {
+		t.Fatalf("open with labels in memory: %v, want ErrCorrupt naming node 3", err)
+	}
+	ss, err := OpenSession(dir, Options{TopologyMemoryBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	out := make([]int64, 3)
+	if err := ss.Labels("", []int64{0, 1, 2}, out); err != nil || !slices.Equal(out, []int64{0, 1, -1}) {
+		t.Fatalf("labels of nodes 0 to 2: %v, %v", out, err)
+	}
+	if err := ss.Labels("", []int64{4, 3}, out[:2]); !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "node 3 has label 2") {
+		t.Fatalf("labels of node 3 from disk: %v, want ErrCorrupt naming it", err)
+	}
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // loadLabels holds each node type's labels in memory (8 bytes per node) when they fit the
-// topology budget; otherwise Labels reads the blocks it needs from disk per call.
+// topology budget; otherwise Labels reads the blocks it needs from disk per call. Either way a
+// label that its num_classes does not hold is ErrCorrupt (dataset.CheckLabels): at open, or in
+// the call that reads it.
 func (ss *Session) loadLabels() error {
 	ss.nodes = make([]nodeState, len(ss.m.NodeTypes))
 	for i := range ss.m.NodeTypes {
@@ -23,6 +25,9 @@ func (ss *Session) loadLabels() error {
 		labels := make([]int64, n)
 		if err := ss.readFile(l.File, dataset.BytesOf(labels)); err != nil {
 			return err
+		}
+		if err := l.CheckLabels(0, labels); err != nil {
+			return ss.badLabels(i, err)
 		}
 		ss.nodes[i].labels = labels
 	}
@@ -47,7 +52,21 @@ func (ss *Session) labelsOf(nt int, ids []int64, out []int64, checkIDs func([]in
 		}
 		return nil
 	}
-	return ss.readArray(l.File, ids, dataset.BytesOf(out))
+	if err := ss.readArray(l.File, ids, dataset.BytesOf(out)); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if err := l.CheckLabels(id, out[i:i+1]); err != nil {
+			return ss.badLabels(nt, err)
+		}
+	}
+	return nil
+}
+
+// badLabels is the error for labels of node type nt that its num_classes does not hold (err
+// names the node): corruption, as a manifest edited after it was written.
+func (ss *Session) badLabels(nt int, err error) error {
+	return fmt.Errorf("featurestore: dataset %s: labels %s%s: %w: %w", ss.m.Dir(), ss.nodes[nt].spec.Labels.File, ss.ofType(nt), err, dataset.ErrCorrupt)
 }
 
 // ofType is " of node type NAME" in a dataset of several node types, "" in a one-type one.

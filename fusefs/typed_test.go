@@ -413,7 +413,7 @@ func TestSessionNeighborsErrors(t *testing.T) {
 	if _, err := sess.Neighbors("paper:cites:author", 0); !errors.Is(err, dataset.ErrTypeNotFound) {
 		t.Errorf("an unknown edge type: %v", err)
 	}
-	if _, err := sess.Neighbors("", 0); !errors.Is(err, dataset.ErrTypeNotFound) {
+	if _, err := sess.Neighbors("", 0); !errors.Is(err, featurestore.ErrInvalidOption) || !strings.Contains(err.Error(), "name one") {
 		t.Errorf("no edge type named among several: %v", err)
 	}
 	inst, _ := d.m.NodeTypeNamed("institution")

@@ -175,8 +175,8 @@ func TestIngestEdgeSplits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != dataset.VersionBound {
-		t.Errorf("version %d, want 7 (every new dataset)", m.Version)
+	if m.Version != dataset.Version {
+		t.Errorf("version %d, want %d (every new dataset)", m.Version, dataset.Version)
 	}
 	for name, c := range cases {
 		c.check(t, m, m.Edges(), name)

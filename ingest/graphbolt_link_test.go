@@ -103,7 +103,7 @@ func TestGraphBoltLinkTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != dataset.VersionBound || m.Nodes().Labels != nil || len(m.Nodes().Splits) != 0 {
+	if m.Version != dataset.Version || m.Nodes().Labels != nil || len(m.Nodes().Splits) != 0 {
 		t.Errorf("version %d, node labels %v, node splits %v: a link task gives edge splits only", m.Version, m.Nodes().Labels, m.Nodes().Splits)
 	}
 	checkGBLink(t, m, m.Edges(), sets)

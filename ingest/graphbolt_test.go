@@ -360,7 +360,7 @@ func TestGraphBoltHetero(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			if m.Version != dataset.VersionBound {
+			if m.Version != dataset.Version {
 				t.Errorf("version %d", m.Version)
 			}
 			g.check(t, out)
@@ -405,7 +405,7 @@ func TestGraphBoltHeteroRefusals(t *testing.T) {
 }
 
 // TestGraphBoltOneNamedType ingests a GraphBolt dataset of one node type and one edge type that
-// name their types (GraphBolt's heterogeneous form): the dataset is typed (version 8), its type
+// name their types (GraphBolt's heterogeneous form): the dataset is typed (Typed, from version 8), its type
 // names kept, every node and edge feature and the task's labels and seeds under its type. The
 // same graph without names is a homogeneous (untyped) dataset.
 func TestGraphBoltOneNamedType(t *testing.T) {
@@ -419,7 +419,7 @@ func TestGraphBoltOneNamedType(t *testing.T) {
 	if _, err := Ingest(Options{GraphBolt: gb, Out: plain}); err != nil {
 		t.Fatal(err)
 	}
-	if m := loadVerified(t, plain); m.IsTyped() || m.Version != dataset.VersionBound {
+	if m := loadVerified(t, plain); m.IsTyped() || m.Version != dataset.Version {
 		t.Fatalf("GraphBolt without type names: typed %v, version %d; want a homogeneous dataset", m.IsTyped(), m.Version)
 	}
 	path := filepath.Join(gb, GraphBoltMetadata)
@@ -444,8 +444,8 @@ func TestGraphBoltOneNamedType(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := loadVerified(t, out)
-	if !m.IsTyped() || !m.Typed || m.Version != 8 || m.NodeTypes[0].Name != "paper" || len(m.EdgeTypes) != 1 || m.EdgeTypes[0].Key() != "paper:cites:paper" {
-		t.Fatalf("typed %v, version %d, node type %q, %d edge types; want a typed version 8 dataset of paper and paper:cites:paper", m.IsTyped(), m.Version, m.NodeTypes[0].Name, len(m.EdgeTypes))
+	if !m.IsTyped() || !m.Typed || m.Version != dataset.Version || m.NodeTypes[0].Name != "paper" || len(m.EdgeTypes) != 1 || m.EdgeTypes[0].Key() != "paper:cites:paper" {
+		t.Fatalf("typed %v, version %d, node type %q, %d edge types; want a typed dataset of the current version of paper and paper:cites:paper", m.IsTyped(), m.Version, m.NodeTypes[0].Name, len(m.EdgeTypes))
 	}
 	nt, et := &m.NodeTypes[0], &m.EdgeTypes[0]
 	for i, c := range []struct {

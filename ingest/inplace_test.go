@@ -51,8 +51,8 @@ func TestFeaturesInPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := loadVerified(t, out)
-			if m.Version != dataset.VersionBound {
-				t.Fatalf("format version %d, want 7 (every new dataset)", m.Version)
+			if m.Version != dataset.Version {
+				t.Fatalf("format version %d, want %d (every new dataset)", m.Version, dataset.Version)
 			}
 			spec, err := m.Feature("")
 			if err != nil {

@@ -25,7 +25,7 @@ func TestSynthHeteroPresets(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := loadVerified(t, opt.Out)
-			if m.Version != dataset.VersionBound || len(m.NodeTypes) != len(opt.NodeTypes) || len(m.EdgeTypes) != len(opt.EdgeTypes) {
+			if m.Version != dataset.Version || len(m.NodeTypes) != len(opt.NodeTypes) || len(m.EdgeTypes) != len(opt.EdgeTypes) {
 				t.Fatalf("version %d, %d node types, %d edge types", m.Version, len(m.NodeTypes), len(m.EdgeTypes))
 			}
 			for _, n := range opt.NodeTypes {

@@ -8,6 +8,7 @@ package featurestoretest
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
@@ -480,4 +483,33 @@ func WriteFeatureless(t *testing.T, rng *rand.Rand, n, e int64) *FeaturelessData
 		must(err)
 	}
 	return d
+}
+
+// EditManifest rewrites the manifest of the dataset in dir with edit applied and its
+// manifest_hash recomputed, as a tamperer who knows the format would: only what the data files
+// and their checksums bind can catch the edit.
+func EditManifest(t testing.TB, dir string, edit func(m *dataset.Manifest)) {
+	t.Helper()
+	path := filepath.Join(dir, dataset.ManifestName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	m.ManifestHash = "" // the hash is of the content with this field empty
+	content, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ManifestHash = fmt.Sprintf("%016x", xxhash.Sum64(content))
+	if content, err = json.MarshalIndent(m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

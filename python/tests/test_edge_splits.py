@@ -32,7 +32,7 @@ def test_ingest_edge_splits_pyg_and_ogb_layouts(tmp_path):
         "valid": {"edge": val_pos, "edge_neg": val_neg},
         "test": {"source_node": test_src, "target_node": test_dst, "target_node_neg": test_neg},
     })
-    assert json.load(open(os.path.join(out, "manifest.json")))["version"] == 7
+    assert json.load(open(os.path.join(out, "manifest.json")))["version"] == 9
     with tierfs.open(out) as s:
         assert s.edge_splits() == {"train": {"count": 30, "labels": "float32", "neg_per_seed": 0},
                                    "val": {"count": 17, "labels": "float32", "neg_per_seed": 0},

@@ -101,7 +101,7 @@ def test_verify_covers_edge_features_and_version(named, cli, tmp_path):
     path, edges, a = named
     with open(os.path.join(path, "manifest.json")) as f:
         m = json.load(f)
-    assert m["version"] == 7 and [f["name"] for f in m["edge_types"][0]["features"]] == ["edge_weight", "edge_attr", "input_edge_id"]
+    assert m["version"] == 9 and [f["name"] for f in m["edge_types"][0]["features"]] == ["edge_weight", "edge_attr", "input_edge_id"]
     assert subprocess.run([cli, "verify", path], capture_output=True).returncode == 0
     copy = tierfs.ingest(tmp_path / "c", edges=edges, edge_features={"edge_attr": a["edge_attr"]})
     stripe = os.path.join(copy, json.load(open(os.path.join(copy, "manifest.json")))["edge_types"][0]["features"][0]["files"][0])
@@ -112,10 +112,10 @@ def test_verify_covers_edge_features_and_version(named, cli, tmp_path):
     assert r.returncode != 0 and os.path.basename(stripe) in r.stdout + r.stderr
 
 
-def test_datasets_without_edge_features_are_version_7_and_sample(tmp_path):
+def test_datasets_without_edge_features_are_version_9_and_sample(tmp_path):
     path = tierfs.synth(tmp_path / "s", nodes=500, avg_degree=4, dim=8, seed=1)
     with open(os.path.join(path, "manifest.json")) as f:
-        assert json.load(f)["version"] == 7
+        assert json.load(f)["version"] == 9
     with tierfs.open(path) as s:
         assert list(s.features) == ["x"] and s.sampler([3]).sample([0, 1]).e_id is not None
 

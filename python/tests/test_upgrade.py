@@ -27,7 +27,7 @@ def _golden(version: int, tmp_path: Path) -> str:
     return str(dst)
 
 
-@pytest.mark.parametrize("version", [1, 3, 6])
+@pytest.mark.parametrize("version", [1, 3, 6, 7, 8])
 def test_upgrade_golden(version, tmp_path):
     path = _golden(version, tmp_path)
     with tierfs.open(path) as s:
@@ -36,11 +36,11 @@ def test_upgrade_golden(version, tmp_path):
     assert tierfs.upgrade(path, progress=lambda stage, done, total: seen.append((stage, done, total))) == version
     assert seen and seen[-1][0] == "verify" and seen[-1][1] == seen[-1][2], seen[-3:]
     manifest = json.loads(Path(path, "manifest.json").read_text())
-    assert manifest["version"] == 7 and manifest["dataset_id"], manifest["version"]
+    assert manifest["version"] == 9 and manifest["dataset_id"], manifest["version"]
     assert tierfs.verify(path)["ok"]
     with tierfs.open(path) as s:
         assert np.array_equal(s.gather(np.arange(s.num_nodes())), before)
-    assert tierfs.upgrade(path) == 7  # nothing left to do
+    assert tierfs.upgrade(path) == 9  # nothing left to do
 
 
 def test_upgrade_refuses_damage_and_edited_manifests(tmp_path, cli):
@@ -73,7 +73,7 @@ def test_upgrade_refuses_damage_and_edited_manifests(tmp_path, cli):
 def test_upgrade_cli(tmp_path, cli):
     path = _golden(3, tmp_path)
     r = subprocess.run([cli, "upgrade", path], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "from format version 3 to 7" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
+    assert r.returncode == 0 and "from format version 3 to 9" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
     with pytest.raises(FileNotFoundError):
         tierfs.upgrade(tmp_path / "missing")
 
