@@ -782,24 +782,10 @@ class Bench:
         """Epoch 0 of a plan (tierfs-planned: the warm-up and timed batches), prefetched --depth
         ahead as tierfs.Loader serves a plan; on CUDA the training stream waits for each batch's
         event before it uses the batch."""
-        torch, dev = self.torch, self.dev
-        side = torch.cuda.Stream(device=dev) if self.cuda else None
+        side = self.torch.cuda.Stream(device=self.dev) if self.cuda else None
         pf = self.tierfs.prefetch(self.planned_batches(plan, side), self.a.depth)
         extra["closers"].insert(0, pf.close)
-
-        def to_dev():
-            for *batch, done in pf:
-                if done is None:
-                    s_ids, nodes, row, col, x = batch
-                    yield s_ids, nodes, row, col, x.to(dev, non_blocking=True)
-                    continue
-                current = torch.cuda.current_stream(dev)
-                current.wait_event(done)
-                for t_ in batch:
-                    t_.record_stream(current)
-                yield tuple(batch)
-
-        return to_dev()
+        return self.on_training_stream(pf)
 
     def planned_batches(self, plan, side) -> Iterator[Tuple]:
         """As tierfs.Loader serves a plan on a CUDA store: the batch's rows by the planned device
@@ -858,19 +844,21 @@ class Bench:
 
         pf = self.tierfs.prefetch(prepared(), self.a.depth)
         extra["closers"].insert(0, pf.close)
+        return self.on_training_stream(pf)
 
-        def trained_on_this_stream():
-            for *batch, done in pf:
-                if done is not None:
-                    # The training stream waits for the side stream's copies and gather; the
-                    # tensors are marked in use there, so their memory is not handed out early.
-                    current = torch.cuda.current_stream(dev)
-                    current.wait_event(done)
-                    for t_ in batch:
-                        t_.record_stream(current)
-                yield tuple(batch)
-
-        return trained_on_this_stream()
+    def on_training_stream(self, batches: Iterator[Tuple]) -> Iterator[Tuple]:
+        """Batches a side stream prepared, each (tensors..., its event), handed to the training
+        stream: it waits for the event (the side stream's copies and gather), and the tensors are
+        marked in use there, so their memory is not handed out early. Event None (no side
+        stream, cpu): the tensors as they are."""
+        torch, dev = self.torch, self.dev
+        for *batch, done in batches:
+            if done is not None:
+                current = torch.cuda.current_stream(dev)
+                current.wait_event(done)
+                for t_ in batch:
+                    t_.record_stream(current)
+            yield tuple(batch)
 
     def run(self, cfg: str, model_kind: str, fanouts: List[int], batch: int, extra: Dict[str, Any], warmup_only: bool = False) -> Dict[str, Any]:
         """One run of cfg: --warmup untimed batches, then --batches timed ones. ``warmup_only``:
