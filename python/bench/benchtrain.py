@@ -58,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -531,6 +532,23 @@ def _python_probe(dataset: str, seconds: float = 1.0, threads: int = 16) -> Dict
 # the run -----------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Window:
+    """The timed batches of one run, from the first after the warm-up: their counters."""
+
+    t0: Optional[float] = None  # its start (perf_counter); None until it starts
+    io0: Optional[int] = None  # the process's bytes read from disk at the start
+    smi: Optional[_SmiSampler] = None
+    timed: int = 0
+    fetch_s: float = 0.0  # host seconds waiting for the batches
+    train_s: float = 0.0  # host seconds in the training steps
+    nodes: int = 0
+    edges: int = 0
+    events: List[Tuple[Any, Any]] = field(default_factory=list)  # CUDA events around each step
+    wall: float = 0.0
+    smi_util: Optional[float] = None
+
+
 class Bench:
     def __init__(self, a: argparse.Namespace):
         import torch
@@ -670,28 +688,13 @@ class Bench:
     def fetchers(self, cfg: str, fanouts: List[int], batch: int, seeds: np.ndarray, stage: Dict[str, float], extra: Dict[str, Any]):
         """An iterator of (seeds, nodes, row, col, x on the device) for cfg; serial ones add their
         sample/gather seconds to ``stage``."""
-        torch, a, dev = self.torch, self.a, self.dev
+        torch, dev = self.torch, self.dev
         nb = -(-len(seeds) // batch)
         chunks = [torch.from_numpy(seeds[i * batch : (i + 1) * batch]) for i in range(nb)]
-
-        def serial(store, gather) -> Iterator[Tuple]:
-            sampler = store.sampler(fanouts, seed=a.seed)
-            try:
-                for s_ids in chunks:
-                    t = time.perf_counter()
-                    s = sampler.sample(s_ids)
-                    t2 = time.perf_counter()
-                    x = gather(s.nodes)
-                    stage["sample"] += t2 - t
-                    stage["gather"] += time.perf_counter() - t2
-                    yield s_ids, s.nodes, s.row, s.col, x
-            finally:
-                sampler.close()
-
         cached = self.stores["cached"]
         if cfg == "memory-gpu-serial":
             X = self.X_dev
-            return serial(cached, lambda nodes: torch.index_select(X, 0, nodes.to(dev, non_blocking=True)))
+            return self.serial_batches(cached, fanouts, chunks, stage, lambda nodes: torch.index_select(X, 0, nodes.to(dev, non_blocking=True)))
         if cfg == "memory-gpu":
             X = self.X_dev
             return self.overlapped(cached, fanouts, chunks, extra, lambda nodes: torch.index_select(X, 0, nodes))
@@ -699,102 +702,109 @@ class Bench:
         if cfg == "tierfs-cached":
             return self.overlapped(cached, fanouts, chunks, extra, cached.gather)
         if cfg == "memory-pinned":
-            X = self.X_host
-            bufs: List[Any] = [None, None]  # two pinned buffers, taking turns
-            done: List[Any] = [None, None]  # the event after the copy out of each
-            turn = [0]
-
-            def pinned(nodes):
-                k, j = nodes.shape[0], turn[0]
-                turn[0] ^= 1
-                if done[j] is not None:  # its previous copy to the device must have finished
-                    done[j].synchronize()
-                if bufs[j] is None or bufs[j].shape[0] < k:
-                    bufs[j] = torch.empty((int(k * 1.25) + 1, self.dim), dtype=X.dtype, pin_memory=self.cuda)
-                out = bufs[j][:k]
-                torch.index_select(X, 0, nodes, out=out)
-                if not self.cuda:
-                    return out
-                x = out.to(dev, non_blocking=True)
-                done[j] = torch.cuda.Event()
-                done[j].record()
-                return x
-
-            return serial(cached, pinned)
+            return self.serial_batches(cached, fanouts, chunks, stage, self.pinned_gather())
         if cfg == "tierfs-serial":
             st = self.stores["tiered"]
-            return serial(st, lambda nodes: st.gather(nodes.to(dev, non_blocking=True)))
+            return self.serial_batches(st, fanouts, chunks, stage, lambda nodes: st.gather(nodes.to(dev, non_blocking=True)))
         if cfg in MEMMAP_CONFIGS:
             def mgather(nodes):
                 return torch.from_numpy(extra["memmap"].gather(nodes.numpy())).to(dev, non_blocking=True)
 
-            return serial(cached, mgather)
+            return self.serial_batches(cached, fanouts, chunks, stage, mgather)
         if cfg == "tierfs-pipelined":
             st = self.stores["tiered"]
-            sampler = st.sampler(fanouts, seed=a.seed)
-            loader = self.tierfs.Loader(st, sampler, torch.from_numpy(seeds), batch, shuffle=False, prefetch=a.depth, labels=False)
+            sampler = st.sampler(fanouts, seed=self.a.seed)
+            loader = self.tierfs.Loader(st, sampler, torch.from_numpy(seeds), batch, shuffle=False, prefetch=self.a.depth, labels=False)
             extra["loader"] = loader
             extra["closers"].append(sampler.close)
-
-            def piped():
-                it = iter(loader)
-                extra["closers"].insert(0, getattr(it, "close", lambda: None))
-                for b in it:
-                    s = b.sample
-                    yield b.seeds, s.nodes, s.row, s.col, b.x
-
-            return piped()
+            return self.loader_batches(loader, 1, extra)
         if cfg in PLANNED_CONFIGS:
             plan = extra["plan"]
             if isinstance(plan, self.tierfs.Loader):  # --planned-epoch full, tierfs-rounds: the loader itself
-                loader = plan
-
-                def piped_loader():
-                    for _ in range(extra.get("epochs", 1)):  # tierfs-rounds: epoch after epoch, as a user's loop
-                        it = iter(loader)
-                        extra["closers"].insert(0, getattr(it, "close", lambda: None))
-                        for b in it:
-                            s = b.sample
-                            yield b.seeds, s.nodes, s.row, s.col, b.x
-
-                return piped_loader()
-
-            side = torch.cuda.Stream(device=dev) if self.cuda else None
-
-            def planned_batches():
-                # As tierfs.Loader serves a plan on a CUDA store: the batch's rows by the planned
-                # device gather (packed rows scattered on the GPU), its sample moved from pinned
-                # memory, both on a side stream the training stream then waits for.
-                for i in range(plan.batches_per_epoch):
-                    if side is None:
-                        s_ids, s, x = plan.load(0, i)
-                        yield torch.from_numpy(s_ids), torch.from_numpy(s.nodes), torch.from_numpy(s.row), torch.from_numpy(s.col), torch.from_numpy(x), None
-                        continue
-                    s = plan.sample(0, i)
-                    with torch.cuda.stream(side):
-                        x = plan.gather_device(0, i, s.nodes)
-                        ids, nodes, row, col = (torch.from_numpy(v).pin_memory().to(dev, non_blocking=True) for v in (s.nodes[: s.num_seeds], s.nodes, s.row, s.col))
-                        done = torch.cuda.Event()
-                        done.record(side)
-                    yield ids, nodes, row, col, x, done
-
-            pf = self.tierfs.prefetch(planned_batches(), a.depth)
-            extra["closers"].insert(0, pf.close)
-
-            def to_dev():
-                for *batch, done in pf:
-                    if done is None:
-                        s_ids, nodes, row, col, x = batch
-                        yield s_ids, nodes, row, col, x.to(dev, non_blocking=True)
-                        continue
-                    current = torch.cuda.current_stream(dev)
-                    current.wait_event(done)
-                    for t_ in batch:
-                        t_.record_stream(current)
-                    yield tuple(batch)
-
-            return to_dev()
+                # tierfs-rounds: epoch after epoch, as a user's loop
+                return self.loader_batches(plan, extra.get("epochs", 1), extra)
+            return self.plan_batches(plan, extra)
         raise AssertionError(cfg)
+
+    def serial_batches(self, store, fanouts: List[int], chunks: List[Any], stage: Dict[str, float], gather: Callable[[Any], Any]) -> Iterator[Tuple]:
+        """The serial loop: each batch sampled, then its rows gathered with ``gather(nodes)``,
+        inline; their seconds go to ``stage``. The sampler opens at the first batch."""
+        sampler = store.sampler(fanouts, seed=self.a.seed)
+        try:
+            for s_ids in chunks:
+                t = time.perf_counter()
+                s = sampler.sample(s_ids)
+                t2 = time.perf_counter()
+                x = gather(s.nodes)
+                stage["sample"] += t2 - t
+                stage["gather"] += time.perf_counter() - t2
+                yield s_ids, s.nodes, s.row, s.col, x
+        finally:
+            sampler.close()
+
+    def pinned_gather(self) -> Callable[[Any], Any]:
+        """memory-pinned's gather: ``index_select`` of the host tensor into one of two pinned
+        buffers, taking turns, then copied to the device without waiting (cpu: the buffer)."""
+        torch, dev, X = self.torch, self.dev, self.X_host
+        bufs: List[Any] = [None, None]  # two pinned buffers, taking turns
+        done: List[Any] = [None, None]  # the event after the copy out of each
+        turn = [0]
+
+        def pinned(nodes):
+            k, j = nodes.shape[0], turn[0]
+            turn[0] ^= 1
+            if done[j] is not None:  # its previous copy to the device must have finished
+                done[j].synchronize()
+            if bufs[j] is None or bufs[j].shape[0] < k:
+                bufs[j] = torch.empty((int(k * 1.25) + 1, self.dim), dtype=X.dtype, pin_memory=self.cuda)
+            out = bufs[j][:k]
+            torch.index_select(X, 0, nodes, out=out)
+            if not self.cuda:
+                return out
+            x = out.to(dev, non_blocking=True)
+            done[j] = torch.cuda.Event()
+            done[j].record()
+            return x
+
+        return pinned
+
+    def loader_batches(self, loader, epochs: int, extra: Dict[str, Any]) -> Iterator[Tuple]:
+        """A tierfs.Loader's batches, ``epochs`` epochs of them; each epoch's iterator is closed
+        first of ``extra["closers"]``."""
+        for _ in range(epochs):
+            it = iter(loader)
+            extra["closers"].insert(0, getattr(it, "close", lambda: None))
+            for b in it:
+                s = b.sample
+                yield b.seeds, s.nodes, s.row, s.col, b.x
+
+    def plan_batches(self, plan, extra: Dict[str, Any]) -> Iterator[Tuple]:
+        """Epoch 0 of a plan (tierfs-planned: the warm-up and timed batches), prefetched --depth
+        ahead as tierfs.Loader serves a plan; on CUDA the training stream waits for each batch's
+        event before it uses the batch."""
+        side = self.torch.cuda.Stream(device=self.dev) if self.cuda else None
+        pf = self.tierfs.prefetch(self.planned_batches(plan, side), self.a.depth)
+        extra["closers"].insert(0, pf.close)
+        return self.on_training_stream(pf)
+
+    def planned_batches(self, plan, side) -> Iterator[Tuple]:
+        """As tierfs.Loader serves a plan on a CUDA store: the batch's rows by the planned device
+        gather (packed rows scattered on the GPU), its sample moved from pinned memory, both on
+        the side stream, with the event the training stream then waits for (None: no side
+        stream, host arrays)."""
+        torch, dev = self.torch, self.dev
+        for i in range(plan.batches_per_epoch):
+            if side is None:
+                s_ids, s, x = plan.load(0, i)
+                yield torch.from_numpy(s_ids), torch.from_numpy(s.nodes), torch.from_numpy(s.row), torch.from_numpy(s.col), torch.from_numpy(x), None
+                continue
+            s = plan.sample(0, i)
+            with torch.cuda.stream(side):
+                x = plan.gather_device(0, i, s.nodes)
+                ids, nodes, row, col = (torch.from_numpy(v).pin_memory().to(dev, non_blocking=True) for v in (s.nodes[: s.num_seeds], s.nodes, s.row, s.col))
+                done = torch.cuda.Event()
+                done.record(side)
+            yield ids, nodes, row, col, x, done
 
     def overlapped(self, store, fanouts: List[int], chunks: List[Any], extra: Dict[str, Any], gather: Callable[[Any], Any]) -> Iterator[Tuple]:
         """memory-gpu, the best in-memory loop: one thread (``tierfs.prefetch``, up to --depth
@@ -834,26 +844,26 @@ class Bench:
 
         pf = self.tierfs.prefetch(prepared(), self.a.depth)
         extra["closers"].insert(0, pf.close)
+        return self.on_training_stream(pf)
 
-        def trained_on_this_stream():
-            for *batch, done in pf:
-                if done is not None:
-                    # The training stream waits for the side stream's copies and gather; the
-                    # tensors are marked in use there, so their memory is not handed out early.
-                    current = torch.cuda.current_stream(dev)
-                    current.wait_event(done)
-                    for t_ in batch:
-                        t_.record_stream(current)
-                yield tuple(batch)
-
-        return trained_on_this_stream()
+    def on_training_stream(self, batches: Iterator[Tuple]) -> Iterator[Tuple]:
+        """Batches a side stream prepared, each (tensors..., its event), handed to the training
+        stream: it waits for the event (the side stream's copies and gather), and the tensors are
+        marked in use there, so their memory is not handed out early. Event None (no side
+        stream, cpu): the tensors as they are."""
+        torch, dev = self.torch, self.dev
+        for *batch, done in batches:
+            if done is not None:
+                current = torch.cuda.current_stream(dev)
+                current.wait_event(done)
+                for t_ in batch:
+                    t_.record_stream(current)
+            yield tuple(batch)
 
     def run(self, cfg: str, model_kind: str, fanouts: List[int], batch: int, extra: Dict[str, Any], warmup_only: bool = False) -> Dict[str, Any]:
         """One run of cfg: --warmup untimed batches, then --batches timed ones. ``warmup_only``:
         at least one untimed batch and nothing timed (the warm-up round); returns {}."""
-        import torch.nn.functional as F
-
-        torch, a = self.torch, self.a
+        a = self.a
         # memmap: no warm-up batches (they would read the file cold once more; the model and the
         # GPU were warmed by the configurations before it)
         W, N = (0 if cfg in MEMMAP_CONFIGS else a.warmup), extra.get("batches", a.batches)
@@ -868,82 +878,16 @@ class Bench:
         model, opt = self.model(model_kind, len(fanouts))
         tier_store = self.stores.get("tiered") if cfg in TIERED_CONFIGS else (self.stores["cached"] if cfg == "tierfs-cached" else None)
         plan = extra.get("plan") if cfg in PLANNED_CONFIGS else None
-        # tierfs-rounds serves several plans, one a round: its loader's stats say what they did.
-        if cfg == "tierfs-rounds":
-            plan_obj = None
-        else:
-            plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
-        plan_stats = plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
+        plan_stats = self.plan_stats(cfg, plan)
         # Tier counters over every batch of the run (warm-up included), read before the fetcher
         # starts: a prefetching one gathers ahead at once, so a later or narrower window would
         # miss some of its batches (all of them in a run shorter than the prefetch depth).
         st0 = tier_store.stats() if tier_store is not None else None
         pl0 = plan_stats() if plan_stats else None
         it = self.fetchers(cfg, fanouts, batch, seeds, stage, extra)
-        events: List[Tuple[Any, Any]] = []
-        losses: List[Any] = []
-        fetch_s = train_s = 0.0
-        nodes_sum = edges_sum = 0
-        timed = 0
-        t0 = None
-        io0 = None
-        smi = None
-        warm_t = None  # the end of the first batch: the warm-up cap counts from there
+        losses: List[Any] = []  # every batch's, warm-up included: batch i is losses[i]
         try:
-            i = 0
-            while True:
-                if i == W or (t0 is None and warm_t is not None and time.perf_counter() - warm_t > max_seconds / 2):
-                    if warmup_only:
-                        break
-                    if t0 is None:  # the timed window starts here
-                        if cfg in MEMMAP_CONFIGS:
-                            extra["cold"](extra)
-                        self.sync()
-                        for k in stage:
-                            stage[k] = 0.0
-                        fetch_s = train_s = 0.0
-                        io0 = _proc_read_bytes()
-                        if self.cuda:
-                            smi = _SmiSampler(self.dev.index, self._uuid())
-                        t0 = time.perf_counter()
-                if t0 is not None and (timed >= N or (timed >= 1 and time.perf_counter() - t0 > max_seconds)):
-                    break
-                tf = time.perf_counter()
-                try:
-                    s_ids, nodes, row, col, x = next(it)
-                except StopIteration:
-                    break
-                tt = time.perf_counter()
-                dev = self.dev
-                edge_index = torch.stack([row, col]).to(dev, non_blocking=True)
-                y = self.Y[s_ids.to(dev, non_blocking=True)]
-                if self.cuda and t0 is not None:
-                    e0 = torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                out = model(x.float(), edge_index)[: s_ids.shape[0]]
-                loss = F.cross_entropy(out, y, ignore_index=-1)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach())  # every batch's, warm-up included: batch i is losses[i]
-                if t0 is not None:
-                    if self.cuda:
-                        e1 = torch.cuda.Event(enable_timing=True)
-                        e1.record()
-                        events.append((e0, e1))
-                    fetch_s += tt - tf
-                    train_s += time.perf_counter() - tt
-                    nodes_sum += int(nodes.shape[0])
-                    edges_sum += int(row.shape[0])
-                    timed += 1
-                if warm_t is None:
-                    warm_t = time.perf_counter()
-                i += 1
-            self.sync()
-            if warmup_only:
-                return {}
-            wall = time.perf_counter() - t0 if t0 is not None else 0.0
-            smi_util = smi.stop() if smi is not None else None
+            w = self.train_batches(cfg, it, model, opt, W, N, max_seconds, stage, extra, losses, warmup_only)
         finally:
             for c in extra["closers"]:
                 try:
@@ -951,29 +895,135 @@ class Bench:
                 except Exception:
                     pass
             extra["closers"] = []
-        if timed == 0 or wall <= 0:
+        if warmup_only:
+            return {}
+        if w.timed == 0 or w.wall <= 0:
             return dict(config=cfg, error="no timed batch")
-        gpu_busy = sum(e0.elapsed_time(e1) for e0, e1 in events) / 1e3 if events else None
+        r = self.result(cfg, model_kind, fanouts, batch, W, w, losses, stage, extra)
+        self.add_loader_stats(r, cfg, plan, extra)
+        if tier_store is not None and st0 is not None and cfg not in PLANNED_CONFIGS:
+            self.add_tier_rows(r, tier_store.stats(), st0)
+        if plan_stats is not None and pl0 is not None:
+            self.add_plan_rows(r, plan_stats(), pl0, extra)
+        self.add_memory_rows(r, cfg, w, extra)
+        return r
+
+    def plan_stats(self, cfg: str, plan) -> Optional[Callable[[], Dict[str, Any]]]:
+        """The stats call of the plan a planned run serves (None: no plan, or tierfs-rounds, which
+        serves several plans, one a round: its loader's stats say what they did)."""
+        if cfg == "tierfs-rounds":
+            return None
+        plan_obj = getattr(plan, "plan", None) if isinstance(plan, self.tierfs.Loader) else plan
+        return plan_obj.stats if plan_obj is not None and hasattr(plan_obj, "stats") else None
+
+    def train_batches(self, cfg: str, it: Iterator[Tuple], model, opt, W: int, N: int, max_seconds: float, stage: Dict[str, float],
+                      extra: Dict[str, Any], losses: List[Any], warmup_only: bool) -> _Window:
+        """The training loop of a run: W warm-up batches (fewer if they pass max_seconds / 2 from
+        the end of the first), then up to N timed ones (stopping after the one that passes
+        max_seconds), each a model step on the batch from ``it``; every batch's loss is appended
+        to ``losses``. ``warmup_only``: stops where the timed batches would start."""
+        w = _Window()
+        warm_t = None  # the end of the first batch: the warm-up cap counts from there
+        i = 0
+        while True:
+            if i == W or (w.t0 is None and warm_t is not None and time.perf_counter() - warm_t > max_seconds / 2):
+                if warmup_only:
+                    break
+                if w.t0 is None:  # the timed window starts here
+                    self.start_window(cfg, w, stage, extra)
+            if w.t0 is not None and (w.timed >= N or (w.timed >= 1 and time.perf_counter() - w.t0 > max_seconds)):
+                break
+            tf = time.perf_counter()
+            try:
+                s_ids, nodes, row, col, x = next(it)
+            except StopIteration:
+                break
+            tt = time.perf_counter()
+            loss, events = self.step(model, opt, s_ids, row, col, x, timed=w.t0 is not None)
+            losses.append(loss)
+            if w.t0 is not None:
+                if events is not None:
+                    w.events.append(events)
+                w.fetch_s += tt - tf
+                w.train_s += time.perf_counter() - tt
+                w.nodes += int(nodes.shape[0])
+                w.edges += int(row.shape[0])
+                w.timed += 1
+            if warm_t is None:
+                warm_t = time.perf_counter()
+            i += 1
+        self.sync()
+        if w.t0 is not None:
+            w.wall = time.perf_counter() - w.t0
+        if w.smi is not None:
+            w.smi_util = w.smi.stop()
+        return w
+
+    def start_window(self, cfg: str, w: _Window, stage: Dict[str, float], extra: Dict[str, Any]) -> None:
+        """The timed window starts: memmap's file made cold, the device synchronized, the stage
+        seconds zeroed, the process's read bytes noted and the nvidia-smi sampler started."""
+        if cfg in MEMMAP_CONFIGS:
+            extra["cold"](extra)
+        self.sync()
+        for k in stage:
+            stage[k] = 0.0
+        w.io0 = _proc_read_bytes()
+        if self.cuda:
+            w.smi = _SmiSampler(self.dev.index, self._uuid())
+        w.t0 = time.perf_counter()
+
+    def step(self, model, opt, s_ids, row, col, x, timed: bool) -> Tuple[Any, Optional[Tuple[Any, Any]]]:
+        """One training step on a batch: cross-entropy on its seeds' labels, Adam. Returns the
+        loss (detached) and, on CUDA when ``timed``, the CUDA events around the step."""
+        torch, dev = self.torch, self.dev
+        edge_index = torch.stack([row, col]).to(dev, non_blocking=True)
+        y = self.Y[s_ids.to(dev, non_blocking=True)]
+        e0 = None
+        if self.cuda and timed:
+            e0 = torch.cuda.Event(enable_timing=True)
+            e0.record()
+        out = model(x.float(), edge_index)[: s_ids.shape[0]]
+        loss = torch.nn.functional.cross_entropy(out, y, ignore_index=-1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if e0 is None:
+            return loss.detach(), None
+        e1 = torch.cuda.Event(enable_timing=True)
+        e1.record()
+        return loss.detach(), (e0, e1)
+
+    def result(self, cfg: str, model_kind: str, fanouts: List[int], batch: int, W: int, w: _Window, losses: List[Any],
+               stage: Dict[str, float], extra: Dict[str, Any]) -> Dict[str, Any]:
+        """A run's figures from its timed window: seeds/s, the epoch time it implies, per-stage
+        times a batch and the GPU's busy share."""
+        timed, wall = w.timed, w.wall
+        gpu_busy = sum(e0.elapsed_time(e1) for e0, e1 in w.events) / 1e3 if w.events else None
         r: Dict[str, Any] = dict(
             config=cfg, model=model_kind, fanouts=fanouts, batch_size=batch, timed_batches=timed, warmup_batches=W,
             seconds=wall, seeds_per_s=timed * batch / wall, batch_ms=1e3 * wall / timed,
-            epoch_seconds=len(self.train) / (timed * batch / wall), nodes_per_batch=nodes_sum / timed, edges_per_batch=edges_sum / timed,
+            epoch_seconds=len(self.train) / (timed * batch / wall), nodes_per_batch=w.nodes / timed, edges_per_batch=w.edges / timed,
             losses=[float(v) for v in losses],
         )
-        stages = {"fetch": fetch_s, "train_host": train_s}
+        stages = {"fetch": w.fetch_s, "train_host": w.train_s}
         if "thread_busy" in extra:  # memory-gpu, tierfs-cached: its thread's mean a batch over every batch it made
             tb = extra["thread_busy"]
             stages.update({k: tb[k] / max(1, tb["batches"]) * timed for k in ("sample", "gather")})
         elif cfg not in LOADER_CONFIGS:  # the loaders' stages are in loader_stats
             stages.update(sample=stage["sample"], gather=stage["gather"])
         if cfg in PREFETCHED_CONFIGS:
-            stages["wait"] = fetch_s  # the training loop blocked on the prefetched batches
+            stages["wait"] = w.fetch_s  # the training loop blocked on the prefetched batches
         r["stage_ms_per_batch"] = {k: 1e3 * v / timed for k, v in stages.items()}
         if gpu_busy is not None:
             r["stage_ms_per_batch"]["train_gpu"] = 1e3 * gpu_busy / timed
         r["gpu_util_events"] = gpu_busy / wall if gpu_busy is not None else None
-        r["gpu_util_smi"] = smi_util
-        r["train_share"] = train_s / wall  # host time in the training step / wall (cpu: the useful share)
+        r["gpu_util_smi"] = w.smi_util
+        r["train_share"] = w.train_s / wall  # host time in the training step / wall (cpu: the useful share)
+        return r
+
+    def add_loader_stats(self, r: Dict[str, Any], cfg: str, plan, extra: Dict[str, Any]) -> None:
+        """The loader's own stats (tierfs-pipelined, and planned runs served by a Loader); for
+        tierfs-rounds, the rounds it planned and how long training waited for them."""
         loader = extra.get("loader") if cfg == "tierfs-pipelined" else (plan if isinstance(plan, self.tierfs.Loader) else None)
         if loader is not None and hasattr(loader, "stats"):
             try:
@@ -986,37 +1036,43 @@ class Bench:
             r.update(first_plan_seconds=extra.get("plan_seconds"), run_epochs=extra.get("epochs"), epochs_per_round=plans.get("epochs_per_plan"),
                      rounds=len(rounds), later_waits=sum(bool(x.get("waited")) for x in rounds[1:]),
                      later_wait_seconds=sum(x.get("wait_s") or 0.0 for x in rounds[1:]))
-        # rows and bytes per tier per batch
-        if tier_store is not None and st0 is not None and cfg not in PLANNED_CONFIGS:
-            st1 = tier_store.stats()
-            g = max(1, st1["gathers"] - st0["gathers"])
-            h0 = {t["tier"]: t for t in st0["tiers"]}
-            rows = {t["tier"]: (t["hits"] - h0[t["tier"]]["hits"]) / g for t in st1["tiers"]}
-            r["rows_per_batch"] = rows
-            r["bytes_per_batch"] = {k: v * self.rb for k, v in rows.items()}
-            r["gathers_counted"] = g
-            io_0, io_1 = st0.get("io", {}), st1.get("io", {})
-            r["disk_reads_per_batch"] = (io_1.get("reads", 0) - io_0.get("reads", 0)) / g
-            r["disk_bytes_per_batch"] = (io_1.get("bytes_read", 0) - io_0.get("bytes_read", 0)) / g
-            r["disk_blocks_per_batch"] = r["disk_bytes_per_batch"] / 4096  # distinct 4 KiB blocks read
-            r["ssd_rows_per_batch"] = rows.get("ssd", 0.0)
-        if plan_stats is not None and pl0 is not None:
-            # A plan's gathers are not in store.stats(): its own counters give the packed rows.
-            pl1 = plan_stats()
-            d = {k: (pl1[k] - pl0.get(k, 0)) for k in pl1 if isinstance(pl1[k], (int, float)) and not isinstance(pl1[k], bool)}
-            r["plan_stats_delta"] = d
-            nb = d.get("batches") or 0
-            if nb:
-                r["rows_per_batch"] = {"memory": r["nodes_per_batch"] - d.get("rows", 0) / nb, "ssd_packed": d.get("rows", 0) / nb}
-                r["bytes_per_batch"] = {k: v * self.rb for k, v in r["rows_per_batch"].items()}
-                r["packed_rows_per_batch"] = d.get("rows", 0) / nb
-                r["disk_reads_per_batch"] = d.get("reads", 0) / nb
-                r["disk_bytes_per_batch"] = d.get("bytes_read", 0) / nb
-            r["plan_setup_seconds"] = extra.get("plan_seconds")
-            if "replan_seconds" in extra:
-                r["replan_seconds"], r["replan_report"], r["replan_epochs"] = extra["replan_seconds"], extra["replan_report"], extra["replan_epochs"]
-                r["replan_open_seconds"], r["replan_remove_seconds"] = extra["replan_open_seconds"], extra["replan_remove_seconds"]
-            r["plan_note"] = extra.get("plan_note", "")
+
+    def add_tier_rows(self, r: Dict[str, Any], st1: Dict[str, Any], st0: Dict[str, Any]) -> None:
+        """Rows and bytes per tier per batch, and the disk's reads, from the store's counters
+        before (st0) and after (st1) the run."""
+        g = max(1, st1["gathers"] - st0["gathers"])
+        h0 = {t["tier"]: t for t in st0["tiers"]}
+        rows = {t["tier"]: (t["hits"] - h0[t["tier"]]["hits"]) / g for t in st1["tiers"]}
+        r["rows_per_batch"] = rows
+        r["bytes_per_batch"] = {k: v * self.rb for k, v in rows.items()}
+        r["gathers_counted"] = g
+        io_0, io_1 = st0.get("io", {}), st1.get("io", {})
+        r["disk_reads_per_batch"] = (io_1.get("reads", 0) - io_0.get("reads", 0)) / g
+        r["disk_bytes_per_batch"] = (io_1.get("bytes_read", 0) - io_0.get("bytes_read", 0)) / g
+        r["disk_blocks_per_batch"] = r["disk_bytes_per_batch"] / 4096  # distinct 4 KiB blocks read
+        r["ssd_rows_per_batch"] = rows.get("ssd", 0.0)
+
+    def add_plan_rows(self, r: Dict[str, Any], pl1: Dict[str, Any], pl0: Dict[str, Any], extra: Dict[str, Any]) -> None:
+        """A planned run's rows per batch from its plan's counters before (pl0) and after (pl1):
+        a plan's gathers are not in store.stats(); and the time planning took."""
+        d = {k: (pl1[k] - pl0.get(k, 0)) for k in pl1 if isinstance(pl1[k], (int, float)) and not isinstance(pl1[k], bool)}
+        r["plan_stats_delta"] = d
+        nb = d.get("batches") or 0
+        if nb:
+            r["rows_per_batch"] = {"memory": r["nodes_per_batch"] - d.get("rows", 0) / nb, "ssd_packed": d.get("rows", 0) / nb}
+            r["bytes_per_batch"] = {k: v * self.rb for k, v in r["rows_per_batch"].items()}
+            r["packed_rows_per_batch"] = d.get("rows", 0) / nb
+            r["disk_reads_per_batch"] = d.get("reads", 0) / nb
+            r["disk_bytes_per_batch"] = d.get("bytes_read", 0) / nb
+        r["plan_setup_seconds"] = extra.get("plan_seconds")
+        if "replan_seconds" in extra:
+            r["replan_seconds"], r["replan_report"], r["replan_epochs"] = extra["replan_seconds"], extra["replan_report"], extra["replan_epochs"]
+            r["replan_open_seconds"], r["replan_remove_seconds"] = extra["replan_open_seconds"], extra["replan_remove_seconds"]
+        r["plan_note"] = extra.get("plan_note", "")
+
+    def add_memory_rows(self, r: Dict[str, Any], cfg: str, w: _Window, extra: Dict[str, Any]) -> None:
+        """Where the in-memory and memmap configurations' rows came from; memmap's disk bytes a
+        batch (the process's reads over the timed window) and its cold-cache notes."""
         if cfg in MEMORY_CONFIGS:
             where = "gpu" if (cfg in GPU_MEMORY_CONFIGS and self.cuda) else "host"
             r["rows_per_batch"] = {where: r["nodes_per_batch"]}
@@ -1025,10 +1081,9 @@ class Bench:
             io1 = _proc_read_bytes()
             r["rows_per_batch"] = {"page_cache_or_disk": r["nodes_per_batch"]}
             r["bytes_per_batch"] = {"page_cache_or_disk": r["nodes_per_batch"] * self.rb}
-            if io0 is not None and io1 is not None:
-                r["disk_bytes_per_batch"] = (io1 - io0) / timed
+            if w.io0 is not None and io1 is not None:
+                r["disk_bytes_per_batch"] = (io1 - w.io0) / w.timed
             r.update({k: extra[k] for k in ("resident_before", "cold_note", "memory_limit", "memory_limit_note") if k in extra})
-        return r
 
     # the whole table --------------------------------------------------------------------------
 

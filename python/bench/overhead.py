@@ -34,7 +34,10 @@ except ImportError:
     sys.path.insert(0, str(REPO / "python"))
     import tierfs
 import tierfs.pyg  # noqa: E402  (imports torch and torch_geometric)
+import torch  # noqa: E402
 from tierfs import _native
+from torch_geometric.data import Data  # noqa: E402
+from torch_geometric.loader import NodeLoader  # noqa: E402
 
 
 def timeit(fn, reps, warmup=1):
@@ -66,7 +69,7 @@ def go_gather_seconds(cli, path, batch, batches):
     return out or "tierfs bench ran no host-tier configuration (dataset too large for memory)"
 
 
-def main(argv=None):
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=1_000_000)
     p.add_argument("--dim", type=int, default=32)
@@ -82,17 +85,27 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.nodes, args.batch, args.reps, args.loader_batches = 100_000, 100_000, 3, 10
+    return args
 
+
+def main(argv=None):
+    args = parse_args(argv)
     path = args.data or str(REPO / "build" / "bench" / f"overhead-{args.nodes}-{args.dim}")
     if not os.path.exists(os.path.join(path, "manifest.json")):
         tierfs.synth(path, nodes=args.nodes, avg_degree=10, dim=args.dim, seed=1)
-    rows = []
-
-    # 1. gather ----------------------------------------------------------------------------
     store = tierfs.open(path, host_cache=args.nodes * (args.dim * 4 + 64) + (64 << 20))
     st = {t["tier"]: t for t in store.stats()["tiers"]}
     assert st["host"]["rows_held"] == store.num_nodes(), f"host tier holds {st['host']['rows_held']} of {store.num_nodes()} rows"
     rng = np.random.default_rng(1)
+    gather_part(store, path, args, rng)
+    loader_part(store, args, rng)
+    store.close()
+    return 0
+
+
+def gather_part(store, path, args, rng):
+    """Part 1: a gather of --batch uniform ids through Go, ctypes and the wrapper, and the fixed
+    cost per call at --small-batch ids; prints both tables."""
     ids = rng.integers(0, store.num_nodes(), args.batch)
     out = np.empty((args.batch, store.dim), store.dtype)
     h = store._handle
@@ -103,10 +116,9 @@ def main(argv=None):
         st = lib.tfs_gather(h, None, None, ids.ctypes.data, args.batch, out.ctypes.data, nbytes)
         assert st == 0
 
-    import torch
-
     tids = torch.from_numpy(ids)
     lids = ids.tolist()
+    rows = []
     t_raw = timeit(raw, args.reps)
     go = go_gather_seconds(args.cli, path, args.batch, max(3, args.reps))
     if isinstance(go, dict):
@@ -144,10 +156,10 @@ def main(argv=None):
     print(f"{'store.gather(ids, out=buffer)':48} {t_wrap_small * 1e6:10.1f} us  (+{(t_wrap_small - t_raw_small) * 1e6:.1f} us Python)")
     print(f"{'store.gather(ids) -> new numpy':48} {t_alloc_small * 1e6:10.1f} us  (+{(t_alloc_small - t_raw_small) * 1e6:.1f} us Python)")
 
-    # 2. loaders ---------------------------------------------------------------------------
-    from torch_geometric.data import Data
-    from torch_geometric.loader import NodeLoader
 
+def loader_part(store, args, rng):
+    """Part 2: batches/s of --loader-batches mini-batches through tierfs's sampler, tierfs.Loader
+    and PyG's NodeLoader (over tierfs's stores and over an in-memory Data); prints the table."""
     fan = [int(k) for k in args.fanouts.split(",")]
     B, nb = args.seeds_per_batch, args.loader_batches
     seeds = torch.from_numpy(rng.permutation(store.num_nodes())[: B * nb])
@@ -189,8 +201,6 @@ def main(argv=None):
     base = res[0][1]
     for name, bps, _n in res:
         print(f"{name:48} {bps:10.1f} {bps / base:10.2f}x")
-    store.close()
-    return 0
 
 
 if __name__ == "__main__":
