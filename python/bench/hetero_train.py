@@ -166,9 +166,11 @@ def run(a, store, draw, fetch, model, device, record: Dict[str, list] | None) ->
             if item is None:
                 with lock:
                     left[0] -= 1
-                    if left[0] == 0 and record is not None:
+                    last = left[0] == 0
+                    if last and record is not None:
                         mark("1", stream)
-                q_f.put(None)
+                if last:  # the others may still be fetching: the training loop's end is the last fetch's
+                    q_f.put(None)
                 return
             i, b, smp = item
             if record is not None:
