@@ -164,7 +164,8 @@ def plots(report: Dict[str, Any], outdir: str) -> List[str]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("no matplotlib: plots skipped; `python -m tierfs.benchtrain --plot-only out.json --plots DIR` on a machine with it")
+        print("no matplotlib: plots skipped; `python3 -m benchtrain --plot-only out.json --plots DIR` (python/bench on PYTHONPATH; "
+              "or `tierfs bench train --plot-only ...`) on a machine with it")
         return []
     os.makedirs(outdir, exist_ok=True)
     ok = [r for r in report["results"] if r.get("seeds_per_s")]
