@@ -12,7 +12,10 @@
 // A Stack is used by one goroutine at a time; open one Stack per concurrent gatherer.
 package gpuio
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // Request asks for Length bytes at byte Offset of file File, delivered into Dst, or, when Dst is
 // nil, into device memory at DevDst by the completion kernel (a Stack with AttachDevice).
@@ -110,6 +113,30 @@ type Stats struct {
 	// LatencyHistogram[i] counts reads whose submit-to-reap latency was in [2^i, 2^(i+1)) µs
 	// (bucket 0 also holds < 1 µs, the last bucket everything longer).
 	LatencyHistogram [LatencyBuckets]uint64 `json:"latency_histogram_us_log2"`
+}
+
+// Add counts o's requests and reads into s, as the stacks serving one set of files sum theirs:
+// counters and the latency histogram add; BlockSize and CoalesceGap, the stacks' shared options,
+// become o's; GPURing keeps s's where set. Backend stays s's.
+func (s *Stats) Add(o Stats) {
+	s.BlockSize, s.CoalesceGap = o.BlockSize, o.CoalesceGap
+	s.GapBytes += o.GapBytes
+	s.Requests += o.Requests
+	s.Reads += o.Reads
+	s.Retries += o.Retries
+	s.Enters += o.Enters
+	s.BytesRequested += o.BytesRequested
+	s.BytesRead += o.BytesRead
+	s.DeviceRequests += o.DeviceRequests
+	s.CompletionKernels += o.CompletionKernels
+	s.GPURing = cmp.Or(s.GPURing, o.GPURing)
+	s.GPURingReads += o.GPURingReads
+	s.GPURingKernels += o.GPURingKernels
+	s.GPURingWakeups += o.GPURingWakeups
+	s.GPURingSQWaits += o.GPURingSQWaits
+	for i, n := range o.LatencyHistogram {
+		s.LatencyHistogram[i] += n
+	}
 }
 
 // ReadAmplification is BytesRead/BytesRequested (0 before any request).

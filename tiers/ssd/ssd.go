@@ -8,7 +8,6 @@
 package ssd
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -300,24 +299,7 @@ func (f *Files) Stats() gpuio.Stats {
 		p.mu.Lock()
 		io := p.stats
 		p.mu.Unlock()
-		sum.BlockSize, sum.CoalesceGap = io.BlockSize, io.CoalesceGap
-		sum.GapBytes += io.GapBytes
-		sum.Requests += io.Requests
-		sum.Reads += io.Reads
-		sum.Retries += io.Retries
-		sum.Enters += io.Enters
-		sum.BytesRequested += io.BytesRequested
-		sum.BytesRead += io.BytesRead
-		sum.DeviceRequests += io.DeviceRequests
-		sum.CompletionKernels += io.CompletionKernels
-		sum.GPURing = cmp.Or(sum.GPURing, io.GPURing)
-		sum.GPURingReads += io.GPURingReads
-		sum.GPURingKernels += io.GPURingKernels
-		sum.GPURingWakeups += io.GPURingWakeups
-		sum.GPURingSQWaits += io.GPURingSQWaits
-		for i, n := range io.LatencyHistogram {
-			sum.LatencyHistogram[i] += n
-		}
+		sum.Add(io)
 	}
 	return sum
 }
