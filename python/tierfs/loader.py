@@ -23,7 +23,7 @@ from . import _options
 from .epochs import plan_request
 from .errors import ClosedError, InvalidArgumentError
 from .pipeline import Pipeline, pipeline_stats
-from .planrounds import PlanRounds
+from .planrounds import PlanRounds, per_plan_budget
 from ._args import IdsLike, _ids
 from ._sample import Sample
 from .store import Sampler, Store
@@ -389,8 +389,7 @@ class Loader:
             disk_budget = max(1, _free_bytes(plan_dir) // 2)
         sampler = self.sampler
         fanouts = sampler.num_neighbors if self.node_type is not None else sampler.fanouts
-        # Two plans at once (the one serving, the next) share the budget; one when reused.
-        per_plan = disk_budget if reuse or not disk_budget else max(1, disk_budget // 2)
+        per_plan = per_plan_budget(disk_budget, reuse)
 
         store, seeds, batch_size, drop_last, pack = self.store, self._seeds, self.batch_size, self.drop_last, self._plan_pack
         shuffle_seed, node_type = self.seed, self.node_type
@@ -401,7 +400,7 @@ class Loader:
             # Not a method: the planning thread must not keep the loader alive.
             return store.plan_epochs(
                 fanouts, batch_size, epochs, seeds=seeds, plan_dir=directory,
-                disk_budget=per_plan or None, replace=sampler.replace, drop_last=drop_last,
+                disk_budget=per_plan, replace=sampler.replace, drop_last=drop_last,
                 seed=seed, shuffle_seed=shuffle_seed, node_type=node_type,
                 place_tiers=place_tiers and not share.per_rank, first_epoch=first, **pack,
             )

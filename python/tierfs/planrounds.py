@@ -1,6 +1,6 @@
-"""The plans of :class:`tierfs.Loader` ``(planned_epochs=K)``: rounds of K epochs, the next round
-planned on a background thread while the current one trains (docs/planned.md, "Planning while
-training").
+"""The plans of :class:`tierfs.Loader` and :class:`tierfs.pyg.LinkNeighborLoader`
+``(planned_epochs=K)``: rounds of K epochs, the next round planned on a background thread while
+the current one trains (docs/planned.md, "Planning while training").
 
 Round r covers the training epochs ``[F, F + n)`` (``store.plan_epochs(first_epoch=F)``; n is K,
 or fewer where the disk budget stops the core). Round 0 is planned when it is first needed, and
@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from . import _native, errors
 
-__all__ = ["PlanRounds"]
+__all__ = ["PlanRounds", "per_plan_budget"]
 
 # make(first_epoch, plan_dir or None, place_tiers) -> an open tierfs.PlannedEpochs
 MakePlan = Callable[[int, Optional[str], bool], Any]
@@ -39,6 +39,14 @@ MakePlan = Callable[[int, Optional[str], bool], Any]
 # and what it wrote.
 _REPORT_KEYS = ("seconds", "sample_seconds", "read_seconds", "write_seconds", "place_seconds",
                 "place_sample_seconds", "fill_seconds", "rows_packed", "sample_bytes", "bytes_written")
+
+
+def per_plan_budget(disk_budget: Optional[int], reuse: bool) -> Optional[int]:
+    """Each round's share of a loader's ``plan_disk_budget`` (None: none): two plans are on disk
+    at once (the one serving, the next), one when reused."""
+    if not disk_budget:
+        return None
+    return disk_budget if reuse else max(1, disk_budget // 2)
 
 
 @dataclass
@@ -116,10 +124,12 @@ class PlanRounds:
     """Rounds of ``epochs`` planned epochs for a loader; see the module doc. ``make`` opens one
     plan: ``make(first_epoch, plan_dir, place_tiers)``. Round 0 starts at ``first_epoch`` and
     is planned now; it alone places the memory tiers (``place_tiers``), later rounds are planned
-    against the same tiers (a Place under a serving plan would make it stale)."""
+    against the same tiers (a Place under a serving plan would make it stale). ``where`` (the
+    loader's name) begins its errors."""
 
-    def __init__(self, make: MakePlan, epochs: int, first_epoch: int, plan_dir: Optional[str], reuse: bool) -> None:
-        self._make, self.epochs, self.reuse, self._root = make, int(epochs), bool(reuse), plan_dir
+    def __init__(self, make: MakePlan, epochs: int, first_epoch: int, plan_dir: Optional[str], reuse: bool,
+                 where: str = "tierfs.Loader") -> None:
+        self._make, self.epochs, self.reuse, self._root, self._where = make, int(epochs), bool(reuse), plan_dir, where
         self._st = _State()
         self._rounds: List[_Round] = []
         self._finalizer = weakref.finalize(self, self._st.close)
@@ -157,7 +167,7 @@ class PlanRounds:
         _retire(r)
         e = r.error
         where = r.dir if r.dir is not None else "a temporary directory"
-        msg = f"tierfs.Loader: planning epochs {r.first_epoch} to {r.first_epoch + self.epochs - 1} into {where} failed: {e}"
+        msg = f"{self._where}: planning epochs {r.first_epoch} to {r.first_epoch + self.epochs - 1} into {where} failed: {e}"
         try:  # the same class (and status), the message naming the round
             err = type(e)(msg, e.status) if isinstance(e, errors.Error) else type(e)(msg)
         except Exception:
@@ -180,7 +190,7 @@ class PlanRounds:
         planning the round raised, naming its directory."""
         st = self._st
         if st.stop.is_set():
-            raise errors.ClosedError("tierfs.Loader: the loader is closed")
+            raise errors.ClosedError(f"{self._where}: the loader is closed")
         cur = st.current
         if self.reuse:
             return cur.plan

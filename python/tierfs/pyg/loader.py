@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
@@ -17,6 +18,7 @@ from torch_geometric.sampler.base import SubgraphType
 from .. import _options, errors
 from ..loader import Batch, Loader
 from ..pipeline import Pipeline, pipeline_stats
+from ..planrounds import PlanRounds, per_plan_budget
 from ..hetero import edge_type_tuple
 from ..sampler import typed_csc
 from ..store import Store
@@ -51,9 +53,9 @@ _PYG_NAMES = {"seed": "shuffle_seed"}
 #: PyG's own loader arguments among the loader options: explicit, at PyG's defaults (its
 #: DataLoader's), in NeighborLoader's signature; LinkNeighborLoader hands them to PyG's LinkLoader.
 _PYG_OWN = ("shuffle", "drop_last")
-#: The loader options LinkNeighborLoader takes: it runs PyG's LinkLoader, not tierfs.Loader, and
-#: replays a plan's epochs (no reuse_samples, no "auto"); PyG makes the labels.
-_LINK_TAKES = ("prefetch", "seed", "planned_epochs", "plan_dir", "plan_disk_budget", "plan_pack_method", "plan_pack_memory")
+#: The loader options LinkNeighborLoader takes: it runs PyG's LinkLoader, not tierfs.Loader (no
+#: "auto": nothing measures its epochs); PyG makes the labels.
+_LINK_TAKES = ("prefetch", "seed", "planned_epochs", "plan_dir", "plan_disk_budget", "reuse_samples", "plan_pack_method", "plan_pack_memory")
 
 
 def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] = (), **pyg: Any) -> Dict[str, Any]:
@@ -352,19 +354,25 @@ class LinkNeighborLoader(_PyGLinkLoader):
             ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
             do that work); and the loader options below.
 
-    With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans K epochs of seed edge
-    batches up front (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``; docs/planned.md) and
-    epoch e replays planned epoch e mod K: the core's order of the seed edges from
-    ``shuffle_seed`` and e, each batch exactly what PyG's ``LinkLoader`` over this module's
-    sampler makes of the same seed edges when the sampler draws with the batch's seed
-    (negatives, subgraph, ``input_id``, labels), its rows of the default feature read from the
-    plan's packed files. Every epoch, planned or not, comes from a
-    :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in order, ``prefetch``
-    threads read their features and make them (``filter_fn``, ``transform``), the caller receives
-    them in order; :meth:`stats` says which stage bounds the epoch. Without a plan the seed
-    edges' batches are the ones PyG's ``DataLoader`` draws (its batch sampler; with ``shuffle``
-    the same torch RNG draws, made when the epoch starts), so the batches are exactly those of
-    PyG's ``LinkLoader`` over :func:`stores` with this sampler.
+    With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans epochs of seed edge
+    batches (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``) in rounds of K, as
+    :class:`tierfs.Loader` does (docs/planned.md, "Planning while training"): epochs ``[0, K)``
+    when it is made, then each next K on a background thread while the current K train, the
+    finished round's plan closed and its directory removed. Epoch e is planned epoch e, fresh:
+    the core's order of the seed edges from ``shuffle_seed`` and e, each batch exactly what PyG's
+    ``LinkLoader`` over this module's sampler makes of the same seed edges when the sampler
+    draws with the batch's seed (``BatchSampleSeed(seed, e, b)``: negatives, subgraph,
+    ``input_id``, labels), its rows of the default feature read from the plan's packed files.
+    ``reuse_samples=True`` plans K epochs once (in ``plan_dir`` itself, kept for a later run)
+    and epoch e replays planned epoch e mod K: the same negatives and neighbourhoods every K
+    epochs. ``stats()["plans"]`` gives the rounds (as :meth:`tierfs.Loader.stats`);
+    :meth:`close` stops the planner and removes the rounds' directories. Every epoch, planned or
+    not, comes from a :class:`tierfs.pipeline.Pipeline`: one thread samples the batches in
+    order, ``prefetch`` threads read their features and make them (``filter_fn``,
+    ``transform``), the caller receives them in order; :meth:`stats` says which stage bounds the
+    epoch. Without a plan the seed edges' batches are the ones PyG's ``DataLoader`` draws (its
+    batch sampler; with ``shuffle`` the same torch RNG draws, made when the epoch starts), so the
+    batches are exactly those of PyG's ``LinkLoader`` over :func:`stores` with this sampler.
 
     The loader options it takes, keywords as :class:`tierfs.Loader`'s (``shuffle_seed`` is its ``seed``):
 
@@ -388,11 +396,13 @@ class LinkNeighborLoader(_PyGLinkLoader):
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
-        planned_epochs = options["planned_epochs"]
+        planned_epochs, reuse = options["planned_epochs"], options["reuse_samples"]
         if planned_epochs == "auto":
-            raise errors.NotSupportedError('tierfs.pyg.LinkNeighborLoader: planned_epochs="auto" is tierfs.Loader\'s; give K (plan K epochs, replayed)')
+            raise errors.NotSupportedError('tierfs.pyg.LinkNeighborLoader: planned_epochs="auto" is tierfs.Loader\'s; give K (plan rounds of K epochs)')
         if planned_epochs and not kwargs.get("shuffle", False):
             raise errors.InvalidArgumentError("planned_epochs needs shuffle=True (each planned epoch is its own order)")
+        if reuse and not planned_epochs:
+            raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: reuse_samples=True needs planned_epochs=K: it replays the K planned epochs")
         _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
         if isinstance(data, str):
             from .._open import open as _open
@@ -423,42 +433,85 @@ class LinkNeighborLoader(_PyGLinkLoader):
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
-        self.plan: Any = None
+        self.plan: Any = None  # the plan serving the latest epoch (its round's)
         self.prefetch = options["prefetch"]
         self._epoch = 0
-        self._run: Any = None  # the latest epoch's pipeline state, for stats()
+        self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
+        self._run: Any = None  # its shared state, for stats()
+        self._rounds: Optional[PlanRounds] = None
+        self._planned = bool(planned_epochs)
         if planned_epochs:
-            sp, inp = self.link_neighbor_sampler, self.input_data
-            # The plan's seed edges and labels are the ones PyG's collate_fn hands the sampler
-            # (binary labels shifted by 1 where they start at 0).
-            self.plan = store.plan_epochs(
-                sp.num_neighbors, self.batch_size, planned_epochs, plan_dir=options["plan_dir"], disk_budget=options["plan_disk_budget"],
-                pack_method=options["plan_pack_method"], pack_memory=options["plan_pack_memory"],
-                replace=sp.replace, drop_last=self.drop_last, seed=sp.seed, shuffle_seed=options["seed"],
-                seed_edges=(edge_type, torch.stack([inp.row, inp.col])) if store.is_hetero else torch.stack([inp.row, inp.col]),
-                edge_label=inp.label, neg_sampling=self.neg_sampling, **sp.link_options,
-            )
+            self._start_plans(edge_type, planned_epochs, options)
+
+    def _start_plans(self, edge_type: Tuple[str, str, str], epochs: int, options: Dict[str, Any]) -> None:
+        """Plans rounds of ``epochs`` epochs of the seed edges (:class:`tierfs.planrounds.PlanRounds`),
+        the first now."""
+        store, sp, inp = self.store, self.link_neighbor_sampler, self.input_data
+        reuse = options["reuse_samples"]
+        # The plans' seed edges and labels are the ones PyG's collate_fn hands the sampler
+        # (binary labels shifted by 1 where they start at 0).
+        edges = torch.stack([inp.row, inp.col])
+        args = dict(
+            disk_budget=per_plan_budget(options["plan_disk_budget"], reuse), pack_method=options["plan_pack_method"],
+            pack_memory=options["plan_pack_memory"], replace=sp.replace, drop_last=self.drop_last, seed=sp.seed,
+            shuffle_seed=options["seed"], seed_edges=(edge_type, edges) if store.is_hetero else edges, edge_label=inp.label,
+            neg_sampling=self.neg_sampling, **sp.link_options,
+        )
+        fanouts, batch_size = sp.num_neighbors, self.batch_size
+
+        def make(first: int, directory: Optional[str], place_tiers: bool) -> Any:
+            # Not a method: the planning thread must not keep the loader alive.
+            return store.plan_epochs(fanouts, batch_size, epochs, plan_dir=directory, place_tiers=place_tiers, first_epoch=first, **args)
+
+        self._rounds = PlanRounds(make, epochs, 0, options["plan_dir"], reuse, where="tierfs.pyg.LinkNeighborLoader")
+        self.plan = self._rounds.plan
+        self._batches = self.plan.batches_per_epoch
+
+    def close(self) -> None:
+        """Stops the latest epoch's pipeline and the planner (a round being planned is
+        cancelled), closes the plans and removes the rounds' directories (not a
+        ``reuse_samples`` plan in ``plan_dir``). A planned loader cannot be iterated after it."""
+        previous = self._pipeline() if self._pipeline is not None else None
+        if previous is not None:
+            previous.close()
+        rounds, self._rounds, self.plan = self._rounds, None, None
+        if rounds is not None:
+            rounds.close()
+
+    def __enter__(self) -> "LinkNeighborLoader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __len__(self) -> int:
-        return self.plan.batches_per_epoch if self.plan is not None else super().__len__()
+        return self._batches if self._planned else super().__len__()
 
     def __iter__(self) -> Pipeline:
         """An epoch's batches from a :class:`tierfs.pipeline.Pipeline` (close it, or break out
         of the loop, to stop its threads mid-epoch)."""
         cuda = torch.device(self.store.device) if self.store.device != "cpu" else None
-        if self.plan is None:
+        plan = None
+        if not self._planned:
             n = len(self.batch_sampler)
             batches = self._seed_edge_batches()
             sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
             make = lambda b, out: self.filter_fn(out)  # noqa: E731
         else:
+            if self._rounds is None:
+                raise errors.ClosedError("tierfs.pyg.LinkNeighborLoader: the loader is closed (its plans with it)")
+            previous = self._pipeline() if self._pipeline is not None else None
+            if previous is not None:  # before a round boundary closes the plan it reads
+                previous.close()
             epoch = self._epoch
+            plan = self.plan = self._rounds.plan_for(epoch)
             self._epoch += 1
-            n = self.plan.batches_per_epoch
-            sample = lambda b: self._planned_sample(epoch, b)  # noqa: E731
-            make = lambda b, sampled: self._planned_make(epoch, b, sampled)  # noqa: E731
-        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader")
-        self._run = pipeline._st
+            n = plan.batches_per_epoch
+            sample = lambda b: self._planned_sample(plan, epoch, b)  # noqa: E731
+            make = lambda b, sampled: self._planned_make(plan, epoch, b, sampled)  # noqa: E731
+        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader", plan=plan)
+        # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
+        self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
         return pipeline
 
     def _seed_edge_batches(self) -> Iterator[List[int]]:
@@ -478,24 +531,35 @@ class LinkNeighborLoader(_PyGLinkLoader):
 
     def stats(self) -> Dict[str, Any]:
         """The latest epoch's pipeline stats (:func:`tierfs.pipeline.pipeline_stats`: stages,
-        ``bound``, ``bound_why``); empty before the first epoch."""
-        return pipeline_stats(self._run) if self._run is not None else {}
+        ``bound``, ``bound_why``); with planned epochs ``plans``, the rounds as
+        :meth:`tierfs.Loader.stats` gives them. Empty before the first epoch."""
+        st = pipeline_stats(self._run) if self._run is not None else {}
+        if st and self._rounds is not None:
+            st["plans"] = self._rounds.stats(self._epoch)
+        return st
 
     def planned_batch(self, epoch: int, batch: int) -> Union[Data, HeteroData]:
         """Batch ``batch`` of epoch ``epoch`` of a planned loader (``planned_epochs``), made in
         the calling thread: the plan's sample of its seed edges through PyG's ``filter_fn``, the
-        default feature's rows from the plan. Iterating the loader makes the same batches on a
+        default feature's rows from the plan. ``epoch`` is one of the round serving the latest
+        epoch (any, with ``reuse_samples``). Iterating the loader makes the same batches on a
         :class:`tierfs.pipeline.Pipeline`: the next ones sampled and read ``prefetch`` at once."""
-        if self.plan is None:
-            raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: planned_batch needs planned_epochs")
-        return self._planned_make(epoch, batch, self._planned_sample(epoch, batch))
-
-    def _planned_sample(self, epoch: int, batch: int) -> Tuple[Tensor, Any]:
         plan = self.plan
+        if not self._planned:
+            raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: planned_batch needs planned_epochs")
+        if plan is None:
+            raise errors.ClosedError("tierfs.pyg.LinkNeighborLoader: the loader is closed (its plans with it)")
+        first, end = plan.first_epoch, plan.first_epoch + plan.planned
+        if not self._rounds.reuse and not first <= epoch < end:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.LinkNeighborLoader: planned_batch({epoch}, {batch}): the round serving holds epochs {first} to {end - 1} "
+                f"(the loader plans the next round as it iterates; reuse_samples=True replays one)")
+        return self._planned_make(plan, epoch, batch, self._planned_sample(plan, epoch, batch))
+
+    def _planned_sample(self, plan: Any, epoch: int, batch: int) -> Tuple[Tensor, Any]:
         return torch.from_numpy(plan.seeds(epoch, batch)), _link_sample_to_torch(plan.sample(epoch, batch))
 
-    def _planned_make(self, epoch: int, batch: int, sampled: Tuple[Tensor, Any]) -> Union[Data, HeteroData]:
-        plan = self.plan
+    def _planned_make(self, plan: Any, epoch: int, batch: int, sampled: Tuple[Tensor, Any]) -> Union[Data, HeteroData]:
         pos, sample = sampled
         fs = self.data[0]
         if sample.typed:
