@@ -25,6 +25,15 @@
 #    training rows with 3+ rounds a build: `SAMPLE=0 TRAIN=1 TRAIN_ROUNDS="1 2 3" BUILDS="a6d8f53
 #    new" bash benchmarks/h200-next/sample_ab.sh` (carry build/ab/a6d8f53.tar.xz and
 #    build/ab/new.tar.xz: python/tierfs and libtierfs.so of each; about 330 s).
+#    Done in session 20 (benchmarks/h200-2026-12-02/README.md items 5, 6, 9). Note: sample_ab.sh
+#    runs this tree's python/bench/benchtrain against each build's package; since session 20 it
+#    calls store.num_nodes() (ABI 3's method), so a6d8f53's package no longer runs under it.
+# 6. (session 20, issue 44) the heterogeneous planned row again, with two fetch threads and the
+#    tiers kept (the rerun of item 11 failed on a harness bug, fixed since): `HETERO_ARMS=
+#    memory,tierfs,planned LINK=0 bash benchmarks/h200-next/issue44.sh` after `GPU_BENCH=0 make
+#    gpu-test` has unpacked the bundle (or carry build/issue44.tar.xz: libtierfs.so and the CLI).
+#    Target: >= 0.9 of the packed bound. About 250 s. Then items 3 and 4 of issue 44 (1, 2, 4
+#    loop devices over /dev/shm; float16 rows) once they are built.
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
