@@ -137,6 +137,16 @@ type graphBoltSet struct {
 	} `yaml:"data"`
 }
 
+// graphBoltColumn is the name ingest reads the i-th column of a set by: its name, or for an
+// unnamed one (GraphBolt accepts them: the item set's name is None) "seeds" when it is the first
+// column, "" (not read) otherwise.
+func graphBoltColumn(i int, name string) string {
+	if name == "" && i == 0 {
+		return "seeds"
+	}
+	return name
+}
+
 // GraphBoltMetadata is the name of a GraphBolt dataset's metadata file.
 const GraphBoltMetadata = "metadata.yaml"
 
@@ -269,8 +279,9 @@ func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64,
 	}
 	var ys []int64
 	var seedsPath, labelsPath string
-	for _, d := range set.Data {
-		key := where + " " + d.Name
+	for i, d := range set.Data {
+		name := graphBoltColumn(i, d.Name)
+		key := where + " " + name
 		// readInts reads the numpy file of d into *v, its path into *path.
 		readInts := func(path *string, v *[]int64) error {
 			if err := graphBoltNumpy(meta, d.Format, key); err != nil {
@@ -285,7 +296,7 @@ func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64,
 			}
 			return nil
 		}
-		switch d.Name {
+		switch name {
 		case "seeds", "seed_nodes":
 			if err := readInts(&seedsPath, &seeds); err != nil {
 				return nil, false, err
@@ -355,8 +366,8 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 	link := false
 	for _, set := range sets {
 		for _, s := range set.sets {
-			for _, d := range s.Data {
-				switch d.Name {
+			for i, d := range s.Data {
+				switch graphBoltColumn(i, d.Name) {
 				case "node_pairs", "negative_dsts":
 					link = true
 				case "seeds":
@@ -382,10 +393,11 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 				return nil, fmt.Errorf("ingest: %s: %s of a link prediction task has type %q, not an edge type of graph.edges", meta, where, s.Type)
 			}
 			in := EdgeSplitInput{EdgeType: key, Split: set.name}
-			for _, d := range s.Data {
-				k := where + " " + d.Name
+			for i, d := range s.Data {
+				name := graphBoltColumn(i, d.Name)
+				k := where + " " + name
 				var dst *string
-				switch d.Name {
+				switch name {
 				case "seeds", "node_pairs":
 					dst = &in.Seeds
 				case "labels":
@@ -393,7 +405,7 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 				case "negative_dsts":
 					dst = &in.NegDst
 				default:
-					continue // indexes: the ranking queries, not stored
+					continue // indexes (the ranking queries) and unnamed columns after the first: not stored
 				}
 				if err := graphBoltNumpy(meta, d.Format, k); err != nil {
 					return nil, err
