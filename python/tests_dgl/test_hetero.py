@@ -123,8 +123,8 @@ def test_feature_store_keys(het, hstore):
     assert fs.size("edge", "author:writes:paper", "pos") == torch.Size([3])
     assert fs.count("node", "author", "feat") == het.num_nodes["author"]
     assert fs.count("edge", "author:writes:paper", "w") == het.edges[WRITES].shape[1]
-    assert fs.metadata("node", PAPER, "label") == {"dtype": "int64", "num_classes": 4}
-    assert fs.metadata("node", PAPER, "year")["dtype"] == "int32"
+    assert fs.metadata("node", PAPER, "label") == fs.metadata("node", PAPER, "year") == {}  # as GraphBolt's
+    assert fs[("node", PAPER, "year")].read(torch.tensor([0])).dtype == torch.int32
     assert fs[("node", "author", "feat")].node_type == "author"
     assert fs[("edge", "author:writes:paper", "w")].edge_type == WRITES
     assert "node_type='author'" in repr(fs[("node", "author", "feat")])

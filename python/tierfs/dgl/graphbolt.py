@@ -74,15 +74,13 @@ if gb is not None:
             self._column = None
             if node_type is not None or edge_type is not None:
                 self._column = _TypedColumn(store, kind, node_type, edge_type, name)
-                meta = self._column.metadata()
+                self._dtype = self._column.info["dtype"]
             else:
-                if kind == "label" and not int(store.num_classes):
+                if kind == LABEL and not int(store.num_classes):
                     raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
-                meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
-                if kind == "label":
-                    meta["num_classes"] = int(store.num_classes)
-            meta.update(metadata or {})
-            self._metadata = meta
+                self._dtype = "int64" if kind == LABEL else _dtype_name(store)
+            # GraphBolt's metadata: what was given (TorchBasedFeature's), nothing of tierfs's own.
+            self._metadata = dict(metadata or {})
 
         @property
         def store(self):
@@ -171,6 +169,9 @@ if gb is not None:
             )
 
         def metadata(self) -> dict:
+            """The metadata given (``{}`` by default), as GraphBolt's ``TorchBasedFeature``; the
+            dtype is the rows' (``read``), the class count the task's
+            (``Dataset.tasks[i].metadata["num_classes"]``)."""
             return dict(self._metadata)
 
         def __repr__(self) -> str:
@@ -181,7 +182,7 @@ if gb is not None:
                 where += f"name={c.name!r}, "
             return (
                 f"tierfs.dgl.Feature({where}kind={self._kind!r}, count={self.count()}, "
-                f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
+                f"size={tuple(self.size())}, dtype={self._dtype})"
             )
 
     class FeatureStore(_StoreOwner, gb.BasicFeatureStore):
