@@ -84,6 +84,44 @@ func (md *graphBoltMetadata) isTyped() bool {
 	return len(g.Nodes) > 1 || len(g.Edges) > 1 || (len(g.Nodes) == 1 && g.Nodes[0].Type != "")
 }
 
+// features are the graph section's feature_data then the top-level feature_data, each feature
+// once: GraphBolt's own layout may list a feature in both (a graph attribute of the sampling graph
+// and a feature of the feature store); an entry with the domain, type, name and file of one before
+// it is left out. The same domain, type and name for two files is an error: tierfs holds one
+// feature of a name for each node or edge type.
+func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, error) {
+	type key struct{ domain, typ, name string }
+	seen := map[key]string{}
+	var out []graphBoltFeature
+	for i, f := range append(slices.Clone(md.Graph.FeatureData), md.FeatureData...) {
+		where := fmt.Sprintf("feature_data[%d]", i-len(md.Graph.FeatureData))
+		if i < len(md.Graph.FeatureData) {
+			where = fmt.Sprintf("graph.feature_data[%d]", i)
+		}
+		p, err := graphBoltPath(dir, meta, f.Path, fmt.Sprintf("%s (%s)", where, f.Name))
+		if err != nil {
+			return nil, err
+		}
+		k := key{f.Domain, f.Type, f.Name}
+		if prev, dup := seen[k]; dup {
+			if prev == filepath.Clean(p) {
+				continue
+			}
+			return nil, fmt.Errorf("ingest: %s: %s feature %q%s is listed twice with different files, %s and %s; tierfs holds one %s feature of a name a type", meta, f.Domain, f.Name, graphBoltOfType(f.Type), prev, p, f.Domain)
+		}
+		seen[k] = filepath.Clean(p)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func graphBoltOfType(t string) string {
+	if t == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of type %q", t)
+}
+
 // graphBoltPath is p (key's path in meta) relative to the dataset directory dir.
 func graphBoltPath(dir, meta, p, key string) (string, error) {
 	if p == "" {
@@ -191,7 +229,11 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		return cleanup, fmt.Errorf("ingest: %s: graph.edges[0] has format %q; want csv or numpy", meta, e.Format)
 	}
 	opt.NumNodes = g.Nodes[0].Num
-	for i, f := range append(slices.Clone(g.FeatureData), md.FeatureData...) {
+	features, err := md.features(dir, meta)
+	if err != nil {
+		return cleanup, err
+	}
+	for i, f := range features {
 		key := fmt.Sprintf("feature_data[%d] (%s)", i, f.Name)
 		if err := numpy(f.Format, key); err != nil {
 			return cleanup, err
@@ -273,10 +315,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 // nil and the set has labels; a node labelled twice must agree). ntype is the seeds' node type
 // ("" for a homogeneous graph's: the errors name no type). labelled says whether it had labels.
 func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64, labels *[]int64) (seeds []int64, labelled bool, err error) {
-	ofType := ""
-	if ntype != "" {
-		ofType = fmt.Sprintf(" of type %q", ntype)
-	}
+	ofType := graphBoltOfType(ntype)
 	var ys []int64
 	var seedsPath, labelsPath string
 	for i, d := range set.Data {

@@ -520,3 +520,46 @@ func TestGraphBoltUnnamedColumns(t *testing.T) {
 		t.Fatal("labels differ")
 	}
 }
+
+// GraphBolt's own layout may list a feature both in graph.feature_data (an attribute of its
+// sampling graph) and in the top-level feature_data (its feature store): ingest takes it once.
+// The same name for two files is refused.
+func TestGraphBoltFeatureInGraphSectionAndFeatureList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ name, path, want string }{
+		{"same file", "data/feat.npy", ""},
+		{"other file", "data/other.npy", `node feature "feat" is listed twice with different files`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gb := t.TempDir()
+			_, _, feat, _, _, _, _ := writeGraphBolt(t, gb, rng, 40, 100, false)
+			WriteNpy(filepath.Join(gb, "data", "other.npy"), "<f4", []int64{40, 4}, feat)
+			path := filepath.Join(gb, GraphBoltMetadata)
+			raw, _ := os.ReadFile(path)
+			graph := fmt.Sprintf("  feature_data:\n    - domain: node\n      name: feat\n      format: numpy\n      path: %s\nfeature_data:\n", tc.path)
+			os.WriteFile(path, []byte(strings.Replace(string(raw), "feature_data:\n", graph, 1)), 0o644)
+			out := filepath.Join(t.TempDir(), "ds")
+			_, err := Ingest(Options{GraphBolt: gb, Out: out})
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := loadVerified(t, out)
+			var names []string
+			for _, f := range m.Nodes().Features {
+				names = append(names, f.Name)
+			}
+			if !slices.Equal(names, []string{"feat", "pos"}) {
+				t.Fatalf("node features %v, want [feat pos]", names)
+			}
+			if spec, _, err := m.AnyFeature("feat"); err != nil || !bytes.Equal(featureBytes(t, m, spec), feat) {
+				t.Fatalf("feat differs (%v)", err)
+			}
+		})
+	}
+}

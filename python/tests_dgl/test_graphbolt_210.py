@@ -22,10 +22,10 @@ SEED = int(os.environ.get("TIERFS_TEST_SEED") or random.randrange(1 << 31))
 N, E = 90, 600
 
 
-def _dataset(root, tasks_yaml: str, arrays: dict, features_yaml: str = ""):
-    """A GraphBolt dataset in root: a graph of N nodes and E random edges, node feature feat
-    (N, 4), the arrays saved as <name>.npy, metadata.yaml of the graph, feature_data (feat, then
-    features_yaml) and tasks_yaml. Returns (tierfs's Dataset of from_graphbolt, GraphBolt 2.1's
+def _dataset(root, tasks_yaml: str, arrays: dict, features_yaml: str = "", graph_yaml: str = ""):
+    """A GraphBolt dataset in root: a graph of N nodes and E random edges (graph_yaml: more of its
+    section), node feature feat (N, 4), the arrays saved as <name>.npy, metadata.yaml of the
+    graph, feature_data (feat, then features_yaml) and tasks_yaml. Returns (tierfs's Dataset of from_graphbolt, GraphBolt 2.1's
     OnDiskDataset of a copy, the arrays with edges and feat)."""
     print(f"seed {SEED}")
     r = np.random.default_rng(SEED)
@@ -41,7 +41,7 @@ graph:
   edges:
     - format: numpy
       path: edges.npy
-feature_data:
+{graph_yaml}feature_data:
   - domain: node
     name: feat
     format: numpy
@@ -198,3 +198,37 @@ def test_link_prediction_example_trains_on_tierfs(tmp_path):
         opt.step()
         seen += n
     assert seen == len(pairs)
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt's standard metadata.yaml: a feature in the graph section and the feature list
+
+
+@pytest.mark.parametrize(
+    "edge_name",
+    [
+        "w",
+        pytest.param("feat", marks=pytest.mark.xfail(strict=True, reason=(
+            "issue 42 item 3: a one-type dataset's manifest needs feature names unique across node and edge "
+            "features (dataset/manifest.go's validation, ingest/namedfeatures.go)"))),
+    ],
+)
+def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
+    """The layout of gb_test_utils.py::random_homo_graphbolt_graph (test_ondisk_dataset.py's
+    preprocess and load tests): node feature feat and an edge feature listed in
+    graph.feature_data (GraphBolt's sampling-graph attributes) and again, type null, in the
+    top-level feature_data (its feature store), a link task with num_classes. from_graphbolt
+    takes each feature once; the feature store reads what GraphBolt's reads. GraphBolt's own
+    layout names the edge feature feat too (the xfail)."""
+    r = np.random.default_rng(SEED)
+    w = r.standard_normal((E, 2)).astype(np.float32)
+    entry = "{i}- domain: {d}\n{i}  type: null\n{i}  name: {n}\n{i}  format: numpy\n{i}  path: {p}\n"
+    graph = "  feature_data:\n" + entry.format(i="    ", d="node", n="feat", p="feat.npy") + entry.format(i="    ", d="edge", n=edge_name, p="w.npy")
+    tasks = "  - name: link_prediction\n    num_classes: 3\n    train_set:\n" + _set(_column("train.npy", "node_pairs"))
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"w": w, "train": r.integers(0, N, (10, 2))},
+                               features_yaml=entry.format(i="  ", d="edge", n=edge_name, p="w.npy"), graph_yaml=graph)
+    assert sorted(ours.feature.keys(), key=str) == sorted(((str(d.value), t, n) for d, t, n in theirs.feature.keys()), key=str)
+    ids, eids = torch.from_numpy(r.integers(0, N, 30)), torch.from_numpy(r.integers(0, E, 30))
+    assert torch.equal(ours.feature.read("node", None, "feat", ids), theirs.feature.read("node", None, "feat", ids))
+    assert torch.equal(ours.feature.read("edge", None, edge_name, eids), theirs.feature.read("edge", None, edge_name, eids))
+    assert torch.equal(ours.feature.read("edge", None, edge_name, eids), torch.from_numpy(w)[eids])
