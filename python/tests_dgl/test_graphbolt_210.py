@@ -322,7 +322,7 @@ def test_feature_heterograph(hetero_features):
     assert set(ours.feature.keys()) == set(keys) == {(str(d.value), t, n) for d, t, n in theirs.feature.keys()}
     for key in keys:
         want = theirs.feature.read(*key)
-        assert torch.equal(ours.feature.read(*key).reshape(want.shape), want), key
+        assert torch.equal(ours.feature.read(*key), want) and ours.feature.size(*key) == theirs.feature.size(*key), key
         assert torch.equal(want, torch.from_numpy(a[f"{key[0]}_{key[2]}"])), key
     for key in keys[1::2]:
         assert ours.feature.metadata(*key) == theirs.feature.metadata(*key) == {}, key
@@ -346,3 +346,35 @@ def test_feature_and_task_metadata_survive(hetero_features):
         assert ours.feature.metadata(*key) == theirs.feature.metadata(*key), key
     assert theirs.tasks[0].metadata == {"name": "node_classification", "num_classes": 12, "note": "a user's key"}
     assert ours.tasks[0].metadata == theirs.tasks[0].metadata
+
+
+# --------------------------------------------------------------------------------------------
+# Feature shapes
+
+
+def test_1d_feature_is_n_by_1(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_load_1D_feature (numpy): a 1-D node feature is
+    read as (N, 1), as GraphBolt holds it."""
+    r = np.random.default_rng(SEED)
+    one = "  - domain: node\n    name: one\n    format: numpy\n    path: one.npy\n"
+    tasks = "  - name: node_classification\n    num_classes: 1\n    train_set:\n" + _set(_column("train.npy"))
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"one": r.random(N), "train": np.array([0, 1, 0])}, features_yaml=one)
+    want = theirs.feature.read("node", None, "one")
+    assert torch.equal(want, torch.from_numpy(a["one"].reshape(-1, 1)))
+    assert torch.equal(ours.feature.read("node", None, "one"), want)
+    assert ours.feature.size("node", None, "one") == theirs.feature.size("node", None, "one") == torch.Size([1])
+    assert torch.equal(ours.tasks[0].train_set[:], theirs.tasks[0].train_set._items[0])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 42 item 2: ingest takes 2-D (rows, dim) features only and the manifest records dim, not a row shape"))
+def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
+    """GraphBolt's TorchBasedFeature of (N, a, b) (test_torch_based_feature_store.py's 3-D
+    features, test_torch_based_feature's feature_b): stored and served with its shape."""
+    r = np.random.default_rng(SEED)
+    cube = "  - domain: node\n    name: cube\n    format: numpy\n    path: cube.npy\n"
+    ours, theirs, a = _dataset(tmp_path / "gb", "  - name: none\n", {"cube": r.random((N, 2, 3)).astype(np.float32)}, features_yaml=cube)
+    ids = torch.tensor([3, 0, 3])
+    assert theirs.feature.size("node", None, "cube") == torch.Size([2, 3])
+    assert ours.feature.size("node", None, "cube") == torch.Size([2, 3])
+    assert torch.equal(ours.feature.read("node", None, "cube", ids), theirs.feature.read("node", None, "cube", ids))

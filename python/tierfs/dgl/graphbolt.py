@@ -75,6 +75,8 @@ if gb is not None:
             if node_type is not None or edge_type is not None:
                 self._column = _TypedColumn(store, kind, node_type, edge_type, name)
                 self._dtype = self._column.info["dtype"]
+                # A feature of one value a row is (N, 1), as GraphBolt's OnDiskDataset holds it.
+                self._column_of_one = kind == FEATURE and bool(self._column.info.get("scalar"))
             else:
                 if kind == LABEL and not int(store.num_classes):
                     raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
@@ -104,7 +106,8 @@ if gb is not None:
 
         def _read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
             if self._column is not None:
-                return self._column.read(ids_cpu)
+                rows = self._column.read(ids_cpu)
+                return rows.reshape(-1, 1) if self._column_of_one else rows
             return _read_rows(self._store, self._kind, ids_cpu)
 
         def read(self, ids: torch.Tensor = None):
@@ -152,9 +155,10 @@ if gb is not None:
             return 2 if torch.device(ids_device).type == "cuda" else 1
 
         def size(self) -> torch.Size:
-            """Shape of one row: ``(dim,)`` for features (``()`` for a scalar one), ``()`` for labels."""
+            """Shape of one row: ``(dim,)`` for features (``(1,)`` for one of one value a row, read
+            as (N, 1) as GraphBolt's ``OnDiskDataset`` holds a 1-D feature), ``()`` for labels."""
             if self._column is not None:
-                return self._column.size()
+                return torch.Size([1]) if self._column_of_one else self._column.size()
             return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
 
         def count(self) -> int:
