@@ -84,6 +84,44 @@ func (md *graphBoltMetadata) isTyped() bool {
 	return len(g.Nodes) > 1 || len(g.Edges) > 1 || (len(g.Nodes) == 1 && g.Nodes[0].Type != "")
 }
 
+// features are the graph section's feature_data then the top-level feature_data, each feature
+// once: GraphBolt's own layout may list a feature in both (a graph attribute of the sampling graph
+// and a feature of the feature store); an entry with the domain, type, name and file of one before
+// it is left out. The same domain, type and name for two files is an error: tierfs holds one
+// feature of a name for each node or edge type.
+func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, error) {
+	type key struct{ domain, typ, name string }
+	seen := map[key]string{}
+	var out []graphBoltFeature
+	for i, f := range append(slices.Clone(md.Graph.FeatureData), md.FeatureData...) {
+		where := fmt.Sprintf("feature_data[%d]", i-len(md.Graph.FeatureData))
+		if i < len(md.Graph.FeatureData) {
+			where = fmt.Sprintf("graph.feature_data[%d]", i)
+		}
+		p, err := graphBoltPath(dir, meta, f.Path, fmt.Sprintf("%s (%s)", where, f.Name))
+		if err != nil {
+			return nil, err
+		}
+		k := key{f.Domain, f.Type, f.Name}
+		if prev, dup := seen[k]; dup {
+			if prev == filepath.Clean(p) {
+				continue
+			}
+			return nil, fmt.Errorf("ingest: %s: %s feature %q%s is listed twice with different files, %s and %s; tierfs holds one %s feature of a name a type", meta, f.Domain, f.Name, graphBoltOfType(f.Type), prev, p, f.Domain)
+		}
+		seen[k] = filepath.Clean(p)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func graphBoltOfType(t string) string {
+	if t == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of type %q", t)
+}
+
 // graphBoltPath is p (key's path in meta) relative to the dataset directory dir.
 func graphBoltPath(dir, meta, p, key string) (string, error) {
 	if p == "" {
@@ -137,6 +175,16 @@ type graphBoltSet struct {
 	} `yaml:"data"`
 }
 
+// graphBoltColumn is the name ingest reads the i-th column of a set by: its name, or for an
+// unnamed one (GraphBolt accepts them: the item set's name is None) "seeds" when it is the first
+// column, "" (not read) otherwise.
+func graphBoltColumn(i int, name string) string {
+	if name == "" && i == 0 {
+		return "seeds"
+	}
+	return name
+}
+
 // GraphBoltMetadata is the name of a GraphBolt dataset's metadata file.
 const GraphBoltMetadata = "metadata.yaml"
 
@@ -181,7 +229,11 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		return cleanup, fmt.Errorf("ingest: %s: graph.edges[0] has format %q; want csv or numpy", meta, e.Format)
 	}
 	opt.NumNodes = g.Nodes[0].Num
-	for i, f := range append(slices.Clone(g.FeatureData), md.FeatureData...) {
+	features, err := md.features(dir, meta)
+	if err != nil {
+		return cleanup, err
+	}
+	for i, f := range features {
 		key := fmt.Sprintf("feature_data[%d] (%s)", i, f.Name)
 		if err := numpy(f.Format, key); err != nil {
 			return cleanup, err
@@ -263,14 +315,12 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 // nil and the set has labels; a node labelled twice must agree). ntype is the seeds' node type
 // ("" for a homogeneous graph's: the errors name no type). labelled says whether it had labels.
 func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64, labels *[]int64) (seeds []int64, labelled bool, err error) {
-	ofType := ""
-	if ntype != "" {
-		ofType = fmt.Sprintf(" of type %q", ntype)
-	}
+	ofType := graphBoltOfType(ntype)
 	var ys []int64
 	var seedsPath, labelsPath string
-	for _, d := range set.Data {
-		key := where + " " + d.Name
+	for i, d := range set.Data {
+		name := graphBoltColumn(i, d.Name)
+		key := where + " " + name
 		// readInts reads the numpy file of d into *v, its path into *path.
 		readInts := func(path *string, v *[]int64) error {
 			if err := graphBoltNumpy(meta, d.Format, key); err != nil {
@@ -285,7 +335,7 @@ func graphBoltNodeSet(set graphBoltSet, where, dir, meta, ntype string, n int64,
 			}
 			return nil
 		}
-		switch d.Name {
+		switch name {
 		case "seeds", "seed_nodes":
 			if err := readInts(&seedsPath, &seeds); err != nil {
 				return nil, false, err
@@ -355,8 +405,8 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 	link := false
 	for _, set := range sets {
 		for _, s := range set.sets {
-			for _, d := range s.Data {
-				switch d.Name {
+			for i, d := range s.Data {
+				switch graphBoltColumn(i, d.Name) {
 				case "node_pairs", "negative_dsts":
 					link = true
 				case "seeds":
@@ -382,10 +432,11 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 				return nil, fmt.Errorf("ingest: %s: %s of a link prediction task has type %q, not an edge type of graph.edges", meta, where, s.Type)
 			}
 			in := EdgeSplitInput{EdgeType: key, Split: set.name}
-			for _, d := range s.Data {
-				k := where + " " + d.Name
+			for i, d := range s.Data {
+				name := graphBoltColumn(i, d.Name)
+				k := where + " " + name
 				var dst *string
-				switch d.Name {
+				switch name {
 				case "seeds", "node_pairs":
 					dst = &in.Seeds
 				case "labels":
@@ -393,7 +444,7 @@ func graphBoltLinkTask(task graphBoltTaskSpec, ti int, dir, meta string, edgeTyp
 				case "negative_dsts":
 					dst = &in.NegDst
 				default:
-					continue // indexes: the ranking queries, not stored
+					continue // indexes (the ranking queries) and unnamed columns after the first: not stored
 				}
 				if err := graphBoltNumpy(meta, d.Format, k); err != nil {
 					return nil, err

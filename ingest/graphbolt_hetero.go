@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -79,7 +78,11 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 		edgeIndex[e.Type] = i
 		hopt.EdgeTypes = append(hopt.EdgeTypes, EdgeTypeInput{Src: parts[0], Rel: parts[1], Dst: parts[2], Edges: path})
 	}
-	for i, f := range append(slices.Clone(g.FeatureData), md.FeatureData...) {
+	features, err := md.features(dir, meta)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range features {
 		key := fmt.Sprintf("feature_data[%d] (%s %s %s)", i, f.Domain, f.Type, f.Name)
 		if err := graphBoltNumpy(meta, f.Format, key); err != nil {
 			return nil, err

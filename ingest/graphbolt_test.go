@@ -483,3 +483,83 @@ func TestGraphBoltOneNamedType(t *testing.T) {
 		}
 	}
 }
+
+// GraphBolt accepts set columns without a name (DGL 2.1.0's
+// test_OnDiskDataset_TVTSet_ItemSet_names: names ("seed_nodes", "labels", None), and Case 2 of
+// test_OnDiskDataset_TVTSet_ItemSet_id_label: one unnamed column). ingest reads an unnamed first
+// column as the seeds and leaves later unnamed ones out.
+func TestGraphBoltUnnamedColumns(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	gb := t.TempDir()
+	n := 80
+	_, _, _, _, _, labels, sets := writeGraphBolt(t, gb, rng, n, 300, false)
+	path := filepath.Join(gb, GraphBoltMetadata)
+	raw, _ := os.ReadFile(path)
+	md := string(raw)
+	// train: a third column, unnamed (the labels again); test: its seeds unnamed.
+	md = strings.Replace(md, "            path: set/train-labels.npy\n", "            path: set/train-labels.npy\n          - format: numpy\n            path: set/train-labels.npy\n", 1)
+	md = strings.Replace(md, "          - name: seeds\n            format: numpy\n            in_memory: true\n            path: set/test-seeds.npy", "          - format: numpy\n            path: set/test-seeds.npy", 1)
+	if md == string(raw) || strings.Count(md, "name: seeds") != 2 {
+		t.Fatalf("the metadata edit did not apply:\n%s", md)
+	}
+	os.WriteFile(path, []byte(md), 0o644)
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	for name, seeds := range sets {
+		s := m.Nodes().Splits[name]
+		if got := readInt64File(t, m.Path(s.File), s.Count); !slices.Equal(got, seeds) {
+			t.Fatalf("split %s differs", name)
+		}
+	}
+	if got := readInt64File(t, m.Path(m.Nodes().Labels.File), int64(n)); !slices.Equal(got, labels) {
+		t.Fatal("labels differ")
+	}
+}
+
+// GraphBolt's own layout may list a feature both in graph.feature_data (an attribute of its
+// sampling graph) and in the top-level feature_data (its feature store): ingest takes it once.
+// The same name for two files is refused.
+func TestGraphBoltFeatureInGraphSectionAndFeatureList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ name, path, want string }{
+		{"same file", "data/feat.npy", ""},
+		{"other file", "data/other.npy", `node feature "feat" is listed twice with different files`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gb := t.TempDir()
+			_, _, feat, _, _, _, _ := writeGraphBolt(t, gb, rng, 40, 100, false)
+			WriteNpy(filepath.Join(gb, "data", "other.npy"), "<f4", []int64{40, 4}, feat)
+			path := filepath.Join(gb, GraphBoltMetadata)
+			raw, _ := os.ReadFile(path)
+			graph := fmt.Sprintf("  feature_data:\n    - domain: node\n      name: feat\n      format: numpy\n      path: %s\nfeature_data:\n", tc.path)
+			os.WriteFile(path, []byte(strings.Replace(string(raw), "feature_data:\n", graph, 1)), 0o644)
+			out := filepath.Join(t.TempDir(), "ds")
+			_, err := Ingest(Options{GraphBolt: gb, Out: out})
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := loadVerified(t, out)
+			var names []string
+			for _, f := range m.Nodes().Features {
+				names = append(names, f.Name)
+			}
+			if !slices.Equal(names, []string{"feat", "pos"}) {
+				t.Fatalf("node features %v, want [feat pos]", names)
+			}
+			if spec, _, err := m.AnyFeature("feat"); err != nil || !bytes.Equal(featureBytes(t, m, spec), feat) {
+				t.Fatalf("feat differs (%v)", err)
+			}
+		})
+	}
+}

@@ -119,12 +119,13 @@ def test_feature_store_keys(het, hstore):
     assert fs.size("node", PAPER, "feat") == torch.Size([16])
     assert fs.size("node", PAPER, "year") == torch.Size([1])
     assert fs.size("node", PAPER, "label") == torch.Size([])
-    assert fs.size("edge", "author:writes:paper", "w") == torch.Size([])
+    assert fs.size("edge", "author:writes:paper", "w") == torch.Size([1])  # 1-D: (N, 1), as GraphBolt's
+    assert fs.read("edge", "author:writes:paper", "w", torch.tensor([0, 1])).shape == (2, 1)
     assert fs.size("edge", "author:writes:paper", "pos") == torch.Size([3])
     assert fs.count("node", "author", "feat") == het.num_nodes["author"]
     assert fs.count("edge", "author:writes:paper", "w") == het.edges[WRITES].shape[1]
-    assert fs.metadata("node", PAPER, "label") == {"dtype": "int64", "num_classes": 4}
-    assert fs.metadata("node", PAPER, "year")["dtype"] == "int32"
+    assert fs.metadata("node", PAPER, "label") == fs.metadata("node", PAPER, "year") == {}  # as GraphBolt's
+    assert fs[("node", PAPER, "year")].read(torch.tensor([0])).dtype == torch.int32
     assert fs[("node", "author", "feat")].node_type == "author"
     assert fs[("edge", "author:writes:paper", "w")].edge_type == WRITES
     assert "node_type='author'" in repr(fs[("node", "author", "feat")])
@@ -147,7 +148,8 @@ def test_feature_store_reads_match_raw(het, hstore):
     for name, x in het.edge_feats[WRITES].items():
         eids = rng.integers(0, len(o), 150)
         got = fs.read("edge", "author:writes:paper", name, torch.from_numpy(eids))
-        assert torch.equal(got, torch.from_numpy(x[eids])), name
+        want = torch.from_numpy(x[eids])
+        assert torch.equal(got, want.reshape(-1, 1) if want.dim() == 1 else want), name  # 1-D: (N, 1), as GraphBolt
         csc = tdgl.csc_edge_ids(hstore, torch.from_numpy(eids), WRITES)
         assert torch.equal(csc, torch.from_numpy(np.argsort(o)[eids])), name
         assert torch.equal(tdgl.dgl_edge_ids(hstore, csc, WRITES), torch.from_numpy(eids)), name

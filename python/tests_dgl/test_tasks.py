@@ -154,26 +154,23 @@ def test_link_task_against_graphbolt(link):
     assert [t.metadata["name"] for t in ours.tasks] == ["link_prediction"]
     task, gbt = ours.tasks[0], theirs.tasks[0]
     assert isinstance(task, gb.Task)
-    # seeds + labels, and seeds alone: as GraphBolt reads them.
+    # seeds + labels, and seeds alone: the values GraphBolt reads, named as GraphBolt 2.1 names
+    # pairs (node_pairs).
     for attr in ("train_set", "test_set"):
         got, want = _items(getattr(task, attr)), _items(getattr(gbt, attr))
+        want = {("node_pairs" if k == "seeds" else k): v for k, v in want.items()}
         assert got.keys() == want.keys(), attr
         for k in want:
             assert torch.equal(got[k], want[k].to(got[k].dtype)), (attr, k)
-    # GraphBolt 1.x node_pairs + negative_dsts: GraphBolt 2.1 hands them as they are; tierfs as
-    # GraphBolt 2's negative sampler lays out seeds, labels and indexes (the query of each row).
-    want = _items(gbt.validation_set)
-    assert set(want) == {"node_pairs", "negative_dsts"}
-    pairs, neg = want["node_pairs"], want["negative_dsts"]
-    n, k = neg.shape
-    got = _items(task.validation_set)
-    assert set(got) == {"seeds", "labels", "indexes"}
-    assert torch.equal(got["seeds"][:n], pairs)
-    for i in range(n):
-        rows = got["seeds"][n + i * k : n + (i + 1) * k]
-        assert torch.equal(rows[:, 0], pairs[i, 0].repeat(k)) and torch.equal(rows[:, 1], neg[i]), i
-    assert got["labels"].tolist() == [True] * n + [False] * (n * k)
-    assert got["indexes"].tolist() == list(range(n)) + [i for i in range(n) for _ in range(k)]
+    # node_pairs + negative_dsts: as GraphBolt 2.1 reads them, items of (pair, negatives)
+    # (DGL 2.1.0's test_OnDiskDataset_TVTSet_ItemSet_node_pairs_negs).
+    got, want = getattr(task, "validation_set"), getattr(gbt, "validation_set")
+    assert got.names == want.names == ("node_pairs", "negative_dsts")
+    assert len(got) == len(want) == a["val"].shape[0]
+    for i, (pair, negs) in enumerate(got):
+        assert pair.tolist() == a["val"][i].tolist() and negs.tolist() == a["val_neg"][i].tolist(), i
+    for g, w in zip(_items(got).values(), _items(want).values()):
+        assert torch.equal(g, w.to(g.dtype))
     # The rest of the dataset view.
     assert ours.feature.keys() == [("node", None, "feat")]
     assert ours.all_nodes_set[:].tolist() == theirs.all_nodes_set[:].tolist()
@@ -182,24 +179,29 @@ def test_link_task_against_graphbolt(link):
 
 
 def test_link_item_sets_through_a_graphbolt_pipeline(link):
-    """The validation set (seeds, labels, indexes) batched by GraphBolt's ItemSampler and
-    sampled by tierfs without negatives: the minibatch keeps the stored labels and indexes,
-    its compacted seeds name the same pairs."""
+    """The train set (node_pairs, labels) batched by GraphBolt's ItemSampler and sampled by
+    tierfs without negatives: the minibatch keeps the stored labels, its compacted pairs name
+    the same pairs, and node_pairs_with_labels gives them with those labels (GraphBolt 2.1's
+    edge classification)."""
     _, a, store = link
-    item_set = tdgl.Dataset(store).tasks[0].validation_set
+    item_set = tdgl.Dataset(store).tasks[0].train_set
     sampler = tdgl.as_edge_prediction_sampler(tdgl.NeighborSampler(store, [3, 3], seed=1))
     pipe = gb.ItemSampler(item_set, batch_size=8).transform(sampler.sample_minibatch)
     items = _items(item_set)
     start = 0
     for mb in pipe:
         m = mb.labels.numel()
-        assert torch.equal(mb.seeds, items["seeds"][start : start + m])
+        want = items["node_pairs"][start : start + m]
         assert torch.equal(mb.labels, items["labels"][start : start + m])
-        assert torch.equal(mb.indexes, items["indexes"][start : start + m])
         nid = mb.sampled_subgraphs[-1].original_column_node_ids
-        assert torch.equal(nid[mb.compacted_seeds], mb.seeds)
+        (src, dst), labels = mb.node_pairs_with_labels
+        assert torch.equal(torch.stack([nid[src], nid[dst]], 1), want)
+        assert torch.equal(labels, mb.labels)
         start += m
-    assert start == items["seeds"].shape[0]
+    assert start == items["node_pairs"].shape[0]
+    val = tdgl.Dataset(store).tasks[0].validation_set
+    with pytest.raises(tierfs.NotSupportedError, match="already has negatives"):
+        next(iter(gb.ItemSampler(val, batch_size=4).transform(sampler.sample_minibatch)))
 
 
 def test_link_data_loader_over_a_split_name(link):
@@ -259,5 +261,6 @@ def test_node_task_of_the_stored_splits(graph, store):
     for split, attr in (("train", "train_set"), ("val", "validation_set"), ("test", "test_set")):
         got = _items(getattr(task, attr))
         ids = getattr(graph, split)
-        assert got["seeds"].tolist() == ids.tolist(), split
+        assert getattr(task, attr).names == ("seed_nodes", "labels")
+        assert got["seed_nodes"].tolist() == ids.tolist(), split
         assert got["labels"].tolist() == graph.y[ids].tolist(), split

@@ -327,11 +327,14 @@ class Store(_native.Closeable):
         """The dataset's features by name, node features first: ``{"of": "node" | "edge",
         "dtype", "dim", "row_bytes", "rows", "scalar", "default"}``. ``default`` marks the
         feature :meth:`gather` serves (with the tiers); the others are read with
-        ``gather(ids, feature=name)``; edge features are indexed by edge id (``Sample.e_id``)."""
+        ``gather(ids, feature=name)``; edge features are indexed by edge id (``Sample.e_id``).
+        An edge feature named as a node feature (a typed store's names are unique within a type
+        only) is left out: read it with ``gather(ids, edge_type=..., feature=name)``."""
         if self._features is None:
             feats = dict(self.types["node_types"][self.node_type]["features"])
             if len(self.types["edge_types"]) == 1:
-                feats.update(next(iter(self.types["edge_types"].values()))["features"])
+                for name, f in next(iter(self.types["edge_types"].values()))["features"].items():
+                    feats.setdefault(name, f)
             self._features = feats
         return self._features
 

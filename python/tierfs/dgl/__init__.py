@@ -12,9 +12,9 @@ GraphBolt (``dgl.graphbolt``)
     pipeline); older GraphBolt versions simply call ``read``. :class:`Dataset` is GraphBolt's
     ``Dataset`` over a tierfs dataset (what ``gb.OnDiskDataset(...).load()`` gives): ``feature``,
     ``graph``, ``all_nodes_set`` and ``tasks`` — a node classification task of the stored node
-    splits and a link prediction task of the stored edge splits (``seeds`` / ``labels`` /
-    ``indexes`` item sets, as GraphBolt link tasks hold them; ``tierfs.from_graphbolt`` stores
-    a GraphBolt link task's sets there).
+    splits (``seed_nodes`` / ``labels``) and a link prediction task of the stored edge splits
+    (``node_pairs`` / ``labels`` / ``negative_dsts``): item sets named as GraphBolt 2.1's
+    ``OnDiskDataset`` names them (``tierfs.from_graphbolt`` stores a GraphBolt task's sets there).
 
 Classic (``dgl.dataloading``)
     :class:`NeighborSampler` is a ``dgl.dataloading.BlockSampler`` that samples with tierfs (so the

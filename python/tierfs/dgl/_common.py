@@ -224,12 +224,6 @@ class _TypedColumn:
         self.name = name
         self.info = feats[name]
 
-    def metadata(self) -> dict:
-        meta = {"dtype": self.info["dtype"]}
-        if self.kind == LABEL:
-            meta["num_classes"] = self.info["num_classes"]
-        return meta
-
     def size(self) -> torch.Size:
         if self.kind == LABEL or self.info.get("scalar"):
             return torch.Size([])

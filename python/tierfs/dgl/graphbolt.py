@@ -74,15 +74,15 @@ if gb is not None:
             self._column = None
             if node_type is not None or edge_type is not None:
                 self._column = _TypedColumn(store, kind, node_type, edge_type, name)
-                meta = self._column.metadata()
+                self._dtype = self._column.info["dtype"]
+                # A feature of one value a row is (N, 1), as GraphBolt's OnDiskDataset holds it.
+                self._column_of_one = kind == FEATURE and bool(self._column.info.get("scalar"))
             else:
-                if kind == "label" and not int(store.num_classes):
+                if kind == LABEL and not int(store.num_classes):
                     raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
-                meta = {"dtype": "int64"} if kind == "label" else {"dtype": _dtype_name(store)}
-                if kind == "label":
-                    meta["num_classes"] = int(store.num_classes)
-            meta.update(metadata or {})
-            self._metadata = meta
+                self._dtype = "int64" if kind == LABEL else _dtype_name(store)
+            # GraphBolt's metadata: what was given (TorchBasedFeature's), nothing of tierfs's own.
+            self._metadata = dict(metadata or {})
 
         @property
         def store(self):
@@ -106,7 +106,8 @@ if gb is not None:
 
         def _read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
             if self._column is not None:
-                return self._column.read(ids_cpu)
+                rows = self._column.read(ids_cpu)
+                return rows.reshape(-1, 1) if self._column_of_one else rows
             return _read_rows(self._store, self._kind, ids_cpu)
 
         def read(self, ids: torch.Tensor = None):
@@ -154,9 +155,10 @@ if gb is not None:
             return 2 if torch.device(ids_device).type == "cuda" else 1
 
         def size(self) -> torch.Size:
-            """Shape of one row: ``(dim,)`` for features (``()`` for a scalar one), ``()`` for labels."""
+            """Shape of one row: ``(dim,)`` for features (``(1,)`` for one of one value a row, read
+            as (N, 1) as GraphBolt's ``OnDiskDataset`` holds a 1-D feature), ``()`` for labels."""
             if self._column is not None:
-                return self._column.size()
+                return torch.Size([1]) if self._column_of_one else self._column.size()
             return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
 
         def count(self) -> int:
@@ -171,6 +173,9 @@ if gb is not None:
             )
 
         def metadata(self) -> dict:
+            """The metadata given (``{}`` by default), as GraphBolt's ``TorchBasedFeature``; the
+            dtype is the rows' (``read``), the class count the task's
+            (``Dataset.tasks[i].metadata["num_classes"]``)."""
             return dict(self._metadata)
 
         def __repr__(self) -> str:
@@ -181,7 +186,7 @@ if gb is not None:
                 where += f"name={c.name!r}, "
             return (
                 f"tierfs.dgl.Feature({where}kind={self._kind!r}, count={self.count()}, "
-                f"size={tuple(self.size())}, dtype={self._metadata['dtype']})"
+                f"size={tuple(self.size())}, dtype={self._dtype})"
             )
 
     class FeatureStore(_StoreOwner, gb.BasicFeatureStore):
@@ -313,38 +318,29 @@ _TASK_SETS = (("train", "train_set"), ("val", "validation_set"), ("test", "test_
 
 
 def _link_item_set(store, split: str, edge_type):
-    """Edge split ``split`` of ``edge_type`` (None: the store's one) as GraphBolt's link
-    prediction item set: ``seeds`` (n, 2) pairs, with ``labels`` where the split has them; a
-    split with stored negatives (OGB's ``target_node_neg``, GraphBolt 1.x's ``negative_dsts``)
-    is laid out as GraphBolt 2's ``UniformNegativeSampler`` lays out a batch: the n seed edges,
-    then seed edge i's k negatives (its source, each candidate) at rows ``n + i*k ...``,
-    ``labels`` the given ones (True without) then 0 (False), ``indexes`` the seed edge (ranking
-    query) each row belongs to."""
+    """Edge split ``split`` of ``edge_type`` (None: the store's one) as GraphBolt 2.1's
+    ``OnDiskDataset`` reads a link prediction set: ``node_pairs`` (n, 2), with ``labels`` where
+    the split has them and ``negative_dsts`` (n, k) where it has stored negatives (OGB's
+    ``target_node_neg``), so an item is ``(pair, negatives)``."""
     index, labels = store.edge_split(split, edge_type=edge_type)
-    seeds = index.t().contiguous()
+    pairs = index.t().contiguous()
+    columns, names = [pairs], ["node_pairs"]
+    if labels is not None:
+        columns.append(labels)
+        names.append("labels")
     k = int(store.edge_splits(edge_type)[split].get("neg_per_seed", 0))
-    if not k:
-        if labels is None:
-            return gb.ItemSet(seeds, names="seeds")
-        return gb.ItemSet((seeds, labels), names=("seeds", "labels"))
-    n = seeds.shape[0]
-    neg = store.edge_split_negatives(split, edge_type=edge_type).reshape(n * k)
-    negatives = torch.stack([seeds[:, 0].repeat_interleave(k), neg], 1)
-    positive = torch.ones(n, dtype=torch.bool) if labels is None else labels
-    query = torch.arange(n)
-    return gb.ItemSet(
-        (
-            torch.cat([seeds, negatives]),
-            torch.cat([positive, torch.zeros(n * k, dtype=positive.dtype)]),
-            torch.cat([query, query.repeat_interleave(k)]),
-        ),
-        names=("seeds", "labels", "indexes"),
-    )
+    if k:
+        columns.append(store.edge_split_negatives(split, edge_type=edge_type).reshape(pairs.shape[0], k))
+        names.append("negative_dsts")
+    if len(columns) == 1:
+        return gb.ItemSet(pairs, names="node_pairs")
+    return gb.ItemSet(tuple(columns), names=tuple(names))
 
 
 def _node_item_set(store, split: str, node_type):
-    """Node split ``split`` of ``node_type`` (None: the store's one) as GraphBolt's node
-    classification item set: ``seeds`` (node ids) and their ``labels`` where the type has them."""
+    """Node split ``split`` of ``node_type`` (None: the store's one) as GraphBolt 2.1's node
+    classification item set: ``seed_nodes`` (node ids) and their ``labels`` where the type has
+    them."""
     if node_type is None:
         ids = torch.from_numpy(store.split(split))
         labelled = bool(int(store.num_classes))
@@ -352,9 +348,9 @@ def _node_item_set(store, split: str, node_type):
         ids = torch.from_numpy(store.split(split, node_type=node_type))
         labelled = bool(store.types["node_types"][node_type].get("labels"))
     if not labelled:
-        return gb.ItemSet(ids, names="seeds")
+        return gb.ItemSet(ids, names="seed_nodes")
     labels = _as_tensor(store.labels(ids.numpy(), node_type=node_type)).reshape(-1).to(torch.int64)
-    return gb.ItemSet((ids, labels), names=("seeds", "labels"))
+    return gb.ItemSet((ids, labels), names=("seed_nodes", "labels"))
 
 
 def _typed_sets(store, hetero: bool, keys: list, make) -> dict:
@@ -412,16 +408,20 @@ if gb is not None:
 
         ``tasks`` read the splits stored in the dataset, in this order:
 
-        - ``"node_classification"`` (where the dataset has node splits): each split's ``seeds``
-          (node ids) and ``labels``; on a store of several types an ``ItemSetDict`` keyed by
-          node type. ``metadata["num_classes"]`` where there are labels.
+        Item sets are named as GraphBolt 2.1 (the pinned DGL) names them; tierfs's samplers also
+        take GraphBolt 2.2's ``seeds``.
+
+        - ``"node_classification"`` (where the dataset has node splits): each split's
+          ``seed_nodes`` (node ids) and ``labels``; on a store of several types an
+          ``ItemSetDict`` keyed by node type. ``metadata["num_classes"]`` where there are labels.
         - ``"link_prediction"`` (where an edge type has edge splits, e.g. from
           :func:`tierfs.from_graphbolt` of a link task, ``from_pyg`` of ``RandomLinkSplit``
-          outputs or OGB's edge split): each split's ``seeds`` (n, 2) and ``labels``, and for
-          a split with stored negatives also ``indexes`` (see :func:`_link_item_set`: the
-          layout of GraphBolt 2's negative sampler); on a store of several types an
-          ``ItemSetDict`` keyed ``"src:rel:dst"``. GraphBolt's ``indexes`` of a split ingested
-          with seeds, labels and indexes are not stored, so they do not come back.
+          outputs or OGB's edge split): each split's ``node_pairs`` (n, 2), with its ``labels``
+          where it has them and its ``negative_dsts`` (n, k) where it has stored negatives
+          (items ``(pair, negatives)``, as GraphBolt 2.1's link-prediction example evaluates
+          them); on a store of several types an ``ItemSetDict`` keyed ``"src:rel:dst"``.
+          GraphBolt's ``indexes`` of a split ingested with seeds, labels and indexes are not
+          stored, so they do not come back.
 
         ``store`` is an open tierfs Store (not closed here) or a dataset path, opened with
         ``open_kwargs`` and closed by :meth:`close`.

@@ -447,25 +447,39 @@ class EdgePredictionSampler:
         return (input_nodes, *graphs, blocks)
 
     def sample_minibatch(self, minibatch):
-        """A GraphBolt stage: fills a ``gb.MiniBatch`` of ``seeds`` (an ``(n, 2)`` tensor of
-        pairs, as ``gb.ItemSampler`` yields from ``gb.ItemSet((seeds, labels), names=("seeds",
-        "labels"))``) as GraphBolt's ``sample_uniform_negative`` + ``sample_neighbor`` +
-        ``exclude_seed_edges`` would, in one tierfs call: ``seeds`` becomes the pairs then
-        their negatives (seed i's ``k`` at rows ``n + i*k ...``, its source and a uniform
-        destination), ``labels`` True for pairs and False for negatives (given labels are kept
-        when there are no negatives), ``indexes`` the seed each row belongs to,
-        ``compacted_seeds`` the rows in local ids, ``input_nodes`` and ``sampled_subgraphs``
-        (so ``minibatch.blocks`` are this sampler's blocks, edges in CSC order of each
-        block). Use it as ``datapipe.transform(sampler.sample_minibatch)`` and fetch features
-        with :class:`FeatureStore`. GraphBolt's ``exclude_seed_edges`` also drops negatives
-        that are edges; tierfs drops the pairs (and with ``"reverse_id"`` their reverses)."""
+        """A GraphBolt stage: fills a ``gb.MiniBatch`` of seed pairs as GraphBolt's
+        ``sample_uniform_negative`` + ``sample_neighbor`` + ``exclude_seed_edges`` would, in one
+        tierfs call. Use it as ``datapipe.transform(sampler.sample_minibatch)`` and fetch
+        features with :class:`FeatureStore`; ``input_nodes`` and ``sampled_subgraphs`` are
+        filled, so ``minibatch.blocks`` are this sampler's blocks (edges in CSC order of each
+        block). GraphBolt's ``exclude_seed_edges`` also drops negatives that are edges; tierfs
+        drops the pairs (and with ``"reverse_id"`` their reverses).
+
+        The pairs come in either of GraphBolt's forms:
+
+        - ``node_pairs`` ``(src, dst)`` (GraphBolt 2.1, from ``gb.ItemSet(pairs,
+          names="node_pairs")``): ``negative_srcs`` / ``negative_dsts`` become seed i's ``k``
+          negatives at row i of an ``(n, k)`` tensor (its source, a uniform destination),
+          ``compacted_node_pairs`` / ``compacted_negative_srcs`` / ``compacted_negative_dsts``
+          the same in local ids, so ``minibatch.node_pairs_with_labels`` gives the pairs then
+          the negatives with labels 1 then 0 (with ``labels`` given: the pairs and those
+          labels). Negatives already in the minibatch (an item set's ``negative_dsts``) are
+          refused: tierfs draws its own.
+        - ``seeds`` (n, 2) (GraphBolt 2.2): ``seeds`` becomes the pairs then their negatives
+          (seed i's ``k`` at rows ``n + i*k ...``), ``labels`` True for pairs and False for
+          negatives (given labels are kept when there are no negatives), ``indexes`` the seed
+          each row belongs to, ``compacted_seeds`` the rows in local ids.
+        """
+        what = "tierfs.dgl.EdgePredictionSampler.sample_minibatch"
         if gb is None:
             raise tierfs.NotSupportedError(f"tierfs.dgl: dgl.graphbolt is not available here ({_GRAPHBOLT_ERROR})")
-        pairs = None if minibatch.seeds is None else _seed_pairs(minibatch.seeds, "tierfs.dgl.EdgePredictionSampler.sample_minibatch")
+        if minibatch.seeds is None and getattr(minibatch, "node_pairs", None) is not None:
+            return self._sample_node_pairs(minibatch, what)
+        pairs = None if minibatch.seeds is None else _seed_pairs(minibatch.seeds, what)
         if pairs is None:
             raise tierfs.InvalidArgumentError(
-                "tierfs.dgl.EdgePredictionSampler.sample_minibatch: the minibatch has no seed pairs (seeds, an (n, 2) "
-                "tensor: gb.ItemSet(pairs, names=\"seeds\"))"
+                f"{what}: the minibatch has no seed pairs (node_pairs, from gb.ItemSet(pairs, names=\"node_pairs\"), "
+                "or seeds, an (n, 2) tensor: gb.ItemSet(pairs, names=\"seeds\"))"
             )
         src, dst = pairs
         n, k = src.numel(), self.k
@@ -481,6 +495,29 @@ class EdgePredictionSampler:
         compacted = torch.cat(rows).to(device)
         minibatch.compacted_seeds = compacted
         minibatch.seeds = seeds[compacted]
+        minibatch.input_nodes = input_nodes
+        minibatch.sampled_subgraphs = [_sampled_subgraph(b) for b in blocks]
+        return minibatch
+
+    def _sample_node_pairs(self, minibatch, what: str):
+        """sample_minibatch of GraphBolt 2.1's ``node_pairs`` minibatch."""
+        if getattr(minibatch, "negative_dsts", None) is not None or getattr(minibatch, "negative_srcs", None) is not None:
+            raise tierfs.NotSupportedError(
+                f"{what}: the minibatch already has negatives (an item set's negative_dsts); tierfs draws its own "
+                "(negative_sampler=Uniform(k)); score stored negatives from node embeddings, as GraphBolt 2.1's "
+                "link-prediction example evaluates them"
+            )
+        src, dst = _seed_pairs(minibatch.node_pairs, what)
+        k = self.k
+        input_nodes, pair_graph, *neg, blocks = self.sample((src, dst))
+        seeds = pair_graph.ndata[dgl.NID]
+        device = seeds.device
+        ps, pd = (t.to(device) for t in pair_graph.edges())
+        minibatch.compacted_node_pairs = (ps, pd)
+        if k:
+            ns, nd = (t.to(device).reshape(-1, k) for t in neg[0].edges())
+            minibatch.compacted_negative_srcs, minibatch.compacted_negative_dsts = ns, nd
+            minibatch.negative_srcs, minibatch.negative_dsts = seeds[ns], seeds[nd]
         minibatch.input_nodes = input_nodes
         minibatch.sampled_subgraphs = [_sampled_subgraph(b) for b in blocks]
         return minibatch

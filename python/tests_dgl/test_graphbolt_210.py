@@ -1,0 +1,380 @@
+"""DGL 2.1.0's own GraphBolt tests and examples, carried over to tierfs: each test names its
+source (tests/python/pytorch/graphbolt/... or examples/... at tag v2.1.0) and runs GraphBolt's
+own OnDiskDataset on the same on-disk dataset beside tierfs's as the control. Seeds are printed."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import dgl.graphbolt as gb
+import dgl.nn as dglnn
+import tierfs
+import tierfs.dgl as tdgl
+
+SEED = int(os.environ.get("TIERFS_TEST_SEED") or random.randrange(1 << 31))
+N, E = 90, 600
+
+
+def _dataset(root, tasks_yaml: str, arrays: dict, features_yaml: str = "", graph_yaml: str = ""):
+    """A GraphBolt dataset in root: a graph of N nodes and E random edges (graph_yaml: more of its
+    section), node feature feat (N, 4), the arrays saved as <name>.npy, metadata.yaml of the
+    graph, feature_data (feat, then features_yaml) and tasks_yaml. Returns (tierfs's Dataset of from_graphbolt, GraphBolt 2.1's
+    OnDiskDataset of a copy, the arrays with edges and feat)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    arrays = {"edges": r.integers(0, N, (2, E)), "feat": r.standard_normal((N, 4)).astype(np.float32), **arrays}
+    root.mkdir(parents=True)
+    for k, v in arrays.items():
+        np.save(root / f"{k}.npy", v)
+    (root / "metadata.yaml").write_text(
+        f"""dataset_name: conformance
+graph:
+  nodes:
+    - num: {N}
+  edges:
+    - format: numpy
+      path: edges.npy
+{graph_yaml}feature_data:
+  - domain: node
+    name: feat
+    format: numpy
+    path: feat.npy
+{features_yaml}tasks:
+{tasks_yaml}"""
+    )
+    copy = root.parent / (root.name + "-gb")
+    shutil.copytree(root, copy)
+    theirs = gb.OnDiskDataset(str(copy)).load()
+    ours = tdgl.Dataset(tierfs.from_graphbolt(root, root.parent / (root.name + "-ds")))
+    return ours, theirs, arrays
+
+
+def _column(path, name=None):
+    named = f"name: {name}\n          " if name else ""
+    return f"        - {named}format: numpy\n          path: {path}\n"
+
+
+def _set(*columns):
+    return "      - data:\n" + "".join(columns)
+
+
+# --------------------------------------------------------------------------------------------
+# Item sets: GraphBolt 2.1's names, unnamed columns
+
+
+def test_itemset_names_with_an_unnamed_column(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_TVTSet_ItemSet_names: a train set of
+    seed_nodes, labels and an unnamed column. GraphBolt names it ("seed_nodes", "labels", None);
+    tierfs reads the named columns (an unnamed column after the first is not stored)."""
+    r = np.random.default_rng(SEED)
+    ids = r.permutation(N)[:50]
+    tasks = "  - name: node_classification\n    num_classes: 10\n    train_set:\n" + _set(
+        _column("train_ids.npy", "seed_nodes"), _column("train_labels.npy", "labels"), _column("train_labels.npy")
+    )
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"train_ids": ids, "train_labels": r.integers(0, 10, 50)})
+    want = theirs.tasks[0].train_set
+    assert want.names == ("seed_nodes", "labels", None)
+    got = ours.tasks[0].train_set
+    assert isinstance(got, gb.ItemSet) and len(got) == len(want) == 50
+    assert got.names == ("seed_nodes", "labels")
+    for i, ((gid, glabel), (wid, wlabel, _)) in enumerate(zip(got, want)):
+        assert gid == wid == a["train_ids"][i] and glabel == wlabel == a["train_labels"][i], i
+    assert ours.tasks[0].validation_set is None and ours.tasks[0].test_set is None
+
+
+def test_itemset_of_one_unnamed_column(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_TVTSet_ItemSet_id_label, Case 2: a train set of
+    one unnamed column; the other sets None."""
+    ids = np.random.default_rng(SEED).permutation(N)[:30]
+    tasks = "  - name: node_classification\n    train_set:\n" + _set(_column("train_ids.npy"))
+    ours, theirs, _ = _dataset(tmp_path / "gb", tasks, {"train_ids": ids})
+    for ds in (ours, theirs):
+        task = ds.tasks[0]
+        assert task.train_set is not None and task.validation_set is None and task.test_set is None
+    assert theirs.tasks[0].train_set.names == (None,)
+    assert ours.tasks[0].train_set.names == ("seed_nodes",)
+    assert [int(i) for i in ours.tasks[0].train_set] == [int(i) for i in theirs.tasks[0].train_set] == ids.tolist()
+
+
+@pytest.mark.parametrize("second", ["labels", "negative_dsts"])
+def test_itemset_node_pairs(tmp_path, second):
+    """test_ondisk_dataset.py::test_OnDiskDataset_TVTSet_ItemSet_node_pairs_labels and
+    ::test_OnDiskDataset_TVTSet_ItemSet_node_pairs_negs: every set of node_pairs with labels, or
+    with negative_dsts (items (pair, negatives), not flattened), named and valued as GraphBolt's."""
+    r = np.random.default_rng(SEED)
+    arrays, tasks = {}, "  - name: link_prediction\n"
+    for i, key in enumerate(("train_set", "validation_set", "test_set")):
+        arrays[f"{key}_pairs"] = r.integers(0, N, (20 + i, 2))
+        arrays[f"{key}_second"] = r.integers(0, 2, 20 + i) if second == "labels" else r.integers(0, N, (20 + i, 5))
+        tasks += f"    {key}:\n" + _set(_column(f"{key}_pairs.npy", "node_pairs"), _column(f"{key}_second.npy", second))
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, arrays)
+    for key in ("train_set", "validation_set", "test_set"):
+        got, want = getattr(ours.tasks[0], key), getattr(theirs.tasks[0], key)
+        assert isinstance(got, gb.ItemSet)
+        assert got.names == want.names == ("node_pairs", second), key
+        assert len(got) == len(want) == len(a[f"{key}_pairs"])
+        for i, ((gp, gs), (wp, ws)) in enumerate(zip(got, want)):
+            assert gp.tolist() == wp.tolist() == a[f"{key}_pairs"][i].tolist(), (key, i)
+            assert torch.equal(torch.as_tensor(gs), torch.as_tensor(ws).to(torch.as_tensor(gs).dtype)), (key, i)
+            assert torch.as_tensor(gs).tolist() == a[f"{key}_second"][i].tolist(), (key, i)
+
+
+# --------------------------------------------------------------------------------------------
+# examples/sampling/graphbolt/link_prediction.py (v2.1.0): its train loop on tierfs
+
+
+class _SAGE(torch.nn.Module):
+    """The example's model: SAGEConv layers and an MLP predictor of pair scores."""
+
+    def __init__(self, in_size, hidden):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([dglnn.SAGEConv(in_size, hidden, "mean"), dglnn.SAGEConv(hidden, hidden, "mean")])
+        self.predictor = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+
+    def forward(self, blocks, x):
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            x = layer(block, x)
+            if i != len(self.layers) - 1:
+                x = F.relu(x)
+        return x
+
+
+def _global(mb, pairs):
+    """Compacted (src, dst) of mb as global node ids."""
+    nid = mb.sampled_subgraphs[-1].original_column_node_ids
+    return nid[pairs[0].reshape(-1)], nid[pairs[1].reshape(-1)]
+
+
+def test_link_prediction_example_trains_on_tierfs(tmp_path):
+    """The example's train(): ItemSampler(train_set of node_pairs) -> negatives -> neighbors ->
+    exclude seed edges -> fetch_feature(["feat"]) -> data.node_pairs_with_labels, blocks and
+    node_features. tierfs's stage (as_edge_prediction_sampler with Uniform(1), exclude
+    "reverse_id") in place of GraphBolt's three, on the same minibatches as GraphBolt's own
+    pipeline (the control): the same positive pairs, negatives of the same sources, labels 1
+    then 0 as float, features the raw rows; the model's loss is finite and backpropagates."""
+    r = np.random.default_rng(SEED)
+    tasks = "  - name: link_prediction\n    train_set:\n" + _set(_column("train_pairs.npy", "node_pairs"))
+    edges = r.integers(0, N, (2, E))
+    pairs = edges[:, r.choice(E, 40, replace=False)].T.copy()
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"edges": edges, "train_pairs": pairs})
+    train_set = ours.tasks[0].train_set
+    assert train_set.names == theirs.tasks[0].train_set.names == ("node_pairs",)
+
+    sampler = tdgl.as_edge_prediction_sampler(
+        tdgl.NeighborSampler(ours.store, [3, 3], seed=SEED % 1000), exclude="reverse_id", negative_sampler=1
+    )
+    ours_pipe = gb.ItemSampler(train_set, batch_size=16).transform(sampler.sample_minibatch)
+    ours_pipe = ours_pipe.fetch_feature(ours.feature, node_feature_keys=["feat"])
+    theirs_pipe = gb.ItemSampler(theirs.tasks[0].train_set, batch_size=16).sample_uniform_negative(theirs.graph, 1)
+    theirs_pipe = theirs_pipe.sample_neighbor(theirs.graph, [3, 3]).fetch_feature(theirs.feature, node_feature_keys=["feat"])
+    model = _SAGE(4, 8)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    seen = 0
+    for data, control in zip(gb.DataLoader(ours_pipe), gb.DataLoader(theirs_pipe)):
+        compacted_pairs, labels = data.node_pairs_with_labels
+        want_pairs, want_labels = control.node_pairs_with_labels
+        n = data.node_pairs[0].numel()
+        assert labels.dtype == want_labels.dtype == torch.float32
+        assert torch.equal(labels, want_labels) and labels.tolist() == [1.0] * n + [0.0] * n
+        (gs, gd), (ws, wd) = _global(data, compacted_pairs), _global(control, want_pairs)
+        assert torch.equal(gs, ws) and torch.equal(gd[:n], wd[:n])
+        assert torch.equal(torch.stack([gs[:n], gd[:n]], 1), torch.from_numpy(pairs[seen : seen + n]))
+        assert ((gd[n:] >= 0) & (gd[n:] < N)).all()
+        x = data.node_features["feat"]
+        np.testing.assert_array_equal(x.numpy(), a["feat"][data.input_nodes.numpy()])
+        y = model(data.blocks, x)
+        logits = model.predictor(y[compacted_pairs[0]] * y[compacted_pairs[1]]).squeeze()
+        loss = F.binary_cross_entropy_with_logits(logits, labels)
+        opt.zero_grad()
+        loss.backward()
+        assert torch.isfinite(loss) and any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+        opt.step()
+        seen += n
+    assert seen == len(pairs)
+
+
+# --------------------------------------------------------------------------------------------
+# GraphBolt's standard metadata.yaml: a feature in the graph section and the feature list
+
+
+@pytest.mark.parametrize(
+    "edge_name",
+    [
+        "w",
+        pytest.param("feat", marks=pytest.mark.xfail(strict=True, reason=(
+            "issue 42 item 3: a one-type dataset's manifest needs feature names unique across node and edge "
+            "features (dataset/manifest.go's validation, ingest/namedfeatures.go)"))),
+    ],
+)
+def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
+    """The layout of gb_test_utils.py::random_homo_graphbolt_graph (test_ondisk_dataset.py's
+    preprocess and load tests): node feature feat and an edge feature listed in
+    graph.feature_data (GraphBolt's sampling-graph attributes) and again, type null, in the
+    top-level feature_data (its feature store), a link task with num_classes. from_graphbolt
+    takes each feature once; the feature store reads what GraphBolt's reads. GraphBolt's own
+    layout names the edge feature feat too (the xfail)."""
+    r = np.random.default_rng(SEED)
+    w = r.standard_normal((E, 2)).astype(np.float32)
+    entry = "{i}- domain: {d}\n{i}  type: null\n{i}  name: {n}\n{i}  format: numpy\n{i}  path: {p}\n"
+    graph = "  feature_data:\n" + entry.format(i="    ", d="node", n="feat", p="feat.npy") + entry.format(i="    ", d="edge", n=edge_name, p="w.npy")
+    tasks = "  - name: link_prediction\n    num_classes: 3\n    train_set:\n" + _set(_column("train.npy", "node_pairs"))
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"w": w, "train": r.integers(0, N, (10, 2))},
+                               features_yaml=entry.format(i="  ", d="edge", n=edge_name, p="w.npy"), graph_yaml=graph)
+    assert sorted(ours.feature.keys(), key=str) == sorted(((str(d.value), t, n) for d, t, n in theirs.feature.keys()), key=str)
+    ids, eids = torch.from_numpy(r.integers(0, N, 30)), torch.from_numpy(r.integers(0, E, 30))
+    assert torch.equal(ours.feature.read("node", None, "feat", ids), theirs.feature.read("node", None, "feat", ids))
+    assert torch.equal(ours.feature.read("edge", None, edge_name, eids), theirs.feature.read("edge", None, edge_name, eids))
+    assert torch.equal(ours.feature.read("edge", None, edge_name, eids), torch.from_numpy(w)[eids])
+
+
+# --------------------------------------------------------------------------------------------
+# Feature metadata
+
+
+HETERO_FEATURES = """dataset_name: features
+graph:
+  nodes:
+    - type: paper
+      num: {papers}
+    - type: author
+      num: {authors}
+  edges:
+    - type: "author:writes:paper"
+      format: numpy
+      path: writes.npy
+feature_data:
+  - domain: node
+    type: paper
+    name: feat
+    format: numpy
+    in_memory: false
+    path: node_feat.npy
+    num_categories: 10
+  - domain: node
+    type: paper
+    name: labels
+    format: numpy
+    path: node_labels.npy
+  - domain: edge
+    type: "author:writes:paper"
+    name: feat
+    format: numpy
+    in_memory: false
+    path: edge_feat.npy
+    num_categories: 10
+  - domain: edge
+    type: "author:writes:paper"
+    name: labels
+    format: numpy
+    path: edge_labels.npy
+tasks:
+  - name: node_classification
+    num_classes: 12
+    note: a user's key
+    train_set:
+      - type: paper
+        data:
+          - name: seed_nodes
+            format: numpy
+            path: train.npy
+"""
+
+
+@pytest.fixture
+def hetero_features(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Feature_heterograph's features (with a graph of
+    papers and authors, and a node task of the same metadata.yaml): (tierfs's Dataset, GraphBolt's
+    OnDiskDataset, the arrays)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    papers, authors, edges = 70, 30, 200
+    a = {
+        "writes": np.stack([r.integers(0, authors, edges), r.integers(0, papers, edges)]),
+        "node_feat": r.random((papers, 10)),
+        "node_labels": r.integers(0, 11, (papers, 1)),
+        "edge_feat": r.random((edges, 10)),
+        "edge_labels": r.integers(0, 11, (edges, 1)),
+        "train": r.permutation(papers)[:20],
+    }
+    root = tmp_path / "gb"
+    root.mkdir()
+    for k, v in a.items():
+        np.save(root / f"{k}.npy", v)
+    (root / "metadata.yaml").write_text(HETERO_FEATURES.format(papers=papers, authors=authors))
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    with tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")) as ours:
+        yield ours, theirs, a
+
+
+def test_feature_heterograph(hetero_features):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Feature_heterograph: the four features read as
+    GraphBolt reads them, a feature without metadata in the yaml has none."""
+    ours, theirs, a = hetero_features
+    keys = [("node", "paper", "feat"), ("node", "paper", "labels"), ("edge", "author:writes:paper", "feat"), ("edge", "author:writes:paper", "labels")]
+    assert set(ours.feature.keys()) == set(keys) == {(str(d.value), t, n) for d, t, n in theirs.feature.keys()}
+    for key in keys:
+        want = theirs.feature.read(*key)
+        assert torch.equal(ours.feature.read(*key), want) and ours.feature.size(*key) == theirs.feature.size(*key), key
+        assert torch.equal(want, torch.from_numpy(a[f"{key[0]}_{key[2]}"])), key
+    for key in keys[1::2]:
+        assert ours.feature.metadata(*key) == theirs.feature.metadata(*key) == {}, key
+    # The store under it: a node feature named as the edge type's is not shadowed by it.
+    store = ours.store
+    assert store.feature_name == "feat" and store.features["labels"]["of"] == "node"
+    np.testing.assert_array_equal(store.gather(np.arange(5), feature="feat"), a["node_feat"][:5])
+    np.testing.assert_array_equal(store.gather(np.arange(5), node_type="paper", feature="labels").reshape(-1), a["node_labels"][:5, 0])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 42 item 4: a dataset's manifest has no place for GraphBolt's feature metadata (num_categories, a "
+    "user's keys) or a task's name and metadata; from_graphbolt drops them"))
+def test_feature_and_task_metadata_survive(hetero_features):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Feature_heterograph (num_categories) and
+    ::test_OnDiskDataset_TVTSet_ItemSet_id_label (a task's num_classes), plus a user's key of the
+    task: metadata as GraphBolt's, no more keys."""
+    ours, theirs, _ = hetero_features
+    for key in [("node", "paper", "feat"), ("edge", "author:writes:paper", "feat")]:
+        assert theirs.feature.metadata(*key) == {"num_categories": 10}
+        assert ours.feature.metadata(*key) == theirs.feature.metadata(*key), key
+    assert theirs.tasks[0].metadata == {"name": "node_classification", "num_classes": 12, "note": "a user's key"}
+    assert ours.tasks[0].metadata == theirs.tasks[0].metadata
+
+
+# --------------------------------------------------------------------------------------------
+# Feature shapes
+
+
+def test_1d_feature_is_n_by_1(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_load_1D_feature (numpy): a 1-D node feature is
+    read as (N, 1), as GraphBolt holds it."""
+    r = np.random.default_rng(SEED)
+    one = "  - domain: node\n    name: one\n    format: numpy\n    path: one.npy\n"
+    tasks = "  - name: node_classification\n    num_classes: 1\n    train_set:\n" + _set(_column("train.npy"))
+    ours, theirs, a = _dataset(tmp_path / "gb", tasks, {"one": r.random(N), "train": np.array([0, 1, 0])}, features_yaml=one)
+    want = theirs.feature.read("node", None, "one")
+    assert torch.equal(want, torch.from_numpy(a["one"].reshape(-1, 1)))
+    assert torch.equal(ours.feature.read("node", None, "one"), want)
+    assert ours.feature.size("node", None, "one") == theirs.feature.size("node", None, "one") == torch.Size([1])
+    assert torch.equal(ours.tasks[0].train_set[:], theirs.tasks[0].train_set._items[0])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 42 item 2: ingest takes 2-D (rows, dim) features only and the manifest records dim, not a row shape"))
+def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
+    """GraphBolt's TorchBasedFeature of (N, a, b) (test_torch_based_feature_store.py's 3-D
+    features, test_torch_based_feature's feature_b): stored and served with its shape."""
+    r = np.random.default_rng(SEED)
+    cube = "  - domain: node\n    name: cube\n    format: numpy\n    path: cube.npy\n"
+    ours, theirs, a = _dataset(tmp_path / "gb", "  - name: none\n", {"cube": r.random((N, 2, 3)).astype(np.float32)}, features_yaml=cube)
+    ids = torch.tensor([3, 0, 3])
+    assert theirs.feature.size("node", None, "cube") == torch.Size([2, 3])
+    assert ours.feature.size("node", None, "cube") == torch.Size([2, 3])
+    assert torch.equal(ours.feature.read("node", None, "cube", ids), theirs.feature.read("node", None, "cube", ids))
