@@ -17,7 +17,10 @@ func hashHex(b []byte) string { return fmt.Sprintf("%016x", xxhash.Sum64(b)) }
 // blockChecksums hashes each block of the first size bytes of f; when size is no multiple of
 // block, the last block's hash covers the bytes there are. progress, when set, gets the bytes
 // hashed so far.
-func blockChecksums(f *os.File, size, block int64, progress func(done int64)) ([]uint64, error) {
+func blockChecksums(f interface {
+	io.ReaderAt
+	Name() string
+}, size, block int64, progress func(done int64)) ([]uint64, error) {
 	sums := make([]uint64, 0, (size+block-1)/block)
 	buf := make([]byte, 1<<20/block*block)
 	for off := int64(0); off < size; {

@@ -2,6 +2,4 @@
 
 package ingest
 
-import "os"
-
-func allocate(f *os.File, size int64) error { return errUnsupported }
+func allocate(fd uintptr, size int64) error { return errUnsupported }

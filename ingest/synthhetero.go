@@ -151,7 +151,7 @@ func synthNodeType(tw *typeWriter, n SynthNodeType, opt SynthHeteroOptions) (dat
 	if err := tw.mkdir(typeDir); err != nil {
 		return nt, err
 	}
-	so := SynthOptions{Out: filepath.Join(tw.w.Dir, typeDir), Nodes: n.Nodes, Dim: n.Dim, DType: n.DType, Classes: max(n.Classes, 1),
+	so := SynthOptions{FS: tw.w.FS, Out: filepath.Join(tw.w.Dir, typeDir), Nodes: n.Nodes, Dim: n.Dim, DType: n.DType, Classes: max(n.Classes, 1),
 		Seed: typeSeed(opt.Seed, "node", n.Name), TrainFrac: n.TrainFrac, ValFrac: n.ValFrac, TestFrac: n.TestFrac, Progress: opt.Progress}
 	if err := so.setDefaults(); err != nil {
 		return nt, err
