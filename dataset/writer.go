@@ -304,7 +304,7 @@ func WriteInt64s(fsys wfs.FS, path string, values []int64) error {
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
-	b := bufio.NewWriterSize(f, 1<<20)
+	b := bufio.NewWriterSize(f, min(1<<20, 8*len(values)))
 	var buf [8]byte
 	for _, v := range values {
 		binary.LittleEndian.PutUint64(buf[:], uint64(v))
