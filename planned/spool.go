@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // The sample spool: with PlaceTiers, a plan draws each batch once. The placement pass, which
@@ -81,7 +83,7 @@ func (sp *sampleSpool) begin(e int) (*spooler, error) {
 		return nil, nil
 	}
 	ep := &spooledEpoch{path: filepath.Join(sp.dir, samplesFile(e)), fd: -1}
-	w, err := createSamples(ep.path, &ep.records)
+	w, err := createSamples(wfs.OS, ep.path, &ep.records)
 	if err != nil {
 		return nil, err
 	}
