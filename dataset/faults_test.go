@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/internal/wfs"
+	"github.com/tierfs/tierfs/internal/wfs/wfstest"
 )
 
 // writeGeneration writes dataset generation gen to dest through fsys the way ingest does (Begin,
@@ -107,21 +108,6 @@ func generationAt(t *testing.T, dest, what string) int64 {
 	return gen
 }
 
-// memDir is a new directory, removed when t ends, in /dev/shm where there is one: the fault walks
-// below write hundreds of datasets, whose fsyncs would cost seconds on a disk.
-func memDir(t *testing.T) string {
-	t.Helper()
-	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-		return t.TempDir()
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "tierfs-faults-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // names lists the entries of dir.
 func names(t *testing.T, dir string) []string {
 	t.Helper()
@@ -144,7 +130,7 @@ func names(t *testing.T, dir string) []string {
 // is nothing else, and the stripes' directory holds only the stripe of the dataset in place.
 // A write that returns nil has published the new one.
 func TestWriteFaults(t *testing.T) {
-	parent, stripes := memDir(t), memDir(t)
+	parent, stripes := wfstest.MemDir(t), wfstest.MemDir(t)
 	dest := filepath.Join(parent, "ds")
 	gen := int64(0) // the generation in place; -1: none yet
 	walked := 0
@@ -206,12 +192,12 @@ func TestWriteFaults(t *testing.T) {
 // else, and the next Upgrade finishes the work and leaves nothing of it behind.
 func TestUpgradeFaults(t *testing.T) {
 	r := testRand(t)
-	src, srcStripes := memDir(t), memDir(t)
+	src, srcStripes := wfstest.MemDir(t), wfstest.MemDir(t)
 	old := writeOldDataset(t, src, srcStripes, 300, r)
 	walked := 0
 	for _, fault := range wfs.Faults {
 		for n := 1; ; n++ {
-			dir, stripes := memDir(t), memDir(t)
+			dir, stripes := wfstest.MemDir(t), wfstest.MemDir(t)
 			copyDir(t, src, dir)
 			copyDir(t, srcStripes, stripes)
 			text := strings.ReplaceAll(string(mustRead(t, filepath.Join(dir, ManifestName))), srcStripes, stripes)

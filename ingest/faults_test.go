@@ -12,22 +12,8 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/wfs"
+	"github.com/tierfs/tierfs/internal/wfs/wfstest"
 )
-
-// memDir is a new directory, removed when t ends, in /dev/shm where there is one: the fault walks
-// below write hundreds of datasets, whose fsyncs would cost seconds on a disk.
-func memDir(t *testing.T) string {
-	t.Helper()
-	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-		return t.TempDir()
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "tierfs-faults-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 // dataHashes hashes every data file m lists, in its order: what a dataset holds, without its
 // manifest and sidecars (which carry its time and random id) or the names of its stripes (which
@@ -57,13 +43,13 @@ func dataHashes(t *testing.T, m *dataset.Manifest) []string {
 func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, gen int) error) {
 	ref := map[int][]string{}
 	for gen := 1; gen <= 2; gen++ {
-		out := filepath.Join(memDir(t), "ref")
-		if err := write(nil, out, memDir(t), gen); err != nil {
+		out := filepath.Join(wfstest.MemDir(t), "ref")
+		if err := write(nil, out, wfstest.MemDir(t), gen); err != nil {
 			t.Fatal(err)
 		}
 		ref[gen] = dataHashes(t, loadVerified(t, out))
 	}
-	parent, stripes := memDir(t), memDir(t)
+	parent, stripes := wfstest.MemDir(t), wfstest.MemDir(t)
 	out := filepath.Join(parent, "ds")
 	state := func(what string) int {
 		if _, err := os.Stat(out); os.IsNotExist(err) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/wfs"
+	"github.com/tierfs/tierfs/internal/wfs/wfstest"
 )
 
 // writeHook is an FS (the operating system's) whose files' WriteAt calls writeAt, which writes
@@ -38,21 +39,6 @@ func (f hookedFile) WriteAt(p []byte, off int64) (int, error) { return f.writeAt
 // hooked is an FS calling writeAt for every WriteAt of its files.
 func hooked(writeAt func(f wfs.File, p []byte, off int64) (int, error)) wfs.FS {
 	return writeHook{wfs.OS, writeAt}
-}
-
-// memDir is a new directory, removed when t ends, in /dev/shm where there is one: the fault walk
-// below plans a hundred times, whose fsyncs would cost seconds on a disk.
-func memDir(t *testing.T) string {
-	t.Helper()
-	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-		return t.TempDir()
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "tierfs-faults-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 // planBatches is every batch the plan o opens on, each loaded (verified) and hashed; nil with
@@ -89,7 +75,7 @@ func TestPlanFaults(t *testing.T) {
 	s := mustOpen(t, d.Dir, featurestore.Options{})
 	defer s.Close()
 	o := epochOpts(t, d, 2)
-	o.Dir = filepath.Join(memDir(t), "plan")
+	o.Dir = filepath.Join(wfstest.MemDir(t), "plan")
 	if _, err := PlanEpochs(s.Session(), o); err != nil {
 		t.Fatal(err)
 	}
