@@ -63,56 +63,68 @@ func planBatches(t *testing.T, ss *featurestore.Session, o EpochOptions) ([]stri
 	return out, nil
 }
 
-// TestPlanFaults fails each call of PlanEpochs (two epochs, over the plan a first run left) in
-// turn with each fault wfs.Faulty injects — ENOSPC, EIO, a short write, a failed fsync — until
-// the plan makes no call the fault applies to. After each, the plan directory holds no plan
-// (OpenEpochs: featurestore.ErrNotFound) and, once OpenEpochs has cleaned it, nothing else; or
-// the whole plan: every batch loads, verified, equal to the plan's written without faults. A
-// plan that returns nil is in place.
+// TestPlanFaults fails each call of PlanEpochs (two epochs, over the plan a first run left;
+// plain, and placing a host tier first, whose pass spools the samples files) in turn with each
+// fault wfs.Faulty injects — ENOSPC, EIO, a short write, a failed fsync — until the plan makes no
+// call the fault applies to. After each, the plan directory holds no plan (OpenEpochs:
+// featurestore.ErrNotFound) and, once OpenEpochs has cleaned it, nothing else; or the whole plan:
+// every batch loads, verified, equal to the plan's written without faults. A plan that returns
+// nil is in place.
 func TestPlanFaults(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
-	s := mustOpen(t, d.Dir, featurestore.Options{})
-	defer s.Close()
-	o := epochOpts(t, d, 2)
-	o.Dir = filepath.Join(wfstest.MemDir(t), "plan")
-	if _, err := PlanEpochs(s.Session(), o); err != nil {
-		t.Fatal(err)
-	}
-	want, err := planBatches(t, s.Session(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	walked := 0
-	for _, fault := range wfs.Faults {
-		for n := 1; ; n++ {
-			f := &wfs.Faulty{Fault: fault, N: n}
-			fo := o
-			fo.fs = f
-			_, err := PlanEpochs(s.Session(), fo)
-			what := fmt.Sprintf("%v (%s), plan: %v", f, f.Hit(), err)
-			got, oerr := planBatches(t, s.Session(), o)
-			switch {
-			case errors.Is(oerr, featurestore.ErrNotFound):
-				if err == nil {
-					t.Fatalf("%s: no plan", what)
+	for _, place := range []bool{false, true} {
+		opts := featurestore.Options{}
+		if place {
+			opts.HostCacheBytes = (d.RowBytes + 16) * d.Count / 4
+		}
+		s := mustOpen(t, d.Dir, opts)
+		defer s.Close()
+		o := epochOpts(t, d, 2)
+		o.Dir = filepath.Join(wfstest.MemDir(t), "plan")
+		o.PlaceTiers = place
+		rep, err := PlanEpochs(s.Session(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if place && rep.PlaceSeconds == 0 {
+			t.Fatal("the plan placed no tiers")
+		}
+		want, err := planBatches(t, s.Session(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked := 0
+		for _, fault := range wfs.Faults {
+			for n := 1; ; n++ {
+				f := &wfs.Faulty{Fault: fault, N: n}
+				fo := o
+				fo.fs = f
+				_, err := PlanEpochs(s.Session(), fo)
+				what := fmt.Sprintf("place %v, %v (%s), plan: %v", place, f, f.Hit(), err)
+				got, oerr := planBatches(t, s.Session(), o)
+				switch {
+				case errors.Is(oerr, featurestore.ErrNotFound):
+					if err == nil {
+						t.Fatalf("%s: no plan", what)
+					}
+					if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+						t.Fatalf("%s: a failed plan left %d entries (%s...)", what, len(left), left[0].Name())
+					}
+				case oerr != nil:
+					t.Fatalf("%s: the plan in place: %v", what, oerr)
+				case !slices.Equal(got, want):
+					t.Fatalf("%s: the plan in place serves other batches", what)
 				}
-				if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
-					t.Fatalf("%s: a failed plan left %d entries (%s...)", what, len(left), left[0].Name())
+				if f.Hit() == "" {
+					if err != nil {
+						t.Fatalf("%s: no fault hit", what)
+					}
+					walked += n - 1
+					break
 				}
-			case oerr != nil:
-				t.Fatalf("%s: the plan in place: %v", what, oerr)
-			case !slices.Equal(got, want):
-				t.Fatalf("%s: the plan in place serves other batches", what)
-			}
-			if f.Hit() == "" {
-				if err != nil {
-					t.Fatalf("%s: no fault hit", what)
-				}
-				walked += n - 1
-				break
 			}
 		}
+		t.Logf("place %v: %d faulted plans", place, walked)
 	}
-	t.Logf("%d faulted plans", walked)
 }

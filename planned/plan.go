@@ -372,7 +372,7 @@ func (r *epochPlanner) openEpoch(e int) (*epochPack, error) {
 	ep.ef.Samples, ep.ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, r.nb)
 	ep.spath = filepath.Join(r.o.Dir, ep.ef.Samples)
 	if ep.spooled != nil {
-		err = ep.spooled.take(ep.spath)
+		err = ep.spooled.take(r.o.fs, ep.spath)
 	} else {
 		ep.sw, err = createSamples(r.o.fs, ep.spath, &ep.ef.SampleRecords)
 	}
@@ -510,7 +510,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 	start := time.Now()
 	pl := &placed{}
 	if spool && spoolSamples {
-		if pl.spool, err = newSampleSpool(o.Dir, o.DiskBudget); err != nil {
+		if pl.spool, err = newSampleSpool(wfs.Or(o.fs), o.Dir, o.DiskBudget); err != nil {
 			return nil, err
 		}
 		defer func() {
