@@ -31,7 +31,7 @@ var ErrExists = errors.New("destination exists")
 // beside Dir (.NAME.tierfs-lock-NONCE, listing the stripes Claim records); the kernel drops it
 // when the writer dies, however it dies, and CleanStale then removes what the write left.
 type Writing struct {
-	Dir   string // where the files are written (m.SetDir(Dir) before Commit)
+	Dir   string // where the files are written (Manifest gives their manifest)
 	Dest  string // where the dataset ends up
 	Nonce string // unique to this write; part of stripe names outside Dir
 	FS    wfs.FS // what every file of the write is written through

@@ -33,13 +33,13 @@ func dataHashes(t *testing.T, m *dataset.Manifest) []string {
 
 // walkWriteFaults fails each call of write (generation 1 or 2 of a dataset, to out, through
 // fsys) in turn with each fault wfs.Faulty injects, until write makes no call the fault applies
-// to; the first write is to an empty out, each next over the generation in place (the first
+// to; the first writes are to an empty out, the others over the generation in place (the first
 // write of a dataset is walked call by call in dataset's TestWriteFaults: Begin and Publish are
-// the same for every writer). After each, once CleanStale has run
-// (as the next write runs it), out holds nothing or the old generation or the new one — loading,
-// verifying, its data files those of that generation as written without faults — never a third;
-// beside out there is nothing else, and the stripes' directory write is given holds only the
-// stripes of the dataset in place.
+// the same for every writer). After each, once CleanStale has run (as the next write runs it),
+// out holds nothing or the old generation or the new one — loading, verifying, its data files
+// those of that generation as written without faults — never a third; beside out there is
+// nothing else, and the stripes' directory write is given holds only the stripes of the dataset
+// in place.
 func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, gen int) error) {
 	ref := map[int][]string{}
 	for gen := 1; gen <= 2; gen++ {
