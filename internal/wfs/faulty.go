@@ -2,7 +2,6 @@ package wfs
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"sync"
 
@@ -23,9 +22,12 @@ const (
 var Faults = []Fault{ENOSPC, EIO, ShortWrite, SyncFail}
 
 // Faulty is an FS over another (nil: OS) that fails its Nth call that the Fault applies to
-// (counted from 1, over every file it opened), once, and passes every other call through. Calls
-// counts those calls so far and Hit says whether the fault fired: a test walks N = 1, 2, ...
-// until a write completes with Hit false, so every call of the write has failed once.
+// (counted from 1, over every file it opened), once, and passes every other call through; ENOSPC
+// and EIO apply to every call (open, write, truncate, fsync, close, rename, remove, mkdir),
+// ShortWrite to writes, SyncFail to fsyncs of files and directories. Hit names the call that
+// failed: a test walks N = 1, 2, ... until a write completes with Hit empty, so every call of
+// the write has failed once. Safe for concurrent use; the order of concurrent calls decides
+// which of them is the Nth.
 type Faulty struct {
 	FS    FS
 	Fault Fault
@@ -41,13 +43,6 @@ func (f *Faulty) Hit() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.hit
-}
-
-// Calls is the number of calls the Fault applies to seen so far.
-func (f *Faulty) Calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
 }
 
 // fail says whether the call op of path is the one to fail, counting it when the fault applies.
@@ -188,9 +183,9 @@ func (f *faultyFile) Close() error {
 }
 
 var (
-	_ FS        = (*Faulty)(nil)
-	_ File      = (*os.File)(nil)
-	_ io.Writer = (*faultyFile)(nil)
+	_ FS   = (*Faulty)(nil)
+	_ File = (*os.File)(nil)
+	_ File = (*faultyFile)(nil)
 )
 
 // String names the fault and the call it fails, for test logs.
