@@ -74,10 +74,10 @@ func openLabels(path string) (int64, error) {
 // intChunks streams the integer elements of a .npy file as int64s, in chunks.
 func intChunks(a *Npy, fn func(first int64, vals []int64) error) error {
 	const chunk = 1 << 16
-	raw := make([]byte, chunk*a.ItemSize)
-	vals := make([]int64, chunk)
-	data := a.Data()
 	n := a.Len()
+	raw := make([]byte, min(chunk, n)*int64(a.ItemSize)) // a chunk, or every entry of a small file
+	vals := make([]int64, min(chunk, n))
+	data := a.Data()
 	for first := int64(0); first < n; first += chunk {
 		k := min(chunk, n-first)
 		if _, err := io.ReadFull(data, raw[:k*int64(a.ItemSize)]); err != nil {
