@@ -121,8 +121,8 @@ func TestSynthFaults(t *testing.T) {
 	})
 }
 
-// TestIngestFaults: Ingest of edges with a feature, an edge feature, labels and a split under
-// every fault at every call (walkWriteFaults).
+// TestIngestFaults: Ingest of edges with a feature, an edge feature, labels, a split and an edge
+// split (seeds, labels, negatives) under every fault at every call (walkWriteFaults).
 func TestIngestFaults(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -152,8 +152,10 @@ func TestIngestFaults(t *testing.T) {
 		splits := p("splits")
 		os.Mkdir(splits, 0o755)
 		WriteNpy(filepath.Join(splits, "train.npy"), "<i8", []int64{3}, intBytes([]int64{0, 2, 4}, 'i', 8))
+		split := randomSplit(rng, int64(nodes), int64(nodes), true, false, 2, false).write(t, in, fmt.Sprintf("%d.train", gen), "")
+		split.Split = "train"
 		inputs[gen] = Options{Edges: p("e.npy"), Features: p("x.npy"), Labels: p("y.npy"), SplitsDir: splits,
-			EdgeFeatures: []FeatureInput{{Name: "w", Path: p("ex.npy")}}}
+			EdgeFeatures: []FeatureInput{{Name: "w", Path: p("ex.npy")}}, EdgeSplits: []EdgeSplitInput{split}}
 	}
 	walkWriteFaults(t, func(fsys wfs.FS, out, _ string, gen int) error {
 		o := inputs[gen]
