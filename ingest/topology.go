@@ -337,8 +337,6 @@ func dedupLists[T int32 | int64](indptr []int64, idx []T, progress func(string, 
 	return w
 }
 
-var errUnsupported = errors.New("not supported")
-
 // preallocate reserves the disk blocks of a sparse file, so that running out of space is an
 // error here instead of a SIGBUS while writing through a mapping.
 func preallocate(fsys wfs.FS, path string, size int64) error {
@@ -350,11 +348,11 @@ func preallocate(fsys wfs.FS, path string, size int64) error {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	defer f.Close()
-	err = allocate(f.Fd(), size)
+	err = f.Allocate(size)
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, errUnsupported) {
+	if !errors.Is(err, wfs.ErrUnsupported) {
 		return fmt.Errorf("ingest: reserve %d bytes for %s: %w", size, path, err)
 	}
 	// No fallocate on this file system: allocate by writing the zeros.

@@ -23,11 +23,11 @@ var Faults = []Fault{ENOSPC, EIO, ShortWrite, SyncFail}
 
 // Faulty is an FS over another (nil: OS) that fails its Nth call that the Fault applies to
 // (counted from 1, over every file it opened), once, and passes every other call through; ENOSPC
-// and EIO apply to every call (open, write, truncate, fsync, close, rename, remove, mkdir),
-// ShortWrite to writes, SyncFail to fsyncs of files and directories. Hit names the call that
-// failed: a test walks N = 1, 2, ... until a write completes with Hit empty, so every call of
-// the write has failed once. Safe for concurrent use; the order of concurrent calls decides
-// which of them is the Nth.
+// and EIO apply to every call (open, write, truncate, allocate, fsync, close, rename, remove,
+// mkdir), ShortWrite to writes, SyncFail to fsyncs of files and directories. Hit names the
+// call that failed: a test walks N = 1, 2, ... until a write completes with Hit empty, so every
+// call of the write has failed once. Safe for concurrent use; the order of concurrent calls
+// decides which of them is the Nth.
 type Faulty struct {
 	FS    FS
 	Fault Fault
@@ -174,6 +174,13 @@ func (f *faultyFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
+func (f *faultyFile) Allocate(size int64) error {
+	if f.fs.fail("allocate", f.Name()) {
+		return f.fs.errno("allocate", f.Name())
+	}
+	return f.File.Allocate(size)
+}
+
 func (f *faultyFile) Close() error {
 	err := f.File.Close()
 	if f.fs.fail("close", f.Name()) && err == nil {
@@ -184,7 +191,7 @@ func (f *faultyFile) Close() error {
 
 var (
 	_ FS   = (*Faulty)(nil)
-	_ File = (*os.File)(nil)
+	_ File = osFile{}
 	_ File = (*faultyFile)(nil)
 )
 

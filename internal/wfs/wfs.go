@@ -7,17 +7,21 @@
 package wfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
 
-// File is a file open for writing.
+// File is a file open for writing; Allocate reserves its first size bytes on disk (fallocate;
+// ErrUnsupported where the file system cannot), so that a file written through a mapping runs
+// out of space with an error, not a SIGBUS.
 type File interface {
 	io.Writer
 	io.WriterAt
 	io.ReaderAt
 	Sync() error
 	Truncate(size int64) error
+	Allocate(size int64) error
 	Stat() (os.FileInfo, error)
 	Close() error
 	Name() string
@@ -36,6 +40,9 @@ type FS interface {
 	MkdirAll(path string, perm os.FileMode) error
 	SyncDir(dir string) error
 }
+
+// ErrUnsupported is File.Allocate's error where the file system cannot reserve space.
+var ErrUnsupported = errors.New("fallocate not supported")
 
 // OS is the operating system's file system.
 var OS FS = osFS{}
@@ -78,8 +85,12 @@ func (osFS) OpenFile(path string, flag int, perm os.FileMode) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return osFile{f}, nil
 }
+
+// osFile is an *os.File with Allocate.
+type osFile struct{ *os.File }
+
 func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (osFS) Remove(path string) error                     { return os.Remove(path) }
 func (osFS) RemoveAll(path string) error                  { return os.RemoveAll(path) }
