@@ -96,8 +96,9 @@ func (l sharedLayout) view(mem []byte) (Index, []byte) {
 // file (refusing one that exists), writes the index, calls load with the ids sorted and the
 // arena, marks the file ready and maps it read-only. Other processes then map it with
 // MapShared. On error the file is removed. The tier's earlier contents are released as by Fill.
-// The file is created, sized and removed through fsys (nil: the operating system's); its
-// contents are written through the mapping.
+// The file is created, sized, reserved (so that a full tmpfs is an error, not a SIGBUS) and
+// removed through fsys (nil: the operating system's); its contents are written through the
+// mapping.
 func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Source) error {
 	fsys = wfs.Or(fsys)
 	index, err := NewIndex(ids)
@@ -113,6 +114,10 @@ func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Sou
 		defer f.Close()
 		if err := f.Truncate(l.size); err != nil {
 			return nil, fmt.Errorf("host tier: size the shared tier file %s to %d bytes for %d rows: %w", path, l.size, l.rows, err)
+		}
+		// Reserved now, a full tmpfs is this error, not a SIGBUS while the rows are written.
+		if err := f.Allocate(l.size); err != nil && !errors.Is(err, wfs.ErrUnsupported) {
+			return nil, fmt.Errorf("host tier: reserve %d bytes for the shared tier file %s (%d rows): %w", l.size, path, l.rows, err)
 		}
 		mem, err := unix.Mmap(int(f.Fd()), 0, int(l.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
