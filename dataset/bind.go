@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // Checksums bound to their place (format version 7) and to how they are read (version 9): a
@@ -170,7 +171,7 @@ func newDatasetID() (string, error) {
 
 // bindSidecar rewrites the sidecar at path (written unbound: plain xxhash64 per block) bound
 // with key, and returns its xxhash64 for the manifest.
-func bindSidecar(path string, key uint64) (string, error) {
+func bindSidecar(fsys wfs.FS, path string, key uint64) (string, error) {
 	side, err := os.ReadFile(path) // one of ours, just written: 8 bytes a block
 	if err != nil {
 		return "", fmt.Errorf("dataset: %w", err)
@@ -178,7 +179,7 @@ func bindSidecar(path string, key uint64) (string, error) {
 	for i := 0; i+8 <= len(side); i += 8 {
 		binary.LittleEndian.PutUint64(side[i:], binary.LittleEndian.Uint64(side[i:])^blockMix(key, int64(i/8)))
 	}
-	if err := writeSynced(path, side); err != nil {
+	if err := writeSynced(fsys, path, side); err != nil {
 		return "", err
 	}
 	return hashHex(side), nil

@@ -17,9 +17,12 @@ func hashHex(b []byte) string { return fmt.Sprintf("%016x", xxhash.Sum64(b)) }
 // blockChecksums hashes each block of the first size bytes of f; when size is no multiple of
 // block, the last block's hash covers the bytes there are. progress, when set, gets the bytes
 // hashed so far.
-func blockChecksums(f *os.File, size, block int64, progress func(done int64)) ([]uint64, error) {
+func blockChecksums(f interface {
+	io.ReaderAt
+	Name() string
+}, size, block int64, progress func(done int64)) ([]uint64, error) {
 	sums := make([]uint64, 0, (size+block-1)/block)
-	buf := make([]byte, 1<<20/block*block)
+	buf := make([]byte, min(1<<20/block*block, RoundUp(size, block)))
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
 		if _, err := f.ReadAt(buf[:n], off); err != nil {
@@ -117,7 +120,12 @@ func (p Problem) String() string {
 func (m *Manifest) Verify(limit int, progress func(done, total int64)) ([]Problem, error) {
 	var problems []Problem
 	total, done := m.TotalBytes(), int64(0)
-	buf := make([]byte, 4<<20)
+	largest := int64(0)
+	for _, f := range m.Files {
+		largest = max(largest, f.Bytes)
+	}
+	block := max(int64(m.BlockSize), 1)
+	buf := make([]byte, min(4<<20/block*block, RoundUp(largest, block))) // 4 MiB, or the largest file
 	for i := range m.Files {
 		f := &m.Files[i]
 		perFile := 0

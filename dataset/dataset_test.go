@@ -29,7 +29,7 @@ func writeTestDataset(t *testing.T, dir string, count, dim int64, dtype DType, n
 	for i := range rows {
 		rows[i] = byte(rng.UintN(256))
 	}
-	w, err := NewFeatureWriter(dir, &spec)
+	w, err := NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func writeTestDataset(t *testing.T, dir string, count, dim int64, dtype DType, n
 	for v := int64(1); v <= count; v++ {
 		indptr[v] = v
 	}
-	idx, err := CreateMapped(filepath.Join(dir, "indices.bin"), 4*count)
+	idx, err := CreateMapped(nil, filepath.Join(dir, "indices.bin"), 4*count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +60,10 @@ func writeTestDataset(t *testing.T, dir string, count, dim int64, dtype DType, n
 		t.Fatal(err)
 	}
 	labels := make([]int64, count)
-	if err := WriteInt64s(filepath.Join(dir, "indptr.bin"), indptr); err != nil {
+	if err := WriteInt64s(nil, filepath.Join(dir, "indptr.bin"), indptr); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
+	if err := WriteInt64s(nil, filepath.Join(dir, "labels.bin"), labels); err != nil {
 		t.Fatal(err)
 	}
 	m := &Manifest{
@@ -239,15 +239,15 @@ func TestReplaceIsRefusedOrSwapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTestDataset(t, dir, 100, 4, Float32, 1, rng)
-	if _, err := Begin(dir, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "already holds a dataset") {
+	if _, err := Begin(nil, dir, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "already holds a dataset") {
 		t.Fatalf("Begin over a dataset without replace: %v", err)
 	}
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
-	if _, err := Begin(other, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "1 entries") {
+	if _, err := Begin(nil, other, false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "1 entries") {
 		t.Fatalf("Begin over a directory with a file: %v", err)
 	}
-	w, err := Begin(dir, true)
+	w, err := Begin(nil, dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestReplaceIsRefusedOrSwapped(t *testing.T) {
 	if _, err := Load(dir); err != nil {
 		t.Fatalf("after Abort: %v", err)
 	}
-	w, err = Begin(dir, true)
+	w, err = Begin(nil, dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func seedManifest(dir string) error {
 		return err
 	}
 	spec.Files[0] = "f.bin"
-	w, err := NewFeatureWriter(dir, &spec)
+	w, err := NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		return err
 	}

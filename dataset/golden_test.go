@@ -66,7 +66,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 		}
 		sp.Scalar = scalar
 		sp.Files[0] = "features." + name + ".0.bin"
-		fw, err := NewFeatureWriter(dir, &sp)
+		fw, err := NewFeatureWriter(nil, dir, &sp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func writeGolden(t *testing.T, dir string, version int) {
 		return sp
 	}
 	int64s := func(name string, vals []int64) string {
-		if err := WriteInt64s(filepath.Join(dir, name), vals); err != nil {
+		if err := WriteInt64s(nil, filepath.Join(dir, name), vals); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, name)

@@ -28,7 +28,7 @@ func (m *Manifest) checkLabelFile(nt *NodeType) error {
 	}
 	f := os.NewFile(uintptr(fd), m.Path(l.File))
 	defer f.Close()
-	buf := make([]int64, 1<<17)
+	buf := make([]int64, min(1<<17, nt.Count))
 	for first := int64(0); first < nt.Count; first += int64(len(buf)) {
 		chunk := buf[:min(int64(len(buf)), nt.Count-first)]
 		if _, err := f.ReadAt(BytesOf(chunk), 8*first); err != nil {

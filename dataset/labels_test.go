@@ -21,7 +21,7 @@ func TestCommitRefusesLabelsOutsideClasses(t *testing.T) {
 		{[]int64{0, -2, 1, 1}, "node 1 has label -2"},
 	} {
 		dir := t.TempDir()
-		if err := WriteInt64s(filepath.Join(dir, "labels.bin"), tc.labels); err != nil {
+		if err := WriteInt64s(nil, filepath.Join(dir, "labels.bin"), tc.labels); err != nil {
 			t.Fatal(err)
 		}
 		m := &Manifest{NodeTypes: []NodeType{{Name: "node", Count: int64(len(tc.labels)), Labels: &LabelSpec{ArraySpec{"labels.bin", Int64}, 3}}}}

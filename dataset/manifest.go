@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tierfs/tierfs/internal/strictjson"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"math"
 	"os"
 	"path/filepath"
@@ -101,7 +102,11 @@ type Manifest struct {
 	Typed bool `json:"typed,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
+	fs  wfs.FS // what its files are written through (nil: the operating system's)
 }
+
+// fsys is what m's files are written through.
+func (m *Manifest) fsys() wfs.FS { return wfs.Or(m.fs) }
 
 // contentHash is the ManifestHash of m's content.
 func (m *Manifest) contentHash() (string, error) {

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // A write to NAME keeps, beside NAME, until Publish succeeds or Abort returns:
@@ -41,33 +44,37 @@ func (w *Writing) lockPath() string   { return w.sibling(lockInfix) }
 // takeLock creates the write's lock file, flocked, under its name.
 func (w *Writing) takeLock() error {
 	tmp := w.lockPath() + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := w.FS.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("dataset: create the write's lock file: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		w.FS.Remove(tmp)
 		return fmt.Errorf("dataset: lock %s: %w", tmp, err)
 	}
 	if _, err := fmt.Fprintf(f, "pid %d\n", os.Getpid()); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		w.FS.Remove(tmp)
 		return fmt.Errorf("dataset: write %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, w.lockPath()); err != nil {
+	if err := w.FS.Rename(tmp, w.lockPath()); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		w.FS.Remove(tmp)
 		return fmt.Errorf("dataset: %w", err)
 	}
 	w.lock = f
 	return nil
 }
 
-// release unlinks the lock file and drops the lock; idempotent.
+// release drops the lock and unlinks the lock file, unless the write left a staging or an old
+// directory beside the destination (a removal failed): then the lock file stays, unlocked, for
+// CleanStale to undo what is left as it does a killed write's. Idempotent.
 func (w *Writing) release() {
 	if w.lock != nil {
-		_ = os.Remove(w.lockPath())
+		if !exists(w.Dir) && !exists(w.oldDir()) {
+			_ = w.FS.Remove(w.lockPath())
+		}
 		_ = w.lock.Close()
 		w.lock = nil
 	}
@@ -94,7 +101,7 @@ func (w *Writing) Claim(paths []string) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	if _, err := w.lock.WriteString(b.String()); err != nil {
+	if _, err := io.WriteString(w.lock, b.String()); err != nil {
 		return fmt.Errorf("dataset: write %s: %w", w.lockPath(), err)
 	}
 	if err := w.lock.Sync(); err != nil {
@@ -185,6 +192,8 @@ func isNonce(s string) bool {
 	return true
 }
 
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
 // cleanIfDead undoes w's leftovers if its lock file can be flocked (its writer is dead).
 func (w *Writing) cleanIfDead() ([]string, error) {
 	lockPath := w.lockPath()
@@ -208,7 +217,6 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	}
 	var did []string
 	var errs []error
-	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	staged, old, hasDest := exists(w.Dir), exists(w.oldDir()), exists(w.Dest)
 	if old && !hasDest {
 		if err := os.Rename(w.oldDir(), w.Dest); err != nil {
@@ -226,7 +234,7 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	}
 	if old && hasDest && !staged && dest != nil {
 		// The new dataset is in place: the old one goes, as Publish would have removed it.
-		if err := removeReplaced(w.oldDir(), dest); err != nil {
+		if err := removeReplaced(wfs.OS, w.oldDir(), dest); err != nil {
 			errs = append(errs, err)
 		} else {
 			did = append(did, "removed "+w.oldDir()+", the dataset a killed write had replaced")

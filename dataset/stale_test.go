@@ -23,7 +23,7 @@ func TestKilledWriterHelper(t *testing.T) {
 		t.Skip("run by TestKilledWriters")
 	}
 	dest := os.Getenv("TIERFS_DEST")
-	w, err := Begin(dest, true)
+	w, err := Begin(nil, dest, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestKilledWriters(t *testing.T) {
 		if did, err := CleanStale(dest); err != nil || len(did) != 0 {
 			t.Fatalf("CleanStale with the writer alive: did %v, %v", did, err)
 		}
-		w, err := Begin(dest, true)
+		w, err := Begin(nil, dest, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestKilledWriters(t *testing.T) {
 			t.Fatalf("the killed writer left %v", got)
 		}
 		// Dead: the next Begin removes its staging directory and its stripe.
-		w, err = Begin(dest, true)
+		w, err = Begin(nil, dest, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func mkdir(t *testing.T, dir string) string {
 // the error is the plain one.
 func TestLoadDuringFirstWrite(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "ds")
-	w, err := Begin(dest, false)
+	w, err := Begin(nil, dest, false)
 	if err != nil {
 		t.Fatal(err)
 	}

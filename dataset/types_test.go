@@ -20,7 +20,7 @@ func writeHetero(t *testing.T, dir string) *Manifest {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteInt64s(full, vals); err != nil {
+		if err := WriteInt64s(nil, full, vals); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, path)
@@ -35,7 +35,7 @@ func writeHetero(t *testing.T, dir string) *Manifest {
 		if err := os.MkdirAll(filepath.Join(dir, typeDir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		fw, err := NewFeatureWriter(dir, &sp)
+		fw, err := NewFeatureWriter(nil, dir, &sp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func writeHetero(t *testing.T, dir string) *Manifest {
 		t.Fatal(err)
 	}
 	w.Scalar, w.Files[0] = true, wd+"/features.w.0.bin"
-	fw, err := NewFeatureWriter(dir, &w)
+	fw, err := NewFeatureWriter(nil, dir, &w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // upgradeSuffix names the bound sidecar Upgrade writes beside an old one (<sidecar>.upgrade),
@@ -32,12 +34,12 @@ const upgradeSuffix = ".upgrade"
 // dataset open meanwhile (a store keeps the checksums it loaded); a second Upgrade of dir is
 // refused with ErrUpgradeRunning; no writer of dir may be at work.
 func Upgrade(dir string, progress func(done, total int64)) (from int, err error) {
-	return upgrade(dir, progress, nil)
+	return upgrade(wfs.OS, dir, progress, nil)
 }
 
-// upgrade is Upgrade calling step, when set, after each change on disk with its name (tests kill
-// the process there).
-func upgrade(dir string, progress func(done, total int64), step func(string)) (int, error) {
+// upgrade is Upgrade writing through fsys and calling step, when set, after each change on disk
+// with its name (tests kill the process there, or fail a call of fsys).
+func upgrade(fsys wfs.FS, dir string, progress func(done, total int64), step func(string)) (int, error) {
 	if step == nil {
 		step = func(string) {}
 	}
@@ -50,6 +52,7 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 	if err != nil {
 		return 0, err
 	}
+	m.fs = fsys
 	from := m.Version
 	if from >= Version {
 		return from, m.finishUpgrade(step)
@@ -95,7 +98,7 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 			binary.LittleEndian.PutUint64(side[k:], binary.LittleEndian.Uint64(side[k:])^mix)
 		}
 		f.Checksums += upgradeSuffix
-		if err := writeSynced(nm.Path(f.Checksums), side); err != nil {
+		if err := writeSynced(fsys, nm.Path(f.Checksums), side); err != nil {
 			return from, err
 		}
 		f.ChecksumsHash = hashHex(side)
@@ -106,7 +109,7 @@ func upgrade(dir string, progress func(done, total int64), step func(string)) (i
 		return from, fmt.Errorf("dataset: the upgraded manifest of %s: %w", dir, err)
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := syncDir(fsys, d); err != nil {
 			return from, err
 		}
 	}
@@ -157,10 +160,10 @@ func (m *Manifest) finishUpgrade(step func(string)) error {
 			return err
 		}
 		tmp := m.Path(final + upgradeSuffix + ".tmp")
-		if err := writeSynced(tmp, side); err != nil {
+		if err := writeSynced(m.fsys(), tmp, side); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, m.Path(final)); err != nil {
+		if err := m.fsys().Rename(tmp, m.Path(final)); err != nil {
 			return fmt.Errorf("dataset: %w", err)
 		}
 		dirs[filepath.Dir(m.Path(final))] = true
@@ -169,7 +172,7 @@ func (m *Manifest) finishUpgrade(step func(string)) error {
 	}
 	if len(moved) > 0 {
 		for d := range dirs {
-			if err := syncDir(d); err != nil {
+			if err := syncDir(m.fsys(), d); err != nil {
 				return err
 			}
 		}
@@ -183,7 +186,7 @@ func (m *Manifest) finishUpgrade(step func(string)) error {
 	}
 	for i := range m.Files {
 		for _, left := range []string{upgradeSuffix, upgradeSuffix + ".tmp"} {
-			if err := os.Remove(m.Path(m.Files[i].Checksums + left)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := m.fsys().Remove(m.Path(m.Files[i].Checksums + left)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("dataset: remove what an upgrade left: %w", err)
 			}
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // downgrade rewrites the dataset in dir (as Commit writes it: version 7) as the writers before
@@ -61,7 +63,7 @@ func writeOldDataset(t *testing.T, dir, stripes string, count int64, r *rand.Ran
 		t.Fatal(err)
 	}
 	spec.Files = []string{"features.x.0.bin", filepath.Join(stripes, "x.1.bin")}
-	w, err := NewFeatureWriter(dir, &spec)
+	w, err := NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func writeOldDataset(t *testing.T, dir, stripes string, count int64, r *rand.Ran
 		indptr[v+1], indices[v], labels[v] = v+1, (v+count-1)%count, r.Int64N(7)
 	}
 	for name, vals := range map[string][]int64{"indptr.bin": indptr, "indices.bin": indices, "labels.bin": labels, "train.ids": indices[:count/2]} {
-		if err := WriteInt64s(filepath.Join(dir, name), vals); err != nil {
+		if err := WriteInt64s(nil, filepath.Join(dir, name), vals); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,7 +255,7 @@ func TestKilledUpgradeHelper(t *testing.T) {
 	}
 	at, _ := strconv.Atoi(os.Getenv("TIERFS_UPGRADE_STEP"))
 	n := 0
-	_, err := upgrade(dir, nil, func(step string) {
+	_, err := upgrade(wfs.OS, dir, nil, func(step string) {
 		if n == at {
 			os.Stdout.WriteString("ready " + step + "\n")
 			time.Sleep(time.Hour)
@@ -285,7 +287,7 @@ func TestKilledUpgrade(t *testing.T) {
 	dir, stripes := fresh()
 	m, _ := Load(dir)
 	data := dataFiles(t, m)
-	if _, err := upgrade(dir, nil, func(s string) { steps = append(steps, s) }); err != nil {
+	if _, err := upgrade(wfs.OS, dir, nil, func(s string) { steps = append(steps, s) }); err != nil {
 		t.Fatal(err)
 	}
 	checkUpgraded(t, dir, m, data, stripes)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // ErrExists is wrapped by Begin's error when the destination already holds a dataset or other
@@ -29,11 +31,12 @@ var ErrExists = errors.New("destination exists")
 // beside Dir (.NAME.tierfs-lock-NONCE, listing the stripes Claim records); the kernel drops it
 // when the writer dies, however it dies, and CleanStale then removes what the write left.
 type Writing struct {
-	Dir   string // where the files are written (m.SetDir(Dir) before Commit)
+	Dir   string // where the files are written (Manifest gives their manifest)
 	Dest  string // where the dataset ends up
 	Nonce string // unique to this write; part of stripe names outside Dir
+	FS    wfs.FS // what every file of the write is written through
 
-	lock      *os.File // flocked until Publish succeeds or Abort returns
+	lock      wfs.File // flocked until Publish succeeds or Abort returns
 	published bool     // Dir is at Dest: Abort removes nothing
 }
 
@@ -41,8 +44,10 @@ type Writing struct {
 // (CleanStale). A dest that holds a dataset, or any other entry, is then refused with ErrExists
 // unless replace; either way nothing in dest changes until Publish. A write that fails leaves
 // nothing once Abort returns; one that is killed leaves a hidden staging directory
-// (.NAME.tierfs-new-*) beside dest until the next Begin, or CleanStale, for dest.
-func Begin(dest string, replace bool) (*Writing, error) {
+// (.NAME.tierfs-new-*) beside dest until the next Begin, or CleanStale, for dest. Every file of
+// the write is written through fsys (nil: the operating system's).
+func Begin(fsys wfs.FS, dest string, replace bool) (*Writing, error) {
+	fsys = wfs.Or(fsys)
 	dest = filepath.Clean(dest)
 	// Best effort: what it cannot remove (another user's, say) only takes space, and it says
 	// why when run alone (tierfs verify).
@@ -57,23 +62,29 @@ func Begin(dest string, replace bool) (*Writing, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", dest, err)
 	}
 	parent := filepath.Dir(dest)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := fsys.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: create %s: %w", parent, err)
 	}
 	var nonce [6]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	w := &Writing{Dest: dest, Nonce: hex.EncodeToString(nonce[:])}
+	w := &Writing{Dest: dest, Nonce: hex.EncodeToString(nonce[:]), FS: fsys}
 	w.Dir = w.stagingDir()
 	if err := w.takeLock(); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(w.Dir, 0o755); err != nil {
+	if err := fsys.Mkdir(w.Dir, 0o755); err != nil {
 		w.release()
 		return nil, fmt.Errorf("dataset: create staging directory: %w", err)
 	}
 	return w, nil
+}
+
+// Manifest is a new manifest of the dataset being written: its directory w.Dir, its files
+// written through w.FS when committed.
+func (w *Writing) Manifest() *Manifest {
+	return &Manifest{BlockSize: DefaultBlockSize, dir: w.Dir, fs: w.FS}
 }
 
 // Publish puts the committed dataset m (written into w.Dir) at w.Dest: a dataset already there
@@ -85,24 +96,24 @@ func (w *Writing) Publish(m *Manifest) error {
 	old := w.oldDir()
 	hadOld := false
 	if _, err := os.Lstat(w.Dest); err == nil {
-		if err := os.Rename(w.Dest, old); err != nil {
+		if err := w.FS.Rename(w.Dest, old); err != nil {
 			return fmt.Errorf("dataset: move the old %s aside: %w", w.Dest, err)
 		}
 		hadOld = true
 	}
-	if err := os.Rename(w.Dir, w.Dest); err != nil {
+	if err := w.FS.Rename(w.Dir, w.Dest); err != nil {
 		if hadOld {
-			_ = os.Rename(old, w.Dest)
+			_ = w.FS.Rename(old, w.Dest)
 		}
 		return fmt.Errorf("dataset: put the new dataset in place at %s: %w", w.Dest, err)
 	}
 	w.published = true
 	m.SetDir(w.Dest)
-	if err := syncDir(parent); err != nil {
+	if err := syncDir(w.FS, parent); err != nil {
 		return err
 	}
 	if hadOld {
-		if err := removeReplaced(old, m); err != nil {
+		if err := removeReplaced(w.FS, old, m); err != nil {
 			return err
 		}
 	}
@@ -111,8 +122,9 @@ func (w *Writing) Publish(m *Manifest) error {
 }
 
 // removeReplaced removes old, a dataset that m replaced, with its stripes on other devices that
-// m does not use.
-func removeReplaced(old string, m *Manifest) error {
+// m does not use. The stripes go first: old, which names them, stays until they are gone, so a
+// removal that fails is done again by the next CleanStale.
+func removeReplaced(fsys wfs.FS, old string, m *Manifest) error {
 	keep := map[string]bool{}
 	for _, f := range m.Files {
 		keep[f.Path] = true
@@ -120,12 +132,15 @@ func removeReplaced(old string, m *Manifest) error {
 	if prev, err := Load(old); err == nil {
 		for _, f := range prev.Files {
 			if filepath.IsAbs(f.Path) && !keep[f.Path] && !f.InPlace { // an in-place file is the user's
-				_ = os.Remove(f.Path)
-				_ = os.Remove(f.Path + ChecksumSuffix)
+				for _, p := range []string{f.Path, f.Path + ChecksumSuffix} {
+					if err := fsys.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return fmt.Errorf("dataset: remove %s, a stripe of the replaced dataset %s: %w", p, old, err)
+					}
+				}
 			}
 		}
 	}
-	if err := os.RemoveAll(old); err != nil {
+	if err := fsys.RemoveAll(old); err != nil {
 		return fmt.Errorf("dataset: remove the replaced dataset %s: %w", old, err)
 	}
 	return nil
@@ -138,24 +153,25 @@ func (w *Writing) Abort(files []string) {
 	if !w.published {
 		for _, f := range slices.Concat(files, w.claimed()) {
 			if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
-				_ = os.Remove(f)
-				_ = os.Remove(f + ChecksumSuffix)
+				_ = w.FS.Remove(f)
+				_ = w.FS.Remove(f + ChecksumSuffix)
 			}
 		}
-		_ = os.RemoveAll(w.Dir)
+		_ = w.FS.RemoveAll(w.Dir)
 	}
 	w.release()
 }
 
 // MappedFile is a file of a fixed size mapped read-write, for filling arrays in any order.
 type MappedFile struct {
-	f    *os.File
+	f    wfs.File
 	data []byte
 }
 
-// CreateMapped creates (or truncates) path with the given size and maps it shared.
-func CreateMapped(path string, size int64) (*MappedFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+// CreateMapped creates (or truncates) path through fsys (nil: the operating system's) with the
+// given size and maps it shared.
+func CreateMapped(fsys wfs.FS, path string, size int64) (*MappedFile, error) {
+	f, err := wfs.Or(fsys).OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
@@ -177,12 +193,13 @@ func CreateMapped(path string, size int64) (*MappedFile, error) {
 // Bytes is the mapped content.
 func (m *MappedFile) Bytes() []byte { return m.data }
 
-// Close flushes the mapping to disk, unmaps and closes the file.
+// Close flushes the mapping to disk (an fsync of the file writes back its mapped pages, which
+// are its page cache), unmaps and closes the file.
 func (m *MappedFile) Close() error {
 	var err error
 	if m.data != nil {
-		if e := unix.Msync(m.data, unix.MS_SYNC); e != nil {
-			err = fmt.Errorf("dataset: msync %s: %w", m.f.Name(), e)
+		if e := m.f.Sync(); e != nil {
+			err = fmt.Errorf("dataset: fsync %s: %w", m.f.Name(), e)
 		}
 		if e := unix.Munmap(m.data); e != nil && err == nil {
 			err = e
@@ -198,15 +215,16 @@ func (m *MappedFile) Close() error {
 // FeatureWriter streams feature rows, in row order, into the stripe files of a FeatureSpec.
 type FeatureWriter struct {
 	spec  *FeatureSpec
-	files []*os.File
+	files []wfs.File
 	bufs  []*bufio.Writer
 	local []int64 // rows written per file
 	row   int64
 	pad   []byte
 }
 
-// NewFeatureWriter creates the spec's files (resolved against dir when relative).
-func NewFeatureWriter(dir string, spec *FeatureSpec) (*FeatureWriter, error) {
+// NewFeatureWriter creates the spec's files (resolved against dir when relative) through fsys
+// (nil: the operating system's).
+func NewFeatureWriter(fsys wfs.FS, dir string, spec *FeatureSpec) (*FeatureWriter, error) {
 	if spec.InPlace {
 		return nil, fmt.Errorf("dataset: feature %q is read in place from %q; it has no files to write", spec.Name, spec.Files)
 	}
@@ -218,7 +236,7 @@ func NewFeatureWriter(dir string, spec *FeatureSpec) (*FeatureWriter, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := wfs.Create(wfs.Or(fsys), p)
 		if err != nil {
 			w.abort()
 			return nil, fmt.Errorf("dataset: create feature file: %w", err)
@@ -279,13 +297,14 @@ func (w *FeatureWriter) abort() {
 	w.files = nil
 }
 
-// WriteInt64s writes a little-endian int64 array file (labels, split ids, small indptrs).
-func WriteInt64s(path string, values []int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// WriteInt64s writes a little-endian int64 array file (labels, split ids, small indptrs) through
+// fsys (nil: the operating system's).
+func WriteInt64s(fsys wfs.FS, path string, values []int64) error {
+	f, err := wfs.Create(wfs.Or(fsys), path)
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
-	b := bufio.NewWriterSize(f, 1<<20)
+	b := bufio.NewWriterSize(f, min(1<<20, 8*len(values)))
 	var buf [8]byte
 	for _, v := range values {
 		binary.LittleEndian.PutUint64(buf[:], uint64(v))
@@ -350,7 +369,7 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	for _, p := range files {
 		if spec, ok := inPlace[p]; ok {
 			name := spec.Name
-			f, err := checksumInPlace(p, spec, m.Path(InPlaceSidecar(name)), int64(m.BlockSize), func(n int64) {
+			f, err := checksumInPlace(m.fsys(), p, spec, m.Path(InPlaceSidecar(name)), int64(m.BlockSize), func(n int64) {
 				if progress != nil {
 					progress(done+n, total)
 				}
@@ -363,7 +382,7 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 			m.Files = append(m.Files, f)
 			continue
 		}
-		f, err := finishFile(m.Path(p), int64(m.BlockSize))
+		f, err := finishFile(m.fsys(), m.Path(p), int64(m.BlockSize))
 		if err != nil {
 			return err
 		}
@@ -392,7 +411,7 @@ func CommitProgress(m *Manifest, files []string, by string, args []string, progr
 	keys := m.bindKeys()
 	for i := range m.Files {
 		f := &m.Files[i]
-		h, err := bindSidecar(m.Path(f.Checksums), keys[f.Path])
+		h, err := bindSidecar(m.fsys(), m.Path(f.Checksums), keys[f.Path])
 		if err != nil {
 			return err
 		}
@@ -415,21 +434,21 @@ func (m *Manifest) writeManifest() error {
 	}
 	data = append(data, '\n')
 	tmp := filepath.Join(m.dir, ManifestName+".tmp")
-	if err := writeSynced(tmp, data); err != nil {
+	if err := writeSynced(m.fsys(), tmp, data); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(m.dir, ManifestName)); err != nil {
+	if err := m.fsys().Rename(tmp, filepath.Join(m.dir, ManifestName)); err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
-	return syncDir(m.dir)
+	return syncDir(m.fsys(), m.dir)
 }
 
 // ToolVersion is recorded in manifests this build writes.
 var ToolVersion = "0.1.0"
 
 // finishFile pads path to a block multiple, syncs it and writes its sidecar.
-func finishFile(path string, block int64) (File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func finishFile(fsys wfs.FS, path string, block int64) (File, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return File{}, fmt.Errorf("dataset: %w", err)
 	}
@@ -456,7 +475,7 @@ func finishFile(path string, block int64) (File, error) {
 	for i, s := range sums {
 		binary.LittleEndian.PutUint64(side[8*i:], s)
 	}
-	if err := writeSynced(path+ChecksumSuffix, side); err != nil {
+	if err := writeSynced(fsys, path+ChecksumSuffix, side); err != nil {
 		return File{}, err
 	}
 	return File{Bytes: padded, ContentBytes: content, ChecksumsHash: hashHex(side)}, nil
@@ -469,7 +488,7 @@ func InPlaceSidecar(name string) string { return "features." + name + ".in-place
 // checksumInPlace checksums the user's file path as it is (its last block partial) into the
 // sidecar, and returns its files-list entry with its size and modification time. A file that
 // changes meanwhile is refused.
-func checksumInPlace(path string, spec *FeatureSpec, sidecar string, block int64, progress func(done int64)) (File, error) {
+func checksumInPlace(fsys wfs.FS, path string, spec *FeatureSpec, sidecar string, block int64, progress func(done int64)) (File, error) {
 	// Never blocks on a FIFO or reads a device: a regular file or a clear error.
 	fd, _, err := OpenRegularFD(path, 0)
 	if err != nil {
@@ -502,35 +521,21 @@ func checksumInPlace(path string, spec *FeatureSpec, sidecar string, block int64
 	for i, s := range sums {
 		binary.LittleEndian.PutUint64(side[8*i:], s)
 	}
-	if err := writeSynced(sidecar, side); err != nil {
+	if err := writeSynced(fsys, sidecar, side); err != nil {
 		return File{}, err
 	}
 	return File{Bytes: before.Size, ContentBytes: before.Size, ChecksumsHash: hashHex(side), InPlace: true, MTimeNS: before.Mtim.Nano()}, nil
 }
 
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+func writeSynced(fsys wfs.FS, path string, data []byte) error {
+	if err := wfs.WriteSynced(fsys, path, data); err != nil {
 		return fmt.Errorf("dataset: write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("dataset: fsync %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys wfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("dataset: fsync %s: %w", dir, err)
 	}
 	return nil

@@ -87,7 +87,7 @@ func addSplit(t *testing.T, dir, name string, ids []int64) {
 		t.Fatal(err)
 	}
 	file := "split." + name + ".ids"
-	if err := dataset.WriteInt64s(filepath.Join(dir, file), ids); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, file), ids); err != nil {
 		t.Fatal(err)
 	}
 	var files []string

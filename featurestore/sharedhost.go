@@ -25,7 +25,7 @@ func (s *Store) ShareHostTier(path string, ids []int64) error {
 			return err
 		}
 		ids = ids[:min(int64(len(ids)), s.kindRows(tiers.Host))]
-		return c.FillShared(path, ids, s.ssd.Source)
+		return c.FillShared(nil, path, ids, s.ssd.Source)
 	})
 }
 

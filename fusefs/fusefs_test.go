@@ -59,7 +59,7 @@ func writeDataset(t testing.TB, count, dim int64, dtype dataset.DType, avgDeg in
 	for i := range d.rows {
 		d.rows[i] = byte(rng.UintN(256))
 	}
-	w, err := dataset.NewFeatureWriter(dir, &spec)
+	w, err := dataset.NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func writeDataset(t testing.TB, count, dim int64, dtype dataset.DType, avgDeg in
 			d.indices = append(d.indices, int32(rng.Int64N(count)))
 		}
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), d.indptr); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, "indptr.bin"), d.indptr); err != nil {
 		t.Fatal(err)
 	}
 	raw := make([]byte, 4*len(d.indices))
@@ -91,7 +91,7 @@ func writeDataset(t testing.TB, count, dim int64, dtype dataset.DType, avgDeg in
 	for i := range d.labels {
 		d.labels[i] = rng.Int64N(11) - 1
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "labels.bin"), d.labels); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, "labels.bin"), d.labels); err != nil {
 		t.Fatal(err)
 	}
 	m := &dataset.Manifest{

@@ -163,9 +163,10 @@ func (e *npyEdges) scan(fn func(first int64, src, dst []int64) error) error {
 		return fmt.Errorf("ingest: edges file %s changed while being read", e.path)
 	}
 	size := int64(a.ItemSize)
-	raw := make([]byte, 2*edgeChunk*size)
-	pairs := make([]int64, 2*edgeChunk)
-	srcBuf, dstBuf := make([]int64, edgeChunk), make([]int64, edgeChunk)
+	c := min(edgeChunk, e.edges) // the buffers' edges: a chunk, or every edge of a small file
+	raw := make([]byte, 2*c*size)
+	pairs := make([]int64, 2*c)
+	srcBuf, dstBuf := make([]int64, c), make([]int64, c)
 	data := a.Data()
 	for first := int64(0); first < e.edges; first += edgeChunk {
 		n := min(edgeChunk, e.edges-first)

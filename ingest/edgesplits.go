@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // EdgeSplitInput is one split of an edge type's seed edges for link prediction (format version
@@ -148,7 +148,7 @@ func (tw *typeWriter) edgeSplits(et *dataset.EdgeType, typeDir string, splits []
 		if s.in.EdgeType != et.Key() {
 			continue
 		}
-		sp, files, err := writeEdgeSplit(tw.w.Dir, typeDir, s, srcCount, dstCount, tw.progress)
+		sp, files, err := writeEdgeSplit(tw.w.FS, tw.w.Dir, typeDir, s, srcCount, dstCount, tw.progress)
 		tw.files = append(tw.files, files...)
 		if err != nil {
 			return err
@@ -164,7 +164,7 @@ func (tw *typeWriter) edgeSplits(et *dataset.EdgeType, typeDir string, splits []
 // writeEdgeSplit copies the split s into dir/typeDir (dataset.EdgeSplitFiles) and returns its
 // spec and the files written. Src ids must lie in [0, srcCount), dst ids and negatives in [0,
 // dstCount); the error names the file, the entry and the range.
-func writeEdgeSplit(dir, typeDir string, s *openedEdgeSplit, srcCount, dstCount int64, progress func(string, int64, int64)) (dataset.EdgeSplit, []string, error) {
+func writeEdgeSplit(fsys wfs.FS, dir, typeDir string, s *openedEdgeSplit, srcCount, dstCount int64, progress func(string, int64, int64)) (dataset.EdgeSplit, []string, error) {
 	seedsFile, labelsFile, negFile := dataset.EdgeSplitFiles(typeDir, s.in.Split)
 	var files []string
 	out := dataset.EdgeSplit{Seeds: dataset.IDsSpec{ArraySpec: dataset.ArraySpec{File: seedsFile, DType: dataset.Int64}, Count: s.count}}
@@ -172,7 +172,7 @@ func writeEdgeSplit(dir, typeDir string, s *openedEdgeSplit, srcCount, dstCount 
 	n := s.count
 	// Seeds: src ids at [0, n), dst ids at [n, 2n) of the file, whatever the input's layout.
 	files = append(files, seedsFile)
-	err := withOffsetWriters(filepath.Join(dir, seedsFile), []int64{0, 8 * n}, func(w []*bufio.Writer) error {
+	err := withOffsetWriters(fsys, filepath.Join(dir, seedsFile), []int64{0, 8 * n}, func(w []*bufio.Writer) error {
 		return eachInt(s.in.Seeds, func(j, v int64) error {
 			end, i := j%2, j/2 // (src, dst) pairs
 			if s.blocked {
@@ -197,14 +197,14 @@ func writeEdgeSplit(dir, typeDir string, s *openedEdgeSplit, srcCount, dstCount 
 	if s.in.Labels != "" {
 		files = append(files, labelsFile)
 		out.Labels = &dataset.ArraySpec{File: labelsFile, DType: s.labels}
-		if err := writeLabelsAs(filepath.Join(dir, labelsFile), s.in.Labels, s.labels); err != nil {
+		if err := writeLabelsAs(fsys, filepath.Join(dir, labelsFile), s.in.Labels, s.labels); err != nil {
 			return out, files, fmt.Errorf("ingest: %s labels: %w", s.what(), unwrapIngest(err))
 		}
 	}
 	if s.in.NegDst != "" {
 		files = append(files, negFile)
 		out.NegDst = &dataset.NegativesSpec{ArraySpec: dataset.ArraySpec{File: negFile, DType: dataset.Int64}, PerSeed: s.perSeed}
-		err := withOffsetWriters(filepath.Join(dir, negFile), []int64{0}, func(w []*bufio.Writer) error {
+		err := withOffsetWriters(fsys, filepath.Join(dir, negFile), []int64{0}, func(w []*bufio.Writer) error {
 			return eachInt(s.in.NegDst, func(j, v int64) error {
 				if v < 0 || v >= dstCount {
 					return fmt.Errorf("ingest: %s negatives file %s: seed edge %d's negative %d is node id %d, outside the %d nodes [0, %d) of the edge type's destination node type", s.what(), s.in.NegDst, j/s.perSeed, j%s.perSeed, v, dstCount, dstCount)
@@ -238,8 +238,8 @@ func eachInt(path string, fn func(j, v int64) error) error {
 
 // withOffsetWriters creates path and calls fn with one buffered writer per offset (each writing
 // from its offset on), then flushes them and closes the file.
-func withOffsetWriters(path string, offsets []int64, fn func(w []*bufio.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func withOffsetWriters(fsys wfs.FS, path string, offsets []int64, fn func(w []*bufio.Writer) error) error {
+	f, err := wfs.Create(fsys, path)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
@@ -268,9 +268,9 @@ func putInt64(w *bufio.Writer, v int64) error {
 
 // writeLabelsAs copies the 1-D .npy labels into path as dtype (int64 from integers, float32
 // from floats or bools).
-func writeLabelsAs(path, labels string, dtype dataset.DType) error {
+func writeLabelsAs(fsys wfs.FS, path, labels string, dtype dataset.DType) error {
 	if dtype == dataset.Int64 {
-		return withOffsetWriters(path, []int64{0}, func(w []*bufio.Writer) error {
+		return withOffsetWriters(fsys, path, []int64{0}, func(w []*bufio.Writer) error {
 			return eachInt(labels, func(_, v int64) error { return putInt64(w[0], v) })
 		})
 	}
@@ -279,7 +279,7 @@ func writeLabelsAs(path, labels string, dtype dataset.DType) error {
 		return err
 	}
 	defer a.Close()
-	return withOffsetWriters(path, []int64{0}, func(w []*bufio.Writer) error {
+	return withOffsetWriters(fsys, path, []int64{0}, func(w []*bufio.Writer) error {
 		br := bufio.NewReaderSize(a.Data(), 1<<20)
 		raw := make([]byte, a.ItemSize)
 		var b [4]byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/internal/strictjson"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // HeteroOptions says what IngestHetero reads: a graph of several node types and edge types.
@@ -17,6 +18,7 @@ type HeteroOptions struct {
 	EdgeTypes []EdgeTypeInput `json:"edge_types"`
 	Out       string          `json:"out"`
 	Replace   bool            `json:"force"` // replace what Out holds; else such an Out is refused
+	FS        wfs.FS          `json:"-"`     // what every file is written through, as Options.FS
 	// EdgeSplits are seed edges of link prediction per edge type and split (format version 6);
 	// EdgeType names one of EdgeTypes.
 	EdgeSplits []EdgeSplitInput `json:"edge_splits"`
@@ -150,7 +152,7 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args()}
+	d := datasetWrite{fs: opt.FS, out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args()}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		// Its types are named by the caller: a graph of one node type and at most one edge type is
 		// a typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.

@@ -42,6 +42,7 @@ import (
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // nodeTypeName is the single node type of a version 1 dataset.
@@ -77,6 +78,9 @@ type Options struct {
 	// listing the tasks.
 	GraphBoltTask string
 	Replace       bool // replace what Out holds (a dataset or other files); else such an Out is refused
+	// FS is what every file of the dataset is written through (nil: the operating system's;
+	// tests pass a wfs.Faulty).
+	FS wfs.FS
 
 	// EdgeSplits are seed edges of link prediction (format version 6) of the graph's one edge
 	// type (EdgeType "" or "node:to:node"): ids are node ids, checked against the node count.
@@ -151,7 +155,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args(),
+	d := datasetWrite{fs: opt.FS, out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs ingest", args: opt.args(),
 		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		if in.edges != nil {

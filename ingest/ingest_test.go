@@ -851,7 +851,7 @@ func TestWriteErrorSurfaces(t *testing.T) {
 // shrank under it) is an error naming the file, not a crash.
 func TestMappedFaultBecomesError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "indices.bin")
-	mf, err := dataset.CreateMapped(path, 1<<16)
+	mf, err := dataset.CreateMapped(nil, path, 1<<16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // File names of labels and splits inside a dataset directory.
@@ -23,14 +24,14 @@ var splitNames = []string{"train", "val", "test"}
 // int64Writer streams little-endian int64s to a file.
 type int64Writer struct {
 	path string
-	f    *os.File
+	f    wfs.File
 	b    *bufio.Writer
 	n    int64
 	buf  [8]byte
 }
 
-func createInt64s(path string) (*int64Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func createInt64s(fsys wfs.FS, path string) (*int64Writer, error) {
+	f, err := wfs.Create(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
@@ -73,10 +74,10 @@ func openLabels(path string) (int64, error) {
 // intChunks streams the integer elements of a .npy file as int64s, in chunks.
 func intChunks(a *Npy, fn func(first int64, vals []int64) error) error {
 	const chunk = 1 << 16
-	raw := make([]byte, chunk*a.ItemSize)
-	vals := make([]int64, chunk)
-	data := a.Data()
 	n := a.Len()
+	raw := make([]byte, min(chunk, n)*int64(a.ItemSize)) // a chunk, or every entry of a small file
+	vals := make([]int64, min(chunk, n))
+	data := a.Data()
 	for first := int64(0); first < n; first += chunk {
 		k := min(chunk, n-first)
 		if _, err := io.ReadFull(data, raw[:k*int64(a.ItemSize)]); err != nil {
@@ -94,7 +95,7 @@ func intChunks(a *Npy, fn func(first int64, vals []int64) error) error {
 
 // writeLabels copies the labels of path into dir/typeDir/labels.bin and returns the label spec;
 // numNodes is the expected count. -1 marks an unlabelled node; smaller values are errors.
-func writeLabels(dir, typeDir, path string, numNodes int64, progress func(string, int64, int64)) (*dataset.LabelSpec, error) {
+func writeLabels(fsys wfs.FS, dir, typeDir, path string, numNodes int64, progress func(string, int64, int64)) (*dataset.LabelSpec, error) {
 	a, err := OpenNpy(path)
 	if err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func writeLabels(dir, typeDir, path string, numNodes int64, progress func(string
 		return nil, fmt.Errorf("ingest: labels file %s has shape %s; want (%d,), one label per node", path, shapeString(a.Shape), numNodes)
 	}
 	file := pathpkg.Join(typeDir, labelsFile)
-	w, err := createInt64s(filepath.Join(dir, file))
+	w, err := createInt64s(fsys, filepath.Join(dir, file))
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func splitInputs(dir string) (map[string]splitInput, error) {
 }
 
 // writeSplit copies one split (ids or a mask of numNodes bools) into dir/typeDir/<name>.ids.
-func writeSplit(dir, typeDir, name string, in splitInput, numNodes int64, progress func(string, int64, int64)) (dataset.IDsSpec, error) {
+func writeSplit(fsys wfs.FS, dir, typeDir, name string, in splitInput, numNodes int64, progress func(string, int64, int64)) (dataset.IDsSpec, error) {
 	path := in.path
 	if err := in.checkMask(numNodes); err != nil {
 		return dataset.IDsSpec{}, err
@@ -185,7 +186,7 @@ func writeSplit(dir, typeDir, name string, in splitInput, numNodes int64, progre
 	}
 	defer a.Close()
 	file := pathpkg.Join(typeDir, name+".ids")
-	w, err := createInt64s(filepath.Join(dir, file))
+	w, err := createInt64s(fsys, filepath.Join(dir, file))
 	if err != nil {
 		return dataset.IDsSpec{}, err
 	}

@@ -2,12 +2,12 @@ package ingest
 
 import (
 	"fmt"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // FeatureInput is one named feature of Options.NodeFeatures or Options.EdgeFeatures.
@@ -184,22 +184,23 @@ func writeInputEdgeIDs(fw *dataset.FeatureWriter, order []int64) error {
 
 // edgeOrder is a mapped temporary file of one int64 per edge id: the input edge it came from.
 type edgeOrder struct {
+	fs   wfs.FS
 	path string
 	mf   *dataset.MappedFile
 	ids  []int64
 }
 
-func newEdgeOrder(path string, edges int64) (*edgeOrder, error) {
-	mf, err := dataset.CreateMapped(path, 8*edges)
+func newEdgeOrder(fsys wfs.FS, path string, edges int64) (*edgeOrder, error) {
+	mf, err := dataset.CreateMapped(fsys, path, 8*edges)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	if err := preallocate(path, 8*edges); err != nil {
+	if err := preallocate(fsys, path, 8*edges); err != nil {
 		mf.Close()
-		os.Remove(path)
+		fsys.Remove(path)
 		return nil, err
 	}
-	o := &edgeOrder{path: path, mf: mf}
+	o := &edgeOrder{fs: fsys, path: path, mf: mf}
 	if edges > 0 {
 		o.ids = unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(mf.Bytes()))), edges)
 	}
@@ -227,5 +228,5 @@ func (o *edgeOrder) release() {
 	o.ids = nil
 	o.mf.Close()
 	o.mf = nil
-	os.Remove(o.path)
+	o.fs.Remove(o.path)
 }

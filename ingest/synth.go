@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // SynthOptions describes a synthetic dataset. Zero values take the defaults noted.
@@ -25,6 +26,9 @@ type SynthOptions struct {
 	Seed      uint64
 	Out       string
 	Replace   bool // replace what Out holds, as Options.Replace
+	// FS is what every file of the dataset is written through (nil: the operating system's;
+	// tests pass a wfs.Faulty).
+	FS wfs.FS
 	// DevicePaths stripes the features as in Options.DevicePaths.
 	DevicePaths []string
 	// Fractions of nodes in each split (defaults 0.1, 0.05, 0.05); negative means no such split.
@@ -114,9 +118,10 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 		return nil, err
 	}
 	args := opt.args()
-	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: args}
+	d := datasetWrite{fs: opt.FS, out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: args}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		opt.Out = tw.w.Dir // every file goes into the staging directory
+		opt.FS = tw.w.FS
 		var spec dataset.FeatureSpec
 		if opt.Dim > 0 {
 			var err error
@@ -128,7 +133,7 @@ func Synth(opt SynthOptions) (*dataset.Manifest, error) {
 			}
 			tw.stripes = append(tw.stripes, spec.Files...)
 		}
-		topo, err := buildTopology(opt.Out, newRMAT(opt, numEdges), opt.Nodes, topologyOptions{progress: opt.Progress})
+		topo, err := buildTopology(opt.FS, opt.Out, newRMAT(opt, numEdges), opt.Nodes, topologyOptions{progress: opt.Progress})
 		if err != nil {
 			return err
 		}
@@ -623,7 +628,7 @@ func synthCentroids(seed uint64, classes int, dim int64) []float32 {
 // synthFeatures writes the feature rows: centroid of the node's class plus noise, each chunk of
 // rows from its own random stream.
 func synthFeatures(opt SynthOptions, spec *dataset.FeatureSpec) error {
-	w, err := dataset.NewFeatureWriter(opt.Out, spec)
+	w, err := dataset.NewFeatureWriter(opt.FS, opt.Out, spec)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
@@ -668,7 +673,7 @@ func synthFeatures(opt SynthOptions, spec *dataset.FeatureSpec) error {
 
 // synthLabelsAndSplits writes labels.bin and the split id files in one pass over the nodes.
 func synthLabelsAndSplits(opt SynthOptions) (*dataset.LabelSpec, map[string]dataset.IDsSpec, error) {
-	labels, err := createInt64s(filepath.Join(opt.Out, labelsFile))
+	labels, err := createInt64s(opt.FS, filepath.Join(opt.Out, labelsFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -693,7 +698,7 @@ func synthLabelsAndSplits(opt SynthOptions) (*dataset.LabelSpec, map[string]data
 		if fracs[i] < 0 {
 			continue
 		}
-		if writers[i], err = createInt64s(filepath.Join(opt.Out, name+".ids")); err != nil {
+		if writers[i], err = createInt64s(opt.FS, filepath.Join(opt.Out, name+".ids")); err != nil {
 			closeAll()
 			return nil, nil, err
 		}

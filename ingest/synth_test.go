@@ -270,14 +270,14 @@ func TestKilledBeforeCommit(t *testing.T) {
 	loadVerified(t, out)
 	// What a run killed between Begin and Commit leaves behind: files in a staging directory,
 	// which is no dataset, and the old dataset untouched.
-	w, err := dataset.Begin(out, true)
+	w, err := dataset.Begin(nil, out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.Dir, "indptr.bin"), make([]byte, 808), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := dataset.WriteInt64s(filepath.Join(w.Dir, "labels.bin"), make([]int64, 100)); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(w.Dir, "labels.bin"), make([]int64, 100)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := dataset.Load(w.Dir); !errors.Is(err, dataset.ErrNotDataset) {

@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // SynthHeteroOptions describes a synthetic heterogeneous graph (SynthHetero).
@@ -21,6 +22,7 @@ type SynthHeteroOptions struct {
 	Seed        uint64          `json:"seed"`
 	Out         string          `json:"out"`
 	Replace     bool            `json:"force"`        // replace what Out holds, as Options.Replace
+	FS          wfs.FS          `json:"-"`            // what every file is written through, as SynthOptions.FS
 	DevicePaths []string        `json:"device_paths"` // stripes every feature, as HeteroOptions.DevicePaths
 	// DegreeExponent, Locality and CommunitySize shape every edge type as SynthOptions's shape
 	// the one of Synth.
@@ -104,7 +106,7 @@ func SynthHetero(opt SynthHeteroOptions) (*dataset.Manifest, error) {
 			return nil, fmt.Errorf("ingest: synth: edge type %q: avg degree %v is out of range", key, e.AvgDegree)
 		}
 	}
-	d := datasetWrite{out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: opt.args()}
+	d := datasetWrite{fs: opt.FS, out: opt.Out, replace: opt.Replace, devicePaths: opt.DevicePaths, progress: opt.Progress, by: "tierfs synth", args: opt.args()}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		m.Typed = len(opt.NodeTypes) == 1 && len(opt.EdgeTypes) <= 1
 		for _, n := range opt.NodeTypes {
@@ -151,7 +153,7 @@ func synthNodeType(tw *typeWriter, n SynthNodeType, opt SynthHeteroOptions) (dat
 	if err := tw.mkdir(typeDir); err != nil {
 		return nt, err
 	}
-	so := SynthOptions{Out: filepath.Join(tw.w.Dir, typeDir), Nodes: n.Nodes, Dim: n.Dim, DType: n.DType, Classes: max(n.Classes, 1),
+	so := SynthOptions{FS: tw.w.FS, Out: filepath.Join(tw.w.Dir, typeDir), Nodes: n.Nodes, Dim: n.Dim, DType: n.DType, Classes: max(n.Classes, 1),
 		Seed: typeSeed(opt.Seed, "node", n.Name), TrainFrac: n.TrainFrac, ValFrac: n.ValFrac, TestFrac: n.TestFrac, Progress: opt.Progress}
 	if err := so.setDefaults(); err != nil {
 		return nt, err

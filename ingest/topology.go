@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // File names of the topology inside a dataset directory.
@@ -62,7 +63,7 @@ type builtTopology struct {
 //
 // Memory: one int64 per node (the degree counts, which become the fill cursors and then indptr),
 // plus fixed chunk buffers. The indices are filled in place in a mapped file.
-func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOptions) (builtTopology, error) {
+func buildTopology(fsys wfs.FS, dir string, edges edgeSource, numNodes int64, opt topologyOptions) (builtTopology, error) {
 	if opt.orderPath != "" && opt.dedup {
 		return builtTopology{}, errors.New("ingest: edge order with dedup") // refused earlier, with the inputs named
 	}
@@ -81,17 +82,17 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		return builtTopology{}, err
 	}
 	if opt.typeDir != "" {
-		if err := os.MkdirAll(filepath.Join(dir, opt.typeDir), 0o755); err != nil {
+		if err := fsys.MkdirAll(filepath.Join(dir, opt.typeDir), 0o755); err != nil {
 			return builtTopology{}, fmt.Errorf("ingest: %w", err)
 		}
 	}
 	indptrName, indicesName := path.Join(opt.typeDir, indptrFile), path.Join(opt.typeDir, indicesFile)
 	idxPath := filepath.Join(dir, indicesName)
-	mf, err := dataset.CreateMapped(idxPath, total*size)
+	mf, err := dataset.CreateMapped(fsys, idxPath, total*size)
 	if err != nil {
 		return builtTopology{}, fmt.Errorf("ingest: %w", err)
 	}
-	if err := preallocate(idxPath, total*size); err != nil {
+	if err := preallocate(fsys, idxPath, total*size); err != nil {
 		mf.Close()
 		return builtTopology{}, err
 	}
@@ -105,7 +106,7 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 	}
 	var order *edgeOrder
 	if opt.orderPath != "" {
-		if order, err = newEdgeOrder(opt.orderPath, total); err != nil {
+		if order, err = newEdgeOrder(fsys, opt.orderPath, total); err != nil {
 			mf.Close()
 			return builtTopology{}, err
 		}
@@ -151,11 +152,11 @@ func buildTopology(dir string, edges edgeSource, numNodes int64, opt topologyOpt
 		return builtTopology{}, err
 	}
 	if opt.dedup {
-		if err := os.Truncate(idxPath, total*size); err != nil {
-			return builtTopology{}, fmt.Errorf("ingest: %w", err)
+		if err := truncate(fsys, idxPath, total*size); err != nil {
+			return builtTopology{}, err
 		}
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, indptrName), indptr); err != nil {
+	if err := dataset.WriteInt64s(fsys, filepath.Join(dir, indptrName), indptr); err != nil {
 		order.release()
 		return builtTopology{}, fmt.Errorf("ingest: %w", err)
 	}
@@ -336,24 +337,22 @@ func dedupLists[T int32 | int64](indptr []int64, idx []T, progress func(string, 
 	return w
 }
 
-var errUnsupported = errors.New("not supported")
-
 // preallocate reserves the disk blocks of a sparse file, so that running out of space is an
 // error here instead of a SIGBUS while writing through a mapping.
-func preallocate(path string, size int64) error {
+func preallocate(fsys wfs.FS, path string, size int64) error {
 	if size == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	defer f.Close()
-	err = allocate(f, size)
+	err = f.Allocate(size)
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, errUnsupported) {
+	if !errors.Is(err, wfs.ErrUnsupported) {
 		return fmt.Errorf("ingest: reserve %d bytes for %s: %w", size, path, err)
 	}
 	// No fallocate on this file system: allocate by writing the zeros.
@@ -362,6 +361,22 @@ func preallocate(path string, size int64) error {
 		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
 			return fmt.Errorf("ingest: reserve %d bytes for %s: %w", size, path, err)
 		}
+	}
+	return nil
+}
+
+// truncate cuts path to size through fsys.
+func truncate(fsys wfs.FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: truncate %s: %w", path, err)
 	}
 	return nil
 }

@@ -2,10 +2,10 @@ package ingest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // typeWriter writes the files of one type into a dataset being written (w, by writeDataset): a
@@ -24,6 +24,7 @@ type typeWriter struct {
 // datasetWrite is what writeDataset needs besides the types: where the dataset goes, and what
 // its manifest records of how it was made.
 type datasetWrite struct {
+	fs          wfs.FS // what every file is written through (nil: the operating system's)
 	out         string
 	replace     bool // replace what out holds; else such an out is refused
 	devicePaths []string
@@ -41,7 +42,7 @@ type datasetWrite struct {
 // and publishes the dataset whole. On any error nothing is published and what was written,
 // stripes on other devices included, is removed.
 func writeDataset(d datasetWrite, write func(tw *typeWriter, m *dataset.Manifest) error) (*dataset.Manifest, error) {
-	w, err := dataset.Begin(d.out, d.replace)
+	w, err := dataset.Begin(d.fs, d.out, d.replace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
@@ -52,8 +53,7 @@ func writeDataset(d datasetWrite, write func(tw *typeWriter, m *dataset.Manifest
 			w.Abort(tw.stripes)
 		}
 	}()
-	m := &dataset.Manifest{BlockSize: dataset.DefaultBlockSize}
-	m.SetDir(w.Dir)
+	m := w.Manifest()
 	if err := write(tw, m); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (tw *typeWriter) mkdir(typeDir string) error {
 	if typeDir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Join(tw.w.Dir, typeDir), 0o755); err != nil {
+	if err := tw.w.FS.MkdirAll(filepath.Join(tw.w.Dir, typeDir), 0o755); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	return nil
@@ -99,7 +99,7 @@ func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, 
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
 	tw.stripes = append(tw.stripes, sp.Files...)
-	fw, err := dataset.NewFeatureWriter(tw.w.Dir, &sp)
+	fw, err := dataset.NewFeatureWriter(tw.w.FS, tw.w.Dir, &sp)
 	if err != nil {
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
@@ -132,7 +132,7 @@ func (tw *typeWriter) nodeType(nt *dataset.NodeType, typeDir, tagPrefix string, 
 		nt.Features = append(nt.Features, sp)
 	}
 	if in.labels != "" {
-		l, err := writeLabels(tw.w.Dir, typeDir, in.labels, nt.Count, tw.progress)
+		l, err := writeLabels(tw.w.FS, tw.w.Dir, typeDir, in.labels, nt.Count, tw.progress)
 		if err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (tw *typeWriter) nodeType(nt *dataset.NodeType, typeDir, tagPrefix string, 
 		if !ok {
 			continue
 		}
-		ids, err := writeSplit(tw.w.Dir, typeDir, name, s, nt.Count, tw.progress)
+		ids, err := writeSplit(tw.w.FS, tw.w.Dir, typeDir, name, s, nt.Count, tw.progress)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int6
 	if len(features) > 0 || keepInputIDs {
 		topt.orderPath = filepath.Join(tw.w.Dir, ".edge-order.tmp")
 	}
-	topo, err := buildTopology(tw.w.Dir, edges, numNodes, topt)
+	topo, err := buildTopology(tw.w.FS, tw.w.Dir, edges, numNodes, topt)
 	if err != nil {
 		return dataset.EdgeType{}, 0, err
 	}

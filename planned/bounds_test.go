@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -94,16 +95,15 @@ func TestKilledPlanHelper(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = int64(i)
 	}
-	write := planWriteAt
-	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
-		n, err := write(f, p, off)
+	stall := hooked(func(f wfs.File, p []byte, off int64) (int, error) {
+		n, err := f.WriteAt(p, off)
 		if !strings.HasSuffix(f.Name(), ".packed") {
 			return n, err
 		}
 		f.Sync()
 		select {}
-	}
-	PlanEpochs(s.Session(), EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2})
+	})
+	PlanEpochs(s.Session(), EpochOptions{Dir: dir, Seeds: seeds, BatchSize: 97, Sample: topology.SampleOptions{Fanouts: []int{5, 3}}, Epochs: 2, fs: stall})
 }
 
 // TestKilledPlanIsCleaned: a PlanEpochs killed with SIGKILL leaves packed files and no index;

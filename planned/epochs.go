@@ -39,6 +39,7 @@ import (
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -116,6 +117,7 @@ type EpochOptions struct {
 
 	elsewhere []*elsewhereRows // per packed stack (nil: none), resolved by check
 	inMemory  []nodeSet        // per packed stack, the rows its memory tiers held as planning began
+	fs        wfs.FS           // what the plan's files are written through (nil: the operating system's; tests fail its calls)
 }
 
 // nodeSet is a set of one node type's ids: a bit per node.

@@ -322,7 +322,7 @@ func writeCompleteDataset(t *testing.T, n int64) string {
 		t.Fatal(err)
 	}
 	spec.Files[0] = "features.x.0.bin"
-	w, err := dataset.NewFeatureWriter(dir, &spec)
+	w, err := dataset.NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func writeCompleteDataset(t *testing.T, n int64) string {
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(u))
 		}
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), indptr); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, "indptr.bin"), indptr); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "indices.bin"), raw, 0o644); err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math/bits"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/internal/par"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
 
@@ -70,7 +70,7 @@ type packer struct {
 
 // packOut is one epoch's packed file as the packer writes it.
 type packOut struct {
-	f       *os.File
+	f       wfs.File
 	path    string
 	ef      *epochFile // its extents; wait sets their checksums
 	end     int64      // bytes laid out
@@ -146,7 +146,7 @@ func newPacker(src *epochSource, o *EpochOptions, rep *EpochPlanReport, batches 
 
 // open starts laying batches out in packed file f (path) of epoch file ef, empty. The file
 // before it must be closed (closeOut) or dropped (dropOut).
-func (pk *packer) open(f *os.File, path string, ef *epochFile) {
+func (pk *packer) open(f wfs.File, path string, ef *epochFile) {
 	pk.out = &packOut{f: f, path: path, ef: ef}
 	pk.outs = append(pk.outs, pk.out)
 }
@@ -509,7 +509,7 @@ func (pk *packer) write(w *window, base []int64) (err error) {
 		ok := true
 		for p := range writes {
 			for done := int64(0); ok && done < int64(len(p.b)); {
-				m, err := planWriteAt(p.out.f, p.b[done:], p.off+done)
+				m, err := p.out.f.WriteAt(p.b[done:], p.off+done)
 				if err != nil {
 					failed <- fmt.Errorf("planned: writing epoch plan %s at byte %d: %w", p.out.path, p.off+done, err)
 					ok = false

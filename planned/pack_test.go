@@ -17,6 +17,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // samePlans fails unless the plans in dirs a and b have the same packed files, byte for byte,
@@ -302,11 +303,9 @@ func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 	o := epochOpts(t, d, 2)
 	o.PackMemory = 4 * packAlign // many windows
 	o.PackMethod = []string{PackScan, PackRandom}[rng.IntN(2)]
-	saved := planWriteAt
-	defer func() { planWriteAt = saved }()
 	var first sync.Once
 	var overlapped atomic.Bool
-	planWriteAt = func(f *os.File, p []byte, off int64) (int, error) {
+	o.fs = hooked(func(f wfs.File, p []byte, off int64) (int, error) {
 		first.Do(func() {
 			before := s.Stats().IO.Reads
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -316,8 +315,8 @@ func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 				}
 			}
 		})
-		return saved(f, p, off)
-	}
+		return f.WriteAt(p, off)
+	})
 	rep, err := PlanEpochs(s.Session(), o)
 	if err != nil {
 		t.Fatal(err)

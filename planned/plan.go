@@ -21,6 +21,7 @@ import (
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/internal/sysinfo"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers/ssd"
 )
@@ -126,9 +127,6 @@ var errEpochOverBudget = errors.New("epoch over the disk budget")
 // planFreeBytes is the free space of a plan's file system; tests replace it.
 var planFreeBytes = sysinfo.FreeBytes
 
-// planWriteAt writes a packed extent; tests replace it to fail like a full disk.
-var planWriteAt = func(f *os.File, p []byte, off int64) (int, error) { return f.WriteAt(p, off) }
-
 // planWorkers is the batches the planner samples and reads at once: half the CPUs Go may use
 // (training shares them while a Loader plans its next round), from 2 to 8.
 func planWorkers() int { return min(max(runtime.GOMAXPROCS(0)/2, 2), 8) }
@@ -194,7 +192,8 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	}
 	unlock()
 
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	o.fs = wfs.Or(o.fs)
+	if err := o.fs.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("planned: plan directory: %w", err)
 	}
 	// One planner at a time writes a directory; its lock, held until the index is written,
@@ -206,7 +205,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	defer lock.Close()
 	canceled := registerPlanner(o.Dir)
 	defer unregisterPlanner(o.Dir, canceled)
-	if err := removePlan(o.Dir); err != nil {
+	if err := removePlan(o.fs, o.Dir); err != nil {
 		return nil, err
 	}
 	nb := BatchesPerEpoch(o.count(), o.BatchSize, o.DropLast)
@@ -215,9 +214,9 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	defer func() {
 		if err != nil {
 			for _, p := range r.written {
-				os.Remove(p)
+				o.fs.Remove(p)
 			}
-			os.Remove(filepath.Join(o.Dir, EpochIndexFile+".tmp"))
+			o.fs.Remove(filepath.Join(o.Dir, EpochIndexFile+".tmp"))
 		}
 	}()
 	if pl != nil {
@@ -248,7 +247,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	idx.PlanSecs = rep.Seconds
-	if err := writeIndex(o.Dir, &idx); err != nil {
+	if err := writeIndex(o.fs, o.Dir, &idx); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -270,7 +269,7 @@ type epochPlanner struct {
 type epochPack struct {
 	e           int
 	path, spath string // the packed and the samples file
-	f           *os.File
+	f           wfs.File
 	ef          *epochFile
 	// The epoch's samples file: the placement pass's (spooled), its records listed as their
 	// batches are packed, or else written here (sw).
@@ -331,8 +330,8 @@ func (r *epochPlanner) planFile(e int) (*epochFile, error) {
 	err = r.closeEpoch(ep, err)
 	if errors.Is(err, errEpochOverBudget) {
 		rep.RowsPacked, rep.NodesPerBatch, rep.RowsPerBatch, rep.SampleSeconds = rowsPacked, nodesPerBatch, rowsPerBatch, sampleSecs
-		os.Remove(ep.path)
-		os.Remove(ep.spath)
+		r.o.fs.Remove(ep.path)
+		r.o.fs.Remove(ep.spath)
 		r.written = r.written[:len(r.written)-2]
 		return nil, err
 	}
@@ -362,7 +361,7 @@ func (r *epochPlanner) planFile(e int) (*epochFile, error) {
 // and opens the packer on them.
 func (r *epochPlanner) openEpoch(e int) (*epochPack, error) {
 	ep := &epochPack{e: e, path: filepath.Join(r.o.Dir, packedFile(e))}
-	f, err := createPacked(ep.path)
+	f, err := createPacked(r.o.fs, ep.path)
 	if err != nil {
 		return nil, err
 	}
@@ -373,9 +372,9 @@ func (r *epochPlanner) openEpoch(e int) (*epochPack, error) {
 	ep.ef.Samples, ep.ef.SampleRecords = samplesFile(e), make([]sampleRecord, 0, r.nb)
 	ep.spath = filepath.Join(r.o.Dir, ep.ef.Samples)
 	if ep.spooled != nil {
-		err = ep.spooled.take(ep.spath)
+		err = ep.spooled.take(r.o.fs, ep.spath)
 	} else {
-		ep.sw, err = createSamples(ep.spath, &ep.ef.SampleRecords)
+		ep.sw, err = createSamples(r.o.fs, ep.spath, &ep.ef.SampleRecords)
 	}
 	if err != nil {
 		f.Close()
@@ -511,7 +510,7 @@ func (src *epochSource) placeForEpochs(o *EpochOptions, spool bool) (_ *placed, 
 	start := time.Now()
 	pl := &placed{}
 	if spool && spoolSamples {
-		if pl.spool, err = newSampleSpool(o.Dir, o.DiskBudget); err != nil {
+		if pl.spool, err = newSampleSpool(wfs.Or(o.fs), o.Dir, o.DiskBudget); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -686,10 +685,10 @@ func (src *epochSource) packBatch(o *EpochOptions, e, b int, seeds []int64, coun
 
 // createPacked creates a packed file for O_DIRECT writes (plain writes where the file system has
 // no O_DIRECT).
-func createPacked(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|unix.O_DIRECT, 0o644)
+func createPacked(fsys wfs.FS, path string) (wfs.File, error) {
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|unix.O_DIRECT, 0o644)
 	if errors.Is(err, unix.EINVAL) {
-		f, err = os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err = fsys.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("planned: epoch plan: %w", err)
@@ -698,30 +697,31 @@ func createPacked(path string) (*os.File, error) {
 }
 
 // removePlan removes the plan in dir, index first.
-func removePlan(dir string) error {
+func removePlan(fsys wfs.FS, dir string) error {
 	for _, name := range []string{EpochIndexFile, EpochIndexFile + ".tmp"} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("planned: removing the old epoch plan: %w", err)
 		}
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "epoch-*.packed"))
 	samples, _ := filepath.Glob(filepath.Join(dir, "epoch-*.samples"))
 	for _, p := range append(old, samples...) {
-		if err := os.Remove(p); err != nil {
+		if err := fsys.Remove(p); err != nil {
 			return fmt.Errorf("planned: removing the old epoch plan: %w", err)
 		}
 	}
 	return nil
 }
 
-// writeIndex writes idx as dir's index: a temporary file, fsync, rename, fsync of dir.
-func writeIndex(dir string, idx *epochIndex) error {
+// writeIndex writes idx as dir's index: a temporary file, fsync, rename, fsync of dir. When the
+// fsync of dir fails, the index is removed again: the caller removes the files it names.
+func writeIndex(fsys wfs.FS, dir string, idx *epochIndex) error {
 	data, err := json.MarshalIndent(idx, "", " ")
 	if err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, EpochIndexFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := wfs.Create(fsys, tmp)
 	if err != nil {
 		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
@@ -731,15 +731,15 @@ func writeIndex(dir string, idx *epochIndex) error {
 	}
 	err = cmp.Or(err, f.Close())
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, EpochIndexFile))
+		err = fsys.Rename(tmp, filepath.Join(dir, EpochIndexFile))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err := fsys.SyncDir(dir); err != nil {
+		fsys.Remove(filepath.Join(dir, EpochIndexFile))
+		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
 	return nil
 }

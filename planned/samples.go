@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -431,11 +431,11 @@ func widen(b []byte, w int64, bound int64) ([]int64, int) {
 }
 
 // samplesWriter writes one planned epoch's samples file: records one after another, buffered,
-// written through planWriteAt by a goroutine of its own (the planner goes on sampling while a
+// written through its file by a goroutine of its own (the planner goes on sampling while a
 // buffer is written), each buffer's writeback started as it is written (sync_file_range), so
 // that finish's fsync waits for little. Memory: samplesBuffers buffers of samplesFlushBytes.
 type samplesWriter struct {
-	f       *os.File
+	f       wfs.File
 	path    string
 	buf     []byte
 	added   int64 // bytes added: the file's size once written
@@ -453,8 +453,8 @@ const (
 	samplesBuffers    = 3
 )
 
-func createSamples(path string, records *[]sampleRecord) (*samplesWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+func createSamples(fsys wfs.FS, path string, records *[]sampleRecord) (*samplesWriter, error) {
+	f, err := wfs.Create(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("planned: epoch plan: %w", err)
 	}
@@ -474,7 +474,7 @@ func (w *samplesWriter) write() {
 	var err error
 	for b := range w.full {
 		for done := 0; err == nil && done < len(b); {
-			n, werr := planWriteAt(w.f, b[done:], off+int64(done))
+			n, werr := w.f.WriteAt(b[done:], off+int64(done))
 			if werr != nil {
 				err = fmt.Errorf("planned: writing epoch plan %s at byte %d: %w", w.path, off+int64(done), werr)
 				w.failed.Store(&err)

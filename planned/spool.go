@@ -1,6 +1,8 @@
 package planned
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // The sample spool: with PlaceTiers, a plan draws each batch once. The placement pass, which
@@ -33,6 +37,7 @@ var spoolSamples = true
 
 // sampleSpool is a placement pass's samples files, per planned epoch.
 type sampleSpool struct {
+	fs     wfs.FS // what its files are written through
 	dir    string
 	lock   *os.File // the spool directory's flock: CleanEpochPlan leaves a live spool alone
 	epochs []*spooledEpoch
@@ -51,20 +56,24 @@ type spooledEpoch struct {
 
 // newSampleSpool makes a spool in plan directory dir for a plan whose files are bounded by budget
 // (0: unbounded).
-func newSampleSpool(dir string, budget int64) (*sampleSpool, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func newSampleSpool(fsys wfs.FS, dir string, budget int64) (*sampleSpool, error) {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("planned: plan directory: %w", err)
 	}
-	sd, err := os.MkdirTemp(dir, spoolPrefix)
-	if err != nil {
+	var name [6]byte
+	if _, err := rand.Read(name[:]); err != nil {
+		return nil, fmt.Errorf("planned: %w", err)
+	}
+	sd := filepath.Join(dir, spoolPrefix+hex.EncodeToString(name[:]))
+	if err := fsys.Mkdir(sd, 0o700); err != nil {
 		return nil, fmt.Errorf("planned: epoch plan sample spool: %w", err)
 	}
 	lock, err := lockPlan(sd, true) // a new directory: nobody else holds it
 	if err != nil {
-		os.RemoveAll(sd)
+		fsys.RemoveAll(sd)
 		return nil, err
 	}
-	return &sampleSpool{dir: sd, lock: lock, budget: budget}, nil
+	return &sampleSpool{fs: fsys, dir: sd, lock: lock, budget: budget}, nil
 }
 
 // spooler writes planned epoch e's samples file into the spool, batch by batch (add), unless the
@@ -81,7 +90,7 @@ func (sp *sampleSpool) begin(e int) (*spooler, error) {
 		return nil, nil
 	}
 	ep := &spooledEpoch{path: filepath.Join(sp.dir, samplesFile(e)), fd: -1}
-	w, err := createSamples(ep.path, &ep.records)
+	w, err := createSamples(sp.fs, ep.path, &ep.records)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +112,7 @@ func (s *spooler) add(p *packedBatch) error {
 
 func (s *spooler) drop() {
 	s.w.finish(false)
-	os.Remove(s.ep.path)
+	s.sp.fs.Remove(s.ep.path)
 	s.w, s.sp.full = nil, true
 }
 
@@ -136,13 +145,14 @@ func (sp *sampleSpool) epoch(e int) *spooledEpoch {
 	return sp.epochs[e]
 }
 
-// take opens epoch ep's file for reading and moves it to path (in the plan directory).
-func (ep *spooledEpoch) take(path string) error {
+// take opens epoch ep's file for reading and moves it to path (in the plan directory) through
+// fsys.
+func (ep *spooledEpoch) take(fsys wfs.FS, path string) error {
 	fd, err := unix.Open(ep.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("planned: epoch plan sample spool %s: %w", ep.path, err)
 	}
-	if err := os.Rename(ep.path, path); err != nil {
+	if err := fsys.Rename(ep.path, path); err != nil {
 		unix.Close(fd)
 		return fmt.Errorf("planned: epoch plan: %w", err)
 	}
@@ -243,7 +253,7 @@ func (sp *sampleSpool) close() {
 	for _, ep := range sp.epochs {
 		ep.release()
 	}
-	os.RemoveAll(sp.dir)
+	sp.fs.RemoveAll(sp.dir)
 	sp.lock.Close()
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tierfs/tierfs/featurestore"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // planFiles is every file of plan directory dir, by name, the index with its planning time
@@ -164,7 +165,7 @@ func TestSpooledPlanEqualsRedrawn(t *testing.T) {
 // with CleanEpochPlan; a live one stays.
 func TestCleanEpochPlanRemovesDeadSpools(t *testing.T) {
 	dir := t.TempDir()
-	live, err := newSampleSpool(dir, 0)
+	live, err := newSampleSpool(wfs.OS, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func WriteDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles 
 	for i := range d.Rows {
 		d.Rows[i] = byte(rng.UintN(256))
 	}
-	w, err := dataset.NewFeatureWriter(dir, &spec)
+	w, err := dataset.NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +95,14 @@ func WriteDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles 
 			d.Indices = append(d.Indices, int32(rng.Int64N(count)))
 		}
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "indptr.bin"), d.Indptr); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, "indptr.bin"), d.Indptr); err != nil {
 		t.Fatal(err)
 	}
 	labels := make([]int64, count)
 	for v := range labels {
 		labels[v] = int64(v%7) - 1 // -1 marks unlabelled
 	}
-	if err := dataset.WriteInt64s(filepath.Join(dir, "labels.bin"), labels); err != nil {
+	if err := dataset.WriteInt64s(nil, filepath.Join(dir, "labels.bin"), labels); err != nil {
 		t.Fatal(err)
 	}
 	d.Labels = labels
@@ -113,7 +113,7 @@ func WriteDatasetOf(t testing.TB, dtype dataset.DType, count, dim int64, nfiles 
 				d.Train = append(d.Train, v)
 			}
 		}
-		if err := dataset.WriteInt64s(filepath.Join(dir, "train.ids"), d.Train); err != nil {
+		if err := dataset.WriteInt64s(nil, filepath.Join(dir, "train.ids"), d.Train); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, "train.ids")

@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/tiers"
 )
 
@@ -95,13 +96,17 @@ func (l sharedLayout) view(mem []byte) (Index, []byte) {
 // file (refusing one that exists), writes the index, calls load with the ids sorted and the
 // arena, marks the file ready and maps it read-only. Other processes then map it with
 // MapShared. On error the file is removed. The tier's earlier contents are released as by Fill.
-func (c *Cache) FillShared(path string, ids []int64, load tiers.Source) error {
+// The file is created, sized, reserved (so that a full tmpfs is an error, not a SIGBUS) and
+// removed through fsys (nil: the operating system's); its contents are written through the
+// mapping.
+func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Source) error {
+	fsys = wfs.Or(fsys)
 	index, err := NewIndex(ids)
 	if err != nil {
 		return fmt.Errorf("host tier: %w", err)
 	}
 	l := layoutOf(int64(len(index.ids)), int64(len(index.table)), c.rowBytes)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("host tier: create the shared tier file: %w", err)
 	}
@@ -109,6 +114,10 @@ func (c *Cache) FillShared(path string, ids []int64, load tiers.Source) error {
 		defer f.Close()
 		if err := f.Truncate(l.size); err != nil {
 			return nil, fmt.Errorf("host tier: size the shared tier file %s to %d bytes for %d rows: %w", path, l.size, l.rows, err)
+		}
+		// Reserved now, a full tmpfs is this error, not a SIGBUS while the rows are written.
+		if err := f.Allocate(l.size); err != nil && !errors.Is(err, wfs.ErrUnsupported) {
+			return nil, fmt.Errorf("host tier: reserve %d bytes for the shared tier file %s (%d rows): %w", l.size, path, l.rows, err)
 		}
 		mem, err := unix.Mmap(int(f.Fd()), 0, int(l.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
@@ -123,12 +132,12 @@ func (c *Cache) FillShared(path string, ids []int64, load tiers.Source) error {
 		}
 	}
 	if err != nil {
-		os.Remove(path)
+		fsys.Remove(path)
 		return err
 	}
 	if err := unix.Mprotect(mem, unix.PROT_READ); err != nil {
 		unix.Munmap(mem)
-		os.Remove(path)
+		fsys.Remove(path)
 		return fmt.Errorf("host tier: make the shared tier file %s read-only: %w", path, err)
 	}
 	return c.adopt(&sharedFile{path: path, mem: mem, created: true}, l)

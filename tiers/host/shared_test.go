@@ -49,7 +49,7 @@ func TestSharedTierMatchesPrivateFill(t *testing.T) {
 		if err := plain.Fill(ids, load); err != nil {
 			t.Fatal(err)
 		}
-		if err := creator.FillShared(path, ids, load); err != nil {
+		if err := creator.FillShared(nil, path, ids, load); err != nil {
 			t.Fatal(err)
 		}
 		if err := mapper.MapShared(path); err != nil {
@@ -93,7 +93,7 @@ func TestSharedTierEmpty(t *testing.T) {
 	creator, mapper := New(16), New(16)
 	defer creator.Close()
 	defer mapper.Close()
-	if err := creator.FillShared(path, nil, func([]int64, []byte) error { return nil }); err != nil {
+	if err := creator.FillShared(nil, path, nil, func([]int64, []byte) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := mapper.MapShared(path); err != nil {
@@ -116,15 +116,15 @@ func TestSharedTierRefusals(t *testing.T) {
 	ids, load := randomTier(rng, 100, 16)
 	creator := New(16)
 	defer creator.Close()
-	if err := creator.FillShared(path, ids, load); err != nil {
+	if err := creator.FillShared(nil, path, ids, load); err != nil {
 		t.Fatal(err)
 	}
-	if err := New(16).FillShared(path, ids, load); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := New(16).FillShared(nil, path, ids, load); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("FillShared over an existing file: %v", err)
 	}
 	boom := errors.New("boom")
 	failed := filepath.Join(dir, "failed")
-	if err := New(16).FillShared(failed, ids, func([]int64, []byte) error { return boom }); !errors.Is(err, boom) {
+	if err := New(16).FillShared(nil, failed, ids, func([]int64, []byte) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("FillShared with a failing source: %v", err)
 	}
 	if _, err := os.Stat(failed); !os.IsNotExist(err) {

@@ -38,7 +38,7 @@ func writeRows(t *testing.T, rows []byte, count, dim int64, stripes int) *datase
 	for k := range spec.Files {
 		spec.Files[k] = fmt.Sprintf("features.x.%d.bin", k)
 	}
-	w, err := dataset.NewFeatureWriter(dir, &spec)
+	w, err := dataset.NewFeatureWriter(nil, dir, &spec)
 	if err != nil {
 		t.Fatal(err)
 	}

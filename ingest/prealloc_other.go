@@ -1,7 +1,0 @@
-//go:build !linux
-
-package ingest
-
-import "os"
-
-func allocate(f *os.File, size int64) error { return errUnsupported }

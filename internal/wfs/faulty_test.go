@@ -1,0 +1,56 @@
+package wfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFaultyFailsTheNthCall: Faulty fails exactly the Nth call its fault applies to, with the
+// fault's error, a short write writing half its bytes first, and passes every other call through.
+func TestFaultyFailsTheNthCall(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	// The calls of WriteSynced and a rename: open, write, fsync, close, rename.
+	for _, tc := range []struct {
+		fault   Fault
+		n       int
+		hit     string
+		errno   error
+		content string // what p holds after the write ("" with the open failed)
+		renamed bool
+	}{
+		{ENOSPC, 1, "open", unix.ENOSPC, "", false},
+		{EIO, 2, "write", unix.EIO, "", false},
+		{ENOSPC, 3, "fsync", unix.ENOSPC, "abcd", false},
+		{EIO, 4, "close", unix.EIO, "abcd", false},
+		{EIO, 5, "rename", unix.EIO, "abcd", false},
+		{ShortWrite, 1, "write", unix.ENOSPC, "ab", false},
+		{SyncFail, 1, "fsync", unix.EIO, "abcd", false},
+		{SyncFail, 2, "", nil, "abcd", true},
+		{ShortWrite, 2, "", nil, "abcd", true},
+	} {
+		os.Remove(p)
+		os.Remove(p + ".new")
+		f := &Faulty{Fault: tc.fault, N: tc.n}
+		err := WriteSynced(f, p, []byte("abcd"))
+		if err == nil {
+			err = f.Rename(p, p+".new")
+		}
+		hitOp, _, _ := strings.Cut(f.Hit(), " ")
+		if hitOp != tc.hit || (tc.errno == nil) != (err == nil) || tc.errno != nil && !errors.Is(err, tc.errno) {
+			t.Fatalf("%v: hit %q, error %v; want hit %q, %v", f, f.Hit(), err, tc.hit, tc.errno)
+		}
+		got := p
+		if tc.renamed {
+			got = p + ".new"
+		}
+		if data, _ := os.ReadFile(got); string(data) != tc.content {
+			t.Fatalf("%v: %s holds %q, want %q", f, got, data, tc.content)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package host
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tierfs/tierfs/internal/wfs"
+)
+
+// sameRows fails t unless c holds exactly want's rows.
+func sameRows(t *testing.T, what string, c, want *Cache, ids []int64) {
+	t.Helper()
+	if c.Rows() != want.Rows() {
+		t.Fatalf("%s: %d rows, want %d", what, c.Rows(), want.Rows())
+	}
+	got, exp := make([]int64, len(ids)), make([]int64, len(ids))
+	c.Lookup(ids, got)
+	want.Lookup(ids, exp)
+	for i := range ids {
+		if (got[i] < 0) != (exp[i] < 0) || got[i] >= 0 && !bytes.Equal(c.Row(got[i]), want.Row(exp[i])) {
+			t.Fatalf("%s: id %d: slot %d, want slot %d of equal bytes", what, ids[i], got[i], exp[i])
+		}
+	}
+}
+
+// TestSharedTierFaults fails each call FillShared makes of its FS in turn (create, size,
+// reserve, close; the removal that follows a failure) with each fault wfs.Faulty injects, until
+// it makes no call the fault applies to (FillShared writes the file through its mapping: no
+// write or fsync calls, so a short write or a failed fsync has none to fail). Each fault but one
+// of the close after mapping (harmless) is FillShared's error. After each, the path holds no file
+// and the tier its old rows (an earlier private fill), or the whole new tier, which another
+// Cache maps with the rows of a private fill; a later FillShared of the path succeeds.
+func TestSharedTierFaults(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	const rb = 24
+	oldIDs, oldLoad := randomTier(rng, 300, rb)
+	ids, load := randomTier(rng, 500, rb)
+	old, want := New(rb), New(rb)
+	defer old.Close()
+	defer want.Close()
+	if err := old.Fill(oldIDs, oldLoad); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Fill(ids, load); err != nil {
+		t.Fatal(err)
+	}
+	query := append(append([]int64(nil), oldIDs...), ids...)
+	walked := 0
+	for _, fault := range wfs.Faults {
+		for n := 1; ; n++ {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "tier")
+			c := New(rb)
+			if err := c.Fill(oldIDs, oldLoad); err != nil {
+				t.Fatal(err)
+			}
+			f := &wfs.Faulty{Fault: fault, N: n}
+			err := c.FillShared(f, path, ids, load)
+			what := fmt.Sprintf("%v (%s), FillShared: %v", f, f.Hit(), err)
+			if err == nil && f.Hit() != "" && !strings.HasPrefix(f.Hit(), "close ") {
+				t.Fatalf("%s: the fault was not reported", what) // only a failed close after the mapping is harmless
+			}
+			if err != nil {
+				sameRows(t, what+": the tier after", c, old, query)
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Fatalf("%s: %d entries left (%s)", what, len(entries), entries[0].Name())
+				}
+				if err := New(rb).FillShared(nil, path, ids, load); err != nil {
+					t.Fatalf("%s: a later FillShared: %v", what, err)
+				}
+			} else {
+				sameRows(t, what+": the creator", c, want, query)
+			}
+			m := New(rb)
+			if err := m.MapShared(path); err != nil {
+				t.Fatalf("%s: MapShared: %v", what, err)
+			}
+			sameRows(t, what+": a mapper", m, want, query)
+			m.Close()
+			c.Close()
+			if f.Hit() == "" {
+				if err != nil {
+					t.Fatalf("%s: no fault hit", what)
+				}
+				walked += n - 1
+				break
+			}
+		}
+	}
+	t.Logf("%d faulted fills", walked)
+}
