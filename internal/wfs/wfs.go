@@ -78,6 +78,13 @@ func WriteSynced(fsys FS, path string, data []byte) error {
 	return f.Close()
 }
 
+var (
+	_ FS   = osFS{}
+	_ File = osFile{}
+	_ FS   = (*Faulty)(nil)
+	_ File = (*faultyFile)(nil)
+)
+
 type osFS struct{}
 
 func (osFS) OpenFile(path string, flag int, perm os.FileMode) (File, error) {
