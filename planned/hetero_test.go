@@ -160,6 +160,7 @@ func TestHeteroPlanErrors(t *testing.T) {
 	}
 	defer ss.Close()
 	o := heteroEpochOpts(t, ss, d, 1, rng)
+	o.BatchSize = min(o.BatchSize, max(1, len(o.Seeds)/2)) // two batches at least: batch 1 is read below
 	for _, c := range []struct {
 		want string
 		is   error

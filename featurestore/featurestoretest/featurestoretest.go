@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,9 +150,17 @@ func (d *Data) Want(ids []int64) []byte {
 	return out
 }
 
-// NewRand is a generator of a random seed, logged so that a failure can be replayed.
+// NewRand is a generator of a random seed, logged so that a failure can be replayed: with
+// TIERFS_TEST_SEED set, every test's generator starts from that seed instead.
 func NewRand(t testing.TB) *rand.Rand {
 	seed := rand.Uint64()
+	if v := os.Getenv("TIERFS_TEST_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("TIERFS_TEST_SEED=%q: want a seed the tests logged (an unsigned integer): %v", v, err)
+		}
+		seed = s
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewPCG(seed, 0))
 }
