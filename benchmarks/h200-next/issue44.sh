@@ -24,7 +24,7 @@ echo "disk bytes/s for the bound: $bps"
 rm -rf /var/tmp/plan-h /var/tmp/plan-l; mkdir -p /var/tmp/plan-h /var/tmp/plan-l
 timeout ${HETERO_SECONDS:-300} python3 python/bench/hetero_train.py /var/tmp/igbh --arms ${HETERO_ARMS:-memory,tierfs,planned} --fanouts 10,5 --batch 1024 \
   --batches 20 --warmup 4 --repeat ${HETERO_REPEAT:-3} --drop-caches --disk-bps $bps --plan-dir /var/tmp/plan-h \
-  --fetch-threads ${FETCH_THREADS:-2} --out $OUT/hetero.json > $OUT/hetero.txt 2>&1
+  --fetch-threads ${FETCH_THREADS:-4} --out $OUT/hetero.json > $OUT/hetero.txt 2>&1
 echo "hetero rc=$?"; grep -E "^(planned|run|median)|planned:" $OUT/hetero.txt | head -20; rm -rf /var/tmp/plan-h
 [ "${LINK:-1}" = 0 ] && exit 0
 timeout ${LINK_SECONDS:-200} python3 python/bench/link_train.py /var/tmp/ds10m --arms memory,tierfs,planned --fanouts 10,5 --batch 1024 \
