@@ -3,7 +3,9 @@ package gpuio
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -104,5 +106,46 @@ func TestBudgetAfterClose(t *testing.T) {
 	}
 	if _, err := NewBudget(0); err == nil {
 		t.Fatal("a budget of 0 reads was accepted")
+	}
+}
+
+// The places alone, under goroutines that take (waiting or trying) and give at random: never
+// more holders than places, every waiter served, every place back at the end.
+func TestBudgetPlaces(t *testing.T) {
+	seed := testSeed(t)
+	for _, places := range []int{1, 3, 16} {
+		budget, err := NewBudget(places)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var holders, most atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(seed, uint64(places)<<8|uint64(g)))
+				for range 2000 {
+					if rng.IntN(2) == 0 {
+						budget.take()
+					} else if !budget.tryTake() {
+						continue
+					}
+					h := holders.Add(1)
+					for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
+					}
+					if rng.IntN(4) == 0 {
+						runtime.Gosched()
+					}
+					holders.Add(-1)
+					budget.give()
+				}
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m > int64(places) {
+			t.Fatalf("budget %d: %d holders at once", places, m)
+		}
+		if n := budget.InFlight(); n != 0 {
+			t.Fatalf("budget %d: %d places still taken", places, n)
+		}
 	}
 }
