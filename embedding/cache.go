@@ -32,7 +32,7 @@ type frame struct {
 func newCache(l layout, id [16]byte, bytes int64, stats *Stats) (*cache, error) {
 	n := bytes / int64(l.pageBytes)
 	if n < 2 {
-		return nil, fmt.Errorf("embedding: host cache of %d bytes holds fewer than 2 pages of %d bytes", bytes, l.pageBytes)
+		return nil, invalid("embedding: host cache of %d bytes holds fewer than 2 pages of %d bytes", bytes, l.pageBytes)
 	}
 	n = min(n, l.pages)
 	arena, err := unix.Mmap(-1, 0, int(n)*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)

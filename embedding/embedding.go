@@ -39,6 +39,27 @@ import (
 // generation or table).
 var ErrCorrupt = errors.New("embedding table corrupt")
 
+// ErrInvalid marks a bad argument (a spec, a length, a repeated id); ErrIDOutOfRange an id
+// outside [0, rows). Their messages name the input.
+var (
+	ErrInvalid      = errors.New("invalid argument")
+	ErrIDOutOfRange = errors.New("id out of range")
+	ErrClosed       = errors.New("embedding: the table is closed")
+)
+
+// argError is an error of kind (ErrInvalid, ErrIDOutOfRange) with its own message.
+type argError struct {
+	kind error
+	msg  string
+}
+
+func (e *argError) Error() string        { return e.msg }
+func (e *argError) Is(target error) bool { return target == e.kind }
+
+func invalid(format string, args ...any) error {
+	return &argError{ErrInvalid, fmt.Sprintf(format, args...)}
+}
+
 // Optimizer is a sparse optimizer and its hyper-parameters, named and defaulted as torch's
 // (torch.optim.SGD, Adagrad, SparseAdam). A zero field takes torch's default.
 type Optimizer struct {
@@ -119,13 +140,13 @@ func (s Spec) withDefaults() (Spec, error) {
 		s.DType = "float32"
 	}
 	if s.DType != "float32" {
-		return s, fmt.Errorf("embedding: dtype %q: only float32 is supported", s.DType)
+		return s, invalid("embedding: dtype %q: only float32 is supported", s.DType)
 	}
 	if s.Rows <= 0 {
-		return s, fmt.Errorf("embedding: rows %d: a table has at least one row", s.Rows)
+		return s, invalid("embedding: rows %d: a table has at least one row", s.Rows)
 	}
 	if s.Dim <= 0 || s.Dim > 1<<20 {
-		return s, fmt.Errorf("embedding: dim %d: must be in [1, 1048576]", s.Dim)
+		return s, invalid("embedding: dim %d: must be in [1, 1048576]", s.Dim)
 	}
 	o := &s.Optimizer
 	switch o.Name {
@@ -140,22 +161,22 @@ func (s Spec) withDefaults() (Spec, error) {
 		o.Beta2 = orDefault(o.Beta2, 0.999)
 		o.Eps = orDefault(o.Eps, 1e-8)
 		if o.Beta1 < 0 || o.Beta1 >= 1 || o.Beta2 < 0 || o.Beta2 >= 1 {
-			return s, fmt.Errorf("embedding: adam betas (%g, %g): each must be in [0, 1)", o.Beta1, o.Beta2)
+			return s, invalid("embedding: adam betas (%g, %g): each must be in [0, 1)", o.Beta1, o.Beta2)
 		}
 	default:
-		return s, fmt.Errorf("embedding: optimizer %q: want sgd, adagrad or adam", o.Name)
+		return s, invalid("embedding: optimizer %q: want sgd, adagrad or adam", o.Name)
 	}
 	if !(o.LR > 0) || math.IsInf(o.LR, 0) {
-		return s, fmt.Errorf("embedding: lr %g: must be positive", o.LR)
+		return s, invalid("embedding: lr %g: must be positive", o.LR)
 	}
 	if o.Eps < 0 || o.LRDecay < 0 || o.InitialAccumulatorValue < 0 {
-		return s, fmt.Errorf("embedding: eps %g, lr_decay %g, initial_accumulator_value %g: none may be negative", o.Eps, o.LRDecay, o.InitialAccumulatorValue)
+		return s, invalid("embedding: eps %g, lr_decay %g, initial_accumulator_value %g: none may be negative", o.Eps, o.LRDecay, o.InitialAccumulatorValue)
 	}
 	if o.Name != "adagrad" && (o.LRDecay != 0 || o.InitialAccumulatorValue != 0) {
-		return s, fmt.Errorf("embedding: lr_decay and initial_accumulator_value are adagrad's, not %s's", o.Name)
+		return s, invalid("embedding: lr_decay and initial_accumulator_value are adagrad's, not %s's", o.Name)
 	}
 	if o.Name != "adam" && (o.Beta1 != 0 || o.Beta2 != 0) {
-		return s, fmt.Errorf("embedding: betas are adam's, not %s's", o.Name)
+		return s, invalid("embedding: betas are adam's, not %s's", o.Name)
 	}
 	in := &s.Init
 	switch in.Kind {
@@ -164,14 +185,14 @@ func (s Spec) withDefaults() (Spec, error) {
 	case "normal":
 		in.Std = orDefault(in.Std, 1)
 		if in.Std < 0 {
-			return s, fmt.Errorf("embedding: init normal std %g: must not be negative", in.Std)
+			return s, invalid("embedding: init normal std %g: must not be negative", in.Std)
 		}
 	case "uniform":
 		if !(in.A < in.B) {
-			return s, fmt.Errorf("embedding: init uniform [%g, %g): a must be below b", in.A, in.B)
+			return s, invalid("embedding: init uniform [%g, %g): a must be below b", in.A, in.B)
 		}
 	default:
-		return s, fmt.Errorf("embedding: init %q: want zeros, normal or uniform", in.Kind)
+		return s, invalid("embedding: init %q: want zeros, normal or uniform", in.Kind)
 	}
 	return s, nil
 }

@@ -125,7 +125,7 @@ func lockDir(fsys wfs.FS, dir string) (wfs.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("embedding: %s is open elsewhere (its lock is held)", dir)
+			return nil, invalid("embedding: %s is open elsewhere (its lock is held)", dir)
 		}
 		return nil, fmt.Errorf("embedding: locking %s: %w", dir, err)
 	}

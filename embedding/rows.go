@@ -6,7 +6,7 @@ import "fmt"
 func (t *Table) checkIDs(what string, ids []int64, unique bool) error {
 	for i, id := range ids {
 		if id < 0 || id >= t.l.rows {
-			return fmt.Errorf("embedding: %s: ids[%d] = %d is out of range [0, %d)", what, i, id, t.l.rows)
+			return &argError{ErrIDOutOfRange, fmt.Sprintf("embedding: %s: ids[%d] = %d is out of range [0, %d)", what, i, id, t.l.rows)}
 		}
 	}
 	if !unique || len(ids) < 2 {
@@ -15,7 +15,7 @@ func (t *Table) checkIDs(what string, ids []int64, unique bool) error {
 	seen := make(map[int64]int, len(ids))
 	for i, id := range ids {
 		if j, ok := seen[id]; ok {
-			return fmt.Errorf("embedding: %s: ids[%d] and ids[%d] are both %d: %s takes a coalesced gradient, each id once (torch's coalesce sums duplicates)", what, j, i, id, t.m.Spec.Optimizer.Name)
+			return invalid("embedding: %s: ids[%d] and ids[%d] are both %d: %s takes a coalesced gradient, each id once (torch's coalesce sums duplicates)", what, j, i, id, t.m.Spec.Optimizer.Name)
 		}
 		seen[id] = i
 	}
@@ -24,7 +24,7 @@ func (t *Table) checkIDs(what string, ids []int64, unique bool) error {
 
 func checkLen(what, name string, got, ids, width int) error {
 	if got != ids*width {
-		return fmt.Errorf("embedding: %s: %s has %d floats, want %d ids × %d", what, name, got, ids, width)
+		return invalid("embedding: %s: %s has %d floats, want %d ids × %d", what, name, got, ids, width)
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func (t *Table) WriteSlots(ids []int64, slots []float32, step int64) error {
 	}
 	defer t.mu.Unlock()
 	if step < t.m.Step {
-		return fmt.Errorf("embedding: WriteSlots: step %d is below the table's %d", step, t.m.Step)
+		return invalid("embedding: WriteSlots: step %d is below the table's %d", step, t.m.Step)
 	}
 	if err := t.checkIDs("WriteSlots", ids, true); err != nil {
 		return err

@@ -43,7 +43,7 @@ func Create(fsys wfs.FS, dir string, spec Spec) error {
 		return err
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("embedding: creating %s: it exists", dir)
+		return invalid("embedding: creating %s: it exists", dir)
 	}
 	id, err := newTableID()
 	if err != nil {
@@ -228,7 +228,7 @@ func (t *Table) enter() error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return errors.New("embedding: the table is closed")
+		return ErrClosed
 	}
 	if t.broken != nil {
 		t.mu.Unlock()
@@ -309,7 +309,7 @@ func (t *Table) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return errors.New("embedding: the table is closed")
+		return ErrClosed
 	}
 	t.closed = true
 	var errs []error
