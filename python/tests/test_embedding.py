@@ -143,3 +143,18 @@ def test_adam_refuses_repeated_ids_in_the_core(tmp_path):
     with pytest.raises(tierfs.InvalidArgumentError, match="ids\\[0\\] and ids\\[2\\] are both 2"):
         tierfs._native.check(lib.tfs_table_apply(emb._h(), ids.data_ptr(), 3, g.data_ptr(), g.numel()))
     emb.close()
+
+
+def test_readme_block_runs(tmp_path):
+    """README.md's trainable-embeddings block, as it stands, on paths under tmp_path."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("<!-- embedding-quickstart")[1].split("```python\n")[1].split("```")[0]
+    code = block.replace("/tmp/demo-graph", str(tmp_path / "demo-graph"))
+    scope: dict = {}
+    exec(compile(code, "README.md (trainable embeddings)", "exec"), scope)
+    emb = tierfs.Embedding(scope["store"], None, 32, tmp_path / "demo-graph.emb", optimizer="adam")
+    assert emb.steps == 10 and emb.info["generation"] == 2
+    emb.close()
+    scope["store"].close()
