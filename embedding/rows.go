@@ -1,6 +1,10 @@
 package embedding
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // checkIDs refuses an id out of range, or (unique) one given twice.
 func (t *Table) checkIDs(what string, ids []int64, unique bool) error {
@@ -91,15 +95,27 @@ func (t *Table) rows(what string, ids []int64, buf []float32, width int, write b
 	return err
 }
 
-// each calls fn with each id's slot in the cache, in order; dirty marks the pages written.
+// each calls fn with each id's slot in the cache; dirty marks the pages written. The ids are
+// visited by page (a stable sort: ids of one page, repeats included, keep their order), so a
+// call reads each distinct page once however small the cache.
 func (t *Table) each(ids []int64, dirty bool, fn func(i int, slot []float32)) error {
 	per := int64(t.l.rowsPerPage)
-	for i, id := range ids {
-		page, err := t.c.page(id/per, dirty)
-		if err != nil {
-			return err
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a]/per, ids[b]/per) })
+	var page []byte
+	at := int64(-1)
+	for _, i := range order {
+		if p := ids[i] / per; p != at {
+			var err error
+			if page, err = t.c.page(p, dirty); err != nil {
+				return err
+			}
+			at = p
 		}
-		fn(i, t.l.slot(page, id))
+		fn(i, t.l.slot(page, ids[i]))
 	}
 	return nil
 }
