@@ -43,9 +43,19 @@ def _slots(emb, ids):
     return out
 
 
+@pytest.fixture
+def deterministic(request):
+    """torch's deterministic kernels on CUDA: torch's own SGD adds an uncoalesced gradient there by
+    index_add_, whose atomics sum repeated ids in no fixed order (so two torch runs differ)."""
+    was, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    yield
+    torch.use_deterministic_algorithms(was, warn_only=warn)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_equals_torch_bit_for_bit(tmp_path, name, device):
+def test_equals_torch_bit_for_bit(tmp_path, name, device, deterministic):
     seed = SEED * 7 + list(OPTIMIZERS).index(name)
     print(f"seed {seed}")
     gen = torch.Generator().manual_seed(seed)
