@@ -115,6 +115,11 @@ def test_table_of_a_store_node_type(tmp_path, store, graph):
     x = emb(torch.tensor([0, graph["n"] - 1]))
     assert x.shape == (2, 8) and not x.any()
     emb.close()
+    emb = tierfs.Embedding(store, store.node_type, 8, tmp_path / "t", optimizer="adagrad")  # reopened
+    emb.close()
+    tierfs.Embedding(None, "item", 8, tmp_path / "u", optimizer="sgd", num_embeddings=5).close()
+    with pytest.raises(tierfs.InvalidArgumentError, match="a table of 5 rows of node type 'item', not of the store's"):
+        tierfs.Embedding(store, None, 8, tmp_path / "u", optimizer="sgd")
 
 
 def test_init_rows_given_and_errors(tmp_path):

@@ -147,6 +147,8 @@ class Embedding(torch.nn.Module, _native.Finalized):
         self._handle = handle.value
         info = self.info
         self._check_opened(info, dim, optimizer, hyper, created)
+        if store is not None and not created:
+            self._check_store(info, store, node_type)
         self.num_embeddings: int = info["rows"]
         self.embedding_dim: int = info["dim"]
         self.optimizer: str = info["optimizer"]["name"]
@@ -178,6 +180,18 @@ class Embedding(torch.nn.Module, _native.Finalized):
                 raise errors.InvalidArgumentError(
                     f"tierfs.Embedding: {self.path} was created with {kept}; asked for {asked} (a table keeps its hyper-parameters)"
                 )
+
+    def _check_store(self, info: dict, store: Any, node_type: Optional[str]) -> None:
+        """Refuses a table opened for a store whose node type it is not of."""
+        types = store.types["node_types"]
+        name = node_type if node_type is not None else (next(iter(types)) if len(types) == 1 else None)
+        count = types[name]["count"] if name in types else None
+        if info["node_type"] != name or info["rows"] != count:
+            self.close()
+            raise errors.InvalidArgumentError(
+                f"tierfs.Embedding: {self.path} is a table of {info['rows']} rows of node type "
+                f"{info['node_type']!r}, not of the store's node type {name!r} ({count} nodes)"
+            )
 
     def _write_initial(self, rows: Any) -> None:
         rows = torch.as_tensor(rows, dtype=torch.float32).cpu().contiguous()
