@@ -4,27 +4,13 @@ import (
 	"errors"
 	"math"
 	"math/big"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-)
 
-// newRand is a generator from a logged seed (TIERFS_TEST_SEED replays one).
-func newRand(t testing.TB) *rand.Rand {
-	seed := rand.Uint64()
-	if v := os.Getenv("TIERFS_TEST_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("TIERFS_TEST_SEED=%q: %v", v, err)
-		}
-		seed = s
-	}
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0))
-}
+	"github.com/tierfs/tierfs/featurestore/featurestoretest"
+)
 
 // refFMA is a*x+y rounded once to float32, by big.Float.
 func refFMA(a, x, y float32) float32 {
@@ -36,7 +22,7 @@ func refFMA(a, x, y float32) float32 {
 }
 
 func TestFMA32(t *testing.T) {
-	rng := newRand(t)
+	rng := featurestoretest.NewRand(t)
 	for i := range 2_000_000 {
 		a := math.Float32frombits(rng.Uint32())
 		x := math.Float32frombits(rng.Uint32())
@@ -112,7 +98,7 @@ func newTable(t *testing.T, spec Spec, cache int64) (*Table, string) {
 // adagrad and adam), a cache of 3 pages for a table of many, a checkpoint and reopen half way;
 // every slot equals the reference's bit for bit.
 func TestApplyAgainstReference(t *testing.T) {
-	rng := newRand(t)
+	rng := featurestoretest.NewRand(t)
 	for _, o := range []Optimizer{{Name: "sgd", LR: 0.37}, {Name: "adagrad", LR: 0.37, LRDecay: 0.01, InitialAccumulatorValue: 0.1}, {Name: "adam", LR: 0.037}} {
 		t.Run(o.Name, func(t *testing.T) {
 			const rows, dim = 700, 24

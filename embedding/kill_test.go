@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tierfs/tierfs/featurestore/featurestoretest"
 )
 
 // killSpec is the table the kill test trains; batchOf is step k's batch (the same in the child
@@ -60,7 +62,7 @@ func TestKillDuringCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a child process 12 times")
 	}
-	rng := newRand(t)
+	rng := featurestoretest.NewRand(t)
 	root := t.TempDir()
 	dir, refDir := filepath.Join(root, "t"), filepath.Join(root, "ref")
 	for _, d := range []string{dir, refDir} {
