@@ -6,7 +6,6 @@ package main
 import "C"
 
 import (
-	"errors"
 	"strings"
 	"unsafe"
 
@@ -16,24 +15,6 @@ import (
 
 // The embedding tables (tierfs_embedding.h): a handle of kind kindTable holds an
 // *embedding.Table.
-
-// tableErr gives the embedding package's kinds of error their statuses.
-func tableErr(err error) error {
-	for _, k := range []struct {
-		kind error
-		code status
-	}{
-		{embedding.ErrIDOutOfRange, stERANGE},
-		{embedding.ErrInvalid, stEINVAL},
-		{embedding.ErrCorrupt, stECORRUPT},
-		{embedding.ErrClosed, stECLOSED},
-	} {
-		if errors.Is(err, k.kind) {
-			return &statusError{code: k.code, msg: err.Error(), err: err}
-		}
-	}
-	return err
-}
 
 //export tfsgo_table_create
 func tfsgo_table_create(store C.uintptr_t, nodeType, path, specJSON *C.char) C.int {
@@ -52,7 +33,7 @@ func tfsgo_table_create(store C.uintptr_t, nodeType, path, specJSON *C.char) C.i
 		} else if nodeType != nil && spec.NodeType == "" {
 			spec.NodeType = C.GoString(nodeType)
 		}
-		return tableErr(embedding.Create(nil, C.GoString(path), spec))
+		return embedding.Create(nil, C.GoString(path), spec)
 	})
 }
 
@@ -100,7 +81,7 @@ func tfsgo_table_open(path, optionsJSON *C.char, h *C.uintptr_t) C.int {
 		}
 		t, err := embedding.Open(C.GoString(path), embedding.Options{HostCacheBytes: opt.HostCacheBytes})
 		if err != nil {
-			return tableErr(err)
+			return err
 		}
 		*h = C.uintptr_t(register(kindTable, t))
 		return nil
@@ -121,7 +102,7 @@ func onRows(fn string, table C.uintptr_t, ids *C.int64_t, n C.int64_t, buf unsaf
 		if bufLen > 0 {
 			fs = unsafe.Slice((*float32)(buf), int64(bufLen))
 		}
-		return tableErr(do(t, ids64(ids, int64(n)), fs))
+		return do(t, ids64(ids, int64(n)), fs)
 	})
 }
 
@@ -155,7 +136,7 @@ func tfsgo_table_write_slots(table C.uintptr_t, ids *C.int64_t, n C.int64_t, slo
 //export tfsgo_table_checkpoint
 func tfsgo_table_checkpoint(table C.uintptr_t) C.int {
 	return on("tfs_table_checkpoint", stEIO, table, kindTable, func(t *embedding.Table) error {
-		return tableErr(t.Checkpoint())
+		return t.Checkpoint()
 	})
 }
 
@@ -180,6 +161,6 @@ func tfsgo_table_close(table C.uintptr_t) C.int {
 		if err != nil {
 			return err
 		}
-		return tableErr(t.Close())
+		return t.Close()
 	})
 }
