@@ -131,6 +131,9 @@ type Info struct {
 	HostCacheMax int64  `json:"host_cache_bytes"`
 }
 
+// maxFloats bounds a table's floats, state included (1 PiB of them).
+const maxFloats = 1 << 48
+
 // DefaultHostCacheBytes is the cache's size when Options.HostCacheBytes is 0.
 const DefaultHostCacheBytes = 64 << 20
 
@@ -147,6 +150,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.Dim <= 0 || s.Dim > 1<<20 {
 		return s, invalid("embedding: dim %d: must be in [1, 1048576]", s.Dim)
+	}
+	if s.Rows > maxFloats/int64(3*s.Dim) {
+		return s, invalid("embedding: %d rows of dim %d: more than 2^48 floats with their state", s.Rows, s.Dim)
 	}
 	o := &s.Optimizer
 	switch o.Name {

@@ -329,3 +329,16 @@ func TestCorruptPages(t *testing.T) {
 		t.Errorf("stale page: Open = %v, want ErrCorrupt naming page 1", err)
 	}
 }
+
+func TestSizeRefusals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := Create(nil, dir, Spec{Rows: 1 << 40, Dim: 1 << 10, Optimizer: Optimizer{Name: "adam"}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "2^48 floats") {
+		t.Errorf("2^40 rows of 1024: %v", err)
+	}
+	if err := Create(nil, dir, Spec{Rows: 1 << 40, Dim: 16, Optimizer: Optimizer{Name: "sgd"}}); err == nil || !strings.Contains(err.Error(), "free") {
+		t.Errorf("a 64 TiB table: %v, want it refused for space", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a refused Create left its directory")
+	}
+}

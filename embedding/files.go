@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/internal/bytesize"
 	"github.com/tierfs/tierfs/internal/strictjson"
+	"github.com/tierfs/tierfs/internal/sysinfo"
 	"github.com/tierfs/tierfs/internal/wfs"
 )
 
@@ -154,4 +156,14 @@ func newTableID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// checkSpace refuses writing need bytes into dir when its file system has less free (where the
+// free space cannot be read, the check passes).
+func checkSpace(dir string, need int64, what string) error {
+	free, err := sysinfo.FreeBytes(dir)
+	if err != nil || need <= free {
+		return nil
+	}
+	return fmt.Errorf("embedding: %s needs %s in %s, which has %s free", what, bytesize.Format(need), dir, bytesize.Format(free))
 }

@@ -52,6 +52,9 @@ func Create(fsys wfs.FS, dir string, spec Spec) error {
 	m := &manifest{Version: manifestVersion, TableID: id, Generation: 1, Spec: spec}
 	bid, _ := m.id()
 	l := newLayout(spec.Rows, spec.Dim, spec.Optimizer.Name)
+	if err := checkSpace(existingParent(dir), l.fileBytes(), "a table of "+fmt.Sprint(spec.Rows)+" rows"); err != nil {
+		return err
+	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("embedding: creating %s: %w", dir, err)
 	}
@@ -171,6 +174,9 @@ func (t *Table) newWork() error {
 	if st, err := in.Stat(); err != nil || st.Size() != t.l.fileBytes() {
 		return fmt.Errorf("embedding: %s: %w: %v bytes, want %d", src, ErrCorrupt, sizeOf(st), t.l.fileBytes())
 	}
+	if err := checkSpace(t.dir, t.l.fileBytes(), "the working copy"); err != nil {
+		return err
+	}
 	path := filepath.Join(t.dir, workName)
 	out, direct, err := openRows(t.fs, path, true)
 	if err != nil {
@@ -183,6 +189,15 @@ func (t *Table) newWork() error {
 	}
 	t.c.file, t.c.name, t.c.gen, t.direct = out, path, gen+1, direct
 	return nil
+}
+
+// existingParent is dir's nearest ancestor that exists (where a new table's bytes will go).
+func existingParent(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			return d
+		}
+	}
 }
 
 func sizeOf(st os.FileInfo) any {
