@@ -35,19 +35,19 @@ func checkLen(what, name string, got, ids, width int) error {
 
 // Gather copies the parameter rows of ids into out (len(ids) × Dim).
 func (t *Table) Gather(ids []int64, out []float32) error {
-	return t.rows("Gather", ids, out, t.l.dim, false)
+	return t.rows("Gather", "out", ids, out, t.l.dim, false)
 }
 
 // ReadSlots copies whole slots (parameter, then the optimizer state) of ids into out
 // (len(ids) × SlotFloats): what a front end that steps the optimizer itself reads.
 func (t *Table) ReadSlots(ids []int64, out []float32) error {
-	return t.rows("ReadSlots", ids, out, t.l.slotFloats, false)
+	return t.rows("ReadSlots", "out", ids, out, t.l.slotFloats, false)
 }
 
 // Write sets the parameter rows of ids from rows (len(ids) × Dim), in order (a later duplicate
 // wins); the optimizer state is left as it is.
 func (t *Table) Write(ids []int64, rows []float32) error {
-	return t.rows("Write", ids, rows, t.l.dim, true)
+	return t.rows("Write", "rows", ids, rows, t.l.dim, true)
 }
 
 // WriteSlots sets whole slots of ids (each once) from slots (len(ids) × SlotFloats) and the
@@ -70,8 +70,9 @@ func (t *Table) WriteSlots(ids []int64, slots []float32, step int64) error {
 	return t.fail(t.each(ids, true, func(i int, s []float32) { copy(s, slots[i*len(s):(i+1)*len(s)]) }))
 }
 
-// rows copies width floats of each id's slot out of the table (or, write, into it).
-func (t *Table) rows(what string, ids []int64, buf []float32, width int, write bool) error {
+// rows copies width floats of each id's slot out of the table into buf (or, write, from buf
+// into the table); what and name name the call and buf in errors.
+func (t *Table) rows(what, name string, ids []int64, buf []float32, width int, write bool) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (t *Table) rows(what string, ids []int64, buf []float32, width int, write b
 	if err := t.checkIDs(what, ids, false); err != nil {
 		return err
 	}
-	if err := checkLen(what, map[bool]string{false: "out", true: "rows"}[write], len(buf), len(ids), width); err != nil {
+	if err := checkLen(what, name, len(buf), len(ids), width); err != nil {
 		return err
 	}
 	err := t.each(ids, write, func(i int, s []float32) {
