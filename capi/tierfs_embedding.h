@@ -58,8 +58,8 @@ tfs_status tfs_table_read_slots(tfs_table *table, const int64_t *ids, int64_t n,
 tfs_status tfs_table_write_slots(tfs_table *table, const int64_t *ids, int64_t n, const float *slots, int64_t slots_len,
                                  int64_t step);
 
-/* Makes the table's state its new last checkpoint: a kill at any point leaves the old checkpoint
- * or the new one. A failed checkpoint keeps the old one; the table must then be reopened (every
+/* Makes the table's state its new last checkpoint (a table unchanged since its last one is left
+ * as it is): a kill at any point leaves the old checkpoint or the new one. A failed checkpoint keeps the old one; the table must then be reopened (every
  * call answers TFS_EIO saying so), as after any failed write. */
 tfs_status tfs_table_checkpoint(tfs_table *table);
 

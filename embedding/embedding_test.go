@@ -279,6 +279,10 @@ func TestCheckpointKeepsLastOne(t *testing.T) {
 	if g := tb.Info().Generation; g != 2 {
 		t.Fatalf("generation %d after a checkpoint, want 2", g)
 	}
+	tb.Gather(ids, got)
+	if err := tb.Checkpoint(); err != nil || tb.Info().Generation != 2 {
+		t.Fatalf("a checkpoint with nothing written: %v, generation %d, want 2 kept", err, tb.Info().Generation)
+	}
 	tb.Close()
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(names) != 3 { // manifest, gen-2, lock
@@ -319,7 +323,12 @@ func TestCorruptPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.Checkpoint()
+	if err := tb.Write([]int64{0}, make([]float32, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
 	tb.Close()
 	p2 := filepath.Join(dir, genName(2))
 	b, _ := os.ReadFile(p2)

@@ -16,19 +16,20 @@ import (
 
 // Table is an open table. Its methods are safe for concurrent use and run one at a time.
 type Table struct {
-	mu     sync.Mutex
-	fs     wfs.FS
-	dir    string
-	m      manifest
-	l      layout
-	id     [16]byte
-	c      *cache
-	lock   wfs.File
-	direct bool
-	stats  Stats
-	cacheB int64
-	broken error // set when a write failed half way: the table must be reopened
-	closed bool
+	mu      sync.Mutex
+	fs      wfs.FS
+	dir     string
+	m       manifest
+	l       layout
+	id      [16]byte
+	c       *cache
+	lock    wfs.File
+	direct  bool
+	stats   Stats
+	cacheB  int64
+	broken  error // set when a write failed half way: the table must be reopened
+	changed bool  // written since the last checkpoint
+	closed  bool
 }
 
 // copyChunk is how many bytes a generation is copied by at a time.
@@ -252,11 +253,13 @@ func (t *Table) enter() error {
 	return nil
 }
 
-// fail marks the table broken by err (a write that stopped half way) and returns err.
+// fail ends a write: err (a write that stopped half way) marks the table broken; either way the
+// table has changed since its last checkpoint.
 func (t *Table) fail(err error) error {
 	if err != nil {
 		t.broken = err
 	}
+	t.changed = true
 	return err
 }
 
@@ -276,14 +279,23 @@ func (t *Table) Stats() Stats {
 	return t.stats
 }
 
-// Checkpoint makes the table's state the new last checkpoint, crash-safely (see the package doc).
-// A failure leaves the last checkpoint as it was and the table to be reopened.
+// Checkpoint makes the table's state the new last checkpoint, crash-safely (see the package doc);
+// a table unchanged since its last checkpoint is left as it is. A failure leaves the last
+// checkpoint as it was and the table to be reopened.
 func (t *Table) Checkpoint() error {
 	if err := t.enter(); err != nil {
 		return err
 	}
 	defer t.mu.Unlock()
-	return t.fail(t.checkpoint())
+	if !t.changed {
+		return nil
+	}
+	if err := t.checkpoint(); err != nil {
+		t.broken = err
+		return err
+	}
+	t.changed = false
+	return nil
 }
 
 func (t *Table) checkpoint() error {
