@@ -256,8 +256,9 @@ class Embedding(torch.nn.Module, _native.Finalized):
 
     def step(self) -> None:
         """One optimizer step over the rows of the batches since the last step (their gradients
-        concatenated in backward order, as autograd accumulates a sparse gradient); a step with
-        no gradient does nothing."""
+        concatenated in backward order; torch's own accumulation of several uses orders them
+        otherwise, so the bit-for-bit equality holds for one forward per step); a step with no
+        gradient does nothing."""
         if not self._pending:
             return
         ids = torch.cat([i.to(g.device) for i, g in self._pending])
