@@ -1,7 +1,9 @@
 package embedding
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -10,6 +12,7 @@ import (
 
 // cache is a write-back cache of whole pages of one file in an mmap'ed arena (the kernel writes
 // into it with O_DIRECT), evicted by CLOCK: a page used since the hand last passed is spared once.
+// load brings a group of pages in at once, its reads and write-backs concurrent.
 type cache struct {
 	l      layout
 	id     [16]byte
@@ -25,9 +28,12 @@ type cache struct {
 }
 
 type frame struct {
-	page       int64 // -1: empty
-	dirty, ref bool
+	page               int64 // -1: empty
+	dirty, ref, pinned bool
 }
+
+// ioParallel is how many page reads and writes a load has in flight.
+const ioParallel = 32
 
 func newCache(l layout, id [16]byte, bytes int64, stats *Stats) (*cache, error) {
 	n := bytes / int64(l.pageBytes)
@@ -51,59 +57,115 @@ func (c *cache) bytesOf(f int) []byte {
 	return c.arena[f*c.l.pageBytes : (f+1)*c.l.pageBytes]
 }
 
-// page is page p's bytes in the cache, read (and checked) on a miss; dirty marks it so.
-func (c *cache) page(p int64, dirty bool) ([]byte, error) {
-	if f, ok := c.where[p]; ok {
-		c.stats.Hits++
-		fr := &c.frames[f]
-		fr.ref = true
-		if dirty && !fr.dirty {
-			fr.dirty = true
-			c.stats.Dirty++
+// load makes the distinct pages ps (at most the cache's frames) resident and returns their
+// bytes in ps's order; dirty marks them so. The missing pages' frames are taken by CLOCK from
+// pages outside ps; a dirty victim is written back before its frame is read into.
+func (c *cache) load(ps []int64, dirty bool) ([][]byte, error) {
+	type fill struct {
+		f       int
+		old     int64 // the victim's page to write back, -1 for none
+		p       int64
+		wrote   bool
+		readErr error
+	}
+	var fills []fill
+	out := make([][]byte, len(ps))
+	for _, p := range ps {
+		if f, ok := c.where[p]; ok {
+			c.frames[f].pinned = true
 		}
-		return c.bytesOf(int(f)), nil
 	}
-	c.stats.Misses++
-	f, err := c.victim()
-	if err != nil {
-		return nil, err
+	for i, p := range ps {
+		f, ok := c.where[p]
+		if ok {
+			c.stats.Hits++
+		} else {
+			c.stats.Misses++
+			v := c.victim()
+			fr := &c.frames[v]
+			old := int64(-1)
+			if fr.page >= 0 {
+				c.stats.Evictions++
+				delete(c.where, fr.page)
+				if fr.dirty {
+					old = fr.page
+					c.stats.Dirty--
+				}
+			}
+			*fr = frame{page: -1, pinned: true}
+			fills = append(fills, fill{f: v, old: old, p: p})
+			f = int32(v)
+		}
+		out[i] = c.bytesOf(int(f))
 	}
-	b := c.bytesOf(f)
-	if err := c.read(p, b); err != nil {
-		return nil, err
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ioParallel)
+	for i := range fills {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(x *fill) {
+			defer func() { <-sem; wg.Done() }()
+			b := c.bytesOf(x.f)
+			if x.old >= 0 {
+				if x.readErr = c.write(x.old, b); x.readErr != nil {
+					return
+				}
+				x.wrote = true
+			}
+			x.readErr = c.read(x.p, b)
+		}(&fills[i])
 	}
-	c.frames[f] = frame{page: p, dirty: dirty, ref: true}
-	c.where[p] = int32(f)
-	if dirty {
-		c.stats.Dirty++
+	wg.Wait()
+	var errs []error
+	for _, x := range fills {
+		if x.wrote {
+			c.stats.PagesWritten++
+		}
+		if x.readErr != nil {
+			errs = append(errs, x.readErr)
+			if x.old >= 0 && !x.wrote { // the victim's data is still only here: keep it
+				c.frames[x.f] = frame{page: x.old, dirty: true}
+				c.where[x.old] = int32(x.f)
+				c.stats.Dirty++
+			}
+			continue
+		}
+		c.stats.PagesRead++
+		c.frames[x.f].page = x.p
+		c.where[x.p] = int32(x.f)
 	}
-	return b, nil
+	for _, p := range ps {
+		if f, ok := c.where[p]; ok {
+			fr := &c.frames[f]
+			fr.pinned, fr.ref = false, true
+			if dirty && !fr.dirty {
+				fr.dirty = true
+				c.stats.Dirty++
+			}
+		}
+	}
+	for i := range c.frames {
+		c.frames[i].pinned = false
+	}
+	return out, errors.Join(errs...)
 }
 
-// victim empties a frame (writing it back if dirty) and returns it.
-func (c *cache) victim() (int, error) {
+// victim is the frame CLOCK gives up next, never a pinned one (load pins at most as many pages as
+// there are frames, and leaves one unpinned frame per page it still needs).
+func (c *cache) victim() int {
 	for {
 		f := c.hand
 		c.hand = (c.hand + 1) % len(c.frames)
 		fr := &c.frames[f]
-		if fr.page < 0 {
-			return f, nil
-		}
-		if fr.ref {
+		switch {
+		case fr.pinned:
+		case fr.page < 0:
+			return f
+		case fr.ref:
 			fr.ref = false
-			continue
+		default:
+			return f
 		}
-		if fr.dirty {
-			if err := c.write(fr.page, c.bytesOf(f)); err != nil {
-				return 0, err
-			}
-			fr.dirty = false
-			c.stats.Dirty--
-		}
-		c.stats.Evictions++
-		delete(c.where, fr.page)
-		fr.page = -1
-		return f, nil
 	}
 }
 
@@ -115,7 +177,6 @@ func (c *cache) read(p int64, b []byte) error {
 		}
 		return fmt.Errorf("embedding: reading page %d of %s: %w", p, c.name, err)
 	}
-	c.stats.PagesRead++
 	return check(c.id, p, c.gen, b, c.name)
 }
 
@@ -125,7 +186,6 @@ func (c *cache) write(p int64, b []byte) error {
 	if _, err := c.file.WriteAt(b, p*int64(c.l.pageBytes)); err != nil {
 		return fmt.Errorf("embedding: writing page %d of %s: %w", p, c.name, err)
 	}
-	c.stats.PagesWritten++
 	return nil
 }
 
@@ -137,6 +197,7 @@ func (c *cache) flush() error {
 			if err := c.write(fr.page, c.bytesOf(f)); err != nil {
 				return err
 			}
+			c.stats.PagesWritten++
 			fr.dirty = false
 			c.stats.Dirty--
 		}

@@ -13,7 +13,8 @@
 //     generation, so a page swapped, stale or damaged is refused (ErrCorrupt) on every read.
 //   - Memory is bounded by Options.HostCacheBytes whatever the table size: a cache of whole
 //     pages in an mmap'ed arena, evicted by CLOCK (second chance), dirty pages written back on
-//     eviction.
+//     eviction. A call visits its ids by page and loads them a cache-full at a time, with up to
+//     32 page reads and write-backs in flight.
 //   - Calls on a Table are serialized: a Gather after an Apply sees it. Inputs are checked
 //     before anything changes; an id out of range, a length that is not ids × dim, or (adagrad,
 //     adam) a duplicate id is an error naming the input.
@@ -105,7 +106,8 @@ type Options struct {
 	FS wfs.FS
 }
 
-// Stats are a table's counters since Open.
+// Stats are a table's counters since Open. Hits and Misses count a call's distinct pages (a call
+// reads each of its pages once).
 type Stats struct {
 	PagesRead    int64 `json:"pages_read"`
 	PagesWritten int64 `json:"pages_written"`

@@ -97,8 +97,9 @@ func (t *Table) rows(what, name string, ids []int64, buf []float32, width int, w
 }
 
 // each calls fn with each id's slot in the cache; dirty marks the pages written. The ids are
-// visited by page (a stable sort: ids of one page, repeats included, keep their order), so a
-// call reads each distinct page once however small the cache.
+// visited by page (a stable sort: ids of one page, repeats included, keep their order), their
+// pages loaded a cache-full at a time, so a call reads each distinct page once however small the
+// cache, with its reads and write-backs in flight together.
 func (t *Table) each(ids []int64, dirty bool, fn func(i int, slot []float32)) error {
 	per := int64(t.l.rowsPerPage)
 	order := make([]int, len(ids))
@@ -106,17 +107,32 @@ func (t *Table) each(ids []int64, dirty bool, fn func(i int, slot []float32)) er
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a]/per, ids[b]/per) })
-	var page []byte
-	at := int64(-1)
-	for _, i := range order {
-		if p := ids[i] / per; p != at {
-			var err error
-			if page, err = t.c.page(p, dirty); err != nil {
-				return err
+	group := len(t.c.frames)
+	var pages []int64
+	for start := 0; start < len(order); {
+		pages = pages[:0]
+		end := start
+		for ; end < len(order); end++ {
+			p := ids[order[end]] / per
+			if len(pages) == 0 || pages[len(pages)-1] != p {
+				if len(pages) == group {
+					break
+				}
+				pages = append(pages, p)
 			}
-			at = p
 		}
-		fn(i, t.l.slot(page, ids[i]))
+		bufs, err := t.c.load(pages, dirty)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for _, i := range order[start:end] {
+			for ids[i]/per != pages[k] {
+				k++
+			}
+			fn(i, t.l.slot(bufs[k], ids[i]))
+		}
+		start = end
 	}
 	return nil
 }
