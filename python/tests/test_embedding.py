@@ -173,3 +173,14 @@ def test_readme_block_runs(tmp_path):
     assert emb.steps == 10 and emb.info["generation"] == 2
     emb.close()
     scope["store"].close()
+
+
+def test_damaged_table_is_corrupt_error(tmp_path):
+    emb = tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd", num_embeddings=2000)
+    emb.close()
+    page = tmp_path / "t" / "gen-1.rows"
+    data = bytearray(page.read_bytes())
+    data[4096 * 2 + 5] ^= 1
+    page.write_bytes(bytes(data))
+    with pytest.raises(tierfs.CorruptError, match="page 2 \\(generation 1\\): checksum"):
+        tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd")
