@@ -140,6 +140,10 @@ def test_init_rows_given_and_errors(tmp_path):
         tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd", lr=0.5)
     with pytest.raises(tierfs.InvalidArgumentError, match="betas is not a hyper-parameter of sgd"):
         tierfs.Embedding(None, None, 4, tmp_path / "u", optimizer="sgd", betas=(0.9, 0.9), num_embeddings=5)
+    with pytest.raises(tierfs.InvalidArgumentError, match="init \\('normal', 0.1\\)"):
+        tierfs.Embedding(None, None, 4, tmp_path / "u", optimizer="sgd", init=("normal", 0.1), num_embeddings=5)
+    with pytest.raises(tierfs.InvalidArgumentError, match='init "xavier"'):
+        tierfs.Embedding(None, None, 4, tmp_path / "u", optimizer="sgd", init="xavier", num_embeddings=5)
     with pytest.raises(tierfs.InvalidArgumentError, match="optimizer 'rmsprop'"):
         tierfs.Embedding(None, None, 4, tmp_path / "u", optimizer="rmsprop", num_embeddings=5)
     with pytest.raises(tierfs.InvalidArgumentError, match="fewer than 2 pages"):

@@ -66,7 +66,9 @@ def _spec(dim: int, optimizer: str, hyper: dict, init: Any, std: Optional[float]
         kind = {"kind": init, "seed": int(seed)}
         if std is not None:
             kind["std"] = float(std)
-    elif isinstance(init, tuple) and len(init) == 3 and init[0] == "uniform":
+    elif isinstance(init, tuple):
+        if len(init) != 3 or init[0] != "uniform":
+            raise errors.InvalidArgumentError(f"tierfs.Embedding: init {init!r}: want \"normal\", \"zeros\", (\"uniform\", a, b) or rows")
         kind = {"kind": "uniform", "a": float(init[1]), "b": float(init[2]), "seed": int(seed)}
     else:  # rows given: written after create
         kind = {"kind": "zeros"}
