@@ -1,6 +1,7 @@
 package embedding
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -56,4 +57,32 @@ func TestCheckpointFaults(t *testing.T) {
 		}
 	}
 	t.Logf("%d faulted runs", walked)
+}
+
+// TestCreateFaults fails every call of Create once with every fault: a Create that fails leaves
+// nothing; one that succeeds leaves a table that opens.
+func TestCreateFaults(t *testing.T) {
+	spec := Spec{Rows: 700, Dim: 8, Optimizer: Optimizer{Name: "adagrad"}, Init: Init{Kind: "uniform", A: -1, B: 1}}
+	for _, fault := range wfs.Faults {
+		for n := 1; ; n++ {
+			dir := filepath.Join(wfstest.MemDir(t), "t")
+			f := &wfs.Faulty{Fault: fault, N: n}
+			err := Create(f, dir, spec)
+			what := f.String() + " (" + f.Hit() + ")"
+			_, serr := os.Stat(dir)
+			switch {
+			case err != nil && serr == nil:
+				t.Fatalf("%s: Create failed (%v) and left %s", what, err, dir)
+			case err == nil:
+				tb, oerr := Open(dir, Options{})
+				if oerr != nil {
+					t.Fatalf("%s: Create returned nil, Open: %v", what, oerr)
+				}
+				tb.Close()
+			}
+			if f.Hit() == "" {
+				break
+			}
+		}
+	}
 }

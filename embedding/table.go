@@ -36,7 +36,8 @@ type Table struct {
 const copyChunk = 1 << 20
 
 // Create makes a new table in dir (which must not exist) as generation 1, every row initialized
-// by spec.Init and every optimizer state at torch's start.
+// by spec.Init and every optimizer state at torch's start. A Create that fails removes dir; one
+// killed leaves a dir without a manifest, which Open refuses, naming it.
 func Create(fsys wfs.FS, dir string, spec Spec) error {
 	fsys = wfs.Or(fsys)
 	spec, err := spec.withDefaults()
@@ -59,12 +60,21 @@ func Create(fsys wfs.FS, dir string, spec Spec) error {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("embedding: creating %s: %w", dir, err)
 	}
+	if err := writeFirst(fsys, dir, m, l, bid); err != nil {
+		fsys.RemoveAll(dir) // it did not exist: a failed Create leaves nothing
+		return err
+	}
+	return nil
+}
+
+// writeFirst writes generation 1 of a new table into dir and publishes its manifest.
+func writeFirst(fsys wfs.FS, dir string, m *manifest, l layout, id [16]byte) error {
 	path := filepath.Join(dir, genName(1))
 	f, _, err := openRows(fsys, path, true)
 	if err != nil {
 		return fmt.Errorf("embedding: creating %s: %w", path, err)
 	}
-	err = initPages(f, l, bid, spec)
+	err = initPages(f, l, id, m.Spec)
 	if err == nil {
 		err = f.Sync()
 	}
