@@ -382,3 +382,42 @@ tfs_status tfs_epochs_gather_device(tfs_epochs *epochs, int64_t epoch, int64_t b
                                                 dst_device, dst_bytes, cuda_stream);
 }
 
+/* ---- Embedding tables (tierfs_embedding.h) ---- */
+tfs_status tfs_table_create(tfs_store *store, const char *node_type, const char *path, const char *spec_json) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_create(H(store), (char *)node_type, (char *)path, (char *)spec_json);
+}
+tfs_status tfs_table_open(const char *path, const char *options_json, tfs_table **out) {
+  NEW_HANDLE(tfs_table, tfsgo_table_open((char *)path, (char *)options_json, &h));
+}
+tfs_status tfs_table_gather(tfs_table *table, const int64_t *ids, int64_t n, float *out, int64_t out_len) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_gather(H(table), (int64_t *)ids, n, out, out_len);
+}
+tfs_status tfs_table_apply(tfs_table *table, const int64_t *ids, int64_t n, const float *grads, int64_t grads_len) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_apply(H(table), (int64_t *)ids, n, (void *)grads, grads_len);
+}
+tfs_status tfs_table_write(tfs_table *table, const int64_t *ids, int64_t n, const float *rows, int64_t rows_len) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_write(H(table), (int64_t *)ids, n, (void *)rows, rows_len);
+}
+tfs_status tfs_table_read_slots(tfs_table *table, const int64_t *ids, int64_t n, float *out, int64_t out_len) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_read_slots(H(table), (int64_t *)ids, n, out, out_len);
+}
+tfs_status tfs_table_write_slots(tfs_table *table, const int64_t *ids, int64_t n, const float *slots, int64_t slots_len,
+                                 int64_t step) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_write_slots(H(table), (int64_t *)ids, n, (void *)slots, slots_len, step);
+}
+tfs_status tfs_table_checkpoint(tfs_table *table) { FORK_GUARD(); return (tfs_status)tfsgo_table_checkpoint(H(table)); }
+tfs_status tfs_table_info_json(tfs_table *table, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_info_json(H(table), buf, cap, needed);
+}
+tfs_status tfs_table_stats_json(tfs_table *table, char *buf, size_t cap, size_t *needed) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_table_stats_json(H(table), buf, cap, needed);
+}
+tfs_status tfs_table_close(tfs_table *table) { FORK_GUARD(); return (tfs_status)tfsgo_table_close(H(table)); }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/embedding"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/planned"
 	"github.com/tierfs/tierfs/topology"
@@ -71,6 +72,10 @@ var statusOf = []struct {
 	code status
 }{
 	{featurestore.ErrClosed, stECLOSED},
+	{embedding.ErrClosed, stECLOSED},
+	{embedding.ErrInvalid, stEINVAL},
+	{embedding.ErrIDOutOfRange, stERANGE},
+	{embedding.ErrCorrupt, stECORRUPT},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
 	// A sample past its edge bound: the fanouts and seeds asked for too much.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/embedding"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/placement"
@@ -26,6 +27,10 @@ var wantStatus = []struct {
 	code status
 }{
 	{featurestore.ErrClosed, stECLOSED},
+	{embedding.ErrClosed, stECLOSED},
+	{embedding.ErrInvalid, stEINVAL},
+	{embedding.ErrIDOutOfRange, stERANGE},
+	{embedding.ErrCorrupt, stECORRUPT},
 	{featurestore.ErrInvalidOption, stEINVAL},
 	{featurestore.ErrIDOutOfRange, stERANGE},
 	{topology.ErrSampleTooLarge, stEINVAL},

@@ -14,6 +14,7 @@ const (
 	kindSample
 	kindIO
 	kindEpochs
+	kindTable
 )
 
 func (k kind) String() string {
@@ -28,6 +29,8 @@ func (k kind) String() string {
 		return "io"
 	case kindEpochs:
 		return "epochs"
+	case kindTable:
+		return "table"
 	}
 	return "unknown"
 }

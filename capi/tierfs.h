@@ -5,13 +5,14 @@
  * includes the declarations of the calls, split by concern as faiss's C API is: tierfs_store.h
  * (open, gather, features, labels, splits, stats, types, placement), tierfs_sample.h (sampling
  * and link sampling), tierfs_epochs.h (planned epochs), tierfs_io.h (synth, ingest, verify,
- * upgrade; the IO stack) and tierfs_mount.h (mount, advise).
+ * upgrade; the IO stack), tierfs_mount.h (mount, advise) and tierfs_embedding.h (trainable
+ * embedding tables).
  *
  * Conventions
  *  - Every function returns a tfs_status; TFS_OK is 0. Codes never change meaning.
  *  - On failure, tfs_last_error() returns a message for the calling thread, valid until that
  *    thread's next tierfs call.
- *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*) are opaque and
+ *  - Handles (tfs_store*, tfs_sampler*, struct tfs_sample*, tfs_io*, tfs_epochs*, tfs_table*) are opaque and
  *    not pointers to memory; free each with its _close/_free function exactly once (a closed or freed handle
  *    gives TFS_ECLOSED). A store may be used from many threads at once; a sampler or a sample
  *    from one thread at a time.
@@ -134,5 +135,6 @@ const char *tfs_last_error(void);
 #include "tierfs_epochs.h" /* planned epochs */
 #include "tierfs_io.h"     /* datasets made (synth, ingest), checked, upgraded; the IO stack */
 #include "tierfs_mount.h"  /* the FUSE mount, advice */
+#include "tierfs_embedding.h" /* trainable embedding tables */
 
 #endif /* TIERFS_H */

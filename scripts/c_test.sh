@@ -107,7 +107,8 @@ check "g++ -std=c++17 -Wall -Werror examples/c/example.cpp" \
 check "gcc -Wall -Werror examples/c/roundtrip.c" "$CC" "${CFLAGS[@]}" "$SRC/roundtrip.c" "${LDFLAGS[@]}" -o "$WORK/roundtrip"
 check "gcc -Wall -Werror examples/c/errors.c" "$CC" "${CFLAGS[@]}" "$SRC/errors.c" "${LDFLAGS[@]}" -o "$WORK/errors"
 check "gcc -Wall -Werror examples/c/iostack.c" "$CC" "${CFLAGS[@]}" "$SRC/iostack.c" "${LDFLAGS[@]}" -o "$WORK/iostack"
-for p in example example_cpp roundtrip errors iostack; do
+check "gcc -Wall -Werror examples/c/embedding.c" "$CC" "${CFLAGS[@]}" "$SRC/embedding.c" "${LDFLAGS[@]}" -lm -o "$WORK/embedding"
+for p in example example_cpp roundtrip errors iostack embedding; do
   if [[ ! -x $WORK/$p ]]; then
     echo "# $p did not build; stopping"
     echo "$passed passed, $failed failed"
@@ -196,6 +197,8 @@ tap roundtrip "$WORK/roundtrip" "$WORK/rt"
 io_seed=${TIERFS_IO_SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "# iostack seed $io_seed"
 tap iostack "$WORK/iostack" "$WORK/io" "$io_seed"
+mkdir -p "$WORK/emb"
+tap embedding "$WORK/embedding" "$WORK/emb" "$io_seed"
 
 # ---- error paths: on copies of dataset A with a newer manifest version, a flipped byte in the
 # first feature block, and a manifest that is not JSON ----

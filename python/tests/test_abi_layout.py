@@ -78,7 +78,7 @@ def test_header_parses(header):
     assert str(h.functions["tfs_last_error"].ret) == "const char *"
     assert h.functions["tfs_abi_version"].params == []
     assert h.defines == {"TFS_ABI_VERSION": 3}
-    assert h.opaque == {"tfs_store", "tfs_sampler", "tfs_io", "tfs_epochs", "struct tfs_sample"}
+    assert h.opaque == {"tfs_store", "tfs_sampler", "tfs_io", "tfs_epochs", "tfs_table", "struct tfs_sample"}
     # Every header beside tierfs.h is read, and every prototype in their text is parsed (an
     # independent, line-based look at the files).
     assert sorted(map(Path, h.files)) == HEADERS
@@ -93,6 +93,7 @@ def test_header_parses(header):
     assert files["tfs_sample"] == files["tfs_sample_from_edges"] == "tierfs_sample.h"
     assert files["tfs_epochs_open"] == files["tfs_epochs_gather_device"] == "tierfs_epochs.h"
     assert files["tfs_io_open"] == files["tfs_ingest"] == files["tfs_upgrade"] == "tierfs_io.h"
+    assert files["tfs_table_open"] == files["tfs_table_apply"] == "tierfs_embedding.h"
     assert files["tfs_mount"] == files["tfs_advise_json"] == "tierfs_mount.h"
     assert re.fullmatch(r"tierfs_io\.h:\d+", h.where(h.functions["tfs_io_open"].line))
 

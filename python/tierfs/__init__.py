@@ -110,9 +110,13 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Submodules that import torch / torch_geometric load on first use only.
-    if name in ("pyg", "datasets"):
+    # Submodules that import torch / torch_geometric load on first use only (Embedding: torch).
+    if name in ("pyg", "datasets", "embedding"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "Embedding":
+        from .embedding import Embedding
+
+        return Embedding
     raise AttributeError(f"module 'tierfs' has no attribute {name!r}")

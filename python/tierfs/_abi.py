@@ -7,7 +7,7 @@ it; python/tests/test_abi_layout.py fails when it differs from what the headers 
 
 # ruff: noqa: E501
 
-from ctypes import CFUNCTYPE, POINTER, c_char, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
+from ctypes import CFUNCTYPE, POINTER, c_char, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
 
 from ._cabi import Checked, ptr
 
@@ -177,4 +177,16 @@ FUNCTIONS = {
     "tfs_mount": (c_int, [c_void_p, c_char_p]),  # (store, dir)
     "tfs_unmount": (c_int, [c_void_p]),  # (store)
     "tfs_advise_json": (c_int, [c_void_p, c_char_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (store, request_json, buf, cap, needed)
+    # tierfs_embedding.h
+    "tfs_table_create": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p]),  # (store, node_type, path, spec_json)
+    "tfs_table_open": (c_int, [c_char_p, c_char_p, ptr(c_void_p)]),  # (path, options_json, out)
+    "tfs_table_gather": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_float), c_int64]),  # (table, ids, n, out, out_len)
+    "tfs_table_apply": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_float), c_int64]),  # (table, ids, n, grads, grads_len)
+    "tfs_table_write": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_float), c_int64]),  # (table, ids, n, rows, rows_len)
+    "tfs_table_read_slots": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_float), c_int64]),  # (table, ids, n, out, out_len)
+    "tfs_table_write_slots": (c_int, [c_void_p, ptr(c_int64), c_int64, ptr(c_float), c_int64, c_int64]),  # (table, ids, n, slots, slots_len, step)
+    "tfs_table_checkpoint": (c_int, [c_void_p]),  # (table)
+    "tfs_table_info_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (table, buf, cap, needed)
+    "tfs_table_stats_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (table, buf, cap, needed)
+    "tfs_table_close": (c_int, [c_void_p]),  # (table)
 }

@@ -1,0 +1,358 @@
+package embedding
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/internal/wfs"
+)
+
+// Table is an open table. Its methods are safe for concurrent use and run one at a time.
+type Table struct {
+	mu      sync.Mutex
+	fs      wfs.FS
+	dir     string
+	m       manifest
+	l       layout
+	id      [16]byte
+	c       *cache
+	lock    wfs.File
+	direct  bool
+	stats   Stats
+	cacheB  int64
+	broken  error // set when a write failed half way: the table must be reopened
+	changed bool  // written since the last checkpoint
+	closed  bool
+}
+
+// copyChunk is how many bytes a generation is copied by at a time.
+const copyChunk = 1 << 20
+
+// Create makes a new table in dir (which must not exist) as generation 1, every row initialized
+// by spec.Init and every optimizer state at torch's start. A Create that fails removes dir; one
+// killed leaves a dir without a manifest, which Open refuses, naming it.
+func Create(fsys wfs.FS, dir string, spec Spec) error {
+	fsys = wfs.Or(fsys)
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return invalid("embedding: creating %s: it exists", dir)
+	}
+	id, err := newTableID()
+	if err != nil {
+		return err
+	}
+	m := &manifest{Version: manifestVersion, TableID: id, Generation: 1, Spec: spec}
+	bid, _ := m.id()
+	l := newLayout(spec.Rows, spec.Dim, spec.Optimizer.Name)
+	if err := checkSpace(existingParent(dir), l.fileBytes(), "a table of "+fmt.Sprint(spec.Rows)+" rows"); err != nil {
+		return err
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("embedding: creating %s: %w", dir, err)
+	}
+	if err := writeFirst(fsys, dir, m, l, bid); err != nil {
+		fsys.RemoveAll(dir) // it did not exist: a failed Create leaves nothing
+		return err
+	}
+	return nil
+}
+
+// writeFirst writes generation 1 of a new table into dir and publishes its manifest.
+func writeFirst(fsys wfs.FS, dir string, m *manifest, l layout, id [16]byte) error {
+	path := filepath.Join(dir, genName(1))
+	f, _, err := openRows(fsys, path, true)
+	if err != nil {
+		return fmt.Errorf("embedding: creating %s: %w", path, err)
+	}
+	err = initPages(f, l, id, m.Spec)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("embedding: writing %s: %w", path, err)
+	}
+	if err := publish(fsys, dir, m); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(filepath.Clean(dir)))
+}
+
+// initPages writes every page of generation 1.
+func initPages(f wfs.File, l layout, id [16]byte, spec Spec) error {
+	per := max(1, copyChunk/l.pageBytes)
+	buf, err := unix.Mmap(-1, 0, per*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	rng := rand.New(rand.NewPCG(spec.Init.Seed, 0x656d626564))
+	acc := float32(spec.Optimizer.InitialAccumulatorValue)
+	for p0 := int64(0); p0 < l.pages; p0 += int64(per) {
+		n := int(min(int64(per), l.pages-p0))
+		clear(buf)
+		for i := range n {
+			page := buf[i*l.pageBytes : (i+1)*l.pageBytes]
+			for r := (p0 + int64(i)) * int64(l.rowsPerPage); r < min(l.rows, (p0+int64(i)+1)*int64(l.rowsPerPage)); r++ {
+				s := l.slot(page, r)
+				for j := range l.dim {
+					switch spec.Init.Kind {
+					case "normal":
+						s[j] = float32(rng.NormFloat64() * spec.Init.Std)
+					case "uniform":
+						s[j] = float32(spec.Init.A + rng.Float64()*(spec.Init.B-spec.Init.A))
+					}
+				}
+				if spec.Optimizer.Name == "adagrad" {
+					for j := l.dim; j < 2*l.dim; j++ {
+						s[j] = acc
+					}
+				}
+			}
+			seal(id, p0+int64(i), 1, page)
+		}
+		if _, err := f.WriteAt(buf[:n*l.pageBytes], p0*int64(l.pageBytes)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Open opens the table in dir to train: it removes what an interrupted checkpoint left, copies
+// the last checkpoint into the working copy (checking every page) and caches pages in at most
+// opt.HostCacheBytes of host memory.
+func Open(dir string, opt Options) (t *Table, err error) {
+	fsys := wfs.Or(opt.FS)
+	lock, err := lockDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.id()
+	if err != nil {
+		return nil, err
+	}
+	if err := removeStale(fsys, dir, m.Generation); err != nil {
+		return nil, err
+	}
+	t = &Table{fs: fsys, dir: dir, m: *m, id: id, lock: lock, l: newLayout(m.Spec.Rows, m.Spec.Dim, m.Spec.Optimizer.Name)}
+	t.cacheB = opt.HostCacheBytes
+	if t.cacheB == 0 {
+		t.cacheB = DefaultHostCacheBytes
+	}
+	if t.c, err = newCache(t.l, id, t.cacheB, &t.stats); err != nil {
+		return nil, err
+	}
+	if err := t.newWork(); err != nil {
+		t.c.free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// newWork makes the working copy of the manifest's generation G, sealed as G+1.
+func (t *Table) newWork() error {
+	gen := t.m.Generation
+	src := filepath.Join(t.dir, genName(gen))
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_DIRECT, 0)
+	if errors.Is(err, unix.EINVAL) {
+		in, err = os.Open(src)
+	}
+	if err != nil {
+		return fmt.Errorf("embedding: opening table: %w", err)
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || st.Size() != t.l.fileBytes() {
+		return fmt.Errorf("embedding: %s: %w: %v bytes, want %d", src, ErrCorrupt, sizeOf(st), t.l.fileBytes())
+	}
+	if err := checkSpace(t.dir, t.l.fileBytes(), "the working copy"); err != nil {
+		return err
+	}
+	path := filepath.Join(t.dir, workName)
+	out, direct, err := openRows(t.fs, path, true)
+	if err != nil {
+		return fmt.Errorf("embedding: creating the working copy: %w", err)
+	}
+	if err := copyGeneration(in, src, out, t.l, t.id, gen); err != nil {
+		out.Close()
+		t.fs.Remove(path)
+		return err
+	}
+	t.c.file, t.c.name, t.c.gen, t.direct = out, path, gen+1, direct
+	return nil
+}
+
+// existingParent is dir's nearest ancestor that exists (where a new table's bytes will go).
+func existingParent(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			return d
+		}
+	}
+}
+
+func sizeOf(st os.FileInfo) any {
+	if st == nil {
+		return "?"
+	}
+	return st.Size()
+}
+
+// copyGeneration copies every page of in (generation gen, checked) to out, sealed as gen+1.
+func copyGeneration(in *os.File, src string, out wfs.File, l layout, id [16]byte, gen uint64) error {
+	per := max(1, copyChunk/l.pageBytes)
+	buf, err := unix.Mmap(-1, 0, per*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	for p0 := int64(0); p0 < l.pages; p0 += int64(per) {
+		n := int(min(int64(per), l.pages-p0))
+		b := buf[:n*l.pageBytes]
+		if k, err := in.ReadAt(b, p0*int64(l.pageBytes)); k < len(b) {
+			if err == nil || err == io.EOF {
+				err = ErrCorrupt
+			}
+			return fmt.Errorf("embedding: reading %s: %w", src, err)
+		}
+		for i := range n {
+			page := b[i*l.pageBytes : (i+1)*l.pageBytes]
+			if err := check(id, p0+int64(i), gen, page, src); err != nil {
+				return err
+			}
+			seal(id, p0+int64(i), gen+1, page)
+		}
+		if _, err := out.WriteAt(b, p0*int64(l.pageBytes)); err != nil {
+			return fmt.Errorf("embedding: writing the working copy: %w", err)
+		}
+	}
+	return nil
+}
+
+// enter takes the table's lock, refusing a closed or broken table.
+func (t *Table) enter() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ErrClosed
+	}
+	if t.broken != nil {
+		t.mu.Unlock()
+		return fmt.Errorf("embedding: the table must be reopened (it resumes from its last checkpoint): an earlier write failed: %w", t.broken)
+	}
+	return nil
+}
+
+// fail ends a write: err (a write that stopped half way) marks the table broken; either way the
+// table has changed since its last checkpoint.
+func (t *Table) fail(err error) error {
+	if err != nil {
+		t.broken = err
+	}
+	t.changed = true
+	return err
+}
+
+// Info describes the table.
+func (t *Table) Info() Info {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Info{Spec: t.m.Spec, TableID: t.m.TableID, Generation: t.m.Generation, Step: t.m.Step,
+		SlotFloats: t.l.slotFloats, PageBytes: t.l.pageBytes, RowsPerPage: t.l.rowsPerPage,
+		Pages: t.l.pages, DirectIO: t.direct, HostCacheMax: t.cacheB}
+}
+
+// Stats are the table's counters since Open.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
+// Checkpoint makes the table's state the new last checkpoint, crash-safely (see the package doc);
+// a table unchanged since its last checkpoint is left as it is. A failure leaves the last
+// checkpoint as it was and the table to be reopened.
+func (t *Table) Checkpoint() error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if !t.changed {
+		return nil
+	}
+	if err := t.checkpoint(); err != nil {
+		t.broken = err
+		return err
+	}
+	t.changed = false
+	return nil
+}
+
+func (t *Table) checkpoint() error {
+	old := t.m.Generation
+	if err := t.c.flush(); err != nil {
+		return err
+	}
+	if err := t.c.file.Sync(); err != nil {
+		return fmt.Errorf("embedding: checkpoint: %w", err)
+	}
+	next := filepath.Join(t.dir, genName(old+1))
+	if err := t.fs.Rename(t.c.name, next); err != nil {
+		return fmt.Errorf("embedding: checkpoint: %w", err)
+	}
+	if err := t.fs.SyncDir(t.dir); err != nil {
+		return fmt.Errorf("embedding: checkpoint: %w", err)
+	}
+	m := t.m
+	m.Generation = old + 1
+	if err := publish(t.fs, t.dir, &m); err != nil {
+		return err
+	}
+	t.m = m
+	t.stats.Checkpoints++
+	f := t.c.file
+	t.c.file = nil
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("embedding: checkpoint: %w", err)
+	}
+	if err := t.fs.Remove(filepath.Join(t.dir, genName(old))); err != nil {
+		return fmt.Errorf("embedding: checkpoint published; removing generation %d: %w", old, err)
+	}
+	return t.newWork()
+}
+
+// Close releases the table without a checkpoint: what changed since the last one is dropped.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.closed = true
+	var errs []error
+	if t.c.file != nil {
+		errs = append(errs, t.c.file.Close(), t.fs.Remove(t.c.name))
+	}
+	errs = append(errs, t.c.free(), t.lock.Close())
+	return errors.Join(errs...)
+}

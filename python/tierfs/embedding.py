@@ -1,0 +1,337 @@
+"""Trainable node embeddings out of core: :class:`Embedding`, a ``torch.nn.Module`` over a table of
+the core (``tfs_table_*``, docs/embedding.md) that keeps one float32 row per node of a node type,
+with its optimizer state, on disk behind a bounded page cache in host memory.
+
+    emb = tierfs.Embedding(store, "author", 64, "/data/author.emb", optimizer="adam", lr=0.01)
+    x = emb(ids)              # (len(ids), 64), on ids' device; backward keeps the rows' gradient
+    loss.backward()
+    emb.step()                # one sparse optimizer step over the batch's rows, written back
+    emb.checkpoint()          # crash-safe: a kill leaves this checkpoint or the one before
+
+The step is torch's own optimizer (``torch.optim.SGD``, ``Adagrad``, ``SparseAdam``) run on the
+batch's rows and their state, gathered from the table onto the gradient's device, with the
+gradient ``nn.Embedding(sparse=True)`` would give it (uncoalesced, in input order), so every row
+equals ``nn.Embedding(sparse=True)`` with the same optimizer bit for bit, on the host and on the
+GPU. The rows and state go back to the table after the step. Memory: the table's page cache
+(``host_cache``) plus one batch's rows and state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from ctypes import byref, c_char_p, c_void_p
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+from . import _native, _util, errors
+from ._native import check, lib
+
+__all__ = ["Embedding"]
+
+_OPTIMIZERS = ("sgd", "adagrad", "adam")
+# The table's hyper-parameters each optimizer takes, as torch names them.
+_HYPER = {
+    "sgd": ("lr",),
+    "adagrad": ("lr", "lr_decay", "eps", "initial_accumulator_value"),
+    "adam": ("lr", "betas", "eps"),
+}
+
+
+def _c(s: Optional[str], what: str) -> Optional[bytes]:
+    if s is None:
+        return None
+    b = os.fspath(s).encode()
+    _native.check_value(c_char_p, b, what)
+    return b
+
+
+def _spec(dim: int, optimizer: str, hyper: dict, init: Any, std: Optional[float], seed: int, rows: Optional[int]) -> dict:
+    if optimizer not in _OPTIMIZERS:
+        raise errors.InvalidArgumentError(f"tierfs.Embedding: optimizer {optimizer!r}: want one of {', '.join(_OPTIMIZERS)}")
+    opt: dict = {"name": optimizer}
+    for name, value in hyper.items():
+        if value is None:
+            continue
+        if name not in _HYPER[optimizer]:
+            raise errors.InvalidArgumentError(
+                f"tierfs.Embedding: {name} is not a hyper-parameter of {optimizer} (it takes {', '.join(_HYPER[optimizer])})"
+            )
+        if name == "betas":
+            opt["beta1"], opt["beta2"] = (float(b) for b in value)
+        else:
+            opt[name] = float(value)
+    if isinstance(init, str):
+        kind = {"kind": init, "seed": int(seed)}
+        if std is not None:
+            kind["std"] = float(std)
+    elif isinstance(init, tuple):
+        if len(init) != 3 or init[0] != "uniform":
+            raise errors.InvalidArgumentError(f"tierfs.Embedding: init {init!r}: want \"normal\", \"zeros\", (\"uniform\", a, b) or rows")
+        kind = {"kind": "uniform", "a": float(init[1]), "b": float(init[2]), "seed": int(seed)}
+    else:  # rows given: written after create
+        kind = {"kind": "zeros"}
+    spec = {"dim": int(dim), "dtype": "float32", "optimizer": opt, "init": kind}
+    if rows is not None:
+        spec["rows"] = int(rows)
+    return spec
+
+
+class _Lookup(torch.autograd.Function):
+    """Rows of ids gathered from the table; backward hands the rows' gradient to the module."""
+
+    @staticmethod
+    def forward(ctx, anchor, ids, module):  # type: ignore[override]
+        ctx.module, ctx.ids = module, ids
+        return module.read(ids)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        ctx.module._pending.append((ctx.ids.reshape(-1), grad.reshape(-1, grad.shape[-1])))
+        return None, None, None
+
+
+class Embedding(torch.nn.Module, _native.Finalized):
+    """A trainable table of ``dim`` float32 rows per node of ``node_type`` (see the module doc).
+
+    Args:
+        store: the tierfs store whose node type the rows are of (its count is the table's rows);
+            None with ``num_embeddings`` for a table of no store.
+        node_type: the node type (None: the store's only one).
+        dim: the row width.
+        path: the table's directory: opened when it holds a table (its dim and optimizer must
+            match), else created.
+        optimizer: "sgd", "adagrad" or "adam" (torch.optim.SparseAdam).
+        lr, betas, eps, lr_decay, initial_accumulator_value: the optimizer's hyper-parameters,
+            torch's names and defaults (a table opened keeps those it was created with).
+        init: "normal" (nn.Embedding's, std 1 or ``std``), "zeros", ("uniform", a, b), or a
+            (rows, dim) tensor of the initial rows.
+        seed: the initializer's seed.
+        host_cache: the bound of the table's page cache in host memory (bytes or "256MiB").
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        node_type: Optional[str],
+        dim: int,
+        path: Any,
+        *,
+        optimizer: str = "adam",
+        lr: Optional[float] = None,
+        betas: Optional[Tuple[float, float]] = None,
+        eps: Optional[float] = None,
+        lr_decay: Optional[float] = None,
+        initial_accumulator_value: Optional[float] = None,
+        init: Any = "normal",
+        std: Optional[float] = None,
+        seed: int = 0,
+        host_cache: Any = "64MiB",
+        num_embeddings: Optional[int] = None,
+    ) -> None:
+        torch.nn.Module.__init__(self)
+        _native.check_process()
+        self._handle: Optional[int] = None
+        self._pending: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        self.path = os.fspath(path)
+        hyper = {"lr": lr, "betas": betas, "eps": eps, "lr_decay": lr_decay, "initial_accumulator_value": initial_accumulator_value}
+        created = not os.path.exists(os.path.join(self.path, "manifest.json"))
+        if created:
+            if store is None and num_embeddings is None:
+                raise errors.InvalidArgumentError("tierfs.Embedding: without a store, give num_embeddings")
+            spec = _spec(dim, optimizer, hyper, init, std, seed, num_embeddings)
+            h = store._h() if store is not None else None
+            check(lib.tfs_table_create(h, _c(node_type, "node_type"), _c(self.path, "path"), json.dumps(spec).encode()))
+        handle = c_void_p()
+        opts = json.dumps({"host_cache_bytes": _util.parse_size(host_cache, "host_cache")}).encode()
+        check(lib.tfs_table_open(_c(self.path, "path"), opts, byref(handle)))
+        self._handle = handle.value
+        info = self.info
+        self._check_opened(info, dim, optimizer, hyper, created)
+        if store is not None and not created:
+            self._check_store(info, store, node_type)
+        self.num_embeddings: int = info["rows"]
+        self.embedding_dim: int = info["dim"]
+        self.optimizer: str = info["optimizer"]["name"]
+        self._hyper = _native_hyper(info["optimizer"])
+        self._slot_floats: int = info["slot_floats"]
+        self._step = int(info["step"])
+        if created and not isinstance(init, (str, tuple)):
+            self._write_initial(init)
+
+    @property
+    def info(self) -> dict:
+        """The table: rows, dim, dtype, optimizer (its hyper-parameters), init, node_type,
+        dataset_id, table_id, generation (of its last checkpoint), step, slot_floats,
+        page_bytes, rows_per_page, pages, direct_io, host_cache_bytes."""
+        return _native.read_json(lambda b, c, n: lib.tfs_table_info_json(self._h(), b, c, n))
+
+    def _check_opened(self, info: dict, dim: int, optimizer: str, hyper: dict, created: bool) -> None:
+        if info["dim"] != dim or info["optimizer"]["name"] != optimizer:
+            self.close()
+            raise errors.InvalidArgumentError(
+                f"tierfs.Embedding: {self.path} holds a table of dim {info['dim']} trained by "
+                f"{info['optimizer']['name']}, not dim {dim} by {optimizer}"
+            )
+        if not created and any(v is not None for v in hyper.values()):
+            kept = _native_hyper(info["optimizer"])
+            asked = {k: (tuple(v) if k == "betas" else v) for k, v in hyper.items() if v is not None}
+            if any(kept.get(k) != v for k, v in asked.items()):
+                self.close()
+                raise errors.InvalidArgumentError(
+                    f"tierfs.Embedding: {self.path} was created with {kept}; asked for {asked} (a table keeps its hyper-parameters)"
+                )
+
+    def _check_store(self, info: dict, store: Any, node_type: Optional[str]) -> None:
+        """Refuses a table opened for a store whose node type it is not of."""
+        types = store.types["node_types"]
+        name = node_type if node_type is not None else (next(iter(types)) if len(types) == 1 else None)
+        count = types[name]["count"] if name in types else None
+        if info["node_type"] != name or info["rows"] != count:
+            self.close()
+            raise errors.InvalidArgumentError(
+                f"tierfs.Embedding: {self.path} is a table of {info['rows']} rows of node type "
+                f"{info['node_type']!r}, not of the store's node type {name!r} ({count} nodes)"
+            )
+
+    def _write_initial(self, rows: Any) -> None:
+        rows = torch.as_tensor(rows, dtype=torch.float32).cpu().contiguous()
+        if tuple(rows.shape) != (self.num_embeddings, self.embedding_dim):
+            shape = (self.num_embeddings, self.embedding_dim)
+            self.close()
+            raise errors.InvalidArgumentError(f"tierfs.Embedding: init rows of shape {tuple(rows.shape)}, want {shape}")
+        chunk = max(1, (64 << 20) // (4 * self.embedding_dim))
+        for first in range(0, self.num_embeddings, chunk):
+            ids = torch.arange(first, min(first + chunk, self.num_embeddings), dtype=torch.int64)
+            self.write(ids, rows[first : first + len(ids)])
+        self.checkpoint()
+
+    def _h(self) -> int:
+        _native.check_process()
+        if self._handle is None:
+            raise errors.ClosedError(f"tierfs.Embedding: table {self.path} is closed")
+        return self._handle
+
+    # rows --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _ids(ids: Any) -> torch.Tensor:
+        t = torch.as_tensor(ids)
+        if t.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8):
+            raise errors.DTypeError(f"tierfs.Embedding: ids of dtype {t.dtype}: want integers")
+        return t.reshape(-1).to("cpu", torch.int64).contiguous()
+
+    def _rows(self, fn: Any, ids: torch.Tensor, width: int, buf: Optional[torch.Tensor], *extra: Any) -> torch.Tensor:
+        if buf is None:
+            buf = torch.empty((len(ids), width), dtype=torch.float32)
+        check(fn(self._h(), ids.data_ptr(), len(ids), buf.data_ptr(), buf.numel(), *extra))
+        return buf
+
+    def read(self, ids: Any) -> torch.Tensor:
+        """The parameter rows of ids (shape ids.shape + (dim,)), on ids' device; no gradient."""
+        t = torch.as_tensor(ids)
+        out = self._rows(lib.tfs_table_gather, self._ids(t), self.embedding_dim, None)
+        return out.reshape(*t.shape, self.embedding_dim).to(t.device)
+
+    def write(self, ids: Any, rows: Any) -> None:
+        """Sets the parameter rows of ids (a later repeat wins); their optimizer state is kept."""
+        ids = self._ids(ids)
+        rows = torch.as_tensor(rows, dtype=torch.float32).reshape(len(ids), -1).cpu().contiguous()
+        if rows.shape[1] != self.embedding_dim:
+            raise errors.InvalidArgumentError(f"tierfs.Embedding.write: rows of width {rows.shape[1]}, want dim {self.embedding_dim}")
+        self._rows(lib.tfs_table_write, ids, self.embedding_dim, rows)
+
+    def forward(self, ids: Any) -> torch.Tensor:  # type: ignore[override]
+        """The rows of ids on ids' device; under autograd, backward keeps their gradient for step()."""
+        t = torch.as_tensor(ids)
+        if not torch.is_grad_enabled():
+            return self.read(t)
+        anchor = torch.empty(0, requires_grad=True)
+        return _Lookup.apply(anchor, t, self)
+
+    # training ----------------------------------------------------------------------------
+
+    def zero_grad(self, set_to_none: bool = True) -> None:  # type: ignore[override]
+        """Drops the gradients kept since the last step."""
+        self._pending.clear()
+
+    def step(self) -> None:
+        """One optimizer step over the rows of the batches since the last step (their gradients
+        concatenated in backward order; torch's own accumulation of several uses orders them
+        otherwise, so the bit-for-bit equality holds for one forward per step); a step with no
+        gradient does nothing."""
+        if not self._pending:
+            return
+        ids = torch.cat([i.to(g.device) for i, g in self._pending])
+        grads = torch.cat([g for _, g in self._pending]).to(torch.float32)
+        self._pending.clear()
+        device = grads.device
+        uniq, inverse = torch.unique(ids, return_inverse=True)
+        uniq_cpu = uniq.cpu().contiguous()
+        dim, width = self.embedding_dim, self._slot_floats
+        slots = self._rows(lib.tfs_table_read_slots, uniq_cpu, width, None).to(device)
+        param = torch.nn.Parameter(slots[:, :dim].contiguous())
+        # The gradient nn.Embedding(sparse=True) gives: uncoalesced, in input order (local rows).
+        param.grad = torch.sparse_coo_tensor(inverse.reshape(1, -1), grads, param.shape, check_invariants=False)
+        opt = self._torch_optimizer(param)
+        state = opt.state[param]
+        if self.optimizer == "adagrad":
+            state["step"].fill_(float(self._step))
+            state["sum"].copy_(slots[:, dim : 2 * dim])
+        elif self.optimizer == "adam":
+            state["step"] = self._step
+            state["exp_avg"] = slots[:, dim : 2 * dim].contiguous()
+            state["exp_avg_sq"] = slots[:, 2 * dim :].contiguous()
+        opt.step()
+        parts = [param.detach()]
+        if self.optimizer == "adagrad":
+            parts.append(state["sum"])
+        elif self.optimizer == "adam":
+            parts += [state["exp_avg"], state["exp_avg_sq"]]
+        out = torch.cat(parts, dim=1).cpu().contiguous()
+        self._step += 1
+        self._rows(lib.tfs_table_write_slots, uniq_cpu, width, out, self._step)
+
+    def _torch_optimizer(self, param: torch.nn.Parameter) -> torch.optim.Optimizer:
+        o = self._hyper
+        if self.optimizer == "sgd":
+            return torch.optim.SGD([param], lr=o["lr"])
+        if self.optimizer == "adagrad":
+            return torch.optim.Adagrad([param], lr=o["lr"], lr_decay=o["lr_decay"], eps=o["eps"])
+        return torch.optim.SparseAdam([param], lr=o["lr"], betas=o["betas"], eps=o["eps"])
+
+    # the table ---------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps taken (torch's per-tensor ``step``), checkpointed with the rows."""
+        return self._step
+
+    def checkpoint(self) -> None:
+        """Makes the table's rows, state and step count its last checkpoint, crash-safely."""
+        check(lib.tfs_table_checkpoint(self._h()))
+
+    def stats(self) -> dict:
+        """The page cache's counters since open: pages_read, pages_written, hits, misses,
+        evictions, dirty, cache_pages, checkpoints."""
+        return _native.read_json(lambda b, c, n: lib.tfs_table_stats_json(self._h(), b, c, n))
+
+    def close(self) -> None:
+        """Closes the table; what changed since the last checkpoint is dropped."""
+        h, self._handle = getattr(self, "_handle", None), None
+        if h is not None:
+            check(lib.tfs_table_close(h))
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, optimizer={self.optimizer}, path={self.path!r}"
+
+
+def _native_hyper(o: dict) -> dict:
+    """The table's hyper-parameters under torch's names."""
+    out = {"lr": o["lr"]}
+    if o["name"] == "adagrad":
+        out.update(lr_decay=o.get("lr_decay", 0.0), eps=o["eps"], initial_accumulator_value=o.get("initial_accumulator_value", 0.0))
+    if o["name"] == "adam":
+        out.update(betas=(o["beta1"], o["beta2"]), eps=o["eps"])
+    return out
