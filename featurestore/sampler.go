@@ -44,12 +44,10 @@ type Sampler struct {
 
 // NewSampler checks opt against the dataset — a fanout list for every edge type ("" for the only
 // one) and none for a type the dataset lacks, all of one length, each fanout -1 or more, Workers
-// >= 0 — and makes a sampler of it. Bad options are an *OptionError naming them, a dataset
-// without topology ErrNotFound.
+// >= 0 — and makes a sampler of it. Bad options are an *OptionError naming them. A dataset
+// without edge types takes no fanouts: its samples are their seeds alone (zero hops), as PyG
+// samples a HeteroData without edges.
 func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
-	if len(ss.edges) == 0 {
-		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample: %w", ss.m.Dir(), ErrNotFound)
-	}
 	if opt.Workers < 0 {
 		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
 	}

@@ -298,7 +298,9 @@ def _as_is(batch: List[int]) -> List[int]:
 def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, str], Any]:
     """(edge type, seed edges or None) of LinkNeighborLoader's edge_label_index: a tensor, an
     edge type, or ``(edge type, tensor)``; a heterogeneous store needs the edge type (PyG's
-    rule), a homogeneous one has :data:`EDGE_TYPE`."""
+    rule), a homogeneous one has :data:`EDGE_TYPE`. Edge types are PyG's forms
+    (:func:`_canonical_edge_type`); seed edges may be of a type the dataset has no edges of, as
+    PyG's LinkNeighborLoader takes them, but every edge of a type takes a type it has."""
     if not store.is_hetero:
         if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
             edge_label_index = edge_label_index[1]
@@ -309,18 +311,37 @@ def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, st
                 f"(pass them as edge_label_index=..., edge_label=...)")
         return EDGE_TYPE, edge_label_index
     types = store.edge_types
-    if isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 3 and all(isinstance(x, str) for x in edge_label_index):
-        edge_type, edges = tuple(edge_label_index), None
-    elif isinstance(edge_label_index, str):
-        edge_type, edges = edge_type_tuple(edge_label_index), None
+    if isinstance(edge_label_index, str) or isinstance(edge_label_index, (tuple, list)) and edge_label_index and isinstance(edge_label_index[0], str):
+        edge_type, edges = _canonical_edge_type(store, edge_label_index), None  # PyG: an edge type alone, its every edge
     elif isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
-        edge_type, edges = edge_type_tuple(edge_label_index[0]), edge_label_index[1]
+        edge_type, edges = _canonical_edge_type(store, edge_label_index[0]), edge_label_index[1]
     else:
         raise errors.InvalidArgumentError(
             f"tierfs.pyg.LinkNeighborLoader: a heterogeneous dataset takes edge_label_index=(edge type, (2, n) tensor or None) or an edge type, got {type(edge_label_index).__name__} (edge types: {types})")
-    if edge_type not in types:
-        raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types})")
+    if edge_type not in types and (edges is None or edge_type[0] not in store.node_types or edge_type[2] not in store.node_types):
+        raise errors.KeyNotFoundError(
+            f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types}; seed edges of "
+            f"a type it has no edges of need the tensor of them and node types it has, {store.node_types})")
     return edge_type, edges
+
+
+def _canonical_edge_type(store: Store, key: Any) -> Tuple[str, str, str]:
+    """An edge type in PyG's forms as HeteroData's ``_to_canonical`` resolves it against the
+    store's edge types: ``(src, rel, dst)`` (or tierfs's ``"src:rel:dst"``) as it is, a relation
+    name alone the one edge type of that relation, ``(src, dst)`` the one edge type between them
+    or ``(src, "to", dst)`` where there is none."""
+    types = [tuple(et) for et in store.edge_types]
+    if isinstance(key, str) and ":" not in key:
+        found = [et for et in types if et[1] == key]
+        if len(found) != 1:
+            raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: relation {key!r} names {len(found)} edge types of the dataset (it has {types}); give (src, rel, dst)")
+        return found[0]
+    if isinstance(key, (tuple, list)) and len(key) == 2 and all(isinstance(k, str) for k in key):
+        found = [et for et in types if et[0] == key[0] and et[2] == key[1]]
+        if len(found) > 1:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.LinkNeighborLoader: edge type {tuple(key)!r} is ambiguous: the dataset has {found} between them; give (src, rel, dst)")
+        return found[0] if found else (key[0], "to", key[1])  # PyG's DEFAULT_REL
+    return edge_type_tuple(tuple(key) if isinstance(key, list) else key)
 
 
 class LinkNeighborLoader(_PyGLinkLoader):
@@ -344,6 +365,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
             dict ``{edge type: [per hop]}``).
         edge_label_index: the seed edges, a (2, n) tensor (or ``(edge type, tensor)``); None
             (or ``(edge type, None)``) takes every edge of the dataset (of the type), in CSC order.
+            The edge type in PyG's forms; given seed edges may be of a type the dataset has no
+            edges of, between two of its node types, as PyG takes them.
         edge_label: one label a seed edge.
         neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
         neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
