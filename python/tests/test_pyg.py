@@ -13,6 +13,7 @@ pyg = pytest.importorskip("torch_geometric")
 
 import torch.nn.functional as F  # noqa: E402
 from torch_geometric.data import Data, EdgeAttr, TensorAttr  # noqa: E402
+from torch_geometric.data.feature_store import AttrView  # noqa: E402
 from torch_geometric.data.graph_store import EdgeLayout  # noqa: E402
 from torch_geometric.loader import NodeLoader  # noqa: E402
 from torch_geometric.sampler import BaseSampler, NodeSamplerInput  # noqa: E402
@@ -73,7 +74,8 @@ def test_feature_store_indexing_forms(stores, graph):
     ids = torch.from_numpy(rng(60).integers(0, graph["n"], 50))
     assert torch.equal(fs.get_tensor(attr_name="x", index=ids), x[ids])
     assert torch.equal(fs.get_tensor(attr_name="y", index=ids.tolist()), y[ids])
-    assert torch.equal(fs[None, "x"], x)
+    assert isinstance(fs[None, "x"], AttrView) and torch.equal(fs[None, "x"](), x)  # a key without its index is PyG's view
+    assert torch.equal(fs[None, "x", None], x) and torch.equal(fs[None, "x", :], x)
     assert torch.equal(fs[None, "x", ids], x[ids])
     assert torch.equal(fs[None, "y", 3], y[3])
     assert torch.equal(fs.get_tensor(group_name=None, attr_name="x", index=slice(2, 9)), x[2:9])

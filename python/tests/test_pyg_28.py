@@ -9,8 +9,11 @@ import pytest
 import torch
 
 pytest.importorskip("torch_geometric")
-from torch_geometric.data import Data, HeteroData  # noqa: E402
+from torch_geometric.data import Data, HeteroData, TensorAttr  # noqa: E402
+from torch_geometric.data.feature_store import AttrView  # noqa: E402
 from torch_geometric.loader import LinkLoader  # noqa: E402
+from torch_geometric.sampler import NumNeighbors  # noqa: E402
+from torch_geometric.utils import to_torch_coo_tensor, to_torch_csc_tensor, to_torch_csr_tensor  # noqa: E402
 
 import tierfs  # noqa: E402
 import tierfs.pyg  # noqa: E402
@@ -106,3 +109,138 @@ def test_link_loader_seed_edges_of_a_type_without_edges(tmp_path, neg):
             tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=(et, None))
         with pytest.raises(tierfs.KeyNotFoundError, match="'paper', 'likes', 'book'"):
             tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=(("paper", "likes", "book"), eli))
+
+
+def test_feature_store(tmp_path):
+    """test/data/test_feature_store.py::test_feature_store, its reads (tierfs's FeatureStore is
+    read-only: puts are refused) on a typed dataset with node type "A" and feature "feat"."""
+    tensor = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    data = HeteroData()
+    data["A"].feat = tensor
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as s:
+        store, _ = tierfs.pyg.stores(s)
+        group_name, attr_name, index = "A", "feat", torch.tensor([0, 1, 2])
+        attr = TensorAttr(group_name, attr_name, index)
+        assert TensorAttr(group_name).update(attr) == attr
+
+        assert torch.equal(store.get_tensor(attr), tensor)
+        assert torch.equal(store.get_tensor(group_name, attr_name, index=torch.tensor([0, 2])), tensor[torch.tensor([0, 2])])
+        with pytest.raises(tierfs.NotSupportedError):
+            store.put_tensor(tensor, attr)
+
+        # Views:
+        view = store.view(group_name=group_name)
+        view.attr_name = attr_name
+        view["index"] = index
+        assert view != "not a 'AttrView' object"
+        assert view == AttrView(store, TensorAttr(group_name, attr_name, index))
+        assert str(view) == "AttrView(store=FeatureStore(), attr=TensorAttr(group_name='A', attr_name='feat', index=tensor([0, 1, 2])))"
+
+        # Fully-specified forms, all of which produce a tensor output
+        assert torch.equal(store[group_name, attr_name, index], tensor)
+        assert torch.equal(store[group_name, attr_name, None], tensor)
+        assert torch.equal(store[group_name, attr_name, :], tensor)
+        assert torch.equal(store[group_name][attr_name][:], tensor)
+        assert torch.equal(store[group_name].feat[:], tensor)
+        assert torch.equal(store.view().A.feat[:], tensor)
+
+        with pytest.raises(AttributeError):
+            _ = store.view(group_name=group_name, index=None).feat.A
+
+        # Partially-specified forms, which produce an AttrView object
+        assert store[group_name] == store.view(TensorAttr(group_name=group_name))
+        assert store[group_name].feat == store.view(TensorAttr(group_name=group_name, attr_name=attr_name))
+        assert isinstance(store[group_name, attr_name], AttrView)
+        assert torch.equal(store[group_name, attr_name](), tensor)
+
+        # What the store lacks (PyG's asserts after deletion)
+        with pytest.raises(KeyError):
+            _ = store[group_name, "nope", index]
+        with pytest.raises(KeyError):
+            _ = store["B", attr_name, index]
+
+
+def test_graph_store_conversion(tmp_path):
+    """test/data/test_graph_store.py::test_graph_store (str, KeyError) and
+    ::test_graph_store_conversion: three edge types of one random edge_index, as COO, CSR and
+    CSC against PyG's own conversions (tierfs's columns are in CSC order, so the COO order is
+    its own; the permutation maps each to the input edge)."""
+    g = torch.Generator().manual_seed(SEED % (1 << 31))
+    flat = torch.randperm(100 * 100, generator=g)[:300]  # distinct edges: PyG's conversions coalesce
+    edge_index = torch.stack([flat // 100, flat % 100])
+    coo_ref = to_torch_coo_tensor(edge_index, size=(100, 100)).indices()
+    adj = to_torch_csr_tensor(edge_index, size=(100, 100))
+    csr = (adj.crow_indices(), adj.col_indices())
+    adj = to_torch_csc_tensor(edge_index, size=(100, 100))
+    csc = (adj.row_indices(), adj.ccol_indices())
+    data = HeteroData()
+    data["v"].x = torch.zeros(100, 1)
+    for rel in "123":
+        data["v", rel, "v"].edge_index = edge_index
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as s:
+        _, graph_store = tierfs.pyg.stores(s)
+        assert str(graph_store) == "GraphStore()"
+        assert len(graph_store.get_all_edge_attrs()) == 3
+        with pytest.raises(KeyError):
+            graph_store[("v", "4", "v"), "coo"]
+
+        row_dict, col_dict, perm_dict = graph_store.coo()
+        assert len(row_dict) == len(col_dict) == len(perm_dict) == 3
+        for row, col, perm in zip(row_dict.values(), col_dict.values(), perm_dict.values()):
+            assert torch.equal(row.sort()[0], coo_ref[0].sort()[0])
+            assert torch.equal(col.sort()[0], coo_ref[1].sort()[0])
+            assert torch.equal(torch.stack([row, col]), edge_index[:, perm])
+
+        row_dict, col_dict, perm_dict = graph_store.csr()
+        assert len(row_dict) == len(col_dict) == len(perm_dict) == 3
+        for row, col in zip(row_dict.values(), col_dict.values()):
+            assert torch.equal(row, csr[0])
+            assert torch.equal(col.sort()[0], csr[1].sort()[0])
+
+        row_dict, col_dict, perm_dict = graph_store.csc()
+        assert len(row_dict) == len(col_dict) == len(perm_dict) == 3
+        for row, col in zip(row_dict.values(), col_dict.values()):
+            assert torch.equal(row.sort()[0], csc[0].sort()[0])
+            assert torch.equal(col, csc[1])
+
+        # 'edge_types' picks; 'store' is refused (read-only)
+        out = graph_store.coo([("v", "1", "v")])
+        assert list(out[0]) == [("v", "1", "v")]
+        with pytest.raises(tierfs.NotSupportedError):
+            graph_store.csr([("v", "1", "v")], store=True)
+
+
+def test_neighbor_loader_hops_and_str(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_heterogeneous_neighbor_loader (hops must be the
+    same across all edge types) and ::test_homo_neighbor_loader_basic, and
+    test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_basic (str)."""
+    r = rng(4202)
+    data = small_hetero(r)
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        with pytest.raises(ValueError, match="hops must be the same across all"):
+            tierfs.pyg.NeighborLoader(store, num_neighbors={("paper", "cites", "paper"): [-1], ("author", "writes", "paper"): [-1, -1]},
+                                      input_nodes="paper", batch_size=20)
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[2], input_nodes="paper", batch_size=20)
+        assert str(loader) == "NeighborLoader()"
+        eli = data["paper", "cites", "paper"].edge_index
+        assert str(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=(("paper", "cites", "paper"), eli), batch_size=20)) == "LinkNeighborLoader()"
+
+
+def test_heterogeneous_num_neighbors(tmp_path):
+    """test/sampler/test_sampler_base.py::test_heterogeneous_num_neighbors_list and
+    ::test_heterogeneous_num_neighbors_dict_and_default, through tierfs.pyg.num_neighbors_of on a
+    dataset of edge types ("A", "to", "B") and ("B", "to", "A")."""
+    data = HeteroData()
+    data["A"].x = torch.zeros(5, 1)
+    data["B"].x = torch.zeros(4, 1)
+    data["A", "B"].edge_index = torch.tensor([[0, 1], [2, 3]])
+    data["B", "A"].edge_index = torch.tensor([[3, 2], [1, 0]])
+    ab, ba = ("A", "to", "B"), ("B", "to", "A")
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        assert tierfs.pyg.num_neighbors_of(store, NumNeighbors([25, 10])) == {ab: [25, 10], ba: [25, 10]}
+        with pytest.raises(ValueError, match="hops must be the same across all"):
+            tierfs.pyg.num_neighbors_of(store, NumNeighbors({("A", "B"): [25, 10]}, default=[-1]))
+        with pytest.raises(ValueError, match="Not all edge types"):
+            tierfs.pyg.num_neighbors_of(store, NumNeighbors({("A", "C"): [25, 10]}, default=[-1, -1]))
+        assert tierfs.pyg.num_neighbors_of(store, NumNeighbors({("A", "B"): [25, 10]}, default=[-1, -1])) == {ab: [25, 10], ba: [-1, -1]}
+        assert tierfs.pyg.num_neighbors_of(store, {("A", "B"): [25, 10], ("B", "A"): [-1, -1]}) == {ab: [25, 10], ba: [-1, -1]}

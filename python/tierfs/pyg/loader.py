@@ -286,6 +286,9 @@ class NeighborLoader:
         """The latest epoch's pipeline stats (:meth:`tierfs.Loader.stats`)."""
         return self.loader.stats()
 
+    def __str__(self) -> str:
+        return "NeighborLoader()"  # PyG's form (its tests check str(loader)); repr says more
+
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
 
@@ -593,6 +596,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             return self.filter_fn(self.link_neighbor_sampler._link_output(self.input_data[pos], sample, self.neg_sampling))
         finally:
             fs.batch = {}
+
+    def __str__(self) -> str:
+        return "LinkNeighborLoader()"  # PyG's form (its tests check str(loader)); repr says more
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"

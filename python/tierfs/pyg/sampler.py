@@ -24,6 +24,8 @@ def _edge_type_of(key: Any) -> Tuple[str, str, str]:
     (``"src__rel__dst"``) or tierfs's ``"src:rel:dst"``."""
     if isinstance(key, EdgeTypeStr):
         return tuple(key.to_tuple())  # type: ignore[return-value]
+    if isinstance(key, tuple) and len(key) == 2:  # (src, dst): PyG's NumNeighbors reads (src, "to", dst)
+        return tuple(EdgeTypeStr(key).to_tuple())  # type: ignore[return-value]
     if isinstance(key, str) and ":" not in key and len(key.split("__")) == 3:
         return tuple(key.split("__"))  # type: ignore[return-value]
     return edge_type_tuple(key)
@@ -55,7 +57,8 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
     dataset. Takes a list (every edge type alike), a dict keyed by edge type (tuples,
     ``EdgeTypeStr`` or ``"src:rel:dst"``) or PyG's ``NumNeighbors`` (its ``default`` fills the
     edge types the dict leaves out). An edge type the dataset lacks, one left out with no
-    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` naming it."""
+    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` (a ``ValueError``) naming it, in
+    PyG's words."""
     default = None
     if isinstance(num_neighbors, NumNeighbors):
         default = num_neighbors.default
@@ -81,7 +84,8 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
     for key, fanouts in num_neighbors.items():
         et = _edge_type_of(key)
         if et not in edge_types:
-            raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors names edge type {et}, which the dataset lacks (it has {', '.join(map(str, edge_types))})")
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg: Not all edge types specified in 'num_neighbors' exist in the graph: {et} does not (it has {', '.join(map(str, edge_types))})")
         given[et] = _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{key!r}]")
     out: Dict[Tuple[str, str, str], List[int]] = {}
     for et in edge_types:
@@ -91,11 +95,11 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
             out[et] = _fanouts(default, "num_neighbors.default")
         else:
             raise errors.InvalidArgumentError(
-                f"tierfs.pyg: num_neighbors has no fanouts for edge type {et} (give every edge type of the dataset, or "
-                f"torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
+                f"tierfs.pyg: Missing number of neighbors for edge type '{et}' in num_neighbors (give every edge type of the dataset, "
+                f"or torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
     hops = {len(v) for v in out.values()}
     if len(hops) > 1:
-        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must have the same number of hops for every edge type, got {out}")
+        raise errors.InvalidArgumentError(f"tierfs.pyg: Number of hops must be the same across all edge types in num_neighbors, got {out}")
     return out
 
 
