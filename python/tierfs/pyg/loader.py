@@ -17,7 +17,7 @@ from torch_geometric.sampler.base import SubgraphType
 
 from .. import _options, errors
 from ..loader import Batch, Loader
-from ..pipeline import Pipeline, pipeline_stats
+from ..pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from ..planrounds import PlanRounds, per_plan_budget
 from ..hetero import edge_type_tuple
 from ..sampler import typed_csc
@@ -64,7 +64,27 @@ def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] 
     and PyG's own arguments ``pyg`` as given, checked; the others at the table's defaults."""
     names = {_PYG_NAMES.get(n, n) for n in _options.names("loader") if (not takes or n in takes) and n not in _PYG_OWN and n != "labels"}
     given = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+    workers = _num_workers(loader, kwargs)
+    if workers and "prefetch" not in given:
+        given["prefetch"] = min(workers, MAX_DEPTH)
     return _options.loader_options({**given, **pyg}, f"tierfs.pyg.{loader}", rename=_PYG_NAMES, takes=takes)
+
+
+def _num_workers(loader: str, kwargs: Dict[str, Any]) -> int:
+    """PyG's (torch DataLoader's) ``num_workers`` and ``persistent_workers``, taken out of
+    kwargs. tierfs's pipeline does a worker's job: its prefetch threads make the batches (sample
+    order kept, gathers, ``Data``, ``transform``) in this process, which loaded the Go runtime and
+    must not fork; so ``num_workers=N`` is N of them (at most the pipeline's depth) where
+    ``prefetch`` is not given, and the batches are those of ``num_workers=0``.
+    ``persistent_workers`` and ``multiprocessing_context`` change nothing: no process starts."""
+    workers = kwargs.pop("num_workers", 0)
+    persistent = kwargs.pop("persistent_workers", False)
+    kwargs.pop("multiprocessing_context", None)
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: num_workers={workers!r}: want a whole number >= 0 (the pipeline's threads that make batches)")
+    if not isinstance(persistent, bool):
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: persistent_workers={persistent!r}: want True or False")
+    return int(workers)
 
 
 class NeighborLoader:
@@ -101,9 +121,13 @@ class NeighborLoader:
     epoch; ``planned_epochs=K`` serves planned epochs, the next K planned while the current K
     train (``reuse_samples=True``: K planned once and replayed; docs/planned.md).
 
-    PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
-    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
-    (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    ``num_workers=N`` starts no process (the library's Go runtime must not fork): N of the
+    pipeline's threads make the batches a worker would (``prefetch=N`` unless ``prefetch`` is
+    given), the batches those of ``num_workers=0``; ``persistent_workers`` and
+    ``multiprocessing_context`` change nothing. PyG arguments that do not apply (temporal
+    sampling, disjoint subgraphs, edge weights, ``pin_memory``, ...) raise
+    :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
+    ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
     ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
     or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
@@ -377,8 +401,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
-            ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
-            do that work); and the loader options below.
+            ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
+            pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches
+            are those of ``num_workers=0``); and the loader options below.
 
     With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans epochs of seed edge
     batches (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``) in rounds of K, as

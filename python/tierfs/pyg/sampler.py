@@ -273,9 +273,7 @@ _PYG_ONLY = {
     "filter_per_worker": None,
     "neighbor_sampler": None,
     "directed": True,
-    "num_workers": 0,
     "pin_memory": False,
-    "persistent_workers": False,
 }
 
 
