@@ -5,13 +5,14 @@ the in-memory data with tierfs's sampler (as in test_pyg_conformance.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData, TensorAttr  # noqa: E402
 from torch_geometric.data.feature_store import AttrView  # noqa: E402
-from torch_geometric.loader import LinkLoader  # noqa: E402
+from torch_geometric.loader import LinkLoader, NodeLoader  # noqa: E402
 from torch_geometric.sampler import NumNeighbors  # noqa: E402
 from torch_geometric.utils import to_torch_coo_tensor, to_torch_csc_tensor, to_torch_csr_tensor  # noqa: E402
 
@@ -244,3 +245,79 @@ def test_heterogeneous_num_neighbors(tmp_path):
             tierfs.pyg.num_neighbors_of(store, NumNeighbors({("A", "C"): [25, 10]}, default=[-1, -1]))
         assert tierfs.pyg.num_neighbors_of(store, NumNeighbors({("A", "B"): [25, 10]}, default=[-1, -1])) == {ab: [25, 10], ba: [-1, -1]}
         assert tierfs.pyg.num_neighbors_of(store, {("A", "B"): [25, 10], ("B", "A"): [-1, -1]}) == {ab: [25, 10], ba: [-1, -1]}
+
+
+def test_weighted_homo_neighbor_loader(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_weighted_homo_neighbor_loader (weight_attr; PyG's
+    Data has num_nodes alone, from_pyg needs x)."""
+    edge_index = torch.tensor([[1, 3, 0, 4], [2, 2, 1, 3]])
+    edge_weight = torch.tensor([0.0, 1.0, 0.0, 1.0])
+    data = Data(x=torch.zeros(5, 1), edge_index=edge_index, edge_weight=edge_weight)
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        loader = tierfs.pyg.NeighborLoader(store, input_nodes=torch.tensor([2]), num_neighbors=[1] * 2, batch_size=1, weight_attr="edge_weight")
+        assert len(loader) == 1
+        batch = next(iter(loader))
+        assert batch.num_nodes == 3
+        assert batch.n_id.tolist() == [2, 3, 4]
+        assert batch.num_edges == 2
+        assert batch.n_id[batch.edge_index].tolist() == [[3, 4], [2, 3]]
+
+
+def test_weighted_hetero_neighbor_loader(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_weighted_hetero_neighbor_loader."""
+    data = HeteroData()
+    data["paper"].x = torch.zeros(5, 1)
+    data["paper", "to", "paper"].edge_index = torch.tensor([[1, 3, 0, 4], [2, 2, 1, 3]])
+    data["paper", "to", "paper"].edge_weight = torch.tensor([0.0, 1.0, 0.0, 1.0])
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        loader = tierfs.pyg.NeighborLoader(store, input_nodes=("paper", torch.tensor([2])), num_neighbors=[1] * 2, batch_size=1, weight_attr="edge_weight")
+        assert len(loader) == 1
+        batch = next(iter(loader))
+        assert batch["paper"].num_nodes == 3
+        assert batch["paper"].n_id.tolist() == [2, 3, 4]
+        assert batch["paper", "paper"].num_edges == 2
+        global_edge_index = batch["paper"].n_id[batch["paper", "paper"].edge_index]
+        assert global_edge_index.tolist() == [[3, 4], [2, 3]]
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_weighted_loaders_random(tmp_path, replace):
+    """weight_attr on random input: tierfs.pyg.NeighborLoader's batches equal PyG's NodeLoader over
+    the in-memory Data with the same weighted sampler; an edge of weight 0 is never drawn where
+    the node has an edge of weight > 0 (with replacement) or at least the fanout of them (without);
+    LinkNeighborLoader takes weight_attr too, and planned epochs refuse it."""
+    r = rng(4203)
+    n, e = 150, 1500
+    edge_index = torch.from_numpy(r.integers(0, n, (2, e)))
+    w = torch.from_numpy(np.where(r.random(e) < 0.3, 0.0, r.exponential(1.0, e)).astype(np.float32))
+    data = Data(x=torch.from_numpy(r.standard_normal((n, 3)).astype(np.float32)), edge_index=edge_index, edge_weight=w)
+    if replace:  # every node with in-edges has one of weight > 0: its first input edge
+        first = {}
+        for i, v in enumerate(edge_index[1].tolist()):
+            first.setdefault(v, i)
+        w[list(first.values())] = 0.5
+    seed = SEED % 100000
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        ours = tierfs.pyg.NeighborLoader(store, [3, 2], batch_size=40, seed=seed, replace=replace, weight_attr="edge_weight")
+        mem = NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [3, 2], seed=seed, replace=replace, weight_attr="edge_weight"),
+                         input_nodes=None, batch_size=40)
+        uniform = tierfs.pyg.NeighborLoader(store, [3, 2], batch_size=40, seed=seed, replace=replace)
+        differs = False
+        for b, m, u in zip(ours, mem, uniform, strict=True):
+            assert torch.equal(b.n_id, m.n_id) and torch.equal(b.edge_index, m.edge_index) and torch.equal(b.e_id, m.e_id), f"seed {SEED}"
+            assert torch.equal(b.edge_weight, w[b.e_id])
+            differs |= not torch.equal(b.e_id, u.e_id)
+            hop0 = b.num_sampled_edges[0]
+            for k in range(hop0):
+                v = int(b.n_id[b.edge_index[1, k]])
+                mine = w[edge_index[1] == v]
+                if replace or (int((mine > 0).sum()) >= 3 and mine.numel() > 3):
+                    assert float(b.edge_weight[k]) > 0, f"seed {SEED}: node {v} drew an edge of weight 0"
+        assert differs
+        eli = edge_index[:, :64]
+        batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [3], edge_label_index=eli, batch_size=64, weight_attr="edge_weight", replace=replace)))
+        assert batch.e_id.numel() > 0 and (not replace or bool((w[batch.e_id] > 0).all()))
+        with pytest.raises(tierfs.NotSupportedError, match="weight_attr with planned_epochs"):
+            tierfs.pyg.NeighborLoader(store, [3], batch_size=40, shuffle=True, weight_attr="edge_weight", planned_epochs=2)
+        with pytest.raises(ValueError, match="an edge feature of the dataset"):
+            tierfs.pyg.NeighborLoader(store, [3], weight_attr="nope")

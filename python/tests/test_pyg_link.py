@@ -116,7 +116,7 @@ def test_pyg_default_arguments_pass(store, graph):
                     num_workers=0, edge_label_time=None)
     batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **defaults)))
     assert batch.edge_label_index.shape == (2, 2)
-    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(weight_attr="w"), dict(temporal_strategy="last"), dict(pin_memory=True), dict(directed=False)):
+    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(temporal_strategy="last"), dict(pin_memory=True), dict(directed=False)):
         with pytest.raises(tierfs.NotSupportedError, match=next(iter(kw))):
             tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **kw)
 

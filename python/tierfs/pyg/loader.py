@@ -43,7 +43,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
                 pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, directed, on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not disjoint nor temporal, on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -124,8 +124,10 @@ class NeighborLoader:
     ``num_workers=N`` starts no process (the library's Go runtime must not fork): N of the
     pipeline's threads make the batches a worker would (``prefetch=N`` unless ``prefetch`` is
     given), the batches those of ``num_workers=0``; ``persistent_workers`` and
-    ``multiprocessing_context`` change nothing. PyG arguments that do not apply (temporal
-    sampling, disjoint subgraphs, edge weights, ``pin_memory``, ...) raise
+    ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
+    to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
+    ``planned_epochs``). PyG arguments that do not apply (temporal sampling, disjoint
+    subgraphs, ``pin_memory``, ...) raise
     :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
     ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
@@ -159,9 +161,12 @@ class NeighborLoader:
         shuffle: bool = False,
         drop_last: bool = False,
         seed: int = 0,
+        weight_attr: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
+        if weight_attr is not None and options["planned_epochs"]:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
@@ -174,7 +179,7 @@ class NeighborLoader:
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
-        self._replace, self._seed, self._call_sampler = replace, seed, None
+        self._replace, self._seed, self._weight, self._call_sampler = replace, seed, weight_attr, None
         if self.store.is_hetero:
             self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
             self.input_nodes = seeds
@@ -186,7 +191,7 @@ class NeighborLoader:
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
-            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
             self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
             return
         self.input_type = None
@@ -206,7 +211,7 @@ class NeighborLoader:
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
-        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
 
     def _to_data(self, b: Batch) -> Any:
@@ -296,7 +301,7 @@ class NeighborLoader:
         positions = positions % n if n else positions
         seeds = self.input_nodes[positions]
         if self._call_sampler is None:
-            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed)
+            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight)
         if self.input_type is not None:
             sample = self._call_sampler.sample(seeds, self.input_type)
         else:
@@ -444,10 +449,13 @@ class LinkNeighborLoader(_PyGLinkLoader):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        weight_attr: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
         planned_epochs, reuse = options["planned_epochs"], options["reuse_samples"]
+        if weight_attr is not None and planned_epochs:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         if planned_epochs == "auto":
             raise errors.NotSupportedError('tierfs.pyg.LinkNeighborLoader: planned_epochs="auto" is tierfs.Loader\'s; give K (plan rounds of K epochs)')
         if planned_epochs and not kwargs.get("shuffle", False):
@@ -477,7 +485,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
-                                                     reverse_edge_types=reverse_edge_types)
+                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr)
         fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),

@@ -104,7 +104,8 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
 
 
 class NeighborSampler(BaseSampler):
-    """Uniform k-hop neighbor sampling in the tierfs core, as a PyG ``BaseSampler``.
+    """k-hop neighbor sampling in the tierfs core (uniform, or by ``weight_attr``), as a PyG
+    ``BaseSampler``.
 
     ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
     ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
@@ -131,6 +132,8 @@ class NeighborSampler(BaseSampler):
         strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
             redraw negatives that are edges; leave the seed edges (and with ``undirected``
             their reverses) out of the sampled neighborhoods.
+        weight_attr: an edge feature of one value an edge (PyG's ``weight_attr``): neighbors are
+            drawn in proportion to it, as pyg-lib draws them (:meth:`tierfs.Store.sampler`).
         reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
@@ -148,12 +151,14 @@ class NeighborSampler(BaseSampler):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        weight_attr: Optional[str] = None,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
+        self.weight_attr = weight_attr
         if self.store.is_hetero:
             if undirected:
                 raise errors.InvalidArgumentError("undirected: a heterogeneous store names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
@@ -162,7 +167,7 @@ class NeighborSampler(BaseSampler):
             if reverse_edge_types:
                 raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
             self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
-        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr)
 
     @property
     def is_hetero(self) -> bool:
@@ -267,7 +272,6 @@ _PYG_ONLY = {
     "disjoint": False,
     "temporal_strategy": "uniform",
     "time_attr": None,
-    "weight_attr": None,
     "transform_sampler_output": None,
     "is_sorted": False,
     "filter_per_worker": None,
