@@ -605,7 +605,12 @@ func (p *positionPicker) pick(nodes, deg, off, pos []int64, fanout int, replace 
 			}
 		}
 	}
-	n := len(nodes)
+	p.inChunks(len(nodes), pickRange)
+}
+
+// inChunks runs pickRange(worker, lo, hi) over [0, n) in chunks of pickChunk on the picker's
+// workers (in the caller alone when one chunk or worker does).
+func (p *positionPicker) inChunks(n int, pickRange func(worker, lo, hi int)) {
 	workers := min(p.workers, (n+pickChunk-1)/pickChunk)
 	if workers <= 1 {
 		pickRange(0, 0, n)

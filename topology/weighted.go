@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 )
 
@@ -73,26 +72,7 @@ func (p *positionPicker) pickWeighted(nodes, deg, off, pos, starts []int64, w []
 			p.topKeys(worker, dst, ws, &r)
 		}
 	}
-	n := len(nodes)
-	workers := min(p.workers, (n+pickChunk-1)/pickChunk)
-	if workers <= 1 {
-		pickRange(0, 0, n)
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for wk := range workers {
-			wg.Go(func() {
-				for {
-					lo := int(next.Add(pickChunk)) - pickChunk
-					if lo >= n {
-						return
-					}
-					pickRange(wk, lo, min(lo+pickChunk, n))
-				}
-			})
-		}
-		wg.Wait()
-	}
+	p.inChunks(len(nodes), pickRange)
 	if err := failed.Load(); err != nil {
 		return *err
 	}
