@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -32,30 +33,46 @@ func cscHasEdge(c *topology.CSC, u, v int64) bool {
 // Sampler.SampleFromEdges on a session equals topology.SampleHeteroFromEdges over the
 // dataset's files read plainly, with the sampler's seed + calls, and its label edges are the seed
 // edges and type-correct negatives; excluded seed edges (and reverses) are absent.
-func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
-	rng := newRand(t)
+// heteroLinkSetup is what the link tests of a written heterogeneous dataset share: the dataset,
+// its session, the plain graphs over its files with random fanouts (and the sampler's options
+// of them, with a random seed), and node type indexes by name.
+type heteroLinkSetup struct {
+	d         *heteroData
+	ss        *Session
+	numNodes  []int64
+	edges     []topology.EdgeGraph
+	fanouts   map[string][]int
+	ref       topology.HeteroSampleOptions
+	typeIndex func(name string) int
+}
+
+func newHeteroLinkSetup(t *testing.T, rng *rand.Rand) heteroLinkSetup {
 	d := writeHetero(t, rng)
 	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
-	typeIndex := func(name string) int {
+	t.Cleanup(func() { ss.Close() })
+	h := heteroLinkSetup{d: d, ss: ss, fanouts: map[string][]int{}, ref: topology.HeteroSampleOptions{Seed: rng.Uint64()}}
+	h.typeIndex = func(name string) int {
 		return slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == name })
 	}
-	var numNodes []int64
 	for _, nt := range d.Manifest.NodeTypes {
-		numNodes = append(numNodes, nt.Count)
+		h.numNodes = append(h.numNodes, nt.Count)
 	}
-	var edges []topology.EdgeGraph
-	fanouts := map[string][]int{}
-	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
 	for i, et := range d.Manifest.EdgeTypes {
-		edges = append(edges, topology.EdgeGraph{Src: typeIndex(et.Src), Dst: typeIndex(et.Dst), G: d.CSC[i]})
+		h.edges = append(h.edges, topology.EdgeGraph{Src: h.typeIndex(et.Src), Dst: h.typeIndex(et.Dst), G: d.CSC[i]})
 		f := []int{1 + rng.IntN(5), rng.IntN(4) - 1}
-		fanouts[et.Key()] = f
-		ref.Fanouts = append(ref.Fanouts, f)
+		h.fanouts[et.Key()] = f
+		h.ref.Fanouts = append(h.ref.Fanouts, f)
 	}
+	return h
+}
+
+func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
+	rng := newRand(t)
+	h := newHeteroLinkSetup(t, rng)
+	d, ss, numNodes, edges, fanouts, ref := h.d, h.ss, h.numNodes, h.edges, h.fanouts, h.ref
 	edgeIndex := func(key string) int {
 		return slices.IndexFunc(d.Manifest.EdgeTypes, func(et dataset.EdgeType) bool { return et.Key() == key })
 	}
@@ -260,28 +277,8 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // the label edges point at the seed edges and negatives.
 func TestSampleFromEdgesOfATypeWithoutEdges(t *testing.T) {
 	rng := newRand(t)
-	d := writeHetero(t, rng)
-	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	typeIndex := func(name string) int {
-		return slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == name })
-	}
-	var numNodes []int64
-	for _, nt := range d.Manifest.NodeTypes {
-		numNodes = append(numNodes, nt.Count)
-	}
-	var edges []topology.EdgeGraph
-	fanouts := map[string][]int{}
-	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
-	for i, et := range d.Manifest.EdgeTypes {
-		edges = append(edges, topology.EdgeGraph{Src: typeIndex(et.Src), Dst: typeIndex(et.Dst), G: d.CSC[i]})
-		f := []int{1 + rng.IntN(5), rng.IntN(4) - 1}
-		fanouts[et.Key()] = f
-		ref.Fanouts = append(ref.Fanouts, f)
-	}
+	h0 := newHeteroLinkSetup(t, rng)
+	ss, numNodes, edges, fanouts, ref, typeIndex := h0.ss, h0.numNodes, h0.edges, h0.fanouts, h0.ref, h0.typeIndex
 	sp, err := ss.NewSampler(SampleOptions{Fanouts: fanouts, Seed: ref.Seed})
 	if err != nil {
 		t.Fatal(err)
