@@ -26,17 +26,18 @@ type samplerRequest struct {
 	Replace bool            `json:"replace"`
 	Seed    uint64          `json:"seed"`
 	Workers int             `json:"workers"`
+	Weight  string          `json:"weight"`
 }
 
 // parseSamplerRequest reads options_json into the core's options: fanouts a list (the only edge
 // type) or an object by edge type.
 func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
-	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers"})`
+	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers", "weight"})`
 	var req samplerRequest
 	if err := strictjson.Decode([]byte(request), &req); err != nil {
 		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
 	}
-	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers}
+	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight}
 	raw := bytes.TrimSpace(req.Fanouts)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):

@@ -14,9 +14,11 @@ extern "C" {
 
 /* options_json: {"fanouts": [per hop, -1 = every neighbor] (the only edge type) or
  * {"src:rel:dst": [per hop], ... every edge type, one length}, "replace": false (with
- * replacement), "seed": 0, "workers": 0 (0: one per CPU)}. The k-th successful sample (of nodes
- * or of edges) draws with seed + k, so batches differ but runs repeat. A graph of one type is
- * sampled as a homogeneous graph (on the GPU with gpu_topology), with the same draws. */
+ * replacement), "seed": 0, "workers": 0 (0: one per CPU), "weight": "" (an edge feature of one
+ * value an edge: the edge types that have it draw neighbors in proportion to it, on the host, as
+ * PyG's weight_attr)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
+ * batches differ but runs repeat. A graph of one type is sampled as a homogeneous graph (on the
+ * GPU with gpu_topology), with the same draws. */
 tfs_status tfs_sampler_create(tfs_store *store, const char *options_json, tfs_sampler **out);
 tfs_status tfs_sampler_free(tfs_sampler *sampler);
 

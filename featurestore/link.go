@@ -1,11 +1,14 @@
 package featurestore
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
+	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/topology"
 )
 
@@ -35,14 +38,18 @@ type LinkOptions struct {
 // edgeType ("src:rel:dst"; "" for the only one) — src ids of its src node type, dst ids of its
 // dst node type — with the sampler's fanouts and seed Seed + Calls() (node and link samples
 // count alike), and where each seed edge and negative lies in it: topology.SampleHeteroFromEdges
-// (PyG's edge_sample, disjoint=False). Negatives are of the edge type's node types. Everything is
-// checked before drawing: an unknown edge type is dataset.ErrTypeNotFound naming the types
-// there are; an endpoint outside its type's range ErrIDOutOfRange naming the array, position,
-// value and type; src, dst and labels of other lengths ErrInvalidOption; bad negatives, amount,
-// labels with triplets, Undirected of an edge type between two node types, a ReverseEdgeTypes key
-// or value the dataset lacks or one that does not swap the endpoints' types an *OptionError.
-// Strict negatives that cannot be met (every pair of the types an edge) fail naming the edge
-// type.
+// (PyG's edge_sample, disjoint=False). Negatives are of the edge type's node types. The edge
+// type may be one the dataset has no edges of, between two of its node types (PyG's
+// LinkNeighborLoader takes those: links to predict that the graph does not hold): the seeds'
+// neighborhoods are drawn from the dataset's edge types alone, as if it had that type with no
+// edges, and the sample has the dataset's edge types. Everything is checked before drawing: an
+// unknown edge type (or an absent one whose node types the dataset lacks) is
+// dataset.ErrTypeNotFound naming the types there are; an endpoint outside its type's range
+// ErrIDOutOfRange naming the array, position, value and type; src, dst and labels of other
+// lengths ErrInvalidOption; bad negatives, amount, labels with triplets, Undirected of an edge
+// type between two node types, a ReverseEdgeTypes key or value the dataset lacks or one that
+// does not swap the endpoints' types an *OptionError. Strict negatives that cannot be met (every
+// pair of the types an edge) fail naming the edge type.
 func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (*topology.HeteroLinkSample, error) {
 	ss := sp.ss
 	leave, err := ss.enter()
@@ -50,50 +57,100 @@ func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, li
 		return nil, err
 	}
 	defer leave()
-	e, core, err := ss.checkSeedEdges(edgeType, src, dst, labels, link)
+	st, core, err := ss.checkSeedEdges(edgeType, src, dst, labels, link)
 	if err != nil {
 		return nil, err
 	}
-	key := ss.edges[e].spec.Key()
 	numNodes, edges := ss.typedGraphs(sp.graph())
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	opt := topology.HeteroLinkSampleOptions{HeteroSampleOptions: sp.opt, LinkOptions: core}
 	opt.Seed += sp.calls
-	out, err := topology.SampleHeteroFromEdges(numNodes, edges, e, src, dst, labels, opt)
+	if st.absent() { // the type the seed edges name, with no edges and no draws, after the dataset's
+		hops := 0
+		if len(opt.Fanouts) > 0 {
+			hops = len(opt.Fanouts[0])
+		}
+		edges = append(edges, topology.EdgeGraph{Src: st.src, Dst: st.dst, G: noEdges(numNodes[st.dst])})
+		opt.Fanouts = append(slices.Clip(opt.Fanouts), make([]int, hops))
+	}
+	out, err := topology.SampleHeteroFromEdges(numNodes, edges, st.e, src, dst, labels, opt)
 	if err != nil {
-		return nil, sampleTooLarge(fmt.Errorf("featurestore: sampling from edges of edge type %q: %w", key, err))
+		return nil, sampleTooLarge(fmt.Errorf("featurestore: sampling from edges of edge type %q: %w", st.key, err))
+	}
+	if n := len(ss.edges); st.absent() {
+		out.Row, out.Col, out.EdgeIDs, out.EdgesPerHop = out.Row[:n], out.Col[:n], out.EdgeIDs[:n], out.EdgesPerHop[:n]
 	}
 	sp.calls++
-	ss.countSample(ss.edges[e].dst)
+	ss.countSample(st.dst)
 	return out, nil
 }
 
-// checkSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
-// Sampler.SampleFromEdges checks) and answers the edge type's index and the core's link
-// options.
-func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (int, topology.LinkOptions, error) {
-	e, err := ss.edgeTypeOf(edgeType)
-	if err != nil {
-		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q: %w", edgeType, err)
+// seedEdgeType is the edge type seed edges name: the dataset's edge type e, or (e ==
+// len(ss.edges), the index it takes after the dataset's) one the dataset has no edges of.
+type seedEdgeType struct {
+	e, src, dst int
+	key         string
+	n           int // the dataset's edge types
+}
+
+func (st seedEdgeType) absent() bool { return st.e == st.n }
+
+// seedEdgeTypeOf resolves the edge type of seed edges: one of the dataset's, else "src:rel:dst"
+// between two of its node types. An edge type neither is, edgeTypeOf's error.
+func (ss *Session) seedEdgeTypeOf(key string) (seedEdgeType, error) {
+	e, err := ss.edgeTypeOf(key)
+	if err == nil {
+		return seedEdgeType{e: e, src: ss.edges[e].src, dst: ss.edges[e].dst, key: ss.edges[e].spec.Key(), n: len(ss.edges)}, nil
 	}
-	key := ss.edges[e].spec.Key()
+	parts := strings.Split(key, ":")
+	if !errors.Is(err, dataset.ErrTypeNotFound) || len(parts) != 3 || parts[1] == "" {
+		return seedEdgeType{}, err
+	}
+	var ends [2]int
+	for i, name := range []string{parts[0], parts[2]} {
+		if ends[i] = ss.nodeTypeIndex(name); ends[i] < 0 {
+			return seedEdgeType{}, fmt.Errorf("featurestore: dataset %s has no edge type %q (it has %s), nor node type %q for seed edges of a type without edges: %w",
+				ss.m.Dir(), key, ss.edgeTypeList(), name, dataset.ErrTypeNotFound)
+		}
+	}
+	src, dst := ends[0], ends[1]
+	return seedEdgeType{e: len(ss.edges), src: src, dst: dst, key: key, n: len(ss.edges)}, nil
+}
+
+// noEdges is the graph of a seed edge type the dataset has no edges of: n destination nodes
+// without in-edges.
+type noEdges int64
+
+func (g noEdges) NumNodes() int64                              { return int64(g) }
+func (noEdges) NumEdges() int64                                { return 0 }
+func (noEdges) Degrees(nodes []int64, deg []int64) error       { clear(deg); return nil }
+func (noEdges) NeighborsAt(nodes, off, pos, out []int64) error { return nil }
+
+// checkSeedEdges checks seed edges of edge type edgeType, their labels and link options (what
+// Sampler.SampleFromEdges checks) and answers the edge type and the core's link options.
+func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (seedEdgeType, topology.LinkOptions, error) {
+	st, err := ss.seedEdgeTypeOf(edgeType)
+	if err != nil {
+		return st, topology.LinkOptions{}, fmt.Errorf("featurestore: seed edges of edge type %q: %w", edgeType, err)
+	}
+	key, e := st.key, st.e
 	if link.Undirected && len(link.ReverseEdgeTypes) > 0 {
-		return -1, topology.LinkOptions{}, fmt.Errorf("featurestore: undirected and reverse_edge_types both given; give one (each says where the seed edges' reverses are): %w", ErrInvalidOption)
+		return st, topology.LinkOptions{}, fmt.Errorf("featurestore: undirected and reverse_edge_types both given; give one (each says where the seed edges' reverses are): %w", ErrInvalidOption)
 	}
 	core := topology.LinkOptions{Negatives: link.Negatives, NegAmount: link.NegAmount, StrictNegatives: link.StrictNegatives, ExcludeSeedEdges: link.ExcludeSeedEdges}
 	if err := checkLinkOptions(core, labels != nil); err != nil {
-		return -1, core, err
+		return st, core, err
 	}
 	if core.ReverseEdgeTypes, err = ss.reverseEdgeTypes(link.ReverseEdgeTypes); err != nil {
-		return -1, core, err
+		return st, core, err
 	}
 	if link.Undirected {
-		if ss.edges[e].src != ss.edges[e].dst {
-			return -1, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("an edge type within one node type (%q is from %q to %q; name its reverse type in reverse_edge_types)", key, ss.nodes[ss.edges[e].src].spec.Name, ss.nodes[ss.edges[e].dst].spec.Name)}
+		if st.src != st.dst {
+			return st, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("an edge type within one node type (%q is from %q to %q; name its reverse type in reverse_edge_types)", key, ss.nodes[st.src].spec.Name, ss.nodes[st.dst].spec.Name)}
 		}
 		if r, ok := core.ReverseEdgeTypes[e]; ok && r != e {
-			return -1, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("not with reverse_edge_types naming another reverse type (%q) of edge type %q", ss.edges[r].spec.Key(), key)}
+			return st, core, &OptionError{Option: "undirected", Value: true, Want: fmt.Sprintf("not with reverse_edge_types naming another reverse type (%q) of edge type %q", ss.edges[r].spec.Key(), key)}
 		}
 		if core.ReverseEdgeTypes == nil {
 			core.ReverseEdgeTypes = map[int]int{}
@@ -101,18 +158,18 @@ func (ss *Session) checkSeedEdges(edgeType string, src, dst, labels []int64, lin
 		core.ReverseEdgeTypes[e] = e
 	}
 	if len(src) != len(dst) {
-		return -1, core, fmt.Errorf("featurestore: %d src ids but %d dst ids of edge type %q; give one of each per seed edge: %w", len(src), len(dst), key, ErrInvalidOption)
+		return st, core, fmt.Errorf("featurestore: %d src ids but %d dst ids of edge type %q; give one of each per seed edge: %w", len(src), len(dst), key, ErrInvalidOption)
 	}
 	if labels != nil && len(labels) != len(src) {
-		return -1, core, fmt.Errorf("featurestore: %d labels for %d seed edges of edge type %q; give one label per seed edge or none: %w", len(labels), len(src), key, ErrInvalidOption)
+		return st, core, fmt.Errorf("featurestore: %d labels for %d seed edges of edge type %q; give one label per seed edge or none: %w", len(labels), len(src), key, ErrInvalidOption)
 	}
-	if err := ss.checkTypedIDs(ss.edges[e].src, "src", src); err != nil {
-		return -1, core, err
+	if err := ss.checkTypedIDs(st.src, "src", src); err != nil {
+		return st, core, err
 	}
-	if err := ss.checkTypedIDs(ss.edges[e].dst, "dst", dst); err != nil {
-		return -1, core, err
+	if err := ss.checkTypedIDs(st.dst, "dst", dst); err != nil {
+		return st, core, err
 	}
-	return e, core, nil
+	return st, core, nil
 }
 
 // reverseEdgeTypes maps LinkOptions.ReverseEdgeTypes to edge type indices ("" for the only

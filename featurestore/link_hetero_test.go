@@ -2,6 +2,7 @@ package featurestore
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -32,30 +33,46 @@ func cscHasEdge(c *topology.CSC, u, v int64) bool {
 // Sampler.SampleFromEdges on a session equals topology.SampleHeteroFromEdges over the
 // dataset's files read plainly, with the sampler's seed + calls, and its label edges are the seed
 // edges and type-correct negatives; excluded seed edges (and reverses) are absent.
-func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
-	rng := newRand(t)
+// heteroLinkSetup is what the link tests of a written heterogeneous dataset share: the dataset,
+// its session, the plain graphs over its files with random fanouts (and the sampler's options
+// of them, with a random seed), and node type indexes by name.
+type heteroLinkSetup struct {
+	d         *heteroData
+	ss        *Session
+	numNodes  []int64
+	edges     []topology.EdgeGraph
+	fanouts   map[string][]int
+	ref       topology.HeteroSampleOptions
+	typeIndex func(name string) int
+}
+
+func newHeteroLinkSetup(t *testing.T, rng *rand.Rand) heteroLinkSetup {
 	d := writeHetero(t, rng)
 	ss, err := OpenSession(d.Dir, Options{HostCacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
-	typeIndex := func(name string) int {
+	t.Cleanup(func() { ss.Close() })
+	h := heteroLinkSetup{d: d, ss: ss, fanouts: map[string][]int{}, ref: topology.HeteroSampleOptions{Seed: rng.Uint64()}}
+	h.typeIndex = func(name string) int {
 		return slices.IndexFunc(d.Manifest.NodeTypes, func(n dataset.NodeType) bool { return n.Name == name })
 	}
-	var numNodes []int64
 	for _, nt := range d.Manifest.NodeTypes {
-		numNodes = append(numNodes, nt.Count)
+		h.numNodes = append(h.numNodes, nt.Count)
 	}
-	var edges []topology.EdgeGraph
-	fanouts := map[string][]int{}
-	ref := topology.HeteroSampleOptions{Seed: rng.Uint64()}
 	for i, et := range d.Manifest.EdgeTypes {
-		edges = append(edges, topology.EdgeGraph{Src: typeIndex(et.Src), Dst: typeIndex(et.Dst), G: d.CSC[i]})
+		h.edges = append(h.edges, topology.EdgeGraph{Src: h.typeIndex(et.Src), Dst: h.typeIndex(et.Dst), G: d.CSC[i]})
 		f := []int{1 + rng.IntN(5), rng.IntN(4) - 1}
-		fanouts[et.Key()] = f
-		ref.Fanouts = append(ref.Fanouts, f)
+		h.fanouts[et.Key()] = f
+		h.ref.Fanouts = append(h.ref.Fanouts, f)
 	}
+	return h
+}
+
+func TestHeteroSampleFromEdgesMatchesReference(t *testing.T) {
+	rng := newRand(t)
+	h := newHeteroLinkSetup(t, rng)
+	d, ss, numNodes, edges, fanouts, ref := h.d, h.ss, h.numNodes, h.edges, h.fanouts, h.ref
 	edgeIndex := func(key string) int {
 		return slices.IndexFunc(d.Manifest.EdgeTypes, func(et dataset.EdgeType) bool { return et.Key() == key })
 	}
@@ -191,7 +208,10 @@ func TestHeteroSampleFromEdgesErrors(t *testing.T) {
 		is               error
 		want             string
 	}{
-		{"author:reads:paper", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type "author:reads:paper" (it has paper:cites:paper, author:writes:paper`},
+		{"author:reads:book", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `no edge type "author:reads:book" (it has paper:cites:paper, author:writes:paper`},
+		{"author:reads:book", []int64{0}, []int64{0}, nil, LinkOptions{}, dataset.ErrTypeNotFound, `nor node type "book"`},
+		{"author:reads:paper", []int64{0}, []int64{0}, nil, LinkOptions{Undirected: true}, ErrInvalidOption, `"author:reads:paper" is from "author" to "paper"`},
+		{"author:reads:paper", []int64{nAuthor}, []int64{0}, nil, LinkOptions{}, ErrIDOutOfRange, `src[0] = ` + itoa(nAuthor) + ` is out of range [0, ` + itoa(nAuthor) + `) of node type "author"`},
 		{"", []int64{0}, []int64{0}, nil, LinkOptions{}, ErrInvalidOption, `has 4 edge types (paper:cites:paper, author:writes:paper`},
 		// src ids are authors: a paper id past the authors is out of range of "author".
 		{writes, []int64{0, nAuthor}, []int64{1, 2}, nil, LinkOptions{}, ErrIDOutOfRange, `src[1] = ` + itoa(nAuthor) + ` is out of range [0, ` + itoa(nAuthor) + `) of node type "author"`},
@@ -249,3 +269,71 @@ func TestHeteroStrictNegativesThatCannotBeMet(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// Seed edges of an edge type the dataset has no edges of, between two of its node types (PyG's
+// LinkNeighborLoader takes them; test_hetero_link_neighbor_loader_no_edges in PyG 2.8's
+// test/loader/test_link_neighbor_loader.py): the sample is topology.SampleHetero's of their
+// distinct endpoints over the dataset's edge types alone, with the dataset's edge types, and
+// the label edges point at the seed edges and negatives.
+func TestSampleFromEdgesOfATypeWithoutEdges(t *testing.T) {
+	rng := newRand(t)
+	h0 := newHeteroLinkSetup(t, rng)
+	ss, numNodes, edges, fanouts, ref, typeIndex := h0.ss, h0.numNodes, h0.edges, h0.fanouts, h0.ref, h0.typeIndex
+	sp, err := ss.NewSampler(SampleOptions{Fanouts: fanouts, Seed: ref.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paper := typeIndex("paper")
+	n := 1 + rng.IntN(50)
+	src, dst := make([]int64, n), make([]int64, n)
+	for i := range src {
+		src[i], dst[i] = rng.Int64N(numNodes[paper]), rng.Int64N(numNodes[paper])
+	}
+	link := LinkOptions{Negatives: topology.BinaryNegatives, StrictNegatives: true, ExcludeSeedEdges: true, Undirected: true}
+	got, err := sp.SampleFromEdges("paper:likes:paper", src, dst, nil, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := slices.Concat(src, dst, got.NegSrc, got.NegDst)
+	slices.Sort(seeds)
+	seeds = slices.Compact(seeds)
+	want, err := topology.SampleHetero(numNodes, edges, paper, seeds, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.HeteroSample, *want) {
+		t.Fatalf("the sample around %d seed edges of a type without edges is not SampleHetero's of their %d endpoints", n, len(seeds))
+	}
+	if len(got.NegSrc) != n || len(got.EdgeLabel) != 2*n {
+		t.Fatalf("%d negatives and %d labels for %d seed edges, want %d and %d", len(got.NegSrc), len(got.EdgeLabel), n, n, 2*n)
+	}
+	nodes := got.Nodes[paper]
+	for i := range 2 * n {
+		u, v, label := slices.Concat(src, got.NegSrc)[i], slices.Concat(dst, got.NegDst)[i], int64(1)
+		if i >= n {
+			label = 0
+		}
+		if nodes[got.EdgeLabelIndex[0][i]] != u || nodes[got.EdgeLabelIndex[1][i]] != v || got.EdgeLabel[i] != label {
+			t.Fatalf("label edge %d: (%d, %d) label %d, want (%d, %d) label %d", i, nodes[got.EdgeLabelIndex[0][i]], nodes[got.EdgeLabelIndex[1][i]], got.EdgeLabel[i], u, v, label)
+		}
+	}
+
+	// Between two node types, with triplets: the endpoints of each type lead its nodes, sorted.
+	inst, author := typeIndex("institution"), typeIndex("author")
+	isrc, idst := []int64{rng.Int64N(numNodes[inst]), 0}, []int64{rng.Int64N(numNodes[author]), numNodes[author] - 1}
+	h, err := sp.SampleFromEdges("institution:employs:author", isrc, idst, nil, LinkOptions{Negatives: topology.TripletNegatives, NegAmount: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Row) != len(edges) || len(h.EdgesPerHop) != len(edges) || len(h.DstNegIndex) != 4 {
+		t.Fatalf("%d edge types, %d triplet negatives; want the dataset's %d and 4", len(h.Row), len(h.DstNegIndex), len(edges))
+	}
+	for i := range isrc {
+		if h.Nodes[inst][h.SrcIndex[i]] != isrc[i] || h.Nodes[author][h.DstPosIndex[i]] != idst[i] {
+			t.Fatalf("seed edge %d (%d, %d) is labelled (%d, %d)", i, isrc[i], idst[i], h.Nodes[inst][h.SrcIndex[i]], h.Nodes[author][h.DstPosIndex[i]])
+		}
+	}
+	if sp.Calls() != 2 {
+		t.Fatalf("calls %d, want 2", sp.Calls())
+	}
+}

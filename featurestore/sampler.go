@@ -13,12 +13,15 @@ import (
 // taking every neighbor — every edge type of the dataset, each with the same number of hops; the
 // key "" stands for the only edge type (a one-type graph: {"": fanouts}). Replace samples with
 // repetition; Seed is the seed of the first call; Workers the goroutines choosing positions (0:
-// one per CPU).
+// one per CPU). Weight names an edge feature of one value an edge (PyG's weight_attr): the edge
+// types that have it draw their neighbors in proportion to it (topology.Weighted, on the host),
+// the others uniformly; "" draws every edge type uniformly.
 type SampleOptions struct {
 	Fanouts map[string][]int `json:"fanouts"`
 	Replace bool             `json:"replace"`
 	Seed    uint64           `json:"seed"`
 	Workers int              `json:"workers"`
+	Weight  string           `json:"weight"`
 }
 
 // Sampler draws the k-hop neighborhoods of batches of seeds (Sample) or of seed edges
@@ -36,6 +39,9 @@ type Sampler struct {
 	opt     topology.HeteroSampleOptions // fanouts by edge type index
 	fanouts map[string][]int             // as given
 
+	weights [][]float32 // per edge type, its Weight feature by edge id; nil: uniform
+	weight  string
+
 	mu    sync.Mutex
 	calls uint64
 
@@ -44,12 +50,10 @@ type Sampler struct {
 
 // NewSampler checks opt against the dataset — a fanout list for every edge type ("" for the only
 // one) and none for a type the dataset lacks, all of one length, each fanout -1 or more, Workers
-// >= 0 — and makes a sampler of it. Bad options are an *OptionError naming them, a dataset
-// without topology ErrNotFound.
+// >= 0 — and makes a sampler of it. Bad options are an *OptionError naming them. A dataset
+// without edge types takes no fanouts: its samples are their seeds alone (zero hops), as PyG
+// samples a HeteroData without edges.
 func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
-	if len(ss.edges) == 0 {
-		return nil, fmt.Errorf("featurestore: dataset %s has no topology to sample: %w", ss.m.Dir(), ErrNotFound)
-	}
 	if opt.Workers < 0 {
 		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
 	}
@@ -88,7 +92,11 @@ func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
 	for k, f := range opt.Fanouts {
 		fanouts[k] = slices.Clone(f)
 	}
-	return &Sampler{ss: ss, opt: t, fanouts: fanouts}, nil
+	weights, err := ss.edgeWeights(opt.Weight)
+	if err != nil {
+		return nil, err
+	}
+	return &Sampler{ss: ss, opt: t, fanouts: fanouts, weights: weights, weight: opt.Weight}, nil
 }
 
 // checkFanouts checks the fanouts of edge type key ("" for the only one); its errors are
@@ -131,12 +139,22 @@ func (sp *Sampler) Sample(seedType string, seeds []int64) (*topology.HeteroSampl
 	return out, nil
 }
 
-// graph is the graph of each edge type the sampler draws from.
+// graph is the graph of each edge type the sampler draws from, drawn by its weights where it has
+// them.
 func (sp *Sampler) graph() func(e int) topology.Graph {
+	g := sp.ss.sampleGraph
 	if sp.onHost {
-		return sp.ss.hostSampleGraph
+		g = sp.ss.hostSampleGraph
 	}
-	return sp.ss.sampleGraph
+	if sp.weights == nil {
+		return g
+	}
+	return func(e int) topology.Graph {
+		if w := sp.weights[e]; w != nil {
+			return &topology.Weighted{G: g(e).(topology.EdgeIndexer), W: w}
+		}
+		return g(e)
+	}
 }
 
 // Options are the sampler's options as given; Seed is its first call's.
@@ -145,7 +163,7 @@ func (sp *Sampler) Options() SampleOptions {
 	for k, v := range sp.fanouts {
 		f[k] = slices.Clone(v)
 	}
-	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers}
+	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers, Weight: sp.weight}
 }
 
 // Session is the session the sampler draws from.

@@ -17,7 +17,7 @@ type EdgeGraph struct {
 type HeteroSampleOptions struct {
 	// Fanouts holds, per edge type (indexed as SampleHetero's edges) and hop, how many
 	// neighbors to sample for each node: -1 takes every neighbor, 0 none. Every edge type has
-	// the same number of hops, at least one.
+	// the same number of hops (zero: the seeds alone); a graph without edge types has none.
 	Fanouts [][]int
 	// Replace, Seed, Workers, NodesOnly and MaxEdges (over every edge type together) mean what
 	// they mean in SampleOptions.
@@ -210,11 +210,11 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 	if opt.Workers < 0 {
 		return 0, fmt.Errorf("topology: Workers = %d is negative", opt.Workers)
 	}
-	if len(edges) == 0 {
-		return 0, errors.New("topology: no edge types to sample")
-	}
 	if len(opt.Fanouts) != len(edges) {
 		return 0, fmt.Errorf("topology: %d rows of Fanouts for %d edge types; give one row per edge type", len(opt.Fanouts), len(edges))
+	}
+	if len(edges) == 0 {
+		return 0, nil // a graph without edge types: zero hops, every sample its seeds alone
 	}
 	hops := len(opt.Fanouts[0])
 	for e, eg := range edges {

@@ -437,7 +437,7 @@ func TestSampleHeteroErrors(t *testing.T) {
 		{numNodes, []EdgeGraph{{Src: 1, Dst: -1, G: g}}, 0, []int64{0}, one(1), "topology: edges[0].Dst = -1 is not a node type in [0, 2)"},
 		{numNodes, []EdgeGraph{{Src: 1, Dst: 0}}, 0, []int64{0}, one(1), "topology: edges[0].G is nil"},
 		{numNodes, []EdgeGraph{{Src: 0, Dst: 1, G: g}}, 0, []int64{0}, one(1), "topology: edges[0].G has 5 nodes, but its Dst type 1 has numNodes[1] = 3"},
-		{numNodes, nil, 0, []int64{0}, HeteroSampleOptions{}, "topology: no edge types to sample"},
+		{numNodes, nil, 0, []int64{0}, one(1), "topology: 1 rows of Fanouts for 0 edge types; give one row per edge type"},
 		{numNodes, edges, 0, []int64{0}, HeteroSampleOptions{}, "topology: 0 rows of Fanouts for 1 edge types; give one row per edge type"},
 		{numNodes, append(edges, edges[0]), 0, []int64{0}, HeteroSampleOptions{Fanouts: [][]int{{1, 2}, {1}}}, "topology: Fanouts[1] has 1 hops, Fanouts[0] has 2; every edge type samples the same hops"},
 		{numNodes, edges, 0, []int64{0}, one(1, -2), "topology: Fanouts[0][1] = -2; want -1 (every neighbor) or a count >= 0"},
@@ -497,4 +497,20 @@ func BenchmarkSampleHetero(b *testing.B) {
 		runs++
 	}
 	b.ReportMetric(float64(runs*numSeeds)/b.Elapsed().Seconds(), "seeds/s")
+}
+
+// A graph without edge types samples zero hops: the seeds alone, as given, with no edge
+// types in the sample.
+func TestSampleHeteroWithoutEdgeTypes(t *testing.T) {
+	seeds := []int64{3, 1, 3}
+	got, err := SampleHetero([]int64{4, 2}, nil, 0, seeds, HeteroSampleOptions{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Nodes[0], seeds) {
+		t.Fatalf("nodes %v of seeds %v", got.Nodes[0], seeds)
+	}
+	if len(got.Nodes[1]) != 0 || len(got.Row) != 0 || len(got.EdgesPerHop) != 0 || len(got.NodesPerHop[0]) != 1 || got.NodesPerHop[0][0] != int64(len(got.Nodes[0])) {
+		t.Fatalf("sample without edge types: %+v", got)
+	}
 }

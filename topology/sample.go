@@ -294,27 +294,9 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 	if edges.ids == nil {
 		indexer = nil
 	}
-	var starts []int64
-	if indexer != nil {
-		starts = resize(sc.starts, len(frontier))
-		sc.starts = starts
-		if err := indexer.ListStarts(frontier, starts); err != nil {
-			return 0, graphErr(err)
-		}
-	}
-	if drawer, ok := g.(HopDrawer); ok {
-		var drawn []int64
-		if indexer != nil {
-			drawn = pos
-		}
-		if err := drawer.DrawHop(frontier, deg, off, fanout, hs.replace, seed, h, drawn, out); err != nil {
-			return 0, graphErr(err)
-		}
-	} else {
-		hs.picker.pick(frontier, deg, off, pos, fanout, hs.replace, seed, h)
-		if err := g.NeighborsAt(frontier, off, pos, out); err != nil {
-			return 0, graphErr(err)
-		}
+	starts, err := hs.draw(g, indexer != nil, frontier, deg, off, pos, out, fanout, seed, h)
+	if err != nil {
+		return 0, graphErr(err)
 	}
 
 	keepEdges := !hs.nodesOnly
@@ -530,6 +512,40 @@ func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
 	}
 }
 
+// draw fills out[off[i]:off[i+1]] with the neighbors hop h draws for frontier[i] (and pos with
+// their positions where g does not draw them itself): a Weighted graph's by its weights, a
+// HopDrawer's by DrawHop, another's by the uniform picker. It answers the lists' first edge
+// ids where the hop keeps edge ids (ids) or draws by weight, else nil.
+func (hs *hopSampler) draw(g Graph, ids bool, frontier, deg, off, pos, out []int64, fanout int, seed uint64, h int) ([]int64, error) {
+	weighted, _ := g.(*Weighted)
+	var starts []int64
+	if ids || weighted != nil {
+		starts = resize(hs.sc.starts, len(frontier))
+		hs.sc.starts = starts
+		if err := g.(EdgeIndexer).ListStarts(frontier, starts); err != nil {
+			return nil, err
+		}
+	}
+	switch drawer, isDrawer := g.(HopDrawer); {
+	case weighted != nil:
+		if int64(len(weighted.W)) != g.NumEdges() {
+			return nil, fmt.Errorf("topology: %d weights for a graph of %d edges", len(weighted.W), g.NumEdges())
+		}
+		if err := hs.picker.pickWeighted(frontier, deg, off, pos, starts, weighted.W, fanout, hs.replace, seed, h); err != nil {
+			return nil, err
+		}
+	case isDrawer:
+		var drawn []int64
+		if ids {
+			drawn = pos
+		}
+		return starts, drawer.DrawHop(frontier, deg, off, fanout, hs.replace, seed, h, drawn, out)
+	default:
+		hs.picker.pick(frontier, deg, off, pos, fanout, hs.replace, seed, h)
+	}
+	return starts, g.NeighborsAt(frontier, off, pos, out)
+}
+
 // sampleCount is the number of positions sampled for a node of degree deg.
 func sampleCount(deg int64, fanout int, replace bool) int64 {
 	if takesAll(deg, fanout, replace) {
@@ -558,10 +574,12 @@ const pickChunk = 256
 type positionPicker struct {
 	workers int
 	seen    []map[int64]struct{}
+	wkeys   [][]float64 // weighted draws' keys or prefix sums
+	widx    [][]int64   // and positions
 }
 
 func newPositionPicker(workers int) *positionPicker {
-	return &positionPicker{workers: workers, seen: make([]map[int64]struct{}, workers)}
+	return &positionPicker{workers: workers, seen: make([]map[int64]struct{}, workers), wkeys: make([][]float64, workers), widx: make([][]int64, workers)}
 }
 
 // pick fills pos[off[i]:off[i+1]] with ascending positions for nodes[i], of degree deg[i].
@@ -587,7 +605,12 @@ func (p *positionPicker) pick(nodes, deg, off, pos []int64, fanout int, replace 
 			}
 		}
 	}
-	n := len(nodes)
+	p.inChunks(len(nodes), pickRange)
+}
+
+// inChunks runs pickRange(worker, lo, hi) over [0, n) in chunks of pickChunk on the picker's
+// workers (in the caller alone when one chunk or worker does).
+func (p *positionPicker) inChunks(n int, pickRange func(worker, lo, hi int)) {
 	workers := min(p.workers, (n+pickChunk-1)/pickChunk)
 	if workers <= 1 {
 		pickRange(0, 0, n)

@@ -13,6 +13,7 @@ pyg = pytest.importorskip("torch_geometric")
 
 import torch.nn.functional as F  # noqa: E402
 from torch_geometric.data import Data, EdgeAttr, TensorAttr  # noqa: E402
+from torch_geometric.data.feature_store import AttrView  # noqa: E402
 from torch_geometric.data.graph_store import EdgeLayout  # noqa: E402
 from torch_geometric.loader import NodeLoader  # noqa: E402
 from torch_geometric.sampler import BaseSampler, NodeSamplerInput  # noqa: E402
@@ -73,7 +74,8 @@ def test_feature_store_indexing_forms(stores, graph):
     ids = torch.from_numpy(rng(60).integers(0, graph["n"], 50))
     assert torch.equal(fs.get_tensor(attr_name="x", index=ids), x[ids])
     assert torch.equal(fs.get_tensor(attr_name="y", index=ids.tolist()), y[ids])
-    assert torch.equal(fs[None, "x"], x)
+    assert isinstance(fs[None, "x"], AttrView) and torch.equal(fs[None, "x"](), x)  # a key without its index is PyG's view
+    assert torch.equal(fs[None, "x", None], x) and torch.equal(fs[None, "x", :], x)
     assert torch.equal(fs[None, "x", ids], x[ids])
     assert torch.equal(fs[None, "y", 3], y[3])
     assert torch.equal(fs.get_tensor(group_name=None, attr_name="x", index=slice(2, 9)), x[2:9])
@@ -237,7 +239,7 @@ def test_neighbor_loader_input_forms_and_errors(stores, store, graph):
     assert torch.equal(tierfs.pyg.NeighborLoader(store, [1], "valid").input_nodes, torch.from_numpy(graph["splits"]["val"]))
     # PyG's defaults pass; what tierfs cannot do is refused by name.
     tierfs.pyg.NeighborLoader(store, [2], "train", num_workers=0, subgraph_type="directional", filter_per_worker=False)
-    for kw, match in ((dict(disjoint=True), "disjoint"), (dict(num_workers=2), "num_workers"), (dict(input_time=torch.zeros(3)), "input_time")):
+    for kw, match in ((dict(disjoint=True), "disjoint"), (dict(pin_memory=True), "pin_memory"), (dict(input_time=torch.zeros(3)), "input_time")):
         with pytest.raises(tierfs.NotSupportedError, match=match):
             tierfs.pyg.NeighborLoader(store, [2], "train", **kw)
     with pytest.raises(TypeError, match="bogus"):
@@ -317,12 +319,44 @@ def test_graphsage_trains_on_cora(cora_dir):
     assert acc > 0.6, f"test accuracy {acc:.3f}; chance is about 0.3 (seed {SEED})"
 
 
-def test_node_loader_spawn_worker(stores, store, graph):
-    """Where workers are wanted anyway: spawn works (the sampler pickles and reopens the store)."""
+@pytest.mark.parametrize("context,workers", [("spawn", 1), ("forkserver", 2)])
+def test_node_loader_spawn_worker(stores, store, graph, context, workers):
+    """PyG's own loader with worker processes: started by spawn or forkserver they work (the
+    sampler and stores pickle and reopen the store). One worker draws what num_workers=0 draws;
+    with two, each draws its own batches with its own sampler's calls (valid, not the same)."""
     train = torch.from_numpy(graph["splits"]["train"][:300])
-    loader = NodeLoader(stores, node_sampler=tierfs.pyg.NeighborSampler(store, [3, 2], seed=6), input_nodes=train, batch_size=100, num_workers=1, multiprocessing_context="spawn", filter_per_worker=False)
-    got = 0
-    for batch in loader:
+    sampler = tierfs.pyg.NeighborSampler(store, [3, 2], seed=6)
+    loader = NodeLoader(stores, node_sampler=sampler, input_nodes=train, batch_size=100, num_workers=workers, multiprocessing_context=context, filter_per_worker=False)
+    got = list(loader)
+    for batch in got:
         np.testing.assert_array_equal(batch.x.numpy(), graph["x"][batch.n_id.numpy()])
-        got += batch.batch_size
-    assert got == 300
+    assert torch.equal(torch.cat([b.n_id[: b.batch_size] for b in got]), train)
+    if workers == 1:
+        want = list(NodeLoader(stores, node_sampler=tierfs.pyg.NeighborSampler(store, [3, 2], seed=6), input_nodes=train, batch_size=100))
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert_same_data(a, b, f"batch {i}")
+
+
+def test_neighbor_loader_num_workers(store, graph):
+    """tierfs.pyg.NeighborLoader(num_workers=2) (issue 42, PyG item 7) starts no process (the
+    library's Go runtime must not fork): two of its pipeline's threads make the batches, which
+    are those of num_workers=0 for the same seeds, shuffled or not; prefetch= wins over it."""
+    r = rng(47)
+    inp = torch.from_numpy(r.choice(graph["n"], size=400, replace=False))
+    seed, shuffle_seed = int(r.integers(1 << 20)), int(r.integers(1 << 20))
+    for shuffle in (False, True):
+        args = dict(batch_size=64, seed=seed, shuffle=shuffle, shuffle_seed=shuffle_seed)
+        ref = tierfs.pyg.NeighborLoader(store, [4, 3], inp, num_workers=0, **args)
+        ours = tierfs.pyg.NeighborLoader(store, [4, 3], inp, num_workers=2, persistent_workers=True, multiprocessing_context="spawn", **args)
+        for epoch in range(2):
+            want, got = list(ref), list(ours)
+            assert len(got) == len(want) == 7
+            for i, (a, b) in enumerate(zip(want, got)):
+                assert_same_data(a, b, f"seed {SEED} shuffle {shuffle} epoch {epoch} batch {i}")
+        assert ours.stats()["depth"] == 2 and ref.stats()["depth"] == 4
+    loader = tierfs.pyg.NeighborLoader(store, [2], inp, num_workers=2, prefetch=5)
+    list(loader)
+    assert loader.stats()["depth"] == 5
+    for bad in (-1, True, 1.5):
+        with pytest.raises(tierfs.InvalidArgumentError, match="num_workers"):
+            tierfs.pyg.NeighborLoader(store, [2], inp, num_workers=bad)

@@ -223,11 +223,11 @@ def test_sampler_hetero_num_neighbors_forms(acm_data, acm_store):
         again = tierfs.pyg.NeighborSampler(s, form, seed=SEED).sample_from_nodes(inp)
         for et in ets:
             assert torch.equal(again.edge[et], out.edge[et]), form
-    with pytest.raises(ValueError, match=r"no fanouts for edge type \('author', 'to', 'paper'\)"):
+    with pytest.raises(ValueError, match=r"Missing number of neighbors for edge type '\('author', 'to', 'paper'\)'"):
         tierfs.pyg.NeighborSampler(s, {PA: [4, 3]})
-    with pytest.raises(ValueError, match=r"\('paper', 'cites', 'paper'\), which the dataset lacks.*\('paper', 'to', 'author'\)"):
+    with pytest.raises(ValueError, match=r"Not all edge types .* exist in the graph: \('paper', 'cites', 'paper'\) does not.*\('paper', 'to', 'author'\)"):
         tierfs.pyg.NeighborSampler(s, {**nn, ("paper", "cites", "paper"): [1, 1]})
-    with pytest.raises(ValueError, match="same number of hops"):
+    with pytest.raises(ValueError, match="hops must be the same across all"):
         tierfs.pyg.NeighborSampler(s, NumNeighbors({PA: [4]}, default=[4, 3]))
     with pytest.raises(ValueError, match="input_type"):
         tierfs.pyg.NeighborSampler(s, nn).sample_from_nodes(NodeSamplerInput(None, seeds))

@@ -87,8 +87,8 @@ def test_hetero_sampler_output_and_errors(acm):
         sp.sample_from_edges(EdgeSamplerInput(None, ei[0], ei[1]))
     with pytest.raises(tierfs.InvalidArgumentError, match="reverse_edge_types"):
         tierfs.pyg.NeighborSampler(store, nn, undirected=True)
-    with pytest.raises(KeyError, match="'paper', 'cites', 'author'.*lacks"):
-        tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=(("paper", "cites", "author"), ei))
+    with pytest.raises(KeyError, match="'paper', 'cites', 'book'.*lacks"):
+        tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=(("paper", "cites", "book"), ei))
     with pytest.raises(ValueError, match="edge_label_index=\\(edge type"):
         tierfs.pyg.LinkNeighborLoader(store, nn, edge_label_index=ei)
     with pytest.raises(IndexError, match='node type "author"'):

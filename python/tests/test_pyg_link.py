@@ -116,7 +116,7 @@ def test_pyg_default_arguments_pass(store, graph):
                     num_workers=0, edge_label_time=None)
     batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **defaults)))
     assert batch.edge_label_index.shape == (2, 2)
-    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(weight_attr="w"), dict(temporal_strategy="last"), dict(num_workers=2), dict(directed=False)):
+    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(temporal_strategy="last"), dict(pin_memory=True), dict(directed=False)):
         with pytest.raises(tierfs.NotSupportedError, match=next(iter(kw))):
             tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **kw)
 
@@ -237,5 +237,25 @@ def test_link_loader_stats_and_close_mid_epoch(store, graph):
 
     gc.collect()
     assert not pipeline_threads(st)
-    with pytest.raises(tierfs.NotSupportedError, match="num_workers=2 is not supported"):
-        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, num_workers=2)
+    with pytest.raises(tierfs.NotSupportedError, match="pin_memory=True is not supported"):
+        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, pin_memory=True)
+
+
+def test_link_loader_num_workers(store, graph):
+    """num_workers=2 (issue 42, PyG item 7): no process starts (the library's Go runtime must not
+    fork); the pipeline's threads do the workers' job, two of them, and the batches of two
+    shuffled epochs from the same torch seed are those of num_workers=0."""
+    seed = SEED % 100000
+    print(f"torch seed {seed}")
+    eli = torch.from_numpy(graph["edges"][:, rng(2903).choice(graph["e"], 200, replace=False)])
+    args = dict(edge_label_index=eli, neg_sampling="binary", batch_size=32, shuffle=True, seed=seed)
+    got = {}
+    for workers in (0, 2):
+        loader = tierfs.pyg.LinkNeighborLoader(store, [3, 2], num_workers=workers, persistent_workers=workers > 0, **args)
+        torch.manual_seed(seed)
+        got[workers] = [list(loader) for _ in range(2)]
+        assert loader.stats()["depth"] == (2 if workers else 4)
+    for e in range(2):
+        assert len(got[0][e]) == len(got[2][e]) == 7
+        for i, (a, b) in enumerate(zip(got[0][e], got[2][e])):
+            assert_same_data(b, a, (f"torch seed {seed}", e, i))

@@ -30,7 +30,7 @@ def _is_edge_type(x: Any) -> bool:
 
 
 class Sampler(_native.Finalized):
-    """Uniform k-hop neighbor sampling in the core; see :meth:`Store.sampler`.
+    """k-hop neighbor sampling in the core, uniform or by edge weight; see :meth:`Store.sampler`.
 
     ``fanouts`` is one list of per-hop fanouts (the graph's only edge type) or a dict
     ``{edge type: [per hop]}`` (PyG's dict ``num_neighbors``; every edge type of the dataset, one
@@ -43,8 +43,11 @@ class Sampler(_native.Finalized):
     sampling. Pickles as its store and options (its call counter starts again at 0).
     """
 
-    def __init__(self, store: "Store", fanouts: Fanouts, replace: bool = False, seed: int = 0, workers: int = 0):
+    def __init__(self, store: "Store", fanouts: Fanouts, replace: bool = False, seed: int = 0, workers: int = 0, weight: Optional[str] = None):
+        if weight is not None and not isinstance(weight, str):
+            raise errors.DTypeError(f"tierfs: weight must be the name of an edge feature, got {type(weight).__name__}")
         self._store = store
+        self._weight = weight
         self._replace = bool(replace)
         self._seed = int(seed)
         self._workers = int(workers)
@@ -57,7 +60,7 @@ class Sampler(_native.Finalized):
         for key, per_hop in (self._fanouts.items() if self._typed else [(None, self._fanouts)]):  # type: ignore[union-attr]
             for i, f in enumerate(per_hop):  # type: ignore[arg-type]
                 _native.check_value(c_int32, f, f"fanouts[{i}]" if key is None else f"fanouts[{key!r}][{i}]")
-        opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers})
+        opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers, "weight": weight or ""})
         handle = c_void_p()
         check(lib.tfs_sampler_create(h, opts.encode(), byref(handle)))
         self._handle = handle.value
@@ -74,6 +77,11 @@ class Sampler(_native.Finalized):
     @property
     def seed(self) -> int:
         return self._seed
+
+    @property
+    def weight(self) -> Optional[str]:
+        """The edge feature neighbors are drawn in proportion to (None: uniform)."""
+        return self._weight
 
     @property
     def store(self) -> Any:
@@ -221,10 +229,11 @@ class Sampler(_native.Finalized):
         return out
 
     def __reduce__(self):
-        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers))
+        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers, self._weight))
 
     def __repr__(self) -> str:
-        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}>"
+        weight = f" weight={self._weight!r}" if self._weight is not None else ""
+        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}>"
 
 
 def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarray]:

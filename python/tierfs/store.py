@@ -450,8 +450,9 @@ class Store(_native.Closeable):
         replace: bool = False,
         seed: int = 0,
         workers: int = 0,
+        weight: Optional[str] = None,
     ) -> "Sampler":
-        """A k-hop uniform neighbor sampler over this store's topology.
+        """A k-hop neighbor sampler over this store's topology: uniform, or by edge weight.
 
         Args:
             fanouts: neighbors to sample per node, per hop (e.g. ``[25, 10]``; the graph's only
@@ -463,8 +464,14 @@ class Store(_native.Closeable):
                 differ but runs repeat.
             workers: goroutines choosing neighbors (0: number of CPUs). Results do not depend
                 on it.
+            weight: an edge feature of one value an edge (PyG's ``weight_attr``, e.g.
+                ``"edge_weight"``): the edge types that have it draw neighbors in proportion to
+                it, as pyg-lib does (without replacement: Efraimidis–Spirakis keys, weight-0
+                edges only after every other; with replacement: independent draws; a list no
+                larger than the fanout whole), on the host; the others uniformly. Weights are
+                read once, when the sampler is made.
         """
-        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers)
+        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers, weight=weight)
 
     @property
     def _loader_share(self) -> SeedShare:

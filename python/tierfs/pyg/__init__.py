@@ -19,17 +19,19 @@ Per batch, the loader makes one native sampling call (``sample_from_nodes``) and
 ``FeatureStore._multi_get_tensor`` makes one native gather for every requested ``x`` (plus one
 label read when ``y`` is requested).
 
-Worker processes: keep ``num_workers=0`` (``filter_per_worker`` then changes nothing). tierfs already
-samples and gathers on the Go runtime's threads with the GIL released, so workers add nothing
-but copies: each worker would reopen the store (its own host cache, topology and IO stacks),
-and a worker *forked* from a process that loaded the library cannot call it at all (the Go
-runtime does not survive ``fork()``; tierfs raises :class:`tierfs.ForkedProcessError` there).
-If you must use workers, pass ``multiprocessing_context="spawn"``: the stores and the sampler
-pickle as (path, options) and reopen in each worker. To overlap loading with training, wrap the
-loader in :func:`tierfs.prefetch` (a background thread), or use this module's
-:class:`NeighborLoader`: PyG's NeighborLoader arguments, the same ``Data`` batches, from
-tierfs's pipeline (sampling ahead, several gathers in flight) and, with ``planned_epochs``,
-from planned epochs (docs/planned.md)::
+Worker processes: the Go runtime the library holds does not survive ``fork()`` (a forked
+worker raises :class:`tierfs.ForkedProcessError`), so this module's loaders start none:
+``NeighborLoader(..., num_workers=N)`` and ``LinkNeighborLoader(..., num_workers=N)`` have N
+of tierfs's pipeline threads do a worker's job (sample in order, gather with the GIL released,
+make the ``Data`` and run ``transform``), and their batches are those of ``num_workers=0``.
+PyG's own loaders over :func:`stores` take workers started by ``spawn`` or ``forkserver``
+(``multiprocessing_context="forkserver"``): the stores and the sampler pickle as (path,
+options) and reopen in each worker (its own host cache, topology and IO stacks); each worker's
+sampler counts its own calls, so with two or more the samples differ from ``num_workers=0``'s.
+To overlap loading with training, wrap a PyG loader in :func:`tierfs.prefetch` (a background
+thread), or use this module's :class:`NeighborLoader`: PyG's NeighborLoader arguments, the
+same ``Data`` batches, from tierfs's pipeline (sampling ahead, several gathers in flight) and,
+with ``planned_epochs``, from planned epochs (docs/planned.md)::
 
     loader = tierfs.pyg.NeighborLoader(store, [25, 10], input_nodes="train", batch_size=1024,
                                        shuffle=True, planned_epochs=2)

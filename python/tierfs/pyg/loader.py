@@ -17,7 +17,7 @@ from torch_geometric.sampler.base import SubgraphType
 
 from .. import _options, errors
 from ..loader import Batch, Loader
-from ..pipeline import Pipeline, pipeline_stats
+from ..pipeline import MAX_DEPTH, Pipeline, pipeline_stats
 from ..planrounds import PlanRounds, per_plan_budget
 from ..hetero import edge_type_tuple
 from ..sampler import typed_csc
@@ -43,7 +43,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
                 pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, directed, on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not disjoint nor temporal, on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -64,7 +64,27 @@ def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] 
     and PyG's own arguments ``pyg`` as given, checked; the others at the table's defaults."""
     names = {_PYG_NAMES.get(n, n) for n in _options.names("loader") if (not takes or n in takes) and n not in _PYG_OWN and n != "labels"}
     given = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+    workers = _num_workers(loader, kwargs)
+    if workers and "prefetch" not in given:
+        given["prefetch"] = min(workers, MAX_DEPTH)
     return _options.loader_options({**given, **pyg}, f"tierfs.pyg.{loader}", rename=_PYG_NAMES, takes=takes)
+
+
+def _num_workers(loader: str, kwargs: Dict[str, Any]) -> int:
+    """PyG's (torch DataLoader's) ``num_workers`` and ``persistent_workers``, taken out of
+    kwargs. tierfs's pipeline does a worker's job: its prefetch threads make the batches (sample
+    order kept, gathers, ``Data``, ``transform``) in this process, which loaded the Go runtime and
+    must not fork; so ``num_workers=N`` is N of them (at most the pipeline's depth) where
+    ``prefetch`` is not given, and the batches are those of ``num_workers=0``.
+    ``persistent_workers`` and ``multiprocessing_context`` change nothing: no process starts."""
+    workers = kwargs.pop("num_workers", 0)
+    persistent = kwargs.pop("persistent_workers", False)
+    kwargs.pop("multiprocessing_context", None)
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: num_workers={workers!r}: want a whole number >= 0 (the pipeline's threads that make batches)")
+    if not isinstance(persistent, bool):
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: persistent_workers={persistent!r}: want True or False")
+    return int(workers)
 
 
 class NeighborLoader:
@@ -101,9 +121,15 @@ class NeighborLoader:
     epoch; ``planned_epochs=K`` serves planned epochs, the next K planned while the current K
     train (``reuse_samples=True``: K planned once and replayed; docs/planned.md).
 
-    PyG arguments that do not apply (temporal sampling, disjoint subgraphs, edge weights, worker
-    processes, ...) raise :class:`tierfs.NotSupportedError` unless they have their default value
-    (PyG's ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    ``num_workers=N`` starts no process (the library's Go runtime must not fork): N of the
+    pipeline's threads make the batches a worker would (``prefetch=N`` unless ``prefetch`` is
+    given), the batches those of ``num_workers=0``; ``persistent_workers`` and
+    ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
+    to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
+    ``planned_epochs``). PyG arguments that do not apply (temporal sampling, disjoint
+    subgraphs, ``pin_memory``, ...) raise
+    :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
+    ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
     ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
     or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
@@ -135,9 +161,12 @@ class NeighborLoader:
         shuffle: bool = False,
         drop_last: bool = False,
         seed: int = 0,
+        weight_attr: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
+        if weight_attr is not None and options["planned_epochs"]:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
@@ -150,7 +179,7 @@ class NeighborLoader:
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
-        self._replace, self._seed, self._call_sampler = replace, seed, None
+        self._replace, self._seed, self._weight, self._call_sampler = replace, seed, weight_attr, None
         if self.store.is_hetero:
             self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
             self.input_nodes = seeds
@@ -162,7 +191,7 @@ class NeighborLoader:
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
-            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
             self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
             return
         self.input_type = None
@@ -182,7 +211,7 @@ class NeighborLoader:
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
-        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed)
+        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
 
     def _to_data(self, b: Batch) -> Any:
@@ -272,7 +301,7 @@ class NeighborLoader:
         positions = positions % n if n else positions
         seeds = self.input_nodes[positions]
         if self._call_sampler is None:
-            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed)
+            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight)
         if self.input_type is not None:
             sample = self._call_sampler.sample(seeds, self.input_type)
         else:
@@ -286,6 +315,9 @@ class NeighborLoader:
         """The latest epoch's pipeline stats (:meth:`tierfs.Loader.stats`)."""
         return self.loader.stats()
 
+    def __str__(self) -> str:
+        return "NeighborLoader()"  # PyG's form (its tests check str(loader)); repr says more
+
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
 
@@ -298,7 +330,9 @@ def _as_is(batch: List[int]) -> List[int]:
 def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, str], Any]:
     """(edge type, seed edges or None) of LinkNeighborLoader's edge_label_index: a tensor, an
     edge type, or ``(edge type, tensor)``; a heterogeneous store needs the edge type (PyG's
-    rule), a homogeneous one has :data:`EDGE_TYPE`."""
+    rule), a homogeneous one has :data:`EDGE_TYPE`. Edge types are PyG's forms
+    (:func:`_canonical_edge_type`); seed edges may be of a type the dataset has no edges of, as
+    PyG's LinkNeighborLoader takes them, but every edge of a type takes a type it has."""
     if not store.is_hetero:
         if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
             edge_label_index = edge_label_index[1]
@@ -309,18 +343,37 @@ def _link_input(store: Store, edge_label_index: Any) -> Tuple[Tuple[str, str, st
                 f"(pass them as edge_label_index=..., edge_label=...)")
         return EDGE_TYPE, edge_label_index
     types = store.edge_types
-    if isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 3 and all(isinstance(x, str) for x in edge_label_index):
-        edge_type, edges = tuple(edge_label_index), None
-    elif isinstance(edge_label_index, str):
-        edge_type, edges = edge_type_tuple(edge_label_index), None
+    if isinstance(edge_label_index, str) or isinstance(edge_label_index, (tuple, list)) and edge_label_index and isinstance(edge_label_index[0], str):
+        edge_type, edges = _canonical_edge_type(store, edge_label_index), None  # PyG: an edge type alone, its every edge
     elif isinstance(edge_label_index, tuple) and len(edge_label_index) == 2:
-        edge_type, edges = edge_type_tuple(edge_label_index[0]), edge_label_index[1]
+        edge_type, edges = _canonical_edge_type(store, edge_label_index[0]), edge_label_index[1]
     else:
         raise errors.InvalidArgumentError(
             f"tierfs.pyg.LinkNeighborLoader: a heterogeneous dataset takes edge_label_index=(edge type, (2, n) tensor or None) or an edge type, got {type(edge_label_index).__name__} (edge types: {types})")
-    if edge_type not in types:
-        raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types})")
+    if edge_type not in types and (edges is None or edge_type[0] not in store.node_types or edge_type[2] not in store.node_types):
+        raise errors.KeyNotFoundError(
+            f"tierfs.pyg.LinkNeighborLoader: edge_label_index names edge type {edge_type!r}, which the dataset lacks (it has {types}; seed edges of "
+            f"a type it has no edges of need the tensor of them and node types it has, {store.node_types})")
     return edge_type, edges
+
+
+def _canonical_edge_type(store: Store, key: Any) -> Tuple[str, str, str]:
+    """An edge type in PyG's forms as HeteroData's ``_to_canonical`` resolves it against the
+    store's edge types: ``(src, rel, dst)`` (or tierfs's ``"src:rel:dst"``) as it is, a relation
+    name alone the one edge type of that relation, ``(src, dst)`` the one edge type between them
+    or ``(src, "to", dst)`` where there is none."""
+    types = [tuple(et) for et in store.edge_types]
+    if isinstance(key, str) and ":" not in key:
+        found = [et for et in types if et[1] == key]
+        if len(found) != 1:
+            raise errors.KeyNotFoundError(f"tierfs.pyg.LinkNeighborLoader: relation {key!r} names {len(found)} edge types of the dataset (it has {types}); give (src, rel, dst)")
+        return found[0]
+    if isinstance(key, (tuple, list)) and len(key) == 2 and all(isinstance(k, str) for k in key):
+        found = [et for et in types if et[0] == key[0] and et[2] == key[1]]
+        if len(found) > 1:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.LinkNeighborLoader: edge type {tuple(key)!r} is ambiguous: the dataset has {found} between them; give (src, rel, dst)")
+        return found[0] if found else (key[0], "to", key[1])  # PyG's DEFAULT_REL
+    return edge_type_tuple(tuple(key) if isinstance(key, list) else key)
 
 
 class LinkNeighborLoader(_PyGLinkLoader):
@@ -344,6 +397,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
             dict ``{edge type: [per hop]}``).
         edge_label_index: the seed edges, a (2, n) tensor (or ``(edge type, tensor)``); None
             (or ``(edge type, None)``) takes every edge of the dataset (of the type), in CSC order.
+            The edge type in PyG's forms; given seed edges may be of a type the dataset has no
+            edges of, between two of its node types, as PyG takes them.
         edge_label: one label a seed edge.
         neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
         neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
@@ -351,8 +406,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
-            ``drop_last``, ``transform``, ...); ``num_workers`` stays 0 (the pipeline's threads
-            do that work); and the loader options below.
+            ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
+            pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches
+            are those of ``num_workers=0``); and the loader options below.
 
     With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans epochs of seed edge
     batches (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``) in rounds of K, as
@@ -393,10 +449,13 @@ class LinkNeighborLoader(_PyGLinkLoader):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        weight_attr: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
         planned_epochs, reuse = options["planned_epochs"], options["reuse_samples"]
+        if weight_attr is not None and planned_epochs:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         if planned_epochs == "auto":
             raise errors.NotSupportedError('tierfs.pyg.LinkNeighborLoader: planned_epochs="auto" is tierfs.Loader\'s; give K (plan rounds of K epochs)')
         if planned_epochs and not kwargs.get("shuffle", False):
@@ -426,7 +485,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
-                                                     reverse_edge_types=reverse_edge_types)
+                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr)
         fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
@@ -570,6 +629,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             return self.filter_fn(self.link_neighbor_sampler._link_output(self.input_data[pos], sample, self.neg_sampling))
         finally:
             fs.batch = {}
+
+    def __str__(self) -> str:
+        return "LinkNeighborLoader()"  # PyG's form (its tests check str(loader)); repr says more
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.LinkNeighborLoader({self.store!r}, num_neighbors={self.link_neighbor_sampler.num_neighbors})"

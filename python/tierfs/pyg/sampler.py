@@ -24,6 +24,8 @@ def _edge_type_of(key: Any) -> Tuple[str, str, str]:
     (``"src__rel__dst"``) or tierfs's ``"src:rel:dst"``."""
     if isinstance(key, EdgeTypeStr):
         return tuple(key.to_tuple())  # type: ignore[return-value]
+    if isinstance(key, tuple) and len(key) == 2:  # (src, dst): PyG's NumNeighbors reads (src, "to", dst)
+        return tuple(EdgeTypeStr(key).to_tuple())  # type: ignore[return-value]
     if isinstance(key, str) and ":" not in key and len(key.split("__")) == 3:
         return tuple(key.split("__"))  # type: ignore[return-value]
     return edge_type_tuple(key)
@@ -55,7 +57,8 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
     dataset. Takes a list (every edge type alike), a dict keyed by edge type (tuples,
     ``EdgeTypeStr`` or ``"src:rel:dst"``) or PyG's ``NumNeighbors`` (its ``default`` fills the
     edge types the dict leaves out). An edge type the dataset lacks, one left out with no
-    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` naming it."""
+    default, or hop counts that differ raise ``tierfs.InvalidArgumentError`` (a ``ValueError``) naming it, in
+    PyG's words."""
     default = None
     if isinstance(num_neighbors, NumNeighbors):
         default = num_neighbors.default
@@ -81,7 +84,8 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
     for key, fanouts in num_neighbors.items():
         et = _edge_type_of(key)
         if et not in edge_types:
-            raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors names edge type {et}, which the dataset lacks (it has {', '.join(map(str, edge_types))})")
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg: Not all edge types specified in 'num_neighbors' exist in the graph: {et} does not (it has {', '.join(map(str, edge_types))})")
         given[et] = _fanouts([fanouts] if isinstance(fanouts, (int, np.integer)) else fanouts, f"num_neighbors[{key!r}]")
     out: Dict[Tuple[str, str, str], List[int]] = {}
     for et in edge_types:
@@ -91,16 +95,17 @@ def num_neighbors_of(store: Store, num_neighbors: Any) -> Union[List[int], Dict[
             out[et] = _fanouts(default, "num_neighbors.default")
         else:
             raise errors.InvalidArgumentError(
-                f"tierfs.pyg: num_neighbors has no fanouts for edge type {et} (give every edge type of the dataset, or "
-                f"torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
+                f"tierfs.pyg: Missing number of neighbors for edge type '{et}' in num_neighbors (give every edge type of the dataset, "
+                f"or torch_geometric.sampler.NumNeighbors(values, default=[...]) for those left out)")
     hops = {len(v) for v in out.values()}
     if len(hops) > 1:
-        raise errors.InvalidArgumentError(f"tierfs.pyg: num_neighbors must have the same number of hops for every edge type, got {out}")
+        raise errors.InvalidArgumentError(f"tierfs.pyg: Number of hops must be the same across all edge types in num_neighbors, got {out}")
     return out
 
 
 class NeighborSampler(BaseSampler):
-    """Uniform k-hop neighbor sampling in the tierfs core, as a PyG ``BaseSampler``.
+    """k-hop neighbor sampling in the tierfs core (uniform, or by ``weight_attr``), as a PyG
+    ``BaseSampler``.
 
     ``sample_from_nodes`` is one native call per batch and returns a ``SamplerOutput`` with
     ``node`` (seeds first, in input order), ``row``/``col`` (local ids; messages flow row → col),
@@ -127,6 +132,8 @@ class NeighborSampler(BaseSampler):
         strict_negatives, exclude_seed_edges, undirected: link sampling only (beyond PyG):
             redraw negatives that are edges; leave the seed edges (and with ``undirected``
             their reverses) out of the sampled neighborhoods.
+        weight_attr: an edge feature of one value an edge (PyG's ``weight_attr``): neighbors are
+            drawn in proportion to it, as pyg-lib draws them (:meth:`tierfs.Store.sampler`).
         reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
@@ -144,12 +151,14 @@ class NeighborSampler(BaseSampler):
         exclude_seed_edges: bool = False,
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
+        weight_attr: Optional[str] = None,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
         self.seed = int(seed)
+        self.weight_attr = weight_attr
         if self.store.is_hetero:
             if undirected:
                 raise errors.InvalidArgumentError("undirected: a heterogeneous store names the reverse of each edge type instead (reverse_edge_types={edge type: reverse edge type})")
@@ -158,7 +167,7 @@ class NeighborSampler(BaseSampler):
             if reverse_edge_types:
                 raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
             self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
-        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers)
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr)
 
     @property
     def is_hetero(self) -> bool:
@@ -263,15 +272,12 @@ _PYG_ONLY = {
     "disjoint": False,
     "temporal_strategy": "uniform",
     "time_attr": None,
-    "weight_attr": None,
     "transform_sampler_output": None,
     "is_sorted": False,
     "filter_per_worker": None,
     "neighbor_sampler": None,
     "directed": True,
-    "num_workers": 0,
     "pin_memory": False,
-    "persistent_workers": False,
 }
 
 

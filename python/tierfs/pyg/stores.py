@@ -96,7 +96,9 @@ class FeatureStore(_PyGFeatureStore):
 
     def get_tensor(self, *args: Any, convert_type: bool = False, **kwargs: Any) -> Any:
         """As PyG's, with an unset ``group_name`` meaning the one node type (None) and an unset
-        ``index`` every row: ``get_tensor(attr_name="x", index=ids)`` and ``fs[None, "x"]`` work."""
+        ``index`` every row: ``get_tensor(attr_name="x", index=ids)`` works, and so does the view
+        ``fs[None, "x"]`` called, ``fs[None, "x"]()``. Indexing is PyG's: ``fs[group, name, index]``
+        a tensor (``index`` None or ``:`` for every row), a key without its index an ``AttrView``."""
         attr = self._tensor_attr_cls.cast(*args, **kwargs)
         if not attr.is_set("group_name"):
             attr.group_name = None
@@ -113,14 +115,6 @@ class FeatureStore(_PyGFeatureStore):
         if not attr.is_set("index"):
             attr.index = None
         return self._get_tensor_size(attr)
-
-    def __getitem__(self, key: Any) -> Any:
-        """``fs[None, "x"]`` is the whole column and ``fs[None, "x", ids]`` its rows (PyG would give
-        a view for the former); other partial keys give PyG's views."""
-        attr = self._tensor_attr_cls.cast(key)
-        if attr.is_set("group_name") and attr.is_set("attr_name") and not attr.is_set("index"):
-            attr.index = None
-        return super().__getitem__(attr)
 
     # A source is what an attribute reads: ("node", type, feature), ("label", type, "") or
     # ("edge", edge type, feature); type is None in a one-type store.
@@ -309,6 +303,9 @@ class FeatureStore(_PyGFeatureStore):
             return [self._tensor_attr_cls.cast(et, name) for et, e in self.store.types["edge_types"].items() for name in e["features"] if name != INPUT_EDGE_ID]
         return [self._tensor_attr_cls.cast(EDGE_TYPE, name) for name in self._names("edge")]
 
+    def __str__(self) -> str:
+        return "FeatureStore()"  # PyG's form (its tests check str(store)); repr names the store
+
     def __repr__(self) -> str:
         return f"tierfs.pyg.FeatureStore({self.store!r})"
 
@@ -387,6 +384,9 @@ class GraphStore(_PyGGraphStore):
             order = input_edge_ids(self.store, torch.arange(count), edge_type)
             perm = order if perm is None else order[perm]
         return row, col, perm
+
+    def __str__(self) -> str:
+        return "GraphStore()"  # PyG's form (its tests check str(store)); repr names the store
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.GraphStore({self.store!r})"
