@@ -713,10 +713,19 @@ func removePlan(fsys wfs.FS, dir string) error {
 	return nil
 }
 
-// writeIndex writes idx as dir's index: a temporary file, fsync, rename, fsync of dir. When the
+// writeIndex writes idx as dir's index, its checksums bound (epochIndex.bind): a temporary file, fsync, rename, fsync of dir. When the
 // fsync of dir fails, the index is removed again: the caller removes the files it names.
 func writeIndex(fsys wfs.FS, dir string, idx *epochIndex) error {
-	data, err := json.MarshalIndent(idx, "", " ")
+	bound := *idx
+	bound.Epochs = slices.Clone(idx.Epochs)
+	for e := range bound.Epochs {
+		bound.Epochs[e].Batches = slices.Clone(idx.Epochs[e].Batches)
+		bound.Epochs[e].SampleRecords = slices.Clone(idx.Epochs[e].SampleRecords)
+	}
+	if err := bound.bind(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(&bound, "", " ")
 	if err != nil {
 		return err
 	}
