@@ -62,7 +62,7 @@ func TestSharedTierFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := &wfs.Faulty{Fault: fault, N: n}
-			err := c.FillShared(f, path, ids, load)
+			err := c.FillShared(f, path, "k", ids, load)
 			what := fmt.Sprintf("%v (%s), FillShared: %v", f, f.Hit(), err)
 			if err == nil && f.Hit() != "" && !strings.HasPrefix(f.Hit(), "close ") {
 				t.Fatalf("%s: the fault was not reported", what) // only a failed close after the mapping is harmless
@@ -72,14 +72,14 @@ func TestSharedTierFaults(t *testing.T) {
 				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 					t.Fatalf("%s: %d entries left (%s)", what, len(entries), entries[0].Name())
 				}
-				if err := New(rb).FillShared(nil, path, ids, load); err != nil {
+				if err := New(rb).FillShared(nil, path, "k", ids, load); err != nil {
 					t.Fatalf("%s: a later FillShared: %v", what, err)
 				}
 			} else {
 				sameRows(t, what+": the creator", c, want, query)
 			}
 			m := New(rb)
-			if err := m.MapShared(path); err != nil {
+			if err := m.MapShared(path, "k"); err != nil {
 				t.Fatalf("%s: MapShared: %v", what, err)
 			}
 			sameRows(t, what+": a mapper", m, want, query)
