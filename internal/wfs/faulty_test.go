@@ -54,3 +54,37 @@ func TestFaultyFailsTheNthCall(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultyThenFailsALaterRemoval: with Then, the Then-th removal after the first failure
+// fails too (EIO), once; removals before the first failure do not count.
+func TestFaultyThenFailsALaterRemoval(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if err := os.WriteFile(p(name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &Faulty{Fault: EIO, N: 2, Then: 2}
+	if err := f.Remove(p("a")); err != nil { // call 1: before the first failure
+		t.Fatal(err)
+	}
+	if err := f.Mkdir(p("x"), 0o755); !errors.Is(err, unix.EIO) { // call 2: the first failure
+		t.Fatalf("the first fault: %v", err)
+	}
+	if err := f.Remove(p("b")); err != nil { // the first removal after it
+		t.Fatal(err)
+	}
+	if err := f.Remove(p("c")); !errors.Is(err, unix.EIO) || f.ThenHit() != "remove "+p("c") {
+		t.Fatalf("the second removal after the failure: %v (then hit %q); want EIO", err, f.ThenHit())
+	}
+	if err := f.RemoveAll(p("d")); err != nil {
+		t.Fatalf("a removal after the second fault: %v", err)
+	}
+	if _, err := os.Stat(p("c")); err != nil {
+		t.Fatalf("the removal that failed removed the file: %v", err)
+	}
+	if got := f.String(); got != "eio at call 2, then removal 2" {
+		t.Fatalf("String = %q", got)
+	}
+}
