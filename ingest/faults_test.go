@@ -167,3 +167,68 @@ func TestIngestFaults(t *testing.T) {
 		return err
 	})
 }
+
+// TestWriteNpyFaults fails each call of a WriteNpy over an existing array in turn with each
+// fault wfs.Faulty injects, and for each EIO also each removal after it (a second fault: the
+// temporary file's removal failing). After each, the path holds the old array or the new one,
+// whole (the new one when WriteNpy returned nil), and nothing else is in its directory but, after
+// a failed removal, the temporary file, which the next WriteNpy of the path replaces.
+func TestWriteNpyFaults(t *testing.T) {
+	dir := wfstest.MemDir(t)
+	path := filepath.Join(dir, "a.npy")
+	arrays := [][]int64{{1, 2, 3}, {4, 5, 6, 7, 8}}
+	read := func(what string) int {
+		got, err := ReadNpyInt64s(path)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for k, a := range arrays {
+			if slices.Equal(got, a) {
+				return k
+			}
+		}
+		t.Fatalf("%s: %s holds %v, neither array", what, path, got)
+		return -1
+	}
+	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
+		t.Fatal(err)
+	}
+	walked, seconds := 0, 0
+	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
+		old := read("before")
+		next := 1 - old
+		f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+		err := writeNpy(f, path, "<i8", []int64{int64(len(arrays[next]))}, dataset.BytesOf(arrays[next]))
+		what := fmt.Sprintf("%v (%s; %s): %v", f, f.Hit(), f.ThenHit(), err)
+		got := read(what)
+		if got != old && got != next || err == nil && got != next || f.Hit() == "" && err != nil {
+			t.Fatalf("%s: holds array %d; want the old %d or the new %d", what, got, old, next)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) > 2 || len(entries) == 2 && (entries[1].Name() != "a.npy"+npyTmpSuffix || !strings.Contains(f.ThenHit(), npyTmpSuffix) && !strings.Contains(f.Hit(), "remove")) {
+			t.Fatalf("%s: the directory holds %v", what, entries)
+		}
+		return f.Hit() != "", f.ThenHit() != ""
+	}
+	for _, fault := range wfs.Faults {
+		for n := 1; ; n++ {
+			if hit, _ := run(fault, n, 0); !hit {
+				walked += n - 1
+				break
+			}
+			for then := 1; fault == wfs.EIO; then++ {
+				if _, thenHit := run(fault, n, then); !thenHit {
+					break
+				}
+				seconds++
+			}
+		}
+	}
+	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || read("after") != 0 {
+		t.Fatalf("after a WriteNpy without faults the directory holds %v", entries)
+	}
+	t.Logf("%d faulted writes, %d with a second fault", walked, seconds)
+}
