@@ -101,7 +101,8 @@ func (l sharedLayout) view(mem []byte) (Index, []byte) {
 // FillShared is Fill into a new file at path in shared memory (see sharedFile): it creates the
 // file (refusing one that exists), writes the index, calls load with the ids sorted and the
 // arena, marks the file ready and maps it read-only. Other processes then map it with
-// MapShared under the same key. On error the file is removed. The tier's earlier contents are released as by Fill.
+// MapShared under the same key. On error the file is removed (if that removal fails, the file
+// stays never ready, refused by MapShared: the caller removes its path). The tier's earlier contents are released as by Fill.
 // The file is created, sized, reserved (so that a full tmpfs is an error, not a SIGBUS) and
 // removed through fsys (nil: the operating system's); its contents are written through the
 // mapping.
