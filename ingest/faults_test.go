@@ -39,7 +39,8 @@ func dataHashes(t *testing.T, m *dataset.Manifest) []string {
 // out holds nothing or the old generation or the new one — loading, verifying, its data files
 // those of that generation as written without faults — never a third; beside out there is
 // nothing else, and the stripes' directory write is given holds only the stripes of the dataset
-// in place.
+// in place. After each EIO, a second fault in the same run: the first removal after it failing
+// too (the cleanup's own).
 func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, gen int) error) {
 	ref := map[int][]string{}
 	for gen := 1; gen <= 2; gen++ {
@@ -80,34 +81,44 @@ func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, 
 		t.Fatalf("%s: the dataset's data files are of neither generation", what)
 		return -1
 	}
-	walked := 0
+	walked, seconds := 0, 0
+	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
+		old := state("before")
+		next := 3 - max(old, 1) // 0 -> 2, 1 -> 2, 2 -> 1
+		f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+		err := write(f, out, stripes, next)
+		what := fmt.Sprintf("%v (%s; %s), generation %d over %d, write: %v", f, f.Hit(), f.ThenHit(), next, old, err)
+		if _, cerr := dataset.CleanStale(out); cerr != nil {
+			t.Fatalf("%s: CleanStale: %v", what, cerr)
+		}
+		got := state(what)
+		if got != old && got != next || err == nil && got != next {
+			t.Fatalf("%s: generation %d in place", what, got)
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) > 1 || len(entries) == 1 && entries[0].Name() != "ds" {
+			t.Fatalf("%s: %d entries beside the dataset (%s...)", what, len(entries), entries[0].Name())
+		}
+		if f.Hit() == "" && err != nil {
+			t.Fatalf("%s: no fault hit", what)
+		}
+		return f.Hit() != "", f.ThenHit() != ""
+	}
 	for _, fault := range wfs.Faults {
 		for n := 1; ; n++ {
-			old := state("before")
-			next := 3 - max(old, 1) // 0 -> 2, 1 -> 2, 2 -> 1
-			f := &wfs.Faulty{Fault: fault, N: n}
-			err := write(f, out, stripes, next)
-			what := fmt.Sprintf("%v (%s), generation %d over %d, write: %v", f, f.Hit(), next, old, err)
-			if _, cerr := dataset.CleanStale(out); cerr != nil {
-				t.Fatalf("%s: CleanStale: %v", what, cerr)
-			}
-			got := state(what)
-			if got != old && got != next || err == nil && got != next {
-				t.Fatalf("%s: generation %d in place", what, got)
-			}
-			if entries, _ := os.ReadDir(parent); len(entries) > 1 || len(entries) == 1 && entries[0].Name() != "ds" {
-				t.Fatalf("%s: %d entries beside the dataset (%s...)", what, len(entries), entries[0].Name())
-			}
-			if f.Hit() == "" {
-				if err != nil {
-					t.Fatalf("%s: no fault hit", what)
-				}
+			if hit, _ := run(fault, n, 0); !hit {
 				walked += n - 1
 				break
 			}
+			// A second fault, the cleanup's removal failing: the first removal after each EIO
+			// (dataset's TestWriteFaults walks every one of the writer every ingest shares).
+			if fault == wfs.EIO {
+				if _, thenHit := run(fault, n, 1); thenHit {
+					seconds++
+				}
+			}
 		}
 	}
-	t.Logf("%d faulted writes", walked)
+	t.Logf("%d faulted writes, %d with a second fault in their cleanup", walked, seconds)
 }
 
 // TestSynthFaults: Synth, its feature in two stripes outside the dataset's directory, under
