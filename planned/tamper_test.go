@@ -33,7 +33,7 @@ import (
 type tamperPlan struct {
 	name                string
 	o, other, elsewhere EpochOptions
-	open, openElsewhere func(EpochOptions) (*Epochs, *EpochPlanReport, error)
+	open                func(EpochOptions) (*Epochs, *EpochPlanReport, error)
 	plan, planElsewhere func(EpochOptions) (*EpochPlanReport, error)
 }
 
@@ -148,7 +148,7 @@ func tamperPlans(t *testing.T, rng *rand.Rand, k int) []tamperPlan {
 		{"session link", hlink, ss1, ss2, hcount2},
 	} {
 		tp := tamperPlan{name: c.name, o: c.o, other: c.o, elsewhere: on2(c.o, c.count),
-			plan: planSessionOf(c.on), open: openSessionOf(c.on), planElsewhere: planSessionOf(c.elsewhere), openElsewhere: openSessionOf(c.elsewhere)}
+			plan: planSessionOf(c.on), open: openSessionOf(c.on), planElsewhere: planSessionOf(c.elsewhere)}
 		tp.o.Dir, tp.other.Dir, tp.elsewhere.Dir = dir("plan"), dir("other"), dir("elsewhere")
 		tp.other.ShuffleSeed, tp.other.Sample.Seed = rng.Uint64(), rng.Uint64()
 		out = append(out, tp)
