@@ -199,7 +199,9 @@ func lockNonces(dest string) (nonces, tmps []string, err error) {
 }
 
 // removeDeadTmpLock removes w's temporary lock file if it can be flocked: its writer died, or
-// failed, before renaming it into place, and made nothing else.
+// failed, before renaming it into place, and made nothing else. (A writer caught between
+// creating the file and flocking it then fails its Begin with an error: its flock or its rename
+// of the removed file fails; nothing of a dataset is touched.)
 func (w *Writing) removeDeadTmpLock() ([]string, error) {
 	tmp := w.lockPath() + ".tmp"
 	f, err := os.Open(tmp)
