@@ -180,25 +180,9 @@ func TestWriteFaults(t *testing.T) {
 		gen = got
 		return f.Hit() != "", f.ThenHit() != ""
 	}
-	for _, fault := range wfs.Faults {
-		for _, first := range []bool{true, false} {
-			for n := 1; ; n++ {
-				hit, _ := run(fault, first, n, 0)
-				if !hit {
-					walked += n - 1
-					break
-				}
-				if fault != wfs.EIO {
-					continue // EIO fails every call: its first faults are every place a cleanup starts from
-				}
-				for then := 1; ; then++ {
-					if _, thenHit := run(fault, first, n, then); !thenHit {
-						break
-					}
-					seconds++
-				}
-			}
-		}
+	for _, first := range []bool{true, false} {
+		w, s := wfs.Walk(0, func(fault wfs.Fault, n, then int) (bool, bool) { return run(fault, first, n, then) })
+		walked, seconds = walked+w, seconds+s
 	}
 	t.Logf("%d faulted writes, %d with a second fault in their cleanup", walked, seconds)
 }

@@ -81,7 +81,6 @@ func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, 
 		t.Fatalf("%s: the dataset's data files are of neither generation", what)
 		return -1
 	}
-	walked, seconds := 0, 0
 	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
 		old := state("before")
 		next := 3 - max(old, 1) // 0 -> 2, 1 -> 2, 2 -> 1
@@ -103,21 +102,9 @@ func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, 
 		}
 		return f.Hit() != "", f.ThenHit() != ""
 	}
-	for _, fault := range wfs.Faults {
-		for n := 1; ; n++ {
-			if hit, _ := run(fault, n, 0); !hit {
-				walked += n - 1
-				break
-			}
-			// A second fault, the cleanup's removal failing: the first removal after each EIO
-			// (dataset's TestWriteFaults walks every one of the writer every ingest shares).
-			if fault == wfs.EIO {
-				if _, thenHit := run(fault, n, 1); thenHit {
-					seconds++
-				}
-			}
-		}
-	}
+	// A second fault, the cleanup's removal failing: the first removal after each EIO (dataset's
+	// TestWriteFaults walks every one of the writer every ingest shares).
+	walked, seconds := wfs.Walk(1, run)
 	t.Logf("%d faulted writes, %d with a second fault in their cleanup", walked, seconds)
 }
 
@@ -204,7 +191,6 @@ func TestWriteNpyFaults(t *testing.T) {
 	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
 		t.Fatal(err)
 	}
-	walked, seconds := 0, 0
 	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
 		old := read("before")
 		next := 1 - old
@@ -221,20 +207,7 @@ func TestWriteNpyFaults(t *testing.T) {
 		}
 		return f.Hit() != "", f.ThenHit() != ""
 	}
-	for _, fault := range wfs.Faults {
-		for n := 1; ; n++ {
-			if hit, _ := run(fault, n, 0); !hit {
-				walked += n - 1
-				break
-			}
-			for then := 1; fault == wfs.EIO; then++ {
-				if _, thenHit := run(fault, n, then); !thenHit {
-					break
-				}
-				seconds++
-			}
-		}
-	}
+	walked, seconds := wfs.Walk(0, run)
 	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
 		t.Fatal(err)
 	}

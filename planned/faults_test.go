@@ -95,7 +95,6 @@ func TestPlanFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		walked, seconds := 0, 0
 		run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
 			f := &wfs.Faulty{Fault: fault, N: n, Then: then}
 			fo := o
@@ -121,20 +120,7 @@ func TestPlanFaults(t *testing.T) {
 			}
 			return f.Hit() != "", f.ThenHit() != ""
 		}
-		for _, fault := range wfs.Faults {
-			for n := 1; ; n++ {
-				if hit, _ := run(fault, n, 0); !hit {
-					walked += n - 1
-					break
-				}
-				for then := 1; fault == wfs.EIO; then++ { // a second fault: each removal after it
-					if _, thenHit := run(fault, n, then); !thenHit {
-						break
-					}
-					seconds++
-				}
-			}
-		}
+		walked, seconds := wfs.Walk(0, run)
 		t.Logf("place %v: %d faulted plans, %d with a second fault in their cleanup", place, walked, seconds)
 	}
 }

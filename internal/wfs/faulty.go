@@ -232,3 +232,27 @@ func (f *Faulty) String() string {
 	}
 	return fmt.Sprintf("%s at call %d", f.Fault, f.N)
 }
+
+// Walk is the writers' fault walk: for every Fault, run with N = 1, 2, ... until a run hits no
+// fault (hit false), and after each EIO also with Then = 1, 2, ... up to maxThen (0: until a
+// run's second fault hits nothing). run makes its Faulty of fault, n and then, writes through
+// it, checks what is left and says whether each fault hit. It returns the runs whose first fault
+// hit and those whose second did.
+func Walk(maxThen int, run func(fault Fault, n, then int) (hit, thenHit bool)) (walked, seconds int) {
+	for _, fault := range Faults {
+		for n := 1; ; n++ {
+			if hit, _ := run(fault, n, 0); !hit {
+				walked += n - 1
+				break
+			}
+			// EIO fails every call: its first faults are every place a cleanup starts from.
+			for then := 1; fault == EIO && (maxThen == 0 || then <= maxThen); then++ {
+				if _, thenHit := run(fault, n, then); !thenHit {
+					break
+				}
+				seconds++
+			}
+		}
+	}
+	return walked, seconds
+}

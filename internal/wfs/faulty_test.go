@@ -2,8 +2,10 @@ package wfs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +88,24 @@ func TestFaultyThenFailsALaterRemoval(t *testing.T) {
 	}
 	if got := f.String(); got != "eio at call 2, then removal 2" {
 		t.Fatalf("String = %q", got)
+	}
+}
+
+// TestWalk: Walk runs every fault at N = 1, 2, ... until one hits nothing, and after each EIO
+// the second fault at Then = 1, 2, ... until it hits nothing or reaches maxThen.
+func TestWalk(t *testing.T) {
+	for _, maxThen := range []int{0, 1} {
+		var runs []string
+		walked, seconds := Walk(maxThen, func(fault Fault, n, then int) (bool, bool) {
+			runs = append(runs, fmt.Sprintf("%s %d %d", fault, n, then))
+			return n <= 2, then <= 2
+		})
+		wantSeconds := 2 * 2 // two EIO runs hit, each followed by two second faults that hit
+		if maxThen == 1 {
+			wantSeconds = 2
+		}
+		if walked != 2*len(Faults) || seconds != wantSeconds || !slices.Contains(runs, "eio 1 1") || slices.Contains(runs, "enospc 1 1") {
+			t.Fatalf("maxThen %d: walked %d, seconds %d, runs %v", maxThen, walked, seconds, runs)
+		}
 	}
 }

@@ -54,7 +54,6 @@ func TestSharedTierFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	query := append(append([]int64(nil), oldIDs...), ids...)
-	walked, seconds := 0, 0
 	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "tier")
@@ -99,19 +98,6 @@ func TestSharedTierFaults(t *testing.T) {
 		}
 		return f.Hit() != "", f.ThenHit() != ""
 	}
-	for _, fault := range wfs.Faults {
-		for n := 1; ; n++ {
-			if hit, _ := run(fault, n, 0); !hit {
-				walked += n - 1
-				break
-			}
-			for then := 1; fault == wfs.EIO; then++ { // a second fault: the removal after it
-				if _, thenHit := run(fault, n, then); !thenHit {
-					break
-				}
-				seconds++
-			}
-		}
-	}
+	walked, seconds := wfs.Walk(0, run)
 	t.Logf("%d faulted fills, %d with the removal after failing too", walked, seconds)
 }
