@@ -204,19 +204,11 @@ func lockNonces(dest string) (nonces, tmps []string, err error) {
 // of the removed file fails; nothing of a dataset is touched.)
 func (w *Writing) removeDeadTmpLock() ([]string, error) {
 	tmp := w.lockPath() + ".tmp"
-	f, err := os.Open(tmp)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dataset: open %s: %w", tmp, err)
+	f, err := lockIfDead(tmp)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
-		return nil, nil // its writer is alive
-	} else if err != nil {
-		return nil, fmt.Errorf("dataset: lock %s: %w", tmp, err)
-	}
 	if err := w.FS.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("dataset: remove %s, the temporary lock file of a write that failed or was killed: %w", tmp, err)
 	}
@@ -237,27 +229,40 @@ func isNonce(s string) bool {
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
+// lockIfDead opens the lock file path and flocks it without waiting: nil (and no error) when
+// the file is gone (finished, or cleaned by someone else), its writer is alive (holds the flock)
+// or another cleaner unlinked it before the flock was ours.
+func lockIfDead(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: open %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("dataset: lock %s: %w", path, err)
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
+}
+
 // cleanIfDead undoes w's leftovers if its lock file can be flocked (its writer is dead).
 func (w *Writing) cleanIfDead() ([]string, error) {
 	lockPath := w.lockPath()
-	f, err := os.Open(lockPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil // finished, or cleaned by someone else
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dataset: open %s: %w", lockPath, err)
+	f, err := lockIfDead(lockPath)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
-		return nil, nil // its writer is alive
-	} else if err != nil {
-		return nil, fmt.Errorf("dataset: lock %s: %w", lockPath, err)
-	}
-	// Another cleaner may have finished (and unlinked the file) before the flock was ours.
-	var held, named unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(lockPath, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
-		return nil, nil
-	}
 	var did []string
 	var errs []error
 	staged, old, hasDest := exists(w.Dir), exists(w.oldDir()), exists(w.Dest)
