@@ -24,7 +24,8 @@ import (
 // swapped and duplicated (their names kept, or given the names of their new places with the
 // files moved along), and its batch entries (extents and sample records) swapped between
 // batches of different packing windows, duplicated, and swapped between node types; an epoch
-// of another plan or dataset is spliced in whole (its entry and its files). Every tampering must
+// of another plan or dataset is spliced in whole (its entry and its files); the index's version
+// is edited down to 5 (checksums read unbound). Every tampering must
 // give an error from OpenEpochs or from the read of the batch it touches, or the untampered
 // plan's answer: the batch's seeds, its sample and every packed type's rows.
 
@@ -147,6 +148,7 @@ func tamperPlans(t *testing.T, rng *rand.Rand, k int) []tamperPlan {
 		{"session nodes", hnodes, ss1, ss2, hcount2},
 		{"session link", hlink, ss1, ss2, hcount2},
 	} {
+		c.o.PackMemory = 8 << 10 // windows of a batch or so: the first and last batch in different ones
 		tp := tamperPlan{name: c.name, o: c.o, other: c.o, elsewhere: on2(c.o, c.count),
 			plan: planSessionOf(c.on), open: openSessionOf(c.on), planElsewhere: planSessionOf(c.elsewhere)}
 		tp.o.Dir, tp.other.Dir, tp.elsewhere.Dir = dir("plan"), dir("other"), dir("elsewhere")
@@ -275,6 +277,8 @@ func tamperings(t *testing.T, rng *rand.Rand, files, other, elsewhere map[string
 				}
 			}))
 	}
+	// The index edited down to version 5, which reads its checksums unbound.
+	out = append(out, indexTampering(t, "index version", "6 edited to 5", func(idx *epochIndex, _ map[string][]byte) { idx.Version = 5 }))
 	// An epoch of another plan or dataset spliced in whole: its entry and its files.
 	for what, from := range map[string]map[string][]byte{"another plan": other, "another dataset": elsewhere} {
 		out = append(out, indexTampering(t, "epoch splice", "epoch 1 of "+what, func(idx *epochIndex, files map[string][]byte) {
@@ -286,7 +290,7 @@ func tamperings(t *testing.T, rng *rand.Rand, files, other, elsewhere map[string
 			files[packedFile(1)], files[samplesFile(1)] = from[packedFile(1)], from[samplesFile(1)]
 		}))
 	}
-	// Batch entries: the first and the last batch (of different packing windows).
+	// Batch entries: the first and the last batch (of different packing windows: PackMemory).
 	batch := func(idx *epochIndex, fn func(ef *epochFile, a, b int)) {
 		ef := &idx.Epochs[rng.IntN(len(idx.Epochs))]
 		fn(ef, 0, idx.Batches-1)
