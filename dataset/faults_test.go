@@ -124,66 +124,67 @@ func names(t *testing.T, dir string) []string {
 
 // TestWriteFaults fails each call of a dataset write in turn (the first write of dest, then one
 // replacing a dataset there) with each fault wfs.Faulty injects — ENOSPC, EIO, a short write, a
-// failed fsync — until the write makes no call the fault applies to. After each, once CleanStale
-// has run (as the next Begin runs it), dest holds the old dataset (nothing, for the first write)
-// or the new one, each loading and verifying with its own data, never a third; beside dest there
-// is nothing else, and the stripes' directory holds only the stripe of the dataset in place.
-// A write that returns nil has published the new one.
+// failed fsync — until the write makes no call the fault applies to; and, for each EIO, a second
+// fault in the same run: each removal after the first failure in turn (Faulty.Then: the
+// cleanup's own removal failing, in Abort, Publish or the CleanStale run after the write). After
+// each, once CleanStale has run (as the next Begin runs it), dest holds the old dataset (nothing,
+// for the first write) or the new one, each loading and verifying with its own data, never a
+// third; beside dest there is nothing else, and the stripes' directory holds only the stripe of
+// the dataset in place. A write that returns nil has published the new one.
 func TestWriteFaults(t *testing.T) {
 	parent, stripes := wfstest.MemDir(t), wfstest.MemDir(t)
 	dest := filepath.Join(parent, "ds")
 	gen := int64(0) // the generation in place; -1: none yet
-	walked := 0
-	for _, fault := range wfs.Faults {
-		for _, first := range []bool{true, false} {
-			for n := 1; ; n++ {
-				if first { // dest empty before each write
-					os.RemoveAll(dest)
-					for _, name := range names(t, stripes) {
-						os.Remove(filepath.Join(stripes, name))
-					}
-					gen = -1
-				} else if gen < 0 {
-					if err := writeGeneration(nil, dest, stripes, 1); err != nil {
-						t.Fatal(err)
-					}
-					gen = 1
-				}
-				f := &wfs.Faulty{Fault: fault, N: n}
-				next := max(gen, 0) + 1
-				err := writeGeneration(f, dest, stripes, next)
-				what := f.String() + " (" + f.Hit() + ")"
-				if _, cerr := CleanStale(dest); cerr != nil {
-					t.Fatalf("%s: CleanStale: %v", what, cerr)
-				}
-				got := generationAt(t, dest, what)
-				switch {
-				case f.Hit() == "" && (err != nil || got != next):
-					t.Fatalf("%s: no fault hit, yet the write returned %v and left generation %d", what, err, got)
-				case err == nil && got != next:
-					t.Fatalf("%s: the write returned nil but left generation %d, want %d", what, got, next)
-				case got != gen && got != next:
-					t.Fatalf("%s: generation %d at dest; want the old %d or the new %d (write: %v)", what, got, gen, next, err)
-				}
-				if left := names(t, parent); !reflect.DeepEqual(left, []string{"ds"}) && !(got < 0 && len(left) == 0) {
-					t.Fatalf("%s: beside dest: %q", what, left)
-				}
-				wantStripes := 0
-				if got >= 0 {
-					wantStripes = 2 // the stripe and its sidecar
-				}
-				if left := names(t, stripes); len(left) != wantStripes {
-					t.Fatalf("%s: stripes left: %q", what, left)
-				}
-				gen = got
-				if f.Hit() == "" {
-					walked += n - 1
-					break
-				}
+	walked, seconds := 0, 0
+	// run is one faulted write and its cleanup; it says whether each fault hit.
+	run := func(fault wfs.Fault, first bool, n, then int) (hit, thenHit bool) {
+		if first { // dest empty before each write
+			os.RemoveAll(dest)
+			for _, name := range names(t, stripes) {
+				os.Remove(filepath.Join(stripes, name))
 			}
+			gen = -1
+		} else if gen < 0 {
+			if err := writeGeneration(nil, dest, stripes, 1); err != nil {
+				t.Fatal(err)
+			}
+			gen = 1
 		}
+		f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+		next := max(gen, 0) + 1
+		err := writeGeneration(f, dest, stripes, next)
+		_, ferr := cleanStale(f, dest) // where the second fault may land too
+		what := f.String() + " (" + f.Hit() + "; " + f.ThenHit() + ")"
+		if _, cerr := CleanStale(dest); cerr != nil {
+			t.Fatalf("%s: CleanStale (after a faulted one: %v): %v", what, ferr, cerr)
+		}
+		got := generationAt(t, dest, what)
+		switch {
+		case f.Hit() == "" && (err != nil || got != next):
+			t.Fatalf("%s: no fault hit, yet the write returned %v and left generation %d", what, err, got)
+		case err == nil && got != next:
+			t.Fatalf("%s: the write returned nil but left generation %d, want %d", what, got, next)
+		case got != gen && got != next:
+			t.Fatalf("%s: generation %d at dest; want the old %d or the new %d (write: %v)", what, got, gen, next, err)
+		}
+		if left := names(t, parent); !reflect.DeepEqual(left, []string{"ds"}) && !(got < 0 && len(left) == 0) {
+			t.Fatalf("%s: beside dest: %q", what, left)
+		}
+		wantStripes := 0
+		if got >= 0 {
+			wantStripes = 2 // the stripe and its sidecar
+		}
+		if left := names(t, stripes); len(left) != wantStripes {
+			t.Fatalf("%s: stripes left: %q", what, left)
+		}
+		gen = got
+		return f.Hit() != "", f.ThenHit() != ""
 	}
-	t.Logf("%d faulted writes", walked)
+	for _, first := range []bool{true, false} {
+		w, s := wfs.Walk(0, func(fault wfs.Fault, n, then int) (bool, bool) { return run(fault, first, n, then) })
+		walked, seconds = walked+w, seconds+s
+	}
+	t.Logf("%d faulted writes, %d with a second fault in their cleanup", walked, seconds)
 }
 
 // TestUpgradeFaults fails each call of an upgrade in turn with each fault wfs.Faulty injects,

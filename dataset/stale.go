@@ -23,8 +23,10 @@ import (
 // The lock file exists, under its name, only while it is flocked by its writer or by a cleaner:
 // the writer creates and flocks it under a temporary name and renames it into place before it
 // makes the staging directory, and unlinks it last. A lock file that can be flocked therefore
-// belongs to a writer that died (SIGKILL, power loss), and CleanStale undoes what it left. (A
-// writer killed between creating the temporary file and its rename leaves that small file.)
+// belongs to a writer that died (SIGKILL, power loss), and CleanStale undoes what it left. A
+// writer killed between creating the temporary file and its rename, or one whose removal of it
+// failed, leaves that small file: CleanStale removes it too once it can flock it (nothing else
+// of the write exists yet).
 
 const (
 	lockInfix  = ".tierfs-lock-"
@@ -141,16 +143,27 @@ func readClaims(path string) []string {
 // removed. A write whose writer is alive (its lock file is flocked) is left alone, as are
 // staging directories without a lock file (left by versions before the lock). Begin calls it;
 // so does `tierfs verify`.
-func CleanStale(dest string) ([]string, error) {
+func CleanStale(dest string) ([]string, error) { return cleanStale(wfs.OS, dest) }
+
+// cleanStale is CleanStale removing and renaming through fsys (Begin's: its writer's).
+func cleanStale(fsys wfs.FS, dest string) ([]string, error) {
 	dest = filepath.Clean(dest)
-	nonces, err := lockNonces(dest)
+	nonces, tmps, err := lockNonces(dest)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: look for writes to %s that were killed: %w", dest, err)
 	}
 	var did []string
 	var errs []error
+	for _, nonce := range tmps {
+		w := &Writing{Dest: dest, Nonce: nonce, FS: fsys}
+		d, err := w.removeDeadTmpLock()
+		did = append(did, d...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, nonce := range nonces {
-		w := &Writing{Dest: dest, Nonce: nonce}
+		w := &Writing{Dest: dest, Nonce: nonce, FS: fsys}
 		w.Dir = w.stagingDir()
 		d, err := w.cleanIfDead()
 		did = append(did, d...)
@@ -161,23 +174,45 @@ func CleanStale(dest string) ([]string, error) {
 	return did, errors.Join(errs...)
 }
 
-// lockNonces lists the nonces of the lock files beside dest (writes to it, running or killed);
-// none when dest's directory does not exist.
-func lockNonces(dest string) ([]string, error) {
+// lockNonces lists the nonces of the lock files beside dest (writes to it, running or killed),
+// and of the temporary lock files (tmps); none when dest's directory does not exist.
+func lockNonces(dest string) (nonces, tmps []string, err error) {
 	entries, err := os.ReadDir(filepath.Dir(dest))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var nonces []string
 	for _, e := range entries {
-		if nonce, ok := strings.CutPrefix(e.Name(), "."+filepath.Base(dest)+lockInfix); ok && isNonce(nonce) {
+		nonce, ok := strings.CutPrefix(e.Name(), "."+filepath.Base(dest)+lockInfix)
+		if !ok {
+			continue
+		}
+		if isNonce(nonce) {
 			nonces = append(nonces, nonce)
+		} else if n, ok := strings.CutSuffix(nonce, ".tmp"); ok && isNonce(n) {
+			tmps = append(tmps, n)
 		}
 	}
-	return nonces, nil
+	return nonces, tmps, nil
+}
+
+// removeDeadTmpLock removes w's temporary lock file if it can be flocked: its writer died, or
+// failed, before renaming it into place, and made nothing else. (A writer caught between
+// creating the file and flocking it then fails its Begin with an error: its flock or its rename
+// of the removed file fails; nothing of a dataset is touched.)
+func (w *Writing) removeDeadTmpLock() ([]string, error) {
+	tmp := w.lockPath() + ".tmp"
+	f, err := lockIfDead(tmp)
+	if f == nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := w.FS.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("dataset: remove %s, the temporary lock file of a write that failed or was killed: %w", tmp, err)
+	}
+	return []string{"removed " + tmp + ", the temporary lock file of a write that failed or was killed"}, nil
 }
 
 func isNonce(s string) bool {
@@ -194,32 +229,45 @@ func isNonce(s string) bool {
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
+// lockIfDead opens the lock file path and flocks it without waiting: nil (and no error) when
+// the file is gone (finished, or cleaned by someone else), its writer is alive (holds the flock)
+// or another cleaner unlinked it before the flock was ours.
+func lockIfDead(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: open %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("dataset: lock %s: %w", path, err)
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
+}
+
 // cleanIfDead undoes w's leftovers if its lock file can be flocked (its writer is dead).
 func (w *Writing) cleanIfDead() ([]string, error) {
 	lockPath := w.lockPath()
-	f, err := os.Open(lockPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil // finished, or cleaned by someone else
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dataset: open %s: %w", lockPath, err)
+	f, err := lockIfDead(lockPath)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
-		return nil, nil // its writer is alive
-	} else if err != nil {
-		return nil, fmt.Errorf("dataset: lock %s: %w", lockPath, err)
-	}
-	// Another cleaner may have finished (and unlinked the file) before the flock was ours.
-	var held, named unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(lockPath, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
-		return nil, nil
-	}
 	var did []string
 	var errs []error
 	staged, old, hasDest := exists(w.Dir), exists(w.oldDir()), exists(w.Dest)
 	if old && !hasDest {
-		if err := os.Rename(w.oldDir(), w.Dest); err != nil {
+		if err := w.FS.Rename(w.oldDir(), w.Dest); err != nil {
 			errs = append(errs, fmt.Errorf("dataset: put back %s, which a killed write had moved aside, at %s: %w", w.oldDir(), w.Dest, err))
 		} else {
 			did = append(did, fmt.Sprintf("put back %s, which a killed write had moved aside, at %s", w.oldDir(), w.Dest))
@@ -234,7 +282,7 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	}
 	if old && hasDest && !staged && dest != nil {
 		// The new dataset is in place: the old one goes, as Publish would have removed it.
-		if err := removeReplaced(wfs.OS, w.oldDir(), dest); err != nil {
+		if err := removeReplaced(w.FS, w.oldDir(), dest); err != nil {
 			errs = append(errs, err)
 		} else {
 			did = append(did, "removed "+w.oldDir()+", the dataset a killed write had replaced")
@@ -242,10 +290,12 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	}
 	// Stripes outside the staging directory: those of a write that never published go; after
 	// Publish's rename only those the dataset in place does not use (all are kept when it
-	// cannot be read).
+	// cannot be read; none when there is no dataset in place, nor an old one aside).
 	var keep map[string]bool
-	if dest != nil {
+	if dest != nil || !exists(w.Dest) && !exists(w.oldDir()) {
 		keep = map[string]bool{}
+	}
+	if dest != nil {
 		for _, f := range dest.Files {
 			keep[f.Path] = true
 		}
@@ -254,15 +304,17 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 		if !w.ownsStripe(p) || (!staged && (keep == nil || keep[p])) {
 			continue
 		}
-		if err := os.Remove(p); err == nil {
+		if err := w.FS.Remove(p); err == nil {
 			did = append(did, "removed "+p+", a stripe of a killed write")
 		} else if !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("dataset: remove %s, a stripe of a killed write: %w", p, err))
 		}
-		_ = os.Remove(p + ChecksumSuffix)
+		if err := w.FS.Remove(p + ChecksumSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("dataset: remove %s, a stripe's checksums of a killed write: %w", p+ChecksumSuffix, err))
+		}
 	}
 	if staged {
-		if err := os.RemoveAll(w.Dir); err != nil {
+		if err := w.FS.RemoveAll(w.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("dataset: remove %s, the staging directory of a killed write: %w", w.Dir, err))
 		} else {
 			did = append(did, "removed "+w.Dir+", the staging directory of a killed write")
@@ -271,7 +323,7 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 	if err := errors.Join(errs...); err != nil {
 		return did, err // keep the lock file: the next cleaner tries again
 	}
-	if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.FS.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return did, fmt.Errorf("dataset: remove %s: %w", lockPath, err)
 	}
 	return did, nil
@@ -281,7 +333,7 @@ func (w *Writing) cleanIfDead() ([]string, error) {
 // file's path and the writer's pid as the file says, ok false when none is running.
 func writeInProgress(dest string) (lockPath, pid string, ok bool) {
 	dest = filepath.Clean(dest)
-	nonces, _ := lockNonces(dest)
+	nonces, _, _ := lockNonces(dest)
 	for _, nonce := range nonces {
 		path := (&Writing{Dest: dest, Nonce: nonce}).lockPath()
 		f, err := os.Open(path)

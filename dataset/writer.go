@@ -51,7 +51,7 @@ func Begin(fsys wfs.FS, dest string, replace bool) (*Writing, error) {
 	dest = filepath.Clean(dest)
 	// Best effort: what it cannot remove (another user's, say) only takes space, and it says
 	// why when run alone (tierfs verify).
-	_, _ = CleanStale(dest)
+	_, _ = cleanStale(fsys, dest)
 	if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 && !replace {
 		what := fmt.Sprintf("%d entries", len(entries))
 		if _, err := os.Stat(filepath.Join(dest, ManifestName)); err == nil {
@@ -149,15 +149,27 @@ func removeReplaced(fsys wfs.FS, old string, m *Manifest) error {
 // Abort removes what a write that did not publish left: the staging directory and the stripes
 // on other devices named in files (and those Claim recorded); after a Publish that put the
 // dataset in place it removes nothing. It releases the write's lock.
+//
+// A removal of a stripe that fails leaves the staging directory, and with it the lock file, in
+// place, so that CleanStale removes the stripe later: the lock file lists it, and it is only
+// read while a staging or an old directory is beside the destination.
 func (w *Writing) Abort(files []string) {
 	if !w.published {
-		for _, f := range slices.Concat(files, w.claimed()) {
+		left := false
+		stripes := slices.Concat(files, w.claimed())
+		slices.Sort(stripes)
+		for _, f := range slices.Compact(stripes) { // each removed once: a failure is not retried here
 			if filepath.IsAbs(f) && strings.Contains(filepath.Base(f), w.Nonce) {
-				_ = w.FS.Remove(f)
-				_ = w.FS.Remove(f + ChecksumSuffix)
+				for _, p := range []string{f, f + ChecksumSuffix} {
+					if err := w.FS.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+						left = true
+					}
+				}
 			}
 		}
-		_ = w.FS.RemoveAll(w.Dir)
+		if !left {
+			_ = w.FS.RemoveAll(w.Dir)
+		}
 	}
 	w.release()
 }

@@ -3,6 +3,7 @@ package featurestore
 import (
 	"fmt"
 
+	"github.com/tierfs/tierfs/placement"
 	"github.com/tierfs/tierfs/tiers"
 	"github.com/tierfs/tierfs/tiers/host"
 )
@@ -25,18 +26,40 @@ func (s *Store) ShareHostTier(path string, ids []int64) error {
 			return err
 		}
 		ids = ids[:min(int64(len(ids)), s.kindRows(tiers.Host))]
-		return c.FillShared(nil, path, ids, s.ssd.Source)
+		key, err := s.sharedTierKey()
+		if err != nil {
+			return err
+		}
+		return c.FillShared(nil, path, key, ids, s.ssd.Source)
 	})
 }
 
+// sharedTierKey is the key a shared host tier file of this store is filled and mapped under
+// (host.Cache.FillShared): the dataset's manifest fingerprint, the node type and the feature, so
+// a file of another dataset, type or feature is refused, not served as this store's rows.
+func (s *Store) sharedTierKey() (string, error) {
+	fp, err := placement.Fingerprint(s.m.Dir())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("dataset %016x node type %q feature %q", fp, s.NodeType(), s.spec.Name), nil
+}
+
 // MapHostTier makes the static host tier the one another process filled at path with
-// ShareHostTier (rows of this store's width; the file is checked, see host.Cache.MapShared). The
+// ShareHostTier (rows of this store's dataset, node type and feature; the file is checked, see
+// host.Cache.MapShared). The
 // GPU tier keeps its rows. Gathers wait while it runs.
 func (s *Store) MapHostTier(path string) error {
 	if err := s.needFeature("MapHostTier"); err != nil {
 		return err
 	}
-	return s.refillHost("MapHostTier", func(c *host.Cache) error { return c.MapShared(path) })
+	return s.refillHost("MapHostTier", func(c *host.Cache) error {
+		key, err := s.sharedTierKey()
+		if err != nil {
+			return err
+		}
+		return c.MapShared(path, key)
+	})
 }
 
 // refillHost runs fill on the static host tier under the placement lock, once no kernel of an

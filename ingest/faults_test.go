@@ -39,7 +39,8 @@ func dataHashes(t *testing.T, m *dataset.Manifest) []string {
 // out holds nothing or the old generation or the new one — loading, verifying, its data files
 // those of that generation as written without faults — never a third; beside out there is
 // nothing else, and the stripes' directory write is given holds only the stripes of the dataset
-// in place.
+// in place. After each EIO, a second fault in the same run: the first removal after it failing
+// too (the cleanup's own).
 func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, gen int) error) {
 	ref := map[int][]string{}
 	for gen := 1; gen <= 2; gen++ {
@@ -80,34 +81,31 @@ func walkWriteFaults(t *testing.T, write func(fsys wfs.FS, out, stripes string, 
 		t.Fatalf("%s: the dataset's data files are of neither generation", what)
 		return -1
 	}
-	walked := 0
-	for _, fault := range wfs.Faults {
-		for n := 1; ; n++ {
-			old := state("before")
-			next := 3 - max(old, 1) // 0 -> 2, 1 -> 2, 2 -> 1
-			f := &wfs.Faulty{Fault: fault, N: n}
-			err := write(f, out, stripes, next)
-			what := fmt.Sprintf("%v (%s), generation %d over %d, write: %v", f, f.Hit(), next, old, err)
-			if _, cerr := dataset.CleanStale(out); cerr != nil {
-				t.Fatalf("%s: CleanStale: %v", what, cerr)
-			}
-			got := state(what)
-			if got != old && got != next || err == nil && got != next {
-				t.Fatalf("%s: generation %d in place", what, got)
-			}
-			if entries, _ := os.ReadDir(parent); len(entries) > 1 || len(entries) == 1 && entries[0].Name() != "ds" {
-				t.Fatalf("%s: %d entries beside the dataset (%s...)", what, len(entries), entries[0].Name())
-			}
-			if f.Hit() == "" {
-				if err != nil {
-					t.Fatalf("%s: no fault hit", what)
-				}
-				walked += n - 1
-				break
-			}
+	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
+		old := state("before")
+		next := 3 - max(old, 1) // 0 -> 2, 1 -> 2, 2 -> 1
+		f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+		err := write(f, out, stripes, next)
+		what := fmt.Sprintf("%v (%s; %s), generation %d over %d, write: %v", f, f.Hit(), f.ThenHit(), next, old, err)
+		if _, cerr := dataset.CleanStale(out); cerr != nil {
+			t.Fatalf("%s: CleanStale: %v", what, cerr)
 		}
+		got := state(what)
+		if got != old && got != next || err == nil && got != next {
+			t.Fatalf("%s: generation %d in place", what, got)
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) > 1 || len(entries) == 1 && entries[0].Name() != "ds" {
+			t.Fatalf("%s: %d entries beside the dataset (%s...)", what, len(entries), entries[0].Name())
+		}
+		if f.Hit() == "" && err != nil {
+			t.Fatalf("%s: no fault hit", what)
+		}
+		return f.Hit() != "", f.ThenHit() != ""
 	}
-	t.Logf("%d faulted writes", walked)
+	// A second fault, the cleanup's removal failing: the first removal after each EIO (dataset's
+	// TestWriteFaults walks every one of the writer every ingest shares).
+	walked, seconds := wfs.Walk(1, run)
+	t.Logf("%d faulted writes, %d with a second fault in their cleanup", walked, seconds)
 }
 
 // TestSynthFaults: Synth, its feature in two stripes outside the dataset's directory, under
@@ -166,4 +164,55 @@ func TestIngestFaults(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// TestWriteNpyFaults fails each call of a WriteNpy over an existing array in turn with each
+// fault wfs.Faulty injects, and for each EIO also each removal after it (a second fault: the
+// temporary file's removal failing). After each, the path holds the old array or the new one,
+// whole (the new one when WriteNpy returned nil), and nothing else is in its directory but, after
+// a failed removal, the temporary file, which the next WriteNpy of the path replaces.
+func TestWriteNpyFaults(t *testing.T) {
+	dir := wfstest.MemDir(t)
+	path := filepath.Join(dir, "a.npy")
+	arrays := [][]int64{{1, 2, 3}, {4, 5, 6, 7, 8}}
+	read := func(what string) int {
+		got, err := ReadNpyInt64s(path)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for k, a := range arrays {
+			if slices.Equal(got, a) {
+				return k
+			}
+		}
+		t.Fatalf("%s: %s holds %v, neither array", what, path, got)
+		return -1
+	}
+	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
+		t.Fatal(err)
+	}
+	run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
+		old := read("before")
+		next := 1 - old
+		f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+		err := writeNpy(f, path, "<i8", []int64{int64(len(arrays[next]))}, dataset.BytesOf(arrays[next]))
+		what := fmt.Sprintf("%v (%s; %s): %v", f, f.Hit(), f.ThenHit(), err)
+		got := read(what)
+		if got != old && got != next || err == nil && got != next || f.Hit() == "" && err != nil {
+			t.Fatalf("%s: holds array %d; want the old %d or the new %d", what, got, old, next)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) > 2 || len(entries) == 2 && (entries[1].Name() != "a.npy"+npyTmpSuffix || !strings.Contains(f.ThenHit(), npyTmpSuffix) && !strings.Contains(f.Hit(), "remove")) {
+			t.Fatalf("%s: the directory holds %v", what, entries)
+		}
+		return f.Hit() != "", f.ThenHit() != ""
+	}
+	walked, seconds := wfs.Walk(0, run)
+	if err := WriteNpy(path, "<i8", []int64{3}, dataset.BytesOf(arrays[0])); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || read("after") != 0 {
+		t.Fatalf("after a WriteNpy without faults the directory holds %v", entries)
+	}
+	t.Logf("%d faulted writes, %d with a second fault", walked, seconds)
 }

@@ -294,7 +294,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 			return cleanup, err
 		}
 		labelled = labelled || setLabelled
-		if err := WriteNpy(filepath.Join(opt.SplitsDir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
+		if err := writeNpy(opt.FS, filepath.Join(opt.SplitsDir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
 			return cleanup, fmt.Errorf("ingest: %w", err)
 		}
 	}
@@ -303,7 +303,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	}
 	if labelled {
 		opt.Labels = filepath.Join(tmp, "labels.npy")
-		if err := WriteNpy(opt.Labels, "<i8", []int64{n}, dataset.BytesOf(labels)); err != nil {
+		if err := writeNpy(opt.FS, opt.Labels, "<i8", []int64{n}, dataset.BytesOf(labels)); err != nil {
 			return cleanup, fmt.Errorf("ingest: %w", err)
 		}
 	}

@@ -39,7 +39,7 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 	}
 	g := md.Graph
 	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
-	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, Progress: opt.Progress}
+	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, Progress: opt.Progress, FS: opt.FS}
 	nodeIndex := map[string]int{}
 	for i, n := range g.Nodes {
 		key := fmt.Sprintf("graph.nodes[%d]", i)
@@ -160,7 +160,7 @@ func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, di
 			if err := os.MkdirAll(tdir, 0o755); err != nil {
 				return fmt.Errorf("ingest: %w", err)
 			}
-			if err := WriteNpy(filepath.Join(tdir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
+			if err := writeNpy(hopt.FS, filepath.Join(tdir, set.name+".npy"), "<i8", []int64{int64(len(seeds))}, dataset.BytesOf(seeds)); err != nil {
 				return fmt.Errorf("ingest: %w", err)
 			}
 			hopt.NodeTypes[k].Splits = tdir
@@ -168,7 +168,7 @@ func graphBoltHeteroTask(hopt *HeteroOptions, task graphBoltTaskSpec, ti int, di
 	}
 	for t, lab := range labels {
 		p := filepath.Join(tmp, t, "labels.npy")
-		if err := WriteNpy(p, "<i8", []int64{int64(len(lab))}, dataset.BytesOf(lab)); err != nil {
+		if err := writeNpy(hopt.FS, p, "<i8", []int64{int64(len(lab))}, dataset.BytesOf(lab)); err != nil {
 			return fmt.Errorf("ingest: %w", err)
 		}
 		hopt.NodeTypes[nodeIndex[t]].Labels = p

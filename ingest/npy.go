@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/internal/wfs"
 )
 
 // npyMagic opens every .npy file.
@@ -239,8 +240,18 @@ func descrDType(kind byte, size int) dataset.DType {
 func NpyDescr(d dataset.DType) string { return npyDescrs[d] }
 
 // WriteNpy writes a C-order .npy file (format 1.0, or 2.0 for a header over 64 KiB) holding
-// data, which must be exactly the elements of shape in descr's little-endian encoding.
+// data, which must be exactly the elements of shape in descr's little-endian encoding. The file
+// is written beside path under a temporary name and renamed over path: path holds its old
+// contents (or nothing) or the new array, never part of one, whatever call fails. It is not
+// fsynced (as numpy's save): a power loss may lose the new array, not mix the two.
 func WriteNpy(path string, descr string, shape []int64, data []byte) error {
+	return writeNpy(wfs.OS, path, descr, shape, data)
+}
+
+// writeNpy is WriteNpy through fsys (an ingest's Options.FS for its scratch arrays; a test's
+// wfs.Faulty).
+func writeNpy(fsys wfs.FS, path string, descr string, shape []int64, data []byte) error {
+	fsys = wfs.Or(fsys)
 	_, size, err := parseDescr(descr)
 	if err != nil {
 		return fmt.Errorf("ingest: write %s: %w", path, err)
@@ -272,21 +283,31 @@ func WriteNpy(path string, descr string, shape []int64, data []byte) error {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(header)))
 	}
 	buf = append(buf, header...)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := path + npyTmpSuffix
+	f, err := wfs.Create(fsys, tmp)
 	if err != nil {
-		return fmt.Errorf("ingest: %w", err)
+		return fmt.Errorf("ingest: write %s: %w", path, err)
 	}
 	for _, b := range [][]byte{buf, data} { // the header, then the elements
-		if _, err := f.Write(b); err != nil {
-			f.Close()
-			return fmt.Errorf("ingest: write %s: %w", path, err)
+		if _, err = f.Write(b); err != nil {
+			break
 		}
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("ingest: write %s: %w", path, err)
 	}
 	return nil
 }
+
+// npyTmpSuffix names the file WriteNpy writes before renaming it over its path.
+const npyTmpSuffix = ".tierfs-tmp"
 
 // ReadNpyInt64s reads a 1-D .npy array of any integer dtype as int64s (node id lists).
 func ReadNpyInt64s(path string) ([]int64, error) {

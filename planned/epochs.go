@@ -28,6 +28,7 @@ package planned
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -584,12 +585,52 @@ type batchExtent struct {
 // epochIndexVersion is the index format this package writes and reads.
 // Version 3 added the samples files of plans of seed nodes of one node type; version 4 stores
 // every plan's samples (link and Session plans too) in records of one format (samples.go);
-// version 5 stores node, local and edge ids narrower where they fit (a record's coding). A
-// version 4 plan is read as it is: its records are version 5 records of coding 0.
+// version 5 stores node, local and edge ids narrower where they fit (a record's coding); version
+// 6 binds the checksums to their place (bind). A version 4 plan is read as it is: its records
+// are version 5 records of coding 0; versions 4 and 5 are read unbound.
 const (
-	epochIndexVersion       = 5
+	epochIndexVersion       = 6
 	oldestEpochIndexVersion = 4
+	boundEpochIndexVersion  = 6
 )
+
+// Checksums bound to their place (index version 6): the index stores each extent's and each
+// sample record's xxhash64 XORed with a key of the plan (the xxhash64 of its inputs as the index
+// lists them: the dataset's fingerprint, the options, the memory tiers' contents), the planned
+// epoch, the batch and the packed type (an extent) or the record kind. So an epoch entry moved
+// to another place of the index with its files moved along (or copied over another), a batch's
+// extent or record moved to another batch or type, and an epoch spliced in from another plan
+// or another dataset (its entry and its files) fail their checks on the read that touches
+// them, as a flipped bit does, instead of serving another epoch's, batch's or plan's sample and
+// rows. Serving sees the plain checksums: openPlan unbinds what it read.
+
+// bind XORs every checksum of idx with its place's key: binding twice unbinds. The planner
+// binds the index it writes, openPlan unbinds the one it reads (of version 6 and later).
+func (idx *epochIndex) bind() error {
+	in, err := json.Marshal(idx.Inputs)
+	if err != nil {
+		return fmt.Errorf("planned: epoch plan inputs: %w", err)
+	}
+	plan := xxhash.Sum64(in)
+	key := func(kind byte, e, i int) uint64 {
+		var b [25]byte
+		binary.LittleEndian.PutUint64(b[0:], plan)
+		b[8] = kind
+		binary.LittleEndian.PutUint64(b[9:], uint64(e))
+		binary.LittleEndian.PutUint64(b[17:], uint64(i))
+		return xxhash.Sum64(b[:])
+	}
+	for e := range idx.Epochs {
+		ef := &idx.Epochs[e]
+		for x := range ef.Batches {
+			ef.Batches[x].Sum ^= key('x', e, x) // extent x = batch x/T's of type x%T
+		}
+		for b := range ef.SampleRecords {
+			ef.SampleRecords[b].Sum ^= key('s', e, b)
+		}
+	}
+	return nil
+}
 
 // EpochIndexFile is the name of a plan's index in its directory.
 const EpochIndexFile = "epochs.json"

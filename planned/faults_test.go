@@ -66,7 +66,8 @@ func planBatches(t *testing.T, ss *featurestore.Session, o EpochOptions) ([]stri
 // TestPlanFaults fails each call of PlanEpochs (two epochs, over the plan a first run left;
 // plain, and placing a host tier first, whose pass spools the samples files) in turn with each
 // fault wfs.Faulty injects — ENOSPC, EIO, a short write, a failed fsync — until the plan makes no
-// call the fault applies to. After each, the plan directory holds no plan (OpenEpochs:
+// call the fault applies to, and for each EIO a second fault in the same run, at each removal
+// after it (the cleanup's own removal failing). After each, the plan directory holds no plan (OpenEpochs:
 // featurestore.ErrNotFound) and, once OpenEpochs has cleaned it, nothing else; or the whole plan:
 // every batch loads, verified, equal to the plan's written without faults. A plan that returns
 // nil is in place.
@@ -94,37 +95,32 @@ func TestPlanFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		walked := 0
-		for _, fault := range wfs.Faults {
-			for n := 1; ; n++ {
-				f := &wfs.Faulty{Fault: fault, N: n}
-				fo := o
-				fo.fs = f
-				_, err := PlanEpochs(s.Session(), fo)
-				what := fmt.Sprintf("place %v, %v (%s), plan: %v", place, f, f.Hit(), err)
-				got, oerr := planBatches(t, s.Session(), o)
-				switch {
-				case errors.Is(oerr, featurestore.ErrNotFound):
-					if err == nil {
-						t.Fatalf("%s: no plan", what)
-					}
-					if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
-						t.Fatalf("%s: a failed plan left %d entries (%s...)", what, len(left), left[0].Name())
-					}
-				case oerr != nil:
-					t.Fatalf("%s: the plan in place: %v", what, oerr)
-				case !slices.Equal(got, want):
-					t.Fatalf("%s: the plan in place serves other batches", what)
+		run := func(fault wfs.Fault, n, then int) (hit, thenHit bool) {
+			f := &wfs.Faulty{Fault: fault, N: n, Then: then}
+			fo := o
+			fo.fs = f
+			_, err := PlanEpochs(s.Session(), fo)
+			what := fmt.Sprintf("place %v, %v (%s; %s), plan: %v", place, f, f.Hit(), f.ThenHit(), err)
+			got, oerr := planBatches(t, s.Session(), o)
+			switch {
+			case errors.Is(oerr, featurestore.ErrNotFound):
+				if err == nil {
+					t.Fatalf("%s: no plan", what)
 				}
-				if f.Hit() == "" {
-					if err != nil {
-						t.Fatalf("%s: no fault hit", what)
-					}
-					walked += n - 1
-					break
+				if left, _ := os.ReadDir(o.Dir); len(left) != 0 {
+					t.Fatalf("%s: a failed plan left %d entries (%s...)", what, len(left), left[0].Name())
 				}
+			case oerr != nil:
+				t.Fatalf("%s: the plan in place: %v", what, oerr)
+			case !slices.Equal(got, want):
+				t.Fatalf("%s: the plan in place serves other batches", what)
 			}
+			if f.Hit() == "" && err != nil {
+				t.Fatalf("%s: no fault hit", what)
+			}
+			return f.Hit() != "", f.ThenHit() != ""
 		}
-		t.Logf("place %v: %d faulted plans", place, walked)
+		walked, seconds := wfs.Walk(0, run)
+		t.Logf("place %v: %d faulted plans, %d with a second fault in their cleanup", place, walked, seconds)
 	}
 }

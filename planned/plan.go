@@ -212,7 +212,7 @@ func (src *epochSource) planPlaced(o EpochOptions, pl *placed, start time.Time) 
 	r := &epochPlanner{src: src, o: &o, pl: pl, nb: nb,
 		rep: &EpochPlanReport{Dir: o.Dir, Epochs: o.Epochs, BatchesPerEpoch: nb, DiskBudget: o.DiskBudget}}
 	defer func() {
-		if err != nil {
+		if err != nil && !errors.Is(err, errIndexKept) {
 			for _, p := range r.written {
 				o.fs.Remove(p)
 			}
@@ -713,10 +713,21 @@ func removePlan(fsys wfs.FS, dir string) error {
 	return nil
 }
 
-// writeIndex writes idx as dir's index: a temporary file, fsync, rename, fsync of dir. When the
-// fsync of dir fails, the index is removed again: the caller removes the files it names.
+// writeIndex writes idx as dir's index, its checksums bound (epochIndex.bind): a temporary
+// file, fsync, rename, fsync of dir. When the fsync of dir fails, the index is removed again: the
+// caller removes the files it names; when that removal fails too, the error wraps errIndexKept
+// and the caller keeps them.
 func writeIndex(fsys wfs.FS, dir string, idx *epochIndex) error {
-	data, err := json.MarshalIndent(idx, "", " ")
+	bound := *idx
+	bound.Epochs = slices.Clone(idx.Epochs)
+	for e := range bound.Epochs {
+		bound.Epochs[e].Batches = slices.Clone(idx.Epochs[e].Batches)
+		bound.Epochs[e].SampleRecords = slices.Clone(idx.Epochs[e].SampleRecords)
+	}
+	if err := bound.bind(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(&bound, "", " ")
 	if err != nil {
 		return err
 	}
@@ -738,11 +749,18 @@ func writeIndex(fsys wfs.FS, dir string, idx *epochIndex) error {
 		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
 	if err := fsys.SyncDir(dir); err != nil {
-		fsys.Remove(filepath.Join(dir, EpochIndexFile))
+		if rerr := fsys.Remove(filepath.Join(dir, EpochIndexFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			// The index stays in place: so must the files it names, a whole plan.
+			return fmt.Errorf("planned: epoch plan index: %w; the plan stays in place, its index not removed: %v (%w)", err, rerr, errIndexKept)
+		}
 		return fmt.Errorf("planned: epoch plan index: %w", err)
 	}
 	return nil
 }
+
+// errIndexKept marks writeIndex's error when the index it wrote could not be removed again: the
+// plan is whole and in place, so the planner keeps the files it names.
+var errIndexKept = errors.New("index kept")
 
 // lockPlan opens the plan directory dir and flocks it (a directory takes a flock like a file,
 // and leaves nothing behind): waiting for another planner when wait, else returning a nil file

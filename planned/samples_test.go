@@ -397,7 +397,8 @@ func benchStoredAndRedrawn[S any](b *testing.B, nb int, stored, redraw func(int)
 	}
 }
 
-// setIndexVersion rewrites the version of the plan index in dir (an older plan's, as tests make one).
+// setIndexVersion rewrites the version of the plan index in dir (an older plan's, as tests make
+// one): below version 6 with its checksums unbound, as those versions wrote them.
 func setIndexVersion(t *testing.T, dir string, v int) {
 	t.Helper()
 	path := filepath.Join(dir, EpochIndexFile)
@@ -412,6 +413,31 @@ func setIndexVersion(t *testing.T, dir string, v int) {
 		t.Fatal(err)
 	}
 	idx["version"] = v
+	if data, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if v < boundEpochIndexVersion {
+		// What that version wrote: its checksums unbound.
+		var plain epochIndex
+		if err := json.Unmarshal(data, &plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.bind(); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		epochs, err := json.Marshal(plain.Epochs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["epochs"] = json.RawMessage(epochs)
+		idx = m
+	}
 	if data, err = json.Marshal(idx); err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +478,7 @@ func checkBudgetCountsSamples(t *testing.T, o EpochOptions, plan func(EpochOptio
 // TestPlanEntriesAreBoundToTheirEpoch (issue 43, item 1): an index whose epoch entries were
 // reversed, or whose entry 0 was copied over entry 1, is refused at open as corrupt, replan or
 // not; epoch files swapped on disk along with their entries' contents (names kept) are refused
-// when a batch is served, its sample's seeds not the batch's.
+// when a batch is served, its record's checksum bound to the other epoch.
 func TestPlanEntriesAreBoundToTheirEpoch(t *testing.T) {
 	rng := newRand(t)
 	d := writeSplitDataset(t, 2000, 8, 1, 5, rng)
@@ -526,7 +552,7 @@ func TestPlanEntriesAreBoundToTheirEpoch(t *testing.T) {
 	}
 	defer p.Close()
 	_, _, err = oneSample(p, 0, 0)
-	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "a sample of other seeds") || !strings.Contains(err.Error(), "epoch 0 batch 0") {
+	if !errors.Is(err, dataset.ErrCorrupt) || !strings.Contains(err.Error(), "has checksum") || !strings.Contains(err.Error(), "epoch 0 batch 0") {
 		t.Fatalf("epoch files swapped with their entries: %v; want ErrCorrupt naming the batch", err)
 	}
 }

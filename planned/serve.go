@@ -158,6 +158,11 @@ func (src *epochSource) openPlan(o EpochOptions) (_ *Epochs, err error) {
 	if in, a, b := idx.Inputs.diff(now); in != "" {
 		return nil, &StalePlanError{Dir: o.Dir, Input: in, Plan: a, Store: b}
 	}
+	if idx.Version >= boundEpochIndexVersion {
+		if err := idx.bind(); err != nil { // unbinds
+			return nil, err
+		}
+	}
 	if idx.Planned < 1 || idx.Planned != len(idx.Epochs) || idx.Batches != nb {
 		return nil, fmt.Errorf("planned: epoch plan index %s lists %d of %d epochs of %d batches: %w", o.Dir, len(idx.Epochs), idx.Planned, idx.Batches, dataset.ErrCorrupt)
 	}

@@ -26,16 +26,21 @@ var Faults = []Fault{ENOSPC, EIO, ShortWrite, SyncFail}
 // and EIO apply to every call (open, write, truncate, allocate, fsync, close, rename, remove,
 // mkdir), ShortWrite to writes, SyncFail to fsyncs of files and directories. Hit names the
 // call that failed: a test walks N = 1, 2, ... until a write completes with Hit empty, so every
-// call of the write has failed once. Safe for concurrent use; the order of concurrent calls
-// decides which of them is the Nth.
+// call of the write has failed once. Then, when positive, is a second fault in the same run: the
+// Then-th removal (remove, removeall) after the first failure fails too, with EIO — the
+// cleanup's own removal failing; ThenHit names it. Safe for concurrent use; the order of
+// concurrent calls decides which of them is the Nth.
 type Faulty struct {
 	FS    FS
 	Fault Fault
 	N     int
+	Then  int
 
-	mu    sync.Mutex
-	calls int
-	hit   string // the call that failed, "" if none
+	mu       sync.Mutex
+	calls    int
+	hit      string // the call that failed, "" if none
+	removals int    // removals after the first failure
+	thenHit  string // the removal that failed second, "" if none
 }
 
 // Hit is the call that failed ("open /x/y", "write /x/y"), or "" when none did.
@@ -43,6 +48,31 @@ func (f *Faulty) Hit() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.hit
+}
+
+// ThenHit is the removal that failed as the second fault (Then), or "" when none did.
+func (f *Faulty) ThenHit() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.thenHit
+}
+
+// failRemoval says whether the removal op of path fails: the first fault's or the second's.
+func (f *Faulty) failRemoval(op, path string) (bool, error) {
+	if f.fail(op, path) {
+		return true, f.errno(op, path)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Then <= 0 || f.hit == "" || f.thenHit != "" {
+		return false, nil
+	}
+	f.removals++
+	if f.removals != f.Then {
+		return false, nil
+	}
+	f.thenHit = op + " " + path
+	return true, &os.PathError{Op: op + " (injected second fault eio)", Path: path, Err: unix.EIO}
 }
 
 // fail says whether the call op of path is the one to fail, counting it when the fault applies.
@@ -97,15 +127,15 @@ func (f *Faulty) Rename(oldpath, newpath string) error {
 }
 
 func (f *Faulty) Remove(path string) error {
-	if f.fail("remove", path) {
-		return f.errno("remove", path)
+	if failed, err := f.failRemoval("remove", path); failed {
+		return err
 	}
 	return f.inner().Remove(path)
 }
 
 func (f *Faulty) RemoveAll(path string) error {
-	if f.fail("removeall", path) {
-		return f.errno("removeall", path)
+	if failed, err := f.failRemoval("removeall", path); failed {
+		return err
 	}
 	return f.inner().RemoveAll(path)
 }
@@ -196,4 +226,33 @@ var (
 )
 
 // String names the fault and the call it fails, for test logs.
-func (f *Faulty) String() string { return fmt.Sprintf("%s at call %d", f.Fault, f.N) }
+func (f *Faulty) String() string {
+	if f.Then > 0 {
+		return fmt.Sprintf("%s at call %d, then removal %d", f.Fault, f.N, f.Then)
+	}
+	return fmt.Sprintf("%s at call %d", f.Fault, f.N)
+}
+
+// Walk is the writers' fault walk: for every Fault, run with N = 1, 2, ... until a run hits no
+// fault (hit false), and after each EIO also with Then = 1, 2, ... up to maxThen (0: until a
+// run's second fault hits nothing). run makes its Faulty of fault, n and then, writes through
+// it, checks what is left and says whether each fault hit. It returns the runs whose first fault
+// hit and those whose second did.
+func Walk(maxThen int, run func(fault Fault, n, then int) (hit, thenHit bool)) (walked, seconds int) {
+	for _, fault := range Faults {
+		for n := 1; ; n++ {
+			if hit, _ := run(fault, n, 0); !hit {
+				walked += n - 1
+				break
+			}
+			// EIO fails every call: its first faults are every place a cleanup starts from.
+			for then := 1; fault == EIO && (maxThen == 0 || then <= maxThen); then++ {
+				if _, thenHit := run(fault, n, then); !thenHit {
+					break
+				}
+				seconds++
+			}
+		}
+	}
+	return walked, seconds
+}

@@ -54,9 +54,9 @@ func (m *mappedShared) Fill(ids []int64, load tiers.Source) error {
 	path := filepath.Join(m.dir, fmt.Sprintf("tier-%d", m.fills))
 	creator := New(m.rowBytes)
 	defer creator.Close()
-	if err := creator.FillShared(nil, path, ids, load); err != nil {
+	if err := creator.FillShared(nil, path, "k", ids, load); err != nil {
 		return err
 	}
 	defer os.Remove(path)
-	return m.MapShared(path)
+	return m.MapShared(path, "k")
 }

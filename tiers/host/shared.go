@@ -22,8 +22,8 @@ import (
 //
 // The file, all little-endian:
 //
-//	[0, 64)            header: magic "TFSHOST2", row bytes, rows, table length, ready, creator pid,
-//	                   checksum
+//	[0, 64)            header: magic "TFSHOST3", row bytes, rows, table length, ready, creator pid,
+//	                   checksum, key (the xxhash64 of the caller's key)
 //	[64, 64+8·rows)    the ids held, ascending (Index.ids)
 //	then               the hash table, table length int32s (Index.table)
 //	from a page        the arena: rows × row bytes, row i for ids[i]
@@ -32,18 +32,24 @@ import (
 // whose creator has not finished, so a half-filled tier is never served. The checksum is the
 // xxhash64 of the header's other words, the index and every row (contentSum); MapShared checks
 // it, so a byte of the file changed after its creator filled it is refused, not served as a
-// feature. (Once mapped, the file is read-only in every process that maps it; a process that
+// feature. The key names what the rows are (the caller's: a store's dataset, node type and
+// feature); MapShared refuses a file filled under another key, so a tier file of another
+// dataset, node type or feature of the same row width is not served as this one's rows. (Once mapped, the file is read-only in every process that maps it; a process that
 // writes it after that through its own writable mapping is not detected.) The file is mapped
 // read-only once filled, in every process; a process that pins it for a GPU makes its arena
 // writable first (cudaHostRegister pins pages for writing) and still never writes it. Removing
 // the file (os.Remove) when every process has mapped it leaves nothing behind when the processes
 // end, however they end.
 const (
-	sharedMagic       = "TFSHOST2"
+	sharedMagic       = "TFSHOST3"
 	sharedHeaderBytes = 64
 	sharedReadyOffset = 32
 	sharedSumOffset   = 48
+	sharedKeyOffset   = 56
 )
+
+// keySum is the header's key word for key.
+func keySum(key string) uint64 { return xxhash.Sum64String(key) }
 
 // contentSum is the checksum a shared tier file's header holds: the xxhash64 of the header's
 // words but the ready word and the checksum itself, then everything after the header.
@@ -51,7 +57,7 @@ func contentSum(mem []byte) uint64 {
 	d := xxhash.New()
 	d.Write(mem[:sharedReadyOffset])
 	d.Write(mem[sharedReadyOffset+8 : sharedSumOffset])
-	d.Write(mem[sharedHeaderBytes:])
+	d.Write(mem[sharedSumOffset+8:])
 	return d.Sum64()
 }
 
@@ -95,11 +101,12 @@ func (l sharedLayout) view(mem []byte) (Index, []byte) {
 // FillShared is Fill into a new file at path in shared memory (see sharedFile): it creates the
 // file (refusing one that exists), writes the index, calls load with the ids sorted and the
 // arena, marks the file ready and maps it read-only. Other processes then map it with
-// MapShared. On error the file is removed. The tier's earlier contents are released as by Fill.
+// MapShared under the same key. On error the file is removed (if that removal fails, the file
+// stays never ready, refused by MapShared: the caller removes its path). The tier's earlier contents are released as by Fill.
 // The file is created, sized, reserved (so that a full tmpfs is an error, not a SIGBUS) and
 // removed through fsys (nil: the operating system's); its contents are written through the
 // mapping.
-func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Source) error {
+func (c *Cache) FillShared(fsys wfs.FS, path, key string, ids []int64, load tiers.Source) error {
 	fsys = wfs.Or(fsys)
 	index, err := NewIndex(ids)
 	if err != nil {
@@ -126,7 +133,7 @@ func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Sou
 		return mem, nil
 	}()
 	if err == nil {
-		err = c.writeShared(mem, l, index, load)
+		err = c.writeShared(mem, l, key, index, load)
 		if err != nil {
 			unix.Munmap(mem)
 		}
@@ -144,7 +151,7 @@ func (c *Cache) FillShared(fsys wfs.FS, path string, ids []int64, load tiers.Sou
 }
 
 // writeShared writes the index and the rows into mem and then the header, ready last.
-func (c *Cache) writeShared(mem []byte, l sharedLayout, index Index, load tiers.Source) error {
+func (c *Cache) writeShared(mem []byte, l sharedLayout, key string, index Index, load tiers.Source) error {
 	x, arena := l.view(mem)
 	copy(x.ids, index.ids)
 	copy(x.table, index.table)
@@ -158,17 +165,18 @@ func (c *Cache) writeShared(mem []byte, l sharedLayout, index Index, load tiers.
 	binary.LittleEndian.PutUint64(mem[16:], uint64(l.rows))
 	binary.LittleEndian.PutUint64(mem[24:], uint64(l.tableLen))
 	binary.LittleEndian.PutUint64(mem[40:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(mem[sharedKeyOffset:], keySum(key))
 	binary.LittleEndian.PutUint64(mem[sharedSumOffset:], contentSum(mem))
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[sharedReadyOffset])), 1)
 	return nil
 }
 
 // MapShared replaces the tier's contents with the shared tier in the file at path, filled by
-// FillShared in this or another process, mapped read-only. It refuses a file that is not ready
-// (its creator has not finished or was killed), whose rows are not this tier's width, or whose
-// header or index does not match its size, or whose checksum does not match its contents; the
-// error names the file and what is wrong.
-func (c *Cache) MapShared(path string) error {
+// FillShared in this or another process under key, mapped read-only. It refuses a file that is
+// not ready (its creator has not finished or was killed), whose rows are not this tier's width,
+// whose header or index does not match its size, whose checksum does not match its contents,
+// or that was filled under another key; the error names the file and what is wrong.
+func (c *Cache) MapShared(path, key string) error {
 	// O_RDWR although the mapping is read-only: pinning for a GPU makes the arena writable.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -189,7 +197,7 @@ func (c *Cache) MapShared(path string) error {
 	if err != nil {
 		return fmt.Errorf("host tier: map the shared tier file %s (%d bytes): %w", path, st.Size(), err)
 	}
-	l, err := c.checkShared(path, mem)
+	l, err := c.checkShared(path, key, mem)
 	if err != nil {
 		unix.Munmap(mem)
 		return err
@@ -197,9 +205,9 @@ func (c *Cache) MapShared(path string) error {
 	return c.adopt(&sharedFile{path: path, mem: mem}, l)
 }
 
-// checkShared checks a mapped shared tier file's header and index against its size and the
-// tier's row width.
-func (c *Cache) checkShared(path string, mem []byte) (sharedLayout, error) {
+// checkShared checks a mapped shared tier file's header and index against its size, the tier's
+// row width and key.
+func (c *Cache) checkShared(path, key string, mem []byte) (sharedLayout, error) {
 	bad := func(format string, a ...any) (sharedLayout, error) {
 		return sharedLayout{}, fmt.Errorf("host tier: shared tier file %s: %s", path, fmt.Sprintf(format, a...))
 	}
@@ -242,6 +250,9 @@ func (c *Cache) checkShared(path string, mem []byte) (sharedLayout, error) {
 	}
 	if sum, want := contentSum(mem), binary.LittleEndian.Uint64(mem[sharedSumOffset:]); sum != want {
 		return bad("has checksum %016x over its header, index and rows, its creator wrote %016x: it was changed after it was filled", sum, want)
+	}
+	if got, want := binary.LittleEndian.Uint64(mem[sharedKeyOffset:]), keySum(key); got != want {
+		return bad("was filled for another tier (key hash %016x, this tier's %016x for %q): the rows of another dataset, node type or feature", got, want, key)
 	}
 	return l, nil
 }

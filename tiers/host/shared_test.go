@@ -49,10 +49,10 @@ func TestSharedTierMatchesPrivateFill(t *testing.T) {
 		if err := plain.Fill(ids, load); err != nil {
 			t.Fatal(err)
 		}
-		if err := creator.FillShared(nil, path, ids, load); err != nil {
+		if err := creator.FillShared(nil, path, "k", ids, load); err != nil {
 			t.Fatal(err)
 		}
-		if err := mapper.MapShared(path); err != nil {
+		if err := mapper.MapShared(path, "k"); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Remove(path); err != nil {
@@ -93,10 +93,10 @@ func TestSharedTierEmpty(t *testing.T) {
 	creator, mapper := New(16), New(16)
 	defer creator.Close()
 	defer mapper.Close()
-	if err := creator.FillShared(nil, path, nil, func([]int64, []byte) error { return nil }); err != nil {
+	if err := creator.FillShared(nil, path, "k", nil, func([]int64, []byte) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := mapper.MapShared(path); err != nil {
+	if err := mapper.MapShared(path, "k"); err != nil {
 		t.Fatal(err)
 	}
 	if mapper.Rows() != 0 || mapper.Lookup([]int64{0, 5}, make([]int64, 2)) != 0 {
@@ -116,15 +116,15 @@ func TestSharedTierRefusals(t *testing.T) {
 	ids, load := randomTier(rng, 100, 16)
 	creator := New(16)
 	defer creator.Close()
-	if err := creator.FillShared(nil, path, ids, load); err != nil {
+	if err := creator.FillShared(nil, path, "k", ids, load); err != nil {
 		t.Fatal(err)
 	}
-	if err := New(16).FillShared(nil, path, ids, load); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := New(16).FillShared(nil, path, "k", ids, load); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("FillShared over an existing file: %v", err)
 	}
 	boom := errors.New("boom")
 	failed := filepath.Join(dir, "failed")
-	if err := New(16).FillShared(nil, failed, ids, func([]int64, []byte) error { return boom }); !errors.Is(err, boom) {
+	if err := New(16).FillShared(nil, failed, "k", ids, func([]int64, []byte) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("FillShared with a failing source: %v", err)
 	}
 	if _, err := os.Stat(failed); !os.IsNotExist(err) {
@@ -168,7 +168,7 @@ func TestSharedTierRefusals(t *testing.T) {
 		{filepath.Join(dir, "absent"), "no such file", 16},
 	} {
 		m := New(c.rowBytes)
-		err := m.MapShared(c.path)
+		err := m.MapShared(c.path, "k")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
 			t.Errorf("MapShared(%s): %v, want an error naming the file and %q", filepath.Base(c.path), err, c.want)
 		}
