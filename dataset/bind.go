@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tierfs/tierfs/internal/wfs"
@@ -75,6 +76,9 @@ func (m *Manifest) walkBindings(want func(path string) bool, fn func(path string
 				if layout == "" {
 					layout = fmt.Sprintf("dtype=%s dim=%d row_bytes=%d rows_per_block=%d stripe_rows=%d stripes=%d scalar=%t in_place=%t data_offset=%d %s=%d",
 						f.DType, f.Dim, f.RowBytes, f.RowsPerBlock, f.StripeRows, len(f.Files), f.Scalar, f.InPlace, f.DataOffset, rows, count)
+					if f.Shape != nil { // a row shape, where it was given: a dataset without one binds as before
+						layout += " shape=" + shapeString(f.Shape)
+					}
 				}
 				fn(p, fileBinding{prefix + "/feature/" + f.Name + "/" + strconv.Itoa(k), layout})
 			}
@@ -114,6 +118,15 @@ func (m *Manifest) walkBindings(want func(path string) bool, fn func(path string
 			}
 		}
 	}
+}
+
+// shapeString is a row shape as the layout binds it: its sizes joined by 'x' ("2x3").
+func shapeString(shape []int64) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	return strings.Join(parts, "x")
 }
 
 // key is the bind key of a file so bound in dataset id of a dataset of version.

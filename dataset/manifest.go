@@ -100,6 +100,10 @@ type Manifest struct {
 	// is a typed dataset of one type, not a homogeneous graph. A dataset of several types is typed
 	// without it, and never sets it.
 	Typed bool `json:"typed,omitempty"`
+	// TaskMetadata (version 9, optional) is the metadata of the task whose splits the dataset
+	// holds, as its maker gave it (GraphBolt's task: its name, num_classes, a user's keys); tierfs
+	// does not read it.
+	TaskMetadata map[string]json.RawMessage `json:"task_metadata,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
 	fs  wfs.FS // what its files are written through (nil: the operating system's)
@@ -181,6 +185,14 @@ type FeatureSpec struct {
 	// (RowsPerBlock 0), straddling blocks. See the package doc.
 	InPlace    bool  `json:"in_place,omitempty"`
 	DataOffset int64 `json:"data_offset,omitempty"` // byte offset of row 0 in Files[0]; 0 unless InPlace
+	// Shape (version 9, optional) is a row's shape when it has more than one dimension
+	// (GraphBolt's (N, a, b) feature): two or more positive sizes whose product is Dim. Rows are
+	// stored flat, Dim values each; readers give them this shape. Bound into the checksums with
+	// the rest of the layout (bind.go).
+	Shape []int64 `json:"shape,omitempty"`
+	// Metadata (version 9, optional) is what the feature's maker said of it that tierfs does not
+	// read (GraphBolt's feature metadata: num_categories, a user's keys), given back as it came.
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
 
 	blockSize int64
 	count     int64
@@ -425,6 +437,9 @@ func (v *validation) features(of string, list []FeatureSpec, count int64) error 
 		if f.InPlace && m.Version < 4 {
 			return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
 		}
+		if (f.Shape != nil || f.Metadata != nil) && m.Version < VersionBoundLayout {
+			return fmt.Errorf("manifest %s feature %q has a shape or metadata, which format version %d introduced (version %d)", of, f.Name, VersionBoundLayout, m.Version)
+		}
 		if err := f.validate(int64(m.BlockSize), count); err != nil {
 			return err
 		}
@@ -593,6 +608,26 @@ func (m *Manifest) minVersion() int {
 	return 2
 }
 
+// validateShape checks the optional row shape: two or more positive sizes of product Dim, on a
+// feature that is not scalar.
+func (f *FeatureSpec) validateShape() error {
+	if f.Shape == nil {
+		return nil
+	}
+	product := int64(1)
+	for _, d := range f.Shape {
+		if d <= 0 || d > f.Dim {
+			product = -1
+			break
+		}
+		product *= d
+	}
+	if len(f.Shape) < 2 || product != f.Dim || f.Scalar {
+		return fmt.Errorf("manifest feature %q: shape %v does not fit dim %d (scalar %v); a shape has two or more positive sizes whose product is dim, on a feature that is not scalar", f.Name, f.Shape, f.Dim, f.Scalar)
+	}
+	return nil
+}
+
 func (f *FeatureSpec) validate(blockSize, count int64) error {
 	size := f.DType.Size()
 	if size == 0 {
@@ -619,6 +654,14 @@ func (f *FeatureSpec) validate(blockSize, count int64) error {
 	}
 	if f.StripeRows <= 0 || (f.RowsPerBlock > 0 && f.StripeRows%f.RowsPerBlock != 0) {
 		return fmt.Errorf("manifest feature %q: stripe_rows %d must be positive and a multiple of rows_per_block %d", f.Name, f.StripeRows, f.RowsPerBlock)
+	}
+	if err := f.validateShape(); err != nil {
+		return err
+	}
+	for k := range f.Metadata {
+		if k == "" {
+			return fmt.Errorf("manifest feature %q: metadata has an empty key", f.Name)
+		}
 	}
 	f.blockSize, f.count = blockSize, count
 	return nil
