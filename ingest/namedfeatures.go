@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -17,6 +18,9 @@ type FeatureInput struct {
 	// gathered as a 1-D array); node features may also be Parquet or Arrow IPC, as Features.
 	Path  string
 	DType dataset.DType // as Options.FeatureDType, for this input
+	// Metadata is kept with the feature as given (dataset.FeatureSpec.Metadata: GraphBolt's
+	// num_categories, a user's keys).
+	Metadata map[string]json.RawMessage `json:"-"`
 }
 
 // InputEdgeIDFeature names the int64 scalar edge feature ingest writes where an edge type's

@@ -142,7 +142,7 @@ func TestNamedFeatureBadInputs(t *testing.T) {
 	WriteNpy(p("x5.npy"), "<f4", []int64{5, 2}, make([]byte, 40))
 	WriteNpy(p("w4.npy"), "<f4", []int64{4}, make([]byte, 16))
 	WriteNpy(p("w3.npy"), "<f4", []int64{3}, make([]byte, 12))
-	WriteNpy(p("w3d.npy"), "<f4", []int64{4, 1, 1}, make([]byte, 16))
+	WriteNpy(p("w3d.npy"), "<f4", []int64{4, 0, 2}, nil)
 	WriteNpy(p("c.npy"), "<c8", []int64{4}, make([]byte, 32))
 	os.WriteFile(p("w.csv"), []byte("1\n2\n3\n4\n"), 0o644)
 	base := Options{Edges: p("edges.npy"), Features: p("x4.npy")}
@@ -152,23 +152,23 @@ func TestNamedFeatureBadInputs(t *testing.T) {
 		want string
 	}{
 		{"duplicate node names", func(o *Options) {
-			o.NodeFeatures = []FeatureInput{{"h", p("x4.npy"), ""}, {"h", p("x4.npy"), ""}}
+			o.NodeFeatures = []FeatureInput{{Name: "h", Path: p("x4.npy")}, {Name: "h", Path: p("x4.npy")}}
 		}, `node feature name "h" is used twice`},
-		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{"x", p("x4.npy"), ""}} }, `"x" is used twice (also the features input`},
+		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "x", Path: p("x4.npy")}} }, `"x" is used twice (also the features input`},
 		{"edge and node share a name", func(o *Options) {
-			o.NodeFeatures = []FeatureInput{{"w", p("x4.npy"), ""}}
-			o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}}
+			o.NodeFeatures = []FeatureInput{{Name: "w", Path: p("x4.npy")}}
+			o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}}
 		}, `edge feature name "w" is used twice`},
-		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{"a/b", p("x4.npy"), ""}} }, `'/' is not allowed`},
-		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{".h", p("x4.npy"), ""}} }, `not starting with '.'`},
-		{"node rows", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", p("x5.npy"), ""}} }, `node feature "h": file ` + p("x5.npy") + ` has 5 rows, but the graph has 4 nodes`},
-		{"edge rows", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3.npy"), ""}} }, `edge feature "w": file ` + p("w3.npy") + ` has 3 rows, but the edges file`},
-		{"edge 3-D", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3d.npy"), ""}} }, `has shape (4, 1, 1); want 2-D (rows, dim) or 1-D (rows,)`},
-		{"edge dtype", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("c.npy"), ""}} }, `edge feature "w"`},
-		{"edge not npy", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w.csv"), ""}} }, `edge feature "w"`},
-		{"edge without edges", func(o *Options) { o.Edges = ""; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `edge feature "w" without edges`},
-		{"edge with dedup", func(o *Options) { o.Dedup = true; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `with Dedup`},
-		{"no file", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", "", ""}} }, `node feature "h" has no file`},
+		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "a/b", Path: p("x4.npy")}} }, `'/' is not allowed`},
+		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: ".h", Path: p("x4.npy")}} }, `not starting with '.'`},
+		{"node rows", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "h", Path: p("x5.npy")}} }, `node feature "h": file ` + p("x5.npy") + ` has 5 rows, but the graph has 4 nodes`},
+		{"edge rows", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w3.npy")}} }, `edge feature "w": file ` + p("w3.npy") + ` has 3 rows, but the edges file`},
+		{"edge 3-D of an empty row", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w3d.npy")}} }, `has shape (4, 0, 2); each size of a row must be positive`},
+		{"edge dtype", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("c.npy")}} }, `edge feature "w"`},
+		{"edge not npy", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w.csv")}} }, `edge feature "w"`},
+		{"edge without edges", func(o *Options) { o.Edges = ""; o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}} }, `edge feature "w" without edges`},
+		{"edge with dedup", func(o *Options) { o.Dedup = true; o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}} }, `with Dedup`},
+		{"no file", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "h"}} }, `node feature "h" has no file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base

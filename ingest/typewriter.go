@@ -95,6 +95,7 @@ func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, 
 	if err != nil {
 		return sp, err
 	}
+	sp.Metadata = in.in.Metadata
 	if err := tw.w.Claim(sp.Files); err != nil {
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
