@@ -333,9 +333,6 @@ def test_feature_heterograph(hetero_features):
     np.testing.assert_array_equal(store.gather(np.arange(5), node_type="paper", feature="labels").reshape(-1), a["node_labels"][:5, 0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 42 item 4: a dataset's manifest has no place for GraphBolt's feature metadata (num_categories, a "
-    "user's keys) or a task's name and metadata; from_graphbolt drops them"))
 def test_feature_and_task_metadata_survive(hetero_features):
     """test_ondisk_dataset.py::test_OnDiskDataset_Feature_heterograph (num_categories) and
     ::test_OnDiskDataset_TVTSet_ItemSet_id_label (a task's num_classes), plus a user's key of the
@@ -366,8 +363,6 @@ def test_1d_feature_is_n_by_1(tmp_path):
     assert torch.equal(ours.tasks[0].train_set[:], theirs.tasks[0].train_set._items[0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 42 item 2: ingest takes 2-D (rows, dim) features only and the manifest records dim, not a row shape"))
 def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
     """GraphBolt's TorchBasedFeature of (N, a, b) (test_torch_based_feature_store.py's 3-D
     features, test_torch_based_feature's feature_b): stored and served with its shape."""
@@ -378,3 +373,64 @@ def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
     assert theirs.feature.size("node", None, "cube") == torch.Size([2, 3])
     assert ours.feature.size("node", None, "cube") == torch.Size([2, 3])
     assert torch.equal(ours.feature.read("node", None, "cube", ids), theirs.feature.read("node", None, "cube", ids))
+
+
+def _feature_dataset(tmp_path, arrays: dict, extra: dict = None):
+    """A GraphBolt dataset of len(first array) nodes, one edge 0 -> 1 and each array a node
+    feature of its name (extra: more yaml keys of a feature): (tierfs's Dataset, GraphBolt's
+    OnDiskDataset of a copy)."""
+    root = tmp_path / "gb"
+    root.mkdir()
+    n = len(next(iter(arrays.values())))
+    np.save(root / "edges.npy", np.array([[0], [1]]))
+    entries = ""
+    for name, value in arrays.items():
+        np.save(root / f"{name}.npy", value)
+        entries += f"  - domain: node\n    name: {name}\n    format: numpy\n    path: {name}.npy\n"
+        entries += "".join(f"    {k}: {v}\n" for k, v in (extra or {}).get(name, {}).items())
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: features\ngraph:\n  nodes:\n    - num: {n}\n  edges:\n    - format: numpy\n      path: edges.npy\nfeature_data:\n{entries}"
+    )
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    return tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")), theirs
+
+
+def test_torch_based_feature_read_size_metadata(tmp_path):
+    """test_torch_based_feature_store.py::test_torch_based_feature (in_memory False, its reads;
+    tierfs's features are read-only): feature_a (2, 3) with metadata {"max_value": 3} and
+    feature_b (2, 2, 2), given to from_graphbolt as .npy node features; GraphBolt's
+    OnDiskDataset of the same files as the control."""
+    a = np.array([[1, 2, 3], [4, 5, 6]])
+    b = np.array([[[1, 2], [3, 4]], [[4, 5], [6, 7]]])
+    ours, theirs = _feature_dataset(tmp_path, {"a": a, "b": b}, {"a": {"max_value": 3}})
+    for ds in (ours, theirs):
+        feature_a, feature_b = ds.feature._features[("node", None, "a")], ds.feature._features[("node", None, "b")]
+        assert torch.equal(feature_a.read(), torch.tensor([[1, 2, 3], [4, 5, 6]]))
+        assert torch.equal(feature_b.read(), torch.tensor([[[1, 2], [3, 4]], [[4, 5], [6, 7]]]))
+        assert torch.equal(feature_a.read(torch.tensor([0])), torch.tensor([[1, 2, 3]]))
+        assert torch.equal(feature_b.read(torch.tensor([1])), torch.tensor([[[4, 5], [6, 7]]]))
+        assert feature_a.size() == torch.Size([3])
+        assert feature_b.size() == torch.Size([2, 2])
+        assert feature_a.metadata() == {"max_value": 3}
+        assert feature_b.metadata() == {}
+    assert ours.feature.metadata("node", None, "a") == theirs.feature.metadata("node", None, "a")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8, np.float16])
+@pytest.mark.parametrize("shape", [(2, 1), (2, 3), (2, 2, 2), (137, 13, 3)])
+def test_feature_shapes_and_dtypes(tmp_path, dtype, shape):
+    """test_torch_based_feature_store.py::test_torch_based_pinned_feature's dtypes and shapes (its
+    host reads, not pinning: randint(0, 13)), stored by from_graphbolt: the whole feature and
+    rows by id read as GraphBolt's OnDiskDataset reads them, with the same size."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    x = r.integers(0, 13, shape).astype(dtype)
+    ours, theirs = _feature_dataset(tmp_path, {"x": x})
+    key = ("node", None, "x")
+    want = theirs.feature.read(*key)
+    assert torch.equal(want, torch.from_numpy(x))
+    assert torch.equal(ours.feature.read(*key), want)
+    ids = torch.from_numpy(r.integers(0, shape[0], 7))
+    assert torch.equal(ours.feature.read(*key, ids), theirs.feature.read(*key, ids))
+    assert ours.feature.size(*key) == theirs.feature.size(*key) == torch.Size(shape[1:])
