@@ -434,3 +434,64 @@ def test_feature_shapes_and_dtypes(tmp_path, dtype, shape):
     ids = torch.from_numpy(r.integers(0, shape[0], 7))
     assert torch.equal(ours.feature.read(*key, ids), theirs.feature.read(*key, ids))
     assert ours.feature.size(*key) == theirs.feature.size(*key) == torch.Size(shape[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# The sampling graph of a dataset without node features
+
+
+def _graph_only(tmp_path, typed: bool):
+    """A GraphBolt dataset of a graph alone (no feature_data, no tasks): N nodes and E random
+    edges, of one untyped type, or of node types user and item and edge types
+    user:follows:user and user:buys:item (typed). (tierfs's Dataset, GraphBolt's OnDiskDataset
+    of a copy)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    root = tmp_path / "gb"
+    root.mkdir()
+    np.save(root / "follows.npy", r.integers(0, N, (2, E)))
+    np.save(root / "buys.npy", r.integers(0, N, (2, E // 2)))
+    if typed:
+        graph = (f"  nodes:\n    - type: user\n      num: {N}\n    - type: item\n      num: {N}\n  edges:\n"
+                 "    - type: \"user:follows:user\"\n      format: numpy\n      path: follows.npy\n"
+                 "    - type: \"user:buys:item\"\n      format: numpy\n      path: buys.npy\n")
+    else:
+        graph = f"  nodes:\n    - num: {N}\n  edges:\n    - format: numpy\n      path: follows.npy\n"
+    (root / "metadata.yaml").write_text(f"dataset_name: graph\ngraph:\n{graph}")
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    return tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")), theirs
+
+
+def test_graph_homogeneous_without_features(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Graph_homogeneous on a dataset of a graph alone
+    (issue 42 item 6: sampling_graph without node features): GraphBolt's graph is the control."""
+    ours, theirs = _graph_only(tmp_path, typed=False)
+    graph, graph2 = theirs.graph, ours.graph
+    assert graph.total_num_nodes == graph2.total_num_nodes == N
+    assert graph.total_num_edges == graph2.total_num_edges == E
+    assert torch.equal(graph.csc_indptr, graph2.csc_indptr)
+    assert torch.equal(graph.indices, graph2.indices)
+    assert graph.node_type_offset is None and graph2.node_type_offset is None
+    assert graph.type_per_edge is None and graph2.type_per_edge is None
+    assert graph.node_type_to_id is None and graph2.node_type_to_id is None
+    assert graph.edge_type_to_id is None and graph2.edge_type_to_id is None
+    assert ours.feature.keys() == [] and theirs.feature.keys() == []
+    assert ours.tasks == [] and theirs.tasks == []
+    assert ours.all_nodes_set[:].tolist() == theirs.all_nodes_set[:].tolist() == list(range(N))
+
+
+def test_graph_heterogeneous_without_features(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Graph_heterogeneous on a dataset of two node
+    and two edge types alone (issue 42 item 6): GraphBolt's graph is the control."""
+    ours, theirs = _graph_only(tmp_path, typed=True)
+    graph, graph2 = theirs.graph, ours.graph
+    assert graph.total_num_nodes == graph2.total_num_nodes == 2 * N
+    assert graph.total_num_edges == graph2.total_num_edges == E + E // 2
+    assert torch.equal(graph.csc_indptr, graph2.csc_indptr)
+    assert torch.equal(graph.indices, graph2.indices)
+    assert torch.equal(graph.node_type_offset, graph2.node_type_offset)
+    assert torch.equal(graph.type_per_edge, graph2.type_per_edge)
+    assert graph.node_type_to_id == graph2.node_type_to_id
+    assert graph.edge_type_to_id == graph2.edge_type_to_id
+    assert ours.feature.keys() == [] and theirs.feature.keys() == []
