@@ -370,7 +370,7 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 		m    *Manifest
 		want string
 	}{
-		{withEdge("x", 2, false, 3), `names two features "x" (a node and an edge feature)`},
+		{withEdge("x", 2, false, 8), `names two features "x" (a node and an edge feature)`},
 		{withEdge("w", 2, true, 3), `scalar needs dim 1`},
 		{withEdge("w", 1, false, 2), `manifest version 2 has edge features`},
 		{withEdge("", 1, false, 3), `edge feature 0 has no name`},
@@ -378,6 +378,15 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 		if err := tc.m.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
 		}
+	}
+	// From version 9 a one-type dataset's node and edge feature may share a name; the node
+	// feature answers for the name alone.
+	shared := withEdge("x", 2, false, Version)
+	if err := shared.Validate(); err != nil {
+		t.Fatalf("a node and an edge feature x in version %d: %v", Version, err)
+	}
+	if f, isEdge, err := shared.AnyFeature("x"); err != nil || isEdge || f != &shared.NodeTypes[0].Features[0] {
+		t.Fatalf("AnyFeature(x) of a shared name: edge %v %v, want the node feature", isEdge, err)
 	}
 	if _, isEdge, err := withEdge("w", 1, true, 3).AnyFeature("w"); err != nil || !isEdge {
 		t.Fatalf("AnyFeature(w): edge %v %v", isEdge, err)

@@ -43,7 +43,9 @@
 // type names are unique, every node type has at least one node, edge types are unique by their
 // key and join node types of the manifest. Ids are per type: the topology of (src, rel, dst) is
 // CSC over the dst nodes (indptr of count(dst)+1 entries) whose indices are src ids; every
-// feature has its type's count rows, and feature names are unique within a type. The files of a
+// feature has its type's count rows, and feature names are unique within a type (from version 9
+// in a one-type dataset too: its node and edge feature may share a name, a node feature's where
+// a name stands alone, as AnyFeature; before, unique across both). The files of a
 // type lie in its own directory (NodeTypeDir, EdgeTypeDir) and are listed, checksummed and
 // verified like every other; a one-type dataset keeps its files at the top level.
 package dataset
@@ -372,7 +374,7 @@ type validation struct {
 	typed bool             // the rules of several types (names checked, feature names per type)
 	files map[string]*File // by path
 	role  map[string]string
-	names map[string]string // feature name -> "node" or "edge": one namespace for both (per type when typed)
+	names map[string]string // feature name -> "node" or "edge": one namespace for both before version 9, per type when typed or from version 9
 }
 
 // listFiles checks the files list: paths, sizes, in-place marks; each path once.
@@ -419,7 +421,9 @@ func (v *validation) need(what, path string, minContent int64) error {
 // features checks list, the features of one type (of names it) of count rows, and their files.
 func (v *validation) features(of string, list []FeatureSpec, count int64) error {
 	m := v.m
-	if v.typed {
+	if v.typed || m.Version >= VersionBoundLayout {
+		// Names unique within a type: from version 9 a one-type dataset's node and edge feature
+		// may share one (GraphBolt's feat of both); before, one namespace held both.
 		clear(v.names)
 	}
 	for i := range list {
@@ -739,9 +743,9 @@ func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, m.featureNames(true), ErrFeatureNotFound)
 }
 
-// AnyFeature returns the node or edge feature named name (feature names are unique across
-// both in versions 1 to 4) of Nodes and Edges, and whether it is an edge feature; its rows are
-// node ids or edge ids.
+// AnyFeature returns the node or edge feature named name of Nodes and Edges — the node
+// feature where both have one of that name (version 9 allows it) — and whether it is an edge
+// feature; its rows are node ids or edge ids.
 func (m *Manifest) AnyFeature(name string) (*FeatureSpec, bool, error) {
 	nt := m.Nodes()
 	for i := range nt.Features {
