@@ -163,7 +163,14 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		if in.edges != nil {
-			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
+			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true,
+				nodeFeatureNames: map[string]bool{}}
+			for _, f := range in.nodeFeatures {
+				topt.nodeFeatureNames[f.in.Name] = true
+			}
+			if in.features != nil {
+				topt.nodeFeatureNames[featureName] = true
+			}
 			et, n, err := tw.edgeType(in.edges, opt.Edges, in.numNodes, topt, in.edgeFeatures, "")
 			if err != nil {
 				return err

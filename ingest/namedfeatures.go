@@ -52,8 +52,9 @@ type namedSource struct {
 	src *featureSource
 }
 
-// openNamedFeatures checks the names of opt's features (unique across node and edge features,
-// "x" taken by Features) and opens every input's header.
+// openNamedFeatures checks the names of opt's features (unique among the node features, "x"
+// taken by Features, and among the edge features; a node and an edge feature may share one, as
+// GraphBolt's feat of both) and opens every input's header.
 func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 	names := map[string]string{}
 	if opt.Features != "" {
@@ -61,6 +62,9 @@ func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 	}
 	open := func(of string, ins []FeatureInput) ([]namedSource, error) {
 		var out []namedSource
+		if of == "edge" {
+			clear(names)
+		}
 		for _, in := range ins {
 			if prev, dup := names[in.Name]; dup {
 				what := "the " + prev + " feature of that name"

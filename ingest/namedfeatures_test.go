@@ -125,6 +125,42 @@ func TestNamedNodeAndEdgeFeatures(t *testing.T) {
 	}
 }
 
+// A node feature and an edge feature may share a name (GraphBolt's feat of both, issue 42): each
+// is stored apart, the edge feature's files under edges/, and the dataset verifies; the name
+// alone is the node feature's (AnyFeature).
+func TestNodeAndEdgeFeatureShareAName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	in := t.TempDir()
+	p := func(name string) string { return filepath.Join(in, name) }
+	writeNpyEdges(t, p("edges.npy"), "<i8", []int64{0, 1, 2, 3, 1}, []int64{1, 2, 3, 0, 0}, false)
+	x, w, xs := randomRows(rng, 4, 8), randomRows(rng, 5, 12), randomRows(rng, 4, 8)
+	WriteNpy(p("x.npy"), "<f4", []int64{4, 2}, xs)
+	WriteNpy(p("feat.npy"), "<f4", []int64{4, 2}, x)
+	WriteNpy(p("efeat.npy"), "<f4", []int64{5, 3}, w)
+	WriteNpy(p("ex.npy"), "<f4", []int64{5}, randomRows(rng, 5, 4))
+	out := filepath.Join(t.TempDir(), "ds")
+	_, err := Ingest(Options{Edges: p("edges.npy"), Features: p("x.npy"), Out: out,
+		NodeFeatures: []FeatureInput{{Name: "feat", Path: p("feat.npy")}},
+		EdgeFeatures: []FeatureInput{{Name: "feat", Path: p("efeat.npy")}, {Name: "x", Path: p("ex.npy")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	if spec, isEdge, err := m.AnyFeature("feat"); err != nil || isEdge || !bytes.Equal(featureBytes(t, m, spec), x) {
+		t.Fatalf("feat alone: edge %v %v, want the node feature's rows", isEdge, err)
+	}
+	et := m.Edges()
+	for _, f := range et.Features {
+		if (f.Name == "feat" || f.Name == "x") && !strings.HasPrefix(f.Files[0], sharedNameDir+"/") {
+			t.Fatalf("edge feature %s in %s, want it under %s/ apart from the node feature's", f.Name, f.Files[0], sharedNameDir)
+		}
+	}
+	k := slices.IndexFunc(et.Features, func(f dataset.FeatureSpec) bool { return f.Name == "feat" })
+	if k < 0 || et.Features[k].Dim != 3 || len(featureBytes(t, m, &et.Features[k])) != len(w) {
+		t.Fatalf("edge feature feat: %+v, want 5 rows of dim 3", et.Features)
+	}
+}
+
 func slicesEqual(a, b []int64) bool {
 	for i := range a {
 		if a[i] != b[i] {
@@ -155,9 +191,8 @@ func TestNamedFeatureBadInputs(t *testing.T) {
 			o.NodeFeatures = []FeatureInput{{Name: "h", Path: p("x4.npy")}, {Name: "h", Path: p("x4.npy")}}
 		}, `node feature name "h" is used twice`},
 		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "x", Path: p("x4.npy")}} }, `"x" is used twice (also the features input`},
-		{"edge and node share a name", func(o *Options) {
-			o.NodeFeatures = []FeatureInput{{Name: "w", Path: p("x4.npy")}}
-			o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}}
+		{"two edge features share a name", func(o *Options) {
+			o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}, {Name: "w", Path: p("w4.npy")}}
 		}, `edge feature name "w" is used twice`},
 		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "a/b", Path: p("x4.npy")}} }, `'/' is not allowed`},
 		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: ".h", Path: p("x4.npy")}} }, `not starting with '.'`},
