@@ -208,9 +208,7 @@ def test_link_prediction_example_trains_on_tierfs(tmp_path):
     "edge_name",
     [
         "w",
-        pytest.param("feat", marks=pytest.mark.xfail(strict=True, reason=(
-            "issue 42 item 3: a one-type dataset's manifest needs feature names unique across node and edge "
-            "features (dataset/manifest.go's validation, ingest/namedfeatures.go)"))),
+        "feat",
     ],
 )
 def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
@@ -219,7 +217,7 @@ def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
     graph.feature_data (GraphBolt's sampling-graph attributes) and again, type null, in the
     top-level feature_data (its feature store), a link task with num_classes. from_graphbolt
     takes each feature once; the feature store reads what GraphBolt's reads. GraphBolt's own
-    layout names the edge feature feat too (the xfail)."""
+    layout names the edge feature feat too, as the node feature."""
     r = np.random.default_rng(SEED)
     w = r.standard_normal((E, 2)).astype(np.float32)
     entry = "{i}- domain: {d}\n{i}  type: null\n{i}  name: {n}\n{i}  format: numpy\n{i}  path: {p}\n"
@@ -495,3 +493,47 @@ def test_graph_heterogeneous_without_features(tmp_path):
     assert graph.node_type_to_id == graph2.node_type_to_id
     assert graph.edge_type_to_id == graph2.edge_type_to_id
     assert ours.feature.keys() == [] and theirs.feature.keys() == []
+
+
+def test_feature_homograph(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Feature_homograph: a dataset of one untyped type
+    whose node and edge features share their names (feat, labels), feat with num_categories 10;
+    read, keyed and described as GraphBolt's OnDiskDataset of the same files (the control)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    n, e = 100, 100  # GraphBolt's test has as many edges as nodes (1000 of each)
+    a = {"node_data_feat": r.random((n, 10)), "node_data_label": r.integers(0, 11, (n, 1)),
+         "edge_data_feat": r.random((e, 10)), "edge_data_label": r.integers(0, 11, (e, 1))}
+    entry = "  - domain: {d}\n    name: {n}\n    format: numpy\n    in_memory: {m}\n    path: {p}.npy\n"
+    features = (entry.format(d="node", n="feat", m="false", p="node_data_feat") + "    num_categories: 10\n"
+                + entry.format(d="node", n="labels", m="true", p="node_data_label")
+                + entry.format(d="edge", n="feat", m="false", p="edge_data_feat") + "    num_categories: 10\n"
+                + entry.format(d="edge", n="labels", m="true", p="edge_data_label"))
+    root = tmp_path / "gb"
+    root.mkdir()
+    for k, v in {**a, "edges": r.integers(0, n, (2, e))}.items():
+        np.save(root / f"{k}.npy", v)
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: homograph\ngraph:\n  nodes:\n    - num: {n}\n  edges:\n    - format: numpy\n      path: edges.npy\nfeature_data:\n{features}"
+    )
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    ours = tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds"))
+    for dataset in (theirs, ours):
+        feature_data = dataset.feature
+        assert len(feature_data) == 4
+        assert torch.equal(feature_data.read("node", None, "feat"), torch.tensor(a["node_data_feat"]))
+        assert feature_data.metadata("node", None, "feat")["num_categories"] == 10
+        assert torch.equal(feature_data.read("node", None, "labels"), torch.tensor(a["node_data_label"]))
+        assert len(feature_data.metadata("node", None, "labels")) == 0
+        assert torch.equal(feature_data.read("edge", None, "feat"), torch.tensor(a["edge_data_feat"]))
+        assert feature_data.metadata("edge", None, "feat")["num_categories"] == 10
+        assert torch.equal(feature_data.read("edge", None, "labels"), torch.tensor(a["edge_data_label"]))
+        assert len(feature_data.metadata("edge", None, "labels")) == 0
+    assert set(ours.feature.keys()) == {(str(d.value), t, k) for d, t, k in theirs.feature.keys()}
+    ids = torch.from_numpy(r.integers(0, e, 20))
+    for key in [("node", None, "feat"), ("edge", None, "feat"), ("edge", None, "labels")]:
+        assert torch.equal(ours.feature.read(*key, ids), theirs.feature.read(*key, ids)), key
+        assert ours.feature.metadata(*key) == theirs.feature.metadata(*key), key
+    # The store under it: the name alone is the node feature's.
+    np.testing.assert_array_equal(ours.store.gather(np.arange(5), feature="feat"), a["node_data_feat"][:5])
