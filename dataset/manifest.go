@@ -195,6 +195,10 @@ type FeatureSpec struct {
 	// Metadata (version 9, optional) is what the feature's maker said of it that tierfs does not
 	// read (GraphBolt's feature metadata: num_categories, a user's keys), given back as it came.
 	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+	// SamplingGraph (version 9, optional) marks a feature its maker made an attribute of the
+	// graph for sampling (GraphBolt's graph.feature_data): a front end that builds the graph in
+	// memory attaches it. tierfs does not read it.
+	SamplingGraph bool `json:"sampling_graph,omitempty"`
 
 	blockSize int64
 	count     int64
@@ -441,8 +445,8 @@ func (v *validation) features(of string, list []FeatureSpec, count int64) error 
 		if f.InPlace && m.Version < 4 {
 			return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
 		}
-		if (f.Shape != nil || f.Metadata != nil) && m.Version < VersionBoundLayout {
-			return fmt.Errorf("manifest %s feature %q has a shape or metadata, which format version %d introduced (version %d)", of, f.Name, VersionBoundLayout, m.Version)
+		if (f.Shape != nil || f.Metadata != nil || f.SamplingGraph) && m.Version < VersionBoundLayout {
+			return fmt.Errorf("manifest %s feature %q has a shape, metadata or sampling_graph, which format version %d introduced (version %d)", of, f.Name, VersionBoundLayout, m.Version)
 		}
 		if err := f.validate(int64(m.BlockSize), count); err != nil {
 			return err
