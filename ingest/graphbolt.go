@@ -56,6 +56,8 @@ type graphBoltFeature struct {
 	Format   string `yaml:"format"`
 	Path     string `yaml:"path"`
 	InMemory *bool  `yaml:"in_memory"` // GraphBolt's choice of memory or disk; tierfs tiers every feature itself
+	// inGraph: listed in graph.feature_data (an attribute of GraphBolt's sampling graph).
+	inGraph bool
 	// Extra is every other key: GraphBolt's feature metadata (num_categories, a user's keys).
 	Extra map[string]any `yaml:",inline"`
 }
@@ -119,10 +121,10 @@ func (md *graphBoltMetadata) isTyped() bool {
 	return len(g.Nodes) > 1 || len(g.Edges) > 1 || (len(g.Nodes) == 1 && g.Nodes[0].Type != "")
 }
 
-// features are the graph section's feature_data then the top-level feature_data, each feature
-// once: GraphBolt's own layout may list a feature in both (a graph attribute of the sampling graph
-// and a feature of the feature store); an entry with the domain, type, name and file of one before
-// it is left out. The same domain, type and name for two files is an error: tierfs holds one
+// features are the graph section's feature_data (marked inGraph) then the top-level
+// feature_data, each feature once: GraphBolt's own layout may list a feature in both (a graph
+// attribute of the sampling graph and a feature of the feature store); an entry with the domain,
+// type, name and file of one before it is left out. The same domain, type and name for two files is an error: tierfs holds one
 // feature of a name for each node or edge type.
 func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, error) {
 	type key struct{ domain, typ, name string }
@@ -145,6 +147,7 @@ func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, err
 			return nil, fmt.Errorf("ingest: %s: %s feature %q%s is listed twice with different files, %s and %s; tierfs holds one %s feature of a name a type", meta, f.Domain, f.Name, graphBoltOfType(f.Type), prev, p, f.Domain)
 		}
 		seen[k] = filepath.Clean(p)
+		f.inGraph = i < len(md.Graph.FeatureData)
 		out = append(out, f)
 	}
 	return out, nil
@@ -277,7 +280,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		if err != nil {
 			return cleanup, err
 		}
-		in := FeatureInput{Name: f.Name, Path: p}
+		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
 		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
 			return cleanup, err
 		}

@@ -91,7 +91,7 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 		if err != nil {
 			return nil, err
 		}
-		in := FeatureInput{Name: f.Name, Path: p}
+		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
 		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
 			return nil, err
 		}

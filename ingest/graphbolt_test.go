@@ -561,6 +561,12 @@ func TestGraphBoltFeatureInGraphSectionAndFeatureList(t *testing.T) {
 			if spec, _, err := m.AnyFeature("feat"); err != nil || !bytes.Equal(featureBytes(t, m, spec), feat) {
 				t.Fatalf("feat differs (%v)", err)
 			}
+			// The graph section's feature is an attribute of the sampling graph; the others are not.
+			for _, f := range append(slices.Clone(m.Nodes().Features), m.Edges().Features...) {
+				if f.SamplingGraph != (f.Name == "feat") {
+					t.Fatalf("feature %s: sampling_graph %v, want it on feat alone (graph.feature_data)", f.Name, f.SamplingGraph)
+				}
+			}
 		})
 	}
 }

@@ -334,7 +334,7 @@ func inPlaceOfType(devicePaths []string, features []namedSource, count int64) (m
 		if err != nil {
 			return nil, nil, err
 		}
-		sp.Metadata = f.in.Metadata
+		sp.Metadata, sp.SamplingGraph = f.in.Metadata, f.in.SamplingGraph
 		out[f.in.Name] = sp
 		specs = append(specs, &sp)
 	}

@@ -21,6 +21,9 @@ type FeatureInput struct {
 	// Metadata is kept with the feature as given (dataset.FeatureSpec.Metadata: GraphBolt's
 	// num_categories, a user's keys).
 	Metadata map[string]json.RawMessage `json:"-"`
+	// SamplingGraph marks an attribute of the graph for sampling (dataset.FeatureSpec.SamplingGraph:
+	// GraphBolt's graph.feature_data).
+	SamplingGraph bool `json:"-"`
 }
 
 // InputEdgeIDFeature names the int64 scalar edge feature ingest writes where an edge type's

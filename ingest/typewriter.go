@@ -96,7 +96,7 @@ func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, 
 	if err != nil {
 		return sp, err
 	}
-	sp.Metadata = in.in.Metadata
+	sp.Metadata, sp.SamplingGraph = in.in.Metadata, in.in.SamplingGraph
 	if err := tw.w.Claim(sp.Files); err != nil {
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
