@@ -21,6 +21,8 @@ type FeatureInfo struct {
 	Shape []int64 `json:"shape,omitempty"`
 	// Metadata is what the feature's maker said of it (dataset.FeatureSpec.Metadata).
 	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+	// SamplingGraph marks an attribute of the graph for sampling (dataset.FeatureSpec.SamplingGraph).
+	SamplingGraph bool `json:"sampling_graph,omitempty"`
 }
 
 func featureInfo(spec *dataset.FeatureSpec, edge bool) FeatureInfo {
@@ -29,5 +31,5 @@ func featureInfo(spec *dataset.FeatureSpec, edge bool) FeatureInfo {
 		of = "edge"
 	}
 	return FeatureInfo{Name: spec.Name, Of: of, DType: spec.DType, Dim: spec.Dim, RowBytes: spec.RowBytes, Rows: spec.Count(), Scalar: spec.Scalar,
-		Shape: spec.Shape, Metadata: spec.Metadata}
+		Shape: spec.Shape, Metadata: spec.Metadata, SamplingGraph: spec.SamplingGraph}
 }
