@@ -216,7 +216,8 @@ def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
     preprocess and load tests): node feature feat and an edge feature listed in
     graph.feature_data (GraphBolt's sampling-graph attributes) and again, type null, in the
     top-level feature_data (its feature store), a link task with num_classes. from_graphbolt
-    takes each feature once; the feature store reads what GraphBolt's reads. GraphBolt's own
+    takes each feature once; the feature store reads what GraphBolt's reads, and the sampling
+    graph has the graph section's attributes. GraphBolt's own
     layout names the edge feature feat too, as the node feature."""
     r = np.random.default_rng(SEED)
     w = r.standard_normal((E, 2)).astype(np.float32)
@@ -230,6 +231,17 @@ def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
     assert torch.equal(ours.feature.read("node", None, "feat", ids), theirs.feature.read("node", None, "feat", ids))
     assert torch.equal(ours.feature.read("edge", None, edge_name, eids), theirs.feature.read("edge", None, edge_name, eids))
     assert torch.equal(ours.feature.read("edge", None, edge_name, eids), torch.from_numpy(w)[eids])
+    # The graph section's features are the sampling graph's attributes (ondisk_dataset.py's
+    # preprocess at v2.1.0): node attributes as GraphBolt's; edge attributes in the graph's edge
+    # order (ORIGINAL_EDGE_ID maps it to the input's), where GraphBolt 2.1 keeps the input's.
+    graph, graph2 = ours.graph, theirs.graph
+    assert graph.node_attributes.keys() == graph2.node_attributes.keys() == {"feat"}
+    assert torch.equal(graph.node_attributes["feat"], graph2.node_attributes["feat"])
+    assert torch.equal(graph.node_attributes["feat"], torch.from_numpy(a["feat"]))
+    assert set(graph.edge_attributes) == {edge_name, gb.ORIGINAL_EDGE_ID} and set(graph2.edge_attributes) == {edge_name}
+    order = graph.edge_attributes[gb.ORIGINAL_EDGE_ID]
+    assert torch.equal(graph.edge_attributes[edge_name], graph2.edge_attributes[edge_name][order])
+    assert torch.equal(graph.edge_attributes[edge_name], torch.from_numpy(w)[order])
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 import tierfs
@@ -315,7 +316,10 @@ else:  # pragma: no cover - only without a working GraphBolt
 def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
-    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise. A
+    one-type store's features made attributes of the sampling graph (``graph.feature_data`` of
+    :func:`tierfs.from_graphbolt`) are its ``node_attributes`` / ``edge_attributes``, edge
+    attributes in the graph's edge order.
     Edges are in tierfs's CSC order; their ``ORIGINAL_EDGE_ID`` (what GraphBolt's samplers hand
     out as ``original_edge_ids``) is the input position, DGL's edge id. A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
     :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
@@ -326,8 +330,28 @@ def sampling_graph(store):
         return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
     indptr, indices = store.csc()
     order = _input_order(store, None, len(indices))
-    attrs = None if order is None else {gb.ORIGINAL_EDGE_ID: order}
-    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices), edge_attributes=attrs)
+    nodes, edges = _sampling_attributes(store)
+    if order is not None:
+        edges[gb.ORIGINAL_EDGE_ID] = order
+    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices),
+                                       node_attributes=nodes or None, edge_attributes=edges or None)
+
+
+def _sampling_attributes(store) -> tuple:
+    """``(node_attributes, edge_attributes)`` of a one-type store: every feature its maker made an
+    attribute of the sampling graph (GraphBolt's ``graph.feature_data``, kept by
+    :func:`tierfs.from_graphbolt`), whole, in memory; a row of one value 1-D, as given. Edge
+    attributes are in the graph's edge order (CSC, as ``indices``), the order GraphBolt's samplers
+    index them by."""
+
+    def whole(name, f, **where):
+        rows = _as_tensor(store.gather(np.arange(int(f["rows"])), feature=name, **where), f["dtype"])
+        return rows.reshape((-1,) + tuple(f["shape"])) if f.get("shape") else rows
+
+    types = store.types
+    nodes = {n: whole(n, f, node_type=store.node_type) for n, f in types["node_types"][store.node_type]["features"].items() if f.get("sampling_graph")}
+    edges = {n: whole(n, f, edge_type=e) for e, info in types["edge_types"].items() for n, f in info["features"].items() if f.get("sampling_graph")}
+    return nodes, edges
 
 
 #: GraphBolt's task sets by the names of tierfs's node and edge splits.
