@@ -46,9 +46,10 @@ type fileBinding struct {
 	role string
 	// layout (version 9) lists, as name=value pairs in a fixed order (part of the format), the
 	// values that decide how the file's bytes are read: its dtype, its shape (a feature's dim,
-	// row_bytes, rows_per_block, stripe_rows, stripe count, scalar, in_place and data_offset; an
-	// array's count and per_seed), the counts of the node or edge types its rows or ids belong
-	// to (nodes, edges, src_nodes, dst_nodes), and the labels' num_classes.
+	// row_bytes, rows_per_block, stripe_rows, stripe count, scalar, in_place and data_offset, and
+	// its row shape where it has one; an array's count and per_seed), the counts of the node or
+	// edge types its rows or ids belong to (nodes, edges, src_nodes, dst_nodes), and the labels'
+	// num_classes.
 	layout string
 }
 

@@ -427,6 +427,7 @@ func TestFeatureShapeAndMetadataValidate(t *testing.T) {
 		{with(Version, func(f *FeatureSpec) { f.Metadata = map[string]json.RawMessage{"": json.RawMessage("1")} }), `metadata has an empty key`},
 		{with(8, func(f *FeatureSpec) { f.Shape = []int64{2, 3} }), `has a shape, metadata or sampling_graph, which format version 9 introduced (version 8)`},
 		{with(8, func(f *FeatureSpec) { f.SamplingGraph = true }), `has a shape, metadata or sampling_graph, which format version 9`},
+		{func() *Manifest { c := with(8, func(*FeatureSpec) {}); c.TaskMetadata = meta; return c }(), `has task_metadata, which format version 9 introduced (version 8)`},
 	} {
 		if err := tc.m.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate: %v, want an error containing %q", err, tc.want)

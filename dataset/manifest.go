@@ -27,8 +27,10 @@
 // a dataset of one node type whose types its maker named (Typed: a one-type HeteroData or
 // GraphBolt dataset); version 9 checksums bound to how their file is read too (its layout: the
 // dtype, dims, counts and num_classes the manifest reads it by), so an edit of one with the
-// manifest's hash recomputed is corruption at Load. Commit writes version 9, typed or not. Older
-// versions are read as they are — Load holds a manifest of one to what such a dataset is (its
+// manifest's hash recomputed is corruption at Load; a version 9 manifest may also give a
+// feature's row shape (bound with its layout), metadata and sampling_graph mark, the task's
+// metadata, and a one-type dataset's node and edge feature one name (docs/format.md). Commit
+// writes version 9, typed or not. Older versions are read as they are — Load holds a manifest of one to what such a dataset is (its
 // sidecars unbound, or bound to place alone), so a newer dataset's manifest edited down is
 // corruption; their layouts cannot be bound and are trusted as given — and Upgrade rewrites them
 // to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
@@ -322,6 +324,9 @@ func Parse(data []byte) (*Manifest, error) {
 func (m *Manifest) Validate() error {
 	if err := m.validateHeader(); err != nil {
 		return err
+	}
+	if m.TaskMetadata != nil && m.Version < VersionBoundLayout {
+		return fmt.Errorf("manifest has task_metadata, which format version %d introduced (version %d)", VersionBoundLayout, m.Version)
 	}
 	v := &validation{m: m, role: map[string]string{}, names: map[string]string{},
 		// Several types (version 5 on): names checked, features named per type. Version 7
