@@ -30,10 +30,10 @@
 // manifest's hash recomputed is corruption at Load; a version 9 manifest may also give a
 // feature's row shape (bound with its layout), metadata and sampling_graph mark, the task's
 // metadata, and a one-type dataset's node and edge feature one name (docs/format.md). Commit
-// writes version 9, typed or not. Older versions are read as they are — Load holds a manifest of one to what such a dataset is (its
-// sidecars unbound, or bound to place alone), so a newer dataset's manifest edited down is
-// corruption; their layouts cannot be bound and are trusted as given — and Upgrade rewrites them
-// to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
+// writes version 9, typed or not. Older versions are read as they are — Load holds a manifest
+// of one to what such a dataset is (its sidecars unbound, or bound to place alone), so a newer
+// dataset's manifest edited down is corruption; their layouts cannot be bound and are trusted as
+// given — and Upgrade rewrites them to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
 // (unlabelled): Commit refuses others, Verify reports them, a store refuses them at open.
 //
 // A dataset is typed (IsTyped) when its types are the maker's: several node or edge types, or
@@ -383,7 +383,9 @@ type validation struct {
 	typed bool             // the rules of several types (names checked, feature names per type)
 	files map[string]*File // by path
 	role  map[string]string
-	names map[string]string // feature name -> "node" or "edge": one namespace for both before version 9, per type when typed or from version 9
+	// names: feature name -> "node" or "edge"; one namespace for both before version 9, per type
+	// when typed or from version 9.
+	names map[string]string
 }
 
 // listFiles checks the files list: paths, sizes, in-place marks; each path once.

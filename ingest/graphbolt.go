@@ -124,8 +124,8 @@ func (md *graphBoltMetadata) isTyped() bool {
 // features are the graph section's feature_data (marked inGraph) then the top-level
 // feature_data, each feature once: GraphBolt's own layout may list a feature in both (a graph
 // attribute of the sampling graph and a feature of the feature store); an entry with the domain,
-// type, name and file of one before it is left out. The same domain, type and name for two files is an error: tierfs holds one
-// feature of a name for each node or edge type.
+// type, name and file of one before it is left out. The same domain, type and name for two
+// files is an error: tierfs holds one feature of a name for each node or edge type.
 func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, error) {
 	type key struct{ domain, typ, name string }
 	seen := map[key]string{}
