@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"encoding/json"
 	"math"
 	"unsafe"
 
@@ -37,10 +38,11 @@ func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed 
 	return onJSON("tfs_types_json", store, kindStore, buf, capacity, needed, func(rec *storeRec) (any, error) {
 		ss := rec.s.Session()
 		return struct {
-			NodeTypes []featurestore.NodeTypeInfo `json:"node_types"`
-			EdgeTypes []featurestore.EdgeTypeInfo `json:"edge_types"`
-			Typed     bool                        `json:"typed"`
-		}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed()}, nil
+			NodeTypes    []featurestore.NodeTypeInfo `json:"node_types"`
+			EdgeTypes    []featurestore.EdgeTypeInfo `json:"edge_types"`
+			Typed        bool                        `json:"typed"`
+			TaskMetadata map[string]json.RawMessage  `json:"task_metadata,omitempty"`
+		}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed(), ss.TaskMetadata()}, nil
 	})
 }
 

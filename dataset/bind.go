@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tierfs/tierfs/internal/wfs"
@@ -45,9 +46,10 @@ type fileBinding struct {
 	role string
 	// layout (version 9) lists, as name=value pairs in a fixed order (part of the format), the
 	// values that decide how the file's bytes are read: its dtype, its shape (a feature's dim,
-	// row_bytes, rows_per_block, stripe_rows, stripe count, scalar, in_place and data_offset; an
-	// array's count and per_seed), the counts of the node or edge types its rows or ids belong
-	// to (nodes, edges, src_nodes, dst_nodes), and the labels' num_classes.
+	// row_bytes, rows_per_block, stripe_rows, stripe count, scalar, in_place and data_offset, and
+	// its row shape where it has one; an array's count and per_seed), the counts of the node or
+	// edge types its rows or ids belong to (nodes, edges, src_nodes, dst_nodes), and the labels'
+	// num_classes.
 	layout string
 }
 
@@ -75,6 +77,9 @@ func (m *Manifest) walkBindings(want func(path string) bool, fn func(path string
 				if layout == "" {
 					layout = fmt.Sprintf("dtype=%s dim=%d row_bytes=%d rows_per_block=%d stripe_rows=%d stripes=%d scalar=%t in_place=%t data_offset=%d %s=%d",
 						f.DType, f.Dim, f.RowBytes, f.RowsPerBlock, f.StripeRows, len(f.Files), f.Scalar, f.InPlace, f.DataOffset, rows, count)
+					if f.Shape != nil { // a row shape, where it was given: a dataset without one binds as before
+						layout += " shape=" + shapeString(f.Shape)
+					}
 				}
 				fn(p, fileBinding{prefix + "/feature/" + f.Name + "/" + strconv.Itoa(k), layout})
 			}
@@ -114,6 +119,15 @@ func (m *Manifest) walkBindings(want func(path string) bool, fn func(path string
 			}
 		}
 	}
+}
+
+// shapeString is a row shape as the layout binds it: its sizes joined by 'x' ("2x3").
+func shapeString(shape []int64) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	return strings.Join(parts, "x")
 }
 
 // key is the bind key of a file so bound in dataset id of a dataset of version.

@@ -149,6 +149,8 @@ var layoutAttacks = []struct {
 		s.Seeds.Count--
 		m.Edges().Splits["train"] = s
 	}, "edge_split.train.", "count=2"},
+	{"a row shape given to a feature of dim 3 written without one", func(m *Manifest) { m.Nodes().Features[0].Shape = []int64{3, 1} },
+		"features.x.0.bin", "shape=3x1"},
 	{"num_classes 3 to 2, below the largest label", func(m *Manifest) { m.Nodes().Labels.NumClasses = 2 },
 		"labels.bin", "num_classes=2"},
 	{"version 9 edited down to 8, which binds no layout", func(m *Manifest) { m.Version = 8 },

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -369,7 +370,7 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 		m    *Manifest
 		want string
 	}{
-		{withEdge("x", 2, false, 3), `names two features "x" (a node and an edge feature)`},
+		{withEdge("x", 2, false, 8), `names two features "x" (a node and an edge feature)`},
 		{withEdge("w", 2, true, 3), `scalar needs dim 1`},
 		{withEdge("w", 1, false, 2), `manifest version 2 has edge features`},
 		{withEdge("", 1, false, 3), `edge feature 0 has no name`},
@@ -378,11 +379,59 @@ func TestEdgeFeaturesValidate(t *testing.T) {
 			t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
 		}
 	}
+	// From version 9 a one-type dataset's node and edge feature may share a name; the node
+	// feature answers for the name alone.
+	shared := withEdge("x", 2, false, Version)
+	if err := shared.Validate(); err != nil {
+		t.Fatalf("a node and an edge feature x in version %d: %v", Version, err)
+	}
+	if f, isEdge, err := shared.AnyFeature("x"); err != nil || isEdge || f != &shared.NodeTypes[0].Features[0] {
+		t.Fatalf("AnyFeature(x) of a shared name: edge %v %v, want the node feature", isEdge, err)
+	}
 	if _, isEdge, err := withEdge("w", 1, true, 3).AnyFeature("w"); err != nil || !isEdge {
 		t.Fatalf("AnyFeature(w): edge %v %v", isEdge, err)
 	}
 	if _, err := withEdge("w", 1, true, 3).Feature("w"); err == nil || !strings.Contains(err.Error(), "is an edge feature") {
 		t.Fatalf("Feature(w) of an edge feature: %v", err)
+	}
+}
+
+// TestFeatureShapeAndMetadataValidate: a feature's optional row shape has two or more positive
+// sizes of product dim on a feature that is not scalar, and a shape or metadata needs version 9.
+func TestFeatureShapeAndMetadataValidate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	m, _ := writeTestDataset(t, dir, 100, 6, Float32, 1, rng)
+	with := func(version int, edit func(f *FeatureSpec)) *Manifest {
+		c := *m
+		c.Version = version
+		c.NodeTypes = slices.Clone(m.NodeTypes)
+		c.NodeTypes[0].Features = slices.Clone(m.NodeTypes[0].Features)
+		edit(&c.NodeTypes[0].Features[0])
+		return &c
+	}
+	if err := with(Version, func(f *FeatureSpec) { f.Shape = []int64{2, 3} }).Validate(); err != nil {
+		t.Fatalf("shape (2, 3) of dim 6: %v", err)
+	}
+	meta := map[string]json.RawMessage{"num_categories": json.RawMessage("10")}
+	if err := with(Version, func(f *FeatureSpec) { f.Metadata = meta }).Validate(); err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	for _, tc := range []struct {
+		m    *Manifest
+		want string
+	}{
+		{with(Version, func(f *FeatureSpec) { f.Shape = []int64{2, 2} }), `shape [2 2] does not fit dim 6`},
+		{with(Version, func(f *FeatureSpec) { f.Shape = []int64{6} }), `shape [6] does not fit dim 6`},
+		{with(Version, func(f *FeatureSpec) { f.Shape = []int64{-2, -3} }), `shape [-2 -3] does not fit dim 6`},
+		{with(Version, func(f *FeatureSpec) { f.Metadata = map[string]json.RawMessage{"": json.RawMessage("1")} }), `metadata has an empty key`},
+		{with(8, func(f *FeatureSpec) { f.Shape = []int64{2, 3} }), `has a shape, metadata or sampling_graph, which format version 9 introduced (version 8)`},
+		{with(8, func(f *FeatureSpec) { f.SamplingGraph = true }), `has a shape, metadata or sampling_graph, which format version 9`},
+		{func() *Manifest { c := with(8, func(*FeatureSpec) {}); c.TaskMetadata = meta; return c }(), `has task_metadata, which format version 9 introduced (version 8)`},
+	} {
+		if err := tc.m.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
+		}
 	}
 }
 

@@ -27,11 +27,13 @@
 // a dataset of one node type whose types its maker named (Typed: a one-type HeteroData or
 // GraphBolt dataset); version 9 checksums bound to how their file is read too (its layout: the
 // dtype, dims, counts and num_classes the manifest reads it by), so an edit of one with the
-// manifest's hash recomputed is corruption at Load. Commit writes version 9, typed or not. Older
-// versions are read as they are — Load holds a manifest of one to what such a dataset is (its
-// sidecars unbound, or bound to place alone), so a newer dataset's manifest edited down is
-// corruption; their layouts cannot be bound and are trusted as given — and Upgrade rewrites them
-// to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
+// manifest's hash recomputed is corruption at Load; a version 9 manifest may also give a
+// feature's row shape (bound with its layout), metadata and sampling_graph mark, the task's
+// metadata, and a one-type dataset's node and edge feature one name (docs/format.md). Commit
+// writes version 9, typed or not. Older versions are read as they are — Load holds a manifest
+// of one to what such a dataset is (its sidecars unbound, or bound to place alone), so a newer
+// dataset's manifest edited down is corruption; their layouts cannot be bound and are trusted as
+// given — and Upgrade rewrites them to version 9 in place (`tierfs upgrade`). Labels are class ids below num_classes or -1
 // (unlabelled): Commit refuses others, Verify reports them, a store refuses them at open.
 //
 // A dataset is typed (IsTyped) when its types are the maker's: several node or edge types, or
@@ -43,7 +45,9 @@
 // type names are unique, every node type has at least one node, edge types are unique by their
 // key and join node types of the manifest. Ids are per type: the topology of (src, rel, dst) is
 // CSC over the dst nodes (indptr of count(dst)+1 entries) whose indices are src ids; every
-// feature has its type's count rows, and feature names are unique within a type. The files of a
+// feature has its type's count rows, and feature names are unique within a type (from version 9
+// in a one-type dataset too: its node and edge feature may share a name, a node feature's where
+// a name stands alone, as AnyFeature; before, unique across both). The files of a
 // type lie in its own directory (NodeTypeDir, EdgeTypeDir) and are listed, checksummed and
 // verified like every other; a one-type dataset keeps its files at the top level.
 package dataset
@@ -100,6 +104,10 @@ type Manifest struct {
 	// is a typed dataset of one type, not a homogeneous graph. A dataset of several types is typed
 	// without it, and never sets it.
 	Typed bool `json:"typed,omitempty"`
+	// TaskMetadata (version 9, optional) is the metadata of the task whose splits the dataset
+	// holds, as its maker gave it (GraphBolt's task: its name, num_classes, a user's keys); tierfs
+	// does not read it.
+	TaskMetadata map[string]json.RawMessage `json:"task_metadata,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
 	fs  wfs.FS // what its files are written through (nil: the operating system's)
@@ -181,6 +189,18 @@ type FeatureSpec struct {
 	// (RowsPerBlock 0), straddling blocks. See the package doc.
 	InPlace    bool  `json:"in_place,omitempty"`
 	DataOffset int64 `json:"data_offset,omitempty"` // byte offset of row 0 in Files[0]; 0 unless InPlace
+	// Shape (version 9, optional) is a row's shape when it has more than one dimension
+	// (GraphBolt's (N, a, b) feature): two or more positive sizes whose product is Dim. Rows are
+	// stored flat, Dim values each; readers give them this shape. Bound into the checksums with
+	// the rest of the layout (bind.go).
+	Shape []int64 `json:"shape,omitempty"`
+	// Metadata (version 9, optional) is what the feature's maker said of it that tierfs does not
+	// read (GraphBolt's feature metadata: num_categories, a user's keys), given back as it came.
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+	// SamplingGraph (version 9, optional) marks a feature its maker made an attribute of the
+	// graph for sampling (GraphBolt's graph.feature_data): a front end that builds the graph in
+	// memory attaches it. tierfs does not read it.
+	SamplingGraph bool `json:"sampling_graph,omitempty"`
 
 	blockSize int64
 	count     int64
@@ -305,6 +325,9 @@ func (m *Manifest) Validate() error {
 	if err := m.validateHeader(); err != nil {
 		return err
 	}
+	if m.TaskMetadata != nil && m.Version < VersionBoundLayout {
+		return fmt.Errorf("manifest has task_metadata, which format version %d introduced (version %d)", VersionBoundLayout, m.Version)
+	}
 	v := &validation{m: m, role: map[string]string{}, names: map[string]string{},
 		// Several types (version 5 on): names checked, features named per type. Version 7
 		// describes one-type datasets too, which keep the one-type rules of versions 1 to 4
@@ -360,7 +383,9 @@ type validation struct {
 	typed bool             // the rules of several types (names checked, feature names per type)
 	files map[string]*File // by path
 	role  map[string]string
-	names map[string]string // feature name -> "node" or "edge": one namespace for both (per type when typed)
+	// names: feature name -> "node" or "edge"; one namespace for both before version 9, per type
+	// when typed or from version 9.
+	names map[string]string
 }
 
 // listFiles checks the files list: paths, sizes, in-place marks; each path once.
@@ -407,7 +432,9 @@ func (v *validation) need(what, path string, minContent int64) error {
 // features checks list, the features of one type (of names it) of count rows, and their files.
 func (v *validation) features(of string, list []FeatureSpec, count int64) error {
 	m := v.m
-	if v.typed {
+	if v.typed || m.Version >= VersionBoundLayout {
+		// Names unique within a type: from version 9 a one-type dataset's node and edge feature
+		// may share one (GraphBolt's feat of both); before, one namespace held both.
 		clear(v.names)
 	}
 	for i := range list {
@@ -424,6 +451,9 @@ func (v *validation) features(of string, list []FeatureSpec, count int64) error 
 		}
 		if f.InPlace && m.Version < 4 {
 			return fmt.Errorf("manifest %s feature %q is in place, which format version 4 introduced (version %d)", of, f.Name, m.Version)
+		}
+		if (f.Shape != nil || f.Metadata != nil || f.SamplingGraph) && m.Version < VersionBoundLayout {
+			return fmt.Errorf("manifest %s feature %q has a shape, metadata or sampling_graph, which format version %d introduced (version %d)", of, f.Name, VersionBoundLayout, m.Version)
 		}
 		if err := f.validate(int64(m.BlockSize), count); err != nil {
 			return err
@@ -593,6 +623,26 @@ func (m *Manifest) minVersion() int {
 	return 2
 }
 
+// validateShape checks the optional row shape: two or more positive sizes of product Dim, on a
+// feature that is not scalar.
+func (f *FeatureSpec) validateShape() error {
+	if f.Shape == nil {
+		return nil
+	}
+	product := int64(1)
+	for _, d := range f.Shape {
+		if d <= 0 || d > f.Dim {
+			product = -1
+			break
+		}
+		product *= d
+	}
+	if len(f.Shape) < 2 || product != f.Dim || f.Scalar {
+		return fmt.Errorf("manifest feature %q: shape %v does not fit dim %d (scalar %v); a shape has two or more positive sizes whose product is dim, on a feature that is not scalar", f.Name, f.Shape, f.Dim, f.Scalar)
+	}
+	return nil
+}
+
 func (f *FeatureSpec) validate(blockSize, count int64) error {
 	size := f.DType.Size()
 	if size == 0 {
@@ -619,6 +669,14 @@ func (f *FeatureSpec) validate(blockSize, count int64) error {
 	}
 	if f.StripeRows <= 0 || (f.RowsPerBlock > 0 && f.StripeRows%f.RowsPerBlock != 0) {
 		return fmt.Errorf("manifest feature %q: stripe_rows %d must be positive and a multiple of rows_per_block %d", f.Name, f.StripeRows, f.RowsPerBlock)
+	}
+	if err := f.validateShape(); err != nil {
+		return err
+	}
+	for k := range f.Metadata {
+		if k == "" {
+			return fmt.Errorf("manifest feature %q: metadata has an empty key", f.Name)
+		}
 	}
 	f.blockSize, f.count = blockSize, count
 	return nil
@@ -696,9 +754,9 @@ func (m *Manifest) Feature(name string) (*FeatureSpec, error) {
 	return nil, fmt.Errorf("dataset %s has no feature %q (it has %s): %w", m.dir, name, m.featureNames(true), ErrFeatureNotFound)
 }
 
-// AnyFeature returns the node or edge feature named name (feature names are unique across
-// both in versions 1 to 4) of Nodes and Edges, and whether it is an edge feature; its rows are
-// node ids or edge ids.
+// AnyFeature returns the node or edge feature named name of Nodes and Edges — the node
+// feature where both have one of that name (version 9 allows it) — and whether it is an edge
+// feature; its rows are node ids or edge ids.
 func (m *Manifest) AnyFeature(name string) (*FeatureSpec, bool, error) {
 	nt := m.Nodes()
 	for i := range nt.Features {

@@ -1,6 +1,7 @@
 package featurestore
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
@@ -42,6 +43,10 @@ type EdgeTypeInfo struct {
 // (dataset.Manifest.IsTyped): several types, or one typed type. Front ends present an untyped
 // session as a homogeneous graph.
 func (ss *Session) Typed() bool { return ss.m.IsTyped() }
+
+// TaskMetadata is the metadata of the task whose splits the dataset holds, as its maker gave it
+// (dataset.Manifest.TaskMetadata; nil for none).
+func (ss *Session) TaskMetadata() map[string]json.RawMessage { return ss.m.TaskMetadata }
 
 // NodeTypes describes every node type, in the manifest's order.
 func (ss *Session) NodeTypes() []NodeTypeInfo {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,8 +31,9 @@ type featureSource struct {
 	fields     []int
 	listColumn bool
 	elemSize   int
-	scalar     bool  // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
-	dataOffset int64 // a .npy: byte offset of the first row (the header's length)
+	scalar     bool    // a 1-D .npy: one value a row (dim 1), stored as a scalar feature
+	shape      []int64 // a .npy of 3 or more dimensions: a row's shape (dim its product), else nil
+	dataOffset int64   // a .npy: byte offset of the first row (the header's length)
 	// size and mtimeNS are a .npy file's when its header was read (Npy.Stamp).
 	size, mtimeNS int64
 }
@@ -54,10 +56,22 @@ func openFeatures(path string, override dataset.DType, scalarOK bool) (*featureS
 		if scalar {
 			a.Shape = []int64{a.Shape[0], 1}
 		}
+		var shape []int64
+		if len(a.Shape) > 2 { // rows of more than one dimension (GraphBolt's (N, a, b)): stored flat
+			shape = slices.Clone(a.Shape[1:])
+			dim := int64(1)
+			for _, d := range shape {
+				if d <= 0 || d > 1<<30 || dim > 1<<30/d {
+					return nil, fmt.Errorf("ingest: features file %s has shape %s; each size of a row must be positive and a row at most 2^30 values", path, shapeString(a.Shape))
+				}
+				dim *= d
+			}
+			a.Shape = []int64{a.Shape[0], dim}
+		}
 		if len(a.Shape) != 2 {
-			want := "2-D (rows, dim)"
+			want := "2-D (rows, dim) or more (rows, a, b, ...)"
 			if scalarOK {
-				want = "2-D (rows, dim) or 1-D (rows,)"
+				want = "2-D (rows, dim), more (rows, a, b, ...) or 1-D (rows,)"
 			}
 			return nil, fmt.Errorf("ingest: features file %s has shape %s; want %s", path, shapeString(a.Shape), want)
 		}
@@ -75,7 +89,7 @@ func openFeatures(path string, override dataset.DType, scalarOK bool) (*featureS
 		if err != nil {
 			return nil, err
 		}
-		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar,
+		return &featureSource{path: path, format: format, rows: a.Shape[0], dim: a.Shape[1], dtype: dt, elemSize: a.ItemSize, scalar: scalar, shape: shape,
 			dataOffset: a.DataOffset, size: size, mtimeNS: mtime}, nil
 	}
 	t, err := openArrowTable(path, format)
@@ -291,7 +305,7 @@ func newFeatureSpec(dir, typeDir, tag, name string, src *featureSource, count in
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
 	}
-	spec.Scalar = src.scalar
+	spec.Scalar, spec.Shape = src.scalar, src.shape
 	if len(devicePaths) == 0 {
 		spec.Files[0] = path.Join(typeDir, "features."+name+".0.bin")
 		return spec, nil
@@ -332,7 +346,7 @@ func newInPlaceSpec(name string, src *featureSource, count int64) (dataset.Featu
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
 	}
-	spec.Scalar = src.scalar
+	spec.Scalar, spec.Shape = src.scalar, src.shape
 	spec.ExpectInPlaceFile(src.size, src.mtimeNS)
 	return spec, nil
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,18 +42,54 @@ type graphBoltMetadata struct {
 // graphBoltTaskSpec is one entry of metadata.yaml's tasks.
 type graphBoltTaskSpec struct {
 	Name          string         `yaml:"name"`
-	NumClasses    int64          `yaml:"num_classes"`
 	TrainSet      []graphBoltSet `yaml:"train_set"`
 	ValidationSet []graphBoltSet `yaml:"validation_set"`
 	TestSet       []graphBoltSet `yaml:"test_set"`
+	// Extra is every other key (num_classes, a user's), with name GraphBolt's task metadata.
+	Extra map[string]any `yaml:",inline"`
 }
 
 type graphBoltFeature struct {
-	Domain string `yaml:"domain"`
-	Type   string `yaml:"type"`
-	Name   string `yaml:"name"`
-	Format string `yaml:"format"`
-	Path   string `yaml:"path"`
+	Domain   string `yaml:"domain"`
+	Type     string `yaml:"type"`
+	Name     string `yaml:"name"`
+	Format   string `yaml:"format"`
+	Path     string `yaml:"path"`
+	InMemory *bool  `yaml:"in_memory"` // GraphBolt's choice of memory or disk; tierfs tiers every feature itself
+	// inGraph: listed in graph.feature_data (an attribute of GraphBolt's sampling graph).
+	inGraph bool
+	// Extra is every other key: GraphBolt's feature metadata (num_categories, a user's keys).
+	Extra map[string]any `yaml:",inline"`
+}
+
+// graphBoltMetadataJSON is extra (a feature's or task's other keys in meta; what names them) as JSON
+// values, kept in the manifest as GraphBolt keeps them (nil for none).
+func graphBoltMetadataJSON(extra map[string]any, meta, what string) (map[string]json.RawMessage, error) {
+	if len(extra) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(extra))
+	for k, v := range extra {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %s: %s: metadata %q cannot be kept (%v); tierfs keeps YAML strings, numbers, booleans, lists and maps of string keys", meta, what, k, err)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// metadata is the task's metadata as GraphBolt's OnDiskDataset gives it: name (where set) and
+// every other key but the sets.
+func (t graphBoltTaskSpec) metadata(meta string, ti int) (map[string]json.RawMessage, error) {
+	extra := map[string]any{}
+	for k, v := range t.Extra {
+		extra[k] = v
+	}
+	if t.Name != "" {
+		extra["name"] = t.Name
+	}
+	return graphBoltMetadataJSON(extra, meta, fmt.Sprintf("tasks[%d]", ti))
 }
 
 // readGraphBolt reads and parses dir's metadata.yaml (its path is meta), refusing one without a
@@ -84,11 +121,11 @@ func (md *graphBoltMetadata) isTyped() bool {
 	return len(g.Nodes) > 1 || len(g.Edges) > 1 || (len(g.Nodes) == 1 && g.Nodes[0].Type != "")
 }
 
-// features are the graph section's feature_data then the top-level feature_data, each feature
-// once: GraphBolt's own layout may list a feature in both (a graph attribute of the sampling graph
-// and a feature of the feature store); an entry with the domain, type, name and file of one before
-// it is left out. The same domain, type and name for two files is an error: tierfs holds one
-// feature of a name for each node or edge type.
+// features are the graph section's feature_data (marked inGraph) then the top-level
+// feature_data, each feature once: GraphBolt's own layout may list a feature in both (a graph
+// attribute of the sampling graph and a feature of the feature store); an entry with the domain,
+// type, name and file of one before it is left out. The same domain, type and name for two
+// files is an error: tierfs holds one feature of a name for each node or edge type.
 func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, error) {
 	type key struct{ domain, typ, name string }
 	seen := map[key]string{}
@@ -110,6 +147,7 @@ func (md *graphBoltMetadata) features(dir, meta string) ([]graphBoltFeature, err
 			return nil, fmt.Errorf("ingest: %s: %s feature %q%s is listed twice with different files, %s and %s; tierfs holds one %s feature of a name a type", meta, f.Domain, f.Name, graphBoltOfType(f.Type), prev, p, f.Domain)
 		}
 		seen[k] = filepath.Clean(p)
+		f.inGraph = i < len(md.Graph.FeatureData)
 		out = append(out, f)
 	}
 	return out, nil
@@ -242,11 +280,15 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		if err != nil {
 			return cleanup, err
 		}
+		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
+		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
+			return cleanup, err
+		}
 		switch f.Domain {
 		case "node":
-			opt.NodeFeatures = append(opt.NodeFeatures, FeatureInput{Name: f.Name, Path: p})
+			opt.NodeFeatures = append(opt.NodeFeatures, in)
 		case "edge":
-			opt.EdgeFeatures = append(opt.EdgeFeatures, FeatureInput{Name: f.Name, Path: p})
+			opt.EdgeFeatures = append(opt.EdgeFeatures, in)
 		default:
 			return cleanup, fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
 		}
@@ -256,6 +298,9 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		return cleanup, err
 	}
 	task := md.Tasks[ti]
+	if opt.taskMetadata, err = task.metadata(meta, ti); err != nil {
+		return cleanup, err
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), ".tierfs-graphbolt-")
 	if err != nil {
 		return cleanup, fmt.Errorf("ingest: %w", err)

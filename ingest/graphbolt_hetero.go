@@ -91,7 +91,10 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 		if err != nil {
 			return nil, err
 		}
-		in := FeatureInput{Name: f.Name, Path: p}
+		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
+		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
+			return nil, err
+		}
 		switch f.Domain {
 		case "node":
 			k, ok := nodeIndex[f.Type]
@@ -114,6 +117,9 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 		return nil, err
 	}
 	if ti >= 0 {
+		if hopt.taskMetadata, err = md.Tasks[ti].metadata(meta, ti); err != nil {
+			return nil, err
+		}
 		tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), ".tierfs-graphbolt-")
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -560,6 +561,55 @@ func TestGraphBoltFeatureInGraphSectionAndFeatureList(t *testing.T) {
 			if spec, _, err := m.AnyFeature("feat"); err != nil || !bytes.Equal(featureBytes(t, m, spec), feat) {
 				t.Fatalf("feat differs (%v)", err)
 			}
+			// The graph section's feature is an attribute of the sampling graph; the others are not.
+			for _, f := range append(slices.Clone(m.Nodes().Features), m.Edges().Features...) {
+				if f.SamplingGraph != (f.Name == "feat") {
+					t.Fatalf("feature %s: sampling_graph %v, want it on feat alone (graph.feature_data)", f.Name, f.SamplingGraph)
+				}
+			}
 		})
+	}
+}
+
+// GraphBolt's feature metadata (num_categories, a user's keys: every key but domain, type, name,
+// format, path and in_memory) and its task's (name and every key but the sets) are kept in the
+// manifest as given; a feature of (N, a, b) rows is stored flat, of dim a*b, with its row shape.
+func TestGraphBoltMetadataAndRowShape(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	gb := t.TempDir()
+	writeGraphBolt(t, gb, rng, 40, 100, false)
+	cube := randomRows(rng, 40, 2*3*4)
+	WriteNpy(filepath.Join(gb, "data", "cube.npy"), "<f4", []int64{40, 2, 3}, cube)
+	path := filepath.Join(gb, GraphBoltMetadata)
+	raw, _ := os.ReadFile(path)
+	md := strings.Replace(string(raw), "    path: data/feat.npy\n", "    path: data/feat.npy\n    num_categories: 10\n    note: {by: a user, tags: [a, b]}\n", 1)
+	md = strings.Replace(md, "feature_data:\n", "feature_data:\n  - domain: node\n    name: cube\n    format: numpy\n    path: data/cube.npy\n", 1)
+	md = strings.Replace(md, "    num_classes: 7\n", "    num_classes: 7\n    note: a user's key\n", 1)
+	os.WriteFile(path, []byte(md), 0o644)
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	asJSON := func(v map[string]json.RawMessage) string { b, _ := json.Marshal(v); return string(b) }
+	feat, _, err := m.AnyFeature("feat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := asJSON(feat.Metadata), `{"note":{"by":"a user","tags":["a","b"]},"num_categories":10}`; got != want {
+		t.Fatalf("feat's metadata %s, want %s (in_memory is GraphBolt's, not metadata)", got, want)
+	}
+	if pos, _, _ := m.AnyFeature("pos"); pos.Metadata != nil {
+		t.Fatalf("pos has metadata %s, want none", asJSON(pos.Metadata))
+	}
+	if got, want := asJSON(m.TaskMetadata), `{"name":"node_classification","note":"a user's key","num_classes":7}`; got != want {
+		t.Fatalf("task metadata %s, want %s", got, want)
+	}
+	spec, _, err := m.AnyFeature("cube")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Dim != 6 || !slices.Equal(spec.Shape, []int64{2, 3}) || !bytes.Equal(featureBytes(t, m, spec), cube) {
+		t.Fatalf("cube: dim %d shape %v (bytes equal %v), want dim 6, shape [2 3] and the input's rows", spec.Dim, spec.Shape, bytes.Equal(featureBytes(t, m, spec), cube))
 	}
 }

@@ -33,6 +33,9 @@ type HeteroOptions struct {
 
 	// Progress, when set, is called now and then with the stage, the work done and the total.
 	Progress func(stage string, done, total int64) `json:"-"`
+
+	// taskMetadata is the GraphBolt task's metadata (ingestGraphBoltHetero), kept in the manifest.
+	taskMetadata map[string]json.RawMessage
 }
 
 // NodeTypeInput is one node type of HeteroOptions.
@@ -157,6 +160,7 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 		// Its types are named by the caller: a graph of one node type and at most one edge type is
 		// a typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.
 		m.Typed = len(nodes) == 1 && len(edges) <= 1
+		m.TaskMetadata = opt.taskMetadata
 		count := map[string]int64{}
 		for _, n := range nodes {
 			nt := dataset.NodeType{Name: n.in.Name, Count: n.count}

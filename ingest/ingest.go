@@ -36,6 +36,7 @@ package ingest
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -114,6 +115,9 @@ type Options struct {
 	// Progress, when set, is called now and then with the stage, the work done and the total
 	// (0 when not known up front).
 	Progress func(stage string, done, total int64)
+
+	// taskMetadata is the GraphBolt task's metadata (fromGraphBolt), kept in the manifest.
+	taskMetadata map[string]json.RawMessage
 }
 
 // hostIsLittleEndian guards the in-place views of mapped little-endian files.
@@ -159,7 +163,14 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 		checksumProgress: func(done, total int64) { report(opt.Progress, "checksum in-place features", done, total) }}
 	return writeDataset(d, func(tw *typeWriter, m *dataset.Manifest) error {
 		if in.edges != nil {
-			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true}
+			topt := topologyOptions{undirected: opt.Undirected, dropSelfLoops: opt.DropSelfLoops, dedup: opt.Dedup, progress: opt.Progress, inputEdgeIDs: true,
+				nodeFeatureNames: map[string]bool{}}
+			for _, f := range in.nodeFeatures {
+				topt.nodeFeatureNames[f.in.Name] = true
+			}
+			if in.features != nil {
+				topt.nodeFeatureNames[featureName] = true
+			}
 			et, n, err := tw.edgeType(in.edges, opt.Edges, in.numNodes, topt, in.edgeFeatures, "")
 			if err != nil {
 				return err
@@ -170,6 +181,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			}
 			m.EdgeTypes = []dataset.EdgeType{et}
 		}
+		m.TaskMetadata = opt.taskMetadata
 		nt := dataset.NodeType{Name: nodeTypeName, Count: in.numNodes}
 		nodes := nodeInputs{features: in.nodeFeatures, labels: opt.Labels, splits: in.splits, inPlace: in.inPlace}
 		if in.features != nil {
@@ -322,6 +334,7 @@ func inPlaceOfType(devicePaths []string, features []namedSource, count int64) (m
 		if err != nil {
 			return nil, nil, err
 		}
+		sp.Metadata, sp.SamplingGraph = f.in.Metadata, f.in.SamplingGraph
 		out[f.in.Name] = sp
 		specs = append(specs, &sp)
 	}

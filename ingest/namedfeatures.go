@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -17,6 +18,12 @@ type FeatureInput struct {
 	// gathered as a 1-D array); node features may also be Parquet or Arrow IPC, as Features.
 	Path  string
 	DType dataset.DType // as Options.FeatureDType, for this input
+	// Metadata is kept with the feature as given (dataset.FeatureSpec.Metadata: GraphBolt's
+	// num_categories, a user's keys).
+	Metadata map[string]json.RawMessage `json:"-"`
+	// SamplingGraph marks an attribute of the graph for sampling (dataset.FeatureSpec.SamplingGraph:
+	// GraphBolt's graph.feature_data).
+	SamplingGraph bool `json:"-"`
 }
 
 // InputEdgeIDFeature names the int64 scalar edge feature ingest writes where an edge type's
@@ -48,8 +55,9 @@ type namedSource struct {
 	src *featureSource
 }
 
-// openNamedFeatures checks the names of opt's features (unique across node and edge features,
-// "x" taken by Features) and opens every input's header.
+// openNamedFeatures checks the names of opt's features (unique among the node features, "x"
+// taken by Features, and among the edge features; a node and an edge feature may share one, as
+// GraphBolt's feat of both) and opens every input's header.
 func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 	names := map[string]string{}
 	if opt.Features != "" {
@@ -57,6 +65,9 @@ func openNamedFeatures(opt *Options) (node, edge []namedSource, err error) {
 	}
 	open := func(of string, ins []FeatureInput) ([]namedSource, error) {
 		var out []namedSource
+		if of == "edge" {
+			clear(names)
+		}
 		for _, in := range ins {
 			if prev, dup := names[in.Name]; dup {
 				what := "the " + prev + " feature of that name"

@@ -125,6 +125,42 @@ func TestNamedNodeAndEdgeFeatures(t *testing.T) {
 	}
 }
 
+// A node feature and an edge feature may share a name (GraphBolt's feat of both, issue 42): each
+// is stored apart, the edge feature's files under edges/, and the dataset verifies; the name
+// alone is the node feature's (AnyFeature).
+func TestNodeAndEdgeFeatureShareAName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	in := t.TempDir()
+	p := func(name string) string { return filepath.Join(in, name) }
+	writeNpyEdges(t, p("edges.npy"), "<i8", []int64{0, 1, 2, 3, 1}, []int64{1, 2, 3, 0, 0}, false)
+	x, w, xs := randomRows(rng, 4, 8), randomRows(rng, 5, 12), randomRows(rng, 4, 8)
+	WriteNpy(p("x.npy"), "<f4", []int64{4, 2}, xs)
+	WriteNpy(p("feat.npy"), "<f4", []int64{4, 2}, x)
+	WriteNpy(p("efeat.npy"), "<f4", []int64{5, 3}, w)
+	WriteNpy(p("ex.npy"), "<f4", []int64{5}, randomRows(rng, 5, 4))
+	out := filepath.Join(t.TempDir(), "ds")
+	_, err := Ingest(Options{Edges: p("edges.npy"), Features: p("x.npy"), Out: out,
+		NodeFeatures: []FeatureInput{{Name: "feat", Path: p("feat.npy")}},
+		EdgeFeatures: []FeatureInput{{Name: "feat", Path: p("efeat.npy")}, {Name: "x", Path: p("ex.npy")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadVerified(t, out)
+	if spec, isEdge, err := m.AnyFeature("feat"); err != nil || isEdge || !bytes.Equal(featureBytes(t, m, spec), x) {
+		t.Fatalf("feat alone: edge %v %v, want the node feature's rows", isEdge, err)
+	}
+	et := m.Edges()
+	for _, f := range et.Features {
+		if (f.Name == "feat" || f.Name == "x") && !strings.HasPrefix(f.Files[0], sharedNameDir+"/") {
+			t.Fatalf("edge feature %s in %s, want it under %s/ apart from the node feature's", f.Name, f.Files[0], sharedNameDir)
+		}
+	}
+	k := slices.IndexFunc(et.Features, func(f dataset.FeatureSpec) bool { return f.Name == "feat" })
+	if k < 0 || et.Features[k].Dim != 3 || len(featureBytes(t, m, &et.Features[k])) != len(w) {
+		t.Fatalf("edge feature feat: %+v, want 5 rows of dim 3", et.Features)
+	}
+}
+
 func slicesEqual(a, b []int64) bool {
 	for i := range a {
 		if a[i] != b[i] {
@@ -142,7 +178,7 @@ func TestNamedFeatureBadInputs(t *testing.T) {
 	WriteNpy(p("x5.npy"), "<f4", []int64{5, 2}, make([]byte, 40))
 	WriteNpy(p("w4.npy"), "<f4", []int64{4}, make([]byte, 16))
 	WriteNpy(p("w3.npy"), "<f4", []int64{3}, make([]byte, 12))
-	WriteNpy(p("w3d.npy"), "<f4", []int64{4, 1, 1}, make([]byte, 16))
+	WriteNpy(p("w3d.npy"), "<f4", []int64{4, 0, 2}, nil)
 	WriteNpy(p("c.npy"), "<c8", []int64{4}, make([]byte, 32))
 	os.WriteFile(p("w.csv"), []byte("1\n2\n3\n4\n"), 0o644)
 	base := Options{Edges: p("edges.npy"), Features: p("x4.npy")}
@@ -152,23 +188,22 @@ func TestNamedFeatureBadInputs(t *testing.T) {
 		want string
 	}{
 		{"duplicate node names", func(o *Options) {
-			o.NodeFeatures = []FeatureInput{{"h", p("x4.npy"), ""}, {"h", p("x4.npy"), ""}}
+			o.NodeFeatures = []FeatureInput{{Name: "h", Path: p("x4.npy")}, {Name: "h", Path: p("x4.npy")}}
 		}, `node feature name "h" is used twice`},
-		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{"x", p("x4.npy"), ""}} }, `"x" is used twice (also the features input`},
-		{"edge and node share a name", func(o *Options) {
-			o.NodeFeatures = []FeatureInput{{"w", p("x4.npy"), ""}}
-			o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}}
+		{"node name x beside Features", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "x", Path: p("x4.npy")}} }, `"x" is used twice (also the features input`},
+		{"two edge features share a name", func(o *Options) {
+			o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}, {Name: "w", Path: p("w4.npy")}}
 		}, `edge feature name "w" is used twice`},
-		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{"a/b", p("x4.npy"), ""}} }, `'/' is not allowed`},
-		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{".h", p("x4.npy"), ""}} }, `not starting with '.'`},
-		{"node rows", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", p("x5.npy"), ""}} }, `node feature "h": file ` + p("x5.npy") + ` has 5 rows, but the graph has 4 nodes`},
-		{"edge rows", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3.npy"), ""}} }, `edge feature "w": file ` + p("w3.npy") + ` has 3 rows, but the edges file`},
-		{"edge 3-D", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w3d.npy"), ""}} }, `has shape (4, 1, 1); want 2-D (rows, dim) or 1-D (rows,)`},
-		{"edge dtype", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("c.npy"), ""}} }, `edge feature "w"`},
-		{"edge not npy", func(o *Options) { o.EdgeFeatures = []FeatureInput{{"w", p("w.csv"), ""}} }, `edge feature "w"`},
-		{"edge without edges", func(o *Options) { o.Edges = ""; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `edge feature "w" without edges`},
-		{"edge with dedup", func(o *Options) { o.Dedup = true; o.EdgeFeatures = []FeatureInput{{"w", p("w4.npy"), ""}} }, `with Dedup`},
-		{"no file", func(o *Options) { o.NodeFeatures = []FeatureInput{{"h", "", ""}} }, `node feature "h" has no file`},
+		{"bad name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "a/b", Path: p("x4.npy")}} }, `'/' is not allowed`},
+		{"dot name", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: ".h", Path: p("x4.npy")}} }, `not starting with '.'`},
+		{"node rows", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "h", Path: p("x5.npy")}} }, `node feature "h": file ` + p("x5.npy") + ` has 5 rows, but the graph has 4 nodes`},
+		{"edge rows", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w3.npy")}} }, `edge feature "w": file ` + p("w3.npy") + ` has 3 rows, but the edges file`},
+		{"edge 3-D of an empty row", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w3d.npy")}} }, `has shape (4, 0, 2); each size of a row must be positive`},
+		{"edge dtype", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("c.npy")}} }, `edge feature "w"`},
+		{"edge not npy", func(o *Options) { o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w.csv")}} }, `edge feature "w"`},
+		{"edge without edges", func(o *Options) { o.Edges = ""; o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}} }, `edge feature "w" without edges`},
+		{"edge with dedup", func(o *Options) { o.Dedup = true; o.EdgeFeatures = []FeatureInput{{Name: "w", Path: p("w4.npy")}} }, `with Dedup`},
+		{"no file", func(o *Options) { o.NodeFeatures = []FeatureInput{{Name: "h"}} }, `node feature "h" has no file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base

@@ -38,7 +38,14 @@ type topologyOptions struct {
 	numSrc        int64
 	src, rel, dst string
 	typeDir       string
+	// nodeFeatureNames are a one-type dataset's node feature names (Ingest): an edge feature of
+	// one of them has its files under sharedNameDir, tagged "edge:", apart from the node
+	// feature's of that name.
+	nodeFeatureNames map[string]bool
 }
+
+// sharedNameDir holds a one-type dataset's edge features named as one of its node features.
+const sharedNameDir = "edges"
 
 // what names the edge type in errors: "" for the one type of Ingest and Synth.
 func (opt *topologyOptions) what() string {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 
 	"github.com/tierfs/tierfs/dataset"
@@ -95,6 +96,7 @@ func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, 
 	if err != nil {
 		return sp, err
 	}
+	sp.Metadata, sp.SamplingGraph = in.in.Metadata, in.in.SamplingGraph
 	if err := tw.w.Claim(sp.Files); err != nil {
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
@@ -177,7 +179,14 @@ func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int6
 		return et, 0, err
 	}
 	for _, ef := range features {
-		sp, err := tw.feature(topt.typeDir, tagPrefix+ef.in.Name, ef, et.Count, func(fw *dataset.FeatureWriter) error {
+		dir, tag := topt.typeDir, tagPrefix+ef.in.Name
+		if topt.nodeFeatureNames[ef.in.Name] {
+			dir, tag = path.Join(dir, sharedNameDir), "edge:"+tag
+			if err := tw.mkdir(dir); err != nil {
+				return et, 0, err
+			}
+		}
+		sp, err := tw.feature(dir, tag, ef, et.Count, func(fw *dataset.FeatureWriter) error {
 			return writeEdgeFeature(fw, ef, topo.order.ids, tw.progress)
 		})
 		if err != nil {

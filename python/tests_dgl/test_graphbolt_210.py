@@ -208,9 +208,7 @@ def test_link_prediction_example_trains_on_tierfs(tmp_path):
     "edge_name",
     [
         "w",
-        pytest.param("feat", marks=pytest.mark.xfail(strict=True, reason=(
-            "issue 42 item 3: a one-type dataset's manifest needs feature names unique across node and edge "
-            "features (dataset/manifest.go's validation, ingest/namedfeatures.go)"))),
+        "feat",
     ],
 )
 def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
@@ -218,8 +216,9 @@ def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
     preprocess and load tests): node feature feat and an edge feature listed in
     graph.feature_data (GraphBolt's sampling-graph attributes) and again, type null, in the
     top-level feature_data (its feature store), a link task with num_classes. from_graphbolt
-    takes each feature once; the feature store reads what GraphBolt's reads. GraphBolt's own
-    layout names the edge feature feat too (the xfail)."""
+    takes each feature once; the feature store reads what GraphBolt's reads, and the sampling
+    graph has the graph section's attributes. GraphBolt's own
+    layout names the edge feature feat too, as the node feature."""
     r = np.random.default_rng(SEED)
     w = r.standard_normal((E, 2)).astype(np.float32)
     entry = "{i}- domain: {d}\n{i}  type: null\n{i}  name: {n}\n{i}  format: numpy\n{i}  path: {p}\n"
@@ -232,6 +231,17 @@ def test_feature_in_graph_section_and_feature_list(tmp_path, edge_name):
     assert torch.equal(ours.feature.read("node", None, "feat", ids), theirs.feature.read("node", None, "feat", ids))
     assert torch.equal(ours.feature.read("edge", None, edge_name, eids), theirs.feature.read("edge", None, edge_name, eids))
     assert torch.equal(ours.feature.read("edge", None, edge_name, eids), torch.from_numpy(w)[eids])
+    # The graph section's features are the sampling graph's attributes (ondisk_dataset.py's
+    # preprocess at v2.1.0): node attributes as GraphBolt's; edge attributes in the graph's edge
+    # order (ORIGINAL_EDGE_ID maps it to the input's), where GraphBolt 2.1 keeps the input's.
+    graph, graph2 = ours.graph, theirs.graph
+    assert graph.node_attributes.keys() == graph2.node_attributes.keys() == {"feat"}
+    assert torch.equal(graph.node_attributes["feat"], graph2.node_attributes["feat"])
+    assert torch.equal(graph.node_attributes["feat"], torch.from_numpy(a["feat"]))
+    assert set(graph.edge_attributes) == {edge_name, gb.ORIGINAL_EDGE_ID} and set(graph2.edge_attributes) == {edge_name}
+    order = graph.edge_attributes[gb.ORIGINAL_EDGE_ID]
+    assert torch.equal(graph.edge_attributes[edge_name], graph2.edge_attributes[edge_name][order])
+    assert torch.equal(graph.edge_attributes[edge_name], torch.from_numpy(w)[order])
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,9 +343,6 @@ def test_feature_heterograph(hetero_features):
     np.testing.assert_array_equal(store.gather(np.arange(5), node_type="paper", feature="labels").reshape(-1), a["node_labels"][:5, 0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 42 item 4: a dataset's manifest has no place for GraphBolt's feature metadata (num_categories, a "
-    "user's keys) or a task's name and metadata; from_graphbolt drops them"))
 def test_feature_and_task_metadata_survive(hetero_features):
     """test_ondisk_dataset.py::test_OnDiskDataset_Feature_heterograph (num_categories) and
     ::test_OnDiskDataset_TVTSet_ItemSet_id_label (a task's num_classes), plus a user's key of the
@@ -366,8 +373,6 @@ def test_1d_feature_is_n_by_1(tmp_path):
     assert torch.equal(ours.tasks[0].train_set[:], theirs.tasks[0].train_set._items[0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 42 item 2: ingest takes 2-D (rows, dim) features only and the manifest records dim, not a row shape"))
 def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
     """GraphBolt's TorchBasedFeature of (N, a, b) (test_torch_based_feature_store.py's 3-D
     features, test_torch_based_feature's feature_b): stored and served with its shape."""
@@ -378,3 +383,169 @@ def test_feature_of_rows_of_more_than_one_dimension(tmp_path):
     assert theirs.feature.size("node", None, "cube") == torch.Size([2, 3])
     assert ours.feature.size("node", None, "cube") == torch.Size([2, 3])
     assert torch.equal(ours.feature.read("node", None, "cube", ids), theirs.feature.read("node", None, "cube", ids))
+
+
+def _feature_dataset(tmp_path, arrays: dict, extra: dict = None):
+    """A GraphBolt dataset of len(first array) nodes, one edge 0 -> 1 and each array a node
+    feature of its name (extra: more yaml keys of a feature): (tierfs's Dataset, GraphBolt's
+    OnDiskDataset of a copy)."""
+    root = tmp_path / "gb"
+    root.mkdir()
+    n = len(next(iter(arrays.values())))
+    np.save(root / "edges.npy", np.array([[0], [1]]))
+    entries = ""
+    for name, value in arrays.items():
+        np.save(root / f"{name}.npy", value)
+        entries += f"  - domain: node\n    name: {name}\n    format: numpy\n    path: {name}.npy\n"
+        entries += "".join(f"    {k}: {v}\n" for k, v in (extra or {}).get(name, {}).items())
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: features\ngraph:\n  nodes:\n    - num: {n}\n  edges:\n    - format: numpy\n      path: edges.npy\nfeature_data:\n{entries}"
+    )
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    return tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")), theirs
+
+
+def test_torch_based_feature_read_size_metadata(tmp_path):
+    """test_torch_based_feature_store.py::test_torch_based_feature (in_memory False, its reads;
+    tierfs's features are read-only): feature_a (2, 3) with metadata {"max_value": 3} and
+    feature_b (2, 2, 2), given to from_graphbolt as .npy node features; GraphBolt's
+    OnDiskDataset of the same files as the control."""
+    a = np.array([[1, 2, 3], [4, 5, 6]])
+    b = np.array([[[1, 2], [3, 4]], [[4, 5], [6, 7]]])
+    ours, theirs = _feature_dataset(tmp_path, {"a": a, "b": b}, {"a": {"max_value": 3}})
+    for ds in (ours, theirs):
+        feature_a, feature_b = ds.feature._features[("node", None, "a")], ds.feature._features[("node", None, "b")]
+        assert torch.equal(feature_a.read(), torch.tensor([[1, 2, 3], [4, 5, 6]]))
+        assert torch.equal(feature_b.read(), torch.tensor([[[1, 2], [3, 4]], [[4, 5], [6, 7]]]))
+        assert torch.equal(feature_a.read(torch.tensor([0])), torch.tensor([[1, 2, 3]]))
+        assert torch.equal(feature_b.read(torch.tensor([1])), torch.tensor([[[4, 5], [6, 7]]]))
+        assert feature_a.size() == torch.Size([3])
+        assert feature_b.size() == torch.Size([2, 2])
+        assert feature_a.metadata() == {"max_value": 3}
+        assert feature_b.metadata() == {}
+    assert ours.feature.metadata("node", None, "a") == theirs.feature.metadata("node", None, "a")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8, np.float16])
+@pytest.mark.parametrize("shape", [(2, 1), (2, 3), (2, 2, 2), (137, 13, 3)])
+def test_feature_shapes_and_dtypes(tmp_path, dtype, shape):
+    """test_torch_based_feature_store.py::test_torch_based_pinned_feature's dtypes and shapes (its
+    host reads, not pinning: randint(0, 13)), stored by from_graphbolt: the whole feature and
+    rows by id read as GraphBolt's OnDiskDataset reads them, with the same size."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    x = r.integers(0, 13, shape).astype(dtype)
+    ours, theirs = _feature_dataset(tmp_path, {"x": x})
+    key = ("node", None, "x")
+    want = theirs.feature.read(*key)
+    assert torch.equal(want, torch.from_numpy(x))
+    assert torch.equal(ours.feature.read(*key), want)
+    ids = torch.from_numpy(r.integers(0, shape[0], 7))
+    assert torch.equal(ours.feature.read(*key, ids), theirs.feature.read(*key, ids))
+    assert ours.feature.size(*key) == theirs.feature.size(*key) == torch.Size(shape[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# The sampling graph of a dataset without node features
+
+
+def _graph_only(tmp_path, typed: bool):
+    """A GraphBolt dataset of a graph alone (no feature_data, no tasks): N nodes and E random
+    edges, of one untyped type, or of node types user and item and edge types
+    user:follows:user and user:buys:item (typed). (tierfs's Dataset, GraphBolt's OnDiskDataset
+    of a copy)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    root = tmp_path / "gb"
+    root.mkdir()
+    np.save(root / "follows.npy", r.integers(0, N, (2, E)))
+    np.save(root / "buys.npy", r.integers(0, N, (2, E // 2)))
+    if typed:
+        graph = (f"  nodes:\n    - type: user\n      num: {N}\n    - type: item\n      num: {N}\n  edges:\n"
+                 "    - type: \"user:follows:user\"\n      format: numpy\n      path: follows.npy\n"
+                 "    - type: \"user:buys:item\"\n      format: numpy\n      path: buys.npy\n")
+    else:
+        graph = f"  nodes:\n    - num: {N}\n  edges:\n    - format: numpy\n      path: follows.npy\n"
+    (root / "metadata.yaml").write_text(f"dataset_name: graph\ngraph:\n{graph}")
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    return tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")), theirs
+
+
+def test_graph_homogeneous_without_features(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Graph_homogeneous on a dataset of a graph alone
+    (issue 42 item 6: sampling_graph without node features): GraphBolt's graph is the control."""
+    ours, theirs = _graph_only(tmp_path, typed=False)
+    graph, graph2 = theirs.graph, ours.graph
+    assert graph.total_num_nodes == graph2.total_num_nodes == N
+    assert graph.total_num_edges == graph2.total_num_edges == E
+    assert torch.equal(graph.csc_indptr, graph2.csc_indptr)
+    assert torch.equal(graph.indices, graph2.indices)
+    assert graph.node_type_offset is None and graph2.node_type_offset is None
+    assert graph.type_per_edge is None and graph2.type_per_edge is None
+    assert graph.node_type_to_id is None and graph2.node_type_to_id is None
+    assert graph.edge_type_to_id is None and graph2.edge_type_to_id is None
+    assert ours.feature.keys() == [] and theirs.feature.keys() == []
+    assert ours.tasks == [] and theirs.tasks == []
+    assert ours.all_nodes_set[:].tolist() == theirs.all_nodes_set[:].tolist() == list(range(N))
+
+
+def test_graph_heterogeneous_without_features(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Graph_heterogeneous on a dataset of two node
+    and two edge types alone (issue 42 item 6): GraphBolt's graph is the control."""
+    ours, theirs = _graph_only(tmp_path, typed=True)
+    graph, graph2 = theirs.graph, ours.graph
+    assert graph.total_num_nodes == graph2.total_num_nodes == 2 * N
+    assert graph.total_num_edges == graph2.total_num_edges == E + E // 2
+    assert torch.equal(graph.csc_indptr, graph2.csc_indptr)
+    assert torch.equal(graph.indices, graph2.indices)
+    assert torch.equal(graph.node_type_offset, graph2.node_type_offset)
+    assert torch.equal(graph.type_per_edge, graph2.type_per_edge)
+    assert graph.node_type_to_id == graph2.node_type_to_id
+    assert graph.edge_type_to_id == graph2.edge_type_to_id
+    assert ours.feature.keys() == [] and theirs.feature.keys() == []
+
+
+def test_feature_homograph(tmp_path):
+    """test_ondisk_dataset.py::test_OnDiskDataset_Feature_homograph: a dataset of one untyped type
+    whose node and edge features share their names (feat, labels), feat with num_categories 10;
+    read, keyed and described as GraphBolt's OnDiskDataset of the same files (the control)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    n, e = 100, 100  # GraphBolt's test has as many edges as nodes (1000 of each)
+    a = {"node_data_feat": r.random((n, 10)), "node_data_label": r.integers(0, 11, (n, 1)),
+         "edge_data_feat": r.random((e, 10)), "edge_data_label": r.integers(0, 11, (e, 1))}
+    entry = "  - domain: {d}\n    name: {n}\n    format: numpy\n    in_memory: {m}\n    path: {p}.npy\n"
+    features = (entry.format(d="node", n="feat", m="false", p="node_data_feat") + "    num_categories: 10\n"
+                + entry.format(d="node", n="labels", m="true", p="node_data_label")
+                + entry.format(d="edge", n="feat", m="false", p="edge_data_feat") + "    num_categories: 10\n"
+                + entry.format(d="edge", n="labels", m="true", p="edge_data_label"))
+    root = tmp_path / "gb"
+    root.mkdir()
+    for k, v in {**a, "edges": r.integers(0, n, (2, e))}.items():
+        np.save(root / f"{k}.npy", v)
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: homograph\ngraph:\n  nodes:\n    - num: {n}\n  edges:\n    - format: numpy\n      path: edges.npy\nfeature_data:\n{features}"
+    )
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    ours = tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds"))
+    for dataset in (theirs, ours):
+        feature_data = dataset.feature
+        assert len(feature_data) == 4
+        assert torch.equal(feature_data.read("node", None, "feat"), torch.tensor(a["node_data_feat"]))
+        assert feature_data.metadata("node", None, "feat")["num_categories"] == 10
+        assert torch.equal(feature_data.read("node", None, "labels"), torch.tensor(a["node_data_label"]))
+        assert len(feature_data.metadata("node", None, "labels")) == 0
+        assert torch.equal(feature_data.read("edge", None, "feat"), torch.tensor(a["edge_data_feat"]))
+        assert feature_data.metadata("edge", None, "feat")["num_categories"] == 10
+        assert torch.equal(feature_data.read("edge", None, "labels"), torch.tensor(a["edge_data_label"]))
+        assert len(feature_data.metadata("edge", None, "labels")) == 0
+    assert set(ours.feature.keys()) == {(str(d.value), t, k) for d, t, k in theirs.feature.keys()}
+    ids = torch.from_numpy(r.integers(0, e, 20))
+    for key in [("node", None, "feat"), ("edge", None, "feat"), ("edge", None, "labels")]:
+        assert torch.equal(ours.feature.read(*key, ids), theirs.feature.read(*key, ids)), key
+        assert ours.feature.metadata(*key) == theirs.feature.metadata(*key), key
+    # The store under it: the name alone is the node feature's.
+    np.testing.assert_array_equal(ours.store.gather(np.arange(5), feature="feat"), a["node_data_feat"][:5])

@@ -544,6 +544,12 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
     ``store.edge_split("train", edge_type=...)`` and ``store.edge_split_negatives``. Its
     ``indexes`` (which seeds form one ranking query) are not stored.
 
+    Kept as GraphBolt reads them: a feature of ``(N, a, b, ...)`` rows with its row shape; each
+    feature's metadata (its keys beside ``domain``, ``type``, ``name``, ``format``, ``path`` and
+    ``in_memory``: ``num_categories``, a user's) and the task's (its keys but the sets), which
+    :class:`tierfs.dgl.Dataset` gives back; a node and an edge feature of one name; and which
+    features the ``graph`` section lists, the attributes of :func:`tierfs.dgl.sampling_graph`.
+
     Args:
         path: the GraphBolt dataset directory.
         task: the task whose labels and seeds to ingest: its name, or its index in

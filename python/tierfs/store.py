@@ -251,7 +251,8 @@ class Store(_native.Closeable):
         {(src, rel, dst): {"count", "features": {...}}}, "typed": bool}``. A homogeneous dataset
         has one node type (and at most one edge type) and ``typed`` False; ``typed`` is True when
         the dataset's maker named its types (several types, a one-type ``HeteroData`` or GraphBolt
-        dataset)."""
+        dataset); ``task_metadata`` is what the dataset's maker said of the task of its splits
+        (GraphBolt's task metadata, ``{}`` for none)."""
         if self._types is None:
             h = self._h()
             raw = _native.read_json(lambda buf, cap, needed: lib.tfs_types_json(h, buf, cap, needed))
@@ -263,7 +264,8 @@ class Store(_native.Closeable):
             for e in raw["edge_types"]:
                 e["features"] = {f.pop("name"): f for f in e["features"]}
                 edge_types[(e["src"], e["rel"], e["dst"])] = e
-            self._types = {"node_types": node_types, "edge_types": edge_types, "typed": bool(raw["typed"])}
+            self._types = {"node_types": node_types, "edge_types": edge_types, "typed": bool(raw["typed"]),
+                           "task_metadata": raw.get("task_metadata") or {}}
         return self._types
 
     @property

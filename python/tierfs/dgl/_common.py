@@ -227,7 +227,7 @@ class _TypedColumn:
     def size(self) -> torch.Size:
         if self.kind == LABEL or self.info.get("scalar"):
             return torch.Size([])
-        return torch.Size([int(self.info["dim"])])
+        return torch.Size(self.info.get("shape") or [int(self.info["dim"])])
 
     def read(self, ids: torch.Tensor) -> torch.Tensor:
         """Rows of ids (1-D int64 CPU tensor)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 import tierfs
@@ -81,6 +82,11 @@ if gb is not None:
                 if kind == LABEL and not int(store.num_classes):
                     raise tierfs.KeyNotFoundError("tierfs.dgl: this dataset has no labels")
                 self._dtype = "int64" if kind == LABEL else _dtype_name(store)
+            # A row of more than one dimension (GraphBolt's (N, a, b)): its shape, else None.
+            self._shape = None
+            if kind == FEATURE:
+                info = self._column.info if self._column is not None else _default_feature(store)[1]
+                self._shape = torch.Size(info["shape"]) if info.get("shape") else None
             # GraphBolt's metadata: what was given (TorchBasedFeature's), nothing of tierfs's own.
             self._metadata = dict(metadata or {})
 
@@ -108,7 +114,8 @@ if gb is not None:
             if self._column is not None:
                 rows = self._column.read(ids_cpu)
                 return rows.reshape(-1, 1) if self._column_of_one else rows
-            return _read_rows(self._store, self._kind, ids_cpu)
+            rows = _read_rows(self._store, self._kind, ids_cpu)
+            return rows if self._shape is None else rows.reshape((-1,) + tuple(self._shape))
 
         def read(self, ids: torch.Tensor = None):
             """Rows ``ids`` (every row when None: the whole column, materialised in memory)."""
@@ -155,8 +162,11 @@ if gb is not None:
             return 2 if torch.device(ids_device).type == "cuda" else 1
 
         def size(self) -> torch.Size:
-            """Shape of one row: ``(dim,)`` for features (``(1,)`` for one of one value a row, read
-            as (N, 1) as GraphBolt's ``OnDiskDataset`` holds a 1-D feature), ``()`` for labels."""
+            """Shape of one row: ``(dim,)`` for features (its shape ``(a, b, ...)`` for one ingested
+            from an ``(N, a, b, ...)`` array; ``(1,)`` for one of one value a row, read as (N, 1) as
+            GraphBolt's ``OnDiskDataset`` holds a 1-D feature), ``()`` for labels."""
+            if self._shape is not None:
+                return self._shape
             if self._column is not None:
                 return torch.Size([1]) if self._column_of_one else self._column.size()
             return torch.Size([int(self._store.dim)]) if self._kind == "feat" else torch.Size([])
@@ -173,8 +183,9 @@ if gb is not None:
             )
 
         def metadata(self) -> dict:
-            """The metadata given (``{}`` by default), as GraphBolt's ``TorchBasedFeature``; the
-            dtype is the rows' (``read``), the class count the task's
+            """The metadata given (``{}`` by default; :class:`FeatureStore` gives the dataset's, e.g.
+            GraphBolt's ``num_categories`` kept by :func:`tierfs.from_graphbolt`), as GraphBolt's
+            ``TorchBasedFeature``; the dtype is the rows' (``read``), the class count the task's
             (``Dataset.tasks[i].metadata["num_classes"]``)."""
             return dict(self._metadata)
 
@@ -263,10 +274,11 @@ if gb is not None:
         for ntype, info in store.types["node_types"].items():
             key_type = ntype if one_type is None else one_type[1]
             for name, f in info["features"].items():
+                meta = f.get("metadata")
                 if one_type is not None and f.get("default"):
-                    add(("node", key_type, one_type[0]), Feature(store, FEATURE))
+                    add(("node", key_type, one_type[0]), Feature(store, FEATURE, meta))
                 else:
-                    add(("node", key_type, name), Feature(store, FEATURE, node_type=ntype, name=name))
+                    add(("node", key_type, name), Feature(store, FEATURE, meta, node_type=ntype, name=name))
             if label_name is None:
                 continue
             if one_type is None and info.get("labels"):
@@ -275,10 +287,16 @@ if gb is not None:
                 add(("node", key_type, label_name), Feature(store, LABEL))
         for etype, info in store.types["edge_types"].items():
             key_type = ":".join(etype) if one_type is None else one_type[1]
-            for name in info["features"]:
+            for name, f in info["features"].items():
                 if name != "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
-                    add(("edge", key_type, name), Feature(store, FEATURE, edge_type=etype, name=name))
+                    add(("edge", key_type, name), Feature(store, FEATURE, f.get("metadata"), edge_type=etype, name=name))
         return features
+
+    def _default_feature(store) -> tuple:
+        """``(name, types entry)`` of a one-type store's default node feature (``(None, {})``
+        when it has none)."""
+        feats = store.types["node_types"][store.node_type]["features"]
+        return next(((n, f) for n, f in feats.items() if f.get("default")), (None, {}))
 
 else:  # pragma: no cover - only without a working GraphBolt
 
@@ -298,7 +316,10 @@ else:  # pragma: no cover - only without a working GraphBolt
 def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
-    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise.
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise. A
+    one-type store's features made attributes of the sampling graph (``graph.feature_data`` of
+    :func:`tierfs.from_graphbolt`) are its ``node_attributes`` / ``edge_attributes``, edge
+    attributes in the graph's edge order.
     Edges are in tierfs's CSC order; their ``ORIGINAL_EDGE_ID`` (what GraphBolt's samplers hand
     out as ``original_edge_ids``) is the input position, DGL's edge id. A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
     :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
@@ -309,8 +330,28 @@ def sampling_graph(store):
         return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
     indptr, indices = store.csc()
     order = _input_order(store, None, len(indices))
-    attrs = None if order is None else {gb.ORIGINAL_EDGE_ID: order}
-    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices), edge_attributes=attrs)
+    nodes, edges = _sampling_attributes(store)
+    if order is not None:
+        edges[gb.ORIGINAL_EDGE_ID] = order
+    return gb.fused_csc_sampling_graph(torch.from_numpy(indptr), torch.from_numpy(indices),
+                                       node_attributes=nodes or None, edge_attributes=edges or None)
+
+
+def _sampling_attributes(store) -> tuple:
+    """``(node_attributes, edge_attributes)`` of a one-type store: every feature its maker made an
+    attribute of the sampling graph (GraphBolt's ``graph.feature_data``, kept by
+    :func:`tierfs.from_graphbolt`), whole, in memory; a row of one value 1-D, as given. Edge
+    attributes are in the graph's edge order (CSC, as ``indices``), the order GraphBolt's samplers
+    index them by."""
+
+    def whole(name, f, **where):
+        rows = _as_tensor(store.gather(np.arange(int(f["rows"])), feature=name, **where), f["dtype"])
+        return rows.reshape((-1,) + tuple(f["shape"])) if f.get("shape") else rows
+
+    types = store.types
+    nodes = {n: whole(n, f, node_type=store.node_type) for n, f in types["node_types"][store.node_type]["features"].items() if f.get("sampling_graph")}
+    edges = {n: whole(n, f, edge_type=e) for e, info in types["edge_types"].items() for n, f in info["features"].items() if f.get("sampling_graph")}
+    return nodes, edges
 
 
 #: GraphBolt's task sets by the names of tierfs's node and edge splits.
@@ -402,7 +443,8 @@ if gb is not None:
 
     class Dataset(_StoreOwner, gb.Dataset):
         """A tierfs dataset as GraphBolt's ``Dataset`` (what ``gb.OnDiskDataset(...).load()``
-        answers): ``feature`` (:class:`FeatureStore`), ``graph`` (:func:`sampling_graph`, the
+        answers): ``feature`` (:class:`FeatureStore`, every feature keyed by its own name, the
+        default one too, as ``OnDiskDataset`` keys them), ``graph`` (:func:`sampling_graph`, the
         whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
         ``dataset_name``.
 
@@ -448,7 +490,9 @@ if gb is not None:
         @property
         def feature(self):
             if self._feature is None:
-                self._feature = FeatureStore(self._store)
+                # Every feature by its own name, as OnDiskDataset keys the dataset's feature_data.
+                name = None if _is_hetero(self._store) else _default_feature(self._store)[0]
+                self._feature = FeatureStore(self._store) if name is None else FeatureStore(self._store, feature_name=name)
             return self._feature
 
         @property
@@ -490,6 +534,10 @@ if gb is not None:
                 edge_keys.append((e if hetero else None, ":".join(e), names))
         if edge_keys:
             tasks.append(Task({"name": "link_prediction"}, **_typed_sets(store, hetero, edge_keys, lambda e, s: _link_item_set(store, s, e))))
+        # The metadata of the task its maker gave (GraphBolt's, kept by from_graphbolt): as given.
+        given = types.get("task_metadata")
+        if given and len(tasks) == 1:
+            tasks[0]._metadata = dict(given)
         return tasks
 
 else:  # pragma: no cover - only without a working GraphBolt
