@@ -193,3 +193,28 @@ func TestStoreDTypeHetero(t *testing.T) {
 		t.Errorf("spec's store_dtype: %v %q", err, opt.StoreDType)
 	}
 }
+
+// TestSynthDTypeIsStoreDType: synth's float16/bfloat16 features are its float32 ones rounded by
+// the same conversion, so a half-precision synth stands for ingest --store-dtype of the float32
+// one (benchmarks/h200-next/issue44_half.sh synthesizes both).
+func TestSynthDTypeIsStoreDType(t *testing.T) {
+	var f32 []float32
+	for _, dt := range []dataset.DType{dataset.Float32, dataset.Float16, dataset.BFloat16} {
+		out := filepath.Join(t.TempDir(), "ds")
+		m, err := Synth(SynthOptions{Nodes: 700, AvgDegree: 3, Dim: 33, DType: dt, Seed: 9, Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := &m.NodeTypes[0].Features[0]
+		raw := featureBytes(t, m, spec)
+		if dt == dataset.Float32 {
+			for i := 0; i < len(raw); i += 4 {
+				f32 = append(f32, math.Float32frombits(binary.LittleEndian.Uint32(raw[i:])))
+			}
+			continue
+		}
+		if string(raw) != string(halfBytes(f32, dt)) {
+			t.Errorf("synth --dtype %s is not synth's float32 features rounded to %s", dt, dt)
+		}
+	}
+}
