@@ -204,3 +204,13 @@ def test_from_pyg_store_dtype(tmp_path):
         for t, want in (("paper", x), ("author", x[:20] * 3)):
             got = s.gather(torch.arange(want.shape[0]), node_type=t)
             assert got.dtype == torch.float16 and torch.equal(got, want.half()), t
+
+
+def test_from_graphbolt_store_dtype(tmp_path):
+    from test_graphbolt import make_graphbolt
+
+    _, a = make_graphbolt(tmp_path / "gb", rng(4405), csv=False)
+    path = tierfs.from_graphbolt(tmp_path / "gb", tmp_path / "ds", store_dtype="float16")
+    with tierfs.open(path) as s:
+        assert {k: f["dtype"] for k, f in s.features.items()} == {"feat": "float16", "year": "int16", "weight": "float16", "input_edge_id": "int64"}
+        np.testing.assert_array_equal(_bits(s.gather(np.arange(s.num_nodes()))), _bits(a["feat"].astype(np.float16)), err_msg=f"seed {SEED}")
