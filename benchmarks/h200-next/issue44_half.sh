@@ -7,14 +7,17 @@
 # Same memory in bytes for both: the float32 run at GPU 10% + host 20% of its feature bytes, the
 # float16 run at 20% + 40% of its (half) bytes, so its tiers hold twice the rows. The model casts
 # the rows to float32 on the GPU (hetero_train.py's Model.forward). ROUNDS rounds, each one
-# float32 run then one float16 run (one repeat each), so the medians are of interleaved repeats.
-# Carry build/issue44.tar.xz as for issue44.sh.
+# float32 run then one float16 run (one repeat each), so the medians are of interleaved repeats;
+# the runs stay in /var/tmp/half-results while the machine is warm, so rounds split over calls
+# (FIRST_ROUND) are summed up by the last. Carry build/issue44.tar.xz as for issue44.sh (the
+# setup lines are issue44.sh's).
 #
 #   PHASE=prep bash benchmarks/h200-next/issue44_half.sh   # synth both (~16 + 8 GB), bench disk
 #   PHASE=run  bash benchmarks/h200-next/issue44_half.sh   # ROUNDS (3) x 2 runs, then the summary
+#   PHASE=run ROUNDS=2 ...; PHASE=run FIRST_ROUND=3 ROUNDS=1 ...   # the same over two calls (600 s each)
 #   bash benchmarks/h200-next/issue44_half.sh              # both, where one call's 600 s allow it
 #
-# Writes $OUT/{synth-*.txt,disk.{txt,json},hetero-{float32,float16}-R.{txt,json},half.txt}.
+# Writes $OUT/{synth-*.txt,disk.{txt,json},hetero-{float32,float16}-R.{txt,json},bytes.txt,half.txt}.
 set -u
 root=$PWD
 PHASE=${PHASE:-all}
@@ -41,17 +44,22 @@ fi
 [ "$PHASE" = prep ] && exit 0
 bps=$(python3 -c "import json; d=json.load(open('/var/tmp/igbh-disk.json'))['probe']; print(max(p['mb_per_s'] for p in d['points']) * 1e6)")
 echo "disk bytes/s for the bound: $bps"
-for r in $(seq 1 ${ROUNDS:-3}); do
+res=/var/tmp/half-results; mkdir -p $res  # every call's runs, for a summary over calls on one warm machine
+first=${FIRST_ROUND:-1}
+for r in $(seq $first $(( first + ${ROUNDS:-3} - 1 ))); do
   for dt in float32 float16; do
     if [ $dt = float32 ]; then ds=/var/tmp/igbh gpu=0.1 host=0.2; else ds=/var/tmp/igbh-float16 gpu=0.2 host=0.4; fi
     rm -rf /var/tmp/plan-h; mkdir -p /var/tmp/plan-h
     timeout ${HETERO_SECONDS:-150} python3 python/bench/hetero_train.py $ds --arms ${HETERO_ARMS:-memory,tierfs,planned} --fanouts 10,5 --batch 1024 \
       --batches 20 --warmup 4 --repeat 1 --drop-caches --disk-bps $bps --plan-dir /var/tmp/plan-h --gpu-frac $gpu --host-frac $host \
-      --fetch-threads ${FETCH_THREADS:-2} --out $OUT/hetero-$dt-$r.json > $OUT/hetero-$dt-$r.txt 2>&1
-    echo "round $r $dt rc=$?"; grep -E "^run|   (tierfs|planned):" $OUT/hetero-$dt-$r.txt | head -4
+      --fetch-threads ${FETCH_THREADS:-2} --out $res/hetero-$dt-$r.json > $res/hetero-$dt-$r.txt 2>&1
+    echo "round $r $dt rc=$?"; grep -E "^run|   (tierfs|planned):" $res/hetero-$dt-$r.txt | head -4
   done
 done
 rm -rf /var/tmp/plan-h
+cp $res/hetero-* $OUT/
+# reads and bytes a batch without a model (the same batches through both, host tier 20% of the float32 bytes)
+timeout ${BYTES_SECONDS:-120} python3 benchmarks/devvm-2026-12-02-half/hetero_bytes.py /var/tmp/igbh /var/tmp/igbh-float16 > $OUT/bytes.txt 2>&1; tail -3 $OUT/bytes.txt
 python3 - "$OUT" <<'PY' | tee $OUT/half.txt
 import glob, json, statistics, sys
 out = sys.argv[1]
