@@ -34,7 +34,7 @@ var (
 		"edges": "Edges", "features": "Features", "labels": "Labels", "splits": "SplitsDir",
 		"out": "Out", "device_paths": "DevicePaths", "num_nodes": "NumNodes",
 		"undirected": "Undirected", "drop_self_loops": "DropSelfLoops", "dedup": "Dedup",
-		"feature_dtype": "FeatureDType", "force": "Replace", "edge_columns": "EdgeColumns",
+		"feature_dtype": "FeatureDType", "store_dtype": "StoreDType", "force": "Replace", "edge_columns": "EdgeColumns",
 		"node_features": "NodeFeatures", "edge_features": "EdgeFeatures", // lists of {"name", "path", "dtype"}
 		"graphbolt": "GraphBolt", "graphbolt_task": "GraphBoltTask", "features_in_place": "FeaturesInPlace",
 		"edge_splits": "EdgeSplits", // list of {"edge_type", "split", "seeds", "labels", "neg_dst"}

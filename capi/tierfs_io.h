@@ -17,7 +17,10 @@ extern "C" {
  * tfs_ingest of a heterogeneous graph: {"node_types": [{"name", "num_nodes", "features":
  * [{"name", "path", "dtype"}], "labels", "splits"}], "edge_types": [{"src", "rel", "dst",
  * "edges", "edge_columns", "edge_features": [{"name", "path", "dtype"}]}], "out", "force",
- * "device_paths"} (no other keys); ids in each edge list are local ids of its src and dst types. */
+ * "device_paths", "features_in_place", "store_dtype"} (no other keys); ids in each edge list are
+ * local ids of its src and dst types. "store_dtype" ("float16" or "bfloat16"; tfs_ingest of either
+ * form) stores the float32 features at that dtype, rounded to nearest even; a finite value float16
+ * holds only as Inf is TFS_EINVAL naming the feature, row, column and value. */
 tfs_status tfs_synth(const char *options_json);
 tfs_status tfs_ingest(const char *options_json);
 

@@ -3,7 +3,7 @@
 // C library (capi) does not link this package.
 //
 //	tierfs synth   [--preset P [--scale S]] --nodes N --avg-degree D --dim F [--dtype T] [--classes C] [--degree-exponent G] [--locality P [--community-size C]] [--report] --seed S --out DIR  [--force]
-//	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] --out DIR [--device-path P ...] [--force]
+//	tierfs ingest  --edges E --features F [--labels L] [--splits DIR] [--store-dtype float16|bfloat16] --out DIR [--device-path P ...] [--force]
 //	tierfs info    DIR
 //	tierfs verify  DIR
 //	tierfs gather  DIR --ids ids.npy --out out.npy [--placement] [STORE FLAGS]

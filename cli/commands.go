@@ -192,6 +192,7 @@ func ingestCmd(fs *pflag.FlagSet) runFunc {
 	fs.BoolVar(&opt.DropSelfLoops, "drop-self-loops", false, "drop edges v -> v")
 	fs.BoolVar(&opt.Dedup, "dedup", false, "drop duplicate edges")
 	dtype := fs.String("feature-dtype", "", "dtype of .npy features saved as raw void (e.g. bfloat16)")
+	storeDType := fs.String("store-dtype", "", "float16 or bfloat16: store the float32 features at that dtype (half the bytes on disk, read and cached; rounded to nearest even, a value float16 cannot hold is an error)")
 	fs.BoolVar(&opt.FeaturesInPlace, "features-in-place", false, "read the node features' .npy files (--features, --node-feature) where they are instead of copying them: checksummed at ingest, refused once changed, never written or removed; rows are not block-aligned (a row can cost two block reads)")
 	var devs, nodeFeatures, edgeFeatures listFlag
 	fs.Var(&devs, "device-path", "directory on another device for a feature stripe (repeat per device)")
@@ -207,6 +208,12 @@ func ingestCmd(fs *pflag.FlagSet) runFunc {
 				return fmt.Errorf("--edge-split: %w", err)
 			}
 			opt.EdgeSplits = append(opt.EdgeSplits, in)
+		}
+		if *storeDType != "" {
+			var err error
+			if opt.StoreDType, err = dataset.ParseDType(*storeDType); err != nil {
+				return fmt.Errorf("--store-dtype: %w", err)
+			}
 		}
 		if *spec != "" {
 			opt.DevicePaths = devs
@@ -256,13 +263,13 @@ func ingestSpec(fs *pflag.FlagSet, path string, pos []string, flagged ingest.Opt
 	var bad []string
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "spec", "out", "force", "device-path", "edge-split":
+		case "spec", "out", "force", "device-path", "edge-split", "store-dtype":
 		default:
 			bad = append(bad, "--"+f.Name)
 		}
 	})
 	if len(bad) > 0 {
-		return fmt.Errorf("%s with --spec: the spec file describes the inputs (only --out, --force, --device-path and --edge-split go with it)", strings.Join(bad, ", "))
+		return fmt.Errorf("%s with --spec: the spec file describes the inputs (only --out, --force, --device-path, --edge-split and --store-dtype go with it)", strings.Join(bad, ", "))
 	}
 	if len(pos) > 1 {
 		return fmt.Errorf("--spec takes one output directory besides flags, got %d (%s)", len(pos), strings.Join(pos, " "))
@@ -291,6 +298,12 @@ func ingestSpec(fs *pflag.FlagSet, path string, pos []string, flagged ingest.Opt
 	opt.EdgeSplits = append(opt.EdgeSplits, flagged.EdgeSplits...)
 	if len(flagged.DevicePaths) > 0 {
 		opt.DevicePaths = flagged.DevicePaths
+	}
+	if flagged.StoreDType != "" {
+		if opt.StoreDType != "" && opt.StoreDType != flagged.StoreDType {
+			return fmt.Errorf("--spec %s: the store dtype is named twice (%s by the spec's \"store_dtype\", %s by --store-dtype); give one", path, opt.StoreDType, flagged.StoreDType)
+		}
+		opt.StoreDType = flagged.StoreDType
 	}
 	return withProgressBar(&opt.Progress, func() (*dataset.Manifest, error) { return ingest.IngestHetero(opt) })
 }

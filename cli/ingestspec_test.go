@@ -116,3 +116,47 @@ func TestIngestSpecEdgeSplits(t *testing.T) {
 		t.Errorf("%s written after a refused ingest (%v)", bad, err)
 	}
 }
+
+// TestIngestStoreDType: --store-dtype stores the float32 features at half precision, with
+// --features and with --spec (where the spec's store_dtype and the flag must agree).
+func TestIngestStoreDType(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeHeteroSpec(t, dir)
+	out := filepath.Join(t.TempDir(), "g")
+	if err := execute([]string{"ingest", "--spec", spec, "--store-dtype", "bf16", out}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := dataset.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := m.NodeTypes[0].Features[0]; f.DType != dataset.BFloat16 || f.RowBytes != 4 {
+		t.Errorf("paper x with --store-dtype bf16: %s, %d B rows", f.DType, f.RowBytes)
+	}
+	x := filepath.Join(dir, "paper.npy")
+	edges := filepath.Join(dir, "cites.npy")
+	out2 := filepath.Join(t.TempDir(), "h")
+	if err := execute([]string{"ingest", "--edges", edges, "--features", x, "--store-dtype", "float16", "--out", out2}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = dataset.Load(out2); err != nil || m.NodeTypes[0].Features[0].DType != dataset.Float16 {
+		t.Fatalf("--store-dtype float16: %v", err)
+	}
+	if !strings.Contains(strings.Join(m.Created.Args, " "), "store-dtype=float16") {
+		t.Errorf("the manifest's args %v do not record the store dtype", m.Created.Args)
+	}
+	data, _ := os.ReadFile(spec)
+	os.WriteFile(spec, []byte(strings.Replace(string(data), `{"node_types"`, `{"store_dtype": "float16", "node_types"`, 1)), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--spec", spec, "--store-dtype", "bfloat16", filepath.Join(t.TempDir(), "g")}, "store dtype is named twice"},
+		{[]string{"--edges", edges, "--features", x, "--store-dtype", "int8", "--out", filepath.Join(t.TempDir(), "g")}, "float16 or bfloat16"},
+		{[]string{"--edges", edges, "--features", x, "--store-dtype", "float8", "--out", filepath.Join(t.TempDir(), "g")}, "--store-dtype"},
+	} {
+		if err := commandLine("ingest")(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

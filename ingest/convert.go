@@ -8,7 +8,9 @@ import (
 )
 
 // float32ToFloat16 converts f to IEEE 754 half precision, rounding to nearest, ties to even;
-// overflow becomes ±Inf, NaN stays NaN (quiet).
+// overflow becomes ±Inf, NaN stays NaN with its sign and top payload bits, as numpy's
+// astype(np.float16) keeps them (bit for bit: a signalling NaN stays signalling, one whose top
+// bits are zero becomes 0x7c01).
 func float32ToFloat16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
@@ -16,7 +18,7 @@ func float32ToFloat16(f float32) uint16 {
 	mant := b & 0x7fffff
 	if exp == 0xff { // Inf or NaN
 		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
+			return sign | 0x7c00 | max(1, uint16(mant>>13))
 		}
 		return sign | 0x7c00
 	}
@@ -68,11 +70,12 @@ func float16ToFloat32(h uint16) float32 {
 }
 
 // float32ToBFloat16 converts f to bfloat16 (the top half of a float32), rounding to nearest,
-// ties to even; NaN stays NaN (quiet).
+// ties to even; NaN becomes the quiet NaN of its sign (0x7fc0, 0xffc0), as ml_dtypes' (numpy's
+// bfloat16) and Eigen's conversions make it (torch's CPU kernels make 0x7fc0 or 0xffff).
 func float32ToBFloat16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
+		return uint16(b>>16)&0x8000 | 0x7fc0
 	}
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)

@@ -26,7 +26,8 @@ type featureSource struct {
 	format fileFormat
 	rows   int64
 	dim    int64
-	dtype  dataset.DType
+	dtype  dataset.DType // the input's
+	store  dataset.DType // the dtype its rows are written at when not dtype (storeAs); "" for dtype
 	// Arrow inputs: either one list column (listColumn) or one column per dimension.
 	fields     []int
 	listColumn bool
@@ -202,7 +203,7 @@ func featureDType(kind byte, size int, what string, override dataset.DType) (dat
 func (fs *featureSource) rowBytes() int64 { return fs.dim * int64(fs.elemSize) }
 
 // writeTo streams every row into w, in order, in chunks of at most featureChunkBytes.
-func (fs *featureSource) writeTo(w *dataset.FeatureWriter, progress func(string, int64, int64)) error {
+func (fs *featureSource) writeTo(w rowWriter, progress func(string, int64, int64)) error {
 	rb := fs.rowBytes()
 	chunkRows := max(1, featureChunkBytes/rb)
 	buf := make([]byte, min(chunkRows, max(fs.rows, 1))*rb)
@@ -301,7 +302,7 @@ func (fs *featureSource) assemble(out []byte, cols []arrow.Array, first, off, n 
 // replaced dataset's stripes apart from the new ones). tag is the feature's name, prefixed by
 // its type ("paper:x", "author:writes:paper:w") in a dataset of several types.
 func newFeatureSpec(dir, typeDir, tag, name string, src *featureSource, count int64, devicePaths []string, nonce string) (dataset.FeatureSpec, error) {
-	spec, err := dataset.NewFeatureSpec(name, src.dtype, src.dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
+	spec, err := dataset.NewFeatureSpec(name, src.storedDType(), src.dim, count, max(1, len(devicePaths)), dataset.DefaultBlockSize)
 	if err != nil {
 		return spec, fmt.Errorf("ingest: %w", err)
 	}

@@ -39,7 +39,7 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 	}
 	g := md.Graph
 	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
-	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, Progress: opt.Progress, FS: opt.FS}
+	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, StoreDType: opt.StoreDType, Progress: opt.Progress, FS: opt.FS}
 	nodeIndex := map[string]int{}
 	for i, n := range g.Nodes {
 		key := fmt.Sprintf("graph.nodes[%d]", i)

@@ -30,6 +30,9 @@ type HeteroOptions struct {
 	// FeaturesInPlace reads every node type's features from their .npy files where they are, as
 	// Options.FeaturesInPlace does for one type (no DevicePaths then).
 	FeaturesInPlace bool `json:"features_in_place"`
+	// StoreDType stores every type's float32 features at float16 or bfloat16, as
+	// Options.StoreDType.
+	StoreDType dataset.DType `json:"store_dtype"`
 
 	// Progress, when set, is called now and then with the stage, the work done and the total.
 	Progress func(stage string, done, total int64) `json:"-"`
@@ -74,12 +77,12 @@ func IsHeteroSpec(keys map[string]json.RawMessage) bool {
 
 // ParseHeteroSpec decodes the JSON form of HeteroOptions: an object with the keys node_types
 // ([{name, num_nodes, features: [{name, path, dtype}], labels, splits}]), edge_types ([{src,
-// rel, dst, edges, edge_columns, edge_features: [{name, path, dtype}]}]), out, force and
-// device_paths. An unknown key anywhere is an error naming it.
+// rel, dst, edges, edge_columns, edge_features: [{name, path, dtype}]}]), out, force,
+// device_paths, features_in_place and store_dtype. An unknown key anywhere is an error naming it.
 func ParseHeteroSpec(data []byte) (HeteroOptions, error) {
 	var opt HeteroOptions
 	if err := strictjson.Decode(data, &opt); err != nil {
-		return opt, fmt.Errorf("ingest: heterogeneous graph spec: %w (keys: node_types [{name, num_nodes, features [{name, path, dtype}], labels, splits}], edge_types [{src, rel, dst, edges, edge_columns, edge_features}], out, force, device_paths)", err)
+		return opt, fmt.Errorf("ingest: heterogeneous graph spec: %w (keys: node_types [{name, num_nodes, features [{name, path, dtype}], labels, splits}], edge_types [{src, rel, dst, edges, edge_columns, edge_features}], out, force, device_paths, features_in_place, store_dtype)", err)
 	}
 	return opt, nil
 }
@@ -141,6 +144,19 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 	nodes, edges, err := openHetero(&opt)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkStoreDType(opt.StoreDType, opt.FeaturesInPlace); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if err := storeFeaturesAs(opt.StoreDType, n.features, nil); err != nil {
+			return nil, typed(fmt.Sprintf("node type %q", n.in.Name), err)
+		}
+	}
+	for _, e := range edges {
+		if err := storeFeaturesAs(opt.StoreDType, nil, e.features); err != nil {
+			return nil, typed(fmt.Sprintf("edge type %q", e.in.Key()), err)
+		}
 	}
 	if opt.FeaturesInPlace {
 		if err := inPlaceNodeTypes(&opt, nodes); err != nil {
@@ -394,6 +410,9 @@ func (opt HeteroOptions) args() []string {
 	}
 	for _, p := range opt.DevicePaths {
 		a = append(a, "device-path="+p)
+	}
+	if opt.StoreDType != "" {
+		a = append(a, "store-dtype="+string(opt.StoreDType))
 	}
 	return a
 }

@@ -112,6 +112,11 @@ type Options struct {
 	// ml_dtypes saves bfloat16) or 2-byte integers holding float16/bfloat16 bits.
 	FeatureDType dataset.DType
 
+	// StoreDType, float16 or bfloat16, stores the float32 features at that dtype: half the
+	// bytes on disk, in every read and in every cached row (see storeAs for what converts, how
+	// it rounds and what it refuses). "" stores every feature as its input holds it.
+	StoreDType dataset.DType
+
 	// Progress, when set, is called now and then with the stage, the work done and the total
 	// (0 when not known up front).
 	Progress func(stage string, done, total int64)
@@ -229,6 +234,16 @@ func openInputs(opt *Options) (*openedInputs, error) {
 	}
 	nodeFeatures, edgeFeatures, err := openNamedFeatures(opt)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkStoreDType(opt.StoreDType, opt.FeaturesInPlace); err != nil {
+		return nil, err
+	}
+	node := nodeFeatures
+	if features != nil {
+		node = append([]namedSource{{FeatureInput{Name: featureName, Path: opt.Features}, features}}, nodeFeatures...)
+	}
+	if err := storeFeaturesAs(opt.StoreDType, node, edgeFeatures); err != nil {
 		return nil, err
 	}
 	if opt.Labels != "" {
@@ -356,6 +371,7 @@ func (opt Options) args() []string {
 		if opt.FeaturesInPlace {
 			add("features-in-place", "true")
 		}
+		add("store-dtype", string(opt.StoreDType))
 		return a // the rest was read from its metadata
 	}
 	add("edges", abs(opt.Edges))
@@ -392,6 +408,7 @@ func (opt Options) args() []string {
 		}
 	}
 	add("feature-dtype", string(opt.FeatureDType))
+	add("store-dtype", string(opt.StoreDType))
 	return a
 }
 

@@ -138,7 +138,7 @@ func checkEdgeRows(edge []namedSource, inputEdges int64, edgesPath string) error
 // writeEdgeFeature writes the rows of an edge feature in edge id order: edge id p (a CSC
 // position) gets row order[p] of the input. The input is mapped read-only; rows are copied in
 // CSC order, so the input is read at random (through the page cache).
-func writeEdgeFeature(fw *dataset.FeatureWriter, e namedSource, order []int64, progress func(string, int64, int64)) error {
+func writeEdgeFeature(fw rowWriter, e namedSource, order []int64, progress func(string, int64, int64)) error {
 	a, err := OpenNpy(e.src.path)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func writeEdgeFeature(fw *dataset.FeatureWriter, e namedSource, order []int64, p
 }
 
 // writeInputEdgeIDs writes order (the input position of every edge id) as int64 rows.
-func writeInputEdgeIDs(fw *dataset.FeatureWriter, order []int64) error {
+func writeInputEdgeIDs(fw rowWriter, order []int64) error {
 	chunk := int(featureChunkBytes / 8)
 	for p := 0; p < len(order); p += chunk {
 		rows := order[p:min(p+chunk, len(order))]

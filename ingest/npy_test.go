@@ -232,6 +232,13 @@ func TestFloat16Conversion(t *testing.T) {
 			t.Errorf("float16(%g) = %#04x, want %#04x", c.f, got, c.want)
 		}
 	}
+	// NaN bits as numpy 2.4's astype(np.float16) makes them (python/tests/test_half_dtype.py
+	// compares the rest bit for bit): sign and the top payload bits kept, signalling stays so.
+	for _, c := range [][2]uint32{{0x7fc00001, 0x7e00}, {0xffc00000, 0xfe00}, {0x7f800001, 0x7c01}, {0xff812345, 0xfc09}, {0x7fa00000, 0x7d00}} {
+		if got := float32ToFloat16(math.Float32frombits(c[0])); got != uint16(c[1]) {
+			t.Errorf("float16(NaN %#08x) = %#04x, want numpy's %#04x", c[0], got, c[1])
+		}
+	}
 }
 
 func TestBFloat16Conversion(t *testing.T) {
@@ -263,6 +270,12 @@ func TestBFloat16Conversion(t *testing.T) {
 		}
 		if got := float32ToBFloat16(math.Float32frombits(uint32(h)<<16 | 0x8001)); got != h+1 {
 			t.Fatalf("above midpoint above %#04x -> %#04x", h, got)
+		}
+	}
+	// NaN bits as ml_dtypes' bfloat16 makes them: the quiet NaN of the sign.
+	for _, c := range [][2]uint32{{0x7fc00001, 0x7fc0}, {0xffc00000, 0xffc0}, {0x7f800001, 0x7fc0}, {0xff812345, 0xffc0}} {
+		if got := float32ToBFloat16(math.Float32frombits(c[0])); got != uint16(c[1]) {
+			t.Errorf("bfloat16(NaN %#08x) = %#04x, want ml_dtypes' %#04x", c[0], got, c[1])
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

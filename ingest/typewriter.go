@@ -90,8 +90,9 @@ func (tw *typeWriter) mkdir(typeDir string) error {
 }
 
 // feature writes the feature in of count rows into typeDir (stripes tagged tag on other
-// devices; see newFeatureSpec), write streaming its rows into the writer.
-func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, write func(*dataset.FeatureWriter) error) (dataset.FeatureSpec, error) {
+// devices; see newFeatureSpec), write streaming its input rows into the writer, which converts
+// them to the dtype they are stored at (storeAs; where names a row in its errors).
+func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, where func(int64) string, write func(rowWriter) error) (dataset.FeatureSpec, error) {
 	sp, err := newFeatureSpec(tw.w.Dest, typeDir, tag, in.in.Name, in.src, count, tw.devicePaths, tw.w.Nonce)
 	if err != nil {
 		return sp, err
@@ -105,7 +106,11 @@ func (tw *typeWriter) feature(typeDir, tag string, in namedSource, count int64, 
 	if err != nil {
 		return sp, fmt.Errorf("ingest: %w", err)
 	}
-	err = write(fw)
+	var rw rowWriter = fw
+	if in.src.store != "" {
+		rw = &halfWriter{fw: fw, store: in.src.store, dim: in.src.dim, what: in.what(), where: where}
+	}
+	err = write(rw)
 	if cerr := fw.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("ingest: %w", cerr)
 	}
@@ -125,7 +130,7 @@ func (tw *typeWriter) nodeType(nt *dataset.NodeType, typeDir, tagPrefix string, 
 			tw.files = append(tw.files, sp.Files...)
 			continue
 		}
-		sp, err := tw.feature(typeDir, tagPrefix+f.in.Name, f, nt.Count, func(fw *dataset.FeatureWriter) error {
+		sp, err := tw.feature(typeDir, tagPrefix+f.in.Name, f, nt.Count, rowsOf, func(fw rowWriter) error {
 			return f.src.writeTo(fw, tw.progress)
 		})
 		if err != nil {
@@ -186,7 +191,8 @@ func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int6
 				return et, 0, err
 			}
 		}
-		sp, err := tw.feature(dir, tag, ef, et.Count, func(fw *dataset.FeatureWriter) error {
+		where := func(p int64) string { return fmt.Sprintf("edge id %d (input row %d)", p, topo.order.ids[p]) }
+		sp, err := tw.feature(dir, tag, ef, et.Count, where, func(fw rowWriter) error {
 			return writeEdgeFeature(fw, ef, topo.order.ids, tw.progress)
 		})
 		if err != nil {
@@ -198,7 +204,7 @@ func (tw *typeWriter) edgeType(edges edgeSource, edgesPath string, numNodes int6
 		// In the dataset's directory, never striped: it is read a batch's edges at a time.
 		ids := namedSource{FeatureInput{Name: InputEdgeIDFeature}, &featureSource{dtype: dataset.Int64, dim: 1, scalar: true}}
 		local := typeWriter{w: tw.w, progress: tw.progress}
-		sp, err := local.feature(topt.typeDir, tagPrefix+InputEdgeIDFeature, ids, et.Count, func(fw *dataset.FeatureWriter) error {
+		sp, err := local.feature(topt.typeDir, tagPrefix+InputEdgeIDFeature, ids, et.Count, rowsOf, func(fw rowWriter) error {
 			return writeInputEdgeIDs(fw, topo.order.ids)
 		})
 		tw.files = append(tw.files, local.files...)

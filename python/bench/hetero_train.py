@@ -79,6 +79,7 @@ class Model(torch.nn.Module):
         self.head = Linear(hidden, classes)
 
     def forward(self, x: Dict[str, torch.Tensor], edges: Dict[tuple, torch.Tensor], batch: int) -> torch.Tensor:
+        x = {t: v.float() for t, v in x.items()}  # half-precision rows (store_dtype) cast on the device; float32 as it is
         for conv in self.convs:
             # a type no message reached at the previous layer has no representation: its edge
             # types sit this layer out

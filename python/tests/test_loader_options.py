@@ -43,7 +43,7 @@ def colour(monkeypatch):
 
 def test_table():
     assert _options.names("loader") == ["shuffle", "drop_last", "prefetch", "seed", "labels", "planned_epochs", "plan_dir",
-                                        "plan_disk_budget", "reuse_samples", "plan_pack_method", "plan_pack_memory"]
+                                        "plan_disk_budget", "reuse_samples", "plan_pack_method", "plan_pack_memory", "x_dtype"]
     d = _options.defaults("loader")
     assert d["shuffle"] is True and d["prefetch"] == 4 and d["planned_epochs"] == 0 and d["labels"] is None
     # A plan option under the loader's name is the core's: kind, choices and help from its table.
@@ -55,9 +55,9 @@ def test_table():
 
 def test_every_option_reaches_the_loader(store, received):
     values = {"shuffle": False, "drop_last": True, "prefetch": 2, "seed": 7, "labels": False, "planned_epochs": 0, "plan_dir": "/tmp/x",
-              "plan_disk_budget": "3MiB", "reuse_samples": False, "plan_pack_method": "scan", "plan_pack_memory": "2MiB"}
+              "plan_disk_budget": "3MiB", "reuse_samples": False, "plan_pack_method": "scan", "plan_pack_memory": "2MiB", "x_dtype": torch.float64}
     assert set(values) == set(_options.names("loader"))
-    want = dict(values, plan_disk_budget=3 << 20, plan_pack_memory=2 << 20)
+    want = dict(values, plan_disk_budget=3 << 20, plan_pack_memory=2 << 20, x_dtype="float64")
     loader = tierfs.Loader(store, store.sampler([2]), np.arange(40), 8, **values)
     assert received[-1] == ("tierfs.Loader", want)
     assert (loader.shuffle, loader.drop_last, loader.prefetch, loader.seed, loader.labels) == (False, True, 2, 7, False)

@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, List, Mapping
 
 from . import _native, _util, errors
 from .pipeline import MAX_DEPTH
+from .storegather import _NUMPY_DTYPES, dtype_name
 
 #: Options Python takes in another form: the core's name -> Python's argument.
 PYTHON_FORMS = {"gpu_device": "device"}
@@ -36,7 +37,8 @@ PYTHON_FORMS = {"gpu_device": "device"}
 #: (:class:`tierfs.pyg.NeighborLoader`) pass on and the other loaders (``LinkNeighborLoader``,
 #: :class:`tierfs.dgl.DataLoader`) take where they apply. Entries as the core's tables' (kinds
 #: "bool", "int" with "min"/"max", "path", and "epochs": an int or "auto"), or ``"epochs"``:
-#: the plan option the entry is, under the loader's name.
+#: the plan option the entry is, under the loader's name; kind "dtype" takes a name, a numpy or a
+#: torch dtype and gives its name.
 LOADER: List[Dict[str, Any]] = [
     {"name": "shuffle", "kind": "bool", "default": True,
      "help": "shuffle the seeds each epoch, by seed and the epoch number (planned epochs need it)"},
@@ -57,6 +59,9 @@ LOADER: List[Dict[str, Any]] = [
      "help": "plan K epochs once and serve epoch e as planned epoch e mod K (needs planned_epochs)"},
     {"name": "plan_pack_method", "epochs": "pack_method"},
     {"name": "plan_pack_memory", "epochs": "pack_memory"},
+    {"name": "x_dtype", "kind": "dtype",
+     "help": "the dtype of each batch's x (torch.float32, \"float32\", ...), cast on the store's device once the rows arrive, "
+             "which stay read and cached at the stored dtype (None: the stored dtype, as PyG's loaders give the feature store's)"},
 ]
 
 _tables: Dict[str, List[Dict[str, Any]]] = {}
@@ -150,6 +155,11 @@ def _loader_value(where: str, name: str, o: Dict[str, Any], value: Any) -> Any:
         return bool(value)
     if kind == "path":
         return os.fspath(value)
+    if kind == "dtype":
+        name = dtype_name(value, f"{where}: {name}")
+        if name not in _NUMPY_DTYPES:
+            raise errors.InvalidArgumentError(f"{where}: {o['name']} {value!r} must be a feature dtype ({', '.join(_NUMPY_DTYPES)})")
+        return name
     if kind == "int":
         n, lo, hi = _index(value), o.get("min"), o.get("max")
         if n is None:
@@ -258,7 +268,8 @@ def document(fn: Any, family: str = "store", skip: Iterable[str] = (), rename: M
         if (family == "store" and o["name"] in PYTHON_FORMS) or o["name"] in skip or (takes and o["name"] not in takes):
             continue
         kind = {"size": "bytes or a string like '4GiB'", "bool": "bool", "int": "int", "uint": "int", "float": "float",
-                "string": "str", "map": "dict", "path": "str or path", "epochs": 'int or "auto"'}[o["kind"]]
+                "string": "str", "map": "dict", "path": "str or path", "epochs": 'int or "auto"',
+                "dtype": "a dtype: name, numpy or torch"}[o["kind"]]
         if o.get("min") is not None:
             kind += f" from {o['min']} to {o['max']}"
         default = f"; default {o['default']!r}" if o.get("default") is not None else ""

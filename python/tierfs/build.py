@@ -17,6 +17,7 @@ from . import _native, _util, errors
 from ._args import _c_str
 from ._native import check, lib
 from ._progress import ProgressLike, _progress_callback
+from .storegather import dtype_name
 
 __all__ = ["ingest", "synth", "from_graphbolt", "verify", "upgrade"]
 
@@ -210,6 +211,7 @@ def ingest(
     edge_features: Optional[Mapping[str, Any]] = None,
     features_in_place: bool = False,
     edge_splits: Optional[Mapping[str, Any]] = None,
+    store_dtype: Any = None,
 ) -> str:
     """Builds a dataset in the directory ``out`` and returns its path.
 
@@ -257,6 +259,14 @@ def ingest(
             (``{"source_node", "target_node"[, "target_node_neg"]}`` or ``{"edge"[,
             "edge_neg"]}``: negatives become seeds labelled 0 after the positives' 1s). Read back
             with ``store.edge_split(name)``; ids outside the graph's nodes are refused.
+        store_dtype: ``"float16"`` or ``"bfloat16"`` (or ``torch.float16``, ``np.float16``, ...):
+            store the float32 features at that dtype, so the disk, every read and every cached
+            row hold half the bytes; gathers return it (``store.gather(ids, dtype=torch.float32)``
+            casts after the rows arrive). Rounded to nearest, ties to even, as numpy's
+            ``astype`` and torch's ``.to`` (bit for bit); NaN and Inf stay; a finite value
+            float16 can hold only as Inf (``|x| >= 65520``) raises ValueError naming the
+            feature, row, column and value. Integer features other than the default are kept;
+            other dtypes (float64) raise. Not with ``features_in_place``.
 
     Raises:
         ValueError (tierfs.InvalidArgumentError): inputs that do not fit together (the core's
@@ -291,7 +301,7 @@ def ingest(
             opts["num_nodes"] = int(num_nodes)
         if feature_dtype:
             opts["feature_dtype"] = str(feature_dtype)
-        _out_options(opts, device_paths, force)
+        _out_options(opts, device_paths, force, store_dtype)
         if edge_columns is not None:
             cols = [str(c) for c in edge_columns]
             if len(cols) != 2:
@@ -522,7 +532,7 @@ def synth(
 
 def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None] = None, undirected: bool = False,
                    device_paths: Optional[Sequence[PathLike]] = None, force: bool = False, progress: ProgressLike = None,
-                   features_in_place: bool = False) -> str:
+                   features_in_place: bool = False, store_dtype: Any = None) -> str:
     """Builds a tierfs dataset in ``out`` from a DGL GraphBolt on-disk dataset (a directory with
     ``metadata.yaml``, as ``dgl.graphbolt.OnDiskDataset`` reads; the raw form with a ``graph``
     section) and returns its path: the edges (CSV or ``.npy``), every node feature by its name
@@ -555,8 +565,9 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
         task: the task whose labels and seeds to ingest: its name, or its index in
             ``metadata.yaml``'s ``tasks`` (None: the first). An unknown task raises ValueError
             listing the tasks.
-        out, undirected, device_paths, force, progress, features_in_place: as :func:`ingest`
-            (``features_in_place`` reads the node features' ``.npy`` files where they are).
+        out, undirected, device_paths, force, progress, features_in_place, store_dtype: as
+            :func:`ingest` (``features_in_place`` reads the node features' ``.npy`` files where
+            they are; ``store_dtype`` stores the float32 features at float16 or bfloat16).
     """
     _native.check_process()
     opts: Dict[str, Any] = {"out": os.fspath(out), "graphbolt": _input_path(path, "graphbolt")}
@@ -568,18 +579,20 @@ def from_graphbolt(path: PathLike, out: PathLike, *, task: Union[str, int, None]
         opts["graphbolt_task"] = str(task)
     if undirected:
         opts["undirected"] = True
-    _out_options(opts, device_paths, force)
+    _out_options(opts, device_paths, force, store_dtype)
     _run_with_progress(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
     return opts["out"]
 
 
-def _out_options(opts: Dict[str, Any], device_paths: Optional[Sequence[PathLike]], force: bool) -> None:
+def _out_options(opts: Dict[str, Any], device_paths: Optional[Sequence[PathLike]], force: bool, store_dtype: Any = None) -> None:
     """Sets the output options every ingest takes in opts: ``device_paths`` where given,
-    ``force`` where set."""
+    ``force`` where set, ``store_dtype`` (a name, numpy or torch dtype) where given."""
     if device_paths:
         opts["device_paths"] = [os.fspath(p) for p in device_paths]
     if force:
         opts["force"] = True
+    if store_dtype is not None:
+        opts["store_dtype"] = dtype_name(store_dtype, "store_dtype")
 
 
 def verify(path: PathLike, *, limit: int = 20, progress: ProgressLike = None) -> Dict[str, Any]:

@@ -21,7 +21,7 @@ __all__ = ["from_pyg", "graph_attrs"]
 
 def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edge_splits: Optional[Mapping[Any, Any]] = None,
              undirected: bool = False, device_paths: Optional[Sequence[PathLike]] = None,
-             tmp_dir: Optional[PathLike] = None, force: bool = False, progress: ProgressLike = None) -> str:
+             tmp_dir: Optional[PathLike] = None, force: bool = False, progress: ProgressLike = None, store_dtype: Any = None) -> str:
     """Builds a tierfs dataset in ``out`` from a PyG ``Data`` and returns its path: ``x`` becomes
     the default feature, ``edge_index`` the topology (messages flow ``edge_index[0] ->
     edge_index[1]``, as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
@@ -59,16 +59,18 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
             ``data``): only their ``edge_label_index`` / ``edge_label`` are read.
         edge_splits: more edge splits as :func:`ingest` takes them (``Data``), or ``{edge type:
             {split: ...}}`` (``HeteroData``), e.g. an OGB link dataset's ``get_edge_split()``.
-        out, undirected, device_paths, tmp_dir, force, progress: as :func:`ingest`
+        out, undirected, device_paths, tmp_dir, force, progress, store_dtype: as :func:`ingest`
             (``undirected`` applies to ``Data`` only: give a ``HeteroData`` its reverse edge
-            types, e.g. with ``torch_geometric.transforms.ToUndirected()``).
+            types, e.g. with ``torch_geometric.transforms.ToUndirected()``; ``store_dtype``
+            ``"float16"`` or ``"bfloat16"`` stores the float32 tensors at half precision, ``x``
+            of every type, ``edge_attr``, ...; integer tensors stay as they are).
     """
     for name, d in (("val", val), ("test", test)):
         if d is not None and type(d) is not type(data):
             raise errors.DTypeError(f"from_pyg: {name} is a {type(d).__name__}, data a {type(data).__name__}; give the {name} output of the RandomLinkSplit that made data")
     if type(data).__name__ == "HeteroData" and _is_pyg_data(data):
         path = _from_hetero_data(data, out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress,
-                                 split_data={"val": val, "test": test}, edge_splits=edge_splits)
+                                 split_data={"val": val, "test": test}, edge_splits=edge_splits, store_dtype=store_dtype)
         graph_attrs = dict(data._global_store.items())
         if graph_attrs:
             _warn_graph_attrs(graph_attrs)
@@ -79,7 +81,7 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     inputs, graph_attrs = _data_inputs(data, val, test, edge_splits)
     if graph_attrs:
         _warn_graph_attrs(graph_attrs)
-    path = ingest(out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress, **inputs)
+    path = ingest(out, undirected=undirected, device_paths=device_paths, tmp_dir=tmp_dir, force=force, progress=progress, store_dtype=store_dtype, **inputs)
     _hold_graph_attrs(path, graph_attrs)
     return path
 
@@ -202,7 +204,7 @@ def _split_keys(store: Any, keys: Any) -> Dict[str, str]:
 
 def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_paths: Optional[Sequence[PathLike]],
                       tmp_dir: Optional[PathLike], force: bool, progress: ProgressLike,
-                      split_data: Mapping[str, Any], edge_splits: Optional[Mapping[Any, Any]]) -> str:
+                      split_data: Mapping[str, Any], edge_splits: Optional[Mapping[Any, Any]], store_dtype: Any = None) -> str:
     """from_pyg of a HeteroData: one tfs_ingest with node_types and edge_types."""
     _native.check_process()
     if undirected:
@@ -304,6 +306,6 @@ def _from_hetero_data(data: Any, out: PathLike, *, undirected: bool, device_path
         opts: Dict[str, Any] = {"node_types": node_types, "edge_types": edge_types, "out": out}
         if entries:
             opts["edge_splits"] = entries
-        _out_options(opts, device_paths, force)
+        _out_options(opts, device_paths, force, store_dtype)
         staging.run(lib.tfs_ingest, lib.tfs_ingest_progress, opts, progress)
     return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
 from . import _options
+from . import storegather as _storegather
 from .epochs import plan_request
 from .errors import ClosedError, InvalidArgumentError
 from .pipeline import Pipeline, pipeline_stats
@@ -363,6 +364,7 @@ class Loader:
         self.drop_last = o["drop_last"]
         self.prefetch = o["prefetch"]
         self.seed = o["seed"]
+        self.x_dtype: Optional[str] = o["x_dtype"]
         self.labels = store.num_classes > 0 if labels is None else labels
         self.epoch = 0
         self.transform = transform
@@ -469,6 +471,9 @@ class Loader:
         return sample, lambda i, sampled: self._gather(i, sampled, turn)
 
     def _finish(self, batch: Batch) -> Any:
+        if self.x_dtype is not None and batch.x is not None:  # cast where the rows are: on the GPU for a CUDA store
+            x = batch.x
+            batch.x = {t: _storegather.cast_rows(v, self.x_dtype, None) for t, v in x.items()} if isinstance(x, dict) else _storegather.cast_rows(x, self.x_dtype, None)
         return batch if self.transform is None else self.transform(batch)
 
     def _gather(self, i: int, sampled: Tuple[Any, Any, Any], turn: Any = None) -> Batch:

@@ -43,6 +43,19 @@ _NUMPY_DTYPES = {
 }
 
 
+def dtype_name(dtype: Any, what: str) -> str:
+    """The tierfs name of a dtype given by name (``"float16"``), as a numpy dtype or type
+    (``np.float16``) or as a torch dtype (``torch.bfloat16``)."""
+    if isinstance(dtype, str):
+        return dtype
+    if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":
+        return str(dtype).rsplit(".", 1)[-1]
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise errors.DTypeError(f"{what}: want a dtype name (\"float16\"), a numpy or a torch dtype, got {dtype!r}") from None
+
+
 # Asynchronous gathers ---------------------------------------------------------------------
 
 _gather_executor: Optional[Any] = None
@@ -95,6 +108,7 @@ def gather(
     feature: Optional[str] = None,
     node_type: Optional[str] = None,
     edge_type: Optional[EdgeType] = None,
+    dtype: Any = None,
 ) -> Any:
     """Feature rows of ``ids``: an ``(n, dim)`` array, ``out[i] = row(ids[i])``.
 
@@ -118,6 +132,11 @@ def gather(
             None is the store's own type (the first with features).
         edge_type: with ``feature``, an edge feature of that edge type (``(src, rel, dst)``
             or ``"src:rel:dst"``) by its edge ids (``Sample.edge``).
+        dtype: the dtype to return the rows in (``torch.float32``, ``np.float32``,
+            ``"float32"``, ...); None: the stored dtype (:attr:`dtype_name`; a dataset ingested
+            with ``store_dtype="float16"`` returns float16). The rows are read and cached at the
+            stored dtype and cast once they arrive, where they are: on the GPU for a CUDA
+            result. ``out``, where given, is then of this dtype.
 
     Returns:
         numpy ids give a numpy array; torch ids a torch tensor on the ids' device (CPU ids on
@@ -130,6 +149,13 @@ def gather(
         tierfs.ClosedError: the store is closed.
         KeyError (tierfs.KeyNotFoundError): no feature named ``feature``.
     """
+    if dtype is None:
+        return _gather_stored(self, ids, out, feature, node_type, edge_type)
+    return cast_rows(_gather_stored(self, ids, None, feature, node_type, edge_type), dtype, out)
+
+
+def _gather_stored(self, ids: IdsLike, out: Any, feature: Optional[str], node_type: Optional[str], edge_type: Optional[EdgeType]) -> Any:
+    """gather at the stored dtype."""
     h = self._h()
     if edge_type is not None or (node_type is not None and node_type != self.node_type):
         return self._gather_typed(h, ids, out, feature, node_type, edge_type)
@@ -163,6 +189,31 @@ def gather(
     result = torch.empty(shape, dtype=self.torch_dtype, device=dev)
     self._gather_cuda(h, ids_.array, result)
     return result
+
+
+def cast_rows(rows: Any, dtype: Any, out: Any) -> Any:
+    """rows (a gather's result) as ``dtype``, cast where they lie (a CUDA tensor on its GPU);
+    written into ``out`` (of that dtype and shape) where given."""
+    name = dtype_name(dtype, "gather: dtype")
+    if name not in _NUMPY_DTYPES:
+        raise errors.DTypeError(f"gather: dtype {name!r} is not a feature dtype (want one of {', '.join(_NUMPY_DTYPES)})")
+    if _util.is_tensor(rows):
+        torch = _torch()
+        want = getattr(torch, name)
+        if out is None:
+            return rows.to(want)
+        if not _util.is_tensor(out) or out.dtype != want or tuple(out.shape) != tuple(rows.shape):
+            raise errors.DTypeError(f"gather: out must be a {want} tensor of shape {tuple(rows.shape)}, got {getattr(out, 'dtype', type(out).__name__)} {tuple(getattr(out, 'shape', ()))}")
+        return out.copy_(rows)
+    want_np = _NUMPY_DTYPES[name]
+    if rows.dtype == np.uint16 and _NUMPY_DTYPES["bfloat16"] == np.uint16 and name != "bfloat16":
+        rows = (rows.astype(np.uint32) << 16).view(np.float32)  # bfloat16 bits without ml_dtypes: widened exactly
+    if out is None:
+        return rows.astype(want_np, copy=False)
+    if not isinstance(out, np.ndarray) or out.dtype != want_np or out.shape != rows.shape:
+        raise errors.DTypeError(f"gather: out must be a {want_np} array of shape {rows.shape}, got {getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', ())}")
+    np.copyto(out, rows, casting="unsafe")
+    return out
 
 
 def _gather_feature(self, h: int, name: str, ids: IdsLike, out: Any) -> Any:
@@ -261,24 +312,24 @@ def _gather_typed_device_ids(self, h: int, nt_c: bytes, ids: Any, info: Dict[str
     return out
 
 
-def gather_async(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None) -> "GatherFuture":
+def gather_async(self, ids: IdsLike, out: Any = None, feature: Optional[str] = None, dtype: Any = None) -> "GatherFuture":
     """Starts :meth:`gather` of ``ids`` (into ``out``) on a background thread and returns at
     once a :class:`GatherFuture`; its ``wait()`` returns what ``gather`` would (as GraphBolt's
     ``read_async`` and kvikio's ``IOFuture``). The ids are copied before this returns, so the
     caller may reuse them; ``out`` must stay alive until ``wait()``. Errors are raised by
     ``wait()``. On a CUDA store the rows are ordered before work the caller's current stream
-    queues after ``wait()``."""
+    queues after ``wait()``. ``dtype`` as :meth:`gather`'s."""
     ids_ = _ids(ids)
     frozen: Any = ids_.array.copy()
     if ids_.scalar:
         frozen = ids if not isinstance(ids, np.ndarray) else ids.copy()
     elif ids_.kind == "torch":  # back on the ids' device, so the result lands where gather's would
         frozen = _torch().from_numpy(frozen).to(ids_.device)
-    return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out, feature), self._device_type == "cuda")
+    return GatherFuture(_gather_pool().submit(self._gather_for_future, frozen, out, feature, dtype), self._device_type == "cuda")
 
 
-def _gather_for_future(self, ids: Any, out: Any, feature: Optional[str] = None) -> tuple:
-    rows = self.gather(ids, out, feature)
+def _gather_for_future(self, ids: Any, out: Any, feature: Optional[str] = None, dtype: Any = None) -> tuple:
+    rows = self.gather(ids, out, feature, dtype=dtype)
     event = None
     if _util.is_tensor(rows) and rows.is_cuda:
         torch = _torch()

@@ -133,7 +133,7 @@ class NeighborSampler(dgl.dataloading.BlockSampler):
 
 #: The loader options DataLoader takes (it runs its own pipeline, not tierfs.Loader's planned
 #: epochs); shuffle and drop_last are DGL's arguments, at DGL's defaults.
-_TAKES = ("shuffle", "drop_last", "seed", "prefetch")
+_TAKES = ("shuffle", "drop_last", "seed", "prefetch", "x_dtype")
 
 
 class DataLoader:
@@ -190,6 +190,7 @@ class DataLoader:
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.shuffle, self.drop_last, self.seed = o["shuffle"], o["drop_last"], o["seed"]
+        self.x_dtype = None if o["x_dtype"] is None else getattr(torch, o["x_dtype"])
         self.device = torch.device(device)
         self.prefetch = 0 if inline else o["prefetch"]
         self._run = None
@@ -244,6 +245,11 @@ class DataLoader:
             blocks = [b.to(self.device) for b in blocks]
             input_nodes = {t: v.to(self.device) for t, v in input_nodes.items()}
             output_nodes = {t: v.to(self.device) for t, v in output_nodes.items()}
+        if self.x_dtype is not None and self.feature_name is not None:  # cast on the device, the rows moved at the stored dtype
+            for t in input_nodes:
+                src = blocks[0].srcnodes[t].data
+                if self.feature_name in src:
+                    src[self.feature_name] = src[self.feature_name].to(self.x_dtype)
         return input_nodes, output_nodes, blocks
 
     def _gather(self, sampled):
@@ -257,6 +263,8 @@ class DataLoader:
         if self.device.type != "cpu":
             blocks = [b.to(self.device) for b in blocks]
             input_nodes, output_nodes = input_nodes.to(self.device), output_nodes.to(self.device)
+        if self.x_dtype is not None and self.feature_name is not None:  # cast on the device, the rows moved at the stored dtype
+            blocks[0].srcdata[self.feature_name] = blocks[0].srcdata[self.feature_name].to(self.x_dtype)
         return input_nodes, output_nodes, blocks
 
     def __iter__(self):
