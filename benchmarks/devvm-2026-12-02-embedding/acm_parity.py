@@ -76,26 +76,21 @@ def run(arm: str, store, data, seed: int, args, root: Path) -> dict:
         torch.manual_seed(seed)
         model(features(b, emb), b.edge_index_dict)
     opt = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
-    sparse = torch.optim.SparseAdam([e.weight for e in emb.values()], lr=args.emb_lr) if arm == "torch" else None
+    # what steps the tables: torch's SparseAdam over the nn.Embedding weights, or each tierfs.Embedding
+    tables_opt = [torch.optim.SparseAdam([e.weight for e in emb.values()], lr=args.emb_lr)] if arm == "torch" else list(emb.values())
     train = loader("train", args.batch_size, True, seed)
     for _ in range(args.epochs):
         model.train()
         for b in train:
             opt.zero_grad()
-            if sparse is not None:
-                sparse.zero_grad()
-            else:
-                for e in emb.values():
-                    e.zero_grad()
+            for e in tables_opt:
+                e.zero_grad()
             n = b["paper"].batch_size
             out = model(features(b, emb), b.edge_index_dict)["paper"][:n]
             F.cross_entropy(out, b["paper"].y[:n]).backward()
             opt.step()
-            if sparse is not None:
-                sparse.step()
-            else:
-                for e in emb.values():
-                    e.step()
+            for e in tables_opt:
+                e.step()
     model.eval()
     correct = total = 0
     with torch.no_grad():
