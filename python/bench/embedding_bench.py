@@ -147,7 +147,7 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t
-    out.update(seconds=dt, steps=a.steps, seeds_per_s=a.steps * a.batch / dt, loss=float(loss))
+    out.update(seconds=dt, steps=a.steps, seeds_per_s=a.steps * a.batch / dt, loss=float(loss.detach()))
     if arm == "tierfs":
         after = emb.stats()
         out["stats"] = {k: after[k] - before[k] for k in COUNTERS}  # the gauges (dirty, cache_pages): at the end
@@ -192,7 +192,8 @@ def main(argv=None) -> Dict[str, Any]:
             r = run(arm, a, os.path.join(root, f"table-{rep}"))
             shutil.rmtree(os.path.join(root, f"table-{rep}"), ignore_errors=True)
             runs[arm].append(r)
-            print(f"{arm}: {r['seeds_per_s']:,.0f} seeds/s ({r['steps']} steps in {r['seconds']:.2f} s; created in {r['create_s']:.2f} s)", flush=True)
+            print(f"{arm}: {r['seeds_per_s']:,.0f} seeds/s ({r['steps']} steps in {r['seconds']:.2f} s; "
+                  f"created in {r['create_s']:.2f} s)", flush=True)
     for arm, rs in runs.items():  # the run of median seeds/s
         res[arm] = sorted(rs, key=lambda r: r["seeds_per_s"])[len(rs) // 2]
         res[arm]["repeats_seeds_per_s"] = [r["seeds_per_s"] for r in rs]

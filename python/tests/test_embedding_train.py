@@ -85,3 +85,19 @@ def test_learned_features_train_as_nn_embedding(acm, tmp_path):
     assert trained > 50, f"{trained} author rows trained (seed {seed})"
     assert acc == ref_acc, (acc, ref_acc, seed)
     assert acc > 53.0, (acc, seed)  # it learned: the majority class is 51.2% of the test papers (seeds 1-5: 61-84%)
+
+
+def test_embedding_bench_smoke(tmp_path):
+    """python/bench/embedding_bench.py runs both arms and reports the cache's counters and the
+    disk bound (a table of 3,000 rows behind a cache of a fifth of it, two timed steps)."""
+    import embedding_bench
+
+    res = embedding_bench.main(["--rows", "3000", "--dim", "8", "--batch", "16", "--steps", "2", "--warmup", "1",
+                                "--device", "cpu", "--disk-iops", "1000", "--dir", str(tmp_path), "--out", str(tmp_path / "r.json")])
+    t = res["tierfs"]
+    assert t["table_bytes"] == embedding_bench.table_bytes(3000, 8) and t["host_cache_bytes"] == t["table_bytes"] // 5, t
+    end = t["stats_at_end"]
+    assert t["warmup_steps"] >= 1 and end["misses"] - end["evictions"] == end["cache_pages"] == 14, t  # warmed until full
+    assert t["stats"]["evictions"] > 0 and t["pages_written_per_step"] > 0 and t["distinct_pages_per_step"] > 14, t
+    assert res["memory"]["seeds_per_s"] > 0 and res["disk_bound_seeds_per_s"] > 0 and 0 < res["ratio"], res
+    assert (tmp_path / "r.json").exists() and not list(tmp_path.glob("run-*/table-*"))
