@@ -233,6 +233,34 @@ const GraphBoltMetadata = "metadata.yaml"
 // link prediction task, its edge splits (graphBoltLinkTask) — which it writes into a temporary
 // directory beside opt.Out;
 // cleanup removes it. Features and edges are read from their files (copied into the dataset).
+// addGraphBoltFeatures names a one-type GraphBolt dataset's features as the node and edge
+// feature inputs of opt.
+func (opt *Options) addGraphBoltFeatures(features []graphBoltFeature, dir, meta string) error {
+	for i, f := range features {
+		key := fmt.Sprintf("feature_data[%d] (%s)", i, f.Name)
+		if err := graphBoltNumpy(meta, f.Format, key); err != nil {
+			return err
+		}
+		p, err := graphBoltPath(dir, meta, f.Path, key)
+		if err != nil {
+			return err
+		}
+		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
+		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
+			return err
+		}
+		switch f.Domain {
+		case "node":
+			opt.NodeFeatures = append(opt.NodeFeatures, in)
+		case "edge":
+			opt.EdgeFeatures = append(opt.EdgeFeatures, in)
+		default:
+			return fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
+		}
+	}
+	return nil
+}
+
 func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	cleanup = func() {}
 	dir := opt.GraphBolt
@@ -252,7 +280,6 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		return cleanup, fmt.Errorf("ingest: %s: graph.nodes[0].num is %d; want the node count", meta, g.Nodes[0].Num)
 	}
 	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
-	numpy := func(format, key string) error { return graphBoltNumpy(meta, format, key) }
 	e := g.Edges[0]
 	if opt.Edges, err = local(e.Path, "graph.edges[0]"); err != nil {
 		return cleanup, err
@@ -271,27 +298,8 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 	if err != nil {
 		return cleanup, err
 	}
-	for i, f := range features {
-		key := fmt.Sprintf("feature_data[%d] (%s)", i, f.Name)
-		if err := numpy(f.Format, key); err != nil {
-			return cleanup, err
-		}
-		p, err := local(f.Path, key)
-		if err != nil {
-			return cleanup, err
-		}
-		in := FeatureInput{Name: f.Name, Path: p, SamplingGraph: f.inGraph}
-		if in.Metadata, err = graphBoltMetadataJSON(f.Extra, meta, key); err != nil {
-			return cleanup, err
-		}
-		switch f.Domain {
-		case "node":
-			opt.NodeFeatures = append(opt.NodeFeatures, in)
-		case "edge":
-			opt.EdgeFeatures = append(opt.EdgeFeatures, in)
-		default:
-			return cleanup, fmt.Errorf("ingest: %s: %s has domain %q; tierfs holds node and edge features", meta, key, f.Domain)
-		}
+	if err := opt.addGraphBoltFeatures(features, dir, meta); err != nil {
+		return cleanup, err
 	}
 	ti, err := graphBoltTask(md.Tasks, opt.GraphBoltTask, meta)
 	if err != nil || ti < 0 {
