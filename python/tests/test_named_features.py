@@ -127,7 +127,6 @@ def test_bad_named_inputs_are_refused_naming_them(tmp_path):
         (dict(edge_features={"w": np.zeros(3, np.float32)}), ValueError, r"edge feature \"w\": file <the edge_features\['w'\] array> has 3 rows, but the edges file <the edges array> has 4 edges"),
         (dict(node_features={"h": np.zeros((5, 2))}), ValueError, r"node feature \"h\": file <the node_features\['h'\] array> has 5 rows, but the graph has 4 nodes"),
         (dict(node_features={"x": np.zeros((4, 2))}), ValueError, r"\"x\" is used twice"),
-        (dict(node_features={"w": x}, edge_features={"w": np.zeros(4)}), ValueError, r"in both node_features and edge_features"),
         (dict(edge_features={"w": np.zeros((4, 1, 1))}), ValueError, r"must be \(E, dim\) or \(E,\)"),
         (dict(edge_features={"w": np.zeros(4)}, dedup=True), ValueError, r"with Dedup"),
         (dict(node_features={"a/b": x}), ValueError, r"'/' is not allowed"),
@@ -237,3 +236,23 @@ def test_cli_ingest_named_features(cli, tmp_path):
                           "--out", str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode != 0 and f"has 50 rows, but the edges file {tmp_path / 'edges.npy'} has {e} edges" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_node_and_edge_feature_may_share_a_name(tmp_path):
+    """A one-type dataset's node feature and edge feature may share a name, as GraphBolt's
+    (domain, type, name) keys allow and Go's ingest takes: each is served under its own key."""
+    rng = np.random.default_rng(7)
+    edges = np.array([[0, 1, 2, 3, 1], [1, 2, 3, 0, 3]])
+    x = rng.standard_normal((4, 2)).astype(np.float32)
+    w_node = rng.standard_normal((4, 3)).astype(np.float32)
+    w_edge = rng.standard_normal(5).astype(np.float32)
+    out = tmp_path / "shared"
+    # "v" holds the same values under a name of its own: the reference for the edge order.
+    tierfs.ingest(out, edges=edges, features=x, node_features={"w": w_node}, edge_features={"w": w_edge, "v": w_edge})
+    with tierfs.open(out) as s:
+        np.testing.assert_array_equal(s.gather(np.arange(4), feature="w"), w_node)
+        (edge_type,) = s.types["edge_types"]
+        got = np.asarray(s.gather(np.arange(5), edge_type=edge_type, feature="w"))
+        want = np.asarray(s.gather(np.arange(5), edge_type=edge_type, feature="v"))
+        np.testing.assert_array_equal(got, want)
+        assert sorted(got.reshape(-1)) == sorted(w_edge)

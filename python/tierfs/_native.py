@@ -154,8 +154,9 @@ def check_process() -> None:
             f"tierfs: this process (pid {os.getpid()}) was forked from pid {_loaded_pid} after "
             "libtierfs (a Go runtime) was loaded; the runtime does not survive fork(). Start "
             "worker processes with the 'spawn' method: torch DataLoader(..., "
-            "multiprocessing_context='spawn') or multiprocessing.get_context('spawn'); with "
-            "PyG loaders keep num_workers=0 (tierfs samples and gathers on its own threads)."
+            "multiprocessing_context='spawn') or multiprocessing.get_context('spawn'). "
+            "tierfs.pyg's loaders take num_workers=N as N threads of their own pipeline and "
+            "start no process."
         )
 
 

@@ -323,10 +323,6 @@ def _check_ingest_inputs(edges: Any, features: Any, labels: Any, node_features: 
         for key in named or {}:
             if not isinstance(key, str):
                 raise errors.DTypeError(f"ingest: {what} names must be str, got {key!r}")
-    if node_features and edge_features:
-        both = sorted(set(node_features) & set(edge_features))
-        if both:
-            raise errors.InvalidArgumentError(f"ingest: feature name(s) {both} in both node_features and edge_features; feature names must be unique")
 
 
 def _graph_inputs(opts: Dict[str, Any], staging: "Staging", edges: Any, features: Any, labels: Any, splits: Any) -> Optional[str]:
