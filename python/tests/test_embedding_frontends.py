@@ -116,6 +116,12 @@ def test_attach_refusals(hetero, emb, tmp_path):
         tierfs.pyg.FeatureStore(hetero, embeddings={"paper": emb})
     with pytest.raises(KeyError, match="no such type"):
         tierfs.pyg.FeatureStore(hetero, embeddings={"venue": emb})
+    papers = tierfs.Embedding(hetero, "paper", DIM, tmp_path / "paper.emb", optimizer="sgd")
+    try:  # a table of another node type
+        with pytest.raises(tierfs.InvalidArgumentError, match=r"embeddings\['author'\] is a table of node type 'paper'"):
+            tierfs.pyg.FeatureStore(hetero, embeddings={"author": papers})
+    finally:
+        papers.close()
     other = tierfs.Embedding(None, None, DIM, tmp_path / "other.emb", optimizer="sgd", num_embeddings=A + 1)
     try:
         with pytest.raises(tierfs.InvalidArgumentError, match=r"has 301 rows, node type 'author' has 300 nodes"):

@@ -95,6 +95,9 @@ class FeatureStore(_PyGFeatureStore):
             raise errors.InvalidArgumentError(
                 f"tierfs.pyg.FeatureStore: embeddings for node type {node_type!r}: it has the dataset's feature {has!r}; a table serves a featureless type's x"
             )
+        of = emb.info.get("node_type")
+        if of is not None and self.store.is_hetero and of != node_type:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.FeatureStore: embeddings[{node_type!r}] is a table of node type {of!r}")
         n = self.store.num_nodes(node_type)
         if emb.num_embeddings != n:
             raise errors.InvalidArgumentError(
