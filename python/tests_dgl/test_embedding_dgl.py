@@ -80,7 +80,7 @@ def test_dataset_features_read_only(hstore, emb):
         fs.update("node", "paper", "label", torch.zeros(1, dtype=torch.int64), torch.tensor([0]))
     with pytest.raises(tierfs.InvalidArgumentError, match=r"embeddings\['paper'\]: the dataset has a feature keyed \('node', 'paper', 'feat'\)"):
         tdgl.FeatureStore(hstore, embeddings={"paper": emb})
-    with pytest.raises(tierfs.InvalidArgumentError, match=r"rows, node type 'author' has"):
+    with pytest.raises(tierfs.InvalidArgumentError, match=r"is a table of node type 'field', not 'author'"):
         tdgl.Feature(hstore, node_type="author", embedding=emb)
     with pytest.raises(TypeError, match="want a tierfs.Embedding"):
         tdgl.Feature(hstore, node_type="field", embedding=torch.nn.Embedding(3, DIM))

@@ -345,6 +345,9 @@ if gb is not None:
             types = store.types["node_types"]
             if node_type is not None and node_type not in types:
                 raise tierfs.KeyNotFoundError(f"tierfs.dgl: the store has no node type {node_type!r} (it has {', '.join(types)})")
+            of = embedding.info.get("node_type")
+            if of is not None and node_type is not None and of != node_type:
+                raise tierfs.InvalidArgumentError(f"tierfs.dgl.Feature: the embedding {embedding.path} is a table of node type {of!r}, not {node_type!r}")
             n = store.num_nodes(node_type) if node_type is not None else store.num_nodes(store.node_type)
             if embedding.num_embeddings != n:
                 raise tierfs.InvalidArgumentError(
