@@ -353,12 +353,14 @@ if gb is not None:
                 raise tierfs.InvalidArgumentError(
                     f"tierfs.dgl.Feature: the embedding {embedding.path} has {embedding.num_embeddings} rows, node type {node_type!r} has {n} nodes"
                 )
-            self.node_type, self.edge_type, self.name = node_type, None, None
+            self.store, self.node_type, self.edge_type, self.name = store, node_type, None, None
             self.embedding, self.count = embedding, n
             self.info = {"dtype": "float32", "scalar": False}
 
         def read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
-            return self.embedding.read(ids_cpu)
+            """The rows on the store's device, as a dataset column's gather gives them."""
+            rows = self.embedding.read(ids_cpu)
+            return rows if self.store.device == "cpu" else rows.to(self.store.device)
 
         def size(self) -> torch.Size:
             return torch.Size([self.embedding.embedding_dim])
