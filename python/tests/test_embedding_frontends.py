@@ -15,7 +15,7 @@ pytest.importorskip("torch_geometric")
 
 import tierfs  # noqa: E402
 import tierfs.pyg  # noqa: E402
-from torch_geometric.data import HeteroData  # noqa: E402
+from torch_geometric.data import Data, HeteroData  # noqa: E402
 from torch_geometric.loader import NodeLoader  # noqa: E402
 
 from conftest import SEED, rng  # noqa: E402
@@ -130,3 +130,32 @@ def test_attach_refusals(hetero, emb, tmp_path):
         other.close()
     with pytest.raises(TypeError, match="want a tierfs.Embedding"):
         tierfs.pyg.FeatureStore(hetero, embeddings={"author": torch.nn.Embedding(A, DIM)})
+
+
+def test_one_type_featureless_store(tmp_path):
+    """A one-type store without features: the table is its x (group_name None), in get_tensor and
+    in PyG's NodeLoader's Data batches."""
+    seed = SEED + 4504
+    print(f"seed {seed}")
+    g = torch.Generator().manual_seed(seed)
+    n = 50
+    data = Data(edge_index=torch.randint(0, n, (2, 200), generator=g), num_nodes=n)
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "g")) as s:
+        emb = tierfs.Embedding(s, None, 4, tmp_path / "e.emb", optimizer="sgd", lr=0.1)
+        try:
+            fs, gs = tierfs.pyg.stores(s, embeddings={None: emb})
+            ref = torch.randn(n, 4, generator=g)
+            fs.put_tensor(ref, attr_name="x")
+            ids = torch.randint(0, n, (7,), generator=g).unique()
+            rows = torch.randn(len(ids), 4, generator=g)
+            fs.update_tensor(rows, attr_name="x", index=ids)
+            ref[ids] = rows
+            assert torch.equal(fs.get_tensor(attr_name="x"), ref)
+            assert [a.attr_name for a in fs.get_all_tensor_attrs()] == ["x"]
+            loader = NodeLoader((fs, gs), node_sampler=tierfs.pyg.NeighborSampler(s, [3], seed=1), input_nodes=torch.arange(n), batch_size=16)
+            for b in loader:
+                assert torch.equal(b.x, ref[b.n_id])
+            with pytest.raises(KeyError, match="one-type store's group_name is None"):
+                tierfs.pyg.FeatureStore(s, embeddings={"node": emb})
+        finally:
+            emb.close()
