@@ -50,6 +50,12 @@ if gb is not None:
         (``kind="feat"``, rows of ``store.dim`` values of ``store.dtype``) or the labels
         (``kind="label"``, int64, -1 for unlabelled nodes). Read-only.
 
+        ``embedding=`` (a :class:`tierfs.Embedding` of the store's ``node_type``, None in a
+        one-type store): the feature is the table's rows, float32 ``(dim,)``; ``read`` gives them
+        as they are (no gradient: train through ``emb(ids)``) and ``update`` writes them.
+        :class:`FeatureStore`'s ``embeddings={node_type: emb}`` keys them ``("node", node_type,
+        "feat")``.
+
         In a heterogeneous store, ``node_type`` names the type (``name``: one of its features;
         None: its default) and ``edge_type`` (``(src, rel, dst)`` or ``"src:rel:dst"``) with
         ``name`` an edge feature, read by edge id (``dgl.EID``: the edge's position in the
@@ -68,12 +74,19 @@ if gb is not None:
             node_type: str | None = None,
             edge_type=None,
             name: str | None = None,
+            embedding=None,
         ):
             super().__init__()
             self._store = store
             self._kind = _check_kind(kind)
             self._column = None
-            if node_type is not None or edge_type is not None:
+            self._column_of_one = False
+            if embedding is not None:
+                if kind != FEATURE or edge_type is not None or name is not None:
+                    raise tierfs.InvalidArgumentError("tierfs.dgl.Feature: an embedding is a node type's feature (kind 'feat', no edge_type or name)")
+                self._column = _TableColumn(store, node_type, embedding)
+                self._dtype = "float32"
+            elif node_type is not None or edge_type is not None:
                 self._column = _TypedColumn(store, kind, node_type, edge_type, name)
                 self._dtype = self._column.info["dtype"]
                 # A feature of one value a row is (N, 1), as GraphBolt's OnDiskDataset holds it.
@@ -84,7 +97,7 @@ if gb is not None:
                 self._dtype = "int64" if kind == LABEL else _dtype_name(store)
             # A row of more than one dimension (GraphBolt's (N, a, b)): its shape, else None.
             self._shape = None
-            if kind == FEATURE:
+            if kind == FEATURE and embedding is None:
                 info = self._column.info if self._column is not None else _default_feature(store)[1]
                 self._shape = torch.Size(info["shape"]) if info.get("shape") else None
             # GraphBolt's metadata: what was given (TorchBasedFeature's), nothing of tierfs's own.
@@ -177,10 +190,27 @@ if gb is not None:
                 return self._column.count
             return self._store.num_nodes(self._store.node_type)
 
+        @property
+        def embedding(self):
+            """The :class:`tierfs.Embedding` whose rows this feature is (None: a dataset column)."""
+            return self._column.embedding if isinstance(self._column, _TableColumn) else None
+
         def update(self, value: torch.Tensor, ids: torch.Tensor = None):
-            raise ReadOnlyError(
-                "tierfs.dgl: features are read-only; re-ingest the dataset to change them"
-            )
+            """Writes rows of a feature over a :class:`tierfs.Embedding` (``embedding=``): row
+            ``ids[i]`` becomes ``value[i]`` (ids None: every row, value of ``count()`` rows); the
+            optimizer state is kept. A dataset's feature is read-only: :class:`ReadOnlyError` (a
+            ``NotImplementedError``, as GraphBolt's base ``Feature.update`` raises)."""
+            emb = self.embedding
+            if emb is None:
+                raise ReadOnlyError(f"tierfs.dgl: {self!r} is the dataset's and read-only; re-ingest the dataset to change it, or train a tierfs.Embedding")
+            value = torch.as_tensor(value)
+            n = self.count() if ids is None else int(_ids_tensor(ids).numel())
+            if tuple(value.shape) != (n,) + tuple(self.size()):
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl: update of {self!r}: a value of shape {tuple(value.shape)}, want {(n,) + tuple(self.size())} "
+                    f"({'every row' if ids is None else 'one row an id'})"
+                )
+            emb.write(torch.arange(n) if ids is None else _ids_tensor(ids), value.detach())
 
         def metadata(self) -> dict:
             """The metadata given (``{}`` by default; :class:`FeatureStore` gives the dataset's, e.g.
@@ -191,7 +221,9 @@ if gb is not None:
 
         def __repr__(self) -> str:
             where = ""
-            if self._column is not None:
+            if isinstance(self._column, _TableColumn):
+                where = f"node_type={self._column.node_type!r}, embedding={self._column.embedding.path!r}, "
+            elif self._column is not None:
                 c = self._column
                 where = f"node_type={c.node_type!r}, " if c.edge_type is None else f"edge_type={c.edge_type!r}, "
                 where += f"name={c.name!r}, "
@@ -227,10 +259,12 @@ if gb is not None:
             feature_name: str = FEATURE,
             label_name: str | None = LABEL,
             type_name: str | None = None,
+            embeddings: dict | None = None,
             **open_kwargs,
         ):
             store = self._open(store, open_kwargs, "FeatureStore")
-            if _is_hetero(store):
+            hetero = _is_hetero(store)
+            if hetero:
                 if type_name is not None or feature_name != FEATURE:
                     raise tierfs.InvalidArgumentError(
                         "tierfs.dgl.FeatureStore: a heterogeneous store keys every feature by its "
@@ -239,6 +273,11 @@ if gb is not None:
                 features = _columns(store, label_name)
             else:
                 features = _columns(store, label_name, (feature_name, type_name))
+            for ntype, emb in (embeddings or {}).items():
+                key = ("node", ntype if hetero else type_name, feature_name)
+                if key in features:
+                    raise tierfs.InvalidArgumentError(f"tierfs.dgl.FeatureStore: embeddings[{ntype!r}]: the dataset has a feature keyed {key}")
+                features[key] = Feature(store, node_type=ntype if hetero else None, embedding=emb)
             super().__init__(features)
 
         # GraphBolt >= 2.4 looks features up by key (``key in store``, ``store[key]``).
@@ -291,6 +330,40 @@ if gb is not None:
                 if name != "input_edge_id":  # tierfs's record of the input edge order, not a user's feature
                     add(("edge", key_type, name), Feature(store, FEATURE, f.get("metadata"), edge_type=etype, name=name))
         return features
+
+    class _TableColumn:
+        """A node type's rows in a :class:`tierfs.Embedding` (a column with a table's read, count
+        and size)."""
+
+        def __init__(self, store, node_type, embedding):
+            from ..embedding import Embedding
+
+            if not isinstance(embedding, Embedding):
+                raise TypeError(f"tierfs.dgl.Feature: embedding is a {type(embedding).__name__}, want a tierfs.Embedding")
+            if node_type is None and _is_hetero(store):
+                raise tierfs.InvalidArgumentError("tierfs.dgl.Feature: an embedding of a heterogeneous store names its node_type")
+            types = store.types["node_types"]
+            if node_type is not None and node_type not in types:
+                raise tierfs.KeyNotFoundError(f"tierfs.dgl: the store has no node type {node_type!r} (it has {', '.join(types)})")
+            of = embedding.info.get("node_type")
+            if of is not None and node_type is not None and of != node_type:
+                raise tierfs.InvalidArgumentError(f"tierfs.dgl.Feature: the embedding {embedding.path} is a table of node type {of!r}, not {node_type!r}")
+            n = store.num_nodes(node_type) if node_type is not None else store.num_nodes(store.node_type)
+            if embedding.num_embeddings != n:
+                raise tierfs.InvalidArgumentError(
+                    f"tierfs.dgl.Feature: the embedding {embedding.path} has {embedding.num_embeddings} rows, node type {node_type!r} has {n} nodes"
+                )
+            self.store, self.node_type, self.edge_type, self.name = store, node_type, None, None
+            self.embedding, self.count = embedding, n
+            self.info = {"dtype": "float32", "scalar": False}
+
+        def read(self, ids_cpu: torch.Tensor) -> torch.Tensor:
+            """The rows on the store's device, as a dataset column's gather gives them."""
+            rows = self.embedding.read(ids_cpu)
+            return rows if self.store.device == "cpu" else rows.to(self.store.device)
+
+        def size(self) -> torch.Size:
+            return torch.Size([self.embedding.embedding_dim])
 
     def _default_feature(store) -> tuple:
         """``(name, types entry)`` of a one-type store's default node feature (``(None, {})``

@@ -59,14 +59,63 @@ class FeatureStore(_PyGFeatureStore):
     other features by name, ``y`` where the type has labels; edge features by ``group_name`` = the edge type's
     ``(src, rel, dst)``. ``_multi_get_tensor`` makes one native gather per (type, feature) in
     the request. A type or attribute the dataset lacks is a ``KeyError`` naming what it has.
+
+    ``embeddings={node_type: tierfs.Embedding}`` (``None`` for a one-type store) serves a
+    featureless type's ``x`` (``x=``'s name) from a trainable table: ``get_tensor`` and the
+    loaders' batches read its rows as they are (no gradient: train through ``emb(batch[t].n_id)``),
+    ``put_tensor`` / ``update_tensor`` write rows (``index`` the ids, unset or None every row; the
+    optimizer state is kept). The dataset's attributes are immutable: a put of one raises
+    ``NotSupportedError`` naming it. A store with embeddings does not pickle (a table is open in
+    one process).
     """
 
-    def __init__(self, store: Store, x: Optional[str] = None, y: str = "y") -> None:
+    def __init__(self, store: Store, x: Optional[str] = None, y: str = "y", embeddings: Optional[Dict[Any, Any]] = None) -> None:
         super().__init__()
         self.store = store
         self.x_name = x
         self.y_name = y
         self._inverse: Dict[Any, Optional[Tensor]] = {}  # edge type -> _input_to_csc, read once
+        self.embeddings: Dict[Any, Any] = {}
+        for t, emb in (embeddings or {}).items():
+            self._attach(t, emb)
+
+    def _attach(self, node_type: Any, emb: Any) -> None:
+        """Serves emb's rows as node_type's x (``x=``'s name, else "x"); a featureless type only."""
+        from ..embedding import Embedding
+
+        if not isinstance(emb, Embedding):
+            raise TypeError(f"tierfs.pyg.FeatureStore: embeddings[{node_type!r}] is a {type(emb).__name__}, want a tierfs.Embedding")
+        if self.store.is_hetero:
+            if node_type not in self.store.types["node_types"]:
+                raise KeyError(f"tierfs.pyg.FeatureStore: embeddings for node type {node_type!r}: the dataset has no such type (it has {list(self.store.node_types)})")
+        elif node_type is not None:
+            raise KeyError(f"tierfs.pyg.FeatureStore: embeddings for node type {node_type!r}: a one-type store's group_name is None")
+        has = self.x_of(node_type)
+        if has is not None:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.FeatureStore: embeddings for node type {node_type!r}: it has the dataset's feature {has!r}; a table serves a featureless type's x"
+            )
+        of = emb.info.get("node_type")
+        if of is not None and self.store.is_hetero and of != node_type:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.FeatureStore: embeddings[{node_type!r}] is a table of node type {of!r}")
+        n = self.store.num_nodes(node_type)
+        if emb.num_embeddings != n:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.FeatureStore: embeddings[{node_type!r}] has {emb.num_embeddings} rows, node type {node_type!r} has {n} nodes"
+            )
+        self.embeddings[node_type] = emb
+
+    def _table_name(self) -> str:
+        """The attribute name of an embedding table's rows: ``x=``'s, else "x"."""
+        return self.x_name if self.x_name is not None else "x"
+
+    def __getstate__(self) -> Dict[str, Any]:
+        if self.embeddings:
+            raise errors.NotSupportedError(
+                "tierfs.pyg.FeatureStore with embeddings does not pickle (a table is open in one process at a time); "
+                "use PyG's loaders with num_workers=0 or tierfs's loaders' threads"
+            )
+        return self.__dict__
 
     def x_of(self, node_type: Optional[str] = None) -> Optional[str]:
         """The attribute name of the default feature of node_type (None: the one-type store's):
@@ -83,10 +132,47 @@ class FeatureStore(_PyGFeatureStore):
 
     # PyG CRUD --------------------------------------------------------------------------
 
+    def put_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:
+        """Writes rows of an attribute served by a :class:`tierfs.Embedding` (``embeddings=``):
+        ``index`` the ids (unset or None: every row), ``tensor`` their rows (the optimizer state
+        is kept). The dataset's attributes are immutable: putting one raises NotSupportedError,
+        and so does an attribute the store does not serve (tierfs adds none)."""
+        attr = self._tensor_attr_cls.cast(*args, **kwargs)
+        if not attr.is_set("group_name"):
+            attr.group_name = None
+        if not attr.is_set("index"):
+            attr.index = None
+        return super().put_tensor(tensor, attr)
+
+    def update_tensor(self, tensor: Any, *args: Any, **kwargs: Any) -> bool:
+        """As :meth:`put_tensor` (a table's rows are written in place; nothing is removed)."""
+        return self.put_tensor(tensor, *args, **kwargs)
+
     def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
-        raise errors.NotSupportedError(
-            "tierfs.pyg.FeatureStore is read-only; build datasets with tierfs.ingest()"
-        )
+        try:
+            src = self._source(attr)
+        except KeyError as e:
+            raise errors.NotSupportedError(
+                f"tierfs.pyg.FeatureStore: cannot put attribute {attr.attr_name!r} of {attr.group_name!r}: {e.args[0]}; "
+                "the dataset is immutable (build datasets with tierfs.ingest()), and only a tierfs.Embedding "
+                "given as embeddings= takes writes"
+            ) from None
+        of, t, name = src[0], src[1], attr.attr_name
+        if of != "table":
+            raise errors.NotSupportedError(
+                f"tierfs.pyg.FeatureStore: attribute {name!r} of {t!r} is the dataset's and immutable; "
+                "only a tierfs.Embedding given as embeddings= takes writes"
+            )
+        emb = self.embeddings[t]
+        ids, one = self._index(attr.index, emb.num_embeddings)
+        rows = torch.as_tensor(tensor)
+        want = (emb.embedding_dim,) if one else (ids.numel(), emb.embedding_dim)
+        if tuple(rows.shape) != want:
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.FeatureStore: put of attribute {name!r} of {t!r}: a tensor of shape {tuple(rows.shape)}, want {want}"
+            )
+        emb.write(ids, rows.detach())
+        return True
 
     def _remove_tensor(self, attr: TensorAttr) -> bool:
         return False
@@ -125,6 +211,8 @@ class FeatureStore(_PyGFeatureStore):
         name = attr.attr_name
         features = self.store.features
         g = attr.group_name
+        if g is None and None in self.embeddings and name == self._table_name():
+            return ("table", None, name)
         if g is not None:
             if not (isinstance(g, (tuple, list)) and tuple(g) == EDGE_TYPE):
                 raise KeyError(f"tierfs holds one node type (group_name=None) and one edge type ({EDGE_TYPE}), not {attr.group_name!r}")
@@ -152,6 +240,8 @@ class FeatureStore(_PyGFeatureStore):
             return ("edge", et, name)
         if g not in types["node_types"]:
             raise KeyError(f"tierfs dataset has no node type {g!r} (it has {list(types['node_types'])})")
+        if g in self.embeddings and name == self._table_name():
+            return ("table", g, name)
         t = types["node_types"][g]
         default = next((n for n, f in t["features"].items() if f["default"]), None)
         if default is not None and name == self.x_of(g):
@@ -169,6 +259,8 @@ class FeatureStore(_PyGFeatureStore):
         feats = t["features"]
         default = next((n for n, f in feats.items() if f["default"]), None)
         x = self.x_of(node_type)
+        if node_type in self.embeddings:
+            x = self._table_name()
         names = ([x] if x is not None else []) + [n for n in feats if n != default and n != x]
         return names + ([self.y_name] if t["labels"] else [])
 
@@ -177,7 +269,7 @@ class FeatureStore(_PyGFeatureStore):
         default = self.store.feature_name
         if of == "edge":
             return [n for n, f in self.store.features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
-        x = self.x_of()
+        x = self._table_name() if None in self.embeddings else self.x_of()
         names = ([x] if x is not None else []) + [n for n, f in self.store.features.items() if f["of"] == "node" and n != default and n != x]
         return names + ([self.y_name] if self.store.num_classes > 0 else [])
 
@@ -186,6 +278,9 @@ class FeatureStore(_PyGFeatureStore):
         of, t, name = src
         if of == "label":
             return None
+        if of == "table":
+            emb = self.embeddings[t]
+            return {"rows": emb.num_embeddings, "dim": emb.embedding_dim, "scalar": False}
         if t is None:
             return self.store.features[name]
         types = self.store.types["edge_types" if of == "edge" else "node_types"]
@@ -211,6 +306,9 @@ class FeatureStore(_PyGFeatureStore):
         of, t, name = src
         if of == "label":
             return self.store.labels(ids, node_type=t)
+        if of == "table":  # the table's rows, on the store's device (or a CUDA index's)
+            out = self.embeddings[t].read(ids)
+            return out if out.is_cuda or self.store.device == "cpu" else out.to(self.store.device)
         if of == "edge":
             ids = _map_input_ids(self._input_to_csc(t), ids, f"edge attribute {name!r}")
         if t is None:
@@ -392,9 +490,11 @@ class GraphStore(_PyGGraphStore):
         return f"tierfs.pyg.GraphStore({self.store!r})"
 
 
-def stores(store: Store) -> Tuple[FeatureStore, GraphStore]:
-    """``(FeatureStore(store), GraphStore(store))``, the ``data`` argument of PyG loaders."""
-    return FeatureStore(store), GraphStore(store)
+def stores(store: Store, embeddings: Optional[Dict[Any, Any]] = None) -> Tuple[FeatureStore, GraphStore]:
+    """``(FeatureStore(store, embeddings=embeddings), GraphStore(store))``, the ``data`` argument
+    of PyG loaders; ``embeddings`` maps featureless node types to the :class:`tierfs.Embedding`
+    whose rows are their ``x``."""
+    return FeatureStore(store, embeddings=embeddings), GraphStore(store)
 
 
 class _PlannedFeatureStore(FeatureStore):
