@@ -311,7 +311,10 @@ func TestWindowReadsWhileTheOneBeforeWrites(t *testing.T) {
 		}
 		first.Do(func() {
 			before := s.Stats().IO.Reads
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			// The next window is laid out (its batches sampled) before it reads: under -race on a
+			// loaded machine that took more than 10 s once, so the hold waits up to a minute; it
+			// ends at the first read, so a passing run waits no longer.
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				if s.Stats().IO.Reads > before {
 					overlapped.Store(true)
 					return
