@@ -11,8 +11,8 @@ import (
 	"github.com/tierfs/tierfs/internal/wfs"
 )
 
-// cache is a write-back cache of whole pages of one file in an mmap'ed arena (the kernel writes
-// into it with O_DIRECT), evicted by CLOCK: a page used since the hand last passed is spared once.
+// cache is a write-back cache of whole pages of one file in an mmap'ed arena (aligned for
+// O_DIRECT: flush writes from it), evicted by CLOCK: a page used since the hand last passed is spared once.
 // load brings a group of pages in at once: their reads in one submission to an IO stack
 // (gpuio: io_uring into registered staging, pread where io_uring is unavailable), the dirty
 // victims' write-backs (pwrite: gpuio only reads) from a copy, concurrently with the reads.
@@ -146,7 +146,7 @@ type fill struct {
 }
 
 // fill reads fills' pages into their frames (at most wbPages of them with a dirty victim): the
-// dirty victims are sealed and copied into the write-back buffer, so that their writes, from
+// dirty victims are copied into the write-back buffer, so that their writes, from
 // ioParallel goroutines, overlap the reads, which go to the IO stack in one submission. A victim
 // whose write failed is put back (dirty) in its frame, and the page read there dropped.
 func (c *cache) fill(fills []fill) error {
@@ -160,7 +160,6 @@ func (c *cache) fill(fills []fill) error {
 		}
 		x.wb = c.wb[k*c.l.pageBytes : (k+1)*c.l.pageBytes]
 		k++
-		seal(c.id, x.old, c.gen, c.bytesOf(x.f))
 		copy(x.wb, c.bytesOf(x.f))
 		wg.Add(1)
 		go func() {
@@ -259,8 +258,9 @@ func (c *cache) victim() int {
 	}
 }
 
-// write writes b as page p.
+// write seals b as page p and writes it.
 func (c *cache) write(p int64, b []byte) error {
+	seal(c.id, p, c.gen, b)
 	if _, err := c.file.WriteAt(b, p*int64(c.l.pageBytes)); err != nil {
 		return fmt.Errorf("embedding: writing page %d of %s: %w", p, c.name, err)
 	}
@@ -272,7 +272,6 @@ func (c *cache) flush() error {
 	for f := range c.frames {
 		fr := &c.frames[f]
 		if fr.page >= 0 && fr.dirty {
-			seal(c.id, fr.page, c.gen, c.bytesOf(f))
 			if err := c.write(fr.page, c.bytesOf(f)); err != nil {
 				return err
 			}
