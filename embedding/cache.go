@@ -7,12 +7,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/wfs"
 )
 
-// cache is a write-back cache of whole pages of one file in an mmap'ed arena (the kernel writes
-// into it with O_DIRECT), evicted by CLOCK: a page used since the hand last passed is spared once.
-// load brings a group of pages in at once, its reads and write-backs concurrent.
+// cache is a write-back cache of whole pages of one file in an mmap'ed arena (aligned for
+// O_DIRECT: flush writes from it), evicted by CLOCK: a page used since the hand last passed is spared once.
+// load brings a group of pages in at once: their reads in one submission to an IO stack
+// (gpuio: io_uring into registered staging, pread where io_uring is unavailable), the dirty
+// victims' write-backs (pwrite: gpuio only reads) from a copy, concurrently with the reads.
 type cache struct {
 	l      layout
 	id     [16]byte
@@ -25,6 +28,11 @@ type cache struct {
 	file wfs.File
 	name string
 	gen  uint64 // the generation the file's pages are sealed as
+
+	backend gpuio.Backend
+	stack   *gpuio.Stack // reads file's pages; nil until the first read of a file
+	wb      []byte       // write-back buffer of wbPages pages (mmap'ed: O_DIRECT alignment)
+	wbPages int
 }
 
 type frame struct {
@@ -32,10 +40,13 @@ type frame struct {
 	dirty, ref, pinned bool
 }
 
-// ioParallel is how many page reads and writes a load has in flight.
-const ioParallel = 32
+const (
+	ioDepth        = 32      // page reads in flight (the IO stack's queue depth)
+	ioParallel     = 32      // page writes in flight
+	writeBackBytes = 4 << 20 // the write-back buffer (at least one page)
+)
 
-func newCache(l layout, id [16]byte, bytes int64, stats *Stats) (*cache, error) {
+func newCache(l layout, id [16]byte, bytes int64, backend gpuio.Backend, stats *Stats) (*cache, error) {
 	n := bytes / int64(l.pageBytes)
 	if n < 2 {
 		return nil, invalid("embedding: host cache of %d bytes holds fewer than 2 pages of %d bytes", bytes, l.pageBytes)
@@ -45,7 +56,14 @@ func newCache(l layout, id [16]byte, bytes int64, stats *Stats) (*cache, error) 
 	if err != nil {
 		return nil, fmt.Errorf("embedding: host cache of %d pages: %w", n, err)
 	}
-	c := &cache{l: l, id: id, arena: arena, frames: make([]frame, n), where: make(map[int64]int32, n), stats: stats}
+	wbPages := int(min(max(writeBackBytes/int64(l.pageBytes), 1), n))
+	wb, err := unix.Mmap(-1, 0, wbPages*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		unix.Munmap(arena)
+		return nil, fmt.Errorf("embedding: write-back buffer of %d pages: %w", wbPages, err)
+	}
+	c := &cache{l: l, id: id, arena: arena, frames: make([]frame, n), where: make(map[int64]int32, n), stats: stats,
+		backend: backend, wb: wb, wbPages: wbPages}
 	for i := range c.frames {
 		c.frames[i].page = -1
 	}
@@ -59,15 +77,8 @@ func (c *cache) bytesOf(f int) []byte {
 
 // load makes the distinct pages ps (at most the cache's frames) resident and returns their
 // bytes in ps's order; dirty marks them so. The missing pages' frames are taken by CLOCK from
-// pages outside ps; a dirty victim is written back before its frame is read into.
+// pages outside ps.
 func (c *cache) load(ps []int64, dirty bool) ([][]byte, error) {
-	type fill struct {
-		f       int
-		old     int64 // the victim's page to write back, -1 for none
-		p       int64
-		wrote   bool
-		readErr error
-	}
 	var fills []fill
 	out := make([][]byte, len(ps))
 	for _, p := range ps {
@@ -98,41 +109,16 @@ func (c *cache) load(ps []int64, dirty bool) ([][]byte, error) {
 		}
 		out[i] = c.bytesOf(int(f))
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, ioParallel)
-	for i := range fills {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(x *fill) {
-			defer func() { <-sem; wg.Done() }()
-			b := c.bytesOf(x.f)
-			if x.old >= 0 {
-				if x.readErr = c.write(x.old, b); x.readErr != nil {
-					return
-				}
-				x.wrote = true
-			}
-			x.readErr = c.read(x.p, b)
-		}(&fills[i])
-	}
-	wg.Wait()
 	var errs []error
-	for _, x := range fills {
-		if x.wrote {
-			c.stats.PagesWritten++
-		}
-		if x.readErr != nil {
-			errs = append(errs, x.readErr)
-			if x.old >= 0 && !x.wrote { // the victim's data is still only here: keep it
-				c.frames[x.f] = frame{page: x.old, dirty: true}
-				c.where[x.old] = int32(x.f)
-				c.stats.Dirty++
+	for len(fills) > 0 {
+		n, dirtyN := 0, 0
+		for ; n < len(fills) && (fills[n].old < 0 || dirtyN < c.wbPages); n++ {
+			if fills[n].old >= 0 {
+				dirtyN++
 			}
-			continue
 		}
-		c.stats.PagesRead++
-		c.frames[x.f].page = x.p
-		c.where[x.p] = int32(x.f)
+		errs = append(errs, c.fill(fills[:n]))
+		fills = fills[n:]
 	}
 	for _, p := range ps {
 		if f, ok := c.where[p]; ok {
@@ -148,6 +134,109 @@ func (c *cache) load(ps []int64, dirty bool) ([][]byte, error) {
 		c.frames[i].pinned = false
 	}
 	return out, errors.Join(errs...)
+}
+
+// fill is a frame to read page p into, and its victim's page old (-1: none) to write back from
+// wb, a copy of the victim's bytes.
+type fill struct {
+	f                 int
+	old, p            int64
+	wb                []byte
+	writeErr, readErr error
+}
+
+// fill reads fills' pages into their frames (at most wbPages of them with a dirty victim): the
+// dirty victims are copied into the write-back buffer, so that their writes, from
+// ioParallel goroutines, overlap the reads, which go to the IO stack in one submission. A victim
+// whose write failed is put back (dirty) in its frame, and the page read there dropped.
+func (c *cache) fill(fills []fill) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ioParallel)
+	k := 0
+	for i := range fills {
+		x := &fills[i]
+		if x.old < 0 {
+			continue
+		}
+		x.wb = c.wb[k*c.l.pageBytes : (k+1)*c.l.pageBytes]
+		k++
+		copy(x.wb, c.bytesOf(x.f))
+		wg.Add(1)
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem; wg.Done() }()
+			x.writeErr = c.write(x.old, x.wb)
+		}()
+	}
+	c.readPages(fills)
+	wg.Wait()
+	var errs []error
+	for i := range fills {
+		x := &fills[i]
+		if x.old >= 0 && x.writeErr != nil {
+			errs = append(errs, x.writeErr)
+			copy(c.bytesOf(x.f), x.wb)
+			c.frames[x.f] = frame{page: x.old, dirty: true}
+			c.where[x.old] = int32(x.f)
+			c.stats.Dirty++
+			continue
+		}
+		if x.old >= 0 {
+			c.stats.PagesWritten++
+		}
+		if x.readErr != nil {
+			errs = append(errs, x.readErr)
+			continue
+		}
+		c.stats.PagesRead++
+		c.frames[x.f].page = x.p
+		c.where[x.p] = int32(x.f)
+	}
+	return errors.Join(errs...)
+}
+
+// readPages reads fills' pages into their frames through the IO stack, in one submission, and
+// checks each page's seal; it sets each fill's readErr.
+func (c *cache) readPages(fills []fill) {
+	fail := func(err error) {
+		for i := range fills {
+			fills[i].readErr = err
+		}
+	}
+	if c.stack == nil {
+		s, err := gpuio.Open([]int{int(c.file.Fd())}, gpuio.Options{Backend: c.backend, QueueDepth: ioDepth})
+		if err != nil {
+			fail(fmt.Errorf("embedding: the IO stack of %s: %w", c.name, err))
+			return
+		}
+		c.stack = s
+	}
+	reqs := make([]gpuio.Request, len(fills))
+	for i, x := range fills {
+		reqs[i] = gpuio.Request{Offset: x.p * int64(c.l.pageBytes), Length: c.l.pageBytes, Dst: c.bytesOf(x.f)}
+	}
+	err := c.stack.Submit(reqs)
+	if err == nil {
+		err = c.stack.Complete()
+	}
+	if err != nil {
+		c.closeStack() // a stack whose reads failed is opened anew by the next read
+		fail(fmt.Errorf("embedding: reading %d pages (%d..) of %s: %w", len(fills), fills[0].p, c.name, err))
+		return
+	}
+	for i := range fills {
+		x := &fills[i]
+		x.readErr = check(c.id, x.p, c.gen, c.bytesOf(x.f), c.name)
+	}
+}
+
+func (c *cache) closeStack() error {
+	if c.stack == nil {
+		return nil
+	}
+	err := c.stack.Close()
+	c.stack = nil
+	return err
 }
 
 // victim is the frame CLOCK gives up next, never a pinned one (load pins at most as many pages as
@@ -167,17 +256,6 @@ func (c *cache) victim() int {
 			return f
 		}
 	}
-}
-
-func (c *cache) read(p int64, b []byte) error {
-	n, err := c.file.ReadAt(b, p*int64(c.l.pageBytes))
-	if n < len(b) {
-		if err == nil {
-			err = fmt.Errorf("short read")
-		}
-		return fmt.Errorf("embedding: reading page %d of %s: %w", p, c.name, err)
-	}
-	return check(c.id, p, c.gen, b, c.name)
 }
 
 // write seals b as page p and writes it.
@@ -209,7 +287,7 @@ func (c *cache) free() error {
 	if c.arena == nil {
 		return nil
 	}
-	err := unix.Munmap(c.arena)
-	c.arena = nil
+	err := errors.Join(c.closeStack(), unix.Munmap(c.arena), unix.Munmap(c.wb))
+	c.arena, c.wb = nil, nil
 	return err
 }

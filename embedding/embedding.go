@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/internal/wfs"
 )
 
@@ -104,6 +105,9 @@ type Options struct {
 	HostCacheBytes int64
 	// FS writes every file (nil: wfs.OS).
 	FS wfs.FS
+	// IOBackend reads the pages (gpuio.BackendAuto: io_uring where the kernel allows it, else
+	// pread; tests ask for each).
+	IOBackend gpuio.Backend
 }
 
 // Stats are a table's counters since Open. Hits and Misses count a call's distinct pages (a call
