@@ -144,7 +144,7 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 			if exclude != nil {
 				excl = exclude[e]
 			}
-			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
+			total, err := hs.hop(eg.G, e, frontier[eg.Dst], nil, targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
 			if errors.Is(err, ErrSampleTooLarge) {
 				var n int
 				for _, ts := range seeds {
