@@ -204,16 +204,22 @@ func sampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
 	if err != nil {
 		return err
 	}
+	return copyNodeArray(rec, nodeType, rec.smp.Nodes, out)
+}
+
+// copyNodeArray copies node_type's array of perType (the sample's Nodes or Batch, one a node)
+// into out.
+func copyNodeArray(rec *sampleRec, nodeType *C.char, perType [][]int64, out *C.int64_t) error {
 	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type")
 	if err != nil {
 		return err
 	}
-	nodes := rec.smp.Nodes[t]
-	if err := checkArray(unsafe.Pointer(out), "out", int64(len(nodes)), "its node count"); err != nil {
+	arr := perType[t]
+	if err := checkArray(unsafe.Pointer(out), "out", int64(len(arr)), "its node count"); err != nil {
 		return err
 	}
-	if len(nodes) > 0 {
-		copy(ids64(out, int64(len(nodes))), nodes)
+	if len(arr) > 0 {
+		copy(ids64(out, int64(len(arr))), arr)
 	}
 	return nil
 }
@@ -224,21 +230,13 @@ func tfsgo_sample_batch(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) C.
 }
 
 func sampleBatch(rec *sampleRec, nodeType *C.char, out *C.int64_t) error {
-	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type")
-	if err != nil {
+	if _, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type"); err != nil {
 		return err
 	}
 	if rec.smp.Batch == nil {
 		return fail(stENOENT, "the sample is not disjoint (its sampler was created without \"disjoint\": true); it has no batch")
 	}
-	batch := rec.smp.Batch[t]
-	if err := checkArray(unsafe.Pointer(out), "out", int64(len(batch)), "its node count"); err != nil {
-		return err
-	}
-	if len(batch) > 0 {
-		copy(ids64(out, int64(len(batch))), batch)
-	}
-	return nil
+	return copyNodeArray(rec, nodeType, rec.smp.Batch, out)
 }
 
 //export tfsgo_sample_edges
