@@ -192,7 +192,8 @@ func newNodeSet(n int64, seeds []int64, bitset bool) nodeSet {
 }
 
 // distinctSeeds maps the ids s starts with (the seeds) to their first positions and returns the
-// distinct ones (a disjoint set's: all) with those positions, appended to frontier and targets (reused storage).
+// distinct ones (a disjoint set's: all) with those positions, appended to frontier and targets
+// (reused storage).
 func (s *nodeSet) distinctSeeds(frontier, targets []int64) ([]int64, []int64) {
 	for i, v := range s.ids {
 		key := v
