@@ -214,6 +214,11 @@ tfs_status tfs_sample_nodes(struct tfs_sample *sample, const char *node_type, in
   return (tfs_status)tfsgo_sample_nodes(H(sample), (char *)node_type, out);
 }
 
+tfs_status tfs_sample_batch(struct tfs_sample *sample, const char *node_type, int64_t *out) {
+  FORK_GUARD();
+  return (tfs_status)tfsgo_sample_batch(H(sample), (char *)node_type, out);
+}
+
 tfs_status tfs_sample_edges(struct tfs_sample *sample, const char *edge_type, int64_t *row, int64_t *col,
                             int64_t *edge_ids) {
   FORK_GUARD();

@@ -22,22 +22,23 @@ import (
 
 // samplerRequest is tfs_sampler_create's options_json.
 type samplerRequest struct {
-	Fanouts json.RawMessage `json:"fanouts"`
-	Replace bool            `json:"replace"`
-	Seed    uint64          `json:"seed"`
-	Workers int             `json:"workers"`
-	Weight  string          `json:"weight"`
+	Fanouts  json.RawMessage `json:"fanouts"`
+	Replace  bool            `json:"replace"`
+	Seed     uint64          `json:"seed"`
+	Workers  int             `json:"workers"`
+	Weight   string          `json:"weight"`
+	Disjoint bool            `json:"disjoint"`
 }
 
 // parseSamplerRequest reads options_json into the core's options: fanouts a list (the only edge
 // type) or an object by edge type.
 func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
-	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers", "weight"})`
+	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers", "weight", "disjoint"})`
 	var req samplerRequest
 	if err := strictjson.Decode([]byte(request), &req); err != nil {
 		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
 	}
-	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight}
+	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight, Disjoint: req.Disjoint}
 	raw := bytes.TrimSpace(req.Fanouts)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
@@ -165,7 +166,8 @@ func tfsgo_sample_json(sample C.uintptr_t, buf *C.char, capacity C.size_t, neede
 			NodesPerHop map[string][]int64 `json:"nodes_per_hop"`
 			EdgesPerHop map[string][]int64 `json:"edges_per_hop"`
 			EdgeIDs     map[string]bool    `json:"edge_ids"`
-		}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}}
+			Disjoint    bool               `json:"disjoint"`
+		}{map[string][]int64{}, map[string][]int64{}, map[string]bool{}, rec.smp.Batch != nil}
 		for i, name := range rec.nodeTypes {
 			out.NodesPerHop[name] = rec.smp.NodesPerHop[i]
 		}
@@ -202,18 +204,39 @@ func sampleNodes(h uintptr, nodeType *C.char, out *C.int64_t) error {
 	if err != nil {
 		return err
 	}
+	return copyNodeArray(rec, nodeType, rec.smp.Nodes, out)
+}
+
+// copyNodeArray copies node_type's array of perType (the sample's Nodes or Batch, one a node)
+// into out.
+func copyNodeArray(rec *sampleRec, nodeType *C.char, perType [][]int64, out *C.int64_t) error {
 	t, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type")
 	if err != nil {
 		return err
 	}
-	nodes := rec.smp.Nodes[t]
-	if err := checkArray(unsafe.Pointer(out), "out", int64(len(nodes)), "its node count"); err != nil {
+	arr := perType[t]
+	if err := checkArray(unsafe.Pointer(out), "out", int64(len(arr)), "its node count"); err != nil {
 		return err
 	}
-	if len(nodes) > 0 {
-		copy(ids64(out, int64(len(nodes))), nodes)
+	if len(arr) > 0 {
+		copy(ids64(out, int64(len(arr))), arr)
 	}
 	return nil
+}
+
+//export tfsgo_sample_batch
+func tfsgo_sample_batch(sample C.uintptr_t, nodeType *C.char, out *C.int64_t) C.int {
+	return on("tfs_sample_batch", stEINTERNAL, sample, kindSample, func(rec *sampleRec) error { return sampleBatch(rec, nodeType, out) })
+}
+
+func sampleBatch(rec *sampleRec, nodeType *C.char, out *C.int64_t) error {
+	if _, err := typeIndex(rec.nodeTypes, cString(nodeType), "node_type", "node type"); err != nil {
+		return err
+	}
+	if rec.smp.Batch == nil {
+		return fail(stENOENT, "the sample is not disjoint (its sampler was created without \"disjoint\": true); it has no batch")
+	}
+	return copyNodeArray(rec, nodeType, rec.smp.Batch, out)
 }
 
 //export tfsgo_sample_edges

@@ -46,6 +46,7 @@ func TestParseSamplerRequest(t *testing.T) {
 	for in, want := range map[string]featurestore.SampleOptions{
 		`{"fanouts": [10, -1], "seed": 7}`:                           {Fanouts: map[string][]int{"": {10, -1}}, Seed: 7},
 		`{"fanouts": {"a:w:p": [2]}, "replace": true, "workers": 3}`: {Fanouts: map[string][]int{"a:w:p": {2}}, Replace: true, Workers: 3},
+		`{"fanouts": [3], "disjoint": true}`:                         {Fanouts: map[string][]int{"": {3}}, Disjoint: true},
 	} {
 		got, err := parseSamplerRequest(in)
 		if err != nil || !reflect.DeepEqual(got, want) {
@@ -76,6 +77,14 @@ func TestSampleHandles(t *testing.T) {
 	}
 	if err := sampleNodes(h, nil, nil); err == nil || classify(err, stEINTERNAL) != stEINVAL || !strings.Contains(err.Error(), "a, b") {
 		t.Errorf("nodes of no type of two: %v, want TFS_EINVAL naming them", err)
+	}
+	rec, _ := lookup[*sampleRec](h, kindSample)
+	if err := sampleBatch(rec, nil, nil); err == nil || classify(err, stEINTERNAL) != stEINVAL {
+		t.Errorf("batch of no type of two: %v, want TFS_EINVAL", err)
+	}
+	one := &sampleRec{smp: &topology.HeteroSample{Nodes: [][]int64{{3}}}, nodeTypes: []string{"a"}, edgeTypes: []string{"a:r:a"}}
+	if err := sampleBatch(one, nil, nil); err == nil || classify(err, stEINTERNAL) != stENOENT || !strings.Contains(err.Error(), "not disjoint") {
+		t.Errorf("batch of a sample that is not disjoint: %v, want TFS_ENOENT", err)
 	}
 	if e, err := typeIndex([]string{"a:r:b"}, "", "edge_type", "edge type"); e != 0 || err != nil {
 		t.Errorf(`edge type "" of one: %d, %v`, e, err)

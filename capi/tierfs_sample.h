@@ -16,7 +16,9 @@ extern "C" {
  * {"src:rel:dst": [per hop], ... every edge type, one length}, "replace": false (with
  * replacement), "seed": 0, "workers": 0 (0: one per CPU), "weight": "" (an edge feature of one
  * value an edge: the edge types that have it draw neighbors in proportion to it, on the host, as
- * PyG's weight_attr)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
+ * PyG's weight_attr), "disjoint": false (true: every seed its own tree, PyG's disjoint=True — a
+ * node reached from two seeds is a node of each — on the host, for a dataset of one node type and
+ * one edge type, not from edges: tfs_sample_batch reads each node's seed index)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
  * batches differ but runs repeat. A graph of one type is sampled as a homogeneous graph (on the
  * GPU with gpu_topology), with the same draws. */
 tfs_status tfs_sampler_create(tfs_store *store, const char *options_json, tfs_sampler **out);
@@ -29,11 +31,15 @@ tfs_status tfs_sampler_free(tfs_sampler *sampler);
 tfs_status tfs_sample(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
                       struct tfs_sample **out);
 /* {"nodes_per_hop": {node type: [seeds, hop 1, ...]}, "edges_per_hop": {edge type: [hop 1, ...]},
- * "edge_ids": {edge type: true when it has edge ids}}: the sizes of the arrays below, every type
- * of the dataset. */
+ * "edge_ids": {edge type: true when it has edge ids}, "disjoint": true for a disjoint sampler's
+ * sample}: the sizes of the arrays below, every type of the dataset. */
 tfs_status tfs_sample_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed);
 /* Copies node_type's sampled node ids (the sum of its nodes_per_hop). */
 tfs_status tfs_sample_nodes(struct tfs_sample *sample, const char *node_type, int64_t *out);
+/* Copies a disjoint sample's seed index (position in the seeds) of each of node_type's sampled
+ * nodes, as tfs_sample_nodes lays them out (PyG's batch); TFS_ENOENT for a sample that is not
+ * disjoint. */
+tfs_status tfs_sample_batch(struct tfs_sample *sample, const char *node_type, int64_t *out);
 /* Copies edge_type's sampled edges (the sum of its edges_per_hop); edge_ids (may be NULL): edge
  * i's position in the edge type's CSC, the row of its edge features (tfs_gather_edge_feature). */
 tfs_status tfs_sample_edges(struct tfs_sample *sample, const char *edge_type, int64_t *row, int64_t *col,

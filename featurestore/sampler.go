@@ -15,13 +15,16 @@ import (
 // repetition; Seed is the seed of the first call; Workers the goroutines choosing positions (0:
 // one per CPU). Weight names an edge feature of one value an edge (PyG's weight_attr): the edge
 // types that have it draw their neighbors in proportion to it (topology.Weighted, on the host),
-// the others uniformly; "" draws every edge type uniformly.
+// the others uniformly; "" draws every edge type uniformly. Disjoint gives every seed its own
+// tree (PyG's disjoint=True, topology.SampleOptions.Disjoint; the samples carry Batch): on the
+// host, for a dataset of one node type and one edge type, and not from edges (SampleFromEdges).
 type SampleOptions struct {
-	Fanouts map[string][]int `json:"fanouts"`
-	Replace bool             `json:"replace"`
-	Seed    uint64           `json:"seed"`
-	Workers int              `json:"workers"`
-	Weight  string           `json:"weight"`
+	Fanouts  map[string][]int `json:"fanouts"`
+	Replace  bool             `json:"replace"`
+	Seed     uint64           `json:"seed"`
+	Workers  int              `json:"workers"`
+	Weight   string           `json:"weight"`
+	Disjoint bool             `json:"disjoint"`
 }
 
 // Sampler draws the k-hop neighborhoods of batches of seeds (Sample) or of seed edges
@@ -57,7 +60,13 @@ func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
 	if opt.Workers < 0 {
 		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
 	}
-	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, MaxEdges: ss.opt.sampleBound(0)}
+	if opt.Disjoint && (len(ss.nodes) != 1 || len(ss.edges) != 1) {
+		return nil, &OptionError{Option: "disjoint", Value: true, Want: fmt.Sprintf("a dataset of one node type and one edge type (this one has %d node types and %d edge types: heterogeneous disjoint sampling is not implemented)", len(ss.nodes), len(ss.edges))}
+	}
+	if opt.Disjoint && ss.opt.GPUTopology != "" {
+		return nil, &OptionError{Option: "disjoint", Value: true, Want: "a store without gpu_topology (the GPU sampler does not draw disjoint trees)"}
+	}
+	t := topology.HeteroSampleOptions{Fanouts: make([][]int, len(ss.edges)), Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, MaxEdges: ss.opt.sampleBound(0), Disjoint: opt.Disjoint}
 	given := make([]string, len(ss.edges)) // the key each edge type's fanouts were given by
 	for _, key := range slices.Sorted(maps.Keys(opt.Fanouts)) {
 		e, err := ss.edgeTypeOf(key)
@@ -163,7 +172,7 @@ func (sp *Sampler) Options() SampleOptions {
 	for k, v := range sp.fanouts {
 		f[k] = slices.Clone(v)
 	}
-	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers, Weight: sp.weight}
+	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers, Weight: sp.weight, Disjoint: sp.opt.Disjoint}
 }
 
 // Session is the session the sampler draws from.
@@ -189,7 +198,7 @@ func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds []int6
 	var out *topology.HeteroSample
 	if len(ss.nodes) == 1 && len(ss.edges) == 1 {
 		s, err := topology.SampleNeighbors(graph(0), seeds, topology.SampleOptions{
-			Fanouts: opt.Fanouts[0], Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges})
+			Fanouts: opt.Fanouts[0], Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges, Disjoint: opt.Disjoint})
 		if err != nil {
 			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 		}

@@ -173,3 +173,48 @@ func TestOneSamplerIsTheHomogeneousEngine(t *testing.T) {
 		}
 	}
 }
+
+// A Disjoint sampler's call k is topology's disjoint sample of the store's graph with seed Seed + k,
+// Batch included; link sampling and a dataset of several types refuse it, naming disjoint.
+func TestDisjointSampler(t *testing.T) {
+	rng := newRand(t)
+	d := writeDataset(t, 3000, 4, 1, 8, rng)
+	s := mustOpen(t, d.Dir, Options{})
+	defer s.Close()
+	sp, err := s.Session().NewSampler(SampleOptions{Fanouts: map[string][]int{"": {4, 3}}, Seed: 9, Disjoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []int64{5, 99, 5, 2000}
+	for k := range 2 {
+		typed, err := sp.Sample("", seeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := typed.OneType()
+		want, err := topology.SampleNeighbors(s.Session().edges[0].graph, seeds, topology.SampleOptions{Fanouts: []int{4, 3}, Seed: 9 + uint64(k), Disjoint: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Batch == nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("call %d: nodes %v batch %v, want topology's disjoint sample %v %v", k, got.Nodes, got.Batch, want.Nodes, want.Batch)
+		}
+	}
+	if !sp.Options().Disjoint {
+		t.Error("Options() lost Disjoint")
+	}
+	_, err = sp.SampleFromEdges("", []int64{1}, []int64{2}, nil, LinkOptions{})
+	if err == nil || !strings.Contains(err.Error(), "isjoint") {
+		t.Errorf("disjoint link sample: %v, want a refusal naming Disjoint", err)
+	}
+	h := writeHetero(t, rng)
+	hs := mustOpen(t, h.Dir, Options{})
+	defer hs.Close()
+	fanouts := map[string][]int{}
+	for _, e := range hs.Session().edges {
+		fanouts[e.spec.Key()] = []int{2}
+	}
+	if _, err := hs.Session().NewSampler(SampleOptions{Fanouts: fanouts, Disjoint: true}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "disjoint") {
+		t.Errorf("disjoint sampler of a heterogeneous dataset: %v, want ErrInvalidOption naming disjoint", err)
+	}
+}

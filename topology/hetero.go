@@ -19,13 +19,15 @@ type HeteroSampleOptions struct {
 	// neighbors to sample for each node: -1 takes every neighbor, 0 none. Every edge type has
 	// the same number of hops (zero: the seeds alone); a graph without edge types has none.
 	Fanouts [][]int
-	// Replace, Seed, Workers, NodesOnly and MaxEdges (over every edge type together) mean what
-	// they mean in SampleOptions.
+	// Replace, Seed, Workers, NodesOnly, MaxEdges (over every edge type together) and Disjoint
+	// mean what they mean in SampleOptions; SampleHetero and the link samplers refuse Disjoint
+	// (only SampleNeighbors draws disjoint trees).
 	Replace   bool
 	Seed      uint64
 	Workers   int
 	NodesOnly bool
 	MaxEdges  int64
+	Disjoint  bool
 }
 
 // HeteroSample is a k-hop neighborhood of a heterogeneous graph, PyG's HeteroSamplerOutput.
@@ -47,6 +49,9 @@ type HeteroSample struct {
 	Row, Col, EdgeIDs [][]int64
 	// EdgesPerHop holds, per edge type, the number of edges sampled at each hop.
 	EdgesPerHop [][]int64
+	// Batch holds, per node type, a disjoint sample's seed index of every node (Sample.Batch);
+	// nil otherwise.
+	Batch [][]int64
 }
 
 // SampleHetero samples the k-hop in-neighborhood of seeds, ids of node type seedType, in a graph
@@ -144,7 +149,7 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 			if exclude != nil {
 				excl = exclude[e]
 			}
-			total, err := hs.hop(eg.G, e, frontier[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
+			total, err := hs.hop(eg.G, e, frontier[eg.Dst], nil, targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
 			if errors.Is(err, ErrSampleTooLarge) {
 				var n int
 				for _, ts := range seeds {
@@ -210,6 +215,9 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 	if opt.Workers < 0 {
 		return 0, fmt.Errorf("topology: Workers = %d is negative", opt.Workers)
 	}
+	if opt.Disjoint {
+		return 0, errors.New("topology: Disjoint: SampleHetero and the link samplers do not draw disjoint trees; only SampleNeighbors (one node type, one edge type, seed nodes) does")
+	}
 	if len(opt.Fanouts) != len(edges) {
 		return 0, fmt.Errorf("topology: %d rows of Fanouts for %d edge types; give one row per edge type", len(opt.Fanouts), len(edges))
 	}
@@ -242,10 +250,14 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 // Typed is s as the HeteroSample of a graph of one node type and one edge type (index 0 of
 // each), sharing s's arrays: the one-type case of SampleHetero, whose draws SampleNeighbors makes.
 func (s *Sample) Typed() *HeteroSample {
-	return &HeteroSample{
+	h := &HeteroSample{
 		Nodes: [][]int64{s.Nodes}, NodesPerHop: [][]int64{s.NodesPerHop},
 		Row: [][]int64{s.Row}, Col: [][]int64{s.Col}, EdgeIDs: [][]int64{s.EdgeIDs}, EdgesPerHop: [][]int64{s.EdgesPerHop},
 	}
+	if s.Batch != nil {
+		h.Batch = [][]int64{s.Batch}
+	}
+	return h
 }
 
 // OneType is h as a Sample, sharing h's arrays, when h is of one node type and one edge type;
@@ -254,5 +266,9 @@ func (h *HeteroSample) OneType() (*Sample, bool) {
 	if len(h.Nodes) != 1 || len(h.Row) != 1 {
 		return nil, false
 	}
-	return &Sample{Nodes: h.Nodes[0], NodesPerHop: h.NodesPerHop[0], Row: h.Row[0], Col: h.Col[0], EdgeIDs: h.EdgeIDs[0], EdgesPerHop: h.EdgesPerHop[0]}, true
+	s := &Sample{Nodes: h.Nodes[0], NodesPerHop: h.NodesPerHop[0], Row: h.Row[0], Col: h.Col[0], EdgeIDs: h.EdgeIDs[0], EdgesPerHop: h.EdgesPerHop[0]}
+	if h.Batch != nil {
+		s.Batch = h.Batch[0]
+	}
+	return s, true
 }

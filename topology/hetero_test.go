@@ -328,7 +328,7 @@ type drawingGraph struct {
 func (d *drawingGraph) DrawHop(nodes, deg, off []int64, fanout int, replace bool, seed uint64, hop int, pos, out []int64) error {
 	d.seeds = append(d.seeds, seed)
 	p := make([]int64, len(out))
-	newPositionPicker(1).pick(nodes, deg, off, p, fanout, replace, seed, hop)
+	newPositionPicker(1).pick(nodes, nil, deg, off, p, fanout, replace, seed, hop)
 	if pos != nil {
 		copy(pos, p)
 	}

@@ -32,6 +32,8 @@ type SampleOptions struct {
 	// MaxEdges bounds the edges one sample may draw (all hops together; 0: DefaultMaxEdges). A
 	// hop that would pass it fails before allocating, with ErrSampleTooLarge.
 	MaxEdges int64
+	// Disjoint gives every seed its own tree (PyG's disjoint=True): see SampleNeighbors.
+	Disjoint bool
 }
 
 // DefaultMaxEdges is the most edges a sample draws unless SampleOptions.MaxEdges says otherwise:
@@ -67,6 +69,9 @@ type Sample struct {
 	// EdgeIDs holds, for each sampled edge Row[i] -> Col[i], its edge id (its position in the
 	// CSC, the row of the dataset's edge features), when the graph is an EdgeIndexer; else nil.
 	EdgeIDs []int64
+	// Batch holds, for a Disjoint sample, the seed index (position in the seeds) of each node's
+	// tree, parallel to Nodes (PyG's SamplerOutput.batch); nil otherwise.
+	Batch []int64
 }
 
 // SampleNeighbors samples the k-hop in-neighborhood of seeds, uniformly.
@@ -77,6 +82,13 @@ type Sample struct {
 // distinct positions drawn uniformly; with replacement it takes all d when f < 0, else f positions
 // drawn uniformly with repetition (none when d is 0). A node's draws depend only on
 // (Seed, hop, node id).
+//
+// A Disjoint sample gives seed index b its own tree: the nodes are (b, id) pairs, so an id
+// reached from two seeds (or a seed given twice) is a node of each tree, and within one tree an
+// id is one node as above. Nodes and Batch list the pairs hop after hop, as above, and tree b is
+// exactly SampleNeighbors(g, seeds[b:b+1], opt) with Seed = DisjointSeed(opt.Seed, b) and
+// Disjoint off, relabeled: its nodes and edges, in order, are those of Batch b. It draws on the
+// host (not through a HopDrawer) and needs len(seeds) * g.NumNodes() to fit an int64.
 //
 // Each hop makes one Degrees and one NeighborsAt call on g; no Fanouts (zero hops, as PyG's
 // num_neighbors=[]) gives the seeds alone. It fails on a fanout below -1, negative Workers, a seed outside [0, g.NumNodes()), or an error or out-of-range answer
@@ -100,6 +112,9 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 			return nil, fmt.Errorf("topology: seeds[%d] = %d is not a node id in [0, %d)", i, v, numNodes)
 		}
 	}
+	if err := checkDisjoint(g, len(seeds), opt.Disjoint); err != nil {
+		return nil, err
+	}
 
 	s := &Sample{
 		NodesPerHop: make([]int64, len(opt.Fanouts)+1),
@@ -109,7 +124,10 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 
 	// A NodesOnly sample, which needs no local ids, marks the ids it has in a bitset where one is
 	// small enough.
-	nodes := newNodeSet(numNodes, seeds, opt.NodesOnly && numNodes <= maxBitsetNodes)
+	nodes := newNodeSet(numNodes, seeds, opt.NodesOnly && !opt.Disjoint && numNodes <= maxBitsetNodes)
+	if opt.Disjoint {
+		nodes.batch = seedIndices(len(seeds))
+	}
 	defer nodes.release()
 	sc := scratches.Get().(*sampleScratch)
 	defer scratches.Put(sc)
@@ -118,6 +136,7 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	frontier, targets := nodes.distinctSeeds(sc.seeds[:0], sc.targets[:0])
 	sc.seeds, sc.targets = frontier, targets // kept for the next sample
 	var firstTarget int64
+	frontierBatch := nodes.batch
 	edges := newSampledEdges(g, opt.NodesOnly)
 	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges)}
 	for h, fanout := range opt.Fanouts {
@@ -125,7 +144,7 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 			break // nothing more is reachable; the remaining counts stay 0
 		}
 		start := int64(len(nodes.ids))
-		total, err := hs.hop(g, -1, frontier, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges, nil)
+		total, err := hs.hop(g, -1, frontier, frontierBatch, targets, firstTarget, fanout, opt.Seed, h, &nodes, &edges, nil)
 		if errors.Is(err, ErrSampleTooLarge) {
 			return nil, fmt.Errorf("topology: a sample of %d seeds with fanouts %v: %w", len(seeds), opt.Fanouts, err)
 		}
@@ -136,16 +155,22 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 		s.EdgesPerHop[h] = total
 		s.NodesPerHop[h+1] = end - start
 		frontier, targets, firstTarget = nodes.ids[start:end:end], nil, start
+		if nodes.batch != nil {
+			frontierBatch = nodes.batch[start:end:end]
+		}
 	}
-	s.Nodes, s.Row, s.Col, s.EdgeIDs = nodes.ids, edges.row, edges.col, edges.ids
+	s.Nodes, s.Row, s.Col, s.EdgeIDs, s.Batch = nodes.ids, edges.row, edges.col, edges.ids, nodes.batch
 	return s, nil
 }
 
 // nodeSet is the nodes of one node type in a sample: their ids in local id order, and what tells
 // an id's first local id (localOf) or, for a NodesOnly sample, only whether the id is held (seen).
+// A disjoint sample's set also holds each node's seed index (batch, parallel to ids) and maps
+// the pair (key) rather than the id.
 type nodeSet struct {
 	ids     []int64
-	n       int64 // ids lie in [0, n)
+	batch   []int64 // nil unless disjoint
+	n       int64   // ids lie in [0, n)
 	localOf *idMap
 	seen    *nodeBits
 }
@@ -167,10 +192,15 @@ func newNodeSet(n int64, seeds []int64, bitset bool) nodeSet {
 }
 
 // distinctSeeds maps the ids s starts with (the seeds) to their first positions and returns the
-// distinct ones with those positions, appended to frontier and targets (reused storage).
+// distinct ones (a disjoint set's: all) with those positions, appended to frontier and targets
+// (reused storage).
 func (s *nodeSet) distinctSeeds(frontier, targets []int64) ([]int64, []int64) {
 	for i, v := range s.ids {
-		if _, added := s.addIfAbsent(v, int64(i)); added {
+		key := v
+		if s.batch != nil {
+			key = s.key(v, s.batch[i])
+		}
+		if _, added := s.addIfAbsent(key, int64(i)); added {
 			frontier = append(frontier, v)
 			targets = append(targets, int64(i))
 		}
@@ -189,9 +219,12 @@ func (s *nodeSet) addIfAbsent(id, local int64) (int64, bool) {
 
 // release empties the map or bitset and gives it back to its pool.
 func (s *nodeSet) release() {
-	if s.seen != nil {
+	switch {
+	case s.seen != nil:
 		s.seen.release(s.ids)
-	} else {
+	case s.batch != nil:
+		s.localOf.release(s.keys())
+	default:
 		s.localOf.release(s.ids)
 	}
 	s.seen, s.localOf = nil, nil
@@ -251,13 +284,14 @@ func edgeBound(maxEdges int64) int64 {
 }
 
 // hop samples fanout (not 0) in-neighbors in g of every node of frontier, whose local ids are
-// targets (nil: consecutive from firstTarget), drawing with seed at hop h: the neighbors it
+// targets (nil: consecutive from firstTarget), drawing with seed at hop h (a disjoint sample's,
+// with the seeds of the frontier's seed indices, frontierBatch; nil: not disjoint): the neighbors it
 // reaches first join src, and the edges join edges unless the sample is NodesOnly (their ids
 // when edges.ids is not nil). A drawn edge in exclude (nil: none) is dropped: it neither joins
 // edges nor brings its neighbor into src, and the other draws stay as they are. It returns the
 // number of edges kept; src grows by at most that. edgeType names g in errors: -1 for the one
 // graph of SampleNeighbors, else its index in SampleHetero's edges.
-func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firstTarget int64, fanout int, seed uint64, h int, src *nodeSet, edges *sampledEdges, exclude pairSet) (int64, error) {
+func (hs *hopSampler) hop(g Graph, edgeType int, frontier, frontierBatch, targets []int64, firstTarget int64, fanout int, seed uint64, h int, src *nodeSet, edges *sampledEdges, exclude pairSet) (int64, error) {
 	graphErr := func(err error) error {
 		if edgeType >= 0 {
 			return fmt.Errorf("topology: edges[%d]: %w", edgeType, err)
@@ -294,7 +328,7 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 	if edges.ids == nil {
 		indexer = nil
 	}
-	starts, err := hs.draw(g, indexer != nil, frontier, deg, off, pos, out, fanout, seed, h)
+	starts, err := hs.draw(g, indexer != nil, frontier, frontierBatch, deg, off, pos, out, fanout, seed, h)
 	if err != nil {
 		return 0, graphErr(err)
 	}
@@ -339,9 +373,16 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, targets []int64, firs
 				}
 				continue
 			}
-			local, added := localOf.addIfAbsent(nb, int64(len(ids)))
+			key := nb
+			if frontierBatch != nil {
+				key = src.key(nb, frontierBatch[i])
+			}
+			local, added := localOf.addIfAbsent(key, int64(len(ids)))
 			if added {
 				ids = append(ids, nb)
+				if frontierBatch != nil {
+					src.batch = append(src.batch, frontierBatch[i])
+				}
 			}
 			if keepEdges {
 				row = append(row, local)
@@ -516,7 +557,7 @@ func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
 // their positions where g does not draw them itself): a Weighted graph's by its weights, a
 // HopDrawer's by DrawHop, another's by the uniform picker. It answers the lists' first edge
 // ids where the hop keeps edge ids (ids) or draws by weight, else nil.
-func (hs *hopSampler) draw(g Graph, ids bool, frontier, deg, off, pos, out []int64, fanout int, seed uint64, h int) ([]int64, error) {
+func (hs *hopSampler) draw(g Graph, ids bool, frontier, batch, deg, off, pos, out []int64, fanout int, seed uint64, h int) ([]int64, error) {
 	weighted, _ := g.(*Weighted)
 	var starts []int64
 	if ids || weighted != nil {
@@ -531,7 +572,7 @@ func (hs *hopSampler) draw(g Graph, ids bool, frontier, deg, off, pos, out []int
 		if int64(len(weighted.W)) != g.NumEdges() {
 			return nil, fmt.Errorf("topology: %d weights for a graph of %d edges", len(weighted.W), g.NumEdges())
 		}
-		if err := hs.picker.pickWeighted(frontier, deg, off, pos, starts, weighted.W, fanout, hs.replace, seed, h); err != nil {
+		if err := hs.picker.pickWeighted(frontier, batch, deg, off, pos, starts, weighted.W, fanout, hs.replace, seed, h); err != nil {
 			return nil, err
 		}
 	case isDrawer:
@@ -541,7 +582,7 @@ func (hs *hopSampler) draw(g Graph, ids bool, frontier, deg, off, pos, out []int
 		}
 		return starts, drawer.DrawHop(frontier, deg, off, fanout, hs.replace, seed, h, drawn, out)
 	default:
-		hs.picker.pick(frontier, deg, off, pos, fanout, hs.replace, seed, h)
+		hs.picker.pick(frontier, batch, deg, off, pos, fanout, hs.replace, seed, h)
 	}
 	return starts, g.NeighborsAt(frontier, off, pos, out)
 }
@@ -582,8 +623,9 @@ func newPositionPicker(workers int) *positionPicker {
 	return &positionPicker{workers: workers, seen: make([]map[int64]struct{}, workers), wkeys: make([][]float64, workers), widx: make([][]int64, workers)}
 }
 
-// pick fills pos[off[i]:off[i+1]] with ascending positions for nodes[i], of degree deg[i].
-func (p *positionPicker) pick(nodes, deg, off, pos []int64, fanout int, replace bool, seed uint64, hop int) {
+// pick fills pos[off[i]:off[i+1]] with ascending positions for nodes[i], of degree deg[i]
+// (drawn with DisjointSeed(seed, batch[i]) where batch is not nil).
+func (p *positionPicker) pick(nodes, batch, deg, off, pos []int64, fanout int, replace bool, seed uint64, hop int) {
 	pickRange := func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dst := pos[off[i]:off[i+1]]
@@ -594,13 +636,13 @@ func (p *positionPicker) pick(nodes, deg, off, pos []int64, fanout int, replace 
 					dst[j] = int64(j)
 				}
 			case replace:
-				r := nodeRNG(seed, hop, nodes[i])
+				r := nodeRNG(seedOf(seed, batch, i), hop, nodes[i])
 				for j := range dst {
 					dst[j] = int64(r.below(uint64(d)))
 				}
 				slices.Sort(dst)
 			default:
-				r := nodeRNG(seed, hop, nodes[i])
+				r := nodeRNG(seedOf(seed, batch, i), hop, nodes[i])
 				p.floyd(worker, dst, d, &r)
 			}
 		}

@@ -47,8 +47,9 @@ func CheckWeights(w []float32) error {
 }
 
 // pickWeighted fills pos[off[i]:off[i+1]] with ascending positions for nodes[i], of degree deg[i]
-// and list starting at edge id starts[i], drawn by w (Weighted's law).
-func (p *positionPicker) pickWeighted(nodes, deg, off, pos, starts []int64, w []float32, fanout int, replace bool, seed uint64, hop int) error {
+// and list starting at edge id starts[i], drawn by w (Weighted's law; with DisjointSeed(seed,
+// batch[i]) where batch is not nil).
+func (p *positionPicker) pickWeighted(nodes, batch, deg, off, pos, starts []int64, w []float32, fanout int, replace bool, seed uint64, hop int) error {
 	var failed atomic.Pointer[error]
 	pickRange := func(worker, lo, hi int) {
 		for i := lo; i < hi && failed.Load() == nil; i++ {
@@ -61,7 +62,7 @@ func (p *positionPicker) pickWeighted(nodes, deg, off, pos, starts []int64, w []
 				continue
 			}
 			ws := w[starts[i] : starts[i]+d]
-			r := nodeRNG(seed, hop, nodes[i])
+			r := nodeRNG(seedOf(seed, batch, i), hop, nodes[i])
 			if replace {
 				if err := p.drawWithReplacement(worker, dst, ws, &r); err != nil {
 					err = fmt.Errorf("topology: node %d at hop %d: %w", nodes[i], hop, err)

@@ -67,6 +67,10 @@ class Sample:
     ``num_sampled_edges[e]`` one per hop. Every node and edge type of the dataset has an entry,
     empty where nothing was sampled. All int64, numpy or torch like the seeds given.
 
+    A disjoint sampler's sample (``disjoint=True``: every seed its own tree) has ``batch[t]``,
+    parallel to ``node[t]``: the seed index (position in the seeds) of each node's tree, PyG's
+    ``SamplerOutput.batch``; otherwise ``batch`` is None.
+
     A sampler of one fanout list (``store.sampler([15, 10])``) gives an untyped sample
     (``typed`` False), read as a homogeneous graph's, PyG's ``SamplerOutput``: ``nodes``, ``row``,
     ``col``, ``e_id``, ``nodes_per_hop`` and ``edges_per_hop`` are the only type's, ``edge_index``
@@ -85,6 +89,7 @@ class Sample:
         num_sampled_edges: Dict[Tuple[str, str, str], List[int]],
         seed_type: Optional[str],
         typed: bool = True,
+        batch: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.node = node
         self.rows = row
@@ -94,6 +99,7 @@ class Sample:
         self.num_sampled_edges = num_sampled_edges
         self.seed_type = seed_type
         self.typed = typed
+        self.batch = batch
 
     # the per-type arrays, as PyG's SamplerOutput (untyped) or HeteroSamplerOutput (typed) name them
 
@@ -163,7 +169,7 @@ class Sample:
 
     def _fields(self) -> Dict[str, Any]:
         return dict(node=self.node, row=self.rows, col=self.cols, edge=self.edge, num_sampled_nodes=self.num_sampled_nodes,
-                    num_sampled_edges=self.num_sampled_edges, seed_type=self.seed_type, typed=self.typed)
+                    num_sampled_edges=self.num_sampled_edges, seed_type=self.seed_type, typed=self.typed, batch=self.batch)
 
     def _with_arrays(self, conv: Any, nodes: bool = True, edges: bool = True, ids: bool = True) -> "Sample":
         """A copy whose arrays are conv(array) (None stays None): node ids (nodes), rows and
@@ -173,6 +179,8 @@ class Sample:
 
         out = copy.copy(self)
         out.node, out.rows, out.cols, out.edge = each(self.node, nodes), each(self.rows, edges), each(self.cols, edges), each(self.edge, ids)
+        if self.batch is not None:
+            out.batch = each(self.batch, nodes)
         return out
 
     def __eq__(self, other: Any) -> bool:
@@ -233,11 +241,16 @@ def _take_sample(hs: int, seed_type: Optional[str], typed: bool) -> Sample:
     try:
         sizes = read_json(lambda buf, cap, needed: lib.tfs_sample_json(hs, buf, cap, needed))
         node: Dict[str, Any] = {}
+        batch: Optional[Dict[str, Any]] = {} if sizes.get("disjoint") else None
         for t, counts in sizes["nodes_per_hop"].items():
             arr = np.empty(int(sum(counts)), dtype=np.int64)
             if arr.size:
                 check(lib.tfs_sample_nodes(hs, t.encode(), arr.ctypes.data))
             node[t] = arr
+            if batch is not None:
+                batch[t] = np.empty_like(arr)
+                if arr.size:
+                    check(lib.tfs_sample_batch(hs, t.encode(), batch[t].ctypes.data))
         row: Dict[Tuple[str, str, str], Any] = {}
         col: Dict[Tuple[str, str, str], Any] = {}
         edge: Dict[Tuple[str, str, str], Any] = {}
@@ -257,7 +270,7 @@ def _take_sample(hs: int, seed_type: Optional[str], typed: bool) -> Sample:
         node=node, row=row, col=col, edge=edge,
         num_sampled_nodes={t: [int(c) for c in v] for t, v in sizes["nodes_per_hop"].items()},
         num_sampled_edges={edge_type_tuple(k): [int(c) for c in v] for k, v in sizes["edges_per_hop"].items()},
-        seed_type=seed_type, typed=typed,
+        seed_type=seed_type, typed=typed, batch=batch,
     )
 
 

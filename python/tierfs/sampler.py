@@ -43,11 +43,13 @@ class Sampler(_native.Finalized):
     sampling. Pickles as its store and options (its call counter starts again at 0).
     """
 
-    def __init__(self, store: "Store", fanouts: Fanouts, replace: bool = False, seed: int = 0, workers: int = 0, weight: Optional[str] = None):
+    def __init__(self, store: "Store", fanouts: Fanouts, replace: bool = False, seed: int = 0, workers: int = 0, weight: Optional[str] = None,
+                 disjoint: bool = False):
         if weight is not None and not isinstance(weight, str):
             raise errors.DTypeError(f"tierfs: weight must be the name of an edge feature, got {type(weight).__name__}")
         self._store = store
         self._weight = weight
+        self._disjoint = bool(disjoint)
         self._replace = bool(replace)
         self._seed = int(seed)
         self._workers = int(workers)
@@ -60,7 +62,8 @@ class Sampler(_native.Finalized):
         for key, per_hop in (self._fanouts.items() if self._typed else [(None, self._fanouts)]):  # type: ignore[union-attr]
             for i, f in enumerate(per_hop):  # type: ignore[arg-type]
                 _native.check_value(c_int32, f, f"fanouts[{i}]" if key is None else f"fanouts[{key!r}][{i}]")
-        opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers, "weight": weight or ""})
+        opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers, "weight": weight or "",
+                           "disjoint": self._disjoint})
         handle = c_void_p()
         check(lib.tfs_sampler_create(h, opts.encode(), byref(handle)))
         self._handle = handle.value
@@ -77,6 +80,11 @@ class Sampler(_native.Finalized):
     @property
     def seed(self) -> int:
         return self._seed
+
+    @property
+    def disjoint(self) -> bool:
+        """Whether every seed has its own tree (samples carry ``batch``)."""
+        return self._disjoint
 
     @property
     def weight(self) -> Optional[str]:
@@ -229,11 +237,12 @@ class Sampler(_native.Finalized):
         return out
 
     def __reduce__(self):
-        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers, self._weight))
+        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers, self._weight, self._disjoint))
 
     def __repr__(self) -> str:
         weight = f" weight={self._weight!r}" if self._weight is not None else ""
-        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}>"
+        disjoint = " disjoint" if self._disjoint else ""
+        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}{disjoint}>"
 
 
 def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarray]:

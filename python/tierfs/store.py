@@ -453,6 +453,7 @@ class Store(_native.Closeable):
         seed: int = 0,
         workers: int = 0,
         weight: Optional[str] = None,
+        disjoint: bool = False,
     ) -> "Sampler":
         """A k-hop neighbor sampler over this store's topology: uniform, or by edge weight.
 
@@ -472,8 +473,12 @@ class Store(_native.Closeable):
                 edges only after every other; with replacement: independent draws; a list no
                 larger than the fanout whole), on the host; the others uniformly. Weights are
                 read once, when the sampler is made.
+            disjoint: every seed its own tree (PyG's ``disjoint=True``): a node reached from two
+                seeds (or a seed given twice) is a node of each, and samples carry ``batch``, the
+                seed index of every node. On the host, for a graph of one node type and one edge
+                type, samples of nodes only (not :meth:`Sampler.sample_from_edges`).
         """
-        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers, weight=weight)
+        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers, weight=weight, disjoint=disjoint)
 
     @property
     def _loader_share(self) -> SeedShare:

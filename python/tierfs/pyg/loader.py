@@ -43,7 +43,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
                 pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not disjoint nor temporal, on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not temporal, disjoint only from nodes (NeighborLoader), on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -126,8 +126,10 @@ class NeighborLoader:
     given), the batches those of ``num_workers=0``; ``persistent_workers`` and
     ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
-    ``planned_epochs``). PyG arguments that do not apply (temporal sampling, disjoint
-    subgraphs, ``pin_memory``, ...) raise
+    ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
+    reached from two seeds is a node of each; ``batch`` holds each node's seed index): one node
+    type and one edge type, not with ``planned_epochs``. PyG arguments that do not apply
+    (temporal sampling, ``pin_memory``, ...) raise
     :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
     ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
@@ -162,11 +164,14 @@ class NeighborLoader:
         drop_last: bool = False,
         seed: int = 0,
         weight_attr: Optional[str] = None,
+        disjoint: bool = False,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
         if weight_attr is not None and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
+        if disjoint and options["planned_epochs"]:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: disjoint=True with planned_epochs: planned epochs are not disjoint; leave one out")
         options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
@@ -180,6 +185,7 @@ class NeighborLoader:
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self._replace, self._seed, self._weight, self._call_sampler = replace, seed, weight_attr, None
+        self.disjoint = bool(disjoint)
         if self.store.is_hetero:
             self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
             self.input_nodes = seeds
@@ -191,7 +197,7 @@ class NeighborLoader:
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
-            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
+            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr, disjoint=self.disjoint)
             self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
             return
         self.input_type = None
@@ -211,7 +217,7 @@ class NeighborLoader:
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
-        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr)
+        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr, disjoint=self.disjoint)
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
 
     def _to_data(self, b: Batch) -> Any:
@@ -233,6 +239,8 @@ class NeighborLoader:
             data[name] = self.store.gather(s.e_id, feature=name)
         data.num_sampled_nodes = s.nodes_per_hop.tolist()
         data.num_sampled_edges = s.edges_per_hop.tolist()
+        if s.batch is not None:  # disjoint: each node's seed index, as PyG's NodeLoader sets it
+            data.batch = s.batch[next(iter(s.batch))]
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data.input_id = seeds
@@ -301,7 +309,7 @@ class NeighborLoader:
         positions = positions % n if n else positions
         seeds = self.input_nodes[positions]
         if self._call_sampler is None:
-            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight)
+            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint)
         if self.input_type is not None:
             sample = self._call_sampler.sample(seeds, self.input_type)
         else:

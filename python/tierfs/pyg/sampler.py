@@ -112,7 +112,8 @@ class NeighborSampler(BaseSampler):
     ``num_sampled_nodes``/``num_sampled_edges`` per hop (for ``trim_to_layer``), ``edge`` the
     sampled edges' positions in the ingested ``edge_index`` (PyG's loaders set ``batch.e_id``
     from it, so ``edge_attr[batch.e_id]`` of the user's own tensors is right, as in memory;
-    :func:`csc_edge_ids` gives tierfs's CSC positions) and ``batch=None`` (not disjoint).
+    :func:`csc_edge_ids` gives tierfs's CSC positions) and ``batch`` (with ``disjoint=True`` each
+    node's seed index, else None).
 
     On a heterogeneous store (``store.is_hetero``) ``num_neighbors`` is PyG's dict of fanouts
     per edge type (or a ``NumNeighbors``, or a list for every edge type; see
@@ -134,6 +135,10 @@ class NeighborSampler(BaseSampler):
             their reverses) out of the sampled neighborhoods.
         weight_attr: an edge feature of one value an edge (PyG's ``weight_attr``): neighbors are
             drawn in proportion to it, as pyg-lib draws them (:meth:`tierfs.Store.sampler`).
+        disjoint: every seed its own tree, as PyG's ``disjoint=True`` (a node reached from two
+            seeds is a node of each; the output's ``batch`` holds each node's seed index): one
+            node type and one edge type, nodes only (``sample_from_edges`` refuses it), on the
+            host.
         reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
@@ -152,6 +157,7 @@ class NeighborSampler(BaseSampler):
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
+        disjoint: bool = False,
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
@@ -167,11 +173,15 @@ class NeighborSampler(BaseSampler):
             if reverse_edge_types:
                 raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
             self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
-        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr)
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr, disjoint=disjoint)
 
     @property
     def is_hetero(self) -> bool:
         return self.sampler.typed
+
+    @property
+    def disjoint(self) -> bool:
+        return self.sampler.disjoint
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> Union[SamplerOutput, HeteroSamplerOutput]:
         seeds = index.node
@@ -199,6 +209,8 @@ class NeighborSampler(BaseSampler):
         weighted negatives."""
         if inputs.time is not None:
             raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: temporal link sampling (edge_label_time) is not supported")
+        if self.disjoint:
+            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: disjoint=True samples from nodes only; link sampling (sample_from_edges) is not disjoint")
         if self.is_hetero:
             return self._sample_hetero_from_edges(inputs, neg_sampling)
         if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
@@ -223,7 +235,8 @@ class NeighborSampler(BaseSampler):
     def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of sample s (a typed sample on a heterogeneous store, else a
         :class:`tierfs.Sample` or :class:`tierfs.LinkSample`; torch tensors) with metadata."""
-        both = dict(row=s.row, col=s.col, batch=None, metadata=metadata)
+        batch = None if s.batch is None else (s.batch if self.is_hetero else s.batch[_only_key(s.batch)])
+        both = dict(row=s.row, col=s.col, batch=batch, metadata=metadata)
         if self.is_hetero:
             edge = _input_edge_ids_by_type(self.store, s.edge)
             return HeteroSamplerOutput(node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
@@ -232,6 +245,11 @@ class NeighborSampler(BaseSampler):
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+
+
+def _only_key(d: Dict[Any, Any]) -> Any:
+    """The one key of a one-type sample's dict."""
+    return next(iter(d))
 
 
 def _host_pair(inputs: EdgeSamplerInput) -> tuple:
