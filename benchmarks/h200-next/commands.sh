@@ -34,6 +34,17 @@
 #    gpu-test` has unpacked the bundle (or carry build/issue44.tar.xz: libtierfs.so and the CLI).
 #    Target: >= 0.9 of the packed bound. About 250 s. Then items 3 and 4 of issue 44 (1, 2, 4
 #    loop devices over /dev/shm; float16 rows) once they are built.
+# 7. (session 21) Done: item 6 (benchmarks/h200-2026-12-02/README.md items 12-16). Next, in order:
+#    a. issue 44 item 4, float16 rows on the IGBH-shaped row, three calls on one warm machine
+#       (carry build/issue44.tar.xz): PHASE=prep, then PHASE=run ROUNDS=2, then PHASE=run
+#       FIRST_ROUND=3 ROUNDS=1 of `bash benchmarks/h200-next/issue44_half.sh`;
+#    b. issue 45's figure (carry the bundle; about 100 s): `PYTHONPATH=python:python/bench
+#       TIERFS_LIB=build/libtierfs.so python3 -W ignore::UserWarning python/bench/embedding_bench.py
+#       --device cuda --rows 4000000 --dim 64 --batch 1024 --fanout 10 --steps 30 --dir
+#       /var/tmp/emb-bench --out $OUT/embedding_bench.json`;
+#    c. issue 44 item 3's training rows over 2 and 4 devices (the script sets TIERFS_BIN now):
+#       `NS="1 2 4" QDS=512 bash benchmarks/h200-next/devices.sh` (carry build/issue44.tar.xz and
+#       build/probe/iobench).
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
