@@ -212,8 +212,10 @@ func (c *cache) readPages(fills []fill) {
 		c.stack = s
 	}
 	reqs := make([]gpuio.Request, len(fills))
-	for i, x := range fills {
-		reqs[i] = gpuio.Request{Offset: x.p * int64(c.l.pageBytes), Length: c.l.pageBytes, Dst: c.bytesOf(x.f)}
+	for i := range fills {
+		// Fields, not a copy of the fill: the write-back goroutines set writeErr meanwhile.
+		p, f := fills[i].p, fills[i].f
+		reqs[i] = gpuio.Request{Offset: p * int64(c.l.pageBytes), Length: c.l.pageBytes, Dst: c.bytesOf(f)}
 	}
 	err := c.stack.Submit(reqs)
 	if err == nil {
