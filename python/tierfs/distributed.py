@@ -336,11 +336,11 @@ class DistributedStore(Store):
         self._check_range(arr, o)
         return o.owner[arr].astype(np.int64)
 
-    def sampler(self, fanouts: Any, replace: bool = False, seed: int = 0, workers: int = 0, weight: Any = None) -> Any:
+    def sampler(self, fanouts: Any, replace: bool = False, seed: int = 0, **options: Any) -> Any:
         """As :meth:`Store.sampler` (a list of fanouts, or a dict per edge type for typed
-        samples), drawing with ``seed + rank * 2**32`` so ranks sample
-        independently while each run repeats."""
-        return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, workers=workers, weight=weight)
+        samples, and its other options passed on as they are), drawing with
+        ``seed + rank * 2**32`` so ranks sample independently while each run repeats."""
+        return super().sampler(fanouts, replace=replace, seed=int(seed) + self._rank * _RANK_SEED_STRIDE, **options)
 
     # gather ----------------------------------------------------------------------------
 
