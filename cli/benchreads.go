@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -29,13 +32,14 @@ func benchReadsCmd(fs *pflag.FlagSet) runFunc {
 	stacks := fs.Int("max-concurrent-io", 0, "IO stacks (ssd.Options.Stacks; default: one per CPU, as the store)")
 	backend := ioBackendFlag(fs)
 	seed := fs.Uint64("seed", 1, "seed of the random rows")
+	profile := fs.String("profile", "", "write CPU, mutex and block profiles of the last gather count to PREFIX.{cpu,mutex,block}.pprof")
 	return func(pos []string) error {
-		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, *qd, *stacks, *backend, *seed)
+		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, *qd, *stacks, *backend, *seed, *profile)
 	}
 }
 
 // benchReads runs bench reads on the dataset dir.
-func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, stacks int, backend string, seed uint64) error {
+func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, stacks int, backend string, seed uint64, profile string) error {
 	counts, err := parseInts(gathersFlag)
 	if err != nil || len(counts) == 0 {
 		return fmt.Errorf("bench reads: --gathers %q: want positive integers, comma-separated", gathersFlag)
@@ -67,7 +71,13 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 	fmt.Printf("bench reads %s: %d random %d-byte rows a gather, QD %d, %d IO stacks, %s, %.1f s a point\n",
 		dir, batch, rb, qd, stacks, files.Backend(), secs)
 	fmt.Printf("%8s %12s %14s %12s %14s\n", "gathers", "reads/s", "ms a gather", "retries", "CPU µs a read")
-	for _, n := range counts {
+	for k, n := range counts {
+		stopProfiles := func() error { return nil }
+		if profile != "" && k == len(counts)-1 {
+			if stopProfiles, err = startProfiles(profile); err != nil {
+				return fmt.Errorf("bench reads: --profile %q: %w", profile, err)
+			}
+		}
 		before := files.Stats()
 		var ruBefore, ruAfter unix.Rusage
 		unix.Getrusage(unix.RUSAGE_SELF, &ruBefore)
@@ -106,6 +116,9 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 		}
 		wg.Wait()
 		elapsed := time.Since(start).Seconds()
+		if err := stopProfiles(); err != nil {
+			return fmt.Errorf("bench reads: --profile %q: %w", profile, err)
+		}
 		if firstErr != nil {
 			return fmt.Errorf("bench reads: %w", firstErr)
 		}
@@ -116,4 +129,31 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 			gatherTime.Seconds()*1e3/float64(max(1, gathers)), after.Retries-before.Retries, cpu)
 	}
 	return nil
+}
+
+// startProfiles starts a CPU profile into prefix.cpu.pprof and samples every contended mutex and
+// blocking event; stop ends them and writes prefix.mutex.pprof and prefix.block.pprof.
+func startProfiles(prefix string) (stop func() error, err error) {
+	stopCPU, err := startCPUProfile(prefix + ".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	runtime.SetMutexProfileFraction(1)
+	runtime.SetBlockProfileRate(int(time.Microsecond))
+	return func() error {
+		stopCPU()
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+		for _, name := range []string{"mutex", "block"} {
+			f, err := os.Create(prefix + "." + name + ".pprof")
+			if err != nil {
+				return err
+			}
+			err = cmp.Or(pprof.Lookup(name).WriteTo(f, 0), f.Close())
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }

@@ -6,7 +6,8 @@
 # completed reads (/sys/block/loopN/stat) and the machine's CPU use (/proc/stat) over the run, so
 # the stage that binds is named; then benchtrain's on-demand loader (tierfs-pipelined) beside the
 # in-memory loop. Needs build/gpu/{tierfs,libtierfs.so*} (issue44.tar.xz) and make cuda.
-# Writes $OUT/devices/. About 300 s.
+# PROFILE=1: CPU, mutex and block profiles of each count's 16 gathers (bench reads --profile;
+# read them here with `go tool pprof build/tierfs FILE`). Writes $OUT/devices/. About 300 s.
 set -u
 root=$PWD; out=$OUT/devices; mkdir -p $out
 [ -f build/issue44.tar.xz ] && mkdir -p build/gpu && tar -C build/gpu -xJf build/issue44.tar.xz
@@ -36,7 +37,7 @@ for n in ${NS:-1 2 4}; do
   for qd in ${QDS:-128 512}; do for mc in ${STACKS:-16}; do
     r0=$(devreads); c0=$(cpu)
     (sleep 4; top -b -H -n 1 -w 120 | sed -n 7,16p) > $out/top$n-qd$qd-$mc.txt &
-    $cli bench reads $ds --gathers 4,16 --batch 1000 --seconds 3 --qd $qd --max-concurrent-io $mc > $out/reads$n-qd$qd.txt 2>&1
+    $cli bench reads $ds --gathers 4,16 --batch 1000 --seconds 3 --qd $qd --max-concurrent-io $mc ${PROFILE:+--profile $out/prof$n-qd$qd} > $out/reads$n-qd$qd.txt 2>&1
     r1=$(devreads); c1=$(cpu)
     echo "-- $n devices qd $qd stacks $mc"; tail -3 $out/reads$n-qd$qd.txt
     wait; [ $n = 4 ] && cat $out/top$n-qd$qd-$mc.txt
