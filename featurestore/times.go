@@ -1,0 +1,133 @@
+package featurestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/topology"
+)
+
+// sampleTimes is what a temporal sampler (SampleOptions.Time) reads once: the time of every
+// node or of every edge (one of them), and how it draws among the neighbors in time.
+type sampleTimes struct {
+	node, edge []int64
+	strategy   topology.TimeStrategy
+}
+
+// timeStrategy is the core's strategy of SampleOptions.TemporalStrategy ("" is "uniform").
+func timeStrategy(s string) (topology.TimeStrategy, error) {
+	switch s {
+	case "", "uniform":
+		return topology.TimeUniform, nil
+	case "last":
+		return topology.TimeLast, nil
+	}
+	return 0, &OptionError{Option: "temporal_strategy", Value: s, Want: `"uniform" or "last" (PyG's temporal_strategy)`}
+}
+
+// sampleTimesOf reads opt.Time, a feature of one integer value a node or an edge (PyG's
+// time_attr: a node feature gives node-level time, an edge feature edge-level time), for a
+// temporal sampler of a dataset of one node type and one edge type, on the host and not weighted
+// (pyg-lib draws neither); nil for Time "". Every refusal is an *OptionError naming the option.
+func (ss *Session) sampleTimesOf(opt SampleOptions) (*sampleTimes, error) {
+	strategy, err := timeStrategy(opt.TemporalStrategy)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Time == "" {
+		if strategy != topology.TimeUniform {
+			return nil, &OptionError{Option: "temporal_strategy", Value: opt.TemporalStrategy, Want: `"uniform" without "time" (the strategy of a temporal sampler)`}
+		}
+		return nil, nil
+	}
+	switch {
+	case len(ss.nodes) != 1 || len(ss.edges) != 1:
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("a dataset of one node type and one edge type (this one has %d node types and %d edge types: heterogeneous temporal sampling is not implemented)", len(ss.nodes), len(ss.edges))}
+	case ss.opt.GPUTopology != "":
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a store without gpu_topology (the GPU sampler does not sample in time)"}
+	case opt.Weight != "":
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("no weight (%q): weighted temporal sampling is not implemented, as in pyg-lib", opt.Weight)}
+	}
+	nodeSpec, edgeSpec := ss.nodes[0].spec, ss.edges[0].spec
+	nk := slices.IndexFunc(nodeSpec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
+	ek := slices.IndexFunc(edgeSpec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
+	t := &sampleTimes{strategy: strategy}
+	switch {
+	case nk >= 0 && ek >= 0:
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a node feature or an edge feature; the dataset has both of that name (PyG: holds both node-level and edge-level information)"}
+	case nk >= 0:
+		raw, err := ss.readWhole(&nodeSpec.Features[nk], func(ids []int64, dst []byte) error { return ss.Gather(nodeSpec.Name, opt.Time, ids, dst) })
+		if err == nil {
+			t.node, err = timesOf(&nodeSpec.Features[nk], raw)
+		}
+		if err != nil {
+			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("node times of node type %q: %v", nodeSpec.Name, err)}
+		}
+	case ek >= 0:
+		raw, err := ss.readWhole(&edgeSpec.Features[ek], func(ids []int64, dst []byte) error {
+			return ss.GatherEdgeFeature(edgeSpec.Key(), opt.Time, ids, dst)
+		})
+		if err == nil {
+			t.edge, err = timesOf(&edgeSpec.Features[ek], raw)
+		}
+		if err != nil {
+			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("edge times of edge type %q: %v", edgeSpec.Key(), err)}
+		}
+	default:
+		var names []string
+		for _, f := range nodeSpec.Features {
+			names = append(names, "node "+f.Name)
+		}
+		for _, f := range edgeSpec.Features {
+			names = append(names, "edge "+f.Name)
+		}
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a node or edge feature of the dataset (PyG's time_attr): " + orNone(names)}
+	}
+	return t, nil
+}
+
+// readWhole reads every row of feature spec through gather.
+func (ss *Session) readWhole(spec *dataset.FeatureSpec, gather func(ids []int64, dst []byte) error) ([]byte, error) {
+	n := spec.Count()
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	raw := make([]byte, n*spec.RowBytes)
+	return raw, gather(ids, raw)
+}
+
+// timesOf decodes the little-endian rows raw of feature spec, one integer a row, as int64 times.
+func timesOf(spec *dataset.FeatureSpec, raw []byte) ([]int64, error) {
+	if spec.Dim != 1 {
+		return nil, fmt.Errorf("feature %q has %d values a row; times have one", spec.Name, spec.Dim)
+	}
+	n := int(spec.Count())
+	t := make([]int64, n)
+	size := int(spec.RowBytes)
+	for i := range t {
+		b := raw[i*size : (i+1)*size]
+		switch spec.DType {
+		case dataset.Int64:
+			t[i] = int64(binary.LittleEndian.Uint64(b))
+		case dataset.Int32:
+			t[i] = int64(int32(binary.LittleEndian.Uint32(b)))
+		case dataset.Int16:
+			t[i] = int64(int16(binary.LittleEndian.Uint16(b)))
+		case dataset.Int8:
+			t[i] = int64(int8(b[0]))
+		case dataset.Uint8:
+			t[i] = int64(b[0])
+		default:
+			return nil, fmt.Errorf("feature %q is %s; times are integers (pyg-lib samples int64 time)", spec.Name, spec.DType)
+		}
+	}
+	return t, nil
+}
+
+// graph is g sampled in the sampler's times.
+func (t *sampleTimes) graph(g topology.Graph) topology.Graph {
+	return &topology.Temporal{G: g.(topology.EdgeIndexer), NodeTime: t.node, EdgeTime: t.edge, Strategy: t.strategy}
+}
