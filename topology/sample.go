@@ -124,7 +124,15 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	if err := checkDisjoint(g, len(seeds), opt.Disjoint); err != nil {
 		return nil, err
 	}
-	times, err := seedTimes(g, seeds, opt)
+	var temporal []*Temporal
+	var seedTime []int64
+	if tg, ok := g.(*Temporal); ok {
+		if err := tg.check(g.NumNodes()); err != nil {
+			return nil, err
+		}
+		temporal, seedTime = []*Temporal{tg}, tg.NodeTime
+	}
+	times, err := seedTimes(temporal, seeds, opt.Disjoint, opt.SeedTimes, seedTime)
 	if err != nil {
 		return nil, err
 	}

@@ -45,38 +45,46 @@ func (g *Temporal) ListStarts(nodes []int64, start []int64) error {
 	return g.G.ListStarts(nodes, start)
 }
 
-// seedTimes checks a temporal sample of seeds in g with opt and returns each tree's seed time:
-// opt.SeedTimes, or without them the seeds' node times. A graph that is not Temporal takes no
-// SeedTimes and gives nil.
-func seedTimes(g Graph, seeds []int64, opt SampleOptions) ([]int64, error) {
-	tg, ok := g.(*Temporal)
-	if !ok {
-		if opt.SeedTimes != nil {
-			return nil, fmt.Errorf("topology: %d SeedTimes for a graph of type %T; only a *Temporal graph samples in time", len(opt.SeedTimes), g)
+// check refuses a Temporal graph whose times do not fit it (numSrc: the node count of its
+// neighbors' type, whose NodeTime it holds).
+func (g *Temporal) check(numSrc int64) error {
+	switch {
+	case (g.NodeTime == nil) == (g.EdgeTime == nil):
+		return fmt.Errorf("topology: a Temporal graph has node times (%d) or edge times (%d), exactly one of them", len(g.NodeTime), len(g.EdgeTime))
+	case g.NodeTime != nil && int64(len(g.NodeTime)) != numSrc:
+		return fmt.Errorf("topology: %d node times for a graph of %d nodes", len(g.NodeTime), numSrc)
+	case g.EdgeTime != nil && int64(len(g.EdgeTime)) != g.NumEdges():
+		return fmt.Errorf("topology: %d edge times for a graph of %d edges", len(g.EdgeTime), g.NumEdges())
+	case g.Strategy != TimeUniform && g.Strategy != TimeLast:
+		return fmt.Errorf("topology: time strategy %d; want TimeUniform or TimeLast", g.Strategy)
+	}
+	return nil
+}
+
+// seedTimes checks a sample of seeds whose graphs include the Temporal ones temporal (none: not
+// temporal) with disjoint and given, its SeedTimes, and returns each tree's seed time: given,
+// or without them the seeds' node times, seedTime (nil: the seeds' type has none). A sample
+// without Temporal graphs takes no SeedTimes and gives nil.
+func seedTimes(temporal []*Temporal, seeds []int64, disjoint bool, given, seedTime []int64) ([]int64, error) {
+	if len(temporal) == 0 {
+		if given != nil {
+			return nil, fmt.Errorf("topology: %d SeedTimes for a graph that is not temporal; only *Temporal graphs sample in time", len(given))
 		}
 		return nil, nil
 	}
 	switch {
-	case (tg.NodeTime == nil) == (tg.EdgeTime == nil):
-		return nil, fmt.Errorf("topology: a Temporal graph has node times (%d) or edge times (%d), exactly one of them", len(tg.NodeTime), len(tg.EdgeTime))
-	case tg.NodeTime != nil && int64(len(tg.NodeTime)) != g.NumNodes():
-		return nil, fmt.Errorf("topology: %d node times for a graph of %d nodes", len(tg.NodeTime), g.NumNodes())
-	case tg.EdgeTime != nil && int64(len(tg.EdgeTime)) != g.NumEdges():
-		return nil, fmt.Errorf("topology: %d edge times for a graph of %d edges", len(tg.EdgeTime), g.NumEdges())
-	case tg.Strategy != TimeUniform && tg.Strategy != TimeLast:
-		return nil, fmt.Errorf("topology: time strategy %d; want TimeUniform or TimeLast", tg.Strategy)
-	case !opt.Disjoint:
+	case !disjoint:
 		return nil, fmt.Errorf("topology: a temporal sample is disjoint (each tree has its seed's time, as PyG's temporal sampling implies disjoint=True); set Disjoint")
-	case opt.SeedTimes != nil && len(opt.SeedTimes) != len(seeds):
-		return nil, fmt.Errorf("topology: %d SeedTimes for %d seeds; want one a seed", len(opt.SeedTimes), len(seeds))
-	case opt.SeedTimes != nil:
-		return opt.SeedTimes, nil
-	case tg.EdgeTime != nil:
-		return nil, fmt.Errorf("topology: a sample in edge time needs SeedTimes (one a seed): the seeds have no time of their own")
+	case given != nil && len(given) != len(seeds):
+		return nil, fmt.Errorf("topology: %d SeedTimes for %d seeds; want one a seed", len(given), len(seeds))
+	case given != nil:
+		return given, nil
+	case seedTime == nil:
+		return nil, fmt.Errorf("topology: a sample in time whose seeds have no node time (edge-level time, or none for the seeds' type) needs SeedTimes, one a seed")
 	}
 	st := make([]int64, len(seeds))
 	for i, v := range seeds {
-		st[i] = tg.NodeTime[v]
+		st[i] = seedTime[v]
 	}
 	return st, nil
 }

@@ -256,7 +256,7 @@ func TestTemporalRefusals(t *testing.T) {
 		{"not disjoint", &Temporal{G: g, NodeTime: []int64{0, 1, 2}}, SampleOptions{Fanouts: []int{1}}, "disjoint"},
 		{"edge time, no seed times", &Temporal{G: g, EdgeTime: []int64{0, 1}}, SampleOptions{Fanouts: []int{1}, Disjoint: true}, "SeedTimes"},
 		{"seed times of another length", &Temporal{G: g, NodeTime: []int64{0, 1, 2}}, SampleOptions{Fanouts: []int{1}, Disjoint: true, SeedTimes: []int64{1, 2}}, "2 SeedTimes for 1 seeds"},
-		{"seed times, plain graph", g, SampleOptions{Fanouts: []int{1}, Disjoint: true, SeedTimes: []int64{1}}, "only a *Temporal graph"},
+		{"seed times, plain graph", g, SampleOptions{Fanouts: []int{1}, Disjoint: true, SeedTimes: []int64{1}}, "only *Temporal graphs"},
 		{"node times of another length", &Temporal{G: g, NodeTime: []int64{0}}, SampleOptions{Fanouts: []int{1}, Disjoint: true}, "1 node times for a graph of 3 nodes"},
 		{"both times", &Temporal{G: g, NodeTime: []int64{0, 1, 2}, EdgeTime: []int64{0, 1}}, SampleOptions{Fanouts: []int{1}, Disjoint: true}, "exactly one"},
 	} {
@@ -264,5 +264,38 @@ func TestTemporalRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// PyG's test_temporal_neighbor_loader_single_link (test/loader/test_neighbor_loader.py) in the
+// core: seeds of type a (no time) at times 0..9, one hop of every neighbor; a's in-neighbors of
+// type b (times 0..9) are each within its seed's time, those of type c (times 1..10) none. Edge
+// types whose source type has no time draw without a time rule, as pyg-lib's.
+func TestTemporalHeteroSingleLink(t *testing.T) {
+	ids := make([]int64, 10)
+	bTime, cTime, seedTime := make([]int64, 10), make([]int64, 10), make([]int64, 10)
+	for i := range ids {
+		ids[i], bTime[i], cTime[i], seedTime[i] = int64(i), int64(i), int64(i+1), int64(i)
+	}
+	g := func() *CSC { return must(FromEdges(10, ids, ids)) } // node i <- node i
+	const a, b, c = 0, 1, 2
+	edges := []EdgeGraph{
+		{Src: b, Dst: a, G: &Temporal{G: g(), NodeTime: bTime}},
+		{Src: a, Dst: b, G: g()},
+		{Src: c, Dst: a, G: &Temporal{G: g(), NodeTime: cTime}},
+		{Src: a, Dst: c, G: g()},
+	}
+	s, err := SampleHetero([]int64{10, 10, 10}, edges, a, ids, HeteroSampleOptions{Fanouts: [][]int{{-1}, {-1}, {-1}, {-1}}, Disjoint: true, SeedTimes: seedTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes[a]) != 10 || len(s.Nodes[b]) != 10 || len(s.Nodes[c]) != 0 {
+		t.Fatalf("nodes per type a %d, b %d, c %d; want 10, 10, 0", len(s.Nodes[a]), len(s.Nodes[b]), len(s.Nodes[c]))
+	}
+	if !slices.Equal(s.Batch[b], ids) {
+		t.Fatalf("type b's batch %v, want each node in its seed's tree", s.Batch[b])
+	}
+	if _, err := SampleHetero([]int64{10, 10, 10}, edges, a, ids, HeteroSampleOptions{Fanouts: [][]int{{-1}, {-1}, {-1}, {-1}}, Disjoint: true}); err == nil || !strings.Contains(err.Error(), "needs SeedTimes") {
+		t.Fatalf("seeds of a type without time and no SeedTimes: %v, want a refusal", err)
 	}
 }
