@@ -16,11 +16,12 @@ import (
 // one per CPU). Weight names an edge feature of one value an edge (PyG's weight_attr): the edge
 // types that have it draw their neighbors in proportion to it (topology.Weighted, on the host),
 // the others uniformly; "" draws every edge type uniformly. Disjoint gives every seed its own
-// tree (PyG's disjoint=True, topology.SampleOptions.Disjoint; the samples carry Batch): on the
-// host, for a dataset of one node type and one edge type, and not from edges (SampleFromEdges).
+// tree (PyG's disjoint=True, topology.SampleOptions.Disjoint; the samples carry Batch, per node
+// type): on the host, and not from edges (SampleFromEdges).
 // Time names a node or edge feature of one integer value a row (PyG's time_attr): the sampler
-// samples in time (topology.Temporal; node-level or edge-level by which the feature is), which
-// makes it Disjoint; its seed times are SampleAt's, by default the seeds' node times.
+// samples in time (topology.Temporal; node-level or edge-level by which the feature is: an edge
+// type in the time of its source type's nodes or of its edges, one without them as it is),
+// which makes it Disjoint; its seed times are SampleAt's, by default the seeds' node times.
 // TemporalStrategy is "uniform" ("" too) or "last" (PyG's temporal_strategy). Time takes the
 // disjoint sampler's limits, and no Weight.
 type SampleOptions struct {
@@ -69,9 +70,6 @@ type Sampler struct {
 func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
 	if opt.Workers < 0 {
 		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
-	}
-	if opt.Disjoint && (len(ss.nodes) != 1 || len(ss.edges) != 1) {
-		return nil, &OptionError{Option: "disjoint", Value: true, Want: fmt.Sprintf("a dataset of one node type and one edge type (this one has %d node types and %d edge types: heterogeneous disjoint sampling is not implemented)", len(ss.nodes), len(ss.edges))}
 	}
 	if opt.Disjoint && ss.opt.GPUTopology != "" {
 		return nil, &OptionError{Option: "disjoint", Value: true, Want: "a store without gpu_topology (the GPU sampler does not draw disjoint trees)"}
@@ -155,15 +153,15 @@ func (sp *Sampler) SampleAt(seedType string, seeds, seedTimes []int64) (*topolog
 	if seedTimes != nil && len(seedTimes) != len(seeds) {
 		return nil, &OptionError{Option: "seed_times", Value: fmt.Sprintf("%d times", len(seedTimes)), Want: fmt.Sprintf("one a seed (%d seeds)", len(seeds))}
 	}
-	if sp.times != nil && seedTimes == nil && sp.times.node == nil {
-		return nil, &OptionError{Option: "seed_times", Value: "none", Want: fmt.Sprintf("one a seed: time %q is an edge feature, so the seeds have no time of their own (PyG's input_time)", sp.time)}
-	}
 	ss := sp.ss
 	nt, leave, err := ss.enterType(seedType, ss.nodeTypeOf)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
+	if sp.times != nil && seedTimes == nil && sp.times.node[nt] == nil {
+		return nil, &OptionError{Option: "seed_times", Value: "none", Want: fmt.Sprintf("one a seed: the seeds (node type %q) have no time %q of their own (an edge feature, or none of their type: PyG's input_time)", ss.nodes[nt].spec.Name, sp.time)}
+	}
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
 		return nil, err
 	}
@@ -187,7 +185,7 @@ func (sp *Sampler) graph() func(e int) topology.Graph {
 		g = sp.ss.hostSampleGraph
 	}
 	if sp.times != nil {
-		return func(e int) topology.Graph { return sp.times.graph(g(e)) }
+		return func(e int) topology.Graph { return sp.times.graph(e, sp.ss.edges[e].src, g(e)) }
 	}
 	if sp.weights == nil {
 		return g
@@ -240,6 +238,7 @@ func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds, seedT
 		out = s.Typed()
 	} else {
 		numNodes, edges := ss.typedGraphs(graph)
+		opt.SeedTimes = seedTimes
 		if out, err = topology.SampleHetero(numNodes, edges, nt, seeds, opt); err != nil {
 			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 		}

@@ -10,9 +10,11 @@ import (
 )
 
 // sampleTimes is what a temporal sampler (SampleOptions.Time) reads once: the time of every
-// node or of every edge (one of them), and how it draws among the neighbors in time.
+// node of each node type that has the feature, or of every edge of each edge type that has it
+// (node or edge: one of them, nil for a type without it), and how it draws among the neighbors
+// in time.
 type sampleTimes struct {
-	node, edge []int64
+	node, edge [][]int64
 	strategy   topology.TimeStrategy
 }
 
@@ -28,9 +30,9 @@ func timeStrategy(s string) (topology.TimeStrategy, error) {
 }
 
 // sampleTimesOf reads opt.Time, a feature of one integer value a node or an edge (PyG's
-// time_attr: a node feature gives node-level time, an edge feature edge-level time), for a
-// temporal sampler of a dataset of one node type and one edge type, on the host and not weighted
-// (pyg-lib draws neither); nil for Time "". Every refusal is an *OptionError naming the option.
+// time_attr: node features of that name give node-level time, edge features edge-level time),
+// for a temporal sampler on the host and not weighted (pyg-lib draws neither); nil for Time "".
+// Every refusal is an *OptionError naming the option.
 func (ss *Session) sampleTimesOf(opt SampleOptions) (*sampleTimes, error) {
 	strategy, err := timeStrategy(opt.TemporalStrategy)
 	if err != nil {
@@ -43,47 +45,59 @@ func (ss *Session) sampleTimesOf(opt SampleOptions) (*sampleTimes, error) {
 		return nil, nil
 	}
 	switch {
-	case len(ss.nodes) != 1 || len(ss.edges) != 1:
-		return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("a dataset of one node type and one edge type (this one has %d node types and %d edge types: heterogeneous temporal sampling is not implemented)", len(ss.nodes), len(ss.edges))}
 	case ss.opt.GPUTopology != "":
 		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a store without gpu_topology (the GPU sampler does not sample in time)"}
 	case opt.Weight != "":
 		return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("no weight (%q): weighted temporal sampling is not implemented, as in pyg-lib", opt.Weight)}
 	}
-	nodeSpec, edgeSpec := ss.nodes[0].spec, ss.edges[0].spec
-	nk := slices.IndexFunc(nodeSpec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
-	ek := slices.IndexFunc(edgeSpec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
-	t := &sampleTimes{strategy: strategy}
+	t := &sampleTimes{node: make([][]int64, len(ss.nodes)), edge: make([][]int64, len(ss.edges)), strategy: strategy}
+	var nodeLevel, edgeLevel bool
+	for i, ns := range ss.nodes {
+		spec := ns.spec
+		k := slices.IndexFunc(spec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
+		if k < 0 {
+			continue
+		}
+		nodeLevel = true
+		raw, err := ss.readWhole(&spec.Features[k], func(ids []int64, dst []byte) error { return ss.Gather(spec.Name, opt.Time, ids, dst) })
+		if err == nil {
+			t.node[i], err = timesOf(&spec.Features[k], raw)
+		}
+		if err != nil {
+			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("node times of node type %q: %v", spec.Name, err)}
+		}
+	}
+	for e, es := range ss.edges {
+		spec := es.spec
+		k := slices.IndexFunc(spec.Features, func(f dataset.FeatureSpec) bool { return f.Name == opt.Time })
+		if k < 0 {
+			continue
+		}
+		edgeLevel = true
+		raw, err := ss.readWhole(&spec.Features[k], func(ids []int64, dst []byte) error { return ss.GatherEdgeFeature(spec.Key(), opt.Time, ids, dst) })
+		if err == nil {
+			t.edge[e], err = timesOf(&spec.Features[k], raw)
+		}
+		if err != nil {
+			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("edge times of edge type %q: %v", spec.Key(), err)}
+		}
+	}
 	switch {
-	case nk >= 0 && ek >= 0:
+	case nodeLevel && edgeLevel:
 		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a node feature or an edge feature; the dataset has both of that name (PyG: holds both node-level and edge-level information)"}
-	case nk >= 0:
-		raw, err := ss.readWhole(&nodeSpec.Features[nk], func(ids []int64, dst []byte) error { return ss.Gather(nodeSpec.Name, opt.Time, ids, dst) })
-		if err == nil {
-			t.node, err = timesOf(&nodeSpec.Features[nk], raw)
-		}
-		if err != nil {
-			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("node times of node type %q: %v", nodeSpec.Name, err)}
-		}
-	case ek >= 0:
-		raw, err := ss.readWhole(&edgeSpec.Features[ek], func(ids []int64, dst []byte) error {
-			return ss.GatherEdgeFeature(edgeSpec.Key(), opt.Time, ids, dst)
-		})
-		if err == nil {
-			t.edge, err = timesOf(&edgeSpec.Features[ek], raw)
-		}
-		if err != nil {
-			return nil, &OptionError{Option: "time", Value: opt.Time, Want: fmt.Sprintf("edge times of edge type %q: %v", edgeSpec.Key(), err)}
-		}
-	default:
+	case !nodeLevel && !edgeLevel:
 		var names []string
-		for _, f := range nodeSpec.Features {
-			names = append(names, "node "+f.Name)
+		for _, ns := range ss.nodes {
+			for _, f := range ns.spec.Features {
+				names = append(names, "node "+f.Name)
+			}
 		}
-		for _, f := range edgeSpec.Features {
-			names = append(names, "edge "+f.Name)
+		for _, es := range ss.edges {
+			for _, f := range es.spec.Features {
+				names = append(names, "edge "+f.Name)
+			}
 		}
-		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a node or edge feature of the dataset (PyG's time_attr): " + orNone(names)}
+		return nil, &OptionError{Option: "time", Value: opt.Time, Want: "a node or edge feature of the dataset (PyG's time_attr): " + orNone(slices.Compact(names))}
 	}
 	return t, nil
 }
@@ -127,7 +141,15 @@ func timesOf(spec *dataset.FeatureSpec, raw []byte) ([]int64, error) {
 	return t, nil
 }
 
-// graph is g sampled in the sampler's times.
-func (t *sampleTimes) graph(g topology.Graph) topology.Graph {
-	return &topology.Temporal{G: g.(topology.EdgeIndexer), NodeTime: t.node, EdgeTime: t.edge, Strategy: t.strategy}
+// graph is edge type e's graph g (from src-type nodes) sampled in the sampler's times: by its
+// edge times, or its source type's node times; as it is where it has neither (pyg-lib samples
+// such an edge type without a time rule).
+func (t *sampleTimes) graph(e, src int, g topology.Graph) topology.Graph {
+	switch {
+	case t.edge[e] != nil:
+		return &topology.Temporal{G: g.(topology.EdgeIndexer), EdgeTime: t.edge[e], Strategy: t.strategy}
+	case t.node[src] != nil:
+		return &topology.Temporal{G: g.(topology.EdgeIndexer), NodeTime: t.node[src], Strategy: t.strategy}
+	}
+	return g
 }
