@@ -17,11 +17,12 @@ extern "C" {
  * replacement), "seed": 0, "workers": 0 (0: one per CPU), "weight": "" (an edge feature of one
  * value an edge: the edge types that have it draw neighbors in proportion to it, on the host, as
  * PyG's weight_attr), "disjoint": false (true: every seed its own tree, PyG's disjoint=True — a
- * node reached from two seeds is a node of each — on the host, for a dataset of one node type and
- * one edge type, not from edges: tfs_sample_batch reads each node's seed index), "time": "" (a node
- * or edge feature of one integer a row, PyG's time_attr: samples in time, disjoint — a tree draws
- * only neighbors whose node time, or whose edge's time, is at most its seed's time, in time order —
- * with disjoint's limits and no weight; tfs_sample_at gives the seed times), "temporal_strategy":
+ * node reached from two seeds is a node of each, of every node type — on the host, not from edges:
+ * tfs_sample_batch reads each node's seed index), "time": "" (a node or edge feature of one integer
+ * a row, PyG's time_attr: samples in time, disjoint — a tree draws only neighbors whose node time,
+ * or whose edge's time, is at most its seed's time, in time order; an edge type without the feature
+ * on its edges or its source type draws as without time — with disjoint's limits and no weight;
+ * tfs_sample_at gives the seed times), "temporal_strategy":
  * "uniform" (or "last": a node's fanout latest qualifying neighbors)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
  * batches differ but runs repeat. A graph of one type is sampled as a homogeneous graph (on the
  * GPU with gpu_topology), with the same draws. */

@@ -199,3 +199,81 @@ def test_temporal_refusals(tmp_path):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[1], time_attr="time", temporal_strategy="first")
         with pytest.raises(tierfs.NotSupportedError, match="time_attr"):
             tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), time_attr="time")
+
+
+# heterogeneous temporal sampling (disjoint over every node type) ---------------------------------
+
+
+def test_temporal_hetero_neighbor_loader_on_karate_typed(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_temporal_hetero_neighbor_loader_on_karate, as
+    PyG runs it: a one-type HeteroData (kept typed), one seed a batch, no sampled node later than
+    its seed."""
+    from torch_geometric.data import HeteroData
+
+    data = _karate()
+    hetero_data = HeteroData()
+    hetero_data["v"].x = data.x
+    hetero_data["v"].time = torch.arange(data.num_nodes, 0, -1)
+    hetero_data["v", "v"].edge_index = data.edge_index
+    with _store(tmp_path, hetero_data) as store:
+        assert store.is_hetero
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], input_nodes="v", time_attr="time", batch_size=1)
+        n = 0
+        for batch in loader:
+            mask = batch["v"].time[0] >= batch["v"].time[1:]
+            assert torch.all(mask)
+            assert bool((batch["v"].batch == 0).all())
+            n += 1
+        assert n == data.num_nodes
+
+
+def test_edge_level_temporal_hetero_neighbor_loader(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_edge_level_temporal_hetero_neighbor_loader."""
+    from torch_geometric.data import HeteroData
+
+    edge_index = torch.tensor([
+        [0, 1, 1, 2, 2, 3, 3, 4],
+        [1, 0, 2, 1, 3, 2, 4, 3],
+    ])
+    edge_time = torch.arange(edge_index.size(1))
+    data = HeteroData()
+    data["A"].num_nodes = 5
+    data["A", "A"].edge_index = edge_index
+    data["A", "A"].edge_time = edge_time
+    with _store(tmp_path, data) as store:
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], input_nodes="A", input_time=torch.tensor([4, 4, 4, 4, 4]), time_attr="edge_time", batch_size=1)
+        for batch in loader:
+            assert batch["A", "A"].edge_time.numel() == batch["A", "A"].num_edges
+            if batch["A", "A"].edge_time.numel() > 0:
+                assert batch["A", "A"].edge_time.max() <= 4
+            assert batch["A"].seed_time.tolist() == [4]
+
+
+def test_temporal_neighbor_loader_single_link(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_temporal_neighbor_loader_single_link: node time
+    on types b and c only, input_time 0..9 for the seeds of type a; a's neighbors of type b
+    (times 0..9) qualify, those of type c (times 1..10) do not."""
+    from torch_geometric.data import HeteroData
+
+    data = HeteroData()
+    data["a"].x = torch.arange(10)
+    data["b"].x = torch.arange(10)
+    data["c"].x = torch.arange(10)
+    data["b"].time = torch.arange(0, 10)
+    data["c"].time = torch.arange(1, 11)
+    data["a", "b"].edge_index = torch.arange(10).view(1, -1).repeat(2, 1)
+    data["b", "a"].edge_index = torch.arange(10).view(1, -1).repeat(2, 1)
+    data["a", "c"].edge_index = torch.arange(10).view(1, -1).repeat(2, 1)
+    data["c", "a"].edge_index = torch.arange(10).view(1, -1).repeat(2, 1)
+    with _store(tmp_path, data) as store:
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1], input_nodes="a", time_attr="time", input_time=torch.arange(0, 10), batch_size=10)
+        batch = next(iter(loader))
+        assert batch["a"].num_nodes == 10
+        assert batch["b"].num_nodes == 10
+        assert batch["c"].num_nodes == 0
+        # PyG's disjoint layout: batch per node type, each b node in its seed's tree
+        assert batch["b"].batch.tolist() == list(range(10)) and batch["c"].batch.tolist() == []
+        assert batch["a"].seed_time.tolist() == list(range(10))
+        # no input_time: the seeds (type a) have no time of their own
+        with pytest.raises(tierfs.InvalidArgumentError, match="input_time"):
+            next(iter(tierfs.pyg.NeighborLoader(store, num_neighbors=[-1], input_nodes="a", time_attr="time", batch_size=10)))

@@ -127,14 +127,14 @@ class NeighborLoader:
     ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
     ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
-    reached from two seeds is a node of each; ``batch`` holds each node's seed index): one node
-    type and one edge type, not with ``planned_epochs``. ``time_attr`` samples in time as PyG's
+    reached from two seeds is a node of each; ``batch`` holds each node's seed index, per node
+    type in ``HeteroData``): not with ``planned_epochs``. ``time_attr`` samples in time as PyG's
     (pyg-lib's rule; :meth:`tierfs.Store.sampler`'s ``time``): a node feature is node-level
     time, an edge feature edge-level time; each seed's tree takes only neighbors of time at most
     the seed's — ``input_time`` (one integer a seed, as ``input_nodes`` resolves; an edge-level
     time needs it), else the seed's own node time — ``temporal_strategy="uniform"`` among them or
     the ``"last"`` ones; batches are disjoint (``batch``) and carry ``seed_time`` where
-    ``input_time`` is given, as PyG's. One node type and one edge type, not with
+    ``input_time`` is given (on the seeds' type in ``HeteroData``), as PyG's. Not with
     ``planned_epochs`` or ``weight_attr``. PyG arguments that do not apply (``pin_memory``, ...) raise
     :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
     ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
@@ -208,8 +208,9 @@ class NeighborLoader:
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
-            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr, disjoint=self.disjoint)
-            self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
+            self.input_time = None if input_time is None else torch.as_tensor(input_time).view(-1).cpu()
+            self.loader = Loader(self.store, self._sampler(), seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type,
+                                 seed_time=self.input_time, **options)
             return
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
@@ -233,7 +234,7 @@ class NeighborLoader:
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, seed_time=self.input_time, **options)
 
     def _sampler(self) -> Any:
-        """A sampler of the loader's options (the one-type store's)."""
+        """A sampler of the loader's options."""
         return self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint,
                                   time=self.time_attr, temporal_strategy=self.temporal_strategy)
 
@@ -301,8 +302,12 @@ class NeighborLoader:
             for name in info["features"]:
                 if name != INPUT_EDGE_ID:
                     data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+        if s.batch is not None:  # disjoint: each node's seed index per type, as PyG's NodeLoader sets it
+            data.set_value_dict("batch", s.batch)
         data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
         data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+        if self.input_time is not None and b.positions is not None:  # PyG's NodeLoader: the input's seed times
+            data[self.input_type].seed_time = self.input_time[torch.as_tensor(b.positions)]
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data[self.input_type].input_id = seeds
@@ -328,11 +333,12 @@ class NeighborLoader:
         positions = positions % n if n else positions
         seeds = self.input_nodes[positions]
         if self._call_sampler is None:
-            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint) if self.input_type is not None else self._sampler()
+            self._call_sampler = self._sampler()
+        seed_time = None if self.input_time is None else self.input_time[positions]
         if self.input_type is not None:
-            sample = self._call_sampler.sample(seeds, self.input_type)
+            sample = self._call_sampler.sample(seeds, self.input_type, seed_time=seed_time)
         else:
-            sample = self._call_sampler.sample(seeds, seed_time=None if self.input_time is None else self.input_time[positions])
+            sample = self._call_sampler.sample(seeds, seed_time=seed_time)
         return self.loader._gather(0, (seeds, sample, positions))
 
     def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
@@ -351,15 +357,13 @@ class NeighborLoader:
 
 def _check_time(loader: str, data: Any, time_attr: Any, temporal_strategy: Any, input_time: Any, planned: Any) -> None:
     """Refuses temporal arguments tierfs.pyg's ``loader`` cannot honor, by name: input_time
-    without time_attr (PyG's error), a heterogeneous store, planned epochs."""
+    without time_attr (PyG's error), planned epochs."""
     if input_time is not None and time_attr is None:
         raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: Received conflicting 'input_time' and 'time_attr' arguments: 'input_time' is set while 'time_attr' is not set.")
     if time_attr is None:
         if temporal_strategy != "uniform":
             raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: temporal_strategy={temporal_strategy!r} without time_attr; it is the strategy of temporal sampling")
         return
-    if _unwrap(data[0] if isinstance(data, tuple) else data).is_hetero:
-        raise errors.NotSupportedError(f"tierfs.pyg.{loader}: time_attr={time_attr!r} on a heterogeneous store: temporal sampling is implemented for one node type and one edge type")
     if planned:
         raise errors.NotSupportedError(f"tierfs.pyg.{loader}: time_attr with planned_epochs: planned epochs do not sample in time; leave one out")
 

@@ -136,8 +136,8 @@ class NeighborSampler(BaseSampler):
         weight_attr: an edge feature of one value an edge (PyG's ``weight_attr``): neighbors are
             drawn in proportion to it, as pyg-lib draws them (:meth:`tierfs.Store.sampler`).
         disjoint: every seed its own tree, as PyG's ``disjoint=True`` (a node reached from two
-            seeds is a node of each; the output's ``batch`` holds each node's seed index): one
-            node type and one edge type, nodes only (``sample_from_edges`` refuses it), on the
+            seeds is a node of each; the output's ``batch`` holds each node's seed index, per node
+            type on a heterogeneous store): nodes only (``sample_from_edges`` refuses it), on the
             host.
         time_attr, temporal_strategy: PyG's temporal sampling, as pyg-lib samples
             (:meth:`tierfs.Store.sampler`'s ``time``): ``time_attr`` names a node feature
@@ -204,7 +204,8 @@ class NeighborSampler(BaseSampler):
         if self.is_hetero:
             if index.input_type is None:
                 raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seeds' node type (input_type, one of {', '.join(self.store.node_types)})")
-            return self._output(self.sampler.sample(seeds, index.input_type), (index.input_id, index.time))
+            seed_time = index.time if self.is_temporal else None  # pyg-lib reads seed times of a temporal sample alone
+            return self._output(self.sampler.sample(seeds, index.input_type, seed_time=seed_time), (index.input_id, index.time))
         if index.input_type is not None and index.input_type != self.store.node_type:
             raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
         seed_time = index.time if self.is_temporal else None  # pyg-lib reads seed times of a temporal sample alone
