@@ -199,6 +199,8 @@ def test_temporal_refusals(tmp_path):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[1], time_attr="time", temporal_strategy="first")
         with pytest.raises(tierfs.NotSupportedError, match="time_attr"):
             tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), time_attr="time")
+        with pytest.raises(tierfs.NotSupportedError, match="edge_label_time"):
+            tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), edge_label_time=torch.tensor([3]))
 
 
 # heterogeneous temporal sampling (disjoint over every node type) ---------------------------------

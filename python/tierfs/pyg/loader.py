@@ -509,6 +509,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if reuse and not planned_epochs:
             raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: reuse_samples=True needs planned_epochs=K: it replays the K planned epochs")
         _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
+        if kwargs.get("edge_label_time") is not None:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: edge_label_time (temporal link sampling) is not supported: tierfs samples in time from nodes (NeighborLoader's time_attr); leave it out")
         if isinstance(data, str):
             from .._open import open as _open
 
