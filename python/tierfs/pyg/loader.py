@@ -43,7 +43,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
                 pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not temporal, disjoint only from nodes (NeighborLoader), on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, directed, disjoint and in time only from nodes (NeighborLoader), on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
