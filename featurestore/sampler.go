@@ -159,7 +159,9 @@ func (sp *Sampler) SampleAt(seedType string, seeds, seedTimes []int64) (*topolog
 		return nil, err
 	}
 	defer leave()
-	if sp.times != nil && seedTimes == nil && sp.times.node[nt] == nil {
+	if sp.times != nil && !sp.times.inTime(ss) {
+		seedTimes = nil // no edge type draws in time: nothing reads them
+	} else if sp.times != nil && seedTimes == nil && sp.times.node[nt] == nil {
 		return nil, &OptionError{Option: "seed_times", Value: "none", Want: fmt.Sprintf("one a seed: the seeds (node type %q) have no time %q of their own (an edge feature, or none of their type: PyG's input_time)", ss.nodes[nt].spec.Name, sp.time)}
 	}
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {

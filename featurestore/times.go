@@ -141,6 +141,17 @@ func timesOf(spec *dataset.FeatureSpec, raw []byte) ([]int64, error) {
 	return t, nil
 }
 
+// inTime reports whether some edge type of ss draws in time (has edge times, or its source type
+// node times); a sampler where none does samples as without time, as pyg-lib.
+func (t *sampleTimes) inTime(ss *Session) bool {
+	for e, es := range ss.edges {
+		if t.edge[e] != nil || t.node[es.src] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // graph is edge type e's graph g (from src-type nodes) sampled in the sampler's times: by its
 // edge times, or its source type's node times; as it is where it has neither (pyg-lib samples
 // such an edge type without a time rule).

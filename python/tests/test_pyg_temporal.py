@@ -279,3 +279,23 @@ def test_temporal_neighbor_loader_single_link(tmp_path):
         # no input_time: the seeds (type a) have no time of their own
         with pytest.raises(tierfs.InvalidArgumentError, match="input_time"):
             next(iter(tierfs.pyg.NeighborLoader(store, num_neighbors=[-1], input_nodes="a", time_attr="time", batch_size=10)))
+
+
+def test_temporal_hetero_edge_types_without_time(tmp_path):
+    """pyg-lib's rule for an edge type whose neighbors' type has no time: it draws as without
+    time. With time on the seeds' type alone no edge type draws in time, and the batch is the
+    disjoint one."""
+    from torch_geometric.data import HeteroData
+
+    data = HeteroData()
+    data["a"].x = torch.zeros(4, 1)
+    data["a"].time = torch.zeros(4, dtype=torch.long)
+    data["b"].x = torch.zeros(3, 1)
+    data["b"].time_of_b = torch.zeros(3, dtype=torch.long)
+    data["b", "to", "a"].edge_index = torch.tensor([[0, 1, 2], [0, 0, 1]])
+    with _store(tmp_path, data) as store:
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1], input_nodes="a", time_attr="time", input_time=torch.full((4,), -5), batch_size=4)
+        b = next(iter(loader))
+        assert b["b"].n_id.tolist() == [0, 1, 2] and b["b"].batch.tolist() == [0, 0, 1]
+        plain = next(iter(tierfs.pyg.NeighborLoader(store, num_neighbors=[-1], input_nodes="a", disjoint=True, batch_size=4)))
+        assert plain["b"].n_id.tolist() == b["b"].n_id.tolist()
