@@ -204,6 +204,12 @@ tfs_status tfs_sample(tfs_sampler *sampler, const char *seed_type, const int64_t
              tfsgo_sample(H(sampler), (char *)seed_type, (int64_t *)seeds, n, out == NULL ? NULL : &h));
 }
 
+tfs_status tfs_sample_at(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, const int64_t *seed_times,
+                         int64_t n, struct tfs_sample **out) {
+  NEW_HANDLE(struct tfs_sample, tfsgo_sample_at(H(sampler), (char *)seed_type, (int64_t *)seeds, (int64_t *)seed_times, n,
+                                                out == NULL ? NULL : &h));
+}
+
 tfs_status tfs_sample_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_sample_json(H(sample), buf, cap, needed);

@@ -28,17 +28,19 @@ type samplerRequest struct {
 	Workers  int             `json:"workers"`
 	Weight   string          `json:"weight"`
 	Disjoint bool            `json:"disjoint"`
+	Time     string          `json:"time"`
+	Strategy string          `json:"temporal_strategy"`
 }
 
 // parseSamplerRequest reads options_json into the core's options: fanouts a list (the only edge
 // type) or an object by edge type.
 func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
-	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers", "weight", "disjoint"})`
+	const want = `(want {"fanouts": [per hop] or {"src:rel:dst": [per hop], ...}, "replace", "seed", "workers", "weight", "disjoint", "time", "temporal_strategy"})`
 	var req samplerRequest
 	if err := strictjson.Decode([]byte(request), &req); err != nil {
 		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
 	}
-	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight, Disjoint: req.Disjoint}
+	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight, Disjoint: req.Disjoint, Time: req.Time, TemporalStrategy: req.Strategy}
 	raw := bytes.TrimSpace(req.Fanouts)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
@@ -103,16 +105,29 @@ func newSampleRec(smp *topology.HeteroSample, ss *featurestore.Session) *sampleR
 //export tfsgo_sample
 func tfsgo_sample(sampler C.uintptr_t, seedType *C.char, seeds *C.int64_t, n C.int64_t, h *C.uintptr_t) C.int {
 	return on("tfs_sample", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
-		return sample(sp, seedType, seeds, int64(n), h)
+		return sample(sp, seedType, seeds, nil, int64(n), h)
 	})
 }
 
-func sample(sp *featurestore.Sampler, seedType *C.char, seeds *C.int64_t, n int64, hout *C.uintptr_t) error {
+//export tfsgo_sample_at
+func tfsgo_sample_at(sampler C.uintptr_t, seedType *C.char, seeds, seedTimes *C.int64_t, n C.int64_t, h *C.uintptr_t) C.int {
+	return on("tfs_sample_at", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
+		return sample(sp, seedType, seeds, seedTimes, int64(n), h)
+	})
+}
+
+// sample is tfs_sample, or tfs_sample_at where seedTimes is not NULL.
+func sample(sp *featurestore.Sampler, seedType *C.char, seeds, seedTimes *C.int64_t, n int64, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
 	if err := checkArray(unsafe.Pointer(seeds), "seeds", n, "n"); err != nil {
 		return err
+	}
+	var times []int64
+	if seedTimes != nil {
+		times = make([]int64, n)
+		copy(times, ids64(seedTimes, n))
 	}
 	nt, err := onlyTypeOr(sessionNodeTypes(sp.Session()), cString(seedType), "seed_type", "node type")
 	if err != nil {
@@ -120,7 +135,7 @@ func sample(sp *featurestore.Sampler, seedType *C.char, seeds *C.int64_t, n int6
 	}
 	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler); a
 	// sampler of a closed store gets ErrClosed from the core.
-	smp, err := sp.Sample(nt, ids64(seeds, n))
+	smp, err := sp.SampleAt(nt, ids64(seeds, n), times)
 	if err != nil {
 		return err
 	}

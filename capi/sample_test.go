@@ -47,6 +47,7 @@ func TestParseSamplerRequest(t *testing.T) {
 		`{"fanouts": [10, -1], "seed": 7}`:                           {Fanouts: map[string][]int{"": {10, -1}}, Seed: 7},
 		`{"fanouts": {"a:w:p": [2]}, "replace": true, "workers": 3}`: {Fanouts: map[string][]int{"a:w:p": {2}}, Replace: true, Workers: 3},
 		`{"fanouts": [3], "disjoint": true}`:                         {Fanouts: map[string][]int{"": {3}}, Disjoint: true},
+		`{"fanouts": [3], "time": "t", "temporal_strategy": "last"}`: {Fanouts: map[string][]int{"": {3}}, Time: "t", TemporalStrategy: "last"},
 	} {
 		got, err := parseSamplerRequest(in)
 		if err != nil || !reflect.DeepEqual(got, want) {

@@ -17,8 +17,13 @@ extern "C" {
  * replacement), "seed": 0, "workers": 0 (0: one per CPU), "weight": "" (an edge feature of one
  * value an edge: the edge types that have it draw neighbors in proportion to it, on the host, as
  * PyG's weight_attr), "disjoint": false (true: every seed its own tree, PyG's disjoint=True — a
- * node reached from two seeds is a node of each — on the host, for a dataset of one node type and
- * one edge type, not from edges: tfs_sample_batch reads each node's seed index)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
+ * node reached from two seeds is a node of each, of every node type — on the host, not from edges:
+ * tfs_sample_batch reads each node's seed index), "time": "" (a node or edge feature of one integer
+ * a row, PyG's time_attr: samples in time, disjoint — a tree draws only neighbors whose node time,
+ * or whose edge's time, is at most its seed's time, in time order; an edge type without the feature
+ * on its edges or its source type draws as without time — with disjoint's limits and no weight;
+ * tfs_sample_at gives the seed times), "temporal_strategy":
+ * "uniform" (or "last": a node's fanout latest qualifying neighbors)}. The k-th successful sample (of nodes or of edges) draws with seed + k, so
  * batches differ but runs repeat. A graph of one type is sampled as a homogeneous graph (on the
  * GPU with gpu_topology), with the same draws. */
 tfs_status tfs_sampler_create(tfs_store *store, const char *options_json, tfs_sampler **out);
@@ -30,6 +35,12 @@ tfs_status tfs_sampler_free(tfs_sampler *sampler);
  * for) hop after hop. */
 tfs_status tfs_sample(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, int64_t n,
                       struct tfs_sample **out);
+/* tfs_sample at seed_times (n, one a seed: PyG's seed_time, seed i's tree draws neighbors of time
+ * at most seed_times[i]) for a sampler with "time"; NULL is tfs_sample (a node-level time's seeds
+ * at their own times; an edge-level time needs seed times: TFS_EINVAL). Seed times for a sampler
+ * without "time" are TFS_EINVAL. */
+tfs_status tfs_sample_at(tfs_sampler *sampler, const char *seed_type, const int64_t *seeds, const int64_t *seed_times,
+                         int64_t n, struct tfs_sample **out);
 /* {"nodes_per_hop": {node type: [seeds, hop 1, ...]}, "edges_per_hop": {edge type: [hop 1, ...]},
  * "edge_ids": {edge type: true when it has edge ids}, "disjoint": true for a disjoint sampler's
  * sample}: the sizes of the arrays below, every type of the dataset. */

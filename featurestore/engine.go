@@ -152,7 +152,7 @@ func (x SessionInternals) CheckIDs(nt int, what string, ids []int64) error {
 func (x SessionInternals) HostSampler(sp *Sampler, seed uint64, workers int) *Sampler {
 	opt := sp.opt
 	opt.Seed, opt.Workers = seed, workers
-	return &Sampler{ss: sp.ss, opt: opt, fanouts: sp.fanouts, weights: sp.weights, weight: sp.weight, onHost: true}
+	return &Sampler{ss: sp.ss, opt: opt, fanouts: sp.fanouts, weights: sp.weights, weight: sp.weight, times: sp.times, time: sp.time, tstrat: sp.tstrat, onHost: true}
 }
 
 // CheckSeedEdges checks seed edges of edge type edgeType, their labels and link options (what

@@ -16,15 +16,23 @@ import (
 // one per CPU). Weight names an edge feature of one value an edge (PyG's weight_attr): the edge
 // types that have it draw their neighbors in proportion to it (topology.Weighted, on the host),
 // the others uniformly; "" draws every edge type uniformly. Disjoint gives every seed its own
-// tree (PyG's disjoint=True, topology.SampleOptions.Disjoint; the samples carry Batch): on the
-// host, for a dataset of one node type and one edge type, and not from edges (SampleFromEdges).
+// tree (PyG's disjoint=True, topology.SampleOptions.Disjoint; the samples carry Batch, per node
+// type): on the host, and not from edges (SampleFromEdges).
+// Time names a node or edge feature of one integer value a row (PyG's time_attr): the sampler
+// samples in time (topology.Temporal; node-level or edge-level by which the feature is: an edge
+// type in the time of its source type's nodes or of its edges, one without them as it is),
+// which makes it Disjoint; its seed times are SampleAt's, by default the seeds' node times.
+// TemporalStrategy is "uniform" ("" too) or "last" (PyG's temporal_strategy). Time takes the
+// disjoint sampler's limits, and no Weight.
 type SampleOptions struct {
-	Fanouts  map[string][]int `json:"fanouts"`
-	Replace  bool             `json:"replace"`
-	Seed     uint64           `json:"seed"`
-	Workers  int              `json:"workers"`
-	Weight   string           `json:"weight"`
-	Disjoint bool             `json:"disjoint"`
+	Fanouts          map[string][]int `json:"fanouts"`
+	Replace          bool             `json:"replace"`
+	Seed             uint64           `json:"seed"`
+	Workers          int              `json:"workers"`
+	Weight           string           `json:"weight"`
+	Disjoint         bool             `json:"disjoint"`
+	Time             string           `json:"time"`
+	TemporalStrategy string           `json:"temporal_strategy"`
 }
 
 // Sampler draws the k-hop neighborhoods of batches of seeds (Sample) or of seed edges
@@ -44,6 +52,9 @@ type Sampler struct {
 
 	weights [][]float32 // per edge type, its Weight feature by edge id; nil: uniform
 	weight  string
+	times   *sampleTimes // of a temporal sampler, else nil
+	time    string       // Time and TemporalStrategy as given
+	tstrat  string
 
 	mu    sync.Mutex
 	calls uint64
@@ -59,9 +70,6 @@ type Sampler struct {
 func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
 	if opt.Workers < 0 {
 		return nil, &OptionError{Option: "workers", Value: opt.Workers, Want: "goroutines >= 0 (0: one per CPU)"}
-	}
-	if opt.Disjoint && (len(ss.nodes) != 1 || len(ss.edges) != 1) {
-		return nil, &OptionError{Option: "disjoint", Value: true, Want: fmt.Sprintf("a dataset of one node type and one edge type (this one has %d node types and %d edge types: heterogeneous disjoint sampling is not implemented)", len(ss.nodes), len(ss.edges))}
 	}
 	if opt.Disjoint && ss.opt.GPUTopology != "" {
 		return nil, &OptionError{Option: "disjoint", Value: true, Want: "a store without gpu_topology (the GPU sampler does not draw disjoint trees)"}
@@ -105,7 +113,12 @@ func (ss *Session) NewSampler(opt SampleOptions) (*Sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sampler{ss: ss, opt: t, fanouts: fanouts, weights: weights, weight: opt.Weight}, nil
+	times, err := ss.sampleTimesOf(opt)
+	if err != nil {
+		return nil, err
+	}
+	t.Disjoint = t.Disjoint || times != nil // temporal implies disjoint, as in PyG
+	return &Sampler{ss: ss, opt: t, fanouts: fanouts, weights: weights, weight: opt.Weight, times: times, time: opt.Time, tstrat: opt.TemporalStrategy}, nil
 }
 
 // checkFanouts checks the fanouts of edge type key ("" for the only one); its errors are
@@ -125,14 +138,32 @@ func checkFanouts(key string, f []int) error {
 
 // Sample draws the neighborhood of seeds, ids of node type seedType ("" for the only one), with
 // seed Seed + Calls(). An unknown type is dataset.ErrTypeNotFound naming the types, a seed
-// outside its type's range ErrIDOutOfRange.
+// outside its type's range ErrIDOutOfRange. It is SampleAt without seed times.
 func (sp *Sampler) Sample(seedType string, seeds []int64) (*topology.HeteroSample, error) {
+	return sp.SampleAt(seedType, seeds, nil)
+}
+
+// SampleAt is Sample at seedTimes, one a seed (PyG's seed_time: seed i's tree draws neighbors of
+// time at most seedTimes[i]), for a temporal sampler (Time); nil takes the seeds' node times (an
+// edge-level time needs them). A sampler that is not temporal takes no seed times.
+func (sp *Sampler) SampleAt(seedType string, seeds, seedTimes []int64) (*topology.HeteroSample, error) {
+	if seedTimes != nil && sp.times == nil {
+		return nil, &OptionError{Option: "seed_times", Value: fmt.Sprintf("%d times", len(seedTimes)), Want: "none: the sampler is not temporal (create it with \"time\")"}
+	}
+	if seedTimes != nil && len(seedTimes) != len(seeds) {
+		return nil, &OptionError{Option: "seed_times", Value: fmt.Sprintf("%d times", len(seedTimes)), Want: fmt.Sprintf("one a seed (%d seeds)", len(seeds))}
+	}
 	ss := sp.ss
 	nt, leave, err := ss.enterType(seedType, ss.nodeTypeOf)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
+	if sp.times != nil && !sp.times.inTime(ss) {
+		seedTimes = nil // no edge type draws in time: nothing reads them
+	} else if sp.times != nil && seedTimes == nil && sp.times.node[nt] == nil {
+		return nil, &OptionError{Option: "seed_times", Value: "none", Want: fmt.Sprintf("one a seed: the seeds (node type %q) have no time %q of their own (an edge feature, or none of their type: PyG's input_time)", ss.nodes[nt].spec.Name, sp.time)}
+	}
 	if err := ss.checkTypedIDs(nt, "seeds", seeds); err != nil {
 		return nil, err
 	}
@@ -140,7 +171,7 @@ func (sp *Sampler) Sample(seedType string, seeds []int64) (*topology.HeteroSampl
 	defer sp.mu.Unlock()
 	opt := sp.opt
 	opt.Seed += sp.calls
-	out, err := ss.sample(sp.graph(), nt, seeds, opt)
+	out, err := ss.sample(sp.graph(), nt, seeds, seedTimes, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +185,9 @@ func (sp *Sampler) graph() func(e int) topology.Graph {
 	g := sp.ss.sampleGraph
 	if sp.onHost {
 		g = sp.ss.hostSampleGraph
+	}
+	if sp.times != nil {
+		return func(e int) topology.Graph { return sp.times.graph(e, sp.ss.edges[e].src, g(e)) }
 	}
 	if sp.weights == nil {
 		return g
@@ -172,7 +206,7 @@ func (sp *Sampler) Options() SampleOptions {
 	for k, v := range sp.fanouts {
 		f[k] = slices.Clone(v)
 	}
-	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers, Weight: sp.weight, Disjoint: sp.opt.Disjoint}
+	return SampleOptions{Fanouts: f, Replace: sp.opt.Replace, Seed: sp.opt.Seed, Workers: sp.opt.Workers, Weight: sp.weight, Disjoint: sp.opt.Disjoint, Time: sp.time, TemporalStrategy: sp.tstrat}
 }
 
 // Session is the session the sampler draws from.
@@ -185,11 +219,12 @@ func (sp *Sampler) Calls() uint64 {
 	return sp.calls
 }
 
-// sample samples seeds of node type nt with opt (checked) from the graphs that graph returns, by
+// sample samples seeds of node type nt (at seedTimes, a temporal sample's; nil: none or the
+// default) with opt (checked) from the graphs that graph returns, by
 // edge type, under the session's guard: a graph of one type by the homogeneous engine
 // (topology.SampleNeighbors: the GPU's HopDrawer or the host's draws, the arrays given as the one
 // type's), else by topology.SampleHetero. It counts the sample in the seed type's stack's stats.
-func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
+func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds, seedTimes []int64, opt topology.HeteroSampleOptions) (*topology.HeteroSample, error) {
 	leave, err := ss.enter()
 	if err != nil {
 		return nil, err
@@ -198,13 +233,14 @@ func (ss *Session) sample(graph func(e int) topology.Graph, nt int, seeds []int6
 	var out *topology.HeteroSample
 	if len(ss.nodes) == 1 && len(ss.edges) == 1 {
 		s, err := topology.SampleNeighbors(graph(0), seeds, topology.SampleOptions{
-			Fanouts: opt.Fanouts[0], Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges, Disjoint: opt.Disjoint})
+			Fanouts: opt.Fanouts[0], Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges, Disjoint: opt.Disjoint, SeedTimes: seedTimes})
 		if err != nil {
 			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 		}
 		out = s.Typed()
 	} else {
 		numNodes, edges := ss.typedGraphs(graph)
+		opt.SeedTimes = seedTimes
 		if out, err = topology.SampleHetero(numNodes, edges, nt, seeds, opt); err != nil {
 			return nil, sampleTooLarge(fmt.Errorf("featurestore: %w", err))
 		}

@@ -175,7 +175,8 @@ func TestOneSamplerIsTheHomogeneousEngine(t *testing.T) {
 }
 
 // A Disjoint sampler's call k is topology's disjoint sample of the store's graph with seed Seed + k,
-// Batch included; link sampling and a dataset of several types refuse it, naming disjoint.
+// Batch included, on one type and on several (SampleHetero's); link sampling refuses it, naming
+// disjoint.
 func TestDisjointSampler(t *testing.T) {
 	rng := newRand(t)
 	d := writeDataset(t, 3000, 4, 1, 8, rng)
@@ -214,7 +215,21 @@ func TestDisjointSampler(t *testing.T) {
 	for _, e := range hs.Session().edges {
 		fanouts[e.spec.Key()] = []int{2}
 	}
-	if _, err := hs.Session().NewSampler(SampleOptions{Fanouts: fanouts, Disjoint: true}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "disjoint") {
-		t.Errorf("disjoint sampler of a heterogeneous dataset: %v, want ErrInvalidOption naming disjoint", err)
+	hsp, err := hs.Session().NewSampler(SampleOptions{Fanouts: fanouts, Seed: 3, Disjoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt := hs.Session().nodes[hs.Session().edges[0].dst].spec.Name
+	typed, err := hsp.Sample(nt, []int64{0, 1, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	numNodes, edges := hs.Session().typedGraphs(hs.Session().sampleGraph)
+	want, err := topology.SampleHetero(numNodes, edges, hs.Session().edges[0].dst, []int64{0, 1, 0}, topology.HeteroSampleOptions{Fanouts: hsp.opt.Fanouts, Seed: 3, Disjoint: true, MaxEdges: hsp.opt.MaxEdges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typed.Batch == nil || !reflect.DeepEqual(typed, want) {
+		t.Errorf("disjoint sampler of a heterogeneous dataset: batch %v, want topology's disjoint SampleHetero %v", typed.Batch, want.Batch)
 	}
 }

@@ -382,7 +382,7 @@ func (ss *Session) profileEpoch(sp *Sampler, nt int, order []int64, batchSize, f
 				o := sp.opt
 				o.Seed = placement.BatchSeed(sp.opt.Seed, first+b)
 				o.Workers = 1
-				smp, err := ss.sample(ss.sampleGraph, nt, order[b*batchSize:min((b+1)*batchSize, len(order))], o)
+				smp, err := ss.sample(ss.sampleGraph, nt, order[b*batchSize:min((b+1)*batchSize, len(order))], nil, o)
 				if err != nil {
 					select {
 					case errs <- err:

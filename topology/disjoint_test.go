@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,119 @@ func TestDisjointRefusesHopDrawer(t *testing.T) {
 	_, err = SampleNeighbors(selfDrawer{g}, []int64{2}, SampleOptions{Fanouts: []int{1}, Disjoint: true})
 	if err == nil || !strings.Contains(err.Error(), "disjoint") || !strings.Contains(err.Error(), "selfDrawer") {
 		t.Fatalf("got %v, want a refusal naming disjoint and the graph", err)
+	}
+}
+
+// restrictHetero is tree b of a disjoint heterogeneous sample relabeled: each type's nodes of the
+// tree in order, each edge type's edges among them.
+func restrictHetero(s *HeteroSample, edges []EdgeGraph, b int64) *HeteroSample {
+	t := &HeteroSample{Nodes: make([][]int64, len(s.Nodes)), Row: make([][]int64, len(edges)), Col: make([][]int64, len(edges)), EdgeIDs: make([][]int64, len(edges))}
+	local := make([]map[int64]int64, len(s.Nodes))
+	for ty := range s.Nodes {
+		local[ty], t.Nodes[ty] = map[int64]int64{}, []int64{}
+		for i, v := range s.Nodes[ty] {
+			if s.Batch[ty][i] == b {
+				local[ty][int64(i)] = int64(len(t.Nodes[ty]))
+				t.Nodes[ty] = append(t.Nodes[ty], v)
+			}
+		}
+	}
+	for e, eg := range edges {
+		t.Row[e], t.Col[e] = []int64{}, []int64{}
+		if s.EdgeIDs[e] != nil {
+			t.EdgeIDs[e] = []int64{}
+		}
+		for i := range s.Row[e] {
+			lr, okr := local[eg.Src][s.Row[e][i]]
+			lc, okc := local[eg.Dst][s.Col[e][i]]
+			if okr != okc {
+				panic("an edge between two trees")
+			}
+			if okr {
+				t.Row[e], t.Col[e] = append(t.Row[e], lr), append(t.Col[e], lc)
+				if s.EdgeIDs[e] != nil {
+					t.EdgeIDs[e] = append(t.EdgeIDs[e], s.EdgeIDs[e][i])
+				}
+			}
+		}
+	}
+	return t
+}
+
+// A disjoint heterogeneous sample is, tree by tree, the reference sample of the tree's seed alone
+// with edge type e drawing DisjointSeed(EdgeTypeSeed(Seed, e), b) (random draws included), on
+// random graphs of three node types, with and without replacement; every type carries Batch,
+// the seeds' type the seed indices first; per-hop counts are the trees' sums.
+func TestDisjointHeteroMatchesPerSeedReference(t *testing.T) {
+	r := testRand(t)
+	h := randomHetero(r)
+	plain := make([]bool, len(h.types))
+	indexed := make([]bool, len(h.types))
+	for e := range indexed {
+		indexed[e] = true
+	}
+	mem, _ := h.graphs(t, plain)
+	for _, fanouts := range heteroFanoutCases[:3] {
+		for _, replace := range []bool{false, true} {
+			seedType := r.IntN(len(h.numNodes))
+			seeds := seedsFor(r, h.numNodes[seedType], 1+r.IntN(8))
+			seeds = append(seeds, seeds[0], 7%h.numNodes[seedType])
+			opt := HeteroSampleOptions{Fanouts: fanouts, Replace: replace, Seed: r.Uint64(), Workers: 1 + r.IntN(3), Disjoint: true}
+			s, err := SampleHetero(h.numNodes, mem, seedType, seeds, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Batch) != len(h.numNodes) || !slices.Equal(s.Batch[seedType][:len(seeds)], seedIndices(len(seeds))) {
+				t.Fatalf("fanouts %v: batch %v, want every type's and the seeds' indices first", fanouts, s.Batch)
+			}
+			nodesPerHop := make([][]int64, len(h.numNodes))
+			for ty := range nodesPerHop {
+				nodesPerHop[ty] = make([]int64, len(fanouts[0])+1)
+				if len(s.Batch[ty]) != len(s.Nodes[ty]) {
+					t.Fatalf("type %d: %d batch entries for %d nodes", ty, len(s.Batch[ty]), len(s.Nodes[ty]))
+				}
+			}
+			for b, seed := range seeds {
+				edgeSeed := func(e int) uint64 { return DisjointSeed(EdgeTypeSeed(opt.Seed, e), int64(b)) }
+				typeSeeds := make([][]int64, len(h.numNodes))
+				typeSeeds[seedType] = []int64{seed}
+				one := opt
+				one.Disjoint = false
+				want := refSampleHeteroFrom(h, indexed, typeSeeds, one, nil, edgeSeed)
+				got := restrictHetero(s, mem, int64(b))
+				for ty := range got.Nodes {
+					if !slices.Equal(got.Nodes[ty], want.Nodes[ty]) {
+						t.Fatalf("fanouts %v replace %v tree %d (seed %d of type %d): type %d nodes %v, want %v", fanouts, replace, b, seed, seedType, ty, brief(got.Nodes[ty]), brief(want.Nodes[ty]))
+					}
+					for hp := range nodesPerHop[ty] {
+						nodesPerHop[ty][hp] += want.NodesPerHop[ty][hp]
+					}
+				}
+				for e := range mem {
+					if !slices.Equal(got.Row[e], want.Row[e]) || !slices.Equal(got.Col[e], want.Col[e]) || !slices.Equal(got.EdgeIDs[e], want.EdgeIDs[e]) {
+						t.Fatalf("fanouts %v replace %v tree %d: edge type %d differs: rows %v cols %v, want %v %v", fanouts, replace, b, e, brief(got.Row[e]), brief(got.Col[e]), brief(want.Row[e]), brief(want.Col[e]))
+					}
+				}
+			}
+			for ty := range nodesPerHop {
+				if !slices.Equal(s.NodesPerHop[ty], nodesPerHop[ty]) {
+					t.Fatalf("type %d: per hop %v, want the trees' sums %v", ty, s.NodesPerHop[ty], nodesPerHop[ty])
+				}
+			}
+		}
+	}
+	// The one-type case is SampleNeighbors' disjoint sample.
+	g := randomGraphs(r)[2].csc(t)
+	seeds := []int64{1, 2, 1}
+	one, err := SampleNeighbors(g, seeds, SampleOptions{Fanouts: []int{3, 2}, Seed: 5, Disjoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := SampleHetero([]int64{g.NumNodes()}, []EdgeGraph{{G: g}}, 0, seeds, HeteroSampleOptions{Fanouts: [][]int{{3, 2}}, Seed: 5, Disjoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(typed, one.Typed()) {
+		t.Fatalf("one-type SampleHetero %+v, want SampleNeighbors' %+v", typed, one.Typed())
 	}
 }

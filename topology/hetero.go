@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 )
 
@@ -19,15 +20,16 @@ type HeteroSampleOptions struct {
 	// neighbors to sample for each node: -1 takes every neighbor, 0 none. Every edge type has
 	// the same number of hops (zero: the seeds alone); a graph without edge types has none.
 	Fanouts [][]int
-	// Replace, Seed, Workers, NodesOnly, MaxEdges (over every edge type together) and Disjoint
-	// mean what they mean in SampleOptions; SampleHetero and the link samplers refuse Disjoint
-	// (only SampleNeighbors draws disjoint trees).
+	// Replace, Seed, Workers, NodesOnly, MaxEdges (over every edge type together), Disjoint
+	// and SeedTimes mean what they mean in SampleOptions (see SampleHetero); the link samplers
+	// refuse Disjoint.
 	Replace   bool
 	Seed      uint64
 	Workers   int
 	NodesOnly bool
 	MaxEdges  int64
 	Disjoint  bool
+	SeedTimes []int64
 }
 
 // HeteroSample is a k-hop neighborhood of a heterogeneous graph, PyG's HeteroSamplerOutput.
@@ -64,6 +66,16 @@ type HeteroSample struct {
 // one node type with one edge type gives SampleNeighbors' sample. An edge type whose graph is a
 // HopDrawer draws through DrawHop with that seed.
 //
+// A Disjoint sample gives seed index b its own tree, as SampleNeighbors does, over every node
+// type (PyG's heterogeneous disjoint layout): each type's nodes are (b, id) pairs, and Batch[t]
+// holds each node's seed index, parallel to Nodes[t]. Tree b is the sample of seeds[b] alone
+// (Disjoint off) wherever the draws are determined (a fanout of -1, or no smaller than the
+// degree without replacement); edge type e of tree b draws with DisjointSeed(EdgeTypeSeed(Seed,
+// e), b). It draws on the host and needs len(seeds) * numNodes[t] to fit an int64 for every t.
+// Edge types whose graphs are Temporal are sampled in time (Disjoint must be set): tree b takes
+// their neighbors of time at most SeedTimes[b] (default: the seed's node time, from a Temporal
+// edge type whose Src is seedType and that holds node times); the others uniformly, as pyg-lib.
+//
 // Each hop makes one Degrees and one NeighborsAt call on each edge type with nodes to sample. It
 // fails on a bad input, naming it, or an error or out-of-range answer from a graph.
 func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int64, opt HeteroSampleOptions) (*HeteroSample, error) {
@@ -71,15 +83,53 @@ func SampleHetero(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int
 	if err != nil {
 		return nil, err
 	}
+	times, err := checkHeteroDisjoint(numNodes, edges, seedType, seeds, opt)
+	if err != nil {
+		return nil, err
+	}
 	typeSeeds := make([][]int64, len(numNodes))
 	typeSeeds[seedType] = seeds
-	return sampleHetero(numNodes, edges, hops, typeSeeds, opt, nil)
+	return sampleHetero(numNodes, edges, hops, typeSeeds, opt, nil, times)
+}
+
+// checkHeteroDisjoint refuses a disjoint or temporal heterogeneous sample SampleHetero cannot key
+// or draw, and returns a temporal sample's seed times (nil: not temporal).
+func checkHeteroDisjoint(numNodes []int64, edges []EdgeGraph, seedType int, seeds []int64, opt HeteroSampleOptions) ([]int64, error) {
+	var temporal []*Temporal
+	var seedTime []int64
+	for e, eg := range edges {
+		if opt.Disjoint {
+			if err := checkDisjoint(eg.G, len(seeds), true); err != nil {
+				return nil, fmt.Errorf("topology: edges[%d]: %w", e, err)
+			}
+		}
+		tg, ok := eg.G.(*Temporal)
+		if !ok {
+			continue
+		}
+		if err := tg.check(numNodes[eg.Src]); err != nil {
+			return nil, fmt.Errorf("topology: edges[%d]: %w", e, err)
+		}
+		temporal = append(temporal, tg)
+		if eg.Src == seedType && tg.NodeTime != nil && seedTime == nil {
+			seedTime = tg.NodeTime
+		}
+	}
+	if opt.Disjoint {
+		for t, n := range numNodes {
+			if len(seeds) > 0 && n > 0 && int64(len(seeds)) > (math.MaxInt64-1)/n {
+				return nil, fmt.Errorf("topology: a disjoint sample of %d seeds with node type %d of %d nodes: the pairs (seed index, node) do not fit an int64; sample fewer seeds a batch", len(seeds), t, n)
+			}
+		}
+	}
+	return seedTimes(temporal, seeds, opt.Disjoint, opt.SeedTimes, seedTime)
 }
 
 // sampleHetero is SampleHetero on checked input with seeds of every node type (seeds[t] of type
-// t, as given: NodesPerHop[t][0] is len(seeds[t])), leaving out of edge type e the edges in
-// exclude[e] (exclude nil or exclude[e] nil: none) as hopSampler.hop does.
-func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64, opt HeteroSampleOptions, exclude []pairSet) (*HeteroSample, error) {
+// t, as given: NodesPerHop[t][0] is len(seeds[t]); a Disjoint sample's of one type), leaving out
+// of edge type e the edges in exclude[e] (exclude nil or exclude[e] nil: none) as hopSampler.hop
+// does, at seedTimes (a temporal sample's; nil: not temporal).
+func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64, opt HeteroSampleOptions, exclude []pairSet, seedTimes []int64) (*HeteroSample, error) {
 	workers := opt.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -99,11 +149,14 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 	nodes := make([]nodeSet, numTypes)
 	bitsLeft := int64(maxBitsetNodes)
 	for t, n := range numNodes {
-		bitset := opt.NodesOnly && n <= bitsLeft
+		bitset := opt.NodesOnly && !opt.Disjoint && n <= bitsLeft
 		if bitset {
 			bitsLeft -= n
 		}
 		nodes[t] = newNodeSet(n, seeds[t], bitset)
+		if opt.Disjoint {
+			nodes[t].batch = seedIndices(len(seeds[t])) // the seeds' indices; empty for another type
+		}
 		defer nodes[t].release()
 		s.NodesPerHop[t] = make([]int64, hops+1)
 		s.NodesPerHop[t][0] = int64(len(seeds[t]))
@@ -115,6 +168,7 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 	// local ids (nil: consecutive from firstTarget[t]); hopStart[t] is where this hop's new nodes
 	// of type t begin.
 	frontier := make([][]int64, numTypes)
+	frontierBatch := make([][]int64, numTypes) // a disjoint sample's seed indices of frontier
 	targets := make([][]int64, numTypes)
 	firstTarget := make([]int64, numTypes)
 	hopStart := make([]int64, numTypes)
@@ -129,13 +183,14 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 		} else {
 			frontier[t], targets[t] = nodes[t].distinctSeeds(nil, nil)
 		}
+		frontierBatch[t] = nodes[t].batch
 	}
 	out := make([]sampledEdges, len(edges))
 	for e, eg := range edges {
 		out[e] = newSampledEdges(eg.G, opt.NodesOnly)
 		s.EdgesPerHop[e] = make([]int64, hops)
 	}
-	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges)}
+	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges), seedTimes: seedTimes}
 	for h := range hops {
 		for t := range nodes {
 			hopStart[t] = int64(len(nodes[t].ids))
@@ -149,7 +204,7 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 			if exclude != nil {
 				excl = exclude[e]
 			}
-			total, err := hs.hop(eg.G, e, frontier[eg.Dst], nil, targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
+			total, err := hs.hop(eg.G, e, frontier[eg.Dst], frontierBatch[eg.Dst], targets[eg.Dst], firstTarget[eg.Dst], fanout, EdgeTypeSeed(opt.Seed, e), h, &nodes[eg.Src], &out[e], excl)
 			if errors.Is(err, ErrSampleTooLarge) {
 				var n int
 				for _, ts := range seeds {
@@ -166,10 +221,19 @@ func sampleHetero(numNodes []int64, edges []EdgeGraph, hops int, seeds [][]int64
 			start, end := hopStart[t], int64(len(nodes[t].ids))
 			s.NodesPerHop[t][h+1] = end - start
 			frontier[t], targets[t], firstTarget[t] = nodes[t].ids[start:end:end], nil, start
+			if opt.Disjoint {
+				frontierBatch[t] = nodes[t].batch[start:end:end]
+			}
 		}
 	}
 	for t := range nodes {
 		s.Nodes[t] = nodes[t].ids
+	}
+	if opt.Disjoint {
+		s.Batch = make([][]int64, numTypes)
+		for t := range nodes {
+			s.Batch[t] = nodes[t].batch
+		}
 	}
 	for e := range edges {
 		s.Row[e], s.Col[e], s.EdgeIDs[e] = out[e].row, out[e].col, out[e].ids
@@ -214,9 +278,6 @@ func checkHeteroGraph(numNodes []int64, edges []EdgeGraph, opt HeteroSampleOptio
 	}
 	if opt.Workers < 0 {
 		return 0, fmt.Errorf("topology: Workers = %d is negative", opt.Workers)
-	}
-	if opt.Disjoint {
-		return 0, errors.New("topology: Disjoint: SampleHetero and the link samplers do not draw disjoint trees; only SampleNeighbors (one node type, one edge type, seed nodes) does")
 	}
 	if len(opt.Fanouts) != len(edges) {
 		return 0, fmt.Errorf("topology: %d rows of Fanouts for %d edge types; give one row per edge type", len(opt.Fanouts), len(edges))

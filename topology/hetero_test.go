@@ -110,12 +110,16 @@ func refPositions(d int64, f int, replace bool, seed uint64, hop int, node int64
 func refSampleHetero(h heteroGraph, indexed []bool, seedType int, seeds []int64, opt HeteroSampleOptions) *HeteroSample {
 	typeSeeds := make([][]int64, len(h.numNodes))
 	typeSeeds[seedType] = seeds
-	return refSampleHeteroFrom(h, indexed, typeSeeds, opt, nil)
+	return refSampleHeteroFrom(h, indexed, typeSeeds, opt, nil, nil)
 }
 
 // refSampleHeteroFrom is refSampleHetero with seeds of every node type (typeSeeds[t] of type t)
-// and, when excluded is not nil, without the drawn edges it reports (edge type, src, dst).
-func refSampleHeteroFrom(h heteroGraph, indexed []bool, typeSeeds [][]int64, opt HeteroSampleOptions, excluded func(e int, src, dst int64) bool) *HeteroSample {
+// and, when excluded is not nil, without the drawn edges it reports (edge type, src, dst); edge
+// type e draws with edgeSeed(e) (nil: EdgeTypeSeed(opt.Seed, e), the contract's).
+func refSampleHeteroFrom(h heteroGraph, indexed []bool, typeSeeds [][]int64, opt HeteroSampleOptions, excluded func(e int, src, dst int64) bool, edgeSeed func(e int) uint64) *HeteroSample {
+	if edgeSeed == nil {
+		edgeSeed = func(e int) uint64 { return opt.Seed ^ mix64(uint64(e)) }
+	}
 	numTypes, numEdgeTypes, hops := len(h.numNodes), len(h.types), len(opt.Fanouts[0])
 	s := &HeteroSample{
 		Nodes: make([][]int64, numTypes), NodesPerHop: make([][]int64, numTypes),
@@ -165,7 +169,7 @@ func refSampleHeteroFrom(h heteroGraph, indexed []bool, typeSeeds [][]int64, opt
 			}
 			for _, target := range frontier[et.Dst] {
 				v := s.Nodes[et.Dst][target]
-				for _, p := range refPositions(int64(len(lists[e][v])), f, opt.Replace, opt.Seed^mix64(uint64(e)), hop, v) {
+				for _, p := range refPositions(int64(len(lists[e][v])), f, opt.Replace, edgeSeed(e), hop, v) {
 					nb := lists[e][v][p]
 					if excluded != nil && excluded(e, nb, v) {
 						continue

@@ -151,6 +151,9 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 	if err != nil {
 		return nil, err
 	}
+	if opt.Disjoint {
+		return nil, errors.New("topology: Disjoint: the link samplers do not draw disjoint trees; SampleNeighbors and SampleHetero (seed nodes) do")
+	}
 	if seedEdgeType < 0 || seedEdgeType >= len(edges) {
 		return nil, fmt.Errorf("topology: seedEdgeType = %d is not an edge type in [0, %d)", seedEdgeType, len(edges))
 	}
@@ -202,7 +205,7 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 			}
 		}
 	}
-	s, err := sampleHetero(numNodes, edges, hops, seeds, opt.HeteroSampleOptions, exclude)
+	s, err := sampleHetero(numNodes, edges, hops, seeds, opt.HeteroSampleOptions, exclude, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func refLink(h heteroGraph, indexed []bool, c linkCase) *HeteroLinkSample {
 			return e == c.seedEdgeType && positive[[2]int64{s, d}] || hasRev && e == rev && positive[[2]int64{d, s}]
 		}
 	}
-	s := refSampleHeteroFrom(h, indexed, typeSeeds, c.opt.HeteroSampleOptions, excluded)
+	s := refSampleHeteroFrom(h, indexed, typeSeeds, c.opt.HeteroSampleOptions, excluded, nil)
 	if c.opt.Negatives == TripletNegatives {
 		lk.SrcIndex, lk.DstPosIndex, lk.DstNegIndex = locals(et.Src, c.src), locals(et.Dst, c.dst), locals(et.Dst, lk.NegDst)
 	} else {

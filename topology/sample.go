@@ -34,6 +34,10 @@ type SampleOptions struct {
 	MaxEdges int64
 	// Disjoint gives every seed its own tree (PyG's disjoint=True): see SampleNeighbors.
 	Disjoint bool
+	// SeedTimes holds, for a sample of a Temporal graph (Disjoint), the time of each seed's
+	// tree, one a seed (PyG's seed_time / input_time); nil takes the seeds' node times. Only a
+	// Temporal graph takes them.
+	SeedTimes []int64
 }
 
 // DefaultMaxEdges is the most edges a sample draws unless SampleOptions.MaxEdges says otherwise:
@@ -90,6 +94,11 @@ type Sample struct {
 // Disjoint off, relabeled: its nodes and edges, in order, are those of Batch b. It draws on the
 // host (not through a HopDrawer) and needs len(seeds) * g.NumNodes() to fit an int64.
 //
+// A Temporal graph is sampled in time, disjoint (Disjoint must be set): tree b draws only among
+// neighbors of time at most SeedTimes[b] (default: the seed's node time), in time order, as
+// Temporal says; such a hop reads the times of its nodes' whole lists first (for node time, one
+// more NeighborsAt call).
+//
 // Each hop makes one Degrees and one NeighborsAt call on g; no Fanouts (zero hops, as PyG's
 // num_neighbors=[]) gives the seeds alone. It fails on a fanout below -1, negative Workers, a seed outside [0, g.NumNodes()), or an error or out-of-range answer
 // from g.
@@ -115,6 +124,18 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	if err := checkDisjoint(g, len(seeds), opt.Disjoint); err != nil {
 		return nil, err
 	}
+	var temporal []*Temporal
+	var seedTime []int64
+	if tg, ok := g.(*Temporal); ok {
+		if err := tg.check(g.NumNodes()); err != nil {
+			return nil, err
+		}
+		temporal, seedTime = []*Temporal{tg}, tg.NodeTime
+	}
+	times, err := seedTimes(temporal, seeds, opt.Disjoint, opt.SeedTimes, seedTime)
+	if err != nil {
+		return nil, err
+	}
 
 	s := &Sample{
 		NodesPerHop: make([]int64, len(opt.Fanouts)+1),
@@ -138,7 +159,7 @@ func SampleNeighbors(g Graph, seeds []int64, opt SampleOptions) (*Sample, error)
 	var firstTarget int64
 	frontierBatch := nodes.batch
 	edges := newSampledEdges(g, opt.NodesOnly)
-	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges)}
+	hs := hopSampler{picker: newPositionPicker(workers), replace: opt.Replace, nodesOnly: opt.NodesOnly, sc: sc, maxEdges: edgeBound(opt.MaxEdges), seedTimes: times}
 	for h, fanout := range opt.Fanouts {
 		if len(frontier) == 0 || fanout == 0 {
 			break // nothing more is reachable; the remaining counts stay 0
@@ -250,8 +271,9 @@ type hopSampler struct {
 	picker             *positionPicker
 	replace, nodesOnly bool
 	sc                 *sampleScratch
-	maxEdges           int64 // the sample's bound (SampleOptions.MaxEdges, defaulted)
-	drawn              int64 // edges drawn by the sample's hops so far
+	maxEdges           int64   // the sample's bound (SampleOptions.MaxEdges, defaulted)
+	drawn              int64   // edges drawn by the sample's hops so far
+	seedTimes          []int64 // a temporal sample's time of each tree, by seed index
 }
 
 // tooLarge is the error of hop h, of nodes frontier nodes with fanout, whose draws pass the
@@ -304,6 +326,14 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, frontierBatch, target
 	if err := g.Degrees(frontier, deg); err != nil {
 		return 0, graphErr(err)
 	}
+	var tl *timeLists
+	if tg, ok := g.(*Temporal); ok {
+		l, err := hs.timeLists(tg, frontier, frontierBatch, deg, fanout, h)
+		if err != nil {
+			return 0, graphErr(err)
+		}
+		tl = &l // deg now counts the positions each node draws among
+	}
 	off := resize(sc.off, len(frontier)+1)
 	sc.off = off
 	off[0] = 0
@@ -328,7 +358,7 @@ func (hs *hopSampler) hop(g Graph, edgeType int, frontier, frontierBatch, target
 	if edges.ids == nil {
 		indexer = nil
 	}
-	starts, err := hs.draw(g, indexer != nil, frontier, frontierBatch, deg, off, pos, out, fanout, seed, h)
+	starts, err := hs.draw(g, indexer != nil, frontier, frontierBatch, deg, off, pos, out, fanout, seed, h, tl)
 	if err != nil {
 		return 0, graphErr(err)
 	}
@@ -410,7 +440,10 @@ type idMap struct {
 // sampleScratch is what a sampler uses while it samples and returns nothing of: the distinct
 // seeds and their local ids (targets), each hop's degrees, offsets, positions, neighbors and list
 // starts.
-type sampleScratch struct{ seeds, deg, off, pos, out, starts, targets []int64 }
+type sampleScratch struct {
+	seeds, deg, off, pos, out, starts, targets []int64
+	toff, tbase, tpos, ttimes                  []int64 // a temporal hop's lists (timeLists)
+}
 
 // scratches keeps the scratch of finished samples for the next ones, so a sampler that runs
 // batch after batch does not allocate its per-hop arrays every batch.
@@ -555,9 +588,10 @@ func (m *idMap) addIfAbsent(id, local int64) (_ int64, added bool) {
 
 // draw fills out[off[i]:off[i+1]] with the neighbors hop h draws for frontier[i] (and pos with
 // their positions where g does not draw them itself): a Weighted graph's by its weights, a
-// HopDrawer's by DrawHop, another's by the uniform picker. It answers the lists' first edge
-// ids where the hop keeps edge ids (ids) or draws by weight, else nil.
-func (hs *hopSampler) draw(g Graph, ids bool, frontier, batch, deg, off, pos, out []int64, fanout int, seed uint64, h int) ([]int64, error) {
+// HopDrawer's by DrawHop, another's by the uniform picker (a Temporal graph's among the
+// positions of its time lists tl, deg counting them). It answers the lists' first edge ids where
+// the hop keeps edge ids (ids) or draws by weight, else nil.
+func (hs *hopSampler) draw(g Graph, ids bool, frontier, batch, deg, off, pos, out []int64, fanout int, seed uint64, h int, tl *timeLists) ([]int64, error) {
 	weighted, _ := g.(*Weighted)
 	var starts []int64
 	if ids || weighted != nil {
@@ -583,6 +617,9 @@ func (hs *hopSampler) draw(g Graph, ids bool, frontier, batch, deg, off, pos, ou
 		return starts, drawer.DrawHop(frontier, deg, off, fanout, hs.replace, seed, h, drawn, out)
 	default:
 		hs.picker.pick(frontier, batch, deg, off, pos, fanout, hs.replace, seed, h)
+		if tl != nil {
+			tl.positions(off, pos)
+		}
 	}
 	return starts, g.NeighborsAt(frontier, off, pos, out)
 }

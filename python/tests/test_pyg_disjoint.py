@@ -126,8 +126,8 @@ def test_disjoint_random_graphs(tmp_path, replace):
 
 
 def test_disjoint_refusals(tmp_path):
-    """Disjoint sampling is refused, by name, where tierfs does not draw it: several types, link
-    sampling, planned epochs."""
+    """Disjoint sampling is refused, by name, where tierfs does not draw it: link sampling,
+    planned epochs."""
     data = Data(x=torch.zeros(10, 1), edge_index=DIST_EDGES, num_nodes=10)
     with _store(tmp_path, data) as store:
         sampler = tierfs.pyg.NeighborSampler(store, [2], disjoint=True)
@@ -140,10 +140,75 @@ def test_disjoint_refusals(tmp_path):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[2], batch_size=2, disjoint=True, planned_epochs=1, shuffle=True)
         with pytest.raises(tierfs.errors.Error, match="isjoint"):
             store.sampler([2], disjoint=True).sample_from_edges(np.array([1]), np.array([0]))
+
+
+def _reference_hetero_trees(store, seed_type, seeds, hops):
+    """pyg-lib's heterogeneous disjoint sampling at full fanout, written out: per hop, for each
+    edge type in order, for each node of its dst type first reached at the previous hop (its
+    tree b), its in-neighbors in stored order, each new to tree b joining the src type's nodes.
+    (node, batch) per type, (row, col, CSC edge ids) per edge type."""
+    ets = [tuple(et) for et in store.edge_types]
+    csc = {et: tierfs.sampler.typed_csc(store, et) for et in ets}
+    node = {t: [] for t in store.node_types}
+    batch = {t: [] for t in store.node_types}
+    node[seed_type], batch[seed_type] = list(seeds), list(range(len(seeds)))
+    local = {t: {} for t in store.node_types}
+    for i, v in enumerate(seeds):
+        local[seed_type][(i, v)] = i
+    row, col, edge = ({et: [] for et in ets} for _ in range(3))
+    lo = {t: 0 for t in store.node_types}
+    hi = {t: len(node[t]) for t in store.node_types}
+    for _ in range(hops):
+        for et in ets:
+            src, _, dst = et
+            indptr, indices = csc[et]
+            for i in range(lo[dst], hi[dst]):
+                b, v = batch[dst][i], node[dst][i]
+                for p in range(int(indptr[v]), int(indptr[v + 1])):
+                    u = int(indices[p])
+                    if (b, u) not in local[src]:
+                        local[src][(b, u)] = len(node[src])
+                        node[src].append(u)
+                        batch[src].append(b)
+                    row[et].append(local[src][(b, u)])
+                    col[et].append(i)
+                    edge[et].append(p)
+        lo, hi = hi, {t: len(node[t]) for t in store.node_types}
+    return node, batch, row, col, edge
+
+
+def test_disjoint_hetero_random_graph(tmp_path):
+    """Disjoint sampling over several node types (PyG's heterogeneous layout: batch per node
+    type, the seeds' indices first): at full fanout the sample is the written-out reference's
+    exactly; with fanouts every edge joins two nodes of one tree; tierfs.pyg's NeighborLoader
+    sets data[t].batch for every type, as PyG's NodeLoader does (set_value_dict("batch"))."""
+    r = rng(977)
     h = HeteroData()
-    h["a"].x = torch.zeros(4, 1)
-    h["b"].x = torch.zeros(3, 1)
-    h["a", "to", "b"].edge_index = torch.tensor([[0, 1], [1, 2]])
+    h["paper"].x = torch.zeros(40, 2)
+    h["author"].x = torch.zeros(25, 2)
+    h["author", "writes", "paper"].edge_index = torch.stack([torch.from_numpy(r.integers(0, 25, 120)), torch.from_numpy(r.integers(0, 40, 120))])
+    h["paper", "cites", "paper"].edge_index = torch.from_numpy(r.integers(0, 40, (2, 150)))
+    h["paper", "rev_writes", "author"].edge_index = h["author", "writes", "paper"].edge_index.flip(0)
     with tierfs.open(tierfs.from_pyg(h, tmp_path / "h")) as store:
-        with pytest.raises(tierfs.errors.Error, match="disjoint"):
-            tierfs.pyg.NeighborLoader(store, num_neighbors=[2], input_nodes=("b", None), batch_size=2, disjoint=True)
+        seeds = [3, 7, 3, 11]
+        full = store.sampler({et: [-1, -1] for et in store.edge_types}, disjoint=True).sample(np.array(seeds), "paper")
+        node, batch, row, col, edge = _reference_hetero_trees(store, "paper", seeds, 2)
+        for t in store.node_types:
+            assert full.node[t].tolist() == node[t], f"type {t}, seed {SEED}"
+            assert full.batch[t].tolist() == batch[t]
+        for et in row:
+            assert full.row[et].tolist() == row[et] and full.col[et].tolist() == col[et] and full.edge[et].tolist() == edge[et], f"{et}"
+
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors={et: [3, 2] for et in store.edge_types}, input_nodes=("paper", torch.tensor(seeds)),
+                                           batch_size=4, disjoint=True)
+        b = next(iter(loader))
+        assert b["paper"].batch[:4].tolist() == [0, 1, 2, 3]
+        for t in store.node_types:
+            assert b[t].batch.shape[0] == b[t].num_nodes
+        for et in b.edge_types:
+            s, _, d = et
+            ei = b[et].edge_index
+            assert bool((b[s].batch[ei[0]] == b[d].batch[ei[1]]).all()), f"{et}: an edge between two trees"
+        sampler = tierfs.pyg.NeighborSampler(store, {et: [2] for et in store.edge_types}, disjoint=True)
+        out = sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor(seeds), input_type="paper"))
+        assert set(out.batch) == set(store.node_types) and out.batch["paper"][:4].tolist() == [0, 1, 2, 3]

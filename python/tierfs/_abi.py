@@ -144,6 +144,7 @@ FUNCTIONS = {
     "tfs_sampler_create": (c_int, [c_void_p, c_char_p, ptr(c_void_p)]),  # (store, options_json, out)
     "tfs_sampler_free": (c_int, [c_void_p]),  # (sampler)
     "tfs_sample": (c_int, [c_void_p, c_char_p, ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seed_type, seeds, n, out)
+    "tfs_sample_at": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), c_int64, ptr(c_void_p)]),  # (sampler, seed_type, seeds, seed_times, n, out)
     "tfs_sample_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
     "tfs_sample_nodes": (c_int, [c_void_p, c_char_p, ptr(c_int64)]),  # (sample, node_type, out)
     "tfs_sample_batch": (c_int, [c_void_p, c_char_p, ptr(c_int64)]),  # (sample, node_type, out)

@@ -22,11 +22,12 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Typ
 from . import _options
 from . import storegather as _storegather
 from .epochs import plan_request
-from .errors import ClosedError, InvalidArgumentError
+from .errors import ClosedError, InvalidArgumentError, NotSupportedError
 from .pipeline import Pipeline, pipeline_stats
 from .planrounds import PlanRounds, per_plan_budget
 from ._args import IdsLike, _ids
 from ._sample import Sample
+from .sampler import _seed_times
 from .store import Sampler, Store
 
 __all__ = ["Loader", "Batch", "prefetch"]
@@ -236,6 +237,16 @@ def _auto_decide(a: Dict[str, Any], st: Dict[str, Any], planned: bool, epoch: in
     return "drop"
 
 
+def _loader_seed_times(seed_time: Any, n: int, planned: bool, per_rank: bool) -> Any:
+    """Loader's ``seed_time``, one integer a seed (of n), as int64 numpy; refused with planned
+    epochs and on a distributed store, whose batches do not keep their seeds' positions."""
+    if planned:
+        raise NotSupportedError("tierfs.Loader: seed_time with planned_epochs: planned epochs do not sample in time; leave one out")
+    if per_rank:
+        raise NotSupportedError("tierfs.Loader: seed_time on a distributed store: its ranks' batches do not keep their seeds' positions")
+    return _seed_times(seed_time, n)
+
+
 class Loader:
     """Mini-batches of (seeds, sampled neighborhood, features, labels), pipelined.
 
@@ -309,6 +320,11 @@ class Loader:
     With ``planned_epochs`` the plan samples as the sampler does (its fanouts, replace and
     seed) and packs the rows of every node type with features.
 
+    ``seed_time`` (a temporal sampler's, :meth:`Store.sampler`'s ``time``; PyG's
+    ``input_time``): one integer time a seed, parallel to ``seeds``; each batch samples its seeds
+    at their times (None: the seeds' own node times). Not with planned epochs or a distributed
+    store.
+
     ``transform`` and ``node_type`` are as above; the loader options, keywords checked against
     the loader table (``tierfs._options.LOADER``; a name of none is an InvalidArgumentError listing
     them), are:
@@ -332,6 +348,7 @@ class Loader:
         batch_size: int,
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
+        seed_time: Any = None,
         **options: Any,
     ) -> None:
         o = _options.loader_options(options, "tierfs.Loader")
@@ -377,6 +394,9 @@ class Loader:
         self._plan_args = (o["plan_dir"], o["plan_disk_budget"], reuse_samples)
         self._plan_pack = dict(pack_method=o["plan_pack_method"], pack_memory=o["plan_pack_memory"])
         plan_request(self.batch_size, 1, self._plan_pack, "tierfs.Loader")  # refuses a bad one now, not when the first round plans
+        if getattr(sampler, "time", None) is not None and self._planned:
+            raise NotSupportedError(f"tierfs.Loader: a temporal sampler (time={sampler.time!r}) with planned_epochs: planned epochs do not sample in time; leave one out")
+        self._seed_time = None if seed_time is None else _loader_seed_times(seed_time, self._seeds.shape[0], self._planned, self._share.per_rank)
         self._rounds: Optional[PlanRounds] = None
         if planned_epochs:
             self._start_plans(planned_epochs, 0)
@@ -464,9 +484,11 @@ class Loader:
 
                 seeds = torch.from_numpy(seeds)
                 pos = None if pos is None else torch.from_numpy(pos)
+            # seed times only where given: a sampler may be any object with sample(seeds[, node_type])
+            at = {} if self._seed_time is None else {"seed_time": self._seed_time[positions[i * bs : (i + 1) * bs]]}
             if self.node_type is not None:
-                return seeds, self.sampler.sample(seeds, self.node_type), pos
-            return seeds, self.sampler.sample(seeds), pos
+                return seeds, self.sampler.sample(seeds, self.node_type, **at), pos
+            return seeds, self.sampler.sample(seeds, **at), pos
 
         return sample, lambda i, sampled: self._gather(i, sampled, turn)
 

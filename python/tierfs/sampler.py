@@ -44,12 +44,15 @@ class Sampler(_native.Finalized):
     """
 
     def __init__(self, store: "Store", fanouts: Fanouts, replace: bool = False, seed: int = 0, workers: int = 0, weight: Optional[str] = None,
-                 disjoint: bool = False):
+                 disjoint: bool = False, time: Optional[str] = None, temporal_strategy: str = "uniform"):
         if weight is not None and not isinstance(weight, str):
             raise errors.DTypeError(f"tierfs: weight must be the name of an edge feature, got {type(weight).__name__}")
+        if time is not None and not isinstance(time, str):
+            raise errors.DTypeError(f"tierfs: time must be the name of a node or edge feature, got {type(time).__name__}")
         self._store = store
         self._weight = weight
-        self._disjoint = bool(disjoint)
+        self._time, self._temporal_strategy = time, temporal_strategy
+        self._disjoint = bool(disjoint) or time is not None  # temporal implies disjoint, as in PyG
         self._replace = bool(replace)
         self._seed = int(seed)
         self._workers = int(workers)
@@ -63,7 +66,7 @@ class Sampler(_native.Finalized):
             for i, f in enumerate(per_hop):  # type: ignore[arg-type]
                 _native.check_value(c_int32, f, f"fanouts[{i}]" if key is None else f"fanouts[{key!r}][{i}]")
         opts = json.dumps({"fanouts": self._fanouts, "replace": self._replace, "seed": self._seed & 0xFFFFFFFFFFFFFFFF, "workers": self._workers, "weight": weight or "",
-                           "disjoint": self._disjoint})
+                           "disjoint": self._disjoint, "time": time or "", "temporal_strategy": temporal_strategy})
         handle = c_void_p()
         check(lib.tfs_sampler_create(h, opts.encode(), byref(handle)))
         self._handle = handle.value
@@ -85,6 +88,15 @@ class Sampler(_native.Finalized):
     def disjoint(self) -> bool:
         """Whether every seed has its own tree (samples carry ``batch``)."""
         return self._disjoint
+
+    @property
+    def time(self) -> Optional[str]:
+        """The node or edge feature the sampler samples in time by (None: not temporal)."""
+        return self._time
+
+    @property
+    def temporal_strategy(self) -> str:
+        return self._temporal_strategy
 
     @property
     def weight(self) -> Optional[str]:
@@ -128,11 +140,13 @@ class Sampler(_native.Finalized):
             raise errors.ClosedError("tierfs: sampler is closed")
         return h
 
-    def sample(self, seeds: IdsLike, node_type: Optional[str] = None) -> Sample:
+    def sample(self, seeds: IdsLike, node_type: Optional[str] = None, seed_time: Any = None) -> Sample:
         """Samples the k-hop in-neighborhood of ``seeds``, ids of ``node_type`` (None: the only
         node type; PyG's ``input_nodes=(node_type, ids)`` may be given as ``seeds`` instead); see
         :class:`Sample`. numpy or list seeds give numpy arrays; torch seeds torch tensors on their
-        device."""
+        device. ``seed_time`` (a temporal sampler's, one integer a seed, PyG's ``seed_time``):
+        seed i's tree draws neighbors of time at most ``seed_time[i]``; None takes the seeds' own
+        node times (an edge-level ``time`` needs it)."""
         _native.check_process()
         if node_type is None and isinstance(seeds, tuple) and len(seeds) == 2 and isinstance(seeds[0], str):
             node_type, seeds = seeds
@@ -144,9 +158,13 @@ class Sampler(_native.Finalized):
         ids_ = _ids(seeds, "seeds")
         arr = ids_.array
         nt = None if node_type is None else _c_str(node_type, "node_type")
+        times = None if seed_time is None else _seed_times(seed_time, arr.shape[0])
         with self._lock:
             hs = c_void_p()
-            check(lib.tfs_sample(self._h(), nt, arr.ctypes.data, arr.shape[0], byref(hs)))
+            if times is None:
+                check(lib.tfs_sample(self._h(), nt, arr.ctypes.data, arr.shape[0], byref(hs)))
+            else:
+                check(lib.tfs_sample_at(self._h(), nt, arr.ctypes.data, times.ctypes.data, arr.shape[0], byref(hs)))
             out = _take_sample(hs.value, node_type, self._typed)
         if ids_.kind == "torch":
             out = _to_torch(out, ids_.device)
@@ -237,12 +255,27 @@ class Sampler(_native.Finalized):
         return out
 
     def __reduce__(self):
-        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers, self._weight, self._disjoint))
+        return (Sampler, (self._store, self.fanouts, self._replace, self._seed, self._workers, self._weight, self._disjoint, self._time, self._temporal_strategy))
 
     def __repr__(self) -> str:
         weight = f" weight={self._weight!r}" if self._weight is not None else ""
         disjoint = " disjoint" if self._disjoint else ""
-        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}{disjoint}>"
+        time = f" time={self._time!r} temporal_strategy={self._temporal_strategy!r}" if self._time is not None else ""
+        return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}{disjoint}{time}>"
+
+
+def _seed_times(seed_time: Any, n: int) -> np.ndarray:
+    """A sample's seed times as the core takes them: n int64 values (numpy, torch or a list of
+    integers; a float dtype is refused, as pyg-lib samples int64 time)."""
+    if hasattr(seed_time, "detach"):  # torch
+        seed_time = seed_time.detach().cpu().numpy()
+    arr = np.asarray(seed_time)
+    if arr.dtype.kind not in "iub":
+        raise errors.DTypeError(f"tierfs: seed_time must hold integers (pyg-lib samples int64 time), got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr.reshape(-1), dtype=np.int64)
+    if arr.shape[0] != n:
+        raise errors.InvalidArgumentError(f"tierfs: seed_time has {arr.shape[0]} times for {n} seeds; give one a seed")
+    return arr
 
 
 def typed_csc(store: "Store", edge_type: EdgeType) -> Tuple[np.ndarray, np.ndarray]:

@@ -454,6 +454,8 @@ class Store(_native.Closeable):
         workers: int = 0,
         weight: Optional[str] = None,
         disjoint: bool = False,
+        time: Optional[str] = None,
+        temporal_strategy: str = "uniform",
     ) -> "Sampler":
         """A k-hop neighbor sampler over this store's topology: uniform, or by edge weight.
 
@@ -475,10 +477,24 @@ class Store(_native.Closeable):
                 read once, when the sampler is made.
             disjoint: every seed its own tree (PyG's ``disjoint=True``): a node reached from two
                 seeds (or a seed given twice) is a node of each, and samples carry ``batch``, the
-                seed index of every node. On the host, for a graph of one node type and one edge
-                type, samples of nodes only (not :meth:`Sampler.sample_from_edges`).
+                seed index of every node (a dict per node type, PyG's heterogeneous layout, for
+                typed samples). On the host, samples of nodes only (not
+                :meth:`Sampler.sample_from_edges`).
+            time: a node or edge feature of one integer a row (PyG's ``time_attr``): samples in
+                time, as pyg-lib does, and so disjoint. A node feature is node-level time (a
+                tree takes a neighbor whose time is at most the tree's seed time), an edge
+                feature edge-level time (an edge whose time is); with several types, an edge
+                type whose source type (or whose edges) lack the feature draws as without time,
+                as pyg-lib. The seed times are :meth:`Sampler.sample`'s ``seed_time``, by default
+                the seeds' own node times. A node's qualifying neighbors come in time order
+                (ties in edge order). With disjoint's limits (on the host, nodes only), not with
+                ``weight``; times are read once, when the sampler is made.
+            temporal_strategy: ``"uniform"`` draws uniformly among a node's qualifying
+                neighbors; ``"last"`` takes the latest ``fanout`` of them (with ``replace``,
+                ``fanout`` draws among those), as pyg-lib.
         """
-        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers, weight=weight, disjoint=disjoint)
+        return Sampler(self, fanouts, replace=replace, seed=seed, workers=workers, weight=weight, disjoint=disjoint, time=time,
+                       temporal_strategy=temporal_strategy)
 
     @property
     def _loader_share(self) -> SeedShare:

@@ -43,7 +43,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
                 pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not temporal, disjoint only from nodes (NeighborLoader), on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, directed, disjoint and in time only from nodes (NeighborLoader), on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -127,9 +127,15 @@ class NeighborLoader:
     ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
     ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
-    reached from two seeds is a node of each; ``batch`` holds each node's seed index): one node
-    type and one edge type, not with ``planned_epochs``. PyG arguments that do not apply
-    (temporal sampling, ``pin_memory``, ...) raise
+    reached from two seeds is a node of each; ``batch`` holds each node's seed index, per node
+    type in ``HeteroData``): not with ``planned_epochs``. ``time_attr`` samples in time as PyG's
+    (pyg-lib's rule; :meth:`tierfs.Store.sampler`'s ``time``): a node feature is node-level
+    time, an edge feature edge-level time; each seed's tree takes only neighbors of time at most
+    the seed's — ``input_time`` (one integer a seed, as ``input_nodes`` resolves; an edge-level
+    time needs it), else the seed's own node time — ``temporal_strategy="uniform"`` among them or
+    the ``"last"`` ones; batches are disjoint (``batch``) and carry ``seed_time`` where
+    ``input_time`` is given (on the seeds' type in ``HeteroData``), as PyG's. Not with
+    ``planned_epochs`` or ``weight_attr``. PyG arguments that do not apply (``pin_memory``, ...) raise
     :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
     ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
@@ -165,9 +171,14 @@ class NeighborLoader:
         seed: int = 0,
         weight_attr: Optional[str] = None,
         disjoint: bool = False,
+        time_attr: Optional[str] = None,
+        temporal_strategy: str = "uniform",
+        input_time: Any = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
+        _check_time("NeighborLoader", data, time_attr, temporal_strategy, input_time, options["planned_epochs"])
+        self.time_attr, self.temporal_strategy, self.input_time = time_attr, temporal_strategy, None
         if weight_attr is not None and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         if disjoint and options["planned_epochs"]:
@@ -185,7 +196,7 @@ class NeighborLoader:
         self.transform = transform
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self._replace, self._seed, self._weight, self._call_sampler = replace, seed, weight_attr, None
-        self.disjoint = bool(disjoint)
+        self.disjoint = bool(disjoint) or time_attr is not None  # temporal implies disjoint, as in PyG
         if self.store.is_hetero:
             self.input_type, seeds = _hetero_input_nodes(self.store, input_nodes)
             self.input_nodes = seeds
@@ -197,8 +208,9 @@ class NeighborLoader:
             # input_id of a planned batch (which carries no positions): any position of each seed.
             self._sorter = torch.argsort(seeds, stable=True)
             self._sorted = seeds[self._sorter]
-            sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr, disjoint=self.disjoint)
-            self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type, **options)
+            self.input_time = None if input_time is None else torch.as_tensor(input_time).view(-1).cpu()
+            self.loader = Loader(self.store, self._sampler(), seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type,
+                                 seed_time=self.input_time, **options)
             return
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
@@ -217,8 +229,14 @@ class NeighborLoader:
         self._node_features = [n for n, f in features.items() if f["of"] == "node" and not f["default"] and n not in ("x", "y")]
         self._edge_features = [n for n, f in features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]
         self._graph_attrs = _graph_attrs(self.store.path)  # what from_pyg held of the Data, for every batch
-        sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, weight=weight_attr, disjoint=self.disjoint)
-        self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
+        self.input_time = None if input_time is None else torch.as_tensor(input_time).view(-1).cpu()
+        sampler = self._sampler()
+        self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, seed_time=self.input_time, **options)
+
+    def _sampler(self) -> Any:
+        """A sampler of the loader's options."""
+        return self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint,
+                                  time=self.time_attr, temporal_strategy=self.temporal_strategy)
 
     def _to_data(self, b: Batch) -> Any:
         s = b.sample
@@ -241,6 +259,8 @@ class NeighborLoader:
         data.num_sampled_edges = s.edges_per_hop.tolist()
         if s.batch is not None:  # disjoint: each node's seed index, as PyG's NodeLoader sets it
             data.batch = s.batch[next(iter(s.batch))]
+        if self.input_time is not None and b.positions is not None:  # PyG's NodeLoader: the input's seed times
+            data.seed_time = self.input_time[torch.as_tensor(b.positions)]
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data.input_id = seeds
@@ -282,8 +302,12 @@ class NeighborLoader:
             for name in info["features"]:
                 if name != INPUT_EDGE_ID:
                     data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+        if s.batch is not None:  # disjoint: each node's seed index per type, as PyG's NodeLoader sets it
+            data.set_value_dict("batch", s.batch)
         data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
         data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+        if self.input_time is not None and b.positions is not None:  # PyG's NodeLoader: the input's seed times
+            data[self.input_type].seed_time = self.input_time[torch.as_tensor(b.positions)]
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data[self.input_type].input_id = seeds
@@ -309,11 +333,12 @@ class NeighborLoader:
         positions = positions % n if n else positions
         seeds = self.input_nodes[positions]
         if self._call_sampler is None:
-            self._call_sampler = self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint)
+            self._call_sampler = self._sampler()
+        seed_time = None if self.input_time is None else self.input_time[positions]
         if self.input_type is not None:
-            sample = self._call_sampler.sample(seeds, self.input_type)
+            sample = self._call_sampler.sample(seeds, self.input_type, seed_time=seed_time)
         else:
-            sample = self._call_sampler.sample(seeds)
+            sample = self._call_sampler.sample(seeds, seed_time=seed_time)
         return self.loader._gather(0, (seeds, sample, positions))
 
     def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
@@ -328,6 +353,19 @@ class NeighborLoader:
 
     def __repr__(self) -> str:
         return f"tierfs.pyg.NeighborLoader({self.loader!r})"
+
+
+def _check_time(loader: str, data: Any, time_attr: Any, temporal_strategy: Any, input_time: Any, planned: Any) -> None:
+    """Refuses temporal arguments tierfs.pyg's ``loader`` cannot honor, by name: input_time
+    without time_attr (PyG's error), planned epochs."""
+    if input_time is not None and time_attr is None:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: Received conflicting 'input_time' and 'time_attr' arguments: 'input_time' is set while 'time_attr' is not set.")
+    if time_attr is None:
+        if temporal_strategy != "uniform":
+            raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: temporal_strategy={temporal_strategy!r} without time_attr; it is the strategy of temporal sampling")
+        return
+    if planned:
+        raise errors.NotSupportedError(f"tierfs.pyg.{loader}: time_attr with planned_epochs: planned epochs do not sample in time; leave one out")
 
 
 def _as_is(batch: List[int]) -> List[int]:
@@ -471,6 +509,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if reuse and not planned_epochs:
             raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: reuse_samples=True needs planned_epochs=K: it replays the K planned epochs")
         _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
+        if kwargs.get("edge_label_time") is not None:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: edge_label_time (temporal link sampling) is not supported: tierfs samples in time from nodes (NeighborLoader's time_attr); leave it out")
         if isinstance(data, str):
             from .._open import open as _open
 

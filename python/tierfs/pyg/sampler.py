@@ -136,9 +136,15 @@ class NeighborSampler(BaseSampler):
         weight_attr: an edge feature of one value an edge (PyG's ``weight_attr``): neighbors are
             drawn in proportion to it, as pyg-lib draws them (:meth:`tierfs.Store.sampler`).
         disjoint: every seed its own tree, as PyG's ``disjoint=True`` (a node reached from two
-            seeds is a node of each; the output's ``batch`` holds each node's seed index): one
-            node type and one edge type, nodes only (``sample_from_edges`` refuses it), on the
+            seeds is a node of each; the output's ``batch`` holds each node's seed index, per node
+            type on a heterogeneous store): nodes only (``sample_from_edges`` refuses it), on the
             host.
+        time_attr, temporal_strategy: PyG's temporal sampling, as pyg-lib samples
+            (:meth:`tierfs.Store.sampler`'s ``time``): ``time_attr`` names a node feature
+            (node-level time) or an edge feature (edge-level time); a seed's tree takes only
+            neighbors of time at most the seed's (``NodeSamplerInput.time``, else the seed's own
+            node time), ``"uniform"`` among them or the ``"last"`` (latest) ones. Disjoint, with
+            disjoint's limits.
         reverse_edge_types: heterogeneous link sampling with ``exclude_seed_edges``:
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
@@ -158,6 +164,8 @@ class NeighborSampler(BaseSampler):
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
         disjoint: bool = False,
+        time_attr: Optional[str] = None,
+        temporal_strategy: str = "uniform",
     ) -> None:
         super().__init__()
         self.store = _unwrap(store)
@@ -173,7 +181,13 @@ class NeighborSampler(BaseSampler):
             if reverse_edge_types:
                 raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
             self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
-        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr, disjoint=disjoint)
+        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
+        self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr, disjoint=disjoint,
+                                          time=time_attr, temporal_strategy=temporal_strategy)
+
+    @property
+    def is_temporal(self) -> bool:
+        return self.time_attr is not None
 
     @property
     def is_hetero(self) -> bool:
@@ -190,10 +204,12 @@ class NeighborSampler(BaseSampler):
         if self.is_hetero:
             if index.input_type is None:
                 raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seeds' node type (input_type, one of {', '.join(self.store.node_types)})")
-            return self._output(self.sampler.sample(seeds, index.input_type), (index.input_id, index.time))
+            seed_time = index.time if self.is_temporal else None  # pyg-lib reads seed times of a temporal sample alone
+            return self._output(self.sampler.sample(seeds, index.input_type, seed_time=seed_time), (index.input_id, index.time))
         if index.input_type is not None and index.input_type != self.store.node_type:
             raise ValueError(f"tierfs holds one node type; got input_type {index.input_type!r}")
-        return self._output(self.sampler.sample(seeds), (index.input_id, index.time))
+        seed_time = index.time if self.is_temporal else None  # pyg-lib reads seed times of a temporal sample alone
+        return self._output(self.sampler.sample(seeds, seed_time=seed_time), (index.input_id, index.time))
 
     def sample_from_edges(self, inputs: EdgeSamplerInput, neg_sampling: Optional[NegativeSampling] = None) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """Samples around the seed edges ``(inputs.row[i], inputs.col[i])`` in one native call
