@@ -335,3 +335,56 @@ def _native_hyper(o: dict) -> dict:
     if o["name"] == "adam":
         out.update(betas=(o["beta1"], o["beta2"]), eps=o["eps"])
     return out
+
+
+# loaders ------------------------------------------------------------------------------------
+
+
+def loader_tables(store: Any, embeddings: Optional[dict], who: str) -> dict:
+    """The ``embeddings=`` of a loader, checked: ``{node type: Embedding}`` (``None`` for a
+    one-type store's type, which is also the key returned for it), each a table of that
+    featureless type's rows."""
+    tables: dict = {}
+    types = store.types["node_types"]
+    for t, emb in (embeddings or {}).items():
+        if not isinstance(emb, Embedding):
+            raise TypeError(f"{who}: embeddings[{t!r}] is a {type(emb).__name__}, want a tierfs.Embedding")
+        if store.is_hetero:
+            if t not in types:
+                raise KeyError(f"{who}: embeddings for node type {t!r}: the dataset has no such type (it has {list(types)})")
+            has = next((n for n, f in types[t]["features"].items() if f["default"]), None)
+        else:
+            if t is not None and t not in types:
+                raise KeyError(f"{who}: embeddings for node type {t!r}: the store's one type is {next(iter(types))!r} (or None)")
+            t, has = None, store.feature_name
+        if has is not None:
+            raise errors.InvalidArgumentError(f"{who}: embeddings for node type {t!r}: it has the dataset's feature {has!r}; a table gives a featureless type's x")
+        n = store.num_nodes(t)
+        of = emb.info.get("node_type")
+        if emb.num_embeddings != n or (store.is_hetero and of is not None and of != t):
+            raise errors.InvalidArgumentError(f"{who}: embeddings[{t!r}] is a table of {emb.num_embeddings} rows of node type {of!r}; node type {t!r} has {n} nodes")
+        tables[t] = emb
+    return tables
+
+
+def warm(tables: dict, ids_of: Any) -> None:
+    """Reads the rows of ``ids_of(node type)`` of each table and drops them: on a pipeline
+    thread, so that the pages a batch needs are in the tables' caches when the batch is handed
+    over and its rows are gathered (:func:`rows_of`)."""
+    for t, emb in tables.items():
+        ids = ids_of(t)
+        if ids is not None and len(ids):
+            emb.read(ids)
+
+
+def rows_of(tables: dict, ids_of: Any, device: Any) -> dict:
+    """``{node type: emb(ids_of(node type))}`` on ``device`` (the store's), gathered now, in the
+    caller's thread and autograd mode: the rows as every step taken so far left them."""
+    out = {}
+    for t, emb in tables.items():
+        ids = ids_of(t)
+        if ids is None:  # no nodes of the type in the batch
+            continue
+        ids = torch.as_tensor(ids)
+        out[t] = emb(ids if device is None or str(device) == "cpu" else ids.to(device))
+    return out
