@@ -181,3 +181,20 @@ def test_loader_refusals(typed, plain, tmp_path):
             tierfs.Loader(plain, plain.sampler([2]), torch.arange(4), 2, embeddings={None: torch.nn.Embedding(N, DIM)})
     finally:
         emb.close()
+
+
+def test_warm_reads_ahead_within_a_quarter_of_the_cache(tmp_path):
+    """The pipeline's read ahead of a batch's table rows brings their pages in only where they
+    take at most a quarter of the cache (else it would evict the step's own pages)."""
+    from tierfs.embedding import warm
+
+    emb = tierfs.Embedding(None, None, DIM, tmp_path / "w.emb", optimizer="sgd", num_embeddings=10000, host_cache=40 * 4096)
+    try:
+        per = emb.info["rows_per_page"]
+        before = emb.stats()["pages_read"]
+        warm({None: emb}, lambda t: torch.arange(3 * per, 13 * per))  # 10 pages: a quarter of 40
+        assert emb.stats()["pages_read"] == before + 10
+        warm({None: emb}, lambda t: torch.arange(20 * per, 31 * per))  # 11 pages: left to the step
+        assert emb.stats()["pages_read"] == before + 10
+    finally:
+        emb.close()
