@@ -198,3 +198,23 @@ def test_warm_reads_ahead_within_a_quarter_of_the_cache(tmp_path):
         assert emb.stats()["pages_read"] == before + 10
     finally:
         emb.close()
+
+
+def test_typed_loader_puts_rows_beside_dataset_features(typed, tmp_path):
+    seed = SEED + 4606
+    print(f"seed {seed}")
+    emb = tierfs.Embedding(typed, "author", DIM, tmp_path / "b.emb", optimizer="sgd", lr=0.5, seed=seed % 1000, host_cache=8192)
+    try:
+        sampler = typed.sampler({et: [4, 2] for et in typed.edge_types}, seed=seed % 1000)
+        loader = tierfs.Loader(typed, sampler, torch.arange(P), 16, node_type="paper", prefetch=3, embeddings={"author": emb})
+        for b in loader:
+            ids = torch.as_tensor(b.sample.node["author"])
+            assert set(b.x) == {"paper", "author"}
+            assert torch.equal(b.x["author"].detach(), emb.read(ids))  # after the steps before it
+            assert torch.equal(b.x["paper"], torch.as_tensor(typed.gather(b.sample.node["paper"], node_type="paper")))
+            emb.zero_grad()
+            b.x["author"].pow(2).sum().backward()
+            emb.step()
+        assert emb.steps == len(loader) == 4
+    finally:
+        emb.close()
