@@ -101,7 +101,9 @@ def _tables(store: Store, data: Any, embeddings: Optional[Dict[Any, Any]], loade
 
 def _nodes(data: Any, t: Any) -> Any:
     """The batch's nodes of type ``t`` (None: a Data's)."""
-    return data.n_id if t is None else (data[t].n_id if "n_id" in data[t] else None)
+    if t is None:
+        return data.n_id
+    return data[t].n_id if t in data.node_types and "n_id" in data[t] else None  # data[t] would add the type
 
 
 def _with_rows(tables: Dict[Any, Any], data: Any, device: Any, transform: Any) -> Any:
