@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"os"
+	"runtime/cgo"
 	"syscall"
 
+	"github.com/tierfs/tierfs/embedding"
 	"github.com/tierfs/tierfs/fusefs"
 )
 
@@ -21,7 +23,7 @@ func mountStore(rec *storeRec, dir string) (unmounter, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, failWrap(stENOTSUP, err, "FUSE is not available on this machine (/dev/fuse)")
 	}
-	v, err := fusefs.Mount(rec.s, dir, fusefs.Options{Placement: fusefs.PlacementOf(rec.s, rec.opened)})
+	v, err := fusefs.Mount(rec.s, dir, fusefs.Options{Placement: fusefs.PlacementOf(rec.s, rec.opened), Tables: openTables})
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			// Neither root nor a fusermount helper: this machine cannot mount for us.
@@ -30,4 +32,20 @@ func mountStore(rec *storeRec, dir string) (unmounter, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// openTables lists the embedding tables open now (tfs_table_open's handles), for the mount's
+// embeddings/.
+func openTables() []*embedding.Table {
+	registry.mu.RLock()
+	defer registry.mu.RUnlock()
+	var tables []*embedding.Table
+	for h, k := range registry.live {
+		if k == kindTable {
+			if t, ok := cgo.Handle(h).Value().(*embedding.Table); ok {
+				tables = append(tables, t)
+			}
+		}
+	}
+	return tables
 }

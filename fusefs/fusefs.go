@@ -41,6 +41,26 @@
 //	                        along E (ids of E's src type, in CSC order), one per line
 //	edge_types/<E>/info.txt "key value" lines: src, rel, dst, count
 //
+// With Options.Tables (as the C ABI's tfs_mount and Python's store.mount give it), the trainable
+// embedding tables open in the mounting process whose rows are the dataset's nodes
+// (docs/embedding.md), listed as they open and close, each named by its node type T (a second
+// table of T open at once: T.<first 8 hex digits of its table id>):
+//
+//	embeddings/<T>/
+//	    info.txt            "key value" lines: node_type, path, table_id, rows, dim, dtype,
+//	                        optimizer, generation (of the last checkpoint), step, slot_floats,
+//	                        page_bytes, rows_per_page, pages, direct_io, host_cache_bytes
+//	    stats.json          the table's counters since it was opened (embedding.Stats), and
+//	                        cached_pages, generation, step
+//	    tiers/gpu/          summary.txt "present no": rows are on the GPU only while a step runs
+//	    tiers/host/         summary.txt: rows and bytes of the pages the page cache holds, pages,
+//	                        dirty_pages, cache_pages, hits, misses, evictions; ranges.txt: the
+//	                        runs of row ids of those pages
+//	    tiers/ssd/          summary.txt: rows, bytes and pages of the working copy, generation,
+//	                        step, pages_read, pages_written, checkpoints; ranges.txt "0 N_T"
+//	    nodes/<id>/         feature.bin (the row, float32, read through the table's cache),
+//	                        feature.txt, tier (host when the cache holds the row's page, else ssd)
+//
 // Guarantees:
 //   - Read-only: the mount is made "ro", and every write, create, mkdir, setattr, unlink or rename
 //     fails with EROFS.
@@ -77,6 +97,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/tierfs/tierfs/dataset"
+	"github.com/tierfs/tierfs/embedding"
 	"github.com/tierfs/tierfs/featurestore"
 	"github.com/tierfs/tierfs/tiers"
 )
@@ -86,6 +107,9 @@ type Options struct {
 	// Placement says how the store's host tier was filled, for placement.json; nil reports the
 	// budget and policy as unknown. PlacementOf makes it from the options the store was opened with.
 	Placement *Placement
+	// Tables lists the embedding tables open now (the mounting process's); embeddings/ shows
+	// those whose rows are the mounted dataset's nodes. Nil: no embeddings/ directory.
+	Tables func() []*embedding.Table
 }
 
 // Placement describes how a store chose the rows of its host tier.

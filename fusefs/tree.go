@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/tierfs/tierfs/embedding"
 	"github.com/tierfs/tierfs/featurestore"
 )
 
@@ -109,6 +110,10 @@ func (r *rootDir) OnAdd(ctx context.Context) {
 	topo.addFile(ctx, "degrees.txt", &genFile{m: m, gen: m.degreesSummary, size: m.degreesSize})
 	if m.types != nil {
 		r.addTyped(ctx)
+	}
+	if m.opt.Tables != nil {
+		emb := &embeddingsDir{staticDir: staticDir{m: m}, shown: map[string]*embedding.Table{}}
+		r.AddChild("embeddings", r.NewPersistentInode(ctx, emb, fs.StableAttr{Mode: fuse.S_IFDIR}), false)
 	}
 }
 

@@ -151,6 +151,11 @@ class Batch:
         return int(self.seeds.shape[0])
 
 
+def _nodes_of(sample: Sample, node_type: Optional[str]) -> Any:
+    """The ids of ``sample``'s nodes of ``node_type`` (None: an untyped sample's nodes)."""
+    return sample.nodes if node_type is None else sample.node.get(node_type)
+
+
 def _memory_holds_every_row(store: Store) -> bool:
     """Whether, for every served feature, one memory tier (GPU or host) holds every row (two
     tiers may hold a row both, so their sum proves nothing)."""
@@ -313,6 +318,15 @@ class Loader:
     Outputs are numpy arrays for numpy/list seeds and torch tensors for torch seeds (on the
     store's device for features).
 
+    ``embeddings={node type: tierfs.Embedding}`` (``None`` for a one-type store's type) puts a
+    trainable table's rows of the batch's nodes of that featureless type in the batch as its
+    ``x`` (``x[type]`` of a typed batch; a torch tensor on the store's device), through the
+    table's autograd (``emb.step()`` after backward trains them). Exact: the rows are gathered
+    as the batch is handed over, in the caller's thread and autograd mode, so a batch prefetched
+    before the steps of the batches before it still sees every one of them; the pipeline only
+    reads the rows ahead to bring their pages into the table's cache. With embeddings,
+    ``transform`` runs then too, after the rows are on the batch.
+
     With a sampler of fanouts by edge type (``store.sampler({edge type: fanouts})``) the seeds
     are ids of ``node_type``; each batch's ``sample`` is a typed :class:`tierfs.Sample` and
     ``x`` the default feature of every sampled node type (each through its tiers; on a shared
@@ -349,6 +363,7 @@ class Loader:
         transform: Optional[Callable[[Batch], Any]] = None,
         node_type: Optional[str] = None,
         seed_time: Any = None,
+        embeddings: Optional[Dict[Any, Any]] = None,
         **options: Any,
     ) -> None:
         o = _options.loader_options(options, "tierfs.Loader")
@@ -385,6 +400,13 @@ class Loader:
         self.labels = store.num_classes > 0 if labels is None else labels
         self.epoch = 0
         self.transform = transform
+        self.embeddings: Dict[Any, Any] = {}
+        if embeddings:
+            from .embedding import loader_tables  # torch: loaded only for tables
+
+            self.embeddings = loader_tables(store, embeddings, "tierfs.Loader")
+        # What a batch becomes as it is handed over, in the caller's thread (Pipeline's deliver).
+        self._deliver: Optional[Callable[[Any], Any]] = self._attach_rows if self.embeddings else None
         self._pipeline: Any = None  # the latest epoch's Pipeline, weakly
         self._run: Any = None  # its shared state, for stats()
         self.plan = None
@@ -462,7 +484,8 @@ class Loader:
         """The batches of ``epoch``, computed in the calling thread (no pipeline)."""
         sample, gather = self._stages(epoch)
         for i in range(self._count()):
-            yield gather(i, sample(i))
+            batch = gather(i, sample(i))
+            yield batch if self._deliver is None else self._deliver(batch)
 
     def _count(self) -> int:
         return self.plan.batches_per_epoch if self.plan is not None else len(self)
@@ -496,6 +519,24 @@ class Loader:
         if self.x_dtype is not None and batch.x is not None:  # cast where the rows are: on the GPU for a CUDA store
             x = batch.x
             batch.x = {t: _storegather.cast_rows(v, self.x_dtype, None) for t, v in x.items()} if isinstance(x, dict) else _storegather.cast_rows(x, self.x_dtype, None)
+        if self.embeddings:
+            from .embedding import warm
+
+            warm(self.embeddings, lambda t: _nodes_of(batch.sample, t))
+            return batch  # the tables' rows, then transform, when it is handed over (_attach_rows)
+        return batch if self.transform is None else self.transform(batch)
+
+    def _attach_rows(self, batch: Batch) -> Any:
+        """``batch`` with the tables' rows of its nodes as ``x`` (a typed batch: ``x[type]``),
+        gathered now, as the caller takes the batch (after every step it took), then
+        ``transform``."""
+        from .embedding import rows_of
+
+        rows = rows_of(self.embeddings, lambda t: _nodes_of(batch.sample, t), self.store.device)
+        if None in rows:
+            batch.x = rows[None]
+        else:
+            batch.x = {**(batch.x or {}), **rows}
         return batch if self.transform is None else self.transform(batch)
 
     def _gather(self, i: int, sampled: Tuple[Any, Any, Any], turn: Any = None) -> Batch:
@@ -585,7 +626,7 @@ class Loader:
             import torch
 
             cuda = torch.device(self.store.device)
-        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader", plan=self.plan)
+        pipeline = Pipeline(self._count(), sample, gather, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-loader", plan=self.plan, deliver=self._deliver)
         # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
         self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
         return pipeline

@@ -154,6 +154,9 @@ class Pipeline(Iterator[Any]):
     and disk parts of the gather time in :meth:`stats`, and ``plan`` (optional) the
     :class:`tierfs.PlannedEpochs` the gathers read from, whose read time counts as disk time;
     ``cuda_device`` (a ``torch.device``) gives every gather thread its own stream on that device.
+    ``deliver`` (optional) maps each gathered batch to what the caller receives, in the caller's
+    thread as the batch is handed over: after every step the caller took on earlier batches (the
+    loaders' ``embeddings=`` gather a table's rows there, under the caller's autograd mode).
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class Pipeline(Iterator[Any]):
         cuda_device: Any = None,
         name: str = "tierfs-pipeline",
         plan: Any = None,
+        deliver: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         if not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"pipeline depth {depth} (prefetch) must be from 1 to {MAX_DEPTH}: a gather thread and a batch each")
@@ -173,6 +177,7 @@ class Pipeline(Iterator[Any]):
             raise ValueError(f"pipeline of {n} batches")
         self._st = st = _State(n, depth)
         self._cuda = cuda_device
+        self._deliver = deliver
         st.store, st.plan = store, plan
         st.base = _store_times(store, plan)
         st.threads.append(threading.Thread(target=_sample_loop, args=(st, sample), name=f"{name}-sample", daemon=True))
@@ -208,9 +213,16 @@ class Pipeline(Iterator[Any]):
             raise r.exc
         if r.event is not None:
             _join_stream(r.event, r.value, self._cuda)
+        value = r.value
+        if self._deliver is not None:
+            try:
+                value = self._deliver(value)
+            except BaseException:
+                self.close()
+                raise
         st.last_return = time.perf_counter()
         st.waiting += st.last_return - called
-        return r.value
+        return value
 
     def close(self) -> None:
         """Stops the threads and drops the batches in flight; :meth:`stats` then covers the time

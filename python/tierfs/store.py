@@ -620,8 +620,9 @@ class Store(_native.Closeable):
 
     def mount(self, path: Union[str, os.PathLike]) -> None:
         """Mounts a read-only FUSE view of this store at ``path``: manifest.json, live
-        stats.json, tiers/{gpu,host,ssd}/, nodes/<id>/...; unmounted by :meth:`unmount` or
-        :meth:`close`."""
+        stats.json, tiers/{gpu,host,ssd}/, nodes/<id>/..., and embeddings/<node_type>/ for each
+        :class:`tierfs.Embedding` of this dataset open in the process (its page cache, dirty
+        pages, checkpoint generation, rows); unmounted by :meth:`unmount` or :meth:`close`."""
         check(lib.tfs_mount(self._h(), _c_str(os.fspath(path), "mount path")))
 
     def unmount(self) -> None:

@@ -87,6 +87,48 @@ def _num_workers(loader: str, kwargs: Dict[str, Any]) -> int:
     return int(workers)
 
 
+def _tables(store: Store, data: Any, embeddings: Optional[Dict[Any, Any]], loader: str) -> Dict[Any, Any]:
+    """A loader's tables: ``embeddings=``, and those of a :func:`stores` FeatureStore given as
+    ``data``, checked (``tierfs.embedding.loader_tables``)."""
+    given = dict(getattr(data[0], "embeddings", None) or {}) if isinstance(data, tuple) else {}
+    given.update(embeddings or {})
+    if not given:
+        return {}
+    from ..embedding import loader_tables
+
+    return loader_tables(store, given, f"tierfs.pyg.{loader}")
+
+
+def _nodes(data: Any, t: Any) -> Any:
+    """The batch's nodes of type ``t`` (None: a Data's)."""
+    if t is None:
+        return data.n_id
+    return data[t].n_id if t in data.node_types and "n_id" in data[t] else None  # data[t] would add the type
+
+
+def _with_rows(tables: Dict[Any, Any], data: Any, device: Any, transform: Any) -> Any:
+    """``data`` with the tables' rows of its nodes as ``x`` of their type, gathered now (the
+    caller's thread, as the batch is handed over: after every step taken on earlier batches),
+    then ``transform``."""
+    from ..embedding import rows_of
+
+    for t, rows in rows_of(tables, lambda t: _nodes(data, t), device).items():
+        if t is None:
+            data.x = rows
+        else:
+            data[t].x = rows
+    return data if transform is None else transform(data)
+
+
+def _warm(tables: Dict[Any, Any], data: Any) -> Any:
+    """Reads the batch's table rows on the pipeline thread, so their pages are cached when the
+    batch is handed over; returns ``data``."""
+    from ..embedding import warm
+
+    warm(tables, lambda t: _nodes(data, t))
+    return data
+
+
 class NeighborLoader:
     """PyG's ``NeighborLoader`` over a tierfs dataset, on tierfs's pipelined loader.
 
@@ -146,6 +188,12 @@ class NeighborLoader:
     a dataset opened from disk in another process (or written otherwise) yields batches without
     them.
 
+    ``embeddings={node type: tierfs.Embedding}`` (``None`` for a one-type store), or a
+    :func:`stores` FeatureStore with embeddings given as ``data``: each batch's ``x`` of those
+    featureless types is the table's rows of its ``n_id``, with autograd, gathered as the batch
+    is handed over (after every step taken on earlier batches: exact however far ahead the
+    pipeline runs), then ``transform`` (:class:`tierfs.Loader`, docs/embedding.md).
+
     Args:
         data: a :class:`tierfs.Store`, or the ``(FeatureStore, GraphStore)`` of :func:`stores`.
         num_neighbors: neighbors per node per hop; -1 takes all. A dict per edge type (or
@@ -174,6 +222,7 @@ class NeighborLoader:
         time_attr: Optional[str] = None,
         temporal_strategy: str = "uniform",
         input_time: Any = None,
+        embeddings: Optional[Dict[Any, Any]] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
@@ -188,9 +237,8 @@ class NeighborLoader:
         if unknown:
             raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {unknown[0]!r}")
         _refuse_pyg_only("NeighborLoader", kwargs)
-        if isinstance(data, tuple):
-            data = data[0]
-        self.store = _unwrap(data)
+        self.store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        self.embeddings = _tables(self.store, data, embeddings, "NeighborLoader")
         if isinstance(num_neighbors, int):  # [] is zero hops (the seeds alone), as PyG takes it
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
@@ -211,6 +259,7 @@ class NeighborLoader:
             self.input_time = None if input_time is None else torch.as_tensor(input_time).view(-1).cpu()
             self.loader = Loader(self.store, self._sampler(), seeds, batch_size, transform=self._to_hetero_data, node_type=self.input_type,
                                  seed_time=self.input_time, **options)
+            self._deliver_rows()
             return
         self.input_type = None
         seeds = _input_nodes(self.store, input_nodes)
@@ -232,11 +281,24 @@ class NeighborLoader:
         self.input_time = None if input_time is None else torch.as_tensor(input_time).view(-1).cpu()
         sampler = self._sampler()
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, seed_time=self.input_time, **options)
+        self._deliver_rows()
 
     def _sampler(self) -> Any:
         """A sampler of the loader's options."""
         return self.store.sampler(self.num_neighbors, replace=self._replace, seed=self._seed, weight=self._weight, disjoint=self.disjoint,
                                   time=self.time_attr, temporal_strategy=self.temporal_strategy)
+
+    def _deliver_rows(self) -> None:
+        """With tables: their rows (then ``transform``) go on each batch as it is handed over."""
+        if self.embeddings:
+            self.loader._deliver = lambda data: _with_rows(self.embeddings, data, self.store.device, self.transform)
+
+    def _finish(self, data: Any) -> Any:
+        """``transform`` of a batch made on the pipeline thread; with tables, their rows' pages
+        read ahead and ``transform`` left to the batch's delivery."""
+        if self.embeddings:
+            return _warm(self.embeddings, data)
+        return data if self.transform is None else self.transform(data)
 
     def _to_data(self, b: Batch) -> Any:
         s = b.sample
@@ -269,7 +331,7 @@ class NeighborLoader:
         else:
             data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data.batch_size = int(seeds.shape[0])
-        return data if self.transform is None else self.transform(data)
+        return self._finish(data)
 
     def _to_hetero_data(self, b: Batch) -> Any:
         """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
@@ -316,7 +378,7 @@ class NeighborLoader:
         else:
             data[self.input_type].input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data[self.input_type].batch_size = int(seeds.shape[0])
-        return data if self.transform is None else self.transform(data)
+        return self._finish(data)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -339,7 +401,8 @@ class NeighborLoader:
             sample = self._call_sampler.sample(seeds, self.input_type, seed_time=seed_time)
         else:
             sample = self._call_sampler.sample(seeds, seed_time=seed_time)
-        return self.loader._gather(0, (seeds, sample, positions))
+        data = self.loader._gather(0, (seeds, sample, positions))
+        return data if self.loader._deliver is None else self.loader._deliver(data)
 
     def __iter__(self) -> Iterator[Union[Data, HeteroData]]:
         return iter(self.loader)
@@ -476,6 +539,10 @@ class LinkNeighborLoader(_PyGLinkLoader):
     batch sampler; with ``shuffle`` the same torch RNG draws, made when the epoch starts), so the
     batches are exactly those of PyG's ``LinkLoader`` over :func:`stores` with this sampler.
 
+    ``embeddings=`` (or a :func:`stores` FeatureStore with embeddings as ``data``) puts the
+    tables' rows of the batch's ``n_id`` as ``x`` of their featureless types, as
+    :class:`NeighborLoader` does: gathered as each batch is handed over, then ``transform``.
+
     The loader options it takes, keywords as :class:`tierfs.Loader`'s (``shuffle_seed`` is its ``seed``):
 
         {loader_options}
@@ -496,6 +563,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
+        embeddings: Optional[Dict[Any, Any]] = None,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
@@ -516,6 +584,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
 
             data = _open(data)
         store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        tables = _tables(store, data, embeddings, "LinkNeighborLoader")
         if isinstance(neg_sampling, str):
             neg_sampling = NegativeSampling(neg_sampling)
         if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
@@ -540,6 +609,11 @@ class LinkNeighborLoader(_PyGLinkLoader):
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
+        # With tables, PyG's filter_fn makes batches without transform: their rows, then
+        # transform, go on as each is handed over (_with_rows).
+        self.embeddings, self._table_transform = tables, None
+        if tables:
+            self._table_transform, self.transform = self.transform, None
         self.plan: Any = None  # the plan serving the latest epoch (its round's)
         self.prefetch = options["prefetch"]
         self._epoch = 0
@@ -616,7 +690,11 @@ class LinkNeighborLoader(_PyGLinkLoader):
             n = plan.batches_per_epoch
             sample = lambda b: self._planned_sample(plan, epoch, b)  # noqa: E731
             make = lambda b, sampled: self._planned_make(plan, epoch, b, sampled)  # noqa: E731
-        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader", plan=plan)
+        deliver = None
+        if self.embeddings:
+            made, make = make, lambda b, sampled: _warm(self.embeddings, made(b, sampled))  # noqa: E731
+            deliver = lambda data: _with_rows(self.embeddings, data, self.store.device, self._table_transform)  # noqa: E731
+        pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader", plan=plan, deliver=deliver)
         # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
         self._pipeline, self._run = weakref.ref(pipeline), pipeline._st
         return pipeline
@@ -661,7 +739,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
             raise errors.InvalidArgumentError(
                 f"tierfs.pyg.LinkNeighborLoader: planned_batch({epoch}, {batch}): the round serving holds epochs {first} to {end - 1} "
                 f"(the loader plans the next round as it iterates; reuse_samples=True replays one)")
-        return self._planned_make(plan, epoch, batch, self._planned_sample(plan, epoch, batch))
+        data = self._planned_make(plan, epoch, batch, self._planned_sample(plan, epoch, batch))
+        return _with_rows(self.embeddings, data, self.store.device, self._table_transform) if self.embeddings else data
 
     def _planned_sample(self, plan: Any, epoch: int, batch: int) -> Tuple[Tensor, Any]:
         return torch.from_numpy(plan.seeds(epoch, batch)), _link_sample_to_torch(plan.sample(epoch, batch))
