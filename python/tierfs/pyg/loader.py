@@ -13,7 +13,6 @@ from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader as _PyGLinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, NegativeSampling, NumNeighbors, SamplerOutput
-from torch_geometric.sampler.base import SubgraphType
 
 from .. import _options, errors
 from ..loader import Batch, Loader
@@ -26,6 +25,7 @@ from ..frompyg import graph_attrs as _graph_attrs
 from ..edgeids import INPUT_EDGE_ID, input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
+from .subgraph import BIDIRECTIONAL, DIRECTIONAL, bidirectional_edges, bidirectional_typed, subgraph_type_of
 
 
 def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
@@ -36,14 +36,9 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
         value = kwargs.pop(name)
         if name == "filter_per_worker" and value in (None, True, False):
             continue  # batches are made on the pipeline's threads, in this process, either way
-        if name == "subgraph_type":
-            try:  # PyG's default is the enum, which the string names
-                value = SubgraphType(value).value
-            except ValueError:
-                pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, directed, not temporal, disjoint only from nodes (NeighborLoader), on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly or by weight_attr, not induced, not temporal, disjoint only from nodes (NeighborLoader), on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -128,10 +123,13 @@ class NeighborLoader:
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
     ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
     reached from two seeds is a node of each; ``batch`` holds each node's seed index): one node
-    type and one edge type, not with ``planned_epochs``. PyG arguments that do not apply
-    (temporal sampling, ``pin_memory``, ...) raise
-    :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
-    ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    type and one edge type, not with ``planned_epochs``. ``subgraph_type="bidirectional"``
+    (or PyG's ``SubgraphType``) gives every sampled edge with its reverse, as PyG's
+    (:mod:`tierfs.pyg.subgraph`: no per-hop counts; on a heterogeneous dataset no ``e_id`` or
+    edge features on the edge types made bidirectional); ``"induced"`` is refused. PyG
+    arguments that do not apply (temporal sampling, ...) raise
+    :class:`tierfs.NotSupportedError` unless they have their default value
+    (``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
     ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
     or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
@@ -165,8 +163,10 @@ class NeighborLoader:
         seed: int = 0,
         weight_attr: Optional[str] = None,
         disjoint: bool = False,
+        subgraph_type: Any = DIRECTIONAL,
         **kwargs: Any,
     ) -> None:
+        self._bidirectional = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborLoader") == BIDIRECTIONAL
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
         if weight_attr is not None and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
@@ -223,7 +223,8 @@ class NeighborLoader:
     def _to_data(self, b: Batch) -> Any:
         s = b.sample
         nodes = s.nodes
-        data = Data(edge_index=torch.stack([s.row, s.col]))
+        row, col, edge = bidirectional_edges(s.row, s.col, s.e_id) if self._bidirectional else (s.row, s.col, s.e_id)
+        data = Data(edge_index=torch.stack([row, col]))
         for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
             data[name] = value
         if self._x_name is not None:
@@ -231,14 +232,15 @@ class NeighborLoader:
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
-        data.e_id = input_edge_ids(self.store, s.e_id)
+        data.e_id = input_edge_ids(self.store, edge)
         data.num_nodes = int(nodes.shape[0])
         for name in self._node_features:
             data[name] = self.store.gather(nodes, feature=name)
         for name in self._edge_features:
-            data[name] = self.store.gather(s.e_id, feature=name)
-        data.num_sampled_nodes = s.nodes_per_hop.tolist()
-        data.num_sampled_edges = s.edges_per_hop.tolist()
+            data[name] = self.store.gather(edge, feature=name)
+        if not self._bidirectional:  # PyG's bidirectional batches have no per-hop counts
+            data.num_sampled_nodes = s.nodes_per_hop.tolist()
+            data.num_sampled_edges = s.edges_per_hop.tolist()
         if s.batch is not None:  # disjoint: each node's seed index, as PyG's NodeLoader sets it
             data.batch = s.batch[next(iter(s.batch))]
         seeds = torch.as_tensor(b.seeds)
@@ -271,19 +273,22 @@ class NeighborLoader:
                     data[t][name] = store.labels(ids, node_type=t)
                 else:
                     data[t][name] = store.gather(ids, node_type=t, feature=name)
+        # bidirectional: PyG's, no edge ids (so no edge features) where it turned edges
+        rows, cols, edges = bidirectional_typed(s.rows, s.cols, s.edge) if self._bidirectional else (s.rows, s.cols, s.edge)
         for et in store.edge_types:
-            data[et].edge_index = torch.stack([s.row[et], s.col[et]])
+            data[et].edge_index = torch.stack([rows[et], cols[et]])
         for t, ids in s.node.items():
             data[t].n_id = ids
-        for et, e in s.edge.items():
+        for et, e in edges.items():
             if e is not None:
                 data[et].e_id = input_edge_ids(store, e, et)
         for et, info in store.types["edge_types"].items():
             for name in info["features"]:
-                if name != INPUT_EDGE_ID:
-                    data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
-        data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
-        data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+                if name != INPUT_EDGE_ID and edges[et] is not None:
+                    data[et][name] = store.gather(edges[et], edge_type=et, feature=name)
+        if not self._bidirectional:
+            data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
+            data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
         seeds = torch.as_tensor(b.seeds)
         if self._ids_are_input_id:
             data[self.input_type].input_id = seeds
@@ -413,6 +418,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         replace, seed: the sampler's (batch i samples with ``seed + i``).
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
+        subgraph_type: PyG's ``"directional"`` or ``"bidirectional"`` (as
+            :class:`NeighborSampler`'s); ``"induced"`` is refused.
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
             pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches
@@ -458,6 +465,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         undirected: bool = False,
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
+        subgraph_type: Any = DIRECTIONAL,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
@@ -493,7 +501,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
-                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr)
+                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr, subgraph_type=subgraph_type)
         fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),

@@ -17,6 +17,7 @@ from ..hetero import edge_type_tuple
 from ..store import Store
 from ..edgeids import input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _unwrap
+from .subgraph import DIRECTIONAL, bidirectional_output, subgraph_type_of
 
 
 def _edge_type_of(key: Any) -> Tuple[str, str, str]:
@@ -143,6 +144,9 @@ class NeighborSampler(BaseSampler):
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
             reverses of the seed edges are left out too.
+        subgraph_type: PyG's: ``"directional"`` (as sampled) or ``"bidirectional"`` (every
+            sampled edge with its reverse, as PyG's ``to_bidirectional``;
+            :mod:`tierfs.pyg.subgraph`); ``"induced"`` is refused.
     """
 
     def __init__(
@@ -158,8 +162,10 @@ class NeighborSampler(BaseSampler):
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
         disjoint: bool = False,
+        subgraph_type: Any = DIRECTIONAL,
     ) -> None:
         super().__init__()
+        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborSampler")
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
@@ -239,12 +245,16 @@ class NeighborSampler(BaseSampler):
         both = dict(row=s.row, col=s.col, batch=batch, metadata=metadata)
         if self.is_hetero:
             edge = _input_edge_ids_by_type(self.store, s.edge)
-            return HeteroSamplerOutput(node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
-        edge = input_edge_ids(self.store, s.e_id)
-        return SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
+            out: Union[SamplerOutput, HeteroSamplerOutput] = HeteroSamplerOutput(
+                node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
+        else:
+            edge = input_edge_ids(self.store, s.e_id)
+            out = SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
+        return out if self.subgraph_type == DIRECTIONAL else bidirectional_output(out)
 
     def __repr__(self) -> str:
-        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+        kind = "" if self.subgraph_type == DIRECTIONAL else f", subgraph_type={self.subgraph_type!r}"
+        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed}{kind})"
 
 
 def _only_key(d: Dict[Any, Any]) -> Any:
@@ -286,7 +296,6 @@ def _input_edge_ids_by_type(store: Store, edges: Dict[Any, Any]) -> Dict[Any, An
 # PyG NeighborLoader arguments that have no meaning here, and the value that is fine to pass.
 _PYG_ONLY = {
     "input_time": None,
-    "subgraph_type": "directional",
     "disjoint": False,
     "temporal_strategy": "uniform",
     "time_attr": None,
