@@ -23,7 +23,7 @@ from ..sampler import typed_csc
 from ..store import Store
 from ..frompyg import graph_attrs as _graph_attrs
 from ..edgeids import INPUT_EDGE_ID, input_edge_ids
-from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap
+from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
 from .subgraph import BIDIRECTIONAL, DIRECTIONAL, bidirectional_edges, bidirectional_typed, subgraph_type_of
 
@@ -227,17 +227,18 @@ class NeighborLoader:
         data = Data(edge_index=torch.stack([row, col]))
         for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
             data[name] = value
+        features = self.store.features  # rows of more than one dimension in their shape, as the FeatureStore serves them
         if self._x_name is not None:
-            data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
+            data[self._x_name] = b.x.view(-1) if self._x_scalar else with_row_shape(b.x, features[self._x_name])
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
         data.e_id = input_edge_ids(self.store, edge)
         data.num_nodes = int(nodes.shape[0])
         for name in self._node_features:
-            data[name] = self.store.gather(nodes, feature=name)
+            data[name] = with_row_shape(self.store.gather(nodes, feature=name), features[name])
         for name in self._edge_features:
-            data[name] = self.store.gather(edge, feature=name)
+            data[name] = with_row_shape(self.store.gather(edge, feature=name), features[name])
         if not self._bidirectional:  # PyG's bidirectional batches have no per-hop counts
             data.num_sampled_nodes = s.nodes_per_hop.tolist()
             data.num_sampled_edges = s.edges_per_hop.tolist()
@@ -268,11 +269,11 @@ class NeighborLoader:
             feats = store.types["node_types"][t]["features"]
             for name in names:
                 if name == self._fs.x_of(t):  # one value a node stays 1-D, as PyG serves it
-                    data[t][name] = b.x[t].view(-1) if feats.get(name, {}).get("scalar") else b.x[t]
+                    data[t][name] = b.x[t].view(-1) if feats.get(name, {}).get("scalar") else with_row_shape(b.x[t], feats.get(name))
                 elif name == self._fs.y_name:
                     data[t][name] = store.labels(ids, node_type=t)
                 else:
-                    data[t][name] = store.gather(ids, node_type=t, feature=name)
+                    data[t][name] = with_row_shape(store.gather(ids, node_type=t, feature=name), feats.get(name))
         # bidirectional: PyG's, no edge ids (so no edge features) where it turned edges
         rows, cols, edges = bidirectional_typed(s.rows, s.cols, s.edge) if self._bidirectional else (s.rows, s.cols, s.edge)
         for et in store.edge_types:
@@ -285,7 +286,7 @@ class NeighborLoader:
         for et, info in store.types["edge_types"].items():
             for name in info["features"]:
                 if name != INPUT_EDGE_ID and edges[et] is not None:
-                    data[et][name] = store.gather(edges[et], edge_type=et, feature=name)
+                    data[et][name] = with_row_shape(store.gather(edges[et], edge_type=et, feature=name), info["features"][name])
         if not self._bidirectional:
             data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
             data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
