@@ -60,9 +60,45 @@ def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] 
     names = {_PYG_NAMES.get(n, n) for n in _options.names("loader") if (not takes or n in takes) and n not in _PYG_OWN and n != "labels"}
     given = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
     workers = _num_workers(loader, kwargs)
-    if workers and "prefetch" not in given:
-        given["prefetch"] = min(workers, MAX_DEPTH)
+    factor = _prefetch_factor(loader, kwargs)
+    if (workers or factor is not None) and "prefetch" not in given:
+        in_flight = workers if factor is None else max(workers, 1) * factor
+        given["prefetch"] = max(1, min(in_flight, MAX_DEPTH))
     return _options.loader_options({**given, **pyg}, f"tierfs.pyg.{loader}", rename=_PYG_NAMES, takes=takes)
+
+
+def _prefetch_factor(loader: str, kwargs: Dict[str, Any]) -> Optional[int]:
+    """torch DataLoader's ``prefetch_factor`` (batches loaded ahead per worker; None its
+    default), taken out of kwargs: with ``num_workers=N`` the pipeline keeps ``N *
+    prefetch_factor`` batches in flight (``max(N, 1)``: the pipeline's threads work without
+    workers too; 1 to 256) where ``prefetch`` is not given."""
+    factor = kwargs.pop("prefetch_factor", None)
+    if factor is None:
+        return None
+    if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 0:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: prefetch_factor={factor!r}: want a whole number >= 0 (batches ahead per worker) or None")
+    return int(factor)
+
+
+def _pin_memory(loader: str, kwargs: Dict[str, Any], store: Store) -> bool:
+    """torch DataLoader's ``pin_memory``, taken out of kwargs: whether to pin each batch's
+    tensors (``Data.pin_memory()``, on the pipeline's threads, after ``transform``). Only where
+    the batch is on the host and CUDA is there to pin for: a store on a GPU makes its batches
+    there, and without CUDA it warns as DataLoader does and pins nothing."""
+    pin = kwargs.pop("pin_memory", False)
+    kwargs.pop("pin_memory_device", None)
+    if not isinstance(pin, bool):
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: pin_memory={pin!r}: want True or False")
+    if pin and store.device == "cpu" and not torch.cuda.is_available():
+        import warnings
+
+        warnings.warn(f"tierfs.pyg.{loader}: 'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used", stacklevel=3)
+    return pin and store.device == "cpu" and torch.cuda.is_available()
+
+
+def _pinned(batch: Any, pin: bool) -> Any:
+    """batch with its tensors in pinned memory where pin (PyG's ``Data.pin_memory``)."""
+    return batch.pin_memory() if pin else batch
 
 
 def _num_workers(loader: str, kwargs: Dict[str, Any]) -> int:
@@ -119,7 +155,10 @@ class NeighborLoader:
     ``num_workers=N`` starts no process (the library's Go runtime must not fork): N of the
     pipeline's threads make the batches a worker would (``prefetch=N`` unless ``prefetch`` is
     given), the batches those of ``num_workers=0``; ``persistent_workers`` and
-    ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
+    ``multiprocessing_context`` change nothing. DataLoader's ``prefetch_factor=F`` keeps
+    ``max(N, 1) * F`` batches in flight (``prefetch``, unless given) and ``pin_memory=True``
+    pins each batch's tensors after ``transform`` (on the host with CUDA present; a store on a
+    GPU makes its batches there). ``weight_attr`` draws neighbors in proportion
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
     ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
     reached from two seeds is a node of each; ``batch`` holds each node's seed index): one node
@@ -173,13 +212,14 @@ class NeighborLoader:
         if disjoint and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: disjoint=True with planned_epochs: planned epochs are not disjoint; leave one out")
         options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
+        if isinstance(data, tuple):
+            data = data[0]
+        self.store = _unwrap(data)
+        self._pin = _pin_memory("NeighborLoader", kwargs, self.store)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
             raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {unknown[0]!r}")
         _refuse_pyg_only("NeighborLoader", kwargs)
-        if isinstance(data, tuple):
-            data = data[0]
-        self.store = _unwrap(data)
         if isinstance(num_neighbors, int):  # [] is zero hops (the seeds alone), as PyG takes it
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
@@ -252,7 +292,7 @@ class NeighborLoader:
         else:
             data.input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data.batch_size = int(seeds.shape[0])
-        return data if self.transform is None else self.transform(data)
+        return _pinned(data if self.transform is None else self.transform(data), self._pin)
 
     def _to_hetero_data(self, b: Batch) -> Any:
         """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
@@ -298,7 +338,7 @@ class NeighborLoader:
         else:
             data[self.input_type].input_id = self._sorter[torch.searchsorted(self._sorted, seeds)]
         data[self.input_type].batch_size = int(seeds.shape[0])
-        return data if self.transform is None else self.transform(data)
+        return _pinned(data if self.transform is None else self.transform(data), self._pin)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -424,7 +464,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
             pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches
-            are those of ``num_workers=0``); and the loader options below.
+            are those of ``num_workers=0``); ``prefetch_factor`` and ``pin_memory`` as
+            :class:`NeighborLoader`'s; and the loader options below.
 
     With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans epochs of seed edge
     batches (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``) in rounds of K, as
@@ -485,6 +526,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
 
             data = _open(data)
         store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        pin = _pin_memory("LinkNeighborLoader", kwargs, store)
         if isinstance(neg_sampling, str):
             neg_sampling = NegativeSampling(neg_sampling)
         if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
@@ -509,6 +551,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
+        self._pin = pin
         self.plan: Any = None  # the plan serving the latest epoch (its round's)
         self.prefetch = options["prefetch"]
         self._epoch = 0
@@ -572,7 +615,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             n = len(self.batch_sampler)
             batches = self._seed_edge_batches()
             sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
-            make = lambda b, out: self.filter_fn(out)  # noqa: E731
+            make = lambda b, out: _pinned(self.filter_fn(out), self._pin)  # noqa: E731
         else:
             if self._rounds is None:
                 raise errors.ClosedError("tierfs.pyg.LinkNeighborLoader: the loader is closed (its plans with it)")
@@ -584,7 +627,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             self._epoch += 1
             n = plan.batches_per_epoch
             sample = lambda b: self._planned_sample(plan, epoch, b)  # noqa: E731
-            make = lambda b, sampled: self._planned_make(plan, epoch, b, sampled)  # noqa: E731
+            make = lambda b, sampled: _pinned(self._planned_make(plan, epoch, b, sampled), self._pin)  # noqa: E731
         pipeline = Pipeline(n, sample, make, self.prefetch, store=self.store, cuda_device=cuda, name="tierfs-link-loader", plan=plan)
         # Weakly: a loop the caller breaks out of stops its threads once the iterator is dropped.
         self._pipeline, self._run = weakref.ref(pipeline), pipeline._st

@@ -304,7 +304,6 @@ _PYG_ONLY = {
     "filter_per_worker": None,
     "neighbor_sampler": None,
     "directed": True,
-    "pin_memory": False,
 }
 
 
