@@ -22,7 +22,7 @@ from torch_geometric.utils import is_undirected, sort_edge_index, to_undirected 
 
 import tierfs  # noqa: E402
 import tierfs.pyg  # noqa: E402
-from conftest import SEED  # noqa: E402
+from conftest import SEED, needs_cuda  # noqa: E402
 from tierfs.pyg.subgraph import bidirectional_output  # noqa: E402
 from test_pyg_conformance import assert_same_batch  # noqa: E402
 from test_pyg_hetero import assert_same_hetero  # noqa: E402
@@ -328,3 +328,30 @@ def test_induced_and_unknown_subgraph_types_are_refused_by_name(tmp_path):
         with pytest.raises(ValueError, match="subgraph_type='sideways'"):
             tierfs.pyg.NeighborLoader(store, [3], subgraph_type="sideways")
         assert "bidirectional" in repr(tierfs.pyg.NeighborSampler(store, [3], subgraph_type=BI))
+
+
+def test_planned_epochs_bidirectional(tmp_path):
+    """Planned epochs' batches are made bidirectional as on-demand ones are: each is PyG's
+    to_bidirectional of the planned directional batch of the same plan."""
+    data = homo_data(generator(8))
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        args = dict(batch_size=25, shuffle=True, planned_epochs=1, seed=3, shuffle_seed=4, plan_dir=str(tmp_path / "plans"), reuse_samples=True)
+        bi = list(tierfs.pyg.NeighborLoader(store, [4, 2], subgraph_type=BI, **args))
+        directional = list(tierfs.pyg.NeighborLoader(store, [4, 2], **args))
+        assert len(bi) == len(directional) == 4
+        for b, d in zip(bi, directional):
+            pyg = SamplerOutput(node=d.n_id, row=d.edge_index[0], col=d.edge_index[1], edge=d.e_id).to_bidirectional()
+            assert torch.equal(b.n_id, d.n_id) and torch.equal(b.edge_index, torch.stack([pyg.row, pyg.col])), f"seed {SEED}"
+            assert torch.equal(b.edge_attr, data.edge_attr[b.e_id]) and "num_sampled_nodes" not in b
+
+
+@needs_cuda
+def test_cuda_store_bidirectional_matches_host(tmp_path):
+    """On a store opened on the GPU (edges on the device, ids on the host) the bidirectional
+    batches equal the host store's."""
+    data = homo_data(generator(9))
+    path = tierfs.from_pyg(data, tmp_path / "ds")
+    with tierfs.open(path) as host, tierfs.open(path, device="cuda:0", gpu_cache="1MiB", host_cache="1MiB") as gpu:
+        for b, h in zip(tierfs.pyg.NeighborLoader(gpu, [5, 5], batch_size=20, subgraph_type=BI, seed=2),
+                        tierfs.pyg.NeighborLoader(host, [5, 5], batch_size=20, subgraph_type=BI, seed=2), strict=True):
+            assert_same_batch(b.to("cpu"), h, "cuda")

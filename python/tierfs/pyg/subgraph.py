@@ -76,9 +76,10 @@ def bidirectional_edges(
     pairs, which = torch.unique(dst * width + src, sorted=True, return_inverse=True)
     ids = None
     if every is not None:
-        first = torch.full((pairs.numel(),), every.numel(), dtype=torch.int64, device=every.device)
-        first.scatter_reduce_(0, which, torch.arange(every.numel(), device=every.device), reduce="amin")
-        ids = every[first]
+        # on the edges' device (a CUDA store's batch has them there), the ids where they are (the host)
+        first = torch.full((pairs.numel(),), every.numel(), dtype=torch.int64, device=which.device)
+        first.scatter_reduce_(0, which, torch.arange(every.numel(), device=which.device), reduce="amin")
+        ids = every[first.to(every.device)]
     return pairs % width, pairs // width, ids
 
 
