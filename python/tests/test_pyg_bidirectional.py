@@ -1,13 +1,16 @@
-"""PyG's ``subgraph_type="bidirectional"`` on tierfs.pyg (issue 42, PyG item 7): every sampled
-edge with its reverse, as PyG's ``SamplerOutput.to_bidirectional``. Each test names the PyG
-2.8.0 test it carries assertions from. PyG's NeighborSampler needs pyg-lib (not installable
-here), so the controls are PyG's own ``to_bidirectional`` (pure torch) on the same directional
-sample and PyG's loaders over the in-memory Data/HeteroData with tierfs's sampler."""
+"""PyG's ``subgraph_type`` on tierfs.pyg (issue 42, PyG item 7): ``"bidirectional"``, every
+sampled edge with its reverse, as PyG's ``SamplerOutput.to_bidirectional``, and ``"induced"``,
+every graph edge among the sampled nodes. Each test names the PyG 2.8.0 test it carries
+assertions from. PyG's NeighborSampler needs pyg-lib or torch-sparse (not installable here), so
+the controls are PyG's own ``to_bidirectional`` (pure torch) on the same directional sample, a
+plain reference for induced edges, and PyG's loaders over the in-memory Data/HeteroData with
+tierfs's sampler."""
 
 from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -311,22 +314,96 @@ def test_hetero_link_neighbor_loader_basic_bidirectional(tmp_path, neg_sampling_
             assert is_undirected(batch["paper", "paper"].edge_index)
 
 
-def test_induced_and_unknown_subgraph_types_are_refused_by_name(tmp_path):
-    """PyG's third subgraph type, "induced" (every graph edge among the sampled nodes), is
-    tierfs's NotSupportedError naming it, from every front end; a name PyG lacks is a
-    ValueError, as PyG's SubgraphType(...) raises."""
+def induced_edge_ids(edge_index, n_id):
+    """The plain reference of an induced subgraph: the ids of every edge of edge_index ((2, E),
+    global ids; a pair of tensors for two node types) between two nodes of n_id."""
+    src_ids, dst_ids = n_id if isinstance(n_id, tuple) else (n_id, n_id)
+    inside = torch.from_numpy(np.isin(edge_index[0].numpy(), src_ids.numpy()) & np.isin(edge_index[1].numpy(), dst_ids.numpy()))
+    return inside.nonzero().view(-1)
+
+
+def check_induced(batch_edge_index, e_id, edge_index, src_ids, dst_ids, what):
+    """The batch's edges are exactly the graph's edges among its nodes (by id), each its e_id's."""
+    assert torch.equal(torch.sort(e_id).values, induced_edge_ids(edge_index, (src_ids, dst_ids))), f"{what}, seed {SEED}"
+    assert torch.equal(torch.stack([src_ids[batch_edge_index[0]], dst_ids[batch_edge_index[1]]]), edge_index[:, e_id]), f"{what}, seed {SEED}"
+
+
+def test_homo_neighbor_loader_basic_induced(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_homo_neighbor_loader_basic[induced] (PyG runs it
+    on torch-sparse, not installable here); the controls: a plain reference (every edge of the
+    graph among the batch's nodes, which are the directional batch's), and PyG's NodeLoader over
+    the in-memory Data with tierfs's induced sampler, every field equal."""
+    data = homo_data(generator(10))
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[5] * 2, batch_size=20, subgraph_type=SubgraphType.induced, seed=3)
+        assert len(loader) == 5 and loader([0]).n_id[:1].tolist() == [0]
+        mem = NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [5] * 2, seed=3, subgraph_type="induced"), batch_size=20)
+        directional = tierfs.pyg.NeighborLoader(store, num_neighbors=[5] * 2, batch_size=20, seed=3)
+        for i, (batch, want, d) in enumerate(zip(loader, mem, directional, strict=True)):
+            assert batch.input_id.numel() == batch.batch_size == 20
+            assert batch.edge_index.min() >= 0 and batch.edge_index.max() < batch.num_nodes
+            assert batch.edge_attr.size(0) == batch.edge_index.size(1) and batch.e_id.size() == (batch.num_edges,)
+            assert batch.edge_attr.min() >= 0 and batch.edge_attr.max() < 500
+            assert torch.equal(batch.x[: batch.batch_size], torch.arange(i * batch.batch_size, (i + 1) * batch.batch_size))
+            assert "num_sampled_nodes" not in batch and "num_sampled_edges" not in batch
+            assert torch.equal(batch.n_id, d.n_id) and batch.num_edges >= d.num_edges
+            check_induced(batch.edge_index, batch.e_id, data.edge_index, batch.n_id, batch.n_id, f"batch {i}")
+            assert_same_batch(batch, want, f"batch {i}")
+
+
+def test_hetero_neighbor_loader_basic_induced(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_hetero_neighbor_loader_basic[induced]; the
+    controls as the homogeneous test's, per edge type."""
+    data = hetero_data(generator(11))
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[10] * 2, input_nodes="paper", batch_size=20, subgraph_type="induced", seed=4)
+        mem = NodeLoader(data, node_sampler=tierfs.pyg.NeighborSampler(store, [10] * 2, seed=4, subgraph_type="induced"), input_nodes="paper", batch_size=20)
+        offset = {"paper": 0, "author": 100}
+        for batch, want in zip(loader, mem, strict=True):
+            for et in data.edge_types:
+                src, _, dst = et
+                value = batch[et].edge_attr
+                assert batch[et].e_id.size() == (batch[et].num_edges,) and torch.equal(value, data[et].edge_attr[batch[et].e_id])
+                check_induced(batch[et].edge_index, batch[et].e_id, data[et].edge_index, batch[src].x - offset[src], batch[dst].x - offset[dst], et)
+            assert not batch.has_isolated_nodes()
+            assert_same_hetero(batch, want, extra=["num_nodes"], ours_extra=["num_nodes"])
+
+
+def test_neighbor_loader_on_karate_induced(tmp_path):
+    """test/loader/test_neighbor_loader.py::test_homo_neighbor_loader_on_karate[induced]: every
+    neighbor for two hops, a two-layer GNN on the induced batch gives the seeds' outputs."""
+    torch.manual_seed(SEED % (1 << 31))
+    dataset = KarateClub()
+    data = dataset[0]
+    mask = data.edge_index[0] < data.edge_index[1]
+    data.edge_index, data.edge_weight = to_undirected(data.edge_index[:, mask], torch.rand(int(mask.sum())))
+    model_a, model_b = GraphConv(dataset.num_features, 16), GraphConv(16, dataset.num_classes)
+
+    def model(x, edge_index, w):
+        return model_b(model_a(x, edge_index, w).relu(), edge_index, w)
+
+    with tierfs.open(tierfs.from_pyg(Data(x=data.x, edge_index=data.edge_index, edge_weight=data.edge_weight), tmp_path / "ds")) as store:
+        batch = next(iter(tierfs.pyg.NeighborLoader(store, [-1, -1], batch_size=3, input_nodes=torch.arange(5, 8), subgraph_type="induced")))
+        out1 = model(data.x, data.edge_index, data.edge_weight)[5:8]
+        assert torch.allclose(out1, model(batch.x, batch.edge_index, batch.edge_weight)[:3], atol=1e-6), f"seed {SEED}"
+
+
+def test_subgraph_type_refusals(tmp_path):
+    """PyG's refusal of induced disjoint sampling ("'disjoint' sampling not supported ... with
+    `subgraph_type='induced'`") and of a subgraph type it lacks (a ValueError, as PyG's
+    SubgraphType(...) raises), from every front end."""
     data = homo_data(generator(7))
     eli = data.edge_index[:, :10]
     with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
         for value in ("induced", SubgraphType.induced):
-            with pytest.raises(tierfs.NotSupportedError, match="subgraph_type"):
-                tierfs.pyg.NeighborLoader(store, [3], subgraph_type=value)
-            with pytest.raises(tierfs.NotSupportedError, match="subgraph_type"):
-                tierfs.pyg.LinkNeighborLoader(store, [3], edge_label_index=eli, subgraph_type=value)
-            with pytest.raises(tierfs.NotSupportedError, match="subgraph_type"):
-                tierfs.pyg.NeighborSampler(store, [3], subgraph_type=value)
-        with pytest.raises(ValueError, match="subgraph_type='sideways'"):
-            tierfs.pyg.NeighborLoader(store, [3], subgraph_type="sideways")
+            with pytest.raises(ValueError, match="'disjoint' sampling not supported"):
+                tierfs.pyg.NeighborLoader(store, [3], subgraph_type=value, disjoint=True)
+            with pytest.raises(ValueError, match="'disjoint' sampling not supported"):
+                tierfs.pyg.NeighborSampler(store, [3], subgraph_type=value, disjoint=True)
+        for make in (lambda **kw: tierfs.pyg.NeighborLoader(store, [3], **kw), lambda **kw: tierfs.pyg.NeighborSampler(store, [3], **kw),
+                     lambda **kw: tierfs.pyg.LinkNeighborLoader(store, [3], edge_label_index=eli, **kw)):
+            with pytest.raises(ValueError, match="subgraph_type='sideways'"):
+                make(subgraph_type="sideways")
         assert "bidirectional" in repr(tierfs.pyg.NeighborSampler(store, [3], subgraph_type=BI))
 
 

@@ -25,7 +25,7 @@ from ..frompyg import graph_attrs as _graph_attrs
 from ..edgeids import INPUT_EDGE_ID, input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
-from .subgraph import BIDIRECTIONAL, DIRECTIONAL, bidirectional_edges, bidirectional_typed, subgraph_type_of
+from .subgraph import BIDIRECTIONAL, DIRECTIONAL, INDUCED, InducedEdges, bidirectional_edges, bidirectional_typed, subgraph_type_of
 
 
 def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
@@ -165,7 +165,8 @@ class NeighborLoader:
     type and one edge type, not with ``planned_epochs``. ``subgraph_type="bidirectional"``
     (or PyG's ``SubgraphType``) gives every sampled edge with its reverse, as PyG's
     (:mod:`tierfs.pyg.subgraph`: no per-hop counts; on a heterogeneous dataset no ``e_id`` or
-    edge features on the edge types made bidirectional); ``"induced"`` is refused. PyG
+    edge features on the edge types made bidirectional); ``"induced"`` every graph edge among
+    the sampled nodes, as torch-sparse's (no per-hop counts; not with ``disjoint``). PyG
     arguments that do not apply (temporal sampling, ...) raise
     :class:`tierfs.NotSupportedError` unless they have their default value
     (``filter_per_worker`` any). As
@@ -205,7 +206,8 @@ class NeighborLoader:
         subgraph_type: Any = DIRECTIONAL,
         **kwargs: Any,
     ) -> None:
-        self._bidirectional = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborLoader") == BIDIRECTIONAL
+        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborLoader", disjoint)
+        self._bidirectional = self.subgraph_type == BIDIRECTIONAL
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
         if weight_attr is not None and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
@@ -215,6 +217,7 @@ class NeighborLoader:
         if isinstance(data, tuple):
             data = data[0]
         self.store = _unwrap(data)
+        self._induced = InducedEdges(self.store) if self.subgraph_type == INDUCED else None
         self._pin = _pin_memory("NeighborLoader", kwargs, self.store)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
@@ -261,7 +264,7 @@ class NeighborLoader:
         self.loader = Loader(self.store, sampler, seeds, batch_size, transform=self._to_data, **options)
 
     def _to_data(self, b: Batch) -> Any:
-        s = b.sample
+        s = b.sample if self._induced is None else self._induced.sample(b.sample)
         nodes = s.nodes
         row, col, edge = bidirectional_edges(s.row, s.col, s.e_id) if self._bidirectional else (s.row, s.col, s.e_id)
         data = Data(edge_index=torch.stack([row, col]))
@@ -279,7 +282,7 @@ class NeighborLoader:
             data[name] = with_row_shape(self.store.gather(nodes, feature=name), features[name])
         for name in self._edge_features:
             data[name] = with_row_shape(self.store.gather(edge, feature=name), features[name])
-        if not self._bidirectional:  # PyG's bidirectional batches have no per-hop counts
+        if self.subgraph_type == DIRECTIONAL:  # PyG's bidirectional and induced batches have no per-hop counts
             data.num_sampled_nodes = s.nodes_per_hop.tolist()
             data.num_sampled_edges = s.edges_per_hop.tolist()
         if s.batch is not None:  # disjoint: each node's seed index, as PyG's NodeLoader sets it
@@ -297,7 +300,7 @@ class NeighborLoader:
     def _to_hetero_data(self, b: Batch) -> Any:
         """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
         (filter_custom_hetero_store, then filter_fn), plus the edge features by e_id."""
-        s = b.sample
+        s = b.sample if self._induced is None else self._induced.sample(b.sample)
         store = self.store
         data = HeteroData()
         for name, value in self._graph_attrs.items():  # as PyG's filter_hetero_data: the same objects on every batch
@@ -327,7 +330,7 @@ class NeighborLoader:
             for name in info["features"]:
                 if name != INPUT_EDGE_ID and edges[et] is not None:
                     data[et][name] = with_row_shape(store.gather(edges[et], edge_type=et, feature=name), info["features"][name])
-        if not self._bidirectional:
+        if self.subgraph_type == DIRECTIONAL:
             data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
             data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
         seeds = torch.as_tensor(b.seeds)
@@ -459,8 +462,8 @@ class LinkNeighborLoader(_PyGLinkLoader):
         replace, seed: the sampler's (batch i samples with ``seed + i``).
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
-        subgraph_type: PyG's ``"directional"`` or ``"bidirectional"`` (as
-            :class:`NeighborSampler`'s); ``"induced"`` is refused.
+        subgraph_type: PyG's ``"directional"``, ``"bidirectional"`` or ``"induced"`` (as
+            :class:`NeighborSampler`'s).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
             pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches

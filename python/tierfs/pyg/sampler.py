@@ -17,7 +17,7 @@ from ..hetero import edge_type_tuple
 from ..store import Store
 from ..edgeids import input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _unwrap
-from .subgraph import DIRECTIONAL, bidirectional_output, subgraph_type_of
+from .subgraph import BIDIRECTIONAL, DIRECTIONAL, INDUCED, InducedEdges, bidirectional_output, subgraph_type_of
 
 
 def _edge_type_of(key: Any) -> Tuple[str, str, str]:
@@ -144,9 +144,10 @@ class NeighborSampler(BaseSampler):
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
             reverses of the seed edges are left out too.
-        subgraph_type: PyG's: ``"directional"`` (as sampled) or ``"bidirectional"`` (every
-            sampled edge with its reverse, as PyG's ``to_bidirectional``;
-            :mod:`tierfs.pyg.subgraph`); ``"induced"`` is refused.
+        subgraph_type: PyG's: ``"directional"`` (as sampled), ``"bidirectional"`` (every
+            sampled edge with its reverse, as PyG's ``to_bidirectional``) or ``"induced"``
+            (every graph edge among the sampled nodes, as torch-sparse's; not with
+            ``disjoint``): :mod:`tierfs.pyg.subgraph`. Neither has per-hop counts.
     """
 
     def __init__(
@@ -165,7 +166,7 @@ class NeighborSampler(BaseSampler):
         subgraph_type: Any = DIRECTIONAL,
     ) -> None:
         super().__init__()
-        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborSampler")
+        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborSampler", disjoint)
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
@@ -180,6 +181,7 @@ class NeighborSampler(BaseSampler):
                 raise errors.InvalidArgumentError("reverse_edge_types: a homogeneous store has one edge type; pass undirected=True when it holds each edge's reverse")
             self.link_options = dict(strict=bool(strict_negatives), exclude_seed_edges=bool(exclude_seed_edges), undirected=bool(undirected))
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr, disjoint=disjoint)
+        self._induced = InducedEdges(self.store) if self.subgraph_type == INDUCED else None
 
     @property
     def is_hetero(self) -> bool:
@@ -241,6 +243,8 @@ class NeighborSampler(BaseSampler):
     def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of sample s (a typed sample on a heterogeneous store, else a
         :class:`tierfs.Sample` or :class:`tierfs.LinkSample`; torch tensors) with metadata."""
+        if self._induced is not None:
+            s = self._induced.sample(s)
         batch = None if s.batch is None else (s.batch if self.is_hetero else s.batch[_only_key(s.batch)])
         both = dict(row=s.row, col=s.col, batch=batch, metadata=metadata)
         if self.is_hetero:
@@ -250,7 +254,11 @@ class NeighborSampler(BaseSampler):
         else:
             edge = input_edge_ids(self.store, s.e_id)
             out = SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
-        return out if self.subgraph_type == DIRECTIONAL else bidirectional_output(out)
+        if self.subgraph_type == BIDIRECTIONAL:
+            return bidirectional_output(out)
+        if self.subgraph_type == INDUCED:  # torch-sparse's induced sample has no per-hop counts
+            out.num_sampled_nodes = out.num_sampled_edges = None
+        return out
 
     def __repr__(self) -> str:
         kind = "" if self.subgraph_type == DIRECTIONAL else f", subgraph_type={self.subgraph_type!r}"

@@ -5,8 +5,11 @@ sampled for). ``"bidirectional"`` is PyG's ``SamplerOutput.to_bidirectional``: e
 edge with its reverse, each pair once, in PyG's order (by destination, then source), without
 ``num_sampled_nodes``/``num_sampled_edges`` (the hops no longer split the edges). It is made
 per batch from the batch's own edges with a few vectorised torch ops (no graph read), on the
-device the sample is on. ``"induced"`` (every graph edge among the sampled nodes) is refused by
-name: it needs each sampled node's whole neighbor list, not the batch.
+device the sample is on. ``"induced"`` is torch-sparse's ``neighbor_sample(directed=False)``,
+which PyG runs for it: the nodes sampled as directional sampling samples them, and every edge of
+the graph between two of them (:class:`InducedEdges`: one more native call a batch and edge
+type, every in-edge of the sampled nodes, kept where the source is sampled too), with their edge
+ids, without per-hop counts; not with ``disjoint`` (PyG refuses it too).
 
 Edge ids: one-type batches keep ``e_id`` (PyG's does), an edge's id being that of the first
 sampled edge of the same pair in its own direction, else that of its reverse (PyG takes any
@@ -32,23 +35,22 @@ from .. import errors
 
 DIRECTIONAL = "directional"
 BIDIRECTIONAL = "bidirectional"
+INDUCED = "induced"
 
 EdgeType = Tuple[str, str, str]
 
 
-def subgraph_type_of(value: Any, where: str) -> str:
-    """PyG's ``subgraph_type`` (a ``SubgraphType`` or its name) as ``"directional"`` or
-    ``"bidirectional"``; ``"induced"`` raises ``tierfs.NotSupportedError``, anything else
-    ``tierfs.InvalidArgumentError``, both naming ``where``."""
+def subgraph_type_of(value: Any, where: str, disjoint: bool = False) -> str:
+    """PyG's ``subgraph_type`` (a ``SubgraphType`` or its name) as ``"directional"``,
+    ``"bidirectional"`` or ``"induced"``; another value, or ``"induced"`` with ``disjoint``
+    (PyG's refusal), raises ``tierfs.InvalidArgumentError`` naming ``where``."""
     try:
         name = SubgraphType(value).value
     except ValueError:
         raise errors.InvalidArgumentError(
-            f"{where}: subgraph_type={value!r}: want 'directional', 'bidirectional' (or torch_geometric.sampler.base.SubgraphType)") from None
-    if name == SubgraphType.induced.value:
-        raise errors.NotSupportedError(
-            f"{where}: subgraph_type={value!r} is not supported (an induced subgraph needs every graph edge among the sampled nodes, "
-            f"which the batch does not hold); use 'directional' or 'bidirectional'")
+            f"{where}: subgraph_type={value!r}: want 'directional', 'bidirectional' or 'induced' (or torch_geometric.sampler.base.SubgraphType)") from None
+    if name == INDUCED and disjoint:
+        raise errors.InvalidArgumentError(f"{where}: 'disjoint' sampling not supported for neighbor sampling with `subgraph_type='induced'`")
     return name
 
 
@@ -128,3 +130,61 @@ def bidirectional_output(out: Union[SamplerOutput, HeteroSamplerOutput]) -> Unio
     else:
         out.row, out.col, out.edge = bidirectional_edges(out.row, out.col, out.edge)
     return out
+
+
+def _positions(nodes: Tensor, ids: Tensor) -> Tensor:
+    """Each of ids' position in nodes (its first), -1 where nodes lacks it."""
+    if nodes.numel() == 0 or ids.numel() == 0:
+        return torch.full_like(ids, -1)
+    order = torch.argsort(nodes, stable=True)
+    ranked = nodes[order]
+    at = torch.searchsorted(ranked, ids).clamp_(max=ranked.numel() - 1)
+    return torch.where(ranked[at] == ids, order[at], torch.full_like(at, -1))
+
+
+class InducedEdges:
+    """Every edge of a store's graph between two nodes of a sample (PyG's
+    ``subgraph_type="induced"``): per edge type, one native call takes every in-edge of the
+    sample's nodes of its destination type (fanout -1, one hop), and the edges whose source is
+    one of the sample's nodes are kept, in local ids of the sample, with their edge ids (CSC
+    positions, as a sample's), by destination in the sample's order. Thread-safe (the samplers
+    are)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._samplers: Dict[Any, Any] = {}  # edge type (None: a one-type store's) -> one-hop sampler of all its in-edges
+
+    def _sampler(self, edge_type: Optional[EdgeType]) -> Any:
+        if edge_type not in self._samplers:
+            if edge_type is None:
+                fanouts: Any = [-1]
+            else:
+                fanouts = {tuple(e): [-1 if tuple(e) == edge_type else 0] for e in self.store.edge_types}
+            self._samplers[edge_type] = self.store.sampler(fanouts)
+        return self._samplers[edge_type]
+
+    def _of(self, edge_type: Optional[EdgeType], sources: Tensor, targets: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """(row, col, edge) of the graph's edges of edge_type from a node of sources into one of targets."""
+        if targets.numel() == 0:
+            empty = torch.empty(0, dtype=torch.int64, device=targets.device)
+            return empty, empty, empty
+        if edge_type is None:
+            s = self._sampler(None).sample(targets)
+            src, col, edge = s.nodes[s.row], s.col, s.e_id
+        else:
+            s = self._sampler(edge_type).sample(targets, edge_type[2])
+            src, col, edge = s.node[edge_type[0]][s.rows[edge_type]], s.cols[edge_type], s.edge[edge_type]
+        row = _positions(sources, src.to(sources.device))
+        keep = row >= 0
+        return row[keep], col[keep.to(col.device)], edge[keep.to(edge.device)]
+
+    def sample(self, s: Any) -> Any:
+        """A copy of the tierfs sample s (one-type or typed, torch) with the induced edges of its
+        nodes as its edges."""
+        out = copy.copy(s)
+        out.rows, out.cols, out.edge = {}, {}, {}
+        for key in s.rows:  # the edges where the sample had them (a CUDA store's: on the device), ids where its ids are
+            row, col, edge = self._of(None, s.nodes, s.nodes) if not s.typed else self._of(tuple(key), s.node[key[0]], s.node[key[2]])
+            device = s.rows[key].device
+            out.rows[key], out.cols[key], out.edge[key] = row.to(device), col.to(device), edge.to(s.edge[key].device)
+        return out
