@@ -22,6 +22,7 @@ edge type with no reverse stays directional, with PyG's warning."""
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 from collections import defaultdict
 from typing import Any, Dict, Optional, Tuple, Union
@@ -153,15 +154,23 @@ class InducedEdges:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._samplers: Dict[Any, Any] = {}  # edge type (None: a one-type store's) -> one-hop sampler of all its in-edges
+        self._lock = threading.Lock()  # the pipeline's threads make batches at once
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"store": self.store}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__(state["store"])  # type: ignore[misc]
 
     def _sampler(self, edge_type: Optional[EdgeType]) -> Any:
-        if edge_type not in self._samplers:
-            if edge_type is None:
-                fanouts: Any = [-1]
-            else:
-                fanouts = {tuple(e): [-1 if tuple(e) == edge_type else 0] for e in self.store.edge_types}
-            self._samplers[edge_type] = self.store.sampler(fanouts)
-        return self._samplers[edge_type]
+        with self._lock:
+            if edge_type not in self._samplers:
+                if edge_type is None:
+                    fanouts: Any = [-1]
+                else:
+                    fanouts = {tuple(e): [-1 if tuple(e) == edge_type else 0] for e in self.store.edge_types}
+                self._samplers[edge_type] = self.store.sampler(fanouts)
+            return self._samplers[edge_type]
 
     def _of(self, edge_type: Optional[EdgeType], sources: Tensor, targets: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """(row, col, edge) of the graph's edges of edge_type from a node of sources into one of targets."""
