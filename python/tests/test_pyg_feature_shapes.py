@@ -58,3 +58,33 @@ def test_feature_store_and_loader_keep_row_shapes(tmp_path):
         for b, m in zip(ours, mem):
             assert b.cube.shape == (b.num_nodes, 2, 3) and b.w.shape == (b.e_id.numel(), 2, 2)
             assert torch.equal(b.cube, m.cube) and torch.equal(b.w, m.w) and torch.equal(b.feat, m.feat), f"seed {SEED}"
+
+
+def test_typed_feature_store_and_loader_keep_row_shapes(tmp_path):
+    """The same on a typed dataset (GraphBolt's named types): node type user's cube (N, 2, 3)
+    and edge type user:follows:user's w (E, 2, 2) by the HeteroData's keys."""
+    print(f"seed {SEED}")
+    r = rng(4212)
+    root = tmp_path / "gb"
+    root.mkdir()
+    a = {"edges": r.integers(0, N, (2, E)), "feat": r.standard_normal((N, 4)).astype(np.float32),
+         "cube": r.standard_normal((N, 2, 3)).astype(np.float32), "w": r.standard_normal((E, 2, 2)).astype(np.float32)}
+    for k, v in a.items():
+        np.save(root / f"{k}.npy", v)
+    et = "user:follows:user"
+    entries = "".join(f"  - domain: {d}\n    type: \"{t}\"\n    name: {k}\n    format: numpy\n    path: {k}.npy\n"
+                      for d, t, k in (("node", "user", "feat"), ("node", "user", "cube"), ("edge", et, "w")))
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: shapes\ngraph:\n  nodes:\n    - type: user\n      num: {N}\n  edges:\n    - type: \"{et}\"\n      format: numpy\n"
+        f"      path: edges.npy\nfeature_data:\n{entries}")
+    cube, w = torch.from_numpy(a["cube"]), torch.from_numpy(a["w"])
+    follows = ("user", "follows", "user")
+    with tierfs.open(tierfs.from_graphbolt(root, tmp_path / "ds")) as store:
+        assert store.is_hetero
+        fs, _ = tierfs.pyg.stores(store)
+        ids = torch.tensor([1, 39, 1])
+        assert torch.equal(fs["user", "cube", ids], cube[ids]) and fs.get_tensor_size("user", "cube") == (N, 2, 3)
+        assert torch.equal(fs[follows, "w", torch.tensor([5, 0])], w[[5, 0]]) and fs.get_tensor_size(follows, "w") == (E, 2, 2)
+        b = next(iter(tierfs.pyg.NeighborLoader(store, [3], input_nodes="user", batch_size=10, seed=1)))
+        assert torch.equal(b["user"].cube, cube[b["user"].n_id]), f"seed {SEED}"
+        assert torch.equal(b[follows].w, w[b[follows].e_id]), f"seed {SEED}"
