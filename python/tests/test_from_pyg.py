@@ -58,6 +58,18 @@ def test_from_pyg_idx_splits_extras_and_refusals(tmp_path):
         tierfs.ingest(tmp_path / "e", edges=data)
 
 
+def test_data_of_num_nodes_alone(tmp_path):
+    """A Data of num_nodes alone (PyG's no-edges loader tests build one, e.g.
+    test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_no_edges) is a
+    dataset of that many nodes, no features, no edges; a Data of nothing is refused, naming
+    num_nodes."""
+    with tierfs.open(tierfs.from_pyg(Data(num_nodes=7), tmp_path / "ds")) as s:
+        assert s.num_nodes() == 7 and s.num_edges() == 0 and s.features == {} and s.feature_name is None
+        assert s.csc()[0].tolist() == [0] * 8
+    with pytest.raises(tierfs.InvalidArgumentError, match="nor num_nodes"):
+        tierfs.from_pyg(Data(), tmp_path / "none")
+
+
 def test_ogb_shaped_inputs(tmp_path):
     """OGB's layouts: split dict with "valid", labels of shape (N, 1), NaN for unlabelled."""
     r = rng(72)

@@ -239,8 +239,6 @@ def test_neighbor_loader_input_forms_and_errors(stores, store, graph):
     assert torch.equal(tierfs.pyg.NeighborLoader(store, [1], "valid").input_nodes, torch.from_numpy(graph["splits"]["val"]))
     # PyG's defaults pass; what tierfs cannot do is refused by name.
     tierfs.pyg.NeighborLoader(store, [2], "train", num_workers=0, subgraph_type="directional", filter_per_worker=False)
-    with pytest.raises(tierfs.NotSupportedError, match="pin_memory"):
-        tierfs.pyg.NeighborLoader(store, [2], "train", pin_memory=True)
     with pytest.raises(tierfs.InvalidArgumentError, match="'input_time' is set while 'time_attr' is not set"):  # PyG's ValueError
         tierfs.pyg.NeighborLoader(store, [2], "train", input_time=torch.zeros(3))
     with pytest.raises(TypeError, match="bogus"):

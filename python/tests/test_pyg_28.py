@@ -28,10 +28,11 @@ def random_edge_index(g, num_src, num_dst, num_edges):
 
 
 def test_homo_link_neighbor_loader_no_edges(tmp_path):
-    """test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_no_edges, on a
-    Data with x (from_pyg needs x or edge_index; PyG's has num_nodes alone)."""
+    """test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_no_edges: a Data
+    of num_nodes alone (no features, no edges)."""
     g = torch.Generator().manual_seed(SEED % (1 << 31))
-    with tierfs.open(tierfs.from_pyg(Data(x=torch.zeros(100, 1)), tmp_path / "ds")) as store:
+    with tierfs.open(tierfs.from_pyg(Data(num_nodes=100), tmp_path / "ds")) as store:
+        assert store.num_nodes() == 100 and store.feature_name is None
         loader = tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[], batch_size=20, edge_label_index=random_edge_index(g, 100, 100, 100))
         n = 0
         for batch in loader:

@@ -143,9 +143,7 @@ def test_pyg_default_arguments_are_accepted(tmp_path):
         for kw in ({"subgraph_type": SubgraphType.directional}, {"subgraph_type": "directional"}, {"filter_per_worker": True},
                    {"filter_per_worker": False}, {"filter_per_worker": None}):
             compare_with_in_memory(store, data, [3], None, batch_size=100, **kw)
-        for kw in ({"subgraph_type": SubgraphType.induced}, {"subgraph_type": "bidirectional"}):
-            with pytest.raises(tierfs.NotSupportedError, match="subgraph_type"):
-                tierfs.pyg.NeighborLoader(store, [3], **kw)
+        # subgraph_type "bidirectional" and "induced": test_pyg_bidirectional.py
 
 
 def test_one_dimensional_x(tmp_path):

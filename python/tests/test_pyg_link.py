@@ -116,7 +116,7 @@ def test_pyg_default_arguments_pass(store, graph):
                     num_workers=0, edge_label_time=None)
     batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **defaults)))
     assert batch.edge_label_index.shape == (2, 2)
-    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(temporal_strategy="last"), dict(pin_memory=True), dict(directed=False)):
+    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(temporal_strategy="last"), dict(directed=False)):
         with pytest.raises(tierfs.NotSupportedError, match=next(iter(kw))):
             tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **kw)
 
@@ -237,8 +237,6 @@ def test_link_loader_stats_and_close_mid_epoch(store, graph):
 
     gc.collect()
     assert not pipeline_threads(st)
-    with pytest.raises(tierfs.NotSupportedError, match="pin_memory=True is not supported"):
-        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, pin_memory=True)
 
 
 def test_link_loader_num_workers(store, graph):

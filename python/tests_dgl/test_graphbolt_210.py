@@ -507,6 +507,73 @@ def test_graph_heterogeneous_without_features(tmp_path):
     assert ours.feature.keys() == [] and theirs.feature.keys() == []
 
 
+def _typed_graph_features(tmp_path, node_types=("item", "user")):
+    """A typed GraphBolt dataset (node types user and item, N each; edge types user:follows:user
+    and user:buys:item) whose graph section lists node feature h of every type in node_types
+    and edge feature w (E, 2) of both edge types: (tierfs's Dataset, the root of a copy for
+    GraphBolt's OnDiskDataset, the arrays)."""
+    print(f"seed {SEED}")
+    r = np.random.default_rng(SEED)
+    root = tmp_path / "gb"
+    root.mkdir()
+    a = {"follows": r.integers(0, N, (2, E)), "buys": r.integers(0, N, (2, E // 2)),
+         "h_user": r.standard_normal((N, 3)).astype(np.float32), "h_item": r.standard_normal((N, 3)).astype(np.float32),
+         "w_follows": r.standard_normal((E, 2)).astype(np.float32), "w_buys": r.standard_normal((E // 2, 2)).astype(np.float32)}
+    for k, v in a.items():
+        np.save(root / f"{k}.npy", v)
+    entry = "    - domain: {d}\n      type: \"{t}\"\n      name: {n}\n      format: numpy\n      path: {p}.npy\n"
+    features = "".join(entry.format(d="node", t=t, n="h", p=f"h_{t}") for t in node_types)
+    features += entry.format(d="edge", t="user:follows:user", n="w", p="w_follows") + entry.format(d="edge", t="user:buys:item", n="w", p="w_buys")
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: typed\ngraph:\n  nodes:\n    - type: user\n      num: {N}\n    - type: item\n      num: {N}\n  edges:\n"
+        "    - type: \"user:follows:user\"\n      format: numpy\n      path: follows.npy\n"
+        "    - type: \"user:buys:item\"\n      format: numpy\n      path: buys.npy\n"
+        f"  feature_data:\n{features}")
+    shutil.copytree(root, tmp_path / "gb-gb")
+    return tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")), tmp_path / "gb-gb", a
+
+
+def test_typed_sampling_graph_attributes(tmp_path):
+    """A typed dataset's graph-section features are its sampling graph's node_attributes and
+    edge_attributes (issue 42), as the one-type path fills them; the control is GraphBolt
+    2.1.0's OnDiskDataset (ondisk_dataset.py's preprocess: a node attribute one tensor over
+    every type by node_type_offset, an edge attribute one over every type, in the input order
+    of each type by edge type id, where tierfs's is in the graph's edge order, ORIGINAL_EDGE_ID
+    mapping it)."""
+    ours, root, a = _typed_graph_features(tmp_path)
+    graph, theirs = ours.graph, gb.OnDiskDataset(str(root)).load().graph
+    assert torch.equal(graph.node_type_offset, theirs.node_type_offset) and graph.node_type_to_id == theirs.node_type_to_id
+    assert graph.node_attributes.keys() == theirs.node_attributes.keys() == {"h"}
+    assert torch.equal(graph.node_attributes["h"], theirs.node_attributes["h"])
+    offset = graph.node_type_offset
+    for t in ("user", "item"):
+        k = graph.node_type_to_id[t]
+        assert torch.equal(graph.node_attributes["h"][int(offset[k]):int(offset[k + 1])], torch.from_numpy(a[f"h_{t}"]))
+    assert set(graph.edge_attributes) == {"w", gb.ORIGINAL_EDGE_ID} and set(theirs.edge_attributes) == {"w"}
+    original, etype = graph.edge_attributes[gb.ORIGINAL_EDGE_ID], graph.type_per_edge
+    counts = {k: int((etype == v).sum()) for k, v in graph.edge_type_to_id.items()}
+    starts = {}
+    for k, v in sorted(graph.edge_type_to_id.items(), key=lambda kv: kv[1]):  # GraphBolt's edge_type_offset
+        starts[v] = sum(counts[o] for o, w in graph.edge_type_to_id.items() if w < v)
+    position = torch.tensor([starts[int(t)] for t in etype.tolist()]) + original
+    assert torch.equal(graph.edge_attributes["w"], theirs.edge_attributes["w"][position]), f"seed {SEED}"
+    for k, name in (("user:follows:user", "w_follows"), ("user:buys:item", "w_buys")):
+        at = etype == graph.edge_type_to_id[k]
+        assert torch.equal(graph.edge_attributes["w"][at], torch.from_numpy(a[name])[original[at]])
+
+
+def test_typed_sampling_graph_attribute_of_some_types(tmp_path):
+    """A graph-section node feature of only some node types: GraphBolt 2.1.0's preprocess
+    refuses the dataset ("does not cover all node types"); tierfs's sampling graph leaves the
+    attribute out with a warning naming the types it lacks, and keeps the others."""
+    ours, root, _ = _typed_graph_features(tmp_path, node_types=("user",))
+    with pytest.raises(AssertionError, match="does not cover all node types"):
+        gb.OnDiskDataset(str(root)).load()
+    with pytest.warns(UserWarning, match="'h' does not cover all node types .*lacks item"):
+        graph = ours.graph
+    assert not graph.node_attributes and set(graph.edge_attributes) == {"w", gb.ORIGINAL_EDGE_ID}
+
+
 def test_feature_homograph(tmp_path):
     """test_ondisk_dataset.py::test_OnDiskDataset_Feature_homograph: a dataset of one untyped type
     whose node and edge features share their names (feat, labels), feat with num_categories 10;

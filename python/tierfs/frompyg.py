@@ -27,7 +27,7 @@ def from_pyg(data: Any, out: PathLike, *, val: Any = None, test: Any = None, edg
     edge_index[1]``, as PyG's), ``y`` the labels ((N,) or (N, 1); NaN or -1 for unlabelled) and
     ``train_mask``/``val_mask``/``test_mask`` (or ``train_idx``/``val_idx``/``test_idx``) the
     splits; ``data.num_nodes`` the node count (a 1-D ``x`` is a feature of one value a node,
-    served 1-D). Every other node-level tensor (``data.is_node_attr``)
+    served 1-D; ``Data(num_nodes=n)`` alone is n nodes without features or edges). Every other node-level tensor (``data.is_node_attr``)
     becomes a named node feature, and every edge-level tensor (``edge_attr``, ``edge_weight``,
     ...: ``data.is_edge_attr``) an edge feature, gathered by the ``e_id`` of sampled edges.
     Graph-level attributes (neither node- nor edge-level: ``data.some_scalar``, a graph-level
@@ -90,8 +90,8 @@ def _data_inputs(data: Any, val: Any, test: Any, edge_splits: Optional[Mapping[A
     """The :func:`ingest` arguments of a PyG ``Data`` (with the edge splits of ``RandomLinkSplit``'s
     outputs and ``edge_splits``), and its graph-level attributes, which the dataset does not hold."""
     keys = set(data.keys())
-    if data.edge_index is None and data.x is None:
-        raise errors.InvalidArgumentError("from_pyg: the Data has neither x nor edge_index")
+    if data.edge_index is None and data.x is None and "num_nodes" not in keys:
+        raise errors.InvalidArgumentError("from_pyg: the Data has neither x nor edge_index nor num_nodes (Data(num_nodes=n) is a graph of n nodes and no edges)")
     link_splits: Dict[str, Any] = dict(edge_splits or {})
     for name, d in (("train", data), ("val", val), ("test", test)):
         if d is None:

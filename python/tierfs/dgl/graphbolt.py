@@ -11,6 +11,7 @@ import torch
 import tierfs
 
 from ._common import FEATURE, LABEL, ReadOnlyError, _Future, _GRAPHBOLT_ERROR, _TypedColumn, _as_tensor, _check_kind, _dtype_name, _ids_tensor, _input_order, _is_hetero, _pool, _read_rows, _side_stream, gb
+from ..hetero import edge_type_tuple
 from .graph import dgl_graph
 
 
@@ -389,10 +390,13 @@ else:  # pragma: no cover - only without a working GraphBolt
 def sampling_graph(store):
     """The store's whole topology as a GraphBolt ``FusedCSCSamplingGraph`` (for GraphBolt's own
     samplers with features from :class:`FeatureStore`). Materialises every edge in memory
-    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise. A
-    one-type store's features made attributes of the sampling graph (``graph.feature_data`` of
+    (``Store.csc()``): for graphs that fit; sample with :class:`NeighborSampler` otherwise. The
+    features made attributes of the sampling graph (``graph.feature_data`` of
     :func:`tierfs.from_graphbolt`) are its ``node_attributes`` / ``edge_attributes``, edge
-    attributes in the graph's edge order.
+    attributes in the graph's edge order; of a heterogeneous store laid out as GraphBolt's
+    ``OnDiskDataset`` lays them out, one tensor a name over every type (node rows by the graph's
+    ``node_type_offset``), a name that does not cover every node (edge) type left out with a
+    warning (GraphBolt refuses such a dataset).
     Edges are in tierfs's CSC order; their ``ORIGINAL_EDGE_ID`` (what GraphBolt's samplers hand
     out as ``original_edge_ids``) is the input position, DGL's edge id. A heterogeneous store gives GraphBolt's heterogeneous graph (``gb.from_dglgraph`` of
     :func:`dgl_graph`), whose samplers hand out per-type ids that :class:`FeatureStore` reads."""
@@ -400,7 +404,13 @@ def sampling_graph(store):
         raise ImportError(f"tierfs.dgl: dgl.graphbolt could not be imported: {_GRAPHBOLT_ERROR!r}")
     if _is_hetero(store):
         # GraphBolt's heterogeneous layout (type offsets, type per edge) as DGL converts it.
-        return gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
+        graph = gb.from_dglgraph(dgl_graph(store), is_homogeneous=False, include_original_edge_id=True)
+        nodes, edges = _typed_sampling_attributes(store, graph)
+        if nodes:
+            graph.node_attributes = {**(graph.node_attributes or {}), **nodes}
+        if edges:
+            graph.edge_attributes = {**(graph.edge_attributes or {}), **edges}
+        return graph
     indptr, indices = store.csc()
     order = _input_order(store, None, len(indices))
     nodes, edges = _sampling_attributes(store)
@@ -417,13 +427,71 @@ def _sampling_attributes(store) -> tuple:
     attributes are in the graph's edge order (CSC, as ``indices``), the order GraphBolt's samplers
     index them by."""
 
-    def whole(name, f, **where):
-        rows = _as_tensor(store.gather(np.arange(int(f["rows"])), feature=name, **where), f["dtype"])
-        return rows.reshape((-1,) + tuple(f["shape"])) if f.get("shape") else rows
-
     types = store.types
-    nodes = {n: whole(n, f, node_type=store.node_type) for n, f in types["node_types"][store.node_type]["features"].items() if f.get("sampling_graph")}
-    edges = {n: whole(n, f, edge_type=e) for e, info in types["edge_types"].items() for n, f in info["features"].items() if f.get("sampling_graph")}
+    nodes = {n: _whole(store, n, f, node_type=store.node_type) for n, f in types["node_types"][store.node_type]["features"].items() if f.get("sampling_graph")}
+    edges = {n: _whole(store, n, f, edge_type=e) for e, info in types["edge_types"].items() for n, f in info["features"].items() if f.get("sampling_graph")}
+    return nodes, edges
+
+
+def _whole(store, name, f, **where) -> torch.Tensor:
+    """Every row of feature ``name`` (its types entry ``f``) of a node or edge type, in memory,
+    in its stored order (edges: CSC) and row shape; a row of one value 1-D."""
+    rows = _as_tensor(store.gather(np.arange(int(f["rows"])), feature=name, **where), f["dtype"])
+    return rows.reshape((-1,) + tuple(f["shape"])) if f.get("shape") else rows
+
+
+def _sampling_features(kind: str, types: dict) -> dict:
+    """``{name: {type: types entry}}`` of the features of ``types`` (a store's node or edge
+    types) made attributes of the sampling graph, for the names that every type has; a name
+    some types lack is left out with a warning naming them (GraphBolt asserts on it)."""
+    import warnings
+
+    by_name: dict = {}
+    for t, info in types.items():
+        for n, f in info["features"].items():
+            if f.get("sampling_graph"):
+                by_name.setdefault(n, {})[t] = f
+    for n in [n for n, per_type in by_name.items() if set(per_type) != set(types)]:
+        missing = ", ".join(sorted(map(str, set(types) - set(by_name.pop(n)))))
+        warnings.warn(f"tierfs.dgl.sampling_graph: {kind} feature {n!r} does not cover all {kind} types (it lacks {missing}); "
+                      f"it is not an attribute of the sampling graph", stacklevel=4)
+    return by_name
+
+
+def _typed_sampling_attributes(store, graph) -> tuple:
+    """``(node_attributes, edge_attributes)`` of a heterogeneous store for its sampling graph
+    ``graph`` (before they are set), as GraphBolt's OnDiskDataset collects them: per name
+    (:func:`_sampling_features`) one tensor over the graph's nodes (type t's rows from
+    ``node_type_offset[t]``) or edges (in the graph's edge order, by ``type_per_edge`` and
+    ``ORIGINAL_EDGE_ID``, each type's input edge id)."""
+    types = store.types
+    nodes = {}
+    offsets, ntype_ids = graph.node_type_offset, graph.node_type_to_id
+    for n, per_type in _sampling_features("node", types["node_types"]).items():
+        parts = {t: _whole(store, n, f, node_type=t) for t, f in per_type.items()}
+        first = next(iter(parts.values()))
+        out = torch.empty((int(graph.total_num_nodes),) + tuple(first.shape[1:]), dtype=first.dtype)
+        for t, rows in parts.items():
+            k = ntype_ids[t]
+            out[int(offsets[k]):int(offsets[k + 1])] = rows
+        nodes[n] = out
+    edges = {}
+    etype_ids = {edge_type_tuple(k): v for k, v in graph.edge_type_to_id.items()}
+    original, type_per_edge = graph.edge_attributes[gb.ORIGINAL_EDGE_ID], graph.type_per_edge
+    for n, per_type in _sampling_features("edge", types["edge_types"]).items():
+        out = None
+        for et, f in per_type.items():
+            rows = _whole(store, n, f, edge_type=et)  # by the type's CSC position
+            order = _input_order(store, et, int(rows.shape[0]))  # order[csc] = input edge id
+            if order is not None:
+                by_input = torch.empty_like(rows)
+                by_input[order] = rows
+                rows = by_input
+            if out is None:
+                out = torch.empty((int(graph.total_num_edges),) + tuple(rows.shape[1:]), dtype=rows.dtype)
+            at = (type_per_edge == etype_ids[edge_type_tuple(et)]).nonzero().view(-1)
+            out[at] = rows[original[at].long()]
+        edges[n] = out
     return nodes, edges
 
 

@@ -13,7 +13,6 @@ from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader as _PyGLinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, NegativeSampling, NumNeighbors, SamplerOutput
-from torch_geometric.sampler.base import SubgraphType
 
 from .. import _options, errors
 from ..loader import Batch, Loader
@@ -24,8 +23,9 @@ from ..sampler import typed_csc
 from ..store import Store
 from ..frompyg import graph_attrs as _graph_attrs
 from ..edgeids import INPUT_EDGE_ID, input_edge_ids
-from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap
+from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
+from .subgraph import BIDIRECTIONAL, DIRECTIONAL, INDUCED, InducedEdges, bidirectional_edges, bidirectional_typed, subgraph_type_of
 
 
 def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
@@ -36,14 +36,9 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
         value = kwargs.pop(name)
         if name == "filter_per_worker" and value in (None, True, False):
             continue  # batches are made on the pipeline's threads, in this process, either way
-        if name == "subgraph_type":
-            try:  # PyG's default is the enum, which the string names
-                value = SubgraphType(value).value
-            except ValueError:
-                pass
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, directed, disjoint and in time only from nodes (NeighborLoader), on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, disjoint and in time only from nodes (NeighborLoader), on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -65,9 +60,45 @@ def _loader_options(loader: str, kwargs: Dict[str, Any], takes: Tuple[str, ...] 
     names = {_PYG_NAMES.get(n, n) for n in _options.names("loader") if (not takes or n in takes) and n not in _PYG_OWN and n != "labels"}
     given = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
     workers = _num_workers(loader, kwargs)
-    if workers and "prefetch" not in given:
-        given["prefetch"] = min(workers, MAX_DEPTH)
+    factor = _prefetch_factor(loader, kwargs)
+    if (workers or factor is not None) and "prefetch" not in given:
+        in_flight = workers if factor is None else max(workers, 1) * factor
+        given["prefetch"] = max(1, min(in_flight, MAX_DEPTH))
     return _options.loader_options({**given, **pyg}, f"tierfs.pyg.{loader}", rename=_PYG_NAMES, takes=takes)
+
+
+def _prefetch_factor(loader: str, kwargs: Dict[str, Any]) -> Optional[int]:
+    """torch DataLoader's ``prefetch_factor`` (batches loaded ahead per worker; None its
+    default), taken out of kwargs: with ``num_workers=N`` the pipeline keeps ``N *
+    prefetch_factor`` batches in flight (``max(N, 1)``: the pipeline's threads work without
+    workers too; 1 to 256) where ``prefetch`` is not given."""
+    factor = kwargs.pop("prefetch_factor", None)
+    if factor is None:
+        return None
+    if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 0:
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: prefetch_factor={factor!r}: want a whole number >= 0 (batches ahead per worker) or None")
+    return int(factor)
+
+
+def _pin_memory(loader: str, kwargs: Dict[str, Any], store: Store) -> bool:
+    """torch DataLoader's ``pin_memory``, taken out of kwargs: whether to pin each batch's
+    tensors (``Data.pin_memory()``, on the pipeline's threads, after ``transform``). Only where
+    the batch is on the host and CUDA is there to pin for: a store on a GPU makes its batches
+    there, and without CUDA it warns as DataLoader does and pins nothing."""
+    pin = kwargs.pop("pin_memory", False)
+    kwargs.pop("pin_memory_device", None)
+    if not isinstance(pin, bool):
+        raise errors.InvalidArgumentError(f"tierfs.pyg.{loader}: pin_memory={pin!r}: want True or False")
+    if pin and store.device == "cpu" and not torch.cuda.is_available():
+        import warnings
+
+        warnings.warn(f"tierfs.pyg.{loader}: 'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used", stacklevel=3)
+    return pin and store.device == "cpu" and torch.cuda.is_available()
+
+
+def _pinned(batch: Any, pin: bool) -> Any:
+    """batch with its tensors in pinned memory where pin (PyG's ``Data.pin_memory``)."""
+    return batch.pin_memory() if pin else batch
 
 
 def _num_workers(loader: str, kwargs: Dict[str, Any]) -> int:
@@ -166,7 +197,10 @@ class NeighborLoader:
     ``num_workers=N`` starts no process (the library's Go runtime must not fork): N of the
     pipeline's threads make the batches a worker would (``prefetch=N`` unless ``prefetch`` is
     given), the batches those of ``num_workers=0``; ``persistent_workers`` and
-    ``multiprocessing_context`` change nothing. ``weight_attr`` draws neighbors in proportion
+    ``multiprocessing_context`` change nothing. DataLoader's ``prefetch_factor=F`` keeps
+    ``max(N, 1) * F`` batches in flight (``prefetch``, unless given) and ``pin_memory=True``
+    pins each batch's tensors after ``transform`` (on the host with CUDA present; a store on a
+    GPU makes its batches there). ``weight_attr`` draws neighbors in proportion
     to an edge feature, as pyg-lib does (:meth:`tierfs.Store.sampler`'s ``weight``; not with
     ``planned_epochs``). ``disjoint=True`` gives every seed its own tree, as PyG's (a node
     reached from two seeds is a node of each; ``batch`` holds each node's seed index, per node
@@ -177,9 +211,14 @@ class NeighborLoader:
     time needs it), else the seed's own node time — ``temporal_strategy="uniform"`` among them or
     the ``"last"`` ones; batches are disjoint (``batch``) and carry ``seed_time`` where
     ``input_time`` is given (on the seeds' type in ``HeteroData``), as PyG's. Not with
-    ``planned_epochs`` or ``weight_attr``. PyG arguments that do not apply (``pin_memory``, ...) raise
-    :class:`tierfs.NotSupportedError` unless they have their default value (PyG's
-    ``SubgraphType.directional`` or ``"directional"``; ``filter_per_worker`` any). As
+    ``planned_epochs`` or ``weight_attr``. ``subgraph_type="bidirectional"``
+    (or PyG's ``SubgraphType``) gives every sampled edge with its reverse, as PyG's
+    (:mod:`tierfs.pyg.subgraph`: no per-hop counts; on a heterogeneous dataset no ``e_id`` or
+    edge features on the edge types made bidirectional); ``"induced"`` every graph edge among
+    the sampled nodes, as torch-sparse's (no per-hop counts; not with ``disjoint``).
+    PyG arguments that do not apply raise
+    :class:`tierfs.NotSupportedError` unless they have their default value
+    (``filter_per_worker`` any). As
     PyG's ``NodeLoader``, ``loader(index)`` is the batch of the input nodes at positions
     ``index``. ``input_id`` holds the seeds' positions in given ids, or their node ids for a mask
     or split name, as PyG's. Graph-level attributes of the ``Data`` that :func:`tierfs.from_pyg`
@@ -223,8 +262,11 @@ class NeighborLoader:
         temporal_strategy: str = "uniform",
         input_time: Any = None,
         embeddings: Optional[Dict[Any, Any]] = None,
+        subgraph_type: Any = DIRECTIONAL,
         **kwargs: Any,
     ) -> None:
+        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborLoader", disjoint)
+        self._bidirectional = self.subgraph_type == BIDIRECTIONAL
         options = _loader_options("NeighborLoader", kwargs, shuffle=shuffle, drop_last=drop_last)
         _check_time("NeighborLoader", data, time_attr, temporal_strategy, input_time, options["planned_epochs"])
         self.time_attr, self.temporal_strategy, self.input_time = time_attr, temporal_strategy, None
@@ -233,12 +275,14 @@ class NeighborLoader:
         if disjoint and options["planned_epochs"]:
             raise errors.NotSupportedError("tierfs.pyg.NeighborLoader: disjoint=True with planned_epochs: planned epochs are not disjoint; leave one out")
         options["labels"] = False  # y comes from the batch's nodes, as PyG's (_to_data)
+        self.store = _unwrap(data[0] if isinstance(data, tuple) else data)
+        self.embeddings = _tables(self.store, data, embeddings, "NeighborLoader")
+        self._induced = InducedEdges(self.store) if self.subgraph_type == INDUCED else None
+        self._pin = _pin_memory("NeighborLoader", kwargs, self.store)
         unknown = sorted(set(kwargs) - set(_PYG_ONLY))
         if unknown:
             raise TypeError(f"tierfs.pyg.NeighborLoader got an unexpected argument {unknown[0]!r}")
         _refuse_pyg_only("NeighborLoader", kwargs)
-        self.store = _unwrap(data[0] if isinstance(data, tuple) else data)
-        self.embeddings = _tables(self.store, data, embeddings, "NeighborLoader")
         if isinstance(num_neighbors, int):  # [] is zero hops (the seeds alone), as PyG takes it
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborLoader: num_neighbors must be a list of neighbors per hop, got {num_neighbors!r}")
         self.transform = transform
@@ -291,34 +335,37 @@ class NeighborLoader:
     def _deliver_rows(self) -> None:
         """With tables: their rows (then ``transform``) go on each batch as it is handed over."""
         if self.embeddings:
-            self.loader._deliver = lambda data: _with_rows(self.embeddings, data, self.store.device, self.transform)
+            self.loader._deliver = lambda data: _pinned(_with_rows(self.embeddings, data, self.store.device, self.transform), self._pin)
 
     def _finish(self, data: Any) -> Any:
         """``transform`` of a batch made on the pipeline thread; with tables, their rows' pages
         read ahead and ``transform`` left to the batch's delivery."""
         if self.embeddings:
             return _warm(self.embeddings, data)
-        return data if self.transform is None else self.transform(data)
+        return _pinned(data if self.transform is None else self.transform(data), self._pin)
 
     def _to_data(self, b: Batch) -> Any:
-        s = b.sample
+        s = b.sample if self._induced is None else self._induced.sample(b.sample)
         nodes = s.nodes
-        data = Data(edge_index=torch.stack([s.row, s.col]))
+        row, col, edge = bidirectional_edges(s.row, s.col, s.e_id) if self._bidirectional else (s.row, s.col, s.e_id)
+        data = Data(edge_index=torch.stack([row, col]))
         for name, value in self._graph_attrs.items():  # as PyG's filter_data: the same objects on every batch
             data[name] = value
+        features = self.store.features  # rows of more than one dimension in their shape, as the FeatureStore serves them
         if self._x_name is not None:
-            data[self._x_name] = b.x.view(-1) if self._x_scalar else b.x
+            data[self._x_name] = b.x.view(-1) if self._x_scalar else with_row_shape(b.x, features[self._x_name])
         if self._labels:
             data.y = self.store.labels(nodes)
         data.n_id = nodes
-        data.e_id = input_edge_ids(self.store, s.e_id)
+        data.e_id = input_edge_ids(self.store, edge)
         data.num_nodes = int(nodes.shape[0])
         for name in self._node_features:
-            data[name] = self.store.gather(nodes, feature=name)
+            data[name] = with_row_shape(self.store.gather(nodes, feature=name), features[name])
         for name in self._edge_features:
-            data[name] = self.store.gather(s.e_id, feature=name)
-        data.num_sampled_nodes = s.nodes_per_hop.tolist()
-        data.num_sampled_edges = s.edges_per_hop.tolist()
+            data[name] = with_row_shape(self.store.gather(edge, feature=name), features[name])
+        if self.subgraph_type == DIRECTIONAL:  # PyG's bidirectional and induced batches have no per-hop counts
+            data.num_sampled_nodes = s.nodes_per_hop.tolist()
+            data.num_sampled_edges = s.edges_per_hop.tolist()
         if s.batch is not None:  # disjoint: each node's seed index, as PyG's NodeLoader sets it
             data.batch = s.batch[next(iter(s.batch))]
         if self.input_time is not None and b.positions is not None:  # PyG's NodeLoader: the input's seed times
@@ -336,7 +383,7 @@ class NeighborLoader:
     def _to_hetero_data(self, b: Batch) -> Any:
         """A HeteroData as PyG's NodeLoader makes it from FeatureStore/GraphStore
         (filter_custom_hetero_store, then filter_fn), plus the edge features by e_id."""
-        s = b.sample
+        s = b.sample if self._induced is None else self._induced.sample(b.sample)
         store = self.store
         data = HeteroData()
         for name, value in self._graph_attrs.items():  # as PyG's filter_hetero_data: the same objects on every batch
@@ -348,26 +395,29 @@ class NeighborLoader:
             feats = store.types["node_types"][t]["features"]
             for name in names:
                 if name == self._fs.x_of(t):  # one value a node stays 1-D, as PyG serves it
-                    data[t][name] = b.x[t].view(-1) if feats.get(name, {}).get("scalar") else b.x[t]
+                    data[t][name] = b.x[t].view(-1) if feats.get(name, {}).get("scalar") else with_row_shape(b.x[t], feats.get(name))
                 elif name == self._fs.y_name:
                     data[t][name] = store.labels(ids, node_type=t)
                 else:
-                    data[t][name] = store.gather(ids, node_type=t, feature=name)
+                    data[t][name] = with_row_shape(store.gather(ids, node_type=t, feature=name), feats.get(name))
+        # bidirectional: PyG's, no edge ids (so no edge features) where it turned edges
+        rows, cols, edges = bidirectional_typed(s.rows, s.cols, s.edge) if self._bidirectional else (s.rows, s.cols, s.edge)
         for et in store.edge_types:
-            data[et].edge_index = torch.stack([s.row[et], s.col[et]])
+            data[et].edge_index = torch.stack([rows[et], cols[et]])
         for t, ids in s.node.items():
             data[t].n_id = ids
-        for et, e in s.edge.items():
+        for et, e in edges.items():
             if e is not None:
                 data[et].e_id = input_edge_ids(store, e, et)
         for et, info in store.types["edge_types"].items():
             for name in info["features"]:
-                if name != INPUT_EDGE_ID:
-                    data[et][name] = store.gather(s.edge[et], edge_type=et, feature=name)
+                if name != INPUT_EDGE_ID and edges[et] is not None:
+                    data[et][name] = with_row_shape(store.gather(edges[et], edge_type=et, feature=name), info["features"][name])
         if s.batch is not None:  # disjoint: each node's seed index per type, as PyG's NodeLoader sets it
             data.set_value_dict("batch", s.batch)
-        data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
-        data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
+        if self.subgraph_type == DIRECTIONAL:  # PyG's bidirectional and induced batches have no per-hop counts
+            data.set_value_dict("num_sampled_nodes", s.num_sampled_nodes)
+            data.set_value_dict("num_sampled_edges", s.num_sampled_edges)
         if self.input_time is not None and b.positions is not None:  # PyG's NodeLoader: the input's seed times
             data[self.input_type].seed_time = self.input_time[torch.as_tensor(b.positions)]
         seeds = torch.as_tensor(b.seeds)
@@ -514,10 +564,13 @@ class LinkNeighborLoader(_PyGLinkLoader):
         replace, seed: the sampler's (batch i samples with ``seed + i``).
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
+        subgraph_type: PyG's ``"directional"``, ``"bidirectional"`` or ``"induced"`` (as
+            :class:`NeighborSampler`'s).
         **kwargs: PyG ``LinkLoader``/``DataLoader`` arguments (``batch_size``, ``shuffle``,
             ``drop_last``, ``transform``, ...); ``num_workers=N`` starts no process: N of the
             pipeline's threads do the workers' job (``prefetch=N`` unless given; the batches
-            are those of ``num_workers=0``); and the loader options below.
+            are those of ``num_workers=0``); ``prefetch_factor`` and ``pin_memory`` as
+            :class:`NeighborLoader`'s; and the loader options below.
 
     With ``planned_epochs=K`` (and ``shuffle=True``) the loader plans epochs of seed edge
     batches (:meth:`tierfs.Store.plan_epochs` with ``seed_edges``) in rounds of K, as
@@ -564,6 +617,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         reverse_edge_types: Optional[Dict[Any, Any]] = None,
         weight_attr: Optional[str] = None,
         embeddings: Optional[Dict[Any, Any]] = None,
+        subgraph_type: Any = DIRECTIONAL,
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
@@ -585,6 +639,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             data = _open(data)
         store = _unwrap(data[0] if isinstance(data, tuple) else data)
         tables = _tables(store, data, embeddings, "LinkNeighborLoader")
+        pin = _pin_memory("LinkNeighborLoader", kwargs, store)
         if isinstance(neg_sampling, str):
             neg_sampling = NegativeSampling(neg_sampling)
         if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
@@ -602,7 +657,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
-                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr)
+                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr, subgraph_type=subgraph_type)
         fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
@@ -614,6 +669,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.embeddings, self._table_transform = tables, None
         if tables:
             self._table_transform, self.transform = self.transform, None
+        self._pin = pin
         self.plan: Any = None  # the plan serving the latest epoch (its round's)
         self.prefetch = options["prefetch"]
         self._epoch = 0
@@ -677,7 +733,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             n = len(self.batch_sampler)
             batches = self._seed_edge_batches()
             sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
-            make = lambda b, out: self.filter_fn(out)  # noqa: E731
+            make = lambda b, out: _pinned(self.filter_fn(out), self._pin)  # noqa: E731
         else:
             if self._rounds is None:
                 raise errors.ClosedError("tierfs.pyg.LinkNeighborLoader: the loader is closed (its plans with it)")
@@ -689,7 +745,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             self._epoch += 1
             n = plan.batches_per_epoch
             sample = lambda b: self._planned_sample(plan, epoch, b)  # noqa: E731
-            make = lambda b, sampled: self._planned_make(plan, epoch, b, sampled)  # noqa: E731
+            make = lambda b, sampled: _pinned(self._planned_make(plan, epoch, b, sampled), self._pin)  # noqa: E731
         deliver = None
         if self.embeddings:
             made, make = make, lambda b, sampled: _warm(self.embeddings, made(b, sampled))  # noqa: E731

@@ -17,6 +17,7 @@ from ..hetero import edge_type_tuple
 from ..store import Store
 from ..edgeids import input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _unwrap
+from .subgraph import BIDIRECTIONAL, DIRECTIONAL, INDUCED, InducedEdges, bidirectional_output, subgraph_type_of
 
 
 def _edge_type_of(key: Any) -> Tuple[str, str, str]:
@@ -149,6 +150,10 @@ class NeighborSampler(BaseSampler):
             ``{edge type: the edge type holding its reverses}`` (DGL's ``reverse_etypes``; e.g.
             ``{("author", "writes", "paper"): ("paper", "rev_writes", "author")}``), whose
             reverses of the seed edges are left out too.
+        subgraph_type: PyG's: ``"directional"`` (as sampled), ``"bidirectional"`` (every
+            sampled edge with its reverse, as PyG's ``to_bidirectional``) or ``"induced"``
+            (every graph edge among the sampled nodes, as torch-sparse's; not with
+            ``disjoint``): :mod:`tierfs.pyg.subgraph`. Neither has per-hop counts.
     """
 
     def __init__(
@@ -166,8 +171,10 @@ class NeighborSampler(BaseSampler):
         disjoint: bool = False,
         time_attr: Optional[str] = None,
         temporal_strategy: str = "uniform",
+        subgraph_type: Any = DIRECTIONAL,
     ) -> None:
         super().__init__()
+        self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborSampler", disjoint)
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
         self.replace = bool(replace)
@@ -184,6 +191,7 @@ class NeighborSampler(BaseSampler):
         self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
         self.sampler = self.store.sampler(self.num_neighbors, replace=replace, seed=seed, workers=workers, weight=weight_attr, disjoint=disjoint,
                                           time=time_attr, temporal_strategy=temporal_strategy)
+        self._induced = InducedEdges(self.store) if self.subgraph_type == INDUCED else None
 
     @property
     def is_temporal(self) -> bool:
@@ -251,16 +259,26 @@ class NeighborSampler(BaseSampler):
     def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of sample s (a typed sample on a heterogeneous store, else a
         :class:`tierfs.Sample` or :class:`tierfs.LinkSample`; torch tensors) with metadata."""
+        if self._induced is not None:
+            s = self._induced.sample(s)
         batch = None if s.batch is None else (s.batch if self.is_hetero else s.batch[_only_key(s.batch)])
         both = dict(row=s.row, col=s.col, batch=batch, metadata=metadata)
         if self.is_hetero:
             edge = _input_edge_ids_by_type(self.store, s.edge)
-            return HeteroSamplerOutput(node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
-        edge = input_edge_ids(self.store, s.e_id)
-        return SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
+            out: Union[SamplerOutput, HeteroSamplerOutput] = HeteroSamplerOutput(
+                node=s.node, edge=edge, num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges, **both)
+        else:
+            edge = input_edge_ids(self.store, s.e_id)
+            out = SamplerOutput(node=s.nodes, edge=edge, num_sampled_nodes=s.nodes_per_hop.tolist(), num_sampled_edges=s.edges_per_hop.tolist(), **both)
+        if self.subgraph_type == BIDIRECTIONAL:
+            return bidirectional_output(out)
+        if self.subgraph_type == INDUCED:  # torch-sparse's induced sample has no per-hop counts
+            out.num_sampled_nodes = out.num_sampled_edges = None
+        return out
 
     def __repr__(self) -> str:
-        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed})"
+        kind = "" if self.subgraph_type == DIRECTIONAL else f", subgraph_type={self.subgraph_type!r}"
+        return f"tierfs.pyg.NeighborSampler(num_neighbors={self.num_neighbors}, replace={self.replace}, seed={self.seed}{kind})"
 
 
 def _only_key(d: Dict[Any, Any]) -> Any:
@@ -302,7 +320,6 @@ def _input_edge_ids_by_type(store: Store, edges: Dict[Any, Any]) -> Dict[Any, An
 # PyG NeighborLoader arguments that have no meaning here, and the value that is fine to pass.
 _PYG_ONLY = {
     "input_time": None,
-    "subgraph_type": "directional",
     "disjoint": False,
     "temporal_strategy": "uniform",
     "time_attr": None,
@@ -311,7 +328,6 @@ _PYG_ONLY = {
     "filter_per_worker": None,
     "neighbor_sampler": None,
     "directed": True,
-    "pin_memory": False,
 }
 
 

@@ -25,6 +25,16 @@ from ..edgeids import INPUT_EDGE_ID, _edge_feature_info, _input_to_csc, _map_inp
 EDGE_TYPE = ("node", "to", "node")
 
 
+def with_row_shape(rows: Any, info: Optional[Dict[str, Any]]) -> Any:
+    """rows (n, dim) of a feature (its manifest entry ``info``) in the shape it was stored with:
+    (n, a, b, ...) for a feature of rows of more than one dimension (the manifest's ``shape``,
+    GraphBolt's), else as they are."""
+    shape = info.get("shape") if info else None
+    if not shape or rows.ndim != 2:
+        return rows
+    return rows.reshape((rows.shape[0],) + tuple(int(d) for d in shape))
+
+
 def _unwrap(store: Any) -> Store:
     if isinstance(store, Store):
         return store
@@ -46,7 +56,8 @@ class FeatureStore(_PyGFeatureStore):
     in-memory ``data.edge_attr`` is: by position in the ingested ``edge_index`` (``batch.e_id``;
     :func:`input_edge_ids`). Tensors come back on the store's device (``tierfs.open(..., device=)``),
     or on the index's device for CUDA indices. A scalar feature (one value a row, as edge
-    weights) gives a 1-D tensor.
+    weights) gives a 1-D tensor, a feature of rows of more than one dimension (GraphBolt's
+    ``(N, a, b)``, :func:`tierfs.from_graphbolt`) its rows in that shape.
 
     ``_multi_get_tensor`` serves all requested attributes of one feature with one native gather
     (their indices concatenated): the store's feature through its tiers, the others from disk.
@@ -320,7 +331,7 @@ class FeatureStore(_PyGFeatureStore):
         info = self._info(src)
         if info is not None and info["scalar"] and out.ndim == 2:  # the default feature's tiers give (n, 1)
             out = out.reshape(-1)
-        return out
+        return with_row_shape(out, info)
 
     def _index(self, index: Any, n: int) -> Tuple[Tensor, bool]:
         """(1-D int64 CPU or CUDA tensor of ids of n rows, whether the attr asked for one row)."""
@@ -372,7 +383,7 @@ class FeatureStore(_PyGFeatureStore):
         except KeyError:
             return None
         info = self._info(src)
-        row: Tuple[int, ...] = () if info is None or info["scalar"] else (int(info["dim"]),)
+        row: Tuple[int, ...] = () if info is None or info["scalar"] else tuple(int(d) for d in info.get("shape") or [info["dim"]])
         n = self._rows(src)
         index = attr.index if attr.is_set("index") else None
         if index is None or (isinstance(index, slice) and index == slice(None)):
@@ -527,7 +538,7 @@ class _PlannedFeatureStore(FeatureStore):
             info = self._info(src)
             if info is not None and info["scalar"] and out.ndim == 2:
                 out = out.reshape(-1)
-            return out
+            return with_row_shape(out, info)
         return super()._read(src, ids)
 
     def _default_name(self, t: Any) -> Optional[str]:
