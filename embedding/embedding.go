@@ -14,7 +14,8 @@
 //   - Memory is bounded by Options.HostCacheBytes whatever the table size: a cache of whole
 //     pages in an mmap'ed arena, evicted by CLOCK (second chance), dirty pages written back on
 //     eviction. A call visits its ids by page and loads them a cache-full at a time, with up to
-//     32 page reads and write-backs in flight.
+//     32 page reads and 32 write-backs in flight (gpuio's Stack and Writer: io_uring, or pread
+//     and pwrite); a write-back that fails leaves its page dirty in the cache.
 //   - Calls on a Table are serialized: a Gather after an Apply sees it. Inputs are checked
 //     before anything changes; an id out of range, a length that is not ids × dim, or (adagrad,
 //     adam) a duplicate id is an error naming the input.
@@ -105,9 +106,11 @@ type Options struct {
 	HostCacheBytes int64
 	// FS writes every file (nil: wfs.OS).
 	FS wfs.FS
-	// IOBackend reads the pages (gpuio.BackendAuto: io_uring where the kernel allows it, else
-	// pread; tests ask for each).
+	// IOBackend reads and writes the pages (gpuio.BackendAuto: io_uring where the kernel allows
+	// it, else pread and pwrite; tests ask for each).
 	IOBackend gpuio.Backend
+	// Faults, when set, injects faults into the pages' reads and writes (tests; gpuio.Injector).
+	Faults gpuio.Injector
 }
 
 // Stats are a table's counters since Open. Hits and Misses count a call's distinct pages (a call
@@ -115,6 +118,7 @@ type Options struct {
 type Stats struct {
 	PagesRead    int64 `json:"pages_read"`
 	PagesWritten int64 `json:"pages_written"`
+	WriteIOs     int64 `json:"write_ios"` // writes issued for them (adjacent pages merge)
 	Hits         int64 `json:"hits"`
 	Misses       int64 `json:"misses"`
 	Evictions    int64 `json:"evictions"`

@@ -1,9 +1,16 @@
 package embedding
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierfs/tierfs/gpuio"
 
 	"github.com/tierfs/tierfs/internal/wfs"
 	"github.com/tierfs/tierfs/internal/wfs/wfstest"
@@ -84,5 +91,92 @@ func TestCreateFaults(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// failWrites fails every write with EIO while it is on (a gpuio.Injector).
+type failWrites struct{ on atomic.Bool }
+
+func (f *failWrites) Inject(r gpuio.CompletedRead) []gpuio.Fault {
+	if r.Write && f.on.Load() {
+		return []gpuio.Fault{{Kind: gpuio.FaultEIO}}
+	}
+	return nil
+}
+
+// TestWriteBackFaultKeepsPageDirty fails the write-backs of a Gather's evictions, through each
+// backend: the Gather fails naming the file and offset, the pages stay dirty in the cache, and
+// the next checkpoint writes them, so the table reopens equal to a twin trained without faults.
+func TestWriteBackFaultKeepsPageDirty(t *testing.T) {
+	spec := Spec{Rows: 600, Dim: 8, Optimizer: Optimizer{Name: "adam"}, Init: Init{Kind: "normal", Seed: 4}}
+	l := newLayout(spec.Rows, spec.Dim, spec.Optimizer.Name)
+	per := int64(l.rowsPerPage)
+	trained := []int64{1, per + 2} // pages 0 and 1
+	grads := make([]float32, len(trained)*spec.Dim)
+	for i := range grads {
+		grads[i] = float32(i) - 3
+	}
+	backends := []gpuio.Backend{gpuio.BackendPread}
+	if gpuio.Probe() == nil {
+		backends = append(backends, gpuio.BackendIOUring)
+	}
+	for _, b := range backends {
+		var dirs [2]string
+		var tbs [2]*Table
+		faults := &failWrites{}
+		for i := range dirs {
+			dirs[i] = filepath.Join(t.TempDir(), "t")
+			if err := Create(nil, dirs[i], spec); err != nil {
+				t.Fatal(err)
+			}
+			opt := Options{HostCacheBytes: 2 * int64(l.pageBytes), IOBackend: b}
+			if i == 0 {
+				opt.Faults = faults
+			}
+			tb, err := Open(dirs[i], opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbs[i] = tb
+			if err := tb.Apply(trained, grads); err != nil {
+				t.Fatal(err)
+			}
+		}
+		faults.on.Store(true)
+		out := make([]float32, 2*spec.Dim)
+		err := tbs[0].Gather([]int64{5 * per, 6 * per}, out) // evicts pages 0 and 1
+		faults.on.Store(false)
+		if err == nil || !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), tbs[0].c.name) || !strings.Contains(err.Error(), "offset 0") {
+			t.Fatalf("%s: Gather with its write-backs failing: %v, want EIO naming %s at offset 0", b, err, tbs[0].c.name)
+		}
+		if st := tbs[0].Stats(); st.Dirty != 2 || st.PagesWritten != 0 {
+			t.Fatalf("%s: after the failed write-backs: %+v, want both pages dirty, none written", b, st)
+		}
+		for i, tb := range tbs {
+			if err := tb.Gather([]int64{5 * per, 6 * per, 1}, make([]float32, 3*spec.Dim)); err != nil {
+				t.Fatalf("%s: table %d: %v", b, i, err)
+			}
+			if err := tb.Checkpoint(); err != nil {
+				t.Fatalf("%s: table %d: %v", b, i, err)
+			}
+			tb.Close()
+		}
+		var slots [2][]float32
+		for i, dir := range dirs {
+			tb, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := make([]int64, spec.Rows)
+			for r := range all {
+				all[r] = int64(r)
+			}
+			slots[i] = make([]float32, len(all)*l.slotFloats)
+			if err := tb.ReadSlots(all, slots[i]); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			tb.Close()
+		}
+		sameBits(t, string(b)+": slots after the faulted write-backs", slots[0], slots[1])
 	}
 }

@@ -160,7 +160,7 @@ func Open(dir string, opt Options) (t *Table, err error) {
 	if t.cacheB == 0 {
 		t.cacheB = DefaultHostCacheBytes
 	}
-	if t.c, err = newCache(t.l, id, t.cacheB, opt.IOBackend, &t.stats); err != nil {
+	if t.c, err = newCache(t.l, id, t.cacheB, opt.IOBackend, opt.Faults, &t.stats); err != nil {
 		return nil, err
 	}
 	if err := t.newWork(); err != nil {
@@ -332,7 +332,7 @@ func (t *Table) checkpoint() error {
 	t.stats.Checkpoints++
 	f := t.c.file
 	t.c.file = nil
-	if err := errors.Join(t.c.closeStack(), f.Close()); err != nil {
+	if err := errors.Join(t.c.closeIO(), f.Close()); err != nil {
 		return fmt.Errorf("embedding: checkpoint: %w", err)
 	}
 	if err := t.fs.Remove(filepath.Join(t.dir, genName(old))); err != nil {
@@ -349,7 +349,7 @@ func (t *Table) Close() error {
 		return ErrClosed
 	}
 	t.closed = true
-	errs := []error{t.c.closeStack()} // before the file it reads
+	errs := []error{t.c.closeIO()} // before the file it reads
 	if t.c.file != nil {
 		errs = append(errs, t.c.file.Close(), t.fs.Remove(t.c.name))
 	}
