@@ -31,7 +31,11 @@ type cache struct {
 
 	file wfs.File
 	name string
-	gen  uint64 // the generation the file's pages are sealed as
+	gen  uint64 // the generation being written: write-backs are sealed as it
+	// loc is the working page map (see files.go): where each page's latest version is and the
+	// generation it was sealed in. A page of an earlier generation is written back to its other
+	// place, so the last checkpoint's places are never written; one of this generation in place.
+	loc []uint32
 
 	backend gpuio.Backend
 	faults  gpuio.Injector
@@ -197,6 +201,7 @@ func (c *cache) fill(fills []fill) error {
 			continue
 		}
 		if x.old >= 0 {
+			c.written(x.old)
 			c.stats.PagesWritten++
 		}
 		if x.readErr != nil {
@@ -211,11 +216,24 @@ func (c *cache) fill(fills []fill) error {
 	return errors.Join(errs...)
 }
 
-// writeRequest seals b (in wb) as page p and asks for it to be written where p goes.
+// writeRequest seals b (in wb) as page p and asks for it to be written to writePlace(p).
 func (c *cache) writeRequest(p int64, b []byte) gpuio.WriteRequest {
 	seal(c.id, p, c.gen, b)
-	return gpuio.WriteRequest{Offset: p * int64(c.l.pageBytes), Src: b}
+	return gpuio.WriteRequest{Offset: c.l.pageOffset(p, c.writePlace(p)), Src: b}
 }
+
+// writePlace is where page p is written in this generation: where it is if it was written in it
+// already, else its other place (the last checkpoint's stays as it is).
+func (c *cache) writePlace(p int64) int {
+	e := c.loc[p]
+	if entryGen(e) == c.gen {
+		return entryPlace(e)
+	}
+	return 1 - entryPlace(e)
+}
+
+// written records that page p's write-back succeeded: its latest version is this generation's.
+func (c *cache) written(p int64) { c.loc[p] = entry(c.gen, c.writePlace(p)) }
 
 // wrapWrite names page p in a write-back's error (nil stays nil).
 func (c *cache) wrapWrite(err error, p int64) error {
@@ -268,7 +286,7 @@ func (c *cache) readPages(fills []fill) {
 	for i := range fills {
 		// Fields, not a copy of the fill: the write-back goroutines set writeErr meanwhile.
 		p, f := fills[i].p, fills[i].f
-		reqs[i] = gpuio.Request{Offset: p * int64(c.l.pageBytes), Length: c.l.pageBytes, Dst: c.bytesOf(f)}
+		reqs[i] = gpuio.Request{Offset: c.l.pageOffset(p, entryPlace(c.loc[p])), Length: c.l.pageBytes, Dst: c.bytesOf(f)}
 	}
 	err := c.stack.Submit(reqs)
 	if err == nil {
@@ -282,7 +300,7 @@ func (c *cache) readPages(fills []fill) {
 	}
 	for i := range fills {
 		x := &fills[i]
-		x.readErr = check(c.id, x.p, c.gen, c.bytesOf(x.f), c.name)
+		x.readErr = check(c.id, x.p, entryGen(c.loc[x.p]), c.bytesOf(x.f), c.name)
 	}
 }
 
@@ -351,6 +369,7 @@ func (c *cache) flush() error {
 				errs = append(errs, err)
 				continue
 			}
+			c.written(c.frames[f].page)
 			c.stats.PagesWritten++
 			c.frames[f].dirty = false
 			c.stats.Dirty--

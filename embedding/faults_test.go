@@ -1,7 +1,9 @@
 package embedding
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +56,7 @@ func TestCheckpointFaults(t *testing.T) {
 				t.Fatalf("%s (%v): table at generation %d step %d: neither the old checkpoint nor the new", what, err, info.Generation, info.Step)
 			}
 			tb.Close()
-			if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 3 {
+			if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 4 { // manifest, pages, map, lock
 				t.Fatalf("%s: left: %q", what, names)
 			}
 			if f.Hit() == "" {
@@ -146,8 +148,9 @@ func TestWriteBackFaultKeepsPageDirty(t *testing.T) {
 		out := make([]float32, 2*spec.Dim)
 		err := tbs[0].Gather([]int64{5 * per, 6 * per}, out) // evicts pages 0 and 1
 		faults.on.Store(false)
-		if err == nil || !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), tbs[0].c.name) || !strings.Contains(err.Error(), "offset 0") {
-			t.Fatalf("%s: Gather with its write-backs failing: %v, want EIO naming %s at offset 0", b, err, tbs[0].c.name)
+		at := fmt.Sprintf("offset %d ", l.pageOffset(0, 1)) // page 0's other place
+		if err == nil || !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), tbs[0].c.name) || !strings.Contains(err.Error(), at) {
+			t.Fatalf("%s: Gather with its write-backs failing: %v, want EIO naming %s at %s", b, err, tbs[0].c.name, at)
 		}
 		if st := tbs[0].Stats(); st.Dirty != 2 || st.PagesWritten != 0 {
 			t.Fatalf("%s: after the failed write-backs: %+v, want both pages dirty, none written", b, st)
@@ -179,4 +182,90 @@ func TestWriteBackFaultKeepsPageDirty(t *testing.T) {
 		}
 		sameBits(t, string(b)+": slots after the faulted write-backs", slots[0], slots[1])
 	}
+}
+
+// v1Table makes a version 1 table in a new directory (gen-1.rows and a version 1 manifest, from
+// a version 2 table at generation 1) with a leftover of an interrupted conversion, and returns
+// the directory and every row.
+func v1Table(t *testing.T, spec Spec) (string, []float32) {
+	t.Helper()
+	dir := filepath.Join(wfstest.MemDir(t), "t")
+	if err := Create(nil, dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int64, spec.Rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	rows := make([]float32, len(all)*tb.l.slotFloats)
+	if err := tb.ReadSlots(all, rows); err != nil {
+		t.Fatal(err)
+	}
+	half := tb.l.fileBytes()
+	tb.Close()
+	pages, _ := os.ReadFile(filepath.Join(dir, pagesName))
+	man, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	for name, data := range map[string][]byte{
+		v1GenName(1): pages[:half],
+		manifestName: bytes.Replace(man, []byte(`"version": 2`), []byte(`"version": 1`), 1),
+		pagesName:    []byte("left by a conversion killed half way"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, rows
+}
+
+// TestOpenConvertsVersion1 opens version 1 tables with every call of the conversion failing once
+// with every fault: a failed Open leaves a table that opens (with a clean FS) at version 1 or 2,
+// every slot as it was, and nothing stale.
+func TestOpenConvertsVersion1(t *testing.T) {
+	spec := Spec{Rows: 500, Dim: 8, Optimizer: Optimizer{Name: "adagrad"}, Init: Init{Kind: "normal", Seed: 2}}
+	all := make([]int64, spec.Rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	walked := 0
+	for _, fault := range wfs.Faults {
+		for n := 1; ; n++ {
+			dir, want := v1Table(t, spec)
+			f := &wfs.Faulty{Fault: fault, N: n}
+			tb, err := Open(dir, Options{FS: f})
+			if err == nil {
+				tb.Close()
+			}
+			what := f.String() + " (" + f.Hit() + ")"
+			if f.Hit() == "" && err != nil {
+				t.Fatalf("%s: no fault, yet %v", what, err)
+			}
+			tb, err = Open(dir, Options{})
+			if err != nil {
+				t.Fatalf("%s: reopen: %v", what, err)
+			}
+			got := make([]float32, len(want))
+			if err := tb.ReadSlots(all, got); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			sameBits(t, what, got, want)
+			if info := tb.Info(); info.Generation != 1 {
+				t.Fatalf("%s: generation %d after converting, want 1", what, info.Generation)
+			}
+			tb.Close()
+			m, _ := readManifest(dir)
+			names, _ := filepath.Glob(filepath.Join(dir, "*"))
+			if m.Version != manifestVersion || len(names) != 4 {
+				t.Fatalf("%s: version %d, left %q", what, m.Version, names)
+			}
+			if f.Hit() == "" {
+				walked += n - 1
+				break
+			}
+		}
+	}
+	t.Logf("%d faulted runs", walked)
 }
