@@ -51,6 +51,7 @@ type Writer struct {
 	stats   WriteStats
 	order   []int // Write's scratch
 	closed  bool
+	broken  error // the ring failed with writes in flight: every later Write fails with it
 }
 
 // writeOp is one write: n bytes at off of file, from region[at:], carrying the requests
@@ -134,14 +135,22 @@ func (w *Writer) Stats() WriteStats { return w.stats }
 
 // Write writes every request and returns once none is in flight. Requests are checked first (a
 // file index out of range, a Src outside the region or not aligned, two requests overlapping in
-// a file): then nothing is written and no Err is set. Otherwise each request's Err says whether
-// it was written, and Write returns the first failure (and how many writes failed), or nil.
-// A write that fails or comes up short fails every request it carries; the others are written.
+// a file): a bad one, or a closed or broken Writer, writes nothing and is every request's Err.
+// Otherwise each request's Err says whether it was written, and Write returns the first failure
+// (and how many writes failed), or nil. A write that fails or comes up short fails every request
+// it carries; the others are written.
 func (w *Writer) Write(reqs []WriteRequest) error {
-	if w.closed {
-		return errors.New("gpuio: Write on a closed Writer")
+	err := w.broken
+	switch {
+	case w.closed:
+		err = errors.New("gpuio: Write on a closed Writer")
+	case err == nil:
+		err = w.check(reqs)
 	}
-	if err := w.check(reqs); err != nil {
+	if err != nil {
+		for i := range reqs {
+			reqs[i].Err = err
+		}
 		return err
 	}
 	ops := w.plan(reqs)
@@ -249,10 +258,17 @@ func (w *Writer) runURing(ops []writeOp) {
 			break
 		}
 		err := r.submit(!r.cqReady())
-		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
-			// The ring itself failed: fail what is not yet written, and try to reap the rest.
-			ringErr = err
-			if r.wait() != nil {
+		busy := errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY)
+		if err != nil && (!busy || !r.cqReady()) {
+			// Busy with nothing to reap: wait for completions alone. Failed: fail what is not
+			// yet written, and reap the rest.
+			if !busy {
+				ringErr = err
+			}
+			if werr := r.wait(); werr != nil {
+				ringErr = cmp.Or(ringErr, werr)
+				// Writes may still be in flight from memory the caller will reuse: no more.
+				w.broken = fmt.Errorf("gpuio: the Writer's ring failed with %d writes in flight: %w", inflight, ringErr)
 				break
 			}
 		}

@@ -204,6 +204,11 @@ func TestWriterRefusals(t *testing.T) {
 		if err := w.Write(tc.reqs); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+		for i, r := range tc.reqs {
+			if r.Err == nil {
+				t.Errorf("%s: request %d has no error", name, i)
+			}
+		}
 	}
 	if w.Stats().Writes != 0 {
 		t.Errorf("refused requests were written: %+v", w.Stats())
