@@ -269,3 +269,51 @@ func TestOpenConvertsVersion1(t *testing.T) {
 	}
 	t.Logf("%d faulted runs", walked)
 }
+
+// TestCheckpointWriteFault fails the checkpoint's write-backs: the checkpoint fails naming the
+// file, the table must be reopened, and it reopens at the old checkpoint, every slot as created.
+func TestCheckpointWriteFault(t *testing.T) {
+	spec := Spec{Rows: 900, Dim: 8, Optimizer: Optimizer{Name: "sgd"}, Init: Init{Kind: "normal", Seed: 8}}
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := Create(nil, dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int64, spec.Rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	want, got := make([]float32, len(all)*8), make([]float32, len(all)*8)
+	faults := &failWrites{}
+	tb, err := Open(dir, Options{Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Gather(all, want)
+	grads := make([]float32, len(all)*8)
+	for i := range grads {
+		grads[i] = 1 // every row changes
+	}
+	if err := tb.Apply(all, grads); err != nil {
+		t.Fatal(err)
+	}
+	faults.on.Store(true)
+	if err := tb.Checkpoint(); !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), pagesName) {
+		t.Fatalf("Checkpoint with its writes failing: %v, want EIO naming %s", err, pagesName)
+	}
+	if err := tb.Gather(all, got); err == nil || !strings.Contains(err.Error(), "reopened") {
+		t.Fatalf("Gather after a failed checkpoint: %v, want the table to be reopened", err)
+	}
+	tb.Close()
+	tb, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if info := tb.Info(); info.Generation != 1 || info.Step != 0 {
+		t.Fatalf("after a failed checkpoint: generation %d step %d, want 1 and 0", info.Generation, info.Step)
+	}
+	if err := tb.Gather(all, got); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "rows after a failed checkpoint", got, want)
+}
