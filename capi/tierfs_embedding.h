@@ -30,8 +30,9 @@ typedef struct tfs_table tfs_table;
  * key, a dtype other than float32 or a bad hyper-parameter is TFS_EINVAL naming it. */
 tfs_status tfs_table_create(tfs_store *store, const char *node_type, const char *path, const char *spec_json);
 
-/* Opens the table at path to train on a working copy of its last checkpoint (every page
- * checked: damage is TFS_ECORRUPT). options_json (NULL: defaults): {"host_cache_bytes": N}, the
+/* Opens the table at path to train from its last checkpoint (its page map read and checked; each
+ * page is checked as it is read: damage is TFS_ECORRUPT; a version 1 table is converted once).
+ * options_json (NULL: defaults): {"host_cache_bytes": N}, the
  * bound of the page cache in host memory (default 64 MiB, at least two pages). One process opens
  * a table at a time: another opener gets TFS_EINVAL. */
 tfs_status tfs_table_open(const char *path, const char *options_json, tfs_table **out);
@@ -58,8 +59,8 @@ tfs_status tfs_table_read_slots(tfs_table *table, const int64_t *ids, int64_t n,
 tfs_status tfs_table_write_slots(tfs_table *table, const int64_t *ids, int64_t n, const float *slots, int64_t slots_len,
                                  int64_t step);
 
-/* Makes the table's state its new last checkpoint (a table unchanged since its last one is left
- * as it is): a kill at any point leaves the old checkpoint or the new one. A failed checkpoint keeps the old one; the table must then be reopened (every
+/* Makes the table's state its new last checkpoint, writing only the pages changed since the last
+ * one and the page map (a table unchanged since its last one is left as it is): a kill at any point leaves the old checkpoint or the new one. A failed checkpoint keeps the old one; the table must then be reopened (every
  * call answers TFS_EIO saying so), as after any failed write. */
 tfs_status tfs_table_checkpoint(tfs_table *table);
 

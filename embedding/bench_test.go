@@ -48,6 +48,7 @@ func benchLoop(b *testing.B, step bool) {
 	st := tb.Stats()
 	b.ReportMetric(float64(st.PagesRead)/float64(b.N), "pages-read/op")
 	b.ReportMetric(float64(st.PagesWritten)/float64(b.N), "pages-written/op")
+	b.ReportMetric(float64(st.WriteIOs)/float64(b.N), "write-ios/op") // adjacent pages merge
 	b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "hit-ratio")
 	b.ReportMetric(float64(st.PagesRead)/b.Elapsed().Seconds(), "pages-read/s")
 	b.Logf("direct IO %v", tb.Info().DirectIO)

@@ -1,8 +1,10 @@
 package embedding
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -11,11 +13,13 @@ import (
 	"github.com/tierfs/tierfs/internal/wfs"
 )
 
-// cache is a write-back cache of whole pages of one file in an mmap'ed arena (aligned for
-// O_DIRECT: flush writes from it), evicted by CLOCK: a page used since the hand last passed is spared once.
-// load brings a group of pages in at once: their reads in one submission to an IO stack
-// (gpuio: io_uring into registered staging, pread where io_uring is unavailable), the dirty
-// victims' write-backs (pwrite: gpuio only reads) from a copy, concurrently with the reads.
+// cache is a write-back cache of whole pages of one file in an mmap'ed arena, evicted by CLOCK:
+// a page used since the hand last passed is spared once. load brings a group of pages in at
+// once: their reads in one submission to an IO stack (gpuio: io_uring into registered staging,
+// pread where io_uring is unavailable), the dirty victims' write-backs, copied into the
+// write-back buffer in page order, through a gpuio.Writer (io_uring WRITE_FIXED from that
+// buffer, adjacent pages merged into one write; pwrite where io_uring is unavailable) at the
+// same time as the reads.
 type cache struct {
 	l      layout
 	id     [16]byte
@@ -27,12 +31,20 @@ type cache struct {
 
 	file wfs.File
 	name string
-	gen  uint64 // the generation the file's pages are sealed as
+	gen  uint64 // the generation being written: write-backs are sealed as it
+	// loc is the working page map (see files.go): where each page's latest version is and the
+	// generation it was sealed in. A page of an earlier generation is written back to its other
+	// place, so the last checkpoint's places are never written; one of this generation in place.
+	loc []uint32
 
 	backend gpuio.Backend
-	stack   *gpuio.Stack // reads file's pages; nil until the first read of a file
-	wb      []byte       // write-back buffer of wbPages pages (mmap'ed: O_DIRECT alignment)
+	faults  gpuio.Injector
+	stack   *gpuio.Stack  // reads file's pages; nil until the first read of a file
+	writer  *gpuio.Writer // writes file's pages from wb; nil until the first write
+	wb      []byte        // write-back buffer of wbPages pages (mmap'ed: O_DIRECT alignment)
 	wbPages int
+	// writesBefore counts the writes of writers closed (a checkpoint reopens the file).
+	writesBefore uint64
 }
 
 type frame struct {
@@ -41,12 +53,11 @@ type frame struct {
 }
 
 const (
-	ioDepth        = 32      // page reads in flight (the IO stack's queue depth)
-	ioParallel     = 32      // page writes in flight
+	ioDepth        = 32      // page reads in flight (the IO stack's queue depth), and writes
 	writeBackBytes = 4 << 20 // the write-back buffer (at least one page)
 )
 
-func newCache(l layout, id [16]byte, bytes int64, backend gpuio.Backend, stats *Stats) (*cache, error) {
+func newCache(l layout, id [16]byte, bytes int64, backend gpuio.Backend, faults gpuio.Injector, stats *Stats) (*cache, error) {
 	n := bytes / int64(l.pageBytes)
 	if n < 2 {
 		return nil, invalid("embedding: host cache of %d bytes holds fewer than 2 pages of %d bytes", bytes, l.pageBytes)
@@ -63,7 +74,7 @@ func newCache(l layout, id [16]byte, bytes int64, backend gpuio.Backend, stats *
 		return nil, fmt.Errorf("embedding: write-back buffer of %d pages: %w", wbPages, err)
 	}
 	c := &cache{l: l, id: id, arena: arena, frames: make([]frame, n), where: make(map[int64]int32, n), stats: stats,
-		backend: backend, wb: wb, wbPages: wbPages}
+		backend: backend, faults: faults, wb: wb, wbPages: wbPages}
 	for i := range c.frames {
 		c.frames[i].page = -1
 	}
@@ -146,30 +157,38 @@ type fill struct {
 }
 
 // fill reads fills' pages into their frames (at most wbPages of them with a dirty victim): the
-// dirty victims are copied into the write-back buffer, so that their writes, from
-// ioParallel goroutines, overlap the reads, which go to the IO stack in one submission. A victim
-// whose write failed is put back (dirty) in its frame, and the page read there dropped.
+// dirty victims are copied into the write-back buffer in page order and written, adjacent pages
+// in one write, while the reads go to the IO stack in one submission. A victim whose write failed
+// is put back (dirty) in its frame, and the page read there dropped.
 func (c *cache) fill(fills []fill) error {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, ioParallel)
-	k := 0
+	var victims []*fill
 	for i := range fills {
-		x := &fills[i]
-		if x.old < 0 {
-			continue
+		if fills[i].old >= 0 {
+			victims = append(victims, &fills[i])
 		}
+	}
+	slices.SortFunc(victims, func(a, b *fill) int { return cmp.Compare(a.old, b.old) })
+	reqs := make([]gpuio.WriteRequest, len(victims))
+	for k, x := range victims {
 		x.wb = c.wb[k*c.l.pageBytes : (k+1)*c.l.pageBytes]
-		k++
 		copy(x.wb, c.bytesOf(x.f))
-		wg.Add(1)
-		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem; wg.Done() }()
-			x.writeErr = c.write(x.old, x.wb)
-		}()
+		reqs[k] = c.writeRequest(x.old, x.wb)
+	}
+	var wg sync.WaitGroup
+	if len(reqs) > 0 {
+		if err := c.openIO(); err != nil {
+			for i := range reqs {
+				reqs[i].Err = err
+			}
+		} else {
+			wg.Go(func() { c.writer.Write(reqs) }) // the writer and reqs are this goroutine's until Wait
+		}
 	}
 	c.readPages(fills)
 	wg.Wait()
+	for k, x := range victims {
+		x.writeErr = c.wrapWrite(reqs[k].Err, x.old)
+	}
 	var errs []error
 	for i := range fills {
 		x := &fills[i]
@@ -182,6 +201,7 @@ func (c *cache) fill(fills []fill) error {
 			continue
 		}
 		if x.old >= 0 {
+			c.written(x.old)
 			c.stats.PagesWritten++
 		}
 		if x.readErr != nil {
@@ -192,7 +212,62 @@ func (c *cache) fill(fills []fill) error {
 		c.frames[x.f].page = x.p
 		c.where[x.p] = int32(x.f)
 	}
+	c.stats.WriteIOs = int64(c.writes())
 	return errors.Join(errs...)
+}
+
+// writeRequest seals b (in wb) as page p and asks for it to be written to writePlace(p).
+func (c *cache) writeRequest(p int64, b []byte) gpuio.WriteRequest {
+	seal(c.id, p, c.gen, b)
+	return gpuio.WriteRequest{Offset: c.l.pageOffset(p, c.writePlace(p)), Src: b}
+}
+
+// writePlace is where page p is written in this generation: where it is if it was written in it
+// already, else its other place (the last checkpoint's stays as it is).
+func (c *cache) writePlace(p int64) int {
+	e := c.loc[p]
+	if entryGen(e) == c.gen {
+		return entryPlace(e)
+	}
+	return 1 - entryPlace(e)
+}
+
+// written records that page p's write-back succeeded: its latest version is this generation's.
+func (c *cache) written(p int64) { c.loc[p] = entry(c.gen, c.writePlace(p)) }
+
+// wrapWrite names page p in a write-back's error (nil stays nil).
+func (c *cache) wrapWrite(err error, p int64) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("embedding: writing back page %d of %s: %w", p, c.name, err)
+}
+
+// writes is how many writes the writer issued (0 before the first).
+func (c *cache) writes() uint64 {
+	if c.writer == nil {
+		return c.writesBefore
+	}
+	return c.writesBefore + c.writer.Stats().Writes
+}
+
+// openIO opens the IO stack and the writer of the file where they are not open.
+func (c *cache) openIO() error {
+	if c.stack == nil {
+		s, err := gpuio.Open([]int{int(c.file.Fd())}, gpuio.Options{Backend: c.backend, QueueDepth: ioDepth, Faults: c.faults, Paths: []string{c.name}})
+		if err != nil {
+			return fmt.Errorf("embedding: the IO stack of %s: %w", c.name, err)
+		}
+		c.stack = s
+	}
+	if c.writer == nil {
+		w, err := gpuio.OpenWriter([]int{int(c.file.Fd())}, c.wb, gpuio.Options{Backend: c.backend, QueueDepth: ioDepth, Faults: c.faults, Paths: []string{c.name}})
+		if err != nil {
+			return fmt.Errorf("embedding: the writer of %s: %w", c.name, err)
+		}
+		c.writer = w
+	}
+	return nil
 }
 
 // readPages reads fills' pages into their frames through the IO stack, in one submission, and
@@ -203,42 +278,45 @@ func (c *cache) readPages(fills []fill) {
 			fills[i].readErr = err
 		}
 	}
-	if c.stack == nil {
-		s, err := gpuio.Open([]int{int(c.file.Fd())}, gpuio.Options{Backend: c.backend, QueueDepth: ioDepth})
-		if err != nil {
-			fail(fmt.Errorf("embedding: the IO stack of %s: %w", c.name, err))
-			return
-		}
-		c.stack = s
+	if err := c.openIO(); err != nil {
+		fail(err)
+		return
 	}
 	reqs := make([]gpuio.Request, len(fills))
 	for i := range fills {
 		// Fields, not a copy of the fill: the write-back goroutines set writeErr meanwhile.
 		p, f := fills[i].p, fills[i].f
-		reqs[i] = gpuio.Request{Offset: p * int64(c.l.pageBytes), Length: c.l.pageBytes, Dst: c.bytesOf(f)}
+		reqs[i] = gpuio.Request{Offset: c.l.pageOffset(p, entryPlace(c.loc[p])), Length: c.l.pageBytes, Dst: c.bytesOf(f)}
 	}
 	err := c.stack.Submit(reqs)
 	if err == nil {
 		err = c.stack.Complete()
 	}
 	if err != nil {
-		c.closeStack() // a stack whose reads failed is opened anew by the next read
+		c.stack.Close() // a stack whose reads failed is opened anew by the next read
+		c.stack = nil
 		fail(fmt.Errorf("embedding: reading %d pages (%d..) of %s: %w", len(fills), fills[0].p, c.name, err))
 		return
 	}
 	for i := range fills {
 		x := &fills[i]
-		x.readErr = check(c.id, x.p, c.gen, c.bytesOf(x.f), c.name)
+		x.readErr = check(c.id, x.p, entryGen(c.loc[x.p]), c.bytesOf(x.f), c.name)
 	}
 }
 
-func (c *cache) closeStack() error {
-	if c.stack == nil {
-		return nil
+// closeIO closes the IO stack and the writer of the file (before the file is closed).
+func (c *cache) closeIO() error {
+	var errs []error
+	if c.stack != nil {
+		errs = append(errs, c.stack.Close())
+		c.stack = nil
 	}
-	err := c.stack.Close()
-	c.stack = nil
-	return err
+	if c.writer != nil {
+		c.writesBefore += c.writer.Stats().Writes
+		errs = append(errs, c.writer.Close())
+		c.writer = nil
+	}
+	return errors.Join(errs...)
 }
 
 // victim is the frame CLOCK gives up next, never a pinned one (load pins at most as many pages as
@@ -260,36 +338,55 @@ func (c *cache) victim() int {
 	}
 }
 
-// write seals b as page p and writes it.
-func (c *cache) write(p int64, b []byte) error {
-	seal(c.id, p, c.gen, b)
-	if _, err := c.file.WriteAt(b, p*int64(c.l.pageBytes)); err != nil {
-		return fmt.Errorf("embedding: writing page %d of %s: %w", p, c.name, err)
-	}
-	return nil
-}
-
-// flush writes every dirty page back.
+// flush writes every dirty page back, wbPages at a time in page order (adjacent pages in one
+// write). A page whose write failed stays dirty.
 func (c *cache) flush() error {
+	var dirty []int
 	for f := range c.frames {
-		fr := &c.frames[f]
-		if fr.page >= 0 && fr.dirty {
-			if err := c.write(fr.page, c.bytesOf(f)); err != nil {
-				return err
+		if fr := &c.frames[f]; fr.page >= 0 && fr.dirty {
+			dirty = append(dirty, f)
+		}
+	}
+	slices.SortFunc(dirty, func(a, b int) int { return cmp.Compare(c.frames[a].page, c.frames[b].page) })
+	if len(dirty) > 0 {
+		if err := c.openIO(); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for len(dirty) > 0 {
+		group := dirty[:min(len(dirty), c.wbPages)]
+		dirty = dirty[len(group):]
+		reqs := make([]gpuio.WriteRequest, len(group))
+		for k, f := range group {
+			b := c.wb[k*c.l.pageBytes : (k+1)*c.l.pageBytes]
+			copy(b, c.bytesOf(f))
+			reqs[k] = c.writeRequest(c.frames[f].page, b)
+		}
+		c.writer.Write(reqs)
+		for k, f := range group {
+			if err := c.wrapWrite(reqs[k].Err, c.frames[f].page); err != nil {
+				errs = append(errs, err)
+				continue
 			}
+			c.written(c.frames[f].page)
 			c.stats.PagesWritten++
-			fr.dirty = false
+			c.frames[f].dirty = false
 			c.stats.Dirty--
 		}
 	}
-	return nil
+	c.stats.WriteIOs = int64(c.writes())
+	if len(errs) > 1 {
+		return fmt.Errorf("%w (and %d more pages)", errs[0], len(errs)-1)
+	}
+	return errors.Join(errs...)
 }
 
 func (c *cache) free() error {
 	if c.arena == nil {
 		return nil
 	}
-	err := errors.Join(c.closeStack(), unix.Munmap(c.arena), unix.Munmap(c.wb))
+	err := errors.Join(c.closeIO(), unix.Munmap(c.arena), unix.Munmap(c.wb))
 	c.arena, c.wb = nil, nil
 	return err
 }

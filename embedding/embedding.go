@@ -5,26 +5,32 @@
 //
 // Contract:
 //   - Create writes a new table directory (generation 1, every row initialized); Open opens it to
-//     train: the table trains on a working copy, so its last checkpoint stays intact until
+//     train. Each page has two places on disk; a page changed since the last checkpoint is
+//     written to the place that checkpoint does not use, so the checkpoint stays intact until
 //     Checkpoint publishes the next one. One process opens a table at a time (a lock file).
 //   - A slot is a row's parameter followed by its optimizer state (adagrad: state_sum; adam:
 //     exp_avg, exp_avg_sq), Dim floats each, so one page read or write moves both. Slots never
 //     span a page; every page ends with a crc32c bound to the table id, the page index and the
 //     generation, so a page swapped, stale or damaged is refused (ErrCorrupt) on every read.
-//   - Memory is bounded by Options.HostCacheBytes whatever the table size: a cache of whole
+//   - Memory is bounded by Options.HostCacheBytes, plus 4 bytes a page for the page map (which
+//     place holds each page, of which generation): a cache of whole
 //     pages in an mmap'ed arena, evicted by CLOCK (second chance), dirty pages written back on
 //     eviction. A call visits its ids by page and loads them a cache-full at a time, with up to
-//     32 page reads and write-backs in flight.
+//     32 page reads and 32 write-backs in flight (gpuio's Stack and Writer: io_uring, or pread
+//     and pwrite); a write-back that fails leaves its page dirty in the cache.
 //   - Calls on a Table are serialized: a Gather after an Apply sees it. Inputs are checked
 //     before anything changes; an id out of range, a length that is not ids × dim, or (adagrad,
 //     adam) a duplicate id is an error naming the input.
 //   - Apply is one optimizer step over the batch with torch's sparse semantics (see optim.go):
 //     SGD applies the uncoalesced gradient row by row in input order (duplicates allowed);
 //     Adagrad and SparseAdam take a coalesced gradient (unique ids) and step once.
-//   - Checkpoint is crash-safe: dirty pages are flushed into the working copy, which becomes the
-//     next generation's file (fsync, rename, directory fsync), the manifest naming it is
-//     published by rename, then the old generation is removed. A kill at any point leaves the
-//     old checkpoint or the new one; Open removes what a killed writer left.
+//   - Checkpoint is incremental and crash-safe: the dirty pages are written to their free places
+//     and fsynced, the next generation's page map is written (fsync, directory fsync), the
+//     manifest naming that generation is published by rename, then the old map is removed. It
+//     writes the pages changed since the last checkpoint and the map, nothing else; the disk
+//     holds two places a page and at most two maps, whatever the number of checkpoints. A kill
+//     at any point leaves the old checkpoint or the new one; Open removes what a killed writer
+//     left, and converts a version 1 table (one whole copy a generation) once.
 //   - Every file written goes through a wfs.FS, so tests fail the writes they choose.
 package embedding
 
@@ -105,9 +111,11 @@ type Options struct {
 	HostCacheBytes int64
 	// FS writes every file (nil: wfs.OS).
 	FS wfs.FS
-	// IOBackend reads the pages (gpuio.BackendAuto: io_uring where the kernel allows it, else
-	// pread; tests ask for each).
+	// IOBackend reads and writes the pages (gpuio.BackendAuto: io_uring where the kernel allows
+	// it, else pread and pwrite; tests ask for each).
 	IOBackend gpuio.Backend
+	// Faults, when set, injects faults into the pages' reads and writes (tests; gpuio.Injector).
+	Faults gpuio.Injector
 }
 
 // Stats are a table's counters since Open. Hits and Misses count a call's distinct pages (a call
@@ -115,6 +123,7 @@ type Options struct {
 type Stats struct {
 	PagesRead    int64 `json:"pages_read"`
 	PagesWritten int64 `json:"pages_written"`
+	WriteIOs     int64 `json:"write_ios"` // writes issued for them (adjacent pages merge)
 	Hits         int64 `json:"hits"`
 	Misses       int64 `json:"misses"`
 	Evictions    int64 `json:"evictions"`

@@ -1,6 +1,7 @@
 package embedding
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/big"
@@ -285,7 +286,7 @@ func TestCheckpointKeepsLastOne(t *testing.T) {
 	}
 	tb.Close()
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(names) != 3 { // manifest, gen-2, lock
+	if len(names) != 4 { // manifest, pages, map-2, lock
 		t.Fatalf("left in the table: %q", names)
 	}
 	tb, _ = Open(dir, Options{})
@@ -296,12 +297,26 @@ func TestCheckpointKeepsLastOne(t *testing.T) {
 	}
 }
 
-// TestCorruptPages: a flipped byte, two swapped pages and a stale generation's page are refused.
+// TestCorruptPages: a flipped byte, two swapped pages and a stale generation's page are refused
+// when read, and so is a damaged map, or one of another generation.
 func TestCorruptPages(t *testing.T) {
 	tb, dir := newTable(t, Spec{Rows: 2000, Dim: 16, Optimizer: Optimizer{Name: "sgd"}, Init: Init{Kind: "normal"}}, 1<<16)
+	per := int64(tb.l.rowsPerPage)
 	tb.Close()
-	path := filepath.Join(dir, genName(1))
+	path := filepath.Join(dir, pagesName)
 	orig, _ := os.ReadFile(path)
+	readAll := func() error {
+		tb, err := Open(dir, Options{})
+		if err != nil {
+			return err
+		}
+		defer tb.Close()
+		all := make([]int64, 2000)
+		for i := range all {
+			all[i] = int64(i)
+		}
+		return tb.Gather(all, make([]float32, len(all)*16))
+	}
 	for name, edit := range map[string]func(b []byte){
 		"flip": func(b []byte) { b[4096*3+17] ^= 4 },
 		"swap": func(b []byte) {
@@ -313,30 +328,119 @@ func TestCorruptPages(t *testing.T) {
 		b := append([]byte(nil), orig...)
 		edit(b)
 		os.WriteFile(path, b, 0o644)
-		if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: Open = %v, want ErrCorrupt", name, err)
+		if err := readAll(); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: reading every row = %v, want ErrCorrupt", name, err)
 		}
 	}
 	os.WriteFile(path, orig, 0o644)
-	// A page of generation 1 in generation 2's file.
+	// Page 1 rewritten at generation 2 goes to its other place; generation 1's page put there is stale.
 	tb, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Write([]int64{0}, make([]float32, 16)); err != nil {
+	if err := tb.Write([]int64{per}, make([]float32, 16)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tb.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
+	second := tb.l.pageOffset(1, 1)
 	tb.Close()
-	p2 := filepath.Join(dir, genName(2))
-	b, _ := os.ReadFile(p2)
-	copy(b[4096:8192], orig[4096:8192])
-	os.WriteFile(p2, b, 0o644)
-	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "page 1 (generation 2)") {
-		t.Errorf("stale page: Open = %v, want ErrCorrupt naming page 1", err)
+	b, _ := os.ReadFile(path)
+	good := append([]byte(nil), b...)
+	copy(b[second:second+4096], orig[4096:8192])
+	os.WriteFile(path, b, 0o644)
+	if err := readAll(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "page 1 (generation 2)") {
+		t.Errorf("stale page: %v, want ErrCorrupt naming page 1", err)
 	}
+	os.WriteFile(path, good, 0o644)
+	if err := readAll(); err != nil {
+		t.Fatal(err)
+	}
+	// A damaged map, and generation 1's map under generation 2's name.
+	m2 := filepath.Join(dir, mapName(2))
+	map2, _ := os.ReadFile(m2)
+	damaged := append([]byte(nil), map2...)
+	damaged[5] ^= 1
+	os.WriteFile(m2, damaged, 0o644)
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("damaged map: Open = %v, want ErrCorrupt", err)
+	}
+	older := append([]byte(nil), map2...)
+	copy(older[4:8], map2[0:4]) // page 1 as page 0 is: generation 1, place 0
+	os.WriteFile(m2, older, 0o644)
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("an edited map: Open = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestCheckpointWritesChangedPages: a checkpoint writes only the pages changed since the last
+// one (into their other places), the file never grows, the old checkpoint's places are not
+// written while training, and a reopened table reads every row as written.
+func TestCheckpointWritesChangedPages(t *testing.T) {
+	rng := featurestoretest.NewRand(t)
+	spec := Spec{Rows: 3000, Dim: 16, Optimizer: Optimizer{Name: "sgd"}, Init: Init{Kind: "normal", Seed: rng.Uint64()}}
+	tb, dir := newTable(t, spec, 1<<20)
+	path := filepath.Join(dir, pagesName)
+	st0, _ := os.Stat(path)
+	want := make([]float32, spec.Rows*16)
+	all := make([]int64, spec.Rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	tb.Gather(all, want)
+	per := int64(tb.l.rowsPerPage)
+	for round := range 5 {
+		pages := map[int64]bool{}
+		var ids []int64
+		for range 1 + rng.IntN(8) {
+			id := rng.Int64N(spec.Rows)
+			ids = append(ids, id)
+			pages[id/per] = true
+		}
+		rows := make([]float32, len(ids)*16)
+		for i := range rows {
+			rows[i] = float32(rng.NormFloat64())
+		}
+		for i, id := range ids {
+			copy(want[id*16:(id+1)*16], rows[i*16:(i+1)*16])
+		}
+		before := tb.Stats().PagesWritten
+		last, _ := os.ReadFile(path)
+		if err := tb.Write(ids, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if got := tb.Stats().PagesWritten - before; got != int64(len(pages)) {
+			t.Fatalf("round %d: the checkpoint wrote %d pages, want the %d changed", round, got, len(pages))
+		}
+		now, _ := os.ReadFile(path)
+		changed := 0
+		for p := int64(0); p < 2*tb.l.pages; p++ {
+			if !bytes.Equal(now[p*4096:(p+1)*4096], last[p*4096:(p+1)*4096]) {
+				changed++
+			}
+		}
+		if changed != len(pages) {
+			t.Fatalf("round %d: %d places of the file changed, want %d", round, changed, len(pages))
+		}
+	}
+	tb.Close()
+	if st, _ := os.Stat(path); st.Size() != st0.Size() {
+		t.Fatalf("the pages file grew from %d to %d bytes", st0.Size(), st.Size())
+	}
+	tb, err := Open(dir, Options{HostCacheBytes: 2 * 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	got := make([]float32, len(want))
+	if err := tb.Gather(all, got); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "rows after reopen", got, want)
 }
 
 func TestSizeRefusals(t *testing.T) {

@@ -2,10 +2,12 @@ package embedding
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,13 +22,14 @@ import (
 )
 
 // A table directory holds manifest.json (the last checkpoint: its generation and step),
-// gen-<G>.rows (generation G's pages, never written once published), and while the table is
-// open work.rows (the working copy, sealed as generation G+1) and lock (flocked by the opener).
+// pages.rows (two places a page, see pageOffset), map-<G> (generation G's page map: which place
+// holds each page, and the generation it was written in), and while the table is open lock
+// (flocked by the opener). Version 1 kept gen-<G>.rows, one whole copy a checkpoint.
 
 const (
 	manifestName    = "manifest.json"
-	manifestVersion = 1
-	workName        = "work.rows"
+	manifestVersion = 2
+	pagesName       = "pages.rows"
 	lockName        = "lock"
 )
 
@@ -39,7 +42,66 @@ type manifest struct {
 	Spec       Spec   `json:"spec"`
 }
 
-func genName(gen uint64) string { return "gen-" + strconv.FormatUint(gen, 10) + ".rows" }
+func mapName(gen uint64) string { return "map-" + strconv.FormatUint(gen, 10) }
+
+// A page map has one entry a page, little-endian uint32: the generation the page was last written
+// in, shifted left by one, and the place (0 or 1) that holds it; then a trailer of a crc32c of
+// the table id, the map's generation and every entry, and 4 zero bytes.
+
+// maxGeneration is the last generation a map entry holds.
+const maxGeneration = 1<<31 - 1
+
+func entry(gen uint64, place int) uint32 { return uint32(gen)<<1 | uint32(place) }
+func entryGen(e uint32) uint64           { return uint64(e >> 1) }
+func entryPlace(e uint32) int            { return int(e & 1) }
+
+// mapSeal is the checksum of entries as generation gen's map of table id.
+func mapSeal(id [16]byte, gen uint64, entries []byte) uint32 {
+	var hdr [24]byte
+	copy(hdr[:16], id[:])
+	binary.LittleEndian.PutUint64(hdr[16:], gen)
+	return crc32.Update(crc32.Update(0, castagnoli, hdr[:]), castagnoli, entries)
+}
+
+// writeMap writes loc as generation gen's map in dir and fsyncs it.
+func writeMap(fsys wfs.FS, dir string, id [16]byte, gen uint64, loc []uint32) error {
+	b := make([]byte, 4*len(loc)+trailerBytes)
+	for i, e := range loc {
+		binary.LittleEndian.PutUint32(b[4*i:], e)
+	}
+	binary.LittleEndian.PutUint32(b[4*len(loc):], mapSeal(id, gen, b[:4*len(loc)]))
+	path := filepath.Join(dir, mapName(gen))
+	if err := wfs.WriteSynced(fsys, path, b); err != nil {
+		return fmt.Errorf("embedding: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// readMap reads generation gen's map of a table of pages pages, checking its seal and that no
+// entry is of a later generation.
+func readMap(dir string, id [16]byte, gen uint64, pages int64) ([]uint32, error) {
+	path := filepath.Join(dir, mapName(gen))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("embedding: opening table: %w", err)
+	}
+	n := 4 * pages
+	if int64(len(b)) != n+trailerBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, want %d (a map of %d pages)", ErrCorrupt, path, len(b), n+trailerBytes, pages)
+	}
+	t := b[n:]
+	if got, want := binary.LittleEndian.Uint32(t), mapSeal(id, gen, b[:n]); got != want || binary.LittleEndian.Uint32(t[4:]) != 0 {
+		return nil, fmt.Errorf("%w: %s: checksum %08x, want %08x (damaged, or another generation's or table's map)", ErrCorrupt, path, got, want)
+	}
+	loc := make([]uint32, pages)
+	for i := range loc {
+		loc[i] = binary.LittleEndian.Uint32(b[4*i:])
+		if g := entryGen(loc[i]); g == 0 || g > gen {
+			return nil, fmt.Errorf("%w: %s: page %d of generation %d in generation %d's map", ErrCorrupt, path, i, g, gen)
+		}
+	}
+	return loc, nil
+}
 
 func (m *manifest) id() ([16]byte, error) {
 	var id [16]byte
@@ -84,8 +146,11 @@ func readManifest(dir string) (*manifest, error) {
 	if err := strictjson.Decode(data, m); err != nil {
 		return nil, fmt.Errorf("embedding: %s: %w", filepath.Join(dir, manifestName), err)
 	}
-	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("embedding: %s: version %d, this library reads %d", filepath.Join(dir, manifestName), m.Version, manifestVersion)
+	if m.Version != 1 && m.Version != manifestVersion {
+		return nil, fmt.Errorf("embedding: %s: version %d, this library reads 1 and %d", filepath.Join(dir, manifestName), m.Version, manifestVersion)
+	}
+	if m.Generation > maxGeneration {
+		return nil, fmt.Errorf("embedding: %s: generation %d, past the last a map holds (%d)", filepath.Join(dir, manifestName), m.Generation, maxGeneration)
 	}
 	if m.Generation == 0 {
 		return nil, fmt.Errorf("embedding: %s: generation 0", filepath.Join(dir, manifestName))
@@ -98,17 +163,29 @@ func readManifest(dir string) (*manifest, error) {
 	return m, nil
 }
 
-// removeStale removes what an interrupted checkpoint or a closed opener left in dir: every
-// generation's file but keep's, the working copy, a manifest never published.
-func removeStale(fsys wfs.FS, dir string, keep uint64) error {
+// removeStale removes what an interrupted checkpoint, Create or conversion left in dir, and what
+// version 1 kept that version 2 does not: every map but m's generation's, a manifest never
+// published; of version 1 (before its conversion) the pages file and every generation's file but
+// m's; of version 2 version 1's files.
+func removeStale(fsys wfs.FS, dir string, m *manifest) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("embedding: %w", err)
 	}
+	v1 := m.Version == 1
 	for _, e := range ents {
 		n := e.Name()
-		stale := n == workName || n == manifestName+".tmp" ||
-			(strings.HasPrefix(n, "gen-") && strings.HasSuffix(n, ".rows") && n != genName(keep))
+		var stale bool
+		switch {
+		case n == manifestName+".tmp" || n == v1WorkName:
+			stale = true
+		case strings.HasPrefix(n, "map-"):
+			stale = v1 || n != mapName(m.Generation)
+		case strings.HasPrefix(n, "gen-") && strings.HasSuffix(n, ".rows"):
+			stale = !v1 || n != v1GenName(m.Generation)
+		case n == pagesName:
+			stale = v1
+		}
 		if stale {
 			if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
 				return fmt.Errorf("embedding: removing a stale file: %w", err)
@@ -117,6 +194,11 @@ func removeStale(fsys wfs.FS, dir string, keep uint64) error {
 	}
 	return nil
 }
+
+// Version 1's files: gen-<G>.rows, every page sealed as G, and the working copy.
+const v1WorkName = "work.rows"
+
+func v1GenName(gen uint64) string { return "gen-" + strconv.FormatUint(gen, 10) + ".rows" }
 
 // lockDir flocks dir's lock file (exclusive, not waiting): one opener per table.
 func lockDir(fsys wfs.FS, dir string) (wfs.File, error) {

@@ -9,8 +9,8 @@ import (
 	"github.com/tierfs/tierfs/gpuio"
 )
 
-// TestBackendsAgree trains two copies of one table, one read through io_uring and one through
-// pread, on the same random batches (printed seed), with a checkpoint half way: every gather and,
+// TestBackendsAgree trains two copies of one table, one read and written back through io_uring
+// and one through pread and pwrite, on the same random batches (printed seed), with a checkpoint half way: every gather and,
 // after a reopen, every slot agree bit for bit. A cache of 8 pages evicts a dirty page on nearly
 // every miss; one of 5 MiB holds more pages than the write-back buffer, so one call's write-backs
 // go in several rounds.
@@ -73,11 +73,14 @@ func TestBackendsAgree(t *testing.T) {
 				}
 				sameBits(t, "gather", outs[0], outs[1])
 			}
-			if got := tbs[0].c.stack.Backend(); got != gpuio.BackendIOUring {
-				t.Fatalf("the io_uring table read through %s", got)
-			}
 			for i, tb := range tbs {
-				if st := tb.Stats(); st.PagesWritten == 0 || st.Evictions == 0 {
+				if got := tb.c.stack.Backend(); got != backends[i] {
+					t.Fatalf("the %s table read through %s", backends[i], got)
+				}
+				if got := tb.c.writer.Backend(); got != backends[i] {
+					t.Fatalf("the %s table wrote through %s", backends[i], got)
+				}
+				if st := tb.Stats(); st.PagesWritten == 0 || st.Evictions == 0 || st.WriteIOs == 0 || st.WriteIOs > st.PagesWritten {
 					t.Fatalf("%s: no write-backs: %+v", backends[i], st)
 				}
 				if err := tb.Checkpoint(); err != nil {

@@ -36,7 +36,14 @@ func newLayout(rows int64, dim int, optimizer string) layout {
 	return l
 }
 
+// fileBytes is the bytes of one copy of every page; pages.rows holds two.
 func (l layout) fileBytes() int64 { return l.pages * int64(l.pageBytes) }
+
+// pageOffset is where place (0 or 1) of page p is in pages.rows: place 0 of every page, then
+// place 1 of every page, so adjacent pages of one place are adjacent on disk.
+func (l layout) pageOffset(p int64, place int) int64 {
+	return (int64(place)*l.pages + p) * int64(l.pageBytes)
+}
 
 // slot is row's slot within its page's bytes.
 func (l layout) slot(page []byte, row int64) []float32 {

@@ -3,7 +3,6 @@ package embedding
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -32,7 +31,7 @@ type Table struct {
 	closed  bool
 }
 
-// copyChunk is how many bytes a generation is copied by at a time.
+// copyChunk is how many bytes Create writes at a time.
 const copyChunk = 1 << 20
 
 // Create makes a new table in dir (which must not exist) as generation 1, every row initialized
@@ -54,7 +53,7 @@ func Create(fsys wfs.FS, dir string, spec Spec) error {
 	m := &manifest{Version: manifestVersion, TableID: id, Generation: 1, Spec: spec}
 	bid, _ := m.id()
 	l := newLayout(spec.Rows, spec.Dim, spec.Optimizer.Name)
-	if err := checkSpace(existingParent(dir), l.fileBytes(), "a table of "+fmt.Sprint(spec.Rows)+" rows"); err != nil {
+	if err := checkSpace(existingParent(dir), 2*l.fileBytes()+8*l.pages, "a table of "+fmt.Sprint(spec.Rows)+" rows"); err != nil {
 		return err
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
@@ -67,14 +66,21 @@ func Create(fsys wfs.FS, dir string, spec Spec) error {
 	return nil
 }
 
-// writeFirst writes generation 1 of a new table into dir and publishes its manifest.
+// writeFirst writes generation 1 of a new table into dir (every page in place 0, place 1
+// reserved) and its map, and publishes its manifest.
 func writeFirst(fsys wfs.FS, dir string, m *manifest, l layout, id [16]byte) error {
-	path := filepath.Join(dir, genName(1))
+	path := filepath.Join(dir, pagesName)
 	f, _, err := openRows(fsys, path, true)
 	if err != nil {
 		return fmt.Errorf("embedding: creating %s: %w", path, err)
 	}
 	err = initPages(f, l, id, m.Spec)
+	if err == nil {
+		// Both places on disk now, so a write-back does not run out of space later.
+		if err = f.Allocate(2 * l.fileBytes()); errors.Is(err, wfs.ErrUnsupported) {
+			err = f.Truncate(2 * l.fileBytes())
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -83,6 +89,13 @@ func writeFirst(fsys wfs.FS, dir string, m *manifest, l layout, id [16]byte) err
 	}
 	if err != nil {
 		return fmt.Errorf("embedding: writing %s: %w", path, err)
+	}
+	loc := make([]uint32, l.pages)
+	for i := range loc {
+		loc[i] = entry(1, 0)
+	}
+	if err := writeMap(fsys, dir, id, 1, loc); err != nil {
+		return err
 	}
 	if err := publish(fsys, dir, m); err != nil {
 		return err
@@ -130,9 +143,9 @@ func initPages(f wfs.File, l layout, id [16]byte, spec Spec) error {
 	return nil
 }
 
-// Open opens the table in dir to train: it removes what an interrupted checkpoint left, copies
-// the last checkpoint into the working copy (checking every page) and caches pages in at most
-// opt.HostCacheBytes of host memory.
+// Open opens the table in dir to train: it removes what an interrupted checkpoint left, reads
+// the last checkpoint's page map (checking it) and caches pages in at most opt.HostCacheBytes of
+// host memory. Pages are checked as they are read.
 func Open(dir string, opt Options) (t *Table, err error) {
 	fsys := wfs.Or(opt.FS)
 	lock, err := lockDir(fsys, dir)
@@ -152,53 +165,122 @@ func Open(dir string, opt Options) (t *Table, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := removeStale(fsys, dir, m.Generation); err != nil {
+	if err := removeStale(fsys, dir, m); err != nil {
 		return nil, err
 	}
 	t = &Table{fs: fsys, dir: dir, m: *m, id: id, lock: lock, l: newLayout(m.Spec.Rows, m.Spec.Dim, m.Spec.Optimizer.Name)}
+	if m.Version == 1 {
+		if err := convertV1(fsys, dir, &t.m, t.l, id); err != nil {
+			return nil, err
+		}
+	}
+	loc, err := readMap(dir, id, m.Generation, t.l.pages)
+	if err != nil {
+		return nil, err
+	}
 	t.cacheB = opt.HostCacheBytes
 	if t.cacheB == 0 {
 		t.cacheB = DefaultHostCacheBytes
 	}
-	if t.c, err = newCache(t.l, id, t.cacheB, opt.IOBackend, &t.stats); err != nil {
+	path := filepath.Join(dir, pagesName)
+	f, direct, err := openRows(fsys, path, false)
+	if err != nil {
+		return nil, fmt.Errorf("embedding: opening table: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 2*t.l.fileBytes() {
+		f.Close()
+		return nil, fmt.Errorf("embedding: %s: %w: %v bytes, want %d", path, ErrCorrupt, sizeOf(st), 2*t.l.fileBytes())
+	}
+	if t.c, err = newCache(t.l, id, t.cacheB, opt.IOBackend, opt.Faults, &t.stats); err != nil {
+		f.Close()
 		return nil, err
 	}
-	if err := t.newWork(); err != nil {
-		t.c.free()
-		return nil, err
-	}
+	t.c.file, t.c.name, t.c.gen, t.c.loc, t.direct = f, path, m.Generation+1, loc, direct
 	return t, nil
 }
 
-// newWork makes the working copy of the manifest's generation G, sealed as G+1.
-func (t *Table) newWork() error {
-	gen := t.m.Generation
-	src := filepath.Join(t.dir, genName(gen))
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_DIRECT, 0)
-	if errors.Is(err, unix.EINVAL) {
-		in, err = os.Open(src)
-	}
+// convertV1 rewrites a version 1 table (gen-<G>.rows, every page sealed as G) as version 2 at
+// the same generation: pages.rows holding every page (checked) in place 0, map-<G>, the manifest
+// published, then gen-<G>.rows removed. A kill before the manifest leaves the version 1 table,
+// converted again by the next Open; one after, a version 2 table whose Open removes the rest.
+func convertV1(fsys wfs.FS, dir string, m *manifest, l layout, id [16]byte) error {
+	src := filepath.Join(dir, v1GenName(m.Generation))
+	in, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("embedding: opening table: %w", err)
+		return fmt.Errorf("embedding: opening a version 1 table: %w", err)
 	}
 	defer in.Close()
-	if st, err := in.Stat(); err != nil || st.Size() != t.l.fileBytes() {
-		return fmt.Errorf("embedding: %s: %w: %v bytes, want %d", src, ErrCorrupt, sizeOf(st), t.l.fileBytes())
+	if st, err := in.Stat(); err != nil || st.Size() != l.fileBytes() {
+		return fmt.Errorf("embedding: %s: %w: %v bytes, want %d", src, ErrCorrupt, sizeOf(st), l.fileBytes())
 	}
-	if err := checkSpace(t.dir, t.l.fileBytes(), "the working copy"); err != nil {
+	if err := checkSpace(dir, 2*l.fileBytes(), "converting the table to version 2"); err != nil {
 		return err
 	}
-	path := filepath.Join(t.dir, workName)
-	out, direct, err := openRows(t.fs, path, true)
+	path := filepath.Join(dir, pagesName)
+	out, _, err := openRows(fsys, path, true)
 	if err != nil {
-		return fmt.Errorf("embedding: creating the working copy: %w", err)
+		return fmt.Errorf("embedding: converting %s: %w", dir, err)
 	}
-	if err := copyGeneration(in, src, out, t.l, t.id, gen); err != nil {
-		out.Close()
-		t.fs.Remove(path)
+	err = copyPages(in, src, out, l, id, m.Generation)
+	if err == nil {
+		if err = out.Allocate(2 * l.fileBytes()); errors.Is(err, wfs.ErrUnsupported) {
+			err = out.Truncate(2 * l.fileBytes())
+		}
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("embedding: converting %s: %w", dir, err)
+	}
+	loc := make([]uint32, l.pages)
+	for i := range loc {
+		loc[i] = entry(m.Generation, 0)
+	}
+	if err := writeMap(fsys, dir, id, m.Generation, loc); err != nil {
 		return err
 	}
-	t.c.file, t.c.name, t.c.gen, t.direct = out, path, gen+1, direct
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("embedding: converting %s: %w", dir, err)
+	}
+	next := *m
+	next.Version = manifestVersion
+	if err := publish(fsys, dir, &next); err != nil {
+		return err
+	}
+	*m = next
+	if err := fsys.Remove(src); err != nil {
+		return fmt.Errorf("embedding: converted to version 2; removing %s: %w", src, err)
+	}
+	return nil
+}
+
+// copyPages copies every page of in (sealed as gen, checked) to the same offsets of out.
+func copyPages(in *os.File, src string, out wfs.File, l layout, id [16]byte, gen uint64) error {
+	per := max(1, copyChunk/l.pageBytes)
+	buf, err := unix.Mmap(-1, 0, per*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	for p0 := int64(0); p0 < l.pages; p0 += int64(per) {
+		n := int(min(int64(per), l.pages-p0))
+		b := buf[:n*l.pageBytes]
+		if k, err := in.ReadAt(b, p0*int64(l.pageBytes)); k < len(b) {
+			return fmt.Errorf("embedding: reading %s: %w (%v)", src, ErrCorrupt, err)
+		}
+		for i := range n {
+			if err := check(id, p0+int64(i), gen, b[i*l.pageBytes:(i+1)*l.pageBytes], src); err != nil {
+				return err
+			}
+		}
+		if _, err := out.WriteAt(b, p0*int64(l.pageBytes)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -216,37 +298,6 @@ func sizeOf(st os.FileInfo) any {
 		return "?"
 	}
 	return st.Size()
-}
-
-// copyGeneration copies every page of in (generation gen, checked) to out, sealed as gen+1.
-func copyGeneration(in *os.File, src string, out wfs.File, l layout, id [16]byte, gen uint64) error {
-	per := max(1, copyChunk/l.pageBytes)
-	buf, err := unix.Mmap(-1, 0, per*l.pageBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return err
-	}
-	defer unix.Munmap(buf)
-	for p0 := int64(0); p0 < l.pages; p0 += int64(per) {
-		n := int(min(int64(per), l.pages-p0))
-		b := buf[:n*l.pageBytes]
-		if k, err := in.ReadAt(b, p0*int64(l.pageBytes)); k < len(b) {
-			if err == nil || err == io.EOF {
-				err = ErrCorrupt
-			}
-			return fmt.Errorf("embedding: reading %s: %w", src, err)
-		}
-		for i := range n {
-			page := b[i*l.pageBytes : (i+1)*l.pageBytes]
-			if err := check(id, p0+int64(i), gen, page, src); err != nil {
-				return err
-			}
-			seal(id, p0+int64(i), gen+1, page)
-		}
-		if _, err := out.WriteAt(b, p0*int64(l.pageBytes)); err != nil {
-			return fmt.Errorf("embedding: writing the working copy: %w", err)
-		}
-	}
-	return nil
 }
 
 // enter takes the table's lock, refusing a closed or broken table.
@@ -308,19 +359,24 @@ func (t *Table) Checkpoint() error {
 	return nil
 }
 
+// checkpoint writes the dirty pages to their places (none of the last checkpoint's), fsyncs
+// them, writes the next generation's map and publishes the manifest naming it, then removes the
+// old map.
 func (t *Table) checkpoint() error {
 	old := t.m.Generation
+	if old+1 > maxGeneration {
+		return fmt.Errorf("embedding: checkpoint: generation %d is the last a page map holds", old)
+	}
 	if err := t.c.flush(); err != nil {
 		return err
 	}
 	if err := t.c.file.Sync(); err != nil {
 		return fmt.Errorf("embedding: checkpoint: %w", err)
 	}
-	next := filepath.Join(t.dir, genName(old+1))
-	if err := t.fs.Rename(t.c.name, next); err != nil {
-		return fmt.Errorf("embedding: checkpoint: %w", err)
+	if err := writeMap(t.fs, t.dir, t.id, old+1, t.c.loc); err != nil {
+		return err
 	}
-	if err := t.fs.SyncDir(t.dir); err != nil {
+	if err := t.fs.SyncDir(t.dir); err != nil { // the map's name is durable before the manifest's
 		return fmt.Errorf("embedding: checkpoint: %w", err)
 	}
 	m := t.m
@@ -329,16 +385,12 @@ func (t *Table) checkpoint() error {
 		return err
 	}
 	t.m = m
+	t.c.gen = old + 2
 	t.stats.Checkpoints++
-	f := t.c.file
-	t.c.file = nil
-	if err := errors.Join(t.c.closeStack(), f.Close()); err != nil {
-		return fmt.Errorf("embedding: checkpoint: %w", err)
+	if err := t.fs.Remove(filepath.Join(t.dir, mapName(old))); err != nil {
+		return fmt.Errorf("embedding: checkpoint published; removing generation %d's map: %w", old, err)
 	}
-	if err := t.fs.Remove(filepath.Join(t.dir, genName(old))); err != nil {
-		return fmt.Errorf("embedding: checkpoint published; removing generation %d: %w", old, err)
-	}
-	return t.newWork()
+	return nil
 }
 
 // Close releases the table without a checkpoint: what changed since the last one is dropped.
@@ -349,10 +401,7 @@ func (t *Table) Close() error {
 		return ErrClosed
 	}
 	t.closed = true
-	errs := []error{t.c.closeStack()} // before the file it reads
-	if t.c.file != nil {
-		errs = append(errs, t.c.file.Close(), t.fs.Remove(t.c.name))
-	}
+	errs := []error{t.c.closeIO(), t.c.file.Close()} // the IO before the file it reads
 	errs = append(errs, t.c.free(), t.lock.Close())
 	return errors.Join(errs...)
 }

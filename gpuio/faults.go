@@ -25,8 +25,10 @@ const (
 // the Stack's files) whose path contains Path ("": any; Options.Paths names the files), whose
 // range overlaps [From, To) (To 0: no end), and of those the Every-th (1: each; 0 counts as 1),
 // or, with Prob > 0, each with that probability (seeded by Seed: the same reads every run).
+// Writes, when set, makes the rule match a Writer's writes instead of reads.
 type FaultRule struct {
 	Kind     FaultKind
+	Writes   bool
 	File     int
 	Path     string
 	From, To int64
@@ -47,12 +49,15 @@ type Injector interface {
 }
 
 // CompletedRead is what an Injector is told of a read: the index of its file among the Stack's
-// files, the file's path (Options.Paths; "" when unnamed), and the range read.
+// files, the file's path (Options.Paths; "" when unnamed), and the range read. A Writer asks of
+// its writes the same way, with Write set: there FaultEIO fails the write, FaultShort has it
+// written half (reported short), FaultDelay delays it, and FaultFlip does nothing.
 type CompletedRead struct {
 	File   int
 	Path   string
 	Off    int64
 	Length int
+	Write  bool
 }
 
 // Fault is one fault applied to a completed read: Kind, and for FaultDelay how long.
@@ -75,7 +80,7 @@ type Faults struct {
 
 // ParseFaults reads rules from spec, as the TIERFS_FAULTS environment variable holds them:
 // rules separated by ";", each KIND[:key=value...] with keys file, path, from, to, every, prob,
-// seed, ms (delay), e.g. "eio:file=0:every=3;flip:prob=0.05:seed=7;delay:ms=2" or
+// seed, ms (delay), op (read, the default, or write: a Writer's writes), e.g. "eio:file=0:every=3;flip:prob=0.05:seed=7;delay:ms=2" or
 // "flip:path=epoch-". "" is no faults (nil).
 func ParseFaults(spec string) (*Faults, error) {
 	spec = strings.TrimSpace(spec)
@@ -112,12 +117,19 @@ func ParseFaults(spec string) (*Faults, error) {
 				r.Prob, err = strconv.ParseFloat(v, 64)
 			case "seed":
 				r.Seed, err = strconv.ParseUint(v, 10, 64)
+			case "op":
+				switch v {
+				case "read", "write":
+					r.Writes = v == "write"
+				default:
+					err = fmt.Errorf("want read or write")
+				}
 			case "ms":
 				var ms float64
 				ms, err = strconv.ParseFloat(v, 64)
 				r.Delay = time.Duration(ms * float64(time.Millisecond))
 			default:
-				return nil, fmt.Errorf("gpuio: fault rule %q: unknown key %q (file, path, from, to, every, prob, seed, ms)", rs, k)
+				return nil, fmt.Errorf("gpuio: fault rule %q: unknown key %q (file, path, from, to, every, prob, seed, ms, op)", rs, k)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("gpuio: fault rule %q: %s=%q: %v", rs, k, v, err)
@@ -138,11 +150,12 @@ func (f *Faults) Inject(r CompletedRead) []Fault {
 	if f == nil {
 		return nil
 	}
-	return f.pick(r.File, r.Path, r.Off, r.Length)
+	return f.pick(r.File, r.Path, r.Off, r.Length, r.Write)
 }
 
-// pick says which rules fire for a read of file (named path) over [off, off+length).
-func (f *Faults) pick(file int, path string, off int64, length int) []Fault {
+// pick says which rules fire for a read (or, write, a write) of file (named path) over
+// [off, off+length).
+func (f *Faults) pick(file int, path string, off int64, length int, write bool) []Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
@@ -153,7 +166,7 @@ func (f *Faults) pick(file int, path string, off int64, length int) []Fault {
 	}
 	var fire []Fault
 	for i, r := range f.Rules {
-		if (r.File >= 0 && r.File != file) || (r.Path != "" && !strings.Contains(path, r.Path)) ||
+		if r.Writes != write || (r.File >= 0 && r.File != file) || (r.Path != "" && !strings.Contains(path, r.Path)) ||
 			off+int64(length) <= r.From || (r.To > 0 && off >= r.To) {
 			continue
 		}

@@ -10,6 +10,10 @@
 // with a CUDA kernel; the contract stays the same.
 //
 // A Stack is used by one goroutine at a time; open one Stack per concurrent gatherer.
+//
+// Writes go through a Writer: from one region of memory its caller registers (mmap'ed or C,
+// never the Go heap), aligned for O_DIRECT, adjacent requests merged, io_uring WRITE_FIXED or
+// pwrite; a failed or short write fails the requests it carried, naming file and offset.
 package gpuio
 
 import (

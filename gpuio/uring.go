@@ -27,6 +27,7 @@ const (
 	ioringRegisterBuffers = 0
 	ioringRegisterFiles   = 2
 	ioringOpReadFixed     = 4
+	ioringOpWriteFixed    = 5
 	iosqeFixedFile        = 1 << 0
 	rwfNowait             = 0x8 // RWF_NOWAIT: fail with EAGAIN instead of waiting for the device
 )
@@ -215,9 +216,19 @@ func (r *uring) registerFiles(fds []int32) error {
 // pushReadFixed queues one READ_FIXED SQE; the caller keeps in-flight reads <= sqEntries, so the
 // SQ never overflows. addr must lie in registered buffer bufIndex.
 func (r *uring) pushReadFixed(file int32, off int64, addr unsafe.Pointer, n int, bufIndex int, userData uint64, nowait bool) {
+	r.pushFixed(ioringOpReadFixed, file, off, addr, n, bufIndex, userData, nowait)
+}
+
+// pushWriteFixed queues one WRITE_FIXED SQE (the kernel reads n bytes at addr, in registered
+// buffer bufIndex), as pushReadFixed does, without RWF_NOWAIT.
+func (r *uring) pushWriteFixed(file int32, off int64, addr unsafe.Pointer, n int, bufIndex int, userData uint64) {
+	r.pushFixed(ioringOpWriteFixed, file, off, addr, n, bufIndex, userData, false)
+}
+
+func (r *uring) pushFixed(opcode uint8, file int32, off int64, addr unsafe.Pointer, n int, bufIndex int, userData uint64, nowait bool) {
 	sqe := &r.sqes[r.localTail&r.sqMask]
 	*sqe = uringSQE{
-		opcode: ioringOpReadFixed, fd: file, off: uint64(off), addr: uint64(uintptr(addr)),
+		opcode: opcode, fd: file, off: uint64(off), addr: uint64(uintptr(addr)),
 		len: uint32(n), bufIndex: uint16(bufIndex), userData: userData,
 	}
 	if r.fixedFiles {

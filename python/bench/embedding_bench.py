@@ -17,8 +17,8 @@ Printed and written to --out (JSON): seeds/s of each arm and their ratio; the ti
 cache counters over the timed steps (pages read and written a step); the distinct 4 KiB pages a
 step touches; the disk bound, the disk's 4 KiB IOPS over the pages a step reads plus writes
 (measured, and the worst case of every distinct page read and written); the seconds to create
-the table (its initial rows written and checkpointed, then the working copy made) and one
-checkpoint after the timed steps. The disk's IOPS: --disk-iops, else --disk-json (`tierfs bench
+the table (its initial rows written and checkpointed, and opened) and one checkpoint after the
+timed steps (the dirty pages and the page map: the changed pages only). The disk's IOPS: --disk-iops, else --disk-json (`tierfs bench
 disk --json`), else `tierfs bench disk` on a small dataset synthesized in --dir.
 """
 
@@ -156,6 +156,7 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
         out["distinct_pages_per_step"] = pages / a.steps
         out["pages_read_per_step"] = out["stats"]["pages_read"] / a.steps
         out["pages_written_per_step"] = out["stats"]["pages_written"] / a.steps
+        out["write_ios_per_step"] = (after.get("write_ios", 0) - before.get("write_ios", 0)) / a.steps  # adjacent pages merge
         t = time.perf_counter()
         emb.checkpoint()
         out["checkpoint_s"] = time.perf_counter() - t

@@ -182,9 +182,11 @@ def test_readme_block_runs(tmp_path):
 def test_damaged_table_is_corrupt_error(tmp_path):
     emb = tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd", num_embeddings=2000)
     emb.close()
-    page = tmp_path / "t" / "gen-1.rows"
+    page = tmp_path / "t" / "pages.rows"
     data = bytearray(page.read_bytes())
     data[4096 * 2 + 5] ^= 1
     page.write_bytes(bytes(data))
+    emb = tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd")  # pages are checked as they are read
     with pytest.raises(tierfs.CorruptError, match="page 2 \\(generation 1\\): checksum"):
-        tierfs.Embedding(None, None, 4, tmp_path / "t", optimizer="sgd")
+        emb.read(torch.arange(2000))
+    emb.close()
