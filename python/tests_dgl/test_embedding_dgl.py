@@ -7,6 +7,7 @@ NotImplementedError, which it is)."""
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 import torch
@@ -84,3 +85,38 @@ def test_dataset_features_read_only(hstore, emb):
         tdgl.Feature(hstore, node_type="author", embedding=emb)
     with pytest.raises(TypeError, match="want a tierfs.Embedding"):
         tdgl.Feature(hstore, node_type="field", embedding=torch.nn.Embedding(3, DIM))
+
+
+@pytest.mark.parametrize("prefetch", [False, 3])
+def test_dataloader_embeddings_train_as_nn_embedding(hstore, tmp_path, prefetch):
+    """tierfs.dgl.DataLoader(embeddings=) puts the table's rows of each batch's field nodes in
+    blocks[0].srcnodes["field"].data["feat"], gathered as the batch is handed over: training
+    through it (batches sharing rows, 3 in flight, a cache of two pages) equals the same steps
+    with nn.Embedding(sparse=True) and torch's Adagrad, bit for bit."""
+    print(f"seed {SEED}")
+    g = torch.Generator().manual_seed(SEED)
+    n = hstore.num_nodes("field")
+    emb = tierfs.Embedding(hstore, "field", DIM, tmp_path / "t.emb", optimizer="adagrad", lr=0.3, seed=SEED, host_cache=8192)
+    ref = torch.nn.Embedding(n, DIM, sparse=True)
+    with torch.no_grad():
+        ref.weight.copy_(emb.read(torch.arange(n)))
+    opt = torch.optim.Adagrad(ref.parameters(), lr=0.3)
+    sampler = tdgl.NeighborSampler(hstore, [3, 3], seed=SEED % 1000)
+    loader = tdgl.DataLoader(hstore, {"paper": torch.arange(200)}, sampler, batch_size=32, shuffle=True, seed=1, prefetch=prefetch, embeddings={"field": emb})
+    batches = 0
+    for input_nodes, _, blocks in loader:
+        time.sleep(0.05)  # the pipeline makes the next batches meanwhile: they must still see this step
+        ids = input_nodes["field"]
+        x = blocks[0].srcnodes["field"].data["feat"]
+        assert x.requires_grad and torch.equal(x.detach(), ref.weight[ids].detach())  # every earlier step seen
+        w = torch.randn(len(ids), DIM, generator=g)
+        emb.zero_grad()
+        opt.zero_grad()
+        (torch.tanh(x) * w).sum().backward()
+        (torch.tanh(ref(ids)) * w).sum().backward()
+        emb.step()
+        opt.step()
+        batches += 1
+    assert batches == len(loader) == 7
+    assert torch.equal(emb.read(torch.arange(n)), ref.weight.detach())
+    emb.close()

@@ -152,7 +152,15 @@ class DataLoader:
     ahead on one thread, features and labels gathered for up to ``prefetch`` batches at once
     while the current one is used; ``prefetch=False`` (or 0) loads each batch when it is asked
     for. ``device`` is where the batches go. :meth:`stats` says where the latest epoch's time
-    went. The loader options it takes, keywords as :class:`tierfs.Loader`'s:
+    went.
+
+    ``embeddings={node type: tierfs.Embedding}`` (``None`` for a one-type store's type) puts a
+    featureless type's learned rows in every batch as its input feature
+    (``blocks[0].srcdata[feature_name]``, ``blocks[0].srcnodes[t].data[feature_name]`` for a
+    typed store), with autograd: they are gathered as each batch is handed over, after every step
+    taken on the batches before it, so training through the loader is exactly training with
+    ``nn.Embedding(sparse=True)`` (the pipeline only reads the rows ahead into the table's cache).
+    The loader options it takes, keywords as :class:`tierfs.Loader`'s:
 
         {loader_options}
     """
@@ -168,6 +176,7 @@ class DataLoader:
         device="cpu",
         feature_name: str | None = FEATURE,
         label_name: str | None = LABEL,
+        embeddings: dict | None = None,
         **options,
     ):
         prefetch = options.pop("prefetch", True)
@@ -195,6 +204,11 @@ class DataLoader:
         self.prefetch = 0 if inline else o["prefetch"]
         self._run = None
         self.feature_name = feature_name
+        self.embeddings = {}
+        if embeddings:
+            from tierfs.embedding import loader_tables
+
+            self.embeddings = loader_tables(store, embeddings, "tierfs.dgl.DataLoader")
         if self.seed_type is not None:
             types = store.types["node_types"]
             if self.seed_type not in types:
@@ -229,7 +243,33 @@ class DataLoader:
         return self.sampler.sample(batch)
 
     def _load(self, batch):
-        return self._gather(self._sample(batch))
+        loaded = self._gather(self._sample(batch))
+        return self._attach_rows(loaded) if self.embeddings else loaded
+
+    def _ids_of(self, input_nodes):
+        """The batch's input nodes of a table's type (``None``: a one-type store's)."""
+        return lambda t: input_nodes if t is None else input_nodes.get(t)
+
+    def _warm(self, loaded):
+        """On a pipeline thread: the tables' pages of the batch's rows read into their caches."""
+        from tierfs.embedding import warm
+
+        warm(self.embeddings, self._ids_of(loaded[0]))
+        return loaded
+
+    def _attach_rows(self, loaded):
+        """``loaded`` with the tables' rows of its input nodes as their input feature, gathered
+        now, as the caller takes the batch."""
+        from tierfs.embedding import rows_of
+
+        input_nodes, output_nodes, blocks = loaded
+        name = self.feature_name or FEATURE
+        for t, rows in rows_of(self.embeddings, self._ids_of(input_nodes), self.device).items():
+            if t is None:
+                blocks[0].srcdata[name] = rows
+            else:
+                blocks[0].srcnodes[t].data[name] = rows
+        return input_nodes, output_nodes, blocks
 
     def _gather_hetero(self, sampled):
         input_nodes, output_nodes, blocks = sampled
@@ -272,9 +312,13 @@ class DataLoader:
         if not self.prefetch or len(batches) < 2:
             return (self._load(seeds) for seeds in batches)
         # The gathers run on the default stream (blocks' .to() queues there), so no stream joins.
+        make = lambda i, sampled: self._gather(sampled)  # noqa: E731
+        if self.embeddings:
+            make = lambda i, sampled: self._warm(self._gather(sampled))  # noqa: E731
         pipeline = tierfs.Pipeline(
-            len(batches), lambda i: self._sample(batches[i]), lambda i, sampled: self._gather(sampled),
+            len(batches), lambda i: self._sample(batches[i]), make,
             depth=self.prefetch, store=self.store, name="tierfs-dgl-load",
+            deliver=self._attach_rows if self.embeddings else None,
         )
         self._run = pipeline._st
         return pipeline
