@@ -79,6 +79,8 @@ func (sp *Sampler) SampleFromEdgesAt(edgeType string, src, dst, labels, seedTime
 		seedTimes = nil // no edge type draws in time: nothing reads them
 	case sp.times != nil && seedTimes == nil:
 		return nil, &OptionError{Option: "edge_label_time", Value: "none", Want: fmt.Sprintf("one a seed edge: a sampler in time %q samples seed edges at their times", sp.time)}
+	case seedTimes != nil && link.StrictNegatives && link.Negatives != topology.NoNegatives && (sp.times.node[st.src] != nil || sp.times.node[st.dst] != nil):
+		return nil, &OptionError{Option: "strict", Value: true, Want: fmt.Sprintf("off in time %q of the seed edges' node types: negatives keep within their seed edge's node time, not redrawn off the graph's edges", sp.time)}
 	}
 	numNodes, edges := ss.typedGraphs(sp.graph())
 	sp.mu.Lock()
