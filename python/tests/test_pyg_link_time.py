@@ -216,6 +216,35 @@ def test_disjoint_link_random_graphs(tmp_path, neg, temporal):
             assert src_time is None
 
 
+def test_disjoint_link_two_node_types(tmp_path):
+    """Seed edges between two node types (paper -> author), binary negatives, in node time: tree
+    k is the k-th seed of each type (edge_sample's seed_dict: sources then negative sources,
+    destinations then negative destinations), batch k mod the seed edges in both types, the label
+    index the positions on both sides, and no node of tree k later than its seed edge's time."""
+    r, p = rng(5), 8
+    data = HeteroData()
+    data["paper"].x, data["paper"].time = torch.zeros(60, 1), torch.from_numpy(r.integers(0, 30, 60))
+    data["author"].x, data["author"].time = torch.zeros(40, 1), torch.from_numpy(r.integers(0, 30, 40))
+    data["paper", "writes", "author"].edge_index = _random_edge_index(r, 60, 40, 300)
+    data["author", "rev", "paper"].edge_index = _random_edge_index(r, 40, 60, 300)
+    src, dst, elt = torch.from_numpy(r.integers(0, 60, p)), torch.from_numpy(r.integers(0, 40, p)), torch.from_numpy(r.integers(5, 32, p))
+    with _store(tmp_path, data) as store:
+        sampler = tierfs.pyg.NeighborSampler(store, {("paper", "writes", "author"): [-1, -1], ("author", "rev", "paper"): [-1, -1]}, seed=SEED, time_attr="time")
+        et = ("paper", "writes", "author")
+        out = sampler.sample_from_edges(EdgeSamplerInput(input_id=torch.arange(p), row=src, col=dst, time=elt, input_type=et), neg_sampling=NegativeSampling("binary", 1))
+        _, edge_label_index, edge_label, src_time = out.metadata
+        assert edge_label_index.tolist() == [list(range(2 * p))] * 2 and edge_label.tolist() == [1.0] * p + [0.0] * p
+        assert src_time.tolist() == elt.repeat(2).tolist()
+        assert out.node["paper"][:p].tolist() == src.tolist() and out.node["author"][:p].tolist() == dst.tolist(), f"seed {SEED}"
+        for t in ("paper", "author"):
+            batch = out.batch[t]
+            assert batch[:2 * p].tolist() == [k % p for k in range(2 * p)]
+            assert bool((data[t].time[out.node[t][2 * p:]] <= elt[batch[2 * p:]]).all()), f"seed {SEED}: {t} sampled after its tree's time"
+            for k in range(p, 2 * p):  # negatives keep within their seed edge's time, or are the earliest node
+                v = int(out.node[t][k])
+                assert data[t].time[v] <= elt[k % p] or v == int(data[t].time.argmin()), f"seed {SEED}"
+
+
 def test_link_time_refusals(tmp_path):
     """What tierfs refuses, by name: edge_label_time on a sampler that is not disjoint, a
     temporal sampler's seed edges without times, times for a plain sampler, strict negatives in
