@@ -66,7 +66,7 @@ func checkLinkTime(numNodes []int64, edges []EdgeGraph, seedEdgeType, numPos, nu
 		}
 		lt.times = at(dstEnds)
 		if et.Src == et.Dst {
-			lt.times = slices.Concat(at(srcEnds), lt.times)
+			lt.times = append(at(srcEnds), lt.times...) // not nil: a temporal sample of no seed edges
 		}
 	}
 	hopt := opt.HeteroSampleOptions

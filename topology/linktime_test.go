@@ -272,4 +272,18 @@ func TestLinkTimeRefusals(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %q", c.name, err, c.want)
 		}
 	}
+	// no seed edges: an empty sample, in time or not
+	for _, opt := range []LinkSampleOptions{
+		{SampleOptions: SampleOptions{Fanouts: []int{2}, Disjoint: true}, LinkOptions: LinkOptions{Negatives: TripletNegatives}},
+		{SampleOptions: SampleOptions{Fanouts: []int{2}, Disjoint: true, SeedTimes: []int64{}}, LinkOptions: LinkOptions{Negatives: BinaryNegatives}},
+	} {
+		graph := Graph(g)
+		if opt.SeedTimes != nil {
+			graph = tg
+		}
+		s, err := SampleFromEdges(graph, []int64{}, []int64{}, nil, opt)
+		if err != nil || len(s.Nodes) != 0 || len(s.Batch) != 0 {
+			t.Errorf("no seed edges (%v): %v, %+v; want an empty sample", opt.Negatives, err, s)
+		}
+	}
 }
