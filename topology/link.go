@@ -115,7 +115,7 @@ type HeteroLinkSampleOptions struct {
 // SampleFromEdges samples the k-hop neighborhood of the seed edges (src[i], dst[i]) of g: it is
 // SampleHeteroFromEdges over one node type and one edge type, the sample in SampleNeighbors'
 // shape. The seed nodes are the distinct endpoints of the seed edges and negatives, ascending
-// (Disjoint: every endpoint, in PyG's order; see sampleEdgesDisjoint).
+// (Disjoint: every endpoint, in PyG's order; see SampleHeteroFromEdges).
 func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (*LinkSample, error) {
 	if g == nil {
 		return nil, errors.New("topology: graph is nil")
@@ -139,7 +139,7 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 
 // SampleHeteroFromEdges samples the k-hop neighborhood of the seed edges (src[i], dst[i]) of edge
 // type seedEdgeType (src ids of its Src node type, dst ids of its Dst type), PyG's edge_sample
-// with disjoint=False (Disjoint and in time: see sampleEdgesDisjoint):
+// with disjoint=False (with Disjoint, disjoint=True: see below):
 //
 //  1. Negatives (opt.Negatives) are drawn first, each from its own generator (see NegativeSeed),
 //     so the same Seed gives the same negatives whatever Workers is.
@@ -151,10 +151,22 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 //     excluded the sample is SampleHetero's from the same seeds.
 //  4. The label index maps every seed edge and negative to the local ids of its endpoints.
 //
+// With Disjoint (PyG's disjoint=True) the negatives are the same, and every endpoint of a label
+// edge is the seed of its own tree, in PyG's order: of the Src type the seed edges' sources, then
+// the binary negatives'; of the Dst type their destinations, then the negative destinations
+// (triplet j of seed edge i at j×len(src) + i); one node type holds the sources, then the
+// destinations; of two, tree k is each type's k-th seed. Batch is a node's tree index mod
+// len(src), and the label index holds the seeds' positions. SeedTimes (one a seed edge, PyG's
+// edge_label_time; Temporal graphs need them) sample tree k at its label edge's seed edge time,
+// edge_label_time repeated over the negatives as PyG repeats it; with node times of an endpoint's
+// type a negative is a node of time at most its seed edge's (PyG's neg_sample: redrawn from its
+// generator up to MaxNegativeDraws draws, then the earliest node), not with StrictNegatives.
+//
 // labels (optional, not with TripletNegatives) holds one label a seed edge. It fails, naming the
 // input, on a bad graph or option (as SampleHetero), a seed edge endpoint outside its type, src
-// and dst or labels of other lengths, a bad NegAmount or mode, an unknown reverse edge type, or a
-// strict negative that stays an edge (or a graph's error while checking).
+// and dst or labels of other lengths, a bad NegAmount or mode, an unknown reverse edge type, a
+// strict negative that stays an edge (or a graph's error while checking), or SeedTimes that do
+// not fit (without Disjoint, not one a seed edge, missing for Temporal graphs or given without).
 func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, dst, labels []int64, opt HeteroLinkSampleOptions) (*HeteroLinkSample, error) {
 	hops, err := checkHeteroGraph(numNodes, edges, opt.HeteroSampleOptions)
 	if err != nil {
