@@ -66,7 +66,7 @@ const MaxNegativeDraws = 64
 
 // LinkLabels is what link sampling adds to the node sample: where each seed edge and each
 // negative is among the sampled nodes, as local ids of the endpoint's node type (PyG's
-// edge_sample metadata, disjoint=False).
+// edge_sample metadata; a Disjoint sample's are the seeds' positions).
 type LinkLabels struct {
 	// EdgeLabelIndex (NoNegatives, BinaryNegatives) holds the label edges, the seed edges in
 	// input order and then the negative pairs: [0] the local ids of their Src endpoints, [1] of
