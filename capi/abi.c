@@ -241,6 +241,14 @@ tfs_status tfs_sample_from_edges(tfs_sampler *sampler, const char *edge_type, co
                                                         out == NULL ? NULL : &h));
 }
 
+tfs_status tfs_sample_from_edges_at(tfs_sampler *sampler, const char *edge_type, const int64_t *src, const int64_t *dst,
+                                    const int64_t *labels, const int64_t *edge_label_time, int64_t n,
+                                    const char *link_options_json, struct tfs_sample **out) {
+  NEW_HANDLE(struct tfs_sample, tfsgo_sample_from_edges_at(H(sampler), (char *)edge_type, (int64_t *)src, (int64_t *)dst,
+                                                           (int64_t *)labels, (int64_t *)edge_label_time, n,
+                                                           (char *)link_options_json, out == NULL ? NULL : &h));
+}
+
 tfs_status tfs_sample_link_json(struct tfs_sample *sample, char *buf, size_t cap, size_t *needed) {
   FORK_GUARD();
   return (tfs_status)tfsgo_sample_link_json(H(sample), buf, cap, needed);

@@ -323,11 +323,19 @@ func parseLinkRequest(request string) (featurestore.LinkOptions, error) {
 //export tfsgo_sample_from_edges
 func tfsgo_sample_from_edges(sampler C.uintptr_t, edgeType *C.char, src, dst, labels *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) C.int {
 	return on("tfs_sample_from_edges", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
-		return sampleFromEdges(sp, edgeType, src, dst, labels, int64(n), request, h)
+		return sampleFromEdges(sp, edgeType, src, dst, labels, nil, int64(n), request, h)
 	})
 }
 
-func sampleFromEdges(sp *featurestore.Sampler, edgeType *C.char, src, dst, labels *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
+//export tfsgo_sample_from_edges_at
+func tfsgo_sample_from_edges_at(sampler C.uintptr_t, edgeType *C.char, src, dst, labels, times *C.int64_t, n C.int64_t, request *C.char, h *C.uintptr_t) C.int {
+	return on("tfs_sample_from_edges_at", stEIO, sampler, kindSampler, func(sp *featurestore.Sampler) error {
+		return sampleFromEdges(sp, edgeType, src, dst, labels, times, int64(n), request, h)
+	})
+}
+
+// sampleFromEdges is tfs_sample_from_edges, or tfs_sample_from_edges_at where times is not NULL.
+func sampleFromEdges(sp *featurestore.Sampler, edgeType *C.char, src, dst, labels, times *C.int64_t, n int64, request *C.char, hout *C.uintptr_t) error {
 	if hout == nil {
 		return fail(stEINVAL, "out is NULL")
 	}
@@ -350,8 +358,13 @@ func sampleFromEdges(sp *featurestore.Sampler, edgeType *C.char, src, dst, label
 		lab = make([]int64, n)
 		copy(lab, ids64(labels, n))
 	}
+	var seedTimes []int64
+	if times != nil {
+		seedTimes = make([]int64, n)
+		copy(seedTimes, ids64(times, n))
+	}
 	// The seed of this call (seed + call number) is the core's rule (featurestore.Sampler).
-	smp, err := sp.SampleFromEdges(et, ids64(src, n), ids64(dst, n), lab, link)
+	smp, err := sp.SampleFromEdgesAt(et, ids64(src, n), ids64(dst, n), lab, seedTimes, link)
 	if err != nil {
 		return err
 	}

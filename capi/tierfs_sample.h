@@ -17,8 +17,8 @@ extern "C" {
  * replacement), "seed": 0, "workers": 0 (0: one per CPU), "weight": "" (an edge feature of one
  * value an edge: the edge types that have it draw neighbors in proportion to it, on the host, as
  * PyG's weight_attr), "disjoint": false (true: every seed its own tree, PyG's disjoint=True — a
- * node reached from two seeds is a node of each, of every node type — on the host, not from edges:
- * tfs_sample_batch reads each node's seed index), "time": "" (a node or edge feature of one integer
+ * node reached from two seeds is a node of each, of every node type — on the host; from edges:
+ * tfs_sample_from_edges_at; tfs_sample_batch reads each node's seed index), "time": "" (a node or edge feature of one integer
  * a row, PyG's time_attr: samples in time, disjoint — a tree draws only neighbors whose node time,
  * or whose edge's time, is at most its seed's time, in time order; an edge type without the feature
  * on its edges or its source type draws as without time — with disjoint's limits and no weight;
@@ -57,7 +57,8 @@ tfs_status tfs_sample_edges(struct tfs_sample *sample, const char *edge_type, in
                             int64_t *edge_ids);
 tfs_status tfs_sample_free(struct tfs_sample *sample);
 
-/* Link sampling (docs: ARCHITECTURE.md "Link sampling"; PyG's edge_sample, disjoint=False):
+/* Link sampling (docs: ARCHITECTURE.md "Link sampling"; PyG's edge_sample, disjoint=False; a
+ * disjoint sampler's: see tfs_sample_from_edges_at):
  * samples around the n seed edges (src[i], dst[i]) of edge_type — src ids of its src node type,
  * dst ids of its dst node type — with the sampler's fanouts and next seed. labels (NULL: none;
  * not with triplet) holds one label a seed edge. link_options_json (NULL or "": no negatives)
@@ -75,6 +76,19 @@ tfs_status tfs_sample_free(struct tfs_sample *sample);
 tfs_status tfs_sample_from_edges(tfs_sampler *sampler, const char *edge_type, const int64_t *src, const int64_t *dst,
                                  const int64_t *labels, int64_t n, const char *link_options_json,
                                  struct tfs_sample **out);
+/* tfs_sample_from_edges at edge_label_time (n, one a seed edge: PyG's edge_label_time, both
+ * endpoints' trees and their negatives' draw neighbors of time at most the seed edge's; with a
+ * node-level time, negatives are nodes of time at most it, else the earliest node) for a sampler
+ * with "time", which needs them (NULL: TFS_EINVAL); NULL is tfs_sample_from_edges for a sampler
+ * without. A disjoint or temporal sampler's sample is PyG's disjoint layout (edge_sample with
+ * disjoint=True): every endpoint of a seed edge and negative is the seed of its own tree, of
+ * the src type the sources then the binary negatives' sources, of the dst type the destinations
+ * then the negative destinations (triplet negative j of seed edge i at j * n + i; one node type:
+ * the sources, then the destinations); tfs_sample_batch gives each node's tree index mod n, the
+ * label index those seeds' positions. Not with "strict" negatives in node time. */
+tfs_status tfs_sample_from_edges_at(tfs_sampler *sampler, const char *edge_type, const int64_t *src, const int64_t *dst,
+                                    const int64_t *labels, const int64_t *edge_label_time, int64_t n,
+                                    const char *link_options_json, struct tfs_sample **out);
 /* {"edge_label_index": m, "edge_label": m or 0, "src_index": n, "dst_pos_index": n,
  * "dst_neg_index": n * amount, "triplet": bool}: the lengths of the arrays below (binary and no
  * negatives fill edge_label_index and edge_label, triplet the other three). TFS_ENOENT for a

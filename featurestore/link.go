@@ -38,7 +38,7 @@ type LinkOptions struct {
 // edgeType ("src:rel:dst"; "" for the only one) — src ids of its src node type, dst ids of its
 // dst node type — with the sampler's fanouts and seed Seed + Calls() (node and link samples
 // count alike), and where each seed edge and negative lies in it: topology.SampleHeteroFromEdges
-// (PyG's edge_sample, disjoint=False). Negatives are of the edge type's node types. The edge
+// (PyG's edge_sample; a disjoint sampler's, disjoint=True). Negatives are of the edge type's node types. The edge
 // type may be one the dataset has no edges of, between two of its node types (PyG's
 // LinkNeighborLoader takes those: links to predict that the graph does not hold): the seeds'
 // neighborhoods are drawn from the dataset's edge types alone, as if it had that type with no
@@ -51,6 +51,15 @@ type LinkOptions struct {
 // does not swap the endpoints' types an *OptionError. Strict negatives that cannot be met (every
 // pair of the types an edge) fail naming the edge type.
 func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, link LinkOptions) (*topology.HeteroLinkSample, error) {
+	return sp.SampleFromEdgesAt(edgeType, src, dst, labels, nil, link)
+}
+
+// SampleFromEdgesAt is SampleFromEdges at seedTimes, one a seed edge (PyG's edge_label_time: both
+// endpoints' trees, and their negatives', draw neighbors of time at most the seed edge's), for a
+// temporal sampler (Time), which needs them; a disjoint sampler's samples are PyG's disjoint
+// layout (topology.SampleHeteroFromEdges). A sampler that is not temporal takes none; one none
+// of whose edge types draws in time reads none. Bad seed times are an *OptionError.
+func (sp *Sampler) SampleFromEdgesAt(edgeType string, src, dst, labels, seedTimes []int64, link LinkOptions) (*topology.HeteroLinkSample, error) {
 	ss := sp.ss
 	leave, err := ss.enter()
 	if err != nil {
@@ -61,11 +70,24 @@ func (sp *Sampler) SampleFromEdges(edgeType string, src, dst, labels []int64, li
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case seedTimes != nil && sp.times == nil:
+		return nil, &OptionError{Option: "edge_label_time", Value: fmt.Sprintf("%d times", len(seedTimes)), Want: "none: the sampler is not temporal (create it with \"time\")"}
+	case seedTimes != nil && len(seedTimes) != len(src):
+		return nil, &OptionError{Option: "edge_label_time", Value: fmt.Sprintf("%d times", len(seedTimes)), Want: fmt.Sprintf("one a seed edge (%d seed edges)", len(src))}
+	case sp.times != nil && !sp.times.inTime(ss):
+		seedTimes = nil // no edge type draws in time: nothing reads them
+	case sp.times != nil && seedTimes == nil:
+		return nil, &OptionError{Option: "edge_label_time", Value: "none", Want: fmt.Sprintf("one a seed edge: a sampler in time %q samples seed edges at their times", sp.time)}
+	case seedTimes != nil && link.StrictNegatives && link.Negatives != topology.NoNegatives && (sp.times.node[st.src] != nil || sp.times.node[st.dst] != nil):
+		return nil, &OptionError{Option: "strict", Value: true, Want: fmt.Sprintf("off in time %q of the seed edges' node types: negatives keep within their seed edge's node time, not redrawn off the graph's edges", sp.time)}
+	}
 	numNodes, edges := ss.typedGraphs(sp.graph())
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	opt := topology.HeteroLinkSampleOptions{HeteroSampleOptions: sp.opt, LinkOptions: core}
 	opt.Seed += sp.calls
+	opt.SeedTimes = seedTimes
 	if st.absent() { // the type the seed edges name, with no edges and no draws, after the dataset's
 		hops := 0
 		if len(opt.Fanouts) > 0 {

@@ -93,6 +93,25 @@ func TestTemporalSamplerMatchesTopology(t *testing.T) {
 				t.Fatalf("time %q strategy %q call %d: nodes %v edge ids %v, want topology's %v %v", c.time, c.strategy, k, got.Nodes, got.EdgeIDs, want.Nodes, want.EdgeIDs)
 			}
 		}
+		// seed edges at edge_label_time, binary negatives: topology's temporal link sample
+		lsp, err := ss.NewSampler(opt)
+		must(err)
+		ls, ld, lt := []int64{3, 150, 77}, []int64{9, 3, 3}, []int64{7, 15, 2}
+		for k := range 2 {
+			got, err := lsp.SampleFromEdgesAt("", ls, ld, nil, lt, LinkOptions{Negatives: topology.BinaryNegatives})
+			must(err)
+			want, err := topology.SampleFromEdges(c.g, ls, ld, nil, topology.LinkSampleOptions{
+				SampleOptions: topology.SampleOptions{Fanouts: []int{3, 2}, Seed: opt.Seed + uint64(k), Disjoint: true, SeedTimes: lt},
+				LinkOptions:   topology.LinkOptions{Negatives: topology.BinaryNegatives}})
+			must(err)
+			one, _ := got.OneType()
+			if one.Batch == nil || !reflect.DeepEqual(one, &want.Sample) || !reflect.DeepEqual(got.LinkLabels, want.LinkLabels) {
+				t.Fatalf("time %q strategy %q link call %d: nodes %v batch %v, want topology's %v %v", c.time, c.strategy, k, one.Nodes, one.Batch, want.Nodes, want.Batch)
+			}
+		}
+		if _, err := lsp.SampleFromEdges("", ls, ld, nil, LinkOptions{}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "edge_label_time") {
+			t.Errorf("time %q: seed edges without edge_label_time: %v", c.time, err)
+		}
 		if o := sp.Options(); o.Time != c.time || o.TemporalStrategy != c.strategy || !o.Disjoint {
 			t.Errorf("Options() = %+v, want time %q strategy %q, disjoint", o, c.time, c.strategy)
 		}
@@ -103,6 +122,9 @@ func TestTemporalSamplerMatchesTopology(t *testing.T) {
 	must(err)
 	if _, err := plain.SampleAt("", seeds, []int64{1, 2, 3, 4}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "not temporal") {
 		t.Errorf("seed times for a plain sampler: %v", err)
+	}
+	if _, err := plain.SampleFromEdgesAt("", []int64{1}, []int64{2}, nil, []int64{1}, LinkOptions{}); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "not temporal") {
+		t.Errorf("edge_label_time for a plain sampler: %v", err)
 	}
 	edgeLevel, err := ss.NewSampler(SampleOptions{Fanouts: map[string][]int{"": {2}}, Time: "edge_time"})
 	must(err)

@@ -22,7 +22,7 @@ type HeteroSampleOptions struct {
 	Fanouts [][]int
 	// Replace, Seed, Workers, NodesOnly, MaxEdges (over every edge type together), Disjoint
 	// and SeedTimes mean what they mean in SampleOptions (see SampleHetero); the link samplers
-	// refuse Disjoint.
+	// take SeedTimes one a seed edge (PyG's edge_label_time; see sampleEdgesDisjoint).
 	Replace   bool
 	Seed      uint64
 	Workers   int

@@ -53,12 +53,20 @@ type LinkOptions struct {
 	ReverseEdgeTypes map[int]int
 }
 
+// batchOf is the Batch of a sample's only node type (nil: not disjoint).
+func batchOf(batch [][]int64) []int64 {
+	if batch == nil {
+		return nil
+	}
+	return batch[0]
+}
+
 // MaxNegativeDraws bounds the draws of one negative under StrictNegatives.
 const MaxNegativeDraws = 64
 
 // LinkLabels is what link sampling adds to the node sample: where each seed edge and each
 // negative is among the sampled nodes, as local ids of the endpoint's node type (PyG's
-// edge_sample metadata, disjoint=False).
+// edge_sample metadata; a Disjoint sample's are the seeds' positions).
 type LinkLabels struct {
 	// EdgeLabelIndex (NoNegatives, BinaryNegatives) holds the label edges, the seed edges in
 	// input order and then the negative pairs: [0] the local ids of their Src endpoints, [1] of
@@ -106,13 +114,14 @@ type HeteroLinkSampleOptions struct {
 
 // SampleFromEdges samples the k-hop neighborhood of the seed edges (src[i], dst[i]) of g: it is
 // SampleHeteroFromEdges over one node type and one edge type, the sample in SampleNeighbors'
-// shape. The seed nodes are the distinct endpoints of the seed edges and negatives, ascending.
+// shape. The seed nodes are the distinct endpoints of the seed edges and negatives, ascending
+// (Disjoint: every endpoint, in PyG's order; see SampleHeteroFromEdges).
 func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (*LinkSample, error) {
 	if g == nil {
 		return nil, errors.New("topology: graph is nil")
 	}
 	hopt := HeteroLinkSampleOptions{
-		HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges},
+		HeteroSampleOptions: HeteroSampleOptions{Fanouts: [][]int{opt.Fanouts}, Replace: opt.Replace, Seed: opt.Seed, Workers: opt.Workers, NodesOnly: opt.NodesOnly, MaxEdges: opt.MaxEdges, Disjoint: opt.Disjoint, SeedTimes: opt.SeedTimes},
 		LinkOptions:         opt.LinkOptions,
 	}
 	hs, err := SampleHeteroFromEdges([]int64{g.NumNodes()}, []EdgeGraph{{G: g}}, 0, src, dst, labels, hopt)
@@ -122,7 +131,7 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 	return &LinkSample{
 		Sample: Sample{
 			Nodes: hs.Nodes[0], Row: hs.Row[0], Col: hs.Col[0], EdgeIDs: hs.EdgeIDs[0],
-			NodesPerHop: hs.NodesPerHop[0], EdgesPerHop: hs.EdgesPerHop[0],
+			NodesPerHop: hs.NodesPerHop[0], EdgesPerHop: hs.EdgesPerHop[0], Batch: batchOf(hs.Batch),
 		},
 		LinkLabels: hs.LinkLabels,
 	}, nil
@@ -130,7 +139,7 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 
 // SampleHeteroFromEdges samples the k-hop neighborhood of the seed edges (src[i], dst[i]) of edge
 // type seedEdgeType (src ids of its Src node type, dst ids of its Dst type), PyG's edge_sample
-// with disjoint=False:
+// with disjoint=False (with Disjoint, disjoint=True: see below):
 //
 //  1. Negatives (opt.Negatives) are drawn first, each from its own generator (see NegativeSeed),
 //     so the same Seed gives the same negatives whatever Workers is.
@@ -142,17 +151,26 @@ func SampleFromEdges(g Graph, src, dst, labels []int64, opt LinkSampleOptions) (
 //     excluded the sample is SampleHetero's from the same seeds.
 //  4. The label index maps every seed edge and negative to the local ids of its endpoints.
 //
+// With Disjoint (PyG's disjoint=True) the negatives are the same, and every endpoint of a label
+// edge is the seed of its own tree, in PyG's order: of the Src type the seed edges' sources, then
+// the binary negatives'; of the Dst type their destinations, then the negative destinations
+// (triplet j of seed edge i at j×len(src) + i); one node type holds the sources, then the
+// destinations; of two, tree k is each type's k-th seed. Batch is a node's tree index mod
+// len(src), and the label index holds the seeds' positions. SeedTimes (one a seed edge, PyG's
+// edge_label_time; Temporal graphs need them) sample tree k at its label edge's seed edge time,
+// edge_label_time repeated over the negatives as PyG repeats it; with node times of an endpoint's
+// type a negative is a node of time at most its seed edge's (PyG's neg_sample: redrawn from its
+// generator up to MaxNegativeDraws draws, then the earliest node), not with StrictNegatives.
+//
 // labels (optional, not with TripletNegatives) holds one label a seed edge. It fails, naming the
 // input, on a bad graph or option (as SampleHetero), a seed edge endpoint outside its type, src
-// and dst or labels of other lengths, a bad NegAmount or mode, an unknown reverse edge type, or a
-// strict negative that stays an edge (or a graph's error while checking).
+// and dst or labels of other lengths, a bad NegAmount or mode, an unknown reverse edge type, a
+// strict negative that stays an edge (or a graph's error while checking), or SeedTimes that do
+// not fit (without Disjoint, not one a seed edge, missing for Temporal graphs or given without).
 func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int, src, dst, labels []int64, opt HeteroLinkSampleOptions) (*HeteroLinkSample, error) {
 	hops, err := checkHeteroGraph(numNodes, edges, opt.HeteroSampleOptions)
 	if err != nil {
 		return nil, err
-	}
-	if opt.Disjoint {
-		return nil, errors.New("topology: Disjoint: the link samplers do not draw disjoint trees; SampleNeighbors and SampleHetero (seed nodes) do")
 	}
 	if seedEdgeType < 0 || seedEdgeType >= len(edges) {
 		return nil, fmt.Errorf("topology: seedEdgeType = %d is not an edge type in [0, %d)", seedEdgeType, len(edges))
@@ -167,12 +185,21 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 		return nil, fmt.Errorf("topology: NegAmount = %v asks %d negatives of %d seed edges, more than the sample's bound of %d (MaxEdges; the store option max_sample_edges): %w",
 			opt.NegAmount, numNeg, len(src), bound, ErrSampleTooLarge)
 	}
+	lt, err := checkLinkTime(numNodes, edges, seedEdgeType, len(src), numNeg, opt)
+	if err != nil {
+		return nil, err
+	}
 	et := edges[seedEdgeType]
 	lk := LinkLabels{}
 	if numNeg > 0 {
 		if lk.NegSrc, lk.NegDst, err = drawNegatives(numNodes, edges, seedEdgeType, src, dst, numNeg, opt); err != nil {
 			return nil, err
 		}
+		negativesInTime(lt, opt, numNodes, et, lk.NegSrc, lk.NegDst)
+	}
+	exclude := excludeSeedEdges(len(edges), seedEdgeType, src, dst, opt.LinkOptions)
+	if opt.Disjoint {
+		return sampleEdgesDisjoint(numNodes, edges, hops, et, src, dst, labels, lk, exclude, lt, opt)
 	}
 
 	// The seeds of each node type: the endpoints of every label edge, distinct, ascending.
@@ -189,22 +216,6 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 		seeds[t] = slices.Compact(seeds[t])
 	}
 
-	var exclude []pairSet
-	if opt.ExcludeSeedEdges && len(src) > 0 {
-		exclude = make([]pairSet, len(edges))
-		exclude[seedEdgeType] = make(pairSet, len(src))
-		for i := range src {
-			exclude[seedEdgeType][[2]int64{src[i], dst[i]}] = struct{}{}
-		}
-		if r, ok := opt.ReverseEdgeTypes[seedEdgeType]; ok {
-			if exclude[r] == nil {
-				exclude[r] = make(pairSet, len(src))
-			}
-			for i := range src {
-				exclude[r][[2]int64{dst[i], src[i]}] = struct{}{}
-			}
-		}
-	}
 	s, err := sampleHetero(numNodes, edges, hops, seeds, opt.HeteroSampleOptions, exclude, nil)
 	if err != nil {
 		return nil, err
@@ -224,21 +235,51 @@ func SampleHeteroFromEdges(numNodes []int64, edges []EdgeGraph, seedEdgeType int
 		lk.SrcIndex, lk.DstPosIndex, lk.DstNegIndex = local(et.Src, src), local(et.Dst, dst), local(et.Dst, lk.NegDst)
 	default:
 		lk.EdgeLabelIndex = [2][]int64{local(et.Src, srcEnds), local(et.Dst, dstEnds)}
-		switch {
-		case opt.Negatives == BinaryNegatives:
-			lk.EdgeLabel = make([]int64, len(src)+numNeg)
-			if labels != nil {
-				copy(lk.EdgeLabel, labels)
-			} else {
-				for i := range src {
-					lk.EdgeLabel[i] = 1
-				}
-			}
-		case labels != nil:
-			lk.EdgeLabel = slices.Clone(labels)
-		}
+		lk.EdgeLabel = edgeLabels(opt.Negatives, labels, len(src), len(lk.NegDst))
 	}
 	return &HeteroLinkSample{HeteroSample: *s, LinkLabels: lk}, nil
+}
+
+// edgeLabels is LinkLabels.EdgeLabel of numPos seed edges with labels (nil: none) and numNeg
+// negatives of mode (not TripletNegatives).
+func edgeLabels(mode NegativeMode, labels []int64, numPos, numNeg int) []int64 {
+	switch {
+	case mode == BinaryNegatives:
+		out := make([]int64, numPos+numNeg)
+		if labels != nil {
+			copy(out, labels)
+		} else {
+			for i := range numPos {
+				out[i] = 1
+			}
+		}
+		return out
+	case labels != nil:
+		return slices.Clone(labels)
+	}
+	return nil
+}
+
+// excludeSeedEdges is the exclusion sets of ExcludeSeedEdges over numEdgeTypes edge types (nil:
+// nothing excluded): the seed edges in their type, their reverses in the reverse type.
+func excludeSeedEdges(numEdgeTypes, seedEdgeType int, src, dst []int64, opt LinkOptions) []pairSet {
+	if !opt.ExcludeSeedEdges || len(src) == 0 {
+		return nil
+	}
+	exclude := make([]pairSet, numEdgeTypes)
+	exclude[seedEdgeType] = make(pairSet, len(src))
+	for i := range src {
+		exclude[seedEdgeType][[2]int64{src[i], dst[i]}] = struct{}{}
+	}
+	if r, ok := opt.ReverseEdgeTypes[seedEdgeType]; ok {
+		if exclude[r] == nil {
+			exclude[r] = make(pairSet, len(src))
+		}
+		for i := range src {
+			exclude[r][[2]int64{dst[i], src[i]}] = struct{}{}
+		}
+	}
+	return exclude
 }
 
 // checkLink validates link sampling's own input, all of it before anything is drawn, and returns

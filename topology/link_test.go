@@ -710,19 +710,29 @@ func BenchmarkSampleFromEdges(b *testing.B) {
 		j := r.IntN(numEdges)
 		seedSrc[i], seedDst[i] = src[j], dst[j]
 	}
+	nodeTime, seedTimes := randomTimes(r, numNodes, 1000), randomTimes(r, numSeeds, 1000)
+	tg := &Temporal{G: g, NodeTime: nodeTime}
 	for _, c := range []struct {
-		name string
-		link LinkOptions
+		name     string
+		link     LinkOptions
+		disjoint bool
+		times    []int64 // in time (PyG's edge_label_time), over node times
 	}{
-		{"plain", LinkOptions{}},
-		{"binary-strict-exclude", LinkOptions{Negatives: BinaryNegatives, StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}},
+		{"plain", LinkOptions{}, false, nil},
+		{"binary-strict-exclude", LinkOptions{Negatives: BinaryNegatives, StrictNegatives: true, ExcludeSeedEdges: true, ReverseEdgeTypes: map[int]int{0: 0}}, false, nil},
+		{"disjoint-binary", LinkOptions{Negatives: BinaryNegatives}, true, nil},
+		{"temporal-binary", LinkOptions{Negatives: BinaryNegatives}, true, seedTimes},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			opt := LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{25, 10}}, LinkOptions: c.link}
+			opt := LinkSampleOptions{SampleOptions: SampleOptions{Fanouts: []int{25, 10}, Disjoint: c.disjoint, SeedTimes: c.times}, LinkOptions: c.link}
+			graph := Graph(g)
+			if c.times != nil {
+				graph = tg
+			}
 			runs := 0
 			for b.Loop() {
 				opt.Seed = uint64(runs)
-				if _, err := SampleFromEdges(g, seedSrc, seedDst, nil, opt); err != nil {
+				if _, err := SampleFromEdges(graph, seedSrc, seedDst, nil, opt); err != nil {
 					b.Fatal(err)
 				}
 				runs++

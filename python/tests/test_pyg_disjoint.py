@@ -126,20 +126,14 @@ def test_disjoint_random_graphs(tmp_path, replace):
 
 
 def test_disjoint_refusals(tmp_path):
-    """Disjoint sampling is refused, by name, where tierfs does not draw it: link sampling,
-    planned epochs."""
+    """Disjoint sampling is refused, by name, where tierfs does not draw it: planned epochs (link
+    sampling is disjoint: test_pyg_link_time.py)."""
     data = Data(x=torch.zeros(10, 1), edge_index=DIST_EDGES, num_nodes=10)
     with _store(tmp_path, data) as store:
-        sampler = tierfs.pyg.NeighborSampler(store, [2], disjoint=True)
-        from torch_geometric.sampler import EdgeSamplerInput
         with pytest.raises(tierfs.NotSupportedError, match="disjoint"):
-            sampler.sample_from_edges(EdgeSamplerInput(input_id=None, row=torch.tensor([1]), col=torch.tensor([0])))
-        with pytest.raises(tierfs.NotSupportedError, match="disjoint"):
-            tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[2], edge_label_index=DIST_EDGES[:, :4], batch_size=2, disjoint=True)
+            tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[2], edge_label_index=DIST_EDGES[:, :4], batch_size=2, disjoint=True, planned_epochs=1, shuffle=True)
         with pytest.raises(tierfs.NotSupportedError, match="disjoint"):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[2], batch_size=2, disjoint=True, planned_epochs=1, shuffle=True)
-        with pytest.raises(tierfs.errors.Error, match="isjoint"):
-            store.sampler([2], disjoint=True).sample_from_edges(np.array([1]), np.array([0]))
 
 
 def _reference_hetero_trees(store, seed_type, seeds, hops):

@@ -116,9 +116,14 @@ def test_pyg_default_arguments_pass(store, graph):
                     num_workers=0, edge_label_time=None)
     batch = next(iter(tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **defaults)))
     assert batch.edge_label_index.shape == (2, 2)
-    for kw in (dict(disjoint=True), dict(time_attr="t"), dict(temporal_strategy="last"), dict(directed=False)):
+    for kw in (dict(directed=False),):
         with pytest.raises(tierfs.NotSupportedError, match=next(iter(kw))):
             tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, **kw)
+    # disjoint, time_attr and temporal_strategy are taken (test_pyg_link_time.py); these are PyG's errors
+    with pytest.raises(ValueError, match="'edge_label_time' is not set"):
+        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, time_attr="t")
+    with pytest.raises(ValueError, match="temporal_strategy"):
+        tierfs.pyg.LinkNeighborLoader(store, [2], edge_label_index=eli, batch_size=2, temporal_strategy="last")
 
 
 def test_layout_equals_pyg_edge_sample(store, graph):
@@ -145,7 +150,7 @@ def test_link_neighbor_loader_from_a_path(store, graph):
     by_path = tierfs.pyg.LinkNeighborLoader(graph["path"], [3], edge_label_index=eli, neg_sampling="triplet", batch_size=40, seed=4)
     by_store = tierfs.pyg.LinkNeighborLoader(store, [3], edge_label_index=eli.numpy(), neg_sampling="triplet", batch_size=40, seed=4)
     assert assert_same_batches(by_path, by_store, KEYS) == 3
-    with pytest.raises(tierfs.NotSupportedError, match="temporal"):
+    with pytest.raises(tierfs.InvalidArgumentError, match="not disjoint"):
         tierfs.pyg.NeighborSampler(store, [2]).sample_from_edges(EdgeSamplerInput(None, eli[0, :2], eli[1, :2], time=torch.zeros(2)))
 
 

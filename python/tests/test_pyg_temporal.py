@@ -179,8 +179,9 @@ def test_store_sampler_seed_time(tmp_path):
 
 def test_temporal_refusals(tmp_path):
     """What tierfs refuses, by name: input_time without time_attr (PyG's error), an edge-level
-    time without input_time, a float time, time with weight_attr or planned epochs, temporal link
-    sampling (edge_label_time), and a strategy other than PyG's."""
+    time without input_time, a float time, time with weight_attr or planned epochs (nodes and
+    links), time_attr and edge_label_time not both given (PyG's error), and a strategy other
+    than PyG's."""
     data = Data(x=torch.zeros(5, 1), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]), num_nodes=5,
                 time=torch.arange(5), ftime=torch.arange(5, dtype=torch.float32), edge_time=torch.arange(3), w=torch.ones(3))
     with _store(tmp_path, data) as store:
@@ -197,10 +198,13 @@ def test_temporal_refusals(tmp_path):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[1], time_attr="time", planned_epochs=1, shuffle=True)
         with pytest.raises(tierfs.InvalidArgumentError, match='"uniform" or "last"'):
             tierfs.pyg.NeighborLoader(store, num_neighbors=[1], time_attr="time", temporal_strategy="first")
-        with pytest.raises(tierfs.NotSupportedError, match="time_attr"):
+        with pytest.raises(ValueError, match="Received conflicting 'edge_label_time' and 'time_attr'"):
             tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), time_attr="time")
-        with pytest.raises(tierfs.NotSupportedError, match="edge_label_time"):
+        with pytest.raises(ValueError, match="Received conflicting 'edge_label_time' and 'time_attr'"):
             tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), edge_label_time=torch.tensor([3]))
+        with pytest.raises(tierfs.NotSupportedError, match="planned_epochs"):
+            tierfs.pyg.LinkNeighborLoader(store, num_neighbors=[1], edge_label_index=torch.tensor([[0], [1]]), edge_label_time=torch.tensor([3]),
+                                          time_attr="time", planned_epochs=1, shuffle=True)
 
 
 # heterogeneous temporal sampling (disjoint over every node type) ---------------------------------

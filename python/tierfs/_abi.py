@@ -151,6 +151,7 @@ FUNCTIONS = {
     "tfs_sample_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_type, row, col, edge_ids)
     "tfs_sample_free": (c_int, [c_void_p]),  # (sample)
     "tfs_sample_from_edges": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, edge_type, src, dst, labels, n, link_options_json, out)
+    "tfs_sample_from_edges_at": (c_int, [c_void_p, c_char_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), c_int64, c_char_p, ptr(c_void_p)]),  # (sampler, edge_type, src, dst, labels, edge_label_time, n, link_options_json, out)
     "tfs_sample_link_json": (c_int, [c_void_p, ptr(c_char), c_size_t, ptr(c_size_t)]),  # (sample, buf, cap, needed)
     "tfs_sample_link_copy": (c_int, [c_void_p, ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64), ptr(c_int64)]),  # (sample, edge_label_index, edge_label, src_index, dst_pos_index, dst_neg_index)
     # tierfs_epochs.h

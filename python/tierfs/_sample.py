@@ -211,7 +211,9 @@ def _same(a: Any, b: Any) -> bool:
 
 class LinkSample(Sample):
     """A k-hop neighborhood of a batch of seed edges of ``edge_type``, and where its label edges
-    are: PyG's ``edge_sample`` (``disjoint=False``).
+    are: PyG's ``edge_sample`` (a disjoint sampler's: ``disjoint=True``, the seeds every
+    endpoint in PyG's order, ``batch`` each node's tree mod the seed edges, the label arrays the
+    seeds' positions; see :meth:`Sampler.sample_from_edges`).
 
     The seeds of each node type (its first ``num_sampled_nodes[t][0]`` nodes) are the distinct
     endpoints of that type of the seed edges and the negatives, ascending; ``seed_type`` is None

@@ -183,10 +183,11 @@ class Sampler(_native.Finalized):
         undirected: bool = False,
         reverse_edge_types: Optional[Mapping[Any, Any]] = None,
         edge_type: Any = None,
+        edge_label_time: Any = None,
     ) -> LinkSample:
         """Samples the k-hop in-neighborhood of the seed edges ``(src[i], dst[i])`` of
         ``edge_type`` and says where each seed edge and negative lies in it (see
-        :class:`LinkSample`): PyG's ``edge_sample`` (``disjoint=False``), one native call, drawn
+        :class:`LinkSample`): PyG's ``edge_sample``, one native call, drawn
         with this sampler's next seed (node and link samples count alike).
 
         Called ``sample_from_edges(src, dst, labels=None, ...)`` for the only edge type, or
@@ -209,6 +210,15 @@ class Sampler(_native.Finalized):
                 (an edge type within one node type), in the reverse type
                 ``reverse_edge_types[edge_type]`` (``{edge type: its reverse edge type}``, DGL's
                 ``reverse_etypes``).
+            edge_label_time: a temporal sampler's time of each seed edge (integers, PyG's
+                ``edge_label_time``, which it needs): both endpoints' trees, and their
+                negatives', draw neighbors of time at most it; with a node-level ``time``
+                negatives are nodes of time at most it (PyG's ``neg_sample``; else the earliest).
+
+        A disjoint (or temporal) sampler's link sample is PyG's ``edge_sample`` with
+        ``disjoint=True``: every endpoint of a seed edge and negative is the seed of its own tree,
+        in PyG's order, ``batch`` maps each node to its tree's index mod the seed edges, and the
+        label arrays hold those seeds' positions.
         """
         _native.check_process()
         if args and _is_edge_type(args[0]):
@@ -233,6 +243,7 @@ class Sampler(_native.Finalized):
             of = "" if edge_type is None else f" of edge type {edge_type!r}"
             raise errors.InvalidArgumentError(f"src and dst: {n} src ids but {d_.array.shape[0]} dst ids{of}; give one of each per seed edge")
         lab, core_labels = _link_labels(labels, mode, n)
+        times = None if edge_label_time is None else _seed_times(edge_label_time, n, "edge_label_time", "seed edge")
         request: Dict[str, Any] = {"neg_sampling": mode, "amount": amount, "strict": bool(strict), "exclude_seed_edges": bool(exclude_seed_edges)}
         if undirected:
             request["undirected"] = True
@@ -247,8 +258,9 @@ class Sampler(_native.Finalized):
 
         with self._lock:
             hs = c_void_p()
-            check(lib.tfs_sample_from_edges(self._h(), None if key is None else key.encode(), s_.array.ctypes.data, d_.array.ctypes.data,
-                                            0 if core_labels is None else core_labels.ctypes.data, n, json.dumps(request).encode(), byref(hs)))
+            check(lib.tfs_sample_from_edges_at(self._h(), None if key is None else key.encode(), s_.array.ctypes.data, d_.array.ctypes.data,
+                                               0 if core_labels is None else core_labels.ctypes.data, 0 if times is None else times.ctypes.data,
+                                               n, json.dumps(request).encode(), byref(hs)))
             out = _take_link_sample(hs.value, et, self._typed, finish)
         if s_.kind == "torch":
             out = _to_torch(out, s_.device)  # type: ignore[assignment]
@@ -264,17 +276,18 @@ class Sampler(_native.Finalized):
         return f"<tierfs.Sampler fanouts={self.fanouts} replace={self._replace} seed={self._seed}{weight}{disjoint}{time}>"
 
 
-def _seed_times(seed_time: Any, n: int) -> np.ndarray:
-    """A sample's seed times as the core takes them: n int64 values (numpy, torch or a list of
-    integers; a float dtype is refused, as pyg-lib samples int64 time)."""
+def _seed_times(seed_time: Any, n: int, name: str = "seed_time", of: str = "seed") -> np.ndarray:
+    """A sample's seed times (argument name, one an of) as the core takes them: n int64 values
+    (numpy, torch or a list of integers; a float dtype is refused, as pyg-lib samples int64
+    time)."""
     if hasattr(seed_time, "detach"):  # torch
         seed_time = seed_time.detach().cpu().numpy()
     arr = np.asarray(seed_time)
     if arr.dtype.kind not in "iub":
-        raise errors.DTypeError(f"tierfs: seed_time must hold integers (pyg-lib samples int64 time), got dtype {arr.dtype}")
+        raise errors.DTypeError(f"tierfs: {name} must hold integers (pyg-lib samples int64 time), got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr.reshape(-1), dtype=np.int64)
     if arr.shape[0] != n:
-        raise errors.InvalidArgumentError(f"tierfs: seed_time has {arr.shape[0]} times for {n} seeds; give one a seed")
+        raise errors.InvalidArgumentError(f"tierfs: {name} has {arr.shape[0]} times for {n} {of}s; give one a {of}")
     return arr
 
 

@@ -38,7 +38,7 @@ def _refuse_pyg_only(loader: str, kwargs: Dict[str, Any]) -> None:
             continue  # batches are made on the pipeline's threads, in this process, either way
         if value is not _PYG_ONLY[name] and value != _PYG_ONLY[name]:
             raise errors.NotSupportedError(
-                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, disjoint and in time only from nodes (NeighborLoader), on its own "
+                f"tierfs.pyg.{loader}: {name}={value!r} is not supported (tierfs samples uniformly, by weight_attr or in time, disjoint or not, on its own "
                 f"threads in this process; prefetch= sets how many batches are in flight); leave it at {_PYG_ONLY[name]!r}")
 
 
@@ -562,6 +562,13 @@ class LinkNeighborLoader(_PyGLinkLoader):
         neg_sampling: None, ``"binary"``, ``"triplet"`` or PyG's ``NegativeSampling``.
         neg_sampling_ratio: binary negatives per seed edge (PyG's older argument).
         replace, seed: the sampler's (batch i samples with ``seed + i``).
+        disjoint: every endpoint of a seed edge and negative its own tree, PyG's
+            ``disjoint=True`` layout (``batch``: each node's seed edge, as PyG numbers it).
+        time_attr, temporal_strategy, edge_label_time: PyG's temporal link sampling (both or
+            neither of ``time_attr`` and ``edge_label_time``, PyG's rule): a seed edge's
+            endpoints' trees, and its negatives', take only neighbors of time at most its
+            ``edge_label_time``; batches carry ``edge_label_time`` (triplets: ``seed_time``).
+            Disjoint; as :class:`NeighborLoader`'s ``time_attr``.
         strict_negatives, exclude_seed_edges, undirected, reverse_edge_types: as
             :class:`NeighborSampler`'s (beyond PyG; off, the batches are PyG's).
         subgraph_type: PyG's ``"directional"``, ``"bidirectional"`` or ``"induced"`` (as
@@ -618,10 +625,22 @@ class LinkNeighborLoader(_PyGLinkLoader):
         weight_attr: Optional[str] = None,
         embeddings: Optional[Dict[Any, Any]] = None,
         subgraph_type: Any = DIRECTIONAL,
+        edge_label_time: Optional[Tensor] = None,
+        disjoint: bool = False,
+        time_attr: Optional[str] = None,
+        temporal_strategy: str = "uniform",
         **kwargs: Any,
     ) -> None:
         options = _loader_options("LinkNeighborLoader", kwargs, _LINK_TAKES)
         planned_epochs, reuse = options["planned_epochs"], options["reuse_samples"]
+        if (edge_label_time is not None) != (time_attr is not None):  # PyG's ValueError
+            raise errors.InvalidArgumentError(
+                f"tierfs.pyg.LinkNeighborLoader: Received conflicting 'edge_label_time' and 'time_attr' arguments: 'edge_label_time' is "
+                f"{'set' if edge_label_time is not None else 'not set'} while 'time_attr' is {'set' if time_attr is not None else 'not set'}. "
+                f"Both arguments must be provided for temporal sampling.")
+        _check_time("LinkNeighborLoader", data, time_attr, temporal_strategy, None, planned_epochs)
+        if disjoint and planned_epochs:
+            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: disjoint=True with planned_epochs: planned epochs are not disjoint; leave one out")
         if weight_attr is not None and planned_epochs:
             raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: weight_attr with planned_epochs: planned epochs sample uniformly; leave one out")
         if planned_epochs == "auto":
@@ -631,8 +650,6 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if reuse and not planned_epochs:
             raise errors.InvalidArgumentError("tierfs.pyg.LinkNeighborLoader: reuse_samples=True needs planned_epochs=K: it replays the K planned epochs")
         _refuse_pyg_only("LinkNeighborLoader", kwargs)  # and takes them out of what DataLoader gets
-        if kwargs.get("edge_label_time") is not None:
-            raise errors.NotSupportedError("tierfs.pyg.LinkNeighborLoader: edge_label_time (temporal link sampling) is not supported: tierfs samples in time from nodes (NeighborLoader's time_attr); leave it out")
         if isinstance(data, str):
             from .._open import open as _open
 
@@ -657,11 +674,12 @@ class LinkNeighborLoader(_PyGLinkLoader):
         self.store = store
         self.link_neighbor_sampler = NeighborSampler(store, num_neighbors, replace=replace, seed=seed, strict_negatives=strict_negatives,
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
-                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr, subgraph_type=subgraph_type)
+                                                     reverse_edge_types=reverse_edge_types, weight_attr=weight_attr, disjoint=disjoint,
+                                                     time_attr=time_attr, temporal_strategy=temporal_strategy, subgraph_type=subgraph_type)
         fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
-            edge_label=edge_label, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
+            edge_label=edge_label, edge_label_time=edge_label_time, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             filter_per_worker=kwargs.pop("filter_per_worker", False), **kwargs,
         )
         # With tables, PyG's filter_fn makes batches without transform: their rows, then

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -229,19 +230,30 @@ class NeighborSampler(BaseSampler):
         ``"triplet"`` ones. On a heterogeneous store ``inputs.input_type`` names the seed edges'
         type and the answer is a ``HeteroSamplerOutput`` (per node type, the sorted distinct
         endpoints of that type first) with the same metadata, sources as local ids of the edge
-        type's source type, destinations of its destination type. No temporal sampling, no
-        weighted negatives."""
-        if inputs.time is not None:
-            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: temporal link sampling (edge_label_time) is not supported")
-        if self.disjoint:
-            raise errors.NotSupportedError("tierfs.pyg.NeighborSampler: disjoint=True samples from nodes only; link sampling (sample_from_edges) is not disjoint")
+        type's source type, destinations of its destination type. No weighted negatives.
+
+        A disjoint sampler lays it out as ``edge_sample`` with ``disjoint=True``: every endpoint
+        of a seed edge and negative its own tree, in PyG's order, ``batch`` each node's tree mod
+        the seed edges, the label indices the seeds' positions. A temporal one (``time_attr``)
+        samples at ``inputs.time`` (PyG's ``edge_label_time``, which it needs), both endpoints'
+        trees and their negatives', and the metadata's last entry is PyG's ``src_time`` (the
+        times repeated over binary negatives)."""
+        if inputs.time is not None and not self.disjoint:
+            raise errors.InvalidArgumentError("tierfs.pyg.NeighborSampler: edge_label_time (inputs.time) on a sampler that is not disjoint; PyG's edge_sample samples in time disjoint (time_attr or disjoint=True)")
+        if self.is_temporal and inputs.time is None:
+            raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: a temporal sampler (time_attr={self.time_attr!r}) samples seed edges at their times: give edge_label_time (inputs.time)")
         if self.is_hetero:
             return self._sample_hetero_from_edges(inputs, neg_sampling)
         if inputs.input_type is not None and tuple(inputs.input_type) != EDGE_TYPE:
             raise ValueError(f"tierfs holds one edge type, {EDGE_TYPE}; got input_type {inputs.input_type!r}")
         row, col = _host_pair(inputs)
-        s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        s = self.sampler.sample_from_edges(row, col, labels=inputs.label, neg_sampling=neg_sampling, edge_label_time=self._link_time(inputs), **self.link_options)
         return self._link_output(inputs, s, neg_sampling)
+
+    def _link_time(self, inputs: EdgeSamplerInput) -> Any:
+        """The seed edges' times the core samples at: a temporal sampler's inputs.time (pyg-lib
+        reads seed times of a temporal sample alone)."""
+        return inputs.time if self.is_temporal else None
 
     def _link_output(self, inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> Union[SamplerOutput, HeteroSamplerOutput]:
         """PyG's sampler output of the link sample s of the seed edges inputs (a
@@ -253,7 +265,8 @@ class NeighborSampler(BaseSampler):
         if inputs.input_type is None:
             raise errors.InvalidArgumentError(f"tierfs.pyg.NeighborSampler: name the seed edges' type (input_type, one of {self.store.edge_types})")
         row, col = _host_pair(inputs)
-        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling, **self.link_options)
+        h = self.sampler.sample_from_edges(tuple(inputs.input_type), row, col, labels=inputs.label, neg_sampling=neg_sampling,
+                                           edge_label_time=self._link_time(inputs), **self.link_options)
         return self._link_output(inputs, h, neg_sampling)
 
     def _output(self, s: Any, metadata: tuple) -> Union[SamplerOutput, HeteroSamplerOutput]:
@@ -302,14 +315,19 @@ def _link_sample_to_torch(s: Any) -> Any:
 
 def _link_metadata(inputs: EdgeSamplerInput, s: Any, neg_sampling: Optional[NegativeSampling]) -> tuple:
     """The metadata PyG's LinkLoader expects of a link sample s (one type's or several types'):
-    triplet (input_id, src_index, dst_pos_index, dst_neg_index, None), else (input_id,
-    edge_label_index, edge_label, None) — the input's labels as they are without negatives."""
+    triplet (input_id, src_index, dst_pos_index, dst_neg_index, src_time), else (input_id,
+    edge_label_index, edge_label, src_time) — the input's labels as they are without negatives;
+    src_time is edge_sample's: inputs.time (None without), repeated over binary negatives."""
+    src_time = inputs.time
     if neg_sampling is not None and NegativeSampling.cast(neg_sampling).is_triplet():
-        return (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, None)
+        return (inputs.input_id, s.src_index, s.dst_pos_index, s.dst_neg_index, src_time)
     edge_label = s.edge_label
     if inputs.label is not None and neg_sampling is None:
         edge_label = inputs.label  # PyG passes the input's labels through as they are
-    return (inputs.input_id, s.edge_label_index, edge_label, None)
+    if src_time is not None and neg_sampling is not None:
+        amount = NegativeSampling.cast(neg_sampling).amount
+        src_time = src_time.repeat(1 + math.ceil(amount))[: s.edge_label_index.size(1)]
+    return (inputs.input_id, s.edge_label_index, edge_label, src_time)
 
 
 def _input_edge_ids_by_type(store: Store, edges: Dict[Any, Any]) -> Dict[Any, Any]:
