@@ -400,6 +400,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
         the rows the store's placement ranks hottest now (:meth:`tierfs.Store.hottest` of the
         table's node type; ``hotness``, one count per row, ranks them instead). A table without
         a device tier has nothing to place."""
+        self._h()  # a closed table's tier is gone
         if self._tier is None:
             return
         with self._lock:
@@ -457,7 +458,8 @@ class Embedding(torch.nn.Module, _native.Finalized):
             check(lib.tfs_table_close(h))
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}, optimizer={self.optimizer}, path={self.path!r}"
+        tier = "" if self._tier is None else f", device_tier={self._tier.capacity} rows on {self._tier.device}"
+        return f"{self.num_embeddings}, {self.embedding_dim}, optimizer={self.optimizer}, path={self.path!r}{tier}"
 
 
 def _last_of_each(ids: torch.Tensor) -> torch.Tensor:
