@@ -31,7 +31,7 @@ OPTIMIZERS = {
     "adam": dict(lr=0.037, betas=(0.8, 0.99), eps=1e-7),
 }
 STATE = {"sgd": [], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"]}
-DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]  # the store's device, the tier's
+DEVICES = ["cpu", pytest.param("cuda:0", marks=needs_cuda)]  # the store's device, the tier's
 
 
 @pytest.fixture(scope="module")
