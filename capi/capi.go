@@ -448,18 +448,20 @@ func hottest(h uintptr, nodeType *C.char, hotness *C.uint32_t, n, k int64, out, 
 	if err := checkArray(unsafe.Pointer(out), "out", k, "k"); err != nil {
 		return err
 	}
-	s, err := storeStack(h, nodeType)
+	rec, err := lookup[*storeRec](h, kindStore)
 	if err != nil {
 		return err
 	}
 	var hot []uint32
 	if hotness != nil {
-		if nodes := s.NumNodes(); n != nodes {
-			return fail(stEINVAL, "hotness has n = %d counts; node type %q has %d nodes (pass NULL for the store's own ranking)", n, s.NodeType(), nodes)
+		if err := checkArray(unsafe.Pointer(hotness), "hotness", n, "n"); err != nil {
+			return err
 		}
 		hot = unsafe.Slice((*uint32)(unsafe.Pointer(hotness)), n)
 	}
-	ids, err := s.HottestIDs(hot, k)
+	// A type without features (no tier stack) is ranked too: the learned tables' memory tiers
+	// (tierfs.Embedding) are placed by this ranking.
+	ids, err := rec.s.Session().HottestIDs(cString(nodeType), hot, k)
 	if err != nil {
 		return err
 	}

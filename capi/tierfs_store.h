@@ -149,8 +149,9 @@ tfs_status tfs_edge_split_copy(tfs_store *store, const char *edge_type, const ch
 tfs_status tfs_place(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n);
 /* The (at most) k ids of node_type tfs_place would put in memory, hottest first, into
  * out[0..*count): ranked by hotness (n == its node count, ties to the smaller id), or with NULL by
- * the applied placement (tfs_place_json), else by in-degree. Multi-GPU ownership is decided from
- * this order. */
+ * the applied placement (tfs_place_json), else by in-degree. A node type without features (no
+ * tier stack: the embedding tables' types) is ranked as a stack of it would be with no placement
+ * applied. Multi-GPU ownership is decided from this order. */
 tfs_status tfs_hottest(tfs_store *store, const char *node_type, const uint32_t *hotness, int64_t n, int64_t k,
                        int64_t *out, int64_t *count);
 /* Refills node_type's memory tiers with ids in the order given: the GPU tier takes the first rows

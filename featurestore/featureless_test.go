@@ -83,6 +83,24 @@ func TestOpenWithoutNodeFeatures(t *testing.T) {
 			t.Errorf("%s: %v; want an error naming %s and no node features", call, err, bare)
 		}
 	}
+	// The session ranks the featureless type as the store with a node feature ranks the same
+	// graph (in-degree; by hotness when given), for the tables of learned rows placed by it.
+	hot := make([]uint32, n)
+	for i := range hot {
+		hot[i] = uint32(rng.IntN(50))
+	}
+	for _, h := range [][]uint32{nil, hot} {
+		got, err := s.Session().HottestIDs("", h, 40)
+		must(err)
+		want, err := ref.HottestIDs(h, 40)
+		must(err)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Session.HottestIDs of the featureless type (hotness %t) = %v, want %v", h != nil, got, want)
+		}
+	}
+	if _, err := s.Session().HottestIDs("", hot[:5], 4); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("HottestIDs with 5 counts of %d nodes: %v; want ErrInvalidOption", n, err)
+	}
 	if _, err := Open(bare, Options{Hotness: make([]uint32, n)}); !errors.Is(err, dataset.ErrFeatureNotFound) {
 		t.Errorf("Open with hotness: %v", err)
 	}

@@ -250,11 +250,15 @@ func (s *Store) topByNeighborCount(k int64) []int64 {
 
 // neighborCounts is how often each node of the store's type is a neighbor in the edge types
 // held in memory whose source type it is.
-func (s *Store) neighborCounts() []uint32 {
-	counts := make([]uint32, s.NumNodes())
-	for _, e := range s.sess.edges {
+func (s *Store) neighborCounts() []uint32 { return s.sess.neighborCounts(s.nt) }
+
+// neighborCounts is how often each node of type nt is a neighbor in the edge types held in
+// memory whose source type it is.
+func (ss *Session) neighborCounts(nt int) []uint32 {
+	counts := make([]uint32, ss.nodes[nt].spec.Count)
+	for _, e := range ss.edges {
 		csc, ok := e.graph.(*topology.CSC)
-		if !ok || e.src != s.nt {
+		if !ok || e.src != nt {
 			continue
 		}
 		for _, v := range csc.Indices32 {
@@ -265,6 +269,15 @@ func (s *Store) neighborCounts() []uint32 {
 		}
 	}
 	return counts
+}
+
+// cscInDegrees hands every node's in-degree in csc to yield in id order (until yield returns false).
+func cscInDegrees(csc *topology.CSC, yield func(int64, uint64) bool) {
+	for v := range int64(len(csc.Indptr) - 1) {
+		if !yield(v, uint64(csc.Indptr[v+1]-csc.Indptr[v])) {
+			return
+		}
+	}
 }
 
 // topByDegree ranks nodes by in-degree, streaming the index pointers so no per-node array is held.
@@ -280,11 +293,7 @@ func (s *Store) topByDegree(k int64) ([]int64, error) {
 // corruption.
 func (s *Store) inDegrees(yield func(int64, uint64) bool) error {
 	if csc, ok := s.graph.(*topology.CSC); ok {
-		for v := range s.NumNodes() {
-			if !yield(v, uint64(csc.Indptr[v+1]-csc.Indptr[v])) {
-				return nil
-			}
-		}
+		cscInDegrees(csc, yield)
 		return nil
 	}
 	file, edges, n := s.m.Edges().Indptr.File, s.m.Edges().Count, s.NumNodes()

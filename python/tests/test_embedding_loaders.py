@@ -3,7 +3,8 @@ and LinkNeighborLoader put a table's rows of a batch's nodes in the batch (x of 
 type), gathered as the batch is handed over, so a prefetched batch sees every earlier step. A few
 training steps through each loader equal the same steps with torch.nn.Embedding(sparse=True) and
 the same torch sparse optimizer in memory, bit for bit (random graph and gradients, printed seed;
-a page cache of two pages, so rows are evicted between steps)."""
+a page cache of two pages, so rows are evicted between steps), with and without a device tier
+(gpu_cache: the hottest rows in a tensor in front of the cache, placed again between steps)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ def typed(tmp_path_factory):
 class Pair:
     """A tierfs.Embedding and an nn.Embedding(sparse=True) with the same rows and optimizer."""
 
-    def __init__(self, store, node_type, path, optimizer, seed):
+    def __init__(self, store, node_type, path, optimizer, seed, gpu_cache=None):
         lr = {"sgd": 0.5, "adagrad": 0.3, "adam": 0.05}[optimizer]
         rows = store.num_nodes(node_type)
-        self.emb = tierfs.Embedding(store, node_type, DIM, path, optimizer=optimizer, lr=lr, seed=seed, host_cache=8192)
+        self.emb = tierfs.Embedding(store, node_type, DIM, path, optimizer=optimizer, lr=lr, seed=seed, host_cache=8192, gpu_cache=gpu_cache)
+        self.steps = 0
         self.ref = torch.nn.Embedding(rows, DIM, sparse=True)
         with torch.no_grad():
             self.ref.weight.copy_(self.emb.read(torch.arange(rows)))
@@ -67,9 +69,14 @@ class Pair:
         ref_loss.backward()
         self.emb.step()
         self.opt.step()
+        self.steps += 1
+        if self.emb.stats().get("gpu") and self.steps % 4 == 0:  # other rows in the device tier
+            self.emb.place(torch.randint(0, 1000, (self.ref.num_embeddings,)))
 
     def check_all(self):
         assert torch.equal(self.emb.read(torch.arange(self.ref.num_embeddings)), self.ref.weight.detach())
+        tier = self.emb.stats().get("gpu")
+        assert tier is None or (tier["hits"] > 0 and tier["misses"] > 0), tier
 
 
 def _loss(x, row, col, w):
@@ -78,12 +85,16 @@ def _loss(x, row, col, w):
     return (torch.tanh(h) * w).sum() + 0.1 * (h**2).mean()
 
 
+TIERS = [None, 4096]  # gpu_cache: none, or a device tier of a tenth to a quarter of the rows
+
+
+@pytest.mark.parametrize("gpu_cache", TIERS)
 @pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])
-def test_loader_steps_equal_nn_embedding(plain, tmp_path, optimizer):
+def test_loader_steps_equal_nn_embedding(plain, tmp_path, optimizer, gpu_cache):
     seed = SEED + 4603
     print(f"seed {seed}")
     g = torch.Generator().manual_seed(seed)
-    pair = Pair(plain, None, tmp_path / "t.emb", optimizer, seed % 1000)
+    pair = Pair(plain, None, tmp_path / "t.emb", optimizer, seed % 1000, gpu_cache)
     try:
         seeds = torch.randperm(N, generator=g)[:120]
         loader = tierfs.Loader(plain, plain.sampler([4, 3], seed=seed % 1000), seeds, 10, prefetch=4, embeddings={None: pair.emb})
@@ -102,13 +113,14 @@ def test_loader_steps_equal_nn_embedding(plain, tmp_path, optimizer):
         pair.emb.close()
 
 
-def test_neighbor_loader_typed_steps_equal_nn_embedding(typed, tmp_path):
+@pytest.mark.parametrize("gpu_cache", TIERS)
+def test_neighbor_loader_typed_steps_equal_nn_embedding(typed, tmp_path, gpu_cache):
     """NeighborLoader over a typed store: author (featureless) x from the table beside paper's
     dataset x; also through a stores(embeddings=) FeatureStore given as data."""
     seed = SEED + 4604
     print(f"seed {seed}")
     g = torch.Generator().manual_seed(seed)
-    pair = Pair(typed, "author", tmp_path / "a.emb", "adam", seed % 1000)
+    pair = Pair(typed, "author", tmp_path / "a.emb", "adam", seed % 1000, gpu_cache)
     try:
         nn = {et: [5, 3] for et in typed.edge_types}
         for data in (typed, tierfs.pyg.stores(typed, embeddings={"author": pair.emb})):
@@ -138,12 +150,13 @@ def test_neighbor_loader_typed_steps_equal_nn_embedding(typed, tmp_path):
         pair.emb.close()
 
 
-def test_link_loader_steps_equal_nn_embedding(plain, tmp_path):
+@pytest.mark.parametrize("gpu_cache", TIERS)
+def test_link_loader_steps_equal_nn_embedding(plain, tmp_path, gpu_cache):
     """LinkNeighborLoader with binary negatives over a featureless graph: a dot-product link
     loss on the table's rows."""
     seed = SEED + 4605
     print(f"seed {seed}")
-    pair = Pair(plain, None, tmp_path / "l.emb", "adagrad", seed % 1000)
+    pair = Pair(plain, None, tmp_path / "l.emb", "adagrad", seed % 1000, gpu_cache)
     try:
         torch.manual_seed(seed)  # PyG's DataLoader shuffles with torch's RNG
         loader = tierfs.pyg.LinkNeighborLoader(plain, [3, 2], neg_sampling_ratio=1.0, batch_size=64, shuffle=True, prefetch=4,

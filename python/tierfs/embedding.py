@@ -14,18 +14,26 @@ gradient ``nn.Embedding(sparse=True)`` would give it (uncoalesced, in input orde
 equals ``nn.Embedding(sparse=True)`` with the same optimizer bit for bit, on the host and on the
 GPU. The rows and state go back to the table after the step. Memory: the table's page cache
 (``host_cache``) plus one batch's rows and state.
+
+With ``gpu_cache`` the table has a device tier in front of its page cache: the rows the store's
+placement ranks hottest (:meth:`tierfs.Store.hottest` of the node type), with their optimizer
+state, in a tensor on the store's device (a host tensor on a CPU store). Reads serve those rows
+from it, and a step runs on the rows gathered from both tiers and puts the tier's back into it,
+writing back only the others; a checkpoint writes the tier's rows to the table first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from ctypes import byref, c_char_p, c_void_p
 from typing import Any, List, Optional, Tuple
 
 import torch
 
 from . import _native, _util, errors
+from ._embtier import DeviceTier
 from ._native import check, lib
 
 __all__ = ["Embedding"]
@@ -109,6 +117,10 @@ class Embedding(torch.nn.Module, _native.Finalized):
             (rows, dim) tensor of the initial rows.
         seed: the initializer's seed.
         host_cache: the bound of the table's page cache in host memory (bytes or "256MiB").
+        gpu_cache: the bound of the device tier (bytes or "1GiB"; 8 B of id and the slot of each
+            row, its row and optimizer state): the rows the store's placement ranks hottest, kept
+            on the store's device, a host tensor on a CPU store (None or 0: no device tier;
+            needs a store). :meth:`place` places it again.
     """
 
     def __init__(
@@ -128,11 +140,19 @@ class Embedding(torch.nn.Module, _native.Finalized):
         std: Optional[float] = None,
         seed: int = 0,
         host_cache: Any = "64MiB",
+        gpu_cache: Any = None,
         num_embeddings: Optional[int] = None,
     ) -> None:
         torch.nn.Module.__init__(self)
         _native.check_process()
         self._handle: Optional[int] = None
+        self._tier: Optional[DeviceTier] = None
+        self._lock = threading.RLock()  # the device tier's: a loader reads ahead on its threads
+        gpu_bytes = _util.parse_size(gpu_cache, "gpu_cache") if gpu_cache is not None else 0
+        if gpu_bytes and store is None:
+            raise errors.InvalidArgumentError(
+                "tierfs.Embedding: gpu_cache needs a store: the device tier holds the rows the store's placement ranks hottest"
+            )
         self._pending: List[Tuple[torch.Tensor, torch.Tensor]] = []
         self.path = os.fspath(path)
         hyper = {"lr": lr, "betas": betas, "eps": eps, "lr_decay": lr_decay, "initial_accumulator_value": initial_accumulator_value}
@@ -161,6 +181,11 @@ class Embedding(torch.nn.Module, _native.Finalized):
         self._step = int(info["step"])
         if created and not isinstance(init, (str, tuple)):
             self._write_initial(init)
+        self._store = store
+        if gpu_bytes:
+            capacity = min(gpu_bytes // DeviceTier.row_bytes(self._slot_floats), self.num_embeddings)
+            self._tier = DeviceTier(store.device, self._slot_floats, capacity)
+            self.place()
 
     @property
     def info(self) -> dict:
@@ -233,8 +258,27 @@ class Embedding(torch.nn.Module, _native.Finalized):
     def read(self, ids: Any) -> torch.Tensor:
         """The parameter rows of ids (shape ids.shape + (dim,)), on ids' device; no gradient."""
         t = torch.as_tensor(ids)
-        out = self._rows(lib.tfs_table_gather, self._ids(t), self.embedding_dim, None)
+        flat = self._ids(t)
+        if self._tier is None:
+            out = self._rows(lib.tfs_table_gather, flat, self.embedding_dim, None)
+        else:
+            out = self._tiered(flat, self.embedding_dim, lib.tfs_table_gather, self._tier.device)
         return out.reshape(*t.shape, self.embedding_dim).to(t.device)
+
+    def _tiered(self, ids: torch.Tensor, width: int, fn: Any, device: torch.device) -> torch.Tensor:
+        """The first ``width`` floats of the slots of host ids on ``device``: the device tier's
+        rows from it, the others through the core call ``fn`` (gather or read_slots)."""
+        self._check_ids(ids)
+        with self._lock:
+            tier = self._tier
+            held, pos = tier.locate(ids)
+            hits, miss = tier.count(held)
+            out = torch.empty((len(ids), width), dtype=torch.float32, device=device)
+            if hits:
+                out[held.to(device)] = tier.slots[pos[held], :width].to(device)
+            if hits < len(ids):
+                out[miss.to(device)] = self._rows(fn, ids[miss].contiguous(), width, None).to(device)
+            return out
 
     def write(self, ids: Any, rows: Any) -> None:
         """Sets the parameter rows of ids (a later repeat wins); their optimizer state is kept."""
@@ -242,7 +286,37 @@ class Embedding(torch.nn.Module, _native.Finalized):
         rows = torch.as_tensor(rows, dtype=torch.float32).reshape(len(ids), -1).cpu().contiguous()
         if rows.shape[1] != self.embedding_dim:
             raise errors.InvalidArgumentError(f"tierfs.Embedding.write: rows of width {rows.shape[1]}, want dim {self.embedding_dim}")
-        self._rows(lib.tfs_table_write, ids, self.embedding_dim, rows)
+        if self._tier is None:
+            self._rows(lib.tfs_table_write, ids, self.embedding_dim, rows)
+            return
+        with self._lock:
+            held, pos = self._tier.locate(ids)
+            miss = (~held).cpu()
+            if not bool(miss.all()):
+                self._check_ids(ids)  # every id in range before the tier changes
+                # The last write of each id the tier holds (a later repeat wins).
+                keep = held.cpu() & _last_of_each(ids)
+                at = pos[keep.to(pos.device)]
+                self._tier.slots[at, : self.embedding_dim] = rows[keep].to(self._tier.device)
+                self._tier.dirty = True
+            if bool(miss.any()):
+                self._rows(lib.tfs_table_write, ids[miss].contiguous(), self.embedding_dim, rows[miss].contiguous())
+
+    def _prefetch(self, ids: torch.Tensor) -> None:
+        """Reads the rows of host ids that the device tier does not hold through the table's
+        page cache, and drops them (a loader's read ahead: :func:`warm`); counts nothing."""
+        if self._tier is not None:
+            with self._lock:
+                ids = ids[(~self._tier.locate(ids)[0]).cpu()]
+        if len(ids):
+            self._rows(lib.tfs_table_gather, ids.contiguous(), self.embedding_dim, None)
+
+    def _check_ids(self, ids: torch.Tensor) -> None:
+        """The core's error for an id out of range, before a tier serves any of ids."""
+        bad = ((ids < 0) | (ids >= self.num_embeddings)).nonzero()
+        if len(bad):
+            i = int(bad[0])
+            raise errors.OutOfRangeError(f"tierfs.Embedding: ids[{i}] = {int(ids[i])} is out of range [0, {self.num_embeddings})")
 
     def forward(self, ids: Any) -> torch.Tensor:  # type: ignore[override]
         """The rows of ids on ids' device; under autograd, backward keeps their gradient for step()."""
@@ -272,7 +346,10 @@ class Embedding(torch.nn.Module, _native.Finalized):
         uniq, inverse = torch.unique(ids, return_inverse=True)
         uniq_cpu = uniq.cpu().contiguous()
         dim, width = self.embedding_dim, self._slot_floats
-        slots = self._rows(lib.tfs_table_read_slots, uniq_cpu, width, None).to(device)
+        if self._tier is None:
+            slots = self._rows(lib.tfs_table_read_slots, uniq_cpu, width, None).to(device)
+        else:
+            slots = self._tiered(uniq_cpu, width, lib.tfs_table_read_slots, device)
         param = torch.nn.Parameter(slots[:, :dim].contiguous())
         # The gradient nn.Embedding(sparse=True) gives: uncoalesced, in input order (local rows).
         param.grad = torch.sparse_coo_tensor(inverse.reshape(1, -1), grads, param.shape, check_invariants=False)
@@ -291,9 +368,45 @@ class Embedding(torch.nn.Module, _native.Finalized):
             parts.append(state["sum"])
         elif self.optimizer == "adam":
             parts += [state["exp_avg"], state["exp_avg_sq"]]
-        out = torch.cat(parts, dim=1).cpu().contiguous()
+        out = torch.cat(parts, dim=1)
         self._step += 1
-        self._rows(lib.tfs_table_write_slots, uniq_cpu, width, out, self._step)
+        self._put_slots(uniq_cpu, out)
+
+    def _put_slots(self, ids: torch.Tensor, slots: torch.Tensor) -> None:
+        """Writes the whole slots of distinct host ids, at the step count: the device tier's into
+        it, the others through the core."""
+        if self._tier is None:
+            self._rows(lib.tfs_table_write_slots, ids, self._slot_floats, slots.cpu().contiguous(), self._step)
+            return
+        with self._lock:
+            tier = self._tier
+            held, pos = tier.locate(ids)
+            miss = (~held).cpu()
+            if not bool(miss.all()):
+                tier.slots[pos[held]] = slots[held.to(slots.device)].to(tier.device)
+                tier.dirty = True
+            if bool(miss.any()):
+                rest = slots[miss.to(slots.device)].cpu().contiguous()
+                self._rows(lib.tfs_table_write_slots, ids[miss].contiguous(), self._slot_floats, rest, self._step)
+
+    def _write_back(self, ids: torch.Tensor, slots: torch.Tensor) -> None:
+        self._rows(lib.tfs_table_write_slots, ids, self._slot_floats, slots, self._step)
+
+    def _read_back(self, ids: torch.Tensor) -> torch.Tensor:
+        return self._rows(lib.tfs_table_read_slots, ids.cpu().contiguous(), self._slot_floats, None)
+
+    def place(self, hotness: Any = None) -> None:
+        """Places the device tier again: writes its rows back to the table and fills it with
+        the rows the store's placement ranks hottest now (:meth:`tierfs.Store.hottest` of the
+        table's node type; ``hotness``, one count per row, ranks them instead). A table without
+        a device tier has nothing to place."""
+        self._h()  # a closed table's tier is gone
+        if self._tier is None:
+            return
+        with self._lock:
+            self._tier.flush(self._write_back)
+            ranked = self._store.hottest(self._tier.capacity, hotness=hotness, node_type=self.info["node_type"])
+            self._tier.fill(torch.from_numpy(ranked), self._read_back)
 
     def _torch_optimizer(self, param: torch.nn.Parameter) -> torch.optim.Optimizer:
         o = self._hyper
@@ -311,22 +424,51 @@ class Embedding(torch.nn.Module, _native.Finalized):
         return self._step
 
     def checkpoint(self) -> None:
-        """Makes the table's rows, state and step count its last checkpoint, crash-safely."""
+        """Makes the table's rows, state and step count its last checkpoint, crash-safely (the
+        device tier's rows written to the table first)."""
+        self._flush()
         check(lib.tfs_table_checkpoint(self._h()))
+
+    def _flush(self) -> None:
+        """Writes the device tier's rows, and the step count, to the table."""
+        if self._tier is not None:
+            with self._lock:
+                self._tier.flush(self._write_back)  # at the step count
 
     def stats(self) -> dict:
         """The page cache's counters since open: pages_read, pages_written, hits, misses,
-        evictions, dirty, cache_pages, checkpoints."""
-        return _native.read_json(lambda b, c, n: lib.tfs_table_stats_json(self._h(), b, c, n))
+        evictions, dirty, cache_pages, checkpoints; with a device tier, ``gpu``: the tier's
+        device, rows_held, capacity_rows, bytes_held, and the rows of reads and steps it served
+        (hits) and did not hold (misses)."""
+        out = _native.read_json(lambda b, c, n: lib.tfs_table_stats_json(self._h(), b, c, n))
+        if self._tier is not None:
+            out["gpu"] = self._tier.stats()
+        return out
 
     def close(self) -> None:
-        """Closes the table; what changed since the last checkpoint is dropped."""
-        h, self._handle = getattr(self, "_handle", None), None
-        if h is not None:
+        """Closes the table (the device tier's rows written to it first, and the tier freed);
+        what changed since the last checkpoint is dropped."""
+        h = getattr(self, "_handle", None)
+        if h is None:
+            return
+        try:
+            self._flush()
+        finally:
+            self._handle, self._tier = None, None
             check(lib.tfs_table_close(h))
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}, optimizer={self.optimizer}, path={self.path!r}"
+        tier = "" if self._tier is None else f", device_tier={self._tier.capacity} rows on {self._tier.device}"
+        return f"{self.num_embeddings}, {self.embedding_dim}, optimizer={self.optimizer}, path={self.path!r}{tier}"
+
+
+def _last_of_each(ids: torch.Tensor) -> torch.Tensor:
+    """The mask of the last occurrence of each id in ids (host int64)."""
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    last = torch.full((len(uniq),), -1, dtype=torch.int64).scatter_reduce_(0, inverse, torch.arange(len(ids)), "amax")
+    mask = torch.zeros(len(ids), dtype=torch.bool)
+    mask[last] = True
+    return mask
 
 
 def _native_hyper(o: dict) -> dict:
@@ -380,9 +522,9 @@ def warm(tables: dict, ids_of: Any) -> None:
         ids = ids_of(t)
         if ids is None or not len(ids):
             continue
-        ids = torch.as_tensor(ids).reshape(-1)
+        ids = emb._ids(ids)
         if 4 * torch.unique(ids // emb._rows_per_page).numel() <= emb._cache_pages:
-            emb.read(ids)
+            emb._prefetch(ids)
 
 
 def rows_of(tables: dict, ids_of: Any, device: Any) -> dict:

@@ -127,7 +127,9 @@ def hottest(self, k: int, hotness: Optional[Any] = None, node_type: Optional[str
     numpy array): ranked by ``hotness`` (one count per node, ties to the smaller id), or
     when None by the applied placement (``place(fanouts=...)``), else by in-degree (in a
     dataset of several types: by how often the type's nodes are neighbors). With
-    ``node_type``, that type's tier stack and ids (``hotness`` one count per node of it).
+    ``node_type``, that type's tier stack and ids (``hotness`` one count per node of it); a
+    type without features, which has no tier stack, is ranked as one of it would be with no
+    placement applied (:class:`tierfs.Embedding` places its device tier by this).
     One native call; :mod:`tierfs.distributed` decides ownership from this order."""
     h = self._h()
     k = int(k)
