@@ -20,16 +20,11 @@ import (
 // typed sample, its label edges when it was drawn from edges (tfs_sample_from_edges, a link
 // plan's tfs_epochs_sample), and the names of the types its lists are indexed by.
 
-// samplerRequest is tfs_sampler_create's options_json.
+// samplerRequest is tfs_sampler_create's options_json: featurestore.SampleOptions's fields by
+// their JSON names, the fanouts a list (one edge type) or an object by edge type.
 type samplerRequest struct {
-	Fanouts  json.RawMessage `json:"fanouts"`
-	Replace  bool            `json:"replace"`
-	Seed     uint64          `json:"seed"`
-	Workers  int             `json:"workers"`
-	Weight   string          `json:"weight"`
-	Disjoint bool            `json:"disjoint"`
-	Time     string          `json:"time"`
-	Strategy string          `json:"temporal_strategy"`
+	featurestore.SampleOptions
+	Fanouts json.RawMessage `json:"fanouts"` // shadows SampleOptions.Fanouts: decoded below
 }
 
 // parseSamplerRequest reads options_json into the core's options: fanouts a list (the only edge
@@ -40,7 +35,7 @@ func parseSamplerRequest(request string) (featurestore.SampleOptions, error) {
 	if err := strictjson.Decode([]byte(request), &req); err != nil {
 		return featurestore.SampleOptions{}, fail(stEINVAL, "options_json: %v %s", err, want)
 	}
-	opt := featurestore.SampleOptions{Replace: req.Replace, Seed: req.Seed, Workers: req.Workers, Weight: req.Weight, Disjoint: req.Disjoint, Time: req.Time, TemporalStrategy: req.Strategy}
+	opt := req.SampleOptions
 	raw := bytes.TrimSpace(req.Fanouts)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
