@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
@@ -21,7 +24,7 @@ import (
 // test's temporary directory where those differ in st_dev; elsewhere fileDevice is replaced
 // for the test to place the stripes by file descriptor parity (which the stripes' open order
 // makes alternate). It returns the manifest, the feature and each stripe's bytes.
-func stripedOverTwoDevices(t *testing.T) (*dataset.Manifest, *dataset.FeatureSpec, [][]byte) {
+func stripedOverTwoDevices(t testing.TB) (*dataset.Manifest, *dataset.FeatureSpec, [][]byte) {
 	t.Helper()
 	disk := t.TempDir()
 	other := disk
@@ -66,7 +69,7 @@ func stripedOverTwoDevices(t *testing.T) (*dataset.Manifest, *dataset.FeatureSpe
 	return m, spec, stripes
 }
 
-func devOf(t *testing.T, path string) uint64 {
+func devOf(t testing.TB, path string) uint64 {
 	fd, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +259,65 @@ func TestDeviceStacksErrorsMatchSharedStacks(t *testing.T) {
 	for k, err := range got {
 		if !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), spec.Files[1]) || !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("shared %v: read past a stripe truncated while open: %v; want corruption naming %s", k == 1, err, spec.Files[1])
+		}
+	}
+}
+
+// BenchmarkDeviceStacks: gathers of 1,000 random rows of a feature striped over two devices
+// (stripedOverTwoDevices), 4 gathers a CPU at once, through device-affine stacks and through
+// stacks shared by every file; reads/s and CPU µs a read (the process's user and system time).
+func BenchmarkDeviceStacks(b *testing.B) {
+	m, spec, _ := stripedOverTwoDevices(b)
+	rows := int64(25000)
+	for _, shared := range []bool{true, false} {
+		name := "device-affine"
+		if shared {
+			name = "shared"
+		}
+		b.Run(name, func(b *testing.B) {
+			f, err := OpenFiles(m, spec.Files, Options{SharedStacks: shared})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			tier := NewTier(spec, rows, f)
+			var before, after unix.Rusage
+			unix.Getrusage(unix.RUSAGE_SELF, &before)
+			start, reads0 := time.Now(), f.Stats().Reads
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
+				ids, pos := make([]int64, 1000), make([]int64, 1000)
+				dst := make([]byte, 1000*spec.RowBytes)
+				for i := range pos {
+					pos[i] = int64(i)
+				}
+				for pb.Next() {
+					for i := range ids {
+						ids[i] = rng.Int64N(rows)
+					}
+					if err := tier.CopyToHost(ids, pos, dst); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			elapsed := time.Since(start).Seconds()
+			unix.Getrusage(unix.RUSAGE_SELF, &after)
+			reads := float64(f.Stats().Reads - reads0)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(reads/elapsed, "reads/s")
+			b.ReportMetric(float64(cpu.Microseconds())/max(reads, 1), "cpu-µs/read")
+		})
+	}
+}
+
+func TestStacksPerDevice(t *testing.T) {
+	for _, c := range []struct{ stacks, devices, want int }{
+		{16, 4, 4}, {16, 3, 6}, {16, 16, 2}, {2, 2, 2}, {3, 2, 2}, {1, 3, 1}, {4, 1, 4},
+	} {
+		if got := stacksPerDevice(c.stacks, c.devices); got != c.want {
+			t.Errorf("stacksPerDevice(%d, %d) = %d, want %d", c.stacks, c.devices, got, c.want)
 		}
 	}
 }
