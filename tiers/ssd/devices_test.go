@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tierfs/tierfs/cuda"
 	"github.com/tierfs/tierfs/dataset"
 	"github.com/tierfs/tierfs/gpuio"
 	"github.com/tierfs/tierfs/ingest"
@@ -260,6 +261,85 @@ func TestDeviceStacksErrorsMatchSharedStacks(t *testing.T) {
 		if !dataset.IsCorrupt(err) || !strings.Contains(err.Error(), spec.Files[1]) || !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("shared %v: read past a stripe truncated while open: %v; want corruption naming %s", k == 1, err, spec.Files[1])
 		}
+	}
+}
+
+// TestDeviceStacksToDevice (GPU machines): batches of host and device destinations over stripes
+// on two devices, split over the devices' stacks on one stream, land as the stripes hold them,
+// through the completion kernels and through gpu-uring where its ring is available.
+func TestDeviceStacksToDevice(t *testing.T) {
+	if err := cuda.Load(); err != nil {
+		t.Skipf("skipping GPU test: %v", err)
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	m, spec, stripes := stripedOverTwoDevices(t)
+	backends := []gpuio.Backend{gpuio.BackendAuto}
+	if gpuio.ProbeGPURing() == nil {
+		backends = append(backends, gpuio.BackendGPUURing)
+	}
+	for _, backend := range backends {
+		f, err := OpenFiles(m, spec.Files, Options{Backend: backend, Stacks: 2, QueueDepth: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.AttachDevice(0, 0); err != nil {
+			t.Fatal(err)
+		}
+		stream, err := cuda.NewStream(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 3))
+		for round := range 4 {
+			reqs := randomRequests(rng, stripes, 300)
+			total := 0
+			for _, r := range reqs {
+				total += r.Length
+			}
+			dev, err := cuda.Malloc(0, uint64(total))
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := uintptr(0)
+			for i := range reqs {
+				if i%3 != 0 { // a third stay host requests
+					reqs[i].Dst, reqs[i].DevDst = nil, dev+at
+					at += uintptr(reqs[i].Length)
+				}
+			}
+			if err := f.ReadToDevice(reqs, uintptr(stream)); err != nil {
+				t.Fatalf("%q, round %d: %v", backend, round, err)
+			}
+			hostAddr, host, err := cuda.HostAlloc(0, uint64(total))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.Memcpy(0, hostAddr, dev, uint64(at), stream); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.SyncStream(0, stream); err != nil {
+				t.Fatal(err)
+			}
+			at = 0
+			for i, r := range reqs {
+				got := r.Dst
+				if got == nil {
+					got = host[at : at+uintptr(r.Length)]
+					at += uintptr(r.Length)
+				}
+				if !bytes.Equal(got, stripes[r.File][r.Offset:r.Offset+int64(r.Length)]) {
+					t.Fatalf("%q, round %d, request %d (file %d, %d bytes at %d, device %v): bytes differ", backend, round, i, r.File, r.Length, r.Offset, r.Dst == nil)
+				}
+			}
+			cuda.HostFree(0, hostAddr)
+			cuda.Free(0, dev)
+		}
+		if st := f.Stats(); f.Devices() != 2 || st.DeviceRequests == 0 {
+			t.Errorf("%q: %d device pools, %d device requests", backend, f.Devices(), st.DeviceRequests)
+		}
+		cuda.DestroyStream(0, stream)
+		f.Close()
 	}
 }
 
