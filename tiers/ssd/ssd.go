@@ -250,7 +250,8 @@ func (f *Files) Stacks() int { return len(f.all) }
 // Backend says how reads reach the disk ("io_uring" or "pread").
 func (f *Files) Backend() gpuio.Backend { return f.backend }
 
-// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one,
+// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one
+// (one of each device's stacks, the devices at once, where reqs read files of several: devices.go),
 // and returns once every request is in place.
 func (f *Files) Read(reqs []gpuio.Request) error { return f.ReadBridging(reqs, 0) }
 
