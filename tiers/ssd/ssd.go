@@ -7,8 +7,8 @@
 // Where the files lie on several devices, each device has its own IO stacks (device-affine
 // stacks, devices.go), and a read of files on several devices is split over them.
 //
-// Memory: Stacks (at least one a device) × the IO stack's staging (gpuio.Options); nothing grows
-// with the dataset.
+// Memory: Stacks (with files on several devices, stacksPerDevice a device) × the IO stack's
+// staging (gpuio.Options); nothing grows with the dataset.
 package ssd
 
 import (
