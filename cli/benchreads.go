@@ -30,25 +30,27 @@ func benchReadsCmd(fs *pflag.FlagSet) runFunc {
 	secs := fs.Float64("seconds", 3, "seconds per gather count")
 	qd := fs.Int("qd", 128, "queue depth (ssd.Options.QueueDepth)")
 	stacks := fs.Int("max-concurrent-io", 0, "IO stacks (ssd.Options.Stacks; default: one per CPU, as the store)")
+	deviceStacks := fs.Bool("device-stacks", true, "IO stacks of each device where the stripes lie on several (false: every stack reads every file; ssd.Options.SharedStacks)")
 	backend := ioBackendFlag(fs)
 	seed := fs.Uint64("seed", 1, "seed of the random rows")
 	profile := fs.String("profile", "", "write CPU, mutex and block profiles of the last gather count to PREFIX.{cpu,mutex,block}.pprof")
 	return func(pos []string) error {
-		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, *qd, *stacks, *backend, *seed, *profile)
+		return benchReads(pos[0], *feature, *gathersFlag, *batch, *secs, ssd.Options{Backend: gpuio.Backend(*backend), QueueDepth: *qd, Stacks: *stacks, SharedStacks: !*deviceStacks}, *seed, *profile)
 	}
 }
 
 // benchReads runs bench reads on the dataset dir.
-func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, stacks int, backend string, seed uint64, profile string) error {
+// opt holds --qd, --max-concurrent-io, --io-backend and --device-stacks.
+func benchReads(dir, feature, gathersFlag string, batch int, secs float64, opt ssd.Options, seed uint64, profile string) error {
 	counts, err := parseInts(gathersFlag)
 	if err != nil || len(counts) == 0 {
 		return fmt.Errorf("bench reads: --gathers %q: want positive integers, comma-separated", gathersFlag)
 	}
-	if batch <= 0 || secs <= 0 || qd <= 0 || stacks < 0 {
+	if batch <= 0 || secs <= 0 || opt.QueueDepth <= 0 || opt.Stacks < 0 {
 		return errors.New("bench reads: want --batch, --seconds and --qd > 0, --max-concurrent-io >= 0")
 	}
-	if stacks == 0 {
-		stacks = runtime.GOMAXPROCS(0)
+	if opt.Stacks == 0 {
+		opt.Stacks = runtime.GOMAXPROCS(0)
 	}
 	m, err := dataset.Load(dir)
 	if err != nil {
@@ -58,7 +60,7 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 	if err != nil {
 		return err
 	}
-	files, err := ssd.OpenFiles(m, spec.Files, ssd.Options{Backend: gpuio.Backend(backend), QueueDepth: qd, Stacks: stacks})
+	files, err := ssd.OpenFiles(m, spec.Files, opt)
 	if err != nil {
 		return err
 	}
@@ -68,8 +70,8 @@ func benchReads(dir, feature, gathersFlag string, batch int, secs float64, qd, s
 		stripes[k] = files.Index(p)
 	}
 	rows, rb := m.Nodes().Count, spec.RowBytes
-	fmt.Printf("bench reads %s: %d random %d-byte rows a gather, QD %d, %d IO stacks, %s, %.1f s a point\n",
-		dir, batch, rb, qd, stacks, files.Backend(), secs)
+	fmt.Printf("bench reads %s: %d random %d-byte rows a gather, QD %d, %d IO stacks over %d device pool(s), %s, %.1f s a point\n",
+		dir, batch, rb, opt.QueueDepth, files.Stacks(), files.Devices(), files.Backend(), secs)
 	fmt.Printf("%8s %12s %14s %12s %14s\n", "gathers", "reads/s", "ms a gather", "retries", "CPU µs a read")
 	for k, n := range counts {
 		stopProfiles := func() error { return nil }

@@ -8,6 +8,12 @@
 # in-memory loop. Needs build/gpu/{tierfs,libtierfs.so*} (issue44.tar.xz) and make cuda.
 # PROFILE=1: CPU, mutex and block profiles of each count's 16 gathers (bench reads --profile;
 # read them here with `go tool pprof build/tierfs FILE`). Writes $OUT/devices/. About 300 s.
+# DEVSTACKS_AB=1 (session 22): after the reads above, device-affine IO stacks (one pool a loop
+# device, a gather split over them: the default) against every stack reading every file
+# (--device-stacks=false, the layout measured before), 4 devices, QD 512, 16 stacks, interleaved,
+# ${AB_ROUNDS:-2} rounds: devab.txt; and build/ssd.test's device-stacks tests where carried
+# (devtest.txt). The CLI needs --device-stacks (s22-devstacks or later).
+# For the A/B alone (about 60 s): DEVSTACKS_AB=1 NS=4 TRAIN_NS= QDS=512.
 set -u
 root=$PWD; out=$OUT/devices; mkdir -p $out
 [ -f build/issue44.tar.xz ] && mkdir -p build/gpu && tar -C build/gpu -xJf build/issue44.tar.xz
@@ -45,6 +51,17 @@ for n in ${NS:-1 2 4}; do
     echo "$c0 $c1" | awk '{b=$3-$1; i=$4-$2; printf "cpu busy %.0f%% of %d cores\n", 100*b/(b+i), '"$(nproc)"'}' | tee -a $out/reads$n-qd$qd.txt
   done; done
 done
+if [ -n "${DEVSTACKS_AB:-}" ] && [ -f /mnt/tfs0/g4/manifest.json ]; then
+  for r in $(seq ${AB_ROUNDS:-2}); do for ds in false true; do
+    c0=$(cpu)
+    res=$($cli bench reads /mnt/tfs0/g4 --gathers 4,16 --batch 1000 --seconds 3 --qd 512 --max-concurrent-io ${AB_STACKS:-16} --device-stacks=$ds 2>&1)
+    c1=$(cpu)
+    echo "-- 4 devices round $r device-stacks=$ds: $(echo "$res" | grep -o 'over [0-9]* device pool(s)') $(echo "$res" | tail -2 | awk '{printf "g%s %s reads/s %s us/read; ", $1, $2, $5}')$(echo "$c0 $c1" | awk '{b=$3-$1; i=$4-$2; printf "cpu busy %.0f%%", 100*b/(b+i)}')"
+  done; done 2>&1 | tee $out/devab.txt
+  # Device destinations through device-affine stacks (completion kernels, gpu-uring): carry
+  # build/ssd.test (go test -c -o build/ssd.test ./tiers/ssd).
+  [ -x build/ssd.test ] && { build/ssd.test -test.run 'DeviceStacks' -test.v > $out/devtest.txt 2>&1; echo "-- ssd device-stacks tests rc=$?: $(grep -cE '^--- (PASS|FAIL|SKIP)' $out/devtest.txt) run"; grep -E '^--- (FAIL|SKIP)' $out/devtest.txt; }
+fi
 # The peer: iobench (../shared/tools/roofline, built static with liburing: build/probe/iobench),
 # one process per device on that device's stripe of the last dataset, 4 KiB O_DIRECT reads, QD 128
 # each, all at once: the devices' own limit beside tierfs's figure.

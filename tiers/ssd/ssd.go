@@ -4,7 +4,11 @@
 //
 // Files also serve the topology and labels: any range of any file of the set goes through Read.
 //
-// Memory: Stacks × the IO stack's staging (gpuio.Options); nothing grows with the dataset.
+// Where the files lie on several devices, each device has its own IO stacks (device-affine
+// stacks, devices.go), and a read of files on several devices is split over them.
+//
+// Memory: Stacks (with files on several devices, stacksPerDevice a device) × the IO stack's
+// staging (gpuio.Options); nothing grows with the dataset.
 package ssd
 
 import (
@@ -49,6 +53,10 @@ type Options struct {
 	// VerifyReads reads stay whole dataset blocks, checksums being per block: only 0 and -1
 	// (which then mean the block size) are accepted.
 	ReadAlign int
+	// SharedStacks has every IO stack open every file, however many devices the files lie on:
+	// the layout before device-affine stacks, kept for A/B runs. By default files on several
+	// devices (st_dev) get stacks of their own device (devices.go).
+	SharedStacks bool
 }
 
 // MinReadAlign is the smallest read alignment (Options.ReadAlign) Files use.
@@ -59,12 +67,17 @@ const MinReadAlign = 512
 //
 // Each stack owns its ring, staging and counters; what Reads share is one channel operation
 // per call to take a stack and one to give it back, and the budget of reads in flight
-// (Options.QueueDepth; two channel operations a read). A stack copies its counters into its own
+// (Options.QueueDepth; two atomic operations a read). A stack copies its counters into its own
 // slot (own lock, own cache lines) when given back, so Stats never stops a Read.
+//
+// The stacks form one pool per device the files lie on (one pool in all under
+// Options.SharedStacks or where every file is on one device); a Read of files of several
+// devices takes one stack of each.
 type Files struct {
 	paths     []string
 	fds       []int
-	stacks    chan *pooledStack
+	pools     []*stackPool // one a device; pools[poolOf[i]] reads file i
+	poolOf    []int
 	all       []*pooledStack
 	backend   gpuio.Backend
 	checksums []*dataset.Checksums
@@ -90,6 +103,7 @@ var ModelProbeBytes int64 = 1 << 30
 // pooledStack is an IO stack and the counters it had when last given back.
 type pooledStack struct {
 	st    *gpuio.Stack
+	pool  *stackPool
 	mu    sync.Mutex
 	stats gpuio.Stats
 	_     [64]byte // keep neighbours' locks off this cache line
@@ -180,8 +194,6 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 			gap -= gap % m.BlockSize
 		}
 	}
-	n := max(1, opt.Stacks)
-	f.stacks = make(chan *pooledStack, n)
 	budget, err := gpuio.NewBudget(qd)
 	if err != nil {
 		return nil, fmt.Errorf("ssd: %w", err)
@@ -192,15 +204,9 @@ func OpenFiles(m *dataset.Manifest, paths []string, opt Options) (_ *Files, err 
 			names = append(names, m.Path(p))
 		}
 	}
-	for range n {
-		st, err := gpuio.Open(f.fds, gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names, Budget: budget})
-		if err != nil {
-			return nil, fmt.Errorf("ssd: %w", err)
-		}
-		f.backend = st.Backend()
-		p := &pooledStack{st: st, stats: st.Stats()}
-		f.all = append(f.all, p)
-		f.stacks <- p
+	so := gpuio.Options{Backend: opt.Backend, BlockSize: bs, QueueDepth: qd, CoalesceGap: gap, Verify: verify, SQPoll: opt.SQPoll, Faults: opt.Faults, Paths: names, Budget: budget}
+	if err := f.openPools(max(1, opt.Stacks), !opt.SharedStacks, so); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -237,13 +243,15 @@ func (f *Files) modelProbe() *DiskProbe {
 	return f.lazyProbe
 }
 
-// Stacks is the number of IO stacks: how many Reads run at once.
+// Stacks is the number of IO stacks, every device's together (Devices): how many Reads of
+// files on one device each run at once.
 func (f *Files) Stacks() int { return len(f.all) }
 
 // Backend says how reads reach the disk ("io_uring" or "pread").
 func (f *Files) Backend() gpuio.Backend { return f.backend }
 
-// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one,
+// Read serves reqs (File indexes the set) through one of the IO stacks, waiting for a free one
+// (one of each device's stacks, the devices at once, where reqs read files of several: devices.go),
 // and returns once every request is in place.
 func (f *Files) Read(reqs []gpuio.Request) error { return f.ReadBridging(reqs, 0) }
 
@@ -251,13 +259,22 @@ func (f *Files) Read(reqs []gpuio.Request) error { return f.ReadBridging(reqs, 0
 // read (and verified under VerifyReads) and dropped (gpuio.Stack.SubmitBridging).
 func (f *Files) ReadBridging(reqs []gpuio.Request, gap int) error { return f.read(reqs, gap, 0) }
 
-// read serves reqs through one of the IO stacks, ranges at most gap bytes apart read by one read,
-// device destinations moved by the completion kernel on stream (gpuio.Stack.CompleteOn).
+// read serves reqs through one IO stack of each device they read, ranges at most gap bytes apart
+// read by one read, device destinations moved by the completion kernel on stream
+// (gpuio.Stack.CompleteOn).
 func (f *Files) read(reqs []gpuio.Request, gap int, stream uintptr) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	p := f.take()
+	if len(f.pools) > 1 {
+		return f.readSplit(reqs, gap, stream)
+	}
+	return f.readOn(f.pools[0], reqs, gap, stream)
+}
+
+// readOn serves reqs, all of files of pool, through one of its stacks.
+func (f *Files) readOn(pool *stackPool, reqs []gpuio.Request, gap int, stream uintptr) error {
+	p := <-pool.stacks
 	defer f.give(p)
 	st := p.st
 	if err := st.SubmitBridging(reqs, gap); err != nil {
@@ -283,13 +300,11 @@ func (f *Files) ReadToDevice(reqs []gpuio.Request, stream uintptr) error {
 	return f.read(reqs, 0, stream)
 }
 
-func (f *Files) take() *pooledStack { return <-f.stacks }
-
 func (f *Files) give(p *pooledStack) {
 	p.mu.Lock()
 	p.stats = p.st.Stats()
 	p.mu.Unlock()
-	f.stacks <- p
+	p.pool.stacks <- p
 }
 
 // Stats sums the counters of every IO stack, as of each one's last Read.
@@ -307,19 +322,18 @@ func (f *Files) Stats() gpuio.Stats {
 // AttachDevice lets every IO stack complete reads into memory of CUDA device dev with kernels of
 // maxBlocks blocks. No Read may run meanwhile.
 func (f *Files) AttachDevice(dev, maxBlocks int) error {
-	stacks := make([]*pooledStack, 0, cap(f.stacks))
-	for range cap(f.stacks) {
-		stacks = append(stacks, <-f.stacks)
+	var stacks []*pooledStack
+	for _, pool := range f.pools {
+		for range cap(pool.stacks) {
+			stacks = append(stacks, <-pool.stacks)
+		}
 	}
 	var err error
 	for _, p := range stacks {
 		if err == nil && p.st.Device() < 0 {
 			err = p.st.AttachDevice(dev, maxBlocks)
 		}
-		p.mu.Lock()
-		p.stats = p.st.Stats()
-		p.mu.Unlock()
-		f.stacks <- p
+		f.give(p)
 	}
 	if err != nil {
 		return fmt.Errorf("ssd: %w", err)
@@ -329,13 +343,13 @@ func (f *Files) AttachDevice(dev, maxBlocks int) error {
 
 // Close closes the IO stacks and the files. No Read may run meanwhile.
 func (f *Files) Close() error {
-	if f.stacks != nil {
-		close(f.stacks)
-		for p := range f.stacks {
+	for _, pool := range f.pools {
+		close(pool.stacks)
+		for p := range pool.stacks {
 			p.st.Close()
 		}
-		f.stacks = nil // f.all stays: Stats still answers after Close
 	}
+	f.pools = nil // f.all stays: Stats still answers after Close
 	for _, fd := range f.fds {
 		unix.Close(fd)
 	}
