@@ -55,11 +55,6 @@ type Options struct {
 	IOBackend       gpuio.Backend `json:"io_backend" help:"io_uring, pread or gpu-uring (device gathers' disk reads submitted by the GPU; docs/gpu-uring.md); default: io_uring where it works, else pread"`
 	QueueDepth      int           `json:"queue_depth" help:"disk reads in flight of all IO stacks together, so at most of one gather (default 128)"`
 	MaxConcurrentIO int           `json:"max_concurrent_io" help:"IO stacks: gathers reading the disk at once (default: one per CPU)"`
-	// SharedIOStacks has every IO stack read every file (ssd.Options.SharedStacks). By default a
-	// dataset whose files lie on several devices (features striped with --device-path) gets IO
-	// stacks of each device, max_concurrent_io divided over them, and a gather reads each
-	// device's rows on a stack of that device, the devices at once.
-	SharedIOStacks bool `json:"shared_io_stacks" help:"every IO stack reads every file, whatever devices they lie on (default: the files of each device get IO stacks of their own)"`
 	// UnverifiedReads skips checking blocks read from disk against the dataset's checksums. Reads
 	// are checked by default (on the completion path, before any row is used; about 1-3% of
 	// gather throughput, BENCHMARKS.md); labels, splits and topology are checked at open either way.

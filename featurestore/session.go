@@ -92,7 +92,7 @@ func OpenSession(dir string, opt Options) (_ *Session, err error) {
 	// the same injector (rules pick files by path=).
 	ss.faults = opt.Faults
 	if ss.files, err = ssd.OpenFiles(m, ss.filePaths(served), ssd.Options{Backend: opt.IOBackend, QueueDepth: opt.QueueDepth, Stacks: opt.MaxConcurrentIO, VerifyReads: !opt.UnverifiedReads,
-		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: ss.faults, SharedStacks: opt.SharedIOStacks}); err != nil {
+		CoalesceGap: opt.CoalesceGap, ReadAlign: opt.ReadAlign, Faults: ss.faults}); err != nil {
 		return nil, fmt.Errorf("featurestore: %w", err)
 	}
 	ss.openFeatureTiers()
