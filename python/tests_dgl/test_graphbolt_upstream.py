@@ -1,0 +1,194 @@
+"""DGL 2.1.0's GraphBolt tests that the audit in docs/conformance.md found missing (issue 42),
+carried over to tierfs: each test names its source (tests/python/pytorch/graphbolt/... at tag
+v2.1.0). The control is GraphBolt's own OnDiskDataset of the same on-disk dataset (or its
+BasicFeatureStore of the same tensors), read beside tierfs's. Seeds are printed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torchdata.datapipes.iter import Mapper
+
+import dgl.graphbolt as gb
+import tierfs
+import tierfs.dgl as tdgl
+from test_graphbolt_210 import E, N, SEED, _column, _dataset, _set, hetero_features  # noqa: F401 (a fixture)
+
+NODE_TASK = "  - name: node_classification\n    num_classes: 3\n    train_set:\n" + _set(_column("seeds.npy", "seed_nodes"))
+
+
+@pytest.fixture
+def homo_features(tmp_path):
+    """A homogeneous GraphBolt dataset of node features feat (N, 4) and a (N, 3) with metadata,
+    b (N, 2, 2), and edge feature w (E, 2) (listed in the graph section too, GraphBolt's layout
+    of a sampled edge attribute): (tierfs's Dataset, GraphBolt's OnDiskDataset, the arrays)."""
+    r = np.random.default_rng(SEED)
+    arrays = {
+        "a": r.integers(0, 10, (N, 3)),
+        "b": r.integers(0, 10, (N, 2, 2)),
+        "w": r.standard_normal((E, 2)).astype(np.float32),
+        "seeds": np.arange(10),
+    }
+    entry = "{i}- domain: {d}\n{i}  type: null\n{i}  name: {n}\n{i}  format: numpy\n{i}  path: {n}.npy\n"
+    features = entry.format(i="  ", d="node", n="a") + "    max_value: 3\n" + entry.format(i="  ", d="node", n="b") + entry.format(i="  ", d="edge", n="w")
+    graph = "  feature_data:\n" + entry.format(i="    ", d="edge", n="w")
+    ours, theirs, a = _dataset(tmp_path / "gb", NODE_TASK, arrays, features_yaml=features, graph_yaml=graph)
+    yield ours, theirs, a
+    ours.close()
+
+
+def test_basic_feature_store_homo(homo_features):
+    """impl/test_basic_feature_store.py::test_basic_feature_store_homo: the whole feature, rows by
+    id, size (a row's shape), metadata (a yaml key; none), keys, as GraphBolt's store gives them."""
+    ours, theirs, a = homo_features
+    fs, control = ours.feature, theirs.feature
+    for name in ("a", "b"):
+        whole = fs.read("node", None, name)
+        assert torch.equal(whole, control.read("node", None, name)) and torch.equal(whole, torch.from_numpy(a[name]))
+        assert torch.equal(fs.read("node", None, name, torch.tensor([0])), torch.from_numpy(a[name][:1]))
+    assert fs.size("node", None, "a") == control.size("node", None, "a") == torch.Size([3])
+    assert fs.size("node", None, "b") == control.size("node", None, "b") == torch.Size([2, 2])
+    assert fs.metadata("node", None, "a") == control.metadata("node", None, "a") == {"max_value": 3}
+    assert fs.metadata("node", None, "b") == control.metadata("node", None, "b") == {}
+    want = sorted(((str(d.value) if hasattr(d, "value") else d, t, n) for d, t, n in control.keys()), key=str)
+    assert sorted(fs.keys(), key=str) == want
+    assert {("node", None, "a"), ("node", None, "b"), ("edge", None, "w")} <= set(fs.keys())
+
+
+def test_basic_feature_store_hetero(hetero_features):
+    """impl/test_basic_feature_store.py::test_basic_feature_store_hetero: a node type's and an edge
+    type's feature ("src:rel:dst"): whole, by id, size, metadata, keys, as GraphBolt's."""
+    ours, theirs, a = hetero_features
+    fs, control = ours.feature, theirs.feature
+    for key in [("node", "paper", "feat"), ("edge", "author:writes:paper", "feat"), ("edge", "author:writes:paper", "labels")]:
+        assert torch.equal(fs.read(*key), control.read(*key)), key
+        assert torch.equal(fs.read(*key, torch.tensor([0])), control.read(*key, torch.tensor([0]))), key
+        assert fs.size(*key) == control.size(*key), key
+        assert fs.metadata(*key) == control.metadata(*key), key
+    assert fs.size("edge", "author:writes:paper", "labels") == torch.Size([1])
+    assert sorted(fs.keys(), key=str) == sorted(control.keys(), key=str)
+
+
+def test_basic_feature_store_errors(homo_features):
+    """impl/test_basic_feature_store.py::test_basic_feature_store_errors: a key the store lacks
+    raises KeyError, an id out of range IndexError (GraphBolt's store: the same)."""
+    ours, theirs, _ = homo_features
+    for fs in (ours.feature, theirs.feature):
+        with pytest.raises(KeyError):
+            fs.read("node", "paper", "a")
+        with pytest.raises(IndexError):
+            fs.read("node", None, "a", torch.tensor([0, N]))
+
+
+def _assert_fetched_as_graphbolt(mb, control, node_keys, edge_keys, what):
+    """Each fetched node feature is GraphBolt's row of the minibatch's input nodes, each layer's
+    edge feature GraphBolt's row of its original edge ids."""
+    for name in node_keys:
+        assert torch.equal(mb.node_features[name], control.read("node", None, name, mb.input_nodes)), f"{what}: {name}"
+    assert len(mb.edge_features) == mb.num_layers()
+    for i, layer in enumerate(mb.edge_features):
+        ids = mb.sampled_subgraphs[i].original_edge_ids
+        for name in edge_keys:
+            assert torch.equal(layer[name], control.read("edge", None, name, ids)), f"{what}: layer {i} {name} (seed {SEED})"
+
+
+def test_feature_fetcher_homo(homo_features):
+    """test_feature_fetcher.py::test_FeatureFetcher_invoke and ::test_FeatureFetcher_homo:
+    GraphBolt's NeighborSampler over tierfs's sampling graph, then FeatureFetcher over tierfs's
+    feature store, by constructor and functional form: five batches; node features and each
+    layer's edge feature (by original edge id) equal GraphBolt's own store's rows."""
+    ours, theirs, _ = homo_features
+    torch.manual_seed(SEED % (1 << 31))
+    item_sampler = gb.ItemSampler(gb.ItemSet(torch.arange(10), names="seed_nodes"), batch_size=2)
+    fanouts = [torch.LongTensor([2]) for _ in range(2)]
+    by_class = gb.FeatureFetcher(gb.NeighborSampler(item_sampler, ours.graph, fanouts), ours.feature, ["a", "b"], ["w"])
+    functional = item_sampler.sample_neighbor(ours.graph, fanouts).fetch_feature(ours.feature, ["a", "b"], ["w"])
+    for pipe in (by_class, functional):
+        batches = list(pipe)
+        assert len(batches) == 5
+        for j, mb in enumerate(batches):
+            assert all(sg.original_edge_ids is not None for sg in mb.sampled_subgraphs)
+            _assert_fetched_as_graphbolt(mb, theirs.feature, ["a", "b"], ["w"], f"batch {j}")
+
+
+def test_feature_fetcher_with_edges_homo(homo_features):
+    """test_feature_fetcher.py::test_FeatureFetcher_with_edges_homo: minibatches of three
+    hand-made subgraphs of random original edge ids: node features of the seeds (2 rows), three
+    layers of edge features (10 rows each), equal GraphBolt's store's."""
+    ours, theirs, _ = homo_features
+    g = torch.Generator().manual_seed(SEED % (1 << 31))
+
+    def add_node_and_edge_ids(minibatch):
+        subgraphs = [
+            gb.SampledSubgraphImpl(
+                sampled_csc=gb.CSCFormatBase(indptr=torch.arange(11), indices=torch.arange(10)),
+                original_column_node_ids=torch.arange(10),
+                original_row_node_ids=torch.arange(10),
+                original_edge_ids=torch.randint(0, E, (10,), generator=g),
+            )
+            for _ in range(3)
+        ]
+        return gb.MiniBatch(input_nodes=minibatch.seed_nodes, sampled_subgraphs=subgraphs)
+
+    item_sampler = gb.ItemSampler(gb.ItemSet(torch.arange(10), names="seed_nodes"), batch_size=2)
+    batches = list(gb.FeatureFetcher(Mapper(item_sampler, add_node_and_edge_ids), ours.feature, ["a"], ["w"]))
+    assert len(batches) == 5
+    for j, mb in enumerate(batches):
+        assert mb.node_features["a"].size(0) == 2 and len(mb.edge_features) == 3
+        for layer in mb.edge_features:
+            assert layer["w"].size(0) == 10
+        _assert_fetched_as_graphbolt(mb, theirs.feature, ["a"], ["w"], f"batch {j}")
+
+
+def test_feature_fetcher_with_edges_hetero(hetero_features):
+    """test_feature_fetcher.py::test_FeatureFetcher_with_edges_hetero (its node half:
+    test_hetero.py::test_graphbolt_pipeline_hetero): paper seeds (an ItemSetDict) through
+    GraphBolt's NeighborSampler over tierfs's typed sampling graph, FeatureFetcher over tierfs's
+    store with edge keys by "src:rel:dst": each layer's edge features equal GraphBolt's store's
+    rows of its original edge ids. (GraphBolt 2.1 leaves a seed type out of input_nodes when no
+    sampled edge leads from it, so node keys of the seed type raise KeyError in FeatureFetcher
+    over GraphBolt's own graph too: this graph has author -> paper edges only.)"""
+    ours, theirs, a = hetero_features
+    torch.manual_seed(SEED % (1 << 31))
+    itemset = gb.ItemSetDict({"paper": gb.ItemSet(torch.arange(9), names="seed_nodes")})
+    etype = "author:writes:paper"
+    pipe = gb.NeighborSampler(gb.ItemSampler(itemset, batch_size=2), ours.graph, [torch.LongTensor([2]) for _ in range(2)])
+    batches = list(gb.FeatureFetcher(pipe, ours.feature, None, {etype: ["feat", "labels"]}))
+    assert len(batches) == 5
+    fetched = 0
+    for j, mb in enumerate(batches):
+        assert len(mb.edge_features) == 2
+        for i, layer in enumerate(mb.edge_features):
+            ids = {gb.etype_tuple_to_str(k) if isinstance(k, tuple) else k: v for k, v in mb.sampled_subgraphs[i].original_edge_ids.items()}
+            for name in ("feat", "labels"):
+                want = theirs.feature.read("edge", etype, name, ids[etype])
+                assert torch.equal(layer[(etype, name)], want), f"batch {j} layer {i} {name} (seed {SEED})"
+                assert torch.equal(want, torch.from_numpy(a["edge_" + name][ids[etype].numpy()]))
+                fetched += want.shape[0]
+    assert fetched > 0
+
+
+@pytest.mark.parametrize("which", ["homo_features", "hetero_features"])
+def test_ondisk_dataset_all_nodes_set(request, which):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_all_nodes_set_homo and
+    ::test_OnDiskDataset_all_nodes_set_hetero: all_nodes_set is GraphBolt's (an ItemSet of every
+    node; an ItemSetDict by type, in GraphBolt's order of the types), item for item."""
+    ours, theirs, _ = request.getfixturevalue(which)
+    mine, control = ours.all_nodes_set, theirs.all_nodes_set
+    assert type(mine) is type(control) and len(mine) == len(control)
+    assert [_item(x) for x in mine] == [_item(x) for x in control]
+
+
+@pytest.mark.xfail(strict=True, reason="from_graphbolt does not keep metadata.yaml's dataset_name (ingest/graphbolt.go reads it, the "
+                   "manifest has no field for it): tierfs.dgl.Dataset.dataset_name is the dataset directory's name")
+def test_ondisk_dataset_load_name(homo_features):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_load_name: dataset_name is metadata.yaml's."""
+    ours, theirs, _ = homo_features
+    assert theirs.dataset_name == "conformance"
+    assert ours.dataset_name == theirs.dataset_name
+
+
+def _item(x):
+    """An item of an ItemSet (a node id) or of an ItemSetDict ({type: id}) as plain ints."""
+    return {k: int(v) for k, v in x.items()} if isinstance(x, dict) else int(x)
