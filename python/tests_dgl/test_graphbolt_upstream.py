@@ -5,6 +5,8 @@ BasicFeatureStore of the same tensors), read beside tierfs's. Seeds are printed.
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -192,3 +194,66 @@ def test_ondisk_dataset_load_name(homo_features):
 def _item(x):
     """An item of an ItemSet (a node id) or of an ItemSetDict ({type: id}) as plain ints."""
     return {k: int(v) for k, v in x.items()} if isinstance(x, dict) else int(x)
+
+
+TYPED_NODE_TASK = """dataset_name: typed_sets
+graph:
+  nodes:
+    - type: paper
+      num: {n}
+    - type: author
+      num: {n}
+  edges:
+    - type: "author:writes:paper"
+      format: numpy
+      path: writes.npy
+    - type: "paper:written_by:author"
+      format: numpy
+      path: written_by.npy
+feature_data:
+  - domain: node
+    type: paper
+    name: feat
+    format: numpy
+    path: paper_feat.npy
+tasks:
+  - name: node_classification
+    num_classes: 10
+{sets}"""
+
+
+def test_ondisk_dataset_itemsetdict_id_label(tmp_path):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_TVTSet_ItemSetDict_id_label and
+    ::test_OnDiskDataset_TVTSet_ItemSetDict_names: train, validation and test sets of seed_nodes
+    and labels for two node types: each an ItemSetDict of GraphBolt's length and names, its
+    items ({type: (id, label)}) GraphBolt's, in order."""
+    r = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    n = 60
+    writes = np.stack([r.integers(0, n, 200), r.integers(0, n, 200)])
+    arrays = {"writes": writes, "written_by": writes[::-1].copy(), "paper_feat": r.standard_normal((n, 3)).astype(np.float32)}
+    sets = ""
+    for k, (split, lo, hi) in enumerate([("train_set", 0, 20), ("validation_set", 20, 35), ("test_set", 35, 50)]):
+        sets += f"    {split}:\n"
+        for t in ("paper", "author"):
+            ids = r.permutation(np.arange(lo, hi))
+            arrays[f"{t}_{k}_ids"], arrays[f"{t}_{k}_labels"] = ids, r.integers(0, 10, ids.size)
+            sets += f"      - type: {t}\n        data:\n" + "".join(
+                f"          - name: {name}\n            format: numpy\n            path: {t}_{k}_{col}.npy\n" for name, col in (("seed_nodes", "ids"), ("labels", "labels")))
+    root = tmp_path / "gb"
+    root.mkdir()
+    for key, v in arrays.items():
+        np.save(root / f"{key}.npy", v)
+    (root / "metadata.yaml").write_text(TYPED_NODE_TASK.format(n=n, sets=sets))
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    with tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")) as ours:
+        (task,), (control,) = ours.tasks, theirs.tasks
+        assert task.metadata == control.metadata
+        for split in ("train_set", "validation_set", "test_set"):
+            got, want = getattr(task, split), getattr(control, split)
+            assert isinstance(got, gb.ItemSetDict) and len(got) == len(want), split
+            assert got.names == want.names == ("seed_nodes", "labels"), split
+            got_items = [{t: tuple(int(v) for v in x) for t, x in item.items()} for item in got]
+            want_items = [{t: tuple(int(v) for v in x) for t, x in item.items()} for item in want]
+            assert got_items == want_items, f"{split} (seed {SEED})"
