@@ -19,7 +19,7 @@ from torch_geometric.data.remote_backend_utils import num_nodes, size  # noqa: E
 from torch_geometric.datasets import KarateClub  # noqa: E402
 from torch_geometric.loader import NodeLoader  # noqa: E402
 from torch_geometric.nn import GraphConv, to_hetero  # noqa: E402
-from torch_geometric.sampler import NodeSamplerInput, SamplerOutput  # noqa: E402
+from torch_geometric.sampler import NodeSamplerInput, NumNeighbors, SamplerOutput  # noqa: E402
 from torch_geometric.utils import to_undirected  # noqa: E402
 
 import tierfs  # noqa: E402
@@ -574,3 +574,17 @@ def test_homogeneous_neighbor_sampler_backwards(tmp_path):
         backward = tierfs.pyg.NeighborSampler(store, [1], sample_direction="backward").sample_from_nodes(seeds)
         forward_on_reverse = tierfs.pyg.NeighborSampler(rev, [1]).sample_from_nodes(seeds)
         assert backward.node.tolist() == forward_on_reverse.node.tolist() == [2, 3]
+
+
+def test_heterogeneous_num_neighbors_empty_dict(tmp_path):
+    """test/sampler/test_sampler_base.py::test_heterogeneous_num_neighbors_empty_dict: PyG's
+    NumNeighbors({}, default=[25, 10]) gives every edge type the default, two hops, in tierfs's
+    num_neighbors_of and NeighborSampler."""
+    data = HeteroData()
+    data["A"].num_nodes = data["B"].num_nodes = 3
+    data["A", "to", "B"].edge_index = torch.tensor([[0], [1]])
+    data["B", "to", "A"].edge_index = torch.tensor([[0], [1]])
+    want = {("A", "to", "B"): [25, 10], ("B", "to", "A"): [25, 10]}
+    with tierfs.open(tierfs.from_pyg(data, tmp_path / "ds")) as store:
+        assert tierfs.pyg.num_neighbors_of(store, NumNeighbors({}, default=[25, 10])) == want
+        assert tierfs.pyg.NeighborSampler(store, NumNeighbors({}, default=[25, 10])).num_neighbors == want
