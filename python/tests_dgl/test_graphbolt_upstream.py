@@ -1,7 +1,7 @@
 """DGL 2.1.0's GraphBolt tests that the audit in docs/conformance.md found missing (issue 42),
 carried over to tierfs: each test names its source (tests/python/pytorch/graphbolt/... at tag
-v2.1.0). The control is GraphBolt's own OnDiskDataset of the same on-disk dataset (or its
-BasicFeatureStore of the same tensors), read beside tierfs's. Seeds are printed."""
+v2.1.0). The control is GraphBolt's own OnDiskDataset of the same on-disk dataset, read beside
+tierfs's. Seeds are printed."""
 
 from __future__ import annotations
 
@@ -257,3 +257,33 @@ def test_ondisk_dataset_itemsetdict_id_label(tmp_path):
             got_items = [{t: tuple(int(v) for v in x) for t, x in item.items()} for item in got]
             want_items = [{t: tuple(int(v) for v in x) for t, x in item.items()} for item in want]
             assert got_items == want_items, f"{split} (seed {SEED})"
+
+
+GRAPH_OF_TEN = """dataset_name: bad
+graph:
+  nodes:
+    - num: 10
+  edges:
+    - format: numpy
+      path: edges.npy
+"""
+UNTYPED_SET = "      - type: null\n        data:\n          - format: {fmt}\n            path: train.npy\n"
+
+
+@pytest.mark.parametrize("yaml, match", [
+    (GRAPH_OF_TEN + "tasks:\n  - name: node_classification\n    train_set:\n" + UNTYPED_SET.format(fmt="torch_invalid"), "torch_invalid"),
+    (GRAPH_OF_TEN + "tasks:\n  - name: node_classification\n    train_set:\n" + UNTYPED_SET.format(fmt="numpy") * 2, "train_set"),
+    ("graph_topology:\n  type: CSRSamplingGraph\n  path: /path/to/graph\n", "graph_topology"),
+], ids=["invalid_format", "two_untyped_sets", "graph_topology"])
+def test_ondisk_dataset_exceptions(tmp_path, yaml, match):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_TVTSet_exceptions (an invalid format; two
+    sets of type null) and ::test_OnDiskDataset_Graph_Exceptions (a graph_topology, not a graph
+    section): from_graphbolt refuses each, naming what it refuses, where GraphBolt raises
+    pydantic's ValidationError or an AssertionError."""
+    root = tmp_path / "gb"
+    root.mkdir()
+    np.save(root / "edges.npy", np.random.default_rng(SEED).integers(0, 10, (2, 30)))
+    np.save(root / "train.npy", np.arange(5))
+    (root / "metadata.yaml").write_text(yaml)
+    with pytest.raises(tierfs.InvalidArgumentError, match=match):
+        tierfs.from_graphbolt(root, tmp_path / "ds")
