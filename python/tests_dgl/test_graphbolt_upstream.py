@@ -287,3 +287,68 @@ def test_ondisk_dataset_exceptions(tmp_path, yaml, match):
     (root / "metadata.yaml").write_text(yaml)
     with pytest.raises(tierfs.InvalidArgumentError, match=match):
         tierfs.from_graphbolt(root, tmp_path / "ds")
+
+
+def random_homo_graphbolt_dataset(root, r, num_nodes, num_edges, num_classes, edge_fmt):
+    """gb_test_utils.py::random_homo_graphbolt_graph's layout (test_ondisk_dataset.py's end-to-end
+    tests), smaller: five out-edges a node, node and edge feature feat in the graph section and
+    the feature list, a link task of unnamed (n, 2) pairs. Returns (node feat, edge feat)."""
+    edges = np.stack([np.repeat(np.arange(num_nodes), num_edges // num_nodes), r.integers(0, num_nodes, num_edges)], 1)
+    for sub in ("edges", "data", "set"):
+        (root / sub).mkdir(parents=True)
+    if edge_fmt == "csv":
+        np.savetxt(root / "edges" / "edge.csv", edges, fmt="%d", delimiter=",")
+    else:
+        np.save(root / "edges" / "edge.npy", edges.T.copy())
+    node_feat, edge_feat = r.random((num_nodes, num_classes)), r.random((num_edges, num_classes))
+    np.save(root / "data" / "node-feat.npy", node_feat)
+    np.save(root / "data" / "edge-feat.npy", edge_feat)
+    q = num_nodes // 4
+    sets = ""
+    for k, name in enumerate(("train", "validation", "test")):
+        np.save(root / "set" / f"{name}.npy", np.stack([np.arange(k * q, (k + 1) * q), np.arange((k + 1) * q, (k + 2) * q)], 1))
+        sets += f"    {name}_set:\n      - type: null\n        data:\n          - format: numpy\n            path: set/{name}.npy\n"
+    feats = "".join(f"{{i}}- domain: {d}\n{{i}}  type: null\n{{i}}  name: feat\n{{i}}  format: numpy\n{{i}}  path: data/{d}-feat.npy\n" for d in ("node", "edge"))
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: graphbolt_test\ngraph:\n  nodes:\n    - num: {num_nodes}\n  edges:\n    - format: {edge_fmt}\n      path: edges/edge.{'csv' if edge_fmt == 'csv' else 'npy'}\n"
+        f"  feature_data:\n{feats.format(i='    ')}feature_data:\n{feats.format(i='  ')}"
+        f"tasks:\n  - name: link_prediction\n    num_classes: {num_classes}\n{sets}")
+    return node_feat, edge_feat
+
+
+@pytest.mark.parametrize("edge_fmt", ["csv", "numpy"])
+def test_ondisk_dataset_homogeneous(tmp_path, edge_fmt):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_homogeneous: the graph (sizes, node and edge
+    attribute feat, ORIGINAL_EDGE_ID), one link task of three ItemSets with its metadata (the
+    unnamed pair column named node_pairs, as test_graphbolt_210.py documents), feature
+    sizes; then each set and all_nodes_set through ItemSampler -> sample_neighbor(graph, [-1])
+    -> fetch_feature(feat) -> DataLoader, on tierfs's dataset as on GraphBolt's: the same items
+    and every fetched row the input's."""
+    r = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    num_nodes, num_edges, num_classes = 200, 1000, 10
+    root = tmp_path / "gb"
+    node_feat, _ = random_homo_graphbolt_dataset(root, r, num_nodes, num_edges, num_classes, edge_fmt)
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    with tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")) as ours:
+        graph = ours.graph
+        assert isinstance(graph, gb.FusedCSCSamplingGraph)
+        assert graph.total_num_nodes == num_nodes and graph.total_num_edges == num_edges
+        assert "feat" in graph.node_attributes and "feat" in graph.edge_attributes and gb.ORIGINAL_EDGE_ID in graph.edge_attributes
+        (task,), (control,) = ours.tasks, theirs.tasks
+        assert task.metadata == control.metadata == {"name": "link_prediction", "num_classes": num_classes}
+        sets = [task.train_set, task.validation_set, task.test_set, ours.all_nodes_set]
+        for got, want in zip(sets, [control.train_set, control.validation_set, control.test_set, theirs.all_nodes_set]):
+            assert isinstance(got, gb.ItemSet) and len(got) == len(want)
+            # An unnamed column: GraphBolt's (None,), tierfs's its 2.1 name (test_graphbolt_210.py)
+            assert got.names == want.names or (want.names == (None,) and got.names == ("node_pairs",))
+            assert torch.equal(torch.as_tensor(got[:]), torch.as_tensor(want[:]).long())
+        assert ours.feature.size("node", None, "feat")[0] == ours.feature.size("edge", None, "feat")[0] == num_classes
+        for item_set in sets:
+            pipe = gb.ItemSampler(item_set, batch_size=10).sample_neighbor(graph, [-1]).fetch_feature(ours.feature, node_feature_keys=["feat"])
+            n = 0
+            for mb in gb.DataLoader(pipe):
+                assert torch.equal(mb.node_features["feat"], torch.from_numpy(node_feat[mb.input_nodes.numpy()]))
+                n += 1
+            assert n == -(-len(item_set) // 10)
