@@ -352,3 +352,31 @@ def test_ondisk_dataset_homogeneous(tmp_path, edge_fmt):
                 assert torch.equal(mb.node_features["feat"], torch.from_numpy(node_feat[mb.input_nodes.numpy()]))
                 n += 1
             assert n == -(-len(item_set) // 10)
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_uniform_negative_sampler_node_pairs(homo_features, k):
+    """impl/test_negative_sampler.py::test_UniformNegativeSampler_node_pairs_invoke and
+    ::test_Uniform_NegativeSampler_node_pairs, on tierfs's link stage (negatives, neighbors and
+    exclusion in one call) for an ItemSet of node_pairs: per batch of 10 pairs negative_srcs is
+    None and negative_dsts (10, k), as GraphBolt 2.1's UniformNegativeSampler leaves them; and
+    node_pairs_with_labels gives the sampler's own negative graph (same seed, DGL's form), labels
+    1 then 0."""
+    ours, _, a = homo_features
+    pairs = torch.from_numpy(a["edges"][:, :30].T.copy())
+    make = lambda: tdgl.as_edge_prediction_sampler(tdgl.NeighborSampler(ours.store, [2, 2], seed=SEED % 1000), negative_sampler=k)  # noqa: E731
+    sampler, reference = make(), make()
+    pipe = gb.ItemSampler(gb.ItemSet(pairs, names="node_pairs"), batch_size=10).transform(sampler.sample_minibatch)
+    n = 0
+    for mb in pipe:
+        pos_src, pos_dst = mb.node_pairs
+        assert len(pos_src) == len(pos_dst) == 10
+        assert mb.negative_srcs is None
+        assert mb.negative_dsts.shape == (10, k) and mb.negative_dsts.numel() == 10 * k
+        (src, dst), labels = mb.node_pairs_with_labels
+        _, pair_graph, neg_graph, _ = reference.sample((pos_src, pos_dst))
+        neg_src, neg_dst = neg_graph.edges()
+        assert torch.equal(src[10:], neg_src) and torch.equal(dst[10:], neg_dst), f"seed {SEED}"
+        assert labels.tolist() == [1.0] * 10 + [0.0] * (10 * k)
+        n += 1
+    assert n == 3
