@@ -185,7 +185,8 @@ def test_ondisk_dataset_all_nodes_set(request, which):
 @pytest.mark.xfail(strict=True, reason="from_graphbolt does not keep metadata.yaml's dataset_name (ingest/graphbolt.go reads it, the "
                    "manifest has no field for it): tierfs.dgl.Dataset.dataset_name is the dataset directory's name")
 def test_ondisk_dataset_load_name(homo_features):
-    """impl/test_ondisk_dataset.py::test_OnDiskDataset_load_name: dataset_name is metadata.yaml's."""
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_load_name and ::test_OnDiskDataset_Metadata:
+    dataset_name is metadata.yaml's."""
     ours, theirs, _ = homo_features
     assert theirs.dataset_name == "conformance"
     assert ours.dataset_name == theirs.dataset_name
