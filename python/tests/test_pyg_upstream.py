@@ -267,10 +267,10 @@ def test_custom_hetero_link_neighbor_loader(tmp_path):
                    "edges input_id (fix in pyg/loader.py, docs/conformance.md)")
 @pytest.mark.parametrize("typed", [False, True])
 def test_link_loader_every_edge_in_input_order(tmp_path, typed):
-    """test/loader/test_link_neighbor_loader.py::test_custom_hetero_link_neighbor_loader and
-    ::test_homo_link_neighbor_loader_basic (edge_label_index=None): PyG's seed edges are then the
-    graph's edge_index in its order, so each batch's label edges are edge_index[:, input_id]
-    (the in-memory LinkLoader's contract)."""
+    """test/loader/test_link_neighbor_loader.py::test_custom_hetero_link_neighbor_loader (seed
+    edges named by their edge type alone), and the homogeneous store's edge_label_index=None:
+    PyG's seed edges are then the graph's edge_index in its order, so each batch's label edges
+    are edge_index[:, input_id] (the in-memory LinkLoader's contract)."""
     data = random_three_type_hetero(generator(8))
     label_type = ("paper", "to", "author")
     if not typed:
@@ -498,8 +498,8 @@ def test_hetero_link_neighbor_loader_basic_directional(tmp_path, neg_sampling_ra
 @pytest.mark.parametrize("typed", [False, True])
 def test_link_neighbor_loader_edge_attr(tmp_path, typed):
     """test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_basic (its
-    edge_attr asserts) and ::test_hetero_link_neighbor_loader_basic's edge_attr: a link batch holds
-    the sampled edges' edge_attr, the input's rows e_id."""
+    edge_attr asserts), on a homogeneous and a typed store: a link batch holds the sampled
+    edges' edge_attr, the input's rows e_id."""
     g = generator(13)
     if typed:
         data = random_three_type_hetero(g)
