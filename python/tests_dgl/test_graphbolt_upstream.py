@@ -381,3 +381,79 @@ def test_uniform_negative_sampler_node_pairs(homo_features, k):
         assert labels.tolist() == [1.0] * 10 + [0.0] * (10 * k)
         n += 1
     assert n == 3
+
+
+def random_hetero_graphbolt_dataset(root, r, num_nodes, num_edges, num_classes, edge_fmt):
+    """gb_test_utils.py::generate_raw_data_for_hetero_dataset's layout, smaller: user and item,
+    edge types user:follow:user and user:click:item, feat of every node and edge type in the graph
+    section, the node features in the feature list, a node task of user seeds. Returns the node
+    features by type."""
+    for sub in ("edges", "data", "set"):
+        (root / sub).mkdir(parents=True)
+    graph_feats, node_feats = "", {}
+    edges_yaml = ""
+    for (s, rel, d), e in num_edges.items():
+        pairs = np.stack([r.integers(0, num_nodes[s], e), r.integers(0, num_nodes[d], e)], 1)
+        if edge_fmt == "csv":
+            np.savetxt(root / "edges" / f"{rel}.csv", pairs, fmt="%d", delimiter=",")
+        else:
+            np.save(root / "edges" / f"{rel}.npy", pairs.T.copy())
+        edges_yaml += f'    - type: "{s}:{rel}:{d}"\n      format: {edge_fmt}\n      path: edges/{rel}.{"csv" if edge_fmt == "csv" else "npy"}\n'
+        np.save(root / "data" / f"{rel}-feat.npy", r.random((e, num_classes)))
+        graph_feats += f'    - domain: edge\n      type: "{s}:{rel}:{d}"\n      name: feat\n      format: numpy\n      path: data/{rel}-feat.npy\n'
+    feature_list = ""
+    for t, n in num_nodes.items():
+        node_feats[t] = r.random((n, num_classes))
+        np.save(root / "data" / f"{t}-feat.npy", node_feats[t])
+        entry = f"{{i}}- domain: node\n{{i}}  type: {t}\n{{i}}  name: feat\n{{i}}  format: numpy\n{{i}}  path: data/{t}-feat.npy\n"
+        graph_feats, feature_list = entry.format(i="    ") + graph_feats, feature_list + entry.format(i="  ")
+    users = r.permutation(num_nodes["user"])
+    cut = [0, int(len(users) * 0.6), int(len(users) * 0.8), len(users)]
+    sets = ""
+    for k, name in enumerate(("train", "validation", "test")):
+        np.save(root / "set" / f"{name}.npy", users[cut[k]:cut[k + 1]])
+        sets += f"    {name}_set:\n      - type: user\n        data:\n          - name: seed_nodes\n            format: numpy\n            path: set/{name}.npy\n"
+    nodes_yaml = "".join(f"    - type: {t}\n      num: {n}\n" for t, n in num_nodes.items())
+    (root / "metadata.yaml").write_text(
+        f"dataset_name: OnDiskDataset_hetero\ngraph:\n  nodes:\n{nodes_yaml}  edges:\n{edges_yaml}  feature_data:\n{graph_feats}"
+        f"feature_data:\n{feature_list}tasks:\n  - name: node_classification\n    num_classes: {num_classes}\n{sets}")
+    return node_feats
+
+
+@pytest.mark.parametrize("edge_fmt", ["csv", "numpy"])
+def test_ondisk_dataset_heterogeneous(tmp_path, edge_fmt):
+    """impl/test_ondisk_dataset.py::test_OnDiskDataset_heterogeneous: the typed graph (sizes, node
+    and edge attribute feat, ORIGINAL_EDGE_ID), one node task of three ItemSetDicts with its
+    metadata, feature sizes by type; then each set and all_nodes_set through ItemSampler ->
+    sample_neighbor(graph, [-1]) -> fetch_feature({"user": ["feat"]}) -> DataLoader, on tierfs's
+    dataset as on GraphBolt's: the same items, every fetched row the input's."""
+    r = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    num_nodes = {"user": 100, "item": 200}
+    num_edges = {("user", "follow", "user"): 500, ("user", "click", "item"): 1000}
+    root = tmp_path / "gb"
+    node_feats = random_hetero_graphbolt_dataset(root, r, num_nodes, num_edges, 10, edge_fmt)
+    shutil.copytree(root, tmp_path / "gb-gb")
+    theirs = gb.OnDiskDataset(str(tmp_path / "gb-gb")).load()
+    with tdgl.Dataset(tierfs.from_graphbolt(root, tmp_path / "ds")) as ours:
+        graph = ours.graph
+        assert isinstance(graph, gb.FusedCSCSamplingGraph)
+        assert graph.total_num_nodes == sum(num_nodes.values()) and graph.total_num_edges == sum(num_edges.values())
+        assert "feat" in graph.node_attributes and "feat" in graph.edge_attributes and gb.ORIGINAL_EDGE_ID in graph.edge_attributes
+        (task,), (control,) = ours.tasks, theirs.tasks
+        assert task.metadata == control.metadata == {"name": "node_classification", "num_classes": 10}
+        sets = [task.train_set, task.validation_set, task.test_set, ours.all_nodes_set]
+        for got, want in zip(sets, [control.train_set, control.validation_set, control.test_set, theirs.all_nodes_set]):
+            assert isinstance(got, gb.ItemSetDict) and len(got) == len(want) and got.names == want.names
+            assert [_item(x) for x in got] == [_item(x) for x in want]
+        for t in num_nodes:
+            assert ours.feature.size("node", t, "feat")[0] == 10
+        for item_set in sets:
+            pipe = gb.ItemSampler(item_set, batch_size=10).sample_neighbor(graph, [-1])
+            pipe = pipe.fetch_feature(ours.feature, node_feature_keys={"user": ["feat"]})
+            n = 0
+            for mb in gb.DataLoader(pipe):
+                ids = mb.input_nodes["user"]
+                assert torch.equal(mb.node_features[("user", "feat")], torch.from_numpy(node_feats["user"][ids.numpy()]))
+                n += 1
+            assert n == -(-len(item_set) // 10)
