@@ -562,18 +562,21 @@ def test_heterogeneous_neighbor_sampler_basic(tmp_path):
             assert out.row[et].numel() == out.col[et].numel() == out.edge[et].numel() == 0, et
 
 
-@pytest.mark.xfail(strict=True, reason="tierfs.pyg.NeighborSampler has no sample_direction (PyG 2.8's 'backward': sample along "
-                   "out-edges); it raises TypeError for the unknown argument (docs/conformance.md)")
-def test_homogeneous_neighbor_sampler_backwards(tmp_path):
-    """test/sampler/test_sampler_neighbor_sampler.py::test_homogeneous_neighbor_sampler_backwards
-    [remote]: sampling Carol backward reaches Dave, as sampling forward on the reversed graph."""
+def test_neighbor_sampler_backwards_refused_by_name(tmp_path):
+    """test/sampler/test_sampler_neighbor_sampler.py::test_homogeneous_neighbor_sampler_backwards,
+    ::test_homogeneous_neighbor_sampler_weighted_backwards, ::test_homogeneous_neighbor_sampler_temporal_backwards,
+    ::test_heterogeneous_neighbor_sampler_backwards and ::test_neighbor_sampler_backwards_not_supported
+    need PyG 2.8's sample_direction="backward", which tierfs does not offer: it refuses it by
+    name (NotSupportedError), takes PyG's default "forward", and the sample the backward tests
+    want from Carol (Carol, Dave) is the forward sample of the reversed graph, as they assert."""
     reverse = people(False)
     reverse.edge_index = reverse.edge_index.flip(0)
     with tierfs.open(tierfs.from_pyg(people(False), tmp_path / "ds")) as store, tierfs.open(tierfs.from_pyg(reverse, tmp_path / "rev")) as rev:
+        with pytest.raises(tierfs.NotSupportedError, match="sample_direction='backward'"):
+            tierfs.pyg.NeighborSampler(store, [1], sample_direction="backward")
         seeds = NodeSamplerInput(input_id=None, node=torch.tensor([2]))
-        backward = tierfs.pyg.NeighborSampler(store, [1], sample_direction="backward").sample_from_nodes(seeds)
-        forward_on_reverse = tierfs.pyg.NeighborSampler(rev, [1]).sample_from_nodes(seeds)
-        assert backward.node.tolist() == forward_on_reverse.node.tolist() == [2, 3]
+        assert tierfs.pyg.NeighborSampler(store, [1], sample_direction="forward").sample_from_nodes(seeds).node.tolist() == [2, 0]
+        assert tierfs.pyg.NeighborSampler(rev, [1]).sample_from_nodes(seeds).node.tolist() == [2, 3]
 
 
 def test_heterogeneous_num_neighbors_empty_dict(tmp_path):
