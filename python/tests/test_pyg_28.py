@@ -213,7 +213,7 @@ def test_graph_store_conversion(tmp_path):
 
 
 def test_neighbor_loader_hops_and_str(tmp_path):
-    """test/loader/test_neighbor_loader.py::test_heterogeneous_neighbor_loader (hops must be the
+    """test/loader/test_neighbor_loader.py::test_hetero_neighbor_loader_basic (hops must be the
     same across all edge types) and ::test_homo_neighbor_loader_basic, and
     test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_basic (str)."""
     r = rng(4202)

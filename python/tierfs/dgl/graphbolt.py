@@ -644,8 +644,9 @@ if gb is not None:
         def all_nodes_set(self):
             if not _is_hetero(self._store):
                 return gb.ItemSet(torch.tensor(self._store.num_nodes()), names="seed_nodes")
+            # By type name, as OnDiskDataset's (its graph's node_type_to_id, which DGL sorts)
             return gb.ItemSetDict(
-                {t: gb.ItemSet(torch.tensor(self._store.num_nodes(t)), names="seed_nodes") for t in self._store.node_types}
+                {t: gb.ItemSet(torch.tensor(self._store.num_nodes(t)), names="seed_nodes") for t in sorted(self._store.node_types)}
             )
 
         def __repr__(self) -> str:

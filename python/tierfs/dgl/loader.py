@@ -510,10 +510,11 @@ class EdgePredictionSampler:
         The pairs come in either of GraphBolt's forms:
 
         - ``node_pairs`` ``(src, dst)`` (GraphBolt 2.1, from ``gb.ItemSet(pairs,
-          names="node_pairs")``): ``negative_srcs`` / ``negative_dsts`` become seed i's ``k``
-          negatives at row i of an ``(n, k)`` tensor (its source, a uniform destination),
-          ``compacted_node_pairs`` / ``compacted_negative_srcs`` / ``compacted_negative_dsts``
-          the same in local ids, so ``minibatch.node_pairs_with_labels`` gives the pairs then
+          names="node_pairs")``): ``negative_dsts`` becomes seed i's ``k`` negative
+          destinations at row i of an ``(n, k)`` tensor (each negative has its pair's source:
+          ``negative_srcs`` is None, as GraphBolt 2.1's ``UniformNegativeSampler`` leaves it),
+          ``compacted_node_pairs`` / ``compacted_negative_dsts`` the same in local ids, so
+          ``minibatch.node_pairs_with_labels`` gives the pairs then
           the negatives with labels 1 then 0 (with ``labels`` given: the pairs and those
           labels). Negatives already in the minibatch (an item set's ``negative_dsts``) are
           refused: tierfs draws its own.
@@ -567,9 +568,11 @@ class EdgePredictionSampler:
         ps, pd = (t.to(device) for t in pair_graph.edges())
         minibatch.compacted_node_pairs = (ps, pd)
         if k:
-            ns, nd = (t.to(device).reshape(-1, k) for t in neg[0].edges())
-            minibatch.compacted_negative_srcs, minibatch.compacted_negative_dsts = ns, nd
-            minibatch.negative_srcs, minibatch.negative_dsts = seeds[ns], seeds[nd]
+            # GraphBolt 2.1's UniformNegativeSampler layout: negatives keep their pair's source, so
+            # negative_srcs is None and node_pairs_with_labels repeats the pairs' sources.
+            nd = neg[0].edges()[1].to(device).reshape(-1, k)
+            minibatch.compacted_negative_srcs, minibatch.compacted_negative_dsts = None, nd
+            minibatch.negative_srcs, minibatch.negative_dsts = None, seeds[nd]
         minibatch.input_nodes = input_nodes
         minibatch.sampled_subgraphs = [_sampled_subgraph(b) for b in blocks]
         return minibatch

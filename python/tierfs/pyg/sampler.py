@@ -155,6 +155,8 @@ class NeighborSampler(BaseSampler):
             sampled edge with its reverse, as PyG's ``to_bidirectional``) or ``"induced"``
             (every graph edge among the sampled nodes, as torch-sparse's; not with
             ``disjoint``): :mod:`tierfs.pyg.subgraph`. Neither has per-hop counts.
+        sample_direction: PyG's; only ``"forward"`` (neighbors along in-edges): ``"backward"``
+            raises ``tierfs.NotSupportedError``.
     """
 
     def __init__(
@@ -173,8 +175,13 @@ class NeighborSampler(BaseSampler):
         time_attr: Optional[str] = None,
         temporal_strategy: str = "uniform",
         subgraph_type: Any = DIRECTIONAL,
+        sample_direction: str = "forward",
     ) -> None:
         super().__init__()
+        if sample_direction != "forward":  # PyG 2.8's "backward" samples along out-edges
+            raise errors.NotSupportedError(
+                f"tierfs.pyg.NeighborSampler: sample_direction={sample_direction!r}: tierfs samples along in-edges only "
+                "(PyG's 'forward'); for 'backward', ingest the reversed edge_index and sample it forward")
         self.subgraph_type = subgraph_type_of(subgraph_type, "tierfs.pyg.NeighborSampler", disjoint)
         self.store = _unwrap(store)
         self.num_neighbors = num_neighbors_of(self.store, num_neighbors)
