@@ -284,8 +284,7 @@ def test_homo_link_neighbor_loader_basic_bidirectional(tmp_path, neg_sampling_ra
             theirs = LinkLoader(data, link_sampler=tierfs.pyg.NeighborSampler(store, [-1] * 2, seed=2, subgraph_type=BI),
                                 edge_label_index=input_edges, edge_label=edge_label, batch_size=20)
             for i, (b, w) in enumerate(zip(ours, theirs, strict=True)):
-                assert torch.equal(w.edge_attr, data.edge_attr[b.e_id])
-                del w.edge_attr  # the in-memory Data's, by e_id (above)
+                assert torch.equal(b.edge_attr, w.edge_attr) and torch.equal(w.edge_attr, data.edge_attr[b.e_id])  # by e_id, as in memory
                 assert_same_batch(b, w, f"batch {i}")
 
 

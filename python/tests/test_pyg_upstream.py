@@ -262,9 +262,6 @@ def test_custom_hetero_link_neighbor_loader(tmp_path):
         assert n == 50
 
 
-@pytest.mark.xfail(strict=True, reason="tierfs.pyg.LinkNeighborLoader takes every edge (edge_label_index None, or an edge type "
-                   "alone) in tierfs's CSC order while input_id counts input positions: the label edges are not the input's "
-                   "edges input_id (fix in pyg/loader.py, docs/conformance.md)")
 @pytest.mark.parametrize("typed", [False, True])
 def test_link_loader_every_edge_in_input_order(tmp_path, typed):
     """test/loader/test_link_neighbor_loader.py::test_custom_hetero_link_neighbor_loader (seed
@@ -492,9 +489,6 @@ def test_hetero_link_neighbor_loader_basic_directional(tmp_path, neg_sampling_ra
                 assert torch.all(batch[et].edge_label[:20] == 1) and torch.all(batch[et].edge_label[20:] == 0)
 
 
-@pytest.mark.xfail(strict=True, reason="tierfs.pyg.LinkNeighborLoader is PyG's LinkLoader over tierfs's stores, whose remote-backend "
-                   "filter reads node features only: link batches carry e_id but no edge_attr, which PyG's in-memory loader gives "
-                   "(fix in pyg/loader.py, docs/conformance.md)")
 @pytest.mark.parametrize("typed", [False, True])
 def test_link_neighbor_loader_edge_attr(tmp_path, typed):
     """test/loader/test_link_neighbor_loader.py::test_homo_link_neighbor_loader_basic (its

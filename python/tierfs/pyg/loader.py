@@ -19,10 +19,11 @@ from ..loader import Batch, Loader
 from ..pipeline import Pipeline, pipeline_stats
 from ..planrounds import PlanRounds, per_plan_budget
 from ..sampler import typed_csc
+from ..hetero import edge_type_tuple
 from ..store import Store
 from ..frompyg import graph_attrs as _graph_attrs
-from ..edgeids import INPUT_EDGE_ID, input_edge_ids
-from .stores import FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
+from ..edgeids import INPUT_EDGE_ID, _input_to_csc, input_edge_ids
+from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
 from .loaderargs import _LINK_TAKES, _PYG_NAMES, _PYG_OWN, _as_is, _check_time, _link_input, _loader_options, _pin_memory, _pinned, _refuse_pyg_only
 from .subgraph import BIDIRECTIONAL, DIRECTIONAL, INDUCED, InducedEdges, bidirectional_edges, bidirectional_typed, subgraph_type_of
@@ -509,6 +510,9 @@ class LinkNeighborLoader(_PyGLinkLoader):
             indptr, indices = typed_csc(store, edge_type) if store.is_hetero else store.csc()
             col = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
             edge_label_index = torch.stack([torch.from_numpy(np.asarray(indices, dtype=np.int64)), torch.from_numpy(col)])
+            inverse = _input_to_csc(store, edge_type if store.is_hetero else None)
+            if inverse is not None:  # PyG's input_id counts positions in the input's edges: give them in its order
+                edge_label_index = edge_label_index[:, inverse[inverse >= 0]]
         edge_label_index = torch.as_tensor(edge_label_index)
         if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
             raise errors.InvalidArgumentError(f"edge_label_index: want a (2, n) tensor of seed edges, got shape {tuple(edge_label_index.shape)}")
@@ -531,6 +535,12 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if tables:
             self._table_transform, self.transform = self.transform, None
         self._pin = pin
+        self._fs = fs
+        # The edge features a batch's sampled edges carry, by edge type (None: a one-type store's).
+        if store.is_hetero:
+            self._edge_features = {edge_type_tuple(et): [n for n in info["features"] if n != INPUT_EDGE_ID] for et, info in store.types["edge_types"].items()}
+        else:
+            self._edge_features = {None: [n for n, f in store.features.items() if f["of"] == "edge" and n != INPUT_EDGE_ID]}
         self.plan: Any = None  # the plan serving the latest epoch (its round's)
         self.prefetch = options["prefetch"]
         self._epoch = 0
@@ -585,6 +595,17 @@ class LinkNeighborLoader(_PyGLinkLoader):
     def __len__(self) -> int:
         return self._batches if self._planned else super().__len__()
 
+    def _with_edge_features(self, data: Any) -> Any:
+        """A link batch with its sampled edges' features by ``e_id``, as PyG's in-memory
+        LinkLoader gives them (PyG's remote-backend filter reads node features only)."""
+        for et, names in self._edge_features.items():
+            part = data if et is None else (data[et] if et in data.edge_types else None)
+            if part is None or "e_id" not in part:
+                continue
+            for name in names:
+                part[name] = self._fs.get_tensor(group_name=EDGE_TYPE if et is None else et, attr_name=name, index=part.e_id)
+        return data
+
     def __iter__(self) -> Pipeline:
         """An epoch's batches from a :class:`tierfs.pipeline.Pipeline` (close it, or break out
         of the loop, to stop its threads mid-epoch)."""
@@ -594,7 +615,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             n = len(self.batch_sampler)
             batches = self._seed_edge_batches()
             sample = lambda b: self._sample(next(batches))  # noqa: E731  # the sampling thread asks in order
-            make = lambda b, out: _pinned(self.filter_fn(out), self._pin)  # noqa: E731
+            make = lambda b, out: _pinned(self._with_edge_features(self.filter_fn(out)), self._pin)  # noqa: E731
         else:
             if self._rounds is None:
                 raise errors.ClosedError("tierfs.pyg.LinkNeighborLoader: the loader is closed (its plans with it)")
@@ -606,7 +627,7 @@ class LinkNeighborLoader(_PyGLinkLoader):
             self._epoch += 1
             n = plan.batches_per_epoch
             sample = lambda b: self._planned_sample(plan, epoch, b)  # noqa: E731
-            make = lambda b, sampled: _pinned(self._planned_make(plan, epoch, b, sampled), self._pin)  # noqa: E731
+            make = lambda b, sampled: _pinned(self._with_edge_features(self._planned_make(plan, epoch, b, sampled)), self._pin)  # noqa: E731
         deliver = None
         if self.embeddings:
             made, make = make, lambda b, sampled: _warm(self.embeddings, made(b, sampled))  # noqa: E731
