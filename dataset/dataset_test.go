@@ -435,6 +435,78 @@ func TestFeatureShapeAndMetadataValidate(t *testing.T) {
 	}
 }
 
+// TestDatasetName: the optional dataset_name (version 9). The golden version 9 dataset, written
+// before it, has none, no "dataset_name" key, and loads and verifies as ever; given a name with
+// its hash recomputed (as a writer writes it) it loads with that name and its files check as
+// before (a name decides nothing of how a file is read, so no checksum binds it); a name edited,
+// added or removed without the hash recomputed is ErrCorrupt, and a version 8 manifest with one
+// is refused as claiming a version older than what it holds.
+func TestDatasetName(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "golden", "v9"), dir)
+	path := filepath.Join(dir, ManifestName)
+	plain := mustRead(t, path)
+	load := func(what string) *Manifest {
+		t.Helper()
+		m, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if problems, err := m.Verify(0, nil); err != nil || len(problems) != 0 {
+			t.Fatalf("%s: Verify: %v %v", what, problems, err)
+		}
+		return m
+	}
+	if m := load("without a name"); m.DatasetName != "" || bytes.Contains(plain, []byte(`"dataset_name"`)) {
+		t.Fatalf("golden v9: name %q, manifest has the key: %v", m.DatasetName, bytes.Contains(plain, []byte(`"dataset_name"`)))
+	}
+	m, err := Parse(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.DatasetName = "ogbn-arxiv (a user's)"
+	data, _ := json.Marshal(m)
+	named := rehashed(t, string(data))
+	os.WriteFile(path, named, 0o644)
+	if got := load("with a name").DatasetName; got != m.DatasetName {
+		t.Fatalf("dataset_name read back as %q, want %q", got, m.DatasetName)
+	}
+	// edited is manifest text with its dataset_name set to name ("": removed), hash kept.
+	edited := func(text []byte, name string) []byte {
+		var raw map[string]any
+		if err := json.Unmarshal(text, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if raw["dataset_name"] = name; name == "" {
+			delete(raw, "dataset_name")
+		}
+		out, _ := json.Marshal(raw)
+		return out
+	}
+	for _, edit := range []struct {
+		what string
+		text []byte
+	}{
+		{"name edited", edited(named, "ogbn-products")},
+		{"name removed", edited(named, "")},
+		{"name added", edited(plain, "x")},
+	} {
+		os.WriteFile(path, edit.text, 0o644)
+		if _, err := Load(dir); !IsCorrupt(err) || !strings.Contains(err.Error(), "edited after it was written") {
+			t.Fatalf("%s without the hash recomputed: Load said %v, want ErrCorrupt (edited after it was written)", edit.what, err)
+		}
+	}
+	old, err := Parse(mustRead(t, filepath.Join("testdata", "golden", "v8", ManifestName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.DatasetName = "x"
+	data, _ = json.Marshal(old)
+	if _, err := Parse(rehashed(t, string(data))); !IsCorrupt(err) || !strings.Contains(err.Error(), `dataset_name "x", which format version 9 introduced (version 8)`) {
+		t.Fatalf("a version 8 manifest with a dataset_name: %v", err)
+	}
+}
+
 // TestInPlaceManifest commits a dataset whose feature is read in place from a file outside it
 // (rows from byte 10, a partial last block) and checks what Validate refuses around it.
 func TestInPlaceManifest(t *testing.T) {

@@ -29,7 +29,8 @@
 // dtype, dims, counts and num_classes the manifest reads it by), so an edit of one with the
 // manifest's hash recomputed is corruption at Load; a version 9 manifest may also give a
 // feature's row shape (bound with its layout), metadata and sampling_graph mark, the task's
-// metadata, and a one-type dataset's node and edge feature one name (docs/format.md). Commit
+// metadata, the dataset's name, and a one-type dataset's node and edge feature one name
+// (docs/format.md). Commit
 // writes version 9, typed or not. Older versions are read as they are — Load holds a manifest
 // of one to what such a dataset is (its sidecars unbound, or bound to place alone), so a newer
 // dataset's manifest edited down is corruption; their layouts cannot be bound and are trusted as
@@ -108,6 +109,10 @@ type Manifest struct {
 	// holds, as its maker gave it (GraphBolt's task: its name, num_classes, a user's keys); tierfs
 	// does not read it.
 	TaskMetadata map[string]json.RawMessage `json:"task_metadata,omitempty"`
+	// DatasetName (version 9, optional) is the name its maker gave the dataset (GraphBolt's
+	// metadata.yaml dataset_name), given back as it came; tierfs does not read it, and a dataset
+	// without one is known by its directory's name.
+	DatasetName string `json:"dataset_name,omitempty"`
 
 	dir string // directory the manifest was loaded from or will be saved to
 	fs  wfs.FS // what its files are written through (nil: the operating system's)
@@ -327,6 +332,9 @@ func (m *Manifest) Validate() error {
 	}
 	if m.TaskMetadata != nil && m.Version < VersionBoundLayout {
 		return fmt.Errorf("manifest has task_metadata, which format version %d introduced (version %d)", VersionBoundLayout, m.Version)
+	}
+	if m.DatasetName != "" && m.Version < VersionBoundLayout {
+		return fmt.Errorf("manifest has dataset_name %q, which format version %d introduced (version %d)", m.DatasetName, VersionBoundLayout, m.Version)
 	}
 	v := &validation{m: m, role: map[string]string{}, names: map[string]string{},
 		// Several types (version 5 on): names checked, features named per type. Version 7
