@@ -119,11 +119,12 @@ tfs_status tfs_stats_json(tfs_store *store, char *buf, size_t cap, size_t *neede
 /* {"node_types": [{"name", "count", "features": [{"name", "of", "dtype", "dim", "row_bytes",
  * "rows", "scalar", "default", "shape"?, "metadata"?}], "labels", "num_classes", "splits":
  * {name: count}}], "edge_types": [{"key", "src", "rel", "dst", "count", "features"}], "typed",
- * "task_metadata"?}, copied as by tfs_stats_json: every node and edge feature of the dataset
- * ("default" marks the feature a node type's tier stack serves, "scalar" one value a row, a 1-D
+ * "task_metadata"?, "dataset_name"?}, copied as by tfs_stats_json: every node and edge feature
+ * of the dataset ("default" marks the feature a node type's tier stack serves, "scalar" one value a row, a 1-D
  * input such as edge weights; "shape", where present, a row's shape of two or more dimensions,
  * its product "dim", rows read flat; "metadata" and "task_metadata", where present, what the
- * dataset's maker said of the feature and of the task of its splits, e.g. GraphBolt's). "typed"
+ * dataset's maker said of the feature and of the task of its splits, e.g. GraphBolt's;
+ * "dataset_name", where present, the name its maker gave the dataset, GraphBolt's). "typed"
  * is true when the types are named by the dataset's maker (several types, or one typed type: a
  * one-type HeteroData or GraphBolt dataset), false for a homogeneous graph (its node type is
  * "node"). */

@@ -42,7 +42,8 @@ func tfsgo_types_json(store C.uintptr_t, buf *C.char, capacity C.size_t, needed 
 			EdgeTypes    []featurestore.EdgeTypeInfo `json:"edge_types"`
 			Typed        bool                        `json:"typed"`
 			TaskMetadata map[string]json.RawMessage  `json:"task_metadata,omitempty"`
-		}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed(), ss.TaskMetadata()}, nil
+			DatasetName  string                      `json:"dataset_name,omitempty"`
+		}{ss.NodeTypes(), ss.EdgeTypes(), ss.Typed(), ss.TaskMetadata(), ss.DatasetName()}, nil
 	})
 }
 

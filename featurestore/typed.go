@@ -48,6 +48,10 @@ func (ss *Session) Typed() bool { return ss.m.IsTyped() }
 // (dataset.Manifest.TaskMetadata; nil for none).
 func (ss *Session) TaskMetadata() map[string]json.RawMessage { return ss.m.TaskMetadata }
 
+// DatasetName is the name the dataset's maker gave it (dataset.Manifest.DatasetName, GraphBolt's
+// dataset_name; "" for none).
+func (ss *Session) DatasetName() string { return ss.m.DatasetName }
+
 // NodeTypes describes every node type, in the manifest's order.
 func (ss *Session) NodeTypes() []NodeTypeInfo {
 	out := make([]NodeTypeInfo, len(ss.nodes))

@@ -232,7 +232,8 @@ const GraphBoltMetadata = "metadata.yaml"
 // the labels (one per node, -1 where no set labels it) and the train/val/test seeds — or, for a
 // link prediction task, its edge splits (graphBoltLinkTask) — which it writes into a temporary
 // directory beside opt.Out;
-// cleanup removes it. Features and edges are read from their files (copied into the dataset).
+// cleanup removes it. Features and edges are read from their files (copied into the dataset);
+// the dataset's dataset_name is kept (dataset.Manifest.DatasetName).
 // addGraphBoltFeatures names a one-type GraphBolt dataset's features as the node and edge
 // feature inputs of opt.
 func (opt *Options) addGraphBoltFeatures(features []graphBoltFeature, dir, meta string) error {
@@ -294,6 +295,7 @@ func fromGraphBolt(opt *Options) (cleanup func(), err error) {
 		return cleanup, fmt.Errorf("ingest: %s: graph.edges[0] has format %q; want csv or numpy", meta, e.Format)
 	}
 	opt.NumNodes = g.Nodes[0].Num
+	opt.datasetName = md.DatasetName
 	features, err := md.features(dir, meta)
 	if err != nil {
 		return cleanup, err

@@ -18,7 +18,7 @@ import (
 // entries of type T give T's train/val/test seeds and its labels (-1 where no set labels a node),
 // written into a temporary directory beside opt.Out and removed on return; a link prediction
 // task's sets (of type "src:rel:dst") give the edge splits of their edge types
-// (graphBoltLinkTask).
+// (graphBoltLinkTask). The dataset's dataset_name is kept (dataset.Manifest.DatasetName).
 //
 // Out, Replace, DevicePaths, FeaturesInPlace and Progress apply; the options that reshape a
 // homogeneous graph (Undirected, DropSelfLoops, Dedup, FeatureDType, NumNodes) are refused, as
@@ -39,7 +39,8 @@ func ingestGraphBoltHetero(opt Options, md *graphBoltMetadata, meta string) (*da
 	}
 	g := md.Graph
 	local := func(p, key string) (string, error) { return graphBoltPath(dir, meta, p, key) }
-	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, StoreDType: opt.StoreDType, Progress: opt.Progress, FS: opt.FS}
+	hopt := HeteroOptions{Out: opt.Out, Replace: opt.Replace, DevicePaths: opt.DevicePaths, FeaturesInPlace: opt.FeaturesInPlace, StoreDType: opt.StoreDType, Progress: opt.Progress, FS: opt.FS,
+		datasetName: md.DatasetName}
 	nodeIndex := map[string]int{}
 	for i, n := range g.Nodes {
 		key := fmt.Sprintf("graph.nodes[%d]", i)

@@ -97,12 +97,23 @@ func TestGraphBoltRoundTrip(t *testing.T) {
 		gb := t.TempDir()
 		n, e := 200, 1500
 		src, dst, feat, pos, weight, labels, sets := writeGraphBolt(t, gb, rng, n, e, csv)
+		// metadata.yaml's dataset_name is kept; the csv one has none (GraphBolt's None), and so
+		// the manifest none.
+		name := "test"
+		if csv {
+			name = ""
+			md := filepath.Join(gb, GraphBoltMetadata)
+			os.WriteFile(md, []byte(strings.Replace(string(mustReadFile(t, md)), "dataset_name: test\n", "", 1)), 0o644)
+		}
 		parent := t.TempDir()
 		out := filepath.Join(parent, "ds")
 		if _, err := Ingest(Options{GraphBolt: gb, Out: out}); err != nil {
 			t.Fatalf("csv=%v: %v", csv, err)
 		}
 		m := loadVerified(t, out)
+		if m.DatasetName != name || bytes.Contains(mustReadFile(t, filepath.Join(out, dataset.ManifestName)), []byte("dataset_name")) != (name != "") {
+			t.Fatalf("csv=%v: dataset_name %q, want %q (the key written only for a name)", csv, m.DatasetName, name)
+		}
 		if f, _ := m.Feature(""); f.Name != "feat" {
 			t.Fatalf("default feature %q, want feat (GraphBolt's first node feature)", f.Name)
 		}
@@ -365,6 +376,13 @@ func TestGraphBoltHetero(t *testing.T) {
 				t.Errorf("version %d", m.Version)
 			}
 			g.check(t, out)
+			loaded, err := dataset.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loaded.DatasetName != "hetero" {
+				t.Errorf("dataset_name %q, want metadata.yaml's \"hetero\"", loaded.DatasetName)
+			}
 			if entries, _ := os.ReadDir(parent); len(entries) != 1 {
 				t.Errorf("left %d entries beside the dataset (the temporary labels and splits?)", len(entries))
 			}

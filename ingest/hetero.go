@@ -39,6 +39,9 @@ type HeteroOptions struct {
 
 	// taskMetadata is the GraphBolt task's metadata (ingestGraphBoltHetero), kept in the manifest.
 	taskMetadata map[string]json.RawMessage
+	// datasetName is the GraphBolt dataset's dataset_name (ingestGraphBoltHetero), kept in the
+	// manifest.
+	datasetName string
 }
 
 // NodeTypeInput is one node type of HeteroOptions.
@@ -176,7 +179,7 @@ func IngestHetero(opt HeteroOptions) (*dataset.Manifest, error) {
 		// Its types are named by the caller: a graph of one node type and at most one edge type is
 		// a typed dataset of one type (dataset.Manifest.Typed), not a homogeneous graph.
 		m.Typed = len(nodes) == 1 && len(edges) <= 1
-		m.TaskMetadata = opt.taskMetadata
+		m.TaskMetadata, m.DatasetName = opt.taskMetadata, opt.datasetName
 		count := map[string]int64{}
 		for _, n := range nodes {
 			nt := dataset.NodeType{Name: n.in.Name, Count: n.count}

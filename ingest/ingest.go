@@ -123,6 +123,8 @@ type Options struct {
 
 	// taskMetadata is the GraphBolt task's metadata (fromGraphBolt), kept in the manifest.
 	taskMetadata map[string]json.RawMessage
+	// datasetName is the GraphBolt dataset's dataset_name (fromGraphBolt), kept in the manifest.
+	datasetName string
 }
 
 // hostIsLittleEndian guards the in-place views of mapped little-endian files.
@@ -186,7 +188,7 @@ func Ingest(opt Options) (*dataset.Manifest, error) {
 			}
 			m.EdgeTypes = []dataset.EdgeType{et}
 		}
-		m.TaskMetadata = opt.taskMetadata
+		m.TaskMetadata, m.DatasetName = opt.taskMetadata, opt.datasetName
 		nt := dataset.NodeType{Name: nodeTypeName, Count: in.numNodes}
 		nodes := nodeInputs{features: in.nodeFeatures, labels: opt.Labels, splits: in.splits, inPlace: in.inPlace}
 		if in.features != nil {
