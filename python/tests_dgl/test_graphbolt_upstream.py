@@ -5,6 +5,7 @@ tierfs's. Seeds are printed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
@@ -182,14 +183,15 @@ def test_ondisk_dataset_all_nodes_set(request, which):
     assert [_item(x) for x in mine] == [_item(x) for x in control]
 
 
-@pytest.mark.xfail(strict=True, reason="from_graphbolt does not keep metadata.yaml's dataset_name (ingest/graphbolt.go reads it, the "
-                   "manifest has no field for it): tierfs.dgl.Dataset.dataset_name is the dataset directory's name")
-def test_ondisk_dataset_load_name(homo_features):
+@pytest.mark.parametrize("which", ["homo_features", "hetero_features"])
+def test_ondisk_dataset_load_name(request, which):
     """impl/test_ondisk_dataset.py::test_OnDiskDataset_load_name and ::test_OnDiskDataset_Metadata:
-    dataset_name is metadata.yaml's."""
-    ours, theirs, _ = homo_features
-    assert theirs.dataset_name == "conformance"
+    dataset_name is metadata.yaml's (kept by from_graphbolt in the manifest), not the tierfs
+    dataset directory's."""
+    ours, theirs, _ = request.getfixturevalue(which)
+    assert theirs.dataset_name in ("conformance", "features")
     assert ours.dataset_name == theirs.dataset_name
+    assert ours.dataset_name != os.path.basename(os.path.normpath(ours.store.path))
 
 
 def _item(x):

@@ -175,7 +175,8 @@ def test_link_task_against_graphbolt(link):
     assert ours.feature.keys() == [("node", None, "feat")]
     assert ours.all_nodes_set[:].tolist() == theirs.all_nodes_set[:].tolist()
     assert ours.graph.total_num_edges == theirs.graph.total_num_edges == a["edges"].shape[1]
-    assert ours.dataset_name == "ds"
+    # metadata.yaml's dataset_name, kept by from_graphbolt (not the tierfs directory's, "ds").
+    assert ours.dataset_name == theirs.dataset_name == "link"
 
 
 def test_link_item_sets_through_a_graphbolt_pipeline(link):
@@ -256,7 +257,10 @@ def test_hetero_link_task_against_graphbolt(tmp_path):
 
 
 def test_node_task_of_the_stored_splits(graph, store):
-    (task,) = tdgl.Dataset(store).tasks
+    ours = tdgl.Dataset(store)
+    # Not from GraphBolt: no dataset_name kept, so the dataset directory's name.
+    assert store.types["dataset_name"] is None and ours.dataset_name == "dataset"
+    (task,) = ours.tasks
     assert task.metadata == {"name": "node_classification", "num_classes": store.num_classes}
     for split, attr in (("train", "train_set"), ("val", "validation_set"), ("test", "test_set")):
         got = _items(getattr(task, attr))

@@ -252,7 +252,8 @@ class Store(_native.Closeable):
         has one node type (and at most one edge type) and ``typed`` False; ``typed`` is True when
         the dataset's maker named its types (several types, a one-type ``HeteroData`` or GraphBolt
         dataset); ``task_metadata`` is what the dataset's maker said of the task of its splits
-        (GraphBolt's task metadata, ``{}`` for none)."""
+        (GraphBolt's task metadata, ``{}`` for none); ``dataset_name`` the name its maker gave the
+        dataset (GraphBolt's ``dataset_name``, ``None`` for none)."""
         if self._types is None:
             h = self._h()
             raw = _native.read_json(lambda buf, cap, needed: lib.tfs_types_json(h, buf, cap, needed))
@@ -265,7 +266,7 @@ class Store(_native.Closeable):
                 e["features"] = {f.pop("name"): f for f in e["features"]}
                 edge_types[(e["src"], e["rel"], e["dst"])] = e
             self._types = {"node_types": node_types, "edge_types": edge_types, "typed": bool(raw["typed"]),
-                           "task_metadata": raw.get("task_metadata") or {}}
+                           "task_metadata": raw.get("task_metadata") or {}, "dataset_name": raw.get("dataset_name")}
         return self._types
 
     @property

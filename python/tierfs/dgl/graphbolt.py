@@ -587,7 +587,8 @@ if gb is not None:
         answers): ``feature`` (:class:`FeatureStore`, every feature keyed by its own name, the
         default one too, as ``OnDiskDataset`` keys them), ``graph`` (:func:`sampling_graph`, the
         whole topology in memory, built on first use), ``tasks``, ``all_nodes_set`` and
-        ``dataset_name``.
+        ``dataset_name`` (metadata.yaml's, as ``OnDiskDataset`` answers, where the dataset came
+        from GraphBolt; the directory's name otherwise).
 
         ``tasks`` read the splits stored in the dataset, in this order:
 
@@ -638,7 +639,9 @@ if gb is not None:
 
         @property
         def dataset_name(self) -> str:
-            return os.path.basename(os.path.normpath(self._store.path))
+            """The name the dataset's maker gave it (metadata.yaml's ``dataset_name``, kept by
+            :func:`tierfs.from_graphbolt`), else the dataset directory's name."""
+            return self._store.types.get("dataset_name") or os.path.basename(os.path.normpath(self._store.path))
 
         @property
         def all_nodes_set(self):
