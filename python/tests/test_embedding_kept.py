@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 import tierfs  # noqa: E402
 
-from conftest import SEED  # noqa: E402
+from conftest import SEED, needs_cuda  # noqa: E402
 
 OPTIMIZERS = {
     "sgd": dict(lr=0.37),
@@ -22,30 +22,41 @@ OPTIMIZERS = {
 }
 STATE = {"sgd": [], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"]}
 ROWS, DIM, CACHE = 3000, 16, 8192  # a cache of 2 pages of 4 KiB; a batch touches tens of pages
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]  # the ids' and the gradient's device
 
 
-def _reference(name, emb):
-    ref = torch.nn.Embedding(ROWS, DIM, sparse=True)
+@pytest.fixture
+def deterministic():
+    """torch's deterministic kernels on CUDA (its SGD sums repeated ids by atomics otherwise)."""
+    was, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    yield
+    torch.use_deterministic_algorithms(was, warn_only=warn)
+
+
+def _reference(name, emb, device="cpu"):
+    ref = torch.nn.Embedding(ROWS, DIM, sparse=True).to(device)
     with torch.no_grad():
-        ref.weight.copy_(emb.read(torch.arange(ROWS)))
+        ref.weight.copy_(emb.read(torch.arange(ROWS)).to(device))
     opt = {"sgd": torch.optim.SGD, "adagrad": torch.optim.Adagrad, "adam": torch.optim.SparseAdam}[name]
     return ref, opt(ref.parameters(), **OPTIMIZERS[name])
 
 
 def _assert_equal(emb, ref, opt, name, seed):
     ids = torch.arange(ROWS)
-    got, want = emb.read(ids), ref.weight.detach()
+    got, want = emb.read(ids), ref.weight.detach().cpu()
     diff = (got.view(torch.int32) != want.view(torch.int32)).sum().item()
     assert diff == 0, f"{diff} of {got.numel()} floats differ from torch (seed {seed})"
     emb._flush()  # the device tier's slots to the table, for read_slots below
     slots = emb._rows(tierfs._native.lib.tfs_table_read_slots, ids, emb._slot_floats, None)
     for k, key in enumerate(STATE[name]):
         s = slots[:, DIM * (k + 1) : DIM * (k + 2)]
-        assert torch.equal(s.view(torch.int32), opt.state[ref.weight][key].view(torch.int32)), f"{key} differs (seed {seed})"
+        assert torch.equal(s.view(torch.int32), opt.state[ref.weight][key].cpu().view(torch.int32)), f"{key} differs (seed {seed})"
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_step_reads_each_page_once_and_equals_torch(tmp_path, name):
+def test_step_reads_each_page_once_and_equals_torch(tmp_path, name, device, deterministic):
     seed = SEED * 11 + list(OPTIMIZERS).index(name)
     print(f"seed {seed}")
     reads = {}
@@ -54,7 +65,7 @@ def test_step_reads_each_page_once_and_equals_torch(tmp_path, name):
         emb = tierfs.Embedding(None, None, DIM, tmp_path / f"t{keep}", optimizer=name, num_embeddings=ROWS,
                                host_cache=CACHE, seed=seed, **OPTIMIZERS[name])
         emb._keep_slots = keep
-        ref, opt = _reference(name, emb)
+        ref, opt = _reference(name, emb, device)
         per_page = emb.info["rows_per_page"]
         reads[keep] = []
         for _ in range(3):
@@ -62,6 +73,7 @@ def test_step_reads_each_page_once_and_equals_torch(tmp_path, name):
             g = torch.randn(300, DIM, generator=gen)
             pages = torch.unique(ids // per_page).numel()
             assert pages > 2 * emb.stats()["cache_pages"]
+            ids, g = ids.to(device), g.to(device)
             (emb(ids) * g).sum().backward()
             before = emb.stats()["pages_read"]
             emb.step()
