@@ -62,7 +62,7 @@ if ! python3 -c "import pytest" 2>/dev/null && ls .whl/pytest-*.whl >/dev/null 2
 fi
 if python3 -c "import pytest" 2>/dev/null; then
   if (cd python/tests && PYTHONPATH=$root/python:${PYTHONPATH:-} TIERFS_LIB=$root/$build/libtierfs.so \
-    python3 -m pytest -q -p no:cacheprovider test_gather.py test_gpu.py test_pyg.py test_sampler.py test_loader.py test_pipeline.py test_hetero.py test_pyg_hetero.py test_planned_hetero.py test_link.py test_embedding.py test_embedding_tiers.py test_pyg_bidirectional.py) \
+    python3 -m pytest -q -p no:cacheprovider test_gather.py test_gpu.py test_pyg.py test_sampler.py test_loader.py test_pipeline.py test_hetero.py test_pyg_hetero.py test_planned_hetero.py test_link.py test_embedding.py test_embedding_tiers.py test_embedding_kept.py test_pyg_bidirectional.py) \
     >"$out/python-pytest.log" 2>&1; then
     echo "PASS python pytest: $(tail -1 "$out/python-pytest.log")"
   else

@@ -11,7 +11,9 @@ neighborhood of a graph whose ids are in no useful order; the cache's worst case
 gathered (a seed's row concatenated with the mean of its neighbors' rows), a linear classifier on
 them, cross-entropy against labels of the seeds' ids, backward, Adam for the classifier and
 SparseAdam for the table (lr 0.01). Both arms draw the same stream of ids; tierfs's warms up
-longer (--warmup steps and until its cache is full, so that every miss evicts).
+longer (--warmup steps and until its cache is full, so that every miss evicts). The arm
+"tierfs-reread" is tierfs's with the step reading the batch's slots again after the forward
+(the module before its forward kept them), for --arms tierfs-reread,tierfs.
 
 Printed and written to --out (JSON): seeds/s of each arm and their ratio; the tierfs table's
 cache counters over the timed steps (pages read and written a step); the distinct 4 KiB pages a
@@ -41,6 +43,7 @@ from benchtrain_host import _find_cli, measure_disk
 
 CLASSES = 16
 SLOT_COPIES = 3  # adam: the row, exp_avg, exp_avg_sq
+TIERFS_ARMS = ("tierfs", "tierfs-reread")
 COUNTERS = ("pages_read", "pages_written", "hits", "misses", "evictions")
 
 
@@ -85,7 +88,7 @@ def warm(arm: str, emb: Any, out: Dict[str, Any], k: int, a: argparse.Namespace)
     full (every later miss evicts), at most 1,000 more."""
     if k < a.warmup:
         return True
-    if arm != "tierfs" or k >= a.warmup + 1000:
+    if arm not in TIERFS_ARMS or k >= a.warmup + 1000:
         return False
     st = emb.stats()  # cache_pages: its frames; misses - evictions: those filled
     return st["misses"] - st["evictions"] < st["cache_pages"]
@@ -95,13 +98,14 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
     dev = torch.device(a.device)
     out: Dict[str, Any] = {"arm": arm}
     t = time.perf_counter()
-    if arm == "tierfs":
+    if arm in TIERFS_ARMS:
         cache = int(table_bytes(a.rows, a.dim) / a.cache_ratio)
         emb = tierfs.Embedding(None, None, a.dim, path, optimizer="adam", lr=0.01,
                                num_embeddings=a.rows, seed=a.seed, host_cache=cache)
         info = emb.info
         out.update(table_bytes=info["pages"] * info["page_bytes"], host_cache_bytes=info["host_cache_bytes"],
                    page_bytes=info["page_bytes"], rows_per_page=info["rows_per_page"], direct_io=info["direct_io"])
+        emb._keep_slots = arm == "tierfs"  # tierfs-reread: the step reads the slots again
         opt_emb = emb
     else:
         emb = torch.nn.Embedding(a.rows, a.dim, sparse=True).to(dev)
@@ -135,20 +139,20 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
     if dev.type == "cuda":
         torch.cuda.synchronize()
     out["warmup_steps"] = k
-    before = emb.stats() if arm == "tierfs" else {}
+    before = emb.stats() if arm in TIERFS_ARMS else {}
     pages = 0
     spent.update(gather=0.0, emb_step=0.0)
     t = time.perf_counter()
     for _ in range(a.steps):
         ids = next(it)
-        if arm == "tierfs":
+        if arm in TIERFS_ARMS:
             pages += int(torch.unique(ids.reshape(-1) // out["rows_per_page"]).numel())
         loss = step(ids)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t
     out.update(seconds=dt, steps=a.steps, seeds_per_s=a.steps * a.batch / dt, loss=float(loss.detach()))
-    if arm == "tierfs":
+    if arm in TIERFS_ARMS:
         after = emb.stats()
         out["stats"] = {k: after[k] - before[k] for k in COUNTERS}  # the gauges (dirty, cache_pages): at the end
         out["stats_at_end"] = after
@@ -175,6 +179,18 @@ def disk_iops(a: argparse.Namespace, root: str) -> Dict[str, Any]:
     subprocess.run([cli, "synth", "--nodes", "200000", "--dim", "128", "--avg-degree", "2", "--out", probe, "--force"],
                    check=True, capture_output=True)
     return measure_disk(probe, a)
+
+
+def report_reread(res: Dict[str, Any], a: argparse.Namespace) -> None:
+    """Prints tierfs-reread's pages and times a step, and tierfs's seeds/s over its."""
+    r = res["tierfs-reread"]
+    print(f"tierfs-reread: a step {r['pages_read_per_step']:,.0f} pages read + {r['pages_written_per_step']:,.0f} written "
+          f"({r['distinct_pages_per_step']:,.0f} distinct); forward {r['gather_s'] / a.steps * 1e3:.1f} ms and step "
+          f"{r['emb_step_s'] / a.steps * 1e3:.1f} ms a step")
+    if "tierfs" in res:
+        res["ratio_over_reread"] = res["tierfs"]["seeds_per_s"] / r["seeds_per_s"]
+        print(f"tierfs / tierfs-reread: {res['ratio_over_reread']:.3f} (medians of {a.repeat}: "
+              f"{[round(x) for x in res['tierfs']['repeats_seeds_per_s']]} / {[round(x) for x in r['repeats_seeds_per_s']]})")
 
 
 def main(argv=None) -> Dict[str, Any]:
@@ -217,6 +233,8 @@ def main(argv=None) -> Dict[str, Any]:
         if "memory" in res:
             res["ratio"] = r["seeds_per_s"] / res["memory"]["seeds_per_s"]
             print(f"tierfs / memory: {res['ratio']:.3f} (medians of {a.repeat})")
+    if "tierfs-reread" in res:
+        report_reread(res, a)
     shutil.rmtree(root, ignore_errors=True)
     if a.out:
         with open(a.out, "w") as f:

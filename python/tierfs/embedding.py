@@ -9,11 +9,12 @@ with its optimizer state, on disk behind a bounded page cache in host memory.
     emb.checkpoint()          # crash-safe: a kill leaves this checkpoint or the one before
 
 The step is torch's own optimizer (``torch.optim.SGD``, ``Adagrad``, ``SparseAdam``) run on the
-batch's rows and their state, gathered from the table onto the gradient's device, with the
-gradient ``nn.Embedding(sparse=True)`` would give it (uncoalesced, in input order), so every row
-equals ``nn.Embedding(sparse=True)`` with the same optimizer bit for bit, on the host and on the
-GPU. The rows and state go back to the table after the step. Memory: the table's page cache
-(``host_cache``) plus one batch's rows and state.
+batch's rows and their state — read whole by the forward and kept for the step (read again
+where a write, step, checkpoint, place or close came in between) — with the gradient
+``nn.Embedding(sparse=True)`` would give it (uncoalesced, in input order), so every row equals
+``nn.Embedding(sparse=True)`` with the same optimizer bit for bit, on the host and on the GPU.
+The rows and state go back to the table after the step. Memory: the table's page cache
+(``host_cache``) plus one batch's rows and state, from its forward to its step.
 
 With ``gpu_cache`` the table has a device tier in front of its page cache: the rows the store's
 placement ranks hottest (:meth:`tierfs.Store.hottest` of the node type), with their optimizer
@@ -92,12 +93,24 @@ class _Lookup(torch.autograd.Function):
     @staticmethod
     def forward(ctx, anchor, ids, module):  # type: ignore[override]
         ctx.module, ctx.ids = module, ids
-        return module.read(ids)
+        out, ctx.kept = module._gather_for_step(ids)
+        return out
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[override]
-        ctx.module._pending.append((ctx.ids.reshape(-1), grad.reshape(-1, grad.shape[-1])))
+        ctx.module._pending.append((ctx.ids.reshape(-1), grad.reshape(-1, grad.shape[-1]), ctx.kept))
+        ctx.kept = None  # the step's now: held until it runs or zero_grad drops it
         return None, None, None
+
+
+class _KeptSlots:
+    """The whole slots a forward read for the step: of ``ids`` (host, sorted, distinct), in
+    ``slots`` on the output's device, valid while the module's ``version`` is ``version``."""
+
+    __slots__ = ("ids", "slots", "version")
+
+    def __init__(self, ids: torch.Tensor, slots: torch.Tensor, version: int) -> None:
+        self.ids, self.slots, self.version = ids, slots, version
 
 
 class Embedding(torch.nn.Module, _native.Finalized):
@@ -153,7 +166,14 @@ class Embedding(torch.nn.Module, _native.Finalized):
             raise errors.InvalidArgumentError(
                 "tierfs.Embedding: gpu_cache needs a store: the device tier holds the rows the store's placement ranks hottest"
             )
-        self._pending: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        # (ids, gradient, the forward's kept slots or None) of each backward since the last step.
+        self._pending: List[Tuple[torch.Tensor, torch.Tensor, Optional[_KeptSlots]]] = []
+        # Goes up with every call that may change a row (write, step, place, checkpoint, close):
+        # a forward's kept slots serve the step only at the version they were read at.
+        self._version = 0
+        # Whether a training forward under autograd reads whole slots and keeps them for the
+        # step (False: the step reads them again; the benchmark's baseline).
+        self._keep_slots = True
         self.path = os.fspath(path)
         hyper = {"lr": lr, "betas": betas, "eps": eps, "lr_decay": lr_decay, "initial_accumulator_value": initial_accumulator_value}
         created = not os.path.exists(os.path.join(self.path, "manifest.json"))
@@ -282,6 +302,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
 
     def write(self, ids: Any, rows: Any) -> None:
         """Sets the parameter rows of ids (a later repeat wins); their optimizer state is kept."""
+        self._version += 1  # first: a write that fails half way has changed rows too
         ids = self._ids(ids)
         rows = torch.as_tensor(rows, dtype=torch.float32).reshape(len(ids), -1).cpu().contiguous()
         if rows.shape[1] != self.embedding_dim:
@@ -319,12 +340,35 @@ class Embedding(torch.nn.Module, _native.Finalized):
             raise errors.OutOfRangeError(f"tierfs.Embedding: ids[{i}] = {int(ids[i])} is out of range [0, {self.num_embeddings})")
 
     def forward(self, ids: Any) -> torch.Tensor:  # type: ignore[override]
-        """The rows of ids on ids' device; under autograd, backward keeps their gradient for step()."""
+        """The rows of ids on ids' device; under autograd, backward keeps their gradient for
+        step(). In training mode (``self.training``, torch's default) a forward under autograd
+        reads the whole slots of ids' distinct rows (row and optimizer state) and keeps them for
+        the step, which then reads nothing again, unless a call that may change a row (write,
+        step, place, checkpoint, close) came in between: then the step reads them anew."""
         t = torch.as_tensor(ids)
         if not torch.is_grad_enabled():
             return self.read(t)
         anchor = torch.empty(0, requires_grad=True)
         return _Lookup.apply(anchor, t, self)
+
+    def _gather_for_step(self, ids: torch.Tensor) -> Tuple[torch.Tensor, Optional[_KeptSlots]]:
+        """forward's rows of ids, and the distinct rows' whole slots kept for the step (None
+        where it keeps none: in eval mode, or ``_keep_slots`` off)."""
+        if not (self.training and self._keep_slots):
+            return self.read(ids), None
+        flat = self._ids(ids)
+        self._check_ids(flat)  # the error read gives, naming the position in ids
+        uniq, inverse = torch.unique(flat, return_inverse=True)
+        uniq = uniq.contiguous()
+        slots = self._read_slots(uniq, ids.device)
+        rows = slots[inverse.to(ids.device), : self.embedding_dim]
+        return rows.reshape(*ids.shape, self.embedding_dim), _KeptSlots(uniq, slots, self._version)
+
+    def _read_slots(self, ids: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """The whole slots of host ids on ``device``, from both tiers."""
+        if self._tier is None:
+            return self._rows(lib.tfs_table_read_slots, ids, self._slot_floats, None).to(device)
+        return self._tiered(ids, self._slot_floats, lib.tfs_table_read_slots, device)
 
     # training ----------------------------------------------------------------------------
 
@@ -339,17 +383,16 @@ class Embedding(torch.nn.Module, _native.Finalized):
         gradient does nothing."""
         if not self._pending:
             return
-        ids = torch.cat([i.to(g.device) for i, g in self._pending])
-        grads = torch.cat([g for _, g in self._pending]).to(torch.float32)
+        ids = torch.cat([i.to(g.device) for i, g, _ in self._pending])
+        grads = torch.cat([g for _, g, _ in self._pending]).to(torch.float32)
+        kept = [k for _, _, k in self._pending if k is not None and k.version == self._version]
         self._pending.clear()
         device = grads.device
         uniq, inverse = torch.unique(ids, return_inverse=True)
         uniq_cpu = uniq.cpu().contiguous()
-        dim, width = self.embedding_dim, self._slot_floats
-        if self._tier is None:
-            slots = self._rows(lib.tfs_table_read_slots, uniq_cpu, width, None).to(device)
-        else:
-            slots = self._tiered(uniq_cpu, width, lib.tfs_table_read_slots, device)
+        dim = self.embedding_dim
+        slots = self._step_slots(uniq_cpu, kept, device)
+        del kept
         param = torch.nn.Parameter(slots[:, :dim].contiguous())
         # The gradient nn.Embedding(sparse=True) gives: uncoalesced, in input order (local rows).
         param.grad = torch.sparse_coo_tensor(inverse.reshape(1, -1), grads, param.shape, check_invariants=False)
@@ -370,7 +413,27 @@ class Embedding(torch.nn.Module, _native.Finalized):
             parts += [state["exp_avg"], state["exp_avg_sq"]]
         out = torch.cat(parts, dim=1)
         self._step += 1
+        self._version += 1
         self._put_slots(uniq_cpu, out)
+
+    def _step_slots(self, ids: torch.Tensor, kept: List[_KeptSlots], device: torch.device) -> torch.Tensor:
+        """The whole slots of the step's distinct host ids on ``device``: those the forwards
+        kept (still valid), the rest read from the tiers."""
+        if len(kept) == 1 and torch.equal(kept[0].ids, ids):  # one forward a step: its slots
+            return kept[0].slots.to(device)
+        if not kept:
+            return self._read_slots(ids, device)
+        slots = torch.empty((len(ids), self._slot_floats), dtype=torch.float32, device=device)
+        have = torch.zeros(len(ids), dtype=torch.bool)
+        for k in kept:
+            pos = torch.searchsorted(k.ids, ids).clamp_(max=len(k.ids) - 1)
+            hit = (k.ids[pos] == ids) & ~have
+            slots[hit.to(device)] = k.slots[pos[hit].to(k.slots.device)].to(device)
+            have |= hit
+        rest = ~have
+        if bool(rest.any()):
+            slots[rest.to(device)] = self._read_slots(ids[rest].contiguous(), device)
+        return slots
 
     def _put_slots(self, ids: torch.Tensor, slots: torch.Tensor) -> None:
         """Writes the whole slots of distinct host ids, at the step count: the device tier's into
@@ -403,6 +466,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
         self._h()  # a closed table's tier is gone
         if self._tier is None:
             return
+        self._version += 1
         with self._lock:
             self._tier.flush(self._write_back)
             ranked = self._store.hottest(self._tier.capacity, hotness=hotness, node_type=self.info["node_type"])
@@ -426,6 +490,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
     def checkpoint(self) -> None:
         """Makes the table's rows, state and step count its last checkpoint, crash-safely (the
         device tier's rows written to the table first)."""
+        self._version += 1
         self._flush()
         check(lib.tfs_table_checkpoint(self._h()))
 
@@ -451,6 +516,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
         h = getattr(self, "_handle", None)
         if h is None:
             return
+        self._version += 1
         try:
             self._flush()
         finally:
