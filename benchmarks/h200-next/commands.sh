@@ -45,6 +45,15 @@
 #    c. issue 44 item 3's training rows over 2 and 4 devices (the script sets TIERFS_BIN now):
 #       `NS="1 2 4" QDS=512 bash benchmarks/h200-next/devices.sh` (carry build/issue44.tar.xz and
 #       build/probe/iobench).
+# 8. (session 22) Done: item 7 (benchmarks/h200-2026-12-02/README.md items 17-23). Next, in order:
+#    a. `GPU_BENCH=0 make gpu-test` on the final tree: its CUDA list now has test_embedding_tiers.py
+#       (the embedding device tier's exactness on cuda:0), test_pyg_bidirectional.py and
+#       test_embedding_kept.py, none GPU-run yet (carry the bundle and .whl; about 360 s);
+#    b. issue 44 item 3 on the new default (IO stacks of each device): `NS="1 2 4" QDS=512 bash
+#       benchmarks/h200-next/devices.sh` for the 1 / 2 / 4 device reads and training rows in one
+#       call (carry the bundle and build/probe/iobench; about 300 s); target 0.8·N× one device;
+#    c. issue 45's figure with the write path, incremental checkpoints and a device tier:
+#       item 7b's command with `--rows 4000000` as before (add a gpu_cache arm if the bench has one).
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
