@@ -18,7 +18,7 @@ pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData  # noqa: E402
 from torch_geometric.datasets import KarateClub  # noqa: E402
 from torch_geometric.loader import LinkLoader, NodeLoader  # noqa: E402
-from torch_geometric.nn import GraphConv, to_hetero  # noqa: E402
+from torch_geometric.nn import GraphConv  # noqa: E402
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput  # noqa: E402
 from torch_geometric.sampler.base import SubgraphType  # noqa: E402
 from torch_geometric.utils import is_undirected, sort_edge_index, to_undirected  # noqa: E402
@@ -200,48 +200,6 @@ def test_hetero_neighbor_loader_basic_bidirectional(tmp_path):
             assert torch.equal(batch[ap].edge_index, sort_edge_index(batch[pa].edge_index.flip([0]), sort_by_row=False))
             assert not batch.has_isolated_nodes()
             assert_same_hetero(batch, want, extra=["num_nodes"], ours_extra=["num_nodes"])
-
-
-def test_neighbor_loader_on_karate_bidirectional(tmp_path):
-    """test/loader/test_neighbor_loader.py::test_homo_neighbor_loader_on_karate and
-    ::test_hetero_neighbor_loader_on_karate [bidirectional]: with every neighbor for two hops,
-    a two-layer GNN on the batch gives the seeds' outputs on the whole graph (edge weights read
-    by e_id)."""
-    torch.manual_seed(SEED % (1 << 31))
-    dataset = KarateClub()
-    data = dataset[0]
-    mask = data.edge_index[0] < data.edge_index[1]
-    data.edge_index, data.edge_weight = to_undirected(data.edge_index[:, mask], torch.rand(int(mask.sum())))
-    split_idx = torch.arange(5, 8)
-
-    class GNN(torch.nn.Module):
-        def __init__(self, in_channels, hidden_channels, out_channels):
-            super().__init__()
-            self.conv1 = GraphConv(in_channels, hidden_channels)
-            self.conv2 = GraphConv(hidden_channels, out_channels)
-
-        def forward(self, x, edge_index, edge_weight=None):
-            return self.conv2(self.conv1(x, edge_index, edge_weight).relu(), edge_index, edge_weight)
-
-    model = GNN(dataset.num_features, 16, dataset.num_classes)
-    with tierfs.open(tierfs.from_pyg(Data(x=data.x, edge_index=data.edge_index, edge_weight=data.edge_weight), tmp_path / "homo")) as store:
-        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=split_idx, subgraph_type=BI)
-        assert len(loader) == 1
-        batch = next(iter(loader))
-        out1 = model(data.x, data.edge_index, data.edge_weight)[split_idx]
-        out2 = model(batch.x, batch.edge_index, batch.edge_weight)[: batch.batch_size]
-        assert torch.allclose(out1, out2, atol=1e-6), f"seed {SEED}"
-    hetero = HeteroData()
-    hetero["v"].x = data.x
-    hetero["v", "v"].edge_index = data.edge_index
-    with tierfs.open(tierfs.from_pyg(hetero, tmp_path / "hetero")) as store:
-        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=("v", split_idx), subgraph_type=BI)
-        assert len(loader) == 1
-        batch = next(iter(loader))
-        hetero_model = to_hetero(model, hetero.metadata())
-        out1 = model(data.x, data.edge_index)[split_idx]
-        out2 = hetero_model(batch.x_dict, batch.edge_index_dict)["v"][: batch["v"].batch_size]
-        assert torch.allclose(out1, out2, atol=1e-6), f"seed {SEED}"
 
 
 @pytest.mark.parametrize("neg_sampling_ratio", [None, 1.0])

@@ -381,11 +381,12 @@ def test_hetero_neighbor_loader_basic_directional(tmp_path, dtype):
             assert not batch.has_isolated_nodes()
 
 
-def test_neighbor_loader_on_karate_directional(tmp_path):
+@pytest.mark.parametrize("subgraph_type", ["directional", "bidirectional"])
+def test_neighbor_loader_on_karate(tmp_path, subgraph_type):
     """test/loader/test_neighbor_loader.py::test_homo_neighbor_loader_on_karate and
-    ::test_hetero_neighbor_loader_on_karate [directional]: with every neighbor for two hops, a
-    two-layer GNN on the batch gives the seeds' outputs on the whole graph (edge weights read
-    by e_id)."""
+    ::test_hetero_neighbor_loader_on_karate [directional, bidirectional]: with every neighbor for
+    two hops, a two-layer GNN on the batch gives the seeds' outputs on the whole graph (edge
+    weights read by e_id)."""
     torch.manual_seed(SEED % (1 << 31))
     dataset = KarateClub()
     data = dataset[0]
@@ -404,7 +405,7 @@ def test_neighbor_loader_on_karate_directional(tmp_path):
 
     model = GNN(dataset.num_features, 16, dataset.num_classes)
     with tierfs.open(tierfs.from_pyg(Data(x=data.x, edge_index=data.edge_index, edge_weight=data.edge_weight), tmp_path / "homo")) as store:
-        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=split_idx)
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=split_idx, subgraph_type=subgraph_type)
         assert len(loader) == 1
         batch = next(iter(loader))
         out1 = model(data.x, data.edge_index, data.edge_weight)[split_idx]
@@ -414,7 +415,7 @@ def test_neighbor_loader_on_karate_directional(tmp_path):
     hetero["v"].x = data.x
     hetero["v", "v"].edge_index = data.edge_index
     with tierfs.open(tierfs.from_pyg(hetero, tmp_path / "hetero")) as store:
-        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=("v", split_idx))
+        loader = tierfs.pyg.NeighborLoader(store, num_neighbors=[-1, -1], batch_size=3, input_nodes=("v", split_idx), subgraph_type=subgraph_type)
         assert len(loader) == 1
         batch = next(iter(loader))
         out1 = model(data.x, data.edge_index)[split_idx]
