@@ -22,7 +22,7 @@ from ..sampler import typed_csc
 from ..hetero import edge_type_tuple
 from ..store import Store
 from ..frompyg import graph_attrs as _graph_attrs
-from ..edgeids import INPUT_EDGE_ID, _input_to_csc, input_edge_ids
+from ..edgeids import INPUT_EDGE_ID, input_edge_ids
 from .stores import EDGE_TYPE, FeatureStore, GraphStore, _PlannedFeatureStore, _unwrap, with_row_shape
 from .sampler import NeighborSampler, _PYG_ONLY, _hetero_input_nodes, _input_nodes, _link_sample_to_torch, num_neighbors_of
 from .loaderargs import _LINK_TAKES, _PYG_NAMES, _PYG_OWN, _as_is, _check_time, _link_input, _loader_options, _pin_memory, _pinned, _refuse_pyg_only
@@ -506,11 +506,12 @@ class LinkNeighborLoader(_PyGLinkLoader):
         if neg_sampling_ratio is not None and not (isinstance(neg_sampling_ratio, (int, float)) and not isinstance(neg_sampling_ratio, bool) and neg_sampling_ratio >= 0):
             raise errors.InvalidArgumentError(f"neg_sampling_ratio = {neg_sampling_ratio!r}: want binary negatives per seed edge > 0")
         edge_type, edge_label_index = _link_input(store, edge_label_index)
+        fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         if edge_label_index is None:
             indptr, indices = typed_csc(store, edge_type) if store.is_hetero else store.csc()
             col = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
             edge_label_index = torch.stack([torch.from_numpy(np.asarray(indices, dtype=np.int64)), torch.from_numpy(col)])
-            inverse = _input_to_csc(store, edge_type if store.is_hetero else None)
+            inverse = fs._input_to_csc(edge_type if store.is_hetero else None)  # the FeatureStore's, read once for the edge features too
             if inverse is not None:  # PyG's input_id counts positions in the input's edges: give them in its order
                 edge_label_index = edge_label_index[:, inverse[inverse >= 0]]
         edge_label_index = torch.as_tensor(edge_label_index)
@@ -523,7 +524,6 @@ class LinkNeighborLoader(_PyGLinkLoader):
                                                      exclude_seed_edges=exclude_seed_edges, undirected=undirected,
                                                      reverse_edge_types=reverse_edge_types, weight_attr=weight_attr, disjoint=disjoint,
                                                      time_attr=time_attr, temporal_strategy=temporal_strategy, subgraph_type=subgraph_type)
-        fs = _PlannedFeatureStore(store) if planned_epochs else FeatureStore(store)
         super().__init__(
             (fs, GraphStore(store)), link_sampler=self.link_neighbor_sampler, edge_label_index=(edge_type, edge_label_index),
             edge_label=edge_label, edge_label_time=edge_label_time, neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
