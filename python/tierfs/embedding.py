@@ -367,7 +367,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
     def _read_slots(self, ids: torch.Tensor, device: torch.device) -> torch.Tensor:
         """The whole slots of host ids on ``device``, from both tiers."""
         if self._tier is None:
-            return self._rows(lib.tfs_table_read_slots, ids, self._slot_floats, None).to(device)
+            return self._read_back(ids).to(device)
         return self._tiered(ids, self._slot_floats, lib.tfs_table_read_slots, device)
 
     # training ----------------------------------------------------------------------------
@@ -439,7 +439,7 @@ class Embedding(torch.nn.Module, _native.Finalized):
         """Writes the whole slots of distinct host ids, at the step count: the device tier's into
         it, the others through the core."""
         if self._tier is None:
-            self._rows(lib.tfs_table_write_slots, ids, self._slot_floats, slots.cpu().contiguous(), self._step)
+            self._write_back(ids, slots.cpu().contiguous())
             return
         with self._lock:
             tier = self._tier
@@ -449,13 +449,14 @@ class Embedding(torch.nn.Module, _native.Finalized):
                 tier.slots[pos[held]] = slots[held.to(slots.device)].to(tier.device)
                 tier.dirty = True
             if bool(miss.any()):
-                rest = slots[miss.to(slots.device)].cpu().contiguous()
-                self._rows(lib.tfs_table_write_slots, ids[miss].contiguous(), self._slot_floats, rest, self._step)
+                self._write_back(ids[miss].contiguous(), slots[miss.to(slots.device)].cpu().contiguous())
 
     def _write_back(self, ids: torch.Tensor, slots: torch.Tensor) -> None:
+        """Writes the whole slots of distinct host ids to the table, at the step count."""
         self._rows(lib.tfs_table_write_slots, ids, self._slot_floats, slots, self._step)
 
     def _read_back(self, ids: torch.Tensor) -> torch.Tensor:
+        """The whole slots of ids read from the table (not the device tier), on the host."""
         return self._rows(lib.tfs_table_read_slots, ids.cpu().contiguous(), self._slot_floats, None)
 
     def place(self, hotness: Any = None) -> None:
