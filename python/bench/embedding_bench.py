@@ -13,10 +13,16 @@ them, cross-entropy against labels of the seeds' ids, backward, Adam for the cla
 SparseAdam for the table (lr 0.01). Both arms draw the same stream of ids; tierfs's warms up
 longer (--warmup steps and until its cache is full, so that every miss evicts). The arm
 "tierfs-reread" is tierfs's with the step reading the batch's slots again after the forward
-(the module before its forward kept them), for --arms tierfs-reread,tierfs.
+(the module before its forward kept them), for --arms tierfs-reread,tierfs. The arm "tierfs-gpu"
+is tierfs's with a device tier (``gpu_cache=``): the same cache budget (the table over
+--cache-ratio) split, --gpu-share of it to the tier (the rows the store's placement ranks hottest,
+with their state, on --device) and the rest to the host page cache. The tier needs a store, so
+the arm opens a dataset of --rows nodes synthesized in --dir (`tierfs synth`; not timed) on
+--device; without CUDA it runs with the tier on the host (a CPU store's tier is a host tensor),
+for --arms memory,tierfs,tierfs-gpu.
 
 Printed and written to --out (JSON): seeds/s of each arm and their ratio; the tierfs table's
-cache counters over the timed steps (pages read and written a step); the distinct 4 KiB pages a
+cache counters over the timed steps (pages read and written a step; tierfs-gpu: also its tier's hits and misses, rows); the distinct 4 KiB pages a
 step touches; the disk bound, the disk's 4 KiB IOPS over the pages a step reads plus writes
 (measured, and the worst case of every distinct page read and written); the seconds to create
 the table (its initial rows written and checkpointed, and opened) and one checkpoint after the
@@ -43,7 +49,8 @@ from benchtrain_host import _find_cli, measure_disk
 
 CLASSES = 16
 SLOT_COPIES = 3  # adam: the row, exp_avg, exp_avg_sq
-TIERFS_ARMS = ("tierfs", "tierfs-reread")
+TIERFS_ARMS = ("tierfs", "tierfs-reread", "tierfs-gpu")
+GPU_COUNTERS = ("hits", "misses")  # the device tier's, rows
 COUNTERS = ("pages_read", "pages_written", "hits", "misses", "evictions")
 
 
@@ -56,6 +63,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=50, help="timed steps an arm")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (tierfs: and until its cache is full)")
     p.add_argument("--cache-ratio", type=float, default=5.0, help="the table's bytes over its host cache's")
+    p.add_argument("--gpu-share", type=float, default=0.5,
+                   help="tierfs-gpu: the device tier's part of the cache budget (the rest: the host cache)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--dir", default="", help="where the table goes (default: a temporary directory under /var/tmp)")
     p.add_argument("--disk-iops", type=float, default=0.0, help="4 KiB IOPS of the table's disk")
@@ -94,18 +103,41 @@ def warm(arm: str, emb: Any, out: Dict[str, Any], k: int, a: argparse.Namespace)
     return st["misses"] - st["evictions"] < st["cache_pages"]
 
 
-def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
+def open_store(a: argparse.Namespace, root: str) -> Any:
+    """A store of --rows nodes on --device (tierfs-gpu's device tier needs one): a dataset
+    synthesized in root (features of dim 4, in-degree 1: the placement ranks by it)."""
+    cli = _find_cli(a.tierfs_bin)
+    if cli is None:
+        raise SystemExit("embedding_bench: tierfs-gpu needs the tierfs CLI to synthesize its store (--tierfs-bin)")
+    data = os.path.join(root, "store")
+    if not os.path.exists(os.path.join(data, "manifest.json")):
+        subprocess.run([cli, "synth", "--nodes", str(a.rows), "--dim", "4", "--avg-degree", "1", "--seed", str(a.seed + 1),
+                        "--out", data, "--force"], check=True, capture_output=True)
+    return tierfs.open(data, host_cache="1MiB", device=a.device)
+
+
+def run(arm: str, a: argparse.Namespace, path: str, root: str = "") -> Dict[str, Any]:
     dev = torch.device(a.device)
     out: Dict[str, Any] = {"arm": arm}
+    store = None
+    if arm == "tierfs-gpu":
+        t = time.perf_counter()
+        store = open_store(a, root or os.path.dirname(path))
+        out["store_s"] = time.perf_counter() - t
     t = time.perf_counter()
     if arm in TIERFS_ARMS:
         cache = int(table_bytes(a.rows, a.dim) / a.cache_ratio)
-        emb = tierfs.Embedding(None, None, a.dim, path, optimizer="adam", lr=0.01,
-                               num_embeddings=a.rows, seed=a.seed, host_cache=cache)
+        gpu = int(cache * a.gpu_share) if arm == "tierfs-gpu" else 0
+        emb = tierfs.Embedding(store, None, a.dim, path, optimizer="adam", lr=0.01, num_embeddings=None if store else a.rows,
+                               seed=a.seed, host_cache=cache - gpu, gpu_cache=gpu or None)
         info = emb.info
         out.update(table_bytes=info["pages"] * info["page_bytes"], host_cache_bytes=info["host_cache_bytes"],
                    page_bytes=info["page_bytes"], rows_per_page=info["rows_per_page"], direct_io=info["direct_io"])
-        emb._keep_slots = arm == "tierfs"  # tierfs-reread: the step reads the slots again
+        if store is not None:
+            g = emb.stats()["gpu"]
+            out.update(gpu_cache_bytes=gpu, gpu_share=a.gpu_share, gpu_tier_device=g["device"],
+                       gpu_capacity_rows=g["capacity_rows"], gpu_rows_held=g["rows_held"], gpu_bytes_held=g["bytes_held"])
+        emb._keep_slots = arm != "tierfs-reread"  # tierfs-reread: the step reads the slots again
         opt_emb = emb
     else:
         emb = torch.nn.Embedding(a.rows, a.dim, sparse=True).to(dev)
@@ -156,6 +188,10 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
         after = emb.stats()
         out["stats"] = {k: after[k] - before[k] for k in COUNTERS}  # the gauges (dirty, cache_pages): at the end
         out["stats_at_end"] = after
+        if "gpu" in after:  # the device tier's rows served (hits) and not held (misses)
+            out["gpu_stats"] = {k: after["gpu"][k] - before["gpu"][k] for k in GPU_COUNTERS}
+            n = sum(out["gpu_stats"].values())
+            out["gpu_hit_rate"] = out["gpu_stats"]["hits"] / n if n else None
         out["gather_s"], out["emb_step_s"] = spent["gather"], spent["emb_step"]
         out["distinct_pages_per_step"] = pages / a.steps
         out["pages_read_per_step"] = out["stats"]["pages_read"] / a.steps
@@ -165,6 +201,8 @@ def run(arm: str, a: argparse.Namespace, path: str) -> Dict[str, Any]:
         emb.checkpoint()
         out["checkpoint_s"] = time.perf_counter() - t
         emb.close()
+    if store is not None:
+        store.close()
     return out
 
 
@@ -193,6 +231,25 @@ def report_reread(res: Dict[str, Any], a: argparse.Namespace) -> None:
               f"{[round(x) for x in res['tierfs']['repeats_seeds_per_s']]} / {[round(x) for x in r['repeats_seeds_per_s']]})")
 
 
+def report_gpu(res: Dict[str, Any], a: argparse.Namespace) -> None:
+    """Prints tierfs-gpu's caches, its counters (the page cache's and the device tier's), and its
+    seeds/s over tierfs's and memory's."""
+    r = res["tierfs-gpu"]
+    g = r["gpu_stats"]
+    rate = f"{r['gpu_hit_rate']:.3f}" if r["gpu_hit_rate"] is not None else "-"
+    print(f"tierfs-gpu: device tier {r['gpu_cache_bytes'] / 2**20:,.1f} MiB on {r['gpu_tier_device']} "
+          f"({r['gpu_rows_held']:,} of {a.rows:,} rows; --gpu-share {a.gpu_share}), host cache {r['host_cache_bytes'] / 2**20:,.1f} MiB; "
+          f"a step: {r['pages_read_per_step']:,.0f} pages read + {r['pages_written_per_step']:,.0f} written "
+          f"({r['distinct_pages_per_step']:,.0f} distinct); forward {r['gather_s'] / a.steps * 1e3:.1f} ms and step "
+          f"{r['emb_step_s'] / a.steps * 1e3:.1f} ms a step; {r['warmup_steps']} warm-up steps; checkpoint {r['checkpoint_s']:.2f} s")
+    print(f"tierfs-gpu stats over the timed steps: {json.dumps(r['stats'])}; device tier rows: {json.dumps(g)} "
+          f"(hit rate {rate}); at the end: {json.dumps(r['stats_at_end'])}")
+    for other, key in (("tierfs", "ratio_gpu_over_tierfs"), ("memory", "ratio_gpu_over_memory")):
+        if other in res:
+            res[key] = r["seeds_per_s"] / res[other]["seeds_per_s"]
+            print(f"tierfs-gpu / {other}: {res[key]:.3f} (medians of {a.repeat})")
+
+
 def main(argv=None) -> Dict[str, Any]:
     a = parse_args(argv)
     if a.threads:
@@ -206,7 +263,7 @@ def main(argv=None) -> Dict[str, Any]:
     runs: Dict[str, List[Dict[str, Any]]] = {arm: [] for arm in a.arms.split(",")}
     for rep in range(a.repeat):
         for arm in runs:
-            r = run(arm, a, os.path.join(root, f"table-{rep}"))
+            r = run(arm, a, os.path.join(root, f"table-{rep}"), root)
             shutil.rmtree(os.path.join(root, f"table-{rep}"), ignore_errors=True)
             runs[arm].append(r)
             print(f"{arm}: {r['seeds_per_s']:,.0f} seeds/s ({r['steps']} steps in {r['seconds']:.2f} s; "
@@ -235,6 +292,8 @@ def main(argv=None) -> Dict[str, Any]:
             print(f"tierfs / memory: {res['ratio']:.3f} (medians of {a.repeat})")
     if "tierfs-reread" in res:
         report_reread(res, a)
+    if "tierfs-gpu" in res:
+        report_gpu(res, a)
     shutil.rmtree(root, ignore_errors=True)
     if a.out:
         with open(a.out, "w") as f:
