@@ -54,6 +54,15 @@
 #       call (carry the bundle and build/probe/iobench; about 300 s); target 0.8·N× one device;
 #    c. issue 45's figure with the write path, incremental checkpoints and a device tier:
 #       item 7b's command with `--rows 4000000` as before (add a gpu_cache arm if the bench has one).
+# 9. (session 23) Done: items 8a and 8b (benchmarks/h200-2026-12-02/README.md items 24-25). Next:
+#    a. issue 45's figure with the device tier (carry the bundle; about 200 s): unpack it (`tar -C
+#       build -xJf build/gpu-bundle.tar.xz && make cuda`), set TIERFS_LIB=build/gpu/libtierfs.so*,
+#       TIERFS_BIN=build/gpu/tierfs, TIERFS_CUDA_LIB=build/libtierfs_cuda.so, then item 7b's command
+#       with `--arms memory,tierfs,tierfs-gpu` (the device tier's arm, --gpu-share 0.5);
+#    b. issue 42's GPU sampler options once branch gpu-sampler-options (topology.HopDraw: per-node
+#       seeds, weights, time lists; LogUnit) has its kernel and gpuTopology side: `GPU_BENCH=0 make
+#       gpu-test` with a featurestore GPU test comparing disjoint / weighted / temporal samples
+#       against the host sampler.
 # Carry ["build/gpu-bundle.tar.xz", ".whl"] after `make gpu-bundle` (and build/old-a6d8f53.tar.xz for ab).
 set -u
 source benchmarks/h200x2-2026-11-26/common.sh
